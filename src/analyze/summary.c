@@ -1,0 +1,80 @@
+/* summary.c: per-series statistics for the report. */
+#include "analyze/summary.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect/metric_catalog.h"
+
+static void add_series(void *ctx, const tp_run_series *series, double *values, size_t n)
+{
+    tp_summary *s = ctx;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 64;
+        tp_series_summary *p = realloc(s->items, s->cap * sizeof *p);
+        if (!p)
+            abort();
+        s->items = p;
+    }
+    s->items[s->n].series = series;
+    tp_stats_compute(values, n, &s->items[s->n].stats);
+    s->n++;
+}
+
+static long catalog_rank(const char *metric)
+{
+    size_t count;
+    const tp_metric_def *defs = tp_metric_catalog(&count);
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(defs[i].name, metric) == 0)
+            return (long)i;
+    return (long)count; /* unknown metrics (newer writers) go last */
+}
+
+static int cmp_summary(const void *a, const void *b)
+{
+    const tp_run_series *x = ((const tp_series_summary *)a)->series;
+    const tp_run_series *y = ((const tp_series_summary *)b)->series;
+    if (x->agent_id != y->agent_id)
+        return x->agent_id < y->agent_id ? -1 : 1;
+    long rx = catalog_rank(x->metric), ry = catalog_rank(y->metric);
+    if (rx != ry)
+        return rx < ry ? -1 : 1;
+    int c = strcmp(x->metric, y->metric);
+    if (c)
+        return c;
+    /* "{}" (the total) sorts before any labelled series. */
+    bool tx = strcmp(x->labels, "{}") == 0, ty = strcmp(y->labels, "{}") == 0;
+    if (tx != ty)
+        return tx ? -1 : 1;
+    return strverscmp(x->labels, y->labels);
+}
+
+bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    out->run = run;
+    if (!tp_run_each_series(run, add_series, out, err, cap))
+        return false;
+    if (out->n)
+        qsort(out->items, out->n, sizeof *out->items, cmp_summary);
+    return true;
+}
+
+void tp_summary_free(tp_summary *s)
+{
+    free(s->items);
+    memset(s, 0, sizeof *s);
+}
+
+const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id,
+                                         const char *metric, const char *labels)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        const tp_run_series *r = s->items[i].series;
+        if (r->agent_id == agent_id && strcmp(r->metric, metric) == 0 &&
+            strcmp(r->labels, labels) == 0)
+            return &s->items[i];
+    }
+    return NULL;
+}

@@ -1,0 +1,35 @@
+/* summary.h: the figures a report shows, computed from a run file.
+ *
+ * One entry per series that has samples, ordered by agent, then by the metric
+ * catalogue's order, then by labels (totals first, then natural order:
+ * cpu 2 before cpu 10). Renderers (text, JSON) read only this. */
+#ifndef TP_ANALYZE_SUMMARY_H
+#define TP_ANALYZE_SUMMARY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analyze/stats.h"
+#include "store/reader.h"
+
+typedef struct tp_series_summary {
+    const tp_run_series *series;
+    tp_stats stats;
+} tp_series_summary;
+
+typedef struct tp_summary {
+    tp_run *run;
+    tp_series_summary *items;
+    size_t n, cap;
+} tp_summary;
+
+/* Reads every series and computes its statistics. False (reason in err) if
+ * the run file can't be read. */
+bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap);
+void tp_summary_free(tp_summary *s);
+
+/* The summary of one series by metric and labels on an agent, or NULL. */
+const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id,
+                                         const char *metric, const char *labels);
+
+#endif

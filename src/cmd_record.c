@@ -1,0 +1,333 @@
+/* cmd_record.c: `trainprof record`: run a command and record it.
+ *
+ * The recorder is the parent. It creates the run file first (so a bad -o
+ * fails before any training starts), then starts the command, a sampler
+ * thread and a writer thread, and waits on a signalfd for the command's end
+ * and for signals to pass on. It exits with the command's status. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "collect/host_info.h"
+#include "commands.h"
+#include "record/child.h"
+#include "record/record_summary.h"
+#include "record/sampler.h"
+#include "record/status_line.h"
+#include "record/writer_thread.h"
+#include "store/schema.h"
+#include "trainprof_version.h"
+#include "util/json_writer.h"
+#include "util/log.h"
+
+extern char **environ;
+
+#define INTERVAL_MIN 0.05
+#define INTERVAL_MAX 60.0
+
+typedef struct record_options {
+    const char *output;
+    const char *agent;
+    double interval_s;
+    bool force;
+    bool quiet;
+    char **command;
+} record_options;
+
+static const char usage[] =
+    "usage: trainprof record [options] [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND, samples the machine while it runs, and writes everything into\n"
+    "one SQLite run file. Exits with COMMAND's exit status (128+N if it died of\n"
+    "signal N, 127 if it could not be started).\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE     run file to write (default: trainprof-DATE-TIME.db)\n"
+    "  -f, --force           overwrite FILE if it exists\n"
+    "  -i, --interval SECS   sampling interval, 0.05 to 60 (default: 0.5)\n"
+    "      --agent NAME      name of this machine in the run (default: host name)\n"
+    "  -q, --quiet           no status line and no summary\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "example:\n"
+    "  trainprof record -o run.db -- python train.py --epochs 3\n"
+    "  trainprof report run.db\n";
+
+/* Parses and checks the interval; false with a message on bad input. */
+static bool parse_interval(const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end != '\0' || !isfinite(v) || v < INTERVAL_MIN ||
+        v > INTERVAL_MAX) {
+        tp_error("--interval must be a number of seconds from %g to %g (got '%s')", INTERVAL_MIN,
+                 INTERVAL_MAX, text);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Returns 0 to go on, or an exit status (help: 0 via *done, errors: 2). */
+static int parse_options(int argc, char **argv, record_options *o, bool *done)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
+        {"interval", required_argument, NULL, 'i'}, {"agent", required_argument, NULL, 'a'},
+        {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    *o = (record_options){NULL, NULL, 0.5, false, false, NULL};
+    *done = false;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+o:fi:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->output = optarg; break;
+        case 'f': o->force = true; break;
+        case 'i':
+            if (!parse_interval(optarg, &o->interval_s))
+                return 2;
+            break;
+        case 'a': o->agent = optarg; break;
+        case 'q': o->quiet = true; break;
+        case 'h':
+            fputs(usage, stdout);
+            *done = true;
+            return 0;
+        default:
+            if (optopt && strchr("oi", optopt))
+                tp_error("record: option -%c needs a value", optopt);
+            else if (optopt)
+                tp_error("record: unknown option -%c (see trainprof record --help)", optopt);
+            else
+                tp_error("record: unknown option %s (see trainprof record --help)",
+                         argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        tp_error("record: no command given (usage: trainprof record [options] -- COMMAND)");
+        return 2;
+    }
+    if (o->output && !*o->output) {
+        tp_error("record: --output must not be empty");
+        return 2;
+    }
+    o->command = argv + optind;
+    return 0;
+}
+
+/* Appends arg to buf quoted for a POSIX shell when it needs quoting. */
+static void shell_quote(FILE *out, const char *arg)
+{
+    bool plain = *arg != '\0';
+    for (const char *p = arg; *p && plain; p++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%",
+                       *p) != NULL;
+    if (plain) {
+        fputs(arg, out);
+        return;
+    }
+    fputc('\'', out);
+    for (const char *p = arg; *p; p++) {
+        if (*p == '\'')
+            fputs("'\\''", out);
+        else
+            fputc(*p, out);
+    }
+    fputc('\'', out);
+}
+
+/* Records what is known before the command starts. */
+static void record_start_meta(tp_sink *sink, const record_options *o, const tp_clock_anchor *a)
+{
+    char buf[128];
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    for (char **p = o->command; *p && mem; p++) {
+        if (p != o->command)
+            fputc(' ', mem);
+        shell_quote(mem, *p);
+    }
+    if (mem && fclose(mem) == 0)
+        tp_sink_meta(sink, "command", text);
+    free(text);
+    text = NULL;
+    mem = open_memstream(&text, &len);
+    if (mem) {
+        json_writer w;
+        json_init(&w, mem);
+        json_array_begin(&w);
+        for (char **p = o->command; *p; p++)
+            json_string(&w, *p);
+        json_array_end(&w);
+        if (fclose(mem) == 0)
+            tp_sink_meta(sink, "argv", text);
+        free(text);
+    }
+    tp_sink_meta(sink, "trainprof_version", TRAINPROF_VERSION);
+    tp_sink_meta(sink, "status", "recording");
+    snprintf(buf, sizeof buf, "%lld", (long long)a->wall_ns);
+    tp_sink_meta(sink, "start_wall_ns", buf);
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)a->mono_ns);
+    tp_sink_meta(sink, "start_mono_ns", buf);
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)a->uncertainty_ns);
+    tp_sink_meta(sink, "clock_uncertainty_ns", buf);
+    time_t secs = (time_t)(a->wall_ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    tp_sink_meta(sink, "start_wall", buf);
+    snprintf(buf, sizeof buf, "%g", o->interval_s);
+    tp_sink_meta(sink, "interval_s", buf);
+    snprintf(buf, sizeof buf, "%d", (int)getpid());
+    tp_sink_meta(sink, "recorder_pid", buf);
+}
+
+static void record_end_meta(tp_sink *sink, int exit_status, int wstatus, uint64_t duration_ns)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%d", exit_status);
+    tp_sink_meta(sink, "exit_status", buf);
+    if (WIFSIGNALED(wstatus)) {
+        const char *name = sigabbrev_np(WTERMSIG(wstatus));
+        snprintf(buf, sizeof buf, "SIG%s", name ? name : "?");
+        tp_sink_meta(sink, "exit_signal", buf);
+    }
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)duration_ns);
+    tp_sink_meta(sink, "duration_ns", buf);
+    tp_sink_meta(sink, "status", "finished");
+}
+
+/* Waits for the command, passing signals on and redrawing the status line.
+ * Returns the waitpid status. */
+static int supervise(pid_t child, int sfd, tp_sink *sink, bool status_line, uint64_t start_ns)
+{
+    double mem_total = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    for (;;) {
+        struct pollfd pfd = {sfd, POLLIN, 0};
+        int n = poll(&pfd, 1, status_line ? 1000 : -1);
+        if (status_line)
+            tp_status_line_draw(stderr, sink, (double)(tp_clock_mono_ns() - start_ns) / 1e9,
+                                mem_total);
+        if (n <= 0)
+            continue;
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
+            continue;
+        if (si.ssi_signo != SIGCHLD) {
+            if (!tp_signal_from_terminal(si.ssi_code))
+                kill(child, (int)si.ssi_signo);
+            continue;
+        }
+        int wstatus;
+        pid_t r = waitpid(child, &wstatus, WNOHANG);
+        if (r == child && (WIFEXITED(wstatus) || WIFSIGNALED(wstatus)))
+            return wstatus;
+    }
+}
+
+/* Makes the default output name, trainprof-YYYYmmdd-HHMMSS.db. */
+static void default_output(char *buf, size_t cap)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(buf, cap, "trainprof-%Y%m%d-%H%M%S.db", &tm);
+}
+
+int cmd_record(int argc, char **argv)
+{
+    record_options o;
+    bool done;
+    int rc = parse_options(argc, argv, &o, &done);
+    if (rc || done)
+        return rc;
+    char default_name[64];
+    if (!o.output) {
+        default_output(default_name, sizeof default_name);
+        o.output = default_name;
+    }
+    char err[512];
+    tp_writer *writer = tp_writer_create(o.output, o.force, o.agent, err, sizeof err);
+    if (!writer) {
+        tp_error("%s", err);
+        return 1;
+    }
+
+    /* Signals are taken through a signalfd; every thread inherits the mask,
+     * and the child gets it cleared. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&mask, sigs[i]);
+    sigset_t old;
+    pthread_sigmask(SIG_BLOCK, &mask, &old);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+
+    tp_clock_anchor anchor = tp_clock_anchor_now();
+    tp_sink *sink = tp_sink_new(anchor.mono_ns);
+    tp_sysroot root;
+    if (!sink || sfd < 0 || !tp_sysroot_open(&root, tp_sysroot_default_path())) {
+        tp_error("record: cannot set up the recorder: %s", strerror(errno));
+        tp_writer_finish(writer);
+        unlink(o.output);
+        return 1;
+    }
+    record_start_meta(sink, &o, &anchor);
+    tp_collect_env env = {&root, sink, 0};
+    tp_host_info_record(&env, o.agent);
+
+    pid_t child = tp_child_spawn(o.command, environ);
+    if (child < 0) {
+        int e = errno;
+        tp_error("cannot run '%s': %s", o.command[0], strerror(e));
+        tp_writer_finish(writer);
+        unlink(o.output);
+        tp_sink_free(sink);
+        return tp_child_spawn_status(e);
+    }
+    char pidbuf[32];
+    snprintf(pidbuf, sizeof pidbuf, "%d", (int)child);
+    tp_sink_meta(sink, "child_pid", pidbuf);
+
+    tp_writer_thread wt;
+    tp_writer_thread_start(&wt, sink, writer);
+    env.target_pid = child;
+    tp_sampler sampler;
+    tp_sampler_start(&sampler, &env, TP_COLLECT_ALL, (uint64_t)(o.interval_s * 1e9));
+
+    bool status_line = !o.quiet && isatty(STDERR_FILENO);
+    int wstatus = supervise(child, sfd, sink, status_line, anchor.mono_ns);
+    uint64_t duration = tp_clock_mono_ns() - anchor.mono_ns;
+    if (status_line)
+        tp_status_line_clear(stderr);
+
+    tp_sampler_stop(&sampler);
+    int exit_status = tp_child_exit_status(wstatus);
+    record_end_meta(sink, exit_status, wstatus, duration);
+    tp_sink_close(sink);
+    tp_writer_thread_join(&wt);
+    tp_writer_finish(writer);
+    tp_sink_free(sink);
+    tp_sysroot_close(&root);
+    close(sfd);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!o.quiet)
+        tp_record_summary_print(stderr, o.output);
+    return exit_status;
+}

@@ -1,0 +1,70 @@
+/* cmd_report.c: `trainprof report`: a run file's figures as text or JSON. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analyze/summary.h"
+#include "commands.h"
+#include "render/report.h"
+#include "util/log.h"
+
+static const char usage[] =
+    "usage: trainprof report [--json] RUN_FILE\n"
+    "\n"
+    "Shows what a run file holds: the run (command, duration, host, exit status),\n"
+    "then each system metric's mean, p5, p50, p95 and max per agent and per GPU,\n"
+    "and the sources that were unavailable.\n"
+    "\n"
+    "options:\n"
+    "  --json       one JSON object instead of tables\n"
+    "  -h, --help   show this help\n"
+    "\n"
+    "exit status: 0 on success, 2 for bad arguments or a file that is not a\n"
+    "readable trainprof run file.\n";
+
+int cmd_report(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool json = false;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'j') {
+            json = true;
+        } else if (c == 'h') {
+            fputs(usage, stdout);
+            return 0;
+        } else {
+            tp_error("report: unknown option %s (see trainprof report --help)", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (argc - optind != 1) {
+        tp_error("report: expected one run file (usage: trainprof report [--json] RUN_FILE)");
+        return 2;
+    }
+    char err[1024];
+    tp_run *run = tp_run_open(argv[optind], err, sizeof err);
+    if (!run) {
+        tp_error("%s", err);
+        return 2;
+    }
+    tp_summary s;
+    if (!tp_summary_build(run, &s, err, sizeof err)) {
+        tp_error("%s", err);
+        tp_run_close(run);
+        return 2;
+    }
+    if (json)
+        tp_report_json(stdout, &s);
+    else
+        tp_report_text(stdout, &s);
+    tp_summary_free(&s);
+    tp_run_close(run);
+    return fflush(stdout) == 0 ? 0 : 1;
+}

@@ -1,0 +1,76 @@
+/* devtable.h: per-device counter state shared by the disk, net and
+ * InfiniBand collectors.
+ *
+ * Devices are keyed by name. Each round, the collector marks the devices it
+ * sees and feeds their cumulative counters; tp_devtable_update returns the
+ * deltas against the previous round. A device missing from a round loses its
+ * baseline, so one that vanishes and comes back starts over instead of
+ * producing a bogus delta. Entries are allocated when a device first appears,
+ * never per sample. */
+#ifndef TP_COLLECT_DEVTABLE_H
+#define TP_COLLECT_DEVTABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TP_DEV_COUNTERS 4
+#define TP_DEV_NAME 64
+
+typedef struct tp_dev {
+    char name[TP_DEV_NAME];
+    bool counted;      /* false: seen but excluded (not physical, loopback) */
+    bool seen;         /* present in the current round */
+    bool has_prev;
+    uint64_t prev[TP_DEV_COUNTERS];
+    uint64_t prev_ns;
+    uint32_t series[TP_DEV_COUNTERS];
+} tp_dev;
+
+typedef struct tp_devtable {
+    tp_dev *items;
+    size_t len, cap;
+} tp_devtable;
+
+/* Finds the device, or adds it (*created set) when absent. NULL on OOM. */
+tp_dev *tp_devtable_get(tp_devtable *t, const char *name, size_t name_len, bool *created);
+
+/* Starts a round: every device unseen until it is fed again. */
+void tp_devtable_begin_round(tp_devtable *t);
+
+/* Feeds a device's counters for this round. Fills delta[] and *dt_ns and
+ * returns true when a previous round exists and no counter reset. */
+bool tp_devtable_update(tp_dev *d, const uint64_t cur[TP_DEV_COUNTERS], uint64_t now_ns,
+                        uint64_t delta[TP_DEV_COUNTERS], uint64_t *dt_ns);
+
+/* Ends a round: devices not seen lose their baseline. */
+void tp_devtable_end_round(tp_devtable *t);
+
+void tp_devtable_free(tp_devtable *t);
+
+
+
+#include "record/sink.h"
+
+/* A collector's four metric names and the label key that names a device. */
+typedef struct tp_dev_metrics {
+    int count; /* counters used, 1..TP_DEV_COUNTERS */
+    const char *names[TP_DEV_COUNTERS];
+    double scale[TP_DEV_COUNTERS]; /* counter unit -> metric unit (e.g. 512 per sector) */
+    const char *label_key;
+} tp_dev_metrics;
+
+/* Registers the device's four series (labels {label_key: name}). */
+void tp_dev_register(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m);
+
+/* Feeds one device's counters and emits its four rates. Adds the deltas to
+ * sum[] when they are valid. */
+void tp_dev_feed(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m,
+                 const uint64_t cur[TP_DEV_COUNTERS], uint64_t now_ns,
+                 uint64_t sum[TP_DEV_COUNTERS]);
+
+/* Emits the total rates sum/dt to the given series (no labels). */
+void tp_dev_emit_totals(tp_sink *sink, const uint32_t series[TP_DEV_COUNTERS],
+                        const tp_dev_metrics *m, const uint64_t sum[TP_DEV_COUNTERS],
+                        uint64_t dt_ns, uint64_t now_ns);
+#endif

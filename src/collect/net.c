@@ -1,0 +1,98 @@
+/* net.c: network throughput per interface and in total, from /proc/net/dev.
+ *
+ * Loopback is excluded. Each line is "  name: rx_bytes rx_packets errs drop
+ * fifo frame compressed multicast tx_bytes ...". */
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect/collector.h"
+#include "collect/devtable.h"
+#include "util/text_parse.h"
+
+typedef struct net_collector {
+    tp_collector base;
+    tp_sink *sink;
+    tp_procfile dev;
+    tp_devtable ifaces;
+    uint32_t total_series[TP_DEV_COUNTERS];
+    uint64_t prev_round_ns;
+} net_collector;
+
+static const tp_dev_metrics net_metrics = {
+    2,
+    {"net_sent_bytes_per_s", "net_recv_bytes_per_s", NULL, NULL},
+    {1, 1, 0, 0},
+    "interface",
+};
+
+static void net_sample(tp_collector *base, uint64_t now_ns)
+{
+    net_collector *c = (net_collector *)base;
+    if (!tp_procfile_read(&c->dev))
+        return;
+    uint64_t sum[TP_DEV_COUNTERS] = {0};
+    tp_devtable_begin_round(&c->ifaces);
+    const char *p = c->dev.buf, *end = p + c->dev.len;
+    for (; p < end; p = tp_next_line(p, end)) {
+        const char *line_end = tp_next_line(p, end);
+        const char *colon = memchr(p, ':', (size_t)(line_end - p));
+        if (!colon)
+            continue; /* the two header lines have no colon */
+        const char *name = tp_skip_blanks(p, colon);
+        size_t len = (size_t)(colon - name);
+        const char *q = colon + 1;
+        uint64_t f[9];
+        int n = 0;
+        while (n < 9 && tp_parse_u64(&q, line_end, &f[n]))
+            n++;
+        if (n < 9 || len == 0)
+            continue;
+        bool created;
+        tp_dev *d = tp_devtable_get(&c->ifaces, name, len, &created);
+        if (!d)
+            continue;
+        if (created) {
+            d->counted = strcmp(d->name, "lo") != 0;
+            if (d->counted)
+                tp_dev_register(c->sink, d, &net_metrics);
+        }
+        if (!d->counted) {
+            d->seen = true;
+            continue;
+        }
+        const uint64_t cur[TP_DEV_COUNTERS] = {f[8], f[0], 0, 0};
+        tp_dev_feed(c->sink, d, &net_metrics, cur, now_ns, sum);
+    }
+    tp_devtable_end_round(&c->ifaces);
+    if (c->prev_round_ns)
+        tp_dev_emit_totals(c->sink, c->total_series, &net_metrics, sum,
+                           now_ns - c->prev_round_ns, now_ns);
+    c->prev_round_ns = now_ns;
+}
+
+static void net_destroy(tp_collector *base)
+{
+    net_collector *c = (net_collector *)base;
+    tp_procfile_close(&c->dev);
+    tp_devtable_free(&c->ifaces);
+    free(c);
+}
+
+tp_collector *tp_net_collector_new(const tp_collect_env *env)
+{
+    net_collector *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    if (!tp_procfile_open(&c->dev, env->root, "/proc/net/dev")) {
+        tp_sink_unavailable(env->sink, "net", "cannot open /proc/net/dev");
+        free(c);
+        return NULL;
+    }
+    c->base.name = "net";
+    c->base.sample = net_sample;
+    c->base.destroy = net_destroy;
+    c->sink = env->sink;
+    for (int i = 0; i < net_metrics.count; i++)
+        c->total_series[i] = tp_sink_series(env->sink, net_metrics.names[i], "{}");
+    return &c->base;
+}

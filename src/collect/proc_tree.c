@@ -1,0 +1,375 @@
+/* proc_tree.c: the training command's process tree: CPU, resident memory,
+ * storage I/O, processes and threads.
+ *
+ * Each tick lists /proc once, merges the pids (sorted) with the table of the
+ * previous tick, and reads /proc/PID/stat only for pids it has not seen
+ * before, to learn their parent. A pid whose parent is in the tree joins the
+ * tree (DataLoader workers, torchrun ranks, compilers the script starts); all
+ * other pids are remembered as foreign and never read again. Members keep
+ * their stat and io files open and are re-read with pread.
+ *
+ * RSS is summed over the tree: pages shared between a parent and its forked
+ * workers count once per process, as in top and psutil. CPU used by a process
+ * in its last interval before it exits is lost with it. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect/collector.h"
+#include "collect/counter.h"
+#include "util/text_parse.h"
+
+enum { PT_UNKNOWN, PT_MEMBER, PT_FOREIGN };
+
+typedef struct pt_entry {
+    int pid;
+    int ppid;
+    int state;
+    int stat_fd, io_fd;
+    bool has_prev;
+    uint64_t starttime;
+    uint64_t prev_ticks, prev_read, prev_write;
+} pt_entry;
+
+typedef struct pt_table {
+    pt_entry *items;
+    size_t len, cap;
+} pt_table;
+
+typedef struct proc_tree_collector {
+    tp_collector base;
+    tp_sink *sink;
+    const tp_sysroot *root;
+    int root_pid;
+    DIR *proc;
+    pt_table cur, next;
+    int *pids;
+    size_t npids, pids_cap;
+    uint64_t prev_ns;
+    double ticks_per_s, page_size;
+    uint32_t s_cpu, s_rss, s_read, s_write, s_count, s_threads;
+} proc_tree_collector;
+
+typedef struct pt_stat {
+    int ppid;
+    uint64_t ticks, threads, starttime, rss_pages;
+} pt_stat;
+
+/* Parses /proc/PID/stat. The command name may hold spaces and parentheses,
+ * so fields are counted from the last ')'. */
+static bool parse_stat(const char *buf, size_t len, pt_stat *out)
+{
+    const char *end = buf + len, *p = NULL;
+    for (const char *q = buf; q < end; q++)
+        if (*q == ')')
+            p = q;
+    if (!p || end - p < 4)
+        return false;
+    p += 2; /* ") " */
+    p++;    /* state */
+    int64_t f[21]; /* fields 4..24 */
+    for (int i = 0; i < 21; i++)
+        if (!tp_parse_i64(&p, end, &f[i]))
+            return false;
+    out->ppid = (int)f[0];
+    out->ticks = (uint64_t)(f[10] + f[11]); /* utime + stime */
+    out->threads = (uint64_t)f[16];
+    out->starttime = (uint64_t)f[18];
+    out->rss_pages = f[20] > 0 ? (uint64_t)f[20] : 0;
+    return true;
+}
+
+static bool parse_io(const char *buf, size_t len, uint64_t *read, uint64_t *write)
+{
+    const char *p = buf, *end = buf + len;
+    int found = 0;
+    for (; p < end; p = tp_next_line(p, end)) {
+        const char *q = p, *w;
+        size_t wl;
+        if (!tp_parse_word(&q, end, &w, &wl))
+            continue;
+        if (tp_word_is(w, wl, "read_bytes:") && tp_parse_u64(&q, end, read))
+            found |= 1;
+        else if (tp_word_is(w, wl, "write_bytes:") && tp_parse_u64(&q, end, write))
+            found |= 2;
+    }
+    return found == 3;
+}
+
+static ssize_t pread_all(int fd, char *buf, size_t cap)
+{
+    ssize_t n = pread(fd, buf, cap - 1, 0);
+    if (n >= 0)
+        buf[n] = '\0';
+    return n;
+}
+
+static int open_pid_file(const proc_tree_collector *c, int pid, const char *file)
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "/proc/%d/%s", pid, file);
+    return tp_sysroot_openat(c->root, rel, O_RDONLY);
+}
+
+static void entry_close(pt_entry *e)
+{
+    if (e->stat_fd >= 0)
+        close(e->stat_fd);
+    if (e->io_fd >= 0)
+        close(e->io_fd);
+    e->stat_fd = e->io_fd = -1;
+}
+
+static bool table_reserve(pt_table *t, size_t n)
+{
+    if (n <= t->cap)
+        return true;
+    size_t ncap = t->cap ? t->cap : 256;
+    while (ncap < n)
+        ncap *= 2;
+    pt_entry *np = realloc(t->items, ncap * sizeof *np);
+    if (!np)
+        return false;
+    t->items = np;
+    t->cap = ncap;
+    return true;
+}
+
+static pt_entry *table_find(pt_table *t, int pid)
+{
+    size_t lo = 0, hi = t->len;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->items[mid].pid == pid)
+            return &t->items[mid];
+        if (t->items[mid].pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Lists the numeric entries of /proc into c->pids, sorted. */
+static bool list_pids(proc_tree_collector *c)
+{
+    rewinddir(c->proc);
+    c->npids = 0;
+    struct dirent *e;
+    bool sorted = true;
+    while ((e = readdir(c->proc))) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        int pid = atoi(e->d_name);
+        if (c->npids == c->pids_cap) {
+            size_t ncap = c->pids_cap ? c->pids_cap * 2 : 1024;
+            int *np = realloc(c->pids, ncap * sizeof *np);
+            if (!np)
+                return false;
+            c->pids = np;
+            c->pids_cap = ncap;
+        }
+        if (c->npids && c->pids[c->npids - 1] > pid)
+            sorted = false;
+        c->pids[c->npids++] = pid;
+    }
+    if (!sorted) /* procfs lists pids in order; fixture trees may not */
+        qsort(c->pids, c->npids, sizeof *c->pids, cmp_int);
+    return true;
+}
+
+/* Builds c->next from the pid list and c->cur: known pids carry over, gone
+ * pids close their files, new pids are read once for their parent. */
+static void merge_pids(proc_tree_collector *c)
+{
+    c->next.len = 0;
+    if (!table_reserve(&c->next, c->npids))
+        return;
+    size_t j = 0;
+    char buf[1024];
+    for (size_t i = 0; i < c->npids; i++) {
+        int pid = c->pids[i];
+        while (j < c->cur.len && c->cur.items[j].pid < pid)
+            entry_close(&c->cur.items[j++]);
+        if (j < c->cur.len && c->cur.items[j].pid == pid && c->cur.items[j].state != PT_UNKNOWN) {
+            c->next.items[c->next.len++] = c->cur.items[j++];
+            continue;
+        }
+        if (j < c->cur.len && c->cur.items[j].pid == pid)
+            j++; /* a stale member, read again below */
+        pt_entry e = {pid, 0, PT_UNKNOWN, -1, -1, false, 0, 0, 0, 0};
+        int fd = open_pid_file(c, pid, "stat");
+        pt_stat st;
+        ssize_t n = fd >= 0 ? pread_all(fd, buf, sizeof buf) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n <= 0 || !parse_stat(buf, (size_t)n, &st))
+            e.state = PT_FOREIGN; /* already gone, or unreadable */
+        else {
+            e.ppid = st.ppid;
+            e.starttime = st.starttime;
+        }
+        if (pid == c->root_pid)
+            e.state = PT_MEMBER;
+        c->next.items[c->next.len++] = e;
+    }
+    while (j < c->cur.len)
+        entry_close(&c->cur.items[j++]);
+    pt_table tmp = c->cur;
+    c->cur = c->next;
+    c->next = tmp;
+}
+
+/* Decides membership of new pids from their parents, repeating until stable
+ * (a child may be listed before its parent is decided). */
+static void resolve_members(proc_tree_collector *c)
+{
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (size_t i = 0; i < c->cur.len; i++) {
+            pt_entry *e = &c->cur.items[i];
+            if (e->state != PT_UNKNOWN)
+                continue;
+            pt_entry *parent = e->ppid > 0 ? table_find(&c->cur, e->ppid) : NULL;
+            if (!parent || parent->state == PT_FOREIGN)
+                e->state = PT_FOREIGN;
+            else if (parent->state == PT_MEMBER)
+                e->state = PT_MEMBER;
+            else
+                continue;
+            changed = true;
+        }
+    }
+    for (size_t i = 0; i < c->cur.len; i++) {
+        pt_entry *e = &c->cur.items[i];
+        if (e->state == PT_UNKNOWN)
+            e->state = PT_FOREIGN;
+        if (e->state == PT_MEMBER && e->stat_fd < 0) {
+            e->stat_fd = open_pid_file(c, e->pid, "stat");
+            e->io_fd = open_pid_file(c, e->pid, "io");
+        }
+    }
+}
+
+static void proc_tree_sample(tp_collector *base, uint64_t now_ns)
+{
+    proc_tree_collector *c = (proc_tree_collector *)base;
+    if (!list_pids(c))
+        return;
+    merge_pids(c);
+    resolve_members(c);
+
+    uint64_t dt = c->prev_ns && now_ns > c->prev_ns ? now_ns - c->prev_ns : 0;
+    uint64_t count = 0, threads = 0, rss_pages = 0, dticks = 0, dread = 0, dwrite = 0;
+    char buf[1024];
+    for (size_t i = 0; i < c->cur.len; i++) {
+        pt_entry *e = &c->cur.items[i];
+        if (e->state != PT_MEMBER || e->stat_fd < 0)
+            continue;
+        pt_stat st;
+        ssize_t n = pread_all(e->stat_fd, buf, sizeof buf);
+        if (n <= 0 || !parse_stat(buf, (size_t)n, &st)) {
+            /* Exited since the listing, or the pid was reused: look again
+             * at the next listing. */
+            entry_close(e);
+            e->state = PT_UNKNOWN;
+            continue;
+        }
+        if (st.starttime != e->starttime) {
+            e->has_prev = false; /* pid reused */
+            e->starttime = st.starttime;
+        }
+        uint64_t rd = 0, wr = 0;
+        bool have_io = false;
+        if (e->io_fd >= 0) {
+            n = pread_all(e->io_fd, buf, sizeof buf);
+            have_io = n > 0 && parse_io(buf, (size_t)n, &rd, &wr);
+        }
+        count++;
+        threads += st.threads;
+        rss_pages += st.rss_pages;
+        uint64_t d;
+        if (e->has_prev) {
+            if (tp_counter_delta(e->prev_ticks, st.ticks, &d))
+                dticks += d;
+            if (have_io && tp_counter_delta(e->prev_read, rd, &d))
+                dread += d;
+            if (have_io && tp_counter_delta(e->prev_write, wr, &d))
+                dwrite += d;
+        }
+        e->prev_ticks = st.ticks;
+        if (have_io) {
+            e->prev_read = rd;
+            e->prev_write = wr;
+        }
+        e->has_prev = true;
+    }
+    if (count == 0)
+        return; /* the tree has exited */
+    tp_sink_sample(c->sink, c->s_count, now_ns, (double)count);
+    tp_sink_sample(c->sink, c->s_threads, now_ns, (double)threads);
+    tp_sink_sample(c->sink, c->s_rss, now_ns, (double)rss_pages * c->page_size);
+    if (dt) {
+        double secs = (double)dt / 1e9;
+        tp_sink_sample(c->sink, c->s_cpu, now_ns, 100.0 * (double)dticks / c->ticks_per_s / secs);
+        tp_sink_sample(c->sink, c->s_read, now_ns, (double)dread / secs);
+        tp_sink_sample(c->sink, c->s_write, now_ns, (double)dwrite / secs);
+    }
+    c->prev_ns = now_ns;
+}
+
+static void proc_tree_destroy(tp_collector *base)
+{
+    proc_tree_collector *c = (proc_tree_collector *)base;
+    for (size_t i = 0; i < c->cur.len; i++)
+        entry_close(&c->cur.items[i]);
+    free(c->cur.items);
+    free(c->next.items);
+    free(c->pids);
+    closedir(c->proc);
+    free(c);
+}
+
+tp_collector *tp_proc_tree_collector_new(const tp_collect_env *env)
+{
+    if (env->target_pid <= 0)
+        return NULL;
+    int fd = tp_sysroot_openat(env->root, "/proc", O_RDONLY | O_DIRECTORY);
+    DIR *proc = fd >= 0 ? fdopendir(fd) : NULL;
+    proc_tree_collector *c = proc ? calloc(1, sizeof *c) : NULL;
+    if (!c) {
+        if (proc)
+            closedir(proc);
+        else if (fd >= 0)
+            close(fd);
+        tp_sink_unavailable(env->sink, "proc", "cannot list /proc");
+        return NULL;
+    }
+    c->base.name = "proc";
+    c->base.sample = proc_tree_sample;
+    c->base.destroy = proc_tree_destroy;
+    c->sink = env->sink;
+    c->root = env->root;
+    c->root_pid = (int)env->target_pid;
+    c->proc = proc;
+    long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    c->ticks_per_s = tck > 0 ? (double)tck : 100.0;
+    c->page_size = page > 0 ? (double)page : 4096.0;
+    c->s_cpu = tp_sink_series(env->sink, "proc_cpu_percent", "{}");
+    c->s_rss = tp_sink_series(env->sink, "proc_rss_bytes", "{}");
+    c->s_read = tp_sink_series(env->sink, "proc_read_bytes_per_s", "{}");
+    c->s_write = tp_sink_series(env->sink, "proc_write_bytes_per_s", "{}");
+    c->s_count = tp_sink_series(env->sink, "proc_count", "{}");
+    c->s_threads = tp_sink_series(env->sink, "proc_threads", "{}");
+    return &c->base;
+}

@@ -1,0 +1,9 @@
+/* commands.h: the subcommands of the trainprof program (one file each). */
+#ifndef TP_COMMANDS_H
+#define TP_COMMANDS_H
+
+/* Each returns the process exit status. Usage errors return 2. */
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+#endif

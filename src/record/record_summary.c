@@ -1,0 +1,71 @@
+/* record_summary.c: the closing summary of `record`. */
+#include "record/record_summary.h"
+
+#include <string.h>
+
+#include "analyze/summary.h"
+#include "render/report.h"
+#include "render/units.h"
+#include "util/log.h"
+
+/* Prints " label <stat> (unit)" for one series when it exists. */
+static void figure(FILE *out, const tp_summary *s, const char *metric, const char *labels,
+                   const char *what, bool use_max, bool *first)
+{
+    const tp_series_summary *m = tp_summary_find(s, 1, metric, labels);
+    if (!m)
+        return;
+    char v[32];
+    tp_format_value(v, sizeof v, m->series->unit, use_max ? m->stats.max : m->stats.mean);
+    fprintf(out, "%s%s %s %s", *first ? "  " : ", ", what, v, use_max ? "max" : "mean");
+    *first = false;
+}
+
+void tp_record_summary_print(FILE *out, const char *path)
+{
+    char err[512];
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    tp_summary s;
+    if (!run || !tp_summary_build(run, &s, err, sizeof err)) {
+        tp_warn("%s", err);
+        tp_run_close(run);
+        return;
+    }
+    tp_run_facts f;
+    tp_run_facts_get(run, &f);
+    char dur[32];
+    tp_format_duration(dur, sizeof dur, f.duration_s);
+    /* The command on one line, shortened: the report shows it whole. */
+    char cmd[64];
+    size_t n = 0;
+    for (const char *p = f.command; *p && n + 4 < sizeof cmd; p++)
+        cmd[n++] = (*p == '\n' || *p == '\t') ? ' ' : *p;
+    if (strlen(f.command) > n)
+        cmd[n++] = '.', cmd[n++] = '.', cmd[n++] = '.';
+    cmd[n] = '\0';
+    fprintf(out, "trainprof: recorded %s of `%s` into %s (exit status %lld)\n", dur, cmd, path,
+            f.exit_status);
+    bool first = true;
+    figure(out, &s, "cpu_util_percent", "{}", "cpu", false, &first);
+    figure(out, &s, "host_mem_used_bytes", "{}", "host memory", true, &first);
+    figure(out, &s, "proc_rss_bytes", "{}", "command RSS", true, &first);
+    if (!first)
+        fputc('\n', out);
+    for (size_t g = 0; g < run->ngpus; g++) {
+        char labels[32], name[16];
+        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", run->gpus[g].index);
+        snprintf(name, sizeof name, "gpu%d", run->gpus[g].index);
+        first = true;
+        figure(out, &s, "gpu_util_percent", labels, name, false, &first);
+        figure(out, &s, "gpu_mem_used_bytes", labels, "memory", true, &first);
+        figure(out, &s, "gpu_energy_joules", labels, "energy", true, &first);
+        if (!first)
+            fputc('\n', out);
+    }
+    if (run->nunavailable)
+        fprintf(out, "  %zu source%s unavailable (listed by the report)\n", run->nunavailable,
+                run->nunavailable == 1 ? "" : "s");
+    fprintf(out, "  see: trainprof report %s\n", path);
+    tp_summary_free(&s);
+    tp_run_close(run);
+}

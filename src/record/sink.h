@@ -1,0 +1,88 @@
+/* sink.h: where collectors put what they measure, and where the writer takes it.
+ *
+ * One sink per recording. Producers (the sampler thread, the slow NVML thread,
+ * and later the timing-event drain) call the tp_sink_* producer functions; the
+ * writer thread takes everything pending in one swap with tp_sink_take. The
+ * sink is thread-safe (one mutex; this is the recorder process, not the
+ * training's hot path). Sample buffers are reused between takes, so steady
+ * state allocates nothing.
+ *
+ * Series are identified by (metric, labels). tp_sink_series returns the same
+ * id for the same pair however often it is asked, so a device that vanishes
+ * and comes back continues its series. */
+#ifndef TP_RECORD_SINK_H
+#define TP_RECORD_SINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tp_sample {
+    uint32_t series;
+    uint64_t t_ns; /* nanoseconds since the run's monotonic anchor */
+    double value;
+} tp_sample;
+
+typedef struct tp_series_def {
+    uint32_t id;
+    char *metric;
+    char *labels; /* JSON object text */
+} tp_series_def;
+
+typedef struct tp_text_pair {
+    char *key;
+    char *value;
+} tp_text_pair;
+
+typedef struct tp_gpu_info {
+    int index;
+    char name[96];
+    char uuid[96];
+    uint64_t mem_total_bytes;
+    char energy_source[32]; /* "counter" or "power_integral" */
+} tp_gpu_info;
+
+/* A vector of T with count and capacity. */
+#define TP_VEC(T) struct { T *items; size_t len, cap; }
+
+typedef struct tp_batch {
+    TP_VEC(tp_series_def) series;
+    TP_VEC(tp_sample) samples;
+    TP_VEC(tp_text_pair) unavailable; /* key: source, value: reason */
+    TP_VEC(tp_text_pair) meta;
+    TP_VEC(tp_gpu_info) gpus;
+} tp_batch;
+
+typedef struct tp_sink tp_sink;
+
+/* start_mono_ns is the run's anchor: sample times are stored relative to it. */
+tp_sink *tp_sink_new(uint64_t start_mono_ns);
+void tp_sink_free(tp_sink *s);
+
+uint64_t tp_sink_start_ns(const tp_sink *s);
+
+/* Producer side. */
+uint32_t tp_sink_series(tp_sink *s, const char *metric, const char *labels);
+/* t_mono_ns is CLOCK_MONOTONIC; negative or non-finite values are dropped. */
+void tp_sink_sample(tp_sink *s, uint32_t series, uint64_t t_mono_ns, double value);
+void tp_sink_unavailable(tp_sink *s, const char *source, const char *reason);
+void tp_sink_meta(tp_sink *s, const char *key, const char *value);
+void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu);
+
+/* Reader side for live displays: the latest value of a series, if any. */
+bool tp_sink_latest(tp_sink *s, const char *metric, const char *labels, double *value);
+/* Counts of everything accepted so far. */
+void tp_sink_counts(tp_sink *s, uint64_t *samples, uint32_t *series, uint32_t *unavailable);
+
+/* Consumer side. Waits until something is pending, the sink is closed, or
+ * timeout_ms passes. Returns false once the sink is closed and drained. */
+bool tp_sink_wait(tp_sink *s, int timeout_ms);
+/* Moves everything pending into out (which must be empty: tp_batch_clear). */
+void tp_sink_take(tp_sink *s, tp_batch *out);
+/* Wakes the consumer for the last time; producers must have stopped. */
+void tp_sink_close(tp_sink *s);
+
+void tp_batch_clear(tp_batch *b);
+void tp_batch_free(tp_batch *b);
+
+#endif

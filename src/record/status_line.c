@@ -1,0 +1,34 @@
+/* status_line.c: the live status line. */
+#include "record/status_line.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void tp_status_line_draw(FILE *out, tp_sink *sink, double elapsed_s, double mem_total_bytes)
+{
+    char line[512];
+    int secs = (int)elapsed_s;
+    int n = snprintf(line, sizeof line, "trainprof %02d:%02d:%02d", secs / 3600, secs / 60 % 60,
+                     secs % 60);
+    double v;
+    if (tp_sink_latest(sink, "cpu_util_percent", "{}", &v))
+        n += snprintf(line + n, sizeof line - (size_t)n, "  cpu %3.0f%%", v);
+    if (tp_sink_latest(sink, "host_mem_used_bytes", "{}", &v))
+        n += snprintf(line + n, sizeof line - (size_t)n, "  mem %.1f/%.1f GiB",
+                      v / (1 << 30), mem_total_bytes / (1 << 30));
+    for (int g = 0; g < 16 && n < (int)sizeof line - 16; g++) {
+        char labels[32];
+        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);
+        if (!tp_sink_latest(sink, "gpu_util_percent", labels, &v))
+            break;
+        n += snprintf(line + n, sizeof line - (size_t)n, "  gpu%d %3.0f%%", g, v);
+    }
+    fprintf(out, "\r\033[K%s", line);
+    fflush(out);
+}
+
+void tp_status_line_clear(FILE *out)
+{
+    fputs("\r\033[K", out);
+    fflush(out);
+}

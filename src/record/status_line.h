@@ -1,0 +1,16 @@
+/* status_line.h: the one line `record` redraws on a terminal while it runs. */
+#ifndef TP_RECORD_STATUS_LINE_H
+#define TP_RECORD_STATUS_LINE_H
+
+#include <stdio.h>
+
+#include "record/sink.h"
+
+/* Redraws "trainprof 00:01:23  cpu 45%  mem 3.2/23.4 GiB  gpu0 93%" in place
+ * from the latest values in the sink. */
+void tp_status_line_draw(FILE *out, tp_sink *sink, double elapsed_s, double mem_total_bytes);
+
+/* Erases the line so that later output starts clean. */
+void tp_status_line_clear(FILE *out);
+
+#endif

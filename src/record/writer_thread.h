@@ -1,0 +1,29 @@
+/* writer_thread.h: the thread that owns the run file while recording.
+ *
+ * It takes whatever the sink holds at least once a second and writes it in
+ * one transaction. If writing fails (disk full, file removed), it warns once,
+ * keeps draining the sink so memory stays bounded, and the training goes on. */
+#ifndef TP_RECORD_WRITER_THREAD_H
+#define TP_RECORD_WRITER_THREAD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "record/sink.h"
+#include "store/writer.h"
+
+typedef struct tp_writer_thread {
+    pthread_t thread;
+    tp_sink *sink;
+    tp_writer *writer;
+    bool started;
+    bool failed;
+    unsigned long batches;
+} tp_writer_thread;
+
+bool tp_writer_thread_start(tp_writer_thread *t, tp_sink *sink, tp_writer *writer);
+
+/* Joins the thread; the sink must be closed first so it drains and exits. */
+void tp_writer_thread_join(tp_writer_thread *t);
+
+#endif

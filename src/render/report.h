@@ -1,0 +1,22 @@
+/* report.h: rendering a run summary as text for people or JSON for programs. */
+#ifndef TP_RENDER_REPORT_H
+#define TP_RENDER_REPORT_H
+
+#include <stdio.h>
+
+#include "analyze/summary.h"
+
+void tp_report_text(FILE *out, const tp_summary *s);
+void tp_report_json(FILE *out, const tp_summary *s);
+
+/* Facts about the run both renderers show. */
+typedef struct tp_run_facts {
+    double duration_s;
+    bool complete;      /* the recorder finished normally */
+    long long exit_status; /* -1 when unknown */
+    const char *command;
+} tp_run_facts;
+
+void tp_run_facts_get(const tp_run *run, tp_run_facts *f);
+
+#endif

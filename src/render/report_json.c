@@ -1,0 +1,133 @@
+/* report_json.c: the report as one JSON object (see docs/run-file.md). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "render/report.h"
+#include "util/json_writer.h"
+
+static void write_metric(json_writer *w, const tp_series_summary *m)
+{
+    json_object_begin(w);
+    json_key(w, "name");
+    json_string(w, m->series->metric);
+    json_key(w, "unit");
+    json_string(w, m->series->unit);
+    json_key(w, "labels");
+    json_raw(w, m->series->labels);
+    const char *keys[] = {"mean", "p5", "p50", "p95", "max"};
+    const double vals[] = {m->stats.mean, m->stats.p5, m->stats.p50, m->stats.p95, m->stats.max};
+    for (int i = 0; i < 5; i++) {
+        json_key(w, keys[i]);
+        json_double(w, vals[i]);
+    }
+    json_key(w, "samples");
+    json_int(w, (int64_t)m->stats.count);
+    json_object_end(w);
+}
+
+static void write_run(json_writer *w, const tp_run *run)
+{
+    tp_run_facts f;
+    tp_run_facts_get(run, &f);
+    json_object_begin(w);
+    json_key(w, "path");
+    json_string(w, run->path);
+    json_key(w, "command");
+    json_string(w, f.command);
+    const char *argv = tp_run_meta_get(run, "argv");
+    json_key(w, "argv");
+    if (argv)
+        json_raw(w, argv);
+    else
+        json_null(w);
+    json_key(w, "duration_s");
+    json_double(w, f.duration_s);
+    json_key(w, "complete");
+    json_bool(w, f.complete);
+    json_key(w, "exit_status");
+    if (f.exit_status >= 0)
+        json_int(w, f.exit_status);
+    else
+        json_null(w);
+    const char *plain[] = {"host", "agent", "start_wall", "trainprof_version"};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        json_key(w, plain[i]);
+        json_string(w, tp_run_meta_get(run, plain[i]));
+    }
+    json_key(w, "meta");
+    json_object_begin(w);
+    for (size_t i = 0; i < run->nmeta; i++) {
+        if (strcmp(run->meta[i].key, "argv") == 0)
+            continue;
+        json_key(w, run->meta[i].key);
+        json_string(w, run->meta[i].value);
+    }
+    json_object_end(w);
+    json_object_end(w);
+}
+
+static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent *a)
+{
+    const tp_run *run = s->run;
+    json_object_begin(w);
+    json_key(w, "name");
+    json_string(w, a->name);
+    json_key(w, "host");
+    json_string(w, a->host);
+    json_key(w, "gpus");
+    json_array_begin(w);
+    for (size_t i = 0; i < run->ngpus; i++) {
+        const tp_run_gpu *g = &run->gpus[i];
+        if (g->agent_id != a->id)
+            continue;
+        json_object_begin(w);
+        json_key(w, "index");
+        json_int(w, g->index);
+        json_key(w, "name");
+        json_string(w, g->name);
+        json_key(w, "uuid");
+        json_string(w, g->uuid);
+        json_key(w, "mem_total_bytes");
+        json_int(w, g->mem_total_bytes);
+        json_key(w, "energy_source");
+        json_string(w, g->energy_source);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_key(w, "metrics");
+    json_array_begin(w);
+    for (size_t i = 0; i < s->n; i++)
+        if (s->items[i].series->agent_id == a->id)
+            write_metric(w, &s->items[i]);
+    json_array_end(w);
+    json_key(w, "unavailable");
+    json_array_begin(w);
+    for (size_t i = 0; i < run->nunavailable; i++) {
+        if (run->unavailable[i].agent_id != a->id)
+            continue;
+        json_object_begin(w);
+        json_key(w, "source");
+        json_string(w, run->unavailable[i].source);
+        json_key(w, "reason");
+        json_string(w, run->unavailable[i].reason);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_object_end(w);
+}
+
+void tp_report_json(FILE *out, const tp_summary *s)
+{
+    json_writer w;
+    json_init(&w, out);
+    json_object_begin(&w);
+    json_key(&w, "run");
+    write_run(&w, s->run);
+    json_key(&w, "agents");
+    json_array_begin(&w);
+    for (size_t i = 0; i < s->run->nagents; i++)
+        write_agent(&w, s, &s->run->agents[i]);
+    json_array_end(&w);
+    json_object_end(&w);
+    fputc('\n', out);
+}

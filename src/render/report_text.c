@@ -1,0 +1,176 @@
+/* report_text.c: the report as aligned text tables for a terminal. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "render/report.h"
+#include "render/units.h"
+#include "util/labels.h"
+
+#define PER_CORE_ROWS_MAX 16
+
+static const char *meta_or(const tp_run *run, const char *key, const char *fallback)
+{
+    const char *v = tp_run_meta_get(run, key);
+    return v ? v : fallback;
+}
+
+static void header(FILE *out, const tp_run *run)
+{
+    tp_run_facts f;
+    tp_run_facts_get(run, &f);
+    char dur[32];
+    tp_format_duration(dur, sizeof dur, f.duration_s);
+    const char *v;
+    fprintf(out, "trainprof report: %s\n", run->path);
+    fprintf(out, "  command   %s\n", f.command);
+    fprintf(out, "  started   %s   duration %s   ", meta_or(run, "start_wall", "?"), dur);
+    if (!f.complete)
+        fprintf(out, "INCOMPLETE: the recorder stopped before the command ended\n");
+    else if ((v = tp_run_meta_get(run, "exit_signal")))
+        fprintf(out, "exit status %lld (killed by %s)\n", f.exit_status, v);
+    else
+        fprintf(out, "exit status %lld\n", f.exit_status);
+    fprintf(out, "  host      %s, %s, %s CPUs (%s)", meta_or(run, "host", "?"),
+            meta_or(run, "kernel", "?"), meta_or(run, "cpu_count", "?"),
+            meta_or(run, "cpu_model", "?"));
+    if ((v = tp_run_meta_get(run, "mem_total_bytes"))) {
+        char mem[32];
+        tp_format_value(mem, sizeof mem, "bytes", strtod(v, NULL));
+        fprintf(out, ", %s memory", mem);
+    }
+    fputc('\n', out);
+    const char *cg = tp_run_meta_get(run, "cgroup_version");
+    if (cg) {
+        const char *cpu = tp_run_meta_get(run, "cgroup_cpu_limit_cores");
+        const char *mem = tp_run_meta_get(run, "cgroup_memory_limit_bytes");
+        char membuf[32] = "none";
+        if (mem && strcmp(mem, "none") != 0)
+            tp_format_value(membuf, sizeof membuf, "bytes", strtod(mem, NULL));
+        fprintf(out, "  cgroup    v%s, CPU limit %s%s, memory limit %s\n", cg, cpu ? cpu : "unknown",
+                cpu && strcmp(cpu, "none") != 0 ? " cores" : "", membuf);
+    }
+    if ((v = tp_run_meta_get(run, "interval_s")))
+        fprintf(out, "  sampling  every %s s\n", v);
+}
+
+/* True when the metric has labelled series besides the one given. */
+static bool has_siblings(const tp_summary *s, size_t i)
+{
+    const tp_run_series *x = s->items[i].series;
+    for (size_t j = 0; j < s->n; j++) {
+        const tp_run_series *y = s->items[j].series;
+        if (j != i && y->agent_id == x->agent_id && strcmp(y->metric, x->metric) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void row(FILE *out, const tp_series_summary *m, const char *labels)
+{
+    char cells[5][32];
+    const double vals[] = {m->stats.mean, m->stats.p5, m->stats.p50, m->stats.p95, m->stats.max};
+    for (int k = 0; k < 5; k++)
+        tp_format_value(cells[k], sizeof cells[k], m->series->unit, vals[k]);
+    fprintf(out, "  %-28s %-16s %12s %12s %12s %12s %12s\n", m->series->metric, labels, cells[0],
+            cells[1], cells[2], cells[3], cells[4]);
+}
+
+static void table_head(FILE *out, const char *title)
+{
+    fprintf(out, "\n%s\n  %-28s %-16s %12s %12s %12s %12s %12s\n", title, "metric", "labels", "mean",
+            "p5", "p50", "p95", "max");
+}
+
+/* Summarises per-core CPU rows of a many-core machine in one line. */
+static void per_core_line(FILE *out, const tp_summary *s, int64_t agent, size_t cores)
+{
+    const tp_series_summary *busy = NULL, *idle = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        const tp_series_summary *m = &s->items[i];
+        if (m->series->agent_id != agent || strcmp(m->series->metric, "cpu_util_percent") != 0 ||
+            strcmp(m->series->labels, "{}") == 0)
+            continue;
+        if (!busy || m->stats.mean > busy->stats.mean)
+            busy = m;
+        if (!idle || m->stats.mean < idle->stats.mean)
+            idle = m;
+    }
+    if (!busy)
+        return;
+    char b[64], i[64];
+    tp_labels_display(busy->series->labels, b, sizeof b);
+    tp_labels_display(idle->series->labels, i, sizeof i);
+    fprintf(out, "  %zu cores (per core in --json): busiest %s (mean %.1f %%), least busy %s (mean %.1f %%)\n",
+            cores, b, busy->stats.mean, i, idle->stats.mean);
+}
+
+static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a)
+{
+    size_t cores = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->items[i].series->agent_id == a->id &&
+            strcmp(s->items[i].series->metric, "cpu_util_percent") == 0 &&
+            strcmp(s->items[i].series->labels, "{}") != 0)
+            cores++;
+    char title[300];
+    snprintf(title, sizeof title, "System metrics, agent %s", a->name);
+    table_head(out, title);
+    bool any_gpu = false;
+    for (size_t i = 0; i < s->n; i++) {
+        const tp_series_summary *m = &s->items[i];
+        if (m->series->agent_id != a->id)
+            continue;
+        if (strncmp(m->series->metric, "gpu_", 4) == 0) {
+            any_gpu = true;
+            continue;
+        }
+        bool total = strcmp(m->series->labels, "{}") == 0;
+        if (!total && cores > PER_CORE_ROWS_MAX && strcmp(m->series->metric, "cpu_util_percent") == 0)
+            continue;
+        char labels[TP_LABELS_MAX];
+        tp_labels_display(m->series->labels, labels, sizeof labels);
+        row(out, m, total && has_siblings(s, i) ? "all" : labels);
+        if (total && cores > PER_CORE_ROWS_MAX && strcmp(m->series->metric, "cpu_util_percent") == 0)
+            per_core_line(out, s, a->id, cores);
+    }
+    if (any_gpu) {
+        snprintf(title, sizeof title, "GPUs, agent %s", a->name);
+        fprintf(out, "\n%s\n", title);
+        for (size_t g = 0; g < s->run->ngpus; g++) {
+            const tp_run_gpu *gpu = &s->run->gpus[g];
+            if (gpu->agent_id == a->id)
+                fprintf(out, "  gpu=%d  %s  %s  energy from %s\n", gpu->index, gpu->name, gpu->uuid,
+                        gpu->energy_source);
+        }
+        table_head(out, "");
+        for (size_t i = 0; i < s->n; i++) {
+            const tp_series_summary *m = &s->items[i];
+            if (m->series->agent_id != a->id || strncmp(m->series->metric, "gpu_", 4) != 0)
+                continue;
+            char labels[TP_LABELS_MAX];
+            tp_labels_display(m->series->labels, labels, sizeof labels);
+            row(out, m, labels);
+        }
+    }
+    bool any_unavailable = false;
+    for (size_t i = 0; i < s->run->nunavailable; i++) {
+        const tp_run_unavailable *u = &s->run->unavailable[i];
+        if (u->agent_id != a->id)
+            continue;
+        if (!any_unavailable)
+            fprintf(out, "\nUnavailable sources, agent %s\n", a->name);
+        any_unavailable = true;
+        fprintf(out, "  %s: %s\n", u->source, u->reason);
+    }
+}
+
+void tp_report_text(FILE *out, const tp_summary *s)
+{
+    header(out, s->run);
+    if (s->n == 0)
+        fprintf(out, "\nNo samples: the command ended before the first sampling interval.\n");
+    for (size_t i = 0; i < s->run->nagents; i++)
+        agent_tables(out, s, &s->run->agents[i]);
+}

@@ -1,0 +1,14 @@
+/* units.h: numbers in units people read (%, GiB, MB/s, W, J). */
+#ifndef TP_RENDER_UNITS_H
+#define TP_RENDER_UNITS_H
+
+#include <stddef.h>
+
+/* Formats v, measured in the run file's unit (see tp_unit_name), for humans:
+ * "45.1 %", "3.21 GiB", "120.5 MB/s", "300.0 W". NaN gives "-". */
+void tp_format_value(char *buf, size_t cap, const char *unit, double v);
+
+/* Formats a duration in seconds: "850 ms", "12.4 s", "3 min 05 s", "2 h 10 min". */
+void tp_format_duration(char *buf, size_t cap, double seconds);
+
+#endif

@@ -1,0 +1,265 @@
+/* reader.c: validating and reading run files. */
+#include "store/reader.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store/schema.h"
+
+static char *dup_col(sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    char *d = strdup(t ? (const char *)t : "");
+    if (!d)
+        abort();
+    return d;
+}
+
+/* Grows *items (element size sz) so that index n fits. */
+static void *grow(void *items, size_t n, size_t *cap, size_t sz)
+{
+    if (n < *cap)
+        return items;
+    *cap = *cap ? *cap * 2 : 16;
+    void *p = realloc(items, *cap * sz);
+    if (!p)
+        abort();
+    return p;
+}
+
+static int query_int(sqlite3 *db, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_type(st, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Checks application_id and user_version. */
+static bool validate(sqlite3 *db, const char *path, char *err, size_t cap)
+{
+    int64_t app = 0, version = 0;
+    int rc = query_int(db, "PRAGMA application_id", &app);
+    if (rc == SQLITE_OK)
+        rc = query_int(db, "PRAGMA user_version", &version);
+    if (rc == SQLITE_NOTADB) {
+        snprintf(err, cap, "%s: not a trainprof run file (not an SQLite database)", path);
+        return false;
+    }
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "%s: cannot read: %s", path, sqlite3_errstr(rc));
+        return false;
+    }
+    if (app != TP_APPLICATION_ID || version < 1) {
+        snprintf(err, cap, "%s: not a trainprof run file (an SQLite database of another kind)", path);
+        return false;
+    }
+    if (version > TP_SCHEMA_VERSION) {
+        snprintf(err, cap,
+                 "%s: run file schema version %lld is newer than this trainprof reads (%d); "
+                 "upgrade trainprof",
+                 path, (long long)version, TP_SCHEMA_VERSION);
+        return false;
+    }
+    return true;
+}
+
+static int load_tables(tp_run *run)
+{
+    sqlite3 *db = run->db;
+    sqlite3_stmt *st;
+    size_t cap;
+    int rc = sqlite3_prepare_v2(db, "SELECT key, value FROM meta ORDER BY key", -1, &st, NULL);
+    for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->nmeta++) {
+        run->meta = grow(run->meta, run->nmeta, &cap, sizeof *run->meta);
+        run->meta[run->nmeta] = (tp_run_meta){dup_col(st, 0), dup_col(st, 1)};
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "SELECT id, name, host FROM agent ORDER BY id", -1, &st, NULL);
+    for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->nagents++) {
+        run->agents = grow(run->agents, run->nagents, &cap, sizeof *run->agents);
+        run->agents[run->nagents] =
+            (tp_run_agent){sqlite3_column_int64(st, 0), dup_col(st, 1), dup_col(st, 2)};
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db,
+                                "SELECT s.id, s.agent_id, m.name, m.unit, s.labels FROM series s"
+                                " JOIN metric m ON m.id = s.metric_id ORDER BY s.id",
+                                -1, &st, NULL);
+    for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->nseries++) {
+        run->series = grow(run->series, run->nseries, &cap, sizeof *run->series);
+        run->series[run->nseries] =
+            (tp_run_series){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                            dup_col(st, 2), dup_col(st, 3), dup_col(st, 4)};
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "SELECT agent_id, source, reason FROM unavailable ORDER BY rowid",
+                                -1, &st, NULL);
+    for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->nunavailable++) {
+        run->unavailable = grow(run->unavailable, run->nunavailable, &cap, sizeof *run->unavailable);
+        run->unavailable[run->nunavailable] =
+            (tp_run_unavailable){sqlite3_column_int64(st, 0), dup_col(st, 1), dup_col(st, 2)};
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db,
+                                "SELECT agent_id, gpu_index, name, uuid, mem_total_bytes,"
+                                " energy_source FROM gpu ORDER BY agent_id, gpu_index",
+                                -1, &st, NULL);
+    for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->ngpus++) {
+        run->gpus = grow(run->gpus, run->ngpus, &cap, sizeof *run->gpus);
+        run->gpus[run->ngpus] = (tp_run_gpu){sqlite3_column_int64(st, 0),
+                                             sqlite3_column_int(st, 1), dup_col(st, 2),
+                                             dup_col(st, 3), sqlite3_column_int64(st, 4),
+                                             dup_col(st, 5)};
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        rc = query_int(db, "SELECT max(t_ns) FROM sample", &run->last_t_ns);
+    return rc;
+}
+
+tp_run *tp_run_open(const char *path, char *err, size_t cap)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        snprintf(err, cap, "%s: no such file", path);
+        return NULL;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        snprintf(err, cap, "%s: not a regular file", path);
+        return NULL;
+    }
+    tp_run *run = calloc(1, sizeof *run);
+    if (!run)
+        return NULL;
+    run->path = strdup(path);
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+    run->db = db;
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        tp_run_close(run);
+        return NULL;
+    }
+    sqlite3_busy_timeout(db, 2000);
+    if (!validate(db, path, err, cap)) {
+        tp_run_close(run);
+        return NULL;
+    }
+    rc = load_tables(run);
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "%s: damaged run file: %s", path, sqlite3_errmsg(db));
+        tp_run_close(run);
+        return NULL;
+    }
+    return run;
+}
+
+void tp_run_close(tp_run *run)
+{
+    if (!run)
+        return;
+    for (size_t i = 0; i < run->nmeta; i++) {
+        free(run->meta[i].key);
+        free(run->meta[i].value);
+    }
+    for (size_t i = 0; i < run->nagents; i++) {
+        free(run->agents[i].name);
+        free(run->agents[i].host);
+    }
+    for (size_t i = 0; i < run->nseries; i++) {
+        free(run->series[i].metric);
+        free(run->series[i].unit);
+        free(run->series[i].labels);
+    }
+    for (size_t i = 0; i < run->nunavailable; i++) {
+        free(run->unavailable[i].source);
+        free(run->unavailable[i].reason);
+    }
+    for (size_t i = 0; i < run->ngpus; i++) {
+        free(run->gpus[i].name);
+        free(run->gpus[i].uuid);
+        free(run->gpus[i].energy_source);
+    }
+    free(run->meta);
+    free(run->agents);
+    free(run->series);
+    free(run->unavailable);
+    free(run->gpus);
+    sqlite3_close(run->db);
+    free(run->path);
+    free(run);
+}
+
+const char *tp_run_meta_get(const tp_run *run, const char *key)
+{
+    for (size_t i = 0; i < run->nmeta; i++)
+        if (strcmp(run->meta[i].key, key) == 0)
+            return run->meta[i].value;
+    return NULL;
+}
+
+static const tp_run_series *find_series(const tp_run *run, int64_t id)
+{
+    size_t lo = 0, hi = run->nseries;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (run->series[mid].id == id)
+            return &run->series[mid];
+        if (run->series[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *err, size_t cap)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(run->db, "SELECT series_id, value FROM sample ORDER BY series_id, t_ns",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "%s: cannot read samples: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    double *values = NULL;
+    size_t n = 0, vcap = 0;
+    int64_t current = -1;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id != current) {
+            const tp_run_series *s = find_series(run, current);
+            if (s && n)
+                fn(ctx, s, values, n);
+            current = id;
+            n = 0;
+        }
+        values = grow(values, n, &vcap, sizeof *values);
+        values[n++] = sqlite3_column_double(st, 1);
+    }
+    const tp_run_series *s = find_series(run, current);
+    if (s && n && rc == SQLITE_DONE)
+        fn(ctx, s, values, n);
+    free(values);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,79 @@
+/* reader.h: opening a run file for reading, and what it holds.
+ *
+ * tp_run_open validates the file before anything else reads it: a file that
+ * is not SQLite, not a trainprof run file, or of a newer schema is refused
+ * with a one-line reason. Small tables (meta, agents, series, unavailable,
+ * gpus) are loaded at open; samples are streamed per series. */
+#ifndef TP_STORE_READER_H
+#define TP_STORE_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tp_run_series {
+    int64_t id;
+    int64_t agent_id;
+    char *metric;
+    char *unit;
+    char *labels;
+} tp_run_series;
+
+typedef struct tp_run_agent {
+    int64_t id;
+    char *name;
+    char *host;
+} tp_run_agent;
+
+typedef struct tp_run_unavailable {
+    int64_t agent_id;
+    char *source;
+    char *reason;
+} tp_run_unavailable;
+
+typedef struct tp_run_gpu {
+    int64_t agent_id;
+    int index;
+    char *name;
+    char *uuid;
+    int64_t mem_total_bytes;
+    char *energy_source;
+} tp_run_gpu;
+
+typedef struct tp_run_meta {
+    char *key;
+    char *value;
+} tp_run_meta;
+
+typedef struct tp_run {
+    void *db; /* sqlite3 */
+    char *path;
+    tp_run_meta *meta;
+    size_t nmeta;
+    tp_run_agent *agents;
+    size_t nagents;
+    tp_run_series *series;
+    size_t nseries;
+    tp_run_unavailable *unavailable;
+    size_t nunavailable;
+    tp_run_gpu *gpus;
+    size_t ngpus;
+    int64_t last_t_ns; /* latest sample time, -1 when there is none */
+} tp_run;
+
+/* Opens and validates a run file. NULL with a one-line reason in err when it
+ * is missing, unreadable, not a trainprof run file or of a newer schema. */
+tp_run *tp_run_open(const char *path, char *err, size_t cap);
+void tp_run_close(tp_run *run);
+
+/* A metadata value, or NULL. */
+const char *tp_run_meta_get(const tp_run *run, const char *key);
+
+/* Calls fn once per series that has samples, in series order, with all of its
+ * values in time order. The values buffer is reused between calls. Returns
+ * false (reason in err) if reading fails. */
+typedef void (*tp_series_values_fn)(void *ctx, const tp_run_series *series, double *values,
+                                    size_t n);
+bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *err, size_t cap);
+
+#endif

@@ -1,0 +1,64 @@
+/* schema.c: creating a run file. */
+#include "store/schema.h"
+
+#include <stdio.h>
+
+#include "collect/metric_catalog.h"
+
+static const char schema_sql[] =
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE agent (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, host TEXT NOT NULL);"
+    "CREATE TABLE metric (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+    "  unit TEXT NOT NULL, help TEXT NOT NULL);"
+    "CREATE TABLE series (id INTEGER PRIMARY KEY,"
+    "  agent_id INTEGER NOT NULL REFERENCES agent(id),"
+    "  metric_id INTEGER NOT NULL REFERENCES metric(id),"
+    "  labels TEXT NOT NULL);"
+    "CREATE TABLE sample (series_id INTEGER NOT NULL, t_ns INTEGER NOT NULL, value REAL NOT NULL,"
+    "  PRIMARY KEY (series_id, t_ns)) WITHOUT ROWID;"
+    "CREATE TABLE unavailable (agent_id INTEGER NOT NULL REFERENCES agent(id),"
+    "  source TEXT NOT NULL, reason TEXT NOT NULL);"
+    "CREATE TABLE gpu (agent_id INTEGER NOT NULL REFERENCES agent(id), gpu_index INTEGER NOT NULL,"
+    "  name TEXT NOT NULL, uuid TEXT NOT NULL, mem_total_bytes INTEGER NOT NULL,"
+    "  energy_source TEXT NOT NULL, PRIMARY KEY (agent_id, gpu_index));"
+    "CREATE VIEW samples AS SELECT a.name AS agent, m.name AS metric, m.unit AS unit,"
+    "  s.labels AS labels, x.t_ns AS t_ns, x.value AS value"
+    "  FROM sample x JOIN series s ON s.id = x.series_id"
+    "  JOIN metric m ON m.id = s.metric_id JOIN agent a ON a.id = s.agent_id;";
+
+int tp_exec(sqlite3 *db, const char *sql)
+{
+    return sqlite3_exec(db, sql, NULL, NULL, NULL);
+}
+
+int tp_schema_create(sqlite3 *db)
+{
+    int rc = tp_exec(db, "BEGIN");
+    if (rc == SQLITE_OK)
+        rc = tp_exec(db, schema_sql);
+    sqlite3_stmt *st = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "INSERT INTO metric (id, name, unit, help) VALUES (?,?,?,?)",
+                                -1, &st, NULL);
+    size_t n = 0;
+    const tp_metric_def *defs = tp_metric_catalog(&n);
+    for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)i + 1);
+        sqlite3_bind_text(st, 2, defs[i].name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, tp_unit_name(defs[i].unit), -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, defs[i].help, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    char pragmas[128];
+    snprintf(pragmas, sizeof pragmas, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
+             TP_APPLICATION_ID, TP_SCHEMA_VERSION);
+    if (rc == SQLITE_OK)
+        rc = tp_exec(db, pragmas);
+    if (rc == SQLITE_OK)
+        rc = tp_exec(db, "COMMIT");
+    else
+        tp_exec(db, "ROLLBACK");
+    return rc;
+}

@@ -1,0 +1,180 @@
+/* writer.c: batched, transactional writes into the run file. */
+#include "store/writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect/metric_catalog.h"
+#include "store/schema.h"
+
+enum { ST_META, ST_SERIES, ST_SAMPLE, ST_UNAVAILABLE, ST_GPU, ST_N };
+
+static const char *const statements[ST_N] = {
+    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+    "INSERT OR IGNORE INTO series (id, agent_id, metric_id, labels)"
+    " VALUES (?, 1, (SELECT id FROM metric WHERE name = ?), ?)",
+    "INSERT OR IGNORE INTO sample (series_id, t_ns, value) VALUES (?, ?, ?)",
+    "INSERT INTO unavailable (agent_id, source, reason) VALUES (1, ?, ?)",
+    "INSERT OR REPLACE INTO gpu (agent_id, gpu_index, name, uuid, mem_total_bytes, energy_source)"
+    " VALUES (1, ?, ?, ?, ?, ?)",
+};
+
+struct tp_writer {
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_N];
+};
+
+/* Removes a previous run file and its WAL companions (--force). */
+static void remove_run_file(const char *path)
+{
+    char side[4200];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+}
+
+static void close_writer(tp_writer *w)
+{
+    for (int i = 0; i < ST_N; i++)
+        sqlite3_finalize(w->st[i]);
+    sqlite3_close(w->db);
+    free(w);
+}
+
+tp_writer *tp_writer_create(const char *path, bool force, const char *agent, char *err,
+                            size_t cap)
+{
+    if (force)
+        remove_run_file(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        if (errno == EEXIST)
+            snprintf(err, cap, "%s already exists (use --force to overwrite it)", path);
+        else
+            snprintf(err, cap, "cannot create %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    close(fd);
+    tp_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    int rc = sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE, NULL);
+    if (rc == SQLITE_OK)
+        rc = tp_exec(w->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    if (rc == SQLITE_OK)
+        rc = tp_schema_create(w->db);
+    for (int i = 0; rc == SQLITE_OK && i < ST_N; i++)
+        rc = sqlite3_prepare_v3(w->db, statements[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i],
+                                NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_stmt *a;
+        rc = sqlite3_prepare_v2(w->db, "INSERT INTO agent (id, name, host) VALUES (1, ?, ?)", -1,
+                                &a, NULL);
+        if (rc == SQLITE_OK) {
+            char host[256] = "unknown";
+            gethostname(host, sizeof host - 1);
+            sqlite3_bind_text(a, 1, agent && *agent ? agent : host, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(a, 2, host, -1, SQLITE_TRANSIENT);
+            rc = sqlite3_step(a) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(w->db);
+            sqlite3_finalize(a);
+        }
+    }
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "cannot initialise run file %s: %s", path,
+                 w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
+        close_writer(w);
+        unlink(path);
+        return NULL;
+    }
+    return w;
+}
+
+/* Steps a bound statement and resets it; returns an SQLite code. */
+static int run(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int write_pairs(sqlite3_stmt *st, const tp_text_pair *pairs, size_t n)
+{
+    int rc = SQLITE_OK;
+    for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
+        sqlite3_bind_text(st, 1, pairs[i].key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, pairs[i].value, -1, SQLITE_STATIC);
+        rc = run(st);
+    }
+    return rc;
+}
+
+static int write_batch(tp_writer *w, const tp_batch *b)
+{
+    int rc = write_pairs(w->st[ST_META], b->meta.items, b->meta.len);
+    if (rc == SQLITE_OK)
+        rc = write_pairs(w->st[ST_UNAVAILABLE], b->unavailable.items, b->unavailable.len);
+    sqlite3_stmt *st = w->st[ST_SERIES];
+    for (size_t i = 0; rc == SQLITE_OK && i < b->series.len; i++) {
+        sqlite3_bind_int64(st, 1, b->series.items[i].id);
+        sqlite3_bind_text(st, 2, b->series.items[i].metric, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, b->series.items[i].labels, -1, SQLITE_STATIC);
+        rc = run(st);
+    }
+    st = w->st[ST_GPU];
+    for (size_t i = 0; rc == SQLITE_OK && i < b->gpus.len; i++) {
+        const tp_gpu_info *g = &b->gpus.items[i];
+        sqlite3_bind_int(st, 1, g->index);
+        sqlite3_bind_text(st, 2, g->name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, g->uuid, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)g->mem_total_bytes);
+        sqlite3_bind_text(st, 5, g->energy_source, -1, SQLITE_STATIC);
+        rc = run(st);
+    }
+    st = w->st[ST_SAMPLE];
+    for (size_t i = 0; rc == SQLITE_OK && i < b->samples.len; i++) {
+        const tp_sample *s = &b->samples.items[i];
+        sqlite3_bind_int64(st, 1, s->series);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)s->t_ns);
+        sqlite3_bind_double(st, 3, s->value);
+        rc = run(st);
+    }
+    return rc;
+}
+
+bool tp_writer_apply(tp_writer *w, const tp_batch *batch, char *err, size_t cap)
+{
+    int rc = tp_exec(w->db, "BEGIN");
+    if (rc == SQLITE_OK)
+        rc = write_batch(w, batch);
+    if (rc == SQLITE_OK)
+        rc = tp_exec(w->db, "COMMIT");
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "writing the run file failed: %s", sqlite3_errmsg(w->db));
+        tp_exec(w->db, "ROLLBACK");
+        return false;
+    }
+    return true;
+}
+
+bool tp_writer_meta(tp_writer *w, const char *key, const char *value)
+{
+    sqlite3_stmt *st = w->st[ST_META];
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+    return run(st) == SQLITE_OK;
+}
+
+void tp_writer_finish(tp_writer *w)
+{
+    if (!w)
+        return;
+    tp_exec(w->db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;");
+    close_writer(w);
+}

@@ -1,0 +1,33 @@
+/* writer.h: writing a run file while recording.
+ *
+ * The file is created empty and stamped with the schema in one transaction,
+ * then every batch taken from the sink is written in one transaction (WAL,
+ * synchronous=NORMAL: a SIGKILLed recorder loses nothing it committed). At the
+ * end, tp_writer_finish checkpoints the WAL into the main file and leaves a
+ * single self-contained file. Only the writer thread uses a tp_writer. */
+#ifndef TP_STORE_WRITER_H
+#define TP_STORE_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "record/sink.h"
+
+typedef struct tp_writer tp_writer;
+
+/* Creates the run file at path. An existing file is refused unless force,
+ * which replaces it (and its -wal and -shm). On failure returns NULL and puts
+ * a one-line reason in err. */
+tp_writer *tp_writer_create(const char *path, bool force, const char *agent, char *err,
+                            size_t cap);
+
+/* Writes one batch in one transaction. False (reason in err) on failure. */
+bool tp_writer_apply(tp_writer *w, const tp_batch *batch, char *err, size_t cap);
+
+/* Sets one metadata value at once (its own transaction). */
+bool tp_writer_meta(tp_writer *w, const char *key, const char *value);
+
+/* Checkpoints, switches the file out of WAL mode and closes it. */
+void tp_writer_finish(tp_writer *w);
+
+#endif

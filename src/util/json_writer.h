@@ -1,0 +1,39 @@
+/* json_writer.h: streaming JSON output to a FILE.
+ *
+ * The writer tracks nesting so callers never place commas by hand:
+ *   json_object_begin(w); json_key(w, "a"); json_int(w, 1); json_object_end(w);
+ * Non-finite numbers are written as null (JSON has no NaN). */
+#ifndef TP_UTIL_JSON_WRITER_H
+#define TP_UTIL_JSON_WRITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JSON_MAX_DEPTH 32
+
+typedef struct json_writer {
+    FILE *out;
+    int depth;
+    bool after_key;
+    bool has_items[JSON_MAX_DEPTH];
+} json_writer;
+
+void json_init(json_writer *w, FILE *out);
+void json_object_begin(json_writer *w);
+void json_object_end(json_writer *w);
+void json_array_begin(json_writer *w);
+void json_array_end(json_writer *w);
+void json_key(json_writer *w, const char *key);
+void json_string(json_writer *w, const char *s);
+void json_double(json_writer *w, double v);
+void json_int(json_writer *w, int64_t v);
+void json_bool(json_writer *w, bool v);
+void json_null(json_writer *w);
+/* Writes an already-serialized JSON value (e.g. a labels object) verbatim. */
+void json_raw(json_writer *w, const char *json);
+
+/* Writes s as a JSON string literal (quotes included) into out. */
+void json_write_escaped(FILE *out, const char *s);
+
+#endif

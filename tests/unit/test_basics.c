@@ -1,0 +1,148 @@
+/* test_basics.c: parsing, counters, labels, statistics, units, JSON. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/stats.h"
+#include "collect/counter.h"
+#include "harness.h"
+#include "render/units.h"
+#include "util/json_writer.h"
+#include "util/labels.h"
+#include "util/text_parse.h"
+
+static void test_parse_numbers(void **state)
+{
+    (void)state;
+    const char text[] = "  42 -7 18446744073709551615 18446744073709551616 x";
+    const char *p = text, *end = text + strlen(text);
+    uint64_t u;
+    int64_t i;
+    assert_true(tp_parse_u64(&p, end, &u));
+    assert_int_equal(u, 42);
+    assert_false(tp_parse_u64(&p, end, &u)); /* '-' is not unsigned */
+    assert_true(tp_parse_i64(&p, end, &i));
+    assert_int_equal(i, -7);
+    assert_true(tp_parse_u64(&p, end, &u));
+    assert_true(u == UINT64_MAX);
+    assert_false(tp_parse_u64(&p, end, &u)); /* overflow */
+    /* never reads past end: a number cut by the buffer's end */
+    const char cut[] = "123456";
+    p = cut;
+    assert_true(tp_parse_u64(&p, cut + 3, &u));
+    assert_int_equal(u, 123);
+}
+
+static void test_counter_delta(void **state)
+{
+    (void)state;
+    uint64_t d;
+    assert_true(tp_counter_delta(10, 15, &d));
+    assert_int_equal(d, 5);
+    assert_true(tp_counter_delta(4294967290ULL, 4, &d)); /* 32-bit wrap */
+    assert_int_equal(d, 10);
+    assert_false(tp_counter_delta(1000, 3, &d));           /* reset of a small counter */
+    assert_false(tp_counter_delta(1ULL << 40, 3, &d));     /* reset of a 64-bit counter */
+    assert_true(tp_counter_delta_range(990, 5, 1000, &d)); /* RAPL-style wrap */
+    assert_int_equal(d, 16);
+    assert_false(tp_counter_delta_range(990, 5, 0, &d));
+    assert_true(fabs(tp_rate_per_s(500, 500000000ULL) - 1000.0) < 1e-9);
+    assert_true(tp_rate_per_s(5, 0) == 0.0);
+}
+
+static void test_labels(void **state)
+{
+    (void)state;
+    char buf[TP_LABELS_MAX], shown[TP_LABELS_MAX];
+    tp_labels1(buf, sizeof buf, "device", "nvme0n1");
+    assert_string_equal(buf, "{\"device\":\"nvme0n1\"}");
+    tp_labels2(buf, sizeof buf, "gpu", "0", "kind", "a\"b\\c\n");
+    assert_string_equal(buf, "{\"gpu\":\"0\",\"kind\":\"a\\\"b\\\\c\\u000a\"}");
+    tp_labels1(buf, sizeof buf, NULL, NULL);
+    assert_string_equal(buf, "{}");
+    tp_labels_display("{\"gpu\":\"0\",\"ib_port\":\"mlx5_0/1\"}", shown, sizeof shown);
+    assert_string_equal(shown, "gpu=0,ib_port=mlx5_0/1");
+    char tiny[8];
+    tp_labels1(tiny, sizeof tiny, "interface", "eth0");
+    assert_true(strlen(tiny) < sizeof tiny); /* truncated, terminated */
+}
+
+static void test_stats(void **state)
+{
+    (void)state;
+    double v[101];
+    for (int i = 0; i <= 100; i++)
+        v[i] = 100 - i; /* unsorted on purpose */
+    tp_stats s;
+    tp_stats_compute(v, 101, &s);
+    assert_int_equal(s.count, 101);
+    assert_true(fabs(s.mean - 50) < 1e-9);
+    assert_true(fabs(s.p5 - 5) < 1e-9);
+    assert_true(fabs(s.p50 - 50) < 1e-9);
+    assert_true(fabs(s.p95 - 95) < 1e-9);
+    assert_true(s.max == 100 && s.min == 0);
+    double two[] = {10, 20};
+    tp_stats_compute(two, 2, &s);
+    assert_true(fabs(s.p95 - 19.5) < 1e-9); /* linear interpolation */
+    tp_stats_compute(NULL, 0, &s);
+    assert_true(isnan(s.mean));
+}
+
+static void test_units(void **state)
+{
+    (void)state;
+    char b[32];
+    tp_format_value(b, sizeof b, "percent", 45.06);
+    assert_string_equal(b, "45.1 %");
+    tp_format_value(b, sizeof b, "bytes", 3.5 * 1024 * 1024 * 1024);
+    assert_string_equal(b, "3.50 GiB");
+    tp_format_value(b, sizeof b, "bytes_per_s", 120.5e6);
+    assert_string_equal(b, "120 MB/s");
+    tp_format_value(b, sizeof b, "bytes_per_s", 1.5e6);
+    assert_string_equal(b, "1.50 MB/s");
+    tp_format_value(b, sizeof b, "watts", 300);
+    assert_string_equal(b, "300.0 W");
+    tp_format_value(b, sizeof b, "joules", 12346);
+    assert_string_equal(b, "12.35 kJ");
+    tp_format_value(b, sizeof b, "count", NAN);
+    assert_string_equal(b, "-");
+    tp_format_duration(b, sizeof b, 185);
+    assert_string_equal(b, "3 min 05 s");
+}
+
+static void test_json_writer(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    json_writer w;
+    json_init(&w, f);
+    json_object_begin(&w);
+    json_key(&w, "a");
+    json_array_begin(&w);
+    json_int(&w, 1);
+    json_double(&w, 0.5);
+    json_double(&w, NAN);
+    json_string(&w, "q\"\x01");
+    json_array_end(&w);
+    json_key(&w, "b");
+    json_raw(&w, "{}");
+    json_key(&w, "c");
+    json_bool(&w, true);
+    json_object_end(&w);
+    fclose(f);
+    assert_string_equal(text, "{\"a\":[1,0.5,null,\"q\\\"\\u0001\"],\"b\":{},\"c\":true}");
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_counter_delta),
+        cmocka_unit_test(test_labels),        cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_units),         cmocka_unit_test(test_json_writer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

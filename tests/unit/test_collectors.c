@@ -1,0 +1,488 @@
+/* test_collectors.c: the /proc and /sys collectors against fixture trees
+ * (many CPUs, wrapping and resetting counters, vanishing devices, malformed
+ * lines) and against this machine's real /proc. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collect/collectors.h"
+#include "collect/metric_catalog.h"
+#include "harness.h"
+#include "trainprof.h"
+
+#define SEC 1000000000ULL
+
+static void cpu_stat(const char *root, int cores, unsigned long long busy_extra, int round)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    unsigned long long r = (unsigned long long)round;
+    fprintf(f, "cpu  %llu 0 0 %llu 0 0 0 0 0 0\n", r * 50 * (unsigned long long)cores + busy_extra,
+            r * 50 * (unsigned long long)cores);
+    for (int c = 0; c < cores; c++) {
+        /* core c is busy c/(cores-1) of the time in every round after the first */
+        unsigned long long busy = r * 100 * (unsigned long long)c / (unsigned long long)(cores - 1);
+        fprintf(f, "cpu%d %llu 0 0 %llu 5 0 0 0 0 0\n", c, busy, r * 100 - busy);
+    }
+    fprintf(f, "intr 12345\nctxt 999\nbtime 1\n");
+    fclose(f);
+    fx_write(root, "proc/stat", text);
+    free(text);
+}
+
+static void test_cpu_256_cores(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    cpu_stat(root, 256, 0, 1);
+    test_env t;
+    test_env_open(&t, root, 0);
+    tp_collector *c = tp_cpu_collector_new(&t.env);
+    assert_non_null(c);
+    c->sample(c, 1 * SEC);
+    cpu_stat(root, 256, 0, 2);
+    c->sample(c, 2 * SEC);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    assert_int_equal(cap_series_count(&b, "cpu_util_percent"), 257);
+    double v[4];
+    assert_int_equal(cap_values(&b, "cpu_util_percent", "{}", v, 4), 1);
+    assert_true(fabs(v[0] - 50.0) < 1e-9);
+    assert_int_equal(cap_values(&b, "cpu_util_percent", "{\"cpu\":\"255\"}", v, 4), 1);
+    assert_true(fabs(v[0] - 100.0) < 1e-9);
+    assert_int_equal(cap_values(&b, "cpu_util_percent", "{\"cpu\":\"0\"}", v, 4), 1);
+    assert_true(fabs(v[0] - 0.0) < 1e-9);
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
+static void test_cpu_malformed_lines(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    fx_write(root, "proc/stat", "cpu  10 0 0 10\ncpu0 garbage\ncpuX 1 2 3 4\ncpu1 1 2\n");
+    test_env t;
+    test_env_open(&t, root, 0);
+    tp_collector *c = tp_cpu_collector_new(&t.env);
+    c->sample(c, SEC);
+    fx_write(root, "proc/stat", "cpu  20 0 0 20\ncpu0 garbage\ncpuX 1 2 3 4\ncpu1 1 2\n");
+    c->sample(c, 2 * SEC);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v;
+    assert_int_equal(cap_values(&b, "cpu_util_percent", "{}", &v, 1), 1);
+    assert_true(fabs(v - 50.0) < 1e-9);
+    assert_int_equal(cap_series_count(&b, "cpu_util_percent"), 1); /* no bogus cores */
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
+static void disk_stats(const char *root, unsigned long long sda_r, unsigned long long sda_w,
+                       bool with_nvme, unsigned long long nvme_r)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    /* major minor name reads merged sectors_read ms writes merged sectors_written ... */
+    /* a 32-bit kernel's fields wrap independently */
+    unsigned long long sda_ws = (sda_w * 8) & 0xffffffffULL;
+    fprintf(f, "   8       0 sda %llu 0 %llu 0 %llu 0 %llu 0 0 0 0\n", sda_r, sda_r * 8, sda_w,
+            sda_ws);
+    fprintf(f, "   8       1 sda1 %llu 0 %llu 0 %llu 0 %llu 0 0 0 0\n", sda_r, sda_r * 8, sda_w,
+            sda_ws);
+    fprintf(f, "   7       0 loop0 999999 0 999999 0 0 0 0 0 0 0 0\n");
+    fprintf(f, " 253       0 dm-0 %llu 0 %llu 0 0 0 0 0 0 0 0\n", sda_r, sda_r * 8);
+    fprintf(f, "   8      16 sdb 1 2\n"); /* truncated line */
+    if (with_nvme)
+        fprintf(f, " 259       0 nvme0n1 %llu 0 %llu 0 0 0 0 0 0 0 0\n", nvme_r, nvme_r * 8);
+    fclose(f);
+    fx_write(root, "proc/diskstats", text);
+    free(text);
+}
+
+static void test_disk_physical_wrap_vanish(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    fx_mkdir(root, "sys/block/sda/device");
+    fx_mkdir(root, "sys/block/nvme0n1/device");
+    fx_mkdir(root, "sys/block/sdb/device");
+    fx_mkdir(root, "sys/block/loop0");
+    fx_mkdir(root, "sys/block/dm-0");
+    test_env t;
+    test_env_open(&t, root, 0);
+    disk_stats(root, 1000, 4294967200ULL, true, 500);
+    tp_collector *c = tp_disk_collector_new(&t.env);
+    assert_non_null(c);
+    c->sample(c, 1 * SEC);
+    /* sda: +100 reads, writes wrap 32 bits (+196); nvme vanishes */
+    disk_stats(root, 1100, 100, false, 0);
+    c->sample(c, 2 * SEC);
+    /* nvme comes back with reset counters: no sample yet */
+    disk_stats(root, 1100, 100, true, 10);
+    c->sample(c, 3 * SEC);
+    disk_stats(root, 1100, 100, true, 60);
+    c->sample(c, 4 * SEC);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    assert_int_equal(cap_series_count(&b, "disk_read_iops"), 3); /* total, sda, nvme0n1; sdb malformed */
+    double v[8];
+    assert_int_equal(cap_values(&b, "disk_read_iops", "{\"device\":\"sda\"}", v, 8), 3);
+    assert_true(fabs(v[0] - 100.0) < 1e-9);
+    assert_true(fabs(v[1]) < 1e-9);
+    assert_int_equal(cap_values(&b, "disk_write_iops", "{\"device\":\"sda\"}", v, 8), 3);
+    assert_true(fabs(v[0] - 196.0) < 1e-9);
+    assert_int_equal(cap_values(&b, "disk_read_bytes_per_s", "{\"device\":\"sda\"}", v, 8), 3);
+    assert_true(fabs(v[0] - 100.0 * 8 * 512) < 1e-6);
+    assert_int_equal(cap_values(&b, "disk_read_iops", "{\"device\":\"nvme0n1\"}", v, 8), 1);
+    assert_true(fabs(v[0] - 50.0) < 1e-9);
+    assert_int_equal(cap_values(&b, "disk_read_iops", "{\"device\":\"sda1\"}", v, 8), 0);
+    assert_int_equal(cap_values(&b, "disk_read_iops", "{\"device\":\"loop0\"}", v, 8), 0);
+    assert_int_equal(cap_values(&b, "disk_read_iops", "{\"device\":\"dm-0\"}", v, 8), 0);
+    assert_int_equal(cap_values(&b, "disk_read_iops", "{}", v, 8), 3);
+    assert_true(fabs(v[0] - 100.0) < 1e-9); /* sda only: nvme vanished */
+    assert_true(fabs(v[2] - 50.0) < 1e-9);  /* nvme only */
+    for (size_t i = 0; i < b.samples.len; i++)
+        assert_true(b.samples.items[i].value >= 0);
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
+static void net_dev(const char *root, unsigned long long eth_rx, unsigned long long eth_tx)
+{
+    fx_printf(root, "proc/net/dev",
+              "Inter-|   Receive                                                |  Transmit\n"
+              " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets\n"
+              "    lo: 99999 10 0 0 0 0 0 0 99999 10 0 0 0 0 0 0\n"
+              "  eth0: %llu 10 0 0 0 0 0 0 %llu 10 0 0 0 0 0 0\n"
+              "broken: 1 2 3\n",
+              eth_rx, eth_tx);
+}
+
+static void test_net_loopback_and_wrap(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    test_env t;
+    test_env_open(&t, root, 0);
+    net_dev(root, 4294967000ULL, 1000);
+    tp_collector *c = tp_net_collector_new(&t.env);
+    assert_non_null(c);
+    c->sample(c, 1 * SEC);
+    net_dev(root, 704, 3000); /* rx wraps by 1000, tx +2000, over 2 s */
+    c->sample(c, 3 * SEC);
+    net_dev(root, 104, 3000); /* rx reset from a small value: no sample */
+    c->sample(c, 4 * SEC);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[4];
+    assert_int_equal(cap_values(&b, "net_recv_bytes_per_s", "{\"interface\":\"eth0\"}", v, 4), 1);
+    assert_true(fabs(v[0] - 500.0) < 1e-9);
+    assert_int_equal(cap_values(&b, "net_sent_bytes_per_s", "{\"interface\":\"eth0\"}", v, 4), 1);
+    assert_true(fabs(v[0] - 1000.0) < 1e-9);
+    assert_int_equal(cap_values(&b, "net_sent_bytes_per_s", "{\"interface\":\"lo\"}", v, 4), 0);
+    assert_int_equal(cap_series_count(&b, "net_sent_bytes_per_s"), 2); /* total + eth0 */
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
+static void test_infiniband_ports(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    fx_write(root, "sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data", "1000\n");
+    fx_write(root, "sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", "2000\n");
+    test_env t;
+    test_env_open(&t, root, 0);
+    tp_collector *c = tp_infiniband_collector_new(&t.env);
+    assert_non_null(c);
+    c->sample(c, 1 * SEC);
+    fx_write(root, "sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data", "1250\n");
+    fx_write(root, "sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", "2500\n");
+    c->sample(c, 2 * SEC);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v;
+    assert_int_equal(cap_values(&b, "net_sent_bytes_per_s", "{\"ib_port\":\"mlx5_0/1\"}", &v, 1), 1);
+    assert_true(fabs(v - 1000.0) < 1e-9); /* 250 words of 4 bytes */
+    assert_int_equal(cap_values(&b, "net_recv_bytes_per_s", "{\"ib_port\":\"mlx5_0/1\"}", &v, 1), 1);
+    assert_true(fabs(v - 2000.0) < 1e-9);
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
+static void test_meminfo(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    fx_write(root, "proc/meminfo",
+             "MemTotal:       1000 kB\nMemFree:         100 kB\nMemAvailable:    400 kB\n"
+             "Buffers:          50 kB\nCached:          60 kB\nSwapTotal:       300 kB\n"
+             "SwapFree:        200 kB\n");
+    test_env t;
+    test_env_open(&t, root, 0);
+    tp_collector *c = tp_mem_collector_new(&t.env);
+    c->sample(c, SEC);
+    /* An old kernel without MemAvailable: free + buffers + cached. */
+    fx_write(root, "proc/meminfo",
+             "MemTotal:       1000 kB\nMemFree:         100 kB\nBuffers:          50 kB\n"
+             "Cached:          60 kB\nbogus line\n");
+    c->sample(c, 2 * SEC);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[2];
+    assert_int_equal(cap_values(&b, "host_mem_used_bytes", "{}", v, 2), 2);
+    assert_true(fabs(v[0] - 600.0 * 1024) < 1e-6);
+    assert_true(fabs(v[1] - 790.0 * 1024) < 1e-6);
+    assert_int_equal(cap_values(&b, "swap_used_bytes", "{}", v, 2), 1);
+    assert_true(fabs(v[0] - 100.0 * 1024) < 1e-6);
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
+static void test_pressure(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    fx_write(root, "proc/pressure/cpu", "some avg10=0.00 avg60=0.00 avg300=0.00 total=1000000\n");
+    fx_write(root, "proc/pressure/memory",
+             "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+             "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+    test_env t;
+    test_env_open(&t, root, 0);
+    tp_collector *c = tp_pressure_collector_new(&t.env);
+    assert_non_null(c);
+    c->sample(c, 1 * SEC);
+    fx_write(root, "proc/pressure/cpu", "some avg10=0.00 avg60=0.00 avg300=0.00 total=1250000\n");
+    fx_write(root, "proc/pressure/memory",
+             "some avg10=0.00 avg60=0.00 avg300=0.00 total=2000000\n"
+             "full avg10=0.00 avg60=0.00 avg300=0.00 total=100000\n");
+    c->sample(c, 2 * SEC);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v;
+    assert_int_equal(cap_values(&b, "pressure_cpu_some_percent", "{}", &v, 1), 1);
+    assert_true(fabs(v - 25.0) < 1e-9);
+    assert_int_equal(cap_values(&b, "pressure_memory_some_percent", "{}", &v, 1), 1);
+    assert_true(fabs(v - 100.0) < 1e-9); /* capped */
+    assert_int_equal(cap_values(&b, "pressure_memory_full_percent", "{}", &v, 1), 1);
+    assert_true(fabs(v - 10.0) < 1e-9);
+    assert_int_equal(cap_values(&b, "pressure_io_some_percent", "{}", &v, 1), 0);
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
+static void test_missing_sources_unavailable(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    test_env t;
+    test_env_open(&t, root, 0);
+    tp_collector_set set;
+    tp_collectors_open(&set, &t.env, TP_COLLECT_ALL);
+    assert_int_equal(set.len, 0);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    assert_true(cap_unavailable(&b, "cpu", "/proc/stat"));
+    assert_true(cap_unavailable(&b, "pressure", "no /proc/pressure"));
+    assert_true(cap_unavailable(&b, "rapl", "no /sys/class/powercap"));
+    assert_true(cap_unavailable(&b, "infiniband", "no /sys/class/infiniband"));
+    assert_true(cap_unavailable(&b, "cgroup", "/proc/self/cgroup"));
+    tp_collectors_close(&set);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
+static void test_rapl_wrap_and_domains(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    fx_write(root, "sys/class/powercap/intel-rapl:0/name", "package-0\n");
+    fx_write(root, "sys/class/powercap/intel-rapl:0/energy_uj", "999000000\n");
+    fx_write(root, "sys/class/powercap/intel-rapl:0/max_energy_range_uj", "1000000000\n");
+    fx_write(root, "sys/class/powercap/intel-rapl:0:0/name", "core\n");
+    fx_write(root, "sys/class/powercap/intel-rapl:0:0/energy_uj", "5\n");
+    fx_write(root, "sys/class/powercap/intel-rapl:0:1/name", "dram\n");
+    fx_write(root, "sys/class/powercap/intel-rapl:0:1/energy_uj", "1000000\n");
+    fx_write(root, "sys/class/powercap/intel-rapl:0:1/max_energy_range_uj", "1000000000\n");
+    test_env t;
+    test_env_open(&t, root, 0);
+    tp_collector *c = tp_rapl_collector_new(&t.env);
+    assert_non_null(c);
+    c->sample(c, 1 * SEC);
+    /* package wraps: 999 J -> 1000 J (max) -> 4 J: 5 J plus the wrap's 1 uJ */
+    fx_write(root, "sys/class/powercap/intel-rapl:0/energy_uj", "3999999\n");
+    fx_write(root, "sys/class/powercap/intel-rapl:0:1/energy_uj", "3000000\n");
+    c->sample(c, 2 * SEC);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[2];
+    assert_int_equal(cap_values(&b, "cpu_energy_joules", "{\"domain\":\"package-0\"}", v, 2), 2);
+    assert_true(fabs(v[0]) < 1e-9);
+    assert_true(fabs(v[1] - 5.0) < 1e-6);
+    assert_int_equal(cap_values(&b, "cpu_energy_joules", "{\"domain\":\"package-0/dram\"}", v, 2), 2);
+    assert_true(fabs(v[1] - 2.0) < 1e-6);
+    assert_int_equal(cap_series_count(&b, "cpu_energy_joules"), 2); /* core skipped */
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
+static void test_cgroup_limits(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    fx_write(root, "proc/self/cgroup", "0::/job/42\n");
+    fx_write(root, "sys/fs/cgroup/cgroup.controllers", "cpu memory\n");
+    fx_write(root, "sys/fs/cgroup/job/42/cpu.max", "200000 100000\n");
+    fx_write(root, "sys/fs/cgroup/job/42/memory.max", "1073741824\n");
+    test_env t;
+    test_env_open(&t, root, 0);
+    tp_cgroup_record_limits(&t.env);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    assert_string_equal(cap_meta(&b, "cgroup_version"), "2");
+    assert_string_equal(cap_meta(&b, "cgroup_cpu_limit_cores"), "2.000");
+    assert_string_equal(cap_meta(&b, "cgroup_memory_limit_bytes"), "1073741824");
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+
+    root = fx_root();
+    fx_write(root, "proc/self/cgroup", "4:memory:/slurm/job7\n3:cpu,cpuacct:/slurm/job7\n");
+    fx_write(root, "sys/fs/cgroup/cpu/slurm/job7/cpu.cfs_quota_us", "-1\n");
+    fx_write(root, "sys/fs/cgroup/cpu/slurm/job7/cpu.cfs_period_us", "100000\n");
+    fx_write(root, "sys/fs/cgroup/memory/slurm/job7/memory.limit_in_bytes", "9223372036854771712\n");
+    test_env_open(&t, root, 0);
+    tp_cgroup_record_limits(&t.env);
+    b = (tp_batch){0};
+    cap_take(t.sink, &b);
+    assert_string_equal(cap_meta(&b, "cgroup_version"), "1");
+    assert_string_equal(cap_meta(&b, "cgroup_cpu_limit_cores"), "none");
+    assert_string_equal(cap_meta(&b, "cgroup_memory_limit_bytes"), "none");
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
+/* Burns CPU in a child and a grandchild until killed. */
+static pid_t spawn_tree(void)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0); /* so the test can kill the whole tree */
+        if (fork() == 0)
+            for (volatile unsigned long i = 0;; i++)
+                ;
+        for (volatile unsigned long i = 0;; i++)
+            ;
+    }
+    return pid;
+}
+
+static void test_proc_tree_real(void **state)
+{
+    (void)state;
+    pid_t child = spawn_tree();
+    test_env t;
+    test_env_open(&t, "/", child);
+    tp_collector *c = tp_proc_tree_collector_new(&t.env);
+    assert_non_null(c);
+    usleep(100000);
+    c->sample(c, tp_clock_now_ns());
+    usleep(300000);
+    c->sample(c, tp_clock_now_ns());
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[2];
+    assert_int_equal(cap_values(&b, "proc_count", "{}", v, 2), 2);
+    assert_true(v[1] == 2.0); /* child and grandchild, not this test */
+    assert_int_equal(cap_values(&b, "proc_cpu_percent", "{}", v, 2), 1);
+    assert_true(v[0] > 20.0); /* two busy loops on a 2-core machine */
+    assert_int_equal(cap_values(&b, "proc_rss_bytes", "{}", v, 2), 2);
+    assert_true(v[1] > 0);
+    c->destroy(c);
+    kill(-child, SIGKILL);
+    waitpid(child, NULL, 0);
+    tp_batch_free(&b);
+    test_env_close(&t);
+}
+
+static void test_real_host_all_collectors(void **state)
+{
+    (void)state;
+    test_env t;
+    test_env_open(&t, "/", getpid());
+    tp_collector_set set;
+    tp_collectors_open(&set, &t.env, TP_COLLECT_ALL);
+    assert_true(set.len >= 5);
+    tp_collectors_sample(&set, tp_clock_now_ns());
+    usleep(200000);
+    tp_collectors_sample(&set, tp_clock_now_ns());
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[2];
+    assert_int_equal(cap_values(&b, "cpu_util_percent", "{}", v, 2), 1);
+    assert_true(v[0] >= 0 && v[0] <= 100);
+    assert_int_equal(cap_values(&b, "host_mem_used_bytes", "{}", v, 2), 2);
+    assert_true(v[0] > 0);
+    for (size_t i = 0; i < b.series.len; i++) /* every name is in the catalogue */
+        assert_non_null(tp_metric_find(b.series.items[i].metric));
+    for (size_t i = 0; i < b.samples.len; i++)
+        assert_true(b.samples.items[i].value >= 0);
+    tp_collectors_close(&set);
+    tp_batch_free(&b);
+    test_env_close(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_256_cores),
+        cmocka_unit_test(test_cpu_malformed_lines),
+        cmocka_unit_test(test_disk_physical_wrap_vanish),
+        cmocka_unit_test(test_net_loopback_and_wrap),
+        cmocka_unit_test(test_infiniband_ports),
+        cmocka_unit_test(test_meminfo),
+        cmocka_unit_test(test_pressure),
+        cmocka_unit_test(test_missing_sources_unavailable),
+        cmocka_unit_test(test_rapl_wrap_and_domains),
+        cmocka_unit_test(test_cgroup_limits),
+        cmocka_unit_test(test_proc_tree_real),
+        cmocka_unit_test(test_real_host_all_collectors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

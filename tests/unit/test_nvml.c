@@ -1,0 +1,200 @@
+/* test_nvml.c: the NVML collector against the fake libnvidia-ml built by the
+ * tests (full and old-driver variants, unsupported readings, init failure,
+ * a lost GPU, a missing library, slow PCIe reads kept off the tick). */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "trainprof.h"
+
+#define MS 1000000ULL
+#define GIB (1024.0 * 1024 * 1024)
+
+static const char *lib_path(const char *var)
+{
+    const char *p = getenv(var);
+    if (!p)
+        fail_msg("%s is not set (run the tests through meson test)", var);
+    return p;
+}
+
+static void clear_fake_env(void)
+{
+    unsetenv("FAKE_NVML_GPUS");
+    unsetenv("FAKE_NVML_INIT_FAIL");
+    unsetenv("FAKE_NVML_NOT_SUPPORTED");
+    unsetenv("FAKE_NVML_LOST_AFTER");
+    setenv("FAKE_NVML_PCIE_DELAY_MS", "1", 1);
+}
+
+/* Opens the collector on the given fake, ticks it n times 50 ms apart. */
+static void run_ticks(const char *lib, int n, tp_batch *b)
+{
+    setenv("TRAINPROF_NVML_LIB", lib, 1);
+    test_env t;
+    test_env_open(&t, "/", 0);
+    tp_collector *c = tp_nvml_collector_new(&t.env);
+    for (int i = 0; c && i < n; i++) {
+        c->sample(c, tp_clock_now_ns());
+        usleep(50000);
+    }
+    if (c)
+        c->destroy(c);
+    cap_take(t.sink, b);
+    test_env_close(&t);
+}
+
+static void test_full_fake(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    tp_batch b = {0};
+    run_ticks(lib_path("FAKE_NVML_LIB"), 4, &b);
+    assert_int_equal(b.gpus.len, 2);
+    assert_string_equal(b.gpus.items[1].name, "Fake GPU 1");
+    assert_string_equal(b.gpus.items[0].uuid, "GPU-fake-0000");
+    assert_string_equal(b.gpus.items[0].energy_source, "counter");
+    assert_true(b.gpus.items[0].mem_total_bytes == 80ULL << 30);
+    assert_string_equal(cap_meta(&b, "gpu_driver_version"), "999.99-fake");
+    double v[8];
+    assert_int_equal(cap_values(&b, "gpu_util_percent", "{\"gpu\":\"1\"}", v, 8), 4);
+    assert_true(v[3] == 60.0);
+    assert_int_equal(cap_values(&b, "gpu_mem_used_bytes", "{\"gpu\":\"1\"}", v, 8), 4);
+    assert_true(v[0] == 2 * GIB);
+    assert_int_equal(cap_values(&b, "gpu_mem_free_bytes", "{\"gpu\":\"0\"}", v, 8), 4);
+    assert_true(v[0] == 79 * GIB);
+    assert_int_equal(cap_values(&b, "gpu_power_watts", "{\"gpu\":\"1\"}", v, 8), 4);
+    assert_true(v[0] == 310.0);
+    assert_int_equal(cap_values(&b, "gpu_temp_celsius", "{\"gpu\":\"0\"}", v, 8), 4);
+    assert_true(v[0] == 60.0);
+    assert_int_equal(cap_values(&b, "gpu_sm_clock_mhz", "{\"gpu\":\"0\"}", v, 8), 4);
+    assert_true(v[0] == 1980.0);
+    /* energy since start: 300 W over ~150 ms between the first and last tick */
+    assert_int_equal(cap_values(&b, "gpu_energy_joules", "{\"gpu\":\"0\"}", v, 8), 4);
+    assert_true(v[3] > v[0] && v[3] > 300 * 0.14 && v[3] < 300 * 1.0);
+    assert_int_equal(cap_series_count(&b, "gpu_pcie_tx_bytes_per_s"), 2);
+    assert_int_equal(b.unavailable.len, 0);
+    tp_batch_free(&b);
+}
+
+static void test_old_driver_integrates_power(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    tp_batch b = {0};
+    run_ticks(lib_path("FAKE_NVML_OLD_LIB"), 3, &b);
+    assert_int_equal(b.gpus.len, 2);
+    assert_string_equal(b.gpus.items[0].energy_source, "power_integral");
+    double v[4];
+    assert_int_equal(cap_values(&b, "gpu_energy_joules", "{\"gpu\":\"0\"}", v, 4), 3);
+    assert_true(v[0] == 0.0);
+    /* constant 300 W over two gaps of ~50 ms (sleep plus the tick itself) */
+    assert_true(v[2] > 300 * 0.099 && v[2] < 300 * 0.5);
+    tp_batch_free(&b);
+}
+
+static void test_not_supported_readings(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    setenv("FAKE_NVML_NOT_SUPPORTED", "nvmlDeviceGetTemperature,nvmlDeviceGetPcieThroughput", 1);
+    tp_batch b = {0};
+    run_ticks(lib_path("FAKE_NVML_LIB"), 2, &b);
+    assert_true(cap_unavailable(&b, "nvml gpu0", "gpu_temp_celsius: Not Supported"));
+    assert_true(cap_unavailable(&b, "nvml gpu1", "gpu_pcie_rx_bytes_per_s: Not Supported"));
+    assert_int_equal(cap_series_count(&b, "gpu_temp_celsius"), 0);
+    assert_int_equal(cap_series_count(&b, "gpu_util_percent"), 2);
+    tp_batch_free(&b);
+}
+
+static void test_init_failure_and_missing_library(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    setenv("FAKE_NVML_INIT_FAIL", "1", 1);
+    tp_batch b = {0};
+    run_ticks(lib_path("FAKE_NVML_LIB"), 1, &b);
+    assert_true(cap_unavailable(&b, "nvml", "NVML init failed: Driver Not Loaded"));
+    assert_int_equal(b.series.len, 0);
+    tp_batch_free(&b);
+    clear_fake_env();
+    b = (tp_batch){0};
+    run_ticks("/nonexistent/libnvidia-ml.so.1", 1, &b);
+    assert_true(cap_unavailable(&b, "nvml", "cannot load /nonexistent/libnvidia-ml.so.1"));
+    tp_batch_free(&b);
+    b = (tp_batch){0};
+    setenv("FAKE_NVML_GPUS", "0", 1);
+    run_ticks(lib_path("FAKE_NVML_LIB"), 1, &b);
+    assert_true(cap_unavailable(&b, "nvml", "no GPUs"));
+    tp_batch_free(&b);
+}
+
+static void test_lost_gpu_stops_sampling(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    setenv("FAKE_NVML_LOST_AFTER", "4", 1);
+    tp_batch b = {0};
+    run_ticks(lib_path("FAKE_NVML_LIB"), 6, &b);
+    assert_true(cap_unavailable(&b, "nvml gpu1", "GPU is lost"));
+    double v[8];
+    assert_int_equal(cap_values(&b, "gpu_util_percent", "{\"gpu\":\"0\"}", v, 8), 6);
+    assert_true(cap_values(&b, "gpu_util_percent", "{\"gpu\":\"1\"}", v, 8) < 6);
+    size_t lost_notes = 0;
+    for (size_t i = 0; i < b.unavailable.len; i++)
+        lost_notes += strstr(b.unavailable.items[i].value, "lost") != NULL;
+    assert_int_equal(lost_notes, 1); /* said once */
+    tp_batch_free(&b);
+}
+
+static void test_pcie_off_the_tick(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    setenv("FAKE_NVML_PCIE_DELAY_MS", "100", 1);
+    const char *lib = lib_path("FAKE_NVML_LIB");
+    setenv("TRAINPROF_NVML_LIB", lib, 1);
+    void *h = dlopen(lib, RTLD_NOW);
+    assert_non_null(h);
+    void (*watch)(pid_t);
+    int (*calls)(int);
+    *(void **)&watch = dlsym(h, "fake_nvml_watch_thread");
+    *(void **)&calls = dlsym(h, "fake_nvml_pcie_calls");
+    test_env t;
+    test_env_open(&t, "/", 0);
+    tp_collector *c = tp_nvml_collector_new(&t.env);
+    assert_non_null(c);
+    watch(gettid());
+    for (int i = 0; i < 30 && calls(1) == 0; i++) {
+        c->sample(c, tp_clock_now_ns());
+        usleep(50000);
+    }
+    assert_int_equal(calls(0), 0); /* the ticking thread never read PCIe */
+    assert_true(calls(1) > 0);     /* the helper thread did */
+    c->destroy(c);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[64];
+    size_t n = cap_values(&b, "gpu_pcie_rx_bytes_per_s", "{\"gpu\":\"1\"}", v, 64);
+    assert_true(n >= 1);
+    assert_true(v[0] == 4000.0 * 1024);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    dlclose(h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_fake),
+        cmocka_unit_test(test_old_driver_integrates_power),
+        cmocka_unit_test(test_not_supported_readings),
+        cmocka_unit_test(test_init_failure_and_missing_library),
+        cmocka_unit_test(test_lost_gpu_stops_sampling),
+        cmocka_unit_test(test_pcie_off_the_tick),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,178 @@
+/* test_store.c: the run file: writing, reading back, refusing what is not a
+ * trainprof run file, reading a file whose recorder was killed. */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze/summary.h"
+#include "harness.h"
+#include "store/reader.h"
+#include "store/schema.h"
+#include "store/writer.h"
+
+static char *tmp_path(const char *name)
+{
+    char *root = fx_root();
+    char *p = NULL;
+    assert_true(asprintf(&p, "%s/%s", root, name) > 0);
+    free(root);
+    return p;
+}
+
+/* Fills a sink with two series, metadata, an unavailable note and a GPU. */
+static void fill(tp_sink *s)
+{
+    uint32_t cpu = tp_sink_series(s, "cpu_util_percent", "{}");
+    uint32_t gpu = tp_sink_series(s, "gpu_util_percent", "{\"gpu\":\"0\"}");
+    assert_int_equal(tp_sink_series(s, "cpu_util_percent", "{}"), cpu); /* same id again */
+    for (int i = 0; i < 100; i++) {
+        tp_sink_sample(s, cpu, (uint64_t)i * 1000, i);
+        tp_sink_sample(s, gpu, (uint64_t)i * 1000, 100 - i);
+    }
+    tp_sink_sample(s, cpu, 999999, -1.0); /* never negative: dropped */
+    tp_sink_sample(s, cpu, 999998, NAN);  /* never NaN: dropped */
+    tp_sink_meta(s, "command", "python train.py");
+    tp_sink_meta(s, "status", "finished");
+    tp_sink_unavailable(s, "rapl", "no /sys/class/powercap");
+    tp_gpu_info g = {0, "Fake GPU", "GPU-1", 1 << 30, "counter"};
+    tp_sink_gpu(s, &g);
+}
+
+static void write_run(const char *path, bool finish)
+{
+    char err[256];
+    tp_writer *w = tp_writer_create(path, false, "node7", err, sizeof err);
+    assert_non_null(w);
+    tp_sink *s = tp_sink_new(0);
+    fill(s);
+    tp_batch b = {0};
+    tp_sink_take(s, &b);
+    assert_true(tp_writer_apply(w, &b, err, sizeof err));
+    tp_batch_free(&b);
+    tp_sink_free(s);
+    if (finish)
+        tp_writer_finish(w);
+    /* else: left open, as by a killed recorder (the handle leaks on purpose) */
+}
+
+static void check_contents(const char *path)
+{
+    char err[256];
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    assert_string_equal(tp_run_meta_get(run, "command"), "python train.py");
+    assert_int_equal(run->nagents, 1);
+    assert_string_equal(run->agents[0].name, "node7");
+    assert_int_equal(run->nunavailable, 1);
+    assert_string_equal(run->unavailable[0].source, "rapl");
+    assert_int_equal(run->ngpus, 1);
+    assert_string_equal(run->gpus[0].energy_source, "counter");
+    assert_int_equal(run->last_t_ns, 99000);
+    tp_summary s;
+    assert_true(tp_summary_build(run, &s, err, sizeof err));
+    assert_int_equal(s.n, 2);
+    const tp_series_summary *cpu = tp_summary_find(&s, 1, "cpu_util_percent", "{}");
+    assert_non_null(cpu);
+    assert_int_equal(cpu->stats.count, 100);
+    assert_true(fabs(cpu->stats.mean - 49.5) < 1e-9);
+    assert_true(cpu->stats.max == 99);
+    assert_string_equal(cpu->series->unit, "percent");
+    tp_summary_free(&s);
+    tp_run_close(run);
+}
+
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    char *path = tmp_path("run.db");
+    write_run(path, true);
+    check_contents(path);
+    char wal[4200];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    assert_true(access(wal, F_OK) != 0); /* one self-contained file */
+    free(path);
+}
+
+static void test_killed_writer_is_readable(void **state)
+{
+    (void)state;
+    char *path = tmp_path("killed.db");
+    write_run(path, false);
+    check_contents(path);
+    free(path);
+}
+
+static void test_refuses_overwrite(void **state)
+{
+    (void)state;
+    char *path = tmp_path("exists.db");
+    write_run(path, true);
+    char err[256];
+    assert_null(tp_writer_create(path, false, NULL, err, sizeof err));
+    assert_non_null(strstr(err, "already exists (use --force"));
+    tp_writer *w = tp_writer_create(path, true, NULL, err, sizeof err);
+    assert_non_null(w);
+    tp_writer_finish(w);
+    assert_null(tp_writer_create("/nonexistent-dir/run.db", false, NULL, err, sizeof err));
+    assert_non_null(strstr(err, "cannot create /nonexistent-dir/run.db"));
+    free(path);
+}
+
+static void expect_refused(const char *path, const char *text)
+{
+    char err[512];
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_null(run);
+    if (!strstr(err, text))
+        fail_msg("expected '%s' in '%s'", text, err);
+    assert_null(strchr(err, '\n')); /* one line */
+}
+
+static void test_refuses_foreign_files(void **state)
+{
+    (void)state;
+    char *path = tmp_path("text.db");
+    FILE *f = fopen(path, "w");
+    fputs("epoch,loss\n1,0.5\n", f);
+    fclose(f);
+    expect_refused(path, "not a trainprof run file (not an SQLite database)");
+    free(path);
+
+    path = tmp_path("other.db");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    tp_exec(db, "CREATE TABLE t (x); PRAGMA user_version=3;");
+    sqlite3_close(db);
+    expect_refused(path, "not a trainprof run file (an SQLite database of another kind)");
+    free(path);
+
+    path = tmp_path("empty.db");
+    fclose(fopen(path, "w"));
+    expect_refused(path, "not a trainprof run file");
+    free(path);
+
+    path = tmp_path("newer.db");
+    write_run(path, true);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    tp_exec(db, "PRAGMA user_version=99");
+    sqlite3_close(db);
+    expect_refused(path, "schema version 99 is newer than this trainprof reads (1)");
+    free(path);
+
+    expect_refused("/nonexistent/run.db", "no such file");
+    expect_refused("/tmp", "not a regular file");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_killed_writer_is_readable),
+        cmocka_unit_test(test_refuses_overwrite),
+        cmocka_unit_test(test_refuses_foreign_files),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,10 +1,7 @@
 /* clock.c: monotonic time and the wall-clock anchor of a run. */
 #include "clock.h"
 
-uint64_t tp_clock_now_ns(void)
-{
-    return tp_clock_mono_ns();
-}
+uint64_t tp_clock_now_ns(void) { return tp_clock_mono_ns(); }
 
 tp_clock_anchor tp_clock_anchor_now(void)
 {

@@ -20,8 +20,8 @@ static inline uint64_t tp_clock_mono_ns(void)
 }
 
 typedef struct tp_clock_anchor {
-    uint64_t mono_ns; /* CLOCK_MONOTONIC */
-    int64_t wall_ns;  /* CLOCK_REALTIME, Unix epoch */
+    uint64_t mono_ns;        /* CLOCK_MONOTONIC */
+    int64_t wall_ns;         /* CLOCK_REALTIME, Unix epoch */
     uint64_t uncertainty_ns; /* time between the two reads */
 } tp_clock_anchor;
 

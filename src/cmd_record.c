@@ -82,9 +82,12 @@ static bool parse_interval(const char *text, double *out)
 static int parse_options(int argc, char **argv, record_options *o, bool *done)
 {
     static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
-        {"interval", required_argument, NULL, 'i'}, {"agent", required_argument, NULL, 'a'},
-        {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'},
+        {"output", required_argument, NULL, 'o'},
+        {"force", no_argument, NULL, 'f'},
+        {"interval", required_argument, NULL, 'i'},
+        {"agent", required_argument, NULL, 'a'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     *o = (record_options){NULL, NULL, 0.5, false, false, NULL};

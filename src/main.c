@@ -24,9 +24,10 @@ static void print_usage(FILE *out)
                  "training run into one SQLite file and reports on them.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
-    fprintf(out, "\noptions:\n  -h, --help     show this help\n  -V, --version  show the version\n"
-                 "\nRun 'trainprof COMMAND --help' for a command's options.\n"
-                 "example: trainprof record -o run.db -- python train.py && trainprof report run.db\n");
+    fprintf(out,
+            "\noptions:\n  -h, --help     show this help\n  -V, --version  show the version\n"
+            "\nRun 'trainprof COMMAND --help' for a command's options.\n"
+            "example: trainprof record -o run.db -- python train.py && trainprof report run.db\n");
 }
 
 int main(int argc, char **argv)

@@ -67,8 +67,8 @@ void tp_summary_free(tp_summary *s)
     memset(s, 0, sizeof *s);
 }
 
-const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id,
-                                         const char *metric, const char *labels)
+const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id, const char *metric,
+                                         const char *labels)
 {
     for (size_t i = 0; i < s->n; i++) {
         const tp_run_series *r = s->items[i].series;

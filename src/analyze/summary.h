@@ -29,7 +29,7 @@ bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap);
 void tp_summary_free(tp_summary *s);
 
 /* The summary of one series by metric and labels on an agent, or NULL. */
-const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id,
-                                         const char *metric, const char *labels);
+const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id, const char *metric,
+                                         const char *labels);
 
 #endif

@@ -11,8 +11,7 @@ tp_dev *tp_devtable_get(tp_devtable *t, const char *name, size_t name_len, bool 
     if (name_len >= TP_DEV_NAME)
         name_len = TP_DEV_NAME - 1;
     for (size_t i = 0; i < t->len; i++) {
-        if (strlen(t->items[i].name) == name_len &&
-            memcmp(t->items[i].name, name, name_len) == 0) {
+        if (strlen(t->items[i].name) == name_len && memcmp(t->items[i].name, name, name_len) == 0) {
             *created = false;
             return &t->items[i];
         }

@@ -15,12 +15,12 @@
 #include <stdint.h>
 
 #define TP_DEV_COUNTERS 4
-#define TP_DEV_NAME 64
+#define TP_DEV_NAME     64
 
 typedef struct tp_dev {
     char name[TP_DEV_NAME];
-    bool counted;      /* false: seen but excluded (not physical, loopback) */
-    bool seen;         /* present in the current round */
+    bool counted; /* false: seen but excluded (not physical, loopback) */
+    bool seen;    /* present in the current round */
     bool has_prev;
     uint64_t prev[TP_DEV_COUNTERS];
     uint64_t prev_ns;
@@ -47,8 +47,6 @@ bool tp_devtable_update(tp_dev *d, const uint64_t cur[TP_DEV_COUNTERS], uint64_t
 void tp_devtable_end_round(tp_devtable *t);
 
 void tp_devtable_free(tp_devtable *t);
-
-
 
 #include "record/sink.h"
 

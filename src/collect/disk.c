@@ -77,8 +77,8 @@ static void disk_sample(tp_collector *base, uint64_t now_ns)
     }
     tp_devtable_end_round(&c->devs);
     if (c->prev_round_ns)
-        tp_dev_emit_totals(c->sink, c->total_series, &disk_metrics, sum,
-                           now_ns - c->prev_round_ns, now_ns);
+        tp_dev_emit_totals(c->sink, c->total_series, &disk_metrics, sum, now_ns - c->prev_round_ns,
+                           now_ns);
     c->prev_round_ns = now_ns;
 }
 

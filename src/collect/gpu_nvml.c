@@ -26,11 +26,22 @@
 
 #define NVML_MAX_GPUS 64
 
-enum { M_UTIL, M_MEM_USED, M_MEM_FREE, M_POWER, M_ENERGY, M_TEMP, M_CLOCK, M_PCIE_TX, M_PCIE_RX, M_N };
+enum {
+    M_UTIL,
+    M_MEM_USED,
+    M_MEM_FREE,
+    M_POWER,
+    M_ENERGY,
+    M_TEMP,
+    M_CLOCK,
+    M_PCIE_TX,
+    M_PCIE_RX,
+    M_N
+};
 
 static const char *const metric_names[M_N] = {
-    "gpu_util_percent", "gpu_mem_used_bytes", "gpu_mem_free_bytes",
-    "gpu_power_watts", "gpu_energy_joules", "gpu_temp_celsius",
+    "gpu_util_percent", "gpu_mem_used_bytes",      "gpu_mem_free_bytes",
+    "gpu_power_watts",  "gpu_energy_joules",       "gpu_temp_celsius",
     "gpu_sm_clock_mhz", "gpu_pcie_tx_bytes_per_s", "gpu_pcie_rx_bytes_per_s",
 };
 
@@ -126,7 +137,8 @@ static void sample_energy(nvml_collector *c, nvml_gpu *g, uint64_t now_ns, bool 
     if (!have_power)
         return;
     if (g->prev_power_ns && now_ns > g->prev_power_ns)
-        g->energy_j += (g->prev_power_w + power_w) / 2.0 * (double)(now_ns - g->prev_power_ns) / 1e9;
+        g->energy_j +=
+            (g->prev_power_w + power_w) / 2.0 * (double)(now_ns - g->prev_power_ns) / 1e9;
     g->prev_power_w = power_w;
     g->prev_power_ns = now_ns;
     emit(c, g, M_ENERGY, now_ns, g->energy_j);
@@ -184,8 +196,8 @@ static void *slow_loop(void *arg)
                 int m = k == 0 ? M_PCIE_TX : M_PCIE_RX;
                 if (!g->series[m])
                     continue;
-                nvmlReturn_t r = c->lib.pcie(g->dev, k == 0 ? NVML_PCIE_UTIL_TX_BYTES
-                                                            : NVML_PCIE_UTIL_RX_BYTES, &kbs);
+                nvmlReturn_t r = c->lib.pcie(
+                    g->dev, k == 0 ? NVML_PCIE_UTIL_TX_BYTES : NVML_PCIE_UTIL_RX_BYTES, &kbs);
                 if (r == NVML_SUCCESS)
                     emit(c, g, m, tp_clock_mono_ns(), kbs * 1024.0);
                 else
@@ -227,10 +239,10 @@ static void nvml_destroy(tp_collector *base)
 
 /* Stores a symbol into a function pointer. ISO C has no cast between object
  * and function pointers; POSIX guarantees they have the same size. */
-#define LOAD(dst, newest, base)                                                 \
-    do {                                                                        \
-        void *sym_ = find_symbol(h, newest, base);                             \
-        memcpy(&(dst), &sym_, sizeof(dst));                                     \
+#define LOAD(dst, newest, base)                    \
+    do {                                           \
+        void *sym_ = find_symbol(h, newest, base); \
+        memcpy(&(dst), &sym_, sizeof(dst));        \
     } while (0)
 
 /* Opens the library and resolves its symbols. Returns false with the reason
@@ -266,8 +278,10 @@ static bool load_library(nvml_lib *lib, nvml_init_fn *init, char *why, size_t ca
     LOAD(lib->temperature, NULL, "nvmlDeviceGetTemperature");
     LOAD(lib->clock, NULL, "nvmlDeviceGetClockInfo");
     LOAD(lib->pcie, NULL, "nvmlDeviceGetPcieThroughput");
-    const char *missing = !*init ? "nvmlInit" : !lib->count ? "nvmlDeviceGetCount"
-                          : !lib->handle_by_index ? "nvmlDeviceGetHandleByIndex" : NULL;
+    const char *missing = !*init                  ? "nvmlInit"
+                          : !lib->count           ? "nvmlDeviceGetCount"
+                          : !lib->handle_by_index ? "nvmlDeviceGetHandleByIndex"
+                                                  : NULL;
     if (missing) {
         snprintf(why, cap, "the NVML library has no %s", missing);
         dlclose(h);
@@ -286,7 +300,8 @@ static nvmlReturn_t probe(nvml_collector *c, nvml_gpu *g, int m)
     unsigned int v;
     unsigned long long mj;
     switch (m) {
-    case M_UTIL: return lib->utilization ? lib->utilization(g->dev, &u) : NVML_ERROR_FUNCTION_NOT_FOUND;
+    case M_UTIL:
+        return lib->utilization ? lib->utilization(g->dev, &u) : NVML_ERROR_FUNCTION_NOT_FOUND;
     case M_MEM_USED:
     case M_MEM_FREE: return lib->memory ? lib->memory(g->dev, &mem) : NVML_ERROR_FUNCTION_NOT_FOUND;
     case M_POWER: return lib->power ? lib->power(g->dev, &v) : NVML_ERROR_FUNCTION_NOT_FOUND;
@@ -304,9 +319,11 @@ static nvmlReturn_t probe(nvml_collector *c, nvml_gpu *g, int m)
         return lib->clock ? lib->clock(g->dev, NVML_CLOCK_SM, &v) : NVML_ERROR_FUNCTION_NOT_FOUND;
     case M_PCIE_TX:
     case M_PCIE_RX:
-        return lib->pcie ? lib->pcie(g->dev, m == M_PCIE_TX ? NVML_PCIE_UTIL_TX_BYTES
-                                                            : NVML_PCIE_UTIL_RX_BYTES, &v)
-                         : NVML_ERROR_FUNCTION_NOT_FOUND;
+        return lib->pcie
+                   ? lib->pcie(g->dev,
+                               m == M_PCIE_TX ? NVML_PCIE_UTIL_TX_BYTES : NVML_PCIE_UTIL_RX_BYTES,
+                               &v)
+                   : NVML_ERROR_FUNCTION_NOT_FOUND;
     }
     return NVML_ERROR_NOT_SUPPORTED;
 }
@@ -335,7 +352,9 @@ static void setup_gpu(nvml_collector *c, nvml_gpu *g)
             note_unsupported(c, g, m, r);
     }
     snprintf(info.energy_source, sizeof info.energy_source, "%s",
-             !g->series[M_ENERGY] ? "none" : g->energy_counter ? "counter" : "power_integral");
+             !g->series[M_ENERGY] ? "none"
+             : g->energy_counter  ? "counter"
+                                  : "power_integral");
     tp_sink_gpu(c->sink, &info);
 }
 

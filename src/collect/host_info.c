@@ -12,13 +12,33 @@
 /* Environment variables that say where a process sits in a distributed job
  * or which devices it may use. */
 static const char *const job_env[] = {
-    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
-    "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
-    "SLURM_JOB_ID", "SLURM_JOB_NAME", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS",
-    "SLURM_NODEID", "SLURM_JOB_NODELIST", "SLURM_CPUS_PER_TASK",
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-    "PMI_RANK", "PMI_SIZE", "OMP_NUM_THREADS", "PYTORCH_CUDA_ALLOC_CONF",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RUN_ID",
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NAME",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NTASKS",
+    "SLURM_NODEID",
+    "SLURM_JOB_NODELIST",
+    "SLURM_CPUS_PER_TASK",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "OMP_NUM_THREADS",
+    "PYTORCH_CUDA_ALLOC_CONF",
 };
 
 static void cpu_model(const tp_sysroot *root, char *out, size_t cap)
@@ -32,8 +52,8 @@ static void cpu_model(const tp_sysroot *root, char *out, size_t cap)
         for (; p < end; p = tp_next_line(p, end)) {
             const char *line_end = tp_next_line(p, end);
             bool x86 = line_end - p > 10 && memcmp(p, "model name", 10) == 0;
-            bool other = line_end - p > 8 && (memcmp(p, "Hardware", 8) == 0 ||
-                                              memcmp(p, "uarch", 5) == 0);
+            bool other =
+                line_end - p > 8 && (memcmp(p, "Hardware", 8) == 0 || memcmp(p, "uarch", 5) == 0);
             const char *colon = memchr(p, ':', (size_t)(line_end - p));
             if ((x86 || other) && colon) {
                 const char *v = tp_skip_blanks(colon + 1, line_end);

@@ -93,12 +93,12 @@ static void add_ports(ib_collector *c, const tp_sysroot *root, const char *hca)
         if (e->d_name[0] == '.')
             continue;
         ib_port *port = &c->ports[c->nports];
-        snprintf(rel, sizeof rel, "/sys/class/infiniband/%s/ports/%s/counters/port_xmit_data",
-                 hca, e->d_name);
+        snprintf(rel, sizeof rel, "/sys/class/infiniband/%s/ports/%s/counters/port_xmit_data", hca,
+                 e->d_name);
         if (!tp_procfile_open(&port->xmit, root, rel))
             continue;
-        snprintf(rel, sizeof rel, "/sys/class/infiniband/%s/ports/%s/counters/port_rcv_data",
-                 hca, e->d_name);
+        snprintf(rel, sizeof rel, "/sys/class/infiniband/%s/ports/%s/counters/port_rcv_data", hca,
+                 e->d_name);
         if (!tp_procfile_open(&port->rcv, root, rel)) {
             tp_procfile_close(&port->xmit);
             continue;
@@ -123,7 +123,8 @@ tp_collector *tp_infiniband_collector_new(const tp_collect_env *env)
 {
     DIR *d = open_dir(env->root, "/sys/class/infiniband");
     if (!d) {
-        tp_sink_unavailable(env->sink, "infiniband", "no /sys/class/infiniband (no InfiniBand devices)");
+        tp_sink_unavailable(env->sink, "infiniband",
+                            "no /sys/class/infiniband (no InfiniBand devices)");
         return NULL;
     }
     ib_collector *c = calloc(1, sizeof *c);
@@ -138,7 +139,8 @@ tp_collector *tp_infiniband_collector_new(const tp_collect_env *env)
             add_ports(c, env->root, e->d_name);
     closedir(d);
     if (c->nports == 0) {
-        tp_sink_unavailable(env->sink, "infiniband", "no readable port counters under /sys/class/infiniband");
+        tp_sink_unavailable(env->sink, "infiniband",
+                            "no readable port counters under /sys/class/infiniband");
         free(c->devs.items);
         free(c);
         return NULL;

@@ -43,9 +43,9 @@ static void mem_sample(tp_collector *base, uint64_t now_ns)
         return;
     /* Kernels before 3.14 have no MemAvailable: estimate it as psutil does. */
     uint64_t avail = have[MEM_AVAILABLE] ? kb[MEM_AVAILABLE]
-                     : (have[MEM_FREE] ? kb[MEM_FREE] : 0) +
-                           (have[MEM_BUFFERS] ? kb[MEM_BUFFERS] : 0) +
-                           (have[MEM_CACHED] ? kb[MEM_CACHED] : 0);
+                                         : (have[MEM_FREE] ? kb[MEM_FREE] : 0) +
+                                               (have[MEM_BUFFERS] ? kb[MEM_BUFFERS] : 0) +
+                                               (have[MEM_CACHED] ? kb[MEM_CACHED] : 0);
     if (avail > kb[MEM_TOTAL])
         avail = kb[MEM_TOTAL];
     tp_sink_sample(c->sink, c->available, now_ns, (double)avail * 1024.0);

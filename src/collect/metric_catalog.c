@@ -36,8 +36,7 @@ static const tp_metric_def catalog[] = {
      "share of time some task waited for memory"},
     {"pressure_memory_full_percent", TP_UNIT_PERCENT, "pressure",
      "share of time all non-idle tasks waited for memory"},
-    {"cpu_energy_joules", TP_UNIT_JOULES, "rapl",
-     "RAPL energy since the run started, per domain"},
+    {"cpu_energy_joules", TP_UNIT_JOULES, "rapl", "RAPL energy since the run started, per domain"},
     {"gpu_util_percent", TP_UNIT_PERCENT, "nvml", "share of time a kernel ran on the GPU"},
     {"gpu_mem_used_bytes", TP_UNIT_BYTES, "nvml", "GPU memory used"},
     {"gpu_mem_free_bytes", TP_UNIT_BYTES, "nvml", "GPU memory free"},
@@ -46,8 +45,7 @@ static const tp_metric_def catalog[] = {
     {"gpu_temp_celsius", TP_UNIT_CELSIUS, "nvml", "GPU core temperature"},
     {"gpu_sm_clock_mhz", TP_UNIT_MHZ, "nvml", "SM clock"},
     {"gpu_pcie_tx_bytes_per_s", TP_UNIT_BYTES_PER_S, "nvml", "PCIe bytes sent by the GPU"},
-    {"gpu_pcie_rx_bytes_per_s", TP_UNIT_BYTES_PER_S, "nvml",
-     "PCIe bytes received by the GPU"},
+    {"gpu_pcie_rx_bytes_per_s", TP_UNIT_BYTES_PER_S, "nvml", "PCIe bytes received by the GPU"},
 };
 
 const tp_metric_def *tp_metric_catalog(size_t *count)

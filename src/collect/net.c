@@ -65,8 +65,8 @@ static void net_sample(tp_collector *base, uint64_t now_ns)
     }
     tp_devtable_end_round(&c->ifaces);
     if (c->prev_round_ns)
-        tp_dev_emit_totals(c->sink, c->total_series, &net_metrics, sum,
-                           now_ns - c->prev_round_ns, now_ns);
+        tp_dev_emit_totals(c->sink, c->total_series, &net_metrics, sum, now_ns - c->prev_round_ns,
+                           now_ns);
     c->prev_round_ns = now_ns;
 }
 

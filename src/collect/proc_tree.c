@@ -68,8 +68,8 @@ static bool parse_stat(const char *buf, size_t len, pt_stat *out)
             p = q;
     if (!p || end - p < 4)
         return false;
-    p += 2; /* ") " */
-    p++;    /* state */
+    p += 2;        /* ") " */
+    p++;           /* state */
     int64_t f[21]; /* fields 4..24 */
     for (int i = 0; i < 21; i++)
         if (!tp_parse_i64(&p, end, &f[i]))

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 typedef struct tp_sysroot {
-    int dirfd;          /* the root directory */
-    char path[4096];    /* its path, for messages */
+    int dirfd;       /* the root directory */
+    char path[4096]; /* its path, for messages */
 } tp_sysroot;
 
 /* Opens root ("/" in production). Returns false with errno set on failure. */

@@ -28,10 +28,7 @@ pid_t tp_child_spawn(char *const argv[], char *const envp[])
     return pid;
 }
 
-int tp_child_spawn_status(int err)
-{
-    return err == ENOENT || err == ENOTDIR ? 127 : 126;
-}
+int tp_child_spawn_status(int err) { return err == ENOENT || err == ENOTDIR ? 127 : 126; }
 
 int tp_child_exit_status(int wstatus)
 {
@@ -42,7 +39,4 @@ int tp_child_exit_status(int wstatus)
     return 1;
 }
 
-bool tp_signal_from_terminal(int si_code)
-{
-    return si_code == SI_KERNEL;
-}
+bool tp_signal_from_terminal(int si_code) { return si_code == SI_KERNEL; }

@@ -28,17 +28,17 @@ struct tp_sink {
 
 /* Grows a TP_VEC to hold one more item; aborts on out-of-memory, which the
  * recorder cannot recover from anyway. */
-#define VEC_PUSH(v, item)                                                       \
-    do {                                                                        \
-        if ((v).len == (v).cap) {                                               \
-            size_t ncap = (v).cap ? (v).cap * 2 : 64;                           \
-            void *np = realloc((v).items, ncap * sizeof *(v).items);            \
-            if (!np)                                                            \
-                abort();                                                        \
-            (v).items = np;                                                     \
-            (v).cap = ncap;                                                     \
-        }                                                                       \
-        (v).items[(v).len++] = (item);                                          \
+#define VEC_PUSH(v, item)                                            \
+    do {                                                             \
+        if ((v).len == (v).cap) {                                    \
+            size_t ncap = (v).cap ? (v).cap * 2 : 64;                \
+            void *np = realloc((v).items, ncap * sizeof *(v).items); \
+            if (!np)                                                 \
+                abort();                                             \
+            (v).items = np;                                          \
+            (v).cap = ncap;                                          \
+        }                                                            \
+        (v).items[(v).len++] = (item);                               \
     } while (0)
 
 static char *xstrdup(const char *s)
@@ -79,10 +79,7 @@ void tp_sink_free(tp_sink *s)
     free(s);
 }
 
-uint64_t tp_sink_start_ns(const tp_sink *s)
-{
-    return s->start_ns;
-}
+uint64_t tp_sink_start_ns(const tp_sink *s) { return s->start_ns; }
 
 static long find_series(const tp_sink *s, const char *metric, const char *labels)
 {
@@ -182,8 +179,7 @@ void tp_sink_counts(tp_sink *s, uint64_t *samples, uint32_t *series, uint32_t *u
 static bool has_pending(const tp_sink *s)
 {
     const tp_batch *b = &s->pending;
-    return b->series.len || b->samples.len || b->unavailable.len || b->meta.len ||
-           b->gpus.len;
+    return b->series.len || b->samples.len || b->unavailable.len || b->meta.len || b->gpus.len;
 }
 
 bool tp_sink_wait(tp_sink *s, int timeout_ms)
@@ -208,11 +204,11 @@ bool tp_sink_wait(tp_sink *s, int timeout_ms)
 
 /* Swaps one vector of the pending batch with the (empty) one in out, so both
  * keep their allocations across takes. */
-#define VEC_SWAP(a, b)                                                          \
-    do {                                                                        \
-        __typeof__(a) tmp_ = (a);                                               \
-        (a) = (b);                                                              \
-        (b) = tmp_;                                                             \
+#define VEC_SWAP(a, b)            \
+    do {                          \
+        __typeof__(a) tmp_ = (a); \
+        (a) = (b);                \
+        (b) = tmp_;               \
     } while (0)
 
 void tp_sink_take(tp_sink *s, tp_batch *out)

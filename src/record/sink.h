@@ -43,7 +43,11 @@ typedef struct tp_gpu_info {
 } tp_gpu_info;
 
 /* A vector of T with count and capacity. */
-#define TP_VEC(T) struct { T *items; size_t len, cap; }
+#define TP_VEC(T)        \
+    struct {             \
+        T *items;        \
+        size_t len, cap; \
+    }
 
 typedef struct tp_batch {
     TP_VEC(tp_series_def) series;

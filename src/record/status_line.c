@@ -14,8 +14,8 @@ void tp_status_line_draw(FILE *out, tp_sink *sink, double elapsed_s, double mem_
     if (tp_sink_latest(sink, "cpu_util_percent", "{}", &v))
         n += snprintf(line + n, sizeof line - (size_t)n, "  cpu %3.0f%%", v);
     if (tp_sink_latest(sink, "host_mem_used_bytes", "{}", &v))
-        n += snprintf(line + n, sizeof line - (size_t)n, "  mem %.1f/%.1f GiB",
-                      v / (1 << 30), mem_total_bytes / (1 << 30));
+        n += snprintf(line + n, sizeof line - (size_t)n, "  mem %.1f/%.1f GiB", v / (1 << 30),
+                      mem_total_bytes / (1 << 30));
     for (int g = 0; g < 16 && n < (int)sizeof line - 16; g++) {
         char labels[32];
         snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);

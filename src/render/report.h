@@ -12,7 +12,7 @@ void tp_report_json(FILE *out, const tp_summary *s);
 /* Facts about the run both renderers show. */
 typedef struct tp_run_facts {
     double duration_s;
-    bool complete;      /* the recorder finished normally */
+    bool complete;         /* the recorder finished normally */
     long long exit_status; /* -1 when unknown */
     const char *command;
 } tp_run_facts;

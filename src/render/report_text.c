@@ -48,8 +48,8 @@ static void header(FILE *out, const tp_run *run)
         char membuf[32] = "none";
         if (mem && strcmp(mem, "none") != 0)
             tp_format_value(membuf, sizeof membuf, "bytes", strtod(mem, NULL));
-        fprintf(out, "  cgroup    v%s, CPU limit %s%s, memory limit %s\n", cg, cpu ? cpu : "unknown",
-                cpu && strcmp(cpu, "none") != 0 ? " cores" : "", membuf);
+        fprintf(out, "  cgroup    v%s, CPU limit %s%s, memory limit %s\n", cg,
+                cpu ? cpu : "unknown", cpu && strcmp(cpu, "none") != 0 ? " cores" : "", membuf);
     }
     if ((v = tp_run_meta_get(run, "interval_s")))
         fprintf(out, "  sampling  every %s s\n", v);
@@ -79,8 +79,8 @@ static void row(FILE *out, const tp_series_summary *m, const char *labels)
 
 static void table_head(FILE *out, const char *title)
 {
-    fprintf(out, "\n%s\n  %-28s %-16s %12s %12s %12s %12s %12s\n", title, "metric", "labels", "mean",
-            "p5", "p50", "p95", "max");
+    fprintf(out, "\n%s\n  %-28s %-16s %12s %12s %12s %12s %12s\n", title, "metric", "labels",
+            "mean", "p5", "p50", "p95", "max");
 }
 
 /* Summarises per-core CPU rows of a many-core machine in one line. */
@@ -102,7 +102,9 @@ static void per_core_line(FILE *out, const tp_summary *s, int64_t agent, size_t 
     char b[64], i[64];
     tp_labels_display(busy->series->labels, b, sizeof b);
     tp_labels_display(idle->series->labels, i, sizeof i);
-    fprintf(out, "  %zu cores (per core in --json): busiest %s (mean %.1f %%), least busy %s (mean %.1f %%)\n",
+    fprintf(out,
+            "  %zu cores (per core in --json): busiest %s (mean %.1f %%), least busy %s (mean %.1f "
+            "%%)\n",
             cores, b, busy->stats.mean, i, idle->stats.mean);
 }
 
@@ -127,12 +129,14 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a)
             continue;
         }
         bool total = strcmp(m->series->labels, "{}") == 0;
-        if (!total && cores > PER_CORE_ROWS_MAX && strcmp(m->series->metric, "cpu_util_percent") == 0)
+        if (!total && cores > PER_CORE_ROWS_MAX &&
+            strcmp(m->series->metric, "cpu_util_percent") == 0)
             continue;
         char labels[TP_LABELS_MAX];
         tp_labels_display(m->series->labels, labels, sizeof labels);
         row(out, m, total && has_siblings(s, i) ? "all" : labels);
-        if (total && cores > PER_CORE_ROWS_MAX && strcmp(m->series->metric, "cpu_util_percent") == 0)
+        if (total && cores > PER_CORE_ROWS_MAX &&
+            strcmp(m->series->metric, "cpu_util_percent") == 0)
             per_core_line(out, s, a->id, cores);
     }
     if (any_gpu) {

@@ -61,7 +61,8 @@ static bool validate(sqlite3 *db, const char *path, char *err, size_t cap)
         return false;
     }
     if (app != TP_APPLICATION_ID || version < 1) {
-        snprintf(err, cap, "%s: not a trainprof run file (an SQLite database of another kind)", path);
+        snprintf(err, cap, "%s: not a trainprof run file (an SQLite database of another kind)",
+                 path);
         return false;
     }
     if (version > TP_SCHEMA_VERSION) {
@@ -106,10 +107,11 @@ static int load_tables(tp_run *run)
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(db, "SELECT agent_id, source, reason FROM unavailable ORDER BY rowid",
-                                -1, &st, NULL);
+        rc = sqlite3_prepare_v2(
+            db, "SELECT agent_id, source, reason FROM unavailable ORDER BY rowid", -1, &st, NULL);
     for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->nunavailable++) {
-        run->unavailable = grow(run->unavailable, run->nunavailable, &cap, sizeof *run->unavailable);
+        run->unavailable =
+            grow(run->unavailable, run->nunavailable, &cap, sizeof *run->unavailable);
         run->unavailable[run->nunavailable] =
             (tp_run_unavailable){sqlite3_column_int64(st, 0), dup_col(st, 1), dup_col(st, 2)};
     }
@@ -122,8 +124,10 @@ static int load_tables(tp_run *run)
     for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->ngpus++) {
         run->gpus = grow(run->gpus, run->ngpus, &cap, sizeof *run->gpus);
         run->gpus[run->ngpus] = (tp_run_gpu){sqlite3_column_int64(st, 0),
-                                             sqlite3_column_int(st, 1), dup_col(st, 2),
-                                             dup_col(st, 3), sqlite3_column_int64(st, 4),
+                                             sqlite3_column_int(st, 1),
+                                             dup_col(st, 2),
+                                             dup_col(st, 3),
+                                             sqlite3_column_int64(st, 4),
                                              dup_col(st, 5)};
     }
     sqlite3_finalize(st);
@@ -151,7 +155,8 @@ tp_run *tp_run_open(const char *path, char *err, size_t cap)
     int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
     run->db = db;
     if (rc != SQLITE_OK) {
-        snprintf(err, cap, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        snprintf(err, cap, "%s: cannot open: %s", path,
+                 db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
         tp_run_close(run);
         return NULL;
     }
@@ -231,8 +236,8 @@ static const tp_run_series *find_series(const tp_run *run, int64_t id)
 bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *err, size_t cap)
 {
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(run->db, "SELECT series_id, value FROM sample ORDER BY series_id, t_ns",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(
+        run->db, "SELECT series_id, value FROM sample ORDER BY series_id, t_ns", -1, &st, NULL);
     if (rc != SQLITE_OK) {
         snprintf(err, cap, "%s: cannot read samples: %s", run->path, sqlite3_errmsg(run->db));
         return false;

@@ -26,10 +26,7 @@ static const char schema_sql[] =
     "  FROM sample x JOIN series s ON s.id = x.series_id"
     "  JOIN metric m ON m.id = s.metric_id JOIN agent a ON a.id = s.agent_id;";
 
-int tp_exec(sqlite3 *db, const char *sql)
-{
-    return sqlite3_exec(db, sql, NULL, NULL, NULL);
-}
+int tp_exec(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL); }
 
 int tp_schema_create(sqlite3 *db)
 {

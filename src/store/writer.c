@@ -48,8 +48,7 @@ static void close_writer(tp_writer *w)
     free(w);
 }
 
-tp_writer *tp_writer_create(const char *path, bool force, const char *agent, char *err,
-                            size_t cap)
+tp_writer *tp_writer_create(const char *path, bool force, const char *agent, char *err, size_t cap)
 {
     if (force)
         remove_run_file(path);

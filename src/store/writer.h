@@ -18,8 +18,7 @@ typedef struct tp_writer tp_writer;
 /* Creates the run file at path. An existing file is refused unless force,
  * which replaces it (and its -wal and -shm). On failure returns NULL and puts
  * a one-line reason in err. */
-tp_writer *tp_writer_create(const char *path, bool force, const char *agent, char *err,
-                            size_t cap);
+tp_writer *tp_writer_create(const char *path, bool force, const char *agent, char *err, size_t cap);
 
 /* Writes one batch in one transaction. False (reason in err) on failure. */
 bool tp_writer_apply(tp_writer *w, const tp_batch *batch, char *err, size_t cap);

@@ -39,8 +39,8 @@ static void append_char(char *buf, size_t cap, size_t *len, char c)
     }
 }
 
-void tp_labels2(char *buf, size_t cap, const char *k1, const char *v1,
-                const char *k2, const char *v2)
+void tp_labels2(char *buf, size_t cap, const char *k1, const char *v1, const char *k2,
+                const char *v2)
 {
     size_t len = 0;
     buf[0] = '\0';

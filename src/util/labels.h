@@ -13,8 +13,8 @@
 void tp_labels1(char *buf, size_t cap, const char *key, const char *value);
 
 /* Writes {"k1":"v1","k2":"v2"} into buf. */
-void tp_labels2(char *buf, size_t cap, const char *k1, const char *v1,
-                const char *k2, const char *v2);
+void tp_labels2(char *buf, size_t cap, const char *k1, const char *v1, const char *k2,
+                const char *v2);
 
 /* Renders a flat labels object as "k=v,k2=v2" (empty for "{}"). */
 void tp_labels_display(const char *json, char *out, size_t cap);

@@ -22,11 +22,15 @@
 
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
-typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
-typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct {
+    unsigned int gpu, memory;
+} nvmlUtilization_t;
+typedef struct {
+    unsigned long long total, free, used;
+} nvmlMemory_t;
 
 #define EXPORT __attribute__((visibility("default")))
-#define GIB (1024ULL * 1024 * 1024)
+#define GIB    (1024ULL * 1024 * 1024)
 
 static struct timespec started;
 static int util_reads;
@@ -36,8 +40,9 @@ static pid_t watched_tid;
 /* Test hook: count PCIe reads made by thread tid from now on. */
 EXPORT void fake_nvml_watch_thread(pid_t tid)
 {
-    watched_tid = tid;
-    pcie_calls_by_tid[0] = pcie_calls_by_tid[1] = 0;
+    __atomic_store_n(&watched_tid, tid, __ATOMIC_RELAXED);
+    __atomic_store_n(&pcie_calls_by_tid[0], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pcie_calls_by_tid[1], 0, __ATOMIC_RELAXED);
 }
 
 /* Test hook: PCIe reads by the watched thread (which) or by others. */
@@ -58,15 +63,12 @@ static int not_supported(const char *fn)
     return list && strstr(list, fn) != NULL;
 }
 
-static int index_of(nvmlDevice_t d)
-{
-    return (int)(long)d - 1;
-}
+static int index_of(nvmlDevice_t d) { return (int)(long)d - 1; }
 
 static int lost(nvmlDevice_t d)
 {
     const char *v = getenv("FAKE_NVML_LOST_AFTER");
-    return v && index_of(d) == 1 && util_reads > atoi(v);
+    return v && index_of(d) == 1 && __atomic_load_n(&util_reads, __ATOMIC_RELAXED) > atoi(v);
 }
 
 static __attribute__((unused)) double elapsed_s(void)
@@ -76,12 +78,12 @@ static __attribute__((unused)) double elapsed_s(void)
     return (double)(now.tv_sec - started.tv_sec) + (double)(now.tv_nsec - started.tv_nsec) / 1e9;
 }
 
-#define CHECK(fn, dev)                                                          \
-    do {                                                                        \
-        if (lost(dev))                                                          \
-            return 15;                                                          \
-        if (not_supported(fn))                                                  \
-            return 3;                                                           \
+#define CHECK(fn, dev)         \
+    do {                       \
+        if (lost(dev))         \
+            return 15;         \
+        if (not_supported(fn)) \
+            return 3;          \
     } while (0)
 
 static nvmlReturn_t do_init(void)
@@ -109,7 +111,10 @@ static nvmlReturn_t do_handle(unsigned int i, nvmlDevice_t *d)
 #ifndef FAKE_NVML_OLD
 EXPORT nvmlReturn_t nvmlInit_v2(void) { return do_init(); }
 EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n) { return do_count(n); }
-EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) { return do_handle(i, d); }
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d)
+{
+    return do_handle(i, d);
+}
 EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *mj)
 {
     CHECK("nvmlDeviceGetTotalEnergyConsumption", d);
@@ -119,7 +124,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned
 #endif
 EXPORT nvmlReturn_t nvmlInit(void) { return do_init(); }
 EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *n) { return do_count(n); }
-EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t *d) { return do_handle(i, d); }
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t *d)
+{
+    return do_handle(i, d);
+}
 EXPORT nvmlReturn_t nvmlShutdown(void) { return 0; }
 
 EXPORT const char *nvmlErrorString(nvmlReturn_t r)
@@ -193,7 +201,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned in
 EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, int counter, unsigned int *kbs)
 {
     CHECK("nvmlDeviceGetPcieThroughput", d);
-    __atomic_add_fetch(&pcie_calls_by_tid[gettid() == watched_tid ? 0 : 1], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(
+        &pcie_calls_by_tid[gettid() == __atomic_load_n(&watched_tid, __ATOMIC_RELAXED) ? 0 : 1], 1,
+        __ATOMIC_RELAXED);
     const char *v = getenv("FAKE_NVML_PCIE_DELAY_MS");
     long ms = v ? atol(v) : 20;
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

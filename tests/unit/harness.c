@@ -76,10 +76,7 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return remove(path);
 }
 
-void fx_rmtree(const char *root)
-{
-    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
+void fx_rmtree(const char *root) { nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* Appends src's contents to dst (taking ownership of src's strings). */
 void cap_take(tp_sink *sink, tp_batch *b)
@@ -87,14 +84,14 @@ void cap_take(tp_sink *sink, tp_batch *b)
     tp_batch fresh = {0};
     tp_sink_take(sink, &fresh);
     /* Merge into b so repeated takes accumulate. */
-#define APPEND(field)                                                            \
-    for (size_t i = 0; i < fresh.field.len; i++) {                               \
-        if (b->field.len == b->field.cap) {                                      \
-            b->field.cap = b->field.cap ? b->field.cap * 2 : 64;                 \
+#define APPEND(field)                                                                        \
+    for (size_t i = 0; i < fresh.field.len; i++) {                                           \
+        if (b->field.len == b->field.cap) {                                                  \
+            b->field.cap = b->field.cap ? b->field.cap * 2 : 64;                             \
             b->field.items = realloc(b->field.items, b->field.cap * sizeof *b->field.items); \
-        }                                                                        \
-        b->field.items[b->field.len++] = fresh.field.items[i];                   \
-    }                                                                            \
+        }                                                                                    \
+        b->field.items[b->field.len++] = fresh.field.items[i];                               \
+    }                                                                                        \
     fresh.field.len = 0;
     APPEND(series)
     APPEND(samples)

@@ -136,7 +136,8 @@ static void test_disk_physical_wrap_vanish(void **state)
     c->sample(c, 4 * SEC);
     tp_batch b = {0};
     cap_take(t.sink, &b);
-    assert_int_equal(cap_series_count(&b, "disk_read_iops"), 3); /* total, sda, nvme0n1; sdb malformed */
+    assert_int_equal(cap_series_count(&b, "disk_read_iops"),
+                     3); /* total, sda, nvme0n1; sdb malformed */
     double v[8];
     assert_int_equal(cap_values(&b, "disk_read_iops", "{\"device\":\"sda\"}", v, 8), 3);
     assert_true(fabs(v[0] - 100.0) < 1e-9);
@@ -220,9 +221,11 @@ static void test_infiniband_ports(void **state)
     tp_batch b = {0};
     cap_take(t.sink, &b);
     double v;
-    assert_int_equal(cap_values(&b, "net_sent_bytes_per_s", "{\"ib_port\":\"mlx5_0/1\"}", &v, 1), 1);
+    assert_int_equal(cap_values(&b, "net_sent_bytes_per_s", "{\"ib_port\":\"mlx5_0/1\"}", &v, 1),
+                     1);
     assert_true(fabs(v - 1000.0) < 1e-9); /* 250 words of 4 bytes */
-    assert_int_equal(cap_values(&b, "net_recv_bytes_per_s", "{\"ib_port\":\"mlx5_0/1\"}", &v, 1), 1);
+    assert_int_equal(cap_values(&b, "net_recv_bytes_per_s", "{\"ib_port\":\"mlx5_0/1\"}", &v, 1),
+                     1);
     assert_true(fabs(v - 2000.0) < 1e-9);
     c->destroy(c);
     tp_batch_free(&b);
@@ -348,7 +351,8 @@ static void test_rapl_wrap_and_domains(void **state)
     assert_int_equal(cap_values(&b, "cpu_energy_joules", "{\"domain\":\"package-0\"}", v, 2), 2);
     assert_true(fabs(v[0]) < 1e-9);
     assert_true(fabs(v[1] - 5.0) < 1e-6);
-    assert_int_equal(cap_values(&b, "cpu_energy_joules", "{\"domain\":\"package-0/dram\"}", v, 2), 2);
+    assert_int_equal(cap_values(&b, "cpu_energy_joules", "{\"domain\":\"package-0/dram\"}", v, 2),
+                     2);
     assert_true(fabs(v[1] - 2.0) < 1e-6);
     assert_int_equal(cap_series_count(&b, "cpu_energy_joules"), 2); /* core skipped */
     c->destroy(c);
@@ -383,7 +387,8 @@ static void test_cgroup_limits(void **state)
     fx_write(root, "proc/self/cgroup", "4:memory:/slurm/job7\n3:cpu,cpuacct:/slurm/job7\n");
     fx_write(root, "sys/fs/cgroup/cpu/slurm/job7/cpu.cfs_quota_us", "-1\n");
     fx_write(root, "sys/fs/cgroup/cpu/slurm/job7/cpu.cfs_period_us", "100000\n");
-    fx_write(root, "sys/fs/cgroup/memory/slurm/job7/memory.limit_in_bytes", "9223372036854771712\n");
+    fx_write(root, "sys/fs/cgroup/memory/slurm/job7/memory.limit_in_bytes",
+             "9223372036854771712\n");
     test_env_open(&t, root, 0);
     tp_cgroup_record_limits(&t.env);
     b = (tp_batch){0};

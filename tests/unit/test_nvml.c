@@ -10,7 +10,7 @@
 #include "harness.h"
 #include "trainprof.h"
 
-#define MS 1000000ULL
+#define MS  1000000ULL
 #define GIB (1024.0 * 1024 * 1024)
 
 static const char *lib_path(const char *var)

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "analyze/summary.h"
@@ -55,7 +57,21 @@ static void write_run(const char *path, bool finish)
     tp_sink_free(s);
     if (finish)
         tp_writer_finish(w);
-    /* else: left open, as by a killed recorder (the handle leaks on purpose) */
+}
+
+/* Writes a run in a child that then dies without closing the file, as a
+ * recorder killed with SIGKILL would. */
+static void write_run_and_die(const char *path)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        write_run(path, false);
+        raise(SIGKILL);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
 static void check_contents(const char *path)
@@ -100,7 +116,10 @@ static void test_killed_writer_is_readable(void **state)
 {
     (void)state;
     char *path = tmp_path("killed.db");
-    write_run(path, false);
+    write_run_and_die(path);
+    char wal[4200];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    assert_true(access(wal, F_OK) == 0); /* the data is still in the WAL */
     check_contents(path);
     free(path);
 }

@@ -1,0 +1,62 @@
+# trainprof: the two commands a new user needs are `make demo` and `make test`.
+# Meson does the building; this file only strings the steps together.
+
+VENV     := .venv
+PY       := $(VENV)/bin/python
+MESON    := $(VENV)/bin/meson
+BUILD    := build
+PROGRAM  := $(BUILD)/trainprof
+SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -o -name '*.in') meson.build meson.options pyproject.toml
+C_FILES  := $(shell find include lib src tests bench -name '*.[ch]')
+WERROR   := $(if $(CI),-Dwerror=true,)
+
+.PHONY: all build deps demo test test-c test-sanitizers test-format test-py bench format clean
+
+all: build
+
+deps:
+	@tools/bootstrap.sh
+
+$(BUILD)/build.ninja: | deps
+	$(MESON) setup $(BUILD) $(WERROR)
+
+# The program (build/trainprof) and the package installed into .venv.
+build: deps $(BUILD)/build.ninja
+	$(MESON) compile -C $(BUILD)
+	@$(MAKE) --no-print-directory $(VENV)/.trainprof-installed
+
+$(VENV)/.trainprof-installed: $(SOURCES)
+	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps .
+	@touch $@
+
+demo: build
+	$(PROGRAM) record --force -o $(BUILD)/demo.db -- $(PY) examples/train.py --epochs 2
+	$(PROGRAM) report $(BUILD)/demo.db
+
+test: build test-format test-c test-sanitizers test-py
+
+test-c:
+	$(MESON) test -C $(BUILD) --print-errorlogs
+
+# ASan+UBSan over every C test; TSan over the threaded parts (sink, NVML threads).
+test-sanitizers: deps
+	@[ -f $(BUILD)-asan/build.ninja ] || $(MESON) setup $(BUILD)-asan -Db_sanitize=address,undefined -Db_lundef=false $(WERROR) >/dev/null
+	$(MESON) test -C $(BUILD)-asan --print-errorlogs
+	@[ -f $(BUILD)-tsan/build.ninja ] || $(MESON) setup $(BUILD)-tsan -Db_sanitize=thread -Db_lundef=false $(WERROR) >/dev/null
+	$(MESON) test -C $(BUILD)-tsan --print-errorlogs
+
+test-format: deps
+	clang-format --dry-run --Werror $(C_FILES)
+
+test-py: build
+	TRAINPROF=$(abspath $(PROGRAM)) FAKE_NVML_LIB=$(abspath $(BUILD)/tests/libfake_nvml.so) \
+	    $(PY) -m pytest -q tests/py
+
+bench: build
+	$(PY) bench/run_all.py
+
+format:
+	clang-format -i $(C_FILES)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan

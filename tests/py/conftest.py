@@ -1,0 +1,53 @@
+"""Shared helpers for the end-to-end tests: run the real trainprof program."""
+
+import json
+import os
+import pathlib
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PROGRAM = os.path.abspath(os.environ.get("TRAINPROF", str(ROOT / "build" / "trainprof")))
+FAKE_NVML = os.environ.get("FAKE_NVML_LIB", str(ROOT / "build" / "tests" / "libfake_nvml.so"))
+PYTHON = sys.executable
+
+
+def trainprof(*args, env=None, timeout=120, **kw):
+    """Runs trainprof with args; returns the CompletedProcess (text mode)."""
+    full_env = dict(os.environ)
+    full_env.pop("TRAINPROF_NVML_LIB", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run([PROGRAM, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, **kw)
+
+
+def report_json(path):
+    r = trainprof("report", "--json", path)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def metric(report, name, labels=None, agent=0):
+    """The summary of one series in a report, or None."""
+    for m in report["agents"][agent]["metrics"]:
+        if m["name"] == name and m["labels"] == (labels or {}):
+            return m
+    return None
+
+
+def samples(path, name, labels="{}"):
+    """(t_s, value) pairs of one series, read straight from the run file."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        rows = db.execute(
+            "SELECT t_ns, value FROM samples WHERE metric = ? AND labels = ? ORDER BY t_ns",
+            (name, labels)).fetchall()
+    return [(t / 1e9, v) for t, v in rows]
+
+
+@pytest.fixture
+def run_file(tmp_path):
+    return tmp_path / "run.db"

@@ -1,0 +1,135 @@
+"""The program's command line: help, version, exit statuses, bad input."""
+
+import sqlite3
+
+import pytest
+
+import trainprof as package
+from conftest import PYTHON, trainprof
+
+
+def test_help_and_version():
+    r = trainprof("--help")
+    assert r.returncode == 0 and "record" in r.stdout and "report" in r.stdout
+    r = trainprof("--version")
+    assert r.returncode == 0
+    assert r.stdout.strip() == f"trainprof {package.__version__}"
+    r = trainprof("record", "--help")
+    assert r.returncode == 0 and "--interval" in r.stdout and "--force" in r.stdout
+    r = trainprof("report", "--help")
+    assert r.returncode == 0 and "--json" in r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "usage: trainprof"),
+    (["frobnicate"], "unknown command 'frobnicate'"),
+    (["record"], "no command given"),
+    (["record", "--bogus", "true"], "unknown option --bogus"),
+    (["record", "-o"], "needs a value"),
+    (["report"], "expected one run file"),
+    (["report", "a.db", "b.db"], "expected one run file"),
+])
+def test_usage_errors(args, message):
+    r = trainprof(*args)
+    assert r.returncode == 2
+    assert message in r.stderr
+
+
+@pytest.mark.parametrize("value", ["0.01", "61", "abc", "nan", "", "0.5s", "-1"])
+def test_interval_out_of_range_refused(value, run_file):
+    r = trainprof("record", "--interval", value, "-o", run_file, "--", "true")
+    assert r.returncode == 2
+    assert "--interval must be a number of seconds from 0.05 to 60" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not run_file.exists()
+
+
+@pytest.mark.parametrize("value", ["0.05", "60", "2"])
+def test_interval_limits_accepted(value, run_file):
+    r = trainprof("record", "-q", "--interval", value, "-o", run_file, "--", "true")
+    assert r.returncode == 0, r.stderr
+
+
+def test_missing_command_exits_127(run_file):
+    r = trainprof("record", "-o", run_file, "--", "no-such-command-xyz")
+    assert r.returncode == 127
+    assert "cannot run 'no-such-command-xyz'" in r.stderr
+    assert not run_file.exists()
+
+
+def test_not_executable_exits_126(run_file, tmp_path):
+    script = tmp_path / "script.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    r = trainprof("record", "-o", run_file, "--", script)
+    assert r.returncode == 126
+
+
+def test_exit_status_passes_through(run_file):
+    r = trainprof("record", "-q", "-o", run_file, "--", "sh", "-c", "exit 3")
+    assert r.returncode == 3
+
+
+def test_death_by_signal_is_128_plus_n(run_file):
+    r = trainprof("record", "-q", "-o", run_file, "--", "sh", "-c", "kill -9 $$")
+    assert r.returncode == 128 + 9
+    out = trainprof("report", run_file).stdout
+    assert "exit status 137 (killed by SIGKILL)" in out
+
+
+def test_output_exists_refused_without_force(run_file):
+    run_file.write_text("precious")
+    r = trainprof("record", "-o", run_file, "--", "true")
+    assert r.returncode == 1
+    assert "already exists (use --force to overwrite it)" in r.stderr
+    assert run_file.read_text() == "precious"
+    r = trainprof("record", "-q", "--force", "-o", run_file, "--", "true")
+    assert r.returncode == 0
+    assert trainprof("report", run_file).returncode == 0
+
+
+def test_unwritable_output(tmp_path):
+    r = trainprof("record", "-o", tmp_path / "missing-dir" / "run.db", "--", "true")
+    assert r.returncode == 1
+    assert "cannot create" in r.stderr and "No such file or directory" in r.stderr
+
+
+def test_report_refuses_foreign_files(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n" * 100)
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE t (x)")
+    for path, message in [
+        (tmp_path / "missing.db", "no such file"),
+        (text, "not a trainprof run file (not an SQLite database)"),
+        (other, "not a trainprof run file (an SQLite database of another kind)"),
+        (tmp_path, "not a regular file"),
+    ]:
+        r = trainprof("report", path)
+        assert r.returncode == 2, path
+        assert message in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+        assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_report_refuses_newer_schema(run_file):
+    assert trainprof("record", "-q", "-o", run_file, "--", "true").returncode == 0
+    with sqlite3.connect(run_file) as db:
+        db.execute("PRAGMA user_version = 7")
+    r = trainprof("report", "--json", run_file)
+    assert r.returncode == 2
+    assert "schema version 7 is newer than this trainprof reads" in r.stderr
+
+
+def test_default_output_name(tmp_path):
+    r = trainprof("record", "-q", "--", "true", cwd=tmp_path)
+    assert r.returncode == 0
+    made = list(tmp_path.glob("trainprof-*.db"))
+    assert len(made) == 1
+
+
+def test_python_package_outside_record():
+    import subprocess
+    out = subprocess.run([PYTHON, "-c", "import trainprof; print(trainprof.__version__)"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == package.__version__

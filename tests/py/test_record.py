@@ -1,0 +1,212 @@
+"""End to end: real commands recorded by the real program, read back by report."""
+
+import json
+import os
+import pty
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import FAKE_NVML, PROGRAM, PYTHON, ROOT, metric, report_json, samples, trainprof
+
+WORKLOAD = r"""
+import os, sys, time
+t = time.time()
+while time.time() - t < 2.0:        # burn one core for 2 s
+    pass
+block = bytearray(300 * 1024 * 1024)
+for i in range(0, len(block), 4096):  # touch every page: 300 MB resident
+    block[i] = 1
+with open(sys.argv[1], "wb") as f:    # write and fsync 100 MB
+    chunk = os.urandom(1024 * 1024)
+    for _ in range(100):
+        f.write(chunk)
+    f.flush()
+    os.fsync(f.fileno())
+time.sleep(1.2)
+"""
+
+
+def integral(points):
+    """Sum of rate * time between samples: bytes from a bytes/s series."""
+    return sum(v * (t - tp) for (tp, _), (t, v) in zip(points, points[1:]))
+
+
+def test_workload_shows_cpu_memory_and_writes(run_file, tmp_path):
+    data = tmp_path / "data.bin"
+    r = trainprof("record", "-o", run_file, "--interval", "0.2", "--",
+                  PYTHON, "-c", WORKLOAD, data)
+    assert r.returncode == 0, r.stderr
+    assert f"into {run_file}" in r.stderr and "see: trainprof report" in r.stderr
+    rep = report_json(run_file)
+    assert rep["run"]["complete"] is True
+    assert rep["run"]["exit_status"] == 0
+    assert rep["run"]["duration_s"] > 3
+    assert rep["run"]["argv"][0] == PYTHON
+    cpu = metric(rep, "proc_cpu_percent")
+    assert cpu["p95"] > 80, cpu          # one core busy for 2 s
+    assert cpu["max"] < 150               # a single-threaded loop, not two cores
+    rss = metric(rep, "proc_rss_bytes")
+    assert rss["max"] > 300e6, rss
+    written = integral(samples(run_file, "proc_write_bytes_per_s"))
+    assert 90e6 < written < 130e6, written
+    host_cpu = metric(rep, "cpu_util_percent")
+    assert 0 < host_cpu["max"] <= 100
+    assert metric(rep, "host_mem_used_bytes")["max"] > 300e6
+    assert metric(rep, "proc_count")["max"] >= 1
+    for m in rep["agents"][0]["metrics"]:
+        assert m["p5"] >= 0 and m["samples"] > 0, m
+    sources = {u["source"] for u in rep["agents"][0]["unavailable"]}
+    assert "nvml" in sources  # no NVIDIA driver on this machine
+    text = trainprof("report", run_file).stdout
+    assert "proc_rss_bytes" in text and "Unavailable sources" in text
+    assert "nvml: cannot load" in text
+
+
+def test_metadata_and_environment(run_file):
+    env = {"RANK": "3", "WORLD_SIZE": "8", "SLURM_JOB_ID": "4242", "CUDA_VISIBLE_DEVICES": "0,1"}
+    r = trainprof("record", "-q", "--agent", "node-a", "-o", run_file, "--", "sleep", "0.3",
+                  env=env)
+    assert r.returncode == 0
+    rep = report_json(run_file)
+    meta = rep["run"]["meta"]
+    assert rep["agents"][0]["name"] == "node-a"
+    assert meta["env.RANK"] == "3" and meta["env.SLURM_JOB_ID"] == "4242"
+    assert meta["env.CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert int(meta["cpu_count"]) == os.cpu_count()
+    assert int(meta["mem_total_bytes"]) > 1 << 30
+    assert meta["kernel"].startswith("Linux")
+    assert abs(int(meta["start_wall_ns"]) / 1e9 - time.time()) < 60
+    assert meta["interval_s"] == "0.5"
+    assert rep["run"]["command"] == "sleep 0.3"
+
+
+def test_sigterm_goes_to_the_child_first(run_file, tmp_path):
+    marker = tmp_path / "cleaned-up"
+    child = ("import signal, sys, time, pathlib\n"
+             "def bye(*_):\n"
+             f"    pathlib.Path({str(marker)!r}).write_text('yes'); sys.exit(5)\n"
+             "signal.signal(signal.SIGTERM, bye)\n"
+             "print('ready', flush=True)\n"
+             "time.sleep(60)\n")
+    p = subprocess.Popen([PROGRAM, "record", "-q", "-o", run_file, "--", PYTHON, "-c", child],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=20) == 5  # the child's own status: it handled SIGTERM
+    assert marker.read_text() == "yes"
+    rep = report_json(run_file)
+    assert rep["run"]["complete"] and rep["run"]["exit_status"] == 5
+
+
+def test_sigint_from_another_process_is_forwarded(run_file):
+    p = subprocess.Popen([PROGRAM, "record", "-q", "-o", run_file, "--", "sleep", "60"])
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=20) == 128 + signal.SIGINT
+    assert report_json(run_file)["run"]["complete"]
+
+
+@pytest.mark.parametrize("attempt", range(6))
+def test_sigkill_of_the_recorder_leaves_a_readable_file(run_file, attempt):
+    delay = random.Random(attempt).uniform(0.02, 2.5)
+    p = subprocess.Popen([PROGRAM, "record", "-q", "--interval", "0.1", "-o", run_file, "--",
+                          "sleep", "30"])
+    time.sleep(delay)
+    p.kill()
+    p.wait()
+    subprocess.run(["pkill", "-f", "sleep 30"], check=False)
+    if not run_file.exists():
+        return  # killed before the file was created: nothing to read
+    r = trainprof("report", "--json", run_file)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["run"]["complete"] is False
+    if delay > 1.6:  # at least one commit happened before the kill
+        cpu = metric(rep, "cpu_util_percent")
+        assert cpu is not None and cpu["samples"] >= 3
+        assert rep["run"]["duration_s"] >= delay - 1.2
+    assert "INCOMPLETE" in trainprof("report", run_file).stdout
+
+
+def test_training_survives_the_recorder(run_file, tmp_path):
+    marker = tmp_path / "finished"
+    p = subprocess.Popen([PROGRAM, "record", "-q", "-o", run_file, "--", "sh", "-c",
+                          f"sleep 1; echo done > {marker}"])
+    time.sleep(0.3)
+    p.kill()
+    p.wait()
+    for _ in range(50):
+        if marker.exists():
+            break
+        time.sleep(0.1)
+    assert marker.read_text().strip() == "done"
+
+
+def test_status_line_on_a_terminal(run_file):
+    master, slave = pty.openpty()
+    p = subprocess.Popen([PROGRAM, "record", "-o", run_file, "--", "sleep", "2.5"],
+                         stderr=slave, stdout=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert p.wait(timeout=20) == 0
+    os.close(master)
+    text = out.decode()
+    assert "\r\x1b[Ktrainprof 00:00:0" in text
+    assert " cpu " in text and " mem " in text and "GiB" in text
+    assert text.count("\n") <= 6  # redrawn in place, then a short summary
+
+
+def test_quiet_when_not_a_terminal(run_file):
+    r = trainprof("record", "-q", "-o", run_file, "--", "sleep", "1.2")
+    assert r.returncode == 0 and r.stderr == ""
+
+
+def test_empty_run_reports(run_file):
+    r = trainprof("record", "-o", run_file, "--", "true")
+    assert r.returncode == 0
+    rep = report_json(run_file)
+    assert rep["run"]["complete"] is True
+    text = trainprof("report", run_file)
+    assert text.returncode == 0
+
+
+def test_fake_gpus_end_to_end(run_file):
+    r = trainprof("record", "-o", run_file, "--interval", "0.1", "--", "sleep", "1.5",
+                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"})
+    assert r.returncode == 0, r.stderr
+    assert "gpu0 50.0 % mean" in r.stderr and "gpu1 60.0 % mean" in r.stderr
+    rep = report_json(run_file)
+    gpus = rep["agents"][0]["gpus"]
+    assert [g["name"] for g in gpus] == ["Fake GPU 0", "Fake GPU 1"]
+    assert gpus[0]["energy_source"] == "counter"
+    assert rep["run"]["meta"]["gpu_driver_version"] == "999.99-fake"
+    assert metric(rep, "gpu_util_percent", {"gpu": "1"})["mean"] == 60
+    assert metric(rep, "gpu_mem_used_bytes", {"gpu": "0"})["max"] == 1 << 30
+    energy = metric(rep, "gpu_energy_joules", {"gpu": "0"})
+    assert 300 * 1.0 < energy["max"] < 300 * 2.5  # 300 W for about 1.5 s
+    assert metric(rep, "gpu_pcie_rx_bytes_per_s", {"gpu": "0"}) is not None
+    text = trainprof("report", run_file).stdout
+    assert "GPUs, agent" in text and "gpu=0  Fake GPU 0" in text
+
+
+def test_real_pytorch_training(run_file):
+    r = trainprof("record", "-o", run_file, "--", PYTHON, ROOT / "examples" / "train.py",
+                  "--epochs", "1", "--samples", "4096", "--workers", "2", timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    assert metric(rep, "proc_count")["max"] >= 3  # the script and its 2 DataLoader workers
+    assert metric(rep, "proc_threads")["max"] > 3
+    assert metric(rep, "proc_cpu_percent")["mean"] > 30

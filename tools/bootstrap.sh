@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what building, demonstrating and testing trainprof needs, when it is
+# missing: Debian packages (compiler, SQLite and cmocka headers, clang-format)
+# and a virtual environment in .venv (meson, pytest, psutil, CPU PyTorch).
+# Safe to run again: it installs nothing that is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_missing=()
+command -v cc >/dev/null || apt_missing+=(gcc)
+command -v pkg-config >/dev/null || apt_missing+=(pkg-config)
+pkg-config --exists sqlite3 2>/dev/null || apt_missing+=(libsqlite3-dev)
+pkg-config --exists cmocka 2>/dev/null || apt_missing+=(libcmocka-dev)
+command -v clang-format >/dev/null || apt_missing+=(clang-format)
+command -v sqlite3 >/dev/null || apt_missing+=(sqlite3)
+if [ ${#apt_missing[@]} -gt 0 ]; then
+    echo "bootstrap: installing Debian packages: ${apt_missing[*]}"
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${apt_missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    echo "bootstrap: creating .venv"
+    python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import mesonpy, pytest, psutil, numpy, torch" 2>/dev/null; then
+    echo "bootstrap: installing Python packages into .venv (PyTorch CPU build: a minute or two)"
+    .venv/bin/pip install -q --disable-pip-version-check \
+        "meson-python>=0.15" "meson>=1.1" ninja pytest psutil numpy "torch==2.13.0"
+fi

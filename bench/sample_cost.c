@@ -21,6 +21,12 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* The floor: CPU time of one bare pread of /proc/meminfo, no parsing. */
 static double bare_pread_us(int reps)
 {
@@ -78,6 +84,7 @@ int main(int argc, char **argv)
     tp_sink_counts(sink, NULL, &series, NULL);
     tp_stats st;
     tp_stats_compute(cost, (size_t)ticks, &st);
+    qsort(cost, (size_t)ticks, sizeof *cost, cmp_double);
     double p90 = tp_quantile_sorted(cost, (size_t)ticks, 0.9);
     printf("{\"ticks\": %d, \"series\": %u, \"median_us\": %.2f, \"p90_us\": %.2f, "
            "\"mean_us\": %.2f, \"per_collector_mean_us\": {",

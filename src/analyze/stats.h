@@ -10,7 +10,7 @@ typedef struct tp_stats {
 } tp_stats;
 
 /* Computes count, mean, min, max and the 5th, 50th and 95th percentiles
- * (linear interpolation between closest ranks, as numpy's default). Sorts
+ * (linear interpolation between closest ranks, as numpy's default). Reorders
  * values in place. n == 0 gives count 0 and NaN elsewhere. */
 void tp_stats_compute(double *values, size_t n, tp_stats *out);
 

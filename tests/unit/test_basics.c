@@ -89,6 +89,44 @@ static void test_stats(void **state)
     assert_true(isnan(s.mean));
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Selection gives the same percentiles as sorting, for sizes around the
+ * small-range cut-off, heavy duplicates and sorted or reversed input. */
+static void test_stats_match_sorting(void **state)
+{
+    (void)state;
+    unsigned seed = 7;
+    const size_t sizes[] = {1, 2, 3, 17, 18, 100, 1001, 50000};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        for (int kind = 0; kind < 4; kind++) {
+            size_t n = sizes[s];
+            double *v = malloc(n * sizeof *v), *ref = malloc(n * sizeof *ref);
+            for (size_t i = 0; i < n; i++) {
+                double r = (double)(rand_r(&seed) % 1000);
+                v[i] = kind == 0   ? r
+                       : kind == 1 ? (double)(rand_r(&seed) % 3)
+                       : kind == 2 ? (double)i
+                                   : (double)(n - i);
+                ref[i] = v[i];
+            }
+            qsort(ref, n, sizeof *ref, cmp_double);
+            tp_stats st;
+            tp_stats_compute(v, n, &st);
+            assert_true(st.p5 == tp_quantile_sorted(ref, n, 0.05));
+            assert_true(st.p50 == tp_quantile_sorted(ref, n, 0.50));
+            assert_true(st.p95 == tp_quantile_sorted(ref, n, 0.95));
+            assert_true(st.min == ref[0] && st.max == ref[n - 1]);
+            free(v);
+            free(ref);
+        }
+    }
+}
+
 static void test_units(void **state)
 {
     (void)state;
@@ -142,7 +180,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_counter_delta),
         cmocka_unit_test(test_labels),        cmocka_unit_test(test_stats),
-        cmocka_unit_test(test_units),         cmocka_unit_test(test_json_writer),
+        cmocka_unit_test(test_units),         cmocka_unit_test(test_stats_match_sorting),
+        cmocka_unit_test(test_json_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "collect/metric_catalog.h"
@@ -50,6 +51,11 @@ static void close_writer(tp_writer *w)
 
 tp_writer *tp_writer_create(const char *path, bool force, const char *agent, char *err, size_t cap)
 {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        snprintf(err, cap, "%s is a directory, not a run file path", path);
+        return NULL;
+    }
     if (force)
         remove_run_file(path);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -93,6 +93,12 @@ def test_unwritable_output(tmp_path):
     assert "cannot create" in r.stderr and "No such file or directory" in r.stderr
 
 
+def test_output_is_a_directory(tmp_path):
+    r = trainprof("record", "--force", "-o", tmp_path, "--", "true")
+    assert r.returncode == 1
+    assert "is a directory, not a run file path" in r.stderr
+
+
 def test_report_refuses_foreign_files(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("not a database\n" * 100)

@@ -1,8 +1,16 @@
 /* trainprof.h: the one public C header of libtrainprof.
  *
- * For now it carries the version and the clock every trainprof timestamp is
- * taken on; the timing API (tp_region_begin/end, steps, epochs, counters)
- * arrives with the Timings work and will live here too. */
+ * Mark the phases of a training program; `trainprof record` collects them:
+ *
+ *     static tp_site load = TP_SITE("load_batch");
+ *     tp_region_begin(&load); ...; tp_region_end(&load);
+ *     { TP_SCOPE("forward"); ... }      // ends at the closing brace (GCC, Clang)
+ *     tp_step(); tp_epoch(3);
+ *
+ * Every call is safe from any thread at any time. Outside `trainprof record`
+ * each costs a thread-local check and returns. Under it, an event is a clock
+ * read and a store into the thread's own shared-memory ring: no lock, no
+ * allocation, no system call; a full ring drops the event and counts it. */
 #ifndef TRAINPROF_H
 #define TRAINPROF_H
 
@@ -18,6 +26,46 @@ extern "C" {
 
 /* CLOCK_MONOTONIC in nanoseconds: the same clock in every process of a host. */
 uint64_t tp_clock_now_ns(void);
+
+/* A call site: a name and the id libtrainprof gives it on first use. Make it
+ * static (TP_SITE) so that the id is looked up once. */
+typedef struct tp_site {
+    const char *name;
+    uint32_t id;
+} tp_site;
+
+#define TP_SITE(name_literal) \
+    {                         \
+        (name_literal), 0     \
+    }
+
+void tp_region_begin(tp_site *site);
+void tp_region_end(tp_site *site);
+
+/* The same by name id, for language bindings that intern names themselves. */
+uint32_t tp_name_intern(const char *name);
+void tp_begin(uint32_t name_id);
+void tp_end(uint32_t name_id);
+
+/* An explicit step boundary, and the start of epoch `epoch`. */
+void tp_step(void);
+void tp_epoch(int64_t epoch);
+
+/* True when events from this thread reach a recorder. */
+int tp_active(void);
+/* Events this thread dropped because its ring was full. */
+uint64_t tp_dropped(void);
+
+#if defined(__GNUC__) || defined(__clang__)
+static inline void tp_scope_end_(tp_site **site) { tp_region_end(*site); }
+#define TP_CONCAT_(a, b) a##b
+#define TP_CONCAT(a, b)  TP_CONCAT_(a, b)
+/* Opens a region that ends when the enclosing block does. */
+#define TP_SCOPE(name_literal)                                                        \
+    static tp_site TP_CONCAT(tp_site_, __LINE__) = TP_SITE(name_literal);             \
+    tp_site *TP_CONCAT(tp_scope_, __LINE__) __attribute__((cleanup(tp_scope_end_))) = \
+        (tp_region_begin(&TP_CONCAT(tp_site_, __LINE__)), &TP_CONCAT(tp_site_, __LINE__))
+#endif
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@
 #include "collect/host_info.h"
 #include "commands.h"
 #include "record/child.h"
+#include "record/drain.h"
 #include "record/record_summary.h"
 #include "record/sampler.h"
 #include "record/status_line.h"
@@ -243,6 +244,36 @@ static int supervise(pid_t child, int sfd, tp_sink *sink, bool status_line, uint
     }
 }
 
+/* The command's environment: ours, with TRAINPROF_SOCKET naming the drain's
+ * socket (replacing an inherited one) when timings are collected. */
+static char **child_environment(const tp_drain *drain)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **envp = calloc(n + 2, sizeof *envp);
+    if (!envp)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "TRAINPROF_SOCKET=", 17) != 0)
+            envp[k++] = environ[i];
+    if (drain && asprintf(&envp[k], "TRAINPROF_SOCKET=%s", tp_drain_socket_path(drain)) > 0)
+        k++;
+    envp[k] = NULL;
+    return envp;
+}
+
+static void free_child_environment(char **envp)
+{
+    if (!envp)
+        return;
+    for (char **p = envp; *p; p++)
+        if (strncmp(*p, "TRAINPROF_SOCKET=", 17) == 0)
+            free(*p); /* the only entry this process allocated */
+    free(envp);
+}
+
 /* Makes the default output name, trainprof-YYYYmmdd-HHMMSS.db. */
 static void default_output(char *buf, size_t cap)
 {
@@ -295,14 +326,20 @@ int cmd_record(int argc, char **argv)
     tp_collect_env env = {&root, sink, 0};
     tp_host_info_record(&env, o.agent);
 
-    pid_t child = tp_child_spawn(o.command, environ);
+    tp_drain *drain = tp_drain_start(sink, err, sizeof err);
+    if (!drain)
+        tp_sink_unavailable(sink, "timings", err);
+    char **envp = child_environment(drain);
+    pid_t child = envp ? tp_child_spawn(o.command, envp) : -1;
+    int spawn_errno = envp ? errno : ENOMEM;
+    free_child_environment(envp);
     if (child < 0) {
-        int e = errno;
-        tp_error("cannot run '%s': %s", o.command[0], strerror(e));
+        tp_error("cannot run '%s': %s", o.command[0], strerror(spawn_errno));
+        tp_drain_stop(drain);
         tp_writer_finish(writer);
         unlink(o.output);
         tp_sink_free(sink);
-        return tp_child_spawn_status(e);
+        return tp_child_spawn_status(spawn_errno);
     }
     char pidbuf[32];
     snprintf(pidbuf, sizeof pidbuf, "%d", (int)child);
@@ -321,6 +358,7 @@ int cmd_record(int argc, char **argv)
         tp_status_line_clear(stderr);
 
     tp_sampler_stop(&sampler);
+    tp_drain_stop(drain);
     int exit_status = tp_child_exit_status(wstatus);
     record_end_meta(sink, exit_status, wstatus, duration);
     tp_sink_close(sink);

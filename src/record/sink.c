@@ -21,6 +21,8 @@ struct tp_sink {
     uint64_t start_ns;
     bool closed;
     TP_VEC(series_entry) registry;
+    TP_VEC(tp_thread_info) threads; /* every thread ever seen */
+    TP_VEC(char *) names;           /* names[id - 1] */
     tp_batch pending;
     uint64_t total_samples;
     uint32_t total_unavailable;
@@ -73,6 +75,10 @@ void tp_sink_free(tp_sink *s)
         free(s->registry.items[i].labels);
     }
     free(s->registry.items);
+    for (size_t i = 0; i < s->names.len; i++)
+        free(s->names.items[i]);
+    free(s->names.items);
+    free(s->threads.items);
     tp_batch_free(&s->pending);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->ready);
@@ -179,7 +185,72 @@ void tp_sink_counts(tp_sink *s, uint64_t *samples, uint32_t *series, uint32_t *u
 static bool has_pending(const tp_sink *s)
 {
     const tp_batch *b = &s->pending;
-    return b->series.len || b->samples.len || b->unavailable.len || b->meta.len || b->gpus.len;
+    return b->series.len || b->samples.len || b->unavailable.len || b->meta.len || b->gpus.len ||
+           b->threads.len || b->names.len || b->intervals.len || b->marks.len;
+}
+
+static uint64_t since_start(const tp_sink *s, uint64_t t)
+{
+    return t > s->start_ns ? t - s->start_ns : 0;
+}
+
+uint32_t tp_sink_thread(tp_sink *s, const tp_thread_info *info)
+{
+    pthread_mutex_lock(&s->lock);
+    tp_thread_info t = *info;
+    t.id = (uint32_t)s->threads.len + 1;
+    VEC_PUSH(s->threads, t);
+    VEC_PUSH(s->pending.threads, t);
+    pthread_mutex_unlock(&s->lock);
+    return t.id;
+}
+
+void tp_sink_thread_dropped(tp_sink *s, uint32_t thread, uint64_t dropped)
+{
+    pthread_mutex_lock(&s->lock);
+    if (thread >= 1 && thread <= s->threads.len) {
+        tp_thread_info *t = &s->threads.items[thread - 1];
+        t->dropped = dropped;
+        VEC_PUSH(s->pending.threads, *t);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+uint32_t tp_sink_name(tp_sink *s, const char *text)
+{
+    pthread_mutex_lock(&s->lock);
+    uint32_t id = 0;
+    for (size_t i = 0; i < s->names.len && !id; i++)
+        if (strcmp(s->names.items[i], text) == 0)
+            id = (uint32_t)i + 1;
+    if (!id) {
+        VEC_PUSH(s->names, xstrdup(text));
+        id = (uint32_t)s->names.len;
+        tp_name_def def = {id, xstrdup(text)};
+        VEC_PUSH(s->pending.names, def);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return id;
+}
+
+void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth,
+                      uint64_t start_mono_ns, uint64_t end_mono_ns)
+{
+    tp_interval iv = {thread, name, depth, since_start(s, start_mono_ns),
+                      since_start(s, end_mono_ns)};
+    if (iv.end_ns < iv.start_ns)
+        iv.end_ns = iv.start_ns;
+    pthread_mutex_lock(&s->lock);
+    VEC_PUSH(s->pending.intervals, iv);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns, int64_t value)
+{
+    tp_mark m = {thread, kind, since_start(s, t_mono_ns), value};
+    pthread_mutex_lock(&s->lock);
+    VEC_PUSH(s->pending.marks, m);
+    pthread_mutex_unlock(&s->lock);
 }
 
 bool tp_sink_wait(tp_sink *s, int timeout_ms)
@@ -219,6 +290,10 @@ void tp_sink_take(tp_sink *s, tp_batch *out)
     VEC_SWAP(s->pending.unavailable, out->unavailable);
     VEC_SWAP(s->pending.meta, out->meta);
     VEC_SWAP(s->pending.gpus, out->gpus);
+    VEC_SWAP(s->pending.threads, out->threads);
+    VEC_SWAP(s->pending.names, out->names);
+    VEC_SWAP(s->pending.intervals, out->intervals);
+    VEC_SWAP(s->pending.marks, out->marks);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -244,7 +319,10 @@ void tp_batch_clear(tp_batch *b)
         free(b->meta.items[i].key);
         free(b->meta.items[i].value);
     }
+    for (size_t i = 0; i < b->names.len; i++)
+        free(b->names.items[i].text);
     b->series.len = b->samples.len = b->unavailable.len = b->meta.len = b->gpus.len = 0;
+    b->threads.len = b->names.len = b->intervals.len = b->marks.len = 0;
 }
 
 void tp_batch_free(tp_batch *b)
@@ -255,5 +333,9 @@ void tp_batch_free(tp_batch *b)
     free(b->unavailable.items);
     free(b->meta.items);
     free(b->gpus.items);
+    free(b->threads.items);
+    free(b->names.items);
+    free(b->intervals.items);
+    free(b->marks.items);
     memset(b, 0, sizeof *b);
 }

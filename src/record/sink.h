@@ -42,6 +42,37 @@ typedef struct tp_gpu_info {
     char energy_source[32]; /* "counter" or "power_integral" */
 } tp_gpu_info;
 
+/* A training thread that sent events (one ring). */
+typedef struct tp_thread_info {
+    uint32_t id;
+    int32_t pid, tid, rank, local_rank, world_size;
+    char name[16];
+    uint64_t dropped; /* events the thread dropped on a full ring */
+} tp_thread_info;
+
+/* A closed region: [start, end) on one thread, depth 0 for outermost. */
+typedef struct tp_interval {
+    uint32_t thread;
+    uint32_t name;
+    uint32_t depth;
+    uint64_t start_ns, end_ns; /* since the run's anchor */
+} tp_interval;
+
+/* A step or epoch boundary. */
+typedef struct tp_mark {
+    uint32_t thread;
+    uint32_t kind; /* TP_MARK_STEP or TP_MARK_EPOCH */
+    uint64_t t_ns;
+    int64_t value;
+} tp_mark;
+
+enum { TP_MARK_STEP = 1, TP_MARK_EPOCH = 2 };
+
+typedef struct tp_name_def {
+    uint32_t id;
+    char *text;
+} tp_name_def;
+
 /* A vector of T with count and capacity. */
 #define TP_VEC(T)        \
     struct {             \
@@ -55,6 +86,10 @@ typedef struct tp_batch {
     TP_VEC(tp_text_pair) unavailable; /* key: source, value: reason */
     TP_VEC(tp_text_pair) meta;
     TP_VEC(tp_gpu_info) gpus;
+    TP_VEC(tp_thread_info) threads; /* new threads, and final drop counts */
+    TP_VEC(tp_name_def) names;
+    TP_VEC(tp_interval) intervals;
+    TP_VEC(tp_mark) marks;
 } tp_batch;
 
 typedef struct tp_sink tp_sink;
@@ -72,6 +107,14 @@ void tp_sink_sample(tp_sink *s, uint32_t series, uint64_t t_mono_ns, double valu
 void tp_sink_unavailable(tp_sink *s, const char *source, const char *reason);
 void tp_sink_meta(tp_sink *s, const char *key, const char *value);
 void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu);
+
+/* Timing events (from the drain thread). Times are CLOCK_MONOTONIC. */
+uint32_t tp_sink_thread(tp_sink *s, const tp_thread_info *info); /* returns the thread id */
+void tp_sink_thread_dropped(tp_sink *s, uint32_t thread, uint64_t dropped);
+uint32_t tp_sink_name(tp_sink *s, const char *text); /* same id for the same text */
+void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth,
+                      uint64_t start_mono_ns, uint64_t end_mono_ns);
+void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns, int64_t value);
 
 /* Reader side for live displays: the latest value of a series, if any. */
 bool tp_sink_latest(tp_sink *s, const char *metric, const char *labels, double *value);

@@ -13,7 +13,18 @@
 #include "collect/metric_catalog.h"
 #include "store/schema.h"
 
-enum { ST_META, ST_SERIES, ST_SAMPLE, ST_UNAVAILABLE, ST_GPU, ST_N };
+enum {
+    ST_META,
+    ST_SERIES,
+    ST_SAMPLE,
+    ST_UNAVAILABLE,
+    ST_GPU,
+    ST_THREAD,
+    ST_NAME,
+    ST_REGION,
+    ST_MARK,
+    ST_N
+};
 
 static const char *const statements[ST_N] = {
     "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
@@ -23,6 +34,11 @@ static const char *const statements[ST_N] = {
     "INSERT INTO unavailable (agent_id, source, reason) VALUES (1, ?, ?)",
     "INSERT OR REPLACE INTO gpu (agent_id, gpu_index, name, uuid, mem_total_bytes, energy_source)"
     " VALUES (1, ?, ?, ?, ?, ?)",
+    "INSERT OR REPLACE INTO thread (id, agent_id, pid, tid, rank, local_rank, world_size, name,"
+    " dropped_events) VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT OR IGNORE INTO name (id, text) VALUES (?, ?)",
+    "INSERT INTO region (thread_id, name_id, depth, start_ns, end_ns) VALUES (?, ?, ?, ?, ?)",
+    "INSERT INTO mark (thread_id, kind, t_ns, value) VALUES (?, ?, ?, ?)",
 };
 
 struct tp_writer {
@@ -120,6 +136,51 @@ static int write_pairs(sqlite3_stmt *st, const tp_text_pair *pairs, size_t n)
     return rc;
 }
 
+/* Threads, names, regions and marks from the timing-event drain. */
+static int write_timings(tp_writer *w, const tp_batch *b)
+{
+    int rc = SQLITE_OK;
+    sqlite3_stmt *st = w->st[ST_THREAD];
+    for (size_t i = 0; rc == SQLITE_OK && i < b->threads.len; i++) {
+        const tp_thread_info *t = &b->threads.items[i];
+        sqlite3_bind_int64(st, 1, t->id);
+        sqlite3_bind_int(st, 2, t->pid);
+        sqlite3_bind_int(st, 3, t->tid);
+        sqlite3_bind_int(st, 4, t->rank);
+        sqlite3_bind_int(st, 5, t->local_rank);
+        sqlite3_bind_int(st, 6, t->world_size);
+        sqlite3_bind_text(st, 7, t->name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 8, (sqlite3_int64)t->dropped);
+        rc = run(st);
+    }
+    st = w->st[ST_NAME];
+    for (size_t i = 0; rc == SQLITE_OK && i < b->names.len; i++) {
+        sqlite3_bind_int64(st, 1, b->names.items[i].id);
+        sqlite3_bind_text(st, 2, b->names.items[i].text, -1, SQLITE_STATIC);
+        rc = run(st);
+    }
+    st = w->st[ST_REGION];
+    for (size_t i = 0; rc == SQLITE_OK && i < b->intervals.len; i++) {
+        const tp_interval *iv = &b->intervals.items[i];
+        sqlite3_bind_int64(st, 1, iv->thread);
+        sqlite3_bind_int64(st, 2, iv->name);
+        sqlite3_bind_int64(st, 3, iv->depth);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)iv->start_ns);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)iv->end_ns);
+        rc = run(st);
+    }
+    st = w->st[ST_MARK];
+    for (size_t i = 0; rc == SQLITE_OK && i < b->marks.len; i++) {
+        const tp_mark *m = &b->marks.items[i];
+        sqlite3_bind_int64(st, 1, m->thread);
+        sqlite3_bind_text(st, 2, m->kind == TP_MARK_EPOCH ? "epoch" : "step", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)m->t_ns);
+        sqlite3_bind_int64(st, 4, m->value);
+        rc = run(st);
+    }
+    return rc;
+}
+
 static int write_batch(tp_writer *w, const tp_batch *b)
 {
     int rc = write_pairs(w->st[ST_META], b->meta.items, b->meta.len);
@@ -142,6 +203,7 @@ static int write_batch(tp_writer *w, const tp_batch *b)
         sqlite3_bind_text(st, 5, g->energy_source, -1, SQLITE_STATIC);
         rc = run(st);
     }
+    rc = rc == SQLITE_OK ? write_timings(w, b) : rc;
     st = w->st[ST_SAMPLE];
     for (size_t i = 0; rc == SQLITE_OK && i < b->samples.len; i++) {
         const tp_sample *s = &b->samples.items[i];

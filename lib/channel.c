@@ -1,0 +1,226 @@
+/* channel.c: connecting training threads to the recorder (the cold path).
+ *
+ * `trainprof record` listens on a Unix socket in a directory only the user
+ * can open and names it in TRAINPROF_SOCKET. A process connects once; each
+ * thread that emits an event creates its own ring in a memfd and passes the
+ * descriptor over that connection (SCM_RIGHTS). Nothing here waits on the
+ * recorder: sends are non-blocking, and if the recorder is gone the thread
+ * just stays off. After fork() the child forgets the parent's connection and
+ * rings and attaches afresh on its first event: never two writers on a ring. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "names.h"
+#include "thread_state.h"
+
+_Thread_local tp_thread tp_self;
+
+static pthread_mutex_t channel_lock = PTHREAD_MUTEX_INITIALIZER;
+static int channel_fd = -1;
+static int channel_state; /* 0 not tried, 1 connected, 2 off */
+static pthread_key_t exit_key;
+static int key_made;
+
+static void lock_for_fork(void) { pthread_mutex_lock(&channel_lock); }
+static void unlock_after_fork(void) { pthread_mutex_unlock(&channel_lock); }
+
+/* In the child of a fork: the parent's connection and the forking thread's
+ * ring belong to the parent. */
+static void reset_in_child(void)
+{
+    if (channel_fd >= 0)
+        close(channel_fd);
+    channel_fd = -1;
+    channel_state = 0;
+    tp_thread *t = &tp_self;
+    if (t->ring)
+        munmap(t->ring, tp_ring_bytes(t->ring->capacity));
+    free(t->defined);
+    memset(t, 0, sizeof *t);
+    pthread_mutex_unlock(&channel_lock);
+}
+
+/* At thread exit: drop this side's mapping; the recorder keeps its own. */
+static void thread_exit(void *arg)
+{
+    tp_thread *t = arg;
+    if (t->ring)
+        munmap(t->ring, tp_ring_bytes(t->ring->capacity));
+    free(t->defined);
+    memset(t, 0, sizeof *t);
+    t->state = TP_THREAD_OFF;
+}
+
+static int env_int(const char *const *names, int fallback)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        if (v && *v)
+            return atoi(v);
+    }
+    return fallback;
+}
+
+/* Connects the process once; caller holds channel_lock. */
+static int connect_process(void)
+{
+    if (channel_state)
+        return channel_state == 1;
+    channel_state = 2;
+    const char *path = getenv("TRAINPROF_SOCKET");
+    if (!path || !*path || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return 0;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    strcpy(addr.sun_path, path);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        close(fd);
+        return 0;
+    }
+    channel_fd = fd;
+    channel_state = 1;
+    static int atfork_done;
+    if (!atfork_done) {
+        pthread_atfork(lock_for_fork, unlock_after_fork, reset_in_child);
+        atfork_done = 1;
+    }
+    if (!key_made)
+        key_made = pthread_key_create(&exit_key, thread_exit) == 0;
+    return 1;
+}
+
+static uint32_t ring_slots(void)
+{
+    const char *v = getenv("TRAINPROF_RING_SLOTS");
+    long n = v ? atol(v) : 0;
+    uint32_t slots = TP_RING_SLOTS_DEFAULT;
+    if (n >= 64 && n <= (1L << 24))
+        for (slots = 64; slots < (uint32_t)n; slots *= 2)
+            ;
+    return slots;
+}
+
+/* Makes a ring in a memfd and hands its descriptor to the recorder. */
+static tp_ring_header *create_ring(void)
+{
+    uint32_t slots = ring_slots();
+    int fd = memfd_create("trainprof-ring", MFD_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t bytes = (size_t)tp_ring_bytes(slots);
+    tp_ring_header *h = NULL;
+    if (ftruncate(fd, (off_t)bytes) == 0)
+        h = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED || !h) {
+        close(fd);
+        return NULL;
+    }
+    static const char *const rank[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                       NULL};
+    static const char *const local[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                        NULL};
+    static const char *const world[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE",
+                                        "PMI_SIZE", NULL};
+    h->magic = TP_RING_MAGIC;
+    h->version = TP_RING_VERSION;
+    h->capacity = slots;
+    h->pid = (int32_t)getpid();
+    h->tid = (int32_t)gettid();
+    h->rank = env_int(rank, -1);
+    h->local_rank = env_int(local, -1);
+    h->world_size = env_int(world, -1);
+    pthread_getname_np(pthread_self(), h->thread_name, sizeof h->thread_name);
+    char tag[8] = "ring";
+    struct iovec iov = {tag, sizeof tag};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buf,
+                         .msg_controllen = sizeof control.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    ssize_t sent = sendmsg(channel_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    close(fd);
+    if (sent != (ssize_t)sizeof tag) {
+        munmap(h, bytes);
+        return NULL;
+    }
+    return h;
+}
+
+int tp_thread_attach(tp_thread *t)
+{
+    if (t->state == TP_THREAD_OFF)
+        return 0;
+    int saved_errno = errno;
+    pthread_mutex_lock(&channel_lock);
+    tp_ring_header *h = connect_process() ? create_ring() : NULL;
+    pthread_mutex_unlock(&channel_lock);
+    errno = saved_errno;
+    if (!h) {
+        t->state = TP_THREAD_OFF;
+        return 0;
+    }
+    t->ring = h;
+    t->head = 0;
+    t->depth = 0;
+    t->state = TP_THREAD_ACTIVE;
+    if (key_made)
+        pthread_setspecific(exit_key, t);
+    return 1;
+}
+
+void tp_thread_define_name(tp_thread *t, uint32_t id)
+{
+    uint32_t word = id / 64;
+    if (word >= t->defined_words) {
+        uint32_t n = word + 16;
+        uint64_t *d = realloc(t->defined, n * sizeof *d);
+        if (!d)
+            return;
+        memset(d + t->defined_words, 0, (n - t->defined_words) * sizeof *d);
+        t->defined = d;
+        t->defined_words = n;
+    }
+    char text[TP_NAME_MAX + 1];
+    int len = tp_names_copy(id, text, sizeof text);
+    if (len < 0)
+        return;
+    uint32_t extra = (uint32_t)((len + (int)sizeof(tp_event) - 1) / (int)sizeof(tp_event));
+    tp_ring_header *h = t->ring;
+    if (!tp_ring_has_room(h, t->head, 1 + extra))
+        return; /* tried again at the name's next event */
+    tp_event *slots = tp_ring_slots(h);
+    uint32_t mask = h->capacity - 1;
+    tp_event *e = &slots[t->head & mask];
+    e->t_ns = 0;
+    e->kind = TP_EV_NAME;
+    e->name_id = id;
+    e->value = 0;
+    e->aux = (uint64_t)len;
+    for (uint32_t i = 0; i < extra; i++) {
+        tp_event *chunk = &slots[(t->head + 1 + i) & mask];
+        size_t off = (size_t)i * sizeof(tp_event);
+        size_t n = (size_t)len - off < sizeof(tp_event) ? (size_t)len - off : sizeof(tp_event);
+        memcpy(chunk, text + off, n);
+    }
+    t->head += 1 + extra;
+    atomic_store_explicit(&h->head, t->head, memory_order_release);
+    t->defined[word] |= 1ULL << (id % 64);
+}

@@ -1,0 +1,126 @@
+/* region.c: the hot path: region begin/end, steps and epochs.
+ *
+ * An event costs a thread-local test, a clock read (vDSO, no system call), one
+ * acquire load of the consumer's position and a release store of ours. The
+ * first event of a thread attaches it (cold path, channel.c); the first use
+ * of a name in a thread sends its text once (cold path). */
+#include <string.h>
+
+#include "clock.h"
+#include "names.h"
+#include "thread_state.h"
+#include "trainprof.h"
+
+#define LIKELY(x)   __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+static inline int ready(tp_thread *t)
+{
+    return LIKELY(t->state == TP_THREAD_ACTIVE) || tp_thread_attach(t);
+}
+
+static inline int name_defined(const tp_thread *t, uint32_t id)
+{
+    return id / 64 < t->defined_words && (t->defined[id / 64] >> (id % 64) & 1);
+}
+
+/* Writes one event; drops (and counts) it when the ring is full. */
+static inline void push(tp_thread *t, uint32_t kind, uint32_t id, int64_t value)
+{
+    tp_ring_header *h = t->ring;
+    if (UNLIKELY(!tp_ring_has_room(h, t->head, 1)))
+        return;
+    tp_event *e = &tp_ring_slots(h)[t->head & (h->capacity - 1)];
+    e->t_ns = tp_clock_mono_ns();
+    e->kind = kind;
+    e->name_id = id;
+    e->value = value;
+    e->aux = 0;
+    t->head++;
+    atomic_store_explicit(&h->head, t->head, memory_order_release);
+}
+
+/* Keeps the innermost open region readable by the recorder (for a stack
+ * sampler that attributes its samples to phases). */
+static inline void publish_open(tp_thread *t)
+{
+    uint32_t top = t->depth ? t->stack[(t->depth > TP_STACK_MAX ? TP_STACK_MAX : t->depth) - 1] : 0;
+    atomic_store_explicit(&t->ring->open_name, top, memory_order_relaxed);
+    atomic_store_explicit(&t->ring->open_depth, t->depth, memory_order_relaxed);
+}
+
+void tp_begin(uint32_t id)
+{
+    tp_thread *t = &tp_self;
+    if (!ready(t) || id == 0)
+        return;
+    if (UNLIKELY(!name_defined(t, id)))
+        tp_thread_define_name(t, id);
+    push(t, TP_EV_BEGIN, id, 0);
+    if (t->depth < TP_STACK_MAX)
+        t->stack[t->depth] = id;
+    t->depth++;
+    publish_open(t);
+}
+
+void tp_end(uint32_t id)
+{
+    tp_thread *t = &tp_self;
+    if (!ready(t) || id == 0)
+        return;
+    push(t, TP_EV_END, id, 0);
+    if (t->depth)
+        t->depth--;
+    publish_open(t);
+}
+
+void tp_step(void)
+{
+    tp_thread *t = &tp_self;
+    if (ready(t))
+        push(t, TP_EV_STEP, 0, 0);
+}
+
+void tp_epoch(int64_t epoch)
+{
+    tp_thread *t = &tp_self;
+    if (ready(t))
+        push(t, TP_EV_EPOCH, 0, epoch);
+}
+
+uint32_t tp_name_intern(const char *name) { return tp_names_intern(name); }
+
+/* The site's id, interned on first use; sites may race: both get one id. */
+static inline uint32_t site_id(tp_site *site)
+{
+    uint32_t id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
+    if (UNLIKELY(id == 0)) {
+        id = tp_names_intern(site->name);
+        __atomic_store_n(&site->id, id, __ATOMIC_RELAXED);
+    }
+    return id;
+}
+
+void tp_region_begin(tp_site *site)
+{
+    if (tp_self.state == TP_THREAD_OFF)
+        return;
+    tp_begin(site_id(site));
+}
+
+void tp_region_end(tp_site *site)
+{
+    if (tp_self.state == TP_THREAD_OFF)
+        return;
+    tp_end(site_id(site));
+}
+
+int tp_active(void) { return ready(&tp_self); }
+
+uint64_t tp_dropped(void)
+{
+    tp_thread *t = &tp_self;
+    return t->state == TP_THREAD_ACTIVE
+               ? atomic_load_explicit(&t->ring->dropped, memory_order_relaxed)
+               : 0;
+}

@@ -1,0 +1,80 @@
+/* ring.h: the shared-memory event ring of one training thread.
+ *
+ * Layout shared by the producer (libtrainprof, inside the training) and the
+ * consumer (the recorder's drain thread): a header page, then `capacity`
+ * fixed-size event slots. Exactly one producer (the thread that owns the
+ * ring) and one consumer. The producer publishes with a release store of
+ * `head`, the consumer frees slots with a release store of `tail`. A full
+ * ring drops the event and counts it; the producer never waits.
+ *
+ * A region name travels once per ring: a TP_EV_NAME event whose `aux` is the
+ * name's length, followed by the name's bytes in as many slots as it needs. */
+#ifndef TP_LIB_RING_H
+#define TP_LIB_RING_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TP_RING_MAGIC         0x47525054u /* "TPRG" */
+#define TP_RING_VERSION       1u
+#define TP_RING_SLOTS_DEFAULT 65536u /* 2 MiB of events per thread */
+#define TP_NAME_MAX           200
+
+enum tp_event_kind {
+    TP_EV_BEGIN = 1, /* a region opens: name_id */
+    TP_EV_END = 2,   /* the innermost region closes: name_id */
+    TP_EV_STEP = 3,  /* an explicit step boundary */
+    TP_EV_EPOCH = 4, /* an explicit epoch boundary: value = epoch number */
+    TP_EV_NAME = 5,  /* name_id's text follows in the next slots; aux = length */
+};
+
+typedef struct tp_event {
+    uint64_t t_ns; /* CLOCK_MONOTONIC */
+    uint32_t kind;
+    uint32_t name_id;
+    int64_t value;
+    uint64_t aux;
+} tp_event;
+
+typedef struct tp_ring_header {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t capacity; /* slots, a power of two */
+    int32_t pid;
+    int32_t tid;
+    int32_t rank, local_rank, world_size; /* -1 when unknown */
+    char thread_name[16];
+    _Alignas(64) _Atomic uint64_t head; /* next slot the producer writes */
+    _Alignas(64) _Atomic uint64_t tail; /* next slot the consumer reads */
+    _Alignas(64) _Atomic uint64_t dropped;
+    _Atomic uint32_t open_name; /* innermost open region's name_id, 0 for none */
+    _Atomic uint32_t open_depth;
+} tp_ring_header;
+
+#define TP_RING_HEADER_SIZE 4096u
+
+static inline tp_event *tp_ring_slots(tp_ring_header *h)
+{
+    return (tp_event *)((char *)h + TP_RING_HEADER_SIZE);
+}
+
+static inline uint64_t tp_ring_bytes(uint32_t capacity)
+{
+    return TP_RING_HEADER_SIZE + (uint64_t)capacity * sizeof(tp_event);
+}
+
+/* Producer: true when n more slots fit; otherwise counts one dropped event
+ * and returns false. The producer then writes slots head..head+n-1 (indices
+ * masked with capacity-1) and publishes them with a release store of head. */
+static inline bool tp_ring_has_room(tp_ring_header *h, uint64_t head, uint32_t n)
+{
+    uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
+    if (head - tail + n <= h->capacity)
+        return true;
+    atomic_store_explicit(&h->dropped, atomic_load_explicit(&h->dropped, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    return false;
+}
+
+#endif

@@ -1,0 +1,35 @@
+/* thread_state.h: what each training thread keeps about its own ring.
+ *
+ * Thread-local; only the owning thread touches it. `state` makes the hot
+ * path's first test: TP_THREAD_ACTIVE goes straight to the ring, anything
+ * else takes the cold path (attach once, or return). */
+#ifndef TP_LIB_THREAD_STATE_H
+#define TP_LIB_THREAD_STATE_H
+
+#include <stdint.h>
+
+#include "ring.h"
+
+enum { TP_THREAD_UNKNOWN = 0, TP_THREAD_ACTIVE = 1, TP_THREAD_OFF = 2 };
+#define TP_STACK_MAX 64
+
+typedef struct tp_thread {
+    int state;
+    tp_ring_header *ring;
+    uint64_t head;     /* the producer's copy of ring->head */
+    uint64_t *defined; /* bit per name id already sent through this ring */
+    uint32_t defined_words;
+    uint32_t depth; /* open regions, for the innermost-region slot */
+    uint32_t stack[TP_STACK_MAX];
+} tp_thread;
+
+extern _Thread_local tp_thread tp_self;
+
+/* Cold path: connects this thread to the recorder if there is one. True when
+ * the thread is now active. */
+int tp_thread_attach(tp_thread *t);
+
+/* Cold path: sends name id's text through the thread's ring. */
+void tp_thread_define_name(tp_thread *t, uint32_t id);
+
+#endif

@@ -1,0 +1,25 @@
+/* drain.h: the recorder's side of the timing-event channel.
+ *
+ * tp_drain_start makes a directory only the user can open, listens there on a
+ * Unix socket (SOCK_SEQPACKET) and starts the drain thread. Training
+ * processes find the socket through TRAINPROF_SOCKET (tp_drain_socket_path),
+ * send one memfd per thread, and the drain thread maps each ring and turns
+ * its events into closed regions, steps and epochs in the sink, every 10 ms.
+ * tp_drain_stop drains everything one last time, records each thread's drop
+ * count, and removes the socket and its directory. */
+#ifndef TP_RECORD_DRAIN_H
+#define TP_RECORD_DRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "record/sink.h"
+
+typedef struct tp_drain tp_drain;
+
+/* NULL with a reason in err when the socket can't be made. */
+tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap);
+const char *tp_drain_socket_path(const tp_drain *d);
+void tp_drain_stop(tp_drain *d);
+
+#endif

@@ -58,12 +58,15 @@ bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap)
         return false;
     if (out->n)
         qsort(out->items, out->n, sizeof *out->items, cmp_summary);
-    return true;
+    const char *d = tp_run_meta_get(run, "duration_ns");
+    double run_s = d ? strtod(d, NULL) / 1e9 : (double)run->last_t_ns / 1e9;
+    return tp_timings_build(run, run_s > 0 ? run_s : 0, &out->timings, err, cap);
 }
 
 void tp_summary_free(tp_summary *s)
 {
     free(s->items);
+    tp_timings_free(&s->timings);
     memset(s, 0, sizeof *s);
 }
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "analyze/stats.h"
+#include "analyze/timings.h"
 #include "store/reader.h"
 
 typedef struct tp_series_summary {
@@ -21,9 +22,10 @@ typedef struct tp_summary {
     tp_run *run;
     tp_series_summary *items;
     size_t n, cap;
+    tp_timings timings;
 } tp_summary;
 
-/* Reads every series and computes its statistics. False (reason in err) if
+/* Reads every series and computes its statistics, and the timings. False (reason in err) if
  * the run file can't be read. */
 bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap);
 void tp_summary_free(tp_summary *s);

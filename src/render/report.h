@@ -5,9 +5,14 @@
 #include <stdio.h>
 
 #include "analyze/summary.h"
+#include "util/json_writer.h"
 
 void tp_report_text(FILE *out, const tp_summary *s);
 void tp_report_json(FILE *out, const tp_summary *s);
+
+/* The Timings part: regions per rank, steps, epochs, dropped events. */
+void tp_report_timings_text(FILE *out, const tp_summary *s);
+void tp_report_timings_json(json_writer *w, const tp_summary *s);
 
 /* Facts about the run both renderers show. */
 typedef struct tp_run_facts {

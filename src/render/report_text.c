@@ -177,4 +177,5 @@ void tp_report_text(FILE *out, const tp_summary *s)
         fprintf(out, "\nNo samples: the command ended before the first sampling interval.\n");
     for (size_t i = 0; i < s->run->nagents; i++)
         agent_tables(out, s, &s->run->agents[i]);
+    tp_report_timings_text(out, s);
 }

@@ -51,6 +51,10 @@ void tp_format_duration(char *buf, size_t cap, double s)
 {
     if (isnan(s) || s < 0)
         snprintf(buf, cap, "-");
+    else if (s < 1e-3)
+        snprintf(buf, cap, "%.1f us", s * 1e6);
+    else if (s < 0.01)
+        snprintf(buf, cap, "%.2f ms", s * 1000);
     else if (s < 1)
         snprintf(buf, cap, "%.0f ms", s * 1000);
     else if (s < 60)

@@ -165,6 +165,9 @@ tp_run *tp_run_open(const char *path, char *err, size_t cap)
         tp_run_close(run);
         return NULL;
     }
+    int64_t version = 0;
+    query_int(db, "PRAGMA user_version", &version);
+    run->schema_version = (int)version;
     rc = load_tables(run);
     if (rc != SQLITE_OK) {
         snprintf(err, cap, "%s: damaged run file: %s", path, sqlite3_errmsg(db));
@@ -267,4 +270,90 @@ bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *er
         return false;
     }
     return true;
+}
+
+bool tp_run_each_region_group(tp_run *run, tp_region_group_fn fn, void *ctx, char *err, size_t cap)
+{
+    if (run->schema_version < 2)
+        return true;
+    sqlite3_stmt *st;
+    int rc =
+        sqlite3_prepare_v2(run->db,
+                           "SELECT t.rank, n.text, r.end_ns - r.start_ns FROM region r"
+                           " JOIN thread t ON t.id = r.thread_id JOIN name n ON n.id = r.name_id"
+                           " ORDER BY t.rank, n.text",
+                           -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "%s: cannot read timings: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    double *values = NULL;
+    size_t n = 0, vcap = 0;
+    int rank = 0;
+    char *name = NULL;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int r = sqlite3_column_int(st, 0);
+        const char *text = (const char *)sqlite3_column_text(st, 1);
+        if (!name || r != rank || strcmp(text ? text : "", name) != 0) {
+            if (name && n)
+                fn(ctx, rank, name, values, n);
+            free(name);
+            name = dup_col(st, 1);
+            rank = r;
+            n = 0;
+        }
+        values = grow(values, n, &vcap, sizeof *values);
+        values[n++] = (double)sqlite3_column_int64(st, 2) / 1e9;
+    }
+    if (name && n && rc == SQLITE_DONE)
+        fn(ctx, rank, name, values, n);
+    free(name);
+    free(values);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    return true;
+}
+
+bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap)
+{
+    *marks = NULL;
+    *n = 0;
+    if (run->schema_version < 2)
+        return true;
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(run->db,
+                                "SELECT m.thread_id, t.rank, m.kind, m.t_ns, m.value FROM mark m"
+                                " JOIN thread t ON t.id = m.thread_id"
+                                " ORDER BY t.rank, m.thread_id, m.t_ns",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "%s: cannot read marks: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    size_t mcap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *marks = grow(*marks, *n, &mcap, sizeof **marks);
+        const unsigned char *kind = sqlite3_column_text(st, 2);
+        (*marks)[(*n)++] = (tp_run_mark){sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
+                                         kind && strcmp((const char *)kind, "epoch") == 0,
+                                         sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4)};
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    return true;
+}
+
+void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped)
+{
+    *threads = *dropped = 0;
+    if (run->schema_version < 2)
+        return;
+    query_int(run->db, "SELECT count(*) FROM thread", threads);
+    query_int(run->db, "SELECT coalesce(sum(dropped_events), 0) FROM thread", dropped);
 }

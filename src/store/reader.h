@@ -59,7 +59,17 @@ typedef struct tp_run {
     tp_run_gpu *gpus;
     size_t ngpus;
     int64_t last_t_ns; /* latest sample time, -1 when there is none */
+    int schema_version;
 } tp_run;
+
+/* A step or epoch boundary, with the rank of the thread that marked it. */
+typedef struct tp_run_mark {
+    int64_t thread;
+    int rank;
+    bool epoch; /* false: a step */
+    int64_t t_ns;
+    int64_t value;
+} tp_run_mark;
 
 /* Opens and validates a run file. NULL with a one-line reason in err when it
  * is missing, unreadable, not a trainprof run file or of a newer schema. */
@@ -75,5 +85,19 @@ const char *tp_run_meta_get(const tp_run *run, const char *key);
 typedef void (*tp_series_values_fn)(void *ctx, const tp_run_series *series, double *values,
                                     size_t n);
 bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *err, size_t cap);
+
+/* Calls fn once per (rank, region name) with every duration in seconds, in
+ * rank then name order. Runs of schema 1 have no timings: fn is never
+ * called. False (reason in err) if reading fails. */
+typedef void (*tp_region_group_fn)(void *ctx, int rank, const char *name, double *durations_s,
+                                   size_t n);
+bool tp_run_each_region_group(tp_run *run, tp_region_group_fn fn, void *ctx, char *err, size_t cap);
+
+/* All step and epoch marks in (rank, thread, time) order; the caller frees
+ * *marks. */
+bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap);
+
+/* Timing threads recorded and events they dropped (0 and 0 for schema 1). */
+void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped);
 
 #endif

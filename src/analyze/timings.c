@@ -1,0 +1,123 @@
+/* timings.c: timings tables from regions and step/epoch marks. */
+#include "analyze/timings.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void *grow(void *items, size_t n, size_t *cap, size_t sz)
+{
+    if (n < *cap)
+        return items;
+    *cap = *cap ? *cap * 2 : 16;
+    void *p = realloc(items, *cap * sz);
+    if (!p)
+        abort();
+    return p;
+}
+
+typedef struct build_ctx {
+    tp_timings *t;
+    size_t rows_cap;
+} build_ctx;
+
+static void add_group(void *ctx, int rank, const char *name, double *durations, size_t n)
+{
+    build_ctx *b = ctx;
+    tp_timings *t = b->t;
+    t->rows = grow(t->rows, t->nrows, &b->rows_cap, sizeof *t->rows);
+    tp_timing_row *row = &t->rows[t->nrows++];
+    memset(row, 0, sizeof *row);
+    row->rank = rank;
+    row->name = strdup(name);
+    for (size_t i = 0; i < n; i++)
+        row->total_s += durations[i];
+    tp_stats_compute(durations, n, &row->stats);
+}
+
+/* Steps and epochs of the marks of one rank: marks[lo, hi). */
+static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
+                       size_t *steps_cap, size_t *epochs_cap)
+{
+    double *durations = malloc((hi - lo + 1) * sizeof *durations);
+    size_t nd = 0;
+    for (size_t i = lo; i < hi; i++) {
+        if (m[i].epoch)
+            continue;
+        for (size_t j = i + 1; j < hi && m[j].thread == m[i].thread; j++) {
+            if (!m[j].epoch) {
+                durations[nd++] = (double)(m[j].t_ns - m[i].t_ns) / 1e9;
+                break;
+            }
+        }
+    }
+    if (nd) {
+        t->steps = grow(t->steps, t->nsteps, steps_cap, sizeof *t->steps);
+        tp_step_row *s = &t->steps[t->nsteps++];
+        s->rank = m[lo].rank;
+        s->total_s = 0;
+        for (size_t i = 0; i < nd; i++)
+            s->total_s += durations[i];
+        tp_stats_compute(durations, nd, &s->stats);
+    }
+    free(durations);
+    for (size_t i = lo; i < hi; i++) {
+        if (!m[i].epoch)
+            continue;
+        double start = (double)m[i].t_ns / 1e9, end = run_s, last_step = -1;
+        size_t steps = 0;
+        for (size_t j = i + 1; j < hi && m[j].thread == m[i].thread; j++) {
+            if (m[j].epoch) {
+                end = (double)m[j].t_ns / 1e9;
+                last_step = -1;
+                break;
+            }
+            steps++;
+            last_step = (double)m[j].t_ns / 1e9;
+        }
+        if (last_step >= 0)
+            end = last_step;
+        t->epochs = grow(t->epochs, t->nepochs, epochs_cap, sizeof *t->epochs);
+        t->epochs[t->nepochs++] =
+            (tp_epoch_row){m[i].rank, m[i].value, start, end > start ? end - start : 0, steps};
+    }
+}
+
+bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    build_ctx b = {out, 0};
+    if (!tp_run_each_region_group(run, add_group, &b, err, cap))
+        return false;
+    tp_run_mark *marks;
+    size_t n;
+    if (!tp_run_marks(run, &marks, &n, err, cap))
+        return false;
+    size_t steps_cap = 0, epochs_cap = 0;
+    for (size_t lo = 0; lo < n;) {
+        size_t hi = lo;
+        while (hi < n && marks[hi].rank == marks[lo].rank)
+            hi++;
+        rank_steps(out, marks, lo, hi, run_s, &steps_cap, &epochs_cap);
+        lo = hi;
+    }
+    free(marks);
+    for (size_t i = 0; i < out->nrows; i++) {
+        double denom = run_s;
+        for (size_t s = 0; s < out->nsteps; s++)
+            if (out->steps[s].rank == out->rows[i].rank && out->steps[s].total_s > 0)
+                denom = out->steps[s].total_s;
+        out->rows[i].share = denom > 0 ? out->rows[i].total_s / denom : 0;
+    }
+    tp_run_thread_totals(run, &out->threads, &out->dropped);
+    return true;
+}
+
+void tp_timings_free(tp_timings *t)
+{
+    for (size_t i = 0; i < t->nrows; i++)
+        free(t->rows[i].name);
+    free(t->rows);
+    free(t->steps);
+    free(t->epochs);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,54 @@
+/* timings.h: where step time goes, from a run's regions and marks.
+ *
+ * Per rank and region name: count, total, mean and percentiles of durations,
+ * and the share of the rank's step time (the sum of its step durations when
+ * steps were marked, else the run's duration). Nested regions count inside
+ * their parents too, so shares of nested names add up to more than 1. Steps
+ * run from one step mark to the next on the same thread; an epoch runs from
+ * its mark to the thread's next epoch mark (the last one to its last step
+ * mark, or the end of the run). */
+#ifndef TP_ANALYZE_TIMINGS_H
+#define TP_ANALYZE_TIMINGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/stats.h"
+#include "store/reader.h"
+
+typedef struct tp_timing_row {
+    int rank; /* -1 when the process had no rank */
+    char *name;
+    tp_stats stats; /* seconds */
+    double total_s;
+    double share;
+} tp_timing_row;
+
+typedef struct tp_step_row {
+    int rank;
+    tp_stats stats; /* step durations, seconds */
+    double total_s;
+} tp_step_row;
+
+typedef struct tp_epoch_row {
+    int rank;
+    int64_t epoch;
+    double start_s, duration_s;
+    size_t steps;
+} tp_epoch_row;
+
+typedef struct tp_timings {
+    tp_timing_row *rows;
+    size_t nrows;
+    tp_step_row *steps;
+    size_t nsteps;
+    tp_epoch_row *epochs;
+    size_t nepochs;
+    int64_t threads, dropped;
+} tp_timings;
+
+bool tp_timings_build(tp_run *run, double run_duration_s, tp_timings *out, char *err, size_t cap);
+void tp_timings_free(tp_timings *t);
+
+#endif

@@ -1,0 +1,139 @@
+/* report_timings.c: the Timings part of the report, as text and as JSON. */
+#include <string.h>
+
+#include "render/report.h"
+#include "render/units.h"
+
+static void rank_title(char *buf, size_t cap, int rank)
+{
+    if (rank < 0)
+        snprintf(buf, cap, "no rank");
+    else
+        snprintf(buf, cap, "rank %d", rank);
+}
+
+void tp_report_timings_text(FILE *out, const tp_summary *s)
+{
+    const tp_timings *t = &s->timings;
+    if (t->threads == 0) {
+        fprintf(out, "\nTimings: none recorded (no instrumented process ran)\n");
+        return;
+    }
+    int rank = -2;
+    for (size_t i = 0; i < t->nrows; i++) {
+        const tp_timing_row *r = &t->rows[i];
+        if (r->rank != rank) {
+            char title[32];
+            rank_title(title, sizeof title, r->rank);
+            rank = r->rank;
+            fprintf(out, "\nTimings, %s\n  %-24s %8s %11s %11s %11s %11s %11s %7s\n", title,
+                    "region", "count", "total", "mean", "p50", "p95", "max", "share");
+        }
+        char c[6][32];
+        const double v[] = {r->total_s, r->stats.mean, r->stats.p50, r->stats.p95, r->stats.max};
+        for (int k = 0; k < 5; k++)
+            tp_format_duration(c[k], sizeof c[k], v[k]);
+        fprintf(out, "  %-24.24s %8zu %11s %11s %11s %11s %11s %6.1f%%\n", r->name, r->stats.count,
+                c[0], c[1], c[2], c[3], c[4], 100 * r->share);
+    }
+    for (size_t i = 0; i < t->nsteps; i++) {
+        const tp_step_row *st = &t->steps[i];
+        char title[32], mean[32], p50[32], p95[32];
+        rank_title(title, sizeof title, st->rank);
+        tp_format_duration(mean, sizeof mean, st->stats.mean);
+        tp_format_duration(p50, sizeof p50, st->stats.p50);
+        tp_format_duration(p95, sizeof p95, st->stats.p95);
+        fprintf(out, "\nSteps, %s: %zu steps, mean %s (p50 %s, p95 %s), %.1f steps/s\n", title,
+                st->stats.count, mean, p50, p95,
+                st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
+    }
+    for (size_t i = 0; i < t->nepochs; i++) {
+        const tp_epoch_row *e = &t->epochs[i];
+        if (i == 0 || t->epochs[i - 1].rank != e->rank) {
+            char title[32];
+            rank_title(title, sizeof title, e->rank);
+            fprintf(out, "\nEpochs, %s\n  %-8s %12s %8s\n", title, "epoch", "duration", "steps");
+        }
+        char d[32];
+        tp_format_duration(d, sizeof d, e->duration_s);
+        fprintf(out, "  %-8lld %12s %8zu\n", (long long)e->epoch, d, e->steps);
+    }
+    if (t->dropped)
+        fprintf(out,
+                "\n%lld timing events were dropped on full rings: the figures above miss them "
+                "(TRAINPROF_RING_SLOTS raises the ring size)\n",
+                (long long)t->dropped);
+}
+
+static void stat_fields(json_writer *w, const tp_stats *st)
+{
+    const char *keys[] = {"mean_s", "p50_s", "p95_s", "max_s"};
+    const double v[] = {st->mean, st->p50, st->p95, st->max};
+    for (int k = 0; k < 4; k++) {
+        json_key(w, keys[k]);
+        json_double(w, v[k]);
+    }
+}
+
+void tp_report_timings_json(json_writer *w, const tp_summary *s)
+{
+    const tp_timings *t = &s->timings;
+    json_key(w, "timings");
+    json_array_begin(w);
+    for (size_t i = 0; i < t->nrows; i++) {
+        const tp_timing_row *r = &t->rows[i];
+        json_object_begin(w);
+        json_key(w, "name");
+        json_string(w, r->name);
+        json_key(w, "rank");
+        json_int(w, r->rank);
+        json_key(w, "count");
+        json_int(w, (int64_t)r->stats.count);
+        json_key(w, "total_s");
+        json_double(w, r->total_s);
+        stat_fields(w, &r->stats);
+        json_key(w, "share");
+        json_double(w, r->share);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_key(w, "steps");
+    json_array_begin(w);
+    for (size_t i = 0; i < t->nsteps; i++) {
+        const tp_step_row *st = &t->steps[i];
+        json_object_begin(w);
+        json_key(w, "rank");
+        json_int(w, st->rank);
+        json_key(w, "count");
+        json_int(w, (int64_t)st->stats.count);
+        json_key(w, "total_s");
+        json_double(w, st->total_s);
+        stat_fields(w, &st->stats);
+        json_key(w, "steps_per_s");
+        json_double(w, st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_key(w, "epochs");
+    json_array_begin(w);
+    for (size_t i = 0; i < t->nepochs; i++) {
+        const tp_epoch_row *e = &t->epochs[i];
+        json_object_begin(w);
+        json_key(w, "rank");
+        json_int(w, e->rank);
+        json_key(w, "epoch");
+        json_int(w, e->epoch);
+        json_key(w, "start_s");
+        json_double(w, e->start_s);
+        json_key(w, "duration_s");
+        json_double(w, e->duration_s);
+        json_key(w, "steps");
+        json_int(w, (int64_t)e->steps);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_key(w, "timing_threads");
+    json_int(w, t->threads);
+    json_key(w, "dropped_events");
+    json_int(w, t->dropped);
+}

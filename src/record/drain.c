@@ -225,7 +225,8 @@ static void *drain_main(void *arg)
         pfd[0] = (struct pollfd){d->listen_fd, POLLIN, 0};
         for (size_t i = 0; i < d->nconns; i++)
             pfd[i + 1] = (struct pollfd){d->conns[i], POLLIN, 0};
-        int n = poll(pfd, d->nconns + 1, DRAIN_PERIOD_MS);
+        size_t polled = d->nconns; /* accept below may add one not in pfd */
+        int n = poll(pfd, polled + 1, DRAIN_PERIOD_MS);
         if (n > 0 && (pfd[0].revents & POLLIN)) {
             int c = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
             size_t slot = 0;
@@ -239,7 +240,7 @@ static void *drain_main(void *arg)
                 close(c);
             }
         }
-        for (size_t i = 0; n > 0 && i < d->nconns; i++)
+        for (size_t i = 0; n > 0 && i < polled; i++)
             if (d->conns[i] >= 0 && pfd[i + 1].revents && !read_conn(d, (int)i))
                 close_conn(d, (int)i);
         for (size_t i = 0; i < d->nrings; i++)

@@ -98,6 +98,10 @@ void cap_take(tp_sink *sink, tp_batch *b)
     APPEND(unavailable)
     APPEND(meta)
     APPEND(gpus)
+    APPEND(threads)
+    APPEND(names)
+    APPEND(intervals)
+    APPEND(marks)
 #undef APPEND
     tp_batch_free(&fresh);
 }

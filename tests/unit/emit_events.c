@@ -1,0 +1,106 @@
+/* emit_events.c: a small instrumented program for test_timings: it emits
+ * one scenario's events through libtrainprof and exits 0 when what it saw
+ * itself (active, dropped) is as expected.
+ * usage: emit_events nested|threads|overflow|fork|none */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "trainprof.h"
+
+static void *thread_body(void *arg)
+{
+    static tp_site site = TP_SITE("threaded");
+    int n = *(int *)arg;
+    for (int i = 0; i < n; i++) {
+        tp_region_begin(&site);
+        tp_region_end(&site);
+    }
+    return NULL;
+}
+
+static int nested_regions(void)
+{
+    static tp_site outer = TP_SITE("outer");
+    tp_epoch(0);
+    for (int i = 0; i < 10; i++) {
+        tp_step();
+        tp_region_begin(&outer);
+        {
+            TP_SCOPE("inner");
+            usleep(100);
+        }
+        tp_region_end(&outer);
+    }
+    tp_epoch(1);
+    tp_step();
+    return tp_active() && tp_dropped() == 0 ? 0 : 1;
+}
+
+static int two_threads(void)
+{
+    pthread_t t[2];
+    int n = 500;
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, thread_body, &n);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+
+static int overflow(void)
+{
+    static tp_site site = TP_SITE("tight");
+    for (int i = 0; i < 200000; i++) {
+        tp_region_begin(&site);
+        tp_region_end(&site);
+    }
+    return tp_dropped() > 0 ? 0 : 1;
+}
+
+static int forking(void)
+{
+    static tp_site parent = TP_SITE("parent_work");
+    static tp_site child = TP_SITE("child_work");
+    tp_region_begin(&parent);
+    pid_t pid = fork();
+    if (pid == 0) {
+        tp_region_begin(&child);
+        tp_region_end(&child);
+        _exit(tp_active() ? 0 : 1);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    tp_region_end(&parent);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+}
+
+static int without_recorder(void)
+{
+    unsetenv("TRAINPROF_SOCKET");
+    static tp_site site = TP_SITE("nobody_listens");
+    for (int i = 0; i < 1000; i++) {
+        tp_region_begin(&site);
+        tp_region_end(&site);
+    }
+    tp_step();
+    return !tp_active() && tp_dropped() == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "nested") == 0)
+        return nested_regions();
+    if (strcmp(mode, "threads") == 0)
+        return two_threads();
+    if (strcmp(mode, "overflow") == 0)
+        return overflow();
+    if (strcmp(mode, "fork") == 0)
+        return forking();
+    if (strcmp(mode, "none") == 0)
+        return without_recorder();
+    return 64;
+}

@@ -1,0 +1,183 @@
+/* test_timings.c: libtrainprof's rings end to end through the recorder's
+ * drain: regions, nesting, threads, steps and epochs, a full ring that drops
+ * and counts without blocking, fork, and the no-recorder case. The drain runs
+ * in this process, so TSan watches it and the sink; each scenario's producer
+ * is the emit_events program, as a training would be. */
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "record/drain.h"
+#include "trainprof.h"
+
+extern char **environ;
+
+static tp_sink *sink;
+static tp_drain *drain;
+
+static int setup(void **state)
+{
+    (void)state;
+    char err[256];
+    sink = tp_sink_new(0);
+    drain = tp_drain_start(sink, err, sizeof err);
+    if (!drain)
+        fail_msg("drain: %s", err);
+    setenv("TRAINPROF_SOCKET", tp_drain_socket_path(drain), 1);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tp_drain_stop(drain);
+    tp_sink_free(sink);
+    return 0;
+}
+
+/* Runs the emit_events helper in mode and returns its exit status. A
+ * separate program (not a fork of this multi-threaded test) is what a
+ * training is, and what the sanitizers support. */
+static int in_child(const char *mode)
+{
+    const char *helper = getenv("EMIT_EVENTS");
+    if (!helper)
+        fail_msg("EMIT_EVENTS is not set (run the tests through meson test)");
+    char *argv[] = {(char *)helper, (char *)mode, NULL};
+    pid_t pid;
+    if (posix_spawn(&pid, helper, NULL, NULL, argv, environ) != 0)
+        fail_msg("cannot run %s", helper);
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+/* Stops the drain (so everything is drained) and captures the sink. */
+static void collect(tp_batch *b)
+{
+    tp_drain_stop(drain);
+    cap_take(sink, b);
+    char err[256];
+    drain = tp_drain_start(sink, err, sizeof err);
+    assert_non_null(drain);
+    setenv("TRAINPROF_SOCKET", tp_drain_socket_path(drain), 1);
+}
+
+static uint32_t name_id(const tp_batch *b, const char *text)
+{
+    for (size_t i = 0; i < b->names.len; i++)
+        if (strcmp(b->names.items[i].text, text) == 0)
+            return b->names.items[i].id;
+    return 0;
+}
+
+static size_t intervals_named(const tp_batch *b, const char *text, uint32_t depth)
+{
+    uint32_t id = name_id(b, text);
+    size_t n = 0;
+    for (size_t i = 0; id && i < b->intervals.len; i++)
+        n += b->intervals.items[i].name == id && b->intervals.items[i].depth == depth;
+    return n;
+}
+
+static void test_nested_regions_steps_epochs(void **state)
+{
+    (void)state;
+    assert_int_equal(in_child("nested"), 0);
+    tp_batch b = {0};
+    collect(&b);
+    assert_int_equal(b.threads.len >= 1, 1);
+    assert_int_equal(intervals_named(&b, "outer", 0), 10);
+    assert_int_equal(intervals_named(&b, "inner", 1), 10);
+    size_t steps = 0, epochs = 0;
+    for (size_t i = 0; i < b.marks.len; i++) {
+        steps += b.marks.items[i].kind == TP_MARK_STEP;
+        epochs += b.marks.items[i].kind == TP_MARK_EPOCH;
+    }
+    assert_int_equal(steps, 11);
+    assert_int_equal(epochs, 2);
+    for (size_t i = 0; i < b.intervals.len; i++)
+        assert_true(b.intervals.items[i].end_ns >= b.intervals.items[i].start_ns);
+    tp_batch_free(&b);
+}
+
+static void test_threads_get_their_own_rings(void **state)
+{
+    (void)state;
+    assert_int_equal(in_child("threads"), 0);
+    tp_batch b = {0};
+    collect(&b);
+    assert_int_equal(intervals_named(&b, "threaded", 0), 1000);
+    size_t distinct_tids = 0;
+    for (size_t i = 0; i < b.threads.len; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i; j++)
+            seen |= b.threads.items[j].tid == b.threads.items[i].tid;
+        distinct_tids += !seen;
+    }
+    assert_int_equal(distinct_tids, 2);
+    tp_batch_free(&b);
+}
+
+static void test_full_ring_drops_and_counts(void **state)
+{
+    (void)state;
+    setenv("TRAINPROF_RING_SLOTS", "64", 1);
+    assert_int_equal(in_child("overflow"), 0); /* finished, and saw drops */
+    unsetenv("TRAINPROF_RING_SLOTS");
+    tp_batch b = {0};
+    collect(&b);
+    uint64_t dropped = 0;
+    for (size_t i = 0; i < b.threads.len; i++)
+        dropped += b.threads.items[i].dropped;
+    assert_true(dropped > 0);
+    size_t kept = intervals_named(&b, "tight", 0);
+    assert_true(kept < 200000);
+    assert_true(kept + dropped / 2 <= 200000 + 1);
+    tp_batch_free(&b);
+}
+
+static void test_fork_child_gets_its_own_ring(void **state)
+{
+    (void)state;
+    assert_int_equal(in_child("fork"), 0);
+    tp_batch b = {0};
+    collect(&b);
+    assert_int_equal(intervals_named(&b, "parent_work", 0), 1);
+    assert_int_equal(intervals_named(&b, "child_work", 0), 1);
+    /* one ring each; every thread appears once when it attaches and once
+     * more with its drop count when its ring is retired */
+    assert_int_equal(b.threads.len, 4);
+    int32_t pids[2] = {b.threads.items[0].pid, 0};
+    for (size_t i = 1; i < b.threads.len; i++)
+        if (b.threads.items[i].pid != pids[0])
+            pids[1] = b.threads.items[i].pid;
+    assert_true(pids[1] != 0 && pids[1] != pids[0]);
+    tp_batch_free(&b);
+}
+
+static void test_no_recorder_is_a_no_op(void **state)
+{
+    (void)state;
+    assert_int_equal(in_child("none"), 0);
+    tp_batch b = {0};
+    collect(&b);
+    assert_int_equal(b.threads.len, 0);
+    tp_batch_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nested_regions_steps_epochs),
+        cmocka_unit_test(test_threads_get_their_own_rings),
+        cmocka_unit_test(test_full_ring_drops_and_counts),
+        cmocka_unit_test(test_fork_child_gets_its_own_ring),
+        cmocka_unit_test(test_no_recorder_is_a_no_op),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

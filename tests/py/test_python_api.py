@@ -1,0 +1,148 @@
+"""The Python API: regions, steps and epochs from real Python processes."""
+
+import os
+import signal
+import subprocess
+import textwrap
+import time
+
+from conftest import PROGRAM, PYTHON, report_json, samples, trainprof
+
+import trainprof as tp
+
+
+def test_outside_record_is_a_no_op():
+    assert tp.active() is False
+    with tp.region("x") as r:
+        assert r is tp.region("x")  # one object per name
+    assert r.name == "x" and repr(r) == "trainprof.region('x')"
+
+    @tp.region("double")
+    def double(v):
+        """Doubles v."""
+        return 2 * v
+
+    assert double(21) == 42 and double.__name__ == "double" and "Doubles" in double.__doc__
+    tp.step()
+    tp.epoch(3)
+    assert tp.dropped() == 0
+
+
+def test_bad_names_are_refused():
+    import pytest
+    with pytest.raises(TypeError, match="region name must be a str"):
+        tp.region(42)
+    with pytest.raises(TypeError):
+        tp.region("x")(1, 2)
+
+
+def run_script(run_file, code, env=None, timeout=120):
+    script = run_file.parent / "script.py"
+    script.write_text(textwrap.dedent(code))
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, env=env, timeout=timeout)
+    assert r.returncode == 0, r.stderr
+    return report_json(run_file)
+
+
+def rows(rep):
+    return {(t["name"], t["rank"]): t for t in rep["timings"]}
+
+
+def test_regions_threads_steps_epochs(run_file):
+    rep = run_script(run_file, """
+        import threading, time, trainprof
+        assert trainprof.active()
+        @trainprof.region("evaluate")
+        def evaluate():
+            time.sleep(0.001)
+        def worker():
+            for _ in range(30):
+                with trainprof.region("background"):
+                    pass
+        threads = [threading.Thread(target=worker) for _ in range(2)]
+        [t.start() for t in threads]
+        for e in range(2):
+            trainprof.epoch(e)
+            for _ in range(10):
+                trainprof.step()
+                with trainprof.region("augment"):
+                    with trainprof.region("inner"):
+                        time.sleep(0.001)
+                evaluate()
+        [t.join() for t in threads]
+        trainprof.step()
+    """)
+    r = rows(rep)
+    assert r[("augment", -1)]["count"] == 20 and r[("inner", -1)]["count"] == 20
+    assert r[("evaluate", -1)]["count"] == 20 and r[("evaluate", -1)]["mean_s"] >= 0.001
+    assert r[("background", -1)]["count"] == 60
+    assert rep["timing_threads"] == 3
+    assert rep["steps"][0]["count"] == 20
+    assert [e["steps"] for e in rep["epochs"]] == [10, 11]
+
+
+def test_forked_and_spawned_workers(run_file):
+    rep = run_script(run_file, """
+        import multiprocessing as mp, trainprof
+        def work(i):
+            with trainprof.region("in_worker"):
+                return i * i
+        if __name__ == "__main__":
+            with trainprof.region("main"):
+                for method in ("fork", "spawn"):
+                    with mp.get_context(method).Pool(2) as pool:
+                        assert pool.map(work, range(8)) == [i * i for i in range(8)]
+    """)
+    r = rows(rep)
+    assert r[("in_worker", -1)]["count"] == 16
+    assert r[("main", -1)]["count"] == 1
+    assert rep["timing_threads"] >= 3  # the main process and at least two workers
+
+
+def test_a_killed_training_keeps_its_events(run_file, tmp_path):
+    script = tmp_path / "loop.py"
+    script.write_text(textwrap.dedent("""
+        import os, time, trainprof
+        print(os.getpid(), flush=True)
+        while True:
+            with trainprof.region("work"):
+                time.sleep(0.01)
+    """))
+    p = subprocess.Popen([PROGRAM, "record", "-q", "-o", run_file, "--", PYTHON, script],
+                         stdout=subprocess.PIPE, text=True)
+    child = int(p.stdout.readline())
+    time.sleep(2)
+    os.kill(child, signal.SIGKILL)
+    assert p.wait(timeout=20) == 128 + signal.SIGKILL
+    rep = report_json(run_file)
+    work = rows(rep)[("work", -1)]
+    assert work["count"] >= 100  # ~2 s of 10 ms regions, up to the kill
+
+
+def test_tight_loop_drops_and_counts_without_blocking(run_file):
+    rep = run_script(run_file, """
+        import trainprof
+        for _ in range(200000):
+            with trainprof.region("tight"):
+                pass
+        assert trainprof.dropped() > 0
+        print(trainprof.dropped())
+    """, env={"TRAINPROF_RING_SLOTS": "64"})
+    assert rep["dropped_events"] > 0
+    assert rows(rep)[("tight", -1)]["count"] < 200000
+
+
+def test_ranks_under_torchrun(run_file):
+    rep = run_script(run_file, """
+        import os, sys, subprocess
+        if os.environ.get("RANK") is None:
+            env = [dict(os.environ, RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r)) for r in range(2)]
+            procs = [subprocess.Popen([sys.executable, __file__], env=e) for e in env]
+            sys.exit(max(p.wait() for p in procs))
+        import trainprof
+        for _ in range(5):
+            with trainprof.region("rank_work"):
+                pass
+    """)
+    r = rows(rep)
+    assert r[("rank_work", 0)]["count"] == 5 and r[("rank_work", 1)]["count"] == 5

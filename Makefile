@@ -7,7 +7,7 @@ MESON    := $(VENV)/bin/meson
 BUILD    := build
 PROGRAM  := $(BUILD)/trainprof
 SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -o -name '*.in') meson.build meson.options pyproject.toml
-C_FILES  := $(shell find include lib src tests bench -name '*.[ch]')
+C_FILES  := $(shell find include lib src tests bench python -name '*.[ch]')
 WERROR   := $(if $(CI),-Dwerror=true,)
 
 .PHONY: all build deps demo test test-c test-sanitizers test-format test-py bench format clean

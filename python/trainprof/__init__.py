@@ -1,7 +1,10 @@
 """trainprof: a profiler for neural-network training.
 
 Run a training command under ``trainprof record -o run.db -- python train.py``
-and read the result with ``trainprof report run.db``. Mark your own code with::
+and read the result with ``trainprof report run.db``. PyTorch scripts need no
+change: under ``record`` the DataLoader, forward, backward, optimizer and
+scheduler steps, device transfers and collectives are timed automatically
+(see ``trainprof.torch``). Mark your own code with::
 
     import trainprof
 
@@ -11,17 +14,29 @@ and read the result with ``trainprof report run.db``. Mark your own code with::
     @trainprof.region("evaluate")
     def evaluate(model): ...
 
-    trainprof.step()      # an explicit step boundary
-    trainprof.epoch(3)    # the start of epoch 3
+    trainprof.step()      # an explicit step boundary (turns automatic steps off)
+    trainprof.epoch(3)    # the start of epoch 3 (turns automatic epochs off)
 
 Outside ``trainprof record`` every call returns at once.
 """
 
 import functools
 
-from . import _native
-from ._native import Region, active, dropped, epoch, region, step
+from . import _native, _state
+from ._native import Region, active, dropped, region
 from ._version import __version__
+
+
+def step():
+    """Marks a step boundary; from now on steps are only marked by hand."""
+    _state.manual_steps = True
+    _native.step()
+
+
+def epoch(n):
+    """Marks the start of epoch n; from now on epochs are only marked by hand."""
+    _state.manual_epochs = True
+    _native.epoch(n)
 
 
 def _decorate(reg, func):

@@ -120,6 +120,29 @@ static PyObject *py_region(PyObject *module, PyObject *name)
     return (PyObject *)r;
 }
 
+/* begin(region) and end(region): for instrumentation that cannot use `with`. */
+static PyObject *py_begin(PyObject *module, PyObject *r)
+{
+    (void)module;
+    if (Py_TYPE(r) != &RegionType) {
+        PyErr_SetString(PyExc_TypeError, "begin() takes a trainprof.Region");
+        return NULL;
+    }
+    tp_begin(((Region *)r)->id);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_end(PyObject *module, PyObject *r)
+{
+    (void)module;
+    if (Py_TYPE(r) != &RegionType) {
+        PyErr_SetString(PyExc_TypeError, "end() takes a trainprof.Region");
+        return NULL;
+    }
+    tp_end(((Region *)r)->id);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_step(PyObject *module, PyObject *unused)
 {
     (void)module, (void)unused;
@@ -159,6 +182,8 @@ static PyObject *py_set_decorator_factory(PyObject *module, PyObject *fn)
 
 static PyMethodDef module_methods[] = {
     {"region", py_region, METH_O, "region(name): a named region (context manager, decorator)."},
+    {"begin", py_begin, METH_O, "begin(region): opens a region without `with`."},
+    {"end", py_end, METH_O, "end(region): closes a region opened with begin()."},
     {"step", py_step, METH_NOARGS, "Marks a step boundary."},
     {"epoch", py_epoch, METH_O, "epoch(n): marks the start of epoch n."},
     {"active", py_active, METH_NOARGS, "True when this thread's events reach a recorder."},

@@ -34,52 +34,64 @@ static void add_group(void *ctx, int rank, const char *name, double *durations, 
     tp_stats_compute(durations, n, &row->stats);
 }
 
-/* Steps and epochs of the marks of one rank: marks[lo, hi). */
+/* Steps and epochs of the marks of one rank: marks[lo, hi), in (thread,
+ * time) order. A step runs from one step mark to the next on its thread; an
+ * epoch mark in between ends the run of steps (so the wait between the last
+ * fetch of an epoch and the first of the next is not a step). An epoch lasts
+ * from its mark to its thread's next epoch mark, or to its last step mark,
+ * or to the end of the run. */
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
                        size_t *steps_cap, size_t *epochs_cap)
 {
     double *durations = malloc((hi - lo + 1) * sizeof *durations);
     size_t nd = 0;
+    long epoch_row = -1;   /* the open epoch's row in t->epochs */
+    long prev_step = -1;   /* index of the thread's previous step mark */
+    double last_mark = -1; /* time of the open epoch's last step mark */
     for (size_t i = lo; i < hi; i++) {
-        if (m[i].epoch)
-            continue;
-        for (size_t j = i + 1; j < hi && m[j].thread == m[i].thread; j++) {
-            if (!m[j].epoch) {
-                durations[nd++] = (double)(m[j].t_ns - m[i].t_ns) / 1e9;
-                break;
+        bool new_thread = i == lo || m[i].thread != m[i - 1].thread;
+        if (new_thread || m[i].epoch) {
+            if (epoch_row >= 0) {
+                tp_epoch_row *e = &t->epochs[epoch_row];
+                double end = !new_thread && m[i].epoch ? (double)m[i].t_ns / 1e9
+                             : last_mark >= 0          ? last_mark
+                                                       : run_s;
+                e->duration_s = end > e->start_s ? end - e->start_s : 0;
             }
+            prev_step = -1;
+            epoch_row = -1;
+            last_mark = -1;
         }
+        if (m[i].epoch) {
+            t->epochs = grow(t->epochs, t->nepochs, epochs_cap, sizeof *t->epochs);
+            t->epochs[t->nepochs] =
+                (tp_epoch_row){m[i].rank, m[i].value, (double)m[i].t_ns / 1e9, 0, 0};
+            epoch_row = (long)t->nepochs++;
+            continue;
+        }
+        if (prev_step >= 0) {
+            durations[nd++] = (double)(m[i].t_ns - m[prev_step].t_ns) / 1e9;
+            if (epoch_row >= 0)
+                t->epochs[epoch_row].steps++;
+        }
+        prev_step = (long)i;
+        last_mark = (double)m[i].t_ns / 1e9;
+    }
+    if (epoch_row >= 0) {
+        tp_epoch_row *e = &t->epochs[epoch_row];
+        double end = last_mark >= 0 ? last_mark : run_s;
+        e->duration_s = end > e->start_s ? end - e->start_s : 0;
     }
     if (nd) {
         t->steps = grow(t->steps, t->nsteps, steps_cap, sizeof *t->steps);
-        tp_step_row *s = &t->steps[t->nsteps++];
-        s->rank = m[lo].rank;
-        s->total_s = 0;
+        tp_step_row *st = &t->steps[t->nsteps++];
+        st->rank = m[lo].rank;
+        st->total_s = 0;
         for (size_t i = 0; i < nd; i++)
-            s->total_s += durations[i];
-        tp_stats_compute(durations, nd, &s->stats);
+            st->total_s += durations[i];
+        tp_stats_compute(durations, nd, &st->stats);
     }
     free(durations);
-    for (size_t i = lo; i < hi; i++) {
-        if (!m[i].epoch)
-            continue;
-        double start = (double)m[i].t_ns / 1e9, end = run_s, last_step = -1;
-        size_t steps = 0;
-        for (size_t j = i + 1; j < hi && m[j].thread == m[i].thread; j++) {
-            if (m[j].epoch) {
-                end = (double)m[j].t_ns / 1e9;
-                last_step = -1;
-                break;
-            }
-            steps++;
-            last_step = (double)m[j].t_ns / 1e9;
-        }
-        if (last_step >= 0)
-            end = last_step;
-        t->epochs = grow(t->epochs, t->nepochs, epochs_cap, sizeof *t->epochs);
-        t->epochs[t->nepochs++] =
-            (tp_epoch_row){m[i].rank, m[i].value, start, end > start ? end - start : 0, steps};
-    }
 }
 
 bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)

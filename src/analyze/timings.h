@@ -4,9 +4,9 @@
  * and the share of the rank's step time (the sum of its step durations when
  * steps were marked, else the run's duration). Nested regions count inside
  * their parents too, so shares of nested names add up to more than 1. Steps
- * run from one step mark to the next on the same thread; an epoch runs from
- * its mark to the thread's next epoch mark (the last one to its last step
- * mark, or the end of the run). */
+ * run from one step mark to the next on the same thread, never across an
+ * epoch mark; an epoch runs from its mark to the thread's next epoch mark (the
+ * last one to its last step mark, or the end of the run). */
 #ifndef TP_ANALYZE_TIMINGS_H
 #define TP_ANALYZE_TIMINGS_H
 

@@ -77,8 +77,8 @@ def test_regions_threads_steps_epochs(run_file):
     assert r[("evaluate", -1)]["count"] == 20 and r[("evaluate", -1)]["mean_s"] >= 0.001
     assert r[("background", -1)]["count"] == 60
     assert rep["timing_threads"] == 3
-    assert rep["steps"][0]["count"] == 20
-    assert [e["steps"] for e in rep["epochs"]] == [10, 11]
+    assert rep["steps"][0]["count"] == 19
+    assert [e["steps"] for e in rep["epochs"]] == [9, 10]
 
 
 def test_forked_and_spawned_workers(run_file):

@@ -16,14 +16,17 @@ def test_c_regions_steps_epochs_reach_the_report(run_file):
     assert rows["outer"]["rank"] == -1
     assert rows["inner"]["mean_s"] >= 100e-6  # each inner region sleeps 100 us
     assert rows["outer"]["total_s"] >= rows["inner"]["total_s"]
-    assert 0 < rows["outer"]["share"] <= 1.0
     [steps] = rep["steps"]
-    assert steps["count"] == 10  # 11 marks: 10 complete steps
+    # share is of the rank's step time (regions outside counted steps included)
+    assert abs(rows["outer"]["share"] - rows["outer"]["total_s"] / steps["total_s"]) < 1e-9
+    # epoch 0 has 10 step marks (9 steps: a step runs from a mark to the next);
+    # the epoch-1 mark ends that run, and epoch 1 has a single mark
+    assert steps["count"] == 9
     assert [e["epoch"] for e in rep["epochs"]] == [0, 1]
-    assert rep["epochs"][0]["steps"] == 10
+    assert [e["steps"] for e in rep["epochs"]] == [9, 0]
     assert rep["dropped_events"] == 0 and rep["timing_threads"] == 1
     text = trainprof("report", run_file).stdout
-    assert "Timings, no rank" in text and "Steps, no rank: 10 steps" in text
+    assert "Timings, no rank" in text and "Steps, no rank: 9 steps" in text
 
 
 def test_ranks_from_the_environment(run_file):

@@ -1,0 +1,240 @@
+"""PyTorch auto-instrumentation: the Timings of an unchanged training script.
+
+``instrument()`` patches a few PyTorch entry points so that each emits a
+trainprof region (names as in the report):
+
+- ``dataloader_next``: ``next()`` on a DataLoader iterator. The first
+  DataLoader iterated is the training loader: each ``next()`` on it marks a
+  step boundary and each ``iter()`` of it starts an epoch (unless the script
+  calls ``trainprof.step()`` / ``trainprof.epoch()`` itself).
+- ``train_batch``: from the first forward after a batch is fetched to the end
+  of the optimizer step (or the next fetch), with ``forward`` (the outermost
+  module call), ``backward`` (``Tensor.backward``) and ``optimizer_step``
+  inside it.
+- ``step_lr_schedulers``: ``LRScheduler.step``.
+- ``to_device``: ``Tensor.to`` / ``.cuda`` moving a CPU tensor to another device.
+- ``from_device``: ``.item()``, ``.cpu()``, ``.tolist()``, ``.numpy()`` of a
+  tensor on a GPU (or another accelerator).
+- ``reduce_metrics``: ``torch.distributed`` collectives (all_reduce,
+  all_gather, broadcast, reduce_scatter, barrier and their variants).
+
+These are host times. Device times through CUDA events are not recorded yet.
+Under ``trainprof record`` this module is applied when torch is imported; call
+``instrument()`` to apply it by hand. Nothing is patched otherwise.
+"""
+
+import functools
+import threading
+
+import torch
+
+from . import _native, _state
+
+_installed = False
+_local = threading.local()
+_main_loader = None  # the training DataLoader (the first one iterated)
+_epochs = 0
+
+R_NEXT = _native.region("dataloader_next")
+R_TRAIN = _native.region("train_batch")
+R_FORWARD = _native.region("forward")
+R_BACKWARD = _native.region("backward")
+R_OPTIM = _native.region("optimizer_step")
+R_SCHED = _native.region("step_lr_schedulers")
+R_TO = _native.region("to_device")
+R_FROM = _native.region("from_device")
+R_REDUCE = _native.region("reduce_metrics")
+begin, end = _native.begin, _native.end
+
+_COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "broadcast", "reduce",
+                "reduce_scatter", "reduce_scatter_tensor", "barrier", "gather", "scatter",
+                "all_to_all", "all_to_all_single", "all_gather_object", "broadcast_object_list")
+
+
+def _in_train_batch():
+    return getattr(_local, "train_batch", False)
+
+
+def _end_train_batch():
+    if _in_train_batch():
+        _local.train_batch = False
+        end(R_TRAIN)
+
+
+def _timed(region, fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        begin(region)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            end(region)
+
+    wrapper.__trainprof_wrapped__ = fn
+    return wrapper
+
+
+def _patch_dataloader():
+    from torch.utils.data import dataloader as dl
+
+    orig_iter = dl.DataLoader.__iter__
+    orig_next = dl._BaseDataLoaderIter.__next__
+
+    @functools.wraps(orig_iter)
+    def __iter__(self):
+        global _main_loader, _epochs
+        if _main_loader is None:
+            _main_loader = self
+        it = orig_iter(self)
+        main = self is _main_loader
+        it._trainprof_main = main
+        if main and not _state.manual_epochs:
+            _native.epoch(_epochs)
+            _epochs += 1
+        return it
+
+    @functools.wraps(orig_next)
+    def __next__(self):
+        if getattr(self, "_trainprof_main", False):
+            _end_train_batch()
+            if not _state.manual_steps:
+                _native.step()
+        begin(R_NEXT)
+        try:
+            return orig_next(self)
+        finally:
+            end(R_NEXT)
+
+    dl.DataLoader.__iter__ = __iter__
+    dl._BaseDataLoaderIter.__next__ = __next__
+
+
+def _patch_modules():
+    from torch.nn.modules import module as mm
+
+    def pre_hook(module, args):
+        depth = getattr(_local, "depth", 0)
+        _local.depth = depth + 1
+        if depth == 0:
+            if module.training and not _in_train_batch():
+                _local.train_batch = True
+                begin(R_TRAIN)
+            begin(R_FORWARD)
+
+    def post_hook(module, args, output):
+        depth = getattr(_local, "depth", 1) - 1
+        _local.depth = max(depth, 0)
+        if depth <= 0:
+            end(R_FORWARD)
+
+    mm.register_module_forward_pre_hook(pre_hook)
+    try:
+        mm.register_module_forward_hook(post_hook, always_call=True)
+    except TypeError:  # torch < 2.1: no always_call
+        mm.register_module_forward_hook(post_hook)
+
+
+def _patch_optimizer():
+    from torch.optim import optimizer as opt
+
+    def pre_hook(optimizer, args, kwargs):
+        begin(R_OPTIM)
+
+    def post_hook(optimizer, args, kwargs):
+        end(R_OPTIM)
+        _end_train_batch()
+
+    opt.register_optimizer_step_pre_hook(pre_hook)
+    opt.register_optimizer_step_post_hook(post_hook)
+
+
+def _patch_schedulers():
+    from torch.optim import lr_scheduler as ls
+
+    base = getattr(ls, "LRScheduler", None) or getattr(ls, "_LRScheduler")
+    base.step = _timed(R_SCHED, base.step)
+    plateau = getattr(ls, "ReduceLROnPlateau", None)
+    if plateau is not None and not issubclass(plateau, base):
+        plateau.step = _timed(R_SCHED, plateau.step)
+
+
+def _leaves_cpu(args, kwargs):
+    """True when Tensor.to(*args, **kwargs) names a device other than the CPU."""
+    target = kwargs.get("device", args[0] if args else None)
+    if isinstance(target, torch.Tensor):
+        return target.device.type != "cpu"
+    if isinstance(target, (str, torch.device)):
+        return torch.device(target).type != "cpu"
+    return isinstance(target, int) and not isinstance(target, bool)  # a CUDA ordinal
+
+
+def _patch_transfers():
+    T = torch.Tensor
+    orig_to, orig_cuda = T.to, T.cuda
+
+    @functools.wraps(orig_to)
+    def to(self, *args, **kwargs):
+        if self.device.type == "cpu" and _leaves_cpu(args, kwargs):
+            begin(R_TO)
+            try:
+                return orig_to(self, *args, **kwargs)
+            finally:
+                end(R_TO)
+        return orig_to(self, *args, **kwargs)
+
+    @functools.wraps(orig_cuda)
+    def cuda(self, *args, **kwargs):
+        if self.device.type != "cpu":
+            return orig_cuda(self, *args, **kwargs)
+        begin(R_TO)
+        try:
+            return orig_cuda(self, *args, **kwargs)
+        finally:
+            end(R_TO)
+
+    T.to, T.cuda = to, cuda
+
+    def from_device(name):
+        orig = getattr(T, name)
+
+        @functools.wraps(orig)
+        def wrapper(self, *args, **kwargs):
+            if self.device.type in ("cpu", "meta"):
+                return orig(self, *args, **kwargs)
+            begin(R_FROM)
+            try:
+                return orig(self, *args, **kwargs)
+            finally:
+                end(R_FROM)
+
+        setattr(T, name, wrapper)
+
+    for name in ("item", "cpu", "tolist", "numpy"):
+        from_device(name)
+
+
+def _patch_backward():
+    torch.Tensor.backward = _timed(R_BACKWARD, torch.Tensor.backward)
+
+
+def _patch_distributed():
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    for name in _COLLECTIVES:
+        fn = getattr(dist, name, None)
+        if fn is not None and not hasattr(fn, "__trainprof_wrapped__"):
+            setattr(dist, name, _timed(R_REDUCE, fn))
+
+
+def instrument():
+    """Applies the auto-instrumentation once; returns False if it already was."""
+    global _installed
+    if _installed:
+        return False
+    _installed = True
+    for patch in (_patch_dataloader, _patch_modules, _patch_backward, _patch_optimizer,
+                  _patch_schedulers, _patch_transfers, _patch_distributed):
+        patch()
+    return True

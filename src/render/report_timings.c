@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "render/report.h"
+#include "analyze/verdicts.h"
 #include "render/units.h"
 
 static void rank_title(char *buf, size_t cap, int rank)
@@ -136,4 +137,37 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
     json_int(w, t->threads);
     json_key(w, "dropped_events");
     json_int(w, t->dropped);
+}
+
+void tp_report_verdicts_text(FILE *out, const tp_summary *s)
+{
+    tp_verdicts v;
+    tp_verdicts_build(s, &v);
+    fprintf(out, "\nVerdicts\n");
+    if (v.n == 0)
+        fprintf(out, "  none: no rule of thumb fired (see docs/verdicts.md for the rules)\n");
+    for (size_t i = 0; i < v.n; i++)
+        fprintf(out, "  [%s] %s\n      evidence: %s\n", v.items[i].kind, v.items[i].message,
+                v.items[i].evidence);
+    tp_verdicts_free(&v);
+}
+
+void tp_report_verdicts_json(json_writer *w, const tp_summary *s)
+{
+    tp_verdicts v;
+    tp_verdicts_build(s, &v);
+    json_key(w, "verdicts");
+    json_array_begin(w);
+    for (size_t i = 0; i < v.n; i++) {
+        json_object_begin(w);
+        json_key(w, "kind");
+        json_string(w, v.items[i].kind);
+        json_key(w, "message");
+        json_string(w, v.items[i].message);
+        json_key(w, "evidence");
+        json_raw(w, v.items[i].evidence);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    tp_verdicts_free(&v);
 }

@@ -1,0 +1,150 @@
+"""PyTorch auto-instrumentation: unmodified training scripts under record."""
+
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import PYTHON, ROOT, report_json, trainprof
+
+VENV_BIN = ROOT / ".venv" / "bin"
+
+TRAIN = """
+import sys, time, torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+class Data(Dataset):
+    def __init__(self, n, dim, sleep):
+        self.x = torch.randn(n, dim)
+        self.y = torch.randint(0, 10, (n,))
+        self.sleep = sleep
+    def __len__(self):
+        return len(self.y)
+    def __getitem__(self, i):
+        if self.sleep:
+            time.sleep(self.sleep)
+        return self.x[i], self.y[i]
+
+def main(n, dim, hidden, batch, sleep, workers, method, epochs):
+    torch.manual_seed(0)
+    kw = dict(num_workers=workers, multiprocessing_context=method) if workers else {}
+    loader = DataLoader(Data(n, dim, sleep), batch_size=batch, **kw)
+    model = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
+                          nn.ReLU(), nn.Linear(hidden, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1)
+    for _ in range(epochs):
+        for x, y in loader:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            loss.item()
+        sched.step()
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    main(int(a[0]), int(a[1]), int(a[2]), int(a[3]), float(a[4]), int(a[5]), a[6], int(a[7]))
+"""
+
+
+def record_training(run_file, *args, env=None):
+    script = run_file.parent / "train.py"
+    script.write_text(TRAIN)
+    r = trainprof("record", "-q", "--interval", "0.05", "-o", run_file, "--", PYTHON, script,
+                  *map(str, args), env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return report_json(run_file)
+
+
+def timing(rep, name, rank=-1):
+    for t in rep["timings"]:
+        if t["name"] == name and t["rank"] == rank:
+            return t
+    return None
+
+
+def kinds(rep):
+    return {v["kind"] for v in rep["verdicts"]}
+
+
+def test_sleepy_dataset_is_input_bound(run_file):
+    rep = record_training(run_file, 64, 32, 32, 8, 0.01, 0, "fork", 1)
+    assert "input_bound" in kinds(rep), rep["verdicts"]
+    assert "compute_bound" not in kinds(rep)
+    nxt = timing(rep, "dataloader_next")
+    assert nxt["count"] == 8 + 1  # 8 batches and the fetch that ends the epoch
+    assert nxt["mean_s"] > 0.06  # 8 samples x 10 ms
+    [verdict] = [v for v in rep["verdicts"] if v["kind"] == "input_bound"]
+    assert verdict["evidence"]["dataloader_next_share"] >= 0.25
+    assert "num_workers" in verdict["message"]
+
+
+def test_fast_loader_big_model_is_compute_bound(run_file):
+    rep = record_training(run_file, 2048, 512, 1024, 256, 0, 0, "fork", 2)
+    assert "compute_bound" in kinds(rep), rep["verdicts"]
+    assert "input_bound" not in kinds(rep)
+    for name in ("train_batch", "forward", "backward", "optimizer_step"):
+        assert timing(rep, name)["count"] == 16, name
+    assert timing(rep, "step_lr_schedulers")["count"] >= 2
+    assert rep["steps"][0]["count"] == 16
+    assert [e["steps"] for e in rep["epochs"]] == [8, 8]
+
+
+@pytest.mark.parametrize("workers, method", [(2, "fork"), (4, "fork"), (2, "spawn"),
+                                             (4, "spawn")])
+def test_dataloader_workers(run_file, workers, method):
+    rep = record_training(run_file, 512, 16, 16, 16, 0.002, workers, method, 1)
+    assert timing(rep, "dataloader_next")["count"] == 32 + 1
+    assert rep["steps"][0]["count"] == 32
+    procs = next(m for m in rep["agents"][0]["metrics"] if m["name"] == "proc_count")
+    assert procs["max"] >= 1 + workers
+
+
+def test_device_transfers_are_timed(run_file, tmp_path):
+    script = tmp_path / "moves.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        x = torch.ones(4)
+        for _ in range(5):
+            x.to("meta")              # leaves the CPU: counted
+            x.to(torch.float64)       # a dtype change: not a transfer
+            x.to("cpu")               # stays: not a transfer
+        assert x.sum().item() == 4.0  # CPU tensor: not a device-to-host copy
+    """))
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    assert timing(rep, "to_device")["count"] == 5
+    assert timing(rep, "from_device") is None
+
+
+def test_torchrun_ranks_record_reduce_metrics(run_file, tmp_path):
+    script = tmp_path / "ddp.py"
+    script.write_text(textwrap.dedent("""
+        import torch, torch.distributed as dist
+        dist.init_process_group("gloo")
+        t = torch.ones(8)
+        for _ in range(10):
+            dist.all_reduce(t)
+        dist.barrier()
+        dist.destroy_process_group()
+    """))
+    r = trainprof("record", "-q", "-o", run_file, "--", VENV_BIN / "torchrun", "--standalone",
+                  "--nproc_per_node", "2", script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    for rank in (0, 1):
+        assert timing(rep, "reduce_metrics", rank)["count"] == 11  # 10 all_reduce + barrier
+
+
+def test_auto_instrumentation_can_be_turned_off(run_file):
+    rep = record_training(run_file, 64, 8, 8, 16, 0, 0, "fork", 1, env={"TRAINPROF_AUTO": "0"})
+    assert rep["timings"] == []
+
+
+def test_nothing_loads_outside_record():
+    out = subprocess.run([PYTHON, "-c", "import sys, torch; print('trainprof' in sys.modules)"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"

@@ -9,6 +9,9 @@ enough to show CPU, memory and process-tree figures in well under a minute.
 """
 
 import argparse
+import contextlib
+import json
+import statistics
 import time
 
 import torch
@@ -51,6 +54,10 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=2, help="DataLoader worker processes")
     p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--torch-profiler", action="store_true",
+                   help="run under torch.profiler (for comparing overheads)")
+    p.add_argument("--timing-json", action="store_true",
+                   help="print the median step time as JSON at the end (for benchmarks)")
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -61,8 +68,19 @@ def main() -> None:
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
     loss_fn = nn.CrossEntropyLoss()
+    profiler = (torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+                if args.torch_profiler else contextlib.nullcontext())
+    step_times = []
+    with profiler:
+        train(args, loader, model, opt, sched, loss_fn, step_times)
+    if args.timing_json:
+        print(json.dumps({"step_s_median": statistics.median(step_times), "steps": len(step_times)}))
+
+
+def train(args, loader, model, opt, sched, loss_fn, step_times):
     for epoch in range(args.epochs):
         start, seen, correct, total_loss = time.perf_counter(), 0, 0, 0.0
+        last = time.perf_counter()
         for x, y in loader:
             opt.zero_grad()
             out = model(x)
@@ -72,6 +90,9 @@ def main() -> None:
             total_loss += loss.item() * len(y)
             correct += int((out.argmax(1) == y).sum())
             seen += len(y)
+            now = time.perf_counter()
+            step_times.append(now - last)
+            last = now
         sched.step()
         secs = time.perf_counter() - start
         print(f"epoch {epoch + 1}/{args.epochs}: loss {total_loss / seen:.3f}, "

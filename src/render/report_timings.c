@@ -59,6 +59,7 @@ void tp_report_timings_text(FILE *out, const tp_summary *s)
         tp_format_duration(d, sizeof d, e->duration_s);
         fprintf(out, "  %-8lld %12s %8zu\n", (long long)e->epoch, d, e->steps);
     }
+    fprintf(out, "\nTimes are host times: device (CUDA event) times are not recorded yet.\n");
     if (t->dropped)
         fprintf(out,
                 "\n%lld timing events were dropped on full rings: the figures above miss them "

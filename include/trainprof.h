@@ -50,6 +50,8 @@ void tp_end(uint32_t name_id);
 /* An explicit step boundary, and the start of epoch `epoch`. */
 void tp_step(void);
 void tp_epoch(int64_t epoch);
+/* n samples (the batch size) belong to the current step: gives samples/s. */
+void tp_samples(int64_t n);
 
 /* True when events from this thread reach a recorder. */
 int tp_active(void);

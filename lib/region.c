@@ -88,6 +88,13 @@ void tp_epoch(int64_t epoch)
         push(t, TP_EV_EPOCH, 0, epoch);
 }
 
+void tp_samples(int64_t n)
+{
+    tp_thread *t = &tp_self;
+    if (ready(t))
+        push(t, TP_EV_SAMPLES, 0, n);
+}
+
 uint32_t tp_name_intern(const char *name) { return tp_names_intern(name); }
 
 /* The site's id, interned on first use; sites may race: both get one id. */

@@ -16,6 +16,7 @@ scheduler steps, device transfers and collectives are timed automatically
 
     trainprof.step()      # an explicit step boundary (turns automatic steps off)
     trainprof.epoch(3)    # the start of epoch 3 (turns automatic epochs off)
+    trainprof.samples(64) # this step processed 64 samples (gives samples/s)
 
 Outside ``trainprof record`` every call returns at once.
 """
@@ -23,7 +24,7 @@ Outside ``trainprof record`` every call returns at once.
 import functools
 
 from . import _native, _state
-from ._native import Region, active, dropped, region
+from ._native import Region, active, dropped, region, samples
 from ._version import __version__
 
 
@@ -50,4 +51,4 @@ def _decorate(reg, func):
 
 _native._set_decorator_factory(_decorate)
 
-__all__ = ["Region", "__version__", "active", "dropped", "epoch", "region", "step"]
+__all__ = ["Region", "__version__", "active", "dropped", "epoch", "region", "samples", "step"]

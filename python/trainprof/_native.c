@@ -160,6 +160,16 @@ static PyObject *py_epoch(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_samples(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    long long n = PyLong_AsLongLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    tp_samples(n);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_active(PyObject *module, PyObject *unused)
 {
     (void)module, (void)unused;
@@ -186,6 +196,7 @@ static PyMethodDef module_methods[] = {
     {"end", py_end, METH_O, "end(region): closes a region opened with begin()."},
     {"step", py_step, METH_NOARGS, "Marks a step boundary."},
     {"epoch", py_epoch, METH_O, "epoch(n): marks the start of epoch n."},
+    {"samples", py_samples, METH_O, "samples(n): the current step processed n samples."},
     {"active", py_active, METH_NOARGS, "True when this thread's events reach a recorder."},
     {"dropped", py_dropped, METH_NOARGS, "Events this thread dropped on a full buffer."},
     {"_set_decorator_factory", py_set_decorator_factory, METH_O, NULL},

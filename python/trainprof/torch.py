@@ -74,6 +74,24 @@ def _timed(region, fn):
     return wrapper
 
 
+def _batch_size(batch, depth=0):
+    """Samples in a batch: the first dimension of its first tensor, if any."""
+    if isinstance(batch, torch.Tensor):
+        return batch.shape[0] if batch.dim() else 0
+    if depth < 3:
+        if isinstance(batch, (list, tuple)):
+            for item in batch:
+                n = _batch_size(item, depth + 1)
+                if n:
+                    return n
+        elif isinstance(batch, dict):
+            for item in batch.values():
+                n = _batch_size(item, depth + 1)
+                if n:
+                    return n
+    return 0
+
+
 def _patch_dataloader():
     from torch.utils.data import dataloader as dl
 
@@ -95,15 +113,21 @@ def _patch_dataloader():
 
     @functools.wraps(orig_next)
     def __next__(self):
-        if getattr(self, "_trainprof_main", False):
+        main = getattr(self, "_trainprof_main", False)
+        if main:
             _end_train_batch()
             if not _state.manual_steps:
                 _native.step()
         begin(R_NEXT)
         try:
-            return orig_next(self)
+            batch = orig_next(self)
         finally:
             end(R_NEXT)
+        if main and not _state.manual_steps:
+            n = _batch_size(batch)
+            if n:
+                _native.samples(n)
+        return batch
 
     dl.DataLoader.__iter__ = __iter__
     dl._BaseDataLoaderIter.__next__ = __next__

@@ -1,6 +1,7 @@
 /* timings.c: timings tables from regions and step/epoch marks. */
 #include "analyze/timings.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,41 +40,53 @@ static void add_group(void *ctx, int rank, const char *name, double *durations, 
  * epoch mark in between ends the run of steps (so the wait between the last
  * fetch of an epoch and the first of the next is not a step). An epoch lasts
  * from its mark to its thread's next epoch mark, or to its last step mark,
- * or to the end of the run. */
+ * or to the end of the run. Samples marks count for the step they fall in,
+ * once that step is closed, so samples/s is over the same steps as steps/s. */
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
                        size_t *steps_cap, size_t *epochs_cap)
 {
     double *durations = malloc((hi - lo + 1) * sizeof *durations);
     size_t nd = 0;
-    long epoch_row = -1;   /* the open epoch's row in t->epochs */
-    long prev_step = -1;   /* index of the thread's previous step mark */
-    double last_mark = -1; /* time of the open epoch's last step mark */
+    long epoch_row = -1;              /* the open epoch's row in t->epochs */
+    long prev_step = -1;              /* index of the thread's previous step mark */
+    double last_mark = -1;            /* time of the open epoch's last step mark */
+    int64_t samples = 0, pending = 0; /* pending: samples of the open step */
     for (size_t i = lo; i < hi; i++) {
         bool new_thread = i == lo || m[i].thread != m[i - 1].thread;
-        if (new_thread || m[i].epoch) {
+        if (new_thread || (m[i].kind == TP_RUN_MARK_EPOCH)) {
             if (epoch_row >= 0) {
                 tp_epoch_row *e = &t->epochs[epoch_row];
-                double end = !new_thread && m[i].epoch ? (double)m[i].t_ns / 1e9
-                             : last_mark >= 0          ? last_mark
-                                                       : run_s;
+                double end = !new_thread && (m[i].kind == TP_RUN_MARK_EPOCH)
+                                 ? (double)m[i].t_ns / 1e9
+                             : last_mark >= 0 ? last_mark
+                                              : run_s;
                 e->duration_s = end > e->start_s ? end - e->start_s : 0;
             }
             prev_step = -1;
             epoch_row = -1;
             last_mark = -1;
+            pending = 0;
         }
-        if (m[i].epoch) {
+        if ((m[i].kind == TP_RUN_MARK_EPOCH)) {
             t->epochs = grow(t->epochs, t->nepochs, epochs_cap, sizeof *t->epochs);
             t->epochs[t->nepochs] =
-                (tp_epoch_row){m[i].rank, m[i].value, (double)m[i].t_ns / 1e9, 0, 0};
+                (tp_epoch_row){m[i].rank, m[i].value, (double)m[i].t_ns / 1e9, 0, 0, 0, NAN};
             epoch_row = (long)t->nepochs++;
+            continue;
+        }
+        if (m[i].kind == TP_RUN_MARK_SAMPLES) {
+            pending += m[i].value; /* counts once its step is closed */
             continue;
         }
         if (prev_step >= 0) {
             durations[nd++] = (double)(m[i].t_ns - m[prev_step].t_ns) / 1e9;
-            if (epoch_row >= 0)
+            samples += pending;
+            if (epoch_row >= 0) {
                 t->epochs[epoch_row].steps++;
+                t->epochs[epoch_row].samples += pending;
+            }
         }
+        pending = 0;
         prev_step = (long)i;
         last_mark = (double)m[i].t_ns / 1e9;
     }
@@ -86,12 +99,34 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         t->steps = grow(t->steps, t->nsteps, steps_cap, sizeof *t->steps);
         tp_step_row *st = &t->steps[t->nsteps++];
         st->rank = m[lo].rank;
+        st->samples = samples;
         st->total_s = 0;
         for (size_t i = 0; i < nd; i++)
             st->total_s += durations[i];
         tp_stats_compute(durations, nd, &st->stats);
     }
     free(durations);
+}
+
+/* Energy used during an epoch: the growth of every cumulative energy series
+ * (each GPU, each RAPL domain) between the epoch's start and end. NaN when
+ * the run recorded no energy. */
+static double epoch_energy(tp_run *run, const tp_epoch_row *e)
+{
+    double total = NAN;
+    for (size_t i = 0; i < run->nseries; i++) {
+        const tp_run_series *s = &run->series[i];
+        if (s->agent_id != 1 || (strcmp(s->metric, "gpu_energy_joules") != 0 &&
+                                 strcmp(s->metric, "cpu_energy_joules") != 0))
+            continue;
+        double a, b;
+        int64_t t0 = (int64_t)(e->start_s * 1e9),
+                t1 = (int64_t)((e->start_s + e->duration_s) * 1e9);
+        if (tp_run_value_at(run, s->metric, s->labels, t0, &a) &&
+            tp_run_value_at(run, s->metric, s->labels, t1, &b) && b >= a)
+            total = (isnan(total) ? 0 : total) + (b - a);
+    }
+    return total;
 }
 
 bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
@@ -120,6 +155,8 @@ bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, siz
                 denom = out->steps[s].total_s;
         out->rows[i].share = denom > 0 ? out->rows[i].total_s / denom : 0;
     }
+    for (size_t e = 0; e < out->nepochs; e++)
+        out->epochs[e].energy_j = epoch_energy(run, &out->epochs[e]);
     tp_run_thread_totals(run, &out->threads, &out->dropped);
     return true;
 }

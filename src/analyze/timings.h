@@ -29,6 +29,7 @@ typedef struct tp_step_row {
     int rank;
     tp_stats stats; /* step durations, seconds */
     double total_s;
+    int64_t samples; /* samples fetched (0 when the batch size was not visible) */
 } tp_step_row;
 
 typedef struct tp_epoch_row {
@@ -36,6 +37,8 @@ typedef struct tp_epoch_row {
     int64_t epoch;
     double start_s, duration_s;
     size_t steps;
+    int64_t samples;
+    double energy_j; /* GPUs and CPU, NaN when no energy was recorded */
 } tp_epoch_row;
 
 typedef struct tp_timings {

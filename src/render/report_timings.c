@@ -1,4 +1,5 @@
 /* report_timings.c: the Timings part of the report, as text and as JSON. */
+#include <math.h>
 #include <string.h>
 
 #include "render/report.h"
@@ -44,20 +45,33 @@ void tp_report_timings_text(FILE *out, const tp_summary *s)
         tp_format_duration(mean, sizeof mean, st->stats.mean);
         tp_format_duration(p50, sizeof p50, st->stats.p50);
         tp_format_duration(p95, sizeof p95, st->stats.p95);
-        fprintf(out, "\nSteps, %s: %zu steps, mean %s (p50 %s, p95 %s), %.1f steps/s\n", title,
+        char rate[64] = "";
+        if (st->samples > 0 && st->total_s > 0)
+            snprintf(rate, sizeof rate, ", %.0f samples/s", (double)st->samples / st->total_s);
+        fprintf(out, "\nSteps, %s: %zu steps, mean %s (p50 %s, p95 %s), %.1f steps/s%s\n", title,
                 st->stats.count, mean, p50, p95,
-                st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
+                st->total_s > 0 ? (double)st->stats.count / st->total_s : 0, rate);
     }
     for (size_t i = 0; i < t->nepochs; i++) {
         const tp_epoch_row *e = &t->epochs[i];
         if (i == 0 || t->epochs[i - 1].rank != e->rank) {
             char title[32];
             rank_title(title, sizeof title, e->rank);
-            fprintf(out, "\nEpochs, %s\n  %-8s %12s %8s\n", title, "epoch", "duration", "steps");
+            fprintf(out, "\nEpochs, %s\n  %-8s %12s %8s %10s %12s %12s\n", title, "epoch",
+                    "duration", "steps", "samples", "samples/s", "energy");
         }
         char d[32];
         tp_format_duration(d, sizeof d, e->duration_s);
-        fprintf(out, "  %-8lld %12s %8zu\n", (long long)e->epoch, d, e->steps);
+        char samples[32] = "-", rate[32] = "-", energy[32] = "-";
+        if (e->samples > 0) {
+            snprintf(samples, sizeof samples, "%lld", (long long)e->samples);
+            if (e->duration_s > 0)
+                snprintf(rate, sizeof rate, "%.0f", (double)e->samples / e->duration_s);
+        }
+        if (!isnan(e->energy_j))
+            tp_format_value(energy, sizeof energy, "joules", e->energy_j);
+        fprintf(out, "  %-8lld %12s %8zu %10s %12s %12s\n", (long long)e->epoch, d, e->steps,
+                samples, rate, energy);
     }
     fprintf(out, "\nTimes are host times: device (CUDA event) times are not recorded yet.\n");
     if (t->dropped)
@@ -113,6 +127,13 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         stat_fields(w, &st->stats);
         json_key(w, "steps_per_s");
         json_double(w, st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
+        json_key(w, "samples");
+        json_int(w, st->samples);
+        json_key(w, "samples_per_s");
+        if (st->samples > 0 && st->total_s > 0)
+            json_double(w, (double)st->samples / st->total_s);
+        else
+            json_null(w);
         json_object_end(w);
     }
     json_array_end(w);
@@ -131,6 +152,15 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         json_double(w, e->duration_s);
         json_key(w, "steps");
         json_int(w, (int64_t)e->steps);
+        json_key(w, "samples");
+        json_int(w, e->samples);
+        json_key(w, "samples_per_s");
+        if (e->samples > 0 && e->duration_s > 0)
+            json_double(w, (double)e->samples / e->duration_s);
+        else
+            json_null(w);
+        json_key(w, "energy_j");
+        json_double(w, e->energy_j); /* null when NaN */
         json_object_end(w);
     }
     json_array_end(w);

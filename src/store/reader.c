@@ -337,9 +337,13 @@ bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         *marks = grow(*marks, *n, &mcap, sizeof **marks);
         const unsigned char *kind = sqlite3_column_text(st, 2);
-        (*marks)[(*n)++] = (tp_run_mark){sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
-                                         kind && strcmp((const char *)kind, "epoch") == 0,
-                                         sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4)};
+        (*marks)[(*n)++] =
+            (tp_run_mark){sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
+                          !kind                                        ? TP_RUN_MARK_STEP
+                          : strcmp((const char *)kind, "epoch") == 0   ? TP_RUN_MARK_EPOCH
+                          : strcmp((const char *)kind, "samples") == 0 ? TP_RUN_MARK_SAMPLES
+                                                                       : TP_RUN_MARK_STEP,
+                          sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4)};
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
@@ -356,4 +360,34 @@ void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped)
         return;
     query_int(run->db, "SELECT count(*) FROM thread", threads);
     query_int(run->db, "SELECT coalesce(sum(dropped_events), 0) FROM thread", dropped);
+}
+
+bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_t t_ns,
+                     double *value)
+{
+    static const char before[] =
+        "SELECT x.value FROM sample x JOIN series s ON s.id = x.series_id"
+        " JOIN metric m ON m.id = s.metric_id"
+        " WHERE s.agent_id = 1 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns <= ?3"
+        " ORDER BY x.t_ns DESC LIMIT 1";
+    static const char first[] =
+        "SELECT x.value FROM sample x JOIN series s ON s.id = x.series_id"
+        " JOIN metric m ON m.id = s.metric_id"
+        " WHERE s.agent_id = 1 AND m.name = ?1 AND s.labels = ?2 ORDER BY x.t_ns LIMIT 1";
+    bool found = false;
+    for (int pass = 0; pass < 2 && !found; pass++) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(run->db, pass ? first : before, -1, &st, NULL) != SQLITE_OK)
+            return false;
+        sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
+        if (!pass)
+            sqlite3_bind_int64(st, 3, t_ns);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            *value = sqlite3_column_double(st, 0);
+            found = true;
+        }
+        sqlite3_finalize(st);
+    }
+    return found;
 }

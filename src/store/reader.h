@@ -62,11 +62,14 @@ typedef struct tp_run {
     int schema_version;
 } tp_run;
 
-/* A step or epoch boundary, with the rank of the thread that marked it. */
+enum { TP_RUN_MARK_STEP, TP_RUN_MARK_EPOCH, TP_RUN_MARK_SAMPLES };
+
+/* A step or epoch boundary, or a step's sample count (value), with the rank
+ * of the thread that marked it. */
 typedef struct tp_run_mark {
     int64_t thread;
     int rank;
-    bool epoch; /* false: a step */
+    int kind; /* TP_RUN_MARK_STEP, _EPOCH or _SAMPLES */
     int64_t t_ns;
     int64_t value;
 } tp_run_mark;
@@ -96,6 +99,11 @@ bool tp_run_each_region_group(tp_run *run, tp_region_group_fn fn, void *ctx, cha
 /* All step and epoch marks in (rank, thread, time) order; the caller frees
  * *marks. */
 bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap);
+
+/* The value of series (metric, labels) of agent 1 at t_ns: its last sample at
+ * or before t_ns, else its first sample. False when the series has none. */
+bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_t t_ns,
+                     double *value);
 
 /* Timing threads recorded and events they dropped (0 and 0 for schema 1). */
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped);

@@ -2,7 +2,7 @@
 
 import os
 
-from conftest import ROOT, report_json, trainprof
+from conftest import FAKE_NVML, ROOT, report_json, trainprof
 
 EMIT = os.environ.get("EMIT_EVENTS", str(ROOT / "build" / "tests" / "emit_events"))
 
@@ -52,3 +52,29 @@ def test_no_timings_says_so(run_file):
     rep = report_json(run_file)
     assert rep["timings"] == [] and rep["timing_threads"] == 0
     assert "Timings: none recorded" in trainprof("report", run_file).stdout
+
+
+def test_samples_per_second_and_energy_per_epoch(run_file):
+    r = trainprof("record", "-q", "--interval", "0.05", "-o", run_file, "--", EMIT, "slow_epochs",
+                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"})
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    [steps] = rep["steps"]
+    # samples count for closed steps: the last step of epoch 0 is ended by the
+    # epoch mark, not by a step mark, so it is not a step
+    assert steps["count"] == 11 and steps["samples"] == 11 * 32
+    assert 250 < steps["samples_per_s"] < 330  # 32 samples per 100 ms step
+    epochs = rep["epochs"]
+    assert [e["samples"] for e in epochs] == [160, 192]
+    for e in epochs:
+        # two fake GPUs at 300 W and 310 W for the epoch's ~0.5-0.6 s
+        assert 610 * 0.45 < e["energy_j"] < 610 * 0.75, e
+    text = trainprof("report", run_file).stdout
+    assert "samples/s" in text and " J" in text.split("Epochs")[1]
+
+
+def test_no_energy_is_null(run_file):
+    assert trainprof("record", "-q", "-o", run_file, "--", EMIT, "nested").returncode == 0
+    rep = report_json(run_file)
+    assert all(e["energy_j"] is None for e in rep["epochs"])
+    assert rep["steps"][0]["samples_per_s"] is None

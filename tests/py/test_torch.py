@@ -90,6 +90,8 @@ def test_fast_loader_big_model_is_compute_bound(run_file):
     assert timing(rep, "step_lr_schedulers")["count"] >= 2
     assert rep["steps"][0]["count"] == 16
     assert [e["steps"] for e in rep["epochs"]] == [8, 8]
+    assert [e["samples"] for e in rep["epochs"]] == [2048, 2048]
+    assert rep["steps"][0]["samples_per_s"] > 0
 
 
 @pytest.mark.parametrize("workers, method", [(2, "fork"), (4, "fork"), (2, "spawn"),

@@ -1,7 +1,7 @@
 /* emit_events.c: a small instrumented program for test_timings: it emits
  * one scenario's events through libtrainprof and exits 0 when what it saw
  * itself (active, dropped) is as expected.
- * usage: emit_events nested|threads|overflow|fork|none */
+ * usage: emit_events nested|threads|overflow|fork|slow_epochs|none */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +89,21 @@ static int without_recorder(void)
     return !tp_active() && tp_dropped() == 0 ? 0 : 1;
 }
 
+/* Two epochs of six 100 ms steps of 32 samples: long enough for energy. */
+static int slow_epochs(void)
+{
+    for (int e = 0; e < 2; e++) {
+        tp_epoch(e);
+        for (int i = 0; i < 6; i++) {
+            tp_step();
+            tp_samples(32);
+            usleep(100000);
+        }
+    }
+    tp_step();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -100,6 +115,8 @@ int main(int argc, char **argv)
         return overflow();
     if (strcmp(mode, "fork") == 0)
         return forking();
+    if (strcmp(mode, "slow_epochs") == 0)
+        return slow_epochs();
     if (strcmp(mode, "none") == 0)
         return without_recorder();
     return 64;

@@ -22,11 +22,11 @@
 #define TP_NAME_MAX           200
 
 enum tp_event_kind {
-    TP_EV_BEGIN = 1, /* a region opens: name_id */
-    TP_EV_END = 2,   /* the innermost region closes: name_id */
-    TP_EV_STEP = 3,  /* an explicit step boundary */
-    TP_EV_EPOCH = 4, /* an explicit epoch boundary: value = epoch number */
-    TP_EV_NAME = 5,  /* name_id's text follows in the next slots; aux = length */
+    TP_EV_BEGIN = 1,   /* a region opens: name_id */
+    TP_EV_END = 2,     /* the innermost region closes: name_id */
+    TP_EV_STEP = 3,    /* an explicit step boundary */
+    TP_EV_EPOCH = 4,   /* an explicit epoch boundary: value = epoch number */
+    TP_EV_NAME = 5,    /* name_id's text follows in the next slots; aux = length */
     TP_EV_SAMPLES = 6, /* value samples were fetched for the current step */
 };
 

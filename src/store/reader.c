@@ -272,49 +272,78 @@ bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *er
     return true;
 }
 
+typedef struct region_bucket {
+    int rank;
+    int64_t name_id;
+    const char *name;
+    double *v;
+    size_t n, cap;
+} region_bucket;
+
+static int cmp_bucket(const void *a, const void *b)
+{
+    const region_bucket *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Streams the region table unsorted into one bucket per (rank, name): far
+ * cheaper than letting SQLite sort millions of rows. */
 bool tp_run_each_region_group(tp_run *run, tp_region_group_fn fn, void *ctx, char *err, size_t cap)
 {
     if (run->schema_version < 2)
         return true;
+    region_bucket *b = NULL;
+    size_t nb = 0, bcap = 0, last = 0;
     sqlite3_stmt *st;
-    int rc =
-        sqlite3_prepare_v2(run->db,
-                           "SELECT t.rank, n.text, r.end_ns - r.start_ns FROM region r"
-                           " JOIN thread t ON t.id = r.thread_id JOIN name n ON n.id = r.name_id"
-                           " ORDER BY t.rank, n.text",
-                           -1, &st, NULL);
-    if (rc != SQLITE_OK) {
-        snprintf(err, cap, "%s: cannot read timings: %s", run->path, sqlite3_errmsg(run->db));
-        return false;
-    }
-    double *values = NULL;
-    size_t n = 0, vcap = 0;
-    int rank = 0;
-    char *name = NULL;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int r = sqlite3_column_int(st, 0);
-        const char *text = (const char *)sqlite3_column_text(st, 1);
-        if (!name || r != rank || strcmp(text ? text : "", name) != 0) {
-            if (name && n)
-                fn(ctx, rank, name, values, n);
-            free(name);
-            name = dup_col(st, 1);
-            rank = r;
-            n = 0;
+    int rc = sqlite3_prepare_v2(run->db,
+                                "SELECT t.rank, r.name_id, r.end_ns - r.start_ns FROM region r"
+                                " JOIN thread t ON t.id = r.thread_id",
+                                -1, &st, NULL);
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        if ((rc = sqlite3_step(st)) != SQLITE_ROW)
+            break;
+        int rank = sqlite3_column_int(st, 0);
+        int64_t name = sqlite3_column_int64(st, 1);
+        if (!(nb && b[last].rank == rank && b[last].name_id == name)) {
+            for (last = 0; last < nb && !(b[last].rank == rank && b[last].name_id == name);)
+                last++;
+            if (last == nb) {
+                b = grow(b, nb, &bcap, sizeof *b);
+                b[nb++] = (region_bucket){rank, name, NULL, NULL, 0, 0};
+            }
         }
-        values = grow(values, n, &vcap, sizeof *values);
-        values[n++] = (double)sqlite3_column_int64(st, 2) / 1e9;
+        region_bucket *k = &b[last];
+        k->v = grow(k->v, k->n, &k->cap, sizeof *k->v);
+        k->v[k->n++] = (double)sqlite3_column_int64(st, 2) / 1e9;
     }
-    if (name && n && rc == SQLITE_DONE)
-        fn(ctx, rank, name, values, n);
-    free(name);
-    free(values);
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
-        return false;
+    bool ok = rc == SQLITE_DONE;
+    char **texts = calloc(nb + 1, sizeof *texts);
+    for (size_t i = 0; ok && i < nb; i++) {
+        rc = sqlite3_prepare_v2(run->db, "SELECT text FROM name WHERE id = ?", -1, &st, NULL);
+        if (rc == SQLITE_OK) {
+            sqlite3_bind_int64(st, 1, b[i].name_id);
+            texts[i] = sqlite3_step(st) == SQLITE_ROW ? dup_col(st, 0) : strdup("?");
+            sqlite3_finalize(st);
+        }
+        b[i].name = texts[i] ? texts[i] : "?";
     }
-    return true;
+    if (ok && nb)
+        qsort(b, nb, sizeof *b, cmp_bucket);
+    for (size_t i = 0; i < nb; i++) {
+        if (ok)
+            fn(ctx, b[i].rank, b[i].name, b[i].v, b[i].n);
+        free(b[i].v);
+    }
+    for (size_t i = 0; i < nb; i++)
+        free(texts[i]);
+    free(texts);
+    free(b);
+    if (!ok)
+        snprintf(err, cap, "%s: cannot read timings: %s", run->path, sqlite3_errmsg(run->db));
+    return ok;
 }
 
 bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap)

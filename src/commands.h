@@ -5,5 +5,6 @@
 /* Each returns the process exit status. Usage errors return 2. */
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ typedef struct subcommand {
 static const subcommand subcommands[] = {
     {"record", cmd_record, "run a training command and record it into a run file"},
     {"report", cmd_report, "show a run file's figures as tables or JSON"},
+    {"export", cmd_export, "write a run file as a Perfetto/Chrome trace, CSV or JSON"},
 };
 
 static void print_usage(FILE *out)

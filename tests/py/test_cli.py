@@ -18,6 +18,9 @@ def test_help_and_version():
     assert r.returncode == 0 and "--interval" in r.stdout and "--force" in r.stdout
     r = trainprof("report", "--help")
     assert r.returncode == 0 and "--json" in r.stdout
+    r = trainprof("export", "--help")
+    assert r.returncode == 0 and "chrome" in r.stdout and "csv" in r.stdout
+    assert "export" in trainprof("--help").stdout
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,0 +1,24 @@
+/* export.h: a run file as a Chrome/Perfetto trace or as CSV, streamed.
+ *
+ * Both write as they read (regions and samples are never held in memory) and
+ * return false with a one-line reason in err if the run file can't be read. */
+#ifndef TP_RENDER_EXPORT_H
+#define TP_RENDER_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "store/reader.h"
+
+/* Trace Event Format JSON (Perfetto UI, chrome://tracing): a process per
+ * training process (named "rank N" where it had one) with a track per thread
+ * and regions as nested slices, steps and epochs as instant events, and
+ * counter tracks for the system metrics of each agent and each GPU. Times
+ * are microseconds since the run started. */
+bool tp_export_chrome(FILE *out, tp_run *run, char *err, size_t cap);
+
+/* One row per sample: t_s,agent,metric,labels,value (labels as k=v;k=v). */
+bool tp_export_csv(FILE *out, tp_run *run, char *err, size_t cap);
+
+#endif

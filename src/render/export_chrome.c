@@ -1,0 +1,181 @@
+/* export_chrome.c: the run as a Trace Event Format file. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "render/export.h"
+#include "store/reader_stream.h"
+#include "util/json_writer.h"
+#include "util/labels.h"
+
+/* Counter tracks live in processes of their own, far from real pids. */
+#define AGENT_PID_BASE 1000000000
+#define PIDS_PER_AGENT 1000
+
+typedef struct chrome_ctx {
+    FILE *out;
+    tp_run *run;
+    tp_run_thread *threads;
+    size_t nthreads;
+    bool first;
+} chrome_ctx;
+
+static void sep(chrome_ctx *c)
+{
+    fputs(c->first ? "\n" : ",\n", c->out);
+    c->first = false;
+}
+
+static const tp_run_thread *thread_by_id(const chrome_ctx *c, int64_t id)
+{
+    if (id >= 1 && (size_t)id <= c->nthreads && c->threads[id - 1].id == id)
+        return &c->threads[id - 1];
+    for (size_t i = 0; i < c->nthreads; i++)
+        if (c->threads[i].id == id)
+            return &c->threads[i];
+    return NULL;
+}
+
+static void meta_event(chrome_ctx *c, const char *what, long long pid, long long tid,
+                       const char *key, const char *text, long long number)
+{
+    sep(c);
+    fprintf(c->out, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%lld", what, pid);
+    if (tid >= 0)
+        fprintf(c->out, ",\"tid\":%lld", tid);
+    fprintf(c->out, ",\"args\":{\"%s\":", key);
+    if (text)
+        json_write_escaped(c->out, text);
+    else
+        fprintf(c->out, "%lld", number);
+    fputs("}}", c->out);
+}
+
+static void name_processes(chrome_ctx *c)
+{
+    char buf[128];
+    for (size_t i = 0; i < c->nthreads; i++) {
+        const tp_run_thread *t = &c->threads[i];
+        bool first_of_pid = true;
+        for (size_t j = 0; j < i; j++)
+            first_of_pid &= c->threads[j].pid != t->pid;
+        if (first_of_pid) {
+            if (t->rank >= 0)
+                snprintf(buf, sizeof buf, "rank %d (pid %d)", t->rank, t->pid);
+            else
+                snprintf(buf, sizeof buf, "pid %d", t->pid);
+            meta_event(c, "process_name", t->pid, -1, "name", buf, 0);
+            meta_event(c, "process_sort_index", t->pid, -1, "sort_index", NULL,
+                       t->rank >= 0 ? t->rank : 100000);
+        }
+        snprintf(buf, sizeof buf, "%s (tid %d)", t->name[0] ? t->name : "thread", t->tid);
+        meta_event(c, "thread_name", t->pid, t->tid, "name", buf, 0);
+    }
+    for (size_t a = 0; a < c->run->nagents; a++) {
+        long long pid = AGENT_PID_BASE + (long long)a * PIDS_PER_AGENT;
+        snprintf(buf, sizeof buf, "%s: system metrics", c->run->agents[a].name);
+        meta_event(c, "process_name", pid, -1, "name", buf, 0);
+        for (size_t g = 0; g < c->run->ngpus; g++) {
+            const tp_run_gpu *gpu = &c->run->gpus[g];
+            if (gpu->agent_id != c->run->agents[a].id)
+                continue;
+            snprintf(buf, sizeof buf, "%s: GPU %d (%s)", c->run->agents[a].name, gpu->index,
+                     gpu->name);
+            meta_event(c, "process_name", pid + 1 + gpu->index, -1, "name", buf, 0);
+        }
+    }
+}
+
+static void region_event(void *ctx, int64_t thread, const char *name, int depth, int64_t start,
+                         int64_t end)
+{
+    chrome_ctx *c = ctx;
+    const tp_run_thread *t = thread_by_id(c, thread);
+    if (!t)
+        return;
+    sep(c);
+    fputs("{\"ph\":\"X\",\"cat\":\"region\",\"name\":", c->out);
+    json_write_escaped(c->out, name);
+    fprintf(c->out, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"depth\":%d}}",
+            t->pid, t->tid, (double)start / 1e3, (double)(end - start) / 1e3, depth);
+}
+
+/* The GPU index of a series labelled {"gpu":"N"}, or -1. */
+static int gpu_of(const char *labels)
+{
+    const char *p = strstr(labels, "\"gpu\":\"");
+    return p ? atoi(p + 7) : -1;
+}
+
+static void counter_event(void *ctx, const tp_run_series *s, int64_t t_ns, double value)
+{
+    chrome_ctx *c = ctx;
+    long long pid = AGENT_PID_BASE;
+    for (size_t a = 0; a < c->run->nagents; a++)
+        if (c->run->agents[a].id == s->agent_id)
+            pid = AGENT_PID_BASE + (long long)a * PIDS_PER_AGENT;
+    int gpu = gpu_of(s->labels);
+    if (gpu >= 0 && gpu < PIDS_PER_AGENT - 1)
+        pid += 1 + gpu;
+    char labels[TP_LABELS_MAX], name[TP_LABELS_MAX + 64];
+    tp_labels_display(s->labels, labels, sizeof labels);
+    snprintf(name, sizeof name, "%s%s%s%s", s->metric, labels[0] && gpu < 0 ? " (" : "",
+             gpu < 0 ? labels : "", labels[0] && gpu < 0 ? ")" : "");
+    sep(c);
+    fputs("{\"ph\":\"C\",\"name\":", c->out);
+    json_write_escaped(c->out, name);
+    fprintf(c->out, ",\"pid\":%lld,\"ts\":%.3f,\"args\":{", pid, (double)t_ns / 1e3);
+    json_write_escaped(c->out, s->unit);
+    fprintf(c->out, ":%.10g}}", value);
+}
+
+static void mark_events(chrome_ctx *c, const tp_run_mark *marks, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const tp_run_thread *t = thread_by_id(c, marks[i].thread);
+        if (!t || marks[i].kind == TP_RUN_MARK_SAMPLES)
+            continue;
+        sep(c);
+        if (marks[i].kind == TP_RUN_MARK_EPOCH)
+            fprintf(c->out, "{\"ph\":\"i\",\"s\":\"p\",\"name\":\"epoch %lld\"",
+                    (long long)marks[i].value);
+        else
+            fputs("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"step\"", c->out);
+        fprintf(c->out, ",\"cat\":\"mark\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f}", t->pid, t->tid,
+                (double)marks[i].t_ns / 1e3);
+    }
+}
+
+static void other_data(FILE *out, const tp_run *run)
+{
+    fputs("\"otherData\":{", out);
+    const char *keys[] = {"command", "host", "start_wall", "trainprof_version"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *v = tp_run_meta_get(run, keys[i]);
+        fprintf(out, "%s\"%s\":", i ? "," : "", keys[i]);
+        json_write_escaped(out, v ? v : "");
+    }
+    fputs("}", out);
+}
+
+bool tp_export_chrome(FILE *out, tp_run *run, char *err, size_t cap)
+{
+    chrome_ctx c = {out, run, NULL, 0, true};
+    tp_run_mark *marks = NULL;
+    size_t nmarks = 0;
+    if (!tp_run_threads(run, &c.threads, &c.nthreads, err, cap) ||
+        !tp_run_marks(run, &marks, &nmarks, err, cap)) {
+        free(c.threads);
+        return false;
+    }
+    fputs("{\"displayTimeUnit\":\"ms\",", out);
+    other_data(out, run);
+    fputs(",\"traceEvents\":[", out);
+    name_processes(&c);
+    mark_events(&c, marks, nmarks);
+    bool ok = tp_run_each_region(run, region_event, &c, err, cap) &&
+              tp_run_each_sample(run, counter_event, &c, err, cap);
+    fputs("\n]}\n", out);
+    free(marks);
+    free(c.threads);
+    return ok;
+}

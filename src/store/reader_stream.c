@@ -1,0 +1,93 @@
+/* reader_stream.c: row-by-row reads of regions, samples and threads. */
+#include "store/reader_stream.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool failed(tp_run *run, const char *what, char *err, size_t cap)
+{
+    snprintf(err, cap, "%s: cannot read %s: %s", run->path, what, sqlite3_errmsg(run->db));
+    return false;
+}
+
+bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, size_t cap)
+{
+    *threads = NULL;
+    *n = 0;
+    if (run->schema_version < 2)
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db, "SELECT id, pid, tid, rank, name FROM thread ORDER BY id", -1,
+                           &st, NULL) != SQLITE_OK)
+        return failed(run, "threads", err, cap);
+    size_t tcap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == tcap) {
+            tcap = tcap ? tcap * 2 : 16;
+            tp_run_thread *p = realloc(*threads, tcap * sizeof *p);
+            if (!p)
+                abort();
+            *threads = p;
+        }
+        tp_run_thread *t = &(*threads)[(*n)++];
+        t->id = sqlite3_column_int64(st, 0);
+        t->pid = sqlite3_column_int(st, 1);
+        t->tid = sqlite3_column_int(st, 2);
+        t->rank = sqlite3_column_int(st, 3);
+        const unsigned char *name = sqlite3_column_text(st, 4);
+        snprintf(t->name, sizeof t->name, "%s", name ? (const char *)name : "");
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "threads", err, cap);
+}
+
+bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, size_t cap)
+{
+    if (run->schema_version < 2)
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT r.thread_id, n.text, r.depth, r.start_ns, r.end_ns FROM region r"
+                           " JOIN name n ON n.id = r.name_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "regions", err, cap);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const unsigned char *name = sqlite3_column_text(st, 1);
+        fn(ctx, sqlite3_column_int64(st, 0), name ? (const char *)name : "",
+           sqlite3_column_int(st, 2), sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "regions", err, cap);
+}
+
+static const tp_run_series *series_by_id(const tp_run *run, int64_t id)
+{
+    for (size_t i = 0; i < run->nseries; i++)
+        if (run->series[i].id == id)
+            return &run->series[i];
+    return NULL;
+}
+
+bool tp_run_each_sample(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT series_id, t_ns, value FROM sample ORDER BY series_id, t_ns", -1,
+                           &st, NULL) != SQLITE_OK)
+        return failed(run, "samples", err, cap);
+    int rc;
+    const tp_run_series *s = NULL;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (!s || s->id != id)
+            s = series_by_id(run, id);
+        if (s)
+            fn(ctx, s, sqlite3_column_int64(st, 1), sqlite3_column_double(st, 2));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "samples", err, cap);
+}

@@ -1,0 +1,32 @@
+/* reader_stream.h: reading a run file's large tables row by row.
+ *
+ * For exports: every function streams rows to a callback in the order SQLite
+ * keeps them, so memory stays flat however large the run is. */
+#ifndef TP_STORE_READER_STREAM_H
+#define TP_STORE_READER_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/reader.h"
+
+typedef struct tp_run_thread {
+    int64_t id;
+    int pid, tid, rank;
+    char name[16];
+} tp_run_thread;
+
+/* The instrumented threads (none for schema 1); the caller frees *threads. */
+bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, size_t cap);
+
+typedef void (*tp_region_row_fn)(void *ctx, int64_t thread, const char *name, int depth,
+                                 int64_t start_ns, int64_t end_ns);
+bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, size_t cap);
+
+/* Samples series by series, each in time order. */
+typedef void (*tp_sample_row_fn)(void *ctx, const tp_run_series *series, int64_t t_ns,
+                                 double value);
+bool tp_run_each_sample(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap);
+
+#endif

@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "record/child.h"
 #include "record/drain.h"
+#include "record/registry.h"
 #include "record/record_summary.h"
 #include "record/sampler.h"
 #include "record/status_line.h"
@@ -345,6 +346,7 @@ int cmd_record(int argc, char **argv)
     snprintf(pidbuf, sizeof pidbuf, "%d", (int)child);
     tp_sink_meta(sink, "child_pid", pidbuf);
 
+    tp_registry_add(o.output); /* lets `trainprof top` find this recording */
     tp_writer_thread wt;
     tp_writer_thread_start(&wt, sink, writer);
     env.target_pid = child;
@@ -359,6 +361,7 @@ int cmd_record(int argc, char **argv)
 
     tp_sampler_stop(&sampler);
     tp_drain_stop(drain);
+    tp_registry_remove();
     int exit_status = tp_child_exit_status(wstatus);
     record_end_meta(sink, exit_status, wstatus, duration);
     tp_sink_close(sink);

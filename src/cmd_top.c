@@ -1,0 +1,338 @@
+/* cmd_top.c: `trainprof top`: a live terminal view of this machine, and of
+ * the newest running `trainprof record` (its step rate and where step time
+ * goes right now). ncurses draws; the same collectors as `record` measure. */
+#include <curses.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "collect/collectors.h"
+#include "commands.h"
+#include "record/registry.h"
+#include "render/units.h"
+#include "store/reader_live.h"
+#include "util/log.h"
+
+#define HISTORY   64
+#define MAX_GPUS  16
+#define MAX_CORES 1024
+
+static const char usage[] =
+    "usage: trainprof top [--interval SECONDS]\n"
+    "\n"
+    "A live view of this machine while training runs: per-GPU utilization, memory, power\n"
+    "and temperature with short history; CPU per core, memory, disk and network rates;\n"
+    "and, while a `trainprof record` runs, its step rate and where step time goes now.\n"
+    "Keys: q quits.\n"
+    "\n"
+    "options:\n"
+    "  -i, --interval SECS  refresh period, 0.2 to 60 (default: 1)\n"
+    "  -h, --help           show this help\n";
+
+typedef struct history {
+    double v[HISTORY];
+    int len;
+} history;
+
+typedef struct top_state {
+    tp_sink *sink;
+    history cpu, gpu[MAX_GPUS];
+    char run_path[4096];
+    pid_t run_pid;
+    tp_run *run;
+    tp_live_reader live;
+} top_state;
+
+static void push(history *h, double v)
+{
+    if (h->len == HISTORY) {
+        memmove(h->v, h->v + 1, (HISTORY - 1) * sizeof *h->v);
+        h->len--;
+    }
+    h->v[h->len++] = v;
+}
+
+/* The last `width` values as characters, low to high: " .:-=+*#%@". */
+static void spark(const history *h, int width, char *out)
+{
+    static const char levels[] = " .:-=+*#%@";
+    int n = h->len < width ? h->len : width;
+    for (int i = 0; i < n; i++) {
+        double v = h->v[h->len - n + i];
+        int k = (int)(v / 100.0 * 9.0 + 0.5);
+        out[i] = levels[k < 0 ? 0 : k > 9 ? 9 : k];
+    }
+    out[n] = '\0';
+}
+
+static void bar(int width, double percent)
+{
+    int fill = (int)(percent / 100.0 * width + 0.5);
+    if (fill > width)
+        fill = width;
+    addch('[');
+    for (int i = 0; i < width; i++)
+        addch(i < fill ? '|' : ' ');
+    addch(']');
+}
+
+static bool latest(top_state *t, const char *metric, const char *labels, double *v)
+{
+    return tp_sink_latest(t->sink, metric, labels, v);
+}
+
+static void draw_cpu(top_state *t, int cols, int *row)
+{
+    double v;
+    char hist[HISTORY + 1] = "";
+    move((*row)++, 0);
+    printw("CPU  ");
+    if (latest(t, "cpu_util_percent", "{}", &v)) {
+        bar(20, v);
+        spark(&t->cpu, cols - 40 > 0 ? (cols - 40 < HISTORY ? cols - 40 : HISTORY) : 0, hist);
+        printw(" %5.1f%%  %s", v, hist);
+    }
+    int per_row = cols >= 100 ? 4 : cols >= 60 ? 3 : 2, col = 0;
+    for (int c = 0; c < MAX_CORES; c++) {
+        char labels[32];
+        snprintf(labels, sizeof labels, "{\"cpu\":\"%d\"}", c);
+        if (!latest(t, "cpu_util_percent", labels, &v))
+            break;
+        if (col == 0)
+            move((*row)++, 0);
+        printw(" cpu%-3d", c);
+        bar(8, v);
+        printw("%4.0f%% ", v);
+        col = (col + 1) % per_row;
+        if (*row >= LINES - 8)
+            break;
+    }
+}
+
+static void draw_host(top_state *t, int *row)
+{
+    double used, avail, swap, v;
+    char a[32], b[32];
+    move((*row)++, 0);
+    printw("MEM  ");
+    if (latest(t, "host_mem_used_bytes", "{}", &used) &&
+        latest(t, "host_mem_available_bytes", "{}", &avail)) {
+        bar(20, 100.0 * used / (used + avail));
+        tp_format_value(a, sizeof a, "bytes", used);
+        tp_format_value(b, sizeof b, "bytes", used + avail);
+        printw(" %s / %s", a, b);
+        if (latest(t, "swap_used_bytes", "{}", &swap)) {
+            tp_format_value(a, sizeof a, "bytes", swap);
+            printw("   swap %s", a);
+        }
+    }
+    move((*row)++, 0);
+    printw("DISK ");
+    if (latest(t, "disk_read_bytes_per_s", "{}", &v)) {
+        tp_format_value(a, sizeof a, "bytes_per_s", v);
+        latest(t, "disk_write_bytes_per_s", "{}", &v);
+        tp_format_value(b, sizeof b, "bytes_per_s", v);
+        printw("read %-11s write %-11s", a, b);
+    }
+    printw(" NET ");
+    if (latest(t, "net_recv_bytes_per_s", "{}", &v)) {
+        tp_format_value(a, sizeof a, "bytes_per_s", v);
+        latest(t, "net_sent_bytes_per_s", "{}", &v);
+        tp_format_value(b, sizeof b, "bytes_per_s", v);
+        printw("recv %-11s sent %s", a, b);
+    }
+}
+
+static void draw_gpus(top_state *t, int cols, int *row)
+{
+    for (int g = 0; g < MAX_GPUS && *row < LINES - 2; g++) {
+        char labels[32], a[32], b[32], hist[HISTORY + 1] = "";
+        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);
+        double util, used, free_b, power, temp;
+        if (!latest(t, "gpu_util_percent", labels, &util))
+            break;
+        move((*row)++, 0);
+        printw("GPU%-2d", g);
+        bar(20, util);
+        printw(" %5.1f%%", util);
+        if (latest(t, "gpu_mem_used_bytes", labels, &used) &&
+            latest(t, "gpu_mem_free_bytes", labels, &free_b)) {
+            tp_format_value(a, sizeof a, "bytes", used);
+            tp_format_value(b, sizeof b, "bytes", used + free_b);
+            printw("  mem %s/%s", a, b);
+        }
+        if (latest(t, "gpu_power_watts", labels, &power))
+            printw("  %.0f W", power);
+        if (latest(t, "gpu_temp_celsius", labels, &temp))
+            printw("  %.0f C", temp);
+        int x = getcurx(stdscr), room = cols - x - 2;
+        if (room > 4) {
+            spark(&t->gpu[g], room < HISTORY ? room : HISTORY, hist);
+            printw("  %s", hist);
+        }
+    }
+}
+
+static void draw_record(top_state *t, int cols, int *row)
+{
+    pid_t pid = 0;
+    char path[4096];
+    if (tp_registry_newest(path, sizeof path, &pid) &&
+        (pid != t->run_pid || strcmp(path, t->run_path) != 0)) {
+        char err[512];
+        tp_run_close(t->run);
+        memset(&t->live, 0, sizeof t->live);
+        t->run = tp_run_open(path, err, sizeof err);
+        t->run_pid = pid;
+        snprintf(t->run_path, sizeof t->run_path, "%s", path);
+    } else if (!pid && t->run) {
+        tp_run_close(t->run);
+        t->run = NULL;
+        t->run_pid = 0;
+    }
+    (*row)++;
+    move((*row)++, 0);
+    if (!t->run) {
+        printw("no trainprof record running");
+        return;
+    }
+    tp_live live;
+    if (!tp_live_update(&t->live, t->run, &live)) {
+        /* opened before the recorder's first commit: open it again next time */
+        printw("RECORD pid %d  %s  starting", (int)t->run_pid, t->run_path);
+        tp_run_close(t->run);
+        t->run = NULL;
+        t->run_pid = 0;
+        return;
+    }
+    char dur[32];
+    tp_format_duration(dur, sizeof dur, live.elapsed_s);
+    /* the path's end says most: the file name */
+    int room = cols > 60 ? cols - 40 : 20;
+    size_t len = strlen(t->run_path);
+    const char *shown = len > (size_t)room ? t->run_path + len - (size_t)(room - 3) : t->run_path;
+    printw("RECORD pid %d  %s%s  %s", (int)t->run_pid, shown == t->run_path ? "" : "...", shown,
+           dur);
+    move((*row)++, 0);
+    printw("  %.1f steps/s", live.steps_per_s);
+    if (live.samples_per_s > 0)
+        printw("   %.0f samples/s", live.samples_per_s);
+    printw("   (last %d s)", TP_LIVE_WINDOW);
+    for (size_t i = 0; i < live.nphases && *row < LINES - 1; i++) {
+        move((*row)++, 0);
+        printw("  %-20.20s", live.phases[i].name);
+        bar(cols > 60 ? 30 : 15, 100 * live.phases[i].share);
+        printw(" %5.1f%%", 100 * live.phases[i].share);
+    }
+}
+
+static void draw(top_state *t)
+{
+    erase();
+    int cols = COLS, row = 0;
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    char clock_text[16];
+    strftime(clock_text, sizeof clock_text, "%H:%M:%S", &tm);
+    attron(A_BOLD);
+    mvprintw(row++, 0, "trainprof top  %s  %s  (q quits)", host, clock_text);
+    attroff(A_BOLD);
+    draw_cpu(t, cols, &row);
+    draw_host(t, &row);
+    draw_gpus(t, cols, &row);
+    draw_record(t, cols, &row);
+    refresh();
+}
+
+/* One measurement: sample every collector, keep history, drop the rest. */
+static void measure(top_state *t, tp_collector_set *set, tp_batch *scratch)
+{
+    tp_collectors_sample(set, tp_clock_mono_ns());
+    double v;
+    if (latest(t, "cpu_util_percent", "{}", &v))
+        push(&t->cpu, v);
+    for (int g = 0; g < MAX_GPUS; g++) {
+        char labels[32];
+        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);
+        if (!latest(t, "gpu_util_percent", labels, &v))
+            break;
+        push(&t->gpu[g], v);
+    }
+    tp_sink_take(t->sink, scratch); /* latest values stay; samples go */
+    tp_batch_clear(scratch);
+}
+
+int cmd_top(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"interval", required_argument, NULL, 'i'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    double interval = 1.0;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "i:h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage, stdout);
+            return 0;
+        }
+        char *end = NULL;
+        if (c == 'i')
+            interval = strtod(optarg, &end);
+        if (c != 'i' || !end || *end || !isfinite(interval) || interval < 0.2 || interval > 60) {
+            tp_error(c == 'i' ? "top: --interval must be a number of seconds from 0.2 to 60"
+                              : "top: unknown option (see trainprof top --help)");
+            return 2;
+        }
+    }
+    if (!isatty(STDOUT_FILENO)) {
+        tp_error("top: standard output is not a terminal");
+        return 2;
+    }
+    tp_sysroot root;
+    if (!tp_sysroot_open(&root, tp_sysroot_default_path())) {
+        tp_error("top: cannot open %s: %s", tp_sysroot_default_path(), strerror(errno));
+        return 1;
+    }
+    top_state t;
+    memset(&t, 0, sizeof t);
+    t.sink = tp_sink_new(tp_clock_mono_ns());
+    tp_collect_env env = {&root, t.sink, 0};
+    tp_collector_set set;
+    tp_collectors_open(&set, &env, TP_COLLECT_ALL);
+    tp_batch scratch = {0};
+    measure(&t, &set, &scratch);
+    struct timespec first_gap = {0, 250000000}; /* so the first screen has rates */
+    nanosleep(&first_gap, NULL);
+    initscr();
+    cbreak();
+    noecho();
+    curs_set(0);
+    keypad(stdscr, TRUE);
+    timeout((int)(interval * 1000));
+    for (;;) {
+        measure(&t, &set, &scratch);
+        draw(&t);
+        int key = getch();
+        if (key == 'q' || key == 'Q')
+            break;
+    }
+    endwin();
+    tp_run_close(t.run);
+    tp_batch_free(&scratch);
+    tp_collectors_close(&set);
+    tp_sink_free(t.sink);
+    tp_sysroot_close(&root);
+    return 0;
+}

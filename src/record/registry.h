@@ -1,0 +1,22 @@
+/* registry.h: where running recordings announce their run files, so that
+ * `trainprof top` can show a live recording's steps.
+ *
+ * The directory is $XDG_RUNTIME_DIR/trainprof-records, or
+ * /tmp/trainprof-UID/records, made 0700. A recording writes one file named by
+ * its pid holding the run file's absolute path, and removes it at the end;
+ * readers skip entries whose process is gone. */
+#ifndef TP_RECORD_REGISTRY_H
+#define TP_RECORD_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Announces run_path for this process; false (quietly) if it can't. */
+bool tp_registry_add(const char *run_path);
+void tp_registry_remove(void);
+
+/* The run file of the most recently started live recording, if any. */
+bool tp_registry_newest(char *run_path, size_t cap, pid_t *pid);
+
+#endif

@@ -1,16 +1,13 @@
 /* cmd_export.c: `trainprof export`: a run file as a trace, CSV or JSON. */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "analyze/summary.h"
 #include "commands.h"
 #include "render/export.h"
 #include "render/report.h"
+#include "util/atomic_file.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -45,40 +42,15 @@ static bool write_export(FILE *out, tp_run *run, export_format f, char *err, siz
     return true;
 }
 
-/* Writes into FILE.tmp-PID and renames it over FILE, so that a failed export
- * never leaves a half-written file where a good one was asked for. */
-static int export_to_file(const char *path, bool force, tp_run *run, export_format f)
+typedef struct export_job {
+    tp_run *run;
+    export_format format;
+} export_job;
+
+static bool write_job(FILE *out, void *ctx, char *err, size_t cap)
 {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && (S_ISDIR(sb.st_mode) || !force)) {
-        tp_error(S_ISDIR(sb.st_mode) ? "export: %s is a directory"
-                                     : "export: %s already exists (use --force to overwrite it)",
-                 path);
-        return 1;
-    }
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
-    FILE *out = fopen(tmp, "w");
-    if (!out) {
-        tp_error("export: cannot create %s: %s", path, strerror(errno));
-        return 1;
-    }
-    char err[1024];
-    bool ok = write_export(out, run, f, err, sizeof err);
-    if (fclose(out) != 0 && ok) {
-        snprintf(err, sizeof err, "export: writing %s failed: %s", path, strerror(errno));
-        ok = false;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        snprintf(err, sizeof err, "export: cannot write %s: %s", path, strerror(errno));
-        ok = false;
-    }
-    if (!ok) {
-        unlink(tmp);
-        tp_error("%s", err);
-        return 1;
-    }
-    return 0;
+    export_job *job = ctx;
+    return write_export(out, job->run, job->format, err, cap);
 }
 
 int cmd_export(int argc, char **argv)
@@ -130,7 +102,8 @@ int cmd_export(int argc, char **argv)
     }
     int rc;
     if (output) {
-        rc = export_to_file(output, force, run, format);
+        export_job job = {run, format};
+        rc = tp_write_file_atomically("export", output, force, write_job, &job);
     } else {
         rc = write_export(stdout, run, format, err, sizeof err) ? 0 : 1;
         if (rc)

@@ -78,13 +78,14 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
         double procs = max_of(s, "proc_count", "{}");
         const char *cpus = tp_run_meta_get(s->run, "cpu_count");
         tp_verdict *v = add(out, "input_bound");
-        snprintf(v->message, sizeof v->message,
-                 "%s is input-bound: waiting for the next batch takes %.0f%% of step time "
-                 "(dataloader_next %.1f ms per fetch, steps %.1f ms). Loading should take much "
-                 "less than training. Try more DataLoader workers (num_workers; up to %.0f "
-                 "processes ran, on %s CPUs), pin_memory=True, a larger prefetch_factor, and "
-                 "data in memory or on local NVMe.",
-                 who, 100 * in, 1e3 * r->stats.mean, 1e3 * step_mean, procs, cpus ? cpus : "?");
+        snprintf(
+            v->message, sizeof v->message,
+            "%s is input-bound: waiting for the next batch takes %.0f%% of step time "
+            "(dataloader_next %.1f ms per fetch, steps %.1f ms). Loading should take much "
+            "less than training. Try more DataLoader workers (num_workers; the command "
+            "ran up to %.0f processes on %s CPUs), pin_memory=True, a larger prefetch_factor, and "
+            "data in memory or on local NVMe.",
+            who, 100 * in, 1e3 * r->stats.mean, 1e3 * step_mean, procs, cpus ? cpus : "?");
         snprintf(v->evidence, sizeof v->evidence,
                  "{\"rank\":%d,\"dataloader_next_share\":%.4f,\"dataloader_next_mean_s\":%.6f,"
                  "\"step_mean_s\":%.6f,\"proc_count_max\":%.0f}",

@@ -39,6 +39,8 @@ void tp_format_value(char *buf, size_t cap, const char *unit, double v)
         scaled(buf, cap, v, 1000, joules, 4, "");
     else if (strcmp(unit, "celsius") == 0)
         snprintf(buf, cap, "%.0f C", v);
+    else if (strcmp(unit, "seconds") == 0)
+        tp_format_duration(buf, cap, v);
     else if (strcmp(unit, "mhz") == 0)
         snprintf(buf, cap, "%.0f MHz", v);
     else if (v == floor(v))
@@ -51,6 +53,8 @@ void tp_format_duration(char *buf, size_t cap, double s)
 {
     if (isnan(s) || s < 0)
         snprintf(buf, cap, "-");
+    else if (s == 0)
+        snprintf(buf, cap, "0");
     else if (s < 1e-3)
         snprintf(buf, cap, "%.1f us", s * 1e6);
     else if (s < 0.01)

@@ -24,6 +24,10 @@ typedef void (*tp_region_row_fn)(void *ctx, int64_t thread, const char *name, in
                                  int64_t start_ns, int64_t end_ns);
 bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, size_t cap);
 
+/* The outermost (depth 0) regions of one thread, in start order. */
+bool tp_run_each_thread_region(tp_run *run, int64_t thread, tp_region_row_fn fn, void *ctx,
+                               char *err, size_t cap);
+
 /* Samples series by series, each in time order. */
 typedef void (*tp_sample_row_fn)(void *ctx, const tp_run_series *series, int64_t t_ns,
                                  double value);

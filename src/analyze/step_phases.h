@@ -1,0 +1,31 @@
+/* step_phases.h: step time over the run, broken into its phases.
+ *
+ * For one rank, the thread that marked the most steps is followed: each step
+ * (one step mark to the next, never across an epoch mark) is split into the
+ * time its outermost regions of each standard phase took, and "other" for
+ * the rest. Steps are then averaged in at most max_groups consecutive groups,
+ * so a million-step run plots as a few hundred bars. */
+#ifndef TP_ANALYZE_STEP_PHASES_H
+#define TP_ANALYZE_STEP_PHASES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "store/reader.h"
+
+#define TP_STEP_PHASES 7 /* six standard phases and "other" */
+
+extern const char *const tp_step_phase_names[TP_STEP_PHASES];
+
+typedef struct tp_step_phases {
+    size_t nsteps;
+    size_t ngroups;
+    double *first_step; /* per group: index of its first step */
+    double *values;     /* ngroups * TP_STEP_PHASES: mean seconds per step */
+} tp_step_phases;
+
+bool tp_step_phases_build(tp_run *run, int rank, size_t max_groups, tp_step_phases *out, char *err,
+                          size_t cap);
+void tp_step_phases_free(tp_step_phases *p);
+
+#endif

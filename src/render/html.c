@@ -1,0 +1,320 @@
+/* html.c: the self-contained HTML report. */
+#include "render/html.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/downsample.h"
+#include "analyze/step_phases.h"
+#include "analyze/verdicts.h"
+#include "collect/metric_catalog.h"
+#include "render/report.h"
+#include "render/svg.h"
+#include "render/units.h"
+#include "store/reader_stream.h"
+#include "util/labels.h"
+
+#define PLOT_BUCKETS      500
+#define STEP_GROUPS       300
+#define MAX_RANK_PLOTS    8
+#define PER_CORE_PLOT_MAX 16
+
+static const char style[] =
+    "body{font:14px/1.4 sans-serif;margin:24px;color:#222;max-width:900px}"
+    "h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}"
+    "dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{color:#666}"
+    ".verdict{background:#fff6e0;border-left:4px solid #f0a000;padding:6px 10px;margin:8px 0}"
+    ".verdict code{color:#555;font-size:12px}pre{font-size:11px;overflow-x:auto;background:#f7f7f7;"
+    "padding:8px}figure{margin:12px 0}.chart-title{font-weight:bold;font-size:13px}"
+    ".tick{font-size:10px;fill:#555}.axis-title{font-size:11px;fill:#333}.legend{font-size:11px}"
+    ".grid{stroke:#eee}.series{stroke-width:1.3}";
+
+/* ---- system metric plots ------------------------------------------------- */
+
+typedef struct plot_series {
+    const tp_run_series *series;
+    tp_downsampler ds;
+    double *x, *y;
+    size_t n;
+} plot_series;
+
+typedef struct plot_ctx {
+    plot_series *items;
+    size_t n;
+    double span;
+} plot_ctx;
+
+/* Whether a series gets a line: per-core CPU only on machines with few cores. */
+static bool plotted(const tp_summary *s, const tp_run_series *r)
+{
+    if (strcmp(r->metric, "cpu_util_percent") != 0 || strcmp(r->labels, "{}") == 0)
+        return true;
+    size_t cores = 0;
+    for (size_t i = 0; i < s->run->nseries; i++)
+        cores += strcmp(s->run->series[i].metric, "cpu_util_percent") == 0;
+    return cores - 1 <= PER_CORE_PLOT_MAX;
+}
+
+static void collect_point(void *ctx, const tp_run_series *series, int64_t t_ns, double value)
+{
+    plot_ctx *c = ctx;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->items[i].series == series) {
+            tp_downsample_add(&c->items[i].ds, (double)t_ns / 1e9, value);
+            return;
+        }
+}
+
+static void axis_title(char *buf, size_t cap, const char *unit)
+{
+    static const char *const names[][2] = {
+        {"percent", "%"},       {"bytes", "bytes"}, {"bytes_per_s", "bytes/s"},
+        {"ops_per_s", "ops/s"}, {"count", "count"}, {"watts", "W"},
+        {"joules", "J"},        {"celsius", "°C"},  {"mhz", "MHz"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i][0], unit) == 0) {
+            snprintf(buf, cap, "%s", names[i][1]);
+            return;
+        }
+    snprintf(buf, cap, "%s", unit);
+}
+
+static bool metric_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
+{
+    const tp_run *run = s->run;
+    plot_ctx c = {calloc(run->nseries + 1, sizeof(plot_series)), 0, 0};
+    for (size_t i = 0; i < s->n; i++)
+        c.span = fmax(c.span, (double)run->last_t_ns / 1e9);
+    for (size_t i = 0; i < run->nseries; i++) {
+        if (!plotted(s, &run->series[i]))
+            continue;
+        plot_series *p = &c.items[c.n++];
+        p->series = &run->series[i];
+        tp_downsample_init(&p->ds, PLOT_BUCKETS, c.span);
+    }
+    bool ok = tp_run_each_sample((tp_run *)run, collect_point, &c, err, cap);
+    for (size_t i = 0; i < c.n; i++) {
+        plot_series *p = &c.items[i];
+        p->x = malloc(2 * PLOT_BUCKETS * sizeof(double));
+        p->y = malloc(2 * PLOT_BUCKETS * sizeof(double));
+        p->n = tp_downsample_take(&p->ds, p->x, p->y);
+    }
+    size_t count;
+    const tp_metric_def *defs = tp_metric_catalog(&count);
+    fputs("<h2>System metrics</h2>\n", out);
+    tp_svg_line lines[64];
+    for (size_t m = 0; ok && m < count; m++) {
+        size_t n = 0;
+        for (size_t i = 0; i < c.n && n < 64; i++) {
+            plot_series *p = &c.items[i];
+            if (strcmp(p->series->metric, defs[m].name) != 0 || p->n == 0)
+                continue;
+            char shown[TP_LABELS_MAX];
+            tp_labels_display(p->series->labels, shown, sizeof shown);
+            snprintf(lines[n].label, sizeof lines[n].label, "%.95s", shown[0] ? shown : "total");
+            lines[n].x = p->x;
+            lines[n].y = p->y;
+            lines[n].n = p->n;
+            n++;
+        }
+        if (!n)
+            continue;
+        char ytitle[96], unit_title[32];
+        axis_title(unit_title, sizeof unit_title, tp_unit_name(defs[m].unit));
+        snprintf(ytitle, sizeof ytitle, "%s", unit_title);
+        tp_svg_chart chart = {defs[m].name, "time since start", ytitle, tp_unit_name(defs[m].unit)};
+        tp_svg_line_chart(out, &chart, lines, n);
+    }
+    for (size_t i = 0; i < c.n; i++) {
+        tp_downsample_free(&c.items[i].ds);
+        free(c.items[i].x);
+        free(c.items[i].y);
+    }
+    free(c.items);
+    return ok;
+}
+
+/* ---- timings ------------------------------------------------------------- */
+
+static void rank_label(char *buf, size_t cap, int rank)
+{
+    if (rank < 0)
+        snprintf(buf, cap, "no rank");
+    else
+        snprintf(buf, cap, "rank %d", rank);
+}
+
+/* Where a mean step's time goes, one bar per rank. */
+static void step_breakdown(FILE *out, const tp_summary *s)
+{
+    const tp_timings *t = &s->timings;
+    if (!t->nsteps)
+        return;
+    char labels[MAX_RANK_PLOTS][32];
+    const char *bar_labels[MAX_RANK_PLOTS];
+    double values[MAX_RANK_PLOTS * TP_STEP_PHASES] = {0};
+    size_t nbars = 0;
+    for (size_t i = 0; i < t->nsteps && nbars < MAX_RANK_PLOTS; i++) {
+        const tp_step_row *st = &t->steps[i];
+        rank_label(labels[nbars], sizeof labels[nbars], st->rank);
+        bar_labels[nbars] = labels[nbars];
+        double known = 0;
+        for (size_t r = 0; r < t->nrows; r++) {
+            if (t->rows[r].rank != st->rank)
+                continue;
+            for (int p = 0; p < TP_STEP_PHASES - 1; p++)
+                if (strcmp(t->rows[r].name, tp_step_phase_names[p]) == 0) {
+                    double per_step = t->rows[r].total_s / (double)st->stats.count;
+                    values[nbars * TP_STEP_PHASES + (size_t)p] = per_step;
+                    known += per_step;
+                }
+        }
+        values[nbars * TP_STEP_PHASES + TP_STEP_PHASES - 1] =
+            st->stats.mean > known ? st->stats.mean - known : 0;
+        nbars++;
+    }
+    tp_svg_chart chart = {"Where step time goes (mean step, per rank)", "time per step", "",
+                          "seconds"};
+    tp_svg_stacked_bars(out, &chart, bar_labels, nbars, tp_step_phase_names, TP_STEP_PHASES, values,
+                        1);
+}
+
+static bool step_time_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
+{
+    const tp_timings *t = &s->timings;
+    for (size_t i = 0; i < t->nsteps && i < MAX_RANK_PLOTS; i++) {
+        tp_step_phases ph;
+        if (!tp_step_phases_build(s->run, t->steps[i].rank, STEP_GROUPS, &ph, err, cap))
+            return false;
+        if (ph.ngroups) {
+            char title[96], rank[32];
+            rank_label(rank, sizeof rank, t->steps[i].rank);
+            snprintf(title, sizeof title, "Step time over the run, %s (%zu steps)", rank,
+                     ph.nsteps);
+            char(*labels)[24] = calloc(ph.ngroups, sizeof *labels);
+            const char **bar_labels = calloc(ph.ngroups, sizeof *bar_labels);
+            for (size_t g = 0; g < ph.ngroups; g++) {
+                snprintf(labels[g], sizeof labels[g], "%.0f", ph.first_step[g]);
+                bar_labels[g] = labels[g];
+            }
+            tp_svg_chart chart = {title, "step", "time per step", "seconds"};
+            tp_svg_stacked_bars(out, &chart, bar_labels, ph.ngroups, tp_step_phase_names,
+                                TP_STEP_PHASES, ph.values, 0);
+            free(labels);
+            free(bar_labels);
+        }
+        tp_step_phases_free(&ph);
+    }
+    return true;
+}
+
+static void epoch_plot(FILE *out, const tp_summary *s)
+{
+    const tp_timings *t = &s->timings;
+    if (!t->nepochs)
+        return;
+    size_t n = 0;
+    while (n < t->nepochs && t->epochs[n].rank == t->epochs[0].rank)
+        n++;
+    char(*labels)[24] = calloc(n, sizeof *labels);
+    const char **bar_labels = calloc(n, sizeof *bar_labels);
+    double *values = calloc(n, sizeof *values);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(labels[i], sizeof labels[i], "%lld", (long long)t->epochs[i].epoch);
+        bar_labels[i] = labels[i];
+        values[i] = t->epochs[i].duration_s;
+    }
+    static const char *const part[] = {"epoch time"};
+    tp_svg_chart chart = {"Epoch times", "epoch", "duration", "seconds"};
+    tp_svg_stacked_bars(out, &chart, bar_labels, n, part, 1, values, 0);
+    free(labels);
+    free(bar_labels);
+    free(values);
+}
+
+/* ---- page ---------------------------------------------------------------- */
+
+static void header(FILE *out, const tp_run *run)
+{
+    tp_run_facts f;
+    tp_run_facts_get(run, &f);
+    char dur[32];
+    tp_format_duration(dur, sizeof dur, f.duration_s);
+    fputs("<h1>trainprof: ", out);
+    tp_html_escape(out, f.command);
+    fputs("</h1>\n<dl>", out);
+    const char *keys[][2] = {{"started", "start_wall"},
+                             {"host", "host"},
+                             {"kernel", "kernel"},
+                             {"CPU", "cpu_model"},
+                             {"CPUs", "cpu_count"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *v = tp_run_meta_get(run, keys[i][1]);
+        fprintf(out, "<dt>%s</dt><dd>", keys[i][0]);
+        tp_html_escape(out, v ? v : "?");
+        fputs("</dd>", out);
+    }
+    fprintf(out, "<dt>duration</dt><dd>%s</dd><dt>exit status</dt><dd>", dur);
+    if (!f.complete)
+        fputs("incomplete: the recorder stopped before the command ended", out);
+    else
+        fprintf(out, "%lld", f.exit_status);
+    fputs("</dd></dl>\n", out);
+}
+
+static void verdicts(FILE *out, const tp_summary *s)
+{
+    tp_verdicts v;
+    tp_verdicts_build(s, &v);
+    fputs("<h2>Verdicts</h2>\n", out);
+    if (!v.n)
+        fputs("<p>No rule of thumb fired.</p>\n", out);
+    for (size_t i = 0; i < v.n; i++) {
+        fprintf(out, "<div class=\"verdict\" data-kind=\"%s\"><p>", v.items[i].kind);
+        tp_html_escape(out, v.items[i].message);
+        fputs("</p><code>", out);
+        tp_html_escape(out, v.items[i].evidence);
+        fputs("</code></div>\n", out);
+    }
+    tp_verdicts_free(&v);
+}
+
+static void tables(FILE *out, const tp_summary *s)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem)
+        return;
+    tp_report_text(mem, s);
+    fclose(mem);
+    fputs("<h2>Tables</h2>\n<pre>", out);
+    tp_html_escape(out, text);
+    fputs("</pre>\n", out);
+    free(text);
+}
+
+bool tp_html_write(FILE *out, const tp_summary *s, char *err, size_t cap)
+{
+    tp_run_facts f;
+    tp_run_facts_get(s->run, &f);
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+          "<meta name=\"viewport\" content=\"width=device-width\"><title>trainprof: ",
+          out);
+    tp_html_escape(out, f.command);
+    fprintf(out, "</title><style>%s</style></head><body>\n", style);
+    header(out, s->run);
+    verdicts(out, s);
+    fputs("<h2>Timings</h2>\n", out);
+    if (!s->timings.threads)
+        fputs("<p>No timings were recorded (no instrumented process ran).</p>\n", out);
+    step_breakdown(out, s);
+    bool ok = step_time_plots(out, s, err, cap);
+    epoch_plot(out, s);
+    ok = ok && metric_plots(out, s, err, cap);
+    tables(out, s);
+    fputs("</body></html>\n", out);
+    return ok;
+}

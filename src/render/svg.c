@@ -1,0 +1,208 @@
+/* svg.c: line charts and stacked bars as inline SVG. */
+#include "render/svg.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "render/units.h"
+
+#define W      860.0
+#define H      260.0
+#define LEFT   80.0
+#define RIGHT  20.0
+#define TOP    36.0
+#define BOTTOM 70.0
+
+static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+const char *tp_svg_color(size_t n) { return palette[n % (sizeof palette / sizeof palette[0])]; }
+
+void tp_html_escape(FILE *out, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", out); break;
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&#39;", out); break;
+        default: fputc(*s, out);
+        }
+    }
+}
+
+/* A round step for about 5 ticks up to max. */
+static double nice_step(double max)
+{
+    if (max <= 0)
+        return 1;
+    double raw = max / 5, mag = pow(10, floor(log10(raw))), f = raw / mag;
+    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+}
+
+static void text(FILE *out, double x, double y, const char *anchor, const char *extra,
+                 const char *s)
+{
+    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s>", x, y, anchor, extra);
+    tp_html_escape(out, s);
+    fputs("</text>", out);
+}
+
+static void open_chart(FILE *out, const tp_svg_chart *c, double height)
+{
+    fprintf(out,
+            "<figure class=\"chart\"><svg xmlns=\"http://www.w3.org/2000/svg\" "
+            "viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\">",
+            W, height, W, height);
+    fputs("<title>", out);
+    tp_html_escape(out, c->title);
+    fputs("</title>", out);
+    text(out, W / 2, 20, "middle", " class=\"chart-title\"", c->title);
+}
+
+static void legend(FILE *out, const char *const *labels, size_t n, double y)
+{
+    double x = LEFT;
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\"/>", x,
+                y - 9, tp_svg_color(i));
+        text(out, x + 14, y, "start", " class=\"legend\"", labels[i]);
+        x += 24 + 7.0 * (double)strlen(labels[i]);
+        if (x > W - 120 && i + 1 < n) {
+            x = LEFT;
+            y += 14;
+        }
+    }
+}
+
+static void y_axis(FILE *out, const tp_svg_chart *c, double ymax, double plot_h)
+{
+    double step = nice_step(ymax);
+    char prev[32] = "";
+    for (double v = 0; v <= ymax * 1.0001; v += step) {
+        double y = TOP + plot_h - v / ymax * plot_h;
+        char label[32];
+        tp_format_value(label, sizeof label, c->unit, v);
+        fprintf(out, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>", LEFT,
+                W - RIGHT, y, y);
+        if (strcmp(label, prev) != 0) /* whole-unit scales: no repeated labels */
+            text(out, LEFT - 6, y + 4, "end", " class=\"tick\"", label);
+        snprintf(prev, sizeof prev, "%s", label);
+    }
+    fprintf(out,
+            "<text class=\"axis-title\" transform=\"translate(14 %.1f) rotate(-90)\" "
+            "text-anchor=\"middle\">",
+            TOP + plot_h / 2);
+    tp_html_escape(out, c->y_title);
+    fputs("</text>", out);
+}
+
+void tp_svg_line_chart(FILE *out, const tp_svg_chart *c, const tp_svg_line *lines, size_t n)
+{
+    double xmax = 0, ymax = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < lines[i].n; k++) {
+            xmax = fmax(xmax, lines[i].x[k]);
+            ymax = fmax(ymax, lines[i].y[k]);
+        }
+    if (strcmp(c->unit, "percent") == 0)
+        ymax = fmax(ymax, 100);
+    double ystep = nice_step(ymax > 0 ? ymax : 1);
+    ymax = ystep * ceil((ymax > 0 ? ymax : 1) / ystep);
+    if (xmax <= 0)
+        xmax = 1;
+    double plot_h = H - TOP - BOTTOM, plot_w = W - LEFT - RIGHT;
+    open_chart(out, c, H);
+    y_axis(out, c, ymax, plot_h);
+    double xstep = nice_step(xmax);
+    for (double v = 0; v <= xmax * 1.0001; v += xstep) {
+        char label[32];
+        tp_format_duration(label, sizeof label, v);
+        text(out, LEFT + v / xmax * plot_w, TOP + plot_h + 16, "middle", " class=\"tick\"", label);
+    }
+    text(out, LEFT + plot_w / 2, TOP + plot_h + 34, "middle", " class=\"axis-title\"", c->x_title);
+    const char *labels[64];
+    for (size_t i = 0; i < n && i < 64; i++) {
+        labels[i] = lines[i].label;
+        fprintf(out, "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" points=\"",
+                tp_svg_color(i));
+        for (size_t k = 0; k < lines[i].n; k++)
+            fprintf(out, "%.1f,%.1f ", LEFT + lines[i].x[k] / xmax * plot_w,
+                    TOP + plot_h - lines[i].y[k] / ymax * plot_h);
+        fputs("\"><title>", out);
+        tp_html_escape(out, lines[i].label);
+        fputs("</title></polyline>", out);
+    }
+    legend(out, labels, n < 64 ? n : 64, H - 14);
+    fputs("</svg></figure>\n", out);
+}
+
+void tp_svg_stacked_bars(FILE *out, const tp_svg_chart *c, const char *const *bar_labels,
+                         size_t nbars, const char *const *part_labels, size_t nparts,
+                         const double *values, int horizontal)
+{
+    double max = 0;
+    for (size_t b = 0; b < nbars; b++) {
+        double sum = 0;
+        for (size_t p = 0; p < nparts; p++)
+            sum += values[b * nparts + p];
+        max = fmax(max, sum);
+    }
+    if (max <= 0)
+        max = 1;
+    double step = nice_step(max);
+    max = step * ceil(max / step);
+    double height = horizontal ? TOP + 30.0 * (double)nbars + BOTTOM : H;
+    double plot_h = height - TOP - BOTTOM, plot_w = W - LEFT - RIGHT;
+    open_chart(out, c, height);
+    if (horizontal) {
+        for (double v = 0; v <= max * 1.0001; v += step) {
+            char label[32];
+            tp_format_value(label, sizeof label, c->unit, v);
+            text(out, LEFT + v / max * plot_w, TOP + plot_h + 16, "middle", " class=\"tick\"",
+                 label);
+        }
+        text(out, LEFT + plot_w / 2, TOP + plot_h + 34, "middle", " class=\"axis-title\"",
+             c->x_title);
+    } else {
+        y_axis(out, c, max, plot_h);
+        text(out, LEFT + plot_w / 2, TOP + plot_h + 34, "middle", " class=\"axis-title\"",
+             c->x_title);
+    }
+    double slot = (horizontal ? plot_h : plot_w) / (double)(nbars ? nbars : 1);
+    for (size_t b = 0; b < nbars; b++) {
+        double at = 0;
+        if (horizontal)
+            text(out, LEFT - 6, TOP + slot * ((double)b + 0.5) + 4, "end", " class=\"tick\"",
+                 bar_labels[b]);
+        else if (nbars <= 40 || b % (nbars / 20 + 1) == 0)
+            text(out, LEFT + slot * ((double)b + 0.5), TOP + plot_h + 16, "middle",
+                 " class=\"tick\"", bar_labels[b]);
+        for (size_t p = 0; p < nparts; p++) {
+            double v = values[b * nparts + p];
+            if (v <= 0)
+                continue;
+            if (horizontal)
+                fprintf(out,
+                        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">",
+                        LEFT + at / max * plot_w, TOP + slot * (double)b + 4, v / max * plot_w,
+                        slot - 8, tp_svg_color(p));
+            else
+                fprintf(out,
+                        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">",
+                        LEFT + slot * (double)b, TOP + plot_h - (at + v) / max * plot_h,
+                        fmax(slot - 1, 0.5), v / max * plot_h, tp_svg_color(p));
+            char val[32];
+            tp_format_value(val, sizeof val, c->unit, v);
+            fputs("<title>", out);
+            tp_html_escape(out, bar_labels[b]);
+            fputs(": ", out);
+            tp_html_escape(out, part_labels[p]);
+            fprintf(out, " %s</title></rect>", val);
+            at += v;
+        }
+    }
+    legend(out, part_labels, nparts, height - 14);
+    fputs("</svg></figure>\n", out);
+}

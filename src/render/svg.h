@@ -1,0 +1,40 @@
+/* svg.h: the charts of the HTML report, drawn as inline SVG by trainprof.
+ *
+ * Every chart has a title, titled axes with units, a legend and a distinct
+ * colour per series; text from the run is HTML-escaped. Callers pass data
+ * already downsampled (see analyze/downsample.h). */
+#ifndef TP_RENDER_SVG_H
+#define TP_RENDER_SVG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct tp_svg_line {
+    char label[96];
+    const double *x; /* seconds */
+    const double *y; /* in the chart's unit */
+    size_t n;
+} tp_svg_line;
+
+typedef struct tp_svg_chart {
+    const char *title;
+    const char *x_title;
+    const char *y_title;
+    const char *unit; /* run-file unit name: percent, bytes, bytes_per_s, ... */
+} tp_svg_chart;
+
+/* Writes s with &, <, >, " and ' escaped. */
+void tp_html_escape(FILE *out, const char *s);
+
+/* The n-th colour of the palette (cycles). */
+const char *tp_svg_color(size_t n);
+
+void tp_svg_line_chart(FILE *out, const tp_svg_chart *c, const tp_svg_line *lines, size_t n);
+
+/* Stacked bars: nbars bars of nparts parts; values[bar * nparts + part].
+ * Horizontal bars (one per rank) or vertical ones (one per step group). */
+void tp_svg_stacked_bars(FILE *out, const tp_svg_chart *c, const char *const *bar_labels,
+                         size_t nbars, const char *const *part_labels, size_t nparts,
+                         const double *values, int horizontal);
+
+#endif

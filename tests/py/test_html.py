@@ -1,0 +1,112 @@
+"""`trainprof html`: the page, rendered by headless Chromium (Debian's)."""
+
+import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import textwrap
+import time
+
+import pytest
+
+from conftest import FAKE_NVML, PROGRAM, PYTHON, ROOT, trainprof
+
+ARTIFACTS = ROOT / "tests" / "artifacts"
+EVIL = "<script>alert(1)</script>"
+
+
+def chromium(*args, timeout=90):
+    return subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                           "--enable-logging=stderr", "--v=0", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    d = tmp_path_factory.mktemp("html")
+    script = d / "train.py"
+    script.write_text(textwrap.dedent(f"""
+        import time, trainprof
+        for e in range(2):
+            trainprof.epoch(e)
+            for _ in range(15):
+                trainprof.step()
+                with trainprof.region({EVIL!r}):
+                    time.sleep(0.01)
+                with trainprof.region("dataloader_next"):
+                    time.sleep(0.02)
+        trainprof.step()
+    """))
+    run = d / "run.db"
+    r = trainprof("record", "-q", "--interval", "0.1", "-o", run, "--", PYTHON, script,
+                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"})
+    assert r.returncode == 0, r.stderr
+    r = trainprof("html", run)
+    assert r.returncode == 0, r.stderr
+    html = d / "run.html"  # the default name
+    assert html.exists()
+    return html
+
+
+def test_page_is_self_contained_and_escaped(page):
+    text = page.read_text()
+    assert "<script" not in text.lower()  # the region name is shown as text
+    assert "&lt;script&gt;alert(1)" in text
+    assert not re.search(r"""(src|href)\s*=|url\(|@import""", text)
+    refs = re.findall(r"https?://[^\s\"']+", text)
+    assert set(refs) <= {"http://www.w3.org/2000/svg"}  # a namespace, never fetched
+
+
+def test_chromium_renders_the_plots(page):
+    r = chromium("--dump-dom", page.as_uri())
+    assert r.returncode == 0, r.stderr[-2000:]
+    dom = r.stdout
+    assert "Uncaught" not in r.stderr and ":CONSOLE(" not in r.stderr
+    assert dom.count("<svg") >= 10
+    for title in ("Where step time goes", "Step time over the run", "Epoch times",
+                  "cpu_util_percent", "gpu_util_percent", "gpu_power_watts",
+                  "host_mem_used_bytes"):
+        assert title in dom, title
+    assert "time since start" in dom and "time per step" in dom
+    assert "gpu=0" in dom and "gpu=1" in dom  # one line per GPU, in the legend
+    assert "input-bound" in dom  # the verdict: dataloader_next is 2/3 of each step
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    r = chromium(f"--screenshot={shot}", "--window-size=1000,3000", page.as_uri())
+    assert r.returncode == 0 and shot.stat().st_size > 20000
+
+
+def test_a_day_long_run_stays_small(tmp_path):
+    run = tmp_path / "day.db"
+    subprocess.run([ROOT / "build" / "bench" / "gen_run", run, "24", "0.5", "8", "2"],
+                   check=True, capture_output=True)
+    t0 = time.perf_counter()
+    r = trainprof("html", run, "-o", tmp_path / "day.html", timeout=120)
+    assert r.returncode == 0, r.stderr
+    size = (tmp_path / "day.html").stat().st_size
+    assert size < 5_000_000, size
+    assert time.perf_counter() - t0 < 60  # sanity only; the figure is in the benchmarks
+
+
+def test_empty_killed_and_bad_input(tmp_path):
+    empty = tmp_path / "empty.db"
+    assert trainprof("record", "-q", "-o", empty, "--", "true").returncode == 0
+    r = trainprof("html", empty)
+    assert r.returncode == 0, r.stderr
+    assert "No timings were recorded" in (tmp_path / "empty.html").read_text()
+    killed = tmp_path / "killed.db"
+    p = subprocess.Popen([PROGRAM, "record", "-q", "--interval", "0.1", "-o", killed, "--",
+                          "sleep", "30"])
+    time.sleep(1.6)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    subprocess.run(["pkill", "-f", "sleep 30"], check=False)
+    r = trainprof("html", killed, "-o", tmp_path / "killed.html")
+    assert r.returncode == 0, r.stderr
+    assert "incomplete" in (tmp_path / "killed.html").read_text()
+    r = trainprof("html", killed, "-o", tmp_path / "killed.html")
+    assert r.returncode == 1 and "already exists (use --force" in r.stderr
+    r = trainprof("html", tmp_path / "killed.html")
+    assert r.returncode == 2 and "not a trainprof run file" in r.stderr

@@ -53,6 +53,10 @@ void tp_epoch(int64_t epoch);
 /* n samples (the batch size) belong to the current step: gives samples/s. */
 void tp_samples(int64_t n);
 
+/* Names this thread in the recording (15 characters kept); call it before the
+ * thread's first event, e.g. "DL worker 3". */
+void tp_set_thread_name(const char *name);
+
 /* True when events from this thread reach a recorder. */
 int tp_active(void);
 /* Events this thread dropped because its ring was full. */

@@ -138,7 +138,10 @@ static tp_ring_header *create_ring(void)
     h->rank = env_int(rank, -1);
     h->local_rank = env_int(local, -1);
     h->world_size = env_int(world, -1);
-    pthread_getname_np(pthread_self(), h->thread_name, sizeof h->thread_name);
+    if (tp_self.name[0])
+        memcpy(h->thread_name, tp_self.name, sizeof h->thread_name);
+    else
+        pthread_getname_np(pthread_self(), h->thread_name, sizeof h->thread_name);
     char tag[8] = "ring";
     struct iovec iov = {tag, sizeof tag};
     union {

@@ -4,6 +4,7 @@
  * acquire load of the consumer's position and a release store of ours. The
  * first event of a thread attaches it (cold path, channel.c); the first use
  * of a name in a thread sends its text once (cold path). */
+#include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
@@ -120,6 +121,14 @@ void tp_region_end(tp_site *site)
     if (tp_self.state == TP_THREAD_OFF)
         return;
     tp_end(site_id(site));
+}
+
+void tp_set_thread_name(const char *name)
+{
+    tp_thread *t = &tp_self;
+    snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+    if (t->state == TP_THREAD_ACTIVE) /* the recorder has read it already; keep it coherent */
+        memcpy(t->ring->thread_name, t->name, sizeof t->name);
 }
 
 int tp_active(void) { return ready(&tp_self); }

@@ -21,6 +21,7 @@ typedef struct tp_thread {
     uint32_t defined_words;
     uint32_t depth; /* open regions, for the innermost-region slot */
     uint32_t stack[TP_STACK_MAX];
+    char name[16]; /* set by tp_set_thread_name; empty: the system's thread name */
 } tp_thread;
 
 extern _Thread_local tp_thread tp_self;

@@ -170,6 +170,16 @@ static PyObject *py_samples(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_set_thread_name(PyObject *module, PyObject *name)
+{
+    (void)module;
+    const char *text = PyUnicode_AsUTF8(name);
+    if (!text)
+        return NULL;
+    tp_set_thread_name(text);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_active(PyObject *module, PyObject *unused)
 {
     (void)module, (void)unused;
@@ -197,6 +207,7 @@ static PyMethodDef module_methods[] = {
     {"step", py_step, METH_NOARGS, "Marks a step boundary."},
     {"epoch", py_epoch, METH_O, "epoch(n): marks the start of epoch n."},
     {"samples", py_samples, METH_O, "samples(n): the current step processed n samples."},
+    {"set_thread_name", py_set_thread_name, METH_O, "Names this thread in the recording."},
     {"active", py_active, METH_NOARGS, "True when this thread's events reach a recorder."},
     {"dropped", py_dropped, METH_NOARGS, "Events this thread dropped on a full buffer."},
     {"_set_decorator_factory", py_set_decorator_factory, METH_O, NULL},

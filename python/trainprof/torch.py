@@ -133,6 +133,29 @@ def _patch_dataloader():
     dl._BaseDataLoaderIter.__next__ = __next__
 
 
+def _patch_workers():
+    """Names DataLoader worker processes "DL worker N" in the recording."""
+    import inspect
+
+    from torch.utils.data._utils import worker
+
+    orig = worker._worker_loop
+    try:
+        params = list(inspect.signature(orig).parameters)
+        position = params.index("worker_id")
+    except (TypeError, ValueError):
+        return
+
+    @functools.wraps(orig)
+    def _worker_loop(*args, **kwargs):
+        wid = kwargs.get("worker_id", args[position] if len(args) > position else None)
+        if wid is not None:
+            _native.set_thread_name(f"DL worker {wid}")
+        return orig(*args, **kwargs)
+
+    worker._worker_loop = _worker_loop
+
+
 def _patch_modules():
     from torch.nn.modules import module as mm
 
@@ -258,7 +281,7 @@ def instrument():
     if _installed:
         return False
     _installed = True
-    for patch in (_patch_dataloader, _patch_modules, _patch_backward, _patch_optimizer,
+    for patch in (_patch_dataloader, _patch_workers, _patch_modules, _patch_backward, _patch_optimizer,
                   _patch_schedulers, _patch_transfers, _patch_distributed):
         patch()
     return True

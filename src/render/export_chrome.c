@@ -59,7 +59,9 @@ static void name_processes(chrome_ctx *c)
         for (size_t j = 0; j < i; j++)
             first_of_pid &= c->threads[j].pid != t->pid;
         if (first_of_pid) {
-            if (t->rank >= 0)
+            if (strncmp(t->name, "DL worker ", 10) == 0)
+                snprintf(buf, sizeof buf, "DataLoader worker %s (pid %d)", t->name + 10, t->pid);
+            else if (t->rank >= 0)
                 snprintf(buf, sizeof buf, "rank %d (pid %d)", t->rank, t->pid);
             else
                 snprintf(buf, sizeof buf, "pid %d", t->pid);

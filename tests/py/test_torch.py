@@ -1,5 +1,6 @@
 """PyTorch auto-instrumentation: unmodified training scripts under record."""
 
+import json
 import subprocess
 import textwrap
 
@@ -150,3 +151,30 @@ def test_nothing_loads_outside_record():
     out = subprocess.run([PYTHON, "-c", "import sys, torch; print('trainprof' in sys.modules)"],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_dataloader_workers_are_named_tracks(run_file, tmp_path):
+    script = tmp_path / "workers.py"
+    script.write_text(textwrap.dedent("""
+        import torch, trainprof
+        from torch.utils.data import DataLoader, Dataset
+        class D(Dataset):
+            def __len__(self):
+                return 16
+            def __getitem__(self, i):
+                with trainprof.region("load_item"):
+                    return torch.tensor([i])
+        if __name__ == "__main__":
+            for method in ("fork", "spawn"):
+                for _ in DataLoader(D(), batch_size=4, num_workers=2,
+                                    multiprocessing_context=method):
+                    pass
+    """))
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert timing(report_json(run_file), "load_item")["count"] == 32
+    trace = json.loads(trainprof("export", run_file).stdout)
+    names = [e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"]
+    assert sum(n.startswith("DataLoader worker 0 ") for n in names) == 2  # fork and spawn
+    assert sum(n.startswith("DataLoader worker 1 ") for n in names) == 2

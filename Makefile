@@ -32,6 +32,7 @@ $(VENV)/.trainprof-installed: $(SOURCES)
 demo: build
 	$(PROGRAM) record --force -o $(BUILD)/demo.db -- $(PY) examples/train.py --epochs 2
 	$(PROGRAM) report $(BUILD)/demo.db
+	$(PROGRAM) html --force $(BUILD)/demo.db
 
 test: build test-format test-c test-sanitizers test-py
 

@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "record/child.h"
 #include "record/drain.h"
+#include "record/output_name.h"
 #include "record/registry.h"
 #include "record/record_summary.h"
 #include "record/sampler.h"
@@ -53,7 +54,8 @@ static const char usage[] =
     "signal N, 127 if it could not be started).\n"
     "\n"
     "options:\n"
-    "  -o, --output FILE     run file to write (default: trainprof-DATE-TIME.db)\n"
+    "  -o, --output FILE     run file to write (default: trainprof-DATE-TIME.db);\n"
+    "                        %h is the host name, %r the node rank, %p the pid\n"
     "  -f, --force           overwrite FILE if it exists\n"
     "  -i, --interval SECS   sampling interval, 0.05 to 60 (default: 0.5)\n"
     "      --agent NAME      name of this machine in the run (default: host name)\n"
@@ -291,12 +293,17 @@ int cmd_record(int argc, char **argv)
     int rc = parse_options(argc, argv, &o, &done);
     if (rc || done)
         return rc;
-    char default_name[64];
+    char default_name[64], expanded[4096];
+    char err[512];
     if (!o.output) {
         default_output(default_name, sizeof default_name);
         o.output = default_name;
+    } else if (tp_output_name_expand(o.output, expanded, sizeof expanded, err, sizeof err)) {
+        o.output = expanded;
+    } else {
+        tp_error("record: %s", err);
+        return 2;
     }
-    char err[512];
     tp_writer *writer = tp_writer_create(o.output, o.force, o.agent, err, sizeof err);
     if (!writer) {
         tp_error("%s", err);

@@ -142,3 +142,14 @@ def test_python_package_outside_record():
     out = subprocess.run([PYTHON, "-c", "import trainprof; print(trainprof.__version__)"],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == package.__version__
+
+
+def test_output_name_patterns(tmp_path):
+    import socket
+    r = trainprof("record", "-q", "-o", tmp_path / "run-%h-%r-100%%.db", "--", "true",
+                  env={"SLURM_NODEID": "3"})
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / f"run-{socket.gethostname()}-3-100%.db").exists()
+    r = trainprof("record", "-q", "-o", tmp_path / "run-%x.db", "--", "true")
+    assert r.returncode == 2 and "unknown %x" in r.stderr
+    assert not list(tmp_path.glob("run-%x*"))

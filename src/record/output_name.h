@@ -1,0 +1,16 @@
+/* output_name.h: expanding the run file name given to `record -o`.
+ *
+ * %h becomes the host name, %r the node rank (SLURM_NODEID, NODE_RANK or
+ * GROUP_RANK from the environment, else 0), %p the recorder's pid and %% a
+ * percent sign, so that one command line on every node of a job writes one
+ * file per node: `-o runs/run-%h.db`. */
+#ifndef TP_RECORD_OUTPUT_NAME_H
+#define TP_RECORD_OUTPUT_NAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* False, with the reason in err, for an unknown %-sequence or a name too long. */
+bool tp_output_name_expand(const char *pattern, char *out, size_t cap, char *err, size_t errcap);
+
+#endif

@@ -19,8 +19,9 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
     if (run->schema_version < 2)
         return true;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db, "SELECT id, pid, tid, rank, name FROM thread ORDER BY id", -1,
-                           &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT id, pid, tid, rank, name, world_size FROM thread ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
         return failed(run, "threads", err, cap);
     size_t tcap = 0;
     int rc;
@@ -37,6 +38,7 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
         t->pid = sqlite3_column_int(st, 1);
         t->tid = sqlite3_column_int(st, 2);
         t->rank = sqlite3_column_int(st, 3);
+        t->world_size = sqlite3_column_int(st, 5);
         const unsigned char *name = sqlite3_column_text(st, 4);
         snprintf(t->name, sizeof t->name, "%s", name ? (const char *)name : "");
     }

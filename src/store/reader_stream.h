@@ -13,7 +13,7 @@
 
 typedef struct tp_run_thread {
     int64_t id;
-    int pid, tid, rank;
+    int pid, tid, rank, world_size;
     char name[16];
 } tp_run_thread;
 

@@ -9,5 +9,6 @@ int cmd_export(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_html(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif

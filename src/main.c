@@ -16,6 +16,7 @@ static const subcommand subcommands[] = {
     {"record", cmd_record, "run a training command and record it into a run file"},
     {"report", cmd_report, "show a run file's figures as tables or JSON"},
     {"html", cmd_html, "write a run file as one self-contained HTML page with plots"},
+    {"merge", cmd_merge, "join the run files of several nodes into one"},
     {"compare", cmd_compare, "scalability across runs: speed-up, efficiency, energy"},
     {"top", cmd_top, "a live view of this machine and of the running recording"},
     {"export", cmd_export, "write a run file as a Perfetto/Chrome trace, CSV or JSON"},

@@ -51,6 +51,11 @@ static void header(FILE *out, const tp_run *run)
         fprintf(out, "  cgroup    v%s, CPU limit %s%s, memory limit %s\n", cg,
                 cpu ? cpu : "unknown", cpu && strcmp(cpu, "none") != 0 ? " cores" : "", membuf);
     }
+    if ((v = tp_run_meta_get(run, "merged_from")))
+        fprintf(out,
+                "  merged    %s, one agent each; times aligned through each start's wall-clock "
+                "anchor (anchors +-%s ns, plus how far the hosts' clocks disagree)\n",
+                v, meta_or(run, "merge_anchor_uncertainty_ns", "?"));
     if ((v = tp_run_meta_get(run, "interval_s")))
         fprintf(out, "  sampling  every %s s\n", v);
 }

@@ -1,0 +1,65 @@
+/* cmd_merge.c: `trainprof merge`: one run file from the files of several nodes. */
+#include <getopt.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "store/merge.h"
+#include "util/log.h"
+
+static const char usage[] =
+    "usage: trainprof merge -o OUT RUN_FILE RUN_FILE... [--force]\n"
+    "\n"
+    "Joins the run files of the nodes of one job (record -o runs/run-%h.db) into one:\n"
+    "each file becomes an agent, times are aligned through the wall-clock anchors\n"
+    "recorded at each start. Files of different commands or jobs are refused.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output OUT   the merged run file (must not exist unless --force)\n"
+    "      --force        overwrite OUT, and merge files that don't seem to belong together\n"
+    "  -h, --help         show this help\n";
+
+int cmd_merge(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"force", no_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *output = NULL;
+    bool force = false;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+        if (c == 'o')
+            output = optarg;
+        else if (c == 'F')
+            force = true;
+        else if (c == 'h') {
+            fputs(usage, stdout);
+            return 0;
+        } else {
+            tp_error("merge: bad option %s (see trainprof merge --help)", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (!output || argc - optind < 2) {
+        tp_error("merge: give -o OUT and two or more run files (see trainprof merge --help)");
+        return 2;
+    }
+    struct stat sb;
+    if (stat(output, &sb) == 0 && !force) {
+        tp_error("merge: %s already exists (use --force to overwrite it)", output);
+        return 1;
+    }
+    char err[1024];
+    if (!tp_merge_runs(output, (const char *const *)argv + optind, (size_t)(argc - optind), force,
+                       err, sizeof err)) {
+        tp_error("%s", err);
+        return 2;
+    }
+    fprintf(stderr, "trainprof: merged %d run files into %s\n", argc - optind, output);
+    return 0;
+}

@@ -1,0 +1,158 @@
+/* merge.c: several run files into one, one agent per input. */
+#include "store/merge.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/reader.h"
+#include "store/schema.h"
+
+typedef struct input_info {
+    int64_t start_wall_ns, uncertainty_ns;
+    char command[512], job[128];
+} input_info;
+
+static bool read_inputs(const char *const *inputs, size_t n, input_info *info, bool force,
+                        char *err, size_t cap)
+{
+    for (size_t i = 0; i < n; i++) {
+        tp_run *run = tp_run_open(inputs[i], err, cap);
+        if (!run)
+            return false;
+        const char *wall = tp_run_meta_get(run, "start_wall_ns");
+        const char *unc = tp_run_meta_get(run, "clock_uncertainty_ns");
+        const char *cmd = tp_run_meta_get(run, "command");
+        const char *job = tp_run_meta_get(run, "env.SLURM_JOB_ID");
+        if (!job)
+            job = tp_run_meta_get(run, "env.TORCHELASTIC_RUN_ID");
+        bool merged = tp_run_meta_get(run, "merged_from") != NULL;
+        info[i].start_wall_ns = wall ? strtoll(wall, NULL, 10) : 0;
+        info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
+        snprintf(info[i].command, sizeof info[i].command, "%s", cmd ? cmd : "");
+        snprintf(info[i].job, sizeof info[i].job, "%s", job ? job : "");
+        tp_run_close(run);
+        if (merged) {
+            snprintf(err, cap, "merge: %s is already a merged run; merge the node files instead",
+                     inputs[i]);
+            return false;
+        }
+        if (!wall) {
+            snprintf(err, cap, "merge: %s has no start time (a recording killed at once?)",
+                     inputs[i]);
+            return false;
+        }
+        if (i > 0 && !force && strcmp(info[i].command, info[0].command) != 0) {
+            snprintf(err, cap,
+                     "merge: %s ran another command than %s (use --force to merge anyway)",
+                     inputs[i], inputs[0]);
+            return false;
+        }
+        if (i > 0 && !force && strcmp(info[i].job, info[0].job) != 0) {
+            snprintf(err, cap,
+                     "merge: %s belongs to another job than %s (use --force to merge anyway)",
+                     inputs[i], inputs[0]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Copies one input into the output as agent `agent`; id offsets keep every
+ * series, thread and name id unique. */
+static int copy_input(sqlite3 *db, const char *path, int agent, int64_t shift, bool first)
+{
+    char *sql = sqlite3_mprintf("ATTACH %Q AS src", path);
+    int rc = tp_exec(db, sql);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK)
+        return rc;
+    sql = sqlite3_mprintf(
+        "BEGIN;"
+        "INSERT INTO agent (id, name, host) SELECT %d, name, host FROM src.agent WHERE id = 1;"
+        "CREATE TEMP TABLE off AS SELECT"
+        " (SELECT coalesce(max(id), 0) FROM main.series) AS series,"
+        " (SELECT coalesce(max(id), 0) FROM main.thread) AS thread;"
+        "INSERT OR IGNORE INTO main.name (text) SELECT text FROM src.name;"
+        "INSERT INTO main.series (id, agent_id, metric_id, labels)"
+        " SELECT s.id + (SELECT series FROM off), %d,"
+        "  (SELECT m.id FROM main.metric m JOIN src.metric sm ON sm.name = m.name"
+        "   WHERE sm.id = s.metric_id), s.labels FROM src.series s;"
+        "INSERT INTO main.sample (series_id, t_ns, value)"
+        " SELECT series_id + (SELECT series FROM off), t_ns + %lld, value FROM src.sample;"
+        "INSERT INTO main.unavailable (agent_id, source, reason)"
+        " SELECT %d, source, reason FROM src.unavailable;"
+        "INSERT INTO main.gpu SELECT %d, gpu_index, name, uuid, mem_total_bytes, energy_source"
+        " FROM src.gpu;"
+        "INSERT INTO main.thread SELECT id + (SELECT thread FROM off), %d, pid, tid, rank,"
+        " local_rank, world_size, name, dropped_events FROM src.thread;"
+        "INSERT INTO main.region SELECT r.thread_id + (SELECT thread FROM off),"
+        " (SELECT m.id FROM main.name m JOIN src.name n ON n.text = m.text WHERE n.id = r.name_id),"
+        " r.depth, r.start_ns + %lld, r.end_ns + %lld FROM src.region r;"
+        "INSERT INTO main.mark SELECT thread_id + (SELECT thread FROM off), kind, t_ns + %lld,"
+        " value FROM src.mark;"
+        "%s"
+        "DROP TABLE off;"
+        "COMMIT;",
+        agent, agent, (long long)shift, agent, agent, agent, (long long)shift, (long long)shift,
+        (long long)shift,
+        first ? "INSERT OR REPLACE INTO main.meta SELECT key, value FROM src.meta;" : "");
+    rc = tp_exec(db, sql);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK)
+        tp_exec(db, "ROLLBACK");
+    int rc2 = tp_exec(db, "DETACH src");
+    return rc != SQLITE_OK ? rc : rc2;
+}
+
+bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n, bool force, char *err,
+                   size_t cap)
+{
+    input_info *info = calloc(n, sizeof *info);
+    if (!info || !read_inputs(inputs, n, info, force, err, cap)) {
+        free(info);
+        return false;
+    }
+    int64_t earliest = info[0].start_wall_ns, uncertainty = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (info[i].start_wall_ns < earliest)
+            earliest = info[i].start_wall_ns;
+        if (info[i].uncertainty_ns > uncertainty)
+            uncertainty = info[i].uncertainty_ns;
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%d", out_path, (int)getpid());
+    unlink(tmp);
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc == SQLITE_OK)
+        rc = tp_schema_create(db);
+    /* one transaction per input (an attached file can't be detached inside
+     * one); the output only appears, by rename, once every input is in */
+    for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
+        rc = copy_input(db, inputs[i], (int)i + 1, info[i].start_wall_ns - earliest, i == 0);
+    if (rc == SQLITE_OK) {
+        char *sql = sqlite3_mprintf(
+            "INSERT OR REPLACE INTO meta VALUES ('merged_from', '%d files');"
+            "INSERT OR REPLACE INTO meta VALUES ('merge_anchor_uncertainty_ns', '%lld');"
+            "INSERT OR REPLACE INTO meta VALUES ('start_wall_ns', '%lld');"
+            "DELETE FROM meta WHERE key IN ('duration_ns');",
+            (int)n, (long long)uncertainty, (long long)earliest);
+        rc = tp_exec(db, sql);
+        sqlite3_free(sql);
+    }
+    if (rc != SQLITE_OK)
+        snprintf(err, cap, "merge: %s", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    sqlite3_close(db);
+    free(info);
+    if (rc == SQLITE_OK && rename(tmp, out_path) != 0) {
+        snprintf(err, cap, "merge: cannot write %s", out_path);
+        rc = SQLITE_CANTOPEN;
+    }
+    if (rc != SQLITE_OK)
+        unlink(tmp);
+    return rc == SQLITE_OK;
+}

@@ -1,0 +1,62 @@
+"""`trainprof merge`: two recordings standing for two nodes, joined and reported."""
+
+import sqlite3
+import subprocess
+import time
+
+from conftest import PROGRAM, report_json, trainprof
+from test_timings import EMIT
+
+
+def two_nodes(tmp_path, second_command=None):
+    a, b = tmp_path / "node-a.db", tmp_path / "node-b.db"
+    first = subprocess.Popen([PROGRAM, "record", "-q", "--agent", "node-a", "-o", a, "--", EMIT,
+                              "slow_epochs"])
+    time.sleep(0.5)
+    r = trainprof("record", "-q", "--agent", "node-b", "-o", b, "--",
+                  *(second_command or [EMIT, "slow_epochs"]))
+    assert r.returncode == 0 and first.wait() == 0
+    return a, b
+
+
+def test_merge_aligns_and_reports_per_agent(tmp_path):
+    a, b = two_nodes(tmp_path)
+    out = tmp_path / "all.db"
+    r = trainprof("merge", "-o", out, a, b)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(out)
+    assert [ag["name"] for ag in rep["agents"]] == ["node-a", "node-b"]
+    for agent in rep["agents"]:
+        assert any(m["name"] == "cpu_util_percent" for m in agent["metrics"])
+    starts = sorted(e["start_s"] for e in rep["epochs"] if e["epoch"] == 0)
+    assert len(starts) == 2
+    assert 0.4 < starts[1] - starts[0] < 1.0  # node-b started ~0.5 s later
+    assert rep["timing_threads"] == 2
+    with sqlite3.connect(out) as db:
+        samples = db.execute("SELECT count(*) FROM sample").fetchone()[0]
+    with sqlite3.connect(a) as da, sqlite3.connect(b) as dbb:
+        expected = sum(d.execute("SELECT count(*) FROM sample").fetchone()[0] for d in (da, dbb))
+    assert samples == expected
+    text = trainprof("report", out).stdout
+    assert "merged    2 files" in text and "agent node-b" in text
+
+
+def test_merge_refuses_what_does_not_belong_together(tmp_path):
+    a, b = two_nodes(tmp_path, second_command=["sleep", "0.2"])
+    out = tmp_path / "all.db"
+    r = trainprof("merge", "-o", out, a, b)
+    assert r.returncode == 2 and "ran another command" in r.stderr and not out.exists()
+    assert trainprof("merge", "--force", "-o", out, a, b).returncode == 0
+    r = trainprof("merge", "-o", out, a, b)
+    assert r.returncode == 1 and "already exists" in r.stderr
+    r = trainprof("merge", "--force", "-o", tmp_path / "again.db", out, a)
+    assert r.returncode == 2 and "already a merged run" in r.stderr
+    newer = tmp_path / "newer.db"
+    newer.write_bytes(a.read_bytes())
+    with sqlite3.connect(newer) as db:
+        db.execute("PRAGMA user_version = 9")
+    r = trainprof("merge", "-o", tmp_path / "x.db", a, newer)
+    assert r.returncode == 2 and "newer than this trainprof" in r.stderr
+    r = trainprof("merge", "-o", tmp_path / "y.db", a)
+    assert r.returncode == 2 and "two or more run files" in r.stderr
+    assert not list(tmp_path.glob("*.tmp-*"))

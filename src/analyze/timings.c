@@ -4,17 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void *grow(void *items, size_t n, size_t *cap, size_t sz)
-{
-    if (n < *cap)
-        return items;
-    *cap = *cap ? *cap * 2 : 16;
-    void *p = realloc(items, *cap * sz);
-    if (!p)
-        abort();
-    return p;
-}
+#include "util/grow.h"
 
 typedef struct build_ctx {
     tp_timings *t;
@@ -25,7 +15,7 @@ static void add_group(void *ctx, int rank, const char *name, double *durations, 
 {
     build_ctx *b = ctx;
     tp_timings *t = b->t;
-    t->rows = grow(t->rows, t->nrows, &b->rows_cap, sizeof *t->rows);
+    t->rows = tp_grow(t->rows, t->nrows, &b->rows_cap, sizeof *t->rows);
     tp_timing_row *row = &t->rows[t->nrows++];
     memset(row, 0, sizeof *row);
     row->rank = rank;
@@ -68,7 +58,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             pending = 0;
         }
         if ((m[i].kind == TP_RUN_MARK_EPOCH)) {
-            t->epochs = grow(t->epochs, t->nepochs, epochs_cap, sizeof *t->epochs);
+            t->epochs = tp_grow(t->epochs, t->nepochs, epochs_cap, sizeof *t->epochs);
             t->epochs[t->nepochs] =
                 (tp_epoch_row){m[i].rank, m[i].value, (double)m[i].t_ns / 1e9, 0, 0, 0, NAN};
             epoch_row = (long)t->nepochs++;
@@ -96,7 +86,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         e->duration_s = end > e->start_s ? end - e->start_s : 0;
     }
     if (nd) {
-        t->steps = grow(t->steps, t->nsteps, steps_cap, sizeof *t->steps);
+        t->steps = tp_grow(t->steps, t->nsteps, steps_cap, sizeof *t->steps);
         tp_step_row *st = &t->steps[t->nsteps++];
         st->rank = m[lo].rank;
         st->samples = samples;

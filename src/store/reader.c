@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "store/schema.h"
+#include "util/grow.h"
 
 static char *dup_col(sqlite3_stmt *st, int col)
 {
@@ -19,16 +20,6 @@ static char *dup_col(sqlite3_stmt *st, int col)
 }
 
 /* Grows *items (element size sz) so that index n fits. */
-static void *grow(void *items, size_t n, size_t *cap, size_t sz)
-{
-    if (n < *cap)
-        return items;
-    *cap = *cap ? *cap * 2 : 16;
-    void *p = realloc(items, *cap * sz);
-    if (!p)
-        abort();
-    return p;
-}
 
 static int query_int(sqlite3 *db, const char *sql, int64_t *out)
 {
@@ -82,14 +73,14 @@ static int load_tables(tp_run *run)
     size_t cap;
     int rc = sqlite3_prepare_v2(db, "SELECT key, value FROM meta ORDER BY key", -1, &st, NULL);
     for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->nmeta++) {
-        run->meta = grow(run->meta, run->nmeta, &cap, sizeof *run->meta);
+        run->meta = tp_grow(run->meta, run->nmeta, &cap, sizeof *run->meta);
         run->meta[run->nmeta] = (tp_run_meta){dup_col(st, 0), dup_col(st, 1)};
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db, "SELECT id, name, host FROM agent ORDER BY id", -1, &st, NULL);
     for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->nagents++) {
-        run->agents = grow(run->agents, run->nagents, &cap, sizeof *run->agents);
+        run->agents = tp_grow(run->agents, run->nagents, &cap, sizeof *run->agents);
         run->agents[run->nagents] =
             (tp_run_agent){sqlite3_column_int64(st, 0), dup_col(st, 1), dup_col(st, 2)};
     }
@@ -100,7 +91,7 @@ static int load_tables(tp_run *run)
                                 " JOIN metric m ON m.id = s.metric_id ORDER BY s.id",
                                 -1, &st, NULL);
     for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->nseries++) {
-        run->series = grow(run->series, run->nseries, &cap, sizeof *run->series);
+        run->series = tp_grow(run->series, run->nseries, &cap, sizeof *run->series);
         run->series[run->nseries] =
             (tp_run_series){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
                             dup_col(st, 2), dup_col(st, 3), dup_col(st, 4)};
@@ -111,7 +102,7 @@ static int load_tables(tp_run *run)
             db, "SELECT agent_id, source, reason FROM unavailable ORDER BY rowid", -1, &st, NULL);
     for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->nunavailable++) {
         run->unavailable =
-            grow(run->unavailable, run->nunavailable, &cap, sizeof *run->unavailable);
+            tp_grow(run->unavailable, run->nunavailable, &cap, sizeof *run->unavailable);
         run->unavailable[run->nunavailable] =
             (tp_run_unavailable){sqlite3_column_int64(st, 0), dup_col(st, 1), dup_col(st, 2)};
     }
@@ -122,7 +113,7 @@ static int load_tables(tp_run *run)
                                 " energy_source FROM gpu ORDER BY agent_id, gpu_index",
                                 -1, &st, NULL);
     for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->ngpus++) {
-        run->gpus = grow(run->gpus, run->ngpus, &cap, sizeof *run->gpus);
+        run->gpus = tp_grow(run->gpus, run->ngpus, &cap, sizeof *run->gpus);
         run->gpus[run->ngpus] = (tp_run_gpu){sqlite3_column_int64(st, 0),
                                              sqlite3_column_int(st, 1),
                                              dup_col(st, 2),
@@ -257,7 +248,7 @@ bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *er
             current = id;
             n = 0;
         }
-        values = grow(values, n, &vcap, sizeof *values);
+        values = tp_grow(values, n, &vcap, sizeof *values);
         values[n++] = sqlite3_column_double(st, 1);
     }
     const tp_run_series *s = find_series(run, current);
@@ -310,12 +301,12 @@ bool tp_run_each_region_group(tp_run *run, tp_region_group_fn fn, void *ctx, cha
             for (last = 0; last < nb && !(b[last].rank == rank && b[last].name_id == name);)
                 last++;
             if (last == nb) {
-                b = grow(b, nb, &bcap, sizeof *b);
+                b = tp_grow(b, nb, &bcap, sizeof *b);
                 b[nb++] = (region_bucket){rank, name, NULL, NULL, 0, 0};
             }
         }
         region_bucket *k = &b[last];
-        k->v = grow(k->v, k->n, &k->cap, sizeof *k->v);
+        k->v = tp_grow(k->v, k->n, &k->cap, sizeof *k->v);
         k->v[k->n++] = (double)sqlite3_column_int64(st, 2) / 1e9;
     }
     sqlite3_finalize(st);
@@ -364,7 +355,7 @@ bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t
     }
     size_t mcap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        *marks = grow(*marks, *n, &mcap, sizeof **marks);
+        *marks = tp_grow(*marks, *n, &mcap, sizeof **marks);
         const unsigned char *kind = sqlite3_column_text(st, 2);
         (*marks)[(*n)++] =
             (tp_run_mark){sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),

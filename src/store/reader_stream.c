@@ -46,16 +46,17 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
     return rc == SQLITE_DONE || failed(run, "threads", err, cap);
 }
 
-bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, size_t cap)
+/* Streams region rows of the given SQL (one optional thread parameter). */
+static bool each_region_row(tp_run *run, const char *sql, int64_t thread, tp_region_row_fn fn,
+                            void *ctx, char *err, size_t cap)
 {
     if (run->schema_version < 2)
         return true;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT r.thread_id, n.text, r.depth, r.start_ns, r.end_ns FROM region r"
-                           " JOIN name n ON n.id = r.name_id",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return failed(run, "regions", err, cap);
+    if (thread >= 0)
+        sqlite3_bind_int64(st, 1, thread);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const unsigned char *name = sqlite3_column_text(st, 1);
@@ -64,6 +65,14 @@ bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, 
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE || failed(run, "regions", err, cap);
+}
+
+bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, size_t cap)
+{
+    return each_region_row(run,
+                           "SELECT r.thread_id, n.text, r.depth, r.start_ns, r.end_ns FROM region r"
+                           " JOIN name n ON n.id = r.name_id",
+                           -1, fn, ctx, err, cap);
 }
 
 static const tp_run_series *series_by_id(const tp_run *run, int64_t id)
@@ -97,22 +106,9 @@ bool tp_run_each_sample(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, 
 bool tp_run_each_thread_region(tp_run *run, int64_t thread, tp_region_row_fn fn, void *ctx,
                                char *err, size_t cap)
 {
-    if (run->schema_version < 2)
-        return true;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
+    return each_region_row(run,
                            "SELECT r.thread_id, n.text, r.depth, r.start_ns, r.end_ns FROM region r"
                            " JOIN name n ON n.id = r.name_id WHERE r.thread_id = ? AND r.depth = 0"
                            " ORDER BY r.start_ns",
-                           -1, &st, NULL) != SQLITE_OK)
-        return failed(run, "regions", err, cap);
-    sqlite3_bind_int64(st, 1, thread);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const unsigned char *name = sqlite3_column_text(st, 1);
-        fn(ctx, sqlite3_column_int64(st, 0), name ? (const char *)name : "",
-           sqlite3_column_int(st, 2), sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4));
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE || failed(run, "regions", err, cap);
+                           thread, fn, ctx, err, cap);
 }

@@ -51,3 +51,16 @@ def samples(path, name, labels="{}"):
 @pytest.fixture
 def run_file(tmp_path):
     return tmp_path / "run.db"
+
+
+def killed_recording(path, after_s=1.6):
+    """A run file whose recorder was SIGKILLed after_s seconds into `sleep 30`."""
+    import signal
+    import time
+    p = subprocess.Popen([PROGRAM, "record", "-q", "--interval", "0.1", "-o", str(path), "--",
+                          "sleep", "30"])
+    time.sleep(after_s)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    subprocess.run(["pkill", "-f", "sleep 30"], check=False)
+    return path

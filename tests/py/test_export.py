@@ -2,15 +2,13 @@
 
 import csv
 import json
-import signal
 import sqlite3
-import subprocess
 import textwrap
 import time
 
 import pytest
 
-from conftest import FAKE_NVML, PROGRAM, PYTHON, report_json, trainprof
+from conftest import killed_recording, FAKE_NVML, PROGRAM, PYTHON, report_json, trainprof
 
 TRICKY = 'say "hi"\n<script>alert(1)</script>'
 
@@ -113,13 +111,7 @@ def test_empty_and_killed_runs_export(tmp_path):
     for fmt in ("chrome", "csv", "json"):
         r = trainprof("export", "--format", fmt, empty)
         assert r.returncode == 0, (fmt, r.stderr)
-    killed = tmp_path / "killed.db"
-    p = subprocess.Popen([PROGRAM, "record", "-q", "--interval", "0.1", "-o", killed, "--",
-                          "sleep", "30"])
-    time.sleep(1.6)
-    p.send_signal(signal.SIGKILL)
-    p.wait()
-    subprocess.run(["pkill", "-f", "sleep 30"], check=False)
+    killed = killed_recording(tmp_path / "killed.db")
     r = trainprof("export", "--format", "chrome", killed)
     assert r.returncode == 0, r.stderr
     assert any(e["ph"] == "C" for e in json.loads(r.stdout)["traceEvents"])

@@ -1,17 +1,14 @@
 """`trainprof html`: the page, rendered by headless Chromium (Debian's)."""
 
-import json
-import os
 import pathlib
 import re
-import signal
 import subprocess
 import textwrap
 import time
 
 import pytest
 
-from conftest import FAKE_NVML, PROGRAM, PYTHON, ROOT, trainprof
+from conftest import killed_recording, FAKE_NVML, PROGRAM, PYTHON, ROOT, trainprof
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 EVIL = "<script>alert(1)</script>"
@@ -96,13 +93,7 @@ def test_empty_killed_and_bad_input(tmp_path):
     r = trainprof("html", empty)
     assert r.returncode == 0, r.stderr
     assert "No timings were recorded" in (tmp_path / "empty.html").read_text()
-    killed = tmp_path / "killed.db"
-    p = subprocess.Popen([PROGRAM, "record", "-q", "--interval", "0.1", "-o", killed, "--",
-                          "sleep", "30"])
-    time.sleep(1.6)
-    p.send_signal(signal.SIGKILL)
-    p.wait()
-    subprocess.run(["pkill", "-f", "sleep 30"], check=False)
+    killed = killed_recording(tmp_path / "killed.db")
     r = trainprof("html", killed, "-o", tmp_path / "killed.html")
     assert r.returncode == 0, r.stderr
     assert "incomplete" in (tmp_path / "killed.html").read_text()

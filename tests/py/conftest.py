@@ -60,7 +60,19 @@ def killed_recording(path, after_s=1.6):
     p = subprocess.Popen([PROGRAM, "record", "-q", "--interval", "0.1", "-o", str(path), "--",
                           "sleep", "30"])
     time.sleep(after_s)
+    kill_with_children(p)
+    return path
+
+
+def kill_with_children(p):
+    """SIGKILLs a recorder, then the command it left orphaned (only that one)."""
+    import signal
+    children = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
+                              text=True).stdout.split()
     p.send_signal(signal.SIGKILL)
     p.wait()
-    subprocess.run(["pkill", "-f", "sleep 30"], check=False)
-    return path
+    for child in children:
+        try:
+            os.kill(int(child), signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import FAKE_NVML, PROGRAM, PYTHON, ROOT, metric, report_json, samples, trainprof
+from conftest import kill_with_children, FAKE_NVML, PROGRAM, PYTHON, ROOT, metric, report_json, samples, trainprof
 
 WORKLOAD = r"""
 import os, sys, time
@@ -117,9 +117,7 @@ def test_sigkill_of_the_recorder_leaves_a_readable_file(run_file, attempt):
     p = subprocess.Popen([PROGRAM, "record", "-q", "--interval", "0.1", "-o", run_file, "--",
                           "sleep", "30"])
     time.sleep(delay)
-    p.kill()
-    p.wait()
-    subprocess.run(["pkill", "-f", "sleep 30"], check=False)
+    kill_with_children(p)
     if not run_file.exists():
         return  # killed before the file was created: nothing to read
     r = trainprof("report", "--json", run_file)

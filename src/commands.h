@@ -10,5 +10,6 @@ int cmd_top(int argc, char **argv);
 int cmd_html(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_iobench(int argc, char **argv);
 
 #endif

@@ -1,0 +1,348 @@
+/* cmd_iobench.c: `trainprof iobench PATH`: what the storage under PATH can
+ * read, sequentially and at random, with the page cache kept out of the way
+ * (O_DIRECT, or posix_fadvise(DONTNEED) where O_DIRECT is refused), against
+ * the lecture's typical figures and, given --run, against what a training
+ * actually read. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyze/summary.h"
+#include "clock.h"
+#include "commands.h"
+#include "render/units.h"
+#include "util/json_writer.h"
+#include "util/log.h"
+
+#define DISK_MB_S    150.0
+#define NVME_MB_S    3000.0
+#define SEQ_BLOCK    (1u << 20)
+#define RAND_BLOCK   4096u
+#define RAND_SECONDS 3.0
+
+static const char usage[] =
+    "usage: trainprof iobench PATH [--size MB] [--run RUN_FILE] [--json]\n"
+    "\n"
+    "Measures the read throughput and IOPS of the storage under PATH, sequential (1 MiB\n"
+    "reads) and random (4 KiB reads), bypassing the page cache where the filesystem\n"
+    "allows, and compares them with typical figures (disk ~150 MB/s, NVMe ~3000 MB/s).\n"
+    "PATH is a directory (a test file is written there and removed) or an existing\n"
+    "file (only read). With --run, also says how the recorded training read its data.\n"
+    "\n"
+    "options:\n"
+    "  --size MB       size of the test file in a directory (default 256)\n"
+    "  --run RUN_FILE  compare with the disk reads recorded in a run file\n"
+    "  --json          one JSON object instead of text\n"
+    "  -h, --help      show this help\n";
+
+static char made_file[4200]; /* removed on exit and on Ctrl-C */
+
+static void remove_made_file(void)
+{
+    if (made_file[0])
+        unlink(made_file);
+}
+
+static void on_signal(int sig)
+{
+    remove_made_file();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+typedef struct io_result {
+    double seq_mb_s, rand_iops, rand_mb_s;
+    bool direct; /* O_DIRECT honoured */
+    unsigned long long file_bytes;
+} io_result;
+
+static void progress(bool tty, const char *what, double fraction)
+{
+    if (!tty)
+        return;
+    fprintf(stderr, "\r\033[Ktrainprof iobench: %s %3.0f%%", what, 100 * fraction);
+    fflush(stderr);
+}
+
+/* Writes size bytes of random-looking data to a new file in dir. */
+static bool make_test_file(const char *dir, unsigned long long size, bool tty)
+{
+    snprintf(made_file, sizeof made_file, "%s/.trainprof-iobench-%d", dir, (int)getpid());
+    int fd = open(made_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        tp_error("iobench: cannot create a test file in %s: %s", dir, strerror(errno));
+        made_file[0] = '\0';
+        return false;
+    }
+    char *buf = malloc(SEQ_BLOCK);
+    unsigned long long x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < SEQ_BLOCK / 8; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        memcpy(buf + i * 8, &x, 8);
+    }
+    bool ok = true;
+    for (unsigned long long done = 0; ok && done < size; done += SEQ_BLOCK) {
+        ok = write(fd, buf, SEQ_BLOCK) == (ssize_t)SEQ_BLOCK;
+        progress(tty, "writing the test file", (double)done / (double)size);
+    }
+    ok = ok && fsync(fd) == 0;
+    if (!ok)
+        tp_error("iobench: writing the test file failed: %s", strerror(errno));
+    free(buf);
+    close(fd);
+    return ok;
+}
+
+/* Opens for reading without the page cache: O_DIRECT, else drop the file's
+ * cached pages first. */
+static int open_uncached(const char *path, bool *direct)
+{
+    int fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    *direct = fd >= 0;
+    if (fd < 0) {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    }
+    return fd;
+}
+
+static bool measure(const char *path, io_result *r, bool tty)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || sb.st_size < (off_t)SEQ_BLOCK) {
+        tp_error("iobench: %s is smaller than 1 MiB", path);
+        return false;
+    }
+    r->file_bytes = (unsigned long long)sb.st_size;
+    int fd = open_uncached(path, &r->direct);
+    void *buf = NULL;
+    if (fd < 0 || posix_memalign(&buf, 4096, SEQ_BLOCK) != 0) {
+        tp_error("iobench: cannot read %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    uint64_t t0 = tp_clock_mono_ns();
+    unsigned long long total = 0, blocks = r->file_bytes / SEQ_BLOCK;
+    for (unsigned long long b = 0; b < blocks; b++) {
+        ssize_t n = pread(fd, buf, SEQ_BLOCK, (off_t)(b * SEQ_BLOCK));
+        if (n <= 0)
+            break;
+        total += (unsigned long long)n;
+        if (b % 16 == 0)
+            progress(tty, "sequential reads", (double)b / (double)blocks);
+    }
+    double secs = (double)(tp_clock_mono_ns() - t0) / 1e9;
+    r->seq_mb_s = secs > 0 ? (double)total / 1e6 / secs : 0;
+    if (!r->direct)
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    unsigned long long slots = r->file_bytes / RAND_BLOCK, reads = 0;
+    unsigned int seed = (unsigned int)getpid();
+    t0 = tp_clock_mono_ns();
+    uint64_t deadline = t0 + (uint64_t)(RAND_SECONDS * 1e9), now = t0;
+    while (now < deadline && reads < 200000) {
+        unsigned long long slot =
+            (((unsigned long long)rand_r(&seed) << 31) ^ (unsigned long long)rand_r(&seed)) % slots;
+        if (pread(fd, buf, RAND_BLOCK, (off_t)(slot * RAND_BLOCK)) <= 0)
+            break;
+        reads++;
+        if (reads % 256 == 0) {
+            now = tp_clock_mono_ns();
+            progress(tty, "random reads", (double)(now - t0) / (RAND_SECONDS * 1e9));
+        }
+    }
+    secs = (double)(tp_clock_mono_ns() - t0) / 1e9;
+    r->rand_iops = secs > 0 ? (double)reads / secs : 0;
+    r->rand_mb_s = r->rand_iops * RAND_BLOCK / 1e6;
+    if (tty)
+        fputs("\r\033[K", stderr);
+    free(buf);
+    close(fd);
+    return true;
+}
+
+static const char *class_of(double mb_s)
+{
+    if (mb_s < DISK_MB_S * 1.5)
+        return "about what a disk gives (~150 MB/s)";
+    if (mb_s < NVME_MB_S * 0.5)
+        return "faster than a disk (~150 MB/s), slower than NVMe (~3000 MB/s)";
+    return "NVMe class (~3000 MB/s)";
+}
+
+typedef struct run_reads {
+    bool have;
+    double mean_mb_s, max_mb_s, mean_iops, request_kib;
+} run_reads;
+
+static bool read_run(const char *path, run_reads *out)
+{
+    char err[1024];
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    if (!run) {
+        tp_error("%s", err);
+        return false;
+    }
+    tp_summary s;
+    bool ok = tp_summary_build(run, &s, err, sizeof err);
+    if (ok) {
+        const tp_series_summary *b = tp_summary_find(&s, 1, "disk_read_bytes_per_s", "{}");
+        const tp_series_summary *o = tp_summary_find(&s, 1, "disk_read_iops", "{}");
+        if (b && o) {
+            out->have = true;
+            out->mean_mb_s = b->stats.mean / 1e6;
+            out->max_mb_s = b->stats.max / 1e6;
+            out->mean_iops = o->stats.mean;
+            out->request_kib = o->stats.mean > 0 ? b->stats.mean / o->stats.mean / 1024 : NAN;
+        }
+        tp_summary_free(&s);
+    } else {
+        tp_error("%s", err);
+    }
+    tp_run_close(run);
+    return ok;
+}
+
+static void print_text(const char *path, const io_result *r, const run_reads *rr)
+{
+    printf("storage under %s (%.0f MiB read%s)\n", path, (double)r->file_bytes / (1 << 20),
+           r->direct ? ", O_DIRECT" : "; O_DIRECT refused: cache dropped with fadvise");
+    printf("  sequential 1 MiB reads  %10.1f MB/s   %s\n", r->seq_mb_s, class_of(r->seq_mb_s));
+    printf("  random 4 KiB reads      %10.0f IOPS   (%.1f MB/s)\n", r->rand_iops, r->rand_mb_s);
+    printf("  sequential beats random by %.0fx here\n",
+           r->rand_mb_s > 0 ? r->seq_mb_s / r->rand_mb_s : 0);
+    if (!rr)
+        return;
+    if (!rr->have) {
+        printf("the run file has no disk read figures\n");
+        return;
+    }
+    printf("the recorded training read %.1f MB/s on average (peak %.1f MB/s = %.0f%% of the "
+           "sequential figure), %.0f reads/s",
+           rr->mean_mb_s, rr->max_mb_s, r->seq_mb_s > 0 ? 100 * rr->max_mb_s / r->seq_mb_s : 0,
+           rr->mean_iops);
+    if (!isnan(rr->request_kib))
+        printf(", %.0f KiB per request%s", rr->request_kib,
+               rr->request_kib < 64 ? ": small requests suggest random access" : "");
+    printf("\n");
+}
+
+static void print_json(const char *path, const io_result *r, const run_reads *rr)
+{
+    json_writer w;
+    json_init(&w, stdout);
+    json_object_begin(&w);
+    json_key(&w, "path");
+    json_string(&w, path);
+    json_key(&w, "direct_io");
+    json_bool(&w, r->direct);
+    json_key(&w, "bytes");
+    json_int(&w, (int64_t)r->file_bytes);
+    json_key(&w, "sequential_mb_s");
+    json_double(&w, r->seq_mb_s);
+    json_key(&w, "random_iops");
+    json_double(&w, r->rand_iops);
+    json_key(&w, "random_mb_s");
+    json_double(&w, r->rand_mb_s);
+    json_key(&w, "class");
+    json_string(&w, class_of(r->seq_mb_s));
+    if (rr && rr->have) {
+        json_key(&w, "run");
+        json_object_begin(&w);
+        json_key(&w, "read_mean_mb_s");
+        json_double(&w, rr->mean_mb_s);
+        json_key(&w, "read_max_mb_s");
+        json_double(&w, rr->max_mb_s);
+        json_key(&w, "read_iops_mean");
+        json_double(&w, rr->mean_iops);
+        json_key(&w, "request_kib");
+        json_double(&w, rr->request_kib);
+        json_object_end(&w);
+    }
+    json_object_end(&w);
+    fputc('\n', stdout);
+}
+
+int cmd_iobench(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"size", required_argument, NULL, 's'},
+        {"run", required_argument, NULL, 'r'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    long size_mb = 256;
+    const char *run_path = NULL;
+    bool json = false;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 's':
+            size_mb = strtol(optarg, &end, 10);
+            if (*end || size_mb < 1 || size_mb > 1 << 20) {
+                tp_error("iobench: --size must be a number of MB from 1 to 1048576 (got '%s')",
+                         optarg);
+                return 2;
+            }
+            break;
+        case 'r': run_path = optarg; break;
+        case 'j': json = true; break;
+        case 'h': fputs(usage, stdout); return 0;
+        default:
+            tp_error("iobench: bad option %s (see trainprof iobench --help)", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (argc - optind != 1) {
+        tp_error("iobench: expected one PATH (see trainprof iobench --help)");
+        return 2;
+    }
+    const char *path = argv[optind];
+    run_reads rr = {0};
+    if (run_path && !read_run(run_path, &rr))
+        return 2;
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        tp_error("iobench: %s: %s", path, strerror(errno));
+        return 2;
+    }
+    bool tty = isatty(STDERR_FILENO);
+    const char *target = path;
+    if (S_ISDIR(sb.st_mode)) {
+        atexit(remove_made_file);
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+        if (!make_test_file(path, (unsigned long long)size_mb << 20, tty)) {
+            remove_made_file();
+            return 1;
+        }
+        target = made_file;
+    } else if (!S_ISREG(sb.st_mode)) {
+        tp_error("iobench: %s is neither a directory nor a regular file", path);
+        return 2;
+    }
+    io_result r = {0};
+    bool ok = measure(target, &r, tty);
+    remove_made_file();
+    made_file[0] = '\0';
+    if (!ok)
+        return 1;
+    if (json)
+        print_json(path, &r, run_path ? &rr : NULL);
+    else
+        print_text(path, &r, run_path ? &rr : NULL);
+    return 0;
+}

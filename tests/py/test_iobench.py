@@ -1,0 +1,65 @@
+"""`trainprof iobench`: the storage under a path, measured for real."""
+
+import json
+import signal
+import subprocess
+import time
+
+from conftest import PROGRAM, trainprof
+
+
+def test_directory_json(tmp_path):
+    r = trainprof("iobench", tmp_path, "--size", "16", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["bytes"] == 16 << 20
+    assert out["sequential_mb_s"] > 0 and out["random_iops"] > 0
+    assert abs(out["random_mb_s"] - out["random_iops"] * 4096 / 1e6) < 1e-6
+    assert "class" in out and "run" not in out
+    assert list(tmp_path.iterdir()) == []  # the test file is gone
+
+
+def test_existing_file_is_only_read(tmp_path):
+    data = tmp_path / "shard.bin"
+    data.write_bytes(b"x" * (8 << 20))
+    r = trainprof("iobench", data)
+    assert r.returncode == 0, r.stderr
+    assert "sequential 1 MiB reads" in r.stdout and "IOPS" in r.stdout
+    assert data.stat().st_size == 8 << 20
+
+
+def test_compared_with_a_recorded_run(tmp_path):
+    run = tmp_path / "run.db"
+    assert trainprof("record", "-q", "--interval", "0.1", "-o", run, "--", "sleep",
+                     "0.5").returncode == 0
+    r = trainprof("iobench", tmp_path, "--size", "8", "--run", run, "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)["run"]
+    assert got["read_max_mb_s"] >= 0 and "request_kib" in got
+    r = trainprof("iobench", tmp_path, "--size", "8", "--run", run)
+    assert "the recorded training read" in r.stdout
+
+
+def test_bad_input(tmp_path):
+    small = tmp_path / "small.bin"
+    small.write_bytes(b"x" * 1000)
+    cases = [
+        ([], 2, "expected one PATH"),
+        ([tmp_path / "missing"], 2, "No such file"),
+        ([tmp_path, "--size", "0"], 2, "--size must be"),
+        (["/dev/null"], 2, "neither a directory nor a regular file"),
+        ([small], 1, "smaller than 1 MiB"),
+        ([tmp_path, "--run", small], 2, "not a trainprof run file"),
+    ]
+    for args, status, message in cases:
+        r = trainprof("iobench", *args)
+        assert r.returncode == status and message in r.stderr, (args, r.stderr)
+
+
+def test_ctrl_c_removes_the_test_file(tmp_path):
+    p = subprocess.Popen([PROGRAM, "iobench", tmp_path, "--size", "4096"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=30) == -signal.SIGINT
+    assert list(tmp_path.iterdir()) == []

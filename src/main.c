@@ -18,6 +18,7 @@ static const subcommand subcommands[] = {
     {"html", cmd_html, "write a run file as one self-contained HTML page with plots"},
     {"merge", cmd_merge, "join the run files of several nodes into one"},
     {"compare", cmd_compare, "scalability across runs: speed-up, efficiency, energy"},
+    {"bottleneck", cmd_bottleneck, "actual rate vs training and input limits, in three runs"},
     {"iobench", cmd_iobench, "read throughput and IOPS of the storage under a path"},
     {"top", cmd_top, "a live view of this machine and of the running recording"},
     {"export", cmd_export, "write a run file as a Perfetto/Chrome trace, CSV or JSON"},

@@ -28,7 +28,7 @@ import threading
 
 import torch
 
-from . import _native, _state
+from . import _bottleneck, _native, _state
 
 _installed = False
 _local = threading.local()
@@ -92,6 +92,12 @@ def _batch_size(batch, depth=0):
     return 0
 
 
+def _count_samples(batch):
+    n = _batch_size(batch)
+    if n:
+        _native.samples(n)
+
+
 def _patch_dataloader():
     from torch.utils.data import dataloader as dl
 
@@ -118,16 +124,20 @@ def _patch_dataloader():
             _end_train_batch()
             if not _state.manual_steps:
                 _native.step()
+        if main and _bottleneck.active():
+            batch = _bottleneck.on_fetch(lambda: _fetch(self), _native.step, _count_samples)
+        else:
+            batch = _fetch(self)
+        if main and not _state.manual_steps:
+            _count_samples(batch)
+        return batch
+
+    def _fetch(it):
         begin(R_NEXT)
         try:
-            batch = orig_next(self)
+            return orig_next(it)
         finally:
             end(R_NEXT)
-        if main and not _state.manual_steps:
-            n = _batch_size(batch)
-            if n:
-                _native.samples(n)
-        return batch
 
     dl.DataLoader.__iter__ = __iter__
     dl._BaseDataLoaderIter.__next__ = __next__

@@ -1,0 +1,341 @@
+/* cmd_bottleneck.c: `trainprof bottleneck`: the training's actual sample rate
+ * against its two limits, measured by running it three times under `record`
+ * (as is; with its DataLoader's first batch replayed; with the loader alone;
+ * see python/trainprof/_bottleneck.py for the inside). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyze/summary.h"
+#include "commands.h"
+#include "record/child.h"
+#include "util/json_writer.h"
+#include "util/log.h"
+
+extern char **environ;
+
+static const char usage[] =
+    "usage: trainprof bottleneck [--steps N] [--warmup N] [--json] [-o PREFIX] -- COMMAND...\n"
+    "\n"
+    "Runs a PyTorch training command three times under `trainprof record`, each for N steps\n"
+    "after a warm-up, then stops it:\n"
+    "  1. as it is: the actual sample rate;\n"
+    "  2. with the DataLoader's first batch replayed from memory: the training limit;\n"
+    "  3. with the loader alone, batches fetched and discarded: the input limit.\n"
+    "Prints the three rates, which limit binds and what to do next. The run files are\n"
+    "kept as PREFIX-asis.db, PREFIX-replay.db and PREFIX-loader.db.\n"
+    "\n"
+    "options:\n"
+    "  --steps N      steps measured in each run (default 200)\n"
+    "  --warmup N     steps run first and not measured (default 20)\n"
+    "  -o PREFIX      run file prefix (default trainprof-bottleneck-DATE-TIME)\n"
+    "  --json         one JSON object instead of text\n"
+    "  -h, --help     show this help\n";
+
+enum { ASIS, REPLAY, LOADER, MODES };
+static const char *const mode_names[MODES] = {"asis", "replay", "loader"};
+
+typedef struct mode_result {
+    char path[4200];
+    int exit_status;
+    bool found_loader;
+    double rate; /* samples/s (or steps/s when batch sizes were not visible) */
+    long steps;
+    double cpu_mean, disk_read_mb_s, workers, gpu_util, gpu_mem_frac;
+    bool has_gpu;
+} mode_result;
+
+/* Rate over the step marks after the warm-up, on the thread with most steps. */
+static void measure_rate(tp_run *run, long warmup, mode_result *r, bool *samples_seen)
+{
+    tp_run_mark *m;
+    size_t n;
+    char err[256];
+    if (!tp_run_marks(run, &m, &n, err, sizeof err))
+        return;
+    int64_t best_thread = -1;
+    size_t best = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i, steps = 0;
+        while (j < n && m[j].thread == m[i].thread)
+            steps += m[j++].kind == TP_RUN_MARK_STEP;
+        if (steps > best) {
+            best = steps;
+            best_thread = m[i].thread;
+        }
+        i = j;
+    }
+    long seen = 0;
+    int64_t t0 = -1, t1 = -1;
+    double samples = 0, pending = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].thread != best_thread)
+            continue;
+        if (m[i].kind == TP_RUN_MARK_SAMPLES) {
+            pending += (double)m[i].value;
+            continue;
+        }
+        if (m[i].kind != TP_RUN_MARK_STEP)
+            continue;
+        if (seen > warmup) {
+            samples += pending; /* the step that this mark closes */
+            t1 = m[i].t_ns;
+            r->steps++;
+        }
+        if (seen == warmup)
+            t0 = m[i].t_ns;
+        pending = 0;
+        seen++;
+    }
+    free(m);
+    *samples_seen = samples > 0;
+    if (t0 >= 0 && t1 > t0)
+        r->rate = (samples > 0 ? samples : (double)r->steps) / ((double)(t1 - t0) / 1e9);
+}
+
+static double stat_of(const tp_summary *s, const char *metric, const char *labels, bool max)
+{
+    const tp_series_summary *x = tp_summary_find(s, 1, metric, labels);
+    return x ? (max ? x->stats.max : x->stats.mean) : NAN;
+}
+
+static void analyse(mode_result *r, long warmup, bool *samples_seen)
+{
+    char err[1024];
+    tp_run *run = tp_run_open(r->path, err, sizeof err);
+    if (!run)
+        return;
+    tp_summary s;
+    if (tp_summary_build(run, &s, err, sizeof err)) {
+        for (size_t i = 0; i < s.timings.nrows; i++)
+            r->found_loader |= strcmp(s.timings.rows[i].name, "dataloader_next") == 0;
+        measure_rate(run, warmup, r, samples_seen);
+        r->cpu_mean = stat_of(&s, "cpu_util_percent", "{}", false);
+        r->disk_read_mb_s = stat_of(&s, "disk_read_bytes_per_s", "{}", false) / 1e6;
+        r->workers = stat_of(&s, "proc_count", "{}", true) - 1;
+        r->gpu_util = stat_of(&s, "gpu_util_percent", "{\"gpu\":\"0\"}", false);
+        r->has_gpu = !isnan(r->gpu_util) && run->ngpus > 0;
+        if (r->has_gpu && run->gpus[0].mem_total_bytes > 0)
+            r->gpu_mem_frac = stat_of(&s, "gpu_mem_used_bytes", "{\"gpu\":\"0\"}", true) /
+                              (double)run->gpus[0].mem_total_bytes;
+        tp_summary_free(&s);
+    }
+    tp_run_close(run);
+}
+
+/* Runs `trainprof record` on the command in one mode; returns its status. */
+static int run_mode(const char *self, int mode, const char *path, long steps, long warmup,
+                    char **command)
+{
+    size_t nenv = 0, ncmd = 0;
+    while (environ[nenv])
+        nenv++;
+    while (command[ncmd])
+        ncmd++;
+    char **envp = calloc(nenv + 4, sizeof *envp);
+    char **argv = calloc(ncmd + 8, sizeof *argv);
+    size_t k = 0;
+    for (size_t i = 0; i < nenv; i++)
+        if (strncmp(environ[i], "TRAINPROF_BOTTLENECK", 20) != 0)
+            envp[k++] = environ[i];
+    char e1[64], e2[64], e3[64];
+    snprintf(e1, sizeof e1, "TRAINPROF_BOTTLENECK=%s", mode_names[mode]);
+    snprintf(e2, sizeof e2, "TRAINPROF_BOTTLENECK_STEPS=%ld", steps);
+    snprintf(e3, sizeof e3, "TRAINPROF_BOTTLENECK_WARMUP=%ld", warmup);
+    envp[k++] = e1, envp[k++] = e2, envp[k++] = e3;
+    size_t a = 0;
+    argv[a++] = (char *)self, argv[a++] = "record", argv[a++] = "-q", argv[a++] = "--force";
+    argv[a++] = "-o", argv[a++] = (char *)path, argv[a++] = "--";
+    for (size_t i = 0; i < ncmd; i++)
+        argv[a++] = command[i];
+    pid_t pid;
+    int rc = posix_spawn(&pid, self, NULL, NULL, argv, envp);
+    free(envp);
+    free(argv);
+    if (rc != 0)
+        return 127;
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return tp_child_exit_status(status);
+}
+
+static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, size_t cap)
+{
+    const char *unit = samples ? "samples/s" : "steps/s";
+    double train = r[REPLAY].rate, input = r[LOADER].rate;
+    if (input < 0.9 * train) {
+        snprintf(kind, cap, "input_bound");
+        fprintf(out,
+                "input-bound: the loader alone delivers %.1f %s, the training could take %.1f "
+                "(%.1fx). The loader ran %.0f worker processes; CPU averaged %.0f%% and disk "
+                "reads %.1f MB/s while it ran; %.2f ms per sample. Try more DataLoader workers, "
+                "pin_memory=True, a larger prefetch_factor, cheaper decoding or augmentation, "
+                "data in memory or on local NVMe (see trainprof iobench).\n",
+                input, unit, train, input > 0 ? train / input : 0, r[LOADER].workers,
+                r[LOADER].cpu_mean, r[LOADER].disk_read_mb_s, input > 0 ? 1e3 / input : 0);
+    } else if (train < 0.9 * input) {
+        snprintf(kind, cap, "compute_bound");
+        fprintf(out,
+                "compute-bound: the training alone takes %.1f %s while the loader could deliver "
+                "%.1f (%.1fx). Speed-ups come from the computation",
+                train, unit, input, train > 0 ? input / train : 0);
+        if (r[REPLAY].has_gpu)
+            fprintf(out,
+                    ": GPU 0 averaged %.0f%% utilization with %.0f%% of its memory at peak; if "
+                    "the model runs in FP32 on a GPU with tensor cores, mixed precision "
+                    "(torch.autocast) is typically 1.5-5x",
+                    r[REPLAY].gpu_util, 100 * r[REPLAY].gpu_mem_frac);
+        else
+            fprintf(out, " (no GPU: a GPU, larger batches or a smaller model)");
+        fprintf(out, ".\n");
+    } else {
+        snprintf(kind, cap, "balanced");
+        fprintf(out,
+                "balanced: the input limit (%.1f %s) and the training limit (%.1f) are "
+                "within 10%% of each other; both need work to go faster.\n",
+                input, unit, train);
+    }
+}
+
+int cmd_bottleneck(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"steps", required_argument, NULL, 's'},  {"warmup", required_argument, NULL, 'w'},
+        {"output", required_argument, NULL, 'o'}, {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    long steps = 200, warmup = 20;
+    const char *prefix = NULL;
+    bool json = false;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+        char *end = NULL;
+        long v = optarg ? strtol(optarg, &end, 10) : 0;
+        if ((c == 's' || c == 'w') && (*end || v < (c == 's' ? 2 : 0) || v > 1000000)) {
+            tp_error("bottleneck: --%s must be a whole number (got '%s')",
+                     c == 's' ? "steps" : "warmup", optarg);
+            return 2;
+        }
+        if (c == 's')
+            steps = v;
+        else if (c == 'w')
+            warmup = v;
+        else if (c == 'o')
+            prefix = optarg;
+        else if (c == 'j')
+            json = true;
+        else if (c == 'h') {
+            fputs(usage, stdout);
+            return 0;
+        } else {
+            tp_error("bottleneck: bad option (see trainprof bottleneck --help)");
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        tp_error("bottleneck: no command given (usage: trainprof bottleneck -- COMMAND)");
+        return 2;
+    }
+    char self[4096], def[64];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        tp_error("bottleneck: cannot find the trainprof program itself");
+        return 1;
+    }
+    self[n] = '\0';
+    if (!prefix) {
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(def, sizeof def, "trainprof-bottleneck-%Y%m%d-%H%M%S", &tm);
+        prefix = def;
+    }
+    mode_result r[MODES];
+    memset(r, 0, sizeof r);
+    bool samples = false;
+    for (int m = 0; m < MODES; m++) {
+        snprintf(r[m].path, sizeof r[m].path, "%s-%s.db", prefix, mode_names[m]);
+        if (!json)
+            fprintf(stderr, "trainprof bottleneck: run %d of 3 (%s)...\n", m + 1, mode_names[m]);
+        r[m].exit_status = run_mode(self, m, r[m].path, steps, warmup, argv + optind);
+        bool seen = false;
+        analyse(&r[m], warmup, &seen);
+        samples |= seen;
+        if (m == ASIS && !r[m].found_loader)
+            break;
+    }
+    FILE *out = stdout;
+    char kind[32] = "none";
+    if (!r[ASIS].found_loader) {
+        if (!json)
+            fprintf(out,
+                    "no DataLoader found: only the as-is run was made (%s, exit status "
+                    "%d)\n",
+                    r[ASIS].path, r[ASIS].exit_status);
+        snprintf(kind, sizeof kind, "no_dataloader");
+    }
+    bool crashed = false;
+    for (int m = 0; m < MODES; m++)
+        if (r[m].exit_status != 0 && (m == ASIS || r[ASIS].found_loader)) {
+            crashed = true;
+            if (!json)
+                fprintf(out, "the %s run failed with exit status %d (see %s)\n", mode_names[m],
+                        r[m].exit_status, r[m].path);
+        }
+    if (r[ASIS].found_loader && !crashed) {
+        const char *unit = samples ? "samples/s" : "steps/s";
+        const char *what[MODES] = {"as is", "training limit (batch replayed)",
+                                   "input limit (loader alone)"};
+        if (!json) {
+            for (int m = 0; m < MODES; m++)
+                fprintf(out, "  %-34s %10.1f %s   %s\n", what[m], r[m].rate, unit, r[m].path);
+            verdict(out, r, samples, kind, sizeof kind);
+        } else {
+            FILE *devnull = fopen("/dev/null", "w");
+            verdict(devnull ? devnull : stderr, r, samples, kind, sizeof kind);
+            if (devnull)
+                fclose(devnull);
+        }
+    } else if (crashed) {
+        snprintf(kind, sizeof kind, "run_failed");
+    }
+    if (json) {
+        json_writer w;
+        json_init(&w, out);
+        json_object_begin(&w);
+        json_key(&w, "verdict");
+        json_string(&w, kind);
+        json_key(&w, "unit");
+        json_string(&w, samples ? "samples_per_s" : "steps_per_s");
+        json_key(&w, "runs");
+        json_array_begin(&w);
+        for (int m = 0; m < MODES && (m == ASIS || r[ASIS].found_loader); m++) {
+            json_object_begin(&w);
+            json_key(&w, "mode");
+            json_string(&w, mode_names[m]);
+            json_key(&w, "rate");
+            json_double(&w, r[m].rate);
+            json_key(&w, "steps");
+            json_int(&w, r[m].steps);
+            json_key(&w, "exit_status");
+            json_int(&w, r[m].exit_status);
+            json_key(&w, "run_file");
+            json_string(&w, r[m].path);
+            json_object_end(&w);
+        }
+        json_array_end(&w);
+        json_object_end(&w);
+        fputc('\n', out);
+    }
+    return crashed ? 1 : 0;
+}

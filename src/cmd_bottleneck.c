@@ -49,6 +49,7 @@ typedef struct mode_result {
     double rate; /* samples/s (or steps/s when batch sizes were not visible) */
     long steps;
     double cpu_mean, disk_read_mb_s, workers, gpu_util, gpu_mem_frac;
+    int cpus;
     bool has_gpu;
 } mode_result;
 
@@ -120,6 +121,8 @@ static void analyse(mode_result *r, long warmup, bool *samples_seen)
         r->cpu_mean = stat_of(&s, "cpu_util_percent", "{}", false);
         r->disk_read_mb_s = stat_of(&s, "disk_read_bytes_per_s", "{}", false) / 1e6;
         r->workers = stat_of(&s, "proc_count", "{}", true) - 1;
+        const char *cpus = tp_run_meta_get(run, "cpu_count");
+        r->cpus = cpus ? atoi(cpus) : 0;
         r->gpu_util = stat_of(&s, "gpu_util_percent", "{\"gpu\":\"0\"}", false);
         r->has_gpu = !isnan(r->gpu_util) && run->ngpus > 0;
         if (r->has_gpu && run->gpus[0].mem_total_bytes > 0)
@@ -175,12 +178,14 @@ static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, s
         snprintf(kind, cap, "input_bound");
         fprintf(out,
                 "input-bound: the loader alone delivers %.1f %s, the training could take %.1f "
-                "(%.1fx). The loader ran %.0f worker processes; CPU averaged %.0f%% and disk "
+                "(%.1fx). The loader ran %.0f worker processes on %d CPUs; CPU averaged %.0f%% and "
+                "disk "
                 "reads %.1f MB/s while it ran; %.2f ms per sample. Try more DataLoader workers, "
                 "pin_memory=True, a larger prefetch_factor, cheaper decoding or augmentation, "
                 "data in memory or on local NVMe (see trainprof iobench).\n",
                 input, unit, train, input > 0 ? train / input : 0, r[LOADER].workers,
-                r[LOADER].cpu_mean, r[LOADER].disk_read_mb_s, input > 0 ? 1e3 / input : 0);
+                r[LOADER].cpus, r[LOADER].cpu_mean, r[LOADER].disk_read_mb_s,
+                input > 0 ? 1e3 / input : 0);
     } else if (train < 0.9 * input) {
         snprintf(kind, cap, "compute_bound");
         fprintf(out,

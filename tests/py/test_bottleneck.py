@@ -61,6 +61,8 @@ def test_big_model_fast_loader_is_compute_bound(tmp_path):
     r = bottleneck(tmp_path, dim=512, hidden=2048)
     assert r.returncode == 0, r.stderr
     assert "compute-bound" in r.stdout and "training limit" in r.stdout
+    r2 = bottleneck(tmp_path, sleep=0.002)
+    assert "worker processes on" in r2.stdout and "CPUs" in r2.stdout
 
 
 def test_no_dataloader(tmp_path):

@@ -110,11 +110,9 @@ static double stat_of(const tp_summary *s, const char *metric, const char *label
 static void analyse(mode_result *r, long warmup, bool *samples_seen)
 {
     char err[1024];
-    tp_run *run = tp_run_open(r->path, err, sizeof err);
-    if (!run)
-        return;
     tp_summary s;
-    if (tp_summary_build(run, &s, err, sizeof err)) {
+    if (tp_summary_load(r->path, &s, err, sizeof err)) {
+        tp_run *run = s.run;
         for (size_t i = 0; i < s.timings.nrows; i++)
             r->found_loader |= strcmp(s.timings.rows[i].name, "dataloader_next") == 0;
         measure_rate(run, warmup, r, samples_seen);
@@ -128,9 +126,8 @@ static void analyse(mode_result *r, long warmup, bool *samples_seen)
         if (r->has_gpu && run->gpus[0].mem_total_bytes > 0)
             r->gpu_mem_frac = stat_of(&s, "gpu_mem_used_bytes", "{\"gpu\":\"0\"}", true) /
                               (double)run->gpus[0].mem_total_bytes;
-        tp_summary_free(&s);
+        tp_summary_close(&s);
     }
-    tp_run_close(run);
 }
 
 /* Runs `trainprof record` on the command in one mode; returns its status. */

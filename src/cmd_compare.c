@@ -65,17 +65,12 @@ static int world_size(tp_run *run, const tp_timings *t)
 static bool measure(const char *path, scale_row *row)
 {
     char err[1024];
-    tp_run *run = tp_run_open(path, err, sizeof err);
-    if (!run) {
-        tp_error("%s", err);
-        return false;
-    }
     tp_summary s;
-    if (!tp_summary_build(run, &s, err, sizeof err)) {
+    if (!tp_summary_load(path, &s, err, sizeof err)) {
         tp_error("%s", err);
-        tp_run_close(run);
         return false;
     }
+    tp_run *run = s.run;
     const tp_timings *t = &s.timings;
     memset(row, 0, sizeof *row);
     row->path = path;
@@ -104,8 +99,7 @@ static bool measure(const char *path, scale_row *row)
         if (samples > 0)
             row->energy_sample_j = energy / samples;
     }
-    tp_summary_free(&s);
-    tp_run_close(run);
+    tp_summary_close(&s);
     return true;
 }
 

@@ -65,22 +65,14 @@ int cmd_html(int argc, char **argv)
         output = def;
     }
     char err[1024];
-    tp_run *run = tp_run_open(path, err, sizeof err);
-    if (!run) {
+    tp_summary s;
+    if (!tp_summary_load(path, &s, err, sizeof err)) {
         tp_error("%s", err);
         return 2;
     }
-    tp_summary s;
-    int rc = 1;
-    if (!tp_summary_build(run, &s, err, sizeof err)) {
-        tp_error("%s", err);
-        rc = 2;
-    } else {
-        rc = tp_write_file_atomically("html", output, force, write_page, &s);
-        tp_summary_free(&s);
-        if (rc == 0)
-            fprintf(stderr, "trainprof: wrote %s\n", output);
-    }
-    tp_run_close(run);
+    int rc = tp_write_file_atomically("html", output, force, write_page, &s);
+    tp_summary_close(&s);
+    if (rc == 0)
+        fprintf(stderr, "trainprof: wrote %s\n", output);
     return rc;
 }

@@ -187,13 +187,8 @@ typedef struct run_reads {
 static bool read_run(const char *path, run_reads *out)
 {
     char err[1024];
-    tp_run *run = tp_run_open(path, err, sizeof err);
-    if (!run) {
-        tp_error("%s", err);
-        return false;
-    }
     tp_summary s;
-    bool ok = tp_summary_build(run, &s, err, sizeof err);
+    bool ok = tp_summary_load(path, &s, err, sizeof err);
     if (ok) {
         const tp_series_summary *b = tp_summary_find(&s, 1, "disk_read_bytes_per_s", "{}");
         const tp_series_summary *o = tp_summary_find(&s, 1, "disk_read_iops", "{}");
@@ -204,11 +199,10 @@ static bool read_run(const char *path, run_reads *out)
             out->mean_iops = o->stats.mean;
             out->request_kib = o->stats.mean > 0 ? b->stats.mean / o->stats.mean / 1024 : NAN;
         }
-        tp_summary_free(&s);
+        tp_summary_close(&s);
     } else {
         tp_error("%s", err);
     }
-    tp_run_close(run);
     return ok;
 }
 

@@ -49,22 +49,15 @@ int cmd_report(int argc, char **argv)
         return 2;
     }
     char err[1024];
-    tp_run *run = tp_run_open(argv[optind], err, sizeof err);
-    if (!run) {
-        tp_error("%s", err);
-        return 2;
-    }
     tp_summary s;
-    if (!tp_summary_build(run, &s, err, sizeof err)) {
+    if (!tp_summary_load(argv[optind], &s, err, sizeof err)) {
         tp_error("%s", err);
-        tp_run_close(run);
         return 2;
     }
     if (json)
         tp_report_json(stdout, &s);
     else
         tp_report_text(stdout, &s);
-    tp_summary_free(&s);
-    tp_run_close(run);
+    tp_summary_close(&s);
     return fflush(stdout) == 0 ? 0 : 1;
 }

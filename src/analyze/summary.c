@@ -70,6 +70,27 @@ void tp_summary_free(tp_summary *s)
     memset(s, 0, sizeof *s);
 }
 
+bool tp_summary_load(const char *path, tp_summary *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    tp_run *run = tp_run_open(path, err, cap);
+    if (!run)
+        return false;
+    if (!tp_summary_build(run, out, err, cap)) {
+        tp_summary_free(out);
+        tp_run_close(run);
+        return false;
+    }
+    return true;
+}
+
+void tp_summary_close(tp_summary *s)
+{
+    tp_run *run = s->run;
+    tp_summary_free(s);
+    tp_run_close(run);
+}
+
 const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id, const char *metric,
                                          const char *labels)
 {

@@ -30,6 +30,12 @@ typedef struct tp_summary {
 bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap);
 void tp_summary_free(tp_summary *s);
 
+/* Opens the run file at path and builds its summary; out->run is then owned
+ * by the summary and closed by tp_summary_close. False (one-line reason in
+ * err) when the file can't be opened or read. */
+bool tp_summary_load(const char *path, tp_summary *out, char *err, size_t cap);
+void tp_summary_close(tp_summary *s);
+
 /* The summary of one series by metric and labels on an agent, or NULL. */
 const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id, const char *metric,
                                          const char *labels);

@@ -24,13 +24,12 @@ static void figure(FILE *out, const tp_summary *s, const char *metric, const cha
 void tp_record_summary_print(FILE *out, const char *path)
 {
     char err[512];
-    tp_run *run = tp_run_open(path, err, sizeof err);
     tp_summary s;
-    if (!run || !tp_summary_build(run, &s, err, sizeof err)) {
+    if (!tp_summary_load(path, &s, err, sizeof err)) {
         tp_warn("%s", err);
-        tp_run_close(run);
         return;
     }
+    const tp_run *run = s.run;
     tp_run_facts f;
     tp_run_facts_get(run, &f);
     char dur[32];
@@ -66,6 +65,5 @@ void tp_record_summary_print(FILE *out, const char *path)
         fprintf(out, "  %zu source%s unavailable (listed by the report)\n", run->nunavailable,
                 run->nunavailable == 1 ? "" : "s");
     fprintf(out, "  see: trainprof report %s\n", path);
-    tp_summary_free(&s);
-    tp_run_close(run);
+    tp_summary_close(&s);
 }

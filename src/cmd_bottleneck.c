@@ -40,6 +40,15 @@ static const char usage[] =
     "  -h, --help     show this help\n";
 
 enum { ASIS, REPLAY, LOADER, MODES };
+
+/* The loader's disk reads count as small (many small files, random access)
+ * below this size per request, once there are enough of them to matter. */
+#define SMALL_READ_KIB 64.0
+#define SMALL_READS_MIN_IOPS 50.0
+
+/* The runs are short: system metrics are sampled more often than record's
+ * default so that the measured steps hold several samples. */
+#define SAMPLE_INTERVAL "0.1"
 static const char *const mode_names[MODES] = {"asis", "replay", "loader"};
 
 typedef struct mode_result {
@@ -48,7 +57,8 @@ typedef struct mode_result {
     bool found_loader;
     double rate; /* samples/s (or steps/s when batch sizes were not visible) */
     long steps;
-    double cpu_mean, disk_read_mb_s, workers, gpu_util, gpu_mem_frac;
+    int64_t t0_ns, t1_ns; /* the measured steps: after the warm-up to the last */
+    double cpu_mean, disk_read_mb_s, disk_read_iops, workers, gpu_util, gpu_mem_frac;
     int cpus;
     bool has_gpu;
 } mode_result;
@@ -97,6 +107,7 @@ static void measure_rate(tp_run *run, long warmup, mode_result *r, bool *samples
     }
     free(m);
     *samples_seen = samples > 0;
+    r->t0_ns = t0, r->t1_ns = t1;
     if (t0 >= 0 && t1 > t0)
         r->rate = (samples > 0 ? samples : (double)r->steps) / ((double)(t1 - t0) / 1e9);
 }
@@ -105,6 +116,17 @@ static double stat_of(const tp_summary *s, const char *metric, const char *label
 {
     const tp_series_summary *x = tp_summary_find(s, 1, metric, labels);
     return x ? (max ? x->stats.max : x->stats.mean) : NAN;
+}
+
+/* The metric's mean while the measured steps ran, else over the whole run
+ * (a run too short for a sample inside its steps). */
+static double mean_during(const tp_summary *s, const mode_result *r, const char *metric,
+                          const char *labels)
+{
+    double v;
+    if (r->t1_ns > r->t0_ns && tp_run_mean_between(s->run, metric, labels, r->t0_ns, r->t1_ns, &v))
+        return v;
+    return stat_of(s, metric, labels, false);
 }
 
 static void analyse(mode_result *r, long warmup, bool *samples_seen)
@@ -116,12 +138,13 @@ static void analyse(mode_result *r, long warmup, bool *samples_seen)
         for (size_t i = 0; i < s.timings.nrows; i++)
             r->found_loader |= strcmp(s.timings.rows[i].name, "dataloader_next") == 0;
         measure_rate(run, warmup, r, samples_seen);
-        r->cpu_mean = stat_of(&s, "cpu_util_percent", "{}", false);
-        r->disk_read_mb_s = stat_of(&s, "disk_read_bytes_per_s", "{}", false) / 1e6;
+        r->cpu_mean = mean_during(&s, r, "cpu_util_percent", "{}");
+        r->disk_read_mb_s = mean_during(&s, r, "disk_read_bytes_per_s", "{}") / 1e6;
+        r->disk_read_iops = mean_during(&s, r, "disk_read_iops", "{}");
         r->workers = stat_of(&s, "proc_count", "{}", true) - 1;
         const char *cpus = tp_run_meta_get(run, "cpu_count");
         r->cpus = cpus ? atoi(cpus) : 0;
-        r->gpu_util = stat_of(&s, "gpu_util_percent", "{\"gpu\":\"0\"}", false);
+        r->gpu_util = mean_during(&s, r, "gpu_util_percent", "{\"gpu\":\"0\"}");
         r->has_gpu = !isnan(r->gpu_util) && run->ngpus > 0;
         if (r->has_gpu && run->gpus[0].mem_total_bytes > 0)
             r->gpu_mem_frac = stat_of(&s, "gpu_mem_used_bytes", "{\"gpu\":\"0\"}", true) /
@@ -140,7 +163,7 @@ static int run_mode(const char *self, int mode, const char *path, long steps, lo
     while (command[ncmd])
         ncmd++;
     char **envp = calloc(nenv + 4, sizeof *envp);
-    char **argv = calloc(ncmd + 8, sizeof *argv);
+    char **argv = calloc(ncmd + 10, sizeof *argv);
     size_t k = 0;
     for (size_t i = 0; i < nenv; i++)
         if (strncmp(environ[i], "TRAINPROF_BOTTLENECK", 20) != 0)
@@ -152,6 +175,7 @@ static int run_mode(const char *self, int mode, const char *path, long steps, lo
     envp[k++] = e1, envp[k++] = e2, envp[k++] = e3;
     size_t a = 0;
     argv[a++] = (char *)self, argv[a++] = "record", argv[a++] = "-q", argv[a++] = "--force";
+    argv[a++] = "--interval", argv[a++] = (char *)SAMPLE_INTERVAL;
     argv[a++] = "-o", argv[a++] = (char *)path, argv[a++] = "--";
     for (size_t i = 0; i < ncmd; i++)
         argv[a++] = command[i];
@@ -172,17 +196,26 @@ static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, s
     const char *unit = samples ? "samples/s" : "steps/s";
     double train = r[REPLAY].rate, input = r[LOADER].rate;
     if (input < 0.9 * train) {
+        const mode_result *l = &r[LOADER];
         snprintf(kind, cap, "input_bound");
         fprintf(out,
                 "input-bound: the loader alone delivers %.1f %s, the training could take %.1f "
-                "(%.1fx). The loader ran %.0f worker processes on %d CPUs; CPU averaged %.0f%% and "
-                "disk "
-                "reads %.1f MB/s while it ran; %.2f ms per sample. Try more DataLoader workers, "
-                "pin_memory=True, a larger prefetch_factor, cheaper decoding or augmentation, "
-                "data in memory or on local NVMe (see trainprof iobench).\n",
-                input, unit, train, input > 0 ? train / input : 0, r[LOADER].workers,
-                r[LOADER].cpus, r[LOADER].cpu_mean, r[LOADER].disk_read_mb_s,
-                input > 0 ? 1e3 / input : 0);
+                "(%.1fx); %.2f ms per sample. The loader ran %.0f worker processes on %d CPUs; "
+                "CPU averaged %.0f%% and the disks read %.1f MB/s",
+                input, unit, train, input > 0 ? train / input : 0, input > 0 ? 1e3 / input : 0,
+                l->workers, l->cpus, l->cpu_mean, l->disk_read_mb_s);
+        double kib = l->disk_read_iops > 0 ? l->disk_read_mb_s * 1e6 / 1024 / l->disk_read_iops : 0;
+        if (l->disk_read_iops >= 1)
+            fprintf(out, " in %.0f reads/s of %.0f KiB", l->disk_read_iops, kib);
+        fprintf(out, " while it ran.");
+        fprintf(out, " Try more DataLoader workers, pin_memory=True, a larger prefetch_factor, "
+                     "cheaper decoding or augmentation, ");
+        if (l->disk_read_iops >= SMALL_READS_MIN_IOPS && kib < SMALL_READ_KIB)
+            fprintf(out, "and, since reads this small come from many small files or random "
+                         "access, samples packed into larger files (WebDataset shards, HDF5, "
+                         "LMDB), kept in memory or on local NVMe (see trainprof iobench).\n");
+        else
+            fprintf(out, "data in memory or on local NVMe (see trainprof iobench).\n");
     } else if (train < 0.9 * input) {
         snprintf(kind, cap, "compute_bound");
         fprintf(out,
@@ -336,6 +369,22 @@ int cmd_bottleneck(int argc, char **argv)
             json_object_end(&w);
         }
         json_array_end(&w);
+        if (r[ASIS].found_loader && !crashed) {
+            const mode_result *l = &r[LOADER];
+            json_key(&w, "loader");
+            json_object_begin(&w);
+            json_key(&w, "workers");
+            json_double(&w, l->workers);
+            json_key(&w, "cpus");
+            json_int(&w, l->cpus);
+            json_key(&w, "cpu_util_percent");
+            json_double(&w, l->cpu_mean);
+            json_key(&w, "disk_read_mb_s");
+            json_double(&w, l->disk_read_mb_s);
+            json_key(&w, "disk_read_iops");
+            json_double(&w, l->disk_read_iops);
+            json_object_end(&w);
+        }
         json_object_end(&w);
         fputc('\n', out);
     }

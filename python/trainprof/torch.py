@@ -249,6 +249,9 @@ def _patch_transfers():
         finally:
             end(R_TO)
 
+    if _bottleneck.MODE == "replay":
+        to = functools.wraps(orig_to)(_bottleneck.memoized_move(to, "to"))
+        cuda = functools.wraps(orig_cuda)(_bottleneck.memoized_move(cuda, "cuda"))
     T.to, T.cuda = to, cuda
 
     def from_device(name):

@@ -373,6 +373,29 @@ bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t
     return true;
 }
 
+bool tp_run_mean_between(tp_run *run, const char *metric, const char *labels, int64_t t0_ns,
+                         int64_t t1_ns, double *mean)
+{
+    static const char sql[] =
+        "SELECT AVG(x.value) FROM sample x JOIN series s ON s.id = x.series_id"
+        " JOIN metric m ON m.id = s.metric_id"
+        " WHERE s.agent_id = 1 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns > ?3"
+        " AND x.t_ns <= COALESCE((SELECT MIN(y.t_ns) FROM sample y"
+        " WHERE y.series_id = s.id AND y.t_ns >= ?4), ?4)";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, t0_ns);
+    sqlite3_bind_int64(st, 4, t1_ns);
+    bool found = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    if (found)
+        *mean = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return found;
+}
+
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped)
 {
     *threads = *dropped = 0;

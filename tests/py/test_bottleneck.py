@@ -1,6 +1,7 @@
 """`trainprof bottleneck`: three runs of real PyTorch scripts on the CPU."""
 
 import json
+import os
 import textwrap
 
 from conftest import PYTHON, trainprof
@@ -85,3 +86,98 @@ def test_bad_arguments(tmp_path):
     assert r.returncode == 2 and "--steps must be a whole number" in r.stderr
     r = trainprof("bottleneck")
     assert r.returncode == 2 and "no command given" in r.stderr
+
+
+SMALL_FILES_SCRIPT = """
+import os, sys, numpy as np, torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+ROOT, N, DIM = sys.argv[1], int(sys.argv[2]), 256
+
+class Files(Dataset):
+    # One sample per 1 KiB file, read cold (its pages dropped first), as from a
+    # data set far larger than memory.
+    def __len__(self):
+        return N
+    def __getitem__(self, i):
+        fd = os.open(os.path.join(ROOT, f"{i}.bin"), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            x = np.frombuffer(os.read(fd, DIM * 4), dtype=np.float32)
+        finally:
+            os.close(fd)
+        return torch.from_numpy(x.copy()), i % 10
+
+model = nn.Sequential(nn.Linear(DIM, 64), nn.ReLU(), nn.Linear(64, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for epoch in range(100):
+    for x, y in DataLoader(Files(), batch_size=32, shuffle=True):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+"""
+
+
+def test_many_small_files_is_input_bound_with_small_reads(tmp_path):
+    import numpy as np
+
+    data = tmp_path / "data"
+    data.mkdir()
+    n = 4000
+    for i in range(n):
+        np.random.rand(256).astype(np.float32).tofile(data / f"{i}.bin")
+    os.sync()
+    script = tmp_path / "train.py"
+    script.write_text(SMALL_FILES_SCRIPT)
+    r = trainprof("bottleneck", "--steps", "100", "--warmup", "5", "-o", tmp_path / "bn", "--json",
+                  "--", PYTHON, script, data, str(n), timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["verdict"] == "input_bound"
+    loader = out["loader"]
+    # Each sample is one cold read of a 1 KiB file: many small requests.
+    assert loader["disk_read_iops"] > 500
+    assert loader["disk_read_mb_s"] * 1e6 / loader["disk_read_iops"] < 64 * 1024
+    r = trainprof("bottleneck", "--steps", "100", "--warmup", "5", "-o", tmp_path / "bn2",
+                  "--", PYTHON, script, data, str(n), timeout=300)
+    assert "input-bound" in r.stdout and "many small files" in r.stdout, r.stdout
+
+
+META_SCRIPT = """
+import os, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+dev = torch.device("meta")  # a device the batch must be moved to, as a GPU would be
+model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 10)).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+data = TensorDataset(torch.randn(4096, 32), torch.randint(0, 10, (4096,)))
+moved = set()
+for epoch in range(100):
+    for x, y in DataLoader(data, batch_size=16):
+        x, y = x.to(dev, non_blocking=True), y.to(dev)
+        assert x.device == dev and x.shape == (16, 32) and y.dtype == torch.int64
+        moved.add(id(x))
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        if os.environ["TRAINPROF_BOTTLENECK"] == "replay" and len(moved) > 1:
+            raise SystemExit("the replayed batch was copied to the device again")
+"""
+
+
+def test_replayed_batch_stays_on_the_device(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(META_SCRIPT)
+    r = trainprof("bottleneck", "--steps", "30", "--warmup", "5", "-o", tmp_path / "bn", "--json",
+                  "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    counts = {}
+    for mode in ("asis", "replay"):
+        rep = json.loads(trainprof("report", "--json", tmp_path / f"bn-{mode}.db").stdout)
+        counts[mode] = {t["name"]: t["count"] for t in rep["timings"]}
+    # 4 parameter moves, then x and y per fetch as is; once only when replayed.
+    assert counts["asis"]["to_device"] == 4 + 2 * 35
+    assert counts["replay"]["to_device"] == 4 + 2
+    assert counts["replay"]["forward"] == counts["asis"]["forward"] == 35

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyze/model_facts.h"
 #include "analyze/summary.h"
 #include "commands.h"
 #include "record/child.h"
@@ -43,7 +44,7 @@ enum { ASIS, REPLAY, LOADER, MODES };
 
 /* The loader's disk reads count as small (many small files, random access)
  * below this size per request, once there are enough of them to matter. */
-#define SMALL_READ_KIB 64.0
+#define SMALL_READ_KIB       64.0
 #define SMALL_READS_MIN_IOPS 50.0
 
 /* The runs are short: system metrics are sampled more often than record's
@@ -61,6 +62,9 @@ typedef struct mode_result {
     double cpu_mean, disk_read_mb_s, disk_read_iops, workers, gpu_util, gpu_mem_frac;
     int cpus;
     bool has_gpu;
+    char facts_path[4200];
+    tp_model_facts facts; /* replay run only */
+    bool has_facts;
 } mode_result;
 
 /* Rate over the step marks after the warm-up, on the thread with most steps. */
@@ -146,6 +150,7 @@ static void analyse(mode_result *r, long warmup, bool *samples_seen)
         r->cpus = cpus ? atoi(cpus) : 0;
         r->gpu_util = mean_during(&s, r, "gpu_util_percent", "{\"gpu\":\"0\"}");
         r->has_gpu = !isnan(r->gpu_util) && run->ngpus > 0;
+        r->has_facts = tp_model_facts_read(r->facts_path, &r->facts);
         if (r->has_gpu && run->gpus[0].mem_total_bytes > 0)
             r->gpu_mem_frac = stat_of(&s, "gpu_mem_used_bytes", "{\"gpu\":\"0\"}", true) /
                               (double)run->gpus[0].mem_total_bytes;
@@ -154,7 +159,7 @@ static void analyse(mode_result *r, long warmup, bool *samples_seen)
 }
 
 /* Runs `trainprof record` on the command in one mode; returns its status. */
-static int run_mode(const char *self, int mode, const char *path, long steps, long warmup,
+static int run_mode(const char *self, int mode, const mode_result *r, long steps, long warmup,
                     char **command)
 {
     size_t nenv = 0, ncmd = 0;
@@ -162,21 +167,22 @@ static int run_mode(const char *self, int mode, const char *path, long steps, lo
         nenv++;
     while (command[ncmd])
         ncmd++;
-    char **envp = calloc(nenv + 4, sizeof *envp);
+    char **envp = calloc(nenv + 5, sizeof *envp);
     char **argv = calloc(ncmd + 10, sizeof *argv);
     size_t k = 0;
     for (size_t i = 0; i < nenv; i++)
         if (strncmp(environ[i], "TRAINPROF_BOTTLENECK", 20) != 0)
             envp[k++] = environ[i];
-    char e1[64], e2[64], e3[64];
+    char e1[64], e2[64], e3[64], e4[4300];
     snprintf(e1, sizeof e1, "TRAINPROF_BOTTLENECK=%s", mode_names[mode]);
     snprintf(e2, sizeof e2, "TRAINPROF_BOTTLENECK_STEPS=%ld", steps);
     snprintf(e3, sizeof e3, "TRAINPROF_BOTTLENECK_WARMUP=%ld", warmup);
-    envp[k++] = e1, envp[k++] = e2, envp[k++] = e3;
+    snprintf(e4, sizeof e4, "TRAINPROF_BOTTLENECK_FACTS=%s", r->facts_path);
+    envp[k++] = e1, envp[k++] = e2, envp[k++] = e3, envp[k++] = e4;
     size_t a = 0;
     argv[a++] = (char *)self, argv[a++] = "record", argv[a++] = "-q", argv[a++] = "--force";
     argv[a++] = "--interval", argv[a++] = (char *)SAMPLE_INTERVAL;
-    argv[a++] = "-o", argv[a++] = (char *)path, argv[a++] = "--";
+    argv[a++] = "-o", argv[a++] = (char *)r->path, argv[a++] = "--";
     for (size_t i = 0; i < ncmd; i++)
         argv[a++] = command[i];
     pid_t pid;
@@ -222,12 +228,17 @@ static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, s
                 "compute-bound: the training alone takes %.1f %s while the loader could deliver "
                 "%.1f (%.1fx). Speed-ups come from the computation",
                 train, unit, input, train > 0 ? input / train : 0);
+        char hint[512] = "";
+        if (r[REPLAY].has_facts)
+            tp_precision_hint(&r[REPLAY].facts, hint, sizeof hint);
         if (r[REPLAY].has_gpu)
-            fprintf(out,
-                    ": GPU 0 averaged %.0f%% utilization with %.0f%% of its memory at peak; if "
-                    "the model runs in FP32 on a GPU with tensor cores, mixed precision "
-                    "(torch.autocast) is typically 1.5-5x",
+            fprintf(out, ": GPU 0 averaged %.0f%% utilization with %.0f%% of its memory at peak",
                     r[REPLAY].gpu_util, 100 * r[REPLAY].gpu_mem_frac);
+        if (hint[0])
+            fprintf(out, "; %s", hint);
+        else if (r[REPLAY].has_gpu)
+            fprintf(out, "; if the model runs in FP32 on a GPU with tensor cores, mixed precision "
+                         "(torch.autocast) is typically 1.5-5x");
         else
             fprintf(out, " (no GPU: a GPU, larger batches or a smaller model)");
         fprintf(out, ".\n");
@@ -302,9 +313,12 @@ int cmd_bottleneck(int argc, char **argv)
         snprintf(r[m].path, sizeof r[m].path, "%s-%s.db", prefix, mode_names[m]);
         if (!json)
             fprintf(stderr, "trainprof bottleneck: run %d of 3 (%s)...\n", m + 1, mode_names[m]);
-        r[m].exit_status = run_mode(self, m, r[m].path, steps, warmup, argv + optind);
+        snprintf(r[m].facts_path, sizeof r[m].facts_path, "%s-%s.model", prefix, mode_names[m]);
+        unlink(r[m].facts_path);
+        r[m].exit_status = run_mode(self, m, &r[m], steps, warmup, argv + optind);
         bool seen = false;
         analyse(&r[m], warmup, &seen);
+        unlink(r[m].facts_path); /* its content is in the verdict and --json */
         samples |= seen;
         if (m == ASIS && !r[m].found_loader)
             break;
@@ -383,6 +397,33 @@ int cmd_bottleneck(int argc, char **argv)
             json_double(&w, l->disk_read_mb_s);
             json_key(&w, "disk_read_iops");
             json_double(&w, l->disk_read_iops);
+            json_object_end(&w);
+        }
+        if (r[REPLAY].has_facts) {
+            const tp_model_facts *f = &r[REPLAY].facts;
+            char hint[512], cc[32];
+            json_key(&w, "model");
+            json_object_begin(&w);
+            json_key(&w, "dtype");
+            json_string(&w, f->dtype);
+            json_key(&w, "device");
+            json_string(&w, f->device);
+            json_key(&w, "compute_capability");
+            snprintf(cc, sizeof cc, "%d.%d", f->cc_major, f->cc_minor);
+            if (f->cc_major > 0)
+                json_string(&w, cc);
+            else
+                json_null(&w);
+            json_key(&w, "autocast");
+            if (f->autocast >= 0)
+                json_bool(&w, f->autocast == 1);
+            else
+                json_null(&w);
+            json_key(&w, "precision_hint");
+            if (tp_precision_hint(f, hint, sizeof hint))
+                json_string(&w, hint);
+            else
+                json_null(&w);
             json_object_end(&w);
         }
         json_object_end(&w);

@@ -173,6 +173,8 @@ def _patch_modules():
         depth = getattr(_local, "depth", 0)
         _local.depth = depth + 1
         if depth == 0:
+            if _bottleneck.wants_model_facts:
+                _bottleneck.note_model(module)
             if module.training and not _in_train_batch():
                 _local.train_batch = True
                 begin(R_TRAIN)

@@ -56,6 +56,11 @@ def test_sleepy_loader_is_input_bound(tmp_path):
     assert all(run["steps"] == 30 and run["exit_status"] == 0 for run in out["runs"])
     for mode in ("asis", "replay", "loader"):
         assert (tmp_path / f"bn-{mode}.db").exists()
+        assert not (tmp_path / f"bn-{mode}.model").exists()
+    # What the model runs in, as the replay run's first forward saw it; a CPU
+    # model gets no tensor-core hint.
+    assert out["model"] == {"dtype": "float32", "device": "cpu", "compute_capability": None,
+                            "autocast": False, "precision_hint": None}
 
 
 def test_big_model_fast_loader_is_compute_bound(tmp_path):

@@ -1,9 +1,11 @@
-/* test_basics.c: parsing, counters, labels, statistics, units, JSON. */
+/* test_basics.c: parsing, counters, labels, statistics, units, JSON, model facts. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "analyze/model_facts.h"
 #include "analyze/stats.h"
 #include "collect/counter.h"
 #include "harness.h"
@@ -175,13 +177,47 @@ static void test_json_writer(void **state)
     free(text);
 }
 
+static void test_model_facts(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tp-facts-XXXXXX", hint[512];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("dtype=float32\ndevice=cuda\ncapability=8.0\nautocast=0\nfuture_key=1\n", f);
+    fclose(f);
+    tp_model_facts m;
+    assert_true(tp_model_facts_read(path, &m));
+    assert_string_equal(m.dtype, "float32");
+    assert_int_equal(m.cc_major, 8);
+    assert_int_equal(m.autocast, 0);
+    assert_true(tp_precision_hint(&m, hint, sizeof hint));
+    assert_non_null(strstr(hint, "tensor cores (compute capability 8.0)"));
+    assert_non_null(strstr(hint, "1.5-5x"));
+    m.autocast = 1; /* already mixed precision: no 1.5-5x promise */
+    assert_true(tp_precision_hint(&m, hint, sizeof hint));
+    assert_null(strstr(hint, "1.5-5x"));
+    assert_non_null(strstr(hint, "autocast"));
+    m.autocast = 0, m.cc_major = 6, m.cc_minor = 1; /* Pascal: no tensor cores */
+    assert_true(tp_precision_hint(&m, hint, sizeof hint));
+    assert_non_null(strstr(hint, "without tensor cores"));
+    snprintf(m.dtype, sizeof m.dtype, "bfloat16");
+    assert_true(tp_precision_hint(&m, hint, sizeof hint));
+    assert_non_null(strstr(hint, "already runs in bfloat16"));
+    snprintf(m.device, sizeof m.device, "cpu");
+    assert_false(tp_precision_hint(&m, hint, sizeof hint));
+    assert_string_equal(hint, "");
+    unlink(path);
+    assert_false(tp_model_facts_read(path, &m)); /* missing file */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_counter_delta),
         cmocka_unit_test(test_labels),        cmocka_unit_test(test_stats),
         cmocka_unit_test(test_units),         cmocka_unit_test(test_stats_match_sorting),
-        cmocka_unit_test(test_json_writer),
+        cmocka_unit_test(test_json_writer),   cmocka_unit_test(test_model_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

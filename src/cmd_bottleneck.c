@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "analyze/model_facts.h"
+#include "analyze/storage_typical.h"
 #include "analyze/summary.h"
 #include "commands.h"
 #include "record/child.h"
@@ -213,7 +214,10 @@ static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, s
         double kib = l->disk_read_iops > 0 ? l->disk_read_mb_s * 1e6 / 1024 / l->disk_read_iops : 0;
         if (l->disk_read_iops >= 1)
             fprintf(out, " in %.0f reads/s of %.0f KiB", l->disk_read_iops, kib);
-        fprintf(out, " while it ran.");
+        fprintf(out,
+                " while it ran (typically a disk reads ~%.0f MB/s, NVMe ~%.0f MB/s; "
+                "trainprof iobench PATH measures yours).",
+                TP_TYPICAL_DISK_MB_S, TP_TYPICAL_NVME_MB_S);
         fprintf(out, " Try more DataLoader workers, pin_memory=True, a larger prefetch_factor, "
                      "cheaper decoding or augmentation, ");
         if (l->disk_read_iops >= SMALL_READS_MIN_IOPS && kib < SMALL_READ_KIB)

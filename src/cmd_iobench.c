@@ -17,13 +17,14 @@
 
 #include "analyze/summary.h"
 #include "clock.h"
+#include "analyze/storage_typical.h"
 #include "commands.h"
 #include "render/units.h"
 #include "util/json_writer.h"
 #include "util/log.h"
 
-#define DISK_MB_S    150.0
-#define NVME_MB_S    3000.0
+#define DISK_MB_S    TP_TYPICAL_DISK_MB_S
+#define NVME_MB_S    TP_TYPICAL_NVME_MB_S
 #define SEQ_BLOCK    (1u << 20)
 #define RAND_BLOCK   4096u
 #define RAND_SECONDS 3.0

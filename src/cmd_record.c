@@ -27,6 +27,8 @@
 #include "record/sampler.h"
 #include "record/status_line.h"
 #include "record/writer_thread.h"
+#include "serve/http_server.h"
+#include "serve/live_state.h"
 #include "store/schema.h"
 #include "trainprof_version.h"
 #include "util/json_writer.h"
@@ -34,12 +36,10 @@
 
 extern char **environ;
 
-#define INTERVAL_MIN 0.05
-#define INTERVAL_MAX 60.0
-
 typedef struct record_options {
     const char *output;
     const char *agent;
+    const char *serve; /* HOST:PORT of the Prometheus endpoint, or NULL */
     double interval_s;
     bool force;
     bool quiet;
@@ -59,6 +59,8 @@ static const char usage[] =
     "  -f, --force           overwrite FILE if it exists\n"
     "  -i, --interval SECS   sampling interval, 0.05 to 60 (default: 0.5)\n"
     "      --agent NAME      name of this machine in the run (default: host name)\n"
+    "      --serve ADDR:PORT serve live metrics for Prometheus at http://ADDR:PORT/metrics\n"
+    "                        (e.g. 127.0.0.1:9464; 0.0.0.0:9464 for every interface)\n"
     "  -q, --quiet           no status line and no summary\n"
     "  -h, --help            show this help\n"
     "\n"
@@ -66,35 +68,16 @@ static const char usage[] =
     "  trainprof record -o run.db -- python train.py --epochs 3\n"
     "  trainprof report run.db\n";
 
-/* Parses and checks the interval; false with a message on bad input. */
-static bool parse_interval(const char *text, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || *end != '\0' || !isfinite(v) || v < INTERVAL_MIN ||
-        v > INTERVAL_MAX) {
-        tp_error("--interval must be a number of seconds from %g to %g (got '%s')", INTERVAL_MIN,
-                 INTERVAL_MAX, text);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 /* Returns 0 to go on, or an exit status (help: 0 via *done, errors: 2). */
 static int parse_options(int argc, char **argv, record_options *o, bool *done)
 {
     static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'f'},
-        {"interval", required_argument, NULL, 'i'},
-        {"agent", required_argument, NULL, 'a'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"output", required_argument, NULL, 'o'},   {"force", no_argument, NULL, 'f'},
+        {"interval", required_argument, NULL, 'i'}, {"agent", required_argument, NULL, 'a'},
+        {"quiet", no_argument, NULL, 'q'},          {"serve", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
-    *o = (record_options){NULL, NULL, 0.5, false, false, NULL};
+    *o = (record_options){NULL, NULL, NULL, 0.5, false, false, NULL};
     *done = false;
     optind = 1;
     opterr = 0;
@@ -104,10 +87,11 @@ static int parse_options(int argc, char **argv, record_options *o, bool *done)
         case 'o': o->output = optarg; break;
         case 'f': o->force = true; break;
         case 'i':
-            if (!parse_interval(optarg, &o->interval_s))
+            if (!tp_sampler_parse_interval(optarg, &o->interval_s))
                 return 2;
             break;
         case 'a': o->agent = optarg; break;
+        case 's': o->serve = optarg; break;
         case 'q': o->quiet = true; break;
         case 'h':
             fputs(usage, stdout);
@@ -334,6 +318,24 @@ int cmd_record(int argc, char **argv)
     tp_collect_env env = {&root, sink, 0};
     tp_host_info_record(&env, o.agent);
 
+    tp_live *live = NULL;
+    tp_http_server *http = NULL;
+    if (o.serve) {
+        char host[256] = "";
+        gethostname(host, sizeof host - 1);
+        live = tp_live_new(o.agent ? o.agent : host, host, o.interval_s);
+        http = live ? tp_http_start(o.serve, live, err, sizeof err) : NULL;
+        if (!http) {
+            tp_error("record: --serve: %s", live ? err : "out of memory");
+            tp_live_free(live);
+            tp_writer_finish(writer);
+            unlink(o.output);
+            tp_sink_free(sink);
+            return 2;
+        }
+        fprintf(stderr, "trainprof: serving metrics at http://%s/metrics\n", tp_http_address(http));
+    }
+
     tp_drain *drain = tp_drain_start(sink, err, sizeof err);
     if (!drain)
         tp_sink_unavailable(sink, "timings", err);
@@ -344,6 +346,8 @@ int cmd_record(int argc, char **argv)
     if (child < 0) {
         tp_error("cannot run '%s': %s", o.command[0], strerror(spawn_errno));
         tp_drain_stop(drain);
+        tp_http_stop(http);
+        tp_live_free(live);
         tp_writer_finish(writer);
         unlink(o.output);
         tp_sink_free(sink);
@@ -355,7 +359,7 @@ int cmd_record(int argc, char **argv)
 
     tp_registry_add(o.output); /* lets `trainprof top` find this recording */
     tp_writer_thread wt;
-    tp_writer_thread_start(&wt, sink, writer);
+    tp_writer_thread_start(&wt, sink, writer, live);
     env.target_pid = child;
     tp_sampler sampler;
     tp_sampler_start(&sampler, &env, TP_COLLECT_ALL, (uint64_t)(o.interval_s * 1e9));
@@ -373,6 +377,8 @@ int cmd_record(int argc, char **argv)
     record_end_meta(sink, exit_status, wstatus, duration);
     tp_sink_close(sink);
     tp_writer_thread_join(&wt);
+    tp_http_stop(http); /* after the last batch: a final scrape sees the end */
+    tp_live_free(live);
     tp_writer_finish(writer);
     tp_sink_free(sink);
     tp_sysroot_close(&root);

@@ -12,5 +12,6 @@ int cmd_compare(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_iobench(int argc, char **argv);
 int cmd_bottleneck(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

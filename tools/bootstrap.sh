@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building, demonstrating and testing trainprof needs, when it is
 # missing: Debian packages (compiler, SQLite and cmocka headers, clang-format)
-# (ncurses for `top`, tmux and headless Chromium for the tests of `top` and `html`) and a virtual environment in .venv (meson, pytest, psutil, CPU PyTorch).
+# (ncurses for `top`, libmicrohttpd for `serve`, tmux, headless Chromium and Prometheus
+# for the tests of `top`, `html` and `serve`) and a virtual environment in .venv (meson, pytest, psutil, CPU PyTorch).
 # Safe to run again: it installs nothing that is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,9 @@ pkg-config --exists cmocka 2>/dev/null || apt_missing+=(libcmocka-dev)
 command -v clang-format >/dev/null || apt_missing+=(clang-format)
 command -v sqlite3 >/dev/null || apt_missing+=(sqlite3)
 pkg-config --exists ncursesw 2>/dev/null || apt_missing+=(libncurses-dev)
+pkg-config --exists libmicrohttpd 2>/dev/null || apt_missing+=(libmicrohttpd-dev)
 command -v tmux >/dev/null || apt_missing+=(tmux)
+command -v prometheus >/dev/null || apt_missing+=(prometheus)
 command -v chromium >/dev/null || apt_missing+=(chromium fonts-dejavu-core)
 if [ ${#apt_missing[@]} -gt 0 ]; then
     echo "bootstrap: installing Debian packages: ${apt_missing[*]}"

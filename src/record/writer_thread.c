@@ -10,7 +10,9 @@ static void *writer_main(void *arg)
     char err[512];
     while (tp_sink_wait(t->sink, 1000)) {
         tp_sink_take(t->sink, &batch);
-        if (!t->failed && !tp_writer_apply(t->writer, &batch, err, sizeof err)) {
+        if (t->live)
+            tp_live_apply(t->live, &batch);
+        if (t->writer && !t->failed && !tp_writer_apply(t->writer, &batch, err, sizeof err)) {
             t->failed = true;
             tp_warn("%s; recording stops here, the command goes on", err);
         }
@@ -21,8 +23,9 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-bool tp_writer_thread_start(tp_writer_thread *t, tp_sink *sink, tp_writer *writer)
+bool tp_writer_thread_start(tp_writer_thread *t, tp_sink *sink, tp_writer *writer, tp_live *live)
 {
+    t->live = live;
     t->sink = sink;
     t->writer = writer;
     t->failed = false;

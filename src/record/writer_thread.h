@@ -2,7 +2,9 @@
  *
  * It takes whatever the sink holds at least once a second and writes it in
  * one transaction. If writing fails (disk full, file removed), it warns once,
- * keeps draining the sink so memory stays bounded, and the training goes on. */
+ * keeps draining the sink so memory stays bounded, and the training goes on.
+ * With a live state (record --serve, trainprof serve) each batch is applied
+ * to it as well; `trainprof serve` has a live state and no run file. */
 #ifndef TP_RECORD_WRITER_THREAD_H
 #define TP_RECORD_WRITER_THREAD_H
 
@@ -10,18 +12,20 @@
 #include <stdbool.h>
 
 #include "record/sink.h"
+#include "serve/live_state.h"
 #include "store/writer.h"
 
 typedef struct tp_writer_thread {
     pthread_t thread;
     tp_sink *sink;
-    tp_writer *writer;
+    tp_writer *writer; /* NULL: no run file */
+    tp_live *live;     /* NULL: no live state */
     bool started;
     bool failed;
     unsigned long batches;
 } tp_writer_thread;
 
-bool tp_writer_thread_start(tp_writer_thread *t, tp_sink *sink, tp_writer *writer);
+bool tp_writer_thread_start(tp_writer_thread *t, tp_sink *sink, tp_writer *writer, tp_live *live);
 
 /* Joins the thread; the sink must be closed first so it drains and exits. */
 void tp_writer_thread_join(tp_writer_thread *t);

@@ -1,0 +1,244 @@
+"""Live metrics for Prometheus: `record --serve` and `trainprof serve`, scraped
+over loopback by urllib, checked by promtool, and by a real Prometheus server."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from conftest import PROGRAM, PYTHON, trainprof
+
+REGIONS = """
+import time, trainprof
+for i in range({steps}):
+    trainprof.step()
+    trainprof.samples(8)
+    with trainprof.region("work"):
+        time.sleep(0.02)
+"""
+
+
+def start_serving(args, tmp_path, steps=1500, name="train.py"):
+    """Starts `trainprof record --serve 127.0.0.1:0 ARGS -- python script` and
+    returns (process, base URL) once it says where it serves."""
+    script = tmp_path / name
+    script.write_text(REGIONS.format(steps=steps))
+    p = subprocess.Popen([PROGRAM, "record", "--serve", "127.0.0.1:0", *map(str, args), "--",
+                          PYTHON, str(script)], stderr=subprocess.PIPE, text=True)
+    return p, served_url(p)
+
+
+def served_url(p):
+    line = p.stderr.readline()
+    m = re.search(r"serving metrics at (http://\S+)/metrics", line)
+    assert m, line
+    threading.Thread(target=p.stderr.read, daemon=True).start()  # never block its stderr
+    return m.group(1)
+
+
+def get(url, method="GET"):
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers.get("Content-Type"), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type"), e.read().decode()
+
+
+def wait_for(fn, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def value_of(text, name, **labels):
+    """The value of the sample `name{labels...}` in exposition text, or None."""
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    return p.wait(timeout=20)
+
+
+def test_record_serves_metrics_and_timings(tmp_path):
+    p, url = start_serving(["-o", tmp_path / "run.db", "--agent", "node-a", "-i", "0.2"], tmp_path)
+    try:
+        text = wait_for(lambda: (lambda t: t if value_of(t, "trainprof_steps_total") else None)(
+            get(url + "/metrics")[2]), what="steps in /metrics")
+        status, ctype, text = get(url + "/metrics")
+        assert status == 200 and ctype.startswith("text/plain; version=0.0.4")
+        assert 'trainprof_info{agent="node-a",' in text
+        assert value_of(text, "trainprof_cpu_util_ratio", agent="node-a", cpu="0") is not None
+        assert value_of(text, "trainprof_host_mem_used_bytes", agent="node-a") > 0
+        assert value_of(text, "trainprof_proc_processes", agent="node-a") >= 1
+        count = value_of(text, "trainprof_phase_seconds_count", phase="work")
+        total = value_of(text, "trainprof_phase_seconds_sum", phase="work")
+        assert count >= 1 and 0.015 * count <= total <= 0.2 * count  # 20 ms sleeps
+        steps = value_of(text, "trainprof_steps_total", agent="node-a")
+        assert value_of(text, "trainprof_samples_total") == pytest.approx(8 * steps, abs=8)
+        # Counters only grow between scrapes.
+        time.sleep(1.5)
+        later = get(url + "/metrics")[2]
+        assert value_of(later, "trainprof_steps_total") > steps
+        assert value_of(later, "trainprof_phase_seconds_count", phase="work") > count
+        if shutil.which("promtool"):
+            lint = subprocess.run(["promtool", "check", "metrics"], input=later,
+                                  capture_output=True, text=True)
+            assert lint.returncode == 0, lint.stdout + lint.stderr
+        # Only /metrics, only reading.
+        assert get(url + "/")[0] == 200
+        assert get(url + "/nothing")[0] == 404
+        assert get(url + "/metrics", method="POST")[0] == 405
+        assert get(url + "/metrics", method="HEAD")[0] == 200
+    finally:
+        assert stop(p) == 128 + signal.SIGTERM
+    assert (tmp_path / "run.db").exists()
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def test_memory_stays_bounded_under_many_scrapes(tmp_path):
+    p, url = start_serving(["-q", "-o", tmp_path / "run.db"], tmp_path)
+    try:
+        wait_for(lambda: value_of(get(url + "/metrics")[2], "trainprof_steps_total"))
+
+        def scrape(n):
+            for _ in range(n):
+                assert get(url + "/metrics")[0] == 200
+
+        def burst(threads, n):
+            ts = [threading.Thread(target=scrape, args=(n,)) for _ in range(threads)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+
+        burst(16, 20)
+        before = rss_kib(p.pid)
+        burst(16, 150)  # 2,400 more scrapes, 16 at a time
+        after = rss_kib(p.pid)
+        assert after - before < 4096, (before, after)
+        # Idle connections beyond the limit are refused or queued, never grow memory.
+        where = urllib.parse.urlsplit(url)
+        socks = [socket.create_connection((where.hostname, where.port)) for _ in range(64)]
+        assert rss_kib(p.pid) - before < 4096
+        for s in socks:
+            s.close()
+        assert get(url + "/metrics")[0] == 200
+    finally:
+        stop(p)
+
+
+def test_bad_or_busy_address_is_refused_before_the_command_runs(tmp_path):
+    marker = tmp_path / "ran"
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    for addr, why in ((f"127.0.0.1:{port}", "Address already in use"),
+                      ("nonsense", "expected HOST:PORT"), ("127.0.0.1:70000", "bad port")):
+        r = trainprof("record", "--serve", addr, "-o", tmp_path / "run.db", "--", "touch", marker)
+        assert r.returncode == 2 and why in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+        assert not marker.exists() and not (tmp_path / "run.db").exists()
+    busy.close()
+
+
+def test_serve_without_a_recording(tmp_path):
+    p = subprocess.Popen([PROGRAM, "serve", "--listen", "127.0.0.1:0", "--interval", "0.2",
+                          "--agent", "idle-node"], stderr=subprocess.PIPE, text=True)
+    url = served_url(p)
+    try:
+        text = wait_for(lambda: (lambda t: t if "trainprof_cpu_util_ratio" in t else None)(
+            get(url + "/metrics")[2]), what="CPU metrics")
+        assert value_of(text, "trainprof_host_mem_available_bytes", agent="idle-node") > 0
+        assert "trainprof_phase_seconds" not in text and "trainprof_proc_" not in text
+    finally:
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=10) == 0
+    r = trainprof("serve", "--bogus")
+    assert r.returncode == 2 and "see trainprof serve --help" in r.stderr
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(not shutil.which("prometheus"), reason="Debian's prometheus is not installed")
+def test_a_real_prometheus_scrapes_two_recorders(tmp_path):
+    """Two recorders stand for two nodes; Prometheus scrapes both and answers
+    queries about both agents through its HTTP API."""
+    recorders = []
+    try:
+        for agent in ("node-a", "node-b"):
+            d = tmp_path / agent
+            d.mkdir()
+            recorders.append(start_serving(["-q", "-o", d / "run.db", "--agent", agent,
+                                            "-i", "0.2"], d))
+        targets = [urllib.parse.urlsplit(url).netloc for _, url in recorders]
+        port = free_port()
+        (tmp_path / "prometheus.yml").write_text(
+            "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+            "scrape_configs:\n"
+            "  - job_name: trainprof\n"
+            f"    static_configs: [{{targets: {json.dumps(targets)}}}]\n")
+        prom = subprocess.Popen(
+            ["prometheus", f"--config.file={tmp_path / 'prometheus.yml'}",
+             f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            api = f"http://127.0.0.1:{port}/api/v1/query?query="
+
+            def query(q):
+                try:
+                    status, _, body = get(api + urllib.parse.quote(q))
+                except (urllib.error.URLError, ConnectionError):
+                    return None
+                if status != 200:
+                    return None
+                result = json.loads(body)["data"]["result"]
+                return {r["metric"].get("agent"): float(r["value"][1]) for r in result} or None
+
+            def both(q):
+                r = query(q)
+                return r if r and set(r) == {"node-a", "node-b"} else None
+
+            # up has no agent label: the targets' own label set is agent-free.
+            wait_for(lambda: (query('count(up{job="trainprof"} == 1)') or {}).get(None) == 2,
+                     timeout=60, what="both targets up")
+            steps = wait_for(lambda: both("sum by (agent) (rate(trainprof_steps_total[5s]))"),
+                             timeout=60, what="step rates of both agents")
+            assert all(5 < v < 60 for v in steps.values()), steps  # ~45 steps/s each
+            work = both('sum by (agent) (trainprof_phase_seconds_count{phase="work"})')
+            assert work and all(v >= 1 for v in work.values())
+            cpu = both("avg by (agent) (trainprof_cpu_util_ratio)")
+            assert cpu and all(0 <= v <= 1 for v in cpu.values())
+        finally:
+            prom.terminate()
+            prom.wait(timeout=30)
+    finally:
+        for p, _ in recorders:
+            stop(p)

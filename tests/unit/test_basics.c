@@ -10,6 +10,7 @@
 #include "collect/counter.h"
 #include "harness.h"
 #include "render/units.h"
+#include "serve/prom_format.h"
 #include "util/json_writer.h"
 #include "util/labels.h"
 #include "util/text_parse.h"
@@ -211,6 +212,30 @@ static void test_model_facts(void **state)
     assert_false(tp_model_facts_read(path, &m)); /* missing file */
 }
 
+static void test_prom_format(void **state)
+{
+    (void)state;
+    char out[128];
+    tp_prom_labels("{\"gpu\":\"0\",\"device\":\"a\\\"b\\\\c\"}", out, sizeof out);
+    assert_string_equal(out, "gpu=\"0\",device=\"a\\\"b\\\\c\"");
+    assert_int_equal(tp_prom_labels("{}", out, sizeof out), 0);
+    tp_prom_metric m;
+    assert_true(tp_prom_metric_of("cpu_util_percent", &m));
+    assert_string_equal(m.name, "trainprof_cpu_util_ratio");
+    assert_true(m.kind == TP_PROM_GAUGE && m.scale == 0.01);
+    assert_true(tp_prom_metric_of("disk_read_bytes_per_s", &m));
+    assert_string_equal(m.name, "trainprof_disk_read_bytes_total");
+    assert_true(m.kind == TP_PROM_COUNTER && m.integrate);
+    assert_null(strstr(m.help, "per second"));
+    assert_true(tp_prom_metric_of("gpu_sm_clock_mhz", &m));
+    assert_string_equal(m.name, "trainprof_gpu_sm_clock_hertz");
+    assert_true(tp_prom_metric_of("gpu_energy_joules", &m));
+    assert_string_equal(m.name, "trainprof_gpu_energy_joules_total");
+    assert_true(tp_prom_metric_of("proc_count", &m));
+    assert_string_equal(m.name, "trainprof_proc_processes");
+    assert_false(tp_prom_metric_of("no_such_metric", &m));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_labels),        cmocka_unit_test(test_stats),
         cmocka_unit_test(test_units),         cmocka_unit_test(test_stats_match_sorting),
         cmocka_unit_test(test_json_writer),   cmocka_unit_test(test_model_facts),
+        cmocka_unit_test(test_prom_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,7 @@ struct tp_live {
     size_t nthreads, cap_threads, cap_thread_dropped;
     live_phase phases[TP_LIVE_MAX_PHASES];
     size_t nphases;
+    size_t last_phase; /* the last phase found: runs of one phase are common */
     live_rank ranks[TP_LIVE_MAX_RANKS];
     size_t nranks;
 };
@@ -96,17 +97,17 @@ static live_rank *rank_entry(tp_live *l, int32_t rank)
  * front of a linear search serves the drain's event rate. */
 static live_phase *phase_entry(tp_live *l, int32_t rank, uint32_t name)
 {
-    static __thread size_t hint; /* the last hit: runs of one phase are common */
+    size_t hint = l->last_phase;
     if (hint < l->nphases && l->phases[hint].rank == rank && l->phases[hint].name == name)
         return &l->phases[hint];
     for (size_t i = 0; i < l->nphases; i++)
         if (l->phases[i].rank == rank && l->phases[i].name == name)
-            return &l->phases[hint = i];
+            return &l->phases[l->last_phase = i];
     if (l->nphases >= TP_LIVE_MAX_PHASES - 1 && name != 0)
         return phase_entry(l, rank, 0);
     if (l->nphases == TP_LIVE_MAX_PHASES)
         return NULL;
-    live_phase *p = &l->phases[hint = l->nphases++];
+    live_phase *p = &l->phases[l->last_phase = l->nphases++];
     memset(p, 0, sizeof *p);
     p->rank = rank, p->name = name;
     return p;

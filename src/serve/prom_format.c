@@ -62,14 +62,13 @@ bool tp_prom_metric_of(const char *recorded, tp_prom_metric *out)
     case TP_UNIT_WATTS:
     case TP_UNIT_CELSIUS: snprintf(out->name, sizeof out->name, "trainprof_%s", recorded); break;
     }
-    if (out->integrate) /* "bytes read per second" -> "bytes read, ..." */
+    if (out->integrate) { /* "bytes read per second" -> "bytes read, counted since ..." */
+        const char *per = strstr(def->help, " per second");
+        int n = per ? (int)(per - def->help) : (int)strlen(def->help);
         snprintf(out->help, sizeof out->help,
-                 "%.*s, counted since the recording started "
-                 "(rate() gives the per-second figure)",
-                 (int)(strstr(def->help, " per second")
-                           ? strstr(def->help, " per second") - def->help
-                           : (long)strlen(def->help)),
-                 def->help);
+                 "%.*s, counted since the recording started (rate() gives the per-second figure)",
+                 n, def->help);
+    }
     return true;
 }
 

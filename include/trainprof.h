@@ -47,6 +47,11 @@ uint32_t tp_name_intern(const char *name);
 void tp_begin(uint32_t name_id);
 void tp_end(uint32_t name_id);
 
+/* A region that has already happened, from start_ns to end_ns (both from
+ * tp_clock_now_ns), on this thread: for times measured by a callback, e.g.
+ * when a communication future completes. Ignored when end_ns < start_ns. */
+void tp_span(uint32_t name_id, uint64_t start_ns, uint64_t end_ns);
+
 /* An explicit step boundary, and the start of epoch `epoch`. */
 void tp_step(void);
 void tp_epoch(int64_t epoch);

@@ -25,19 +25,26 @@ static inline int name_defined(const tp_thread *t, uint32_t id)
     return id / 64 < t->defined_words && (t->defined[id / 64] >> (id % 64) & 1);
 }
 
+/* Fills the next slot without publishing it (the caller checked for room). */
+static inline void put(tp_thread *t, uint64_t t_ns, uint32_t kind, uint32_t id, int64_t value)
+{
+    tp_ring_header *h = t->ring;
+    tp_event *e = &tp_ring_slots(h)[t->head & (h->capacity - 1)];
+    e->t_ns = t_ns;
+    e->kind = kind;
+    e->name_id = id;
+    e->value = value;
+    e->aux = 0;
+    t->head++;
+}
+
 /* Writes one event; drops (and counts) it when the ring is full. */
 static inline void push(tp_thread *t, uint32_t kind, uint32_t id, int64_t value)
 {
     tp_ring_header *h = t->ring;
     if (UNLIKELY(!tp_ring_has_room(h, t->head, 1)))
         return;
-    tp_event *e = &tp_ring_slots(h)[t->head & (h->capacity - 1)];
-    e->t_ns = tp_clock_mono_ns();
-    e->kind = kind;
-    e->name_id = id;
-    e->value = value;
-    e->aux = 0;
-    t->head++;
+    put(t, tp_clock_mono_ns(), kind, id, value);
     atomic_store_explicit(&h->head, t->head, memory_order_release);
 }
 
@@ -73,6 +80,23 @@ void tp_end(uint32_t id)
     if (t->depth)
         t->depth--;
     publish_open(t);
+}
+
+void tp_span(uint32_t id, uint64_t start_ns, uint64_t end_ns)
+{
+    tp_thread *t = &tp_self;
+    if (!ready(t) || id == 0 || end_ns < start_ns)
+        return;
+    if (UNLIKELY(!name_defined(t, id)))
+        tp_thread_define_name(t, id);
+    tp_ring_header *h = t->ring;
+    if (UNLIKELY(!tp_ring_has_room(h, t->head, 2)))
+        return;
+    /* begin and end published together: the recorder pairs them as one
+     * region nested in whatever this thread has open */
+    put(t, start_ns, TP_EV_BEGIN, id, 0);
+    put(t, end_ns, TP_EV_END, id, 0);
+    atomic_store_explicit(&h->head, t->head, memory_order_release);
 }
 
 void tp_step(void)

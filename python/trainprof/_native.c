@@ -143,6 +143,31 @@ static PyObject *py_end(PyObject *module, PyObject *r)
     Py_RETURN_NONE;
 }
 
+/* span(region, start_ns, end_ns): a region that already happened, with times
+ * from now_ns(). */
+static PyObject *py_span(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3 || Py_TYPE(args[0]) != &RegionType) {
+        PyErr_SetString(PyExc_TypeError, "span() takes a trainprof.Region, start_ns and end_ns");
+        return NULL;
+    }
+    unsigned long long start = PyLong_AsUnsignedLongLong(args[1]);
+    if (start == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    unsigned long long end = PyLong_AsUnsignedLongLong(args[2]);
+    if (end == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    tp_span(((Region *)args[0])->id, start, end);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_now_ns(PyObject *module, PyObject *unused)
+{
+    (void)module, (void)unused;
+    return PyLong_FromUnsignedLongLong(tp_clock_now_ns());
+}
+
 static PyObject *py_step(PyObject *module, PyObject *unused)
 {
     (void)module, (void)unused;
@@ -204,6 +229,9 @@ static PyMethodDef module_methods[] = {
     {"region", py_region, METH_O, "region(name): a named region (context manager, decorator)."},
     {"begin", py_begin, METH_O, "begin(region): opens a region without `with`."},
     {"end", py_end, METH_O, "end(region): closes a region opened with begin()."},
+    {"span", (PyCFunction)(void (*)(void))py_span, METH_FASTCALL,
+     "span(region, start_ns, end_ns): a region that already happened."},
+    {"now_ns", py_now_ns, METH_NOARGS, "The recorder's clock (CLOCK_MONOTONIC) in ns."},
     {"step", py_step, METH_NOARGS, "Marks a step boundary."},
     {"epoch", py_epoch, METH_O, "epoch(n): marks the start of epoch n."},
     {"samples", py_samples, METH_O, "samples(n): the current step processed n samples."},

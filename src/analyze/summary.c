@@ -60,13 +60,15 @@ bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap)
         qsort(out->items, out->n, sizeof *out->items, cmp_summary);
     const char *d = tp_run_meta_get(run, "duration_ns");
     double run_s = d ? strtod(d, NULL) / 1e9 : (double)run->last_t_ns / 1e9;
-    return tp_timings_build(run, run_s > 0 ? run_s : 0, &out->timings, err, cap);
+    return tp_timings_build(run, run_s > 0 ? run_s : 0, &out->timings, err, cap) &&
+           tp_ranks_build(run, &out->ranks, err, cap);
 }
 
 void tp_summary_free(tp_summary *s)
 {
     free(s->items);
     tp_timings_free(&s->timings);
+    tp_ranks_free(&s->ranks);
     memset(s, 0, sizeof *s);
 }
 

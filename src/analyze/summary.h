@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "analyze/ranks.h"
 #include "analyze/stats.h"
 #include "analyze/timings.h"
 #include "store/reader.h"
@@ -23,6 +24,7 @@ typedef struct tp_summary {
     tp_series_summary *items;
     size_t n, cap;
     tp_timings timings;
+    tp_ranks ranks; /* empty unless two or more ranks marked steps */
 } tp_summary;
 
 /* Reads every series and computes its statistics, and the timings. False (reason in err) if

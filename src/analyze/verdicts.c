@@ -12,6 +12,7 @@
 #define COMPUTE_BOUND_INPUT_MAX 0.10
 #define GPU_UTIL_TARGET         90.0
 #define MEMORY_NEAR_FULL        0.90
+#define EXPOSED_COMM_SHARE      0.25
 
 static tp_verdict *add(tp_verdicts *v, const char *kind)
 {
@@ -71,6 +72,11 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
     double step_mean = st ? st->stats.mean : 0;
     double in = share(t, rank, "dataloader_next"), to = share(t, rank, "to_device");
     double train = share(t, rank, "train_batch");
+    /* across ranks, train_batch holds the wait for the others (DDP's backward
+     * waits for its all-reduce): compute is what lies outside communication */
+    for (size_t i = 0; i < s->ranks.n; i++)
+        if (s->ranks.rows[i].rank == rank && s->ranks.rows[i].window_s > 0)
+            train = s->ranks.rows[i].compute_s / s->ranks.rows[i].window_s;
     char who[32];
     rank_name(who, sizeof who, rank);
     if (in >= INPUT_BOUND_SHARE) {
@@ -104,7 +110,8 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
     if (train >= COMPUTE_BOUND_SHARE && in < COMPUTE_BOUND_INPUT_MAX) {
         tp_verdict *v = add(out, "compute_bound");
         snprintf(v->message, sizeof v->message,
-                 "%s is compute-bound: the computation (train_batch) takes %.0f%% of step time "
+                 "%s is compute-bound: the computation (train_batch, outside communication) "
+                 "takes %.0f%% of step time "
                  "and waiting for data only %.0f%%. The input pipeline keeps up; speed-ups come "
                  "from the computation: mixed precision (torch.autocast; FP16/BF16 on tensor "
                  "cores is 1.5-5x for common models), larger batches, torch.compile, faster or "
@@ -169,6 +176,50 @@ static void system_verdicts(const tp_summary *s, tp_verdicts *out)
     }
 }
 
+/* Stragglers by name; else ranks that mostly wait in communication. */
+static void across_ranks(const tp_summary *s, tp_verdicts *out)
+{
+    const tp_ranks *r = &s->ranks;
+    for (size_t i = 0; i < r->n; i++) {
+        const tp_rank_row *row = &r->rows[i];
+        if (!row->straggler)
+            continue;
+        tp_verdict *v = add(out, "straggler");
+        snprintf(v->message, sizeof v->message,
+                 "Rank %d is a straggler: its own work (input + compute) takes %.0f %% longer "
+                 "per step than the median rank's (%.1f vs %.1f ms), and in synchronous training "
+                 "every other rank waits for it in collectives. Cause: %s.",
+                 row->rank, 100 * row->excess, 1e3 * tp_rank_own_per_step(row),
+                 1e3 * r->median_own_s, row->cause);
+        snprintf(v->evidence, sizeof v->evidence,
+                 "{\"rank\":%d,\"own_s_per_step\":%.6f,\"median_own_s_per_step\":%.6f,"
+                 "\"input_s_per_step\":%.6f,\"compute_s_per_step\":%.6f,"
+                 "\"median_comm_s_per_step\":%.6f}",
+                 row->rank, tp_rank_own_per_step(row), r->median_own_s,
+                 row->input_s / (double)row->steps, row->compute_s / (double)row->steps,
+                 r->median_comm_s);
+    }
+    if (r->n == 0 || r->nstragglers)
+        return;
+    double exposed = 0, window = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        exposed += r->rows[i].comm_s - r->rows[i].comm_overlap_s;
+        window += r->rows[i].window_s;
+    }
+    if (window > 0 && exposed / window >= EXPOSED_COMM_SHARE) {
+        tp_verdict *v = add(out, "communication_bound");
+        snprintf(v->message, sizeof v->message,
+                 "Ranks spend %.0f %% of their step time in communication with no compute "
+                 "region open, and none of them is a straggler: more work per communication "
+                 "(a larger batch per rank, gradient accumulation with no_sync), DDP's "
+                 "bucket_cap_mb, or a faster interconnect.",
+                 100 * exposed / window);
+        snprintf(v->evidence, sizeof v->evidence,
+                 "{\"exposed_comm_s\":%.6f,\"window_s\":%.6f,\"ranks\":%zu}", exposed, window,
+                 r->n);
+    }
+}
+
 void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
 {
     memset(out, 0, sizeof *out);
@@ -176,6 +227,7 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
     for (size_t i = 0; i < t->nrows; i++)
         if (i == 0 || t->rows[i].rank != t->rows[i - 1].rank)
             rank_verdicts(s, t->rows[i].rank, out);
+    across_ranks(s, out);
     system_verdicts(s, out);
 }
 

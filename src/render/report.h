@@ -14,6 +14,10 @@ void tp_report_json(FILE *out, const tp_summary *s);
 void tp_report_timings_text(FILE *out, const tp_summary *s);
 void tp_report_timings_json(json_writer *w, const tp_summary *s);
 
+/* Ranks side by side, when two or more marked steps (JSON: null otherwise). */
+void tp_report_ranks_text(FILE *out, const tp_summary *s);
+void tp_report_ranks_json(json_writer *w, const tp_summary *s);
+
 /* Verdicts: each rule of thumb that fired, with its evidence. */
 void tp_report_verdicts_text(FILE *out, const tp_summary *s);
 void tp_report_verdicts_json(json_writer *w, const tp_summary *s);

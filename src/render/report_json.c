@@ -129,6 +129,7 @@ void tp_report_json(FILE *out, const tp_summary *s)
         write_agent(&w, s, &s->run->agents[i]);
     json_array_end(&w);
     tp_report_timings_json(&w, s);
+    tp_report_ranks_json(&w, s);
     tp_report_verdicts_json(&w, s);
     json_object_end(&w);
     fputc('\n', out);

@@ -183,5 +183,6 @@ void tp_report_text(FILE *out, const tp_summary *s)
     for (size_t i = 0; i < s->run->nagents; i++)
         agent_tables(out, s, &s->run->agents[i]);
     tp_report_timings_text(out, s);
+    tp_report_ranks_text(out, s);
     tp_report_verdicts_text(out, s);
 }

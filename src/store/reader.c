@@ -376,10 +376,16 @@ bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t
 bool tp_run_mean_between(tp_run *run, const char *metric, const char *labels, int64_t t0_ns,
                          int64_t t1_ns, double *mean)
 {
+    return tp_run_agent_mean_between(run, 1, metric, labels, t0_ns, t1_ns, mean);
+}
+
+bool tp_run_agent_mean_between(tp_run *run, int64_t agent_id, const char *metric,
+                               const char *labels, int64_t t0_ns, int64_t t1_ns, double *mean)
+{
     static const char sql[] =
         "SELECT AVG(x.value) FROM sample x JOIN series s ON s.id = x.series_id"
         " JOIN metric m ON m.id = s.metric_id"
-        " WHERE s.agent_id = 1 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns > ?3"
+        " WHERE s.agent_id = ?5 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns > ?3"
         " AND x.t_ns <= COALESCE((SELECT MIN(y.t_ns) FROM sample y"
         " WHERE y.series_id = s.id AND y.t_ns >= ?4), ?4)";
     sqlite3_stmt *st;
@@ -389,6 +395,7 @@ bool tp_run_mean_between(tp_run *run, const char *metric, const char *labels, in
     sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, t0_ns);
     sqlite3_bind_int64(st, 4, t1_ns);
+    sqlite3_bind_int64(st, 5, agent_id);
     bool found = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
     if (found)
         *mean = sqlite3_column_double(st, 0);

@@ -111,6 +111,10 @@ bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_
 bool tp_run_mean_between(tp_run *run, const char *metric, const char *labels, int64_t t0_ns,
                          int64_t t1_ns, double *mean);
 
+/* The same for any agent. */
+bool tp_run_agent_mean_between(tp_run *run, int64_t agent_id, const char *metric,
+                               const char *labels, int64_t t0_ns, int64_t t1_ns, double *mean);
+
 /* Timing threads recorded and events they dropped (0 and 0 for schema 1). */
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped);
 

@@ -20,7 +20,8 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
         return true;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(run->db,
-                           "SELECT id, pid, tid, rank, name, world_size FROM thread ORDER BY id",
+                           "SELECT id, pid, tid, rank, name, world_size, agent_id, local_rank"
+                           " FROM thread ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return failed(run, "threads", err, cap);
     size_t tcap = 0;
@@ -39,6 +40,8 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
         t->tid = sqlite3_column_int(st, 2);
         t->rank = sqlite3_column_int(st, 3);
         t->world_size = sqlite3_column_int(st, 5);
+        t->agent_id = sqlite3_column_int64(st, 6);
+        t->local_rank = sqlite3_column_int(st, 7);
         const unsigned char *name = sqlite3_column_text(st, 4);
         snprintf(t->name, sizeof t->name, "%s", name ? (const char *)name : "");
     }

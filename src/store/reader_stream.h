@@ -13,7 +13,8 @@
 
 typedef struct tp_run_thread {
     int64_t id;
-    int pid, tid, rank, world_size;
+    int64_t agent_id;
+    int pid, tid, rank, local_rank, world_size;
     char name[16];
 } tp_run_thread;
 

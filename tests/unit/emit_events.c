@@ -1,7 +1,7 @@
 /* emit_events.c: a small instrumented program for test_timings: it emits
  * one scenario's events through libtrainprof and exits 0 when what it saw
  * itself (active, dropped) is as expected.
- * usage: emit_events nested|threads|overflow|fork|slow_epochs|none */
+ * usage: emit_events nested|spans|threads|overflow|fork|slow_epochs|none */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +36,21 @@ static int nested_regions(void)
     }
     tp_epoch(1);
     tp_step();
+    return tp_active() && tp_dropped() == 0 ? 0 : 1;
+}
+
+/* Spans measured after the fact: one inside an open region, one reversed
+ * (ignored), one at top level, 1000 ns to 3000 ns after a fixed start. */
+static int spans(void)
+{
+    static tp_site outer = TP_SITE("span_outer");
+    uint32_t comm = tp_name_intern("comm");
+    uint64_t t0 = tp_clock_now_ns();
+    tp_region_begin(&outer);
+    tp_span(comm, t0 + 1000, t0 + 3000);
+    tp_span(comm, t0 + 5000, t0 + 4000);
+    tp_region_end(&outer);
+    tp_span(comm, t0 + 1000, t0 + 3000);
     return tp_active() && tp_dropped() == 0 ? 0 : 1;
 }
 
@@ -109,6 +124,8 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "nested") == 0)
         return nested_regions();
+    if (strcmp(mode, "spans") == 0)
+        return spans();
     if (strcmp(mode, "threads") == 0)
         return two_threads();
     if (strcmp(mode, "overflow") == 0)

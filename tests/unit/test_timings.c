@@ -105,6 +105,22 @@ static void test_nested_regions_steps_epochs(void **state)
     tp_batch_free(&b);
 }
 
+static void test_spans_keep_their_times(void **state)
+{
+    (void)state;
+    assert_int_equal(in_child("spans"), 0);
+    tp_batch b = {0};
+    collect(&b);
+    assert_int_equal(intervals_named(&b, "comm", 1), 1); /* inside outer */
+    assert_int_equal(intervals_named(&b, "comm", 0), 1); /* the reversed one is ignored */
+    assert_int_equal(intervals_named(&b, "span_outer", 0), 1);
+    uint32_t comm = name_id(&b, "comm");
+    for (size_t i = 0; i < b.intervals.len; i++)
+        if (b.intervals.items[i].name == comm)
+            assert_int_equal(b.intervals.items[i].end_ns - b.intervals.items[i].start_ns, 2000);
+    tp_batch_free(&b);
+}
+
 static void test_threads_get_their_own_rings(void **state)
 {
     (void)state;
@@ -174,6 +190,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nested_regions_steps_epochs),
+        cmocka_unit_test(test_spans_keep_their_times),
         cmocka_unit_test(test_threads_get_their_own_rings),
         cmocka_unit_test(test_full_ring_drops_and_counts),
         cmocka_unit_test(test_fork_child_gets_its_own_ring),

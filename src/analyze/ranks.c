@@ -1,0 +1,339 @@
+/* ranks.c: per-rank work, waiting and stragglers by interval union. */
+#include "analyze/ranks.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/stats.h"
+#include "store/reader_stream.h"
+#include "util/labels.h"
+
+enum { CAT_COMM, CAT_INPUT, CAT_COMPUTE, NCAT };
+
+typedef struct span {
+    int64_t a, b;
+} span;
+
+typedef struct span_list {
+    span *v;
+    size_t n, cap;
+} span_list;
+
+typedef struct rank_acc {
+    tp_rank_row row;
+    int64_t t0, t1; /* window, ns; t1 <= t0 when the rank marked < 2 steps */
+    span_list cat[NCAT];
+} rank_acc;
+
+typedef struct ranks_ctx {
+    tp_run_thread *threads; /* by id */
+    size_t nthreads;
+    rank_acc *acc; /* by rank */
+    size_t nacc;
+    int *thread_acc; /* per thread index: its rank_acc, -1 when none */
+} ranks_ctx;
+
+static void span_push(span_list *l, int64_t a, int64_t b)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 256;
+        span *p = realloc(l->v, l->cap * sizeof *p);
+        if (!p)
+            abort();
+        l->v = p;
+    }
+    l->v[l->n++] = (span){a, b};
+}
+
+static int cmp_span(const void *x, const void *y)
+{
+    const span *a = x, *b = y;
+    return (a->a > b->a) - (a->a < b->a);
+}
+
+/* Seconds covered by the union of the given lists' spans; tmp is scratch. */
+static double union_s(span_list *const *lists, size_t k, span_list *tmp)
+{
+    tmp->n = 0;
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = 0; j < lists[i]->n; j++)
+            span_push(tmp, lists[i]->v[j].a, lists[i]->v[j].b);
+    if (tmp->n == 0)
+        return 0;
+    qsort(tmp->v, tmp->n, sizeof *tmp->v, cmp_span);
+    int64_t total = 0, a = tmp->v[0].a, b = tmp->v[0].b;
+    for (size_t i = 1; i < tmp->n; i++) {
+        if (tmp->v[i].a > b) {
+            total += b - a;
+            a = tmp->v[i].a;
+        }
+        if (tmp->v[i].b > b)
+            b = tmp->v[i].b;
+    }
+    return (double)(total + b - a) / 1e9;
+}
+
+static int category(const char *name)
+{
+    static const char *const compute[] = {
+        "train_batch",        "forward", "backward", "optimizer_step", "from_device",
+        "step_lr_schedulers", NULL};
+    if (strcmp(name, "reduce_metrics") == 0)
+        return CAT_COMM;
+    if (strcmp(name, "dataloader_next") == 0 || strcmp(name, "to_device") == 0)
+        return CAT_INPUT;
+    for (size_t i = 0; compute[i]; i++)
+        if (strcmp(name, compute[i]) == 0)
+            return CAT_COMPUTE;
+    return -1;
+}
+
+static int thread_index(const ranks_ctx *c, int64_t id)
+{
+    size_t lo = 0, hi = c->nthreads;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (c->threads[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->nthreads && c->threads[lo].id == id ? (int)lo : -1;
+}
+
+static void add_region(void *ctx, int64_t thread, const char *name, int depth, int64_t start_ns,
+                       int64_t end_ns)
+{
+    (void)depth;
+    ranks_ctx *c = ctx;
+    int cat = category(name), ti = thread_index(c, thread);
+    if (cat < 0 || ti < 0 || c->thread_acc[ti] < 0)
+        return;
+    rank_acc *r = &c->acc[c->thread_acc[ti]];
+    int64_t a = start_ns > r->t0 ? start_ns : r->t0, b = end_ns < r->t1 ? end_ns : r->t1;
+    if (b > a)
+        span_push(&r->cat[cat], a, b);
+}
+
+/* One accumulator per distinct rank >= 0, with the window of the thread of
+ * that rank that marked the most steps. */
+static void make_ranks(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
+{
+    c->thread_acc = malloc((c->nthreads ? c->nthreads : 1) * sizeof *c->thread_acc);
+    c->acc = calloc(c->nthreads ? c->nthreads : 1, sizeof *c->acc);
+    if (!c->thread_acc || !c->acc)
+        abort();
+    for (size_t i = 0; i < c->nthreads; i++) {
+        const tp_run_thread *t = &c->threads[i];
+        c->thread_acc[i] = -1;
+        if (t->rank < 0)
+            continue;
+        size_t k = 0;
+        while (k < c->nacc && c->acc[k].row.rank != t->rank)
+            k++;
+        if (k == c->nacc) {
+            c->nacc++;
+            c->acc[k].row.rank = t->rank;
+            c->acc[k].row.local_rank = t->local_rank;
+            c->acc[k].row.agent_id = t->agent_id;
+        }
+        c->thread_acc[i] = (int)k;
+    }
+    /* marks come in (rank, thread, time) order: one run per thread */
+    for (size_t i = 0; i < nmarks;) {
+        size_t j = i, steps = 0;
+        int64_t first = 0, last = 0;
+        for (; j < nmarks && marks[j].thread == marks[i].thread; j++) {
+            if (marks[j].kind != TP_RUN_MARK_STEP)
+                continue;
+            if (!steps++)
+                first = marks[j].t_ns;
+            last = marks[j].t_ns;
+        }
+        int ti = thread_index(c, marks[i].thread);
+        if (ti >= 0 && c->thread_acc[ti] >= 0) {
+            rank_acc *r = &c->acc[c->thread_acc[ti]];
+            if (steps > 1 && steps - 1 > r->row.steps) {
+                r->row.steps = steps - 1;
+                r->t0 = first;
+                r->t1 = last;
+            }
+        }
+        i = j;
+    }
+}
+
+static double median_of(const tp_ranks *out, double (*get)(const tp_rank_row *))
+{
+    double *v = malloc(out->n * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        double x = get(&out->rows[i]);
+        if (!isnan(x))
+            v[n++] = x;
+    }
+    tp_stats st;
+    tp_stats_compute(v, n, &st);
+    free(v);
+    return st.p50;
+}
+
+double tp_rank_own_per_step(const tp_rank_row *r)
+{
+    return (r->input_s + r->compute_s) / (double)r->steps;
+}
+static double input_per_step(const tp_rank_row *r) { return r->input_s / (double)r->steps; }
+static double compute_per_step(const tp_rank_row *r) { return r->compute_s / (double)r->steps; }
+static double comm_per_step(const tp_rank_row *r) { return r->comm_s / (double)r->steps; }
+static double gpu_clock(const tp_rank_row *r) { return r->gpu_sm_clock_mhz; }
+static double gpu_util(const tp_rank_row *r) { return r->gpu_util_percent; }
+
+static const char *agent_name(const tp_run *run, int64_t id)
+{
+    for (size_t i = 0; i < run->nagents; i++)
+        if (run->agents[i].id == id)
+            return run->agents[i].name;
+    return "?";
+}
+
+/* Names what makes a straggler slow, from its parts against the medians. */
+static void explain(const tp_run *run, tp_ranks *out, tp_rank_row *r)
+{
+    double in = input_per_step(r), co = compute_per_step(r);
+    size_t len = 0, cap = sizeof r->cause;
+    if (in - out->median_input_s >= co - out->median_compute_s)
+        len += (size_t)snprintf(r->cause, cap,
+                                "its input (dataloader_next, to_device): %.1f ms per step vs "
+                                "%.1f ms on the median rank",
+                                in * 1e3, out->median_input_s * 1e3);
+    else
+        len += (size_t)snprintf(r->cause, cap,
+                                "its compute (train_batch and its parts): %.1f ms per step vs "
+                                "%.1f ms on the median rank",
+                                co * 1e3, out->median_compute_s * 1e3);
+    double clock = median_of(out, gpu_clock), util = median_of(out, gpu_util);
+    if (len < cap && !isnan(r->gpu_sm_clock_mhz) && r->gpu_sm_clock_mhz < 0.9 * clock)
+        len += (size_t)snprintf(r->cause + len, cap - len,
+                                "; its GPU %d runs at %.0f MHz vs %.0f MHz (throttled?)",
+                                r->local_rank, r->gpu_sm_clock_mhz, clock);
+    else if (len < cap && !isnan(r->gpu_util_percent) && fabs(r->gpu_util_percent - util) >= 10)
+        len += (size_t)snprintf(r->cause + len, cap - len,
+                                "; its GPU %d is %.0f %% busy vs %.0f %% on the median rank",
+                                r->local_rank, r->gpu_util_percent, util);
+    size_t on_node = 0, slow_on_node = 0, elsewhere = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        const tp_rank_row *o = &out->rows[i];
+        if (o->agent_id != r->agent_id) {
+            elsewhere++;
+            continue;
+        }
+        on_node++;
+        slow_on_node += tp_rank_own_per_step(o) > (1 + TP_STRAGGLER_EXCESS) * out->median_own_s;
+    }
+    if (len < cap && elsewhere && on_node > 1 && slow_on_node == on_node)
+        snprintf(r->cause + len, cap - len, "; every rank on node %s is slow: look at the node",
+                 agent_name(run, r->agent_id));
+}
+
+static void gpu_means(tp_run *run, rank_acc *a)
+{
+    char labels[TP_LABELS_MAX], num[16];
+    snprintf(num, sizeof num, "%d", a->row.local_rank);
+    tp_labels1(labels, sizeof labels, "gpu", num);
+    double v;
+    a->row.gpu_util_percent = a->row.gpu_sm_clock_mhz = NAN;
+    if (tp_run_agent_mean_between(run, a->row.agent_id, "gpu_util_percent", labels, a->t0, a->t1,
+                                  &v))
+        a->row.gpu_util_percent = v;
+    if (tp_run_agent_mean_between(run, a->row.agent_id, "gpu_sm_clock_mhz", labels, a->t0, a->t1,
+                                  &v))
+        a->row.gpu_sm_clock_mhz = v;
+}
+
+/* Splits each rank's window into its parts. */
+static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
+{
+    span_list tmp = {0};
+    out->rows = calloc(c->nacc ? c->nacc : 1, sizeof *out->rows);
+    if (!out->rows)
+        abort();
+    for (size_t k = 0; k < c->nacc; k++) {
+        rank_acc *a = &c->acc[k];
+        if (!a->row.steps)
+            continue;
+        span_list *R = &a->cat[CAT_COMM], *I = &a->cat[CAT_INPUT], *T = &a->cat[CAT_COMPUTE];
+        span_list *ri[] = {R, I}, *rit[] = {R, I, T}, *rt[] = {R, T};
+        double comm = union_s(&R, 1, &tmp), with_input = union_s(ri, 2, &tmp);
+        double all = union_s(rit, 3, &tmp), compute_only = union_s(&T, 1, &tmp);
+        a->row.window_s = (double)(a->t1 - a->t0) / 1e9;
+        a->row.comm_s = comm;
+        a->row.input_s = with_input - comm;
+        a->row.compute_s = all - with_input;
+        a->row.other_s = a->row.window_s - all;
+        a->row.comm_overlap_s = comm + compute_only - union_s(rt, 2, &tmp);
+        gpu_means(run, a);
+        out->rows[out->n++] = a->row;
+    }
+    free(tmp.v);
+}
+
+static int cmp_rank(const void *x, const void *y)
+{
+    const tp_rank_row *a = x, *b = y;
+    return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    ranks_ctx c = {0};
+    tp_run_mark *marks = NULL;
+    size_t nmarks = 0;
+    bool ok = tp_run_threads(run, &c.threads, &c.nthreads, err, cap) &&
+              tp_run_marks(run, &marks, &nmarks, err, cap);
+    if (ok)
+        make_ranks(&c, marks, nmarks);
+    size_t with_steps = 0;
+    for (size_t k = 0; ok && k < c.nacc; k++)
+        with_steps += c.acc[k].row.steps > 0;
+    if (ok && with_steps >= 2) {
+        ok = tp_run_each_region(run, add_region, &c, err, cap);
+        if (ok) {
+            measure(run, &c, out);
+            qsort(out->rows, out->n, sizeof *out->rows, cmp_rank);
+            out->median_own_s = median_of(out, tp_rank_own_per_step);
+            out->median_input_s = median_of(out, input_per_step);
+            out->median_compute_s = median_of(out, compute_per_step);
+            out->median_comm_s = median_of(out, comm_per_step);
+            for (size_t i = 0; i < out->n; i++) {
+                tp_rank_row *r = &out->rows[i];
+                r->excess =
+                    out->median_own_s > 0 ? tp_rank_own_per_step(r) / out->median_own_s - 1 : 0;
+                r->straggler = r->excess > TP_STRAGGLER_EXCESS;
+            }
+            for (size_t i = 0; i < out->n; i++)
+                if (out->rows[i].straggler) {
+                    explain(run, out, &out->rows[i]);
+                    out->nstragglers++;
+                }
+        }
+    }
+    for (size_t k = 0; k < c.nacc; k++)
+        for (int j = 0; j < NCAT; j++)
+            free(c.acc[k].cat[j].v);
+    free(c.acc);
+    free(c.thread_acc);
+    free(c.threads);
+    free(marks);
+    if (!ok)
+        tp_ranks_free(out);
+    return ok;
+}
+
+void tp_ranks_free(tp_ranks *r)
+{
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,61 @@
+/* ranks.h: ranks side by side: their own work, their waiting, stragglers.
+ *
+ * In synchronous data-parallel training every rank's step lasts as long as
+ * the slowest rank's, so step time hides a straggler. For each rank, over its
+ * window (its first to its last step mark), time is split by interval union
+ * of all its threads' regions, communication first:
+ *   communication  any reduce_metrics in flight (collectives, DDP's gradient
+ *                  all-reduce from hook call to completion)
+ *   input          dataloader_next or to_device, outside communication
+ *   compute        train_batch, forward, backward, optimizer_step,
+ *                  step_lr_schedulers, from_device, outside both
+ *   other          the rest of the window
+ * so the four add up to the window; overlap is the part of communication
+ * during which a compute region was open too (hidden behind backward, or the
+ * host waiting inside it: host timings can't tell the two apart).
+ * A rank's own work is input + compute per step; a rank whose own work is
+ * more than 10 % above the median rank's is a straggler, and the cause is
+ * the part (input or compute) that exceeds its median by the most, with its
+ * GPU's clock and utilization (GPU index = local rank on its agent) and its
+ * node when every rank of that node is slow. */
+#ifndef TP_ANALYZE_RANKS_H
+#define TP_ANALYZE_RANKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/reader.h"
+
+#define TP_STRAGGLER_EXCESS 0.10
+
+typedef struct tp_rank_row {
+    int rank, local_rank;
+    int64_t agent_id;
+    size_t steps;                  /* complete steps in the window */
+    double window_s;               /* first to last step mark */
+    double input_s, compute_s;     /* totals over the window */
+    double comm_s, comm_overlap_s; /* communication, and its part under compute */
+    double other_s;
+    double gpu_util_percent, gpu_sm_clock_mhz; /* means over the window; NaN if none */
+    bool straggler;
+    double excess; /* own work per step over the median's, as a fraction */
+    char cause[240];
+} tp_rank_row;
+
+typedef struct tp_ranks {
+    tp_rank_row *rows; /* in rank order; only ranks with at least one step */
+    size_t n;
+    double median_own_s, median_input_s, median_compute_s, median_comm_s; /* per step */
+    size_t nstragglers;
+} tp_ranks;
+
+/* Builds the comparison when at least two ranks marked steps; otherwise
+ * out->n is 0. False (reason in err) if the run can't be read. */
+bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap);
+void tp_ranks_free(tp_ranks *r);
+
+/* Per-step seconds of a row's parts. */
+double tp_rank_own_per_step(const tp_rank_row *r);
+
+#endif

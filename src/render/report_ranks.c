@@ -1,0 +1,105 @@
+/* report_ranks.c: ranks side by side (own work, waiting, stragglers). */
+#include <math.h>
+
+#include "render/report.h"
+#include "render/units.h"
+
+static const char *agent_name(const tp_run *run, int64_t id)
+{
+    for (size_t i = 0; i < run->nagents; i++)
+        if (run->agents[i].id == id)
+            return run->agents[i].name;
+    return "?";
+}
+
+void tp_report_ranks_text(FILE *out, const tp_summary *s)
+{
+    const tp_ranks *r = &s->ranks;
+    if (r->n == 0)
+        return;
+    fprintf(out,
+            "\nRanks, per step (window: first to last step mark; parts by interval union, "
+            "communication first)\n  %-6s %-16s %7s %10s %10s %10s %10s %10s %10s %8s\n",
+            "rank", "agent", "steps", "step", "input", "compute", "comm", "overlap", "other",
+            "own/med");
+    for (size_t i = 0; i < r->n; i++) {
+        const tp_rank_row *row = &r->rows[i];
+        double n = (double)row->steps;
+        const double v[] = {row->window_s / n, row->input_s / n,        row->compute_s / n,
+                            row->comm_s / n,   row->comm_overlap_s / n, row->other_s / n};
+        char c[6][32];
+        for (int k = 0; k < 6; k++)
+            tp_format_duration(c[k], sizeof c[k], v[k]);
+        fprintf(out, "  %-6d %-16.16s %7zu %10s %10s %10s %10s %10s %10s %+7.0f%%%s\n", row->rank,
+                agent_name(s->run, row->agent_id), row->steps, c[0], c[1], c[2], c[3], c[4], c[5],
+                100 * row->excess, row->straggler ? " slow" : "");
+    }
+    char own[32];
+    tp_format_duration(own, sizeof own, r->median_own_s);
+    fprintf(out,
+            "  own work (input + compute) of the median rank: %s per step; %zu rank%s more "
+            "than %.0f %% above it\n",
+            own, r->nstragglers, r->nstragglers == 1 ? "" : "s", 100 * TP_STRAGGLER_EXCESS);
+    fprintf(out, "  overlap: the part of comm during which a compute region was open too (work "
+                 "hidden behind it, or the host waiting inside backward)\n");
+}
+
+static void number_or_null(json_writer *w, const char *key, double v)
+{
+    json_key(w, key);
+    if (isnan(v))
+        json_null(w);
+    else
+        json_double(w, v);
+}
+
+void tp_report_ranks_json(json_writer *w, const tp_summary *s)
+{
+    const tp_ranks *r = &s->ranks;
+    json_key(w, "ranks");
+    if (r->n == 0) {
+        json_null(w);
+        return;
+    }
+    json_object_begin(w);
+    number_or_null(w, "median_own_s_per_step", r->median_own_s);
+    number_or_null(w, "median_input_s_per_step", r->median_input_s);
+    number_or_null(w, "median_compute_s_per_step", r->median_compute_s);
+    number_or_null(w, "median_comm_s_per_step", r->median_comm_s);
+    json_key(w, "straggler_threshold");
+    json_double(w, TP_STRAGGLER_EXCESS);
+    json_key(w, "per_rank");
+    json_array_begin(w);
+    for (size_t i = 0; i < r->n; i++) {
+        const tp_rank_row *row = &r->rows[i];
+        json_object_begin(w);
+        json_key(w, "rank");
+        json_int(w, row->rank);
+        json_key(w, "agent");
+        json_string(w, agent_name(s->run, row->agent_id));
+        json_key(w, "local_rank");
+        json_int(w, row->local_rank);
+        json_key(w, "steps");
+        json_int(w, (int64_t)row->steps);
+        const char *keys[] = {"window_s", "input_s",        "compute_s",
+                              "comm_s",   "comm_overlap_s", "other_s"};
+        const double v[] = {row->window_s, row->input_s,        row->compute_s,
+                            row->comm_s,   row->comm_overlap_s, row->other_s};
+        for (int k = 0; k < 6; k++)
+            number_or_null(w, keys[k], v[k]);
+        number_or_null(w, "own_s_per_step", tp_rank_own_per_step(row));
+        number_or_null(w, "excess", row->excess);
+        number_or_null(w, "gpu_util_percent", row->gpu_util_percent);
+        number_or_null(w, "gpu_sm_clock_mhz", row->gpu_sm_clock_mhz);
+        json_key(w, "straggler");
+        json_bool(w, row->straggler);
+        json_key(w, "cause");
+        if (row->straggler)
+            json_string(w, row->cause);
+        else
+            json_null(w);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_object_end(w);
+}

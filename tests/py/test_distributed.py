@@ -1,0 +1,132 @@
+"""Data-parallel training under one record: torchrun, DDP on gloo, ranks side by side."""
+
+import textwrap
+
+from conftest import ROOT, report_json, trainprof
+
+TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
+
+# Unchanged DDP training; SLOW_RANK's Dataset sleeps per sample, USER_HOOK
+# registers the script's own communication hook, KILL_RANK dies at step 20.
+# Each rank writes its parameters' checksum and its hook's call count.
+DDP = """
+import os, signal, sys, time, torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+class Data(Dataset):
+    def __init__(self, slow):
+        g = torch.Generator().manual_seed(1)
+        self.x, self.y = torch.randn(256, 32, generator=g), torch.randint(0, 4, (256,), generator=g)
+        self.slow = slow
+    def __len__(self):
+        return 256
+    def __getitem__(self, i):
+        if self.slow:
+            time.sleep(0.002)
+        return self.x[i], self.y[i]
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DDP(nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 4)))
+calls = [0]
+if os.environ.get("USER_HOOK"):
+    def counting_hook(state, bucket):
+        calls[0] += 1
+        return default_hooks.allreduce_hook(state, bucket)
+    model.register_comm_hook(None, counting_hook)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+# each rank its own shard: different gradients, which only the all-reduce evens out
+data = Data(rank == int(os.environ.get("SLOW_RANK", "-1")))
+data.x = data.x + rank
+loader = DataLoader(data, batch_size=8)
+for step, (x, y) in enumerate(loader):
+    if step == 20 and rank == int(os.environ.get("KILL_RANK", "-1")):
+        os.kill(os.getpid(), signal.SIGKILL)
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+total = sum(float(p.double().sum()) for p in model.parameters())
+with open(os.path.join(sys.argv[1], f"rank{rank}"), "w") as f:
+    f.write(f"{total!r} {calls[0]}")
+dist.destroy_process_group()
+"""
+
+
+def run_ddp(tmp_path, run_file, ranks, **env):
+    script = tmp_path / "ddp.py"
+    script.write_text(textwrap.dedent(DDP))
+    out = tmp_path / "out"
+    out.mkdir()
+    r = trainprof("record", "-q", "-o", run_file, "--", TORCHRUN, "--standalone",
+                  "--nproc_per_node", str(ranks), script, out, env=env, timeout=300)
+    results = {}
+    for f in out.iterdir():
+        checksum, calls = f.read_text().split()
+        results[int(f.name[4:])] = (float(checksum), int(calls))
+    return r, results
+
+
+def reduce_counts(rep):
+    return {t["rank"]: t["count"] for t in rep["timings"] if t["name"] == "reduce_metrics"}
+
+
+def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
+    r, results = run_ddp(tmp_path, run_file, 4, SLOW_RANK="2")
+    assert r.returncode == 0, r.stderr
+    # DDP still averages gradients with trainprof's hook in place: same weights everywhere
+    assert len(results) == 4
+    assert len({checksum for checksum, _ in results.values()}) == 1
+    rep = report_json(run_file)
+    # DDP's own gradient all-reduce (no collective in the script): one bucket per step
+    assert reduce_counts(rep) == {0: 32, 1: 32, 2: 32, 3: 32}
+    ranks = rep["ranks"]["per_rank"]
+    assert [x["rank"] for x in ranks] == [0, 1, 2, 3]
+    for x in ranks:
+        parts = x["input_s"] + x["compute_s"] + x["comm_s"] + x["other_s"]
+        assert abs(parts - x["window_s"]) < 1e-6 * x["window_s"] + 1e-9
+        assert 0 <= x["comm_overlap_s"] <= x["comm_s"]
+    slow = ranks[2]
+    assert slow["straggler"] and "input" in slow["cause"]
+    assert slow["input_s"] > 5 * max(x["input_s"] for x in ranks if x["rank"] != 2)
+    assert not any(x["straggler"] for x in ranks if x["rank"] != 2)
+    # the others wait for it: their communication is longer than the straggler's
+    assert min(x["comm_s"] for x in ranks if x["rank"] != 2) > 2 * slow["comm_s"]
+    kinds = [(v["kind"], v["evidence"].get("rank")) for v in rep["verdicts"]]
+    assert ("straggler", 2) in kinds
+    assert not any(k == "compute_bound" for k, _ in kinds)  # waiting is not computing
+    text = trainprof("report", run_file).stdout
+    assert "Rank 2 is a straggler" in text and "Ranks, per step" in text
+
+
+def test_scripts_own_comm_hook_is_kept_and_timed(tmp_path, run_file):
+    r, results = run_ddp(tmp_path, run_file, 2, USER_HOOK="1")
+    assert r.returncode == 0, r.stderr
+    assert {calls for _, calls in results.values()} == {32}  # the script's hook ran every step
+    assert len({checksum for checksum, _ in results.values()}) == 1
+    assert reduce_counts(report_json(run_file)) == {0: 32, 1: 32}
+
+
+def test_ddp_hook_can_be_turned_off(tmp_path, run_file):
+    r, results = run_ddp(tmp_path, run_file, 2, TRAINPROF_DDP_HOOK="0")
+    assert r.returncode == 0, r.stderr
+    assert len({checksum for checksum, _ in results.values()}) == 1
+    rep = report_json(run_file)
+    assert reduce_counts(rep) == {}
+    assert len(rep["ranks"]["per_rank"]) == 2
+
+
+def test_rank_killed_mid_run_keeps_what_every_rank_did(tmp_path, run_file):
+    r, results = run_ddp(tmp_path, run_file, 2, KILL_RANK="1")
+    assert r.returncode != 0
+    assert results == {}  # no rank finished
+    rep = report_json(run_file)
+    assert rep["run"]["exit_status"] == r.returncode
+    # the killed rank's last events were still in its ring: drained after its death
+    fetches = {t["rank"]: t["count"] for t in rep["timings"] if t["name"] == "dataloader_next"}
+    assert fetches[1] == 21
+    assert fetches[0] >= 21
+    assert {x["rank"]: x["steps"] for x in rep["ranks"]["per_rank"]}[1] == 20

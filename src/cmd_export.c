@@ -7,11 +7,12 @@
 #include "commands.h"
 #include "render/export.h"
 #include "render/report.h"
+#include "store/merge.h"
 #include "util/atomic_file.h"
 #include "util/log.h"
 
 static const char usage[] =
-    "usage: trainprof export [--format chrome|csv|json] [-o FILE [--force]] RUN_FILE\n"
+    "usage: trainprof export [--format chrome|csv|json] [-o FILE [--force]] RUN_FILE...\n"
     "\n"
     "Writes a run file in another format, streamed (memory stays flat):\n"
     "  chrome  Trace Event Format JSON for Perfetto UI and chrome://tracing: a track per\n"
@@ -19,6 +20,8 @@ static const char usage[] =
     "          instants, counter tracks for each agent's and each GPU's metrics (default)\n"
     "  csv     one row per sample: t_s,agent,metric,labels,value\n"
     "  json    the report, as `trainprof report --json`\n"
+    "Several files (one per node of a job) are merged first, as `trainprof merge`\n"
+    "would.\n"
     "\n"
     "options:\n"
     "  -f, --format FORMAT  chrome, csv or json\n"
@@ -90,16 +93,20 @@ int cmd_export(int argc, char **argv)
             return 2;
         }
     }
-    if (argc - optind != 1) {
-        tp_error("export: expected one run file (see trainprof export --help)");
+    if (argc - optind < 1) {
+        tp_error("export: expected a run file (see trainprof export --help)");
         return 2;
     }
     char err[1024];
-    tp_run *run = tp_run_open(argv[optind], err, sizeof err);
-    if (!run) {
+    tp_inputs in;
+    tp_run *run = NULL;
+    if (!tp_inputs_open(&in, "export", argv + optind, (size_t)(argc - optind), err, sizeof err) ||
+        !(run = tp_run_open(in.path, err, sizeof err))) {
+        tp_inputs_done(&in);
         tp_error("%s", err);
         return 2;
     }
+    tp_inputs_name_run(&in, run);
     int rc;
     if (output) {
         export_job job = {run, format};
@@ -112,5 +119,6 @@ int cmd_export(int argc, char **argv)
             rc = 1;
     }
     tp_run_close(run);
+    tp_inputs_done(&in);
     return rc;
 }

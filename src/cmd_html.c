@@ -6,15 +6,18 @@
 #include "analyze/summary.h"
 #include "commands.h"
 #include "render/html.h"
+#include "store/merge.h"
 #include "util/atomic_file.h"
 #include "util/log.h"
 
 static const char usage[] =
-    "usage: trainprof html RUN_FILE [-o FILE] [--force]\n"
+    "usage: trainprof html RUN_FILE... [-o FILE] [--force]\n"
     "\n"
     "Writes one self-contained HTML page (no network, no script, no external file):\n"
     "the run, the verdicts, where step time goes per rank, step time over the run with\n"
     "its phases, epoch times, a plot of every system metric, and the report's tables.\n"
+    "Several files (one per node of a job) are merged first, as `trainprof merge`\n"
+    "would; name the page with -o then.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE  the page to write (default: RUN_FILE with .html)\n"
@@ -52,8 +55,12 @@ int cmd_html(int argc, char **argv)
             return 2;
         }
     }
-    if (argc - optind != 1) {
-        tp_error("html: expected one run file (see trainprof html --help)");
+    if (argc - optind < 1) {
+        tp_error("html: expected a run file (see trainprof html --help)");
+        return 2;
+    }
+    if (argc - optind > 1 && !output) {
+        tp_error("html: name the page with -o when reading several run files");
         return 2;
     }
     const char *path = argv[optind];
@@ -66,12 +73,17 @@ int cmd_html(int argc, char **argv)
     }
     char err[1024];
     tp_summary s;
-    if (!tp_summary_load(path, &s, err, sizeof err)) {
+    tp_inputs in;
+    if (!tp_inputs_open(&in, "html", argv + optind, (size_t)(argc - optind), err, sizeof err) ||
+        !tp_summary_load(in.path, &s, err, sizeof err)) {
+        tp_inputs_done(&in);
         tp_error("%s", err);
         return 2;
     }
+    tp_inputs_name_run(&in, s.run);
     int rc = tp_write_file_atomically("html", output, force, write_page, &s);
     tp_summary_close(&s);
+    tp_inputs_done(&in);
     if (rc == 0)
         fprintf(stderr, "trainprof: wrote %s\n", output);
     return rc;

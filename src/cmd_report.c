@@ -6,14 +6,17 @@
 #include "analyze/summary.h"
 #include "commands.h"
 #include "render/report.h"
+#include "store/merge.h"
 #include "util/log.h"
 
 static const char usage[] =
-    "usage: trainprof report [--json] RUN_FILE\n"
+    "usage: trainprof report [--json] RUN_FILE...\n"
     "\n"
     "Shows what a run file holds: the run (command, duration, host, exit status),\n"
     "then each system metric's mean, p5, p50, p95 and max per agent and per GPU,\n"
-    "and the sources that were unavailable.\n"
+    "the sources that were unavailable, the Timings per rank, the ranks side by\n"
+    "side (stragglers) and the verdicts. Several files (one per node of a job)\n"
+    "are merged first, as `trainprof merge` would.\n"
     "\n"
     "options:\n"
     "  --json       one JSON object instead of tables\n"
@@ -44,20 +47,25 @@ int cmd_report(int argc, char **argv)
             return 2;
         }
     }
-    if (argc - optind != 1) {
-        tp_error("report: expected one run file (usage: trainprof report [--json] RUN_FILE)");
+    if (argc - optind < 1) {
+        tp_error("report: expected a run file (usage: trainprof report [--json] RUN_FILE...)");
         return 2;
     }
     char err[1024];
     tp_summary s;
-    if (!tp_summary_load(argv[optind], &s, err, sizeof err)) {
+    tp_inputs in;
+    if (!tp_inputs_open(&in, "report", argv + optind, (size_t)(argc - optind), err, sizeof err) ||
+        !tp_summary_load(in.path, &s, err, sizeof err)) {
+        tp_inputs_done(&in);
         tp_error("%s", err);
         return 2;
     }
+    tp_inputs_name_run(&in, s.run);
     if (json)
         tp_report_json(stdout, &s);
     else
         tp_report_text(stdout, &s);
     tp_summary_close(&s);
+    tp_inputs_done(&in);
     return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -156,3 +156,46 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n, bo
         unlink(tmp);
     return rc == SQLITE_OK;
 }
+
+bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n, char *err,
+                    size_t cap)
+{
+    in->temp[0] = '\0';
+    in->path = n ? paths[0] : NULL;
+    if (n <= 1)
+        return true;
+    size_t len = 0;
+    for (size_t i = 0; i < n && len < sizeof in->display; i++)
+        len += (size_t)snprintf(in->display + len, sizeof in->display - len, "%s%s", i ? " + " : "",
+                                paths[i]);
+    const char *dir = getenv("TMPDIR");
+    snprintf(in->temp, sizeof in->temp, "%s/trainprof-%s-%d.db", dir && *dir ? dir : "/tmp", who,
+             (int)getpid());
+    char why[1024];
+    if (!tp_merge_runs(in->temp, (const char *const *)paths, n, false, why, sizeof why)) {
+        snprintf(err, cap, "%s: %s (merge them with `trainprof merge --force` to read them as one)",
+                 who, why);
+        in->temp[0] = '\0';
+        return false;
+    }
+    in->path = in->temp;
+    return true;
+}
+
+void tp_inputs_done(tp_inputs *in)
+{
+    if (in->temp[0])
+        unlink(in->temp);
+    in->temp[0] = '\0';
+}
+
+void tp_inputs_name_run(const tp_inputs *in, tp_run *run)
+{
+    if (!in->temp[0] || !run)
+        return;
+    char *name = strdup(in->display);
+    if (!name)
+        return;
+    free(run->path);
+    run->path = name;
+}

@@ -1,5 +1,6 @@
 """`trainprof merge`: two recordings standing for two nodes, joined and reported."""
 
+import json
 import sqlite3
 import subprocess
 import time
@@ -60,3 +61,33 @@ def test_merge_refuses_what_does_not_belong_together(tmp_path):
     r = trainprof("merge", "-o", tmp_path / "y.db", a)
     assert r.returncode == 2 and "two or more run files" in r.stderr
     assert not list(tmp_path.glob("*.tmp-*"))
+
+
+def test_report_html_export_take_the_node_files(tmp_path):
+    a, b = two_nodes(tmp_path)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {"TMPDIR": str(tmp)}
+    r = trainprof("report", "--json", a, b, env=env)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert [ag["name"] for ag in rep["agents"]] == ["node-a", "node-b"]
+    assert rep["run"]["meta"]["merged_from"] == "2 files"
+    assert rep["run"]["path"] == f"{a} + {b}"
+    merged = tmp_path / "all.db"
+    assert trainprof("merge", "-o", merged, a, b).returncode == 0
+    assert rep["timings"] == report_json(merged)["timings"]
+    page = tmp_path / "both.html"
+    r = trainprof("html", "-o", page, a, b, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "node-b" in page.read_text()
+    r = trainprof("html", a, b, env=env)
+    assert r.returncode == 2 and "-o" in r.stderr
+    r = trainprof("export", "--format", "csv", a, b, env=env)
+    assert r.returncode == 0 and ",node-b," in r.stdout and ",node-a," in r.stdout
+    assert list(tmp.iterdir()) == []  # the merged temporary is gone
+    c = tmp_path / "other.db"
+    assert trainprof("record", "-q", "-o", c, "--", "sleep", "0.1").returncode == 0
+    r = trainprof("report", a, c, env=env)
+    assert r.returncode == 2 and "ran another command" in r.stderr and "--force" in r.stderr
+    assert list(tmp.iterdir()) == []

@@ -99,21 +99,21 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
 }
 
 /* Energy used during an epoch: the growth of every cumulative energy series
- * (each GPU, each RAPL domain) between the epoch's start and end. NaN when
- * the run recorded no energy. */
+ * (each GPU, each RAPL domain, of every agent: the whole job's) between the
+ * epoch's start and end. NaN when the run recorded no energy. */
 static double epoch_energy(tp_run *run, const tp_epoch_row *e)
 {
     double total = NAN;
     for (size_t i = 0; i < run->nseries; i++) {
         const tp_run_series *s = &run->series[i];
-        if (s->agent_id != 1 || (strcmp(s->metric, "gpu_energy_joules") != 0 &&
-                                 strcmp(s->metric, "cpu_energy_joules") != 0))
+        if (strcmp(s->metric, "gpu_energy_joules") != 0 &&
+            strcmp(s->metric, "cpu_energy_joules") != 0)
             continue;
         double a, b;
         int64_t t0 = (int64_t)(e->start_s * 1e9),
                 t1 = (int64_t)((e->start_s + e->duration_s) * 1e9);
-        if (tp_run_value_at(run, s->metric, s->labels, t0, &a) &&
-            tp_run_value_at(run, s->metric, s->labels, t1, &b) && b >= a)
+        if (tp_run_agent_value_at(run, s->agent_id, s->metric, s->labels, t0, &a) &&
+            tp_run_agent_value_at(run, s->agent_id, s->metric, s->labels, t1, &b) && b >= a)
             total = (isnan(total) ? 0 : total) + (b - a);
     }
     return total;

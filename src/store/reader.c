@@ -415,15 +415,21 @@ void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped)
 bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_t t_ns,
                      double *value)
 {
+    return tp_run_agent_value_at(run, 1, metric, labels, t_ns, value);
+}
+
+bool tp_run_agent_value_at(tp_run *run, int64_t agent_id, const char *metric, const char *labels,
+                           int64_t t_ns, double *value)
+{
     static const char before[] =
         "SELECT x.value FROM sample x JOIN series s ON s.id = x.series_id"
         " JOIN metric m ON m.id = s.metric_id"
-        " WHERE s.agent_id = 1 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns <= ?3"
+        " WHERE s.agent_id = ?4 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns <= ?3"
         " ORDER BY x.t_ns DESC LIMIT 1";
     static const char first[] =
         "SELECT x.value FROM sample x JOIN series s ON s.id = x.series_id"
         " JOIN metric m ON m.id = s.metric_id"
-        " WHERE s.agent_id = 1 AND m.name = ?1 AND s.labels = ?2 ORDER BY x.t_ns LIMIT 1";
+        " WHERE s.agent_id = ?4 AND m.name = ?1 AND s.labels = ?2 ORDER BY x.t_ns LIMIT 1";
     bool found = false;
     for (int pass = 0; pass < 2 && !found; pass++) {
         sqlite3_stmt *st;
@@ -433,6 +439,7 @@ bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_
         sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
         if (!pass)
             sqlite3_bind_int64(st, 3, t_ns);
+        sqlite3_bind_int64(st, 4, agent_id);
         if (sqlite3_step(st) == SQLITE_ROW) {
             *value = sqlite3_column_double(st, 0);
             found = true;

@@ -105,6 +105,10 @@ bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t
 bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_t t_ns,
                      double *value);
 
+/* The same for any agent. */
+bool tp_run_agent_value_at(tp_run *run, int64_t agent_id, const char *metric, const char *labels,
+                           int64_t t_ns, double *value);
+
 /* The mean of series (metric, labels) of agent 1 over the samples that cover
  * (t0_ns, t1_ns]: those after t0_ns up to the first at or after t1_ns (a
  * sample describes the interval that ends at it). False when none does. */

@@ -1,21 +1,23 @@
 """`trainprof merge`: two recordings standing for two nodes, joined and reported."""
 
 import json
+import os
 import sqlite3
 import subprocess
 import time
 
-from conftest import PROGRAM, report_json, trainprof
+from conftest import FAKE_NVML, PROGRAM, report_json, trainprof
 from test_timings import EMIT
 
 
-def two_nodes(tmp_path, second_command=None):
+def two_nodes(tmp_path, second_command=None, options=(), env=None):
     a, b = tmp_path / "node-a.db", tmp_path / "node-b.db"
-    first = subprocess.Popen([PROGRAM, "record", "-q", "--agent", "node-a", "-o", a, "--", EMIT,
-                              "slow_epochs"])
+    first_env = {k: v for k, v in os.environ.items() if k != "TRAINPROF_NVML_LIB"}
+    first = subprocess.Popen([PROGRAM, "record", "-q", *options, "--agent", "node-a", "-o", a,
+                              "--", EMIT, "slow_epochs"], env={**first_env, **(env or {})})
     time.sleep(0.5)
-    r = trainprof("record", "-q", "--agent", "node-b", "-o", b, "--",
-                  *(second_command or [EMIT, "slow_epochs"]))
+    r = trainprof("record", "-q", *options, "--agent", "node-b", "-o", b, "--",
+                  *(second_command or [EMIT, "slow_epochs"]), env=env)
     assert r.returncode == 0 and first.wait() == 0
     return a, b
 
@@ -91,3 +93,16 @@ def test_report_html_export_take_the_node_files(tmp_path):
     r = trainprof("report", a, c, env=env)
     assert r.returncode == 2 and "ran another command" in r.stderr and "--force" in r.stderr
     assert list(tmp.iterdir()) == []
+
+
+def test_energy_per_epoch_counts_every_node(tmp_path):
+    gpus = {"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"}
+    a, b = two_nodes(tmp_path, options=("--interval", "0.05"), env=gpus)
+    merged = tmp_path / "all.db"
+    assert trainprof("merge", "-o", merged, a, b).returncode == 0
+    # node-b's first epoch, while node-a still runs: both nodes' GPUs count
+    own = report_json(b)["epochs"][0]
+    both = max((e for e in report_json(merged)["epochs"] if e["epoch"] == 0),
+               key=lambda e: e["start_s"])
+    assert abs(both["duration_s"] - own["duration_s"]) < 1e-6
+    assert 1.6 < both["energy_j"] / own["energy_j"] < 2.4

@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from conftest import PROGRAM, PYTHON, trainprof
+from conftest import FAKE_NVML, PROGRAM, PYTHON, ROOT, trainprof
 
 REGIONS = """
 import time, trainprof
@@ -28,13 +28,14 @@ for i in range({steps}):
 """
 
 
-def start_serving(args, tmp_path, steps=1500, name="train.py"):
+def start_serving(args, tmp_path, steps=1500, name="train.py", env=None):
     """Starts `trainprof record --serve 127.0.0.1:0 ARGS -- python script` and
     returns (process, base URL) once it says where it serves."""
     script = tmp_path / name
     script.write_text(REGIONS.format(steps=steps))
     p = subprocess.Popen([PROGRAM, "record", "--serve", "127.0.0.1:0", *map(str, args), "--",
-                          PYTHON, str(script)], stderr=subprocess.PIPE, text=True)
+                          PYTHON, str(script)], stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, **(env or {})})
     return p, served_url(p)
 
 
@@ -181,6 +182,29 @@ def test_serve_without_a_recording(tmp_path):
     assert r.returncode == 2 and "see trainprof serve --help" in r.stderr
 
 
+DASHBOARD = ROOT / "docs" / "grafana-dashboard.json"
+# panels that stay empty here: the scripts' only phase is "work", no RAPL
+MAY_BE_EMPTY = ("dataloader_next", "reduce_metrics", "cpu_energy")
+
+
+def check_dashboard(port):
+    """Every query of the Grafana dashboard is valid PromQL for this
+    Prometheus, and those the two recorders feed return series for both."""
+    dash = json.loads(DASHBOARD.read_text())
+    agents = [v for v in dash["templating"]["list"] if v["name"] == "agent"]
+    assert agents and agents[0]["definition"] == "label_values(trainprof_info, agent)"
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    assert len(exprs) >= 15
+    for expr in exprs:
+        q = expr.replace("$__rate_interval", "5s").replace("$agent", ".*")
+        status, _, body = get(f"http://127.0.0.1:{port}/api/v1/query?query="
+                              + urllib.parse.quote(q))
+        answer = json.loads(body)
+        assert status == 200 and answer["status"] == "success", (expr, body)
+        if not any(word in expr for word in MAY_BE_EMPTY):
+            assert answer["data"]["result"], f"no data for {expr}"
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -197,7 +221,9 @@ def test_a_real_prometheus_scrapes_two_recorders(tmp_path):
             d = tmp_path / agent
             d.mkdir()
             recorders.append(start_serving(["-q", "-o", d / "run.db", "--agent", agent,
-                                            "-i", "0.2"], d))
+                                            "-i", "0.2"], d,
+                                           env={"TRAINPROF_NVML_LIB": FAKE_NVML,
+                                                "FAKE_NVML_GPUS": "2"}))
         targets = [urllib.parse.urlsplit(url).netloc for _, url in recorders]
         port = free_port()
         (tmp_path / "prometheus.yml").write_text(
@@ -236,6 +262,7 @@ def test_a_real_prometheus_scrapes_two_recorders(tmp_path):
             assert work and all(v >= 1 for v in work.values())
             cpu = both("avg by (agent) (trainprof_cpu_util_ratio)")
             assert cpu and all(0 <= v <= 1 for v in cpu.values())
+            check_dashboard(port)
         finally:
             prom.terminate()
             prom.wait(timeout=30)

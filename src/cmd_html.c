@@ -1,8 +1,10 @@
 /* cmd_html.c: `trainprof html`: the run as one self-contained HTML page. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "analyze/scaling.h"
 #include "analyze/summary.h"
 #include "commands.h"
 #include "render/html.h"
@@ -12,21 +14,58 @@
 
 static const char usage[] =
     "usage: trainprof html RUN_FILE... [-o FILE] [--force]\n"
+    "       trainprof html --compare RUN_FILE RUN_FILE... -o FILE [--force]\n"
     "\n"
     "Writes one self-contained HTML page (no network, no script, no external file):\n"
     "the run, the verdicts, where step time goes per rank, step time over the run with\n"
     "its phases, epoch times, a plot of every system metric, and the report's tables.\n"
     "Several files (one per node of a job) are merged first, as `trainprof merge`\n"
-    "would; name the page with -o then.\n"
+    "would; name the page with -o then. With --compare, the files are runs of one\n"
+    "training at different scales: the page shows `trainprof compare`'s table and\n"
+    "charts of samples/s, efficiency, time per epoch and energy per sample.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE  the page to write (default: RUN_FILE with .html)\n"
     "      --force        overwrite FILE if it exists\n"
+    "      --compare      several runs side by side (scalability), not merged\n"
     "  -h, --help         show this help\n";
+
+typedef struct scaling_job {
+    tp_scale_row *rows;
+    size_t n;
+} scaling_job;
 
 static bool write_page(FILE *out, void *ctx, char *err, size_t cap)
 {
     return tp_html_write(out, ctx, err, cap);
+}
+
+static bool write_scaling(FILE *out, void *ctx, char *err, size_t cap)
+{
+    (void)err, (void)cap;
+    const scaling_job *job = ctx;
+    tp_html_scaling_write(out, job->rows, job->n);
+    return true;
+}
+
+static int compare_page(char *const *paths, size_t n, const char *output, bool force)
+{
+    if (n < 2 || !output) {
+        tp_error("html: --compare takes two or more run files and -o FILE");
+        return 2;
+    }
+    scaling_job job = {calloc(n, sizeof *job.rows), n};
+    char err[1024];
+    if (!job.rows || !tp_scaling_build(paths, n, job.rows, err, sizeof err)) {
+        tp_error("%s", job.rows ? err : "html: out of memory");
+        free(job.rows);
+        return 2;
+    }
+    int rc = tp_write_file_atomically("html", output, force, write_scaling, &job);
+    free(job.rows);
+    if (rc == 0)
+        fprintf(stderr, "trainprof: wrote %s\n", output);
+    return rc;
 }
 
 int cmd_html(int argc, char **argv)
@@ -34,11 +73,12 @@ int cmd_html(int argc, char **argv)
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
         {"force", no_argument, NULL, 'F'},
+        {"compare", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *output = NULL;
-    bool force = false;
+    bool force = false, compare = false;
     optind = 1;
     opterr = 0;
     int c;
@@ -47,6 +87,8 @@ int cmd_html(int argc, char **argv)
             output = optarg;
         else if (c == 'F')
             force = true;
+        else if (c == 'C')
+            compare = true;
         else if (c == 'h') {
             fputs(usage, stdout);
             return 0;
@@ -59,6 +101,8 @@ int cmd_html(int argc, char **argv)
         tp_error("html: expected a run file (see trainprof html --help)");
         return 2;
     }
+    if (compare)
+        return compare_page(argv + optind, (size_t)(argc - optind), output, force);
     if (argc - optind > 1 && !output) {
         tp_error("html: name the page with -o when reading several run files");
         return 2;

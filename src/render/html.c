@@ -20,7 +20,7 @@
 #define MAX_RANK_PLOTS    8
 #define PER_CORE_PLOT_MAX 16
 
-static const char style[] =
+const char tp_html_style[] =
     "body{font:14px/1.4 sans-serif;margin:24px;color:#222;max-width:900px}"
     "h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}"
     "dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{color:#666}"
@@ -304,7 +304,7 @@ bool tp_html_write(FILE *out, const tp_summary *s, char *err, size_t cap)
           "<meta name=\"viewport\" content=\"width=device-width\"><title>trainprof: ",
           out);
     tp_html_escape(out, f.command);
-    fprintf(out, "</title><style>%s</style></head><body>\n", style);
+    fprintf(out, "</title><style>%s</style></head><body>\n", tp_html_style);
     header(out, s->run);
     verdicts(out, s);
     fputs("<h2>Timings</h2>\n", out);

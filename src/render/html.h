@@ -14,4 +14,13 @@
 
 bool tp_html_write(FILE *out, const tp_summary *s, char *err, size_t cap);
 
+/* Runs of one training at several scales (trainprof html --compare): the
+ * compare table and bar charts of samples/s, efficiency, time per epoch and
+ * energy per sample by world size. */
+struct tp_scale_row;
+void tp_html_scaling_write(FILE *out, const struct tp_scale_row *rows, size_t n);
+
+/* The pages' shared style sheet. */
+extern const char tp_html_style[];
+
 #endif

@@ -35,6 +35,8 @@ void tp_format_value(char *buf, size_t cap, const char *unit, double v)
         snprintf(buf, cap, "%.1f /s", v);
     else if (strcmp(unit, "watts") == 0)
         snprintf(buf, cap, "%.1f W", v);
+    else if (strcmp(unit, "joules") == 0 && v != 0 && fabs(v) < 10)
+        snprintf(buf, cap, "%.3g J", v); /* energy per sample: fractions of a joule */
     else if (strcmp(unit, "joules") == 0)
         scaled(buf, cap, v, 1000, joules, 4, "");
     else if (strcmp(unit, "celsius") == 0)

@@ -3,6 +3,7 @@
 import json
 
 from conftest import FAKE_NVML, trainprof
+from test_html import chromium
 from test_timings import EMIT
 
 
@@ -31,6 +32,21 @@ def test_two_world_sizes(tmp_path):
     assert runs[2]["energy_per_sample_j"] < 0.6 * runs[1]["energy_per_sample_j"]
     text = trainprof("compare", one, two).stdout
     assert "speed-up" in text and any(x in text for x in ("1.99x", "2.00x", "2.01x"))
+    page = tmp_path / "scaling.html"
+    r = trainprof("html", "--compare", two, one, "-o", page)
+    assert r.returncode == 0, r.stderr
+    r = chromium("--dump-dom", page.as_uri())
+    assert r.returncode == 0 and ":CONSOLE(" not in r.stderr
+    dom = r.stdout
+    assert dom.count("<svg") == 4
+    for title in ("Samples per second", "Scaling efficiency", "Time per epoch",
+                  "Energy per sample"):
+        assert title in dom, title
+    # bars in world-size order, labelled by world size and file
+    assert dom.index("1 (w1.db)") < dom.index("2 (w2.db)")
+    assert "<td>2</td>" in dom and "2.0" in dom
+    r = trainprof("html", "--compare", one, two)
+    assert r.returncode == 2 and "-o FILE" in r.stderr
 
 
 def test_bad_input(tmp_path):

@@ -298,7 +298,7 @@ bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap)
     size_t with_steps = 0;
     for (size_t k = 0; ok && k < c.nacc; k++)
         with_steps += c.acc[k].row.steps > 0;
-    if (ok && with_steps >= 2) {
+    if (ok && with_steps >= 1) {
         ok = tp_run_each_region(run, add_region, &c, err, cap);
         if (ok) {
             measure(run, &c, out);

@@ -50,8 +50,8 @@ typedef struct tp_ranks {
     size_t nstragglers;
 } tp_ranks;
 
-/* Builds the comparison when at least two ranks marked steps; otherwise
- * out->n is 0. False (reason in err) if the run can't be read. */
+/* Builds the parts of every rank (rank >= 0) that marked two or more steps;
+ * out->n is 0 when none did. False (reason in err) if the run can't be read. */
 bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap);
 void tp_ranks_free(tp_ranks *r);
 

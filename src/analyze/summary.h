@@ -24,7 +24,7 @@ typedef struct tp_summary {
     tp_series_summary *items;
     size_t n, cap;
     tp_timings timings;
-    tp_ranks ranks; /* empty unless two or more ranks marked steps */
+    tp_ranks ranks; /* every rank that marked steps */
 } tp_summary;
 
 /* Reads every series and computes its statistics, and the timings. False (reason in err) if

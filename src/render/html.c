@@ -181,6 +181,38 @@ static void step_breakdown(FILE *out, const tp_summary *s)
                         1);
 }
 
+/* Ranks side by side: own work against waiting, stragglers marked. */
+static void rank_parts(FILE *out, const tp_summary *s)
+{
+    const tp_ranks *r = &s->ranks;
+    if (r->n == 0)
+        return;
+    size_t n = r->n < 64 ? r->n : 64;
+    char(*labels)[40] = calloc(n, sizeof *labels);
+    const char **bar_labels = calloc(n, sizeof *bar_labels);
+    double *values = calloc(n * 4, sizeof *values);
+    if (labels && bar_labels && values) {
+        for (size_t i = 0; i < n; i++) {
+            const tp_rank_row *row = &r->rows[i];
+            double steps = (double)row->steps;
+            snprintf(labels[i], sizeof labels[i], "rank %d%s", row->rank,
+                     row->straggler ? " (slow)" : "");
+            bar_labels[i] = labels[i];
+            values[i * 4 + 0] = row->input_s / steps;
+            values[i * 4 + 1] = row->compute_s / steps;
+            values[i * 4 + 2] = row->comm_s / steps;
+            values[i * 4 + 3] = row->other_s / steps;
+        }
+        static const char *const parts[] = {"input", "compute", "communication", "other"};
+        tp_svg_chart chart = {"Where step time goes (mean step, per rank; parts by interval union)",
+                              "time per step", "", "seconds"};
+        tp_svg_stacked_bars(out, &chart, bar_labels, n, parts, 4, values, 1);
+    }
+    free(labels);
+    free(bar_labels);
+    free(values);
+}
+
 static bool step_time_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
 {
     const tp_timings *t = &s->timings;
@@ -310,7 +342,12 @@ bool tp_html_write(FILE *out, const tp_summary *s, char *err, size_t cap)
     fputs("<h2>Timings</h2>\n", out);
     if (!s->timings.threads)
         fputs("<p>No timings were recorded (no instrumented process ran).</p>\n", out);
-    step_breakdown(out, s);
+    /* with ranks, communication may overlap the other phases (DDP's
+     * all-reduce runs during backward): only the union-based parts add up */
+    if (s->ranks.n)
+        rank_parts(out, s);
+    else
+        step_breakdown(out, s);
     bool ok = step_time_plots(out, s, err, cap);
     epoch_plot(out, s);
     ok = ok && metric_plots(out, s, err, cap);

@@ -14,7 +14,8 @@ void tp_report_json(FILE *out, const tp_summary *s);
 void tp_report_timings_text(FILE *out, const tp_summary *s);
 void tp_report_timings_json(json_writer *w, const tp_summary *s);
 
-/* Ranks side by side, when two or more marked steps (JSON: null otherwise). */
+/* Ranks side by side: text when two or more marked steps; JSON for any
+ * rank that did (null when none). */
 void tp_report_ranks_text(FILE *out, const tp_summary *s);
 void tp_report_ranks_json(json_writer *w, const tp_summary *s);
 

@@ -15,7 +15,7 @@ static const char *agent_name(const tp_run *run, int64_t id)
 void tp_report_ranks_text(FILE *out, const tp_summary *s)
 {
     const tp_ranks *r = &s->ranks;
-    if (r->n == 0)
+    if (r->n < 2)
         return;
     fprintf(out,
             "\nRanks, per step (window: first to last step mark; parts by interval union, "

@@ -100,6 +100,10 @@ def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
     assert not any(k == "compute_bound" for k, _ in kinds)  # waiting is not computing
     text = trainprof("report", run_file).stdout
     assert "Rank 2 is a straggler" in text and "Ranks, per step" in text
+    page = tmp_path / "run.html"
+    assert trainprof("html", run_file, "-o", page).returncode == 0
+    html = page.read_text()
+    assert "parts by interval union" in html and "rank 2 (slow)" in html
 
 
 def test_scripts_own_comm_hook_is_kept_and_timed(tmp_path, run_file):

@@ -1,14 +1,22 @@
 /* gen_run.c: a synthetic long run file, written through the real writer.
  *
- * usage: gen_run OUT.db HOURS INTERVAL_S CORES GPUS
+ * usage: gen_run OUT.db HOURS INTERVAL_S CORES GPUS [RANKS STEP_S AGENT FIRST_RANK]
  * Makes the series a node with CORES cores, two disks, two network interfaces
  * and GPUS GPUs records (the same names and labels as the collectors), and
- * fills them with plausible values at every interval for HOURS hours. */
+ * fills them with plausible values at every interval for HOURS hours. With
+ * RANKS, the node also ran RANKS ranks (global ranks FIRST_RANK...) of a
+ * data-parallel training with a step every STEP_S seconds: per step
+ * dataloader_next, to_device, train_batch (forward, backward, optimizer_step
+ * inside), a step mark with 32 samples, and four reduce_metrics spans (DDP
+ * buckets) on a second thread of the rank; an epoch mark every hour. Global
+ * rank 13 is a straggler: its input takes 2.5 times as long. AGENT names the node
+ * (and moves its start by its position among FIRST_RANK / RANKS). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/summary_store.h"
 #include "collect/metric_catalog.h"
 #include "store/writer.h"
 #include "util/labels.h"
@@ -71,22 +79,99 @@ static void make_series(tp_sink *s, int cores, int gpus)
     }
 }
 
+typedef struct rank_gen {
+    uint32_t main_thread, comm_thread;
+    int rank;
+    uint64_t next_step_ns;
+    int64_t epoch;
+} rank_gen;
+
+static uint32_t ids_names[7];
+
+static void make_ranks(tp_sink *s, rank_gen *r, int nranks, int first)
+{
+    const char *names[] = {"dataloader_next", "to_device",      "train_batch",   "forward",
+                           "backward",        "optimizer_step", "reduce_metrics"};
+    for (int i = 0; i < 7; i++)
+        ids_names[i] = tp_sink_name(s, names[i]);
+    for (int i = 0; i < nranks; i++) {
+        tp_thread_info t = {0};
+        t.pid = 1000 + i;
+        t.tid = 1000 + i;
+        t.rank = first + i;
+        t.local_rank = i;
+        t.world_size = 64;
+        snprintf(t.name, sizeof t.name, "MainThread");
+        r[i].main_thread = tp_sink_thread(s, &t);
+        t.tid = 2000 + i;
+        snprintf(t.name, sizeof t.name, "gloo");
+        r[i].comm_thread = tp_sink_thread(s, &t);
+        r[i].rank = first + i;
+        r[i].epoch = -1;
+    }
+}
+
+/* One step of a rank starting at t (ns since start); returns its length. */
+static uint64_t emit_step(tp_sink *s, rank_gen *r, uint64_t t, uint64_t step_ns, unsigned *seed)
+{
+    double jitter = 1 + (rand_r(seed) % 100) / 1000.0;
+    uint64_t input = (uint64_t)((double)step_ns * 0.10 * jitter * (r->rank == 13 ? 2.5 : 1.0));
+    uint64_t to = step_ns / 50, fwd = step_ns * 3 / 10, bwd = step_ns * 4 / 10, opt = step_ns / 20;
+    if (r->epoch < 0 || t / 3600000000000ull != (uint64_t)r->epoch) {
+        r->epoch = (int64_t)(t / 3600000000000ull);
+        tp_sink_mark(s, r->main_thread, TP_MARK_EPOCH, t, r->epoch);
+    }
+    tp_sink_mark(s, r->main_thread, TP_MARK_STEP, t, 0);
+    tp_sink_mark(s, r->main_thread, TP_MARK_SAMPLES, t, 32);
+    uint64_t a = t;
+    tp_sink_interval(s, r->main_thread, ids_names[0], 0, a, a + input);
+    a += input;
+    tp_sink_interval(s, r->main_thread, ids_names[1], 0, a, a + to);
+    a += to;
+    uint64_t train0 = a;
+    tp_sink_interval(s, r->main_thread, ids_names[3], 1, a, a + fwd);
+    a += fwd;
+    for (int b = 0; b < 4; b++) /* buckets all-reduced while backward runs */
+        tp_sink_interval(s, r->comm_thread, ids_names[6], 0, a + bwd * (uint64_t)b / 4,
+                         a + bwd * (uint64_t)(b + 1) / 4 + step_ns / 100);
+    tp_sink_interval(s, r->main_thread, ids_names[4], 1, a, a + bwd + step_ns / 100);
+    a += bwd + step_ns / 100;
+    tp_sink_interval(s, r->main_thread, ids_names[5], 1, a, a + opt);
+    a += opt;
+    tp_sink_interval(s, r->main_thread, ids_names[2], 0, train0, a);
+    return a - t;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: gen_run OUT.db HOURS INTERVAL_S CORES GPUS\n");
+    if (argc != 6 && argc != 10) {
+        fprintf(
+            stderr,
+            "usage: gen_run OUT.db HOURS INTERVAL_S CORES GPUS [RANKS STEP_S AGENT FIRST_RANK]\n");
         return 2;
     }
     double hours = atof(argv[2]), interval = atof(argv[3]);
     int cores = atoi(argv[4]), gpus = atoi(argv[5]);
+    int nranks = argc == 10 ? atoi(argv[6]) : 0, first = argc == 10 ? atoi(argv[9]) : 0;
+    double step_s = argc == 10 ? atof(argv[7]) : 1;
+    const char *agent = argc == 10 ? argv[8] : "bench-node";
+    if (nranks < 0 || nranks > 64 || step_s <= 0) {
+        fprintf(stderr, "gen_run: RANKS must be 0 to 64 and STEP_S positive\n");
+        return 2;
+    }
     char err[512];
-    tp_writer *w = tp_writer_create(argv[1], true, "bench-node", err, sizeof err);
+    tp_writer *w = tp_writer_create(argv[1], true, agent, err, sizeof err);
     if (!w) {
         fprintf(stderr, "gen_run: %s\n", err);
         return 1;
     }
     tp_sink *s = tp_sink_new(0);
     make_series(s, cores, gpus);
+    rank_gen ranks[64] = {0};
+    make_ranks(s, ranks, nranks, first);
+    uint64_t step_ns = (uint64_t)(step_s * 1e9);
+    unsigned rank_seed = (unsigned)first + 7;
+    uint64_t regions = 0;
     tp_sink_meta(s, "command", "python train.py --synthetic");
     tp_sink_meta(s, "status", "finished");
     char buf[64];
@@ -95,15 +180,26 @@ int main(int argc, char **argv)
     tp_sink_meta(s, "exit_status", "0");
     snprintf(buf, sizeof buf, "%g", interval);
     tp_sink_meta(s, "interval_s", buf);
+    /* nodes of one job start within a second of each other */
+    snprintf(buf, sizeof buf, "%lld", 1795000000000000000ll + (long long)first * 10000000ll);
+    tp_sink_meta(s, "start_wall_ns", buf);
+    tp_sink_meta(s, "clock_uncertainty_ns", "200");
+    tp_sink_meta(s, "env.SLURM_JOB_ID", "4242");
     uint64_t ticks = (uint64_t)(hours * 3600 / interval);
-    uint64_t step_ns = (uint64_t)(interval * 1e9);
+    uint64_t tick_ns = (uint64_t)(interval * 1e9);
     unsigned seed = 1;
     tp_batch b = {0};
     for (uint64_t t = 0; t < ticks; t++) {
         for (size_t i = 0; i < nids; i++) {
             double v = 50 + 40 * sin((double)t / 600.0 + (double)i) + (rand_r(&seed) % 100) / 10.0;
-            tp_sink_sample(s, ids[i], t * step_ns, v < 0 ? 0 : v);
+            tp_sink_sample(s, ids[i], t * tick_ns, v < 0 ? 0 : v);
         }
+        for (int r = 0; r < nranks; r++)
+            while (ranks[r].next_step_ns < (t + 1) * tick_ns) {
+                uint64_t len = emit_step(s, &ranks[r], ranks[r].next_step_ns, step_ns, &rank_seed);
+                ranks[r].next_step_ns += len > step_ns ? len : step_ns;
+                regions += 10;
+            }
         if (t % 2000 == 1999 || t + 1 == ticks) {
             tp_sink_take(s, &b);
             if (!tp_writer_apply(w, &b, err, sizeof err)) {
@@ -114,7 +210,12 @@ int main(int argc, char **argv)
         }
     }
     tp_writer_finish(w);
-    printf("{\"series\": %zu, \"samples\": %llu}\n", nids, (unsigned long long)(ticks * nids));
+    if (!tp_summary_store_save(argv[1], err, sizeof err)) { /* as `record` does at the end */
+        fprintf(stderr, "gen_run: %s\n", err);
+        return 1;
+    }
+    printf("{\"series\": %zu, \"samples\": %llu, \"regions\": %llu}\n", nids,
+           (unsigned long long)(ticks * nids), (unsigned long long)regions);
     tp_batch_free(&b);
     tp_sink_free(s);
     return 0;

@@ -23,6 +23,7 @@
 #include "record/drain.h"
 #include "record/output_name.h"
 #include "record/registry.h"
+#include "analyze/summary_store.h"
 #include "record/record_summary.h"
 #include "record/sampler.h"
 #include "record/status_line.h"
@@ -384,6 +385,8 @@ int cmd_record(int argc, char **argv)
     tp_sysroot_close(&root);
     close(sfd);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!tp_summary_store_save(o.output, err, sizeof err)) /* the file stays readable row by row */
+        tp_warn("%s", err);
     if (!o.quiet)
         tp_record_summary_print(stderr, o.output);
     return exit_status;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analyze/stats.h"
+#include "analyze/summary_store.h"
 #include "store/reader_stream.h"
 #include "util/labels.h"
 
@@ -267,6 +268,8 @@ static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
         span_list *ri[] = {R, I}, *rit[] = {R, I, T}, *rt[] = {R, T};
         double comm = union_s(&R, 1, &tmp), with_input = union_s(ri, 2, &tmp);
         double all = union_s(rit, 3, &tmp), compute_only = union_s(&T, 1, &tmp);
+        a->row.t0_ns = a->t0;
+        a->row.t1_ns = a->t1;
         a->row.window_s = (double)(a->t1 - a->t0) / 1e9;
         a->row.comm_s = comm;
         a->row.input_s = with_input - comm;
@@ -285,9 +288,34 @@ static int cmp_rank(const void *x, const void *y)
     return (a->rank > b->rank) - (a->rank < b->rank);
 }
 
+/* Medians, stragglers and their causes, from the rows' parts. */
+static void compare_ranks(const tp_run *run, tp_ranks *out)
+{
+    out->median_own_s = median_of(out, tp_rank_own_per_step);
+    out->median_input_s = median_of(out, input_per_step);
+    out->median_compute_s = median_of(out, compute_per_step);
+    out->median_comm_s = median_of(out, comm_per_step);
+    for (size_t i = 0; i < out->n; i++) {
+        tp_rank_row *r = &out->rows[i];
+        r->excess = out->median_own_s > 0 ? tp_rank_own_per_step(r) / out->median_own_s - 1 : 0;
+        r->straggler = r->excess > TP_STRAGGLER_EXCESS;
+    }
+    for (size_t i = 0; i < out->n; i++)
+        if (out->rows[i].straggler) {
+            explain(run, out, &out->rows[i]);
+            out->nstragglers++;
+        }
+}
+
 bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
+    if (tp_summary_stored(run)) {
+        if (!tp_stored_ranks(run, out, err, cap))
+            return false;
+        compare_ranks(run, out);
+        return true;
+    }
     ranks_ctx c = {0};
     tp_run_mark *marks = NULL;
     size_t nmarks = 0;
@@ -303,21 +331,7 @@ bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap)
         if (ok) {
             measure(run, &c, out);
             qsort(out->rows, out->n, sizeof *out->rows, cmp_rank);
-            out->median_own_s = median_of(out, tp_rank_own_per_step);
-            out->median_input_s = median_of(out, input_per_step);
-            out->median_compute_s = median_of(out, compute_per_step);
-            out->median_comm_s = median_of(out, comm_per_step);
-            for (size_t i = 0; i < out->n; i++) {
-                tp_rank_row *r = &out->rows[i];
-                r->excess =
-                    out->median_own_s > 0 ? tp_rank_own_per_step(r) / out->median_own_s - 1 : 0;
-                r->straggler = r->excess > TP_STRAGGLER_EXCESS;
-            }
-            for (size_t i = 0; i < out->n; i++)
-                if (out->rows[i].straggler) {
-                    explain(run, out, &out->rows[i]);
-                    out->nstragglers++;
-                }
+            compare_ranks(run, out);
         }
     }
     for (size_t k = 0; k < c.nacc; k++)

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/summary_store.h"
 #include "collect/metric_catalog.h"
+#include "util/grow.h"
 
 static void add_series(void *ctx, const tp_run_series *series, double *values, size_t n)
 {
@@ -18,6 +20,15 @@ static void add_series(void *ctx, const tp_run_series *series, double *values, s
     }
     s->items[s->n].series = series;
     tp_stats_compute(values, n, &s->items[s->n].stats);
+    s->n++;
+}
+
+static void add_stored(void *ctx, const tp_run_series *series, const tp_stats *st)
+{
+    tp_summary *s = ctx;
+    s->items = tp_grow(s->items, s->n, &s->cap, sizeof *s->items);
+    s->items[s->n].series = series;
+    s->items[s->n].stats = *st;
     s->n++;
 }
 
@@ -54,7 +65,9 @@ bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
     out->run = run;
-    if (!tp_run_each_series(run, add_series, out, err, cap))
+    bool ok = tp_summary_stored(run) ? tp_stored_series(run, add_stored, out, err, cap)
+                                     : tp_run_each_series(run, add_series, out, err, cap);
+    if (!ok)
         return false;
     if (out->n)
         qsort(out->items, out->n, sizeof *out->items, cmp_summary);

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "analyze/summary_store.h"
 #include "util/grow.h"
 
 typedef struct build_ctx {
@@ -119,7 +121,8 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
     return total;
 }
 
-bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
+/* Rows, steps and epochs from the regions and marks. */
+static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
     build_ctx b = {out, 0};
@@ -138,6 +141,14 @@ bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, siz
         lo = hi;
     }
     free(marks);
+    return true;
+}
+
+bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
+{
+    if (!(tp_summary_stored(run) ? tp_stored_timings(run, out, err, cap)
+                                 : from_rows(run, run_s, out, err, cap)))
+        return false;
     for (size_t i = 0; i < out->nrows; i++) {
         double denom = run_s;
         for (size_t s = 0; s < out->nsteps; s++)

@@ -9,12 +9,51 @@
 #include <unistd.h>
 
 #include "store/reader.h"
+#include "store/reader_stream.h"
 #include "store/schema.h"
 
 typedef struct input_info {
     int64_t start_wall_ns, uncertainty_ns;
     char command[512], job[128];
+    bool summarized;
+    int *ranks; /* distinct ranks of its threads (-1: no rank) */
+    size_t nranks;
 } input_info;
+
+/* Collects the distinct ranks of run's threads into info. */
+static void input_ranks(tp_run *run, input_info *info)
+{
+    tp_run_thread *threads = NULL;
+    size_t n = 0;
+    char err[256];
+    if (!tp_run_threads(run, &threads, &n, err, sizeof err))
+        return;
+    info->ranks = calloc(n ? n : 1, sizeof *info->ranks);
+    for (size_t i = 0; info->ranks && i < n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < info->nranks && !seen; k++)
+            seen = info->ranks[k] == threads[i].rank;
+        if (!seen)
+            info->ranks[info->nranks++] = threads[i].rank;
+    }
+    free(threads);
+}
+
+/* The inputs' stored summaries stay valid merged when each has one and no
+ * rank appears in two inputs (figures per rank can't be combined). */
+static bool summaries_carry_over(const input_info *info, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!info[i].summarized)
+            return false;
+        for (size_t j = 0; j < i; j++)
+            for (size_t a = 0; a < info[i].nranks; a++)
+                for (size_t b = 0; b < info[j].nranks; b++)
+                    if (info[i].ranks[a] == info[j].ranks[b])
+                        return false;
+    }
+    return true;
+}
 
 static bool read_inputs(const char *const *inputs, size_t n, input_info *info, bool force,
                         char *err, size_t cap)
@@ -30,6 +69,9 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         if (!job)
             job = tp_run_meta_get(run, "env.TORCHELASTIC_RUN_ID");
         bool merged = tp_run_meta_get(run, "merged_from") != NULL;
+        const char *summarized = tp_run_meta_get(run, "summarized");
+        info[i].summarized = run->schema_version >= 3 && summarized && strcmp(summarized, "1") == 0;
+        input_ranks(run, &info[i]);
         info[i].start_wall_ns = wall ? strtoll(wall, NULL, 10) : 0;
         info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
         snprintf(info[i].command, sizeof info[i].command, "%s", cmd ? cmd : "");
@@ -62,14 +104,27 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
 }
 
 /* Copies one input into the output as agent `agent`; id offsets keep every
- * series, thread and name id unique. */
-static int copy_input(sqlite3 *db, const char *path, int agent, int64_t shift, bool first)
+ * series, thread and name id unique. With summaries, its summary_* rows too
+ * (series ids offset, times shifted, ranks kept). */
+static int copy_input(sqlite3 *db, const char *path, int agent, int64_t shift, bool first,
+                      bool summaries)
 {
     char *sql = sqlite3_mprintf("ATTACH %Q AS src", path);
     int rc = tp_exec(db, sql);
     sqlite3_free(sql);
     if (rc != SQLITE_OK)
         return rc;
+    char *summary_sql = sqlite3_mprintf(
+        "INSERT INTO main.summary_series SELECT series_id + (SELECT series FROM off), count, mean,"
+        " min, p5, p50, p95, max FROM src.summary_series;"
+        "INSERT INTO main.summary_timing SELECT * FROM src.summary_timing;"
+        "INSERT INTO main.summary_step SELECT * FROM src.summary_step;"
+        "INSERT INTO main.summary_epoch SELECT rank, epoch, start_ns + %lld, duration_s, steps,"
+        " samples FROM src.summary_epoch ORDER BY rowid;"
+        "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
+        " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
+        " gpu_sm_clock_mhz FROM src.summary_rank;",
+        (long long)shift, agent, (long long)shift, (long long)shift);
     sql = sqlite3_mprintf(
         "BEGIN;"
         "INSERT INTO agent (id, name, host) SELECT %d, name, host FROM src.agent WHERE id = 1;"
@@ -95,13 +150,16 @@ static int copy_input(sqlite3 *db, const char *path, int agent, int64_t shift, b
         "INSERT INTO main.mark SELECT thread_id + (SELECT thread FROM off), kind, t_ns + %lld,"
         " value FROM src.mark;"
         "%s"
+        "%s"
         "DROP TABLE off;"
         "COMMIT;",
         agent, agent, (long long)shift, agent, agent, agent, (long long)shift, (long long)shift,
         (long long)shift,
-        first ? "INSERT OR REPLACE INTO main.meta SELECT key, value FROM src.meta;" : "");
+        first ? "INSERT OR REPLACE INTO main.meta SELECT key, value FROM src.meta;" : "",
+        summaries ? summary_sql : "");
     rc = tp_exec(db, sql);
     sqlite3_free(sql);
+    sqlite3_free(summary_sql);
     if (rc != SQLITE_OK)
         tp_exec(db, "ROLLBACK");
     int rc2 = tp_exec(db, "DETACH src");
@@ -113,6 +171,8 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n, bo
 {
     input_info *info = calloc(n, sizeof *info);
     if (!info || !read_inputs(inputs, n, info, force, err, cap)) {
+        for (size_t i = 0; info && i < n; i++)
+            free(info[i].ranks);
         free(info);
         return false;
     }
@@ -132,21 +192,27 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n, bo
         rc = tp_schema_create(db);
     /* one transaction per input (an attached file can't be detached inside
      * one); the output only appears, by rename, once every input is in */
+    bool summaries = summaries_carry_over(info, n);
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
-        rc = copy_input(db, inputs[i], (int)i + 1, info[i].start_wall_ns - earliest, i == 0);
+        rc = copy_input(db, inputs[i], (int)i + 1, info[i].start_wall_ns - earliest, i == 0,
+                        summaries);
     if (rc == SQLITE_OK) {
         char *sql = sqlite3_mprintf(
             "INSERT OR REPLACE INTO meta VALUES ('merged_from', '%d files');"
             "INSERT OR REPLACE INTO meta VALUES ('merge_anchor_uncertainty_ns', '%lld');"
             "INSERT OR REPLACE INTO meta VALUES ('start_wall_ns', '%lld');"
-            "DELETE FROM meta WHERE key IN ('duration_ns');",
-            (int)n, (long long)uncertainty, (long long)earliest);
+            "DELETE FROM meta WHERE key IN ('duration_ns');"
+            "%s",
+            (int)n, (long long)uncertainty, (long long)earliest,
+            summaries ? "" : "DELETE FROM meta WHERE key = 'summarized';");
         rc = tp_exec(db, sql);
         sqlite3_free(sql);
     }
     if (rc != SQLITE_OK)
         snprintf(err, cap, "merge: %s", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
+    for (size_t i = 0; i < n; i++)
+        free(info[i].ranks);
     free(info);
     if (rc == SQLITE_OK && rename(tmp, out_path) != 0) {
         snprintf(err, cap, "merge: cannot write %s", out_path);

@@ -123,7 +123,11 @@ static int load_tables(tp_run *run)
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_OK)
-        rc = query_int(db, "SELECT max(t_ns) FROM sample", &run->last_t_ns);
+        /* per series through the primary key: no scan of the samples */
+        rc = query_int(db,
+                       "SELECT max((SELECT max(t_ns) FROM sample WHERE series_id = s.id))"
+                       " FROM series s",
+                       &run->last_t_ns);
     return rc;
 }
 

@@ -60,6 +60,7 @@ typedef struct tp_run {
     size_t ngpus;
     int64_t last_t_ns; /* latest sample time, -1 when there is none */
     int schema_version;
+    bool raw_only; /* analyse the rows even when a summary is stored */
 } tp_run;
 
 enum { TP_RUN_MARK_STEP, TP_RUN_MARK_EPOCH, TP_RUN_MARK_SAMPLES };

@@ -9,7 +9,8 @@
 #include <sqlite3.h>
 
 #define TP_APPLICATION_ID 0x54505246 /* "TPRF" */
-#define TP_SCHEMA_VERSION 2          /* 2: timings (thread, name, region, mark) */
+/* 2: timings (thread, name, region, mark); 3: summary_* tables */
+#define TP_SCHEMA_VERSION 3
 
 /* Creates every table, view and the metric catalogue in an empty database,
  * and stamps application_id and user_version. Returns an SQLite code. */

@@ -76,3 +76,23 @@ def kill_with_children(p):
             os.kill(int(child), signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def report_from_rows(path, tmp_path):
+    """The JSON report of a copy of path with its stored summary set aside,
+    so that every figure is computed from the samples, regions and marks."""
+    import shutil
+    import sqlite3
+    raw = tmp_path / ("rows-" + pathlib.Path(path).name)
+    shutil.copyfile(path, raw)
+    with sqlite3.connect(raw) as db:
+        db.execute("DELETE FROM meta WHERE key = 'summarized'")
+    rep = report_json(raw)
+    rep["run"]["path"] = str(path)
+    return rep
+
+
+def assert_same_report(stored, rows):
+    """Reports from the stored summary and from the rows agree to the bit."""
+    assert stored["run"]["meta"].pop("summarized") == "1"
+    assert stored == rows

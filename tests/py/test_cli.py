@@ -29,8 +29,8 @@ def test_help_and_version():
     (["record"], "no command given"),
     (["record", "--bogus", "true"], "unknown option --bogus"),
     (["record", "-o"], "needs a value"),
-    (["report"], "expected one run file"),
-    (["report", "a.db", "b.db"], "expected one run file"),
+    (["report"], "expected a run file"),
+    (["report", "a.db", "b.db"], "a.db: no such file"),
 ])
 def test_usage_errors(args, message):
     r = trainprof(*args)

@@ -2,7 +2,7 @@
 
 import textwrap
 
-from conftest import ROOT, report_json, trainprof
+from conftest import ROOT, assert_same_report, report_from_rows, report_json, trainprof
 
 TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
 
@@ -98,6 +98,8 @@ def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
     kinds = [(v["kind"], v["evidence"].get("rank")) for v in rep["verdicts"]]
     assert ("straggler", 2) in kinds
     assert not any(k == "compute_bound" for k, _ in kinds)  # waiting is not computing
+    # the summary the recorder stored gives the very figures the rows give
+    assert_same_report(rep, report_from_rows(run_file, tmp_path))
     text = trainprof("report", run_file).stdout
     assert "Rank 2 is a straggler" in text and "Ranks, per step" in text
     page = tmp_path / "run.html"

@@ -6,7 +6,8 @@ import sqlite3
 import subprocess
 import time
 
-from conftest import FAKE_NVML, PROGRAM, report_json, trainprof
+from conftest import (FAKE_NVML, PROGRAM, assert_same_report, killed_recording, report_from_rows,
+                      report_json, trainprof)
 from test_timings import EMIT
 
 
@@ -106,3 +107,40 @@ def test_energy_per_epoch_counts_every_node(tmp_path):
                key=lambda e: e["start_s"])
     assert abs(both["duration_s"] - own["duration_s"]) < 1e-6
     assert 1.6 < both["energy_j"] / own["energy_j"] < 2.4
+
+
+def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
+    """Each node's recorder stores its summary; merged nodes with distinct ranks
+    keep them, and every figure equals the one computed from the merged rows."""
+    gpus = {"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"}
+    files = []
+    # one command on every node, as a job's launcher runs it; NODE_RANK differs
+    both = " & ".join(f"RANK=$((NODE_RANK * 2 + {r})) LOCAL_RANK={r} WORLD_SIZE=4 {EMIT} "
+                      "slow_epochs" for r in (0, 1)) + " & wait"
+    for node, node_rank in (("node-a", "0"), ("node-b", "1")):
+        path = tmp_path / f"{node}.db"
+        r = trainprof("record", "-q", "-i", "0.05", "--agent", node, "-o", path, "--", "sh",
+                      "-c", both, env={**gpus, "NODE_RANK": node_rank})
+        assert r.returncode == 0, r.stderr
+        files.append(path)
+        assert_same_report(report_json(path), report_from_rows(path, tmp_path))
+    merged = tmp_path / "all.db"
+    assert trainprof("merge", "-o", merged, *files).returncode == 0
+    stored = report_json(merged)
+    assert len(stored["ranks"]["per_rank"]) == 4 and len(stored["agents"]) == 2
+    assert {x["rank"]: x["agent"] for x in stored["ranks"]["per_rank"]} == {
+        0: "node-a", 1: "node-a", 2: "node-b", 3: "node-b"}
+    assert_same_report(stored, report_from_rows(merged, tmp_path))
+
+
+def test_without_a_stored_summary_the_rows_are_read(tmp_path):
+    # both nodes' processes have no rank: their figures can't be kept apart
+    a, b = two_nodes(tmp_path)
+    merged = tmp_path / "all.db"
+    assert trainprof("merge", "-o", merged, a, b).returncode == 0
+    rep = report_json(merged)
+    assert "summarized" not in rep["run"]["meta"]
+    assert [s["count"] for s in rep["steps"]] == [22]  # both nodes' steps of rank -1
+    killed = killed_recording(tmp_path / "killed.db")
+    rep = report_json(killed)
+    assert "summarized" not in rep["run"]["meta"] and rep["agents"][0]["metrics"]

@@ -1,0 +1,321 @@
+/* summary_store.c: writing and reading the summary_* tables. */
+#include "analyze/summary_store.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/summary.h"
+#include "store/schema.h"
+#include "util/grow.h"
+
+/* ---- writing ------------------------------------------------------------- */
+
+static void bind_real(sqlite3_stmt *st, int i, double v)
+{
+    if (isnan(v))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, v);
+}
+
+/* Binds mean, min, p5, p50, p95, max from index i on. */
+static void bind_stats(sqlite3_stmt *st, int i, const tp_stats *s)
+{
+    const double v[] = {s->mean, s->min, s->p5, s->p50, s->p95, s->max};
+    for (int k = 0; k < 6; k++)
+        bind_real(st, i + k, v[k]);
+}
+
+/* Runs one prepared INSERT per row through fill(); an SQLite code. */
+typedef void (*fill_fn)(sqlite3_stmt *st, const tp_summary *s, size_t row);
+static int insert_rows(sqlite3 *db, const char *sql, const tp_summary *s, size_t n, fill_fn fill)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
+        fill(st, s, i);
+        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static void fill_series(sqlite3_stmt *st, const tp_summary *s, size_t i)
+{
+    sqlite3_bind_int64(st, 1, s->items[i].series->id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)s->items[i].stats.count);
+    bind_stats(st, 3, &s->items[i].stats);
+}
+
+static void fill_timing(sqlite3_stmt *st, const tp_summary *s, size_t i)
+{
+    const tp_timing_row *r = &s->timings.rows[i];
+    sqlite3_bind_int(st, 1, r->rank);
+    sqlite3_bind_text(st, 2, r->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)r->stats.count);
+    sqlite3_bind_double(st, 4, r->total_s);
+    bind_stats(st, 5, &r->stats);
+}
+
+static void fill_step(sqlite3_stmt *st, const tp_summary *s, size_t i)
+{
+    const tp_step_row *r = &s->timings.steps[i];
+    sqlite3_bind_int(st, 1, r->rank);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)r->stats.count);
+    sqlite3_bind_double(st, 3, r->total_s);
+    sqlite3_bind_int64(st, 4, r->samples);
+    bind_stats(st, 5, &r->stats);
+}
+
+static void fill_epoch(sqlite3_stmt *st, const tp_summary *s, size_t i)
+{
+    const tp_epoch_row *e = &s->timings.epochs[i];
+    sqlite3_bind_int(st, 1, e->rank);
+    sqlite3_bind_int64(st, 2, e->epoch);
+    sqlite3_bind_int64(st, 3, llround(e->start_s * 1e9)); /* exact: start_s was t_ns / 1e9 */
+    sqlite3_bind_double(st, 4, e->duration_s);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)e->steps);
+    sqlite3_bind_int64(st, 6, e->samples);
+}
+
+static void fill_rank(sqlite3_stmt *st, const tp_summary *s, size_t i)
+{
+    const tp_rank_row *r = &s->ranks.rows[i];
+    sqlite3_bind_int(st, 1, r->rank);
+    sqlite3_bind_int64(st, 2, r->agent_id);
+    sqlite3_bind_int(st, 3, r->local_rank);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)r->steps);
+    sqlite3_bind_int64(st, 5, r->t0_ns);
+    sqlite3_bind_int64(st, 6, r->t1_ns);
+    const double v[] = {r->input_s, r->compute_s,        r->comm_s,          r->comm_overlap_s,
+                        r->other_s, r->gpu_util_percent, r->gpu_sm_clock_mhz};
+    for (int k = 0; k < 7; k++)
+        bind_real(st, 7 + k, v[k]);
+}
+
+static int write_summary(sqlite3 *db, const tp_summary *s)
+{
+    int rc = tp_exec(db, "BEGIN;"
+                         "DELETE FROM summary_series; DELETE FROM summary_timing;"
+                         "DELETE FROM summary_step; DELETE FROM summary_epoch;"
+                         "DELETE FROM summary_rank;");
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_series VALUES (?,?,?,?,?,?,?,?)", s, s->n,
+                         fill_series);
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?)", s,
+                         s->timings.nrows, fill_timing);
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?)", s,
+                         s->timings.nsteps, fill_step);
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_epoch VALUES (?,?,?,?,?,?)", s,
+                         s->timings.nepochs, fill_epoch);
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_rank VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
+                         s->ranks.n, fill_rank);
+    if (rc == SQLITE_OK)
+        rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('summarized', '1'); COMMIT;");
+    if (rc != SQLITE_OK)
+        tp_exec(db, "ROLLBACK");
+    return rc;
+}
+
+bool tp_summary_store_save(const char *path, char *err, size_t cap)
+{
+    tp_run *run = tp_run_open(path, err, cap);
+    if (!run)
+        return false;
+    if (run->schema_version < 3) {
+        tp_run_close(run);
+        snprintf(err, cap, "%s: schema %d has no summary tables", path, run->schema_version);
+        return false;
+    }
+    run->raw_only = true;
+    tp_summary s;
+    bool ok = tp_summary_build(run, &s, err, cap);
+    sqlite3 *db = NULL;
+    if (ok) {
+        int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
+        if (rc == SQLITE_OK) {
+            sqlite3_busy_timeout(db, 5000);
+            rc = write_summary(db, &s);
+        }
+        if (rc != SQLITE_OK) {
+            snprintf(err, cap, "%s: cannot store the summary: %s", path,
+                     db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+            ok = false;
+        }
+        sqlite3_close(db);
+    }
+    tp_summary_free(&s);
+    tp_run_close(run);
+    return ok;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+bool tp_summary_stored(const tp_run *run)
+{
+    const char *v = tp_run_meta_get(run, "summarized");
+    return !run->raw_only && run->schema_version >= 3 && v && strcmp(v, "1") == 0;
+}
+
+static double col_real(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static void col_stats(sqlite3_stmt *st, int count_col, int first, tp_stats *s)
+{
+    s->count = (size_t)sqlite3_column_int64(st, count_col);
+    s->mean = col_real(st, first);
+    s->min = col_real(st, first + 1);
+    s->p5 = col_real(st, first + 2);
+    s->p50 = col_real(st, first + 3);
+    s->p95 = col_real(st, first + 4);
+    s->max = col_real(st, first + 5);
+}
+
+static bool failed(tp_run *run, const char *what, char *err, size_t cap)
+{
+    snprintf(err, cap, "%s: cannot read the stored %s: %s", run->path, what,
+             sqlite3_errmsg(run->db));
+    return false;
+}
+
+static const tp_run_series *series_by_id(const tp_run *run, int64_t id)
+{
+    size_t lo = 0, hi = run->nseries; /* loaded in id order */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (run->series[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < run->nseries && run->series[lo].id == id ? &run->series[lo] : NULL;
+}
+
+bool tp_stored_series(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT series_id, count, mean, min, p5, p50, p95, max"
+                           " FROM summary_series ORDER BY series_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "series statistics", err, cap);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const tp_run_series *series = series_by_id(run, sqlite3_column_int64(st, 0));
+        tp_stats s;
+        col_stats(st, 1, 2, &s);
+        if (series)
+            fn(ctx, series, &s);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "series statistics", err, cap);
+}
+
+bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st;
+    size_t rcap = 0, scap = 0, ecap = 0;
+    int rc = sqlite3_prepare_v2(run->db,
+                                "SELECT rank, name, count, total_s, mean, min, p5, p50, p95, max"
+                                " FROM summary_timing ORDER BY rank, name",
+                                -1, &st, NULL);
+    while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        out->rows = tp_grow(out->rows, out->nrows, &rcap, sizeof *out->rows);
+        tp_timing_row *r = &out->rows[out->nrows++];
+        memset(r, 0, sizeof *r);
+        r->rank = sqlite3_column_int(st, 0);
+        const unsigned char *name = sqlite3_column_text(st, 1);
+        r->name = strdup(name ? (const char *)name : "");
+        r->total_s = sqlite3_column_double(st, 3);
+        col_stats(st, 2, 4, &r->stats);
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(run->db,
+                                "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95,"
+                                " max FROM summary_step ORDER BY rank",
+                                -1, &st, NULL);
+    while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        out->steps = tp_grow(out->steps, out->nsteps, &scap, sizeof *out->steps);
+        tp_step_row *r = &out->steps[out->nsteps++];
+        r->rank = sqlite3_column_int(st, 0);
+        r->total_s = sqlite3_column_double(st, 2);
+        r->samples = sqlite3_column_int64(st, 3);
+        col_stats(st, 1, 4, &r->stats);
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(run->db,
+                                "SELECT rank, epoch, start_ns, duration_s, steps, samples"
+                                " FROM summary_epoch ORDER BY rank, rowid",
+                                -1, &st, NULL);
+    while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        out->epochs = tp_grow(out->epochs, out->nepochs, &ecap, sizeof *out->epochs);
+        out->epochs[out->nepochs++] = (tp_epoch_row){
+            sqlite3_column_int(st, 0),
+            sqlite3_column_int64(st, 1),
+            (double)sqlite3_column_int64(st, 2) / 1e9,
+            sqlite3_column_double(st, 3),
+            (size_t)sqlite3_column_int64(st, 4),
+            sqlite3_column_int64(st, 5),
+            NAN,
+        };
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK) {
+        tp_timings_free(out);
+        return failed(run, "timings", err, cap);
+    }
+    return true;
+}
+
+bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st;
+    size_t rcap = 0;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s,"
+                           " compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
+                           " gpu_sm_clock_mhz FROM summary_rank ORDER BY rank",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "ranks", err, cap);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        out->rows = tp_grow(out->rows, out->n, &rcap, sizeof *out->rows);
+        tp_rank_row *r = &out->rows[out->n++];
+        memset(r, 0, sizeof *r);
+        r->rank = sqlite3_column_int(st, 0);
+        r->agent_id = sqlite3_column_int64(st, 1);
+        r->local_rank = sqlite3_column_int(st, 2);
+        r->steps = (size_t)sqlite3_column_int64(st, 3);
+        r->t0_ns = sqlite3_column_int64(st, 4);
+        r->t1_ns = sqlite3_column_int64(st, 5);
+        r->window_s = (double)(r->t1_ns - r->t0_ns) / 1e9;
+        r->input_s = sqlite3_column_double(st, 6);
+        r->compute_s = sqlite3_column_double(st, 7);
+        r->comm_s = sqlite3_column_double(st, 8);
+        r->comm_overlap_s = sqlite3_column_double(st, 9);
+        r->other_s = sqlite3_column_double(st, 10);
+        r->gpu_util_percent = col_real(st, 11);
+        r->gpu_sm_clock_mhz = col_real(st, 12);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        tp_ranks_free(out);
+        return failed(run, "ranks", err, cap);
+    }
+    return true;
+}

@@ -1,0 +1,41 @@
+/* summary_store.h: a run's report figures, kept in the run file itself.
+ *
+ * When the command ends, the recorder computes what `report` shows from its
+ * own file (series statistics, timings per rank and region, steps, epochs,
+ * each rank's parts) and writes it into the summary_* tables, then sets meta
+ * summarized = 1. Readers use those rows instead of scanning every sample,
+ * region and mark; the figures are the same, to the bit, as computing them
+ * from the rows (tested). Figures that depend on the whole (possibly merged)
+ * run are still computed at read time: shares of step time, energy per
+ * epoch, medians and stragglers. A file without them (killed recorder, older
+ * schema, or a merge whose inputs share ranks) is analysed from its rows. */
+#ifndef TP_ANALYZE_SUMMARY_STORE_H
+#define TP_ANALYZE_SUMMARY_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analyze/ranks.h"
+#include "analyze/stats.h"
+#include "analyze/timings.h"
+#include "store/reader.h"
+
+/* Computes the summary of the finished run file at path from its rows and
+ * stores it there. False with a one-line reason otherwise. */
+bool tp_summary_store_save(const char *path, char *err, size_t cap);
+
+/* Whether run carries a stored summary to read from. */
+bool tp_summary_stored(const tp_run *run);
+
+/* The stored statistics of each series, in series order. */
+typedef void (*tp_stored_series_fn)(void *ctx, const tp_run_series *series, const tp_stats *st);
+bool tp_stored_series(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap);
+
+/* The stored timing rows, steps and epochs (shares and energy are left for
+ * the caller to compute). */
+bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap);
+
+/* The stored rows of every rank (straggler fields left unset). */
+bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap);
+
+#endif

@@ -61,10 +61,22 @@ static int cmp_summary(const void *a, const void *b)
     return strverscmp(x->labels, y->labels);
 }
 
+static bool build(tp_run *run, tp_summary *out, char *err, size_t cap);
+
 bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
     out->run = run;
+    bool began = tp_run_begin_read(run);
+    bool ok = build(run, out, err, cap);
+    if (began)
+        tp_run_end_read(run);
+    return ok;
+}
+
+/* The summary's parts; tp_summary_build wraps them in one read snapshot. */
+static bool build(tp_run *run, tp_summary *out, char *err, size_t cap)
+{
     bool ok = tp_summary_stored(run) ? tp_stored_series(run, add_stored, out, err, cap)
                                      : tp_run_each_series(run, add_series, out, err, cap);
     if (!ok)

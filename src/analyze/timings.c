@@ -114,8 +114,8 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
         double a, b;
         int64_t t0 = (int64_t)(e->start_s * 1e9),
                 t1 = (int64_t)((e->start_s + e->duration_s) * 1e9);
-        if (tp_run_agent_value_at(run, s->agent_id, s->metric, s->labels, t0, &a) &&
-            tp_run_agent_value_at(run, s->agent_id, s->metric, s->labels, t1, &b) && b >= a)
+        if (tp_run_series_value_at(run, s->id, t0, &a) &&
+            tp_run_series_value_at(run, s->id, t1, &b) && b >= a)
             total = (isnan(total) ? 0 : total) + (b - a);
     }
     return total;

@@ -203,6 +203,7 @@ void tp_run_close(tp_run *run)
     free(run->series);
     free(run->unavailable);
     free(run->gpus);
+    sqlite3_finalize(run->value_at_stmt);
     sqlite3_close(run->db);
     free(run->path);
     free(run);
@@ -420,6 +421,39 @@ bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_
                      double *value)
 {
     return tp_run_agent_value_at(run, 1, metric, labels, t_ns, value);
+}
+
+bool tp_run_series_value_at(tp_run *run, int64_t series_id, int64_t t_ns, double *value)
+{
+    /* the last sample at or before t_ns, else the first one */
+    static const char sql[] =
+        "SELECT value FROM (SELECT value, 0 AS k FROM (SELECT value FROM sample"
+        " WHERE series_id = ?1 AND t_ns <= ?2 ORDER BY t_ns DESC LIMIT 1)"
+        " UNION ALL SELECT value, 1 FROM (SELECT value FROM sample WHERE series_id = ?1"
+        " ORDER BY t_ns LIMIT 1)) ORDER BY k LIMIT 1";
+    sqlite3_stmt *st = run->value_at_stmt;
+    if (!st && sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return false;
+    run->value_at_stmt = st;
+    sqlite3_bind_int64(st, 1, series_id);
+    sqlite3_bind_int64(st, 2, t_ns);
+    bool found = sqlite3_step(st) == SQLITE_ROW;
+    if (found)
+        *value = sqlite3_column_double(st, 0);
+    sqlite3_reset(st);
+    return found;
+}
+
+bool tp_run_begin_read(tp_run *run)
+{
+    return sqlite3_get_autocommit(run->db) &&
+           sqlite3_exec(run->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+}
+
+void tp_run_end_read(tp_run *run)
+{
+    if (!sqlite3_get_autocommit(run->db))
+        sqlite3_exec(run->db, "COMMIT", NULL, NULL, NULL);
 }
 
 bool tp_run_agent_value_at(tp_run *run, int64_t agent_id, const char *metric, const char *labels,

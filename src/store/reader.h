@@ -60,7 +60,8 @@ typedef struct tp_run {
     size_t ngpus;
     int64_t last_t_ns; /* latest sample time, -1 when there is none */
     int schema_version;
-    bool raw_only; /* analyse the rows even when a summary is stored */
+    bool raw_only;       /* analyse the rows even when a summary is stored */
+    void *value_at_stmt; /* sqlite3_stmt of tp_run_series_value_at, kept */
 } tp_run;
 
 enum { TP_RUN_MARK_STEP, TP_RUN_MARK_EPOCH, TP_RUN_MARK_SAMPLES };
@@ -109,6 +110,16 @@ bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_
 /* The same for any agent. */
 bool tp_run_agent_value_at(tp_run *run, int64_t agent_id, const char *metric, const char *labels,
                            int64_t t_ns, double *value);
+
+/* The same by series id, through one prepared statement kept with the run
+ * (for many lookups, e.g. every energy series at every epoch boundary). */
+bool tp_run_series_value_at(tp_run *run, int64_t series_id, int64_t t_ns, double *value);
+
+/* Reads everything after this call from one snapshot of the file, in one
+ * read transaction (no lock and stat system calls per query), until
+ * tp_run_end_read. Returns whether it began one (false: one was open). */
+bool tp_run_begin_read(tp_run *run);
+void tp_run_end_read(tp_run *run);
 
 /* The mean of series (metric, labels) of agent 1 over the samples that cover
  * (t0_ns, t1_ns]: those after t0_ns up to the first at or after t1_ns (a

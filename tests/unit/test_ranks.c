@@ -1,0 +1,158 @@
+/* test_ranks.c: ranks side by side on run files written through the real
+ * writer: the interval-union arithmetic on hand-made regions, a straggler
+ * and its cause, and the stored summary giving the same figures. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/ranks.h"
+#include "analyze/summary_store.h"
+#include "harness.h"
+#include "store/reader.h"
+#include "store/writer.h"
+
+#define S 1000000000ull /* one second in ns */
+
+static char *tmp_path(const char *name)
+{
+    char *root = fx_root();
+    char *p = NULL;
+    assert_true(asprintf(&p, "%s/%s", root, name) > 0);
+    free(root);
+    return p;
+}
+
+static uint32_t thread(tp_sink *s, int rank, int tid)
+{
+    tp_thread_info t = {0};
+    t.pid = 100 + rank;
+    t.tid = tid;
+    t.rank = rank;
+    t.local_rank = rank;
+    t.world_size = 4;
+    return tp_sink_thread(s, &t);
+}
+
+/* Rank r over [0, 10 s] (two step marks): on its main thread input [0, 3]
+ * (plus extra_input s), compute [1, 8] with a nested region, and on a
+ * second thread communication [2, 5]. */
+static void rank_regions(tp_sink *s, int rank, double extra_input)
+{
+    uint32_t main = thread(s, rank, 1000 + rank), comm = thread(s, rank, 2000 + rank);
+    uint32_t in = tp_sink_name(s, "dataloader_next"), train = tp_sink_name(s, "train_batch");
+    uint32_t fwd = tp_sink_name(s, "forward"), red = tp_sink_name(s, "reduce_metrics");
+    uint32_t mine = tp_sink_name(s, "my_region"); /* no category: other */
+    uint64_t x = (uint64_t)(extra_input * S);
+    tp_sink_mark(s, main, TP_MARK_STEP, 0, 0);
+    tp_sink_interval(s, main, in, 0, 0, 3 * S + x);
+    tp_sink_interval(s, main, train, 0, 1 * S + x, 8 * S + x);
+    tp_sink_interval(s, main, fwd, 1, 1 * S + x, 4 * S + x);
+    tp_sink_interval(s, main, mine, 0, 8 * S + x, 9 * S + x);
+    tp_sink_interval(s, comm, red, 0, 2 * S + x, 5 * S + x);
+    tp_sink_mark(s, main, TP_MARK_STEP, 10 * S + x, 0);
+}
+
+static void write_ranks(const char *path, const double *extra, int n)
+{
+    char err[256];
+    tp_writer *w = tp_writer_create(path, false, "node1", err, sizeof err);
+    assert_non_null(w);
+    tp_sink *s = tp_sink_new(0);
+    tp_sink_meta(s, "command", "train");
+    for (int r = 0; r < n; r++)
+        rank_regions(s, r, extra[r]);
+    tp_batch b = {0};
+    tp_sink_take(s, &b);
+    assert_true(tp_writer_apply(w, &b, err, sizeof err));
+    tp_batch_free(&b);
+    tp_sink_free(s);
+    tp_writer_finish(w);
+}
+
+static tp_ranks build(const char *path, bool raw)
+{
+    char err[256];
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    run->raw_only = raw;
+    tp_ranks r;
+    assert_true(tp_ranks_build(run, &r, err, sizeof err));
+    tp_run_close(run);
+    return r;
+}
+
+static void test_parts_by_interval_union(void **state)
+{
+    (void)state;
+    char *path = tmp_path("union.db");
+    const double extra[] = {0};
+    write_ranks(path, extra, 1);
+    tp_ranks r = build(path, true);
+    assert_int_equal(r.n, 1);
+    const tp_rank_row *row = &r.rows[0];
+    assert_int_equal(row->steps, 1);
+    /* comm [2,5]; input [0,3] minus comm = [0,2]; compute [1,8] minus both
+     * = [5,8]; other: [8,10] (my_region is in it); overlap: [2,5] */
+    assert_float_equal(row->window_s, 10, 1e-9);
+    assert_float_equal(row->comm_s, 3, 1e-9);
+    assert_float_equal(row->input_s, 2, 1e-9);
+    assert_float_equal(row->compute_s, 3, 1e-9);
+    assert_float_equal(row->other_s, 2, 1e-9);
+    assert_float_equal(row->comm_overlap_s, 3, 1e-9);
+    assert_false(row->straggler);
+    tp_ranks_free(&r);
+    free(path);
+}
+
+static void test_straggler_named_with_its_input(void **state)
+{
+    (void)state;
+    char *path = tmp_path("straggler.db");
+    const double extra[] = {0, 0, 2, 0}; /* rank 2 fetches 2 s longer */
+    write_ranks(path, extra, 4);
+    tp_ranks r = build(path, true);
+    assert_int_equal(r.n, 4);
+    assert_int_equal(r.nstragglers, 1);
+    assert_true(r.rows[2].straggler);
+    assert_non_null(strstr(r.rows[2].cause, "its input"));
+    assert_float_equal(r.median_own_s, 5, 1e-9);
+    assert_float_equal(r.rows[2].excess, 0.4, 1e-9); /* 7 s of own work vs 5 s */
+    tp_ranks_free(&r);
+    free(path);
+}
+
+static void test_stored_summary_gives_the_same_rows(void **state)
+{
+    (void)state;
+    char *path = tmp_path("stored.db");
+    const double extra[] = {0.5, 0, 2, 0.25};
+    write_ranks(path, extra, 4);
+    char err[256];
+    assert_true(tp_summary_store_save(path, err, sizeof err));
+    tp_ranks raw = build(path, true), stored = build(path, false);
+    assert_int_equal(raw.n, stored.n);
+    for (size_t i = 0; i < raw.n; i++) {
+        const tp_rank_row *a = &raw.rows[i], *b = &stored.rows[i];
+        assert_int_equal(a->rank, b->rank);
+        assert_int_equal(a->steps, b->steps);
+        assert_true(a->window_s == b->window_s && a->input_s == b->input_s &&
+                    a->compute_s == b->compute_s && a->comm_s == b->comm_s &&
+                    a->other_s == b->other_s && a->comm_overlap_s == b->comm_overlap_s);
+        assert_true(a->straggler == b->straggler && a->excess == b->excess);
+        assert_string_equal(a->cause, b->cause);
+    }
+    tp_ranks_free(&raw);
+    tp_ranks_free(&stored);
+    free(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parts_by_interval_union),
+        cmocka_unit_test(test_straggler_named_with_its_input),
+        cmocka_unit_test(test_stored_summary_gives_the_same_rows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

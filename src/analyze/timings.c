@@ -27,6 +27,13 @@ static void add_group(void *ctx, int rank, const char *name, double *durations, 
     tp_stats_compute(durations, n, &row->stats);
 }
 
+/* An epoch's length in seconds from its ends in ns: a difference of integers,
+ * so a merge that shifts every time by a node's offset leaves it unchanged. */
+static double epoch_duration(int64_t start_ns, int64_t end_ns)
+{
+    return end_ns > start_ns ? (double)(end_ns - start_ns) / 1e9 : 0;
+}
+
 /* Steps and epochs of the marks of one rank: marks[lo, hi), in (thread,
  * time) order. A step runs from one step mark to the next on its thread; an
  * epoch mark in between ends the run of steps (so the wait between the last
@@ -39,20 +46,20 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
 {
     double *durations = malloc((hi - lo + 1) * sizeof *durations);
     size_t nd = 0;
-    long epoch_row = -1;              /* the open epoch's row in t->epochs */
-    long prev_step = -1;              /* index of the thread's previous step mark */
-    double last_mark = -1;            /* time of the open epoch's last step mark */
+    long epoch_row = -1;     /* the open epoch's row in t->epochs */
+    long prev_step = -1;     /* index of the thread's previous step mark */
+    int64_t epoch_start = 0; /* the open epoch's mark, ns */
+    int64_t last_mark = -1;  /* time of the open epoch's last step mark, ns */
+    int64_t run_ns = llround(run_s * 1e9);
     int64_t samples = 0, pending = 0; /* pending: samples of the open step */
     for (size_t i = lo; i < hi; i++) {
         bool new_thread = i == lo || m[i].thread != m[i - 1].thread;
         if (new_thread || (m[i].kind == TP_RUN_MARK_EPOCH)) {
             if (epoch_row >= 0) {
-                tp_epoch_row *e = &t->epochs[epoch_row];
-                double end = !new_thread && (m[i].kind == TP_RUN_MARK_EPOCH)
-                                 ? (double)m[i].t_ns / 1e9
-                             : last_mark >= 0 ? last_mark
-                                              : run_s;
-                e->duration_s = end > e->start_s ? end - e->start_s : 0;
+                int64_t end = !new_thread && (m[i].kind == TP_RUN_MARK_EPOCH) ? m[i].t_ns
+                              : last_mark >= 0                                ? last_mark
+                                                                              : run_ns;
+                t->epochs[epoch_row].duration_s = epoch_duration(epoch_start, end);
             }
             prev_step = -1;
             epoch_row = -1;
@@ -64,6 +71,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             t->epochs[t->nepochs] =
                 (tp_epoch_row){m[i].rank, m[i].value, (double)m[i].t_ns / 1e9, 0, 0, 0, NAN};
             epoch_row = (long)t->nepochs++;
+            epoch_start = m[i].t_ns;
             continue;
         }
         if (m[i].kind == TP_RUN_MARK_SAMPLES) {
@@ -80,12 +88,11 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         }
         pending = 0;
         prev_step = (long)i;
-        last_mark = (double)m[i].t_ns / 1e9;
+        last_mark = m[i].t_ns;
     }
     if (epoch_row >= 0) {
-        tp_epoch_row *e = &t->epochs[epoch_row];
-        double end = last_mark >= 0 ? last_mark : run_s;
-        e->duration_s = end > e->start_s ? end - e->start_s : 0;
+        t->epochs[epoch_row].duration_s =
+            epoch_duration(epoch_start, last_mark >= 0 ? last_mark : run_ns);
     }
     if (nd) {
         t->steps = tp_grow(t->steps, t->nsteps, steps_cap, sizeof *t->steps);

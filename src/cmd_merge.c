@@ -55,7 +55,8 @@ int cmd_merge(int argc, char **argv)
         return 1;
     }
     char err[1024];
-    if (!tp_merge_runs(output, (const char *const *)argv + optind, (size_t)(argc - optind), force,
+    tp_merge_options opt = {.force = force, .durable = true};
+    if (!tp_merge_runs(output, (const char *const *)argv + optind, (size_t)(argc - optind), &opt,
                        err, sizeof err)) {
         tp_error("%s", err);
         return 2;

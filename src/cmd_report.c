@@ -16,7 +16,9 @@ static const char usage[] =
     "then each system metric's mean, p5, p50, p95 and max per agent and per GPU,\n"
     "the sources that were unavailable, the Timings per rank, the ranks side by\n"
     "side (stragglers) and the verdicts. Several files (one per node of a job)\n"
-    "are merged first, as `trainprof merge` would.\n"
+    "are merged first, as `trainprof merge` would; when each holds its stored\n"
+    "summary, only what that summary leaves to compute is copied (seconds, even\n"
+    "for a day of many nodes).\n"
     "\n"
     "options:\n"
     "  --json       one JSON object instead of tables\n"
@@ -54,7 +56,8 @@ int cmd_report(int argc, char **argv)
     char err[1024];
     tp_summary s;
     tp_inputs in;
-    if (!tp_inputs_open(&in, "report", argv + optind, (size_t)(argc - optind), err, sizeof err) ||
+    if (!tp_inputs_open(&in, "report", argv + optind, (size_t)(argc - optind), true, err,
+                        sizeof err) ||
         !tp_summary_load(in.path, &s, err, sizeof err)) {
         tp_inputs_done(&in);
         tp_error("%s", err);

@@ -1,6 +1,7 @@
 /* merge.c: several run files into one, one agent per input. */
 #include "store/merge.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@ typedef struct input_info {
     bool summarized;
     int *ranks; /* distinct ranks of its threads (-1: no rank) */
     size_t nranks;
+    int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
+    int64_t series_off; /* added to its series ids */
 } input_info;
 
 /* Collects the distinct ranks of run's threads into info. */
@@ -103,19 +106,64 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
     return true;
 }
 
+/* The largest id in table of db's main schema (0 when empty), or -1. */
+static int64_t max_id(sqlite3 *db, const char *table)
+{
+    char *sql = sqlite3_mprintf("SELECT coalesce(max(id), 0) FROM main.%s", table);
+    sqlite3_stmt *st = NULL;
+    int64_t id = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_free(sql);
+    return id;
+}
+
+/* The rows of an input's samples, regions and marks: all of them, or (for a
+ * report that reads the stored summaries) each series' first and last sample
+ * only, which are what the report reads of them besides energy. */
+static char *rows_sql(long long series, long long thread, long long dt, bool all_rows)
+{
+    if (all_rows)
+        return sqlite3_mprintf(
+            "INSERT INTO main.sample (series_id, t_ns, value)"
+            " SELECT series_id + %lld, t_ns + %lld, value FROM src.sample;"
+            "INSERT INTO main.region SELECT r.thread_id + %lld, nm.dst, r.depth, r.start_ns + %lld,"
+            " r.end_ns + %lld FROM src.region r CROSS JOIN name_map nm ON nm.src = r.name_id;"
+            "INSERT INTO main.mark SELECT thread_id + %lld, kind, t_ns + %lld, value FROM "
+            "src.mark;",
+            series, dt, thread, dt, dt, thread, dt);
+    return sqlite3_mprintf(
+        "INSERT OR IGNORE INTO main.sample (series_id, t_ns, value)"
+        " SELECT s.id + %lld, x.t_ns + %lld, x.value FROM src.series s CROSS JOIN src.sample x"
+        "  ON x.series_id = s.id AND (x.t_ns = (SELECT min(t_ns) FROM src.sample"
+        "   WHERE series_id = s.id) OR x.t_ns = (SELECT max(t_ns) FROM src.sample"
+        "   WHERE series_id = s.id));",
+        series, dt);
+}
+
 /* Copies one input into the output as agent `agent`; id offsets keep every
- * series, thread and name id unique. With summaries, its summary_* rows too
- * (series ids offset, times shifted, ranks kept). */
-static int copy_input(sqlite3 *db, const char *path, int agent, int64_t shift, bool first,
-                      bool summaries)
+ * series, thread and name id unique, and its series offset goes to
+ * info->series_off. With summaries, its summary_* rows too (series ids
+ * offset, times shifted, ranks kept); all_rows: as rows_sql says. Rows keep
+ * their order: the source table is always the outer loop (CROSS JOIN), so
+ * regions and marks stay in the order they were written. */
+static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info, bool first,
+                      bool summaries, bool all_rows)
 {
     char *sql = sqlite3_mprintf("ATTACH %Q AS src", path);
     int rc = tp_exec(db, sql);
     sqlite3_free(sql);
     if (rc != SQLITE_OK)
         return rc;
+    long long series = max_id(db, "series"), thread = max_id(db, "thread"), dt = info->shift;
+    if (series < 0 || thread < 0) {
+        tp_exec(db, "DETACH src");
+        return SQLITE_ERROR;
+    }
+    info->series_off = series;
     char *summary_sql = sqlite3_mprintf(
-        "INSERT INTO main.summary_series SELECT series_id + (SELECT series FROM off), count, mean,"
+        "INSERT INTO main.summary_series SELECT series_id + %lld, count, mean,"
         " min, p5, p50, p95, max FROM src.summary_series;"
         "INSERT INTO main.summary_timing SELECT * FROM src.summary_timing;"
         "INSERT INTO main.summary_step SELECT * FROM src.summary_step;"
@@ -124,41 +172,34 @@ static int copy_input(sqlite3 *db, const char *path, int agent, int64_t shift, b
         "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
         " gpu_sm_clock_mhz FROM src.summary_rank;",
-        (long long)shift, agent, (long long)shift, (long long)shift);
+        series, dt, agent, dt, dt);
+    char *rows = rows_sql(series, thread, dt, all_rows);
     sql = sqlite3_mprintf(
         "BEGIN;"
         "INSERT INTO agent (id, name, host) SELECT %d, name, host FROM src.agent WHERE id = 1;"
-        "CREATE TEMP TABLE off AS SELECT"
-        " (SELECT coalesce(max(id), 0) FROM main.series) AS series,"
-        " (SELECT coalesce(max(id), 0) FROM main.thread) AS thread;"
         "INSERT OR IGNORE INTO main.name (text) SELECT text FROM src.name;"
+        "CREATE TEMP TABLE name_map (src INTEGER PRIMARY KEY, dst INTEGER NOT NULL);"
+        "INSERT INTO name_map SELECT n.id, m.id FROM src.name n JOIN main.name m ON m.text = "
+        "n.text;"
         "INSERT INTO main.series (id, agent_id, metric_id, labels)"
-        " SELECT s.id + (SELECT series FROM off), %d,"
+        " SELECT s.id + %lld, %d,"
         "  (SELECT m.id FROM main.metric m JOIN src.metric sm ON sm.name = m.name"
         "   WHERE sm.id = s.metric_id), s.labels FROM src.series s;"
-        "INSERT INTO main.sample (series_id, t_ns, value)"
-        " SELECT series_id + (SELECT series FROM off), t_ns + %lld, value FROM src.sample;"
         "INSERT INTO main.unavailable (agent_id, source, reason)"
         " SELECT %d, source, reason FROM src.unavailable;"
         "INSERT INTO main.gpu SELECT %d, gpu_index, name, uuid, mem_total_bytes, energy_source"
         " FROM src.gpu;"
-        "INSERT INTO main.thread SELECT id + (SELECT thread FROM off), %d, pid, tid, rank,"
+        "INSERT INTO main.thread SELECT id + %lld, %d, pid, tid, rank,"
         " local_rank, world_size, name, dropped_events FROM src.thread;"
-        "INSERT INTO main.region SELECT r.thread_id + (SELECT thread FROM off),"
-        " (SELECT m.id FROM main.name m JOIN src.name n ON n.text = m.text WHERE n.id = r.name_id),"
-        " r.depth, r.start_ns + %lld, r.end_ns + %lld FROM src.region r;"
-        "INSERT INTO main.mark SELECT thread_id + (SELECT thread FROM off), kind, t_ns + %lld,"
-        " value FROM src.mark;"
-        "%s"
-        "%s"
-        "DROP TABLE off;"
+        "%s%s%s"
+        "DROP TABLE name_map;"
         "COMMIT;",
-        agent, agent, (long long)shift, agent, agent, agent, (long long)shift, (long long)shift,
-        (long long)shift,
+        agent, series, agent, agent, agent, thread, agent, rows ? rows : "",
         first ? "INSERT OR REPLACE INTO main.meta SELECT key, value FROM src.meta;" : "",
         summaries ? summary_sql : "");
-    rc = tp_exec(db, sql);
+    rc = rows && summary_sql && sql ? tp_exec(db, sql) : SQLITE_NOMEM;
     sqlite3_free(sql);
+    sqlite3_free(rows);
     sqlite3_free(summary_sql);
     if (rc != SQLITE_OK)
         tp_exec(db, "ROLLBACK");
@@ -166,11 +207,61 @@ static int copy_input(sqlite3 *db, const char *path, int agent, int64_t shift, b
     return rc != SQLITE_OK ? rc : rc2;
 }
 
-bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n, bool force, char *err,
-                   size_t cap)
+/* For a summary-only merge: the samples of input's cumulative energy series
+ * that the energy of an epoch (every rank's, of every input) looks up, i.e.
+ * for each epoch start and end b, the last sample at or before b - 1 us and
+ * every sample within 1 us of b (b is recomputed from seconds by the reader,
+ * give or take a nanosecond). Runs once all inputs' epochs are in. */
+static int copy_epoch_energy(sqlite3 *db, const char *path, const input_info *info)
+{
+    char *sql = sqlite3_mprintf("ATTACH %Q AS src", path);
+    int rc = tp_exec(db, sql);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK)
+        return rc;
+    long long off = info->series_off, dt = info->shift;
+    sql = sqlite3_mprintf(
+        "CREATE TEMP TABLE bound (t_ns INTEGER PRIMARY KEY);"
+        "INSERT OR IGNORE INTO bound SELECT start_ns - %lld FROM main.summary_epoch;"
+        "INSERT OR IGNORE INTO bound"
+        " SELECT start_ns + CAST(round(duration_s * 1e9) AS INTEGER) - %lld FROM "
+        "main.summary_epoch;"
+        "CREATE TEMP TABLE energy (id INTEGER PRIMARY KEY);"
+        "INSERT INTO energy SELECT s.id FROM src.series s JOIN src.metric m ON m.id = s.metric_id"
+        " WHERE m.name IN ('gpu_energy_joules', 'cpu_energy_joules');"
+        "INSERT OR IGNORE INTO main.sample (series_id, t_ns, value)"
+        " SELECT e.id + %lld, x.t_ns + %lld, x.value FROM energy e CROSS JOIN bound b"
+        "  CROSS JOIN src.sample x ON x.series_id = e.id"
+        "  AND x.t_ns > b.t_ns - 1000 AND x.t_ns <= b.t_ns + 1000;"
+        "INSERT OR IGNORE INTO main.sample (series_id, t_ns, value)"
+        " SELECT e.id + %lld, x.t_ns + %lld, x.value FROM energy e CROSS JOIN bound b"
+        "  CROSS JOIN src.sample x ON x.series_id = e.id AND x.t_ns = (SELECT max(t_ns)"
+        "   FROM src.sample WHERE series_id = e.id AND t_ns <= b.t_ns - 1000);"
+        "DROP TABLE bound;"
+        "DROP TABLE energy;",
+        dt, dt, off, dt, off, dt);
+    rc = sql ? tp_exec(db, sql) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    int rc2 = tp_exec(db, "DETACH src");
+    return rc != SQLITE_OK ? rc : rc2;
+}
+
+/* Flushes path's data to the disk (fsync); false if it can't. */
+static bool sync_file(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool ok = fsync(fd) == 0;
+    close(fd);
+    return ok;
+}
+
+bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
+                   const tp_merge_options *opt, char *err, size_t cap)
 {
     input_info *info = calloc(n, sizeof *info);
-    if (!info || !read_inputs(inputs, n, info, force, err, cap)) {
+    if (!info || !read_inputs(inputs, n, info, opt->force, err, cap)) {
         for (size_t i = 0; info && i < n; i++)
             free(info[i].ranks);
         free(info);
@@ -188,23 +279,35 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n, bo
     unlink(tmp);
     sqlite3 *db = NULL;
     int rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    /* The output is private until renamed, and thrown away on any failure:
+     * no journal, no syncs per transaction (one fsync before the rename
+     * makes it durable), one exclusive lock, a large page cache. */
+    if (rc == SQLITE_OK)
+        rc = tp_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                         " PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
+                         " PRAGMA cache_size=-262144;");
     if (rc == SQLITE_OK)
         rc = tp_schema_create(db);
     /* one transaction per input (an attached file can't be detached inside
      * one); the output only appears, by rename, once every input is in */
     bool summaries = summaries_carry_over(info, n);
-    for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
-        rc = copy_input(db, inputs[i], (int)i + 1, info[i].start_wall_ns - earliest, i == 0,
-                        summaries);
+    bool all_rows = !(opt->summary_only && summaries);
+    for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
+        info[i].shift = info[i].start_wall_ns - earliest;
+        rc = copy_input(db, inputs[i], (int)i + 1, &info[i], i == 0, summaries, all_rows);
+    }
+    for (size_t i = 0; rc == SQLITE_OK && !all_rows && i < n; i++)
+        rc = copy_epoch_energy(db, inputs[i], &info[i]);
     if (rc == SQLITE_OK) {
         char *sql = sqlite3_mprintf(
             "INSERT OR REPLACE INTO meta VALUES ('merged_from', '%d files');"
             "INSERT OR REPLACE INTO meta VALUES ('merge_anchor_uncertainty_ns', '%lld');"
             "INSERT OR REPLACE INTO meta VALUES ('start_wall_ns', '%lld');"
             "DELETE FROM meta WHERE key IN ('duration_ns');"
-            "%s",
+            "%s%s",
             (int)n, (long long)uncertainty, (long long)earliest,
-            summaries ? "" : "DELETE FROM meta WHERE key = 'summarized';");
+            summaries ? "" : "DELETE FROM meta WHERE key = 'summarized';",
+            all_rows ? "" : "INSERT OR REPLACE INTO meta VALUES ('summary_only', '1');");
         rc = tp_exec(db, sql);
         sqlite3_free(sql);
     }
@@ -214,6 +317,10 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n, bo
     for (size_t i = 0; i < n; i++)
         free(info[i].ranks);
     free(info);
+    if (rc == SQLITE_OK && opt->durable && !sync_file(tmp)) {
+        snprintf(err, cap, "merge: cannot write %s to disk", tmp);
+        rc = SQLITE_IOERR;
+    }
     if (rc == SQLITE_OK && rename(tmp, out_path) != 0) {
         snprintf(err, cap, "merge: cannot write %s", out_path);
         rc = SQLITE_CANTOPEN;
@@ -223,8 +330,8 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n, bo
     return rc == SQLITE_OK;
 }
 
-bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n, char *err,
-                    size_t cap)
+bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n, bool summary_only,
+                    char *err, size_t cap)
 {
     in->temp[0] = '\0';
     in->path = n ? paths[0] : NULL;
@@ -238,7 +345,8 @@ bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n
     snprintf(in->temp, sizeof in->temp, "%s/trainprof-%s-%d.db", dir && *dir ? dir : "/tmp", who,
              (int)getpid());
     char why[1024];
-    if (!tp_merge_runs(in->temp, (const char *const *)paths, n, false, why, sizeof why)) {
+    tp_merge_options opt = {.summary_only = summary_only};
+    if (!tp_merge_runs(in->temp, (const char *const *)paths, n, &opt, why, sizeof why)) {
         snprintf(err, cap, "%s: %s (merge them with `trainprof merge --force` to read them as one)",
                  who, why);
         in->temp[0] = '\0';

@@ -14,12 +14,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n, bool force, char *err,
-                   size_t cap);
+typedef struct tp_merge_options {
+    bool force;        /* merge inputs of different commands or jobs */
+    bool durable;      /* the output's data is on the disk (fsync) before it appears */
+    bool summary_only; /* where every input's stored summary carries over: copy only what
+                          `report` reads (no regions or marks; of the samples, each series'
+                          first and last and the energy at epoch bounds); meta summary_only */
+} tp_merge_options;
+
+/* Writes the merge of inputs[0..n) to out_path, which appears (by rename)
+ * only once complete. False with a one-line reason, and nothing written,
+ * otherwise. */
+bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
+                   const tp_merge_options *opt, char *err, size_t cap);
 
 /* The run file a command reads from its RUN_FILE arguments: the one file
  * itself, or several merged (refused as tp_merge_runs refuses them, without
- * force) into a temporary file in $TMPDIR (else /tmp). *path is what to open;
+ * force; summary_only as in tp_merge_options, for readers of the stored
+ * summary only) into a temporary file in $TMPDIR (else /tmp). *path is what
+ * to open;
  * tp_inputs_done removes the temporary file. False with a one-line reason
  * (prefixed by who) otherwise. */
 typedef struct tp_inputs {
@@ -28,8 +41,8 @@ typedef struct tp_inputs {
     char display[4200]; /* the inputs as given, "a.db + b.db" */
 } tp_inputs;
 
-bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n, char *err,
-                    size_t cap);
+bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n, bool summary_only,
+                    char *err, size_t cap);
 void tp_inputs_done(tp_inputs *in);
 
 /* Gives an opened merged temporary the name of its inputs (run->path shows

@@ -130,6 +130,15 @@ def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
     assert len(stored["ranks"]["per_rank"]) == 4 and len(stored["agents"]) == 2
     assert {x["rank"]: x["agent"] for x in stored["ranks"]["per_rank"]} == {
         0: "node-a", 1: "node-a", 2: "node-b", 3: "node-b"}
+    # `report` of the node files copies only what the stored summaries need
+    # (no regions, marks or samples but series' ends and energy at epoch
+    # bounds), yet says what the report of the full merge says, to the bit
+    direct = json.loads(trainprof("report", "--json", *files).stdout)
+    assert direct["run"]["meta"].pop("summary_only") == "1"
+    assert direct["run"].pop("path") == " + ".join(map(str, files))
+    full = report_json(merged)
+    full["run"].pop("path")
+    assert all(e["energy_j"] for e in full["epochs"]) and direct == full
     assert_same_report(stored, report_from_rows(merged, tmp_path))
 
 

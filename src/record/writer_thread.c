@@ -8,7 +8,9 @@ static void *writer_main(void *arg)
     tp_writer_thread *t = arg;
     tp_batch batch = {0};
     char err[512];
-    while (tp_sink_wait(t->sink, 1000)) {
+    /* the first batch (the run's start metadata) is written at once, so a
+     * recorder killed in its first second still leaves a readable file */
+    for (bool first = true; first || tp_sink_wait(t->sink, 1000); first = false) {
         tp_sink_take(t->sink, &batch);
         if (t->live)
             tp_live_apply(t->live, &batch);

@@ -10,6 +10,7 @@ int cmd_top(int argc, char **argv);
 int cmd_html(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_summarize(int argc, char **argv);
 int cmd_iobench(int argc, char **argv);
 int cmd_bottleneck(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

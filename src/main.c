@@ -17,6 +17,7 @@ static const subcommand subcommands[] = {
     {"report", cmd_report, "show a run file's figures as tables or JSON"},
     {"html", cmd_html, "write a run file as one self-contained HTML page with plots"},
     {"merge", cmd_merge, "join the run files of several nodes into one"},
+    {"summarize", cmd_summarize, "store the summary a run file lacks (a killed recorder)"},
     {"compare", cmd_compare, "scalability across runs: speed-up, efficiency, energy"},
     {"bottleneck", cmd_bottleneck, "actual rate vs training and input limits, in three runs"},
     {"iobench", cmd_iobench, "read throughput and IOPS of the storage under a path"},
@@ -31,7 +32,7 @@ static void print_usage(FILE *out)
                  "trainprof tells why training is slow: it records system metrics of a\n"
                  "training run into one SQLite file and reports on them.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
-        fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
+        fprintf(out, "  %-11s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(out,
             "\noptions:\n  -h, --help     show this help\n  -V, --version  show the version\n"
             "\nRun 'trainprof COMMAND --help' for a command's options.\n"

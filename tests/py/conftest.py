@@ -85,6 +85,9 @@ def report_from_rows(path, tmp_path):
     import sqlite3
     raw = tmp_path / ("rows-" + pathlib.Path(path).name)
     shutil.copyfile(path, raw)
+    wal = pathlib.Path(f"{path}-wal")  # a killed recorder's last commits
+    if wal.exists():
+        shutil.copyfile(wal, f"{raw}-wal")
     with sqlite3.connect(raw) as db:
         db.execute("DELETE FROM meta WHERE key = 'summarized'")
     rep = report_json(raw)

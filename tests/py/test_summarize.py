@@ -1,0 +1,86 @@
+"""`trainprof summarize`: the stored summary of a file whose recorder was killed."""
+
+import json
+import sqlite3
+import subprocess
+import time
+
+from conftest import (PROGRAM, assert_same_report, kill_with_children, report_from_rows,
+                      report_json, trainprof)
+from test_timings import EMIT
+
+
+def killed_node(path, rank, after_s=2.5):
+    """A node's run file of emit_events (one rank: regions, then 1.2 s of steps
+    and epochs) whose recorder was SIGKILLed after the writer's second commit,
+    while the command still ran: rows, but no stored summary."""
+    p = subprocess.Popen([PROGRAM, "record", "-q", "-i", "0.05", "--agent", f"node-{rank}",
+                          "-o", str(path), "--", "sh", "-c", f"{EMIT} nested; {EMIT} slow_epochs; exec sleep 10"],
+                         env={"RANK": str(rank), "LOCAL_RANK": "0", "WORLD_SIZE": "2",
+                              "PATH": "/usr/bin:/bin"})
+    time.sleep(after_s)
+    kill_with_children(p)
+    return path
+
+
+def started(path):
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            return db.execute("SELECT 1 FROM meta WHERE key = 'start_wall_ns'").fetchone()
+    except sqlite3.Error:
+        return None
+
+
+def test_summarize_stores_what_the_rows_give(tmp_path):
+    k = killed_node(tmp_path / "k.db", 0)
+    before = report_json(k)
+    assert "summarized" not in before["run"]["meta"]
+    assert before["timings"] and before["epochs"] and before["ranks"]["per_rank"]
+    rows = report_from_rows(k, tmp_path)
+    r = trainprof("summarize", k)
+    assert r.returncode == 0 and f"summarized {k} in" in r.stderr
+    assert_same_report(report_json(k), rows)
+    r = trainprof("summarize", k)
+    assert r.returncode == 0 and "already holds its summary" in r.stderr
+    r = trainprof("summarize", "--force", "-q", k)
+    assert r.returncode == 0 and r.stderr == ""
+    assert_same_report(report_json(k), rows)
+
+
+def test_summarized_node_files_report_without_a_full_merge(tmp_path):
+    a, b = killed_node(tmp_path / "a.db", 0), killed_node(tmp_path / "b.db", 1)
+    full = json.loads(trainprof("report", "--json", a, b).stdout)
+    assert "summary_only" not in full["run"]["meta"]  # no summary: every row was merged
+    assert trainprof("summarize", "-q", a, b).returncode == 0
+    direct = json.loads(trainprof("report", "--json", a, b).stdout)
+    assert direct["run"]["meta"].pop("summary_only") == "1"
+    merged = tmp_path / "all.db"
+    assert trainprof("merge", "-o", merged, a, b).returncode == 0
+    whole = report_json(merged)
+    whole["run"]["path"] = direct["run"]["path"]
+    assert direct == whole and {x["rank"] for x in direct["ranks"]["per_rank"]} == {0, 1}
+
+
+def test_summarize_leaves_a_live_recording_and_names_bad_files(tmp_path):
+    live = tmp_path / "live.db"
+    p = subprocess.Popen([PROGRAM, "record", "-q", "-i", "0.1", "-o", str(live), "--", "sleep",
+                          "4"])
+    try:
+        deadline = time.monotonic() + 3
+        while not started(live) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        r = trainprof("summarize", live)
+        assert r.returncode == 2 and "is still being recorded" in r.stderr
+    finally:
+        assert p.wait(timeout=30) == 0
+    assert report_json(live)["run"]["meta"]["summarized"] == "1"  # record stored it at the end
+    k = killed_node(tmp_path / "k.db", 0)
+    text = tmp_path / "notes.txt"
+    text.write_text("not a run file\n")
+    r = trainprof("summarize", text, k)
+    assert r.returncode == 2 and f"summarize: {text}: not a trainprof run file" in r.stderr
+    assert report_json(k)["run"]["meta"]["summarized"] == "1"  # the good file still was
+    r = trainprof("summarize")
+    assert r.returncode == 2 and "give one or more run files" in r.stderr
+    r = trainprof("summarize", "--help")
+    assert r.returncode == 0 and "killed" in r.stdout

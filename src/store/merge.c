@@ -284,7 +284,7 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
      * makes it durable), one exclusive lock, a large page cache. */
     if (rc == SQLITE_OK)
         rc = tp_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                         " PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
+                         " PRAGMA main.locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
                          " PRAGMA cache_size=-262144;");
     if (rc == SQLITE_OK)
         rc = tp_schema_create(db);

@@ -295,6 +295,8 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
         info[i].shift = info[i].start_wall_ns - earliest;
         rc = copy_input(db, inputs[i], (int)i + 1, &info[i], i == 0, summaries, all_rows);
+        if (rc == SQLITE_OK && opt->progress)
+            opt->progress(opt->progress_ctx, i + 1, n, inputs[i], all_rows);
     }
     for (size_t i = 0; rc == SQLITE_OK && !all_rows && i < n; i++)
         rc = copy_epoch_energy(db, inputs[i], &info[i]);
@@ -330,6 +332,16 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     return rc == SQLITE_OK;
 }
 
+/* A full merge of many nodes' files takes minutes: one line on a terminal,
+ * rewritten after each input. A summary-only merge is too quick to need it. */
+static void show_progress(void *ctx, size_t done, size_t n, const char *input, bool all_rows)
+{
+    (void)ctx;
+    if (all_rows)
+        fprintf(stderr, "\rtrainprof: merging the run files: %zu of %zu (%s)\033[K", done, n,
+                input);
+}
+
 bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n, bool summary_only,
                     char *err, size_t cap)
 {
@@ -345,8 +357,12 @@ bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n
     snprintf(in->temp, sizeof in->temp, "%s/trainprof-%s-%d.db", dir && *dir ? dir : "/tmp", who,
              (int)getpid());
     char why[1024];
-    tp_merge_options opt = {.summary_only = summary_only};
-    if (!tp_merge_runs(in->temp, (const char *const *)paths, n, &opt, why, sizeof why)) {
+    tp_merge_options opt = {.summary_only = summary_only,
+                            .progress = isatty(STDERR_FILENO) ? show_progress : NULL};
+    bool merged = tp_merge_runs(in->temp, (const char *const *)paths, n, &opt, why, sizeof why);
+    if (opt.progress)
+        fputs("\r\033[K", stderr); /* the progress line goes away */
+    if (!merged) {
         snprintf(err, cap, "%s: %s (merge them with `trainprof merge --force` to read them as one)",
                  who, why);
         in->temp[0] = '\0';

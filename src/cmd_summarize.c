@@ -9,6 +9,7 @@
 #include "analyze/summary_store.h"
 #include "commands.h"
 #include "store/reader.h"
+#include "store/schema.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -93,10 +94,10 @@ static bool summarize(const char *path, bool force, bool quiet)
                  path, pid);
         return false;
     }
-    if (version < 3) {
-        tp_error("summarize: %s has schema %d, which has no summary tables (its report reads "
-                 "the rows)",
-                 path, version);
+    if (version < TP_SCHEMA_SUMMARY) {
+        tp_error("summarize: %s has schema %d, older than the summary this trainprof stores "
+                 "(schema %d); its report reads the rows",
+                 path, version, TP_SCHEMA_SUMMARY);
         return false;
     }
     if (stored && !force) {

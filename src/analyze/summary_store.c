@@ -60,6 +60,7 @@ static void fill_timing(sqlite3_stmt *st, const tp_summary *s, size_t i)
     sqlite3_bind_int64(st, 3, (sqlite3_int64)r->stats.count);
     sqlite3_bind_double(st, 4, r->total_s);
     bind_stats(st, 5, &r->stats);
+    sqlite3_bind_double(st, 11, r->in_steps_s);
 }
 
 static void fill_step(sqlite3_stmt *st, const tp_summary *s, size_t i)
@@ -108,7 +109,7 @@ static int write_summary(sqlite3 *db, const tp_summary *s)
         rc = insert_rows(db, "INSERT INTO summary_series VALUES (?,?,?,?,?,?,?,?)", s, s->n,
                          fill_series);
     if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?)", s,
+        rc = insert_rows(db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?)", s,
                          s->timings.nrows, fill_timing);
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?)", s,
@@ -131,9 +132,11 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
     tp_run *run = tp_run_open(path, err, cap);
     if (!run)
         return false;
-    if (run->schema_version < 3) {
+    if (run->schema_version < TP_SCHEMA_SUMMARY) {
+        int version = run->schema_version;
         tp_run_close(run);
-        snprintf(err, cap, "%s: schema %d has no summary tables", path, run->schema_version);
+        snprintf(err, cap, "%s: schema %d has no summary tables this trainprof writes", path,
+                 version);
         return false;
     }
     run->raw_only = true;
@@ -163,7 +166,7 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
 bool tp_summary_stored(const tp_run *run)
 {
     const char *v = tp_run_meta_get(run, "summarized");
-    return !run->raw_only && run->schema_version >= 3 && v && strcmp(v, "1") == 0;
+    return !run->raw_only && run->schema_version >= TP_SCHEMA_SUMMARY && v && strcmp(v, "1") == 0;
 }
 
 static double col_real(sqlite3_stmt *st, int i)
@@ -228,8 +231,8 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
     sqlite3_stmt *st;
     size_t rcap = 0, scap = 0, ecap = 0;
     int rc = sqlite3_prepare_v2(run->db,
-                                "SELECT rank, name, count, total_s, mean, min, p5, p50, p95, max"
-                                " FROM summary_timing ORDER BY rank, name",
+                                "SELECT rank, name, count, total_s, mean, min, p5, p50, p95, max,"
+                                " in_steps_s FROM summary_timing ORDER BY rank, name",
                                 -1, &st, NULL);
     while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         out->rows = tp_grow(out->rows, out->nrows, &rcap, sizeof *out->rows);
@@ -239,6 +242,7 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
         const unsigned char *name = sqlite3_column_text(st, 1);
         r->name = strdup(name ? (const char *)name : "");
         r->total_s = sqlite3_column_double(st, 3);
+        r->in_steps_s = sqlite3_column_double(st, 10);
         col_stats(st, 2, 4, &r->stats);
     }
     sqlite3_finalize(st);

@@ -6,12 +6,24 @@
 #include <string.h>
 
 #include "analyze/summary_store.h"
+#include "store/reader_stream.h"
 #include "util/grow.h"
 
 typedef struct build_ctx {
     tp_timings *t;
     size_t rows_cap;
 } build_ctx;
+
+/* A closed step of a rank, or (once merged) a run of back-to-back steps. */
+typedef struct step_span {
+    int rank;
+    int64_t a, b; /* ns */
+} step_span;
+
+typedef struct span_list {
+    step_span *v;
+    size_t n, cap;
+} span_list;
 
 static void add_group(void *ctx, int rank, const char *name, double *durations, size_t n)
 {
@@ -42,7 +54,7 @@ static double epoch_duration(int64_t start_ns, int64_t end_ns)
  * or to the end of the run. Samples marks count for the step they fall in,
  * once that step is closed, so samples/s is over the same steps as steps/s. */
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
-                       size_t *steps_cap, size_t *epochs_cap)
+                       size_t *steps_cap, size_t *epochs_cap, span_list *spans)
 {
     double *durations = malloc((hi - lo + 1) * sizeof *durations);
     size_t nd = 0;
@@ -80,6 +92,8 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         }
         if (prev_step >= 0) {
             durations[nd++] = (double)(m[i].t_ns - m[prev_step].t_ns) / 1e9;
+            spans->v = tp_grow(spans->v, spans->n, &spans->cap, sizeof *spans->v);
+            spans->v[spans->n++] = (step_span){m[i].rank, m[prev_step].t_ns, m[i].t_ns};
             samples += pending;
             if (epoch_row >= 0) {
                 t->epochs[epoch_row].steps++;
@@ -128,6 +142,128 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
     return total;
 }
 
+static int cmp_span(const void *x, const void *y)
+{
+    const step_span *a = x, *b = y;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return (a->a > b->a) - (a->a < b->a);
+}
+
+/* Sorts spans by (rank, start) and merges those of a rank that touch or
+ * overlap, so each rank's spans are disjoint and increasing. */
+static void merge_spans(span_list *s)
+{
+    if (!s->n)
+        return;
+    qsort(s->v, s->n, sizeof *s->v, cmp_span);
+    size_t k = 0;
+    for (size_t i = 1; i < s->n; i++) {
+        if (s->v[i].rank == s->v[k].rank && s->v[i].a <= s->v[k].b) {
+            if (s->v[i].b > s->v[k].b)
+                s->v[k].b = s->v[i].b;
+        } else {
+            s->v[++k] = s->v[i];
+        }
+    }
+    s->n = k + 1;
+}
+
+typedef struct in_steps_ctx {
+    const span_list *spans;
+    tp_run_thread *threads; /* sorted by id */
+    size_t nthreads;
+    tp_timing_row **rows; /* sorted by (rank, name) */
+    size_t nrows;
+    int64_t *ns; /* per entry of rows */
+} in_steps_ctx;
+
+static int cmp_thread_id(const void *key, const void *elem)
+{
+    int64_t id = *(const int64_t *)key, other = ((const tp_run_thread *)elem)->id;
+    return (id > other) - (id < other);
+}
+
+static int cmp_row(const void *x, const void *y)
+{
+    const tp_timing_row *a = *(tp_timing_row *const *)x, *b = *(tp_timing_row *const *)y;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* The first of rank's spans that ends after t (or the end of rank's spans). */
+static size_t first_span(const span_list *s, int rank, int64_t t)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const step_span *p = &s->v[mid];
+        if (p->rank < rank || (p->rank == rank && p->b <= t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Adds the part of one region that lies inside its rank's steps. */
+static void add_in_steps(void *ctx, int64_t thread, const char *name, int depth, int64_t start_ns,
+                         int64_t end_ns)
+{
+    (void)depth;
+    in_steps_ctx *c = ctx;
+    const tp_run_thread *th =
+        bsearch(&thread, c->threads, c->nthreads, sizeof *c->threads, cmp_thread_id);
+    if (!th)
+        return;
+    int64_t inside = 0;
+    for (size_t i = first_span(c->spans, th->rank, start_ns);
+         i < c->spans->n && c->spans->v[i].rank == th->rank && c->spans->v[i].a < end_ns; i++) {
+        int64_t a = start_ns > c->spans->v[i].a ? start_ns : c->spans->v[i].a;
+        int64_t b = end_ns < c->spans->v[i].b ? end_ns : c->spans->v[i].b;
+        inside += b > a ? b - a : 0;
+    }
+    if (!inside)
+        return;
+    tp_timing_row key = {.rank = th->rank, .name = (char *)name}, *kp = &key;
+    tp_timing_row **row = bsearch(&kp, c->rows, c->nrows, sizeof *c->rows, cmp_row);
+    if (row)
+        c->ns[row - c->rows] += inside;
+}
+
+/* Each row's time inside its rank's closed steps (in_steps_s): one pass over
+ * the regions, each cut to the rank's runs of steps. Rows of a rank with no
+ * steps keep all of their time (their share is of the run). */
+static bool measure_in_steps(tp_run *run, tp_timings *t, const span_list *spans, char *err,
+                             size_t cap)
+{
+    for (size_t i = 0; i < t->nrows; i++) {
+        bool stepped = false;
+        for (size_t s = 0; s < t->nsteps && !stepped; s++)
+            stepped = t->steps[s].rank == t->rows[i].rank;
+        t->rows[i].in_steps_s = stepped ? 0 : t->rows[i].total_s;
+    }
+    if (!spans->n || !t->nrows)
+        return true;
+    in_steps_ctx c = {
+        spans, NULL, 0, calloc(t->nrows, sizeof *c.rows), t->nrows, calloc(t->nrows, sizeof *c.ns)};
+    bool ok = c.rows && c.ns && tp_run_threads(run, &c.threads, &c.nthreads, err, cap);
+    if (ok) {
+        for (size_t i = 0; i < t->nrows; i++)
+            c.rows[i] = &t->rows[i];
+        qsort(c.rows, c.nrows, sizeof *c.rows, cmp_row);
+        ok = tp_run_each_region(run, add_in_steps, &c, err, cap);
+    }
+    for (size_t i = 0; ok && i < c.nrows; i++)
+        if (c.ns[i])
+            c.rows[i]->in_steps_s = (double)c.ns[i] / 1e9;
+    free(c.threads);
+    free(c.rows);
+    free(c.ns);
+    return ok;
+}
+
 /* Rows, steps and epochs from the regions and marks. */
 static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
 {
@@ -140,15 +276,19 @@ static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, siz
     if (!tp_run_marks(run, &marks, &n, err, cap))
         return false;
     size_t steps_cap = 0, epochs_cap = 0;
+    span_list spans = {0};
     for (size_t lo = 0; lo < n;) {
         size_t hi = lo;
         while (hi < n && marks[hi].rank == marks[lo].rank)
             hi++;
-        rank_steps(out, marks, lo, hi, run_s, &steps_cap, &epochs_cap);
+        rank_steps(out, marks, lo, hi, run_s, &steps_cap, &epochs_cap, &spans);
         lo = hi;
     }
     free(marks);
-    return true;
+    merge_spans(&spans);
+    bool ok = measure_in_steps(run, out, &spans, err, cap);
+    free(spans.v);
+    return ok;
 }
 
 bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
@@ -161,7 +301,7 @@ bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, siz
         for (size_t s = 0; s < out->nsteps; s++)
             if (out->steps[s].rank == out->rows[i].rank && out->steps[s].total_s > 0)
                 denom = out->steps[s].total_s;
-        out->rows[i].share = denom > 0 ? out->rows[i].total_s / denom : 0;
+        out->rows[i].share = denom > 0 ? out->rows[i].in_steps_s / denom : 0;
     }
     for (size_t e = 0; e < out->nepochs; e++)
         out->epochs[e].energy_j = epoch_energy(run, &out->epochs[e]);

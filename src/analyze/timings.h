@@ -2,7 +2,10 @@
  *
  * Per rank and region name: count, total, mean and percentiles of durations,
  * and the share of the rank's step time (the sum of its step durations when
- * steps were marked, else the run's duration). Nested regions count inside
+ * steps were marked, else the run's duration). The share counts only the
+ * time inside the rank's closed steps (in_steps_s): an evaluation loop's
+ * forward or the validation loader's fetches between epochs count in count
+ * and total but would otherwise inflate the training step's shares. Nested regions count inside
  * their parents too, so shares of nested names add up to more than 1. Steps
  * run from one step mark to the next on the same thread, never across an
  * epoch mark; an epoch runs from its mark to the thread's next epoch mark (the
@@ -22,7 +25,8 @@ typedef struct tp_timing_row {
     char *name;
     tp_stats stats; /* seconds */
     double total_s;
-    double share;
+    double in_steps_s; /* the part of total_s inside the rank's steps (all of it without steps) */
+    double share;      /* in_steps_s over the rank's step time */
 } tp_timing_row;
 
 typedef struct tp_step_row {

@@ -14,6 +14,27 @@ static void rank_title(char *buf, size_t cap, int rank)
         snprintf(buf, cap, "rank %d", rank);
 }
 
+/* After a rank's Timings table: the regions with time outside its steps
+ * (an evaluation loop, checkpoints), which count in count and total but not
+ * in the shares. Nothing when that time is negligible. */
+static void outside_steps_line(FILE *out, const tp_timings *t, int rank)
+{
+    bool any = false;
+    for (size_t i = 0; i < t->nrows; i++) {
+        const tp_timing_row *r = &t->rows[i];
+        double outside = r->total_s - r->in_steps_s;
+        if (r->rank != rank || outside < 1e-3 || outside < 0.05 * r->total_s)
+            continue;
+        char d[32];
+        tp_format_duration(d, sizeof d, outside);
+        fprintf(out, "%s%s %s", any ? ", " : "  outside the steps (not in the shares): ", r->name,
+                d);
+        any = true;
+    }
+    if (any)
+        fputc('\n', out);
+}
+
 void tp_report_timings_text(FILE *out, const tp_summary *s)
 {
     const tp_timings *t = &s->timings;
@@ -25,6 +46,8 @@ void tp_report_timings_text(FILE *out, const tp_summary *s)
     for (size_t i = 0; i < t->nrows; i++) {
         const tp_timing_row *r = &t->rows[i];
         if (r->rank != rank) {
+            if (i > 0)
+                outside_steps_line(out, t, rank);
             char title[32];
             rank_title(title, sizeof title, r->rank);
             rank = r->rank;
@@ -38,6 +61,8 @@ void tp_report_timings_text(FILE *out, const tp_summary *s)
         fprintf(out, "  %-24.24s %8zu %11s %11s %11s %11s %11s %6.1f%%\n", r->name, r->stats.count,
                 c[0], c[1], c[2], c[3], c[4], 100 * r->share);
     }
+    if (t->nrows)
+        outside_steps_line(out, t, rank);
     for (size_t i = 0; i < t->nsteps; i++) {
         const tp_step_row *st = &t->steps[i];
         char title[32], mean[32], p50[32], p95[32];
@@ -108,6 +133,8 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         json_key(w, "total_s");
         json_double(w, r->total_s);
         stat_fields(w, &r->stats);
+        json_key(w, "in_steps_s");
+        json_double(w, r->in_steps_s);
         json_key(w, "share");
         json_double(w, r->share);
         json_object_end(w);

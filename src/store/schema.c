@@ -38,7 +38,7 @@ static const char schema_sql[] =
     "  mean REAL, min REAL, p5 REAL, p50 REAL, p95 REAL, max REAL);"
     "CREATE TABLE summary_timing (rank INTEGER NOT NULL, name TEXT NOT NULL,"
     "  count INTEGER NOT NULL, total_s REAL NOT NULL, mean REAL, min REAL, p5 REAL, p50 REAL,"
-    "  p95 REAL, max REAL, PRIMARY KEY (rank, name)) WITHOUT ROWID;"
+    "  p95 REAL, max REAL, in_steps_s REAL NOT NULL, PRIMARY KEY (rank, name)) WITHOUT ROWID;"
     "CREATE TABLE summary_step (rank INTEGER PRIMARY KEY, count INTEGER NOT NULL,"
     "  total_s REAL NOT NULL, samples INTEGER NOT NULL, mean REAL, min REAL, p5 REAL, p50 REAL,"
     "  p95 REAL, max REAL);"

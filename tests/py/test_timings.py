@@ -17,8 +17,11 @@ def test_c_regions_steps_epochs_reach_the_report(run_file):
     assert rows["inner"]["mean_s"] >= 100e-6  # each inner region sleeps 100 us
     assert rows["outer"]["total_s"] >= rows["inner"]["total_s"]
     [steps] = rep["steps"]
-    # share is of the rank's step time (regions outside counted steps included)
-    assert abs(rows["outer"]["share"] - rows["outer"]["total_s"] / steps["total_s"]) < 1e-9
+    # share is of the rank's step time, and counts only what ran inside the
+    # steps: the 10th outer region (100 us or more) follows the last step mark
+    outer = rows["outer"]
+    assert abs(outer["share"] - outer["in_steps_s"] / steps["total_s"]) < 1e-9
+    assert outer["total_s"] - outer["in_steps_s"] >= 100e-6
     # epoch 0 has 10 step marks (9 steps: a step runs from a mark to the next);
     # the epoch-1 mark ends that run, and epoch 1 has a single mark
     assert steps["count"] == 9

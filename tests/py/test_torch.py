@@ -95,6 +95,57 @@ def test_fast_loader_big_model_is_compute_bound(run_file):
     assert rep["steps"][0]["samples_per_s"] > 0
 
 
+# Training with a validation pass after each epoch: a big evaluation set that
+# loads slowly, which must not make the training look input-bound.
+TRAIN_AND_VALIDATE = """
+import time, torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+class Slow(Dataset):
+    def __len__(self):
+        return 640
+    def __getitem__(self, i):
+        time.sleep(0.0005)
+        return torch.ones(256), 0
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+train = DataLoader(TensorDataset(torch.randn(640, 256), torch.randint(0, 10, (640,))),
+                   batch_size=32)
+val = DataLoader(Slow(), batch_size=32)
+for epoch in range(2):
+    model.train()
+    for x, y in train:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        for x, y in val:
+            model(x)
+"""
+
+
+def test_a_validation_pass_counts_but_takes_no_share(run_file):
+    script = run_file.parent / "train_val.py"
+    script.write_text(TRAIN_AND_VALIDATE)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    nxt, fwd = timing(rep, "dataloader_next"), timing(rep, "forward")
+    # every fetch and forward counts, validation's too (2 x 20 each, and 2 ends)
+    assert nxt["count"] == 2 * (21 + 21) and fwd["count"] == 2 * (20 + 20)
+    # validation's slow fetches (16 ms a batch) happened outside the steps
+    assert nxt["total_s"] > 0.5 and nxt["in_steps_s"] < 0.5 * nxt["total_s"]
+    assert fwd["in_steps_s"] < fwd["total_s"]
+    assert nxt["share"] < 0.25 and "input_bound" not in kinds(rep), rep["verdicts"]
+    assert fwd["share"] <= timing(rep, "train_batch")["share"] <= 1
+    text = trainprof("report", run_file).stdout
+    assert "outside the steps (not in the shares): dataloader_next" in text
+
+
 @pytest.mark.parametrize("workers, method", [(2, "fork"), (4, "fork"), (2, "spawn"),
                                              (4, "spawn")])
 def test_dataloader_workers(run_file, workers, method):

@@ -179,7 +179,7 @@ static void test_refuses_foreign_files(void **state)
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     tp_exec(db, "PRAGMA user_version=99");
     sqlite3_close(db);
-    expect_refused(path, "schema version 99 is newer than this trainprof reads (3)");
+    expect_refused(path, "schema version 99 is newer than this trainprof reads (4)");
     free(path);
 
     expect_refused("/nonexistent/run.db", "no such file");

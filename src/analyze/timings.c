@@ -92,8 +92,13 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         }
         if (prev_step >= 0) {
             durations[nd++] = (double)(m[i].t_ns - m[prev_step].t_ns) / 1e9;
-            spans->v = tp_grow(spans->v, spans->n, &spans->cap, sizeof *spans->v);
-            spans->v[spans->n++] = (step_span){m[i].rank, m[prev_step].t_ns, m[i].t_ns};
+            step_span *last = spans->n ? &spans->v[spans->n - 1] : NULL;
+            if (last && last->rank == m[i].rank && last->b == m[prev_step].t_ns) {
+                last->b = m[i].t_ns; /* back to back: one run of steps */
+            } else {
+                spans->v = tp_grow(spans->v, spans->n, &spans->cap, sizeof *spans->v);
+                spans->v[spans->n++] = (step_span){m[i].rank, m[prev_step].t_ns, m[i].t_ns};
+            }
             samples += pending;
             if (epoch_row >= 0) {
                 t->epochs[epoch_row].steps++;

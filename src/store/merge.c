@@ -73,7 +73,8 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
             job = tp_run_meta_get(run, "env.TORCHELASTIC_RUN_ID");
         bool merged = tp_run_meta_get(run, "merged_from") != NULL;
         const char *summarized = tp_run_meta_get(run, "summarized");
-        info[i].summarized = run->schema_version >= TP_SCHEMA_SUMMARY && summarized && strcmp(summarized, "1") == 0;
+        info[i].summarized =
+            run->schema_version >= TP_SCHEMA_SUMMARY && summarized && strcmp(summarized, "1") == 0;
         input_ranks(run, &info[i]);
         info[i].start_wall_ns = wall ? strtoll(wall, NULL, 10) : 0;
         info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;

@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "record/child.h"
 #include "util/json_writer.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 extern char **environ;
@@ -268,7 +269,7 @@ int cmd_bottleneck(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:o:h", longopts, NULL)) != -1) {
         char *end = NULL;
         long v = optarg ? strtol(optarg, &end, 10) : 0;
         if ((c == 's' || c == 'w') && (*end || v < (c == 's' ? 2 : 0) || v > 1000000)) {
@@ -288,8 +289,7 @@ int cmd_bottleneck(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         } else {
-            tp_error("bottleneck: bad option (see trainprof bottleneck --help)");
-            return 2;
+            return tp_cli_option_error("bottleneck", argv, c);
         }
     }
     if (optind >= argc) {

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "render/units.h"
 #include "util/json_writer.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -80,15 +81,14 @@ int cmd_compare(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (c == 'j')
             json = true;
         else if (c == 'h') {
             fputs(usage, stdout);
             return 0;
         } else {
-            tp_error("compare: unknown option %s (see trainprof compare --help)", argv[optind - 1]);
-            return 2;
+            return tp_cli_option_error("compare", argv, c);
         }
     }
     size_t n = (size_t)(argc - optind);

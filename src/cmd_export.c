@@ -9,6 +9,7 @@
 #include "render/report.h"
 #include "store/merge.h"
 #include "util/atomic_file.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -71,7 +72,7 @@ int cmd_export(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
             if (strcmp(optarg, "chrome") == 0)
@@ -88,9 +89,7 @@ int cmd_export(int argc, char **argv)
         case 'o': output = optarg; break;
         case 'F': force = true; break;
         case 'h': fputs(usage, stdout); return 0;
-        default:
-            tp_error("export: bad option %s (see trainprof export --help)", argv[optind - 1]);
-            return 2;
+        default: return tp_cli_option_error("export", argv, c);
         }
     }
     if (argc - optind < 1) {

@@ -10,6 +10,7 @@
 #include "render/html.h"
 #include "store/merge.h"
 #include "util/atomic_file.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -82,7 +83,7 @@ int cmd_html(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
         if (c == 'o')
             output = optarg;
         else if (c == 'F')
@@ -93,8 +94,7 @@ int cmd_html(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         } else {
-            tp_error("html: bad option %s (see trainprof html --help)", argv[optind - 1]);
-            return 2;
+            return tp_cli_option_error("html", argv, c);
         }
     }
     if (argc - optind < 1) {

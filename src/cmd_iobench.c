@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "render/units.h"
 #include "util/json_writer.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 #define DISK_MB_S    TP_TYPICAL_DISK_MB_S
@@ -282,7 +283,7 @@ int cmd_iobench(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 's':
@@ -296,9 +297,7 @@ int cmd_iobench(int argc, char **argv)
         case 'r': run_path = optarg; break;
         case 'j': json = true; break;
         case 'h': fputs(usage, stdout); return 0;
-        default:
-            tp_error("iobench: bad option %s (see trainprof iobench --help)", argv[optind - 1]);
-            return 2;
+        default: return tp_cli_option_error("iobench", argv, c);
         }
     }
     if (argc - optind != 1) {

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "store/merge.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -47,7 +48,7 @@ int cmd_merge(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
         if (c == 'o')
             output = optarg;
         else if (c == 'F')
@@ -58,8 +59,7 @@ int cmd_merge(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         } else {
-            tp_error("merge: bad option %s (see trainprof merge --help)", argv[optind - 1]);
-            return 2;
+            return tp_cli_option_error("merge", argv, c);
         }
     }
     if (!output || argc - optind < 2) {

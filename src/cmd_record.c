@@ -33,6 +33,7 @@
 #include "store/schema.h"
 #include "trainprof_version.h"
 #include "util/json_writer.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 extern char **environ;
@@ -83,7 +84,7 @@ static int parse_options(int argc, char **argv, record_options *o, bool *done)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+o:fi:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:o:fi:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': o->output = optarg; break;
         case 'f': o->force = true; break;
@@ -98,15 +99,7 @@ static int parse_options(int argc, char **argv, record_options *o, bool *done)
             fputs(usage, stdout);
             *done = true;
             return 0;
-        default:
-            if (optopt && strchr("oi", optopt))
-                tp_error("record: option -%c needs a value", optopt);
-            else if (optopt)
-                tp_error("record: unknown option -%c (see trainprof record --help)", optopt);
-            else
-                tp_error("record: unknown option %s (see trainprof record --help)",
-                         argv[optind - 1]);
-            return 2;
+        default: return tp_cli_option_error("record", argv, c);
         }
     }
     if (optind >= argc) {

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "render/report.h"
 #include "store/merge.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -38,15 +39,14 @@ int cmd_report(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (c == 'j') {
             json = true;
         } else if (c == 'h') {
             fputs(usage, stdout);
             return 0;
         } else {
-            tp_error("report: unknown option %s (see trainprof report --help)", argv[optind - 1]);
-            return 2;
+            return tp_cli_option_error("report", argv, c);
         }
     }
     if (argc - optind < 1) {

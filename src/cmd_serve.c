@@ -16,6 +16,7 @@
 #include "record/writer_thread.h"
 #include "serve/http_server.h"
 #include "serve/live_state.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:9464"
@@ -49,7 +50,7 @@ int cmd_serve(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "l:i:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":l:i:h", longopts, NULL)) != -1) {
         if (c == 'l')
             listen_at = optarg;
         else if (c == 'i') {
@@ -61,8 +62,7 @@ int cmd_serve(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         } else {
-            tp_error("serve: bad option %s (see trainprof serve --help)", argv[optind - 1]);
-            return 2;
+            return tp_cli_option_error("serve", argv, c);
         }
     }
     if (optind < argc) {

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "store/reader.h"
 #include "store/schema.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -131,7 +132,7 @@ int cmd_summarize(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
         if (c == 'F') {
             force = true;
         } else if (c == 'q') {
@@ -140,9 +141,7 @@ int cmd_summarize(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         } else {
-            tp_error("summarize: unknown option %s (see trainprof summarize --help)",
-                     argv[optind - 1]);
-            return 2;
+            return tp_cli_option_error("summarize", argv, c);
         }
     }
     if (argc - optind < 1) {

@@ -17,6 +17,7 @@
 #include "record/registry.h"
 #include "render/units.h"
 #include "store/reader_live.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 #define HISTORY   64
@@ -282,17 +283,17 @@ int cmd_top(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "i:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":i:h", longopts, NULL)) != -1) {
         if (c == 'h') {
             fputs(usage, stdout);
             return 0;
         }
+        if (c != 'i')
+            return tp_cli_option_error("top", argv, c);
         char *end = NULL;
-        if (c == 'i')
-            interval = strtod(optarg, &end);
-        if (c != 'i' || !end || *end || !isfinite(interval) || interval < 0.2 || interval > 60) {
-            tp_error(c == 'i' ? "top: --interval must be a number of seconds from 0.2 to 60"
-                              : "top: unknown option (see trainprof top --help)");
+        interval = strtod(optarg, &end);
+        if (!end || *end || !isfinite(interval) || interval < 0.2 || interval > 60) {
+            tp_error("top: --interval must be a number of seconds from 0.2 to 60");
             return 2;
         }
     }

@@ -22,7 +22,8 @@ static const char usage[] =
     "ranks. `report` then reads a few hundred rows instead of every sample,\n"
     "region and mark, and several node files report without a full merge.\n"
     "The figures are the same either way. A file still being recorded is left\n"
-    "alone.\n"
+    "alone. A schema 3 file (trainprof before shares counted only time inside\n"
+    "steps) is brought to schema 4.\n"
     "\n"
     "options:\n"
     "      --force   compute and store the summary again where there is one\n"
@@ -95,10 +96,10 @@ static bool summarize(const char *path, bool force, bool quiet)
                  path, pid);
         return false;
     }
-    if (version < TP_SCHEMA_SUMMARY) {
-        tp_error("summarize: %s has schema %d, older than the summary this trainprof stores "
-                 "(schema %d); its report reads the rows",
-                 path, version, TP_SCHEMA_SUMMARY);
+    if (version < 3) {
+        tp_error("summarize: %s has schema %d, which has no summary tables (its report reads "
+                 "the rows)",
+                 path, version);
         return false;
     }
     if (stored && !force) {
@@ -115,8 +116,9 @@ static bool summarize(const char *path, bool force, bool quiet)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (!quiet)
-        fprintf(stderr, "trainprof: summarized %s in %.1f s\n", path,
-                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+        fprintf(stderr, "trainprof: summarized %s in %.1f s%s\n", path,
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+                version < TP_SCHEMA_SUMMARY ? " (schema 3, now 4)" : "");
     return true;
 }
 

@@ -99,10 +99,18 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary *s, size_t i)
         bind_real(st, 7 + k, v[k]);
 }
 
-static int write_summary(sqlite3 *db, const tp_summary *s)
+/* Writes s into db's summary tables in one transaction. upgrade: db has
+ * schema 3, which lacks summary_timing.in_steps_s; the column is added and
+ * the file becomes schema 4 in the same transaction (schema 4 differs from 3
+ * by that column only). */
+static int write_summary(sqlite3 *db, const tp_summary *s, bool upgrade)
 {
-    int rc = tp_exec(db, "BEGIN;"
-                         "DELETE FROM summary_series; DELETE FROM summary_timing;"
+    int rc = tp_exec(db, "BEGIN;");
+    if (rc == SQLITE_OK && upgrade)
+        rc = tp_exec(db, "ALTER TABLE summary_timing ADD COLUMN in_steps_s REAL NOT NULL DEFAULT 0;"
+                         "PRAGMA user_version = 4;");
+    if (rc == SQLITE_OK)
+        rc = tp_exec(db, "DELETE FROM summary_series; DELETE FROM summary_timing;"
                          "DELETE FROM summary_step; DELETE FROM summary_epoch;"
                          "DELETE FROM summary_rank;");
     if (rc == SQLITE_OK)
@@ -132,10 +140,10 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
     tp_run *run = tp_run_open(path, err, cap);
     if (!run)
         return false;
-    if (run->schema_version < TP_SCHEMA_SUMMARY) {
-        int version = run->schema_version;
+    int version = run->schema_version;
+    if (version < 3) {
         tp_run_close(run);
-        snprintf(err, cap, "%s: schema %d has no summary tables this trainprof writes", path,
+        snprintf(err, cap, "%s: schema %d has no summary tables (its report reads the rows)", path,
                  version);
         return false;
     }
@@ -147,7 +155,7 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
         int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
         if (rc == SQLITE_OK) {
             sqlite3_busy_timeout(db, 5000);
-            rc = write_summary(db, &s);
+            rc = write_summary(db, &s, version == 3);
         }
         if (rc != SQLITE_OK) {
             snprintf(err, cap, "%s: cannot store the summary: %s", path,

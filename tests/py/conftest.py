@@ -84,12 +84,16 @@ def report_from_rows(path, tmp_path):
     import shutil
     import sqlite3
     raw = tmp_path / ("rows-" + pathlib.Path(path).name)
+    for stale in (raw, pathlib.Path(f"{raw}-wal"), pathlib.Path(f"{raw}-shm")):
+        stale.unlink(missing_ok=True)  # an earlier copy's
     shutil.copyfile(path, raw)
     wal = pathlib.Path(f"{path}-wal")  # a killed recorder's last commits
     if wal.exists():
         shutil.copyfile(wal, f"{raw}-wal")
-    with sqlite3.connect(raw) as db:
+    db = sqlite3.connect(raw)
+    with db:
         db.execute("DELETE FROM meta WHERE key = 'summarized'")
+    db.close()
     rep = report_json(raw)
     rep["run"]["path"] = str(path)
     return rep

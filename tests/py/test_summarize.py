@@ -84,3 +84,29 @@ def test_summarize_leaves_a_live_recording_and_names_bad_files(tmp_path):
     assert r.returncode == 2 and "give one or more run files" in r.stderr
     r = trainprof("summarize", "--help")
     assert r.returncode == 0 and "killed" in r.stdout
+
+
+def test_a_schema_3_file_is_read_from_rows_and_summarized_into_schema_4(tmp_path):
+    k = killed_node(tmp_path / "old.db", 0)
+    assert trainprof("summarize", "-q", k).returncode == 0
+    # as trainprof wrote it before schema 4: no in_steps_s, user_version 3
+    db = sqlite3.connect(k)
+    db.execute("ALTER TABLE summary_timing DROP COLUMN in_steps_s")
+    db.execute("PRAGMA user_version = 3")
+    db.close()
+    rep = report_json(k)  # its stored summary is set aside: shares need in_steps_s
+    assert rep["run"]["meta"]["summarized"] == "1" and rep["timings"]
+    rows = report_from_rows(k, tmp_path)
+    rows["run"]["meta"]["summarized"] = "1"
+    assert rep == rows
+    r = trainprof("summarize", k)
+    assert r.returncode == 0 and "(schema 3, now 4)" in r.stderr
+    db = sqlite3.connect(k)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+    db.close()
+    assert_same_report(report_json(k), report_from_rows(k, tmp_path))
+    db = sqlite3.connect(k)
+    db.execute("PRAGMA user_version = 2")
+    db.close()
+    r = trainprof("summarize", k)
+    assert r.returncode == 2 and "schema 2, which has no summary tables" in r.stderr

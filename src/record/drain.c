@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -41,6 +42,7 @@ struct tp_drain {
     char dir[64];
     char path[100];
     int listen_fd;
+    int wake_fd; /* eventfd: tp_drain_stop ends the thread's poll at once */
     int conns[MAX_CONNS];
     size_t nconns;
     drain_ring *rings;
@@ -223,13 +225,14 @@ static void close_conn(tp_drain *d, int conn)
 static void *drain_main(void *arg)
 {
     tp_drain *d = arg;
-    struct pollfd pfd[MAX_CONNS + 1];
+    struct pollfd pfd[MAX_CONNS + 2];
     while (!atomic_load(&d->stop)) {
         pfd[0] = (struct pollfd){d->listen_fd, POLLIN, 0};
+        pfd[1] = (struct pollfd){d->wake_fd, POLLIN, 0};
         for (size_t i = 0; i < d->nconns; i++)
-            pfd[i + 1] = (struct pollfd){d->conns[i], POLLIN, 0};
+            pfd[i + 2] = (struct pollfd){d->conns[i], POLLIN, 0};
         size_t polled = d->nconns; /* accept below may add one not in pfd */
-        int n = poll(pfd, polled + 1, DRAIN_PERIOD_MS);
+        int n = poll(pfd, polled + 2, DRAIN_PERIOD_MS);
         if (n > 0 && (pfd[0].revents & POLLIN)) {
             int c = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
             size_t slot = 0;
@@ -244,7 +247,7 @@ static void *drain_main(void *arg)
             }
         }
         for (size_t i = 0; n > 0 && i < polled; i++)
-            if (d->conns[i] >= 0 && pfd[i + 1].revents && !read_conn(d, (int)i))
+            if (d->conns[i] >= 0 && pfd[i + 2].revents && !read_conn(d, (int)i))
                 close_conn(d, (int)i);
         for (size_t i = 0; i < d->nrings; i++)
             drain_ring_events(d, &d->rings[i]);
@@ -261,11 +264,18 @@ tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap)
         return NULL;
     d->sink = sink;
     d->listen_fd = -1;
+    d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (d->wake_fd < 0) {
+        snprintf(err, cap, "cannot make an eventfd: %s", strerror(errno));
+        free(d);
+        return NULL;
+    }
     const char *tmp = getenv("TMPDIR");
     snprintf(d->dir, sizeof d->dir, "%s/trainprof-XXXXXX",
              tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
     if (!mkdtemp(d->dir)) { /* mkdtemp makes it 0700 */
         snprintf(err, cap, "cannot make a socket directory: %s", strerror(errno));
+        close(d->wake_fd);
         free(d);
         return NULL;
     }
@@ -296,6 +306,9 @@ void tp_drain_stop(tp_drain *d)
         return;
     if (d->started) {
         atomic_store(&d->stop, true);
+        uint64_t one = 1;
+        ssize_t woke = write(d->wake_fd, &one, sizeof one); /* else the poll's timeout does */
+        (void)woke;
         pthread_join(d->thread, NULL);
     }
     for (size_t i = 0; i < d->nconns; i++)
@@ -308,6 +321,7 @@ void tp_drain_stop(tp_drain *d)
             close(d->conns[i]);
     if (d->listen_fd >= 0)
         close(d->listen_fd);
+    close(d->wake_fd);
     unlink(d->path);
     rmdir(d->dir);
     free(d->rings);

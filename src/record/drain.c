@@ -232,7 +232,9 @@ static void *drain_main(void *arg)
         for (size_t i = 0; i < d->nconns; i++)
             pfd[i + 2] = (struct pollfd){d->conns[i], POLLIN, 0};
         size_t polled = d->nconns; /* accept below may add one not in pfd */
-        int n = poll(pfd, polled + 2, DRAIN_PERIOD_MS);
+        /* rings fill without a sound, so they are drained every period; with
+         * none mapped, only a connection, a message or the stop can matter */
+        int n = poll(pfd, polled + 2, d->nrings ? DRAIN_PERIOD_MS : -1);
         if (n > 0 && (pfd[0].revents & POLLIN)) {
             int c = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
             size_t slot = 0;

@@ -5,8 +5,8 @@ import sqlite3
 import subprocess
 import time
 
-from conftest import (PROGRAM, assert_same_report, kill_with_children, report_from_rows,
-                      report_json, trainprof)
+from conftest import (PROGRAM, assert_same_report, kill_with_children, killed_recording,
+                      report_from_rows, report_json, trainprof)
 from test_timings import EMIT
 
 
@@ -110,3 +110,11 @@ def test_a_schema_3_file_is_read_from_rows_and_summarized_into_schema_4(tmp_path
     db.close()
     r = trainprof("summarize", k)
     assert r.returncode == 2 and "schema 2, which has no summary tables" in r.stderr
+
+
+def test_a_recorder_killed_in_its_first_second_leaves_a_readable_file(tmp_path):
+    # the start metadata is committed at once, not with the first second's batch
+    k = killed_recording(tmp_path / "early.db", after_s=0.3)
+    rep = report_json(k)
+    assert rep["run"]["meta"]["start_wall_ns"] and rep["run"]["meta"]["status"] == "recording"
+    assert trainprof("summarize", "-q", k).returncode == 0

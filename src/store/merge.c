@@ -127,12 +127,16 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
 {
     if (all_rows)
         return sqlite3_mprintf(
+            "CREATE TEMP TABLE name_map (src INTEGER PRIMARY KEY, dst INTEGER NOT NULL);"
+            "INSERT INTO name_map SELECT n.id, m.id FROM src.name n JOIN main.name m"
+            " ON m.text = n.text;"
             "INSERT INTO main.sample (series_id, t_ns, value)"
             " SELECT series_id + %lld, t_ns + %lld, value FROM src.sample;"
             "INSERT INTO main.region SELECT r.thread_id + %lld, nm.dst, r.depth, r.start_ns + %lld,"
             " r.end_ns + %lld FROM src.region r CROSS JOIN name_map nm ON nm.src = r.name_id;"
             "INSERT INTO main.mark SELECT thread_id + %lld, kind, t_ns + %lld, value FROM "
-            "src.mark;",
+            "src.mark;"
+            "DROP TABLE name_map;",
             series, dt, thread, dt, dt, thread, dt);
     return sqlite3_mprintf(
         "INSERT OR IGNORE INTO main.sample (series_id, t_ns, value)"
@@ -179,9 +183,6 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         "BEGIN;"
         "INSERT INTO agent (id, name, host) SELECT %d, name, host FROM src.agent WHERE id = 1;"
         "INSERT OR IGNORE INTO main.name (text) SELECT text FROM src.name;"
-        "CREATE TEMP TABLE name_map (src INTEGER PRIMARY KEY, dst INTEGER NOT NULL);"
-        "INSERT INTO name_map SELECT n.id, m.id FROM src.name n JOIN main.name m ON m.text = "
-        "n.text;"
         "INSERT INTO main.series (id, agent_id, metric_id, labels)"
         " SELECT s.id + %lld, %d,"
         "  (SELECT m.id FROM main.metric m JOIN src.metric sm ON sm.name = m.name"
@@ -193,7 +194,6 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         "INSERT INTO main.thread SELECT id + %lld, %d, pid, tid, rank,"
         " local_rank, world_size, name, dropped_events FROM src.thread;"
         "%s%s%s"
-        "DROP TABLE name_map;"
         "COMMIT;",
         agent, series, agent, agent, agent, thread, agent, rows ? rows : "",
         first ? "INSERT OR REPLACE INTO main.meta SELECT key, value FROM src.meta;" : "",

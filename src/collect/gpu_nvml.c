@@ -55,6 +55,7 @@ typedef struct nvml_lib {
     nvml_driver_version_fn driver_version;
     nvml_util_fn utilization;
     nvml_memory_fn memory;
+    nvml_memory_v2_fn memory_v2; /* NULL: the driver has no v2, v1 is read */
     nvml_uint_fn power;
     nvml_ull_fn total_energy;
     nvml_uint_arg_fn temperature, clock, pcie;
@@ -144,6 +145,31 @@ static void sample_energy(nvml_collector *c, nvml_gpu *g, uint64_t now_ns, bool 
     emit(c, g, M_ENERGY, now_ns, g->energy_j);
 }
 
+#define NVML_ERROR_FUNCTION_NOT_FOUND 13
+
+/* Device memory as nvidia-smi shows it: through nvmlDeviceGetMemoryInfo_v2,
+ * whose `used` leaves out what the driver and firmware reserve (about 480 MiB
+ * on an H100, which v1 counts as used: an idle GPU looked half a GiB busy).
+ * Falls back to v1 (filling `used`, `free` and `total`, `reserved` 0) where
+ * the driver has no v2 or refuses it. */
+static nvmlReturn_t read_memory(const nvml_lib *lib, nvmlDevice_t dev, nvmlMemory_v2_t *out)
+{
+    if (lib->memory_v2) {
+        memset(out, 0, sizeof *out);
+        out->version = NVML_MEMORY_V2;
+        nvmlReturn_t r = lib->memory_v2(dev, out);
+        if (r != NVML_ERROR_NOT_SUPPORTED && r != NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+            return r;
+    }
+    if (!lib->memory)
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
+    nvmlMemory_t m;
+    nvmlReturn_t r = lib->memory(dev, &m);
+    if (r == NVML_SUCCESS)
+        *out = (nvmlMemory_v2_t){.total = m.total, .free = m.free, .used = m.used};
+    return r;
+}
+
 static void nvml_sample(tp_collector *base, uint64_t now_ns)
 {
     nvml_collector *c = (nvml_collector *)base;
@@ -153,13 +179,13 @@ static void nvml_sample(tp_collector *base, uint64_t now_ns)
             continue;
         nvmlReturn_t r = NVML_SUCCESS;
         nvmlUtilization_t u;
-        nvmlMemory_t mem;
+        nvmlMemory_v2_t mem;
         unsigned int v;
         if (g->series[M_UTIL] && (r = c->lib.utilization(g->dev, &u)) == NVML_SUCCESS)
             emit(c, g, M_UTIL, now_ns, u.gpu);
         else if (g->series[M_UTIL])
             reading_failed(c, g, r);
-        if (g->series[M_MEM_USED] && (r = c->lib.memory(g->dev, &mem)) == NVML_SUCCESS) {
+        if (g->series[M_MEM_USED] && (r = read_memory(&c->lib, g->dev, &mem)) == NVML_SUCCESS) {
             emit(c, g, M_MEM_USED, now_ns, (double)mem.used);
             emit(c, g, M_MEM_FREE, now_ns, (double)mem.free);
         } else if (g->series[M_MEM_USED])
@@ -235,8 +261,6 @@ static void nvml_destroy(tp_collector *base)
 
 /* ---- setup ----------------------------------------------------------- */
 
-#define NVML_ERROR_FUNCTION_NOT_FOUND 13
-
 /* Stores a symbol into a function pointer. ISO C has no cast between object
  * and function pointers; POSIX guarantees they have the same size. */
 #define LOAD(dst, newest, base)                    \
@@ -273,6 +297,7 @@ static bool load_library(nvml_lib *lib, nvml_init_fn *init, char *why, size_t ca
     LOAD(lib->driver_version, NULL, "nvmlSystemGetDriverVersion");
     LOAD(lib->utilization, NULL, "nvmlDeviceGetUtilizationRates");
     LOAD(lib->memory, NULL, "nvmlDeviceGetMemoryInfo");
+    LOAD(lib->memory_v2, NULL, "nvmlDeviceGetMemoryInfo_v2");
     LOAD(lib->power, NULL, "nvmlDeviceGetPowerUsage");
     LOAD(lib->total_energy, NULL, "nvmlDeviceGetTotalEnergyConsumption");
     LOAD(lib->temperature, NULL, "nvmlDeviceGetTemperature");
@@ -296,14 +321,14 @@ static nvmlReturn_t probe(nvml_collector *c, nvml_gpu *g, int m)
 {
     const nvml_lib *lib = &c->lib;
     nvmlUtilization_t u;
-    nvmlMemory_t mem;
+    nvmlMemory_v2_t mem;
     unsigned int v;
     unsigned long long mj;
     switch (m) {
     case M_UTIL:
         return lib->utilization ? lib->utilization(g->dev, &u) : NVML_ERROR_FUNCTION_NOT_FOUND;
     case M_MEM_USED:
-    case M_MEM_FREE: return lib->memory ? lib->memory(g->dev, &mem) : NVML_ERROR_FUNCTION_NOT_FOUND;
+    case M_MEM_FREE: return read_memory(lib, g->dev, &mem);
     case M_POWER: return lib->power ? lib->power(g->dev, &v) : NVML_ERROR_FUNCTION_NOT_FOUND;
     case M_ENERGY:
         if (lib->total_energy && lib->total_energy(g->dev, &mj) == NVML_SUCCESS) {
@@ -338,8 +363,8 @@ static void setup_gpu(nvml_collector *c, nvml_gpu *g)
         snprintf(info.name, sizeof info.name, "unknown");
     if (!c->lib.uuid || c->lib.uuid(g->dev, info.uuid, sizeof info.uuid) != NVML_SUCCESS)
         info.uuid[0] = '\0';
-    nvmlMemory_t mem;
-    if (c->lib.memory && c->lib.memory(g->dev, &mem) == NVML_SUCCESS)
+    nvmlMemory_v2_t mem;
+    if (read_memory(&c->lib, g->dev, &mem) == NVML_SUCCESS)
         info.mem_total_bytes = mem.total;
     char num[16], labels[TP_LABELS_MAX];
     snprintf(num, sizeof num, "%d", g->index);

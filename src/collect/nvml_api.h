@@ -13,6 +13,7 @@ enum {
     NVML_ERROR_NOT_SUPPORTED = 3,
     NVML_ERROR_NO_PERMISSION = 4,
     NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
     NVML_TEMPERATURE_GPU = 0,
     NVML_CLOCK_SM = 1,
     NVML_PCIE_UTIL_TX_BYTES = 0,
@@ -28,6 +29,15 @@ typedef struct nvmlMemory_t {
     unsigned long long total, free, used; /* bytes */
 } nvmlMemory_t;
 
+/* nvmlDeviceGetMemoryInfo_v2 (drivers from 510): `used` leaves out what the
+ * driver and firmware reserve, as nvidia-smi shows it; v1's `used` counts it. */
+typedef struct nvmlMemory_v2_t {
+    unsigned int version;                           /* NVML_MEMORY_V2 */
+    unsigned long long total, reserved, free, used; /* bytes */
+} nvmlMemory_v2_t;
+
+#define NVML_MEMORY_V2 ((unsigned int)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
+
 /* Function pointer types, one per symbol used. */
 typedef nvmlReturn_t (*nvml_init_fn)(void);
 typedef nvmlReturn_t (*nvml_shutdown_fn)(void);
@@ -38,6 +48,7 @@ typedef nvmlReturn_t (*nvml_handle_fn)(unsigned int, nvmlDevice_t *);
 typedef nvmlReturn_t (*nvml_string_fn)(nvmlDevice_t, char *, unsigned int);
 typedef nvmlReturn_t (*nvml_util_fn)(nvmlDevice_t, nvmlUtilization_t *);
 typedef nvmlReturn_t (*nvml_memory_fn)(nvmlDevice_t, nvmlMemory_t *);
+typedef nvmlReturn_t (*nvml_memory_v2_fn)(nvmlDevice_t, nvmlMemory_v2_t *);
 typedef nvmlReturn_t (*nvml_uint_fn)(nvmlDevice_t, unsigned int *);
 typedef nvmlReturn_t (*nvml_ull_fn)(nvmlDevice_t, unsigned long long *);
 typedef nvmlReturn_t (*nvml_uint_arg_fn)(nvmlDevice_t, int, unsigned int *);

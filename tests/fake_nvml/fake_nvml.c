@@ -2,7 +2,8 @@
  *
  * Exports the NVML symbols trainprof resolves, with readings that follow
  * simple known formulas so tests can check what was recorded:
- *   utilization = 50 + 10*index %, memory used = (index+1) GiB of 80 GiB,
+ *   utilization = 50 + 10*index %, memory used = (index+1) GiB of 80 GiB with
+ *   512 MiB more reserved by the driver (v1's `used` counts it, v2's does not),
  *   power = 300 W + 10 W*index, temperature = 60 + index C, SM clock 1980 MHz,
  *   PCIe tx = (index+1)*1000 KB/s, rx = (index+1)*2000 KB/s,
  *   total energy = 1e6 mJ + power * elapsed time since nvmlInit.
@@ -28,9 +29,14 @@ typedef struct {
 typedef struct {
     unsigned long long total, free, used;
 } nvmlMemory_t;
+typedef struct {
+    unsigned int version;
+    unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
 
-#define EXPORT __attribute__((visibility("default")))
-#define GIB    (1024ULL * 1024 * 1024)
+#define EXPORT   __attribute__((visibility("default")))
+#define GIB      (1024ULL * 1024 * 1024)
+#define RESERVED (512ULL << 20)
 
 static struct timespec started;
 static int util_reads;
@@ -171,10 +177,24 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
     CHECK("nvmlDeviceGetMemoryInfo", d);
     m->total = 80 * GIB;
-    m->used = (unsigned long long)(index_of(d) + 1) * GIB;
+    m->used = (unsigned long long)(index_of(d) + 1) * GIB + RESERVED;
     m->free = m->total - m->used;
     return 0;
 }
+
+#ifndef FAKE_NVML_OLD
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
+{
+    CHECK("nvmlDeviceGetMemoryInfo_v2", d);
+    if (m->version != (unsigned int)(sizeof *m | (2u << 24)))
+        return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+    m->total = 80 * GIB;
+    m->reserved = RESERVED;
+    m->used = (unsigned long long)(index_of(d) + 1) * GIB;
+    m->free = m->total - m->reserved - m->used;
+    return 0;
+}
+#endif
 
 EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
 {

@@ -52,6 +52,14 @@ void tp_end(uint32_t name_id);
  * when a communication future completes. Ignored when end_ns < start_ns. */
 void tp_span(uint32_t name_id, uint64_t start_ns, uint64_t end_ns);
 
+/* The device (GPU) time of a region this thread began at host_start_ns (from
+ * tp_clock_now_ns), measured by the caller once the device has done the work:
+ * e.g. the elapsed time between CUDA events recorded on the region's stream at
+ * its begin and end, read when the end event has completed (never with a
+ * synchronize the program would not have had). The report shows it beside
+ * the region's host time. */
+void tp_device_time(uint32_t name_id, uint64_t host_start_ns, uint64_t device_ns);
+
 /* An explicit step boundary, and the start of epoch `epoch`. */
 void tp_step(void);
 void tp_epoch(int64_t epoch);

@@ -99,6 +99,20 @@ void tp_span(uint32_t id, uint64_t start_ns, uint64_t end_ns)
     atomic_store_explicit(&h->head, t->head, memory_order_release);
 }
 
+void tp_device_time(uint32_t id, uint64_t host_start_ns, uint64_t device_ns)
+{
+    tp_thread *t = &tp_self;
+    if (!ready(t) || id == 0 || device_ns > INT64_MAX)
+        return;
+    if (UNLIKELY(!name_defined(t, id)))
+        tp_thread_define_name(t, id);
+    tp_ring_header *h = t->ring;
+    if (UNLIKELY(!tp_ring_has_room(h, t->head, 1)))
+        return;
+    put(t, host_start_ns, TP_EV_DEVICE, id, (int64_t)device_ns);
+    atomic_store_explicit(&h->head, t->head, memory_order_release);
+}
+
 void tp_step(void)
 {
     tp_thread *t = &tp_self;

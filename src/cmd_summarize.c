@@ -115,10 +115,14 @@ static bool summarize(const char *path, bool force, bool quiet)
         return false;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (!quiet)
+    if (!quiet) {
+        char upgraded[64] = "";
+        if (version < TP_SCHEMA_VERSION)
+            snprintf(upgraded, sizeof upgraded, " (schema %d, now %d)", version, TP_SCHEMA_VERSION);
         fprintf(stderr, "trainprof: summarized %s in %.1f s%s\n", path,
                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-                version < TP_SCHEMA_SUMMARY ? " (schema 3, now 4)" : "");
+                upgraded);
+    }
     return true;
 }
 

@@ -6,6 +6,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdbool.h>
+
 #include "trainprof.h"
 
 typedef struct {
@@ -143,22 +145,49 @@ static PyObject *py_end(PyObject *module, PyObject *r)
     Py_RETURN_NONE;
 }
 
+/* Parses (region, a, b) with a and b unsigned nanosecond counts; false with
+ * a TypeError naming `usage` (or the integer's error) otherwise. */
+static bool region_and_two_ns(PyObject *const *args, Py_ssize_t nargs, const char *usage,
+                              uint32_t *id, unsigned long long *a, unsigned long long *b)
+{
+    if (nargs != 3 || Py_TYPE(args[0]) != &RegionType) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return false;
+    }
+    *id = ((Region *)args[0])->id;
+    *a = PyLong_AsUnsignedLongLong(args[1]);
+    if (*a == (unsigned long long)-1 && PyErr_Occurred())
+        return false;
+    *b = PyLong_AsUnsignedLongLong(args[2]);
+    return !(*b == (unsigned long long)-1 && PyErr_Occurred());
+}
+
 /* span(region, start_ns, end_ns): a region that already happened, with times
  * from now_ns(). */
 static PyObject *py_span(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 3 || Py_TYPE(args[0]) != &RegionType) {
-        PyErr_SetString(PyExc_TypeError, "span() takes a trainprof.Region, start_ns and end_ns");
+    uint32_t id;
+    unsigned long long start, end;
+    if (!region_and_two_ns(args, nargs, "span() takes a trainprof.Region, start_ns and end_ns", &id,
+                           &start, &end))
         return NULL;
-    }
-    unsigned long long start = PyLong_AsUnsignedLongLong(args[1]);
-    if (start == (unsigned long long)-1 && PyErr_Occurred())
+    tp_span(id, start, end);
+    Py_RETURN_NONE;
+}
+
+/* device_time(region, host_start_ns, device_ns): the device time of the
+ * region begun at host_start_ns (from now_ns()) on this thread. */
+static PyObject *py_device_time(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    uint32_t id;
+    unsigned long long start, device;
+    if (!region_and_two_ns(args, nargs,
+                           "device_time() takes a trainprof.Region, host_start_ns and device_ns",
+                           &id, &start, &device))
         return NULL;
-    unsigned long long end = PyLong_AsUnsignedLongLong(args[2]);
-    if (end == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    tp_span(((Region *)args[0])->id, start, end);
+    tp_device_time(id, start, device);
     Py_RETURN_NONE;
 }
 
@@ -231,6 +260,8 @@ static PyMethodDef module_methods[] = {
     {"end", py_end, METH_O, "end(region): closes a region opened with begin()."},
     {"span", (PyCFunction)(void (*)(void))py_span, METH_FASTCALL,
      "span(region, start_ns, end_ns): a region that already happened."},
+    {"device_time", (PyCFunction)(void (*)(void))py_device_time, METH_FASTCALL,
+     "device_time(region, host_start_ns, device_ns): a region's device (GPU) time."},
     {"now_ns", py_now_ns, METH_NOARGS, "The recorder's clock (CLOCK_MONOTONIC) in ns."},
     {"step", py_step, METH_NOARGS, "Marks a step boundary."},
     {"epoch", py_epoch, METH_O, "epoch(n): marks the start of epoch n."},

@@ -23,12 +23,25 @@ trainprof region (names as in the report):
   script registers its own, which is then timed the same way; set
   TRAINPROF_DDP_HOOK=0 to leave DDP alone). Those spans overlap backward.
 
-These are host times. Device times through CUDA events are not recorded yet.
+These are host times: when the CPU entered and left the region. Where the
+work runs on a CUDA device (``to_device`` to a CUDA device; ``train_batch`` of
+a model whose parameters are on one) the region gets a device time too: a
+CUDA event is recorded on the current stream at its begin and at its end, and
+the elapsed time between them is read once the end event has completed, which
+this module checks at each step and each timed region, never waiting (no
+synchronize is added; at exit the last few are waited for). Regions begun
+while a CUDA graph is being captured get none. TRAINPROF_DEVICE_TIMES=all
+times ``forward``, ``backward`` and ``optimizer_step`` on the device too (two
+more events each per step); TRAINPROF_DEVICE_TIMES=0 turns device times off.
+
 Under ``trainprof record`` this module is applied when torch is imported; call
 ``instrument()`` to apply it by hand. Nothing is patched otherwise.
 """
 
+import atexit
+import collections
 import functools
+import os
 import threading
 
 import torch
@@ -56,6 +69,170 @@ _COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "broadcast
                 "all_to_all", "all_to_all_single", "all_gather_object", "broadcast_object_list")
 
 
+# ---- device times ------------------------------------------------------------
+
+_DEVICE_TIMES = os.environ.get("TRAINPROF_DEVICE_TIMES", "1") != "0"
+_DEVICE_PHASES = _DEVICE_TIMES and os.environ.get("TRAINPROF_DEVICE_TIMES") == "all"
+_PENDING_MAX = 1024  # device times awaiting their end event, per thread
+_captures = 0  # CUDA graph captures under way in this process (CUDAGraph.capture_begin/end)
+
+
+class _DeviceTimes:
+    """One thread's CUDA-event device times: the regions open on the device,
+    and those closed whose end event the device has not reached yet (oldest
+    first; one stream's events complete in order). Events are reused."""
+
+    __slots__ = ("open", "pending", "free", "pid", "skipped")
+
+    def __init__(self):
+        self.open = {}  # region -> (host start ns, start event, stream)
+        self.pending = collections.deque()  # (region, host start ns, start event, end event)
+        self.free = {}  # device index -> events to reuse
+        self.pid = os.getpid()
+        self.skipped = 0  # regions left without a device time (capture, backlog)
+
+    def _event(self, index):
+        pool = self.free.get(index)
+        return pool.pop() if pool else torch.cuda.Event(enable_timing=True)
+
+    def begin(self, region, device):
+        """Records region's start event on device's current stream."""
+        if _captures:  # no CUDA event call at all: querying one breaks the capture
+            self.skipped += 1
+            return
+        if self.pending:
+            self.poll()
+        if len(self.pending) >= _PENDING_MAX:
+            self.skipped += 1
+            return
+        stream = torch.cuda.current_stream(device)
+        start = self._event(stream.device_index)
+        start.record(stream)
+        self.open[region] = (_native.now_ns(), start, stream)
+
+    def end(self, region):
+        """Records region's end event; its device time is read later."""
+        entry = self.open.pop(region, None)
+        if entry is None:
+            return
+        host_ns, start, stream = entry
+        if _captures:
+            self.skipped += 1
+            self.free.setdefault(stream.device_index, []).append(start)
+            return
+        stop = self._event(stream.device_index)
+        stop.record(stream)
+        self.pending.append((region, host_ns, start, stop, stream.device_index))
+
+    def poll(self, wait=False):
+        """Sends the device times whose end event completed, oldest first;
+        wait: waits for every end event (only once the training is over)."""
+        pending = self.pending
+        while pending:
+            region, host_ns, start, stop, index = pending[0]
+            if wait:
+                stop.synchronize()
+            elif not stop.query():
+                return
+            pending.popleft()
+            try:
+                elapsed_ms = start.elapsed_time(stop)
+            except RuntimeError:  # recorded into a capture we did not see: no time, no reuse
+                self.skipped += 1
+                continue
+            _native.device_time(region, host_ns, max(0, round(elapsed_ms * 1e6)))
+            self.free.setdefault(index, []).extend((start, stop))
+
+
+def _device_times():
+    """This thread's device times, made on first use; None when turned off."""
+    if not _DEVICE_TIMES:
+        return None
+    dt = getattr(_local, "device_times", None)
+    if dt is None or dt.pid != os.getpid():  # a forked child starts afresh
+        dt = _local.device_times = _DeviceTimes()
+    return dt
+
+
+def _cuda(device):
+    """device when it is a CUDA device (a torch.device), else None."""
+    return device if device is not None and device.type == "cuda" and _DEVICE_TIMES else None
+
+
+def _device_begin(region, device):
+    if device is not None:
+        _device_times().begin(region, device)
+
+
+def _device_end(region):
+    dt = getattr(_local, "device_times", None) if _DEVICE_TIMES else None
+    if dt is not None and dt.open:
+        dt.end(region)
+
+
+def _device_poll():
+    dt = getattr(_local, "device_times", None) if _DEVICE_TIMES else None
+    if dt is not None and dt.pending and not _captures:
+        dt.poll()
+
+
+def _flush_device_times():
+    """At exit: waits for this thread's last end events and sends their times."""
+    dt = getattr(_local, "device_times", None)
+    if dt is None or dt.pid != os.getpid():
+        return
+    try:
+        dt.poll(wait=True)
+    except Exception:  # noqa: BLE001 - CUDA already torn down: those few are lost
+        pass
+
+
+def _patch_graph_capture():
+    """Counts CUDA graph captures, so that no event is recorded into one (a
+    Python flag: asking CUDA whether the stream captures costs a driver call
+    per region)."""
+    graph = getattr(torch.cuda, "CUDAGraph", None)
+    if graph is None or not _DEVICE_TIMES:
+        return
+    begin_capture, end_capture = graph.capture_begin, graph.capture_end
+
+    @functools.wraps(begin_capture)
+    def capture_begin(self, *args, **kwargs):
+        global _captures
+        _captures += 1
+        try:
+            return begin_capture(self, *args, **kwargs)
+        except BaseException:
+            _captures -= 1
+            raise
+
+    @functools.wraps(end_capture)
+    def capture_end(self, *args, **kwargs):
+        global _captures
+        try:
+            return end_capture(self, *args, **kwargs)
+        finally:
+            _captures = max(0, _captures - 1)
+
+    graph.capture_begin, graph.capture_end = capture_begin, capture_end
+
+
+def _module_device(module):
+    """The CUDA device of a module's first parameter, else None."""
+    for p in module.parameters():
+        return _cuda(p.device)
+    return None
+
+
+def _optimizer_device(optimizer):
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            return _cuda(p.device)
+    return None
+
+
+# ---- host regions ------------------------------------------------------------
+
 def _in_train_batch():
     return getattr(_local, "train_batch", False)
 
@@ -64,6 +241,7 @@ def _end_train_batch():
     if _in_train_batch():
         _local.train_batch = False
         end(R_TRAIN)
+        _device_end(R_TRAIN)
 
 
 def _timed(region, fn):
@@ -127,6 +305,7 @@ def _patch_dataloader():
         main = getattr(self, "_trainprof_main", False)
         if main:
             _end_train_batch()
+            _device_poll()
             if not _state.manual_steps:
                 _native.step()
         if main and _bottleneck.active():
@@ -180,16 +359,21 @@ def _patch_modules():
         if depth == 0:
             if _bottleneck.wants_model_facts:
                 _bottleneck.note_model(module)
+            device = _module_device(module) if _DEVICE_TIMES else None
             if module.training and not _in_train_batch():
                 _local.train_batch = True
                 begin(R_TRAIN)
+                _device_begin(R_TRAIN, device)
             begin(R_FORWARD)
+            if _DEVICE_PHASES:
+                _device_begin(R_FORWARD, device)
 
     def post_hook(module, args, output):
         depth = getattr(_local, "depth", 1) - 1
         _local.depth = max(depth, 0)
         if depth <= 0:
             end(R_FORWARD)
+            _device_end(R_FORWARD)
 
     mm.register_module_forward_pre_hook(pre_hook)
     try:
@@ -203,9 +387,12 @@ def _patch_optimizer():
 
     def pre_hook(optimizer, args, kwargs):
         begin(R_OPTIM)
+        if _DEVICE_PHASES:
+            _device_begin(R_OPTIM, _optimizer_device(optimizer))
 
     def post_hook(optimizer, args, kwargs):
         end(R_OPTIM)
+        _device_end(R_OPTIM)
         _end_train_batch()
 
     opt.register_optimizer_step_pre_hook(pre_hook)
@@ -222,14 +409,16 @@ def _patch_schedulers():
         plateau.step = _timed(R_SCHED, plateau.step)
 
 
-def _leaves_cpu(args, kwargs):
-    """True when Tensor.to(*args, **kwargs) names a device other than the CPU."""
+def _target_device(args, kwargs):
+    """The device Tensor.to(*args, **kwargs) names, or None (a dtype only)."""
     target = kwargs.get("device", args[0] if args else None)
     if isinstance(target, torch.Tensor):
-        return target.device.type != "cpu"
+        return target.device
     if isinstance(target, (str, torch.device)):
-        return torch.device(target).type != "cpu"
-    return isinstance(target, int) and not isinstance(target, bool)  # a CUDA ordinal
+        return torch.device(target)
+    if isinstance(target, int) and not isinstance(target, bool):  # a CUDA ordinal
+        return torch.device("cuda", target)
+    return None
 
 
 def _patch_transfers():
@@ -238,12 +427,16 @@ def _patch_transfers():
 
     @functools.wraps(orig_to)
     def to(self, *args, **kwargs):
-        if self.device.type == "cpu" and _leaves_cpu(args, kwargs):
-            begin(R_TO)
-            try:
-                return orig_to(self, *args, **kwargs)
-            finally:
-                end(R_TO)
+        if self.device.type == "cpu":
+            target = _target_device(args, kwargs)
+            if target is not None and target.type != "cpu":
+                begin(R_TO)
+                _device_begin(R_TO, _cuda(target))
+                try:
+                    return orig_to(self, *args, **kwargs)
+                finally:
+                    end(R_TO)
+                    _device_end(R_TO)
         return orig_to(self, *args, **kwargs)
 
     @functools.wraps(orig_cuda)
@@ -251,10 +444,15 @@ def _patch_transfers():
         if self.device.type != "cpu":
             return orig_cuda(self, *args, **kwargs)
         begin(R_TO)
+        if _DEVICE_TIMES:
+            target = kwargs.get("device", args[0] if args else None)
+            _device_begin(R_TO, torch.device("cuda", target) if isinstance(target, int)
+                          else _cuda(torch.device(target or "cuda")))
         try:
             return orig_cuda(self, *args, **kwargs)
         finally:
             end(R_TO)
+            _device_end(R_TO)
 
     if _bottleneck.MODE == "replay":
         to = functools.wraps(orig_to)(_bottleneck.memoized_move(to, "to"))
@@ -281,7 +479,21 @@ def _patch_transfers():
 
 
 def _patch_backward():
-    torch.Tensor.backward = _timed(R_BACKWARD, torch.Tensor.backward)
+    orig = torch.Tensor.backward
+
+    @functools.wraps(orig)
+    def backward(self, *args, **kwargs):
+        begin(R_BACKWARD)
+        if _DEVICE_PHASES:
+            _device_begin(R_BACKWARD, _cuda(self.device))
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            end(R_BACKWARD)
+            _device_end(R_BACKWARD)
+
+    backward.__trainprof_wrapped__ = orig
+    torch.Tensor.backward = backward
 
 
 def _collective(fn):
@@ -382,6 +594,8 @@ def instrument():
         return False
     _installed = True
     for patch in (_patch_dataloader, _patch_workers, _patch_modules, _patch_backward, _patch_optimizer,
-                  _patch_schedulers, _patch_transfers, _patch_distributed):
+                  _patch_schedulers, _patch_transfers, _patch_distributed, _patch_graph_capture):
         patch()
+    if _DEVICE_TIMES:
+        atexit.register(_flush_device_times)
     return True

@@ -61,6 +61,9 @@ static void fill_timing(sqlite3_stmt *st, const tp_summary *s, size_t i)
     sqlite3_bind_double(st, 4, r->total_s);
     bind_stats(st, 5, &r->stats);
     sqlite3_bind_double(st, 11, r->in_steps_s);
+    sqlite3_bind_int64(st, 12, (sqlite3_int64)r->device.count);
+    sqlite3_bind_double(st, 13, r->device_total_s);
+    bind_stats(st, 14, &r->device);
 }
 
 static void fill_step(sqlite3_stmt *st, const tp_summary *s, size_t i)
@@ -100,15 +103,21 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary *s, size_t i)
 }
 
 /* Writes s into db's summary tables in one transaction. upgrade: db has
- * schema 3, which lacks summary_timing.in_steps_s; the column is added and
- * the file becomes schema 4 in the same transaction (schema 4 differs from 3
- * by that column only). */
-static int write_summary(sqlite3 *db, const tp_summary *s, bool upgrade)
+ * schema 3 or 4, whose summary_timing lacks columns (in_steps_s, device_*)
+ * and which has no device_time table: summary_timing is made anew, the
+ * device tables added (empty: such a file recorded no device times), and the
+ * file becomes the current schema in the same transaction. */
+static int write_summary(sqlite3 *db, const tp_summary *s, bool upgrade, char *why, size_t cap)
 {
     int rc = tp_exec(db, "BEGIN;");
     if (rc == SQLITE_OK && upgrade)
-        rc = tp_exec(db, "ALTER TABLE summary_timing ADD COLUMN in_steps_s REAL NOT NULL DEFAULT 0;"
-                         "PRAGMA user_version = 4;");
+        rc = tp_exec(db, "DROP TABLE summary_timing;" TP_SCHEMA_SUMMARY_TIMING TP_SCHEMA_DEVICE_TIME
+                             TP_SCHEMA_DEVICE_VIEW);
+    if (rc == SQLITE_OK && upgrade) {
+        char version[64];
+        snprintf(version, sizeof version, "PRAGMA user_version = %d;", TP_SCHEMA_VERSION);
+        rc = tp_exec(db, version);
+    }
     if (rc == SQLITE_OK)
         rc = tp_exec(db, "DELETE FROM summary_series; DELETE FROM summary_timing;"
                          "DELETE FROM summary_step; DELETE FROM summary_epoch;"
@@ -117,8 +126,9 @@ static int write_summary(sqlite3 *db, const tp_summary *s, bool upgrade)
         rc = insert_rows(db, "INSERT INTO summary_series VALUES (?,?,?,?,?,?,?,?)", s, s->n,
                          fill_series);
     if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?)", s,
-                         s->timings.nrows, fill_timing);
+        rc = insert_rows(
+            db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
+            s->timings.nrows, fill_timing);
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?)", s,
                          s->timings.nsteps, fill_step);
@@ -130,8 +140,10 @@ static int write_summary(sqlite3 *db, const tp_summary *s, bool upgrade)
                          s->ranks.n, fill_rank);
     if (rc == SQLITE_OK)
         rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('summarized', '1'); COMMIT;");
-    if (rc != SQLITE_OK)
+    if (rc != SQLITE_OK) {
+        snprintf(why, cap, "%s", sqlite3_errmsg(db)); /* before the rollback resets it */
         tp_exec(db, "ROLLBACK");
+    }
     return rc;
 }
 
@@ -152,14 +164,15 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
     bool ok = tp_summary_build(run, &s, err, cap);
     sqlite3 *db = NULL;
     if (ok) {
+        char why[256] = "";
         int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
         if (rc == SQLITE_OK) {
             sqlite3_busy_timeout(db, 5000);
-            rc = write_summary(db, &s, version == 3);
+            rc = write_summary(db, &s, version < TP_SCHEMA_VERSION, why, sizeof why);
         }
         if (rc != SQLITE_OK) {
             snprintf(err, cap, "%s: cannot store the summary: %s", path,
-                     db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+                     *why ? why : sqlite3_errstr(rc));
             ok = false;
         }
         sqlite3_close(db);
@@ -238,10 +251,17 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
     size_t rcap = 0, scap = 0, ecap = 0;
-    int rc = sqlite3_prepare_v2(run->db,
-                                "SELECT rank, name, count, total_s, mean, min, p5, p50, p95, max,"
-                                " in_steps_s FROM summary_timing ORDER BY rank, name",
-                                -1, &st, NULL);
+    bool device = run->schema_version >= 5;
+    int rc =
+        sqlite3_prepare_v2(run->db,
+                           device ? "SELECT rank, name, count, total_s, mean, min, p5, p50, p95,"
+                                    " max, in_steps_s, device_count, device_total_s,"
+                                    " device_mean, device_min, device_p5, device_p50,"
+                                    " device_p95, device_max FROM summary_timing"
+                                    " ORDER BY rank, name"
+                                  : "SELECT rank, name, count, total_s, mean, min, p5, p50, p95,"
+                                    " max, in_steps_s FROM summary_timing ORDER BY rank, name",
+                           -1, &st, NULL);
     while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         out->rows = tp_grow(out->rows, out->nrows, &rcap, sizeof *out->rows);
         tp_timing_row *r = &out->rows[out->nrows++];
@@ -252,6 +272,12 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
         r->total_s = sqlite3_column_double(st, 3);
         r->in_steps_s = sqlite3_column_double(st, 10);
         col_stats(st, 2, 4, &r->stats);
+        if (device) {
+            r->device_total_s = sqlite3_column_double(st, 12);
+            col_stats(st, 11, 13, &r->device);
+        } else {
+            tp_stats_compute(NULL, 0, &r->device);
+        }
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_OK)

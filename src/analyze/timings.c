@@ -37,6 +37,32 @@ static void add_group(void *ctx, int rank, const char *name, double *durations, 
     for (size_t i = 0; i < n; i++)
         row->total_s += durations[i];
     tp_stats_compute(durations, n, &row->stats);
+    tp_stats_compute(NULL, 0, &row->device);
+}
+
+static int cmp_row_value(const void *x, const void *y)
+{
+    const tp_timing_row *a = x, *b = y;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* The device times of (rank, name) go to that row, made if there is none. */
+static void add_device_group(void *ctx, int rank, const char *name, double *durations, size_t n)
+{
+    build_ctx *b = ctx;
+    tp_timing_row *row = NULL;
+    for (size_t i = 0; i < b->t->nrows && !row; i++)
+        if (b->t->rows[i].rank == rank && strcmp(b->t->rows[i].name, name) == 0)
+            row = &b->t->rows[i];
+    if (!row) {
+        add_group(ctx, rank, name, NULL, 0);
+        row = &b->t->rows[b->t->nrows - 1];
+    }
+    for (size_t i = 0; i < n; i++)
+        row->device_total_s += durations[i];
+    tp_stats_compute(durations, n, &row->device);
 }
 
 /* An epoch's length in seconds from its ends in ns: a difference of integers,
@@ -191,10 +217,7 @@ static int cmp_thread_id(const void *key, const void *elem)
 
 static int cmp_row(const void *x, const void *y)
 {
-    const tp_timing_row *a = *(tp_timing_row *const *)x, *b = *(tp_timing_row *const *)y;
-    if (a->rank != b->rank)
-        return a->rank < b->rank ? -1 : 1;
-    return strcmp(a->name, b->name);
+    return cmp_row_value(*(tp_timing_row *const *)x, *(tp_timing_row *const *)y);
 }
 
 /* The first of rank's spans that ends after t (or the end of rank's spans). */
@@ -276,6 +299,11 @@ static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, siz
     build_ctx b = {out, 0};
     if (!tp_run_each_region_group(run, add_group, &b, err, cap))
         return false;
+    size_t host_rows = out->nrows;
+    if (!tp_run_each_device_group(run, add_device_group, &b, err, cap))
+        return false;
+    if (out->nrows > host_rows) /* device times whose regions were lost: keep (rank, name) order */
+        qsort(out->rows, out->nrows, sizeof *out->rows, cmp_row_value);
     tp_run_mark *marks;
     size_t n;
     if (!tp_run_marks(run, &marks, &n, err, cap))

@@ -9,7 +9,8 @@
  * their parents too, so shares of nested names add up to more than 1. Steps
  * run from one step mark to the next on the same thread, never across an
  * epoch mark; an epoch runs from its mark to the thread's next epoch mark (the
- * last one to its last step mark, or the end of the run). */
+ * last one to its last step mark, or the end of the run). Regions whose work
+ * ran on a CUDA device carry that work's device time too (device_*). */
 #ifndef TP_ANALYZE_TIMINGS_H
 #define TP_ANALYZE_TIMINGS_H
 
@@ -27,6 +28,10 @@ typedef struct tp_timing_row {
     double total_s;
     double in_steps_s; /* the part of total_s inside the rank's steps (all of it without steps) */
     double share;      /* in_steps_s over the rank's step time */
+    /* Device (CUDA event) times of the same regions, seconds: the span on the
+     * device between the region's begin and end; count 0 when none */
+    tp_stats device;
+    double device_total_s;
 } tp_timing_row;
 
 typedef struct tp_step_row {

@@ -51,6 +51,17 @@ static const tp_step_row *steps_of(const tp_timings *t, int rank)
     return NULL;
 }
 
+/* The device time of (rank, name) over the rank's step time, at most 1: how
+ * much of the steps the GPU spent on that region's work, which host times
+ * hide when CUDA runs asynchronously (0 without device times or steps). */
+static double device_share(const tp_timings *t, int rank, const char *name)
+{
+    const tp_timing_row *r = row(t, rank, name);
+    const tp_step_row *st = steps_of(t, rank);
+    double v = r && st && st->total_s > 0 ? r->device_total_s / st->total_s : 0;
+    return v < 1 ? v : 1; /* more: the host ran ahead of the GPU, steps are launches */
+}
+
 static double max_of(const tp_summary *s, const char *metric, const char *labels)
 {
     const tp_series_summary *m = tp_summary_find(s, 1, metric, labels);
@@ -71,12 +82,18 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
     const tp_step_row *st = steps_of(t, rank);
     double step_mean = st ? st->stats.mean : 0;
     double in = share(t, rank, "dataloader_next"), to = share(t, rank, "to_device");
+    double to_dev = device_share(t, rank, "to_device");
     double train = share(t, rank, "train_batch");
     /* across ranks, train_batch holds the wait for the others (DDP's backward
      * waits for its all-reduce): compute is what lies outside communication */
     for (size_t i = 0; i < s->ranks.n; i++)
         if (s->ranks.rows[i].rank == rank && s->ranks.rows[i].window_s > 0)
             train = s->ranks.rows[i].compute_s / s->ranks.rows[i].window_s;
+    double train_dev = device_share(t, rank, "train_batch");
+    if (train_dev > train) /* the host ran ahead and waited elsewhere (.item(), next batch) */
+        train = train_dev;
+    if (to_dev > to)
+        to = to_dev;
     char who[32];
     rank_name(who, sizeof who, rank);
     if (in >= INPUT_BOUND_SHARE) {
@@ -100,12 +117,13 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
     if (to >= TRANSFER_BOUND_SHARE) {
         tp_verdict *v = add(out, "transfer_bound");
         snprintf(v->message, sizeof v->message,
-                 "%s is transfer-bound: host-to-device copies take %.0f%% of step time. Try "
+                 "%s is transfer-bound: host-to-device copies take %.0f%% of step time%s. Try "
                  "pin_memory=True in the DataLoader with .to(device, non_blocking=True), copying "
                  "once per batch rather than per tensor, and smaller dtypes for inputs.",
-                 who, 100 * to);
-        snprintf(v->evidence, sizeof v->evidence, "{\"rank\":%d,\"to_device_share\":%.4f}", rank,
-                 to);
+                 who, 100 * to, to == to_dev ? " on the GPU" : "");
+        snprintf(v->evidence, sizeof v->evidence,
+                 "{\"rank\":%d,\"to_device_share\":%.4f,\"to_device_device_share\":%.4f}", rank,
+                 share(t, rank, "to_device"), to_dev);
     }
     if (train >= COMPUTE_BOUND_SHARE && in < COMPUTE_BOUND_INPUT_MAX) {
         tp_verdict *v = add(out, "compute_bound");
@@ -118,9 +136,9 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
                  "more devices.",
                  who, 100 * train, 100 * in);
         snprintf(v->evidence, sizeof v->evidence,
-                 "{\"rank\":%d,\"train_batch_share\":%.4f,\"dataloader_next_share\":%.4f,"
-                 "\"step_mean_s\":%.6f}",
-                 rank, train, in, step_mean);
+                 "{\"rank\":%d,\"train_batch_share\":%.4f,\"train_batch_device_share\":%.4f,"
+                 "\"dataloader_next_share\":%.4f,\"step_mean_s\":%.6f}",
+                 rank, train, train_dev, in, step_mean);
     }
 }
 

@@ -128,6 +128,12 @@ static void drain_ring_events(tp_drain *d, drain_ring *r)
         case TP_EV_SAMPLES:
             tp_sink_mark(d->sink, r->thread, TP_MARK_SAMPLES, e.t_ns, e.value);
             break;
+        case TP_EV_DEVICE: {
+            uint32_t name = global_name(r, e.name_id);
+            if (name && e.value >= 0)
+                tp_sink_device_span(d->sink, r->thread, name, e.t_ns, (uint64_t)e.value);
+            break;
+        }
         default: break;
         }
     }

@@ -186,7 +186,8 @@ static bool has_pending(const tp_sink *s)
 {
     const tp_batch *b = &s->pending;
     return b->series.len || b->samples.len || b->unavailable.len || b->meta.len || b->gpus.len ||
-           b->threads.len || b->names.len || b->intervals.len || b->marks.len;
+           b->threads.len || b->names.len || b->intervals.len || b->marks.len ||
+           b->device_spans.len;
 }
 
 static uint64_t since_start(const tp_sink *s, uint64_t t)
@@ -253,6 +254,15 @@ void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns
     pthread_mutex_unlock(&s->lock);
 }
 
+void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t start_mono_ns,
+                         uint64_t device_ns)
+{
+    tp_device_span d = {thread, name, since_start(s, start_mono_ns), device_ns};
+    pthread_mutex_lock(&s->lock);
+    VEC_PUSH(s->pending.device_spans, d);
+    pthread_mutex_unlock(&s->lock);
+}
+
 bool tp_sink_wait(tp_sink *s, int timeout_ms)
 {
     struct timespec deadline;
@@ -294,6 +304,7 @@ void tp_sink_take(tp_sink *s, tp_batch *out)
     VEC_SWAP(s->pending.names, out->names);
     VEC_SWAP(s->pending.intervals, out->intervals);
     VEC_SWAP(s->pending.marks, out->marks);
+    VEC_SWAP(s->pending.device_spans, out->device_spans);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -322,7 +333,7 @@ void tp_batch_clear(tp_batch *b)
     for (size_t i = 0; i < b->names.len; i++)
         free(b->names.items[i].text);
     b->series.len = b->samples.len = b->unavailable.len = b->meta.len = b->gpus.len = 0;
-    b->threads.len = b->names.len = b->intervals.len = b->marks.len = 0;
+    b->threads.len = b->names.len = b->intervals.len = b->marks.len = b->device_spans.len = 0;
 }
 
 void tp_batch_free(tp_batch *b)
@@ -337,5 +348,6 @@ void tp_batch_free(tp_batch *b)
     free(b->names.items);
     free(b->intervals.items);
     free(b->marks.items);
+    free(b->device_spans.items);
     memset(b, 0, sizeof *b);
 }

@@ -58,6 +58,14 @@ typedef struct tp_interval {
     uint64_t start_ns, end_ns; /* since the run's anchor */
 } tp_interval;
 
+/* The device (GPU) time of a region begun at start_ns on thread. */
+typedef struct tp_device_span {
+    uint32_t thread;
+    uint32_t name;
+    uint64_t start_ns; /* the region's host start, since the run's anchor */
+    uint64_t device_ns;
+} tp_device_span;
+
 /* A step or epoch boundary. */
 typedef struct tp_mark {
     uint32_t thread;
@@ -90,6 +98,7 @@ typedef struct tp_batch {
     TP_VEC(tp_name_def) names;
     TP_VEC(tp_interval) intervals;
     TP_VEC(tp_mark) marks;
+    TP_VEC(tp_device_span) device_spans;
 } tp_batch;
 
 typedef struct tp_sink tp_sink;
@@ -115,6 +124,8 @@ uint32_t tp_sink_name(tp_sink *s, const char *text); /* same id for the same tex
 void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth,
                       uint64_t start_mono_ns, uint64_t end_mono_ns);
 void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns, int64_t value);
+void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t start_mono_ns,
+                         uint64_t device_ns);
 
 /* Reader side for live displays: the latest value of a series, if any. */
 bool tp_sink_latest(tp_sink *s, const char *metric, const char *labels, double *value);

@@ -35,6 +35,37 @@ static void outside_steps_line(FILE *out, const tp_timings *t, int rank)
         fputc('\n', out);
 }
 
+/* After a rank's Timings table: the device (CUDA event) times of its
+ * regions that have them. Returns whether there were any. */
+static bool device_table(FILE *out, const tp_timings *t, int rank)
+{
+    bool any = false;
+    for (size_t i = 0; i < t->nrows; i++) {
+        const tp_timing_row *r = &t->rows[i];
+        if (r->rank != rank || r->device.count == 0)
+            continue;
+        if (!any)
+            fprintf(out, "  on the device (CUDA events)\n  %-24s %8s %11s %11s %11s %11s %11s\n",
+                    "region", "count", "total", "mean", "p50", "p95", "max");
+        any = true;
+        char c[5][32];
+        const double v[] = {r->device_total_s, r->device.mean, r->device.p50, r->device.p95,
+                            r->device.max};
+        for (int k = 0; k < 5; k++)
+            tp_format_duration(c[k], sizeof c[k], v[k]);
+        fprintf(out, "  %-24.24s %8zu %11s %11s %11s %11s %11s\n", r->name, r->device.count, c[0],
+                c[1], c[2], c[3], c[4]);
+    }
+    return any;
+}
+
+/* What follows a rank's table: time outside its steps, then device times. */
+static bool after_rank_table(FILE *out, const tp_timings *t, int rank)
+{
+    outside_steps_line(out, t, rank);
+    return device_table(out, t, rank);
+}
+
 void tp_report_timings_text(FILE *out, const tp_summary *s)
 {
     const tp_timings *t = &s->timings;
@@ -43,11 +74,12 @@ void tp_report_timings_text(FILE *out, const tp_summary *s)
         return;
     }
     int rank = -2;
+    bool device = false;
     for (size_t i = 0; i < t->nrows; i++) {
         const tp_timing_row *r = &t->rows[i];
         if (r->rank != rank) {
             if (i > 0)
-                outside_steps_line(out, t, rank);
+                device |= after_rank_table(out, t, rank);
             char title[32];
             rank_title(title, sizeof title, r->rank);
             rank = r->rank;
@@ -62,7 +94,7 @@ void tp_report_timings_text(FILE *out, const tp_summary *s)
                 c[0], c[1], c[2], c[3], c[4], 100 * r->share);
     }
     if (t->nrows)
-        outside_steps_line(out, t, rank);
+        device |= after_rank_table(out, t, rank);
     for (size_t i = 0; i < t->nsteps; i++) {
         const tp_step_row *st = &t->steps[i];
         char title[32], mean[32], p50[32], p95[32];
@@ -98,7 +130,15 @@ void tp_report_timings_text(FILE *out, const tp_summary *s)
         fprintf(out, "  %-8lld %12s %8zu %10s %12s %12s\n", (long long)e->epoch, d, e->steps,
                 samples, rate, energy);
     }
-    fprintf(out, "\nTimes are host times: device (CUDA event) times are not recorded yet.\n");
+    if (device)
+        fprintf(out, "\nHost times are when the CPU entered and left a region; with CUDA's "
+                     "asynchronous launches the GPU may do that work later. Device times are "
+                     "the span on the region's CUDA stream from its start to its end, read "
+                     "from CUDA events once they completed (no synchronize added).\n");
+    else
+        fprintf(out, "\nTimes are host times: no CUDA work was timed (PyTorch's to_device, "
+                     "forward, backward and optimizer_step get device times when they run on a "
+                     "CUDA device).\n");
     if (t->dropped)
         fprintf(out,
                 "\n%lld timing events were dropped on full rings: the figures above miss them "
@@ -137,6 +177,18 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         json_double(w, r->in_steps_s);
         json_key(w, "share");
         json_double(w, r->share);
+        json_key(w, "device");
+        if (r->device.count) {
+            json_object_begin(w);
+            json_key(w, "count");
+            json_int(w, (int64_t)r->device.count);
+            json_key(w, "total_s");
+            json_double(w, r->device_total_s);
+            stat_fields(w, &r->device);
+            json_object_end(w);
+        } else {
+            json_null(w);
+        }
         json_object_end(w);
     }
     json_array_end(w);

@@ -21,6 +21,7 @@ typedef struct input_info {
     size_t nranks;
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
     int64_t series_off; /* added to its series ids */
+    int version;        /* its schema: before 5, no device times */
 } input_info;
 
 /* Collects the distinct ranks of run's threads into info. */
@@ -75,6 +76,7 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         const char *summarized = tp_run_meta_get(run, "summarized");
         info[i].summarized =
             run->schema_version >= TP_SCHEMA_SUMMARY && summarized && strcmp(summarized, "1") == 0;
+        info[i].version = run->schema_version;
         input_ranks(run, &info[i]);
         info[i].start_wall_ns = wall ? strtoll(wall, NULL, 10) : 0;
         info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
@@ -120,24 +122,39 @@ static int64_t max_id(sqlite3 *db, const char *table)
     return id;
 }
 
-/* The rows of an input's samples, regions and marks: all of them, or (for a
+/* The rows of an input's samples, regions, marks and device times: all of them, or (for a
  * report that reads the stored summaries) each series' first and last sample
  * only, which are what the report reads of them besides energy. */
-static char *rows_sql(long long series, long long thread, long long dt, bool all_rows)
+static char *rows_sql(long long series, long long thread, long long dt, bool all_rows, bool device)
 {
-    if (all_rows)
-        return sqlite3_mprintf(
-            "CREATE TEMP TABLE name_map (src INTEGER PRIMARY KEY, dst INTEGER NOT NULL);"
-            "INSERT INTO name_map SELECT n.id, m.id FROM src.name n JOIN main.name m"
-            " ON m.text = n.text;"
-            "INSERT INTO main.sample (series_id, t_ns, value)"
-            " SELECT series_id + %lld, t_ns + %lld, value FROM src.sample;"
-            "INSERT INTO main.region SELECT r.thread_id + %lld, nm.dst, r.depth, r.start_ns + %lld,"
-            " r.end_ns + %lld FROM src.region r CROSS JOIN name_map nm ON nm.src = r.name_id;"
-            "INSERT INTO main.mark SELECT thread_id + %lld, kind, t_ns + %lld, value FROM "
-            "src.mark;"
-            "DROP TABLE name_map;",
-            series, dt, thread, dt, dt, thread, dt);
+    if (all_rows) {
+        char *device_sql =
+            device ? sqlite3_mprintf("INSERT INTO main.device_time SELECT d.thread_id + %lld,"
+                                     " nm.dst, d.start_ns + %lld, d.device_ns"
+                                     " FROM src.device_time d CROSS JOIN name_map nm"
+                                     " ON nm.src = d.name_id;",
+                                     thread, dt)
+                   : NULL;
+        char *sql =
+            device && !device_sql
+                ? NULL
+                : sqlite3_mprintf(
+                      "CREATE TEMP TABLE name_map (src INTEGER PRIMARY KEY, dst INTEGER NOT NULL);"
+                      "INSERT INTO name_map SELECT n.id, m.id FROM src.name n JOIN main.name m"
+                      " ON m.text = n.text;"
+                      "INSERT INTO main.sample (series_id, t_ns, value)"
+                      " SELECT series_id + %lld, t_ns + %lld, value FROM src.sample;"
+                      "INSERT INTO main.region SELECT r.thread_id + %lld, nm.dst, r.depth,"
+                      " r.start_ns + %lld, r.end_ns + %lld FROM src.region r"
+                      " CROSS JOIN name_map nm ON nm.src = r.name_id;"
+                      "INSERT INTO main.mark SELECT thread_id + %lld, kind, t_ns + %lld, value"
+                      " FROM src.mark;"
+                      "%s"
+                      "DROP TABLE name_map;",
+                      series, dt, thread, dt, dt, thread, dt, device_sql ? device_sql : "");
+        sqlite3_free(device_sql);
+        return sql;
+    }
     return sqlite3_mprintf(
         "INSERT OR IGNORE INTO main.sample (series_id, t_ns, value)"
         " SELECT s.id + %lld, x.t_ns + %lld, x.value FROM src.series s CROSS JOIN src.sample x"
@@ -170,15 +187,19 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
     char *summary_sql = sqlite3_mprintf(
         "INSERT INTO main.summary_series SELECT series_id + %lld, count, mean,"
         " min, p5, p50, p95, max FROM src.summary_series;"
-        "INSERT INTO main.summary_timing SELECT * FROM src.summary_timing;"
+        "INSERT INTO main.summary_timing SELECT %s FROM src.summary_timing;"
         "INSERT INTO main.summary_step SELECT * FROM src.summary_step;"
         "INSERT INTO main.summary_epoch SELECT rank, epoch, start_ns + %lld, duration_s, steps,"
         " samples FROM src.summary_epoch ORDER BY rowid;"
         "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
         " gpu_sm_clock_mhz FROM src.summary_rank;",
-        series, dt, agent, dt, dt);
-    char *rows = rows_sql(series, thread, dt, all_rows);
+        series,
+        info->version >= 5 ? "*"
+                           : "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s,"
+                             " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
+        dt, agent, dt, dt);
+    char *rows = rows_sql(series, thread, dt, all_rows, info->version >= 5);
     sql = sqlite3_mprintf(
         "BEGIN;"
         "INSERT INTO agent (id, name, host) SELECT %d, name, host FROM src.agent WHERE id = 1;"

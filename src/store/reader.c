@@ -285,19 +285,15 @@ static int cmp_bucket(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-/* Streams the region table unsorted into one bucket per (rank, name): far
- * cheaper than letting SQLite sort millions of rows. */
-bool tp_run_each_region_group(tp_run *run, tp_region_group_fn fn, void *ctx, char *err, size_t cap)
+/* Streams the (rank, name id, ns) rows of sql unsorted into one bucket per
+ * (rank, name): far cheaper than letting SQLite sort millions of rows. */
+static bool each_group(tp_run *run, const char *sql, tp_region_group_fn fn, void *ctx, char *err,
+                       size_t cap)
 {
-    if (run->schema_version < 2)
-        return true;
     region_bucket *b = NULL;
     size_t nb = 0, bcap = 0, last = 0;
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(run->db,
-                                "SELECT t.rank, r.name_id, r.end_ns - r.start_ns FROM region r"
-                                " JOIN thread t ON t.id = r.thread_id",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL);
     while (rc == SQLITE_OK || rc == SQLITE_ROW) {
         if ((rc = sqlite3_step(st)) != SQLITE_ROW)
             break;
@@ -341,6 +337,24 @@ bool tp_run_each_region_group(tp_run *run, tp_region_group_fn fn, void *ctx, cha
     if (!ok)
         snprintf(err, cap, "%s: cannot read timings: %s", run->path, sqlite3_errmsg(run->db));
     return ok;
+}
+
+bool tp_run_each_region_group(tp_run *run, tp_region_group_fn fn, void *ctx, char *err, size_t cap)
+{
+    return run->schema_version < 2 ||
+           each_group(run,
+                      "SELECT t.rank, r.name_id, r.end_ns - r.start_ns FROM region r"
+                      " JOIN thread t ON t.id = r.thread_id",
+                      fn, ctx, err, cap);
+}
+
+bool tp_run_each_device_group(tp_run *run, tp_region_group_fn fn, void *ctx, char *err, size_t cap)
+{
+    return run->schema_version < 5 ||
+           each_group(run,
+                      "SELECT t.rank, d.name_id, d.device_ns FROM device_time d"
+                      " JOIN thread t ON t.id = d.thread_id",
+                      fn, ctx, err, cap);
 }
 
 bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap)

@@ -97,6 +97,8 @@ bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *er
 typedef void (*tp_region_group_fn)(void *ctx, int rank, const char *name, double *durations_s,
                                    size_t n);
 bool tp_run_each_region_group(tp_run *run, tp_region_group_fn fn, void *ctx, char *err, size_t cap);
+/* The same over the device times (schema 5; none before). */
+bool tp_run_each_device_group(tp_run *run, tp_region_group_fn fn, void *ctx, char *err, size_t cap);
 
 /* All step and epoch marks in (rank, thread, time) order; the caller frees
  * *marks. */

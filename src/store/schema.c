@@ -30,15 +30,12 @@ static const char schema_sql[] =
     "  name_id INTEGER NOT NULL REFERENCES name(id), depth INTEGER NOT NULL,"
     "  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);"
     "CREATE TABLE mark (thread_id INTEGER NOT NULL REFERENCES thread(id), kind TEXT NOT NULL,"
-    "  t_ns INTEGER NOT NULL, value INTEGER NOT NULL);"
+    "  t_ns INTEGER NOT NULL, value INTEGER NOT NULL);" TP_SCHEMA_DEVICE_TIME
     /* what `report` shows, computed by the recorder from the rows above when
      * the command ends (meta summarized = 1 once written): a long run's
      * report then reads a few hundred rows instead of every sample */
     "CREATE TABLE summary_series (series_id INTEGER PRIMARY KEY, count INTEGER NOT NULL,"
-    "  mean REAL, min REAL, p5 REAL, p50 REAL, p95 REAL, max REAL);"
-    "CREATE TABLE summary_timing (rank INTEGER NOT NULL, name TEXT NOT NULL,"
-    "  count INTEGER NOT NULL, total_s REAL NOT NULL, mean REAL, min REAL, p5 REAL, p50 REAL,"
-    "  p95 REAL, max REAL, in_steps_s REAL NOT NULL, PRIMARY KEY (rank, name)) WITHOUT ROWID;"
+    "  mean REAL, min REAL, p5 REAL, p50 REAL, p95 REAL, max REAL);" TP_SCHEMA_SUMMARY_TIMING
     "CREATE TABLE summary_step (rank INTEGER PRIMARY KEY, count INTEGER NOT NULL,"
     "  total_s REAL NOT NULL, samples INTEGER NOT NULL, mean REAL, min REAL, p5 REAL, p50 REAL,"
     "  p95 REAL, max REAL);"
@@ -53,7 +50,8 @@ static const char schema_sql[] =
     "CREATE VIEW regions AS SELECT t.pid AS pid, t.tid AS tid, t.rank AS rank, n.text AS name,"
     "  r.depth AS depth, r.start_ns AS start_ns, r.end_ns AS end_ns,"
     "  r.end_ns - r.start_ns AS duration_ns"
-    "  FROM region r JOIN thread t ON t.id = r.thread_id JOIN name n ON n.id = r.name_id;"
+    "  FROM region r JOIN thread t ON t.id = r.thread_id JOIN name n ON n.id = "
+    "r.name_id;" TP_SCHEMA_DEVICE_VIEW
     "CREATE VIEW samples AS SELECT a.name AS agent, m.name AS metric, m.unit AS unit,"
     "  s.labels AS labels, x.t_ns AS t_ns, x.value AS value"
     "  FROM sample x JOIN series s ON s.id = x.series_id"

@@ -11,10 +11,32 @@
 #define TP_APPLICATION_ID 0x54505246 /* "TPRF" */
 /* 2: timings (thread, name, region, mark); 3: summary_* tables;
  * 4: summary_timing.in_steps_s (shares of step time count only what ran in
- * steps; a v3 file's stored summary is set aside and its rows read) */
-#define TP_SCHEMA_VERSION 4
+ * steps; a v3 file's stored summary is set aside and its rows read);
+ * 5: device times (device_time, the device_times view, summary_timing's
+ * device_* columns) */
+#define TP_SCHEMA_VERSION 5
 /* the first schema whose stored summary readers use */
 #define TP_SCHEMA_SUMMARY 4
+
+/* The tables and view that schema 5 added, and summary_timing as it is
+ * since then: `trainprof summarize` brings an older file up to date with them
+ * (dropping summary_timing, whose rows it writes again). */
+#define TP_SCHEMA_DEVICE_TIME                                                                   \
+    "CREATE TABLE IF NOT EXISTS device_time (thread_id INTEGER NOT NULL REFERENCES thread(id)," \
+    "  name_id INTEGER NOT NULL REFERENCES name(id), start_ns INTEGER NOT NULL,"                \
+    "  device_ns INTEGER NOT NULL);"
+#define TP_SCHEMA_DEVICE_VIEW                                                                      \
+    "CREATE VIEW IF NOT EXISTS device_times AS SELECT t.pid AS pid, t.tid AS tid, t.rank AS rank," \
+    "  n.text AS name, d.start_ns AS start_ns, d.device_ns AS device_ns"                           \
+    "  FROM device_time d JOIN thread t ON t.id = d.thread_id"                                     \
+    "  JOIN name n ON n.id = d.name_id;"
+#define TP_SCHEMA_SUMMARY_TIMING                                                       \
+    "CREATE TABLE summary_timing (rank INTEGER NOT NULL, name TEXT NOT NULL,"          \
+    "  count INTEGER NOT NULL, total_s REAL NOT NULL, mean REAL, min REAL, p5 REAL,"   \
+    "  p50 REAL, p95 REAL, max REAL, in_steps_s REAL NOT NULL,"                        \
+    "  device_count INTEGER NOT NULL, device_total_s REAL NOT NULL, device_mean REAL," \
+    "  device_min REAL, device_p5 REAL, device_p50 REAL, device_p95 REAL,"             \
+    "  device_max REAL, PRIMARY KEY (rank, name)) WITHOUT ROWID;"
 
 /* Creates every table, view and the metric catalogue in an empty database,
  * and stamps application_id and user_version. Returns an SQLite code. */

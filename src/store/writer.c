@@ -23,6 +23,7 @@ enum {
     ST_NAME,
     ST_REGION,
     ST_MARK,
+    ST_DEVICE,
     ST_N
 };
 
@@ -39,6 +40,7 @@ static const char *const statements[ST_N] = {
     "INSERT OR IGNORE INTO name (id, text) VALUES (?, ?)",
     "INSERT INTO region (thread_id, name_id, depth, start_ns, end_ns) VALUES (?, ?, ?, ?, ?)",
     "INSERT INTO mark (thread_id, kind, t_ns, value) VALUES (?, ?, ?, ?)",
+    "INSERT INTO device_time (thread_id, name_id, start_ns, device_ns) VALUES (?, ?, ?, ?)",
 };
 
 struct tp_writer {
@@ -136,7 +138,7 @@ static int write_pairs(sqlite3_stmt *st, const tp_text_pair *pairs, size_t n)
     return rc;
 }
 
-/* Threads, names, regions and marks from the timing-event drain. */
+/* Threads, names, regions, marks and device times from the timing-event drain. */
 static int write_timings(tp_writer *w, const tp_batch *b)
 {
     int rc = SQLITE_OK;
@@ -180,6 +182,15 @@ static int write_timings(tp_writer *w, const tp_batch *b)
                           -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, (sqlite3_int64)m->t_ns);
         sqlite3_bind_int64(st, 4, m->value);
+        rc = run(st);
+    }
+    st = w->st[ST_DEVICE];
+    for (size_t i = 0; rc == SQLITE_OK && i < b->device_spans.len; i++) {
+        const tp_device_span *d = &b->device_spans.items[i];
+        sqlite3_bind_int64(st, 1, d->thread);
+        sqlite3_bind_int64(st, 2, d->name);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)d->start_ns);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)d->device_ns);
         rc = run(st);
     }
     return rc;

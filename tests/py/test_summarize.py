@@ -86,12 +86,17 @@ def test_summarize_leaves_a_live_recording_and_names_bad_files(tmp_path):
     assert r.returncode == 0 and "killed" in r.stdout
 
 
-def test_a_schema_3_file_is_read_from_rows_and_summarized_into_schema_4(tmp_path):
+def test_a_schema_3_file_is_read_from_rows_and_summarized_into_the_current_schema(tmp_path):
     k = killed_node(tmp_path / "old.db", 0)
     assert trainprof("summarize", "-q", k).returncode == 0
-    # as trainprof wrote it before schema 4: no in_steps_s, user_version 3
+    # as trainprof wrote it before schema 4: no in_steps_s, no device times
+    # (schema 5), user_version 3
     db = sqlite3.connect(k)
-    db.execute("ALTER TABLE summary_timing DROP COLUMN in_steps_s")
+    db.execute("DROP VIEW device_times")
+    db.execute("DROP TABLE device_time")
+    for column in ("in_steps_s", "device_count", "device_total_s", "device_mean", "device_min",
+                   "device_p5", "device_p50", "device_p95", "device_max"):
+        db.execute(f"ALTER TABLE summary_timing DROP COLUMN {column}")
     db.execute("PRAGMA user_version = 3")
     db.close()
     rep = report_json(k)  # its stored summary is set aside: shares need in_steps_s
@@ -100,9 +105,10 @@ def test_a_schema_3_file_is_read_from_rows_and_summarized_into_schema_4(tmp_path
     rows["run"]["meta"]["summarized"] = "1"
     assert rep == rows
     r = trainprof("summarize", k)
-    assert r.returncode == 0 and "(schema 3, now 4)" in r.stderr
+    assert r.returncode == 0 and "(schema 3, now 5)" in r.stderr
     db = sqlite3.connect(k)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+    assert db.execute("SELECT count(*) FROM device_times").fetchone()[0] == 0
     db.close()
     assert_same_report(report_json(k), report_from_rows(k, tmp_path))
     db = sqlite3.connect(k)

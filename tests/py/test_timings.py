@@ -1,6 +1,7 @@
 """Timings end to end: an instrumented C program under the real recorder."""
 
 import os
+import sqlite3
 
 from conftest import FAKE_NVML, ROOT, report_json, trainprof
 
@@ -48,6 +49,27 @@ def test_full_ring_is_reported(run_file):
     rep = report_json(run_file)
     assert rep["dropped_events"] > 0
     assert "timing events were dropped" in trainprof("report", run_file).stdout
+
+
+def test_device_times_reach_the_report(run_file):
+    """Device times reported after their regions (as CUDA events resolve)
+    land beside the host times: 11 of the 12 steps' kernels (the last one's
+    would come at the next step), 40 ms plus 1 to 11 microseconds."""
+    r = trainprof("record", "-q", "-o", run_file, "--", EMIT, "slow_epochs")
+    assert r.returncode == 0, r.stderr
+    rows = {t["name"]: t for t in report_json(run_file)["timings"]}
+    kernel = rows["kernel"]
+    assert kernel["count"] == 12 and kernel["total_s"] < 0.01  # launches return at once
+    device = kernel["device"]
+    assert device["count"] == 11
+    assert abs(device["total_s"] - (11 * 0.040 + 66e-6)) < 1e-12
+    assert abs(device["p50_s"] - 0.040006) < 1e-12 and abs(device["max_s"] - 0.040011) < 1e-12
+    assert rows.get("dataloader_next") is None
+    text = trainprof("report", run_file).stdout
+    assert "on the device (CUDA events)" in text and "no synchronize added" in text
+    with sqlite3.connect(run_file) as db:
+        assert db.execute("SELECT count(*), min(device_ns) FROM device_times"
+                          " WHERE name = 'kernel'").fetchone() == (11, 40001000)
 
 
 def test_no_timings_says_so(run_file):

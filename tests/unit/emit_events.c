@@ -1,7 +1,7 @@
 /* emit_events.c: a small instrumented program for test_timings: it emits
  * one scenario's events through libtrainprof and exits 0 when what it saw
  * itself (active, dropped) is as expected.
- * usage: emit_events nested|spans|threads|overflow|fork|slow_epochs|none */
+ * usage: emit_events nested|spans|threads|overflow|fork|slow_epochs|device|none */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +51,24 @@ static int spans(void)
     tp_span(comm, t0 + 5000, t0 + 4000);
     tp_region_end(&outer);
     tp_span(comm, t0 + 1000, t0 + 3000);
+    return tp_active() && tp_dropped() == 0 ? 0 : 1;
+}
+
+/* Device times reported after the regions closed, as CUDA events resolve:
+ * three "kernel" regions, device times 1, 2 and 3 ms, the third for a name
+ * this thread sends no region of (its text goes with the device time). */
+static int device_times(void)
+{
+    static tp_site kernel = TP_SITE("kernel");
+    uint64_t starts[2];
+    for (int i = 0; i < 2; i++) {
+        starts[i] = tp_clock_now_ns();
+        tp_region_begin(&kernel);
+        tp_region_end(&kernel);
+    }
+    for (int i = 0; i < 2; i++)
+        tp_device_time(kernel.id, starts[i], (uint64_t)(i + 1) * 1000000u);
+    tp_device_time(tp_name_intern("copy"), starts[1], 3000000u);
     return tp_active() && tp_dropped() == 0 ? 0 : 1;
 }
 
@@ -104,14 +122,23 @@ static int without_recorder(void)
     return !tp_active() && tp_dropped() == 0 ? 0 : 1;
 }
 
-/* Two epochs of six 100 ms steps of 32 samples: long enough for energy. */
+/* Two epochs of six 100 ms steps of 32 samples: long enough for energy.
+ * Each step launches a "kernel" region whose device time, 40 ms plus a
+ * microsecond per step, is reported at the next step, as CUDA events would. */
 static int slow_epochs(void)
 {
+    static tp_site kernel = TP_SITE("kernel");
+    uint64_t launched = 0;
     for (int e = 0; e < 2; e++) {
         tp_epoch(e);
         for (int i = 0; i < 6; i++) {
             tp_step();
             tp_samples(32);
+            if (launched)
+                tp_device_time(kernel.id, launched, 40000000u + (uint64_t)(e * 6 + i) * 1000u);
+            launched = tp_clock_now_ns();
+            tp_region_begin(&kernel);
+            tp_region_end(&kernel);
             usleep(100000);
         }
     }
@@ -132,6 +159,8 @@ int main(int argc, char **argv)
         return overflow();
     if (strcmp(mode, "fork") == 0)
         return forking();
+    if (strcmp(mode, "device") == 0)
+        return device_times();
     if (strcmp(mode, "slow_epochs") == 0)
         return slow_epochs();
     if (strcmp(mode, "none") == 0)

@@ -102,6 +102,7 @@ void cap_take(tp_sink *sink, tp_batch *b)
     APPEND(names)
     APPEND(intervals)
     APPEND(marks)
+    APPEND(device_spans)
 #undef APPEND
     tp_batch_free(&fresh);
 }

@@ -141,6 +141,9 @@ static void test_refuses_overwrite(void **state)
     free(path);
 }
 
+#define TP_STR_(x) #x
+#define TP_STR(x)  TP_STR_(x)
+
 static void expect_refused(const char *path, const char *text)
 {
     char err[512];
@@ -179,7 +182,8 @@ static void test_refuses_foreign_files(void **state)
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     tp_exec(db, "PRAGMA user_version=99");
     sqlite3_close(db);
-    expect_refused(path, "schema version 99 is newer than this trainprof reads (4)");
+    expect_refused(path, "schema version 99 is newer than this trainprof reads (" TP_STR(
+                             TP_SCHEMA_VERSION) ")");
     free(path);
 
     expect_refused("/nonexistent/run.db", "no such file");

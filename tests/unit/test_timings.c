@@ -121,6 +121,28 @@ static void test_spans_keep_their_times(void **state)
     tp_batch_free(&b);
 }
 
+static void test_device_times_follow_their_regions(void **state)
+{
+    (void)state;
+    assert_int_equal(in_child("device"), 0);
+    tp_batch b = {0};
+    collect(&b);
+    assert_int_equal(intervals_named(&b, "kernel", 0), 2);
+    assert_int_equal(b.device_spans.len, 3);
+    uint32_t kernel = name_id(&b, "kernel"), copy = name_id(&b, "copy");
+    assert_true(kernel && copy);
+    for (size_t i = 0; i < 3; i++) {
+        const tp_device_span *d = &b.device_spans.items[i];
+        assert_int_equal(d->name, i < 2 ? kernel : copy);
+        assert_int_equal(d->device_ns, (i + 1) * 1000000u);
+    }
+    /* each device time carries its region's host start */
+    assert_true(b.device_spans.items[0].start_ns <= b.intervals.items[0].start_ns);
+    assert_true(b.device_spans.items[1].start_ns > b.intervals.items[0].start_ns);
+    assert_true(b.device_spans.items[2].start_ns == b.device_spans.items[1].start_ns);
+    tp_batch_free(&b);
+}
+
 static void test_threads_get_their_own_rings(void **state)
 {
     (void)state;
@@ -190,6 +212,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nested_regions_steps_epochs),
+        cmocka_unit_test(test_device_times_follow_their_regions),
         cmocka_unit_test(test_spans_keep_their_times),
         cmocka_unit_test(test_threads_get_their_own_rings),
         cmocka_unit_test(test_full_ring_drops_and_counts),

@@ -1,0 +1,131 @@
+"""The bookkeeping of CUDA-event device times (trainprof.torch._DeviceTimes),
+on machines without a GPU: CUDA's events and streams are stood in for, since
+CI has none (tests/py/test_gpu.py checks the real ones on a GPU). What is
+checked: times go out oldest first and only once their end event completed,
+nothing waits unless asked, no CUDA call is made during a graph capture, and
+a backlog is bounded."""
+
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import trainprof.torch as tpt  # noqa: E402  (imports torch; patches nothing)
+
+
+class FakeEvent:
+    created = 0
+
+    def __init__(self, enable_timing=False):
+        FakeEvent.created += 1
+        self.done = False
+        self.t_ms = None
+        self.synced = False
+
+    def record(self, stream=None):
+        self.done = False
+        self.t_ms = stream.clock
+
+    def query(self):
+        return self.done
+
+    def synchronize(self):
+        self.synced = True
+        self.done = True
+
+    def elapsed_time(self, other):
+        return other.t_ms - self.t_ms
+
+
+class FakeStream:
+    device_index = 0
+    clock = 0.0
+
+
+@pytest.fixture
+def cuda(monkeypatch):
+    stream = FakeStream()
+    sent = []
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: stream)
+    monkeypatch.setattr(tpt, "_native", types.SimpleNamespace(
+        now_ns=lambda: 1000, device_time=lambda region, start, ns: sent.append((region, ns))))
+    monkeypatch.setattr(tpt, "_captures", 0)
+    return types.SimpleNamespace(stream=stream, sent=sent)
+
+
+def timed(dt, cuda, region, ms):
+    """Begins and ends region around ms of stream time; returns its end event."""
+    dt.begin(region, torch.device("cuda"))
+    cuda.stream.clock += ms
+    dt.end(region)
+    return dt.pending[-1][3]
+
+
+def test_times_go_out_in_order_once_complete_and_events_are_reused(cuda):
+    dt = tpt._DeviceTimes()
+    first = timed(dt, cuda, "a", 2.5)
+    second = timed(dt, cuda, "b", 4.0)
+    dt.poll()
+    assert cuda.sent == []  # nothing completed: nothing sent, nothing waited for
+    second.done = True
+    dt.poll()
+    assert cuda.sent == []  # the older one holds the newer back
+    first.done = True
+    dt.poll()
+    assert cuda.sent == [("a", 2_500_000), ("b", 4_000_000)]
+    assert not first.synced and not second.synced
+    made = FakeEvent.created
+    timed(dt, cuda, "c", 1.0)
+    assert FakeEvent.created == made  # from the pool
+
+
+def test_waiting_happens_only_when_asked(cuda):
+    dt = tpt._DeviceTimes()
+    stop = timed(dt, cuda, "a", 3.0)
+    dt.poll(wait=True)
+    assert stop.synced and cuda.sent == [("a", 3_000_000)]
+
+
+def test_nothing_touches_cuda_during_a_capture(cuda, monkeypatch):
+    dt = tpt._DeviceTimes()
+    pending = timed(dt, cuda, "a", 1.0)
+    monkeypatch.setattr(tpt, "_captures", 1)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a CUDA call during a capture")
+
+    monkeypatch.setattr(torch.cuda, "current_stream", refuse)
+    monkeypatch.setattr(pending, "query", refuse)
+    dt.begin("b", torch.device("cuda"))
+    dt.end("b")
+    assert dt.skipped == 1 and len(dt.pending) == 1
+
+
+def test_a_region_begun_outside_a_capture_and_ended_inside_gets_no_time(cuda, monkeypatch):
+    dt = tpt._DeviceTimes()
+    dt.begin("a", torch.device("cuda"))
+    monkeypatch.setattr(tpt, "_captures", 1)
+    dt.end("a")
+    assert dt.skipped == 1 and not dt.pending and dt.free[0]  # its start event kept
+
+
+def test_the_backlog_is_bounded(cuda, monkeypatch):
+    monkeypatch.setattr(tpt, "_PENDING_MAX", 3)
+    dt = tpt._DeviceTimes()
+    for i in range(5):
+        timed(dt, cuda, f"r{i}", 1.0)
+    assert len(dt.pending) == 3 and dt.skipped == 2
+
+
+def test_an_unreadable_pair_is_dropped_not_raised(cuda):
+    dt = tpt._DeviceTimes()
+    stop = timed(dt, cuda, "a", 1.0)
+    stop.done = True
+
+    def broken(other):
+        raise RuntimeError("cudaErrorInvalidResourceHandle")
+
+    dt.pending[0][2].elapsed_time = broken
+    dt.poll()
+    assert cuda.sent == [] and dt.skipped == 1 and not dt.pending

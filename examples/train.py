@@ -54,6 +54,8 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=2, help="DataLoader worker processes")
     p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--device", default="cpu",
+                   help="where the model trains: cpu (default), cuda, cuda:1...")
     p.add_argument("--torch-profiler", action="store_true",
                    help="run under torch.profiler (for comparing overheads)")
     p.add_argument("--timing-json", action="store_true",
@@ -62,26 +64,32 @@ def main() -> None:
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
+    device = torch.device(args.device)
     loader = DataLoader(BlobImages(args.samples), batch_size=args.batch_size, shuffle=True,
-                        num_workers=args.workers, persistent_workers=args.workers > 0)
-    model = make_model()
+                        num_workers=args.workers, persistent_workers=args.workers > 0,
+                        pin_memory=device.type == "cuda")
+    model = make_model().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
     loss_fn = nn.CrossEntropyLoss()
-    profiler = (torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    profiler = (torch.profiler.profile(activities=activities)
                 if args.torch_profiler else contextlib.nullcontext())
     step_times = []
     with profiler:
-        train(args, loader, model, opt, sched, loss_fn, step_times)
+        train(args, device, loader, model, opt, sched, loss_fn, step_times)
     if args.timing_json:
         print(json.dumps({"step_s_median": statistics.median(step_times), "steps": len(step_times)}))
 
 
-def train(args, loader, model, opt, sched, loss_fn, step_times):
+def train(args, device, loader, model, opt, sched, loss_fn, step_times):
     for epoch in range(args.epochs):
         start, seen, correct, total_loss = time.perf_counter(), 0, 0, 0.0
         last = time.perf_counter()
         for x, y in loader:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             opt.zero_grad()
             out = model(x)
             loss = loss_fn(out, y)

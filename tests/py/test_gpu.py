@@ -1,0 +1,321 @@
+"""The GPU paths on a real NVIDIA GPU: NVML readings against nvidia-smi, energy,
+CUDA-event device times, DDP on NCCL, torch.compile. Skipped where torch sees
+no CUDA device (CI); tools/gpu-check.sh runs them on a machine with one."""
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import textwrap
+import threading
+
+import pytest
+
+from conftest import PYTHON, ROOT, report_json, samples, trainprof
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+OUT = os.environ.get("TRAINPROF_GPU_OUT")
+
+
+def keep(path):
+    """Copies a run file to TRAINPROF_GPU_OUT (the GPU check's results)."""
+    if OUT:
+        shutil.copy(path, os.path.join(OUT, os.path.basename(path)))
+
+
+# Seconds of bf16 matrix products (the GPU near 100 % busy), then 2 s idle
+# with 4 GiB still allocated.
+BUSY = """
+import time, torch
+x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+hold = torch.empty(4 << 30, dtype=torch.uint8, device="cuda")
+end = time.time() + float(__import__("sys").argv[1])
+while time.time() < end:
+    for _ in range(20):
+        y = x @ x
+    torch.cuda.synchronize()
+time.sleep(2)
+"""
+
+
+class Smi:
+    """nvidia-smi sampling every 250 ms on a thread, as (field -> values)."""
+
+    FIELDS = ("utilization.gpu", "memory.used", "power.draw", "clocks.sm", "temperature.gpu")
+
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=" + ",".join(self.FIELDS), "--format=csv,noheader,nounits",
+             "-i", "0", "-lms", "250"], stdout=subprocess.PIPE, text=True)
+        self.rows = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                self.rows.append([float(v) for v in line.split(",")])
+            except ValueError:
+                pass  # "[N/A]"
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+        self.thread.join()
+        return {f: [r[i] for r in self.rows] for i, f in enumerate(self.FIELDS)}
+
+
+def test_nvml_readings_match_nvidia_smi(tmp_path):
+    script = tmp_path / "busy.py"
+    script.write_text(BUSY)
+    run = tmp_path / "gpu-busy.db"
+    smi = Smi()
+    r = trainprof("record", "-q", "--interval", "0.25", "-o", run, "--", PYTHON, script, "6",
+                  timeout=180)
+    seen = smi.stop()
+    keep(run)
+    assert r.returncode == 0, r.stderr
+    assert len(seen["utilization.gpu"]) > 20
+
+    rep = report_json(run)
+    gpus = rep["agents"][0]["gpus"]
+    assert gpus and gpus[0]["index"] == 0
+    assert gpus[0]["energy_source"] == "counter", gpus  # Volta and newer have the counter
+
+    util = [v for _, v in samples(run, "gpu_util_percent", '{"gpu":"0"}')]
+    mem = [v for _, v in samples(run, "gpu_mem_used_bytes", '{"gpu":"0"}')]
+    power = samples(run, "gpu_power_watts", '{"gpu":"0"}')
+    clock = [v for _, v in samples(run, "gpu_sm_clock_mhz", '{"gpu":"0"}')]
+    temp = [v for _, v in samples(run, "gpu_temp_celsius", '{"gpu":"0"}')]
+    energy = samples(run, "gpu_energy_joules", '{"gpu":"0"}')
+    print(json.dumps({"smi": {f: [min(v), statistics.median(v), max(v)] for f, v in seen.items()},
+                      "trainprof": {"util": [min(util), statistics.median(util), max(util)],
+                                    "mem_mib": max(mem) / 2**20,
+                                    "power_max": max(v for _, v in power),
+                                    "clock_max": max(clock), "temp_max": max(temp),
+                                    "energy_j": energy[-1][1]}}))
+
+    # busy, then idle: both tools see the GPU near full, then near empty
+    assert max(util) >= 90 and max(seen["utilization.gpu"]) >= 90
+    assert min(util) <= 10 and min(seen["utilization.gpu"]) <= 10
+    # 4 GiB + 128 MiB of tensors, plus the CUDA context
+    assert abs(max(mem) / 2**20 - max(seen["memory.used"])) < 0.03 * max(seen["memory.used"])
+    assert max(mem) >= 4.1 * 2**30
+    assert abs(max(v for _, v in power) - max(seen["power.draw"])) < 0.15 * max(seen["power.draw"])
+    assert abs(max(clock) - max(seen["clocks.sm"])) <= 0.05 * max(seen["clocks.sm"])
+    assert abs(max(temp) - max(seen["temperature.gpu"])) <= 3
+
+    # the energy counter against the integral of the power readings
+    integral = sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in zip(power, power[1:]))
+    assert energy[-1][1] == pytest.approx(integral, rel=0.15)
+
+
+DDP_NCCL = """
+import os, sys, torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+dist.init_process_group("nccl")
+rank = dist.get_rank()
+torch.cuda.set_device(rank)
+model = DDP(nn.Sequential(nn.Linear(512, 2048), nn.ReLU(), nn.Linear(2048, 10)).cuda(),
+            device_ids=[rank])
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = TensorDataset(torch.randn(4096, 512), torch.randint(0, 10, (4096,)))
+for x, y in DataLoader(data, batch_size=64):
+    x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+t = torch.ones(1, device="cuda")
+dist.all_reduce(t)
+print("world", dist.get_world_size(), "sum", float(t))
+dist.destroy_process_group()
+"""
+
+
+def test_ddp_on_nccl_times_the_gradient_all_reduce(tmp_path):
+    script = tmp_path / "ddp.py"
+    script.write_text(DDP_NCCL)
+    run = tmp_path / "gpu-ddp.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, "-m", "torch.distributed.run",
+                  "--standalone", "--nproc_per_node", "1", script, timeout=300)
+    keep(run)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run)
+    names = {t["name"]: t for t in rep["timings"] if t["rank"] == 0}
+    # 64 steps, each with DDP's hook over its bucket(s), plus one all_reduce
+    assert names["reduce_metrics"]["count"] >= 65
+    assert names["train_batch"]["count"] >= 63
+    assert names["to_device"]["count"] >= 128
+
+
+COMPILED = """
+import sys, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+model = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 10)).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+step = torch.compile(model, mode=sys.argv[1])
+data = TensorDataset(torch.randn(2560, 512), torch.randint(0, 10, (2560,)))
+for x, y in DataLoader(data, batch_size=64):
+    x, y = x.cuda(), y.cuda()
+    opt.zero_grad()
+    nn.functional.cross_entropy(step(x), y).backward()
+    opt.step()
+print("loss", float(nn.functional.cross_entropy(step(x), y)))
+"""
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_torch_compile_trains_under_record(tmp_path, mode):
+    script = tmp_path / "compiled.py"
+    script.write_text(COMPILED)
+    run = tmp_path / f"gpu-compile-{mode}.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, mode, timeout=400)
+    keep(run)
+    assert r.returncode == 0, r.stderr
+    assert "loss" in r.stdout
+    rep = report_json(run)
+    names = {t["name"]: t for t in rep["timings"]}
+    assert names["train_batch"]["count"] >= 39
+    assert names["backward"]["count"] == 40
+    print(mode, {n: (t["count"], t["device"] and t["device"]["count"]) for n, t in names.items()})
+    # train_batch begins and ends outside the compiled graphs' captures
+    assert names["train_batch"]["device"]["count"] >= 38
+
+
+def test_example_trains_on_cuda(tmp_path):
+    run = tmp_path / "gpu-example.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, ROOT / "examples" / "train.py",
+                  "--device", "cuda", "--epochs", "1", "--samples", "4096", timeout=300)
+    keep(run)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run)
+    names = {t["name"]: t for t in rep["timings"]}
+    # two per step, and model.to(device)'s 8 parameter tensors
+    assert names["to_device"]["count"] == 2 * 64 + 8
+    assert names["train_batch"]["count"] == 64
+    # every CUDA region has its device time, the last step's included (at exit);
+    # forward, backward and optimizer_step only with TRAINPROF_DEVICE_TIMES=all
+    for name in ("to_device", "train_batch"):
+        assert names[name]["device"]["count"] == names[name]["count"], name
+        assert names[name]["device"]["total_s"] > 0, name
+    for name in ("dataloader_next", "forward", "backward", "optimizer_step"):
+        assert names[name]["device"] is None, name
+    text = trainprof("report", run).stdout
+    print(text)
+    assert "on the device (CUDA events)" in text
+
+
+# Steps whose forward is a known stretch of GPU work (torch.cuda._sleep spins
+# for a number of GPU clock cycles, calibrated with CUDA events first) behind
+# a pinned 64 MiB non-blocking copy; the host never waits for the GPU until
+# the end, so host times are launch times and only device times see the work.
+ASYNC = """
+import json, sys, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+cycles = 200_000_000
+a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+for _ in range(3):
+    a.record(); torch.cuda._sleep(cycles); b.record(); b.synchronize()
+sleep_s = a.elapsed_time(b) / 1e3
+
+class Slow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(1))
+    def forward(self, x):
+        torch.cuda._sleep(cycles)
+        return (x.float().mean() * self.w).reshape(1)
+
+model = Slow().cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.0)
+data = TensorDataset(torch.ones(12, 64 << 20, dtype=torch.uint8))
+loader = DataLoader(data, batch_size=1, pin_memory=True)
+losses = []
+for (x,) in loader:
+    x = x.to("cuda", non_blocking=True)
+    opt.zero_grad()
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+    losses.append(loss.detach())
+torch.cuda.synchronize()
+json.dump({"sleep_s": sleep_s}, open(sys.argv[1], "w"))
+"""
+
+
+def test_device_times_see_asynchronous_work_without_waiting_for_it(tmp_path):
+    script = tmp_path / "async.py"
+    script.write_text(ASYNC)
+    run = tmp_path / "gpu-async.db"
+    facts = tmp_path / "facts.json"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, facts, timeout=300,
+                  env={"TRAINPROF_DEVICE_TIMES": "all"})
+    keep(run)
+    assert r.returncode == 0, r.stderr
+    sleep_s = json.loads(facts.read_text())["sleep_s"]
+    names = {t["name"]: t for t in report_json(run)["timings"]}
+    fwd, copy = names["forward"], names["to_device"]
+    print(json.dumps({"sleep_s": sleep_s, "forward": fwd, "to_device": copy,
+                      "train_batch": names["train_batch"]}))
+    assert fwd["count"] == 12 and fwd["device"]["count"] == 12
+    # the device saw each forward's sleep; the host only launched it, and was
+    # never made to wait for it (a synchronize at the region's end would make
+    # the host time as long as the device time)
+    assert fwd["device"]["p50_s"] == pytest.approx(sleep_s, rel=0.1)
+    assert fwd["p50_s"] < 0.2 * sleep_s
+    assert names["train_batch"]["device"]["p50_s"] >= 0.9 * sleep_s
+    # 64 MiB from pinned memory: on the device the copy takes the time of
+    # the bytes over PCIe or NVLink-C2C (well above 1 GB/s, below 1 TB/s)
+    per_copy = copy["device"]["p50_s"]
+    assert 64 * 2**20 / 1e12 < per_copy < 64 * 2**20 / 1e9
+    assert names["backward"]["device"]["count"] == 12
+
+
+# A forward captured into a CUDA graph, replayed, then eager steps.
+GRAPHED = """
+import torch
+from torch import nn
+model = nn.Sequential(nn.Linear(256, 256), nn.ReLU()).cuda()
+x = torch.randn(64, 256, device="cuda")
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    for _ in range(3):
+        model(x)
+torch.cuda.current_stream().wait_stream(side)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    y = model(x)
+for _ in range(10):
+    g.replay()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(5):
+    opt.zero_grad()
+    model(torch.randn(64, 256).to("cuda")).sum().backward()
+    opt.step()
+print("ok", float(y.sum()))
+"""
+
+
+def test_no_event_is_recorded_into_a_cuda_graph_capture(tmp_path):
+    script = tmp_path / "graphed.py"
+    script.write_text(GRAPHED)
+    run = tmp_path / "gpu-graphed.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, timeout=300,
+                  env={"TRAINPROF_DEVICE_TIMES": "all"})
+    keep(run)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+    names = {t["name"]: t for t in report_json(run)["timings"]}
+    fwd = names["forward"]
+    assert fwd["count"] == 3 + 1 + 5
+    assert fwd["device"]["count"] == 3 + 5  # not the captured one
+    assert names["to_device"]["device"]["count"] == 2 + 5  # model.cuda()'s 2 tensors, 5 inputs

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The GPU paths (NVML against nvidia-smi, energy, CUDA-event device times, DDP
+# on NCCL, torch.compile) on a machine with an NVIDIA GPU and a CUDA PyTorch,
+# which has neither this project's build tools nor its libraries.
+#
+#   tools/gpu-check.sh pack       here, after `make build`: puts build/trainprof
+#                                 and the shared libraries it needs that are not
+#                                 part of glibc into .gpu/ (ignored by git)
+#   tools/gpu-check.sh run [ARGS] there, in a copy of the tree with .gpu/:
+#                                 builds the Python extension for that machine's
+#                                 python3, installs the package into its
+#                                 site-packages, then runs pytest ARGS
+#                                 (default: tests/py/test_gpu.py)
+#
+# Results (pytest's log, the run files of the GPU tests) go to $OUT when set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pack() {
+    [ -x build/trainprof ] || { echo "$0: build first (make build)" >&2; exit 2; }
+    rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib
+    cp build/trainprof .gpu/bin/
+    ldd build/trainprof | awk '/=> \//{print $3}' | while read -r lib; do
+        case "$(basename "$lib")" in
+        libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | ld-linux*) ;;
+        *) cp -L "$lib" .gpu/lib/ ;;
+        esac
+    done
+    du -sh .gpu
+}
+
+run() {
+    export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export TRAINPROF="$PWD/.gpu/bin/trainprof"
+    "$TRAINPROF" --version
+    site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    inc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+    suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+    version=$(sed -n "s/^ *version : '\(.*\)',/\1/p" meson.build)
+    rm -rf "$site/trainprof" && mkdir -p "$site/trainprof"
+    cp python/trainprof/*.py "$site/trainprof/"
+    cp python/trainprof-autoload.pth "$site/"
+    sed "s/@VERSION@/$version/" python/trainprof/_version.py.in >"$site/trainprof/_version.py"
+    cc -std=c11 -O2 -D_GNU_SOURCE -shared -fPIC -Iinclude -Ilib -Isrc -I"$inc" \
+        python/trainprof/_native.c lib/clock.c lib/names.c lib/channel.c lib/region.c \
+        -o "$site/trainprof/_native$suffix" -lpthread
+    nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
+torch.cuda.get_device_name(0))'
+    mkdir -p "${OUT:-/tmp/gpu-out}"
+    TRAINPROF_GPU_OUT="${OUT:-/tmp/gpu-out}" python3 -m pytest -q -p no:cacheprovider -rs \
+        "${@:-tests/py/test_gpu.py}" 2>&1 | tee "${OUT:-/tmp/gpu-out}/pytest.log"
+}
+
+case "${1:-}" in
+pack) pack ;;
+run) shift && run "$@" ;;
+*) echo "usage: $0 pack | run [PYTEST_ARGS...]" >&2 && exit 2 ;;
+esac

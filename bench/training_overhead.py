@@ -2,12 +2,19 @@
 
 Each round runs examples/train.py three ways, in rotating order: plain;
 under `trainprof record` (system metrics and PyTorch auto-timings); and
-under torch.profiler (CPU activities). The script measures its own median step
-time; the figure is the median over rounds of the ratio to the plain run of
-the same round (paired runs, so drifts of the machine cancel out).
+under torch.profiler (CPU activities, and CUDA's on a GPU). The script
+measures its own median step time; the figure is the median over rounds of
+the ratio to the plain run of the same round (paired runs, so drifts of the
+machine cancel out).
+
+    bench/training_overhead.py [ROUNDS] [-- EXAMPLE ARGS]
+
+With `-- --device cuda` a fourth way runs: under `record` with
+TRAINPROF_DEVICE_TIMES=0, which shows what the CUDA-event device times cost.
 """
 
 import json
+import os
 import pathlib
 import statistics
 import subprocess
@@ -19,33 +26,44 @@ EXAMPLE = [sys.executable, str(ROOT / "examples" / "train.py"), "--epochs", "2",
            "--samples", "8192", "--timing-json"]
 
 
-def step_median(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+def step_median(cmd, env=None):
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                         env={**os.environ, **(env or {})}).stdout
     return json.loads(out.strip().splitlines()[-1])["step_s_median"]
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    ratios_tp, ratios_torch, plain_all = [], [], []
+    args = sys.argv[1:]
+    extra = args[args.index("--") + 1:] if "--" in args else []
+    args = args[:args.index("--")] if "--" in args else args
+    rounds = int(args[0]) if args else 5
+    example = EXAMPLE + extra
+    program = os.environ.get("TRAINPROF", str(ROOT / "build" / "trainprof"))
+    ratios = {}
+    plain_all = []
     with tempfile.TemporaryDirectory() as d:
-        recorded = [str(ROOT / "build" / "trainprof"), "record", "-q", "--force", "-o",
-                    f"{d}/run.db", "--"] + EXAMPLE
-        variants = {"plain": EXAMPLE, "trainprof": recorded,
-                    "torch_profiler": EXAMPLE + ["--torch-profiler"]}
+        recorded = [program, "record", "-q", "--force", "-o", f"{d}/run.db", "--"] + example
+        variants = {"plain": (example, None), "trainprof": (recorded, None),
+                    "torch_profiler": (example + ["--torch-profiler"], None)}
+        if "cuda" in " ".join(extra):
+            variants["trainprof_no_device_times"] = (recorded, {"TRAINPROF_DEVICE_TIMES": "0"})
         order = list(variants)
         for r in range(rounds):
             times = {}
-            for name in order[r % 3:] + order[:r % 3]:
-                times[name] = step_median(variants[name])
+            for name in order[r % len(order):] + order[:r % len(order)]:
+                times[name] = step_median(*variants[name])
+            print(f"round {r + 1}: " + ", ".join(f"{k} {1e3 * v:.3f} ms"
+                                                 for k, v in times.items()),
+                  file=sys.stderr, flush=True)
             plain_all.append(times["plain"])
-            ratios_tp.append(times["trainprof"] / times["plain"])
-            ratios_torch.append(times["torch_profiler"] / times["plain"])
-    print(json.dumps({
-        "rounds": rounds, "plain_step_ms_median": round(1e3 * statistics.median(plain_all), 3),
-        "trainprof_over_plain": round(statistics.median(ratios_tp), 4),
-        "torch_profiler_over_plain": round(statistics.median(ratios_torch), 4),
-        "trainprof_ratios": [round(x, 4) for x in ratios_tp],
-    }))
+            for name in order[1:]:
+                ratios.setdefault(name, []).append(times[name] / times["plain"])
+    result = {"rounds": rounds, "example_args": extra,
+              "plain_step_ms_median": round(1e3 * statistics.median(plain_all), 3)}
+    for name, values in ratios.items():
+        result[f"{name}_over_plain"] = round(statistics.median(values), 4)
+    result["trainprof_ratios"] = [round(x, 4) for x in ratios["trainprof"]]
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -136,9 +136,8 @@ void tp_report_timings_text(FILE *out, const tp_summary *s)
                      "the span on the region's CUDA stream from its start to its end, read "
                      "from CUDA events once they completed (no synchronize added).\n");
     else
-        fprintf(out, "\nTimes are host times: no CUDA work was timed (PyTorch's to_device, "
-                     "forward, backward and optimizer_step get device times when they run on a "
-                     "CUDA device).\n");
+        fprintf(out, "\nTimes are host times: no CUDA work was timed (PyTorch's to_device and "
+                     "train_batch get device times when they run on a CUDA device).\n");
     if (t->dropped)
         fprintf(out,
                 "\n%lld timing events were dropped on full rings: the figures above miss them "

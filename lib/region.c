@@ -82,35 +82,40 @@ void tp_end(uint32_t id)
     publish_open(t);
 }
 
+/* For events with times of their own (the caller's): sends id's name if this
+ * ring has not had it, then checks that n slots fit (else drops and counts).
+ * The caller then put()s n events and publishes them with publish(). */
+static inline int reserve(tp_thread *t, uint32_t id, uint32_t n)
+{
+    if (UNLIKELY(!name_defined(t, id)))
+        tp_thread_define_name(t, id);
+    return LIKELY(tp_ring_has_room(t->ring, t->head, n));
+}
+
+static inline void publish(tp_thread *t)
+{
+    atomic_store_explicit(&t->ring->head, t->head, memory_order_release);
+}
+
 void tp_span(uint32_t id, uint64_t start_ns, uint64_t end_ns)
 {
     tp_thread *t = &tp_self;
-    if (!ready(t) || id == 0 || end_ns < start_ns)
-        return;
-    if (UNLIKELY(!name_defined(t, id)))
-        tp_thread_define_name(t, id);
-    tp_ring_header *h = t->ring;
-    if (UNLIKELY(!tp_ring_has_room(h, t->head, 2)))
+    if (!ready(t) || id == 0 || end_ns < start_ns || !reserve(t, id, 2))
         return;
     /* begin and end published together: the recorder pairs them as one
      * region nested in whatever this thread has open */
     put(t, start_ns, TP_EV_BEGIN, id, 0);
     put(t, end_ns, TP_EV_END, id, 0);
-    atomic_store_explicit(&h->head, t->head, memory_order_release);
+    publish(t);
 }
 
 void tp_device_time(uint32_t id, uint64_t host_start_ns, uint64_t device_ns)
 {
     tp_thread *t = &tp_self;
-    if (!ready(t) || id == 0 || device_ns > INT64_MAX)
-        return;
-    if (UNLIKELY(!name_defined(t, id)))
-        tp_thread_define_name(t, id);
-    tp_ring_header *h = t->ring;
-    if (UNLIKELY(!tp_ring_has_room(h, t->head, 1)))
+    if (!ready(t) || id == 0 || device_ns > INT64_MAX || !reserve(t, id, 1))
         return;
     put(t, host_start_ns, TP_EV_DEVICE, id, (int64_t)device_ns);
-    atomic_store_explicit(&h->head, t->head, memory_order_release);
+    publish(t);
 }
 
 void tp_step(void)

@@ -135,23 +135,22 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
                                      " ON nm.src = d.name_id;",
                                      thread, dt)
                    : NULL;
-        char *sql =
-            device && !device_sql
-                ? NULL
-                : sqlite3_mprintf(
-                      "CREATE TEMP TABLE name_map (src INTEGER PRIMARY KEY, dst INTEGER NOT NULL);"
-                      "INSERT INTO name_map SELECT n.id, m.id FROM src.name n JOIN main.name m"
-                      " ON m.text = n.text;"
-                      "INSERT INTO main.sample (series_id, t_ns, value)"
-                      " SELECT series_id + %lld, t_ns + %lld, value FROM src.sample;"
-                      "INSERT INTO main.region SELECT r.thread_id + %lld, nm.dst, r.depth,"
-                      " r.start_ns + %lld, r.end_ns + %lld FROM src.region r"
-                      " CROSS JOIN name_map nm ON nm.src = r.name_id;"
-                      "INSERT INTO main.mark SELECT thread_id + %lld, kind, t_ns + %lld, value"
-                      " FROM src.mark;"
-                      "%s"
-                      "DROP TABLE name_map;",
-                      series, dt, thread, dt, dt, thread, dt, device_sql ? device_sql : "");
+        if (device && !device_sql)
+            return NULL;
+        char *sql = sqlite3_mprintf(
+            "CREATE TEMP TABLE name_map (src INTEGER PRIMARY KEY, dst INTEGER NOT NULL);"
+            "INSERT INTO name_map SELECT n.id, m.id FROM src.name n JOIN main.name m"
+            " ON m.text = n.text;"
+            "INSERT INTO main.sample (series_id, t_ns, value)"
+            " SELECT series_id + %lld, t_ns + %lld, value FROM src.sample;"
+            "INSERT INTO main.region SELECT r.thread_id + %lld, nm.dst, r.depth,"
+            " r.start_ns + %lld, r.end_ns + %lld FROM src.region r"
+            " CROSS JOIN name_map nm ON nm.src = r.name_id;"
+            "INSERT INTO main.mark SELECT thread_id + %lld, kind, t_ns + %lld, value"
+            " FROM src.mark;"
+            "%s"
+            "DROP TABLE name_map;",
+            series, dt, thread, dt, dt, thread, dt, device_sql ? device_sql : "");
         sqlite3_free(device_sql);
         return sql;
     }

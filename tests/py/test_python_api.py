@@ -34,6 +34,11 @@ def test_bad_names_are_refused():
         tp.region(42)
     with pytest.raises(TypeError):
         tp.region("x")(1, 2)
+    from trainprof import _native
+    with pytest.raises(TypeError, match="device_time.. takes a trainprof.Region"):
+        _native.device_time("x", 1, 2)
+    with pytest.raises(OverflowError):
+        _native.device_time(tp.region("x"), 1, -5)
 
 
 def run_script(run_file, code, env=None, timeout=120):

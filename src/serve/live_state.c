@@ -24,6 +24,8 @@ typedef struct live_phase {
     uint32_t name; /* sink name id; 0 = "(other)" */
     uint64_t count;
     double seconds;
+    uint64_t device_count; /* device (CUDA event) times of the phase's regions */
+    double device_seconds;
 } live_phase;
 
 typedef struct live_rank {
@@ -186,6 +188,14 @@ static void apply_timings(tp_live *l, const tp_batch *b)
             p->seconds += (double)(v->end_ns - v->start_ns) / 1e9;
         }
     }
+    for (size_t i = 0; i < b->device_spans.len; i++) {
+        const tp_device_span *d = &b->device_spans.items[i];
+        live_phase *p = phase_entry(l, rank_of_thread(l, d->thread), d->name);
+        if (p) {
+            p->device_count++;
+            p->device_seconds += (double)d->device_ns / 1e9;
+        }
+    }
     for (size_t i = 0; i < b->marks.len; i++) {
         const tp_mark *m = &b->marks.items[i];
         live_rank *r = rank_entry(l, rank_of_thread(l, m->thread));
@@ -258,31 +268,45 @@ static void render_series(tp_live *l, FILE *out)
     free(done);
 }
 
+/* One summary family (_sum and _count per rank and phase) over the phases;
+ * device selects the device times, and only phases that have some. */
+static void render_phases(tp_live *l, FILE *out, bool device)
+{
+    const char *family = device ? "trainprof_phase_device_seconds" : "trainprof_phase_seconds";
+    bool any = false;
+    for (size_t i = 0; i < l->nphases && !any; i++)
+        any = device ? l->phases[i].device_count > 0 : l->phases[i].count > 0;
+    if (!any)
+        return;
+    header(out, family,
+           device ? "device (GPU) time of each timing's regions, measured by CUDA events on "
+                    "their stream, per rank"
+                  : "time spent in each timing (dataloader_next, train_batch, user regions, ...) "
+                    "by closed regions, per rank",
+           "summary");
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < l->nphases; i++) {
+            const live_phase *p = &l->phases[i];
+            uint64_t count = device ? p->device_count : p->count;
+            if (!count)
+                continue;
+            const char *name = p->name >= 1 && p->name <= l->nnames && l->names[p->name - 1]
+                                   ? l->names[p->name - 1]
+                                   : "(other)";
+            fprintf(out, "%s_%s", family, pass ? "count" : "sum");
+            rank_labels(out, l, p->rank);
+            fputs(",phase=\"", out);
+            tp_prom_escape(out, name);
+            fputs("\"} ", out);
+            tp_prom_value(out, pass ? (double)count : device ? p->device_seconds : p->seconds);
+            fputc('\n', out);
+        }
+}
+
 static void render_timings(tp_live *l, FILE *out)
 {
-    if (l->nphases) {
-        header(out, "trainprof_phase_seconds",
-               "time spent in each timing (dataloader_next, train_batch, user regions, ...) by "
-               "closed regions, per rank",
-               "summary");
-        for (int pass = 0; pass < 2; pass++)
-            for (size_t i = 0; i < l->nphases; i++) {
-                const live_phase *p = &l->phases[i];
-                const char *name = p->name >= 1 && p->name <= l->nnames && l->names[p->name - 1]
-                                       ? l->names[p->name - 1]
-                                       : "(other)";
-                fprintf(out, "trainprof_phase_seconds_%s", pass ? "count" : "sum");
-                rank_labels(out, l, p->rank);
-                fputs(",phase=\"", out);
-                tp_prom_escape(out, name);
-                fputs("\"} ", out);
-                if (pass)
-                    tp_prom_value(out, (double)p->count);
-                else
-                    tp_prom_value(out, p->seconds);
-                fputc('\n', out);
-            }
-    }
+    render_phases(l, out, false);
+    render_phases(l, out, true);
     if (!l->nranks)
         return;
     static const struct {

@@ -20,19 +20,24 @@ from conftest import FAKE_NVML, PROGRAM, PYTHON, ROOT, trainprof
 
 REGIONS = """
 import time, trainprof
+from trainprof import _native
 for i in range({steps}):
     trainprof.step()
     trainprof.samples(8)
+    start = _native.now_ns()
     with trainprof.region("work"):
         time.sleep(0.02)
+    if {device}:  # as trainprof.torch does for a CUDA region: 5 ms on the device
+        _native.device_time(trainprof.region("work"), start, 5_000_000)
 """
 
 
-def start_serving(args, tmp_path, steps=1500, name="train.py", env=None):
+def start_serving(args, tmp_path, steps=1500, name="train.py", env=None, device=False):
     """Starts `trainprof record --serve 127.0.0.1:0 ARGS -- python script` and
-    returns (process, base URL) once it says where it serves."""
+    returns (process, base URL) once it says where it serves; with device, each
+    region also has a device time of 5 ms."""
     script = tmp_path / name
-    script.write_text(REGIONS.format(steps=steps))
+    script.write_text(REGIONS.format(steps=steps, device=device))
     p = subprocess.Popen([PROGRAM, "record", "--serve", "127.0.0.1:0", *map(str, args), "--",
                           PYTHON, str(script)], stderr=subprocess.PIPE, text=True,
                          env={**os.environ, **(env or {})})
@@ -80,10 +85,11 @@ def stop(p):
 
 
 def test_record_serves_metrics_and_timings(tmp_path):
-    p, url = start_serving(["-o", tmp_path / "run.db", "--agent", "node-a", "-i", "0.2"], tmp_path)
+    p, url = start_serving(["-o", tmp_path / "run.db", "--agent", "node-a", "-i", "0.2"], tmp_path,
+                           device=True)
     try:
-        text = wait_for(lambda: (lambda t: t if value_of(t, "trainprof_steps_total") else None)(
-            get(url + "/metrics")[2]), what="steps in /metrics")
+        wait_for(lambda: value_of(get(url + "/metrics")[2], "trainprof_phase_device_seconds_count"),
+                 what="device times in /metrics")
         status, ctype, text = get(url + "/metrics")
         assert status == 200 and ctype.startswith("text/plain; version=0.0.4")
         assert 'trainprof_info{agent="node-a",' in text
@@ -93,6 +99,9 @@ def test_record_serves_metrics_and_timings(tmp_path):
         count = value_of(text, "trainprof_phase_seconds_count", phase="work")
         total = value_of(text, "trainprof_phase_seconds_sum", phase="work")
         assert count >= 1 and 0.015 * count <= total <= 0.2 * count  # 20 ms sleeps
+        device_count = value_of(text, "trainprof_phase_device_seconds_count", phase="work")
+        device_total = value_of(text, "trainprof_phase_device_seconds_sum", phase="work")
+        assert device_count >= 1 and device_total == pytest.approx(0.005 * device_count)
         steps = value_of(text, "trainprof_steps_total", agent="node-a")
         assert value_of(text, "trainprof_samples_total") == pytest.approx(8 * steps, abs=8)
         # Counters only grow between scrapes.
@@ -174,7 +183,7 @@ def test_serve_without_a_recording(tmp_path):
         text = wait_for(lambda: (lambda t: t if "trainprof_cpu_util_ratio" in t else None)(
             get(url + "/metrics")[2]), what="CPU metrics")
         assert value_of(text, "trainprof_host_mem_available_bytes", agent="idle-node") > 0
-        assert "trainprof_phase_seconds" not in text and "trainprof_proc_" not in text
+        assert "trainprof_phase_" not in text and "trainprof_proc_" not in text
     finally:
         p.send_signal(signal.SIGINT)
         assert p.wait(timeout=10) == 0
@@ -223,7 +232,7 @@ def test_a_real_prometheus_scrapes_two_recorders(tmp_path):
             recorders.append(start_serving(["-q", "-o", d / "run.db", "--agent", agent,
                                             "-i", "0.2"], d,
                                            env={"TRAINPROF_NVML_LIB": FAKE_NVML,
-                                                "FAKE_NVML_GPUS": "2"}))
+                                                "FAKE_NVML_GPUS": "2"}, device=True))
         targets = [urllib.parse.urlsplit(url).netloc for _, url in recorders]
         port = free_port()
         (tmp_path / "prometheus.yml").write_text(

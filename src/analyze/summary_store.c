@@ -251,7 +251,7 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
     size_t rcap = 0, scap = 0, ecap = 0;
-    bool device = run->schema_version >= 5;
+    bool device = run->schema_version >= TP_SCHEMA_DEVICE;
     int rc =
         sqlite3_prepare_v2(run->db,
                            device ? "SELECT rank, name, count, total_s, mean, min, p5, p50, p95,"

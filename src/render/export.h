@@ -13,9 +13,10 @@
 
 /* Trace Event Format JSON (Perfetto UI, chrome://tracing): a process per
  * training process (named "rank N" where it had one) with a track per thread
- * and regions as nested slices, steps and epochs as instant events, and
- * counter tracks for the system metrics of each agent and each GPU. Times
- * are microseconds since the run started. */
+ * and regions as nested slices, device (CUDA event) times on a track beside
+ * their thread's (placed at the region's host start), steps and epochs as
+ * instant events, and counter tracks for the system metrics of each agent and
+ * each GPU. Times are microseconds since the run started. */
 bool tp_export_chrome(FILE *out, tp_run *run, char *err, size_t cap);
 
 /* One row per sample: t_s,agent,metric,labels,value (labels as k=v;k=v). */

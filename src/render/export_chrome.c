@@ -1,4 +1,5 @@
 /* export_chrome.c: the run as a Trace Event Format file. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,12 +11,16 @@
 /* Counter tracks live in processes of their own, far from real pids. */
 #define AGENT_PID_BASE 1000000000
 #define PIDS_PER_AGENT 1000
+/* A thread's device times go on a track of its own, beside the thread's:
+ * its tid plus this (Linux tids stay below 2^22). */
+#define DEVICE_TID_BASE 1000000000
 
 typedef struct chrome_ctx {
     FILE *out;
     tp_run *run;
     tp_run_thread *threads;
     size_t nthreads;
+    bool *device_named; /* per thread: its device track is named */
     bool first;
 } chrome_ctx;
 
@@ -101,6 +106,35 @@ static void region_event(void *ctx, int64_t thread, const char *name, int depth,
             t->pid, t->tid, (double)start / 1e3, (double)(end - start) / 1e3, depth);
 }
 
+/* A device time as a slice on its thread's device track, placed at the
+ * region's host start: CUDA events give the span on the stream, not when on
+ * the device it began. */
+static void device_event(void *ctx, int64_t thread, const char *name, int64_t start,
+                         int64_t device_ns)
+{
+    chrome_ctx *c = ctx;
+    const tp_run_thread *t = thread_by_id(c, thread);
+    if (!t)
+        return;
+    long long tid = DEVICE_TID_BASE + (long long)t->tid;
+    size_t i = (size_t)(t - c->threads);
+    if (!c->device_named[i]) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s (tid %d): device times (CUDA events)",
+                 t->name[0] ? t->name : "thread", t->tid);
+        meta_event(c, "thread_name", t->pid, tid, "name", buf, 0);
+        meta_event(c, "thread_sort_index", t->pid, tid, "sort_index", NULL, t->tid);
+        c->device_named[i] = true;
+    }
+    sep(c);
+    fputs("{\"ph\":\"X\",\"cat\":\"device\",\"name\":", c->out);
+    json_write_escaped(c->out, name);
+    fprintf(c->out,
+            ",\"pid\":%d,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f,"
+            "\"args\":{\"ts\":\"the region's host start\"}}",
+            t->pid, tid, (double)start / 1e3, (double)device_ns / 1e3);
+}
+
 /* The GPU index of a series labelled {"gpu":"N"}, or -1. */
 static int gpu_of(const char *labels)
 {
@@ -161,11 +195,18 @@ static void other_data(FILE *out, const tp_run *run)
 
 bool tp_export_chrome(FILE *out, tp_run *run, char *err, size_t cap)
 {
-    chrome_ctx c = {out, run, NULL, 0, true};
+    chrome_ctx c = {out, run, NULL, 0, NULL, true};
     tp_run_mark *marks = NULL;
     size_t nmarks = 0;
     if (!tp_run_threads(run, &c.threads, &c.nthreads, err, cap) ||
         !tp_run_marks(run, &marks, &nmarks, err, cap)) {
+        free(c.threads);
+        return false;
+    }
+    c.device_named = calloc(c.nthreads ? c.nthreads : 1, sizeof *c.device_named);
+    if (!c.device_named) {
+        snprintf(err, cap, "export: out of memory");
+        free(marks);
         free(c.threads);
         return false;
     }
@@ -175,8 +216,10 @@ bool tp_export_chrome(FILE *out, tp_run *run, char *err, size_t cap)
     name_processes(&c);
     mark_events(&c, marks, nmarks);
     bool ok = tp_run_each_region(run, region_event, &c, err, cap) &&
+              tp_run_each_device_time(run, device_event, &c, err, cap) &&
               tp_run_each_sample(run, counter_event, &c, err, cap);
     fputs("\n]}\n", out);
+    free(c.device_named);
     free(marks);
     free(c.threads);
     return ok;

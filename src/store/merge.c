@@ -194,11 +194,12 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
         " gpu_sm_clock_mhz FROM src.summary_rank;",
         series,
-        info->version >= 5 ? "*"
-                           : "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s,"
-                             " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
+        info->version >= TP_SCHEMA_DEVICE
+            ? "*"
+            : "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s,"
+              " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
         dt, agent, dt, dt);
-    char *rows = rows_sql(series, thread, dt, all_rows, info->version >= 5);
+    char *rows = rows_sql(series, thread, dt, all_rows, info->version >= TP_SCHEMA_DEVICE);
     sql = sqlite3_mprintf(
         "BEGIN;"
         "INSERT INTO agent (id, name, host) SELECT %d, name, host FROM src.agent WHERE id = 1;"

@@ -350,7 +350,7 @@ bool tp_run_each_region_group(tp_run *run, tp_region_group_fn fn, void *ctx, cha
 
 bool tp_run_each_device_group(tp_run *run, tp_region_group_fn fn, void *ctx, char *err, size_t cap)
 {
-    return run->schema_version < 5 ||
+    return run->schema_version < TP_SCHEMA_DEVICE ||
            each_group(run,
                       "SELECT t.rank, d.name_id, d.device_ns FROM device_time d"
                       " JOIN thread t ON t.id = d.thread_id",

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/schema.h"
+
 static bool failed(tp_run *run, const char *what, char *err, size_t cap)
 {
     snprintf(err, cap, "%s: cannot read %s: %s", run->path, what, sqlite3_errmsg(run->db));
@@ -114,4 +116,24 @@ bool tp_run_each_thread_region(tp_run *run, int64_t thread, tp_region_row_fn fn,
                            " JOIN name n ON n.id = r.name_id WHERE r.thread_id = ? AND r.depth = 0"
                            " ORDER BY r.start_ns",
                            thread, fn, ctx, err, cap);
+}
+
+bool tp_run_each_device_time(tp_run *run, tp_device_row_fn fn, void *ctx, char *err, size_t cap)
+{
+    if (run->schema_version < TP_SCHEMA_DEVICE)
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT d.thread_id, n.text, d.start_ns, d.device_ns FROM device_time d"
+                           " JOIN name n ON n.id = d.name_id ORDER BY d.thread_id, d.start_ns",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "device times", err, cap);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const unsigned char *name = sqlite3_column_text(st, 1);
+        fn(ctx, sqlite3_column_int64(st, 0), name ? (const char *)name : "",
+           sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "device times", err, cap);
 }

@@ -29,6 +29,12 @@ bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, 
 bool tp_run_each_thread_region(tp_run *run, int64_t thread, tp_region_row_fn fn, void *ctx,
                                char *err, size_t cap);
 
+/* Device (CUDA event) times in (thread, host start) order: each the region's
+ * host start and its span on the device. None before schema 5. */
+typedef void (*tp_device_row_fn)(void *ctx, int64_t thread, const char *name, int64_t start_ns,
+                                 int64_t device_ns);
+bool tp_run_each_device_time(tp_run *run, tp_device_row_fn fn, void *ctx, char *err, size_t cap);
+
 /* Samples series by series, each in time order. */
 typedef void (*tp_sample_row_fn)(void *ctx, const tp_run_series *series, int64_t t_ns,
                                  double value);

@@ -17,6 +17,8 @@
 #define TP_SCHEMA_VERSION 5
 /* the first schema whose stored summary readers use */
 #define TP_SCHEMA_SUMMARY 4
+/* the first schema with device times */
+#define TP_SCHEMA_DEVICE 5
 
 /* The tables and view that schema 5 added, and summary_timing as it is
  * since then: `trainprof summarize` brings an older file up to date with them

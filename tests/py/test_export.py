@@ -20,17 +20,21 @@ def rich_run(tmp_path_factory):
     script = d / "work.py"
     script.write_text(textwrap.dedent(f"""
         import threading, time, trainprof
+        from trainprof import _native
         def worker():
             for _ in range(20):
                 with trainprof.region("worker_part"):
                     time.sleep(0.002)
         t = threading.Thread(target=worker); t.start()
         trainprof.epoch(0)
-        for _ in range(10):
+        for i in range(10):
             trainprof.step()
+            start = _native.now_ns()
             with trainprof.region("outer"):
                 with trainprof.region({TRICKY!r}):
                     time.sleep(0.01)
+            # what trainprof.torch sends for a CUDA region: its device time
+            _native.device_time(trainprof.region("outer"), start, 3_000_000 + i)
         trainprof.step()
         t.join()
     """))
@@ -52,14 +56,24 @@ def test_chrome_trace(rich_run, tmp_path):
     assert r.returncode == 0, r.stderr
     trace = json.loads(out.read_text())
     events = trace["traceEvents"]
-    slices = [e for e in events if e["ph"] == "X"]
+    slices = [e for e in events if e["ph"] == "X" and e["cat"] == "region"]
     assert len(slices) == count(rich_run, "SELECT count(*) FROM region") == 40
     names = {e["name"] for e in slices}
     assert TRICKY in names  # escaped, and read back intact
     inner = [e for e in slices if e["name"] == TRICKY]
     assert all(e["args"]["depth"] == 1 and e["dur"] >= 10_000 for e in inner)  # microseconds
+    # Device times: beside the main thread's track, at each region's host start.
+    device = [e for e in events if e["ph"] == "X" and e["cat"] == "device"]
+    assert sorted(e["dur"] for e in device) == pytest.approx([3000 + i / 1000 for i in range(10)])
+    outer = sorted((e for e in slices if e["name"] == "outer"), key=lambda e: e["ts"])
+    main = outer[0]["tid"]
+    assert all(e["name"] == "outer" and e["pid"] == outer[0]["pid"] for e in device)
+    assert {e["tid"] for e in device} == {main + 1_000_000_000}
+    for d, o in zip(sorted(device, key=lambda e: e["ts"]), outer):
+        assert d["ts"] <= o["ts"] <= d["ts"] + 5000  # microseconds; steps are 10 ms apart
     threads = [e for e in events if e["ph"] == "M" and e["name"] == "thread_name"]
-    assert len({e["tid"] for e in threads}) == 2
+    assert len({e["tid"] for e in threads}) == 3
+    assert any(e["args"]["name"].endswith("device times (CUDA events)") for e in threads)
     procs = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     assert any(p.endswith(": system metrics") for p in procs)
     assert sum(": GPU " in p for p in procs) == 2

@@ -45,15 +45,32 @@ typedef struct plot_ctx {
     double span;
 } plot_ctx;
 
-/* Whether a series gets a line: per-core CPU only on machines with few cores. */
+/* Whether a series gets a line: per-core CPU only on machines (agents) with
+ * few cores. */
 static bool plotted(const tp_summary *s, const tp_run_series *r)
 {
     if (strcmp(r->metric, "cpu_util_percent") != 0 || strcmp(r->labels, "{}") == 0)
         return true;
     size_t cores = 0;
     for (size_t i = 0; i < s->run->nseries; i++)
-        cores += strcmp(s->run->series[i].metric, "cpu_util_percent") == 0;
+        cores += s->run->series[i].agent_id == r->agent_id &&
+                 strcmp(s->run->series[i].metric, "cpu_util_percent") == 0;
     return cores - 1 <= PER_CORE_PLOT_MAX;
+}
+
+/* A line's legend: its labels ("total" without any), after its agent's name
+ * when the run has several agents (a merged run), so that node-a's GPU 0 and
+ * node-b's tell apart. */
+static void line_label(const tp_run *run, const tp_run_series *r, char *buf, size_t cap)
+{
+    char shown[TP_LABELS_MAX];
+    tp_labels_display(r->labels, shown, sizeof shown);
+    const char *agent = NULL;
+    for (size_t a = 0; run->nagents > 1 && a < run->nagents; a++)
+        if (run->agents[a].id == r->agent_id)
+            agent = run->agents[a].name;
+    snprintf(buf, cap, "%.40s%s%.54s", agent ? agent : "", agent ? " " : "",
+             shown[0] ? shown : "total");
 }
 
 static void collect_point(void *ctx, const tp_run_series *series, int64_t t_ns, double value)
@@ -111,9 +128,7 @@ static bool metric_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
             plot_series *p = &c.items[i];
             if (strcmp(p->series->metric, defs[m].name) != 0 || p->n == 0)
                 continue;
-            char shown[TP_LABELS_MAX];
-            tp_labels_display(p->series->labels, shown, sizeof shown);
-            snprintf(lines[n].label, sizeof lines[n].label, "%.95s", shown[0] ? shown : "total");
+            line_label(run, p->series, lines[n].label, sizeof lines[n].label);
             lines[n].x = p->x;
             lines[n].y = p->y;
             lines[n].n = p->n;

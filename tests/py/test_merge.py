@@ -89,7 +89,10 @@ def test_report_html_export_take_the_node_files(tmp_path):
     page = tmp_path / "both.html"
     r = trainprof("html", "-o", page, a, b, env=env)
     assert r.returncode == 0, r.stderr
-    assert "node-b" in page.read_text()
+    # each agent's lines are told apart in the plots' legends
+    text = page.read_text()
+    for agent in ("node-a", "node-b"):
+        assert f">{agent} total</text>" in text  # cpu_util_percent, host_mem_used_bytes
     r = trainprof("html", a, b, env=env)
     assert r.returncode == 2 and "-o" in r.stderr
     # on a terminal, a full merge shows its progress on one line, erased when done

@@ -1,6 +1,7 @@
 /* step_phases.c: per-step phase breakdown for the step-time plot. */
 #include "analyze/step_phases.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,10 +12,18 @@ const char *const tp_step_phase_names[TP_STEP_PHASES] = {
     "from_device",     "reduce_metrics", "other",
 };
 
+/* One rank's steps [start[i], end[i]) in time order, and the seconds of each
+ * phase in each (nsteps * TP_STEP_PHASES). */
+typedef struct rank_steps {
+    int64_t thread; /* the rank's thread with the most step marks; -1: none */
+    int64_t *start, *end;
+    size_t nsteps;
+    double *phase;
+} rank_steps;
+
 typedef struct step_ctx {
-    const int64_t *start, *end; /* steps [start[i], end[i]) in time order */
-    size_t nsteps, cursor;
-    double *phase; /* nsteps * TP_STEP_PHASES, seconds */
+    rank_steps *ranks;
+    size_t n;
 } step_ctx;
 
 static int phase_index(const char *name)
@@ -25,31 +34,39 @@ static int phase_index(const char *name)
     return -1;
 }
 
-/* Regions arrive in start order: advance to the step holding the start. */
+/* Regions come in any order: the step holding a region's start is found by
+ * binary search in its rank's steps. */
 static void add_region(void *ctx, int64_t thread, const char *name, int depth, int64_t start,
                        int64_t end)
 {
-    (void)thread, (void)depth;
+    (void)depth;
     step_ctx *c = ctx;
     int p = phase_index(name);
     if (p < 0)
         return;
-    while (c->cursor < c->nsteps && c->end[c->cursor] <= start)
-        c->cursor++;
-    if (c->cursor < c->nsteps && start >= c->start[c->cursor])
-        c->phase[c->cursor * TP_STEP_PHASES + (size_t)p] += (double)(end - start) / 1e9;
+    for (size_t k = 0; k < c->n; k++) {
+        rank_steps *r = &c->ranks[k];
+        if (r->thread != thread)
+            continue;
+        size_t lo = 0, hi = r->nsteps; /* the first step starting after start */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (r->start[mid] <= start)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && start < r->end[lo - 1])
+            r->phase[(lo - 1) * TP_STEP_PHASES + (size_t)p] += (double)(end - start) / 1e9;
+    }
 }
 
-bool tp_step_phases_build(tp_run *run, int rank, size_t max_groups, tp_step_phases *out, char *err,
-                          size_t cap)
+/* The steps of rank from the marks (in rank, thread, time order): those of
+ * its thread with the most step marks, one mark to the next, never across an
+ * epoch mark. */
+static void rank_steps_of(const tp_run_mark *m, size_t n, int rank, rank_steps *r)
 {
-    memset(out, 0, sizeof *out);
-    tp_run_mark *m;
-    size_t n;
-    if (!tp_run_marks(run, &m, &n, err, cap))
-        return false;
-    /* the rank's thread with the most step marks */
-    int64_t thread = -1;
+    r->thread = -1;
     size_t best = 0;
     for (size_t i = 0; i < n;) {
         size_t j = i, steps = 0;
@@ -59,51 +76,81 @@ bool tp_step_phases_build(tp_run *run, int rank, size_t max_groups, tp_step_phas
         }
         if (m[i].rank == rank && steps > best) {
             best = steps;
-            thread = m[i].thread;
+            r->thread = m[i].thread;
         }
         i = j;
     }
-    int64_t *start = malloc((best + 1) * sizeof *start), *end = malloc((best + 1) * sizeof *end);
-    size_t ns = 0;
+    r->start = malloc((best + 1) * sizeof *r->start);
+    r->end = malloc((best + 1) * sizeof *r->end);
+    r->nsteps = 0;
     int64_t prev = -1;
-    for (size_t i = 0; i < n; i++) {
-        if (m[i].thread != thread || m[i].kind == TP_RUN_MARK_SAMPLES)
+    for (size_t i = 0; r->start && r->end && i < n; i++) {
+        if (m[i].thread != r->thread || m[i].kind == TP_RUN_MARK_SAMPLES)
             continue;
         if (m[i].kind == TP_RUN_MARK_EPOCH) {
             prev = -1;
             continue;
         }
         if (prev >= 0) {
-            start[ns] = prev;
-            end[ns++] = m[i].t_ns;
+            r->start[r->nsteps] = prev;
+            r->end[r->nsteps++] = m[i].t_ns;
         }
         prev = m[i].t_ns;
     }
-    free(m);
-    step_ctx c = {start, end, ns, 0, calloc(ns * TP_STEP_PHASES + 1, sizeof(double))};
-    bool ok = thread < 0 || tp_run_each_thread_region(run, thread, add_region, &c, err, cap);
-    if (ok && ns) {
-        size_t per = (ns + max_groups - 1) / max_groups;
-        out->nsteps = ns;
-        out->ngroups = (ns + per - 1) / per;
-        out->first_step = calloc(out->ngroups, sizeof(double));
-        out->values = calloc(out->ngroups * TP_STEP_PHASES, sizeof(double));
-        for (size_t s = 0; s < ns; s++) {
-            double *ph = &c.phase[s * TP_STEP_PHASES], known = 0;
-            for (int p = 0; p < TP_STEP_PHASES - 1; p++)
-                known += ph[p];
-            double total = (double)(end[s] - start[s]) / 1e9;
-            ph[TP_STEP_PHASES - 1] = total > known ? total - known : 0;
-            size_t g = s / per;
-            size_t in_group = g + 1 == out->ngroups ? ns - g * per : per;
-            out->first_step[g] = (double)(g * per);
-            for (int p = 0; p < TP_STEP_PHASES; p++)
-                out->values[g * TP_STEP_PHASES + (size_t)p] += ph[p] / (double)in_group;
-        }
+    r->phase = calloc(r->nsteps * TP_STEP_PHASES + 1, sizeof(double));
+}
+
+/* Averages a rank's steps in at most max_groups consecutive groups. */
+static void group_steps(const rank_steps *r, size_t max_groups, tp_step_phases *out)
+{
+    size_t ns = r->nsteps;
+    if (!ns)
+        return;
+    size_t per = (ns + max_groups - 1) / max_groups;
+    out->nsteps = ns;
+    out->ngroups = (ns + per - 1) / per;
+    out->first_step = calloc(out->ngroups, sizeof(double));
+    out->values = calloc(out->ngroups * TP_STEP_PHASES, sizeof(double));
+    for (size_t s = 0; s < ns; s++) {
+        double *ph = &r->phase[s * TP_STEP_PHASES], known = 0;
+        for (int p = 0; p < TP_STEP_PHASES - 1; p++)
+            known += ph[p];
+        double total = (double)(r->end[s] - r->start[s]) / 1e9;
+        ph[TP_STEP_PHASES - 1] = total > known ? total - known : 0;
+        size_t g = s / per;
+        size_t in_group = g + 1 == out->ngroups ? ns - g * per : per;
+        out->first_step[g] = (double)(g * per);
+        for (int p = 0; p < TP_STEP_PHASES; p++)
+            out->values[g * TP_STEP_PHASES + (size_t)p] += ph[p] / (double)in_group;
     }
-    free(c.phase);
-    free(start);
-    free(end);
+}
+
+bool tp_step_phases_build(tp_run *run, const int *ranks, size_t n, size_t max_groups,
+                          tp_step_phases *out, char *err, size_t cap)
+{
+    memset(out, 0, n * sizeof *out);
+    tp_run_mark *m;
+    size_t nm;
+    if (!tp_run_marks(run, &m, &nm, err, cap))
+        return false;
+    step_ctx c = {calloc(n ? n : 1, sizeof *c.ranks), n};
+    bool any = false;
+    for (size_t k = 0; c.ranks && k < n; k++) {
+        rank_steps_of(m, nm, ranks[k], &c.ranks[k]);
+        any |= c.ranks[k].thread >= 0;
+    }
+    free(m);
+    bool ok = c.ranks && (!any || tp_run_each_outer_region(run, add_region, &c, err, cap));
+    if (!c.ranks)
+        snprintf(err, cap, "html: out of memory");
+    for (size_t k = 0; c.ranks && k < n; k++) {
+        if (ok)
+            group_steps(&c.ranks[k], max_groups, &out[k]);
+        free(c.ranks[k].phase);
+        free(c.ranks[k].start);
+        free(c.ranks[k].end);
+    }
+    free(c.ranks);
     return ok;
 }
 

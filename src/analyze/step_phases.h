@@ -1,10 +1,10 @@
 /* step_phases.h: step time over the run, broken into its phases.
  *
- * For one rank, the thread that marked the most steps is followed: each step
- * (one step mark to the next, never across an epoch mark) is split into the
- * time its outermost regions of each standard phase took, and "other" for
- * the rest. Steps are then averaged in at most max_groups consecutive groups,
- * so a million-step run plots as a few hundred bars. */
+ * For each rank asked for, the thread that marked the most steps is followed:
+ * each step (one step mark to the next, never across an epoch mark) is split
+ * into the time its outermost regions of each standard phase took, and
+ * "other" for the rest. Steps are then averaged in at most max_groups
+ * consecutive groups, so a million-step run plots as a few hundred bars. */
 #ifndef TP_ANALYZE_STEP_PHASES_H
 #define TP_ANALYZE_STEP_PHASES_H
 
@@ -24,8 +24,11 @@ typedef struct tp_step_phases {
     double *values;     /* ngroups * TP_STEP_PHASES: mean seconds per step */
 } tp_step_phases;
 
-bool tp_step_phases_build(tp_run *run, int rank, size_t max_groups, tp_step_phases *out, char *err,
-                          size_t cap);
+/* Fills out[k] for ranks[k], k < n, reading the marks once and the outermost
+ * regions once however many ranks are asked for (out[k].ngroups is 0 for a
+ * rank without steps). False (reason in err) if the run can't be read. */
+bool tp_step_phases_build(tp_run *run, const int *ranks, size_t n, size_t max_groups,
+                          tp_step_phases *out, char *err, size_t cap);
 void tp_step_phases_free(tp_step_phases *p);
 
 #endif

@@ -228,31 +228,81 @@ static void rank_parts(FILE *out, const tp_summary *s)
     free(values);
 }
 
-static bool step_time_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
+typedef struct rank_work {
+    double own_per_step;
+    int rank;
+} rank_work;
+
+static int by_own_work_desc(const void *a, const void *b)
+{
+    double x = ((const rank_work *)a)->own_per_step, y = ((const rank_work *)b)->own_per_step;
+    return (x < y) - (x > y);
+}
+
+static int by_rank(const void *a, const void *b)
+{
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* The ranks whose step time is plotted, at most MAX_RANK_PLOTS of them: all
+ * when there are so few; else the ranks with the most own work per step
+ * (input and compute: stragglers come first), the median rank and the rank
+ * with the least, in rank order. Says which on the page when not all. */
+static size_t plotted_ranks(FILE *out, const tp_summary *s, int *ranks)
 {
     const tp_timings *t = &s->timings;
-    for (size_t i = 0; i < t->nsteps && i < MAX_RANK_PLOTS; i++) {
-        tp_step_phases ph;
-        if (!tp_step_phases_build(s->run, t->steps[i].rank, STEP_GROUPS, &ph, err, cap))
-            return false;
-        if (ph.ngroups) {
+    const tp_ranks *r = &s->ranks;
+    size_t n = 0;
+    if (t->nsteps <= MAX_RANK_PLOTS || r->n <= MAX_RANK_PLOTS) {
+        for (size_t i = 0; i < t->nsteps && n < MAX_RANK_PLOTS; i++)
+            ranks[n++] = t->steps[i].rank;
+        return n;
+    }
+    rank_work *order = malloc(r->n * sizeof *order);
+    if (!order)
+        return 0;
+    for (size_t i = 0; i < r->n; i++)
+        order[i] = (rank_work){tp_rank_own_per_step(&r->rows[i]), r->rows[i].rank};
+    qsort(order, r->n, sizeof *order, by_own_work_desc);
+    for (size_t i = 0; i < MAX_RANK_PLOTS - 2; i++)
+        ranks[n++] = order[i].rank;
+    ranks[n++] = order[r->n / 2].rank;
+    ranks[n++] = order[r->n - 1].rank;
+    free(order);
+    qsort(ranks, n, sizeof *ranks, by_rank);
+    fprintf(out,
+            "<p>Step time over the run of %zu of %zu ranks: the %d with the most own work per "
+            "step (input and compute), the median rank and the rank with the least.</p>\n",
+            n, r->n, MAX_RANK_PLOTS - 2);
+    return n;
+}
+
+static bool step_time_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
+{
+    int ranks[MAX_RANK_PLOTS] = {0};
+    tp_step_phases ph[MAX_RANK_PLOTS];
+    size_t n = plotted_ranks(out, s, ranks);
+    if (!tp_step_phases_build(s->run, ranks, n, STEP_GROUPS, ph, err, cap))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (ph[i].ngroups) {
             char title[96], rank[32];
-            rank_label(rank, sizeof rank, t->steps[i].rank);
+            rank_label(rank, sizeof rank, ranks[i]);
             snprintf(title, sizeof title, "Step time over the run, %s (%zu steps)", rank,
-                     ph.nsteps);
-            char(*labels)[24] = calloc(ph.ngroups, sizeof *labels);
-            const char **bar_labels = calloc(ph.ngroups, sizeof *bar_labels);
-            for (size_t g = 0; g < ph.ngroups; g++) {
-                snprintf(labels[g], sizeof labels[g], "%.0f", ph.first_step[g]);
+                     ph[i].nsteps);
+            char(*labels)[24] = calloc(ph[i].ngroups, sizeof *labels);
+            const char **bar_labels = calloc(ph[i].ngroups, sizeof *bar_labels);
+            for (size_t g = 0; g < ph[i].ngroups; g++) {
+                snprintf(labels[g], sizeof labels[g], "%.0f", ph[i].first_step[g]);
                 bar_labels[g] = labels[g];
             }
             tp_svg_chart chart = {title, "step", "time per step", "seconds"};
-            tp_svg_stacked_bars(out, &chart, bar_labels, ph.ngroups, tp_step_phase_names,
-                                TP_STEP_PHASES, ph.values, 0);
+            tp_svg_stacked_bars(out, &chart, bar_labels, ph[i].ngroups, tp_step_phase_names,
+                                TP_STEP_PHASES, ph[i].values, 0);
             free(labels);
             free(bar_labels);
         }
-        tp_step_phases_free(&ph);
+        tp_step_phases_free(&ph[i]);
     }
     return true;
 }

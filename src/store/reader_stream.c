@@ -51,17 +51,15 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
     return rc == SQLITE_DONE || failed(run, "threads", err, cap);
 }
 
-/* Streams region rows of the given SQL (one optional thread parameter). */
-static bool each_region_row(tp_run *run, const char *sql, int64_t thread, tp_region_row_fn fn,
-                            void *ctx, char *err, size_t cap)
+/* Streams region rows of the given SQL. */
+static bool each_region_row(tp_run *run, const char *sql, tp_region_row_fn fn, void *ctx, char *err,
+                            size_t cap)
 {
     if (run->schema_version < 2)
         return true;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return failed(run, "regions", err, cap);
-    if (thread >= 0)
-        sqlite3_bind_int64(st, 1, thread);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const unsigned char *name = sqlite3_column_text(st, 1);
@@ -77,7 +75,7 @@ bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, 
     return each_region_row(run,
                            "SELECT r.thread_id, n.text, r.depth, r.start_ns, r.end_ns FROM region r"
                            " JOIN name n ON n.id = r.name_id",
-                           -1, fn, ctx, err, cap);
+                           fn, ctx, err, cap);
 }
 
 static const tp_run_series *series_by_id(const tp_run *run, int64_t id)
@@ -108,14 +106,12 @@ bool tp_run_each_sample(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, 
     return rc == SQLITE_DONE || failed(run, "samples", err, cap);
 }
 
-bool tp_run_each_thread_region(tp_run *run, int64_t thread, tp_region_row_fn fn, void *ctx,
-                               char *err, size_t cap)
+bool tp_run_each_outer_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, size_t cap)
 {
     return each_region_row(run,
                            "SELECT r.thread_id, n.text, r.depth, r.start_ns, r.end_ns FROM region r"
-                           " JOIN name n ON n.id = r.name_id WHERE r.thread_id = ? AND r.depth = 0"
-                           " ORDER BY r.start_ns",
-                           thread, fn, ctx, err, cap);
+                           " JOIN name n ON n.id = r.name_id WHERE r.depth = 0",
+                           fn, ctx, err, cap);
 }
 
 bool tp_run_each_device_time(tp_run *run, tp_device_row_fn fn, void *ctx, char *err, size_t cap)

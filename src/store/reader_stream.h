@@ -25,9 +25,9 @@ typedef void (*tp_region_row_fn)(void *ctx, int64_t thread, const char *name, in
                                  int64_t start_ns, int64_t end_ns);
 bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, size_t cap);
 
-/* The outermost (depth 0) regions of one thread, in start order. */
-bool tp_run_each_thread_region(tp_run *run, int64_t thread, tp_region_row_fn fn, void *ctx,
-                               char *err, size_t cap);
+/* The outermost (depth 0) regions of every thread, in the order SQLite keeps
+ * them: one pass over the table. */
+bool tp_run_each_outer_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, size_t cap);
 
 /* Device (CUDA event) times in (thread, host start) order: each the region's
  * host start and its span on the device. None before schema 5. */

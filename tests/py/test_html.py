@@ -101,3 +101,20 @@ def test_empty_killed_and_bad_input(tmp_path):
     assert r.returncode == 1 and "already exists (use --force" in r.stderr
     r = trainprof("html", tmp_path / "killed.html")
     assert r.returncode == 2 and "not a trainprof run file" in r.stderr
+
+
+def test_many_ranks_plot_the_ones_that_matter(tmp_path):
+    """Of 16 ranks, the step-time plots show 8: the straggler (rank 13, whose
+    input takes 2.5 times as long) among those with the most own work, the
+    median rank and the rank with the least."""
+    run = tmp_path / "ranks.db"
+    subprocess.run([ROOT / "build" / "bench" / "gen_run", run, "0.05", "0.5", "2", "0", "16", "1",
+                    "node", "0"], check=True, capture_output=True)
+    page = tmp_path / "ranks.html"
+    r = trainprof("html", run, "-o", page)
+    assert r.returncode == 0, r.stderr
+    text = page.read_text()
+    assert "Step time over the run of 8 of 16 ranks" in text
+    titles = re.findall(r"chart-title\">Step time over the run, rank (\d+)", text)
+    assert len(titles) == 8 and "13" in titles
+    assert [int(t) for t in titles] == sorted(int(t) for t in titles)

@@ -100,7 +100,7 @@ int cmd_export(int argc, char **argv)
     char err[1024];
     tp_inputs in;
     tp_run *run = NULL;
-    if (!tp_inputs_open(&in, "export", argv + optind, (size_t)(argc - optind), false, err,
+    if (!tp_inputs_open(&in, "export", argv + optind, (size_t)(argc - optind), false, false, err,
                         sizeof err) ||
         !(run = tp_run_open(in.path, err, sizeof err))) {
         tp_inputs_done(&in);

@@ -118,7 +118,7 @@ int cmd_html(int argc, char **argv)
     char err[1024];
     tp_summary s;
     tp_inputs in;
-    if (!tp_inputs_open(&in, "html", argv + optind, (size_t)(argc - optind), false, err,
+    if (!tp_inputs_open(&in, "html", argv + optind, (size_t)(argc - optind), true, true, err,
                         sizeof err) ||
         !tp_summary_load(in.path, &s, err, sizeof err)) {
         tp_inputs_done(&in);

@@ -56,7 +56,7 @@ int cmd_report(int argc, char **argv)
     char err[1024];
     tp_summary s;
     tp_inputs in;
-    if (!tp_inputs_open(&in, "report", argv + optind, (size_t)(argc - optind), true, err,
+    if (!tp_inputs_open(&in, "report", argv + optind, (size_t)(argc - optind), true, false, err,
                         sizeof err) ||
         !tp_summary_load(in.path, &s, err, sizeof err)) {
         tp_inputs_done(&in);

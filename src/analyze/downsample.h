@@ -9,6 +9,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The buckets of a plotted series (html, and the points stored for it). */
+#define TP_PLOT_BUCKETS 500
+
 typedef struct tp_downsampler {
     size_t buckets;
     double span;

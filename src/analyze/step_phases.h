@@ -13,7 +13,8 @@
 
 #include "store/reader.h"
 
-#define TP_STEP_PHASES 7 /* six standard phases and "other" */
+#define TP_STEP_PHASES 7   /* six standard phases and "other" */
+#define TP_STEP_GROUPS 300 /* the groups of a plotted rank (html, and those stored) */
 
 extern const char *const tp_step_phase_names[TP_STEP_PHASES];
 

@@ -8,9 +8,20 @@
 #include "collect/metric_catalog.h"
 #include "util/grow.h"
 
-static void add_series(void *ctx, const tp_run_series *series, double *values, size_t n)
+/* The summary being built from the samples, and who else sees them. */
+typedef struct series_pass {
+    tp_summary *summary;
+    tp_series_values_fn also;
+    void *also_ctx;
+} series_pass;
+
+static void add_series(void *ctx, const tp_run_series *series, const int64_t *t_ns, double *values,
+                       size_t n)
 {
-    tp_summary *s = ctx;
+    series_pass *pass = ctx;
+    if (pass->also) /* first: the statistics reorder values */
+        pass->also(pass->also_ctx, series, t_ns, values, n);
+    tp_summary *s = pass->summary;
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 64;
         tp_series_summary *p = realloc(s->items, s->cap * sizeof *p);
@@ -61,24 +72,31 @@ static int cmp_summary(const void *a, const void *b)
     return strverscmp(x->labels, y->labels);
 }
 
-static bool build(tp_run *run, tp_summary *out, char *err, size_t cap);
+static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, size_t cap);
 
 bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap)
 {
+    return tp_summary_build_also(run, out, NULL, NULL, err, cap);
+}
+
+bool tp_summary_build_also(tp_run *run, tp_summary *out, tp_series_values_fn also, void *also_ctx,
+                           char *err, size_t cap)
+{
     memset(out, 0, sizeof *out);
     out->run = run;
+    series_pass pass = {out, also, also_ctx};
     bool began = tp_run_begin_read(run);
-    bool ok = build(run, out, err, cap);
+    bool ok = build(run, out, &pass, err, cap);
     if (began)
         tp_run_end_read(run);
     return ok;
 }
 
 /* The summary's parts; tp_summary_build wraps them in one read snapshot. */
-static bool build(tp_run *run, tp_summary *out, char *err, size_t cap)
+static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, size_t cap)
 {
     bool ok = tp_summary_stored(run) ? tp_stored_series(run, add_stored, out, err, cap)
-                                     : tp_run_each_series(run, add_series, out, err, cap);
+                                     : tp_run_each_series(run, add_series, pass, err, cap);
     if (!ok)
         return false;
     if (out->n)

@@ -30,6 +30,12 @@ typedef struct tp_summary {
 /* Reads every series and computes its statistics, and the timings. False (reason in err) if
  * the run file can't be read. */
 bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap);
+
+/* tp_summary_build, where every series' samples, when they are read from the
+ * rows, also go to also(also_ctx, ...) (before the statistics reorder the
+ * values): the recorder's stored plots come from the same pass. */
+bool tp_summary_build_also(tp_run *run, tp_summary *out, tp_series_values_fn also, void *also_ctx,
+                           char *err, size_t cap);
 void tp_summary_free(tp_summary *s);
 
 /* Opens the run file at path and builds its summary; out->run is then owned

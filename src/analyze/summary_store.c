@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analyze/summary.h"
+#include "analyze/summary_plots.h"
 #include "store/schema.h"
 #include "util/grow.h"
 
@@ -107,7 +108,8 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary *s, size_t i)
  * and which has no device_time table: summary_timing is made anew, the
  * device tables added (empty: such a file recorded no device times), and the
  * file becomes the current schema in the same transaction. */
-static int write_summary(sqlite3 *db, const tp_summary *s, bool upgrade, char *why, size_t cap)
+static int write_summary(sqlite3 *db, const tp_summary *s, const tp_summary_plots *plots,
+                         bool upgrade, char *why, size_t cap)
 {
     int rc = tp_exec(db, "BEGIN;");
     if (rc == SQLITE_OK && upgrade)
@@ -139,6 +141,8 @@ static int write_summary(sqlite3 *db, const tp_summary *s, bool upgrade, char *w
         rc = insert_rows(db, "INSERT INTO summary_rank VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
                          s->ranks.n, fill_rank);
     if (rc == SQLITE_OK)
+        rc = tp_summary_plots_write(db, plots);
+    if (rc == SQLITE_OK)
         rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('summarized', '1'); COMMIT;");
     if (rc != SQLITE_OK) {
         snprintf(why, cap, "%s", sqlite3_errmsg(db)); /* before the rollback resets it */
@@ -160,15 +164,26 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
         return false;
     }
     run->raw_only = true;
-    tp_summary s;
-    bool ok = tp_summary_build(run, &s, err, cap);
+    tp_summary s = {0};
+    tp_summary_plots plots;
+    bool ok = tp_summary_plots_init(run, &plots, err, cap) &&
+              tp_summary_build_also(run, &s, tp_summary_plots_series, &plots, err, cap);
+    if (ok) {
+        int *ranks = malloc((s.timings.nsteps + 1) * sizeof *ranks);
+        for (size_t i = 0; ranks && i < s.timings.nsteps; i++)
+            ranks[i] = s.timings.steps[i].rank;
+        ok = ranks && tp_summary_plots_finish(run, ranks, s.timings.nsteps, &plots, err, cap);
+        if (!ranks)
+            snprintf(err, cap, "%s: out of memory", path);
+        free(ranks);
+    }
     sqlite3 *db = NULL;
     if (ok) {
         char why[256] = "";
         int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
         if (rc == SQLITE_OK) {
             sqlite3_busy_timeout(db, 5000);
-            rc = write_summary(db, &s, version < TP_SCHEMA_VERSION, why, sizeof why);
+            rc = write_summary(db, &s, &plots, version < TP_SCHEMA_VERSION, why, sizeof why);
         }
         if (rc != SQLITE_OK) {
             snprintf(err, cap, "%s: cannot store the summary: %s", path,
@@ -177,6 +192,7 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
         }
         sqlite3_close(db);
     }
+    tp_summary_plots_free(&plots);
     tp_summary_free(&s);
     tp_run_close(run);
     return ok;
@@ -213,19 +229,6 @@ static bool failed(tp_run *run, const char *what, char *err, size_t cap)
     return false;
 }
 
-static const tp_run_series *series_by_id(const tp_run *run, int64_t id)
-{
-    size_t lo = 0, hi = run->nseries; /* loaded in id order */
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (run->series[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < run->nseries && run->series[lo].id == id ? &run->series[lo] : NULL;
-}
-
 bool tp_stored_series(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap)
 {
     sqlite3_stmt *st;
@@ -236,7 +239,7 @@ bool tp_stored_series(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err,
         return failed(run, "series statistics", err, cap);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const tp_run_series *series = series_by_id(run, sqlite3_column_int64(st, 0));
+        const tp_run_series *series = tp_run_series_by_id(run, sqlite3_column_int64(st, 0));
         tp_stats s;
         col_stats(st, 1, 2, &s);
         if (series)

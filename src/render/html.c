@@ -7,6 +7,7 @@
 
 #include "analyze/downsample.h"
 #include "analyze/step_phases.h"
+#include "analyze/summary_plots.h"
 #include "analyze/verdicts.h"
 #include "collect/metric_catalog.h"
 #include "render/report.h"
@@ -15,8 +16,6 @@
 #include "store/reader_stream.h"
 #include "util/labels.h"
 
-#define PLOT_BUCKETS      500
-#define STEP_GROUPS       300
 #define MAX_RANK_PLOTS    8
 #define PER_CORE_PLOT_MAX 16
 
@@ -43,6 +42,8 @@ typedef struct plot_ctx {
     plot_series *items;
     size_t n;
     double span;
+    const tp_run_series *first; /* run->series: a series' index is its offset */
+    plot_series **item_of;      /* per series index: its line, or NULL */
 } plot_ctx;
 
 /* Whether a series gets a line: per-core CPU only on machines (agents) with
@@ -76,11 +77,9 @@ static void line_label(const tp_run *run, const tp_run_series *r, char *buf, siz
 static void collect_point(void *ctx, const tp_run_series *series, int64_t t_ns, double value)
 {
     plot_ctx *c = ctx;
-    for (size_t i = 0; i < c->n; i++)
-        if (c->items[i].series == series) {
-            tp_downsample_add(&c->items[i].ds, (double)t_ns / 1e9, value);
-            return;
-        }
+    plot_series *p = c->item_of[series - c->first];
+    if (p)
+        tp_downsample_add(&p->ds, (double)t_ns / 1e9, value);
 }
 
 static void axis_title(char *buf, size_t cap, const char *unit)
@@ -101,21 +100,30 @@ static void axis_title(char *buf, size_t cap, const char *unit)
 static bool metric_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
 {
     const tp_run *run = s->run;
-    plot_ctx c = {calloc(run->nseries + 1, sizeof(plot_series)), 0, 0};
+    plot_ctx c = {calloc(run->nseries + 1, sizeof(plot_series)), 0, 0, run->series,
+                  calloc(run->nseries + 1, sizeof(plot_series *))};
+    if (!c.items || !c.item_of) {
+        free(c.items);
+        free(c.item_of);
+        snprintf(err, cap, "html: out of memory");
+        return false;
+    }
     for (size_t i = 0; i < s->n; i++)
         c.span = fmax(c.span, (double)run->last_t_ns / 1e9);
     for (size_t i = 0; i < run->nseries; i++) {
         if (!plotted(s, &run->series[i]))
             continue;
-        plot_series *p = &c.items[c.n++];
+        plot_series *p = c.item_of[i] = &c.items[c.n++];
         p->series = &run->series[i];
-        tp_downsample_init(&p->ds, PLOT_BUCKETS, c.span);
+        tp_downsample_init(&p->ds, TP_PLOT_BUCKETS, c.span);
     }
-    bool ok = tp_run_each_sample((tp_run *)run, collect_point, &c, err, cap);
+    bool ok = tp_plots_stored(run)
+                  ? tp_stored_plot_points((tp_run *)run, collect_point, &c, err, cap)
+                  : tp_run_each_sample((tp_run *)run, collect_point, &c, err, cap);
     for (size_t i = 0; i < c.n; i++) {
         plot_series *p = &c.items[i];
-        p->x = malloc(2 * PLOT_BUCKETS * sizeof(double));
-        p->y = malloc(2 * PLOT_BUCKETS * sizeof(double));
+        p->x = malloc(2 * TP_PLOT_BUCKETS * sizeof(double));
+        p->y = malloc(2 * TP_PLOT_BUCKETS * sizeof(double));
         p->n = tp_downsample_take(&p->ds, p->x, p->y);
     }
     size_t count;
@@ -148,6 +156,7 @@ static bool metric_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
         free(c.items[i].y);
     }
     free(c.items);
+    free(c.item_of);
     return ok;
 }
 
@@ -282,7 +291,9 @@ static bool step_time_plots(FILE *out, const tp_summary *s, char *err, size_t ca
     int ranks[MAX_RANK_PLOTS] = {0};
     tp_step_phases ph[MAX_RANK_PLOTS];
     size_t n = plotted_ranks(out, s, ranks);
-    if (!tp_step_phases_build(s->run, ranks, n, STEP_GROUPS, ph, err, cap))
+    if (!(tp_plots_stored(s->run)
+              ? tp_stored_step_phases(s->run, ranks, n, ph, err, cap)
+              : tp_step_phases_build(s->run, ranks, n, TP_STEP_GROUPS, ph, err, cap)))
         return false;
     for (size_t i = 0; i < n; i++) {
         if (ph[i].ngroups) {

@@ -17,6 +17,7 @@ typedef struct input_info {
     int64_t start_wall_ns, uncertainty_ns;
     char command[512], job[128];
     bool summarized;
+    bool plots; /* it stores what html plots (meta plots) */
     int *ranks; /* distinct ranks of its threads (-1: no rank) */
     size_t nranks;
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
@@ -77,6 +78,8 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         info[i].summarized =
             run->schema_version >= TP_SCHEMA_SUMMARY && summarized && strcmp(summarized, "1") == 0;
         info[i].version = run->schema_version;
+        const char *plots = tp_run_meta_get(run, "plots");
+        info[i].plots = info[i].summarized && plots && strcmp(plots, "1") == 0;
         input_ranks(run, &info[i]);
         info[i].start_wall_ns = wall ? strtoll(wall, NULL, 10) : 0;
         info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
@@ -170,7 +173,7 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
  * their order: the source table is always the outer loop (CROSS JOIN), so
  * regions and marks stay in the order they were written. */
 static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info, bool first,
-                      bool summaries, bool all_rows)
+                      bool summaries, bool plots, bool all_rows)
 {
     char *sql = sqlite3_mprintf("ATTACH %Q AS src", path);
     int rc = tp_exec(db, sql);
@@ -183,6 +186,13 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         return SQLITE_ERROR;
     }
     info->series_off = series;
+    char plots_sql[512];
+    snprintf(plots_sql, sizeof plots_sql,
+             "INSERT INTO main.summary_plot SELECT series_id + %lld, t_ns + %lld, value"
+             " FROM src.summary_plot ORDER BY rowid;"
+             "INSERT INTO main.summary_step_phase SELECT * FROM src.summary_step_phase"
+             " ORDER BY rowid;",
+             series, dt);
     char *summary_sql = sqlite3_mprintf(
         "INSERT INTO main.summary_series SELECT series_id + %lld, count, mean,"
         " min, p5, p50, p95, max FROM src.summary_series;"
@@ -192,13 +202,13 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " samples FROM src.summary_epoch ORDER BY rowid;"
         "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
-        " gpu_sm_clock_mhz FROM src.summary_rank;",
+        " gpu_sm_clock_mhz FROM src.summary_rank;%s",
         series,
         info->version >= TP_SCHEMA_DEVICE
             ? "*"
             : "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s,"
               " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
-        dt, agent, dt, dt);
+        dt, agent, dt, dt, plots ? plots_sql : "");
     char *rows = rows_sql(series, thread, dt, all_rows, info->version >= TP_SCHEMA_DEVICE);
     sql = sqlite3_mprintf(
         "BEGIN;"
@@ -300,7 +310,8 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     snprintf(tmp, sizeof tmp, "%s.tmp-%d", out_path, (int)getpid());
     unlink(tmp);
     sqlite3 *db = NULL;
-    int rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    int rc = sqlite3_open_v2(
+        tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     /* The output is private until renamed, and thrown away on any failure:
      * no journal, no syncs per transaction (one fsync before the rename
      * makes it durable), one exclusive lock, a large page cache; 16 KiB
@@ -313,11 +324,13 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         rc = tp_schema_create(db);
     /* one transaction per input (an attached file can't be detached inside
      * one); the output only appears, by rename, once every input is in */
-    bool summaries = summaries_carry_over(info, n);
-    bool all_rows = !(opt->summary_only && summaries);
+    bool summaries = summaries_carry_over(info, n), plots = summaries;
+    for (size_t i = 0; i < n; i++)
+        plots &= info[i].plots;
+    bool all_rows = !(opt->summary_only && summaries && (plots || !opt->plots));
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
         info[i].shift = info[i].start_wall_ns - earliest;
-        rc = copy_input(db, inputs[i], (int)i + 1, &info[i], i == 0, summaries, all_rows);
+        rc = copy_input(db, inputs[i], (int)i + 1, &info[i], i == 0, summaries, plots, all_rows);
         if (rc == SQLITE_OK && opt->progress)
             opt->progress(opt->progress_ctx, i + 1, n, inputs[i], all_rows);
     }
@@ -329,9 +342,10 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
             "INSERT OR REPLACE INTO meta VALUES ('merge_anchor_uncertainty_ns', '%lld');"
             "INSERT OR REPLACE INTO meta VALUES ('start_wall_ns', '%lld');"
             "DELETE FROM meta WHERE key IN ('duration_ns');"
-            "%s%s",
+            "%s%s%s",
             (int)n, (long long)uncertainty, (long long)earliest,
             summaries ? "" : "DELETE FROM meta WHERE key = 'summarized';",
+            plots ? "" : "DELETE FROM meta WHERE key = 'plots';",
             all_rows ? "" : "INSERT OR REPLACE INTO meta VALUES ('summary_only', '1');");
         rc = tp_exec(db, sql);
         sqlite3_free(sql);
@@ -366,7 +380,7 @@ static void show_progress(void *ctx, size_t done, size_t n, const char *input, b
 }
 
 bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n, bool summary_only,
-                    char *err, size_t cap)
+                    bool plots, char *err, size_t cap)
 {
     in->temp[0] = '\0';
     in->path = n ? paths[0] : NULL;
@@ -381,6 +395,7 @@ bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n
              (int)getpid());
     char why[1024];
     tp_merge_options opt = {.summary_only = summary_only,
+                            .plots = plots,
                             .progress = isatty(STDERR_FILENO) ? show_progress : NULL};
     bool merged = tp_merge_runs(in->temp, (const char *const *)paths, n, &opt, why, sizeof why);
     if (opt.progress)

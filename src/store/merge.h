@@ -20,6 +20,8 @@ typedef struct tp_merge_options {
     bool summary_only; /* where every input's stored summary carries over: copy only what
                           `report` reads (no regions or marks; of the samples, each series'
                           first and last and the energy at epoch bounds); meta summary_only */
+    bool plots;        /* summary_only also needs the stored plots (html): where an input
+                          has none, every row is copied */
     /* called after each input is copied (done of n), if set */
     void (*progress)(void *ctx, size_t done, size_t n, const char *input, bool all_rows);
     void *progress_ctx;
@@ -33,8 +35,8 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
 
 /* The run file a command reads from its RUN_FILE arguments: the one file
  * itself, or several merged (refused as tp_merge_runs refuses them, without
- * force; summary_only as in tp_merge_options, for readers of the stored
- * summary only) into a temporary file in $TMPDIR (else /tmp). *path is what
+ * force; summary_only and plots as in tp_merge_options, for readers of the
+ * stored summary only) into a temporary file in $TMPDIR (else /tmp). *path is what
  * to open;
  * tp_inputs_done removes the temporary file. False with a one-line reason
  * (prefixed by who) otherwise. */
@@ -45,7 +47,7 @@ typedef struct tp_inputs {
 } tp_inputs;
 
 bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n, bool summary_only,
-                    char *err, size_t cap);
+                    bool plots, char *err, size_t cap);
 void tp_inputs_done(tp_inputs *in);
 
 /* Gives an opened merged temporary the name of its inputs (run->path shows

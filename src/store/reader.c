@@ -147,7 +147,8 @@ tp_run *tp_run_open(const char *path, char *err, size_t cap)
         return NULL;
     run->path = strdup(path);
     sqlite3 *db = NULL;
-    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+    /* a tp_run is used by one thread at a time: no SQLite mutex per call */
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
     run->db = db;
     if (rc != SQLITE_OK) {
         snprintf(err, cap, "%s: cannot open: %s", path,
@@ -218,49 +219,39 @@ const char *tp_run_meta_get(const tp_run *run, const char *key)
     return NULL;
 }
 
-static const tp_run_series *find_series(const tp_run *run, int64_t id)
-{
-    size_t lo = 0, hi = run->nseries;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (run->series[mid].id == id)
-            return &run->series[mid];
-        if (run->series[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
 bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *err, size_t cap)
 {
     sqlite3_stmt *st;
     int rc = sqlite3_prepare_v2(
-        run->db, "SELECT series_id, value FROM sample ORDER BY series_id, t_ns", -1, &st, NULL);
+        run->db, "SELECT series_id, value, t_ns FROM sample ORDER BY series_id, t_ns", -1, &st,
+        NULL);
     if (rc != SQLITE_OK) {
         snprintf(err, cap, "%s: cannot read samples: %s", run->path, sqlite3_errmsg(run->db));
         return false;
     }
     double *values = NULL;
-    size_t n = 0, vcap = 0;
+    int64_t *times = NULL;
+    size_t n = 0, vcap = 0, tcap = 0;
     int64_t current = -1;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
         if (id != current) {
-            const tp_run_series *s = find_series(run, current);
+            const tp_run_series *s = tp_run_series_by_id(run, current);
             if (s && n)
-                fn(ctx, s, values, n);
+                fn(ctx, s, times, values, n);
             current = id;
             n = 0;
         }
         values = tp_grow(values, n, &vcap, sizeof *values);
-        values[n++] = sqlite3_column_double(st, 1);
+        times = tp_grow(times, n, &tcap, sizeof *times);
+        values[n] = sqlite3_column_double(st, 1);
+        times[n++] = sqlite3_column_int64(st, 2);
     }
-    const tp_run_series *s = find_series(run, current);
+    const tp_run_series *s = tp_run_series_by_id(run, current);
     if (s && n && rc == SQLITE_DONE)
-        fn(ctx, s, values, n);
+        fn(ctx, s, times, values, n);
     free(values);
+    free(times);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
         snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
@@ -500,4 +491,17 @@ bool tp_run_agent_value_at(tp_run *run, int64_t agent_id, const char *metric, co
         sqlite3_finalize(st);
     }
     return found;
+}
+
+const tp_run_series *tp_run_series_by_id(const tp_run *run, int64_t id)
+{
+    size_t lo = 0, hi = run->nseries; /* loaded in id order */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (run->series[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < run->nseries && run->series[lo].id == id ? &run->series[lo] : NULL;
 }

@@ -84,11 +84,14 @@ void tp_run_close(tp_run *run);
 /* A metadata value, or NULL. */
 const char *tp_run_meta_get(const tp_run *run, const char *key);
 
+/* The series of that id, or NULL (binary search: series load in id order). */
+const tp_run_series *tp_run_series_by_id(const tp_run *run, int64_t id);
+
 /* Calls fn once per series that has samples, in series order, with all of its
- * values in time order. The values buffer is reused between calls. Returns
- * false (reason in err) if reading fails. */
-typedef void (*tp_series_values_fn)(void *ctx, const tp_run_series *series, double *values,
-                                    size_t n);
+ * samples in time order (t_ns[i], values[i]). The buffers are reused between
+ * calls. Returns false (reason in err) if reading fails. */
+typedef void (*tp_series_values_fn)(void *ctx, const tp_run_series *series, const int64_t *t_ns,
+                                    double *values, size_t n);
 bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *err, size_t cap);
 
 /* Calls fn once per (rank, region name) with every duration in seconds, in

@@ -78,14 +78,6 @@ bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, 
                            fn, ctx, err, cap);
 }
 
-static const tp_run_series *series_by_id(const tp_run *run, int64_t id)
-{
-    for (size_t i = 0; i < run->nseries; i++)
-        if (run->series[i].id == id)
-            return &run->series[i];
-    return NULL;
-}
-
 bool tp_run_each_sample(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap)
 {
     sqlite3_stmt *st;
@@ -98,7 +90,7 @@ bool tp_run_each_sample(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, 
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
         if (!s || s->id != id)
-            s = series_by_id(run, id);
+            s = tp_run_series_by_id(run, id);
         if (s)
             fn(ctx, s, sqlite3_column_int64(st, 1), sqlite3_column_double(st, 2));
     }

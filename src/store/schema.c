@@ -64,6 +64,8 @@ int tp_schema_create(sqlite3 *db)
     int rc = tp_exec(db, "BEGIN");
     if (rc == SQLITE_OK)
         rc = tp_exec(db, schema_sql);
+    if (rc == SQLITE_OK)
+        rc = tp_exec(db, TP_SCHEMA_SUMMARY_PLOTS);
     sqlite3_stmt *st = NULL;
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db, "INSERT INTO metric (id, name, unit, help) VALUES (?,?,?,?)",

@@ -32,6 +32,17 @@
     "  n.text AS name, d.start_ns AS start_ns, d.device_ns AS device_ns"                           \
     "  FROM device_time d JOIN thread t ON t.id = d.thread_id"                                     \
     "  JOIN name n ON n.id = d.name_id;"
+/* What `html` plots, stored with the summary (meta plots = 1 once written;
+ * files from before have neither table nor key, and `summarize` adds both):
+ * each series' points as the page draws them, and each rank's step time by
+ * phase in groups of consecutive steps (analyze/summary_plots.h). */
+#define TP_SCHEMA_SUMMARY_PLOTS                                                                   \
+    "CREATE TABLE IF NOT EXISTS summary_plot (series_id INTEGER NOT NULL, t_ns INTEGER NOT NULL," \
+    "  value REAL NOT NULL);"                                                                     \
+    "CREATE TABLE IF NOT EXISTS summary_step_phase (rank INTEGER NOT NULL,"                       \
+    "  steps INTEGER NOT NULL, first_step INTEGER NOT NULL, dataloader_next REAL NOT NULL,"       \
+    "  to_device REAL NOT NULL, train_batch REAL NOT NULL, step_lr_schedulers REAL NOT NULL,"     \
+    "  from_device REAL NOT NULL, reduce_metrics REAL NOT NULL, other REAL NOT NULL);"
 #define TP_SCHEMA_SUMMARY_TIMING                                                       \
     "CREATE TABLE summary_timing (rank INTEGER NOT NULL, name TEXT NOT NULL,"          \
     "  count INTEGER NOT NULL, total_s REAL NOT NULL, mean REAL, min REAL, p5 REAL,"   \

@@ -2,6 +2,8 @@
 
 import pathlib
 import re
+import shutil
+import sqlite3
 import subprocess
 import textwrap
 import time
@@ -118,3 +120,29 @@ def test_many_ranks_plot_the_ones_that_matter(tmp_path):
     titles = re.findall(r"chart-title\">Step time over the run, rank (\d+)", text)
     assert len(titles) == 8 and "13" in titles
     assert [int(t) for t in titles] == sorted(int(t) for t in titles)
+
+
+def test_stored_plots_draw_the_page_the_rows_draw(page, tmp_path):
+    """The recorder stores what the page plots with its summary; the page drawn
+    from them is the page drawn from every sample, region and mark."""
+    run = page.with_suffix(".db")
+    with sqlite3.connect(f"file:{run}?mode=ro", uri=True) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'plots'").fetchone() == ("1",)
+        assert db.execute("SELECT count(*) FROM summary_plot").fetchone()[0] > 0
+        assert db.execute("SELECT count(DISTINCT rank) FROM summary_step_phase").fetchone()[0] == 1
+    rows = tmp_path / "rows.db"
+    shutil.copyfile(run, rows)
+    with sqlite3.connect(rows) as db:
+        db.execute("DELETE FROM meta WHERE key = 'plots'")
+    assert trainprof("html", rows, "-o", tmp_path / "rows.html").returncode == 0
+    from_rows = (tmp_path / "rows.html").read_text().replace(str(rows), str(run))
+    assert from_rows.count("<polyline") >= 10 and "Step time over the run" in from_rows
+    assert page.read_text() == from_rows
+    # and the page is drawn from them: without their points, no metric is plotted
+    emptied = tmp_path / "emptied.db"
+    shutil.copyfile(run, emptied)
+    with sqlite3.connect(emptied) as db:
+        db.execute("DELETE FROM summary_plot")
+    assert trainprof("html", emptied, "-o", tmp_path / "emptied.html").returncode == 0
+    assert 'chart-title">gpu_util_percent<' in from_rows
+    assert 'chart-title">gpu_util_percent<' not in (tmp_path / "emptied.html").read_text()

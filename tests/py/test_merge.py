@@ -2,6 +2,8 @@
 
 import json
 import os
+import re
+import shutil
 import sqlite3
 import subprocess
 import time
@@ -168,6 +170,20 @@ def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
     full["run"].pop("path")
     assert all(e["energy_j"] for e in full["epochs"]) and direct == full
     assert_same_report(stored, report_from_rows(merged, tmp_path))
+    # `html` of the node files, too, draws from what they store (a summary-only
+    # merge): the page drawn from every row of the full merge, plot for plot
+    # (these short runs store every sample: no bucket holds more than two)
+    assert trainprof("html", "-o", tmp_path / "direct.html", *files).returncode == 0
+    rows = tmp_path / "rows.db"
+    shutil.copyfile(merged, rows)
+    with sqlite3.connect(rows) as db:
+        db.execute("DELETE FROM meta WHERE key = 'plots'")
+    assert trainprof("html", "-o", tmp_path / "rows.html", rows).returncode == 0
+    pages = [(tmp_path / f).read_text() for f in ("direct.html", "rows.html")]
+    charts = [re.findall(r'chart-title">([^<]*)<|class="legend">([^<]*)<|points="([^"]*)"', p)
+              for p in pages]
+    assert len(charts[0]) > 40 and charts[0] == charts[1]
+    assert "Step time over the run, rank 3" in pages[0]
 
 
 def test_without_a_stored_summary_the_rows_are_read(tmp_path):

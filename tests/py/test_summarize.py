@@ -94,10 +94,14 @@ def test_a_schema_3_file_is_read_from_rows_and_summarized_into_the_current_schem
     db = sqlite3.connect(k)
     db.execute("DROP VIEW device_times")
     db.execute("DROP TABLE device_time")
+    db.execute("DROP TABLE summary_plot")  # and before html's stored plots
+    db.execute("DROP TABLE summary_step_phase")
+    db.execute("DELETE FROM meta WHERE key = 'plots'")
     for column in ("in_steps_s", "device_count", "device_total_s", "device_mean", "device_min",
                    "device_p5", "device_p50", "device_p95", "device_max"):
         db.execute(f"ALTER TABLE summary_timing DROP COLUMN {column}")
     db.execute("PRAGMA user_version = 3")
+    db.commit()  # the DELETE opened a transaction
     db.close()
     rep = report_json(k)  # its stored summary is set aside: shares need in_steps_s
     assert rep["run"]["meta"]["summarized"] == "1" and rep["timings"]
@@ -109,6 +113,9 @@ def test_a_schema_3_file_is_read_from_rows_and_summarized_into_the_current_schem
     db = sqlite3.connect(k)
     assert db.execute("PRAGMA user_version").fetchone()[0] == 5
     assert db.execute("SELECT count(*) FROM device_times").fetchone()[0] == 0
+    assert db.execute("SELECT value FROM meta WHERE key = 'plots'").fetchone() == ("1",)
+    assert db.execute("SELECT count(*) FROM summary_plot").fetchone()[0] > 0
+    assert db.execute("SELECT count(*) FROM summary_step_phase WHERE rank = 0").fetchone()[0] > 0
     db.close()
     assert_same_report(report_json(k), report_from_rows(k, tmp_path))
     db = sqlite3.connect(k)

@@ -10,6 +10,8 @@ sample marks, an epoch an hour); global rank 13 is a straggler.
 Measured, in one run of this script:
 - `trainprof merge` of the 8 node files; peer: `cp` of the same 8 files into
   one directory (the bytes any merge must write).
+- `trainprof html` of the 8 node files and of the merged file (median of 3
+  each), drawn from the plots each node stores with its summary.
 - `trainprof report` of the merged file, and of the 8 node files as they are
   (median of 3 each); peer: the report of one
   node's file computed from its rows (the summary set aside), i.e. what every
@@ -94,6 +96,13 @@ def main():
         # the node files as they are: only what the stored summaries need is merged
         files_s = timed(lambda: subprocess.run([PROGRAM, "report", *files], check=True,
                                                stdout=subprocess.DEVNULL), runs=3)
+        page = os.path.join(d, "all.html")
+        html_files_s = timed(lambda: subprocess.run([PROGRAM, "html", "--force", "-o", page,
+                                                     *files], check=True,
+                                                    stderr=subprocess.DEVNULL), runs=3)
+        html_merged_s = timed(lambda: subprocess.run([PROGRAM, "html", "--force", "-o", page,
+                                                      merged], check=True,
+                                                     stderr=subprocess.DEVNULL), runs=3)
         rows_copy = os.path.join(d, "node-0-rows.db")
         shutil.copyfile(files[0], rows_copy)
         with sqlite3.connect(rows_copy) as db:
@@ -114,6 +123,7 @@ def main():
             "merge_s": merge_s, "cp_8_files_s": copy_s,
             "report_merged_s": report_s, "report_8_node_files_s": files_s,
             "report_one_node_from_rows_s": rows_s,
+            "html_8_node_files_s": html_files_s, "html_merged_s": html_merged_s,
             "stragglers_named": stragglers}))
     finally:
         if not keep:

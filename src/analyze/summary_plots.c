@@ -35,16 +35,9 @@ void tp_summary_plots_series(void *plots, const tp_run_series *series, const int
         tp_downsample_add(&o->ds, (double)t_ns[i] / 1e9, values[i]);
     size_t m = tp_downsample_take(&o->ds, o->x, o->y);
     for (size_t i = 0; i < m; i++) {
-        size_t cap = o->cap_points;
-        o->series_id = tp_grow(o->series_id, o->npoints, &cap, sizeof *o->series_id);
-        cap = o->cap_points;
-        o->t_ns = tp_grow(o->t_ns, o->npoints, &cap, sizeof *o->t_ns);
-        cap = o->cap_points;
-        o->value = tp_grow(o->value, o->npoints, &cap, sizeof *o->value);
-        o->cap_points = cap; /* the three grow alike */
-        o->series_id[o->npoints] = series->id;
-        o->t_ns[o->npoints] = llround(o->x[i] * 1e9); /* the sample's own t_ns */
-        o->value[o->npoints++] = o->y[i];
+        o->points = tp_grow(o->points, o->npoints, &o->cap_points, sizeof *o->points);
+        /* x is the sample's own t_ns / 1e9: rounding gives t_ns back */
+        o->points[o->npoints++] = (tp_plot_point){series->id, llround(o->x[i] * 1e9), o->y[i]};
     }
 }
 
@@ -66,9 +59,7 @@ void tp_summary_plots_free(tp_summary_plots *p)
 {
     for (size_t k = 0; p->phases && k < p->nranks; k++)
         tp_step_phases_free(&p->phases[k]);
-    free(p->series_id);
-    free(p->t_ns);
-    free(p->value);
+    free(p->points);
     free(p->ranks);
     free(p->phases);
     free(p->x);
@@ -88,9 +79,9 @@ int tp_summary_plots_write(void *handle, const tp_summary_plots *p)
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db, "INSERT INTO summary_plot VALUES (?, ?, ?)", -1, &st, NULL);
     for (size_t i = 0; rc == SQLITE_OK && i < p->npoints; i++) {
-        sqlite3_bind_int64(st, 1, p->series_id[i]);
-        sqlite3_bind_int64(st, 2, p->t_ns[i]);
-        sqlite3_bind_double(st, 3, p->value[i]);
+        sqlite3_bind_int64(st, 1, p->points[i].series_id);
+        sqlite3_bind_int64(st, 2, p->points[i].t_ns);
+        sqlite3_bind_double(st, 3, p->points[i].value);
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
         sqlite3_reset(st);
     }

@@ -23,10 +23,15 @@
 #include "store/reader.h"
 #include "store/reader_stream.h"
 
+/* A point of a plotted series: one of its samples. */
+typedef struct tp_plot_point {
+    int64_t series_id, t_ns;
+    double value;
+} tp_plot_point;
+
 /* The plots of one run, computed from its rows. */
 typedef struct tp_summary_plots {
-    int64_t *series_id, *t_ns; /* npoints points, series by series, each in time order */
-    double *value;
+    tp_plot_point *points; /* npoints, series by series, each in time order */
     size_t npoints;
     int *ranks; /* nranks ranks, each with its step phases */
     tp_step_phases *phases;

@@ -328,6 +328,7 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     for (size_t i = 0; i < n; i++)
         plots &= info[i].plots;
     bool all_rows = !(opt->summary_only && summaries && (plots || !opt->plots));
+    plots &= all_rows || opt->plots; /* a merge for `report` leaves them */
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
         info[i].shift = info[i].start_wall_ns - earliest;
         rc = copy_input(db, inputs[i], (int)i + 1, &info[i], i == 0, summaries, plots, all_rows);

@@ -168,6 +168,7 @@ def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
     assert direct["run"].pop("path") == " + ".join(map(str, files))
     full = report_json(merged)
     full["run"].pop("path")
+    assert full["run"]["meta"].pop("plots") == "1"  # html's: a merge for report leaves them
     assert all(e["energy_j"] for e in full["epochs"]) and direct == full
     assert_same_report(stored, report_from_rows(merged, tmp_path))
     # `html` of the node files, too, draws from what they store (a summary-only

@@ -188,6 +188,16 @@ double tp_rank_own_per_step(const tp_rank_row *r)
 static double input_per_step(const tp_rank_row *r) { return r->input_s / (double)r->steps; }
 static double compute_per_step(const tp_rank_row *r) { return r->compute_s / (double)r->steps; }
 static double comm_per_step(const tp_rank_row *r) { return r->comm_s / (double)r->steps; }
+static double step_per_step(const tp_rank_row *r) { return r->window_s / (double)r->steps; }
+
+/* Whether r's own work per step exceeds the median rank's by more than 10 %
+ * and by at least 2 % of the median rank's step (medians computed). */
+static bool slower_than_median(const tp_ranks *out, const tp_rank_row *r)
+{
+    double own = tp_rank_own_per_step(r);
+    return own > (1 + TP_STRAGGLER_EXCESS) * out->median_own_s &&
+           own - out->median_own_s >= TP_STRAGGLER_STEP_SHARE * out->median_step_s;
+}
 static double gpu_clock(const tp_rank_row *r) { return r->gpu_sm_clock_mhz; }
 static double gpu_util(const tp_rank_row *r) { return r->gpu_util_percent; }
 
@@ -231,7 +241,7 @@ static void explain(const tp_run *run, tp_ranks *out, tp_rank_row *r)
             continue;
         }
         on_node++;
-        slow_on_node += tp_rank_own_per_step(o) > (1 + TP_STRAGGLER_EXCESS) * out->median_own_s;
+        slow_on_node += slower_than_median(out, o);
     }
     if (len < cap && elsewhere && on_node > 1 && slow_on_node == on_node)
         snprintf(r->cause + len, cap - len, "; every rank on node %s is slow: look at the node",
@@ -291,6 +301,7 @@ static int cmp_rank(const void *x, const void *y)
 /* Medians, stragglers and their causes, from the rows' parts. */
 static void compare_ranks(const tp_run *run, tp_ranks *out)
 {
+    out->median_step_s = median_of(out, step_per_step);
     out->median_own_s = median_of(out, tp_rank_own_per_step);
     out->median_input_s = median_of(out, input_per_step);
     out->median_compute_s = median_of(out, compute_per_step);
@@ -298,7 +309,7 @@ static void compare_ranks(const tp_run *run, tp_ranks *out)
     for (size_t i = 0; i < out->n; i++) {
         tp_rank_row *r = &out->rows[i];
         r->excess = out->median_own_s > 0 ? tp_rank_own_per_step(r) / out->median_own_s - 1 : 0;
-        r->straggler = r->excess > TP_STRAGGLER_EXCESS;
+        r->straggler = slower_than_median(out, r);
     }
     for (size_t i = 0; i < out->n; i++)
         if (out->rows[i].straggler) {

@@ -14,7 +14,9 @@
  * during which a compute region was open too (hidden behind backward, or the
  * host waiting inside it: host timings can't tell the two apart).
  * A rank's own work is input + compute per step; a rank whose own work is
- * more than 10 % above the median rank's is a straggler, and the cause is
+ * more than 10 % above the median rank's, by at least 2 % of the median
+ * rank's step (less costs the job too little to name, and is noise on steps
+ * whose own work is small), is a straggler, and the cause is
  * the part (input or compute) that exceeds its median by the most, with its
  * GPU's clock and utilization (GPU index = local rank on its agent) and its
  * node when every rank of that node is slow. */
@@ -27,7 +29,8 @@
 
 #include "store/reader.h"
 
-#define TP_STRAGGLER_EXCESS 0.10
+#define TP_STRAGGLER_EXCESS     0.10
+#define TP_STRAGGLER_STEP_SHARE 0.02
 
 typedef struct tp_rank_row {
     int rank, local_rank;
@@ -48,6 +51,7 @@ typedef struct tp_ranks {
     tp_rank_row *rows; /* in rank order; only ranks with at least one step */
     size_t n;
     double median_own_s, median_input_s, median_compute_s, median_comm_s; /* per step */
+    double median_step_s; /* the median rank's window per step */
     size_t nstragglers;
 } tp_ranks;
 

@@ -34,12 +34,15 @@ void tp_report_ranks_text(FILE *out, const tp_summary *s)
                 agent_name(s->run, row->agent_id), row->steps, c[0], c[1], c[2], c[3], c[4], c[5],
                 100 * row->excess, row->straggler ? " slow" : "");
     }
-    char own[32];
+    char own[32], floor[32];
     tp_format_duration(own, sizeof own, r->median_own_s);
+    tp_format_duration(floor, sizeof floor, TP_STRAGGLER_STEP_SHARE * r->median_step_s);
     fprintf(out,
             "  own work (input + compute) of the median rank: %s per step; %zu rank%s more "
-            "than %.0f %% above it\n",
-            own, r->nstragglers, r->nstragglers == 1 ? "" : "s", 100 * TP_STRAGGLER_EXCESS);
+            "than %.0f %% above it\n  and by %s (%.0f %% of the median step) or more: "
+            "stragglers\n",
+            own, r->nstragglers, r->nstragglers == 1 ? "" : "s", 100 * TP_STRAGGLER_EXCESS, floor,
+            100 * TP_STRAGGLER_STEP_SHARE);
     fprintf(out, "  overlap: the part of comm during which a compute region was open too (work "
                  "hidden behind it, or the host waiting inside backward)\n");
 }
@@ -66,8 +69,11 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s)
     number_or_null(w, "median_input_s_per_step", r->median_input_s);
     number_or_null(w, "median_compute_s_per_step", r->median_compute_s);
     number_or_null(w, "median_comm_s_per_step", r->median_comm_s);
+    number_or_null(w, "median_step_s", r->median_step_s);
     json_key(w, "straggler_threshold");
     json_double(w, TP_STRAGGLER_EXCESS);
+    json_key(w, "straggler_min_step_share");
+    json_double(w, TP_STRAGGLER_STEP_SHARE);
     json_key(w, "per_rank");
     json_array_begin(w);
     for (size_t i = 0; i < r->n; i++) {

@@ -29,7 +29,8 @@ static const char usage[] =
     "\n"
     "A live view of this machine while training runs: per-GPU utilization, memory, power\n"
     "and temperature with short history; CPU per core, memory, disk and network rates;\n"
-    "and, while a `trainprof record` runs, its step rate and where step time goes now.\n"
+    "and, while a `trainprof record` runs, its step rate and where step time goes now\n"
+    "(with each phase's GPU time beside it where CUDA regions report device times).\n"
     "Keys: q quits.\n"
     "\n"
     "options:\n"
@@ -230,6 +231,8 @@ static void draw_record(top_state *t, int cols, int *row)
         printw("  %-20.20s", live.phases[i].name);
         bar(cols > 60 ? 30 : 15, 100 * live.phases[i].share);
         printw(" %5.1f%%", 100 * live.phases[i].share);
+        if (live.phases[i].has_device) /* its CUDA event time, beside the host's */
+            printw("  GPU %5.1f%%", 100 * live.phases[i].device_share);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "store/schema.h"
 
 /* The bucket of second `sec`, cleared if it last held an older second. */
 static int bucket(tp_live_reader *r, int64_t sec)
@@ -15,8 +16,10 @@ static int bucket(tp_live_reader *r, int64_t sec)
     if (r->bucket_sec[b] != sec) {
         r->bucket_sec[b] = sec;
         r->steps[b] = r->samples[b] = 0;
-        for (int n = 0; n < r->nnames; n++)
-            r->busy[n][b] = 0;
+        for (int n = 0; n < r->nnames; n++) {
+            r->busy[n][b] = r->device[n][b] = 0;
+            r->device_count[n][b] = 0;
+        }
     }
     return b;
 }
@@ -40,6 +43,8 @@ static int name_slot(tp_live_reader *r, tp_run *run, int64_t id)
     }
     r->name_ids[n] = id;
     memset(r->busy[n], 0, sizeof r->busy[n]);
+    memset(r->device[n], 0, sizeof r->device[n]);
+    memset(r->device_count[n], 0, sizeof r->device_count[n]);
     return r->nnames++;
 }
 
@@ -60,6 +65,26 @@ static void read_new_rows(tp_live_reader *r, tp_run *run, int64_t oldest_sec)
             if (n >= 0)
                 r->busy[n][bucket(r, end / 1000000000)] +=
                     (double)(end - sqlite3_column_int64(st, 2)) / 1e9;
+        }
+        sqlite3_finalize(st);
+    }
+    if (run->schema_version >= TP_SCHEMA_DEVICE &&
+        sqlite3_prepare_v2(run->db,
+                           "SELECT rowid, name_id, start_ns, device_ns FROM device_time"
+                           " WHERE rowid > ? ORDER BY rowid",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, r->device_rowid);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            r->device_rowid = sqlite3_column_int64(st, 0);
+            int64_t sec = sqlite3_column_int64(st, 2) / 1000000000;
+            if (sec < oldest_sec)
+                continue;
+            int n = name_slot(r, run, sqlite3_column_int64(st, 1));
+            if (n >= 0) {
+                int b = bucket(r, sec);
+                r->device[n][b] += (double)sqlite3_column_int64(st, 3) / 1e9;
+                r->device_count[n][b]++;
+            }
         }
         sqlite3_finalize(st);
     }
@@ -105,26 +130,32 @@ bool tp_live_update(tp_live_reader *r, tp_run *run, tp_live *out)
     tp_live_phase all[TP_LIVE_NAMES];
     for (int n = 0; n < r->nnames; n++) {
         snprintf(all[n].name, sizeof all[n].name, "%s", r->names[n]);
-        all[n].share = 0;
+        all[n].share = all[n].device_share = 0;
+        all[n].has_device = false;
     }
     for (int b = 0; b < TP_LIVE_BUCKETS; b++) {
         if (r->bucket_sec[b] < oldest || r->bucket_sec[b] >= now_sec)
             continue;
         out->steps_per_s += r->steps[b];
         out->samples_per_s += r->samples[b];
-        for (int n = 0; n < r->nnames; n++)
+        for (int n = 0; n < r->nnames; n++) {
             all[n].share += r->busy[n][b];
+            all[n].device_share += r->device[n][b];
+            all[n].has_device |= r->device_count[n][b] > 0;
+        }
     }
     seconds = now_sec < TP_LIVE_WINDOW ? (double)now_sec : TP_LIVE_WINDOW;
     if (seconds <= 0)
         return true;
     out->steps_per_s /= seconds;
     out->samples_per_s /= seconds;
-    for (int n = 0; n < r->nnames; n++)
+    for (int n = 0; n < r->nnames; n++) {
         all[n].share /= seconds;
+        all[n].device_share /= seconds;
+    }
     qsort(all, (size_t)r->nnames, sizeof *all, cmp_phase);
     for (int n = 0; n < r->nnames && out->nphases < TP_LIVE_PHASES; n++)
-        if (all[n].share > 0)
+        if (all[n].share > 0 || all[n].has_device)
             out->phases[out->nphases++] = all[n];
     return true;
 }

@@ -21,7 +21,9 @@
 
 typedef struct tp_live_phase {
     char name[48];
-    double share; /* busy time in the window / the window */
+    double share;        /* busy time in the window / the window */
+    double device_share; /* the same for its device (CUDA event) times */
+    bool has_device;     /* it had device times in the window */
 } tp_live_phase;
 
 typedef struct tp_live {
@@ -33,13 +35,15 @@ typedef struct tp_live {
 } tp_live;
 
 typedef struct tp_live_reader {
-    int64_t region_rowid, mark_rowid;
+    int64_t region_rowid, mark_rowid, device_rowid;
     int64_t bucket_sec[TP_LIVE_BUCKETS];
     double steps[TP_LIVE_BUCKETS], samples[TP_LIVE_BUCKETS];
     int nnames;
     int64_t name_ids[TP_LIVE_NAMES];
     char names[TP_LIVE_NAMES][48];
     double busy[TP_LIVE_NAMES][TP_LIVE_BUCKETS];
+    double device[TP_LIVE_NAMES][TP_LIVE_BUCKETS]; /* by their regions' host start */
+    int device_count[TP_LIVE_NAMES][TP_LIVE_BUCKETS];
 } tp_live_reader;
 
 /* Reads what is new and fills out with the last window's figures. False

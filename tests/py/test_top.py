@@ -1,5 +1,6 @@
 """`trainprof top` driven through tmux, as a person at a terminal would."""
 
+import re
 import subprocess
 import textwrap
 import time
@@ -90,12 +91,16 @@ def test_shows_the_running_recording(top, tmp_path):
     script = tmp_path / "steps.py"
     script.write_text(textwrap.dedent("""
         import time, trainprof
+        from trainprof import _native
         for _ in range(400):
             trainprof.step()
             with trainprof.region("load"):
                 time.sleep(0.005)
+            start = _native.now_ns()
             with trainprof.region("compute"):
                 time.sleep(0.015)
+            # as trainprof.torch reports a CUDA region: 10 ms on the device
+            _native.device_time(trainprof.region("compute"), start, 10_000_000)
     """))
     rec = subprocess.Popen([PROGRAM, "record", "-q", "-o", tmp_path / "run.db", "--", PYTHON,
                             script])
@@ -103,8 +108,13 @@ def test_shows_the_running_recording(top, tmp_path):
         t = top()
         screen = t.wait_for("steps/s", timeout=20)
         assert "RECORD pid" in screen and "run.db" in screen
-        screen = t.wait_for("compute")
+        screen = t.wait_for("%  GPU ")  # a phase's host share, then its device share
         assert "load" in screen
+        # compute's line shows its device share: 10 ms of each ~21 ms step
+        line = next(x for x in screen.splitlines() if "compute" in x)
+        gpu = float(re.search(r"GPU\s+([\d.]+)%", line).group(1))
+        assert 20 < gpu < 60, line
+        assert "GPU" not in next(x for x in screen.splitlines() if "load" in x)
     finally:
         rec.kill()
         rec.wait()

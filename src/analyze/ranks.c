@@ -362,3 +362,39 @@ void tp_ranks_free(tp_ranks *r)
     free(r->rows);
     memset(r, 0, sizeof *r);
 }
+
+typedef struct rank_work {
+    double own_per_step;
+    int rank;
+} rank_work;
+
+static int by_own_work_desc(const void *a, const void *b)
+{
+    double x = ((const rank_work *)a)->own_per_step, y = ((const rank_work *)b)->own_per_step;
+    return (x < y) - (x > y);
+}
+
+static int by_rank_number(const void *a, const void *b)
+{
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+size_t tp_ranks_notable(const tp_ranks *r, int *out)
+{
+    if (r->n <= TP_NOTABLE_RANKS)
+        return 0;
+    rank_work *order = malloc(r->n * sizeof *order);
+    if (!order)
+        return 0;
+    for (size_t i = 0; i < r->n; i++)
+        order[i] = (rank_work){tp_rank_own_per_step(&r->rows[i]), r->rows[i].rank};
+    qsort(order, r->n, sizeof *order, by_own_work_desc);
+    size_t n = 0;
+    for (size_t i = 0; i < TP_NOTABLE_RANKS - 2; i++)
+        out[n++] = order[i].rank;
+    out[n++] = order[r->n / 2].rank;
+    out[n++] = order[r->n - 1].rank;
+    free(order);
+    qsort(out, n, sizeof *out, by_rank_number);
+    return n;
+}

@@ -55,6 +55,17 @@ typedef struct tp_ranks {
     size_t nstragglers;
 } tp_ranks;
 
+/* The ranks shown in detail (html's step-time plots, report's per-rank
+ * tables) when a run has more than this many. */
+#define TP_NOTABLE_RANKS 8
+
+/* When r has more than TP_NOTABLE_RANKS ranks, writes the ranks worth a
+ * closer look into out (room for TP_NOTABLE_RANKS), in rank order: the
+ * TP_NOTABLE_RANKS - 2 with the most own work per step (stragglers first),
+ * the median rank and the rank with the least; returns how many. Returns 0
+ * (show them all) when there are no more. */
+size_t tp_ranks_notable(const tp_ranks *r, int *out);
+
 /* Builds the parts of every rank (rank >= 0) that marked two or more steps;
  * out->n is 0 when none did. False (reason in err) if the run can't be read. */
 bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap);

@@ -16,7 +16,6 @@
 #include "store/reader_stream.h"
 #include "util/labels.h"
 
-#define MAX_RANK_PLOTS    8
 #define PER_CORE_PLOT_MAX 16
 
 const char tp_html_style[] =
@@ -176,11 +175,11 @@ static void step_breakdown(FILE *out, const tp_summary *s)
     const tp_timings *t = &s->timings;
     if (!t->nsteps)
         return;
-    char labels[MAX_RANK_PLOTS][32];
-    const char *bar_labels[MAX_RANK_PLOTS];
-    double values[MAX_RANK_PLOTS * TP_STEP_PHASES] = {0};
+    char labels[TP_NOTABLE_RANKS][32];
+    const char *bar_labels[TP_NOTABLE_RANKS];
+    double values[TP_NOTABLE_RANKS * TP_STEP_PHASES] = {0};
     size_t nbars = 0;
-    for (size_t i = 0; i < t->nsteps && nbars < MAX_RANK_PLOTS; i++) {
+    for (size_t i = 0; i < t->nsteps && nbars < TP_NOTABLE_RANKS; i++) {
         const tp_step_row *st = &t->steps[i];
         rank_label(labels[nbars], sizeof labels[nbars], st->rank);
         bar_labels[nbars] = labels[nbars];
@@ -237,59 +236,29 @@ static void rank_parts(FILE *out, const tp_summary *s)
     free(values);
 }
 
-typedef struct rank_work {
-    double own_per_step;
-    int rank;
-} rank_work;
-
-static int by_own_work_desc(const void *a, const void *b)
-{
-    double x = ((const rank_work *)a)->own_per_step, y = ((const rank_work *)b)->own_per_step;
-    return (x < y) - (x > y);
-}
-
-static int by_rank(const void *a, const void *b)
-{
-    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
-}
-
-/* The ranks whose step time is plotted, at most MAX_RANK_PLOTS of them: all
- * when there are so few; else the ranks with the most own work per step
- * (input and compute: stragglers come first), the median rank and the rank
- * with the least, in rank order. Says which on the page when not all. */
+/* The ranks whose step time is plotted, at most TP_NOTABLE_RANKS of them:
+ * all when there are so few, else the notable ones (tp_ranks_notable), said
+ * on the page. */
 static size_t plotted_ranks(FILE *out, const tp_summary *s, int *ranks)
 {
     const tp_timings *t = &s->timings;
-    const tp_ranks *r = &s->ranks;
     size_t n = 0;
-    if (t->nsteps <= MAX_RANK_PLOTS || r->n <= MAX_RANK_PLOTS) {
-        for (size_t i = 0; i < t->nsteps && n < MAX_RANK_PLOTS; i++)
-            ranks[n++] = t->steps[i].rank;
+    if (t->nsteps > TP_NOTABLE_RANKS && (n = tp_ranks_notable(&s->ranks, ranks))) {
+        fprintf(out,
+                "<p>Step time over the run of %zu of %zu ranks: the %d with the most own work per "
+                "step (input and compute), the median rank and the rank with the least.</p>\n",
+                n, s->ranks.n, TP_NOTABLE_RANKS - 2);
         return n;
     }
-    rank_work *order = malloc(r->n * sizeof *order);
-    if (!order)
-        return 0;
-    for (size_t i = 0; i < r->n; i++)
-        order[i] = (rank_work){tp_rank_own_per_step(&r->rows[i]), r->rows[i].rank};
-    qsort(order, r->n, sizeof *order, by_own_work_desc);
-    for (size_t i = 0; i < MAX_RANK_PLOTS - 2; i++)
-        ranks[n++] = order[i].rank;
-    ranks[n++] = order[r->n / 2].rank;
-    ranks[n++] = order[r->n - 1].rank;
-    free(order);
-    qsort(ranks, n, sizeof *ranks, by_rank);
-    fprintf(out,
-            "<p>Step time over the run of %zu of %zu ranks: the %d with the most own work per "
-            "step (input and compute), the median rank and the rank with the least.</p>\n",
-            n, r->n, MAX_RANK_PLOTS - 2);
+    for (size_t i = 0; i < t->nsteps && n < TP_NOTABLE_RANKS; i++)
+        ranks[n++] = t->steps[i].rank;
     return n;
 }
 
 static bool step_time_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
 {
-    int ranks[MAX_RANK_PLOTS] = {0};
-    tp_step_phases ph[MAX_RANK_PLOTS];
+    int ranks[TP_NOTABLE_RANKS] = {0};
+    tp_step_phases ph[TP_NOTABLE_RANKS];
     size_t n = plotted_ranks(out, s, ranks);
     if (!(tp_plots_stored(s->run)
               ? tp_stored_step_phases(s->run, ranks, n, ph, err, cap)
@@ -396,7 +365,7 @@ static void tables(FILE *out, const tp_summary *s)
     FILE *mem = open_memstream(&text, &len);
     if (!mem)
         return;
-    tp_report_text(mem, s);
+    tp_report_text(mem, s, false);
     fclose(mem);
     fputs("<h2>Tables</h2>\n<pre>", out);
     tp_html_escape(out, text);

@@ -7,11 +7,13 @@
 #include "analyze/summary.h"
 #include "util/json_writer.h"
 
-void tp_report_text(FILE *out, const tp_summary *s);
+/* The report as text; all_ranks: the per-rank tables of every rank, not
+ * only the notable ones when there are many (tp_ranks_notable). */
+void tp_report_text(FILE *out, const tp_summary *s, bool all_ranks);
 void tp_report_json(FILE *out, const tp_summary *s);
 
 /* The Timings part: regions per rank, steps, epochs, dropped events. */
-void tp_report_timings_text(FILE *out, const tp_summary *s);
+void tp_report_timings_text(FILE *out, const tp_summary *s, bool all_ranks);
 void tp_report_timings_json(json_writer *w, const tp_summary *s);
 
 /* Ranks side by side: text when two or more marked steps; JSON for any

@@ -175,14 +175,14 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a)
     }
 }
 
-void tp_report_text(FILE *out, const tp_summary *s)
+void tp_report_text(FILE *out, const tp_summary *s, bool all_ranks)
 {
     header(out, s->run);
     if (s->n == 0)
         fprintf(out, "\nNo samples: the command ended before the first sampling interval.\n");
     for (size_t i = 0; i < s->run->nagents; i++)
         agent_tables(out, s, &s->run->agents[i]);
-    tp_report_timings_text(out, s);
+    tp_report_timings_text(out, s, all_ranks);
     tp_report_ranks_text(out, s);
     tp_report_verdicts_text(out, s);
 }

@@ -66,19 +66,53 @@ static bool after_rank_table(FILE *out, const tp_timings *t, int rank)
     return device_table(out, t, rank);
 }
 
-void tp_report_timings_text(FILE *out, const tp_summary *s)
+/* Which ranks get their own tables: every rank, unless the run has more than
+ * TP_NOTABLE_RANKS ranks with steps and all_ranks is off; then the notable
+ * ones, and ranks outside the comparison (no steps, or no rank). */
+typedef struct shown_ranks {
+    int notable[TP_NOTABLE_RANKS];
+    size_t n; /* 0: all */
+    const tp_ranks *ranks;
+} shown_ranks;
+
+static bool shown(const shown_ranks *sr, int rank)
+{
+    if (sr->n == 0)
+        return true;
+    for (size_t i = 0; i < sr->n; i++)
+        if (sr->notable[i] == rank)
+            return true;
+    for (size_t i = 0; i < sr->ranks->n; i++)
+        if (sr->ranks->rows[i].rank == rank)
+            return false;
+    return true;
+}
+
+void tp_report_timings_text(FILE *out, const tp_summary *s, bool all_ranks)
 {
     const tp_timings *t = &s->timings;
     if (t->threads == 0) {
         fprintf(out, "\nTimings: none recorded (no instrumented process ran)\n");
         return;
     }
+    shown_ranks sr = {.ranks = &s->ranks};
+    if (!all_ranks)
+        sr.n = tp_ranks_notable(&s->ranks, sr.notable);
+    if (sr.n) {
+        fprintf(out,
+                "\nTimings, steps and epochs of %zu of %zu ranks: the %d with the most own "
+                "work per step,\nthe median rank and the rank with the least (every rank: "
+                "--all-ranks or --json)\n",
+                sr.n, s->ranks.n, TP_NOTABLE_RANKS - 2);
+    }
     int rank = -2;
     bool device = false;
     for (size_t i = 0; i < t->nrows; i++) {
         const tp_timing_row *r = &t->rows[i];
+        if (!shown(&sr, r->rank))
+            continue;
         if (r->rank != rank) {
-            if (i > 0)
+            if (rank != -2)
                 device |= after_rank_table(out, t, rank);
             char title[32];
             rank_title(title, sizeof title, r->rank);
@@ -93,10 +127,12 @@ void tp_report_timings_text(FILE *out, const tp_summary *s)
         fprintf(out, "  %-24.24s %8zu %11s %11s %11s %11s %11s %6.1f%%\n", r->name, r->stats.count,
                 c[0], c[1], c[2], c[3], c[4], 100 * r->share);
     }
-    if (t->nrows)
+    if (rank != -2)
         device |= after_rank_table(out, t, rank);
     for (size_t i = 0; i < t->nsteps; i++) {
         const tp_step_row *st = &t->steps[i];
+        if (!shown(&sr, st->rank))
+            continue;
         char title[32], mean[32], p50[32], p95[32];
         rank_title(title, sizeof title, st->rank);
         tp_format_duration(mean, sizeof mean, st->stats.mean);
@@ -111,6 +147,8 @@ void tp_report_timings_text(FILE *out, const tp_summary *s)
     }
     for (size_t i = 0; i < t->nepochs; i++) {
         const tp_epoch_row *e = &t->epochs[i];
+        if (!shown(&sr, e->rank))
+            continue;
         if (i == 0 || t->epochs[i - 1].rank != e->rank) {
             char title[32];
             rank_title(title, sizeof title, e->rank);

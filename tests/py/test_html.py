@@ -1,5 +1,6 @@
 """`trainprof html`: the page, rendered by headless Chromium (Debian's)."""
 
+import json
 import pathlib
 import re
 import shutil
@@ -105,8 +106,8 @@ def test_empty_killed_and_bad_input(tmp_path):
     assert r.returncode == 2 and "not a trainprof run file" in r.stderr
 
 
-def test_many_ranks_plot_the_ones_that_matter(tmp_path):
-    """Of 16 ranks, the step-time plots show 8: the straggler (rank 13, whose
+def test_many_ranks_show_the_ones_that_matter(tmp_path):
+    """Of 16 ranks, the step-time plots and the report's per-rank tables show 8: the straggler (rank 13, whose
     input takes 2.5 times as long) among those with the most own work, the
     median rank and the rank with the least."""
     run = tmp_path / "ranks.db"
@@ -120,6 +121,18 @@ def test_many_ranks_plot_the_ones_that_matter(tmp_path):
     titles = re.findall(r"chart-title\">Step time over the run, rank (\d+)", text)
     assert len(titles) == 8 and "13" in titles
     assert [int(t) for t in titles] == sorted(int(t) for t in titles)
+    # the text report's per-rank tables show the same 8; --all-ranks and --json all 16
+    text = trainprof("report", run).stdout
+    assert "Timings, steps and epochs of 8 of 16 ranks" in text
+    assert re.findall(r"^Timings, rank (\d+)", text, re.M) == titles
+    assert re.findall(r"^Epochs, rank (\d+)", text, re.M) == titles
+    side_by_side = text.split("Ranks, per step")[1].split("Verdicts")[0]
+    assert len(re.findall(r"^ +\d+ +node ", side_by_side, re.M)) == 16  # every rank there
+    every = trainprof("report", "--all-ranks", run).stdout
+    assert "of 16 ranks" not in every
+    assert re.findall(r"^Timings, rank (\d+)", every, re.M) == [str(r) for r in range(16)]
+    rep = json.loads(trainprof("report", "--json", run).stdout)
+    assert {t["rank"] for t in rep["timings"]} == set(range(16))
 
 
 def test_stored_plots_draw_the_page_the_rows_draw(page, tmp_path):

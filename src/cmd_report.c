@@ -11,7 +11,7 @@
 #include "util/log.h"
 
 static const char usage[] =
-    "usage: trainprof report [--json] [--all-ranks] RUN_FILE...\n"
+    "usage: trainprof report [--json] [--all] RUN_FILE...\n"
     "\n"
     "Shows what a run file holds: the run (command, duration, host, exit status),\n"
     "then each system metric's mean, p5, p50, p95 and max per agent and per GPU,\n"
@@ -19,13 +19,15 @@ static const char usage[] =
     "side (stragglers) and the verdicts. Several files (one per node of a job)\n"
     "are merged first, as `trainprof merge` would; when each holds its stored\n"
     "summary, only what that summary leaves to compute is copied (seconds, even\n"
-    "for a day of many nodes). With more than 8 ranks, the per-rank tables show 8:\n"
-    "the 6 with the most own work per step, the median rank and the rank with the\n"
-    "least (the ranks side by side still list them all).\n"
+    "for a day of many nodes). With more than 4 agents, their system metrics are\n"
+    "one table across agents (median, lowest, highest: every GPU is compared); with\n"
+    "more than 8 ranks, the per-rank tables show 8: the 6 with the most own work per\n"
+    "step, the median rank and the rank with the least (the ranks side by side still\n"
+    "list them all).\n"
     "\n"
     "options:\n"
     "  --json       one JSON object instead of tables (every rank)\n"
-    "  --all-ranks  the per-rank tables of every rank\n"
+    "  --all        every agent's and every rank's own tables\n"
     "  -h, --help   show this help\n"
     "\n"
     "exit status: 0 on success, 2 for bad arguments or a file that is not a\n"
@@ -35,11 +37,11 @@ int cmd_report(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'},
-        {"all-ranks", no_argument, NULL, 'a'},
+        {"all", no_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool json = false, all_ranks = false;
+    bool json = false, all = false;
     optind = 1;
     opterr = 0;
     int c;
@@ -47,7 +49,7 @@ int cmd_report(int argc, char **argv)
         if (c == 'j') {
             json = true;
         } else if (c == 'a') {
-            all_ranks = true;
+            all = true;
         } else if (c == 'h') {
             fputs(usage, stdout);
             return 0;
@@ -73,7 +75,7 @@ int cmd_report(int argc, char **argv)
     if (json)
         tp_report_json(stdout, &s);
     else
-        tp_report_text(stdout, &s, all_ranks);
+        tp_report_text(stdout, &s, all);
     tp_summary_close(&s);
     tp_inputs_done(&in);
     return fflush(stdout) == 0 ? 0 : 1;

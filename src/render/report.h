@@ -7,9 +7,17 @@
 #include "analyze/summary.h"
 #include "util/json_writer.h"
 
-/* The report as text; all_ranks: the per-rank tables of every rank, not
- * only the notable ones when there are many (tp_ranks_notable). */
-void tp_report_text(FILE *out, const tp_summary *s, bool all_ranks);
+/* The report as text. With more than TP_REPORT_AGENTS_MAX agents, their
+ * system metrics in one table across agents, and with more than
+ * TP_NOTABLE_RANKS ranks, the per-rank tables of the notable ranks only
+ * (tp_ranks_notable); all: every agent's and every rank's tables. */
+#define TP_REPORT_AGENTS_MAX 4
+void tp_report_text(FILE *out, const tp_summary *s, bool all);
+
+/* The system metrics of every agent in one table: per metric, the median of
+ * the agents' means (of every GPU's, for GPU metrics) and the lowest and
+ * highest, named. */
+void tp_report_agents_text(FILE *out, const tp_summary *s);
 void tp_report_json(FILE *out, const tp_summary *s);
 
 /* The Timings part: regions per rank, steps, epochs, dropped events. */

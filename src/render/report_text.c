@@ -163,6 +163,11 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a)
             row(out, m, labels);
         }
     }
+}
+
+/* The sources of agent a that could not be read, if any. */
+static void unavailable_lines(FILE *out, const tp_summary *s, const tp_run_agent *a)
+{
     bool any_unavailable = false;
     for (size_t i = 0; i < s->run->nunavailable; i++) {
         const tp_run_unavailable *u = &s->run->unavailable[i];
@@ -175,14 +180,20 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a)
     }
 }
 
-void tp_report_text(FILE *out, const tp_summary *s, bool all_ranks)
+void tp_report_text(FILE *out, const tp_summary *s, bool all)
 {
     header(out, s->run);
     if (s->n == 0)
         fprintf(out, "\nNo samples: the command ended before the first sampling interval.\n");
-    for (size_t i = 0; i < s->run->nagents; i++)
-        agent_tables(out, s, &s->run->agents[i]);
-    tp_report_timings_text(out, s, all_ranks);
+    bool across = !all && s->n && s->run->nagents > TP_REPORT_AGENTS_MAX;
+    if (across)
+        tp_report_agents_text(out, s);
+    for (size_t i = 0; i < s->run->nagents; i++) {
+        if (!across)
+            agent_tables(out, s, &s->run->agents[i]);
+        unavailable_lines(out, s, &s->run->agents[i]);
+    }
+    tp_report_timings_text(out, s, all);
     tp_report_ranks_text(out, s);
     tp_report_verdicts_text(out, s);
 }

@@ -102,7 +102,7 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all_ranks)
         fprintf(out,
                 "\nTimings, steps and epochs of %zu of %zu ranks: the %d with the most own "
                 "work per step,\nthe median rank and the rank with the least (every rank: "
-                "--all-ranks or --json)\n",
+                "--all or --json)\n",
                 sr.n, s->ranks.n, TP_NOTABLE_RANKS - 2);
     }
     int rank = -2;

@@ -121,14 +121,14 @@ def test_many_ranks_show_the_ones_that_matter(tmp_path):
     titles = re.findall(r"chart-title\">Step time over the run, rank (\d+)", text)
     assert len(titles) == 8 and "13" in titles
     assert [int(t) for t in titles] == sorted(int(t) for t in titles)
-    # the text report's per-rank tables show the same 8; --all-ranks and --json all 16
+    # the text report's per-rank tables show the same 8; --all and --json all 16
     text = trainprof("report", run).stdout
     assert "Timings, steps and epochs of 8 of 16 ranks" in text
     assert re.findall(r"^Timings, rank (\d+)", text, re.M) == titles
     assert re.findall(r"^Epochs, rank (\d+)", text, re.M) == titles
     side_by_side = text.split("Ranks, per step")[1].split("Verdicts")[0]
     assert len(re.findall(r"^ +\d+ +node ", side_by_side, re.M)) == 16  # every rank there
-    every = trainprof("report", "--all-ranks", run).stdout
+    every = trainprof("report", "--all", run).stdout
     assert "of 16 ranks" not in every
     assert re.findall(r"^Timings, rank (\d+)", every, re.M) == [str(r) for r in range(16)]
     rep = json.loads(trainprof("report", "--json", run).stdout)

@@ -8,7 +8,7 @@ import sqlite3
 import subprocess
 import time
 
-from conftest import (FAKE_NVML, PROGRAM, assert_same_report, killed_recording, report_from_rows,
+from conftest import (FAKE_NVML, PROGRAM, ROOT, assert_same_report, killed_recording, report_from_rows,
                       report_json, trainprof)
 from test_timings import EMIT
 
@@ -198,3 +198,35 @@ def test_without_a_stored_summary_the_rows_are_read(tmp_path):
     killed = killed_recording(tmp_path / "killed.db")
     rep = report_json(killed)
     assert "summarized" not in rep["run"]["meta"] and rep["agents"][0]["metrics"]
+
+
+def test_many_agents_share_one_table(tmp_path):
+    """Five node files: the report compares their system metrics in one table
+    (median, lowest, highest; every GPU of every node for GPU metrics) instead
+    of five agents' tables; --all prints those."""
+    files = []
+    for node in range(5):
+        path = tmp_path / f"node-{node}.db"
+        subprocess.run([ROOT / "build" / "bench" / "gen_run", path, "0.02", "0.5", "2", "2", "1",
+                        "1", f"node-{node}", str(node)], check=True, capture_output=True)
+        files.append(path)
+    # an idle GPU on node-3 and a busy CPU on node-1, as their recorders summarized them
+    for path, metric, labels, mean in ((files[3], "gpu_util_percent", '{"gpu":"1"}', 5.0),
+                                       (files[1], "cpu_util_percent", "{}", 99.0)):
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE summary_series SET mean = ? WHERE series_id = (SELECT s.id FROM"
+                       " series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ? AND"
+                       " s.labels = ?)", (mean, metric, labels))
+    text = trainprof("report", *files).stdout
+    assert "System metrics across 5 agents" in text and "System metrics, agent" not in text
+    lines = {x.split()[0]: x for x in text.splitlines() if x.startswith("  gpu_") or
+             x.startswith("  cpu_util")}
+    assert "(10 GPUs)" in lines["gpu_util_percent"]
+    assert "5.0 % node-3 gpu=1" in lines["gpu_util_percent"]
+    assert lines["cpu_util_percent"].endswith("99.0 % node-1")
+    rep = json.loads(trainprof("report", "--json", *files).stdout)
+    cpu = sorted(m["mean"] for a in rep["agents"] for m in a["metrics"]
+                 if m["name"] == "cpu_util_percent" and m["labels"] == {})
+    assert f"{cpu[2]:.1f} %" == lines["cpu_util_percent"].split()[1] + " %"  # the median
+    every = trainprof("report", "--all", *files).stdout
+    assert every.count("System metrics, agent node-") == 5 and "across 5 agents" not in every

@@ -1,0 +1,91 @@
+/* report_agents.c: the system metrics of many agents in one table.
+ *
+ * A merged run of many nodes would print each agent's tables one after the
+ * other (about 115 lines for a node with 8 GPUs). Instead, each metric gets
+ * one row: the median of the agents' means, and the lowest and highest agent
+ * by name; GPU metrics compare every GPU of every agent, so one throttled or
+ * idle GPU among 64 is named. Per-device series of other kinds (cores, disks,
+ * interfaces) stay in the per-agent tables (`report --all`). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "render/report.h"
+#include "render/units.h"
+#include "util/labels.h"
+
+typedef struct entry {
+    double mean;
+    const tp_series_summary *item;
+} entry;
+
+static int by_mean(const void *a, const void *b)
+{
+    double x = ((const entry *)a)->mean, y = ((const entry *)b)->mean;
+    return (x > y) - (x < y);
+}
+
+static const char *agent_name(const tp_run *run, int64_t id)
+{
+    for (size_t a = 0; a < run->nagents; a++)
+        if (run->agents[a].id == id)
+            return run->agents[a].name;
+    return "?";
+}
+
+/* "node-3" or "node-3 gpu=5": where a series comes from. */
+static void where(const tp_run *run, const tp_run_series *series, char *buf, size_t cap)
+{
+    char labels[TP_LABELS_MAX];
+    tp_labels_display(series->labels, labels, sizeof labels);
+    snprintf(buf, cap, "%.40s%s%.40s", agent_name(run, series->agent_id), labels[0] ? " " : "",
+             labels);
+}
+
+/* Whether a series is compared across agents: an agent's total ({} labels),
+ * or one GPU. */
+static bool compared(const tp_run_series *series)
+{
+    return strcmp(series->labels, "{}") == 0 || strncmp(series->metric, "gpu_", 4) == 0;
+}
+
+void tp_report_agents_text(FILE *out, const tp_summary *s)
+{
+    fprintf(out,
+            "\nSystem metrics across %zu agents: the median of the agents' means (of every GPU's "
+            "for\nGPU metrics), and the lowest and the highest (each agent's tables: --all)\n"
+            "  %-34s %12s %12s %-22s %12s\n",
+            s->run->nagents, "metric", "median", "lowest", "", "highest");
+    entry *e = malloc((s->n ? s->n : 1) * sizeof *e);
+    bool *done = calloc(s->n ? s->n : 1, sizeof *done);
+    for (size_t i = 0; e && done && i < s->n; i++) {
+        const tp_run_series *first = s->items[i].series;
+        if (done[i] || !compared(first))
+            continue;
+        size_t n = 0;
+        bool gpu = strncmp(first->metric, "gpu_", 4) == 0;
+        for (size_t j = i; j < s->n; j++) {
+            const tp_run_series *x = s->items[j].series;
+            if (done[j] || strcmp(x->metric, first->metric) != 0 || !compared(x) ||
+                (!gpu && strcmp(x->labels, "{}") != 0))
+                continue;
+            done[j] = true;
+            e[n++] = (entry){s->items[j].stats.mean, &s->items[j]};
+        }
+        qsort(e, n, sizeof *e, by_mean);
+        double median = n % 2 ? e[n / 2].mean : (e[n / 2 - 1].mean + e[n / 2].mean) / 2;
+        char med[32], low[32], high[32], low_at[96], high_at[96], name[48];
+        tp_format_value(med, sizeof med, first->unit, median);
+        tp_format_value(low, sizeof low, first->unit, e[0].mean);
+        tp_format_value(high, sizeof high, first->unit, e[n - 1].mean);
+        where(s->run, e[0].item->series, low_at, sizeof low_at);
+        where(s->run, e[n - 1].item->series, high_at, sizeof high_at);
+        if (gpu)
+            snprintf(name, sizeof name, "%.30s (%zu GPUs)", first->metric, n);
+        else
+            snprintf(name, sizeof name, "%.40s", first->metric);
+        fprintf(out, "  %-34s %12s %12s %-22.22s %12s %.22s\n", name, med, low, low_at, high,
+                high_at);
+    }
+    free(e);
+    free(done);
+}

@@ -64,3 +64,62 @@ void tp_downsample_free(tp_downsampler *d)
     free(d->used);
     memset(d, 0, sizeof *d);
 }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+bool tp_envelope_build(const double *const *x, const double *const *y, const size_t *n,
+                       size_t nseries, size_t buckets, double span, tp_envelope *out)
+{
+    memset(out, 0, sizeof *out);
+    if (buckets == 0 || nseries == 0)
+        return true;
+    if (span <= 0)
+        span = 1;
+    double *sum = calloc(buckets * nseries, sizeof *sum); /* [bucket][series] */
+    size_t *count = calloc(buckets * nseries, sizeof *count);
+    double *values = malloc(nseries * sizeof *values);
+    out->x = malloc(buckets * sizeof *out->x);
+    out->low = malloc(buckets * sizeof *out->low);
+    out->median = malloc(buckets * sizeof *out->median);
+    out->high = malloc(buckets * sizeof *out->high);
+    bool ok = sum && count && values && out->x && out->low && out->median && out->high;
+    for (size_t i = 0; ok && i < nseries; i++)
+        for (size_t k = 0; k < n[i]; k++) {
+            double f = x[i][k] / span * (double)buckets;
+            size_t b = f < 0 ? 0 : f >= (double)buckets ? buckets - 1 : (size_t)f;
+            sum[b * nseries + i] += y[i][k];
+            count[b * nseries + i]++;
+        }
+    for (size_t b = 0; ok && b < buckets; b++) {
+        size_t m = 0;
+        for (size_t i = 0; i < nseries; i++)
+            if (count[b * nseries + i])
+                values[m++] = sum[b * nseries + i] / (double)count[b * nseries + i];
+        if (!m)
+            continue;
+        qsort(values, m, sizeof *values, cmp_double);
+        out->x[out->n] = ((double)b + 0.5) * span / (double)buckets;
+        out->low[out->n] = values[0];
+        out->median[out->n] = m % 2 ? values[m / 2] : (values[m / 2 - 1] + values[m / 2]) / 2;
+        out->high[out->n++] = values[m - 1];
+    }
+    free(sum);
+    free(count);
+    free(values);
+    if (!ok)
+        tp_envelope_free(out);
+    return ok;
+}
+
+void tp_envelope_free(tp_envelope *e)
+{
+    free(e->x);
+    free(e->low);
+    free(e->median);
+    free(e->high);
+    memset(e, 0, sizeof *e);
+}

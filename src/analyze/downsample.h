@@ -25,4 +25,17 @@ void tp_downsample_add(tp_downsampler *d, double t, double v);
 size_t tp_downsample_take(tp_downsampler *d, double *x, double *y);
 void tp_downsample_free(tp_downsampler *d);
 
+/* Many series of one metric as three lines: in each of `buckets` buckets over
+ * span seconds, each series' value is the mean of its points there, and the
+ * lines are the lowest, the median and the highest of those values, at the
+ * bucket's middle. Series i has points (x[i][k], y[i][k]), k < n[i]. */
+typedef struct tp_envelope {
+    double *x, *low, *median, *high; /* n points each */
+    size_t n;
+} tp_envelope;
+
+bool tp_envelope_build(const double *const *x, const double *const *y, const size_t *n,
+                       size_t nseries, size_t buckets, double span, tp_envelope *out);
+void tp_envelope_free(tp_envelope *e);
+
 #endif

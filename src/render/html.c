@@ -96,6 +96,40 @@ static void axis_title(char *buf, size_t cap, const char *unit)
     snprintf(buf, cap, "%s", unit);
 }
 
+/* One metric's chart for a run of many agents: the lowest, median and
+ * highest of its series compared across agents, over time. False when out of
+ * memory. */
+static bool envelope_chart(FILE *out, const plot_ctx *c, const tp_metric_def *def)
+{
+    const double **xs = calloc(c->n + 1, sizeof *xs), **ys = calloc(c->n + 1, sizeof *ys);
+    size_t *ns = calloc(c->n + 1, sizeof *ns), k = 0;
+    bool gpu = strncmp(def->name, "gpu_", 4) == 0;
+    for (size_t i = 0; xs && ys && ns && i < c->n; i++) {
+        const plot_series *p = &c->items[i];
+        if (strcmp(p->series->metric, def->name) == 0 && p->n &&
+            tp_compared_across_agents(p->series)) {
+            xs[k] = p->x, ys[k] = p->y, ns[k++] = p->n;
+        }
+    }
+    tp_envelope e = {0};
+    bool ok = xs && ys && ns && tp_envelope_build(xs, ys, ns, k, TP_PLOT_BUCKETS, c->span, &e);
+    if (ok && e.n) {
+        tp_svg_line lines[3] = {{"highest", e.x, e.high, e.n},
+                                {"median", e.x, e.median, e.n},
+                                {"lowest", e.x, e.low, e.n}};
+        char title[128], unit_title[32];
+        snprintf(title, sizeof title, "%s (%zu %s)", def->name, k, gpu ? "GPUs" : "agents");
+        axis_title(unit_title, sizeof unit_title, tp_unit_name(def->unit));
+        tp_svg_chart chart = {title, "time since start", unit_title, tp_unit_name(def->unit)};
+        tp_svg_line_chart(out, &chart, lines, 3);
+    }
+    tp_envelope_free(&e);
+    free(xs);
+    free(ys);
+    free(ns);
+    return ok;
+}
+
 static bool metric_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
 {
     const tp_run *run = s->run;
@@ -128,8 +162,20 @@ static bool metric_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
     size_t count;
     const tp_metric_def *defs = tp_metric_catalog(&count);
     fputs("<h2>System metrics</h2>\n", out);
+    bool across = run->nagents > TP_REPORT_AGENTS_MAX;
+    if (across)
+        fprintf(out,
+                "<p>%zu agents: each chart shows, over time, the lowest, the median and the "
+                "highest of the agents' values (of every GPU's, for GPU metrics); `trainprof "
+                "report` names which.</p>\n",
+                run->nagents);
     tp_svg_line lines[64];
-    for (size_t m = 0; ok && m < count; m++) {
+    for (size_t m = 0; ok && across && m < count; m++)
+        if (!envelope_chart(out, &c, &defs[m])) {
+            snprintf(err, cap, "html: out of memory");
+            ok = false;
+        }
+    for (size_t m = 0; ok && !across && m < count; m++) {
         size_t n = 0;
         for (size_t i = 0; i < c.n && n < 64; i++) {
             plot_series *p = &c.items[i];

@@ -18,6 +18,10 @@ void tp_report_text(FILE *out, const tp_summary *s, bool all);
  * the agents' means (of every GPU's, for GPU metrics) and the lowest and
  * highest, named. */
 void tp_report_agents_text(FILE *out, const tp_summary *s);
+
+/* Whether a series takes part in comparisons across agents (report's table,
+ * html's charts of many agents): an agent's total ({} labels), or one GPU. */
+bool tp_compared_across_agents(const tp_run_series *series);
 void tp_report_json(FILE *out, const tp_summary *s);
 
 /* The Timings part: regions per rank, steps, epochs, dropped events. */

@@ -41,9 +41,7 @@ static void where(const tp_run *run, const tp_run_series *series, char *buf, siz
              labels);
 }
 
-/* Whether a series is compared across agents: an agent's total ({} labels),
- * or one GPU. */
-static bool compared(const tp_run_series *series)
+bool tp_compared_across_agents(const tp_run_series *series)
 {
     return strcmp(series->labels, "{}") == 0 || strncmp(series->metric, "gpu_", 4) == 0;
 }
@@ -59,13 +57,13 @@ void tp_report_agents_text(FILE *out, const tp_summary *s)
     bool *done = calloc(s->n ? s->n : 1, sizeof *done);
     for (size_t i = 0; e && done && i < s->n; i++) {
         const tp_run_series *first = s->items[i].series;
-        if (done[i] || !compared(first))
+        if (done[i] || !tp_compared_across_agents(first))
             continue;
         size_t n = 0;
         bool gpu = strncmp(first->metric, "gpu_", 4) == 0;
         for (size_t j = i; j < s->n; j++) {
             const tp_run_series *x = s->items[j].series;
-            if (done[j] || strcmp(x->metric, first->metric) != 0 || !compared(x) ||
+            if (done[j] || strcmp(x->metric, first->metric) != 0 || !tp_compared_across_agents(x) ||
                 (!gpu && strcmp(x->labels, "{}") != 0))
                 continue;
             done[j] = true;

@@ -203,7 +203,8 @@ def test_without_a_stored_summary_the_rows_are_read(tmp_path):
 def test_many_agents_share_one_table(tmp_path):
     """Five node files: the report compares their system metrics in one table
     (median, lowest, highest; every GPU of every node for GPU metrics) instead
-    of five agents' tables; --all prints those."""
+    of five agents' tables, --all prints those; html draws the same three
+    lines over time for each metric."""
     files = []
     for node in range(5):
         path = tmp_path / f"node-{node}.db"
@@ -230,3 +231,13 @@ def test_many_agents_share_one_table(tmp_path):
     assert f"{cpu[2]:.1f} %" == lines["cpu_util_percent"].split()[1] + " %"  # the median
     every = trainprof("report", "--all", *files).stdout
     assert every.count("System metrics, agent node-") == 5 and "across 5 agents" not in every
+    # html: each metric's chart is the lowest, median and highest over time, not 5 (or 10) lines
+    page = tmp_path / "all.html"
+    assert trainprof("html", "-o", page, *files).returncode == 0
+    html = page.read_text()
+    titles = re.findall(r'chart-title">([^<]*)<', html)
+    assert "gpu_util_percent (10 GPUs)" in titles and "cpu_util_percent (5 agents)" in titles
+    chart = html[html.index('chart-title">gpu_util_percent (10 GPUs)<'):]
+    chart = chart[:chart.index("</svg>")]
+    assert chart.count("<polyline") == 3
+    assert re.findall(r'class="legend">([^<]*)<', chart) == ["highest", "median", "lowest"]

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze/downsample.h"
 #include "analyze/model_facts.h"
 #include "analyze/stats.h"
 #include "collect/counter.h"
@@ -212,6 +213,32 @@ static void test_model_facts(void **state)
     assert_false(tp_model_facts_read(path, &m)); /* missing file */
 }
 
+/* Three series over 10 s in 2 buckets: per bucket the mean of each series'
+ * points, then the lowest, median and highest of those, at the bucket's middle;
+ * a series without points in a bucket doesn't count there. */
+static void test_envelope(void **state)
+{
+    (void)state;
+    const double x0[] = {1, 2, 6}, y0[] = {10, 20, 5}; /* bucket means 15, 5 */
+    const double x1[] = {3}, y1[] = {1};               /* 1, none */
+    const double x2[] = {4, 9}, y2[] = {7, 9};         /* 7, 9 */
+    const double *xs[] = {x0, x1, x2}, *ys[] = {y0, y1, y2};
+    const size_t ns[] = {3, 1, 2};
+    tp_envelope e;
+    assert_true(tp_envelope_build(xs, ys, ns, 3, 2, 10, &e));
+    assert_int_equal(e.n, 2);
+    assert_float_equal(e.x[0], 2.5, 1e-12);
+    assert_float_equal(e.low[0], 1, 1e-12);
+    assert_float_equal(e.median[0], 7, 1e-12);
+    assert_float_equal(e.high[0], 15, 1e-12);
+    assert_float_equal(e.x[1], 7.5, 1e-12);
+    assert_float_equal(e.low[1], 5, 1e-12);
+    assert_float_equal(e.median[1], 7, 1e-12); /* of 5 and 9 */
+    assert_float_equal(e.high[1], 9, 1e-12);
+    tp_envelope_free(&e);
+    assert_true(tp_envelope_build(xs, ys, ns, 0, 2, 10, &e) && e.n == 0);
+}
+
 static void test_prom_format(void **state)
 {
     (void)state;
@@ -243,7 +270,7 @@ int main(void)
         cmocka_unit_test(test_labels),        cmocka_unit_test(test_stats),
         cmocka_unit_test(test_units),         cmocka_unit_test(test_stats_match_sorting),
         cmocka_unit_test(test_json_writer),   cmocka_unit_test(test_model_facts),
-        cmocka_unit_test(test_prom_format),
+        cmocka_unit_test(test_prom_format),   cmocka_unit_test(test_envelope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,7 @@
 #include "util/log.h"
 
 static const char usage[] =
-    "usage: trainprof html RUN_FILE... [-o FILE] [--force]\n"
+    "usage: trainprof html RUN_FILE... [-o FILE] [--force] [--all]\n"
     "       trainprof html --compare RUN_FILE RUN_FILE... -o FILE [--force]\n"
     "\n"
     "Writes one self-contained HTML page (no network, no script, no external file):\n"
@@ -31,6 +31,9 @@ static const char usage[] =
     "  -o, --output FILE  the page to write (default: RUN_FILE with .html)\n"
     "      --force        overwrite FILE if it exists\n"
     "      --compare      several runs side by side (scalability), not merged\n"
+    "      --all          with many ranks or agents (more than 8 or 4), every rank's\n"
+    "                     step-time plot and every agent's lines, not the notable\n"
+    "                     ranks and one chart across agents\n"
     "  -h, --help         show this help\n";
 
 typedef struct scaling_job {
@@ -38,9 +41,15 @@ typedef struct scaling_job {
     size_t n;
 } scaling_job;
 
+typedef struct page_job {
+    const tp_summary *summary;
+    bool all;
+} page_job;
+
 static bool write_page(FILE *out, void *ctx, char *err, size_t cap)
 {
-    return tp_html_write(out, ctx, err, cap);
+    const page_job *job = ctx;
+    return tp_html_write(out, job->summary, job->all, err, cap);
 }
 
 static bool write_scaling(FILE *out, void *ctx, char *err, size_t cap)
@@ -74,14 +83,12 @@ static int compare_page(char *const *paths, size_t n, const char *output, bool f
 int cmd_html(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'F'},
-        {"compare", no_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'F'},
+        {"compare", no_argument, NULL, 'C'},      {"all", no_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     const char *output = NULL;
-    bool force = false, compare = false;
+    bool force = false, compare = false, all = false;
     optind = 1;
     opterr = 0;
     int c;
@@ -92,6 +99,8 @@ int cmd_html(int argc, char **argv)
             force = true;
         else if (c == 'C')
             compare = true;
+        else if (c == 'a')
+            all = true;
         else if (c == 'h') {
             fputs(usage, stdout);
             return 0;
@@ -128,7 +137,8 @@ int cmd_html(int argc, char **argv)
         return 2;
     }
     tp_inputs_name_run(&in, s.run);
-    int rc = tp_write_file_atomically("html", output, force, write_page, &s);
+    page_job job = {&s, all};
+    int rc = tp_write_file_atomically("html", output, force, write_page, &job);
     tp_summary_close(&s);
     tp_inputs_done(&in);
     if (rc == 0)

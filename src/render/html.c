@@ -130,7 +130,7 @@ static bool envelope_chart(FILE *out, const plot_ctx *c, const tp_metric_def *de
     return ok;
 }
 
-static bool metric_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
+static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, size_t cap)
 {
     const tp_run *run = s->run;
     plot_ctx c = {calloc(run->nseries + 1, sizeof(plot_series)), 0, 0, run->series,
@@ -162,12 +162,12 @@ static bool metric_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
     size_t count;
     const tp_metric_def *defs = tp_metric_catalog(&count);
     fputs("<h2>System metrics</h2>\n", out);
-    bool across = run->nagents > TP_REPORT_AGENTS_MAX;
+    bool across = !all && run->nagents > TP_REPORT_AGENTS_MAX;
     if (across)
         fprintf(out,
                 "<p>%zu agents: each chart shows, over time, the lowest, the median and the "
                 "highest of the agents' values (of every GPU's, for GPU metrics); `trainprof "
-                "report` names which.</p>\n",
+                "report` names which, and `trainprof html --all` draws every agent.</p>\n",
                 run->nagents);
     tp_svg_line lines[64];
     for (size_t m = 0; ok && across && m < count; m++)
@@ -282,34 +282,39 @@ static void rank_parts(FILE *out, const tp_summary *s)
     free(values);
 }
 
-/* The ranks whose step time is plotted, at most TP_NOTABLE_RANKS of them:
- * all when there are so few, else the notable ones (tp_ranks_notable), said
- * on the page. */
-static size_t plotted_ranks(FILE *out, const tp_summary *s, int *ranks)
+/* The ranks whose step time is plotted (ranks: room for every rank with
+ * steps): all when there are few or all is set, else the notable ones
+ * (tp_ranks_notable), said on the page. */
+static size_t plotted_ranks(FILE *out, const tp_summary *s, bool all, int *ranks)
 {
     const tp_timings *t = &s->timings;
     size_t n = 0;
-    if (t->nsteps > TP_NOTABLE_RANKS && (n = tp_ranks_notable(&s->ranks, ranks))) {
+    if (!all && t->nsteps > TP_NOTABLE_RANKS && (n = tp_ranks_notable(&s->ranks, ranks))) {
         fprintf(out,
                 "<p>Step time over the run of %zu of %zu ranks: the %d with the most own work per "
                 "step (input and compute), the median rank and the rank with the least.</p>\n",
                 n, s->ranks.n, TP_NOTABLE_RANKS - 2);
         return n;
     }
-    for (size_t i = 0; i < t->nsteps && n < TP_NOTABLE_RANKS; i++)
+    for (size_t i = 0; i < t->nsteps && (all || n < TP_NOTABLE_RANKS); i++)
         ranks[n++] = t->steps[i].rank;
     return n;
 }
 
-static bool step_time_plots(FILE *out, const tp_summary *s, char *err, size_t cap)
+static bool step_time_plots(FILE *out, const tp_summary *s, bool all, char *err, size_t cap)
 {
-    int ranks[TP_NOTABLE_RANKS] = {0};
-    tp_step_phases ph[TP_NOTABLE_RANKS];
-    size_t n = plotted_ranks(out, s, ranks);
-    if (!(tp_plots_stored(s->run)
-              ? tp_stored_step_phases(s->run, ranks, n, ph, err, cap)
-              : tp_step_phases_build(s->run, ranks, n, TP_STEP_GROUPS, ph, err, cap)))
-        return false;
+    size_t room = s->timings.nsteps + TP_NOTABLE_RANKS;
+    int *ranks = calloc(room, sizeof *ranks);
+    tp_step_phases *ph = calloc(room, sizeof *ph);
+    size_t n = ranks && ph ? plotted_ranks(out, s, all, ranks) : 0;
+    bool ok = ranks && ph &&
+              (tp_plots_stored(s->run)
+                   ? tp_stored_step_phases(s->run, ranks, n, ph, err, cap)
+                   : tp_step_phases_build(s->run, ranks, n, TP_STEP_GROUPS, ph, err, cap));
+    if (!ranks || !ph)
+        snprintf(err, cap, "html: out of memory");
+    if (!ok)
+        n = 0;
     for (size_t i = 0; i < n; i++) {
         if (ph[i].ngroups) {
             char title[96], rank[32];
@@ -330,7 +335,9 @@ static bool step_time_plots(FILE *out, const tp_summary *s, char *err, size_t ca
         }
         tp_step_phases_free(&ph[i]);
     }
-    return true;
+    free(ranks);
+    free(ph);
+    return ok;
 }
 
 static void epoch_plot(FILE *out, const tp_summary *s)
@@ -404,14 +411,14 @@ static void verdicts(FILE *out, const tp_summary *s)
     tp_verdicts_free(&v);
 }
 
-static void tables(FILE *out, const tp_summary *s)
+static void tables(FILE *out, const tp_summary *s, bool all)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     if (!mem)
         return;
-    tp_report_text(mem, s, false);
+    tp_report_text(mem, s, all);
     fclose(mem);
     fputs("<h2>Tables</h2>\n<pre>", out);
     tp_html_escape(out, text);
@@ -419,7 +426,7 @@ static void tables(FILE *out, const tp_summary *s)
     free(text);
 }
 
-bool tp_html_write(FILE *out, const tp_summary *s, char *err, size_t cap)
+bool tp_html_write(FILE *out, const tp_summary *s, bool all, char *err, size_t cap)
 {
     tp_run_facts f;
     tp_run_facts_get(s->run, &f);
@@ -439,10 +446,10 @@ bool tp_html_write(FILE *out, const tp_summary *s, char *err, size_t cap)
         rank_parts(out, s);
     else
         step_breakdown(out, s);
-    bool ok = step_time_plots(out, s, err, cap);
+    bool ok = step_time_plots(out, s, all, err, cap);
     epoch_plot(out, s);
-    ok = ok && metric_plots(out, s, err, cap);
-    tables(out, s);
+    ok = ok && metric_plots(out, s, all, err, cap);
+    tables(out, s, all);
     fputs("</body></html>\n", out);
     return ok;
 }

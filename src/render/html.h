@@ -12,7 +12,10 @@
 
 #include "analyze/summary.h"
 
-bool tp_html_write(FILE *out, const tp_summary *s, char *err, size_t cap);
+/* all: every rank's step-time plot, every agent's lines and tables, where a
+ * run of many ranks or agents shows the notable ranks and one chart across
+ * agents (report.h). */
+bool tp_html_write(FILE *out, const tp_summary *s, bool all, char *err, size_t cap);
 
 /* Runs of one training at several scales (trainprof html --compare): the
  * compare table and bar charts of samples/s, efficiency, time per epoch and

@@ -133,6 +133,9 @@ def test_many_ranks_show_the_ones_that_matter(tmp_path):
     assert re.findall(r"^Timings, rank (\d+)", every, re.M) == [str(r) for r in range(16)]
     rep = json.loads(trainprof("report", "--json", run).stdout)
     assert {t["rank"] for t in rep["timings"]} == set(range(16))
+    assert trainprof("html", "--all", "--force", run, "-o", page).returncode == 0
+    every = re.findall(r"chart-title\">Step time over the run, rank (\d+)", page.read_text())
+    assert every == [str(r) for r in range(16)]
 
 
 def test_stored_plots_draw_the_page_the_rows_draw(page, tmp_path):

@@ -241,3 +241,8 @@ def test_many_agents_share_one_table(tmp_path):
     chart = chart[:chart.index("</svg>")]
     assert chart.count("<polyline") == 3
     assert re.findall(r'class="legend">([^<]*)<', chart) == ["highest", "median", "lowest"]
+    assert trainprof("html", "--all", "--force", "-o", page, *files).returncode == 0
+    html = page.read_text()
+    chart = html[html.index('chart-title">gpu_util_percent<'):]
+    chart = chart[:chart.index("</svg>")]
+    assert chart.count("<polyline") == 10 and "node-3 gpu=1" in chart  # every GPU's line

@@ -444,10 +444,8 @@ def _patch_transfers():
         if self.device.type != "cpu":
             return orig_cuda(self, *args, **kwargs)
         begin(R_TO)
-        if _DEVICE_TIMES:
-            target = kwargs.get("device", args[0] if args else None)
-            _device_begin(R_TO, torch.device("cuda", target) if isinstance(target, int)
-                          else _cuda(torch.device(target or "cuda")))
+        if _DEVICE_TIMES:  # .cuda() with no device: the current CUDA device
+            _device_begin(R_TO, _cuda(_target_device(args, kwargs) or torch.device("cuda")))
         try:
             return orig_cuda(self, *args, **kwargs)
         finally:

@@ -24,6 +24,8 @@ typedef struct rank_steps {
 typedef struct step_ctx {
     rank_steps *ranks;
     size_t n;
+    rank_steps **of_thread; /* by thread id (< nthreads): its rank's steps, or NULL */
+    int64_t nthreads;
 } step_ctx;
 
 static int phase_index(const char *name)
@@ -41,24 +43,20 @@ static void add_region(void *ctx, int64_t thread, const char *name, int depth, i
 {
     (void)depth;
     step_ctx *c = ctx;
-    int p = phase_index(name);
+    rank_steps *r = thread >= 0 && thread < c->nthreads ? c->of_thread[thread] : NULL;
+    int p = r ? phase_index(name) : -1;
     if (p < 0)
         return;
-    for (size_t k = 0; k < c->n; k++) {
-        rank_steps *r = &c->ranks[k];
-        if (r->thread != thread)
-            continue;
-        size_t lo = 0, hi = r->nsteps; /* the first step starting after start */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (r->start[mid] <= start)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo > 0 && start < r->end[lo - 1])
-            r->phase[(lo - 1) * TP_STEP_PHASES + (size_t)p] += (double)(end - start) / 1e9;
+    size_t lo = 0, hi = r->nsteps; /* the first step starting after start */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->start[mid] <= start)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    if (lo > 0 && start < r->end[lo - 1])
+        r->phase[(lo - 1) * TP_STEP_PHASES + (size_t)p] += (double)(end - start) / 1e9;
 }
 
 /* The steps of rank from the marks (in rank, thread, time order): those of
@@ -133,16 +131,21 @@ bool tp_step_phases_build(tp_run *run, const int *ranks, size_t n, size_t max_gr
     size_t nm;
     if (!tp_run_marks(run, &m, &nm, err, cap))
         return false;
-    step_ctx c = {calloc(n ? n : 1, sizeof *c.ranks), n};
-    bool any = false;
+    step_ctx c = {calloc(n ? n : 1, sizeof *c.ranks), n, NULL, 0};
     for (size_t k = 0; c.ranks && k < n; k++) {
         rank_steps_of(m, nm, ranks[k], &c.ranks[k]);
-        any |= c.ranks[k].thread >= 0;
+        if (c.ranks[k].thread + 1 > c.nthreads)
+            c.nthreads = c.ranks[k].thread + 1;
     }
     free(m);
-    bool ok = c.ranks && (!any || tp_run_each_outer_region(run, add_region, &c, err, cap));
-    if (!c.ranks)
-        snprintf(err, cap, "html: out of memory");
+    c.of_thread = calloc((size_t)c.nthreads + 1, sizeof *c.of_thread);
+    for (size_t k = 0; c.of_thread && k < n; k++)
+        if (c.ranks[k].thread >= 0)
+            c.of_thread[c.ranks[k].thread] = &c.ranks[k];
+    bool ok = c.ranks && c.of_thread &&
+              (c.nthreads == 0 || tp_run_each_outer_region(run, add_region, &c, err, cap));
+    if (!c.ranks || !c.of_thread)
+        snprintf(err, cap, "%s: out of memory for the step phases", run->path);
     for (size_t k = 0; c.ranks && k < n; k++) {
         if (ok)
             group_steps(&c.ranks[k], max_groups, &out[k]);
@@ -151,6 +154,7 @@ bool tp_step_phases_build(tp_run *run, const int *ranks, size_t n, size_t max_gr
         free(c.ranks[k].end);
     }
     free(c.ranks);
+    free(c.of_thread);
     return ok;
 }
 

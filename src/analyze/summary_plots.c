@@ -128,23 +128,10 @@ static bool failed(tp_run *run, const char *what, char *err, size_t cap)
 
 bool tp_stored_plot_points(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT series_id, t_ns, value FROM summary_plot ORDER BY series_id,"
-                           " t_ns",
-                           -1, &st, NULL) != SQLITE_OK)
-        return failed(run, "plots", err, cap);
-    int rc;
-    const tp_run_series *s = NULL;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        if (!s || s->id != id)
-            s = tp_run_series_by_id(run, id);
-        if (s)
-            fn(ctx, s, sqlite3_column_int64(st, 1), sqlite3_column_double(st, 2));
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE || failed(run, "plots", err, cap);
+    return tp_run_each_point(run,
+                             "SELECT series_id, t_ns, value FROM summary_plot"
+                             " ORDER BY series_id, t_ns",
+                             "stored plots", fn, ctx, err, cap);
 }
 
 bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phases *out, char *err,

@@ -141,8 +141,7 @@ static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, si
         snprintf(err, cap, "html: out of memory");
         return false;
     }
-    for (size_t i = 0; i < s->n; i++)
-        c.span = fmax(c.span, (double)run->last_t_ns / 1e9);
+    c.span = s->n ? (double)run->last_t_ns / 1e9 : 0;
     for (size_t i = 0; i < run->nseries; i++) {
         if (!plotted(s, &run->series[i]))
             continue;

@@ -25,7 +25,7 @@ bool tp_compared_across_agents(const tp_run_series *series);
 void tp_report_json(FILE *out, const tp_summary *s);
 
 /* The Timings part: regions per rank, steps, epochs, dropped events. */
-void tp_report_timings_text(FILE *out, const tp_summary *s, bool all_ranks);
+void tp_report_timings_text(FILE *out, const tp_summary *s, bool all);
 void tp_report_timings_json(json_writer *w, const tp_summary *s);
 
 /* Ranks side by side: text when two or more marked steps; JSON for any

@@ -35,6 +35,19 @@ static void outside_steps_line(FILE *out, const tp_timings *t, int rank)
         fputc('\n', out);
 }
 
+/* A table row of durations: region, count, total, mean, p50, p95, max (the
+ * caller ends the line). */
+static void duration_row(FILE *out, const char *name, size_t count, double total,
+                         const tp_stats *st)
+{
+    char c[5][32];
+    const double v[] = {total, st->mean, st->p50, st->p95, st->max};
+    for (int k = 0; k < 5; k++)
+        tp_format_duration(c[k], sizeof c[k], v[k]);
+    fprintf(out, "  %-24.24s %8zu %11s %11s %11s %11s %11s", name, count, c[0], c[1], c[2], c[3],
+            c[4]);
+}
+
 /* After a rank's Timings table: the device (CUDA event) times of its
  * regions that have them. Returns whether there were any. */
 static bool device_table(FILE *out, const tp_timings *t, int rank)
@@ -48,13 +61,8 @@ static bool device_table(FILE *out, const tp_timings *t, int rank)
             fprintf(out, "  on the device (CUDA events)\n  %-24s %8s %11s %11s %11s %11s %11s\n",
                     "region", "count", "total", "mean", "p50", "p95", "max");
         any = true;
-        char c[5][32];
-        const double v[] = {r->device_total_s, r->device.mean, r->device.p50, r->device.p95,
-                            r->device.max};
-        for (int k = 0; k < 5; k++)
-            tp_format_duration(c[k], sizeof c[k], v[k]);
-        fprintf(out, "  %-24.24s %8zu %11s %11s %11s %11s %11s\n", r->name, r->device.count, c[0],
-                c[1], c[2], c[3], c[4]);
+        duration_row(out, r->name, r->device.count, r->device_total_s, &r->device);
+        fputc('\n', out);
     }
     return any;
 }
@@ -67,7 +75,7 @@ static bool after_rank_table(FILE *out, const tp_timings *t, int rank)
 }
 
 /* Which ranks get their own tables: every rank, unless the run has more than
- * TP_NOTABLE_RANKS ranks with steps and all_ranks is off; then the notable
+ * TP_NOTABLE_RANKS ranks with steps and `all` is off; then the notable
  * ones, and ranks outside the comparison (no steps, or no rank). */
 typedef struct shown_ranks {
     int notable[TP_NOTABLE_RANKS];
@@ -88,7 +96,7 @@ static bool shown(const shown_ranks *sr, int rank)
     return true;
 }
 
-void tp_report_timings_text(FILE *out, const tp_summary *s, bool all_ranks)
+void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
 {
     const tp_timings *t = &s->timings;
     if (t->threads == 0) {
@@ -96,7 +104,7 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all_ranks)
         return;
     }
     shown_ranks sr = {.ranks = &s->ranks};
-    if (!all_ranks)
+    if (!all)
         sr.n = tp_ranks_notable(&s->ranks, sr.notable);
     if (sr.n) {
         fprintf(out,
@@ -120,12 +128,8 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all_ranks)
             fprintf(out, "\nTimings, %s\n  %-24s %8s %11s %11s %11s %11s %11s %7s\n", title,
                     "region", "count", "total", "mean", "p50", "p95", "max", "share");
         }
-        char c[6][32];
-        const double v[] = {r->total_s, r->stats.mean, r->stats.p50, r->stats.p95, r->stats.max};
-        for (int k = 0; k < 5; k++)
-            tp_format_duration(c[k], sizeof c[k], v[k]);
-        fprintf(out, "  %-24.24s %8zu %11s %11s %11s %11s %11s %6.1f%%\n", r->name, r->stats.count,
-                c[0], c[1], c[2], c[3], c[4], 100 * r->share);
+        duration_row(out, r->name, r->stats.count, r->total_s, &r->stats);
+        fprintf(out, " %6.1f%%\n", 100 * r->share);
     }
     if (rank != -2)
         device |= after_rank_table(out, t, rank);

@@ -18,7 +18,7 @@ static int bucket(tp_live_reader *r, int64_t sec)
         r->steps[b] = r->samples[b] = 0;
         for (int n = 0; n < r->nnames; n++) {
             r->busy[n][b] = r->device[n][b] = 0;
-            r->device_count[n][b] = 0;
+            r->device_seen[n][b] = false;
         }
     }
     return b;
@@ -44,7 +44,7 @@ static int name_slot(tp_live_reader *r, tp_run *run, int64_t id)
     r->name_ids[n] = id;
     memset(r->busy[n], 0, sizeof r->busy[n]);
     memset(r->device[n], 0, sizeof r->device[n]);
-    memset(r->device_count[n], 0, sizeof r->device_count[n]);
+    memset(r->device_seen[n], 0, sizeof r->device_seen[n]);
     return r->nnames++;
 }
 
@@ -83,7 +83,7 @@ static void read_new_rows(tp_live_reader *r, tp_run *run, int64_t oldest_sec)
             if (n >= 0) {
                 int b = bucket(r, sec);
                 r->device[n][b] += (double)sqlite3_column_int64(st, 3) / 1e9;
-                r->device_count[n][b]++;
+                r->device_seen[n][b] = true;
             }
         }
         sqlite3_finalize(st);
@@ -141,7 +141,7 @@ bool tp_live_update(tp_live_reader *r, tp_run *run, tp_live *out)
         for (int n = 0; n < r->nnames; n++) {
             all[n].share += r->busy[n][b];
             all[n].device_share += r->device[n][b];
-            all[n].has_device |= r->device_count[n][b] > 0;
+            all[n].has_device |= r->device_seen[n][b];
         }
     }
     seconds = now_sec < TP_LIVE_WINDOW ? (double)now_sec : TP_LIVE_WINDOW;

@@ -42,8 +42,8 @@ typedef struct tp_live_reader {
     int64_t name_ids[TP_LIVE_NAMES];
     char names[TP_LIVE_NAMES][48];
     double busy[TP_LIVE_NAMES][TP_LIVE_BUCKETS];
-    double device[TP_LIVE_NAMES][TP_LIVE_BUCKETS]; /* by their regions' host start */
-    int device_count[TP_LIVE_NAMES][TP_LIVE_BUCKETS];
+    double device[TP_LIVE_NAMES][TP_LIVE_BUCKETS];    /* by their regions' host start */
+    bool device_seen[TP_LIVE_NAMES][TP_LIVE_BUCKETS]; /* any device time, even 0 ns */
 } tp_live_reader;
 
 /* Reads what is new and fills out with the last window's figures. False

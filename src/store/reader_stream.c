@@ -78,13 +78,12 @@ bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, 
                            fn, ctx, err, cap);
 }
 
-bool tp_run_each_sample(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap)
+bool tp_run_each_point(tp_run *run, const char *sql, const char *what, tp_sample_row_fn fn,
+                       void *ctx, char *err, size_t cap)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT series_id, t_ns, value FROM sample ORDER BY series_id, t_ns", -1,
-                           &st, NULL) != SQLITE_OK)
-        return failed(run, "samples", err, cap);
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return failed(run, what, err, cap);
     int rc;
     const tp_run_series *s = NULL;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -95,7 +94,14 @@ bool tp_run_each_sample(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, 
             fn(ctx, s, sqlite3_column_int64(st, 1), sqlite3_column_double(st, 2));
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE || failed(run, "samples", err, cap);
+    return rc == SQLITE_DONE || failed(run, what, err, cap);
+}
+
+bool tp_run_each_sample(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap)
+{
+    return tp_run_each_point(run,
+                             "SELECT series_id, t_ns, value FROM sample ORDER BY series_id, t_ns",
+                             "samples", fn, ctx, err, cap);
 }
 
 bool tp_run_each_outer_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, size_t cap)

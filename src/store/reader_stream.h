@@ -40,4 +40,9 @@ typedef void (*tp_sample_row_fn)(void *ctx, const tp_run_series *series, int64_t
                                  double value);
 bool tp_run_each_sample(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap);
 
+/* The same over any query whose rows are (series_id, t_ns, value), such as a
+ * stored summary's points; what names them in errors. */
+bool tp_run_each_point(tp_run *run, const char *sql, const char *what, tp_sample_row_fn fn,
+                       void *ctx, char *err, size_t cap);
+
 #endif

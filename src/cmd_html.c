@@ -112,6 +112,10 @@ int cmd_html(int argc, char **argv)
         tp_error("html: expected a run file (see trainprof html --help)");
         return 2;
     }
+    if (compare && all) {
+        tp_error("html: --all is for one run's page, not --compare");
+        return 2;
+    }
     if (compare)
         return compare_page(argv + optind, (size_t)(argc - optind), output, force);
     if (argc - optind > 1 && !output) {

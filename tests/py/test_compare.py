@@ -45,6 +45,9 @@ def test_two_world_sizes(tmp_path):
     # bars in world-size order, labelled by world size and file
     assert dom.index("1 (w1.db)") < dom.index("2 (w2.db)")
     assert "<td>2</td>" in dom and "2.0" in dom
+    r = trainprof("html", "--compare", "--all", one, two, "-o", tmp_path / "x.html")
+    assert r.returncode == 2 and "--all is for one run's page" in r.stderr
+    assert not (tmp_path / "x.html").exists()
     r = trainprof("html", "--compare", one, two)
     assert r.returncode == 2 and "-o FILE" in r.stderr
 

@@ -108,6 +108,14 @@ int cmd_export(int argc, char **argv)
         return 2;
     }
     tp_inputs_name_run(&in, run);
+    if (format != FMT_JSON && tp_run_summary_only(run)) {
+        tp_error("export: %s holds summaries only (merge --summary): its trace and samples are "
+                 "in the node files it was merged from",
+                 run->path);
+        tp_run_close(run);
+        tp_inputs_done(&in);
+        return 2;
+    }
     int rc;
     if (output) {
         export_job job = {run, format};

@@ -10,14 +10,20 @@
 #include "util/log.h"
 
 static const char usage[] =
-    "usage: trainprof merge -o OUT RUN_FILE RUN_FILE... [--force] [-q]\n"
+    "usage: trainprof merge -o OUT RUN_FILE RUN_FILE... [--summary] [--force] [-q]\n"
     "\n"
     "Joins the run files of the nodes of one job (record -o runs/run-%h.db) into one:\n"
     "each file becomes an agent, times are aligned through the wall-clock anchors\n"
     "recorded at each start. Files of different commands or jobs are refused.\n"
     "\n"
+    "With --summary, OUT holds only what `report`, `html` and `compare` read (the\n"
+    "summaries and plots each recorder stored): a few MB made in a second, to keep or\n"
+    "send, instead of every sample, region and mark. `export` and `summarize` need\n"
+    "the node files.\n"
+    "\n"
     "options:\n"
     "  -o, --output OUT   the merged run file (must not exist unless --force)\n"
+    "      --summary      summaries and plots only (each input must hold its own)\n"
     "      --force        overwrite OUT, and merge files that don't seem to belong together\n"
     "  -q, --quiet        no progress lines, only errors\n"
     "  -h, --help         show this help\n";
@@ -37,14 +43,12 @@ static void print_progress(void *ctx, size_t done, size_t n, const char *input, 
 int cmd_merge(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'F'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'F'},
+        {"summary", no_argument, NULL, 'S'},      {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     const char *output = NULL;
-    bool force = false, quiet = false;
+    bool force = false, quiet = false, summary = false;
     optind = 1;
     opterr = 0;
     int c;
@@ -53,6 +57,8 @@ int cmd_merge(int argc, char **argv)
             output = optarg;
         else if (c == 'F')
             force = true;
+        else if (c == 'S')
+            summary = true;
         else if (c == 'q')
             quiet = true;
         else if (c == 'h') {
@@ -76,6 +82,9 @@ int cmd_merge(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     tp_merge_options opt = {.force = force,
                             .durable = true,
+                            .summary_only = summary,
+                            .plots = summary,
+                            .rows_refused = summary,
                             .progress = quiet ? NULL : print_progress,
                             .progress_ctx = &t0};
     if (!tp_merge_runs(output, (const char *const *)argv + optind, (size_t)(argc - optind), &opt,
@@ -84,6 +93,7 @@ int cmd_merge(int argc, char **argv)
         return 2;
     }
     if (!quiet)
-        fprintf(stderr, "trainprof: merged %d run files into %s\n", argc - optind, output);
+        fprintf(stderr, "trainprof: merged %d run files into %s%s\n", argc - optind, output,
+                summary ? " (summaries and plots only)" : "");
     return 0;
 }

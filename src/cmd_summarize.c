@@ -82,6 +82,7 @@ static bool summarize(const char *path, bool force, bool quiet)
     bool started = tp_run_meta_get(run, "start_wall_ns") != NULL;
     bool live = being_recorded(run, &pid);
     bool stored = tp_summary_stored(run);
+    bool summary_only = tp_run_summary_only(run);
     int version = run->schema_version;
     tp_run_close(run);
     if (!started) {
@@ -100,6 +101,12 @@ static bool summarize(const char *path, bool force, bool quiet)
         tp_error("summarize: %s has schema %d, which has no summary tables (its report reads "
                  "the rows)",
                  path, version);
+        return false;
+    }
+    if (summary_only && force) {
+        tp_error("summarize: %s holds summaries only (merge --summary): recompute them in the "
+                 "node files it was merged from, then merge again",
+                 path);
         return false;
     }
     if (stored && !force) {

@@ -45,17 +45,34 @@ static void input_ranks(tp_run *run, input_info *info)
 }
 
 /* The inputs' stored summaries stay valid merged when each has one and no
- * rank appears in two inputs (figures per rank can't be combined). */
-static bool summaries_carry_over(const input_info *info, size_t n)
+ * rank appears in two inputs (figures per rank can't be combined); else false
+ * with why, naming the input(s). */
+static bool summaries_carry_over(const char *const *inputs, const input_info *info, size_t n,
+                                 char *why, size_t cap)
 {
     for (size_t i = 0; i < n; i++) {
-        if (!info[i].summarized)
+        if (info[i].version < TP_SCHEMA_SUMMARY) {
+            snprintf(why, cap, "%s has schema %d, which stores no summary", inputs[i],
+                     info[i].version);
             return false;
+        }
+        if (!info[i].summarized) {
+            snprintf(why, cap,
+                     "%s holds no stored summary (its recorder was killed?): store it with "
+                     "`trainprof summarize`",
+                     inputs[i]);
+            return false;
+        }
         for (size_t j = 0; j < i; j++)
             for (size_t a = 0; a < info[i].nranks; a++)
                 for (size_t b = 0; b < info[j].nranks; b++)
-                    if (info[i].ranks[a] == info[j].ranks[b])
+                    if (info[i].ranks[a] == info[j].ranks[b]) {
+                        snprintf(why, cap,
+                                 "rank %d is in both %s and %s: its figures can't be combined "
+                                 "without the rows",
+                                 info[i].ranks[a], inputs[j], inputs[i]);
                         return false;
+                    }
     }
     return true;
 }
@@ -289,14 +306,19 @@ static bool sync_file(const char *path)
     return ok;
 }
 
+static void free_info(input_info *info, size_t n)
+{
+    for (size_t i = 0; info && i < n; i++)
+        free(info[i].ranks);
+    free(info);
+}
+
 bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
                    const tp_merge_options *opt, char *err, size_t cap)
 {
     input_info *info = calloc(n, sizeof *info);
     if (!info || !read_inputs(inputs, n, info, opt->force, err, cap)) {
-        for (size_t i = 0; info && i < n; i++)
-            free(info[i].ranks);
-        free(info);
+        free_info(info, n);
         return false;
     }
     int64_t earliest = info[0].start_wall_ns, uncertainty = 0;
@@ -305,6 +327,22 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
             earliest = info[i].start_wall_ns;
         if (info[i].uncertainty_ns > uncertainty)
             uncertainty = info[i].uncertainty_ns;
+    }
+    char why[1024] = "";
+    bool summaries = summaries_carry_over(inputs, info, n, why, sizeof why), plots = summaries;
+    for (size_t i = 0; i < n; i++)
+        if (plots && !info[i].plots) {
+            plots = false;
+            snprintf(why, sizeof why,
+                     "%s holds no stored plots (recorded before they were stored): add them "
+                     "with `trainprof summarize --force`",
+                     inputs[i]);
+        }
+    bool all_rows = !(opt->summary_only && summaries && (plots || !opt->plots));
+    if (all_rows && opt->rows_refused) {
+        snprintf(err, cap, "merge --summary: %s", why);
+        free_info(info, n);
+        return false;
     }
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp-%d", out_path, (int)getpid());
@@ -324,10 +362,6 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         rc = tp_schema_create(db);
     /* one transaction per input (an attached file can't be detached inside
      * one); the output only appears, by rename, once every input is in */
-    bool summaries = summaries_carry_over(info, n), plots = summaries;
-    for (size_t i = 0; i < n; i++)
-        plots &= info[i].plots;
-    bool all_rows = !(opt->summary_only && summaries && (plots || !opt->plots));
     plots &= all_rows || opt->plots; /* a merge for `report` leaves them */
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
         info[i].shift = info[i].start_wall_ns - earliest;
@@ -354,9 +388,7 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     if (rc != SQLITE_OK)
         snprintf(err, cap, "merge: %s", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
-    for (size_t i = 0; i < n; i++)
-        free(info[i].ranks);
-    free(info);
+    free_info(info, n);
     if (rc == SQLITE_OK && opt->durable && !sync_file(tmp)) {
         snprintf(err, cap, "merge: cannot write %s to disk", tmp);
         rc = SQLITE_IOERR;

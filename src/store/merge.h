@@ -22,6 +22,8 @@ typedef struct tp_merge_options {
                           first and last and the energy at epoch bounds); meta summary_only */
     bool plots;        /* summary_only also needs the stored plots (html): where an input
                           has none, every row is copied */
+    bool rows_refused; /* `merge --summary`: where summary_only can't be had, fail (the
+                          reason, naming the input, in err) instead of copying every row */
     /* called after each input is copied (done of n), if set */
     void (*progress)(void *ctx, size_t done, size_t n, const char *input, bool all_rows);
     void *progress_ctx;

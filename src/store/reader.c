@@ -219,6 +219,12 @@ const char *tp_run_meta_get(const tp_run *run, const char *key)
     return NULL;
 }
 
+bool tp_run_summary_only(const tp_run *run)
+{
+    const char *v = tp_run_meta_get(run, "summary_only");
+    return v && strcmp(v, "1") == 0;
+}
+
 bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *err, size_t cap)
 {
     sqlite3_stmt *st;

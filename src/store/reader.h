@@ -84,6 +84,12 @@ void tp_run_close(tp_run *run);
 /* A metadata value, or NULL. */
 const char *tp_run_meta_get(const tp_run *run, const char *key);
 
+/* Whether run is a summary-only merge (`merge --summary`, or the temporary
+ * merge of several files that `report` and `html` read): it holds the stored
+ * summaries and plots and a few samples, not the rows, so what reads the rows
+ * (export, summarize) can't be made from it. */
+bool tp_run_summary_only(const tp_run *run);
+
 /* The series of that id, or NULL (binary search: series load in id order). */
 const tp_run_series *tp_run_series_by_id(const tp_run *run, int64_t id);
 

@@ -246,3 +246,59 @@ def test_many_agents_share_one_table(tmp_path):
     chart = html[html.index('chart-title">gpu_util_percent<'):]
     chart = chart[:chart.index("</svg>")]
     assert chart.count("<polyline") == 10 and "node-3 gpu=1" in chart  # every GPU's line
+
+
+def test_merge_summary_keeps_what_report_html_and_compare_read(tmp_path):
+    """`merge --summary` copies the stored summaries and plots only: the report,
+    page and comparison of that small file are those of the full merge; what
+    needs the rows refuses it in one line; inputs that can't give it are named."""
+    def node(name, agent, first_rank):
+        path = tmp_path / name
+        subprocess.run([ROOT / "build" / "bench" / "gen_run", path, "0.05", "0.5", "2", "2", "2",
+                        "1", agent, str(first_rank)], check=True, capture_output=True)
+        return path
+    a, b, c = node("a.db", "node-0", 0), node("b.db", "node-1", 2), node("c.db", "node-2", 2)
+    full, small = tmp_path / "full.db", tmp_path / "small.db"
+    assert trainprof("merge", "-q", "-o", full, a, b).returncode == 0
+    r = trainprof("merge", "-o", small, "--summary", a, b)
+    assert r.returncode == 0 and "(summaries and plots only)" in r.stderr
+    with sqlite3.connect(small) as db:
+        assert db.execute("SELECT count(*) FROM region").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM mark").fetchone() == (0,)
+    with sqlite3.connect(full) as db:
+        assert db.execute("SELECT count(*) FROM region").fetchone()[0] > 1000
+    assert small.stat().st_size < full.stat().st_size
+    texts = [trainprof("report", f).stdout.replace(str(f), "RUN") for f in (full, small)]
+    assert texts[0] == texts[1] and "Ranks, per step" in texts[0]
+    reps = [report_json(f) for f in (full, small)]
+    assert reps[1]["run"]["meta"].pop("summary_only") == "1"
+    for rep in reps:
+        rep["run"].pop("path")
+    assert reps[0] == reps[1]
+    pages = []
+    for f in (full, small):
+        assert trainprof("html", "-o", tmp_path / f"{f.stem}.html", f).returncode == 0
+        pages.append((tmp_path / f"{f.stem}.html").read_text().replace(str(f), "RUN"))
+    assert pages[0] == pages[1] and pages[0].count("<polyline") > 20
+    lines = trainprof("compare", full, small).stdout.splitlines()
+    assert lines[1].split()[1:] == lines[2].split()[1:]
+    # what reads the rows refuses the small file, in one line, exit status 2
+    for args in (("export", small), ("export", "--format", "csv", small),
+                 ("summarize", "--force", small)):
+        r = trainprof(*args)
+        assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, args
+        assert "holds summaries only (merge --summary)" in r.stderr
+    assert trainprof("export", "--format", "json", small).returncode == 0
+    # inputs that can't give summaries only are named, and nothing is written
+    no_summary, no_plots = tmp_path / "no-summary.db", tmp_path / "no-plots.db"
+    for path, key in ((no_summary, "summarized"), (no_plots, "plots")):
+        shutil.copyfile(a, path)
+        with sqlite3.connect(path) as db:
+            db.execute("DELETE FROM meta WHERE key = ?", (key,))
+    out = tmp_path / "refused.db"
+    for inputs, why in (((a, c, b), "rank 2 is in both"),
+                        ((no_summary, b), f"{no_summary} holds no stored summary"),
+                        ((no_plots, b), f"{no_plots} holds no stored plots")):
+        r = trainprof("merge", "--summary", "-o", out, *inputs)
+        assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert not out.exists() and not list(tmp_path.glob("refused.db*"))

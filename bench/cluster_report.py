@@ -10,6 +10,8 @@ sample marks, an epoch an hour); global rank 13 is a straggler.
 Measured, in one run of this script:
 - `trainprof merge` of the 8 node files; peer: `cp` of the same 8 files into
   one directory (the bytes any merge must write).
+- `trainprof merge --summary` of the same files (median of 3), its size, and
+  the report of that file (median of 3).
 - `trainprof html` of the 8 node files and of the merged file (median of 3
   each), drawn from the plots each node stores with its summary.
 - `trainprof report` of the merged file, and of the 8 node files as they are
@@ -89,6 +91,18 @@ def main():
         shutil.rmtree(copies, ignore_errors=True)
         merge_s = timed(lambda: (merge(), os.sync()))
 
+        small = os.path.join(d, "all-summary.db")
+
+        def merge_summary():
+            if os.path.exists(small):
+                os.unlink(small)
+            subprocess.run([PROGRAM, "merge", "--summary", "-o", small, *files], check=True,
+                           stderr=subprocess.DEVNULL)
+
+        merge_summary_s = timed(lambda: (merge_summary(), os.sync()), runs=3)
+        report_small_s = timed(lambda: subprocess.run([PROGRAM, "report", small], check=True,
+                                                      stdout=subprocess.DEVNULL), runs=3)
+
         def report():
             subprocess.run([PROGRAM, "report", merged], check=True, stdout=subprocess.DEVNULL)
 
@@ -121,6 +135,9 @@ def main():
             "node_file_mb": round(os.path.getsize(files[0]) / 1e6),
             "merged_file_mb": round(os.path.getsize(merged) / 1e6), "generate_s": gen_s,
             "merge_s": merge_s, "cp_8_files_s": copy_s,
+            "merge_summary_s": merge_summary_s,
+            "summary_file_mb": round(os.path.getsize(small) / 1e6, 1),
+            "report_summary_file_s": report_small_s,
             "report_merged_s": report_s, "report_8_node_files_s": files_s,
             "report_one_node_from_rows_s": rows_s,
             "html_8_node_files_s": html_files_s, "html_merged_s": html_merged_s,

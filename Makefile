@@ -39,7 +39,8 @@ test: build test-format test-c test-sanitizers test-py
 test-c:
 	$(MESON) test -C $(BUILD) --print-errorlogs
 
-# ASan+UBSan over every C test; TSan over the threaded parts (sink, NVML threads).
+# ASan+UBSan over every C test; TSan over the threaded parts (sink, NVML threads, the
+# summary's passes over the rows).
 test-sanitizers: deps
 	@[ -f $(BUILD)-asan/build.ninja ] || $(MESON) setup $(BUILD)-asan -Db_sanitize=address,undefined -Db_lundef=false $(WERROR) >/dev/null
 	$(MESON) test -C $(BUILD)-asan --print-errorlogs

@@ -1,6 +1,9 @@
 /* summary.c: per-series statistics for the report. */
 #include "analyze/summary.h"
 
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,19 +95,97 @@ bool tp_summary_build_also(tp_run *run, tp_summary *out, tp_series_values_fn als
     return ok;
 }
 
-/* The summary's parts; tp_summary_build wraps them in one read snapshot. */
+/* One part of a summary computed from the rows on a thread of its own,
+ * through its own connection to the run file (an SQLite connection is used by
+ * one thread): the samples pass, or the ranks. */
+typedef struct side_pass {
+    tp_run *main;      /* the run the summary belongs to (read by its own thread only) */
+    const char *file;  /* the file to open again */
+    series_pass *pass; /* samples: where the statistics go */
+    tp_ranks *ranks;   /* ranks: where they go */
+    bool ok;
+    char err[512];
+} side_pass;
+
+/* A series of the side connection's run, as the same series of the main run
+ * (series are loaded by id from the same file; one added since the main run
+ * was opened, while recording, is left out like any newer sample). */
+static void add_series_of_side(void *ctx, const tp_run_series *series, const int64_t *t_ns,
+                               double *values, size_t n)
+{
+    side_pass *side = ctx;
+    const tp_run_series *same = tp_run_series_by_id(side->main, series->id);
+    if (same)
+        add_series(side->pass, same, t_ns, values, n);
+}
+
+static void *run_side_pass(void *arg)
+{
+    side_pass *side = arg;
+    tp_run *run = tp_run_open(side->file, side->err, sizeof side->err);
+    if (!run)
+        return NULL;
+    free(run->path); /* messages name the run as the reader knows it */
+    run->path = strdup(side->main->path ? side->main->path : side->file);
+    run->raw_only = side->main->raw_only;
+    bool began = tp_run_begin_read(run);
+    if (side->pass)
+        side->ok = tp_run_each_series(run, add_series_of_side, side, side->err, sizeof side->err);
+    else
+        side->ok = tp_ranks_build(run, side->ranks, side->err, sizeof side->err);
+    if (began)
+        tp_run_end_read(run);
+    tp_run_close(run);
+    return NULL;
+}
+
+/* Starts side on a thread when the run is a file that can be opened again;
+ * false (nothing started) otherwise, and the caller does the work itself. */
+static bool start_side(tp_run *run, side_pass *side, pthread_t *thread)
+{
+    const char *file = sqlite3_db_filename(run->db, "main");
+    if (!file || !*file)
+        return false;
+    side->main = run;
+    side->file = file;
+    return pthread_create(thread, NULL, run_side_pass, side) == 0;
+}
+
+/* Waits for a side pass; false with its reason in err if it failed. */
+static bool join_side(pthread_t thread, side_pass *side, char *err, size_t cap)
+{
+    pthread_join(thread, NULL);
+    if (!side->ok)
+        snprintf(err, cap, "%s", side->err);
+    return side->ok;
+}
+
+/* The summary's parts; tp_summary_build wraps them in one read snapshot. From
+ * the rows, the samples pass and the ranks (each a full pass over a table)
+ * run on threads of their own beside the timings: the record-end summary of
+ * a node-day, 15 s on one core, waits only for the longest on a machine with
+ * three (docs/benchmarks.md). */
 static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, size_t cap)
 {
-    bool ok = tp_summary_stored(run) ? tp_stored_series(run, add_stored, out, err, cap)
-                                     : tp_run_each_series(run, add_series, pass, err, cap);
-    if (!ok)
-        return false;
-    if (out->n)
-        qsort(out->items, out->n, sizeof *out->items, cmp_summary);
+    bool stored = tp_summary_stored(run);
+    side_pass samples = {.pass = pass}, ranks = {.ranks = &out->ranks};
+    pthread_t samples_thread, ranks_thread;
+    bool samples_aside = !stored && start_side(run, &samples, &samples_thread);
+    bool ranks_aside = !stored && start_side(run, &ranks, &ranks_thread);
+    bool ok = samples_aside || (stored ? tp_stored_series(run, add_stored, out, err, cap)
+                                       : tp_run_each_series(run, add_series, pass, err, cap));
     const char *d = tp_run_meta_get(run, "duration_ns");
     double run_s = d ? strtod(d, NULL) / 1e9 : (double)run->last_t_ns / 1e9;
-    return tp_timings_build(run, run_s > 0 ? run_s : 0, &out->timings, err, cap) &&
-           tp_ranks_build(run, &out->ranks, err, cap);
+    ok = ok && tp_timings_build(run, run_s > 0 ? run_s : 0, &out->timings, err, cap);
+    if (samples_aside)
+        ok = join_side(samples_thread, &samples, err, cap) && ok;
+    if (ranks_aside)
+        ok = join_side(ranks_thread, &ranks, err, cap) && ok;
+    else
+        ok = ok && tp_ranks_build(run, &out->ranks, err, cap);
+    if (ok && out->n)
+        qsort(out->items, out->n, sizeof *out->items, cmp_summary);
+    return ok;
 }
 
 void tp_summary_free(tp_summary *s)

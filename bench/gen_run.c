@@ -3,7 +3,9 @@
  * usage: gen_run OUT.db HOURS INTERVAL_S CORES GPUS [RANKS STEP_S AGENT FIRST_RANK]
  * Makes the series a node with CORES cores, two disks, two network interfaces
  * and GPUS GPUs records (the same names and labels as the collectors), and
- * fills them with plausible values at every interval for HOURS hours. With
+ * fills them with plausible values at every interval for HOURS hours (busy
+ * 80 GB GPUs, half-used CPUs, 512 GiB of host memory well below full: no
+ * system verdict fires). With
  * RANKS, the node also ran RANKS ranks (global ranks FIRST_RANK...) of a
  * data-parallel training with a step every STEP_S seconds: per step
  * dataloader_next, to_device, train_batch (forward, backward, optimizer_step
@@ -23,15 +25,49 @@
 
 #define MAX_SERIES 4096
 
-static uint32_t ids[MAX_SERIES];
+#define GIB            (1024.0 * 1024.0 * 1024.0)
+#define HOST_MEM_BYTES (512 * GIB)
+#define GPU_MEM_BYTES  (80 * GIB)
+
+/* How a series' values go: a wave with noise between lo and hi, or (the
+ * free or available memory beside a used series) its complement to total. */
+typedef struct series_gen {
+    uint32_t id;
+    double lo, hi;
+    double total; /* > 0: total - the previous series' value */
+} series_gen;
+
+static series_gen ids[MAX_SERIES];
 static size_t nids;
+
+/* Values in units a real node would record: percents that leave the
+ * verdicts quiet (busy GPUs, CPUs half used), memory in use well below the
+ * total, no swap. */
+static series_gen value_range(const char *metric)
+{
+    if (strcmp(metric, "gpu_util_percent") == 0)
+        return (series_gen){0, 92, 100, 0};
+    if (strcmp(metric, "host_mem_used_bytes") == 0)
+        return (series_gen){0, 100 * GIB, 300 * GIB, 0};
+    if (strcmp(metric, "host_mem_available_bytes") == 0)
+        return (series_gen){0, 0, 0, HOST_MEM_BYTES};
+    if (strcmp(metric, "gpu_mem_used_bytes") == 0)
+        return (series_gen){0, 40 * GIB, 60 * GIB, 0};
+    if (strcmp(metric, "gpu_mem_free_bytes") == 0)
+        return (series_gen){0, 0, 0, GPU_MEM_BYTES};
+    if (strcmp(metric, "swap_used_bytes") == 0)
+        return (series_gen){0, 0, 0, 0};
+    return (series_gen){0, 10, 90, 0};
+}
 
 static void add(tp_sink *s, const char *metric, const char *key, const char *value)
 {
     char labels[TP_LABELS_MAX];
     tp_labels1(labels, sizeof labels, key, value);
-    if (nids < MAX_SERIES)
-        ids[nids++] = tp_sink_series(s, metric, labels);
+    if (nids < MAX_SERIES) {
+        ids[nids] = value_range(metric);
+        ids[nids++].id = tp_sink_series(s, metric, labels);
+    }
 }
 
 static void make_series(tp_sink *s, int cores, int gpus)
@@ -76,6 +112,11 @@ static void make_series(tp_sink *s, int cores, int gpus)
         snprintf(num, sizeof num, "%d", g);
         for (size_t i = 0; i < sizeof gpu / sizeof gpu[0]; i++)
             add(s, gpu[i], "gpu", num);
+        tp_gpu_info info = {.index = g, .mem_total_bytes = (uint64_t)GPU_MEM_BYTES};
+        snprintf(info.name, sizeof info.name, "Synthetic GPU 80GB");
+        snprintf(info.uuid, sizeof info.uuid, "GPU-synthetic-%d", g);
+        snprintf(info.energy_source, sizeof info.energy_source, "counter");
+        tp_sink_gpu(s, &info);
     }
 }
 
@@ -190,9 +231,15 @@ int main(int argc, char **argv)
     unsigned seed = 1;
     tp_batch b = {0};
     for (uint64_t t = 0; t < ticks; t++) {
+        double previous = 0;
         for (size_t i = 0; i < nids; i++) {
-            double v = 50 + 40 * sin((double)t / 600.0 + (double)i) + (rand_r(&seed) % 100) / 10.0;
-            tp_sink_sample(s, ids[i], t * tick_ns, v < 0 ? 0 : v);
+            const series_gen *g = &ids[i];
+            double wave = 0.5 + 0.45 * sin((double)t / 600.0 + (double)i),
+                   noise = (rand_r(&seed) % 100) / 2000.0; /* 0 to 0.05 */
+            double v =
+                g->total > 0 ? g->total - previous : g->lo + (g->hi - g->lo) * (wave + noise);
+            tp_sink_sample(s, g->id, t * tick_ns, v);
+            previous = v;
         }
         for (int r = 0; r < nranks; r++)
             while (ranks[r].next_step_ns < (t + 1) * tick_ns) {

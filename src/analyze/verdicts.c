@@ -13,6 +13,7 @@
 #define GPU_UTIL_TARGET         90.0
 #define MEMORY_NEAR_FULL        0.90
 #define EXPOSED_COMM_SHARE      0.25
+#define CPU_SATURATED_PERCENT   90.0
 
 static tp_verdict *add(tp_verdicts *v, const char *kind)
 {
@@ -62,12 +63,6 @@ static double device_share(const tp_timings *t, int rank, const char *name)
     return v < 1 ? v : 1; /* more: the host ran ahead of the GPU, steps are launches */
 }
 
-static double max_of(const tp_summary *s, const char *metric, const char *labels)
-{
-    const tp_series_summary *m = tp_summary_find(s, 1, metric, labels);
-    return m ? m->stats.max : -1;
-}
-
 static void rank_name(char *buf, size_t cap, int rank)
 {
     if (rank < 0)
@@ -98,8 +93,13 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
     rank_name(who, sizeof who, rank);
     if (in >= INPUT_BOUND_SHARE) {
         const tp_timing_row *r = row(t, rank, "dataloader_next");
-        double procs = max_of(s, "proc_count", "{}");
-        const char *cpus = tp_run_meta_get(s->run, "cpu_count");
+        int64_t agent = 1; /* the rank's, where the ranks table knows it */
+        for (size_t i = 0; i < s->ranks.n; i++)
+            if (s->ranks.rows[i].rank == rank)
+                agent = s->ranks.rows[i].agent_id;
+        const tp_series_summary *pc = tp_summary_find(s, agent, "proc_count", "{}");
+        double procs = pc ? pc->stats.max : -1;
+        const char *cpus = agent == 1 ? tp_run_meta_get(s->run, "cpu_count") : NULL;
         tp_verdict *v = add(out, "input_bound");
         snprintf(
             v->message, sizeof v->message,
@@ -142,55 +142,147 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
     }
 }
 
-static void system_verdicts(const tp_summary *s, tp_verdicts *out)
+/* " of node-3" (with the agent's name as JSON in json) when the run has several
+ * agents, else "" (and "null"): which machine a system verdict is about. */
+static void agent_of(const tp_run *run, int64_t agent_id, char *of, size_t cap, char *json,
+                     size_t jcap)
 {
-    for (size_t g = 0; g < s->run->ngpus; g++) {
-        const tp_run_gpu *gpu = &s->run->gpus[g];
-        char labels[32];
-        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", gpu->index);
-        const tp_series_summary *u = tp_summary_find(s, gpu->agent_id, "gpu_util_percent", labels);
-        if (u && u->stats.mean < GPU_UTIL_TARGET) {
-            tp_verdict *v = add(out, "gpu_underused");
-            snprintf(v->message, sizeof v->message,
-                     "GPU %d (%s) is under-used: utilization averaged %.0f%% (p50 %.0f%%); it "
-                     "should be close to 100%%, at least 90%%. Look at the input pipeline and "
-                     "host-side work between steps, and at the batch size.",
-                     gpu->index, gpu->name, u->stats.mean, u->stats.p50);
-            snprintf(v->evidence, sizeof v->evidence,
-                     "{\"gpu\":%d,\"util_mean_percent\":%.2f,\"util_p50_percent\":%.2f}",
-                     gpu->index, u->stats.mean, u->stats.p50);
+    snprintf(of, cap, "%s", "");
+    snprintf(json, jcap, "null");
+    for (size_t a = 0; run->nagents > 1 && a < run->nagents; a++)
+        if (run->agents[a].id == agent_id) {
+            snprintf(of, cap, " of %.60s", run->agents[a].name);
+            snprintf(json, jcap, "\"%.60s\"", run->agents[a].name); /* names are host names */
         }
-        const tp_series_summary *m =
-            tp_summary_find(s, gpu->agent_id, "gpu_mem_used_bytes", labels);
-        if (m && gpu->mem_total_bytes > 0 &&
-            m->stats.max >= MEMORY_NEAR_FULL * (double)gpu->mem_total_bytes) {
-            tp_verdict *v = add(out, "memory_pressure");
-            snprintf(v->message, sizeof v->message,
-                     "GPU %d memory came within %.0f%% of full (peak %.1f of %.1f GiB): stay away "
-                     "from the maximum (fragmentation, out-of-memory). Try a smaller batch with "
-                     "gradient accumulation, mixed precision, or activation checkpointing.",
-                     gpu->index, 100 * (1 - m->stats.max / (double)gpu->mem_total_bytes),
-                     m->stats.max / (1 << 30), (double)gpu->mem_total_bytes / (1 << 30));
-            snprintf(v->evidence, sizeof v->evidence,
-                     "{\"gpu\":%d,\"mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%lld}",
-                     gpu->index, m->stats.max, (long long)gpu->mem_total_bytes);
-        }
+}
+
+static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts *out)
+{
+    char labels[32], of[80], agent[80];
+    snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", gpu->index);
+    agent_of(s->run, gpu->agent_id, of, sizeof of, agent, sizeof agent);
+    const tp_series_summary *u = tp_summary_find(s, gpu->agent_id, "gpu_util_percent", labels);
+    if (u && u->stats.mean < GPU_UTIL_TARGET) {
+        tp_verdict *v = add(out, "gpu_underused");
+        snprintf(v->message, sizeof v->message,
+                 "GPU %d%s (%s) is under-used: utilization averaged %.0f%% (p50 %.0f%%); it "
+                 "should be close to 100%%, at least 90%%. Look at the input pipeline and "
+                 "host-side work between steps, and at the batch size.",
+                 gpu->index, of, gpu->name, u->stats.mean, u->stats.p50);
+        snprintf(v->evidence, sizeof v->evidence,
+                 "{\"gpu\":%d,\"agent\":%s,\"util_mean_percent\":%.2f,\"util_p50_percent\":%.2f}",
+                 gpu->index, agent, u->stats.mean, u->stats.p50);
     }
-    const char *total = tp_run_meta_get(s->run, "mem_total_bytes");
-    double host_total = total ? strtod(total, NULL) : 0;
-    double used = max_of(s, "host_mem_used_bytes", "{}");
-    double swap = max_of(s, "swap_used_bytes", "{}");
-    if (host_total > 0 && (used >= MEMORY_NEAR_FULL * host_total || swap > 64.0 * (1 << 20))) {
+    const tp_series_summary *m = tp_summary_find(s, gpu->agent_id, "gpu_mem_used_bytes", labels);
+    if (m && gpu->mem_total_bytes > 0 &&
+        m->stats.max >= MEMORY_NEAR_FULL * (double)gpu->mem_total_bytes) {
         tp_verdict *v = add(out, "memory_pressure");
         snprintf(v->message, sizeof v->message,
-                 "Host memory is near full: peak %.1f of %.1f GiB used, %.1f GiB of swap. Don't "
-                 "max out CPU memory: fewer or lighter DataLoader workers, a smaller in-memory "
-                 "cache, or a machine with more memory.",
-                 used / (1 << 30), host_total / (1 << 30), swap > 0 ? swap / (1 << 30) : 0);
+                 "GPU %d%s memory came within %.0f%% of full (peak %.1f of %.1f GiB): stay away "
+                 "from the maximum (fragmentation, out-of-memory). Try a smaller batch with "
+                 "gradient accumulation, mixed precision, or activation checkpointing.",
+                 gpu->index, of, 100 * (1 - m->stats.max / (double)gpu->mem_total_bytes),
+                 m->stats.max / (1 << 30), (double)gpu->mem_total_bytes / (1 << 30));
         snprintf(v->evidence, sizeof v->evidence,
-                 "{\"host_mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%.0f,"
-                 "\"swap_used_max_bytes\":%.0f}",
-                 used, host_total, swap > 0 ? swap : 0);
+                 "{\"gpu\":%d,\"agent\":%s,\"mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%lld}",
+                 gpu->index, agent, m->stats.max, (long long)gpu->mem_total_bytes);
+    }
+}
+
+/* An agent's host memory size: the first agent's is in the run's metadata
+ * (a merged run keeps its first input's); another's is MemTotal as the
+ * mean of used + the mean of available (their sum is MemTotal in every
+ * sample). 0 when unknown. */
+static double host_memory_total(const tp_summary *s, int64_t agent_id)
+{
+    const char *meta = tp_run_meta_get(s->run, "mem_total_bytes");
+    if (meta && s->run->nagents && s->run->agents[0].id == agent_id)
+        return strtod(meta, NULL);
+    const tp_series_summary *used = tp_summary_find(s, agent_id, "host_mem_used_bytes", "{}");
+    const tp_series_summary *avail = tp_summary_find(s, agent_id, "host_mem_available_bytes", "{}");
+    return used && avail ? used->stats.mean + avail->stats.mean : 0;
+}
+
+static void host_memory_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
+{
+    const tp_series_summary *u = tp_summary_find(s, agent_id, "host_mem_used_bytes", "{}");
+    const tp_series_summary *w = tp_summary_find(s, agent_id, "swap_used_bytes", "{}");
+    double total = host_memory_total(s, agent_id), used = u ? u->stats.max : -1,
+           swap = w ? w->stats.max : -1;
+    if (!(total > 0 && (used >= MEMORY_NEAR_FULL * total || swap > 64.0 * (1 << 20))))
+        return;
+    char of[80], agent[80];
+    agent_of(s->run, agent_id, of, sizeof of, agent, sizeof agent);
+    tp_verdict *v = add(out, "memory_pressure");
+    snprintf(v->message, sizeof v->message,
+             "Host memory%s is near full: peak %.1f of %.1f GiB used, %.1f GiB of swap. Don't "
+             "max out CPU memory: fewer or lighter DataLoader workers, a smaller in-memory "
+             "cache, or a machine with more memory.",
+             of, used / (1 << 30), total / (1 << 30), swap > 0 ? swap / (1 << 30) : 0);
+    snprintf(v->evidence, sizeof v->evidence,
+             "{\"agent\":%s,\"host_mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%.0f,"
+             "\"swap_used_max_bytes\":%.0f}",
+             agent, used, total, swap > 0 ? swap : 0);
+}
+
+/* CPUs maxed out on an agent with GPUs (where the CPUs feed them; training
+ * on the CPU is meant to keep it busy): the host's (every core busy on
+ * average), or, under a cgroup CPU limit (first agent: the run's metadata),
+ * the command's share of its limit. */
+static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
+{
+    bool gpus = false;
+    for (size_t g = 0; g < s->run->ngpus && !gpus; g++)
+        gpus = s->run->gpus[g].agent_id == agent_id;
+    if (!gpus)
+        return;
+    const tp_series_summary *u = tp_summary_find(s, agent_id, "cpu_util_percent", "{}");
+    const tp_series_summary *p = tp_summary_find(s, agent_id, "proc_cpu_percent", "{}");
+    const tp_series_summary *w = tp_summary_find(s, agent_id, "pressure_cpu_some_percent", "{}");
+    const char *limit_s = s->run->nagents && s->run->agents[0].id == agent_id
+                              ? tp_run_meta_get(s->run, "cgroup_cpu_limit_cores")
+                              : NULL;
+    double limit = limit_s && strcmp(limit_s, "none") != 0 ? strtod(limit_s, NULL) : 0;
+    bool host = u && u->stats.mean >= CPU_SATURATED_PERCENT;
+    bool cgroup = limit > 0 && p && p->stats.mean >= CPU_SATURATED_PERCENT * limit;
+    if (!host && !cgroup)
+        return;
+    char of[80], agent[80], waited[96] = "";
+    agent_of(s->run, agent_id, of, sizeof of, agent, sizeof agent);
+    if (w)
+        snprintf(waited, sizeof waited, "; some task waited for a CPU %.0f%% of the time",
+                 w->stats.mean);
+    char busy[200];
+    if (host)
+        snprintf(busy, sizeof busy,
+                 "the CPUs%s were busy %.0f%% of the time on average (p50 %.0f%%)", of,
+                 u->stats.mean, u->stats.p50);
+    else
+        snprintf(busy, sizeof busy,
+                 "the command%s used %.1f of the %.1f cores its cgroup allows, on average", of,
+                 p->stats.mean / 100, limit);
+    tp_verdict *v = add(out, "cpu_saturated");
+    snprintf(v->message, sizeof v->message,
+             "CPU saturated: %s%s. Don't max out CPU utilization: DataLoader workers, the "
+             "training's own threads and other host work compete for the cores, so more "
+             "workers won't load faster. Try cheaper transforms (or on the GPU), "
+             "torch.set_num_threads so that workers and threads don't oversubscribe the cores, "
+             "%sor more cores.",
+             busy, waited, limit > 0 ? "a higher cgroup CPU limit, " : "");
+    snprintf(v->evidence, sizeof v->evidence,
+             "{\"agent\":%s,\"cpu_util_mean_percent\":%.2f,\"proc_cpu_mean_percent\":%.2f,"
+             "\"cgroup_cpu_limit_cores\":%.2f,\"pressure_cpu_some_mean_percent\":%.2f}",
+             agent, u ? u->stats.mean : -1, p ? p->stats.mean : -1, limit, w ? w->stats.mean : -1);
+}
+
+/* Every GPU's verdicts, then every agent's host memory and CPUs. */
+static void system_verdicts(const tp_summary *s, tp_verdicts *out)
+{
+    for (size_t g = 0; g < s->run->ngpus; g++)
+        gpu_verdicts(s, &s->run->gpus[g], out);
+    for (size_t a = 0; a < s->run->nagents; a++) {
+        host_memory_verdict(s, s->run->agents[a].id, out);
+        cpu_verdict(s, s->run->agents[a].id, out);
     }
 }
 

@@ -6,9 +6,11 @@
  *                   than training
  *   transfer_bound  to_device >= 15 %
  *   compute_bound   train_batch >= 60 % and dataloader_next < 10 %
- * and per agent:
+ * and per agent (every agent of a merged run, named when there are several):
  *   gpu_underused   a GPU's mean utilization < 90 %
  *   memory_pressure GPU memory or host memory >= 90 % at peak, or swap used
+ *   cpu_saturated   on an agent with GPUs, its CPUs >= 90 % busy on average, or
+ *                   the command at >= 90 % of its cgroup CPU limit
  * Each verdict carries its evidence as a JSON object. */
 #ifndef TP_ANALYZE_VERDICTS_H
 #define TP_ANALYZE_VERDICTS_H

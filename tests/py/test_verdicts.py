@@ -1,0 +1,89 @@
+"""The system verdicts (GPUs, host memory, CPUs), per agent, from stored
+summaries that the test sets where reality can't be made to misbehave: a
+synthetic node (bench/gen_run) whose busy GPUs, half-used CPUs and memory well
+below its total leave every rule quiet until one figure is changed."""
+
+import json
+import sqlite3
+import subprocess
+
+from conftest import ROOT, trainprof
+
+GIB = 1 << 30
+
+
+def node(tmp_path, name, gpus=2, first_rank=0):
+    path = tmp_path / f"{name}.db"
+    subprocess.run([ROOT / "build" / "bench" / "gen_run", path, "0.02", "0.5", "2", str(gpus),
+                    "1", "1", name, str(first_rank)], check=True, capture_output=True)
+    return path
+
+
+def set_stat(path, metric, labels, **stats):
+    """Sets a stored summary's statistics of one series of the file's agent."""
+    with sqlite3.connect(path) as db:
+        sets = ", ".join(f"{k} = ?" for k in stats)
+        n = db.execute(f"UPDATE summary_series SET {sets} WHERE series_id = (SELECT s.id FROM"
+                       " series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ? AND"
+                       " s.labels = ?)", (*stats.values(), metric, labels)).rowcount
+    assert n == 1, (metric, labels)
+
+
+def verdicts(*paths):
+    """(kind, evidence, message) of each verdict of the report of paths."""
+    rep = json.loads(trainprof("report", "--json", *paths).stdout)
+    return [(v["kind"], v["evidence"], v["message"]) for v in rep["verdicts"]]
+
+
+def test_a_quiet_node_has_no_verdict_and_each_rule_fires_on_its_figure(tmp_path):
+    quiet = node(tmp_path, "quiet")
+    assert verdicts(quiet) == []
+    # CPUs maxed out on a node with GPUs (they feed the GPUs)
+    cpu = node(tmp_path, "cpu")
+    set_stat(cpu, "cpu_util_percent", "{}", mean=97.0, p50=98.0)
+    [(kind, ev, msg)] = verdicts(cpu)
+    assert kind == "cpu_saturated" and ev["cpu_util_mean_percent"] == 97.0
+    assert ev["agent"] is None and 0 < ev["pressure_cpu_some_mean_percent"] < 100
+    assert "busy 97% of the time" in msg and "more workers won't load faster" in msg
+    # host memory: the total is MemTotal (used + available), 512 GiB here
+    mem = node(tmp_path, "mem")
+    set_stat(mem, "host_mem_used_bytes", "{}", max=0.95 * 512 * GIB)
+    [(kind, ev, msg)] = verdicts(mem)
+    assert kind == "memory_pressure" and round(ev["mem_total_bytes"] / GIB) == 512
+    assert "peak 486.4 of 512.0 GiB" in msg
+    # a GPU below 90 % utilization, and one near its memory's end
+    gpu = node(tmp_path, "gpu")
+    set_stat(gpu, "gpu_util_percent", '{"gpu":"1"}', mean=40.0, p50=41.0)
+    set_stat(gpu, "gpu_mem_used_bytes", '{"gpu":"0"}', max=78.0 * GIB)
+    found = {(k, ev["gpu"]) for k, ev, _ in verdicts(gpu)}
+    assert found == {("gpu_underused", 1), ("memory_pressure", 0)}
+
+
+def test_cpu_saturation_under_a_cgroup_limit_and_not_on_a_cpu_only_node(tmp_path):
+    limited = node(tmp_path, "limited")
+    with sqlite3.connect(limited) as db:
+        db.execute("INSERT INTO meta VALUES ('cgroup_cpu_limit_cores', '1.5')")
+    set_stat(limited, "proc_cpu_percent", "{}", mean=140.0)
+    [(kind, ev, msg)] = verdicts(limited)
+    assert kind == "cpu_saturated" and ev["cgroup_cpu_limit_cores"] == 1.5
+    assert "used 1.4 of the 1.5 cores its cgroup allows" in msg
+    # training on the CPU is meant to keep it busy: no verdict there
+    cpu_only = node(tmp_path, "cpu-only", gpus=0)
+    set_stat(cpu_only, "cpu_util_percent", "{}", mean=99.0)
+    assert verdicts(cpu_only) == []
+
+
+def test_every_agent_is_checked_and_named(tmp_path):
+    """Before, only the first agent's host memory was checked, and a GPU
+    verdict said "GPU 1" without saying of which of 8 nodes."""
+    a, b = node(tmp_path, "node-0", first_rank=0), node(tmp_path, "node-1", first_rank=1)
+    set_stat(b, "gpu_util_percent", '{"gpu":"1"}', mean=40.0, p50=41.0)
+    set_stat(b, "host_mem_used_bytes", "{}", max=500.0 * GIB)
+    set_stat(b, "cpu_util_percent", "{}", mean=95.0)
+    found = verdicts(a, b)
+    assert sorted((k, ev["agent"]) for k, ev, _ in found) == [
+        ("cpu_saturated", "node-1"), ("gpu_underused", "node-1"), ("memory_pressure", "node-1")]
+    messages = " ".join(m for _, _, m in found)
+    assert "GPU 1 of node-1 (Synthetic GPU 80GB) is under-used" in messages
+    assert "Host memory of node-1 is near full" in messages
+    assert "the CPUs of node-1 were busy 95%" in messages

@@ -4,8 +4,8 @@
  * Makes the series a node with CORES cores, two disks, two network interfaces
  * and GPUS GPUs records (the same names and labels as the collectors), and
  * fills them with plausible values at every interval for HOURS hours (busy
- * 80 GB GPUs, half-used CPUs, 512 GiB of host memory well below full: no
- * system verdict fires). With
+ * 80 GB GPUs, half-used CPUs, 512 GiB of host memory well below full,
+ * 100 Gb/s links: no system verdict fires). With
  * RANKS, the node also ran RANKS ranks (global ranks FIRST_RANK...) of a
  * data-parallel training with a step every STEP_S seconds: per step
  * dataloader_next, to_device, train_batch (forward, backward, optimizer_step
@@ -57,6 +57,10 @@ static series_gen value_range(const char *metric)
         return (series_gen){0, 0, 0, GPU_MEM_BYTES};
     if (strcmp(metric, "swap_used_bytes") == 0)
         return (series_gen){0, 0, 0, 0};
+    if (strcmp(metric, "net_link_speed_bytes_per_s") == 0) /* 100 Gb/s links */
+        return (series_gen){0, 12.5e9, 12.5e9, 0};
+    if (strncmp(metric, "net_", 4) == 0)
+        return (series_gen){0, 0.2e9, 2e9, 0};
     return (series_gen){0, 10, 90, 0};
 }
 
@@ -104,6 +108,8 @@ static void make_series(tp_sink *s, int cores, int gpus)
     for (size_t d = 0; d < 3; d++) {
         add(s, "net_sent_bytes_per_s", ifs[d] ? "interface" : NULL, ifs[d]);
         add(s, "net_recv_bytes_per_s", ifs[d] ? "interface" : NULL, ifs[d]);
+        if (ifs[d])
+            add(s, "net_link_speed_bytes_per_s", "interface", ifs[d]);
     }
     const char *gpu[] = {"gpu_util_percent", "gpu_mem_used_bytes",      "gpu_mem_free_bytes",
                          "gpu_power_watts",  "gpu_energy_joules",       "gpu_temp_celsius",

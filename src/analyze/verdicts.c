@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/labels.h"
+
 #define INPUT_BOUND_SHARE       0.25
 #define TRANSFER_BOUND_SHARE    0.15
 #define COMPUTE_BOUND_SHARE     0.60
@@ -14,6 +16,7 @@
 #define MEMORY_NEAR_FULL        0.90
 #define EXPOSED_COMM_SHARE      0.25
 #define CPU_SATURATED_PERCENT   90.0
+#define LINK_NEAR_FULL          0.90
 
 static tp_verdict *add(tp_verdicts *v, const char *kind)
 {
@@ -275,7 +278,48 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
              agent, u ? u->stats.mean : -1, p ? p->stats.mean : -1, limit, w ? w->stats.mean : -1);
 }
 
-/* Every GPU's verdicts, then every agent's host memory and CPUs. */
+/* A network link (interface or InfiniBand port) whose traffic one way ran
+ * near its speed at least 5 % of the time (p95 >= 90 % of the link): the
+ * bursts of collectives or of data loading over the network are capped by
+ * it. Reads the link's speed series and its two rate series. */
+static void link_verdict(const tp_summary *s, const tp_series_summary *link, tp_verdicts *out)
+{
+    const tp_run_series *l = link->series;
+    double speed = link->stats.mean;
+    if (!(speed > 0))
+        return;
+    const char *dirs[] = {"net_sent_bytes_per_s", "net_recv_bytes_per_s"};
+    const tp_series_summary *worst = NULL;
+    for (int d = 0; d < 2; d++) {
+        const tp_series_summary *r = tp_summary_find(s, l->agent_id, dirs[d], l->labels);
+        if (r && r->stats.p95 >= LINK_NEAR_FULL * speed &&
+            (!worst || r->stats.p95 > worst->stats.p95))
+            worst = r;
+    }
+    if (!worst)
+        return;
+    char of[80], agent[80], labels[TP_LABELS_MAX];
+    agent_of(s->run, l->agent_id, of, sizeof of, agent, sizeof agent);
+    tp_labels_display(l->labels, labels, sizeof labels);
+    bool sent = strcmp(worst->series->metric, dirs[0]) == 0;
+    tp_verdict *v = add(out, "network_saturated");
+    snprintf(
+        v->message, sizeof v->message,
+        "The network link %.60s%s ran near its speed: %s at %.0f%% of its %.2f GB/s or more "
+        "during at least 5%% of the run (p95 %.2f GB/s, mean %.2f GB/s). Don't max out network "
+        "bandwidth: fewer or larger collectives (gradient accumulation with no_sync, "
+        "DDP's bucket_cap_mb), lower-precision gradients, the data on local disks rather "
+        "than over the network, or a faster interconnect.",
+        labels, of, sent ? "sending" : "receiving", 100 * worst->stats.p95 / speed, speed / 1e9,
+        worst->stats.p95 / 1e9, worst->stats.mean / 1e9);
+    snprintf(v->evidence, sizeof v->evidence,
+             "{\"agent\":%s,\"link\":\"%.60s\",\"direction\":\"%s\",\"p95_bytes_per_s\":%.0f,"
+             "\"mean_bytes_per_s\":%.0f,\"link_bytes_per_s\":%.0f}",
+             agent, labels, sent ? "sent" : "received", worst->stats.p95, worst->stats.mean, speed);
+}
+
+/* Every GPU's verdicts, then every agent's host memory and CPUs, then every
+ * network link whose speed is known. */
 static void system_verdicts(const tp_summary *s, tp_verdicts *out)
 {
     for (size_t g = 0; g < s->run->ngpus; g++)
@@ -284,6 +328,9 @@ static void system_verdicts(const tp_summary *s, tp_verdicts *out)
         host_memory_verdict(s, s->run->agents[a].id, out);
         cpu_verdict(s, s->run->agents[a].id, out);
     }
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->items[i].series->metric, "net_link_speed_bytes_per_s") == 0)
+            link_verdict(s, &s->items[i], out);
 }
 
 /* Stragglers by name; else ranks that mostly wait in communication. */

@@ -11,6 +11,7 @@
  *   memory_pressure GPU memory or host memory >= 90 % at peak, or swap used
  *   cpu_saturated   on an agent with GPUs, its CPUs >= 90 % busy on average, or
  *                   the command at >= 90 % of its cgroup CPU limit
+ *   network_saturated  a link's traffic one way >= 90 % of its speed at p95
  * Each verdict carries its evidence as a JSON object. */
 #ifndef TP_ANALYZE_VERDICTS_H
 #define TP_ANALYZE_VERDICTS_H

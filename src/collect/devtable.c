@@ -77,6 +77,14 @@ void tp_dev_register(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m)
         d->series[i] = tp_sink_series(sink, m->names[i], labels);
 }
 
+void tp_dev_set_link(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m, double bytes_per_s)
+{
+    char labels[TP_LABELS_MAX];
+    tp_labels1(labels, sizeof labels, m->label_key, d->name);
+    d->link_series = tp_sink_series(sink, "net_link_speed_bytes_per_s", labels);
+    d->link_bytes_per_s = bytes_per_s;
+}
+
 void tp_dev_feed(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m,
                  const uint64_t cur[TP_DEV_COUNTERS], uint64_t now_ns,
                  uint64_t sum[TP_DEV_COUNTERS])
@@ -88,6 +96,8 @@ void tp_dev_feed(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m,
         tp_sink_sample(sink, d->series[i], now_ns, tp_rate_per_s(delta[i], dt) * m->scale[i]);
         sum[i] += delta[i];
     }
+    if (d->link_bytes_per_s > 0)
+        tp_sink_sample(sink, d->link_series, now_ns, d->link_bytes_per_s);
 }
 
 void tp_dev_emit_totals(tp_sink *sink, const uint32_t series[TP_DEV_COUNTERS],

@@ -25,6 +25,8 @@ typedef struct tp_dev {
     uint64_t prev[TP_DEV_COUNTERS];
     uint64_t prev_ns;
     uint32_t series[TP_DEV_COUNTERS];
+    double link_bytes_per_s; /* a network link's speed each way; 0: unknown */
+    uint32_t link_series;
 } tp_dev;
 
 typedef struct tp_devtable {
@@ -61,8 +63,12 @@ typedef struct tp_dev_metrics {
 /* Registers the device's four series (labels {label_key: name}). */
 void tp_dev_register(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m);
 
-/* Feeds one device's counters and emits its four rates. Adds the deltas to
- * sum[] when they are valid. */
+/* Gives a network device its link speed (bytes/s each way, > 0), recorded
+ * as net_link_speed_bytes_per_s with each of its rates from now on. */
+void tp_dev_set_link(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m, double bytes_per_s);
+
+/* Feeds one device's counters and emits its four rates (and its link speed,
+ * where known). Adds the deltas to sum[] when they are valid. */
 void tp_dev_feed(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m,
                  const uint64_t cur[TP_DEV_COUNTERS], uint64_t now_ns,
                  uint64_t sum[TP_DEV_COUNTERS]);

@@ -114,6 +114,11 @@ static void add_ports(ib_collector *c, const tp_sysroot *root, const char *hca)
         }
         dev->counted = true;
         tp_dev_register(c->sink, dev, &ib_metrics);
+        char text[64]; /* "100 Gb/sec (4X EDR)": the data rate each way */
+        snprintf(rel, sizeof rel, "/sys/class/infiniband/%s/ports/%s/rate", hca, e->d_name);
+        double gbps = tp_sysroot_read_text(root, rel, text, sizeof text) ? strtod(text, NULL) : 0;
+        if (gbps > 0)
+            tp_dev_set_link(c->sink, dev, &ib_metrics, gbps * 1e9 / 8);
         c->nports++;
     }
     closedir(d);

@@ -17,6 +17,8 @@ static const tp_metric_def catalog[] = {
      "bytes sent per second (interface or InfiniBand port)"},
     {"net_recv_bytes_per_s", TP_UNIT_BYTES_PER_S, "net",
      "bytes received per second (interface or InfiniBand port)"},
+    {"net_link_speed_bytes_per_s", TP_UNIT_BYTES_PER_S, "net",
+     "the link's speed, each way (/sys/class/net/NAME/speed, an InfiniBand port's rate)"},
     {"proc_cpu_percent", TP_UNIT_PERCENT, "proc",
      "CPU used by the command's process tree, 100 = one core"},
     {"proc_rss_bytes", TP_UNIT_BYTES, "proc", "resident memory of the process tree"},

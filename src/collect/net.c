@@ -1,7 +1,10 @@
 /* net.c: network throughput per interface and in total, from /proc/net/dev.
  *
  * Loopback is excluded. Each line is "  name: rx_bytes rx_packets errs drop
- * fifo frame compressed multicast tx_bytes ...". */
+ * fifo frame compressed multicast tx_bytes ...". An interface whose link
+ * speed sysfs knows also gets net_link_speed_bytes_per_s, so that the report
+ * can say when traffic ran near it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +15,7 @@
 typedef struct net_collector {
     tp_collector base;
     tp_sink *sink;
+    const tp_sysroot *root;
     tp_procfile dev;
     tp_devtable ifaces;
     uint32_t total_series[TP_DEV_COUNTERS];
@@ -24,6 +28,18 @@ static const tp_dev_metrics net_metrics = {
     {1, 1, 0, 0},
     "interface",
 };
+
+/* The interface's link speed in bytes/s from /sys/class/net/NAME/speed (Mb/s),
+ * read once when it appears; 0 when unknown (virtual NICs say -1 or refuse). */
+static double link_speed(const tp_sysroot *root, const char *name)
+{
+    char rel[160], text[32];
+    snprintf(rel, sizeof rel, "/sys/class/net/%.64s/speed", name);
+    if (!tp_sysroot_read_text(root, rel, text, sizeof text))
+        return 0;
+    long mbps = strtol(text, NULL, 10);
+    return mbps > 0 ? (double)mbps * 1e6 / 8 : 0;
+}
 
 static void net_sample(tp_collector *base, uint64_t now_ns)
 {
@@ -53,8 +69,12 @@ static void net_sample(tp_collector *base, uint64_t now_ns)
             continue;
         if (created) {
             d->counted = strcmp(d->name, "lo") != 0;
-            if (d->counted)
+            if (d->counted) {
                 tp_dev_register(c->sink, d, &net_metrics);
+                double speed = link_speed(c->root, d->name);
+                if (speed > 0)
+                    tp_dev_set_link(c->sink, d, &net_metrics, speed);
+            }
         }
         if (!d->counted) {
             d->seen = true;
@@ -92,6 +112,7 @@ tp_collector *tp_net_collector_new(const tp_collect_env *env)
     c->base.sample = net_sample;
     c->base.destroy = net_destroy;
     c->sink = env->sink;
+    c->root = env->root;
     for (int i = 0; i < net_metrics.count; i++)
         c->total_series[i] = tp_sink_series(env->sink, net_metrics.names[i], "{}");
     return &c->base;

@@ -33,6 +33,13 @@ bool tp_prom_metric_of(const char *recorded, tp_prom_metric *out)
         out->scale = 0.01;
         break;
     case TP_UNIT_BYTES_PER_S:
+        if (strcmp(recorded, "net_link_speed_bytes_per_s") == 0) { /* a capacity, not a flow */
+            snprintf(out->name, sizeof out->name, "trainprof_net_link_speed_bytes");
+            snprintf(out->help, sizeof out->help,
+                     "the link's speed each way, in bytes per second (as node_exporter's "
+                     "node_network_speed_bytes)");
+            break;
+        }
         base_name(base, sizeof base, recorded, "_bytes_per_s");
         snprintf(out->name, sizeof out->name, "%s_bytes_total", base);
         out->kind = TP_PROM_COUNTER, out->integrate = true;

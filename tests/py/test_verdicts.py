@@ -87,3 +87,21 @@ def test_every_agent_is_checked_and_named(tmp_path):
     assert "GPU 1 of node-1 (Synthetic GPU 80GB) is under-used" in messages
     assert "Host memory of node-1 is near full" in messages
     assert "the CPUs of node-1 were busy 95%" in messages
+
+
+def test_a_link_near_its_speed(tmp_path):
+    """net_link_speed_bytes_per_s (sysfs's speed, an InfiniBand port's rate)
+    against the link's traffic each way: p95 within 10 % of it fires."""
+    path = node(tmp_path, "net")
+    assert verdicts(path) == []
+    set_stat(path, "net_recv_bytes_per_s", '{"interface":"ib0"}', p95=12.0e9, mean=5.0e9)
+    [(kind, ev, msg)] = verdicts(path)
+    assert kind == "network_saturated" and ev["link"] == "interface=ib0"
+    assert ev["direction"] == "received" and ev["link_bytes_per_s"] == 12.5e9
+    assert "receiving at 96% of its 12.50 GB/s" in msg
+    # a link whose speed is unknown (a virtual NIC) is never judged
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM summary_series WHERE series_id IN (SELECT s.id FROM series s"
+                   " JOIN metric m ON m.id = s.metric_id"
+                   " WHERE m.name = 'net_link_speed_bytes_per_s')")
+    assert verdicts(path) == []

@@ -254,6 +254,9 @@ static void test_prom_format(void **state)
     assert_string_equal(m.name, "trainprof_disk_read_bytes_total");
     assert_true(m.kind == TP_PROM_COUNTER && m.integrate);
     assert_null(strstr(m.help, "per second"));
+    assert_true(tp_prom_metric_of("net_link_speed_bytes_per_s", &m)); /* a speed: a gauge */
+    assert_string_equal(m.name, "trainprof_net_link_speed_bytes");
+    assert_true(m.kind == TP_PROM_GAUGE && !m.integrate && m.scale == 1.0);
     assert_true(tp_prom_metric_of("gpu_sm_clock_mhz", &m));
     assert_string_equal(m.name, "trainprof_gpu_sm_clock_hertz");
     assert_true(tp_prom_metric_of("gpu_energy_joules", &m));

@@ -181,6 +181,8 @@ static void test_net_loopback_and_wrap(void **state)
     test_env t;
     test_env_open(&t, root, 0);
     net_dev(root, 4294967000ULL, 1000);
+    fx_write(root, "sys/class/net/eth0/speed", "10000\n"); /* 10 GbE, in Mb/s */
+    fx_write(root, "sys/class/net/lo/speed", "-1\n");
     tp_collector *c = tp_net_collector_new(&t.env);
     assert_non_null(c);
     c->sample(c, 1 * SEC);
@@ -197,6 +199,11 @@ static void test_net_loopback_and_wrap(void **state)
     assert_true(fabs(v[0] - 1000.0) < 1e-9);
     assert_int_equal(cap_values(&b, "net_sent_bytes_per_s", "{\"interface\":\"lo\"}", v, 4), 0);
     assert_int_equal(cap_series_count(&b, "net_sent_bytes_per_s"), 2); /* total + eth0 */
+    /* the link speed beside each of its rates: 10000 Mb/s = 1.25 GB/s each way */
+    assert_int_equal(cap_values(&b, "net_link_speed_bytes_per_s", "{\"interface\":\"eth0\"}", v, 4),
+                     1);
+    assert_true(fabs(v[0] - 1.25e9) < 1e-3);
+    assert_int_equal(cap_series_count(&b, "net_link_speed_bytes_per_s"), 1);
     c->destroy(c);
     tp_batch_free(&b);
     test_env_close(&t);
@@ -210,6 +217,7 @@ static void test_infiniband_ports(void **state)
     char *root = fx_root();
     fx_write(root, "sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data", "1000\n");
     fx_write(root, "sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", "2000\n");
+    fx_write(root, "sys/class/infiniband/mlx5_0/ports/1/rate", "100 Gb/sec (4X EDR)\n");
     test_env t;
     test_env_open(&t, root, 0);
     tp_collector *c = tp_infiniband_collector_new(&t.env);
@@ -227,6 +235,9 @@ static void test_infiniband_ports(void **state)
     assert_int_equal(cap_values(&b, "net_recv_bytes_per_s", "{\"ib_port\":\"mlx5_0/1\"}", &v, 1),
                      1);
     assert_true(fabs(v - 2000.0) < 1e-9);
+    assert_int_equal(
+        cap_values(&b, "net_link_speed_bytes_per_s", "{\"ib_port\":\"mlx5_0/1\"}", &v, 1), 1);
+    assert_true(fabs(v - 12.5e9) < 1e-3); /* 100 Gb/s */
     c->destroy(c);
     tp_batch_free(&b);
     test_env_close(&t);

@@ -61,6 +61,8 @@ static series_gen value_range(const char *metric)
         return (series_gen){0, 12.5e9, 12.5e9, 0};
     if (strncmp(metric, "net_", 4) == 0)
         return (series_gen){0, 0.2e9, 2e9, 0};
+    if (strncmp(metric, "pressure_", 9) == 0) /* tasks rarely stall */
+        return (series_gen){0, 0, 5, 0};
     return (series_gen){0, 10, 90, 0};
 }
 

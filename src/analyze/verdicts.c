@@ -17,6 +17,7 @@
 #define EXPOSED_COMM_SHARE      0.25
 #define CPU_SATURATED_PERCENT   90.0
 #define LINK_NEAR_FULL          0.90
+#define INPUT_IO_WAIT_PERCENT   25.0
 
 static tp_verdict *add(tp_verdicts *v, const char *kind)
 {
@@ -101,21 +102,47 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
             if (s->ranks.rows[i].rank == rank)
                 agent = s->ranks.rows[i].agent_id;
         const tp_series_summary *pc = tp_summary_find(s, agent, "proc_count", "{}");
-        double procs = pc ? pc->stats.max : -1;
+        const tp_series_summary *cpu = tp_summary_find(s, agent, "cpu_util_percent", "{}");
+        const tp_series_summary *io = tp_summary_find(s, agent, "pressure_io_some_percent", "{}");
+        double procs = pc ? pc->stats.max : -1, cpu_p50 = cpu ? cpu->stats.p50 : -1,
+               io_p50 = io ? io->stats.p50 : -1;
         const char *cpus = agent == 1 ? tp_run_meta_get(s->run, "cpu_count") : NULL;
+        /* why loading is slow, from the rank's machine over the run (medians:
+         * the start-up before the first step doesn't count much) */
+        const char *cause = cpu_p50 >= CPU_SATURATED_PERCENT  ? "cpu"
+                            : io_p50 >= INPUT_IO_WAIT_PERCENT ? "storage"
+                                                              : "workers";
+        char advice[400];
+        if (cause[0] == 'c')
+            snprintf(advice, sizeof advice,
+                     "The CPUs were busy %.0f%% of the time (median), so loading is CPU-bound "
+                     "and more workers won't help: cheaper decoding and transforms (or on the "
+                     "GPU), data stored pre-processed, or more cores.",
+                     cpu_p50);
+        else if (cause[0] == 's')
+            snprintf(advice, sizeof advice,
+                     "Tasks waited for storage %.0f%% of the time (median), so loading waits on "
+                     "the disk or the network filesystem: data on local NVMe or in memory, fewer "
+                     "and larger files read sequentially (sharded formats), and more workers "
+                     "only where the storage has headroom (trainprof iobench).",
+                     io_p50);
+        else
+            snprintf(advice, sizeof advice,
+                     "Try more DataLoader workers (num_workers; the command ran up to %.0f "
+                     "processes on %s CPUs), pin_memory=True, a larger prefetch_factor, and "
+                     "data in memory or on local NVMe.",
+                     procs, cpus ? cpus : "?");
         tp_verdict *v = add(out, "input_bound");
-        snprintf(
-            v->message, sizeof v->message,
-            "%s is input-bound: waiting for the next batch takes %.0f%% of step time "
-            "(dataloader_next %.1f ms per fetch, steps %.1f ms). Loading should take much "
-            "less than training. Try more DataLoader workers (num_workers; the command "
-            "ran up to %.0f processes on %s CPUs), pin_memory=True, a larger prefetch_factor, and "
-            "data in memory or on local NVMe.",
-            who, 100 * in, 1e3 * r->stats.mean, 1e3 * step_mean, procs, cpus ? cpus : "?");
+        snprintf(v->message, sizeof v->message,
+                 "%s is input-bound: waiting for the next batch takes %.0f%% of step time "
+                 "(dataloader_next %.1f ms per fetch, steps %.1f ms). Loading should take much "
+                 "less than training. %s",
+                 who, 100 * in, 1e3 * r->stats.mean, 1e3 * step_mean, advice);
         snprintf(v->evidence, sizeof v->evidence,
                  "{\"rank\":%d,\"dataloader_next_share\":%.4f,\"dataloader_next_mean_s\":%.6f,"
-                 "\"step_mean_s\":%.6f,\"proc_count_max\":%.0f}",
-                 rank, in, r->stats.mean, step_mean, procs);
+                 "\"step_mean_s\":%.6f,\"proc_count_max\":%.0f,\"cause\":\"%s\","
+                 "\"cpu_util_p50_percent\":%.2f,\"pressure_io_some_p50_percent\":%.2f}",
+                 rank, in, r->stats.mean, step_mean, procs, cause, cpu_p50, io_p50);
     }
     if (to >= TRANSFER_BOUND_SHARE) {
         tp_verdict *v = add(out, "transfer_bound");

@@ -3,7 +3,8 @@
  * Rules (from the seed documents), per rank with timings, shares of the
  * rank's step time:
  *   input_bound     dataloader_next >= 25 %: loading should take much less
- *                   than training
+ *                   than training; its cause (the machine's CPUs busy, tasks
+ *                   waiting on storage, else too few workers) picks the advice
  *   transfer_bound  to_device >= 15 %
  *   compute_bound   train_batch >= 60 % and dataloader_next < 10 %
  * and per agent (every agent of a merged run, named when there are several):

@@ -23,8 +23,11 @@ class Data(Dataset):
     def __len__(self):
         return len(self.y)
     def __getitem__(self, i):
-        if self.sleep:
+        if self.sleep > 0:
             time.sleep(self.sleep)
+        t = time.perf_counter()
+        while time.perf_counter() - t < -self.sleep:  # sleep < 0: that long on the CPU
+            pass
         return self.x[i], self.y[i]
 
 def main(n, dim, hidden, batch, sleep, workers, method, epochs):
@@ -79,7 +82,17 @@ def test_sleepy_dataset_is_input_bound(run_file):
     assert nxt["mean_s"] > 0.06  # 8 samples x 10 ms
     [verdict] = [v for v in rep["verdicts"] if v["kind"] == "input_bound"]
     assert verdict["evidence"]["dataloader_next_share"] >= 0.25
-    assert "num_workers" in verdict["message"]
+    assert "num_workers" in verdict["message"] and verdict["evidence"]["cause"] == "workers"
+
+
+def test_cpu_heavy_loader_is_input_bound_on_busy_cpus(run_file):
+    """Two workers whose transforms keep both cores busy: input-bound, and the
+    advice is not "more workers" (the CPUs have nothing left)."""
+    rep = record_training(run_file, 1024, 32, 32, 8, -0.01, 2, "fork", 1)
+    [verdict] = [v for v in rep["verdicts"] if v["kind"] == "input_bound"]
+    assert verdict["evidence"]["cause"] == "cpu", verdict
+    assert verdict["evidence"]["cpu_util_p50_percent"] >= 90
+    assert "more workers won't help" in verdict["message"]
 
 
 def test_fast_loader_big_model_is_compute_bound(run_file):

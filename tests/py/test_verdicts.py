@@ -105,3 +105,37 @@ def test_a_link_near_its_speed(tmp_path):
                    " JOIN metric m ON m.id = s.metric_id"
                    " WHERE m.name = 'net_link_speed_bytes_per_s')")
     assert verdicts(path) == []
+
+
+def slow_input(path):
+    """Makes rank 0's wait for batches half of its step time (as its stored
+    timings say)."""
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE summary_timing SET in_steps_s = (SELECT total_s * 0.5 FROM"
+                   " summary_step WHERE rank = 0) WHERE rank = 0 AND name = 'dataloader_next'")
+
+
+def test_input_bound_says_why_loading_is_slow(tmp_path):
+    """The advice follows the machine: busy CPUs (more workers won't help),
+    tasks waiting on storage (the data's place and format), or neither (more
+    workers). Medians over the run, so the start-up counts little."""
+    def input_verdict(path):
+        [(kind, ev, msg)] = [x for x in verdicts(path) if x[0] == "input_bound"]
+        return ev, msg
+    workers = node(tmp_path, "workers")
+    slow_input(workers)
+    ev, msg = input_verdict(workers)
+    assert ev["cause"] == "workers" and ev["dataloader_next_share"] == 0.5
+    assert "num_workers" in msg
+    cpu = node(tmp_path, "cpu")
+    slow_input(cpu)
+    set_stat(cpu, "cpu_util_percent", "{}", p50=97.0)
+    ev, msg = input_verdict(cpu)
+    assert ev["cause"] == "cpu" and ev["cpu_util_p50_percent"] == 97.0
+    assert "CPU-bound and more workers won't help" in msg and "num_workers" not in msg
+    storage = node(tmp_path, "storage")
+    slow_input(storage)
+    set_stat(storage, "pressure_io_some_percent", "{}", p50=40.0)
+    ev, msg = input_verdict(storage)
+    assert ev["cause"] == "storage" and ev["pressure_io_some_p50_percent"] == 40.0
+    assert "waited for storage 40% of the time" in msg and "trainprof iobench" in msg

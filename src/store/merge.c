@@ -1,6 +1,7 @@
 /* merge.c: several run files into one, one agent per input. */
 #include "store/merge.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -347,6 +348,13 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp-%d", out_path, (int)getpid());
     unlink(tmp);
+    int probe = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (probe < 0) { /* say where, not SQLite's "unable to open database file" */
+        snprintf(err, cap, "merge: cannot write %s: %s", out_path, strerror(errno));
+        free_info(info, n);
+        return false;
+    }
+    close(probe);
     sqlite3 *db = NULL;
     int rc = sqlite3_open_v2(
         tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -434,8 +442,11 @@ bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n
     if (opt.progress)
         fputs("\r\033[K", stderr); /* the progress line goes away */
     if (!merged) {
-        snprintf(err, cap, "%s: %s (merge them with `trainprof merge --force` to read them as one)",
-                 who, why);
+        /* a refusal that --force lifts: say how, since `who` has no --force */
+        bool forcible = strstr(why, "(use --force") != NULL;
+        snprintf(err, cap, "%s: %s%s", who, why,
+                 forcible ? " (merge them with `trainprof merge --force` to read them as one)"
+                          : "");
         in->temp[0] = '\0';
         return false;
     }

@@ -63,6 +63,14 @@ def test_merge_refuses_what_does_not_belong_together(tmp_path):
     assert r.returncode == 1 and "already exists" in r.stderr
     r = trainprof("merge", "--force", "-o", tmp_path / "again.db", out, a)
     assert r.returncode == 2 and "already a merged run" in r.stderr
+    # a reader given them says so without pointing at a --force that can't help
+    r = trainprof("report", out, a)
+    assert r.returncode == 2 and "already a merged run" in r.stderr and "--force" not in r.stderr
+    r = trainprof("report", a, b)  # another command: merge --force is the way
+    assert r.returncode == 2 and "merge them with `trainprof merge --force`" in r.stderr
+    r = trainprof("merge", "--force", "-o", tmp_path / "no" / "dir.db", a, b)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert f"cannot write {tmp_path / 'no' / 'dir.db'}: No such file or directory" in r.stderr
     newer = tmp_path / "newer.db"
     newer.write_bytes(a.read_bytes())
     with sqlite3.connect(newer) as db:

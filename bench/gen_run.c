@@ -103,9 +103,12 @@ static void make_series(tp_sink *s, int cores, int gpus)
     const char *disk[] = {"disk_read_iops", "disk_write_iops", "disk_read_bytes_per_s",
                           "disk_write_bytes_per_s"};
     const char *devs[] = {NULL, "nvme0n1", "nvme1n1"};
-    for (size_t d = 0; d < 3; d++)
+    for (size_t d = 0; d < 3; d++) {
         for (size_t i = 0; i < 4; i++)
             add(s, disk[i], devs[d] ? "device" : NULL, devs[d]);
+        if (devs[d])
+            add(s, "disk_busy_percent", "device", devs[d]);
+    }
     const char *ifs[] = {NULL, "eth0", "ib0"};
     for (size_t d = 0; d < 3; d++) {
         add(s, "net_sent_bytes_per_s", ifs[d] ? "interface" : NULL, ifs[d]);

@@ -18,6 +18,7 @@
 #define CPU_SATURATED_PERCENT   90.0
 #define LINK_NEAR_FULL          0.90
 #define INPUT_IO_WAIT_PERCENT   25.0
+#define DISK_BUSY_PERCENT       90.0
 
 static tp_verdict *add(tp_verdicts *v, const char *kind)
 {
@@ -67,6 +68,20 @@ static double device_share(const tp_timings *t, int rank, const char *name)
     return v < 1 ? v : 1; /* more: the host ran ahead of the GPU, steps are launches */
 }
 
+/* The agent's disk with the highest median busy share, or NULL. */
+static const tp_series_summary *busiest_disk(const tp_summary *s, int64_t agent)
+{
+    const tp_series_summary *best = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        const tp_series_summary *x = &s->items[i];
+        if (x->series->agent_id == agent && strcmp(x->series->metric, "disk_busy_percent") == 0 &&
+            strncmp(x->series->labels, "{\"device\":\"", sizeof "{\"device\":\"" - 1) == 0 &&
+            (!best || x->stats.p50 > best->stats.p50))
+            best = x;
+    }
+    return best;
+}
+
 static void rank_name(char *buf, size_t cap, int rank)
 {
     if (rank < 0)
@@ -109,9 +124,12 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
         const char *cpus = agent == 1 ? tp_run_meta_get(s->run, "cpu_count") : NULL;
         /* why loading is slow, from the rank's machine over the run (medians:
          * the start-up before the first step doesn't count much) */
-        const char *cause = cpu_p50 >= CPU_SATURATED_PERCENT  ? "cpu"
-                            : io_p50 >= INPUT_IO_WAIT_PERCENT ? "storage"
-                                                              : "workers";
+        const tp_series_summary *disk = busiest_disk(s, agent);
+        double disk_p50 = disk ? disk->stats.p50 : -1;
+        const char *cause = cpu_p50 >= CPU_SATURATED_PERCENT ? "cpu"
+                            : io_p50 >= INPUT_IO_WAIT_PERCENT || disk_p50 >= DISK_BUSY_PERCENT
+                                ? "storage"
+                                : "workers";
         char advice[400];
         if (cause[0] == 'c')
             snprintf(advice, sizeof advice,
@@ -119,14 +137,24 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
                      "and more workers won't help: cheaper decoding and transforms (or on the "
                      "GPU), data stored pre-processed, or more cores.",
                      cpu_p50);
-        else if (cause[0] == 's')
+        else if (cause[0] == 's') {
+            char busy[120];
+            if (disk_p50 >= DISK_BUSY_PERCENT) {
+                const char *dev = disk->series->labels + sizeof "{\"device\":\"" - 1;
+                int len = (int)strcspn(dev, "\"");
+                snprintf(busy, sizeof busy, "Disk %.*s was busy %.0f%% of the time (median)",
+                         len < 40 ? len : 40, dev, disk_p50);
+            } else {
+                snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time (median)",
+                         io_p50);
+            }
             snprintf(advice, sizeof advice,
-                     "Tasks waited for storage %.0f%% of the time (median), so loading waits on "
-                     "the disk or the network filesystem: data on local NVMe or in memory, fewer "
-                     "and larger files read sequentially (sharded formats), and more workers "
-                     "only where the storage has headroom (trainprof iobench).",
-                     io_p50);
-        else
+                     "%s, so loading waits on the disk or the network filesystem: data on local "
+                     "NVMe or in memory, fewer and larger files read sequentially (sharded "
+                     "formats), and more workers only where the storage has headroom "
+                     "(trainprof iobench).",
+                     busy);
+        } else
             snprintf(advice, sizeof advice,
                      "Try more DataLoader workers (num_workers; the command ran up to %.0f "
                      "processes on %s CPUs), pin_memory=True, a larger prefetch_factor, and "
@@ -141,8 +169,9 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
         snprintf(v->evidence, sizeof v->evidence,
                  "{\"rank\":%d,\"dataloader_next_share\":%.4f,\"dataloader_next_mean_s\":%.6f,"
                  "\"step_mean_s\":%.6f,\"proc_count_max\":%.0f,\"cause\":\"%s\","
-                 "\"cpu_util_p50_percent\":%.2f,\"pressure_io_some_p50_percent\":%.2f}",
-                 rank, in, r->stats.mean, step_mean, procs, cause, cpu_p50, io_p50);
+                 "\"cpu_util_p50_percent\":%.2f,\"pressure_io_some_p50_percent\":%.2f,"
+                 "\"disk_busy_p50_percent\":%.2f}",
+                 rank, in, r->stats.mean, step_mean, procs, cause, cpu_p50, io_p50, disk_p50);
     }
     if (to >= TRANSFER_BOUND_SHARE) {
         tp_verdict *v = add(out, "transfer_bound");

@@ -100,12 +100,14 @@ void tp_dev_feed(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m,
         tp_sink_sample(sink, d->link_series, now_ns, d->link_bytes_per_s);
 }
 
+int tp_dev_totals(const tp_dev_metrics *m) { return m->totals ? m->totals : m->count; }
+
 void tp_dev_emit_totals(tp_sink *sink, const uint32_t series[TP_DEV_COUNTERS],
                         const tp_dev_metrics *m, const uint64_t sum[TP_DEV_COUNTERS],
                         uint64_t dt_ns, uint64_t now_ns)
 {
     if (!dt_ns)
         return;
-    for (int i = 0; i < m->count; i++)
+    for (int i = 0; i < tp_dev_totals(m); i++)
         tp_sink_sample(sink, series[i], now_ns, tp_rate_per_s(sum[i], dt_ns) * m->scale[i]);
 }

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TP_DEV_COUNTERS 4
+#define TP_DEV_COUNTERS 5
 #define TP_DEV_NAME     64
 
 typedef struct tp_dev {
@@ -52,15 +52,20 @@ void tp_devtable_free(tp_devtable *t);
 
 #include "record/sink.h"
 
-/* A collector's four metric names and the label key that names a device. */
+/* A collector's metric names and the label key that names a device. */
 typedef struct tp_dev_metrics {
     int count; /* counters used, 1..TP_DEV_COUNTERS */
     const char *names[TP_DEV_COUNTERS];
     double scale[TP_DEV_COUNTERS]; /* counter unit -> metric unit (e.g. 512 per sector) */
     const char *label_key;
+    int totals; /* the first `totals` metrics also have a sum over the devices; 0: all do
+                   (a disk's busy share doesn't add up) */
 } tp_dev_metrics;
 
-/* Registers the device's four series (labels {label_key: name}). */
+/* How many of m's metrics have a total over the devices. */
+int tp_dev_totals(const tp_dev_metrics *m);
+
+/* Registers the device's series (labels {label_key: name}). */
 void tp_dev_register(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m);
 
 /* Gives a network device its link speed (bytes/s each way, > 0), recorded
@@ -73,7 +78,8 @@ void tp_dev_feed(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m,
                  const uint64_t cur[TP_DEV_COUNTERS], uint64_t now_ns,
                  uint64_t sum[TP_DEV_COUNTERS]);
 
-/* Emits the total rates sum/dt to the given series (no labels). */
+/* Emits the total rates sum/dt to the given series (no labels), for the
+ * metrics that have a total. */
 void tp_dev_emit_totals(tp_sink *sink, const uint32_t series[TP_DEV_COUNTERS],
                         const tp_dev_metrics *m, const uint64_t sum[TP_DEV_COUNTERS],
                         uint64_t dt_ns, uint64_t now_ns);

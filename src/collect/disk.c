@@ -5,7 +5,9 @@
  * leaves partitions out) and /sys/block/NAME/device must exist (which leaves
  * out loop, ram, zram, device-mapper and md devices, whose I/O is already
  * counted on the disks under them). node_exporter excludes the same set by
- * name patterns; trainprof asks sysfs. Sectors in diskstats are 512 bytes. */
+ * name patterns; trainprof asks sysfs. Sectors in diskstats are 512 bytes.
+ * A disk's busy share is the growth of its io_ticks (milliseconds with at
+ * least one request in flight) over the interval, as iostat's %util. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +27,12 @@ typedef struct disk_collector {
 } disk_collector;
 
 static const tp_dev_metrics disk_metrics = {
-    4,
-    {"disk_read_iops", "disk_write_iops", "disk_read_bytes_per_s", "disk_write_bytes_per_s"},
-    {1, 1, 512, 512},
+    5,
+    {"disk_read_iops", "disk_write_iops", "disk_read_bytes_per_s", "disk_write_bytes_per_s",
+     "disk_busy_percent"},
+    {1, 1, 512, 512, 0.1}, /* busy: milliseconds with I/O in flight per second -> percent */
     "device",
+    4, /* no total of the busy shares */
 };
 
 static bool is_physical_disk(const tp_sysroot *root, const char *name)
@@ -49,15 +53,15 @@ static void disk_sample(tp_collector *base, uint64_t now_ns)
     for (; p < end; p = tp_next_line(p, end)) {
         const char *q = p, *name;
         size_t len;
-        uint64_t major, minor, f[7];
+        uint64_t major, minor, f[10];
         if (!tp_parse_u64(&q, end, &major) || !tp_parse_u64(&q, end, &minor) ||
             !tp_parse_word(&q, end, &name, &len))
             continue;
         int n = 0;
-        while (n < 7 && tp_parse_u64(&q, end, &f[n]))
+        while (n < 10 && tp_parse_u64(&q, end, &f[n]))
             n++;
-        if (n < 7)
-            continue; /* malformed or truncated line */
+        if (n < 10)
+            continue; /* malformed or truncated line (every kernel since 2.6 has 11) */
         bool created;
         tp_dev *d = tp_devtable_get(&c->devs, name, len, &created);
         if (!d)
@@ -71,8 +75,9 @@ static void disk_sample(tp_collector *base, uint64_t now_ns)
             d->seen = true;
             continue;
         }
-        /* reads completed, writes completed, sectors read, sectors written */
-        const uint64_t cur[TP_DEV_COUNTERS] = {f[0], f[4], f[2], f[6]};
+        /* reads completed, writes completed, sectors read, sectors written,
+         * milliseconds spent with I/O in flight (iostat's %util) */
+        const uint64_t cur[TP_DEV_COUNTERS] = {f[0], f[4], f[2], f[6], f[9]};
         tp_dev_feed(c->sink, d, &disk_metrics, cur, now_ns, sum);
     }
     tp_devtable_end_round(&c->devs);
@@ -105,7 +110,7 @@ tp_collector *tp_disk_collector_new(const tp_collect_env *env)
     c->base.destroy = disk_destroy;
     c->sink = env->sink;
     c->root = env->root;
-    for (int i = 0; i < disk_metrics.count; i++)
+    for (int i = 0; i < tp_dev_totals(&disk_metrics); i++)
         c->total_series[i] = tp_sink_series(env->sink, disk_metrics.names[i], "{}");
     return &c->base;
 }

@@ -31,10 +31,8 @@ typedef struct ib_collector {
 } ib_collector;
 
 static const tp_dev_metrics ib_metrics = {
-    2,
-    {"net_sent_bytes_per_s", "net_recv_bytes_per_s", NULL, NULL},
-    {4, 4, 0, 0},
-    "ib_port",
+    2, {"net_sent_bytes_per_s", "net_recv_bytes_per_s", NULL, NULL}, {4, 4, 0, 0}, "ib_port",
+    0, /* unused: ports stay out of the interface totals */
 };
 
 static bool read_counter(tp_procfile *pf, uint64_t *out)

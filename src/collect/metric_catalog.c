@@ -13,6 +13,9 @@ static const tp_metric_def catalog[] = {
     {"disk_write_iops", TP_UNIT_OPS_PER_S, "disk", "completed writes per second"},
     {"disk_read_bytes_per_s", TP_UNIT_BYTES_PER_S, "disk", "bytes read per second"},
     {"disk_write_bytes_per_s", TP_UNIT_BYTES_PER_S, "disk", "bytes written per second"},
+    {"disk_busy_percent", TP_UNIT_PERCENT, "disk",
+     "share of time the disk had a request in flight (iostat's %util; a disk that serves "
+     "many at once, an NVMe or an array, can be at 100 % below its limit)"},
     {"net_sent_bytes_per_s", TP_UNIT_BYTES_PER_S, "net",
      "bytes sent per second (interface or InfiniBand port)"},
     {"net_recv_bytes_per_s", TP_UNIT_BYTES_PER_S, "net",

@@ -23,10 +23,8 @@ typedef struct net_collector {
 } net_collector;
 
 static const tp_dev_metrics net_metrics = {
-    2,
-    {"net_sent_bytes_per_s", "net_recv_bytes_per_s", NULL, NULL},
-    {1, 1, 0, 0},
-    "interface",
+    2, {"net_sent_bytes_per_s", "net_recv_bytes_per_s", NULL, NULL}, {1, 1, 0, 0}, "interface",
+    0, /* both metrics: the sum of the interfaces */
 };
 
 /* The interface's link speed in bytes/s from /sys/class/net/NAME/speed (Mb/s),

@@ -139,3 +139,10 @@ def test_input_bound_says_why_loading_is_slow(tmp_path):
     ev, msg = input_verdict(storage)
     assert ev["cause"] == "storage" and ev["pressure_io_some_p50_percent"] == 40.0
     assert "waited for storage 40% of the time" in msg and "trainprof iobench" in msg
+    # a disk busy most of the time (iostat's %util), though tasks rarely stalled
+    disk = node(tmp_path, "disk")
+    slow_input(disk)
+    set_stat(disk, "disk_busy_percent", '{"device":"nvme1n1"}', p50=97.0)
+    ev, msg = input_verdict(disk)
+    assert ev["cause"] == "storage" and ev["disk_busy_p50_percent"] == 97.0
+    assert "Disk nvme1n1 was busy 97% of the time (median)" in msg

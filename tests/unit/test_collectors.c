@@ -97,8 +97,9 @@ static void disk_stats(const char *root, unsigned long long sda_r, unsigned long
     /* major minor name reads merged sectors_read ms writes merged sectors_written ... */
     /* a 32-bit kernel's fields wrap independently */
     unsigned long long sda_ws = (sda_w * 8) & 0xffffffffULL;
-    fprintf(f, "   8       0 sda %llu 0 %llu 0 %llu 0 %llu 0 0 0 0\n", sda_r, sda_r * 8, sda_w,
-            sda_ws);
+    /* sda's io_ticks (ms with I/O in flight) follow its reads: +100 in 1 s is 10 % busy */
+    fprintf(f, "   8       0 sda %llu 0 %llu 0 %llu 0 %llu 0 0 %llu 0\n", sda_r, sda_r * 8, sda_w,
+            sda_ws, sda_r);
     fprintf(f, "   8       1 sda1 %llu 0 %llu 0 %llu 0 %llu 0 0 0 0\n", sda_r, sda_r * 8, sda_w,
             sda_ws);
     fprintf(f, "   7       0 loop0 999999 0 999999 0 0 0 0 0 0 0 0\n");
@@ -148,6 +149,9 @@ static void test_disk_physical_wrap_vanish(void **state)
     assert_true(fabs(v[0] - 100.0 * 8 * 512) < 1e-6);
     assert_int_equal(cap_values(&b, "disk_read_iops", "{\"device\":\"nvme0n1\"}", v, 8), 1);
     assert_true(fabs(v[0] - 50.0) < 1e-9);
+    assert_int_equal(cap_values(&b, "disk_busy_percent", "{\"device\":\"sda\"}", v, 8), 3);
+    assert_true(fabs(v[0] - 10.0) < 1e-9);
+    assert_int_equal(cap_series_count(&b, "disk_busy_percent"), 2); /* no total: sda, nvme0n1 */
     assert_int_equal(cap_values(&b, "disk_read_iops", "{\"device\":\"sda1\"}", v, 8), 0);
     assert_int_equal(cap_values(&b, "disk_read_iops", "{\"device\":\"loop0\"}", v, 8), 0);
     assert_int_equal(cap_values(&b, "disk_read_iops", "{\"device\":\"dm-0\"}", v, 8), 0);

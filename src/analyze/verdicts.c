@@ -90,6 +90,77 @@ static void rank_name(char *buf, size_t cap, int rank)
         snprintf(buf, cap, "rank %d", rank);
 }
 
+/* input_bound for rank (waiting `in` of its step time), with the cause
+ * that picks the advice: its machine's CPUs busy (median >= 90 %), else
+ * its storage (tasks waiting on I/O, median >= 25 %, or a disk busy, median
+ * >= 90 %), else too few workers. Medians over the run: the start-up before
+ * the first step counts little. */
+static void input_bound_verdict(const tp_summary *s, int rank, const char *who, double in,
+                                double step_mean, tp_verdicts *out)
+{
+    const tp_timings *t = &s->timings;
+    const tp_timing_row *r = row(t, rank, "dataloader_next");
+    int64_t agent = 1; /* the rank's, where the ranks table knows it */
+    for (size_t i = 0; i < s->ranks.n; i++)
+        if (s->ranks.rows[i].rank == rank)
+            agent = s->ranks.rows[i].agent_id;
+    const tp_series_summary *pc = tp_summary_find(s, agent, "proc_count", "{}");
+    const tp_series_summary *cpu = tp_summary_find(s, agent, "cpu_util_percent", "{}");
+    const tp_series_summary *io = tp_summary_find(s, agent, "pressure_io_some_percent", "{}");
+    double procs = pc ? pc->stats.max : -1, cpu_p50 = cpu ? cpu->stats.p50 : -1,
+           io_p50 = io ? io->stats.p50 : -1;
+    const char *cpus = agent == 1 ? tp_run_meta_get(s->run, "cpu_count") : NULL;
+    const tp_series_summary *disk = busiest_disk(s, agent);
+    double disk_p50 = disk ? disk->stats.p50 : -1;
+    const char *cause = cpu_p50 >= CPU_SATURATED_PERCENT ? "cpu"
+                        : io_p50 >= INPUT_IO_WAIT_PERCENT || disk_p50 >= DISK_BUSY_PERCENT
+                            ? "storage"
+                            : "workers";
+    char advice[400];
+    if (cause[0] == 'c') {
+        snprintf(advice, sizeof advice,
+                 "The CPUs were busy %.0f%% of the time (median), so loading is CPU-bound "
+                 "and more workers won't help: cheaper decoding and transforms (or on the "
+                 "GPU), data stored pre-processed, or more cores.",
+                 cpu_p50);
+    } else if (cause[0] == 's') {
+        char busy[120];
+        if (disk_p50 >= DISK_BUSY_PERCENT) {
+            const char *dev = disk->series->labels + sizeof "{\"device\":\"" - 1;
+            int len = (int)strcspn(dev, "\"");
+            snprintf(busy, sizeof busy, "Disk %.*s was busy %.0f%% of the time (median)",
+                     len < 40 ? len : 40, dev, disk_p50);
+        } else {
+            snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time (median)",
+                     io_p50);
+        }
+        snprintf(advice, sizeof advice,
+                 "%s, so loading waits on the disk or the network filesystem: data on local "
+                 "NVMe or in memory, fewer and larger files read sequentially (sharded "
+                 "formats), and more workers only where the storage has headroom "
+                 "(trainprof iobench).",
+                 busy);
+    } else {
+        snprintf(advice, sizeof advice,
+                 "Try more DataLoader workers (num_workers; the command ran up to %.0f "
+                 "processes on %s CPUs), pin_memory=True, a larger prefetch_factor, and "
+                 "data in memory or on local NVMe.",
+                 procs, cpus ? cpus : "?");
+    }
+    tp_verdict *v = add(out, "input_bound");
+    snprintf(v->message, sizeof v->message,
+             "%s is input-bound: waiting for the next batch takes %.0f%% of step time "
+             "(dataloader_next %.1f ms per fetch, steps %.1f ms). Loading should take much "
+             "less than training. %s",
+             who, 100 * in, 1e3 * r->stats.mean, 1e3 * step_mean, advice);
+    snprintf(v->evidence, sizeof v->evidence,
+             "{\"rank\":%d,\"dataloader_next_share\":%.4f,\"dataloader_next_mean_s\":%.6f,"
+             "\"step_mean_s\":%.6f,\"proc_count_max\":%.0f,\"cause\":\"%s\","
+             "\"cpu_util_p50_percent\":%.2f,\"pressure_io_some_p50_percent\":%.2f,"
+             "\"disk_busy_p50_percent\":%.2f}",
+             rank, in, r->stats.mean, step_mean, procs, cause, cpu_p50, io_p50, disk_p50);
+}
+
 static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
 {
     const tp_timings *t = &s->timings;
@@ -110,69 +181,8 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
         to = to_dev;
     char who[32];
     rank_name(who, sizeof who, rank);
-    if (in >= INPUT_BOUND_SHARE) {
-        const tp_timing_row *r = row(t, rank, "dataloader_next");
-        int64_t agent = 1; /* the rank's, where the ranks table knows it */
-        for (size_t i = 0; i < s->ranks.n; i++)
-            if (s->ranks.rows[i].rank == rank)
-                agent = s->ranks.rows[i].agent_id;
-        const tp_series_summary *pc = tp_summary_find(s, agent, "proc_count", "{}");
-        const tp_series_summary *cpu = tp_summary_find(s, agent, "cpu_util_percent", "{}");
-        const tp_series_summary *io = tp_summary_find(s, agent, "pressure_io_some_percent", "{}");
-        double procs = pc ? pc->stats.max : -1, cpu_p50 = cpu ? cpu->stats.p50 : -1,
-               io_p50 = io ? io->stats.p50 : -1;
-        const char *cpus = agent == 1 ? tp_run_meta_get(s->run, "cpu_count") : NULL;
-        /* why loading is slow, from the rank's machine over the run (medians:
-         * the start-up before the first step doesn't count much) */
-        const tp_series_summary *disk = busiest_disk(s, agent);
-        double disk_p50 = disk ? disk->stats.p50 : -1;
-        const char *cause = cpu_p50 >= CPU_SATURATED_PERCENT ? "cpu"
-                            : io_p50 >= INPUT_IO_WAIT_PERCENT || disk_p50 >= DISK_BUSY_PERCENT
-                                ? "storage"
-                                : "workers";
-        char advice[400];
-        if (cause[0] == 'c')
-            snprintf(advice, sizeof advice,
-                     "The CPUs were busy %.0f%% of the time (median), so loading is CPU-bound "
-                     "and more workers won't help: cheaper decoding and transforms (or on the "
-                     "GPU), data stored pre-processed, or more cores.",
-                     cpu_p50);
-        else if (cause[0] == 's') {
-            char busy[120];
-            if (disk_p50 >= DISK_BUSY_PERCENT) {
-                const char *dev = disk->series->labels + sizeof "{\"device\":\"" - 1;
-                int len = (int)strcspn(dev, "\"");
-                snprintf(busy, sizeof busy, "Disk %.*s was busy %.0f%% of the time (median)",
-                         len < 40 ? len : 40, dev, disk_p50);
-            } else {
-                snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time (median)",
-                         io_p50);
-            }
-            snprintf(advice, sizeof advice,
-                     "%s, so loading waits on the disk or the network filesystem: data on local "
-                     "NVMe or in memory, fewer and larger files read sequentially (sharded "
-                     "formats), and more workers only where the storage has headroom "
-                     "(trainprof iobench).",
-                     busy);
-        } else
-            snprintf(advice, sizeof advice,
-                     "Try more DataLoader workers (num_workers; the command ran up to %.0f "
-                     "processes on %s CPUs), pin_memory=True, a larger prefetch_factor, and "
-                     "data in memory or on local NVMe.",
-                     procs, cpus ? cpus : "?");
-        tp_verdict *v = add(out, "input_bound");
-        snprintf(v->message, sizeof v->message,
-                 "%s is input-bound: waiting for the next batch takes %.0f%% of step time "
-                 "(dataloader_next %.1f ms per fetch, steps %.1f ms). Loading should take much "
-                 "less than training. %s",
-                 who, 100 * in, 1e3 * r->stats.mean, 1e3 * step_mean, advice);
-        snprintf(v->evidence, sizeof v->evidence,
-                 "{\"rank\":%d,\"dataloader_next_share\":%.4f,\"dataloader_next_mean_s\":%.6f,"
-                 "\"step_mean_s\":%.6f,\"proc_count_max\":%.0f,\"cause\":\"%s\","
-                 "\"cpu_util_p50_percent\":%.2f,\"pressure_io_some_p50_percent\":%.2f,"
-                 "\"disk_busy_p50_percent\":%.2f}",
-                 rank, in, r->stats.mean, step_mean, procs, cause, cpu_p50, io_p50, disk_p50);
-    }
+    if (in >= INPUT_BOUND_SHARE)
+        input_bound_verdict(s, rank, who, in, step_mean, out);
     if (to >= TRANSFER_BOUND_SHARE) {
         tp_verdict *v = add(out, "transfer_bound");
         snprintf(v->message, sizeof v->message,

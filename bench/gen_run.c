@@ -63,6 +63,17 @@ static series_gen value_range(const char *metric)
         return (series_gen){0, 0.2e9, 2e9, 0};
     if (strncmp(metric, "pressure_", 9) == 0) /* tasks rarely stall */
         return (series_gen){0, 0, 5, 0};
+    if (strcmp(metric, "disk_read_bytes_per_s") == 0 ||
+        strcmp(metric, "disk_write_bytes_per_s") == 0 || strncmp(metric, "gpu_pcie_", 9) == 0)
+        return (series_gen){0, 50e6, 2e9, 0};
+    if (strcmp(metric, "disk_read_iops") == 0 || strcmp(metric, "disk_write_iops") == 0)
+        return (series_gen){0, 100, 5000, 0};
+    if (strcmp(metric, "proc_rss_bytes") == 0)
+        return (series_gen){0, 10 * GIB, 40 * GIB, 0};
+    if (strcmp(metric, "gpu_sm_clock_mhz") == 0)
+        return (series_gen){0, 1700, 1980, 0};
+    if (strcmp(metric, "gpu_power_watts") == 0)
+        return (series_gen){0, 300, 700, 0};
     return (series_gen){0, 10, 90, 0};
 }
 

@@ -103,7 +103,7 @@ static bool envelope_chart(FILE *out, const plot_ctx *c, const tp_metric_def *de
 {
     const double **xs = calloc(c->n + 1, sizeof *xs), **ys = calloc(c->n + 1, sizeof *ys);
     size_t *ns = calloc(c->n + 1, sizeof *ns), k = 0;
-    bool gpu = strncmp(def->name, "gpu_", 4) == 0;
+    const char *kind = tp_device_kind(def->name);
     for (size_t i = 0; xs && ys && ns && i < c->n; i++) {
         const plot_series *p = &c->items[i];
         if (strcmp(p->series->metric, def->name) == 0 && p->n &&
@@ -118,7 +118,7 @@ static bool envelope_chart(FILE *out, const plot_ctx *c, const tp_metric_def *de
                                 {"median", e.x, e.median, e.n},
                                 {"lowest", e.x, e.low, e.n}};
         char title[128], unit_title[32];
-        snprintf(title, sizeof title, "%s (%zu %s)", def->name, k, gpu ? "GPUs" : "agents");
+        snprintf(title, sizeof title, "%s (%zu %s)", def->name, k, kind ? kind : "agents");
         axis_title(unit_title, sizeof unit_title, tp_unit_name(def->unit));
         tp_svg_chart chart = {title, "time since start", unit_title, tp_unit_name(def->unit)};
         tp_svg_line_chart(out, &chart, lines, 3);

@@ -15,12 +15,18 @@
 void tp_report_text(FILE *out, const tp_summary *s, bool all);
 
 /* The system metrics of every agent in one table: per metric, the median of
- * the agents' means (of every GPU's, for GPU metrics) and the lowest and
- * highest, named. */
+ * the agents' means (of every device's, for per-device metrics) and the
+ * lowest and highest, named. */
 void tp_report_agents_text(FILE *out, const tp_summary *s);
 
+/* What a per-device metric compares across agents ("GPUs", "disks", "links"):
+ * one with no agent total, whose every device of every agent is compared;
+ * NULL for the others (their agent totals are compared). */
+const char *tp_device_kind(const char *metric);
+
 /* Whether a series takes part in comparisons across agents (report's table,
- * html's charts of many agents): an agent's total ({} labels), or one GPU. */
+ * html's charts of many agents): an agent's total ({} labels), or one device
+ * of a per-device metric. */
 bool tp_compared_across_agents(const tp_run_series *series);
 void tp_report_json(FILE *out, const tp_summary *s);
 

@@ -3,9 +3,11 @@
  * A merged run of many nodes would print each agent's tables one after the
  * other (about 115 lines for a node with 8 GPUs). Instead, each metric gets
  * one row: the median of the agents' means, and the lowest and highest agent
- * by name; GPU metrics compare every GPU of every agent, so one throttled or
- * idle GPU among 64 is named. Per-device series of other kinds (cores, disks,
- * interfaces) stay in the per-agent tables (`report --all`). */
+ * by name; per-device metrics with no agent total (GPU metrics, a disk's busy
+ * share, a link's speed) compare every device of every agent, so one throttled
+ * or idle GPU among 64, or one saturated disk, is named. Other per-device
+ * series (cores, each disk's or interface's rates) stay in the per-agent
+ * tables (`report --all`). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,17 +43,29 @@ static void where(const tp_run *run, const tp_run_series *series, char *buf, siz
              labels);
 }
 
+const char *tp_device_kind(const char *metric)
+{
+    if (strncmp(metric, "gpu_", 4) == 0)
+        return "GPUs";
+    if (strcmp(metric, "disk_busy_percent") == 0)
+        return "disks";
+    if (strcmp(metric, "net_link_speed_bytes_per_s") == 0)
+        return "links";
+    return NULL;
+}
+
 bool tp_compared_across_agents(const tp_run_series *series)
 {
-    return strcmp(series->labels, "{}") == 0 || strncmp(series->metric, "gpu_", 4) == 0;
+    return strcmp(series->labels, "{}") == 0 || tp_device_kind(series->metric);
 }
 
 void tp_report_agents_text(FILE *out, const tp_summary *s)
 {
     fprintf(out,
-            "\nSystem metrics across %zu agents: the median of the agents' means (of every GPU's "
-            "for\nGPU metrics), and the lowest and the highest (each agent's tables: --all)\n"
-            "  %-34s %12s %12s %-22s %12s\n",
+            "\nSystem metrics across %zu agents: the median of the agents' means (of every GPU's, "
+            "disk's or\nlink's for theirs), and the lowest and the highest (each agent's tables: "
+            "--all)\n"
+            "  %-38s %12s %12s %-22s %12s\n",
             s->run->nagents, "metric", "median", "lowest", "", "highest");
     entry *e = malloc((s->n ? s->n : 1) * sizeof *e);
     bool *done = calloc(s->n ? s->n : 1, sizeof *done);
@@ -60,11 +74,11 @@ void tp_report_agents_text(FILE *out, const tp_summary *s)
         if (done[i] || !tp_compared_across_agents(first))
             continue;
         size_t n = 0;
-        bool gpu = strncmp(first->metric, "gpu_", 4) == 0;
+        const char *kind = tp_device_kind(first->metric);
         for (size_t j = i; j < s->n; j++) {
             const tp_run_series *x = s->items[j].series;
             if (done[j] || strcmp(x->metric, first->metric) != 0 || !tp_compared_across_agents(x) ||
-                (!gpu && strcmp(x->labels, "{}") != 0))
+                (!kind && strcmp(x->labels, "{}") != 0))
                 continue;
             done[j] = true;
             e[n++] = (entry){s->items[j].stats.mean, &s->items[j]};
@@ -77,11 +91,11 @@ void tp_report_agents_text(FILE *out, const tp_summary *s)
         tp_format_value(high, sizeof high, first->unit, e[n - 1].mean);
         where(s->run, e[0].item->series, low_at, sizeof low_at);
         where(s->run, e[n - 1].item->series, high_at, sizeof high_at);
-        if (gpu)
-            snprintf(name, sizeof name, "%.30s (%zu GPUs)", first->metric, n);
+        if (kind)
+            snprintf(name, sizeof name, "%.30s (%zu %s)", first->metric, n, kind);
         else
             snprintf(name, sizeof name, "%.40s", first->metric);
-        fprintf(out, "  %-34s %12s %12s %-22.22s %12s %.22s\n", name, med, low, low_at, high,
+        fprintf(out, "  %-38s %12s %12s %-22.22s %12s %.22s\n", name, med, low, low_at, high,
                 high_at);
     }
     free(e);

@@ -220,8 +220,11 @@ def test_many_agents_share_one_table(tmp_path):
                         "1", f"node-{node}", str(node)], check=True, capture_output=True)
         files.append(path)
     # an idle GPU on node-3 and a busy CPU on node-1, as their recorders summarized them
+    # and a saturated disk on node-4
     for path, metric, labels, mean in ((files[3], "gpu_util_percent", '{"gpu":"1"}', 5.0),
-                                       (files[1], "cpu_util_percent", "{}", 99.0)):
+                                       (files[1], "cpu_util_percent", "{}", 99.0),
+                                       (files[4], "disk_busy_percent", '{"device":"nvme1n1"}',
+                                        99.5)):
         with sqlite3.connect(path) as db:
             db.execute("UPDATE summary_series SET mean = ? WHERE series_id = (SELECT s.id FROM"
                        " series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ? AND"
@@ -229,8 +232,13 @@ def test_many_agents_share_one_table(tmp_path):
     text = trainprof("report", *files).stdout
     assert "System metrics across 5 agents" in text and "System metrics, agent" not in text
     lines = {x.split()[0]: x for x in text.splitlines() if x.startswith("  gpu_") or
-             x.startswith("  cpu_util")}
+             x.startswith("  cpu_util") or x.startswith("  disk_busy") or
+             x.startswith("  net_link")}
     assert "(10 GPUs)" in lines["gpu_util_percent"]
+    # per-device metrics with no agent total: every disk and link of every node
+    assert "(10 disks)" in lines["disk_busy_percent"]
+    assert lines["disk_busy_percent"].endswith("99.5 % node-4 device=nvme1n1")
+    assert "(10 links)" in lines["net_link_speed_bytes_per_s"]
     assert "5.0 % node-3 gpu=1" in lines["gpu_util_percent"]
     assert lines["cpu_util_percent"].endswith("99.0 % node-1")
     rep = json.loads(trainprof("report", "--json", *files).stdout)
@@ -245,6 +253,7 @@ def test_many_agents_share_one_table(tmp_path):
     html = page.read_text()
     titles = re.findall(r'chart-title">([^<]*)<', html)
     assert "gpu_util_percent (10 GPUs)" in titles and "cpu_util_percent (5 agents)" in titles
+    assert "disk_busy_percent (10 disks)" in titles
     chart = html[html.index('chart-title">gpu_util_percent (10 GPUs)<'):]
     chart = chart[:chart.index("</svg>")]
     assert chart.count("<polyline") == 3

@@ -68,14 +68,22 @@ static double device_share(const tp_timings *t, int rank, const char *name)
     return v < 1 ? v : 1; /* more: the host ran ahead of the GPU, steps are launches */
 }
 
-/* The agent's disk with the highest median busy share, or NULL. */
+/* A key of the run's metadata where it describes agent_id, else NULL: the
+ * metadata is the first agent's (a merged run keeps its first input's). */
+static const char *agent_meta(const tp_summary *s, int64_t agent_id, const char *key)
+{
+    bool first = s->run->nagents && s->run->agents[0].id == agent_id;
+    return first ? tp_run_meta_get(s->run, key) : NULL;
+}
+
+/* The agent's disk with the highest median busy share, or NULL (the metric
+ * has one series per disk and no total). */
 static const tp_series_summary *busiest_disk(const tp_summary *s, int64_t agent)
 {
     const tp_series_summary *best = NULL;
     for (size_t i = 0; i < s->n; i++) {
         const tp_series_summary *x = &s->items[i];
         if (x->series->agent_id == agent && strcmp(x->series->metric, "disk_busy_percent") == 0 &&
-            strncmp(x->series->labels, "{\"device\":\"", sizeof "{\"device\":\"" - 1) == 0 &&
             (!best || x->stats.p50 > best->stats.p50))
             best = x;
     }
@@ -109,7 +117,7 @@ static void input_bound_verdict(const tp_summary *s, int rank, const char *who, 
     const tp_series_summary *io = tp_summary_find(s, agent, "pressure_io_some_percent", "{}");
     double procs = pc ? pc->stats.max : -1, cpu_p50 = cpu ? cpu->stats.p50 : -1,
            io_p50 = io ? io->stats.p50 : -1;
-    const char *cpus = agent == 1 ? tp_run_meta_get(s->run, "cpu_count") : NULL;
+    const char *cpus = agent_meta(s, agent, "cpu_count");
     const tp_series_summary *disk = busiest_disk(s, agent);
     double disk_p50 = disk ? disk->stats.p50 : -1;
     const char *cause = cpu_p50 >= CPU_SATURATED_PERCENT ? "cpu"
@@ -126,10 +134,11 @@ static void input_bound_verdict(const tp_summary *s, int rank, const char *who, 
     } else if (cause[0] == 's') {
         char busy[120];
         if (disk_p50 >= DISK_BUSY_PERCENT) {
-            const char *dev = disk->series->labels + sizeof "{\"device\":\"" - 1;
-            int len = (int)strcspn(dev, "\"");
-            snprintf(busy, sizeof busy, "Disk %.*s was busy %.0f%% of the time (median)",
-                     len < 40 ? len : 40, dev, disk_p50);
+            char labels[TP_LABELS_MAX]; /* "device=nvme0n1" */
+            tp_labels_display(disk->series->labels, labels, sizeof labels);
+            const char *dev = strchr(labels, '=');
+            snprintf(busy, sizeof busy, "Disk %.40s was busy %.0f%% of the time (median)",
+                     dev ? dev + 1 : labels, disk_p50);
         } else {
             snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time (median)",
                      io_p50);
@@ -264,8 +273,8 @@ static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts
  * sample). 0 when unknown. */
 static double host_memory_total(const tp_summary *s, int64_t agent_id)
 {
-    const char *meta = tp_run_meta_get(s->run, "mem_total_bytes");
-    if (meta && s->run->nagents && s->run->agents[0].id == agent_id)
+    const char *meta = agent_meta(s, agent_id, "mem_total_bytes");
+    if (meta)
         return strtod(meta, NULL);
     const tp_series_summary *used = tp_summary_find(s, agent_id, "host_mem_used_bytes", "{}");
     const tp_series_summary *avail = tp_summary_find(s, agent_id, "host_mem_available_bytes", "{}");
@@ -308,9 +317,7 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
     const tp_series_summary *u = tp_summary_find(s, agent_id, "cpu_util_percent", "{}");
     const tp_series_summary *p = tp_summary_find(s, agent_id, "proc_cpu_percent", "{}");
     const tp_series_summary *w = tp_summary_find(s, agent_id, "pressure_cpu_some_percent", "{}");
-    const char *limit_s = s->run->nagents && s->run->agents[0].id == agent_id
-                              ? tp_run_meta_get(s->run, "cgroup_cpu_limit_cores")
-                              : NULL;
+    const char *limit_s = agent_meta(s, agent_id, "cgroup_cpu_limit_cores");
     double limit = limit_s && strcmp(limit_s, "none") != 0 ? strtod(limit_s, NULL) : 0;
     bool host = u && u->stats.mean >= CPU_SATURATED_PERCENT;
     bool cgroup = limit > 0 && p && p->stats.mean >= CPU_SATURATED_PERCENT * limit;

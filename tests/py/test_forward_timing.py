@@ -1,0 +1,138 @@
+"""How the forward (the outermost module call) is timed: global module hooks
+find the modules called outermost, each gets a timed call of its own, and
+the global hooks go, so that the other module calls keep torch's fast path.
+Real training under record; what the script saw of torch's state is
+written out as JSON."""
+
+import json
+import subprocess
+import textwrap
+
+from conftest import PYTHON, report_json, trainprof
+
+KEEPS = """
+import torch
+from torch import nn
+
+class Keeps(nn.Module):
+    # pickles its whole __dict__, as torchmetrics' Metric does
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+    def forward(self, x):
+        return self.lin(x)
+    def __getstate__(self):
+        return self.__dict__.copy()
+"""
+
+SCRIPT = KEEPS + """
+import copy, io, json, sys
+from torch.nn.modules import module as mm
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+criterion = nn.CrossEntropyLoss()
+keeps = Keeps()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(640, 8), torch.randint(0, 4, (640,))),
+                    batch_size=8)
+facts = {}
+for x, y in loader:  # 80 steps, 3 outermost calls each
+    opt.zero_grad()
+    criterion(model(x), y).backward()
+    with torch.no_grad():
+        keeps(x)
+    opt.step()
+facts["global_hooks_after_training"] = (len(mm._global_forward_pre_hooks)
+                                        + len(mm._global_forward_hooks))
+facts["timed"] = [type(m._compiled_call_impl).__name__ for m in (model, criterion, keeps)]
+facts["inner_not_timed"] = model[0]._compiled_call_impl is None
+
+# a network first called after the hooks went, in a new loop, and a
+# submodule called on its own: both found again (5 batches)
+probe = nn.Linear(8, 4)
+with torch.no_grad():
+    for (x,) in DataLoader(TensorDataset(torch.randn(40, 8)), batch_size=8):
+        probe(x)
+        model[0](x)
+# a forward that raises ends all the same; the next one is timed
+try:
+    model(torch.randn(2, 3))
+except RuntimeError:
+    facts["raised"] = True
+model(torch.randn(2, 8))
+
+# what must not change for the script: copies, whole-model saves, TorchScript
+facts["copy_call"] = repr(copy.deepcopy(model)._compiled_call_impl)
+facts["copy_keeps_call"] = repr(copy.deepcopy(keeps)._compiled_call_impl)
+torch.save({"model": model, "keeps": keeps}, sys.argv[1])
+facts["scripted"] = "forward" in torch.jit.script(model).code
+json.dump(facts, open(sys.argv[2], "w"))
+"""
+
+LOAD = KEEPS + """
+import sys
+both = torch.load(sys.argv[1], weights_only=False)
+x = torch.randn(2, 8)
+print(both["model"](x).shape[1], both["keeps"](x).shape[1],
+      both["keeps"]._compiled_call_impl, "trainprof" in sys.modules)
+"""
+
+
+def test_forward_is_timed_by_each_outermost_module_once_the_global_hooks_go(run_file, tmp_path):
+    script, saved, facts_path = tmp_path / "train.py", tmp_path / "model.pt", tmp_path / "f.json"
+    script.write_text(SCRIPT)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, saved, facts_path,
+                  timeout=300)
+    assert r.returncode == 0, r.stderr
+    facts = json.loads(facts_path.read_text())
+    # after 32 outermost calls that found nothing new, no global hook is left
+    assert facts["global_hooks_after_training"] == 0
+    assert facts["timed"] == ["_TimedCall"] * 3 and facts["inner_not_timed"]
+    assert facts["raised"]
+    assert facts["copy_call"] == "None" and facts["copy_keeps_call"] == "None"
+    assert facts["scripted"]
+
+    names = {t["name"]: t for t in report_json(run_file)["timings"] if t["rank"] == -1}
+    # 80 x 3 in training, 5 x 2 in the new loop, the forward that raised, the last
+    assert names["forward"]["count"] == 240 + 10 + 1 + 1
+    assert names["train_batch"]["count"] == 80
+    assert names["backward"]["count"] == 80
+
+    # a model saved whole loads where trainprof is not imported
+    load = tmp_path / "load.py"
+    load.write_text(LOAD)
+    out = subprocess.run([PYTHON, load, saved], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["4", "4", "None", "False"]
+
+
+NESTED_COMPILE = """
+import torch, warnings
+from torch import nn
+model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+x = torch.randn(4, 8)
+for _ in range(3):
+    model(x)  # eager first: the model gets its timed call
+compiled = torch.compile(model, backend="eager")
+with warnings.catch_warnings(record=True) as seen:  # the filters as they are
+    for _ in range(3):
+        compiled(x)
+about_hooks = [w for w in seen if "global hooks" in str(w.message)]
+from torch._dynamo.utils import counters
+print(counters["stats"]["unique_graphs"], sum(counters["graph_break"].values()), len(about_hooks))
+"""
+
+
+def test_a_model_timed_eagerly_then_compiled_makes_one_graph(run_file, tmp_path):
+    script = tmp_path / "compiled.py"
+    script.write_text(textwrap.dedent(NESTED_COMPILE))
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    # one graph, no break in it, and no warning that global hooks fire twice
+    assert r.stdout.split() == ["1", "0", "0"]
+    names = {t["name"]: t for t in report_json(run_file)["timings"]}
+    # 3 eager; 3 compiled, each once (not for the compiled wrapper and again for
+    # the model it wraps)
+    assert names["forward"]["count"] == 3 + 3

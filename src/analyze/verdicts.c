@@ -68,14 +68,6 @@ static double device_share(const tp_timings *t, int rank, const char *name)
     return v < 1 ? v : 1; /* more: the host ran ahead of the GPU, steps are launches */
 }
 
-/* A key of the run's metadata where it describes agent_id, else NULL: the
- * metadata is the first agent's (a merged run keeps its first input's). */
-static const char *agent_meta(const tp_summary *s, int64_t agent_id, const char *key)
-{
-    bool first = s->run->nagents && s->run->agents[0].id == agent_id;
-    return first ? tp_run_meta_get(s->run, key) : NULL;
-}
-
 /* The agent's disk with the highest median busy share, or NULL (the metric
  * has one series per disk and no total). */
 static const tp_series_summary *busiest_disk(const tp_summary *s, int64_t agent)
@@ -117,7 +109,7 @@ static void input_bound_verdict(const tp_summary *s, int rank, const char *who, 
     const tp_series_summary *io = tp_summary_find(s, agent, "pressure_io_some_percent", "{}");
     double procs = pc ? pc->stats.max : -1, cpu_p50 = cpu ? cpu->stats.p50 : -1,
            io_p50 = io ? io->stats.p50 : -1;
-    const char *cpus = agent_meta(s, agent, "cpu_count");
+    const char *cpus = tp_run_agent_meta_get(s->run, agent, "cpu_count");
     const tp_series_summary *disk = busiest_disk(s, agent);
     double disk_p50 = disk ? disk->stats.p50 : -1;
     const char *cause = cpu_p50 >= CPU_SATURATED_PERCENT ? "cpu"
@@ -267,13 +259,13 @@ static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts
     }
 }
 
-/* An agent's host memory size: the first agent's is in the run's metadata
- * (a merged run keeps its first input's); another's is MemTotal as the
- * mean of used + the mean of available (their sum is MemTotal in every
- * sample). 0 when unknown. */
+/* An agent's host memory size: its metadata's (each node's, in a merged
+ * run), or where that is unknown (a merge from before agent_meta), MemTotal
+ * as the mean of used + the mean of available (their sum is MemTotal in
+ * every sample). 0 when unknown. */
 static double host_memory_total(const tp_summary *s, int64_t agent_id)
 {
-    const char *meta = agent_meta(s, agent_id, "mem_total_bytes");
+    const char *meta = tp_run_agent_meta_get(s->run, agent_id, "mem_total_bytes");
     if (meta)
         return strtod(meta, NULL);
     const tp_series_summary *used = tp_summary_find(s, agent_id, "host_mem_used_bytes", "{}");
@@ -305,7 +297,7 @@ static void host_memory_verdict(const tp_summary *s, int64_t agent_id, tp_verdic
 
 /* CPUs maxed out on an agent with GPUs (where the CPUs feed them; training
  * on the CPU is meant to keep it busy): the host's (every core busy on
- * average), or, under a cgroup CPU limit (first agent: the run's metadata),
+ * average), or, under a cgroup CPU limit (the agent's metadata),
  * the command's share of its limit. */
 static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
 {
@@ -317,7 +309,7 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
     const tp_series_summary *u = tp_summary_find(s, agent_id, "cpu_util_percent", "{}");
     const tp_series_summary *p = tp_summary_find(s, agent_id, "proc_cpu_percent", "{}");
     const tp_series_summary *w = tp_summary_find(s, agent_id, "pressure_cpu_some_percent", "{}");
-    const char *limit_s = agent_meta(s, agent_id, "cgroup_cpu_limit_cores");
+    const char *limit_s = tp_run_agent_meta_get(s->run, agent_id, "cgroup_cpu_limit_cores");
     double limit = limit_s && strcmp(limit_s, "none") != 0 ? strtod(limit_s, NULL) : 0;
     bool host = u && u->stats.mean >= CPU_SATURATED_PERCENT;
     bool cgroup = limit > 0 && p && p->stats.mean >= CPU_SATURATED_PERCENT * limit;

@@ -379,10 +379,25 @@ static void header(FILE *out, const tp_run *run)
                              {"kernel", "kernel"},
                              {"CPU", "cpu_model"},
                              {"CPUs", "cpu_count"}};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    bool merged = run->nagent_meta && run->nagents > 1;
+    for (size_t i = 0; i < (merged ? 1 : sizeof keys / sizeof keys[0]); i++) {
         const char *v = tp_run_meta_get(run, keys[i][1]);
         fprintf(out, "<dt>%s</dt><dd>", keys[i][0]);
         tp_html_escape(out, v ? v : "?");
+        fputs("</dd>", out);
+    }
+    if (merged) { /* a line per kind of host, naming its agents */
+        tp_host_group groups[8];
+        size_t unlisted = 0, n = tp_host_groups(run, groups, 8, &unlisted);
+        fputs("<dt>hosts</dt><dd>", out);
+        for (size_t g = 0; g < n; g++) {
+            fputs(g ? "<br>" : "", out);
+            tp_html_escape(out, groups[g].agents);
+            fputs(": ", out);
+            tp_html_escape(out, groups[g].description);
+        }
+        if (unlisted)
+            fprintf(out, "<br>%zu more agents on other hosts", unlisted);
         fputs("</dd>", out);
     }
     fprintf(out, "<dt>duration</dt><dd>%s</dd><dt>exit status</dt><dd>", dur);
@@ -390,6 +405,15 @@ static void header(FILE *out, const tp_run *run)
         fputs("incomplete: the recorder stopped before the command ended", out);
     else
         fprintf(out, "%lld", f.exit_status);
+    if (f.exit_signal && f.complete) {
+        fputs(" (killed by ", out);
+        tp_html_escape(out, f.exit_signal);
+        fputc(')', out);
+    }
+    if (f.failed_agent) {
+        fputs(", on ", out);
+        tp_html_escape(out, f.failed_agent);
+    }
     fputs("</dd></dl>\n", out);
 }
 

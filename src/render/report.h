@@ -46,11 +46,28 @@ void tp_report_verdicts_json(json_writer *w, const tp_summary *s);
 /* Facts about the run both renderers show. */
 typedef struct tp_run_facts {
     double duration_s;
-    bool complete;         /* the recorder finished normally */
+    bool complete;         /* every agent's recorder finished normally */
     long long exit_status; /* -1 when unknown */
     const char *command;
+    const char *exit_signal; /* what killed the command, or NULL */
+    /* In a merged run, the agent whose recorder stopped early, else the one
+     * whose command failed (exit_status and exit_signal are its), else NULL. */
+    const char *failed_agent;
 } tp_run_facts;
 
 void tp_run_facts_get(const tp_run *run, tp_run_facts *f);
+
+/* Agents of a run whose hosts are alike (kernel, CPUs, memory, cgroup
+ * limits). */
+typedef struct tp_host_group {
+    char description[400]; /* "Linux 6.1.0 x86_64, 32 CPUs (AMD EPYC 7763), 503.2 GiB memory" */
+    char agents[200];      /* "node-0, node-1, node-2, node-3 and 4 more", "all 8 agents" */
+    size_t count;          /* how many agents */
+} tp_host_group;
+
+/* The run's hosts, described from each agent's metadata, agents alike in one
+ * group, groups in the order of their first agent. Fills up to cap groups and
+ * returns how many it filled; *unlisted: the agents of further groups. */
+size_t tp_host_groups(const tp_run *run, tp_host_group *out, size_t cap, size_t *unlisted);
 
 #endif

@@ -49,6 +49,8 @@ static void write_run(json_writer *w, const tp_run *run)
         json_int(w, f.exit_status);
     else
         json_null(w);
+    json_key(w, "failed_agent"); /* a merged run's node that stopped early or failed */
+    json_string(w, f.failed_agent);
     const char *plain[] = {"host", "agent", "start_wall", "trainprof_version"};
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
         json_key(w, plain[i]);
@@ -74,6 +76,20 @@ static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent 
     json_string(w, a->name);
     json_key(w, "host");
     json_string(w, a->host);
+    json_key(w, "meta"); /* a merged run's, per node; else the run's meta */
+    if (run->nagent_meta) {
+        json_object_begin(w);
+        for (size_t i = 0; i < run->nagent_meta; i++) {
+            const tp_run_agent_meta *m = &run->agent_meta[i];
+            if (m->agent_id == a->id && strcmp(m->key, "argv") != 0) {
+                json_key(w, m->key);
+                json_string(w, m->value);
+            }
+        }
+        json_object_end(w);
+    } else {
+        json_null(w);
+    }
     json_key(w, "gpus");
     json_array_begin(w);
     for (size_t i = 0; i < run->ngpus; i++) {

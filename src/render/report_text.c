@@ -16,6 +16,32 @@ static const char *meta_or(const tp_run *run, const char *key, const char *fallb
     return v ? v : fallback;
 }
 
+static void cgroup(FILE *out, const tp_run *run)
+{
+    const char *cg = tp_run_meta_get(run, "cgroup_version");
+    if (!cg)
+        return;
+    const char *cpu = tp_run_meta_get(run, "cgroup_cpu_limit_cores");
+    const char *mem = tp_run_meta_get(run, "cgroup_memory_limit_bytes");
+    char membuf[32] = "none";
+    if (mem && strcmp(mem, "none") != 0)
+        tp_format_value(membuf, sizeof membuf, "bytes", strtod(mem, NULL));
+    fprintf(out, "  cgroup    v%s, CPU limit %s%s, memory limit %s\n", cg, cpu ? cpu : "unknown",
+            cpu && strcmp(cpu, "none") != 0 ? " cores" : "", membuf);
+}
+
+/* A merged run's hosts: a line per kind of host, naming its agents. */
+static void hosts(FILE *out, const tp_run *run)
+{
+    tp_host_group groups[8];
+    size_t unlisted = 0, n = tp_host_groups(run, groups, 8, &unlisted);
+    for (size_t g = 0; g < n; g++)
+        fprintf(out, "  %-9s %s: %s\n", g ? "" : "hosts", groups[g].agents, groups[g].description);
+    if (unlisted)
+        fprintf(out, "            %zu more agents on other hosts (report --json: agents[].meta)\n",
+                unlisted);
+}
+
 static void header(FILE *out, const tp_run *run)
 {
     tp_run_facts f;
@@ -26,30 +52,28 @@ static void header(FILE *out, const tp_run *run)
     fprintf(out, "trainprof report: %s\n", run->path);
     fprintf(out, "  command   %s\n", f.command);
     fprintf(out, "  started   %s   duration %s   ", meta_or(run, "start_wall", "?"), dur);
+    char who[64] = "";
+    if (f.failed_agent)
+        snprintf(who, sizeof who, ", on %.40s", f.failed_agent);
     if (!f.complete)
-        fprintf(out, "INCOMPLETE: the recorder stopped before the command ended\n");
-    else if ((v = tp_run_meta_get(run, "exit_signal")))
-        fprintf(out, "exit status %lld (killed by %s)\n", f.exit_status, v);
+        fprintf(out, "INCOMPLETE: the recorder stopped before the command ended%s\n", who);
+    else if (f.exit_signal)
+        fprintf(out, "exit status %lld (killed by %s%s)\n", f.exit_status, f.exit_signal, who);
     else
-        fprintf(out, "exit status %lld\n", f.exit_status);
-    fprintf(out, "  host      %s, %s, %s CPUs (%s)", meta_or(run, "host", "?"),
-            meta_or(run, "kernel", "?"), meta_or(run, "cpu_count", "?"),
-            meta_or(run, "cpu_model", "?"));
-    if ((v = tp_run_meta_get(run, "mem_total_bytes"))) {
-        char mem[32];
-        tp_format_value(mem, sizeof mem, "bytes", strtod(v, NULL));
-        fprintf(out, ", %s memory", mem);
-    }
-    fputc('\n', out);
-    const char *cg = tp_run_meta_get(run, "cgroup_version");
-    if (cg) {
-        const char *cpu = tp_run_meta_get(run, "cgroup_cpu_limit_cores");
-        const char *mem = tp_run_meta_get(run, "cgroup_memory_limit_bytes");
-        char membuf[32] = "none";
-        if (mem && strcmp(mem, "none") != 0)
-            tp_format_value(membuf, sizeof membuf, "bytes", strtod(mem, NULL));
-        fprintf(out, "  cgroup    v%s, CPU limit %s%s, memory limit %s\n", cg,
-                cpu ? cpu : "unknown", cpu && strcmp(cpu, "none") != 0 ? " cores" : "", membuf);
+        fprintf(out, "exit status %lld%s\n", f.exit_status, f.failed_agent ? who + 1 : "");
+    if (run->nagent_meta && run->nagents > 1) {
+        hosts(out, run);
+    } else {
+        fprintf(out, "  host      %s, %s, %s CPUs (%s)", meta_or(run, "host", "?"),
+                meta_or(run, "kernel", "?"), meta_or(run, "cpu_count", "?"),
+                meta_or(run, "cpu_model", "?"));
+        if ((v = tp_run_meta_get(run, "mem_total_bytes"))) {
+            char mem[32];
+            tp_format_value(mem, sizeof mem, "bytes", strtod(v, NULL));
+            fprintf(out, ", %s memory", mem);
+        }
+        fputc('\n', out);
+        cgroup(out, run);
     }
     if ((v = tp_run_meta_get(run, "merged_from")))
         fprintf(out,

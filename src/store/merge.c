@@ -236,6 +236,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " SELECT s.id + %lld, %d,"
         "  (SELECT m.id FROM main.metric m JOIN src.metric sm ON sm.name = m.name"
         "   WHERE sm.id = s.metric_id), s.labels FROM src.series s;"
+        "INSERT INTO main.agent_meta SELECT %d, key, value FROM src.meta;"
         "INSERT INTO main.unavailable (agent_id, source, reason)"
         " SELECT %d, source, reason FROM src.unavailable;"
         "INSERT INTO main.gpu SELECT %d, gpu_index, name, uuid, mem_total_bytes, energy_source"
@@ -244,7 +245,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " local_rank, world_size, name, dropped_events FROM src.thread;"
         "%s%s%s"
         "COMMIT;",
-        agent, series, agent, agent, agent, thread, agent, rows ? rows : "",
+        agent, series, agent, agent, agent, agent, thread, agent, rows ? rows : "",
         first ? "INSERT OR REPLACE INTO main.meta SELECT key, value FROM src.meta;" : "",
         summaries ? summary_sql : "");
     rc = rows && summary_sql && sql ? tp_exec(db, sql) : SQLITE_NOMEM;
@@ -323,9 +324,12 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         return false;
     }
     int64_t earliest = info[0].start_wall_ns, uncertainty = 0;
+    int first_agent = 1; /* the earliest input's agent id */
     for (size_t i = 0; i < n; i++) {
-        if (info[i].start_wall_ns < earliest)
+        if (info[i].start_wall_ns < earliest) {
             earliest = info[i].start_wall_ns;
+            first_agent = (int)i + 1;
+        }
         if (info[i].uncertainty_ns > uncertainty)
             uncertainty = info[i].uncertainty_ns;
     }
@@ -368,6 +372,8 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
                          " PRAGMA cache_size=-262144;");
     if (rc == SQLITE_OK)
         rc = tp_schema_create(db);
+    if (rc == SQLITE_OK)
+        rc = tp_exec(db, TP_SCHEMA_AGENT_META);
     /* one transaction per input (an attached file can't be detached inside
      * one); the output only appears, by rename, once every input is in */
     plots &= all_rows || opt->plots; /* a merge for `report` leaves them */
@@ -384,9 +390,11 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
             "INSERT OR REPLACE INTO meta VALUES ('merged_from', '%d files');"
             "INSERT OR REPLACE INTO meta VALUES ('merge_anchor_uncertainty_ns', '%lld');"
             "INSERT OR REPLACE INTO meta VALUES ('start_wall_ns', '%lld');"
+            "INSERT OR REPLACE INTO meta SELECT key, value FROM agent_meta"
+            " WHERE agent_id = %d AND key = 'start_wall';"
             "DELETE FROM meta WHERE key IN ('duration_ns');"
             "%s%s%s",
-            (int)n, (long long)uncertainty, (long long)earliest,
+            (int)n, (long long)uncertainty, (long long)earliest, first_agent,
             summaries ? "" : "DELETE FROM meta WHERE key = 'summarized';",
             plots ? "" : "DELETE FROM meta WHERE key = 'plots';",
             all_rows ? "" : "INSERT OR REPLACE INTO meta VALUES ('summary_only', '1');");

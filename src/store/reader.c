@@ -77,6 +77,18 @@ static int load_tables(tp_run *run)
         run->meta[run->nmeta] = (tp_run_meta){dup_col(st, 0), dup_col(st, 1)};
     }
     sqlite3_finalize(st);
+    /* optional: only merges write it, and older ones don't */
+    bool per_agent = rc == SQLITE_OK && sqlite3_prepare_v2(db,
+                                                           "SELECT agent_id, key, value FROM"
+                                                           " agent_meta ORDER BY agent_id, key",
+                                                           -1, &st, NULL) == SQLITE_OK;
+    for (cap = 0; per_agent && sqlite3_step(st) == SQLITE_ROW; run->nagent_meta++) {
+        run->agent_meta = tp_grow(run->agent_meta, run->nagent_meta, &cap, sizeof *run->agent_meta);
+        run->agent_meta[run->nagent_meta] =
+            (tp_run_agent_meta){sqlite3_column_int64(st, 0), dup_col(st, 1), dup_col(st, 2)};
+    }
+    if (per_agent)
+        sqlite3_finalize(st);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db, "SELECT id, name, host FROM agent ORDER BY id", -1, &st, NULL);
     for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->nagents++) {
@@ -182,6 +194,11 @@ void tp_run_close(tp_run *run)
         free(run->meta[i].key);
         free(run->meta[i].value);
     }
+    for (size_t i = 0; i < run->nagent_meta; i++) {
+        free(run->agent_meta[i].key);
+        free(run->agent_meta[i].value);
+    }
+    free(run->agent_meta);
     for (size_t i = 0; i < run->nagents; i++) {
         free(run->agents[i].name);
         free(run->agents[i].host);
@@ -217,6 +234,16 @@ const char *tp_run_meta_get(const tp_run *run, const char *key)
         if (strcmp(run->meta[i].key, key) == 0)
             return run->meta[i].value;
     return NULL;
+}
+
+const char *tp_run_agent_meta_get(const tp_run *run, int64_t agent_id, const char *key)
+{
+    for (size_t i = 0; i < run->nagent_meta; i++)
+        if (run->agent_meta[i].agent_id == agent_id && strcmp(run->agent_meta[i].key, key) == 0)
+            return run->agent_meta[i].value;
+    if (run->nagent_meta || !run->nagents || run->agents[0].id != agent_id)
+        return NULL;
+    return tp_run_meta_get(run, key);
 }
 
 bool tp_run_summary_only(const tp_run *run)

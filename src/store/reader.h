@@ -45,11 +45,21 @@ typedef struct tp_run_meta {
     char *value;
 } tp_run_meta;
 
+/* One agent's metadata in a merged run (table agent_meta: each node file's
+ * meta, kept per agent by `merge`). */
+typedef struct tp_run_agent_meta {
+    int64_t agent_id;
+    char *key;
+    char *value;
+} tp_run_agent_meta;
+
 typedef struct tp_run {
     void *db; /* sqlite3 */
     char *path;
     tp_run_meta *meta;
     size_t nmeta;
+    tp_run_agent_meta *agent_meta; /* none in a node file, or a merge from before it */
+    size_t nagent_meta;
     tp_run_agent *agents;
     size_t nagents;
     tp_run_series *series;
@@ -83,6 +93,12 @@ void tp_run_close(tp_run *run);
 
 /* A metadata value, or NULL. */
 const char *tp_run_meta_get(const tp_run *run, const char *key);
+
+/* A metadata value of one agent (host facts such as cpu_count differ between
+ * the nodes of a merged run), or NULL. A node file's, or a merge's that has
+ * no agent_meta (merged before it existed), is the run's own metadata for its
+ * first agent, and unknown (NULL) for the others. */
+const char *tp_run_agent_meta_get(const tp_run *run, int64_t agent_id, const char *key);
 
 /* Whether run is a summary-only merge (`merge --summary`, or the temporary
  * merge of several files that `report` and `html` read): it holds the stored

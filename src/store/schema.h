@@ -43,6 +43,12 @@
     "  steps INTEGER NOT NULL, first_step INTEGER NOT NULL, dataloader_next REAL NOT NULL,"       \
     "  to_device REAL NOT NULL, train_batch REAL NOT NULL, step_lr_schedulers REAL NOT NULL,"     \
     "  from_device REAL NOT NULL, reduce_metrics REAL NOT NULL, other REAL NOT NULL);"
+/* Each node's metadata in a merged run (host facts, job environment), under
+ * its agent: the merged run's own meta is its first node's. Only `merge`
+ * writes it; readers of a file without it know only the first agent's. */
+#define TP_SCHEMA_AGENT_META                                                                 \
+    "CREATE TABLE IF NOT EXISTS agent_meta (agent_id INTEGER NOT NULL REFERENCES agent(id)," \
+    "  key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (agent_id, key)) WITHOUT ROWID;"
 #define TP_SCHEMA_SUMMARY_TIMING                                                       \
     "CREATE TABLE summary_timing (rank INTEGER NOT NULL, name TEXT NOT NULL,"          \
     "  count INTEGER NOT NULL, total_s REAL NOT NULL, mean REAL, min REAL, p5 REAL,"   \

@@ -13,15 +13,17 @@ from conftest import (FAKE_NVML, PROGRAM, ROOT, assert_same_report, killed_recor
 from test_timings import EMIT
 
 
-def two_nodes(tmp_path, second_command=None, options=(), env=None):
+def two_nodes(tmp_path, second_command=None, options=(), env=None, second_status=0, command=None):
     a, b = tmp_path / "node-a.db", tmp_path / "node-b.db"
     first_env = {k: v for k, v in os.environ.items() if k != "TRAINPROF_NVML_LIB"}
     first = subprocess.Popen([PROGRAM, "record", "-q", *options, "--agent", "node-a", "-o", a,
-                              "--", EMIT, "slow_epochs"], env={**first_env, **(env or {})})
+                              "--", *(command or [EMIT, "slow_epochs"])],
+                             env={**first_env, **(env or {})})
     time.sleep(0.5)
     r = trainprof("record", "-q", *options, "--agent", "node-b", "-o", b, "--",
-                  *(second_command or [EMIT, "slow_epochs"]), env=env)
-    assert r.returncode == 0 and first.wait() == 0
+                  *(second_command or command or [EMIT, "slow_epochs"]),
+                  env={**(env or {}), "TP_TEST_NODE": "b"})
+    assert r.returncode == second_status and first.wait() == 0  # record passes it on
     return a, b
 
 
@@ -51,6 +53,36 @@ def test_merge_aligns_and_reports_per_agent(tmp_path):
     assert samples == expected
     text = trainprof("report", out).stdout
     assert "merged    2 files" in text and "agent node-b" in text
+
+
+def test_each_node_keeps_its_own_host_facts(tmp_path):
+    """A merged run keeps each node's metadata (agent_meta): the report says
+    which node's command failed, describes each kind of host, and judges each
+    node's memory against its own size. Both nodes run on this machine, so
+    node-b's host facts are edited to stand for another kind of machine."""
+    fails_on_b = f'{EMIT} slow_epochs; test "$TP_TEST_NODE" != b || exit 3'
+    a, b = two_nodes(tmp_path, command=["sh", "-c", fails_on_b], second_status=3)
+    with sqlite3.connect(b) as db:
+        used = db.execute("SELECT max(value) FROM samples WHERE agent = 'node-b'"
+                          " AND metric = 'host_mem_used_bytes'").fetchone()[0]
+        for key, value in (("cpu_count", "96"), ("cpu_model", "Other CPU"),
+                           ("mem_total_bytes", str(int(used * 1.05)))):
+            db.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+    out = tmp_path / "all.db"
+    assert trainprof("merge", "-q", "-o", out, a, b).returncode == 0
+    for source in ((out,), (a, b)):  # the merged file, and the node files as they are
+        text = trainprof("report", *source).stdout
+        assert "exit status 3 on node-b" in text
+        hosts = [x for x in text.splitlines()[3:6] if ": " in x]
+        assert hosts[0].split()[:2] == ["hosts", "node-a:"] and "96 CPUs" not in hosts[0]
+        assert hosts[1].split()[0] == "node-b:" and "96 CPUs (Other CPU)" in hosts[1]
+        rep = json.loads(trainprof("report", "--json", *source).stdout)
+        assert rep["run"]["failed_agent"] == "node-b" and rep["run"]["exit_status"] == 3
+        assert [ag["meta"]["cpu_count"] for ag in rep["agents"]][1] == "96"
+        memory = [v for v in rep["verdicts"] if v["kind"] == "memory_pressure"]
+        assert [v["evidence"]["agent"] for v in memory] == ["node-b"]
+    with sqlite3.connect(out) as db:
+        assert db.execute("SELECT count(DISTINCT agent_id) FROM agent_meta").fetchone()[0] == 2
 
 
 def test_merge_refuses_what_does_not_belong_together(tmp_path):

@@ -16,9 +16,11 @@ the last commit's) as "VARIANT@alt": two versions measured in one run.
 No recorder listens, so trainprof's ring writes return at once and what is
 measured is the Python side of the instrumentation. Each process reports
 the median of its step times (each step ends in loss.item(), as training
-loops do); the figure is the median over rounds of each variant's
-difference to plain, in microseconds per step. --profile prints the
-hottest functions of the last variant under cProfile.
+loops do) and their mean (what the whole training pays: steps that cost
+more, such as those while global module hooks look for models, count too);
+each figure is the median over rounds of a variant's difference to plain, in
+microseconds per step. --profile prints the hottest functions of the last
+variant under cProfile (PROFILE_FILTER=trainprof: only ours).
 
     python3 bench/step_cost.py [ROUNDS] [--device cpu|cuda] [--blocks N]
                                [--steps N] [--alt DIR] [--variants V,...] [--profile]
@@ -78,15 +80,17 @@ def run():
 if os.environ.get("PROFILE"):
     import cProfile, pstats
     cProfile.run("run()", "/tmp/step_cost.prof")
-    pstats.Stats("/tmp/step_cost.prof").sort_stats("tottime").print_stats(25)
+    pstats.Stats("/tmp/step_cost.prof").sort_stats("tottime").print_stats(os.environ.get("PROFILE_FILTER") or "", 25)
 else:
     run()
-print(statistics.median(times[steps // 10:]))
+kept = times[steps // 10:]
+print(statistics.median(kept), statistics.fmean(kept))
 """
 
 
 def step_s(variant, args, profile=False):
-    """Median step time, in seconds, of one fresh process running variant."""
+    """(median, mean) step time, in seconds, of one fresh process running
+    variant, after its first tenth of steps."""
     name, _, alt = variant.partition("@")
     env = {**os.environ, "VARIANT": name,
            "TRAINPROF_DEVICE_TIMES": {"host": "0", "device_all": "all"}.get(name, "1")}
@@ -100,7 +104,8 @@ def step_s(variant, args, profile=False):
                          env=env).stdout
     if profile:
         print(out)
-    return float(out.strip().splitlines()[-1])
+    median, mean = out.strip().splitlines()[-1].split()
+    return float(median), float(mean)
 
 
 def main():
@@ -121,18 +126,27 @@ def main():
         measured += [v + "@alt" for v in measured]
     order = ["plain"] + measured
     diffs = {v: [] for v in measured}
-    plain = []
+    mean_diffs = {v: [] for v in measured}
+    plain, plain_mean = [], []
     for r in range(args.rounds):
         t = {v: step_s(v, args) for v in order[r % len(order):] + order[:r % len(order)]}
-        print(f"round {r + 1}: " + ", ".join(f"{v} {1e6 * s:.1f} us" for v, s in t.items()),
+        print(f"round {r + 1}: " + ", ".join(f"{v} {1e6 * s[0]:.1f} us (mean {1e6 * s[1]:.1f})"
+                                              for v, s in t.items()),
               file=sys.stderr, flush=True)
-        plain.append(t["plain"])
+        plain.append(t["plain"][0])
+        plain_mean.append(t["plain"][1])
         for v in measured:
-            diffs[v].append(t[v] - t["plain"])
+            diffs[v].append(t[v][0] - t["plain"][0])
+            mean_diffs[v].append(t[v][1] - t["plain"][1])
     result = {"device": args.device, "blocks": args.blocks, "modules": 4 * args.blocks + 2,
-              "rounds": args.rounds, "plain_step_us": round(1e6 * statistics.median(plain), 1)}
+              "rounds": args.rounds, "plain_step_us": round(1e6 * statistics.median(plain), 1),
+              "plain_mean_step_us": round(1e6 * statistics.median(plain_mean), 1)}
     for v in measured:
+        # the typical step's cost, and what the whole training pays per step
+        # (the mean: steps that cost more, such as those while the global
+        # module hooks look for models, count too)
         result[f"{v}_us_per_step"] = round(1e6 * statistics.median(diffs[v]), 1)
+        result[f"{v}_mean_us_per_step"] = round(1e6 * statistics.median(mean_diffs[v]), 1)
     print(json.dumps(result))
     if args.profile:
         step_s(measured[-1], args, profile=True)

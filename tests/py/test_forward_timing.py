@@ -49,6 +49,22 @@ facts["global_hooks_after_training"] = (len(mm._global_forward_pre_hooks)
 facts["timed"] = [type(m._compiled_call_impl).__name__ for m in (model, criterion, keeps)]
 facts["inner_not_timed"] = model[0]._compiled_call_impl is None
 
+# another pass of the same loader looks again, briefly: a network that joins
+# in its first step is found, and the hooks go again (10 steps, 2 or 3 calls)
+joins = nn.Linear(8, 4)
+for step, (x, y) in enumerate(loader):
+    if step == 0:
+        with torch.no_grad():
+            joins(x)
+    opt.zero_grad()
+    criterion(model(x), y).backward()
+    opt.step()
+    if step == 9:
+        break
+facts["global_hooks_after_second_pass"] = (len(mm._global_forward_pre_hooks)
+                                           + len(mm._global_forward_hooks))
+facts["joined"] = type(joins._compiled_call_impl).__name__
+
 # a network first called after the hooks went, in a new loop, and a
 # submodule called on its own: both found again (5 batches)
 probe = nn.Linear(8, 4)
@@ -89,16 +105,18 @@ def test_forward_is_timed_by_each_outermost_module_once_the_global_hooks_go(run_
     facts = json.loads(facts_path.read_text())
     # after 32 outermost calls that found nothing new, no global hook is left
     assert facts["global_hooks_after_training"] == 0
+    assert facts["joined"] == "_TimedCall" and facts["global_hooks_after_second_pass"] == 0
     assert facts["timed"] == ["_TimedCall"] * 3 and facts["inner_not_timed"]
     assert facts["raised"]
     assert facts["copy_call"] == "None" and facts["copy_keeps_call"] == "None"
     assert facts["scripted"]
 
     names = {t["name"]: t for t in report_json(run_file)["timings"] if t["rank"] == -1}
-    # 80 x 3 in training, 5 x 2 in the new loop, the forward that raised, the last
-    assert names["forward"]["count"] == 240 + 10 + 1 + 1
-    assert names["train_batch"]["count"] == 80
-    assert names["backward"]["count"] == 80
+    # 80 x 3 in training, 10 x 2 + 1 in the second pass, 5 x 2 in the new loop, the
+    # forward that raised, the last
+    assert names["forward"]["count"] == 240 + 21 + 10 + 1 + 1
+    assert names["train_batch"]["count"] == 90
+    assert names["backward"]["count"] == 90
 
     # a model saved whole loads where trainprof is not imported
     load = tmp_path / "load.py"

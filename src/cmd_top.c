@@ -18,6 +18,7 @@
 #include "render/units.h"
 #include "store/reader_live.h"
 #include "util/cli.h"
+#include "util/labels.h"
 #include "util/log.h"
 
 #define HISTORY   64
@@ -28,7 +29,8 @@ static const char usage[] =
     "usage: trainprof top [--interval SECONDS]\n"
     "\n"
     "A live view of this machine while training runs: per-GPU utilization, memory, power\n"
-    "and temperature with short history; CPU per core, memory, disk and network rates;\n"
+    "and temperature with short history; CPU per core, memory, disk and network rates,\n"
+    "the busiest disk (share of time busy) and the most used link (share of its speed);\n"
     "and, while a `trainprof record` runs, its step rate and where step time goes now\n"
     "(with each phase's GPU time beside it where CUDA regions report device times).\n"
     "Keys: q quits.\n"
@@ -117,9 +119,126 @@ static void draw_cpu(top_state *t, int cols, int *row)
     }
 }
 
+/* Prints text where it fits on the current line, else nothing (curses would
+ * wrap it onto the next). */
+static void print_if_room(const char *text)
+{
+    if (getcurx(stdscr) + (int)strlen(text) < COLS)
+        addstr(text);
+}
+
+/* The series of a metric with the highest latest value. */
+typedef struct highest {
+    char labels[TP_LABELS_MAX];
+    double value;
+    bool found;
+} highest;
+
+static void keep_highest(void *ctx, const char *labels, double value)
+{
+    highest *h = ctx;
+    if (!h->found || value > h->value) {
+        snprintf(h->labels, sizeof h->labels, "%s", labels);
+        h->value = value;
+        h->found = true;
+    }
+}
+
+/* "nvme0n1" of {"device":"nvme0n1"}: a device's name as a person reads it. */
+static void device_name(const char *labels, char *out, size_t cap)
+{
+    char shown[TP_LABELS_MAX];
+    tp_labels_display(labels, shown, sizeof shown);
+    const char *eq = strchr(shown, '=');
+    snprintf(out, cap, "%.24s", eq ? eq + 1 : shown);
+}
+
+/* Totals, IOPS, and the busiest disk (its share of time busy): a disk near
+ * 100 % is saturated whatever its MB/s. */
+static void draw_disk(top_state *t, int *row)
+{
+    double v, w;
+    char a[32], b[32];
+    move((*row)++, 0);
+    printw("DISK ");
+    if (latest(t, "disk_read_bytes_per_s", "{}", &v) &&
+        latest(t, "disk_write_bytes_per_s", "{}", &w)) {
+        tp_format_value(a, sizeof a, "bytes_per_s", v);
+        tp_format_value(b, sizeof b, "bytes_per_s", w);
+        printw("read %-11s write %-11s", a, b);
+    }
+    char text[96];
+    if (latest(t, "disk_read_iops", "{}", &v) && latest(t, "disk_write_iops", "{}", &w)) {
+        snprintf(text, sizeof text, " %6.0f IOPS", v + w);
+        print_if_room(text);
+    }
+    highest busy = {0};
+    tp_sink_latest_each(t->sink, "disk_busy_percent", keep_highest, &busy);
+    if (busy.found) {
+        char name[32];
+        device_name(busy.labels, name, sizeof name);
+        snprintf(text, sizeof text, "  busiest %s %.0f%%", name, busy.value);
+        print_if_room(text);
+    }
+}
+
+/* Each link's speed, kept to find the most used one. */
+typedef struct links {
+    char labels[16][TP_LABELS_MAX];
+    double speed[16];
+    int n;
+} links;
+
+static void keep_link(void *ctx, const char *labels, double speed)
+{
+    links *l = ctx;
+    if (l->n < 16 && speed > 0) {
+        snprintf(l->labels[l->n], sizeof l->labels[l->n], "%s", labels);
+        l->speed[l->n++] = speed;
+    }
+}
+
+/* Totals, and the link most used against its speed (in either direction:
+ * links are full duplex), where the system reports link speeds. */
+static void draw_net(top_state *t, int *row)
+{
+    double v, w;
+    char a[32], b[32];
+    move((*row)++, 0);
+    printw("NET  ");
+    if (latest(t, "net_recv_bytes_per_s", "{}", &v) &&
+        latest(t, "net_sent_bytes_per_s", "{}", &w)) {
+        tp_format_value(a, sizeof a, "bytes_per_s", v);
+        tp_format_value(b, sizeof b, "bytes_per_s", w);
+        printw("recv %-11s sent %-11s", a, b);
+    }
+    links l = {.n = 0};
+    tp_sink_latest_each(t->sink, "net_link_speed_bytes_per_s", keep_link, &l);
+    int best = -1;
+    double best_use = 0;
+    for (int i = 0; i < l.n; i++) {
+        double recv = 0, sent = 0;
+        latest(t, "net_recv_bytes_per_s", l.labels[i], &recv);
+        latest(t, "net_sent_bytes_per_s", l.labels[i], &sent);
+        double use = 100 * (recv > sent ? recv : sent) / l.speed[i];
+        if (best < 0 || use > best_use) {
+            best = i;
+            best_use = use;
+        }
+    }
+    if (best >= 0) {
+        char name[32];
+        device_name(l.labels[best], name, sizeof name);
+        tp_format_value(a, sizeof a, "bytes_per_s", l.speed[best]);
+        char text[96];
+        snprintf(text, sizeof text, " busiest link %s %.0f%% of %s", name, best_use, a);
+        print_if_room(text);
+    }
+}
+
 static void draw_host(top_state *t, int *row)
 {
-    double used, avail, swap, v;
+    double used, avail, swap;
     char a[32], b[32];
     move((*row)++, 0);
     printw("MEM  ");
@@ -134,21 +253,8 @@ static void draw_host(top_state *t, int *row)
             printw("   swap %s", a);
         }
     }
-    move((*row)++, 0);
-    printw("DISK ");
-    if (latest(t, "disk_read_bytes_per_s", "{}", &v)) {
-        tp_format_value(a, sizeof a, "bytes_per_s", v);
-        latest(t, "disk_write_bytes_per_s", "{}", &v);
-        tp_format_value(b, sizeof b, "bytes_per_s", v);
-        printw("read %-11s write %-11s", a, b);
-    }
-    printw(" NET ");
-    if (latest(t, "net_recv_bytes_per_s", "{}", &v)) {
-        tp_format_value(a, sizeof a, "bytes_per_s", v);
-        latest(t, "net_sent_bytes_per_s", "{}", &v);
-        tp_format_value(b, sizeof b, "bytes_per_s", v);
-        printw("recv %-11s sent %s", a, b);
-    }
+    draw_disk(t, row);
+    draw_net(t, row);
 }
 
 static void draw_gpus(top_state *t, int cols, int *row)

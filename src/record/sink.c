@@ -170,6 +170,17 @@ bool tp_sink_latest(tp_sink *s, const char *metric, const char *labels, double *
     return ok;
 }
 
+void tp_sink_latest_each(tp_sink *s, const char *metric, tp_sink_latest_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->registry.len; i++) {
+        const series_entry *e = &s->registry.items[i];
+        if (e->has_latest && strcmp(e->metric, metric) == 0)
+            fn(ctx, e->labels, e->latest);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
 void tp_sink_counts(tp_sink *s, uint64_t *samples, uint32_t *series, uint32_t *unavailable)
 {
     pthread_mutex_lock(&s->lock);

@@ -129,6 +129,11 @@ void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t st
 
 /* Reader side for live displays: the latest value of a series, if any. */
 bool tp_sink_latest(tp_sink *s, const char *metric, const char *labels, double *value);
+/* The same for every series of metric that has one, in the order they were
+ * made: fn(ctx, labels, value), called under the sink's lock (fn must not
+ * call the sink). */
+typedef void (*tp_sink_latest_fn)(void *ctx, const char *labels, double value);
+void tp_sink_latest_each(tp_sink *s, const char *metric, tp_sink_latest_fn fn, void *ctx);
 /* Counts of everything accepted so far. */
 void tp_sink_counts(tp_sink *s, uint64_t *samples, uint32_t *series, uint32_t *unavailable);
 

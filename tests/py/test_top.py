@@ -1,8 +1,10 @@
 """`trainprof top` driven through tmux, as a person at a terminal would."""
 
+import os
 import re
 import subprocess
 import textwrap
+import threading
 import time
 import uuid
 
@@ -118,6 +120,69 @@ def test_shows_the_running_recording(top, tmp_path):
     finally:
         rec.kill()
         rec.wait()
+
+
+def mirror(real, fake, keep=()):
+    """fake/NAME -> real/NAME for every entry of real but those in keep."""
+    fake.mkdir(parents=True, exist_ok=True)
+    for name in os.listdir(real):
+        if name not in keep:
+            (fake / name).symlink_to(os.path.join(real, name))
+
+
+def test_busiest_disk_and_link(top, tmp_path):
+    """The busiest disk (the machine's own, written to while top runs) and the
+    most used link against its speed: this VM's NIC reports no speed, so a
+    sysroot shows the real /proc and /sys but for an eth0 of 100 Mb/s whose
+    counters grow by 6.25 MB/s, half of it."""
+    root = tmp_path / "root"
+    mirror("/proc", root / "proc", keep=("net",))
+    (root / "proc" / "net").mkdir()
+    mirror("/sys", root / "sys", keep=("class",))
+    mirror("/sys/class", root / "sys" / "class", keep=("net",))
+    (root / "sys" / "class" / "net" / "eth0").mkdir(parents=True)
+    (root / "sys" / "class" / "net" / "eth0" / "speed").write_text("100\n")
+    dev = root / "proc" / "net" / "dev"
+    stop = threading.Event()
+
+    def table(received):  # always as long: rewritten in place (the collector keeps it open)
+        return ("Inter-|   Receive\n face |bytes\n"
+                f"  eth0: {received:>16} 1 0 0 0 0 0 0 1000 1 0 0 0 0 0 0\n").encode()
+
+    dev.write_bytes(table(0))
+
+    def traffic():
+        start = time.monotonic()
+        fd = os.open(dev, os.O_WRONLY)
+        while not stop.is_set():
+            os.pwrite(fd, table(int(6.25e6 * (time.monotonic() - start))), 0)
+            time.sleep(0.05)
+        os.close(fd)
+
+    feeder = threading.Thread(target=traffic)
+    feeder.start()
+    writer = subprocess.Popen(["dd", "if=/dev/zero", f"of={tmp_path / 'big'}", "bs=1M",
+                               "count=4000", "oflag=direct"], stderr=subprocess.DEVNULL)
+    try:
+        t = top(f"TRAINPROF_SYSROOT={root}", width=100)
+        t.wait_for("busiest link eth0")
+        deadline = time.time() + 10
+        while time.time() < deadline:  # the first refresh has no rate yet
+            line = next(x for x in t.screen().splitlines() if x.startswith("NET"))
+            use = int(re.search(r"busiest link eth0 (\d+)% of 12.50 MB/s", line).group(1))
+            if use:
+                break
+            time.sleep(0.2)
+        assert 40 <= use <= 60 and "recv 6.2" in line, line
+        screen = t.wait_for("IOPS  busiest ")
+        line = next(x for x in screen.splitlines() if x.startswith("DISK"))
+        assert int(re.search(r"busiest \S+ (\d+)%", line).group(1)) > 0, line
+        assert all(len(x) <= 100 for x in screen.splitlines())
+    finally:
+        writer.kill()
+        writer.wait()
+        stop.set()
+        feeder.join()
 
 
 def test_needs_a_terminal_and_a_sane_interval():

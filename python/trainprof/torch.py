@@ -70,6 +70,11 @@ class _ThreadState(threading.local):
 
 _local = _ThreadState()
 _main_loader = None  # the training DataLoader (the first one iterated)
+# No DataLoader before the first optimizer step (batches from a custom
+# iterator, as nanoGPT's get_batch): from then on each optimizer step ends a
+# training step (the first one, before it, is left out as warm-up), and no
+# DataLoader marks steps or epochs.
+_steps_from_forward = False
 _epochs = 0
 
 R_NEXT = _native.region("dataloader_next")
@@ -331,7 +336,7 @@ def _patch_dataloader():
     @functools.wraps(orig_iter)
     def __iter__(self):
         global _main_loader, _epochs
-        if _main_loader is None:
+        if _main_loader is None and not _steps_from_forward:
             _main_loader = self
         it = orig_iter(self)
         # a new loop may call a module not seen yet: look for as long as at
@@ -591,9 +596,14 @@ def _patch_optimizer():
             _device_begin(R_OPTIM, _optimizer_device(optimizer))
 
     def post_hook(optimizer, args, kwargs):
+        global _steps_from_forward
         end(R_OPTIM)
         _device_end(R_OPTIM)
         _end_train_batch()
+        if _main_loader is None:
+            _steps_from_forward = True  # for good: a DataLoader iterated later marks none
+        if _steps_from_forward and not _state.manual_steps:
+            _native.step()
 
     opt.register_optimizer_step_pre_hook(pre_hook)
     opt.register_optimizer_step_post_hook(post_hook)

@@ -197,14 +197,26 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
     }
     if (train >= COMPUTE_BOUND_SHARE && in < COMPUTE_BOUND_INPUT_MAX) {
         tp_verdict *v = add(out, "compute_bound");
+        /* without a DataLoader in the steps (batches of the script's own
+         * making) the wait for data is not measured: it lies in what
+         * train_batch leaves */
+        char input[120];
+        const tp_timing_row *next = row(t, rank, "dataloader_next");
+        if (next && next->in_steps_s > 0)
+            snprintf(input, sizeof input, "waiting for data only %.0f%%", 100 * in);
+        else
+            snprintf(input, sizeof input,
+                     "everything else, making the batches included (no DataLoader timed), "
+                     "%.0f%%",
+                     train < 1 ? 100 * (1 - train) : 0.0);
         snprintf(v->message, sizeof v->message,
                  "%s is compute-bound: the computation (train_batch, outside communication) "
                  "takes %.0f%% of step time "
-                 "and waiting for data only %.0f%%. The input pipeline keeps up; speed-ups come "
+                 "and %s. The input pipeline keeps up; speed-ups come "
                  "from the computation: mixed precision (torch.autocast; FP16/BF16 on tensor "
                  "cores is 1.5-5x for common models), larger batches, torch.compile, faster or "
                  "more devices.",
-                 who, 100 * train, 100 * in);
+                 who, 100 * train, input);
         snprintf(v->evidence, sizeof v->evidence,
                  "{\"rank\":%d,\"train_batch_share\":%.4f,\"train_batch_device_share\":%.4f,"
                  "\"dataloader_next_share\":%.4f,\"step_mean_s\":%.6f}",

@@ -242,3 +242,52 @@ def test_dataloader_workers_are_named_tracks(run_file, tmp_path):
              if e["ph"] == "M" and e["name"] == "process_name"]
     assert sum(n.startswith("DataLoader worker 0 ") for n in names) == 2  # fork and spawn
     assert sum(n.startswith("DataLoader worker 1 ") for n in names) == 2
+
+
+# Batches from a custom iterator (as nanoGPT's get_batch), two micro-batches
+# of gradient accumulation per optimizer step, then a validation DataLoader.
+NO_DATALOADER = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+data, labels = torch.randn(4096, 64), torch.randint(0, 10, (4096,))
+def get_batch():
+    i = torch.randint(0, 4096 - 32, (1,)).item()
+    return data[i:i + 32], labels[i:i + 32]
+model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for it in range(30):
+    for micro in range(2):
+        x, y = get_batch()
+        (nn.functional.cross_entropy(model(x), y) / 2).backward()
+    opt.step()
+    opt.zero_grad()
+model.eval()
+with torch.no_grad():
+    for (x,) in DataLoader(TensorDataset(torch.randn(320, 64)), batch_size=32):
+        model(x)
+"""
+
+
+def test_steps_without_a_dataloader(run_file):
+    """Each optimizer step ends a training step when no DataLoader fed the
+    training: 29 steps (the first is warm-up), none from the validation
+    DataLoader iterated afterwards, no epochs."""
+    script = run_file.parent / "no_loader.py"
+    script.write_text(NO_DATALOADER)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    assert rep["steps"][0]["count"] == 29
+    assert rep["epochs"] == []
+    assert timing(rep, "train_batch")["count"] == 30
+    assert timing(rep, "forward")["count"] == 60 + 10
+    assert timing(rep, "optimizer_step")["count"] == 30
+    # the validation forwards came after the last step: outside the steps
+    fwd = timing(rep, "forward")
+    assert fwd["in_steps_s"] < fwd["total_s"]
+    # no DataLoader timed: the verdict doesn't claim the wait for data was measured
+    verdict = next(v for v in rep["verdicts"] if v["kind"] == "compute_bound")
+    assert "making the batches included (no DataLoader timed)" in verdict["message"]

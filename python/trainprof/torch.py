@@ -64,6 +64,7 @@ class _ThreadState(threading.local):
     generation = 0  # the hooks' registration these counts belong to
     hook_forward = False  # the global hooks opened the forward being timed
     train_batch = False  # a train_batch region is open
+    batch_model = 0  # id() of the module whose forward opened it
     device_times = None  # _DeviceTimes, made on first use
     in_comm_hook = False  # inside a timed DDP communication hook
 
@@ -434,15 +435,23 @@ class _Discovery:
     generation = 0  # bumped at each registration: a thread's stale count is reset
 
 
-def _forward_begin(module):
+def _forward_begin(module, args, kwargs=None):
+    """An outermost module call begins: forward, and train_batch with the
+    first such call in training mode. Where optimizer steps end the steps (no
+    DataLoader), the samples of a step are the batches its model's calls took
+    (each micro-batch of gradient accumulation; not the loss module's)."""
     local = _local
     if _bottleneck.wants_model_facts:
         _bottleneck.note_model(module)
     device = _module_device(module) if _DEVICE_TIMES else None
     if module.training and not local.train_batch:
         local.train_batch = True
+        local.batch_model = id(module)
         begin(R_TRAIN)
         _device_begin(R_TRAIN, device)
+    if _steps_from_forward and local.batch_model == id(module) and module.training:
+        if not _state.manual_steps:
+            _count_samples(args or tuple((kwargs or {}).values()))
     begin(R_FORWARD)
     if _DEVICE_PHASES:
         _device_begin(R_FORWARD, device)
@@ -477,7 +486,7 @@ class _TimedCall:
             if _Discovery.quiet >= _Discovery.limit:
                 _discovery_stop()
         try:
-            _forward_begin(self.module())
+            _forward_begin(self.module(), args, kwargs)
             return call(*args, **kwargs)
         finally:
             local.depth = 0
@@ -510,7 +519,7 @@ def _discovery_pre_hook(module, args):
         if _give_timed_call(module):
             _Discovery.quiet = 0
         local.hook_forward = True
-        _forward_begin(module)
+        _forward_begin(module, args)
 
 
 def _discovery_post_hook(module, args, output):

@@ -257,11 +257,12 @@ def get_batch():
     i = torch.randint(0, 4096 - 32, (1,)).item()
     return data[i:i + 32], labels[i:i + 32]
 model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+criterion = nn.CrossEntropyLoss()  # a module called outermost too
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 for it in range(30):
     for micro in range(2):
         x, y = get_batch()
-        (nn.functional.cross_entropy(model(x), y) / 2).backward()
+        (criterion(model(x), y) / 2).backward()
     opt.step()
     opt.zero_grad()
 model.eval()
@@ -273,17 +274,20 @@ with torch.no_grad():
 
 def test_steps_without_a_dataloader(run_file):
     """Each optimizer step ends a training step when no DataLoader fed the
-    training: 29 steps (the first is warm-up), none from the validation
-    DataLoader iterated afterwards, no epochs."""
+    training: 29 steps (the first is warm-up) with the samples its model's
+    calls took, none from the validation DataLoader iterated afterwards, no
+    epochs."""
     script = run_file.parent / "no_loader.py"
     script.write_text(NO_DATALOADER)
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
     assert rep["steps"][0]["count"] == 29
+    # a step's samples: its model's two micro-batches of 32 (not the loss's inputs)
+    assert rep["steps"][0]["samples"] == 29 * 64 and rep["steps"][0]["samples_per_s"] > 0
     assert rep["epochs"] == []
     assert timing(rep, "train_batch")["count"] == 30
-    assert timing(rep, "forward")["count"] == 60 + 10
+    assert timing(rep, "forward")["count"] == 2 * 60 + 10
     assert timing(rep, "optimizer_step")["count"] == 30
     # the validation forwards came after the last step: outside the steps
     fwd = timing(rep, "forward")

@@ -72,10 +72,12 @@ class _ThreadState(threading.local):
 _local = _ThreadState()
 _main_loader = None  # the training DataLoader (the first one iterated)
 # No DataLoader before the first optimizer step (batches from a custom
-# iterator, as nanoGPT's get_batch): from then on each optimizer step ends a
-# training step (the first one, before it, is left out as warm-up), and no
-# DataLoader marks steps or epochs.
-_steps_from_forward = False
+# iterator, as nanoGPT's get_batch): from then on each step of that optimizer
+# (held weakly: a new one takes over once it is gone; a second one stepping
+# in the same iteration, as a GAN's, marks nothing) ends a training step (the
+# first one, before it, is left out as warm-up), and no DataLoader marks
+# steps or epochs.
+_step_optimizer = None
 _epochs = 0
 
 R_NEXT = _native.region("dataloader_next")
@@ -337,7 +339,7 @@ def _patch_dataloader():
     @functools.wraps(orig_iter)
     def __iter__(self):
         global _main_loader, _epochs
-        if _main_loader is None and not _steps_from_forward:
+        if _main_loader is None and _step_optimizer is None:
             _main_loader = self
         it = orig_iter(self)
         # a new loop may call a module not seen yet: look for as long as at
@@ -449,7 +451,7 @@ def _forward_begin(module, args, kwargs=None):
         local.batch_model = id(module)
         begin(R_TRAIN)
         _device_begin(R_TRAIN, device)
-    if _steps_from_forward and local.batch_model == id(module) and module.training:
+    if _step_optimizer is not None and local.batch_model == id(module) and module.training:
         if not _state.manual_steps:
             _count_samples(args or tuple((kwargs or {}).values()))
     begin(R_FORWARD)
@@ -605,14 +607,16 @@ def _patch_optimizer():
             _device_begin(R_OPTIM, _optimizer_device(optimizer))
 
     def post_hook(optimizer, args, kwargs):
-        global _steps_from_forward
+        global _step_optimizer
         end(R_OPTIM)
         _device_end(R_OPTIM)
         _end_train_batch()
-        if _main_loader is None:
-            _steps_from_forward = True  # for good: a DataLoader iterated later marks none
-        if _steps_from_forward and not _state.manual_steps:
-            _native.step()
+        if _main_loader is None and not _state.manual_steps:
+            owner = _step_optimizer() if _step_optimizer is not None else None
+            if owner is None:
+                _step_optimizer, owner = weakref.ref(optimizer), optimizer
+            if owner is optimizer:
+                _native.step()
 
     opt.register_optimizer_step_pre_hook(pre_hook)
     opt.register_optimizer_step_post_hook(post_hook)

@@ -258,13 +258,16 @@ def get_batch():
     return data[i:i + 32], labels[i:i + 32]
 model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
 criterion = nn.CrossEntropyLoss()  # a module called outermost too
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
+# two optimizers stepping each iteration: the first one's steps end the steps
+opts = [torch.optim.SGD(model[0].parameters(), lr=0.01),
+        torch.optim.SGD(model[2].parameters(), lr=0.01)]
 for it in range(30):
     for micro in range(2):
         x, y = get_batch()
         (criterion(model(x), y) / 2).backward()
-    opt.step()
-    opt.zero_grad()
+    for opt in opts:
+        opt.step()
+        opt.zero_grad()
 model.eval()
 with torch.no_grad():
     for (x,) in DataLoader(TensorDataset(torch.randn(320, 64)), batch_size=32):
@@ -273,10 +276,11 @@ with torch.no_grad():
 
 
 def test_steps_without_a_dataloader(run_file):
-    """Each optimizer step ends a training step when no DataLoader fed the
-    training: 29 steps (the first is warm-up) with the samples its model's
-    calls took, none from the validation DataLoader iterated afterwards, no
-    epochs."""
+    """Each step of the first optimizer to step ends a training step when no
+    DataLoader fed the training (a second optimizer stepping in the same
+    iteration marks none): 29 steps (the first is warm-up) with the samples
+    its model's calls took, none from the validation DataLoader iterated
+    afterwards, no epochs."""
     script = run_file.parent / "no_loader.py"
     script.write_text(NO_DATALOADER)
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
@@ -288,7 +292,7 @@ def test_steps_without_a_dataloader(run_file):
     assert rep["epochs"] == []
     assert timing(rep, "train_batch")["count"] == 30
     assert timing(rep, "forward")["count"] == 2 * 60 + 10
-    assert timing(rep, "optimizer_step")["count"] == 30
+    assert timing(rep, "optimizer_step")["count"] == 60
     # the validation forwards came after the last step: outside the steps
     fwd = timing(rep, "forward")
     assert fwd["in_steps_s"] < fwd["total_s"]

@@ -7,10 +7,13 @@ measures its own median step time; the figure is the median over rounds of
 the ratio to the plain run of the same round (paired runs, so drifts of the
 machine cancel out).
 
-    bench/training_overhead.py [ROUNDS] [-- EXAMPLE ARGS]
+    bench/training_overhead.py [ROUNDS] [--alt DIR] [-- EXAMPLE ARGS]
 
 With `-- --device cuda` a fourth way runs: under `record` with
 TRAINPROF_DEVICE_TIMES=0, which shows what the CUDA-event device times cost.
+With --alt DIR, "trainprof@alt" runs under `record` too, importing the
+trainprof package found in DIR (another version of the Python side, e.g.
+the last commit's), so that two versions are measured in the same rounds.
 """
 
 import json
@@ -36,6 +39,11 @@ def main():
     args = sys.argv[1:]
     extra = args[args.index("--") + 1:] if "--" in args else []
     args = args[:args.index("--")] if "--" in args else args
+    alt = None
+    if "--alt" in args:
+        i = args.index("--alt")
+        alt = args[i + 1]
+        del args[i:i + 2]
     rounds = int(args[0]) if args else 5
     example = EXAMPLE + extra
     program = os.environ.get("TRAINPROF", str(ROOT / "build" / "trainprof"))
@@ -47,6 +55,9 @@ def main():
                     "torch_profiler": (example + ["--torch-profiler"], None)}
         if "cuda" in " ".join(extra):
             variants["trainprof_no_device_times"] = (recorded, {"TRAINPROF_DEVICE_TIMES": "0"})
+        if alt:
+            path = os.pathsep.join(filter(None, [alt, os.environ.get("PYTHONPATH")]))
+            variants["trainprof@alt"] = (recorded, {"PYTHONPATH": path})
         order = list(variants)
         for r in range(rounds):
             times = {}

@@ -153,20 +153,29 @@ static void device_name(const char *labels, char *out, size_t cap)
     snprintf(out, cap, "%.24s", eq ? eq + 1 : shown);
 }
 
+/* Starts a new line: title, then the agent totals of two byte rates
+ * ("read 1.2 MB/s write 300 kB/s") where both are known. */
+static void totals_line(top_state *t, int *row, const char *title, const char *name_a,
+                        const char *metric_a, const char *name_b, const char *metric_b)
+{
+    double v, w;
+    char a[32], b[32];
+    move((*row)++, 0);
+    addstr(title);
+    if (latest(t, metric_a, "{}", &v) && latest(t, metric_b, "{}", &w)) {
+        tp_format_value(a, sizeof a, "bytes_per_s", v);
+        tp_format_value(b, sizeof b, "bytes_per_s", w);
+        printw("%s %-11s %s %-11s", name_a, a, name_b, b);
+    }
+}
+
 /* Totals, IOPS, and the busiest disk (its share of time busy): a disk near
  * 100 % is saturated whatever its MB/s. */
 static void draw_disk(top_state *t, int *row)
 {
     double v, w;
-    char a[32], b[32];
-    move((*row)++, 0);
-    printw("DISK ");
-    if (latest(t, "disk_read_bytes_per_s", "{}", &v) &&
-        latest(t, "disk_write_bytes_per_s", "{}", &w)) {
-        tp_format_value(a, sizeof a, "bytes_per_s", v);
-        tp_format_value(b, sizeof b, "bytes_per_s", w);
-        printw("read %-11s write %-11s", a, b);
-    }
+    totals_line(t, row, "DISK ", "read", "disk_read_bytes_per_s", "write",
+                "disk_write_bytes_per_s");
     char text[96];
     if (latest(t, "disk_read_iops", "{}", &v) && latest(t, "disk_write_iops", "{}", &w)) {
         snprintf(text, sizeof text, " %6.0f IOPS", v + w);
@@ -202,16 +211,8 @@ static void keep_link(void *ctx, const char *labels, double speed)
  * links are full duplex), where the system reports link speeds. */
 static void draw_net(top_state *t, int *row)
 {
-    double v, w;
-    char a[32], b[32];
-    move((*row)++, 0);
-    printw("NET  ");
-    if (latest(t, "net_recv_bytes_per_s", "{}", &v) &&
-        latest(t, "net_sent_bytes_per_s", "{}", &w)) {
-        tp_format_value(a, sizeof a, "bytes_per_s", v);
-        tp_format_value(b, sizeof b, "bytes_per_s", w);
-        printw("recv %-11s sent %-11s", a, b);
-    }
+    char a[32];
+    totals_line(t, row, "NET  ", "recv", "net_recv_bytes_per_s", "sent", "net_sent_bytes_per_s");
     links l = {.n = 0};
     tp_sink_latest_each(t->sink, "net_link_speed_bytes_per_s", keep_link, &l);
     int best = -1;

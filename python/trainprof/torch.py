@@ -10,8 +10,8 @@ trainprof region (names as in the report):
 - ``train_batch``: from the first forward after a batch is fetched to the end
   of the optimizer step (or the next fetch), with ``forward`` (the outermost
   module call: each module called outermost gets a timed call of its own, so
-  that other module calls keep torch's fast path; see _TimedCall), ``backward`` (``Tensor.backward``) and ``optimizer_step``
-  inside it.
+  that other module calls keep torch's fast path; see _TimedCall),
+  ``backward`` (``Tensor.backward``) and ``optimizer_step`` inside it.
 - ``step_lr_schedulers``: ``LRScheduler.step``.
 - ``to_device``: ``Tensor.to`` / ``.cuda`` moving a CPU tensor to another device.
 - ``from_device``: ``.item()``, ``.cpu()``, ``.tolist()``, ``.numpy()`` of a

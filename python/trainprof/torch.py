@@ -40,244 +40,30 @@ Under ``trainprof record`` this module is applied when torch is imported; call
 """
 
 import atexit
-import collections
 import functools
-import os
-import threading
 import weakref
 
 import torch
 
 from . import _bottleneck, _native, _state
+from ._torch_common import (R_BACKWARD, R_FROM, R_NEXT, R_OPTIM, R_REDUCE, R_SCHED, R_TO, R_TRAIN,
+                            Training, begin, count_samples, end)
+from ._torch_common import local as _local
+from ._torch_device import (DEVICE_PHASES, DEVICE_TIMES, DeviceTimes, cuda_device, cuda_of,
+                            device_begin, device_end, device_poll, flush_device_times,
+                            optimizer_device)
+from ._torch_device import patch_graph_capture as _patch_graph_capture
+from ._torch_forward import QUIET, QUIET_AGAIN, discovery_start, forward_unseen
+from ._torch_forward import patch_modules as _patch_modules
+
+_DeviceTimes = DeviceTimes  # tests reach it here
+_seen_loaders = weakref.WeakSet()  # DataLoaders iterated at least once
 
 _installed = False
-
-
-class _ThreadState(threading.local):
-    """This thread's instrumentation state. The class attributes are the
-    defaults, so reading one never raises: a getattr() default on a plain
-    threading.local costs an AttributeError, about 0.6 us, and the module
-    hooks read this state on every module call."""
-
-    depth = 0  # 1 inside a module's timed call (see _TimedCall)
-    calls = 0  # module calls open on this thread, as the global hooks counted them
-    generation = 0  # the hooks' registration these counts belong to
-    hook_forward = False  # the global hooks opened the forward being timed
-    train_batch = False  # a train_batch region is open
-    batch_model = 0  # id() of the module whose forward opened it
-    device_times = None  # _DeviceTimes, made on first use
-    in_comm_hook = False  # inside a timed DDP communication hook
-
-
-_local = _ThreadState()
-_main_loader = None  # the training DataLoader (the first one iterated)
-# No DataLoader before the first optimizer step (batches from a custom
-# iterator, as nanoGPT's get_batch): from then on each step of that optimizer
-# (held weakly: a new one takes over once it is gone; a second one stepping
-# in the same iteration, as a GAN's, marks nothing) ends a training step (the
-# first one, before it, is left out as warm-up), and no DataLoader marks
-# steps or epochs.
-_step_optimizer = None
-_epochs = 0
-
-R_NEXT = _native.region("dataloader_next")
-R_TRAIN = _native.region("train_batch")
-R_FORWARD = _native.region("forward")
-R_BACKWARD = _native.region("backward")
-R_OPTIM = _native.region("optimizer_step")
-R_SCHED = _native.region("step_lr_schedulers")
-R_TO = _native.region("to_device")
-R_FROM = _native.region("from_device")
-R_REDUCE = _native.region("reduce_metrics")
-begin, end = _native.begin, _native.end
 
 _COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "broadcast", "reduce",
                 "reduce_scatter", "reduce_scatter_tensor", "barrier", "gather", "scatter",
                 "all_to_all", "all_to_all_single", "all_gather_object", "broadcast_object_list")
-
-
-# ---- device times ------------------------------------------------------------
-
-_DEVICE_TIMES = os.environ.get("TRAINPROF_DEVICE_TIMES", "1") != "0"
-_DEVICE_PHASES = _DEVICE_TIMES and os.environ.get("TRAINPROF_DEVICE_TIMES") == "all"
-_PENDING_MAX = 1024  # device times awaiting their end event, per thread
-_captures = 0  # CUDA graph captures under way in this process (CUDAGraph.capture_begin/end)
-
-
-class _DeviceTimes:
-    """One thread's CUDA-event device times: the regions open on the device,
-    and those closed whose end event the device has not reached yet (oldest
-    first; one stream's events complete in order). Events are reused."""
-
-    __slots__ = ("open", "pending", "free", "pid", "skipped")
-
-    def __init__(self):
-        self.open = {}  # region -> (host start ns, start event, stream)
-        self.pending = collections.deque()  # (region, host start ns, start event, end event)
-        self.free = {}  # device index -> events to reuse
-        self.pid = os.getpid()
-        self.skipped = 0  # regions left without a device time (capture, backlog)
-
-    def _event(self, index):
-        pool = self.free.get(index)
-        return pool.pop() if pool else torch.cuda.Event(enable_timing=True)
-
-    def begin(self, region, device):
-        """Records region's start event on device's current stream."""
-        if _captures:  # no CUDA event call at all: querying one breaks the capture
-            self.skipped += 1
-            return
-        if self.pending:
-            self.poll()
-        if len(self.pending) >= _PENDING_MAX:
-            self.skipped += 1
-            return
-        stream = torch.cuda.current_stream(device)
-        start = self._event(stream.device_index)
-        start.record(stream)
-        self.open[region] = (_native.now_ns(), start, stream)
-
-    def end(self, region):
-        """Records region's end event; its device time is read later."""
-        entry = self.open.pop(region, None)
-        if entry is None:
-            return
-        host_ns, start, stream = entry
-        if _captures:
-            self.skipped += 1
-            self.free.setdefault(stream.device_index, []).append(start)
-            return
-        stop = self._event(stream.device_index)
-        stop.record(stream)
-        self.pending.append((region, host_ns, start, stop, stream.device_index))
-
-    def poll(self, wait=False):
-        """Sends the device times whose end event completed, oldest first;
-        wait: waits for every end event (only once the training is over)."""
-        pending = self.pending
-        while pending:
-            region, host_ns, start, stop, index = pending[0]
-            if wait:
-                stop.synchronize()
-            elif not stop.query():
-                return
-            pending.popleft()
-            try:
-                elapsed_ms = start.elapsed_time(stop)
-            except RuntimeError:  # recorded into a capture we did not see: no time, no reuse
-                self.skipped += 1
-                continue
-            _native.device_time(region, host_ns, max(0, round(elapsed_ms * 1e6)))
-            self.free.setdefault(index, []).extend((start, stop))
-
-
-def _device_times():
-    """This thread's device times, made on first use; None when turned off."""
-    if not _DEVICE_TIMES:
-        return None
-    dt = _local.device_times
-    if dt is None or dt.pid != os.getpid():  # a forked child starts afresh
-        dt = _local.device_times = _DeviceTimes()
-    return dt
-
-
-def _cuda(device):
-    """device when it is a CUDA device (a torch.device), else None."""
-    return device if device is not None and device.type == "cuda" and _DEVICE_TIMES else None
-
-
-def _cuda_of(tensor):
-    """tensor's device when it is a CUDA device and device times are on, else
-    None (is_cuda first: reading .device makes a torch.device, ~0.4 us)."""
-    return tensor.device if _DEVICE_TIMES and tensor.is_cuda else None
-
-
-def _device_begin(region, device):
-    if device is not None:
-        _device_times().begin(region, device)
-
-
-def _device_end(region):
-    dt = _local.device_times
-    if dt is not None and dt.open:
-        dt.end(region)
-
-
-def _device_poll():
-    dt = _local.device_times
-    if dt is not None and dt.pending and not _captures:
-        dt.poll()
-
-
-def _flush_device_times():
-    """At exit: waits for this thread's last end events and sends their times."""
-    dt = _local.device_times
-    if dt is None or dt.pid != os.getpid():
-        return
-    try:
-        dt.poll(wait=True)
-    except Exception:  # noqa: BLE001 - CUDA already torn down: those few are lost
-        pass
-
-
-def _patch_graph_capture():
-    """Counts CUDA graph captures, so that no event is recorded into one (a
-    Python flag: asking CUDA whether the stream captures costs a driver call
-    per region)."""
-    graph = getattr(torch.cuda, "CUDAGraph", None)
-    if graph is None or not _DEVICE_TIMES:
-        return
-    begin_capture, end_capture = graph.capture_begin, graph.capture_end
-
-    @functools.wraps(begin_capture)
-    def capture_begin(self, *args, **kwargs):
-        global _captures
-        _captures += 1
-        try:
-            return begin_capture(self, *args, **kwargs)
-        except BaseException:
-            _captures -= 1
-            raise
-
-    @functools.wraps(end_capture)
-    def capture_end(self, *args, **kwargs):
-        global _captures
-        try:
-            return end_capture(self, *args, **kwargs)
-        finally:
-            _captures = max(0, _captures - 1)
-
-    graph.capture_begin, graph.capture_end = capture_begin, capture_end
-
-
-_first_params = {}  # id(module) -> (weakref to it, weakref to its first parameter or None)
-
-
-def _module_device(module):
-    """The CUDA device of a module's first parameter, else None. The
-    parameter is remembered (weakly), and so is having none: finding it walks
-    the module tree, ~5 us for a small model or a loss module, at every
-    step. A module moved with .to() keeps its parameter objects, so the
-    remembered one follows it."""
-    entry = _first_params.get(id(module))
-    if entry is not None and entry[0]() is module:
-        if entry[1] is None:
-            return None
-        p = entry[1]()
-        if p is not None:
-            return _cuda_of(p)
-    p = next(module.parameters(), None)
-    if len(_first_params) >= 1024:
-        _first_params.clear()
-    _first_params[id(module)] = (weakref.ref(module), None if p is None else weakref.ref(p))
-    return None if p is None else _cuda_of(p)
-
-
-def _optimizer_device(optimizer):
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            return _cuda_of(p)
-    return None
 
 
 # ---- host regions ------------------------------------------------------------
@@ -286,7 +72,7 @@ def _end_train_batch():
     if _local.train_batch:
         _local.train_batch = False
         end(R_TRAIN)
-        _device_end(R_TRAIN)
+        device_end(R_TRAIN)
 
 
 def _timed(region, fn):
@@ -302,34 +88,6 @@ def _timed(region, fn):
     return wrapper
 
 
-def _batch_size(batch, depth=0):
-    """Samples in a batch: the first dimension of its first tensor, if any."""
-    if isinstance(batch, torch.Tensor):
-        return batch.shape[0] if batch.ndim else 0
-    if depth == 0 and type(batch) in (tuple, list) and batch:  # (inputs, labels): no recursion
-        first = batch[0]
-        if isinstance(first, torch.Tensor) and first.ndim:
-            return first.shape[0]
-    if depth < 3:
-        if isinstance(batch, (list, tuple)):
-            for item in batch:
-                n = _batch_size(item, depth + 1)
-                if n:
-                    return n
-        elif isinstance(batch, dict):
-            for item in batch.values():
-                n = _batch_size(item, depth + 1)
-                if n:
-                    return n
-    return 0
-
-
-def _count_samples(batch):
-    n = _batch_size(batch)
-    if n:
-        _native.samples(n)
-
-
 def _patch_dataloader():
     from torch.utils.data import dataloader as dl
 
@@ -338,37 +96,37 @@ def _patch_dataloader():
 
     @functools.wraps(orig_iter)
     def __iter__(self):
-        global _main_loader, _epochs
-        if _main_loader is None and _step_optimizer is None:
-            _main_loader = self
+        if Training.main_loader is None and Training.step_optimizer is None:
+            Training.main_loader = self
         it = orig_iter(self)
         # a new loop may call a module not seen yet: look for as long as at
         # the start for a new DataLoader, briefly for another pass of one
         first = self not in _seen_loaders
         if first:
             _seen_loaders.add(self)
-        _discovery_start(_QUIET if first else _QUIET_AGAIN)
-        main = self is _main_loader
+        discovery_start(QUIET if first else QUIET_AGAIN)
+        main = self is Training.main_loader
         it._trainprof_main = main
         if main and not _state.manual_epochs:
-            _native.epoch(_epochs)
-            _epochs += 1
+            _native.epoch(Training.epochs)
+            Training.epochs += 1
         return it
 
     @functools.wraps(orig_next)
     def __next__(self):
         main = getattr(self, "_trainprof_main", False)
         if main:
+            _local.forward_seen = False
             _end_train_batch()
-            _device_poll()
+            device_poll()
             if not _state.manual_steps:
                 _native.step()
         if main and _bottleneck.active():
-            batch = _bottleneck.on_fetch(lambda: _fetch(self), _native.step, _count_samples)
+            batch = _bottleneck.on_fetch(lambda: _fetch(self), _native.step, count_samples)
         else:
             batch = _fetch(self)
         if main and not _state.manual_steps:
-            _count_samples(batch)
+            count_samples(batch)
         return batch
 
     def _fetch(it):
@@ -405,216 +163,24 @@ def _patch_workers():
     worker._worker_loop = _worker_loop
 
 
-# ---- forward: the outermost module call ----------------------------------------
-#
-# Global module hooks could time it, but while any global hook exists every
-# module call takes torch's slow path: ~6 us more per call on a 2-core VM,
-# 200 us a step for a model of 34 modules. So global hooks only find the
-# modules called outermost, and time those calls while they look; each module
-# found gets a timed call of its own, set as its _compiled_call_impl (the slot
-# of Module.compile(), which Module.__call__ calls instead of _call_impl, and
-# which pickling and deepcopy leave out). Once _QUIET outermost calls in a row
-# found no new module, the global hooks go; the first iter() of every
-# DataLoader and every torch.compile() bring them back for as long (an
-# evaluation loop's model, a second network, the compiled wrapper), and each
-# later iter() of a DataLoader for _QUIET_AGAIN calls (a model that joins
-# later). Every step taken while looking takes torch's slow path: with 64
-# batches an epoch and 32 calls of looking each (bench/step_cost.py, 34
-# modules), the mean step cost 126 us more than plain; with 4, 76 us.
-
-_QUIET = 32
-_QUIET_AGAIN = 4
-_seen_loaders = weakref.WeakSet()  # DataLoaders iterated at least once
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
-
-
-class _Discovery:
-    """The global hooks' state (one per process; changed under the GIL)."""
-
-    handles = None  # the global hooks' handles while they are registered
-    quiet = 0  # outermost calls since a module was last found
-    limit = _QUIET  # the hooks go once quiet reaches it
-    generation = 0  # bumped at each registration: a thread's stale count is reset
-
-
-def _forward_begin(module, args, kwargs=None):
-    """An outermost module call begins: forward, and train_batch with the
-    first such call in training mode. Where optimizer steps end the steps (no
-    DataLoader), the samples of a step are the batches its model's calls took
-    (each micro-batch of gradient accumulation; not the loss module's)."""
-    local = _local
-    if _bottleneck.wants_model_facts:
-        _bottleneck.note_model(module)
-    device = _module_device(module) if _DEVICE_TIMES else None
-    if module.training and not local.train_batch:
-        local.train_batch = True
-        local.batch_model = id(module)
-        begin(R_TRAIN)
-        _device_begin(R_TRAIN, device)
-    if _step_optimizer is not None and local.batch_model == id(module) and module.training:
-        if not _state.manual_steps:
-            _count_samples(args or tuple((kwargs or {}).values()))
-    begin(R_FORWARD)
-    if _DEVICE_PHASES:
-        _device_begin(R_FORWARD, device)
-
-
-def _forward_end():
-    end(R_FORWARD)
-    _device_end(R_FORWARD)
-
-
-class _TimedCall:
-    """A module's own timed call: times the module's outermost calls as
-    forward, and calls what Module.__call__ would have (its _call_impl, or
-    the compiled call Module.compile() had set). Holds the module weakly (no
-    cycle keeps a deleted model's memory), and pickles as None, so that a
-    module saved whole never needs trainprof to load."""
-
-    __slots__ = ("module", "inner", "__weakref__")
-
-    def __init__(self, module, inner):
-        self.module = weakref.ref(module)
-        self.inner = inner
-
-    def __call__(self, *args, **kwargs):
-        call = self.inner or self.module()._call_impl
-        local = _local
-        if local.depth or _is_compiling():  # nested, or traced by torch.compile
-            return call(*args, **kwargs)
-        local.depth = 1
-        if _Discovery.handles is not None:
-            _Discovery.quiet += 1
-            if _Discovery.quiet >= _Discovery.limit:
-                _discovery_stop()
-        try:
-            _forward_begin(self.module(), args, kwargs)
-            return call(*args, **kwargs)
-        finally:
-            local.depth = 0
-            _forward_end()
-
-    def __reduce__(self):
-        return type(None), ()
-
-
-def _give_timed_call(module):
-    """Makes module's calls go through a _TimedCall; False where that can't
-    be done (a torch without Module._compiled_call_impl)."""
-    if not hasattr(type(module), "_compiled_call_impl"):
-        return False
-    inner = module.__dict__.get("_compiled_call_impl")
-    if not isinstance(inner, _TimedCall):
-        module.__dict__["_compiled_call_impl"] = _TimedCall(module, inner)
-    return True
-
-
-def _discovery_pre_hook(module, args):
-    if _is_compiling():  # traced by torch.compile: a constant False, no graph break
-        return
-    local = _local
-    if local.generation != _Discovery.generation:
-        local.generation, local.calls, local.hook_forward = _Discovery.generation, 0, False
-    calls = local.calls
-    local.calls = calls + 1
-    if calls == 0 and not local.depth:  # outermost, and no timed call of its own yet
-        if _give_timed_call(module):
-            _Discovery.quiet = 0
-        local.hook_forward = True
-        _forward_begin(module, args)
-
-
-def _discovery_post_hook(module, args, output):
-    if _is_compiling():
-        return
-    local = _local
-    if local.generation != _Discovery.generation:
-        return
-    calls = local.calls - 1
-    local.calls = calls if calls > 0 else 0
-    if calls <= 0 and local.hook_forward:
-        local.hook_forward = False
-        _forward_end()
-
-
-def _discovery_start(limit=_QUIET):
-    """Registers the global hooks (at instrument(), torch.compile() and each
-    DataLoader iter()), until limit outermost calls in a row find nothing
-    new (a longer limit than the running one's extends it)."""
-    if _Discovery.handles is not None:
-        _Discovery.limit = max(_Discovery.limit, limit)
-        return
-    from torch.nn.modules import module as mm
-
-    _Discovery.generation += 1
-    _Discovery.quiet = 0
-    _Discovery.limit = limit
-    pre = mm.register_module_forward_pre_hook(_discovery_pre_hook)
-    try:
-        post = mm.register_module_forward_hook(_discovery_post_hook, always_call=True)
-    except TypeError:  # torch < 2.1: no always_call
-        post = mm.register_module_forward_hook(_discovery_post_hook)
-    _Discovery.handles = (pre, post)
-
-
-def _discovery_stop():
-    """Removes the global hooks (only ever called from a _TimedCall: on a
-    torch without timed calls the hooks stay and do all the timing)."""
-    handles, _Discovery.handles = _Discovery.handles, None
-    for handle in handles or ():
-        handle.remove()
-
-
-def _patch_compile():
-    """torch.compile(module) leaves the module's own timed call out of what
-    it traces (torch 2.11's dynamo compiled no graph through one), and looks
-    for outermost modules again: the compiled wrapper is one."""
-    compile_fn = getattr(torch, "compile", None)
-    if compile_fn is None:
-        return
-
-    @functools.wraps(compile_fn)
-    def compile(model=None, *args, **kwargs):
-        if isinstance(model, torch.nn.Module):
-            timed = model.__dict__.get("_compiled_call_impl")
-            if isinstance(timed, _TimedCall):
-                model.__dict__["_compiled_call_impl"] = timed.inner
-            _discovery_start()
-        return compile_fn(model, *args, **kwargs)
-
-    compile.__trainprof_wrapped__ = compile_fn
-    torch.compile = compile
-
-
-def _patch_modules():
-    import warnings
-
-    # torch.compile's module warns that global hooks fire twice, for it and the
-    # module it wraps; the depth counts above see to that, so the warning is ours
-    # and not the user's to act on
-    warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are "
-                            "global hooks")
-    _discovery_start()
-    _patch_compile()
-
 
 def _patch_optimizer():
     from torch.optim import optimizer as opt
 
     def pre_hook(optimizer, args, kwargs):
         begin(R_OPTIM)
-        if _DEVICE_PHASES:
-            _device_begin(R_OPTIM, _optimizer_device(optimizer))
+        if DEVICE_PHASES:
+            device_begin(R_OPTIM, optimizer_device(optimizer))
 
     def post_hook(optimizer, args, kwargs):
-        global _step_optimizer
         end(R_OPTIM)
-        _device_end(R_OPTIM)
+        device_end(R_OPTIM)
         _end_train_batch()
-        if _main_loader is None and not _state.manual_steps:
-            owner = _step_optimizer() if _step_optimizer is not None else None
+        _local.forward_seen = False
+        if Training.main_loader is None and not _state.manual_steps:
+            owner = Training.step_optimizer() if Training.step_optimizer is not None else None
             if owner is None:
-                _step_optimizer, owner = weakref.ref(optimizer), optimizer
+                Training.step_optimizer, owner = weakref.ref(optimizer), optimizer
             if owner is optimizer:
                 _native.step()
 
@@ -664,12 +230,12 @@ def _patch_transfers():
             target = _target_device(args, kwargs)
             if target is not None and target.type != "cpu":
                 begin(R_TO)
-                _device_begin(R_TO, _cuda(target))
+                device_begin(R_TO, cuda_device(target))
                 try:
                     return orig_to(self, *args, **kwargs)
                 finally:
                     end(R_TO)
-                    _device_end(R_TO)
+                    device_end(R_TO)
         return orig_to(self, *args, **kwargs)
 
     @functools.wraps(orig_cuda)
@@ -677,13 +243,13 @@ def _patch_transfers():
         if not self.is_cpu:
             return orig_cuda(self, *args, **kwargs)
         begin(R_TO)
-        if _DEVICE_TIMES:  # .cuda() with no device: the current CUDA device
-            _device_begin(R_TO, _cuda(_target_device(args, kwargs) or torch.device("cuda")))
+        if DEVICE_TIMES:  # .cuda() with no device: the current CUDA device
+            device_begin(R_TO, cuda_device(_target_device(args, kwargs) or torch.device("cuda")))
         try:
             return orig_cuda(self, *args, **kwargs)
         finally:
             end(R_TO)
-            _device_end(R_TO)
+            device_end(R_TO)
 
     if _bottleneck.MODE == "replay":
         to = functools.wraps(orig_to)(_bottleneck.memoized_move(to, "to"))
@@ -714,14 +280,18 @@ def _patch_backward():
 
     @functools.wraps(orig)
     def backward(self, *args, **kwargs):
+        local = _local
+        if not local.forward_seen:
+            forward_unseen()
         begin(R_BACKWARD)
-        if _DEVICE_PHASES:
-            _device_begin(R_BACKWARD, _cuda_of(self))
+        if DEVICE_PHASES:
+            device_begin(R_BACKWARD, cuda_of(self))
         try:
             return orig(self, *args, **kwargs)
         finally:
             end(R_BACKWARD)
-            _device_end(R_BACKWARD)
+            device_end(R_BACKWARD)
+            local.forward_seen = False
 
     backward.__trainprof_wrapped__ = orig
     torch.Tensor.backward = backward
@@ -824,9 +394,10 @@ def instrument():
     if _installed:
         return False
     _installed = True
-    for patch in (_patch_dataloader, _patch_workers, _patch_modules, _patch_backward, _patch_optimizer,
-                  _patch_schedulers, _patch_transfers, _patch_distributed, _patch_graph_capture):
+    for patch in (_patch_dataloader, _patch_workers, _patch_modules, _patch_backward,
+                  _patch_optimizer, _patch_schedulers, _patch_transfers, _patch_distributed,
+                  _patch_graph_capture):
         patch()
-    if _DEVICE_TIMES:
-        atexit.register(_flush_device_times)
+    if DEVICE_TIMES:
+        atexit.register(flush_device_times)
     return True

@@ -299,3 +299,40 @@ def test_steps_without_a_dataloader(run_file):
     # no DataLoader timed: the verdict doesn't claim the wait for data was measured
     verdict = next(v for v in rep["verdicts"] if v["kind"] == "compute_bound")
     assert "making the batches included (no DataLoader timed)" in verdict["message"]
+
+
+LATE_MODEL = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+data, labels = torch.randn(4096, 64), torch.randint(0, 10, (4096,))
+features = nn.Linear(64, 64).eval()
+with torch.no_grad():  # more outermost calls than the global hooks look for
+    for i in range(40):
+        features(data[i:i + 32])
+model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for it in range(20):
+    x, y = data[it * 32:(it + 1) * 32], labels[it * 32:(it + 1) * 32]
+    nn.functional.cross_entropy(model(x), y).backward()  # no loss module
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_model_first_called_after_discovery_ended(run_file):
+    """A model first called once the global hooks had gone (40 calls of
+    another module came first) is found through its first backward, which
+    followed no timed forward: from the second iteration on its calls are
+    forward and train_batch, and the steps get its samples."""
+    script = run_file.parent / "late_model.py"
+    script.write_text(LATE_MODEL)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    assert rep["steps"][0]["count"] == 19
+    assert timing(rep, "train_batch")["count"] == 19
+    assert timing(rep, "forward")["count"] == 40 + 19
+    assert timing(rep, "backward")["count"] == 20
+    assert rep["steps"][0]["samples"] == 19 * 32

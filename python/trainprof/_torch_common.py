@@ -1,0 +1,86 @@
+"""What the parts of the PyTorch instrumentation share: each thread's state,
+the training loop's (which DataLoader or optimizer marks the steps), the
+region ids, and how many samples a batch holds."""
+
+import threading
+
+import torch
+
+from . import _native
+
+
+class ThreadState(threading.local):
+    """This thread's instrumentation state. The class attributes are the
+    defaults, so reading one never raises: a getattr() default on a plain
+    threading.local costs an AttributeError, about 0.6 us, and the module
+    hooks read this state on every module call."""
+
+    depth = 0  # 1 inside a module's timed call (see _torch_forward.TimedCall)
+    calls = 0  # module calls open on this thread, as the global hooks counted them
+    generation = 0  # the hooks' registration these counts belong to
+    hook_forward = False  # the global hooks opened the forward being timed
+    train_batch = False  # a train_batch region is open
+    forward_seen = False  # an outermost call with gradients on since the step or backward began
+    batch_model = 0  # id() of the module whose forward opened it
+    device_times = None  # _torch_device.DeviceTimes, made on first use
+    in_comm_hook = False  # inside a timed DDP communication hook
+
+
+local = ThreadState()
+
+
+class Training:
+    """Which loop marks the steps and epochs (one per process; changed under
+    the GIL)."""
+
+    # the training DataLoader (the first one iterated)
+    main_loader = None
+    # No DataLoader before the first optimizer step (batches from a custom
+    # iterator, as nanoGPT's get_batch): from then on each step of that
+    # optimizer (held weakly: a new one takes over once it is gone; a second
+    # one stepping in the same iteration, as a GAN's, marks nothing) ends a
+    # training step (the first one, before it, is left out as warm-up), and no
+    # DataLoader marks steps or epochs.
+    step_optimizer = None
+    epochs = 0
+
+
+R_NEXT = _native.region("dataloader_next")
+R_TRAIN = _native.region("train_batch")
+R_FORWARD = _native.region("forward")
+R_BACKWARD = _native.region("backward")
+R_OPTIM = _native.region("optimizer_step")
+R_SCHED = _native.region("step_lr_schedulers")
+R_TO = _native.region("to_device")
+R_FROM = _native.region("from_device")
+R_REDUCE = _native.region("reduce_metrics")
+begin, end = _native.begin, _native.end
+
+
+def batch_size(batch, depth=0):
+    """Samples in a batch: the first dimension of its first tensor, if any."""
+    if isinstance(batch, torch.Tensor):
+        return batch.shape[0] if batch.ndim else 0
+    if depth == 0 and type(batch) in (tuple, list) and batch:  # (inputs, labels): no recursion
+        first = batch[0]
+        if isinstance(first, torch.Tensor) and first.ndim:
+            return first.shape[0]
+    if depth < 3:
+        if isinstance(batch, (list, tuple)):
+            for item in batch:
+                n = batch_size(item, depth + 1)
+                if n:
+                    return n
+        elif isinstance(batch, dict):
+            for item in batch.values():
+                n = batch_size(item, depth + 1)
+                if n:
+                    return n
+    return 0
+
+
+def count_samples(batch):
+    """Adds a batch's samples to the current step's."""
+    n = batch_size(batch)
+    if n:
+        _native.samples(n)

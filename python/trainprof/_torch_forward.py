@@ -1,0 +1,215 @@
+"""forward: the outermost module call, and the train_batch it opens.
+
+Global module hooks could time it, but while any global hook exists every
+module call takes torch's slow path: ~6 us more per call on a 2-core VM,
+200 us a step for a model of 34 modules. So global hooks only find the
+modules called outermost, and time those calls while they look; each module
+found gets a timed call of its own, set as its _compiled_call_impl (the slot
+of Module.compile(), which Module.__call__ calls instead of _call_impl, and
+which pickling and deepcopy leave out). Once QUIET outermost calls in a row
+found no new module, the global hooks go; the first iter() of every
+DataLoader and every torch.compile() bring them back for as long (an
+evaluation loop's model, a second network, the compiled wrapper), and each
+later iter() of a DataLoader, and a backward with no outermost call timed
+with gradients on since the step or the last backward began (a model first
+called after the hooks had gone), for QUIET_AGAIN calls. Every step taken while
+looking takes torch's slow path: with 64 batches an epoch and 32 calls of
+looking each (bench/step_cost.py, 34 modules), the mean step cost 126 us
+more than plain; with 4, 76 us.
+"""
+
+import functools
+import weakref
+
+import torch
+
+from . import _bottleneck, _state
+from ._torch_common import R_FORWARD, R_TRAIN, Training, begin, count_samples, end
+from ._torch_common import local as _local
+from ._torch_device import DEVICE_PHASES, DEVICE_TIMES, device_begin, device_end, module_device
+
+QUIET = 32
+QUIET_AGAIN = 4
+_grad_enabled = torch.is_grad_enabled
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+
+
+class Discovery:
+    """The global hooks' state (one per process; changed under the GIL)."""
+
+    handles = None  # the global hooks' handles while they are registered
+    quiet = 0  # outermost calls since a module was last found
+    limit = QUIET  # the hooks go once quiet reaches it
+    generation = 0  # bumped at each registration: a thread's stale count is reset
+
+
+def forward_begin(module, args, kwargs=None):
+    """An outermost module call begins: forward, and train_batch with the
+    first such call in training mode. Where optimizer steps end the steps (no
+    DataLoader), the samples of a step are the batches its model's calls took
+    (each micro-batch of gradient accumulation; not the loss module's)."""
+    local = _local
+    if _grad_enabled():
+        local.forward_seen = True
+    if _bottleneck.wants_model_facts:
+        _bottleneck.note_model(module)
+    device = module_device(module) if DEVICE_TIMES else None
+    if module.training and not local.train_batch:
+        local.train_batch = True
+        local.batch_model = id(module)
+        begin(R_TRAIN)
+        device_begin(R_TRAIN, device)
+    if Training.step_optimizer is not None and local.batch_model == id(module) and module.training:
+        if not _state.manual_steps:
+            count_samples(args or tuple((kwargs or {}).values()))
+    begin(R_FORWARD)
+    if DEVICE_PHASES:
+        device_begin(R_FORWARD, device)
+
+
+def forward_end():
+    end(R_FORWARD)
+    device_end(R_FORWARD)
+
+
+class TimedCall:
+    """A module's own timed call: times the module's outermost calls as
+    forward, and calls what Module.__call__ would have (its _call_impl, or
+    the compiled call Module.compile() had set). Holds the module weakly (no
+    cycle keeps a deleted model's memory), and pickles as None, so that a
+    module saved whole never needs trainprof to load."""
+
+    __slots__ = ("module", "inner", "__weakref__")
+
+    def __init__(self, module, inner):
+        self.module = weakref.ref(module)
+        self.inner = inner
+
+    def __call__(self, *args, **kwargs):
+        call = self.inner or self.module()._call_impl
+        local = _local
+        if local.depth or _is_compiling():  # nested, or traced by torch.compile
+            return call(*args, **kwargs)
+        local.depth = 1
+        if Discovery.handles is not None:
+            Discovery.quiet += 1
+            if Discovery.quiet >= Discovery.limit:
+                discovery_stop()
+        try:
+            forward_begin(self.module(), args, kwargs)
+            return call(*args, **kwargs)
+        finally:
+            local.depth = 0
+            forward_end()
+
+    def __reduce__(self):
+        return type(None), ()
+
+
+def give_timed_call(module):
+    """Makes module's calls go through a TimedCall; False where that can't
+    be done (a torch without Module._compiled_call_impl)."""
+    if not hasattr(type(module), "_compiled_call_impl"):
+        return False
+    inner = module.__dict__.get("_compiled_call_impl")
+    if not isinstance(inner, TimedCall):
+        module.__dict__["_compiled_call_impl"] = TimedCall(module, inner)
+    return True
+
+
+def discovery_pre_hook(module, args):
+    if _is_compiling():  # traced by torch.compile: a constant False, no graph break
+        return
+    local = _local
+    if local.generation != Discovery.generation:
+        local.generation, local.calls, local.hook_forward = Discovery.generation, 0, False
+    calls = local.calls
+    local.calls = calls + 1
+    if calls == 0 and not local.depth:  # outermost, and no timed call of its own yet
+        if give_timed_call(module):
+            Discovery.quiet = 0
+        local.hook_forward = True
+        forward_begin(module, args)
+
+
+def discovery_post_hook(module, args, output):
+    if _is_compiling():
+        return
+    local = _local
+    if local.generation != Discovery.generation:
+        return
+    calls = local.calls - 1
+    local.calls = calls if calls > 0 else 0
+    if calls <= 0 and local.hook_forward:
+        local.hook_forward = False
+        forward_end()
+
+
+def discovery_start(limit=QUIET):
+    """Registers the global hooks (at instrument(), torch.compile() and each
+    DataLoader iter()), until limit outermost calls in a row find nothing
+    new (a longer limit than the running one's extends it)."""
+    if Discovery.handles is not None:
+        Discovery.limit = max(Discovery.limit, limit)
+        return
+    from torch.nn.modules import module as mm
+
+    Discovery.generation += 1
+    Discovery.quiet = 0
+    Discovery.limit = limit
+    pre = mm.register_module_forward_pre_hook(discovery_pre_hook)
+    try:
+        post = mm.register_module_forward_hook(discovery_post_hook, always_call=True)
+    except TypeError:  # torch < 2.1: no always_call
+        post = mm.register_module_forward_hook(discovery_post_hook)
+    Discovery.handles = (pre, post)
+
+
+def forward_unseen():
+    """A backward began with no outermost module call timed with gradients on
+    since the step or the last backward: the module that made the loss has
+    no timed call (it was first called once the global hooks had gone). The
+    hooks look again for QUIET_AGAIN calls, so that the next forward is
+    found."""
+    discovery_start(QUIET_AGAIN)
+
+
+def discovery_stop():
+    """Removes the global hooks (only ever called from a TimedCall: on a
+    torch without timed calls the hooks stay and do all the timing)."""
+    handles, Discovery.handles = Discovery.handles, None
+    for handle in handles or ():
+        handle.remove()
+
+
+def patch_compile():
+    """torch.compile(module) leaves the module's own timed call out of what
+    it traces (torch 2.11's dynamo compiled no graph through one), and looks
+    for outermost modules again: the compiled wrapper is one."""
+    compile_fn = getattr(torch, "compile", None)
+    if compile_fn is None:
+        return
+
+    @functools.wraps(compile_fn)
+    def compile(model=None, *args, **kwargs):
+        if isinstance(model, torch.nn.Module):
+            timed = model.__dict__.get("_compiled_call_impl")
+            if isinstance(timed, TimedCall):
+                model.__dict__["_compiled_call_impl"] = timed.inner
+            discovery_start()
+        return compile_fn(model, *args, **kwargs)
+
+    compile.__trainprof_wrapped__ = compile_fn
+    torch.compile = compile
+
+
+def patch_modules():
+    import warnings
+
+    # torch.compile's module warns that global hooks fire twice, for it and the
+    # module it wraps; the depth counts above see to that, so the warning is ours
+    # and not the user's to act on
+    warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are "
+                            "global hooks")
+    discovery_start()
+    patch_compile()

@@ -16,9 +16,13 @@ trainprof region (names as in the report):
 - ``to_device``: ``Tensor.to`` / ``.cuda`` moving a CPU tensor to another device.
 - ``from_device``: ``.item()``, ``.cpu()``, ``.tolist()``, ``.numpy()`` of a
   tensor on a GPU (or another accelerator).
-- ``reduce_metrics``: ``torch.distributed`` collectives (all_reduce,
-  all_gather, broadcast, reduce_scatter, barrier and their variants), and
-  DistributedDataParallel's gradient all-reduce: from the moment a bucket's
+- ``reduce_metrics``: ``torch.distributed`` communication: collectives
+  (all_reduce, all_gather, broadcast, reduce_scatter, barrier and their
+  variants, FSDP2's all_gather_single and reduce_scatter_single among them)
+  and point to point (send, recv, isend, irecv, batch_isend_irecv); work
+  left under way (async_op=True, isend) is timed to its completion, on the
+  thread that completes it. And DistributedDataParallel's gradient
+  all-reduce: from the moment a bucket's
   communication hook is called to the moment its future completes (the
   default all-reduce hook is registered at the first forward unless the
   script registers its own, which is then timed the same way; set
@@ -58,12 +62,20 @@ from ._torch_forward import patch_modules as _patch_modules
 
 _DeviceTimes = DeviceTimes  # tests reach it here
 _seen_loaders = weakref.WeakSet()  # DataLoaders iterated at least once
+_Work = ()  # torch.distributed.Work, once patched (isinstance of () is False)
 
 _installed = False
 
-_COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "broadcast", "reduce",
-                "reduce_scatter", "reduce_scatter_tensor", "barrier", "gather", "scatter",
-                "all_to_all", "all_to_all_single", "all_gather_object", "broadcast_object_list")
+# torch.distributed's communication, timed as reduce_metrics: collectives
+# (FSDP2 issues all_gather_single and reduce_scatter_single) and point to point
+# (pipeline stages)
+_COLLECTIVES = ("all_reduce", "all_reduce_coalesced", "all_gather", "all_gather_coalesced",
+                "all_gather_into_tensor", "all_gather_single", "broadcast", "reduce",
+                "reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single", "barrier",
+                "monitored_barrier", "gather", "scatter", "all_to_all", "all_to_all_single",
+                "all_gather_object", "broadcast_object_list", "gather_object",
+                "scatter_object_list", "send", "recv", "isend", "irecv", "batch_isend_irecv")
+_LEAVE_WORK = ("isend", "irecv", "batch_isend_irecv")  # return work under way, always
 
 
 # ---- host regions ------------------------------------------------------------
@@ -297,14 +309,49 @@ def _patch_backward():
     torch.Tensor.backward = backward
 
 
-def _collective(fn):
-    """A collective timed as reduce_metrics, unless a timed DDP communication
-    hook issues it (the hook's own span covers it, launch to completion)."""
+def _span_until_done(result, start):
+    """When a communication call returned work under way (async_op=True,
+    isend, batch_isend_irecv: a Work or a list of them), records
+    reduce_metrics from start to the work's completion, on the thread that
+    completes it; False when result is no such work (or its backend gives no
+    future: the caller then times the call alone)."""
+    try:
+        if isinstance(result, _Work):
+            future = result.get_future()
+        elif type(result) is list and result and all(isinstance(w, _Work) for w in result):
+            future = torch.futures.collect_all([w.get_future() for w in result])
+        else:
+            return False
+    except RuntimeError:
+        return False
+
+    def done(_):
+        _native.span(R_REDUCE, start, _native.now_ns())
+
+    future.add_done_callback(done)
+    return True
+
+
+def _collective(fn, leaves_work=False):
+    """A communication call timed as reduce_metrics: from the call to its
+    return, or, for work it leaves under way (leaves_work: isend and the
+    like; async_op=True given by keyword), to the work's completion; not
+    where a timed DDP communication hook issues it (the hook's own span
+    covers it, launch to completion)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if _local.in_comm_hook:
             return fn(*args, **kwargs)
+        if leaves_work or kwargs.get("async_op"):
+            start = _native.now_ns()
+            result = None
+            try:
+                result = fn(*args, **kwargs)
+                return result
+            finally:
+                if not _span_until_done(result, start):
+                    _native.span(R_REDUCE, start, _native.now_ns())
         begin(R_REDUCE)
         try:
             return fn(*args, **kwargs)
@@ -379,12 +426,14 @@ def _patch_ddp():
 def _patch_distributed():
     import torch.distributed as dist
 
+    global _Work
     if not dist.is_available():
         return
+    _Work = dist.Work
     for name in _COLLECTIVES:
         fn = getattr(dist, name, None)
         if fn is not None and not hasattr(fn, "__trainprof_wrapped__"):
-            setattr(dist, name, _collective(fn))
+            setattr(dist, name, _collective(fn, name in _LEAVE_WORK))
     _patch_ddp()
 
 

@@ -1,5 +1,6 @@
 """Data-parallel training under one record: torchrun, DDP on gloo, ranks side by side."""
 
+import sqlite3
 import textwrap
 
 from conftest import PYTHON, assert_same_report, report_from_rows, report_json, trainprof
@@ -144,3 +145,71 @@ def test_rank_killed_mid_run_keeps_what_every_rank_did(tmp_path, run_file):
     assert fetches[1] == 21
     assert fetches[0] >= 21
     assert {x["rank"]: x["steps"] for x in rep["ranks"]["per_rank"]}[1] == 20
+
+
+# FSDP2 (fully_shard) on gloo; the script counts the communication calls that
+# pass through torch.distributed (FSDP's all-gathers and reduce-scatters, and
+# its own async all-reduce, which on rank 0 completes once rank 1 joins it,
+# RANK1_LATE seconds later).
+FSDP = """
+import os, sys, time, torch, torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+
+calls = [0]
+def counted(fn):
+    def wrapper(*args, **kwargs):
+        calls[0] += 1
+        return fn(*args, **kwargs)
+    return wrapper
+for name in ("all_gather_single", "reduce_scatter_single", "all_gather_into_tensor",
+             "reduce_scatter_tensor", "all_reduce"):
+    setattr(dist, name, counted(getattr(dist, name)))
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 4))
+fully_shard(model[0])
+fully_shard(model[2])
+fully_shard(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+g = torch.Generator().manual_seed(rank)
+x, y = torch.randn(80, 32, generator=g), torch.randint(0, 4, (80,), generator=g)
+for i in range(10):
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x[i * 8:(i + 1) * 8]), y[i * 8:(i + 1) * 8]).backward()
+    opt.step()
+if rank == 1:
+    time.sleep(RANK1_LATE)
+work = dist.all_reduce(torch.ones(4), async_op=True)
+work.wait()
+with open(os.path.join(sys.argv[1], f"rank{rank}"), "w") as f:
+    f.write(str(calls[0]))
+dist.destroy_process_group()
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)  # see DDP above
+"""
+
+
+def test_fsdp_collectives_and_async_work_timed_to_completion(tmp_path, run_file):
+    """FSDP2's all-gathers and reduce-scatters are reduce_metrics, each call
+    once; an async all-reduce lasts until its work completes, not until its
+    launch returned."""
+    late = 0.5
+    script = tmp_path / "fsdp.py"
+    script.write_text(FSDP.replace("RANK1_LATE", str(late)))
+    out = tmp_path / "out"
+    out.mkdir()
+    r = trainprof("record", "-q", "-o", run_file, "--", *TORCHRUN, "--standalone",
+                  "--nproc_per_node", "2", script, out, timeout=300)
+    assert r.returncode == 0, r.stderr
+    calls = {int(f.name[4:]): int(f.read_text()) for f in out.iterdir()}
+    assert calls[0] == calls[1] and calls[0] >= 10 * 4  # all-gathers, reduce-scatters a step
+    assert reduce_counts(report_json(run_file)) == calls
+    with sqlite3.connect(run_file) as db:
+        longest = dict(db.execute("SELECT rank, max(duration_ns) FROM regions"
+                                  " WHERE name = 'reduce_metrics' GROUP BY rank"))
+    assert longest[0] >= 0.8 * late * 1e9
+    assert longest[1] < 0.5 * late * 1e9

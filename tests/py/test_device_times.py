@@ -1,4 +1,4 @@
-"""The bookkeeping of CUDA-event device times (trainprof.torch._DeviceTimes),
+"""The bookkeeping of CUDA-event device times (trainprof._torch_device),
 on machines without a GPU: CUDA's events and streams are stood in for, since
 CI has none (tests/py/test_gpu.py checks the real ones on a GPU). What is
 checked: times go out oldest first and only once their end event completed,
@@ -10,7 +10,7 @@ import types
 import pytest
 
 torch = pytest.importorskip("torch")
-import trainprof.torch as tpt  # noqa: E402  (imports torch; patches nothing)
+import trainprof._torch_device as tpt  # noqa: E402  (imports torch; patches nothing)
 
 
 class FakeEvent:
@@ -63,7 +63,7 @@ def timed(dt, cuda, region, ms):
 
 
 def test_times_go_out_in_order_once_complete_and_events_are_reused(cuda):
-    dt = tpt._DeviceTimes()
+    dt = tpt.DeviceTimes()
     first = timed(dt, cuda, "a", 2.5)
     second = timed(dt, cuda, "b", 4.0)
     dt.poll()
@@ -81,14 +81,14 @@ def test_times_go_out_in_order_once_complete_and_events_are_reused(cuda):
 
 
 def test_waiting_happens_only_when_asked(cuda):
-    dt = tpt._DeviceTimes()
+    dt = tpt.DeviceTimes()
     stop = timed(dt, cuda, "a", 3.0)
     dt.poll(wait=True)
     assert stop.synced and cuda.sent == [("a", 3_000_000)]
 
 
 def test_nothing_touches_cuda_during_a_capture(cuda, monkeypatch):
-    dt = tpt._DeviceTimes()
+    dt = tpt.DeviceTimes()
     pending = timed(dt, cuda, "a", 1.0)
     monkeypatch.setattr(tpt, "_captures", 1)
 
@@ -103,7 +103,7 @@ def test_nothing_touches_cuda_during_a_capture(cuda, monkeypatch):
 
 
 def test_a_region_begun_outside_a_capture_and_ended_inside_gets_no_time(cuda, monkeypatch):
-    dt = tpt._DeviceTimes()
+    dt = tpt.DeviceTimes()
     dt.begin("a", torch.device("cuda"))
     monkeypatch.setattr(tpt, "_captures", 1)
     dt.end("a")
@@ -112,14 +112,14 @@ def test_a_region_begun_outside_a_capture_and_ended_inside_gets_no_time(cuda, mo
 
 def test_the_backlog_is_bounded(cuda, monkeypatch):
     monkeypatch.setattr(tpt, "_PENDING_MAX", 3)
-    dt = tpt._DeviceTimes()
+    dt = tpt.DeviceTimes()
     for i in range(5):
         timed(dt, cuda, f"r{i}", 1.0)
     assert len(dt.pending) == 3 and dt.skipped == 2
 
 
 def test_an_unreadable_pair_is_dropped_not_raised(cuda):
-    dt = tpt._DeviceTimes()
+    dt = tpt.DeviceTimes()
     stop = timed(dt, cuda, "a", 1.0)
     stop.done = True
 

@@ -10,8 +10,12 @@ trainprof region (names as in the report):
 - ``train_batch``: from the first forward after a batch is fetched to the end
   of the optimizer step (or the next fetch), with ``forward`` (the outermost
   module call: each module called outermost gets a timed call of its own, so
-  that other module calls keep torch's fast path; see _TimedCall),
-  ``backward`` (``Tensor.backward``) and ``optimizer_step`` inside it.
+  that other module calls keep torch's fast path; see
+  _torch_forward.TimedCall), ``backward`` (``Tensor.backward``) and
+  ``optimizer_step`` inside it. Where ``optimizer.step(closure)`` runs the
+  forward and backward itself (Lightning's automatic optimization, LBFGS),
+  optimizer_step times what the optimizer does after each call of the
+  closure, and the closure's forward and backward are train_batch's.
 - ``step_lr_schedulers``: ``LRScheduler.step``.
 - ``to_device``: ``Tensor.to`` / ``.cuda`` moving a CPU tensor to another device.
 - ``from_device``: ``.item()``, ``.cpu()``, ``.tolist()``, ``.numpy()`` of a
@@ -53,14 +57,13 @@ from . import _bottleneck, _native, _state
 from ._torch_common import (R_BACKWARD, R_FROM, R_NEXT, R_OPTIM, R_REDUCE, R_SCHED, R_TO, R_TRAIN,
                             Training, begin, count_samples, end)
 from ._torch_common import local as _local
-from ._torch_device import (DEVICE_PHASES, DEVICE_TIMES, DeviceTimes, cuda_device, cuda_of,
+from ._torch_device import (DEVICE_PHASES, DEVICE_TIMES, cuda_device, cuda_of,
                             device_begin, device_end, device_poll, flush_device_times,
                             optimizer_device)
 from ._torch_device import patch_graph_capture as _patch_graph_capture
 from ._torch_forward import QUIET, QUIET_AGAIN, discovery_start, forward_unseen
 from ._torch_forward import patch_modules as _patch_modules
 
-_DeviceTimes = DeviceTimes  # tests reach it here
 _seen_loaders = weakref.WeakSet()  # DataLoaders iterated at least once
 _Work = ()  # torch.distributed.Work, once patched (isinstance of () is False)
 
@@ -179,14 +182,41 @@ def _patch_workers():
 def _patch_optimizer():
     from torch.optim import optimizer as opt
 
-    def pre_hook(optimizer, args, kwargs):
+    def begin_step(optimizer):
+        _local.optimizer_step = True
         begin(R_OPTIM)
         if DEVICE_PHASES:
             device_begin(R_OPTIM, optimizer_device(optimizer))
 
+    def end_step():
+        if _local.optimizer_step:
+            _local.optimizer_step = False
+            end(R_OPTIM)
+            device_end(R_OPTIM)
+
+    def pre_hook(optimizer, args, kwargs):
+        # step(closure): the closure (forward and backward, as Lightning's
+        # and LBFGS's steps run them) is left out of optimizer_step, which
+        # times what the optimizer does after each call of it
+        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
+        if closure is None or not callable(closure):
+            begin_step(optimizer)
+            return None
+
+        @functools.wraps(closure)
+        def timed_closure(*a, **k):
+            end_step()
+            try:
+                return closure(*a, **k)
+            finally:
+                begin_step(optimizer)
+
+        if "closure" in kwargs:
+            return args, dict(kwargs, closure=timed_closure)
+        return (args[0], timed_closure, *args[2:]), kwargs
+
     def post_hook(optimizer, args, kwargs):
-        end(R_OPTIM)
-        device_end(R_OPTIM)
+        end_step()
         _end_train_batch()
         _local.forward_seen = False
         if Training.main_loader is None and not _state.manual_steps:

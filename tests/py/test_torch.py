@@ -1,6 +1,7 @@
 """PyTorch auto-instrumentation: unmodified training scripts under record."""
 
 import json
+import sqlite3
 import subprocess
 import textwrap
 
@@ -336,3 +337,60 @@ def test_model_first_called_after_discovery_ended(run_file):
     assert timing(rep, "forward")["count"] == 40 + 19
     assert timing(rep, "backward")["count"] == 20
     assert rep["steps"][0]["samples"] == 19 * 32
+
+
+CLOSURE = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 4))
+data = TensorDataset(torch.randn(640, 32), torch.randint(0, 4, (640,)))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(data, batch_size=32):  # as Lightning's automatic optimization
+    def closure():
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+    opt.step(closure=closure)
+lbfgs = torch.optim.LBFGS(model.parameters(), max_iter=4)  # calls its closure up to 4 times
+calls = [0]
+x, y = data[:64]
+def lbfgs_closure():
+    calls[0] += 1
+    lbfgs.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    return loss
+lbfgs.step(lbfgs_closure)
+print(calls[0])
+"""
+
+
+def test_step_closure_is_train_batch_not_optimizer_step(run_file):
+    """optimizer.step(closure) runs forward and backward inside the step:
+    they are train_batch's, and optimizer_step times only what the optimizer
+    does after each call of the closure (nested in train_batch)."""
+    script = run_file.parent / "closure.py"
+    script.write_text(CLOSURE)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lbfgs_calls = int(r.stdout.split()[-1])
+    assert 1 <= lbfgs_calls <= 4
+    rep = report_json(run_file)
+    assert timing(rep, "train_batch")["count"] == 20 + 1
+    assert timing(rep, "forward")["count"] == 20 + lbfgs_calls
+    assert timing(rep, "optimizer_step")["count"] == 20 + lbfgs_calls
+    with sqlite3.connect(run_file) as db:
+        # no forward or backward inside an optimizer_step; each optimizer_step in a train_batch
+        inside = db.execute(
+            "SELECT count(*) FROM regions o JOIN regions f ON f.tid = o.tid"
+            " AND f.start_ns >= o.start_ns AND f.end_ns <= o.end_ns"
+            " WHERE o.name = 'optimizer_step' AND f.name IN ('forward', 'backward')").fetchone()
+        outside = db.execute(
+            "SELECT count(*) FROM regions o WHERE o.name = 'optimizer_step' AND NOT EXISTS"
+            " (SELECT 1 FROM regions t WHERE t.tid = o.tid AND t.name = 'train_batch'"
+            " AND t.start_ns <= o.start_ns AND t.end_ns >= o.end_ns)").fetchone()
+    assert inside == (0,) and outside == (0,)

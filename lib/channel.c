@@ -27,6 +27,9 @@ static int channel_fd = -1;
 static int channel_state; /* 0 not tried, 1 connected, 2 off */
 static pthread_key_t exit_key;
 static int key_made;
+/* set by tp_thread_set_rank; under channel_lock */
+static int rank_set;
+static int32_t set_rank, set_local_rank, set_world_size;
 
 static void lock_for_fork(void) { pthread_mutex_lock(&channel_lock); }
 static void unlock_after_fork(void) { pthread_mutex_unlock(&channel_lock); }
@@ -135,9 +138,9 @@ static tp_ring_header *create_ring(void)
     h->capacity = slots;
     h->pid = (int32_t)getpid();
     h->tid = (int32_t)gettid();
-    h->rank = env_int(rank, -1);
-    h->local_rank = env_int(local, -1);
-    h->world_size = env_int(world, -1);
+    h->rank = rank_set ? set_rank : env_int(rank, -1);
+    h->local_rank = rank_set ? set_local_rank : env_int(local, -1);
+    h->world_size = rank_set ? set_world_size : env_int(world, -1);
     if (tp_self.name[0])
         memcpy(h->thread_name, tp_self.name, sizeof h->thread_name);
     else
@@ -165,6 +168,14 @@ static tp_ring_header *create_ring(void)
         return NULL;
     }
     return h;
+}
+
+void tp_thread_set_rank(int32_t rank, int32_t local_rank, int32_t world_size)
+{
+    pthread_mutex_lock(&channel_lock);
+    rank_set = 1;
+    set_rank = rank, set_local_rank = local_rank, set_world_size = world_size;
+    pthread_mutex_unlock(&channel_lock);
 }
 
 int tp_thread_attach(tp_thread *t)

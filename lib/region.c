@@ -132,6 +132,18 @@ void tp_epoch(int64_t epoch)
         push(t, TP_EV_EPOCH, 0, epoch);
 }
 
+void tp_set_rank(int32_t rank, int32_t local_rank, int32_t world_size)
+{
+    tp_thread_set_rank(rank, local_rank, world_size);
+    tp_thread *t = &tp_self;
+    if (!ready(t) || !tp_ring_has_room(t->ring, t->head, 1))
+        return;
+    put(t, tp_clock_mono_ns(), TP_EV_RANK, 0, rank);
+    tp_ring_slots(t->ring)[(t->head - 1) & (t->ring->capacity - 1)].aux =
+        (uint64_t)(uint32_t)local_rank | (uint64_t)(uint32_t)world_size << 32;
+    atomic_store_explicit(&t->ring->head, t->head, memory_order_release);
+}
+
 void tp_samples(int64_t n)
 {
     tp_thread *t = &tp_self;

@@ -29,6 +29,7 @@ enum tp_event_kind {
     TP_EV_NAME = 5,    /* name_id's text follows in the next slots; aux = length */
     TP_EV_SAMPLES = 6, /* value samples were fetched for the current step */
     TP_EV_DEVICE = 7,  /* name_id's device time: value ns, for the region begun at t_ns */
+    TP_EV_RANK = 8,    /* the process's rank: value; aux = local rank | world size << 32 */
 };
 
 typedef struct tp_event {

@@ -224,6 +224,28 @@ static PyObject *py_samples(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* set_rank(rank, local_rank, world_size): this process's, -1 for one unknown. */
+static PyObject *py_set_rank(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    long v[3];
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "set_rank() takes rank, local_rank and world_size");
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++) {
+        v[i] = PyLong_AsLong(args[i]);
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+        if (v[i] < -1 || v[i] > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "set_rank() takes numbers from -1 to 2**31-1");
+            return NULL;
+        }
+    }
+    tp_set_rank((int32_t)v[0], (int32_t)v[1], (int32_t)v[2]);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_set_thread_name(PyObject *module, PyObject *name)
 {
     (void)module;
@@ -267,6 +289,8 @@ static PyMethodDef module_methods[] = {
     {"epoch", py_epoch, METH_O, "epoch(n): marks the start of epoch n."},
     {"samples", py_samples, METH_O, "samples(n): the current step processed n samples."},
     {"set_thread_name", py_set_thread_name, METH_O, "Names this thread in the recording."},
+    {"set_rank", (PyCFunction)(void (*)(void))py_set_rank, METH_FASTCALL,
+     "set_rank(rank, local_rank, world_size): this process's (-1: unknown)."},
     {"active", py_active, METH_NOARGS, "True when this thread's events reach a recorder."},
     {"dropped", py_dropped, METH_NOARGS, "Events this thread dropped on a full buffer."},
     {"_set_decorator_factory", py_set_decorator_factory, METH_O, NULL},

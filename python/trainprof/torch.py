@@ -49,6 +49,7 @@ Under ``trainprof record`` this module is applied when torch is imported; call
 
 import atexit
 import functools
+import os
 import weakref
 
 import torch
@@ -114,6 +115,8 @@ def _patch_dataloader():
         if Training.main_loader is None and Training.step_optimizer is None:
             Training.main_loader = self
         it = orig_iter(self)
+        if not _rank_told:  # a process group made without init_process_group (a device mesh)
+            _tell_rank()
         # a new loop may call a module not seen yet: look for as long as at
         # the start for a new DataLoader, briefly for another pass of one
         first = self not in _seen_loaders
@@ -416,8 +419,6 @@ def _timed_comm_hook(hook):
 
 
 def _patch_ddp():
-    import os
-
     if os.environ.get("TRAINPROF_DDP_HOOK", "1") == "0":
         return
     try:
@@ -453,6 +454,32 @@ def _patch_ddp():
     DDP.forward = ddp_forward
 
 
+_RANK_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")  # as lib/channel.c
+_LOCAL_RANK_VARS = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK")
+_rank_told = False
+
+
+def _tell_rank():
+    """Once torch.distributed has its default process group: where the
+    environment gave no rank (mp.spawn, Lightning's launcher), tells the
+    recorder the group's rank and world size (and LOCAL_RANK's, if set), for
+    every thread of this process. Once."""
+    global _rank_told
+    if _rank_told:
+        return
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    _rank_told = True
+    if any(os.environ.get(name) for name in _RANK_VARS):
+        return  # the recorder has it from the environment
+    local = next((os.environ[n] for n in _LOCAL_RANK_VARS if os.environ.get(n)), "-1")
+    try:
+        _native.set_rank(dist.get_rank(), int(local), dist.get_world_size())
+    except (ValueError, RuntimeError):  # an odd LOCAL_RANK, or a group gone already
+        pass
+
+
 def _patch_distributed():
     import torch.distributed as dist
 
@@ -460,6 +487,16 @@ def _patch_distributed():
     if not dist.is_available():
         return
     _Work = dist.Work
+    init = dist.init_process_group
+
+    @functools.wraps(init)
+    def init_process_group(*args, **kwargs):
+        result = init(*args, **kwargs)
+        _tell_rank()
+        return result
+
+    init_process_group.__trainprof_wrapped__ = init
+    dist.init_process_group = init_process_group
     for name in _COLLECTIVES:
         fn = getattr(dist, name, None)
         if fn is not None and not hasattr(fn, "__trainprof_wrapped__"):

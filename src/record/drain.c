@@ -37,6 +37,12 @@ typedef struct drain_ring {
     uint32_t depth;
 } drain_ring;
 
+/* A rank a process gave itself (TP_EV_RANK), for its rings not mapped yet. */
+typedef struct conn_rank {
+    bool set;
+    int32_t rank, local_rank, world_size;
+} conn_rank;
+
 struct tp_drain {
     tp_sink *sink;
     char dir[64];
@@ -44,6 +50,7 @@ struct tp_drain {
     int listen_fd;
     int wake_fd; /* eventfd: tp_drain_stop ends the thread's poll at once */
     int conns[MAX_CONNS];
+    conn_rank ranks[MAX_CONNS]; /* by connection */
     size_t nconns;
     drain_ring *rings;
     size_t nrings, rings_cap;
@@ -53,6 +60,17 @@ struct tp_drain {
 };
 
 /* ---- events -------------------------------------------------------------- */
+
+/* Process conn told its rank: every thread of it takes it (those that sent
+ * events before included), and so will its rings mapped later. */
+static void set_process_rank(tp_drain *d, int conn, int32_t rank, uint64_t aux)
+{
+    conn_rank *c = &d->ranks[conn];
+    *c = (conn_rank){true, rank, (int32_t)(uint32_t)aux, (int32_t)(uint32_t)(aux >> 32)};
+    for (size_t i = 0; i < d->nrings; i++)
+        if (d->rings[i].conn == conn)
+            tp_sink_thread_rank(d->sink, d->rings[i].thread, c->rank, c->local_rank, c->world_size);
+}
 
 static void map_name(tp_drain *d, drain_ring *r, uint32_t local, const char *text)
 {
@@ -128,6 +146,7 @@ static void drain_ring_events(tp_drain *d, drain_ring *r)
         case TP_EV_SAMPLES:
             tp_sink_mark(d->sink, r->thread, TP_MARK_SAMPLES, e.t_ns, e.value);
             break;
+        case TP_EV_RANK: set_process_rank(d, r->conn, (int32_t)e.value, e.aux); break;
         case TP_EV_DEVICE: {
             uint32_t name = global_name(r, e.name_id);
             if (name && e.value >= 0)
@@ -173,7 +192,15 @@ static void add_ring(tp_drain *d, int conn, int fd)
     r->h = h;
     r->bytes = (size_t)sb.st_size;
     r->conn = conn;
-    tp_thread_info info = {0, h->pid, h->tid, h->rank, h->local_rank, h->world_size, "", 0};
+    const conn_rank *c = &d->ranks[conn];
+    tp_thread_info info = {0,
+                           h->pid,
+                           h->tid,
+                           c->set ? c->rank : h->rank,
+                           c->set ? c->local_rank : h->local_rank,
+                           c->set ? c->world_size : h->world_size,
+                           "",
+                           0};
     memcpy(info.name, h->thread_name, sizeof info.name - 1);
     r->thread = tp_sink_thread(d->sink, &info);
 }
@@ -248,6 +275,7 @@ static void *drain_main(void *arg)
                 slot++;
             if (c >= 0 && slot < MAX_CONNS) {
                 d->conns[slot] = c;
+                d->ranks[slot] = (conn_rank){0};
                 if (slot == d->nconns)
                     d->nconns++;
             } else if (c >= 0) {

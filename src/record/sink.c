@@ -228,6 +228,18 @@ void tp_sink_thread_dropped(tp_sink *s, uint32_t thread, uint64_t dropped)
     pthread_mutex_unlock(&s->lock);
 }
 
+void tp_sink_thread_rank(tp_sink *s, uint32_t thread, int32_t rank, int32_t local_rank,
+                         int32_t world_size)
+{
+    pthread_mutex_lock(&s->lock);
+    if (thread >= 1 && thread <= s->threads.len) {
+        tp_thread_info *t = &s->threads.items[thread - 1];
+        t->rank = rank, t->local_rank = local_rank, t->world_size = world_size;
+        VEC_PUSH(s->pending.threads, *t);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
 uint32_t tp_sink_name(tp_sink *s, const char *text)
 {
     pthread_mutex_lock(&s->lock);

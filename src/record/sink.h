@@ -120,6 +120,9 @@ void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu);
 /* Timing events (from the drain thread). Times are CLOCK_MONOTONIC. */
 uint32_t tp_sink_thread(tp_sink *s, const tp_thread_info *info); /* returns the thread id */
 void tp_sink_thread_dropped(tp_sink *s, uint32_t thread, uint64_t dropped);
+/* The rank a thread's process gave itself after the thread's first event. */
+void tp_sink_thread_rank(tp_sink *s, uint32_t thread, int32_t rank, int32_t local_rank,
+                         int32_t world_size);
 uint32_t tp_sink_name(tp_sink *s, const char *text); /* same id for the same text */
 void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth,
                       uint64_t start_mono_ns, uint64_t end_mono_ns);

@@ -171,7 +171,7 @@ static void apply_timings(tp_live *l, const tp_batch *b)
             l->thread_rank[l->nthreads] = -1;
             l->thread_dropped[l->nthreads++] = 0;
         }
-        if (t->pid != 0) /* a new thread (drop updates carry no pid) */
+        if (t->pid != 0) /* the whole row: a new thread, or its rank or drops updated */
             l->thread_rank[t->id - 1] = t->rank;
         if (t->dropped > l->thread_dropped[t->id - 1]) {
             live_rank *r = rank_entry(l, l->thread_rank[t->id - 1]);

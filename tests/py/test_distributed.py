@@ -1,5 +1,6 @@
 """Data-parallel training under one record: torchrun, DDP on gloo, ranks side by side."""
 
+import socket
 import sqlite3
 import textwrap
 
@@ -213,3 +214,53 @@ def test_fsdp_collectives_and_async_work_timed_to_completion(tmp_path, run_file)
                                   " WHERE name = 'reduce_metrics' GROUP BY rank"))
     assert longest[0] >= 0.8 * late * 1e9
     assert longest[1] < 0.5 * late * 1e9
+
+
+# torch.multiprocessing.spawn: the children's environment names no rank
+# (Lightning's launcher sets LOCAL_RANK only, as the script does here)
+SPAWN = """
+import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+def train(rank, world, port):
+    os.environ["LOCAL_RANK"] = str(rank)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.randn(128, 32) + rank, torch.randint(0, 4, (128,)))
+    for x, y in DataLoader(data, batch_size=8):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # see DDP above
+
+if __name__ == "__main__":
+    mp.spawn(train, args=(2, int(sys.argv[1])), nprocs=2)
+"""
+
+
+def test_ranks_from_torch_distributed_when_the_environment_has_none(tmp_path, run_file):
+    """mp.spawn's processes learn their rank from init_process_group, not the
+    environment: each is still its own rank, its threads before that included."""
+    script = tmp_path / "spawn.py"
+    script.write_text(SPAWN)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {name: "" for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, str(port), env=env,
+                  timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    assert reduce_counts(rep) == {0: 16, 1: 16}
+    fetches = {t["rank"]: t["count"] for t in rep["timings"] if t["name"] == "dataloader_next"}
+    assert fetches == {0: 17, 1: 17}  # the 17th ends the pass
+    per_rank = rep["ranks"]["per_rank"]
+    assert [(x["rank"], x["local_rank"], x["steps"]) for x in per_rank] == [(0, 0, 16), (1, 1, 16)]

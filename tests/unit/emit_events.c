@@ -1,7 +1,7 @@
 /* emit_events.c: a small instrumented program for test_timings: it emits
  * one scenario's events through libtrainprof and exits 0 when what it saw
  * itself (active, dropped) is as expected.
- * usage: emit_events nested|spans|threads|overflow|fork|slow_epochs|device|none */
+ * usage: emit_events nested|spans|threads|overflow|fork|slow_epochs|device|late_rank|none */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +80,23 @@ static int two_threads(void)
         pthread_create(&t[i], NULL, thread_body, &n);
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
+    return 0;
+}
+
+/* Two threads send events with no rank in the environment, then the process
+ * learns its rank (as from torch.distributed), then a third thread starts. */
+static int late_rank(void)
+{
+    static tp_site before = TP_SITE("before_rank");
+    tp_region_begin(&before);
+    tp_region_end(&before);
+    int n = 3;
+    pthread_t t;
+    pthread_create(&t, NULL, thread_body, &n);
+    pthread_join(t, NULL);
+    tp_set_rank(5, 1, 8);
+    pthread_create(&t, NULL, thread_body, &n);
+    pthread_join(t, NULL);
     return 0;
 }
 
@@ -163,6 +180,8 @@ int main(int argc, char **argv)
         return device_times();
     if (strcmp(mode, "slow_epochs") == 0)
         return slow_epochs();
+    if (strcmp(mode, "late_rank") == 0)
+        return late_rank();
     if (strcmp(mode, "none") == 0)
         return without_recorder();
     return 64;

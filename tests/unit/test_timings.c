@@ -179,6 +179,44 @@ static void test_full_ring_drops_and_counts(void **state)
     tp_batch_free(&b);
 }
 
+/* A process that learns its rank after its threads sent events (mp.spawn,
+ * Lightning: no RANK in the environment): every thread takes it, the ones
+ * that sent events before included, and so does a thread started after. */
+static void test_rank_set_late_reaches_every_thread(void **state)
+{
+    (void)state;
+    unsetenv("RANK");
+    unsetenv("LOCAL_RANK");
+    unsetenv("WORLD_SIZE");
+    assert_int_equal(in_child("late_rank"), 0);
+    tp_batch b = {0};
+    collect(&b);
+    /* the sink's ids go on from the earlier tests': this child's from the first row's on */
+    assert_true(b.threads.len > 0);
+    uint32_t base = b.threads.items[0].id;
+    tp_thread_info first[8] = {{0}}, last[8] = {{0}};
+    uint32_t threads = 0;
+    for (size_t i = 0; i < b.threads.len; i++) {
+        const tp_thread_info *t = &b.threads.items[i];
+        assert_true(t->id >= base && t->id < base + 8);
+        if (last[t->id - base].id == 0)
+            first[threads++] = *t;
+        last[t->id - base] = *t;
+    }
+    assert_int_equal(threads, 3);
+    /* the two threads before it came without a rank, the one after it with it */
+    assert_int_equal(first[0].rank, -1);
+    assert_int_equal(first[1].rank, -1);
+    assert_int_equal(first[2].rank, 5);
+    for (uint32_t i = 0; i < 3; i++) {
+        assert_int_equal(last[i].rank, 5);
+        assert_int_equal(last[i].local_rank, 1);
+        assert_int_equal(last[i].world_size, 8);
+    }
+    assert_int_equal(intervals_named(&b, "before_rank", 0), 1);
+    tp_batch_free(&b);
+}
+
 static void test_fork_child_gets_its_own_ring(void **state)
 {
     (void)state;
@@ -216,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_spans_keep_their_times),
         cmocka_unit_test(test_threads_get_their_own_rings),
         cmocka_unit_test(test_full_ring_drops_and_counts),
+        cmocka_unit_test(test_rank_set_late_reaches_every_thread),
         cmocka_unit_test(test_fork_child_gets_its_own_ring),
         cmocka_unit_test(test_no_recorder_is_a_no_op),
     };

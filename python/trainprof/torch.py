@@ -15,7 +15,10 @@ trainprof region (names as in the report):
   ``optimizer_step`` inside it. Where ``optimizer.step(closure)`` runs the
   forward and backward itself (Lightning's automatic optimization, LBFGS),
   optimizer_step times what the optimizer does after each call of the
-  closure, and the closure's forward and backward are train_batch's.
+  closure, and the closure's forward and backward are train_batch's. A
+  ``GradScaler.step`` that skips the optimizer's step (inf or NaN gradients)
+  ends the train_batch, and the step where optimizer steps mark them, all
+  the same.
 - ``step_lr_schedulers``: ``LRScheduler.step``.
 - ``to_device``: ``Tensor.to`` / ``.cuda`` moving a CPU tensor to another device.
 - ``from_device``: ``.item()``, ``.cpu()``, ``.tolist()``, ``.numpy()`` of a
@@ -220,17 +223,48 @@ def _patch_optimizer():
 
     def post_hook(optimizer, args, kwargs):
         end_step()
-        _end_train_batch()
-        _local.forward_seen = False
-        if Training.main_loader is None and not _state.manual_steps:
-            owner = Training.step_optimizer() if Training.step_optimizer is not None else None
-            if owner is None:
-                Training.step_optimizer, owner = weakref.ref(optimizer), optimizer
-            if owner is optimizer:
-                _native.step()
+        _local.optimizer_stepped = True
+        _training_step_ends(optimizer)
 
     opt.register_optimizer_step_pre_hook(pre_hook)
     opt.register_optimizer_step_post_hook(post_hook)
+    _patch_grad_scaler()
+
+
+def _training_step_ends(optimizer):
+    """optimizer stepped (or would have, had its gradients been finite): the
+    train_batch ends, and, where optimizer steps mark the steps, the step."""
+    _end_train_batch()
+    _local.forward_seen = False
+    if Training.main_loader is None and not _state.manual_steps:
+        owner = Training.step_optimizer() if Training.step_optimizer is not None else None
+        if owner is None:
+            Training.step_optimizer, owner = weakref.ref(optimizer), optimizer
+        if owner is optimizer:
+            _native.step()
+
+
+def _patch_grad_scaler():
+    """GradScaler.step skips optimizer.step() where the gradients hold inf or
+    NaN (often in the first float16 steps, while it finds its scale): the
+    training step ends all the same."""
+    scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
+    if scaler is None:  # torch < 2.3: torch.cuda.amp's only
+        scaler = getattr(getattr(torch.cuda, "amp", None), "GradScaler", None)
+    if scaler is None:
+        return
+    orig = scaler.step
+
+    @functools.wraps(orig)
+    def step(self, optimizer, *args, **kwargs):
+        _local.optimizer_stepped = False
+        result = orig(self, optimizer, *args, **kwargs)
+        if not _local.optimizer_stepped:
+            _training_step_ends(optimizer)
+        return result
+
+    step.__trainprof_wrapped__ = orig
+    scaler.step = step
 
 
 def _patch_schedulers():

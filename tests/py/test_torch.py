@@ -394,3 +394,42 @@ def test_step_closure_is_train_batch_not_optimizer_step(run_file):
             " (SELECT 1 FROM regions t WHERE t.tid = o.tid AND t.name = 'train_batch'"
             " AND t.start_ns <= o.start_ns AND t.end_ns >= o.end_ns)").fetchone()
     assert inside == (0,) and outside == (0,)
+
+
+GRAD_SCALER = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Linear(32, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+scaler = torch.amp.GradScaler("cpu")
+x, y = torch.randn(320, 32), torch.randint(0, 4, (320,))
+skipped = 0
+for it in range(10):  # batches of its own (no DataLoader): optimizer steps mark the steps
+    loss = nn.functional.cross_entropy(model(x[it * 32:(it + 1) * 32]), y[it * 32:(it + 1) * 32])
+    if it in (3, 6):
+        loss = loss * float("inf")  # an overflow: the scaler skips the optimizer's step
+    scaler.scale(loss).backward()
+    scale = scaler.get_scale()
+    scaler.step(opt)
+    scaler.update()
+    skipped += scaler.get_scale() < scale
+    opt.zero_grad()
+print(skipped)
+"""
+
+
+def test_step_skipped_by_grad_scaler_still_ends(run_file):
+    """GradScaler.step skips optimizer.step() on an overflow: that iteration is
+    still a step of its own, its train_batch closed, not merged into the next."""
+    script = run_file.parent / "scaler.py"
+    script.write_text(GRAD_SCALER)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[-1] == "2"  # the scaler did skip two steps
+    rep = report_json(run_file)
+    assert timing(rep, "optimizer_step")["count"] == 8
+    assert timing(rep, "train_batch")["count"] == 10
+    assert rep["steps"][0]["count"] == 9
+    assert rep["steps"][0]["samples"] == 9 * 32

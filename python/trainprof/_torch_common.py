@@ -20,10 +20,10 @@ class ThreadState(threading.local):
     generation = 0  # the hooks' registration these counts belong to
     hook_forward = False  # the global hooks opened the forward being timed
     train_batch = False  # a train_batch region is open
+    batch_model = 0  # id() of the module whose forward opened it
     optimizer_step = False  # an optimizer_step region is open
     optimizer_stepped = False  # an optimizer step ended since GradScaler.step began
     forward_seen = False  # an outermost call with gradients on since the step or backward began
-    batch_model = 0  # id() of the module whose forward opened it
     device_times = None  # _torch_device.DeviceTimes, made on first use
     in_comm_hook = False  # inside a timed DDP communication hook
 

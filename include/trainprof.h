@@ -70,11 +70,13 @@ void tp_samples(int64_t n);
  * thread's first event, e.g. "DL worker 3". */
 void tp_set_thread_name(const char *name);
 
-/* This process's rank, local rank and world size (-1 for one unknown), for
- * launchers that export none of RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or
- * PMI_RANK (mp.spawn, Lightning's): they apply to every thread of the
- * process, those that already sent events included, and to its later forks.
- * The Python face calls it once torch.distributed has its process group. */
+/* This process's rank, local rank and world size, for launchers that export
+ * none of RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK (mp.spawn,
+ * Lightning's): they apply to every thread of the process, those that already
+ * sent events included, and to its later forks. A negative local rank or
+ * world size stands for the environment's (LOCAL_RANK, WORLD_SIZE and their
+ * Slurm, Open MPI and PMI companions; -1 where it names none). The Python
+ * face calls it once torch.distributed has its process group. */
 void tp_set_rank(int32_t rank, int32_t local_rank, int32_t world_size);
 
 /* True when events from this thread reach a recorder. */

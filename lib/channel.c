@@ -61,6 +61,14 @@ static void thread_exit(void *arg)
     t->state = TP_THREAD_OFF;
 }
 
+/* Where launchers (torchrun, Slurm, Open MPI, PMI) put a process's rank. */
+static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                        NULL};
+static const char *const local_rank_vars[] = {"LOCAL_RANK", "SLURM_LOCALID",
+                                              "OMPI_COMM_WORLD_LOCAL_RANK", NULL};
+static const char *const world_size_vars[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE",
+                                              "PMI_SIZE", NULL};
+
 static int env_int(const char *const *names, int fallback)
 {
     for (; *names; names++) {
@@ -127,20 +135,14 @@ static tp_ring_header *create_ring(void)
         close(fd);
         return NULL;
     }
-    static const char *const rank[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                       NULL};
-    static const char *const local[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                        NULL};
-    static const char *const world[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE",
-                                        "PMI_SIZE", NULL};
     h->magic = TP_RING_MAGIC;
     h->version = TP_RING_VERSION;
     h->capacity = slots;
     h->pid = (int32_t)getpid();
     h->tid = (int32_t)gettid();
-    h->rank = rank_set ? set_rank : env_int(rank, -1);
-    h->local_rank = rank_set ? set_local_rank : env_int(local, -1);
-    h->world_size = rank_set ? set_world_size : env_int(world, -1);
+    h->rank = rank_set ? set_rank : env_int(rank_vars, -1);
+    h->local_rank = rank_set ? set_local_rank : env_int(local_rank_vars, -1);
+    h->world_size = rank_set ? set_world_size : env_int(world_size_vars, -1);
     if (tp_self.name[0])
         memcpy(h->thread_name, tp_self.name, sizeof h->thread_name);
     else
@@ -170,11 +172,15 @@ static tp_ring_header *create_ring(void)
     return h;
 }
 
-void tp_thread_set_rank(int32_t rank, int32_t local_rank, int32_t world_size)
+void tp_thread_set_rank(int32_t rank, int32_t *local_rank, int32_t *world_size)
 {
     pthread_mutex_lock(&channel_lock);
+    if (*local_rank < 0)
+        *local_rank = env_int(local_rank_vars, -1);
+    if (*world_size < 0)
+        *world_size = env_int(world_size_vars, -1);
     rank_set = 1;
-    set_rank = rank, set_local_rank = local_rank, set_world_size = world_size;
+    set_rank = rank, set_local_rank = *local_rank, set_world_size = *world_size;
     pthread_mutex_unlock(&channel_lock);
 }
 

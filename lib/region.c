@@ -26,7 +26,8 @@ static inline int name_defined(const tp_thread *t, uint32_t id)
 }
 
 /* Fills the next slot without publishing it (the caller checked for room). */
-static inline void put(tp_thread *t, uint64_t t_ns, uint32_t kind, uint32_t id, int64_t value)
+static inline void put(tp_thread *t, uint64_t t_ns, uint32_t kind, uint32_t id, int64_t value,
+                       uint64_t aux)
 {
     tp_ring_header *h = t->ring;
     tp_event *e = &tp_ring_slots(h)[t->head & (h->capacity - 1)];
@@ -34,7 +35,7 @@ static inline void put(tp_thread *t, uint64_t t_ns, uint32_t kind, uint32_t id, 
     e->kind = kind;
     e->name_id = id;
     e->value = value;
-    e->aux = 0;
+    e->aux = aux;
     t->head++;
 }
 
@@ -44,7 +45,7 @@ static inline void push(tp_thread *t, uint32_t kind, uint32_t id, int64_t value)
     tp_ring_header *h = t->ring;
     if (UNLIKELY(!tp_ring_has_room(h, t->head, 1)))
         return;
-    put(t, tp_clock_mono_ns(), kind, id, value);
+    put(t, tp_clock_mono_ns(), kind, id, value, 0);
     atomic_store_explicit(&h->head, t->head, memory_order_release);
 }
 
@@ -104,8 +105,8 @@ void tp_span(uint32_t id, uint64_t start_ns, uint64_t end_ns)
         return;
     /* begin and end published together: the recorder pairs them as one
      * region nested in whatever this thread has open */
-    put(t, start_ns, TP_EV_BEGIN, id, 0);
-    put(t, end_ns, TP_EV_END, id, 0);
+    put(t, start_ns, TP_EV_BEGIN, id, 0, 0);
+    put(t, end_ns, TP_EV_END, id, 0, 0);
     publish(t);
 }
 
@@ -114,7 +115,7 @@ void tp_device_time(uint32_t id, uint64_t host_start_ns, uint64_t device_ns)
     tp_thread *t = &tp_self;
     if (!ready(t) || id == 0 || device_ns > INT64_MAX || !reserve(t, id, 1))
         return;
-    put(t, host_start_ns, TP_EV_DEVICE, id, (int64_t)device_ns);
+    put(t, host_start_ns, TP_EV_DEVICE, id, (int64_t)device_ns, 0);
     publish(t);
 }
 
@@ -134,13 +135,12 @@ void tp_epoch(int64_t epoch)
 
 void tp_set_rank(int32_t rank, int32_t local_rank, int32_t world_size)
 {
-    tp_thread_set_rank(rank, local_rank, world_size);
+    tp_thread_set_rank(rank, &local_rank, &world_size);
     tp_thread *t = &tp_self;
     if (!ready(t) || !tp_ring_has_room(t->ring, t->head, 1))
         return;
-    put(t, tp_clock_mono_ns(), TP_EV_RANK, 0, rank);
-    tp_ring_slots(t->ring)[(t->head - 1) & (t->ring->capacity - 1)].aux =
-        (uint64_t)(uint32_t)local_rank | (uint64_t)(uint32_t)world_size << 32;
+    put(t, tp_clock_mono_ns(), TP_EV_RANK, 0, rank,
+        (uint64_t)(uint32_t)local_rank | (uint64_t)(uint32_t)world_size << 32);
     atomic_store_explicit(&t->ring->head, t->head, memory_order_release);
 }
 

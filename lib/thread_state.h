@@ -31,8 +31,9 @@ extern _Thread_local tp_thread tp_self;
 int tp_thread_attach(tp_thread *t);
 
 /* Cold path: the rank, local rank and world size the process's later rings
- * carry, instead of the ones its environment gives. */
-void tp_thread_set_rank(int32_t rank, int32_t local_rank, int32_t world_size);
+ * carry, instead of the ones its environment gives; a negative local rank or
+ * world size is replaced by the environment's (-1 where it has none). */
+void tp_thread_set_rank(int32_t rank, int32_t *local_rank, int32_t *world_size);
 
 /* Cold path: sends name id's text through the thread's ring. */
 void tp_thread_define_name(tp_thread *t, uint32_t id);

@@ -224,7 +224,8 @@ static PyObject *py_samples(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-/* set_rank(rank, local_rank, world_size): this process's, -1 for one unknown. */
+/* set_rank(rank, local_rank, world_size): this process's; -1 for the local
+ * rank or world size takes the environment's (see tp_set_rank). */
 static PyObject *py_set_rank(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
@@ -290,7 +291,7 @@ static PyMethodDef module_methods[] = {
     {"samples", py_samples, METH_O, "samples(n): the current step processed n samples."},
     {"set_thread_name", py_set_thread_name, METH_O, "Names this thread in the recording."},
     {"set_rank", (PyCFunction)(void (*)(void))py_set_rank, METH_FASTCALL,
-     "set_rank(rank, local_rank, world_size): this process's (-1: unknown)."},
+     "set_rank(rank, local_rank, world_size): this process's (-1: the environment's)."},
     {"active", py_active, METH_NOARGS, "True when this thread's events reach a recorder."},
     {"dropped", py_dropped, METH_NOARGS, "Events this thread dropped on a full buffer."},
     {"_set_decorator_factory", py_set_decorator_factory, METH_O, NULL},

@@ -143,19 +143,14 @@ def _patch_dataloader():
             if not _state.manual_steps:
                 _native.step()
         if main and _bottleneck.active():
-            batch = _bottleneck.on_fetch(lambda: _fetch(self), _native.step, count_samples)
+            batch = _bottleneck.on_fetch(lambda: fetch(self), _native.step, count_samples)
         else:
-            batch = _fetch(self)
+            batch = fetch(self)
         if main and not _state.manual_steps:
             count_samples(batch)
         return batch
 
-    def _fetch(it):
-        begin(R_NEXT)
-        try:
-            return orig_next(it)
-        finally:
-            end(R_NEXT)
+    fetch = _timed(R_NEXT, orig_next)
 
     dl.DataLoader.__iter__ = __iter__
     dl._BaseDataLoaderIter.__next__ = __next__
@@ -182,7 +177,6 @@ def _patch_workers():
         return orig(*args, **kwargs)
 
     worker._worker_loop = _worker_loop
-
 
 
 def _patch_optimizer():
@@ -488,16 +482,14 @@ def _patch_ddp():
     DDP.forward = ddp_forward
 
 
-_RANK_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")  # as lib/channel.c
-_LOCAL_RANK_VARS = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK")
 _rank_told = False
 
 
 def _tell_rank():
-    """Once torch.distributed has its default process group: where the
-    environment gave no rank (mp.spawn, Lightning's launcher), tells the
-    recorder the group's rank and world size (and LOCAL_RANK's, if set), for
-    every thread of this process. Once."""
+    """Once torch.distributed has its default process group, tells the
+    recorder the group's rank and world size (the local rank as the
+    environment has it), for every thread of this process: launchers such as
+    mp.spawn and Lightning's export no RANK. Once."""
     global _rank_told
     if _rank_told:
         return
@@ -505,12 +497,9 @@ def _tell_rank():
     if not (dist.is_available() and dist.is_initialized()):
         return
     _rank_told = True
-    if any(os.environ.get(name) for name in _RANK_VARS):
-        return  # the recorder has it from the environment
-    local = next((os.environ[n] for n in _LOCAL_RANK_VARS if os.environ.get(n)), "-1")
     try:
-        _native.set_rank(dist.get_rank(), int(local), dist.get_world_size())
-    except (ValueError, RuntimeError):  # an odd LOCAL_RANK, or a group gone already
+        _native.set_rank(dist.get_rank(), -1, dist.get_world_size())
+    except RuntimeError:  # the group gone already
         pass
 
 

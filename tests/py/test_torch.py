@@ -63,6 +63,15 @@ def record_training(run_file, *args, env=None):
     return report_json(run_file)
 
 
+def record_script(run_file, text):
+    """Records PYTHON running text as a script; returns the finished record."""
+    script = run_file.parent / "script.py"
+    script.write_text(text)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
 def timing(rep, name, rank=-1):
     for t in rep["timings"]:
         if t["name"] == name and t["rank"] == rank:
@@ -282,10 +291,7 @@ def test_steps_without_a_dataloader(run_file):
     iteration marks none): 29 steps (the first is warm-up) with the samples
     its model's calls took, none from the validation DataLoader iterated
     afterwards, no epochs."""
-    script = run_file.parent / "no_loader.py"
-    script.write_text(NO_DATALOADER)
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
-    assert r.returncode == 0, r.stderr
+    record_script(run_file, NO_DATALOADER)
     rep = report_json(run_file)
     assert rep["steps"][0]["count"] == 29
     # a step's samples: its model's two micro-batches of 32 (not the loss's inputs)
@@ -327,10 +333,7 @@ def test_model_first_called_after_discovery_ended(run_file):
     another module came first) is found through its first backward, which
     followed no timed forward: from the second iteration on its calls are
     forward and train_batch, and the steps get its samples."""
-    script = run_file.parent / "late_model.py"
-    script.write_text(LATE_MODEL)
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
-    assert r.returncode == 0, r.stderr
+    record_script(run_file, LATE_MODEL)
     rep = report_json(run_file)
     assert rep["steps"][0]["count"] == 19
     assert timing(rep, "train_batch")["count"] == 19
@@ -373,10 +376,7 @@ def test_step_closure_is_train_batch_not_optimizer_step(run_file):
     """optimizer.step(closure) runs forward and backward inside the step:
     they are train_batch's, and optimizer_step times only what the optimizer
     does after each call of the closure (nested in train_batch)."""
-    script = run_file.parent / "closure.py"
-    script.write_text(CLOSURE)
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
-    assert r.returncode == 0, r.stderr
+    r = record_script(run_file, CLOSURE)
     lbfgs_calls = int(r.stdout.split()[-1])
     assert 1 <= lbfgs_calls <= 4
     rep = report_json(run_file)
@@ -423,10 +423,7 @@ print(skipped)
 def test_step_skipped_by_grad_scaler_still_ends(run_file):
     """GradScaler.step skips optimizer.step() on an overflow: that iteration is
     still a step of its own, its train_batch closed, not merged into the next."""
-    script = run_file.parent / "scaler.py"
-    script.write_text(GRAD_SCALER)
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
-    assert r.returncode == 0, r.stderr
+    r = record_script(run_file, GRAD_SCALER)
     assert r.stdout.split()[-1] == "2"  # the scaler did skip two steps
     rep = report_json(run_file)
     assert timing(rep, "optimizer_step")["count"] == 8

@@ -24,6 +24,8 @@ class ThreadState(threading.local):
     optimizer_step = False  # an optimizer_step region is open
     optimizer_stepped = False  # an optimizer step ended since GradScaler.step began
     forward_seen = False  # an outermost call with gradients on since the step or backward began
+    last_batch = False  # the main DataLoader's iterator just yielded its last batch (by its length)
+    step_closed = False  # that batch's optimizer step ended its step: the next fetch marks none
     device_times = None  # _torch_device.DeviceTimes, made on first use
     in_comm_hook = False  # inside a timed DDP communication hook
 

@@ -128,6 +128,12 @@ def _patch_dataloader():
         discovery_start(QUIET if first else QUIET_AGAIN)
         main = self is Training.main_loader
         it._trainprof_main = main
+        if main:
+            try:
+                it._trainprof_len = len(it)
+            except TypeError:  # an IterableDataset without __len__
+                it._trainprof_len = -1
+            _local.last_batch = _local.step_closed = False
         if main and not _state.manual_epochs:
             _native.epoch(Training.epochs)
             Training.epochs += 1
@@ -140,14 +146,20 @@ def _patch_dataloader():
             _local.forward_seen = False
             _end_train_batch()
             device_poll()
-            if not _state.manual_steps:
+            if _local.step_closed:  # by the last batch's optimizer step: this is the end
+                _local.step_closed = False
+            elif not _state.manual_steps:
                 _native.step()
+            _local.last_batch = False
         if main and _bottleneck.active():
             batch = _bottleneck.on_fetch(lambda: fetch(self), _native.step, count_samples)
         else:
             batch = fetch(self)
         if main and not _state.manual_steps:
             count_samples(batch)
+            # loops that know the length (Lightning's) fetch no further: the
+            # last step ends with its optimizer step, not with a next fetch
+            _local.last_batch = self._num_yielded == self._trainprof_len
         return batch
 
     fetch = _timed(R_NEXT, orig_next)
@@ -230,6 +242,9 @@ def _training_step_ends(optimizer):
     train_batch ends, and, where optimizer steps mark the steps, the step."""
     _end_train_batch()
     _local.forward_seen = False
+    if _local.last_batch:  # the main DataLoader's last batch: its step ends here
+        _local.last_batch, _local.step_closed = False, True
+        _native.step()
     if Training.main_loader is None and not _state.manual_steps:
         owner = Training.step_optimizer() if Training.step_optimizer is not None else None
         if owner is None:

@@ -7,7 +7,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import textwrap
 import threading
 
 import pytest
@@ -319,3 +318,98 @@ def test_no_event_is_recorded_into_a_cuda_graph_capture(tmp_path):
     assert fwd["count"] == 3 + 1 + 5
     assert fwd["device"]["count"] == 3 + 5  # not the captured one
     assert names["to_device"]["device"]["count"] == 2 + 5  # model.cuda()'s 2 tensors, 5 inputs
+
+
+# float16 autocast with a GradScaler, as nanoGPT trains on GPUs without
+# bfloat16: two iterations overflow, and the scaler skips their optimizer step.
+GRAD_SCALER_FP16 = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 8)).cuda()
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+scaler = torch.amp.GradScaler("cuda")
+x, y = torch.randn(640, 256), torch.randint(0, 8, (640,))
+skipped = 0
+for it in range(20):  # batches of its own (no DataLoader): optimizer steps mark the steps
+    xb, yb = x[it * 32:(it + 1) * 32].to("cuda"), y[it * 32:(it + 1) * 32].to("cuda")
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = nn.functional.cross_entropy(model(xb), yb)
+    if it in (5, 12):
+        loss = loss * float("inf")
+    scaler.scale(loss).backward()
+    scale = scaler.get_scale()
+    scaler.step(opt)
+    scaler.update()
+    skipped += scaler.get_scale() < scale
+    opt.zero_grad(set_to_none=True)
+print("skipped", skipped)
+"""
+
+
+def test_grad_scaler_float16_steps_on_cuda(tmp_path):
+    """Every iteration is a step with its train_batch and the batch's device
+    time, the ones whose optimizer step the scaler skipped too."""
+    script = tmp_path / "scaler.py"
+    script.write_text(GRAD_SCALER_FP16)
+    run = tmp_path / "gpu-scaler.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    skipped = int(r.stdout.split()[-1])
+    assert skipped >= 2  # the two planted overflows, and any of float16's own
+    rep = report_json(run)
+    names = {t["name"]: t for t in rep["timings"]}
+    assert names["train_batch"]["count"] == 20
+    assert names["train_batch"]["device"]["count"] == 20
+    assert names["optimizer_step"]["count"] == 20 - skipped
+    assert rep["steps"][0]["count"] == 19
+    assert rep["steps"][0]["samples"] == 19 * 32
+
+
+LIGHTNING = """
+import torch, pytorch_lightning as pl
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+class Model(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 4))
+    def training_step(self, batch, _):
+        x, y = batch
+        return nn.functional.cross_entropy(self.net(x), y)
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.05)
+
+data = TensorDataset(torch.randn(640, 128), torch.randint(0, 4, (640,)))
+trainer = pl.Trainer(accelerator="gpu", devices=1, max_epochs=2, precision=PRECISION,
+                     logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                     enable_model_summary=False)
+trainer.fit(Model(), DataLoader(data, batch_size=32))
+print("steps", trainer.global_step)
+"""
+
+
+@pytest.mark.parametrize("precision", ["32-true", "16-mixed"])
+def test_lightning_on_cuda(tmp_path, precision):
+    """Lightning's loop: forward and backward in a closure that
+    optimizer.step() calls (32-true) or that Lightning calls before the
+    scaler's step (16-mixed); 40 batches in 2 epochs either way."""
+    pytest.importorskip("pytorch_lightning")
+    script = tmp_path / "lit.py"
+    script.write_text(LIGHTNING.replace("PRECISION", repr(precision)))
+    run = tmp_path / "gpu-lightning.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run)
+    names = {t["name"]: t for t in rep["timings"]}
+    print(precision, r.stdout.split()[-1],
+          {n: (t["count"], t["total_s"], t["device"] and t["device"]["count"])
+           for n, t in names.items()})
+    assert names["train_batch"]["count"] == 40
+    assert names["train_batch"]["device"]["count"] == 40
+    assert names["dataloader_next"]["count"] >= 40
+    assert 40 - 8 <= names["optimizer_step"]["count"] <= 40  # float16 skips a few at first
+    # the update alone, not forward and backward inside it
+    assert names["optimizer_step"]["total_s"] < names["train_batch"]["total_s"]
+    assert rep["steps"][0]["samples"] >= 39 * 32

@@ -430,3 +430,43 @@ def test_step_skipped_by_grad_scaler_still_ends(run_file):
     assert timing(rep, "train_batch")["count"] == 10
     assert rep["steps"][0]["count"] == 9
     assert rep["steps"][0]["samples"] == 9 * 32
+
+
+# One DataLoader of 20 batches, iterated three ways, an epoch each: a for loop
+# (its last next() raises StopIteration); by its length, as Lightning does, so
+# that no next() follows the last batch; and a batch ahead, as accelerate does,
+# so that the StopIteration comes before the last batch is trained.
+LOOP_STYLES = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+model = nn.Linear(16, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+loader = DataLoader(TensorDataset(torch.randn(640, 16), torch.randint(0, 4, (640,))), batch_size=32)
+
+def train(x, y):
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+
+for x, y in loader:
+    train(x, y)
+it = iter(loader)
+for _ in range(len(loader)):
+    train(*next(it))
+it = iter(loader)
+ahead = next(it)
+while ahead is not None:
+    batch, ahead = ahead, next(it, None)
+    train(*batch)
+"""
+
+
+def test_every_batch_is_a_step_however_the_loop_ends_an_epoch(run_file):
+    record_script(run_file, LOOP_STYLES)
+    rep = report_json(run_file)
+    assert timing(rep, "train_batch")["count"] == 60
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == \
+        [(0, 20, 640), (1, 20, 640), (2, 20, 640)]
+    assert rep["steps"][0]["count"] == 60

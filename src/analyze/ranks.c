@@ -118,6 +118,45 @@ static void add_region(void *ctx, int64_t thread, const char *name, int depth, i
         span_push(&r->cat[cat], a, b);
 }
 
+static int cmp_int(const void *x, const void *y)
+{
+    int a = *(const int *)x, b = *(const int *)y;
+    return (a > b) - (a < b);
+}
+
+/* Local ranks where no rank of an agent had one in its environment
+ * (torch.multiprocessing.spawn sets none): when that agent's ranks are one
+ * contiguous block r0..r0+n-1, as every launcher places them, each one's place
+ * in it (rank - r0), which is also the GPU it drives in the usual one GPU per
+ * rank. Agents with some local ranks known, or gaps, keep -1. */
+static void infer_local_ranks(ranks_ctx *c)
+{
+    int *ranks = malloc((c->nacc ? c->nacc : 1) * sizeof *ranks);
+    if (!ranks)
+        abort();
+    for (size_t i = 0; i < c->nacc; i++) {
+        int64_t agent = c->acc[i].row.agent_id;
+        size_t n = 0;
+        bool known = false, first = true;
+        for (size_t k = 0; k < c->nacc; k++) {
+            if (c->acc[k].row.agent_id != agent)
+                continue;
+            first = first && k >= i; /* agent not seen before i */
+            known = known || c->acc[k].row.local_rank >= 0;
+            ranks[n++] = c->acc[k].row.rank;
+        }
+        if (!first || known)
+            continue;
+        qsort(ranks, n, sizeof *ranks, cmp_int);
+        if (ranks[n - 1] - ranks[0] != (int)n - 1) /* a gap or a rank twice */
+            continue;
+        for (size_t k = i; k < c->nacc; k++)
+            if (c->acc[k].row.agent_id == agent)
+                c->acc[k].row.local_rank = c->acc[k].row.rank - ranks[0];
+    }
+    free(ranks);
+}
+
 /* One accumulator per distinct rank >= 0, with the window of the thread of
  * that rank that marked the most steps. */
 static void make_ranks(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
@@ -164,6 +203,7 @@ static void make_ranks(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
         }
         i = j;
     }
+    infer_local_ranks(c);
 }
 
 static double median_of(const tp_ranks *out, double (*get)(const tp_rank_row *))

@@ -4,6 +4,8 @@ import socket
 import sqlite3
 import textwrap
 
+import pytest
+
 from conftest import PYTHON, assert_same_report, report_from_rows, report_json, trainprof
 
 # torchrun of the interpreter the tests run under (and so of its torch)
@@ -217,7 +219,7 @@ def test_fsdp_collectives_and_async_work_timed_to_completion(tmp_path, run_file)
 
 
 # torch.multiprocessing.spawn: the children's environment names no rank
-# (Lightning's launcher sets LOCAL_RANK only, as the script does here)
+# (Lightning's launcher sets LOCAL_RANK only, as the script does when told)
 SPAWN = """
 import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
 from torch import nn
@@ -225,7 +227,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, TensorDataset
 
 def train(rank, world, port):
-    os.environ["LOCAL_RANK"] = str(rank)
+    if sys.argv[2] == "local":
+        os.environ["LOCAL_RANK"] = str(rank)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
     torch.manual_seed(0)
@@ -246,16 +249,19 @@ if __name__ == "__main__":
 """
 
 
-def test_ranks_from_torch_distributed_when_the_environment_has_none(tmp_path, run_file):
+@pytest.mark.parametrize("local", ["local", "none"])
+def test_ranks_from_torch_distributed_when_the_environment_has_none(tmp_path, run_file, local):
     """mp.spawn's processes learn their rank from init_process_group, not the
-    environment: each is still its own rank, its threads before that included."""
+    environment: each is still its own rank, its threads before that included;
+    with no LOCAL_RANK either (plain mp.spawn), the local ranks are the
+    ranks' places on their node."""
     script = tmp_path / "spawn.py"
     script.write_text(SPAWN)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {name: "" for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, str(port), env=env,
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, str(port), local, env=env,
                   timeout=300)
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)

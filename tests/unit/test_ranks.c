@@ -23,13 +23,16 @@ static char *tmp_path(const char *name)
     return p;
 }
 
+/* Threads written with local rank -1 (the environment named none) when set. */
+static bool no_local_rank;
+
 static uint32_t thread(tp_sink *s, int rank, int tid)
 {
     tp_thread_info t = {0};
     t.pid = 100 + rank;
     t.tid = tid;
     t.rank = rank;
-    t.local_rank = rank;
+    t.local_rank = no_local_rank ? -1 : rank;
     t.world_size = 4;
     return tp_sink_thread(s, &t);
 }
@@ -153,6 +156,66 @@ static void test_an_excess_too_small_for_the_step_is_no_straggler(void **state)
     free(path);
 }
 
+/* The given ranks on one agent, none with a local rank (mp.spawn), rank 2
+ * fetching 2 s longer; GPU g busy util[g] % over the whole window. */
+static void write_spawned(const char *path, const int *ranks, int n, const double *util)
+{
+    char err[256];
+    tp_writer *w = tp_writer_create(path, false, "node1", err, sizeof err);
+    assert_non_null(w);
+    tp_sink *s = tp_sink_new(0);
+    tp_sink_meta(s, "command", "train");
+    no_local_rank = true;
+    for (int i = 0; i < n; i++)
+        rank_regions(s, ranks[i], ranks[i] == 2 ? 2 : 0, 0);
+    no_local_rank = false;
+    for (int g = 0; g < 4; g++) {
+        char labels[32];
+        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);
+        uint32_t id = tp_sink_series(s, "gpu_util_percent", labels);
+        for (int t = 0; t <= 12; t++)
+            tp_sink_sample(s, id, (uint64_t)t * S, util[g]);
+    }
+    tp_batch b = {0};
+    tp_sink_take(s, &b);
+    assert_true(tp_writer_apply(w, &b, err, sizeof err));
+    tp_batch_free(&b);
+    tp_sink_free(s);
+    tp_writer_finish(w);
+}
+
+/* mp.spawn exports no LOCAL_RANK: an agent's contiguous ranks take their
+ * place in the block as local rank, so a straggler's GPU can be named; with
+ * a gap the local ranks stay unknown. */
+static void test_local_ranks_inferred_from_an_agents_block_of_ranks(void **state)
+{
+    (void)state;
+    const double util[] = {95, 95, 40, 95};
+    char *path = tmp_path("spawned.db");
+    const int block[] = {0, 1, 2, 3};
+    write_spawned(path, block, 4, util);
+    tp_ranks r = build(path, true);
+    assert_int_equal(r.n, 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(r.rows[i].local_rank, i);
+    assert_true(r.rows[2].straggler);
+    assert_non_null(strstr(r.rows[2].cause, "its GPU 2 is 40 % busy vs 95 %"));
+    tp_ranks_free(&r);
+    free(path);
+
+    path = tmp_path("gap.db");
+    const int gap[] = {0, 2, 3};
+    write_spawned(path, gap, 3, util);
+    r = build(path, true);
+    assert_int_equal(r.n, 3);
+    for (size_t i = 0; i < r.n; i++)
+        assert_int_equal(r.rows[i].local_rank, -1);
+    assert_true(r.rows[1].straggler && r.rows[1].rank == 2);
+    assert_null(strstr(r.rows[1].cause, "its GPU"));
+    tp_ranks_free(&r);
+    free(path);
+}
+
 static void test_stored_summary_gives_the_same_rows(void **state)
 {
     (void)state;
@@ -184,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_parts_by_interval_union),
         cmocka_unit_test(test_straggler_named_with_its_input),
         cmocka_unit_test(test_an_excess_too_small_for_the_step_is_no_straggler),
+        cmocka_unit_test(test_local_ranks_inferred_from_an_agents_block_of_ranks),
         cmocka_unit_test(test_stored_summary_gives_the_same_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -60,6 +60,33 @@ R_FROM = _native.region("from_device")
 R_REDUCE = _native.region("reduce_metrics")
 begin, end = _native.begin, _native.end
 
+# True while torch.compile's Dynamo traces (a constant it folds: code behind
+# it adds nothing to the graph), False when the code runs
+is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+
+# What each recording call gives back, for its stand-in while Dynamo traces
+_NATIVE_CALLS = {"begin": None, "end": None, "span": None, "now_ns": 0, "step": None,
+                 "epoch": None, "samples": None, "device_time": None}
+
+
+def trace_recording_as_nothing():
+    """Where torch.compile traces a patched call (a collective, a to(), a
+    backward inside a compiled function), the recording calls in it become
+    nothing in the graph instead of breaking the graph in two: Dynamo can't
+    trace a C extension's functions. Eager calls are unchanged (the stand-ins
+    only apply while tracing). Nothing on torch < 2.5 (the breaks stay)."""
+    substitute = getattr(getattr(torch, "compiler", None), "substitute_in_graph", None)
+    if substitute is None:
+        return
+    for name, result in _NATIVE_CALLS.items():
+        def nothing(*args, _result=result, **kwargs):
+            return _result
+
+        try:
+            substitute(getattr(_native, name), skip_signature_check=True)(nothing)
+        except (TypeError, ValueError, RuntimeError):  # refused: that call breaks the graph
+            pass
+
 
 def batch_size(batch, depth=0):
     """Samples in a batch: the first dimension of its first tensor, if any."""

@@ -13,7 +13,7 @@ import weakref
 import torch
 
 from . import _native
-from ._torch_common import local
+from ._torch_common import is_compiling, local
 
 DEVICE_TIMES = os.environ.get("TRAINPROF_DEVICE_TIMES", "1") != "0"
 DEVICE_PHASES = DEVICE_TIMES and os.environ.get("TRAINPROF_DEVICE_TIMES") == "all"
@@ -110,7 +110,7 @@ def cuda_of(tensor):
 
 
 def device_begin(region, device):
-    if device is not None:
+    if device is not None and not is_compiling():  # traced: no CUDA event into the graph
         device_times().begin(region, device)
 
 

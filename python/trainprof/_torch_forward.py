@@ -25,13 +25,13 @@ import torch
 
 from . import _bottleneck, _state
 from ._torch_common import R_FORWARD, R_TRAIN, Training, begin, count_samples, end
+from ._torch_common import is_compiling as _is_compiling
 from ._torch_common import local as _local
 from ._torch_device import DEVICE_PHASES, DEVICE_TIMES, device_begin, device_end, module_device
 
 QUIET = 32
 QUIET_AGAIN = 4
 _grad_enabled = torch.is_grad_enabled
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 
 
 class Discovery:

@@ -59,7 +59,8 @@ import torch
 
 from . import _bottleneck, _native, _state
 from ._torch_common import (R_BACKWARD, R_FROM, R_NEXT, R_OPTIM, R_REDUCE, R_SCHED, R_TO, R_TRAIN,
-                            Training, begin, count_samples, end)
+                            Training, begin, count_samples, end, trace_recording_as_nothing)
+from ._torch_common import is_compiling as _is_compiling
 from ._torch_common import local as _local
 from ._torch_device import (DEVICE_PHASES, DEVICE_TIMES, cuda_device, cuda_of,
                             device_begin, device_end, device_poll, flush_device_times,
@@ -368,6 +369,8 @@ def _patch_backward():
 
     @functools.wraps(orig)
     def backward(self, *args, **kwargs):
+        if _is_compiling():  # traced (compiled autograd): no discovery, no region
+            return orig(self, *args, **kwargs)
         local = _local
         if not local.forward_seen:
             forward_unseen()
@@ -417,7 +420,8 @@ def _collective(fn, leaves_work=False):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if _local.in_comm_hook:
+        # traced by torch.compile: Dynamo must see the collective itself
+        if _is_compiling() or _local.in_comm_hook:
             return fn(*args, **kwargs)
         if leaves_work or kwargs.get("async_op"):
             start = _native.now_ns()
@@ -550,7 +554,7 @@ def instrument():
     _installed = True
     for patch in (_patch_dataloader, _patch_workers, _patch_modules, _patch_backward,
                   _patch_optimizer, _patch_schedulers, _patch_transfers, _patch_distributed,
-                  _patch_graph_capture):
+                  _patch_graph_capture, trace_recording_as_nothing):
         patch()
     if DEVICE_TIMES:
         atexit.register(flush_device_times)

@@ -28,6 +28,7 @@ class ThreadState(threading.local):
     step_closed = False  # that batch's optimizer step ended its step: the next fetch marks none
     device_times = None  # _torch_device.DeviceTimes, made on first use
     in_comm_hook = False  # inside a timed DDP communication hook
+    in_funcol = False  # inside a timed functional collective (_torch_funcol)
 
 
 local = ThreadState()

@@ -68,6 +68,7 @@ from ._torch_device import (DEVICE_PHASES, DEVICE_TIMES, cuda_device, cuda_of,
 from ._torch_device import patch_graph_capture as _patch_graph_capture
 from ._torch_forward import QUIET, QUIET_AGAIN, discovery_start, forward_unseen
 from ._torch_forward import patch_modules as _patch_modules
+from ._torch_funcol import patch_functional_collectives
 
 _seen_loaders = weakref.WeakSet()  # DataLoaders iterated at least once
 _Work = ()  # torch.distributed.Work, once patched (isinstance of () is False)
@@ -544,6 +545,7 @@ def _patch_distributed():
         if fn is not None and not hasattr(fn, "__trainprof_wrapped__"):
             setattr(dist, name, _collective(fn, name in _LEAVE_WORK))
     _patch_ddp()
+    patch_functional_collectives()
 
 
 def instrument():

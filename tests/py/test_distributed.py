@@ -270,3 +270,67 @@ def test_ranks_from_torch_distributed_when_the_environment_has_none(tmp_path, ru
     assert fetches == {0: 17, 1: 17}  # the 17th ends the pass
     per_rank = rep["ranks"]["per_rank"]
     assert [(x["rank"], x["local_rank"], x["steps"]) for x in per_rank] == [(0, 0, 16), (1, 1, 16)]
+
+
+# Tensor parallelism through DTensor, and a functional collective of its own,
+# on gloo: the collectives return at once and wait where their result is
+# first used.
+FUNCTIONAL = """
+import os, sys, time, torch, torch.distributed as dist, torch.multiprocessing as mp
+import trainprof
+from torch import nn
+
+def train(rank, port):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    import torch.distributed._functional_collectives as funcol
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.debug import CommDebugMode
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    if rank == 1:
+        time.sleep(0.5)
+    with trainprof.region("late"):  # rank 0 waits there for rank 1's all_reduce
+        summed = funcol.all_reduce(torch.ones(4), "sum", dist.group.WORLD)
+        assert summed.tolist() == [2.0] * 4
+    mesh = init_device_mesh("cpu", (2,))
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16))
+    parallelize_module(model, mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    with CommDebugMode() as comm:  # torch's own count of one step's collectives
+        model(torch.randn(8, 16)).sum().backward()
+    with trainprof.region("tp"):
+        for _ in range(5):
+            model(torch.randn(8, 16)).sum().backward()
+    if rank == 0:
+        print("per_step", comm.get_total_counts())
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    mp.spawn(train, args=(sys.argv[1],), nprocs=2)
+"""
+
+
+def test_functional_collectives_timed_until_their_result_is_waited(tmp_path, run_file):
+    script = tmp_path / "functional.py"
+    script.write_text(FUNCTIONAL)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, str(port), timeout=300)
+    assert r.returncode == 0, r.stderr
+    per_step = int(r.stdout.split()[-1])
+    assert per_step >= 1
+    db = sqlite3.connect(run_file)
+    spans = {}
+    for outer in ("late", "tp"):
+        spans[outer] = db.execute(
+            "SELECT t.rank, (r.end_ns - r.start_ns) / 1e9 FROM region r"
+            " JOIN thread t ON t.id = r.thread_id JOIN name n ON n.id = r.name_id"
+            " WHERE n.text = 'reduce_metrics' AND EXISTS (SELECT 1 FROM region o"
+            "  JOIN name m ON m.id = o.name_id JOIN thread u ON u.id = o.thread_id"
+            "  WHERE m.text = ? AND u.rank = t.rank"
+            "  AND r.start_ns >= o.start_ns AND r.end_ns <= o.end_ns)", (outer,)).fetchall()
+    # rank 0's all_reduce lasts until rank 1 joins it, 0.5 s later
+    late = dict(spans["late"])
+    assert sorted(late) == [0, 1] and late[0] >= 0.4 and late[1] < 0.2
+    # every collective of the 5 tensor-parallel steps, on each rank
+    assert sorted(rank for rank, _ in spans["tp"]) == [0] * 5 * per_step + [1] * 5 * per_step

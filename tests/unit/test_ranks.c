@@ -56,21 +56,35 @@ static void rank_regions(tp_sink *s, int rank, double extra_input, double idle)
     tp_sink_mark(s, main, TP_MARK_STEP, 10 * S + x + (uint64_t)(idle * S), 0);
 }
 
-static void write_ranks_idle(const char *path, const double *extra, int n, double idle)
+/* A sink for one node's run of "train". */
+static tp_sink *run_sink(void)
+{
+    tp_sink *s = tp_sink_new(0);
+    tp_sink_meta(s, "command", "train");
+    return s;
+}
+
+/* Writes what s holds into a new run file at path, through the real writer;
+ * frees s. */
+static void write_run(const char *path, tp_sink *s)
 {
     char err[256];
     tp_writer *w = tp_writer_create(path, false, "node1", err, sizeof err);
     assert_non_null(w);
-    tp_sink *s = tp_sink_new(0);
-    tp_sink_meta(s, "command", "train");
-    for (int r = 0; r < n; r++)
-        rank_regions(s, r, extra[r], idle);
     tp_batch b = {0};
     tp_sink_take(s, &b);
     assert_true(tp_writer_apply(w, &b, err, sizeof err));
     tp_batch_free(&b);
     tp_sink_free(s);
     tp_writer_finish(w);
+}
+
+static void write_ranks_idle(const char *path, const double *extra, int n, double idle)
+{
+    tp_sink *s = run_sink();
+    for (int r = 0; r < n; r++)
+        rank_regions(s, r, extra[r], idle);
+    write_run(path, s);
 }
 
 static void write_ranks(const char *path, const double *extra, int n)
@@ -160,11 +174,7 @@ static void test_an_excess_too_small_for_the_step_is_no_straggler(void **state)
  * fetching 2 s longer; GPU g busy util[g] % over the whole window. */
 static void write_spawned(const char *path, const int *ranks, int n, const double *util)
 {
-    char err[256];
-    tp_writer *w = tp_writer_create(path, false, "node1", err, sizeof err);
-    assert_non_null(w);
-    tp_sink *s = tp_sink_new(0);
-    tp_sink_meta(s, "command", "train");
+    tp_sink *s = run_sink();
     no_local_rank = true;
     for (int i = 0; i < n; i++)
         rank_regions(s, ranks[i], ranks[i] == 2 ? 2 : 0, 0);
@@ -176,12 +186,7 @@ static void write_spawned(const char *path, const int *ranks, int n, const doubl
         for (int t = 0; t <= 12; t++)
             tp_sink_sample(s, id, (uint64_t)t * S, util[g]);
     }
-    tp_batch b = {0};
-    tp_sink_take(s, &b);
-    assert_true(tp_writer_apply(w, &b, err, sizeof err));
-    tp_batch_free(&b);
-    tp_sink_free(s);
-    tp_writer_finish(w);
+    write_run(path, s);
 }
 
 /* mp.spawn exports no LOCAL_RANK: an agent's contiguous ranks take their

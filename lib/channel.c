@@ -143,6 +143,10 @@ static tp_ring_header *create_ring(void)
     h->rank = rank_set ? set_rank : env_int(rank_vars, -1);
     h->local_rank = rank_set ? set_local_rank : env_int(local_rank_vars, -1);
     h->world_size = rank_set ? set_world_size : env_int(world_size_vars, -1);
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES"); /* once per thread, not per event */
+    h->cuda_visible_devices_set = visible != NULL;
+    if (visible)
+        strncpy(h->cuda_visible_devices, visible, sizeof h->cuda_visible_devices - 1);
     if (tp_self.name[0])
         memcpy(h->thread_name, tp_self.name, sizeof h->thread_name);
     else

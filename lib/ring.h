@@ -17,9 +17,10 @@
 #include <stdint.h>
 
 #define TP_RING_MAGIC         0x47525054u /* "TPRG" */
-#define TP_RING_VERSION       1u
-#define TP_RING_SLOTS_DEFAULT 65536u /* 2 MiB of events per thread */
+#define TP_RING_VERSION       2u          /* 2: cuda_visible_devices */
+#define TP_RING_SLOTS_DEFAULT 65536u      /* 2 MiB of events per thread */
 #define TP_NAME_MAX           200
+#define TP_CUDA_VISIBLE_MAX   512 /* 8 GPU UUIDs and their commas take 327 */
 
 enum tp_event_kind {
     TP_EV_BEGIN = 1,   /* a region opens: name_id */
@@ -48,6 +49,10 @@ typedef struct tp_ring_header {
     int32_t tid;
     int32_t rank, local_rank, world_size; /* -1 when unknown */
     char thread_name[16];
+    /* the process's CUDA_VISIBLE_DEVICES when the ring was made (which GPUs,
+     * in which order, its device ordinals name), cut to fit; unset: !set */
+    int32_t cuda_visible_devices_set;
+    char cuda_visible_devices[TP_CUDA_VISIBLE_MAX];
     _Alignas(64) _Atomic uint64_t head; /* next slot the producer writes */
     _Alignas(64) _Atomic uint64_t tail; /* next slot the consumer reads */
     _Alignas(64) _Atomic uint64_t dropped;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/rank_gpu.h"
 #include "analyze/stats.h"
 #include "analyze/summary_store.h"
 #include "store/reader_stream.h"
@@ -24,7 +25,8 @@ typedef struct span_list {
 
 typedef struct rank_acc {
     tp_rank_row row;
-    int64_t t0, t1; /* window, ns; t1 <= t0 when the rank marked < 2 steps */
+    int visible_thread; /* a thread of its with CUDA_VISIBLE_DEVICES, -1 none */
+    int64_t t0, t1;     /* window, ns; t1 <= t0 when the rank marked < 2 steps */
     span_list cat[NCAT];
 } rank_acc;
 
@@ -158,8 +160,8 @@ static void infer_local_ranks(ranks_ctx *c)
 }
 
 /* One accumulator per distinct rank >= 0, with the window of the thread of
- * that rank that marked the most steps. */
-static void make_ranks(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
+ * that rank that marked the most steps, and the GPU it drove. */
+static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
 {
     c->thread_acc = malloc((c->nthreads ? c->nthreads : 1) * sizeof *c->thread_acc);
     c->acc = calloc(c->nthreads ? c->nthreads : 1, sizeof *c->acc);
@@ -178,7 +180,10 @@ static void make_ranks(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
             c->acc[k].row.rank = t->rank;
             c->acc[k].row.local_rank = t->local_rank;
             c->acc[k].row.agent_id = t->agent_id;
+            c->acc[k].visible_thread = -1;
         }
+        if (t->cuda_visible_set && c->acc[k].visible_thread < 0)
+            c->acc[k].visible_thread = (int)i;
         c->thread_acc[i] = (int)k;
     }
     /* marks come in (rank, thread, time) order: one run per thread */
@@ -204,6 +209,12 @@ static void make_ranks(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
         i = j;
     }
     infer_local_ranks(c);
+    for (size_t k = 0; k < c->nacc; k++) {
+        const rank_acc *a = &c->acc[k];
+        const tp_run_thread *t = a->visible_thread >= 0 ? &c->threads[a->visible_thread] : NULL;
+        c->acc[k].row.gpu = tp_rank_gpu(run, a->row.agent_id, t != NULL, t ? t->cuda_visible : "",
+                                        a->row.local_rank);
+    }
 }
 
 static double median_of(const tp_ranks *out, double (*get)(const tp_rank_row *))
@@ -267,12 +278,12 @@ static void explain(const tp_run *run, tp_ranks *out, tp_rank_row *r)
     double clock = median_of(out, gpu_clock), util = median_of(out, gpu_util);
     if (len < cap && !isnan(r->gpu_sm_clock_mhz) && r->gpu_sm_clock_mhz < 0.9 * clock)
         len += (size_t)snprintf(r->cause + len, cap - len,
-                                "; its GPU %d runs at %.0f MHz vs %.0f MHz (throttled?)",
-                                r->local_rank, r->gpu_sm_clock_mhz, clock);
+                                "; its GPU %d runs at %.0f MHz vs %.0f MHz (throttled?)", r->gpu,
+                                r->gpu_sm_clock_mhz, clock);
     else if (len < cap && !isnan(r->gpu_util_percent) && fabs(r->gpu_util_percent - util) >= 10)
         len += (size_t)snprintf(r->cause + len, cap - len,
                                 "; its GPU %d is %.0f %% busy vs %.0f %% on the median rank",
-                                r->local_rank, r->gpu_util_percent, util);
+                                r->gpu, r->gpu_util_percent, util);
     size_t on_node = 0, slow_on_node = 0, elsewhere = 0;
     for (size_t i = 0; i < out->n; i++) {
         const tp_rank_row *o = &out->rows[i];
@@ -291,10 +302,12 @@ static void explain(const tp_run *run, tp_ranks *out, tp_rank_row *r)
 static void gpu_means(tp_run *run, rank_acc *a)
 {
     char labels[TP_LABELS_MAX], num[16];
-    snprintf(num, sizeof num, "%d", a->row.local_rank);
+    snprintf(num, sizeof num, "%d", a->row.gpu);
     tp_labels1(labels, sizeof labels, "gpu", num);
     double v;
     a->row.gpu_util_percent = a->row.gpu_sm_clock_mhz = NAN;
+    if (a->row.gpu < 0)
+        return;
     if (tp_run_agent_mean_between(run, a->row.agent_id, "gpu_util_percent", labels, a->t0, a->t1,
                                   &v))
         a->row.gpu_util_percent = v;
@@ -373,7 +386,7 @@ bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap)
     bool ok = tp_run_threads(run, &c.threads, &c.nthreads, err, cap) &&
               tp_run_marks(run, &marks, &nmarks, err, cap);
     if (ok)
-        make_ranks(&c, marks, nmarks);
+        make_ranks(run, &c, marks, nmarks);
     size_t with_steps = 0;
     for (size_t k = 0; ok && k < c.nacc; k++)
         with_steps += c.acc[k].row.steps > 0;

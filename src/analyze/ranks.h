@@ -34,6 +34,7 @@
 
 typedef struct tp_rank_row {
     int rank, local_rank;
+    int gpu; /* the index of the GPU it drove on its agent (rank_gpu.h), -1 unknown */
     int64_t agent_id;
     size_t steps;                  /* complete steps in the window */
     int64_t t0_ns, t1_ns;          /* the window: first and last step mark */

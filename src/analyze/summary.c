@@ -16,7 +16,23 @@ typedef struct series_pass {
     tp_summary *summary;
     tp_series_values_fn also;
     void *also_ctx;
+    tp_steps_window *windows; /* each agent's steps, read by the pass itself */
+    size_t nwindows;
 } series_pass;
+
+/* The first index in t_ns[0..n) (ascending) whose time is >= t. */
+static size_t first_at_or_after(const int64_t *t_ns, size_t n, int64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t_ns[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 static void add_series(void *ctx, const tp_run_series *series, const int64_t *t_ns, double *values,
                        size_t n)
@@ -25,16 +41,24 @@ static void add_series(void *ctx, const tp_run_series *series, const int64_t *t_
     if (pass->also) /* first: the statistics reorder values */
         pass->also(pass->also_ctx, series, t_ns, values, n);
     tp_summary *s = pass->summary;
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 64;
-        tp_series_summary *p = realloc(s->items, s->cap * sizeof *p);
-        if (!p)
-            abort();
-        s->items = p;
-    }
-    s->items[s->n].series = series;
-    tp_stats_compute(values, n, &s->items[s->n].stats);
-    s->n++;
+    s->items = tp_grow(s->items, s->n, &s->cap, sizeof *s->items);
+    tp_series_summary *item = &s->items[s->n++];
+    item->series = series;
+    item->in_steps = false;
+    for (size_t w = 0; w < pass->nwindows; w++)
+        if (pass->windows[w].agent_id == series->agent_id) {
+            /* the samples inside the steps: a contiguous range, whose
+             * reordering by the statistics leaves the whole run's intact */
+            size_t lo = first_at_or_after(t_ns, n, pass->windows[w].t0_ns);
+            size_t hi = first_at_or_after(t_ns, n, pass->windows[w].t1_ns + 1);
+            if (hi > lo) {
+                tp_stats_compute(values + lo, hi - lo, &item->steps);
+                item->in_steps = true;
+            }
+        }
+    tp_stats_compute(values, n, &item->stats);
+    if (!item->in_steps)
+        item->steps = item->stats;
 }
 
 static void add_stored(void *ctx, const tp_run_series *series, const tp_stats *st)
@@ -43,7 +67,33 @@ static void add_stored(void *ctx, const tp_run_series *series, const tp_stats *s
     s->items = tp_grow(s->items, s->n, &s->cap, sizeof *s->items);
     s->items[s->n].series = series;
     s->items[s->n].stats = *st;
+    s->items[s->n].steps = *st; /* until the stored figures over the steps say otherwise */
+    s->items[s->n].in_steps = false;
     s->n++;
+}
+
+/* A stored series' figures over its agent's steps, onto the item of that
+ * series (loaded just before). */
+static void add_stored_steps(void *ctx, const tp_run_series *series, const tp_stats *st)
+{
+    tp_summary *s = ctx;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->items[i].series == series) {
+            s->items[i].steps = *st;
+            s->items[i].in_steps = true;
+        }
+}
+
+/* The samples pass: each agent's steps window, then every series. */
+static bool each_series(tp_run *run, series_pass *pass, tp_series_values_fn fn, void *ctx,
+                        char *err, size_t cap)
+{
+    bool ok = tp_run_steps_windows(run, &pass->windows, &pass->nwindows, err, cap) &&
+              tp_run_each_series(run, fn, ctx, err, cap);
+    free(pass->windows);
+    pass->windows = NULL;
+    pass->nwindows = 0;
+    return ok;
 }
 
 static long catalog_rank(const char *metric)
@@ -87,7 +137,7 @@ bool tp_summary_build_also(tp_run *run, tp_summary *out, tp_series_values_fn als
 {
     memset(out, 0, sizeof *out);
     out->run = run;
-    series_pass pass = {out, also, also_ctx};
+    series_pass pass = {.summary = out, .also = also, .also_ctx = also_ctx};
     bool began = tp_run_begin_read(run);
     bool ok = build(run, out, &pass, err, cap);
     if (began)
@@ -130,7 +180,8 @@ static void *run_side_pass(void *arg)
     run->raw_only = side->main->raw_only;
     bool began = tp_run_begin_read(run);
     if (side->pass)
-        side->ok = tp_run_each_series(run, add_series_of_side, side, side->err, sizeof side->err);
+        side->ok =
+            each_series(run, side->pass, add_series_of_side, side, side->err, sizeof side->err);
     else
         side->ok = tp_ranks_build(run, side->ranks, side->err, sizeof side->err);
     if (began)
@@ -172,8 +223,10 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
     pthread_t samples_thread, ranks_thread;
     bool samples_aside = !stored && start_side(run, &samples, &samples_thread);
     bool ranks_aside = !stored && start_side(run, &ranks, &ranks_thread);
-    bool ok = samples_aside || (stored ? tp_stored_series(run, add_stored, out, err, cap)
-                                       : tp_run_each_series(run, add_series, pass, err, cap));
+    bool ok =
+        samples_aside || (stored ? tp_stored_series(run, add_stored, out, err, cap) &&
+                                       tp_stored_series_steps(run, add_stored_steps, out, err, cap)
+                                 : each_series(run, pass, add_series, pass, err, cap));
     const char *d = tp_run_meta_get(run, "duration_ns");
     double run_s = d ? strtod(d, NULL) / 1e9 : (double)run->last_t_ns / 1e9;
     ok = ok && tp_timings_build(run, run_s > 0 ? run_s : 0, &out->timings, err, cap);

@@ -16,7 +16,15 @@
 
 typedef struct tp_series_summary {
     const tp_run_series *series;
-    tp_stats stats;
+    tp_stats stats; /* over the whole run */
+    /* over its agent's training steps (tp_steps_window) when in_steps; else a
+     * copy of stats: the agent marked fewer than 2 steps, no sample fell
+     * inside them, or the file's stored summary predates these figures.
+     * What the rules of thumb judge, so that the start-up (imports, data
+     * preparation, compilation) and the end don't water down a busy
+     * training's figures. */
+    tp_stats steps;
+    bool in_steps;
 } tp_series_summary;
 
 typedef struct tp_summary {

@@ -53,6 +53,13 @@ static void fill_series(sqlite3_stmt *st, const tp_summary *s, size_t i)
     bind_stats(st, 3, &s->items[i].stats);
 }
 
+static void fill_series_steps(sqlite3_stmt *st, const tp_summary *s, size_t i)
+{
+    sqlite3_bind_int64(st, 1, s->items[i].series->id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)s->items[i].steps.count);
+    bind_stats(st, 3, &s->items[i].steps);
+}
+
 static void fill_timing(sqlite3_stmt *st, const tp_summary *s, size_t i)
 {
     const tp_timing_row *r = &s->timings.rows[i];
@@ -101,6 +108,10 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary *s, size_t i)
                         r->other_s, r->gpu_util_percent, r->gpu_sm_clock_mhz};
     for (int k = 0; k < 7; k++)
         bind_real(st, 7 + k, v[k]);
+    if (r->gpu >= 0)
+        sqlite3_bind_int(st, 14, r->gpu);
+    else
+        sqlite3_bind_null(st, 14);
 }
 
 /* Writes s into db's summary tables in one transaction. upgrade: db has
@@ -109,7 +120,7 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary *s, size_t i)
  * device tables added (empty: such a file recorded no device times), and the
  * file becomes the current schema in the same transaction. */
 static int write_summary(sqlite3 *db, const tp_summary *s, const tp_summary_plots *plots,
-                         bool upgrade, char *why, size_t cap)
+                         bool upgrade, bool rank_gpu, char *why, size_t cap)
 {
     int rc = tp_exec(db, "BEGIN;");
     if (rc == SQLITE_OK && upgrade)
@@ -120,13 +131,28 @@ static int write_summary(sqlite3 *db, const tp_summary *s, const tp_summary_plot
         snprintf(version, sizeof version, "PRAGMA user_version = %d;", TP_SCHEMA_VERSION);
         rc = tp_exec(db, version);
     }
+    if (rc == SQLITE_OK && !rank_gpu) /* a file from before summary_rank.gpu */
+        rc = tp_exec(db, "ALTER TABLE summary_rank ADD COLUMN gpu INTEGER;");
     if (rc == SQLITE_OK)
-        rc = tp_exec(db, "DELETE FROM summary_series; DELETE FROM summary_timing;"
-                         "DELETE FROM summary_step; DELETE FROM summary_epoch;"
-                         "DELETE FROM summary_rank;");
+        rc = tp_exec(db, TP_SCHEMA_SUMMARY_SERIES_STEPS
+                     "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
+                     "DELETE FROM summary_timing; DELETE FROM summary_step;"
+                     "DELETE FROM summary_epoch; DELETE FROM summary_rank;");
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_series VALUES (?,?,?,?,?,?,?,?)", s, s->n,
                          fill_series);
+    sqlite3_stmt *steps = NULL; /* only the series with figures over the steps */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "INSERT INTO summary_series_steps VALUES (?,?,?,?,?,?,?,?)", -1,
+                                &steps, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < s->n; i++) {
+        if (!s->items[i].in_steps)
+            continue;
+        fill_series_steps(steps, s, i);
+        rc = sqlite3_step(steps) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+        sqlite3_reset(steps);
+    }
+    sqlite3_finalize(steps);
     if (rc == SQLITE_OK)
         rc = insert_rows(
             db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
@@ -138,7 +164,7 @@ static int write_summary(sqlite3 *db, const tp_summary *s, const tp_summary_plot
         rc = insert_rows(db, "INSERT INTO summary_epoch VALUES (?,?,?,?,?,?)", s,
                          s->timings.nepochs, fill_epoch);
     if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_rank VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
+        rc = insert_rows(db, "INSERT INTO summary_rank VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
                          s->ranks.n, fill_rank);
     if (rc == SQLITE_OK)
         rc = tp_summary_plots_write(db, plots);
@@ -183,7 +209,8 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
         int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
         if (rc == SQLITE_OK) {
             sqlite3_busy_timeout(db, 5000);
-            rc = write_summary(db, &s, &plots, version < TP_SCHEMA_VERSION, why, sizeof why);
+            rc = write_summary(db, &s, &plots, version < TP_SCHEMA_VERSION,
+                               tp_run_has_column(run, "summary_rank", "gpu"), why, sizeof why);
         }
         if (rc != SQLITE_OK) {
             snprintf(err, cap, "%s: cannot store the summary: %s", path,
@@ -229,14 +256,14 @@ static bool failed(tp_run *run, const char *what, char *err, size_t cap)
     return false;
 }
 
-bool tp_stored_series(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap)
+/* fn once per row of a table of per-series statistics (summary_series or
+ * summary_series_steps), in series order; `what` names it in errors. */
+static bool stored_stats(tp_run *run, const char *sql, const char *what, tp_stored_series_fn fn,
+                         void *ctx, char *err, size_t cap)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT series_id, count, mean, min, p5, p50, p95, max"
-                           " FROM summary_series ORDER BY series_id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return failed(run, "series statistics", err, cap);
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return failed(run, what, err, cap);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const tp_run_series *series = tp_run_series_by_id(run, sqlite3_column_int64(st, 0));
@@ -246,7 +273,25 @@ bool tp_stored_series(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err,
             fn(ctx, series, &s);
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE || failed(run, "series statistics", err, cap);
+    return rc == SQLITE_DONE || failed(run, what, err, cap);
+}
+
+bool tp_stored_series(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap)
+{
+    return stored_stats(run,
+                        "SELECT series_id, count, mean, min, p5, p50, p95, max"
+                        " FROM summary_series ORDER BY series_id",
+                        "series statistics", fn, ctx, err, cap);
+}
+
+bool tp_stored_series_steps(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap)
+{
+    if (!tp_run_has_table(run, "summary_series_steps")) /* stored before these figures */
+        return true;
+    return stored_stats(run,
+                        "SELECT series_id, count, mean, min, p5, p50, p95, max"
+                        " FROM summary_series_steps ORDER BY series_id",
+                        "series statistics over the steps", fn, ctx, err, cap);
 }
 
 bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
@@ -327,10 +372,15 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
     size_t rcap = 0;
+    /* before summary_rank.gpu, a rank's GPU was its local rank's */
     if (sqlite3_prepare_v2(run->db,
-                           "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s,"
-                           " compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
-                           " gpu_sm_clock_mhz FROM summary_rank ORDER BY rank",
+                           tp_run_has_column(run, "summary_rank", "gpu")
+                               ? "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s,"
+                                 " compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
+                                 " gpu_sm_clock_mhz, gpu FROM summary_rank ORDER BY rank"
+                               : "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s,"
+                                 " compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
+                                 " gpu_sm_clock_mhz, local_rank FROM summary_rank ORDER BY rank",
                            -1, &st, NULL) != SQLITE_OK)
         return failed(run, "ranks", err, cap);
     int rc;
@@ -352,6 +402,7 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
         r->other_s = sqlite3_column_double(st, 10);
         r->gpu_util_percent = col_real(st, 11);
         r->gpu_sm_clock_mhz = col_real(st, 12);
+        r->gpu = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 13);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {

@@ -31,6 +31,9 @@ bool tp_summary_stored(const tp_run *run);
 /* The stored statistics of each series, in series order. */
 typedef void (*tp_stored_series_fn)(void *ctx, const tp_run_series *series, const tp_stats *st);
 bool tp_stored_series(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap);
+/* The same over the steps (summary_series_steps): fn once per series that has
+ * such figures; none, and true, in a file stored before them. */
+bool tp_stored_series_steps(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap);
 
 /* The stored timing rows, steps and epochs (shares and energy are left for
  * the caller to compute). */

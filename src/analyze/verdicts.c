@@ -68,18 +68,26 @@ static double device_share(const tp_timings *t, int rank, const char *name)
     return v < 1 ? v : 1; /* more: the host ran ahead of the GPU, steps are launches */
 }
 
-/* The agent's disk with the highest median busy share, or NULL (the metric
- * has one series per disk and no total). */
+/* The agent's disk with the highest median busy share over the steps, or
+ * NULL (the metric has one series per disk and no total). */
 static const tp_series_summary *busiest_disk(const tp_summary *s, int64_t agent)
 {
     const tp_series_summary *best = NULL;
     for (size_t i = 0; i < s->n; i++) {
         const tp_series_summary *x = &s->items[i];
         if (x->series->agent_id == agent && strcmp(x->series->metric, "disk_busy_percent") == 0 &&
-            (!best || x->stats.p50 > best->stats.p50))
+            (!best || x->steps.p50 > best->steps.p50))
             best = x;
     }
     return best;
+}
+
+/* What a figure of x was taken over, for a verdict's message: the training
+ * steps (tp_series_summary.steps), or the whole run where the steps are
+ * unknown. */
+static const char *over(const tp_series_summary *x)
+{
+    return x && x->in_steps ? " during the training steps" : "";
 }
 
 static void rank_name(char *buf, size_t cap, int rank)
@@ -93,8 +101,8 @@ static void rank_name(char *buf, size_t cap, int rank)
 /* input_bound for rank (waiting `in` of its step time), with the cause
  * that picks the advice: its machine's CPUs busy (median >= 90 %), else
  * its storage (tasks waiting on I/O, median >= 25 %, or a disk busy, median
- * >= 90 %), else too few workers. Medians over the run: the start-up before
- * the first step counts little. */
+ * >= 90 %), else too few workers. Medians over the agent's training steps,
+ * so that the start-up (importing torch on one core) doesn't count. */
 static void input_bound_verdict(const tp_summary *s, int rank, const char *who, double in,
                                 double step_mean, tp_verdicts *out)
 {
@@ -107,11 +115,11 @@ static void input_bound_verdict(const tp_summary *s, int rank, const char *who, 
     const tp_series_summary *pc = tp_summary_find(s, agent, "proc_count", "{}");
     const tp_series_summary *cpu = tp_summary_find(s, agent, "cpu_util_percent", "{}");
     const tp_series_summary *io = tp_summary_find(s, agent, "pressure_io_some_percent", "{}");
-    double procs = pc ? pc->stats.max : -1, cpu_p50 = cpu ? cpu->stats.p50 : -1,
-           io_p50 = io ? io->stats.p50 : -1;
+    double procs = pc ? pc->stats.max : -1, cpu_p50 = cpu ? cpu->steps.p50 : -1,
+           io_p50 = io ? io->steps.p50 : -1;
     const char *cpus = tp_run_agent_meta_get(s->run, agent, "cpu_count");
     const tp_series_summary *disk = busiest_disk(s, agent);
-    double disk_p50 = disk ? disk->stats.p50 : -1;
+    double disk_p50 = disk ? disk->steps.p50 : -1;
     const char *cause = cpu_p50 >= CPU_SATURATED_PERCENT ? "cpu"
                         : io_p50 >= INPUT_IO_WAIT_PERCENT || disk_p50 >= DISK_BUSY_PERCENT
                             ? "storage"
@@ -119,21 +127,21 @@ static void input_bound_verdict(const tp_summary *s, int rank, const char *who, 
     char advice[400];
     if (cause[0] == 'c') {
         snprintf(advice, sizeof advice,
-                 "The CPUs were busy %.0f%% of the time (median), so loading is CPU-bound "
+                 "The CPUs were busy %.0f%% of the time%s (median), so loading is CPU-bound "
                  "and more workers won't help: cheaper decoding and transforms (or on the "
                  "GPU), data stored pre-processed, or more cores.",
-                 cpu_p50);
+                 cpu_p50, over(cpu));
     } else if (cause[0] == 's') {
         char busy[120];
         if (disk_p50 >= DISK_BUSY_PERCENT) {
             char labels[TP_LABELS_MAX]; /* "device=nvme0n1" */
             tp_labels_display(disk->series->labels, labels, sizeof labels);
             const char *dev = strchr(labels, '=');
-            snprintf(busy, sizeof busy, "Disk %.40s was busy %.0f%% of the time (median)",
-                     dev ? dev + 1 : labels, disk_p50);
+            snprintf(busy, sizeof busy, "Disk %.40s was busy %.0f%% of the time%s (median)",
+                     dev ? dev + 1 : labels, disk_p50, over(disk));
         } else {
-            snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time (median)",
-                     io_p50);
+            snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time%s (median)",
+                     io_p50, over(io));
         }
         snprintf(advice, sizeof advice,
                  "%s, so loading waits on the disk or the network filesystem: data on local "
@@ -158,8 +166,9 @@ static void input_bound_verdict(const tp_summary *s, int rank, const char *who, 
              "{\"rank\":%d,\"dataloader_next_share\":%.4f,\"dataloader_next_mean_s\":%.6f,"
              "\"step_mean_s\":%.6f,\"proc_count_max\":%.0f,\"cause\":\"%s\","
              "\"cpu_util_p50_percent\":%.2f,\"pressure_io_some_p50_percent\":%.2f,"
-             "\"disk_busy_p50_percent\":%.2f}",
-             rank, in, r->stats.mean, step_mean, procs, cause, cpu_p50, io_p50, disk_p50);
+             "\"disk_busy_p50_percent\":%.2f,\"over\":\"%s\"}",
+             rank, in, r->stats.mean, step_mean, procs, cause, cpu_p50, io_p50, disk_p50,
+             cpu && cpu->in_steps ? "steps" : "run");
 }
 
 static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
@@ -244,16 +253,17 @@ static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts
     snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", gpu->index);
     agent_of(s->run, gpu->agent_id, of, sizeof of, agent, sizeof agent);
     const tp_series_summary *u = tp_summary_find(s, gpu->agent_id, "gpu_util_percent", labels);
-    if (u && u->stats.mean < GPU_UTIL_TARGET) {
+    if (u && u->steps.mean < GPU_UTIL_TARGET) {
         tp_verdict *v = add(out, "gpu_underused");
         snprintf(v->message, sizeof v->message,
-                 "GPU %d%s (%s) is under-used: utilization averaged %.0f%% (p50 %.0f%%); it "
+                 "GPU %d%s (%s) is under-used: utilization averaged %.0f%% (p50 %.0f%%)%s; it "
                  "should be close to 100%%, at least 90%%. Look at the input pipeline and "
                  "host-side work between steps, and at the batch size.",
-                 gpu->index, of, gpu->name, u->stats.mean, u->stats.p50);
+                 gpu->index, of, gpu->name, u->steps.mean, u->steps.p50, over(u));
         snprintf(v->evidence, sizeof v->evidence,
-                 "{\"gpu\":%d,\"agent\":%s,\"util_mean_percent\":%.2f,\"util_p50_percent\":%.2f}",
-                 gpu->index, agent, u->stats.mean, u->stats.p50);
+                 "{\"gpu\":%d,\"agent\":%s,\"util_mean_percent\":%.2f,\"util_p50_percent\":%.2f,"
+                 "\"over\":\"%s\"}",
+                 gpu->index, agent, u->steps.mean, u->steps.p50, u->in_steps ? "steps" : "run");
     }
     const tp_series_summary *m = tp_summary_find(s, gpu->agent_id, "gpu_mem_used_bytes", labels);
     if (m && gpu->mem_total_bytes > 0 &&
@@ -323,24 +333,24 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
     const tp_series_summary *w = tp_summary_find(s, agent_id, "pressure_cpu_some_percent", "{}");
     const char *limit_s = tp_run_agent_meta_get(s->run, agent_id, "cgroup_cpu_limit_cores");
     double limit = limit_s && strcmp(limit_s, "none") != 0 ? strtod(limit_s, NULL) : 0;
-    bool host = u && u->stats.mean >= CPU_SATURATED_PERCENT;
-    bool cgroup = limit > 0 && p && p->stats.mean >= CPU_SATURATED_PERCENT * limit;
+    bool host = u && u->steps.mean >= CPU_SATURATED_PERCENT;
+    bool cgroup = limit > 0 && p && p->steps.mean >= CPU_SATURATED_PERCENT * limit;
     if (!host && !cgroup)
         return;
     char of[80], agent[80], waited[96] = "";
     agent_of(s->run, agent_id, of, sizeof of, agent, sizeof agent);
     if (w)
         snprintf(waited, sizeof waited, "; some task waited for a CPU %.0f%% of the time",
-                 w->stats.mean);
+                 w->steps.mean);
     char busy[200];
     if (host)
         snprintf(busy, sizeof busy,
-                 "the CPUs%s were busy %.0f%% of the time on average (p50 %.0f%%)", of,
-                 u->stats.mean, u->stats.p50);
+                 "the CPUs%s were busy %.0f%% of the time%s on average (p50 %.0f%%)", of,
+                 u->steps.mean, over(u), u->steps.p50);
     else
         snprintf(busy, sizeof busy,
-                 "the command%s used %.1f of the %.1f cores its cgroup allows, on average", of,
-                 p->stats.mean / 100, limit);
+                 "the command%s used %.1f of the %.1f cores its cgroup allows%s, on average", of,
+                 p->steps.mean / 100, limit, over(p));
     tp_verdict *v = add(out, "cpu_saturated");
     snprintf(v->message, sizeof v->message,
              "CPU saturated: %s%s. Don't max out CPU utilization: DataLoader workers, the "
@@ -351,8 +361,10 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
              busy, waited, limit > 0 ? "a higher cgroup CPU limit, " : "");
     snprintf(v->evidence, sizeof v->evidence,
              "{\"agent\":%s,\"cpu_util_mean_percent\":%.2f,\"proc_cpu_mean_percent\":%.2f,"
-             "\"cgroup_cpu_limit_cores\":%.2f,\"pressure_cpu_some_mean_percent\":%.2f}",
-             agent, u ? u->stats.mean : -1, p ? p->stats.mean : -1, limit, w ? w->stats.mean : -1);
+             "\"cgroup_cpu_limit_cores\":%.2f,\"pressure_cpu_some_mean_percent\":%.2f,"
+             "\"over\":\"%s\"}",
+             agent, u ? u->steps.mean : -1, p ? p->steps.mean : -1, limit, w ? w->steps.mean : -1,
+             (host ? u : p)->in_steps ? "steps" : "run");
 }
 
 /* A network link (interface or InfiniBand port) whose traffic one way ran
@@ -369,8 +381,8 @@ static void link_verdict(const tp_summary *s, const tp_series_summary *link, tp_
     const tp_series_summary *worst = NULL;
     for (int d = 0; d < 2; d++) {
         const tp_series_summary *r = tp_summary_find(s, l->agent_id, dirs[d], l->labels);
-        if (r && r->stats.p95 >= LINK_NEAR_FULL * speed &&
-            (!worst || r->stats.p95 > worst->stats.p95))
+        if (r && r->steps.p95 >= LINK_NEAR_FULL * speed &&
+            (!worst || r->steps.p95 > worst->steps.p95))
             worst = r;
     }
     if (!worst)
@@ -380,19 +392,20 @@ static void link_verdict(const tp_summary *s, const tp_series_summary *link, tp_
     tp_labels_display(l->labels, labels, sizeof labels);
     bool sent = strcmp(worst->series->metric, dirs[0]) == 0;
     tp_verdict *v = add(out, "network_saturated");
-    snprintf(
-        v->message, sizeof v->message,
-        "The network link %.60s%s ran near its speed: %s at %.0f%% of its %.2f GB/s or more "
-        "during at least 5%% of the run (p95 %.2f GB/s, mean %.2f GB/s). Don't max out network "
-        "bandwidth: fewer or larger collectives (gradient accumulation with no_sync, "
-        "DDP's bucket_cap_mb), lower-precision gradients, the data on local disks rather "
-        "than over the network, or a faster interconnect.",
-        labels, of, sent ? "sending" : "receiving", 100 * worst->stats.p95 / speed, speed / 1e9,
-        worst->stats.p95 / 1e9, worst->stats.mean / 1e9);
+    snprintf(v->message, sizeof v->message,
+             "The network link %.60s%s ran near its speed: %s at %.0f%% of its %.2f GB/s or more "
+             "during at least 5%% of the %s (p95 %.2f GB/s, mean %.2f GB/s). Don't max out network "
+             "bandwidth: fewer or larger collectives (gradient accumulation with no_sync, "
+             "DDP's bucket_cap_mb), lower-precision gradients, the data on local disks rather "
+             "than over the network, or a faster interconnect.",
+             labels, of, sent ? "sending" : "receiving", 100 * worst->steps.p95 / speed,
+             speed / 1e9, worst->in_steps ? "training steps" : "run", worst->steps.p95 / 1e9,
+             worst->steps.mean / 1e9);
     snprintf(v->evidence, sizeof v->evidence,
              "{\"agent\":%s,\"link\":\"%.60s\",\"direction\":\"%s\",\"p95_bytes_per_s\":%.0f,"
-             "\"mean_bytes_per_s\":%.0f,\"link_bytes_per_s\":%.0f}",
-             agent, labels, sent ? "sent" : "received", worst->stats.p95, worst->stats.mean, speed);
+             "\"mean_bytes_per_s\":%.0f,\"link_bytes_per_s\":%.0f,\"over\":\"%s\"}",
+             agent, labels, sent ? "sent" : "received", worst->steps.p95, worst->steps.mean, speed,
+             worst->in_steps ? "steps" : "run");
 }
 
 /* Every GPU's verdicts, then every agent's host memory and CPUs, then every

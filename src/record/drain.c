@@ -200,8 +200,12 @@ static void add_ring(tp_drain *d, int conn, int fd)
                            c->set ? c->local_rank : h->local_rank,
                            c->set ? c->world_size : h->world_size,
                            "",
-                           0};
+                           0,
+                           h->cuda_visible_devices_set != 0,
+                           ""};
     memcpy(info.name, h->thread_name, sizeof info.name - 1);
+    _Static_assert(sizeof info.cuda_visible == sizeof h->cuda_visible_devices, "same size");
+    memcpy(info.cuda_visible, h->cuda_visible_devices, sizeof info.cuda_visible - 1);
     r->thread = tp_sink_thread(d->sink, &info);
 }
 

@@ -48,6 +48,8 @@ typedef struct tp_thread_info {
     int32_t pid, tid, rank, local_rank, world_size;
     char name[16];
     uint64_t dropped; /* events the thread dropped on a full ring */
+    bool cuda_visible_set;
+    char cuda_visible[512]; /* its process's CUDA_VISIBLE_DEVICES (ring.h's size) */
 } tp_thread_info;
 
 /* A closed region: [start, end) on one thread, depth 0 for outermost. */

@@ -5,6 +5,19 @@
 #include "render/report.h"
 #include "util/json_writer.h"
 
+/* mean, p5, p50, p95, max and samples (the count) as keys of the open object. */
+static void write_stats(json_writer *w, const tp_stats *st)
+{
+    const char *keys[] = {"mean", "p5", "p50", "p95", "max"};
+    const double vals[] = {st->mean, st->p5, st->p50, st->p95, st->max};
+    for (int i = 0; i < 5; i++) {
+        json_key(w, keys[i]);
+        json_double(w, vals[i]);
+    }
+    json_key(w, "samples");
+    json_int(w, (int64_t)st->count);
+}
+
 static void write_metric(json_writer *w, const tp_series_summary *m)
 {
     json_object_begin(w);
@@ -14,14 +27,15 @@ static void write_metric(json_writer *w, const tp_series_summary *m)
     json_string(w, m->series->unit);
     json_key(w, "labels");
     json_raw(w, m->series->labels);
-    const char *keys[] = {"mean", "p5", "p50", "p95", "max"};
-    const double vals[] = {m->stats.mean, m->stats.p5, m->stats.p50, m->stats.p95, m->stats.max};
-    for (int i = 0; i < 5; i++) {
-        json_key(w, keys[i]);
-        json_double(w, vals[i]);
+    write_stats(w, &m->stats);
+    json_key(w, "in_steps"); /* the same over the agent's training steps, or null */
+    if (m->in_steps) {
+        json_object_begin(w);
+        write_stats(w, &m->steps);
+        json_object_end(w);
+    } else {
+        json_null(w);
     }
-    json_key(w, "samples");
-    json_int(w, (int64_t)m->stats.count);
     json_object_end(w);
 }
 

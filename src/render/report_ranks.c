@@ -85,6 +85,11 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s)
         json_string(w, agent_name(s->run, row->agent_id));
         json_key(w, "local_rank");
         json_int(w, row->local_rank);
+        json_key(w, "gpu"); /* the index of the GPU it drove on its agent */
+        if (row->gpu >= 0)
+            json_int(w, row->gpu);
+        else
+            json_null(w);
         json_key(w, "steps");
         json_int(w, (int64_t)row->steps);
         const char *keys[] = {"window_s", "input_s",        "compute_s",

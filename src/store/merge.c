@@ -18,8 +18,11 @@ typedef struct input_info {
     int64_t start_wall_ns, uncertainty_ns;
     char command[512], job[128];
     bool summarized;
-    bool plots; /* it stores what html plots (meta plots) */
-    int *ranks; /* distinct ranks of its threads (-1: no rank) */
+    bool plots;        /* it stores what html plots (meta plots) */
+    bool series_steps; /* it stores its series' figures over the steps */
+    bool rank_gpu;     /* its summary_rank has each rank's GPU */
+    bool thread_cuda;  /* it has each thread's CUDA_VISIBLE_DEVICES */
+    int *ranks;        /* distinct ranks of its threads (-1: no rank) */
     size_t nranks;
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
     int64_t series_off; /* added to its series ids */
@@ -98,6 +101,9 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         info[i].version = run->schema_version;
         const char *plots = tp_run_meta_get(run, "plots");
         info[i].plots = info[i].summarized && plots && strcmp(plots, "1") == 0;
+        info[i].series_steps = info[i].summarized && tp_run_has_table(run, "summary_series_steps");
+        info[i].rank_gpu = info[i].summarized && tp_run_has_column(run, "summary_rank", "gpu");
+        info[i].thread_cuda = tp_run_has_table(run, "thread_cuda");
         input_ranks(run, &info[i]);
         info[i].start_wall_ns = wall ? strtoll(wall, NULL, 10) : 0;
         info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
@@ -211,6 +217,11 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
              "INSERT INTO main.summary_step_phase SELECT * FROM src.summary_step_phase"
              " ORDER BY rowid;",
              series, dt);
+    char steps_sql[160];
+    snprintf(steps_sql, sizeof steps_sql,
+             "INSERT INTO main.summary_series_steps SELECT series_id + %lld, count, mean, min,"
+             " p5, p50, p95, max FROM src.summary_series_steps;",
+             series);
     char *summary_sql = sqlite3_mprintf(
         "INSERT INTO main.summary_series SELECT series_id + %lld, count, mean,"
         " min, p5, p50, p95, max FROM src.summary_series;"
@@ -220,14 +231,21 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " samples FROM src.summary_epoch ORDER BY rowid;"
         "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
-        " gpu_sm_clock_mhz FROM src.summary_rank;%s",
+        " gpu_sm_clock_mhz, %s FROM src.summary_rank;%s%s",
         series,
         info->version >= TP_SCHEMA_DEVICE
             ? "*"
             : "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s,"
               " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
-        dt, agent, dt, dt, plots ? plots_sql : "");
+        dt, agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank", plots ? plots_sql : "",
+        info->series_steps ? steps_sql : "");
     char *rows = rows_sql(series, thread, dt, all_rows, info->version >= TP_SCHEMA_DEVICE);
+    char cuda_sql[128] = "";
+    if (info->thread_cuda)
+        snprintf(cuda_sql, sizeof cuda_sql,
+                 "INSERT INTO main.thread_cuda SELECT thread_id + %lld, visible_devices"
+                 " FROM src.thread_cuda;",
+                 thread);
     sql = sqlite3_mprintf(
         "BEGIN;"
         "INSERT INTO agent (id, name, host) SELECT %d, name, host FROM src.agent WHERE id = 1;"
@@ -243,9 +261,9 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " FROM src.gpu;"
         "INSERT INTO main.thread SELECT id + %lld, %d, pid, tid, rank,"
         " local_rank, world_size, name, dropped_events FROM src.thread;"
-        "%s%s%s"
+        "%s%s%s%s"
         "COMMIT;",
-        agent, series, agent, agent, agent, agent, thread, agent, rows ? rows : "",
+        agent, series, agent, agent, agent, agent, thread, agent, cuda_sql, rows ? rows : "",
         first ? "INSERT OR REPLACE INTO main.meta SELECT key, value FROM src.meta;" : "",
         summaries ? summary_sql : "");
     rc = rows && summary_sql && sql ? tp_exec(db, sql) : SQLITE_NOMEM;

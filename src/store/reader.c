@@ -252,6 +252,31 @@ bool tp_run_summary_only(const tp_run *run)
     return v && strcmp(v, "1") == 0;
 }
 
+bool tp_run_has_table(const tp_run *run, const char *name)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    bool found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
+bool tp_run_has_column(const tp_run *run, const char *table, const char *column)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+    bool found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
 bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *err, size_t cap)
 {
     sqlite3_stmt *st;
@@ -411,6 +436,39 @@ bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
+        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    return true;
+}
+
+bool tp_run_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *err, size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    if (run->schema_version < 2)
+        return true;
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(run->db,
+                                "SELECT t.agent_id, min(m.t_ns), max(m.t_ns) FROM mark m"
+                                " JOIN thread t ON t.id = m.thread_id WHERE m.kind = 'step'"
+                                " GROUP BY t.agent_id HAVING count(*) >= 2 ORDER BY t.agent_id",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "%s: cannot read marks: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    size_t wcap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *out = tp_grow(*out, *n, &wcap, sizeof **out);
+        (*out)[(*n)++] = (tp_steps_window){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                           sqlite3_column_int64(st, 2)};
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
         snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
         return false;
     }

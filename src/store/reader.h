@@ -106,6 +106,14 @@ const char *tp_run_agent_meta_get(const tp_run *run, int64_t agent_id, const cha
  * (export, summarize) can't be made from it. */
 bool tp_run_summary_only(const tp_run *run);
 
+/* Whether the file has a table of that name (tables added without a new
+ * schema version, which older files lack). */
+bool tp_run_has_table(const tp_run *run, const char *name);
+
+/* Whether table has that column (columns added without a new schema
+ * version). */
+bool tp_run_has_column(const tp_run *run, const char *table, const char *column);
+
 /* The series of that id, or NULL (binary search: series load in id order). */
 const tp_run_series *tp_run_series_by_id(const tp_run *run, int64_t id);
 
@@ -128,6 +136,17 @@ bool tp_run_each_device_group(tp_run *run, tp_region_group_fn fn, void *ctx, cha
 /* All step and epoch marks in (rank, thread, time) order; the caller frees
  * *marks. */
 bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap);
+
+/* The span of an agent's training: from its first step mark to its last, on
+ * any of its threads (run time, ns). */
+typedef struct tp_steps_window {
+    int64_t agent_id, t0_ns, t1_ns;
+} tp_steps_window;
+
+/* Each agent's steps window, for the agents that marked at least 2 steps (none
+ * in a schema 1 run); the caller frees *out. False (reason in err) if reading
+ * fails. */
+bool tp_run_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *err, size_t cap);
 
 /* The value of series (metric, labels) of agent 1 at t_ns: its last sample at
  * or before t_ns, else its first sample. False when the series has none. */

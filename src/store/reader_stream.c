@@ -22,8 +22,12 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
         return true;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(run->db,
-                           "SELECT id, pid, tid, rank, name, world_size, agent_id, local_rank"
-                           " FROM thread ORDER BY id",
+                           tp_run_has_table(run, "thread_cuda")
+                               ? "SELECT t.id, t.pid, t.tid, t.rank, t.name, t.world_size,"
+                                 " t.agent_id, t.local_rank, c.visible_devices FROM thread t"
+                                 " LEFT JOIN thread_cuda c ON c.thread_id = t.id ORDER BY t.id"
+                               : "SELECT id, pid, tid, rank, name, world_size, agent_id,"
+                                 " local_rank, NULL FROM thread ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return failed(run, "threads", err, cap);
     size_t tcap = 0;
@@ -46,6 +50,10 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
         t->local_rank = sqlite3_column_int(st, 7);
         const unsigned char *name = sqlite3_column_text(st, 4);
         snprintf(t->name, sizeof t->name, "%s", name ? (const char *)name : "");
+        const unsigned char *visible = sqlite3_column_text(st, 8);
+        t->cuda_visible_set = visible != NULL;
+        snprintf(t->cuda_visible, sizeof t->cuda_visible, "%s",
+                 visible ? (const char *)visible : "");
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE || failed(run, "threads", err, cap);

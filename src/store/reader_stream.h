@@ -16,6 +16,8 @@ typedef struct tp_run_thread {
     int64_t agent_id;
     int pid, tid, rank, local_rank, world_size;
     char name[16];
+    bool cuda_visible_set; /* its process's CUDA_VISIBLE_DEVICES (table thread_cuda) */
+    char cuda_visible[512];
 } tp_run_thread;
 
 /* The instrumented threads (none for schema 1); the caller frees *threads. */

@@ -24,7 +24,7 @@ static const char schema_sql[] =
     "CREATE TABLE thread (id INTEGER PRIMARY KEY, agent_id INTEGER NOT NULL REFERENCES agent(id),"
     "  pid INTEGER NOT NULL, tid INTEGER NOT NULL, rank INTEGER NOT NULL,"
     "  local_rank INTEGER NOT NULL, world_size INTEGER NOT NULL, name TEXT NOT NULL,"
-    "  dropped_events INTEGER NOT NULL DEFAULT 0);"
+    "  dropped_events INTEGER NOT NULL DEFAULT 0);" TP_SCHEMA_THREAD_CUDA
     "CREATE TABLE name (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);"
     "CREATE TABLE region (thread_id INTEGER NOT NULL REFERENCES thread(id),"
     "  name_id INTEGER NOT NULL REFERENCES name(id), depth INTEGER NOT NULL,"
@@ -46,7 +46,7 @@ static const char schema_sql[] =
     "  local_rank INTEGER NOT NULL, steps INTEGER NOT NULL, t0_ns INTEGER NOT NULL,"
     "  t1_ns INTEGER NOT NULL, input_s REAL NOT NULL, compute_s REAL NOT NULL,"
     "  comm_s REAL NOT NULL, comm_overlap_s REAL NOT NULL, other_s REAL NOT NULL,"
-    "  gpu_util_percent REAL, gpu_sm_clock_mhz REAL);"
+    "  gpu_util_percent REAL, gpu_sm_clock_mhz REAL, gpu INTEGER);"
     "CREATE VIEW regions AS SELECT t.pid AS pid, t.tid AS tid, t.rank AS rank, n.text AS name,"
     "  r.depth AS depth, r.start_ns AS start_ns, r.end_ns AS end_ns,"
     "  r.end_ns - r.start_ns AS duration_ns"
@@ -65,7 +65,7 @@ int tp_schema_create(sqlite3 *db)
     if (rc == SQLITE_OK)
         rc = tp_exec(db, schema_sql);
     if (rc == SQLITE_OK)
-        rc = tp_exec(db, TP_SCHEMA_SUMMARY_PLOTS);
+        rc = tp_exec(db, TP_SCHEMA_SUMMARY_PLOTS TP_SCHEMA_SUMMARY_SERIES_STEPS);
     sqlite3_stmt *st = NULL;
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db, "INSERT INTO metric (id, name, unit, help) VALUES (?,?,?,?)",

@@ -43,6 +43,22 @@
     "  steps INTEGER NOT NULL, first_step INTEGER NOT NULL, dataloader_next REAL NOT NULL,"       \
     "  to_device REAL NOT NULL, train_batch REAL NOT NULL, step_lr_schedulers REAL NOT NULL,"     \
     "  from_device REAL NOT NULL, reduce_metrics REAL NOT NULL, other REAL NOT NULL);"
+/* Each instrumented thread's process's CUDA_VISIBLE_DEVICES, where it was
+ * set: which of the node's GPUs the process's device ordinals name, and in
+ * which order (indices or UUIDs), so that a rank maps to the GPU it drove.
+ * Files from before have no such table (a rank's GPU is then its local
+ * rank's). */
+#define TP_SCHEMA_THREAD_CUDA                                               \
+    "CREATE TABLE IF NOT EXISTS thread_cuda (thread_id INTEGER PRIMARY KEY" \
+    "  REFERENCES thread(id), visible_devices TEXT NOT NULL);"
+/* Each series' statistics over its agent's training steps (the span of its
+ * step marks), which the rules of thumb judge; series whose agent marked
+ * fewer than 2 steps, or none of whose samples fell inside them, have no
+ * row. Files from before have no such table (readers then use the whole
+ * run's; `summarize --force` adds it). */
+#define TP_SCHEMA_SUMMARY_SERIES_STEPS                                                \
+    "CREATE TABLE IF NOT EXISTS summary_series_steps (series_id INTEGER PRIMARY KEY," \
+    "  count INTEGER NOT NULL, mean REAL, min REAL, p5 REAL, p50 REAL, p95 REAL, max REAL);"
 /* Each node's metadata in a merged run (host facts, job environment), under
  * its agent: the merged run's own meta is its first node's. Only `merge`
  * writes it; readers of a file without it know only the first agent's. */

@@ -24,6 +24,7 @@ enum {
     ST_REGION,
     ST_MARK,
     ST_DEVICE,
+    ST_THREAD_CUDA,
     ST_N
 };
 
@@ -41,6 +42,7 @@ static const char *const statements[ST_N] = {
     "INSERT INTO region (thread_id, name_id, depth, start_ns, end_ns) VALUES (?, ?, ?, ?, ?)",
     "INSERT INTO mark (thread_id, kind, t_ns, value) VALUES (?, ?, ?, ?)",
     "INSERT INTO device_time (thread_id, name_id, start_ns, device_ns) VALUES (?, ?, ?, ?)",
+    "INSERT OR REPLACE INTO thread_cuda (thread_id, visible_devices) VALUES (?, ?)",
 };
 
 struct tp_writer {
@@ -154,6 +156,12 @@ static int write_timings(tp_writer *w, const tp_batch *b)
         sqlite3_bind_text(st, 7, t->name, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 8, (sqlite3_int64)t->dropped);
         rc = run(st);
+        if (rc == SQLITE_OK && t->cuda_visible_set) {
+            sqlite3_stmt *cuda = w->st[ST_THREAD_CUDA];
+            sqlite3_bind_int64(cuda, 1, t->id);
+            sqlite3_bind_text(cuda, 2, t->cuda_visible, -1, SQLITE_STATIC);
+            rc = run(cuda);
+        }
     }
     st = w->st[ST_NAME];
     for (size_t i = 0; rc == SQLITE_OK && i < b->names.len; i++) {

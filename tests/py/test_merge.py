@@ -179,6 +179,37 @@ def test_energy_per_epoch_counts_every_node(tmp_path):
     assert 1.6 < both["energy_j"] / own["energy_j"] < 2.4
 
 
+def test_each_rank_is_mapped_to_the_gpu_its_process_sees(tmp_path):
+    """CUDA_VISIBLE_DEVICES (Slurm's per-task binding, a launcher's reordering)
+    decides which of the node's GPUs a rank drove: by UUID or by index, one
+    GPU or the entry at its local rank. Without it, its local rank. Stored by
+    the recorder, computed the same from the rows, and kept by a merge."""
+    gpus = {"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"}
+    bound = (f"RANK=0 LOCAL_RANK=0 WORLD_SIZE=4 CUDA_VISIBLE_DEVICES=GPU-fake-0001 {EMIT} "
+             f"slow_epochs & RANK=1 LOCAL_RANK=1 WORLD_SIZE=4 CUDA_VISIBLE_DEVICES=1,0 {EMIT} "
+             "slow_epochs & wait")
+    plain = " & ".join(f"RANK={r} LOCAL_RANK={r - 2} WORLD_SIZE=4 {EMIT} slow_epochs"
+                       for r in (2, 3)) + " & wait"
+    files = []
+    for node, command in (("node-a", bound), ("node-b", plain)):
+        path = tmp_path / f"{node}.db"
+        r = trainprof("record", "-q", "-i", "0.05", "--agent", node, "-o", path, "--", "env",
+                      "-u", "CUDA_VISIBLE_DEVICES", "sh", "-c", command, env=gpus)
+        assert r.returncode == 0, r.stderr
+        files.append(path)
+    with sqlite3.connect(files[0]) as db:
+        assert sorted(v for v, in db.execute("SELECT visible_devices FROM thread_cuda")) == [
+            "1,0", "GPU-fake-0001"]
+    rep = report_json(files[0])
+    assert {x["rank"]: x["gpu"] for x in rep["ranks"]["per_rank"]} == {0: 1, 1: 0}
+    assert_same_report(rep, report_from_rows(files[0], tmp_path))
+    merged = tmp_path / "all.db"  # the nodes' commands differ: --force
+    assert trainprof("merge", "-q", "--force", "-o", merged, *files).returncode == 0
+    for rep in (report_json(merged), report_from_rows(merged, tmp_path)):
+        assert {x["rank"]: x["gpu"] for x in rep["ranks"]["per_rank"]} == {
+            0: 1, 1: 0, 2: 0, 3: 1}
+
+
 def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
     """Each node's recorder stores its summary; merged nodes with distinct ranks
     keep them, and every figure equals the one computed from the merged rows."""

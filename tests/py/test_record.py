@@ -6,12 +6,12 @@ import pty
 import random
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from conftest import kill_with_children, FAKE_NVML, PROGRAM, PYTHON, ROOT, metric, report_json, samples, trainprof
+from conftest import (kill_with_children, FAKE_NVML, PROGRAM, PYTHON, ROOT, assert_same_report, metric,
+                      report_from_rows, report_json, samples, trainprof)
 
 WORKLOAD = r"""
 import os, sys, time
@@ -179,6 +179,50 @@ def test_empty_run_reports(run_file):
     assert rep["run"]["complete"] is True
     text = trainprof("report", run_file)
     assert text.returncode == 0
+
+
+STARTUP_THEN_STEPS = r"""
+import multiprocessing, time, trainprof
+def burn(seconds):
+    t = time.time()
+    while time.time() - t < seconds:
+        pass
+if __name__ == "__main__":
+    time.sleep(4)                      # the start-up: idle
+    other = multiprocessing.Process(target=burn, args=(3.3,))
+    other.start()
+    t = time.time()
+    while time.time() - t < 3:         # the steps: two processes busy
+        burn(0.05)
+        trainprof.step()
+    other.join()
+"""
+
+
+def test_figures_over_the_steps_leave_the_start_up_out(run_file, tmp_path):
+    """Each series also has its figures over the span of its agent's steps,
+    which the rules of thumb judge: 4 idle seconds before 3 s of steps on two
+    busy processes leave the whole run's median CPU use near 0, and the
+    steps' near 200 %. Stored by the recorder, computed the same from the
+    rows, kept by a merge; a run that marks no steps has none."""
+    script = tmp_path / "steps.py"
+    script.write_text(STARTUP_THEN_STEPS)
+    r = trainprof("record", "-q", "-i", "0.1", "-o", run_file, "--", PYTHON, script)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    cpu = metric(rep, "proc_cpu_percent")
+    assert cpu["p50"] < 50 and cpu["in_steps"]["p50"] >= 150, cpu
+    assert 20 <= cpu["in_steps"]["samples"] <= 40 and cpu["samples"] >= 65
+    assert_same_report(rep, report_from_rows(run_file, tmp_path))
+    idle = tmp_path / "idle.db"
+    r = trainprof("record", "-q", "-i", "0.1", "--agent", "idle", "-o", idle, "--", "sleep", "0.5")
+    assert r.returncode == 0, r.stderr
+    assert metric(report_json(idle), "cpu_util_percent")["in_steps"] is None
+    merged = tmp_path / "merged.db"  # a second node's command: --force
+    assert trainprof("merge", "-q", "--force", "-o", merged, run_file, idle).returncode == 0
+    both = report_json(merged)
+    assert metric(both, "proc_cpu_percent")["in_steps"] == cpu["in_steps"]
+    assert metric(both, "proc_cpu_percent", agent=1)["in_steps"] is None
 
 
 def test_fake_gpus_end_to_end(run_file):

@@ -19,14 +19,16 @@ def node(tmp_path, name, gpus=2, first_rank=0):
     return path
 
 
-def set_stat(path, metric, labels, **stats):
-    """Sets a stored summary's statistics of one series of the file's agent."""
+def set_stat(path, metric, labels, tables=("summary_series", "summary_series_steps"), **stats):
+    """Sets a stored summary's statistics of one series of the file's agent,
+    over the whole run and over the steps (which the rules judge)."""
     with sqlite3.connect(path) as db:
         sets = ", ".join(f"{k} = ?" for k in stats)
-        n = db.execute(f"UPDATE summary_series SET {sets} WHERE series_id = (SELECT s.id FROM"
-                       " series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ? AND"
-                       " s.labels = ?)", (*stats.values(), metric, labels)).rowcount
-    assert n == 1, (metric, labels)
+        for table in tables:
+            n = db.execute(f"UPDATE {table} SET {sets} WHERE series_id = (SELECT s.id FROM"
+                           " series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ? AND"
+                           " s.labels = ?)", (*stats.values(), metric, labels)).rowcount
+            assert n == 1, (table, metric, labels)
 
 
 def verdicts(*paths):
@@ -145,4 +147,31 @@ def test_input_bound_says_why_loading_is_slow(tmp_path):
     set_stat(disk, "disk_busy_percent", '{"device":"nvme1n1"}', p50=97.0)
     ev, msg = input_verdict(disk)
     assert ev["cause"] == "storage" and ev["disk_busy_p50_percent"] == 97.0
-    assert "Disk nvme1n1 was busy 97% of the time (median)" in msg
+    assert "Disk nvme1n1 was busy 97% of the time during the training steps (median)" in msg
+
+
+def test_the_rules_judge_the_training_steps(tmp_path):
+    """The figures over the agent's steps decide, not the whole run's, which
+    the start-up (importing torch on one core, preparing data) waters down;
+    a file stored before them is judged on the whole run."""
+    def input_cause(path):
+        [(ev, msg)] = [(ev, msg) for kind, ev, msg in verdicts(path) if kind == "input_bound"]
+        return ev["cause"], ev["over"], msg
+    path = node(tmp_path, "steps")
+    slow_input(path)
+    set_stat(path, "cpu_util_percent", "{}", tables=["summary_series_steps"], p50=97.0)
+    cause, over, msg = input_cause(path)
+    assert (cause, over) == ("cpu", "steps")
+    assert "busy 97% of the time during the training steps (median)" in msg
+    set_stat(path, "cpu_util_percent", "{}", tables=["summary_series"], p50=98.0)
+    set_stat(path, "cpu_util_percent", "{}", tables=["summary_series_steps"], p50=30.0)
+    assert input_cause(path)[:2] == ("workers", "steps")
+    # the same GPU idle before its steps: busy where it counts, no verdict
+    set_stat(path, "gpu_util_percent", '{"gpu":"1"}', tables=["summary_series"], mean=40.0)
+    assert "gpu_underused" not in [k for k, _, _ in verdicts(path)]
+    with sqlite3.connect(path) as db:  # as recorded before these figures
+        db.execute("DROP TABLE summary_series_steps")
+    cause, over, msg = input_cause(path)
+    assert (cause, over) == ("cpu", "run") and "of the time (median)" in msg
+    [(ev, msg)] = [(ev, msg) for kind, ev, msg in verdicts(path) if kind == "gpu_underused"]
+    assert ev["over"] == "run" and "averaged 40% (p50" in msg

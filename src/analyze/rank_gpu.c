@@ -1,0 +1,64 @@
+/* rank_gpu.c: a rank's GPU from its CUDA_VISIBLE_DEVICES and local rank. */
+#include "analyze/rank_gpu.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#define MAX_VISIBLE 64
+
+/* The index of the agent's GPU that one entry of CUDA_VISIBLE_DEVICES names
+ * ([s, s + len)), or -1: none, an unknown or ambiguous UUID prefix, a MIG
+ * instance, or not an entry CUDA would take. */
+static int entry_gpu(const tp_run *run, int64_t agent_id, const char *s, size_t len)
+{
+    if (len == 0)
+        return -1;
+    if (isdigit((unsigned char)s[0])) {
+        int index = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (!isdigit((unsigned char)s[i]) || index > 100000)
+                return -1;
+            index = index * 10 + (s[i] - '0');
+        }
+        return index;
+    }
+    if (len < 5 || strncmp(s, "GPU-", 4) != 0) /* MIG-..., or nothing CUDA knows */
+        return -1;
+    int found = -1;
+    for (size_t g = 0; g < run->ngpus; g++) {
+        const tp_run_gpu *gpu = &run->gpus[g];
+        if (gpu->agent_id != agent_id || !gpu->uuid || strncmp(gpu->uuid, s, len) != 0)
+            continue;
+        if (found >= 0)
+            return -1; /* a prefix of two UUIDs: CUDA refuses it too */
+        found = gpu->index;
+    }
+    return found;
+}
+
+int tp_rank_gpu(const tp_run *run, int64_t agent_id, bool visible_set, const char *visible,
+                int local_rank)
+{
+    if (!visible_set)
+        return local_rank;
+    /* split at commas, each entry trimmed; CUDA stops at the first bad one */
+    const char *start[MAX_VISIBLE];
+    size_t len[MAX_VISIBLE], n = 0;
+    for (const char *p = visible; *p && n < MAX_VISIBLE;) {
+        while (*p == ' ')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        size_t l = (size_t)(e - p);
+        while (l && p[l - 1] == ' ')
+            l--;
+        start[n] = p, len[n] = l, n++;
+        p = *e ? e + 1 : e;
+    }
+    size_t valid = 0;
+    while (valid < n && entry_gpu(run, agent_id, start[valid], len[valid]) >= 0)
+        valid++;
+    size_t pick = valid == 1 ? 0 : (local_rank >= 0 ? (size_t)local_rank : valid);
+    return pick < valid ? entry_gpu(run, agent_id, start[pick], len[pick]) : -1;
+}

@@ -1,0 +1,29 @@
+/* rank_gpu.h: which of its node's GPUs a rank drove. */
+#ifndef TP_ANALYZE_RANK_GPU_H
+#define TP_ANALYZE_RANK_GPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/reader.h"
+
+/* The index (NVML's, as the run's gpu table numbers them) of the GPU that a
+ * rank of agent_id drove, or -1 when it can't be told.
+ *
+ * visible_set: the rank's process had CUDA_VISIBLE_DEVICES, `visible`. Its
+ * entries are the GPUs the process sees, device 0 first (Slurm's per-task
+ * binding, Kubernetes, a launcher's reordering). A process that sees one GPU
+ * drove it; one that sees several drove the entry at its local rank
+ * (cuda:LOCAL_RANK, as torchrun's scripts do). An entry is an index or a
+ * GPU UUID ("GPU-...", where a unique prefix is enough, as CUDA takes it),
+ * looked up among the agent's GPUs; CUDA reads the list up to its first
+ * invalid entry, and so does this. MIG instances ("MIG-...") name no whole
+ * GPU: -1. An index is taken as NVML's, which is CUDA's order under
+ * CUDA_DEVICE_ORDER=PCI_BUS_ID and on nodes of one GPU model.
+ *
+ * Without CUDA_VISIBLE_DEVICES every GPU is visible, and the rank's is its
+ * local rank (-1 when unknown). */
+int tp_rank_gpu(const tp_run *run, int64_t agent_id, bool visible_set, const char *visible,
+                int local_rank);
+
+#endif

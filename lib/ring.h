@@ -61,6 +61,7 @@ typedef struct tp_ring_header {
 } tp_ring_header;
 
 #define TP_RING_HEADER_SIZE 4096u
+_Static_assert(sizeof(tp_ring_header) <= TP_RING_HEADER_SIZE, "the header fits its page");
 
 static inline tp_event *tp_ring_slots(tp_ring_header *h)
 {

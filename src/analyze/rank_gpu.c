@@ -56,9 +56,10 @@ int tp_rank_gpu(const tp_run *run, int64_t agent_id, bool visible_set, const cha
         start[n] = p, len[n] = l, n++;
         p = *e ? e + 1 : e;
     }
-    size_t valid = 0;
-    while (valid < n && entry_gpu(run, agent_id, start[valid], len[valid]) >= 0)
-        valid++;
-    size_t pick = valid == 1 ? 0 : (local_rank >= 0 ? (size_t)local_rank : valid);
-    return pick < valid ? entry_gpu(run, agent_id, start[pick], len[pick]) : -1;
+    int gpu[MAX_VISIBLE]; /* the GPUs the process sees, device 0 first */
+    size_t seen = 0;
+    while (seen < n && (gpu[seen] = entry_gpu(run, agent_id, start[seen], len[seen])) >= 0)
+        seen++;
+    size_t pick = seen == 1 ? 0 : (local_rank >= 0 ? (size_t)local_rank : seen);
+    return pick < seen ? gpu[pick] : -1;
 }

@@ -90,6 +90,12 @@ static const char *over(const tp_series_summary *x)
     return x && x->in_steps ? " during the training steps" : "";
 }
 
+/* The same for the evidence's "over": "steps" or "run". */
+static const char *over_key(const tp_series_summary *x)
+{
+    return x && x->in_steps ? "steps" : "run";
+}
+
 static void rank_name(char *buf, size_t cap, int rank)
 {
     if (rank < 0)
@@ -168,7 +174,7 @@ static void input_bound_verdict(const tp_summary *s, int rank, const char *who, 
              "\"cpu_util_p50_percent\":%.2f,\"pressure_io_some_p50_percent\":%.2f,"
              "\"disk_busy_p50_percent\":%.2f,\"over\":\"%s\"}",
              rank, in, r->stats.mean, step_mean, procs, cause, cpu_p50, io_p50, disk_p50,
-             cpu && cpu->in_steps ? "steps" : "run");
+             over_key(cpu));
 }
 
 static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
@@ -263,7 +269,7 @@ static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts
         snprintf(v->evidence, sizeof v->evidence,
                  "{\"gpu\":%d,\"agent\":%s,\"util_mean_percent\":%.2f,\"util_p50_percent\":%.2f,"
                  "\"over\":\"%s\"}",
-                 gpu->index, agent, u->steps.mean, u->steps.p50, u->in_steps ? "steps" : "run");
+                 gpu->index, agent, u->steps.mean, u->steps.p50, over_key(u));
     }
     const tp_series_summary *m = tp_summary_find(s, gpu->agent_id, "gpu_mem_used_bytes", labels);
     if (m && gpu->mem_total_bytes > 0 &&
@@ -364,7 +370,7 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
              "\"cgroup_cpu_limit_cores\":%.2f,\"pressure_cpu_some_mean_percent\":%.2f,"
              "\"over\":\"%s\"}",
              agent, u ? u->steps.mean : -1, p ? p->steps.mean : -1, limit, w ? w->steps.mean : -1,
-             (host ? u : p)->in_steps ? "steps" : "run");
+             over_key(host ? u : p));
 }
 
 /* A network link (interface or InfiniBand port) whose traffic one way ran
@@ -405,7 +411,7 @@ static void link_verdict(const tp_summary *s, const tp_series_summary *link, tp_
              "{\"agent\":%s,\"link\":\"%.60s\",\"direction\":\"%s\",\"p95_bytes_per_s\":%.0f,"
              "\"mean_bytes_per_s\":%.0f,\"link_bytes_per_s\":%.0f,\"over\":\"%s\"}",
              agent, labels, sent ? "sent" : "received", worst->steps.p95, worst->steps.mean, speed,
-             worst->in_steps ? "steps" : "run");
+             over_key(worst));
 }
 
 /* Every GPU's verdicts, then every agent's host memory and CPUs, then every

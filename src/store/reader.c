@@ -252,29 +252,28 @@ bool tp_run_summary_only(const tp_run *run)
     return v && strcmp(v, "1") == 0;
 }
 
-bool tp_run_has_table(const tp_run *run, const char *name)
+/* Whether table has a column named column, or any column when column is
+ * NULL (the table exists). */
+static bool has_column(const tp_run *run, const char *table, const char *column)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT 1 FROM pragma_table_info(?1) WHERE ?2 IS NULL OR name = ?2", -1,
+                           &st, NULL) != SQLITE_OK)
         return false;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    if (column)
+        sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
     bool found = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     return found;
 }
 
+bool tp_run_has_table(const tp_run *run, const char *name) { return has_column(run, name, NULL); }
+
 bool tp_run_has_column(const tp_run *run, const char *table, const char *column)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", -1, &st,
-                           NULL) != SQLITE_OK)
-        return false;
-    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
-    bool found = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return found;
+    return has_column(run, table, column);
 }
 
 bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *err, size_t cap)

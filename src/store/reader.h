@@ -106,7 +106,7 @@ const char *tp_run_agent_meta_get(const tp_run *run, int64_t agent_id, const cha
  * (export, summarize) can't be made from it. */
 bool tp_run_summary_only(const tp_run *run);
 
-/* Whether the file has a table of that name (tables added without a new
+/* Whether the file has a table (or view) of that name (tables added without a new
  * schema version, which older files lack). */
 bool tp_run_has_table(const tp_run *run, const char *name);
 

@@ -208,6 +208,18 @@ def test_each_rank_is_mapped_to_the_gpu_its_process_sees(tmp_path):
     for rep in (report_json(merged), report_from_rows(merged, tmp_path)):
         assert {x["rank"]: x["gpu"] for x in rep["ranks"]["per_rank"]} == {
             0: 1, 1: 0, 2: 0, 3: 1}
+    # a file summarized before summary_rank.gpu: its local ranks stand in, and
+    # `summarize --force` adds the column
+    old = tmp_path / "old.db"
+    shutil.copyfile(files[1], old)
+    with sqlite3.connect(old) as db:
+        db.execute("ALTER TABLE summary_rank DROP COLUMN gpu")
+    ranks = report_json(old)["ranks"]["per_rank"]
+    assert {x["rank"]: x["gpu"] for x in ranks} == {2: 0, 3: 1}
+    assert trainprof("summarize", "--force", "-q", old).returncode == 0
+    with sqlite3.connect(old) as db:
+        assert db.execute("SELECT rank, gpu FROM summary_rank ORDER BY rank").fetchall() == [
+            (2, 0), (3, 1)]
 
 
 def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):

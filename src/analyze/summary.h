@@ -27,6 +27,13 @@ typedef struct tp_series_summary {
     bool in_steps;
 } tp_series_summary;
 
+/* A series' figures over its agent's training steps (the whole run's where
+ * it has none), or over the whole run when whole_run. */
+static inline const tp_stats *tp_series_stats(const tp_series_summary *m, bool whole_run)
+{
+    return whole_run ? &m->stats : &m->steps;
+}
+
 typedef struct tp_summary {
     tp_run *run;
     tp_series_summary *items;

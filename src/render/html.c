@@ -441,7 +441,7 @@ static void tables(FILE *out, const tp_summary *s, bool all)
     FILE *mem = open_memstream(&text, &len);
     if (!mem)
         return;
-    tp_report_text(mem, s, all);
+    tp_report_text(mem, s, all, false);
     fclose(mem);
     fputs("<h2>Tables</h2>\n<pre>", out);
     tp_html_escape(out, text);

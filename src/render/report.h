@@ -10,14 +10,16 @@
 /* The report as text. With more than TP_REPORT_AGENTS_MAX agents, their
  * system metrics in one table across agents, and with more than
  * TP_NOTABLE_RANKS ranks, the per-rank tables of the notable ranks only
- * (tp_ranks_notable); all: every agent's and every rank's tables. */
+ * (tp_ranks_notable); all: every agent's and every rank's tables. System
+ * metrics are shown over each agent's training steps where it has them (as
+ * the rules of thumb judge them), unless whole_run. */
 #define TP_REPORT_AGENTS_MAX 4
-void tp_report_text(FILE *out, const tp_summary *s, bool all);
+void tp_report_text(FILE *out, const tp_summary *s, bool all, bool whole_run);
 
 /* The system metrics of every agent in one table: per metric, the median of
  * the agents' means (of every device's, for per-device metrics) and the
- * lowest and highest, named. */
-void tp_report_agents_text(FILE *out, const tp_summary *s);
+ * lowest and highest, named; over the training steps unless whole_run. */
+void tp_report_agents_text(FILE *out, const tp_summary *s, bool whole_run);
 
 /* What a per-device metric compares across agents ("GPUs", "disks", "links"):
  * one with no agent total, whose every device of every agent is compared;

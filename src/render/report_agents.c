@@ -59,14 +59,19 @@ bool tp_compared_across_agents(const tp_run_series *series)
     return strcmp(series->labels, "{}") == 0 || tp_device_kind(series->metric);
 }
 
-void tp_report_agents_text(FILE *out, const tp_summary *s)
+void tp_report_agents_text(FILE *out, const tp_summary *s, bool whole_run)
 {
+    bool steps = false;
+    for (size_t i = 0; !whole_run && i < s->n; i++)
+        steps = steps || s->items[i].in_steps;
     fprintf(out,
-            "\nSystem metrics across %zu agents: the median of the agents' means (of every GPU's, "
-            "disk's or\nlink's for theirs), and the lowest and the highest (each agent's tables: "
-            "--all)\n"
+            "\nSystem metrics across %zu agents%s: the median of the agents' means (of every "
+            "GPU's, disk's or\nlink's for theirs), and the lowest and the highest (each agent's "
+            "tables: --all%s)\n"
             "  %-38s %12s %12s %-22s %12s\n",
-            s->run->nagents, "metric", "median", "lowest", "", "highest");
+            s->run->nagents, steps ? ", during their training steps" : "",
+            steps ? "; the whole run: --whole-run" : "", "metric", "median", "lowest", "",
+            "highest");
     entry *e = malloc((s->n ? s->n : 1) * sizeof *e);
     bool *done = calloc(s->n ? s->n : 1, sizeof *done);
     for (size_t i = 0; e && done && i < s->n; i++) {
@@ -81,7 +86,7 @@ void tp_report_agents_text(FILE *out, const tp_summary *s)
                 (!kind && strcmp(x->labels, "{}") != 0))
                 continue;
             done[j] = true;
-            e[n++] = (entry){s->items[j].stats.mean, &s->items[j]};
+            e[n++] = (entry){tp_series_stats(&s->items[j], whole_run)->mean, &s->items[j]};
         }
         qsort(e, n, sizeof *e, by_mean);
         double median = n % 2 ? e[n / 2].mean : (e[n / 2 - 1].mean + e[n / 2].mean) / 2;

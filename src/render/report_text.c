@@ -96,24 +96,32 @@ static bool has_siblings(const tp_summary *s, size_t i)
     return false;
 }
 
-static void row(FILE *out, const tp_series_summary *m, const char *labels)
+/* One series' row. Over the steps (steps: the table shows each series'
+ * figures over its agent's training steps), a last column gives the whole
+ * run's max, and a series with no figures over the steps shows the whole
+ * run's, marked. */
+static void row(FILE *out, const tp_series_summary *m, const char *labels, bool steps)
 {
-    char cells[5][32];
-    const double vals[] = {m->stats.mean, m->stats.p5, m->stats.p50, m->stats.p95, m->stats.max};
-    for (int k = 0; k < 5; k++)
+    const tp_stats *st = steps ? &m->steps : &m->stats;
+    char cells[6][32];
+    const double vals[] = {st->mean, st->p5, st->p50, st->p95, st->max, m->stats.max};
+    for (int k = 0; k < 6; k++)
         tp_format_value(cells[k], sizeof cells[k], m->series->unit, vals[k]);
-    fprintf(out, "  %-28s %-16s %12s %12s %12s %12s %12s\n", m->series->metric, labels, cells[0],
+    fprintf(out, "  %-28s %-16s %12s %12s %12s %12s %12s", m->series->metric, labels, cells[0],
             cells[1], cells[2], cells[3], cells[4]);
+    if (steps)
+        fprintf(out, " %12s%s", cells[5], m->in_steps ? "" : "  (whole run)");
+    fputc('\n', out);
 }
 
-static void table_head(FILE *out, const char *title)
+static void table_head(FILE *out, const char *title, bool steps)
 {
-    fprintf(out, "\n%s\n  %-28s %-16s %12s %12s %12s %12s %12s\n", title, "metric", "labels",
-            "mean", "p5", "p50", "p95", "max");
+    fprintf(out, "\n%s\n  %-28s %-16s %12s %12s %12s %12s %12s%s\n", title, "metric", "labels",
+            "mean", "p5", "p50", "p95", "max", steps ? "      run max" : "");
 }
 
 /* Summarises per-core CPU rows of a many-core machine in one line. */
-static void per_core_line(FILE *out, const tp_summary *s, int64_t agent, size_t cores)
+static void per_core_line(FILE *out, const tp_summary *s, int64_t agent, size_t cores, bool steps)
 {
     const tp_series_summary *busy = NULL, *idle = NULL;
     for (size_t i = 0; i < s->n; i++) {
@@ -121,9 +129,9 @@ static void per_core_line(FILE *out, const tp_summary *s, int64_t agent, size_t 
         if (m->series->agent_id != agent || strcmp(m->series->metric, "cpu_util_percent") != 0 ||
             strcmp(m->series->labels, "{}") == 0)
             continue;
-        if (!busy || m->stats.mean > busy->stats.mean)
+        if (!busy || tp_series_stats(m, steps)->mean > tp_series_stats(busy, steps)->mean)
             busy = m;
-        if (!idle || m->stats.mean < idle->stats.mean)
+        if (!idle || tp_series_stats(m, steps)->mean < tp_series_stats(idle, steps)->mean)
             idle = m;
     }
     if (!busy)
@@ -134,10 +142,22 @@ static void per_core_line(FILE *out, const tp_summary *s, int64_t agent, size_t 
     fprintf(out,
             "  %zu cores (per core in --json): busiest %s (mean %.1f %%), least busy %s (mean %.1f "
             "%%)\n",
-            cores, b, busy->stats.mean, i, idle->stats.mean);
+            cores, b, tp_series_stats(busy, steps)->mean, i, tp_series_stats(idle, steps)->mean);
 }
 
-static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a)
+/* Whether any series of the agent has figures over its training steps. */
+static bool agent_has_steps(const tp_summary *s, int64_t agent)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->items[i].series->agent_id == agent && s->items[i].in_steps)
+            return true;
+    return false;
+}
+
+/* The agent's system metrics and GPUs. Over its training steps when it has
+ * figures for them and whole_run is false (the rules of thumb judge those),
+ * else over the whole run. */
+static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, bool whole_run)
 {
     size_t cores = 0;
     for (size_t i = 0; i < s->n; i++)
@@ -145,9 +165,12 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a)
             strcmp(s->items[i].series->metric, "cpu_util_percent") == 0 &&
             strcmp(s->items[i].series->labels, "{}") != 0)
             cores++;
+    bool steps = !whole_run && agent_has_steps(s, a->id);
     char title[300];
-    snprintf(title, sizeof title, "System metrics, agent %s", a->name);
-    table_head(out, title);
+    snprintf(title, sizeof title, "System metrics, agent %s%s", a->name,
+             steps ? ", during its training steps (first to last step mark; whole run: --whole-run)"
+                   : "");
+    table_head(out, title, steps);
     bool any_gpu = false;
     for (size_t i = 0; i < s->n; i++) {
         const tp_series_summary *m = &s->items[i];
@@ -163,10 +186,10 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a)
             continue;
         char labels[TP_LABELS_MAX];
         tp_labels_display(m->series->labels, labels, sizeof labels);
-        row(out, m, total && has_siblings(s, i) ? "all" : labels);
+        row(out, m, total && has_siblings(s, i) ? "all" : labels, steps);
         if (total && cores > PER_CORE_ROWS_MAX &&
             strcmp(m->series->metric, "cpu_util_percent") == 0)
-            per_core_line(out, s, a->id, cores);
+            per_core_line(out, s, a->id, cores, steps);
     }
     if (any_gpu) {
         snprintf(title, sizeof title, "GPUs, agent %s", a->name);
@@ -177,14 +200,14 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a)
                 fprintf(out, "  gpu=%d  %s  %s  energy from %s\n", gpu->index, gpu->name, gpu->uuid,
                         gpu->energy_source);
         }
-        table_head(out, "");
+        table_head(out, "", steps);
         for (size_t i = 0; i < s->n; i++) {
             const tp_series_summary *m = &s->items[i];
             if (m->series->agent_id != a->id || strncmp(m->series->metric, "gpu_", 4) != 0)
                 continue;
             char labels[TP_LABELS_MAX];
             tp_labels_display(m->series->labels, labels, sizeof labels);
-            row(out, m, labels);
+            row(out, m, labels, steps);
         }
     }
 }
@@ -204,17 +227,17 @@ static void unavailable_lines(FILE *out, const tp_summary *s, const tp_run_agent
     }
 }
 
-void tp_report_text(FILE *out, const tp_summary *s, bool all)
+void tp_report_text(FILE *out, const tp_summary *s, bool all, bool whole_run)
 {
     header(out, s->run);
     if (s->n == 0)
         fprintf(out, "\nNo samples: the command ended before the first sampling interval.\n");
     bool across = !all && s->n && s->run->nagents > TP_REPORT_AGENTS_MAX;
     if (across)
-        tp_report_agents_text(out, s);
+        tp_report_agents_text(out, s, whole_run);
     for (size_t i = 0; i < s->run->nagents; i++) {
         if (!across)
-            agent_tables(out, s, &s->run->agents[i]);
+            agent_tables(out, s, &s->run->agents[i], whole_run);
         unavailable_lines(out, s, &s->run->agents[i]);
     }
     tp_report_timings_text(out, s, all);

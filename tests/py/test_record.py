@@ -223,6 +223,30 @@ def test_figures_over_the_steps_leave_the_start_up_out(run_file, tmp_path):
     both = report_json(merged)
     assert metric(both, "proc_cpu_percent")["in_steps"] == cpu["in_steps"]
     assert metric(both, "proc_cpu_percent", agent=1)["in_steps"] is None
+    # The text tables show the steps' figures with the whole run's max beside,
+    # for the agent that marked steps only; --whole-run the whole run's.
+    tables = agent_rows(trainprof("report", merged).stdout, "proc_cpu_percent")
+    steps_title, steps_row = tables[0]
+    assert "during its training steps" in steps_title, steps_title
+    assert steps_row[2] == f"{cpu['in_steps']['p50']:.1f}" and steps_row[5] == f"{cpu['max']:.1f}"
+    idle_title, idle_row = tables[1]
+    assert "training steps" not in idle_title and len(idle_row) == 5, idle_title
+    whole_title, whole_row = agent_rows(trainprof("report", "--whole-run", merged).stdout,
+                                        "proc_cpu_percent")[0]
+    assert "training steps" not in whole_title and whole_row[2] == f"{cpu['p50']:.1f}"
+
+
+def agent_rows(text, name):
+    """Each agent's System metrics title and its row of metric name, as the
+    numbers of its cells (mean, p5, p50, p95, max[, run max])."""
+    found, title = [], None
+    for line in text.splitlines():
+        if line.startswith("System metrics, agent"):
+            title = line
+        elif title and line.split()[:1] == [name]:
+            found.append((title, line.split()[1::2]))
+            title = None
+    return found
 
 
 def test_fake_gpus_end_to_end(run_file):

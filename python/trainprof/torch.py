@@ -53,6 +53,7 @@ Under ``trainprof record`` this module is applied when torch is imported; call
 import atexit
 import functools
 import os
+import sys
 import weakref
 
 import torch
@@ -503,13 +504,16 @@ def _patch_ddp():
 
 
 _rank_told = False
+_spawn_index = -1  # this process's index among those one mp.spawn started
 
 
 def _tell_rank():
     """Once torch.distributed has its default process group, tells the
-    recorder the group's rank and world size (the local rank as the
-    environment has it), for every thread of this process: launchers such as
-    mp.spawn and Lightning's export no RANK. Once."""
+    recorder the group's rank and world size, for every thread of this
+    process: launchers such as mp.spawn and Lightning's export no RANK. The
+    local rank is the process's index in its mp.spawn where it has one (the
+    environment names none there, or the spawning process's own), else the
+    environment's. Once."""
     global _rank_told
     if _rank_told:
         return
@@ -518,9 +522,37 @@ def _tell_rank():
         return
     _rank_told = True
     try:
-        _native.set_rank(dist.get_rank(), -1, dist.get_world_size())
+        _native.set_rank(dist.get_rank(), _spawn_index, dist.get_world_size())
     except RuntimeError:  # the group gone already
         pass
+
+
+def _patch_spawn():
+    """torch.multiprocessing.spawn and start_processes run fn(i, *args) in
+    each child through spawn._wrap (pickled by name, so the child's own
+    instrumented torch unpickles this wrapper): i, the child's place among
+    the processes one call started on this node, is its local rank, as every
+    mp.spawn script takes it for its device. Without it the analysis can
+    only guess from the ranks' order on each node."""
+    try:
+        import torch.multiprocessing.spawn
+    except ImportError:
+        return
+    # the module, not torch.multiprocessing's function of the same name
+    spawn = sys.modules["torch.multiprocessing.spawn"]
+    wrap = getattr(spawn, "_wrap", None)
+    if wrap is None or hasattr(wrap, "__trainprof_wrapped__"):
+        return
+
+    @functools.wraps(wrap)
+    def _wrap(fn, i, *args, **kwargs):
+        global _spawn_index
+        if isinstance(i, int) and 0 <= i < 2**31:
+            _spawn_index = i
+        return wrap(fn, i, *args, **kwargs)
+
+    _wrap.__trainprof_wrapped__ = wrap
+    spawn._wrap = _wrap
 
 
 def _patch_distributed():
@@ -556,7 +588,7 @@ def instrument():
     _installed = True
     for patch in (_patch_dataloader, _patch_workers, _patch_modules, _patch_backward,
                   _patch_optimizer, _patch_schedulers, _patch_transfers, _patch_distributed,
-                  _patch_graph_capture, trace_recording_as_nothing):
+                  _patch_spawn, _patch_graph_capture, trace_recording_as_nothing):
         patch()
     if DEVICE_TIMES:
         atexit.register(flush_device_times)

@@ -226,7 +226,10 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, TensorDataset
 
-def train(rank, world, port):
+def train(index, world, port):
+    # "reversed": the ranks run against the processes' order, as where a
+    # script numbers its ranks its own way; the local rank is still the index
+    rank = world - 1 - index if sys.argv[2] == "reversed" else index
     if sys.argv[2] == "local":
         os.environ["LOCAL_RANK"] = str(rank)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
@@ -249,12 +252,13 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize("local", ["local", "none"])
+@pytest.mark.parametrize("local", ["local", "none", "reversed"])
 def test_ranks_from_torch_distributed_when_the_environment_has_none(tmp_path, run_file, local):
     """mp.spawn's processes learn their rank from init_process_group, not the
     environment: each is still its own rank, its threads before that included;
-    with no LOCAL_RANK either (plain mp.spawn), the local ranks are the
-    ranks' places on their node."""
+    with no LOCAL_RANK either (plain mp.spawn), each one's local rank is its
+    index in the spawn, recorded with its rank: with the ranks numbered
+    against the processes' order too."""
     script = tmp_path / "spawn.py"
     script.write_text(SPAWN)
     with socket.socket() as s:
@@ -269,7 +273,11 @@ def test_ranks_from_torch_distributed_when_the_environment_has_none(tmp_path, ru
     fetches = {t["rank"]: t["count"] for t in rep["timings"] if t["name"] == "dataloader_next"}
     assert fetches == {0: 17, 1: 17}  # the 17th ends the pass
     per_rank = rep["ranks"]["per_rank"]
-    assert [(x["rank"], x["local_rank"], x["steps"]) for x in per_rank] == [(0, 0, 16), (1, 1, 16)]
+    expected = [(0, 1, 16), (1, 0, 16)] if local == "reversed" else [(0, 0, 16), (1, 1, 16)]
+    assert [(x["rank"], x["local_rank"], x["steps"]) for x in per_rank] == expected
+    with sqlite3.connect(run_file) as db:  # recorded so, not guessed by the analysis
+        recorded = set(db.execute("SELECT DISTINCT rank, local_rank FROM thread WHERE rank >= 0"))
+    assert recorded == {(r, lr) for r, lr, _ in expected}
 
 
 # Tensor parallelism through DTensor, and a functional collective of its own,

@@ -52,8 +52,8 @@ Under ``trainprof record`` this module is applied when torch is imported; call
 
 import atexit
 import functools
+import importlib
 import os
-import sys
 import weakref
 
 import torch
@@ -534,12 +534,10 @@ def _patch_spawn():
     the processes one call started on this node, is its local rank, as every
     mp.spawn script takes it for its device. Without it the analysis can
     only guess from the ranks' order on each node."""
-    try:
-        import torch.multiprocessing.spawn
+    try:  # the module, not torch.multiprocessing's function of the same name
+        spawn = importlib.import_module("torch.multiprocessing.spawn")
     except ImportError:
         return
-    # the module, not torch.multiprocessing's function of the same name
-    spawn = sys.modules["torch.multiprocessing.spawn"]
     wrap = getattr(spawn, "_wrap", None)
     if wrap is None or hasattr(wrap, "__trainprof_wrapped__"):
         return

@@ -84,13 +84,15 @@ static void add_stored_steps(void *ctx, const tp_run_series *series, const tp_st
         }
 }
 
-/* The samples pass: each agent's steps window, then every series. */
+/* The samples pass: each agent's steps window, then every series. The
+ * windows go to the summary. */
 static bool each_series(tp_run *run, series_pass *pass, tp_series_values_fn fn, void *ctx,
                         char *err, size_t cap)
 {
     bool ok = tp_run_steps_windows(run, &pass->windows, &pass->nwindows, err, cap) &&
               tp_run_each_series(run, fn, ctx, err, cap);
-    free(pass->windows);
+    pass->summary->windows = pass->windows;
+    pass->summary->nwindows = pass->nwindows;
     pass->windows = NULL;
     pass->nwindows = 0;
     return ok;
@@ -223,10 +225,11 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
     pthread_t samples_thread, ranks_thread;
     bool samples_aside = !stored && start_side(run, &samples, &samples_thread);
     bool ranks_aside = !stored && start_side(run, &ranks, &ranks_thread);
-    bool ok =
-        samples_aside || (stored ? tp_stored_series(run, add_stored, out, err, cap) &&
-                                       tp_stored_series_steps(run, add_stored_steps, out, err, cap)
-                                 : each_series(run, pass, add_series, pass, err, cap));
+    bool ok = samples_aside ||
+              (stored ? tp_stored_series(run, add_stored, out, err, cap) &&
+                            tp_stored_series_steps(run, add_stored_steps, out, err, cap) &&
+                            tp_stored_steps_windows(run, &out->windows, &out->nwindows, err, cap)
+                      : each_series(run, pass, add_series, pass, err, cap));
     const char *d = tp_run_meta_get(run, "duration_ns");
     double run_s = d ? strtod(d, NULL) / 1e9 : (double)run->last_t_ns / 1e9;
     ok = ok && tp_timings_build(run, run_s > 0 ? run_s : 0, &out->timings, err, cap);
@@ -244,6 +247,7 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
 void tp_summary_free(tp_summary *s)
 {
     free(s->items);
+    free(s->windows);
     tp_timings_free(&s->timings);
     tp_ranks_free(&s->ranks);
     memset(s, 0, sizeof *s);
@@ -268,6 +272,14 @@ void tp_summary_close(tp_summary *s)
     tp_run *run = s->run;
     tp_summary_free(s);
     tp_run_close(run);
+}
+
+const tp_steps_window *tp_summary_window(const tp_summary *s, int64_t agent_id)
+{
+    for (size_t i = 0; i < s->nwindows; i++)
+        if (s->windows[i].agent_id == agent_id)
+            return &s->windows[i];
+    return NULL;
 }
 
 const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id, const char *metric,

@@ -40,7 +40,15 @@ typedef struct tp_summary {
     size_t n, cap;
     tp_timings timings;
     tp_ranks ranks; /* every rank that marked steps */
+    /* each agent's training steps (first to last step mark), over which
+     * tp_series_summary.steps are; none for an agent with fewer than 2 step
+     * marks, or in a file whose stored summary predates them */
+    tp_steps_window *windows;
+    size_t nwindows;
 } tp_summary;
+
+/* Agent agent_id's steps window in s, or NULL. */
+const tp_steps_window *tp_summary_window(const tp_summary *s, int64_t agent_id);
 
 /* Reads every series and computes its statistics, and the timings. False (reason in err) if
  * the run file can't be read. */

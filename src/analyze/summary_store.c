@@ -60,6 +60,13 @@ static void fill_series_steps(sqlite3_stmt *st, const tp_summary *s, size_t i)
     bind_stats(st, 3, &s->items[i].steps);
 }
 
+static void fill_window(sqlite3_stmt *st, const tp_summary *s, size_t i)
+{
+    sqlite3_bind_int64(st, 1, s->windows[i].agent_id);
+    sqlite3_bind_int64(st, 2, s->windows[i].t0_ns);
+    sqlite3_bind_int64(st, 3, s->windows[i].t1_ns);
+}
+
 static void fill_timing(sqlite3_stmt *st, const tp_summary *s, size_t i)
 {
     const tp_timing_row *r = &s->timings.rows[i];
@@ -134,8 +141,9 @@ static int write_summary(sqlite3 *db, const tp_summary *s, const tp_summary_plot
     if (rc == SQLITE_OK && !rank_gpu) /* a file from before summary_rank.gpu */
         rc = tp_exec(db, "ALTER TABLE summary_rank ADD COLUMN gpu INTEGER;");
     if (rc == SQLITE_OK)
-        rc = tp_exec(db, TP_SCHEMA_SUMMARY_SERIES_STEPS
+        rc = tp_exec(db, TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW
                      "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
+                     "DELETE FROM summary_steps_window;"
                      "DELETE FROM summary_timing; DELETE FROM summary_step;"
                      "DELETE FROM summary_epoch; DELETE FROM summary_rank;");
     if (rc == SQLITE_OK)
@@ -153,6 +161,9 @@ static int write_summary(sqlite3 *db, const tp_summary *s, const tp_summary_plot
         sqlite3_reset(steps);
     }
     sqlite3_finalize(steps);
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_steps_window VALUES (?,?,?)", s, s->nwindows,
+                         fill_window);
     if (rc == SQLITE_OK)
         rc = insert_rows(
             db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
@@ -292,6 +303,29 @@ bool tp_stored_series_steps(tp_run *run, tp_stored_series_fn fn, void *ctx, char
                         "SELECT series_id, count, mean, min, p5, p50, p95, max"
                         " FROM summary_series_steps ORDER BY series_id",
                         "series statistics over the steps", fn, ctx, err, cap);
+}
+
+bool tp_stored_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *err, size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    if (!tp_run_has_table(run, "summary_steps_window")) /* stored before them */
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT agent_id, t0_ns, t1_ns FROM summary_steps_window"
+                           " ORDER BY agent_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "steps windows", err, cap);
+    size_t wcap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *out = tp_grow(*out, *n, &wcap, sizeof **out);
+        (*out)[(*n)++] = (tp_steps_window){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                           sqlite3_column_int64(st, 2)};
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "steps windows", err, cap);
 }
 
 bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)

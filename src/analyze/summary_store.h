@@ -35,6 +35,10 @@ bool tp_stored_series(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err,
  * such figures; none, and true, in a file stored before them. */
 bool tp_stored_series_steps(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap);
 
+/* Each agent's stored steps window (summary_steps_window); none, and true,
+ * in a file stored before them. The caller frees *out. */
+bool tp_stored_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *err, size_t cap);
+
 /* The stored timing rows, steps and epochs (shares and energy are left for
  * the caller to compute). */
 bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap);

@@ -26,7 +26,8 @@ const char tp_html_style[] =
     ".verdict code{color:#555;font-size:12px}pre{font-size:11px;overflow-x:auto;background:#f7f7f7;"
     "padding:8px}figure{margin:12px 0}.chart-title{font-weight:bold;font-size:13px}"
     ".tick{font-size:10px;fill:#555}.axis-title{font-size:11px;fill:#333}.legend{font-size:11px}"
-    ".grid{stroke:#eee}.series{stroke-width:1.3}";
+    ".grid{stroke:#eee}.series{stroke-width:1.3}.band{fill:#4c9a2a;fill-opacity:.09}"
+    ".band-label{font-size:10px;fill:#4c7a2a}";
 
 /* ---- system metric plots ------------------------------------------------- */
 
@@ -41,9 +42,24 @@ typedef struct plot_ctx {
     plot_series *items;
     size_t n;
     double span;
-    const tp_run_series *first; /* run->series: a series' index is its offset */
-    plot_series **item_of;      /* per series index: its line, or NULL */
+    const tp_run_series *first;  /* run->series: a series' index is its offset */
+    plot_series **item_of;       /* per series index: its line, or NULL */
+    double steps_from, steps_to; /* the agents' training steps, earliest to latest (s) */
 } plot_ctx;
+
+/* A time chart of c, with the training steps shaded where they are known:
+ * the span the report's system figures and the verdicts are taken over. */
+static tp_svg_chart time_chart(const plot_ctx *c, const char *title, const char *y_title,
+                               const char *unit)
+{
+    return (tp_svg_chart){.title = title,
+                          .x_title = "time since start",
+                          .y_title = y_title,
+                          .unit = unit,
+                          .band_from = c->steps_from,
+                          .band_to = c->steps_to,
+                          .band_label = "training steps"};
+}
 
 /* Whether a series gets a line: per-core CPU only on machines (agents) with
  * few cores. */
@@ -120,7 +136,7 @@ static bool envelope_chart(FILE *out, const plot_ctx *c, const tp_metric_def *de
         char title[128], unit_title[32];
         snprintf(title, sizeof title, "%s (%zu %s)", def->name, k, kind ? kind : "agents");
         axis_title(unit_title, sizeof unit_title, tp_unit_name(def->unit));
-        tp_svg_chart chart = {title, "time since start", unit_title, tp_unit_name(def->unit)};
+        tp_svg_chart chart = time_chart(c, title, unit_title, tp_unit_name(def->unit));
         tp_svg_line_chart(out, &chart, lines, 3);
     }
     tp_envelope_free(&e);
@@ -133,8 +149,9 @@ static bool envelope_chart(FILE *out, const plot_ctx *c, const tp_metric_def *de
 static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, size_t cap)
 {
     const tp_run *run = s->run;
-    plot_ctx c = {calloc(run->nseries + 1, sizeof(plot_series)), 0, 0, run->series,
-                  calloc(run->nseries + 1, sizeof(plot_series *))};
+    plot_ctx c = {.items = calloc(run->nseries + 1, sizeof(plot_series)),
+                  .first = run->series,
+                  .item_of = calloc(run->nseries + 1, sizeof(plot_series *))};
     if (!c.items || !c.item_of) {
         free(c.items);
         free(c.item_of);
@@ -142,6 +159,11 @@ static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, si
         return false;
     }
     c.span = s->n ? (double)run->last_t_ns / 1e9 : 0;
+    for (size_t w = 0; w < s->nwindows; w++) {
+        double t0 = (double)s->windows[w].t0_ns / 1e9, t1 = (double)s->windows[w].t1_ns / 1e9;
+        c.steps_from = w == 0 || t0 < c.steps_from ? t0 : c.steps_from;
+        c.steps_to = w == 0 || t1 > c.steps_to ? t1 : c.steps_to;
+    }
     for (size_t i = 0; i < run->nseries; i++) {
         if (!plotted(s, &run->series[i]))
             continue;
@@ -191,7 +213,7 @@ static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, si
         char ytitle[96], unit_title[32];
         axis_title(unit_title, sizeof unit_title, tp_unit_name(defs[m].unit));
         snprintf(ytitle, sizeof ytitle, "%s", unit_title);
-        tp_svg_chart chart = {defs[m].name, "time since start", ytitle, tp_unit_name(defs[m].unit)};
+        tp_svg_chart chart = time_chart(&c, defs[m].name, ytitle, tp_unit_name(defs[m].unit));
         tp_svg_line_chart(out, &chart, lines, n);
     }
     for (size_t i = 0; i < c.n; i++) {
@@ -243,8 +265,10 @@ static void step_breakdown(FILE *out, const tp_summary *s)
             st->stats.mean > known ? st->stats.mean - known : 0;
         nbars++;
     }
-    tp_svg_chart chart = {"Where step time goes (mean step, per rank)", "time per step", "",
-                          "seconds"};
+    tp_svg_chart chart = {.title = "Where step time goes (mean step, per rank)",
+                          .x_title = "time per step",
+                          .y_title = "",
+                          .unit = "seconds"};
     tp_svg_stacked_bars(out, &chart, bar_labels, nbars, tp_step_phase_names, TP_STEP_PHASES, values,
                         1);
 }
@@ -272,8 +296,11 @@ static void rank_parts(FILE *out, const tp_summary *s)
             values[i * 4 + 3] = row->other_s / steps;
         }
         static const char *const parts[] = {"input", "compute", "communication", "other"};
-        tp_svg_chart chart = {"Where step time goes (mean step, per rank; parts by interval union)",
-                              "time per step", "", "seconds"};
+        tp_svg_chart chart = {
+            .title = "Where step time goes (mean step, per rank; parts by interval union)",
+            .x_title = "time per step",
+            .y_title = "",
+            .unit = "seconds"};
         tp_svg_stacked_bars(out, &chart, bar_labels, n, parts, 4, values, 1);
     }
     free(labels);
@@ -326,7 +353,8 @@ static bool step_time_plots(FILE *out, const tp_summary *s, bool all, char *err,
                 snprintf(labels[g], sizeof labels[g], "%.0f", ph[i].first_step[g]);
                 bar_labels[g] = labels[g];
             }
-            tp_svg_chart chart = {title, "step", "time per step", "seconds"};
+            tp_svg_chart chart = {
+                .title = title, .x_title = "step", .y_title = "time per step", .unit = "seconds"};
             tp_svg_stacked_bars(out, &chart, bar_labels, ph[i].ngroups, tp_step_phase_names,
                                 TP_STEP_PHASES, ph[i].values, 0);
             free(labels);
@@ -356,7 +384,8 @@ static void epoch_plot(FILE *out, const tp_summary *s)
         values[i] = t->epochs[i].duration_s;
     }
     static const char *const part[] = {"epoch time"};
-    tp_svg_chart chart = {"Epoch times", "epoch", "duration", "seconds"};
+    tp_svg_chart chart = {
+        .title = "Epoch times", .x_title = "epoch", .y_title = "duration", .unit = "seconds"};
     tp_svg_stacked_bars(out, &chart, bar_labels, n, part, 1, values, 0);
     free(labels);
     free(bar_labels);

@@ -34,7 +34,8 @@ static void chart(FILE *out, const by_world *runs, size_t n, const char *title, 
         values[k++] = v;
     }
     if (k) {
-        tp_svg_chart c = {title, "world size (run)", what, unit};
+        tp_svg_chart c = {
+            .title = title, .x_title = "world size (run)", .y_title = what, .unit = unit};
         const char *const part[] = {what};
         tp_svg_stacked_bars(out, &c, labels, k, part, 1, values, 0);
     }

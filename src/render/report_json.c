@@ -104,6 +104,18 @@ static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent 
     } else {
         json_null(w);
     }
+    json_key(w, "steps_window"); /* what each series' in_steps figures span */
+    const tp_steps_window *win = tp_summary_window(s, a->id);
+    if (win) {
+        json_object_begin(w);
+        json_key(w, "start_s");
+        json_double(w, (double)win->t0_ns / 1e9);
+        json_key(w, "end_s");
+        json_double(w, (double)win->t1_ns / 1e9);
+        json_object_end(w);
+    } else {
+        json_null(w);
+    }
     json_key(w, "gpus");
     json_array_begin(w);
     for (size_t i = 0; i < run->ngpus; i++) {

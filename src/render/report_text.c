@@ -166,10 +166,17 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, 
             strcmp(s->items[i].series->labels, "{}") != 0)
             cores++;
     bool steps = !whole_run && agent_has_steps(s, a->id);
-    char title[300];
-    snprintf(title, sizeof title, "System metrics, agent %s%s", a->name,
-             steps ? ", during its training steps (first to last step mark; whole run: --whole-run)"
-                   : "");
+    char title[300], span[96] = "first to last step mark";
+    const tp_steps_window *win = tp_summary_window(s, a->id);
+    if (win) {
+        char t0[32], t1[32];
+        tp_format_duration(t0, sizeof t0, (double)win->t0_ns / 1e9);
+        tp_format_duration(t1, sizeof t1, (double)win->t1_ns / 1e9);
+        snprintf(span, sizeof span, "from %s to %s", t0, t1);
+    }
+    snprintf(title, sizeof title, "System metrics, agent %s%s%s%s", a->name,
+             steps ? ", during its training steps (" : "", steps ? span : "",
+             steps ? "; whole run: --whole-run)" : "");
     table_head(out, title, steps);
     bool any_gpu = false;
     for (size_t i = 0; i < s->n; i++) {

@@ -122,6 +122,18 @@ void tp_svg_line_chart(FILE *out, const tp_svg_chart *c, const tp_svg_line *line
         text(out, LEFT + v / xmax * plot_w, TOP + plot_h + 16, "middle", " class=\"tick\"", label);
     }
     text(out, LEFT + plot_w / 2, TOP + plot_h + 34, "middle", " class=\"axis-title\"", c->x_title);
+    if (c->band_to > c->band_from && c->band_from < xmax) { /* beneath the lines */
+        double x0 = LEFT + fmax(c->band_from, 0) / xmax * plot_w;
+        double x1 = LEFT + fmin(c->band_to, xmax) / xmax * plot_w;
+        fprintf(out,
+                "<rect class=\"band\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
+                "<title>",
+                x0, (double)TOP, x1 - x0, plot_h);
+        tp_html_escape(out, c->band_label ? c->band_label : "");
+        fputs("</title></rect>", out);
+        if (c->band_label)
+            text(out, x0 + 3, TOP + 10, "start", " class=\"band-label\"", c->band_label);
+    }
     const char *labels[64];
     for (size_t i = 0; i < n && i < 64; i++) {
         labels[i] = lines[i].label;

@@ -21,6 +21,10 @@ typedef struct tp_svg_chart {
     const char *x_title;
     const char *y_title;
     const char *unit; /* run-file unit name: percent, bytes, bytes_per_s, ... */
+    /* line charts: a shaded span of x from band_from to band_to (when
+     * band_to > band_from), named band_label: the training steps */
+    double band_from, band_to;
+    const char *band_label;
 } tp_svg_chart;
 
 /* Writes s with &, <, >, " and ' escaped. */

@@ -20,6 +20,7 @@ typedef struct input_info {
     bool summarized;
     bool plots;        /* it stores what html plots (meta plots) */
     bool series_steps; /* it stores its series' figures over the steps */
+    bool steps_window; /* and its steps window */
     bool rank_gpu;     /* its summary_rank has each rank's GPU */
     bool thread_cuda;  /* it has each thread's CUDA_VISIBLE_DEVICES */
     int *ranks;        /* distinct ranks of its threads (-1: no rank) */
@@ -102,6 +103,7 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         const char *plots = tp_run_meta_get(run, "plots");
         info[i].plots = info[i].summarized && plots && strcmp(plots, "1") == 0;
         info[i].series_steps = info[i].summarized && tp_run_has_table(run, "summary_series_steps");
+        info[i].steps_window = info[i].summarized && tp_run_has_table(run, "summary_steps_window");
         info[i].rank_gpu = info[i].summarized && tp_run_has_column(run, "summary_rank", "gpu");
         info[i].thread_cuda = tp_run_has_table(run, "thread_cuda");
         input_ranks(run, &info[i]);
@@ -217,11 +219,16 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
              "INSERT INTO main.summary_step_phase SELECT * FROM src.summary_step_phase"
              " ORDER BY rowid;",
              series, dt);
-    char steps_sql[160];
-    snprintf(steps_sql, sizeof steps_sql,
-             "INSERT INTO main.summary_series_steps SELECT series_id + %lld, count, mean, min,"
-             " p5, p50, p95, max FROM src.summary_series_steps;",
-             series);
+    char steps_sql[400];
+    int len = snprintf(steps_sql, sizeof steps_sql,
+                       "INSERT INTO main.summary_series_steps SELECT series_id + %lld, count, mean,"
+                       " min, p5, p50, p95, max FROM src.summary_series_steps;",
+                       series);
+    if (info->steps_window) /* a node file's one agent is the merged run's agent */
+        snprintf(steps_sql + len, sizeof steps_sql - (size_t)len,
+                 "INSERT INTO main.summary_steps_window SELECT %d, t0_ns + %lld, t1_ns + %lld"
+                 " FROM src.summary_steps_window;",
+                 agent, dt, dt);
     char *summary_sql = sqlite3_mprintf(
         "INSERT INTO main.summary_series SELECT series_id + %lld, count, mean,"
         " min, p5, p50, p95, max FROM src.summary_series;"

@@ -65,7 +65,9 @@ int tp_schema_create(sqlite3 *db)
     if (rc == SQLITE_OK)
         rc = tp_exec(db, schema_sql);
     if (rc == SQLITE_OK)
-        rc = tp_exec(db, TP_SCHEMA_SUMMARY_PLOTS TP_SCHEMA_SUMMARY_SERIES_STEPS);
+        rc = tp_exec(
+            db,
+            TP_SCHEMA_SUMMARY_PLOTS TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW);
     sqlite3_stmt *st = NULL;
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db, "INSERT INTO metric (id, name, unit, help) VALUES (?,?,?,?)",

@@ -59,6 +59,13 @@
 #define TP_SCHEMA_SUMMARY_SERIES_STEPS                                                \
     "CREATE TABLE IF NOT EXISTS summary_series_steps (series_id INTEGER PRIMARY KEY," \
     "  count INTEGER NOT NULL, mean REAL, min REAL, p5 REAL, p50 REAL, p95 REAL, max REAL);"
+/* Each agent's training steps, from its first step mark to its last (run
+ * time, ns): the span summary_series_steps covers, which reports name and
+ * html shades. Agents with fewer than 2 step marks have no row; files from
+ * before have no such table (`summarize --force` adds it). */
+#define TP_SCHEMA_SUMMARY_STEPS_WINDOW                                              \
+    "CREATE TABLE IF NOT EXISTS summary_steps_window (agent_id INTEGER PRIMARY KEY" \
+    "  REFERENCES agent(id), t0_ns INTEGER NOT NULL, t1_ns INTEGER NOT NULL);"
 /* Each node's metadata in a merged run (host facts, job environment), under
  * its agent: the merged run's own meta is its first node's. Only `merge`
  * writes it; readers of a file without it know only the first agent's. */

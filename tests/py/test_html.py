@@ -162,3 +162,53 @@ def test_stored_plots_draw_the_page_the_rows_draw(page, tmp_path):
     assert trainprof("html", emptied, "-o", tmp_path / "emptied.html").returncode == 0
     assert 'chart-title">gpu_util_percent<' in from_rows
     assert 'chart-title">gpu_util_percent<' not in (tmp_path / "emptied.html").read_text()
+
+
+IDLE_STEPS_IDLE = """
+import time, trainprof
+time.sleep(1.5)                 # start-up
+for _ in range(25):
+    trainprof.step()
+    time.sleep(0.04)
+trainprof.step()
+time.sleep(1.0)                 # shutdown
+"""
+
+
+def test_the_training_steps_are_shaded_where_the_figures_come_from(tmp_path):
+    """Every time chart shades the training steps, from the first step mark
+    to the last (the span the report's system figures and the verdicts take),
+    placed on the chart's time axis; a run that marks no steps has none."""
+    script = tmp_path / "steps.py"
+    script.write_text(IDLE_STEPS_IDLE)
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-i", "0.1", "-o", run, "--", PYTHON, script)
+    assert r.returncode == 0, r.stderr
+    assert trainprof("html", run).returncode == 0
+    text = (tmp_path / "run.html").read_text()
+    charts = re.findall(r'<figure class="chart">.*?</figure>', text)
+    timed = [c for c in charts if "time since start" in c]
+    assert len(timed) >= 5 and all(c.count('class="band"') == 1 for c in timed)
+    assert all('class="band"' not in c for c in charts if c not in timed)
+    with sqlite3.connect(run) as db:
+        t0, t1 = db.execute("SELECT t0_ns / 1e9, t1_ns / 1e9 FROM summary_steps_window").fetchone()
+        first, last = db.execute(
+            "SELECT min(t_ns) / 1e9, max(t_ns) / 1e9 FROM sample WHERE series_id ="
+            " (SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
+            "  WHERE m.name = 'cpu_util_percent' AND s.labels = '{}')").fetchone()
+    assert 1.4 < t0 < 1.9 and 0.9 < t1 - t0 < 2.5, (t0, t1)
+    cpu = next(c for c in timed if 'chart-title">cpu_util_percent<' in c)
+    xs = [float(p.split(",")[0]) for p in
+          re.search(r'<polyline[^>]*points="([^"]*)"', cpu).group(1).split()]
+    band = re.search(r'class="band" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', cpu)
+    x0, width = float(band.group(1)), float(band.group(2))
+    # the first line's points run from its first sample to the axis' end (its last)
+    per_s = (xs[-1] - xs[0]) / (last - first)
+    assert abs((x0 - xs[0]) / per_s + first - t0) < 0.05, (x0, xs[0], per_s, t0)
+    assert abs(width / per_s - (t1 - t0)) < 0.05
+    # the report names the same span; a run without steps shades nothing
+    assert "during its training steps (from 1." in trainprof("report", run).stdout
+    idle = tmp_path / "idle.db"
+    assert trainprof("record", "-q", "-o", idle, "--", "sleep", "0.5").returncode == 0
+    assert trainprof("html", idle).returncode == 0
+    assert 'class="band"' not in (tmp_path / "idle.html").read_text()

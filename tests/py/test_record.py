@@ -5,6 +5,7 @@ import os
 import pty
 import random
 import signal
+import sqlite3
 import subprocess
 import time
 
@@ -205,6 +206,10 @@ def test_figures_over_the_steps_leave_the_start_up_out(run_file, tmp_path):
     busy processes leave the whole run's median CPU use near 0, and the
     steps' near 200 %. Stored by the recorder, computed the same from the
     rows, kept by a merge; a run that marks no steps has none."""
+    idle = tmp_path / "idle.db"  # first: the merge shifts the later run's times
+    r = trainprof("record", "-q", "-i", "0.1", "--agent", "idle", "-o", idle, "--", "sleep", "0.5")
+    assert r.returncode == 0, r.stderr
+    assert metric(report_json(idle), "cpu_util_percent")["in_steps"] is None
     script = tmp_path / "steps.py"
     script.write_text(STARTUP_THEN_STEPS)
     r = trainprof("record", "-q", "-i", "0.1", "-o", run_file, "--", PYTHON, script)
@@ -214,15 +219,29 @@ def test_figures_over_the_steps_leave_the_start_up_out(run_file, tmp_path):
     assert cpu["p50"] < 50 and cpu["in_steps"]["p50"] >= 150, cpu
     assert 20 <= cpu["in_steps"]["samples"] <= 40 and cpu["samples"] >= 65
     assert_same_report(rep, report_from_rows(run_file, tmp_path))
-    idle = tmp_path / "idle.db"
-    r = trainprof("record", "-q", "-i", "0.1", "--agent", "idle", "-o", idle, "--", "sleep", "0.5")
-    assert r.returncode == 0, r.stderr
-    assert metric(report_json(idle), "cpu_util_percent")["in_steps"] is None
     merged = tmp_path / "merged.db"  # a second node's command: --force
     assert trainprof("merge", "-q", "--force", "-o", merged, run_file, idle).returncode == 0
     both = report_json(merged)
     assert metric(both, "proc_cpu_percent")["in_steps"] == cpu["in_steps"]
     assert metric(both, "proc_cpu_percent", agent=1)["in_steps"] is None
+    # the span they cover, from the first step mark to the last: kept by the
+    # merge on the merged time line (where the merged marks are)
+    window = rep["agents"][0]["steps_window"]
+    with sqlite3.connect(run_file) as db:
+        marks = db.execute("SELECT min(t_ns) / 1e9, max(t_ns) / 1e9 FROM mark"
+                           " WHERE kind = 'step'").fetchone()
+    assert (window["start_s"], window["end_s"]) == pytest.approx(marks, abs=1e-9)
+    assert 3.5 < window["start_s"] < 5 and 2.5 < window["end_s"] - window["start_s"] < 3.5
+    assert report_json(idle)["agents"][0]["steps_window"] is None
+    with sqlite3.connect(merged) as db:
+        marks = db.execute("SELECT min(m.t_ns) / 1e9, max(m.t_ns) / 1e9 FROM mark m"
+                           " JOIN thread t ON t.id = m.thread_id JOIN agent a ON a.id = t.agent_id"
+                           " WHERE m.kind = 'step' AND a.name = ?",
+                           (both["agents"][0]["name"],)).fetchone()
+    merged_window = both["agents"][0]["steps_window"]
+    assert (merged_window["start_s"], merged_window["end_s"]) == pytest.approx(marks, abs=1e-9)
+    assert merged_window["start_s"] > window["start_s"] + 0.5  # on the merged time line
+    assert both["agents"][1]["steps_window"] is None
     # The text tables show the steps' figures with the whole run's max beside,
     # for the agent that marked steps only; --whole-run the whole run's.
     tables = agent_rows(trainprof("report", merged).stdout, "proc_cpu_percent")

@@ -300,12 +300,14 @@ def test_many_agents_share_one_table(tmp_path):
                                        (files[1], "cpu_util_percent", "{}", 99.0),
                                        (files[4], "disk_busy_percent", '{"device":"nvme1n1"}',
                                         99.5)):
-        with sqlite3.connect(path) as db:
-            db.execute("UPDATE summary_series SET mean = ? WHERE series_id = (SELECT s.id FROM"
-                       " series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ? AND"
-                       " s.labels = ?)", (mean, metric, labels))
+        with sqlite3.connect(path) as db:  # over the whole run and the steps alike
+            for table in ("summary_series", "summary_series_steps"):
+                db.execute(f"UPDATE {table} SET mean = ? WHERE series_id = (SELECT s.id FROM"
+                           " series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ? AND"
+                           " s.labels = ?)", (mean, metric, labels))
     text = trainprof("report", *files).stdout
-    assert "System metrics across 5 agents" in text and "System metrics, agent" not in text
+    assert "System metrics across 5 agents, during their training steps" in text
+    assert "System metrics, agent" not in text
     lines = {x.split()[0]: x for x in text.splitlines() if x.startswith("  gpu_") or
              x.startswith("  cpu_util") or x.startswith("  disk_busy") or
              x.startswith("  net_link")}
@@ -317,7 +319,7 @@ def test_many_agents_share_one_table(tmp_path):
     assert "5.0 % node-3 gpu=1" in lines["gpu_util_percent"]
     assert lines["cpu_util_percent"].endswith("99.0 % node-1")
     rep = json.loads(trainprof("report", "--json", *files).stdout)
-    cpu = sorted(m["mean"] for a in rep["agents"] for m in a["metrics"]
+    cpu = sorted(m["in_steps"]["mean"] for a in rep["agents"] for m in a["metrics"]
                  if m["name"] == "cpu_util_percent" and m["labels"] == {})
     assert f"{cpu[2]:.1f} %" == lines["cpu_util_percent"].split()[1] + " %"  # the median
     every = trainprof("report", "--all", *files).stdout

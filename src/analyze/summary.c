@@ -14,8 +14,9 @@
 /* The summary being built from the samples, and who else sees them. */
 typedef struct series_pass {
     tp_summary *summary;
-    const tp_summary_also *also; /* or NULL */
-    tp_steps_window *windows;    /* each agent's steps, read by the pass itself */
+    tp_series_values_fn also;
+    void *also_ctx;
+    tp_steps_window *windows; /* each agent's steps, read by the pass itself */
     size_t nwindows;
 } series_pass;
 
@@ -37,8 +38,8 @@ static void add_series(void *ctx, const tp_run_series *series, const int64_t *t_
                        size_t n)
 {
     series_pass *pass = ctx;
-    if (pass->also && pass->also->series) /* first: the statistics reorder values */
-        pass->also->series(pass->also->ctx, series, t_ns, values, n);
+    if (pass->also) /* first: the statistics reorder values */
+        pass->also(pass->also_ctx, series, t_ns, values, n);
     tp_summary *s = pass->summary;
     s->items = tp_grow(s->items, s->n, &s->cap, sizeof *s->items);
     tp_series_summary *item = &s->items[s->n++];
@@ -130,15 +131,15 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
 
 bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap)
 {
-    return tp_summary_build_with(run, out, NULL, err, cap);
+    return tp_summary_build_also(run, out, NULL, NULL, err, cap);
 }
 
-bool tp_summary_build_with(tp_run *run, tp_summary *out, const tp_summary_also *also, char *err,
-                           size_t cap)
+bool tp_summary_build_also(tp_run *run, tp_summary *out, tp_series_values_fn also, void *also_ctx,
+                           char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
     out->run = run;
-    series_pass pass = {.summary = out, .also = also};
+    series_pass pass = {.summary = out, .also = also, .also_ctx = also_ctx};
     bool began = tp_run_begin_read(run);
     bool ok = build(run, out, &pass, err, cap);
     if (began)
@@ -232,8 +233,6 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
     const char *d = tp_run_meta_get(run, "duration_ns");
     double run_s = d ? strtod(d, NULL) / 1e9 : (double)run->last_t_ns / 1e9;
     ok = ok && tp_timings_build(run, run_s > 0 ? run_s : 0, &out->timings, err, cap);
-    if (ok && pass->also && pass->also->timings) /* while the side passes run */
-        ok = pass->also->timings(pass->also->ctx, run, out, err, cap);
     if (samples_aside)
         ok = join_side(samples_thread, &samples, err, cap) && ok;
     if (ranks_aside)

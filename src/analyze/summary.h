@@ -54,25 +54,11 @@ const tp_steps_window *tp_summary_window(const tp_summary *s, int64_t agent_id);
  * the run file can't be read. */
 bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap);
 
-/* More work on a summary's passes (tp_summary_build_with):
- * - series(ctx, ...): every series' samples, when they are read from the
- *   rows (before the statistics reorder the values), on whichever thread
- *   reads them;
- * - timings(ctx, s, ...): called on the calling thread once s->timings are
- *   built, while the samples and ranks passes may still run (s->items and
- *   s->ranks are not to be read there), inside the same read snapshot; false
- *   (reason in err) fails the build.
- * The recorder's stored plots come from them: the series downsampled, and
- * each rank's step phases, which need the steps. */
-typedef bool (*tp_summary_timings_fn)(void *ctx, tp_run *run, const tp_summary *s, char *err,
-                                      size_t cap);
-typedef struct tp_summary_also {
-    tp_series_values_fn series;
-    tp_summary_timings_fn timings;
-    void *ctx;
-} tp_summary_also;
-bool tp_summary_build_with(tp_run *run, tp_summary *out, const tp_summary_also *also, char *err,
-                           size_t cap);
+/* tp_summary_build, where every series' samples, when they are read from the
+ * rows, also go to also(also_ctx, ...) (before the statistics reorder the
+ * values): the recorder's stored plots come from the same pass. */
+bool tp_summary_build_also(tp_run *run, tp_summary *out, tp_series_values_fn also, void *also_ctx,
+                           char *err, size_t cap);
 void tp_summary_free(tp_summary *s);
 
 /* Opens the run file at path and builds its summary; out->run is then owned

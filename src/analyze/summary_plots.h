@@ -44,12 +44,10 @@ typedef struct tp_summary_plots {
 
 /* Building the plots of run: tp_summary_plots_init; then
  * tp_summary_plots_series for every series' samples (a tp_series_values_fn:
- * tp_summary_build_with gives it the summary's own pass over the samples);
- * and tp_summary_plots_finish, which adds the step phases of
- * ranks[0..nranks) (those that marked steps): it touches none of what the
- * series fill, so it may run beside them (the recorder runs it as soon as
- * the timings name the ranks). False (reason in err) on failure;
- * tp_summary_plots_free in every case. */
+ * tp_summary_build_also gives it the summary's own pass over the samples);
+ * then tp_summary_plots_finish, which adds the step phases of
+ * ranks[0..nranks) (those that marked steps). False (reason in err) on
+ * failure; tp_summary_plots_free in every case. */
 bool tp_summary_plots_init(const tp_run *run, tp_summary_plots *out, char *err, size_t cap);
 void tp_summary_plots_series(void *plots, const tp_run_series *series, const int64_t *t_ns,
                              double *values, size_t n);

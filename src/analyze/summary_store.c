@@ -188,23 +188,6 @@ static int write_summary(sqlite3 *db, const tp_summary *s, const tp_summary_plot
     return rc;
 }
 
-/* The plots' step phases of every rank that marked steps: a pass over the
- * regions, run as soon as the timings name those ranks, beside the summary's
- * other passes (tp_summary_build_with). */
-static bool plots_step_phases(void *plots, tp_run *run, const tp_summary *s, char *err, size_t cap)
-{
-    int *ranks = malloc((s->timings.nsteps + 1) * sizeof *ranks);
-    if (!ranks) {
-        snprintf(err, cap, "%s: out of memory", run->path);
-        return false;
-    }
-    for (size_t i = 0; i < s->timings.nsteps; i++)
-        ranks[i] = s->timings.steps[i].rank;
-    bool ok = tp_summary_plots_finish(run, ranks, s->timings.nsteps, plots, err, cap);
-    free(ranks);
-    return ok;
-}
-
 bool tp_summary_store_save(const char *path, char *err, size_t cap)
 {
     tp_run *run = tp_run_open(path, err, cap);
@@ -220,9 +203,17 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
     run->raw_only = true;
     tp_summary s = {0};
     tp_summary_plots plots;
-    tp_summary_also also = {tp_summary_plots_series, plots_step_phases, &plots};
     bool ok = tp_summary_plots_init(run, &plots, err, cap) &&
-              tp_summary_build_with(run, &s, &also, err, cap);
+              tp_summary_build_also(run, &s, tp_summary_plots_series, &plots, err, cap);
+    if (ok) {
+        int *ranks = malloc((s.timings.nsteps + 1) * sizeof *ranks);
+        for (size_t i = 0; ranks && i < s.timings.nsteps; i++)
+            ranks[i] = s.timings.steps[i].rank;
+        ok = ranks && tp_summary_plots_finish(run, ranks, s.timings.nsteps, &plots, err, cap);
+        if (!ranks)
+            snprintf(err, cap, "%s: out of memory", path);
+        free(ranks);
+    }
     sqlite3 *db = NULL;
     if (ok) {
         char why[256] = "";

@@ -65,13 +65,13 @@ void tp_report_agents_text(FILE *out, const tp_summary *s, bool whole_run)
     for (size_t i = 0; !whole_run && i < s->n; i++)
         steps = steps || s->items[i].in_steps;
     fprintf(out,
-            "\nSystem metrics across %zu agents%s: the median of the agents' means (of every "
-            "GPU's, disk's or\nlink's for theirs), and the lowest and the highest (each agent's "
-            "tables: --all%s)\n"
+            "\nSystem metrics across %zu agents%s\n"
+            "the median of the agents' means (of every GPU's, disk's or link's for theirs), and "
+            "the lowest\nand the highest (each agent's tables: --all)\n"
             "  %-38s %12s %12s %-22s %12s\n",
-            s->run->nagents, steps ? ", during their training steps" : "",
-            steps ? "; the whole run: --whole-run" : "", "metric", "median", "lowest", "",
-            "highest");
+            s->run->nagents,
+            steps ? ", during their training steps (the whole run: --whole-run)" : "", "metric",
+            "median", "lowest", "", "highest");
     entry *e = malloc((s->n ? s->n : 1) * sizeof *e);
     bool *done = calloc(s->n ? s->n : 1, sizeof *done);
     for (size_t i = 0; e && done && i < s->n; i++) {

@@ -9,7 +9,6 @@ thread (user + system). Prints JSON with the medians and their ratio.
 """
 
 import json
-import os
 import pathlib
 import statistics
 import subprocess

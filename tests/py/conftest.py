@@ -55,7 +55,6 @@ def run_file(tmp_path):
 
 def killed_recording(path, after_s=1.6):
     """A run file whose recorder was SIGKILLed after_s seconds into `sleep 30`."""
-    import signal
     import time
     p = subprocess.Popen([PROGRAM, "record", "-q", "--interval", "0.1", "-o", str(path), "--",
                           "sleep", "30"])

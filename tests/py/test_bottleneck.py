@@ -2,7 +2,6 @@
 
 import json
 import os
-import textwrap
 
 from conftest import PYTHON, trainprof
 

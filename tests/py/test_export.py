@@ -4,11 +4,10 @@ import csv
 import json
 import sqlite3
 import textwrap
-import time
 
 import pytest
 
-from conftest import killed_recording, FAKE_NVML, PROGRAM, PYTHON, report_json, trainprof
+from conftest import killed_recording, FAKE_NVML, PYTHON, report_json, trainprof
 
 TRICKY = 'say "hi"\n<script>alert(1)</script>'
 

@@ -1,7 +1,6 @@
 """`trainprof html`: the page, rendered by headless Chromium (Debian's)."""
 
 import json
-import pathlib
 import re
 import shutil
 import sqlite3
@@ -11,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import killed_recording, FAKE_NVML, PROGRAM, PYTHON, ROOT, trainprof
+from conftest import killed_recording, FAKE_NVML, PYTHON, ROOT, trainprof
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 EVIL = "<script>alert(1)</script>"

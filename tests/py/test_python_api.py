@@ -6,7 +6,7 @@ import subprocess
 import textwrap
 import time
 
-from conftest import PROGRAM, PYTHON, report_json, samples, trainprof
+from conftest import PROGRAM, PYTHON, report_json, trainprof
 
 import trainprof as tp
 

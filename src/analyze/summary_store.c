@@ -309,23 +309,11 @@ bool tp_stored_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char
 {
     *out = NULL;
     *n = 0;
-    if (!tp_run_has_table(run, "summary_steps_window")) /* stored before them */
-        return true;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT agent_id, t0_ns, t1_ns FROM summary_steps_window"
-                           " ORDER BY agent_id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return failed(run, "steps windows", err, cap);
-    size_t wcap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        *out = tp_grow(*out, *n, &wcap, sizeof **out);
-        (*out)[(*n)++] = (tp_steps_window){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                                           sqlite3_column_int64(st, 2)};
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE || failed(run, "steps windows", err, cap);
+    return !tp_run_has_table(run, "summary_steps_window") || /* stored before them */
+           tp_run_read_windows(run,
+                               "SELECT agent_id, t0_ns, t1_ns FROM summary_steps_window"
+                               " ORDER BY agent_id",
+                               out, n, err, cap);
 }
 
 bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)

@@ -102,7 +102,7 @@ static bool has_siblings(const tp_summary *s, size_t i)
  * run's, marked. */
 static void row(FILE *out, const tp_series_summary *m, const char *labels, bool steps)
 {
-    const tp_stats *st = steps ? &m->steps : &m->stats;
+    const tp_stats *st = tp_series_stats(m, !steps);
     char cells[6][32];
     const double vals[] = {st->mean, st->p5, st->p50, st->p95, st->max, m->stats.max};
     for (int k = 0; k < 6; k++)

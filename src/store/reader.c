@@ -441,20 +441,16 @@ bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t
     return true;
 }
 
-bool tp_run_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *err, size_t cap)
+bool tp_run_read_windows(tp_run *run, const char *sql, tp_steps_window **out, size_t *n, char *err,
+                         size_t cap)
 {
     *out = NULL;
     *n = 0;
-    if (run->schema_version < 2)
-        return true;
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(run->db,
-                                "SELECT t.agent_id, min(m.t_ns), max(m.t_ns) FROM mark m"
-                                " JOIN thread t ON t.id = m.thread_id WHERE m.kind = 'step'"
-                                " GROUP BY t.agent_id HAVING count(*) >= 2 ORDER BY t.agent_id",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL);
     if (rc != SQLITE_OK) {
-        snprintf(err, cap, "%s: cannot read marks: %s", run->path, sqlite3_errmsg(run->db));
+        snprintf(err, cap, "%s: cannot read the steps' span: %s", run->path,
+                 sqlite3_errmsg(run->db));
         return false;
     }
     size_t wcap = 0;
@@ -472,6 +468,18 @@ bool tp_run_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *e
         return false;
     }
     return true;
+}
+
+bool tp_run_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *err, size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    return run->schema_version < 2 ||
+           tp_run_read_windows(run,
+                               "SELECT t.agent_id, min(m.t_ns), max(m.t_ns) FROM mark m"
+                               " JOIN thread t ON t.id = m.thread_id WHERE m.kind = 'step'"
+                               " GROUP BY t.agent_id HAVING count(*) >= 2 ORDER BY t.agent_id",
+                               out, n, err, cap);
 }
 
 bool tp_run_mean_between(tp_run *run, const char *metric, const char *labels, int64_t t0_ns,

@@ -148,6 +148,12 @@ typedef struct tp_steps_window {
  * fails. */
 bool tp_run_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *err, size_t cap);
 
+/* The windows that sql selects as rows of (agent_id, t0_ns, t1_ns): the
+ * marks' (tp_run_steps_windows) or the stored summary's. The caller frees
+ * *out; nothing to free after a failure (reason in err). */
+bool tp_run_read_windows(tp_run *run, const char *sql, tp_steps_window **out, size_t *n, char *err,
+                         size_t cap);
+
 /* The value of series (metric, labels) of agent 1 at t_ns: its last sample at
  * or before t_ns, else its first sample. False when the series has none. */
 bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_t t_ns,

@@ -381,6 +381,9 @@ int cmd_record(int argc, char **argv)
     if (!tp_summary_store_save(o.output, err, sizeof err)) /* the file stays readable row by row */
         tp_warn("%s", err);
     if (!o.quiet)
-        tp_record_summary_print(stderr, o.output);
+        tp_record_summary_print(stderr, o.output,
+                                &(tp_record_outcome){.exit_status = exit_status,
+                                                     .duration_ns = duration,
+                                                     .write_failed = wt.failed});
     return exit_status;
 }

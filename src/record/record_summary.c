@@ -21,7 +21,7 @@ static void figure(FILE *out, const tp_summary *s, const char *metric, const cha
     *first = false;
 }
 
-void tp_record_summary_print(FILE *out, const char *path)
+void tp_record_summary_print(FILE *out, const char *path, const tp_record_outcome *outcome)
 {
     char err[512];
     tp_summary s;
@@ -33,7 +33,7 @@ void tp_record_summary_print(FILE *out, const char *path)
     tp_run_facts f;
     tp_run_facts_get(run, &f);
     char dur[32];
-    tp_format_duration(dur, sizeof dur, f.duration_s);
+    tp_format_duration(dur, sizeof dur, (double)outcome->duration_ns / 1e9);
     /* The command on one line, shortened: the report shows it whole. */
     char cmd[64];
     size_t n = 0;
@@ -42,8 +42,15 @@ void tp_record_summary_print(FILE *out, const char *path)
     if (strlen(f.command) > n)
         cmd[n++] = '.', cmd[n++] = '.', cmd[n++] = '.';
     cmd[n] = '\0';
-    fprintf(out, "trainprof: recorded %s of `%s` into %s (exit status %lld)\n", dur, cmd, path,
-            f.exit_status);
+    fprintf(out, "trainprof: recorded %s of `%s` into %s (exit status %d)\n", dur, cmd, path,
+            outcome->exit_status);
+    if (outcome->write_failed) {
+        char held[32];
+        tp_format_duration(held, sizeof held,
+                           run->last_t_ns > 0 ? (double)run->last_t_ns / 1e9 : 0);
+        fprintf(out, "  the file holds the first %s only: writing it failed (the warning above)\n",
+                held);
+    }
     bool first = true;
     figure(out, &s, "cpu_util_percent", "{}", "cpu", false, &first);
     figure(out, &s, "host_mem_used_bytes", "{}", "host memory", true, &first);

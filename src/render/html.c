@@ -430,18 +430,22 @@ static void header(FILE *out, const tp_run *run)
         fputs("</dd>", out);
     }
     fprintf(out, "<dt>duration</dt><dd>%s</dd><dt>exit status</dt><dd>", dur);
-    if (!f.complete)
-        fputs("incomplete: the recorder stopped before the command ended", out);
-    else
+    if (!f.complete) {
+        char why[400];
+        tp_run_facts_incomplete(&f, why, sizeof why);
+        fputs("incomplete: ", out);
+        tp_html_escape(out, why);
+    } else {
         fprintf(out, "%lld", f.exit_status);
-    if (f.exit_signal && f.complete) {
-        fputs(" (killed by ", out);
-        tp_html_escape(out, f.exit_signal);
-        fputc(')', out);
-    }
-    if (f.failed_agent) {
-        fputs(", on ", out);
-        tp_html_escape(out, f.failed_agent);
+        if (f.exit_signal) {
+            fputs(" (killed by ", out);
+            tp_html_escape(out, f.exit_signal);
+            fputc(')', out);
+        }
+        if (f.failed_agent) {
+            fputs(", on ", out);
+            tp_html_escape(out, f.failed_agent);
+        }
     }
     fputs("</dd></dl>\n", out);
 }

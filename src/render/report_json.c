@@ -65,6 +65,17 @@ static void write_run(json_writer *w, const tp_run *run)
         json_null(w);
     json_key(w, "failed_agent"); /* a merged run's node that stopped early or failed */
     json_string(w, f.failed_agent);
+    json_key(w, "write_failed"); /* the run file took no rows after at_s */
+    if (f.write_failed_s >= 0) {
+        json_object_begin(w);
+        json_key(w, "at_s");
+        json_double(w, f.write_failed_s);
+        json_key(w, "reason");
+        json_string(w, f.write_failed);
+        json_object_end(w);
+    } else {
+        json_null(w);
+    }
     const char *plain[] = {"host", "agent", "start_wall", "trainprof_version"};
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
         json_key(w, plain[i]);

@@ -55,8 +55,10 @@ static void header(FILE *out, const tp_run *run)
     char who[64] = "";
     if (f.failed_agent)
         snprintf(who, sizeof who, ", on %.40s", f.failed_agent);
+    char why[400];
+    tp_run_facts_incomplete(&f, why, sizeof why);
     if (!f.complete)
-        fprintf(out, "INCOMPLETE: the recorder stopped before the command ended%s\n", who);
+        fprintf(out, "INCOMPLETE: %s\n", why);
     else if (f.exit_signal)
         fprintf(out, "exit status %lld (killed by %s%s)\n", f.exit_status, f.exit_signal, who);
     else

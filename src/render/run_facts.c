@@ -1,4 +1,5 @@
 /* run_facts.c: the facts about a run that every renderer shows. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,10 +8,21 @@
 
 static bool finished(const char *status) { return status && strcmp(status, "finished") == 0; }
 
+/* Puts when and why writing the run file failed (meta write_failed_ns and
+ * write_failed, as the recorder stores them; shift_s moves it onto the run's time
+ * line) into f; -1 when it didn't. */
+static void write_failure(const char *at_ns, const char *why, double shift_s, tp_run_facts *f)
+{
+    f->write_failed_s = at_ns ? (double)strtoll(at_ns, NULL, 10) / 1e9 + shift_s : -1;
+    f->write_failed = at_ns ? (why ? why : "unknown") : NULL;
+}
+
 void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
 {
     const char *v;
-    f->complete = finished(tp_run_meta_get(run, "status"));
+    write_failure(tp_run_meta_get(run, "write_failed_ns"), tp_run_meta_get(run, "write_failed"), 0,
+                  f);
+    f->complete = finished(tp_run_meta_get(run, "status")) && f->write_failed_s < 0;
     v = tp_run_meta_get(run, "duration_ns");
     if (v)
         f->duration_s = (double)strtoll(v, NULL, 10) / 1e9;
@@ -28,8 +40,18 @@ void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
     const tp_run_agent *stopped = NULL, *failed = NULL;
     for (size_t a = 0; a < run->nagents; a++) {
         const tp_run_agent *ag = &run->agents[a];
-        if (!stopped && !finished(tp_run_agent_meta_get(run, ag->id, "status")))
+        const char *at = tp_run_agent_meta_get(run, ag->id, "write_failed_ns");
+        if (!stopped && (at || !finished(tp_run_agent_meta_get(run, ag->id, "status")))) {
             stopped = ag;
+            /* on the merged time line: the node's start's distance from the run's */
+            const char *start = tp_run_agent_meta_get(run, ag->id, "start_wall_ns");
+            const char *run_start = tp_run_meta_get(run, "start_wall_ns");
+            double shift_s =
+                start && run_start
+                    ? (double)(strtoll(start, NULL, 10) - strtoll(run_start, NULL, 10)) / 1e9
+                    : 0;
+            write_failure(at, tp_run_agent_meta_get(run, ag->id, "write_failed"), shift_s, f);
+        }
         v = tp_run_agent_meta_get(run, ag->id, "exit_status");
         if (!failed && v && strtoll(v, NULL, 10) != 0)
             failed = ag;
@@ -40,6 +62,24 @@ void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
         f->exit_signal = tp_run_agent_meta_get(run, failed->id, "exit_signal");
     }
     f->failed_agent = stopped ? stopped->name : failed ? failed->name : NULL;
+}
+
+void tp_run_facts_incomplete(const tp_run_facts *f, char *buf, size_t cap)
+{
+    char who[64] = "";
+    if (f->failed_agent)
+        snprintf(who, sizeof who, ", on %.40s", f->failed_agent);
+    if (f->write_failed_s < 0) {
+        snprintf(buf, cap, "the recorder stopped before the command ended%s", who);
+        return;
+    }
+    char at[32];
+    tp_format_duration(at, sizeof at, f->write_failed_s);
+    int len = snprintf(buf, cap, "the run file was not written after %s%s (%s)", at, who,
+                       f->write_failed);
+    if (f->exit_status >= 0 && len > 0 && (size_t)len < cap)
+        snprintf(buf + len, cap - (size_t)len, "; the command went on to exit status %lld",
+                 f->exit_status);
 }
 
 /* What sets agent_id's host apart from others, as one line. */

@@ -48,6 +48,7 @@ static const char *const statements[ST_N] = {
 struct tp_writer {
     sqlite3 *db;
     sqlite3_stmt *st[ST_N];
+    char error[256]; /* SQLite's message for the last failed batch */
 };
 
 /* Removes a previous run file and its WAL companions (--force). */
@@ -246,12 +247,15 @@ bool tp_writer_apply(tp_writer *w, const tp_batch *batch, char *err, size_t cap)
     if (rc == SQLITE_OK)
         rc = tp_exec(w->db, "COMMIT");
     if (rc != SQLITE_OK) {
-        snprintf(err, cap, "writing the run file failed: %s", sqlite3_errmsg(w->db));
+        snprintf(w->error, sizeof w->error, "%s", sqlite3_errmsg(w->db));
+        snprintf(err, cap, "writing the run file failed: %s", w->error);
         tp_exec(w->db, "ROLLBACK");
         return false;
     }
     return true;
 }
+
+const char *tp_writer_error(const tp_writer *w) { return w->error; }
 
 bool tp_writer_meta(tp_writer *w, const char *key, const char *value)
 {

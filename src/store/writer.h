@@ -23,6 +23,10 @@ tp_writer *tp_writer_create(const char *path, bool force, const char *agent, cha
 /* Writes one batch in one transaction. False (reason in err) on failure. */
 bool tp_writer_apply(tp_writer *w, const tp_batch *batch, char *err, size_t cap);
 
+/* SQLite's message for the last batch that failed ("database or disk is
+ * full"); empty before any. */
+const char *tp_writer_error(const tp_writer *w);
+
 /* Sets one metadata value at once (its own transaction). */
 bool tp_writer_meta(tp_writer *w, const char *key, const char *value);
 

@@ -4,7 +4,9 @@ import json
 import os
 import pty
 import random
+import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import time
@@ -144,6 +146,62 @@ def test_training_survives_the_recorder(run_file, tmp_path):
             break
         time.sleep(0.1)
     assert marker.read_text().strip() == "done"
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs, where a command can fill the disk the run file is on."""
+    where = tmp_path / "small"
+    where.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (root only): {r.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_full_disk_costs_rows_not_the_training(small_disk):
+    """The command fills the disk the run file is on, then frees it: the
+    recorder warns once, the command goes on, the file keeps its rows up to
+    the failure, and takes the run's end (exit status, duration) once there
+    is room again, saying when and why its rows stop."""
+    run_file, fill = small_disk / "run.db", small_disk / "fill"
+    other = small_disk.parent / "other.db"  # a node that started earlier, for the merge below
+    assert trainprof("record", "-q", "--agent", "other", "-o", other, "--", "true").returncode == 0
+    r = trainprof("record", "-i", "0.1", "-o", run_file, "--", "sh", "-c",
+                  f"sleep 1.5; dd if=/dev/zero of={fill} bs=4k 2>/dev/null; sleep 2.5; "
+                  f"rm {fill}; sleep 2; exit 3")
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.count("writing the run file failed: database or disk is full") == 1
+    assert "(exit status 3)" in r.stderr and "the file holds the first" in r.stderr
+    run = report_json(run_file)["run"]
+    assert run["complete"] is False and run["exit_status"] == 3
+    assert run["duration_s"] > 5.5  # the end, written once the disk had room
+    failed = run["write_failed"]
+    assert failed["reason"] == "database or disk is full"
+    assert 0.9 < failed["at_s"] < 3.0, failed  # the last batch written before the fill
+    with sqlite3.connect(run_file) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        last_ns = db.execute("SELECT max(t_ns) FROM sample").fetchone()[0]
+    assert failed["at_s"] - 1.0 < last_ns / 1e9 <= failed["at_s"] + 0.05
+    assert re.search(r"INCOMPLETE: the run file was not written after [0-9.]+ m?s \(database or "
+                     r"disk is full\); the command went on to exit status 3$",
+                     trainprof("report", run_file).stdout, re.M)
+    # merged, the node's failure shows on the merged time line, named
+    merged = small_disk.parent / "merged.db"
+    assert trainprof("merge", "--force", "-o", merged, other, run_file).returncode == 0
+    shift = (int(report_json(run_file)["run"]["meta"]["start_wall_ns"]) -
+             int(report_json(other)["run"]["meta"]["start_wall_ns"])) / 1e9
+    assert shift > 0
+    run = report_json(merged)["run"]
+    assert run["complete"] is False and run["failed_agent"] == socket.gethostname()
+    assert run["write_failed"]["at_s"] == pytest.approx(failed["at_s"] + shift, abs=1e-6)
+    page = small_disk.parent / "run.html"
+    assert trainprof("html", "-o", page, run_file).returncode == 0
+    assert "incomplete: the run file was not written after" in page.read_text()
 
 
 def test_status_line_on_a_terminal(run_file):

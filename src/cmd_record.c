@@ -57,7 +57,8 @@ static const char usage[] =
     "\n"
     "options:\n"
     "  -o, --output FILE     run file to write (default: trainprof-DATE-TIME.db);\n"
-    "                        %h is the host name, %r the node rank, %p the pid\n"
+    "                        %h is the host name, %r the node rank (SLURM_NODEID,\n"
+    "                        NODE_RANK or GROUP_RANK; else 0), %p the pid\n"
     "  -f, --force           overwrite FILE if it exists\n"
     "  -i, --interval SECS   sampling interval, 0.05 to 60 (default: 0.5)\n"
     "      --agent NAME      name of this machine in the run (default: host name)\n"
@@ -272,11 +273,12 @@ int cmd_record(int argc, char **argv)
     if (rc || done)
         return rc;
     char default_name[64], expanded[4096];
-    char err[512];
+    char err[512], hint[256] = "";
     if (!o.output) {
         default_output(default_name, sizeof default_name);
         o.output = default_name;
-    } else if (tp_output_name_expand(o.output, expanded, sizeof expanded, err, sizeof err)) {
+    } else if (tp_output_name_expand(o.output, expanded, sizeof expanded, err, sizeof err, hint,
+                                     sizeof hint)) {
         o.output = expanded;
     } else {
         tp_error("record: %s", err);
@@ -284,7 +286,9 @@ int cmd_record(int argc, char **argv)
     }
     tp_writer *writer = tp_writer_create(o.output, o.force, o.agent, err, sizeof err);
     if (!writer) {
-        tp_error("%s", err);
+        /* where the name may be another recorder's of the same job, say why */
+        bool taken = hint[0] && access(o.output, F_OK) == 0;
+        tp_error("%s%s%s", err, taken ? "; " : "", taken ? hint : "");
         return 1;
     }
 

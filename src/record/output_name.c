@@ -14,12 +14,15 @@ static const char *node_rank(void)
         if (v && *v)
             return v;
     }
-    return "0";
+    return NULL;
 }
 
-bool tp_output_name_expand(const char *pattern, char *out, size_t cap, char *err, size_t errcap)
+bool tp_output_name_expand(const char *pattern, char *out, size_t cap, char *err, size_t errcap,
+                           char *hint, size_t hintcap)
 {
     size_t n = 0;
+    bool host = false, rank = false, pid = false, rank_unset = false;
+    hint[0] = '\0';
     for (const char *p = pattern; *p; p++) {
         char piece[300];
         if (*p != '%') {
@@ -29,12 +32,17 @@ bool tp_output_name_expand(const char *pattern, char *out, size_t cap, char *err
             if (gethostname(piece, sizeof piece - 1) != 0)
                 snprintf(piece, sizeof piece, "unknown");
             piece[sizeof piece - 1] = '\0';
+            host = true;
             p++;
         } else if (p[1] == 'r') {
-            snprintf(piece, sizeof piece, "%s", node_rank());
+            const char *r = node_rank();
+            snprintf(piece, sizeof piece, "%s", r ? r : "0");
+            rank = true;
+            rank_unset = !r;
             p++;
         } else if (p[1] == 'p') {
             snprintf(piece, sizeof piece, "%d", (int)getpid());
+            pid = true;
             p++;
         } else if (p[1] == '%') {
             snprintf(piece, sizeof piece, "%%");
@@ -55,5 +63,13 @@ bool tp_output_name_expand(const char *pattern, char *out, size_t cap, char *err
         n += len;
     }
     out[n] = '\0';
+    if (rank_unset && !pid)
+        snprintf(hint, hintcap,
+                 "%%r is 0 here: no SLURM_NODEID, NODE_RANK or GROUP_RANK in the environment "
+                 "(%%h names each node by its host)");
+    else if (host && !rank && !pid)
+        snprintf(hint, hintcap,
+                 "%%h is the same for every recording on this host: one `record` per node "
+                 "records every rank started under it (%%p names each recording apart)");
     return true;
 }

@@ -10,7 +10,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* False, with the reason in err, for an unknown %-sequence or a name too long. */
-bool tp_output_name_expand(const char *pattern, char *out, size_t cap, char *err, size_t errcap);
+/* False, with the reason in err, for an unknown %-sequence or a name too long.
+ * hint (hintcap bytes) gets why the name may already be taken by another
+ * recorder of the same job: %r with no node rank in the environment (0 on
+ * every node), or %h without %r or %p (one name for every recording on the
+ * host); empty otherwise. */
+bool tp_output_name_expand(const char *pattern, char *out, size_t cap, char *err, size_t errcap,
+                           char *hint, size_t hintcap);
 
 #endif

@@ -164,3 +164,26 @@ def test_output_name_patterns(tmp_path):
     r = trainprof("record", "-q", "-o", tmp_path / "run-%x.db", "--", "true")
     assert r.returncode == 2 and "unknown %x" in r.stderr
     assert not list(tmp_path.glob("run-%x*"))
+
+
+@pytest.mark.parametrize("pattern, hint", [
+    ("run-%r.db", "%r is 0 here: no SLURM_NODEID, NODE_RANK or GROUP_RANK in the environment"),
+    ("run-%h.db", "%h is the same for every recording on this host: one `record` per node"),
+    ("run-%h-%r.db", None), ("run.db", None)])
+def test_a_name_taken_by_the_same_job_says_why(tmp_path, pattern, hint):
+    """Two recorders of one job given one -o: where the pattern makes the
+    same name for both (%r with no node rank set, %h on one host), the
+    refusal says why; a plain name, or %h and %r with a node rank set (then
+    the name was taken by something else), says nothing more."""
+    env = {k: "" for k in ("SLURM_NODEID", "NODE_RANK", "GROUP_RANK")}
+    if "%h" in pattern and "%r" in pattern:
+        env["NODE_RANK"] = "1"
+    args = ("record", "-q", "-o", tmp_path / pattern, "--", "true")
+    assert trainprof(*args, env=env).returncode == 0
+    r = trainprof(*args, env=env)
+    assert r.returncode == 1 and "already exists (use --force to overwrite it)" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    if hint:
+        assert hint in r.stderr
+    else:
+        assert r.stderr.rstrip().endswith("already exists (use --force to overwrite it)")

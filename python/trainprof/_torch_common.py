@@ -26,6 +26,9 @@ class ThreadState(threading.local):
     forward_seen = False  # an outermost call with gradients on since the step or backward began
     last_batch = False  # the main DataLoader's iterator just yielded its last batch (by its length)
     step_closed = False  # that batch's optimizer step ended its step: the next fetch marks none
+    # since the main DataLoader's last fetch: None before the first, True while
+    # no forward, backward or optimizer step has run after it, then False
+    fetched_only = None
     device_times = None  # _torch_device.DeviceTimes, made on first use
     in_comm_hook = False  # inside a timed DDP communication hook
     in_funcol = False  # inside a timed functional collective (_torch_funcol)
@@ -48,6 +51,11 @@ class Training:
     # DataLoader marks steps or epochs.
     step_optimizer = None
     epochs = 0
+    # a fetch of the main DataLoader has found work done since the one before:
+    # from then on, fetches with no work between them (a loop that fetches its
+    # gradient accumulation's micro-batches first, as Hugging Face's Trainer
+    # does) are one step, not one each
+    work_between_fetches = False
 
 
 R_NEXT = _native.region("dataloader_next")

@@ -49,6 +49,7 @@ def forward_begin(module, args, kwargs=None):
     DataLoader), the samples of a step are the batches its model's calls took
     (each micro-batch of gradient accumulation; not the loss module's)."""
     local = _local
+    local.fetched_only = False
     if _grad_enabled():
         local.forward_seen = True
     if _bottleneck.wants_model_facts:

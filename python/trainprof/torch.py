@@ -6,7 +6,12 @@ trainprof region (names as in the report):
 - ``dataloader_next``: ``next()`` on a DataLoader iterator. The first
   DataLoader iterated is the training loader: each ``next()`` on it marks a
   step boundary and each ``iter()`` of it starts an epoch (unless the script
-  calls ``trainprof.step()`` / ``trainprof.epoch()`` itself).
+  calls ``trainprof.step()`` / ``trainprof.epoch()`` itself). Fetches in a
+  row with no forward, backward or optimizer step between them (Hugging
+  Face's Trainer fetches a gradient accumulation's micro-batches first,
+  through Accelerate's loader that fetches one ahead) are one step, once the
+  loop has worked between two fetches; the loader's end (StopIteration)
+  leaves a step open for the next optimizer step to end.
 - ``train_batch``: from the first forward after a batch is fetched to the end
   of the optimizer step (or the next fetch), with ``forward`` (the outermost
   module call: each module called outermost gets a timed call of its own, so
@@ -137,6 +142,7 @@ def _patch_dataloader():
             except TypeError:  # an IterableDataset without __len__
                 it._trainprof_len = -1
             _local.last_batch = _local.step_closed = False
+            _local.fetched_only = None  # an epoch's first fetch begins a step
         if main and not _state.manual_epochs:
             _native.epoch(Training.epochs)
             Training.epochs += 1
@@ -145,19 +151,39 @@ def _patch_dataloader():
     @functools.wraps(orig_next)
     def __next__(self):
         main = getattr(self, "_trainprof_main", False)
+        marked = False
         if main:
-            _local.forward_seen = False
+            local = _local
+            local.forward_seen = False
             _end_train_batch()
             device_poll()
-            if _local.step_closed:  # by the last batch's optimizer step: this is the end
-                _local.step_closed = False
-            elif not _state.manual_steps:
-                _native.step()
-            _local.last_batch = False
-        if main and _bottleneck.active():
-            batch = _bottleneck.on_fetch(lambda: fetch(self), _native.step, count_samples)
-        else:
-            batch = fetch(self)
+            fetched_only = local.fetched_only
+            if fetched_only is False:
+                Training.work_between_fetches = True
+            local.fetched_only = True
+            if local.step_closed:  # by the last batch's optimizer step: this is the end
+                local.step_closed = False
+            elif _state.manual_steps:
+                pass
+            elif not (fetched_only and Training.work_between_fetches):
+                _native.step()  # else this batch joins the step of the fetches before it
+                marked = True
+            local.last_batch = False
+        try:
+            if main and _bottleneck.active():
+                batch = _bottleneck.on_fetch(lambda: fetch(self), _native.step, count_samples)
+            else:
+                batch = fetch(self)
+        except StopIteration:
+            # the loader is done, and no step began here: the batches fetched
+            # before are still to be computed (a wrapper that fetches one ahead,
+            # as Accelerate's, or a loop that fetched its micro-batches first),
+            # and the next optimizer step ends their step
+            if main:
+                _local.fetched_only = fetched_only  # no batch came: not a fetch
+                if not marked:
+                    _local.last_batch = True
+            raise
         if main and not _state.manual_steps:
             count_samples(batch)
             # loops that know the length (Lightning's) fetch no further: the
@@ -199,6 +225,7 @@ def _patch_optimizer():
 
     def begin_step(optimizer):
         _local.optimizer_step = True
+        _local.fetched_only = False
         begin(R_OPTIM)
         if DEVICE_PHASES:
             device_begin(R_OPTIM, optimizer_device(optimizer))
@@ -376,6 +403,7 @@ def _patch_backward():
         local = _local
         if not local.forward_seen:
             forward_unseen()
+        local.fetched_only = False
         begin(R_BACKWARD)
         if DEVICE_PHASES:
             device_begin(R_BACKWARD, cuda_of(self))

@@ -476,6 +476,60 @@ def test_every_batch_is_a_step_however_the_loop_ends_an_epoch(run_file):
     assert rep["steps"][0]["count"] == 60
 
 
+# Hugging Face's Trainer with gradient accumulation: each optimizer step's
+# micro-batches are fetched first, then computed, through Accelerate's
+# DataLoaderShard, which fetches every batch one ahead of the one it hands out
+# (so the loader's last batch and its end come before the last computations).
+MICRO_BATCHES_FIRST = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+model = nn.Linear(16, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+loader = DataLoader(TensorDataset(torch.randn(640, 16), torch.randint(0, 4, (640,))), batch_size=32)
+
+def one_ahead(loader):
+    it = iter(loader)
+    current = next(it)
+    while True:
+        try:
+            following = next(it)
+        except StopIteration:
+            yield current
+            return
+        yield current
+        current = following
+
+for epoch in range(3):
+    batches = one_ahead(loader)
+    for update in range(5):
+        micro = [next(batches) for _ in range(4)]
+        opt.zero_grad()
+        for x, y in micro:
+            (nn.functional.cross_entropy(model(x), y) / 4).backward()
+        opt.step()
+"""
+
+
+def test_micro_batches_fetched_first_are_one_step(run_file):
+    """Batches fetched in a row, with no forward, backward or optimizer step
+    between them, are one step once the loop has shown that it works between
+    fetches: a step is an optimizer step of 4 micro-batches, as the Trainer
+    counts them, and no computation falls outside the steps. Before any work
+    was seen (the first optimizer step) each fetch is still a step of its own."""
+    record_script(run_file, MICRO_BATCHES_FIRST)
+    rep = report_json(run_file)
+    assert timing(rep, "train_batch")["count"] == 15
+    assert timing(rep, "forward")["count"] == 60
+    epochs = [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]]
+    assert epochs[1:] == [(1, 5, 640), (2, 5, 640)]
+    assert epochs[0][0] == 0 and epochs[0][2] == 640 and epochs[0][1] > 5
+    for name in ("forward", "backward", "optimizer_step", "train_batch"):
+        t = timing(rep, name)
+        assert t["in_steps_s"] == pytest.approx(t["total_s"]), name
+
+
 # torch.compile traces through the patched calls: a collective, a copy and a
 # backward inside compiled functions (Dynamo's eager backend: the graphs are
 # what is checked). Dynamo can't trace a C extension's function, so each

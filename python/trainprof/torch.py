@@ -163,9 +163,7 @@ def _patch_dataloader():
             local.fetched_only = True
             if local.step_closed:  # by the last batch's optimizer step: this is the end
                 local.step_closed = False
-            elif _state.manual_steps:
-                pass
-            elif not (fetched_only and Training.work_between_fetches):
+            elif not _state.manual_steps and not (fetched_only and Training.work_between_fetches):
                 _native.step()  # else this batch joins the step of the fetches before it
                 marked = True
             local.last_batch = False

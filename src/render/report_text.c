@@ -56,10 +56,10 @@ static void header(FILE *out, const tp_run *run)
     if (f.failed_agent)
         snprintf(who, sizeof who, ", on %.40s", f.failed_agent);
     char why[400];
-    tp_run_facts_incomplete(&f, why, sizeof why);
-    if (!f.complete)
+    if (!f.complete) {
+        tp_run_facts_incomplete(&f, why, sizeof why);
         fprintf(out, "INCOMPLETE: %s\n", why);
-    else if (f.exit_signal)
+    } else if (f.exit_signal)
         fprintf(out, "exit status %lld (killed by %s%s)\n", f.exit_status, f.exit_signal, who);
     else
         fprintf(out, "exit status %lld%s\n", f.exit_status, f.failed_agent ? who + 1 : "");

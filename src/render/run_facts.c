@@ -17,6 +17,17 @@ static void write_failure(const char *at_ns, const char *why, double shift_s, tp
     f->write_failed = at_ns ? (why ? why : "unknown") : NULL;
 }
 
+/* Where agent_id's own times sit on a merged run's time line: its start's
+ * distance from the run's (both wall clock, as merge shifts them), in s. */
+static double agent_shift_s(const tp_run *run, int64_t agent_id)
+{
+    const char *start = tp_run_agent_meta_get(run, agent_id, "start_wall_ns");
+    const char *run_start = tp_run_meta_get(run, "start_wall_ns");
+    if (!start || !run_start)
+        return 0;
+    return (double)(strtoll(start, NULL, 10) - strtoll(run_start, NULL, 10)) / 1e9;
+}
+
 void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
 {
     const char *v;
@@ -36,21 +47,17 @@ void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
     f->failed_agent = NULL;
     if (!run->nagent_meta)
         return; /* one node, or a merge that kept only the first node's facts */
-    /* a merged run: complete when every node was, failed when any failed */
+    /* a merged run: complete when every node was, failed when any failed;
+     * its own meta (the first node's) says nothing the nodes' don't */
+    write_failure(NULL, NULL, 0, f);
     const tp_run_agent *stopped = NULL, *failed = NULL;
     for (size_t a = 0; a < run->nagents; a++) {
         const tp_run_agent *ag = &run->agents[a];
         const char *at = tp_run_agent_meta_get(run, ag->id, "write_failed_ns");
         if (!stopped && (at || !finished(tp_run_agent_meta_get(run, ag->id, "status")))) {
             stopped = ag;
-            /* on the merged time line: the node's start's distance from the run's */
-            const char *start = tp_run_agent_meta_get(run, ag->id, "start_wall_ns");
-            const char *run_start = tp_run_meta_get(run, "start_wall_ns");
-            double shift_s =
-                start && run_start
-                    ? (double)(strtoll(start, NULL, 10) - strtoll(run_start, NULL, 10)) / 1e9
-                    : 0;
-            write_failure(at, tp_run_agent_meta_get(run, ag->id, "write_failed"), shift_s, f);
+            write_failure(at, tp_run_agent_meta_get(run, ag->id, "write_failed"),
+                          agent_shift_s(run, ag->id), f);
         }
         v = tp_run_agent_meta_get(run, ag->id, "exit_status");
         if (!failed && v && strtoll(v, NULL, 10) != 0)

@@ -63,6 +63,10 @@ void tp_device_time(uint32_t name_id, uint64_t host_start_ns, uint64_t device_ns
 /* An explicit step boundary, and the start of epoch `epoch`. */
 void tp_step(void);
 void tp_epoch(int64_t epoch);
+/* A step boundary this thread learnt of late: at t_ns (from tp_clock_now_ns),
+ * before events it has sent since. For loops that can tell only afterwards
+ * whether a batch began a step (micro-batches fetched before any work). */
+void tp_step_at(uint64_t t_ns);
 /* n samples (the batch size) belong to the current step: gives samples/s. */
 void tp_samples(int64_t n);
 

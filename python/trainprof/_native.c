@@ -204,6 +204,16 @@ static PyObject *py_step(PyObject *module, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_step_at(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    unsigned long long t_ns = PyLong_AsUnsignedLongLong(arg);
+    if (t_ns == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    tp_step_at(t_ns);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_epoch(PyObject *module, PyObject *arg)
 {
     (void)module;
@@ -287,6 +297,7 @@ static PyMethodDef module_methods[] = {
      "device_time(region, host_start_ns, device_ns): a region's device (GPU) time."},
     {"now_ns", py_now_ns, METH_NOARGS, "The recorder's clock (CLOCK_MONOTONIC) in ns."},
     {"step", py_step, METH_NOARGS, "Marks a step boundary."},
+    {"step_at", py_step_at, METH_O, "step_at(t_ns): a step boundary at an earlier now_ns()."},
     {"epoch", py_epoch, METH_O, "epoch(n): marks the start of epoch n."},
     {"samples", py_samples, METH_O, "samples(n): the current step processed n samples."},
     {"set_thread_name", py_set_thread_name, METH_O, "Names this thread in the recording."},

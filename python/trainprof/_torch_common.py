@@ -29,6 +29,11 @@ class ThreadState(threading.local):
     # since the main DataLoader's last fetch: None before the first, True while
     # no forward, backward or optimizer step has run after it, then False
     fetched_only = None
+    # times (now_ns) of fetches that came right after a fetch before any loop
+    # showed work between fetches: each began a step if no work follows them,
+    # none did if work follows (micro-batches fetched first). Settled by the
+    # next fetch after work, the next epoch, the process's end or a full list.
+    undecided = None
     device_times = None  # _torch_device.DeviceTimes, made on first use
     in_comm_hook = False  # inside a timed DDP communication hook
     in_funcol = False  # inside a timed functional collective (_torch_funcol)
@@ -52,9 +57,10 @@ class Training:
     step_optimizer = None
     epochs = 0
     # a fetch of the main DataLoader has found work done since the one before:
-    # from then on, fetches with no work between them (a loop that fetches its
-    # gradient accumulation's micro-batches first, as Hugging Face's Trainer
-    # does) are one step, not one each
+    # fetches with no work between them (a loop that fetches its gradient
+    # accumulation's micro-batches first, as Hugging Face's Trainer does) are
+    # one step, not one each. Before it is known, such fetches are undecided
+    # (ThreadState.undecided) until the work after them shows which.
     work_between_fetches = False
 
 

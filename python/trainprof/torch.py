@@ -142,6 +142,7 @@ def _patch_dataloader():
             except TypeError:  # an IterableDataset without __len__
                 it._trainprof_len = -1
             _local.last_batch = _local.step_closed = False
+            _settle_undecided()
             _local.fetched_only = None  # an epoch's first fetch begins a step
         if main and not _state.manual_epochs:
             _native.epoch(Training.epochs)
@@ -160,11 +161,16 @@ def _patch_dataloader():
             fetched_only = local.fetched_only
             if fetched_only is False:
                 Training.work_between_fetches = True
+                local.undecided = None  # work followed them: they were one step
             local.fetched_only = True
             if local.step_closed:  # by the last batch's optimizer step: this is the end
                 local.step_closed = False
-            elif not _state.manual_steps and not (fetched_only and Training.work_between_fetches):
-                _native.step()  # else this batch joins the step of the fetches before it
+            elif _state.manual_steps or (fetched_only and Training.work_between_fetches):
+                pass  # this batch joins the step of the fetches before it
+            elif fetched_only:
+                _undecided_step(local)
+            else:
+                _native.step()
                 marked = True
             local.last_batch = False
         try:
@@ -193,6 +199,32 @@ def _patch_dataloader():
 
     dl.DataLoader.__iter__ = __iter__
     dl._BaseDataLoaderIter.__next__ = __next__
+
+
+UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
+
+
+def _undecided_step(local):
+    """A fetch right after a fetch, before any loop has shown work between
+    fetches: it begins a step if the loop's work is out of sight, and none if
+    it is a micro-batch fetched before its step's work. Its time is kept until
+    the loop shows which (see ThreadState.undecided)."""
+    times = local.undecided
+    if times is None:
+        local.undecided = times = []
+    times.append(_native.now_ns())
+    if len(times) >= UNDECIDED_MAX:
+        _settle_undecided()
+
+
+def _settle_undecided():
+    """Fetches still undecided with no work after them were each a step: their
+    step marks go in at their times. Where work followed, they were not."""
+    local = _local
+    times, local.undecided = local.undecided, None
+    if times and local.fetched_only:
+        for t in times:
+            _native.step_at(t)
 
 
 def _patch_workers():
@@ -616,4 +648,5 @@ def instrument():
         patch()
     if DEVICE_TIMES:
         atexit.register(flush_device_times)
+    atexit.register(_settle_undecided)
     return True

@@ -454,20 +454,22 @@ def train(x, y):
     nn.functional.cross_entropy(model(x), y).backward()
     opt.step()
 
-for x, y in loader:
-    train(x, y)
-it = iter(loader)
-for _ in range(len(loader)):
-    train(*next(it))
 it = iter(loader)
 ahead = next(it)
 while ahead is not None:
     batch, ahead = ahead, next(it, None)
     train(*batch)
+for x, y in loader:
+    train(x, y)
+it = iter(loader)
+for _ in range(len(loader)):
+    train(*next(it))
 """
 
 
 def test_every_batch_is_a_step_however_the_loop_ends_an_epoch(run_file):
+    """Also where the run begins with a loop that fetches one ahead: its first
+    two fetches come before any work, and are one step (the first batch's)."""
     record_script(run_file, LOOP_STYLES)
     rep = report_json(run_file)
     assert timing(rep, "train_batch")["count"] == 60

@@ -67,6 +67,10 @@ void tp_epoch(int64_t epoch);
  * before events it has sent since. For loops that can tell only afterwards
  * whether a batch began a step (micro-batches fetched before any work). */
 void tp_step_at(uint64_t t_ns);
+/* The step open on this thread ended at t_ns (from tp_clock_now_ns), and
+ * what follows, up to the next step boundary, is no step: e.g. an evaluation
+ * pass in the middle of an epoch. */
+void tp_step_end_at(uint64_t t_ns);
 /* n samples (the batch size) belong to the current step: gives samples/s. */
 void tp_samples(int64_t n);
 

@@ -135,6 +135,15 @@ void tp_step_at(uint64_t t_ns)
     publish(t);
 }
 
+void tp_step_end_at(uint64_t t_ns)
+{
+    tp_thread *t = &tp_self;
+    if (!ready(t) || !tp_ring_has_room(t->ring, t->head, 1))
+        return;
+    put(t, t_ns, TP_EV_STEP_END, 0, 0, 0);
+    publish(t);
+}
+
 void tp_epoch(int64_t epoch)
 {
     tp_thread *t = &tp_self;

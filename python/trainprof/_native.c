@@ -214,6 +214,16 @@ static PyObject *py_step_at(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_step_end_at(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    unsigned long long t_ns = PyLong_AsUnsignedLongLong(arg);
+    if (t_ns == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    tp_step_end_at(t_ns);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_epoch(PyObject *module, PyObject *arg)
 {
     (void)module;
@@ -298,6 +308,8 @@ static PyMethodDef module_methods[] = {
     {"now_ns", py_now_ns, METH_NOARGS, "The recorder's clock (CLOCK_MONOTONIC) in ns."},
     {"step", py_step, METH_NOARGS, "Marks a step boundary."},
     {"step_at", py_step_at, METH_O, "step_at(t_ns): a step boundary at an earlier now_ns()."},
+    {"step_end_at", py_step_end_at, METH_O,
+     "step_end_at(t_ns): the open step ended at an earlier now_ns(); none begins."},
     {"epoch", py_epoch, METH_O, "epoch(n): marks the start of epoch n."},
     {"samples", py_samples, METH_O, "samples(n): the current step processed n samples."},
     {"set_thread_name", py_set_thread_name, METH_O, "Names this thread in the recording."},

@@ -34,6 +34,12 @@ class ThreadState(threading.local):
     # none did if work follows (micro-batches fetched first). Settled by the
     # next fetch after work, the next epoch, the process's end or a full list.
     undecided = None
+    epoch_open = False  # the main DataLoader is between its iter() and its end
+    # now_ns() at which another DataLoader began a pass while a step with work
+    # was open (an evaluation mid-epoch, as the Trainer's eval_steps run): if
+    # the pass ends with no training forward, backward or optimizer step in
+    # it, the step ended there (tp_step_end_at) and the pass is no step's
+    eval_since = None
     device_times = None  # _torch_device.DeviceTimes, made on first use
     in_comm_hook = False  # inside a timed DDP communication hook
     in_funcol = False  # inside a timed functional collective (_torch_funcol)

@@ -52,6 +52,8 @@ def forward_begin(module, args, kwargs=None):
     local.fetched_only = False
     if _grad_enabled():
         local.forward_seen = True
+        if module.training:
+            local.eval_since = None  # a training forward: no evaluation pass
     if _bottleneck.wants_model_facts:
         _bottleneck.note_model(module)
     device = module_device(module) if DEVICE_TIMES else None

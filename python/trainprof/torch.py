@@ -136,12 +136,15 @@ def _patch_dataloader():
         discovery_start(QUIET if first else QUIET_AGAIN)
         main = self is Training.main_loader
         it._trainprof_main = main
+        if not main:
+            _evaluation_begins(it)
         if main:
             try:
                 it._trainprof_len = len(it)
             except TypeError:  # an IterableDataset without __len__
                 it._trainprof_len = -1
             _local.last_batch = _local.step_closed = False
+            _local.epoch_open = True
             _settle_undecided()
             _local.fetched_only = None  # an epoch's first fetch begins a step
         if main and not _state.manual_epochs:
@@ -163,6 +166,7 @@ def _patch_dataloader():
                 Training.work_between_fetches = True
                 local.undecided = None  # work followed them: they were one step
             local.fetched_only = True
+            local.eval_since = None
             if local.step_closed:  # by the last batch's optimizer step: this is the end
                 local.step_closed = False
             elif _state.manual_steps or (fetched_only and Training.work_between_fetches):
@@ -185,8 +189,11 @@ def _patch_dataloader():
             # and the next optimizer step ends their step
             if main:
                 _local.fetched_only = fetched_only  # no batch came: not a fetch
+                _local.epoch_open = False
                 if not marked:
                     _local.last_batch = True
+            elif getattr(self, "_trainprof_eval", False):
+                _evaluation_ends(self)
             raise
         if main and not _state.manual_steps:
             count_samples(batch)
@@ -199,6 +206,27 @@ def _patch_dataloader():
 
     dl.DataLoader.__iter__ = __iter__
     dl._BaseDataLoaderIter.__next__ = __next__
+
+
+def _evaluation_begins(it):
+    """Another DataLoader than the training one begins a pass: with a step
+    open that has done its work, this may be an evaluation mid-epoch."""
+    local = _local
+    if (Training.main_loader is not None and not _state.manual_steps and local.epoch_open
+            and local.fetched_only is False and not local.step_closed and not local.last_batch):
+        it._trainprof_eval = True
+        local.eval_since = _native.now_ns()
+
+
+def _evaluation_ends(it):
+    """That pass came to its end with no training forward, backward,
+    optimizer step or training fetch in it: an evaluation, and the step ended
+    where it began. A pass left before its end stays in the step."""
+    it._trainprof_eval = False
+    local = _local
+    if local.eval_since is not None:
+        _native.step_end_at(local.eval_since)
+        local.eval_since = None
 
 
 UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
@@ -256,6 +284,7 @@ def _patch_optimizer():
     def begin_step(optimizer):
         _local.optimizer_step = True
         _local.fetched_only = False
+        _local.eval_since = None
         begin(R_OPTIM)
         if DEVICE_PHASES:
             device_begin(R_OPTIM, optimizer_device(optimizer))
@@ -434,6 +463,7 @@ def _patch_backward():
         if not local.forward_seen:
             forward_unseen()
         local.fetched_only = False
+        local.eval_since = None
         begin(R_BACKWARD)
         if DEVICE_PHASES:
             device_begin(R_BACKWARD, cuda_of(self))

@@ -186,16 +186,23 @@ static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks
             c->acc[k].visible_thread = (int)i;
         c->thread_acc[i] = (int)k;
     }
-    /* marks come in (rank, thread, time) order: one run per thread */
+    /* marks come in (rank, thread, time) order: one run per thread; its steps
+     * are its step marks but the first, and the step-end marks that closed a
+     * step (an evaluation mid-epoch), over the window of the first to the last */
     for (size_t i = 0; i < nmarks;) {
         size_t j = i, steps = 0;
         int64_t first = 0, last = 0;
+        bool open = false;
         for (; j < nmarks && marks[j].thread == marks[i].thread; j++) {
-            if (marks[j].kind != TP_RUN_MARK_STEP)
+            bool step = marks[j].kind == TP_RUN_MARK_STEP;
+            if (!step && !(marks[j].kind == TP_RUN_MARK_STEP_END && open))
                 continue;
             if (!steps++)
                 first = marks[j].t_ns;
+            else if (!open)
+                steps--; /* a step mark after a step end closes no step */
             last = marks[j].t_ns;
+            open = step;
         }
         int ti = thread_index(c, marks[i].thread);
         if (ti >= 0 && c->thread_acc[ti] >= 0) {

@@ -61,7 +61,7 @@ static void add_region(void *ctx, int64_t thread, const char *name, int depth, i
 
 /* The steps of rank from the marks (in rank, thread, time order): those of
  * its thread with the most step marks, one mark to the next, never across an
- * epoch mark. */
+ * epoch mark, and none from a step-end mark. */
 static void rank_steps_of(const tp_run_mark *m, size_t n, int rank, rank_steps *r)
 {
     r->thread = -1;
@@ -93,7 +93,7 @@ static void rank_steps_of(const tp_run_mark *m, size_t n, int rank, rank_steps *
             r->start[r->nsteps] = prev;
             r->end[r->nsteps++] = m[i].t_ns;
         }
-        prev = m[i].t_ns;
+        prev = m[i].kind == TP_RUN_MARK_STEP_END ? -1 : m[i].t_ns;
     }
     r->phase = calloc(r->nsteps * TP_STEP_PHASES + 1, sizeof(double));
 }

@@ -77,7 +77,9 @@ static double epoch_duration(int64_t start_ns, int64_t end_ns)
  * epoch mark in between ends the run of steps (so the wait between the last
  * fetch of an epoch and the first of the next is not a step). An epoch lasts
  * from its mark to its thread's next epoch mark, or to its last step mark,
- * or to the end of the run. Samples marks count for the step they fall in,
+ * or to the end of the run. A step-end mark closes the open step as a step
+ * mark would, and begins none: the time to the next step mark is no step's.
+ * Samples marks count for the step they fall in,
  * once that step is closed, so samples/s is over the same steps as steps/s. */
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
                        size_t *steps_cap, size_t *epochs_cap, span_list *spans)
@@ -130,6 +132,13 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
                 t->epochs[epoch_row].steps++;
                 t->epochs[epoch_row].samples += pending;
             }
+        }
+        if (m[i].kind == TP_RUN_MARK_STEP_END) {
+            if (prev_step >= 0)
+                last_mark = m[i].t_ns;
+            prev_step = -1;
+            pending = 0;
+            continue;
         }
         pending = 0;
         prev_step = (long)i;

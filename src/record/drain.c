@@ -142,6 +142,7 @@ static void drain_ring_events(tp_drain *d, drain_ring *r)
             break;
         case TP_EV_END: close_region(d, r, e.name_id, e.t_ns); break;
         case TP_EV_STEP: tp_sink_mark(d->sink, r->thread, TP_MARK_STEP, e.t_ns, 0); break;
+        case TP_EV_STEP_END: tp_sink_mark(d->sink, r->thread, TP_MARK_STEP_END, e.t_ns, 0); break;
         case TP_EV_EPOCH: tp_sink_mark(d->sink, r->thread, TP_MARK_EPOCH, e.t_ns, e.value); break;
         case TP_EV_SAMPLES:
             tp_sink_mark(d->sink, r->thread, TP_MARK_SAMPLES, e.t_ns, e.value);

@@ -71,12 +71,12 @@ typedef struct tp_device_span {
 /* A step or epoch boundary. */
 typedef struct tp_mark {
     uint32_t thread;
-    uint32_t kind; /* TP_MARK_STEP, TP_MARK_EPOCH or TP_MARK_SAMPLES */
+    uint32_t kind; /* TP_MARK_STEP, _STEP_END, _EPOCH or _SAMPLES */
     uint64_t t_ns;
     int64_t value;
 } tp_mark;
 
-enum { TP_MARK_STEP = 1, TP_MARK_EPOCH = 2, TP_MARK_SAMPLES = 3 };
+enum { TP_MARK_STEP = 1, TP_MARK_EPOCH = 2, TP_MARK_SAMPLES = 3, TP_MARK_STEP_END = 4 };
 
 typedef struct tp_name_def {
     uint32_t id;

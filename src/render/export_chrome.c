@@ -175,7 +175,8 @@ static void mark_events(chrome_ctx *c, const tp_run_mark *marks, size_t n)
             fprintf(c->out, "{\"ph\":\"i\",\"s\":\"p\",\"name\":\"epoch %lld\"",
                     (long long)marks[i].value);
         else
-            fputs("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"step\"", c->out);
+            fprintf(c->out, "{\"ph\":\"i\",\"s\":\"t\",\"name\":\"%s\"",
+                    marks[i].kind == TP_RUN_MARK_STEP_END ? "step end" : "step");
         fprintf(c->out, ",\"cat\":\"mark\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f}", t->pid, t->tid,
                 (double)marks[i].t_ns / 1e3);
     }

@@ -427,10 +427,11 @@ bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t
         const unsigned char *kind = sqlite3_column_text(st, 2);
         (*marks)[(*n)++] =
             (tp_run_mark){sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
-                          !kind                                        ? TP_RUN_MARK_STEP
-                          : strcmp((const char *)kind, "epoch") == 0   ? TP_RUN_MARK_EPOCH
-                          : strcmp((const char *)kind, "samples") == 0 ? TP_RUN_MARK_SAMPLES
-                                                                       : TP_RUN_MARK_STEP,
+                          !kind                                         ? TP_RUN_MARK_STEP
+                          : strcmp((const char *)kind, "epoch") == 0    ? TP_RUN_MARK_EPOCH
+                          : strcmp((const char *)kind, "samples") == 0  ? TP_RUN_MARK_SAMPLES
+                          : strcmp((const char *)kind, "step_end") == 0 ? TP_RUN_MARK_STEP_END
+                                                                        : TP_RUN_MARK_STEP,
                           sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4)};
     }
     sqlite3_finalize(st);

@@ -13,8 +13,9 @@
  * 4: summary_timing.in_steps_s (shares of step time count only what ran in
  * steps; a v3 file's stored summary is set aside and its rows read);
  * 5: device times (device_time, the device_times view, summary_timing's
- * device_* columns) */
-#define TP_SCHEMA_VERSION 5
+ * device_* columns); 6: mark kind 'step_end' (a step ended with none begun:
+ * an evaluation pass mid-epoch), which older readers would take for a step */
+#define TP_SCHEMA_VERSION 6
 /* the first schema whose stored summary readers use */
 #define TP_SCHEMA_SUMMARY 4
 /* the first schema with device times */

@@ -173,6 +173,72 @@ def test_a_validation_pass_counts_but_takes_no_share(run_file):
     assert "outside the steps (not in the shares): dataloader_next" in text
 
 
+# An evaluation every 5 steps, in the middle of the epochs (as the Trainer's
+# eval_steps and Lightning's val_check_interval run it), over a slow loader.
+EVALUATE_MID_EPOCH = TRAIN_AND_VALIDATE.split("for epoch in range(2):")[0] + """
+for epoch in range(2):
+    for step, (x, y) in enumerate(train):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        if step % 5 == 4:
+            model.eval()
+            with torch.no_grad():
+                for vx, vy in val:
+                    model(vx)
+            model.train()
+"""
+
+
+def test_an_evaluation_mid_epoch_is_in_no_step(run_file):
+    """A pass over another loader, with no training forward, backward or
+    optimizer step in it, that begins once a step has done its work, ends that
+    step: its fetches and forwards are outside the steps, the steps stay 20 an
+    epoch, and the slow evaluation loader makes no input-bound verdict."""
+    record_script(run_file, EVALUATE_MID_EPOCH)
+    rep = report_json(run_file)
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == \
+        [(0, 20, 640), (1, 20, 640)]
+    nxt, fwd = timing(rep, "dataloader_next"), timing(rep, "forward")
+    assert nxt["count"] == 2 * 21 + 8 * 21 and fwd["count"] == 2 * 20 + 8 * 20
+    # 8 evaluations of 20 fetches of 16 ms: 2.5 s, none of it in a step
+    assert nxt["total_s"] > 2 and nxt["in_steps_s"] < 0.2 * nxt["total_s"], nxt
+    assert fwd["in_steps_s"] < 0.5 * fwd["total_s"], fwd
+    assert "input_bound" not in kinds(rep), rep["verdicts"]
+    steps = rep["steps"][0]
+    assert steps["count"] == 40 and steps["max_s"] < 0.2, steps
+    with sqlite3.connect(run_file) as db:
+        ends = db.execute("SELECT count(*) FROM mark WHERE kind = 'step_end'").fetchone()[0]
+    assert ends == 6  # the evaluations after steps 5, 10 and 15; step 20 ended the epoch
+
+
+# An auxiliary loader run to its end inside each step, its batches taken by a
+# training forward before the step's backward: that pass is part of the step.
+AUXILIARY_PASS = TRAIN_AND_VALIDATE.split("for epoch in range(2):")[0] + """
+aux = DataLoader(TensorDataset(torch.randn(64, 256)), batch_size=32)
+for epoch in range(2):
+    for x, y in train:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        for (a,) in aux:
+            loss = loss + model(a).pow(2).mean() * 1e-3
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_loader_pass_with_training_work_stays_in_the_step(run_file):
+    record_script(run_file, AUXILIARY_PASS)
+    rep = report_json(run_file)
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == \
+        [(0, 20, 640), (1, 20, 640)]
+    for name in ("forward", "backward", "optimizer_step"):
+        t = timing(rep, name)
+        assert t["in_steps_s"] == pytest.approx(t["total_s"]), name
+    with sqlite3.connect(run_file) as db:
+        assert db.execute("SELECT count(*) FROM mark WHERE kind = 'step_end'").fetchone()[0] == 0
+
+
 @pytest.mark.parametrize("workers, method", [(2, "fork"), (4, "fork"), (2, "spawn"),
                                              (4, "spawn")])
 def test_dataloader_workers(run_file, workers, method):

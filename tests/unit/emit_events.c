@@ -40,7 +40,8 @@ static int nested_regions(void)
 }
 
 /* Spans measured after the fact: one inside an open region, one reversed
- * (ignored), one at top level, 1000 ns to 3000 ns after a fixed start. */
+ * (ignored), one at top level, 1000 ns to 3000 ns after a fixed start; and a
+ * step learnt late at 1000 ns, ended (none begun) at 3000 ns. */
 static int spans(void)
 {
     static tp_site outer = TP_SITE("span_outer");
@@ -51,6 +52,8 @@ static int spans(void)
     tp_span(comm, t0 + 5000, t0 + 4000);
     tp_region_end(&outer);
     tp_span(comm, t0 + 1000, t0 + 3000);
+    tp_step_at(t0 + 1000);
+    tp_step_end_at(t0 + 3000);
     return tp_active() && tp_dropped() == 0 ? 0 : 1;
 }
 

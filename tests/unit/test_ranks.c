@@ -9,6 +9,7 @@
 #include "analyze/rank_gpu.h"
 #include "analyze/ranks.h"
 #include "analyze/summary_store.h"
+#include "analyze/timings.h"
 #include "harness.h"
 #include "store/reader.h"
 #include "store/writer.h"
@@ -131,6 +132,46 @@ static void test_parts_by_interval_union(void **state)
     assert_float_equal(row->comm_overlap_s, 3, 1e-9);
     assert_false(row->straggler);
     tp_ranks_free(&r);
+    free(path);
+}
+
+/* An evaluation mid-epoch: step marks at 0, 10, 20 and 30 s and step ends at
+ * 12 s (closing the step of 10 s) and 13 s (no step open: nothing). The steps
+ * are [0, 10], [10, 12] and [20, 30]; [12, 20] is no step's, and the ranks'
+ * window still runs from the first mark to the last. */
+static void test_a_step_end_closes_a_step_and_begins_none(void **state)
+{
+    (void)state;
+    char *path = tmp_path("step_end.db");
+    tp_sink *s = run_sink();
+    uint32_t main = thread(s, 0, 1000);
+    const struct {
+        uint32_t kind;
+        uint64_t t;
+    } marks[] = {{TP_MARK_STEP, 0},          {TP_MARK_STEP, 10 * S}, {TP_MARK_STEP_END, 12 * S},
+                 {TP_MARK_STEP_END, 13 * S}, {TP_MARK_STEP, 20 * S}, {TP_MARK_STEP, 30 * S}};
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        tp_sink_mark(s, main, marks[i].kind, marks[i].t, 0);
+    tp_sink_interval(s, main, tp_sink_name(s, "dataloader_next"), 0, 14 * S, 15 * S);
+    write_run(path, s);
+    tp_ranks r = build(path, true);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.rows[0].steps, 3);
+    assert_float_equal(r.rows[0].window_s, 30, 1e-9);
+    tp_ranks_free(&r);
+    char err[256];
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    run->raw_only = true;
+    tp_timings t;
+    assert_true(tp_timings_build(run, 40, &t, err, sizeof err));
+    assert_int_equal(t.nsteps, 1);
+    assert_int_equal(t.steps[0].stats.count, 3);
+    assert_float_equal(t.steps[0].total_s, 22, 1e-9);
+    assert_int_equal(t.nrows, 1); /* the fetch at 14 s fell in no step */
+    assert_float_equal(t.rows[0].in_steps_s, 0, 1e-9);
+    tp_timings_free(&t);
+    tp_run_close(run);
     free(path);
 }
 
@@ -331,6 +372,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parts_by_interval_union),
+        cmocka_unit_test(test_a_step_end_closes_a_step_and_begins_none),
         cmocka_unit_test(test_straggler_named_with_its_input),
         cmocka_unit_test(test_an_excess_too_small_for_the_step_is_no_straggler),
         cmocka_unit_test(test_local_ranks_inferred_from_an_agents_block_of_ranks),

@@ -210,12 +210,14 @@ def _patch_dataloader():
 
 def _evaluation_begins(it):
     """Another DataLoader than the training one begins a pass: with a step
-    open that has done its work, this may be an evaluation mid-epoch."""
+    open that has done its work, this may be an evaluation mid-epoch (which
+    began with the first such pass, where one runs inside another)."""
     local = _local
     if (Training.main_loader is not None and not _state.manual_steps and local.epoch_open
             and local.fetched_only is False and not local.step_closed and not local.last_batch):
         it._trainprof_eval = True
-        local.eval_since = _native.now_ns()
+        if local.eval_since is None:
+            local.eval_since = _native.now_ns()
 
 
 def _evaluation_ends(it):

@@ -39,14 +39,19 @@ static inline void put(tp_thread *t, uint64_t t_ns, uint32_t kind, uint32_t id, 
     t->head++;
 }
 
-/* Writes one event; drops (and counts) it when the ring is full. */
-static inline void push(tp_thread *t, uint32_t kind, uint32_t id, int64_t value)
+/* Writes one event at t_ns; drops (and counts) it when the ring is full. */
+static inline void push_at(tp_thread *t, uint64_t t_ns, uint32_t kind, uint32_t id, int64_t value)
 {
     tp_ring_header *h = t->ring;
     if (UNLIKELY(!tp_ring_has_room(h, t->head, 1)))
         return;
-    put(t, tp_clock_mono_ns(), kind, id, value, 0);
+    put(t, t_ns, kind, id, value, 0);
     atomic_store_explicit(&h->head, t->head, memory_order_release);
+}
+
+static inline void push(tp_thread *t, uint32_t kind, uint32_t id, int64_t value)
+{
+    push_at(t, tp_clock_mono_ns(), kind, id, value);
 }
 
 /* Keeps the innermost open region readable by the recorder (for a stack
@@ -129,19 +134,15 @@ void tp_step(void)
 void tp_step_at(uint64_t t_ns)
 {
     tp_thread *t = &tp_self;
-    if (!ready(t) || !tp_ring_has_room(t->ring, t->head, 1))
-        return;
-    put(t, t_ns, TP_EV_STEP, 0, 0, 0);
-    publish(t);
+    if (ready(t))
+        push_at(t, t_ns, TP_EV_STEP, 0, 0);
 }
 
 void tp_step_end_at(uint64_t t_ns)
 {
     tp_thread *t = &tp_self;
-    if (!ready(t) || !tp_ring_has_room(t->ring, t->head, 1))
-        return;
-    put(t, t_ns, TP_EV_STEP_END, 0, 0, 0);
-    publish(t);
+    if (ready(t))
+        push_at(t, t_ns, TP_EV_STEP_END, 0, 0);
 }
 
 void tp_epoch(int64_t epoch)

@@ -204,24 +204,26 @@ static PyObject *py_step(PyObject *module, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-static PyObject *py_step_at(PyObject *module, PyObject *arg)
+/* Calls mark with arg, a time from now_ns(). */
+static PyObject *mark_at(PyObject *arg, void (*mark)(uint64_t))
 {
-    (void)module;
     unsigned long long t_ns = PyLong_AsUnsignedLongLong(arg);
     if (t_ns == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
-    tp_step_at(t_ns);
+    mark(t_ns);
     Py_RETURN_NONE;
+}
+
+static PyObject *py_step_at(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    return mark_at(arg, tp_step_at);
 }
 
 static PyObject *py_step_end_at(PyObject *module, PyObject *arg)
 {
     (void)module;
-    unsigned long long t_ns = PyLong_AsUnsignedLongLong(arg);
-    if (t_ns == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    tp_step_end_at(t_ns);
-    Py_RETURN_NONE;
+    return mark_at(arg, tp_step_end_at);
 }
 
 static PyObject *py_epoch(PyObject *module, PyObject *arg)

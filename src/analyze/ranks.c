@@ -186,29 +186,31 @@ static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks
             c->acc[k].visible_thread = (int)i;
         c->thread_acc[i] = (int)k;
     }
-    /* marks come in (rank, thread, time) order: one run per thread; its steps
-     * are its step marks but the first, and the step-end marks that closed a
-     * step (an evaluation mid-epoch), over the window of the first to the last */
+    /* marks come in (rank, thread, time) order: one run per thread. A step
+     * mark closes the open step and opens one; a step-end mark (an evaluation
+     * mid-epoch) only closes. The window runs from the first step mark to the
+     * last mark that closed a step. */
     for (size_t i = 0; i < nmarks;) {
-        size_t j = i, steps = 0;
-        int64_t first = 0, last = 0;
+        size_t j = i, closed = 0;
+        int64_t first = -1, last = 0;
         bool open = false;
         for (; j < nmarks && marks[j].thread == marks[i].thread; j++) {
-            bool step = marks[j].kind == TP_RUN_MARK_STEP;
-            if (!step && !(marks[j].kind == TP_RUN_MARK_STEP_END && open))
+            int kind = marks[j].kind;
+            if (kind != TP_RUN_MARK_STEP && kind != TP_RUN_MARK_STEP_END)
                 continue;
-            if (!steps++)
+            if (open) {
+                closed++;
+                last = marks[j].t_ns;
+            } else if (kind == TP_RUN_MARK_STEP && first < 0) {
                 first = marks[j].t_ns;
-            else if (!open)
-                steps--; /* a step mark after a step end closes no step */
-            last = marks[j].t_ns;
-            open = step;
+            }
+            open = kind == TP_RUN_MARK_STEP;
         }
         int ti = thread_index(c, marks[i].thread);
         if (ti >= 0 && c->thread_acc[ti] >= 0) {
             rank_acc *r = &c->acc[c->thread_acc[ti]];
-            if (steps > 1 && steps - 1 > r->row.steps) {
-                r->row.steps = steps - 1;
+            if (closed > r->row.steps) {
+                r->row.steps = closed;
                 r->t0 = first;
                 r->t1 = last;
             }

@@ -90,7 +90,7 @@ _NATIVE_CALLS = {"begin": None, "end": None, "span": None, "now_ns": 0, "step": 
                  "epoch": None, "samples": None, "device_time": None}
 
 
-def trace_recording_as_nothing():
+def trace_recording_as_nothing(_dynamo=None):
     """Where torch.compile traces a patched call (a collective, a to(), a
     backward inside a compiled function), the recording calls in it become
     nothing in the graph instead of breaking the graph in two: Dynamo can't

@@ -16,6 +16,16 @@ called after the hooks had gone), for QUIET_AGAIN calls. Every step taken while
 looking takes torch's slow path: with 64 batches an epoch and 32 calls of
 looking each (bench/step_cost.py, 34 modules), the mean step cost 126 us
 more than plain; with 4, 76 us.
+
+Dynamo guards on the number of global hooks: compiled code that ran once
+with the hooks and once without would be compiled twice. So compiled code
+never sees them: the module torch.compile() returns gets its timed call at
+once, the function it returns a wrapper, and both take the hooks out of
+torch's dicts for the call's duration (compiled code has no outermost call
+to find inside it). Another thread's module call that began while they were
+in and ends while they are out keeps its forward open: threads that call
+modules while a compiled call runs on another, during discovery, are not
+timed right.
 """
 
 import functools
@@ -82,11 +92,12 @@ class TimedCall:
     cycle keeps a deleted model's memory), and pickles as None, so that a
     module saved whole never needs trainprof to load."""
 
-    __slots__ = ("module", "inner", "__weakref__")
+    __slots__ = ("module", "inner", "compiled", "__weakref__")
 
-    def __init__(self, module, inner):
+    def __init__(self, module, inner, compiled=False):
         self.module = weakref.ref(module)
         self.inner = inner
+        self.compiled = compiled  # a module torch.compile() returned
 
     def __call__(self, *args, **kwargs):
         call = self.inner or self.module()._call_impl
@@ -100,6 +111,8 @@ class TimedCall:
                 discovery_stop()
         try:
             forward_begin(self.module(), args, kwargs)
+            if Discovery.handles is not None and self.compiled:
+                return call_without_hooks(call, args, kwargs)
             return call(*args, **kwargs)
         finally:
             local.depth = 0
@@ -109,15 +122,46 @@ class TimedCall:
         return type(None), ()
 
 
-def give_timed_call(module):
+def give_timed_call(module, compiled=False):
     """Makes module's calls go through a TimedCall; False where that can't
     be done (a torch without Module._compiled_call_impl)."""
     if not hasattr(type(module), "_compiled_call_impl"):
         return False
     inner = module.__dict__.get("_compiled_call_impl")
     if not isinstance(inner, TimedCall):
-        module.__dict__["_compiled_call_impl"] = TimedCall(module, inner)
+        module.__dict__["_compiled_call_impl"] = TimedCall(module, inner, compiled)
     return True
+
+
+def call_without_hooks(call, args, kwargs):
+    """call(*args, **kwargs) with the discovery hooks out of torch's global
+    hook dicts (Dynamo guards on their length), put back after."""
+    taken = []
+    for handle in Discovery.handles:
+        for ref in (handle.hooks_dict_ref, getattr(handle, "extra_dict_ref", ())):
+            for r in (ref if isinstance(ref, tuple) else (ref,)):
+                hooks = r()
+                if hooks is not None and handle.id in hooks:
+                    taken.append((hooks, handle.id, hooks.pop(handle.id)))
+    try:
+        return call(*args, **kwargs)
+    finally:
+        for hooks, key, value in taken:
+            hooks[key] = value
+
+
+def without_hooks(compiled_fn):
+    """A function torch.compile() returned, called without the discovery
+    hooks while they look (see call_without_hooks); as is otherwise."""
+
+    @functools.wraps(compiled_fn)
+    def call(*args, **kwargs):
+        if Discovery.handles is None:
+            return compiled_fn(*args, **kwargs)
+        return call_without_hooks(compiled_fn, args, kwargs)
+
+    call.__trainprof_wrapped__ = compiled_fn
+    return call
 
 
 def discovery_pre_hook(module, args):
@@ -187,20 +231,28 @@ def discovery_stop():
 
 def patch_compile():
     """torch.compile(module) leaves the module's own timed call out of what
-    it traces (torch 2.11's dynamo compiled no graph through one), and looks
-    for outermost modules again: the compiled wrapper is one."""
+    it traces (torch 2.11's dynamo compiled no graph through one) and gives
+    the compiled wrapper one of its own; compiled calls never see the
+    discovery hooks (see the module's doc). torch.compile(fn) (Module.compile()
+    among its callers) returns fn compiled, in a wrapper that sees to that."""
     compile_fn = getattr(torch, "compile", None)
     if compile_fn is None:
         return
 
     @functools.wraps(compile_fn)
     def compile(model=None, *args, **kwargs):
+        if model is None:  # @torch.compile(mode=...): the decorator calls this again
+            return compile_fn(model, *args, **kwargs)
         if isinstance(model, torch.nn.Module):
             timed = model.__dict__.get("_compiled_call_impl")
             if isinstance(timed, TimedCall):
                 model.__dict__["_compiled_call_impl"] = timed.inner
-            discovery_start()
-        return compile_fn(model, *args, **kwargs)
+            compiled = compile_fn(model, *args, **kwargs)
+            if isinstance(compiled, torch.nn.Module):
+                give_timed_call(compiled, compiled=True)
+            return compiled
+        compiled = compile_fn(model, *args, **kwargs)
+        return without_hooks(compiled) if callable(compiled) else compiled
 
     compile.__trainprof_wrapped__ = compile_fn
     torch.compile = compile

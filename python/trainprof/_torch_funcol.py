@@ -104,12 +104,10 @@ def _timed_wait(wait):
 _Async = None
 
 
-def patch_functional_collectives():
+def patch_functional_collectives(funcol):
+    """Times the calls of torch.distributed._functional_collectives (funcol,
+    once the script has imported it)."""
     global _Async
-    try:
-        import torch.distributed._functional_collectives as funcol
-    except ImportError:  # torch without them, or without torch.distributed
-        return
     _Async = getattr(funcol, "AsyncCollectiveTensor", None)
     wait = getattr(funcol, "wait_tensor", None)
     if _Async is None or wait is None or hasattr(wait, "__trainprof_wrapped__"):

@@ -64,6 +64,7 @@ import weakref
 import torch
 
 from . import _bottleneck, _native, _state
+from ._after_import import after_import
 from ._torch_common import (R_BACKWARD, R_FROM, R_NEXT, R_OPTIM, R_REDUCE, R_SCHED, R_TO, R_TRAIN,
                             Training, begin, count_samples, end, trace_recording_as_nothing)
 from ._torch_common import is_compiling as _is_compiling
@@ -561,7 +562,6 @@ def _patch_ddp():
     if os.environ.get("TRAINPROF_DDP_HOOK", "1") == "0":
         return
     try:
-        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         from torch.nn.parallel import DistributedDataParallel as DDP
     except ImportError:
         return
@@ -582,7 +582,9 @@ def _patch_ddp():
     def ddp_forward(self, *args, **kwargs):
         if not self.__dict__.get("_trainprof_hook"):
             self.__dict__["_trainprof_hook"] = True
-            try:
+            try:  # imported here: the hooks' package is 6 modules a script without DDP never loads
+                from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
                 register(self, self.process_group, _timed_comm_hook(default_hooks.allreduce_hook))
             except Exception:  # noqa: BLE001 - an unusual DDP set-up: stay out of its way
                 pass
@@ -665,7 +667,7 @@ def _patch_distributed():
         if fn is not None and not hasattr(fn, "__trainprof_wrapped__"):
             setattr(dist, name, _collective(fn, name in _LEAVE_WORK))
     _patch_ddp()
-    patch_functional_collectives()
+    after_import("torch.distributed._functional_collectives", patch_functional_collectives)
 
 
 def instrument():
@@ -676,8 +678,10 @@ def instrument():
     _installed = True
     for patch in (_patch_dataloader, _patch_workers, _patch_modules, _patch_backward,
                   _patch_optimizer, _patch_schedulers, _patch_transfers, _patch_distributed,
-                  _patch_spawn, _patch_graph_capture, trace_recording_as_nothing):
+                  _patch_spawn, _patch_graph_capture):
         patch()
+    # Dynamo only traces once the script has imported it (torch.compile does)
+    after_import("torch._dynamo", trace_recording_as_nothing)
     if DEVICE_TIMES:
         atexit.register(flush_device_times)
     atexit.register(_settle_undecided)

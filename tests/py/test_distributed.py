@@ -295,6 +295,7 @@ def train(rank, port):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.debug import CommDebugMode
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    dist.barrier()  # the imports (torch._dynamo among them) take each rank its own time
     if rank == 1:
         time.sleep(0.5)
     with trainprof.region("late"):  # rank 0 waits there for rank 1's all_reduce

@@ -1,0 +1,79 @@
+"""Under record, the training runs as it would without: nothing imported that
+the script does not import, and torch.compile compiles the same graphs, with
+no recompilation. The oracle is the same script run without record, and
+torch._dynamo's own counters."""
+
+import json
+import subprocess
+
+from conftest import PYTHON, trainprof
+
+MODULES = "import sys, torch; print(' '.join(sorted(sys.modules)))"
+
+
+def modules(run_file=None, code=MODULES):
+    cmd = [PYTHON, "-c", code]
+    if run_file is None:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    else:
+        r = trainprof("record", "-q", "-o", run_file, "--", *cmd, timeout=300)
+        assert r.returncode == 0, r.stderr
+        out = r.stdout
+    return set(out.split())
+
+
+def test_import_torch_loads_only_trainprof_besides(run_file):
+    plain, recorded = modules(), modules(run_file)
+    assert "torch._dynamo" not in recorded  # 800 modules, a second of every start-up
+    assert {m for m in recorded - plain if m.split(".")[0] != "trainprof"} == set()
+    assert "trainprof.torch" in recorded  # instrumented all the same
+    assert plain - recorded == set()
+
+
+def test_deferred_parts_apply_once_the_script_imports_them(run_file):
+    """The functional collectives' timing and Dynamo's stand-ins wait for the
+    script's own import of those modules, and are there once it happens."""
+    code = ("import torch, torch._dynamo, torch.distributed._functional_collectives as f; "
+            "print(hasattr(f.all_reduce, '__trainprof_wrapped__'))")
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, "-c", code, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True"]
+
+
+COMPILED = """
+import json, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+loader = DataLoader(TensorDataset(torch.randn(256, 16), torch.randint(0, 4, (256,))),
+                    batch_size=16)  # 48 calls: past the 32 the hooks look for
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+compiled = torch.compile(model)
+step = torch.compile(lambda x: x * 2 + 1)  # a compiled function beside the module
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for epoch in range(3):  # each iter() looks for modules again
+    for x, y in loader:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(compiled(step(x)), y)
+        loss.backward()
+        opt.step()
+from torch._dynamo.utils import counters
+print(json.dumps({"recompiles": sum(counters["recompiles"].values()),
+                  "graphs": counters["stats"]["unique_graphs"],
+                  "frames": counters["frames"]["total"]}))
+"""
+
+
+def test_torch_compile_compiles_as_without_record(run_file, tmp_path):
+    script = tmp_path / "compiled.py"
+    script.write_text(COMPILED)
+    plain = subprocess.run([PYTHON, script], capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0, plain.stderr
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    expected, got = json.loads(plain.stdout), json.loads(r.stdout.splitlines()[-1])
+    assert got == expected and got["recompiles"] == 0, (got, expected)
+    rep = json.loads(trainprof("report", "--json", run_file).stdout)
+    [forward] = [t for t in rep["timings"] if t["name"] == "forward"]
+    assert forward["count"] == 3 * 16  # the compiled module's calls are still timed
+    assert rep["steps"][0]["count"] == 3 * 16

@@ -30,13 +30,13 @@ from ._version import __version__
 
 def step():
     """Marks a step boundary; from now on steps are only marked by hand."""
-    _state.manual_steps = True
+    _state.manual_steps = "script"
     _native.step()
 
 
 def epoch(n):
     """Marks the start of epoch n; from now on epochs are only marked by hand."""
-    _state.manual_epochs = True
+    _state.manual_epochs = "script"
     _native.epoch(n)
 
 

@@ -43,6 +43,9 @@ class ThreadState(threading.local):
     device_times = None  # _torch_device.DeviceTimes, made on first use
     in_comm_hook = False  # inside a timed DDP communication hook
     in_funcol = False  # inside a timed functional collective (_torch_funcol)
+    # now_ns() at the first DataLoader fetch since a framework's callback last
+    # took it (only kept while one marks the steps): where its step began
+    fetch_ns = None
 
 
 local = ThreadState()
@@ -79,6 +82,10 @@ R_SCHED = _native.region("step_lr_schedulers")
 R_TO = _native.region("to_device")
 R_FROM = _native.region("from_device")
 R_REDUCE = _native.region("reduce_metrics")
+# what is not training, named where a framework says it (trainprof._lightning)
+R_EVALUATE = _native.region("evaluate")
+R_SANITY = _native.region("sanity_check")
+R_CHECKPOINT = _native.region("checkpoint")
 begin, end = _native.begin, _native.end
 
 # True while torch.compile's Dynamo traces (a constant it folds: code behind

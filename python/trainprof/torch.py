@@ -124,7 +124,8 @@ def _patch_dataloader():
 
     @functools.wraps(orig_iter)
     def __iter__(self):
-        if Training.main_loader is None and Training.step_optimizer is None:
+        if (Training.main_loader is None and Training.step_optimizer is None
+                and _state.manual_steps != "lightning"):  # Lightning's loop says which is which
             Training.main_loader = self
         it = orig_iter(self)
         if not _rank_told:  # a process group made without init_process_group (a device mesh)
@@ -157,6 +158,8 @@ def _patch_dataloader():
     def __next__(self):
         main = getattr(self, "_trainprof_main", False)
         marked = False
+        if _local.fetch_ns is None and _state.manual_steps == "lightning":
+            _local.fetch_ns = _native.now_ns()
         if main:
             local = _local
             local.forward_seen = False

@@ -61,9 +61,12 @@ class Training:
     # iterator, as nanoGPT's get_batch): from then on each step of that
     # optimizer (held weakly: a new one takes over once it is gone; a second
     # one stepping in the same iteration, as a GAN's, marks nothing) ends a
-    # training step (the first one, before it, is left out as warm-up), and no
-    # DataLoader marks steps or epochs.
+    # training step (the first one began at the run's first training forward:
+    # first_work_ns), and no DataLoader marks steps or epochs.
     step_optimizer = None
+    # now_ns() of the first training forward while neither marks the steps:
+    # where the first step began, should optimizer steps come to mark them
+    first_work_ns = None
     epochs = 0
     # a fetch of the main DataLoader has found work done since the one before:
     # fetches with no work between them (a loop that fetches its gradient

@@ -33,7 +33,7 @@ import weakref
 
 import torch
 
-from . import _bottleneck, _state
+from . import _bottleneck, _native, _state
 from ._torch_common import R_FORWARD, R_TRAIN, Training, begin, count_samples, end
 from ._torch_common import is_compiling as _is_compiling
 from ._torch_common import local as _local
@@ -72,8 +72,10 @@ def forward_begin(module, args, kwargs=None):
         local.batch_model = id(module)
         begin(R_TRAIN)
         device_begin(R_TRAIN, device)
-    if Training.step_optimizer is not None and local.batch_model == id(module) and module.training:
-        if not _state.manual_steps:
+        if Training.first_work_ns is None and Training.main_loader is None:
+            Training.first_work_ns = _native.now_ns()
+    if Training.main_loader is None and local.batch_model == id(module) and module.training:
+        if not _state.manual_steps:  # steps by optimizer steps, or soon (the first's batches)
             count_samples(args or tuple((kwargs or {}).values()))
     begin(R_FORWARD)
     if DEVICE_PHASES:

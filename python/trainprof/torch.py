@@ -343,6 +343,8 @@ def _training_step_ends(optimizer):
     if Training.main_loader is None and not _state.manual_steps:
         owner = Training.step_optimizer() if Training.step_optimizer is not None else None
         if owner is None:
+            if Training.step_optimizer is None and Training.first_work_ns is not None:
+                _native.step_at(Training.first_work_ns)  # the first step began there
             Training.step_optimizer, owner = weakref.ref(optimizer), optimizer
         if owner is optimizer:
             _native.step()

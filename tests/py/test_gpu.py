@@ -362,8 +362,8 @@ def test_grad_scaler_float16_steps_on_cuda(tmp_path):
     assert names["train_batch"]["count"] == 20
     assert names["train_batch"]["device"]["count"] == 20
     assert names["optimizer_step"]["count"] == 20 - skipped
-    assert rep["steps"][0]["count"] == 19
-    assert rep["steps"][0]["samples"] == 19 * 32
+    assert rep["steps"][0]["count"] == 20  # one per iteration, skipped or not
+    assert rep["steps"][0]["samples"] == 20 * 32
 
 
 LIGHTNING = """

@@ -358,14 +358,14 @@ with torch.no_grad():
 def test_steps_without_a_dataloader(run_file):
     """Each step of the first optimizer to step ends a training step when no
     DataLoader fed the training (a second optimizer stepping in the same
-    iteration marks none): 29 steps (the first is warm-up) with the samples
-    its model's calls took, none from the validation DataLoader iterated
-    afterwards, no epochs."""
+    iteration marks none): 30 steps, one per update (the first began at the
+    first training forward), with the samples its model's calls took, none
+    from the validation DataLoader iterated afterwards, no epochs."""
     record_script(run_file, NO_DATALOADER)
     rep = report_json(run_file)
-    assert rep["steps"][0]["count"] == 29
+    assert rep["steps"][0]["count"] == 30
     # a step's samples: its model's two micro-batches of 32 (not the loss's inputs)
-    assert rep["steps"][0]["samples"] == 29 * 64 and rep["steps"][0]["samples_per_s"] > 0
+    assert rep["steps"][0]["samples"] == 30 * 64 and rep["steps"][0]["samples_per_s"] > 0
     assert rep["epochs"] == []
     assert timing(rep, "train_batch")["count"] == 30
     assert timing(rep, "forward")["count"] == 2 * 60 + 10
@@ -498,8 +498,8 @@ def test_step_skipped_by_grad_scaler_still_ends(run_file):
     rep = report_json(run_file)
     assert timing(rep, "optimizer_step")["count"] == 8
     assert timing(rep, "train_batch")["count"] == 10
-    assert rep["steps"][0]["count"] == 9
-    assert rep["steps"][0]["samples"] == 9 * 32
+    assert rep["steps"][0]["count"] == 10  # one per iteration, skipped or not
+    assert rep["steps"][0]["samples"] == 10 * 32
 
 
 # One DataLoader of 20 batches, iterated three ways, an epoch each: a for loop

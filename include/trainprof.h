@@ -71,6 +71,10 @@ void tp_step_at(uint64_t t_ns);
  * what follows, up to the next step boundary, is no step: e.g. an evaluation
  * pass in the middle of an epoch. */
 void tp_step_end_at(uint64_t t_ns);
+/* Epoch `epoch` began at t_ns (from tp_clock_now_ns), learnt late: e.g. once
+ * a pass over the training data has shown it is one (not a peek at its first
+ * batch). */
+void tp_epoch_at(int64_t epoch, uint64_t t_ns);
 /* n samples (the batch size) belong to the current step: gives samples/s. */
 void tp_samples(int64_t n);
 

@@ -152,6 +152,13 @@ void tp_epoch(int64_t epoch)
         push(t, TP_EV_EPOCH, 0, epoch);
 }
 
+void tp_epoch_at(int64_t epoch, uint64_t t_ns)
+{
+    tp_thread *t = &tp_self;
+    if (ready(t))
+        push_at(t, t_ns, TP_EV_EPOCH, 0, epoch);
+}
+
 void tp_set_rank(int32_t rank, int32_t local_rank, int32_t world_size)
 {
     tp_thread_set_rank(rank, &local_rank, &world_size);

@@ -236,6 +236,17 @@ static PyObject *py_epoch(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_epoch_at(PyObject *module, PyObject *args)
+{
+    (void)module;
+    long long n;
+    unsigned long long t_ns;
+    if (!PyArg_ParseTuple(args, "LK", &n, &t_ns))
+        return NULL;
+    tp_epoch_at(n, t_ns);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_samples(PyObject *module, PyObject *arg)
 {
     (void)module;
@@ -313,6 +324,8 @@ static PyMethodDef module_methods[] = {
     {"step_end_at", py_step_end_at, METH_O,
      "step_end_at(t_ns): the open step ended at an earlier now_ns(); none begins."},
     {"epoch", py_epoch, METH_O, "epoch(n): marks the start of epoch n."},
+    {"epoch_at", py_epoch_at, METH_VARARGS,
+     "epoch_at(n, t_ns): epoch n began at an earlier now_ns()."},
     {"samples", py_samples, METH_O, "samples(n): the current step processed n samples."},
     {"set_thread_name", py_set_thread_name, METH_O, "Names this thread in the recording."},
     {"set_rank", (PyCFunction)(void (*)(void))py_set_rank, METH_FASTCALL,

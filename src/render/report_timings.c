@@ -96,6 +96,34 @@ static bool shown(const shown_ranks *sr, int rank)
     return true;
 }
 
+/* Whether rank has a row of steps. */
+static bool has_steps(const tp_timings *t, int rank)
+{
+    for (size_t i = 0; i < t->nsteps; i++)
+        if (t->steps[i].rank == rank)
+            return true;
+    return false;
+}
+
+/* For each shown rank with timings but no steps: why none were found, and
+ * how to mark them (without steps there are no shares, rates or verdicts). */
+static void no_steps_lines(FILE *out, const tp_timings *t, const shown_ranks *sr)
+{
+    for (size_t i = 0; i < t->nrows; i++) {
+        int rank = t->rows[i].rank;
+        if ((i > 0 && t->rows[i - 1].rank == rank) || !shown(sr, rank) || has_steps(t, rank))
+            continue;
+        char title[32];
+        rank_title(title, sizeof title, rank);
+        fprintf(out,
+                "\nSteps, %s: none found. trainprof finds them by the training DataLoader's "
+                "fetches or\n  the optimizer's steps, and this process had neither; mark each "
+                "step's start\n  with trainprof.step() (tp_step() in C) for shares, rates and "
+                "verdicts.\n",
+                title);
+    }
+}
+
 void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
 {
     const tp_timings *t = &s->timings;
@@ -149,6 +177,7 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
                 st->stats.count, mean, p50, p95,
                 st->total_s > 0 ? (double)st->stats.count / st->total_s : 0, rate);
     }
+    no_steps_lines(out, t, &sr);
     for (size_t i = 0; i < t->nepochs; i++) {
         const tp_epoch_row *e = &t->epochs[i];
         if (!shown(&sr, e->rank))

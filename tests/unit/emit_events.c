@@ -54,6 +54,7 @@ static int spans(void)
     tp_span(comm, t0 + 1000, t0 + 3000);
     tp_step_at(t0 + 1000);
     tp_step_end_at(t0 + 3000);
+    tp_epoch_at(7, t0 + 500);
     return tp_active() && tp_dropped() == 0 ? 0 : 1;
 }
 

@@ -118,11 +118,15 @@ static void test_spans_keep_their_times(void **state)
     for (size_t i = 0; i < b.intervals.len; i++)
         if (b.intervals.items[i].name == comm)
             assert_int_equal(b.intervals.items[i].end_ns - b.intervals.items[i].start_ns, 2000);
-    /* the late step marks keep their times: one step, its end 2000 ns on */
-    assert_int_equal(b.marks.len, 2);
+    /* the late marks keep their times: one step, its end 2000 ns on, and
+     * epoch 7 500 ns before the step */
+    assert_int_equal(b.marks.len, 3);
     assert_int_equal(b.marks.items[0].kind, TP_MARK_STEP);
     assert_int_equal(b.marks.items[1].kind, TP_MARK_STEP_END);
     assert_int_equal(b.marks.items[1].t_ns - b.marks.items[0].t_ns, 2000);
+    assert_int_equal(b.marks.items[2].kind, TP_MARK_EPOCH);
+    assert_int_equal(b.marks.items[2].value, 7);
+    assert_int_equal(b.marks.items[0].t_ns - b.marks.items[2].t_ns, 500);
     tp_batch_free(&b);
 }
 

@@ -16,7 +16,7 @@ scheduler steps, device transfers and collectives are timed automatically
 
     trainprof.step()      # an explicit step boundary (turns automatic steps off)
     trainprof.epoch(3)    # the start of epoch 3 (turns automatic epochs off)
-    trainprof.samples(64) # this step processed 64 samples (gives samples/s)
+    trainprof.samples(64) # this step processed 64 samples (turns automatic counts off)
 
 Outside ``trainprof record`` every call returns at once.
 """
@@ -24,7 +24,7 @@ Outside ``trainprof record`` every call returns at once.
 import functools
 
 from . import _native, _state
-from ._native import Region, active, dropped, region, samples
+from ._native import Region, active, dropped, region
 from ._version import __version__
 
 
@@ -38,6 +38,13 @@ def epoch(n):
     """Marks the start of epoch n; from now on epochs are only marked by hand."""
     _state.manual_epochs = "script"
     _native.epoch(n)
+
+
+def samples(n):
+    """n samples (the batch size) belong to the current step; from now on
+    samples are only counted by hand."""
+    _state.manual_samples = True
+    _native.samples(n)
 
 
 def _decorate(reg, func):

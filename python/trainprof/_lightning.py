@@ -130,7 +130,7 @@ class _Hooks:
     def setup(self, trainer, pl_module, stage):
         save = trainer.save_checkpoint
         if not getattr(save, "__trainprof_wrapped__", None):
-            trainer.save_checkpoint = _timed_save(save)
+            trainer.save_checkpoint = _common.timed_checkpoint(save)
 
     def _begin_phase(self, region):
         if self.phase is None:  # phases don't nest: the outer one holds
@@ -151,16 +151,3 @@ def _taken_fetch():
     """The time of the first DataLoader fetch since the last call, or None."""
     t, _common.local.fetch_ns = _common.local.fetch_ns, None
     return t
-
-
-def _timed_save(save):
-    def save_checkpoint(*args, **kwargs):
-        _native.begin(_common.R_CHECKPOINT)
-        try:
-            return save(*args, **kwargs)
-        finally:
-            _native.end(_common.R_CHECKPOINT)
-
-    save_checkpoint.__trainprof_wrapped__ = save
-    return save_checkpoint
-

@@ -8,3 +8,6 @@
 # also stop a framework's.
 manual_steps = False
 manual_epochs = False
+# The script counts its samples itself (trainprof.samples()): none are
+# counted from the batches any more.
+manual_samples = False

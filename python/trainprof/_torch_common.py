@@ -1,12 +1,13 @@
 """What the parts of the PyTorch instrumentation share: each thread's state,
-the training loop's (which DataLoader or optimizer marks the steps), the
-region ids, and how many samples a batch holds."""
+the step tracker, the region ids, and how many samples a batch holds."""
 
+import functools
 import threading
 
 import torch
 
-from . import _native
+from . import _native, _state
+from ._steps import Loop, StepTracker
 
 
 class ThreadState(threading.local):
@@ -23,26 +24,13 @@ class ThreadState(threading.local):
     batch_model = 0  # id() of the module whose forward opened it
     optimizer_step = False  # an optimizer_step region is open
     optimizer_stepped = False  # an optimizer step ended since GradScaler.step began
+    closure_again = False  # in an optimizer's second or later call of step()'s closure
     forward_seen = False  # an outermost call with gradients on since the step or backward began
-    last_batch = False  # the main DataLoader's iterator just yielded its last batch (by its length)
-    step_closed = False  # that batch's optimizer step ended its step: the next fetch marks none
-    # since the main DataLoader's last fetch: None before the first, True while
-    # no forward, backward or optimizer step has run after it, then False
-    fetched_only = None
-    # times (now_ns) of fetches that came right after a fetch before any loop
-    # showed work between fetches: each began a step if no work follows them,
-    # none did if work follows (micro-batches fetched first). Settled by the
-    # next fetch after work, the next epoch, the process's end or a full list.
-    undecided = None
-    epoch_open = False  # the main DataLoader is between its iter() and its end
-    # now_ns() at which another DataLoader began a pass while a step with work
-    # was open (an evaluation mid-epoch, as the Trainer's eval_steps run): if
-    # the pass ends with no training forward, backward or optimizer step in
-    # it, the step ended there (tp_step_end_at) and the pass is no step's
-    eval_since = None
     device_times = None  # _torch_device.DeviceTimes, made on first use
     in_comm_hook = False  # inside a timed DDP communication hook
     in_funcol = False  # inside a timed functional collective (_torch_funcol)
+    in_checkpoint = False  # inside a timed checkpoint (torch.save, a framework's save)
+    in_compile = False  # inside a compile region (Dynamo's start callback, not yet its end)
     # now_ns() at the first DataLoader fetch since a framework's callback last
     # took it (only kept while one marks the steps): where its step began
     fetch_ns = None
@@ -51,29 +39,9 @@ class ThreadState(threading.local):
 local = ThreadState()
 
 
-class Training:
-    """Which loop marks the steps and epochs (one per process; changed under
-    the GIL)."""
-
-    # the training DataLoader (the first one iterated)
-    main_loader = None
-    # No DataLoader before the first optimizer step (batches from a custom
-    # iterator, as nanoGPT's get_batch): from then on each step of that
-    # optimizer (held weakly: a new one takes over once it is gone; a second
-    # one stepping in the same iteration, as a GAN's, marks nothing) ends a
-    # training step (the first one began at the run's first training forward:
-    # first_work_ns), and no DataLoader marks steps or epochs.
-    step_optimizer = None
-    # now_ns() of the first training forward while neither marks the steps:
-    # where the first step began, should optimizer steps come to mark them
-    first_work_ns = None
-    epochs = 0
-    # a fetch of the main DataLoader has found work done since the one before:
-    # fetches with no work between them (a loop that fetches its gradient
-    # accumulation's micro-batches first, as Hugging Face's Trainer does) are
-    # one step, not one each. Before it is known, such fetches are undecided
-    # (ThreadState.undecided) until the work after them shows which.
-    work_between_fetches = False
+# The step tracker (trainprof._steps): the patches are its sources of
+# events, trainprof._native the sink of its marks
+tracker = StepTracker(_native, Loop(), _state)
 
 
 R_NEXT = _native.region("dataloader_next")
@@ -89,6 +57,7 @@ R_REDUCE = _native.region("reduce_metrics")
 R_EVALUATE = _native.region("evaluate")
 R_SANITY = _native.region("sanity_check")
 R_CHECKPOINT = _native.region("checkpoint")
+R_COMPILE = _native.region("compile")
 begin, end = _native.begin, _native.end
 
 # True while torch.compile's Dynamo traces (a constant it folds: code behind
@@ -143,6 +112,52 @@ def batch_size(batch, depth=0):
 
 def count_samples(batch):
     """Adds a batch's samples to the current step's."""
+    if _state.manual_samples:  # the script counts them
+        return
     n = batch_size(batch)
     if n:
         _native.samples(n)
+
+
+def timed_checkpoint(save):
+    """save (torch.save, Trainer.save_checkpoint) timed as checkpoint, once
+    however the saves nest, and told to the step tracker."""
+
+    @functools.wraps(save)
+    def checkpoint(*args, **kwargs):
+        if local.in_checkpoint or is_compiling():
+            return save(*args, **kwargs)
+        local.in_checkpoint = True
+        tracker.checkpoint_begins()
+        begin(R_CHECKPOINT)
+        try:
+            return save(*args, **kwargs)
+        finally:
+            end(R_CHECKPOINT)
+            local.in_checkpoint = False
+            tracker.checkpoint_ends()
+
+    checkpoint.__trainprof_wrapped__ = save
+    return checkpoint
+
+
+def time_compilations(dynamo):
+    """Dynamo's compilations (its outermost, on the thread that compiles:
+    the first call of compiled code, a lazily compiled backward) timed as
+    compile. torch._dynamo.reset() drops these callbacks."""
+    handler = getattr(dynamo, "callback_handler", None)
+    if handler is None or not hasattr(handler, "register_start_callback"):
+        return
+
+    def started(_args):
+        if not local.in_compile:
+            local.in_compile = True
+            begin(R_COMPILE)
+
+    def ended(_args):
+        if local.in_compile:
+            local.in_compile = False
+            end(R_COMPILE)
+
+    handler.register_start_callback(started)
+    handler.register_end_callback(ended)

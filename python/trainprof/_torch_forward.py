@@ -33,8 +33,8 @@ import weakref
 
 import torch
 
-from . import _bottleneck, _native, _state
-from ._torch_common import R_FORWARD, R_TRAIN, Training, begin, count_samples, end
+from . import _bottleneck
+from ._torch_common import R_FORWARD, R_TRAIN, begin, count_samples, end, tracker
 from ._torch_common import is_compiling as _is_compiling
 from ._torch_common import local as _local
 from ._torch_device import DEVICE_PHASES, DEVICE_TIMES, device_begin, device_end, module_device
@@ -55,28 +55,29 @@ class Discovery:
 
 def forward_begin(module, args, kwargs=None):
     """An outermost module call begins: forward, and train_batch with the
-    first such call in training mode. Where optimizer steps end the steps (no
-    DataLoader), the samples of a step are the batches its model's calls took
-    (each micro-batch of gradient accumulation; not the loss module's)."""
+    first such call in training mode with gradients on. Where optimizer
+    steps end the steps (no DataLoader), the samples of a step are the
+    batches its model's training calls took (each micro-batch of gradient
+    accumulation; not the loss module's, and none under no_grad)."""
     local = _local
-    local.fetched_only = False
-    if _grad_enabled():
+    grad = _grad_enabled()
+    training = grad and module.training
+    if grad:
         local.forward_seen = True
-        if module.training:
-            local.eval_since = None  # a training forward: no evaluation pass
+        tracker.forward(module.training)
+    else:  # an evaluation's call (no_grad, inference_mode): no training work
+        tracker.module_call()
     if _bottleneck.wants_model_facts:
         _bottleneck.note_model(module)
     device = module_device(module) if DEVICE_TIMES else None
-    if module.training and not local.train_batch:
+    if training and not local.train_batch:
         local.train_batch = True
         local.batch_model = id(module)
         begin(R_TRAIN)
         device_begin(R_TRAIN, device)
-        if Training.first_work_ns is None and Training.main_loader is None:
-            Training.first_work_ns = _native.now_ns()
-    if Training.main_loader is None and local.batch_model == id(module) and module.training:
-        if not _state.manual_steps:  # steps by optimizer steps, or soon (the first's batches)
-            count_samples(args or tuple((kwargs or {}).values()))
+    if (training and local.batch_model == id(module) and not local.closure_again
+            and tracker.counts_forward_samples()):  # a closure's batch counts once
+        count_samples(args or tuple((kwargs or {}).values()))
     begin(R_FORWARD)
     if DEVICE_PHASES:
         device_begin(R_FORWARD, device)

@@ -66,7 +66,8 @@ import torch
 from . import _bottleneck, _native, _state
 from ._after_import import after_import
 from ._torch_common import (R_BACKWARD, R_FROM, R_NEXT, R_OPTIM, R_REDUCE, R_SCHED, R_TO, R_TRAIN,
-                            Training, begin, count_samples, end, trace_recording_as_nothing)
+                            begin, count_samples, end, time_compilations, timed_checkpoint,
+                            trace_recording_as_nothing, tracker)
 from ._torch_common import is_compiling as _is_compiling
 from ._torch_common import local as _local
 from ._torch_device import (DEVICE_PHASES, DEVICE_TIMES, cuda_device, cuda_of,
@@ -124,9 +125,7 @@ def _patch_dataloader():
 
     @functools.wraps(orig_iter)
     def __iter__(self):
-        if (Training.main_loader is None and Training.step_optimizer is None
-                and _state.manual_steps != "lightning"):  # Lightning's loop says which is which
-            Training.main_loader = self
+        role = tracker.loader_iter(self)
         it = orig_iter(self)
         if not _rank_told:  # a process group made without init_process_group (a device mesh)
             _tell_rank()
@@ -136,74 +135,46 @@ def _patch_dataloader():
         if first:
             _seen_loaders.add(self)
         discovery_start(QUIET if first else QUIET_AGAIN)
-        main = self is Training.main_loader
-        it._trainprof_main = main
-        if not main:
-            _evaluation_begins(it)
-        if main:
+        it._trainprof_main = role == "main"
+        it._trainprof_eval = role == "eval"
+        if role == "main":
             try:
                 it._trainprof_len = len(it)
             except TypeError:  # an IterableDataset without __len__
                 it._trainprof_len = -1
-            _local.last_batch = _local.step_closed = False
-            _local.epoch_open = True
-            _settle_undecided()
-            _local.fetched_only = None  # an epoch's first fetch begins a step
-        if main and not _state.manual_epochs:
-            _native.epoch(Training.epochs)
-            Training.epochs += 1
+            it._trainprof_sizes = _batch_sizes(self)
         return it
 
     @functools.wraps(orig_next)
     def __next__(self):
         main = getattr(self, "_trainprof_main", False)
-        marked = False
         if _local.fetch_ns is None and _state.manual_steps == "lightning":
             _local.fetch_ns = _native.now_ns()
         if main:
-            local = _local
-            local.forward_seen = False
+            _local.forward_seen = False
             _end_train_batch()
             device_poll()
-            fetched_only = local.fetched_only
-            if fetched_only is False:
-                Training.work_between_fetches = True
-                local.undecided = None  # work followed them: they were one step
-            local.fetched_only = True
-            local.eval_since = None
-            if local.step_closed:  # by the last batch's optimizer step: this is the end
-                local.step_closed = False
-            elif _state.manual_steps or (fetched_only and Training.work_between_fetches):
-                pass  # this batch joins the step of the fetches before it
-            elif fetched_only:
-                _undecided_step(local)
-            else:
-                _native.step()
-                marked = True
-            local.last_batch = False
+            fetched_only = tracker.fetched_only
+            began_step = tracker.fetch()
         try:
-            if main and _bottleneck.active():
+            if main and _bottleneck.active():  # its passes are no peeks, and may end in _exit
+                tracker.confirm_pass()
                 batch = _bottleneck.on_fetch(lambda: fetch(self), _native.step, count_samples)
             else:
                 batch = fetch(self)
         except StopIteration:
-            # the loader is done, and no step began here: the batches fetched
-            # before are still to be computed (a wrapper that fetches one ahead,
-            # as Accelerate's, or a loop that fetched its micro-batches first),
-            # and the next optimizer step ends their step
             if main:
-                _local.fetched_only = fetched_only  # no batch came: not a fetch
-                _local.epoch_open = False
-                if not marked:
-                    _local.last_batch = True
+                tracker.fetch_stopped(fetched_only, began_step)
             elif getattr(self, "_trainprof_eval", False):
-                _evaluation_ends(self)
+                self._trainprof_eval = False
+                tracker.other_stopped()
             raise
-        if main and not _state.manual_steps:
-            count_samples(batch)
+        if main:
+            if not _state.manual_steps:
+                _count_loader_samples(self, batch)
             # loops that know the length (Lightning's) fetch no further: the
             # last step ends with its optimizer step, not with a next fetch
-            _local.last_batch = self._num_yielded == self._trainprof_len
+            tracker.fetched(self._num_yielded == self._trainprof_len)
         return batch
 
     fetch = _timed(R_NEXT, orig_next)
@@ -212,53 +183,29 @@ def _patch_dataloader():
     dl._BaseDataLoaderIter.__next__ = __next__
 
 
-def _evaluation_begins(it):
-    """Another DataLoader than the training one begins a pass: with a step
-    open that has done its work, this may be an evaluation mid-epoch (which
-    began with the first such pass, where one runs inside another)."""
-    local = _local
-    if (Training.main_loader is not None and not _state.manual_steps and local.epoch_open
-            and local.fetched_only is False and not local.step_closed and not local.last_batch):
-        it._trainprof_eval = True
-        if local.eval_since is None:
-            local.eval_since = _native.now_ns()
+def _batch_sizes(loader):
+    """(batch_size, samples in a pass, drop_last) of a map-style DataLoader
+    that batches by batch_size, else None: its batch k then holds
+    min(batch_size, samples - (k - 1) * batch_size), whatever shape its
+    collate gives the tensors (an RNN's (seq, batch) among them)."""
+    size = loader.batch_size
+    if not size or getattr(loader, "_dataset_kind", 0) != 0:  # 0: _DatasetKind.Map
+        return None
+    try:
+        return size, len(loader.sampler), bool(loader.drop_last)
+    except TypeError:
+        return None
 
 
-def _evaluation_ends(it):
-    """That pass came to its end with no training forward, backward,
-    optimizer step or training fetch in it: an evaluation, and the step ended
-    where it began. A pass left before its end stays in the step."""
-    it._trainprof_eval = False
-    local = _local
-    if local.eval_since is not None:
-        _native.step_end_at(local.eval_since)
-        local.eval_since = None
-
-
-UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
-
-
-def _undecided_step(local):
-    """A fetch right after a fetch, before any loop has shown work between
-    fetches: it begins a step if the loop's work is out of sight, and none if
-    it is a micro-batch fetched before its step's work. Its time is kept until
-    the loop shows which (see ThreadState.undecided)."""
-    times = local.undecided
-    if times is None:
-        local.undecided = times = []
-    times.append(_native.now_ns())
-    if len(times) >= UNDECIDED_MAX:
-        _settle_undecided()
-
-
-def _settle_undecided():
-    """Fetches still undecided with no work after them were each a step: their
-    step marks go in at their times. Where work followed, they were not."""
-    local = _local
-    times, local.undecided = local.undecided, None
-    if times and local.fetched_only:
-        for t in times:
-            _native.step_at(t)
+def _count_loader_samples(it, batch):
+    sizes = getattr(it, "_trainprof_sizes", None)
+    if sizes is not None and not _state.manual_samples:
+        size, total, drop_last = sizes
+        n = size if drop_last else min(size, total - (it._num_yielded - 1) * size)
+        if n > 0:
+            _native.samples(n)
+            return
+    count_samples(batch)
 
 
 def _patch_workers():
@@ -289,8 +236,7 @@ def _patch_optimizer():
 
     def begin_step(optimizer):
         _local.optimizer_step = True
-        _local.fetched_only = False
-        _local.eval_since = None
+        tracker.optimizer_begins()
         begin(R_OPTIM)
         if DEVICE_PHASES:
             device_begin(R_OPTIM, optimizer_device(optimizer))
@@ -310,12 +256,17 @@ def _patch_optimizer():
             begin_step(optimizer)
             return None
 
+        calls = []  # the closure's calls in this step: LBFGS re-evaluates one batch
+
         @functools.wraps(closure)
         def timed_closure(*a, **k):
             end_step()
+            _local.closure_again = bool(calls)
+            calls.append(None)
             try:
                 return closure(*a, **k)
             finally:
+                _local.closure_again = False
                 begin_step(optimizer)
 
         if "closure" in kwargs:
@@ -334,20 +285,10 @@ def _patch_optimizer():
 
 def _training_step_ends(optimizer):
     """optimizer stepped (or would have, had its gradients been finite): the
-    train_batch ends, and, where optimizer steps mark the steps, the step."""
+    train_batch ends, and the tracker has an update."""
     _end_train_batch()
     _local.forward_seen = False
-    if _local.last_batch:  # the main DataLoader's last batch: its step ends here
-        _local.last_batch, _local.step_closed = False, True
-        _native.step()
-    if Training.main_loader is None and not _state.manual_steps:
-        owner = Training.step_optimizer() if Training.step_optimizer is not None else None
-        if owner is None:
-            if Training.step_optimizer is None and Training.first_work_ns is not None:
-                _native.step_at(Training.first_work_ns)  # the first step began there
-            Training.step_optimizer, owner = weakref.ref(optimizer), optimizer
-        if owner is optimizer:
-            _native.step()
+    tracker.update(optimizer)
 
 
 def _patch_grad_scaler():
@@ -470,8 +411,7 @@ def _patch_backward():
         local = _local
         if not local.forward_seen:
             forward_unseen()
-        local.fetched_only = False
-        local.eval_since = None
+        tracker.backward()
         begin(R_BACKWARD)
         if DEVICE_PHASES:
             device_begin(R_BACKWARD, cuda_of(self))
@@ -687,7 +627,9 @@ def instrument():
         patch()
     # Dynamo only traces once the script has imported it (torch.compile does)
     after_import("torch._dynamo", trace_recording_as_nothing)
+    after_import("torch._dynamo", time_compilations)
+    torch.save = timed_checkpoint(torch.save)
     if DEVICE_TIMES:
         atexit.register(flush_device_times)
-    atexit.register(_settle_undecided)
+    atexit.register(tracker.exit)
     return True

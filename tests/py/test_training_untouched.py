@@ -77,3 +77,7 @@ def test_torch_compile_compiles_as_without_record(run_file, tmp_path):
     [forward] = [t for t in rep["timings"] if t["name"] == "forward"]
     assert forward["count"] == 3 * 16  # the compiled module's calls are still timed
     assert rep["steps"][0]["count"] == 3 * 16
+    # Dynamo's compilations, named: the module's and the function's, and the
+    # compiled backward's
+    [compiled] = [t for t in rep["timings"] if t["name"] == "compile"]
+    assert compiled["count"] >= got["frames"]

@@ -1,0 +1,301 @@
+"""The step tracker: where a training loop's steps and epochs begin and end,
+decided from what the loop does. No torch here: the PyTorch patches
+(trainprof.torch, _torch_forward) are its sources of events, and its marks go
+to a sink (trainprof._native under record; a list in tests/py/test_steps.py,
+whose event tables are the specification).
+
+A step is one optimizer update: what the frameworks call the global step.
+The events:
+- loader_iter(loader): a DataLoader pass begins; the first loader iterated
+  (before any optimizer step marked steps) is the training loader, its
+  passes the epochs;
+- fetch() before a training batch is fetched; fetched(samples, last) once it
+  came; fetch_stopped() when the pass ended instead (StopIteration);
+  other_stopped(it) when another loader's pass ended;
+- forward(training) (an outermost module call with gradients on; training:
+  the module is in training mode), backward(), optimizer_begins();
+- update(optimizer): an optimizer step ended (or a GradScaler skipped it);
+- checkpoint_begins() and checkpoint_ends(): around torch.save (a framework's save);
+- exit(): the process ends.
+
+The rules, each decided late where it must be (the sink's *_at marks carry
+the time the boundary really was):
+- A training fetch after an update begins a step; one after work but before
+  any update of the open step is a micro-batch of it (gradient accumulation),
+  once the loop has shown updates between fetches; until then it is
+  undecided: an update after it makes it a micro-batch, the epoch's end with
+  none a step of its own (a loop with no optimizer). Fetches in a row with no
+  work between are one step once the loop has worked between fetches (the
+  micro-batches that Hugging Face's Trainer fetches first); until then they
+  are undecided too, settled by the work after them.
+- A pass's epoch, and its first step, are kept until the pass shows it is
+  one (a second fetch, or work): a pass that yields a batch and is left
+  for a new pass of the same loader is a peek (`next(iter(loader))`), and
+  marks nothing.
+- A loop that stops at the loader's length ends its last step with that
+  batch's update, not with a next fetch.
+- Another loader's pass begun after the open step's work and run to its end
+  with no training forward, backward, update or training fetch in it is an
+  evaluation: the step ended where it began (step_end).
+- Where no DataLoader fed the training before the first update, each update
+  of that optimizer ends a step, the first one beginning at the run's first
+  training forward.
+- A checkpoint saved after the open step's update ends the step where it
+  begins (checkpoint_begins/ends); one saved mid-step stays in it.
+"""
+
+import threading
+import weakref
+
+UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
+
+
+class Loop:
+    """What the training loop has shown, process-wide (changed under the GIL)."""
+
+    def __init__(self):
+        self.main_loader = None  # the training DataLoader (the first one iterated)
+        self.step_optimizer = None  # weakref: the optimizer whose updates end steps
+        self.first_work_ns = None  # the first training forward's time, while nothing marks
+        self.epochs = 0  # epochs marked
+        self.work_between_fetches = False  # a training fetch found work since the last
+        self.updates_between_fetches = False  # a training fetch found an update since the last
+
+
+class StepTracker(threading.local):
+    """One thread's view of the loop. The class attributes are the defaults,
+    so reading one never raises (a getattr() default on a threading.local
+    costs an AttributeError); __init__ runs again in each thread with the
+    same sink, loop and switches."""
+
+    # since the last training fetch: None before the pass's first, True while
+    # no work (forward, backward, optimizer step) ran after it, then False
+    fetched_only = None
+    updated = False  # an update since the open step began
+    after_update = False  # no work or training fetch since the last update
+    out_of_step = False  # a checkpoint ended the step, and nothing began one since
+    reopen_at = None  # where updates mark steps: when the next one began (a save's end)
+    undecided = None  # times of fetches not yet known to begin a step, or None
+    undecided_wait_update = False  # those wait for an update (else for work)
+    last_batch = False  # the training iterator just yielded its last batch, by its length
+    step_closed = False  # that batch's update ended its step: the next fetch marks none
+    epoch_open = False  # the training loader is between its iter() and its end
+    eval_since = None  # when a possible evaluation pass began (see other loader)
+    pending_epoch = None  # time of a pass's iter() whose epoch is not yet shown
+    pending_step = None  # time of that pass's first fetch
+
+    def __init__(self, sink, loop, switches):
+        self.sink = sink  # step(), step_at(t), step_end_at(t), epoch_at(n, t), now_ns()
+        self.loop = loop
+        self.switches = switches  # .manual_steps, .manual_epochs (trainprof._state)
+
+    # ---- marks -----------------------------------------------------------------
+
+    def _step(self, t=None):
+        self.updated = False
+        if t is None:
+            self.sink.step()
+        else:
+            self.sink.step_at(t)
+
+    def confirm_pass(self):
+        """The pass is real: its epoch and its first step go in, at their
+        times (also called by a caller that knows: bottleneck's runs)."""
+        t_epoch, self.pending_epoch = self.pending_epoch, None
+        if t_epoch is not None and not self.switches.manual_epochs:
+            self.sink.epoch_at(self.loop.epochs, t_epoch)
+            self.loop.epochs += 1
+        t_step, self.pending_step = self.pending_step, None
+        if t_step is not None:
+            self._step(t_step)
+
+    def _settle(self):
+        """Fetches still undecided, with nothing after them that joined them
+        to a step: each was a step, marked at its time."""
+        times, self.undecided = self.undecided, None
+        if times and (self.undecided_wait_update or self.fetched_only):
+            for t in times:
+                self._step(t)
+
+    def _undecided_fetch(self, wait_update):
+        if self.undecided is None:
+            self.undecided = []
+        self.undecided_wait_update = wait_update
+        self.undecided.append(self.sink.now_ns())
+        if len(self.undecided) >= UNDECIDED_MAX:
+            self._settle()
+
+    # ---- the training loader -------------------------------------------------------
+
+    def loader_iter(self, loader):
+        """A DataLoader pass begins: "main" for the training loader, "eval"
+        for another's pass that may be an evaluation, else None."""
+        loop = self.loop
+        if (loop.main_loader is None and loop.step_optimizer is None
+                and self.switches.manual_steps != "lightning"):  # Lightning's loop says
+            loop.main_loader = loader
+        if loader is not loop.main_loader:
+            return "eval" if self._evaluation_may_begin() else None
+        if self.pending_epoch is not None:  # the last pass gave a batch at most: a peek
+            self.pending_epoch = self.pending_step = None
+        self.last_batch = self.step_closed = False
+        self.epoch_open = True
+        self._settle()
+        self.fetched_only = None  # the pass's first fetch begins a step
+        self.pending_epoch = self.sink.now_ns()
+        return "main"
+
+    def fetch(self):
+        """A training batch is about to be fetched. Returns whether a step
+        begins at it (now, or once its pass shows it is one)."""
+        fetched_only = self.fetched_only
+        if fetched_only is False:
+            self.loop.work_between_fetches = True
+            if self.undecided and not self.undecided_wait_update:
+                self.undecided = None  # work followed them: they were one step
+        elif fetched_only and self.pending_epoch is not None:
+            self.confirm_pass()  # a second fetch: no peek
+        self.fetched_only = True
+        self.eval_since = None
+        self.last_batch = False
+        self.after_update = self.out_of_step = False
+        self.reopen_at = None
+        if self.updated:
+            self.loop.updates_between_fetches = True
+        if self.switches.manual_steps:
+            self.step_closed = False
+            return False
+        if fetched_only is None:
+            self.pending_step = self.sink.now_ns()
+            return True
+        if self.step_closed:  # by the last batch's update: this fetch ends the pass
+            self.step_closed = False
+            return False
+        if fetched_only:  # right after a fetch: the same step once the loop is known
+            if not self.loop.work_between_fetches:
+                self._undecided_fetch(wait_update=False)
+            return False
+        if self.updated:
+            self._step()
+            return True
+        if not self.loop.updates_between_fetches:
+            self._undecided_fetch(wait_update=True)  # a micro-batch, or a loop with no update
+        return False
+
+    def fetched(self, last):
+        """The batch came; last: it was the pass's last, by the loader's length."""
+        self.last_batch = last and not self.switches.manual_steps
+
+    def fetch_stopped(self, fetched_only_before, began_step):
+        """The pass ended (StopIteration) instead of giving a batch, which is
+        no fetch; began_step: what fetch() returned for it. Where no step
+        began there, the batches before end their step with their update."""
+        if self.pending_epoch is not None:
+            self.confirm_pass()
+        self.fetched_only = fetched_only_before
+        self.epoch_open = False
+        if not began_step and not self.switches.manual_steps:
+            self.last_batch = True
+
+    # ---- other loaders: evaluation ---------------------------------------------------------
+
+    def _evaluation_may_begin(self):
+        if (self.loop.main_loader is not None and not self.switches.manual_steps
+                and self.epoch_open and self.fetched_only is False and not self.step_closed
+                and not self.last_batch):
+            if self.eval_since is None:
+                self.eval_since = self.sink.now_ns()
+            return True
+        return False
+
+    def other_stopped(self):
+        """A pass that loader_iter called "eval" came to its end with no
+        training work or fetch in it: the step ended where it began."""
+        if self.eval_since is not None:
+            self.sink.step_end_at(self.eval_since)
+            self.eval_since = None
+
+    # ---- work ------------------------------------------------------------------------
+
+    def forward(self, training):
+        """An outermost module call with gradients on."""
+        self.fetched_only = False
+        self.after_update = False
+        if self.out_of_step:
+            self._work_after_checkpoint()
+        if self.pending_epoch is not None:
+            self.confirm_pass()
+        if training:
+            self.eval_since = None  # a training forward: no evaluation pass
+            loop = self.loop
+            if loop.first_work_ns is None and loop.main_loader is None:
+                loop.first_work_ns = self.sink.now_ns()
+
+    def module_call(self):
+        """An outermost module call with gradients off (an evaluation's)."""
+        self.fetched_only = False
+
+    def backward(self):
+        self.fetched_only = False
+        self.after_update = False
+        if self.out_of_step:
+            self._work_after_checkpoint()
+        self.eval_since = None
+        if self.pending_epoch is not None:
+            self.confirm_pass()
+
+    def optimizer_begins(self):
+        self.backward()
+
+    def update(self, optimizer):
+        """optimizer's step ended, or a GradScaler skipped it: one update."""
+        self.updated = self.after_update = True
+        if self.undecided and self.undecided_wait_update:
+            self.undecided = None  # they were this update's micro-batches
+        if self.last_batch:  # the training loader's last batch: its step ends here
+            self.last_batch, self.step_closed = False, True
+            self._step()
+        loop = self.loop
+        if loop.main_loader is None and not self.switches.manual_steps:
+            owner = loop.step_optimizer() if loop.step_optimizer is not None else None
+            if owner is None:
+                if loop.step_optimizer is None and loop.first_work_ns is not None:
+                    self._step(loop.first_work_ns)  # the first step began there
+                loop.step_optimizer, owner = weakref.ref(optimizer), optimizer
+            if owner is optimizer:
+                self._step()
+
+    def checkpoint_begins(self):
+        """A checkpoint is being saved. After the open step's update it is
+        no part of the step: the step ends here (once, however many saves
+        follow one another)."""
+        if (not self.after_update or self.step_closed or self.out_of_step
+                or self.switches.manual_steps):
+            return
+        loop = self.loop
+        if loop.main_loader is None and loop.step_optimizer is None:
+            return  # nothing marks steps yet
+        self.sink.step_end_at(self.sink.now_ns())
+        self.out_of_step = True
+
+    def checkpoint_ends(self):
+        """Where updates end the steps, the next one begins at the last
+        save's end, once work follows (a training fetch begins it where the
+        DataLoader marks them)."""
+        if self.out_of_step and self.loop.main_loader is None:
+            self.reopen_at = self.sink.now_ns()
+
+    def _work_after_checkpoint(self):
+        self.out_of_step = False
+        if self.reopen_at is not None:
+            t, self.reopen_at = self.reopen_at, None
+            self._step(t)
+
+    def counts_forward_samples(self):
+        """The samples are the model's batches (no DataLoader marks steps)."""
+        return self.loop.main_loader is None and not self.switches.manual_steps
+
+    def exit(self):
+        if self.pending_epoch is not None and self.fetched_only is False:
+            self.confirm_pass()
+        self._settle()

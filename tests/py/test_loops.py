@@ -1,0 +1,212 @@
+"""Plain PyTorch training loops written the ways people write them, under
+record: the steps are the loop's optimizer updates, its epochs its passes,
+its samples what the model consumed. Each script prints its own count, the
+ground truth the report is checked against."""
+
+import json
+
+from conftest import PYTHON, report_json, trainprof
+
+COMMON = """
+import json, sys, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+def data(n, dim=16, classes=4):
+    return TensorDataset(torch.randn(n, dim), torch.randint(0, classes, (n,)))
+"""
+
+
+def record(tmp_path, run_file, body):
+    script = tmp_path / "loop.py"
+    script.write_text(COMMON + body)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.splitlines()[-1]), report_json(run_file)
+
+
+def timing(rep, name):
+    found = [t for t in rep["timings"] if t["name"] == name and t["rank"] == -1]
+    return found[0] if found else None
+
+
+def test_gradient_accumulation_is_one_step_per_update(tmp_path, run_file):
+    truth, rep = record(tmp_path, run_file, """
+loader = DataLoader(data(320), batch_size=8)  # 40 batches
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = 0
+for epoch in range(2):
+    for i, (x, y) in enumerate(loader):
+        (nn.functional.cross_entropy(model(x), y) / 4).backward()
+        if (i + 1) % 4 == 0:
+            opt.step()
+            opt.zero_grad()
+            updates += 1
+print(json.dumps({"updates": updates}))
+""")
+    assert truth["updates"] == 20
+    assert rep["steps"][0]["count"] == truth["updates"]
+    assert [(e["steps"], e["samples"]) for e in rep["epochs"]] == [(10, 320), (10, 320)]
+    assert rep["steps"][0]["samples"] == 640
+
+
+def test_a_peek_at_the_first_batch_is_no_epoch(tmp_path, run_file):
+    """pytorch/examples' DDP tutorial takes the batch size from
+    next(iter(loader)) at each epoch's start."""
+    truth, rep = record(tmp_path, run_file, """
+loader = DataLoader(data(128), batch_size=16)
+model = nn.Linear(16, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+steps = 0
+for epoch in range(3):
+    size = len(next(iter(loader))[0])
+    for x, y in loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        steps += 1
+print(json.dumps({"steps": steps, "epochs": 3}))
+""")
+    assert [e["epoch"] for e in rep["epochs"]] == [0, 1, 2]
+    assert [e["steps"] for e in rep["epochs"]] == [8, 8, 8]
+    assert rep["steps"][0]["count"] == truth["steps"]
+
+
+def test_sequence_first_batches_count_their_batch_dimension(tmp_path, run_file):
+    """An RNN's (seq, batch, features) batches, as a collate_fn makes them:
+    the samples are the DataLoader's, not the sequence length."""
+    truth, rep = record(tmp_path, run_file, """
+seqs = TensorDataset(torch.randn(96, 50, 8), torch.randint(0, 4, (96,)))
+def seq_first(items):
+    x = torch.stack([i[0] for i in items], dim=1)  # (50, batch, 8)
+    return x, torch.stack([i[1] for i in items])
+loader = DataLoader(seqs, batch_size=16, collate_fn=seq_first)
+rnn, head = nn.GRU(8, 16), nn.Linear(16, 4)
+opt = torch.optim.SGD(list(rnn.parameters()) + list(head.parameters()), lr=0.01)
+for x, y in loader:
+    opt.zero_grad()
+    out, _ = rnn(x)
+    nn.functional.cross_entropy(head(out[-1]), y).backward()
+    opt.step()
+print(json.dumps({"samples": 96}))
+""")
+    assert rep["steps"][0]["count"] == 6
+    assert rep["epochs"][0]["samples"] == truth["samples"]
+
+
+def test_an_evaluation_under_no_grad_is_not_training(tmp_path, run_file):
+    """No DataLoader; every 5 updates an evaluation calls the model (in eval
+    mode) and the loss module (still in training mode) under no_grad: the
+    samples are the training batches' alone, and evaluation opens no
+    train_batch."""
+    truth, rep = record(tmp_path, run_file, """
+x_all, y_all = torch.randn(2048, 16), torch.randint(0, 4, (2048,))
+model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 4))
+loss_fn = nn.CrossEntropyLoss()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = 0
+for it in range(20):
+    i = torch.randint(0, 2048, (32,))
+    loss_fn(model(x_all[i]), y_all[i]).backward()
+    opt.step()
+    opt.zero_grad()
+    updates += 1
+    if (it + 1) % 5 == 0:
+        model.eval()
+        with torch.no_grad():
+            for j in range(0, 2048, 256):
+                loss_fn(model(x_all[j:j + 256]), y_all[j:j + 256])
+        model.train()
+print(json.dumps({"updates": updates, "samples": 32 * updates}))
+""")
+    assert rep["steps"][0]["count"] == truth["updates"]
+    assert rep["steps"][0]["samples"] == truth["samples"]
+    assert timing(rep, "train_batch")["count"] == truth["updates"]
+
+
+def test_a_closure_optimizer_is_one_step_with_its_batch_once(tmp_path, run_file):
+    """LBFGS calls the closure up to max_iter times per step(): one update,
+    one batch of samples, a step time that is the update's."""
+    truth, rep = record(tmp_path, run_file, """
+x, y = torch.randn(512, 16), torch.randn(512, 1)
+model = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 1))
+opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=20)
+calls = 0
+for it in range(10):
+    def closure():
+        global calls
+        calls += 1
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+    opt.step(closure)
+print(json.dumps({"updates": 10, "samples": 10 * 512, "calls": calls}))
+""")
+    assert truth["calls"] > 2 * truth["updates"]  # LBFGS did re-evaluate
+    steps = rep["steps"][0]
+    assert steps["count"] == truth["updates"] and steps["samples"] == truth["samples"]
+    assert steps["p50_s"] > 0 and timing(rep, "forward")["count"] == truth["calls"]
+
+
+def test_with_nothing_to_find_steps_by_the_report_says_how_to_mark_them(tmp_path, run_file):
+    """No DataLoader and no optimizer (a hand-written update): no steps, and
+    the report says why and what to do."""
+    script = tmp_path / "loop.py"
+    script.write_text(COMMON + """
+model = nn.Linear(16, 4)
+for _ in range(20):
+    nn.functional.cross_entropy(model(torch.randn(8, 16)), torch.randint(0, 4, (8,))).backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= 0.01 * p.grad
+""")
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert report_json(run_file)["steps"] == []
+    text = trainprof("report", run_file).stdout
+    assert "Steps, no rank: none found" in text
+    assert "trainprof.step()" in text
+
+
+def test_the_scripts_own_sample_count_replaces_the_automatic_one(tmp_path, run_file):
+    """trainprof.samples(n) for a batch whose samples the tracker can't know
+    (here: 4 sequences of 8 tokens, counted as tokens): from the first call
+    on, the automatic count stops."""
+    truth, rep = record(tmp_path, run_file, """
+import trainprof
+loader = DataLoader(data(64), batch_size=4)
+model = nn.Linear(16, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in loader:
+    trainprof.samples(4 * 8)
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+print(json.dumps({"tokens": 64 * 8}))
+""")
+    # the first batch was counted before the script's first call: that count stays
+    assert rep["epochs"][0]["samples"] == 4 + truth["tokens"]
+
+
+def test_checkpoints_are_named_and_outside_the_steps(tmp_path, run_file):
+    truth, rep = record(tmp_path, run_file, """
+import os
+loader = DataLoader(data(256), batch_size=16)
+model = nn.Sequential(nn.Linear(16, 256), nn.ReLU(), nn.Linear(256, 4))
+opt = torch.optim.Adam(model.parameters())
+saves = 0
+for i, (x, y) in enumerate(loader):
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    if (i + 1) % 4 == 0:
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict()},
+                   os.path.join(sys.argv[0] + ".ckpt"))
+        saves += 1
+print(json.dumps({"saves": saves, "steps": 16}))
+""")
+    checkpoint = timing(rep, "checkpoint")
+    assert checkpoint["count"] == truth["saves"] and checkpoint["in_steps_s"] == 0
+    assert rep["steps"][0]["count"] == truth["steps"]

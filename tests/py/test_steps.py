@@ -1,0 +1,173 @@
+"""The step tracker's rules as tables of events and the marks they must give,
+with no torch: trainprof._steps is driven the way the PyTorch patches drive
+it, and its marks go to a list. Each event takes one tick of a fake clock,
+so a mark's time is the index of the event it was decided at (late marks
+keep the time of the event they belong to).
+
+Events (one character each, spaces ignored):
+  i  the training DataLoader's iter()     v  another DataLoader's iter()
+  b  a training batch fetched             V  that other pass came to its end
+  B  the pass's last batch, by its length  S  a fetch that ended the pass
+  f  a training forward (gradients on)    e  an evaluation's call (no_grad)
+  w  backward                             u  optimizer A's step
+  o  optimizer B's step                   c  a checkpoint saved (torch.save)
+  x  the process ends
+Marks: e<n>@t epoch n, s@t step, /@t step end.
+"""
+
+import subprocess
+import sys
+import types
+
+import pytest
+
+from trainprof._steps import UNDECIDED_MAX, Loop, StepTracker
+
+
+class Sink:
+    def __init__(self):
+        self.t = 0
+        self.marks = []
+
+    def now_ns(self):
+        return self.t
+
+    def step(self):
+        self.marks.append(("s", self.t))
+
+    def step_at(self, t):
+        self.marks.append(("s", t))
+
+    def step_end_at(self, t):
+        self.marks.append(("/", t))
+
+    def epoch_at(self, n, t):
+        self.marks.append((f"e{n}", t))
+
+
+class Optimizer:  # held weakly by the tracker, as torch's are
+    pass
+
+
+def run(events, manual_steps=False, manual_epochs=False):
+    """The marks the events give, in time order, as 'e0@0 s@1 ...'."""
+    sink = Sink()
+    switches = types.SimpleNamespace(manual_steps=manual_steps, manual_epochs=manual_epochs)
+    tracker = StepTracker(sink, Loop(), switches)
+    training_loader, other_loader = object(), object()
+    optimizers = {"u": Optimizer(), "o": Optimizer()}
+    for event in events.replace(" ", ""):
+        if event == "i":
+            assert tracker.loader_iter(training_loader) == "main"
+        elif event == "v":
+            tracker.loader_iter(other_loader)
+        elif event == "V":
+            tracker.other_stopped()
+        elif event in "bBS":
+            fetched_only = tracker.fetched_only
+            began = tracker.fetch()
+            if event == "S":
+                tracker.fetch_stopped(fetched_only, began)
+            else:
+                tracker.fetched(event == "B")
+        elif event == "f":
+            tracker.forward(True)
+        elif event == "e":
+            tracker.module_call()
+        elif event == "w":
+            tracker.backward()
+        elif event in "uo":
+            tracker.optimizer_begins()
+            tracker.update(optimizers[event])
+        elif event == "c":
+            tracker.checkpoint_begins()
+            tracker.checkpoint_ends()
+        elif event == "x":
+            tracker.exit()
+        else:
+            raise ValueError(event)
+        sink.t += 1
+    return " ".join(f"{kind}@{t}" for kind, t in sorted(sink.marks, key=lambda m: m[1]))
+
+
+TABLE = [
+    # a plain loop: a step per batch, the one the last fetch begins included
+    ("plain loop", "i bfwu bfwu bfwu S x", "e0@0 s@1 s@5 s@9 s@13"),
+    ("two epochs", "i bfwu bfwu S i bfwu S x", "e0@0 s@1 s@5 s@9 e1@10 s@11 s@15"),
+    # gradient accumulation: a fetch after work with no update joins the step,
+    # decided late in the run's first update
+    ("accumulation of 2", "i bfw bfwu bfw bfwu S x", "e0@0 s@1 s@8 s@15"),
+    ("accumulation of 3", "i bfw bfw bfwu bfw bfw bfwu S x", "e0@0 s@1 s@11 s@21"),
+    # no optimizer at all: each fetch was a step, settled at the pass's end
+    ("no update ever", "i bf bf bf S x", "e0@0 s@1 s@3 s@5 s@7"),
+    ("no update, then a new epoch", "i bf bf S i bf S x", "e0@0 s@1 s@3 s@5 e1@6 s@7 s@9"),
+    # a peek at the first batch (next(iter(loader))) is no epoch and no step
+    ("a peek", "i b i bfwu bfwu S x", "e0@2 s@3 s@7 s@11"),
+    ("a peek each epoch", "i b i bfwu S i b i bfwu S x", "e0@2 s@3 s@7 e1@10 s@11 s@15"),
+    ("a one-batch pass with work is no peek", "i bfwu i bfwu x", "e0@0 s@1 e1@5 s@6"),
+    # micro-batches fetched before their work (Hugging Face's Trainer)
+    ("micro-batches fetched first", "i bb fwfwu bb fwfwu S x", "e0@0 s@1 s@8 s@15"),
+    # a loop whose work is out of sight: a step per fetch, decided at the end
+    ("work out of sight", "i bbb S x", "e0@0 s@1 s@2 s@3 s@4"),
+    # an evaluation pass mid-epoch ends the step where it began
+    # (the other loader's fetches are no events: the patches send none)
+    ("evaluation mid-epoch", "i bfwu v ee V bfwu S x", "e0@0 s@1 /@5 s@9 s@13"),
+    ("an auxiliary loader with training work", "i bfwu v f V wu bfwu S x",
+     "e0@0 s@1 s@10 s@14"),
+    ("a pass left before its end stays in the step", "i bfwu v ee bfwu S x",
+     "e0@0 s@1 s@8 s@12"),
+    # a loop that stops at the loader's length: the last update ends the step
+    ("stops at its length", "i bfwu Bfwu i bfwu Bfwu x", "e0@0 s@1 s@5 s@8 e1@9 s@10 s@14 s@17"),
+    # no DataLoader: updates end the steps, the first from the first forward
+    ("no DataLoader", "fwu fwu fwu x", "s@0 s@2 s@5 s@8"),
+    ("no DataLoader, accumulation", "fw fwu fw fwu x", "s@0 s@4 s@9"),
+    ("no DataLoader, two optimizers (a GAN)", "fwu fwo fwu fwo x", "s@0 s@2 s@8"),
+    ("no DataLoader, an evaluation under no_grad", "fwu e fwu x", "s@0 s@2 s@6"),
+    # a checkpoint after the update is no part of the step; one mid-step is
+    ("a checkpoint after an update", "i bfwu c bfwu S x", "e0@0 s@1 /@5 s@6 s@10"),
+    ("a checkpoint mid-step", "i bfw c u bfwu S x", "e0@0 s@1 s@6 s@10"),
+    ("two saves in a row", "i bfwu cc bfwu S x", "e0@0 s@1 /@5 s@7 s@11"),
+    ("the last batch's update, then a save", "i bfwu Bfwu c x", "e0@0 s@1 s@5 s@8"),
+    ("no DataLoader, a checkpoint", "fwu fwu c fwu x", "s@0 s@2 s@5 /@6 s@6 s@9"),
+    ("no DataLoader, two saves", "fwu fwu cc fwu x", "s@0 s@2 s@5 /@6 s@7 s@10"),
+    ("no DataLoader, a last save", "fwu fwu c x", "s@0 s@2 s@5 /@6"),
+]
+
+
+@pytest.mark.parametrize("name,events,marks", TABLE, ids=[t[0] for t in TABLE])
+def test_marks(name, events, marks):
+    assert run(events) == marks
+
+
+def test_the_scripts_own_steps_turn_the_automatic_ones_off():
+    assert run("i bfwu bfwu S x", manual_steps="script") == "e0@0"
+    assert run("fwu fwu x", manual_steps="script") == ""
+    assert run("i bfwu bfwu S x", manual_epochs="script") == "s@1 s@5 s@9"
+
+
+def test_lightnings_loop_is_lightnings():
+    """Under Lightning's callback no DataLoader is the training's: no marks."""
+    assert run("fwu fwu x", manual_steps="lightning", manual_epochs="lightning") == ""
+
+
+def test_undecided_fetches_are_bounded():
+    """A loop with no update keeps at most UNDECIDED_MAX fetches undecided:
+    they are marked once that many wait, not only at the pass's end."""
+    sink = Sink()
+    tracker = StepTracker(sink, Loop(), types.SimpleNamespace(manual_steps=False,
+                                                              manual_epochs=False))
+    tracker.loader_iter(object())
+    for _ in range(UNDECIDED_MAX + 2):
+        tracker.fetch()
+        tracker.fetched(False)
+        tracker.forward(True)
+        sink.t += 1
+    assert len([m for m in sink.marks if m[0] == "s"]) == UNDECIDED_MAX + 1
+    assert len(tracker.undecided) == 1
+
+
+def test_the_tracker_imports_no_torch():
+    code = "import sys, trainprof._steps; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"

@@ -130,7 +130,7 @@ class _Hooks:
     def setup(self, trainer, pl_module, stage):
         save = trainer.save_checkpoint
         if not getattr(save, "__trainprof_wrapped__", None):
-            trainer.save_checkpoint = _common.timed_checkpoint(save)
+            trainer.save_checkpoint = _common.timed_pause(save, _common.R_CHECKPOINT)
 
     def _begin_phase(self, region):
         if self.phase is None:  # phases don't nest: the outer one holds

@@ -15,7 +15,8 @@ The events:
 - forward(training) (an outermost module call with gradients on; training:
   the module is in training mode), backward(), optimizer_begins();
 - update(optimizer): an optimizer step ended (or a GradScaler skipped it);
-- checkpoint_begins() and checkpoint_ends(): around torch.save (a framework's save);
+- pause_begins() and pause_ends(): around a checkpoint's save (torch.save, a
+  framework's save) or an evaluation a framework names;
 - exit(): the process ends.
 
 The rules, each decided late where it must be (the sink's *_at marks carry
@@ -40,8 +41,8 @@ the time the boundary really was):
 - Where no DataLoader fed the training before the first update, each update
   of that optimizer ends a step, the first one beginning at the run's first
   training forward.
-- A checkpoint saved after the open step's update ends the step where it
-  begins (checkpoint_begins/ends); one saved mid-step stays in it.
+- A pause (a checkpoint, a framework's evaluation) after the open step's
+  update ends the step where it begins; one mid-step stays in it.
 """
 
 import threading
@@ -73,8 +74,8 @@ class StepTracker(threading.local):
     fetched_only = None
     updated = False  # an update since the open step began
     after_update = False  # no work or training fetch since the last update
-    out_of_step = False  # a checkpoint ended the step, and nothing began one since
-    reopen_at = None  # where updates mark steps: when the next one began (a save's end)
+    out_of_step = False  # a pause ended the step, and nothing began one since
+    reopen_at = None  # where updates mark steps: when the next one began (a pause's end)
     undecided = None  # times of fetches not yet known to begin a step, or None
     undecided_wait_update = False  # those wait for an update (else for work)
     last_batch = False  # the training iterator just yielded its last batch, by its length
@@ -222,7 +223,7 @@ class StepTracker(threading.local):
         self.fetched_only = False
         self.after_update = False
         if self.out_of_step:
-            self._work_after_checkpoint()
+            self._work_after_pause()
         if self.pending_epoch is not None:
             self.confirm_pass()
         if training:
@@ -239,7 +240,7 @@ class StepTracker(threading.local):
         self.fetched_only = False
         self.after_update = False
         if self.out_of_step:
-            self._work_after_checkpoint()
+            self._work_after_pause()
         self.eval_since = None
         if self.pending_epoch is not None:
             self.confirm_pass()
@@ -265,9 +266,10 @@ class StepTracker(threading.local):
             if owner is optimizer:
                 self._step()
 
-    def checkpoint_begins(self):
-        """A checkpoint is being saved. After the open step's update it is
-        no part of the step: the step ends here (once, however many saves
+    def pause_begins(self):
+        """A pause in the training begins: a checkpoint being saved, an
+        evaluation a framework names. After the open step's update it is no
+        part of the step: the step ends here (once, however many pauses
         follow one another)."""
         if (not self.after_update or self.step_closed or self.out_of_step
                 or self.switches.manual_steps):
@@ -278,14 +280,14 @@ class StepTracker(threading.local):
         self.sink.step_end_at(self.sink.now_ns())
         self.out_of_step = True
 
-    def checkpoint_ends(self):
+    def pause_ends(self):
         """Where updates end the steps, the next one begins at the last
-        save's end, once work follows (a training fetch begins it where the
+        pause's end, once work follows (a training fetch begins it where the
         DataLoader marks them)."""
         if self.out_of_step and self.loop.main_loader is None:
             self.reopen_at = self.sink.now_ns()
 
-    def _work_after_checkpoint(self):
+    def _work_after_pause(self):
         self.out_of_step = False
         if self.reopen_at is not None:
             t, self.reopen_at = self.reopen_at, None

@@ -29,7 +29,7 @@ class ThreadState(threading.local):
     device_times = None  # _torch_device.DeviceTimes, made on first use
     in_comm_hook = False  # inside a timed DDP communication hook
     in_funcol = False  # inside a timed functional collective (_torch_funcol)
-    in_checkpoint = False  # inside a timed checkpoint (torch.save, a framework's save)
+    in_pause = False  # inside a timed checkpoint or evaluation (see timed_pause)
     in_compile = False  # inside a compile region (Dynamo's start callback, not yet its end)
     # now_ns() at the first DataLoader fetch since a framework's callback last
     # took it (only kept while one marks the steps): where its step began
@@ -119,26 +119,27 @@ def count_samples(batch):
         _native.samples(n)
 
 
-def timed_checkpoint(save):
-    """save (torch.save, Trainer.save_checkpoint) timed as checkpoint, once
-    however the saves nest, and told to the step tracker."""
+def timed_pause(fn, region):
+    """fn (torch.save, Trainer.save_checkpoint, Trainer.evaluate) timed as
+    region, a pause in the training told to the step tracker; once however
+    the pauses nest (the torch.save calls inside a framework's save)."""
 
-    @functools.wraps(save)
-    def checkpoint(*args, **kwargs):
-        if local.in_checkpoint or is_compiling():
-            return save(*args, **kwargs)
-        local.in_checkpoint = True
-        tracker.checkpoint_begins()
-        begin(R_CHECKPOINT)
+    @functools.wraps(fn)
+    def pause(*args, **kwargs):
+        if local.in_pause or is_compiling():
+            return fn(*args, **kwargs)
+        local.in_pause = True
+        tracker.pause_begins()
+        begin(region)
         try:
-            return save(*args, **kwargs)
+            return fn(*args, **kwargs)
         finally:
-            end(R_CHECKPOINT)
-            local.in_checkpoint = False
-            tracker.checkpoint_ends()
+            end(region)
+            local.in_pause = False
+            tracker.pause_ends()
 
-    checkpoint.__trainprof_wrapped__ = save
-    return checkpoint
+    pause.__trainprof_wrapped__ = fn
+    return pause
 
 
 def time_compilations(dynamo):

@@ -66,7 +66,7 @@ import torch
 from . import _bottleneck, _native, _state
 from ._after_import import after_import
 from ._torch_common import (R_BACKWARD, R_FROM, R_NEXT, R_OPTIM, R_REDUCE, R_SCHED, R_TO, R_TRAIN,
-                            begin, count_samples, end, time_compilations, timed_checkpoint,
+                            R_CHECKPOINT, begin, count_samples, end, time_compilations, timed_pause,
                             trace_recording_as_nothing, tracker)
 from ._torch_common import is_compiling as _is_compiling
 from ._torch_common import local as _local
@@ -77,6 +77,7 @@ from ._torch_device import patch_graph_capture as _patch_graph_capture
 from ._torch_forward import QUIET, QUIET_AGAIN, discovery_start, forward_unseen
 from ._torch_forward import patch_modules as _patch_modules
 from ._torch_funcol import patch_functional_collectives
+from ._transformers import patch_trainer
 
 _seen_loaders = weakref.WeakSet()  # DataLoaders iterated at least once
 _Work = ()  # torch.distributed.Work, once patched (isinstance of () is False)
@@ -628,7 +629,9 @@ def instrument():
     # Dynamo only traces once the script has imported it (torch.compile does)
     after_import("torch._dynamo", trace_recording_as_nothing)
     after_import("torch._dynamo", time_compilations)
-    torch.save = timed_checkpoint(torch.save)
+    torch.save = timed_pause(torch.save, R_CHECKPOINT)
+    # Hugging Face's Trainer names its checkpoints and evaluations
+    after_import("transformers.trainer", patch_trainer)
     if DEVICE_TIMES:
         atexit.register(flush_device_times)
     atexit.register(tracker.exit)

@@ -80,8 +80,8 @@ def run(events, manual_steps=False, manual_epochs=False):
             tracker.optimizer_begins()
             tracker.update(optimizers[event])
         elif event == "c":
-            tracker.checkpoint_begins()
-            tracker.checkpoint_ends()
+            tracker.pause_begins()
+            tracker.pause_ends()
         elif event == "x":
             tracker.exit()
         else:

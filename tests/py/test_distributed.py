@@ -95,6 +95,9 @@ def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
     rep = report_json(run_file)
     # DDP's own gradient all-reduce (no collective in the script): one bucket per step
     assert reduce_counts(rep) == {0: 32, 1: 32, 2: 32, 3: 32}
+    # the loop's own count: 32 batches of 8 on every rank, one update each
+    assert {s["rank"]: (s["count"], s["samples"]) for s in rep["steps"]} == {
+        r: (32, 256) for r in range(4)}
     ranks = rep["ranks"]["per_rank"]
     assert [x["rank"] for x in ranks] == [0, 1, 2, 3]
     for x in ranks:
@@ -210,7 +213,11 @@ def test_fsdp_collectives_and_async_work_timed_to_completion(tmp_path, run_file)
     assert r.returncode == 0, r.stderr
     calls = {int(f.name[4:]): int(f.read_text()) for f in out.iterdir()}
     assert calls[0] == calls[1] and calls[0] >= 10 * 4  # all-gathers, reduce-scatters a step
-    assert reduce_counts(report_json(run_file)) == calls
+    rep = report_json(run_file)
+    assert reduce_counts(rep) == calls
+    # no DataLoader: the loop's 10 updates of 8 samples are the steps on each rank
+    assert {s["rank"]: (s["count"], s["samples"]) for s in rep["steps"]} == {
+        0: (10, 80), 1: (10, 80)}
     with sqlite3.connect(run_file) as db:
         longest = dict(db.execute("SELECT rank, max(duration_ns) FROM regions"
                                   " WHERE name = 'reduce_metrics' GROUP BY rank"))

@@ -40,9 +40,11 @@ the time the boundary really was):
   evaluation: the step ended where it began (step_end).
 - Where no DataLoader fed the training before the first update, each update
   of that optimizer ends a step, the first one beginning at the run's first
-  training forward.
-- A pause (a checkpoint, a framework's evaluation) after the open step's
-  update ends the step where it begins; one mid-step stays in it.
+  training forward; the next begins 1 ns after the update, once training
+  work shows it (a pause in between moves its start to the pause's end).
+- A pause (a checkpoint, a framework's evaluation, outermost module calls
+  under no_grad) after the open step's update ends the step where it begins;
+  one mid-step stays in it. The no_grad calls' pause is an evaluate span.
 """
 
 import threading
@@ -75,7 +77,11 @@ class StepTracker(threading.local):
     updated = False  # an update since the open step began
     after_update = False  # no work or training fetch since the last update
     out_of_step = False  # a pause ended the step, and nothing began one since
-    reopen_at = None  # where updates mark steps: when the next one began (a pause's end)
+    reopen_at = None  # where updates mark steps: when the next one begins (0: at the next work)
+    eval_from = None  # when an evaluation pause (no_grad calls after an update) began
+    # where updates mark steps: when the step after the last update began
+    # (opened by the next training work, unless a pause comes first)
+    open_pending = None
     undecided = None  # times of fetches not yet known to begin a step, or None
     undecided_wait_update = False  # those wait for an update (else for work)
     last_batch = False  # the training iterator just yielded its last batch, by its length
@@ -86,7 +92,8 @@ class StepTracker(threading.local):
     pending_step = None  # time of that pass's first fetch
 
     def __init__(self, sink, loop, switches):
-        self.sink = sink  # step(), step_at(t), step_end_at(t), epoch_at(n, t), now_ns()
+        # step(), step_at(t), step_end_at(t), epoch_at(n, t), evaluate_span(t0, t1), now_ns()
+        self.sink = sink
         self.loop = loop
         self.switches = switches  # .manual_steps, .manual_epochs (trainprof._state)
 
@@ -159,6 +166,8 @@ class StepTracker(threading.local):
         self.fetched_only = True
         self.eval_since = None
         self.last_batch = False
+        if self.eval_from is not None:
+            self._end_evaluation(self.sink.now_ns())
         self.after_update = self.out_of_step = False
         self.reopen_at = None
         if self.updated:
@@ -222,7 +231,9 @@ class StepTracker(threading.local):
         """An outermost module call with gradients on."""
         self.fetched_only = False
         self.after_update = False
-        if self.out_of_step:
+        if self.open_pending is not None:
+            self._open_pending_step()
+        elif self.out_of_step:
             self._work_after_pause()
         if self.pending_epoch is not None:
             self.confirm_pass()
@@ -233,13 +244,47 @@ class StepTracker(threading.local):
                 loop.first_work_ns = self.sink.now_ns()
 
     def module_call(self):
-        """An outermost module call with gradients off (an evaluation's)."""
+        """An outermost module call with gradients off (an evaluation's).
+        The first after the open step's update begins an evaluation pause
+        (nanoGPT's estimate_loss): the step ends here, and the pause is an
+        evaluate span up to the next training work, fetch or checkpoint.
+        Not while another loader's pass may be the evaluation (eval_since)."""
         self.fetched_only = False
+        if self.eval_since is None and self._may_pause():
+            t = self.sink.now_ns()
+            self._pause(t)
+            self.eval_from = t
+            if self.loop.main_loader is None:
+                self.reopen_at = 0  # the next step begins with the next training work
+
+    def _may_pause(self):
+        """Right after the open step's update, in steps that we mark."""
+        if self.out_of_step or self.switches.manual_steps:
+            return False
+        if self.loop.main_loader is None:  # updates mark the steps
+            return self.open_pending is not None
+        return self.after_update and not self.step_closed
+
+    def _pause(self, t):
+        """A pause begins at t: the step ended (where updates mark the steps,
+        at its update already: the next one waits for the pause's end)."""
+        self.out_of_step = True
+        if self.loop.main_loader is None:
+            self.open_pending = None
+        else:
+            self.sink.step_end_at(t)
+
+    def _end_evaluation(self, t):
+        t_from, self.eval_from = self.eval_from, None
+        if t_from is not None:
+            self.sink.evaluate_span(t_from, t)
 
     def backward(self):
         self.fetched_only = False
         self.after_update = False
-        if self.out_of_step:
+        if self.open_pending is not None:
+            self._open_pending_step()
+        elif self.out_of_step:
             self._work_after_pause()
         self.eval_since = None
         if self.pending_epoch is not None:
@@ -263,22 +308,21 @@ class StepTracker(threading.local):
                 if loop.step_optimizer is None and loop.first_work_ns is not None:
                     self._step(loop.first_work_ns)  # the first step began there
                 loop.step_optimizer, owner = weakref.ref(optimizer), optimizer
-            if owner is optimizer:
-                self._step()
+            if owner is optimizer:  # the step ends; the next begins with the next work,
+                t = self.sink.now_ns()  # 1 ns on, so that the two marks never tie
+                self.sink.step_end_at(t)
+                self.open_pending = t + 1
+                self.updated = False
 
     def pause_begins(self):
         """A pause in the training begins: a checkpoint being saved, an
         evaluation a framework names. After the open step's update it is no
         part of the step: the step ends here (once, however many pauses
         follow one another)."""
-        if (not self.after_update or self.step_closed or self.out_of_step
-                or self.switches.manual_steps):
-            return
-        loop = self.loop
-        if loop.main_loader is None and loop.step_optimizer is None:
-            return  # nothing marks steps yet
-        self.sink.step_end_at(self.sink.now_ns())
-        self.out_of_step = True
+        if self.eval_from is not None:  # an evaluation pause ends where the save begins
+            self._end_evaluation(self.sink.now_ns())
+        if self._may_pause():
+            self._pause(self.sink.now_ns())
 
     def pause_ends(self):
         """Where updates end the steps, the next one begins at the last
@@ -287,11 +331,18 @@ class StepTracker(threading.local):
         if self.out_of_step and self.loop.main_loader is None:
             self.reopen_at = self.sink.now_ns()
 
+    def _open_pending_step(self):
+        t, self.open_pending = self.open_pending, None
+        self._step(t)
+
     def _work_after_pause(self):
         self.out_of_step = False
-        if self.reopen_at is not None:
-            t, self.reopen_at = self.reopen_at, None
-            self._step(t)
+        if self.eval_from is not None or self.reopen_at is not None:
+            now = self.sink.now_ns()
+            self._end_evaluation(now)
+            if self.reopen_at is not None:
+                t, self.reopen_at = self.reopen_at, None
+                self._step(t or now)
 
     def counts_forward_samples(self):
         """The samples are the model's batches (no DataLoader marks steps)."""

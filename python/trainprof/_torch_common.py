@@ -39,9 +39,21 @@ class ThreadState(threading.local):
 local = ThreadState()
 
 
+class _Marks:
+    """The step tracker's sink: trainprof._native's marks, and the evaluate
+    spans it decides late."""
+
+    step, step_at, step_end_at = _native.step, _native.step_at, _native.step_end_at
+    epoch_at, now_ns = _native.epoch_at, _native.now_ns
+
+    @staticmethod
+    def evaluate_span(start_ns, end_ns):
+        _native.span(R_EVALUATE, start_ns, end_ns)
+
+
 # The step tracker (trainprof._steps): the patches are its sources of
-# events, trainprof._native the sink of its marks
-tracker = StepTracker(_native, Loop(), _state)
+# events, _Marks the sink of its marks
+tracker = StepTracker(_Marks, Loop(), _state)
 
 
 R_NEXT = _native.region("dataloader_next")

@@ -210,3 +210,42 @@ print(json.dumps({"saves": saves, "steps": 16}))
     checkpoint = timing(rep, "checkpoint")
     assert checkpoint["count"] == truth["saves"] and checkpoint["in_steps_s"] == 0
     assert rep["steps"][0]["count"] == truth["steps"]
+
+
+def test_a_nanogpt_loop_names_its_evaluations_and_keeps_them_out_of_the_steps(tmp_path, run_file):
+    """nanoGPT's shape: get_batch() (no DataLoader), and at the top of every
+    eval_interval-th iteration estimate_loss() under no_grad, then a
+    checkpoint. The evaluation at iteration 0 comes before any step."""
+    truth, rep = record(tmp_path, run_file, """
+x_all, y_all = torch.randn(4096, 16), torch.randint(0, 4, (4096,))
+def get_batch():
+    i = torch.randint(0, 4096, (32,))
+    return x_all[i], y_all[i]
+model = nn.Sequential(nn.Linear(16, 256), nn.ReLU(), nn.Linear(256, 4))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+@torch.no_grad()
+def estimate_loss():
+    model.eval()
+    losses = [nn.functional.cross_entropy(model(x_all[j:j + 128]), y_all[j:j + 128])
+              for j in range(0, 4096, 128)]
+    model.train()
+    return sum(losses) / len(losses)
+evals = 0
+for it in range(20):
+    if it % 5 == 0:
+        estimate_loss()
+        evals += 1
+        torch.save(model.state_dict(), sys.argv[0] + ".ckpt")
+    x, y = get_batch()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+print(json.dumps({"updates": 20, "samples": 20 * 32, "evals": evals}))
+""")
+    steps = rep["steps"][0]
+    assert steps["count"] == truth["updates"] and steps["samples"] == truth["samples"]
+    evaluate, checkpoint = timing(rep, "evaluate"), timing(rep, "checkpoint")
+    assert evaluate["count"] == truth["evals"] - 1 and evaluate["in_steps_s"] == 0
+    assert checkpoint["count"] == truth["evals"] and checkpoint["in_steps_s"] == 0
+    forward = timing(rep, "forward")  # the evaluations' 32 calls each are outside the steps
+    assert forward["in_steps_s"] < 0.9 * forward["total_s"]

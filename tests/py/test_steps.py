@@ -12,7 +12,7 @@ Events (one character each, spaces ignored):
   w  backward                             u  optimizer A's step
   o  optimizer B's step                   c  a checkpoint saved (torch.save)
   x  the process ends
-Marks: e<n>@t epoch n, s@t step, /@t step end.
+Marks: e<n>@t epoch n, s@t step, /@t step end, ev-<t1>@t0 an evaluate span.
 """
 
 import subprocess
@@ -43,6 +43,9 @@ class Sink:
 
     def epoch_at(self, n, t):
         self.marks.append((f"e{n}", t))
+
+    def evaluate_span(self, t0, t1):
+        self.marks.append((f"ev-{t1}", t0))
 
 
 class Optimizer:  # held weakly by the tracker, as torch's are
@@ -119,18 +122,23 @@ TABLE = [
     # a loop that stops at the loader's length: the last update ends the step
     ("stops at its length", "i bfwu Bfwu i bfwu Bfwu x", "e0@0 s@1 s@5 s@8 e1@9 s@10 s@14 s@17"),
     # no DataLoader: updates end the steps, the first from the first forward
-    ("no DataLoader", "fwu fwu fwu x", "s@0 s@2 s@5 s@8"),
-    ("no DataLoader, accumulation", "fw fwu fw fwu x", "s@0 s@4 s@9"),
-    ("no DataLoader, two optimizers (a GAN)", "fwu fwo fwu fwo x", "s@0 s@2 s@8"),
-    ("no DataLoader, an evaluation under no_grad", "fwu e fwu x", "s@0 s@2 s@6"),
+    ("no DataLoader", "fwu fwu fwu x", "s@0 /@2 s@3 /@5 s@6 /@8"),
+    ("no DataLoader, accumulation", "fw fwu fw fwu x", "s@0 /@4 s@5 /@9"),
+    ("no DataLoader, two optimizers (a GAN)", "fwu fwo fwu fwo x", "s@0 /@2 s@3 /@8 s@9"),
+    # outermost calls under no_grad after an update: an evaluation pause
+    ("no DataLoader, an evaluation under no_grad", "fwu eee fwu x", "s@0 /@2 ev-6@3 s@6 /@8"),
+    ("an evaluation under no_grad, then a fetch", "i bfwu ee bfwu S x",
+     "e0@0 s@1 /@5 ev-7@5 s@7 s@11"),
+    ("an evaluation, then a save", "fwu ee c fwu x", "s@0 /@2 ev-5@3 s@5 /@8"),
+    ("a no_grad call mid-step stays in it", "i bf e wu bfwu S x", "e0@0 s@1 s@6 s@10"),
     # a checkpoint after the update is no part of the step; one mid-step is
     ("a checkpoint after an update", "i bfwu c bfwu S x", "e0@0 s@1 /@5 s@6 s@10"),
     ("a checkpoint mid-step", "i bfw c u bfwu S x", "e0@0 s@1 s@6 s@10"),
     ("two saves in a row", "i bfwu cc bfwu S x", "e0@0 s@1 /@5 s@7 s@11"),
     ("the last batch's update, then a save", "i bfwu Bfwu c x", "e0@0 s@1 s@5 s@8"),
-    ("no DataLoader, a checkpoint", "fwu fwu c fwu x", "s@0 s@2 s@5 /@6 s@6 s@9"),
-    ("no DataLoader, two saves", "fwu fwu cc fwu x", "s@0 s@2 s@5 /@6 s@7 s@10"),
-    ("no DataLoader, a last save", "fwu fwu c x", "s@0 s@2 s@5 /@6"),
+    ("no DataLoader, a checkpoint", "fwu fwu c fwu x", "s@0 /@2 s@3 /@5 s@6 /@9"),
+    ("no DataLoader, two saves", "fwu fwu cc fwu x", "s@0 /@2 s@3 /@5 s@7 /@10"),
+    ("no DataLoader, a last save", "fwu fwu c x", "s@0 /@2 s@3 /@5"),
 ]
 
 

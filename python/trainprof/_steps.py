@@ -227,8 +227,10 @@ class StepTracker(threading.local):
 
     # ---- work ------------------------------------------------------------------------
 
-    def forward(self, training):
-        """An outermost module call with gradients on."""
+    def _work(self):
+        """Training work (a forward with gradients on, a backward, an
+        optimizer step): it shows a pass is real, ends a pause, and opens
+        the step that an update left pending."""
         self.fetched_only = False
         self.after_update = False
         if self.open_pending is not None:
@@ -237,6 +239,10 @@ class StepTracker(threading.local):
             self._work_after_pause()
         if self.pending_epoch is not None:
             self.confirm_pass()
+
+    def forward(self, training):
+        """An outermost module call with gradients on."""
+        self._work()
         if training:
             self.eval_since = None  # a training forward: no evaluation pass
             loop = self.loop
@@ -280,15 +286,8 @@ class StepTracker(threading.local):
             self.sink.evaluate_span(t_from, t)
 
     def backward(self):
-        self.fetched_only = False
-        self.after_update = False
-        if self.open_pending is not None:
-            self._open_pending_step()
-        elif self.out_of_step:
-            self._work_after_pause()
+        self._work()
         self.eval_since = None
-        if self.pending_epoch is not None:
-            self.confirm_pass()
 
     def optimizer_begins(self):
         self.backward()

@@ -75,7 +75,9 @@ void tp_step_end_at(uint64_t t_ns);
  * a pass over the training data has shown it is one (not a peek at its first
  * batch). */
 void tp_epoch_at(int64_t epoch, uint64_t t_ns);
-/* n samples (the batch size) belong to the current step: gives samples/s. */
+/* A batch of n samples (0 when its size is unknown) belongs to the current
+ * step: call it once per batch, each micro-batch of gradient accumulation
+ * included. Gives samples/s, and batches (micro-batches) per step. */
 void tp_samples(int64_t n);
 
 /* Names this thread in the recording (15 characters kept); call it before the

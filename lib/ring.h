@@ -28,7 +28,7 @@ enum tp_event_kind {
     TP_EV_STEP = 3,     /* an explicit step boundary */
     TP_EV_EPOCH = 4,    /* an explicit epoch boundary: value = epoch number */
     TP_EV_NAME = 5,     /* name_id's text follows in the next slots; aux = length */
-    TP_EV_SAMPLES = 6,  /* value samples were fetched for the current step */
+    TP_EV_SAMPLES = 6,  /* a batch of value samples was fetched for the current step */
     TP_EV_DEVICE = 7,   /* name_id's device time: value ns, for the region begun at t_ns */
     TP_EV_RANK = 8,     /* the process's rank: value; aux = local rank | world size << 32 */
     TP_EV_STEP_END = 9, /* the open step ended at t_ns, and no step begins there */

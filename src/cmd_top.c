@@ -332,6 +332,8 @@ static void draw_record(top_state *t, int cols, int *row)
     printw("  %.1f steps/s", live.steps_per_s);
     if (live.samples_per_s > 0)
         printw("   %.0f samples/s", live.samples_per_s);
+    if (live.batches_per_step > 1.05) /* gradient accumulation */
+        printw("   %.1f micro-batches/step", live.batches_per_step);
     printw("   (last %d s)", TP_LIVE_WINDOW);
     for (size_t i = 0; i < live.nphases && *row < LINES - 1; i++) {
         move((*row)++, 0);

@@ -16,7 +16,7 @@ scheduler steps, device transfers and collectives are timed automatically
 
     trainprof.step()      # an explicit step boundary (turns automatic steps off)
     trainprof.epoch(3)    # the start of epoch 3 (turns automatic epochs off)
-    trainprof.samples(64) # this step processed 64 samples (turns automatic counts off)
+    trainprof.samples(64) # a batch of 64 samples in this step (turns automatic counts off)
 
 Outside ``trainprof record`` every call returns at once.
 """
@@ -41,8 +41,9 @@ def epoch(n):
 
 
 def samples(n):
-    """n samples (the batch size) belong to the current step; from now on
-    samples are only counted by hand."""
+    """A batch of n samples belongs to the current step: call it once per
+    batch (each micro-batch of gradient accumulation), which also gives the
+    micro-batches per step. From now on samples are only counted by hand."""
     _state.manual_samples = True
     _native.samples(n)
 

@@ -123,12 +123,11 @@ def batch_size(batch, depth=0):
 
 
 def count_samples(batch):
-    """Adds a batch's samples to the current step's."""
+    """Adds a batch to the current step's: its samples (0 when its size is
+    not visible), and one to its batches (micro-batches)."""
     if _state.manual_samples:  # the script counts them
         return
-    n = batch_size(batch)
-    if n:
-        _native.samples(n)
+    _native.samples(batch_size(batch))
 
 
 def timed_pause(fn, region):

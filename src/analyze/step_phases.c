@@ -98,33 +98,36 @@ static void rank_steps_of(const tp_run_mark *m, size_t n, int rank, rank_steps *
     r->phase = calloc(r->nsteps * TP_STEP_PHASES + 1, sizeof(double));
 }
 
-/* Averages a rank's steps in at most max_groups consecutive groups. */
-static void group_steps(const rank_steps *r, size_t max_groups, tp_step_phases *out)
+/* Averages a rank's steps after its first skip (all of them when it has
+ * no more) in at most max_groups consecutive groups. */
+static void group_steps(const rank_steps *r, size_t skip, size_t max_groups, tp_step_phases *out)
 {
-    size_t ns = r->nsteps;
+    if (skip >= r->nsteps)
+        skip = 0;
+    size_t ns = r->nsteps - skip;
     if (!ns)
         return;
     size_t per = (ns + max_groups - 1) / max_groups;
-    out->nsteps = ns;
+    out->nsteps = r->nsteps;
     out->ngroups = (ns + per - 1) / per;
     out->first_step = calloc(out->ngroups, sizeof(double));
     out->values = calloc(out->ngroups * TP_STEP_PHASES, sizeof(double));
     for (size_t s = 0; s < ns; s++) {
-        double *ph = &r->phase[s * TP_STEP_PHASES], known = 0;
+        double *ph = &r->phase[(s + skip) * TP_STEP_PHASES], known = 0;
         for (int p = 0; p < TP_STEP_PHASES - 1; p++)
             known += ph[p];
-        double total = (double)(r->end[s] - r->start[s]) / 1e9;
+        double total = (double)(r->end[s + skip] - r->start[s + skip]) / 1e9;
         ph[TP_STEP_PHASES - 1] = total > known ? total - known : 0;
         size_t g = s / per;
         size_t in_group = g + 1 == out->ngroups ? ns - g * per : per;
-        out->first_step[g] = (double)(g * per);
+        out->first_step[g] = (double)(skip + g * per);
         for (int p = 0; p < TP_STEP_PHASES; p++)
             out->values[g * TP_STEP_PHASES + (size_t)p] += ph[p] / (double)in_group;
     }
 }
 
-bool tp_step_phases_build(tp_run *run, const int *ranks, size_t n, size_t max_groups,
-                          tp_step_phases *out, char *err, size_t cap)
+bool tp_step_phases_build(tp_run *run, const int *ranks, const size_t *skip, size_t n,
+                          size_t max_groups, tp_step_phases *out, char *err, size_t cap)
 {
     memset(out, 0, n * sizeof *out);
     tp_run_mark *m;
@@ -148,7 +151,7 @@ bool tp_step_phases_build(tp_run *run, const int *ranks, size_t n, size_t max_gr
         snprintf(err, cap, "%s: out of memory for the step phases", run->path);
     for (size_t k = 0; c.ranks && k < n; k++) {
         if (ok)
-            group_steps(&c.ranks[k], max_groups, &out[k]);
+            group_steps(&c.ranks[k], skip ? skip[k] : 0, max_groups, &out[k]);
         free(c.ranks[k].phase);
         free(c.ranks[k].start);
         free(c.ranks[k].end);

@@ -41,8 +41,8 @@ void tp_summary_plots_series(void *plots, const tp_run_series *series, const int
     }
 }
 
-bool tp_summary_plots_finish(tp_run *run, const int *ranks, size_t nranks, tp_summary_plots *out,
-                             char *err, size_t cap)
+bool tp_summary_plots_finish(tp_run *run, const int *ranks, const size_t *skip, size_t nranks,
+                             tp_summary_plots *out, char *err, size_t cap)
 {
     out->ranks = malloc((nranks ? nranks : 1) * sizeof *out->ranks);
     out->phases = calloc(nranks ? nranks : 1, sizeof *out->phases);
@@ -52,7 +52,7 @@ bool tp_summary_plots_finish(tp_run *run, const int *ranks, size_t nranks, tp_su
     }
     memcpy(out->ranks, ranks, nranks * sizeof *ranks);
     out->nranks = nranks;
-    return tp_step_phases_build(run, ranks, nranks, TP_STEP_GROUPS, out->phases, err, cap);
+    return tp_step_phases_build(run, ranks, skip, nranks, TP_STEP_GROUPS, out->phases, err, cap);
 }
 
 void tp_summary_plots_free(tp_summary_plots *p)

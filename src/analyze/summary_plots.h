@@ -46,13 +46,14 @@ typedef struct tp_summary_plots {
  * tp_summary_plots_series for every series' samples (a tp_series_values_fn:
  * tp_summary_build_also gives it the summary's own pass over the samples);
  * then tp_summary_plots_finish, which adds the step phases of
- * ranks[0..nranks) (those that marked steps). False (reason in err) on
- * failure; tp_summary_plots_free in every case. */
+ * ranks[0..nranks) (those that marked steps), the first skip[k] (their
+ * warm-up steps) left out. False (reason in err) on failure;
+ * tp_summary_plots_free in every case. */
 bool tp_summary_plots_init(const tp_run *run, tp_summary_plots *out, char *err, size_t cap);
 void tp_summary_plots_series(void *plots, const tp_run_series *series, const int64_t *t_ns,
                              double *values, size_t n);
-bool tp_summary_plots_finish(tp_run *run, const int *ranks, size_t nranks, tp_summary_plots *out,
-                             char *err, size_t cap);
+bool tp_summary_plots_finish(tp_run *run, const int *ranks, const size_t *skip, size_t nranks,
+                             tp_summary_plots *out, char *err, size_t cap);
 void tp_summary_plots_free(tp_summary_plots *p);
 
 /* Replaces the stored plots of db (a write transaction is open) with p and

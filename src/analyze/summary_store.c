@@ -89,6 +89,9 @@ static void fill_step(sqlite3_stmt *st, const tp_summary *s, size_t i)
     sqlite3_bind_double(st, 3, r->total_s);
     sqlite3_bind_int64(st, 4, r->samples);
     bind_stats(st, 5, &r->stats);
+    sqlite3_bind_int64(st, 11, r->batches);
+    sqlite3_bind_int64(st, 12, (sqlite3_int64)r->warmup);
+    sqlite3_bind_double(st, 13, r->warmup_s);
 }
 
 static void fill_epoch(sqlite3_stmt *st, const tp_summary *s, size_t i)
@@ -100,6 +103,7 @@ static void fill_epoch(sqlite3_stmt *st, const tp_summary *s, size_t i)
     sqlite3_bind_double(st, 4, e->duration_s);
     sqlite3_bind_int64(st, 5, (sqlite3_int64)e->steps);
     sqlite3_bind_int64(st, 6, e->samples);
+    sqlite3_bind_int64(st, 7, e->batches);
 }
 
 static void fill_rank(sqlite3_stmt *st, const tp_summary *s, size_t i)
@@ -127,7 +131,7 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary *s, size_t i)
  * device tables added (empty: such a file recorded no device times), and the
  * file becomes the current schema in the same transaction. */
 static int write_summary(sqlite3 *db, const tp_summary *s, const tp_summary_plots *plots,
-                         bool upgrade, bool rank_gpu, char *why, size_t cap)
+                         bool upgrade, bool rank_gpu, bool batches, char *why, size_t cap)
 {
     int rc = tp_exec(db, "BEGIN;");
     if (rc == SQLITE_OK && upgrade)
@@ -140,6 +144,8 @@ static int write_summary(sqlite3 *db, const tp_summary *s, const tp_summary_plot
     }
     if (rc == SQLITE_OK && !rank_gpu) /* a file from before summary_rank.gpu */
         rc = tp_exec(db, "ALTER TABLE summary_rank ADD COLUMN gpu INTEGER;");
+    if (rc == SQLITE_OK && !batches) /* a file from before summary_step.batches */
+        rc = tp_exec(db, TP_SCHEMA_ADD_BATCHES);
     if (rc == SQLITE_OK)
         rc = tp_exec(db, TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW
                      "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
@@ -169,10 +175,10 @@ static int write_summary(sqlite3 *db, const tp_summary *s, const tp_summary_plot
             db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
             s->timings.nrows, fill_timing);
     if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?)", s,
+        rc = insert_rows(db, "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
                          s->timings.nsteps, fill_step);
     if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_epoch VALUES (?,?,?,?,?,?)", s,
+        rc = insert_rows(db, "INSERT INTO summary_epoch VALUES (?,?,?,?,?,?,?)", s,
                          s->timings.nepochs, fill_epoch);
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_rank VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
@@ -207,12 +213,17 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
               tp_summary_build_also(run, &s, tp_summary_plots_series, &plots, err, cap);
     if (ok) {
         int *ranks = malloc((s.timings.nsteps + 1) * sizeof *ranks);
-        for (size_t i = 0; ranks && i < s.timings.nsteps; i++)
+        size_t *warmup = malloc((s.timings.nsteps + 1) * sizeof *warmup);
+        for (size_t i = 0; ranks && warmup && i < s.timings.nsteps; i++) {
             ranks[i] = s.timings.steps[i].rank;
-        ok = ranks && tp_summary_plots_finish(run, ranks, s.timings.nsteps, &plots, err, cap);
-        if (!ranks)
+            warmup[i] = s.timings.steps[i].warmup;
+        }
+        ok = ranks && warmup &&
+             tp_summary_plots_finish(run, ranks, warmup, s.timings.nsteps, &plots, err, cap);
+        if (!ranks || !warmup)
             snprintf(err, cap, "%s: out of memory", path);
         free(ranks);
+        free(warmup);
     }
     sqlite3 *db = NULL;
     if (ok) {
@@ -221,7 +232,8 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
         if (rc == SQLITE_OK) {
             sqlite3_busy_timeout(db, 5000);
             rc = write_summary(db, &s, &plots, version < TP_SCHEMA_VERSION,
-                               tp_run_has_column(run, "summary_rank", "gpu"), why, sizeof why);
+                               tp_run_has_column(run, "summary_rank", "gpu"),
+                               tp_run_has_column(run, "summary_step", "batches"), why, sizeof why);
         }
         if (rc != SQLITE_OK) {
             snprintf(err, cap, "%s: cannot store the summary: %s", path,
@@ -350,11 +362,17 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
         }
     }
     sqlite3_finalize(st);
+    /* files summarized before summary_step.batches: batches unknown, no warm-up */
+    bool batches = tp_run_has_column(run, "summary_step", "batches");
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(run->db,
-                                "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95,"
-                                " max FROM summary_step ORDER BY rank",
-                                -1, &st, NULL);
+        rc =
+            sqlite3_prepare_v2(run->db,
+                               batches ? "SELECT rank, count, total_s, samples, mean, min, p5, p50,"
+                                         " p95, max, batches, warmup, warmup_s FROM summary_step"
+                                         " ORDER BY rank"
+                                       : "SELECT rank, count, total_s, samples, mean, min, p5, p50,"
+                                         " p95, max, 0, 0, 0 FROM summary_step ORDER BY rank",
+                               -1, &st, NULL);
     while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         out->steps = tp_grow(out->steps, out->nsteps, &scap, sizeof *out->steps);
         tp_step_row *r = &out->steps[out->nsteps++];
@@ -362,23 +380,30 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
         r->total_s = sqlite3_column_double(st, 2);
         r->samples = sqlite3_column_int64(st, 3);
         col_stats(st, 1, 4, &r->stats);
+        r->batches = sqlite3_column_int64(st, 10);
+        r->warmup = (size_t)sqlite3_column_int64(st, 11);
+        r->warmup_s = sqlite3_column_double(st, 12);
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(run->db,
-                                "SELECT rank, epoch, start_ns, duration_s, steps, samples"
-                                " FROM summary_epoch ORDER BY rank, rowid",
-                                -1, &st, NULL);
+        rc =
+            sqlite3_prepare_v2(run->db,
+                               batches ? "SELECT rank, epoch, start_ns, duration_s, steps,"
+                                         " samples, batches FROM summary_epoch ORDER BY rank, rowid"
+                                       : "SELECT rank, epoch, start_ns, duration_s, steps,"
+                                         " samples, 0 FROM summary_epoch ORDER BY rank, rowid",
+                               -1, &st, NULL);
     while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         out->epochs = tp_grow(out->epochs, out->nepochs, &ecap, sizeof *out->epochs);
         out->epochs[out->nepochs++] = (tp_epoch_row){
-            sqlite3_column_int(st, 0),
-            sqlite3_column_int64(st, 1),
-            (double)sqlite3_column_int64(st, 2) / 1e9,
-            sqlite3_column_double(st, 3),
-            (size_t)sqlite3_column_int64(st, 4),
-            sqlite3_column_int64(st, 5),
-            NAN,
+            .rank = sqlite3_column_int(st, 0),
+            .epoch = sqlite3_column_int64(st, 1),
+            .start_s = (double)sqlite3_column_int64(st, 2) / 1e9,
+            .duration_s = sqlite3_column_double(st, 3),
+            .steps = (size_t)sqlite3_column_int64(st, 4),
+            .samples = sqlite3_column_int64(st, 5),
+            .batches = sqlite3_column_int64(st, 6),
+            .energy_j = NAN,
         };
     }
     sqlite3_finalize(st);

@@ -72,6 +72,77 @@ static double epoch_duration(int64_t start_ns, int64_t end_ns)
     return end_ns > start_ns ? (double)(end_ns - start_ns) / 1e9 : 0;
 }
 
+/* A compile region of a thread. */
+typedef struct compile_span {
+    int64_t thread, a, b;
+} compile_span;
+
+/* The run's compile regions, in (thread, start) order. */
+typedef struct compile_list {
+    compile_span *v;
+    size_t n, cap;
+} compile_list;
+
+static void add_compile(void *ctx, int64_t thread, const char *name, int depth, int64_t start_ns,
+                        int64_t end_ns)
+{
+    (void)name;
+    (void)depth;
+    compile_list *c = ctx;
+    c->v = tp_grow(c->v, c->n, &c->cap, sizeof *c->v);
+    c->v[c->n++] = (compile_span){thread, start_ns, end_ns};
+}
+
+/* Whether one of thread's compile regions overlaps [a, b). Asked only of a
+ * thread's first steps (while they compile), so a scan of its regions. */
+static bool compiled_in(const compile_list *c, int64_t thread, int64_t a, int64_t b)
+{
+    size_t lo = 0, hi = c->n; /* the thread's first region */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->v[mid].thread < thread)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < c->n && c->v[i].thread == thread && c->v[i].a < b; i++)
+        if (c->v[i].b > a)
+            return true;
+    return false;
+}
+
+/* A rank's closed steps as rank_steps finds them: steady and warm-up apart. */
+typedef struct step_set {
+    double *durations;
+    size_t n;
+    int64_t samples, batches;
+    span_list spans;
+} step_set;
+
+static void step_set_add(step_set *set, int rank, int64_t a, int64_t b, int64_t samples,
+                         int64_t batches)
+{
+    set->durations[set->n++] = (double)(b - a) / 1e9;
+    set->samples += samples;
+    set->batches += batches;
+    span_list *spans = &set->spans;
+    step_span *last = spans->n ? &spans->v[spans->n - 1] : NULL;
+    if (last && last->rank == rank && last->b == a) {
+        last->b = b; /* back to back: one run of steps */
+    } else {
+        spans->v = tp_grow(spans->v, spans->n, &spans->cap, sizeof *spans->v);
+        spans->v[spans->n++] = (step_span){rank, a, b};
+    }
+}
+
+static double sum(const double *v, size_t n)
+{
+    double total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += v[i];
+    return total;
+}
+
 /* Steps and epochs of the marks of one rank: marks[lo, hi), in (thread,
  * time) order. A step runs from one step mark to the next on its thread; an
  * epoch mark in between ends the run of steps (so the wait between the last
@@ -79,21 +150,28 @@ static double epoch_duration(int64_t start_ns, int64_t end_ns)
  * from its mark to its thread's next epoch mark, or to its last step mark,
  * or to the end of the run. A step-end mark closes the open step as a step
  * mark would, and begins none: the time to the next step mark is no step's.
- * Samples marks count for the step they fall in,
- * once that step is closed, so samples/s is over the same steps as steps/s. */
+ * Samples marks (one per batch) count for the step they fall in, once that
+ * step is closed, so samples/s is over the same steps as steps/s. A thread's
+ * first steps are warm-up for as long as each overlaps one of its compile
+ * regions; they go to the epochs, not to the step figures or the spans
+ * (unless the rank has no other step). */
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
-                       size_t *steps_cap, size_t *epochs_cap, span_list *spans)
+                       const compile_list *compiles, size_t *steps_cap, size_t *epochs_cap,
+                       span_list *spans)
 {
-    double *durations = malloc((hi - lo + 1) * sizeof *durations);
-    size_t nd = 0;
+    step_set steady = {.durations = malloc((hi - lo + 1) * sizeof(double))};
+    step_set warm = {.durations = malloc((hi - lo + 1) * sizeof(double))};
     long epoch_row = -1;     /* the open epoch's row in t->epochs */
     long prev_step = -1;     /* index of the thread's previous step mark */
     int64_t epoch_start = 0; /* the open epoch's mark, ns */
     int64_t last_mark = -1;  /* time of the open epoch's last step mark, ns */
     int64_t run_ns = llround(run_s * 1e9);
-    int64_t samples = 0, pending = 0; /* pending: samples of the open step */
+    int64_t pending = 0, pending_batches = 0; /* of the open step */
+    bool warming = true;                      /* the thread's steps so far all held a compilation */
     for (size_t i = lo; i < hi; i++) {
         bool new_thread = i == lo || m[i].thread != m[i - 1].thread;
+        if (new_thread)
+            warming = true;
         if (new_thread || (m[i].kind == TP_RUN_MARK_EPOCH)) {
             if (epoch_row >= 0) {
                 int64_t end = !new_thread && (m[i].kind == TP_RUN_MARK_EPOCH) ? m[i].t_ns
@@ -104,43 +182,40 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             prev_step = -1;
             epoch_row = -1;
             last_mark = -1;
-            pending = 0;
+            pending = pending_batches = 0;
         }
         if ((m[i].kind == TP_RUN_MARK_EPOCH)) {
             t->epochs = tp_grow(t->epochs, t->nepochs, epochs_cap, sizeof *t->epochs);
-            t->epochs[t->nepochs] =
-                (tp_epoch_row){m[i].rank, m[i].value, (double)m[i].t_ns / 1e9, 0, 0, 0, NAN};
+            t->epochs[t->nepochs] = (tp_epoch_row){.rank = m[i].rank,
+                                                   .epoch = m[i].value,
+                                                   .start_s = (double)m[i].t_ns / 1e9,
+                                                   .energy_j = NAN};
             epoch_row = (long)t->nepochs++;
             epoch_start = m[i].t_ns;
             continue;
         }
         if (m[i].kind == TP_RUN_MARK_SAMPLES) {
             pending += m[i].value; /* counts once its step is closed */
+            pending_batches++;
             continue;
         }
         if (prev_step >= 0) {
-            durations[nd++] = (double)(m[i].t_ns - m[prev_step].t_ns) / 1e9;
-            step_span *last = spans->n ? &spans->v[spans->n - 1] : NULL;
-            if (last && last->rank == m[i].rank && last->b == m[prev_step].t_ns) {
-                last->b = m[i].t_ns; /* back to back: one run of steps */
-            } else {
-                spans->v = tp_grow(spans->v, spans->n, &spans->cap, sizeof *spans->v);
-                spans->v[spans->n++] = (step_span){m[i].rank, m[prev_step].t_ns, m[i].t_ns};
-            }
-            samples += pending;
+            int64_t a = m[prev_step].t_ns, b = m[i].t_ns;
+            warming = warming && compiled_in(compiles, m[i].thread, a, b);
+            step_set_add(warming ? &warm : &steady, m[i].rank, a, b, pending, pending_batches);
             if (epoch_row >= 0) {
                 t->epochs[epoch_row].steps++;
                 t->epochs[epoch_row].samples += pending;
+                t->epochs[epoch_row].batches += pending_batches;
             }
         }
+        pending = pending_batches = 0;
         if (m[i].kind == TP_RUN_MARK_STEP_END) {
             if (prev_step >= 0)
                 last_mark = m[i].t_ns;
             prev_step = -1;
-            pending = 0;
             continue;
         }
-        pending = 0;
         prev_step = (long)i;
         last_mark = m[i].t_ns;
     }
@@ -148,17 +223,41 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         t->epochs[epoch_row].duration_s =
             epoch_duration(epoch_start, last_mark >= 0 ? last_mark : run_ns);
     }
-    if (nd) {
+    if (!steady.n) { /* every step compiled: no steady state to set the warm-up apart from */
+        step_set swap = steady;
+        steady = warm;
+        warm = swap;
+    }
+    if (steady.n) {
         t->steps = tp_grow(t->steps, t->nsteps, steps_cap, sizeof *t->steps);
         tp_step_row *st = &t->steps[t->nsteps++];
-        st->rank = m[lo].rank;
-        st->samples = samples;
-        st->total_s = 0;
-        for (size_t i = 0; i < nd; i++)
-            st->total_s += durations[i];
-        tp_stats_compute(durations, nd, &st->stats);
+        *st = (tp_step_row){.rank = m[lo].rank,
+                            .total_s = sum(steady.durations, steady.n),
+                            .samples = steady.samples,
+                            .batches = steady.batches,
+                            .warmup = warm.n,
+                            .warmup_s = sum(warm.durations, warm.n)};
+        tp_stats_compute(steady.durations, steady.n, &st->stats);
     }
-    free(durations);
+    for (size_t i = 0; i < steady.spans.n; i++) {
+        spans->v = tp_grow(spans->v, spans->n, &spans->cap, sizeof *spans->v);
+        spans->v[spans->n++] = steady.spans.v[i];
+    }
+    free(steady.durations);
+    free(warm.durations);
+    free(steady.spans.v);
+    free(warm.spans.v);
+}
+
+const char *const tp_pause_names[TP_PAUSE_NAMES] = {"evaluate", "sanity_check", "checkpoint",
+                                                    "compile"};
+
+bool tp_timing_is_pause(const char *name)
+{
+    for (size_t i = 0; i < TP_PAUSE_NAMES; i++)
+        if (strcmp(name, tp_pause_names[i]) == 0)
+            return true;
+    return false;
 }
 
 /* Energy used during an epoch: the growth of every cumulative energy series
@@ -317,16 +416,23 @@ static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, siz
     size_t n;
     if (!tp_run_marks(run, &marks, &n, err, cap))
         return false;
+    compile_list compiles = {0};
+    static const char *const compile[] = {"compile"};
+    if (!tp_run_each_named_region(run, compile, 1, add_compile, &compiles, err, cap)) {
+        free(marks);
+        return false;
+    }
     size_t steps_cap = 0, epochs_cap = 0;
     span_list spans = {0};
     for (size_t lo = 0; lo < n;) {
         size_t hi = lo;
         while (hi < n && marks[hi].rank == marks[lo].rank)
             hi++;
-        rank_steps(out, marks, lo, hi, run_s, &steps_cap, &epochs_cap, &spans);
+        rank_steps(out, marks, lo, hi, run_s, &compiles, &steps_cap, &epochs_cap, &spans);
         lo = hi;
     }
     free(marks);
+    free(compiles.v);
     merge_spans(&spans);
     bool ok = measure_in_steps(run, out, &spans, err, cap);
     free(spans.v);
@@ -339,6 +445,7 @@ bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, siz
                                  : from_rows(run, run_s, out, err, cap)))
         return false;
     for (size_t i = 0; i < out->nrows; i++) {
+        out->rows[i].pause = tp_timing_is_pause(out->rows[i].name);
         double denom = run_s;
         for (size_t s = 0; s < out->nsteps; s++)
             if (out->steps[s].rank == out->rows[i].rank && out->steps[s].total_s > 0)

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/timings.h"
 #include "render/export.h"
 #include "store/reader_stream.h"
 #include "util/json_writer.h"
@@ -100,7 +101,11 @@ static void region_event(void *ctx, int64_t thread, const char *name, int depth,
     if (!t)
         return;
     sep(c);
-    fputs("{\"ph\":\"X\",\"cat\":\"region\",\"name\":", c->out);
+    /* the training's pauses (evaluate, checkpoint, compile, ...) stand out:
+     * their own category, and a grey slice where the viewer knows cname */
+    fputs(tp_timing_is_pause(name) ? "{\"ph\":\"X\",\"cat\":\"pause\",\"cname\":\"grey\",\"name\":"
+                                   : "{\"ph\":\"X\",\"cat\":\"region\",\"name\":",
+          c->out);
     json_write_escaped(c->out, name);
     fprintf(c->out, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"depth\":%d}}",
             t->pid, t->tid, (double)start / 1e3, (double)(end - start) / 1e3, depth);

@@ -2,10 +2,12 @@
 #include "render/html.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze/downsample.h"
+#include "analyze/pauses.h"
 #include "analyze/step_phases.h"
 #include "analyze/summary_plots.h"
 #include "analyze/verdicts.h"
@@ -27,7 +29,7 @@ const char tp_html_style[] =
     "padding:8px}figure{margin:12px 0}.chart-title{font-weight:bold;font-size:13px}"
     ".tick{font-size:10px;fill:#555}.axis-title{font-size:11px;fill:#333}.legend{font-size:11px}"
     ".grid{stroke:#eee}.series{stroke-width:1.3}.band{fill:#4c9a2a;fill-opacity:.09}"
-    ".band-label{font-size:10px;fill:#4c7a2a}";
+    ".band-label{font-size:10px;fill:#4c7a2a}.shade{fill:#555;fill-opacity:.16}";
 
 /* ---- system metric plots ------------------------------------------------- */
 
@@ -45,6 +47,8 @@ typedef struct plot_ctx {
     const tp_run_series *first;  /* run->series: a series' index is its offset */
     plot_series **item_of;       /* per series index: its line, or NULL */
     double steps_from, steps_to; /* the agents' training steps, earliest to latest (s) */
+    tp_svg_shade *pauses;        /* the training's pauses (s) */
+    size_t npauses;
 } plot_ctx;
 
 /* A time chart of c, with the training steps shaded where they are known:
@@ -58,7 +62,9 @@ static tp_svg_chart time_chart(const plot_ctx *c, const char *title, const char 
                           .unit = unit,
                           .band_from = c->steps_from,
                           .band_to = c->steps_to,
-                          .band_label = "training steps"};
+                          .band_label = "training steps",
+                          .shades = c->pauses,
+                          .nshades = c->npauses};
 }
 
 /* Whether a series gets a line: per-core CPU only on machines (agents) with
@@ -146,6 +152,58 @@ static bool envelope_chart(FILE *out, const plot_ctx *c, const tp_metric_def *de
     return ok;
 }
 
+/* The run's pauses as shades of c's charts: spans of a name closer than a
+ * plot bucket to the one before are drawn as one (so at most about
+ * TP_PLOT_BUCKETS per name), each named with its pauses' count and time.
+ * labels: storage for the names, one per pause. */
+static bool pause_shades(const tp_run *run, plot_ctx *c, char (**labels)[48], char *err, size_t cap)
+{
+    tp_pauses p;
+    if (!tp_pauses_build((tp_run *)run, &p, err, cap))
+        return false;
+    c->pauses = calloc(p.n + 1, sizeof *c->pauses);
+    *labels = calloc(p.n + 1, sizeof **labels);
+    size_t *count = calloc(p.n + 1, sizeof *count);
+    double *busy = calloc(p.n + 1, sizeof *busy);
+    if (!c->pauses || !*labels || !count || !busy) {
+        free(count);
+        free(busy);
+        tp_pauses_free(&p);
+        snprintf(err, cap, "html: out of memory");
+        return false;
+    }
+    double gap = c->span / TP_PLOT_BUCKETS;
+    size_t last[TP_PAUSE_NAMES]; /* per name: its latest shade */
+    for (size_t n = 0; n < TP_PAUSE_NAMES; n++)
+        last[n] = SIZE_MAX;
+    for (size_t i = 0; i < p.n; i++) {
+        double from = (double)p.spans[i].t0_ns / 1e9, to = (double)p.spans[i].t1_ns / 1e9;
+        size_t name = 0;
+        while (name + 1 < TP_PAUSE_NAMES && tp_pause_names[name] != p.spans[i].name)
+            name++;
+        size_t k = last[name] != SIZE_MAX && from - c->pauses[last[name]].to < gap ? last[name]
+                                                                                   : c->npauses;
+        last[name] = k;
+        if (k == c->npauses)
+            c->pauses[c->npauses++] = (tp_svg_shade){from, to, (*labels)[k]};
+        else if (to > c->pauses[k].to)
+            c->pauses[k].to = to;
+        count[k]++;
+        busy[k] += to - from;
+        char d[32];
+        tp_format_duration(d, sizeof d, busy[k]);
+        if (count[k] == 1)
+            snprintf((*labels)[k], sizeof **labels, "%s, %s", p.spans[i].name, d);
+        else
+            snprintf((*labels)[k], sizeof **labels, "%s, %zu times, %s", p.spans[i].name, count[k],
+                     d);
+    }
+    free(count);
+    free(busy);
+    tp_pauses_free(&p);
+    return true;
+}
+
 static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, size_t cap)
 {
     const tp_run *run = s->run;
@@ -159,6 +217,14 @@ static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, si
         return false;
     }
     c.span = s->n ? (double)run->last_t_ns / 1e9 : 0;
+    char(*pause_labels)[48] = NULL;
+    if (!pause_shades(run, &c, &pause_labels, err, cap)) {
+        free(c.items);
+        free(c.item_of);
+        free(c.pauses);
+        free(pause_labels);
+        return false;
+    }
     for (size_t w = 0; w < s->nwindows; w++) {
         double t0 = (double)s->windows[w].t0_ns / 1e9, t1 = (double)s->windows[w].t1_ns / 1e9;
         c.steps_from = w == 0 || t0 < c.steps_from ? t0 : c.steps_from;
@@ -183,6 +249,10 @@ static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, si
     size_t count;
     const tp_metric_def *defs = tp_metric_catalog(&count);
     fputs("<h2>System metrics</h2>\n", out);
+    if (c.npauses)
+        fputs("<p>Shaded green: the training steps; grey: the training's pauses outside them "
+              "(evaluate, sanity_check, checkpoint, compile), each named when hovered.</p>\n",
+              out);
     bool across = !all && run->nagents > TP_REPORT_AGENTS_MAX;
     if (across)
         fprintf(out,
@@ -223,6 +293,8 @@ static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, si
     }
     free(c.items);
     free(c.item_of);
+    free(c.pauses);
+    free(pause_labels);
     return ok;
 }
 
@@ -256,7 +328,7 @@ static void step_breakdown(FILE *out, const tp_summary *s)
                 continue;
             for (int p = 0; p < TP_STEP_PHASES - 1; p++)
                 if (strcmp(t->rows[r].name, tp_step_phase_names[p]) == 0) {
-                    double per_step = t->rows[r].total_s / (double)st->stats.count;
+                    double per_step = t->rows[r].in_steps_s / (double)st->stats.count;
                     values[nbars * TP_STEP_PHASES + (size_t)p] = per_step;
                     known += per_step;
                 }
@@ -332,21 +404,32 @@ static bool step_time_plots(FILE *out, const tp_summary *s, bool all, char *err,
     size_t room = s->timings.nsteps + TP_NOTABLE_RANKS;
     int *ranks = calloc(room, sizeof *ranks);
     tp_step_phases *ph = calloc(room, sizeof *ph);
-    size_t n = ranks && ph ? plotted_ranks(out, s, all, ranks) : 0;
-    bool ok = ranks && ph &&
+    size_t *warmup = calloc(room, sizeof *warmup);
+    size_t n = ranks && ph && warmup ? plotted_ranks(out, s, all, ranks) : 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < s->timings.nsteps; k++)
+            if (s->timings.steps[k].rank == ranks[i])
+                warmup[i] = s->timings.steps[k].warmup;
+    bool ok = ranks && ph && warmup &&
               (tp_plots_stored(s->run)
                    ? tp_stored_step_phases(s->run, ranks, n, ph, err, cap)
-                   : tp_step_phases_build(s->run, ranks, n, TP_STEP_GROUPS, ph, err, cap));
-    if (!ranks || !ph)
+                   : tp_step_phases_build(s->run, ranks, warmup, n, TP_STEP_GROUPS, ph, err, cap));
+    if (!ranks || !ph || !warmup)
         snprintf(err, cap, "html: out of memory");
     if (!ok)
         n = 0;
     for (size_t i = 0; i < n; i++) {
         if (ph[i].ngroups) {
-            char title[96], rank[32];
+            char title[128], rank[32];
             rank_label(rank, sizeof rank, ranks[i]);
-            snprintf(title, sizeof title, "Step time over the run, %s (%zu steps)", rank,
-                     ph[i].nsteps);
+            size_t skipped = (size_t)ph[i].first_step[0];
+            if (skipped)
+                snprintf(title, sizeof title,
+                         "Step time over the run, %s (%zu steps; the first %zu, warm-up, left out)",
+                         rank, ph[i].nsteps, skipped);
+            else
+                snprintf(title, sizeof title, "Step time over the run, %s (%zu steps)", rank,
+                         ph[i].nsteps);
             char(*labels)[24] = calloc(ph[i].ngroups, sizeof *labels);
             const char **bar_labels = calloc(ph[i].ngroups, sizeof *bar_labels);
             for (size_t g = 0; g < ph[i].ngroups; g++) {
@@ -363,6 +446,7 @@ static bool step_time_plots(FILE *out, const tp_summary *s, bool all, char *err,
         tp_step_phases_free(&ph[i]);
     }
     free(ranks);
+    free(warmup);
     free(ph);
     return ok;
 }

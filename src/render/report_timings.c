@@ -14,21 +14,29 @@ static void rank_title(char *buf, size_t cap, int rank)
         snprintf(buf, cap, "rank %d", rank);
 }
 
-/* After a rank's Timings table: the regions with time outside its steps
- * (an evaluation loop, checkpoints), which count in count and total but not
- * in the shares. Nothing when that time is negligible. */
+/* After a rank's Timings table: the other regions with time outside its
+ * steps (an evaluation loop of the script's own, the wait between epochs),
+ * which count in count and total but not in the shares. Nothing when that
+ * time is negligible. */
 static void outside_steps_line(FILE *out, const tp_timings *t, int rank)
 {
+    bool warmup = false;
+    for (size_t i = 0; i < t->nsteps; i++)
+        warmup |= t->steps[i].rank == rank && t->steps[i].warmup;
     bool any = false;
     for (size_t i = 0; i < t->nrows; i++) {
         const tp_timing_row *r = &t->rows[i];
         double outside = r->total_s - r->in_steps_s;
-        if (r->rank != rank || outside < 1e-3 || outside < 0.05 * r->total_s)
+        if (r->rank != rank || r->pause || outside < 1e-3 || outside < 0.05 * r->total_s)
             continue;
         char d[32];
         tp_format_duration(d, sizeof d, outside);
-        fprintf(out, "%s%s %s", any ? ", " : "  outside the steps (not in the shares): ", r->name,
-                d);
+        fprintf(out, "%s%s %s",
+                any ? ", "
+                : warmup
+                    ? "  outside the steps counted (warm-up steps included; not in the shares): "
+                    : "  outside the steps (not in the shares): ",
+                r->name, d);
         any = true;
     }
     if (any)
@@ -72,6 +80,67 @@ static bool after_rank_table(FILE *out, const tp_timings *t, int rank)
 {
     outside_steps_line(out, t, rank);
     return device_table(out, t, rank);
+}
+
+/* A rank's Timings table, rows [lo, hi) of t: its regions in the training,
+ * then the pauses (evaluate, checkpoint, compile, ...), which lie outside
+ * the steps; their share, where they ran inside steps at all, is shown. */
+static void rank_table(FILE *out, const tp_timings *t, size_t lo, size_t hi)
+{
+    char title[32];
+    rank_title(title, sizeof title, t->rows[lo].rank);
+    fprintf(out, "\nTimings, %s\n  %-24s %8s %11s %11s %11s %11s %11s %7s\n", title, "region",
+            "count", "total", "mean", "p50", "p95", "max", "share");
+    for (int pauses = 0; pauses < 2; pauses++) {
+        bool first = true;
+        for (size_t i = lo; i < hi; i++) {
+            const tp_timing_row *r = &t->rows[i];
+            if (r->pause != pauses)
+                continue;
+            if (pauses && first)
+                fprintf(out, "  not training (pauses outside the steps)\n");
+            first = false;
+            duration_row(out, r->name, r->stats.count, r->total_s, &r->stats);
+            if (r->pause && r->in_steps_s <= 0)
+                fprintf(out, " %7s\n", "-");
+            else
+                fprintf(out, " %6.1f%%\n", 100 * r->share);
+        }
+    }
+}
+
+/* A rank's steps: count, durations and rates of its steady steps, what a
+ * step fetched, and its warm-up steps set apart. */
+static void steps_lines(FILE *out, const tp_step_row *st)
+{
+    char title[32], mean[32], p50[32], p95[32];
+    rank_title(title, sizeof title, st->rank);
+    tp_format_duration(mean, sizeof mean, st->stats.mean);
+    tp_format_duration(p50, sizeof p50, st->stats.p50);
+    tp_format_duration(p95, sizeof p95, st->stats.p95);
+    char rate[64] = "";
+    if (st->samples > 0 && st->total_s > 0)
+        snprintf(rate, sizeof rate, ", %.0f samples/s", (double)st->samples / st->total_s);
+    fprintf(out, "\nSteps, %s: %zu steps, mean %s (p50 %s, p95 %s), %.1f steps/s%s\n", title,
+            st->stats.count, mean, p50, p95,
+            st->total_s > 0 ? (double)st->stats.count / st->total_s : 0, rate);
+    double count = (double)st->stats.count;
+    if (st->batches > 0 && count > 0) {
+        double batches = (double)st->batches / count;
+        fprintf(out, "  a step: %.3g %s", batches,
+                st->batches == (int64_t)st->stats.count ? "batch" : "micro-batches");
+        if (st->samples > 0)
+            fprintf(out, ", %.4g samples", (double)st->samples / count);
+        fputc('\n', out);
+    }
+    if (st->warmup) {
+        char d[32];
+        tp_format_duration(d, sizeof d, st->warmup_s);
+        fprintf(out,
+                "  before them, %zu warm-up step%s (%s) in which torch.compile compiled: left "
+                "out of\n  these figures and of the shares\n",
+                st->warmup, st->warmup == 1 ? "" : "s", d);
+    }
 }
 
 /* Which ranks get their own tables: every rank, unless the run has more than
@@ -141,42 +210,20 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
                 "--all or --json)\n",
                 sr.n, s->ranks.n, TP_NOTABLE_RANKS - 2);
     }
-    int rank = -2;
     bool device = false;
-    for (size_t i = 0; i < t->nrows; i++) {
-        const tp_timing_row *r = &t->rows[i];
-        if (!shown(&sr, r->rank))
-            continue;
-        if (r->rank != rank) {
-            if (rank != -2)
-                device |= after_rank_table(out, t, rank);
-            char title[32];
-            rank_title(title, sizeof title, r->rank);
-            rank = r->rank;
-            fprintf(out, "\nTimings, %s\n  %-24s %8s %11s %11s %11s %11s %11s %7s\n", title,
-                    "region", "count", "total", "mean", "p50", "p95", "max", "share");
+    for (size_t i = 0; i < t->nrows;) {
+        size_t j = i;
+        while (j < t->nrows && t->rows[j].rank == t->rows[i].rank)
+            j++;
+        if (shown(&sr, t->rows[i].rank)) {
+            rank_table(out, t, i, j);
+            device |= after_rank_table(out, t, t->rows[i].rank);
         }
-        duration_row(out, r->name, r->stats.count, r->total_s, &r->stats);
-        fprintf(out, " %6.1f%%\n", 100 * r->share);
+        i = j;
     }
-    if (rank != -2)
-        device |= after_rank_table(out, t, rank);
-    for (size_t i = 0; i < t->nsteps; i++) {
-        const tp_step_row *st = &t->steps[i];
-        if (!shown(&sr, st->rank))
-            continue;
-        char title[32], mean[32], p50[32], p95[32];
-        rank_title(title, sizeof title, st->rank);
-        tp_format_duration(mean, sizeof mean, st->stats.mean);
-        tp_format_duration(p50, sizeof p50, st->stats.p50);
-        tp_format_duration(p95, sizeof p95, st->stats.p95);
-        char rate[64] = "";
-        if (st->samples > 0 && st->total_s > 0)
-            snprintf(rate, sizeof rate, ", %.0f samples/s", (double)st->samples / st->total_s);
-        fprintf(out, "\nSteps, %s: %zu steps, mean %s (p50 %s, p95 %s), %.1f steps/s%s\n", title,
-                st->stats.count, mean, p50, p95,
-                st->total_s > 0 ? (double)st->stats.count / st->total_s : 0, rate);
-    }
+    for (size_t i = 0; i < t->nsteps; i++)
+        if (shown(&sr, t->steps[i].rank))
+            steps_lines(out, &t->steps[i]);
     no_steps_lines(out, t, &sr);
     for (size_t i = 0; i < t->nepochs; i++) {
         const tp_epoch_row *e = &t->epochs[i];
@@ -247,6 +294,8 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         json_double(w, r->in_steps_s);
         json_key(w, "share");
         json_double(w, r->share);
+        json_key(w, "pause");
+        json_bool(w, r->pause);
         json_key(w, "device");
         if (r->device.count) {
             json_object_begin(w);
@@ -283,6 +332,23 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
             json_double(w, (double)st->samples / st->total_s);
         else
             json_null(w);
+        double count = (double)st->stats.count;
+        json_key(w, "samples_per_step");
+        if (st->samples > 0 && count > 0)
+            json_double(w, (double)st->samples / count);
+        else
+            json_null(w);
+        json_key(w, "batches");
+        json_int(w, st->batches);
+        json_key(w, "batches_per_step");
+        if (st->batches > 0 && count > 0)
+            json_double(w, (double)st->batches / count);
+        else
+            json_null(w);
+        json_key(w, "warmup_steps");
+        json_int(w, (int64_t)st->warmup);
+        json_key(w, "warmup_s");
+        json_double(w, st->warmup_s);
         json_object_end(w);
     }
     json_array_end(w);
@@ -303,6 +369,8 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         json_int(w, (int64_t)e->steps);
         json_key(w, "samples");
         json_int(w, e->samples);
+        json_key(w, "batches");
+        json_int(w, e->batches);
         json_key(w, "samples_per_s");
         if (e->samples > 0 && e->duration_s > 0)
             json_double(w, (double)e->samples / e->duration_s);

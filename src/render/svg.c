@@ -134,6 +134,19 @@ void tp_svg_line_chart(FILE *out, const tp_svg_chart *c, const tp_svg_line *line
         if (c->band_label)
             text(out, x0 + 3, TOP + 10, "start", " class=\"band-label\"", c->band_label);
     }
+    for (size_t i = 0; i < c->nshades; i++) {
+        const tp_svg_shade *sh = &c->shades[i];
+        if (sh->to < 0 || sh->from > xmax)
+            continue;
+        double x0 = LEFT + fmax(sh->from, 0) / xmax * plot_w;
+        double x1 = LEFT + fmin(sh->to, xmax) / xmax * plot_w;
+        fprintf(out,
+                "<rect class=\"shade\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
+                "<title>",
+                x0, (double)TOP, fmax(x1 - x0, 1), plot_h);
+        tp_html_escape(out, sh->label ? sh->label : "");
+        fputs("</title></rect>", out);
+    }
     const char *labels[64];
     for (size_t i = 0; i < n && i < 64; i++) {
         labels[i] = lines[i].label;

@@ -16,6 +16,12 @@ typedef struct tp_svg_line {
     size_t n;
 } tp_svg_line;
 
+/* A span of x (seconds) shaded on a line chart, named when hovered. */
+typedef struct tp_svg_shade {
+    double from, to;
+    const char *label;
+} tp_svg_shade;
+
 typedef struct tp_svg_chart {
     const char *title;
     const char *x_title;
@@ -25,6 +31,10 @@ typedef struct tp_svg_chart {
      * band_to > band_from), named band_label: the training steps */
     double band_from, band_to;
     const char *band_label;
+    /* line charts: further spans shaded darker over the band (the
+     * training's pauses) */
+    const tp_svg_shade *shades;
+    size_t nshades;
 } tp_svg_chart;
 
 /* Writes s with &, <, >, " and ' escaped. */

@@ -30,7 +30,7 @@ typedef struct live_phase {
 
 typedef struct live_rank {
     int32_t rank;
-    uint64_t steps, samples, epochs, dropped;
+    uint64_t steps, samples, batches, epochs, dropped;
     int64_t epoch; /* the latest epoch mark's value, -1 before one */
 } live_rank;
 
@@ -203,9 +203,10 @@ static void apply_timings(tp_live *l, const tp_batch *b)
             continue;
         if (m->kind == TP_MARK_STEP)
             r->steps++;
-        else if (m->kind == TP_MARK_SAMPLES)
+        else if (m->kind == TP_MARK_SAMPLES) {
             r->samples += m->value > 0 ? (uint64_t)m->value : 0;
-        else if (m->kind == TP_MARK_EPOCH)
+            r->batches++;
+        } else if (m->kind == TP_MARK_EPOCH)
             r->epochs++, r->epoch = m->value;
     }
 }
@@ -314,6 +315,9 @@ static void render_timings(tp_live *l, FILE *out)
     } families[] = {
         {"trainprof_steps_total", "training steps completed (step marks), per rank"},
         {"trainprof_samples_total", "samples in the steps' batches, per rank"},
+        {"trainprof_batches_total",
+         "batches (micro-batches) fetched for the steps, per rank: over trainprof_steps_total, "
+         "micro-batches per step"},
         {"trainprof_epochs_total", "epoch marks seen, per rank"},
         {"trainprof_dropped_events_total", "timing events dropped on full buffers, per rank"},
     };
@@ -321,7 +325,7 @@ static void render_timings(tp_live *l, FILE *out)
         header(out, families[f].name, families[f].help, "counter");
         for (size_t i = 0; i < l->nranks; i++) {
             const live_rank *r = &l->ranks[i];
-            uint64_t v[] = {r->steps, r->samples, r->epochs, r->dropped};
+            uint64_t v[] = {r->steps, r->samples, r->batches, r->epochs, r->dropped};
             fputs(families[f].name, out);
             rank_labels(out, l, r->rank);
             fprintf(out, "} %llu\n", (unsigned long long)v[f]);

@@ -22,6 +22,7 @@ typedef struct input_info {
     bool series_steps; /* it stores its series' figures over the steps */
     bool steps_window; /* and its steps window */
     bool rank_gpu;     /* its summary_rank has each rank's GPU */
+    bool batches;      /* its summary_step has batches and warm-up steps */
     bool thread_cuda;  /* it has each thread's CUDA_VISIBLE_DEVICES */
     int *ranks;        /* distinct ranks of its threads (-1: no rank) */
     size_t nranks;
@@ -105,6 +106,7 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         info[i].series_steps = info[i].summarized && tp_run_has_table(run, "summary_series_steps");
         info[i].steps_window = info[i].summarized && tp_run_has_table(run, "summary_steps_window");
         info[i].rank_gpu = info[i].summarized && tp_run_has_column(run, "summary_rank", "gpu");
+        info[i].batches = info[i].summarized && tp_run_has_column(run, "summary_step", "batches");
         info[i].thread_cuda = tp_run_has_table(run, "thread_cuda");
         input_ranks(run, &info[i]);
         info[i].start_wall_ns = wall ? strtoll(wall, NULL, 10) : 0;
@@ -233,9 +235,10 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         "INSERT INTO main.summary_series SELECT series_id + %lld, count, mean,"
         " min, p5, p50, p95, max FROM src.summary_series;"
         "INSERT INTO main.summary_timing SELECT %s FROM src.summary_timing;"
-        "INSERT INTO main.summary_step SELECT * FROM src.summary_step;"
+        "INSERT INTO main.summary_step SELECT rank, count, total_s, samples, mean, min, p5, p50,"
+        " p95, max, %s FROM src.summary_step;"
         "INSERT INTO main.summary_epoch SELECT rank, epoch, start_ns + %lld, duration_s, steps,"
-        " samples FROM src.summary_epoch ORDER BY rowid;"
+        " samples, %s FROM src.summary_epoch ORDER BY rowid;"
         "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
         " gpu_sm_clock_mhz, %s FROM src.summary_rank;%s%s",
@@ -244,8 +247,9 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
             ? "*"
             : "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s,"
               " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
-        dt, agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank", plots ? plots_sql : "",
-        info->series_steps ? steps_sql : "");
+        info->batches ? "batches, warmup, warmup_s" : "0, 0, 0", dt,
+        info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
+        plots ? plots_sql : "", info->series_steps ? steps_sql : "");
     char *rows = rows_sql(series, thread, dt, all_rows, info->version >= TP_SCHEMA_DEVICE);
     char cuda_sql[128] = "";
     if (info->thread_cuda)

@@ -15,7 +15,7 @@ static int bucket(tp_live_reader *r, int64_t sec)
     int b = (int)(sec % TP_LIVE_BUCKETS);
     if (r->bucket_sec[b] != sec) {
         r->bucket_sec[b] = sec;
-        r->steps[b] = r->samples[b] = 0;
+        r->steps[b] = r->samples[b] = r->batches[b] = 0;
         for (int n = 0; n < r->nnames; n++) {
             r->busy[n][b] = r->device[n][b] = 0;
             r->device_seen[n][b] = false;
@@ -101,8 +101,10 @@ static void read_new_rows(tp_live_reader *r, tp_run *run, int64_t oldest_sec)
             int b = bucket(r, sec);
             if (strcmp(kind, "step") == 0)
                 r->steps[b] += 1;
-            else if (strcmp(kind, "samples") == 0)
+            else if (strcmp(kind, "samples") == 0) {
                 r->samples[b] += sqlite3_column_double(st, 3);
+                r->batches[b] += 1;
+            }
         }
         sqlite3_finalize(st);
     }
@@ -126,7 +128,7 @@ bool tp_live_update(tp_live_reader *r, tp_run *run, tp_live *out)
     int64_t oldest = now_sec - TP_LIVE_WINDOW;
     read_new_rows(r, run, oldest);
     out->elapsed_s = (double)now / 1e9;
-    double seconds;
+    double seconds, batches = 0;
     tp_live_phase all[TP_LIVE_NAMES];
     for (int n = 0; n < r->nnames; n++) {
         snprintf(all[n].name, sizeof all[n].name, "%s", r->names[n]);
@@ -138,6 +140,7 @@ bool tp_live_update(tp_live_reader *r, tp_run *run, tp_live *out)
             continue;
         out->steps_per_s += r->steps[b];
         out->samples_per_s += r->samples[b];
+        batches += r->batches[b];
         for (int n = 0; n < r->nnames; n++) {
             all[n].share += r->busy[n][b];
             all[n].device_share += r->device[n][b];
@@ -147,6 +150,7 @@ bool tp_live_update(tp_live_reader *r, tp_run *run, tp_live *out)
     seconds = now_sec < TP_LIVE_WINDOW ? (double)now_sec : TP_LIVE_WINDOW;
     if (seconds <= 0)
         return true;
+    out->batches_per_step = out->steps_per_s > 0 ? batches / out->steps_per_s : 0;
     out->steps_per_s /= seconds;
     out->samples_per_s /= seconds;
     for (int n = 0; n < r->nnames; n++) {

@@ -30,6 +30,7 @@ typedef struct tp_live {
     double elapsed_s;
     double steps_per_s;                   /* 0 when no steps were marked */
     double samples_per_s;                 /* 0 when batch sizes were not seen */
+    double batches_per_step;              /* micro-batches a step; 0 when none seen */
     tp_live_phase phases[TP_LIVE_PHASES]; /* busiest first */
     size_t nphases;
 } tp_live;
@@ -37,7 +38,7 @@ typedef struct tp_live {
 typedef struct tp_live_reader {
     int64_t region_rowid, mark_rowid, device_rowid;
     int64_t bucket_sec[TP_LIVE_BUCKETS];
-    double steps[TP_LIVE_BUCKETS], samples[TP_LIVE_BUCKETS];
+    double steps[TP_LIVE_BUCKETS], samples[TP_LIVE_BUCKETS], batches[TP_LIVE_BUCKETS];
     int nnames;
     int64_t name_ids[TP_LIVE_NAMES];
     char names[TP_LIVE_NAMES][48];

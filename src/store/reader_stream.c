@@ -86,6 +86,74 @@ bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, 
                            fn, ctx, err, cap);
 }
 
+/* "?1, ?2, ... ?n" into buf. */
+static void placeholders(char *buf, size_t cap, size_t n)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s?%zu", i ? ", " : "", i + 1);
+}
+
+bool tp_run_each_named_region(tp_run *run, const char *const *names, size_t nnames,
+                              tp_region_row_fn fn, void *ctx, char *err, size_t cap)
+{
+    if (run->schema_version < 2 || nnames == 0)
+        return true;
+    if (nnames > 16) {
+        snprintf(err, cap, "%s: cannot read regions of more than 16 names at once", run->path);
+        return false;
+    }
+    /* the names' ids first: a run that has none of them costs no pass over
+     * the regions, and one that has some costs one (a join would scan the
+     * table once per name) */
+    char params[128], sql[256];
+    placeholders(params, sizeof params, nnames);
+    snprintf(sql, sizeof sql, "SELECT id, text FROM name WHERE text IN (%s)", params);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "names", err, cap);
+    for (size_t i = 0; i < nnames; i++)
+        sqlite3_bind_text(st, (int)i + 1, names[i], -1, SQLITE_STATIC);
+    int64_t ids[16];
+    const char *texts[16];
+    size_t nids = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && nids < nnames) {
+        const char *text = (const char *)sqlite3_column_text(st, 1);
+        for (size_t i = 0; text && i < nnames; i++)
+            if (strcmp(text, names[i]) == 0) {
+                ids[nids] = sqlite3_column_int64(st, 0);
+                texts[nids++] = names[i];
+                break;
+            }
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return failed(run, "names", err, cap);
+    if (!nids)
+        return true;
+    placeholders(params, sizeof params, nids);
+    snprintf(sql, sizeof sql,
+             "SELECT thread_id, name_id, depth, start_ns, end_ns FROM region"
+             " WHERE name_id IN (%s) ORDER BY thread_id, start_ns",
+             params);
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "regions", err, cap);
+    for (size_t i = 0; i < nids; i++)
+        sqlite3_bind_int64(st, (int)i + 1, ids[i]);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 1);
+        size_t k = 0;
+        while (k + 1 < nids && ids[k] != id)
+            k++;
+        fn(ctx, sqlite3_column_int64(st, 0), texts[k], sqlite3_column_int(st, 2),
+           sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "regions", err, cap);
+}
+
 bool tp_run_each_point(tp_run *run, const char *sql, const char *what, tp_sample_row_fn fn,
                        void *ctx, char *err, size_t cap)
 {

@@ -31,6 +31,12 @@ bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, 
  * them: one pass over the table. */
 bool tp_run_each_outer_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, size_t cap);
 
+/* The regions called one of names (at most 16), in (thread, start) order,
+ * each given with its entry of names: one pass over the table, none when
+ * the run has none of the names. */
+bool tp_run_each_named_region(tp_run *run, const char *const *names, size_t nnames,
+                              tp_region_row_fn fn, void *ctx, char *err, size_t cap);
+
 /* Device (CUDA event) times in (thread, host start) order: each the region's
  * host start and its span on the device. None before schema 5. */
 typedef void (*tp_device_row_fn)(void *ctx, int64_t thread, const char *name, int64_t start_ns,

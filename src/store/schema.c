@@ -30,7 +30,9 @@ static const char schema_sql[] =
     "  name_id INTEGER NOT NULL REFERENCES name(id), depth INTEGER NOT NULL,"
     "  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);"
     "CREATE TABLE mark (thread_id INTEGER NOT NULL REFERENCES thread(id), kind TEXT NOT NULL,"
-    "  t_ns INTEGER NOT NULL, value INTEGER NOT NULL);" TP_SCHEMA_DEVICE_TIME
+    "  t_ns INTEGER NOT NULL, value INTEGER NOT NULL);" TP_SCHEMA_DEVICE_TIME;
+
+static const char summary_sql[] =
     /* what `report` shows, computed by the recorder from the rows above when
      * the command ends (meta summarized = 1 once written): a long run's
      * report then reads a few hundred rows instead of every sample */
@@ -38,15 +40,17 @@ static const char schema_sql[] =
     "  mean REAL, min REAL, p5 REAL, p50 REAL, p95 REAL, max REAL);" TP_SCHEMA_SUMMARY_TIMING
     "CREATE TABLE summary_step (rank INTEGER PRIMARY KEY, count INTEGER NOT NULL,"
     "  total_s REAL NOT NULL, samples INTEGER NOT NULL, mean REAL, min REAL, p5 REAL, p50 REAL,"
-    "  p95 REAL, max REAL);"
+    "  p95 REAL, max REAL" TP_SCHEMA_STEP_BATCHES ");"
     "CREATE TABLE summary_epoch (rank INTEGER NOT NULL, epoch INTEGER NOT NULL,"
     "  start_ns INTEGER NOT NULL, duration_s REAL NOT NULL, steps INTEGER NOT NULL,"
-    "  samples INTEGER NOT NULL);"
+    "  samples INTEGER NOT NULL" TP_SCHEMA_EPOCH_BATCHES ");"
     "CREATE TABLE summary_rank (rank INTEGER PRIMARY KEY, agent_id INTEGER NOT NULL,"
     "  local_rank INTEGER NOT NULL, steps INTEGER NOT NULL, t0_ns INTEGER NOT NULL,"
     "  t1_ns INTEGER NOT NULL, input_s REAL NOT NULL, compute_s REAL NOT NULL,"
     "  comm_s REAL NOT NULL, comm_overlap_s REAL NOT NULL, other_s REAL NOT NULL,"
-    "  gpu_util_percent REAL, gpu_sm_clock_mhz REAL, gpu INTEGER);"
+    "  gpu_util_percent REAL, gpu_sm_clock_mhz REAL, gpu INTEGER);";
+
+static const char views_sql[] =
     "CREATE VIEW regions AS SELECT t.pid AS pid, t.tid AS tid, t.rank AS rank, n.text AS name,"
     "  r.depth AS depth, r.start_ns AS start_ns, r.end_ns AS end_ns,"
     "  r.end_ns - r.start_ns AS duration_ns"
@@ -64,6 +68,10 @@ int tp_schema_create(sqlite3 *db)
     int rc = tp_exec(db, "BEGIN");
     if (rc == SQLITE_OK)
         rc = tp_exec(db, schema_sql);
+    if (rc == SQLITE_OK)
+        rc = tp_exec(db, summary_sql);
+    if (rc == SQLITE_OK)
+        rc = tp_exec(db, views_sql);
     if (rc == SQLITE_OK)
         rc = tp_exec(
             db,

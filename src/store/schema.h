@@ -67,6 +67,20 @@
 #define TP_SCHEMA_SUMMARY_STEPS_WINDOW                                              \
     "CREATE TABLE IF NOT EXISTS summary_steps_window (agent_id INTEGER PRIMARY KEY" \
     "  REFERENCES agent(id), t0_ns INTEGER NOT NULL, t1_ns INTEGER NOT NULL);"
+/* Each rank's batches (micro-batches) in its steps, and its warm-up steps
+ * (first steps that compiled) with their total duration, which
+ * summary_step's other figures leave out; each epoch's batches. Files
+ * summarized before have no such columns (readers take 0: batches unknown,
+ * no warm-up set apart); `summarize --force` adds them. */
+#define TP_SCHEMA_STEP_BATCHES                                                 \
+    ", batches INTEGER NOT NULL DEFAULT 0, warmup INTEGER NOT NULL DEFAULT 0," \
+    "  warmup_s REAL NOT NULL DEFAULT 0"
+#define TP_SCHEMA_EPOCH_BATCHES ", batches INTEGER NOT NULL DEFAULT 0"
+#define TP_SCHEMA_ADD_BATCHES                                                 \
+    "ALTER TABLE summary_step ADD COLUMN batches INTEGER NOT NULL DEFAULT 0;" \
+    "ALTER TABLE summary_step ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0;"  \
+    "ALTER TABLE summary_step ADD COLUMN warmup_s REAL NOT NULL DEFAULT 0;"   \
+    "ALTER TABLE summary_epoch ADD COLUMN batches INTEGER NOT NULL DEFAULT 0;"
 /* Each node's metadata in a merged run (host facts, job environment), under
  * its agent: the merged run's own meta is its first node's. Only `merge`
  * writes it; readers of a file without it know only the first agent's. */

@@ -211,3 +211,49 @@ def test_the_training_steps_are_shaded_where_the_figures_come_from(tmp_path):
     assert trainprof("record", "-q", "-o", idle, "--", "sleep", "0.5").returncode == 0
     assert trainprof("html", idle).returncode == 0
     assert 'class="band"' not in (tmp_path / "idle.html").read_text()
+
+
+def test_pauses_are_shaded_and_warm_up_steps_left_out_of_the_step_chart(tmp_path):
+    """Steps whose first two compile (a `compile` region, as torch.compile's
+    are named), an evaluation every 10 steps and a checkpoint at the end:
+    the time charts shade each pause, named; the step chart starts after the
+    warm-up; the report sets the warm-up apart; the trace files the pauses
+    under their own category."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import time, trainprof
+        for i in range(30):
+            trainprof.step()
+            if i < 2:
+                with trainprof.region("compile"):
+                    time.sleep(0.3)
+            with trainprof.region("train_batch"):
+                time.sleep(0.01)
+            if i % 10 == 9:
+                with trainprof.region("evaluate"):
+                    time.sleep(0.15)
+        with trainprof.region("checkpoint"):
+            time.sleep(0.1)
+    """))
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-i", "0.1", "-o", run, "--", PYTHON, script)
+    assert r.returncode == 0, r.stderr
+    assert trainprof("html", run).returncode == 0
+    text = (tmp_path / "run.html").read_text()
+    charts = re.findall(r'<figure class="chart">.*?</figure>', text)
+    cpu = next(c for c in charts if 'chart-title">cpu_util_percent<' in c)
+    shades = re.findall(r'<rect class="shade"[^>]*><title>([^<]*)</title>', cpu)
+    names = sorted(s.split(",")[0] for s in shades)
+    assert names == ["checkpoint", "compile", "compile", "evaluate", "evaluate", "evaluate"], shades
+    assert "Step time over the run, no rank (29 steps; the first 2, warm-up, left out)" in text
+    report = trainprof("report", run).stdout
+    assert "before them, 2 warm-up steps" in report
+    assert "not training (pauses outside the steps)" in report
+    steps = json.loads(trainprof("report", "--json", run).stdout)["steps"][0]
+    assert (steps["count"], steps["warmup_steps"]) == (27, 2) and steps["max_s"] < 0.25
+    trace = tmp_path / "trace.json"
+    assert trainprof("export", "--format", "chrome", "-o", trace, run).returncode == 0
+    cats = {e["name"]: e["cat"] for e in json.loads(trace.read_text())["traceEvents"]
+            if e.get("ph") == "X"}
+    assert [cats[n] for n in ("compile", "evaluate", "checkpoint", "train_batch")] == [
+        "pause", "pause", "pause", "region"]

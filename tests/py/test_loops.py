@@ -46,9 +46,14 @@ for epoch in range(2):
 print(json.dumps({"updates": updates}))
 """)
     assert truth["updates"] == 20
-    assert rep["steps"][0]["count"] == truth["updates"]
-    assert [(e["steps"], e["samples"]) for e in rep["epochs"]] == [(10, 320), (10, 320)]
-    assert rep["steps"][0]["samples"] == 640
+    steps = rep["steps"][0]
+    assert steps["count"] == truth["updates"] and steps["warmup_steps"] == 0
+    assert [(e["steps"], e["samples"], e["batches"]) for e in rep["epochs"]] == [
+        (10, 320, 40), (10, 320, 40)]
+    assert (steps["samples"], steps["batches"]) == (640, 80)
+    assert (steps["batches_per_step"], steps["samples_per_step"]) == (4, 32)
+    text = trainprof("report", run_file).stdout
+    assert "a step: 4 micro-batches, 32 samples" in text
 
 
 def test_a_peek_at_the_first_batch_is_no_epoch(tmp_path, run_file):
@@ -147,6 +152,7 @@ print(json.dumps({"updates": 10, "samples": 10 * 512, "calls": calls}))
     assert truth["calls"] > 2 * truth["updates"]  # LBFGS did re-evaluate
     steps = rep["steps"][0]
     assert steps["count"] == truth["updates"] and steps["samples"] == truth["samples"]
+    assert steps["batches"] == truth["updates"]
     assert steps["p50_s"] > 0 and timing(rep, "forward")["count"] == truth["calls"]
 
 
@@ -213,7 +219,8 @@ print(json.dumps({"saves": saves, "steps": 16}))
 
 
 def test_a_nanogpt_loop_names_its_evaluations_and_keeps_them_out_of_the_steps(tmp_path, run_file):
-    """nanoGPT's shape: get_batch() (no DataLoader), and at the top of every
+    """nanoGPT's shape: get_batch() (no DataLoader) for each of its
+    gradient_accumulation_steps micro-steps, and at the top of every
     eval_interval-th iteration estimate_loss() under no_grad, then a
     checkpoint. The evaluation at iteration 0 comes before any step."""
     truth, rep = record(tmp_path, run_file, """
@@ -236,16 +243,50 @@ for it in range(20):
         estimate_loss()
         evals += 1
         torch.save(model.state_dict(), sys.argv[0] + ".ckpt")
-    x, y = get_batch()
-    nn.functional.cross_entropy(model(x), y).backward()
+    for micro_step in range(2):
+        x, y = get_batch()
+        (nn.functional.cross_entropy(model(x), y) / 2).backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
-print(json.dumps({"updates": 20, "samples": 20 * 32, "evals": evals}))
+print(json.dumps({"updates": 20, "samples": 20 * 2 * 32, "evals": evals}))
 """)
     steps = rep["steps"][0]
     assert steps["count"] == truth["updates"] and steps["samples"] == truth["samples"]
+    assert steps["batches_per_step"] == 2 and steps["samples_per_step"] == 64
     evaluate, checkpoint = timing(rep, "evaluate"), timing(rep, "checkpoint")
     assert evaluate["count"] == truth["evals"] - 1 and evaluate["in_steps_s"] == 0
     assert checkpoint["count"] == truth["evals"] and checkpoint["in_steps_s"] == 0
     forward = timing(rep, "forward")  # the evaluations' 32 calls each are outside the steps
     assert forward["in_steps_s"] < 0.9 * forward["total_s"]
+
+
+def test_compiling_steps_are_warm_up_left_out_of_the_figures(tmp_path, run_file):
+    """torch.compile'd model, accumulation 2: the first step compiles (seconds)
+    and is set apart as warm-up; the step figures and shares are the other
+    steps'; every step still counts in the epochs."""
+    truth, rep = record(tmp_path, run_file, """
+loader = DataLoader(data(320), batch_size=8, drop_last=True)
+model = torch.compile(nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = 0
+for epoch in range(2):
+    for i, (x, y) in enumerate(loader):
+        (nn.functional.cross_entropy(model(x), y) / 2).backward()
+        if i % 2 == 1:
+            opt.step()
+            opt.zero_grad()
+            updates += 1
+print(json.dumps({"updates": updates}))
+""")
+    steps, compile_ = rep["steps"][0], timing(rep, "compile")
+    assert compile_["pause"] and compile_["count"] >= 1
+    assert steps["warmup_steps"] >= 1
+    assert steps["count"] + steps["warmup_steps"] == truth["updates"]
+    assert [e["steps"] for e in rep["epochs"]] == [20, 20]
+    assert steps["warmup_s"] >= compile_["total_s"] - compile_["in_steps_s"]
+    assert steps["max_s"] < compile_["max_s"]  # the steady steps hold no compilation
+    assert steps["batches_per_step"] == 2 and steps["samples_per_step"] == 16
+    train = timing(rep, "train_batch")  # the warm-up's train_batch is not in the shares
+    assert train["in_steps_s"] < train["total_s"] - compile_["total_s"] / 2
+    text = trainprof("report", run_file).stdout
+    assert "warm-up step" in text and "not training (pauses outside the steps)" in text

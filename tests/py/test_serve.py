@@ -104,6 +104,7 @@ def test_record_serves_metrics_and_timings(tmp_path):
         assert device_count >= 1 and device_total == pytest.approx(0.005 * device_count)
         steps = value_of(text, "trainprof_steps_total", agent="node-a")
         assert value_of(text, "trainprof_samples_total") == pytest.approx(8 * steps, abs=8)
+        assert value_of(text, "trainprof_batches_total") == pytest.approx(steps, abs=1)
         # Counters only grow between scrapes.
         time.sleep(1.5)
         later = get(url + "/metrics")[2]

@@ -96,6 +96,8 @@ def test_shows_the_running_recording(top, tmp_path):
         from trainprof import _native
         for _ in range(400):
             trainprof.step()
+            for _ in range(3):  # three micro-batches of 8
+                trainprof.samples(8)
             with trainprof.region("load"):
                 time.sleep(0.005)
             start = _native.now_ns()
@@ -110,6 +112,9 @@ def test_shows_the_running_recording(top, tmp_path):
         t = top()
         screen = t.wait_for("steps/s", timeout=20)
         assert "RECORD pid" in screen and "run.db" in screen
+        screen = t.wait_for("micro-batches/step")
+        per_step = float(re.search(r"([\d.]+) micro-batches/step", screen).group(1))
+        assert 2.5 < per_step < 3.5, screen
         screen = t.wait_for("%  GPU ")  # a phase's host share, then its device share
         assert "load" in screen
         # compute's line shows its device share: 10 ms of each ~21 ms step

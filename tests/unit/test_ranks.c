@@ -175,6 +175,76 @@ static void test_a_step_end_closes_a_step_and_begins_none(void **state)
     free(path);
 }
 
+/* One thread's steps at 0, 10, 11, 12 and 13 s, each fetching 2 batches of
+ * 8 samples; compile regions in the first two steps (in every step when
+ * compile_all); a train_batch over the whole run. */
+static void write_compiling_run(const char *path, bool compile_all)
+{
+    tp_sink *s = run_sink();
+    uint32_t main = thread(s, 0, 1000), compile = tp_sink_name(s, "compile");
+    const uint64_t steps[] = {0, 10 * S, 11 * S, 12 * S, 13 * S};
+    for (size_t i = 0; i < 5; i++) {
+        tp_sink_mark(s, main, TP_MARK_STEP, steps[i], 0);
+        if (i == 4)
+            break;
+        tp_sink_mark(s, main, TP_MARK_SAMPLES, steps[i] + 1, 8);
+        tp_sink_mark(s, main, TP_MARK_SAMPLES, steps[i] + 2, 8);
+        if (i < 2 || compile_all)
+            tp_sink_interval(s, main, compile, 1, steps[i] + S / 10, steps[i] + S / 5);
+    }
+    tp_sink_interval(s, main, tp_sink_name(s, "train_batch"), 0, 0, 13 * S);
+    write_run(path, s);
+}
+
+static tp_timings timings_of(const char *path, bool raw)
+{
+    char err[256];
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    run->raw_only = raw;
+    tp_timings t;
+    assert_true(tp_timings_build(run, 20, &t, err, sizeof err));
+    tp_run_close(run);
+    return t;
+}
+
+static void test_compiling_first_steps_are_warm_up_and_batches_counted(void **state)
+{
+    (void)state;
+    char *path = tmp_path("warmup.db");
+    write_compiling_run(path, false);
+    char err[256];
+    tp_timings raw = timings_of(path, true);
+    assert_true(tp_summary_store_save(path, err, sizeof err));
+    tp_timings stored = timings_of(path, false);
+    for (int k = 0; k < 2; k++) {
+        const tp_timings *t = k ? &stored : &raw;
+        assert_int_equal(t->nsteps, 1);
+        const tp_step_row *st = &t->steps[0];
+        assert_int_equal(st->warmup, 2);
+        assert_float_equal(st->warmup_s, 11, 1e-9);
+        assert_int_equal(st->stats.count, 2);
+        assert_float_equal(st->total_s, 2, 1e-9);
+        assert_int_equal(st->samples, 32);
+        assert_int_equal(st->batches, 4);
+        assert_int_equal(t->nrows, 2); /* compile, train_batch */
+        assert_true(t->rows[0].pause && !t->rows[1].pause);
+        assert_float_equal(t->rows[0].in_steps_s, 0, 1e-9);
+        assert_float_equal(t->rows[1].in_steps_s, 2, 1e-9); /* the steady steps' part */
+    }
+    tp_timings_free(&raw);
+    tp_timings_free(&stored);
+    char *all = tmp_path("compile_all.db");
+    write_compiling_run(all, true); /* every step compiles: none is warm-up */
+    raw = timings_of(all, true);
+    assert_int_equal(raw.steps[0].warmup, 0);
+    assert_int_equal(raw.steps[0].stats.count, 4);
+    assert_int_equal(raw.steps[0].batches, 8);
+    tp_timings_free(&raw);
+    free(all);
+    free(path);
+}
+
 static void test_straggler_named_with_its_input(void **state)
 {
     (void)state;
@@ -373,6 +443,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parts_by_interval_union),
         cmocka_unit_test(test_a_step_end_closes_a_step_and_begins_none),
+        cmocka_unit_test(test_compiling_first_steps_are_warm_up_and_batches_counted),
         cmocka_unit_test(test_straggler_named_with_its_input),
         cmocka_unit_test(test_an_excess_too_small_for_the_step_is_no_straggler),
         cmocka_unit_test(test_local_ranks_inferred_from_an_agents_block_of_ranks),

@@ -350,3 +350,60 @@ def test_functional_collectives_timed_until_their_result_is_waited(tmp_path, run
     assert sorted(late) == [0, 1] and late[0] >= 0.4 and late[1] < 0.2
     # every collective of the 5 tensor-parallel steps, on each rank
     assert sorted(rank for rank, _ in spans["tp"]) == [0] * 5 * per_step + [1] * 5 * per_step
+
+
+# DDP the way pytorch/examples and most tutorials shard data: a
+# DistributedSampler with set_epoch, and gradient accumulation over 2
+# micro-batches whose first skips the all-reduce (no_sync).
+DDP_ACCUMULATION = """
+import os, sys, contextlib, torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+data = TensorDataset(torch.randn(256, 32), torch.randint(0, 4, (256,)))
+sampler = DistributedSampler(data)
+loader = DataLoader(data, batch_size=8, sampler=sampler)
+model = DDP(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+updates = 0
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    for i, (x, y) in enumerate(loader):
+        sync = i % 2 == 1
+        with contextlib.nullcontext() if sync else model.no_sync():
+            (nn.functional.cross_entropy(model(x), y) / 2).backward()
+        if sync:
+            opt.step()
+            opt.zero_grad()
+            updates += 1
+with open(os.path.join(sys.argv[1], f"rank{rank}"), "w") as f:
+    f.write(str(updates))
+dist.destroy_process_group()
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)  # as DDP above: gloo's teardown aborts now and then
+"""
+
+
+def test_distributed_sampler_with_accumulation_counts_updates(tmp_path, run_file):
+    script = tmp_path / "ddp_acc.py"
+    script.write_text(DDP_ACCUMULATION)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = trainprof("record", "-q", "-o", run_file, "--", *TORCHRUN, "--standalone",
+                  "--nproc_per_node", "2", script, out, timeout=300)
+    assert r.returncode == 0, r.stderr
+    updates = {int(f.name[4:]): int(f.read_text()) for f in out.iterdir()}
+    assert updates == {0: 16, 1: 16}  # 128 samples a rank and epoch, 16 batches, 8 updates
+    rep = report_json(run_file)
+    assert {s["rank"]: (s["count"], s["samples"], s["batches_per_step"]) for s in rep["steps"]} \
+        == {r: (16, 256, 2) for r in range(2)}
+    assert {(e["rank"], e["epoch"]): (e["steps"], e["samples"]) for e in rep["epochs"]} == {
+        (r, e): (8, 128) for r in range(2) for e in range(2)}
+    # the all-reduce runs once an update: the no_sync micro-batch skips it
+    assert reduce_counts(rep) == {0: 16, 1: 16}

@@ -53,6 +53,7 @@ test-format: deps
 test-py: build
 	TRAINPROF=$(abspath $(PROGRAM)) FAKE_NVML_LIB=$(abspath $(BUILD)/tests/libfake_nvml.so) \
 	    EMIT_EVENTS=$(abspath $(BUILD)/tests/emit_events) \
+	    HOSTILE_RING=$(abspath $(BUILD)/tests/hostile_ring) \
 	    $(PY) -m pytest -q tests/py
 
 bench: build

@@ -114,22 +114,24 @@ static uint32_t ring_slots(void)
     const char *v = getenv("TRAINPROF_RING_SLOTS");
     long n = v ? atol(v) : 0;
     uint32_t slots = TP_RING_SLOTS_DEFAULT;
-    if (n >= 64 && n <= (1L << 24))
-        for (slots = 64; slots < (uint32_t)n; slots *= 2)
+    if (n >= TP_RING_SLOTS_MIN && n <= TP_RING_SLOTS_MAX)
+        for (slots = TP_RING_SLOTS_MIN; slots < (uint32_t)n; slots *= 2)
             ;
     return slots;
 }
 
-/* Makes a ring in a memfd and hands its descriptor to the recorder. */
+/* Makes a ring in a memfd, sealed at its size (the recorder refuses one it
+ * could be shrunk under), and hands its descriptor to the recorder. */
 static tp_ring_header *create_ring(void)
 {
     uint32_t slots = ring_slots();
-    int fd = memfd_create("trainprof-ring", MFD_CLOEXEC);
+    int fd = memfd_create("trainprof-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return NULL;
     size_t bytes = (size_t)tp_ring_bytes(slots);
     tp_ring_header *h = NULL;
-    if (ftruncate(fd, (off_t)bytes) == 0)
+    if (ftruncate(fd, (off_t)bytes) == 0 &&
+        fcntl(fd, F_ADD_SEALS, TP_RING_SEALS | F_SEAL_SEAL) == 0)
         h = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (h == MAP_FAILED || !h) {
         close(fd);

@@ -2,14 +2,49 @@
 #include "names.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "name_index.h"
 #include "ring.h"
+
+#define OTHER_NAME "(other)"
 
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **names; /* names[id - 1] */
 static uint32_t count, cap;
+static tp_name_index index_;
+
+static const char *text_of(const void *owner, uint32_t id)
+{
+    (void)owner;
+    return names[id - 1];
+}
+
+/* text's id, added if new; 0 on no memory. Caller holds names_lock. */
+static uint32_t intern_locked(const char *text)
+{
+    uint32_t id = tp_name_index_find(&index_, text, text_of, NULL);
+    if (id)
+        return id;
+    if (count == cap) {
+        uint32_t ncap = cap ? cap * 2 : 64;
+        char **n = realloc(names, ncap * sizeof *n);
+        if (!n)
+            return 0;
+        names = n;
+        cap = ncap;
+    }
+    char *copy = strdup(text);
+    if (!copy || !tp_name_index_reserve(&index_, count, text_of, NULL)) {
+        free(copy);
+        return 0;
+    }
+    names[count++] = copy;
+    *tp_name_index_slot(&index_, text, text_of, NULL) = count;
+    return count;
+}
 
 uint32_t tp_names_intern(const char *name)
 {
@@ -18,25 +53,9 @@ uint32_t tp_names_intern(const char *name)
     memcpy(text, name ? name : "", len);
     text[len] = '\0';
     pthread_mutex_lock(&names_lock);
-    uint32_t id = 0;
-    for (uint32_t i = 0; i < count && !id; i++)
-        if (strcmp(names[i], text) == 0)
-            id = i + 1;
-    if (!id) {
-        if (count == cap) {
-            uint32_t ncap = cap ? cap * 2 : 64;
-            char **n = realloc(names, ncap * sizeof *n);
-            if (n) {
-                names = n;
-                cap = ncap;
-            }
-        }
-        char *copy = count < cap ? strdup(text) : NULL;
-        if (copy) {
-            names[count++] = copy;
-            id = count;
-        }
-    }
+    uint32_t id = tp_name_index_find(&index_, text, text_of, NULL);
+    if (!id) /* a process that makes names without end: those past the bound are one */
+        id = intern_locked(count < TP_NAMES_MAX - 1 ? text : OTHER_NAME);
     pthread_mutex_unlock(&names_lock);
     return id;
 }

@@ -1,8 +1,10 @@
 /* names.h: the process-wide table of region names and their ids.
  *
  * Ids are small integers from 1, assigned on first use of a name and stable
- * for the process's life. Interning takes a mutex: it is the cold path (once
- * per name, or once per call site through tp_site). */
+ * for the process's life; names are found by hash. Interning takes a mutex:
+ * it is the cold path (once per name, or once per call site through
+ * tp_site). A process gets at most TP_NAMES_MAX ids: once TP_NAMES_MAX - 1
+ * names are taken, every new one is "(other)". */
 #ifndef TP_LIB_NAMES_H
 #define TP_LIB_NAMES_H
 

@@ -8,10 +8,15 @@
  * ring drops the event and counts it; the producer never waits.
  *
  * A region name travels once per ring: a TP_EV_NAME event whose `aux` is the
- * name's length, followed by the name's bytes in as many slots as it needs. */
+ * name's length, followed by the name's bytes in as many slots as it needs.
+ *
+ * The consumer trusts nothing the producer can write after the handover: it
+ * copies the header once (capacity, identity), keeps its own tail, bounds
+ * every id and retires a ring that breaks these rules. */
 #ifndef TP_LIB_RING_H
 #define TP_LIB_RING_H
 
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,8 +24,17 @@
 #define TP_RING_MAGIC         0x47525054u /* "TPRG" */
 #define TP_RING_VERSION       2u          /* 2: cuda_visible_devices */
 #define TP_RING_SLOTS_DEFAULT 65536u      /* 2 MiB of events per thread */
-#define TP_NAME_MAX           200
-#define TP_CUDA_VISIBLE_MAX   512 /* 8 GPU UUIDs and their commas take 327 */
+#define TP_RING_SLOTS_MIN     64u
+#define TP_RING_SLOTS_MAX     (1u << 24) /* 512 MiB: the most a recorder maps for one ring */
+/* Region name ids a process may use (1..TP_NAMES_MAX; the last one stands
+ * for every name beyond: "(other)"). A recorder retires a ring that names
+ * more. */
+#define TP_NAMES_MAX 65536u
+/* The seals a ring's memfd must carry before it is handed over, so that its
+ * producer can't shrink it under the recorder's mapping (SIGBUS) or grow it. */
+#define TP_RING_SEALS       (F_SEAL_SHRINK | F_SEAL_GROW)
+#define TP_NAME_MAX         200
+#define TP_CUDA_VISIBLE_MAX 512 /* 8 GPU UUIDs and their commas take 327 */
 
 enum tp_event_kind {
     TP_EV_BEGIN = 1,    /* a region opens: name_id */

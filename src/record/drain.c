@@ -2,6 +2,7 @@
 #include "record/drain.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,12 +27,18 @@ typedef struct open_region {
     uint64_t start;
 } open_region;
 
+/* A mapped ring. What the producer may still write (the header's head,
+ * the slots) is read, never trusted: the capacity is the one copied when the
+ * ring was accepted, the tail the drain's own. */
 typedef struct drain_ring {
     tp_ring_header *h;
     size_t bytes;
-    int conn;        /* index of the connection that sent it */
-    uint32_t thread; /* the sink's thread id */
-    uint32_t *names; /* ring name id -> sink name id */
+    uint32_t capacity; /* slots, copied once */
+    uint64_t tail;     /* the next slot to read; published to h->tail */
+    bool broken;       /* broke the protocol: retired without a last drain */
+    int conn;          /* index of the connection that sent it */
+    uint32_t thread;   /* the sink's thread id */
+    uint32_t *names;   /* ring name id -> sink name id */
     uint32_t names_cap;
     open_region open[OPEN_MAX];
     uint32_t depth;
@@ -43,6 +50,13 @@ typedef struct conn_rank {
     int32_t rank, local_rank, world_size;
 } conn_rank;
 
+/* The process at the other end of a connection, from the kernel
+ * (SO_PEERCRED), not from anything it wrote. */
+typedef struct conn_peer {
+    int32_t pid;
+    bool misbehaved; /* said once per process */
+} conn_peer;
+
 struct tp_drain {
     tp_sink *sink;
     char dir[64];
@@ -51,9 +65,16 @@ struct tp_drain {
     int wake_fd; /* eventfd: tp_drain_stop ends the thread's poll at once */
     int conns[MAX_CONNS];
     conn_rank ranks[MAX_CONNS]; /* by connection */
+    conn_peer peers[MAX_CONNS]; /* by connection */
     size_t nconns;
     drain_ring *rings;
     size_t nrings, rings_cap;
+    /* connections the drain could not take: accept failed (the last errno),
+     * or MAX_CONNS were open; said in the run when it stops */
+    int accept_errno;
+    uint64_t accept_failures, turned_away, rings_dropped;
+    int reserve_fd;   /* held for the ring descriptors to come (read_conn) */
+    int accept_rests; /* periods left before the next accept */
     pthread_t thread;
     bool started;
     atomic_bool stop;
@@ -72,9 +93,29 @@ static void set_process_rank(tp_drain *d, int conn, int32_t rank, uint64_t aux)
             tp_sink_thread_rank(d->sink, d->rings[i].thread, c->rank, c->local_rank, c->world_size);
 }
 
+/* A process broke the ring protocol (or sent a ring the drain can't take):
+ * the loss goes into the run as an unavailable source naming its pid, once
+ * per process, and the ring (if any) is retired at the next turn. */
+static void misbehaved(tp_drain *d, int conn, drain_ring *r, const char *what)
+{
+    if (r)
+        r->broken = true;
+    conn_peer *p = &d->peers[conn];
+    if (p->misbehaved)
+        return;
+    p->misbehaved = true;
+    char source[64], reason[256];
+    snprintf(source, sizeof source, "timings of pid %d", (int)p->pid);
+    snprintf(reason, sizeof reason,
+             "%s; that thread's events from then on were not recorded (the other processes' "
+             "were)",
+             what);
+    tp_sink_unavailable(d->sink, source, reason);
+}
+
 static void map_name(tp_drain *d, drain_ring *r, uint32_t local, const char *text)
 {
-    if (local >= r->names_cap) {
+    if (local >= r->names_cap) { /* local <= TP_NAMES_MAX: checked by the caller */
         uint32_t ncap = local + 64;
         uint32_t *n = realloc(r->names, ncap * sizeof *n);
         if (!n)
@@ -106,16 +147,26 @@ static void close_region(tp_drain *d, drain_ring *r, uint32_t local, uint64_t t)
     }
 }
 
-/* Consumes everything the producer has published. */
+/* Consumes everything the producer has published; a head that is not
+ * within one capacity ahead of the drain's tail, or a name id out of bounds,
+ * breaks the ring. */
 static void drain_ring_events(tp_drain *d, drain_ring *r)
 {
+    if (r->broken)
+        return;
     tp_ring_header *h = r->h;
     tp_event *slots = tp_ring_slots(h);
-    uint32_t mask = h->capacity - 1;
-    uint64_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
+    uint32_t mask = r->capacity - 1;
+    uint64_t tail = r->tail;
     uint64_t head = atomic_load_explicit(&h->head, memory_order_acquire);
-    if (head - tail > h->capacity)
-        return; /* corrupt ring: never trust it */
+    if (head < tail || head - tail > r->capacity) {
+        char what[160];
+        snprintf(what, sizeof what,
+                 "its ring's head went to %llu with %llu read, in a ring of %u slots",
+                 (unsigned long long)head, (unsigned long long)tail, r->capacity);
+        misbehaved(d, r->conn, r, what);
+        return;
+    }
     while (tail < head) {
         tp_event e = slots[tail & mask];
         tail++;
@@ -126,6 +177,14 @@ static void drain_ring_events(tp_drain *d, drain_ring *r)
             size_t chunks = (len + sizeof(tp_event) - 1) / sizeof(tp_event);
             if (tail + chunks > head)
                 break;
+            if (e.name_id == 0 || e.name_id > TP_NAMES_MAX) {
+                char what[96];
+                snprintf(what, sizeof what, "its ring named region id %u (at most %u)", e.name_id,
+                         TP_NAMES_MAX);
+                misbehaved(d, r->conn, r, what);
+                r->tail = tail;
+                return;
+            }
             for (size_t i = 0; i < chunks; i++) {
                 size_t off = i * sizeof(tp_event);
                 size_t n = len - off < sizeof(tp_event) ? len - off : sizeof(tp_event);
@@ -157,32 +216,57 @@ static void drain_ring_events(tp_drain *d, drain_ring *r)
         default: break;
         }
     }
+    r->tail = tail;
     atomic_store_explicit(&h->tail, tail, memory_order_release);
 }
 
 /* ---- rings and connections ----------------------------------------------- */
 
-/* Maps a ring received on connection conn; closes fd either way. */
-static void add_ring(tp_drain *d, int conn, int fd)
+/* Why the ring in fd (its header copied into hdr) can't be taken, or NULL:
+ * it must be a memfd sealed against shrinking and growing, whose size holds
+ * the capacity its header claims, a power of two within the bounds. */
+static const char *refuse_ring(int fd, tp_ring_header *hdr, uint64_t *bytes)
 {
     struct stat sb;
-    tp_ring_header *h = MAP_FAILED;
-    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size >= TP_RING_HEADER_SIZE)
-        h = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (fstat(fd, &sb) != 0 || seals < 0)
+        return "it sent a ring that is not a memfd";
+    if ((seals & TP_RING_SEALS) != TP_RING_SEALS)
+        return "its ring's memfd could be resized under the recorder (not sealed with "
+               "F_SEAL_SHRINK and F_SEAL_GROW)";
+    if (pread(fd, hdr, sizeof *hdr, 0) != (ssize_t)sizeof *hdr)
+        return "its ring is smaller than a ring's header";
+    uint32_t cap = hdr->capacity;
+    if (hdr->magic != TP_RING_MAGIC || hdr->version != TP_RING_VERSION)
+        return "its ring is of another kind or version of libtrainprof";
+    if (cap < TP_RING_SLOTS_MIN || cap > TP_RING_SLOTS_MAX || (cap & (cap - 1)))
+        return "its ring claims a capacity out of bounds";
+    *bytes = tp_ring_bytes(cap);
+    if (*bytes > (uint64_t)sb.st_size)
+        return "its ring is smaller than the capacity it claims";
+    return NULL;
+}
+
+/* Maps a ring received on connection conn; closes fd either way. Only the
+ * capacity's slots are mapped, whatever the memfd's size. */
+static void add_ring(tp_drain *d, int conn, int fd)
+{
+    tp_ring_header hdr;
+    uint64_t bytes = 0;
+    const char *why = refuse_ring(fd, &hdr, &bytes);
+    tp_ring_header *h =
+        why ? MAP_FAILED : mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    if (h == MAP_FAILED)
-        return;
-    uint32_t cap = h->capacity;
-    if (h->magic != TP_RING_MAGIC || h->version != TP_RING_VERSION || cap == 0 ||
-        (cap & (cap - 1)) || tp_ring_bytes(cap) > (uint64_t)sb.st_size) {
-        munmap(h, (size_t)sb.st_size);
+    if (h == MAP_FAILED) {
+        misbehaved(d, conn, NULL, why ? why : "its ring could not be mapped");
         return;
     }
     if (d->nrings == d->rings_cap) {
         size_t ncap = d->rings_cap ? d->rings_cap * 2 : 16;
         drain_ring *n = realloc(d->rings, ncap * sizeof *n);
         if (!n) {
-            munmap(h, (size_t)sb.st_size);
+            munmap(h, (size_t)bytes);
+            misbehaved(d, conn, NULL, "the recorder had no memory for its ring");
             return;
         }
         d->rings = n;
@@ -191,22 +275,24 @@ static void add_ring(tp_drain *d, int conn, int fd)
     drain_ring *r = &d->rings[d->nrings++];
     memset(r, 0, sizeof *r);
     r->h = h;
-    r->bytes = (size_t)sb.st_size;
+    r->bytes = (size_t)bytes;
+    r->capacity = hdr.capacity;
+    r->tail = 0; /* whatever the header says: nothing was read yet */
     r->conn = conn;
     const conn_rank *c = &d->ranks[conn];
     tp_thread_info info = {0,
-                           h->pid,
-                           h->tid,
-                           c->set ? c->rank : h->rank,
-                           c->set ? c->local_rank : h->local_rank,
-                           c->set ? c->world_size : h->world_size,
+                           hdr.pid,
+                           hdr.tid,
+                           c->set ? c->rank : hdr.rank,
+                           c->set ? c->local_rank : hdr.local_rank,
+                           c->set ? c->world_size : hdr.world_size,
                            "",
                            0,
-                           h->cuda_visible_devices_set != 0,
+                           hdr.cuda_visible_devices_set != 0,
                            ""};
-    memcpy(info.name, h->thread_name, sizeof info.name - 1);
-    _Static_assert(sizeof info.cuda_visible == sizeof h->cuda_visible_devices, "same size");
-    memcpy(info.cuda_visible, h->cuda_visible_devices, sizeof info.cuda_visible - 1);
+    memcpy(info.name, hdr.thread_name, sizeof info.name - 1);
+    _Static_assert(sizeof info.cuda_visible == sizeof hdr.cuda_visible_devices, "same size");
+    memcpy(info.cuda_visible, hdr.cuda_visible_devices, sizeof info.cuda_visible - 1);
     r->thread = tp_sink_thread(d->sink, &info);
 }
 
@@ -222,10 +308,16 @@ static void retire_ring(tp_drain *d, size_t i)
     d->rings[i] = d->rings[--d->nrings];
 }
 
-/* Reads ring descriptors from a connection; false when it has closed. */
+/* Reads ring descriptors from a connection; false when it has closed. A
+ * descriptor is kept in reserve and let go just before each read, so that a
+ * recorder at its descriptor limit still has room for the ring it receives;
+ * one the kernel had to drop (MSG_CTRUNC) is counted. */
 static bool read_conn(tp_drain *d, int conn)
 {
     for (;;) {
+        if (d->reserve_fd >= 0)
+            close(d->reserve_fd);
+        d->reserve_fd = -1;
         char tag[8];
         struct iovec iov = {tag, sizeof tag};
         union {
@@ -237,16 +329,22 @@ static bool read_conn(tp_drain *d, int conn)
                              .msg_control = control.buf,
                              .msg_controllen = sizeof control.buf};
         ssize_t n = recvmsg(d->conns[conn], &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        int saved = errno;
+        if (n > 0) {
+            struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+            if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(c), sizeof fd);
+                add_ring(d, conn, fd);
+            } else if (msg.msg_flags & MSG_CTRUNC) {
+                d->rings_dropped++;
+            }
+        }
+        d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (n == 0)
             return false;
         if (n < 0)
-            return errno == EAGAIN || errno == EINTR;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            int fd;
-            memcpy(&fd, CMSG_DATA(c), sizeof fd);
-            add_ring(d, conn, fd);
-        }
+            return saved == EAGAIN || saved == EINTR;
     }
 }
 
@@ -265,26 +363,41 @@ static void *drain_main(void *arg)
     tp_drain *d = arg;
     struct pollfd pfd[MAX_CONNS + 2];
     while (!atomic_load(&d->stop)) {
-        pfd[0] = (struct pollfd){d->listen_fd, POLLIN, 0};
+        /* while accept can't take a connection (out of descriptors), the
+         * listening socket rests: it would wake every poll at once */
+        bool resting = d->accept_rests > 0;
+        d->accept_rests -= resting;
+        pfd[0] = (struct pollfd){resting ? -1 : d->listen_fd, POLLIN, 0};
         pfd[1] = (struct pollfd){d->wake_fd, POLLIN, 0};
         for (size_t i = 0; i < d->nconns; i++)
             pfd[i + 2] = (struct pollfd){d->conns[i], POLLIN, 0};
         size_t polled = d->nconns; /* accept below may add one not in pfd */
         /* rings fill without a sound, so they are drained every period; with
          * none mapped, only a connection, a message or the stop can matter */
-        int n = poll(pfd, polled + 2, d->nrings ? DRAIN_PERIOD_MS : -1);
+        int n = poll(pfd, polled + 2, d->nrings || resting ? DRAIN_PERIOD_MS : -1);
         if (n > 0 && (pfd[0].revents & POLLIN)) {
             int c = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (c < 0 && errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+                d->accept_errno = errno; /* EMFILE, ENFILE, ENOMEM: rest 10 periods */
+                d->accept_failures++;
+                d->accept_rests = 10;
+            }
             size_t slot = 0;
             while (slot < d->nconns && d->conns[slot] >= 0) /* reuse closed slots */
                 slot++;
             if (c >= 0 && slot < MAX_CONNS) {
+                struct ucred cred = {0};
+                socklen_t len = sizeof cred;
+                if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+                    cred.pid = 0;
                 d->conns[slot] = c;
                 d->ranks[slot] = (conn_rank){0};
+                d->peers[slot] = (conn_peer){(int32_t)cred.pid, false};
                 if (slot == d->nconns)
                     d->nconns++;
             } else if (c >= 0) {
                 close(c);
+                d->turned_away++;
             }
         }
         for (size_t i = 0; n > 0 && i < polled; i++)
@@ -292,11 +405,40 @@ static void *drain_main(void *arg)
                 close_conn(d, (int)i);
         for (size_t i = 0; i < d->nrings; i++)
             drain_ring_events(d, &d->rings[i]);
+        for (size_t i = d->nrings; i-- > 0;)
+            if (d->rings[i].broken)
+                retire_ring(d, i);
     }
     return NULL;
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
+
+/* What the drain could not take, as unavailable sources of the run. */
+static void connection_losses(tp_drain *d)
+{
+    char reason[256];
+    if (d->accept_failures) {
+        snprintf(reason, sizeof reason,
+                 "the recorder could not accept a process's connection %llu times (%s); those "
+                 "processes' timings are missing until it could (raise ulimit -n)",
+                 (unsigned long long)d->accept_failures, strerror(d->accept_errno));
+        tp_sink_unavailable(d->sink, "timings of some processes", reason);
+    }
+    if (d->rings_dropped) {
+        snprintf(reason, sizeof reason,
+                 "%llu threads' rings reached the recorder when it had no descriptor left for "
+                 "them; their timings were not recorded (raise ulimit -n)",
+                 (unsigned long long)d->rings_dropped);
+        tp_sink_unavailable(d->sink, "timings of some threads", reason);
+    }
+    if (d->turned_away) {
+        snprintf(reason, sizeof reason,
+                 "%llu processes connected while %d others were; their timings were not recorded",
+                 (unsigned long long)d->turned_away, MAX_CONNS);
+        tp_sink_unavailable(d->sink, "timings of some processes", reason);
+    }
+}
 
 tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap)
 {
@@ -306,6 +448,7 @@ tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap)
     d->sink = sink;
     d->listen_fd = -1;
     d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (d->wake_fd < 0) {
         snprintf(err, cap, "cannot make an eventfd: %s", strerror(errno));
         free(d);
@@ -317,6 +460,8 @@ tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap)
     if (!mkdtemp(d->dir)) { /* mkdtemp makes it 0700 */
         snprintf(err, cap, "cannot make a socket directory: %s", strerror(errno));
         close(d->wake_fd);
+        if (d->reserve_fd >= 0)
+            close(d->reserve_fd);
         free(d);
         return NULL;
     }
@@ -357,12 +502,15 @@ void tp_drain_stop(tp_drain *d)
             read_conn(d, (int)i); /* rings sent just before the end */
     while (d->nrings)
         retire_ring(d, d->nrings - 1);
+    connection_losses(d);
     for (size_t i = 0; i < d->nconns; i++)
         if (d->conns[i] >= 0)
             close(d->conns[i]);
     if (d->listen_fd >= 0)
         close(d->listen_fd);
     close(d->wake_fd);
+    if (d->reserve_fd >= 0)
+        close(d->reserve_fd);
     unlink(d->path);
     rmdir(d->dir);
     free(d->rings);

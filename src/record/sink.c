@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "name_index.h"
+
 typedef struct series_entry {
     char *metric;
     char *labels;
@@ -23,6 +25,7 @@ struct tp_sink {
     TP_VEC(series_entry) registry;
     TP_VEC(tp_thread_info) threads; /* every thread ever seen */
     TP_VEC(char *) names;           /* names[id - 1] */
+    tp_name_index name_index;       /* text -> id */
     tp_batch pending;
     uint64_t total_samples;
     uint32_t total_unavailable;
@@ -78,6 +81,7 @@ void tp_sink_free(tp_sink *s)
     for (size_t i = 0; i < s->names.len; i++)
         free(s->names.items[i]);
     free(s->names.items);
+    free(s->name_index.slots);
     free(s->threads.items);
     tp_batch_free(&s->pending);
     pthread_mutex_destroy(&s->lock);
@@ -240,15 +244,20 @@ void tp_sink_thread_rank(tp_sink *s, uint32_t thread, int32_t rank, int32_t loca
     pthread_mutex_unlock(&s->lock);
 }
 
+static const char *name_text(const void *owner, uint32_t id)
+{
+    return ((const tp_sink *)owner)->names.items[id - 1];
+}
+
 uint32_t tp_sink_name(tp_sink *s, const char *text)
 {
     pthread_mutex_lock(&s->lock);
-    uint32_t id = 0;
-    for (size_t i = 0; i < s->names.len && !id; i++)
-        if (strcmp(s->names.items[i], text) == 0)
-            id = (uint32_t)i + 1;
+    uint32_t id = tp_name_index_find(&s->name_index, text, name_text, s);
     if (!id) {
+        if (!tp_name_index_reserve(&s->name_index, (uint32_t)s->names.len, name_text, s))
+            abort(); /* as VEC_PUSH */
         VEC_PUSH(s->names, xstrdup(text));
+        *tp_name_index_slot(&s->name_index, text, name_text, s) = (uint32_t)s->names.len;
         id = (uint32_t)s->names.len;
         tp_name_def def = {id, xstrdup(text)};
         VEC_PUSH(s->pending.names, def);

@@ -1,6 +1,7 @@
 """Timings end to end: an instrumented C program under the real recorder."""
 
 import os
+import resource
 import sqlite3
 
 from conftest import FAKE_NVML, ROOT, report_json, trainprof
@@ -103,3 +104,58 @@ def test_no_energy_is_null(run_file):
     rep = report_json(run_file)
     assert all(e["energy_j"] is None for e in rep["epochs"])
     assert rep["steps"][0]["samples_per_s"] is None
+
+
+HOSTILE = os.environ.get("HOSTILE_RING", str(ROOT / "build" / "tests" / "hostile_ring"))
+
+
+def test_a_process_that_breaks_its_ring_costs_only_its_own_events(run_file, tmp_path):
+    """Under the real recorder: a process rewrites its ring's capacity after
+    the handover (the recorder used to segfault and lose every row), another
+    sends an unsealed ring and cuts it to nothing (SIGBUS), beside a
+    well-behaved one. The recorder exits with the command's status, records
+    the well-behaved process in full and names each hostile pid, once."""
+    script = tmp_path / "attack.sh"
+    script.write_text(f"""
+{HOSTILE} capacity > {tmp_path}/capacity.pid &
+{HOSTILE} truncate > {tmp_path}/truncate.pid &
+{EMIT} nested
+wait
+""")
+    r = trainprof("record", "-q", "-o", run_file, "--", "sh", script)
+    assert r.returncode == 0, r.stderr
+    rows = {t["name"]: t for t in report_json(run_file)["timings"]}
+    assert rows["outer"]["count"] == 10 and rows["inner"]["count"] == 10
+    assert rows["hostile"]["count"] == 20  # what it sent before it broke its ring
+    text = trainprof("report", run_file).stdout
+    capacity = (tmp_path / "capacity.pid").read_text().strip()
+    truncate = (tmp_path / "truncate.pid").read_text().strip()
+    assert text.count(f"timings of pid {capacity}: its ring's head went to") == 1
+    assert text.count(f"timings of pid {truncate}: its ring's memfd could be resized") == 1
+
+
+def test_names_past_the_bound_become_one(run_file):
+    """A process that makes names without end (70,000): found by hash, not
+    by scans, and past 65,535 they are one name, "(other)"."""
+    r = trainprof("record", "-q", "-o", run_file, "--", EMIT, "many_names", timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = {t["name"]: t["count"] for t in report_json(run_file)["timings"]}
+    assert len(rows) == 65536
+    assert rows["(other)"] == 70000 - 65535
+    assert rows["name 0"] == 1 and rows["name 65534"] == 1 and "name 65535" not in rows
+
+
+def test_out_of_descriptors_the_recorder_waits_and_loses_nothing(run_file, tmp_path):
+    """Under `ulimit -n 64`, 200 forked children connect at once: accept()
+    fails with EMFILE. The drain rests instead of spinning on it, takes the
+    connections as descriptors free up, and says it happened."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    r = trainprof("record", "-q", "-o", run_file, "--", EMIT, "fork_many", timeout=120,
+                  preexec_fn=limit)
+    assert r.returncode == 0, r.stderr
+    rows = {t["name"]: t for t in report_json(run_file)["timings"]}
+    assert rows["many_children"]["count"] == 200 * 10
+    text = trainprof("report", run_file).stdout
+    assert "could not accept a process's connection" in text and "Too many open files" in text

@@ -1,8 +1,10 @@
 /* emit_events.c: a small instrumented program for test_timings: it emits
  * one scenario's events through libtrainprof and exits 0 when what it saw
  * itself (active, dropped) is as expected.
- * usage: emit_events nested|spans|threads|overflow|fork|slow_epochs|device|late_rank|none */
+ * usage: emit_events
+ * nested|spans|threads|overflow|fork|slow_epochs|device|late_rank|many_names|fork_many|none */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -131,6 +133,33 @@ static int forking(void)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
 }
 
+/* 200 children at once, each with 10 regions, holding their connection to
+ * the recorder for 0.3 s: more than a recorder under `ulimit -n 64` can
+ * accept at a time. */
+static int forking_many(void)
+{
+    static tp_site child = TP_SITE("many_children");
+    pid_t pids[200];
+    for (int i = 0; i < 200; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            for (int k = 0; k < 10; k++) {
+                tp_region_begin(&child);
+                tp_region_end(&child);
+            }
+            usleep(300000);
+            _exit(tp_active() ? 0 : 1);
+        }
+    }
+    int failed = 0;
+    for (int i = 0; i < 200; i++) {
+        int status;
+        waitpid(pids[i], &status, 0);
+        failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    return failed ? 1 : 0;
+}
+
 static int without_recorder(void)
 {
     unsetenv("TRAINPROF_SOCKET");
@@ -167,6 +196,22 @@ static int slow_epochs(void)
     return 0;
 }
 
+/* 70,000 distinct region names, one region each, slowly enough for the
+ * ring: the first 65,535 keep their names, the rest are "(other)". */
+static int many_names(void)
+{
+    char name[32];
+    for (int i = 0; i < 70000; i++) {
+        snprintf(name, sizeof name, "name %d", i);
+        uint32_t id = tp_name_intern(name);
+        tp_begin(id);
+        tp_end(id);
+        if (i % 1000 == 999)
+            usleep(20000);
+    }
+    return tp_active() && tp_dropped() == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -186,6 +231,10 @@ int main(int argc, char **argv)
         return slow_epochs();
     if (strcmp(mode, "late_rank") == 0)
         return late_rank();
+    if (strcmp(mode, "fork_many") == 0)
+        return forking_many();
+    if (strcmp(mode, "many_names") == 0)
+        return many_names();
     if (strcmp(mode, "none") == 0)
         return without_recorder();
     return 64;

@@ -1,0 +1,192 @@
+/* hostile_ring.c: a training process that attacks the recorder through its
+ * ring, as the hostile-process tests play it beside a well-behaved one. It
+ * connects to TRAINPROF_SOCKET as libtrainprof does, but makes its ring
+ * itself, then breaks the protocol one way:
+ *
+ *   capacity   rewrites its header's capacity to 2^31 after the handover, and
+ *              publishes a head far past its ring
+ *   truncate   sends an unsealed memfd, then truncates it to 0 bytes
+ *   name_wrap  names a region with id 2^32 - 16 (a wrap in a grown table)
+ *   name_huge  names a region with id 2^30 (4 GiB of table)
+ *   sparse     a sealed, sparse 1 TiB memfd that claims 2^31 slots
+ *   tail       rewrites the consumer's tail; its events must still arrive
+ *
+ * The modes whose ring is accepted first send 20 well-formed regions named
+ * "hostile" (those of `tail` keep coming: 200 in all). Each writes its pid to
+ * stdout and exits 0 when the attack could be played. usage: hostile_ring MODE */
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring.h"
+
+#define SLOTS 64u
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int connect_recorder(void)
+{
+    const char *path = getenv("TRAINPROF_SOCKET");
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (!path || fd < 0 || strlen(path) >= sizeof addr.sun_path)
+        return -1;
+    strcpy(addr.sun_path, path);
+    return connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0 ? fd : -1;
+}
+
+static int send_fd(int sock, int fd)
+{
+    char tag[8] = "ring";
+    struct iovec iov = {tag, sizeof tag};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buf,
+                         .msg_controllen = sizeof control.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof tag ? 0 : -1;
+}
+
+/* A ring of `slots` in a memfd of `bytes`, sealed unless told otherwise;
+ * its header claims `claimed` slots. */
+static tp_ring_header *make_ring(int *fd_out, uint64_t bytes, uint32_t claimed, int seal)
+{
+    int fd = memfd_create("hostile-ring", MFD_CLOEXEC | (seal ? MFD_ALLOW_SEALING : 0));
+    if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0)
+        return NULL;
+    if (seal && fcntl(fd, F_ADD_SEALS, TP_RING_SEALS) != 0)
+        return NULL;
+    size_t mapped = (size_t)tp_ring_bytes(SLOTS);
+    tp_ring_header *h = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED)
+        return NULL;
+    h->magic = TP_RING_MAGIC;
+    h->version = TP_RING_VERSION;
+    h->capacity = claimed;
+    h->pid = (int32_t)getpid();
+    h->tid = (int32_t)getpid();
+    h->rank = h->local_rank = h->world_size = -1;
+    strcpy(h->thread_name, "hostile");
+    *fd_out = fd;
+    return h;
+}
+
+static uint64_t head;
+
+static void put(tp_ring_header *h, uint32_t kind, uint32_t name, uint64_t aux)
+{
+    tp_event *e = &tp_ring_slots(h)[head & (SLOTS - 1)];
+    *e = (tp_event){now_ns(), kind, name, 0, aux};
+    head++;
+}
+
+static void publish(tp_ring_header *h) { atomic_store(&h->head, head); }
+
+/* Waits until the recorder has read everything published (or 2 s). */
+static void drained(tp_ring_header *h)
+{
+    for (int i = 0; i < 2000 && atomic_load(&h->tail) < head; i++)
+        usleep(1000);
+}
+
+/* id's name (5 bytes: "hostile" cut) and n regions of it, as libtrainprof
+ * sends them, each batch read by the recorder before the next. */
+static void regions(tp_ring_header *h, uint32_t id, int n, int named)
+{
+    if (named) {
+        put(h, TP_EV_NAME, id, 7);
+        memcpy(&tp_ring_slots(h)[head & (SLOTS - 1)], "hostile", 7);
+        head++;
+    }
+    for (int i = 0; i < n; i++) {
+        put(h, TP_EV_BEGIN, id, 0);
+        put(h, TP_EV_END, id, 0);
+        if (head % 16 == 0) {
+            publish(h);
+            drained(h);
+        }
+    }
+    publish(h);
+    drained(h);
+}
+
+/* A NAME event of id, text "evil", published. */
+static void name(tp_ring_header *h, uint32_t id)
+{
+    put(h, TP_EV_NAME, id, 4);
+    memcpy(&tp_ring_slots(h)[head & (SLOTS - 1)], "evil", 4);
+    head++;
+    publish(h);
+    usleep(100000);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2)
+        return 2;
+    const char *mode = argv[1];
+    int sock = connect_recorder(), fd = -1;
+    if (sock < 0)
+        return 3;
+    printf("%d\n", (int)getpid());
+    fflush(stdout);
+    int seal = strcmp(mode, "truncate") != 0;
+    int sparse = strcmp(mode, "sparse") == 0;
+    uint64_t bytes = sparse ? 1ull << 40 : tp_ring_bytes(SLOTS);
+    tp_ring_header *h = make_ring(&fd, bytes, sparse ? 1u << 31 : SLOTS, seal);
+    if (!h || send_fd(sock, fd) != 0)
+        return 4;
+    if (!seal) { /* the recorder maps it now, before the cut, or never */
+        usleep(100000);
+        return ftruncate(fd, 0) == 0 ? (usleep(200000), 0) : 5;
+    }
+    if (sparse) {
+        usleep(200000);
+        return 0;
+    }
+    regions(h, 1, 20, 1);
+    if (strcmp(mode, "capacity") == 0) {
+        h->capacity = 1u << 31;
+        head += 100000;
+        publish(h);
+    } else if (strcmp(mode, "name_wrap") == 0) {
+        name(h, 0xfffffff0u);
+    } else if (strcmp(mode, "name_huge") == 0) {
+        name(h, 1u << 30);
+    } else if (strcmp(mode, "tail") == 0) {
+        for (int k = 0; k < 9; k++) { /* 180 more regions, the tail set ahead before each 20 */
+            atomic_store(&h->tail, head + 1000);
+            for (int i = 0; i < 20; i++) {
+                put(h, TP_EV_BEGIN, 1, 0);
+                put(h, TP_EV_END, 1, 0);
+            }
+            publish(h);
+            usleep(50000); /* room: the recorder reads every 10 ms */
+        }
+    } else {
+        return 2;
+    }
+    usleep(200000); /* the recorder's drain runs every 10 ms */
+    return 0;
+}

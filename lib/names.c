@@ -49,8 +49,12 @@ static uint32_t intern_locked(const char *text)
 uint32_t tp_names_intern(const char *name)
 {
     char text[TP_NAME_MAX + 1];
-    size_t len = strnlen(name ? name : "", TP_NAME_MAX);
-    memcpy(text, name ? name : "", len);
+    if (!name)
+        name = "";
+    size_t len = strnlen(name, TP_NAME_MAX);
+    while (name[len] && len > 0 && ((unsigned char)name[len] & 0xc0) == 0x80)
+        len--; /* cut before the character TP_NAME_MAX would split */
+    memcpy(text, name, len);
     text[len] = '\0';
     pthread_mutex_lock(&names_lock);
     uint32_t id = tp_name_index_find(&index_, text, text_of, NULL);

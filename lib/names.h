@@ -10,8 +10,8 @@
 
 #include <stdint.h>
 
-/* The id of name (truncated to TP_NAME_MAX bytes), assigning one if new;
- * 0 only when memory runs out. */
+/* The id of name (cut to TP_NAME_MAX bytes, on a UTF-8 character
+ * boundary), assigning one if new; 0 only when memory runs out. */
 uint32_t tp_names_intern(const char *name);
 
 /* Copies the text of id into out (NUL-terminated); returns its length, or

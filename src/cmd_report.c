@@ -1,6 +1,7 @@
 /* cmd_report.c: `trainprof report`: a run file's figures as text or JSON. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyze/summary.h"
@@ -9,6 +10,7 @@
 #include "store/merge.h"
 #include "util/cli.h"
 #include "util/log.h"
+#include "util/utf8.h"
 
 static const char usage[] =
     "usage: trainprof report [--json] [--all] [--whole-run] RUN_FILE...\n"
@@ -80,10 +82,19 @@ int cmd_report(int argc, char **argv)
         return 2;
     }
     tp_inputs_name_run(&in, s.run);
-    if (json)
+    if (json) {
         tp_report_json(stdout, &s);
-    else
-        tp_report_text(stdout, &s, all, whole_run);
+    } else { /* text from the run (names, commands) must not drive the terminal */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        if (mem) {
+            tp_report_text(mem, &s, all, whole_run);
+            fclose(mem);
+            tp_text_write_safe(stdout, text);
+        }
+        free(text);
+    }
     tp_summary_close(&s);
     tp_inputs_done(&in);
     return fflush(stdout) == 0 ? 0 : 1;

@@ -11,6 +11,7 @@
 #include "analyze/summary_store.h"
 #include "store/reader_stream.h"
 #include "util/labels.h"
+#include "util/ns_math.h"
 
 enum { CAT_COMM, CAT_INPUT, CAT_COMPUTE, NCAT };
 
@@ -69,13 +70,13 @@ static double union_s(span_list *const *lists, size_t k, span_list *tmp)
     int64_t total = 0, a = tmp->v[0].a, b = tmp->v[0].b;
     for (size_t i = 1; i < tmp->n; i++) {
         if (tmp->v[i].a > b) {
-            total += b - a;
+            total = tp_ns_add(total, tp_ns_sub(b, a));
             a = tmp->v[i].a;
         }
         if (tmp->v[i].b > b)
             b = tmp->v[i].b;
     }
-    return (double)(total + b - a) / 1e9;
+    return (double)tp_ns_add(total, tp_ns_sub(b, a)) / 1e9;
 }
 
 static int category(const char *name)
@@ -342,7 +343,7 @@ static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
         double all = union_s(rit, 3, &tmp), compute_only = union_s(&T, 1, &tmp);
         a->row.t0_ns = a->t0;
         a->row.t1_ns = a->t1;
-        a->row.window_s = (double)(a->t1 - a->t0) / 1e9;
+        a->row.window_s = (double)tp_ns_sub(a->t1, a->t0) / 1e9;
         a->row.comm_s = comm;
         a->row.input_s = with_input - comm;
         a->row.compute_s = all - with_input;

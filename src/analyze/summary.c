@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/ns_math.h"
 #include "analyze/summary_store.h"
 #include "collect/metric_catalog.h"
 #include "util/grow.h"
@@ -50,7 +51,7 @@ static void add_series(void *ctx, const tp_run_series *series, const int64_t *t_
             /* the samples inside the steps: a contiguous range, whose
              * reordering by the statistics leaves the whole run's intact */
             size_t lo = first_at_or_after(t_ns, n, pass->windows[w].t0_ns);
-            size_t hi = first_at_or_after(t_ns, n, pass->windows[w].t1_ns + 1);
+            size_t hi = first_at_or_after(t_ns, n, tp_ns_add(pass->windows[w].t1_ns, 1));
             if (hi > lo) {
                 tp_stats_compute(values + lo, hi - lo, &item->steps);
                 item->in_steps = true;

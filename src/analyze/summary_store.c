@@ -11,6 +11,7 @@
 #include "analyze/summary_plots.h"
 #include "store/schema.h"
 #include "util/grow.h"
+#include "util/ns_math.h"
 
 /* ---- writing ------------------------------------------------------------- */
 
@@ -441,7 +442,7 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
         r->steps = (size_t)sqlite3_column_int64(st, 3);
         r->t0_ns = sqlite3_column_int64(st, 4);
         r->t1_ns = sqlite3_column_int64(st, 5);
-        r->window_s = (double)(r->t1_ns - r->t0_ns) / 1e9;
+        r->window_s = (double)tp_ns_sub(r->t1_ns, r->t0_ns) / 1e9;
         r->input_s = sqlite3_column_double(st, 6);
         r->compute_s = sqlite3_column_double(st, 7);
         r->comm_s = sqlite3_column_double(st, 8);

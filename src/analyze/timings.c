@@ -8,6 +8,7 @@
 #include "analyze/summary_store.h"
 #include "store/reader_stream.h"
 #include "util/grow.h"
+#include "util/ns_math.h"
 
 typedef struct build_ctx {
     tp_timings *t;
@@ -122,8 +123,8 @@ typedef struct step_set {
 static void step_set_add(step_set *set, int rank, int64_t a, int64_t b, int64_t samples,
                          int64_t batches)
 {
-    set->durations[set->n++] = (double)(b - a) / 1e9;
-    set->samples += samples;
+    set->durations[set->n++] = (double)tp_ns_sub(b, a) / 1e9;
+    set->samples = tp_ns_add(set->samples, samples);
     set->batches += batches;
     span_list *spans = &set->spans;
     step_span *last = spans->n ? &spans->v[spans->n - 1] : NULL;
@@ -195,7 +196,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             continue;
         }
         if (m[i].kind == TP_RUN_MARK_SAMPLES) {
-            pending += m[i].value; /* counts once its step is closed */
+            pending = tp_ns_add(pending, m[i].value); /* counts once its step is closed */
             pending_batches++;
             continue;
         }
@@ -205,7 +206,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             step_set_add(warming ? &warm : &steady, m[i].rank, a, b, pending, pending_batches);
             if (epoch_row >= 0) {
                 t->epochs[epoch_row].steps++;
-                t->epochs[epoch_row].samples += pending;
+                t->epochs[epoch_row].samples = tp_ns_add(t->epochs[epoch_row].samples, pending);
                 t->epochs[epoch_row].batches += pending_batches;
             }
         }
@@ -358,14 +359,14 @@ static void add_in_steps(void *ctx, int64_t thread, const char *name, int depth,
          i < c->spans->n && c->spans->v[i].rank == th->rank && c->spans->v[i].a < end_ns; i++) {
         int64_t a = start_ns > c->spans->v[i].a ? start_ns : c->spans->v[i].a;
         int64_t b = end_ns < c->spans->v[i].b ? end_ns : c->spans->v[i].b;
-        inside += b > a ? b - a : 0;
+        inside = tp_ns_add(inside, b > a ? tp_ns_sub(b, a) : 0);
     }
     if (!inside)
         return;
     tp_timing_row key = {.rank = th->rank, .name = (char *)name}, *kp = &key;
     tp_timing_row **row = bsearch(&kp, c->rows, c->nrows, sizeof *c->rows, cmp_row);
     if (row)
-        c->ns[row - c->rows] += inside;
+        c->ns[row - c->rows] = tp_ns_add(c->ns[row - c->rows], inside);
 }
 
 /* Each row's time inside its rank's closed steps (in_steps_s): one pass over

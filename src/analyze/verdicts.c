@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json_writer.h"
 #include "util/labels.h"
 
 #define INPUT_BOUND_SHARE       0.25
@@ -249,7 +250,7 @@ static void agent_of(const tp_run *run, int64_t agent_id, char *of, size_t cap, 
     for (size_t a = 0; run->nagents > 1 && a < run->nagents; a++)
         if (run->agents[a].id == agent_id) {
             snprintf(of, cap, " of %.60s", run->agents[a].name);
-            snprintf(json, jcap, "\"%.60s\"", run->agents[a].name); /* names are host names */
+            tp_json_quote(json, jcap, run->agents[a].name, 60);
         }
 }
 
@@ -407,11 +408,13 @@ static void link_verdict(const tp_summary *s, const tp_series_summary *link, tp_
              labels, of, sent ? "sending" : "receiving", 100 * worst->steps.p95 / speed,
              speed / 1e9, worst->in_steps ? "training steps" : "run", worst->steps.p95 / 1e9,
              worst->steps.mean / 1e9);
+    char link_json[80];
+    tp_json_quote(link_json, sizeof link_json, labels, 60);
     snprintf(v->evidence, sizeof v->evidence,
-             "{\"agent\":%s,\"link\":\"%.60s\",\"direction\":\"%s\",\"p95_bytes_per_s\":%.0f,"
+             "{\"agent\":%s,\"link\":%s,\"direction\":\"%s\",\"p95_bytes_per_s\":%.0f,"
              "\"mean_bytes_per_s\":%.0f,\"link_bytes_per_s\":%.0f,\"over\":\"%s\"}",
-             agent, labels, sent ? "sent" : "received", worst->steps.p95, worst->steps.mean, speed,
-             over_key(worst));
+             agent, link_json, sent ? "sent" : "received", worst->steps.p95, worst->steps.mean,
+             speed, over_key(worst));
 }
 
 /* Every GPU's verdicts, then every agent's host memory and CPUs, then every
@@ -473,6 +476,38 @@ static void across_ranks(const tp_summary *s, tp_verdicts *out)
     }
 }
 
+/* Keeps an evidence object valid JSON whatever figures went into it: the
+ * non-finite numbers printf writes (nan, inf, with a sign) become null, and
+ * an object cut by its buffer becomes {"cut":true}. */
+static void seal_evidence(char *evidence, size_t cap)
+{
+    char out[sizeof((tp_verdict *)0)->evidence];
+    size_t n = 0, len = strlen(evidence);
+    bool in_string = false, cut = len == 0 || evidence[len - 1] != '}';
+    for (const char *p = evidence; *p && !cut; p++) {
+        if (*p == '"' && (p == evidence || p[-1] != '\\'))
+            in_string = !in_string;
+        size_t word = 0;
+        if (!in_string) {
+            const char *q = p + (*p == '-');
+            word = strncmp(q, "nan", 3) == 0 || strncmp(q, "inf", 3) == 0 ? (size_t)(q + 3 - p) : 0;
+        }
+        if (n + (word ? 4 : 1) >= sizeof out) {
+            cut = true;
+            break;
+        }
+        if (word) {
+            memcpy(out + n, "null", 4);
+            n += 4;
+            p += word - 1;
+        } else {
+            out[n++] = *p;
+        }
+    }
+    out[n] = '\0';
+    snprintf(evidence, cap, "%s", cut ? "{\"cut\":true}" : out);
+}
+
 void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
 {
     memset(out, 0, sizeof *out);
@@ -482,6 +517,8 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
             rank_verdicts(s, t->rows[i].rank, out);
     across_ranks(s, out);
     system_verdicts(s, out);
+    for (size_t i = 0; i < out->n; i++)
+        seal_evidence(out->items[i].evidence, sizeof out->items[i].evidence);
 }
 
 void tp_verdicts_free(tp_verdicts *v)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "util/utf8.h"
 
 #define DRAIN_PERIOD_MS 10
 #define MAX_CONNS       1024
@@ -124,7 +125,9 @@ static void map_name(tp_drain *d, drain_ring *r, uint32_t local, const char *tex
         r->names = n;
         r->names_cap = ncap;
     }
-    r->names[local] = tp_sink_name(d->sink, text);
+    char clean[TP_NAME_MAX * 3 + 1]; /* a name as valid UTF-8, whatever the ring held */
+    tp_utf8_clean(clean, sizeof clean, text);
+    r->names[local] = tp_sink_name(d->sink, clean);
 }
 
 static uint32_t global_name(const drain_ring *r, uint32_t local)

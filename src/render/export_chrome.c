@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analyze/timings.h"
+#include "util/ns_math.h"
 #include "render/export.h"
 #include "store/reader_stream.h"
 #include "util/json_writer.h"
@@ -108,7 +109,7 @@ static void region_event(void *ctx, int64_t thread, const char *name, int depth,
           c->out);
     json_write_escaped(c->out, name);
     fprintf(c->out, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"depth\":%d}}",
-            t->pid, t->tid, (double)start / 1e3, (double)(end - start) / 1e3, depth);
+            t->pid, t->tid, (double)start / 1e3, (double)tp_ns_sub(end, start) / 1e3, depth);
 }
 
 /* A device time as a slice on its thread's device track, placed at the

@@ -1,24 +1,31 @@
 /* export_csv.c: every sample as one CSV row. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "render/export.h"
 #include "store/reader_stream.h"
 #include "util/labels.h"
+#include "util/utf8.h"
 
-/* Writes a CSV field, quoted when it holds a comma, quote or line break. */
+/* Writes a CSV field (RFC 4180): quoted when it holds a comma, quote or line
+ * break, its quotes doubled; valid UTF-8 whatever the run file holds. */
 static void csv_field(FILE *out, const char *s)
 {
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"')
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    bool quote = strpbrk((const char *)p, ",\"\n\r") != NULL;
+    if (quote)
+        fputc('"', out);
+    while (*p) {
+        uint32_t cp;
+        p += tp_utf8_decode(p, &cp);
+        char buf[4];
+        if (cp == '"')
             fputc('"', out);
-        fputc(*s, out);
+        fwrite(buf, 1, tp_utf8_encode(cp, buf), out);
     }
-    fputc('"', out);
+    if (quote)
+        fputc('"', out);
 }
 
 typedef struct csv_ctx {
@@ -40,7 +47,9 @@ static void csv_row(void *ctx, const tp_run_series *s, int64_t t_ns, double valu
             *p = ';';
     fprintf(c->out, "%.9f,", (double)t_ns / 1e9);
     csv_field(c->out, agent);
-    fprintf(c->out, ",%s,", s->metric);
+    fputc(',', c->out);
+    csv_field(c->out, s->metric);
+    fputc(',', c->out);
     csv_field(c->out, labels);
     fprintf(c->out, ",%.10g\n", value);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "render/report.h"
+#include "util/json_read.h"
 #include "util/json_writer.h"
 
 /* mean, p5, p50, p95, max and samples (the count) as keys of the open object. */
@@ -18,6 +19,47 @@ static void write_stats(json_writer *w, const tp_stats *st)
     json_int(w, (int64_t)st->count);
 }
 
+static void ignore_pair(void *ctx, const char *key, const char *value)
+{
+    (void)ctx, (void)key, (void)value;
+}
+
+static void write_pair(void *w, const char *key, const char *value)
+{
+    json_key(w, key);
+    json_string(w, value);
+}
+
+static void ignore_item(void *ctx, const char *value) { (void)ctx, (void)value; }
+
+static void write_item(void *w, const char *value) { json_string(w, value); }
+
+/* A series' labels as the object they are, written from their values (a
+ * run file's text is never spliced in); null when they are not a flat
+ * object of strings. */
+static void write_labels(json_writer *w, const char *labels)
+{
+    if (!tp_json_flat_object(labels, ignore_pair, NULL)) {
+        json_null(w);
+        return;
+    }
+    json_object_begin(w);
+    tp_json_flat_object(labels, write_pair, w);
+    json_object_end(w);
+}
+
+/* The command's argv (meta argv, a JSON array of strings), likewise. */
+static void write_argv(json_writer *w, const char *argv)
+{
+    if (!tp_json_string_array(argv, ignore_item, NULL)) {
+        json_null(w);
+        return;
+    }
+    json_array_begin(w);
+    tp_json_string_array(argv, write_item, w);
+    json_array_end(w);
+}
+
 static void write_metric(json_writer *w, const tp_series_summary *m)
 {
     json_object_begin(w);
@@ -26,7 +68,7 @@ static void write_metric(json_writer *w, const tp_series_summary *m)
     json_key(w, "unit");
     json_string(w, m->series->unit);
     json_key(w, "labels");
-    json_raw(w, m->series->labels);
+    write_labels(w, m->series->labels);
     write_stats(w, &m->stats);
     json_key(w, "in_steps"); /* the same over the agent's training steps, or null */
     if (m->in_steps) {
@@ -48,12 +90,8 @@ static void write_run(json_writer *w, const tp_run *run)
     json_string(w, run->path);
     json_key(w, "command");
     json_string(w, f.command);
-    const char *argv = tp_run_meta_get(run, "argv");
     json_key(w, "argv");
-    if (argv)
-        json_raw(w, argv);
-    else
-        json_null(w);
+    write_argv(w, tp_run_meta_get(run, "argv"));
     json_key(w, "duration_s");
     json_double(w, f.duration_s);
     json_key(w, "complete");

@@ -2,9 +2,11 @@
 #include "render/svg.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "render/units.h"
+#include "util/utf8.h"
 
 #define W      860.0
 #define H      260.0
@@ -20,14 +22,23 @@ const char *tp_svg_color(size_t n) { return palette[n % (sizeof palette / sizeof
 
 void tp_html_escape(FILE *out, const char *s)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        uint32_t cp;
+        p += tp_utf8_decode(p, &cp);
+        switch (cp) {
         case '&': fputs("&amp;", out); break;
         case '<': fputs("&lt;", out); break;
         case '>': fputs("&gt;", out); break;
         case '"': fputs("&quot;", out); break;
         case '\'': fputs("&#39;", out); break;
-        default: fputc(*s, out);
+        default:
+            if ((cp < 0x20 && cp != '\n' && cp != '\t') || (cp >= 0x7f && cp < 0xa0)) {
+                fprintf(out, "\\x%02x", (unsigned)cp); /* not allowed in HTML text */
+            } else {
+                char buf[4];
+                fwrite(buf, 1, tp_utf8_encode(cp, buf), out);
+            }
         }
     }
 }

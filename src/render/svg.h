@@ -37,7 +37,8 @@ typedef struct tp_svg_chart {
     size_t nshades;
 } tp_svg_chart;
 
-/* Writes s with &, <, >, " and ' escaped. */
+/* Writes s with &, <, >, " and ' escaped, as valid UTF-8 (invalid bytes as
+ * U+FFFD), control characters but newline and tab as \xNN. */
 void tp_html_escape(FILE *out, const char *s);
 
 /* The n-th colour of the palette (cycles). */

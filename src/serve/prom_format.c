@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "collect/metric_catalog.h"
+#include "util/utf8.h"
 
 /* Copies name without the suffix (when it ends with it) after "trainprof_". */
 static void base_name(char *out, size_t cap, const char *name, const char *suffix)
@@ -152,12 +153,16 @@ void tp_prom_value(FILE *out, double v)
 
 void tp_prom_escape(FILE *out, const char *s)
 {
-    for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            fputc('\\', out), fputc(*s, out);
-        else if (*s == '\n')
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        uint32_t cp;
+        p += tp_utf8_decode(p, &cp); /* the exposition format is UTF-8 */
+        char buf[4];
+        if (cp == '\\' || cp == '"')
+            fputc('\\', out), fputc((int)cp, out);
+        else if (cp == '\n')
             fputs("\\n", out);
         else
-            fputc(*s, out);
+            fwrite(buf, 1, tp_utf8_encode(cp, buf), out);
     }
 }

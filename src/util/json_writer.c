@@ -2,6 +2,10 @@
 #include "util/json_writer.h"
 
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "util/utf8.h"
 
 void json_init(json_writer *w, FILE *out)
 {
@@ -44,24 +48,52 @@ void json_object_end(json_writer *w) { close_scope(w, '}'); }
 void json_array_begin(json_writer *w) { open_scope(w, '['); }
 void json_array_end(json_writer *w) { close_scope(w, ']'); }
 
-void json_write_escaped(FILE *out, const char *s)
+/* The literal of s (quotes included), at most max bytes of it (cut on a
+ * character boundary), into out: valid UTF-8 whatever s holds (invalid
+ * bytes as U+FFFD), quotes, backslashes and control characters escaped. */
+static void escape_into(FILE *out, const char *s, size_t max)
 {
     fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
-        switch (*p) {
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    for (size_t used = 0; *p;) {
+        uint32_t cp;
+        size_t len = tp_utf8_decode(p, &cp);
+        if (used + len > max)
+            break;
+        used += len;
+        p += len;
+        switch (cp) {
         case '"': fputs("\\\"", out); break;
         case '\\': fputs("\\\\", out); break;
         case '\n': fputs("\\n", out); break;
         case '\r': fputs("\\r", out); break;
         case '\t': fputs("\\t", out); break;
         default:
-            if (*p < 0x20)
-                fprintf(out, "\\u%04x", *p);
-            else
-                fputc(*p, out);
+            if (cp < 0x20 || cp == 0x7f) {
+                fprintf(out, "\\u%04x", (unsigned)cp);
+            } else {
+                char buf[4];
+                fwrite(buf, 1, tp_utf8_encode(cp, buf), out);
+            }
         }
     }
     fputc('"', out);
+}
+
+void json_write_escaped(FILE *out, const char *s) { escape_into(out, s, SIZE_MAX); }
+
+void tp_json_quote(char *buf, size_t cap, const char *s, size_t max)
+{
+    FILE *mem = fmemopen(buf, cap, "w");
+    if (!mem) {
+        snprintf(buf, cap, "null");
+        return;
+    }
+    escape_into(mem, s, max);
+    bool fits = fputc('\0', mem) != EOF && fflush(mem) == 0 && ftell(mem) <= (long)cap;
+    fclose(mem);
+    if (!fits || !memchr(buf, '\0', cap))
+        snprintf(buf, cap, "null");
 }
 
 void json_key(json_writer *w, const char *key)

@@ -7,6 +7,7 @@
 #define TP_UTIL_JSON_WRITER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -33,7 +34,12 @@ void json_null(json_writer *w);
 /* Writes an already-serialized JSON value (e.g. a labels object) verbatim. */
 void json_raw(json_writer *w, const char *json);
 
-/* Writes s as a JSON string literal (quotes included) into out. */
+/* Writes s as a JSON string literal (quotes included) into out: valid
+ * UTF-8 whatever s holds (invalid bytes as U+FFFD). */
 void json_write_escaped(FILE *out, const char *s);
+
+/* The same literal into buf, of at most max bytes of s (cut on a character
+ * boundary): for JSON built in a buffer. "null" when it doesn't fit cap. */
+void tp_json_quote(char *buf, size_t cap, const char *s, size_t max);
 
 #endif

@@ -2,6 +2,7 @@
  * writer: the interval-union arithmetic on hand-made regions, a straggler
  * and its cause, and the stored summary giving the same figures. */
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "analyze/summary_store.h"
 #include "analyze/timings.h"
 #include "harness.h"
+#include "render/export.h"
 #include "store/reader.h"
 #include "store/writer.h"
 
@@ -245,6 +247,52 @@ static void test_compiling_first_steps_are_warm_up_and_batches_counted(void **st
     free(path);
 }
 
+/* A crafted file's times at int64's ends: marks, regions and a rank's window
+ * from INT64_MIN to INT64_MAX. Timings, ranks, the stored summary and the
+ * trace read it without a signed overflow (UBSan halts the test on one). */
+static void test_times_at_the_ends_of_int64(void **state)
+{
+    (void)state;
+    char *path = tmp_path("extreme.db");
+    const double extra[] = {0, 0};
+    write_ranks(path, extra, 2);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "INSERT INTO mark SELECT id, 'step', -9223372036854775807 - 1, 0 FROM thread;"
+                     "INSERT INTO mark SELECT id, 'step', 5, 0 FROM thread;"
+                     "INSERT INTO mark SELECT id, 'samples', 6, 9223372036854775807 FROM thread;"
+                     "INSERT INTO mark SELECT id, 'samples', 7, 9223372036854775807 FROM thread;"
+                     "INSERT INTO mark SELECT id, 'step', 9223372036854775807, 0 FROM thread;"
+                     "INSERT INTO region SELECT id, 1, 0, -9223372036854775807 - 1,"
+                     " 9223372036854775807 FROM thread;"
+                     "INSERT INTO region SELECT id, 1, 0, 6, 9223372036854775807 FROM thread;",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    char err[256];
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    run->raw_only = true;
+    tp_timings t;
+    assert_true(tp_timings_build(run, 20, &t, err, sizeof err));
+    assert_true(t.nsteps >= 1 && t.steps[0].total_s > 0 && isfinite(t.steps[0].total_s));
+    tp_timings_free(&t);
+    FILE *null = fopen("/dev/null", "w");
+    assert_true(tp_export_chrome(null, run, err, sizeof err));
+    fclose(null);
+    tp_run_close(run);
+    tp_ranks r = build(path, true);
+    assert_true(r.n == 2 && r.rows[0].window_s > 0 && isfinite(r.rows[0].window_s));
+    tp_ranks_free(&r);
+    assert_true(tp_summary_store_save(path, err, sizeof err));
+    r = build(path, false);
+    assert_true(r.n == 2 && isfinite(r.rows[0].window_s));
+    tp_ranks_free(&r);
+    free(path);
+}
+
 static void test_straggler_named_with_its_input(void **state)
 {
     (void)state;
@@ -444,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_parts_by_interval_union),
         cmocka_unit_test(test_a_step_end_closes_a_step_and_begins_none),
         cmocka_unit_test(test_compiling_first_steps_are_warm_up_and_batches_counted),
+        cmocka_unit_test(test_times_at_the_ends_of_int64),
         cmocka_unit_test(test_straggler_named_with_its_input),
         cmocka_unit_test(test_an_excess_too_small_for_the_step_is_no_straggler),
         cmocka_unit_test(test_local_ranks_inferred_from_an_agents_block_of_ranks),

@@ -1,0 +1,26 @@
+/* ns_math.h: arithmetic on nanosecond times read from a run file, which a
+ * damaged or crafted file can put anywhere in int64_t: no signed overflow. */
+#ifndef TP_UTIL_NS_MATH_H
+#define TP_UTIL_NS_MATH_H
+
+#include <stdint.h>
+
+/* to - from, saturated to int64_t's range. */
+static inline int64_t tp_ns_sub(int64_t to, int64_t from)
+{
+    int64_t d;
+    if (__builtin_sub_overflow(to, from, &d))
+        return to > from ? INT64_MAX : INT64_MIN;
+    return d;
+}
+
+/* a + b, saturated. */
+static inline int64_t tp_ns_add(int64_t a, int64_t b)
+{
+    int64_t s;
+    if (__builtin_add_overflow(a, b, &s))
+        return a > 0 ? INT64_MAX : INT64_MIN;
+    return s;
+}
+
+#endif

@@ -1,0 +1,93 @@
+"""A run file crafted to make the outputs lie: text spliced into JSON,
+invalid UTF-8, terminal escapes, CSV separators and non-finite numbers. Every
+output encodes what it writes (issue 25)."""
+
+import csv
+import io
+import json
+import sqlite3
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import PROGRAM, PYTHON, trainprof
+
+ESC = "\x1b[2K\r"
+
+
+def run_bytes(*args):
+    r = subprocess.run([PROGRAM, *map(str, args)], capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@pytest.fixture(scope="module")
+def crafted(tmp_path_factory):
+    d = tmp_path_factory.mktemp("hostile")
+    script = d / "work.py"
+    script.write_text(textwrap.dedent("""
+        import time, trainprof
+        for _ in range(20):
+            trainprof.step()
+            with trainprof.region("work"):
+                time.sleep(0.01)
+    """))
+    run = d / "run.db"
+    r = trainprof("record", "-q", "-i", "0.1", "-o", run, "--", PYTHON, script)
+    assert r.returncode == 0, r.stderr
+    with sqlite3.connect(run) as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'argv'",
+                   ('["python"], "injected": {"x": 1}',))
+        db.execute("UPDATE meta SET value = ? WHERE key = 'command'",
+                   (f"train.py {ESC}rm -rf / #",))
+        # a region name with invalid UTF-8, an escape, a comma and a quote
+        evil = b'w\xff\xfe,"k' + ESC.encode()
+        db.execute("UPDATE name SET text = CAST(? AS TEXT) WHERE text = 'work'", (evil,))
+        db.execute("UPDATE summary_timing SET name = CAST(? AS TEXT) WHERE name = 'work'", (evil,))
+        db.execute("UPDATE agent SET name = ?", ('node"}' + ESC,))
+        cpu = db.execute("SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
+                         " WHERE m.name = 'cpu_util_percent' AND s.labels = '{}'").fetchone()[0]
+        db.execute("UPDATE series SET labels = ? WHERE id = ?",
+                   ('{}, "injected": true', cpu))
+        db.execute("UPDATE metric SET name = 'cpu,\"util' WHERE name = 'cpu_util_percent'")
+        db.execute("UPDATE summary_series SET mean = 9e999, max = -9e999 WHERE series_id = ?",
+                   (cpu,))
+    return run
+
+
+def test_report_json_is_valid_and_says_only_what_it_means(crafted):
+    raw = run_bytes("report", "--json", crafted)
+    rep = json.loads(raw.decode("utf-8"))  # strict: valid UTF-8 and valid JSON
+    assert rep["run"]["argv"] is None  # not an array of strings: not passed on
+    assert "injected" not in raw.decode()
+    cpu = [m for m in rep["agents"][0]["metrics"] if m["name"] == 'cpu,"util']
+    assert {"cpu": "0"} in [m["labels"] for m in cpu]  # the other series' labels, as objects
+    [tampered] = [m for m in cpu if m["labels"] is None]  # not a flat object: not passed on
+    assert tampered["mean"] is None and tampered["max"] is None  # inf: null
+    names = {t["name"] for t in rep["timings"]}
+    assert 'w\ufffd\ufffd,"k\x1b[2K\r' in names
+
+
+def test_text_report_shows_escapes_instead_of_obeying_them(crafted):
+    out = run_bytes("report", crafted)
+    text = out.decode("utf-8")
+    assert "\x1b" not in text and "\r" not in text
+    assert "train.py \\x1b[2K\\x0drm -rf /" in text
+    assert "w\ufffd\ufffd," in text
+
+
+def test_trace_html_and_csv_encode_what_they_write(crafted, tmp_path):
+    trace = tmp_path / "trace.json"
+    run_bytes("export", "--format", "chrome", "-o", trace, crafted)
+    events = json.loads(trace.read_bytes().decode("utf-8"))["traceEvents"]
+    assert any(e.get("name", "").startswith("w\ufffd\ufffd,") for e in events)
+    page = tmp_path / "run.html"
+    run_bytes("html", "-o", page, crafted)
+    html = page.read_bytes().decode("utf-8")
+    assert "\x1b" not in html
+    table = tmp_path / "run.csv"
+    run_bytes("export", "--format", "csv", "-o", table, crafted)
+    rows = list(csv.reader(io.StringIO(table.read_bytes().decode("utf-8"))))
+    assert all(len(r) == 5 for r in rows)
+    assert any(r[2] == 'cpu,"util' for r in rows[1:])

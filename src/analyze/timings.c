@@ -73,9 +73,10 @@ static double epoch_duration(int64_t start_ns, int64_t end_ns)
     return end_ns > start_ns ? (double)(end_ns - start_ns) / 1e9 : 0;
 }
 
-/* A compile region of a thread. */
+/* A compile region of a thread, and the latest end of the thread's compile
+ * regions up to it (in start order). */
 typedef struct compile_span {
-    int64_t thread, a, b;
+    int64_t thread, a, b, max_b;
 } compile_span;
 
 /* The run's compile regions, in (thread, start) order. */
@@ -91,25 +92,27 @@ static void add_compile(void *ctx, int64_t thread, const char *name, int depth, 
     (void)depth;
     compile_list *c = ctx;
     c->v = tp_grow(c->v, c->n, &c->cap, sizeof *c->v);
-    c->v[c->n++] = (compile_span){thread, start_ns, end_ns};
+    bool same = c->n && c->v[c->n - 1].thread == thread;
+    int64_t before = same ? c->v[c->n - 1].max_b : INT64_MIN;
+    c->v[c->n++] = (compile_span){thread, start_ns, end_ns, end_ns > before ? end_ns : before};
 }
 
-/* Whether one of thread's compile regions overlaps [a, b). Asked only of a
- * thread's first steps (while they compile), so a scan of its regions. */
+/* Whether one of thread's compile regions overlaps [a, b): the first that
+ * starts at or after a starts before b, or one before it ends after a. Two
+ * binary searches, so that a run that compiles in every step costs n log n. */
 static bool compiled_in(const compile_list *c, int64_t thread, int64_t a, int64_t b)
 {
-    size_t lo = 0, hi = c->n; /* the thread's first region */
+    size_t lo = 0, hi = c->n; /* the first region of thread starting at or after a */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (c->v[mid].thread < thread)
+        if (c->v[mid].thread < thread || (c->v[mid].thread == thread && c->v[mid].a < a))
             lo = mid + 1;
         else
             hi = mid;
     }
-    for (size_t i = lo; i < c->n && c->v[i].thread == thread && c->v[i].a < b; i++)
-        if (c->v[i].b > a)
-            return true;
-    return false;
+    if (lo < c->n && c->v[lo].thread == thread && c->v[lo].a < b)
+        return true;
+    return lo > 0 && c->v[lo - 1].thread == thread && c->v[lo - 1].max_b > a;
 }
 
 /* A rank's closed steps as rank_steps finds them: steady and warm-up apart. */

@@ -16,7 +16,7 @@
 
 typedef struct input_info {
     int64_t start_wall_ns, uncertainty_ns;
-    char command[512], job[128];
+    char command[512], job[128], agent[128];
     bool summarized;
     bool plots;        /* it stores what html plots (meta plots) */
     bool series_steps; /* it stores its series' figures over the steps */
@@ -113,6 +113,8 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
         snprintf(info[i].command, sizeof info[i].command, "%s", cmd ? cmd : "");
         snprintf(info[i].job, sizeof info[i].job, "%s", job ? job : "");
+        snprintf(info[i].agent, sizeof info[i].agent, "%s",
+                 run->nagents ? run->agents[0].name : "");
         tp_run_close(run);
         if (merged) {
             snprintf(err, cap, "merge: %s is already a merged run; merge the node files instead",
@@ -124,6 +126,14 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
                      inputs[i]);
             return false;
         }
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(info[k].agent, info[i].agent) == 0) {
+                snprintf(err, cap,
+                         "merge: %s and %s were both recorded as agent \"%.60s\": a merged run "
+                         "tells its nodes apart by agent name (record each with --agent NAME)",
+                         inputs[k], inputs[i], info[i].agent);
+                return false;
+            }
         if (i > 0 && !force && strcmp(info[i].command, info[0].command) != 0) {
             snprintf(err, cap,
                      "merge: %s ran another command than %s (use --force to merge anyway)",

@@ -111,6 +111,13 @@ def test_merge_refuses_what_does_not_belong_together(tmp_path):
     assert r.returncode == 2 and "newer than this trainprof" in r.stderr
     r = trainprof("merge", "-o", tmp_path / "y.db", a)
     assert r.returncode == 2 and "two or more run files" in r.stderr
+    twin = tmp_path / "twin.db"  # a second node recorded under the first's name
+    twin.write_bytes(b.read_bytes())
+    with sqlite3.connect(twin) as db:
+        db.execute("UPDATE agent SET name = 'node-a'")
+    for cmd in (("merge", "--force", "-o", tmp_path / "z.db"), ("report",)):
+        r = trainprof(*cmd, a, twin)  # it said "merge: not an error"
+        assert r.returncode == 2 and 'both recorded as agent "node-a"' in r.stderr, r.stderr
     assert not list(tmp_path.glob("*.tmp-*"))
 
 

@@ -97,6 +97,12 @@ int cmd_export(int argc, char **argv)
         tp_error("export: expected a run file (see trainprof export --help)");
         return 2;
     }
+    int refused =
+        output ? tp_output_refused("export", output, force, (const char *const *)argv + optind,
+                                   (size_t)(argc - optind))
+               : 0; /* before any reading */
+    if (refused)
+        return refused;
     char err[1024];
     tp_inputs in;
     tp_run *run = NULL;
@@ -119,7 +125,8 @@ int cmd_export(int argc, char **argv)
     int rc;
     if (output) {
         export_job job = {run, format};
-        rc = tp_write_file_atomically("export", output, force, write_job, &job);
+        rc = tp_write_file_atomically("export", output, force, (const char *const *)argv + optind,
+                                      (size_t)(argc - optind), write_job, &job);
     } else {
         rc = write_export(stdout, run, format, err, sizeof err) ? 0 : 1;
         if (rc)

@@ -73,7 +73,8 @@ static int compare_page(char *const *paths, size_t n, const char *output, bool f
         free(job.rows);
         return 2;
     }
-    int rc = tp_write_file_atomically("html", output, force, write_scaling, &job);
+    int rc = tp_write_file_atomically("html", output, force, (const char *const *)paths, n,
+                                      write_scaling, &job);
     free(job.rows);
     if (rc == 0)
         fprintf(stderr, "trainprof: wrote %s\n", output);
@@ -130,6 +131,10 @@ int cmd_html(int argc, char **argv)
         snprintf(def, sizeof def, "%.*s.html", (int)stem, path);
         output = def;
     }
+    int refused = tp_output_refused("html", output, force, (const char *const *)argv + optind,
+                                    (size_t)(argc - optind)); /* before any reading */
+    if (refused)
+        return refused;
     char err[1024];
     tp_summary s;
     tp_inputs in;
@@ -142,7 +147,8 @@ int cmd_html(int argc, char **argv)
     }
     tp_inputs_name_run(&in, s.run);
     page_job job = {&s, all};
-    int rc = tp_write_file_atomically("html", output, force, write_page, &job);
+    int rc = tp_write_file_atomically("html", output, force, (const char *const *)argv + optind,
+                                      (size_t)(argc - optind), write_page, &job);
     tp_summary_close(&s);
     tp_inputs_done(&in);
     if (rc == 0)

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "store/merge.h"
+#include "util/atomic_file.h"
 #include "util/cli.h"
 #include "util/log.h"
 
@@ -72,11 +73,10 @@ int cmd_merge(int argc, char **argv)
         tp_error("merge: give -o OUT and two or more run files (see trainprof merge --help)");
         return 2;
     }
-    struct stat sb;
-    if (stat(output, &sb) == 0 && !force) {
-        tp_error("merge: %s already exists (use --force to overwrite it)", output);
-        return 1;
-    }
+    int refused = tp_output_refused("merge", output, force, (const char *const *)argv + optind,
+                                    (size_t)(argc - optind));
+    if (refused)
+        return refused;
     char err[1024];
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);

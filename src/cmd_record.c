@@ -289,7 +289,7 @@ int cmd_record(int argc, char **argv)
         /* where the name may be another recorder's of the same job, say why */
         bool taken = hint[0] && access(o.output, F_OK) == 0;
         tp_error("%s%s%s", err, taken ? "; " : "", taken ? hint : "");
-        return 1;
+        return 2; /* a bad output path, as every other bad input */
     }
 
     /* Signals are taken through a signalfd; every thread inherits the mask,

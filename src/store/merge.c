@@ -388,10 +388,11 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         free_info(info, n);
         return false;
     }
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%d", out_path, (int)getpid());
-    unlink(tmp);
-    int probe = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    char tmp[4200]; /* made exclusively under a random name: nothing planted is followed */
+    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", out_path);
+    int probe = mkostemp(tmp, O_CLOEXEC);
+    if (probe >= 0)
+        fchmod(probe, 0644);
     if (probe < 0) { /* say where, not SQLite's "unable to open database file" */
         snprintf(err, cap, "merge: cannot write %s: %s", out_path, strerror(errno));
         free_info(info, n);
@@ -470,7 +471,7 @@ static void show_progress(void *ctx, size_t done, size_t n, const char *input, b
 bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n, bool summary_only,
                     bool plots, char *err, size_t cap)
 {
-    in->temp[0] = '\0';
+    in->temp[0] = in->temp_dir[0] = '\0';
     in->path = n ? paths[0] : NULL;
     if (n <= 1)
         return true;
@@ -479,8 +480,17 @@ bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n
         len += (size_t)snprintf(in->display + len, sizeof in->display - len, "%s%s", i ? " + " : "",
                                 paths[i]);
     const char *dir = getenv("TMPDIR");
-    snprintf(in->temp, sizeof in->temp, "%s/trainprof-%s-%d.db", dir && *dir ? dir : "/tmp", who,
-             (int)getpid());
+    /* a directory of its own (0700, random name), so nobody else's file in
+     * a shared /tmp can stand where the merged run goes */
+    snprintf(in->temp_dir, sizeof in->temp_dir, "%s/trainprof-%s-XXXXXX",
+             dir && *dir ? dir : "/tmp", who);
+    if (!mkdtemp(in->temp_dir)) {
+        snprintf(err, cap, "%s: cannot make a temporary directory in %s: %s", who,
+                 dir && *dir ? dir : "/tmp", strerror(errno));
+        in->temp_dir[0] = '\0';
+        return false;
+    }
+    snprintf(in->temp, sizeof in->temp, "%s/merged.db", in->temp_dir);
     char why[1024];
     tp_merge_options opt = {.summary_only = summary_only,
                             .plots = plots,
@@ -495,6 +505,8 @@ bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n
                  forcible ? " (merge them with `trainprof merge --force` to read them as one)"
                           : "");
         in->temp[0] = '\0';
+        rmdir(in->temp_dir);
+        in->temp_dir[0] = '\0';
         return false;
     }
     in->path = in->temp;
@@ -505,7 +517,9 @@ void tp_inputs_done(tp_inputs *in)
 {
     if (in->temp[0])
         unlink(in->temp);
-    in->temp[0] = '\0';
+    if (in->temp_dir[0])
+        rmdir(in->temp_dir);
+    in->temp[0] = in->temp_dir[0] = '\0';
 }
 
 void tp_inputs_name_run(const tp_inputs *in, tp_run *run)

@@ -44,8 +44,9 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
  * (prefixed by who) otherwise. */
 typedef struct tp_inputs {
     const char *path;
-    char temp[4200];    /* empty when no temporary file was made */
-    char display[4200]; /* the inputs as given, "a.db + b.db" */
+    char temp[4200];     /* empty when no temporary file was made */
+    char temp_dir[4096]; /* the private directory that holds it */
+    char display[4200];  /* the inputs as given, "a.db + b.db" */
 } tp_inputs;
 
 bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n, bool summary_only,

@@ -51,6 +51,14 @@ static bool validate(sqlite3 *db, const char *path, char *err, size_t cap)
         snprintf(err, cap, "%s: cannot read: %s", path, sqlite3_errstr(rc));
         return false;
     }
+    struct stat sb;
+    if (app == 0 && version == 0 && stat(path, &sb) == 0 && sb.st_size == 0) {
+        snprintf(err, cap,
+                 "%s: an empty file: a run that ended before it began (its recorder was killed "
+                 "as it started), or not a run file",
+                 path);
+        return false;
+    }
     if (app != TP_APPLICATION_ID || version < 1) {
         snprintf(err, cap, "%s: not a trainprof run file (an SQLite database of another kind)",
                  path);
@@ -403,84 +411,6 @@ bool tp_run_each_device_group(tp_run *run, tp_region_group_fn fn, void *ctx, cha
                       "SELECT t.rank, d.name_id, d.device_ns FROM device_time d"
                       " JOIN thread t ON t.id = d.thread_id",
                       fn, ctx, err, cap);
-}
-
-bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap)
-{
-    *marks = NULL;
-    *n = 0;
-    if (run->schema_version < 2)
-        return true;
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(run->db,
-                                "SELECT m.thread_id, t.rank, m.kind, m.t_ns, m.value FROM mark m"
-                                " JOIN thread t ON t.id = m.thread_id"
-                                " ORDER BY t.rank, m.thread_id, m.t_ns",
-                                -1, &st, NULL);
-    if (rc != SQLITE_OK) {
-        snprintf(err, cap, "%s: cannot read marks: %s", run->path, sqlite3_errmsg(run->db));
-        return false;
-    }
-    size_t mcap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        *marks = tp_grow(*marks, *n, &mcap, sizeof **marks);
-        const unsigned char *kind = sqlite3_column_text(st, 2);
-        (*marks)[(*n)++] =
-            (tp_run_mark){sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
-                          !kind                                         ? TP_RUN_MARK_STEP
-                          : strcmp((const char *)kind, "epoch") == 0    ? TP_RUN_MARK_EPOCH
-                          : strcmp((const char *)kind, "samples") == 0  ? TP_RUN_MARK_SAMPLES
-                          : strcmp((const char *)kind, "step_end") == 0 ? TP_RUN_MARK_STEP_END
-                                                                        : TP_RUN_MARK_STEP,
-                          sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4)};
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
-        return false;
-    }
-    return true;
-}
-
-bool tp_run_read_windows(tp_run *run, const char *sql, tp_steps_window **out, size_t *n, char *err,
-                         size_t cap)
-{
-    *out = NULL;
-    *n = 0;
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL);
-    if (rc != SQLITE_OK) {
-        snprintf(err, cap, "%s: cannot read the steps' span: %s", run->path,
-                 sqlite3_errmsg(run->db));
-        return false;
-    }
-    size_t wcap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        *out = tp_grow(*out, *n, &wcap, sizeof **out);
-        (*out)[(*n)++] = (tp_steps_window){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                                           sqlite3_column_int64(st, 2)};
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        free(*out);
-        *out = NULL;
-        *n = 0;
-        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
-        return false;
-    }
-    return true;
-}
-
-bool tp_run_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *err, size_t cap)
-{
-    *out = NULL;
-    *n = 0;
-    return run->schema_version < 2 ||
-           tp_run_read_windows(run,
-                               "SELECT t.agent_id, min(m.t_ns), max(m.t_ns) FROM mark m"
-                               " JOIN thread t ON t.id = m.thread_id WHERE m.kind = 'step'"
-                               " GROUP BY t.agent_id HAVING count(*) >= 2 ORDER BY t.agent_id",
-                               out, n, err, cap);
 }
 
 bool tp_run_mean_between(tp_run *run, const char *metric, const char *labels, int64_t t0_ns,

@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,6 +48,7 @@ static const char *const statements[ST_N] = {
 };
 
 struct tp_writer {
+    int lock_fd; /* the run file, held with an exclusive flock while it is written */
     sqlite3 *db;
     sqlite3_stmt *st[ST_N];
     char error[256]; /* SQLite's message for the last failed batch */
@@ -67,7 +70,29 @@ static void close_writer(tp_writer *w)
     for (int i = 0; i < ST_N; i++)
         sqlite3_finalize(w->st[i]);
     sqlite3_close(w->db);
+    if (w->lock_fd >= 0)
+        close(w->lock_fd); /* the lock goes with it */
     free(w);
+}
+
+/* Whether a live recorder holds path (its writer's flock): such a file is
+ * never replaced, --force or not. */
+static bool being_recorded(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return held;
+}
+
+/* Whether path names the file open as fd (no one swapped it since). */
+static bool same_file(const char *path, int fd)
+{
+    struct stat a, b;
+    return lstat(path, &a) == 0 && fstat(fd, &b) == 0 && S_ISREG(a.st_mode) &&
+           a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 tp_writer *tp_writer_create(const char *path, bool force, const char *agent, char *err, size_t cap)
@@ -77,9 +102,19 @@ tp_writer *tp_writer_create(const char *path, bool force, const char *agent, cha
         snprintf(err, cap, "%s is a directory, not a run file path", path);
         return NULL;
     }
+    if (being_recorded(path)) {
+        snprintf(err, cap,
+                 "%s is being recorded right now by another trainprof record: it is not "
+                 "replaced, --force or not",
+                 path);
+        return NULL;
+    }
     if (force)
         remove_run_file(path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    /* made here, exclusively and not through a link, and held (flock) while
+     * it is written; SQLite opens it by name, refusing links, and the name
+     * must still be this file afterwards */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
         if (errno == EEXIST)
             snprintf(err, cap, "%s already exists (use --force to overwrite it)", path);
@@ -87,11 +122,19 @@ tp_writer *tp_writer_create(const char *path, bool force, const char *agent, cha
             snprintf(err, cap, "cannot create %s: %s", path, strerror(errno));
         return NULL;
     }
-    close(fd);
     tp_writer *w = calloc(1, sizeof *w);
-    if (!w)
+    if (!w) {
+        close(fd);
         return NULL;
-    int rc = sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE, NULL);
+    }
+    w->lock_fd = fd;
+    flock(fd, LOCK_EX | LOCK_NB);
+    int rc = sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL);
+    if (rc == SQLITE_OK && !same_file(path, fd)) {
+        snprintf(err, cap, "%s was replaced while it was being created: not written", path);
+        close_writer(w);
+        return NULL;
+    }
     if (rc == SQLITE_OK)
         rc = tp_exec(w->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     if (rc == SQLITE_OK)

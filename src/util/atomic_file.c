@@ -1,31 +1,63 @@
-/* atomic_file.c: temp file, then rename. */
+/* atomic_file.c: an exclusive temporary file, then rename. */
 #include "util/atomic_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/log.h"
 
-int tp_write_file_atomically(const char *what, const char *path, bool force, tp_file_writer fn,
+int tp_output_refused(const char *what, const char *path, bool force, const char *const *inputs,
+                      size_t ninputs)
+{
+    struct stat out;
+    if (stat(path, &out) != 0)
+        return 0;
+    if (S_ISDIR(out.st_mode)) {
+        tp_error("%s: %s is a directory", what, path);
+        return 2;
+    }
+    for (size_t i = 0; i < ninputs; i++) {
+        struct stat in;
+        if (stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+            tp_error("%s: %s is one of the inputs (%s): write the output elsewhere", what, path,
+                     inputs[i]);
+            return 2;
+        }
+    }
+    if (!force) {
+        tp_error("%s: %s already exists (use --force to overwrite it)", what, path);
+        return 2;
+    }
+    return 0;
+}
+
+int tp_write_file_atomically(const char *what, const char *path, bool force,
+                             const char *const *inputs, size_t ninputs, tp_file_writer fn,
                              void *ctx)
 {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        tp_error("%s: %s is a directory", what, path);
-        return 1;
-    }
-    if (stat(path, &sb) == 0 && !force) {
-        tp_error("%s: %s already exists (use --force to overwrite it)", what, path);
-        return 1;
-    }
+    int refused = tp_output_refused(what, path, force, inputs, ninputs);
+    if (refused)
+        return refused;
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
-    FILE *out = fopen(tmp, "w");
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp) {
+        tp_error("%s: %s: the name is too long", what, path);
+        return 2;
+    }
+    int fd = mkostemp(tmp, O_CLOEXEC); /* O_CREAT | O_EXCL, mode 0600 */
+    mode_t mask = umask(0);
+    umask(mask);
+    FILE *out = fd >= 0 && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
     if (!out) {
         tp_error("%s: cannot create %s: %s", what, path, strerror(errno));
-        return 1;
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        return 2;
     }
     char err[1024];
     bool ok = fn(out, ctx, err, sizeof err);

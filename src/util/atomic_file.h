@@ -1,8 +1,13 @@
 /* atomic_file.h: writing an output file all or nothing.
  *
- * The content goes to PATH.tmp-PID, which is renamed over PATH only when the
- * writer succeeded; an existing PATH is refused unless force. Errors are one
- * line, printed through log.h. Returns 0, or 1 on failure. */
+ * The content goes to a temporary file made exclusively (O_EXCL, a random
+ * name) beside PATH, renamed over PATH only when the writer succeeded: a
+ * name planted there by someone else is never followed. PATH is refused when
+ * it exists (unless force), is a directory, or is one of the command's
+ * inputs (the same file by device and inode, under whatever name). Errors
+ * are one line, printed through log.h. Returns 0; 2 for an output refused
+ * before anything was written (bad input, as every command's); 1 when
+ * writing failed. */
 #ifndef TP_UTIL_ATOMIC_FILE_H
 #define TP_UTIL_ATOMIC_FILE_H
 
@@ -12,7 +17,13 @@
 
 typedef bool (*tp_file_writer)(FILE *out, void *ctx, char *err, size_t cap);
 
-int tp_write_file_atomically(const char *what, const char *path, bool force, tp_file_writer fn,
+int tp_write_file_atomically(const char *what, const char *path, bool force,
+                             const char *const *inputs, size_t ninputs, tp_file_writer fn,
                              void *ctx);
+
+/* 2 after a one-line error when path can't be an output (it is a
+ * directory, exists without force, or is one of inputs), else 0. */
+int tp_output_refused(const char *what, const char *path, bool force, const char *const *inputs,
+                      size_t ninputs);
 
 #endif

@@ -1,11 +1,13 @@
 """The program's command line: help, version, exit statuses, bad input."""
 
 import sqlite3
+import subprocess
+import time
 
 import pytest
 
 import trainprof as package
-from conftest import PYTHON, trainprof
+from conftest import PROGRAM, PYTHON, trainprof
 
 
 def test_help_and_version():
@@ -93,7 +95,7 @@ def test_death_by_signal_is_128_plus_n(run_file):
 def test_output_exists_refused_without_force(run_file):
     run_file.write_text("precious")
     r = trainprof("record", "-o", run_file, "--", "true")
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "already exists (use --force to overwrite it)" in r.stderr
     assert run_file.read_text() == "precious"
     r = trainprof("record", "-q", "--force", "-o", run_file, "--", "true")
@@ -103,13 +105,13 @@ def test_output_exists_refused_without_force(run_file):
 
 def test_unwritable_output(tmp_path):
     r = trainprof("record", "-o", tmp_path / "missing-dir" / "run.db", "--", "true")
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "cannot create" in r.stderr and "No such file or directory" in r.stderr
 
 
 def test_output_is_a_directory(tmp_path):
     r = trainprof("record", "--force", "-o", tmp_path, "--", "true")
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "is a directory, not a run file path" in r.stderr
 
 
@@ -119,7 +121,10 @@ def test_report_refuses_foreign_files(tmp_path):
     other = tmp_path / "other.db"
     with sqlite3.connect(other) as db:
         db.execute("CREATE TABLE t (x)")
+    empty = tmp_path / "empty.db"  # a recorder killed in its first milliseconds leaves this
+    empty.touch()
     for path, message in [
+        (empty, "an empty file: a run that ended before it began"),
         (tmp_path / "missing.db", "no such file"),
         (text, "not a trainprof run file (not an SQLite database)"),
         (other, "not a trainprof run file (an SQLite database of another kind)"),
@@ -181,9 +186,52 @@ def test_a_name_taken_by_the_same_job_says_why(tmp_path, pattern, hint):
     args = ("record", "-q", "-o", tmp_path / pattern, "--", "true")
     assert trainprof(*args, env=env).returncode == 0
     r = trainprof(*args, env=env)
-    assert r.returncode == 1 and "already exists (use --force to overwrite it)" in r.stderr
+    assert r.returncode == 2 and "already exists (use --force to overwrite it)" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     if hint:
         assert hint in r.stderr
     else:
         assert r.stderr.rstrip().endswith("already exists (use --force to overwrite it)")
+
+
+def test_an_output_is_never_one_of_the_inputs(run_file, tmp_path):
+    """html, export and merge given their own input as the output (under
+    another name too), --force or not: refused before anything is read or
+    written, exit status 2, the run file intact."""
+    assert trainprof("record", "-q", "-o", run_file, "--", "true").returncode == 0
+    before = run_file.read_bytes()
+    alias = tmp_path / "alias.db"
+    alias.symlink_to(run_file)
+    for cmd in (("html", "-o", run_file, "--force", run_file),
+                ("export", "--format", "csv", "-o", alias, "--force", run_file),
+                ("merge", "--force", "-o", run_file, run_file, alias)):
+        r = trainprof(*cmd)
+        assert r.returncode == 2 and "is one of the inputs" in r.stderr, (cmd, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert run_file.read_bytes() == before
+    assert not list(tmp_path.glob("*.tmp-*"))
+
+
+def test_a_live_run_file_is_never_replaced(run_file, tmp_path):
+    """A second `record --force` on a run file another recorder is writing
+    (it deleted it, and the first then reported the second's command) is
+    refused; a run file path that is a link is replaced, not followed."""
+    first = subprocess.Popen([PROGRAM, "record", "-q", "-o", run_file, "--", "sleep", "1.5"])
+    try:
+        for _ in range(100):
+            if run_file.exists():
+                break
+            time.sleep(0.02)
+        r = trainprof("record", "-q", "--force", "-o", run_file, "--", "true")
+        assert r.returncode == 2 and "is being recorded right now" in r.stderr
+    finally:
+        assert first.wait(timeout=30) == 0
+    assert "sleep 1.5" in trainprof("report", run_file).stdout
+    victim = tmp_path / "victim"
+    victim.write_text("not a run file")
+    link = tmp_path / "link.db"
+    link.symlink_to(victim)
+    r = trainprof("record", "-q", "-o", link, "--", "true")
+    assert r.returncode == 2 and "already exists" in r.stderr
+    assert trainprof("record", "-q", "--force", "-o", link, "--", "true").returncode == 0
+    assert victim.read_text() == "not a run file" and not link.is_symlink()

@@ -107,12 +107,12 @@ def test_bad_input(rich_run, tmp_path):
     out = tmp_path / "t.json"
     out.write_text("keep me")
     r = trainprof("export", rich_run, "-o", out)
-    assert r.returncode == 1 and "already exists (use --force" in r.stderr
+    assert r.returncode == 2 and "already exists (use --force" in r.stderr
     assert out.read_text() == "keep me"
     assert trainprof("export", rich_run, "-o", out, "--force").returncode == 0
     assert json.loads(out.read_text())["traceEvents"]
     r = trainprof("export", rich_run, "-o", tmp_path / "no" / "t.json")
-    assert r.returncode == 1 and "cannot create" in r.stderr
+    assert r.returncode == 2 and "cannot create" in r.stderr
     r = trainprof("export", tmp_path / "t.json")
     assert r.returncode == 2 and "not a trainprof run file" in r.stderr
     assert list(tmp_path.glob("*.tmp-*")) == []

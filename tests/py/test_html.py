@@ -100,7 +100,7 @@ def test_empty_killed_and_bad_input(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "incomplete" in (tmp_path / "killed.html").read_text()
     r = trainprof("html", killed, "-o", tmp_path / "killed.html")
-    assert r.returncode == 1 and "already exists (use --force" in r.stderr
+    assert r.returncode == 2 and "already exists (use --force" in r.stderr
     r = trainprof("html", tmp_path / "killed.html")
     assert r.returncode == 2 and "not a trainprof run file" in r.stderr
 

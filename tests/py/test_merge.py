@@ -92,7 +92,7 @@ def test_merge_refuses_what_does_not_belong_together(tmp_path):
     assert r.returncode == 2 and "ran another command" in r.stderr and not out.exists()
     assert trainprof("merge", "--force", "-o", out, a, b).returncode == 0
     r = trainprof("merge", "-o", out, a, b)
-    assert r.returncode == 1 and "already exists" in r.stderr
+    assert r.returncode == 2 and "already exists" in r.stderr
     r = trainprof("merge", "--force", "-o", tmp_path / "again.db", out, a)
     assert r.returncode == 2 and "already a merged run" in r.stderr
     # a reader given them says so without pointing at a --force that can't help

@@ -172,9 +172,9 @@ static void test_refuses_foreign_files(void **state)
     expect_refused(path, "not a trainprof run file (an SQLite database of another kind)");
     free(path);
 
-    path = tmp_path("empty.db");
+    path = tmp_path("empty.db"); /* a recorder killed as it started */
     fclose(fopen(path, "w"));
-    expect_refused(path, "not a trainprof run file");
+    expect_refused(path, "an empty file: a run that ended before it began");
     free(path);
 
     path = tmp_path("newer.db");

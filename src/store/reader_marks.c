@@ -1,0 +1,87 @@
+/* reader_marks.c: a run's step, epoch and samples marks, and the spans of
+ * its training steps (reader.h). */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/reader.h"
+#include "util/grow.h"
+
+bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap)
+{
+    *marks = NULL;
+    *n = 0;
+    if (run->schema_version < 2)
+        return true;
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(run->db,
+                                "SELECT m.thread_id, t.rank, m.kind, m.t_ns, m.value FROM mark m"
+                                " JOIN thread t ON t.id = m.thread_id"
+                                " ORDER BY t.rank, m.thread_id, m.t_ns",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "%s: cannot read marks: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    size_t mcap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *marks = tp_grow(*marks, *n, &mcap, sizeof **marks);
+        const unsigned char *kind = sqlite3_column_text(st, 2);
+        (*marks)[(*n)++] =
+            (tp_run_mark){sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
+                          !kind                                         ? TP_RUN_MARK_STEP
+                          : strcmp((const char *)kind, "epoch") == 0    ? TP_RUN_MARK_EPOCH
+                          : strcmp((const char *)kind, "samples") == 0  ? TP_RUN_MARK_SAMPLES
+                          : strcmp((const char *)kind, "step_end") == 0 ? TP_RUN_MARK_STEP_END
+                                                                        : TP_RUN_MARK_STEP,
+                          sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4)};
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    return true;
+}
+
+bool tp_run_read_windows(tp_run *run, const char *sql, tp_steps_window **out, size_t *n, char *err,
+                         size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "%s: cannot read the steps' span: %s", run->path,
+                 sqlite3_errmsg(run->db));
+        return false;
+    }
+    size_t wcap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *out = tp_grow(*out, *n, &wcap, sizeof **out);
+        (*out)[(*n)++] = (tp_steps_window){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                           sqlite3_column_int64(st, 2)};
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    return true;
+}
+
+bool tp_run_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *err, size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    return run->schema_version < 2 ||
+           tp_run_read_windows(run,
+                               "SELECT t.agent_id, min(m.t_ns), max(m.t_ns) FROM mark m"
+                               " JOIN thread t ON t.id = m.thread_id WHERE m.kind = 'step'"
+                               " GROUP BY t.agent_id HAVING count(*) >= 2 ORDER BY t.agent_id",
+                               out, n, err, cap);
+}

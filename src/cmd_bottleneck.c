@@ -272,9 +272,9 @@ int cmd_bottleneck(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:o:h", longopts, NULL)) != -1) {
         char *end = NULL;
         long v = optarg ? strtol(optarg, &end, 10) : 0;
-        if ((c == 's' || c == 'w') && (*end || v < (c == 's' ? 2 : 0) || v > 1000000)) {
-            tp_error("bottleneck: --%s must be a whole number (got '%s')",
-                     c == 's' ? "steps" : "warmup", optarg);
+        if ((c == 's' || c == 'w') && (!*optarg || *end || v < (c == 's' ? 2 : 0) || v > 1000000)) {
+            tp_error("bottleneck: --%s must be a whole number from %d to 1000000 (got '%s')",
+                     c == 's' ? "steps" : "warmup", c == 's' ? 2 : 0, optarg);
             return 2;
         }
         if (c == 's')

@@ -409,6 +409,11 @@ int cmd_top(int argc, char **argv)
             return 2;
         }
     }
+    if (optind < argc) {
+        tp_error("top: unexpected argument '%s' (top takes options only: see trainprof top --help)",
+                 argv[optind]);
+        return 2;
+    }
     if (!isatty(STDOUT_FILENO)) {
         tp_error("top: standard output is not a terminal");
         return 2;

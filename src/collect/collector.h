@@ -43,4 +43,12 @@ tp_collector *tp_nvml_collector_new(const tp_collect_env *env);
  * (or an unavailable note) once. */
 void tp_cgroup_record_limits(const tp_collect_env *env);
 
+/* Records why source is unavailable after opening path failed with error
+ * err: `absent` (e.g. "no RAPL on this machine") where the path does not
+ * exist (ENOENT, ENOTDIR), else the path and the error itself, so that a
+ * recorder out of descriptors (EMFILE) or permissions does not blame the
+ * machine. */
+void tp_collect_unavailable(const tp_collect_env *env, const char *source, const char *path,
+                            int err, const char *absent);
+
 #endif

@@ -3,6 +3,7 @@
  * Utilization is the share of jiffies that were neither idle nor iowait
  * between two reads (guest time is already inside user time and is not added
  * again). Cores that go offline simply stop producing samples. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ typedef struct cpu_collector {
     cpu_times *core_prev;  /* indexed by core number */
     uint32_t *core_series; /* 0: not registered yet */
     size_t cores_cap;
+    bool said_unreadable; /* the run was told once that the file held nothing to read */
 } cpu_collector;
 
 /* Parses the numbers after "cpu" or "cpuN" into busy and total jiffies. */
@@ -81,17 +83,18 @@ static bool ensure_core(cpu_collector *c, size_t core)
 static void cpu_sample(tp_collector *base, uint64_t now_ns)
 {
     cpu_collector *c = (cpu_collector *)base;
-    if (!tp_procfile_read(&c->stat))
-        return;
-    const char *p = c->stat.buf, *end = p + c->stat.len;
+    bool read = tp_procfile_read(&c->stat), total = false;
+    const char *p = c->stat.buf, *end = read ? p + c->stat.len : p;
     for (; p < end; p = tp_next_line(p, end)) {
         if (end - p < 3 || memcmp(p, "cpu", 3) != 0)
             continue;
         const char *q = p + 3;
         cpu_times cur;
         if (q < end && (*q == ' ' || *q == '\t')) {
-            if (parse_times(&q, end, &cur))
+            if (parse_times(&q, end, &cur)) {
                 emit_util(c, c->total_series, &c->total_prev, &cur, now_ns);
+                total = true;
+            }
             continue;
         }
         uint64_t core;
@@ -106,6 +109,11 @@ static void cpu_sample(tp_collector *base, uint64_t now_ns)
         }
         emit_util(c, c->core_series[core], &c->core_prev[core], &cur, now_ns);
     }
+    if (!total && !c->said_unreadable) /* an empty or garbled file: say so once */
+        tp_sink_unavailable(c->sink, "cpu",
+                            "/proc/stat could not be read or held no cpu line: CPU use not "
+                            "recorded while it does not");
+    c->said_unreadable |= !total;
 }
 
 static void cpu_destroy(tp_collector *base)
@@ -123,7 +131,7 @@ tp_collector *tp_cpu_collector_new(const tp_collect_env *env)
     if (!c)
         return NULL;
     if (!tp_procfile_open(&c->stat, env->root, "/proc/stat")) {
-        tp_sink_unavailable(env->sink, "cpu", "cannot open /proc/stat");
+        tp_collect_unavailable(env, "cpu", "/proc/stat", errno, "no /proc/stat");
         free(c);
         return NULL;
     }

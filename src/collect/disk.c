@@ -8,6 +8,7 @@
  * name patterns; trainprof asks sysfs. Sectors in diskstats are 512 bytes.
  * A disk's busy share is the growth of its io_ticks (milliseconds with at
  * least one request in flight) over the interval, as iostat's %util. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +102,7 @@ tp_collector *tp_disk_collector_new(const tp_collect_env *env)
     if (!c)
         return NULL;
     if (!tp_procfile_open(&c->diskstats, env->root, "/proc/diskstats")) {
-        tp_sink_unavailable(env->sink, "disk", "cannot open /proc/diskstats");
+        tp_collect_unavailable(env, "disk", "/proc/diskstats", errno, "no /proc/diskstats");
         free(c);
         return NULL;
     }

@@ -5,6 +5,7 @@
  * port_rcv_data count it, in units of 4 bytes. Ports are recorded as
  * net_sent/recv_bytes_per_s with the label ib_port="DEVICE/PORT" and are kept
  * out of the interface total, which IPoIB traffic would otherwise count twice. */
+#include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -126,8 +127,8 @@ tp_collector *tp_infiniband_collector_new(const tp_collect_env *env)
 {
     DIR *d = open_dir(env->root, "/sys/class/infiniband");
     if (!d) {
-        tp_sink_unavailable(env->sink, "infiniband",
-                            "no /sys/class/infiniband (no InfiniBand devices)");
+        tp_collect_unavailable(env, "infiniband", "/sys/class/infiniband", errno,
+                               "no /sys/class/infiniband (no InfiniBand devices)");
         return NULL;
     }
     ib_collector *c = calloc(1, sizeof *c);

@@ -1,4 +1,5 @@
 /* mem.c: host memory and swap from /proc/meminfo. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@ typedef struct mem_collector {
     tp_sink *sink;
     tp_procfile meminfo;
     uint32_t used, available, swap_used;
+    bool said_unreadable; /* the run was told once that the file held nothing to read */
 } mem_collector;
 
 enum { MEM_TOTAL, MEM_AVAILABLE, MEM_FREE, MEM_BUFFERS, MEM_CACHED, SWAP_TOTAL, SWAP_FREE, MEM_N };
@@ -21,11 +23,10 @@ static const char *const mem_keys[MEM_N] = {
 static void mem_sample(tp_collector *base, uint64_t now_ns)
 {
     mem_collector *c = (mem_collector *)base;
-    if (!tp_procfile_read(&c->meminfo))
-        return;
+    bool read = tp_procfile_read(&c->meminfo);
     uint64_t kb[MEM_N];
     bool have[MEM_N] = {false};
-    const char *p = c->meminfo.buf, *end = p + c->meminfo.len;
+    const char *p = c->meminfo.buf, *end = read ? p + c->meminfo.len : p;
     for (; p < end; p = tp_next_line(p, end)) {
         const char *word;
         size_t len;
@@ -39,8 +40,14 @@ static void mem_sample(tp_collector *base, uint64_t now_ns)
             }
         }
     }
-    if (!have[MEM_TOTAL])
+    if (!have[MEM_TOTAL]) { /* an empty or garbled file: say so once, not nothing */
+        if (!c->said_unreadable)
+            tp_sink_unavailable(c->sink, "mem",
+                                "/proc/meminfo could not be read or held no MemTotal: host "
+                                "memory not recorded while it does not");
+        c->said_unreadable = true;
         return;
+    }
     /* Kernels before 3.14 have no MemAvailable: estimate it as psutil does. */
     uint64_t avail = have[MEM_AVAILABLE] ? kb[MEM_AVAILABLE]
                                          : (have[MEM_FREE] ? kb[MEM_FREE] : 0) +
@@ -68,7 +75,7 @@ tp_collector *tp_mem_collector_new(const tp_collect_env *env)
     if (!c)
         return NULL;
     if (!tp_procfile_open(&c->meminfo, env->root, "/proc/meminfo")) {
-        tp_sink_unavailable(env->sink, "mem", "cannot open /proc/meminfo");
+        tp_collect_unavailable(env, "mem", "/proc/meminfo", errno, "no /proc/meminfo");
         free(c);
         return NULL;
     }

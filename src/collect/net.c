@@ -4,6 +4,7 @@
  * fifo frame compressed multicast tx_bytes ...". An interface whose link
  * speed sysfs knows also gets net_link_speed_bytes_per_s, so that the report
  * can say when traffic ran near it. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +103,7 @@ tp_collector *tp_net_collector_new(const tp_collect_env *env)
     if (!c)
         return NULL;
     if (!tp_procfile_open(&c->dev, env->root, "/proc/net/dev")) {
-        tp_sink_unavailable(env->sink, "net", "cannot open /proc/net/dev");
+        tp_collect_unavailable(env, "net", "/proc/net/dev", errno, "no /proc/net/dev");
         free(c);
         return NULL;
     }

@@ -4,6 +4,7 @@
  * The percentage is the growth of that total over the real time between two
  * reads, which is exact for any interval (the kernel's avg10 is a 10 s
  * exponential average and would smear short stalls). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,14 +98,17 @@ tp_collector *tp_pressure_collector_new(const tp_collect_env *env)
     if (!c)
         return NULL;
     int opened = 0;
+    int err = 0;
     for (int f = 0; f < 3; f++) {
         char rel[64] = "/proc/pressure/";
         strcat(rel, psi_files[f]);
-        opened += tp_procfile_open(&c->files[f], env->root, rel);
+        bool ok = tp_procfile_open(&c->files[f], env->root, rel);
+        opened += ok;
+        err = ok ? err : errno;
     }
     if (opened == 0) {
-        tp_sink_unavailable(env->sink, "pressure",
-                            "no /proc/pressure (kernel without PSI, or psi=0)");
+        tp_collect_unavailable(env, "pressure", "/proc/pressure", err,
+                               "no /proc/pressure (kernel without PSI, or psi=0)");
         free(c);
         return NULL;
     }

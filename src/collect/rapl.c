@@ -110,9 +110,11 @@ tp_collector *tp_rapl_collector_new(const tp_collect_env *env)
     int fd = tp_sysroot_openat(env->root, "/sys/class/powercap", O_RDONLY | O_DIRECTORY);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
+        int err = errno;
         if (fd >= 0)
             close(fd);
-        tp_sink_unavailable(env->sink, "rapl", "no /sys/class/powercap (no RAPL on this machine)");
+        tp_collect_unavailable(env, "rapl", "/sys/class/powercap", err,
+                               "no /sys/class/powercap (no RAPL on this machine)");
         return NULL;
     }
     rapl_collector *c = calloc(1, sizeof *c);

@@ -88,6 +88,10 @@ def test_a_crashing_run_is_reported(tmp_path):
 def test_bad_arguments(tmp_path):
     r = trainprof("bottleneck", "--steps", "x", "--", "true")
     assert r.returncode == 2 and "--steps must be a whole number" in r.stderr
+    r = trainprof("bottleneck", "--steps", "1", "--", "true")  # a number, but too few
+    assert r.returncode == 2 and "from 2 to 1000000 (got '1')" in r.stderr
+    r = trainprof("bottleneck", "--warmup", "", "--", "true")  # was taken for 0
+    assert r.returncode == 2 and "--warmup must be a whole number" in r.stderr
     r = trainprof("bottleneck")
     assert r.returncode == 2 and "no command given" in r.stderr
 

@@ -193,5 +193,7 @@ def test_busiest_disk_and_link(top, tmp_path):
 def test_needs_a_terminal_and_a_sane_interval():
     r = trainprof("top")
     assert r.returncode == 2 and "not a terminal" in r.stderr
+    r = trainprof("top", "extra")  # was ignored
+    assert r.returncode == 2 and "unexpected argument 'extra'" in r.stderr
     r = trainprof("top", "--interval", "0.01")
     assert r.returncode == 2 and "--interval" in r.stderr

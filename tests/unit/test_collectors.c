@@ -1,11 +1,14 @@
 /* test_collectors.c: the /proc and /sys collectors against fixture trees
  * (many CPUs, wrapping and resetting counters, vanishing devices, malformed
  * lines) and against this machine's real /proc. */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +85,37 @@ static void test_cpu_malformed_lines(void **state)
     assert_true(fabs(v - 50.0) < 1e-9);
     assert_int_equal(cap_series_count(&b, "cpu_util_percent"), 1); /* no bogus cores */
     c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
+/* An empty /proc/stat and a garbled /proc/meminfo: no series, and the run
+ * says so once each (they used to vanish without a word). */
+static void test_empty_or_garbled_files_are_said_once(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    fx_write(root, "proc/stat", "");
+    fx_write(root, "proc/meminfo", "\x01\x02 garbage\nMemTotal: lots kB\n");
+    test_env t;
+    test_env_open(&t, root, 0);
+    tp_collector *cpu = tp_cpu_collector_new(&t.env), *mem = tp_mem_collector_new(&t.env);
+    assert_non_null(cpu);
+    assert_non_null(mem);
+    for (int i = 1; i <= 3; i++) {
+        cpu->sample(cpu, (uint64_t)i * SEC);
+        mem->sample(mem, (uint64_t)i * SEC);
+    }
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    assert_int_equal(b.samples.len, 0);
+    assert_int_equal(b.unavailable.len, 2);
+    assert_true(cap_unavailable(&b, "cpu", "/proc/stat could not be read or held no cpu line"));
+    assert_true(cap_unavailable(&b, "mem", "/proc/meminfo could not be read or held no MemTotal"));
+    cpu->destroy(cpu);
+    mem->destroy(mem);
     tp_batch_free(&b);
     test_env_close(&t);
     fx_rmtree(root);
@@ -339,6 +373,40 @@ static void test_missing_sources_unavailable(void **state)
     free(root);
 }
 
+/* Out of descriptors (EMFILE), the real host's sources say so instead of
+ * blaming the machine ("no RAPL on this machine", "kernel without PSI"). */
+static void test_out_of_descriptors_is_said_as_such(void **state)
+{
+    (void)state;
+    test_env t;
+    test_env_open(&t, "/", 0);
+    struct rlimit saved, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    low = (struct rlimit){256, saved.rlim_max}; /* fill a small table */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int fds[256], n = 0;
+    while (n < 256 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+        n++;
+    assert_true(n < 256 && errno == EMFILE);
+    tp_collector *cpu = tp_cpu_collector_new(&t.env);
+    tp_collector *rapl = tp_rapl_collector_new(&t.env);
+    tp_collector *psi = tp_pressure_collector_new(&t.env);
+    while (n > 0)
+        close(fds[--n]);
+    setrlimit(RLIMIT_NOFILE, &saved);
+    assert_null(cpu);
+    assert_null(rapl);
+    assert_null(psi);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    assert_true(cap_unavailable(&b, "cpu", "cannot open /proc/stat: Too many open files"));
+    assert_true(cap_unavailable(&b, "rapl", "Too many open files"));
+    assert_true(cap_unavailable(&b, "pressure", "Too many open files"));
+    assert_false(cap_unavailable(&b, "rapl", "no RAPL"));
+    tp_batch_free(&b);
+    test_env_close(&t);
+}
+
 static void test_rapl_wrap_and_domains(void **state)
 {
     (void)state;
@@ -499,6 +567,8 @@ int main(void)
         cmocka_unit_test(test_meminfo),
         cmocka_unit_test(test_pressure),
         cmocka_unit_test(test_missing_sources_unavailable),
+        cmocka_unit_test(test_out_of_descriptors_is_said_as_such),
+        cmocka_unit_test(test_empty_or_garbled_files_are_said_once),
         cmocka_unit_test(test_rapl_wrap_and_domains),
         cmocka_unit_test(test_cgroup_limits),
         cmocka_unit_test(test_proc_tree_real),

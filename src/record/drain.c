@@ -351,14 +351,54 @@ static bool read_conn(tp_drain *d, int conn)
     }
 }
 
-/* A process went away: its rings are drained one last time and unmapped. */
+/* A process went away: its rings are drained one last time, all of them
+ * before any is unmapped (a rank event in one reaches the others' threads),
+ * and unmapped. */
 static void close_conn(tp_drain *d, int conn)
 {
+    for (size_t i = 0; i < d->nrings; i++)
+        if (d->rings[i].conn == conn)
+            drain_ring_events(d, &d->rings[i]);
     for (size_t i = d->nrings; i-- > 0;)
         if (d->rings[i].conn == conn)
             retire_ring(d, i);
     close(d->conns[conn]);
     d->conns[conn] = -1;
+}
+
+/* Takes one connection waiting on the listening socket, if any: false when
+ * there was none (or accept failed, counted; out of descriptors, the socket
+ * rests for 10 periods). Past MAX_CONNS a connection is turned away,
+ * counted. */
+static bool accept_one(tp_drain *d)
+{
+    int c = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (c < 0) {
+        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+            d->accept_errno = errno; /* EMFILE, ENFILE, ENOMEM */
+            d->accept_failures++;
+            d->accept_rests = 10;
+        }
+        return false;
+    }
+    size_t slot = 0;
+    while (slot < d->nconns && d->conns[slot] >= 0) /* reuse closed slots */
+        slot++;
+    if (slot >= MAX_CONNS) {
+        close(c);
+        d->turned_away++;
+        return true;
+    }
+    struct ucred cred = {0};
+    socklen_t len = sizeof cred;
+    if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+        cred.pid = 0;
+    d->conns[slot] = c;
+    d->ranks[slot] = (conn_rank){0};
+    d->peers[slot] = (conn_peer){(int32_t)cred.pid, false};
+    if (slot == d->nconns)
+        d->nconns++;
+    return true;
 }
 
 static void *drain_main(void *arg)
@@ -378,31 +418,8 @@ static void *drain_main(void *arg)
         /* rings fill without a sound, so they are drained every period; with
          * none mapped, only a connection, a message or the stop can matter */
         int n = poll(pfd, polled + 2, d->nrings || resting ? DRAIN_PERIOD_MS : -1);
-        if (n > 0 && (pfd[0].revents & POLLIN)) {
-            int c = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-            if (c < 0 && errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
-                d->accept_errno = errno; /* EMFILE, ENFILE, ENOMEM: rest 10 periods */
-                d->accept_failures++;
-                d->accept_rests = 10;
-            }
-            size_t slot = 0;
-            while (slot < d->nconns && d->conns[slot] >= 0) /* reuse closed slots */
-                slot++;
-            if (c >= 0 && slot < MAX_CONNS) {
-                struct ucred cred = {0};
-                socklen_t len = sizeof cred;
-                if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
-                    cred.pid = 0;
-                d->conns[slot] = c;
-                d->ranks[slot] = (conn_rank){0};
-                d->peers[slot] = (conn_peer){(int32_t)cred.pid, false};
-                if (slot == d->nconns)
-                    d->nconns++;
-            } else if (c >= 0) {
-                close(c);
-                d->turned_away++;
-            }
-        }
+        if (n > 0 && (pfd[0].revents & POLLIN))
+            accept_one(d);
         for (size_t i = 0; n > 0 && i < polled; i++)
             if (d->conns[i] >= 0 && pfd[i + 2].revents && !read_conn(d, (int)i))
                 close_conn(d, (int)i);
@@ -471,7 +488,7 @@ tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap)
     snprintf(d->path, sizeof d->path, "%s/events.sock", d->dir);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     snprintf(addr.sun_path, sizeof addr.sun_path, "%s", d->path);
-    d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (d->listen_fd < 0 || bind(d->listen_fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
         listen(d->listen_fd, 128) != 0) {
         snprintf(err, cap, "cannot listen on %s: %s", d->path, strerror(errno));
@@ -500,9 +517,15 @@ void tp_drain_stop(tp_drain *d)
         (void)woke;
         pthread_join(d->thread, NULL);
     }
+    /* processes that connected and sent their rings (maybe ended, too)
+     * before the drain thread took their connection */
+    while (d->listen_fd >= 0 && accept_one(d))
+        ;
     for (size_t i = 0; i < d->nconns; i++)
         if (d->conns[i] >= 0)
-            read_conn(d, (int)i); /* rings sent just before the end */
+            read_conn(d, (int)i);          /* rings sent just before the end */
+    for (size_t i = 0; i < d->nrings; i++) /* every event first: rank events reach all rings */
+        drain_ring_events(d, &d->rings[i]);
     while (d->nrings)
         retire_ring(d, d->nrings - 1);
     connection_losses(d);

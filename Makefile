@@ -10,7 +10,7 @@ SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -
 C_FILES  := $(shell find include lib src tests bench python -name '*.[ch]')
 WERROR   := $(if $(CI),-Dwerror=true,)
 
-.PHONY: all build deps demo test test-c test-sanitizers test-format test-py bench format clean
+.PHONY: all build deps demo test test-c test-sanitizers test-format test-py test-fuzz fuzz bench format clean
 
 all: build
 
@@ -34,7 +34,7 @@ demo: build
 	$(PROGRAM) report $(BUILD)/demo.db
 	$(PROGRAM) html --force $(BUILD)/demo.db
 
-test: build test-format test-c test-sanitizers test-py
+test: build test-format test-c test-sanitizers test-fuzz test-py
 
 test-c:
 	$(MESON) test -C $(BUILD) --print-errorlogs
@@ -46,6 +46,30 @@ test-sanitizers: deps
 	$(MESON) test -C $(BUILD)-asan --print-errorlogs
 	@[ -f $(BUILD)-tsan/build.ninja ] || $(MESON) setup $(BUILD)-tsan -Db_sanitize=thread -Db_lundef=false $(WERROR) >/dev/null
 	$(MESON) test -C $(BUILD)-tsan --print-errorlogs
+
+# libFuzzer (clang) over every reader of a run file, from a real recording's rows
+# edited as a crafted file would hold them (tests/fuzz/fuzz_run_file.c): a bounded
+# minute in `make test`, FUZZ_SECONDS (default 600) by `make fuzz`; findings are
+# written to build-fuzz/ as crash-*, leak-* or timeout-* files.
+FUZZ_SECONDS ?= 600
+FUZZ := $(BUILD)-fuzz/tests/fuzz_run_file
+$(FUZZ): $(SOURCES) tests/fuzz/fuzz_run_file.c | deps
+	@[ -f $(BUILD)-fuzz/build.ninja ] || CC=clang $(MESON) setup $(BUILD)-fuzz -Dfuzz=true \
+	    -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link $(WERROR) >/dev/null
+	$(MESON) compile -C $(BUILD)-fuzz tests/fuzz_run_file >/dev/null
+
+$(BUILD)-fuzz/base.db: $(FUZZ) build
+	$(PROGRAM) record -q --force -i 0.1 -o $@ -- $(BUILD)/tests/emit_events nested
+
+test-fuzz: $(FUZZ) $(BUILD)-fuzz/base.db
+	@mkdir -p $(BUILD)-fuzz/corpus
+	cd $(BUILD)-fuzz && FUZZ_BASE_RUN=base.db UBSAN_OPTIONS=halt_on_error=1 \
+	    tests/fuzz_run_file -max_total_time=60 -max_len=512 -len_control=10 corpus
+
+fuzz: $(FUZZ) $(BUILD)-fuzz/base.db
+	@mkdir -p $(BUILD)-fuzz/corpus
+	cd $(BUILD)-fuzz && FUZZ_BASE_RUN=base.db UBSAN_OPTIONS=halt_on_error=1 \
+	    tests/fuzz_run_file -max_total_time=$(FUZZ_SECONDS) -max_len=512 -len_control=10 corpus
 
 test-format: deps
 	clang-format --dry-run --Werror $(C_FILES)
@@ -63,4 +87,4 @@ format:
 	clang-format -i $(C_FILES)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

@@ -276,8 +276,7 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
             strcmp(s->metric, "cpu_energy_joules") != 0)
             continue;
         double a, b;
-        int64_t t0 = (int64_t)(e->start_s * 1e9),
-                t1 = (int64_t)((e->start_s + e->duration_s) * 1e9);
+        int64_t t0 = tp_ns_of_s(e->start_s), t1 = tp_ns_of_s(e->start_s + e->duration_s);
         if (tp_run_series_value_at(run, s->id, t0, &a) &&
             tp_run_series_value_at(run, s->id, t1, &b) && b >= a)
             total = (isnan(total) ? 0 : total) + (b - a);

@@ -422,7 +422,8 @@ static bool step_time_plots(FILE *out, const tp_summary *s, bool all, char *err,
         if (ph[i].ngroups) {
             char title[128], rank[32];
             rank_label(rank, sizeof rank, ranks[i]);
-            size_t skipped = (size_t)ph[i].first_step[0];
+            double first = ph[i].first_step[0]; /* a stored figure: from a file, any value */
+            size_t skipped = first >= 1 && first < (double)ph[i].nsteps ? (size_t)first : 0;
             if (skipped)
                 snprintf(title, sizeof title,
                          "Step time over the run, %s (%zu steps; the first %zu, warm-up, left out)",

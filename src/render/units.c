@@ -67,6 +67,8 @@ void tp_format_duration(char *buf, size_t cap, double s)
         snprintf(buf, cap, "%.1f s", s);
     else if (s < 3600)
         snprintf(buf, cap, "%d min %02d s", (int)(s / 60), (int)fmod(s, 60));
+    else if (s < 1e15) /* hours as a whole number; beyond, no one's run: the figure itself */
+        snprintf(buf, cap, "%.0f h %02d min", floor(s / 3600), (int)fmod(s / 60, 60));
     else
-        snprintf(buf, cap, "%d h %02d min", (int)(s / 3600), (int)fmod(s / 60, 60));
+        snprintf(buf, cap, "%.3g s", s);
 }

@@ -14,6 +14,19 @@ static inline int64_t tp_ns_sub(int64_t to, int64_t from)
     return d;
 }
 
+/* s seconds in ns, saturated (NaN: 0): for figures read back from a file. */
+static inline int64_t tp_ns_of_s(double s)
+{
+    double ns = s * 1e9;
+    if (ns != ns)
+        return 0;
+    if (ns >= 9.2e18)
+        return INT64_MAX;
+    if (ns <= -9.2e18)
+        return INT64_MIN;
+    return (int64_t)ns;
+}
+
 /* a + b, saturated. */
 static inline int64_t tp_ns_add(int64_t a, int64_t b)
 {

@@ -151,6 +151,11 @@ static void test_units(void **state)
     assert_string_equal(b, "-");
     tp_format_duration(b, sizeof b, 185);
     assert_string_equal(b, "3 min 05 s");
+    /* figures from a crafted file, past any int (the fuzzer's finding) */
+    tp_format_duration(b, sizeof b, 5.55556e14);
+    assert_string_equal(b, "154321111111 h 06 min");
+    tp_format_duration(b, sizeof b, 1e300);
+    assert_string_equal(b, "1e+300 s");
 }
 
 static void test_json_writer(void **state)

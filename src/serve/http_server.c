@@ -5,21 +5,144 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CONNECTION_MEMORY  (64 * 1024)
-#define CONNECTION_TIMEOUT 10 /* seconds */
+#define CONNECTION_TIMEOUT 10 /* seconds without progress */
 #define EXPOSITION_TYPE    "text/plain; version=0.0.4; charset=utf-8"
+/* Whole-request deadlines, which an idle timeout is not: a client sending a
+ * byte every few seconds never idles. A request must have arrived whole 2 s
+ * after its connection opened, and its answer gone 10 s after it arrived;
+ * and while fewer than HEADROOM connections are free, the oldest that has
+ * not sent its request yet makes room, so a scraper is served whatever slow
+ * clients hold. */
+#define REQUEST_DEADLINE_NS (2 * 1000000000LL)
+#define ANSWER_DEADLINE_NS  (10 * 1000000000LL)
+#define HEADROOM            4
+#define WATCH_PERIOD_NS     100000000L
+
+/* A connection MHD has open: its socket and since when. */
+typedef struct watched {
+    int fd;           /* -1: a free entry */
+    int64_t since_ns; /* opened, or (answered) its latest request arrived */
+    bool answered;    /* its request arrived whole */
+    bool cut;         /* shut down by the watchdog already */
+} watched;
 
 struct tp_http_server {
     struct MHD_Daemon *daemon;
     tp_live *live;
     char address[128];
+    pthread_mutex_t lock; /* the watched table, between MHD's thread and the watchdog */
+    watched conns[TP_HTTP_MAX_CONNECTIONS + 8];
+    pthread_t watchdog;
+    bool watching;
+    atomic_bool stop;
 };
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int fd_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
+}
+
+/* MHD opened or is closing a connection: it enters or leaves the table,
+ * its entry kept as the connection's socket context (so that a closing
+ * connection frees its own entry, never one of a reused descriptor). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    tp_http_server *s = cls;
+    pthread_mutex_lock(&s->lock);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        int fd = fd_of(c);
+        for (size_t i = 0; fd >= 0 && i < sizeof s->conns / sizeof *s->conns; i++)
+            if (s->conns[i].fd < 0) {
+                s->conns[i] = (watched){fd, now_ns(), false, false};
+                *socket_context = &s->conns[i];
+                break;
+            }
+    } else if (*socket_context) {
+        ((watched *)*socket_context)->fd = -1;
+        *socket_context = NULL;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* A request arrived whole on c: its answer's deadline starts. */
+static void answered(tp_http_server *s, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    pthread_mutex_lock(&s->lock);
+    watched *w = info ? info->socket_context : NULL;
+    if (w && w->fd >= 0) {
+        w->since_ns = now_ns();
+        w->answered = true;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void cut(watched *w)
+{
+    shutdown(w->fd, SHUT_RDWR); /* MHD sees the end and closes it */
+    w->cut = true;
+}
+
+/* Every 100 ms: connections past their deadline are shut down, and while
+ * fewer than HEADROOM are free, the oldest that has sent no request. */
+static void *watchdog_main(void *arg)
+{
+    tp_http_server *s = arg;
+    while (!atomic_load(&s->stop)) {
+        nanosleep(&(struct timespec){0, WATCH_PERIOD_NS}, NULL);
+        int64_t now = now_ns();
+        pthread_mutex_lock(&s->lock);
+        size_t open = 0;
+        for (size_t i = 0; i < sizeof s->conns / sizeof *s->conns; i++) {
+            watched *w = &s->conns[i];
+            if (w->fd < 0 || w->cut)
+                continue;
+            int64_t limit = w->answered ? ANSWER_DEADLINE_NS : REQUEST_DEADLINE_NS;
+            if (now - w->since_ns > limit)
+                cut(w);
+            else
+                open++;
+        }
+        while (open + HEADROOM > TP_HTTP_MAX_CONNECTIONS) {
+            watched *oldest = NULL;
+            for (size_t i = 0; i < sizeof s->conns / sizeof *s->conns; i++) {
+                watched *w = &s->conns[i];
+                if (w->fd >= 0 && !w->cut && !w->answered &&
+                    (!oldest || w->since_ns < oldest->since_ns))
+                    oldest = w;
+            }
+            if (!oldest)
+                break;
+            cut(oldest);
+            open--;
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    return NULL;
+}
 
 static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, const char *text)
 {
@@ -45,6 +168,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return answer_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served\n");
     if (*state == NULL) { /* the first call only has the headers */
         *state = (void *)1;
+        answered(s, c);
         return MHD_YES;
     }
     if (strcmp(url, "/") == 0)
@@ -138,6 +262,9 @@ tp_http_server *tp_http_start(const char *where, tp_live *live, char *err, size_
         return NULL;
     }
     s->live = live;
+    pthread_mutex_init(&s->lock, NULL);
+    for (size_t i = 0; i < sizeof s->conns / sizeof *s->conns; i++)
+        s->conns[i].fd = -1;
     struct sockaddr_storage bound;
     socklen_t blen = sizeof bound;
     char host[INET6_ADDRSTRLEN] = "?", port[16] = "?";
@@ -146,15 +273,20 @@ tp_http_server *tp_http_start(const char *where, tp_live *live, char *err, size_
                     NI_NUMERICHOST | NI_NUMERICSERV);
     snprintf(s->address, sizeof s->address, bound.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host,
              port);
-    s->daemon =
-        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, on_request,
-                         s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned)TP_HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                         (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
-                         (unsigned)CONNECTION_TIMEOUT, MHD_OPTION_END);
-    if (!s->daemon) {
+    s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
+                                 on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)TP_HTTP_MAX_CONNECTIONS,
+                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT,
+                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
+    s->watching = s->daemon && pthread_create(&s->watchdog, NULL, watchdog_main, s) == 0;
+    if (!s->daemon || !s->watching) {
         snprintf(err, cap, "cannot serve on %s: the HTTP server did not start", where);
-        close(fd);
+        if (s->daemon)
+            MHD_stop_daemon(s->daemon);
+        else
+            close(fd);
+        pthread_mutex_destroy(&s->lock);
         free(s);
         return NULL;
     }
@@ -167,6 +299,9 @@ void tp_http_stop(tp_http_server *s)
 {
     if (!s)
         return;
+    atomic_store(&s->stop, true);
+    pthread_join(s->watchdog, NULL);
     MHD_stop_daemon(s->daemon); /* closes the listening socket too */
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }

@@ -161,6 +161,56 @@ def test_memory_stays_bounded_under_many_scrapes(tmp_path):
         stop(p)
 
 
+def test_slow_clients_cannot_hold_the_endpoint(tmp_path):
+    """40 clients trickling their request a byte every 0.5 s (an idle timeout
+    never fires on them) against 32 connections: each is cut 2 s after it
+    opened without a whole request, and a scrape is served all along."""
+    p, url = start_serving(["-q", "-o", tmp_path / "run.db"], tmp_path)
+    where = urllib.parse.urlsplit(url)
+    stop_trickle = threading.Event()
+    cut = []
+
+    def slow_client():
+        s = socket.create_connection((where.hostname, where.port))
+        opened = time.monotonic()
+        s.settimeout(0.5)
+        try:
+            for byte in b"GET /metrics HTTP/1.1\r\nHost: x\r\n" * 20:
+                if stop_trickle.is_set():
+                    return
+                s.send(bytes([byte]))
+                try:
+                    if s.recv(1) == b"":  # the server ended it
+                        cut.append(time.monotonic() - opened)
+                        return
+                except socket.timeout:
+                    pass
+        except OSError:  # reset, or refused while the server was full
+            cut.append(time.monotonic() - opened)
+        finally:
+            s.close()
+
+    try:
+        wait_for(lambda: value_of(get(url + "/metrics")[2], "trainprof_steps_total"))
+        slow = [threading.Thread(target=slow_client) for _ in range(40)]
+        for t in slow:
+            t.start()
+        time.sleep(1)
+        for _ in range(5):  # the scraper, while they trickle
+            t0 = time.monotonic()
+            status, _, text = get(url + "/metrics")
+            assert status == 200 and "trainprof_steps_total" in text
+            assert time.monotonic() - t0 < 3
+            time.sleep(0.5)
+        stop_trickle.set()
+        for t in slow:
+            t.join(timeout=10)
+        assert len(cut) >= 35 and max(cut) < 6, sorted(cut)
+    finally:
+        stop_trickle.set()
+        stop(p)
+
+
 def test_bad_or_busy_address_is_refused_before_the_command_runs(tmp_path):
     marker = tmp_path / "ran"
     busy = socket.socket()

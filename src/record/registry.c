@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,6 +11,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Whether path is a directory itself (not a link to one), ours, and closed
+ * to everyone else: in a shared /tmp, anything else may be someone's trap. */
+static bool private_dir(const char *path)
+{
+    struct stat sb;
+    return lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == getuid() &&
+           (sb.st_mode & 0077) == 0;
+}
 
 static bool registry_dir(char *dir, size_t cap, bool create)
 {
@@ -21,14 +31,13 @@ static bool registry_dir(char *dir, size_t cap, bool create)
         snprintf(base, sizeof base, "/tmp/trainprof-%d", (int)getuid());
         if (create && mkdir(base, 0700) != 0 && errno != EEXIST)
             return false;
+        if (!private_dir(base)) /* made by someone else before us: not ours to use */
+            return false;
         snprintf(dir, cap, "%s/records", base);
     }
     if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
         return false;
-    struct stat sb;
-    /* only a directory of ours that nobody else can write into is trusted */
-    return stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == getuid() &&
-           (sb.st_mode & 0077) == 0;
+    return private_dir(dir);
 }
 
 bool tp_registry_add(const char *run_path)
@@ -37,9 +46,13 @@ bool tp_registry_add(const char *run_path)
     if (!registry_dir(dir, sizeof dir, true) || !realpath(run_path, abs))
         return false;
     snprintf(path, sizeof path, "%s/%d", dir, (int)getpid());
-    FILE *f = fopen(path, "w");
-    if (!f)
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return false;
+    }
     fprintf(f, "%s\n", abs);
     return fclose(f) == 0;
 }

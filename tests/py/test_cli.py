@@ -1,5 +1,6 @@
 """The program's command line: help, version, exit statuses, bad input."""
 
+import os
 import sqlite3
 import subprocess
 import time
@@ -235,3 +236,21 @@ def test_a_live_run_file_is_never_replaced(run_file, tmp_path):
     assert r.returncode == 2 and "already exists" in r.stderr
     assert trainprof("record", "-q", "--force", "-o", link, "--", "true").returncode == 0
     assert victim.read_text() == "not a run file" and not link.is_symlink()
+
+
+def test_the_registry_of_live_recordings_is_never_a_link(tmp_path):
+    """`top` finds live recordings in a directory of ours (XDG_RUNTIME_DIR's
+    trainprof-records, else /tmp/trainprof-UID/records). A link planted
+    there, even to a private directory of ours, is not followed."""
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    (runtime / "trainprof-records").symlink_to(victim)
+    p = subprocess.Popen([PROGRAM, "record", "-q", "-o", tmp_path / "a.db", "--", "sleep", "1"],
+                         env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)})
+    seen = set()
+    while p.poll() is None:
+        seen |= {f.name for f in victim.iterdir()}
+        time.sleep(0.05)
+    assert p.returncode == 0 and not seen

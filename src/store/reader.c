@@ -151,6 +151,30 @@ static int load_tables(tp_run *run)
     return rc;
 }
 
+/* path opened with SQLite's immutable=1 (no lock, no -shm, no -wal read),
+ * or NULL: a URI, with the characters URIs reserve in a path escaped. */
+static sqlite3 *open_immutable(const char *path)
+{
+    size_t len = strlen(path);
+    char *uri = malloc(3 * len + 32);
+    if (!uri)
+        return NULL;
+    size_t n = (size_t)sprintf(uri, "file:");
+    for (const char *p = path; *p; p++)
+        n += strchr("?#%", *p) ? (size_t)sprintf(uri + n, "%%%02X", (unsigned char)*p)
+                               : (size_t)sprintf(uri + n, "%c", *p);
+    sprintf(uri + n, "?immutable=1");
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    free(uri);
+    if (rc != SQLITE_OK) {
+        sqlite3_close(db);
+        return NULL;
+    }
+    return db;
+}
+
 tp_run *tp_run_open(const char *path, char *err, size_t cap)
 {
     struct stat sb;
@@ -177,6 +201,20 @@ tp_run *tp_run_open(const char *path, char *err, size_t cap)
         return NULL;
     }
     sqlite3_busy_timeout(db, 2000);
+    int64_t probe;
+    int first = query_int(db, "PRAGMA application_id", &probe);
+    if (first == SQLITE_READONLY || first == SQLITE_CANTOPEN) {
+        /* a killed recording (still in WAL mode) where this reader can't make
+         * its -shm: read the file as it is on disk, which holds everything
+         * its recorder checkpointed */
+        sqlite3_close(db);
+        run->db = db = open_immutable(path);
+        if (!db) {
+            snprintf(err, cap, "%s: cannot open read-only", path);
+            tp_run_close(run);
+            return NULL;
+        }
+    }
     tp_exec(db, "PRAGMA cache_size=-65536");
     if (!validate(db, path, err, cap)) {
         tp_run_close(run);

@@ -1,8 +1,11 @@
 """The program's command line: help, version, exit statuses, bad input."""
 
 import os
+import pathlib
+import shutil
 import sqlite3
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -254,3 +257,32 @@ def test_the_registry_of_live_recordings_is_never_a_link(tmp_path):
         seen |= {f.name for f in victim.iterdir()}
         time.sleep(0.05)
     assert p.returncode == 0 and not seen
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to read as another user")
+def test_a_killed_recording_reads_where_its_reader_cannot_write(run_file):
+    """A recorder killed before it switched its file out of WAL mode, its
+    -wal and -shm gone, in a directory the reader can't write: SQLite can't
+    make the -shm ("attempt to write a readonly database"), so the file is
+    read as it lies on disk."""
+    assert trainprof("record", "-q", "-o", run_file, "--", "true").returncode == 0
+    with sqlite3.connect(run_file) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shared = pathlib.Path(tempfile.mkdtemp(prefix="tp-readonly-"))
+    try:
+        shared.chmod(0o755)  # the reader (nobody) can list it, not write into it
+        target = shared / "run.db"
+        target.write_bytes(run_file.read_bytes())
+        target.chmod(0o644)
+
+        def as_nobody():
+            os.setgid(65534)
+            os.setuid(65534)
+
+        r = subprocess.run([PROGRAM, "report", str(target)], capture_output=True, text=True,
+                           timeout=60, preexec_fn=as_nobody)
+        assert r.returncode == 0, r.stderr
+        assert "command   true" in r.stdout
+    finally:
+        shutil.rmtree(shared)

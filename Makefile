@@ -34,7 +34,7 @@ demo: build
 	$(PROGRAM) report $(BUILD)/demo.db
 	$(PROGRAM) html --force $(BUILD)/demo.db
 
-test: build test-format test-c test-sanitizers test-fuzz test-py
+test: build test-format test-c test-sanitizers test-py test-fuzz
 
 test-c:
 	$(MESON) test -C $(BUILD) --print-errorlogs

@@ -49,7 +49,9 @@ def test_sleepy_loader_is_input_bound(tmp_path):
     out = json.loads(r.stdout)
     assert out["verdict"] == "input_bound" and out["unit"] == "samples_per_s"
     rates = {run["mode"]: run["rate"] for run in out["runs"]}
-    assert 300 < rates["loader"] < 520  # 16 samples x 2 ms per batch
+    # 16 samples x 2 ms per batch: at most 500/s; a loaded VM's sleeps run long
+    # (233/s once, right after the fuzz minute), so the floor only says it is the loader
+    assert 150 < rates["loader"] < 520
     assert rates["replay"] > 3 * rates["loader"]
     assert rates["asis"] <= rates["loader"] * 1.1
     assert all(run["steps"] == 30 and run["exit_status"] == 0 for run in out["runs"])

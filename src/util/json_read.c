@@ -63,30 +63,30 @@ static const char *read_string(const char *p, char *out)
     return p;
 }
 
-bool tp_json_flat_object(const char *json, tp_json_pair_fn fn, void *ctx)
+/* The one reader of both shapes: json must be open, then strings (each,
+ * for an object, a "key": "value" pair) separated by commas, then close and
+ * nothing more. Calls pair (object) or item (array) for each. */
+static bool each_string(const char *json, char open, char close, tp_json_pair_fn pair,
+                        tp_json_item_fn item, void *ctx)
 {
     if (!json)
         return false;
     size_t len = strlen(json);
     char *key = malloc(len + 1), *value = malloc(len + 1);
     const char *p = skip_space(json);
-    bool ok = key && value && *p++ == '{';
-    p = ok ? skip_space(p) : p;
-    bool first = true;
-    while (ok && *p != '}') {
-        if (!first && *p++ != ',') {
+    bool ok = key && value && *p++ == open;
+    for (bool first = true; ok && *(p = skip_space(p)) != close; first = false) {
+        if (!first && *p++ != ',')
             ok = false;
-            break;
-        }
-        first = false;
-        p = read_string(skip_space(p), key);
-        p = p ? skip_space(p) : NULL;
-        if (!p || *p++ != ':' || !(p = read_string(skip_space(p), value))) {
+        else if (pair && (!(p = read_string(skip_space(p), key)) || *(p = skip_space(p)) != ':' ||
+                          !(p = read_string(skip_space(p + 1), value))))
             ok = false;
-            break;
-        }
-        fn(ctx, key, value);
-        p = skip_space(p);
+        else if (!pair && !(p = read_string(skip_space(p), value)))
+            ok = false;
+        else if (pair)
+            pair(ctx, key, value);
+        else
+            item(ctx, value);
     }
     ok = ok && *skip_space(p + 1) == '\0';
     free(key);
@@ -94,29 +94,12 @@ bool tp_json_flat_object(const char *json, tp_json_pair_fn fn, void *ctx)
     return ok;
 }
 
+bool tp_json_flat_object(const char *json, tp_json_pair_fn fn, void *ctx)
+{
+    return each_string(json, '{', '}', fn, NULL, ctx);
+}
+
 bool tp_json_string_array(const char *json, tp_json_item_fn fn, void *ctx)
 {
-    if (!json)
-        return false;
-    char *value = malloc(strlen(json) + 1);
-    const char *p = skip_space(json);
-    bool ok = value && *p++ == '[';
-    p = ok ? skip_space(p) : p;
-    bool first = true;
-    while (ok && *p != ']') {
-        if (!first && *p++ != ',') {
-            ok = false;
-            break;
-        }
-        first = false;
-        if (!(p = read_string(skip_space(p), value))) {
-            ok = false;
-            break;
-        }
-        fn(ctx, value);
-        p = skip_space(p);
-    }
-    ok = ok && *skip_space(p + 1) == '\0';
-    free(value);
-    return ok;
+    return each_string(json, '[', ']', NULL, fn, ctx);
 }

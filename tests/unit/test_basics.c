@@ -12,6 +12,7 @@
 #include "harness.h"
 #include "render/units.h"
 #include "serve/prom_format.h"
+#include "util/json_read.h"
 #include "util/json_writer.h"
 #include "util/labels.h"
 #include "util/text_parse.h"
@@ -158,6 +159,40 @@ static void test_units(void **state)
     assert_string_equal(b, "1e+300 s");
 }
 
+static void count_pair(void *ctx, const char *key, const char *value)
+{
+    int *n = ctx;
+    *n += strcmp(key, "k") == 0 && strcmp(value, "v\"\u00e9") == 0 ? 1 : 100;
+}
+
+static void count_item(void *ctx, const char *value)
+{
+    int *n = ctx;
+    *n += strcmp(value, "a") == 0 || strcmp(value, "b c") == 0 ? 1 : 100;
+}
+
+/* The strict reader of labels and argv: the shapes trainprof writes, and
+ * nothing more (a spliced key, a number, trailing text). */
+static void test_json_read(void **state)
+{
+    (void)state;
+    int n = 0;
+    assert_true(tp_json_flat_object(" { \"k\" : \"v\\\"\\u00e9\" } ", count_pair, &n));
+    assert_int_equal(n, 1);
+    n = 0;
+    assert_true(tp_json_flat_object("{}", count_pair, &n) && n == 0);
+    assert_true(tp_json_string_array("[\"a\", \"b c\"]", count_item, &n) && n == 2);
+    assert_true(tp_json_string_array("[]", count_item, &n));
+    const char *bad_objects[] = {
+        "{\"k\":1}", "{}, \"x\": true", "{\"k\":\"v\"", "{\"k\" \"v\"}", "", "[]", NULL};
+    for (int i = 0; bad_objects[i]; i++)
+        assert_false(tp_json_flat_object(bad_objects[i], count_pair, &n));
+    const char *bad_arrays[] = {"[\"a\"], \"x\"", "[\"a\",]", "[1]", "[\"a\" \"b\"]", "{}", NULL};
+    for (int i = 0; bad_arrays[i]; i++)
+        assert_false(tp_json_string_array(bad_arrays[i], count_item, &n));
+    assert_false(tp_json_flat_object(NULL, count_pair, &n));
+}
+
 static void test_json_writer(void **state)
 {
     (void)state;
@@ -277,8 +312,9 @@ int main(void)
         cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_counter_delta),
         cmocka_unit_test(test_labels),        cmocka_unit_test(test_stats),
         cmocka_unit_test(test_units),         cmocka_unit_test(test_stats_match_sorting),
-        cmocka_unit_test(test_json_writer),   cmocka_unit_test(test_model_facts),
-        cmocka_unit_test(test_prom_format),   cmocka_unit_test(test_envelope),
+        cmocka_unit_test(test_json_writer),   cmocka_unit_test(test_json_read),
+        cmocka_unit_test(test_model_facts),   cmocka_unit_test(test_prom_format),
+        cmocka_unit_test(test_envelope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

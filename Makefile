@@ -47,29 +47,42 @@ test-sanitizers: deps
 	@[ -f $(BUILD)-tsan/build.ninja ] || $(MESON) setup $(BUILD)-tsan -Db_sanitize=thread -Db_lundef=false $(WERROR) >/dev/null
 	$(MESON) test -C $(BUILD)-tsan --print-errorlogs
 
-# libFuzzer (clang) over every reader of a run file, from a real recording's rows
-# edited as a crafted file would hold them (tests/fuzz/fuzz_run_file.c): a bounded
-# minute in `make test`, FUZZ_SECONDS (default 600) by `make fuzz`; findings are
-# written to build-fuzz/ as crash-*, leak-* or timeout-* files.
+# libFuzzer (clang), two targets: every reader of a run file, from a real
+# recording's rows edited as a crafted file would hold them
+# (tests/fuzz/fuzz_run_file.c), and the drain's reading of a training
+# process's ring, from real rings (tests/fuzz/fuzz_ring_events.c, seeds by
+# tests/fuzz/ring_seed.c). A bounded minute in all in `make test`,
+# FUZZ_SECONDS (default 600) each by `make fuzz`; findings are written to
+# build-fuzz/ as crash-*, leak-* or timeout-* files.
 FUZZ_SECONDS ?= 600
 FUZZ := $(BUILD)-fuzz/tests/fuzz_run_file
-$(FUZZ): $(SOURCES) tests/fuzz/fuzz_run_file.c | deps
+FUZZ_RING := $(BUILD)-fuzz/tests/fuzz_ring_events
+RING_SEEDS := nested spans device late_rank
+$(FUZZ) $(FUZZ_RING): $(SOURCES) tests/fuzz/fuzz_run_file.c tests/fuzz/fuzz_ring_events.c tests/fuzz/ring_seed.c | deps
 	@[ -f $(BUILD)-fuzz/build.ninja ] || CC=clang $(MESON) setup $(BUILD)-fuzz -Dfuzz=true \
 	    -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link $(WERROR) >/dev/null
-	$(MESON) compile -C $(BUILD)-fuzz tests/fuzz_run_file >/dev/null
+	$(VENV)/bin/ninja -C $(BUILD)-fuzz build.ninja >/dev/null # meson.build changed: regenerate first
+	$(MESON) compile -C $(BUILD)-fuzz tests/fuzz_run_file tests/fuzz_ring_events tests/ring_seed >/dev/null
 
 $(BUILD)-fuzz/base.db: $(FUZZ) build
 	$(PROGRAM) record -q --force -i 0.1 -o $@ -- $(BUILD)/tests/emit_events nested
 
-test-fuzz: $(FUZZ) $(BUILD)-fuzz/base.db
-	@mkdir -p $(BUILD)-fuzz/corpus
-	cd $(BUILD)-fuzz && FUZZ_BASE_RUN=base.db UBSAN_OPTIONS=halt_on_error=1 \
-	    tests/fuzz_run_file -max_total_time=60 -max_len=512 -len_control=10 corpus
+$(BUILD)-fuzz/ring-corpus/nested: $(FUZZ_RING) build
+	@mkdir -p $(BUILD)-fuzz/ring-corpus
+	for s in $(RING_SEEDS); do \
+	    $(BUILD)-fuzz/tests/ring_seed $(BUILD)-fuzz/ring-corpus/$$s $(BUILD)/tests/emit_events $$s || exit 1; done
 
-fuzz: $(FUZZ) $(BUILD)-fuzz/base.db
-	@mkdir -p $(BUILD)-fuzz/corpus
-	cd $(BUILD)-fuzz && FUZZ_BASE_RUN=base.db UBSAN_OPTIONS=halt_on_error=1 \
-	    tests/fuzz_run_file -max_total_time=$(FUZZ_SECONDS) -max_len=512 -len_control=10 corpus
+# runs both targets: $(1) seconds for the run file's, $(2) for the ring's
+fuzz_both = cd $(BUILD)-fuzz && mkdir -p corpus && \
+	FUZZ_BASE_RUN=base.db UBSAN_OPTIONS=halt_on_error=1 \
+	    tests/fuzz_run_file -max_total_time=$(1) -max_len=512 -len_control=10 corpus && \
+	UBSAN_OPTIONS=halt_on_error=1 tests/fuzz_ring_events -max_total_time=$(2) -max_len=40000 ring-corpus
+
+test-fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/ring-corpus/nested
+	$(call fuzz_both,45,15)
+
+fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/ring-corpus/nested
+	$(call fuzz_both,$(FUZZ_SECONDS),$(FUZZ_SECONDS))
 
 test-format: deps
 	clang-format --dry-run --Werror $(C_FILES)

@@ -35,6 +35,7 @@
 #include "util/json_writer.h"
 #include "util/cli.h"
 #include "util/log.h"
+#include "util/utf8.h"
 
 extern char **environ;
 
@@ -136,8 +137,10 @@ static void shell_quote(FILE *out, const char *arg)
     fputc('\'', out);
 }
 
-/* Records what is known before the command starts. */
-static void record_start_meta(tp_sink *sink, const record_options *o, const tp_clock_anchor *a)
+/* Records what is known before the command starts; the command line, as
+ * the closing summary shows it, goes in command (cap bytes). */
+static void record_start_meta(tp_sink *sink, const record_options *o, const tp_clock_anchor *a,
+                              char *command, size_t cap)
 {
     char buf[128];
     char *text = NULL;
@@ -148,8 +151,12 @@ static void record_start_meta(tp_sink *sink, const record_options *o, const tp_c
             fputc(' ', mem);
         shell_quote(mem, *p);
     }
-    if (mem && fclose(mem) == 0)
+    if (mem && fclose(mem) == 0) {
         tp_sink_meta(sink, "command", text);
+        tp_utf8_clean(command, cap, text);
+    } else {
+        tp_utf8_clean(command, cap, o->command[0]); /* no memory for more */
+    }
     free(text);
     text = NULL;
     mem = open_memstream(&text, &len);
@@ -183,19 +190,53 @@ static void record_start_meta(tp_sink *sink, const record_options *o, const tp_c
     tp_sink_meta(sink, "recorder_pid", buf);
 }
 
-static void record_end_meta(tp_sink *sink, int exit_status, int wstatus, uint64_t duration_ns)
+/* Where end_meta puts a value: the sink (its last batch, seen live too) or
+ * the writer directly (after the writer thread, needing no memory of the
+ * sink's). */
+typedef void (*put_meta_fn)(void *to, const char *key, const char *value);
+
+static void put_in_sink(void *to, const char *key, const char *value)
+{
+    tp_sink_meta(to, key, value);
+}
+
+static void put_in_writer(void *to, const char *key, const char *value)
+{
+    tp_writer_meta(to, key, value);
+}
+
+static void end_meta(put_meta_fn put, void *to, int exit_status, int wstatus, uint64_t duration_ns)
 {
     char buf[64];
     snprintf(buf, sizeof buf, "%d", exit_status);
-    tp_sink_meta(sink, "exit_status", buf);
+    put(to, "exit_status", buf);
     if (WIFSIGNALED(wstatus)) {
         const char *name = sigabbrev_np(WTERMSIG(wstatus));
         snprintf(buf, sizeof buf, "SIG%s", name ? name : "?");
-        tp_sink_meta(sink, "exit_signal", buf);
+        put(to, "exit_signal", buf);
     }
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)duration_ns);
-    tp_sink_meta(sink, "duration_ns", buf);
-    tp_sink_meta(sink, "status", "finished");
+    put(to, "duration_ns", buf);
+    put(to, "status", "finished");
+}
+
+/* What memory ran out for, in words ("" for nothing), from the sink's
+ * counts. */
+static void describe_losses(tp_sink *sink, char *out, size_t cap)
+{
+    uint64_t lost[TP_LOST_KINDS];
+    tp_sink_losses(sink, lost);
+    static const char *const what[TP_LOST_KINDS] = {"samples", "timing events", "threads",
+                                                    "series, names or descriptions"};
+    out[0] = '\0';
+    size_t n = 0;
+    for (int k = 0; k < TP_LOST_KINDS && n < cap; k++)
+        if (lost[k])
+            n += (size_t)snprintf(out + n, cap - n, "%s%llu %s",
+                                  n ? ", " : "memory ran out: ", (unsigned long long)lost[k],
+                                  what[k]);
+    if (n && n < cap)
+        snprintf(out + n, cap - n, " were not recorded");
 }
 
 /* Waits for the command, passing signals on and redrawing the status line.
@@ -312,7 +353,8 @@ int cmd_record(int argc, char **argv)
         unlink(o.output);
         return 1;
     }
-    record_start_meta(sink, &o, &anchor);
+    char command[128];
+    record_start_meta(sink, &o, &anchor, command, sizeof command);
     tp_collect_env env = {&root, sink, 0};
     tp_host_info_record(&env, o.agent);
 
@@ -334,6 +376,21 @@ int cmd_record(int argc, char **argv)
         fprintf(stderr, "trainprof: serving metrics at http://%s/metrics\n", tp_http_address(http));
     }
 
+    /* the writer first: without it nothing would be recorded, and the
+     * command is better not started than recorded into nothing */
+    tp_writer_thread wt;
+    if (!tp_writer_thread_start(&wt, sink, writer, live)) {
+        tp_error("record: cannot start the recorder's writer thread: %s (too little memory? see "
+                 "ulimit -v); the command was not started",
+                 strerror(errno));
+        tp_http_stop(http);
+        tp_live_free(live);
+        tp_writer_finish(writer);
+        unlink(o.output);
+        tp_sink_free(sink);
+        return 1;
+    }
+
     tp_drain *drain = tp_drain_start(sink, err, sizeof err);
     if (!drain)
         tp_sink_unavailable(sink, "timings", err);
@@ -344,6 +401,8 @@ int cmd_record(int argc, char **argv)
     if (child < 0) {
         tp_error("cannot run '%s': %s", o.command[0], strerror(spawn_errno));
         tp_drain_stop(drain);
+        tp_sink_close(sink);
+        tp_writer_thread_join(&wt);
         tp_http_stop(http);
         tp_live_free(live);
         tp_writer_finish(writer);
@@ -356,11 +415,13 @@ int cmd_record(int argc, char **argv)
     tp_sink_meta(sink, "child_pid", pidbuf);
 
     tp_registry_add(o.output); /* lets `trainprof top` find this recording */
-    tp_writer_thread wt;
-    tp_writer_thread_start(&wt, sink, writer, live);
     env.target_pid = child;
     tp_sampler sampler;
-    tp_sampler_start(&sampler, &env, TP_COLLECT_ALL, (uint64_t)(o.interval_s * 1e9));
+    if (!tp_sampler_start(&sampler, &env, TP_COLLECT_ALL, (uint64_t)(o.interval_s * 1e9))) {
+        snprintf(err, sizeof err, "the recorder could not start its sampling thread: %s",
+                 strerror(errno));
+        tp_sink_unavailable(sink, "system metrics", err);
+    }
 
     bool status_line = !o.quiet && isatty(STDERR_FILENO);
     int wstatus = supervise(child, sfd, sink, status_line, anchor.mono_ns);
@@ -372,22 +433,29 @@ int cmd_record(int argc, char **argv)
     tp_drain_stop(drain);
     tp_registry_remove();
     int exit_status = tp_child_exit_status(wstatus);
-    record_end_meta(sink, exit_status, wstatus, duration);
+    end_meta(put_in_sink, sink, exit_status, wstatus, duration);
     tp_sink_close(sink);
     tp_writer_thread_join(&wt);
     tp_http_stop(http); /* after the last batch: a final scrape sees the end */
     tp_live_free(live);
+    /* the end again, and what memory ran out for, straight into the file:
+     * where memory ran out the sink may have lost them */
+    end_meta(put_in_writer, writer, exit_status, wstatus, duration);
+    char lost[256];
+    describe_losses(sink, lost, sizeof lost);
+    if (lost[0])
+        tp_writer_unavailable(writer, "recorder memory", lost);
     tp_writer_finish(writer);
     tp_sink_free(sink);
     tp_sysroot_close(&root);
     close(sfd);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!tp_summary_store_save(o.output, err, sizeof err)) /* the file stays readable row by row */
-        tp_warn("%s", err);
-    if (!o.quiet)
-        tp_record_summary_print(stderr, o.output,
-                                &(tp_record_outcome){.exit_status = exit_status,
-                                                     .duration_ns = duration,
-                                                     .write_failed = wt.failed});
+    tp_record_close(o.output,
+                    &(tp_record_outcome){.command = command,
+                                         .exit_status = exit_status,
+                                         .duration_ns = duration,
+                                         .write_failed = wt.failed,
+                                         .lost = lost},
+                    o.quiet);
     return exit_status;
 }

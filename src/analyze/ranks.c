@@ -12,6 +12,7 @@
 #include "store/reader_stream.h"
 #include "util/labels.h"
 #include "util/ns_math.h"
+#include "util/grow.h"
 
 enum { CAT_COMM, CAT_INPUT, CAT_COMPUTE, NCAT };
 
@@ -41,13 +42,7 @@ typedef struct ranks_ctx {
 
 static void span_push(span_list *l, int64_t a, int64_t b)
 {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 256;
-        span *p = realloc(l->v, l->cap * sizeof *p);
-        if (!p)
-            abort();
-        l->v = p;
-    }
+    l->v = tp_grow(l->v, l->n, &l->cap, sizeof *l->v);
     l->v[l->n++] = (span){a, b};
 }
 
@@ -134,9 +129,7 @@ static int cmp_int(const void *x, const void *y)
  * rank. Agents with some local ranks known, or gaps, keep -1. */
 static void infer_local_ranks(ranks_ctx *c)
 {
-    int *ranks = malloc((c->nacc ? c->nacc : 1) * sizeof *ranks);
-    if (!ranks)
-        abort();
+    int *ranks = tp_xmalloc(c->nacc * sizeof *ranks);
     for (size_t i = 0; i < c->nacc; i++) {
         int64_t agent = c->acc[i].row.agent_id;
         size_t n = 0;
@@ -164,10 +157,8 @@ static void infer_local_ranks(ranks_ctx *c)
  * that rank that marked the most steps, and the GPU it drove. */
 static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
 {
-    c->thread_acc = malloc((c->nthreads ? c->nthreads : 1) * sizeof *c->thread_acc);
-    c->acc = calloc(c->nthreads ? c->nthreads : 1, sizeof *c->acc);
-    if (!c->thread_acc || !c->acc)
-        abort();
+    c->thread_acc = tp_xmalloc(c->nthreads * sizeof *c->thread_acc);
+    c->acc = tp_xcalloc(c->nthreads, sizeof *c->acc);
     for (size_t i = 0; i < c->nthreads; i++) {
         const tp_run_thread *t = &c->threads[i];
         c->thread_acc[i] = -1;
@@ -330,9 +321,7 @@ static void gpu_means(tp_run *run, rank_acc *a)
 static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
 {
     span_list tmp = {0};
-    out->rows = calloc(c->nacc ? c->nacc : 1, sizeof *out->rows);
-    if (!out->rows)
-        abort();
+    out->rows = tp_xcalloc(c->nacc, sizeof *out->rows);
     for (size_t k = 0; k < c->nacc; k++) {
         rank_acc *a = &c->acc[k];
         if (!a->row.steps)

@@ -8,6 +8,7 @@
 
 #include "util/json_writer.h"
 #include "util/labels.h"
+#include "util/grow.h"
 
 #define INPUT_BOUND_SHARE       0.25
 #define TRANSFER_BOUND_SHARE    0.15
@@ -23,13 +24,7 @@
 
 static tp_verdict *add(tp_verdicts *v, const char *kind)
 {
-    if (v->n == v->cap) {
-        v->cap = v->cap ? v->cap * 2 : 8;
-        tp_verdict *p = realloc(v->items, v->cap * sizeof *p);
-        if (!p)
-            abort();
-        v->items = p;
-    }
+    v->items = tp_grow(v->items, v->n, &v->cap, sizeof *v->items);
     tp_verdict *d = &v->items[v->n++];
     memset(d, 0, sizeof *d);
     d->kind = kind;

@@ -16,33 +16,23 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "record/ring_events.h"
 #include "ring.h"
 #include "util/utf8.h"
+#include "util/thread.h"
 
 #define DRAIN_PERIOD_MS 10
 #define MAX_CONNS       1024
-#define OPEN_MAX        64
-
-typedef struct open_region {
-    uint32_t name; /* the ring's own name id */
-    uint64_t start;
-} open_region;
 
 /* A mapped ring. What the producer may still write (the header's head,
  * the slots) is read, never trusted: the capacity is the one copied when the
- * ring was accepted, the tail the drain's own. */
+ * ring was accepted, the tail the reader's own (published to h->tail). */
 typedef struct drain_ring {
     tp_ring_header *h;
     size_t bytes;
-    uint32_t capacity; /* slots, copied once */
-    uint64_t tail;     /* the next slot to read; published to h->tail */
-    bool broken;       /* broke the protocol: retired without a last drain */
-    int conn;          /* index of the connection that sent it */
-    uint32_t thread;   /* the sink's thread id */
-    uint32_t *names;   /* ring name id -> sink name id */
-    uint32_t names_cap;
-    open_region open[OPEN_MAX];
-    uint32_t depth;
+    tp_ring_reader reader;
+    bool broken; /* broke the protocol: retired without a last drain */
+    int conn;    /* index of the connection that sent it */
 } drain_ring;
 
 /* A rank a process gave itself (TP_EV_RANK), for its rings not mapped yet. */
@@ -91,7 +81,8 @@ static void set_process_rank(tp_drain *d, int conn, int32_t rank, uint64_t aux)
     *c = (conn_rank){true, rank, (int32_t)(uint32_t)aux, (int32_t)(uint32_t)(aux >> 32)};
     for (size_t i = 0; i < d->nrings; i++)
         if (d->rings[i].conn == conn)
-            tp_sink_thread_rank(d->sink, d->rings[i].thread, c->rank, c->local_rank, c->world_size);
+            tp_sink_thread_rank(d->sink, d->rings[i].reader.thread, c->rank, c->local_rank,
+                                c->world_size);
 }
 
 /* A process broke the ring protocol (or sent a ring the drain can't take):
@@ -114,113 +105,33 @@ static void misbehaved(tp_drain *d, int conn, drain_ring *r, const char *what)
     tp_sink_unavailable(d->sink, source, reason);
 }
 
-static void map_name(tp_drain *d, drain_ring *r, uint32_t local, const char *text)
+/* A TP_EV_RANK event read from one of conn's rings. */
+typedef struct rank_ctx {
+    tp_drain *d;
+    int conn;
+} rank_ctx;
+
+static void on_rank(void *ctx, int32_t rank, uint64_t aux)
 {
-    if (local >= r->names_cap) { /* local <= TP_NAMES_MAX: checked by the caller */
-        uint32_t ncap = local + 64;
-        uint32_t *n = realloc(r->names, ncap * sizeof *n);
-        if (!n)
-            return;
-        memset(n + r->names_cap, 0, (ncap - r->names_cap) * sizeof *n);
-        r->names = n;
-        r->names_cap = ncap;
-    }
-    char clean[TP_NAME_MAX * 3 + 1]; /* a name as valid UTF-8, whatever the ring held */
-    tp_utf8_clean(clean, sizeof clean, text);
-    r->names[local] = tp_sink_name(d->sink, clean);
+    rank_ctx *c = ctx;
+    set_process_rank(c->d, c->conn, rank, aux);
 }
 
-static uint32_t global_name(const drain_ring *r, uint32_t local)
-{
-    return local < r->names_cap ? r->names[local] : 0;
-}
-
-/* Closes the innermost open region with this name, and any opened after it
- * whose end was lost to a full ring. */
-static void close_region(tp_drain *d, drain_ring *r, uint32_t local, uint64_t t)
-{
-    for (uint32_t k = r->depth; k-- > 0;) {
-        if (r->open[k].name != local)
-            continue;
-        uint32_t name = global_name(r, local);
-        if (name)
-            tp_sink_interval(d->sink, r->thread, name, k, r->open[k].start, t);
-        r->depth = k;
-        return;
-    }
-}
-
-/* Consumes everything the producer has published; a head that is not
- * within one capacity ahead of the drain's tail, or a name id out of bounds,
- * breaks the ring. */
+/* Consumes everything the producer has published, and gives the slots back
+ * (h->tail); a ring that broke the protocol is marked for retiring. */
 static void drain_ring_events(tp_drain *d, drain_ring *r)
 {
     if (r->broken)
         return;
-    tp_ring_header *h = r->h;
-    tp_event *slots = tp_ring_slots(h);
-    uint32_t mask = r->capacity - 1;
-    uint64_t tail = r->tail;
-    uint64_t head = atomic_load_explicit(&h->head, memory_order_acquire);
-    if (head < tail || head - tail > r->capacity) {
-        char what[160];
-        snprintf(what, sizeof what,
-                 "its ring's head went to %llu with %llu read, in a ring of %u slots",
-                 (unsigned long long)head, (unsigned long long)tail, r->capacity);
-        misbehaved(d, r->conn, r, what);
+    uint64_t head = atomic_load_explicit(&r->h->head, memory_order_acquire);
+    rank_ctx ctx = {d, r->conn};
+    char why[160];
+    if (tp_ring_reader_consume(&r->reader, d->sink, tp_ring_slots(r->h), head, on_rank, &ctx, why,
+                               sizeof why)) {
+        misbehaved(d, r->conn, r, why);
         return;
     }
-    while (tail < head) {
-        tp_event e = slots[tail & mask];
-        tail++;
-        switch (e.kind) {
-        case TP_EV_NAME: {
-            char text[TP_NAME_MAX + 1];
-            size_t len = e.aux > TP_NAME_MAX ? TP_NAME_MAX : (size_t)e.aux;
-            size_t chunks = (len + sizeof(tp_event) - 1) / sizeof(tp_event);
-            if (tail + chunks > head)
-                break;
-            if (e.name_id == 0 || e.name_id > TP_NAMES_MAX) {
-                char what[96];
-                snprintf(what, sizeof what, "its ring named region id %u (at most %u)", e.name_id,
-                         TP_NAMES_MAX);
-                misbehaved(d, r->conn, r, what);
-                r->tail = tail;
-                return;
-            }
-            for (size_t i = 0; i < chunks; i++) {
-                size_t off = i * sizeof(tp_event);
-                size_t n = len - off < sizeof(tp_event) ? len - off : sizeof(tp_event);
-                memcpy(text + off, &slots[(tail + i) & mask], n);
-            }
-            text[len] = '\0';
-            tail += chunks;
-            map_name(d, r, e.name_id, text);
-            break;
-        }
-        case TP_EV_BEGIN:
-            if (r->depth < OPEN_MAX)
-                r->open[r->depth++] = (open_region){e.name_id, e.t_ns};
-            break;
-        case TP_EV_END: close_region(d, r, e.name_id, e.t_ns); break;
-        case TP_EV_STEP: tp_sink_mark(d->sink, r->thread, TP_MARK_STEP, e.t_ns, 0); break;
-        case TP_EV_STEP_END: tp_sink_mark(d->sink, r->thread, TP_MARK_STEP_END, e.t_ns, 0); break;
-        case TP_EV_EPOCH: tp_sink_mark(d->sink, r->thread, TP_MARK_EPOCH, e.t_ns, e.value); break;
-        case TP_EV_SAMPLES:
-            tp_sink_mark(d->sink, r->thread, TP_MARK_SAMPLES, e.t_ns, e.value);
-            break;
-        case TP_EV_RANK: set_process_rank(d, r->conn, (int32_t)e.value, e.aux); break;
-        case TP_EV_DEVICE: {
-            uint32_t name = global_name(r, e.name_id);
-            if (name && e.value >= 0)
-                tp_sink_device_span(d->sink, r->thread, name, e.t_ns, (uint64_t)e.value);
-            break;
-        }
-        default: break;
-        }
-    }
-    r->tail = tail;
-    atomic_store_explicit(&h->tail, tail, memory_order_release);
+    atomic_store_explicit(&r->h->tail, r->reader.tail, memory_order_release);
 }
 
 /* ---- rings and connections ----------------------------------------------- */
@@ -279,8 +190,8 @@ static void add_ring(tp_drain *d, int conn, int fd)
     memset(r, 0, sizeof *r);
     r->h = h;
     r->bytes = (size_t)bytes;
-    r->capacity = hdr.capacity;
-    r->tail = 0; /* whatever the header says: nothing was read yet */
+    r->reader.capacity = hdr.capacity;
+    r->reader.tail = 0; /* whatever the header says: nothing was read yet */
     r->conn = conn;
     const conn_rank *c = &d->ranks[conn];
     tp_thread_info info = {0,
@@ -293,10 +204,17 @@ static void add_ring(tp_drain *d, int conn, int fd)
                            0,
                            hdr.cuda_visible_devices_set != 0,
                            ""};
-    memcpy(info.name, hdr.thread_name, sizeof info.name - 1);
+    /* texts from the producer, made valid UTF-8 and cut on a character */
+    char text[sizeof hdr.cuda_visible_devices];
+    memcpy(text, hdr.thread_name, sizeof hdr.thread_name);
+    text[sizeof hdr.thread_name < sizeof info.name ? sizeof hdr.thread_name
+                                                   : sizeof info.name - 1] = '\0';
+    tp_utf8_clean(info.name, sizeof info.name, text);
     _Static_assert(sizeof info.cuda_visible == sizeof hdr.cuda_visible_devices, "same size");
-    memcpy(info.cuda_visible, hdr.cuda_visible_devices, sizeof info.cuda_visible - 1);
-    r->thread = tp_sink_thread(d->sink, &info);
+    memcpy(text, hdr.cuda_visible_devices, sizeof text - 1);
+    text[sizeof text - 1] = '\0';
+    tp_utf8_clean(info.cuda_visible, sizeof info.cuda_visible, text);
+    r->reader.thread = tp_sink_thread(d->sink, &info);
 }
 
 /* Drains a ring a last time, records its drops, and unmaps it. */
@@ -304,10 +222,10 @@ static void retire_ring(tp_drain *d, size_t i)
 {
     drain_ring *r = &d->rings[i];
     drain_ring_events(d, r);
-    tp_sink_thread_dropped(d->sink, r->thread,
+    tp_sink_thread_dropped(d->sink, r->reader.thread,
                            atomic_load_explicit(&r->h->dropped, memory_order_relaxed));
     munmap(r->h, r->bytes);
-    free(r->names);
+    tp_ring_reader_free(&r->reader);
     d->rings[i] = d->rings[--d->nrings];
 }
 
@@ -495,9 +413,9 @@ tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap)
         tp_drain_stop(d);
         return NULL;
     }
-    d->started = pthread_create(&d->thread, NULL, drain_main, d) == 0;
+    d->started = tp_thread_start(&d->thread, drain_main, d, TP_STACK_OWN_CODE);
     if (!d->started) {
-        snprintf(err, cap, "cannot start the drain thread");
+        snprintf(err, cap, "the recorder could not start its thread for them: %s", strerror(errno));
         tp_drain_stop(d);
         return NULL;
     }

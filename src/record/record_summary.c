@@ -1,12 +1,17 @@
 /* record_summary.c: the closing summary of `record`. */
 #include "record/record_summary.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "analyze/summary.h"
+#include "analyze/summary_store.h"
 #include "render/report.h"
 #include "render/units.h"
 #include "util/log.h"
+#include "util/utf8.h"
 
 /* Prints " label <stat> (unit)" for one series when it exists. */
 static void figure(FILE *out, const tp_summary *s, const char *metric, const char *labels,
@@ -21,35 +26,53 @@ static void figure(FILE *out, const tp_summary *s, const char *metric, const cha
     *first = false;
 }
 
-void tp_record_summary_print(FILE *out, const char *path, const tp_record_outcome *outcome)
+/* The first line: "trainprof: recorded 5.2 s of `python train.py` into
+ * run.db (exit status 0)", the command on one line, shortened (the report
+ * shows it whole). */
+static void first_line(FILE *out, const char *path, const tp_record_outcome *outcome)
+{
+    char dur[32];
+    tp_format_duration(dur, sizeof dur, (double)outcome->duration_ns / 1e9);
+    const char *command = outcome->command ? outcome->command : "";
+    char cmd[64];
+    size_t n = 0;
+    for (const char *p = command; *p && n + 4 < sizeof cmd; p++)
+        cmd[n++] = (*p == '\n' || *p == '\t') ? ' ' : *p;
+    if (strlen(command) > n)
+        cmd[n++] = '.', cmd[n++] = '.', cmd[n++] = '.';
+    cmd[n] = '\0';
+    fputs("trainprof: recorded ", out);
+    fputs(dur, out);
+    fputs(" of `", out);
+    tp_text_write_safe(out, cmd);
+    fputs("` into ", out);
+    tp_text_write_safe(out, path);
+    fprintf(out, " (exit status %d)\n", outcome->exit_status);
+    if (outcome->lost && outcome->lost[0])
+        fprintf(out, "  %s\n", outcome->lost);
+}
+
+bool tp_record_summary_print(FILE *out, const char *path, const tp_record_outcome *outcome)
 {
     char err[512];
     tp_summary s;
     if (!tp_summary_load(path, &s, err, sizeof err)) {
         tp_warn("%s", err);
-        return;
+        return false;
     }
     const tp_run *run = s.run;
-    tp_run_facts f;
-    tp_run_facts_get(run, &f);
-    char dur[32];
-    tp_format_duration(dur, sizeof dur, (double)outcome->duration_ns / 1e9);
-    /* The command on one line, shortened: the report shows it whole. */
-    char cmd[64];
-    size_t n = 0;
-    for (const char *p = f.command; *p && n + 4 < sizeof cmd; p++)
-        cmd[n++] = (*p == '\n' || *p == '\t') ? ' ' : *p;
-    if (strlen(f.command) > n)
-        cmd[n++] = '.', cmd[n++] = '.', cmd[n++] = '.';
-    cmd[n] = '\0';
-    fprintf(out, "trainprof: recorded %s of `%s` into %s (exit status %d)\n", dur, cmd, path,
-            outcome->exit_status);
+    first_line(out, path, outcome);
     if (outcome->write_failed) {
         char held[32];
         tp_format_duration(held, sizeof held,
                            run->last_t_ns > 0 ? (double)run->last_t_ns / 1e9 : 0);
-        fprintf(out, "  the file holds the first %s only: writing it failed (the warning above)\n",
-                held);
+        if (run->last_t_ns > 0)
+            fprintf(out,
+                    "  the file holds the first %s only: writing it failed (the warning "
+                    "above)\n",
+                    held);
+        else
+            fputs("  the file holds no measurements: writing it failed (the warning above)\n", out);
     }
     bool first = true;
     figure(out, &s, "cpu_util_percent", "{}", "cpu", false, &first);
@@ -73,4 +96,43 @@ void tp_record_summary_print(FILE *out, const char *path, const tp_record_outcom
                 run->nunavailable == 1 ? "" : "s");
     fprintf(out, "  see: trainprof report %s\n", path);
     tp_summary_close(&s);
+    return true;
+}
+
+/* In the child: the summary tables, then the closing summary. Exits 0 when
+ * the closing summary was printed (or not asked for). */
+static _Noreturn void close_in_child(const char *path, const tp_record_outcome *outcome, bool quiet)
+{
+    char err[512];
+    if (!tp_summary_store_save(path, err, sizeof err)) /* the file stays readable row by row */
+        tp_warn("%s", err);
+    bool printed = quiet || tp_record_summary_print(stderr, path, outcome);
+    fflush(stderr);
+    _exit(printed ? 0 : 1);
+}
+
+void tp_record_close(const char *path, const tp_record_outcome *outcome, bool quiet)
+{
+    fflush(stderr);
+    pid_t child = fork();
+    if (child == 0)
+        close_in_child(path, outcome, quiet);
+    int wstatus = 0;
+    while (child > 0 && waitpid(child, &wstatus, 0) < 0 && errno == EINTR)
+        ;
+    if (child > 0 && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+        return;
+    /* no child (fork failed: no memory), or it died summarizing */
+    if (!quiet)
+        first_line(stderr, path, outcome);
+    char why[64];
+    if (child < 0)
+        snprintf(why, sizeof why, "no memory left for it");
+    else if (WIFSIGNALED(wstatus))
+        snprintf(why, sizeof why, "summarizing was killed by signal %d", WTERMSIG(wstatus));
+    else
+        snprintf(why, sizeof why, "see above");
+    fprintf(stderr, "  the run could not be summarized here (%s); `trainprof summarize ", why);
+    tp_text_write_safe(stderr, path);
+    fputs("` does it later\n", stderr);
 }

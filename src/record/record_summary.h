@@ -8,14 +8,25 @@
 
 /* How the recording ended, as the recorder saw it (the file may hold less). */
 typedef struct tp_record_outcome {
+    const char *command;  /* as the user typed it, shell-quoted (maybe cut) */
     int exit_status;      /* the command's, as record returns it */
     uint64_t duration_ns; /* from the start to the command's end */
     bool write_failed;    /* the run file stopped taking rows (a full disk) */
+    const char *lost;     /* what memory ran out for, in words; "" for nothing */
 } tp_record_outcome;
 
 /* Reads the finished run file back and prints its path, the command's
- * duration and exit status, how much the file holds where writing it failed,
- * the headline figures (CPU, memory, each GPU) and how to see the rest. */
-void tp_record_summary_print(FILE *out, const char *path, const tp_record_outcome *outcome);
+ * duration and exit status, how much the file holds where writing it failed
+ * or memory ran out, the headline figures (CPU, memory, each GPU) and how to
+ * see the rest. False (nothing printed) when the file can't be read back. */
+bool tp_record_summary_print(FILE *out, const char *path, const tp_record_outcome *outcome);
+
+/* The end of `record`, after the run file is closed: stores its summary
+ * tables and, unless quiet, prints the closing summary, both in a child
+ * process, so that memory running out there costs the summary, never the
+ * command's exit status or the closing line: where the child fails, the
+ * closing line is printed from what the recorder knows, with how to
+ * summarize the run later. */
+void tp_record_close(const char *path, const tp_record_outcome *outcome, bool quiet);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 static struct timespec to_timespec(uint64_t ns)
 {
@@ -54,7 +55,14 @@ bool tp_sampler_start(tp_sampler *s, const tp_collect_env *env, tp_collector_sco
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &attr);
     pthread_condattr_destroy(&attr);
-    s->started = pthread_create(&s->thread, NULL, sampler_main, s) == 0;
+    /* the default stack: collectors call vendors' libraries (NVML) */
+    s->started = tp_thread_start(&s->thread, sampler_main, s, 0);
+    if (!s->started) {
+        int saved = errno;
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->wake);
+        errno = saved;
+    }
     return s->started;
 }
 

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "name_index.h"
+#include "util/grow.h"
 
 typedef struct series_entry {
     char *metric;
@@ -27,32 +28,31 @@ struct tp_sink {
     TP_VEC(char *) names;           /* names[id - 1] */
     tp_name_index name_index;       /* text -> id */
     tp_batch pending;
+    uint64_t lost[TP_LOST_KINDS]; /* what memory ran out for */
     uint64_t total_samples;
     uint32_t total_unavailable;
 };
 
-/* Grows a TP_VEC to hold one more item; aborts on out-of-memory, which the
- * recorder cannot recover from anyway. */
-#define VEC_PUSH(v, item)                                            \
-    do {                                                             \
-        if ((v).len == (v).cap) {                                    \
-            size_t ncap = (v).cap ? (v).cap * 2 : 64;                \
-            void *np = realloc((v).items, ncap * sizeof *(v).items); \
-            if (!np)                                                 \
-                abort();                                             \
-            (v).items = np;                                          \
-            (v).cap = ncap;                                          \
-        }                                                            \
-        (v).items[(v).len++] = (item);                               \
+/* Makes room in a TP_VEC for one more item; ok false when memory ran out
+ * (the vector as it was). */
+#define VEC_ROOM(v, ok)                                                           \
+    do {                                                                          \
+        void *np_ = tp_grow_try((v).items, (v).len, &(v).cap, sizeof *(v).items); \
+        if (np_)                                                                  \
+            (v).items = np_;                                                      \
+        (ok) = np_ != NULL;                                                       \
     } while (0)
 
-static char *xstrdup(const char *s)
-{
-    char *d = strdup(s ? s : "");
-    if (!d)
-        abort();
-    return d;
-}
+/* Appends item to a TP_VEC; out of memory, counts it lost in s (of kind). */
+#define VEC_PUSH(s, v, item, kind)         \
+    do {                                   \
+        bool ok_;                          \
+        VEC_ROOM(v, ok_);                  \
+        if (ok_)                           \
+            (v).items[(v).len++] = (item); \
+        else                               \
+            (s)->lost[kind]++;             \
+    } while (0)
 
 tp_sink *tp_sink_new(uint64_t start_mono_ns)
 {
@@ -101,30 +101,47 @@ static long find_series(const tp_sink *s, const char *metric, const char *labels
     return -1;
 }
 
+/* Adds a series to the registry and to the pending definitions, both or
+ * neither: false when memory ran out. */
+static bool add_series(tp_sink *s, const char *metric, const char *labels)
+{
+    bool room_registry, room_pending;
+    VEC_ROOM(s->registry, room_registry);
+    VEC_ROOM(s->pending.series, room_pending);
+    series_entry e = {strdup(metric), strdup(labels), 0, false};
+    tp_series_def def = {(uint32_t)s->registry.len + 1, strdup(metric), strdup(labels)};
+    if (!room_registry || !room_pending || !e.metric || !e.labels || !def.metric || !def.labels) {
+        free(e.metric), free(e.labels), free(def.metric), free(def.labels);
+        return false;
+    }
+    s->registry.items[s->registry.len++] = e;
+    s->pending.series.items[s->pending.series.len++] = def;
+    return true;
+}
+
 uint32_t tp_sink_series(tp_sink *s, const char *metric, const char *labels)
 {
     pthread_mutex_lock(&s->lock);
     long idx = find_series(s, metric, labels);
-    if (idx < 0) {
-        series_entry e = {xstrdup(metric), xstrdup(labels), 0, false};
-        VEC_PUSH(s->registry, e);
+    if (idx < 0 && !add_series(s, metric, labels))
+        s->lost[TP_LOST_OTHER]++;
+    else if (idx < 0)
         idx = (long)s->registry.len - 1;
-        tp_series_def def = {(uint32_t)idx + 1, xstrdup(metric), xstrdup(labels)};
-        VEC_PUSH(s->pending.series, def);
-    }
     pthread_mutex_unlock(&s->lock);
-    return (uint32_t)idx + 1; /* ids start at 1 */
+    return (uint32_t)(idx + 1); /* ids start at 1; 0 when memory ran out */
 }
 
 void tp_sink_sample(tp_sink *s, uint32_t series, uint64_t t_mono_ns, double value)
 {
-    if (!isfinite(value) || value < 0 || series == 0)
+    if (!isfinite(value) || value < 0)
         return;
     uint64_t t = t_mono_ns > s->start_ns ? t_mono_ns - s->start_ns : 0;
     pthread_mutex_lock(&s->lock);
-    if (series <= s->registry.len) {
+    if (series == 0) { /* its series could not be made */
+        s->lost[TP_LOST_SAMPLES]++;
+    } else if (series <= s->registry.len) {
         tp_sample smp = {series, t, value};
-        VEC_PUSH(s->pending.samples, smp);
+        VEC_PUSH(s, s->pending.samples, smp, TP_LOST_SAMPLES);
         s->registry.items[series - 1].latest = value;
         s->registry.items[series - 1].has_latest = true;
         s->total_samples++;
@@ -134,13 +151,21 @@ void tp_sink_sample(tp_sink *s, uint32_t series, uint64_t t_mono_ns, double valu
 
 static void push_pair(tp_sink *s, bool unavailable, const char *k, const char *v)
 {
-    tp_text_pair p = {xstrdup(k), xstrdup(v)};
+    tp_text_pair p = {strdup(k ? k : ""), strdup(v ? v : "")};
     pthread_mutex_lock(&s->lock);
-    if (unavailable) {
-        VEC_PUSH(s->pending.unavailable, p);
+    bool ok = p.key && p.value;
+    if (ok && unavailable)
+        VEC_ROOM(s->pending.unavailable, ok);
+    else if (ok)
+        VEC_ROOM(s->pending.meta, ok);
+    if (!ok) {
+        free(p.key), free(p.value);
+        s->lost[TP_LOST_OTHER]++;
+    } else if (unavailable) {
+        s->pending.unavailable.items[s->pending.unavailable.len++] = p;
         s->total_unavailable++;
     } else {
-        VEC_PUSH(s->pending.meta, p);
+        s->pending.meta.items[s->pending.meta.len++] = p;
     }
     pthread_cond_signal(&s->ready);
     pthread_mutex_unlock(&s->lock);
@@ -159,7 +184,7 @@ void tp_sink_meta(tp_sink *s, const char *key, const char *value)
 void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu)
 {
     pthread_mutex_lock(&s->lock);
-    VEC_PUSH(s->pending.gpus, *gpu);
+    VEC_PUSH(s, s->pending.gpus, *gpu, TP_LOST_OTHER);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -197,6 +222,20 @@ void tp_sink_counts(tp_sink *s, uint64_t *samples, uint32_t *series, uint32_t *u
     pthread_mutex_unlock(&s->lock);
 }
 
+void tp_sink_lost(tp_sink *s, tp_lost_kind kind, uint64_t n)
+{
+    pthread_mutex_lock(&s->lock);
+    s->lost[kind] += n;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void tp_sink_losses(tp_sink *s, uint64_t out[TP_LOST_KINDS])
+{
+    pthread_mutex_lock(&s->lock);
+    memcpy(out, s->lost, sizeof s->lost);
+    pthread_mutex_unlock(&s->lock);
+}
+
 static bool has_pending(const tp_sink *s)
 {
     const tp_batch *b = &s->pending;
@@ -215,8 +254,16 @@ uint32_t tp_sink_thread(tp_sink *s, const tp_thread_info *info)
     pthread_mutex_lock(&s->lock);
     tp_thread_info t = *info;
     t.id = (uint32_t)s->threads.len + 1;
-    VEC_PUSH(s->threads, t);
-    VEC_PUSH(s->pending.threads, t);
+    bool room_all, room_pending;
+    VEC_ROOM(s->threads, room_all);
+    VEC_ROOM(s->pending.threads, room_pending);
+    if (room_all && room_pending) {
+        s->threads.items[s->threads.len++] = t;
+        s->pending.threads.items[s->pending.threads.len++] = t;
+    } else {
+        s->lost[TP_LOST_THREADS]++;
+        t.id = 0;
+    }
     pthread_mutex_unlock(&s->lock);
     return t.id;
 }
@@ -227,7 +274,7 @@ void tp_sink_thread_dropped(tp_sink *s, uint32_t thread, uint64_t dropped)
     if (thread >= 1 && thread <= s->threads.len) {
         tp_thread_info *t = &s->threads.items[thread - 1];
         t->dropped = dropped;
-        VEC_PUSH(s->pending.threads, *t);
+        VEC_PUSH(s, s->pending.threads, *t, TP_LOST_OTHER);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -239,7 +286,7 @@ void tp_sink_thread_rank(tp_sink *s, uint32_t thread, int32_t rank, int32_t loca
     if (thread >= 1 && thread <= s->threads.len) {
         tp_thread_info *t = &s->threads.items[thread - 1];
         t->rank = rank, t->local_rank = local_rank, t->world_size = world_size;
-        VEC_PUSH(s->pending.threads, *t);
+        VEC_PUSH(s, s->pending.threads, *t, TP_LOST_OTHER);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -249,19 +296,31 @@ static const char *name_text(const void *owner, uint32_t id)
     return ((const tp_sink *)owner)->names.items[id - 1];
 }
 
+/* Interns a new name: its id, or 0 (nothing changed) when memory ran out. */
+static uint32_t add_name(tp_sink *s, const char *text)
+{
+    bool room_names, room_pending;
+    VEC_ROOM(s->names, room_names);
+    VEC_ROOM(s->pending.names, room_pending);
+    char *own = strdup(text), *pending = strdup(text);
+    if (!room_names || !room_pending || !own || !pending ||
+        !tp_name_index_reserve(&s->name_index, (uint32_t)s->names.len, name_text, s)) {
+        free(own), free(pending);
+        return 0;
+    }
+    s->names.items[s->names.len++] = own;
+    uint32_t id = (uint32_t)s->names.len;
+    *tp_name_index_slot(&s->name_index, text, name_text, s) = id;
+    s->pending.names.items[s->pending.names.len++] = (tp_name_def){id, pending};
+    return id;
+}
+
 uint32_t tp_sink_name(tp_sink *s, const char *text)
 {
     pthread_mutex_lock(&s->lock);
     uint32_t id = tp_name_index_find(&s->name_index, text, name_text, s);
-    if (!id) {
-        if (!tp_name_index_reserve(&s->name_index, (uint32_t)s->names.len, name_text, s))
-            abort(); /* as VEC_PUSH */
-        VEC_PUSH(s->names, xstrdup(text));
-        *tp_name_index_slot(&s->name_index, text, name_text, s) = (uint32_t)s->names.len;
-        id = (uint32_t)s->names.len;
-        tp_name_def def = {id, xstrdup(text)};
-        VEC_PUSH(s->pending.names, def);
-    }
+    if (!id && !(id = add_name(s, text)))
+        s->lost[TP_LOST_OTHER]++;
     pthread_mutex_unlock(&s->lock);
     return id;
 }
@@ -274,7 +333,10 @@ void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth
     if (iv.end_ns < iv.start_ns)
         iv.end_ns = iv.start_ns;
     pthread_mutex_lock(&s->lock);
-    VEC_PUSH(s->pending.intervals, iv);
+    if (!thread || !name) /* its thread or name could not be kept */
+        s->lost[TP_LOST_EVENTS]++;
+    else
+        VEC_PUSH(s, s->pending.intervals, iv, TP_LOST_EVENTS);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -282,7 +344,10 @@ void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns
 {
     tp_mark m = {thread, kind, since_start(s, t_mono_ns), value};
     pthread_mutex_lock(&s->lock);
-    VEC_PUSH(s->pending.marks, m);
+    if (!thread)
+        s->lost[TP_LOST_EVENTS]++;
+    else
+        VEC_PUSH(s, s->pending.marks, m, TP_LOST_EVENTS);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -291,7 +356,10 @@ void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t st
 {
     tp_device_span d = {thread, name, since_start(s, start_mono_ns), device_ns};
     pthread_mutex_lock(&s->lock);
-    VEC_PUSH(s->pending.device_spans, d);
+    if (!thread || !name)
+        s->lost[TP_LOST_EVENTS]++;
+    else
+        VEC_PUSH(s, s->pending.device_spans, d, TP_LOST_EVENTS);
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -111,7 +111,9 @@ void tp_sink_free(tp_sink *s);
 
 uint64_t tp_sink_start_ns(const tp_sink *s);
 
-/* Producer side. */
+/* Producer side. None of it fails: memory running out costs the item, and
+ * is counted (tp_sink_losses). */
+/* The series' id; 0 when memory ran out (its samples are counted lost). */
 uint32_t tp_sink_series(tp_sink *s, const char *metric, const char *labels);
 /* t_mono_ns is CLOCK_MONOTONIC; negative or non-finite values are dropped. */
 void tp_sink_sample(tp_sink *s, uint32_t series, uint64_t t_mono_ns, double value);
@@ -120,12 +122,15 @@ void tp_sink_meta(tp_sink *s, const char *key, const char *value);
 void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu);
 
 /* Timing events (from the drain thread). Times are CLOCK_MONOTONIC. */
-uint32_t tp_sink_thread(tp_sink *s, const tp_thread_info *info); /* returns the thread id */
+/* Returns the thread id; 0 when memory ran out (events sent to thread 0, or
+ * with name 0, are counted lost). */
+uint32_t tp_sink_thread(tp_sink *s, const tp_thread_info *info);
 void tp_sink_thread_dropped(tp_sink *s, uint32_t thread, uint64_t dropped);
 /* The rank a thread's process gave itself after the thread's first event. */
 void tp_sink_thread_rank(tp_sink *s, uint32_t thread, int32_t rank, int32_t local_rank,
                          int32_t world_size);
-uint32_t tp_sink_name(tp_sink *s, const char *text); /* same id for the same text */
+/* The same id for the same text; 0 when memory ran out. */
+uint32_t tp_sink_name(tp_sink *s, const char *text);
 void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth,
                       uint64_t start_mono_ns, uint64_t end_mono_ns);
 void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns, int64_t value);
@@ -139,6 +144,20 @@ bool tp_sink_latest(tp_sink *s, const char *metric, const char *labels, double *
  * call the sink). */
 typedef void (*tp_sink_latest_fn)(void *ctx, const char *labels, double value);
 void tp_sink_latest_each(tp_sink *s, const char *metric, tp_sink_latest_fn fn, void *ctx);
+/* What the recorder could not keep because memory ran out: the sink counts
+ * its own losses (an item it had no room for, a series, name or thread it
+ * could not make, and everything later sent to one), and producers add
+ * theirs with tp_sink_lost. */
+typedef enum {
+    TP_LOST_SAMPLES, /* system-metric samples */
+    TP_LOST_EVENTS,  /* regions, step and epoch marks, device times */
+    TP_LOST_THREADS, /* training threads (all their events count as lost too) */
+    TP_LOST_OTHER,   /* series, region names, metadata, GPU descriptions */
+    TP_LOST_KINDS
+} tp_lost_kind;
+void tp_sink_lost(tp_sink *s, tp_lost_kind kind, uint64_t n);
+void tp_sink_losses(tp_sink *s, uint64_t out[TP_LOST_KINDS]);
+
 /* Counts of everything accepted so far. */
 void tp_sink_counts(tp_sink *s, uint64_t *samples, uint32_t *series, uint32_t *unavailable);
 

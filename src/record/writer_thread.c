@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 /* After a failed write: the batch's small rows (metadata, sources
  * unavailable, series, threads, names, GPUs), which keep the file's ids
@@ -70,7 +71,7 @@ static void *writer_main(void *arg)
 bool tp_writer_thread_start(tp_writer_thread *t, tp_sink *sink, tp_writer *writer, tp_live *live)
 {
     *t = (tp_writer_thread){.sink = sink, .writer = writer, .live = live};
-    t->started = pthread_create(&t->thread, NULL, writer_main, t) == 0;
+    t->started = tp_thread_start(&t->thread, writer_main, t, TP_STACK_SQLITE);
     return t->started;
 }
 

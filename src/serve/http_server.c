@@ -1,5 +1,6 @@
 /* http_server.c: see http_server.h. */
 #include "serve/http_server.h"
+#include "util/thread.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -279,7 +280,7 @@ tp_http_server *tp_http_start(const char *where, tp_live *live, char *err, size_
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT,
                                  MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
-    s->watching = s->daemon && pthread_create(&s->watchdog, NULL, watchdog_main, s) == 0;
+    s->watching = s->daemon && tp_thread_start(&s->watchdog, watchdog_main, s, TP_STACK_OWN_CODE);
     if (!s->daemon || !s->watching) {
         snprintf(err, cap, "cannot serve on %s: the HTTP server did not start", where);
         if (s->daemon)

@@ -124,10 +124,14 @@ static void apply_series(tp_live *l, const tp_batch *b)
 {
     for (size_t i = 0; i < b->series.len; i++) {
         const tp_series_def *d = &b->series.items[i];
-        while (l->nseries < d->id) {
-            l->series = tp_grow(l->series, l->nseries, &l->cap_series, sizeof *l->series);
-            memset(&l->series[l->nseries++], 0, sizeof *l->series);
+        for (void *p; l->nseries < d->id; l->nseries++) {
+            if (!(p = tp_grow_try(l->series, l->nseries, &l->cap_series, sizeof *l->series)))
+                break;
+            l->series = p;
+            memset(&l->series[l->nseries], 0, sizeof *l->series);
         }
+        if (l->nseries < d->id)
+            continue; /* out of memory: this series stays off the live view */
         live_series *s = &l->series[d->id - 1];
         s->known = tp_prom_metric_of(d->metric, &s->prom);
         tp_prom_labels(d->labels, s->labels, sizeof s->labels);
@@ -154,23 +158,33 @@ static void apply_timings(tp_live *l, const tp_batch *b)
 {
     for (size_t i = 0; i < b->names.len; i++) {
         const tp_name_def *d = &b->names.items[i];
-        while (l->nnames < d->id) {
-            l->names = tp_grow(l->names, l->nnames, &l->cap_names, sizeof *l->names);
-            l->names[l->nnames++] = NULL;
+        for (void *p; l->nnames < d->id; l->nnames++) {
+            if (!(p = tp_grow_try(l->names, l->nnames, &l->cap_names, sizeof *l->names)))
+                break;
+            l->names = p;
+            l->names[l->nnames] = NULL;
         }
+        if (l->nnames < d->id)
+            continue; /* out of memory: the name stays unknown to the live view */
         free(l->names[d->id - 1]);
         l->names[d->id - 1] = strdup(d->text);
     }
     for (size_t i = 0; i < b->threads.len; i++) {
         const tp_thread_info *t = &b->threads.items[i];
-        while (l->nthreads < t->id) {
-            l->thread_rank =
-                tp_grow(l->thread_rank, l->nthreads, &l->cap_threads, sizeof *l->thread_rank);
-            l->thread_dropped = tp_grow(l->thread_dropped, l->nthreads, &l->cap_thread_dropped,
-                                        sizeof *l->thread_dropped);
+        for (void *p; l->nthreads < t->id; l->nthreads++) {
+            if (!(p = tp_grow_try(l->thread_rank, l->nthreads, &l->cap_threads,
+                                  sizeof *l->thread_rank)))
+                break;
+            l->thread_rank = p;
+            if (!(p = tp_grow_try(l->thread_dropped, l->nthreads, &l->cap_thread_dropped,
+                                  sizeof *l->thread_dropped)))
+                break;
+            l->thread_dropped = p;
             l->thread_rank[l->nthreads] = -1;
-            l->thread_dropped[l->nthreads++] = 0;
+            l->thread_dropped[l->nthreads] = 0;
         }
+        if (l->nthreads < t->id)
+            continue;    /* out of memory: the thread counts for no rank live */
         if (t->pid != 0) /* the whole row: a new thread, or its rank or drops updated */
             l->thread_rank[t->id - 1] = t->rank;
         if (t->dropped > l->thread_dropped[t->id - 1]) {

@@ -13,10 +13,7 @@
 static char *dup_col(sqlite3_stmt *st, int col)
 {
     const unsigned char *t = sqlite3_column_text(st, col);
-    char *d = strdup(t ? (const char *)t : "");
-    if (!d)
-        abort();
-    return d;
+    return tp_xstrdup((const char *)t);
 }
 
 /* Grows *items (element size sz) so that index n fits. */
@@ -225,7 +222,7 @@ tp_run *tp_run_open(const char *path, char *err, size_t cap)
     run->schema_version = (int)version;
     rc = load_tables(run);
     if (rc != SQLITE_OK) {
-        snprintf(err, cap, "%s: damaged run file: %s", path, sqlite3_errmsg(db));
+        tp_read_failure(err, cap, path, db);
         tp_run_close(run);
         return NULL;
     }
@@ -357,7 +354,7 @@ bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *er
     free(times);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
-        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
+        tp_read_failure(err, cap, run->path, run->db);
         return false;
     }
     return true;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/reader.h"
+#include "store/schema.h"
 #include "util/grow.h"
 
 bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap)
@@ -39,7 +40,7 @@ bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
-        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
+        tp_read_failure(err, cap, run->path, run->db);
         return false;
     }
     return true;
@@ -68,7 +69,7 @@ bool tp_run_read_windows(tp_run *run, const char *sql, tp_steps_window **out, si
         free(*out);
         *out = NULL;
         *n = 0;
-        snprintf(err, cap, "%s: damaged run file: %s", run->path, sqlite3_errmsg(run->db));
+        tp_read_failure(err, cap, run->path, run->db);
         return false;
     }
     return true;

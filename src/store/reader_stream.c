@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "store/schema.h"
+#include "util/grow.h"
 
 static bool failed(tp_run *run, const char *what, char *err, size_t cap)
 {
@@ -33,13 +34,7 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
     size_t tcap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == tcap) {
-            tcap = tcap ? tcap * 2 : 16;
-            tp_run_thread *p = realloc(*threads, tcap * sizeof *p);
-            if (!p)
-                abort();
-            *threads = p;
-        }
+        *threads = tp_grow(*threads, *n, &tcap, sizeof **threads);
         tp_run_thread *t = &(*threads)[(*n)++];
         t->id = sqlite3_column_int64(st, 0);
         t->pid = sqlite3_column_int(st, 1);

@@ -1,6 +1,7 @@
 /* schema.c: creating a run file. */
 #include "store/schema.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "collect/metric_catalog.h"
@@ -62,6 +63,15 @@ static const char views_sql[] =
     "  JOIN metric m ON m.id = s.metric_id JOIN agent a ON a.id = s.agent_id;";
 
 int tp_exec(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL); }
+
+void tp_read_failure(char *err, size_t cap, const char *path, sqlite3 *db)
+{
+    int code = sqlite3_errcode(db) & 0xff;
+    bool damaged = code == SQLITE_CORRUPT || code == SQLITE_NOTADB || code == SQLITE_ERROR ||
+                   code == SQLITE_FORMAT || code == SQLITE_MISMATCH || code == SQLITE_RANGE;
+    snprintf(err, cap, "%s: %s: %s", path, damaged ? "damaged run file" : "cannot read it",
+             sqlite3_errmsg(db));
+}
 
 int tp_schema_create(sqlite3 *db)
 {

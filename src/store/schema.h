@@ -7,6 +7,7 @@
 #define TP_STORE_SCHEMA_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 
 #define TP_APPLICATION_ID 0x54505246 /* "TPRF" */
 /* 2: timings (thread, name, region, mark); 3: summary_* tables;
@@ -101,5 +102,11 @@ int tp_schema_create(sqlite3 *db);
 
 /* Runs SQL that returns no rows; returns an SQLite code. */
 int tp_exec(sqlite3 *db, const char *sql);
+
+/* Puts in err why reading path failed, from db's last error: "damaged run
+ * file" only where SQLite found the file so (corrupt, not a database); out
+ * of memory, an I/O error or a full disk is not the file's fault, and says
+ * what it is. */
+void tp_read_failure(char *err, size_t cap, const char *path, sqlite3 *db);
 
 #endif

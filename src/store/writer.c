@@ -301,12 +301,23 @@ bool tp_writer_apply(tp_writer *w, const tp_batch *batch, char *err, size_t cap)
 
 const char *tp_writer_error(const tp_writer *w) { return w->error; }
 
-bool tp_writer_meta(tp_writer *w, const char *key, const char *value)
+/* Runs statement which with two texts, in its own transaction. */
+static bool put_pair(tp_writer *w, int which, const char *key, const char *value)
 {
-    sqlite3_stmt *st = w->st[ST_META];
+    sqlite3_stmt *st = w->st[which];
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
     return run(st) == SQLITE_OK;
+}
+
+bool tp_writer_meta(tp_writer *w, const char *key, const char *value)
+{
+    return put_pair(w, ST_META, key, value);
+}
+
+bool tp_writer_unavailable(tp_writer *w, const char *source, const char *reason)
+{
+    return put_pair(w, ST_UNAVAILABLE, source, reason);
 }
 
 void tp_writer_finish(tp_writer *w)

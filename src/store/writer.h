@@ -30,6 +30,10 @@ const char *tp_writer_error(const tp_writer *w);
 /* Sets one metadata value at once (its own transaction). */
 bool tp_writer_meta(tp_writer *w, const char *key, const char *value);
 
+/* Adds one unavailable source at once (its own transaction): for what the
+ * recorder learns after its last batch (memory that ran out). */
+bool tp_writer_unavailable(tp_writer *w, const char *source, const char *reason);
+
 /* Checkpoints, switches the file out of WAL mode and closes it. */
 void tp_writer_finish(tp_writer *w);
 

@@ -10,6 +10,16 @@
 
 #include "util/log.h"
 
+/* The temporary file being written, removed by an exit in the middle (out
+ * of memory: util/oom.h). One at a time: outputs are written in turn. */
+static char pending_tmp[4200];
+
+static void remove_pending_tmp(void)
+{
+    if (pending_tmp[0])
+        unlink(pending_tmp);
+}
+
 int tp_output_refused(const char *what, const char *path, bool force, const char *const *inputs,
                       size_t ninputs)
 {
@@ -59,6 +69,10 @@ int tp_write_file_atomically(const char *what, const char *path, bool force,
         }
         return 2;
     }
+    static bool cleanup_registered;
+    if (!cleanup_registered)
+        cleanup_registered = atexit(remove_pending_tmp) == 0;
+    memcpy(pending_tmp, tmp, sizeof tmp);
     char err[1024];
     bool ok = fn(out, ctx, err, sizeof err);
     if (fclose(out) != 0 && ok) {
@@ -69,6 +83,7 @@ int tp_write_file_atomically(const char *what, const char *path, bool force,
         snprintf(err, sizeof err, "%s: cannot write %s: %s", what, path, strerror(errno));
         ok = false;
     }
+    pending_tmp[0] = '\0';
     if (!ok) {
         unlink(tmp);
         tp_error("%s", err);

@@ -204,6 +204,58 @@ def test_a_full_disk_costs_rows_not_the_training(small_disk):
     assert "incomplete: the run file was not written after" in page.read_text()
 
 
+EMIT = os.environ.get("EMIT_EVENTS", str(ROOT / "build" / "tests" / "emit_events"))
+
+
+def limited(kib):
+    """A preexec_fn that caps the address space (ulimit -v) at kib KiB."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (kib * 1024, kib * 1024))
+    return cap
+
+
+@pytest.mark.parametrize("kib", [13000, 14000, 15000, 16000, 20000, 28000, 40000, 64000])
+def test_an_address_space_limit_never_aborts_the_recorder_nor_makes_it_lie(run_file, kib):
+    """Under `ulimit -v`, from too little for the writer's thread to plenty:
+    the recorder either refuses before the command starts (exit 1, one line,
+    no file) or records it and says so truthfully: the command's own exit
+    status and name, a finished file that `report` reads. Never abort()."""
+    r = trainprof("record", "-o", run_file, "--", "sh", "-c", "sleep 0.3; exit 4",
+                  preexec_fn=limited(kib))
+    if r.returncode == 127:  # the dynamic loader, before trainprof's first line
+        assert "error while loading shared libraries" in r.stderr
+        return
+    if r.returncode == 1:
+        assert "cannot start the recorder's writer thread" in r.stderr, r.stderr
+        assert "the command was not started" in r.stderr
+        assert not run_file.exists()
+        return
+    assert r.returncode == 4, (r.returncode, r.stderr)
+    assert "recorded " in r.stderr and " of `sh -c 'sleep 0.3; exit 4'` into " in r.stderr
+    assert "Aborted" not in r.stderr and "``" not in r.stderr
+    run = report_json(run_file)["run"]
+    assert run["exit_status"] == 4 and run["meta"]["status"] == "finished"
+    assert run["command"] == "sh -c 'sleep 0.3; exit 4'"
+
+
+def test_memory_running_out_while_recording_costs_events_not_the_run(run_file):
+    """A process floods the recorder with regions under a 100 MB address
+    space: the recorder keeps going, counts what it had no memory for, and
+    says it in the closing lines and among the run's unavailable sources;
+    the command's exit status and the run's end are in the file."""
+    r = trainprof("record", "-o", run_file, "--", EMIT, "flood",
+                  preexec_fn=limited(100000))
+    assert r.returncode == 0, r.stderr
+    lost = re.search(r"memory ran out: (\d+) timing events were not recorded", r.stderr)
+    assert lost and int(lost.group(1)) > 0, r.stderr
+    report = report_json(run_file)
+    assert report["run"]["meta"]["status"] == "finished" and report["run"]["exit_status"] == 0
+    assert {"source": "recorder memory", "reason": lost.group(0)} in \
+        report["agents"][0]["unavailable"]
+
+
 def test_status_line_on_a_terminal(run_file):
     master, slave = pty.openpty()
     p = subprocess.Popen([PROGRAM, "record", "-o", run_file, "--", "sleep", "2.5"],

@@ -2,7 +2,8 @@
  * one scenario's events through libtrainprof and exits 0 when what it saw
  * itself (active, dropped) is as expected.
  * usage: emit_events
- * nested|spans|threads|overflow|fork|slow_epochs|device|late_rank|many_names|fork_many|none */
+ * nested|spans|threads|overflow|fork|slow_epochs|device|late_rank|many_names|fork_many|flood|
+ * none */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,6 +213,21 @@ static int many_names(void)
     return tp_active() && tp_dropped() == 0 ? 0 : 1;
 }
 
+/* Regions as fast as the thread can make them, for 1.5 s: more than the
+ * recorder can write as they come (a recorder short of memory loses some,
+ * and says how many). */
+static int flood(void)
+{
+    static tp_site site = TP_SITE("flood");
+    uint64_t end = tp_clock_now_ns() + 1500000000u;
+    while (tp_clock_now_ns() < end)
+        for (int i = 0; i < 1000; i++) {
+            tp_region_begin(&site);
+            tp_region_end(&site);
+        }
+    return tp_active() ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -235,6 +251,8 @@ int main(int argc, char **argv)
         return forking_many();
     if (strcmp(mode, "many_names") == 0)
         return many_names();
+    if (strcmp(mode, "flood") == 0)
+        return flood();
     if (strcmp(mode, "none") == 0)
         return without_recorder();
     return 64;

@@ -2,8 +2,10 @@
  * rings (the hostile_ring program), each beside a well-behaved one
  * (emit_events): the recorder's drain, in this process so that the
  * sanitizers watch it, must survive, record the well-behaved process in
- * full, and name the hostile one's pid among the unavailable sources. */
+ * full, and name the hostile one's pid among the unavailable sources. And
+ * the recorder's sink when memory runs out (a real address-space limit). */
 #include <spawn.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +141,109 @@ static void test_a_rewritten_tail_loses_nothing(void **state)
     tp_batch_free(&b);
 }
 
+/* What the memory test's child saw: items given to the sink, taken from
+ * it, and counted lost. */
+typedef struct oom_tally {
+    uint64_t samples_sent, samples_taken, events_sent, events_taken;
+    uint64_t lost[TP_LOST_KINDS];
+    uint32_t late_series, late_name; /* made after memory ran out: 0 or valid */
+    bool consistent;                 /* every taken row's series, thread and name exist */
+} oom_tally;
+
+static void take_and_count(tp_sink *sink, tp_batch *b, oom_tally *t, uint32_t *series_known,
+                           uint32_t *names_known)
+{
+    tp_sink_take(sink, b);
+    for (size_t i = 0; i < b->series.len; i++)
+        *series_known =
+            b->series.items[i].id > *series_known ? b->series.items[i].id : *series_known;
+    for (size_t i = 0; i < b->names.len; i++)
+        *names_known = b->names.items[i].id > *names_known ? b->names.items[i].id : *names_known;
+    for (size_t i = 0; i < b->samples.len; i++)
+        t->consistent &=
+            b->samples.items[i].series >= 1 && b->samples.items[i].series <= *series_known;
+    for (size_t i = 0; i < b->intervals.len; i++)
+        t->consistent &= b->intervals.items[i].thread == 1 && b->intervals.items[i].name >= 1 &&
+                         b->intervals.items[i].name <= *names_known;
+    t->samples_taken += b->samples.len;
+    t->events_taken += b->intervals.len + b->marks.len;
+    tp_batch_clear(b);
+}
+
+/* The child: a sink fed under an address-space limit a few MiB above what
+ * the process holds, until memory runs out for samples and events. */
+static void oom_child(int out)
+{
+    oom_tally t = {.consistent = true};
+    tp_sink *sink = tp_sink_new(0);
+    tp_batch b = {0};
+    uint32_t series_known = 0, names_known = 0;
+    uint32_t series = tp_sink_series(sink, "cpu_util_percent", "{}");
+    uint32_t thread = tp_sink_thread(sink, &(tp_thread_info){.pid = 1, .tid = 1, .rank = -1});
+    uint32_t name = tp_sink_name(sink, "train_batch");
+    take_and_count(sink, &b, &t, &series_known, &names_known);
+    unsigned long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%lu", &pages) != 1)
+        _exit(3);
+    fclose(f);
+    uint64_t held = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+    struct rlimit lim = {held + (16u << 20), held + (16u << 20)};
+    if (setrlimit(RLIMIT_AS, &lim) != 0)
+        _exit(4);
+    for (uint64_t i = 0; i < (64u << 20) && !(t.lost[TP_LOST_SAMPLES] && t.lost[TP_LOST_EVENTS]);
+         i++) {
+        tp_sink_sample(sink, series, i, 1.0);
+        tp_sink_interval(sink, thread, name, 0, i, i + 1);
+        tp_sink_mark(sink, thread, TP_MARK_STEP, i, 0);
+        t.samples_sent++;
+        t.events_sent += 2;
+        tp_sink_losses(sink, t.lost);
+    }
+    /* while the sink is full: a new series and name fail or are whole */
+    t.late_series = tp_sink_series(sink, "host_mem_used_bytes", "{}");
+    t.late_name = tp_sink_name(sink, "a name never seen before");
+    tp_sink_sample(sink, t.late_series, 1, 1.0);
+    t.samples_sent++;
+    take_and_count(sink, &b, &t, &series_known, &names_known);
+    tp_sink_losses(sink, t.lost);
+    tp_batch_free(&b);
+    tp_sink_free(sink);
+    _exit(write(out, &t, sizeof t) == (ssize_t)sizeof t ? 0 : 5);
+}
+
+/* Out of memory costs items, each counted, never the recorder: no abort,
+ * and what was taken plus what was lost is what was sent. (The sanitizers
+ * reserve terabytes of address space: under them this test is skipped.) */
+static void test_memory_running_out_costs_data_not_the_recorder(void **state)
+{
+    (void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    skip();
+#endif
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        close(fds[0]);
+        oom_child(fds[1]);
+    }
+    close(fds[1]);
+    oom_tally t;
+    ssize_t n = read(fds[0], &t, sizeof t);
+    close(fds[0]);
+    assert_int_equal(status_of(child), 0);
+    assert_int_equal(n, sizeof t);
+    assert_true(t.lost[TP_LOST_SAMPLES] > 0);
+    assert_true(t.lost[TP_LOST_EVENTS] > 0);
+    assert_true(t.consistent);
+    assert_true(t.samples_taken + t.lost[TP_LOST_SAMPLES] == t.samples_sent);
+    assert_true(t.events_taken + t.lost[TP_LOST_EVENTS] == t.events_sent);
+    assert_true(t.samples_taken > 100000); /* 16 MiB held a good many before */
+    if (!t.late_series || !t.late_name)
+        assert_true(t.lost[TP_LOST_OTHER] >= 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -147,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_name_ids_out_of_bounds),
         cmocka_unit_test(test_a_sparse_terabyte_claiming_2_31_slots),
         cmocka_unit_test(test_a_rewritten_tail_loses_nothing),
+        cmocka_unit_test(test_memory_running_out_costs_data_not_the_recorder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

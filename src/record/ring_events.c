@@ -1,0 +1,131 @@
+/* ring_events.c: reading one ring's events into the sink. */
+#include "record/ring_events.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/utf8.h"
+
+/* Maps the ring's name id local (1..TP_NAMES_MAX, checked by the caller)
+ * to the sink's, the text made valid UTF-8 whatever the ring held. */
+static void map_name(tp_ring_reader *r, tp_sink *sink, uint32_t local, const char *text)
+{
+    if (local >= r->names_cap) {
+        uint32_t ncap = local + 64;
+        uint32_t *n = realloc(r->names, ncap * sizeof *n);
+        if (!n) {
+            tp_sink_lost(sink, TP_LOST_OTHER, 1); /* its regions are skipped as unnamed */
+            return;
+        }
+        memset(n + r->names_cap, 0, (ncap - r->names_cap) * sizeof *n);
+        r->names = n;
+        r->names_cap = ncap;
+    }
+    char clean[TP_NAME_MAX * 3 + 1]; /* each invalid byte may become 3 */
+    tp_utf8_clean(clean, sizeof clean, text);
+    uint32_t id = tp_sink_name(sink, clean);
+    r->names[local] = id ? id : TP_RING_NAME_LOST;
+}
+
+/* The sink's name for the ring's id local: 0 when the ring never named it
+ * (its regions are skipped), TP_RING_NAME_LOST when memory ran out. */
+static uint32_t sink_name(const tp_ring_reader *r, uint32_t local)
+{
+    return local < r->names_cap ? r->names[local] : 0;
+}
+
+/* Closes the innermost open region with this name, and any opened after it
+ * whose end was lost to a full ring. */
+static void close_region(tp_ring_reader *r, tp_sink *sink, uint32_t local, uint64_t t)
+{
+    for (uint32_t k = r->depth; k-- > 0;) {
+        if (r->open[k].name != local)
+            continue;
+        uint32_t name = sink_name(r, local);
+        if (name) /* a lost name reaches the sink as 0: counted lost there */
+            tp_sink_interval(sink, r->thread, name == TP_RING_NAME_LOST ? 0 : name, k,
+                             r->open[k].start, t);
+        r->depth = k;
+        return;
+    }
+}
+
+/* Copies the text of a TP_EV_NAME event (len bytes in the chunks slots
+ * from tail) out of the ring. */
+static void copy_name(const tp_ring_reader *r, const tp_event *slots, uint64_t tail, size_t len,
+                      char text[TP_NAME_MAX + 1])
+{
+    uint32_t mask = r->capacity - 1;
+    for (size_t off = 0; off < len; off += sizeof(tp_event)) {
+        size_t n = len - off < sizeof(tp_event) ? len - off : sizeof(tp_event);
+        memcpy(text + off, &slots[(tail + off / sizeof(tp_event)) & mask], n);
+    }
+    text[len] = '\0';
+}
+
+const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_event *slots,
+                                   uint64_t head, tp_ring_rank_fn on_rank, void *ctx, char *why,
+                                   size_t cap)
+{
+    uint32_t mask = r->capacity - 1;
+    uint64_t tail = r->tail;
+    if (head < tail || head - tail > r->capacity) {
+        snprintf(why, cap, "its ring's head went to %llu with %llu read, in a ring of %u slots",
+                 (unsigned long long)head, (unsigned long long)tail, r->capacity);
+        return why;
+    }
+    while (tail < head) {
+        tp_event e = slots[tail & mask]; /* one copy: the producer may rewrite the slot */
+        tail++;
+        switch (e.kind) {
+        case TP_EV_NAME: {
+            size_t len = e.aux > TP_NAME_MAX ? TP_NAME_MAX : (size_t)e.aux;
+            size_t chunks = (len + sizeof(tp_event) - 1) / sizeof(tp_event);
+            if (tail + chunks > head) /* its text isn't all published: a torn name */
+                break;
+            if (e.name_id == 0 || e.name_id > TP_NAMES_MAX) {
+                snprintf(why, cap, "its ring named region id %u (at most %u)", e.name_id,
+                         TP_NAMES_MAX);
+                r->tail = tail;
+                return why;
+            }
+            char text[TP_NAME_MAX + 1];
+            copy_name(r, slots, tail, len, text);
+            tail += chunks;
+            map_name(r, sink, e.name_id, text);
+            break;
+        }
+        case TP_EV_BEGIN:
+            if (r->depth < TP_RING_OPEN_MAX)
+                r->open[r->depth++] = (tp_open_region){e.name_id, e.t_ns};
+            break;
+        case TP_EV_END: close_region(r, sink, e.name_id, e.t_ns); break;
+        case TP_EV_STEP: tp_sink_mark(sink, r->thread, TP_MARK_STEP, e.t_ns, 0); break;
+        case TP_EV_STEP_END: tp_sink_mark(sink, r->thread, TP_MARK_STEP_END, e.t_ns, 0); break;
+        case TP_EV_EPOCH: tp_sink_mark(sink, r->thread, TP_MARK_EPOCH, e.t_ns, e.value); break;
+        case TP_EV_SAMPLES: tp_sink_mark(sink, r->thread, TP_MARK_SAMPLES, e.t_ns, e.value); break;
+        case TP_EV_RANK:
+            if (on_rank)
+                on_rank(ctx, (int32_t)e.value, e.aux);
+            break;
+        case TP_EV_DEVICE: {
+            uint32_t name = sink_name(r, e.name_id);
+            if (name && e.value >= 0)
+                tp_sink_device_span(sink, r->thread, name == TP_RING_NAME_LOST ? 0 : name, e.t_ns,
+                                    (uint64_t)e.value);
+            break;
+        }
+        default: break;
+        }
+    }
+    r->tail = tail;
+    return NULL;
+}
+
+void tp_ring_reader_free(tp_ring_reader *r)
+{
+    free(r->names);
+    r->names = NULL;
+    r->names_cap = 0;
+}

@@ -1,0 +1,56 @@
+/* ring_events.h: one training thread's ring events turned into the sink's
+ * regions, marks and device times.
+ *
+ * The drain maps each ring and calls tp_ring_reader_consume every period;
+ * this is the part of it that reads what the training process wrote, apart
+ * from sockets and mappings so that a fuzzer can feed it anything
+ * (tests/fuzz/fuzz_ring_events.c). The slots lie in memory the producer can
+ * still write: each event is copied once and checked, name ids and lengths
+ * are bounded, and a head that is not within one capacity ahead of the
+ * reader's own tail breaks the ring. Nothing here trusts the ring header. */
+#ifndef TP_RECORD_RING_EVENTS_H
+#define TP_RECORD_RING_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record/sink.h"
+#include "ring.h"
+
+#define TP_RING_OPEN_MAX 64 /* regions open at once on one thread */
+
+typedef struct tp_open_region {
+    uint32_t name; /* the ring's own name id */
+    uint64_t start;
+} tp_open_region;
+
+/* What the reader keeps of one ring between periods. */
+typedef struct tp_ring_reader {
+    uint32_t capacity; /* slots, a power of two, copied once by the caller */
+    uint64_t tail;     /* the next slot to read */
+    uint32_t thread;   /* the sink's thread id; 0 when memory ran out */
+    uint32_t *names;   /* ring name id -> sink name id (TP_RING_NAME_LOST) */
+    uint32_t names_cap;
+    tp_open_region open[TP_RING_OPEN_MAX];
+    uint32_t depth;
+} tp_ring_reader;
+
+/* A ring name the sink had no memory for: its events are counted lost. */
+#define TP_RING_NAME_LOST UINT32_MAX
+
+/* Called for a TP_EV_RANK event: the process's rank, and aux (local rank |
+ * world size << 32) as the ring carried them. */
+typedef void (*tp_ring_rank_fn)(void *ctx, int32_t rank, uint64_t aux);
+
+/* Reads the events from r->tail up to head out of slots (r->capacity of
+ * them) into sink. Returns NULL, or why the ring broke the protocol (the
+ * text in why, r->tail just after the event that broke it); the caller
+ * retires a broken ring. */
+const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_event *slots,
+                                   uint64_t head, tp_ring_rank_fn on_rank, void *ctx, char *why,
+                                   size_t cap);
+
+/* Frees what the reader allocated (its name map). */
+void tp_ring_reader_free(tp_ring_reader *r);
+
+#endif

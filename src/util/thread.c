@@ -1,0 +1,17 @@
+/* thread.c: starting the recorder's own threads. */
+#include "util/thread.h"
+
+#include <errno.h>
+
+bool tp_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, size_t stack_bytes)
+{
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+    if (rc == 0 && stack_bytes)
+        rc = pthread_attr_setstacksize(&attr, stack_bytes);
+    if (rc == 0)
+        rc = pthread_create(thread, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    errno = rc;
+    return rc == 0;
+}

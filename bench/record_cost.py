@@ -6,6 +6,9 @@
    child; `sleep` itself uses next to nothing).
 2. Wall time of `trainprof record -- true` against a bare spawn of `true`,
    medians of 20 runs.
+
+--alt-trainprof BIN measures another build's program the same way in the
+same run (the build before a change), interleaved with ours.
 """
 
 import json
@@ -72,17 +75,25 @@ def median_wall(cmd, runs=20):
 
 
 def main():
-    seconds = sys.argv[1] if len(sys.argv) > 1 else "20"
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("seconds", nargs="?", default="20")
+    ap.add_argument("--alt-trainprof", help="another build's trainprof, measured alike")
+    args = ap.parse_args()
+    seconds = args.seconds
+    out = {}
     with tempfile.TemporaryDirectory() as d:
         run = os.path.join(d, "run.db")
-        ours = rusage_of([PROGRAM, "record", "-q", "-o", run, "--", "sleep", seconds])
-        peer = rusage_of([sys.executable, "-c", PSUTIL_LOOP, seconds])
-        true_ms = median_wall([PROGRAM, "record", "-q", "--force", "-o", run, "--", "true"])
-        bare_ms = median_wall(["true"])
-    print(json.dumps({
-        "record_sleep": ours, "psutil_loop_sleep": peer,
-        "record_true_median_ms": round(true_ms, 1), "bare_true_median_ms": round(bare_ms, 1),
-    }))
+        programs = [("", PROGRAM)] + ([("alt_", args.alt_trainprof)] if args.alt_trainprof else [])
+        for prefix, program in programs:
+            out[prefix + "record_sleep"] = rusage_of(
+                [program, "record", "-q", "--force", "-o", run, "--", "sleep", seconds])
+        out["psutil_loop_sleep"] = rusage_of([sys.executable, "-c", PSUTIL_LOOP, seconds])
+        for prefix, program in programs:
+            out[prefix + "record_true_median_ms"] = round(median_wall(
+                [program, "record", "-q", "--force", "-o", run, "--", "true"]), 1)
+        out["bare_true_median_ms"] = round(median_wall(["true"]), 1)
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

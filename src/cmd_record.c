@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,87 +138,108 @@ static void shell_quote(FILE *out, const char *arg)
     fputc('\'', out);
 }
 
-/* Records what is known before the command starts; the command line, as
- * the closing summary shows it, goes in command (cap bytes). */
-static void record_start_meta(tp_sink *sink, const record_options *o, const tp_clock_anchor *a,
-                              char *command, size_t cap)
+/* Metadata rows made on the stack, written in one transaction straight into
+ * the run file: the run's start and end must not depend on memory that may
+ * have run out. Texts longer than a buffer are the caller's. */
+typedef struct meta_list {
+    const char *keys[16];
+    const char *values[16];
+    char buf[16][64];
+    size_t n;
+} meta_list;
+
+static void meta_add(meta_list *m, const char *key, const char *value)
 {
-    char buf[128];
+    if (m->n < sizeof m->keys / sizeof m->keys[0] && value)
+        m->keys[m->n] = key, m->values[m->n] = value, m->n++;
+}
+
+static void meta_addf(meta_list *m, const char *key, const char *fmt, ...) TP_PRINTF(3, 4);
+static void meta_addf(meta_list *m, const char *key, const char *fmt, ...)
+{
+    if (m->n >= sizeof m->keys / sizeof m->keys[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->buf[m->n], sizeof m->buf[m->n], fmt, ap);
+    va_end(ap);
+    meta_add(m, key, m->buf[m->n]);
+}
+
+/* The command as text: shell-quoted words ("command"), or a JSON array
+ * ("argv"); NULL when memory ran out. The caller frees it. */
+static char *command_text(char **command, bool json)
+{
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
-    for (char **p = o->command; *p && mem; p++) {
-        if (p != o->command)
+    if (!mem)
+        return NULL;
+    json_writer w;
+    if (json) {
+        json_init(&w, mem);
+        json_array_begin(&w);
+    }
+    for (char **p = command; *p; p++) {
+        if (json) {
+            json_string(&w, *p);
+            continue;
+        }
+        if (p != command)
             fputc(' ', mem);
         shell_quote(mem, *p);
     }
-    if (mem && fclose(mem) == 0) {
-        tp_sink_meta(sink, "command", text);
-        tp_utf8_clean(command, cap, text);
-    } else {
-        tp_utf8_clean(command, cap, o->command[0]); /* no memory for more */
-    }
-    free(text);
-    text = NULL;
-    mem = open_memstream(&text, &len);
-    if (mem) {
-        json_writer w;
-        json_init(&w, mem);
-        json_array_begin(&w);
-        for (char **p = o->command; *p; p++)
-            json_string(&w, *p);
+    if (json)
         json_array_end(&w);
-        if (fclose(mem) == 0)
-            tp_sink_meta(sink, "argv", text);
+    if (fclose(mem) != 0) {
         free(text);
+        return NULL;
     }
-    tp_sink_meta(sink, "trainprof_version", TRAINPROF_VERSION);
-    tp_sink_meta(sink, "status", "recording");
-    snprintf(buf, sizeof buf, "%lld", (long long)a->wall_ns);
-    tp_sink_meta(sink, "start_wall_ns", buf);
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)a->mono_ns);
-    tp_sink_meta(sink, "start_mono_ns", buf);
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)a->uncertainty_ns);
-    tp_sink_meta(sink, "clock_uncertainty_ns", buf);
+    return text;
+}
+
+/* Writes what is known before the command starts into the run file; the
+ * command line, as the closing summary shows it, goes in command (cap
+ * bytes). False when the file would not take it. */
+static bool record_start_meta(tp_writer *writer, const record_options *o, const tp_clock_anchor *a,
+                              char *command, size_t cap)
+{
+    char *words = command_text(o->command, false), *argv = command_text(o->command, true);
+    tp_utf8_clean(command, cap, words ? words : o->command[0]);
+    meta_list m = {.n = 0};
+    meta_add(&m, "command", words ? words : command);
+    meta_add(&m, "argv", argv);
+    meta_add(&m, "trainprof_version", TRAINPROF_VERSION);
+    meta_add(&m, "status", "recording");
+    meta_addf(&m, "start_wall_ns", "%lld", (long long)a->wall_ns);
+    meta_addf(&m, "start_mono_ns", "%llu", (unsigned long long)a->mono_ns);
+    meta_addf(&m, "clock_uncertainty_ns", "%llu", (unsigned long long)a->uncertainty_ns);
     time_t secs = (time_t)(a->wall_ns / 1000000000);
     struct tm tm;
     gmtime_r(&secs, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    tp_sink_meta(sink, "start_wall", buf);
-    snprintf(buf, sizeof buf, "%g", o->interval_s);
-    tp_sink_meta(sink, "interval_s", buf);
-    snprintf(buf, sizeof buf, "%d", (int)getpid());
-    tp_sink_meta(sink, "recorder_pid", buf);
+    char when[32];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    meta_add(&m, "start_wall", when);
+    meta_addf(&m, "interval_s", "%g", o->interval_s);
+    meta_addf(&m, "recorder_pid", "%d", (int)getpid());
+    bool ok = tp_writer_metas(writer, m.keys, m.values, m.n);
+    free(words);
+    free(argv);
+    return ok;
 }
 
-/* Where end_meta puts a value: the sink (its last batch, seen live too) or
- * the writer directly (after the writer thread, needing no memory of the
- * sink's). */
-typedef void (*put_meta_fn)(void *to, const char *key, const char *value);
-
-static void put_in_sink(void *to, const char *key, const char *value)
+/* The run's end as metadata: exit status, the signal that ended the
+ * command (if one did), duration, and status "finished". */
+static void end_meta_make(meta_list *m, int exit_status, int wstatus, uint64_t duration_ns)
 {
-    tp_sink_meta(to, key, value);
-}
-
-static void put_in_writer(void *to, const char *key, const char *value)
-{
-    tp_writer_meta(to, key, value);
-}
-
-static void end_meta(put_meta_fn put, void *to, int exit_status, int wstatus, uint64_t duration_ns)
-{
-    char buf[64];
-    snprintf(buf, sizeof buf, "%d", exit_status);
-    put(to, "exit_status", buf);
+    m->n = 0;
+    meta_addf(m, "exit_status", "%d", exit_status);
     if (WIFSIGNALED(wstatus)) {
         const char *name = sigabbrev_np(WTERMSIG(wstatus));
-        snprintf(buf, sizeof buf, "SIG%s", name ? name : "?");
-        put(to, "exit_signal", buf);
+        meta_addf(m, "exit_signal", "SIG%s", name ? name : "?");
     }
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)duration_ns);
-    put(to, "duration_ns", buf);
-    put(to, "status", "finished");
+    meta_addf(m, "duration_ns", "%llu", (unsigned long long)duration_ns);
+    meta_add(m, "status", "finished");
 }
 
 /* What memory ran out for, in words ("" for nothing), from the sink's
@@ -354,7 +376,13 @@ int cmd_record(int argc, char **argv)
         return 1;
     }
     char command[128];
-    record_start_meta(sink, &o, &anchor, command, sizeof command);
+    if (!record_start_meta(writer, &o, &anchor, command, sizeof command)) {
+        tp_error("record: cannot write %s: %s", o.output, tp_writer_error(writer));
+        tp_writer_finish(writer);
+        unlink(o.output);
+        tp_sink_free(sink);
+        return 1;
+    }
     tp_collect_env env = {&root, sink, 0};
     tp_host_info_record(&env, o.agent);
 
@@ -433,14 +461,17 @@ int cmd_record(int argc, char **argv)
     tp_drain_stop(drain);
     tp_registry_remove();
     int exit_status = tp_child_exit_status(wstatus);
-    end_meta(put_in_sink, sink, exit_status, wstatus, duration);
+    meta_list end;
+    end_meta_make(&end, exit_status, wstatus, duration);
+    for (size_t i = 0; i < end.n; i++) /* the last batch, seen live too */
+        tp_sink_meta(sink, end.keys[i], end.values[i]);
     tp_sink_close(sink);
     tp_writer_thread_join(&wt);
     tp_http_stop(http); /* after the last batch: a final scrape sees the end */
     tp_live_free(live);
     /* the end again, and what memory ran out for, straight into the file:
      * where memory ran out the sink may have lost them */
-    end_meta(put_in_writer, writer, exit_status, wstatus, duration);
+    tp_writer_metas(writer, end.keys, end.values, end.n);
     char lost[256];
     describe_losses(sink, lost, sizeof lost);
     if (lost[0])

@@ -315,6 +315,18 @@ bool tp_writer_meta(tp_writer *w, const char *key, const char *value)
     return put_pair(w, ST_META, key, value);
 }
 
+bool tp_writer_metas(tp_writer *w, const char *const *keys, const char *const *values, size_t n)
+{
+    int rc = tp_exec(w->db, "BEGIN");
+    for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
+        rc = put_pair(w, ST_META, keys[i], values[i]) ? SQLITE_OK : SQLITE_ERROR;
+    if (rc == SQLITE_OK)
+        rc = tp_exec(w->db, "COMMIT");
+    if (rc != SQLITE_OK)
+        tp_exec(w->db, "ROLLBACK");
+    return rc == SQLITE_OK;
+}
+
 bool tp_writer_unavailable(tp_writer *w, const char *source, const char *reason)
 {
     return put_pair(w, ST_UNAVAILABLE, source, reason);

@@ -30,6 +30,9 @@ const char *tp_writer_error(const tp_writer *w);
 /* Sets one metadata value at once (its own transaction). */
 bool tp_writer_meta(tp_writer *w, const char *key, const char *value);
 
+/* Sets n metadata values in one transaction: all or none. */
+bool tp_writer_metas(tp_writer *w, const char *const *keys, const char *const *values, size_t n);
+
 /* Adds one unavailable source at once (its own transaction): for what the
  * recorder learns after its last batch (memory that ran out). */
 bool tp_writer_unavailable(tp_writer *w, const char *source, const char *reason);

@@ -8,7 +8,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 for script in ["sample_cost.py", "record_cost.py", "report_speed.py", "python_region_cost.py",
                "training_overhead.py", "step_cost.py", "funcol_cost.py", "top_cost.py", "html_cost.py",
-               "serve_cost.py", "startup_cost.py", "name_cost.py"]:
+               "serve_cost.py", "startup_cost.py", "name_cost.py", "report_shapes.py"]:
     print(f"== {script}", flush=True)
     subprocess.run([sys.executable, str(HERE / script)], check=True)
 

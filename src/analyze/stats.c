@@ -34,10 +34,17 @@ static void swap(double *a, double *b)
 }
 
 /* Rearranges v[lo..hi] so that v[k] is the value a sort would put there,
- * with nothing larger before it and nothing smaller after it. */
+ * with nothing larger before it and nothing smaller after it. Quickselect
+ * with a median-of-three pivot, as an introselect: an input shaped against
+ * the pivot choice (10^6 nested regions of a crafted file took 21 s) gets
+ * 2 log2(n) + 8 partitions, then the rest is sorted, so the cost stays
+ * O(n log n) whatever the values. */
 static void select_kth(double *v, size_t lo, size_t hi, size_t k)
 {
-    while (hi - lo > 16) {
+    int budget = 8;
+    for (size_t n = hi - lo + 1; n > 1; n >>= 1)
+        budget += 2;
+    while (hi - lo > 16 && budget-- > 0) {
         size_t mid = lo + (hi - lo) / 2;
         /* median of three as the pivot, moved to v[lo] */
         if (v[mid] < v[lo])

@@ -10,7 +10,7 @@ SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -
 C_FILES  := $(shell find include lib src tests bench python -name '*.[ch]')
 WERROR   := $(if $(CI),-Dwerror=true,)
 
-.PHONY: all build deps demo test test-c test-sanitizers test-format test-py test-fuzz fuzz bench format clean
+.PHONY: all build deps demo test test-c test-sanitizers test-format test-layers test-py test-fuzz fuzz bench format clean
 
 all: build
 
@@ -34,7 +34,7 @@ demo: build
 	$(PROGRAM) report $(BUILD)/demo.db
 	$(PROGRAM) html --force $(BUILD)/demo.db
 
-test: build test-format test-c test-sanitizers test-py test-fuzz
+test: build test-format test-layers test-c test-sanitizers test-py test-fuzz
 
 test-c:
 	$(MESON) test -C $(BUILD) --print-errorlogs
@@ -83,6 +83,10 @@ test-fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/ring-corpus/nested
 
 fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/ring-corpus/nested
 	$(call fuzz_both,$(FUZZ_SECONDS),$(FUZZ_SECONDS))
+
+# the include graph against the layer order of docs/contributing.md, no cycles
+test-layers:
+	python3 tools/check_layers.py
 
 test-format: deps
 	clang-format --dry-run --Werror $(C_FILES)

@@ -18,8 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/summary_store.h"
-#include "collect/metric_catalog.h"
+#include "analyze/summary_save.h"
+#include "core/metric_catalog.h"
+#include "core/sink.h"
 #include "store/writer.h"
 #include "util/labels.h"
 

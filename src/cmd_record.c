@@ -24,7 +24,6 @@
 #include "record/drain.h"
 #include "record/output_name.h"
 #include "record/registry.h"
-#include "analyze/summary_store.h"
 #include "record/record_summary.h"
 #include "record/sampler.h"
 #include "record/status_line.h"

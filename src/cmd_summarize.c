@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyze/summary_save.h"
 #include "analyze/summary_store.h"
 #include "commands.h"
 #include "store/reader.h"

@@ -409,12 +409,6 @@ bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap)
     return ok;
 }
 
-void tp_ranks_free(tp_ranks *r)
-{
-    free(r->rows);
-    memset(r, 0, sizeof *r);
-}
-
 typedef struct rank_work {
     double own_per_step;
     int rank;

@@ -27,34 +27,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/rank_facts.h"
 #include "store/reader.h"
 
 #define TP_STRAGGLER_EXCESS     0.10
 #define TP_STRAGGLER_STEP_SHARE 0.02
-
-typedef struct tp_rank_row {
-    int rank, local_rank;
-    int gpu; /* the index of the GPU it drove on its agent (rank_gpu.h), -1 unknown */
-    int64_t agent_id;
-    size_t steps;                  /* complete steps in the window */
-    int64_t t0_ns, t1_ns;          /* the window: first and last step mark */
-    double window_s;               /* t1_ns - t0_ns in seconds */
-    double input_s, compute_s;     /* totals over the window */
-    double comm_s, comm_overlap_s; /* communication, and its part under compute */
-    double other_s;
-    double gpu_util_percent, gpu_sm_clock_mhz; /* means over the window; NaN if none */
-    bool straggler;
-    double excess; /* own work per step over the median's, as a fraction */
-    char cause[240];
-} tp_rank_row;
-
-typedef struct tp_ranks {
-    tp_rank_row *rows; /* in rank order; only ranks with at least one step */
-    size_t n;
-    double median_own_s, median_input_s, median_compute_s, median_comm_s; /* per step */
-    double median_step_s; /* the median rank's window per step */
-    size_t nstragglers;
-} tp_ranks;
 
 /* The ranks shown in detail (html's step-time plots, report's per-rank
  * tables) when a run has more than this many. */
@@ -70,7 +47,6 @@ size_t tp_ranks_notable(const tp_ranks *r, int *out);
 /* Builds the parts of every rank (rank >= 0) that marked two or more steps;
  * out->n is 0 when none did. False (reason in err) if the run can't be read. */
 bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap);
-void tp_ranks_free(tp_ranks *r);
 
 /* Per-step seconds of a row's parts. */
 double tp_rank_own_per_step(const tp_rank_row *r);

@@ -9,7 +9,7 @@
 
 #include "util/ns_math.h"
 #include "analyze/summary_store.h"
-#include "collect/metric_catalog.h"
+#include "core/metric_catalog.h"
 #include "util/grow.h"
 
 /* The summary being built from the samples, and who else sees them. */

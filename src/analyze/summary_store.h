@@ -15,15 +15,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "analyze/ranks.h"
+#include "analyze/rank_facts.h"
 #include "analyze/stats.h"
-#include "analyze/timings.h"
+#include "analyze/timing_facts.h"
 #include "store/reader.h"
-
-/* Computes the summary of the finished run file at path from its rows and
- * stores it there; a schema 3 file becomes schema 4 on the way. False with a
- * one-line reason otherwise (schema 2 and older have no summary tables). */
-bool tp_summary_store_save(const char *path, char *err, size_t cap);
 
 /* Whether run carries a stored summary to read from. */
 bool tp_summary_stored(const tp_run *run);

@@ -460,13 +460,3 @@ bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, siz
     tp_run_thread_totals(run, &out->threads, &out->dropped);
     return true;
 }
-
-void tp_timings_free(tp_timings *t)
-{
-    for (size_t i = 0; i < t->nrows; i++)
-        free(t->rows[i].name);
-    free(t->rows);
-    free(t->steps);
-    free(t->epochs);
-    memset(t, 0, sizeof *t);
-}

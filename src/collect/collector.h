@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "collect/sysroot.h"
-#include "record/sink.h"
+#include "core/sink.h"
 
 typedef struct tp_collect_env {
     const tp_sysroot *root;

@@ -50,7 +50,7 @@ void tp_devtable_end_round(tp_devtable *t);
 
 void tp_devtable_free(tp_devtable *t);
 
-#include "record/sink.h"
+#include "core/sink.h"
 
 /* A collector's metric names and the label key that names a device. */
 typedef struct tp_dev_metrics {

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "record/sink.h"
+#include "core/sink.h"
 
 typedef struct tp_drain tp_drain;
 

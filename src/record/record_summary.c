@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "analyze/summary.h"
-#include "analyze/summary_store.h"
+#include "analyze/summary_save.h"
 #include "render/report.h"
 #include "render/units.h"
 #include "util/log.h"

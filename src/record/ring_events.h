@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "record/sink.h"
+#include "core/sink.h"
 #include "ring.h"
 
 #define TP_RING_OPEN_MAX 64 /* regions open at once on one thread */

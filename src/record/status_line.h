@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "record/sink.h"
+#include "core/sink.h"
 
 /* Redraws "trainprof 00:01:23  cpu 45%  mem 3.2/23.4 GiB  gpu0 93%" in place
  * from the latest values in the sink. */

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "record/sink.h"
+#include "core/sink.h"
 #include "serve/live_state.h"
 #include "store/writer.h"
 

@@ -11,7 +11,7 @@
 #include "analyze/step_phases.h"
 #include "analyze/summary_plots.h"
 #include "analyze/verdicts.h"
-#include "collect/metric_catalog.h"
+#include "core/metric_catalog.h"
 #include "render/report.h"
 #include "render/svg.h"
 #include "render/units.h"

@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-#include "record/sink.h"
+#include "core/batch.h"
 
 #define TP_LIVE_MAX_PHASES 4096
 #define TP_LIVE_MAX_RANKS  1024

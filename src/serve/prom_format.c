@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "collect/metric_catalog.h"
+#include "core/metric_catalog.h"
 #include "util/utf8.h"
 
 /* Copies name without the suffix (when it ends with it) after "trainprof_". */

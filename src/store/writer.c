@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collect/metric_catalog.h"
+#include "core/metric_catalog.h"
 #include "store/schema.h"
 
 enum {

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "record/sink.h"
+#include "core/batch.h"
 
 typedef struct tp_writer tp_writer;
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "record/ring_events.h"
-#include "record/sink.h"
+#include "core/sink.h"
 #include "util/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 
 #include "collect/collector.h"
-#include "record/sink.h"
+#include "core/sink.h"
 
 /* A fresh temporary directory; the caller frees the string. */
 char *fx_root(void);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "collect/collectors.h"
-#include "collect/metric_catalog.h"
+#include "core/metric_catalog.h"
 #include "harness.h"
 #include "trainprof.h"
 

@@ -9,7 +9,7 @@
 
 #include "analyze/rank_gpu.h"
 #include "analyze/ranks.h"
-#include "analyze/summary_store.h"
+#include "analyze/summary_save.h"
 #include "analyze/timings.h"
 #include "harness.h"
 #include "render/export.h"

@@ -1,5 +1,5 @@
 /* metric_catalog.c: names, units and meanings of the recorded metrics. */
-#include "collect/metric_catalog.h"
+#include "core/metric_catalog.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* sink.c: the thread-safe hand-over between collectors and the writer. */
-#include "record/sink.h"
+#include "core/sink.h"
 
 #include <errno.h>
 #include <math.h>
@@ -414,40 +414,4 @@ void tp_sink_close(tp_sink *s)
     s->closed = true;
     pthread_cond_broadcast(&s->ready);
     pthread_mutex_unlock(&s->lock);
-}
-
-void tp_batch_clear(tp_batch *b)
-{
-    for (size_t i = 0; i < b->series.len; i++) {
-        free(b->series.items[i].metric);
-        free(b->series.items[i].labels);
-    }
-    for (size_t i = 0; i < b->unavailable.len; i++) {
-        free(b->unavailable.items[i].key);
-        free(b->unavailable.items[i].value);
-    }
-    for (size_t i = 0; i < b->meta.len; i++) {
-        free(b->meta.items[i].key);
-        free(b->meta.items[i].value);
-    }
-    for (size_t i = 0; i < b->names.len; i++)
-        free(b->names.items[i].text);
-    b->series.len = b->samples.len = b->unavailable.len = b->meta.len = b->gpus.len = 0;
-    b->threads.len = b->names.len = b->intervals.len = b->marks.len = b->device_spans.len = 0;
-}
-
-void tp_batch_free(tp_batch *b)
-{
-    tp_batch_clear(b);
-    free(b->series.items);
-    free(b->samples.items);
-    free(b->unavailable.items);
-    free(b->meta.items);
-    free(b->gpus.items);
-    free(b->threads.items);
-    free(b->names.items);
-    free(b->intervals.items);
-    free(b->marks.items);
-    free(b->device_spans.items);
-    memset(b, 0, sizeof *b);
 }

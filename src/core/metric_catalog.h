@@ -2,8 +2,8 @@
  *
  * The single source of truth for metric names: collectors, the run file's
  * metric table, report formatting and docs/metrics.md all follow it. */
-#ifndef TP_COLLECT_METRIC_CATALOG_H
-#define TP_COLLECT_METRIC_CATALOG_H
+#ifndef TP_CORE_METRIC_CATALOG_H
+#define TP_CORE_METRIC_CATALOG_H
 
 #include <stddef.h>
 

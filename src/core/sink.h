@@ -10,98 +10,14 @@
  * Series are identified by (metric, labels). tp_sink_series returns the same
  * id for the same pair however often it is asked, so a device that vanishes
  * and comes back continues its series. */
-#ifndef TP_RECORD_SINK_H
-#define TP_RECORD_SINK_H
+#ifndef TP_CORE_SINK_H
+#define TP_CORE_SINK_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct tp_sample {
-    uint32_t series;
-    uint64_t t_ns; /* nanoseconds since the run's monotonic anchor */
-    double value;
-} tp_sample;
-
-typedef struct tp_series_def {
-    uint32_t id;
-    char *metric;
-    char *labels; /* JSON object text */
-} tp_series_def;
-
-typedef struct tp_text_pair {
-    char *key;
-    char *value;
-} tp_text_pair;
-
-typedef struct tp_gpu_info {
-    int index;
-    char name[96];
-    char uuid[96];
-    uint64_t mem_total_bytes;
-    char energy_source[32]; /* "counter" or "power_integral" */
-} tp_gpu_info;
-
-/* A training thread that sent events (one ring). */
-typedef struct tp_thread_info {
-    uint32_t id;
-    int32_t pid, tid, rank, local_rank, world_size;
-    char name[16];
-    uint64_t dropped; /* events the thread dropped on a full ring */
-    bool cuda_visible_set;
-    char cuda_visible[512]; /* its process's CUDA_VISIBLE_DEVICES (ring.h's size) */
-} tp_thread_info;
-
-/* A closed region: [start, end) on one thread, depth 0 for outermost. */
-typedef struct tp_interval {
-    uint32_t thread;
-    uint32_t name;
-    uint32_t depth;
-    uint64_t start_ns, end_ns; /* since the run's anchor */
-} tp_interval;
-
-/* The device (GPU) time of a region begun at start_ns on thread. */
-typedef struct tp_device_span {
-    uint32_t thread;
-    uint32_t name;
-    uint64_t start_ns; /* the region's host start, since the run's anchor */
-    uint64_t device_ns;
-} tp_device_span;
-
-/* A step or epoch boundary. */
-typedef struct tp_mark {
-    uint32_t thread;
-    uint32_t kind; /* TP_MARK_STEP, _STEP_END, _EPOCH or _SAMPLES */
-    uint64_t t_ns;
-    int64_t value;
-} tp_mark;
-
-enum { TP_MARK_STEP = 1, TP_MARK_EPOCH = 2, TP_MARK_SAMPLES = 3, TP_MARK_STEP_END = 4 };
-
-typedef struct tp_name_def {
-    uint32_t id;
-    char *text;
-} tp_name_def;
-
-/* A vector of T with count and capacity. */
-#define TP_VEC(T)        \
-    struct {             \
-        T *items;        \
-        size_t len, cap; \
-    }
-
-typedef struct tp_batch {
-    TP_VEC(tp_series_def) series;
-    TP_VEC(tp_sample) samples;
-    TP_VEC(tp_text_pair) unavailable; /* key: source, value: reason */
-    TP_VEC(tp_text_pair) meta;
-    TP_VEC(tp_gpu_info) gpus;
-    TP_VEC(tp_thread_info) threads; /* new threads, and final drop counts */
-    TP_VEC(tp_name_def) names;
-    TP_VEC(tp_interval) intervals;
-    TP_VEC(tp_mark) marks;
-    TP_VEC(tp_device_span) device_spans;
-} tp_batch;
+#include "core/batch.h"
 
 typedef struct tp_sink tp_sink;
 
@@ -168,8 +84,5 @@ bool tp_sink_wait(tp_sink *s, int timeout_ms);
 void tp_sink_take(tp_sink *s, tp_batch *out);
 /* Wakes the consumer for the last time; producers must have stopped. */
 void tp_sink_close(tp_sink *s);
-
-void tp_batch_clear(tp_batch *b);
-void tp_batch_free(tp_batch *b);
 
 #endif

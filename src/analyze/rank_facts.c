@@ -1,0 +1,11 @@
+/* rank_facts.c: freeing rank facts. */
+#include "analyze/rank_facts.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tp_ranks_free(tp_ranks *r)
+{
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}

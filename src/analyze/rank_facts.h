@@ -1,0 +1,36 @@
+/* rank_facts.h: the facts about ranks side by side (ranks.h builds them,
+ * summary_store.h reads them back from a run file, render/ shows them). */
+#ifndef TP_ANALYZE_RANK_FACTS_H
+#define TP_ANALYZE_RANK_FACTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tp_rank_row {
+    int rank, local_rank;
+    int gpu; /* the index of the GPU it drove on its agent (rank_gpu.h), -1 unknown */
+    int64_t agent_id;
+    size_t steps;                  /* complete steps in the window */
+    int64_t t0_ns, t1_ns;          /* the window: first and last step mark */
+    double window_s;               /* t1_ns - t0_ns in seconds */
+    double input_s, compute_s;     /* totals over the window */
+    double comm_s, comm_overlap_s; /* communication, and its part under compute */
+    double other_s;
+    double gpu_util_percent, gpu_sm_clock_mhz; /* means over the window; NaN if none */
+    bool straggler;
+    double excess; /* own work per step over the median's, as a fraction */
+    char cause[240];
+} tp_rank_row;
+
+typedef struct tp_ranks {
+    tp_rank_row *rows; /* in rank order; only ranks with at least one step */
+    size_t n;
+    double median_own_s, median_input_s, median_compute_s, median_comm_s; /* per step */
+    double median_step_s; /* the median rank's window per step */
+    size_t nstragglers;
+} tp_ranks;
+
+void tp_ranks_free(tp_ranks *r);
+
+#endif

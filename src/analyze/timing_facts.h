@@ -1,0 +1,64 @@
+/* timing_facts.h: the facts about where step time goes (timings.h builds
+ * them, summary_store.h reads them back from a run file, render/ shows
+ * them). */
+#ifndef TP_ANALYZE_TIMING_FACTS_H
+#define TP_ANALYZE_TIMING_FACTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/stats.h"
+
+typedef struct tp_timing_row {
+    int rank; /* -1 when the process had no rank */
+    char *name;
+    tp_stats stats; /* seconds */
+    double total_s;
+    double in_steps_s; /* the part of total_s inside the rank's steps (all of it without steps) */
+    double share;      /* in_steps_s over the rank's step time */
+    bool pause;        /* tp_timing_is_pause(name) */
+    /* Device (CUDA event) times of the same regions, seconds: the span on the
+     * device between the region's begin and end; count 0 when none */
+    tp_stats device;
+    double device_total_s;
+} tp_timing_row;
+
+/* A rank's steps. The figures are those of its steady steps: its warm-up
+ * steps (a thread's first steps, for as long as each held a `compile`
+ * region: torch.compile's first compilations) are counted apart and left
+ * out of them, of samples/s and of the shares, unless every step held one
+ * (then none is warm-up). A step's batches are its `samples` marks: one per
+ * batch (micro-batch) the training fetched for it. */
+typedef struct tp_step_row {
+    int rank;
+    tp_stats stats;  /* steady step durations, seconds */
+    double total_s;  /* their sum */
+    int64_t samples; /* samples fetched in them (0 when the batch size was not visible) */
+    int64_t batches; /* batches fetched in them (0 when none was seen) */
+    size_t warmup;   /* warm-up steps, not in the figures above */
+    double warmup_s; /* their total duration */
+} tp_step_row;
+
+typedef struct tp_epoch_row {
+    int rank;
+    int64_t epoch;
+    double start_s, duration_s;
+    size_t steps; /* every step, warm-up ones included */
+    int64_t samples, batches;
+    double energy_j; /* GPUs and CPU, NaN when no energy was recorded */
+} tp_epoch_row;
+
+typedef struct tp_timings {
+    tp_timing_row *rows;
+    size_t nrows;
+    tp_step_row *steps;
+    size_t nsteps;
+    tp_epoch_row *epochs;
+    size_t nepochs;
+    int64_t threads, dropped;
+} tp_timings;
+
+void tp_timings_free(tp_timings *t);
+
+#endif

@@ -1,0 +1,40 @@
+"""The layer check of `make test` (tools/check_layers.py): the tree passes
+it, and a tree with an include against the order, or a cycle, fails it."""
+
+import shutil
+import subprocess
+import sys
+
+from conftest import ROOT
+
+CHECK = [sys.executable, str(ROOT / "tools" / "check_layers.py")]
+
+
+def test_the_tree_keeps_the_layer_order_and_has_no_cycle():
+    r = subprocess.run(CHECK, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+
+
+def test_an_include_against_the_order_and_a_cycle_are_named(tmp_path):
+    (tmp_path / "docs").mkdir()
+    shutil.copy(ROOT / "docs" / "contributing.md", tmp_path / "docs")
+    for d in ("core", "store", "collect", "analyze"):
+        (tmp_path / "src" / d).mkdir(parents=True)
+    (tmp_path / "src" / "core" / "batch.h").write_text('#include "store/writer.h"\n')
+    (tmp_path / "src" / "store" / "writer.h").write_text('#include "core/batch.h"\n'
+                                                          '#include "collect/cpu.h"\n')
+    (tmp_path / "src" / "collect" / "cpu.h").write_text("\n")
+    (tmp_path / "src" / "analyze" / "a.c").write_text('#include "analyze/b.h"\n')
+    (tmp_path / "src" / "analyze" / "b.h").write_text('#include "analyze/a.h"\n')
+    (tmp_path / "src" / "analyze" / "a.h").write_text('#include "nowhere.h"\n')
+    r = subprocess.run(CHECK + ["--root", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == [
+        "src/analyze/a.h:1: includes nowhere.h, which is not in the tree",
+        "src/core/batch.h:1: core includes src/store/writer.h (store), against the layer order "
+        "of docs/contributing.md",
+        "src/store/writer.h:2: store includes src/collect/cpu.h (collect), against the layer "
+        "order of docs/contributing.md",
+        "a cycle of includes between src/analyze/a, src/analyze/b",
+        "a cycle of includes between src/core/batch, src/store/writer",
+    ]

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Holds the include graph of src/, lib/, include/ and the Python extension to
+the layer order written in docs/contributing.md (its ```layers block), and
+fails on any cycle between modules (a module: NAME.c with NAME.h).
+
+A file's layer is its directory under src/ (src/collect/cpu.c: collect), cmd
+for the commands (src/*.c), lib for lib/, include/ and python/trainprof/*.c
+(what runs inside the training). A layer may include itself and any layer
+on a line above its own; layers on one line are siblings and may not
+include each other. Prints one line per finding; exit status 1 if any.
+usage: check_layers.py [--root TREE]"""
+
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "contributing.md"
+GENERATED = {"trainprof_version.h"}  # made by the build (meson.build's version)
+
+
+def read_order():
+    """[[layer, ...] per line, bottom first] from the doc's ```layers block."""
+    m = re.search(r"```layers\n(.*?)```", DOC.read_text(), re.S)
+    if not m:
+        sys.exit(f"{DOC}: no ```layers block")
+    lines = [line.split("#")[0].split() for line in m.group(1).splitlines()]
+    return [line for line in lines if line][::-1]  # the block lists the top first
+
+
+def layer_of(path):
+    rel = path.relative_to(ROOT)
+    if rel.parts[0] in ("lib", "include", "python"):
+        return "lib"
+    return "cmd" if len(rel.parts) == 2 else rel.parts[1]
+
+
+def sources():
+    for pattern in ("src/**/*.[ch]", "lib/*.[ch]", "include/*.h", "python/trainprof/*.c"):
+        yield from sorted(ROOT.glob(pattern))
+
+
+def resolve(path, name):
+    if layer_of(path) == "lib":
+        bases = [path.parent, ROOT / "lib", ROOT / "include"]
+    else:
+        bases = [ROOT / "src", path.parent, ROOT / "lib", ROOT / "include"]
+    for base in bases:
+        if (base / name).exists():
+            return (base / name).resolve()
+    return None
+
+
+def cycles(graph):
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def main():
+    global ROOT, DOC
+    if len(sys.argv) == 3 and sys.argv[1] == "--root":  # another tree (the tests')
+        ROOT = pathlib.Path(sys.argv[2]).resolve()
+        DOC = ROOT / "docs" / "contributing.md"
+    order = read_order()
+    level = {name: i for i, line in enumerate(order) for name in line}
+    findings, graph = [], {}
+    for path in sources():
+        layer = layer_of(path)
+        rel = path.relative_to(ROOT)
+        if layer not in level:
+            findings.append(f"{rel}: layer {layer} is not in {DOC.name}'s order")
+            continue
+        module = str(rel.with_suffix(""))
+        for no, line in enumerate(path.read_text().splitlines(), 1):
+            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+            if not m:
+                continue
+            if m.group(1) in GENERATED:
+                continue
+            target = resolve(path, m.group(1))
+            if target is None:
+                findings.append(f"{rel}:{no}: includes {m.group(1)}, which is not in the tree")
+                continue
+            to = layer_of(target)
+            trel = target.relative_to(ROOT)
+            if to not in level:
+                continue
+            if level[to] > level[layer] or (level[to] == level[layer] and to != layer):
+                findings.append(f"{rel}:{no}: {layer} includes {trel} ({to}), against the "
+                                f"layer order of docs/contributing.md")
+            tmod = str(trel.with_suffix(""))
+            if tmod != module:
+                graph.setdefault(module, set()).add(tmod)
+    for comp in cycles(graph):
+        findings.append("a cycle of includes between " + ", ".join(comp))
+    for f in findings:
+        print(f)
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,7 +3,6 @@
  * (as is; with its DataLoader's first batch replayed; with the loader alone;
  * see python/trainprof/_bottleneck.py for the inside). */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -19,7 +18,7 @@
 #include "commands.h"
 #include "record/child.h"
 #include "util/json_writer.h"
-#include "util/cli.h"
+#include "util/options.h"
 #include "util/log.h"
 
 extern char **environ;
@@ -33,14 +32,7 @@ static const char usage[] =
     "  2. with the DataLoader's first batch replayed from memory: the training limit;\n"
     "  3. with the loader alone, batches fetched and discarded: the input limit.\n"
     "Prints the three rates, which limit binds and what to do next. The run files are\n"
-    "kept as PREFIX-asis.db, PREFIX-replay.db and PREFIX-loader.db.\n"
-    "\n"
-    "options:\n"
-    "  --steps N      steps measured in each run (default 200)\n"
-    "  --warmup N     steps run first and not measured (default 20)\n"
-    "  -o PREFIX      run file prefix (default trainprof-bottleneck-DATE-TIME)\n"
-    "  --json         one JSON object instead of text\n"
-    "  -h, --help     show this help\n";
+    "kept as PREFIX-asis.db, PREFIX-replay.db and PREFIX-loader.db.\n";
 
 enum { ASIS, REPLAY, LOADER, MODES };
 
@@ -258,44 +250,30 @@ static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, s
 
 int cmd_bottleneck(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"steps", required_argument, NULL, 's'},  {"warmup", required_argument, NULL, 'w'},
-        {"output", required_argument, NULL, 'o'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
-    };
     long steps = 200, warmup = 20;
     const char *prefix = NULL;
     bool json = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+:o:h", longopts, NULL)) != -1) {
-        char *end = NULL;
-        long v = optarg ? strtol(optarg, &end, 10) : 0;
-        if ((c == 's' || c == 'w') && (!*optarg || *end || v < (c == 's' ? 2 : 0) || v > 1000000)) {
-            tp_error("bottleneck: --%s must be a whole number from %d to 1000000 (got '%s')",
-                     c == 's' ? "steps" : "warmup", c == 's' ? 2 : 0, optarg);
-            return 2;
-        }
-        if (c == 's')
-            steps = v;
-        else if (c == 'w')
-            warmup = v;
-        else if (c == 'o')
-            prefix = optarg;
-        else if (c == 'j')
-            json = true;
-        else if (c == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        } else {
-            return tp_cli_option_error("bottleneck", argv, c);
-        }
-    }
-    if (optind >= argc) {
-        tp_error("bottleneck: no command given (usage: trainprof bottleneck -- COMMAND)");
-        return 2;
-    }
+    const tp_option options[] = {
+        TP_INTEGER(0, "steps", "N", "steps measured in each run (default 200)", &steps, 2, 1000000,
+                   NULL),
+        TP_INTEGER(0, "warmup", "N", "steps run first and not measured (default 20)", &warmup, 0,
+                   1000000, NULL),
+        TP_STRING('o', "output", "PREFIX",
+                  "run file prefix (default trainprof-bottleneck-DATE-TIME)", &prefix),
+        TP_FLAG(0, "json", "one JSON object instead of text", &json),
+    };
+    const tp_command cmd = {.name = "bottleneck",
+                            .usage = usage,
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .min_operands = 1,
+                            .max_operands = -1,
+                            .operands = "a command to run",
+                            .stop_at_operand = true};
+    int first;
+    int parsed = tp_options_parse(&cmd, argc, argv, &first);
+    if (parsed != TP_OPTIONS_OK)
+        return parsed;
     char self[4096], def[64];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) {
@@ -319,7 +297,7 @@ int cmd_bottleneck(int argc, char **argv)
             fprintf(stderr, "trainprof bottleneck: run %d of 3 (%s)...\n", m + 1, mode_names[m]);
         snprintf(r[m].facts_path, sizeof r[m].facts_path, "%s-%s.model", prefix, mode_names[m]);
         unlink(r[m].facts_path);
-        r[m].exit_status = run_mode(self, m, &r[m], steps, warmup, argv + optind);
+        r[m].exit_status = run_mode(self, m, &r[m], steps, warmup, argv + first);
         bool seen = false;
         analyse(&r[m], warmup, &seen);
         unlink(r[m].facts_path); /* its content is in the verdict and --json */

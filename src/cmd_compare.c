@@ -1,6 +1,5 @@
 /* cmd_compare.c: `trainprof compare`: scalability across runs (see
  * analyze/scaling.h for what is measured). */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +9,7 @@
 #include "commands.h"
 #include "render/units.h"
 #include "util/json_writer.h"
-#include "util/cli.h"
+#include "util/options.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -18,11 +17,7 @@ static const char usage[] =
     "\n"
     "Compares runs of the same training at different scales: world size, time per epoch,\n"
     "samples/s, speed-up and efficiency against the smallest run, energy per epoch and\n"
-    "per sample.\n"
-    "\n"
-    "options:\n"
-    "  --json       one JSON object instead of a table\n"
-    "  -h, --help   show this help\n";
+    "per sample.\n";
 
 static void print_text(const tp_scale_row *rows, size_t n)
 {
@@ -75,30 +70,25 @@ static void print_json(const tp_scale_row *rows, size_t n)
 
 int cmd_compare(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (c == 'j')
-            json = true;
-        else if (c == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        } else {
-            return tp_cli_option_error("compare", argv, c);
-        }
-    }
-    size_t n = (size_t)(argc - optind);
-    if (n < 2) {
-        tp_error("compare: give two or more run files (see trainprof compare --help)");
-        return 2;
-    }
+    const tp_option options[] = {
+        TP_FLAG(0, "json", "one JSON object instead of a table", &json),
+    };
+    const tp_command cmd = {.name = "compare",
+                            .usage = usage,
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .min_operands = 2,
+                            .max_operands = -1,
+                            .operands = "two or more run files"};
+    int first;
+    int parsed = tp_options_parse(&cmd, argc, argv, &first);
+    if (parsed != TP_OPTIONS_OK)
+        return parsed;
+    size_t n = (size_t)(argc - first);
     tp_scale_row *rows = calloc(n, sizeof *rows);
     char err[1024];
-    if (!rows || !tp_scaling_build(argv + optind, n, rows, err, sizeof err)) {
+    if (!rows || !tp_scaling_build(argv + first, n, rows, err, sizeof err)) {
         tp_error("%s", rows ? err : "compare: out of memory");
         free(rows);
         return 2;

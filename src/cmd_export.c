@@ -1,5 +1,4 @@
 /* cmd_export.c: `trainprof export`: a run file as a trace, CSV or JSON. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,7 +8,7 @@
 #include "render/report.h"
 #include "store/merge.h"
 #include "util/atomic_file.h"
-#include "util/cli.h"
+#include "util/options.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -23,13 +22,7 @@ static const char usage[] =
     "  csv     one row per sample: t_s,agent,metric,labels,value\n"
     "  json    the report, as `trainprof report --json`\n"
     "Several files (one per node of a job) are merged first, as `trainprof merge`\n"
-    "would.\n"
-    "\n"
-    "options:\n"
-    "  -f, --format FORMAT  chrome, csv or json\n"
-    "  -o, --output FILE    write to FILE (default: standard output)\n"
-    "      --force          overwrite FILE if it exists\n"
-    "  -h, --help           show this help\n";
+    "would.\n";
 
 typedef enum { FMT_CHROME, FMT_CSV, FMT_JSON } export_format;
 
@@ -60,43 +53,26 @@ static bool write_job(FILE *out, void *ctx, char *err, size_t cap)
 
 int cmd_export(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"format", required_argument, NULL, 'f'},
-        {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'F'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    export_format format = FMT_CHROME;
+    static const char *const formats[] = {"chrome", "csv", "json", NULL};
+    int format = FMT_CHROME;
     const char *output = NULL;
     bool force = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'f':
-            if (strcmp(optarg, "chrome") == 0)
-                format = FMT_CHROME;
-            else if (strcmp(optarg, "csv") == 0)
-                format = FMT_CSV;
-            else if (strcmp(optarg, "json") == 0)
-                format = FMT_JSON;
-            else {
-                tp_error("export: unknown format '%s' (chrome, csv or json)", optarg);
-                return 2;
-            }
-            break;
-        case 'o': output = optarg; break;
-        case 'F': force = true; break;
-        case 'h': fputs(usage, stdout); return 0;
-        default: return tp_cli_option_error("export", argv, c);
-        }
-    }
-    if (argc - optind < 1) {
-        tp_error("export: expected a run file (see trainprof export --help)");
-        return 2;
-    }
+    const tp_option options[] = {
+        TP_CHOICE('f', "format", "FORMAT", "chrome, csv or json", &format, formats),
+        TP_STRING('o', "output", "FILE", "write to FILE (default: standard output)", &output),
+        TP_FLAG(0, "force", "overwrite FILE if it exists", &force),
+    };
+    const tp_command cmd = {.name = "export",
+                            .usage = usage,
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .min_operands = 1,
+                            .max_operands = -1,
+                            .operands = "a run file"};
+    int optind;
+    int rc = tp_options_parse(&cmd, argc, argv, &optind);
+    if (rc != TP_OPTIONS_OK)
+        return rc;
     int refused =
         output ? tp_output_refused("export", output, force, (const char *const *)argv + optind,
                                    (size_t)(argc - optind))
@@ -122,13 +98,12 @@ int cmd_export(int argc, char **argv)
         tp_inputs_done(&in);
         return 2;
     }
-    int rc;
     if (output) {
-        export_job job = {run, format};
+        export_job job = {run, (export_format)format};
         rc = tp_write_file_atomically("export", output, force, (const char *const *)argv + optind,
                                       (size_t)(argc - optind), write_job, &job);
     } else {
-        rc = write_export(stdout, run, format, err, sizeof err) ? 0 : 1;
+        rc = write_export(stdout, run, (export_format)format, err, sizeof err) ? 0 : 1;
         if (rc)
             tp_error("%s", err);
         if (fflush(stdout) != 0)

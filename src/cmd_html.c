@@ -1,5 +1,4 @@
 /* cmd_html.c: `trainprof html`: the run as one self-contained HTML page. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +9,7 @@
 #include "render/html.h"
 #include "store/merge.h"
 #include "util/atomic_file.h"
-#include "util/cli.h"
+#include "util/options.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -25,16 +24,7 @@ static const char usage[] =
     "have them: seconds for a day of many nodes); name the page with -o then. With\n"
     "--compare, the files are runs of one training at different scales: the page\n"
     "shows `trainprof compare`'s table and charts of samples/s, efficiency, time per\n"
-    "epoch and energy per sample.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE  the page to write (default: RUN_FILE with .html)\n"
-    "      --force        overwrite FILE if it exists\n"
-    "      --compare      several runs side by side (scalability), not merged\n"
-    "      --all          with many ranks or agents (more than 8 or 4), every rank's\n"
-    "                     step-time plot and every agent's lines, not the notable\n"
-    "                     ranks and one chart across agents\n"
-    "  -h, --help         show this help\n";
+    "epoch and energy per sample.\n";
 
 typedef struct scaling_job {
     tp_scale_row *rows;
@@ -83,47 +73,41 @@ static int compare_page(char *const *paths, size_t n, const char *output, bool f
 
 int cmd_html(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'F'},
-        {"compare", no_argument, NULL, 'C'},      {"all", no_argument, NULL, 'a'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
-    };
     const char *output = NULL;
     bool force = false, compare = false, all = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-        if (c == 'o')
-            output = optarg;
-        else if (c == 'F')
-            force = true;
-        else if (c == 'C')
-            compare = true;
-        else if (c == 'a')
-            all = true;
-        else if (c == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        } else {
-            return tp_cli_option_error("html", argv, c);
-        }
-    }
-    if (argc - optind < 1) {
-        tp_error("html: expected a run file (see trainprof html --help)");
-        return 2;
-    }
+    const tp_option options[] = {
+        TP_STRING('o', "output", "FILE", "the page to write (default: RUN_FILE with .html)",
+                  &output),
+        TP_FLAG(0, "force", "overwrite FILE if it exists", &force),
+        TP_FLAG(0, "compare", "several runs side by side (scalability), not merged", &compare),
+        TP_FLAG(0, "all",
+                "with many ranks or agents (more than 8 or 4), every rank's\n"
+                "step-time plot and every agent's lines, not the notable\n"
+                "ranks and one chart across agents",
+                &all),
+    };
+    const tp_command cmd = {.name = "html",
+                            .usage = usage,
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .min_operands = 1,
+                            .max_operands = -1,
+                            .operands = "a run file"};
+    int first;
+    int parsed = tp_options_parse(&cmd, argc, argv, &first);
+    if (parsed != TP_OPTIONS_OK)
+        return parsed;
     if (compare && all) {
         tp_error("html: --all is for one run's page, not --compare");
         return 2;
     }
     if (compare)
-        return compare_page(argv + optind, (size_t)(argc - optind), output, force);
-    if (argc - optind > 1 && !output) {
+        return compare_page(argv + first, (size_t)(argc - first), output, force);
+    if (argc - first > 1 && !output) {
         tp_error("html: name the page with -o when reading several run files");
         return 2;
     }
-    const char *path = argv[optind];
+    const char *path = argv[first];
     char def[4200];
     if (!output) {
         size_t len = strlen(path);
@@ -131,14 +115,14 @@ int cmd_html(int argc, char **argv)
         snprintf(def, sizeof def, "%.*s.html", (int)stem, path);
         output = def;
     }
-    int refused = tp_output_refused("html", output, force, (const char *const *)argv + optind,
-                                    (size_t)(argc - optind)); /* before any reading */
+    int refused = tp_output_refused("html", output, force, (const char *const *)argv + first,
+                                    (size_t)(argc - first)); /* before any reading */
     if (refused)
         return refused;
     char err[1024];
     tp_summary s;
     tp_inputs in;
-    if (!tp_inputs_open(&in, "html", argv + optind, (size_t)(argc - optind), true, true, err,
+    if (!tp_inputs_open(&in, "html", argv + first, (size_t)(argc - first), true, true, err,
                         sizeof err) ||
         !tp_summary_load(in.path, &s, err, sizeof err)) {
         tp_inputs_done(&in);
@@ -147,8 +131,8 @@ int cmd_html(int argc, char **argv)
     }
     tp_inputs_name_run(&in, s.run);
     page_job job = {&s, all};
-    int rc = tp_write_file_atomically("html", output, force, (const char *const *)argv + optind,
-                                      (size_t)(argc - optind), write_page, &job);
+    int rc = tp_write_file_atomically("html", output, force, (const char *const *)argv + first,
+                                      (size_t)(argc - first), write_page, &job);
     tp_summary_close(&s);
     tp_inputs_done(&in);
     if (rc == 0)

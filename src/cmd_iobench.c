@@ -5,7 +5,6 @@
  * actually read. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,7 +20,7 @@
 #include "commands.h"
 #include "render/units.h"
 #include "util/json_writer.h"
-#include "util/cli.h"
+#include "util/options.h"
 #include "util/log.h"
 
 #define DISK_MB_S    TP_TYPICAL_DISK_MB_S
@@ -37,13 +36,7 @@ static const char usage[] =
     "reads) and random (4 KiB reads), bypassing the page cache where the filesystem\n"
     "allows, and compares them with typical figures (disk ~150 MB/s, NVMe ~3000 MB/s).\n"
     "PATH is a directory (a test file is written there and removed) or an existing\n"
-    "file (only read). With --run, also says how the recorded training read its data.\n"
-    "\n"
-    "options:\n"
-    "  --size MB       size of the test file in a directory (default 256)\n"
-    "  --run RUN_FILE  compare with the disk reads recorded in a run file\n"
-    "  --json          one JSON object instead of text\n"
-    "  -h, --help      show this help\n";
+    "file (only read). With --run, also says how the recorded training read its data.\n";
 
 static char made_file[4200]; /* removed on exit and on Ctrl-C */
 
@@ -270,41 +263,28 @@ static void print_json(const char *path, const io_result *r, const run_reads *rr
 
 int cmd_iobench(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"size", required_argument, NULL, 's'},
-        {"run", required_argument, NULL, 'r'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     long size_mb = 256;
     const char *run_path = NULL;
     bool json = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 's':
-            size_mb = strtol(optarg, &end, 10);
-            if (*end || size_mb < 1 || size_mb > 1 << 20) {
-                tp_error("iobench: --size must be a number of MB from 1 to 1048576 (got '%s')",
-                         optarg);
-                return 2;
-            }
-            break;
-        case 'r': run_path = optarg; break;
-        case 'j': json = true; break;
-        case 'h': fputs(usage, stdout); return 0;
-        default: return tp_cli_option_error("iobench", argv, c);
-        }
-    }
-    if (argc - optind != 1) {
-        tp_error("iobench: expected one PATH (see trainprof iobench --help)");
-        return 2;
-    }
-    const char *path = argv[optind];
+    const tp_option options[] = {
+        TP_INTEGER(0, "size", "MB", "size of the test file in a directory (default 256)", &size_mb,
+                   1, 1 << 20, "MB"),
+        TP_STRING(0, "run", "RUN_FILE", "compare with the disk reads recorded in a run file",
+                  &run_path),
+        TP_FLAG(0, "json", "one JSON object instead of text", &json),
+    };
+    const tp_command cmd = {.name = "iobench",
+                            .usage = usage,
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .min_operands = 1,
+                            .max_operands = 1,
+                            .operands = "one PATH"};
+    int first;
+    int parsed = tp_options_parse(&cmd, argc, argv, &first);
+    if (parsed != TP_OPTIONS_OK)
+        return parsed;
+    const char *path = argv[first];
     run_reads rr = {0};
     if (run_path && !read_run(run_path, &rr))
         return 2;

@@ -1,5 +1,4 @@
 /* cmd_merge.c: `trainprof merge`: one run file from the files of several nodes. */
-#include <getopt.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -7,7 +6,7 @@
 #include "commands.h"
 #include "store/merge.h"
 #include "util/atomic_file.h"
-#include "util/cli.h"
+#include "util/options.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -20,14 +19,7 @@ static const char usage[] =
     "With --summary, OUT holds only what `report`, `html` and `compare` read (the\n"
     "summaries and plots each recorder stored), to keep or send: for 8 node-days,\n"
     "30 MB in under a second instead of 6.7 GB in 90 s. `export` (trace, CSV) and\n"
-    "`summarize --force` need the node files.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output OUT   the merged run file (must not exist unless --force)\n"
-    "      --summary      summaries and plots only (each input must hold its own)\n"
-    "      --force        overwrite OUT, and merge files that don't seem to belong together\n"
-    "  -q, --quiet        no progress lines, only errors\n"
-    "  -h, --help         show this help\n";
+    "`summarize --force` need the node files.\n";
 
 /* One line per input copied, with the time so far: a merge of many
  * node-days takes minutes. */
@@ -43,38 +35,31 @@ static void print_progress(void *ctx, size_t done, size_t n, const char *input, 
 
 int cmd_merge(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'F'},
-        {"summary", no_argument, NULL, 'S'},      {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
-    };
     const char *output = NULL;
     bool force = false, quiet = false, summary = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
-        if (c == 'o')
-            output = optarg;
-        else if (c == 'F')
-            force = true;
-        else if (c == 'S')
-            summary = true;
-        else if (c == 'q')
-            quiet = true;
-        else if (c == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        } else {
-            return tp_cli_option_error("merge", argv, c);
-        }
-    }
-    if (!output || argc - optind < 2) {
+    const tp_option options[] = {
+        TP_STRING('o', "output", "OUT", "the merged run file (must not exist unless --force)",
+                  &output),
+        TP_FLAG(0, "summary", "summaries and plots only (each input must hold its own)", &summary),
+        TP_FLAG(0, "force", "overwrite OUT, and merge files that don't seem to belong together",
+                &force),
+        TP_FLAG('q', "quiet", "no progress lines, only errors", &quiet),
+    };
+    const tp_command cmd = {.name = "merge",
+                            .usage = usage,
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .max_operands = -1};
+    int first;
+    int parsed = tp_options_parse(&cmd, argc, argv, &first);
+    if (parsed != TP_OPTIONS_OK)
+        return parsed;
+    if (!output || argc - first < 2) {
         tp_error("merge: give -o OUT and two or more run files (see trainprof merge --help)");
         return 2;
     }
-    int refused = tp_output_refused("merge", output, force, (const char *const *)argv + optind,
-                                    (size_t)(argc - optind));
+    int refused = tp_output_refused("merge", output, force, (const char *const *)argv + first,
+                                    (size_t)(argc - first));
     if (refused)
         return refused;
     char err[1024];
@@ -87,13 +72,13 @@ int cmd_merge(int argc, char **argv)
                             .rows_refused = summary,
                             .progress = quiet ? NULL : print_progress,
                             .progress_ctx = &t0};
-    if (!tp_merge_runs(output, (const char *const *)argv + optind, (size_t)(argc - optind), &opt,
-                       err, sizeof err)) {
+    if (!tp_merge_runs(output, (const char *const *)argv + first, (size_t)(argc - first), &opt, err,
+                       sizeof err)) {
         tp_error("%s", err);
         return 2;
     }
     if (!quiet)
-        fprintf(stderr, "trainprof: merged %d run files into %s%s\n", argc - optind, output,
+        fprintf(stderr, "trainprof: merged %d run files into %s%s\n", argc - first, output,
                 summary ? " (summaries and plots only)" : "");
     return 0;
 }

@@ -5,7 +5,6 @@
  * thread and a writer thread, and waits on a signalfd for the command's end
  * and for signals to pass on. It exits with the command's status. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -33,7 +32,7 @@
 #include "store/schema.h"
 #include "trainprof_version.h"
 #include "util/json_writer.h"
-#include "util/cli.h"
+#include "util/options.h"
 #include "util/log.h"
 #include "util/utf8.h"
 
@@ -54,65 +53,54 @@ static const char usage[] =
     "\n"
     "Runs COMMAND, samples the machine while it runs, and writes everything into\n"
     "one SQLite run file. Exits with COMMAND's exit status (128+N if it died of\n"
-    "signal N, 127 if it could not be started).\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE     run file to write (default: trainprof-DATE-TIME.db);\n"
-    "                        %h is the host name, %r the node rank (SLURM_NODEID,\n"
-    "                        NODE_RANK or GROUP_RANK; else 0), %p the pid\n"
-    "  -f, --force           overwrite FILE if it exists\n"
-    "  -i, --interval SECS   sampling interval, 0.05 to 60 (default: 0.5)\n"
-    "      --agent NAME      name of this machine in the run (default: host name)\n"
-    "      --serve ADDR:PORT serve live metrics for Prometheus at http://ADDR:PORT/metrics\n"
-    "                        (e.g. 127.0.0.1:9464; 0.0.0.0:9464 for every interface)\n"
-    "  -q, --quiet           no status line and no summary\n"
-    "  -h, --help            show this help\n"
-    "\n"
-    "example:\n"
-    "  trainprof record -o run.db -- python train.py --epochs 3\n"
-    "  trainprof report run.db\n";
+    "signal N, 127 if it could not be started).\n";
+
+static const char epilogue[] = "example:\n"
+                               "  trainprof record -o run.db -- python train.py --epochs 3\n"
+                               "  trainprof report run.db\n";
 
 /* Returns 0 to go on, or an exit status (help: 0 via *done, errors: 2). */
 static int parse_options(int argc, char **argv, record_options *o, bool *done)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},   {"force", no_argument, NULL, 'f'},
-        {"interval", required_argument, NULL, 'i'}, {"agent", required_argument, NULL, 'a'},
-        {"quiet", no_argument, NULL, 'q'},          {"serve", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
-    };
     *o = (record_options){NULL, NULL, NULL, 0.5, false, false, NULL};
     *done = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+:o:fi:qh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': o->output = optarg; break;
-        case 'f': o->force = true; break;
-        case 'i':
-            if (!tp_sampler_parse_interval(optarg, &o->interval_s))
-                return 2;
-            break;
-        case 'a': o->agent = optarg; break;
-        case 's': o->serve = optarg; break;
-        case 'q': o->quiet = true; break;
-        case 'h':
-            fputs(usage, stdout);
-            *done = true;
-            return 0;
-        default: return tp_cli_option_error("record", argv, c);
-        }
-    }
-    if (optind >= argc) {
-        tp_error("record: no command given (usage: trainprof record [options] -- COMMAND)");
-        return 2;
+    const tp_option options[] = {
+        TP_STRING('o', "output", "FILE",
+                  "run file to write (default: trainprof-DATE-TIME.db);\n"
+                  "%h is the host name, %r the node rank (SLURM_NODEID,\n"
+                  "NODE_RANK or GROUP_RANK; else 0), %p the pid",
+                  &o->output),
+        TP_FLAG('f', "force", "overwrite FILE if it exists", &o->force),
+        TP_NUMBER('i', "interval", "SECS", "sampling interval, 0.05 to 60 (default: 0.5)",
+                  &o->interval_s, TP_INTERVAL_MIN, TP_INTERVAL_MAX, "seconds"),
+        TP_STRING(0, "agent", "NAME", "name of this machine in the run (default: host name)",
+                  &o->agent),
+        TP_STRING(0, "serve", "ADDR:PORT",
+                  "serve live metrics for Prometheus at http://ADDR:PORT/metrics\n"
+                  "(e.g. 127.0.0.1:9464; 0.0.0.0:9464 for every interface)",
+                  &o->serve),
+        TP_FLAG('q', "quiet", "no status line and no summary", &o->quiet),
+    };
+    const tp_command cmd = {.name = "record",
+                            .usage = usage,
+                            .epilogue = epilogue,
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .min_operands = 1,
+                            .max_operands = -1,
+                            .operands = "a command to run",
+                            .stop_at_operand = true};
+    int first;
+    int parsed = tp_options_parse(&cmd, argc, argv, &first);
+    if (parsed != TP_OPTIONS_OK) {
+        *done = parsed == TP_OPTIONS_HELP;
+        return parsed;
     }
     if (o->output && !*o->output) {
         tp_error("record: --output must not be empty");
         return 2;
     }
-    o->command = argv + optind;
+    o->command = argv + first;
     return 0;
 }
 

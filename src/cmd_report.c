@@ -1,5 +1,4 @@
 /* cmd_report.c: `trainprof report`: a run file's figures as text or JSON. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +7,7 @@
 #include "commands.h"
 #include "render/report.h"
 #include "store/merge.h"
-#include "util/cli.h"
+#include "util/options.h"
 #include "util/log.h"
 #include "util/utf8.h"
 
@@ -28,53 +27,39 @@ static const char usage[] =
     "agents, their system metrics are one table across agents (median, lowest,\n"
     "highest: every GPU is compared); with more than 8 ranks, the per-rank tables\n"
     "show 8: the 6 with the most own work per step, the median rank and the rank\n"
-    "with the least (the ranks side by side still list them all).\n"
-    "\n"
-    "options:\n"
-    "  --json       one JSON object instead of tables (every rank)\n"
-    "  --all        every agent's and every rank's own tables\n"
-    "  --whole-run  system metrics over the whole run, start-up and end included\n"
-    "               (--json has both: each series' figures and its \"in_steps\")\n"
-    "  -h, --help   show this help\n"
-    "\n"
+    "with the least (the ranks side by side still list them all).\n";
+
+static const char epilogue[] =
     "exit status: 0 on success, 2 for bad arguments or a file that is not a\n"
     "readable trainprof run file.\n";
 
 int cmd_report(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"all", no_argument, NULL, 'a'},
-        {"whole-run", no_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool json = false, all = false, whole_run = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (c == 'j') {
-            json = true;
-        } else if (c == 'a') {
-            all = true;
-        } else if (c == 'w') {
-            whole_run = true;
-        } else if (c == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        } else {
-            return tp_cli_option_error("report", argv, c);
-        }
-    }
-    if (argc - optind < 1) {
-        tp_error("report: expected a run file (see trainprof report --help)");
-        return 2;
-    }
+    const tp_option options[] = {
+        TP_FLAG(0, "json", "one JSON object instead of tables (every rank)", &json),
+        TP_FLAG(0, "all", "every agent's and every rank's own tables", &all),
+        TP_FLAG(0, "whole-run",
+                "system metrics over the whole run, start-up and end included\n"
+                "(--json has both: each series' figures and its \"in_steps\")",
+                &whole_run),
+    };
+    const tp_command cmd = {.name = "report",
+                            .usage = usage,
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .min_operands = 1,
+                            .max_operands = -1,
+                            .operands = "a run file",
+                            .epilogue = epilogue};
+    int first;
+    int parsed = tp_options_parse(&cmd, argc, argv, &first);
+    if (parsed != TP_OPTIONS_OK)
+        return parsed;
     char err[1024];
     tp_summary s;
     tp_inputs in;
-    if (!tp_inputs_open(&in, "report", argv + optind, (size_t)(argc - optind), true, false, err,
+    if (!tp_inputs_open(&in, "report", argv + first, (size_t)(argc - first), true, false, err,
                         sizeof err) ||
         !tp_summary_load(in.path, &s, err, sizeof err)) {
         tp_inputs_done(&in);

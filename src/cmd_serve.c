@@ -3,7 +3,6 @@
  *
  * The same sampler and live state as `record --serve`; the writer thread
  * applies batches to the live state only. Runs until SIGINT or SIGTERM. */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +15,7 @@
 #include "record/writer_thread.h"
 #include "serve/http_server.h"
 #include "serve/live_state.h"
-#include "util/cli.h"
+#include "util/options.h"
 #include "util/log.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:9464"
@@ -27,48 +26,30 @@ static const char usage[] =
     "Serves this machine's system metrics (CPU, memory, disks, network, GPUs) in\n"
     "the Prometheus text format at http://ADDR:PORT/metrics until interrupted.\n"
     "Use it on machines that run no recording; `trainprof record --serve` serves\n"
-    "a training's metrics and timings while it records them.\n"
-    "\n"
-    "options:\n"
-    "  -l, --listen ADDR:PORT  where to listen (default: " DEFAULT_LISTEN ", loopback only;\n"
-    "                          0.0.0.0:9464 for every interface)\n"
-    "  -i, --interval SECS     sampling interval, 0.05 to 60 (default: 1)\n"
-    "      --agent NAME        the agent label (default: host name)\n"
-    "  -h, --help              show this help\n";
+    "a training's metrics and timings while it records them.\n";
 
 int cmd_serve(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"interval", required_argument, NULL, 'i'},
-        {"agent", required_argument, NULL, 'a'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *listen_at = DEFAULT_LISTEN, *agent = NULL;
     double interval = 1.0;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":l:i:h", longopts, NULL)) != -1) {
-        if (c == 'l')
-            listen_at = optarg;
-        else if (c == 'i') {
-            if (!tp_sampler_parse_interval(optarg, &interval))
-                return 2;
-        } else if (c == 'a')
-            agent = optarg;
-        else if (c == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        } else {
-            return tp_cli_option_error("serve", argv, c);
-        }
-    }
-    if (optind < argc) {
-        tp_error("serve: unexpected argument '%s' (see trainprof serve --help)", argv[optind]);
-        return 2;
-    }
+    const tp_option options[] = {
+        TP_STRING('l', "listen", "ADDR:PORT",
+                  "where to listen (default: " DEFAULT_LISTEN ", loopback only;\n"
+                  "0.0.0.0:9464 for every interface)",
+                  &listen_at),
+        TP_NUMBER('i', "interval", "SECS", "sampling interval, 0.05 to 60 (default: 1)", &interval,
+                  TP_INTERVAL_MIN, TP_INTERVAL_MAX, "seconds"),
+        TP_STRING(0, "agent", "NAME", "the agent label (default: host name)", &agent),
+    };
+    const tp_command cmd = {.name = "serve",
+                            .usage = usage,
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .max_operands = 0};
+    int first;
+    int parsed = tp_options_parse(&cmd, argc, argv, &first);
+    if (parsed != TP_OPTIONS_OK)
+        return parsed;
     sigset_t mask, old;
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);

@@ -1,5 +1,4 @@
 /* cmd_summarize.c: `trainprof summarize`: store the summary a run file lacks. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +10,7 @@
 #include "commands.h"
 #include "store/reader.h"
 #include "store/schema.h"
-#include "util/cli.h"
+#include "util/options.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -24,13 +23,9 @@ static const char usage[] =
     "region and mark, and several node files report without a full merge.\n"
     "The figures are the same either way. A file still being recorded is left\n"
     "alone. A schema 3 file (trainprof before shares counted only time inside\n"
-    "steps) is brought to schema 4.\n"
-    "\n"
-    "options:\n"
-    "      --force   compute and store the summary again where there is one\n"
-    "  -q, --quiet   no line per file, only errors\n"
-    "  -h, --help    show this help\n"
-    "\n"
+    "steps) is brought to schema 4.\n";
+
+static const char epilogue[] =
     "exit status: 0 when every file holds its summary, 2 for bad arguments or a\n"
     "file that can't be summarized (each named on its own line).\n";
 
@@ -136,34 +131,25 @@ static bool summarize(const char *path, bool force, bool quiet)
 
 int cmd_summarize(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"force", no_argument, NULL, 'F'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool force = false, quiet = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
-        if (c == 'F') {
-            force = true;
-        } else if (c == 'q') {
-            quiet = true;
-        } else if (c == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        } else {
-            return tp_cli_option_error("summarize", argv, c);
-        }
-    }
-    if (argc - optind < 1) {
-        tp_error("summarize: give one or more run files (see trainprof summarize --help)");
-        return 2;
-    }
+    const tp_option options[] = {
+        TP_FLAG(0, "force", "compute and store the summary again where there is one", &force),
+        TP_FLAG('q', "quiet", "no line per file, only errors", &quiet),
+    };
+    const tp_command cmd = {.name = "summarize",
+                            .usage = usage,
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .min_operands = 1,
+                            .max_operands = -1,
+                            .operands = "one or more run files",
+                            .epilogue = epilogue};
+    int first;
+    int parsed = tp_options_parse(&cmd, argc, argv, &first);
+    if (parsed != TP_OPTIONS_OK)
+        return parsed;
     bool ok = true;
-    for (int i = optind; i < argc; i++)
+    for (int i = first; i < argc; i++)
         ok = summarize(argv[i], force, quiet) && ok;
     return ok ? 0 : 2;
 }

@@ -3,7 +3,6 @@
  * goes right now). ncurses draws; the same collectors as `record` measure. */
 #include <curses.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +16,7 @@
 #include "record/registry.h"
 #include "render/units.h"
 #include "store/reader_live.h"
-#include "util/cli.h"
+#include "util/options.h"
 #include "util/labels.h"
 #include "util/log.h"
 
@@ -33,11 +32,7 @@ static const char usage[] =
     "the busiest disk (share of time busy) and the most used link (share of its speed);\n"
     "and, while a `trainprof record` runs, its step rate and where step time goes now\n"
     "(with each phase's GPU time beside it where CUDA regions report device times).\n"
-    "Keys: q quits.\n"
-    "\n"
-    "options:\n"
-    "  -i, --interval SECS  refresh period, 0.2 to 60 (default: 1)\n"
-    "  -h, --help           show this help\n";
+    "Keys: q quits.\n";
 
 typedef struct history {
     double v[HISTORY];
@@ -386,34 +381,20 @@ static void measure(top_state *t, tp_collector_set *set, tp_batch *scratch)
 
 int cmd_top(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"interval", required_argument, NULL, 'i'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     double interval = 1.0;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":i:h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (c != 'i')
-            return tp_cli_option_error("top", argv, c);
-        char *end = NULL;
-        interval = strtod(optarg, &end);
-        if (!end || *end || !isfinite(interval) || interval < 0.2 || interval > 60) {
-            tp_error("top: --interval must be a number of seconds from 0.2 to 60");
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        tp_error("top: unexpected argument '%s' (top takes options only: see trainprof top --help)",
-                 argv[optind]);
-        return 2;
-    }
+    const tp_option options[] = {
+        TP_NUMBER('i', "interval", "SECS", "refresh period, 0.2 to 60 (default: 1)", &interval, 0.2,
+                  60, "seconds"),
+    };
+    const tp_command cmd = {.name = "top",
+                            .usage = usage,
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .max_operands = 0};
+    int first;
+    int parsed = tp_options_parse(&cmd, argc, argv, &first);
+    if (parsed != TP_OPTIONS_OK)
+        return parsed;
     if (!isatty(STDOUT_FILENO)) {
         tp_error("top: standard output is not a terminal");
         return 2;

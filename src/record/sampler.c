@@ -79,19 +79,3 @@ void tp_sampler_stop(tp_sampler *s)
     pthread_cond_destroy(&s->wake);
     s->started = false;
 }
-
-/* Parses and checks the interval; false with a message on bad input. */
-bool tp_sampler_parse_interval(const char *text, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || *end != '\0' || !isfinite(v) || v < TP_INTERVAL_MIN ||
-        v > TP_INTERVAL_MAX) {
-        tp_error("--interval must be a number of seconds from %g to %g (got '%s')", TP_INTERVAL_MIN,
-                 TP_INTERVAL_MAX, text);
-        return false;
-    }
-    *out = v;
-    return true;
-}

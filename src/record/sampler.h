@@ -33,10 +33,6 @@ bool tp_sampler_start(tp_sampler *s, const tp_collect_env *env, tp_collector_sco
 #define TP_INTERVAL_MIN 0.05 /* seconds */
 #define TP_INTERVAL_MAX 60.0
 
-/* Parses and checks a sampling interval in seconds (--interval); false with a
- * one-line message on bad input. */
-bool tp_sampler_parse_interval(const char *text, double *out);
-
 /* Stops after the tick in progress, joins, closes the collectors. */
 void tp_sampler_stop(tp_sampler *s);
 

@@ -95,7 +95,7 @@ def test_bad_arguments(tmp_path):
     r = trainprof("bottleneck", "--warmup", "", "--", "true")  # was taken for 0
     assert r.returncode == 2 and "--warmup must be a whole number" in r.stderr
     r = trainprof("bottleneck")
-    assert r.returncode == 2 and "no command given" in r.stderr
+    assert r.returncode == 2 and "bottleneck: expected a command to run" in r.stderr
 
 
 SMALL_FILES_SCRIPT = """

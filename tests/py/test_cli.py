@@ -32,7 +32,7 @@ def test_help_and_version():
 @pytest.mark.parametrize("args, message", [
     ([], "usage: trainprof"),
     (["frobnicate"], "unknown command 'frobnicate'"),
-    (["record"], "no command given"),
+    (["record"], "record: expected a command to run (see trainprof record --help)"),
     (["record", "--bogus", "true"], "record: unknown option --bogus (see trainprof record --help)"),
     (["record", "-o"], "record: -o needs a value (see trainprof record --help)"),
     # every subcommand names the option and what is wrong with it, the same way

@@ -82,7 +82,7 @@ def test_summarize_leaves_a_live_recording_and_names_bad_files(tmp_path):
     assert r.returncode == 2 and f"summarize: {text}: not a trainprof run file" in r.stderr
     assert report_json(k)["run"]["meta"]["summarized"] == "1"  # the good file still was
     r = trainprof("summarize")
-    assert r.returncode == 2 and "give one or more run files" in r.stderr
+    assert r.returncode == 2 and "expected one or more run files" in r.stderr
     r = trainprof("summarize", "--help")
     assert r.returncode == 0 and "killed" in r.stdout
 

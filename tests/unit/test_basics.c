@@ -15,6 +15,7 @@
 #include "util/json_read.h"
 #include "util/json_writer.h"
 #include "util/labels.h"
+#include "util/options.h"
 #include "util/text_parse.h"
 
 static void test_parse_numbers(void **state)
@@ -133,6 +134,49 @@ static void test_stats_match_sorting(void **state)
             free(ref);
         }
     }
+}
+
+/* An option table: each kind takes its value, refuses what is out of
+ * bounds with 2, and the operands' count is held. */
+static void test_option_table(void **state)
+{
+    (void)state;
+    static const char *const colours[] = {"red", "green", NULL};
+    bool flag;
+    const char *text;
+    int colour;
+    double seconds;
+    long count;
+    const tp_option options[] = {
+        TP_FLAG('f', "flag", "a flag", &flag),
+        TP_STRING('t', "text", "TEXT", "a text", &text),
+        TP_CHOICE(0, "colour", "COLOUR", "red or green", &colour, colours),
+        TP_NUMBER('s', "seconds", "S", "0.5 to 2", &seconds, 0.5, 2, "seconds"),
+        TP_INTEGER(0, "count", "N", "1 to 9", &count, 1, 9, NULL),
+    };
+    const tp_command cmd = {.name = "t",
+                            .usage = "usage: trainprof t\n",
+                            .options = options,
+                            .noptions = sizeof options / sizeof *options,
+                            .min_operands = 1,
+                            .max_operands = 2,
+                            .operands = "a file"};
+    char *ok[] = {"t",   "-f",      "--text=x", "--colour", "green", "-s",
+                  "1.5", "--count", "9",        "a",        NULL};
+    int first = 0;
+    flag = false, text = NULL, colour = 0, seconds = 0, count = 0;
+    assert_int_equal(tp_options_parse(&cmd, 10, ok, &first), TP_OPTIONS_OK);
+    assert_true(flag && strcmp(text, "x") == 0 && colour == 1 && seconds == 1.5 && count == 9);
+    assert_int_equal(first, 9);
+    char *refused[][4] = {
+        {"t", "--colour", "blue", "a"}, {"t", "-s", "3", "a"},      {"t", "--count", "1.5", "a"},
+        {"t", "--count", "", "a"},      {"t", "--bogus", "a", "a"}, {"t", "a", "b", "c"},
+        {"t", "-f", "-f", "-f"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        assert_int_equal(tp_options_parse(&cmd, 4, refused[i], &first), TP_OPTIONS_REFUSED);
+    char *missing[] = {"t", "-t", NULL};
+    assert_int_equal(tp_options_parse(&cmd, 2, missing, &first), TP_OPTIONS_REFUSED);
 }
 
 static void test_units(void **state)
@@ -312,11 +356,17 @@ static void test_prom_format(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_counter_delta),
-        cmocka_unit_test(test_labels),        cmocka_unit_test(test_stats),
-        cmocka_unit_test(test_units),         cmocka_unit_test(test_stats_match_sorting),
-        cmocka_unit_test(test_json_writer),   cmocka_unit_test(test_json_read),
-        cmocka_unit_test(test_model_facts),   cmocka_unit_test(test_prom_format),
+        cmocka_unit_test(test_parse_numbers),
+        cmocka_unit_test(test_counter_delta),
+        cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_option_table),
+        cmocka_unit_test(test_units),
+        cmocka_unit_test(test_stats_match_sorting),
+        cmocka_unit_test(test_json_writer),
+        cmocka_unit_test(test_json_read),
+        cmocka_unit_test(test_model_facts),
+        cmocka_unit_test(test_prom_format),
         cmocka_unit_test(test_envelope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -74,7 +74,7 @@ static void measure_rate(tp_run *run, long warmup, mode_result *r, bool *samples
     for (size_t i = 0; i < n;) {
         size_t j = i, steps = 0;
         while (j < n && m[j].thread == m[i].thread)
-            steps += m[j++].kind == TP_RUN_MARK_STEP;
+            steps += m[j++].kind == TP_MARK_STEP;
         if (steps > best) {
             best = steps;
             best_thread = m[i].thread;
@@ -87,11 +87,11 @@ static void measure_rate(tp_run *run, long warmup, mode_result *r, bool *samples
     for (size_t i = 0; i < n; i++) {
         if (m[i].thread != best_thread)
             continue;
-        if (m[i].kind == TP_RUN_MARK_SAMPLES) {
+        if (m[i].kind == TP_MARK_SAMPLES) {
             pending += (double)m[i].value;
             continue;
         }
-        if (m[i].kind != TP_RUN_MARK_STEP)
+        if (m[i].kind != TP_MARK_STEP)
             continue;
         if (seen > warmup) {
             samples += pending; /* the step that this mark closes */

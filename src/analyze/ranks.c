@@ -188,15 +188,15 @@ static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks
         bool open = false;
         for (; j < nmarks && marks[j].thread == marks[i].thread; j++) {
             int kind = marks[j].kind;
-            if (kind != TP_RUN_MARK_STEP && kind != TP_RUN_MARK_STEP_END)
+            if (kind != TP_MARK_STEP && kind != TP_MARK_STEP_END)
                 continue;
             if (open) {
                 closed++;
                 last = marks[j].t_ns;
-            } else if (kind == TP_RUN_MARK_STEP && first < 0) {
+            } else if (kind == TP_MARK_STEP && first < 0) {
                 first = marks[j].t_ns;
             }
-            open = kind == TP_RUN_MARK_STEP;
+            open = kind == TP_MARK_STEP;
         }
         int ti = thread_index(c, marks[i].thread);
         if (ti >= 0 && c->thread_acc[ti] >= 0) {

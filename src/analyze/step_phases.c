@@ -69,7 +69,7 @@ static void rank_steps_of(const tp_run_mark *m, size_t n, int rank, rank_steps *
     for (size_t i = 0; i < n;) {
         size_t j = i, steps = 0;
         while (j < n && m[j].thread == m[i].thread) {
-            steps += m[j].kind == TP_RUN_MARK_STEP;
+            steps += m[j].kind == TP_MARK_STEP;
             j++;
         }
         if (m[i].rank == rank && steps > best) {
@@ -83,9 +83,9 @@ static void rank_steps_of(const tp_run_mark *m, size_t n, int rank, rank_steps *
     r->nsteps = 0;
     int64_t prev = -1;
     for (size_t i = 0; r->start && r->end && i < n; i++) {
-        if (m[i].thread != r->thread || m[i].kind == TP_RUN_MARK_SAMPLES)
+        if (m[i].thread != r->thread || m[i].kind == TP_MARK_SAMPLES)
             continue;
-        if (m[i].kind == TP_RUN_MARK_EPOCH) {
+        if (m[i].kind == TP_MARK_EPOCH) {
             prev = -1;
             continue;
         }
@@ -93,7 +93,7 @@ static void rank_steps_of(const tp_run_mark *m, size_t n, int rank, rank_steps *
             r->start[r->nsteps] = prev;
             r->end[r->nsteps++] = m[i].t_ns;
         }
-        prev = m[i].kind == TP_RUN_MARK_STEP_END ? -1 : m[i].t_ns;
+        prev = m[i].kind == TP_MARK_STEP_END ? -1 : m[i].t_ns;
     }
     r->phase = calloc(r->nsteps * TP_STEP_PHASES + 1, sizeof(double));
 }

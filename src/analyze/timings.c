@@ -176,9 +176,9 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         bool new_thread = i == lo || m[i].thread != m[i - 1].thread;
         if (new_thread)
             warming = true;
-        if (new_thread || (m[i].kind == TP_RUN_MARK_EPOCH)) {
+        if (new_thread || (m[i].kind == TP_MARK_EPOCH)) {
             if (epoch_row >= 0) {
-                int64_t end = !new_thread && (m[i].kind == TP_RUN_MARK_EPOCH) ? m[i].t_ns
+                int64_t end = !new_thread && (m[i].kind == TP_MARK_EPOCH) ? m[i].t_ns
                               : last_mark >= 0                                ? last_mark
                                                                               : run_ns;
                 t->epochs[epoch_row].duration_s = epoch_duration(epoch_start, end);
@@ -188,7 +188,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             last_mark = -1;
             pending = pending_batches = 0;
         }
-        if ((m[i].kind == TP_RUN_MARK_EPOCH)) {
+        if ((m[i].kind == TP_MARK_EPOCH)) {
             t->epochs = tp_grow(t->epochs, t->nepochs, epochs_cap, sizeof *t->epochs);
             t->epochs[t->nepochs] = (tp_epoch_row){.rank = m[i].rank,
                                                    .epoch = m[i].value,
@@ -198,7 +198,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             epoch_start = m[i].t_ns;
             continue;
         }
-        if (m[i].kind == TP_RUN_MARK_SAMPLES) {
+        if (m[i].kind == TP_MARK_SAMPLES) {
             pending = tp_ns_add(pending, m[i].value); /* counts once its step is closed */
             pending_batches++;
             continue;
@@ -214,7 +214,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             }
         }
         pending = pending_batches = 0;
-        if (m[i].kind == TP_RUN_MARK_STEP_END) {
+        if (m[i].kind == TP_MARK_STEP_END) {
             if (prev_step >= 0)
                 last_mark = m[i].t_ns;
             prev_step = -1;

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ring.h"
+
 typedef struct tp_sample {
     uint32_t series;
     uint64_t t_ns; /* nanoseconds since the run's monotonic anchor */
@@ -68,7 +70,19 @@ typedef struct tp_mark {
     int64_t value;
 } tp_mark;
 
-enum { TP_MARK_STEP = 1, TP_MARK_EPOCH = 2, TP_MARK_SAMPLES = 3, TP_MARK_STEP_END = 4 };
+/* A mark's kind, one encoding from the training's ring to the run file's
+ * mark.kind (schema 7) and every reader: the ring's event kinds.
+ *   TP_MARK_STEP      a step begins (and the one before ends)
+ *   TP_MARK_EPOCH     an epoch begins; value: its number
+ *   TP_MARK_SAMPLES   a batch fetched for the open step; value: its samples
+ *   TP_MARK_STEP_END  the open step ended there and none begins until the
+ *                     thread's next step (an evaluation pass mid-epoch) */
+enum {
+    TP_MARK_STEP = TP_EV_STEP,
+    TP_MARK_EPOCH = TP_EV_EPOCH,
+    TP_MARK_SAMPLES = TP_EV_SAMPLES,
+    TP_MARK_STEP_END = TP_EV_STEP_END,
+};
 
 typedef struct tp_name_def {
     uint32_t id;

@@ -174,15 +174,15 @@ static void mark_events(chrome_ctx *c, const tp_run_mark *marks, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const tp_run_thread *t = thread_by_id(c, marks[i].thread);
-        if (!t || marks[i].kind == TP_RUN_MARK_SAMPLES)
+        if (!t || marks[i].kind == TP_MARK_SAMPLES)
             continue;
         sep(c);
-        if (marks[i].kind == TP_RUN_MARK_EPOCH)
+        if (marks[i].kind == TP_MARK_EPOCH)
             fprintf(c->out, "{\"ph\":\"i\",\"s\":\"p\",\"name\":\"epoch %lld\"",
                     (long long)marks[i].value);
         else
             fprintf(c->out, "{\"ph\":\"i\",\"s\":\"t\",\"name\":\"%s\"",
-                    marks[i].kind == TP_RUN_MARK_STEP_END ? "step end" : "step");
+                    marks[i].kind == TP_MARK_STEP_END ? "step end" : "step");
         fprintf(c->out, ",\"cat\":\"mark\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f}", t->pid, t->tid,
                 (double)marks[i].t_ns / 1e3);
     }

@@ -1,5 +1,6 @@
 /* merge.c: several run files into one, one agent per input. */
 #include "store/merge.h"
+#include "store/mark_kind.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -187,8 +188,10 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
             "INSERT INTO main.region SELECT r.thread_id + %lld, nm.dst, r.depth,"
             " r.start_ns + %lld, r.end_ns + %lld FROM src.region r"
             " CROSS JOIN name_map nm ON nm.src = r.name_id;"
-            "INSERT INTO main.mark SELECT thread_id + %lld, kind, t_ns + %lld, value"
-            " FROM src.mark;"
+            "INSERT INTO main.mark SELECT thread_id + %lld,"
+            " CASE kind WHEN 'step' THEN 3 WHEN 'epoch' THEN 4 WHEN 'samples' THEN 6"
+            " WHEN 'step_end' THEN 9 ELSE kind END," /* words before schema 7 */
+            " t_ns + %lld, value FROM src.mark;"
             "%s"
             "DROP TABLE name_map;",
             series, dt, thread, dt, dt, thread, dt, device_sql ? device_sql : "");

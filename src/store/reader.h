@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/batch.h"
+
 typedef struct tp_run_series {
     int64_t id;
     int64_t agent_id;
@@ -74,16 +76,12 @@ typedef struct tp_run {
     void *value_at_stmt; /* sqlite3_stmt of tp_run_series_value_at, kept */
 } tp_run;
 
-/* TP_RUN_MARK_STEP_END (schema 6): the step open on the thread ended there,
- * and no step runs from it to the thread's next step mark. */
-enum { TP_RUN_MARK_STEP, TP_RUN_MARK_EPOCH, TP_RUN_MARK_SAMPLES, TP_RUN_MARK_STEP_END };
-
 /* A step or epoch boundary, or a step's sample count (value), with the rank
  * of the thread that marked it. */
 typedef struct tp_run_mark {
     int64_t thread;
     int rank;
-    int kind; /* TP_RUN_MARK_STEP, _STEP_END, _EPOCH or _SAMPLES */
+    int kind; /* TP_MARK_STEP, _STEP_END, _EPOCH or _SAMPLES (core/batch.h) */
     int64_t t_ns;
     int64_t value;
 } tp_run_mark;

@@ -1,5 +1,6 @@
 /* reader_live.c: recent steps and phases of a live recording. */
 #include "store/reader_live.h"
+#include "store/mark_kind.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -94,14 +95,14 @@ static void read_new_rows(tp_live_reader *r, tp_run *run, int64_t oldest_sec)
         sqlite3_bind_int64(st, 1, r->mark_rowid);
         while (sqlite3_step(st) == SQLITE_ROW) {
             r->mark_rowid = sqlite3_column_int64(st, 0);
-            const char *kind = (const char *)sqlite3_column_text(st, 1);
+            int kind = tp_mark_kind_column(st, 1);
             int64_t sec = sqlite3_column_int64(st, 2) / 1000000000;
-            if (!kind || sec < oldest_sec)
+            if (sec < oldest_sec)
                 continue;
             int b = bucket(r, sec);
-            if (strcmp(kind, "step") == 0)
+            if (kind == TP_MARK_STEP)
                 r->steps[b] += 1;
-            else if (strcmp(kind, "samples") == 0) {
+            else if (kind == TP_MARK_SAMPLES) {
                 r->samples[b] += sqlite3_column_double(st, 3);
                 r->batches[b] += 1;
             }

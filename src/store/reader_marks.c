@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/mark_kind.h"
 #include "store/reader.h"
 #include "store/schema.h"
 #include "util/grow.h"
@@ -28,15 +29,9 @@ bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t
     size_t mcap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         *marks = tp_grow(*marks, *n, &mcap, sizeof **marks);
-        const unsigned char *kind = sqlite3_column_text(st, 2);
-        (*marks)[(*n)++] =
-            (tp_run_mark){sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
-                          !kind                                         ? TP_RUN_MARK_STEP
-                          : strcmp((const char *)kind, "epoch") == 0    ? TP_RUN_MARK_EPOCH
-                          : strcmp((const char *)kind, "samples") == 0  ? TP_RUN_MARK_SAMPLES
-                          : strcmp((const char *)kind, "step_end") == 0 ? TP_RUN_MARK_STEP_END
-                                                                        : TP_RUN_MARK_STEP,
-                          sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4)};
+        (*marks)[(*n)++] = (tp_run_mark){sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
+                                         tp_mark_kind_column(st, 2), sqlite3_column_int64(st, 3),
+                                         sqlite3_column_int64(st, 4)};
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
@@ -82,7 +77,8 @@ bool tp_run_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *e
     return run->schema_version < 2 ||
            tp_run_read_windows(run,
                                "SELECT t.agent_id, min(m.t_ns), max(m.t_ns) FROM mark m"
-                               " JOIN thread t ON t.id = m.thread_id WHERE m.kind = 'step'"
+                               " JOIN thread t ON t.id = m.thread_id"
+                               " WHERE m.kind IN ('step', 3)" /* a word before schema 7 */
                                " GROUP BY t.agent_id HAVING count(*) >= 2 ORDER BY t.agent_id",
                                out, n, err, cap);
 }

@@ -30,7 +30,7 @@ static const char schema_sql[] =
     "CREATE TABLE region (thread_id INTEGER NOT NULL REFERENCES thread(id),"
     "  name_id INTEGER NOT NULL REFERENCES name(id), depth INTEGER NOT NULL,"
     "  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);"
-    "CREATE TABLE mark (thread_id INTEGER NOT NULL REFERENCES thread(id), kind TEXT NOT NULL,"
+    "CREATE TABLE mark (thread_id INTEGER NOT NULL REFERENCES thread(id), kind INTEGER NOT NULL,"
     "  t_ns INTEGER NOT NULL, value INTEGER NOT NULL);" TP_SCHEMA_DEVICE_TIME;
 
 static const char summary_sql[] =
@@ -51,7 +51,7 @@ static const char summary_sql[] =
     "  comm_s REAL NOT NULL, comm_overlap_s REAL NOT NULL, other_s REAL NOT NULL,"
     "  gpu_util_percent REAL, gpu_sm_clock_mhz REAL, gpu INTEGER);";
 
-static const char views_sql[] =
+static const char views_sql[] = TP_SCHEMA_MARKS_VIEW
     "CREATE VIEW regions AS SELECT t.pid AS pid, t.tid AS tid, t.rank AS rank, n.text AS name,"
     "  r.depth AS depth, r.start_ns AS start_ns, r.end_ns AS end_ns,"
     "  r.end_ns - r.start_ns AS duration_ns"

@@ -15,8 +15,10 @@
  * steps; a v3 file's stored summary is set aside and its rows read);
  * 5: device times (device_time, the device_times view, summary_timing's
  * device_* columns); 6: mark kind 'step_end' (a step ended with none begun:
- * an evaluation pass mid-epoch), which older readers would take for a step */
-#define TP_SCHEMA_VERSION 6
+ * an evaluation pass mid-epoch), which older readers would take for a step;
+ * 7: mark.kind a number (the ring's event kind: 3 step, 4 epoch, 6 samples,
+ * 9 step_end) where it was a word, and the marks view with the words */
+#define TP_SCHEMA_VERSION 7
 /* the first schema whose stored summary readers use */
 #define TP_SCHEMA_SUMMARY 4
 /* the first schema with device times */
@@ -29,6 +31,13 @@
     "CREATE TABLE IF NOT EXISTS device_time (thread_id INTEGER NOT NULL REFERENCES thread(id)," \
     "  name_id INTEGER NOT NULL REFERENCES name(id), start_ns INTEGER NOT NULL,"                \
     "  device_ns INTEGER NOT NULL);"
+/* The marks with their kinds in words, for SQL by hand (schema 7; a file
+ * whose marks are words already shows them as they are). */
+#define TP_SCHEMA_MARKS_VIEW                                                                \
+    "CREATE VIEW IF NOT EXISTS marks AS SELECT t.pid AS pid, t.tid AS tid, t.rank AS rank," \
+    "  CASE m.kind WHEN 3 THEN 'step' WHEN 4 THEN 'epoch' WHEN 6 THEN 'samples'"            \
+    "  WHEN 9 THEN 'step_end' ELSE m.kind END AS kind, m.t_ns AS t_ns, m.value AS value"    \
+    "  FROM mark m JOIN thread t ON t.id = m.thread_id;"
 #define TP_SCHEMA_DEVICE_VIEW                                                                      \
     "CREATE VIEW IF NOT EXISTS device_times AS SELECT t.pid AS pid, t.tid AS tid, t.rank AS rank," \
     "  n.text AS name, d.start_ns AS start_ns, d.device_ns AS device_ns"                           \

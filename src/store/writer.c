@@ -227,12 +227,7 @@ static int write_timings(tp_writer *w, const tp_batch *b)
     for (size_t i = 0; rc == SQLITE_OK && i < b->marks.len; i++) {
         const tp_mark *m = &b->marks.items[i];
         sqlite3_bind_int64(st, 1, m->thread);
-        sqlite3_bind_text(st, 2,
-                          m->kind == TP_MARK_EPOCH      ? "epoch"
-                          : m->kind == TP_MARK_SAMPLES  ? "samples"
-                          : m->kind == TP_MARK_STEP_END ? "step_end"
-                                                        : "step",
-                          -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, (int)m->kind); /* the number (schema 7) */
         sqlite3_bind_int64(st, 3, (sqlite3_int64)m->t_ns);
         sqlite3_bind_int64(st, 4, m->value);
         rc = run(st);

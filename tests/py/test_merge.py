@@ -403,3 +403,29 @@ def test_merge_summary_keeps_what_report_html_and_compare_read(tmp_path):
         r = trainprof("merge", "--summary", "-o", out, *inputs)
         assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, r.stderr
         assert not out.exists() and not list(tmp_path.glob("refused.db*"))
+
+
+def test_marks_are_numbers_and_a_schema_6_file_merges_with_them(tmp_path):
+    """Schema 7 stores a mark's kind as the ring's event number; a schema 6
+    node file (the golden corpus's, with words) merges with a new one into
+    numbers only, and the merged run counts both nodes' steps."""
+    new = tmp_path / "new.db"
+    r = trainprof("record", "-q", "--agent", "new", "-o", new, "--", EMIT, "nested")
+    assert r.returncode == 0, r.stderr
+    with sqlite3.connect(new) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert {t for (t,) in db.execute("SELECT DISTINCT typeof(kind) FROM mark")} == {"integer"}
+        words = dict(db.execute("SELECT kind, count(*) FROM marks GROUP BY kind"))
+    assert words == {"step": 11, "epoch": 2}
+    old = tmp_path / "old.db"
+    shutil.copy(ROOT / "tests" / "golden" / "runs" / "node_a.db", old)
+    with sqlite3.connect(old) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 6
+        old_steps = db.execute("SELECT count(*) FROM mark WHERE kind = 'step'").fetchone()[0]
+    merged = tmp_path / "merged.db"
+    r = trainprof("merge", "-q", "--force", "-o", merged, old, new)
+    assert r.returncode == 0, r.stderr
+    with sqlite3.connect(merged) as db:
+        assert {t for (t,) in db.execute("SELECT DISTINCT typeof(kind) FROM mark")} == {"integer"}
+        assert db.execute("SELECT count(*) FROM mark WHERE kind = 3").fetchone()[0] == \
+            old_steps + 11

@@ -110,10 +110,13 @@ def test_a_schema_3_file_is_read_from_rows_and_summarized_into_the_current_schem
     rows["run"]["meta"]["summarized"] = "1"
     assert rep == rows
     r = trainprof("summarize", k)
-    assert r.returncode == 0 and "(schema 3, now 6)" in r.stderr
+    assert r.returncode == 0 and "(schema 3, now 7)" in r.stderr
     db = sqlite3.connect(k)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 7
     assert db.execute("SELECT count(*) FROM device_times").fetchone()[0] == 0
+    # its marks stay words, which the marks view and every reader take
+    kinds = {k for (k,) in db.execute("SELECT DISTINCT kind FROM marks")}
+    assert kinds and kinds <= {"step", "epoch", "samples", "step_end"}, kinds
     assert db.execute("SELECT value FROM meta WHERE key = 'plots'").fetchone() == ("1",)
     assert db.execute("SELECT count(*) FROM summary_plot").fetchone()[0] > 0
     assert db.execute("SELECT count(*) FROM summary_step_phase WHERE rank = 0").fetchone()[0] > 0

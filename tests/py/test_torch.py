@@ -209,7 +209,7 @@ def test_an_evaluation_mid_epoch_is_in_no_step(run_file):
     steps = rep["steps"][0]
     assert steps["count"] == 40 and steps["max_s"] < 0.2, steps
     with sqlite3.connect(run_file) as db:
-        ends = db.execute("SELECT count(*) FROM mark WHERE kind = 'step_end'").fetchone()[0]
+        ends = db.execute("SELECT count(*) FROM marks WHERE kind = 'step_end'").fetchone()[0]
     assert ends == 6  # the evaluations after steps 5, 10 and 15; step 20 ended the epoch
 
 
@@ -237,7 +237,7 @@ def test_a_loader_pass_with_training_work_stays_in_the_step(run_file):
         t = timing(rep, name)
         assert t["in_steps_s"] == pytest.approx(t["total_s"]), name
     with sqlite3.connect(run_file) as db:
-        assert db.execute("SELECT count(*) FROM mark WHERE kind = 'step_end'").fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM marks WHERE kind = 'step_end'").fetchone()[0] == 0
 
 
 @pytest.mark.parametrize("workers, method", [(2, "fork"), (4, "fork"), (2, "spawn"),

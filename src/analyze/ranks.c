@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/intervals.h"
 #include "analyze/rank_gpu.h"
 #include "analyze/stats.h"
 #include "analyze/summary_store.h"
@@ -16,20 +17,11 @@
 
 enum { CAT_COMM, CAT_INPUT, CAT_COMPUTE, NCAT };
 
-typedef struct span {
-    int64_t a, b;
-} span;
-
-typedef struct span_list {
-    span *v;
-    size_t n, cap;
-} span_list;
-
 typedef struct rank_acc {
     tp_rank_row row;
     int visible_thread; /* a thread of its with CUDA_VISIBLE_DEVICES, -1 none */
     int64_t t0, t1;     /* window, ns; t1 <= t0 when the rank marked < 2 steps */
-    span_list cat[NCAT];
+    tp_spans cat[NCAT];
 } rank_acc;
 
 typedef struct ranks_ctx {
@@ -40,38 +32,10 @@ typedef struct ranks_ctx {
     int *thread_acc; /* per thread index: its rank_acc, -1 when none */
 } ranks_ctx;
 
-static void span_push(span_list *l, int64_t a, int64_t b)
-{
-    l->v = tp_grow(l->v, l->n, &l->cap, sizeof *l->v);
-    l->v[l->n++] = (span){a, b};
-}
-
-static int cmp_span(const void *x, const void *y)
-{
-    const span *a = x, *b = y;
-    return (a->a > b->a) - (a->a < b->a);
-}
-
 /* Seconds covered by the union of the given lists' spans; tmp is scratch. */
-static double union_s(span_list *const *lists, size_t k, span_list *tmp)
+static double union_s(tp_spans *const *lists, size_t k, tp_spans *tmp)
 {
-    tmp->n = 0;
-    for (size_t i = 0; i < k; i++)
-        for (size_t j = 0; j < lists[i]->n; j++)
-            span_push(tmp, lists[i]->v[j].a, lists[i]->v[j].b);
-    if (tmp->n == 0)
-        return 0;
-    qsort(tmp->v, tmp->n, sizeof *tmp->v, cmp_span);
-    int64_t total = 0, a = tmp->v[0].a, b = tmp->v[0].b;
-    for (size_t i = 1; i < tmp->n; i++) {
-        if (tmp->v[i].a > b) {
-            total = tp_ns_add(total, tp_ns_sub(b, a));
-            a = tmp->v[i].a;
-        }
-        if (tmp->v[i].b > b)
-            b = tmp->v[i].b;
-    }
-    return (double)tp_ns_add(total, tp_ns_sub(b, a)) / 1e9;
+    return (double)tp_spans_union_ns(lists, k, tmp) / 1e9;
 }
 
 static int category(const char *name)
@@ -113,7 +77,7 @@ static void add_region(void *ctx, int64_t thread, const char *name, int depth, i
     rank_acc *r = &c->acc[c->thread_acc[ti]];
     int64_t a = start_ns > r->t0 ? start_ns : r->t0, b = end_ns < r->t1 ? end_ns : r->t1;
     if (b > a)
-        span_push(&r->cat[cat], a, b);
+        tp_spans_push(&r->cat[cat], 0, a, b);
 }
 
 static int cmp_int(const void *x, const void *y)
@@ -320,14 +284,14 @@ static void gpu_means(tp_run *run, rank_acc *a)
 /* Splits each rank's window into its parts. */
 static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
 {
-    span_list tmp = {0};
+    tp_spans tmp = {0};
     out->rows = tp_xcalloc(c->nacc, sizeof *out->rows);
     for (size_t k = 0; k < c->nacc; k++) {
         rank_acc *a = &c->acc[k];
         if (!a->row.steps)
             continue;
-        span_list *R = &a->cat[CAT_COMM], *I = &a->cat[CAT_INPUT], *T = &a->cat[CAT_COMPUTE];
-        span_list *ri[] = {R, I}, *rit[] = {R, I, T}, *rt[] = {R, T};
+        tp_spans *R = &a->cat[CAT_COMM], *I = &a->cat[CAT_INPUT], *T = &a->cat[CAT_COMPUTE];
+        tp_spans *ri[] = {R, I}, *rit[] = {R, I, T}, *rt[] = {R, T};
         double comm = union_s(&R, 1, &tmp), with_input = union_s(ri, 2, &tmp);
         double all = union_s(rit, 3, &tmp), compute_only = union_s(&T, 1, &tmp);
         a->row.t0_ns = a->t0;
@@ -341,7 +305,7 @@ static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
         gpu_means(run, a);
         out->rows[out->n++] = a->row;
     }
-    free(tmp.v);
+    tp_spans_free(&tmp);
 }
 
 static int cmp_rank(const void *x, const void *y)
@@ -399,7 +363,7 @@ bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap)
     }
     for (size_t k = 0; k < c.nacc; k++)
         for (int j = 0; j < NCAT; j++)
-            free(c.acc[k].cat[j].v);
+            tp_spans_free(&c.acc[k].cat[j]);
     free(c.acc);
     free(c.thread_acc);
     free(c.threads);

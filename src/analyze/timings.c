@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/intervals.h"
 #include "analyze/summary_store.h"
 #include "store/reader_stream.h"
 #include "util/grow.h"
@@ -16,15 +17,6 @@ typedef struct build_ctx {
 } build_ctx;
 
 /* A closed step of a rank, or (once merged) a run of back-to-back steps. */
-typedef struct step_span {
-    int rank;
-    int64_t a, b; /* ns */
-} step_span;
-
-typedef struct span_list {
-    step_span *v;
-    size_t n, cap;
-} span_list;
 
 static void add_group(void *ctx, int rank, const char *name, double *durations, size_t n)
 {
@@ -120,7 +112,7 @@ typedef struct step_set {
     double *durations;
     size_t n;
     int64_t samples, batches;
-    span_list spans;
+    tp_spans spans;
 } step_set;
 
 static void step_set_add(step_set *set, int rank, int64_t a, int64_t b, int64_t samples,
@@ -129,14 +121,12 @@ static void step_set_add(step_set *set, int rank, int64_t a, int64_t b, int64_t 
     set->durations[set->n++] = (double)tp_ns_sub(b, a) / 1e9;
     set->samples = tp_ns_add(set->samples, samples);
     set->batches += batches;
-    span_list *spans = &set->spans;
-    step_span *last = spans->n ? &spans->v[spans->n - 1] : NULL;
-    if (last && last->rank == rank && last->b == a) {
+    tp_spans *spans = &set->spans;
+    tp_span *last = spans->n ? &spans->v[spans->n - 1] : NULL;
+    if (last && last->key == rank && last->b == a)
         last->b = b; /* back to back: one run of steps */
-    } else {
-        spans->v = tp_grow(spans->v, spans->n, &spans->cap, sizeof *spans->v);
-        spans->v[spans->n++] = (step_span){rank, a, b};
-    }
+    else
+        tp_spans_push(spans, rank, a, b);
 }
 
 static double sum(const double *v, size_t n)
@@ -161,7 +151,7 @@ static double sum(const double *v, size_t n)
  * (unless the rank has no other step). */
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
                        const compile_list *compiles, size_t *steps_cap, size_t *epochs_cap,
-                       span_list *spans)
+                       tp_spans *spans)
 {
     step_set steady = {.durations = malloc((hi - lo + 1) * sizeof(double))};
     step_set warm = {.durations = malloc((hi - lo + 1) * sizeof(double))};
@@ -179,8 +169,8 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         if (new_thread || (m[i].kind == TP_MARK_EPOCH)) {
             if (epoch_row >= 0) {
                 int64_t end = !new_thread && (m[i].kind == TP_MARK_EPOCH) ? m[i].t_ns
-                              : last_mark >= 0                                ? last_mark
-                                                                              : run_ns;
+                              : last_mark >= 0                            ? last_mark
+                                                                          : run_ns;
                 t->epochs[epoch_row].duration_s = epoch_duration(epoch_start, end);
             }
             prev_step = -1;
@@ -243,14 +233,12 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
                             .warmup_s = sum(warm.durations, warm.n)};
         tp_stats_compute(steady.durations, steady.n, &st->stats);
     }
-    for (size_t i = 0; i < steady.spans.n; i++) {
-        spans->v = tp_grow(spans->v, spans->n, &spans->cap, sizeof *spans->v);
-        spans->v[spans->n++] = steady.spans.v[i];
-    }
+    for (size_t i = 0; i < steady.spans.n; i++)
+        tp_spans_push(spans, steady.spans.v[i].key, steady.spans.v[i].a, steady.spans.v[i].b);
     free(steady.durations);
     free(warm.durations);
-    free(steady.spans.v);
-    free(warm.spans.v);
+    tp_spans_free(&steady.spans);
+    tp_spans_free(&warm.spans);
 }
 
 const char *const tp_pause_names[TP_PAUSE_NAMES] = {"evaluate", "sanity_check", "checkpoint",
@@ -284,35 +272,8 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
     return total;
 }
 
-static int cmp_span(const void *x, const void *y)
-{
-    const step_span *a = x, *b = y;
-    if (a->rank != b->rank)
-        return a->rank < b->rank ? -1 : 1;
-    return (a->a > b->a) - (a->a < b->a);
-}
-
-/* Sorts spans by (rank, start) and merges those of a rank that touch or
- * overlap, so each rank's spans are disjoint and increasing. */
-static void merge_spans(span_list *s)
-{
-    if (!s->n)
-        return;
-    qsort(s->v, s->n, sizeof *s->v, cmp_span);
-    size_t k = 0;
-    for (size_t i = 1; i < s->n; i++) {
-        if (s->v[i].rank == s->v[k].rank && s->v[i].a <= s->v[k].b) {
-            if (s->v[i].b > s->v[k].b)
-                s->v[k].b = s->v[i].b;
-        } else {
-            s->v[++k] = s->v[i];
-        }
-    }
-    s->n = k + 1;
-}
-
 typedef struct in_steps_ctx {
-    const span_list *spans;
+    const tp_spans *spans;
     tp_run_thread *threads; /* sorted by id */
     size_t nthreads;
     tp_timing_row **rows; /* sorted by (rank, name) */
@@ -332,13 +293,13 @@ static int cmp_row(const void *x, const void *y)
 }
 
 /* The first of rank's spans that ends after t (or the end of rank's spans). */
-static size_t first_span(const span_list *s, int rank, int64_t t)
+static size_t first_span(const tp_spans *s, int rank, int64_t t)
 {
     size_t lo = 0, hi = s->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        const step_span *p = &s->v[mid];
-        if (p->rank < rank || (p->rank == rank && p->b <= t))
+        const tp_span *p = &s->v[mid];
+        if (p->key < rank || (p->key == rank && p->b <= t))
             lo = mid + 1;
         else
             hi = mid;
@@ -358,7 +319,7 @@ static void add_in_steps(void *ctx, int64_t thread, const char *name, int depth,
         return;
     int64_t inside = 0;
     for (size_t i = first_span(c->spans, th->rank, start_ns);
-         i < c->spans->n && c->spans->v[i].rank == th->rank && c->spans->v[i].a < end_ns; i++) {
+         i < c->spans->n && c->spans->v[i].key == th->rank && c->spans->v[i].a < end_ns; i++) {
         int64_t a = start_ns > c->spans->v[i].a ? start_ns : c->spans->v[i].a;
         int64_t b = end_ns < c->spans->v[i].b ? end_ns : c->spans->v[i].b;
         inside = tp_ns_add(inside, b > a ? tp_ns_sub(b, a) : 0);
@@ -374,7 +335,7 @@ static void add_in_steps(void *ctx, int64_t thread, const char *name, int depth,
 /* Each row's time inside its rank's closed steps (in_steps_s): one pass over
  * the regions, each cut to the rank's runs of steps. Rows of a rank with no
  * steps keep all of their time (their share is of the run). */
-static bool measure_in_steps(tp_run *run, tp_timings *t, const span_list *spans, char *err,
+static bool measure_in_steps(tp_run *run, tp_timings *t, const tp_spans *spans, char *err,
                              size_t cap)
 {
     for (size_t i = 0; i < t->nrows; i++) {
@@ -426,7 +387,7 @@ static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, siz
         return false;
     }
     size_t steps_cap = 0, epochs_cap = 0;
-    span_list spans = {0};
+    tp_spans spans = {0};
     for (size_t lo = 0; lo < n;) {
         size_t hi = lo;
         while (hi < n && marks[hi].rank == marks[lo].rank)
@@ -436,9 +397,9 @@ static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, siz
     }
     free(marks);
     free(compiles.v);
-    merge_spans(&spans);
+    tp_spans_merge(&spans);
     bool ok = measure_in_steps(run, out, &spans, err, cap);
-    free(spans.v);
+    tp_spans_free(&spans);
     return ok;
 }
 

@@ -9,7 +9,6 @@
 #include "analyze/intervals.h"
 #include "analyze/rank_gpu.h"
 #include "analyze/stats.h"
-#include "analyze/summary_store.h"
 #include "store/reader_stream.h"
 #include "util/labels.h"
 #include "util/ns_math.h"
@@ -315,7 +314,7 @@ static int cmp_rank(const void *x, const void *y)
 }
 
 /* Medians, stragglers and their causes, from the rows' parts. */
-static void compare_ranks(const tp_run *run, tp_ranks *out)
+void tp_ranks_compare(const tp_run *run, tp_ranks *out)
 {
     out->median_step_s = median_of(out, step_per_step);
     out->median_own_s = median_of(out, tp_rank_own_per_step);
@@ -334,15 +333,9 @@ static void compare_ranks(const tp_run *run, tp_ranks *out)
         }
 }
 
-bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap)
+bool tp_ranks_from_rows(tp_run *run, tp_ranks *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
-    if (tp_summary_stored(run)) {
-        if (!tp_stored_ranks(run, out, err, cap))
-            return false;
-        compare_ranks(run, out);
-        return true;
-    }
     ranks_ctx c = {0};
     tp_run_mark *marks = NULL;
     size_t nmarks = 0;
@@ -358,7 +351,7 @@ bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap)
         if (ok) {
             measure(run, &c, out);
             qsort(out->rows, out->n, sizeof *out->rows, cmp_rank);
-            compare_ranks(run, out);
+            tp_ranks_compare(run, out);
         }
     }
     for (size_t k = 0; k < c.nacc; k++)

@@ -44,9 +44,16 @@
  * (show them all) when there are no more. */
 size_t tp_ranks_notable(const tp_ranks *r, int *out);
 
-/* Builds the parts of every rank (rank >= 0) that marked two or more steps;
- * out->n is 0 when none did. False (reason in err) if the run can't be read. */
-bool tp_ranks_build(tp_run *run, tp_ranks *out, char *err, size_t cap);
+/* Builds the parts of every rank (rank >= 0) that marked two or more steps
+ * from the run's rows, and compares them (tp_ranks_compare); out->n is 0
+ * when none did. False (reason in err) if the run can't be read. Whether
+ * to read the stored rows instead (summary_store.h) is the summary's call
+ * (summary.c), made there only. */
+bool tp_ranks_from_rows(tp_run *run, tp_ranks *out, char *err, size_t cap);
+
+/* The medians of ranks' parts, each rank's excess over them, and the
+ * stragglers with their causes (reading the run's GPU metrics). */
+void tp_ranks_compare(const tp_run *run, tp_ranks *out);
 
 /* Per-step seconds of a row's parts. */
 double tp_rank_own_per_step(const tp_rank_row *r);

@@ -186,7 +186,7 @@ static void *run_side_pass(void *arg)
         side->ok =
             each_series(run, side->pass, add_series_of_side, side, side->err, sizeof side->err);
     else
-        side->ok = tp_ranks_build(run, side->ranks, side->err, sizeof side->err);
+        side->ok = tp_ranks_from_rows(run, side->ranks, side->err, sizeof side->err);
     if (began)
         tp_run_end_read(run);
     tp_run_close(run);
@@ -214,7 +214,9 @@ static bool join_side(pthread_t thread, side_pass *side, char *err, size_t cap)
     return side->ok;
 }
 
-/* The summary's parts; tp_summary_build wraps them in one read snapshot. From
+/* The summary's parts; tp_summary_build wraps them in one read snapshot.
+ * Stored figures or the rows: decided here, for every part, and only here.
+ * From
  * the rows, the samples pass and the ranks (each a full pass over a table)
  * run on threads of their own beside the timings: the record-end summary of
  * a node-day, 15 s on one core, waits only for the longest on a machine with
@@ -233,13 +235,19 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
                       : each_series(run, pass, add_series, pass, err, cap));
     const char *d = tp_run_meta_get(run, "duration_ns");
     double run_s = d ? strtod(d, NULL) / 1e9 : (double)run->last_t_ns / 1e9;
-    ok = ok && tp_timings_build(run, run_s > 0 ? run_s : 0, &out->timings, err, cap);
+    run_s = run_s > 0 ? run_s : 0;
+    ok = ok && (stored ? tp_stored_timings(run, &out->timings, err, cap)
+                       : tp_timings_from_rows(run, run_s, &out->timings, err, cap));
+    if (ok)
+        tp_timings_finish(run, run_s, &out->timings);
     if (samples_aside)
         ok = join_side(samples_thread, &samples, err, cap) && ok;
     if (ranks_aside)
         ok = join_side(ranks_thread, &ranks, err, cap) && ok;
-    else
-        ok = ok && tp_ranks_build(run, &out->ranks, err, cap);
+    else if (stored && ok && (ok = tp_stored_ranks(run, &out->ranks, err, cap)))
+        tp_ranks_compare(run, &out->ranks);
+    else if (ok)
+        ok = tp_ranks_from_rows(run, &out->ranks, err, cap);
     if (ok && out->n)
         qsort(out->items, out->n, sizeof *out->items, cmp_summary);
     return ok;

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "analyze/intervals.h"
-#include "analyze/summary_store.h"
 #include "store/reader_stream.h"
 #include "util/grow.h"
 #include "util/ns_math.h"
@@ -403,11 +402,13 @@ static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, siz
     return ok;
 }
 
-bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
+bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
 {
-    if (!(tp_summary_stored(run) ? tp_stored_timings(run, out, err, cap)
-                                 : from_rows(run, run_s, out, err, cap)))
-        return false;
+    return from_rows(run, run_s, out, err, cap);
+}
+
+void tp_timings_finish(tp_run *run, double run_s, tp_timings *out)
+{
     for (size_t i = 0; i < out->nrows; i++) {
         out->rows[i].pause = tp_timing_is_pause(out->rows[i].name);
         double denom = run_s;
@@ -419,5 +420,4 @@ bool tp_timings_build(tp_run *run, double run_s, tp_timings *out, char *err, siz
     for (size_t e = 0; e < out->nepochs; e++)
         out->epochs[e].energy_j = epoch_energy(run, &out->epochs[e]);
     tp_run_thread_totals(run, &out->threads, &out->dropped);
-    return true;
 }

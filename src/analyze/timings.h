@@ -30,6 +30,13 @@
 extern const char *const tp_pause_names[TP_PAUSE_NAMES];
 bool tp_timing_is_pause(const char *name);
 
-bool tp_timings_build(tp_run *run, double run_duration_s, tp_timings *out, char *err, size_t cap);
+/* Timing rows, steps and epochs from the run's regions and marks. Whether
+ * to read the stored ones instead (summary_store.h) is the summary's call
+ * (summary.c), made there only; either way tp_timings_finish then adds what
+ * depends on the whole run: pauses, shares of step time, epochs' energy,
+ * threads and dropped events. */
+bool tp_timings_from_rows(tp_run *run, double run_duration_s, tp_timings *out, char *err,
+                          size_t cap);
+void tp_timings_finish(tp_run *run, double run_duration_s, tp_timings *out);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "analyze/rank_gpu.h"
 #include "analyze/ranks.h"
+#include "analyze/summary.h"
 #include "analyze/summary_save.h"
 #include "analyze/timings.h"
 #include "harness.h"
@@ -109,9 +110,19 @@ static tp_ranks build(const char *path, bool raw)
     assert_non_null(run);
     run->raw_only = raw;
     tp_ranks r;
-    assert_true(tp_ranks_build(run, &r, err, sizeof err));
+    assert_true(tp_ranks_from_rows(run, &r, err, sizeof err));
     tp_run_close(run);
     return r;
+}
+
+/* The timings of a run file written here (no stored summary): from its rows,
+ * finished as the summary finishes them. */
+static bool row_timings(tp_run *run, double run_s, tp_timings *t, char *err, size_t cap)
+{
+    if (!tp_timings_from_rows(run, run_s, t, err, cap))
+        return false;
+    tp_timings_finish(run, run_s, t);
+    return true;
 }
 
 static void test_parts_by_interval_union(void **state)
@@ -166,7 +177,7 @@ static void test_a_step_end_closes_a_step_and_begins_none(void **state)
     assert_non_null(run);
     run->raw_only = true;
     tp_timings t;
-    assert_true(tp_timings_build(run, 40, &t, err, sizeof err));
+    assert_true(row_timings(run, 40, &t, err, sizeof err));
     assert_int_equal(t.nsteps, 1);
     assert_int_equal(t.steps[0].stats.count, 3);
     assert_float_equal(t.steps[0].total_s, 22, 1e-9);
@@ -204,8 +215,11 @@ static tp_timings timings_of(const char *path, bool raw)
     tp_run *run = tp_run_open(path, err, sizeof err);
     assert_non_null(run);
     run->raw_only = raw;
-    tp_timings t;
-    assert_true(tp_timings_build(run, 20, &t, err, sizeof err));
+    tp_summary s;
+    assert_true(tp_summary_build(run, &s, err, sizeof err)); /* stored, or the rows when raw */
+    tp_timings t = s.timings;
+    s.timings = (tp_timings){0};
+    tp_summary_free(&s);
     tp_run_close(run);
     return t;
 }
@@ -276,7 +290,7 @@ static void test_times_at_the_ends_of_int64(void **state)
     assert_non_null(run);
     run->raw_only = true;
     tp_timings t;
-    assert_true(tp_timings_build(run, 20, &t, err, sizeof err));
+    assert_true(row_timings(run, 20, &t, err, sizeof err));
     assert_true(t.nsteps >= 1 && t.steps[0].total_s > 0 && isfinite(t.steps[0].total_s));
     tp_timings_free(&t);
     FILE *null = fopen("/dev/null", "w");

@@ -7,6 +7,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What makes a straggler slow, as figures (render/verdict_words.c says it):
+ * the part of its own work that exceeds its median by the most, a GPU that
+ * stands out, and whether its whole node is slow. */
+typedef enum { TP_GPU_NOTE_NONE, TP_GPU_NOTE_CLOCK, TP_GPU_NOTE_UTIL } tp_gpu_note;
+
+typedef struct tp_straggler_cause {
+    bool input;                   /* input (dataloader_next, to_device), else compute */
+    double part_s, median_part_s; /* that part per step: its, and the median rank's */
+    tp_gpu_note gpu_note;         /* a slower SM clock (throttled?), or a busier/idler GPU */
+    double gpu_value, gpu_median; /* MHz or percent: its GPU's and the median rank's */
+    bool node_slow;               /* every rank on its node is slow (and others run elsewhere) */
+} tp_straggler_cause;
+
 typedef struct tp_rank_row {
     int rank, local_rank;
     int gpu; /* the index of the GPU it drove on its agent (rank_gpu.h), -1 unknown */
@@ -19,8 +32,8 @@ typedef struct tp_rank_row {
     double other_s;
     double gpu_util_percent, gpu_sm_clock_mhz; /* means over the window; NaN if none */
     bool straggler;
-    double excess; /* own work per step over the median's, as a fraction */
-    char cause[240];
+    double excess;            /* own work per step over the median's, as a fraction */
+    tp_straggler_cause cause; /* set for a straggler */
 } tp_rank_row;
 
 typedef struct tp_ranks {

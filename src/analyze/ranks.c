@@ -216,38 +216,20 @@ static bool slower_than_median(const tp_ranks *out, const tp_rank_row *r)
 static double gpu_clock(const tp_rank_row *r) { return r->gpu_sm_clock_mhz; }
 static double gpu_util(const tp_rank_row *r) { return r->gpu_util_percent; }
 
-static const char *agent_name(const tp_run *run, int64_t id)
-{
-    for (size_t i = 0; i < run->nagents; i++)
-        if (run->agents[i].id == id)
-            return run->agents[i].name;
-    return "?";
-}
-
-/* Names what makes a straggler slow, from its parts against the medians. */
-static void explain(const tp_run *run, tp_ranks *out, tp_rank_row *r)
+/* What makes a straggler slow, from its parts against the medians. */
+static void explain(tp_ranks *out, tp_rank_row *r)
 {
     double in = input_per_step(r), co = compute_per_step(r);
-    size_t len = 0, cap = sizeof r->cause;
-    if (in - out->median_input_s >= co - out->median_compute_s)
-        len += (size_t)snprintf(r->cause, cap,
-                                "its input (dataloader_next, to_device): %.1f ms per step vs "
-                                "%.1f ms on the median rank",
-                                in * 1e3, out->median_input_s * 1e3);
-    else
-        len += (size_t)snprintf(r->cause, cap,
-                                "its compute (train_batch and its parts): %.1f ms per step vs "
-                                "%.1f ms on the median rank",
-                                co * 1e3, out->median_compute_s * 1e3);
+    tp_straggler_cause *c = &r->cause;
+    c->input = in - out->median_input_s >= co - out->median_compute_s;
+    c->part_s = c->input ? in : co;
+    c->median_part_s = c->input ? out->median_input_s : out->median_compute_s;
     double clock = median_of(out, gpu_clock), util = median_of(out, gpu_util);
-    if (len < cap && !isnan(r->gpu_sm_clock_mhz) && r->gpu_sm_clock_mhz < 0.9 * clock)
-        len += (size_t)snprintf(r->cause + len, cap - len,
-                                "; its GPU %d runs at %.0f MHz vs %.0f MHz (throttled?)", r->gpu,
-                                r->gpu_sm_clock_mhz, clock);
-    else if (len < cap && !isnan(r->gpu_util_percent) && fabs(r->gpu_util_percent - util) >= 10)
-        len += (size_t)snprintf(r->cause + len, cap - len,
-                                "; its GPU %d is %.0f %% busy vs %.0f %% on the median rank",
-                                r->gpu, r->gpu_util_percent, util);
+    c->gpu_note = TP_GPU_NOTE_NONE;
+    if (!isnan(r->gpu_sm_clock_mhz) && r->gpu_sm_clock_mhz < 0.9 * clock)
+        c->gpu_note = TP_GPU_NOTE_CLOCK, c->gpu_value = r->gpu_sm_clock_mhz, c->gpu_median = clock;
+    else if (!isnan(r->gpu_util_percent) && fabs(r->gpu_util_percent - util) >= 10)
+        c->gpu_note = TP_GPU_NOTE_UTIL, c->gpu_value = r->gpu_util_percent, c->gpu_median = util;
     size_t on_node = 0, slow_on_node = 0, elsewhere = 0;
     for (size_t i = 0; i < out->n; i++) {
         const tp_rank_row *o = &out->rows[i];
@@ -258,9 +240,7 @@ static void explain(const tp_run *run, tp_ranks *out, tp_rank_row *r)
         on_node++;
         slow_on_node += slower_than_median(out, o);
     }
-    if (len < cap && elsewhere && on_node > 1 && slow_on_node == on_node)
-        snprintf(r->cause + len, cap - len, "; every rank on node %s is slow: look at the node",
-                 agent_name(run, r->agent_id));
+    c->node_slow = elsewhere && on_node > 1 && slow_on_node == on_node;
 }
 
 static void gpu_means(tp_run *run, rank_acc *a)
@@ -314,7 +294,7 @@ static int cmp_rank(const void *x, const void *y)
 }
 
 /* Medians, stragglers and their causes, from the rows' parts. */
-void tp_ranks_compare(const tp_run *run, tp_ranks *out)
+void tp_ranks_compare(tp_ranks *out)
 {
     out->median_step_s = median_of(out, step_per_step);
     out->median_own_s = median_of(out, tp_rank_own_per_step);
@@ -328,7 +308,7 @@ void tp_ranks_compare(const tp_run *run, tp_ranks *out)
     }
     for (size_t i = 0; i < out->n; i++)
         if (out->rows[i].straggler) {
-            explain(run, out, &out->rows[i]);
+            explain(out, &out->rows[i]);
             out->nstragglers++;
         }
 }
@@ -351,7 +331,7 @@ bool tp_ranks_from_rows(tp_run *run, tp_ranks *out, char *err, size_t cap)
         if (ok) {
             measure(run, &c, out);
             qsort(out->rows, out->n, sizeof *out->rows, cmp_rank);
-            tp_ranks_compare(run, out);
+            tp_ranks_compare(out);
         }
     }
     for (size_t k = 0; k < c.nacc; k++)

@@ -52,8 +52,8 @@ size_t tp_ranks_notable(const tp_ranks *r, int *out);
 bool tp_ranks_from_rows(tp_run *run, tp_ranks *out, char *err, size_t cap);
 
 /* The medians of ranks' parts, each rank's excess over them, and the
- * stragglers with their causes (reading the run's GPU metrics). */
-void tp_ranks_compare(const tp_run *run, tp_ranks *out);
+ * stragglers with their causes. */
+void tp_ranks_compare(tp_ranks *out);
 
 /* Per-step seconds of a row's parts. */
 double tp_rank_own_per_step(const tp_rank_row *r);

@@ -245,7 +245,7 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
     if (ranks_aside)
         ok = join_side(ranks_thread, &ranks, err, cap) && ok;
     else if (stored && ok && (ok = tp_stored_ranks(run, &out->ranks, err, cap)))
-        tp_ranks_compare(run, &out->ranks);
+        tp_ranks_compare(&out->ranks);
     else if (ok)
         ok = tp_ranks_from_rows(run, &out->ranks, err, cap);
     if (ok && out->n)

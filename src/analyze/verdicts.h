@@ -1,4 +1,6 @@
-/* verdicts.h: plain-words conclusions with the figures behind them.
+/* verdicts.h: the rules of thumb applied to a run's figures, as facts: which
+ * rule fired, where, and the figures behind it (render/verdict_words.c says
+ * them in words and as JSON evidence).
  *
  * Rules (from the seed documents), per rank with timings, shares of the
  * rank's step time:
@@ -7,24 +9,91 @@
  *                   waiting on storage, else too few workers) picks the advice
  *   transfer_bound  to_device >= 15 %
  *   compute_bound   train_batch >= 60 % and dataloader_next < 10 %
+ * across ranks:
+ *   straggler       a rank's own work per step well above the median rank's
+ *   communication_bound  ranks wait in communication >= 25 % of their steps
  * and per agent (every agent of a merged run, named when there are several):
  *   gpu_underused   a GPU's mean utilization < 90 %
  *   memory_pressure GPU memory or host memory >= 90 % at peak, or swap used
  *   cpu_saturated   on an agent with GPUs, its CPUs >= 90 % busy on average, or
  *                   the command at >= 90 % of its cgroup CPU limit
- *   network_saturated  a link's traffic one way >= 90 % of its speed at p95
- * Each verdict carries its evidence as a JSON object. */
+ *   network_saturated  a link's traffic one way >= 90 % of its speed at p95 */
 #ifndef TP_ANALYZE_VERDICTS_H
 #define TP_ANALYZE_VERDICTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "analyze/summary.h"
 
+typedef enum {
+    TP_VERDICT_INPUT_BOUND,
+    TP_VERDICT_TRANSFER_BOUND,
+    TP_VERDICT_COMPUTE_BOUND,
+    TP_VERDICT_STRAGGLER,
+    TP_VERDICT_COMMUNICATION_BOUND,
+    TP_VERDICT_GPU_UNDERUSED,
+    TP_VERDICT_GPU_MEMORY,  /* memory_pressure of a GPU */
+    TP_VERDICT_HOST_MEMORY, /* memory_pressure of a host */
+    TP_VERDICT_CPU_SATURATED,
+    TP_VERDICT_NETWORK_SATURATED,
+} tp_verdict_kind;
+
+/* What an input-bound rank's loading waits on, which picks the advice. */
+typedef enum {
+    TP_INPUT_CPU,     /* the machine's CPUs busy (median >= 90 %) */
+    TP_INPUT_DISK,    /* a disk busy (median >= 90 %) */
+    TP_INPUT_IO_WAIT, /* tasks waiting on storage (median >= 25 %) */
+    TP_INPUT_WORKERS, /* none of those: too few workers */
+} tp_input_cause;
+
+/* One verdict. Series point into the summary it was built from; a value the
+ * run did not have is -1 (as the evidence has always said it). */
 typedef struct tp_verdict {
-    const char *kind;
-    char message[640];
-    char evidence[512]; /* JSON object */
+    tp_verdict_kind kind;
+    int rank;              /* rank verdicts and straggler; -1: "the training" */
+    int64_t agent_id;      /* system verdicts */
+    const tp_run_gpu *gpu; /* GPU verdicts */
+    union {
+        struct {
+            double share, next_mean_s, step_mean_s, procs, cpu_p50, io_p50, disk_p50;
+            tp_input_cause cause;
+            const tp_series_summary *cpu, *io, *disk;
+            const char *cpus; /* the agent's CPU count as its metadata says it, or NULL */
+        } input;
+        struct {
+            double share, host_share, device_share; /* share: the larger of the two */
+        } transfer;
+        struct {
+            double share, device_share, input_share, step_mean_s;
+            bool loader_timed; /* a DataLoader was timed inside the steps */
+        } compute;
+        struct {
+            const tp_rank_row *row;
+        } straggler;
+        struct {
+            double exposed_s, window_s;
+            size_t ranks;
+        } comm;
+        struct {
+            const tp_series_summary *util;
+        } gpu_util;
+        struct {
+            double used_max_bytes;
+        } gpu_memory;
+        struct {
+            double used_max_bytes, total_bytes, swap_max_bytes;
+        } host_memory;
+        struct {
+            bool host; /* the host's CPUs, else the command against its cgroup limit */
+            const tp_series_summary *util, *proc, *wait;
+            double limit_cores; /* 0 without a limit */
+        } cpu;
+        struct {
+            const tp_series_summary *link, *rate; /* the speed, and the worse direction */
+            bool sent;
+        } network;
+    } f;
 } tp_verdict;
 
 typedef struct tp_verdicts {

@@ -11,6 +11,7 @@
 #include "analyze/step_phases.h"
 #include "analyze/summary_plots.h"
 #include "analyze/verdicts.h"
+#include "render/verdict_words.h"
 #include "core/metric_catalog.h"
 #include "render/report.h"
 #include "render/svg.h"
@@ -543,10 +544,14 @@ static void verdicts(FILE *out, const tp_summary *s)
     if (!v.n)
         fputs("<p>No rule of thumb fired.</p>\n", out);
     for (size_t i = 0; i < v.n; i++) {
-        fprintf(out, "<div class=\"verdict\" data-kind=\"%s\"><p>", v.items[i].kind);
-        tp_html_escape(out, v.items[i].message);
+        char message[TP_VERDICT_MESSAGE_MAX], evidence[TP_VERDICT_EVIDENCE_MAX];
+        tp_verdict_message(message, sizeof message, s, &v.items[i]);
+        tp_verdict_evidence(evidence, sizeof evidence, s, &v.items[i]);
+        fprintf(out, "<div class=\"verdict\" data-kind=\"%s\"><p>",
+                tp_verdict_kind_name(v.items[i].kind));
+        tp_html_escape(out, message);
         fputs("</p><code>", out);
-        tp_html_escape(out, v.items[i].evidence);
+        tp_html_escape(out, evidence);
         fputs("</code></div>\n", out);
     }
     tp_verdicts_free(&v);

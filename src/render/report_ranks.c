@@ -3,6 +3,7 @@
 
 #include "render/report.h"
 #include "render/units.h"
+#include "render/verdict_words.h"
 
 static const char *agent_name(const tp_run *run, int64_t id)
 {
@@ -105,10 +106,13 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s)
         json_key(w, "straggler");
         json_bool(w, row->straggler);
         json_key(w, "cause");
-        if (row->straggler)
-            json_string(w, row->cause);
-        else
+        if (row->straggler) {
+            char cause[TP_CAUSE_MAX];
+            tp_straggler_cause_text(cause, sizeof cause, s->run, row);
+            json_string(w, cause);
+        } else {
             json_null(w);
+        }
         json_object_end(w);
     }
     json_array_end(w);

@@ -4,6 +4,7 @@
 
 #include "render/report.h"
 #include "analyze/verdicts.h"
+#include "render/verdict_words.h"
 #include "render/units.h"
 
 static void rank_title(char *buf, size_t cap, int rank)
@@ -394,9 +395,13 @@ void tp_report_verdicts_text(FILE *out, const tp_summary *s)
     fprintf(out, "\nVerdicts\n");
     if (v.n == 0)
         fprintf(out, "  none: no rule of thumb fired (see docs/verdicts.md for the rules)\n");
-    for (size_t i = 0; i < v.n; i++)
-        fprintf(out, "  [%s] %s\n      evidence: %s\n", v.items[i].kind, v.items[i].message,
-                v.items[i].evidence);
+    for (size_t i = 0; i < v.n; i++) {
+        char message[TP_VERDICT_MESSAGE_MAX], evidence[TP_VERDICT_EVIDENCE_MAX];
+        tp_verdict_message(message, sizeof message, s, &v.items[i]);
+        tp_verdict_evidence(evidence, sizeof evidence, s, &v.items[i]);
+        fprintf(out, "  [%s] %s\n      evidence: %s\n", tp_verdict_kind_name(v.items[i].kind),
+                message, evidence);
+    }
     tp_verdicts_free(&v);
 }
 
@@ -407,13 +412,16 @@ void tp_report_verdicts_json(json_writer *w, const tp_summary *s)
     json_key(w, "verdicts");
     json_array_begin(w);
     for (size_t i = 0; i < v.n; i++) {
+        char message[TP_VERDICT_MESSAGE_MAX], evidence[TP_VERDICT_EVIDENCE_MAX];
+        tp_verdict_message(message, sizeof message, s, &v.items[i]);
+        tp_verdict_evidence(evidence, sizeof evidence, s, &v.items[i]);
         json_object_begin(w);
         json_key(w, "kind");
-        json_string(w, v.items[i].kind);
+        json_string(w, tp_verdict_kind_name(v.items[i].kind));
         json_key(w, "message");
-        json_string(w, v.items[i].message);
+        json_string(w, message);
         json_key(w, "evidence");
-        json_raw(w, v.items[i].evidence);
+        json_raw(w, evidence);
         json_object_end(w);
     }
     json_array_end(w);

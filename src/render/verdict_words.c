@@ -1,0 +1,400 @@
+/* verdict_words.c: the rules of thumb's verdicts in words and as evidence. */
+#include "render/verdict_words.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/json_writer.h"
+#include "util/labels.h"
+
+const char *tp_verdict_kind_name(tp_verdict_kind kind)
+{
+    switch (kind) {
+    case TP_VERDICT_INPUT_BOUND: return "input_bound";
+    case TP_VERDICT_TRANSFER_BOUND: return "transfer_bound";
+    case TP_VERDICT_COMPUTE_BOUND: return "compute_bound";
+    case TP_VERDICT_STRAGGLER: return "straggler";
+    case TP_VERDICT_COMMUNICATION_BOUND: return "communication_bound";
+    case TP_VERDICT_GPU_UNDERUSED: return "gpu_underused";
+    case TP_VERDICT_GPU_MEMORY:
+    case TP_VERDICT_HOST_MEMORY: return "memory_pressure";
+    case TP_VERDICT_CPU_SATURATED: return "cpu_saturated";
+    case TP_VERDICT_NETWORK_SATURATED: return "network_saturated";
+    }
+    return "?";
+}
+
+/* What a figure of x was taken over, for a message: the training steps
+ * (tp_series_summary.steps), or the whole run where the steps are unknown. */
+static const char *over(const tp_series_summary *x)
+{
+    return x && x->in_steps ? " during the training steps" : "";
+}
+
+/* The same for the evidence's "over": "steps" or "run". */
+static const char *over_key(const tp_series_summary *x)
+{
+    return x && x->in_steps ? "steps" : "run";
+}
+
+static void rank_name(char *buf, size_t cap, int rank)
+{
+    if (rank < 0)
+        snprintf(buf, cap, "the training");
+    else
+        snprintf(buf, cap, "rank %d", rank);
+}
+
+static const char *agent_name(const tp_run *run, int64_t id)
+{
+    for (size_t i = 0; i < run->nagents; i++)
+        if (run->agents[i].id == id)
+            return run->agents[i].name;
+    return "?";
+}
+
+/* " of node-3" (with the agent's name as JSON in json) when the run has several
+ * agents, else "" (and "null"): which machine a system verdict is about. */
+static void agent_of(const tp_run *run, int64_t agent_id, char *of, size_t cap, char *json,
+                     size_t jcap)
+{
+    snprintf(of, cap, "%s", "");
+    snprintf(json, jcap, "null");
+    for (size_t a = 0; run->nagents > 1 && a < run->nagents; a++)
+        if (run->agents[a].id == agent_id) {
+            snprintf(of, cap, " of %.60s", run->agents[a].name);
+            tp_json_quote(json, jcap, run->agents[a].name, 60);
+        }
+}
+
+void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_rank_row *r)
+{
+    const tp_straggler_cause *c = &r->cause;
+    size_t len = (size_t)snprintf(out, cap,
+                                  c->input ? "its input (dataloader_next, to_device): %.1f ms per "
+                                             "step vs %.1f ms on the median rank"
+                                           : "its compute (train_batch and its parts): %.1f ms "
+                                             "per step vs %.1f ms on the median rank",
+                                  c->part_s * 1e3, c->median_part_s * 1e3);
+    if (len < cap && c->gpu_note == TP_GPU_NOTE_CLOCK)
+        len += (size_t)snprintf(out + len, cap - len,
+                                "; its GPU %d runs at %.0f MHz vs %.0f MHz (throttled?)", r->gpu,
+                                c->gpu_value, c->gpu_median);
+    else if (len < cap && c->gpu_note == TP_GPU_NOTE_UTIL)
+        len += (size_t)snprintf(out + len, cap - len,
+                                "; its GPU %d is %.0f %% busy vs %.0f %% on the median rank",
+                                r->gpu, c->gpu_value, c->gpu_median);
+    if (len < cap && c->node_slow)
+        snprintf(out + len, cap - len, "; every rank on node %s is slow: look at the node",
+                 agent_name(run, r->agent_id));
+}
+
+/* The advice of an input-bound verdict, by what its loading waits on. */
+static void input_advice(char *out, size_t cap, const tp_verdict *v)
+{
+    const __typeof__(v->f.input) *f = &v->f.input;
+    char busy[120];
+    switch (f->cause) {
+    case TP_INPUT_CPU:
+        snprintf(out, cap,
+                 "The CPUs were busy %.0f%% of the time%s (median), so loading is CPU-bound "
+                 "and more workers won't help: cheaper decoding and transforms (or on the "
+                 "GPU), data stored pre-processed, or more cores.",
+                 f->cpu_p50, over(f->cpu));
+        return;
+    case TP_INPUT_DISK: {
+        char labels[TP_LABELS_MAX]; /* "device=nvme0n1" */
+        tp_labels_display(f->disk->series->labels, labels, sizeof labels);
+        const char *dev = strchr(labels, '=');
+        snprintf(busy, sizeof busy, "Disk %.40s was busy %.0f%% of the time%s (median)",
+                 dev ? dev + 1 : labels, f->disk_p50, over(f->disk));
+        break;
+    }
+    case TP_INPUT_IO_WAIT:
+        snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time%s (median)",
+                 f->io_p50, over(f->io));
+        break;
+    case TP_INPUT_WORKERS:
+        snprintf(out, cap,
+                 "Try more DataLoader workers (num_workers; the command ran up to %.0f "
+                 "processes on %s CPUs), pin_memory=True, a larger prefetch_factor, and "
+                 "data in memory or on local NVMe.",
+                 f->procs, f->cpus ? f->cpus : "?");
+        return;
+    }
+    snprintf(out, cap,
+             "%s, so loading waits on the disk or the network filesystem: data on local "
+             "NVMe or in memory, fewer and larger files read sequentially (sharded "
+             "formats), and more workers only where the storage has headroom "
+             "(trainprof iobench).",
+             busy);
+}
+
+static void rank_message(char *out, size_t cap, const tp_verdict *v)
+{
+    char who[32];
+    rank_name(who, sizeof who, v->rank);
+    if (v->kind == TP_VERDICT_INPUT_BOUND) {
+        char advice[400];
+        input_advice(advice, sizeof advice, v);
+        snprintf(out, cap,
+                 "%s is input-bound: waiting for the next batch takes %.0f%% of step time "
+                 "(dataloader_next %.1f ms per fetch, steps %.1f ms). Loading should take much "
+                 "less than training. %s",
+                 who, 100 * v->f.input.share, 1e3 * v->f.input.next_mean_s,
+                 1e3 * v->f.input.step_mean_s, advice);
+    } else if (v->kind == TP_VERDICT_TRANSFER_BOUND) {
+        snprintf(out, cap,
+                 "%s is transfer-bound: host-to-device copies take %.0f%% of step time%s. Try "
+                 "pin_memory=True in the DataLoader with .to(device, non_blocking=True), copying "
+                 "once per batch rather than per tensor, and smaller dtypes for inputs.",
+                 who, 100 * v->f.transfer.share,
+                 v->f.transfer.share == v->f.transfer.device_share ? " on the GPU" : "");
+    } else {
+        double train = v->f.compute.share;
+        char input[120];
+        if (v->f.compute.loader_timed)
+            snprintf(input, sizeof input, "waiting for data only %.0f%%",
+                     100 * v->f.compute.input_share);
+        else
+            snprintf(input, sizeof input,
+                     "everything else, making the batches included (no DataLoader timed), "
+                     "%.0f%%",
+                     train < 1 ? 100 * (1 - train) : 0.0);
+        snprintf(out, cap,
+                 "%s is compute-bound: the computation (train_batch, outside communication) "
+                 "takes %.0f%% of step time "
+                 "and %s. The input pipeline keeps up; speed-ups come "
+                 "from the computation: mixed precision (torch.autocast; FP16/BF16 on tensor "
+                 "cores is 1.5-5x for common models), larger batches, torch.compile, faster or "
+                 "more devices.",
+                 who, 100 * train, input);
+    }
+}
+
+static void system_message(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
+{
+    char of[80], agent[80];
+    agent_of(s->run, v->agent_id, of, sizeof of, agent, sizeof agent);
+    const tp_run_gpu *gpu = v->gpu;
+    if (v->kind == TP_VERDICT_GPU_UNDERUSED) {
+        const tp_series_summary *u = v->f.gpu_util.util;
+        snprintf(out, cap,
+                 "GPU %d%s (%s) is under-used: utilization averaged %.0f%% (p50 %.0f%%)%s; it "
+                 "should be close to 100%%, at least 90%%. Look at the input pipeline and "
+                 "host-side work between steps, and at the batch size.",
+                 gpu->index, of, gpu->name, u->steps.mean, u->steps.p50, over(u));
+    } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
+        double max = v->f.gpu_memory.used_max_bytes, total = (double)gpu->mem_total_bytes;
+        snprintf(out, cap,
+                 "GPU %d%s memory came within %.0f%% of full (peak %.1f of %.1f GiB): stay away "
+                 "from the maximum (fragmentation, out-of-memory). Try a smaller batch with "
+                 "gradient accumulation, mixed precision, or activation checkpointing.",
+                 gpu->index, of, 100 * (1 - max / total), max / (1 << 30), total / (1 << 30));
+    } else if (v->kind == TP_VERDICT_HOST_MEMORY) {
+        const __typeof__(v->f.host_memory) *m = &v->f.host_memory;
+        snprintf(out, cap,
+                 "Host memory%s is near full: peak %.1f of %.1f GiB used, %.1f GiB of swap. Don't "
+                 "max out CPU memory: fewer or lighter DataLoader workers, a smaller in-memory "
+                 "cache, or a machine with more memory.",
+                 of, m->used_max_bytes / (1 << 30), m->total_bytes / (1 << 30),
+                 m->swap_max_bytes / (1 << 30));
+    } else if (v->kind == TP_VERDICT_CPU_SATURATED) {
+        const __typeof__(v->f.cpu) *c = &v->f.cpu;
+        char waited[96] = "", busy[200];
+        if (c->wait)
+            snprintf(waited, sizeof waited, "; some task waited for a CPU %.0f%% of the time",
+                     c->wait->steps.mean);
+        if (c->host)
+            snprintf(busy, sizeof busy,
+                     "the CPUs%s were busy %.0f%% of the time%s on average (p50 %.0f%%)", of,
+                     c->util->steps.mean, over(c->util), c->util->steps.p50);
+        else
+            snprintf(busy, sizeof busy,
+                     "the command%s used %.1f of the %.1f cores its cgroup allows%s, on average",
+                     of, c->proc->steps.mean / 100, c->limit_cores, over(c->proc));
+        snprintf(out, cap,
+                 "CPU saturated: %s%s. Don't max out CPU utilization: DataLoader workers, the "
+                 "training's own threads and other host work compete for the cores, so more "
+                 "workers won't load faster. Try cheaper transforms (or on the GPU), "
+                 "torch.set_num_threads so that workers and threads don't oversubscribe the "
+                 "cores, %sor more cores.",
+                 busy, waited, c->limit_cores > 0 ? "a higher cgroup CPU limit, " : "");
+    } else {
+        const tp_series_summary *link = v->f.network.link, *worst = v->f.network.rate;
+        char labels[TP_LABELS_MAX];
+        tp_labels_display(link->series->labels, labels, sizeof labels);
+        double speed = link->stats.mean;
+        snprintf(out, cap,
+                 "The network link %.60s%s ran near its speed: %s at %.0f%% of its %.2f GB/s or "
+                 "more during at least 5%% of the %s (p95 %.2f GB/s, mean %.2f GB/s). Don't max "
+                 "out network bandwidth: fewer or larger collectives (gradient accumulation with "
+                 "no_sync, DDP's bucket_cap_mb), lower-precision gradients, the data on local "
+                 "disks rather than over the network, or a faster interconnect.",
+                 labels, of, v->f.network.sent ? "sending" : "receiving",
+                 100 * worst->steps.p95 / speed, speed / 1e9,
+                 worst->in_steps ? "training steps" : "run", worst->steps.p95 / 1e9,
+                 worst->steps.mean / 1e9);
+    }
+}
+
+void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
+{
+    switch (v->kind) {
+    case TP_VERDICT_INPUT_BOUND:
+    case TP_VERDICT_TRANSFER_BOUND:
+    case TP_VERDICT_COMPUTE_BOUND: rank_message(out, cap, v); return;
+    case TP_VERDICT_STRAGGLER: {
+        const tp_rank_row *row = v->f.straggler.row;
+        char cause[TP_CAUSE_MAX];
+        tp_straggler_cause_text(cause, sizeof cause, s->run, row);
+        snprintf(out, cap,
+                 "Rank %d is a straggler: its own work (input + compute) takes %.0f %% longer "
+                 "per step than the median rank's (%.1f vs %.1f ms), and in synchronous training "
+                 "every other rank waits for it in collectives. Cause: %s.",
+                 row->rank, 100 * row->excess, 1e3 * tp_rank_own_per_step(row),
+                 1e3 * s->ranks.median_own_s, cause);
+        return;
+    }
+    case TP_VERDICT_COMMUNICATION_BOUND:
+        snprintf(out, cap,
+                 "Ranks spend %.0f %% of their step time in communication with no compute "
+                 "region open, and none of them is a straggler: more work per communication "
+                 "(a larger batch per rank, gradient accumulation with no_sync), DDP's "
+                 "bucket_cap_mb, or a faster interconnect.",
+                 100 * v->f.comm.exposed_s / v->f.comm.window_s);
+        return;
+    default: system_message(out, cap, s, v); return;
+    }
+}
+
+/* Keeps an evidence object valid JSON whatever figures went into it: the
+ * non-finite numbers printf writes (nan, inf, with a sign) become null, and
+ * an object cut by its buffer becomes {"cut":true}. */
+static void seal_evidence(char *evidence, size_t cap)
+{
+    char out[TP_VERDICT_EVIDENCE_MAX];
+    size_t n = 0, len = strlen(evidence);
+    bool in_string = false, cut = len == 0 || evidence[len - 1] != '}';
+    for (const char *p = evidence; *p && !cut; p++) {
+        if (*p == '"' && (p == evidence || p[-1] != '\\'))
+            in_string = !in_string;
+        size_t word = 0;
+        if (!in_string) {
+            const char *q = p + (*p == '-');
+            word = strncmp(q, "nan", 3) == 0 || strncmp(q, "inf", 3) == 0 ? (size_t)(q + 3 - p) : 0;
+        }
+        if (n + (word ? 4 : 1) >= sizeof out) {
+            cut = true;
+            break;
+        }
+        if (word) {
+            memcpy(out + n, "null", 4);
+            n += 4;
+            p += word - 1;
+        } else {
+            out[n++] = *p;
+        }
+    }
+    out[n] = '\0';
+    snprintf(evidence, cap, "%s", cut ? "{\"cut\":true}" : out);
+}
+
+static void rank_evidence(char *out, size_t cap, const tp_verdict *v)
+{
+    if (v->kind == TP_VERDICT_INPUT_BOUND) {
+        const __typeof__(v->f.input) *f = &v->f.input;
+        snprintf(out, cap,
+                 "{\"rank\":%d,\"dataloader_next_share\":%.4f,\"dataloader_next_mean_s\":%.6f,"
+                 "\"step_mean_s\":%.6f,\"proc_count_max\":%.0f,\"cause\":\"%s\","
+                 "\"cpu_util_p50_percent\":%.2f,\"pressure_io_some_p50_percent\":%.2f,"
+                 "\"disk_busy_p50_percent\":%.2f,\"over\":\"%s\"}",
+                 v->rank, f->share, f->next_mean_s, f->step_mean_s, f->procs,
+                 f->cause == TP_INPUT_CPU       ? "cpu"
+                 : f->cause == TP_INPUT_WORKERS ? "workers"
+                                                : "storage",
+                 f->cpu_p50, f->io_p50, f->disk_p50, over_key(f->cpu));
+    } else if (v->kind == TP_VERDICT_TRANSFER_BOUND) {
+        snprintf(out, cap, "{\"rank\":%d,\"to_device_share\":%.4f,\"to_device_device_share\":%.4f}",
+                 v->rank, v->f.transfer.host_share, v->f.transfer.device_share);
+    } else {
+        const __typeof__(v->f.compute) *f = &v->f.compute;
+        snprintf(out, cap,
+                 "{\"rank\":%d,\"train_batch_share\":%.4f,\"train_batch_device_share\":%.4f,"
+                 "\"dataloader_next_share\":%.4f,\"step_mean_s\":%.6f}",
+                 v->rank, f->share, f->device_share, f->input_share, f->step_mean_s);
+    }
+}
+
+static void system_evidence(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
+{
+    char of[80], agent[80];
+    agent_of(s->run, v->agent_id, of, sizeof of, agent, sizeof agent);
+    if (v->kind == TP_VERDICT_GPU_UNDERUSED) {
+        const tp_series_summary *u = v->f.gpu_util.util;
+        snprintf(out, cap,
+                 "{\"gpu\":%d,\"agent\":%s,\"util_mean_percent\":%.2f,\"util_p50_percent\":%.2f,"
+                 "\"over\":\"%s\"}",
+                 v->gpu->index, agent, u->steps.mean, u->steps.p50, over_key(u));
+    } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
+        snprintf(out, cap,
+                 "{\"gpu\":%d,\"agent\":%s,\"mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%lld}",
+                 v->gpu->index, agent, v->f.gpu_memory.used_max_bytes,
+                 (long long)v->gpu->mem_total_bytes);
+    } else if (v->kind == TP_VERDICT_HOST_MEMORY) {
+        snprintf(out, cap,
+                 "{\"agent\":%s,\"host_mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%.0f,"
+                 "\"swap_used_max_bytes\":%.0f}",
+                 agent, v->f.host_memory.used_max_bytes, v->f.host_memory.total_bytes,
+                 v->f.host_memory.swap_max_bytes);
+    } else if (v->kind == TP_VERDICT_CPU_SATURATED) {
+        const __typeof__(v->f.cpu) *c = &v->f.cpu;
+        snprintf(out, cap,
+                 "{\"agent\":%s,\"cpu_util_mean_percent\":%.2f,\"proc_cpu_mean_percent\":%.2f,"
+                 "\"cgroup_cpu_limit_cores\":%.2f,\"pressure_cpu_some_mean_percent\":%.2f,"
+                 "\"over\":\"%s\"}",
+                 agent, c->util ? c->util->steps.mean : -1, c->proc ? c->proc->steps.mean : -1,
+                 c->limit_cores, c->wait ? c->wait->steps.mean : -1,
+                 over_key(c->host ? c->util : c->proc));
+    } else {
+        const tp_series_summary *link = v->f.network.link, *worst = v->f.network.rate;
+        char labels[TP_LABELS_MAX], link_json[80];
+        tp_labels_display(link->series->labels, labels, sizeof labels);
+        tp_json_quote(link_json, sizeof link_json, labels, 60);
+        snprintf(out, cap,
+                 "{\"agent\":%s,\"link\":%s,\"direction\":\"%s\",\"p95_bytes_per_s\":%.0f,"
+                 "\"mean_bytes_per_s\":%.0f,\"link_bytes_per_s\":%.0f,\"over\":\"%s\"}",
+                 agent, link_json, v->f.network.sent ? "sent" : "received", worst->steps.p95,
+                 worst->steps.mean, link->stats.mean, over_key(worst));
+    }
+}
+
+void tp_verdict_evidence(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
+{
+    char text[TP_VERDICT_EVIDENCE_MAX];
+    const tp_ranks *r = &s->ranks;
+    switch (v->kind) {
+    case TP_VERDICT_INPUT_BOUND:
+    case TP_VERDICT_TRANSFER_BOUND:
+    case TP_VERDICT_COMPUTE_BOUND: rank_evidence(text, sizeof text, v); break;
+    case TP_VERDICT_STRAGGLER: {
+        const tp_rank_row *row = v->f.straggler.row;
+        snprintf(text, sizeof text,
+                 "{\"rank\":%d,\"own_s_per_step\":%.6f,\"median_own_s_per_step\":%.6f,"
+                 "\"input_s_per_step\":%.6f,\"compute_s_per_step\":%.6f,"
+                 "\"median_comm_s_per_step\":%.6f}",
+                 row->rank, tp_rank_own_per_step(row), r->median_own_s,
+                 row->input_s / (double)row->steps, row->compute_s / (double)row->steps,
+                 r->median_comm_s);
+        break;
+    }
+    case TP_VERDICT_COMMUNICATION_BOUND:
+        snprintf(text, sizeof text, "{\"exposed_comm_s\":%.6f,\"window_s\":%.6f,\"ranks\":%zu}",
+                 v->f.comm.exposed_s, v->f.comm.window_s, v->f.comm.ranks);
+        break;
+    default: system_evidence(text, sizeof text, s, v); break;
+    }
+    seal_evidence(text, sizeof text);
+    snprintf(out, cap, "%s", text);
+}

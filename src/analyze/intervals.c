@@ -6,17 +6,15 @@
 #include "util/grow.h"
 #include "util/ns_math.h"
 
-void tp_spans_push(tp_spans *s, int key, int64_t a, int64_t b)
+void tp_spans_push(tp_spans *s, int64_t a, int64_t b)
 {
     s->v = tp_grow(s->v, s->n, &s->cap, sizeof *s->v);
-    s->v[s->n++] = (tp_span){key, a, b};
+    s->v[s->n++] = (tp_span){a, b};
 }
 
-static int cmp_span(const void *x, const void *y)
+static int cmp_start(const void *x, const void *y)
 {
     const tp_span *a = x, *b = y;
-    if (a->key != b->key)
-        return a->key < b->key ? -1 : 1;
     return (a->a > b->a) - (a->a < b->a);
 }
 
@@ -24,10 +22,10 @@ void tp_spans_merge(tp_spans *s)
 {
     if (!s->n)
         return;
-    qsort(s->v, s->n, sizeof *s->v, cmp_span);
+    qsort(s->v, s->n, sizeof *s->v, cmp_start);
     size_t k = 0;
     for (size_t i = 1; i < s->n; i++) {
-        if (s->v[i].key == s->v[k].key && s->v[i].a <= s->v[k].b) {
+        if (s->v[i].a <= s->v[k].b) {
             if (s->v[i].b > s->v[k].b)
                 s->v[k].b = s->v[i].b;
         } else {
@@ -37,17 +35,40 @@ void tp_spans_merge(tp_spans *s)
     s->n = k + 1;
 }
 
+size_t tp_spans_first_after(const tp_spans *s, int64_t t)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->v[mid].b <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 int64_t tp_spans_union_ns(tp_spans *const *lists, size_t k, tp_spans *tmp)
 {
     tmp->n = 0;
     for (size_t i = 0; i < k; i++)
         for (size_t j = 0; j < lists[i]->n; j++)
-            tp_spans_push(tmp, 0, lists[i]->v[j].a, lists[i]->v[j].b);
-    tp_spans_merge(tmp);
-    int64_t total = 0;
-    for (size_t i = 0; i < tmp->n; i++)
-        total = tp_ns_add(total, tp_ns_sub(tmp->v[i].b, tmp->v[i].a));
-    return total;
+            tp_spans_push(tmp, lists[i]->v[j].a, lists[i]->v[j].b);
+    if (tmp->n == 0)
+        return 0;
+    /* sorted by start, one pass: a run of touching or overlapping spans at
+     * a time (tp_spans_merge's rule, without writing the runs back) */
+    qsort(tmp->v, tmp->n, sizeof *tmp->v, cmp_start);
+    int64_t total = 0, a = tmp->v[0].a, b = tmp->v[0].b;
+    for (size_t i = 1; i < tmp->n; i++) {
+        if (tmp->v[i].a > b) {
+            total = tp_ns_add(total, tp_ns_sub(b, a));
+            a = tmp->v[i].a;
+        }
+        if (tmp->v[i].b > b)
+            b = tmp->v[i].b;
+    }
+    return tp_ns_add(total, tp_ns_sub(b, a));
 }
 
 void tp_spans_free(tp_spans *s)

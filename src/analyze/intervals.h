@@ -1,8 +1,6 @@
 /* intervals.h: time spans and their union, the one implementation the
- * analysis has (ranks' categories, timings' runs of steps).
- *
- * A span [a, b) in nanoseconds carries a key (a rank, or 0 where one list
- * holds one thing); lists grow by doubling. */
+ * analysis has (ranks' categories, timings' runs of steps). A span is
+ * [a, b) in nanoseconds; lists grow by doubling. */
 #ifndef TP_ANALYZE_INTERVALS_H
 #define TP_ANALYZE_INTERVALS_H
 
@@ -10,7 +8,6 @@
 #include <stdint.h>
 
 typedef struct tp_span {
-    int key;
     int64_t a, b; /* ns */
 } tp_span;
 
@@ -19,14 +16,17 @@ typedef struct tp_spans {
     size_t n, cap;
 } tp_spans;
 
-void tp_spans_push(tp_spans *s, int key, int64_t a, int64_t b);
+void tp_spans_push(tp_spans *s, int64_t a, int64_t b);
 
-/* Sorts s by (key, start) and merges the spans of a key that touch or
- * overlap, so that each key's spans are disjoint and increasing. */
+/* Sorts s by start and merges the spans that touch or overlap, so that its
+ * spans are disjoint and increasing. */
 void tp_spans_merge(tp_spans *s);
 
-/* Nanoseconds covered by the union of the k lists' spans (keys aside);
- * tmp is scratch, reused between calls. */
+/* In a merged s: the first span that ends after t (s->n when none does). */
+size_t tp_spans_first_after(const tp_spans *s, int64_t t);
+
+/* Nanoseconds covered by the union of the k lists' spans; tmp is scratch,
+ * reused between calls (the lists are left as they were). */
 int64_t tp_spans_union_ns(tp_spans *const *lists, size_t k, tp_spans *tmp);
 
 void tp_spans_free(tp_spans *s);

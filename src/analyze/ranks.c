@@ -76,7 +76,7 @@ static void add_region(void *ctx, int64_t thread, const char *name, int depth, i
     rank_acc *r = &c->acc[c->thread_acc[ti]];
     int64_t a = start_ns > r->t0 ? start_ns : r->t0, b = end_ns < r->t1 ? end_ns : r->t1;
     if (b > a)
-        tp_spans_push(&r->cat[cat], 0, a, b);
+        tp_spans_push(&r->cat[cat], a, b);
 }
 
 static int cmp_int(const void *x, const void *y)

@@ -114,18 +114,17 @@ typedef struct step_set {
     tp_spans spans;
 } step_set;
 
-static void step_set_add(step_set *set, int rank, int64_t a, int64_t b, int64_t samples,
-                         int64_t batches)
+static void step_set_add(step_set *set, int64_t a, int64_t b, int64_t samples, int64_t batches)
 {
     set->durations[set->n++] = (double)tp_ns_sub(b, a) / 1e9;
     set->samples = tp_ns_add(set->samples, samples);
     set->batches += batches;
-    tp_spans *spans = &set->spans;
+    tp_spans *spans = &set->spans; /* one rank's */
     tp_span *last = spans->n ? &spans->v[spans->n - 1] : NULL;
-    if (last && last->key == rank && last->b == a)
+    if (last && last->b == a)
         last->b = b; /* back to back: one run of steps */
     else
-        tp_spans_push(spans, rank, a, b);
+        tp_spans_push(spans, a, b);
 }
 
 static double sum(const double *v, size_t n)
@@ -195,7 +194,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         if (prev_step >= 0) {
             int64_t a = m[prev_step].t_ns, b = m[i].t_ns;
             warming = warming && compiled_in(compiles, m[i].thread, a, b);
-            step_set_add(warming ? &warm : &steady, m[i].rank, a, b, pending, pending_batches);
+            step_set_add(warming ? &warm : &steady, a, b, pending, pending_batches);
             if (epoch_row >= 0) {
                 t->epochs[epoch_row].steps++;
                 t->epochs[epoch_row].samples = tp_ns_add(t->epochs[epoch_row].samples, pending);
@@ -233,7 +232,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         tp_stats_compute(steady.durations, steady.n, &st->stats);
     }
     for (size_t i = 0; i < steady.spans.n; i++)
-        tp_spans_push(spans, steady.spans.v[i].key, steady.spans.v[i].a, steady.spans.v[i].b);
+        tp_spans_push(spans, steady.spans.v[i].a, steady.spans.v[i].b);
     free(steady.durations);
     free(warm.durations);
     tp_spans_free(&steady.spans);
@@ -271,8 +270,19 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
     return total;
 }
 
+/* A rank's runs of steps, merged (disjoint, increasing). */
+typedef struct rank_spans {
+    int rank;
+    tp_spans spans;
+} rank_spans;
+
+typedef struct rank_spans_list {
+    rank_spans *v; /* by rank, increasing */
+    size_t n, cap;
+} rank_spans_list;
+
 typedef struct in_steps_ctx {
-    const tp_spans *spans;
+    const rank_spans_list *spans;
     tp_run_thread *threads; /* sorted by id */
     size_t nthreads;
     tp_timing_row **rows; /* sorted by (rank, name) */
@@ -291,19 +301,10 @@ static int cmp_row(const void *x, const void *y)
     return cmp_row_value(*(tp_timing_row *const *)x, *(tp_timing_row *const *)y);
 }
 
-/* The first of rank's spans that ends after t (or the end of rank's spans). */
-static size_t first_span(const tp_spans *s, int rank, int64_t t)
+static int cmp_rank_spans(const void *key, const void *elem)
 {
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const tp_span *p = &s->v[mid];
-        if (p->key < rank || (p->key == rank && p->b <= t))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    int rank = *(const int *)key, other = ((const rank_spans *)elem)->rank;
+    return (rank > other) - (rank < other);
 }
 
 /* Adds the part of one region that lies inside its rank's steps. */
@@ -316,11 +317,15 @@ static void add_in_steps(void *ctx, int64_t thread, const char *name, int depth,
         bsearch(&thread, c->threads, c->nthreads, sizeof *c->threads, cmp_thread_id);
     if (!th)
         return;
+    const rank_spans *rs =
+        bsearch(&th->rank, c->spans->v, c->spans->n, sizeof *c->spans->v, cmp_rank_spans);
+    if (!rs)
+        return;
+    const tp_spans *s = &rs->spans;
     int64_t inside = 0;
-    for (size_t i = first_span(c->spans, th->rank, start_ns);
-         i < c->spans->n && c->spans->v[i].key == th->rank && c->spans->v[i].a < end_ns; i++) {
-        int64_t a = start_ns > c->spans->v[i].a ? start_ns : c->spans->v[i].a;
-        int64_t b = end_ns < c->spans->v[i].b ? end_ns : c->spans->v[i].b;
+    for (size_t i = tp_spans_first_after(s, start_ns); i < s->n && s->v[i].a < end_ns; i++) {
+        int64_t a = start_ns > s->v[i].a ? start_ns : s->v[i].a;
+        int64_t b = end_ns < s->v[i].b ? end_ns : s->v[i].b;
         inside = tp_ns_add(inside, b > a ? tp_ns_sub(b, a) : 0);
     }
     if (!inside)
@@ -334,8 +339,8 @@ static void add_in_steps(void *ctx, int64_t thread, const char *name, int depth,
 /* Each row's time inside its rank's closed steps (in_steps_s): one pass over
  * the regions, each cut to the rank's runs of steps. Rows of a rank with no
  * steps keep all of their time (their share is of the run). */
-static bool measure_in_steps(tp_run *run, tp_timings *t, const tp_spans *spans, char *err,
-                             size_t cap)
+static bool measure_in_steps(tp_run *run, tp_timings *t, const rank_spans_list *spans,
+                             size_t nspans, char *err, size_t cap)
 {
     for (size_t i = 0; i < t->nrows; i++) {
         bool stepped = false;
@@ -343,7 +348,7 @@ static bool measure_in_steps(tp_run *run, tp_timings *t, const tp_spans *spans, 
             stepped = t->steps[s].rank == t->rows[i].rank;
         t->rows[i].in_steps_s = stepped ? 0 : t->rows[i].total_s;
     }
-    if (!spans->n || !t->nrows)
+    if (!nspans || !t->nrows)
         return true;
     in_steps_ctx c = {
         spans, NULL, 0, calloc(t->nrows, sizeof *c.rows), t->nrows, calloc(t->nrows, sizeof *c.ns)};
@@ -385,20 +390,26 @@ static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, siz
         free(marks);
         return false;
     }
-    size_t steps_cap = 0, epochs_cap = 0;
-    tp_spans spans = {0};
-    for (size_t lo = 0; lo < n;) {
+    size_t steps_cap = 0, epochs_cap = 0, total_spans = 0;
+    rank_spans_list spans = {0};
+    for (size_t lo = 0; lo < n;) { /* marks are by rank: one rank at a time */
         size_t hi = lo;
         while (hi < n && marks[hi].rank == marks[lo].rank)
             hi++;
-        rank_steps(out, marks, lo, hi, run_s, &compiles, &steps_cap, &epochs_cap, &spans);
+        spans.v = tp_grow(spans.v, spans.n, &spans.cap, sizeof *spans.v);
+        rank_spans *rs = &spans.v[spans.n++];
+        *rs = (rank_spans){marks[lo].rank, {0}};
+        rank_steps(out, marks, lo, hi, run_s, &compiles, &steps_cap, &epochs_cap, &rs->spans);
+        tp_spans_merge(&rs->spans);
+        total_spans += rs->spans.n;
         lo = hi;
     }
     free(marks);
     free(compiles.v);
-    tp_spans_merge(&spans);
-    bool ok = measure_in_steps(run, out, &spans, err, cap);
-    tp_spans_free(&spans);
+    bool ok = measure_in_steps(run, out, &spans, total_spans, err, cap);
+    for (size_t i = 0; i < spans.n; i++)
+        tp_spans_free(&spans.v[i].spans);
+    free(spans.v);
     return ok;
 }
 

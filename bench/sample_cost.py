@@ -9,6 +9,7 @@ thread (user + system). Prints JSON with the medians and their ratio.
 """
 
 import json
+import os
 import pathlib
 import statistics
 import subprocess
@@ -18,7 +19,7 @@ import time
 import psutil
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SAMPLE_COST = ROOT / "build" / "bench" / "sample_cost"
+SAMPLE_COST = os.environ.get("SAMPLE_COST", str(ROOT / "build" / "bench" / "sample_cost"))
 
 
 def start_tree():

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "analyze/summary.h"
+#include "analyze/verdicts.h"
 #include "commands.h"
 #include "render/export.h"
 #include "render/report.h"
@@ -35,7 +36,10 @@ static bool write_export(FILE *out, tp_run *run, export_format f, char *err, siz
     tp_summary s;
     if (!tp_summary_build(run, &s, err, cap))
         return false;
-    tp_report_json(out, &s);
+    tp_verdicts v;
+    tp_verdicts_build(&s, &v);
+    tp_report_json(out, &s, &v);
+    tp_verdicts_free(&v);
     tp_summary_free(&s);
     return true;
 }

@@ -5,6 +5,7 @@
 
 #include "analyze/scaling.h"
 #include "analyze/summary.h"
+#include "analyze/verdicts.h"
 #include "commands.h"
 #include "render/html.h"
 #include "store/merge.h"
@@ -33,13 +34,14 @@ typedef struct scaling_job {
 
 typedef struct page_job {
     const tp_summary *summary;
+    const tp_verdicts *verdicts;
     bool all;
 } page_job;
 
 static bool write_page(FILE *out, void *ctx, char *err, size_t cap)
 {
     const page_job *job = ctx;
-    return tp_html_write(out, job->summary, job->all, err, cap);
+    return tp_html_write(out, job->summary, job->verdicts, job->all, err, cap);
 }
 
 static bool write_scaling(FILE *out, void *ctx, char *err, size_t cap)
@@ -130,9 +132,12 @@ int cmd_html(int argc, char **argv)
         return 2;
     }
     tp_inputs_name_run(&in, s.run);
-    page_job job = {&s, all};
+    tp_verdicts v;
+    tp_verdicts_build(&s, &v);
+    page_job job = {&s, &v, all};
     int rc = tp_write_file_atomically("html", output, force, (const char *const *)argv + first,
                                       (size_t)(argc - first), write_page, &job);
+    tp_verdicts_free(&v);
     tp_summary_close(&s);
     tp_inputs_done(&in);
     if (rc == 0)

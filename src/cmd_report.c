@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analyze/summary.h"
+#include "analyze/verdicts.h"
 #include "commands.h"
 #include "render/report.h"
 #include "store/merge.h"
@@ -67,19 +68,22 @@ int cmd_report(int argc, char **argv)
         return 2;
     }
     tp_inputs_name_run(&in, s.run);
+    tp_verdicts v;
+    tp_verdicts_build(&s, &v);
     if (json) {
-        tp_report_json(stdout, &s);
+        tp_report_json(stdout, &s, &v);
     } else { /* text from the run (names, commands) must not drive the terminal */
         char *text = NULL;
         size_t len = 0;
         FILE *mem = open_memstream(&text, &len);
         if (mem) {
-            tp_report_text(mem, &s, all, whole_run);
+            tp_report_text(mem, &s, &v, all, whole_run);
             fclose(mem);
             tp_text_write_safe(stdout, text);
         }
         free(text);
     }
+    tp_verdicts_free(&v);
     tp_summary_close(&s);
     tp_inputs_done(&in);
     return fflush(stdout) == 0 ? 0 : 1;

@@ -536,10 +536,9 @@ static void header(FILE *out, const tp_run *run)
     fputs("</dd></dl>\n", out);
 }
 
-static void verdicts(FILE *out, const tp_summary *s)
+static void verdicts(FILE *out, const tp_summary *s, const tp_verdicts *vs)
 {
-    tp_verdicts v;
-    tp_verdicts_build(s, &v);
+    const tp_verdicts v = *vs;
     fputs("<h2>Verdicts</h2>\n", out);
     if (!v.n)
         fputs("<p>No rule of thumb fired.</p>\n", out);
@@ -554,17 +553,16 @@ static void verdicts(FILE *out, const tp_summary *s)
         tp_html_escape(out, evidence);
         fputs("</code></div>\n", out);
     }
-    tp_verdicts_free(&v);
 }
 
-static void tables(FILE *out, const tp_summary *s, bool all)
+static void tables(FILE *out, const tp_summary *s, const tp_verdicts *v, bool all)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     if (!mem)
         return;
-    tp_report_text(mem, s, all, false);
+    tp_report_text(mem, s, v, all, false);
     fclose(mem);
     fputs("<h2>Tables</h2>\n<pre>", out);
     tp_html_escape(out, text);
@@ -572,7 +570,8 @@ static void tables(FILE *out, const tp_summary *s, bool all)
     free(text);
 }
 
-bool tp_html_write(FILE *out, const tp_summary *s, bool all, char *err, size_t cap)
+bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, bool all, char *err,
+                   size_t cap)
 {
     tp_run_facts f;
     tp_run_facts_get(s->run, &f);
@@ -582,7 +581,7 @@ bool tp_html_write(FILE *out, const tp_summary *s, bool all, char *err, size_t c
     tp_html_escape(out, f.command);
     fprintf(out, "</title><style>%s</style></head><body>\n", tp_html_style);
     header(out, s->run);
-    verdicts(out, s);
+    verdicts(out, s, v);
     fputs("<h2>Timings</h2>\n", out);
     if (!s->timings.threads)
         fputs("<p>No timings were recorded (no instrumented process ran).</p>\n", out);
@@ -595,7 +594,7 @@ bool tp_html_write(FILE *out, const tp_summary *s, bool all, char *err, size_t c
     bool ok = step_time_plots(out, s, all, err, cap);
     epoch_plot(out, s);
     ok = ok && metric_plots(out, s, all, err, cap);
-    tables(out, s, all);
+    tables(out, s, v, all);
     fputs("</body></html>\n", out);
     return ok;
 }

@@ -11,11 +11,13 @@
 #include <stdio.h>
 
 #include "analyze/summary.h"
+#include "analyze/verdicts.h"
 
 /* all: every rank's step-time plot, every agent's lines and tables, where a
  * run of many ranks or agents shows the notable ranks and one chart across
  * agents (report.h). */
-bool tp_html_write(FILE *out, const tp_summary *s, bool all, char *err, size_t cap);
+bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, bool all, char *err,
+                   size_t cap);
 
 /* Runs of one training at several scales (trainprof html --compare): the
  * compare table and bar charts of samples/s, efficiency, time per epoch and

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "analyze/summary.h"
+#include "analyze/verdicts.h"
 #include "util/json_writer.h"
 
 /* The report as text. With more than TP_REPORT_AGENTS_MAX agents, their
@@ -14,7 +15,7 @@
  * metrics are shown over each agent's training steps where it has them (as
  * the rules of thumb judge them), unless whole_run. */
 #define TP_REPORT_AGENTS_MAX 4
-void tp_report_text(FILE *out, const tp_summary *s, bool all, bool whole_run);
+void tp_report_text(FILE *out, const tp_summary *s, const tp_verdicts *v, bool all, bool whole_run);
 
 /* The system metrics of every agent in one table: per metric, the median of
  * the agents' means (of every device's, for per-device metrics) and the
@@ -30,7 +31,9 @@ const char *tp_device_kind(const char *metric);
  * html's charts of many agents): an agent's total ({} labels), or one device
  * of a per-device metric. */
 bool tp_compared_across_agents(const tp_run_series *series);
-void tp_report_json(FILE *out, const tp_summary *s);
+/* The report as one JSON object. The verdicts (analyze/verdicts.h) are the
+ * caller's to build, as every fact a renderer shows. */
+void tp_report_json(FILE *out, const tp_summary *s, const tp_verdicts *v);
 
 /* The Timings part: regions per rank, steps, epochs, dropped events. */
 void tp_report_timings_text(FILE *out, const tp_summary *s, bool all);
@@ -42,8 +45,8 @@ void tp_report_ranks_text(FILE *out, const tp_summary *s);
 void tp_report_ranks_json(json_writer *w, const tp_summary *s);
 
 /* Verdicts: each rule of thumb that fired, with its evidence. */
-void tp_report_verdicts_text(FILE *out, const tp_summary *s);
-void tp_report_verdicts_json(json_writer *w, const tp_summary *s);
+void tp_report_verdicts_text(FILE *out, const tp_summary *s, const tp_verdicts *v);
+void tp_report_verdicts_json(json_writer *w, const tp_summary *s, const tp_verdicts *v);
 
 /* Facts about the run both renderers show. */
 typedef struct tp_run_facts {

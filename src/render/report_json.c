@@ -207,7 +207,7 @@ static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent 
     json_object_end(w);
 }
 
-void tp_report_json(FILE *out, const tp_summary *s)
+void tp_report_json(FILE *out, const tp_summary *s, const tp_verdicts *v)
 {
     json_writer w;
     json_init(&w, out);
@@ -221,7 +221,7 @@ void tp_report_json(FILE *out, const tp_summary *s)
     json_array_end(&w);
     tp_report_timings_json(&w, s);
     tp_report_ranks_json(&w, s);
-    tp_report_verdicts_json(&w, s);
+    tp_report_verdicts_json(&w, s, v);
     json_object_end(&w);
     fputc('\n', out);
 }

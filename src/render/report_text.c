@@ -236,7 +236,7 @@ static void unavailable_lines(FILE *out, const tp_summary *s, const tp_run_agent
     }
 }
 
-void tp_report_text(FILE *out, const tp_summary *s, bool all, bool whole_run)
+void tp_report_text(FILE *out, const tp_summary *s, const tp_verdicts *v, bool all, bool whole_run)
 {
     header(out, s->run);
     if (s->n == 0)
@@ -251,5 +251,5 @@ void tp_report_text(FILE *out, const tp_summary *s, bool all, bool whole_run)
     }
     tp_report_timings_text(out, s, all);
     tp_report_ranks_text(out, s);
-    tp_report_verdicts_text(out, s);
+    tp_report_verdicts_text(out, s, v);
 }

@@ -388,10 +388,9 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
     json_int(w, t->dropped);
 }
 
-void tp_report_verdicts_text(FILE *out, const tp_summary *s)
+void tp_report_verdicts_text(FILE *out, const tp_summary *s, const tp_verdicts *vs)
 {
-    tp_verdicts v;
-    tp_verdicts_build(s, &v);
+    const tp_verdicts v = *vs;
     fprintf(out, "\nVerdicts\n");
     if (v.n == 0)
         fprintf(out, "  none: no rule of thumb fired (see docs/verdicts.md for the rules)\n");
@@ -402,13 +401,11 @@ void tp_report_verdicts_text(FILE *out, const tp_summary *s)
         fprintf(out, "  [%s] %s\n      evidence: %s\n", tp_verdict_kind_name(v.items[i].kind),
                 message, evidence);
     }
-    tp_verdicts_free(&v);
 }
 
-void tp_report_verdicts_json(json_writer *w, const tp_summary *s)
+void tp_report_verdicts_json(json_writer *w, const tp_summary *s, const tp_verdicts *vs)
 {
-    tp_verdicts v;
-    tp_verdicts_build(s, &v);
+    const tp_verdicts v = *vs;
     json_key(w, "verdicts");
     json_array_begin(w);
     for (size_t i = 0; i < v.n; i++) {
@@ -425,5 +422,4 @@ void tp_report_verdicts_json(json_writer *w, const tp_summary *s)
         json_object_end(w);
     }
     json_array_end(w);
-    tp_verdicts_free(&v);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "analyze/summary.h"
+#include "analyze/verdicts.h"
 #include "render/export.h"
 #include "render/html.h"
 #include "render/report.h"
@@ -169,9 +170,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[1024];
     tp_summary s;
     if (tp_summary_load(path, &s, err, sizeof err)) {
-        tp_report_json(null, &s);
-        tp_report_text(null, &s, true, false);
-        tp_html_write(null, &s, false, err, sizeof err);
+        tp_verdicts v;
+        tp_verdicts_build(&s, &v);
+        tp_report_json(null, &s, &v);
+        tp_report_text(null, &s, &v, true, false);
+        tp_html_write(null, &s, &v, false, err, sizeof err);
+        tp_verdicts_free(&v);
         tp_summary_close(&s);
     }
     tp_run *run = tp_run_open(path, err, sizeof err);

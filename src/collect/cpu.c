@@ -12,6 +12,7 @@
 #include "collect/counter.h"
 #include "util/labels.h"
 #include "util/text_parse.h"
+#include "util/grow.h"
 
 typedef struct cpu_times {
     uint64_t busy, total;
@@ -63,20 +64,18 @@ static bool ensure_core(cpu_collector *c, size_t core)
         return true;
     if (core >= 65536)
         return false;
-    size_t ncap = c->cores_cap ? c->cores_cap : 64;
-    while (ncap <= core)
-        ncap *= 2;
-    cpu_times *np = realloc(c->core_prev, ncap * sizeof *np);
+    size_t prev_cap = c->cores_cap, series_cap = c->cores_cap, old = c->cores_cap;
+    cpu_times *np = tp_grow_try(c->core_prev, core, &prev_cap, sizeof *np);
     if (!np)
         return false;
     c->core_prev = np;
-    uint32_t *ns = realloc(c->core_series, ncap * sizeof *ns);
+    uint32_t *ns = tp_reserve_try(c->core_series, prev_cap, &series_cap, sizeof *ns);
     if (!ns)
-        return false;
+        return false; /* core_prev grew, its capacity not counted: grown again next time */
     c->core_series = ns;
-    memset(np + c->cores_cap, 0, (ncap - c->cores_cap) * sizeof *np);
-    memset(ns + c->cores_cap, 0, (ncap - c->cores_cap) * sizeof *ns);
-    c->cores_cap = ncap;
+    memset(np + old, 0, (prev_cap - old) * sizeof *np);
+    memset(ns + old, 0, (prev_cap - old) * sizeof *ns);
+    c->cores_cap = prev_cap;
     return true;
 }
 

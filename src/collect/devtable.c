@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "collect/counter.h"
+#include "util/grow.h"
+#include "util/labels.h"
 
 tp_dev *tp_devtable_get(tp_devtable *t, const char *name, size_t name_len, bool *created)
 {
@@ -16,14 +18,10 @@ tp_dev *tp_devtable_get(tp_devtable *t, const char *name, size_t name_len, bool 
             return &t->items[i];
         }
     }
-    if (t->len == t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 16;
-        tp_dev *n = realloc(t->items, ncap * sizeof *n);
-        if (!n)
-            return NULL;
-        t->items = n;
-        t->cap = ncap;
-    }
+    tp_dev *n = tp_grow_try(t->items, t->len, &t->cap, sizeof *n);
+    if (!n)
+        return NULL;
+    t->items = n;
     tp_dev *d = &t->items[t->len++];
     memset(d, 0, sizeof *d);
     memcpy(d->name, name, name_len);
@@ -66,8 +64,6 @@ void tp_devtable_free(tp_devtable *t)
     t->items = NULL;
     t->len = t->cap = 0;
 }
-
-#include "util/labels.h"
 
 void tp_dev_register(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m)
 {

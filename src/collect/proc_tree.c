@@ -21,6 +21,7 @@
 #include "collect/collector.h"
 #include "collect/counter.h"
 #include "util/text_parse.h"
+#include "util/grow.h"
 
 enum { PT_UNKNOWN, PT_MEMBER, PT_FOREIGN };
 
@@ -125,17 +126,10 @@ static void entry_close(pt_entry *e)
 
 static bool table_reserve(pt_table *t, size_t n)
 {
-    if (n <= t->cap)
-        return true;
-    size_t ncap = t->cap ? t->cap : 256;
-    while (ncap < n)
-        ncap *= 2;
-    pt_entry *np = realloc(t->items, ncap * sizeof *np);
-    if (!np)
-        return false;
-    t->items = np;
-    t->cap = ncap;
-    return true;
+    pt_entry *np = tp_reserve_try(t->items, n, &t->cap, sizeof *np);
+    if (np)
+        t->items = np;
+    return np != NULL;
 }
 
 static pt_entry *table_find(pt_table *t, int pid)
@@ -170,14 +164,10 @@ static bool list_pids(proc_tree_collector *c)
         if (e->d_name[0] < '1' || e->d_name[0] > '9')
             continue;
         int pid = atoi(e->d_name);
-        if (c->npids == c->pids_cap) {
-            size_t ncap = c->pids_cap ? c->pids_cap * 2 : 1024;
-            int *np = realloc(c->pids, ncap * sizeof *np);
-            if (!np)
-                return false;
-            c->pids = np;
-            c->pids_cap = ncap;
-        }
+        int *np = tp_grow_try(c->pids, c->npids, &c->pids_cap, sizeof *np);
+        if (!np)
+            return false;
+        c->pids = np;
         if (c->npids && c->pids[c->npids - 1] > pid)
             sorted = false;
         c->pids[c->npids++] = pid;

@@ -20,6 +20,7 @@
 #include "ring.h"
 #include "util/utf8.h"
 #include "util/thread.h"
+#include "util/grow.h"
 
 #define DRAIN_PERIOD_MS 10
 #define MAX_CONNS       1024
@@ -175,17 +176,13 @@ static void add_ring(tp_drain *d, int conn, int fd)
         misbehaved(d, conn, NULL, why ? why : "its ring could not be mapped");
         return;
     }
-    if (d->nrings == d->rings_cap) {
-        size_t ncap = d->rings_cap ? d->rings_cap * 2 : 16;
-        drain_ring *n = realloc(d->rings, ncap * sizeof *n);
-        if (!n) {
-            munmap(h, (size_t)bytes);
-            misbehaved(d, conn, NULL, "the recorder had no memory for its ring");
-            return;
-        }
-        d->rings = n;
-        d->rings_cap = ncap;
+    drain_ring *n = tp_grow_try(d->rings, d->nrings, &d->rings_cap, sizeof *n);
+    if (!n) {
+        munmap(h, (size_t)bytes);
+        misbehaved(d, conn, NULL, "the recorder had no memory for its ring");
+        return;
     }
+    d->rings = n;
     drain_ring *r = &d->rings[d->nrings++];
     memset(r, 0, sizeof *r);
     r->h = h;

@@ -6,21 +6,22 @@
 #include <string.h>
 
 #include "util/utf8.h"
+#include "util/grow.h"
 
 /* Maps the ring's name id local (1..TP_NAMES_MAX, checked by the caller)
  * to the sink's, the text made valid UTF-8 whatever the ring held. */
 static void map_name(tp_ring_reader *r, tp_sink *sink, uint32_t local, const char *text)
 {
     if (local >= r->names_cap) {
-        uint32_t ncap = local + 64;
-        uint32_t *n = realloc(r->names, ncap * sizeof *n);
+        size_t old = r->names_cap, ncap = r->names_cap;
+        uint32_t *n = tp_grow_try(r->names, local, &ncap, sizeof *n);
         if (!n) {
             tp_sink_lost(sink, TP_LOST_OTHER, 1); /* its regions are skipped as unnamed */
             return;
         }
-        memset(n + r->names_cap, 0, (ncap - r->names_cap) * sizeof *n);
+        memset(n + old, 0, (ncap - old) * sizeof *n);
         r->names = n;
-        r->names_cap = ncap;
+        r->names_cap = (uint32_t)ncap;
     }
     char clean[TP_NAME_MAX * 3 + 1]; /* each invalid byte may become 3 */
     tp_utf8_clean(clean, sizeof clean, text);

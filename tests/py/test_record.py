@@ -343,14 +343,14 @@ def test_figures_over_the_steps_leave_the_start_up_out(run_file, tmp_path):
     window = rep["agents"][0]["steps_window"]
     with sqlite3.connect(run_file) as db:
         marks = db.execute("SELECT min(t_ns) / 1e9, max(t_ns) / 1e9 FROM mark"
-                           " WHERE kind = 'step'").fetchone()
+                           " WHERE kind = 3").fetchone()
     assert (window["start_s"], window["end_s"]) == pytest.approx(marks, abs=1e-9)
     assert 3.5 < window["start_s"] < 5 and 2.5 < window["end_s"] - window["start_s"] < 3.5
     assert report_json(idle)["agents"][0]["steps_window"] is None
     with sqlite3.connect(merged) as db:
         marks = db.execute("SELECT min(m.t_ns) / 1e9, max(m.t_ns) / 1e9 FROM mark m"
                            " JOIN thread t ON t.id = m.thread_id JOIN agent a ON a.id = t.agent_id"
-                           " WHERE m.kind = 'step' AND a.name = ?",
+                           " WHERE m.kind = 3 AND a.name = ?",
                            (both["agents"][0]["name"],)).fetchone()
     merged_window = both["agents"][0]["steps_window"]
     assert (merged_window["start_s"], merged_window["end_s"]) == pytest.approx(marks, abs=1e-9)

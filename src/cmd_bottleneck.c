@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/metric_catalog.h"
 #include "analyze/model_facts.h"
 #include "analyze/storage_typical.h"
 #include "analyze/summary.h"
@@ -136,17 +137,17 @@ static void analyse(mode_result *r, long warmup, bool *samples_seen)
         for (size_t i = 0; i < s.timings.nrows; i++)
             r->found_loader |= strcmp(s.timings.rows[i].name, "dataloader_next") == 0;
         measure_rate(run, warmup, r, samples_seen);
-        r->cpu_mean = mean_during(&s, r, "cpu_util_percent", "{}");
-        r->disk_read_mb_s = mean_during(&s, r, "disk_read_bytes_per_s", "{}") / 1e6;
-        r->disk_read_iops = mean_during(&s, r, "disk_read_iops", "{}");
-        r->workers = stat_of(&s, "proc_count", "{}", true) - 1;
+        r->cpu_mean = mean_during(&s, r, TP_METRIC_CPU_UTIL_PERCENT, "{}");
+        r->disk_read_mb_s = mean_during(&s, r, TP_METRIC_DISK_READ_BYTES_PER_S, "{}") / 1e6;
+        r->disk_read_iops = mean_during(&s, r, TP_METRIC_DISK_READ_IOPS, "{}");
+        r->workers = stat_of(&s, TP_METRIC_PROC_COUNT, "{}", true) - 1;
         const char *cpus = tp_run_meta_get(run, "cpu_count");
         r->cpus = cpus ? atoi(cpus) : 0;
-        r->gpu_util = mean_during(&s, r, "gpu_util_percent", "{\"gpu\":\"0\"}");
+        r->gpu_util = mean_during(&s, r, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}");
         r->has_gpu = !isnan(r->gpu_util) && run->ngpus > 0;
         r->has_facts = tp_model_facts_read(r->facts_path, &r->facts);
         if (r->has_gpu && run->gpus[0].mem_total_bytes > 0)
-            r->gpu_mem_frac = stat_of(&s, "gpu_mem_used_bytes", "{\"gpu\":\"0\"}", true) /
+            r->gpu_mem_frac = stat_of(&s, TP_METRIC_GPU_MEM_USED_BYTES, "{\"gpu\":\"0\"}", true) /
                               (double)run->gpus[0].mem_total_bytes;
         tp_summary_close(&s);
     }
@@ -373,11 +374,11 @@ int cmd_bottleneck(int argc, char **argv)
             json_double(&w, l->workers);
             json_key(&w, "cpus");
             json_int(&w, l->cpus);
-            json_key(&w, "cpu_util_percent");
+            json_key(&w, TP_METRIC_CPU_UTIL_PERCENT);
             json_double(&w, l->cpu_mean);
             json_key(&w, "disk_read_mb_s");
             json_double(&w, l->disk_read_mb_s);
-            json_key(&w, "disk_read_iops");
+            json_key(&w, TP_METRIC_DISK_READ_IOPS);
             json_double(&w, l->disk_read_iops);
             json_object_end(&w);
         }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/metric_catalog.h"
 #include "analyze/summary.h"
 #include "clock.h"
 #include "analyze/storage_typical.h"
@@ -185,8 +186,8 @@ static bool read_run(const char *path, run_reads *out)
     tp_summary s;
     bool ok = tp_summary_load(path, &s, err, sizeof err);
     if (ok) {
-        const tp_series_summary *b = tp_summary_find(&s, 1, "disk_read_bytes_per_s", "{}");
-        const tp_series_summary *o = tp_summary_find(&s, 1, "disk_read_iops", "{}");
+        const tp_series_summary *b = tp_summary_find(&s, 1, TP_METRIC_DISK_READ_BYTES_PER_S, "{}");
+        const tp_series_summary *o = tp_summary_find(&s, 1, TP_METRIC_DISK_READ_IOPS, "{}");
         if (b && o) {
             out->have = true;
             out->mean_mb_s = b->stats.mean / 1e6;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/metric_catalog.h"
 #include "clock.h"
 #include "collect/collectors.h"
 #include "commands.h"
@@ -92,7 +93,7 @@ static void draw_cpu(top_state *t, int cols, int *row)
     char hist[HISTORY + 1] = "";
     move((*row)++, 0);
     printw("CPU  ");
-    if (latest(t, "cpu_util_percent", "{}", &v)) {
+    if (latest(t, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v)) {
         bar(20, v);
         spark(&t->cpu, cols - 40 > 0 ? (cols - 40 < HISTORY ? cols - 40 : HISTORY) : 0, hist);
         printw(" %5.1f%%  %s", v, hist);
@@ -101,7 +102,7 @@ static void draw_cpu(top_state *t, int cols, int *row)
     for (int c = 0; c < MAX_CORES; c++) {
         char labels[32];
         snprintf(labels, sizeof labels, "{\"cpu\":\"%d\"}", c);
-        if (!latest(t, "cpu_util_percent", labels, &v))
+        if (!latest(t, TP_METRIC_CPU_UTIL_PERCENT, labels, &v))
             break;
         if (col == 0)
             move((*row)++, 0);
@@ -169,15 +170,16 @@ static void totals_line(top_state *t, int *row, const char *title, const char *n
 static void draw_disk(top_state *t, int *row)
 {
     double v, w;
-    totals_line(t, row, "DISK ", "read", "disk_read_bytes_per_s", "write",
-                "disk_write_bytes_per_s");
+    totals_line(t, row, "DISK ", "read", TP_METRIC_DISK_READ_BYTES_PER_S, "write",
+                TP_METRIC_DISK_WRITE_BYTES_PER_S);
     char text[96];
-    if (latest(t, "disk_read_iops", "{}", &v) && latest(t, "disk_write_iops", "{}", &w)) {
+    if (latest(t, TP_METRIC_DISK_READ_IOPS, "{}", &v) &&
+        latest(t, TP_METRIC_DISK_WRITE_IOPS, "{}", &w)) {
         snprintf(text, sizeof text, " %6.0f IOPS", v + w);
         print_if_room(text);
     }
     highest busy = {0};
-    tp_sink_latest_each(t->sink, "disk_busy_percent", keep_highest, &busy);
+    tp_sink_latest_each(t->sink, TP_METRIC_DISK_BUSY_PERCENT, keep_highest, &busy);
     if (busy.found) {
         char name[32];
         device_name(busy.labels, name, sizeof name);
@@ -207,15 +209,16 @@ static void keep_link(void *ctx, const char *labels, double speed)
 static void draw_net(top_state *t, int *row)
 {
     char a[32];
-    totals_line(t, row, "NET  ", "recv", "net_recv_bytes_per_s", "sent", "net_sent_bytes_per_s");
+    totals_line(t, row, "NET  ", "recv", TP_METRIC_NET_RECV_BYTES_PER_S, "sent",
+                TP_METRIC_NET_SENT_BYTES_PER_S);
     links l = {.n = 0};
-    tp_sink_latest_each(t->sink, "net_link_speed_bytes_per_s", keep_link, &l);
+    tp_sink_latest_each(t->sink, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S, keep_link, &l);
     int best = -1;
     double best_use = 0;
     for (int i = 0; i < l.n; i++) {
         double recv = 0, sent = 0;
-        latest(t, "net_recv_bytes_per_s", l.labels[i], &recv);
-        latest(t, "net_sent_bytes_per_s", l.labels[i], &sent);
+        latest(t, TP_METRIC_NET_RECV_BYTES_PER_S, l.labels[i], &recv);
+        latest(t, TP_METRIC_NET_SENT_BYTES_PER_S, l.labels[i], &sent);
         double use = 100 * (recv > sent ? recv : sent) / l.speed[i];
         if (best < 0 || use > best_use) {
             best = i;
@@ -238,13 +241,13 @@ static void draw_host(top_state *t, int *row)
     char a[32], b[32];
     move((*row)++, 0);
     printw("MEM  ");
-    if (latest(t, "host_mem_used_bytes", "{}", &used) &&
-        latest(t, "host_mem_available_bytes", "{}", &avail)) {
+    if (latest(t, TP_METRIC_HOST_MEM_USED_BYTES, "{}", &used) &&
+        latest(t, TP_METRIC_HOST_MEM_AVAILABLE_BYTES, "{}", &avail)) {
         bar(20, 100.0 * used / (used + avail));
         tp_format_value(a, sizeof a, "bytes", used);
         tp_format_value(b, sizeof b, "bytes", used + avail);
         printw(" %s / %s", a, b);
-        if (latest(t, "swap_used_bytes", "{}", &swap)) {
+        if (latest(t, TP_METRIC_SWAP_USED_BYTES, "{}", &swap)) {
             tp_format_value(a, sizeof a, "bytes", swap);
             printw("   swap %s", a);
         }
@@ -259,21 +262,21 @@ static void draw_gpus(top_state *t, int cols, int *row)
         char labels[32], a[32], b[32], hist[HISTORY + 1] = "";
         snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);
         double util, used, free_b, power, temp;
-        if (!latest(t, "gpu_util_percent", labels, &util))
+        if (!latest(t, TP_METRIC_GPU_UTIL_PERCENT, labels, &util))
             break;
         move((*row)++, 0);
         printw("GPU%-2d", g);
         bar(20, util);
         printw(" %5.1f%%", util);
-        if (latest(t, "gpu_mem_used_bytes", labels, &used) &&
-            latest(t, "gpu_mem_free_bytes", labels, &free_b)) {
+        if (latest(t, TP_METRIC_GPU_MEM_USED_BYTES, labels, &used) &&
+            latest(t, TP_METRIC_GPU_MEM_FREE_BYTES, labels, &free_b)) {
             tp_format_value(a, sizeof a, "bytes", used);
             tp_format_value(b, sizeof b, "bytes", used + free_b);
             printw("  mem %s/%s", a, b);
         }
-        if (latest(t, "gpu_power_watts", labels, &power))
+        if (latest(t, TP_METRIC_GPU_POWER_WATTS, labels, &power))
             printw("  %.0f W", power);
-        if (latest(t, "gpu_temp_celsius", labels, &temp))
+        if (latest(t, TP_METRIC_GPU_TEMP_CELSIUS, labels, &temp))
             printw("  %.0f C", temp);
         int x = getcurx(stdscr), room = cols - x - 2;
         if (room > 4) {
@@ -366,12 +369,12 @@ static void measure(top_state *t, tp_collector_set *set, tp_batch *scratch)
 {
     tp_collectors_sample(set, tp_clock_mono_ns());
     double v;
-    if (latest(t, "cpu_util_percent", "{}", &v))
+    if (latest(t, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v))
         push(&t->cpu, v);
     for (int g = 0; g < MAX_GPUS; g++) {
         char labels[32];
         snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);
-        if (!latest(t, "gpu_util_percent", labels, &v))
+        if (!latest(t, TP_METRIC_GPU_UTIL_PERCENT, labels, &v))
             break;
         push(&t->gpu[g], v);
     }

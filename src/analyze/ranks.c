@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "analyze/intervals.h"
 #include "analyze/rank_gpu.h"
 #include "analyze/stats.h"
@@ -252,11 +253,11 @@ static void gpu_means(tp_run *run, rank_acc *a)
     a->row.gpu_util_percent = a->row.gpu_sm_clock_mhz = NAN;
     if (a->row.gpu < 0)
         return;
-    if (tp_run_agent_mean_between(run, a->row.agent_id, "gpu_util_percent", labels, a->t0, a->t1,
-                                  &v))
+    if (tp_run_agent_mean_between(run, a->row.agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels, a->t0,
+                                  a->t1, &v))
         a->row.gpu_util_percent = v;
-    if (tp_run_agent_mean_between(run, a->row.agent_id, "gpu_sm_clock_mhz", labels, a->t0, a->t1,
-                                  &v))
+    if (tp_run_agent_mean_between(run, a->row.agent_id, TP_METRIC_GPU_SM_CLOCK_MHZ, labels, a->t0,
+                                  a->t1, &v))
         a->row.gpu_sm_clock_mhz = v;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "analyze/intervals.h"
 #include "store/reader_stream.h"
 #include "util/grow.h"
@@ -258,8 +259,8 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
     double total = NAN;
     for (size_t i = 0; i < run->nseries; i++) {
         const tp_run_series *s = &run->series[i];
-        if (strcmp(s->metric, "gpu_energy_joules") != 0 &&
-            strcmp(s->metric, "cpu_energy_joules") != 0)
+        if (strcmp(s->metric, TP_METRIC_GPU_ENERGY_JOULES) != 0 &&
+            strcmp(s->metric, TP_METRIC_CPU_ENERGY_JOULES) != 0)
             continue;
         double a, b;
         int64_t t0 = tp_ns_of_s(e->start_s), t1 = tp_ns_of_s(e->start_s + e->duration_s);

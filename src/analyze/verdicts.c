@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "util/grow.h"
 
 #define INPUT_BOUND_SHARE       0.25
@@ -68,7 +69,8 @@ static const tp_series_summary *busiest_disk(const tp_summary *s, int64_t agent)
     const tp_series_summary *best = NULL;
     for (size_t i = 0; i < s->n; i++) {
         const tp_series_summary *x = &s->items[i];
-        if (x->series->agent_id == agent && strcmp(x->series->metric, "disk_busy_percent") == 0 &&
+        if (x->series->agent_id == agent &&
+            strcmp(x->series->metric, TP_METRIC_DISK_BUSY_PERCENT) == 0 &&
             (!best || x->steps.p50 > best->steps.p50))
             best = x;
     }
@@ -89,9 +91,10 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
     for (size_t i = 0; i < s->ranks.n; i++)
         if (s->ranks.rows[i].rank == rank)
             agent = s->ranks.rows[i].agent_id;
-    const tp_series_summary *pc = tp_summary_find(s, agent, "proc_count", "{}");
-    const tp_series_summary *cpu = tp_summary_find(s, agent, "cpu_util_percent", "{}");
-    const tp_series_summary *io = tp_summary_find(s, agent, "pressure_io_some_percent", "{}");
+    const tp_series_summary *pc = tp_summary_find(s, agent, TP_METRIC_PROC_COUNT, "{}");
+    const tp_series_summary *cpu = tp_summary_find(s, agent, TP_METRIC_CPU_UTIL_PERCENT, "{}");
+    const tp_series_summary *io =
+        tp_summary_find(s, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}");
     const tp_series_summary *disk = busiest_disk(s, agent);
     tp_verdict *v = add(out, TP_VERDICT_INPUT_BOUND);
     v->rank = rank;
@@ -157,13 +160,15 @@ static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts
 {
     char labels[32];
     snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", gpu->index);
-    const tp_series_summary *u = tp_summary_find(s, gpu->agent_id, "gpu_util_percent", labels);
+    const tp_series_summary *u =
+        tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels);
     if (u && u->steps.mean < GPU_UTIL_TARGET) {
         tp_verdict *v = add(out, TP_VERDICT_GPU_UNDERUSED);
         v->agent_id = gpu->agent_id, v->gpu = gpu;
         v->f.gpu_util.util = u;
     }
-    const tp_series_summary *m = tp_summary_find(s, gpu->agent_id, "gpu_mem_used_bytes", labels);
+    const tp_series_summary *m =
+        tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_MEM_USED_BYTES, labels);
     if (m && gpu->mem_total_bytes > 0 &&
         m->stats.max >= MEMORY_NEAR_FULL * (double)gpu->mem_total_bytes) {
         tp_verdict *v = add(out, TP_VERDICT_GPU_MEMORY);
@@ -181,15 +186,17 @@ static double host_memory_total(const tp_summary *s, int64_t agent_id)
     const char *meta = tp_run_agent_meta_get(s->run, agent_id, "mem_total_bytes");
     if (meta)
         return strtod(meta, NULL);
-    const tp_series_summary *used = tp_summary_find(s, agent_id, "host_mem_used_bytes", "{}");
-    const tp_series_summary *avail = tp_summary_find(s, agent_id, "host_mem_available_bytes", "{}");
+    const tp_series_summary *used =
+        tp_summary_find(s, agent_id, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
+    const tp_series_summary *avail =
+        tp_summary_find(s, agent_id, TP_METRIC_HOST_MEM_AVAILABLE_BYTES, "{}");
     return used && avail ? used->stats.mean + avail->stats.mean : 0;
 }
 
 static void host_memory_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
 {
-    const tp_series_summary *u = tp_summary_find(s, agent_id, "host_mem_used_bytes", "{}");
-    const tp_series_summary *w = tp_summary_find(s, agent_id, "swap_used_bytes", "{}");
+    const tp_series_summary *u = tp_summary_find(s, agent_id, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
+    const tp_series_summary *w = tp_summary_find(s, agent_id, TP_METRIC_SWAP_USED_BYTES, "{}");
     double total = host_memory_total(s, agent_id), used = u ? u->stats.max : -1,
            swap = w ? w->stats.max : -1;
     if (!(total > 0 && (used >= MEMORY_NEAR_FULL * total || swap > 64.0 * (1 << 20))))
@@ -212,9 +219,10 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
         gpus = s->run->gpus[g].agent_id == agent_id;
     if (!gpus)
         return;
-    const tp_series_summary *u = tp_summary_find(s, agent_id, "cpu_util_percent", "{}");
-    const tp_series_summary *p = tp_summary_find(s, agent_id, "proc_cpu_percent", "{}");
-    const tp_series_summary *w = tp_summary_find(s, agent_id, "pressure_cpu_some_percent", "{}");
+    const tp_series_summary *u = tp_summary_find(s, agent_id, TP_METRIC_CPU_UTIL_PERCENT, "{}");
+    const tp_series_summary *p = tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_PERCENT, "{}");
+    const tp_series_summary *w =
+        tp_summary_find(s, agent_id, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
     const char *limit_s = tp_run_agent_meta_get(s->run, agent_id, "cgroup_cpu_limit_cores");
     double limit = limit_s && strcmp(limit_s, "none") != 0 ? strtod(limit_s, NULL) : 0;
     bool host = u && u->steps.mean >= CPU_SATURATED_PERCENT;
@@ -238,7 +246,7 @@ static void link_verdict(const tp_summary *s, const tp_series_summary *link, tp_
     double speed = link->stats.mean;
     if (!(speed > 0))
         return;
-    const char *dirs[] = {"net_sent_bytes_per_s", "net_recv_bytes_per_s"};
+    const char *dirs[] = {TP_METRIC_NET_SENT_BYTES_PER_S, TP_METRIC_NET_RECV_BYTES_PER_S};
     const tp_series_summary *worst = NULL;
     for (int d = 0; d < 2; d++) {
         const tp_series_summary *r = tp_summary_find(s, l->agent_id, dirs[d], l->labels);
@@ -265,7 +273,7 @@ static void system_verdicts(const tp_summary *s, tp_verdicts *out)
         cpu_verdict(s, s->run->agents[a].id, out);
     }
     for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->items[i].series->metric, "net_link_speed_bytes_per_s") == 0)
+        if (strcmp(s->items[i].series->metric, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S) == 0)
             link_verdict(s, &s->items[i], out);
 }
 

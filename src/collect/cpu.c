@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "collect/collector.h"
 #include "collect/counter.h"
 #include "util/labels.h"
@@ -104,7 +105,7 @@ static void cpu_sample(tp_collector *base, uint64_t now_ns)
             char num[24], labels[TP_LABELS_MAX];
             snprintf(num, sizeof num, "%llu", (unsigned long long)core);
             tp_labels1(labels, sizeof labels, "cpu", num);
-            c->core_series[core] = tp_sink_series(c->sink, "cpu_util_percent", labels);
+            c->core_series[core] = tp_sink_series(c->sink, TP_METRIC_CPU_UTIL_PERCENT, labels);
         }
         emit_util(c, c->core_series[core], &c->core_prev[core], &cur, now_ns);
     }
@@ -138,6 +139,6 @@ tp_collector *tp_cpu_collector_new(const tp_collect_env *env)
     c->base.sample = cpu_sample;
     c->base.destroy = cpu_destroy;
     c->sink = env->sink;
-    c->total_series = tp_sink_series(env->sink, "cpu_util_percent", "{}");
+    c->total_series = tp_sink_series(env->sink, TP_METRIC_CPU_UTIL_PERCENT, "{}");
     return &c->base;
 }

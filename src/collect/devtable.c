@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "collect/counter.h"
 #include "util/grow.h"
 #include "util/labels.h"
@@ -77,7 +78,7 @@ void tp_dev_set_link(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m, double b
 {
     char labels[TP_LABELS_MAX];
     tp_labels1(labels, sizeof labels, m->label_key, d->name);
-    d->link_series = tp_sink_series(sink, "net_link_speed_bytes_per_s", labels);
+    d->link_series = tp_sink_series(sink, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S, labels);
     d->link_bytes_per_s = bytes_per_s;
 }
 

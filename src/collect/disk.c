@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "collect/collector.h"
 #include "collect/devtable.h"
 #include "util/text_parse.h"
@@ -29,8 +30,8 @@ typedef struct disk_collector {
 
 static const tp_dev_metrics disk_metrics = {
     5,
-    {"disk_read_iops", "disk_write_iops", "disk_read_bytes_per_s", "disk_write_bytes_per_s",
-     "disk_busy_percent"},
+    {TP_METRIC_DISK_READ_IOPS, TP_METRIC_DISK_WRITE_IOPS, TP_METRIC_DISK_READ_BYTES_PER_S,
+     TP_METRIC_DISK_WRITE_BYTES_PER_S, TP_METRIC_DISK_BUSY_PERCENT},
     {1, 1, 512, 512, 0.1}, /* busy: milliseconds with I/O in flight per second -> percent */
     "device",
     4, /* no total of the busy shares */

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/metric_catalog.h"
 #include "clock.h"
 #include "collect/collector.h"
 #include "collect/nvml_api.h"
@@ -40,9 +41,11 @@ enum {
 };
 
 static const char *const metric_names[M_N] = {
-    "gpu_util_percent", "gpu_mem_used_bytes",      "gpu_mem_free_bytes",
-    "gpu_power_watts",  "gpu_energy_joules",       "gpu_temp_celsius",
-    "gpu_sm_clock_mhz", "gpu_pcie_tx_bytes_per_s", "gpu_pcie_rx_bytes_per_s",
+    TP_METRIC_GPU_UTIL_PERCENT,        TP_METRIC_GPU_MEM_USED_BYTES,
+    TP_METRIC_GPU_MEM_FREE_BYTES,      TP_METRIC_GPU_POWER_WATTS,
+    TP_METRIC_GPU_ENERGY_JOULES,       TP_METRIC_GPU_TEMP_CELSIUS,
+    TP_METRIC_GPU_SM_CLOCK_MHZ,        TP_METRIC_GPU_PCIE_TX_BYTES_PER_S,
+    TP_METRIC_GPU_PCIE_RX_BYTES_PER_S,
 };
 
 typedef struct nvml_lib {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/metric_catalog.h"
 #include "collect/collector.h"
 #include "collect/devtable.h"
 #include "util/text_parse.h"
@@ -32,7 +33,10 @@ typedef struct ib_collector {
 } ib_collector;
 
 static const tp_dev_metrics ib_metrics = {
-    2, {"net_sent_bytes_per_s", "net_recv_bytes_per_s", NULL, NULL}, {4, 4, 0, 0}, "ib_port",
+    2,
+    {TP_METRIC_NET_SENT_BYTES_PER_S, TP_METRIC_NET_RECV_BYTES_PER_S, NULL, NULL},
+    {4, 4, 0, 0},
+    "ib_port",
     0, /* unused: ports stay out of the interface totals */
 };
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "collect/collector.h"
 #include "util/text_parse.h"
 
@@ -83,8 +84,8 @@ tp_collector *tp_mem_collector_new(const tp_collect_env *env)
     c->base.sample = mem_sample;
     c->base.destroy = mem_destroy;
     c->sink = env->sink;
-    c->used = tp_sink_series(env->sink, "host_mem_used_bytes", "{}");
-    c->available = tp_sink_series(env->sink, "host_mem_available_bytes", "{}");
-    c->swap_used = tp_sink_series(env->sink, "swap_used_bytes", "{}");
+    c->used = tp_sink_series(env->sink, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
+    c->available = tp_sink_series(env->sink, TP_METRIC_HOST_MEM_AVAILABLE_BYTES, "{}");
+    c->swap_used = tp_sink_series(env->sink, TP_METRIC_SWAP_USED_BYTES, "{}");
     return &c->base;
 }

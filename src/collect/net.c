@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "collect/collector.h"
 #include "collect/devtable.h"
 #include "util/text_parse.h"
@@ -24,7 +25,10 @@ typedef struct net_collector {
 } net_collector;
 
 static const tp_dev_metrics net_metrics = {
-    2, {"net_sent_bytes_per_s", "net_recv_bytes_per_s", NULL, NULL}, {1, 1, 0, 0}, "interface",
+    2,
+    {TP_METRIC_NET_SENT_BYTES_PER_S, TP_METRIC_NET_RECV_BYTES_PER_S, NULL, NULL},
+    {1, 1, 0, 0},
+    "interface",
     0, /* both metrics: the sum of the interfaces */
 };
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "collect/collector.h"
 #include "collect/counter.h"
 #include "util/text_parse.h"
@@ -19,11 +20,11 @@ typedef struct psi_line {
 } psi_line;
 
 static const psi_line psi_lines[] = {
-    {"cpu", "some", "pressure_cpu_some_percent"},
-    {"io", "some", "pressure_io_some_percent"},
-    {"io", "full", "pressure_io_full_percent"},
-    {"memory", "some", "pressure_memory_some_percent"},
-    {"memory", "full", "pressure_memory_full_percent"},
+    {"cpu", "some", TP_METRIC_PRESSURE_CPU_SOME_PERCENT},
+    {"io", "some", TP_METRIC_PRESSURE_IO_SOME_PERCENT},
+    {"io", "full", TP_METRIC_PRESSURE_IO_FULL_PERCENT},
+    {"memory", "some", TP_METRIC_PRESSURE_MEMORY_SOME_PERCENT},
+    {"memory", "full", TP_METRIC_PRESSURE_MEMORY_FULL_PERCENT},
 };
 #define PSI_N (sizeof psi_lines / sizeof psi_lines[0])
 

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/metric_catalog.h"
 #include "collect/collector.h"
 #include "collect/counter.h"
 #include "util/text_parse.h"
@@ -355,11 +356,11 @@ tp_collector *tp_proc_tree_collector_new(const tp_collect_env *env)
     long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
     c->ticks_per_s = tck > 0 ? (double)tck : 100.0;
     c->page_size = page > 0 ? (double)page : 4096.0;
-    c->s_cpu = tp_sink_series(env->sink, "proc_cpu_percent", "{}");
-    c->s_rss = tp_sink_series(env->sink, "proc_rss_bytes", "{}");
-    c->s_read = tp_sink_series(env->sink, "proc_read_bytes_per_s", "{}");
-    c->s_write = tp_sink_series(env->sink, "proc_write_bytes_per_s", "{}");
-    c->s_count = tp_sink_series(env->sink, "proc_count", "{}");
-    c->s_threads = tp_sink_series(env->sink, "proc_threads", "{}");
+    c->s_cpu = tp_sink_series(env->sink, TP_METRIC_PROC_CPU_PERCENT, "{}");
+    c->s_rss = tp_sink_series(env->sink, TP_METRIC_PROC_RSS_BYTES, "{}");
+    c->s_read = tp_sink_series(env->sink, TP_METRIC_PROC_READ_BYTES_PER_S, "{}");
+    c->s_write = tp_sink_series(env->sink, TP_METRIC_PROC_WRITE_BYTES_PER_S, "{}");
+    c->s_count = tp_sink_series(env->sink, TP_METRIC_PROC_COUNT, "{}");
+    c->s_threads = tp_sink_series(env->sink, TP_METRIC_PROC_THREADS, "{}");
     return &c->base;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/metric_catalog.h"
 #include "collect/collector.h"
 #include "collect/counter.h"
 #include "util/labels.h"
@@ -100,7 +101,7 @@ static int add_zone(rapl_collector *c, const tp_sysroot *root, const char *zone)
         z->max_range = 0;
     char labels[TP_LABELS_MAX];
     tp_labels1(labels, sizeof labels, "domain", domain);
-    z->series = tp_sink_series(c->sink, "cpu_energy_joules", labels);
+    z->series = tp_sink_series(c->sink, TP_METRIC_CPU_ENERGY_JOULES, labels);
     c->nzones++;
     return 0;
 }

@@ -7,6 +7,42 @@
 
 #include <stddef.h>
 
+/* The metrics' names. Code names a metric by these, never by a literal:
+ * a misspelt name does not compile (tests/py/test_layers.py holds it). */
+#define TP_METRIC_CPU_UTIL_PERCENT             "cpu_util_percent"
+#define TP_METRIC_HOST_MEM_USED_BYTES          "host_mem_used_bytes"
+#define TP_METRIC_HOST_MEM_AVAILABLE_BYTES     "host_mem_available_bytes"
+#define TP_METRIC_SWAP_USED_BYTES              "swap_used_bytes"
+#define TP_METRIC_DISK_READ_IOPS               "disk_read_iops"
+#define TP_METRIC_DISK_WRITE_IOPS              "disk_write_iops"
+#define TP_METRIC_DISK_READ_BYTES_PER_S        "disk_read_bytes_per_s"
+#define TP_METRIC_DISK_WRITE_BYTES_PER_S       "disk_write_bytes_per_s"
+#define TP_METRIC_DISK_BUSY_PERCENT            "disk_busy_percent"
+#define TP_METRIC_NET_SENT_BYTES_PER_S         "net_sent_bytes_per_s"
+#define TP_METRIC_NET_RECV_BYTES_PER_S         "net_recv_bytes_per_s"
+#define TP_METRIC_NET_LINK_SPEED_BYTES_PER_S   "net_link_speed_bytes_per_s"
+#define TP_METRIC_PROC_CPU_PERCENT             "proc_cpu_percent"
+#define TP_METRIC_PROC_RSS_BYTES               "proc_rss_bytes"
+#define TP_METRIC_PROC_READ_BYTES_PER_S        "proc_read_bytes_per_s"
+#define TP_METRIC_PROC_WRITE_BYTES_PER_S       "proc_write_bytes_per_s"
+#define TP_METRIC_PROC_COUNT                   "proc_count"
+#define TP_METRIC_PROC_THREADS                 "proc_threads"
+#define TP_METRIC_PRESSURE_CPU_SOME_PERCENT    "pressure_cpu_some_percent"
+#define TP_METRIC_PRESSURE_IO_SOME_PERCENT     "pressure_io_some_percent"
+#define TP_METRIC_PRESSURE_IO_FULL_PERCENT     "pressure_io_full_percent"
+#define TP_METRIC_PRESSURE_MEMORY_SOME_PERCENT "pressure_memory_some_percent"
+#define TP_METRIC_PRESSURE_MEMORY_FULL_PERCENT "pressure_memory_full_percent"
+#define TP_METRIC_CPU_ENERGY_JOULES            "cpu_energy_joules"
+#define TP_METRIC_GPU_UTIL_PERCENT             "gpu_util_percent"
+#define TP_METRIC_GPU_MEM_USED_BYTES           "gpu_mem_used_bytes"
+#define TP_METRIC_GPU_MEM_FREE_BYTES           "gpu_mem_free_bytes"
+#define TP_METRIC_GPU_POWER_WATTS              "gpu_power_watts"
+#define TP_METRIC_GPU_ENERGY_JOULES            "gpu_energy_joules"
+#define TP_METRIC_GPU_TEMP_CELSIUS             "gpu_temp_celsius"
+#define TP_METRIC_GPU_SM_CLOCK_MHZ             "gpu_sm_clock_mhz"
+#define TP_METRIC_GPU_PCIE_TX_BYTES_PER_S      "gpu_pcie_tx_bytes_per_s"
+#define TP_METRIC_GPU_PCIE_RX_BYTES_PER_S      "gpu_pcie_rx_bytes_per_s"
+
 typedef enum tp_unit {
     TP_UNIT_PERCENT,
     TP_UNIT_BYTES,

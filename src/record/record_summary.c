@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/metric_catalog.h"
 #include "analyze/summary.h"
 #include "analyze/summary_save.h"
 #include "render/report.h"
@@ -75,9 +76,9 @@ bool tp_record_summary_print(FILE *out, const char *path, const tp_record_outcom
             fputs("  the file holds no measurements: writing it failed (the warning above)\n", out);
     }
     bool first = true;
-    figure(out, &s, "cpu_util_percent", "{}", "cpu", false, &first);
-    figure(out, &s, "host_mem_used_bytes", "{}", "host memory", true, &first);
-    figure(out, &s, "proc_rss_bytes", "{}", "command RSS", true, &first);
+    figure(out, &s, TP_METRIC_CPU_UTIL_PERCENT, "{}", "cpu", false, &first);
+    figure(out, &s, TP_METRIC_HOST_MEM_USED_BYTES, "{}", "host memory", true, &first);
+    figure(out, &s, TP_METRIC_PROC_RSS_BYTES, "{}", "command RSS", true, &first);
     if (!first)
         fputc('\n', out);
     for (size_t g = 0; g < run->ngpus; g++) {
@@ -85,9 +86,9 @@ bool tp_record_summary_print(FILE *out, const char *path, const tp_record_outcom
         snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", run->gpus[g].index);
         snprintf(name, sizeof name, "gpu%d", run->gpus[g].index);
         first = true;
-        figure(out, &s, "gpu_util_percent", labels, name, false, &first);
-        figure(out, &s, "gpu_mem_used_bytes", labels, "memory", true, &first);
-        figure(out, &s, "gpu_energy_joules", labels, "energy", true, &first);
+        figure(out, &s, TP_METRIC_GPU_UTIL_PERCENT, labels, name, false, &first);
+        figure(out, &s, TP_METRIC_GPU_MEM_USED_BYTES, labels, "memory", true, &first);
+        figure(out, &s, TP_METRIC_GPU_ENERGY_JOULES, labels, "energy", true, &first);
         if (!first)
             fputc('\n', out);
     }

@@ -1,6 +1,8 @@
 /* status_line.c: the live status line. */
 #include "record/status_line.h"
 
+#include "core/metric_catalog.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -11,15 +13,15 @@ void tp_status_line_draw(FILE *out, tp_sink *sink, double elapsed_s, double mem_
     int n = snprintf(line, sizeof line, "trainprof %02d:%02d:%02d", secs / 3600, secs / 60 % 60,
                      secs % 60);
     double v;
-    if (tp_sink_latest(sink, "cpu_util_percent", "{}", &v))
+    if (tp_sink_latest(sink, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v))
         n += snprintf(line + n, sizeof line - (size_t)n, "  cpu %3.0f%%", v);
-    if (tp_sink_latest(sink, "host_mem_used_bytes", "{}", &v))
+    if (tp_sink_latest(sink, TP_METRIC_HOST_MEM_USED_BYTES, "{}", &v))
         n += snprintf(line + n, sizeof line - (size_t)n, "  mem %.1f/%.1f GiB", v / (1 << 30),
                       mem_total_bytes / (1 << 30));
     for (int g = 0; g < 16 && n < (int)sizeof line - 16; g++) {
         char labels[32];
         snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);
-        if (!tp_sink_latest(sink, "gpu_util_percent", labels, &v))
+        if (!tp_sink_latest(sink, TP_METRIC_GPU_UTIL_PERCENT, labels, &v))
             break;
         n += snprintf(line + n, sizeof line - (size_t)n, "  gpu%d %3.0f%%", g, v);
     }

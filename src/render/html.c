@@ -72,12 +72,12 @@ static tp_svg_chart time_chart(const plot_ctx *c, const char *title, const char 
  * few cores. */
 static bool plotted(const tp_summary *s, const tp_run_series *r)
 {
-    if (strcmp(r->metric, "cpu_util_percent") != 0 || strcmp(r->labels, "{}") == 0)
+    if (strcmp(r->metric, TP_METRIC_CPU_UTIL_PERCENT) != 0 || strcmp(r->labels, "{}") == 0)
         return true;
     size_t cores = 0;
     for (size_t i = 0; i < s->run->nseries; i++)
         cores += s->run->series[i].agent_id == r->agent_id &&
-                 strcmp(s->run->series[i].metric, "cpu_util_percent") == 0;
+                 strcmp(s->run->series[i].metric, TP_METRIC_CPU_UTIL_PERCENT) == 0;
     return cores - 1 <= PER_CORE_PLOT_MAX;
 }
 

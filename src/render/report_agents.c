@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "render/report.h"
 #include "render/units.h"
 #include "util/labels.h"
@@ -47,9 +48,9 @@ const char *tp_device_kind(const char *metric)
 {
     if (strncmp(metric, "gpu_", 4) == 0)
         return "GPUs";
-    if (strcmp(metric, "disk_busy_percent") == 0)
+    if (strcmp(metric, TP_METRIC_DISK_BUSY_PERCENT) == 0)
         return "disks";
-    if (strcmp(metric, "net_link_speed_bytes_per_s") == 0)
+    if (strcmp(metric, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S) == 0)
         return "links";
     return NULL;
 }

@@ -1,6 +1,7 @@
 /* report_ranks.c: ranks side by side (own work, waiting, stragglers). */
 #include <math.h>
 
+#include "core/metric_catalog.h"
 #include "render/report.h"
 #include "render/units.h"
 #include "render/verdict_words.h"
@@ -101,8 +102,8 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s)
             number_or_null(w, keys[k], v[k]);
         number_or_null(w, "own_s_per_step", tp_rank_own_per_step(row));
         number_or_null(w, "excess", row->excess);
-        number_or_null(w, "gpu_util_percent", row->gpu_util_percent);
-        number_or_null(w, "gpu_sm_clock_mhz", row->gpu_sm_clock_mhz);
+        number_or_null(w, TP_METRIC_GPU_UTIL_PERCENT, row->gpu_util_percent);
+        number_or_null(w, TP_METRIC_GPU_SM_CLOCK_MHZ, row->gpu_sm_clock_mhz);
         json_key(w, "straggler");
         json_bool(w, row->straggler);
         json_key(w, "cause");

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/metric_catalog.h"
 #include "render/report.h"
 #include "render/units.h"
 #include "util/labels.h"
@@ -128,7 +129,8 @@ static void per_core_line(FILE *out, const tp_summary *s, int64_t agent, size_t 
     const tp_series_summary *busy = NULL, *idle = NULL;
     for (size_t i = 0; i < s->n; i++) {
         const tp_series_summary *m = &s->items[i];
-        if (m->series->agent_id != agent || strcmp(m->series->metric, "cpu_util_percent") != 0 ||
+        if (m->series->agent_id != agent ||
+            strcmp(m->series->metric, TP_METRIC_CPU_UTIL_PERCENT) != 0 ||
             strcmp(m->series->labels, "{}") == 0)
             continue;
         if (!busy || tp_series_stats(m, steps)->mean > tp_series_stats(busy, steps)->mean)
@@ -164,7 +166,7 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, 
     size_t cores = 0;
     for (size_t i = 0; i < s->n; i++)
         if (s->items[i].series->agent_id == a->id &&
-            strcmp(s->items[i].series->metric, "cpu_util_percent") == 0 &&
+            strcmp(s->items[i].series->metric, TP_METRIC_CPU_UTIL_PERCENT) == 0 &&
             strcmp(s->items[i].series->labels, "{}") != 0)
             cores++;
     bool steps = !whole_run && agent_has_steps(s, a->id);
@@ -191,13 +193,13 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, 
         }
         bool total = strcmp(m->series->labels, "{}") == 0;
         if (!total && cores > PER_CORE_ROWS_MAX &&
-            strcmp(m->series->metric, "cpu_util_percent") == 0)
+            strcmp(m->series->metric, TP_METRIC_CPU_UTIL_PERCENT) == 0)
             continue;
         char labels[TP_LABELS_MAX];
         tp_labels_display(m->series->labels, labels, sizeof labels);
         row(out, m, total && has_siblings(s, i) ? "all" : labels, steps);
         if (total && cores > PER_CORE_ROWS_MAX &&
-            strcmp(m->series->metric, "cpu_util_percent") == 0)
+            strcmp(m->series->metric, TP_METRIC_CPU_UTIL_PERCENT) == 0)
             per_core_line(out, s, a->id, cores, steps);
     }
     if (any_gpu) {

@@ -34,7 +34,8 @@ bool tp_prom_metric_of(const char *recorded, tp_prom_metric *out)
         out->scale = 0.01;
         break;
     case TP_UNIT_BYTES_PER_S:
-        if (strcmp(recorded, "net_link_speed_bytes_per_s") == 0) { /* a capacity, not a flow */
+        if (strcmp(recorded, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S) ==
+            0) { /* a capacity, not a flow */
             snprintf(out->name, sizeof out->name, "trainprof_net_link_speed_bytes");
             snprintf(out->help, sizeof out->help,
                      "the link's speed each way, in bytes per second (as node_exporter's "
@@ -60,7 +61,7 @@ bool tp_prom_metric_of(const char *recorded, tp_prom_metric *out)
         out->scale = 1e6;
         break;
     case TP_UNIT_COUNT: /* a gauge must not end in _count (that is a summary's) */
-        if (strcmp(recorded, "proc_count") == 0) {
+        if (strcmp(recorded, TP_METRIC_PROC_COUNT) == 0) {
             snprintf(out->name, sizeof out->name, "trainprof_proc_processes");
             break;
         }

@@ -38,3 +38,21 @@ def test_an_include_against_the_order_and_a_cycle_are_named(tmp_path):
         "a cycle of includes between src/analyze/a, src/analyze/b",
         "a cycle of includes between src/core/batch, src/store/writer",
     ]
+
+
+def test_metric_names_come_from_the_catalogue_only():
+    """Every metric is named in src/ by its TP_METRIC_ macro of
+    core/metric_catalog.h, never by a string literal of its own (a misspelt
+    macro does not compile; a misspelt literal would be a series no one
+    reads)."""
+    import re
+    catalogue = (ROOT / "src" / "core" / "metric_catalog.h").read_text()
+    names = re.findall(r'#define TP_METRIC_\w+\s+"([a-z0-9_]+)"', catalogue)
+    assert len(names) >= 30
+    found = []
+    for f in sorted((ROOT / "src").rglob("*.[ch]")):
+        if f.name.startswith("metric_catalog"):
+            continue
+        text = f.read_text()
+        found += [f"{f.relative_to(ROOT)}: {n}" for n in names if f'"{n}"' in text]
+    assert found == []

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "analyze/stats.h"
+#include "core/stats.h"
 #include "trainprof.h"
 
 #define BURST  20000

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "analyze/stats.h"
+#include "core/stats.h"
 #include "collect/collectors.h"
 
 static uint64_t thread_cpu_ns(void)

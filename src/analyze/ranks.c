@@ -9,7 +9,7 @@
 #include "core/metric_catalog.h"
 #include "analyze/intervals.h"
 #include "analyze/rank_gpu.h"
-#include "analyze/stats.h"
+#include "core/stats.h"
 #include "store/reader_stream.h"
 #include "util/labels.h"
 #include "util/ns_math.h"

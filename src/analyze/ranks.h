@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyze/rank_facts.h"
+#include "core/rank_facts.h"
 #include "store/reader.h"
 
 #define TP_STRAGGLER_EXCESS     0.10

@@ -7,11 +7,6 @@
 
 #include "store/reader_stream.h"
 
-const char *const tp_step_phase_names[TP_STEP_PHASES] = {
-    "dataloader_next", "to_device",      "train_batch", "step_lr_schedulers",
-    "from_device",     "reduce_metrics", "other",
-};
-
 /* One rank's steps [start[i], end[i]) in time order, and the seconds of each
  * phase in each (nsteps * TP_STEP_PHASES). */
 typedef struct rank_steps {
@@ -159,11 +154,4 @@ bool tp_step_phases_build(tp_run *run, const int *ranks, const size_t *skip, siz
     free(c.ranks);
     free(c.of_thread);
     return ok;
-}
-
-void tp_step_phases_free(tp_step_phases *p)
-{
-    free(p->first_step);
-    free(p->values);
-    memset(p, 0, sizeof *p);
 }

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "analyze/ranks.h"
-#include "analyze/stats.h"
+#include "core/stats.h"
 #include "analyze/timings.h"
 #include "store/reader.h"
 

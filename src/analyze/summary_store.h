@@ -15,9 +15,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "analyze/rank_facts.h"
-#include "analyze/stats.h"
-#include "analyze/timing_facts.h"
+#include "core/rank_facts.h"
+#include "core/stats.h"
+#include "core/timing_facts.h"
 #include "store/reader.h"
 
 /* Whether run carries a stored summary to read from. */

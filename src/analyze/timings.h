@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyze/stats.h"
-#include "analyze/timing_facts.h"
+#include "core/stats.h"
+#include "core/timing_facts.h"
 #include "store/reader.h"
 
 /* The regions that are pauses in the training, which trainprof names and

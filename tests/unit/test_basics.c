@@ -7,7 +7,7 @@
 
 #include "analyze/downsample.h"
 #include "analyze/model_facts.h"
-#include "analyze/stats.h"
+#include "core/stats.h"
 #include "collect/counter.h"
 #include "harness.h"
 #include "render/units.h"

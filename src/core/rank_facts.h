@@ -1,7 +1,7 @@
 /* rank_facts.h: the facts about ranks side by side (ranks.h builds them,
  * summary_store.h reads them back from a run file, render/ shows them). */
-#ifndef TP_ANALYZE_RANK_FACTS_H
-#define TP_ANALYZE_RANK_FACTS_H
+#ifndef TP_CORE_RANK_FACTS_H
+#define TP_CORE_RANK_FACTS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
  * Percentiles use selection (quickselect), not a full sort: a 24-hour series
  * at 0.5 s has 172,800 values and the report needs only three order
  * statistics (and their right neighbours) of each. */
-#include "analyze/stats.h"
+#include "core/stats.h"
 
 #include <math.h>
 #include <stdlib.h>

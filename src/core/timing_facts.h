@@ -1,14 +1,14 @@
 /* timing_facts.h: the facts about where step time goes (timings.h builds
  * them, summary_store.h reads them back from a run file, render/ shows
  * them). */
-#ifndef TP_ANALYZE_TIMING_FACTS_H
-#define TP_ANALYZE_TIMING_FACTS_H
+#ifndef TP_CORE_TIMING_FACTS_H
+#define TP_CORE_TIMING_FACTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyze/stats.h"
+#include "core/stats.h"
 
 typedef struct tp_timing_row {
     int rank; /* -1 when the process had no rank */

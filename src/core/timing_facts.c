@@ -1,5 +1,5 @@
 /* timing_facts.c: freeing timing facts. */
-#include "analyze/timing_facts.h"
+#include "core/timing_facts.h"
 
 #include <stdlib.h>
 #include <string.h>

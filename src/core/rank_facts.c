@@ -1,5 +1,5 @@
 /* rank_facts.c: freeing rank facts. */
-#include "analyze/rank_facts.h"
+#include "core/rank_facts.h"
 
 #include <stdlib.h>
 #include <string.h>

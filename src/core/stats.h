@@ -1,6 +1,6 @@
 /* stats.h: descriptive statistics of one series. */
-#ifndef TP_ANALYZE_STATS_H
-#define TP_ANALYZE_STATS_H
+#ifndef TP_CORE_STATS_H
+#define TP_CORE_STATS_H
 
 #include <stddef.h>
 

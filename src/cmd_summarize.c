@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "analyze/summary_save.h"
-#include "analyze/summary_store.h"
+#include "store/summary_tables.h"
 #include "commands.h"
 #include "store/reader.h"
 #include "store/schema.h"

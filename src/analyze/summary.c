@@ -2,13 +2,12 @@
 #include "analyze/summary.h"
 
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/ns_math.h"
-#include "analyze/summary_store.h"
+#include "store/summary_tables.h"
 #include "core/metric_catalog.h"
 #include "util/grow.h"
 
@@ -197,7 +196,7 @@ static void *run_side_pass(void *arg)
  * false (nothing started) otherwise, and the caller does the work itself. */
 static bool start_side(tp_run *run, side_pass *side, pthread_t *thread)
 {
-    const char *file = sqlite3_db_filename(run->db, "main");
+    const char *file = tp_run_file(run);
     if (!file || !*file)
         return false;
     side->main = run;

@@ -1,6 +1,6 @@
 /* summary_plots.h: what `html` draws, stored with the run's summary.
  *
- * Besides the report's figures (summary_store.h), the recorder stores when
+ * Besides the report's figures (store/summary_tables.h), the recorder stores when
  * the command ends what the html page plots: every series downsampled as the
  * page draws it (TP_PLOT_BUCKETS buckets over the run, each bucket's lowest
  * and highest sample: table summary_plot) and every rank's step time by phase
@@ -22,12 +22,7 @@
 #include "analyze/step_phases.h"
 #include "store/reader.h"
 #include "store/reader_stream.h"
-
-/* A point of a plotted series: one of its samples. */
-typedef struct tp_plot_point {
-    int64_t series_id, t_ns;
-    double value;
-} tp_plot_point;
+#include "store/summary_tables.h"
 
 /* The plots of one run, computed from its rows. */
 typedef struct tp_summary_plots {
@@ -55,21 +50,5 @@ void tp_summary_plots_series(void *plots, const tp_run_series *series, const int
 bool tp_summary_plots_finish(tp_run *run, const int *ranks, const size_t *skip, size_t nranks,
                              tp_summary_plots *out, char *err, size_t cap);
 void tp_summary_plots_free(tp_summary_plots *p);
-
-/* Replaces the stored plots of db (a write transaction is open) with p and
- * sets meta plots = 1; creates the tables if the file predates them. An
- * SQLite result code. */
-int tp_summary_plots_write(void *db /* sqlite3 */, const tp_summary_plots *p);
-
-/* Whether run carries stored plots to draw from (and a stored summary). */
-bool tp_plots_stored(const tp_run *run);
-
-/* The stored points of every series, series by series in time order. */
-bool tp_stored_plot_points(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap);
-
-/* The stored step phases of ranks[0..n) into out[0..n), as
- * tp_step_phases_build gives them (out[k].ngroups 0: none stored). */
-bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phases *out, char *err,
-                           size_t cap);
 
 #endif

@@ -1,197 +1,13 @@
 /* summary_save.c: computing a run's summary and storing it in its file. */
 #include "analyze/summary_save.h"
 
-#include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze/summary.h"
 #include "analyze/summary_plots.h"
-#include "store/schema.h"
-#include "util/grow.h"
-#include "util/ns_math.h"
-
-static void bind_real(sqlite3_stmt *st, int i, double v)
-{
-    if (isnan(v))
-        sqlite3_bind_null(st, i);
-    else
-        sqlite3_bind_double(st, i, v);
-}
-
-/* Binds mean, min, p5, p50, p95, max from index i on. */
-static void bind_stats(sqlite3_stmt *st, int i, const tp_stats *s)
-{
-    const double v[] = {s->mean, s->min, s->p5, s->p50, s->p95, s->max};
-    for (int k = 0; k < 6; k++)
-        bind_real(st, i + k, v[k]);
-}
-
-/* Runs one prepared INSERT per row through fill(); an SQLite code. */
-typedef void (*fill_fn)(sqlite3_stmt *st, const tp_summary *s, size_t row);
-static int insert_rows(sqlite3 *db, const char *sql, const tp_summary *s, size_t n, fill_fn fill)
-{
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-    for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
-        fill(st, s, i);
-        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static void fill_series(sqlite3_stmt *st, const tp_summary *s, size_t i)
-{
-    sqlite3_bind_int64(st, 1, s->items[i].series->id);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)s->items[i].stats.count);
-    bind_stats(st, 3, &s->items[i].stats);
-}
-
-static void fill_series_steps(sqlite3_stmt *st, const tp_summary *s, size_t i)
-{
-    sqlite3_bind_int64(st, 1, s->items[i].series->id);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)s->items[i].steps.count);
-    bind_stats(st, 3, &s->items[i].steps);
-}
-
-static void fill_window(sqlite3_stmt *st, const tp_summary *s, size_t i)
-{
-    sqlite3_bind_int64(st, 1, s->windows[i].agent_id);
-    sqlite3_bind_int64(st, 2, s->windows[i].t0_ns);
-    sqlite3_bind_int64(st, 3, s->windows[i].t1_ns);
-}
-
-static void fill_timing(sqlite3_stmt *st, const tp_summary *s, size_t i)
-{
-    const tp_timing_row *r = &s->timings.rows[i];
-    sqlite3_bind_int(st, 1, r->rank);
-    sqlite3_bind_text(st, 2, r->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)r->stats.count);
-    sqlite3_bind_double(st, 4, r->total_s);
-    bind_stats(st, 5, &r->stats);
-    sqlite3_bind_double(st, 11, r->in_steps_s);
-    sqlite3_bind_int64(st, 12, (sqlite3_int64)r->device.count);
-    sqlite3_bind_double(st, 13, r->device_total_s);
-    bind_stats(st, 14, &r->device);
-}
-
-static void fill_step(sqlite3_stmt *st, const tp_summary *s, size_t i)
-{
-    const tp_step_row *r = &s->timings.steps[i];
-    sqlite3_bind_int(st, 1, r->rank);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)r->stats.count);
-    sqlite3_bind_double(st, 3, r->total_s);
-    sqlite3_bind_int64(st, 4, r->samples);
-    bind_stats(st, 5, &r->stats);
-    sqlite3_bind_int64(st, 11, r->batches);
-    sqlite3_bind_int64(st, 12, (sqlite3_int64)r->warmup);
-    sqlite3_bind_double(st, 13, r->warmup_s);
-}
-
-static void fill_epoch(sqlite3_stmt *st, const tp_summary *s, size_t i)
-{
-    const tp_epoch_row *e = &s->timings.epochs[i];
-    sqlite3_bind_int(st, 1, e->rank);
-    sqlite3_bind_int64(st, 2, e->epoch);
-    sqlite3_bind_int64(st, 3, llround(e->start_s * 1e9)); /* exact: start_s was t_ns / 1e9 */
-    sqlite3_bind_double(st, 4, e->duration_s);
-    sqlite3_bind_int64(st, 5, (sqlite3_int64)e->steps);
-    sqlite3_bind_int64(st, 6, e->samples);
-    sqlite3_bind_int64(st, 7, e->batches);
-}
-
-static void fill_rank(sqlite3_stmt *st, const tp_summary *s, size_t i)
-{
-    const tp_rank_row *r = &s->ranks.rows[i];
-    sqlite3_bind_int(st, 1, r->rank);
-    sqlite3_bind_int64(st, 2, r->agent_id);
-    sqlite3_bind_int(st, 3, r->local_rank);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)r->steps);
-    sqlite3_bind_int64(st, 5, r->t0_ns);
-    sqlite3_bind_int64(st, 6, r->t1_ns);
-    const double v[] = {r->input_s, r->compute_s,        r->comm_s,          r->comm_overlap_s,
-                        r->other_s, r->gpu_util_percent, r->gpu_sm_clock_mhz};
-    for (int k = 0; k < 7; k++)
-        bind_real(st, 7 + k, v[k]);
-    if (r->gpu >= 0)
-        sqlite3_bind_int(st, 14, r->gpu);
-    else
-        sqlite3_bind_null(st, 14);
-}
-
-/* Writes s into db's summary tables in one transaction. upgrade: db has
- * schema 3 or 4, whose summary_timing lacks columns (in_steps_s, device_*)
- * and which has no device_time table: summary_timing is made anew, the
- * device tables added (empty: such a file recorded no device times), and the
- * file becomes the current schema in the same transaction. */
-static int write_summary(sqlite3 *db, const tp_summary *s, const tp_summary_plots *plots,
-                         bool upgrade, bool rank_gpu, bool batches, char *why, size_t cap)
-{
-    int rc = tp_exec(db, "BEGIN;");
-    if (rc == SQLITE_OK && upgrade)
-        rc = tp_exec(db, "DROP TABLE summary_timing;" TP_SCHEMA_SUMMARY_TIMING TP_SCHEMA_DEVICE_TIME
-                             TP_SCHEMA_DEVICE_VIEW TP_SCHEMA_MARKS_VIEW);
-    if (rc == SQLITE_OK && upgrade) {
-        char version[64];
-        snprintf(version, sizeof version, "PRAGMA user_version = %d;", TP_SCHEMA_VERSION);
-        rc = tp_exec(db, version);
-    }
-    if (rc == SQLITE_OK && !rank_gpu) /* a file from before summary_rank.gpu */
-        rc = tp_exec(db, "ALTER TABLE summary_rank ADD COLUMN gpu INTEGER;");
-    if (rc == SQLITE_OK && !batches) /* a file from before summary_step.batches */
-        rc = tp_exec(db, TP_SCHEMA_ADD_BATCHES);
-    if (rc == SQLITE_OK)
-        rc = tp_exec(db, TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW
-                     "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
-                     "DELETE FROM summary_steps_window;"
-                     "DELETE FROM summary_timing; DELETE FROM summary_step;"
-                     "DELETE FROM summary_epoch; DELETE FROM summary_rank;");
-    if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_series VALUES (?,?,?,?,?,?,?,?)", s, s->n,
-                         fill_series);
-    sqlite3_stmt *steps = NULL; /* only the series with figures over the steps */
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(db, "INSERT INTO summary_series_steps VALUES (?,?,?,?,?,?,?,?)", -1,
-                                &steps, NULL);
-    for (size_t i = 0; rc == SQLITE_OK && i < s->n; i++) {
-        if (!s->items[i].in_steps)
-            continue;
-        fill_series_steps(steps, s, i);
-        rc = sqlite3_step(steps) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
-        sqlite3_reset(steps);
-    }
-    sqlite3_finalize(steps);
-    if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_steps_window VALUES (?,?,?)", s, s->nwindows,
-                         fill_window);
-    if (rc == SQLITE_OK)
-        rc = insert_rows(
-            db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
-            s->timings.nrows, fill_timing);
-    if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
-                         s->timings.nsteps, fill_step);
-    if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_epoch VALUES (?,?,?,?,?,?,?)", s,
-                         s->timings.nepochs, fill_epoch);
-    if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_rank VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
-                         s->ranks.n, fill_rank);
-    if (rc == SQLITE_OK)
-        rc = tp_summary_plots_write(db, plots);
-    if (rc == SQLITE_OK)
-        rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('summarized', '1'); COMMIT;");
-    if (rc != SQLITE_OK) {
-        snprintf(why, cap, "%s", sqlite3_errmsg(db)); /* before the rollback resets it */
-        tp_exec(db, "ROLLBACK");
-    }
-    return rc;
-}
+#include "store/summary_tables.h"
 
 bool tp_summary_store_save(const char *path, char *err, size_t cap)
 {
@@ -224,23 +40,19 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
         free(ranks);
         free(warmup);
     }
-    sqlite3 *db = NULL;
-    if (ok) {
-        char why[256] = "";
-        int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
-        if (rc == SQLITE_OK) {
-            sqlite3_busy_timeout(db, 5000);
-            rc = write_summary(db, &s, &plots, version < TP_SCHEMA_VERSION,
-                               tp_run_has_column(run, "summary_rank", "gpu"),
-                               tp_run_has_column(run, "summary_step", "batches"), why, sizeof why);
-        }
-        if (rc != SQLITE_OK) {
-            snprintf(err, cap, "%s: cannot store the summary: %s", path,
-                     *why ? why : sqlite3_errstr(rc));
-            ok = false;
-        }
-        sqlite3_close(db);
+    tp_series_figures *series = ok ? malloc((s.n + 1) * sizeof *series) : NULL;
+    if (ok && !series) {
+        snprintf(err, cap, "%s: out of memory", path);
+        ok = false;
     }
+    for (size_t i = 0; ok && i < s.n; i++)
+        series[i] = (tp_series_figures){s.items[i].series->id, s.items[i].stats,
+                                        s.items[i].in_steps, s.items[i].steps};
+    tp_summary_rows rows = {series,      s.n,          s.windows,    s.nwindows,
+                            &s.timings,  &s.ranks,     plots.points, plots.npoints,
+                            plots.ranks, plots.phases, plots.nranks};
+    ok = ok && tp_summary_tables_save(run, &rows, err, cap);
+    free(series);
     tp_summary_plots_free(&plots);
     tp_summary_free(&s);
     tp_run_close(run);

@@ -569,3 +569,5 @@ const tp_run_series *tp_run_series_by_id(const tp_run *run, int64_t id)
     }
     return lo < run->nseries && run->series[lo].id == id ? &run->series[lo] : NULL;
 }
+
+const char *tp_run_file(const tp_run *run) { return sqlite3_db_filename(run->db, "main"); }

@@ -110,6 +110,10 @@ bool tp_run_summary_only(const tp_run *run);
  * schema version, which older files lack). */
 bool tp_run_has_table(const tp_run *run, const char *name);
 
+/* The file the run was opened from, to open it again (a second connection
+ * for a pass on another thread); NULL or "" for one in memory. */
+const char *tp_run_file(const tp_run *run);
+
 /* Whether table has that column (columns added without a new schema
  * version). */
 bool tp_run_has_column(const tp_run *run, const char *table, const char *column);

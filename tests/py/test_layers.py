@@ -56,3 +56,11 @@ def test_metric_names_come_from_the_catalogue_only():
         text = f.read_text()
         found += [f"{f.relative_to(ROOT)}: {n}" for n in names if f'"{n}"' in text]
     assert found == []
+
+
+def test_analysis_and_rendering_hold_no_sql():
+    """store/ owns every SQL statement: analyze/ turns rows into facts and
+    render/ facts into words, neither through SQLite."""
+    found = [str(f.relative_to(ROOT)) for d in ("analyze", "render")
+             for f in sorted((ROOT / "src" / d).glob("*.[ch]")) if "sqlite3" in f.read_text()]
+    assert found == []

@@ -1,5 +1,5 @@
-/* summary_store.c: reading the summary_* tables (summary_save.c writes them). */
-#include "analyze/summary_store.h"
+/* summary_tables.c: reading the summary_* tables (summary_write.c writes them). */
+#include "store/summary_tables.h"
 
 #include <math.h>
 #include <sqlite3.h>
@@ -216,6 +216,67 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
     if (rc != SQLITE_DONE) {
         tp_ranks_free(out);
         return failed(run, "ranks", err, cap);
+    }
+    return true;
+}
+
+bool tp_plots_stored(const tp_run *run)
+{
+    const char *summarized = tp_run_meta_get(run, "summarized");
+    const char *plots = tp_run_meta_get(run, "plots");
+    return !run->raw_only && run->schema_version >= TP_SCHEMA_SUMMARY && summarized &&
+           strcmp(summarized, "1") == 0 && plots && strcmp(plots, "1") == 0;
+}
+
+static bool plots_failed(tp_run *run, const char *what, char *err, size_t cap)
+{
+    snprintf(err, cap, "%s: cannot read the stored %s: %s", run->path, what,
+             sqlite3_errmsg(run->db));
+    return false;
+}
+
+bool tp_stored_plot_points(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap)
+{
+    return tp_run_each_point(run,
+                             "SELECT series_id, t_ns, value FROM summary_plot"
+                             " ORDER BY series_id, t_ns",
+                             "stored plots", fn, ctx, err, cap);
+}
+
+bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phases *out, char *err,
+                           size_t cap)
+{
+    memset(out, 0, n * sizeof *out);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT steps, first_step, dataloader_next, to_device, train_batch,"
+                           " step_lr_schedulers, from_device, reduce_metrics, other"
+                           " FROM summary_step_phase WHERE rank = ? ORDER BY first_step",
+                           -1, &st, NULL) != SQLITE_OK)
+        return plots_failed(run, "step phases", err, cap);
+    int rc = SQLITE_DONE;
+    for (size_t k = 0; k < n && rc == SQLITE_DONE; k++) {
+        tp_step_phases *ph = &out[k];
+        size_t gcap = 0, vcap = 0;
+        sqlite3_bind_int(st, 1, ranks[k]);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            ph->nsteps = (size_t)sqlite3_column_int64(st, 0);
+            ph->first_step = tp_grow(ph->first_step, ph->ngroups, &gcap, sizeof *ph->first_step);
+            ph->values = tp_grow(ph->values, ph->ngroups, &vcap, /* a group at a time */
+                                 TP_STEP_PHASES * sizeof *ph->values);
+            ph->first_step[ph->ngroups] = (double)sqlite3_column_int64(st, 1);
+            for (int q = 0; q < TP_STEP_PHASES; q++)
+                ph->values[ph->ngroups * TP_STEP_PHASES + (size_t)q] =
+                    sqlite3_column_double(st, 2 + q);
+            ph->ngroups++;
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        for (size_t k = 0; k < n; k++)
+            tp_step_phases_free(&out[k]);
+        return plots_failed(run, "step phases", err, cap);
     }
     return true;
 }

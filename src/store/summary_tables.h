@@ -1,0 +1,97 @@
+/* summary_tables.h: a run's report figures, kept in the run file itself:
+ * every statement on the summary_* tables, read (summary_tables.c) and
+ * written (summary_write.c). The analysis computes the figures
+ * (analyze/summary_save.c) and reads them back through here.
+ *
+ * When the command ends, the recorder computes what `report` shows from its
+ * own file (series statistics, timings per rank and region, steps, epochs,
+ * each rank's parts) and writes it into the summary_* tables, then sets meta
+ * summarized = 1. Readers use those rows instead of scanning every sample,
+ * region and mark; the figures are the same, to the bit, as computing them
+ * from the rows (tested). Figures that depend on the whole (possibly merged)
+ * run are still computed at read time: shares of step time, energy per
+ * epoch, medians and stragglers. A file without them (killed recorder, older
+ * schema, or a merge whose inputs share ranks) is analysed from its rows. */
+#ifndef TP_STORE_SUMMARY_TABLES_H
+#define TP_STORE_SUMMARY_TABLES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/rank_facts.h"
+#include "core/stats.h"
+#include "core/step_phase_facts.h"
+#include "core/timing_facts.h"
+#include "store/reader.h"
+#include "store/reader_stream.h"
+
+/* Whether run carries a stored summary to read from. */
+bool tp_summary_stored(const tp_run *run);
+
+/* The stored statistics of each series, in series order. */
+typedef void (*tp_stored_series_fn)(void *ctx, const tp_run_series *series, const tp_stats *st);
+bool tp_stored_series(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap);
+/* The same over the steps (summary_series_steps): fn once per series that has
+ * such figures; none, and true, in a file stored before them. */
+bool tp_stored_series_steps(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap);
+
+/* Each agent's stored steps window (summary_steps_window); none, and true,
+ * in a file stored before them. The caller frees *out. */
+bool tp_stored_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char *err, size_t cap);
+
+/* The stored timing rows, steps and epochs (shares and energy are left for
+ * the caller to compute). */
+bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap);
+
+/* The stored rows of every rank (straggler fields left unset). */
+bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap);
+
+/* ---- stored plots (html) ---- */
+
+/* A point html plots: a series' sample kept by the min/max buckets. */
+typedef struct tp_plot_point {
+    int64_t series_id, t_ns;
+    double value;
+} tp_plot_point;
+
+/* Whether run carries stored plots (meta plots = 1, with its summary). */
+bool tp_plots_stored(const tp_run *run);
+/* The stored points, series by series, each in time order. */
+bool tp_stored_plot_points(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap);
+/* The stored step phases of each of the n ranks (out[k] for ranks[k]). */
+bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phases *out, char *err,
+                           size_t cap);
+
+/* ---- writing ---- */
+
+/* A series' figures: over the run, and over its agent's steps when in_steps. */
+typedef struct tp_series_figures {
+    int64_t series_id;
+    tp_stats stats;
+    bool in_steps;
+    tp_stats steps;
+} tp_series_figures;
+
+/* Everything the summary tables hold. */
+typedef struct tp_summary_rows {
+    const tp_series_figures *series;
+    size_t nseries;
+    const tp_steps_window *windows;
+    size_t nwindows;
+    const tp_timings *timings;
+    const tp_ranks *ranks;
+    const tp_plot_point *points;
+    size_t npoints;
+    const int *phase_ranks; /* nphases ranks, each with its step phases */
+    const tp_step_phases *phases;
+    size_t nphases;
+} tp_summary_rows;
+
+/* Writes rows into the summary tables of run's file (opened again, read and
+ * write) in one transaction, with meta summarized = 1 and plots = 1. A file
+ * of an older schema is brought to the current one on the way (summary_timing
+ * made anew, the device tables and the marks view added, columns added).
+ * False with a one-line reason otherwise. */
+bool tp_summary_tables_save(const tp_run *run, const tp_summary_rows *rows, char *err, size_t cap);
+
+#endif

@@ -21,6 +21,7 @@
 #include "util/json_writer.h"
 #include "util/options.h"
 #include "util/log.h"
+#include "trainprof.h"
 
 extern char **environ;
 
@@ -135,7 +136,7 @@ static void analyse(mode_result *r, long warmup, bool *samples_seen)
     if (tp_summary_load(r->path, &s, err, sizeof err)) {
         tp_run *run = s.run;
         for (size_t i = 0; i < s.timings.nrows; i++)
-            r->found_loader |= strcmp(s.timings.rows[i].name, "dataloader_next") == 0;
+            r->found_loader |= strcmp(s.timings.rows[i].name, TP_PHASE_DATALOADER_NEXT) == 0;
         measure_rate(run, warmup, r, samples_seen);
         r->cpu_mean = mean_during(&s, r, TP_METRIC_CPU_UTIL_PERCENT, "{}");
         r->disk_read_mb_s = mean_during(&s, r, TP_METRIC_DISK_READ_BYTES_PER_S, "{}") / 1e6;

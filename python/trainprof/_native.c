@@ -361,5 +361,28 @@ PyMODINIT_FUNC PyInit__native(void)
         Py_DECREF(m);
         return NULL;
     }
+    /* the standard phases' names (trainprof.h), for the torch face */
+    static const struct {
+        const char *attr, *value;
+    } phases[] = {
+        {"PHASE_DATALOADER_NEXT", TP_PHASE_DATALOADER_NEXT},
+        {"PHASE_TO_DEVICE", TP_PHASE_TO_DEVICE},
+        {"PHASE_TRAIN_BATCH", TP_PHASE_TRAIN_BATCH},
+        {"PHASE_FORWARD", TP_PHASE_FORWARD},
+        {"PHASE_BACKWARD", TP_PHASE_BACKWARD},
+        {"PHASE_OPTIMIZER_STEP", TP_PHASE_OPTIMIZER_STEP},
+        {"PHASE_STEP_LR_SCHEDULERS", TP_PHASE_STEP_LR_SCHEDULERS},
+        {"PHASE_FROM_DEVICE", TP_PHASE_FROM_DEVICE},
+        {"PHASE_REDUCE_METRICS", TP_PHASE_REDUCE_METRICS},
+        {"PHASE_EVALUATE", TP_PHASE_EVALUATE},
+        {"PHASE_SANITY_CHECK", TP_PHASE_SANITY_CHECK},
+        {"PHASE_CHECKPOINT", TP_PHASE_CHECKPOINT},
+        {"PHASE_COMPILE", TP_PHASE_COMPILE},
+    };
+    for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++)
+        if (PyModule_AddStringConstant(m, phases[i].attr, phases[i].value) < 0) {
+            Py_DECREF(m);
+            return NULL;
+        }
     return m;
 }

@@ -56,20 +56,20 @@ class _Marks:
 tracker = StepTracker(_Marks, Loop(), _state)
 
 
-R_NEXT = _native.region("dataloader_next")
-R_TRAIN = _native.region("train_batch")
-R_FORWARD = _native.region("forward")
-R_BACKWARD = _native.region("backward")
-R_OPTIM = _native.region("optimizer_step")
-R_SCHED = _native.region("step_lr_schedulers")
-R_TO = _native.region("to_device")
-R_FROM = _native.region("from_device")
-R_REDUCE = _native.region("reduce_metrics")
+R_NEXT = _native.region(_native.PHASE_DATALOADER_NEXT)
+R_TRAIN = _native.region(_native.PHASE_TRAIN_BATCH)
+R_FORWARD = _native.region(_native.PHASE_FORWARD)
+R_BACKWARD = _native.region(_native.PHASE_BACKWARD)
+R_OPTIM = _native.region(_native.PHASE_OPTIMIZER_STEP)
+R_SCHED = _native.region(_native.PHASE_STEP_LR_SCHEDULERS)
+R_TO = _native.region(_native.PHASE_TO_DEVICE)
+R_FROM = _native.region(_native.PHASE_FROM_DEVICE)
+R_REDUCE = _native.region(_native.PHASE_REDUCE_METRICS)
 # what is not training, named where a framework says it (trainprof._lightning)
-R_EVALUATE = _native.region("evaluate")
-R_SANITY = _native.region("sanity_check")
-R_CHECKPOINT = _native.region("checkpoint")
-R_COMPILE = _native.region("compile")
+R_EVALUATE = _native.region(_native.PHASE_EVALUATE)
+R_SANITY = _native.region(_native.PHASE_SANITY_CHECK)
+R_CHECKPOINT = _native.region(_native.PHASE_CHECKPOINT)
+R_COMPILE = _native.region(_native.PHASE_COMPILE)
 begin, end = _native.begin, _native.end
 
 # True while torch.compile's Dynamo traces (a constant it folds: code behind

@@ -6,19 +6,19 @@
 #include "util/grow.h"
 #include "util/ns_math.h"
 
-void tp_spans_push(tp_spans *s, int64_t a, int64_t b)
+void tp_spans_push(tp_time_spans *s, int64_t a, int64_t b)
 {
     s->v = tp_grow(s->v, s->n, &s->cap, sizeof *s->v);
-    s->v[s->n++] = (tp_span){a, b};
+    s->v[s->n++] = (tp_time_span){a, b};
 }
 
 static int cmp_start(const void *x, const void *y)
 {
-    const tp_span *a = x, *b = y;
+    const tp_time_span *a = x, *b = y;
     return (a->a > b->a) - (a->a < b->a);
 }
 
-void tp_spans_merge(tp_spans *s)
+void tp_spans_merge(tp_time_spans *s)
 {
     if (!s->n)
         return;
@@ -35,7 +35,7 @@ void tp_spans_merge(tp_spans *s)
     s->n = k + 1;
 }
 
-size_t tp_spans_first_after(const tp_spans *s, int64_t t)
+size_t tp_spans_first_after(const tp_time_spans *s, int64_t t)
 {
     size_t lo = 0, hi = s->n;
     while (lo < hi) {
@@ -48,7 +48,7 @@ size_t tp_spans_first_after(const tp_spans *s, int64_t t)
     return lo;
 }
 
-int64_t tp_spans_union_ns(tp_spans *const *lists, size_t k, tp_spans *tmp)
+int64_t tp_spans_union_ns(tp_time_spans *const *lists, size_t k, tp_time_spans *tmp)
 {
     tmp->n = 0;
     for (size_t i = 0; i < k; i++)
@@ -71,8 +71,8 @@ int64_t tp_spans_union_ns(tp_spans *const *lists, size_t k, tp_spans *tmp)
     return tp_ns_add(total, tp_ns_sub(b, a));
 }
 
-void tp_spans_free(tp_spans *s)
+void tp_spans_free(tp_time_spans *s)
 {
     free(s->v);
-    *s = (tp_spans){0};
+    *s = (tp_time_spans){0};
 }

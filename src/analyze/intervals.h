@@ -7,28 +7,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct tp_span {
+typedef struct tp_time_span {
     int64_t a, b; /* ns */
-} tp_span;
+} tp_time_span;
 
-typedef struct tp_spans {
-    tp_span *v;
+typedef struct tp_time_spans {
+    tp_time_span *v;
     size_t n, cap;
-} tp_spans;
+} tp_time_spans;
 
-void tp_spans_push(tp_spans *s, int64_t a, int64_t b);
+void tp_spans_push(tp_time_spans *s, int64_t a, int64_t b);
 
 /* Sorts s by start and merges the spans that touch or overlap, so that its
  * spans are disjoint and increasing. */
-void tp_spans_merge(tp_spans *s);
+void tp_spans_merge(tp_time_spans *s);
 
 /* In a merged s: the first span that ends after t (s->n when none does). */
-size_t tp_spans_first_after(const tp_spans *s, int64_t t);
+size_t tp_spans_first_after(const tp_time_spans *s, int64_t t);
 
 /* Nanoseconds covered by the union of the k lists' spans; tmp is scratch,
  * reused between calls (the lists are left as they were). */
-int64_t tp_spans_union_ns(tp_spans *const *lists, size_t k, tp_spans *tmp);
+int64_t tp_spans_union_ns(tp_time_spans *const *lists, size_t k, tp_time_spans *tmp);
 
-void tp_spans_free(tp_spans *s);
+void tp_spans_free(tp_time_spans *s);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "core/metric_catalog.h"
 #include "analyze/intervals.h"
+#include "core/phases.h"
 #include "analyze/rank_gpu.h"
 #include "core/stats.h"
 #include "store/reader_stream.h"
@@ -21,7 +22,7 @@ typedef struct rank_acc {
     tp_rank_row row;
     int visible_thread; /* a thread of its with CUDA_VISIBLE_DEVICES, -1 none */
     int64_t t0, t1;     /* window, ns; t1 <= t0 when the rank marked < 2 steps */
-    tp_spans cat[NCAT];
+    tp_time_spans cat[NCAT];
 } rank_acc;
 
 typedef struct ranks_ctx {
@@ -33,24 +34,19 @@ typedef struct ranks_ctx {
 } ranks_ctx;
 
 /* Seconds covered by the union of the given lists' spans; tmp is scratch. */
-static double union_s(tp_spans *const *lists, size_t k, tp_spans *tmp)
+static double union_s(tp_time_spans *const *lists, size_t k, tp_time_spans *tmp)
 {
     return (double)tp_spans_union_ns(lists, k, tmp) / 1e9;
 }
 
 static int category(const char *name)
 {
-    static const char *const compute[] = {
-        "train_batch",        "forward", "backward", "optimizer_step", "from_device",
-        "step_lr_schedulers", NULL};
-    if (strcmp(name, "reduce_metrics") == 0)
-        return CAT_COMM;
-    if (strcmp(name, "dataloader_next") == 0 || strcmp(name, "to_device") == 0)
-        return CAT_INPUT;
-    for (size_t i = 0; compute[i]; i++)
-        if (strcmp(name, compute[i]) == 0)
-            return CAT_COMPUTE;
-    return -1;
+    switch (tp_phase_kind_of(name)) {
+    case TP_PHASE_KIND_COMM: return CAT_COMM;
+    case TP_PHASE_KIND_INPUT: return CAT_INPUT;
+    case TP_PHASE_KIND_COMPUTE: return CAT_COMPUTE;
+    default: return -1;
+    }
 }
 
 static int thread_index(const ranks_ctx *c, int64_t id)
@@ -264,14 +260,14 @@ static void gpu_means(tp_run *run, rank_acc *a)
 /* Splits each rank's window into its parts. */
 static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
 {
-    tp_spans tmp = {0};
+    tp_time_spans tmp = {0};
     out->rows = tp_xcalloc(c->nacc, sizeof *out->rows);
     for (size_t k = 0; k < c->nacc; k++) {
         rank_acc *a = &c->acc[k];
         if (!a->row.steps)
             continue;
-        tp_spans *R = &a->cat[CAT_COMM], *I = &a->cat[CAT_INPUT], *T = &a->cat[CAT_COMPUTE];
-        tp_spans *ri[] = {R, I}, *rit[] = {R, I, T}, *rt[] = {R, T};
+        tp_time_spans *R = &a->cat[CAT_COMM], *I = &a->cat[CAT_INPUT], *T = &a->cat[CAT_COMPUTE];
+        tp_time_spans *ri[] = {R, I}, *rit[] = {R, I, T}, *rt[] = {R, T};
         double comm = union_s(&R, 1, &tmp), with_input = union_s(ri, 2, &tmp);
         double all = union_s(rit, 3, &tmp), compute_only = union_s(&T, 1, &tmp);
         a->row.t0_ns = a->t0;

@@ -112,7 +112,7 @@ typedef struct step_set {
     double *durations;
     size_t n;
     int64_t samples, batches;
-    tp_spans spans;
+    tp_time_spans spans;
 } step_set;
 
 static void step_set_add(step_set *set, int64_t a, int64_t b, int64_t samples, int64_t batches)
@@ -120,8 +120,8 @@ static void step_set_add(step_set *set, int64_t a, int64_t b, int64_t samples, i
     set->durations[set->n++] = (double)tp_ns_sub(b, a) / 1e9;
     set->samples = tp_ns_add(set->samples, samples);
     set->batches += batches;
-    tp_spans *spans = &set->spans; /* one rank's */
-    tp_span *last = spans->n ? &spans->v[spans->n - 1] : NULL;
+    tp_time_spans *spans = &set->spans; /* one rank's */
+    tp_time_span *last = spans->n ? &spans->v[spans->n - 1] : NULL;
     if (last && last->b == a)
         last->b = b; /* back to back: one run of steps */
     else
@@ -150,7 +150,7 @@ static double sum(const double *v, size_t n)
  * (unless the rank has no other step). */
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
                        const compile_list *compiles, size_t *steps_cap, size_t *epochs_cap,
-                       tp_spans *spans)
+                       tp_time_spans *spans)
 {
     step_set steady = {.durations = malloc((hi - lo + 1) * sizeof(double))};
     step_set warm = {.durations = malloc((hi - lo + 1) * sizeof(double))};
@@ -240,16 +240,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
     tp_spans_free(&warm.spans);
 }
 
-const char *const tp_pause_names[TP_PAUSE_NAMES] = {"evaluate", "sanity_check", "checkpoint",
-                                                    "compile"};
-
-bool tp_timing_is_pause(const char *name)
-{
-    for (size_t i = 0; i < TP_PAUSE_NAMES; i++)
-        if (strcmp(name, tp_pause_names[i]) == 0)
-            return true;
-    return false;
-}
+bool tp_timing_is_pause(const char *name) { return tp_phase_kind_of(name) == TP_PHASE_KIND_PAUSE; }
 
 /* Energy used during an epoch: the growth of every cumulative energy series
  * (each GPU, each RAPL domain, of every agent: the whole job's) between the
@@ -274,7 +265,7 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
 /* A rank's runs of steps, merged (disjoint, increasing). */
 typedef struct rank_spans {
     int rank;
-    tp_spans spans;
+    tp_time_spans spans;
 } rank_spans;
 
 typedef struct rank_spans_list {
@@ -322,7 +313,7 @@ static void add_in_steps(void *ctx, int64_t thread, const char *name, int depth,
         bsearch(&th->rank, c->spans->v, c->spans->n, sizeof *c->spans->v, cmp_rank_spans);
     if (!rs)
         return;
-    const tp_spans *s = &rs->spans;
+    const tp_time_spans *s = &rs->spans;
     int64_t inside = 0;
     for (size_t i = tp_spans_first_after(s, start_ns); i < s->n && s->v[i].a < end_ns; i++) {
         int64_t a = start_ns > s->v[i].a ? start_ns : s->v[i].a;
@@ -386,7 +377,7 @@ static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, siz
     if (!tp_run_marks(run, &marks, &n, err, cap))
         return false;
     compile_list compiles = {0};
-    static const char *const compile[] = {"compile"};
+    static const char *const compile[] = {TP_PHASE_COMPILE};
     if (!tp_run_each_named_region(run, compile, 1, add_compile, &compiles, err, cap)) {
         free(marks);
         return false;

@@ -21,13 +21,12 @@
 #include <stdint.h>
 
 #include "core/stats.h"
+#include "core/phases.h"
 #include "core/timing_facts.h"
 #include "store/reader.h"
 
 /* The regions that are pauses in the training, which trainprof names and
  * keeps out of the steps: evaluate, sanity_check, checkpoint, compile. */
-#define TP_PAUSE_NAMES 4
-extern const char *const tp_pause_names[TP_PAUSE_NAMES];
 bool tp_timing_is_pause(const char *name);
 
 /* Timing rows, steps and epochs from the run's regions and marks. Whether

@@ -7,6 +7,7 @@
 
 #include "core/metric_catalog.h"
 #include "util/grow.h"
+#include "trainprof.h"
 
 #define INPUT_BOUND_SHARE       0.25
 #define TRANSFER_BOUND_SHARE    0.15
@@ -86,7 +87,7 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
                                 tp_verdicts *out)
 {
     const tp_timings *t = &s->timings;
-    const tp_timing_row *r = row(t, rank, "dataloader_next");
+    const tp_timing_row *r = row(t, rank, TP_PHASE_DATALOADER_NEXT);
     int64_t agent = 1; /* the rank's, where the ranks table knows it */
     for (size_t i = 0; i < s->ranks.n; i++)
         if (s->ranks.rows[i].rank == rank)
@@ -119,15 +120,15 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
     const tp_timings *t = &s->timings;
     const tp_step_row *st = steps_of(t, rank);
     double step_mean = st ? st->stats.mean : 0;
-    double in = share(t, rank, "dataloader_next"), to = share(t, rank, "to_device");
-    double to_dev = device_share(t, rank, "to_device");
-    double train = share(t, rank, "train_batch");
+    double in = share(t, rank, TP_PHASE_DATALOADER_NEXT), to = share(t, rank, TP_PHASE_TO_DEVICE);
+    double to_dev = device_share(t, rank, TP_PHASE_TO_DEVICE);
+    double train = share(t, rank, TP_PHASE_TRAIN_BATCH);
     /* across ranks, train_batch holds the wait for the others (DDP's backward
      * waits for its all-reduce): compute is what lies outside communication */
     for (size_t i = 0; i < s->ranks.n; i++)
         if (s->ranks.rows[i].rank == rank && s->ranks.rows[i].window_s > 0)
             train = s->ranks.rows[i].compute_s / s->ranks.rows[i].window_s;
-    double train_dev = device_share(t, rank, "train_batch");
+    double train_dev = device_share(t, rank, TP_PHASE_TRAIN_BATCH);
     if (train_dev > train) /* the host ran ahead and waited elsewhere (.item(), next batch) */
         train = train_dev;
     if (to_dev > to)
@@ -138,7 +139,7 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
         tp_verdict *v = add(out, TP_VERDICT_TRANSFER_BOUND);
         v->rank = rank;
         v->f.transfer.share = to;
-        v->f.transfer.host_share = share(t, rank, "to_device");
+        v->f.transfer.host_share = share(t, rank, TP_PHASE_TO_DEVICE);
         v->f.transfer.device_share = to_dev;
     }
     if (train >= COMPUTE_BOUND_SHARE && in < COMPUTE_BOUND_INPUT_MAX) {
@@ -147,7 +148,7 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
         /* without a DataLoader in the steps (batches of the script's own
          * making) the wait for data is not measured: it lies in what
          * train_batch leaves */
-        const tp_timing_row *next = row(t, rank, "dataloader_next");
+        const tp_timing_row *next = row(t, rank, TP_PHASE_DATALOADER_NEXT);
         v->f.compute.loader_timed = next && next->in_steps_s > 0;
         v->f.compute.share = train;
         v->f.compute.device_share = train_dev;

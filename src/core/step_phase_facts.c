@@ -4,9 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trainprof.h"
+
 const char *const tp_step_phase_names[TP_STEP_PHASES] = {
-    "dataloader_next", "to_device",      "train_batch", "step_lr_schedulers",
-    "from_device",     "reduce_metrics", "other",
+    TP_PHASE_DATALOADER_NEXT,
+    TP_PHASE_TO_DEVICE,
+    TP_PHASE_TRAIN_BATCH,
+    TP_PHASE_STEP_LR_SCHEDULERS,
+    TP_PHASE_FROM_DEVICE,
+    TP_PHASE_REDUCE_METRICS,
+    "other",
 };
 
 void tp_step_phases_free(tp_step_phases *p)

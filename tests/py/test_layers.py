@@ -64,3 +64,18 @@ def test_analysis_and_rendering_hold_no_sql():
     found = [str(f.relative_to(ROOT)) for d in ("analyze", "render")
              for f in sorted((ROOT / "src" / d).glob("*.[ch]")) if "sqlite3" in f.read_text()]
     assert found == []
+
+
+def test_phase_names_come_from_trainprof_h_only():
+    """The standard phases' names are spelt once, in include/trainprof.h
+    (TP_PHASE_*): src/ and the Python face's regions use them from there
+    (core/phases.h says what each one is)."""
+    import re
+    header = (ROOT / "include" / "trainprof.h").read_text()
+    names = re.findall(r'#define TP_PHASE_\w+\s+"([a-z_]+)"', header)
+    assert len(names) == 13
+    found = [f"{f.relative_to(ROOT)}: {n}" for f in sorted((ROOT / "src").rglob("*.[ch]"))
+             for n in names if f'"{n}"' in f.read_text()]
+    torch_common = (ROOT / "python" / "trainprof" / "_torch_common.py").read_text()
+    found += [f"_torch_common.py: {n}" for n in names if f'region("{n}")' in torch_common]
+    assert found == []

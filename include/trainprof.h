@@ -34,12 +34,11 @@ extern "C" {
 #define TP_PHASE_OPTIMIZER_STEP     "optimizer_step"     /* inside train_batch */
 #define TP_PHASE_STEP_LR_SCHEDULERS "step_lr_schedulers" /* learning-rate schedulers' steps */
 #define TP_PHASE_FROM_DEVICE        "from_device"        /* device-to-host copies */
-#define TP_PHASE_REDUCE_METRICS     "reduce_metrics" /* communication: collectives, DDP's all-reduce \
-                                                      */
-#define TP_PHASE_EVALUATE     "evaluate"             /* a pause: evaluation */
-#define TP_PHASE_SANITY_CHECK "sanity_check"         /* a pause: Lightning's sanity check */
-#define TP_PHASE_CHECKPOINT   "checkpoint"           /* a pause: saving a checkpoint */
-#define TP_PHASE_COMPILE      "compile"              /* a pause: torch.compile compiling */
+#define TP_PHASE_REDUCE_METRICS     "reduce_metrics"     /* communication, DDP's all-reduce */
+#define TP_PHASE_EVALUATE           "evaluate"           /* a pause: evaluation */
+#define TP_PHASE_SANITY_CHECK       "sanity_check"       /* a pause: Lightning's sanity check */
+#define TP_PHASE_CHECKPOINT         "checkpoint"         /* a pause: saving a checkpoint */
+#define TP_PHASE_COMPILE            "compile"            /* a pause: torch.compile compiling */
 
 /* CLOCK_MONOTONIC in nanoseconds: the same clock in every process of a host. */
 uint64_t tp_clock_now_ns(void);

@@ -1,4 +1,6 @@
-/* sink.c: the thread-safe hand-over between collectors and the writer. */
+/* sink.c: the thread-safe hand-over between collectors and the writer: the
+ * pending batch, what was lost, and the tables of series (series_table.c)
+ * and names (name_table.c) it keeps under its lock. */
 #include "core/sink.h"
 
 #include <errno.h>
@@ -8,25 +10,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "name_index.h"
+#include "core/name_table.h"
+#include "core/series_table.h"
 #include "util/grow.h"
-
-typedef struct series_entry {
-    char *metric;
-    char *labels;
-    double latest;
-    bool has_latest;
-} series_entry;
 
 struct tp_sink {
     pthread_mutex_t lock;
     pthread_cond_t ready;
     uint64_t start_ns;
     bool closed;
-    TP_VEC(series_entry) registry;
+    tp_series_table registry;       /* series, with their latest values */
     TP_VEC(tp_thread_info) threads; /* every thread ever seen */
-    TP_VEC(char *) names;           /* names[id - 1] */
-    tp_name_index name_index;       /* text -> id */
+    tp_name_table names;            /* region names, by hash */
     tp_batch pending;
     uint64_t lost[TP_LOST_KINDS]; /* what memory ran out for */
     uint64_t total_samples;
@@ -73,15 +68,8 @@ void tp_sink_free(tp_sink *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->registry.len; i++) {
-        free(s->registry.items[i].metric);
-        free(s->registry.items[i].labels);
-    }
-    free(s->registry.items);
-    for (size_t i = 0; i < s->names.len; i++)
-        free(s->names.items[i]);
-    free(s->names.items);
-    free(s->name_index.slots);
+    tp_series_table_free(&s->registry);
+    tp_name_table_free(&s->names);
     free(s->threads.items);
     tp_batch_free(&s->pending);
     pthread_mutex_destroy(&s->lock);
@@ -91,24 +79,13 @@ void tp_sink_free(tp_sink *s)
 
 uint64_t tp_sink_start_ns(const tp_sink *s) { return s->start_ns; }
 
-static long find_series(const tp_sink *s, const char *metric, const char *labels)
-{
-    for (size_t i = 0; i < s->registry.len; i++) {
-        const series_entry *e = &s->registry.items[i];
-        if (strcmp(e->metric, metric) == 0 && strcmp(e->labels, labels) == 0)
-            return (long)i;
-    }
-    return -1;
-}
-
 /* Adds a series to the registry and to the pending definitions, both or
  * neither: false when memory ran out. */
 static bool add_series(tp_sink *s, const char *metric, const char *labels)
 {
-    bool room_registry, room_pending;
-    VEC_ROOM(s->registry, room_registry);
+    bool room_registry = tp_series_table_reserve(&s->registry), room_pending;
     VEC_ROOM(s->pending.series, room_pending);
-    series_entry e = {strdup(metric), strdup(labels), 0, false};
+    tp_series_entry e = {strdup(metric), strdup(labels), 0, false};
     tp_series_def def = {(uint32_t)s->registry.len + 1, strdup(metric), strdup(labels)};
     if (!room_registry || !room_pending || !e.metric || !e.labels || !def.metric || !def.labels) {
         free(e.metric), free(e.labels), free(def.metric), free(def.labels);
@@ -122,7 +99,7 @@ static bool add_series(tp_sink *s, const char *metric, const char *labels)
 uint32_t tp_sink_series(tp_sink *s, const char *metric, const char *labels)
 {
     pthread_mutex_lock(&s->lock);
-    long idx = find_series(s, metric, labels);
+    long idx = tp_series_table_find(&s->registry, metric, labels);
     if (idx < 0 && !add_series(s, metric, labels))
         s->lost[TP_LOST_OTHER]++;
     else if (idx < 0)
@@ -191,7 +168,7 @@ void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu)
 bool tp_sink_latest(tp_sink *s, const char *metric, const char *labels, double *value)
 {
     pthread_mutex_lock(&s->lock);
-    long idx = find_series(s, metric, labels);
+    long idx = tp_series_table_find(&s->registry, metric, labels);
     bool ok = idx >= 0 && s->registry.items[idx].has_latest;
     if (ok)
         *value = s->registry.items[idx].latest;
@@ -203,7 +180,7 @@ void tp_sink_latest_each(tp_sink *s, const char *metric, tp_sink_latest_fn fn, v
 {
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < s->registry.len; i++) {
-        const series_entry *e = &s->registry.items[i];
+        const tp_series_entry *e = &s->registry.items[i];
         if (e->has_latest && strcmp(e->metric, metric) == 0)
             fn(ctx, e->labels, e->latest);
     }
@@ -291,26 +268,17 @@ void tp_sink_thread_rank(tp_sink *s, uint32_t thread, int32_t rank, int32_t loca
     pthread_mutex_unlock(&s->lock);
 }
 
-static const char *name_text(const void *owner, uint32_t id)
-{
-    return ((const tp_sink *)owner)->names.items[id - 1];
-}
-
 /* Interns a new name: its id, or 0 (nothing changed) when memory ran out. */
 static uint32_t add_name(tp_sink *s, const char *text)
 {
-    bool room_names, room_pending;
-    VEC_ROOM(s->names, room_names);
+    bool room_pending;
     VEC_ROOM(s->pending.names, room_pending);
     char *own = strdup(text), *pending = strdup(text);
-    if (!room_names || !room_pending || !own || !pending ||
-        !tp_name_index_reserve(&s->name_index, (uint32_t)s->names.len, name_text, s)) {
+    if (!room_pending || !own || !pending || !tp_name_table_reserve(&s->names)) {
         free(own), free(pending);
         return 0;
     }
-    s->names.items[s->names.len++] = own;
-    uint32_t id = (uint32_t)s->names.len;
-    *tp_name_index_slot(&s->name_index, text, name_text, s) = id;
+    uint32_t id = tp_name_table_add(&s->names, text, own);
     s->pending.names.items[s->pending.names.len++] = (tp_name_def){id, pending};
     return id;
 }
@@ -318,7 +286,7 @@ static uint32_t add_name(tp_sink *s, const char *text)
 uint32_t tp_sink_name(tp_sink *s, const char *text)
 {
     pthread_mutex_lock(&s->lock);
-    uint32_t id = tp_name_index_find(&s->name_index, text, name_text, s);
+    uint32_t id = tp_name_table_find(&s->names, text);
     if (!id && !(id = add_name(s, text)))
         s->lost[TP_LOST_OTHER]++;
     pthread_mutex_unlock(&s->lock);

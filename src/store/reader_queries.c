@@ -1,0 +1,239 @@
+/* reader_queries.c: the queries a reader asks of a run's rows: every
+ * series' samples, regions grouped by rank and name, a series' mean between
+ * two times or its value at one, threads' totals. */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/reader.h"
+#include "store/schema.h"
+#include "store/sql_util.h"
+#include "util/grow.h"
+
+bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *err, size_t cap)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(
+        run->db, "SELECT series_id, value, t_ns FROM sample ORDER BY series_id, t_ns", -1, &st,
+        NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "%s: cannot read samples: %s", run->path, sqlite3_errmsg(run->db));
+        return false;
+    }
+    double *values = NULL;
+    int64_t *times = NULL;
+    size_t n = 0, vcap = 0, tcap = 0;
+    int64_t current = -1;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id != current) {
+            const tp_run_series *s = tp_run_series_by_id(run, current);
+            if (s && n)
+                fn(ctx, s, times, values, n);
+            current = id;
+            n = 0;
+        }
+        values = tp_grow(values, n, &vcap, sizeof *values);
+        times = tp_grow(times, n, &tcap, sizeof *times);
+        values[n] = sqlite3_column_double(st, 1);
+        times[n++] = sqlite3_column_int64(st, 2);
+    }
+    const tp_run_series *s = tp_run_series_by_id(run, current);
+    if (s && n && rc == SQLITE_DONE)
+        fn(ctx, s, times, values, n);
+    free(values);
+    free(times);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        tp_read_failure(err, cap, run->path, run->db);
+        return false;
+    }
+    return true;
+}
+
+typedef struct region_bucket {
+    int rank;
+    int64_t name_id;
+    const char *name;
+    double *v;
+    size_t n, cap;
+} region_bucket;
+
+static int cmp_bucket(const void *a, const void *b)
+{
+    const region_bucket *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Streams the (rank, name id, ns) rows of sql unsorted into one bucket per
+ * (rank, name): far cheaper than letting SQLite sort millions of rows. */
+static bool each_group(tp_run *run, const char *sql, tp_region_group_fn fn, void *ctx, char *err,
+                       size_t cap)
+{
+    region_bucket *b = NULL;
+    size_t nb = 0, bcap = 0, last = 0;
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL);
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        if ((rc = sqlite3_step(st)) != SQLITE_ROW)
+            break;
+        int rank = sqlite3_column_int(st, 0);
+        int64_t name = sqlite3_column_int64(st, 1);
+        if (!(nb && b[last].rank == rank && b[last].name_id == name)) {
+            for (last = 0; last < nb && !(b[last].rank == rank && b[last].name_id == name);)
+                last++;
+            if (last == nb) {
+                b = tp_grow(b, nb, &bcap, sizeof *b);
+                b[nb++] = (region_bucket){rank, name, NULL, NULL, 0, 0};
+            }
+        }
+        region_bucket *k = &b[last];
+        k->v = tp_grow(k->v, k->n, &k->cap, sizeof *k->v);
+        k->v[k->n++] = (double)sqlite3_column_int64(st, 2) / 1e9;
+    }
+    sqlite3_finalize(st);
+    bool ok = rc == SQLITE_DONE;
+    char **texts = calloc(nb + 1, sizeof *texts);
+    for (size_t i = 0; ok && i < nb; i++) {
+        rc = sqlite3_prepare_v2(run->db, "SELECT text FROM name WHERE id = ?", -1, &st, NULL);
+        if (rc == SQLITE_OK) {
+            sqlite3_bind_int64(st, 1, b[i].name_id);
+            texts[i] = sqlite3_step(st) == SQLITE_ROW ? tp_sql_dup_text(st, 0) : strdup("?");
+            sqlite3_finalize(st);
+        }
+        b[i].name = texts[i] ? texts[i] : "?";
+    }
+    if (ok && nb)
+        qsort(b, nb, sizeof *b, cmp_bucket);
+    for (size_t i = 0; i < nb; i++) {
+        if (ok)
+            fn(ctx, b[i].rank, b[i].name, b[i].v, b[i].n);
+        free(b[i].v);
+    }
+    for (size_t i = 0; i < nb; i++)
+        free(texts[i]);
+    free(texts);
+    free(b);
+    if (!ok)
+        snprintf(err, cap, "%s: cannot read timings: %s", run->path, sqlite3_errmsg(run->db));
+    return ok;
+}
+
+bool tp_run_each_region_group(tp_run *run, tp_region_group_fn fn, void *ctx, char *err, size_t cap)
+{
+    return run->schema_version < 2 ||
+           each_group(run,
+                      "SELECT t.rank, r.name_id, r.end_ns - r.start_ns FROM region r"
+                      " JOIN thread t ON t.id = r.thread_id",
+                      fn, ctx, err, cap);
+}
+
+bool tp_run_each_device_group(tp_run *run, tp_region_group_fn fn, void *ctx, char *err, size_t cap)
+{
+    return run->schema_version < TP_SCHEMA_DEVICE ||
+           each_group(run,
+                      "SELECT t.rank, d.name_id, d.device_ns FROM device_time d"
+                      " JOIN thread t ON t.id = d.thread_id",
+                      fn, ctx, err, cap);
+}
+
+bool tp_run_mean_between(tp_run *run, const char *metric, const char *labels, int64_t t0_ns,
+                         int64_t t1_ns, double *mean)
+{
+    return tp_run_agent_mean_between(run, 1, metric, labels, t0_ns, t1_ns, mean);
+}
+
+bool tp_run_agent_mean_between(tp_run *run, int64_t agent_id, const char *metric,
+                               const char *labels, int64_t t0_ns, int64_t t1_ns, double *mean)
+{
+    static const char sql[] =
+        "SELECT AVG(x.value) FROM sample x JOIN series s ON s.id = x.series_id"
+        " JOIN metric m ON m.id = s.metric_id"
+        " WHERE s.agent_id = ?5 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns > ?3"
+        " AND x.t_ns <= COALESCE((SELECT MIN(y.t_ns) FROM sample y"
+        " WHERE y.series_id = s.id AND y.t_ns >= ?4), ?4)";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, t0_ns);
+    sqlite3_bind_int64(st, 4, t1_ns);
+    sqlite3_bind_int64(st, 5, agent_id);
+    bool found = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    if (found)
+        *mean = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return found;
+}
+
+void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped)
+{
+    *threads = *dropped = 0;
+    if (run->schema_version < 2)
+        return;
+    tp_sql_query_int(run->db, "SELECT count(*) FROM thread", threads);
+    tp_sql_query_int(run->db, "SELECT coalesce(sum(dropped_events), 0) FROM thread", dropped);
+}
+
+bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_t t_ns,
+                     double *value)
+{
+    return tp_run_agent_value_at(run, 1, metric, labels, t_ns, value);
+}
+
+bool tp_run_series_value_at(tp_run *run, int64_t series_id, int64_t t_ns, double *value)
+{
+    /* the last sample at or before t_ns, else the first one */
+    static const char sql[] =
+        "SELECT value FROM (SELECT value, 0 AS k FROM (SELECT value FROM sample"
+        " WHERE series_id = ?1 AND t_ns <= ?2 ORDER BY t_ns DESC LIMIT 1)"
+        " UNION ALL SELECT value, 1 FROM (SELECT value FROM sample WHERE series_id = ?1"
+        " ORDER BY t_ns LIMIT 1)) ORDER BY k LIMIT 1";
+    sqlite3_stmt *st = run->value_at_stmt;
+    if (!st && sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return false;
+    run->value_at_stmt = st;
+    sqlite3_bind_int64(st, 1, series_id);
+    sqlite3_bind_int64(st, 2, t_ns);
+    bool found = sqlite3_step(st) == SQLITE_ROW;
+    if (found)
+        *value = sqlite3_column_double(st, 0);
+    sqlite3_reset(st);
+    return found;
+}
+
+bool tp_run_agent_value_at(tp_run *run, int64_t agent_id, const char *metric, const char *labels,
+                           int64_t t_ns, double *value)
+{
+    static const char before[] =
+        "SELECT x.value FROM sample x JOIN series s ON s.id = x.series_id"
+        " JOIN metric m ON m.id = s.metric_id"
+        " WHERE s.agent_id = ?4 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns <= ?3"
+        " ORDER BY x.t_ns DESC LIMIT 1";
+    static const char first[] =
+        "SELECT x.value FROM sample x JOIN series s ON s.id = x.series_id"
+        " JOIN metric m ON m.id = s.metric_id"
+        " WHERE s.agent_id = ?4 AND m.name = ?1 AND s.labels = ?2 ORDER BY x.t_ns LIMIT 1";
+    bool found = false;
+    for (int pass = 0; pass < 2 && !found; pass++) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(run->db, pass ? first : before, -1, &st, NULL) != SQLITE_OK)
+            return false;
+        sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
+        if (!pass)
+            sqlite3_bind_int64(st, 3, t_ns);
+        sqlite3_bind_int64(st, 4, agent_id);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            *value = sqlite3_column_double(st, 0);
+            found = true;
+        }
+        sqlite3_finalize(st);
+    }
+    return found;
+}

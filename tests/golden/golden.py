@@ -2,7 +2,10 @@
 
 The corpus (tests/golden/runs/) is recorded once, by `golden.py record`:
 the bundled example, a DDP run of two ranks, a merge of two nodes, a
-recording killed mid-run, an empty run and a schema-3 file. For each run
+recording killed mid-run, an empty run, a schema-3 file, and a synthetic
+node of 8 ranks (bench/gen_run, schema 7) edited so that the verdicts a
+real CPU run can't give fire: a straggler, input-bound, GPU under-used,
+host memory near full. For each run
 the outputs are `report`, `report --json`, `html`, `export` (chrome) and
 `export --format csv`; the text ones are kept whole in tests/golden/expected/,
 html and the exports as their size and SHA-256 (they are large), and
@@ -43,6 +46,7 @@ CORPUS = {
     "killed": ["killed.db"],
     "empty": ["empty.db"],
     "schema3": ["schema3.db"],
+    "synthetic": ["synthetic.db"],
 }
 # output name -> (arguments before the run files, kept whole)
 OUTPUTS = {
@@ -176,6 +180,26 @@ def record():
     db.commit()
     db.execute("VACUUM")
     db.close()
+    record_synthetic(RUNS / "synthetic.db")
+
+
+def record_synthetic(path):
+    """72 s of a node of 8 ranks (global 8-15; rank 13 loads slowly), its
+    GPU 0 half as busy and its host memory at 95 %, summarized anew."""
+    gen = str(ROOT / "build" / "bench" / "gen_run")
+    subprocess.run([gen, path, "0.02", "0.5", "8", "2", "8", "1", "node-1", "8"], check=True,
+                   stdout=subprocess.DEVNULL)
+    total = 512 << 30
+    series = ("SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
+              " WHERE m.name = ? AND s.labels = ?")
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('mem_total_bytes', ?)", (str(total),))
+        db.execute(f"UPDATE sample SET value = value * 0.5 WHERE series_id IN ({series})",
+                   ("gpu_util_percent", '{"gpu":"0"}'))
+        db.execute(f"UPDATE sample SET value = ? WHERE series_id IN ({series})",
+                   (0.95 * total, "host_mem_used_bytes", "{}"))
+    db.close()
+    subprocess.run([PROGRAM, "summarize", "--force", "-q", path], check=True)
 
 
 if __name__ == "__main__":

@@ -266,8 +266,7 @@ int cmd_bottleneck(int argc, char **argv)
     };
     const tp_command cmd = {.name = "bottleneck",
                             .usage = usage,
-                            .options = options,
-                            .noptions = sizeof options / sizeof *options,
+                            TP_OPTION_TABLE(options),
                             .min_operands = 1,
                             .max_operands = -1,
                             .operands = "a command to run",

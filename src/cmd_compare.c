@@ -76,8 +76,7 @@ int cmd_compare(int argc, char **argv)
     };
     const tp_command cmd = {.name = "compare",
                             .usage = usage,
-                            .options = options,
-                            .noptions = sizeof options / sizeof *options,
+                            TP_OPTION_TABLE(options),
                             .min_operands = 2,
                             .max_operands = -1,
                             .operands = "two or more run files"};

@@ -68,25 +68,24 @@ int cmd_export(int argc, char **argv)
     };
     const tp_command cmd = {.name = "export",
                             .usage = usage,
-                            .options = options,
-                            .noptions = sizeof options / sizeof *options,
+                            TP_OPTION_TABLE(options),
                             .min_operands = 1,
                             .max_operands = -1,
                             .operands = "a run file"};
-    int optind;
-    int rc = tp_options_parse(&cmd, argc, argv, &optind);
+    int first;
+    int rc = tp_options_parse(&cmd, argc, argv, &first);
     if (rc != TP_OPTIONS_OK)
         return rc;
-    int refused =
-        output ? tp_output_refused("export", output, force, (const char *const *)argv + optind,
-                                   (size_t)(argc - optind))
-               : 0; /* before any reading */
+    int refused = output
+                      ? tp_output_refused("export", output, force,
+                                          (const char *const *)argv + first, (size_t)(argc - first))
+                      : 0; /* before any reading */
     if (refused)
         return refused;
     char err[1024];
     tp_inputs in;
     tp_run *run = NULL;
-    if (!tp_inputs_open(&in, "export", argv + optind, (size_t)(argc - optind), false, false, err,
+    if (!tp_inputs_open(&in, "export", argv + first, (size_t)(argc - first), false, false, err,
                         sizeof err) ||
         !(run = tp_run_open(in.path, err, sizeof err))) {
         tp_inputs_done(&in);
@@ -104,8 +103,8 @@ int cmd_export(int argc, char **argv)
     }
     if (output) {
         export_job job = {run, (export_format)format};
-        rc = tp_write_file_atomically("export", output, force, (const char *const *)argv + optind,
-                                      (size_t)(argc - optind), write_job, &job);
+        rc = tp_write_file_atomically("export", output, force, (const char *const *)argv + first,
+                                      (size_t)(argc - first), write_job, &job);
     } else {
         rc = write_export(stdout, run, (export_format)format, err, sizeof err) ? 0 : 1;
         if (rc)

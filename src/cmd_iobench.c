@@ -276,8 +276,7 @@ int cmd_iobench(int argc, char **argv)
     };
     const tp_command cmd = {.name = "iobench",
                             .usage = usage,
-                            .options = options,
-                            .noptions = sizeof options / sizeof *options,
+                            TP_OPTION_TABLE(options),
                             .min_operands = 1,
                             .max_operands = 1,
                             .operands = "one PATH"};

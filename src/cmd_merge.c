@@ -45,11 +45,8 @@ int cmd_merge(int argc, char **argv)
                 &force),
         TP_FLAG('q', "quiet", "no progress lines, only errors", &quiet),
     };
-    const tp_command cmd = {.name = "merge",
-                            .usage = usage,
-                            .options = options,
-                            .noptions = sizeof options / sizeof *options,
-                            .max_operands = -1};
+    const tp_command cmd = {
+        .name = "merge", .usage = usage, TP_OPTION_TABLE(options), .max_operands = -1};
     int first;
     int parsed = tp_options_parse(&cmd, argc, argv, &first);
     if (parsed != TP_OPTIONS_OK)

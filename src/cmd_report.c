@@ -47,8 +47,7 @@ int cmd_report(int argc, char **argv)
     };
     const tp_command cmd = {.name = "report",
                             .usage = usage,
-                            .options = options,
-                            .noptions = sizeof options / sizeof *options,
+                            TP_OPTION_TABLE(options),
                             .min_operands = 1,
                             .max_operands = -1,
                             .operands = "a run file",

@@ -41,11 +41,8 @@ int cmd_serve(int argc, char **argv)
                   TP_INTERVAL_MIN, TP_INTERVAL_MAX, "seconds"),
         TP_STRING(0, "agent", "NAME", "the agent label (default: host name)", &agent),
     };
-    const tp_command cmd = {.name = "serve",
-                            .usage = usage,
-                            .options = options,
-                            .noptions = sizeof options / sizeof *options,
-                            .max_operands = 0};
+    const tp_command cmd = {
+        .name = "serve", .usage = usage, TP_OPTION_TABLE(options), .max_operands = 0};
     int first;
     int parsed = tp_options_parse(&cmd, argc, argv, &first);
     if (parsed != TP_OPTIONS_OK)

@@ -138,8 +138,7 @@ int cmd_summarize(int argc, char **argv)
     };
     const tp_command cmd = {.name = "summarize",
                             .usage = usage,
-                            .options = options,
-                            .noptions = sizeof options / sizeof *options,
+                            TP_OPTION_TABLE(options),
                             .min_operands = 1,
                             .max_operands = -1,
                             .operands = "one or more run files",

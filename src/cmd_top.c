@@ -389,11 +389,8 @@ int cmd_top(int argc, char **argv)
         TP_NUMBER('i', "interval", "SECS", "refresh period, 0.2 to 60 (default: 1)", &interval, 0.2,
                   60, "seconds"),
     };
-    const tp_command cmd = {.name = "top",
-                            .usage = usage,
-                            .options = options,
-                            .noptions = sizeof options / sizeof *options,
-                            .max_operands = 0};
+    const tp_command cmd = {
+        .name = "top", .usage = usage, TP_OPTION_TABLE(options), .max_operands = 0};
     int first;
     int parsed = tp_options_parse(&cmd, argc, argv, &first);
     if (parsed != TP_OPTIONS_OK)

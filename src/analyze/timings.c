@@ -361,7 +361,7 @@ static bool measure_in_steps(tp_run *run, tp_timings *t, const rank_spans_list *
 }
 
 /* Rows, steps and epochs from the regions and marks. */
-static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
+bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
     build_ctx b = {out, 0};
@@ -403,11 +403,6 @@ static bool from_rows(tp_run *run, double run_s, tp_timings *out, char *err, siz
         tp_spans_free(&spans.v[i].spans);
     free(spans.v);
     return ok;
-}
-
-bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err, size_t cap)
-{
-    return from_rows(run, run_s, out, err, cap);
 }
 
 void tp_timings_finish(tp_run *run, double run_s, tp_timings *out)

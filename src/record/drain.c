@@ -162,6 +162,17 @@ static const char *refuse_ring(int fd, tp_ring_header *hdr, uint64_t *bytes)
     return NULL;
 }
 
+/* A text field of a ring's header (size bytes the producer wrote, maybe
+ * with no NUL) into out: valid UTF-8, cut on a character boundary. */
+static void clean_field(char *out, size_t cap, const char *field, size_t size)
+{
+    char text[TP_CUDA_VISIBLE_MAX + 1];
+    size_t n = size < sizeof text - 1 ? size : sizeof text - 1;
+    memcpy(text, field, n);
+    text[n] = '\0';
+    tp_utf8_clean(out, cap, text);
+}
+
 /* Maps a ring received on connection conn; closes fd either way. Only the
  * capacity's slots are mapped, whatever the memfd's size. */
 static void add_ring(tp_drain *d, int conn, int fd)
@@ -201,16 +212,9 @@ static void add_ring(tp_drain *d, int conn, int fd)
                            0,
                            hdr.cuda_visible_devices_set != 0,
                            ""};
-    /* texts from the producer, made valid UTF-8 and cut on a character */
-    char text[sizeof hdr.cuda_visible_devices];
-    memcpy(text, hdr.thread_name, sizeof hdr.thread_name);
-    text[sizeof hdr.thread_name < sizeof info.name ? sizeof hdr.thread_name
-                                                   : sizeof info.name - 1] = '\0';
-    tp_utf8_clean(info.name, sizeof info.name, text);
-    _Static_assert(sizeof info.cuda_visible == sizeof hdr.cuda_visible_devices, "same size");
-    memcpy(text, hdr.cuda_visible_devices, sizeof text - 1);
-    text[sizeof text - 1] = '\0';
-    tp_utf8_clean(info.cuda_visible, sizeof info.cuda_visible, text);
+    clean_field(info.name, sizeof info.name, hdr.thread_name, sizeof hdr.thread_name);
+    clean_field(info.cuda_visible, sizeof info.cuda_visible, hdr.cuda_visible_devices,
+                sizeof hdr.cuda_visible_devices);
     r->reader.thread = tp_sink_thread(d->sink, &info);
 }
 

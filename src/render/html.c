@@ -538,16 +538,16 @@ static void header(FILE *out, const tp_run *run)
 
 static void verdicts(FILE *out, const tp_summary *s, const tp_verdicts *vs)
 {
-    const tp_verdicts v = *vs;
+    const tp_verdicts *v = vs;
     fputs("<h2>Verdicts</h2>\n", out);
-    if (!v.n)
+    if (!v->n)
         fputs("<p>No rule of thumb fired.</p>\n", out);
-    for (size_t i = 0; i < v.n; i++) {
+    for (size_t i = 0; i < v->n; i++) {
         char message[TP_VERDICT_MESSAGE_MAX], evidence[TP_VERDICT_EVIDENCE_MAX];
-        tp_verdict_message(message, sizeof message, s, &v.items[i]);
-        tp_verdict_evidence(evidence, sizeof evidence, s, &v.items[i]);
+        tp_verdict_message(message, sizeof message, s, &v->items[i]);
+        tp_verdict_evidence(evidence, sizeof evidence, s, &v->items[i]);
         fprintf(out, "<div class=\"verdict\" data-kind=\"%s\"><p>",
-                tp_verdict_kind_name(v.items[i].kind));
+                tp_verdict_kind_name(v->items[i].kind));
         tp_html_escape(out, message);
         fputs("</p><code>", out);
         tp_html_escape(out, evidence);

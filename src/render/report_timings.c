@@ -390,31 +390,31 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
 
 void tp_report_verdicts_text(FILE *out, const tp_summary *s, const tp_verdicts *vs)
 {
-    const tp_verdicts v = *vs;
+    const tp_verdicts *v = vs;
     fprintf(out, "\nVerdicts\n");
-    if (v.n == 0)
+    if (v->n == 0)
         fprintf(out, "  none: no rule of thumb fired (see docs/verdicts.md for the rules)\n");
-    for (size_t i = 0; i < v.n; i++) {
+    for (size_t i = 0; i < v->n; i++) {
         char message[TP_VERDICT_MESSAGE_MAX], evidence[TP_VERDICT_EVIDENCE_MAX];
-        tp_verdict_message(message, sizeof message, s, &v.items[i]);
-        tp_verdict_evidence(evidence, sizeof evidence, s, &v.items[i]);
-        fprintf(out, "  [%s] %s\n      evidence: %s\n", tp_verdict_kind_name(v.items[i].kind),
+        tp_verdict_message(message, sizeof message, s, &v->items[i]);
+        tp_verdict_evidence(evidence, sizeof evidence, s, &v->items[i]);
+        fprintf(out, "  [%s] %s\n      evidence: %s\n", tp_verdict_kind_name(v->items[i].kind),
                 message, evidence);
     }
 }
 
 void tp_report_verdicts_json(json_writer *w, const tp_summary *s, const tp_verdicts *vs)
 {
-    const tp_verdicts v = *vs;
+    const tp_verdicts *v = vs;
     json_key(w, "verdicts");
     json_array_begin(w);
-    for (size_t i = 0; i < v.n; i++) {
+    for (size_t i = 0; i < v->n; i++) {
         char message[TP_VERDICT_MESSAGE_MAX], evidence[TP_VERDICT_EVIDENCE_MAX];
-        tp_verdict_message(message, sizeof message, s, &v.items[i]);
-        tp_verdict_evidence(evidence, sizeof evidence, s, &v.items[i]);
+        tp_verdict_message(message, sizeof message, s, &v->items[i]);
+        tp_verdict_evidence(evidence, sizeof evidence, s, &v->items[i]);
         json_object_begin(w);
         json_key(w, "kind");
-        json_string(w, tp_verdict_kind_name(v.items[i].kind));
+        json_string(w, tp_verdict_kind_name(v->items[i].kind));
         json_key(w, "message");
         json_string(w, message);
         json_key(w, "evidence");

@@ -71,6 +71,10 @@ typedef struct tp_option {
         .target = t, .parse = fn                                                            \
     }
 
+/* A command's table of options, in a tp_command initializer:
+ * {.name = "export", TP_OPTION_TABLE(options), ...}. */
+#define TP_OPTION_TABLE(table) .options = (table), .noptions = sizeof(table) / sizeof *(table)
+
 typedef struct tp_command {
     const char *name;     /* "export" */
     const char *usage;    /* the help's text before "options:", from "usage: ..." */

@@ -156,8 +156,7 @@ static void test_option_table(void **state)
     };
     const tp_command cmd = {.name = "t",
                             .usage = "usage: trainprof t\n",
-                            .options = options,
-                            .noptions = sizeof options / sizeof *options,
+                            TP_OPTION_TABLE(options),
                             .min_operands = 1,
                             .max_operands = 2,
                             .operands = "a file"};

@@ -28,7 +28,7 @@
 #include "record/status_line.h"
 #include "record/writer_thread.h"
 #include "serve/http_server.h"
-#include "serve/live_state.h"
+#include "live/live_state.h"
 #include "store/schema.h"
 #include "trainprof_version.h"
 #include "util/json_writer.h"
@@ -247,16 +247,16 @@ static void describe_losses(tp_sink *sink, char *out, size_t cap)
         snprintf(out + n, cap - n, " were not recorded");
 }
 
-/* Waits for the command, passing signals on and redrawing the status line.
- * Returns the waitpid status. */
-static int supervise(pid_t child, int sfd, tp_sink *sink, bool status_line, uint64_t start_ns)
+/* Waits for the command, passing signals on and redrawing the status line
+ * from status_line (NULL: none). Returns the waitpid status. */
+static int supervise(pid_t child, int sfd, tp_live *status_line, uint64_t start_ns)
 {
     double mem_total = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     for (;;) {
         struct pollfd pfd = {sfd, POLLIN, 0};
         int n = poll(&pfd, 1, status_line ? 1000 : -1);
         if (status_line)
-            tp_status_line_draw(stderr, sink, (double)(tp_clock_mono_ns() - start_ns) / 1e9,
+            tp_status_line_draw(stderr, status_line, (double)(tp_clock_mono_ns() - start_ns) / 1e9,
                                 mem_total);
         if (n <= 0)
             continue;
@@ -372,13 +372,16 @@ int cmd_record(int argc, char **argv)
     tp_collect_env env = {&root, sink, 0};
     tp_host_info_record(&env, o.agent);
 
-    tp_live *live = NULL;
+    /* the live state, for the status line and /metrics: a line that can't
+     * be drawn costs nothing else */
+    bool status_line = !o.quiet && isatty(STDERR_FILENO);
+    tp_live *live = o.serve || status_line ? tp_live_new(o.interval_s) : NULL;
     tp_http_server *http = NULL;
     if (o.serve) {
         char host[256] = "";
         gethostname(host, sizeof host - 1);
-        live = tp_live_new(o.agent ? o.agent : host, host, o.interval_s);
-        http = live ? tp_http_start(o.serve, live, err, sizeof err) : NULL;
+        http = live ? tp_http_start(o.serve, live, o.agent ? o.agent : host, host, err, sizeof err)
+                    : NULL;
         if (!http) {
             tp_error("record: --serve: %s", live ? err : "out of memory");
             tp_live_free(live);
@@ -437,10 +440,9 @@ int cmd_record(int argc, char **argv)
         tp_sink_unavailable(sink, "system metrics", err);
     }
 
-    bool status_line = !o.quiet && isatty(STDERR_FILENO);
-    int wstatus = supervise(child, sfd, sink, status_line, anchor.mono_ns);
+    int wstatus = supervise(child, sfd, status_line ? live : NULL, anchor.mono_ns);
     uint64_t duration = tp_clock_mono_ns() - anchor.mono_ns;
-    if (status_line)
+    if (status_line && live)
         tp_status_line_clear(stderr);
 
     tp_sampler_stop(&sampler);

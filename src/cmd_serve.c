@@ -14,7 +14,7 @@
 #include "record/sampler.h"
 #include "record/writer_thread.h"
 #include "serve/http_server.h"
-#include "serve/live_state.h"
+#include "live/live_state.h"
 #include "util/options.h"
 #include "util/log.h"
 
@@ -55,8 +55,9 @@ int cmd_serve(int argc, char **argv)
 
     char host[256] = "", err[512];
     gethostname(host, sizeof host - 1);
-    tp_live *live = tp_live_new(agent ? agent : host, host, interval);
-    tp_http_server *http = live ? tp_http_start(listen_at, live, err, sizeof err) : NULL;
+    tp_live *live = tp_live_new(interval);
+    tp_http_server *http =
+        live ? tp_http_start(listen_at, live, agent ? agent : host, host, err, sizeof err) : NULL;
     tp_sysroot root;
     if (!http || !tp_sysroot_open(&root, tp_sysroot_default_path())) {
         tp_error("serve: %s", http ? "cannot open /proc" : live ? err : "out of memory");

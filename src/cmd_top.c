@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "collect/collectors.h"
 #include "commands.h"
+#include "live/live_state.h"
 #include "record/registry.h"
 #include "render/units.h"
 #include "store/reader_live.h"
@@ -42,11 +43,14 @@ typedef struct history {
 
 typedef struct top_state {
     tp_sink *sink;
+    tp_live *machine; /* this machine, from top's own collectors */
     history cpu, gpu[MAX_GPUS];
     char run_path[4096];
     pid_t run_pid;
     tp_run *run;
-    tp_live_reader live;
+    tp_live *recording; /* the recording followed, from its file's new rows */
+    tp_run_tail tail;
+    tp_batch rows;
 } top_state;
 
 static void push(history *h, double v)
@@ -84,7 +88,7 @@ static void bar(int width, double percent)
 
 static bool latest(top_state *t, const char *metric, const char *labels, double *v)
 {
-    return tp_sink_latest(t->sink, metric, labels, v);
+    return tp_live_latest(t->machine, metric, labels, v);
 }
 
 static void draw_cpu(top_state *t, int cols, int *row)
@@ -179,7 +183,7 @@ static void draw_disk(top_state *t, int *row)
         print_if_room(text);
     }
     highest busy = {0};
-    tp_sink_latest_each(t->sink, TP_METRIC_DISK_BUSY_PERCENT, keep_highest, &busy);
+    tp_live_latest_each(t->machine, TP_METRIC_DISK_BUSY_PERCENT, keep_highest, &busy);
     if (busy.found) {
         char name[32];
         device_name(busy.labels, name, sizeof name);
@@ -212,7 +216,7 @@ static void draw_net(top_state *t, int *row)
     totals_line(t, row, "NET  ", "recv", TP_METRIC_NET_RECV_BYTES_PER_S, "sent",
                 TP_METRIC_NET_SENT_BYTES_PER_S);
     links l = {.n = 0};
-    tp_sink_latest_each(t->sink, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S, keep_link, &l);
+    tp_live_latest_each(t->machine, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S, keep_link, &l);
     int best = -1;
     double best_use = 0;
     for (int i = 0; i < l.n; i++) {
@@ -286,6 +290,34 @@ static void draw_gpus(top_state *t, int cols, int *row)
     }
 }
 
+static void forget_recording(top_state *t)
+{
+    tp_run_close(t->run);
+    t->run = NULL;
+    t->run_pid = 0;
+    tp_live_free(t->recording);
+    t->recording = NULL;
+    memset(&t->tail, 0, sizeof t->tail);
+}
+
+/* Takes in the rows the recording added since the last refresh (those of
+ * the window only, on the first) and gives its last seconds. */
+static void follow_recording(top_state *t, uint64_t now, tp_live_window *out)
+{
+    if (!t->recording)
+        t->recording = tp_live_new(0);
+    uint64_t since = (uint64_t)(TP_LIVE_WINDOW + 1) * 1000000000u;
+    since = now > since ? now - since : 0;
+    if (t->recording) {
+        tp_run_read_tail(t->run, &t->tail, since, &t->rows);
+        tp_live_apply(t->recording, &t->rows);
+        tp_live_window_at(t->recording, now, out);
+    } else {
+        memset(out, 0, sizeof *out);
+    }
+    tp_batch_clear(&t->rows);
+}
+
 static void draw_record(top_state *t, int cols, int *row)
 {
     pid_t pid = 0;
@@ -293,15 +325,12 @@ static void draw_record(top_state *t, int cols, int *row)
     if (tp_registry_newest(path, sizeof path, &pid) &&
         (pid != t->run_pid || strcmp(path, t->run_path) != 0)) {
         char err[512];
-        tp_run_close(t->run);
-        memset(&t->live, 0, sizeof t->live);
+        forget_recording(t);
         t->run = tp_run_open(path, err, sizeof err);
         t->run_pid = pid;
         snprintf(t->run_path, sizeof t->run_path, "%s", path);
     } else if (!pid && t->run) {
-        tp_run_close(t->run);
-        t->run = NULL;
-        t->run_pid = 0;
+        forget_recording(t);
     }
     (*row)++;
     move((*row)++, 0);
@@ -309,17 +338,17 @@ static void draw_record(top_state *t, int cols, int *row)
         printw("no trainprof record running");
         return;
     }
-    tp_live live;
-    if (!tp_live_update(&t->live, t->run, &live)) {
+    uint64_t now;
+    if (!tp_run_live_now(t->run, &now)) {
         /* opened before the recorder's first commit: open it again next time */
         printw("RECORD pid %d  %s  starting", (int)t->run_pid, t->run_path);
-        tp_run_close(t->run);
-        t->run = NULL;
-        t->run_pid = 0;
+        forget_recording(t);
         return;
     }
+    tp_live_window live;
+    follow_recording(t, now, &live);
     char dur[32];
-    tp_format_duration(dur, sizeof dur, live.elapsed_s);
+    tp_format_duration(dur, sizeof dur, (double)now / 1e9);
     /* the path's end says most: the file name */
     int room = cols > 60 ? cols - 40 : 20;
     size_t len = strlen(t->run_path);
@@ -368,6 +397,9 @@ static void draw(top_state *t)
 static void measure(top_state *t, tp_collector_set *set, tp_batch *scratch)
 {
     tp_collectors_sample(set, tp_clock_mono_ns());
+    tp_sink_take(t->sink, scratch);
+    tp_live_apply(t->machine, scratch);
+    tp_batch_clear(scratch);
     double v;
     if (latest(t, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v))
         push(&t->cpu, v);
@@ -378,8 +410,6 @@ static void measure(top_state *t, tp_collector_set *set, tp_batch *scratch)
             break;
         push(&t->gpu[g], v);
     }
-    tp_sink_take(t->sink, scratch); /* latest values stay; samples go */
-    tp_batch_clear(scratch);
 }
 
 int cmd_top(int argc, char **argv)
@@ -407,6 +437,11 @@ int cmd_top(int argc, char **argv)
     top_state t;
     memset(&t, 0, sizeof t);
     t.sink = tp_sink_new(tp_clock_mono_ns());
+    t.machine = tp_live_new(interval);
+    if (!t.sink || !t.machine) {
+        tp_error("top: out of memory");
+        return 1;
+    }
     tp_collect_env env = {&root, t.sink, 0};
     tp_collector_set set;
     tp_collectors_open(&set, &env, TP_COLLECT_ALL);
@@ -428,7 +463,9 @@ int cmd_top(int argc, char **argv)
             break;
     }
     endwin();
-    tp_run_close(t.run);
+    forget_recording(&t);
+    tp_batch_free(&t.rows);
+    tp_live_free(t.machine);
     tp_batch_free(&scratch);
     tp_collectors_close(&set);
     tp_sink_free(t.sink);

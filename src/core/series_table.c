@@ -1,4 +1,4 @@
-/* series_table.c: the series of a recording and their latest values. */
+/* series_table.c: the series of a recording, by (metric, labels). */
 #include "core/series_table.h"
 
 #include <stdlib.h>

@@ -1,5 +1,4 @@
-/* series_table.h: the series a recording made, by (metric, labels), each
- * with its latest value (for live displays: the status line, top). The
+/* series_table.h: the series a recording made, by (metric, labels). The
  * sink's: not thread-safe, its owner holds the lock. Ids are indexes + 1. */
 #ifndef TP_CORE_SERIES_TABLE_H
 #define TP_CORE_SERIES_TABLE_H
@@ -10,8 +9,6 @@
 typedef struct tp_series_entry {
     char *metric;
     char *labels;
-    double latest;
-    bool has_latest;
 } tp_series_entry;
 
 typedef struct tp_series_table {

@@ -19,7 +19,7 @@ struct tp_sink {
     pthread_cond_t ready;
     uint64_t start_ns;
     bool closed;
-    tp_series_table registry;       /* series, with their latest values */
+    tp_series_table registry;       /* the series made, by (metric, labels) */
     TP_VEC(tp_thread_info) threads; /* every thread ever seen */
     tp_name_table names;            /* region names, by hash */
     tp_batch pending;
@@ -85,7 +85,7 @@ static bool add_series(tp_sink *s, const char *metric, const char *labels)
 {
     bool room_registry = tp_series_table_reserve(&s->registry), room_pending;
     VEC_ROOM(s->pending.series, room_pending);
-    tp_series_entry e = {strdup(metric), strdup(labels), 0, false};
+    tp_series_entry e = {strdup(metric), strdup(labels)};
     tp_series_def def = {(uint32_t)s->registry.len + 1, strdup(metric), strdup(labels)};
     if (!room_registry || !room_pending || !e.metric || !e.labels || !def.metric || !def.labels) {
         free(e.metric), free(e.labels), free(def.metric), free(def.labels);
@@ -119,8 +119,6 @@ void tp_sink_sample(tp_sink *s, uint32_t series, uint64_t t_mono_ns, double valu
     } else if (series <= s->registry.len) {
         tp_sample smp = {series, t, value};
         VEC_PUSH(s, s->pending.samples, smp, TP_LOST_SAMPLES);
-        s->registry.items[series - 1].latest = value;
-        s->registry.items[series - 1].has_latest = true;
         s->total_samples++;
     }
     pthread_mutex_unlock(&s->lock);
@@ -162,28 +160,6 @@ void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu)
 {
     pthread_mutex_lock(&s->lock);
     VEC_PUSH(s, s->pending.gpus, *gpu, TP_LOST_OTHER);
-    pthread_mutex_unlock(&s->lock);
-}
-
-bool tp_sink_latest(tp_sink *s, const char *metric, const char *labels, double *value)
-{
-    pthread_mutex_lock(&s->lock);
-    long idx = tp_series_table_find(&s->registry, metric, labels);
-    bool ok = idx >= 0 && s->registry.items[idx].has_latest;
-    if (ok)
-        *value = s->registry.items[idx].latest;
-    pthread_mutex_unlock(&s->lock);
-    return ok;
-}
-
-void tp_sink_latest_each(tp_sink *s, const char *metric, tp_sink_latest_fn fn, void *ctx)
-{
-    pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < s->registry.len; i++) {
-        const tp_series_entry *e = &s->registry.items[i];
-        if (e->has_latest && strcmp(e->metric, metric) == 0)
-            fn(ctx, e->labels, e->latest);
-    }
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -53,13 +53,6 @@ void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns
 void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t start_mono_ns,
                          uint64_t device_ns);
 
-/* Reader side for live displays: the latest value of a series, if any. */
-bool tp_sink_latest(tp_sink *s, const char *metric, const char *labels, double *value);
-/* The same for every series of metric that has one, in the order they were
- * made: fn(ctx, labels, value), called under the sink's lock (fn must not
- * call the sink). */
-typedef void (*tp_sink_latest_fn)(void *ctx, const char *labels, double value);
-void tp_sink_latest_each(tp_sink *s, const char *metric, tp_sink_latest_fn fn, void *ctx);
 /* What the recorder could not keep because memory ran out: the sink counts
  * its own losses (an item it had no room for, a series, name or thread it
  * could not make, and everything later sent to one), and producers add

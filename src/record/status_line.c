@@ -6,22 +6,22 @@
 #include <stdio.h>
 #include <string.h>
 
-void tp_status_line_draw(FILE *out, tp_sink *sink, double elapsed_s, double mem_total_bytes)
+void tp_status_line_draw(FILE *out, tp_live *live, double elapsed_s, double mem_total_bytes)
 {
     char line[512];
     int secs = (int)elapsed_s;
     int n = snprintf(line, sizeof line, "trainprof %02d:%02d:%02d", secs / 3600, secs / 60 % 60,
                      secs % 60);
     double v;
-    if (tp_sink_latest(sink, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v))
+    if (tp_live_latest(live, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v))
         n += snprintf(line + n, sizeof line - (size_t)n, "  cpu %3.0f%%", v);
-    if (tp_sink_latest(sink, TP_METRIC_HOST_MEM_USED_BYTES, "{}", &v))
+    if (tp_live_latest(live, TP_METRIC_HOST_MEM_USED_BYTES, "{}", &v))
         n += snprintf(line + n, sizeof line - (size_t)n, "  mem %.1f/%.1f GiB", v / (1 << 30),
                       mem_total_bytes / (1 << 30));
     for (int g = 0; g < 16 && n < (int)sizeof line - 16; g++) {
         char labels[32];
         snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);
-        if (!tp_sink_latest(sink, TP_METRIC_GPU_UTIL_PERCENT, labels, &v))
+        if (!tp_live_latest(live, TP_METRIC_GPU_UTIL_PERCENT, labels, &v))
             break;
         n += snprintf(line + n, sizeof line - (size_t)n, "  gpu%d %3.0f%%", g, v);
     }

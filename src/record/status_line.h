@@ -4,11 +4,11 @@
 
 #include <stdio.h>
 
-#include "core/sink.h"
+#include "live/live_state.h"
 
 /* Redraws "trainprof 00:01:23  cpu 45%  mem 3.2/23.4 GiB  gpu0 93%" in place
- * from the latest values in the sink. */
-void tp_status_line_draw(FILE *out, tp_sink *sink, double elapsed_s, double mem_total_bytes);
+ * from the latest values in the live state. */
+void tp_status_line_draw(FILE *out, tp_live *live, double elapsed_s, double mem_total_bytes);
 
 /* Erases the line so that later output starts clean. */
 void tp_status_line_clear(FILE *out);

@@ -6,8 +6,9 @@
  * the file keeps what was written, and from then on gets each batch's small
  * rows only (metadata, so the command's end and exit status) with when and
  * why writing failed, as soon as there is room for them again.
- * With a live state (record --serve, trainprof serve) each batch is applied
- * to it as well; `trainprof serve` has a live state and no run file. */
+ * With a live state (for record's status line and --serve, and for
+ * `trainprof serve`) each batch is applied to it as well; `trainprof serve`
+ * has a live state and no run file. */
 #ifndef TP_RECORD_WRITER_THREAD_H
 #define TP_RECORD_WRITER_THREAD_H
 
@@ -16,7 +17,7 @@
 #include <stdint.h>
 
 #include "core/sink.h"
-#include "serve/live_state.h"
+#include "live/live_state.h"
 #include "store/writer.h"
 
 typedef struct tp_writer_thread {

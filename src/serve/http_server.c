@@ -1,5 +1,6 @@
 /* http_server.c: see http_server.h. */
 #include "serve/http_server.h"
+#include "serve/prom_exposition.h"
 #include "util/thread.h"
 
 #include <arpa/inet.h>
@@ -42,6 +43,7 @@ typedef struct watched {
 struct tp_http_server {
     struct MHD_Daemon *daemon;
     tp_live *live;
+    char agent[256], host[256]; /* the exposition's labels */
     char address[128];
     pthread_mutex_t lock; /* the watched table, between MHD's thread and the watchdog */
     watched conns[TP_HTTP_MAX_CONNECTIONS + 8];
@@ -181,7 +183,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     FILE *f = open_memstream(&text, &len);
     if (!f)
         return MHD_NO;
-    tp_live_render(s->live, f);
+    tp_prom_expose(f, s->live, s->agent, s->host);
     if (fclose(f) != 0) {
         free(text);
         return MHD_NO;
@@ -240,7 +242,8 @@ static bool parse_listen(const char *where, struct sockaddr_storage *addr, sockl
     return true;
 }
 
-tp_http_server *tp_http_start(const char *where, tp_live *live, char *err, size_t cap)
+tp_http_server *tp_http_start(const char *where, tp_live *live, const char *agent,
+                              const char *host_label, char *err, size_t cap)
 {
     struct sockaddr_storage addr;
     socklen_t addrlen;
@@ -263,6 +266,8 @@ tp_http_server *tp_http_start(const char *where, tp_live *live, char *err, size_
         return NULL;
     }
     s->live = live;
+    snprintf(s->agent, sizeof s->agent, "%s", agent);
+    snprintf(s->host, sizeof s->host, "%s", host_label);
     pthread_mutex_init(&s->lock, NULL);
     for (size_t i = 0; i < sizeof s->conns / sizeof *s->conns; i++)
         s->conns[i].fd = -1;

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "serve/live_state.h"
+#include "live/live_state.h"
 
 #define TP_HTTP_MAX_CONNECTIONS 32
 
@@ -20,8 +20,10 @@ typedef struct tp_http_server tp_http_server;
 
 /* Splits "HOST:PORT", "[V6]:PORT" or ":PORT" (loopback) into a socket address
  * and listens there. NULL with a one-line reason in err on a bad address or a
- * failed bind. */
-tp_http_server *tp_http_start(const char *listen, tp_live *live, char *err, size_t cap);
+ * failed bind. /metrics exposes live, with agent and host as its labels
+ * (serve/prom_exposition.h). */
+tp_http_server *tp_http_start(const char *listen, tp_live *live, const char *agent,
+                              const char *host, char *err, size_t cap);
 
 /* The address actually bound, as HOST:PORT (port 0 asks for any free one). */
 const char *tp_http_address(const tp_http_server *s);

@@ -1,6 +1,5 @@
-/* reader_live.c: recent steps and phases of a live recording. */
+/* reader_live.c: see reader_live.h. */
 #include "store/reader_live.h"
-#include "store/mark_kind.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -8,159 +7,136 @@
 #include <string.h>
 
 #include "clock.h"
+#include "store/mark_kind.h"
 #include "store/schema.h"
+#include "util/grow.h"
 
-/* The bucket of second `sec`, cleared if it last held an older second. */
-static int bucket(tp_live_reader *r, int64_t sec)
+bool tp_run_live_now(const tp_run *run, uint64_t *now_ns)
 {
-    int b = (int)(sec % TP_LIVE_BUCKETS);
-    if (r->bucket_sec[b] != sec) {
-        r->bucket_sec[b] = sec;
-        r->steps[b] = r->samples[b] = r->batches[b] = 0;
-        for (int n = 0; n < r->nnames; n++) {
-            r->busy[n][b] = r->device[n][b] = 0;
-            r->device_seen[n][b] = false;
-        }
-    }
-    return b;
-}
-
-static int name_slot(tp_live_reader *r, tp_run *run, int64_t id)
-{
-    for (int n = 0; n < r->nnames; n++)
-        if (r->name_ids[n] == id)
-            return n;
-    if (r->nnames == TP_LIVE_NAMES)
-        return -1;
-    sqlite3_stmt *st;
-    int n = r->nnames;
-    snprintf(r->names[n], sizeof r->names[n], "?");
-    if (sqlite3_prepare_v2(run->db, "SELECT text FROM name WHERE id = ?", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, id);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            snprintf(r->names[n], sizeof r->names[n], "%s", sqlite3_column_text(st, 0));
-        sqlite3_finalize(st);
-    }
-    r->name_ids[n] = id;
-    memset(r->busy[n], 0, sizeof r->busy[n]);
-    memset(r->device[n], 0, sizeof r->device[n]);
-    memset(r->device_seen[n], 0, sizeof r->device_seen[n]);
-    return r->nnames++;
-}
-
-static void read_new_rows(tp_live_reader *r, tp_run *run, int64_t oldest_sec)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT rowid, name_id, start_ns, end_ns FROM region WHERE rowid > ?"
-                           " ORDER BY rowid",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, r->region_rowid);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            r->region_rowid = sqlite3_column_int64(st, 0);
-            int64_t end = sqlite3_column_int64(st, 3);
-            if (end / 1000000000 < oldest_sec)
-                continue;
-            int n = name_slot(r, run, sqlite3_column_int64(st, 1));
-            if (n >= 0)
-                r->busy[n][bucket(r, end / 1000000000)] +=
-                    (double)(end - sqlite3_column_int64(st, 2)) / 1e9;
-        }
-        sqlite3_finalize(st);
-    }
-    if (run->schema_version >= TP_SCHEMA_DEVICE &&
-        sqlite3_prepare_v2(run->db,
-                           "SELECT rowid, name_id, start_ns, device_ns FROM device_time"
-                           " WHERE rowid > ? ORDER BY rowid",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, r->device_rowid);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            r->device_rowid = sqlite3_column_int64(st, 0);
-            int64_t sec = sqlite3_column_int64(st, 2) / 1000000000;
-            if (sec < oldest_sec)
-                continue;
-            int n = name_slot(r, run, sqlite3_column_int64(st, 1));
-            if (n >= 0) {
-                int b = bucket(r, sec);
-                r->device[n][b] += (double)sqlite3_column_int64(st, 3) / 1e9;
-                r->device_seen[n][b] = true;
-            }
-        }
-        sqlite3_finalize(st);
-    }
-    if (sqlite3_prepare_v2(
-            run->db, "SELECT rowid, kind, t_ns, value FROM mark WHERE rowid > ? ORDER BY rowid", -1,
-            &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, r->mark_rowid);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            r->mark_rowid = sqlite3_column_int64(st, 0);
-            int kind = tp_mark_kind_column(st, 1);
-            int64_t sec = sqlite3_column_int64(st, 2) / 1000000000;
-            if (sec < oldest_sec)
-                continue;
-            int b = bucket(r, sec);
-            if (kind == TP_MARK_STEP)
-                r->steps[b] += 1;
-            else if (kind == TP_MARK_SAMPLES) {
-                r->samples[b] += sqlite3_column_double(st, 3);
-                r->batches[b] += 1;
-            }
-        }
-        sqlite3_finalize(st);
-    }
-}
-
-static int cmp_phase(const void *a, const void *b)
-{
-    double x = ((const tp_live_phase *)a)->share, y = ((const tp_live_phase *)b)->share;
-    return (x < y) - (x > y);
-}
-
-bool tp_live_update(tp_live_reader *r, tp_run *run, tp_live *out)
-{
-    memset(out, 0, sizeof *out);
     const char *start = tp_run_meta_get(run, "start_mono_ns");
     if (!start || run->schema_version < 2)
         return false;
-    int64_t now = (int64_t)(tp_clock_mono_ns() - strtoull(start, NULL, 10));
-    int64_t now_sec = now / 1000000000;
-    /* the window: the last TP_LIVE_WINDOW whole seconds before this one */
-    int64_t oldest = now_sec - TP_LIVE_WINDOW;
-    read_new_rows(r, run, oldest);
-    out->elapsed_s = (double)now / 1e9;
-    double seconds, batches = 0;
-    tp_live_phase all[TP_LIVE_NAMES];
-    for (int n = 0; n < r->nnames; n++) {
-        snprintf(all[n].name, sizeof all[n].name, "%s", r->names[n]);
-        all[n].share = all[n].device_share = 0;
-        all[n].has_device = false;
-    }
-    for (int b = 0; b < TP_LIVE_BUCKETS; b++) {
-        if (r->bucket_sec[b] < oldest || r->bucket_sec[b] >= now_sec)
-            continue;
-        out->steps_per_s += r->steps[b];
-        out->samples_per_s += r->samples[b];
-        batches += r->batches[b];
-        for (int n = 0; n < r->nnames; n++) {
-            all[n].share += r->busy[n][b];
-            all[n].device_share += r->device[n][b];
-            all[n].has_device |= r->device_seen[n][b];
-        }
-    }
-    seconds = now_sec < TP_LIVE_WINDOW ? (double)now_sec : TP_LIVE_WINDOW;
-    if (seconds <= 0)
-        return true;
-    out->batches_per_step = out->steps_per_s > 0 ? batches / out->steps_per_s : 0;
-    out->steps_per_s /= seconds;
-    out->samples_per_s /= seconds;
-    for (int n = 0; n < r->nnames; n++) {
-        all[n].share /= seconds;
-        all[n].device_share /= seconds;
-    }
-    qsort(all, (size_t)r->nnames, sizeof *all, cmp_phase);
-    for (int n = 0; n < r->nnames && out->nphases < TP_LIVE_PHASES; n++)
-        if (all[n].share > 0 || all[n].has_device)
-            out->phases[out->nphases++] = all[n];
+    uint64_t anchor = strtoull(start, NULL, 10), now = tp_clock_mono_ns();
+    *now_ns = now > anchor ? now - anchor : 0;
     return true;
+}
+
+/* Makes room for one more element of a batch vector, or returns false from
+ * the function using it (memory ran out; the vector is kept as it was). */
+#define ROOM_OR_FAIL(v)                                                          \
+    do {                                                                         \
+        void *p_ = tp_grow_try((v).items, (v).len, &(v).cap, sizeof *(v).items); \
+        if (!p_)                                                                 \
+            return false;                                                        \
+        (v).items = p_;                                                          \
+    } while (0)
+
+typedef struct tail_read {
+    tp_run_tail *tail;
+    tp_batch *out;
+    uint64_t since_ns;
+} tail_read;
+
+/* Each row_* takes one row, moves the tail past it and keeps it in the
+ * batch when it is recent enough; false when memory ran out. */
+
+static bool row_name(sqlite3_stmt *st, tail_read *r)
+{
+    r->tail->name_id = sqlite3_column_int64(st, 0);
+    const char *text = (const char *)sqlite3_column_text(st, 1);
+    ROOM_OR_FAIL(r->out->names);
+    tp_name_def d = {(uint32_t)r->tail->name_id, strdup(text ? text : "")};
+    if (!d.text)
+        return false;
+    r->out->names.items[r->out->names.len++] = d;
+    return true;
+}
+
+static bool row_thread(sqlite3_stmt *st, tail_read *r)
+{
+    r->tail->thread_id = sqlite3_column_int64(st, 0);
+    ROOM_OR_FAIL(r->out->threads);
+    tp_thread_info t = {.id = (uint32_t)r->tail->thread_id,
+                        .pid = sqlite3_column_int(st, 1),
+                        .tid = sqlite3_column_int(st, 2),
+                        .rank = sqlite3_column_int(st, 3)};
+    r->out->threads.items[r->out->threads.len++] = t;
+    return true;
+}
+
+static bool row_region(sqlite3_stmt *st, tail_read *r)
+{
+    r->tail->region_rowid = sqlite3_column_int64(st, 0);
+    tp_interval v = {(uint32_t)sqlite3_column_int64(st, 1), (uint32_t)sqlite3_column_int64(st, 2),
+                     (uint32_t)sqlite3_column_int64(st, 3), (uint64_t)sqlite3_column_int64(st, 4),
+                     (uint64_t)sqlite3_column_int64(st, 5)};
+    if (v.end_ns < r->since_ns || v.end_ns < v.start_ns)
+        return true;
+    ROOM_OR_FAIL(r->out->intervals);
+    r->out->intervals.items[r->out->intervals.len++] = v;
+    return true;
+}
+
+static bool row_device(sqlite3_stmt *st, tail_read *r)
+{
+    r->tail->device_rowid = sqlite3_column_int64(st, 0);
+    tp_device_span d = {
+        (uint32_t)sqlite3_column_int64(st, 1), (uint32_t)sqlite3_column_int64(st, 2),
+        (uint64_t)sqlite3_column_int64(st, 3), (uint64_t)sqlite3_column_int64(st, 4)};
+    if (d.start_ns < r->since_ns)
+        return true;
+    ROOM_OR_FAIL(r->out->device_spans);
+    r->out->device_spans.items[r->out->device_spans.len++] = d;
+    return true;
+}
+
+static bool row_mark(sqlite3_stmt *st, tail_read *r)
+{
+    r->tail->mark_rowid = sqlite3_column_int64(st, 0);
+    tp_mark m = {(uint32_t)sqlite3_column_int64(st, 1), (uint32_t)tp_mark_kind_column(st, 2),
+                 (uint64_t)sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4)};
+    if (m.t_ns < r->since_ns)
+        return true;
+    ROOM_OR_FAIL(r->out->marks);
+    r->out->marks.items[r->out->marks.len++] = m;
+    return true;
+}
+
+/* Runs sql, whose one parameter is the rowid to read after, giving each row
+ * to row; false on a failed query or when memory ran out. */
+static bool each_row(tp_run *run, const char *sql, int64_t after,
+                     bool (*row)(sqlite3_stmt *, tail_read *), tail_read *r)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_int64(st, 1, after);
+    int rc;
+    bool ok = true;
+    while (ok && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        ok = row(st, r);
+    sqlite3_finalize(st);
+    return ok && rc == SQLITE_DONE;
+}
+
+bool tp_run_read_tail(tp_run *run, tp_run_tail *tail, uint64_t since_ns, tp_batch *out)
+{
+    tail_read r = {tail, out, since_ns};
+    bool ok = each_row(run, "SELECT id, text FROM name WHERE id > ? ORDER BY id", tail->name_id,
+                       row_name, &r) &&
+              each_row(run, "SELECT id, pid, tid, rank FROM thread WHERE id > ? ORDER BY id",
+                       tail->thread_id, row_thread, &r) &&
+              each_row(run,
+                       "SELECT rowid, thread_id, name_id, depth, start_ns, end_ns FROM region"
+                       " WHERE rowid > ? ORDER BY rowid",
+                       tail->region_rowid, row_region, &r);
+    if (ok && run->schema_version >= TP_SCHEMA_DEVICE)
+        ok = each_row(run,
+                      "SELECT rowid, thread_id, name_id, start_ns, device_ns FROM device_time"
+                      " WHERE rowid > ? ORDER BY rowid",
+                      tail->device_rowid, row_device, &r);
+    return ok && each_row(run,
+                          "SELECT rowid, thread_id, kind, t_ns, value FROM mark WHERE rowid > ?"
+                          " ORDER BY rowid",
+                          tail->mark_rowid, row_mark, &r);
 }

@@ -1,0 +1,191 @@
+/* test_live.c: the one live state, fed by a real sink as the writer thread
+ * feeds it, read as the status line, top and /metrics read it. */
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/metric_catalog.h"
+#include "core/sink.h"
+#include "live/live_state.h"
+#include "serve/prom_exposition.h"
+
+#define SEC 1000000000ull
+
+/* Everything pending in the sink, applied to the live state. */
+static void feed(tp_sink *sink, tp_live *live)
+{
+    tp_batch b = {0};
+    cap_take(sink, &b);
+    tp_live_apply(live, &b);
+    tp_batch_free(&b);
+}
+
+static void count_labels(void *ctx, const char *labels, double value)
+{
+    (void)labels;
+    (void)value;
+    (*(int *)ctx)++;
+}
+
+static void test_latest_values(void **state)
+{
+    (void)state;
+    tp_sink *sink = tp_sink_new(0);
+    tp_live *live = tp_live_new(1.0);
+    double v = -1;
+    assert_false(tp_live_latest(live, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v));
+    uint32_t cpu = tp_sink_series(sink, TP_METRIC_CPU_UTIL_PERCENT, "{}");
+    uint32_t gpu0 = tp_sink_series(sink, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}");
+    uint32_t gpu1 = tp_sink_series(sink, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"1\"}");
+    feed(sink, live);
+    assert_false(tp_live_latest(live, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v)); /* no sample yet */
+    tp_sink_sample(sink, cpu, 1 * SEC, 40);
+    tp_sink_sample(sink, cpu, 2 * SEC, 45);
+    tp_sink_sample(sink, gpu0, 2 * SEC, 90);
+    feed(sink, live);
+    assert_true(tp_live_latest(live, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v));
+    assert_float_equal(v, 45, 1e-12);
+    assert_true(tp_live_latest(live, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}", &v));
+    assert_float_equal(v, 90, 1e-12);
+    int n = 0;
+    tp_live_latest_each(live, TP_METRIC_GPU_UTIL_PERCENT, count_labels, &n);
+    assert_int_equal(n, 1); /* gpu1 has no value yet */
+    tp_sink_sample(sink, gpu1, 3 * SEC, 10);
+    feed(sink, live);
+    n = 0;
+    tp_live_latest_each(live, TP_METRIC_GPU_UTIL_PERCENT, count_labels, &n);
+    assert_int_equal(n, 2);
+    tp_live_free(live);
+    tp_sink_free(sink);
+}
+
+/* A thread of rank 3 in the sink: its id. */
+static uint32_t rank_thread(tp_sink *sink, int32_t rank)
+{
+    tp_thread_info info = {.pid = 100 + rank, .tid = 100 + rank, .rank = rank};
+    return tp_sink_thread(sink, &info);
+}
+
+static void sum_phases(void *ctx, const tp_live_view *v)
+{
+    double *out = ctx; /* [0] seconds of "load" on rank 3, [1] its count, [2] steps of rank 3 */
+    for (size_t i = 0; i < v->nphases; i++)
+        if (v->phases[i].rank == 3 && strcmp(tp_live_view_name(v, v->phases[i].name), "load") == 0)
+            out[0] = v->phases[i].seconds, out[1] = (double)v->phases[i].count;
+    for (size_t i = 0; i < v->nranks; i++)
+        if (v->ranks[i].rank == 3)
+            out[2] = (double)v->ranks[i].steps;
+}
+
+static void test_totals_and_window(void **state)
+{
+    (void)state;
+    tp_sink *sink = tp_sink_new(0);
+    tp_live *live = tp_live_new(1.0);
+    uint32_t th = rank_thread(sink, 3);
+    uint32_t load = tp_sink_name(sink, "load"), compute = tp_sink_name(sink, "compute");
+    /* 20 s of steps, one a second: 0.25 s of load, 0.5 s of compute, 4 batches of 8 */
+    for (uint64_t s = 0; s < 20; s++) {
+        uint64_t t = s * SEC;
+        tp_sink_mark(sink, th, TP_MARK_STEP, t, (int64_t)s);
+        for (int k = 0; k < 4; k++)
+            tp_sink_mark(sink, th, TP_MARK_SAMPLES, t + 1000, 8);
+        tp_sink_interval(sink, th, load, 0, t + 1000, t + 1000 + SEC / 4);
+        tp_sink_interval(sink, th, compute, 0, t + SEC / 4, t + 3 * SEC / 4);
+        tp_sink_device_span(sink, th, compute, t + SEC / 4, SEC / 10);
+        feed(sink, live);
+    }
+    double got[3] = {0};
+    tp_live_read(live, sum_phases, got);
+    assert_float_equal(got[0], 5.0, 1e-6); /* 20 x 0.25 s, all of the run */
+    assert_float_equal(got[1], 20, 0);
+    assert_float_equal(got[2], 20, 0);
+
+    tp_live_window w;
+    tp_live_window_at(live, 20 * SEC + SEC / 2, &w); /* seconds 10..19 */
+    assert_float_equal(w.steps_per_s, 1.0, 1e-9);
+    assert_float_equal(w.samples_per_s, 32.0, 1e-9);
+    assert_float_equal(w.batches_per_step, 4.0, 1e-9);
+    assert_int_equal(w.nphases, 2);
+    assert_string_equal(w.phases[0].name, "compute"); /* busiest first */
+    assert_float_equal(w.phases[0].share, 0.5, 1e-6);
+    assert_true(w.phases[0].has_device);
+    assert_float_equal(w.phases[0].device_share, 0.1, 1e-6);
+    assert_string_equal(w.phases[1].name, "load");
+    assert_float_equal(w.phases[1].share, 0.25, 1e-6);
+    assert_false(w.phases[1].has_device);
+
+    /* a late event of an old second never clears the newer second sharing
+     * its bucket, and one older than the window is left out of it */
+    tp_sink_interval(sink, th, load, 0, 8 * SEC, 8 * SEC + SEC / 2); /* second 8: bucket of 19 */
+    feed(sink, live);
+    tp_live_window_at(live, 20 * SEC + SEC / 2, &w);
+    assert_float_equal(w.steps_per_s, 1.0, 1e-9);
+    assert_float_equal(w.phases[1].share, 0.25, 1e-6);
+    tp_live_read(live, sum_phases, got);
+    assert_float_equal(got[0], 5.5, 1e-6); /* the totals take it */
+
+    /* later, quiet seconds: the window empties */
+    tp_live_window_at(live, 40 * SEC, &w);
+    assert_float_equal(w.steps_per_s, 0, 0);
+    assert_int_equal(w.nphases, 0);
+    tp_live_free(live);
+    tp_sink_free(sink);
+}
+
+/* The exposition of a state, as /metrics answers it. */
+static char *expose(tp_live *live)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    tp_prom_expose(f, live, "node\"a", "host-1");
+    fclose(f);
+    return text;
+}
+
+static void test_exposition(void **state)
+{
+    (void)state;
+    tp_sink *sink = tp_sink_new(0);
+    tp_live *live = tp_live_new(1.0);
+    uint32_t read_all = tp_sink_series(sink, TP_METRIC_DISK_READ_BYTES_PER_S, "{}");
+    uint32_t read_sda = tp_sink_series(sink, TP_METRIC_DISK_READ_BYTES_PER_S, "{\"disk\":\"sda\"}");
+    uint32_t cpu = tp_sink_series(sink, TP_METRIC_CPU_UTIL_PERCENT, "{}");
+    tp_sink_sample(sink, read_all, 1 * SEC, 100);
+    tp_sink_sample(sink, read_sda, 1 * SEC, 100);
+    tp_sink_sample(sink, read_sda, 3 * SEC, 50); /* 100 B over the first second, 50 x 2 s */
+    tp_sink_sample(sink, cpu, 3 * SEC, 25);
+    uint32_t th = rank_thread(sink, 3);
+    tp_sink_interval(sink, th, tp_sink_name(sink, "load"), 0, SEC, 2 * SEC);
+    tp_sink_mark(sink, th, TP_MARK_EPOCH, SEC, 2);
+    feed(sink, live);
+    char *text = expose(live);
+    assert_non_null(strstr(text, "trainprof_info{agent=\"node\\\"a\",host=\"host-1\",version="));
+    /* a rate as its integral, per device only */
+    assert_non_null(strstr(text, "# TYPE trainprof_disk_read_bytes_total counter\n"
+                                 "trainprof_disk_read_bytes_total{agent=\"node\\\"a\",disk=\"sda\"}"
+                                 " 200\n"));
+    /* a percentage as a ratio */
+    assert_non_null(strstr(text, "trainprof_cpu_util_ratio{agent=\"node\\\"a\"} 0.25\n"));
+    assert_non_null(strstr(text, "trainprof_phase_seconds_sum{agent=\"node\\\"a\",rank=\"3\","
+                                 "phase=\"load\"} 1\n"));
+    assert_non_null(strstr(text, "trainprof_epoch{agent=\"node\\\"a\",rank=\"3\"} 2\n"));
+    assert_null(strstr(text, "trainprof_phase_device_seconds")); /* none were measured */
+    free(text);
+    tp_live_free(live);
+    tp_sink_free(sink);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_latest_values),
+        cmocka_unit_test(test_totals_and_window),
+        cmocka_unit_test(test_exposition),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -13,10 +13,11 @@
 #include <unistd.h>
 
 #include "core/metric_catalog.h"
-#include "analyze/model_facts.h"
 #include "analyze/storage_typical.h"
 #include "analyze/summary.h"
 #include "commands.h"
+#include "render/verdict_words.h"
+#include "store/model_facts_file.h"
 #include "record/child.h"
 #include "util/json_writer.h"
 #include "util/options.h"
@@ -229,7 +230,7 @@ static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, s
                 train, unit, input, train > 0 ? input / train : 0);
         char hint[512] = "";
         if (r[REPLAY].has_facts)
-            tp_precision_hint(&r[REPLAY].facts, hint, sizeof hint);
+            tp_precision_words(hint, sizeof hint, &r[REPLAY].facts);
         if (r[REPLAY].has_gpu)
             fprintf(out, ": GPU 0 averaged %.0f%% utilization with %.0f%% of its memory at peak",
                     r[REPLAY].gpu_util, 100 * r[REPLAY].gpu_mem_frac);
@@ -403,7 +404,7 @@ int cmd_bottleneck(int argc, char **argv)
             else
                 json_null(&w);
             json_key(&w, "precision_hint");
-            if (tp_precision_hint(f, hint, sizeof hint))
+            if (tp_precision_words(hint, sizeof hint, f))
                 json_string(&w, hint);
             else
                 json_null(&w);

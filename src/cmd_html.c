@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/page_facts.h"
 #include "analyze/scaling.h"
 #include "analyze/summary.h"
 #include "analyze/verdicts.h"
@@ -35,13 +36,14 @@ typedef struct scaling_job {
 typedef struct page_job {
     const tp_summary *summary;
     const tp_verdicts *verdicts;
+    const tp_page_facts *page;
     bool all;
 } page_job;
 
 static bool write_page(FILE *out, void *ctx, char *err, size_t cap)
 {
     const page_job *job = ctx;
-    return tp_html_write(out, job->summary, job->verdicts, job->all, err, cap);
+    return tp_html_write(out, job->summary, job->verdicts, job->page, job->all, err, cap);
 }
 
 static bool write_scaling(FILE *out, void *ctx, char *err, size_t cap)
@@ -133,9 +135,16 @@ int cmd_html(int argc, char **argv)
     tp_inputs_name_run(&in, s.run);
     tp_verdicts v;
     tp_verdicts_build(&s, &v);
-    page_job job = {&s, &v, all};
-    int rc = tp_write_file_atomically("html", output, force, (const char *const *)argv + first,
+    tp_page_facts page;
+    int rc = 1;
+    if (!tp_page_facts_build(&s, all, &page, err, sizeof err)) {
+        tp_error("%s", err);
+    } else {
+        page_job job = {&s, &v, &page, all};
+        rc = tp_write_file_atomically("html", output, force, (const char *const *)argv + first,
                                       (size_t)(argc - first), write_page, &job);
+    }
+    tp_page_facts_free(&page);
     tp_verdicts_free(&v);
     tp_summary_close(&s);
     tp_inputs_done(&in);

@@ -223,6 +223,7 @@ static bool join_side(pthread_t thread, side_pass *side, char *err, size_t cap)
 static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, size_t cap)
 {
     bool stored = tp_summary_stored(run);
+    out->plots_stored = tp_plots_stored(run);
     side_pass samples = {.pass = pass}, ranks = {.ranks = &out->ranks};
     pthread_t samples_thread, ranks_thread;
     bool samples_aside = !stored && start_side(run, &samples, &samples_thread);

@@ -45,6 +45,9 @@ typedef struct tp_summary {
      * marks, or in a file whose stored summary predates them */
     tp_steps_window *windows;
     size_t nwindows;
+    /* the file holds the plots the recorder stored (analyze/summary_plots.h):
+     * the html page draws those, not the rows */
+    bool plots_stored;
 } tp_summary;
 
 /* Agent agent_id's steps window in s, or NULL. */

@@ -7,19 +7,14 @@
 #include <string.h>
 
 #include "analyze/downsample.h"
-#include "analyze/pauses.h"
-#include "analyze/step_phases.h"
-#include "analyze/summary_plots.h"
 #include "analyze/verdicts.h"
-#include "render/verdict_words.h"
 #include "core/metric_catalog.h"
+#include "core/phases.h"
 #include "render/report.h"
 #include "render/svg.h"
 #include "render/units.h"
-#include "store/reader_stream.h"
+#include "render/verdict_words.h"
 #include "util/labels.h"
-
-#define PER_CORE_PLOT_MAX 16
 
 const char tp_html_style[] =
     "body{font:14px/1.4 sans-serif;margin:24px;color:#222;max-width:900px}"
@@ -34,22 +29,10 @@ const char tp_html_style[] =
 
 /* ---- system metric plots ------------------------------------------------- */
 
-typedef struct plot_series {
-    const tp_run_series *series;
-    tp_downsampler ds;
-    double *x, *y;
-    size_t n;
-} plot_series;
-
 typedef struct plot_ctx {
-    plot_series *items;
-    size_t n;
-    double span;
-    const tp_run_series *first;  /* run->series: a series' index is its offset */
-    plot_series **item_of;       /* per series index: its line, or NULL */
-    double steps_from, steps_to; /* the agents' training steps, earliest to latest (s) */
-    tp_svg_shade *pauses;        /* the training's pauses (s) */
-    size_t npauses;
+    const tp_page_facts *page;
+    tp_svg_shade *pauses; /* the training's pauses (s) */
+    char (*pause_labels)[48];
 } plot_ctx;
 
 /* A time chart of c, with the training steps shaded where they are known:
@@ -61,24 +44,11 @@ static tp_svg_chart time_chart(const plot_ctx *c, const char *title, const char 
                           .x_title = "time since start",
                           .y_title = y_title,
                           .unit = unit,
-                          .band_from = c->steps_from,
-                          .band_to = c->steps_to,
+                          .band_from = c->page->steps_from,
+                          .band_to = c->page->steps_to,
                           .band_label = "training steps",
                           .shades = c->pauses,
-                          .nshades = c->npauses};
-}
-
-/* Whether a series gets a line: per-core CPU only on machines (agents) with
- * few cores. */
-static bool plotted(const tp_summary *s, const tp_run_series *r)
-{
-    if (strcmp(r->metric, TP_METRIC_CPU_UTIL_PERCENT) != 0 || strcmp(r->labels, "{}") == 0)
-        return true;
-    size_t cores = 0;
-    for (size_t i = 0; i < s->run->nseries; i++)
-        cores += s->run->series[i].agent_id == r->agent_id &&
-                 strcmp(s->run->series[i].metric, TP_METRIC_CPU_UTIL_PERCENT) == 0;
-    return cores - 1 <= PER_CORE_PLOT_MAX;
+                          .nshades = c->page->npauses};
 }
 
 /* A line's legend: its labels ("total" without any), after its agent's name
@@ -94,14 +64,6 @@ static void line_label(const tp_run *run, const tp_run_series *r, char *buf, siz
             agent = run->agents[a].name;
     snprintf(buf, cap, "%.40s%s%.54s", agent ? agent : "", agent ? " " : "",
              shown[0] ? shown : "total");
-}
-
-static void collect_point(void *ctx, const tp_run_series *series, int64_t t_ns, double value)
-{
-    plot_ctx *c = ctx;
-    plot_series *p = c->item_of[series - c->first];
-    if (p)
-        tp_downsample_add(&p->ds, (double)t_ns / 1e9, value);
 }
 
 static void axis_title(char *buf, size_t cap, const char *unit)
@@ -124,18 +86,20 @@ static void axis_title(char *buf, size_t cap, const char *unit)
  * memory. */
 static bool envelope_chart(FILE *out, const plot_ctx *c, const tp_metric_def *def)
 {
-    const double **xs = calloc(c->n + 1, sizeof *xs), **ys = calloc(c->n + 1, sizeof *ys);
-    size_t *ns = calloc(c->n + 1, sizeof *ns), k = 0;
+    const tp_page_facts *page = c->page;
+    const double **xs = calloc(page->nlines + 1, sizeof *xs);
+    const double **ys = calloc(page->nlines + 1, sizeof *ys);
+    size_t *ns = calloc(page->nlines + 1, sizeof *ns), k = 0;
     const char *kind = tp_device_kind(def->name);
-    for (size_t i = 0; xs && ys && ns && i < c->n; i++) {
-        const plot_series *p = &c->items[i];
+    for (size_t i = 0; xs && ys && ns && i < page->nlines; i++) {
+        const tp_page_line *p = &page->lines[i];
         if (strcmp(p->series->metric, def->name) == 0 && p->n &&
             tp_compared_across_agents(p->series)) {
             xs[k] = p->x, ys[k] = p->y, ns[k++] = p->n;
         }
     }
     tp_envelope e = {0};
-    bool ok = xs && ys && ns && tp_envelope_build(xs, ys, ns, k, TP_PLOT_BUCKETS, c->span, &e);
+    bool ok = xs && ys && ns && tp_envelope_build(xs, ys, ns, k, TP_PLOT_BUCKETS, page->span, &e);
     if (ok && e.n) {
         tp_svg_line lines[3] = {{"highest", e.x, e.high, e.n},
                                 {"median", e.x, e.median, e.n},
@@ -153,104 +117,41 @@ static bool envelope_chart(FILE *out, const plot_ctx *c, const tp_metric_def *de
     return ok;
 }
 
-/* The run's pauses as shades of c's charts: spans of a name closer than a
- * plot bucket to the one before are drawn as one (so at most about
- * TP_PLOT_BUCKETS per name), each named with its pauses' count and time.
- * labels: storage for the names, one per pause. */
-static bool pause_shades(const tp_run *run, plot_ctx *c, char (**labels)[48], char *err, size_t cap)
+/* The pauses' shades, each named with its pauses' count and time; false
+ * when out of memory. */
+static bool pause_shades(plot_ctx *c)
 {
-    tp_pauses p;
-    if (!tp_pauses_build((tp_run *)run, &p, err, cap))
+    const tp_page_facts *page = c->page;
+    c->pauses = calloc(page->npauses + 1, sizeof *c->pauses);
+    c->pause_labels = calloc(page->npauses + 1, sizeof *c->pause_labels);
+    if (!c->pauses || !c->pause_labels)
         return false;
-    c->pauses = calloc(p.n + 1, sizeof *c->pauses);
-    *labels = calloc(p.n + 1, sizeof **labels);
-    size_t *count = calloc(p.n + 1, sizeof *count);
-    double *busy = calloc(p.n + 1, sizeof *busy);
-    if (!c->pauses || !*labels || !count || !busy) {
-        free(count);
-        free(busy);
-        tp_pauses_free(&p);
-        snprintf(err, cap, "html: out of memory");
-        return false;
-    }
-    double gap = c->span / TP_PLOT_BUCKETS;
-    size_t last[TP_PAUSE_NAMES]; /* per name: its latest shade */
-    for (size_t n = 0; n < TP_PAUSE_NAMES; n++)
-        last[n] = SIZE_MAX;
-    for (size_t i = 0; i < p.n; i++) {
-        double from = (double)p.spans[i].t0_ns / 1e9, to = (double)p.spans[i].t1_ns / 1e9;
-        size_t name = 0;
-        while (name + 1 < TP_PAUSE_NAMES && tp_pause_names[name] != p.spans[i].name)
-            name++;
-        size_t k = last[name] != SIZE_MAX && from - c->pauses[last[name]].to < gap ? last[name]
-                                                                                   : c->npauses;
-        last[name] = k;
-        if (k == c->npauses)
-            c->pauses[c->npauses++] = (tp_svg_shade){from, to, (*labels)[k]};
-        else if (to > c->pauses[k].to)
-            c->pauses[k].to = to;
-        count[k]++;
-        busy[k] += to - from;
+    for (size_t k = 0; k < page->npauses; k++) {
+        const tp_page_pause *p = &page->pauses[k];
         char d[32];
-        tp_format_duration(d, sizeof d, busy[k]);
-        if (count[k] == 1)
-            snprintf((*labels)[k], sizeof **labels, "%s, %s", p.spans[i].name, d);
+        tp_format_duration(d, sizeof d, p->busy_s);
+        if (p->count == 1)
+            snprintf(c->pause_labels[k], sizeof c->pause_labels[k], "%s, %s", p->name, d);
         else
-            snprintf((*labels)[k], sizeof **labels, "%s, %zu times, %s", p.spans[i].name, count[k],
-                     d);
+            snprintf(c->pause_labels[k], sizeof c->pause_labels[k], "%s, %zu times, %s", p->name,
+                     p->count, d);
+        c->pauses[k] = (tp_svg_shade){p->from, p->to, c->pause_labels[k]};
     }
-    free(count);
-    free(busy);
-    tp_pauses_free(&p);
     return true;
 }
 
-static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, size_t cap)
+static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *page, bool all,
+                         char *err, size_t cap)
 {
     const tp_run *run = s->run;
-    plot_ctx c = {.items = calloc(run->nseries + 1, sizeof(plot_series)),
-                  .first = run->series,
-                  .item_of = calloc(run->nseries + 1, sizeof(plot_series *))};
-    if (!c.items || !c.item_of) {
-        free(c.items);
-        free(c.item_of);
+    plot_ctx c = {.page = page};
+    bool ok = pause_shades(&c);
+    if (!ok)
         snprintf(err, cap, "html: out of memory");
-        return false;
-    }
-    c.span = s->n ? (double)run->last_t_ns / 1e9 : 0;
-    char(*pause_labels)[48] = NULL;
-    if (!pause_shades(run, &c, &pause_labels, err, cap)) {
-        free(c.items);
-        free(c.item_of);
-        free(c.pauses);
-        free(pause_labels);
-        return false;
-    }
-    for (size_t w = 0; w < s->nwindows; w++) {
-        double t0 = (double)s->windows[w].t0_ns / 1e9, t1 = (double)s->windows[w].t1_ns / 1e9;
-        c.steps_from = w == 0 || t0 < c.steps_from ? t0 : c.steps_from;
-        c.steps_to = w == 0 || t1 > c.steps_to ? t1 : c.steps_to;
-    }
-    for (size_t i = 0; i < run->nseries; i++) {
-        if (!plotted(s, &run->series[i]))
-            continue;
-        plot_series *p = c.item_of[i] = &c.items[c.n++];
-        p->series = &run->series[i];
-        tp_downsample_init(&p->ds, TP_PLOT_BUCKETS, c.span);
-    }
-    bool ok = tp_plots_stored(run)
-                  ? tp_stored_plot_points((tp_run *)run, collect_point, &c, err, cap)
-                  : tp_run_each_sample((tp_run *)run, collect_point, &c, err, cap);
-    for (size_t i = 0; i < c.n; i++) {
-        plot_series *p = &c.items[i];
-        p->x = malloc(2 * TP_PLOT_BUCKETS * sizeof(double));
-        p->y = malloc(2 * TP_PLOT_BUCKETS * sizeof(double));
-        p->n = tp_downsample_take(&p->ds, p->x, p->y);
-    }
     size_t count;
     const tp_metric_def *defs = tp_metric_catalog(&count);
     fputs("<h2>System metrics</h2>\n", out);
-    if (c.npauses)
+    if (page->npauses)
         fputs("<p>Shaded green: the training steps; grey: the training's pauses outside them "
               "(evaluate, sanity_check, checkpoint, compile), each named when hovered.</p>\n",
               out);
@@ -269,8 +170,8 @@ static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, si
         }
     for (size_t m = 0; ok && !across && m < count; m++) {
         size_t n = 0;
-        for (size_t i = 0; i < c.n && n < 64; i++) {
-            plot_series *p = &c.items[i];
+        for (size_t i = 0; i < page->nlines && n < 64; i++) {
+            const tp_page_line *p = &page->lines[i];
             if (strcmp(p->series->metric, defs[m].name) != 0 || p->n == 0)
                 continue;
             line_label(run, p->series, lines[n].label, sizeof lines[n].label);
@@ -287,15 +188,8 @@ static bool metric_plots(FILE *out, const tp_summary *s, bool all, char *err, si
         tp_svg_chart chart = time_chart(&c, defs[m].name, ytitle, tp_unit_name(defs[m].unit));
         tp_svg_line_chart(out, &chart, lines, n);
     }
-    for (size_t i = 0; i < c.n; i++) {
-        tp_downsample_free(&c.items[i].ds);
-        free(c.items[i].x);
-        free(c.items[i].y);
-    }
-    free(c.items);
-    free(c.item_of);
     free(c.pauses);
-    free(pause_labels);
+    free(c.pause_labels);
     return ok;
 }
 
@@ -381,76 +275,45 @@ static void rank_parts(FILE *out, const tp_summary *s)
     free(values);
 }
 
-/* The ranks whose step time is plotted (ranks: room for every rank with
- * steps): all when there are few or all is set, else the notable ones
- * (tp_ranks_notable), said on the page. */
-static size_t plotted_ranks(FILE *out, const tp_summary *s, bool all, int *ranks)
+/* Step time over the run by phase, per plotted rank (a note first when
+ * they are the notable ones). */
+static void step_time_plots(FILE *out, const tp_summary *s, const tp_page_facts *page)
 {
-    const tp_timings *t = &s->timings;
-    size_t n = 0;
-    if (!all && t->nsteps > TP_NOTABLE_RANKS && (n = tp_ranks_notable(&s->ranks, ranks))) {
+    if (page->notable_ranks)
         fprintf(out,
                 "<p>Step time over the run of %zu of %zu ranks: the %d with the most own work per "
                 "step (input and compute), the median rank and the rank with the least.</p>\n",
-                n, s->ranks.n, TP_NOTABLE_RANKS - 2);
-        return n;
-    }
-    for (size_t i = 0; i < t->nsteps && (all || n < TP_NOTABLE_RANKS); i++)
-        ranks[n++] = t->steps[i].rank;
-    return n;
-}
-
-static bool step_time_plots(FILE *out, const tp_summary *s, bool all, char *err, size_t cap)
-{
-    size_t room = s->timings.nsteps + TP_NOTABLE_RANKS;
-    int *ranks = calloc(room, sizeof *ranks);
-    tp_step_phases *ph = calloc(room, sizeof *ph);
-    size_t *warmup = calloc(room, sizeof *warmup);
-    size_t n = ranks && ph && warmup ? plotted_ranks(out, s, all, ranks) : 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < s->timings.nsteps; k++)
-            if (s->timings.steps[k].rank == ranks[i])
-                warmup[i] = s->timings.steps[k].warmup;
-    bool ok = ranks && ph && warmup &&
-              (tp_plots_stored(s->run)
-                   ? tp_stored_step_phases(s->run, ranks, n, ph, err, cap)
-                   : tp_step_phases_build(s->run, ranks, warmup, n, TP_STEP_GROUPS, ph, err, cap));
-    if (!ranks || !ph || !warmup)
-        snprintf(err, cap, "html: out of memory");
-    if (!ok)
-        n = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (ph[i].ngroups) {
-            char title[128], rank[32];
-            rank_label(rank, sizeof rank, ranks[i]);
-            double first = ph[i].first_step[0]; /* a stored figure: from a file, any value */
-            size_t skipped = first >= 1 && first < (double)ph[i].nsteps ? (size_t)first : 0;
-            if (skipped)
-                snprintf(title, sizeof title,
-                         "Step time over the run, %s (%zu steps; the first %zu, warm-up, left out)",
-                         rank, ph[i].nsteps, skipped);
-            else
-                snprintf(title, sizeof title, "Step time over the run, %s (%zu steps)", rank,
-                         ph[i].nsteps);
-            char(*labels)[24] = calloc(ph[i].ngroups, sizeof *labels);
-            const char **bar_labels = calloc(ph[i].ngroups, sizeof *bar_labels);
-            for (size_t g = 0; g < ph[i].ngroups; g++) {
-                snprintf(labels[g], sizeof labels[g], "%.0f", ph[i].first_step[g]);
+                page->nranks, s->ranks.n, TP_NOTABLE_RANKS - 2);
+    for (size_t i = 0; i < page->nranks; i++) {
+        const tp_step_phases *ph = &page->phases[i];
+        if (!ph->ngroups)
+            continue;
+        char title[128], rank[32];
+        rank_label(rank, sizeof rank, page->ranks[i]);
+        double first = ph->first_step[0]; /* a stored figure: from a file, any value */
+        size_t skipped = first >= 1 && first < (double)ph->nsteps ? (size_t)first : 0;
+        if (skipped)
+            snprintf(title, sizeof title,
+                     "Step time over the run, %s (%zu steps; the first %zu, warm-up, left out)",
+                     rank, ph->nsteps, skipped);
+        else
+            snprintf(title, sizeof title, "Step time over the run, %s (%zu steps)", rank,
+                     ph->nsteps);
+        char(*labels)[24] = calloc(ph->ngroups, sizeof *labels);
+        const char **bar_labels = calloc(ph->ngroups, sizeof *bar_labels);
+        if (labels && bar_labels) {
+            for (size_t g = 0; g < ph->ngroups; g++) {
+                snprintf(labels[g], sizeof labels[g], "%.0f", ph->first_step[g]);
                 bar_labels[g] = labels[g];
             }
             tp_svg_chart chart = {
                 .title = title, .x_title = "step", .y_title = "time per step", .unit = "seconds"};
-            tp_svg_stacked_bars(out, &chart, bar_labels, ph[i].ngroups, tp_step_phase_names,
-                                TP_STEP_PHASES, ph[i].values, 0);
-            free(labels);
-            free(bar_labels);
+            tp_svg_stacked_bars(out, &chart, bar_labels, ph->ngroups, tp_step_phase_names,
+                                TP_STEP_PHASES, ph->values, 0);
         }
-        tp_step_phases_free(&ph[i]);
+        free(labels);
+        free(bar_labels);
     }
-    free(ranks);
-    free(warmup);
-    free(ph);
-    return ok;
 }
 
 static void epoch_plot(FILE *out, const tp_summary *s)
@@ -570,8 +433,8 @@ static void tables(FILE *out, const tp_summary *s, const tp_verdicts *v, bool al
     free(text);
 }
 
-bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, bool all, char *err,
-                   size_t cap)
+bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const tp_page_facts *page,
+                   bool all, char *err, size_t cap)
 {
     tp_run_facts f;
     tp_run_facts_get(s->run, &f);
@@ -591,9 +454,9 @@ bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, bool al
         rank_parts(out, s);
     else
         step_breakdown(out, s);
-    bool ok = step_time_plots(out, s, all, err, cap);
+    step_time_plots(out, s, page);
     epoch_plot(out, s);
-    ok = ok && metric_plots(out, s, all, err, cap);
+    bool ok = metric_plots(out, s, page, all, err, cap);
     tables(out, s, v, all);
     fputs("</body></html>\n", out);
     return ok;

@@ -10,14 +10,16 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "analyze/page_facts.h"
 #include "analyze/summary.h"
 #include "analyze/verdicts.h"
 
-/* all: every rank's step-time plot, every agent's lines and tables, where a
- * run of many ranks or agents shows the notable ranks and one chart across
- * agents (report.h). */
-bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, bool all, char *err,
-                   size_t cap);
+/* page: what the charts draw, gathered by tp_page_facts_build with the same
+ * all. all: every agent's lines and tables, where a run of many agents
+ * shows one chart across agents (report.h). False (reason in err) only when
+ * memory ran out. */
+bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const tp_page_facts *page,
+                   bool all, char *err, size_t cap);
 
 /* Runs of one training at several scales (trainprof html --compare): the
  * compare table and bar charts of samples/s, efficiency, time per epoch and

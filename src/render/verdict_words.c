@@ -398,3 +398,31 @@ void tp_verdict_evidence(char *out, size_t cap, const tp_summary *s, const tp_ve
     seal_evidence(text, sizeof text);
     snprintf(out, cap, "%s", text);
 }
+
+bool tp_precision_words(char *out, size_t cap, const tp_model_facts *facts)
+{
+    out[0] = '\0';
+    switch (tp_precision_case_of(facts)) {
+    case TP_PRECISION_NOT_CUDA: return false;
+    case TP_PRECISION_ALREADY_REDUCED: {
+        bool fp32 = strcmp(facts->dtype, "float32") == 0;
+        snprintf(out, cap, "the model already runs in %s%s", fp32 ? "float32" : facts->dtype,
+                 facts->autocast == 1 ? " under autocast (mixed precision)" : "");
+        return true;
+    }
+    case TP_PRECISION_TENSOR_CORES:
+        snprintf(out, cap,
+                 "the model runs in FP32 without autocast on a GPU with tensor cores (compute "
+                 "capability %d.%d): mixed precision (torch.autocast with bfloat16 or float16) is "
+                 "typically 1.5-5x for common models",
+                 facts->cc_major, facts->cc_minor);
+        return true;
+    case TP_PRECISION_NO_TENSOR_CORES:
+        snprintf(out, cap,
+                 "the model runs in FP32 on a GPU without tensor cores (compute capability "
+                 "%d.%d): mixed precision saves memory and bandwidth there, but gains less",
+                 facts->cc_major, facts->cc_minor);
+        return true;
+    }
+    return false;
+}

@@ -6,6 +6,9 @@
 
 #include <stddef.h>
 
+#include <stdbool.h>
+
+#include "analyze/model_facts.h"
 #include "analyze/verdicts.h"
 
 /* Room the words of one verdict take at most (longer is cut). */
@@ -26,5 +29,12 @@ void tp_verdict_evidence(char *out, size_t cap, const tp_summary *s, const tp_ve
 /* Why a straggler is slow: "its input (dataloader_next, to_device): 12.0 ms
  * per step vs 4.0 ms on the median rank; its GPU 3 runs at ..." */
 void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_rank_row *r);
+
+/* The mixed-precision advice for a compute-bound training (`bottleneck`'s
+ * verdict and --json) from what its model runs in: the 1.5-5x hint for FP32
+ * without autocast on a GPU with tensor cores, less on an older GPU, and
+ * nothing new for a model already in reduced precision or under autocast.
+ * False, with out empty, when there is nothing to say (not on a CUDA GPU). */
+bool tp_precision_words(char *out, size_t cap, const tp_model_facts *facts);
 
 #endif

@@ -174,7 +174,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tp_verdicts_build(&s, &v);
         tp_report_json(null, &s, &v);
         tp_report_text(null, &s, &v, true, false);
-        tp_html_write(null, &s, &v, false, err, sizeof err);
+        tp_page_facts page;
+        if (tp_page_facts_build(&s, false, &page, err, sizeof err))
+            tp_html_write(null, &s, &v, &page, false, err, sizeof err);
+        tp_page_facts_free(&page);
         tp_verdicts_free(&v);
         tp_summary_close(&s);
     }

@@ -6,7 +6,8 @@
 #include <unistd.h>
 
 #include "analyze/downsample.h"
-#include "analyze/model_facts.h"
+#include "render/verdict_words.h"
+#include "store/model_facts_file.h"
 #include "core/stats.h"
 #include "collect/counter.h"
 #include "harness.h"
@@ -279,21 +280,22 @@ static void test_model_facts(void **state)
     assert_string_equal(m.dtype, "float32");
     assert_int_equal(m.cc_major, 8);
     assert_int_equal(m.autocast, 0);
-    assert_true(tp_precision_hint(&m, hint, sizeof hint));
+    assert_int_equal(tp_precision_case_of(&m), TP_PRECISION_TENSOR_CORES);
+    assert_true(tp_precision_words(hint, sizeof hint, &m));
     assert_non_null(strstr(hint, "tensor cores (compute capability 8.0)"));
     assert_non_null(strstr(hint, "1.5-5x"));
     m.autocast = 1; /* already mixed precision: no 1.5-5x promise */
-    assert_true(tp_precision_hint(&m, hint, sizeof hint));
+    assert_true(tp_precision_words(hint, sizeof hint, &m));
     assert_null(strstr(hint, "1.5-5x"));
     assert_non_null(strstr(hint, "autocast"));
     m.autocast = 0, m.cc_major = 6, m.cc_minor = 1; /* Pascal: no tensor cores */
-    assert_true(tp_precision_hint(&m, hint, sizeof hint));
+    assert_true(tp_precision_words(hint, sizeof hint, &m));
     assert_non_null(strstr(hint, "without tensor cores"));
     snprintf(m.dtype, sizeof m.dtype, "bfloat16");
-    assert_true(tp_precision_hint(&m, hint, sizeof hint));
+    assert_true(tp_precision_words(hint, sizeof hint, &m));
     assert_non_null(strstr(hint, "already runs in bfloat16"));
     snprintf(m.device, sizeof m.device, "cpu");
-    assert_false(tp_precision_hint(&m, hint, sizeof hint));
+    assert_false(tp_precision_words(hint, sizeof hint, &m));
     assert_string_equal(hint, "");
     unlink(path);
     assert_false(tp_model_facts_read(path, &m)); /* missing file */

@@ -7,7 +7,7 @@
 #include "commands.h"
 #include "render/export.h"
 #include "render/report.h"
-#include "store/merge.h"
+#include "store/inputs.h"
 #include "util/atomic_file.h"
 #include "util/options.h"
 #include "util/log.h"

@@ -9,7 +9,7 @@
 #include "analyze/verdicts.h"
 #include "commands.h"
 #include "render/html.h"
-#include "store/merge.h"
+#include "store/inputs.h"
 #include "util/atomic_file.h"
 #include "util/options.h"
 #include "util/log.h"

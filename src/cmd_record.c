@@ -23,7 +23,7 @@
 #include "record/drain.h"
 #include "record/output_name.h"
 #include "record/registry.h"
-#include "record/record_summary.h"
+#include "record/closing.h"
 #include "record/sampler.h"
 #include "record/status_line.h"
 #include "record/writer_thread.h"

@@ -7,7 +7,7 @@
 #include "analyze/verdicts.h"
 #include "commands.h"
 #include "render/report.h"
-#include "store/merge.h"
+#include "store/inputs.h"
 #include "util/options.h"
 #include "util/log.h"
 #include "util/utf8.h"

@@ -27,22 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/rank_compare.h"
 #include "core/rank_facts.h"
 #include "store/reader.h"
-
-#define TP_STRAGGLER_EXCESS     0.10
-#define TP_STRAGGLER_STEP_SHARE 0.02
-
-/* The ranks shown in detail (html's step-time plots, report's per-rank
- * tables) when a run has more than this many. */
-#define TP_NOTABLE_RANKS 8
-
-/* When r has more than TP_NOTABLE_RANKS ranks, writes the ranks worth a
- * closer look into out (room for TP_NOTABLE_RANKS), in rank order: the
- * TP_NOTABLE_RANKS - 2 with the most own work per step (stragglers first),
- * the median rank and the rank with the least; returns how many. Returns 0
- * (show them all) when there are no more. */
-size_t tp_ranks_notable(const tp_ranks *r, int *out);
 
 /* Builds the parts of every rank (rank >= 0) that marked two or more steps
  * from the run's rows, and compares them (tp_ranks_compare); out->n is 0
@@ -50,12 +37,5 @@ size_t tp_ranks_notable(const tp_ranks *r, int *out);
  * to read the stored rows instead (summary_store.h) is the summary's call
  * (summary.c), made there only. */
 bool tp_ranks_from_rows(tp_run *run, tp_ranks *out, char *err, size_t cap);
-
-/* The medians of ranks' parts, each rank's excess over them, and the
- * stragglers with their causes. */
-void tp_ranks_compare(tp_ranks *out);
-
-/* Per-step seconds of a row's parts. */
-double tp_rank_own_per_step(const tp_rank_row *r);
 
 #endif

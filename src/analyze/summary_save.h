@@ -2,7 +2,7 @@
  *
  * When the command ends, the recorder (and `trainprof summarize`) computes
  * what `report` shows from the file's rows and writes it into the summary_*
- * tables, which analyze/summary_store.h reads back. */
+ * tables, which store/summary_tables.h reads back. */
 #ifndef TP_ANALYZE_SUMMARY_SAVE_H
 #define TP_ANALYZE_SUMMARY_SAVE_H
 

@@ -1,5 +1,5 @@
-/* record_summary.c: the closing summary of `record`. */
-#include "record/record_summary.h"
+/* closing.c: the closing summary of `record`. */
+#include "record/closing.h"
 
 #include <errno.h>
 #include <string.h>
@@ -53,7 +53,7 @@ static void first_line(FILE *out, const char *path, const tp_record_outcome *out
         fprintf(out, "  %s\n", outcome->lost);
 }
 
-bool tp_record_summary_print(FILE *out, const char *path, const tp_record_outcome *outcome)
+bool tp_record_closing_print(FILE *out, const char *path, const tp_record_outcome *outcome)
 {
     char err[512];
     tp_summary s;
@@ -107,7 +107,7 @@ static _Noreturn void close_in_child(const char *path, const tp_record_outcome *
     char err[512];
     if (!tp_summary_store_save(path, err, sizeof err)) /* the file stays readable row by row */
         tp_warn("%s", err);
-    bool printed = quiet || tp_record_summary_print(stderr, path, outcome);
+    bool printed = quiet || tp_record_closing_print(stderr, path, outcome);
     fflush(stderr);
     _exit(printed ? 0 : 1);
 }

@@ -1,6 +1,6 @@
-/* record_summary.h: the few lines `record` prints when the command ends. */
-#ifndef TP_RECORD_RECORD_SUMMARY_H
-#define TP_RECORD_RECORD_SUMMARY_H
+/* closing.h: the few lines `record` prints when the command ends. */
+#ifndef TP_RECORD_CLOSING_H
+#define TP_RECORD_CLOSING_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,7 +19,7 @@ typedef struct tp_record_outcome {
  * duration and exit status, how much the file holds where writing it failed
  * or memory ran out, the headline figures (CPU, memory, each GPU) and how to
  * see the rest. False (nothing printed) when the file can't be read back. */
-bool tp_record_summary_print(FILE *out, const char *path, const tp_record_outcome *outcome);
+bool tp_record_closing_print(FILE *out, const char *path, const tp_record_outcome *outcome);
 
 /* The end of `record`, after the run file is closed: stores its summary
  * tables and, unless quiet, prints the closing summary, both in a child

@@ -5,7 +5,9 @@ the bundled example, a DDP run of two ranks, a merge of two nodes, a
 recording killed mid-run, an empty run, a schema-3 file, and a synthetic
 node of 8 ranks (bench/gen_run, schema 7) edited so that the verdicts a
 real CPU run can't give fire: a straggler, input-bound, GPU under-used,
-host memory near full. For each run
+host memory near full; and a second one for the other verdicts:
+transfer-bound, communication-bound, CPU saturated, a link near full, GPU
+memory near full. For each run
 the outputs are `report`, `report --json`, `html`, `export` (chrome) and
 `export --format csv`; the text ones are kept whole in tests/golden/expected/,
 html and the exports as their size and SHA-256 (they are large), and
@@ -47,6 +49,7 @@ CORPUS = {
     "empty": ["empty.db"],
     "schema3": ["schema3.db"],
     "synthetic": ["synthetic.db"],
+    "synthetic2": ["synthetic2.db"],
 }
 # output name -> (arguments before the run files, kept whole)
 OUTPUTS = {
@@ -181,6 +184,41 @@ def record():
     db.execute("VACUUM")
     db.close()
     record_synthetic(RUNS / "synthetic.db")
+    record_synthetic2(RUNS / "synthetic2.db")
+
+
+SERIES = ("SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
+          " WHERE m.name = ? AND s.labels = ?")
+
+
+def record_synthetic2(path):
+    """72 s of a node of 8 ranks (global 16-23, none slow) whose forward
+    passes are renamed reduce_metrics and whose train_batch regions are gone
+    (communication nothing overlaps: 30 % of the step), whose loading and
+    optimizer steps are renamed to_device (17 %),
+    its CPUs at 99 %, eth0 receiving at its link's speed and GPU 1's memory at
+    95 %, summarized anew."""
+    gen = str(ROOT / "build" / "bench" / "gen_run")
+    subprocess.run([gen, path, "0.02", "0.5", "8", "2", "8", "1", "node-2", "16"], check=True,
+                   stdout=subprocess.DEVNULL)
+    name = "(SELECT id FROM name WHERE text = ?)"
+    with sqlite3.connect(path) as db:
+        db.execute(f"UPDATE region SET name_id = {name} WHERE name_id = {name}",
+                   ("reduce_metrics", "forward"))
+        db.execute(f"DELETE FROM region WHERE name_id = {name}", ("train_batch",))
+        for old in ("dataloader_next", "optimizer_step"):
+            db.execute(f"UPDATE region SET name_id = {name} WHERE name_id = {name}",
+                       ("to_device", old))
+        db.execute(f"UPDATE sample SET value = 99 WHERE series_id IN ({SERIES})",
+                   ("cpu_util_percent", "{}"))
+        link = db.execute(f"SELECT value FROM sample WHERE series_id IN ({SERIES}) LIMIT 1",
+                          ("net_link_speed_bytes_per_s", '{"interface":"eth0"}')).fetchone()[0]
+        db.execute(f"UPDATE sample SET value = ? WHERE series_id IN ({SERIES})",
+                   (link, "net_recv_bytes_per_s", '{"interface":"eth0"}'))
+        db.execute(f"UPDATE sample SET value = ? WHERE series_id IN ({SERIES})",
+                   (0.95 * (80 << 30), "gpu_mem_used_bytes", '{"gpu":"1"}'))
+    db.close()
+    subprocess.run([PROGRAM, "summarize", "--force", "-q", path], check=True)
 
 
 def record_synthetic(path):
@@ -206,6 +244,8 @@ if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "check"
     if what == "record":
         record()
+    elif what == "record-synthetic2":  # one entry, the others' files kept
+        record_synthetic2(RUNS / "synthetic2.db")
     elif what == "update":
         update()
     elif what == "check":

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "names.h"
+#include "thread_registry.h"
 #include "thread_state.h"
 
 _Thread_local tp_thread tp_self;
@@ -43,6 +44,7 @@ static void reset_in_child(void)
     channel_fd = -1;
     channel_state = 0;
     tp_thread *t = &tp_self;
+    tp_registry_clear();
     if (t->ring)
         munmap(t->ring, tp_ring_bytes(t->ring->capacity));
     free(t->defined);
@@ -54,8 +56,10 @@ static void reset_in_child(void)
 static void thread_exit(void *arg)
 {
     tp_thread *t = arg;
-    if (t->ring)
+    if (t->ring) {
+        tp_registry_remove(t->ring);
         munmap(t->ring, tp_ring_bytes(t->ring->capacity));
+    }
     free(t->defined);
     memset(t, 0, sizeof *t);
     t->state = TP_THREAD_OFF;
@@ -207,9 +211,30 @@ int tp_thread_attach(tp_thread *t)
     t->head = 0;
     t->depth = 0;
     t->state = TP_THREAD_ACTIVE;
+    tp_registry_add(h);
     if (key_made)
         pthread_setspecific(exit_key, t);
     return 1;
+}
+
+bool tp_thread_send(tp_thread *t, const tp_event *head, const void *payload, size_t len)
+{
+    uint32_t extra = (uint32_t)((len + sizeof(tp_event) - 1) / sizeof(tp_event));
+    tp_ring_header *h = t->ring;
+    if (!tp_ring_has_room(h, t->head, 1 + extra))
+        return false;
+    tp_event *slots = tp_ring_slots(h);
+    uint32_t mask = h->capacity - 1;
+    slots[t->head & mask] = *head;
+    for (uint32_t i = 0; i < extra; i++) {
+        tp_event *chunk = &slots[(t->head + 1 + i) & mask];
+        size_t off = (size_t)i * sizeof(tp_event);
+        size_t n = len - off < sizeof(tp_event) ? len - off : sizeof(tp_event);
+        memcpy(chunk, (const char *)payload + off, n);
+    }
+    t->head += 1 + extra;
+    atomic_store_explicit(&h->head, t->head, memory_order_release);
+    return true;
 }
 
 void tp_thread_define_name(tp_thread *t, uint32_t id)
@@ -228,25 +253,7 @@ void tp_thread_define_name(tp_thread *t, uint32_t id)
     int len = tp_names_copy(id, text, sizeof text);
     if (len < 0)
         return;
-    uint32_t extra = (uint32_t)((len + (int)sizeof(tp_event) - 1) / (int)sizeof(tp_event));
-    tp_ring_header *h = t->ring;
-    if (!tp_ring_has_room(h, t->head, 1 + extra))
-        return; /* tried again at the name's next event */
-    tp_event *slots = tp_ring_slots(h);
-    uint32_t mask = h->capacity - 1;
-    tp_event *e = &slots[t->head & mask];
-    e->t_ns = 0;
-    e->kind = TP_EV_NAME;
-    e->name_id = id;
-    e->value = 0;
-    e->aux = (uint64_t)len;
-    for (uint32_t i = 0; i < extra; i++) {
-        tp_event *chunk = &slots[(t->head + 1 + i) & mask];
-        size_t off = (size_t)i * sizeof(tp_event);
-        size_t n = (size_t)len - off < sizeof(tp_event) ? (size_t)len - off : sizeof(tp_event);
-        memcpy(chunk, text + off, n);
-    }
-    t->head += 1 + extra;
-    atomic_store_explicit(&h->head, t->head, memory_order_release);
-    t->defined[word] |= 1ULL << (id % 64);
+    tp_event head = {0, TP_EV_NAME, id, 0, (uint64_t)len};
+    if (tp_thread_send(t, &head, text, (size_t)len)) /* else tried again at its next event */
+        t->defined[word] |= 1ULL << (id % 64);
 }

@@ -46,6 +46,8 @@ enum tp_event_kind {
     TP_EV_DEVICE = 7,   /* name_id's device time: value ns, for the region begun at t_ns */
     TP_EV_RANK = 8,     /* the process's rank: value; aux = local rank | world size << 32 */
     TP_EV_STEP_END = 9, /* the open step ended at t_ns, and no step begins there */
+    TP_EV_FRAME = 10,   /* a Python frame's text follows (lib/stacks.h) */
+    TP_EV_STACK = 11,   /* a sampled stack; its frames follow (lib/stacks.h) */
 };
 
 typedef struct tp_event {

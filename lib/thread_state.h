@@ -6,6 +6,8 @@
 #ifndef TP_LIB_THREAD_STATE_H
 #define TP_LIB_THREAD_STATE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ring.h"
@@ -34,6 +36,11 @@ int tp_thread_attach(tp_thread *t);
  * carry, instead of the ones its environment gives; a negative local rank or
  * world size is replaced by the environment's (-1 where it has none). */
 void tp_thread_set_rank(int32_t rank, int32_t *local_rank, int32_t *world_size);
+
+/* Writes head and then payload (len bytes) into the slots after it, and
+ * publishes them; false when the ring has no room for all (the event then
+ * counts as dropped). The caller checked that the thread is active. */
+bool tp_thread_send(tp_thread *t, const tp_event *head, const void *payload, size_t len);
 
 /* Cold path: sends name id's text through the thread's ring. */
 void tp_thread_define_name(tp_thread *t, uint32_t id);

@@ -13,7 +13,7 @@
 #include "util/log.h"
 
 static const char usage[] =
-    "usage: trainprof export [--format chrome|csv|json] [-o FILE [--force]] RUN_FILE...\n"
+    "usage: trainprof export [--format chrome|csv|json|folded] [-o FILE [--force]] RUN_FILE...\n"
     "\n"
     "Writes a run file in another format, streamed (memory stays flat):\n"
     "  chrome  Trace Event Format JSON for Perfetto UI and chrome://tracing: a track per\n"
@@ -22,10 +22,12 @@ static const char usage[] =
     "          counter tracks for each agent's and each GPU's metrics (default)\n"
     "  csv     one row per sample: t_s,agent,metric,labels,value\n"
     "  json    the report, as `trainprof report --json`\n"
+    "  folded  the sampled Python stacks, one line per stack and phase with its count\n"
+    "          (flamegraph.pl, speedscope, inferno): PHASE;frame;...;frame COUNT\n"
     "Several files (one per node of a job) are merged first, as `trainprof merge`\n"
     "would.\n";
 
-typedef enum { FMT_CHROME, FMT_CSV, FMT_JSON } export_format;
+typedef enum { FMT_CHROME, FMT_CSV, FMT_JSON, FMT_FOLDED } export_format;
 
 static bool write_export(FILE *out, tp_run *run, export_format f, char *err, size_t cap)
 {
@@ -33,9 +35,13 @@ static bool write_export(FILE *out, tp_run *run, export_format f, char *err, siz
         return tp_export_chrome(out, run, err, cap);
     if (f == FMT_CSV)
         return tp_export_csv(out, run, err, cap);
+    if (f == FMT_FOLDED)
+        return tp_export_folded(out, run, err, cap);
     tp_summary s;
-    if (!tp_summary_build(run, &s, err, cap))
+    if (!tp_summary_build(run, &s, err, cap) || !tp_summary_add_stacks(&s, err, cap)) {
+        tp_summary_free(&s);
         return false;
+    }
     tp_verdicts v;
     tp_verdicts_build(&s, &v);
     tp_report_json(out, &s, &v);
@@ -57,12 +63,12 @@ static bool write_job(FILE *out, void *ctx, char *err, size_t cap)
 
 int cmd_export(int argc, char **argv)
 {
-    static const char *const formats[] = {"chrome", "csv", "json", NULL};
+    static const char *const formats[] = {"chrome", "csv", "json", "folded", NULL};
     int format = FMT_CHROME;
     const char *output = NULL;
     bool force = false;
     const tp_option options[] = {
-        TP_CHOICE('f', "format", "FORMAT", "chrome, csv or json", &format, formats),
+        TP_CHOICE('f', "format", "FORMAT", "chrome, csv, json or folded", &format, formats),
         TP_STRING('o', "output", "FILE", "write to FILE (default: standard output)", &output),
         TP_FLAG(0, "force", "overwrite FILE if it exists", &force),
     };

@@ -38,11 +38,15 @@
 
 extern char **environ;
 
+#define TP_STACKS_HZ_DEFAULT 100
+#define TP_STACKS_HZ_MAX     1000
+
 typedef struct record_options {
     const char *output;
     const char *agent;
     const char *serve; /* HOST:PORT of the Prometheus endpoint, or NULL */
     double interval_s;
+    double stacks_hz; /* Python stack samples a second per thread; 0: off */
     bool force;
     bool quiet;
     char **command;
@@ -62,8 +66,19 @@ static const char epilogue[] = "example:\n"
 /* Returns 0 to go on, or an exit status (help: 0 via *done, errors: 2). */
 static int parse_options(int argc, char **argv, record_options *o, bool *done)
 {
-    *o = (record_options){NULL, NULL, NULL, 0.5, false, false, NULL};
+    *o = (record_options){NULL, NULL, NULL, 0.5, TP_STACKS_HZ_DEFAULT, false, false, NULL};
     *done = false;
+    const char *env_stacks = getenv("TRAINPROF_STACKS");
+    if (env_stacks && *env_stacks) {
+        char *end;
+        double hz = strtod(env_stacks, &end);
+        if (*end || !(hz >= 0 && hz <= TP_STACKS_HZ_MAX)) {
+            tp_error("record: TRAINPROF_STACKS=%s: a rate of 0 (off) to %d samples a second",
+                     env_stacks, TP_STACKS_HZ_MAX);
+            return 2;
+        }
+        o->stacks_hz = hz;
+    }
     const tp_option options[] = {
         TP_STRING('o', "output", "FILE",
                   "run file to write (default: trainprof-DATE-TIME.db);\n"
@@ -79,6 +94,10 @@ static int parse_options(int argc, char **argv, record_options *o, bool *done)
                   "serve live metrics for Prometheus at http://ADDR:PORT/metrics\n"
                   "(e.g. 127.0.0.1:9464; 0.0.0.0:9464 for every interface)",
                   &o->serve),
+        TP_NUMBER(0, "stacks", "HZ",
+                  "sample every Python thread's stack HZ times a second,\n"
+                  "0 (or TRAINPROF_STACKS=0) for none (default: 100)",
+                  &o->stacks_hz, 0, TP_STACKS_HZ_MAX, "samples a second"),
         TP_FLAG('q', "quiet", "no status line and no summary", &o->quiet),
     };
     const tp_command cmd = {.name = "record",
@@ -207,6 +226,7 @@ static bool record_start_meta(tp_writer *writer, const record_options *o, const 
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     meta_add(&m, "start_wall", when);
     meta_addf(&m, "interval_s", "%g", o->interval_s);
+    meta_addf(&m, "stacks_hz", "%g", o->stacks_hz);
     meta_addf(&m, "recorder_pid", "%d", (int)getpid());
     bool ok = tp_writer_metas(writer, m.keys, m.values, m.n);
     free(words);
@@ -276,20 +296,24 @@ static int supervise(pid_t child, int sfd, tp_live *status_line, uint64_t start_
 }
 
 /* The command's environment: ours, with TRAINPROF_SOCKET naming the drain's
- * socket (replacing an inherited one) when timings are collected. */
-static char **child_environment(const tp_drain *drain)
+ * socket when timings are collected and TRAINPROF_STACKS the stack sampling
+ * rate (each replacing an inherited one). */
+static char **child_environment(const tp_drain *drain, double stacks_hz)
 {
     size_t n = 0;
     while (environ[n])
         n++;
-    char **envp = calloc(n + 2, sizeof *envp);
+    char **envp = calloc(n + 3, sizeof *envp);
     if (!envp)
         return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "TRAINPROF_SOCKET=", 17) != 0)
+        if (strncmp(environ[i], "TRAINPROF_SOCKET=", 17) != 0 &&
+            strncmp(environ[i], "TRAINPROF_STACKS=", 17) != 0)
             envp[k++] = environ[i];
     if (drain && asprintf(&envp[k], "TRAINPROF_SOCKET=%s", tp_drain_socket_path(drain)) > 0)
+        k++;
+    if (asprintf(&envp[k], "TRAINPROF_STACKS=%g", stacks_hz) > 0)
         k++;
     envp[k] = NULL;
     return envp;
@@ -300,8 +324,8 @@ static void free_child_environment(char **envp)
     if (!envp)
         return;
     for (char **p = envp; *p; p++)
-        if (strncmp(*p, "TRAINPROF_SOCKET=", 17) == 0)
-            free(*p); /* the only entry this process allocated */
+        if (strncmp(*p, "TRAINPROF_SOCKET=", 17) == 0 || strncmp(*p, "TRAINPROF_STACKS=", 17) == 0)
+            free(*p); /* the entries this process allocated */
     free(envp);
 }
 
@@ -411,7 +435,7 @@ int cmd_record(int argc, char **argv)
     tp_drain *drain = tp_drain_start(sink, err, sizeof err);
     if (!drain)
         tp_sink_unavailable(sink, "timings", err);
-    char **envp = child_environment(drain);
+    char **envp = child_environment(drain, o.stacks_hz);
     pid_t child = envp ? tp_child_spawn(o.command, envp) : -1;
     int spawn_errno = envp ? errno : ENOMEM;
     free_child_environment(envp);

@@ -66,6 +66,12 @@ int cmd_report(int argc, char **argv)
         tp_error("%s", err);
         return 2;
     }
+    if (!tp_summary_add_stacks(&s, err, sizeof err)) {
+        tp_summary_close(&s);
+        tp_inputs_done(&in);
+        tp_error("%s", err);
+        return 2;
+    }
     tp_inputs_name_run(&in, s.run);
     tp_verdicts v;
     tp_verdicts_build(&s, &v);

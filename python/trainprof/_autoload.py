@@ -16,6 +16,22 @@ def _instrument(_torch):
         print(f"trainprof: warning: PyTorch auto-instrumentation failed: {e}", file=sys.stderr)
 
 
+def _start_stacks():
+    """Samples this process's Python stacks at TRAINPROF_STACKS Hz (set by
+    ``trainprof record``; 0: off), in a thread of the extension that never
+    takes the GIL; again in each forked child (a DataLoader worker)."""
+    try:
+        hz = float(os.environ.get("TRAINPROF_STACKS", "0"))
+    except ValueError:
+        return
+    if not 0 < hz <= 1000:
+        return
+    from trainprof import _native
+
+    _native._start_stacks(hz)
+    os.register_at_fork(after_in_child=lambda: _native._start_stacks(hz))
+
+
 def _install():
     if os.environ.get("TRAINPROF_AUTO", "1") == "0":
         return
@@ -28,3 +44,7 @@ try:
     _install()
 except Exception as e:  # the training must go on, but without timings the user must know why
     print(f"trainprof: warning: PyTorch auto-instrumentation not installed: {e}", file=sys.stderr)
+try:
+    _start_stacks()
+except Exception as e:  # the training must go on
+    print(f"trainprof: warning: stack sampling not started: {e}", file=sys.stderr)

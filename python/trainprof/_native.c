@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 
+#include "_stack_sampler.h"
 #include "trainprof.h"
 
 typedef struct {
@@ -334,6 +335,9 @@ static PyMethodDef module_methods[] = {
     {"active", py_active, METH_NOARGS, "True when this thread's events reach a recorder."},
     {"dropped", py_dropped, METH_NOARGS, "Events this thread dropped on a full buffer."},
     {"_set_decorator_factory", py_set_decorator_factory, METH_O, NULL},
+    {"_stack_snapshot", tp_py_stack_snapshot, METH_NOARGS, NULL},
+    {"_start_stacks", tp_py_start_stacks, METH_O, NULL},
+    {"_stop_stacks", tp_py_stop_stacks, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

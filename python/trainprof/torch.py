@@ -196,7 +196,9 @@ def _count_loader_samples(it, batch):
 
 
 def _patch_workers():
-    """Names DataLoader worker processes "DL worker N" in the recording."""
+    """Names DataLoader worker processes "DL worker N" in the recording, from
+    their start (their ring made at once: the stack samples of a worker are
+    told apart by it)."""
     import inspect
 
     from torch.utils.data._utils import worker
@@ -213,6 +215,7 @@ def _patch_workers():
         wid = kwargs.get("worker_id", args[position] if len(args) > position else None)
         if wid is not None:
             _native.set_thread_name(f"DL worker {wid}")
+            _native.active()
         return orig(*args, **kwargs)
 
     worker._worker_loop = _worker_loop

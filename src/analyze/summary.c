@@ -255,6 +255,7 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
 
 void tp_summary_free(tp_summary *s)
 {
+    tp_stack_facts_free(&s->stacks);
     free(s->items);
     free(s->windows);
     tp_timings_free(&s->timings);
@@ -274,6 +275,12 @@ bool tp_summary_load(const char *path, tp_summary *out, char *err, size_t cap)
         return false;
     }
     return true;
+}
+
+bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap)
+{
+    tp_stack_facts_free(&s->stacks);
+    return tp_stack_facts_build(s->run, &s->stacks, err, cap);
 }
 
 void tp_summary_close(tp_summary *s)

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "analyze/ranks.h"
+#include "analyze/stack_facts.h"
 #include "core/stats.h"
 #include "analyze/timings.h"
 #include "store/reader.h"
@@ -48,6 +49,9 @@ typedef struct tp_summary {
     /* the file holds the plots the recorder stored (analyze/summary_plots.h):
      * the html page draws those, not the rows */
     bool plots_stored;
+    /* where each phase's time goes in the code (sampled stacks): filled by
+     * tp_summary_add_stacks only, for the commands that show it */
+    tp_stack_facts stacks;
 } tp_summary;
 
 /* Agent agent_id's steps window in s, or NULL. */
@@ -69,6 +73,10 @@ void tp_summary_free(tp_summary *s);
  * err) when the file can't be opened or read. */
 bool tp_summary_load(const char *path, tp_summary *out, char *err, size_t cap);
 void tp_summary_close(tp_summary *s);
+
+/* Adds the sampled stacks' facts (s->stacks; none in a run without them).
+ * False (reason in err) when they can't be read. */
+bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap);
 
 /* The summary of one series by metric and labels on an agent, or NULL. */
 const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id, const char *metric,

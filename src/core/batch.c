@@ -20,8 +20,11 @@ void tp_batch_clear(tp_batch *b)
     }
     for (size_t i = 0; i < b->names.len; i++)
         free(b->names.items[i].text);
+    for (size_t i = 0; i < b->frames.len; i++)
+        free(b->frames.items[i].text);
     b->series.len = b->samples.len = b->unavailable.len = b->meta.len = b->gpus.len = 0;
     b->threads.len = b->names.len = b->intervals.len = b->marks.len = b->device_spans.len = 0;
+    b->frames.len = b->stack_nodes.len = b->stacks.len = 0;
 }
 
 void tp_batch_free(tp_batch *b)
@@ -37,5 +40,8 @@ void tp_batch_free(tp_batch *b)
     free(b->intervals.items);
     free(b->marks.items);
     free(b->device_spans.items);
+    free(b->frames.items);
+    free(b->stack_nodes.items);
+    free(b->stacks.items);
     memset(b, 0, sizeof *b);
 }

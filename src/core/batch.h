@@ -89,6 +89,32 @@ typedef struct tp_name_def {
     char *text;
 } tp_name_def;
 
+/* A node of the sampled stacks' tree (core/stack_table.h): its frame (a
+ * frame id, whose text is "function\nfile"), at line, called from parent
+ * (0: the outermost frame). */
+typedef struct tp_stack_node {
+    uint32_t id, parent, frame;
+    int32_t line;
+} tp_stack_node;
+
+/* What a sampled stack's state says (tp_stack_sample.state). */
+enum {
+    TP_STACK_STATE_ON_CPU = 1,    /* the thread was running or runnable */
+    TP_STACK_STATE_KNOWN = 2,     /* TP_STACK_STATE_ON_CPU is the kernel's word */
+    TP_STACK_STATE_TRUNCATED = 4, /* its outermost frames are missing */
+};
+
+/* A thread's Python stack, sampled by its process's sampler (thread: the
+ * sampler's ring; tid: the sampled thread's kernel id, 0 unknown). */
+typedef struct tp_stack_sample {
+    uint32_t thread;
+    int32_t tid;
+    uint64_t t_ns;  /* since the run's anchor */
+    uint32_t phase; /* the thread's innermost open region (a name id), 0 none */
+    uint32_t state; /* TP_STACK_STATE_* */
+    uint32_t node;  /* its innermost frame's node */
+} tp_stack_sample;
+
 /* A vector of T with count and capacity. */
 #define TP_VEC(T)        \
     struct {             \
@@ -107,6 +133,9 @@ typedef struct tp_batch {
     TP_VEC(tp_interval) intervals;
     TP_VEC(tp_mark) marks;
     TP_VEC(tp_device_span) device_spans;
+    TP_VEC(tp_name_def) frames; /* text: "function\nfile" */
+    TP_VEC(tp_stack_node) stack_nodes;
+    TP_VEC(tp_stack_sample) stacks;
 } tp_batch;
 
 /* Frees the texts a batch holds and empties it, keeping its vectors'

@@ -12,6 +12,7 @@
 
 #include "core/name_table.h"
 #include "core/series_table.h"
+#include "core/stack_table.h"
 #include "util/grow.h"
 
 struct tp_sink {
@@ -22,6 +23,8 @@ struct tp_sink {
     tp_series_table registry;       /* the series made, by (metric, labels) */
     TP_VEC(tp_thread_info) threads; /* every thread ever seen */
     tp_name_table names;            /* region names, by hash */
+    tp_name_table frames;           /* Python frames ("function\nfile"), by hash */
+    tp_stack_table stacks;          /* sampled stacks, as a tree */
     tp_batch pending;
     uint64_t lost[TP_LOST_KINDS]; /* what memory ran out for */
     uint64_t total_samples;
@@ -70,6 +73,8 @@ void tp_sink_free(tp_sink *s)
         return;
     tp_series_table_free(&s->registry);
     tp_name_table_free(&s->names);
+    tp_name_table_free(&s->frames);
+    tp_stack_table_free(&s->stacks);
     free(s->threads.items);
     tp_batch_free(&s->pending);
     pthread_mutex_destroy(&s->lock);
@@ -194,7 +199,7 @@ static bool has_pending(const tp_sink *s)
     const tp_batch *b = &s->pending;
     return b->series.len || b->samples.len || b->unavailable.len || b->meta.len || b->gpus.len ||
            b->threads.len || b->names.len || b->intervals.len || b->marks.len ||
-           b->device_spans.len;
+           b->device_spans.len || b->frames.len || b->stack_nodes.len || b->stacks.len;
 }
 
 static uint64_t since_start(const tp_sink *s, uint64_t t)
@@ -244,29 +249,73 @@ void tp_sink_thread_rank(tp_sink *s, uint32_t thread, int32_t rank, int32_t loca
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Interns a new name: its id, or 0 (nothing changed) when memory ran out. */
-static uint32_t add_name(tp_sink *s, const char *text)
+/* Interns a new text in table, and defines it in pending: its id, or 0
+ * (nothing changed) when memory ran out. */
+static uint32_t add_text(tp_name_table *table, void *pending_vec, const char *text)
 {
+    TP_VEC(tp_name_def) *pending = pending_vec;
     bool room_pending;
-    VEC_ROOM(s->pending.names, room_pending);
-    char *own = strdup(text), *pending = strdup(text);
-    if (!room_pending || !own || !pending || !tp_name_table_reserve(&s->names)) {
-        free(own), free(pending);
+    VEC_ROOM(*pending, room_pending);
+    char *own = strdup(text), *copy = strdup(text);
+    if (!room_pending || !own || !copy || !tp_name_table_reserve(table)) {
+        free(own), free(copy);
         return 0;
     }
-    uint32_t id = tp_name_table_add(&s->names, text, own);
-    s->pending.names.items[s->pending.names.len++] = (tp_name_def){id, pending};
+    uint32_t id = tp_name_table_add(table, text, own);
+    pending->items[pending->len++] = (tp_name_def){id, copy};
+    return id;
+}
+
+static uint32_t intern(tp_sink *s, tp_name_table *table, void *pending_vec, const char *text)
+{
+    pthread_mutex_lock(&s->lock);
+    uint32_t id = tp_name_table_find(table, text);
+    if (!id && !(id = add_text(table, pending_vec, text)))
+        s->lost[TP_LOST_OTHER]++;
+    pthread_mutex_unlock(&s->lock);
     return id;
 }
 
 uint32_t tp_sink_name(tp_sink *s, const char *text)
 {
+    return intern(s, &s->names, &s->pending.names, text);
+}
+
+uint32_t tp_sink_frame(tp_sink *s, const char *text)
+{
+    return intern(s, &s->frames, &s->pending.frames, text);
+}
+
+/* The node of frames[0..n) (innermost first) in the stack tree, defining
+ * new nodes in the pending batch; 0 when memory ran out. */
+static uint32_t stack_node(tp_sink *s, const uint32_t *frames, const int32_t *lines, size_t n)
+{
+    uint32_t node = 0;
+    for (size_t i = n; i-- > 0;) {
+        bool made, room;
+        VEC_ROOM(s->pending.stack_nodes, room);
+        uint32_t child =
+            room ? tp_stack_table_node(&s->stacks, node, frames[i], lines[i], &made) : 0;
+        if (!child)
+            return 0;
+        if (made)
+            s->pending.stack_nodes.items[s->pending.stack_nodes.len++] =
+                (tp_stack_node){child, node, frames[i], lines[i]};
+        node = child;
+    }
+    return node;
+}
+
+void tp_sink_stack(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid, uint32_t phase,
+                   uint32_t state, const uint32_t *frames, const int32_t *lines, size_t n)
+{
+    tp_stack_sample x = {thread, tid, since_start(s, t_mono_ns), phase, state, 0};
     pthread_mutex_lock(&s->lock);
-    uint32_t id = tp_name_table_find(&s->names, text);
-    if (!id && !(id = add_name(s, text)))
-        s->lost[TP_LOST_OTHER]++;
+    if (!thread || (n && !(x.node = stack_node(s, frames, lines, n))))
+        s->lost[TP_LOST_EVENTS]++;
+    else
+        VEC_PUSH(s, s->pending.stacks, x, TP_LOST_EVENTS);
     pthread_mutex_unlock(&s->lock);
-    return id;
 }
 
 void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth,
@@ -349,6 +398,9 @@ void tp_sink_take(tp_sink *s, tp_batch *out)
     VEC_SWAP(s->pending.intervals, out->intervals);
     VEC_SWAP(s->pending.marks, out->marks);
     VEC_SWAP(s->pending.device_spans, out->device_spans);
+    VEC_SWAP(s->pending.frames, out->frames);
+    VEC_SWAP(s->pending.stack_nodes, out->stack_nodes);
+    VEC_SWAP(s->pending.stacks, out->stacks);
     pthread_mutex_unlock(&s->lock);
 }
 

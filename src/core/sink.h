@@ -53,6 +53,15 @@ void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns
 void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t start_mono_ns,
                          uint64_t device_ns);
 
+/* Sampled Python stacks (from the drain). A frame's text is
+ * "function\nfile"; the same id for the same text, 0 when memory ran out. */
+uint32_t tp_sink_frame(tp_sink *s, const char *text);
+/* One sample of thread tid (0: unknown), taken by the sampler whose ring is
+ * thread: frames[0..n) and their lines innermost first (sink frame ids, 0
+ * for one not known), phase a name id (0: none), state TP_STACK_STATE_*. */
+void tp_sink_stack(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid, uint32_t phase,
+                   uint32_t state, const uint32_t *frames, const int32_t *lines, size_t n);
+
 /* What the recorder could not keep because memory ran out: the sink counts
  * its own losses (an item it had no room for, a series, name or thread it
  * could not make, and everything later sent to one), and producers add

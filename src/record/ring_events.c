@@ -29,6 +29,26 @@ static void map_name(tp_ring_reader *r, tp_sink *sink, uint32_t local, const cha
     r->names[local] = id ? id : TP_RING_NAME_LOST;
 }
 
+/* Maps the ring's frame id local (1..TP_FRAMES_MAX, checked by the caller)
+ * to the sink's. */
+static void map_frame(tp_ring_reader *r, tp_sink *sink, uint32_t local, const char *text)
+{
+    if (local >= r->frames_cap) {
+        size_t old = r->frames_cap, ncap = r->frames_cap;
+        uint32_t *n = tp_grow_try(r->frames, local, &ncap, sizeof *n);
+        if (!n) {
+            tp_sink_lost(sink, TP_LOST_OTHER, 1);
+            return;
+        }
+        memset(n + old, 0, (ncap - old) * sizeof *n);
+        r->frames = n;
+        r->frames_cap = (uint32_t)ncap;
+    }
+    char clean[TP_FRAME_TEXT_MAX * 3 + 1];
+    tp_utf8_clean(clean, sizeof clean, text);
+    r->frames[local] = tp_sink_frame(sink, clean);
+}
+
 /* The sink's name for the ring's id local: 0 when the ring never named it
  * (its regions are skipped), TP_RING_NAME_LOST when memory ran out. */
 static uint32_t sink_name(const tp_ring_reader *r, uint32_t local)
@@ -52,10 +72,10 @@ static void close_region(tp_ring_reader *r, tp_sink *sink, uint32_t local, uint6
     }
 }
 
-/* Copies the text of a TP_EV_NAME event (len bytes in the chunks slots
- * from tail) out of the ring. */
+/* Copies the payload of an event (len bytes in the slots from tail) out of
+ * the ring, NUL-terminated (text has room for len + 1). */
 static void copy_name(const tp_ring_reader *r, const tp_event *slots, uint64_t tail, size_t len,
-                      char text[TP_NAME_MAX + 1])
+                      char *text)
 {
     uint32_t mask = r->capacity - 1;
     for (size_t off = 0; off < len; off += sizeof(tp_event)) {
@@ -63,6 +83,28 @@ static void copy_name(const tp_ring_reader *r, const tp_event *slots, uint64_t t
         memcpy(text + off, &slots[(tail + off / sizeof(tp_event)) & mask], n);
     }
     text[len] = '\0';
+}
+
+/* A TP_EV_STACK event e and its n frames (in the slots from tail) into the
+ * sink. */
+static void stack_event(const tp_ring_reader *r, tp_sink *sink, const tp_event *e,
+                        const tp_event *slots, uint64_t tail, uint32_t n)
+{
+    tp_stack_ref refs[TP_STACK_DEPTH_MAX];
+    copy_name(r, slots, tail, n * sizeof *refs, (char *)refs);
+    uint32_t frames[TP_STACK_DEPTH_MAX];
+    int32_t lines[TP_STACK_DEPTH_MAX];
+    for (uint32_t i = 0; i < n; i++) {
+        frames[i] = refs[i].frame < r->frames_cap ? r->frames[refs[i].frame] : 0;
+        lines[i] = refs[i].line > 0 ? refs[i].line : 0;
+    }
+    uint32_t phase = sink_name(r, e->name_id);
+    uint32_t state = (e->aux & TP_STACK_ON_CPU ? TP_STACK_STATE_ON_CPU : 0) |
+                     (e->aux & TP_STACK_STATE ? TP_STACK_STATE_KNOWN : 0) |
+                     (e->aux & TP_STACK_TRUNCATED ? TP_STACK_STATE_TRUNCATED : 0);
+    int32_t tid = e->value > 0 && e->value <= INT32_MAX ? (int32_t)e->value : 0;
+    tp_sink_stack(sink, r->thread, e->t_ns, tid, phase == TP_RING_NAME_LOST ? 0 : phase, state,
+                  frames, lines, n);
 }
 
 const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_event *slots,
@@ -97,6 +139,38 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
             map_name(r, sink, e.name_id, text);
             break;
         }
+        case TP_EV_FRAME: {
+            size_t len = e.aux > TP_FRAME_TEXT_MAX ? TP_FRAME_TEXT_MAX : (size_t)e.aux;
+            size_t chunks = (len + sizeof(tp_event) - 1) / sizeof(tp_event);
+            if (tail + chunks > head)
+                break;
+            if (e.name_id == 0 || e.name_id > TP_FRAMES_MAX) {
+                snprintf(why, cap, "its ring named frame id %u (at most %u)", e.name_id,
+                         TP_FRAMES_MAX);
+                r->tail = tail;
+                return why;
+            }
+            char text[TP_FRAME_TEXT_MAX + 1];
+            copy_name(r, slots, tail, len, text);
+            tail += chunks;
+            map_frame(r, sink, e.name_id, text);
+            break;
+        }
+        case TP_EV_STACK: {
+            uint32_t n = (uint32_t)(e.aux & 0xffffffffu);
+            if (n > TP_STACK_DEPTH_MAX) {
+                snprintf(why, cap, "its ring sent a stack of %u frames (at most %u)", n,
+                         TP_STACK_DEPTH_MAX);
+                r->tail = tail;
+                return why;
+            }
+            size_t chunks = (n * sizeof(tp_stack_ref) + sizeof(tp_event) - 1) / sizeof(tp_event);
+            if (tail + chunks > head)
+                break;
+            stack_event(r, sink, &e, slots, tail, n);
+            tail += chunks;
+            break;
+        }
         case TP_EV_BEGIN:
             if (r->depth < TP_RING_OPEN_MAX)
                 r->open[r->depth++] = (tp_open_region){e.name_id, e.t_ns};
@@ -127,6 +201,7 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
 void tp_ring_reader_free(tp_ring_reader *r)
 {
     free(r->names);
-    r->names = NULL;
-    r->names_cap = 0;
+    free(r->frames);
+    r->names = r->frames = NULL;
+    r->names_cap = r->frames_cap = 0;
 }

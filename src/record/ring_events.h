@@ -16,6 +16,7 @@
 
 #include "core/sink.h"
 #include "ring.h"
+#include "stacks.h"
 
 #define TP_RING_OPEN_MAX 64 /* regions open at once on one thread */
 
@@ -31,6 +32,8 @@ typedef struct tp_ring_reader {
     uint32_t thread;   /* the sink's thread id; 0 when memory ran out */
     uint32_t *names;   /* ring name id -> sink name id (TP_RING_NAME_LOST) */
     uint32_t names_cap;
+    uint32_t *frames; /* ring frame id -> sink frame id (0: lost) */
+    uint32_t frames_cap;
     tp_open_region open[TP_RING_OPEN_MAX];
     uint32_t depth;
 } tp_ring_reader;
@@ -50,7 +53,7 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
                                    uint64_t head, tp_ring_rank_fn on_rank, void *ctx, char *why,
                                    size_t cap);
 
-/* Frees what the reader allocated (its name map). */
+/* Frees what the reader allocated (its name and frame maps). */
 void tp_ring_reader_free(tp_ring_reader *r);
 
 #endif

@@ -15,11 +15,20 @@
  * training process (named "rank N" where it had one) with a track per thread
  * and regions as nested slices, device (CUDA event) times on a track beside
  * their thread's (placed at the region's host start), steps and epochs as
- * instant events, and counter tracks for the system metrics of each agent and
- * each GPU. Times are microseconds since the run started. */
+ * instant events, sampled Python stacks as instants on their thread's track
+ * (named by the innermost function, the stack in args), and counter tracks
+ * for the system metrics of each agent and each GPU. Times are microseconds
+ * since the run started. */
 bool tp_export_chrome(FILE *out, tp_run *run, char *err, size_t cap);
 
 /* One row per sample: t_s,agent,metric,labels,value (labels as k=v;k=v). */
 bool tp_export_csv(FILE *out, tp_run *run, char *err, size_t cap);
+
+/* The sampled Python stacks, folded (flamegraph.pl, speedscope, inferno):
+ * one line per distinct stack, "PHASE;frame;...;frame COUNT", outermost
+ * frame first, each "function (dir/file.py:line)"; PHASE is the region the
+ * thread had open, dataloader_worker for a DataLoader worker's samples, or
+ * (no region). Nothing for a run without stacks. */
+bool tp_export_folded(FILE *out, tp_run *run, char *err, size_t cap);
 
 #endif

@@ -6,9 +6,11 @@
 #include "analyze/timings.h"
 #include "util/ns_math.h"
 #include "render/export.h"
+#include "store/reader_stacks.h"
 #include "store/reader_stream.h"
 #include "util/json_writer.h"
 #include "util/labels.h"
+#include "stacks.h"
 
 /* Counter tracks live in processes of their own, far from real pids. */
 #define AGENT_PID_BASE 1000000000
@@ -24,6 +26,7 @@ typedef struct chrome_ctx {
     size_t nthreads;
     bool *device_named; /* per thread: its device track is named */
     bool first;
+    tp_stack_tree stacks;
 } chrome_ctx;
 
 static void sep(chrome_ctx *c)
@@ -57,6 +60,28 @@ static void meta_event(chrome_ctx *c, const char *what, long long pid, long long
     fputs("}}", c->out);
 }
 
+static bool is_sampler(const tp_run_thread *t)
+{
+    return strcmp(t->name, TP_SAMPLER_THREAD_NAME) == 0;
+}
+
+/* The thread that names pid's process: a DataLoader worker's, else the first
+ * training thread's (a stack sampler's only when the process has no other). */
+static const tp_run_thread *namer_of(const chrome_ctx *c, int pid)
+{
+    const tp_run_thread *best = NULL;
+    for (size_t j = 0; j < c->nthreads; j++) {
+        const tp_run_thread *t = &c->threads[j];
+        if (t->pid != pid)
+            continue;
+        if (strncmp(t->name, "DL worker ", 10) == 0)
+            return t;
+        if (!best || (is_sampler(best) && !is_sampler(t)))
+            best = t;
+    }
+    return best;
+}
+
 static void name_processes(chrome_ctx *c)
 {
     char buf[128];
@@ -66,16 +91,19 @@ static void name_processes(chrome_ctx *c)
         for (size_t j = 0; j < i; j++)
             first_of_pid &= c->threads[j].pid != t->pid;
         if (first_of_pid) {
-            if (strncmp(t->name, "DL worker ", 10) == 0)
-                snprintf(buf, sizeof buf, "DataLoader worker %s (pid %d)", t->name + 10, t->pid);
-            else if (t->rank >= 0)
-                snprintf(buf, sizeof buf, "rank %d (pid %d)", t->rank, t->pid);
+            const tp_run_thread *n = namer_of(c, t->pid);
+            if (strncmp(n->name, "DL worker ", 10) == 0)
+                snprintf(buf, sizeof buf, "DataLoader worker %s (pid %d)", n->name + 10, n->pid);
+            else if (n->rank >= 0)
+                snprintf(buf, sizeof buf, "rank %d (pid %d)", n->rank, n->pid);
             else
-                snprintf(buf, sizeof buf, "pid %d", t->pid);
+                snprintf(buf, sizeof buf, "pid %d", n->pid);
             meta_event(c, "process_name", t->pid, -1, "name", buf, 0);
             meta_event(c, "process_sort_index", t->pid, -1, "sort_index", NULL,
-                       t->rank >= 0 ? t->rank : 100000);
+                       n->rank >= 0 ? n->rank : 100000);
         }
+        if (is_sampler(t))
+            continue; /* its samples go on the sampled threads' tracks */
         snprintf(buf, sizeof buf, "%s (tid %d)", t->name[0] ? t->name : "thread", t->tid);
         meta_event(c, "thread_name", t->pid, t->tid, "name", buf, 0);
     }
@@ -200,9 +228,56 @@ static void other_data(FILE *out, const tp_run *run)
     fputs("}", out);
 }
 
+/* A frame of the stack tree as "function (file:line)". */
+static void frame_text(FILE *out, const tp_stack_tree *t, uint32_t node)
+{
+    uint32_t f = t->frame[node - 1];
+    bool known = f >= 1 && f <= t->nframes;
+    json_write_escaped_part(out, known ? t->function[f - 1] : "?");
+    json_write_escaped_part(out, " (");
+    json_write_escaped_part(out, known ? t->file[f - 1] : "?");
+    fprintf(out, ":%d)", t->line[node - 1]);
+}
+
+/* A sampled stack as an instant on its thread's track (the process's main
+ * thread's where the thread's id is unknown): named by its innermost function, its
+ * whole stack (outermost first, ';'-separated) in args. */
+static void stack_event(void *ctx, int64_t thread, int32_t tid, int64_t t_ns, int64_t phase,
+                        int state, uint32_t node)
+{
+    (void)phase;
+    chrome_ctx *c = ctx;
+    const tp_run_thread *t = thread_by_id(c, thread);
+    const tp_stack_tree *tree = &c->stacks;
+    if (!t || node == 0 || node > tree->n)
+        return;
+    uint32_t path[256];
+    size_t n = 0;
+    for (uint32_t at = node; at >= 1 && at <= tree->n && n < 256; at = tree->parent[at - 1]) {
+        path[n++] = at;
+        if (tree->parent[at - 1] >= at)
+            break;
+    }
+    uint32_t f = tree->frame[node - 1];
+    sep(c);
+    fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"stack\",\"name\":", c->out);
+    json_write_escaped(c->out, f >= 1 && f <= tree->nframes ? tree->function[f - 1] : "?");
+    fprintf(c->out, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"args\":{\"on_cpu\":%s,\"stack\":\"",
+            t->pid, tid > 0 ? tid : t->pid, (double)t_ns / 1e3,
+            !(state & 2) ? "null"
+            : state & 1  ? "true"
+                         : "false");
+    while (n-- > 0) {
+        frame_text(c->out, tree, path[n]);
+        if (n)
+            fputc(';', c->out);
+    }
+    fputs("\"}}", c->out);
+}
+
 bool tp_export_chrome(FILE *out, tp_run *run, char *err, size_t cap)
 {
-    chrome_ctx c = {out, run, NULL, 0, NULL, true};
+    chrome_ctx c = {out, run, NULL, 0, NULL, true, {0}};
     tp_run_mark *marks = NULL;
     size_t nmarks = 0;
     if (!tp_run_threads(run, &c.threads, &c.nthreads, err, cap) ||
@@ -224,8 +299,11 @@ bool tp_export_chrome(FILE *out, tp_run *run, char *err, size_t cap)
     mark_events(&c, marks, nmarks);
     bool ok = tp_run_each_region(run, region_event, &c, err, cap) &&
               tp_run_each_device_time(run, device_event, &c, err, cap) &&
-              tp_run_each_sample(run, counter_event, &c, err, cap);
+              tp_run_each_sample(run, counter_event, &c, err, cap) &&
+              tp_run_stack_tree(run, &c.stacks, err, cap) &&
+              tp_run_each_stack_sample(run, stack_event, &c, err, cap);
     fputs("\n]}\n", out);
+    tp_stack_tree_free(&c.stacks);
     free(c.device_named);
     free(marks);
     free(c.threads);

@@ -25,7 +25,8 @@ const char tp_html_style[] =
     "padding:8px}figure{margin:12px 0}.chart-title{font-weight:bold;font-size:13px}"
     ".tick{font-size:10px;fill:#555}.axis-title{font-size:11px;fill:#333}.legend{font-size:11px}"
     ".grid{stroke:#eee}.series{stroke-width:1.3}.band{fill:#4c9a2a;fill-opacity:.09}"
-    ".band-label{font-size:10px;fill:#4c7a2a}.shade{fill:#555;fill-opacity:.16}";
+    ".band-label{font-size:10px;fill:#4c7a2a}.shade{fill:#555;fill-opacity:.16}"
+    ".flame-label{font-size:11px;fill:#222;pointer-events:none}";
 
 /* ---- system metric plots ------------------------------------------------- */
 
@@ -456,6 +457,7 @@ bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const t
         step_breakdown(out, s);
     step_time_plots(out, s, page);
     epoch_plot(out, s);
+    tp_html_stacks(out, &s->stacks);
     bool ok = metric_plots(out, s, page, all, err, cap);
     tables(out, s, v, all);
     fputs("</body></html>\n", out);

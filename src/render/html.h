@@ -27,6 +27,10 @@ bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const t
 struct tp_scale_row;
 void tp_html_scaling_write(FILE *out, const struct tp_scale_row *rows, size_t n);
 
+/* Flame graphs (icicles) of the sampled stacks: one per rank and phase and
+ * one for the DataLoader workers, the biggest 8; nothing without stacks. */
+void tp_html_stacks(FILE *out, const tp_stack_facts *f);
+
 /* The pages' shared style sheet. */
 extern const char tp_html_style[];
 

@@ -44,6 +44,18 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s);
 void tp_report_ranks_text(FILE *out, const tp_summary *s);
 void tp_report_ranks_json(json_writer *w, const tp_summary *s);
 
+/* Inside the phases: per rank and phase, the functions the sampled stacks
+ * found most (s->stacks, gathered by tp_summary_add_stacks); text only when
+ * there are some, JSON "stacks" always (an empty list without). */
+void tp_report_stacks_text(FILE *out, const tp_summary *s);
+void tp_report_stacks_json(json_writer *w, const tp_summary *s);
+
+/* Where an input- (input) or compute-bound rank's time goes in the code, as
+ * a sentence for its verdict (" Inside: the DataLoader workers' time goes to
+ * decode (io.py:12) 58%, ..."): its workers' or dataloader_next's samples,
+ * or its busiest computing phase's; "" without stacks. */
+void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bool input);
+
 /* Verdicts: each rule of thumb that fired, with its evidence. */
 void tp_report_verdicts_text(FILE *out, const tp_summary *s, const tp_verdicts *v);
 void tp_report_verdicts_json(json_writer *w, const tp_summary *s, const tp_verdicts *v);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "render/report.h"
 #include "util/json_writer.h"
 #include "util/labels.h"
 
@@ -244,7 +245,14 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
     switch (v->kind) {
     case TP_VERDICT_INPUT_BOUND:
     case TP_VERDICT_TRANSFER_BOUND:
-    case TP_VERDICT_COMPUTE_BOUND: rank_message(out, cap, v); return;
+    case TP_VERDICT_COMPUTE_BOUND: {
+        rank_message(out, cap, v);
+        size_t len = strlen(out);
+        if (v->kind != TP_VERDICT_TRANSFER_BOUND && len < cap)
+            tp_stacks_cite(out + len, cap - len, &s->stacks, v->rank,
+                           v->kind == TP_VERDICT_INPUT_BOUND);
+        return;
+    }
     case TP_VERDICT_STRAGGLER: {
         const tp_rank_row *row = v->f.straggler.row;
         char cause[TP_CAUSE_MAX];

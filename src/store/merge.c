@@ -164,12 +164,35 @@ static int64_t max_id(sqlite3 *db, const char *table)
     return id;
 }
 
-/* The rows of an input's samples, regions, marks and device times: all of them, or (for a
- * report that reads the stored summaries) each series' first and last sample
- * only, which are what the report reads of them besides energy. */
-static char *rows_sql(long long series, long long thread, long long dt, bool all_rows, bool device)
+/* An input's sampled stacks (schema 8), frame, node and thread ids offset
+ * by the output's largest, their region names mapped (name_map). */
+static char *stacks_sql(sqlite3 *db, long long thread, long long dt)
+{
+    long long frame = max_id(db, "frame"), node = max_id(db, "stack_node");
+    if (frame < 0 || node < 0)
+        return NULL;
+    return sqlite3_mprintf(
+        "INSERT INTO main.frame SELECT id + %lld, function, file FROM src.frame;"
+        "INSERT INTO main.stack_node SELECT id + %lld,"
+        " CASE parent WHEN 0 THEN 0 ELSE parent + %lld END,"
+        " CASE frame_id WHEN 0 THEN 0 ELSE frame_id + %lld END, line FROM src.stack_node;"
+        "INSERT INTO main.stack_sample SELECT s.thread_id + %lld, s.tid, s.t_ns + %lld,"
+        " coalesce(nm.dst, 0), s.state, CASE s.node_id WHEN 0 THEN 0 ELSE s.node_id + %lld END"
+        " FROM src.stack_sample s LEFT JOIN name_map nm ON nm.src = s.phase_id;",
+        frame, node, node, frame, thread, dt, node);
+}
+
+/* The rows of an input's samples, regions, marks, device times and sampled
+ * stacks: all of them, or (for a report that reads the stored summaries)
+ * each series' first and last sample only, which are what the report reads
+ * of them besides energy. */
+static char *rows_sql(sqlite3 *db, long long series, long long thread, long long dt, bool all_rows,
+                      bool device, bool stacks)
 {
     if (all_rows) {
+        char *stack_rows = stacks ? stacks_sql(db, thread, dt) : NULL;
+        if (stacks && !stack_rows)
+            return NULL;
         char *device_sql =
             device ? sqlite3_mprintf("INSERT INTO main.device_time SELECT d.thread_id + %lld,"
                                      " nm.dst, d.start_ns + %lld, d.device_ns"
@@ -177,8 +200,10 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
                                      " ON nm.src = d.name_id;",
                                      thread, dt)
                    : NULL;
-        if (device && !device_sql)
+        if (device && !device_sql) {
+            sqlite3_free(stack_rows);
             return NULL;
+        }
         char *sql = sqlite3_mprintf(
             "CREATE TEMP TABLE name_map (src INTEGER PRIMARY KEY, dst INTEGER NOT NULL);"
             "INSERT INTO name_map SELECT n.id, m.id FROM src.name n JOIN main.name m"
@@ -192,10 +217,12 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
             " CASE kind WHEN 'step' THEN 3 WHEN 'epoch' THEN 4 WHEN 'samples' THEN 6"
             " WHEN 'step_end' THEN 9 ELSE kind END," /* words before schema 7 */
             " t_ns + %lld, value FROM src.mark;"
-            "%s"
+            "%s%s"
             "DROP TABLE name_map;",
-            series, dt, thread, dt, dt, thread, dt, device_sql ? device_sql : "");
+            series, dt, thread, dt, dt, thread, dt, device_sql ? device_sql : "",
+            stack_rows ? stack_rows : "");
         sqlite3_free(device_sql);
+        sqlite3_free(stack_rows);
         return sql;
     }
     return sqlite3_mprintf(
@@ -263,7 +290,8 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         info->batches ? "batches, warmup, warmup_s" : "0, 0, 0", dt,
         info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
         plots ? plots_sql : "", info->series_steps ? steps_sql : "");
-    char *rows = rows_sql(series, thread, dt, all_rows, info->version >= TP_SCHEMA_DEVICE);
+    char *rows = rows_sql(db, series, thread, dt, all_rows, info->version >= TP_SCHEMA_DEVICE,
+                          info->version >= TP_SCHEMA_STACKS_VERSION);
     char cuda_sql[128] = "";
     if (info->thread_cuda)
         snprintf(cuda_sql, sizeof cuda_sql,

@@ -10,6 +10,7 @@
 #include "store/reader.h"
 #include "store/schema.h"
 #include "store/sql_util.h"
+#include "stacks.h"
 #include "util/grow.h"
 
 bool tp_run_each_series(tp_run *run, tp_series_values_fn fn, void *ctx, char *err, size_t cap)
@@ -176,8 +177,13 @@ void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped)
     *threads = *dropped = 0;
     if (run->schema_version < 2)
         return;
-    tp_sql_query_int(run->db, "SELECT count(*) FROM thread", threads);
-    tp_sql_query_int(run->db, "SELECT coalesce(sum(dropped_events), 0) FROM thread", dropped);
+    /* the stack samplers' rings are not the training's threads */
+    tp_sql_query_int(
+        run->db, "SELECT count(*) FROM thread WHERE name != '" TP_SAMPLER_THREAD_NAME "'", threads);
+    tp_sql_query_int(run->db,
+                     "SELECT coalesce(sum(dropped_events), 0) FROM thread"
+                     " WHERE name != '" TP_SAMPLER_THREAD_NAME "'",
+                     dropped);
 }
 
 bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_t t_ns,

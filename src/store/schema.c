@@ -31,7 +31,7 @@ static const char schema_sql[] =
     "  name_id INTEGER NOT NULL REFERENCES name(id), depth INTEGER NOT NULL,"
     "  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);"
     "CREATE TABLE mark (thread_id INTEGER NOT NULL REFERENCES thread(id), kind INTEGER NOT NULL,"
-    "  t_ns INTEGER NOT NULL, value INTEGER NOT NULL);" TP_SCHEMA_DEVICE_TIME;
+    "  t_ns INTEGER NOT NULL, value INTEGER NOT NULL);" TP_SCHEMA_DEVICE_TIME TP_SCHEMA_STACKS;
 
 static const char summary_sql[] =
     /* what `report` shows, computed by the recorder from the rows above when

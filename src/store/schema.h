@@ -17,8 +17,12 @@
  * device_* columns); 6: mark kind 'step_end' (a step ended with none begun:
  * an evaluation pass mid-epoch), which older readers would take for a step;
  * 7: mark.kind a number (the ring's event kind: 3 step, 4 epoch, 6 samples,
- * 9 step_end) where it was a word, and the marks view with the words */
-#define TP_SCHEMA_VERSION 7
+ * 9 step_end) where it was a word, and the marks view with the words;
+ * 8: sampled Python stacks (frame, stack_node, stack_sample, the stacks
+ * view); a file without them had stack sampling off */
+#define TP_SCHEMA_VERSION 8
+/* the first schema with sampled stacks */
+#define TP_SCHEMA_STACKS_VERSION 8
 /* the first schema whose stored summary readers use */
 #define TP_SCHEMA_SUMMARY 4
 /* the first schema with device times */
@@ -31,6 +35,20 @@
     "CREATE TABLE IF NOT EXISTS device_time (thread_id INTEGER NOT NULL REFERENCES thread(id)," \
     "  name_id INTEGER NOT NULL REFERENCES name(id), start_ns INTEGER NOT NULL,"                \
     "  device_ns INTEGER NOT NULL);"
+/* Sampled Python stacks (schema 8): each frame's function and file once;
+ * the stacks as a tree of (parent node, frame, line), 0 the root; and each
+ * sample: the sampler's thread (its process, rank and agent), the sampled
+ * thread's kernel id, when, the region it had open (name id, 0 none), its
+ * state (1 on a CPU, 2 the state is known, 4 truncated) and its innermost
+ * frame's node. */
+#define TP_SCHEMA_STACKS                                                                         \
+    "CREATE TABLE IF NOT EXISTS frame (id INTEGER PRIMARY KEY, function TEXT NOT NULL,"          \
+    "  file TEXT NOT NULL);"                                                                     \
+    "CREATE TABLE IF NOT EXISTS stack_node (id INTEGER PRIMARY KEY, parent INTEGER NOT NULL,"    \
+    "  frame_id INTEGER NOT NULL, line INTEGER NOT NULL);"                                       \
+    "CREATE TABLE IF NOT EXISTS stack_sample (thread_id INTEGER NOT NULL REFERENCES thread(id)," \
+    "  tid INTEGER NOT NULL, t_ns INTEGER NOT NULL, phase_id INTEGER NOT NULL,"                  \
+    "  state INTEGER NOT NULL, node_id INTEGER NOT NULL);"
 /* The marks with their kinds in words, for SQL by hand (schema 7; a file
  * whose marks are words already shows them as they are). */
 #define TP_SCHEMA_MARKS_VIEW                                                                \

@@ -168,7 +168,7 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     int rc = tp_exec(db, "BEGIN;");
     if (rc == SQLITE_OK && upgrade)
         rc = tp_exec(db, "DROP TABLE summary_timing;" TP_SCHEMA_SUMMARY_TIMING TP_SCHEMA_DEVICE_TIME
-                             TP_SCHEMA_DEVICE_VIEW TP_SCHEMA_MARKS_VIEW);
+                             TP_SCHEMA_DEVICE_VIEW TP_SCHEMA_MARKS_VIEW TP_SCHEMA_STACKS);
     if (rc == SQLITE_OK && upgrade) {
         char version[64];
         snprintf(version, sizeof version, "PRAGMA user_version = %d;", TP_SCHEMA_VERSION);

@@ -27,6 +27,9 @@ enum {
     ST_MARK,
     ST_DEVICE,
     ST_THREAD_CUDA,
+    ST_FRAME,
+    ST_STACK_NODE,
+    ST_STACK_SAMPLE,
     ST_N
 };
 
@@ -45,6 +48,10 @@ static const char *const statements[ST_N] = {
     "INSERT INTO mark (thread_id, kind, t_ns, value) VALUES (?, ?, ?, ?)",
     "INSERT INTO device_time (thread_id, name_id, start_ns, device_ns) VALUES (?, ?, ?, ?)",
     "INSERT OR REPLACE INTO thread_cuda (thread_id, visible_devices) VALUES (?, ?)",
+    "INSERT OR IGNORE INTO frame (id, function, file) VALUES (?, ?, ?)",
+    "INSERT OR IGNORE INTO stack_node (id, parent, frame_id, line) VALUES (?, ?, ?, ?)",
+    "INSERT INTO stack_sample (thread_id, tid, t_ns, phase_id, state, node_id)"
+    " VALUES (?, ?, ?, ?, ?, ?)",
 };
 
 struct tp_writer {
@@ -244,6 +251,41 @@ static int write_timings(tp_writer *w, const tp_batch *b)
     return rc;
 }
 
+/* Frames, stack nodes and stack samples from the stack samplers' rings. */
+static int write_stacks(tp_writer *w, const tp_batch *b)
+{
+    int rc = SQLITE_OK;
+    sqlite3_stmt *st = w->st[ST_FRAME];
+    for (size_t i = 0; rc == SQLITE_OK && i < b->frames.len; i++) {
+        const char *text = b->frames.items[i].text, *nl = strchr(text, '\n');
+        sqlite3_bind_int64(st, 1, b->frames.items[i].id);
+        sqlite3_bind_text(st, 2, text, nl ? (int)(nl - text) : -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, nl ? nl + 1 : "", -1, SQLITE_STATIC);
+        rc = run(st);
+    }
+    st = w->st[ST_STACK_NODE];
+    for (size_t i = 0; rc == SQLITE_OK && i < b->stack_nodes.len; i++) {
+        const tp_stack_node *n = &b->stack_nodes.items[i];
+        sqlite3_bind_int64(st, 1, n->id);
+        sqlite3_bind_int64(st, 2, n->parent);
+        sqlite3_bind_int64(st, 3, n->frame);
+        sqlite3_bind_int(st, 4, n->line);
+        rc = run(st);
+    }
+    st = w->st[ST_STACK_SAMPLE];
+    for (size_t i = 0; rc == SQLITE_OK && i < b->stacks.len; i++) {
+        const tp_stack_sample *x = &b->stacks.items[i];
+        sqlite3_bind_int64(st, 1, x->thread);
+        sqlite3_bind_int(st, 2, x->tid);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)x->t_ns);
+        sqlite3_bind_int64(st, 4, x->phase);
+        sqlite3_bind_int(st, 5, (int)x->state);
+        sqlite3_bind_int64(st, 6, x->node);
+        rc = run(st);
+    }
+    return rc;
+}
+
 static int write_batch(tp_writer *w, const tp_batch *b)
 {
     int rc = write_pairs(w->st[ST_META], b->meta.items, b->meta.len);
@@ -267,6 +309,7 @@ static int write_batch(tp_writer *w, const tp_batch *b)
         rc = run(st);
     }
     rc = rc == SQLITE_OK ? write_timings(w, b) : rc;
+    rc = rc == SQLITE_OK ? write_stacks(w, b) : rc;
     st = w->st[ST_SAMPLE];
     for (size_t i = 0; rc == SQLITE_OK && i < b->samples.len; i++) {
         const tp_sample *s = &b->samples.items[i];

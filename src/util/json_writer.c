@@ -48,12 +48,13 @@ void json_object_end(json_writer *w) { close_scope(w, '}'); }
 void json_array_begin(json_writer *w) { open_scope(w, '['); }
 void json_array_end(json_writer *w) { close_scope(w, ']'); }
 
-/* The literal of s (quotes included), at most max bytes of it (cut on a
+/* The literal of s (quotes included unless !quotes), at most max bytes of it (cut on a
  * character boundary), into out: valid UTF-8 whatever s holds (invalid
  * bytes as U+FFFD), quotes, backslashes and control characters escaped. */
-static void escape_into(FILE *out, const char *s, size_t max)
+static void escape_into(FILE *out, const char *s, size_t max, bool quotes)
 {
-    fputc('"', out);
+    if (quotes)
+        fputc('"', out);
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     for (size_t used = 0; *p;) {
         uint32_t cp;
@@ -77,10 +78,13 @@ static void escape_into(FILE *out, const char *s, size_t max)
             }
         }
     }
-    fputc('"', out);
+    if (quotes)
+        fputc('"', out);
 }
 
-void json_write_escaped(FILE *out, const char *s) { escape_into(out, s, SIZE_MAX); }
+void json_write_escaped(FILE *out, const char *s) { escape_into(out, s, SIZE_MAX, true); }
+
+void json_write_escaped_part(FILE *out, const char *s) { escape_into(out, s, SIZE_MAX, false); }
 
 void tp_json_quote(char *buf, size_t cap, const char *s, size_t max)
 {
@@ -89,7 +93,7 @@ void tp_json_quote(char *buf, size_t cap, const char *s, size_t max)
         snprintf(buf, cap, "null");
         return;
     }
-    escape_into(mem, s, max);
+    escape_into(mem, s, max, true);
     bool fits = fputc('\0', mem) != EOF && fflush(mem) == 0 && ftell(mem) <= (long)cap;
     fclose(mem);
     if (!fits || !memchr(buf, '\0', cap))

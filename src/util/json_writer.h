@@ -38,6 +38,10 @@ void json_raw(json_writer *w, const char *json);
  * UTF-8 whatever s holds (invalid bytes as U+FFFD). */
 void json_write_escaped(FILE *out, const char *s);
 
+/* The same without the quotes: a part of a literal the caller opens and
+ * closes. */
+void json_write_escaped_part(FILE *out, const char *s);
+
 /* The same literal into buf, of at most max bytes of s (cut on a character
  * boundary): for JSON built in a buffer. "null" when it doesn't fit cap. */
 void tp_json_quote(char *buf, size_t cap, const char *s, size_t max);

@@ -7,7 +7,7 @@ node of 8 ranks (bench/gen_run, schema 7) edited so that the verdicts a
 real CPU run can't give fire: a straggler, input-bound, GPU under-used,
 host memory near full; and a second one for the other verdicts:
 transfer-bound, communication-bound, CPU saturated, a link near full, GPU
-memory near full. For each run
+memory near full; and a script's sampled stacks (schema 8). For each run
 the outputs are `report`, `report --json`, `html`, `export` (chrome) and
 `export --format csv`; the text ones are kept whole in tests/golden/expected/,
 html and the exports as their size and SHA-256 (they are large), and
@@ -50,6 +50,7 @@ CORPUS = {
     "schema3": ["schema3.db"],
     "synthetic": ["synthetic.db"],
     "synthetic2": ["synthetic2.db"],
+    "stacks": ["stacks.db"],
 }
 # output name -> (arguments before the run files, kept whole)
 OUTPUTS = {
@@ -185,6 +186,40 @@ def record():
     db.close()
     record_synthetic(RUNS / "synthetic.db")
     record_synthetic2(RUNS / "synthetic2.db")
+    record_stacks(RUNS / "stacks.db")
+
+
+STACKS = """
+import queue, threading, time
+import trainprof
+def parse_records(n):
+    return sum(i * i for i in range(n))
+def matmul_by_hand(n):
+    s = 0.0
+    for i in range(n):
+        s += (i % 7) * 0.5
+    return s
+q = queue.Queue()
+t = threading.Thread(target=q.get); t.start()
+end = time.time() + 1.5
+while time.time() < end:
+    trainprof.step()
+    with trainprof.region("load"):
+        parse_records(30000)
+    with trainprof.region("compute"):
+        matmul_by_hand(60000)
+q.put(1); t.join()
+"""
+
+
+def record_stacks(path):
+    """1.5 s of a script with a hot function in each of two regions and a
+    thread blocked in a queue, its stacks sampled at 100 Hz (schema 8)."""
+    where = pathlib.Path("/tmp/trainprof-golden")  # a fixed path: the frames name it
+    where.mkdir(exist_ok=True)
+    script = where / "hot.py"
+    script.write_text(STACKS)
+    record_one(path, PYTHON, script, env={"TRAINPROF_STACKS": "100"})
 
 
 SERIES = ("SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
@@ -246,6 +281,8 @@ if __name__ == "__main__":
         record()
     elif what == "record-synthetic2":  # one entry, the others' files kept
         record_synthetic2(RUNS / "synthetic2.db")
+    elif what == "record-stacks":
+        record_stacks(RUNS / "stacks.db")
     elif what == "update":
         update()
     elif what == "check":

@@ -1,0 +1,55 @@
+/* stacks.h: what a process's stack sampler (the Python extension's, see
+ * python/trainprof/_stack_sampler.c) sends through its own ring, and what it
+ * reads of the process's other training threads.
+ *
+ * A frame travels once per ring, as TP_EV_FRAME (name_id: the frame's id,
+ * from 1, the sampler's own; aux: the text's length) followed by its text,
+ * "function\nfile", in as many slots as it needs. A sample is TP_EV_STACK
+ * (name_id: the sampled thread's innermost open region, 0 for none; value:
+ * the sampled thread's kernel id; aux: the frame count in its low 32 bits,
+ * TP_STACK_* flags above) followed by its frames, innermost first,
+ * TP_STACK_REFS_PER_SLOT to a slot. */
+#ifndef TP_LIB_STACKS_H
+#define TP_LIB_STACKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring.h"
+
+#define TP_STACK_ON_CPU    (1ull << 32) /* the thread was running (or runnable) */
+#define TP_STACK_TRUNCATED (1ull << 33) /* deeper than sent, or a read failed midway */
+#define TP_STACK_STATE     (1ull << 34) /* TP_STACK_ON_CPU is known (the kernel said) */
+#define TP_STACK_DEPTH_MAX 256u         /* frames a sample carries at most */
+#define TP_FRAMES_MAX      (1u << 22)   /* frame ids of one ring: 1..TP_FRAMES_MAX */
+#define TP_FRAME_TEXT_MAX  512u         /* "function\nfile" */
+/* The sampler thread's name, its ring's thread name: readers leave its
+ * thread out of the training's threads. */
+#define TP_SAMPLER_THREAD_NAME "trainprof-stack"
+
+typedef struct tp_stack_ref {
+    uint32_t frame; /* the frame's id, as sent by TP_EV_FRAME through the same ring */
+    int32_t line;   /* 0 when unknown */
+} tp_stack_ref;
+
+#define TP_STACK_REFS_PER_SLOT (sizeof(tp_event) / sizeof(tp_stack_ref))
+
+/* The innermost open region (its name id) of this process's thread tid,
+ * 0 when it has none or has no ring. Lock-free, safe from any thread at any
+ * time, even as tid exits. */
+uint32_t tp_thread_open_region(int32_t tid);
+
+/* The kernel id of this process's thread whose pthread_self() is
+ * pthread_id (Python's threading.get_ident()), where that thread has a
+ * ring; 0 otherwise. For interpreters that don't keep it (before 3.11). */
+int32_t tp_thread_tid_of(unsigned long pthread_id);
+
+/* Through the calling thread's ring (attached on first use): frame id's
+ * text, and one sample. False when there is no recorder or the ring is full
+ * (the sample then counts as dropped). */
+bool tp_frame_send(uint32_t frame, const char *text, size_t len);
+bool tp_stack_send(uint64_t t_ns, int32_t tid, uint32_t phase, uint64_t flags,
+                   const tp_stack_ref *refs, uint32_t n);
+
+#endif

@@ -1,0 +1,274 @@
+/* _stack_sampler.c: see _stack_sampler.h. */
+#include "_stack_sampler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "_stacks.h"
+#include "stacks.h"
+#include "trainprof.h"
+
+static tp_stack_walker *snapshot_walker; /* the GIL guards it */
+
+typedef struct snapshot {
+    const tp_stack_walker *w;
+    PyObject *threads; /* list */
+    bool failed;
+} snapshot;
+
+static void add_thread(void *ctx, const tp_stack_thread *t, const tp_stack_frame *frames)
+{
+    snapshot *s = ctx;
+    if (s->failed)
+        return;
+    PyObject *list = PyList_New((Py_ssize_t)t->nframes);
+    for (size_t i = 0; list && i < t->nframes; i++) {
+        PyObject *f = Py_BuildValue("(ssi)", tp_stack_code_function(s->w, frames[i].code),
+                                    tp_stack_code_file(s->w, frames[i].code), frames[i].line);
+        if (!f) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, f);
+    }
+    PyObject *row = list ? Py_BuildValue("(kiON)", t->thread_id, (int)t->native_tid,
+                                         t->truncated ? Py_True : Py_False, list)
+                         : NULL;
+    if (!row || PyList_Append(s->threads, row) != 0)
+        s->failed = true;
+    Py_XDECREF(row);
+}
+
+PyObject *tp_py_stack_snapshot(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    if (!snapshot_walker && !(snapshot_walker = tp_stack_walker_new(PyInterpreterState_Get())))
+        return PyErr_NoMemory();
+    snapshot s = {snapshot_walker, PyList_New(0), false};
+    if (!s.threads)
+        return NULL;
+    if (tp_stack_walk(snapshot_walker, NULL, add_thread, &s) < 0 || s.failed) {
+        Py_DECREF(s.threads);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the interpreter's threads could not be read");
+        return NULL;
+    }
+    return s.threads;
+}
+
+/* ---- the sampler thread ---- */
+
+#define STAT_FDS 64 /* threads whose /proc stat file stays open */
+
+typedef struct sampler {
+    pthread_t thread;
+    bool running;
+    atomic_bool stop;
+    uint64_t period_ns;
+    tp_stack_walker *walker;
+    uint32_t generation; /* the walker's code table the map below is of */
+    uint32_t *frame_of;  /* code id -> frame id sent through the ring; 0: not yet */
+    size_t cap;
+    uint32_t next_frame; /* the last frame id given */
+    tp_stack_ref refs[TP_STACK_FRAMES_MAX];
+    uint64_t t_ns; /* this round's time */
+    int32_t tid;   /* the thread being read, and its open region (before_thread) */
+    uint32_t phase;
+    int32_t stat_tid[STAT_FDS]; /* threads whose stat file is open (0: a free slot) */
+    int stat_fd[STAT_FDS];
+    unsigned stat_next;
+} sampler;
+
+static sampler the_sampler;
+
+/* The frame id of a code for this ring, sending its text the first time;
+ * 0 when it could not be sent (the ring was full: tried again next time). */
+static uint32_t frame_of_code(sampler *s, uint32_t code)
+{
+    if (tp_stack_code_generation(s->walker) != s->generation) {
+        s->generation = tp_stack_code_generation(s->walker);
+        if (s->frame_of)
+            memset(s->frame_of, 0, s->cap * sizeof *s->frame_of);
+    }
+    if (code >= s->cap) {
+        size_t cap = s->cap ? s->cap : 1024;
+        while (cap <= code)
+            cap *= 2;
+        uint32_t *p = realloc(s->frame_of, cap * sizeof *p);
+        if (!p)
+            return 0;
+        memset(p + s->cap, 0, (cap - s->cap) * sizeof *p);
+        s->frame_of = p, s->cap = cap;
+    }
+    if (s->frame_of[code])
+        return s->frame_of[code];
+    char text[TP_FRAME_TEXT_MAX + 1];
+    int n = snprintf(text, sizeof text, "%s\n%s", tp_stack_code_function(s->walker, code),
+                     tp_stack_code_file(s->walker, code));
+    uint32_t id = s->next_frame + 1;
+    if (id > TP_FRAMES_MAX ||
+        !tp_frame_send(id, text, (size_t)(n < (int)sizeof text ? n : (int)sizeof text - 1)))
+        return 0;
+    s->next_frame = id;
+    return s->frame_of[code] = id;
+}
+
+/* The open /proc/self/task/TID/stat of thread tid, kept between rounds
+ * (one pread a sample instead of open, read, close); -1 when it can't be
+ * opened. A slot whose thread is gone is taken again. */
+static int stat_fd(sampler *s, int32_t tid)
+{
+    size_t free_slot = STAT_FDS;
+    for (size_t i = 0; i < STAT_FDS; i++) {
+        if (s->stat_tid[i] == tid)
+            return s->stat_fd[i];
+        if (s->stat_tid[i] == 0 && free_slot == STAT_FDS)
+            free_slot = i;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (free_slot == STAT_FDS) { /* all taken: the next in turn goes */
+        free_slot = s->stat_next++ % STAT_FDS;
+        close(s->stat_fd[free_slot]);
+    }
+    s->stat_tid[free_slot] = tid;
+    s->stat_fd[free_slot] = fd;
+    return fd;
+}
+
+static void forget_stat_fd(sampler *s, int32_t tid)
+{
+    for (size_t i = 0; i < STAT_FDS; i++)
+        if (s->stat_tid[i] == tid) {
+            close(s->stat_fd[i]);
+            s->stat_tid[i] = 0;
+        }
+}
+
+/* Whether the kernel has thread tid running or runnable ('R'); -1 unknown. */
+static int on_cpu(sampler *s, int32_t tid)
+{
+    char buf[512];
+    int fd = stat_fd(s, tid);
+    ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+    if (n <= 0) { /* the thread is gone (ESRCH), or a tid reused: open it anew next time */
+        forget_stat_fd(s, tid);
+        return -1;
+    }
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* the name may hold anything */
+    return paren && paren[1] == ' ' && paren[2] ? paren[2] == 'R' : -1;
+}
+
+/* The thread's kernel id, and the region it has open, read just before its
+ * frames: the innermost frame is read first, and the phase read with it. */
+static void before_thread(void *ctx, const tp_stack_thread *t)
+{
+    sampler *s = ctx;
+    s->tid = t->native_tid ? t->native_tid : tp_thread_tid_of(t->thread_id);
+    s->phase = s->tid > 0 ? tp_thread_open_region(s->tid) : 0;
+}
+
+static void sample_thread(void *ctx, const tp_stack_thread *t, const tp_stack_frame *frames)
+{
+    sampler *s = ctx;
+    int32_t tid = s->tid;
+    uint64_t flags = t->truncated ? TP_STACK_TRUNCATED : 0;
+    int cpu = tid > 0 ? on_cpu(s, tid) : -1;
+    if (cpu >= 0)
+        flags |= TP_STACK_STATE | (cpu ? TP_STACK_ON_CPU : 0);
+    for (size_t i = 0; i < t->nframes; i++)
+        s->refs[i] = (tp_stack_ref){frame_of_code(s, frames[i].code), frames[i].line};
+    tp_stack_send(s->t_ns, tid, s->phase, flags, s->refs, (uint32_t)t->nframes);
+}
+
+static void *sample_loop(void *arg)
+{
+    sampler *s = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the training's */
+    pthread_setname_np(pthread_self(), TP_SAMPLER_THREAD_NAME);
+    if (!tp_active())
+        return NULL; /* no recorder takes this thread's ring: nothing to sample for */
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    while (!atomic_load(&s->stop)) {
+        uint64_t at = (uint64_t)next.tv_sec * 1000000000u + (uint64_t)next.tv_nsec + s->period_ns;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+        if (at + s->period_ns < now_ns) /* fell behind (suspended, overloaded): no catch-up burst */
+            at = now_ns;
+        next.tv_sec = (time_t)(at / 1000000000u), next.tv_nsec = (long)(at % 1000000000u);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+            ;
+        if (atomic_load(&s->stop))
+            break;
+        s->t_ns = tp_clock_now_ns();
+        if (tp_stack_walk(s->walker, before_thread, sample_thread, s) < 0)
+            break; /* the interpreter is gone */
+    }
+    return NULL;
+}
+
+PyObject *tp_py_start_stacks(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    double hz = PyFloat_AsDouble(arg);
+    if (hz == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (!(hz > 0 && hz <= 1000)) {
+        PyErr_SetString(PyExc_ValueError, "stack sampling rate: 0 < hz <= 1000");
+        return NULL;
+    }
+    sampler *s = &the_sampler;
+    if (s->running && s->walker && tp_stack_walker_owned(s->walker))
+        Py_RETURN_FALSE; /* already sampling this process */
+    /* a forked child: the parent's thread is not here; its state is stale,
+     * and its open stat files name the parent's threads */
+    tp_stack_walker_free(s->walker);
+    free(s->frame_of);
+    for (size_t i = 0; i < STAT_FDS; i++)
+        if (s->stat_tid[i])
+            close(s->stat_fd[i]);
+    memset(s, 0, sizeof *s);
+    s->walker = tp_stack_walker_new(PyInterpreterState_Get());
+    if (!s->walker)
+        return PyErr_NoMemory();
+    s->period_ns = (uint64_t)(1e9 / hz);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    int started = pthread_create(&s->thread, &attr, sample_loop, s);
+    pthread_attr_destroy(&attr);
+    if (started != 0) {
+        tp_stack_walker_free(s->walker);
+        s->walker = NULL;
+        Py_RETURN_FALSE;
+    }
+    s->running = true;
+    Py_RETURN_TRUE;
+}
+
+PyObject *tp_py_stop_stacks(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    sampler *s = &the_sampler;
+    if (!s->running || !tp_stack_walker_owned(s->walker))
+        Py_RETURN_NONE;
+    atomic_store(&s->stop, true);
+    Py_BEGIN_ALLOW_THREADS pthread_join(s->thread, NULL);
+    Py_END_ALLOW_THREADS s->running = false;
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,504 @@
+/* _stacks.c: see _stacks.h.
+ *
+ * Built as part of the extension, against the interpreter's internal
+ * headers (Py_BUILD_CORE here only: the rest of the extension uses the
+ * public API). It calls no Python function: it reads structures, through
+ * safe_read, and nothing else. */
+#define Py_BUILD_CORE 1
+#include <Python.h>
+
+#if PY_VERSION_HEX >= 0x030B0000
+#include <internal/pycore_frame.h>
+#include <internal/pycore_interp.h>
+#else
+#include <frameobject.h>
+#include <internal/pycore_interp.h>
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "_stacks.h"
+
+#define CODE_SLOTS   4096 /* a power of two: the code table, open addressing */
+#define CODES_MAX    (CODE_SLOTS * 3 / 4)
+#define THREADS_MAX  4096 /* threads walked at most (a cycle in a torn list ends there) */
+#define TABLE_MAX    65536u
+#define FUNCTION_MAX 128
+#define FILE_MAX     256
+#define STRING_CHARS 256
+
+typedef struct code_entry {
+    uintptr_t addr;              /* 0: a free slot */
+    uintptr_t name, file, table; /* the objects it pointed at when read */
+    int first_line;
+    uint32_t id;
+    uint32_t table_len;
+    uint8_t *table_copy;
+    char function[FUNCTION_MAX];
+    char filename[FILE_MAX];
+} code_entry;
+
+struct tp_stack_walker {
+    PyInterpreterState *interp;
+    pid_t pid;
+    bool use_pipe;
+    int pipe[2];
+    code_entry *codes; /* CODE_SLOTS */
+    uint32_t *index;   /* code id - 1 -> slot; UINT32_MAX: a code since replaced */
+    uint32_t ncodes, generation;
+    tp_stack_frame frames[TP_STACK_FRAMES_MAX];
+};
+
+/* ---- reads that fail cleanly ---- */
+
+/* Copies n bytes at src (anywhere in this process) to dst; false when any of
+ * them is not readable. process_vm_readv on ourselves; where a sandbox
+ * refuses it, a pipe (write() says EFAULT for memory it can't read). */
+static bool safe_read(tp_stack_walker *w, void *dst, const void *src, size_t n)
+{
+    if (!src || n == 0)
+        return n == 0;
+    if (!w->use_pipe) {
+        struct iovec local = {dst, n}, remote = {(void *)src, n};
+        ssize_t k = process_vm_readv(w->pid, &local, 1, &remote, 1, 0);
+        if (k == (ssize_t)n)
+            return true;
+        if (k >= 0 || (errno != ENOSYS && errno != EPERM))
+            return false;
+        if (pipe2(w->pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+            return false;
+        w->use_pipe = true;
+    }
+    bool ok = true;
+    for (size_t done = 0; ok && done < n;) {
+        size_t chunk = n - done < 4096 ? n - done : 4096;
+        ssize_t k = write(w->pipe[1], (const char *)src + done, chunk);
+        if (k <= 0)
+            return false; /* nothing sits in the pipe */
+        ok = k == (ssize_t)chunk;
+        ssize_t r = read(w->pipe[0], (char *)dst + done, (size_t)k);
+        if (r != k)
+            return false;
+        done += (size_t)k;
+    }
+    return ok;
+}
+
+/* ---- strings ---- */
+
+static size_t put_utf8(char *out, size_t at, size_t cap, uint32_t c)
+{
+    char b[4];
+    size_t n;
+    if (c < 0x80)
+        b[0] = (char)c, n = 1;
+    else if (c < 0x800)
+        b[0] = (char)(0xC0 | c >> 6), b[1] = (char)(0x80 | (c & 63)), n = 2;
+    else if (c < 0x10000 && (c < 0xD800 || c > 0xDFFF))
+        b[0] = (char)(0xE0 | c >> 12), b[1] = (char)(0x80 | (c >> 6 & 63)),
+        b[2] = (char)(0x80 | (c & 63)), n = 3;
+    else if (c >= 0x10000 && c <= 0x10FFFF)
+        b[0] = (char)(0xF0 | c >> 18), b[1] = (char)(0x80 | (c >> 12 & 63)),
+        b[2] = (char)(0x80 | (c >> 6 & 63)), b[3] = (char)(0x80 | (c & 63)), n = 4;
+    else
+        b[0] = '?', n = 1;
+    if (at + n >= cap)
+        return at;
+    memcpy(out + at, b, n);
+    return at + n;
+}
+
+/* A str object's text as UTF-8 into out (cut to fit); false when src is not
+ * a compact str (every name and file name of a code object is). */
+static bool read_str(tp_stack_walker *w, uintptr_t src, char *out, size_t cap)
+{
+    union {
+        PyASCIIObject ascii;
+        PyCompactUnicodeObject compact;
+    } h;
+    out[0] = '\0';
+    if (!safe_read(w, &h, (const void *)src, sizeof h.ascii) ||
+        Py_TYPE((PyObject *)&h) != &PyUnicode_Type || !h.ascii.state.compact)
+        return false;
+    Py_ssize_t len = h.ascii.length;
+    if (len < 0)
+        return false;
+    size_t chars = (size_t)len < STRING_CHARS ? (size_t)len : STRING_CHARS;
+    unsigned kind = h.ascii.state.ascii ? 1 : h.ascii.state.kind;
+    if (kind != 1 && kind != 2 && kind != 4)
+        return false;
+    uintptr_t data =
+        src + (h.ascii.state.ascii ? sizeof(PyASCIIObject) : sizeof(PyCompactUnicodeObject));
+    unsigned char raw[STRING_CHARS * 4];
+    if (!safe_read(w, raw, (const void *)data, chars * kind))
+        return false;
+    size_t at = 0;
+    for (size_t i = 0; i < chars; i++) {
+        uint32_t c = kind == 1   ? raw[i]
+                     : kind == 2 ? ((const uint16_t *)raw)[i]
+                                 : ((const uint32_t *)raw)[i];
+        at = put_utf8(out, at, cap, c < 0x20 || c == 0x7f ? '?' : c);
+    }
+    out[at] = '\0';
+    return true;
+}
+
+/* ---- code objects and their line tables ---- */
+
+#if PY_VERSION_HEX >= 0x030B0000
+#define CODE_NAME(c)  ((uintptr_t)(c)->co_qualname)
+#define CODE_TABLE(c) ((uintptr_t)(c)->co_linetable)
+#define CODE_READ     offsetof(PyCodeObject, co_code_adaptive)
+#elif PY_VERSION_HEX >= 0x030A0000
+#define CODE_NAME(c)  ((uintptr_t)(c)->co_name)
+#define CODE_TABLE(c) ((uintptr_t)(c)->co_linetable)
+#define CODE_READ     sizeof(PyCodeObject)
+#else
+#define CODE_NAME(c)  ((uintptr_t)(c)->co_name)
+#define CODE_TABLE(c) ((uintptr_t)(c)->co_lnotab)
+#define CODE_READ     sizeof(PyCodeObject)
+#endif
+
+/* A bytes object's content (at most TABLE_MAX bytes) into a new buffer. */
+static uint8_t *read_bytes(tp_stack_walker *w, uintptr_t src, uint32_t *len)
+{
+    PyBytesObject h;
+    if (!safe_read(w, &h, (const void *)src, offsetof(PyBytesObject, ob_sval)) ||
+        Py_TYPE((PyObject *)&h) != &PyBytes_Type || Py_SIZE((PyObject *)&h) < 0 ||
+        (size_t)Py_SIZE((PyObject *)&h) > TABLE_MAX)
+        return NULL;
+    *len = (uint32_t)Py_SIZE((PyObject *)&h);
+    uint8_t *out = malloc(*len + 1);
+    if (out && !safe_read(w, out, (const char *)src + offsetof(PyBytesObject, ob_sval), *len)) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+static void forget_codes(tp_stack_walker *w)
+{
+    for (size_t i = 0; i < CODE_SLOTS; i++)
+        free(w->codes[i].table_copy);
+    memset(w->codes, 0, CODE_SLOTS * sizeof *w->codes);
+    w->ncodes = 0;
+    w->generation++;
+}
+
+static size_t probe(const tp_stack_walker *w, uintptr_t addr)
+{
+    size_t slot = (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ull >> 52) & (CODE_SLOTS - 1);
+    while (w->codes[slot].addr != 0 && w->codes[slot].addr != addr)
+        slot = (slot + 1) & (CODE_SLOTS - 1);
+    return slot;
+}
+
+/* The code id of the code object at addr (from 1), read anew each time and
+ * compared with what the table holds for that address; 0 when addr holds no
+ * code object. A code freed and another made at its address gets a new id
+ * (the old one then reads "?"). */
+static uint32_t code_id(tp_stack_walker *w, uintptr_t addr)
+{
+    PyCodeObject copy;
+    if (!safe_read(w, &copy, (const void *)addr, CODE_READ) ||
+        Py_TYPE((PyObject *)&copy) != &PyCode_Type)
+        return 0;
+    size_t slot = probe(w, addr);
+    code_entry *e = &w->codes[slot];
+    if (e->addr == addr) {
+        if (e->name == CODE_NAME(&copy) && e->file == (uintptr_t)copy.co_filename &&
+            e->table == CODE_TABLE(&copy) && e->first_line == copy.co_firstlineno)
+            return e->id;
+        w->index[e->id - 1] = UINT32_MAX;
+    }
+    if (w->ncodes >= CODES_MAX) {
+        forget_codes(w);
+        slot = probe(w, addr);
+        e = &w->codes[slot];
+    }
+    free(e->table_copy);
+    memset(e, 0, sizeof *e);
+    e->addr = addr;
+    e->name = CODE_NAME(&copy);
+    e->file = (uintptr_t)copy.co_filename;
+    e->table = CODE_TABLE(&copy);
+    e->first_line = copy.co_firstlineno;
+    if (!read_str(w, e->name, e->function, sizeof e->function))
+        snprintf(e->function, sizeof e->function, "?");
+    if (!read_str(w, e->file, e->filename, sizeof e->filename))
+        snprintf(e->filename, sizeof e->filename, "?");
+    e->table_copy = read_bytes(w, e->table, &e->table_len);
+    e->id = ++w->ncodes;
+    w->index[e->id - 1] = (uint32_t)slot;
+    return e->id;
+}
+
+#if PY_VERSION_HEX >= 0x030B0000
+/* Objects/locations.md: entries of a first byte 1cccclll (code c, length
+ * l + 1 code units), then per code: 15 none, 14 long form (line delta
+ * svarint, end line, column, end column varints), 13 line delta svarint, 10-12
+ * line delta c - 10 and two column bytes, 0-9 one column byte. */
+static unsigned varint(const uint8_t *t, size_t n, size_t *i)
+{
+    unsigned v = 0, shift = 0;
+    while (*i < n) {
+        uint8_t b = t[(*i)++];
+        v |= (unsigned)(b & 63) << shift;
+        shift += 6;
+        if (!(b & 64) || shift > 24)
+            break;
+    }
+    return v;
+}
+
+static int svarint(const uint8_t *t, size_t n, size_t *i)
+{
+    unsigned v = varint(t, n, i);
+    return v & 1 ? -(int)(v >> 1) : (int)(v >> 1);
+}
+
+static int line_of(const code_entry *e, long unit)
+{
+    const uint8_t *t = e->table_copy;
+    size_t n = e->table_len, i = 0;
+    int line = e->first_line;
+    long at = 0;
+    if (unit < 0)
+        return line;
+    while (i < n) {
+        uint8_t b = t[i++];
+        if (!(b & 0x80))
+            return 0;
+        int code = (b >> 3) & 15, len = (b & 7) + 1;
+        bool none = code == 15;
+        if (code == 14) {
+            line += svarint(t, n, &i);
+            varint(t, n, &i), varint(t, n, &i), varint(t, n, &i);
+        } else if (code == 13) {
+            line += svarint(t, n, &i);
+        } else if (code >= 10 && code <= 12) {
+            line += code - 10;
+            i += 2;
+        } else if (code < 10) {
+            i += 1;
+        }
+        if (unit < at + len)
+            return none ? 0 : line;
+        at += len;
+    }
+    return 0;
+}
+#elif PY_VERSION_HEX >= 0x030A0000
+/* 3.10's co_linetable: pairs of (bytes advanced, line delta; -128: none). */
+static int line_of(const code_entry *e, long byte)
+{
+    const uint8_t *t = e->table_copy;
+    int line = e->first_line;
+    long at = 0;
+    if (byte < 0)
+        return line;
+    for (size_t i = 0; i + 1 < e->table_len; i += 2) {
+        int delta = (int8_t)t[i + 1];
+        long end = at + t[i];
+        if (delta != -128)
+            line += delta;
+        if (byte < end)
+            return delta == -128 ? 0 : line;
+        at = end;
+    }
+    return 0;
+}
+#else
+/* 3.9's co_lnotab: pairs of (bytes advanced, line delta). */
+static int line_of(const code_entry *e, long byte)
+{
+    const uint8_t *t = e->table_copy;
+    int line = e->first_line;
+    long at = 0;
+    for (size_t i = 0; i + 1 < e->table_len; i += 2) {
+        at += t[i];
+        if (at > byte)
+            break;
+        line += (int8_t)t[i + 1];
+    }
+    return line;
+}
+#endif
+
+/* The frame's code id and line; 0 code for a frame without code (a shim of
+ * the C stack, from 3.12). Sets *next to the caller's frame. */
+static bool read_frame(tp_stack_walker *w, uintptr_t frame, tp_stack_frame *out, uintptr_t *next)
+{
+    uintptr_t code_addr;
+    long position;
+#if PY_VERSION_HEX >= 0x030B0000
+    _PyInterpreterFrame f;
+    if (!safe_read(w, &f, (const void *)frame, offsetof(_PyInterpreterFrame, localsplus)))
+        return false;
+    *next = (uintptr_t)f.previous;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (f.owner == FRAME_OWNED_BY_CSTACK) {
+        out->code = 0;
+        return true;
+    }
+#endif
+#if PY_VERSION_HEX >= 0x030D0000
+    code_addr = (uintptr_t)f.f_executable;
+    uintptr_t instr = (uintptr_t)f.instr_ptr;
+#else
+    code_addr = (uintptr_t)f.f_code;
+    uintptr_t instr = (uintptr_t)f.prev_instr;
+#endif
+    position = ((long)instr - (long)(code_addr + offsetof(PyCodeObject, co_code_adaptive))) /
+               (long)sizeof(_Py_CODEUNIT);
+#else
+    PyFrameObject f;
+    if (!safe_read(w, &f, (const void *)frame, sizeof f))
+        return false;
+    *next = (uintptr_t)f.f_back;
+    code_addr = (uintptr_t)f.f_code;
+#if PY_VERSION_HEX >= 0x030A0000
+    position = f.f_lasti < 0 ? -1 : (long)f.f_lasti * (long)sizeof(_Py_CODEUNIT);
+#else
+    position = f.f_lasti;
+#endif
+#endif
+    out->code = code_id(w, code_addr);
+    if (!out->code)
+        return false;
+    const code_entry *e = &w->codes[w->index[out->code - 1]];
+    out->line = e->table_copy ? line_of(e, position) : 0;
+    return true;
+}
+
+/* ---- threads ---- */
+
+static uintptr_t first_thread(tp_stack_walker *w)
+{
+    PyThreadState *head = NULL;
+#if PY_VERSION_HEX >= 0x030B0000
+    if (!safe_read(w, &head, &w->interp->threads.head, sizeof head))
+        return 0;
+#else
+    if (!safe_read(w, &head, &w->interp->tstate_head, sizeof head))
+        return 0;
+#endif
+    return (uintptr_t)head;
+}
+
+/* The innermost frame of thread state ts (a copy). */
+static uintptr_t top_frame(tp_stack_walker *w, const PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    (void)w;
+    return (uintptr_t)ts->current_frame;
+#elif PY_VERSION_HEX >= 0x030B0000
+    struct _PyInterpreterFrame *f = NULL;
+    if (!ts->cframe || !safe_read(w, &f, &ts->cframe->current_frame, sizeof f))
+        return 0;
+    return (uintptr_t)f;
+#else
+    (void)w;
+    return (uintptr_t)ts->frame;
+#endif
+}
+
+int tp_stack_walk(tp_stack_walker *w, tp_stack_before_fn before, tp_stack_fn fn, void *ctx)
+{
+    if (getpid() != w->pid)
+        return -1; /* a forked child's walker would read its parent */
+    uintptr_t tstate = first_thread(w);
+    if (!tstate)
+        return -1;
+    int n = 0;
+    for (; tstate && n < THREADS_MAX; n++) {
+        PyThreadState ts;
+        if (!safe_read(w, &ts, (const void *)tstate, sizeof ts))
+            break;
+        tp_stack_thread t = {.thread_id = ts.thread_id};
+#if PY_VERSION_HEX >= 0x030B0000
+        t.native_tid = (int32_t)ts.native_thread_id;
+#endif
+        if (before)
+            before(ctx, &t);
+        uintptr_t frame = top_frame(w, &ts);
+        for (size_t depth = 0; frame; depth++) {
+            if (t.nframes == TP_STACK_FRAMES_MAX || depth > 4 * TP_STACK_FRAMES_MAX) {
+                t.truncated = true;
+                break;
+            }
+            uintptr_t next = 0;
+            if (!read_frame(w, frame, &w->frames[t.nframes], &next)) {
+                t.truncated = true;
+                break;
+            }
+            if (w->frames[t.nframes].code)
+                t.nframes++;
+            frame = next;
+        }
+        fn(ctx, &t, w->frames);
+        tstate = (uintptr_t)ts.next;
+    }
+    return n;
+}
+
+tp_stack_walker *tp_stack_walker_new(void *interp)
+{
+    tp_stack_walker *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->codes = calloc(CODE_SLOTS, sizeof *w->codes);
+    w->index = calloc(CODE_SLOTS, sizeof *w->index);
+    if (!w->codes || !w->index) {
+        tp_stack_walker_free(w);
+        return NULL;
+    }
+    w->interp = interp;
+    w->pid = getpid();
+    w->pipe[0] = w->pipe[1] = -1;
+    return w;
+}
+
+void tp_stack_walker_free(tp_stack_walker *w)
+{
+    if (!w)
+        return;
+    if (w->codes)
+        for (size_t i = 0; i < CODE_SLOTS; i++)
+            free(w->codes[i].table_copy);
+    free(w->codes);
+    free(w->index);
+    if (w->use_pipe) {
+        close(w->pipe[0]);
+        close(w->pipe[1]);
+    }
+    free(w);
+}
+
+static const code_entry *entry(const tp_stack_walker *w, uint32_t code)
+{
+    return code >= 1 && code <= w->ncodes && w->index[code - 1] != UINT32_MAX
+               ? &w->codes[w->index[code - 1]]
+               : NULL;
+}
+
+const char *tp_stack_code_function(const tp_stack_walker *w, uint32_t code)
+{
+    const code_entry *e = entry(w, code);
+    return e ? e->function : "?";
+}
+
+const char *tp_stack_code_file(const tp_stack_walker *w, uint32_t code)
+{
+    const code_entry *e = entry(w, code);
+    return e ? e->filename : "?";
+}
+
+uint32_t tp_stack_code_generation(const tp_stack_walker *w) { return w->generation; }
+
+bool tp_stack_walker_owned(const tp_stack_walker *w) { return w && w->pid == getpid(); }

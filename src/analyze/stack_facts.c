@@ -1,0 +1,278 @@
+/* stack_facts.c: see stack_facts.h. */
+#include "analyze/stack_facts.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/stack_table.h"
+#include "util/grow.h"
+#include "util/oom.h"
+
+/* Per frame of one group while counting. */
+typedef struct frame_acc {
+    uint64_t self, total, self_known, self_on_cpu;
+    uint64_t stamp;    /* the row that last counted it in total: once per sample */
+    int32_t best_line; /* the line of its most self samples so far */
+    uint64_t best_line_self;
+} frame_acc;
+
+static bool same_group(const tp_stack_count *a, const tp_stack_count *b)
+{
+    if (a->rank != b->rank || a->worker != b->worker)
+        return false;
+    if (a->worker)
+        return true;
+    return (!a->phase && !b->phase) || (a->phase && b->phase && strcmp(a->phase, b->phase) == 0);
+}
+
+/* Counts rows[0..n) (one group) into acc (a frame_acc per frame id, index
+ * 0 for frames the file lacks). Lines per frame: the row's node's line. */
+static void count_group(const tp_stack_tree *t, const tp_stack_count *rows, size_t n,
+                        frame_acc *acc, tp_stack_group *g)
+{
+    for (size_t r = 0; r < n; r++) {
+        const tp_stack_count *c = &rows[r];
+        g->samples += c->samples;
+        g->known += c->cpu_known ? c->samples : 0;
+        g->on_cpu += c->cpu_known && c->on_cpu ? c->samples : 0;
+        if (c->node == 0 || c->node > t->n)
+            continue;
+        uint32_t leaf = t->frame[c->node - 1];
+        frame_acc *a = &acc[leaf <= t->nframes ? leaf : 0];
+        a->self += c->samples;
+        a->self_known += c->cpu_known ? c->samples : 0;
+        a->self_on_cpu += c->cpu_known && c->on_cpu ? c->samples : 0;
+        /* the leaf's line: the line of its row with the most samples */
+        if (c->samples > a->best_line_self || a->best_line == 0) {
+            a->best_line_self = c->samples;
+            a->best_line = t->line[c->node - 1];
+        }
+        uint64_t stamp = (uint64_t)r + 1; /* acc is zeroed per group: unique per row */
+        for (uint32_t node = c->node; node >= 1 && node <= t->n; node = t->parent[node - 1]) {
+            uint32_t f = t->frame[node - 1];
+            frame_acc *b = &acc[f <= t->nframes ? f : 0];
+            if (b->stamp != stamp) {
+                b->stamp = stamp;
+                b->total += c->samples;
+            }
+            if (t->parent[node - 1] >= node)
+                break; /* the reader keeps parents before children; never loop */
+        }
+    }
+}
+
+/* The group's TP_STACK_TOP_FUNCTIONS frames with the most self samples. */
+static void top_functions(const frame_acc *acc, size_t nframes, tp_stack_group *g)
+{
+    for (size_t f = 0; f <= nframes; f++) {
+        if (!acc[f].self)
+            continue;
+        tp_stack_function fn = {(uint32_t)f,  acc[f].best_line,  acc[f].self,
+                                acc[f].total, acc[f].self_known, acc[f].self_on_cpu};
+        size_t at = g->nfunctions;
+        while (at > 0 && g->functions[at - 1].self < fn.self)
+            at--;
+        if (at >= TP_STACK_TOP_FUNCTIONS)
+            continue;
+        size_t keep = g->nfunctions < TP_STACK_TOP_FUNCTIONS ? g->nfunctions : g->nfunctions - 1;
+        memmove(&g->functions[at + 1], &g->functions[at], (keep - at) * sizeof *g->functions);
+        g->functions[at] = fn;
+        if (g->nfunctions < TP_STACK_TOP_FUNCTIONS)
+            g->nfunctions++;
+    }
+}
+
+/* A group's icicle tree: its stacks with the calls of one function from one
+ * call path merged whatever their lines (a box per function), kept as a
+ * stack table (core/stack_table.h, line 0); per merged node its samples and
+ * the line of the first original node merged into it. */
+typedef struct flame_tree {
+    tp_stack_table table;
+    uint64_t *total; /* by merged id */
+    int32_t *line;
+    uint32_t *first, *next; /* children lists (index 0 the root), in id order */
+} flame_tree;
+
+static void flame_tree_free(flame_tree *m)
+{
+    tp_stack_table_free(&m->table);
+    free(m->total);
+    free(m->line);
+    free(m->first);
+    free(m->next);
+}
+
+/* Merges the group's nodes into m. count[] holds each original node's own
+ * samples (index 0: empty stacks) and becomes its totals. Two originals
+ * merge only when their whole function paths are the same, so no sample
+ * passes through both: a merged total is the sum of its originals'. */
+static void merge_group(const tp_stack_tree *t, uint64_t *count, flame_tree *m)
+{
+    memset(m, 0, sizeof *m);
+    for (size_t id = t->n; id >= 1; id--)
+        if (t->parent[id - 1] < id)
+            count[t->parent[id - 1]] += count[id];
+    uint32_t *map = tp_xcalloc(t->n + 1, sizeof *map);
+    size_t cap = 0, lcap = 0;
+    for (size_t id = 1; id <= t->n; id++) {
+        uint32_t parent = t->parent[id - 1];
+        if (!count[id] || parent >= id || (parent && !map[parent]))
+            continue;
+        bool made;
+        uint32_t to = tp_stack_table_node(&m->table, map[parent], t->frame[id - 1], 0, &made);
+        if (!to)
+            tp_out_of_memory();
+        if (made) {
+            m->total = tp_grow(m->total, to, &cap, sizeof *m->total);
+            m->line = tp_grow(m->line, to, &lcap, sizeof *m->line);
+            m->total[to] = 0;
+            m->line[to] = t->line[id - 1];
+        }
+        m->total[to] += count[id];
+        map[id] = to;
+    }
+    free(map);
+    size_t n = m->table.len;
+    m->first = tp_xcalloc(n + 1, sizeof *m->first);
+    m->next = tp_xcalloc(n + 1, sizeof *m->next);
+    for (size_t id = n; id >= 1; id--) { /* backwards: lists come out in id order */
+        uint32_t p = m->table.nodes[id - 1].parent;
+        m->next[id] = m->first[p];
+        m->first[p] = (uint32_t)id;
+    }
+}
+
+typedef struct visit {
+    uint32_t node, depth;
+    double x;
+} visit;
+
+/* Pushes node's children onto todo, laid out from x, so that the first
+ * child is visited first. */
+static void push_children(const flame_tree *m, uint32_t node, uint32_t depth, double x,
+                          uint64_t samples, visit **todo, size_t *n, size_t *cap)
+{
+    size_t from = *n;
+    for (uint32_t k = m->first[node]; k; k = m->next[k]) {
+        *todo = tp_grow(*todo, *n, cap, sizeof **todo);
+        (*todo)[(*n)++] = (visit){k, depth, x};
+        x += (double)m->total[k] / (double)samples;
+    }
+    for (size_t i = from, j = *n; j > i + 1; i++) {
+        j--;
+        visit w = (*todo)[i];
+        (*todo)[i] = (*todo)[j];
+        (*todo)[j] = w;
+    }
+}
+
+/* The group's icicle: each merged node wide enough laid out under its
+ * parent, depth first. count[]: each original node's own samples. */
+static void build_flame(const tp_stack_tree *t, uint64_t *count, tp_stack_group *g)
+{
+    if (!g->samples)
+        return;
+    flame_tree m;
+    merge_group(t, count, &m);
+    visit *todo = NULL;
+    size_t ntodo = 0, todo_cap = 0, cap = 0;
+    push_children(&m, 0, 0, 0, g->samples, &todo, &ntodo, &todo_cap);
+    while (ntodo) {
+        visit v = todo[--ntodo];
+        double width = (double)m.total[v.node] / (double)g->samples;
+        if (width < TP_FLAME_MIN_WIDTH || v.depth >= TP_FLAME_DEPTH)
+            continue;
+        g->flame = tp_grow(g->flame, g->nflame, &cap, sizeof *g->flame);
+        g->flame[g->nflame++] = (tp_flame_rect){
+            m.table.nodes[v.node - 1].frame, m.line[v.node], v.depth, v.x, width, m.total[v.node]};
+        if (v.depth + 1 > g->flame_depth)
+            g->flame_depth = v.depth + 1;
+        push_children(&m, v.node, v.depth + 1, v.x, g->samples, &todo, &ntodo, &todo_cap);
+    }
+    free(todo);
+    flame_tree_free(&m);
+}
+
+/* By rank; in a rank, the phases and the workers by samples, then the
+ * samples outside any region (idle threads, start-up). */
+static int by_rank_then_samples(const void *x, const void *y)
+{
+    const tp_stack_group *a = x, *b = y;
+    if (a->rank != b->rank)
+        return (a->rank > b->rank) - (a->rank < b->rank);
+    bool a_none = !a->phase && !a->workers, b_none = !b->phase && !b->workers;
+    if (a_none != b_none)
+        return a_none - b_none;
+    return (a->samples < b->samples) - (a->samples > b->samples);
+}
+
+bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    if (!tp_run_has_stacks(run))
+        return true;
+    if (!tp_run_stack_tree(run, &out->tree, err, cap) ||
+        !tp_run_stack_counts(run, &out->counts, &out->ncounts, err, cap))
+        return false;
+    /* rows come by rank, then phase, then worker: a worker's rows of
+     * several phases are one group, so gather those first */
+    size_t gcap = 0;
+    frame_acc *acc = tp_xcalloc(out->tree.nframes + 1, sizeof *acc);
+    uint64_t *per_node = tp_xcalloc(out->tree.n + 1, sizeof *per_node);
+    bool *done = tp_xcalloc(out->ncounts + 1, sizeof *done);
+    tp_stack_count *rows = tp_xcalloc(out->ncounts + 1, sizeof *rows);
+    for (size_t i = 0; i < out->ncounts; i++) {
+        if (done[i])
+            continue;
+        size_t n = 0;
+        for (size_t j = i; j < out->ncounts; j++)
+            if (!done[j] && same_group(&out->counts[i], &out->counts[j])) {
+                rows[n++] = out->counts[j];
+                done[j] = true;
+            }
+        out->groups = tp_grow(out->groups, out->n, &gcap, sizeof *out->groups);
+        tp_stack_group *g = &out->groups[out->n++];
+        memset(g, 0, sizeof *g);
+        g->rank = out->counts[i].rank;
+        g->workers = out->counts[i].worker;
+        g->phase = g->workers ? NULL : out->counts[i].phase;
+        memset(acc, 0, (out->tree.nframes + 1) * sizeof *acc);
+        count_group(&out->tree, rows, n, acc, g);
+        top_functions(acc, out->tree.nframes, g);
+        memset(per_node, 0, (out->tree.n + 1) * sizeof *per_node);
+        for (size_t r = 0; r < n; r++)
+            per_node[rows[r].node <= out->tree.n ? rows[r].node : 0] += rows[r].samples;
+        build_flame(&out->tree, per_node, g);
+        out->samples += g->samples;
+    }
+    free(acc);
+    free(done);
+    free(rows);
+    free(per_node);
+    qsort(out->groups, out->n, sizeof *out->groups, by_rank_then_samples);
+    return true;
+}
+
+void tp_stack_facts_free(tp_stack_facts *f)
+{
+    tp_stack_tree_free(&f->tree);
+    tp_stack_counts_free(f->counts, f->ncounts);
+    for (size_t i = 0; i < f->n; i++)
+        free(f->groups[i].flame);
+    free(f->groups);
+    memset(f, 0, sizeof *f);
+}
+
+const char *tp_stack_facts_function(const tp_stack_facts *f, uint32_t frame)
+{
+    return frame >= 1 && frame <= f->tree.nframes && f->tree.function[frame - 1]
+               ? f->tree.function[frame - 1]
+               : "?";
+}
+
+const char *tp_stack_facts_file(const tp_stack_facts *f, uint32_t frame)
+{
+    return frame >= 1 && frame <= f->tree.nframes && f->tree.file[frame - 1]
+               ? f->tree.file[frame - 1]
+               : "?";
+}

@@ -1,0 +1,80 @@
+/* stack_facts.h: where each phase's time goes in the code, from the sampled
+ * Python stacks (store/reader_stacks.h).
+ *
+ * Samples are grouped by rank and by what their thread was doing: the
+ * region it had open (a step phase or a user region), the DataLoader
+ * workers (every sample of a worker's thread, whatever it had open), or no
+ * region at all (idle threads, start-up, code outside the steps). In each group, a function's self
+ * share is the part of the group's samples whose innermost frame is it, its total share the part
+ * with it anywhere on the stack (once per sample, however deep it recurses);
+ * on_cpu is how much of its self samples the kernel saw running, of those
+ * whose state it knew. Functions are (function, file); line is the line of
+ * its most self samples. No words: render/ names everything. */
+#ifndef TP_ANALYZE_STACK_FACTS_H
+#define TP_ANALYZE_STACK_FACTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/reader_stacks.h"
+
+#define TP_STACK_TOP_FUNCTIONS 10 /* kept per group, most self samples first */
+/* The phase the workers' samples are named by (report --json, export). */
+#define TP_STACK_WORKERS_PHASE "dataloader_worker"
+
+typedef struct tp_stack_function {
+    uint32_t frame; /* in the facts' tree */
+    int32_t line;
+    uint64_t self, total;
+    uint64_t self_known, self_on_cpu;
+} tp_stack_function;
+
+/* A box of a group's icicle (flame graph, outermost frame on top): a
+ * function called along one path (its calls from different lines of its
+ * caller merged; line: the first one's), depth levels down, spanning
+ * [x, x + width) of the group's samples (fractions), samples of them. Boxes
+ * narrower than TP_FLAME_MIN_WIDTH, or deeper than TP_FLAME_DEPTH, are left
+ * out. */
+#define TP_FLAME_MIN_WIDTH 0.002
+#define TP_FLAME_DEPTH     64
+typedef struct tp_flame_rect {
+    uint32_t frame;
+    int32_t line;
+    uint32_t depth;
+    double x, width;
+    uint64_t samples;
+} tp_flame_rect;
+
+typedef struct tp_stack_group {
+    int rank;
+    const char *phase; /* the region, NULL for none (and for the workers) */
+    bool workers;      /* the DataLoader workers' samples */
+    uint64_t samples;
+    uint64_t known, on_cpu; /* samples whose state the kernel said, and of those running */
+    tp_stack_function functions[TP_STACK_TOP_FUNCTIONS];
+    size_t nfunctions;
+    tp_flame_rect *flame; /* depth first, each node before its children */
+    size_t nflame;
+    uint32_t flame_depth; /* levels the icicle has */
+} tp_stack_group;
+
+typedef struct tp_stack_facts {
+    tp_stack_tree tree;
+    tp_stack_count *counts; /* the rows the groups were made from (their texts) */
+    size_t ncounts;
+    tp_stack_group *groups; /* by rank, then most samples first, outside regions last */
+    size_t n;
+    uint64_t samples;
+} tp_stack_facts;
+
+/* False (reason in err) when the file can't be read; a run without stacks
+ * gives no groups. tp_stack_facts_free in every case. */
+bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t cap);
+void tp_stack_facts_free(tp_stack_facts *f);
+
+/* A frame's function and file in the facts' tree ("?" when unknown). */
+const char *tp_stack_facts_function(const tp_stack_facts *f, uint32_t frame);
+const char *tp_stack_facts_file(const tp_stack_facts *f, uint32_t frame);
+
+#endif

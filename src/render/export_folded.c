@@ -1,0 +1,85 @@
+/* export_folded.c: the sampled stacks in the folded format. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/stack_facts.h"
+#include "render/export.h"
+#include "store/reader_stacks.h"
+#include "util/oom.h"
+
+/* Writes text with the folded format's separators (';' between frames, the
+ * last space before the count) and line breaks made harmless. */
+static void folded_text(FILE *out, const char *text)
+{
+    for (const char *p = text; *p; p++)
+        fputc(*p == ';' ? ':' : *p == '\n' || *p == '\r' ? ' ' : *p, out);
+}
+
+static const char *short_file(const char *file)
+{
+    const char *last = strrchr(file, '/');
+    if (!last)
+        return file;
+    const char *p = last;
+    while (p > file && p[-1] != '/')
+        p--;
+    return p;
+}
+
+static const char *label_of(const tp_stack_count *c)
+{
+    return c->worker ? TP_STACK_WORKERS_PHASE : c->phase ? c->phase : "(no region)";
+}
+
+static int by_label_then_node(const void *x, const void *y)
+{
+    const tp_stack_count *a = x, *b = y;
+    int k = strcmp(label_of(a), label_of(b));
+    return k ? k : (a->node > b->node) - (a->node < b->node);
+}
+
+/* The frames from the root to node, ';'-separated. */
+static void write_path(FILE *out, const tp_stack_tree *t, uint32_t node)
+{
+    uint32_t path[1024];
+    size_t n = 0;
+    for (uint32_t at = node; at >= 1 && at <= t->n && n < 1024; at = t->parent[at - 1]) {
+        path[n++] = at;
+        if (t->parent[at - 1] >= at)
+            break;
+    }
+    while (n-- > 0) {
+        uint32_t f = t->frame[path[n] - 1];
+        const char *function = f >= 1 && f <= t->nframes ? t->function[f - 1] : "?";
+        const char *file = f >= 1 && f <= t->nframes ? t->file[f - 1] : "?";
+        fputc(';', out);
+        folded_text(out, function);
+        fputs(" (", out);
+        folded_text(out, short_file(file));
+        fprintf(out, ":%d)", t->line[path[n] - 1]);
+    }
+}
+
+bool tp_export_folded(FILE *out, tp_run *run, char *err, size_t cap)
+{
+    tp_stack_tree tree;
+    tp_stack_count *rows = NULL;
+    size_t n = 0;
+    bool ok =
+        tp_run_stack_tree(run, &tree, err, cap) && tp_run_stack_counts(run, &rows, &n, err, cap);
+    if (ok && n)
+        qsort(rows, n, sizeof *rows, by_label_then_node);
+    for (size_t i = 0; ok && i < n;) {
+        uint64_t count = 0;
+        size_t j = i;
+        for (; j < n && by_label_then_node(&rows[i], &rows[j]) == 0; j++)
+            count += rows[j].samples; /* the same stack of another rank or state */
+        folded_text(out, label_of(&rows[i]));
+        write_path(out, &tree, rows[i].node);
+        fprintf(out, " %llu\n", (unsigned long long)count);
+        i = j;
+    }
+    tp_stack_tree_free(&tree);
+    tp_stack_counts_free(rows, n);
+    return ok;
+}

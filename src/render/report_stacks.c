@@ -1,0 +1,182 @@
+/* report_stacks.c: the report's part on where each phase's time goes in the
+ * code (analyze/stack_facts.h), as text and JSON. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/phases.h"
+#include "render/report.h"
+#include "trainprof.h"
+
+#define GROUPS_SHOWN    12 /* groups the text shows, the biggest of each rank first */
+#define FUNCTIONS_SHOWN 5
+#define GROUP_MIN_SHARE 0.02 /* of its rank's samples: smaller groups are left to --json */
+
+/* A file's last two path components: "torchvision/transforms.py". */
+static const char *short_file(const char *file)
+{
+    const char *last = strrchr(file, '/');
+    if (!last)
+        return file;
+    const char *p = last;
+    while (p > file && p[-1] != '/')
+        p--;
+    return p > file ? p : file;
+}
+
+/* What a group's samples were doing, in words. */
+static void group_label(char *buf, size_t cap, const tp_stack_group *g)
+{
+    if (g->workers)
+        snprintf(buf, cap, "DataLoader workers");
+    else if (g->phase)
+        snprintf(buf, cap, "%s", g->phase);
+    else
+        snprintf(buf, cap, "outside regions");
+}
+
+static uint64_t rank_samples(const tp_stack_facts *f, int rank)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < f->n; i++)
+        n += f->groups[i].rank == rank ? f->groups[i].samples : 0;
+    return n;
+}
+
+void tp_report_stacks_text(FILE *out, const tp_summary *s)
+{
+    const tp_stack_facts *f = &s->stacks;
+    if (!f->n)
+        return;
+    fprintf(out,
+            "\nInside the phases (sampled Python stacks: %llu samples; per rank and what the "
+            "thread had open, the functions with the most samples: self, then total share)\n",
+            (unsigned long long)f->samples);
+    size_t shown = 0;
+    for (size_t i = 0; i < f->n && shown < GROUPS_SHOWN; i++) {
+        const tp_stack_group *g = &f->groups[i];
+        uint64_t all = rank_samples(f, g->rank);
+        if (!g->nfunctions || (double)g->samples < GROUP_MIN_SHARE * (double)all)
+            continue;
+        shown++;
+        char label[256], rank[32]; /* the whole report is made terminal-safe (cmd_report.c) */
+        group_label(label, sizeof label, g);
+        if (g->rank >= 0)
+            snprintf(rank, sizeof rank, "rank %d  ", g->rank);
+        else
+            rank[0] = '\0';
+        fprintf(out, "  %s%s: %llu samples", rank, label, (unsigned long long)g->samples);
+        if (g->known)
+            fprintf(out, ", %.0f%% on a CPU", 100.0 * (double)g->on_cpu / (double)g->known);
+        fputc('\n', out);
+        for (size_t k = 0; k < g->nfunctions && k < FUNCTIONS_SHOWN; k++) {
+            const tp_stack_function *fn = &g->functions[k];
+            fprintf(out, "    %5.1f%% %5.1f%%  %s  %s:%d",
+                    100.0 * (double)fn->self / (double)g->samples,
+                    100.0 * (double)fn->total / (double)g->samples,
+                    tp_stack_facts_function(f, fn->frame),
+                    short_file(tp_stack_facts_file(f, fn->frame)), fn->line);
+            if (fn->self_known)
+                fprintf(out, "  (%s)",
+                        2 * fn->self_on_cpu >= fn->self_known ? "on a CPU" : "waiting");
+            fputc('\n', out);
+        }
+    }
+}
+
+void tp_report_stacks_json(json_writer *w, const tp_summary *s)
+{
+    const tp_stack_facts *f = &s->stacks;
+    json_key(w, "stacks");
+    json_array_begin(w);
+    for (size_t i = 0; i < f->n; i++) {
+        const tp_stack_group *g = &f->groups[i];
+        json_object_begin(w);
+        json_key(w, "rank");
+        if (g->rank >= 0)
+            json_int(w, g->rank);
+        else
+            json_null(w);
+        json_key(w, "phase"); /* the region open; the workers' role; null for none */
+        if (g->workers)
+            json_string(w, TP_STACK_WORKERS_PHASE);
+        else if (g->phase)
+            json_string(w, g->phase);
+        else
+            json_null(w);
+        json_key(w, "samples");
+        json_int(w, (int64_t)g->samples);
+        json_key(w, "on_cpu_share");
+        if (g->known)
+            json_double(w, (double)g->on_cpu / (double)g->known);
+        else
+            json_null(w);
+        json_key(w, "functions");
+        json_array_begin(w);
+        for (size_t k = 0; k < g->nfunctions; k++) {
+            const tp_stack_function *fn = &g->functions[k];
+            json_object_begin(w);
+            json_key(w, "function");
+            json_string(w, tp_stack_facts_function(f, fn->frame));
+            json_key(w, "file");
+            json_string(w, tp_stack_facts_file(f, fn->frame));
+            json_key(w, "line");
+            json_int(w, fn->line);
+            json_key(w, "self_share");
+            json_double(w, (double)fn->self / (double)g->samples);
+            json_key(w, "total_share");
+            json_double(w, (double)fn->total / (double)g->samples);
+            json_key(w, "on_cpu_share");
+            if (fn->self_known)
+                json_double(w, (double)fn->self_on_cpu / (double)fn->self_known);
+            else
+                json_null(w);
+            json_object_end(w);
+        }
+        json_array_end(w);
+        json_object_end(w);
+    }
+    json_array_end(w);
+}
+
+/* The rank's group the verdict's phase is best seen in: for input, its
+ * DataLoader workers' (the loading itself), else dataloader_next's (the
+ * loading done in the training's own process); for compute, the biggest of
+ * its computing phases. */
+static const tp_stack_group *cited_group(const tp_stack_facts *f, int rank, bool input)
+{
+    const tp_stack_group *best = NULL;
+    for (size_t i = 0; i < f->n; i++) {
+        const tp_stack_group *g = &f->groups[i];
+        if (g->rank != rank || !g->nfunctions)
+            continue;
+        bool fits =
+            input ? g->workers || (g->phase && strcmp(g->phase, TP_PHASE_DATALOADER_NEXT) == 0)
+                  : g->phase && tp_phase_kind_of(g->phase) == TP_PHASE_KIND_COMPUTE;
+        if (!fits)
+            continue;
+        if (!best || (input && g->workers && !best->workers) ||
+            ((!input || g->workers == best->workers) && g->samples > best->samples))
+            best = g;
+    }
+    return best;
+}
+
+void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bool input)
+{
+    out[0] = '\0';
+    const tp_stack_group *g = cited_group(f, rank, input);
+    if (!g)
+        return;
+    size_t len =
+        (size_t)snprintf(out, cap, " Inside: %s%s time goes to ",
+                         g->workers ? "the DataLoader workers'" : g->phase, g->workers ? "" : "'s");
+    for (size_t k = 0; k < g->nfunctions && k < 2 && len < cap; k++) {
+        const tp_stack_function *fn = &g->functions[k];
+        len += (size_t)snprintf(out + len, cap - len, "%s%s (%s:%d) %.0f%%", k ? ", " : "",
+                                tp_stack_facts_function(f, fn->frame),
+                                short_file(tp_stack_facts_file(f, fn->frame)), fn->line,
+                                100.0 * (double)fn->self / (double)g->samples);
+    }
+    if (len < cap)
+        snprintf(out + len, cap - len, " of its samples.");
+}

@@ -1,0 +1,171 @@
+/* reader_stacks.c: see reader_stacks.h. */
+#include "store/reader_stacks.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/schema.h"
+#include "store/sql_util.h"
+#include "util/grow.h"
+#include "util/oom.h"
+
+static bool failed(tp_run *run, const char *what, char *err, size_t cap)
+{
+    snprintf(err, cap, "%s: cannot read %s: %s", run->path, what, sqlite3_errmsg(run->db));
+    return false;
+}
+
+bool tp_run_has_stacks(tp_run *run)
+{
+    int64_t n = 0;
+    return run->schema_version >= TP_SCHEMA_STACKS_VERSION &&
+           tp_sql_query_int(run->db, "SELECT EXISTS (SELECT 1 FROM stack_sample)", &n) ==
+               SQLITE_OK &&
+           n == 1;
+}
+
+/* Grows the by-id arrays of t to hold id (1-based), zeroed. */
+static void node_room(tp_stack_tree *t, size_t id, size_t *cap)
+{
+    if (id <= t->n)
+        return;
+    size_t old = *cap;
+    if (id > *cap) {
+        size_t c1 = *cap, c2 = *cap;
+        t->parent = tp_grow(t->parent, id - 1, cap, sizeof *t->parent);
+        t->frame = tp_grow(t->frame, id - 1, &c1, sizeof *t->frame);
+        t->line = tp_grow(t->line, id - 1, &c2, sizeof *t->line);
+        memset(t->parent + old, 0, (*cap - old) * sizeof *t->parent);
+        memset(t->frame + old, 0, (*cap - old) * sizeof *t->frame);
+        memset(t->line + old, 0, (*cap - old) * sizeof *t->line);
+    }
+    t->n = id;
+}
+
+bool tp_run_stack_tree(tp_run *run, tp_stack_tree *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    if (run->schema_version < TP_SCHEMA_STACKS_VERSION)
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db, "SELECT id, function, file FROM frame ORDER BY id", -1, &st,
+                           NULL) != SQLITE_OK)
+        return failed(run, "the stacks' frames", err, cap);
+    size_t fcap = 0, fcap2 = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id < 1 || id > (int64_t)UINT32_MAX)
+            continue;
+        while (out->nframes < (size_t)id) {
+            out->function = tp_grow(out->function, out->nframes, &fcap, sizeof *out->function);
+            out->file = tp_grow(out->file, out->nframes, &fcap2, sizeof *out->file);
+            out->function[out->nframes] = out->file[out->nframes] = NULL;
+            out->nframes++;
+        }
+        free(out->function[id - 1]);
+        free(out->file[id - 1]);
+        out->function[id - 1] = tp_sql_dup_text(st, 1);
+        out->file[id - 1] = tp_sql_dup_text(st, 2);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return failed(run, "the stacks' frames", err, cap);
+    if (sqlite3_prepare_v2(run->db, "SELECT id, parent, frame_id, line FROM stack_node", -1, &st,
+                           NULL) != SQLITE_OK)
+        return failed(run, "the stacks", err, cap);
+    size_t ncap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0), parent = sqlite3_column_int64(st, 1);
+        if (id < 1 || id > (int64_t)(1u << 26) || parent < 0 || parent >= id)
+            continue; /* a parent is made before its children: anything else is damage */
+        node_room(out, (size_t)id, &ncap);
+        int64_t frame = sqlite3_column_int64(st, 2);
+        out->parent[id - 1] = (uint32_t)parent;
+        out->frame[id - 1] = frame > 0 && frame <= (int64_t)UINT32_MAX ? (uint32_t)frame : 0;
+        out->line[id - 1] = (int32_t)sqlite3_column_int(st, 3);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "the stacks", err, cap);
+}
+
+void tp_stack_tree_free(tp_stack_tree *t)
+{
+    for (size_t i = 0; i < t->nframes; i++) {
+        free(t->function[i]);
+        free(t->file[i]);
+    }
+    free(t->function);
+    free(t->file);
+    free(t->parent);
+    free(t->frame);
+    free(t->line);
+    memset(t, 0, sizeof *t);
+}
+
+bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err, size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    if (run->schema_version < TP_SCHEMA_STACKS_VERSION)
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(
+            run->db,
+            "WITH workers AS (SELECT DISTINCT agent_id, pid, tid FROM thread"
+            "  WHERE name LIKE 'DL worker%')"
+            " SELECT t.rank, n.text, w.pid IS NOT NULL, s.node_id, s.state & 3, COUNT(*)"
+            " FROM stack_sample s JOIN thread t ON t.id = s.thread_id"
+            " LEFT JOIN workers w ON w.agent_id = t.agent_id AND w.pid = t.pid AND w.tid = s.tid"
+            " LEFT JOIN name n ON n.id = s.phase_id"
+            " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3",
+            -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "the stack samples", err, cap);
+    size_t ccap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t node = sqlite3_column_int64(st, 3), state = sqlite3_column_int64(st, 4);
+        *out = tp_grow(*out, *n, &ccap, sizeof **out);
+        (*out)[(*n)++] = (tp_stack_count){
+            .rank = sqlite3_column_int(st, 0),
+            .phase = sqlite3_column_type(st, 1) == SQLITE_NULL ? NULL : tp_sql_dup_text(st, 1),
+            .worker = sqlite3_column_int(st, 2) != 0,
+            .node = node > 0 && node <= (int64_t)UINT32_MAX ? (uint32_t)node : 0,
+            .on_cpu = (state & 1) != 0,
+            .cpu_known = (state & 2) != 0,
+            .samples = (uint64_t)sqlite3_column_int64(st, 5),
+        };
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "the stack samples", err, cap);
+}
+
+void tp_stack_counts_free(tp_stack_count *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(c[i].phase);
+    free(c);
+}
+
+bool tp_run_each_stack_sample(tp_run *run, tp_stack_sample_fn fn, void *ctx, char *err, size_t cap)
+{
+    if (run->schema_version < TP_SCHEMA_STACKS_VERSION)
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT thread_id, tid, t_ns, phase_id, state, node_id"
+                           " FROM stack_sample ORDER BY t_ns",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "the stack samples", err, cap);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t node = sqlite3_column_int64(st, 5);
+        fn(ctx, sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1), sqlite3_column_int64(st, 2),
+           sqlite3_column_int64(st, 3), sqlite3_column_int(st, 4),
+           node > 0 && node <= (int64_t)UINT32_MAX ? (uint32_t)node : 0);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "the stack samples", err, cap);
+}

@@ -1,0 +1,54 @@
+/* reader_stacks.h: a run's sampled Python stacks (schema 8), read for the
+ * analysis: the tree of stack nodes with each frame's function and file, and
+ * the samples counted by (rank, region open, worker process, node, on a
+ * CPU). Files from before schema 8, and runs recorded with stack sampling
+ * off, have none. Reading commands stop on out of memory (util/oom.h). */
+#ifndef TP_STORE_READER_STACKS_H
+#define TP_STORE_READER_STACKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/reader.h"
+
+/* The tree: node ids 1..n, each with its parent (0: outermost), frame and
+ * line; frames 1..nframes with their texts (frame 0 and ids the file lacks
+ * read "?"). */
+typedef struct tp_stack_tree {
+    uint32_t *parent, *frame; /* by node id - 1 */
+    int32_t *line;
+    size_t n;
+    char **function, **file; /* by frame id - 1 */
+    size_t nframes;
+} tp_stack_tree;
+
+/* Samples of one (rank, phase, worker, node, on_cpu), with how many. */
+typedef struct tp_stack_count {
+    int rank;       /* the sampler's process's rank, -1 none */
+    char *phase;    /* the region the thread had open, NULL none */
+    bool worker;    /* a DataLoader worker's thread (the one named "DL worker N") */
+    uint32_t node;  /* its innermost frame's node, 0 for an empty stack */
+    bool on_cpu;    /* the kernel had it running or runnable */
+    bool cpu_known; /* ... and said so */
+    uint64_t samples;
+} tp_stack_count;
+
+/* Whether the file holds stack samples at all. */
+bool tp_run_has_stacks(tp_run *run);
+
+bool tp_run_stack_tree(tp_run *run, tp_stack_tree *out, char *err, size_t cap);
+void tp_stack_tree_free(tp_stack_tree *t);
+
+/* Every (rank, phase, worker, node, state) with its sample count, ordered by
+ * rank, then phase. */
+bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err, size_t cap);
+void tp_stack_counts_free(tp_stack_count *c, size_t n);
+
+/* Each sample in time order: fn(ctx, thread id, tid, t_ns, phase, state,
+ * node), for the trace export. */
+typedef void (*tp_stack_sample_fn)(void *ctx, int64_t thread_id, int32_t tid, int64_t t_ns,
+                                   int64_t phase, int state, uint32_t node);
+bool tp_run_each_stack_sample(tp_run *run, tp_stack_sample_fn fn, void *ctx, char *err, size_t cap);
+
+#endif

@@ -1,0 +1,302 @@
+"""Sampled Python stacks: known hot functions in known phases, waiting
+threads, workers, deep recursion, turning it off, the folded export, py-spy
+as the oracle, and the walker on every CPython installed here."""
+
+import glob
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import PYTHON, ROOT, report_json, trainprof
+
+HOT = textwrap.dedent("""
+    import queue, sys, threading, time
+    import trainprof
+
+    def parse_records(n):          # the loading phase's hot function
+        x = 0
+        for i in range(n):
+            x += i * i
+        return x
+
+    def matmul_by_hand(n):         # the computing phase's hot function
+        s = 0.0
+        for i in range(n):
+            s += (i % 7) * 0.5
+        return s
+
+    q = queue.Queue()
+    def idle_worker():
+        q.get()                    # blocked: waiting, not on a CPU
+
+    t = threading.Thread(target=idle_worker); t.start()
+    end = time.time() + float(sys.argv[1])
+    while time.time() < end:
+        trainprof.step()
+        with trainprof.region("load"):
+            parse_records(60000)
+        with trainprof.region("compute"):
+            matmul_by_hand(120000)
+    q.put(1); t.join()
+""")
+
+
+def record(tmp_path, script, *args, stacks=None, env=None, seconds="2"):
+    path = tmp_path / "script.py"
+    path.write_text(script)
+    run = tmp_path / "run.db"
+    extra = ["--stacks", str(stacks)] if stacks is not None else []
+    r = trainprof("record", "-q", "-f", "-o", run, *extra, "--", PYTHON, path, seconds, *args,
+                  env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return run
+
+
+def group(report, phase):
+    return next(g for g in report["stacks"] if g["phase"] == phase)
+
+
+def test_hot_functions_are_the_top_of_their_phases(tmp_path):
+    run = record(tmp_path, HOT, stacks=200)
+    report = report_json(run)
+    load, compute = group(report, "load"), group(report, "compute")
+    assert load["functions"][0]["function"] == "parse_records"
+    assert load["functions"][0]["self_share"] > 0.8
+    assert compute["functions"][0]["function"] == "matmul_by_hand"
+    assert compute["functions"][0]["self_share"] > 0.8
+    assert compute["functions"][0]["file"].endswith("script.py")
+    assert compute["on_cpu_share"] > 0.8
+    # 2 s at 200 Hz of two threads: about 800 samples (a loaded machine loses some)
+    total = sum(g["samples"] for g in report["stacks"])
+    assert 400 < total < 900, total
+    # the blocked thread: outside regions, waiting in the queue
+    idle = group(report, None)
+    assert idle["on_cpu_share"] < 0.2
+    assert any(f["function"].endswith("wait") for f in idle["functions"])
+    # shares are parts of their phase's samples
+    for g in report["stacks"]:
+        for f in g["functions"]:
+            assert 0 < f["self_share"] <= f["total_share"] <= 1
+    text = trainprof("report", run).stdout
+    assert "Inside the phases" in text and "parse_records" in text
+
+
+def test_the_input_bound_verdict_names_the_loading_code(tmp_path):
+    script = (HOT.replace('"load"', '"dataloader_next"').replace('"compute"', '"train_batch"')
+              .replace("parse_records(60000)", "parse_records(200000)"))
+    report = report_json(record(tmp_path, script, stacks=100))
+    verdict = next(v for v in report["verdicts"] if v["kind"] == "input_bound")
+    assert "Inside: dataloader_next's time goes to parse_records (" in verdict["message"]
+
+
+def test_the_phase_is_the_innermost_open_region(tmp_path):
+    script = textwrap.dedent("""
+        import sys, time, trainprof
+        def inner_work():
+            t = time.time()
+            while time.time() - t < 0.01: pass
+        end = time.time() + float(sys.argv[1])
+        while time.time() < end:
+            with trainprof.region("outer"):
+                with trainprof.region("inner"):
+                    inner_work()
+    """)
+    report = report_json(record(tmp_path, script, stacks=100, seconds="1"))
+    phases = {g["phase"] for g in report["stacks"]}
+    assert "inner" in phases
+    inner = group(report, "inner")
+    assert inner["functions"][0]["function"] == "inner_work"
+    outer = [g for g in report["stacks"] if g["phase"] == "outer"]
+    assert not outer or outer[0]["samples"] < 0.1 * inner["samples"]
+
+
+def test_deep_recursion_costs_nothing_but_its_outer_frames(tmp_path):
+    script = textwrap.dedent("""
+        import sys, time
+        sys.setrecursionlimit(5000)
+        def deep(n, end):
+            if n == 0:
+                while time.time() < end: pass
+                return 0
+            return deep(n - 1, end)
+        deep(1000, time.time() + float(sys.argv[1]))
+    """)
+    run = record(tmp_path, script, stacks=100, seconds="1")
+    with sqlite3.connect(run) as db:
+        states = dict(db.execute("SELECT state & 4, COUNT(*) FROM stack_sample GROUP BY 1"))
+        depth = db.execute("WITH RECURSIVE up(id, n) AS (SELECT node_id, 1 FROM stack_sample"
+                           " WHERE rowid = (SELECT MIN(rowid) FROM stack_sample WHERE state & 4)"
+                           " UNION ALL SELECT s.parent, n + 1 FROM up JOIN stack_node s"
+                           " ON s.id = up.id WHERE s.parent > 0) SELECT MAX(n) FROM up").fetchone()
+    assert states.get(4, 0) > 50  # truncated, and kept
+    assert depth[0] == 256
+    report = report_json(run)
+    assert group(report, None)["functions"][0]["function"] == "deep"
+
+
+def test_forked_workers_are_sampled_as_workers(tmp_path):
+    script = textwrap.dedent("""
+        import sys, torch
+        from torch.utils.data import DataLoader, Dataset
+
+        def decode_sample(i):
+            x = 0
+            for k in range(20000):
+                x += k * i
+            return x
+
+        class Slow(Dataset):
+            def __len__(self): return 400
+            def __getitem__(self, i):
+                return torch.tensor(float(decode_sample(i)))
+
+        if __name__ == "__main__":
+            loader = DataLoader(Slow(), batch_size=4, num_workers=2,
+                                multiprocessing_context="fork")
+            for batch in loader:
+                pass
+    """)
+    run = record(tmp_path, script, stacks=100, seconds="0")
+    report = report_json(run)
+    workers = group(report, "dataloader_worker")
+    assert workers["functions"][0]["function"] == "decode_sample", workers
+    with sqlite3.connect(run) as db:
+        pids = db.execute("SELECT COUNT(DISTINCT pid) FROM thread WHERE name = 'trainprof-stack'"
+                          ).fetchone()[0]
+    assert pids == 3  # the main process and both workers
+
+
+def test_sampling_off_leaves_nothing(tmp_path):
+    for kind in ("option", "environment"):
+        run = record(tmp_path, HOT, seconds="0.5",
+                     **({"stacks": 0} if kind == "option" else {"env": {"TRAINPROF_STACKS": "0"}}))
+        with sqlite3.connect(run) as db:
+            assert db.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0] == 0
+            assert db.execute("SELECT COUNT(*) FROM thread WHERE name = 'trainprof-stack'"
+                              ).fetchone()[0] == 0
+        assert report_json(run)["stacks"] == []
+        assert "Inside the phases" not in trainprof("report", run).stdout
+
+
+def test_a_bad_rate_is_refused(tmp_path):
+    r = trainprof("record", "-o", tmp_path / "x.db", "--stacks", "5000", "--", "true")
+    assert r.returncode == 2 and "--stacks" in r.stderr and len(r.stderr.splitlines()) == 1
+    r = trainprof("record", "-o", tmp_path / "x.db", "--", "true",
+                  env={"TRAINPROF_STACKS": "fast"})
+    assert r.returncode == 2 and "TRAINPROF_STACKS=fast" in r.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_folded_export_counts_every_sample(tmp_path):
+    run = record(tmp_path, HOT, stacks=100, seconds="1")
+    r = trainprof("export", "--format", "folded", run)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines and all(re.fullmatch(r"[^;\n]+(;[^;\n]+)* \d+", x) for x in lines), lines[:3]
+    with sqlite3.connect(run) as db:
+        samples = db.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0]
+    assert sum(int(x.rsplit(" ", 1)[1]) for x in lines) == samples
+    hot = [x for x in lines if x.startswith("load;")]
+    assert any(";parse_records (" in x for x in hot)
+
+
+@pytest.mark.skipif(not shutil.which("py-spy", path=os.path.dirname(PYTHON)),
+                    reason="py-spy is not installed (tools/bootstrap.sh installs it)")
+def test_the_same_top_functions_as_py_spy(tmp_path):
+    """py-spy samples the same script: both see the same hot functions, in
+    about the same proportion (of the samples on a CPU)."""
+    script = tmp_path / "hot.py"
+    script.write_text(HOT)
+    raw = tmp_path / "spy.txt"
+    subprocess.run([os.path.join(os.path.dirname(PYTHON), "py-spy"), "record", "-r", "100",
+                    "--format", "raw", "-o", raw, "--", PYTHON, script, "2"], check=True,
+                   capture_output=True, timeout=120)
+    spy = {}
+    for line in raw.read_text().splitlines():
+        stack, count = line.rsplit(" ", 1)
+        leaf = stack.split(";")[-1].split(" (")[0]
+        spy[leaf] = spy.get(leaf, 0) + int(count)
+    ours = {}
+    run = record(tmp_path, HOT, stacks=100)
+    for g in report_json(run)["stacks"]:
+        if g["phase"] in ("load", "compute"):
+            for f in g["functions"]:
+                ours[f["function"]] = ours.get(f["function"], 0) + f["self_share"] * g["samples"]
+    hot = ("parse_records", "matmul_by_hand")
+    assert max(spy, key=spy.get) == max(ours, key=ours.get) == "matmul_by_hand"
+    spy_share = spy["parse_records"] / sum(spy[h] for h in hot)
+    our_share = ours["parse_records"] / sum(ours[h] for h in hot)
+    assert abs(spy_share - our_share) < 0.1, (spy_share, our_share)
+
+
+WALK = textwrap.dedent("""
+    import sys, threading, time, traceback
+    import _native
+
+    def blocked_here(ev):
+        ev.wait()
+
+    def recurse(n, ev):
+        return blocked_here(ev) if n == 0 else recurse(n - 1, ev)
+
+    ev = threading.Event()
+    threads = [threading.Thread(target=blocked_here, args=(ev,)),
+               threading.Thread(target=recurse, args=(40, ev))]
+    for t in threads: t.start()
+    time.sleep(0.2)
+    snap = {ident: (tid, stack) for ident, tid, _, stack in _native._stack_snapshot()}
+    frames = sys._current_frames()
+    for t in threads:
+        want = [(f.f_code.co_name, f.f_code.co_filename, line)
+                for f, line in traceback.walk_stack(frames[t.ident])]
+        tid, got = snap[t.ident]
+        assert [g[0].split(".")[-1] for g in got] == [w[0] for w in want], (got, want)
+        assert [(g[1], g[2]) for g in got] == [(w[1], w[2]) for w in want], (got, want)
+        assert tid == (t.native_id if sys.version_info >= (3, 11) else 0)
+    ev.set()
+    for t in threads: t.join()
+    def short(): sum(range(1000))
+    for _ in range(200):   # threads come and go while the walker reads them
+        ts = [threading.Thread(target=short) for _ in range(4)]
+        for t in ts: t.start()
+        _native._stack_snapshot()
+        for t in ts: t.join()
+    print("same", sys.version_info[:2])
+""")
+
+
+def cpythons():
+    found = []
+    for exe in sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python3.*")):
+        if re.search(r"python3\.(9|1[0-4])$", exe):
+            found.append(exe)
+    return found or [PYTHON]
+
+
+@pytest.mark.parametrize("python", cpythons(), ids=lambda p: os.path.basename(p))
+def test_the_walker_reads_what_the_interpreter_says(tmp_path, python):
+    """The extension built for each CPython here reads every thread's stack
+    as sys._current_frames() gives it: functions, files and lines."""
+    paths = json.loads(subprocess.run(
+        [python, "-c", "import json, sysconfig; print(json.dumps([sysconfig.get_paths()"
+         "['include'], sysconfig.get_config_var('EXT_SUFFIX')]))"],
+        capture_output=True, text=True, check=True).stdout)
+    if not os.path.exists(os.path.join(paths[0], "internal")):
+        pytest.skip(f"{python} has no internal headers")
+    module = tmp_path / f"_native{paths[1]}"
+    sources = ["python/trainprof/_native.c", "python/trainprof/_stack_sampler.c",
+               "python/trainprof/_stacks.c", *glob.glob(str(ROOT / "lib" / "*.c"))]
+    subprocess.run(["cc", "-std=gnu11", "-D_GNU_SOURCE", "-O1", "-fPIC", "-shared",
+                    "-I", ROOT / "include", "-I", ROOT / "lib", "-I", ROOT / "build",
+                    "-I", paths[0], "-o", module, *sources, "-lpthread"],
+                   cwd=ROOT, check=True, capture_output=True)
+    (tmp_path / "walk.py").write_text(WALK)
+    r = subprocess.run([python, "walk.py"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "same" in r.stdout, r.stderr

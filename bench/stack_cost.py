@@ -49,7 +49,12 @@ def timed(argv, tmp):
     r = subprocess.run(argv, capture_output=True, text=True, cwd=tmp, timeout=600)
     if r.returncode != 0:
         raise RuntimeError(f"{argv}: {r.stderr}")
-    return float(r.stdout.strip().splitlines()[-1])
+    for line in reversed(r.stdout.splitlines()):  # py-spy adds lines of its own
+        try:
+            return float(line)
+        except ValueError:
+            continue
+    raise RuntimeError(f"{argv}: no time in {r.stdout!r}")
 
 
 def loop_costs(tmp, runs, n):
@@ -74,14 +79,18 @@ def loop_costs(tmp, runs, n):
     for _ in range(runs):
         for k, argv in configs.items():
             times[k].append(timed([str(a) for a in argv], tmp))
-    bare = statistics.median(times["bare"])
-    return {k: {"median_s": round(statistics.median(v), 4),
-                "vs_bare": round(statistics.median(v) / bare - 1, 4)} for k, v in times.items()}
+    # this VM's speed drifts by more than the effects measured: each round's
+    # configurations against that round's bare run and stacks-off run, then
+    # the median of those ratios
+    def paired(k, base):
+        return round(statistics.median(t / b for t, b in zip(times[k], times[base])) - 1, 4)
+    return {k: {"median_s": round(statistics.median(v), 4), "vs_bare": paired(k, "bare"),
+                "vs_stacks_off": paired(k, "record --stacks 0")} for k, v in times.items()}
 
 
 def example_steps(tmp, runs):
     steps = {"0": [], "100": []}
-    for _ in range(runs):
+    for _ in range(runs):  # pairs, as loop_costs
         for hz in steps:
             db = tmp / f"ex{hz}.db"
             subprocess.run([PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", hz, "--",
@@ -92,7 +101,8 @@ def example_steps(tmp, runs):
             steps[hz].append(rep["steps"][0]["mean_s"])
     off, on = statistics.median(steps["0"]), statistics.median(steps["100"])
     return {"mean_step_s_stacks_off": round(off, 6), "mean_step_s_stacks_100": round(on, 6),
-            "ratio": round(on / off - 1, 4)}
+            "paired_ratio": round(statistics.median(a / b for a, b in zip(steps["100"],
+                                                                         steps["0"])) - 1, 4)}
 
 
 def recorder_cost(tmp, n):

@@ -31,12 +31,21 @@
 #define FUNCTION_MAX 128
 #define FILE_MAX     256
 #define STRING_CHARS 256
+/* A code object found at a known address is read again (to see it is still
+ * the same one) once in this many walks: a second at 100 Hz. A code freed
+ * and another made at its address within that time is named as the old one
+ * until then. */
+#define CODE_RECHECK 100
+/* Threads whose last stack is kept, to be reused when their innermost frame
+ * has not moved (a blocked thread: most of a training's). */
+#define STACK_CACHE 64
 
 typedef struct code_entry {
     uintptr_t addr;              /* 0: a free slot */
     uintptr_t name, file, table; /* the objects it pointed at when read */
     int first_line;
     uint32_t id;
+    uint64_t checked; /* the walk that last read the object and found it the same */
     uint32_t table_len;
     uint8_t *table_copy;
     char function[FUNCTION_MAX];
@@ -51,7 +60,16 @@ struct tp_stack_walker {
     code_entry *codes; /* CODE_SLOTS */
     uint32_t *index;   /* code id - 1 -> slot; UINT32_MAX: a code since replaced */
     uint32_t ncodes, generation;
+    uint64_t walks;
     tp_stack_frame frames[TP_STACK_FRAMES_MAX];
+    struct last_stack {
+        uintptr_t tstate, top, instr, previous; /* 0 tstate: a free entry */
+        uint32_t generation;
+        uint64_t walk; /* when last used: the oldest goes */
+        size_t nframes;
+        bool truncated;
+        tp_stack_frame frames[TP_STACK_FRAMES_MAX];
+    } * last; /* STACK_CACHE of them */
 };
 
 /* ---- reads that fail cleanly ---- */
@@ -204,16 +222,20 @@ static size_t probe(const tp_stack_walker *w, uintptr_t addr)
  * (the old one then reads "?"). */
 static uint32_t code_id(tp_stack_walker *w, uintptr_t addr)
 {
+    size_t slot = probe(w, addr);
+    code_entry *e = &w->codes[slot];
+    if (e->addr == addr && w->walks - e->checked < CODE_RECHECK)
+        return e->id; /* read again now and then, not at every frame */
     PyCodeObject copy;
     if (!safe_read(w, &copy, (const void *)addr, CODE_READ) ||
         Py_TYPE((PyObject *)&copy) != &PyCode_Type)
         return 0;
-    size_t slot = probe(w, addr);
-    code_entry *e = &w->codes[slot];
     if (e->addr == addr) {
         if (e->name == CODE_NAME(&copy) && e->file == (uintptr_t)copy.co_filename &&
-            e->table == CODE_TABLE(&copy) && e->first_line == copy.co_firstlineno)
+            e->table == CODE_TABLE(&copy) && e->first_line == copy.co_firstlineno) {
+            e->checked = w->walks;
             return e->id;
+        }
         w->index[e->id - 1] = UINT32_MAX;
     }
     if (w->ncodes >= CODES_MAX) {
@@ -233,6 +255,7 @@ static uint32_t code_id(tp_stack_walker *w, uintptr_t addr)
     if (!read_str(w, e->file, e->filename, sizeof e->filename))
         snprintf(e->filename, sizeof e->filename, "?");
     e->table_copy = read_bytes(w, e->table, &e->table_len);
+    e->checked = w->walks;
     e->id = ++w->ncodes;
     w->index[e->id - 1] = (uint32_t)slot;
     return e->id;
@@ -332,7 +355,8 @@ static int line_of(const code_entry *e, long byte)
 
 /* The frame's code id and line; 0 code for a frame without code (a shim of
  * the C stack, from 3.12). Sets *next to the caller's frame. */
-static bool read_frame(tp_stack_walker *w, uintptr_t frame, tp_stack_frame *out, uintptr_t *next)
+static bool read_frame(tp_stack_walker *w, uintptr_t frame, tp_stack_frame *out, uintptr_t *next,
+                       uintptr_t *instr_out)
 {
     uintptr_t code_addr;
     long position;
@@ -341,18 +365,19 @@ static bool read_frame(tp_stack_walker *w, uintptr_t frame, tp_stack_frame *out,
     if (!safe_read(w, &f, (const void *)frame, offsetof(_PyInterpreterFrame, localsplus)))
         return false;
     *next = (uintptr_t)f.previous;
-#if PY_VERSION_HEX >= 0x030C0000
-    if (f.owner == FRAME_OWNED_BY_CSTACK) {
-        out->code = 0;
-        return true;
-    }
-#endif
 #if PY_VERSION_HEX >= 0x030D0000
     code_addr = (uintptr_t)f.f_executable;
     uintptr_t instr = (uintptr_t)f.instr_ptr;
 #else
     code_addr = (uintptr_t)f.f_code;
     uintptr_t instr = (uintptr_t)f.prev_instr;
+#endif
+    *instr_out = instr;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (f.owner == FRAME_OWNED_BY_CSTACK) {
+        out->code = 0;
+        return true;
+    }
 #endif
     position = ((long)instr - (long)(code_addr + offsetof(PyCodeObject, co_code_adaptive))) /
                (long)sizeof(_Py_CODEUNIT);
@@ -362,6 +387,7 @@ static bool read_frame(tp_stack_walker *w, uintptr_t frame, tp_stack_frame *out,
         return false;
     *next = (uintptr_t)f.f_back;
     code_addr = (uintptr_t)f.f_code;
+    *instr_out = (uintptr_t)(unsigned)f.f_lasti;
 #if PY_VERSION_HEX >= 0x030A0000
     position = f.f_lasti < 0 ? -1 : (long)f.f_lasti * (long)sizeof(_Py_CODEUNIT);
 #else
@@ -408,10 +434,67 @@ static uintptr_t top_frame(tp_stack_walker *w, const PyThreadState *ts)
 #endif
 }
 
+/* The cache entry of thread state tstate: its own, else the one used least
+ * recently (emptied). */
+static struct last_stack *last_of(tp_stack_walker *w, uintptr_t tstate)
+{
+    struct last_stack *oldest = &w->last[0];
+    for (size_t i = 0; i < STACK_CACHE; i++) {
+        if (w->last[i].tstate == tstate)
+            return &w->last[i];
+        if (w->last[i].walk < oldest->walk)
+            oldest = &w->last[i];
+    }
+    oldest->tstate = tstate;
+    oldest->top = 0;
+    return oldest;
+}
+
+/* Reads the stack from frame top into w->frames and t. The innermost frame
+ * is read first; if it is where it was at this thread's last sample (same
+ * frame, same instruction, same caller: a thread blocked in a call), its
+ * callers can't have moved either, and the last stack is reused. */
+static void read_stack(tp_stack_walker *w, uintptr_t tstate, uintptr_t top, tp_stack_thread *t)
+{
+    struct last_stack *last = last_of(w, tstate);
+    last->walk = w->walks;
+    uintptr_t frame = top, top_instr = 0, top_previous = 0;
+    for (size_t depth = 0; frame; depth++) {
+        if (t->nframes == TP_STACK_FRAMES_MAX || depth > 4 * TP_STACK_FRAMES_MAX) {
+            t->truncated = true;
+            break;
+        }
+        uintptr_t next = 0, instr = 0;
+        if (!read_frame(w, frame, &w->frames[t->nframes], &next, &instr)) {
+            t->truncated = true;
+            break;
+        }
+        if (depth == 0) {
+            top_instr = instr, top_previous = next;
+            if (last->top == top && last->instr == instr && last->previous == next &&
+                last->generation == w->generation) {
+                memcpy(w->frames, last->frames, last->nframes * sizeof *w->frames);
+                t->nframes = last->nframes;
+                t->truncated = last->truncated;
+                return;
+            }
+        }
+        if (w->frames[t->nframes].code)
+            t->nframes++;
+        frame = next;
+    }
+    last->top = top, last->instr = top_instr, last->previous = top_previous;
+    last->generation = w->generation;
+    last->nframes = t->nframes;
+    last->truncated = t->truncated;
+    memcpy(last->frames, w->frames, t->nframes * sizeof *w->frames);
+}
+
 int tp_stack_walk(tp_stack_walker *w, tp_stack_before_fn before, tp_stack_fn fn, void *ctx)
 {
     if (getpid() != w->pid)
         return -1; /* a forked child's walker would read its parent */
+    w->walks++;
     uintptr_t tstate = first_thread(w);
     if (!tstate)
         return -1;
@@ -426,21 +509,7 @@ int tp_stack_walk(tp_stack_walker *w, tp_stack_before_fn before, tp_stack_fn fn,
 #endif
         if (before)
             before(ctx, &t);
-        uintptr_t frame = top_frame(w, &ts);
-        for (size_t depth = 0; frame; depth++) {
-            if (t.nframes == TP_STACK_FRAMES_MAX || depth > 4 * TP_STACK_FRAMES_MAX) {
-                t.truncated = true;
-                break;
-            }
-            uintptr_t next = 0;
-            if (!read_frame(w, frame, &w->frames[t.nframes], &next)) {
-                t.truncated = true;
-                break;
-            }
-            if (w->frames[t.nframes].code)
-                t.nframes++;
-            frame = next;
-        }
+        read_stack(w, tstate, top_frame(w, &ts), &t);
         fn(ctx, &t, w->frames);
         tstate = (uintptr_t)ts.next;
     }
@@ -454,7 +523,8 @@ tp_stack_walker *tp_stack_walker_new(void *interp)
         return NULL;
     w->codes = calloc(CODE_SLOTS, sizeof *w->codes);
     w->index = calloc(CODE_SLOTS, sizeof *w->index);
-    if (!w->codes || !w->index) {
+    w->last = calloc(STACK_CACHE, sizeof *w->last);
+    if (!w->codes || !w->index || !w->last) {
         tp_stack_walker_free(w);
         return NULL;
     }
@@ -473,6 +543,7 @@ void tp_stack_walker_free(tp_stack_walker *w)
             free(w->codes[i].table_copy);
     free(w->codes);
     free(w->index);
+    free(w->last);
     if (w->use_pipe) {
         close(w->pipe[0]);
         close(w->pipe[1]);

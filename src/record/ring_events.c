@@ -1,12 +1,15 @@
 /* ring_events.c: reading one ring's events into the sink. */
 #include "record/ring_events.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/utf8.h"
 #include "util/grow.h"
+
+_Static_assert(TP_FRAME_TEXT_MAX >= TP_NAME_MAX, "one buffer holds a name's or a frame's text");
 
 /* Maps the ring's name id local (1..TP_NAMES_MAX, checked by the caller)
  * to the sink's, the text made valid UTF-8 whatever the ring held. */
@@ -122,38 +125,28 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
         tp_event e = slots[tail & mask]; /* one copy: the producer may rewrite the slot */
         tail++;
         switch (e.kind) {
-        case TP_EV_NAME: {
-            size_t len = e.aux > TP_NAME_MAX ? TP_NAME_MAX : (size_t)e.aux;
+        case TP_EV_NAME:
+        case TP_EV_FRAME: {
+            bool frame = e.kind == TP_EV_FRAME;
+            size_t max = frame ? TP_FRAME_TEXT_MAX : TP_NAME_MAX;
+            uint32_t ids = frame ? TP_FRAMES_MAX : TP_NAMES_MAX;
+            size_t len = e.aux > max ? max : (size_t)e.aux;
             size_t chunks = (len + sizeof(tp_event) - 1) / sizeof(tp_event);
             if (tail + chunks > head) /* its text isn't all published: a torn name */
                 break;
-            if (e.name_id == 0 || e.name_id > TP_NAMES_MAX) {
-                snprintf(why, cap, "its ring named region id %u (at most %u)", e.name_id,
-                         TP_NAMES_MAX);
-                r->tail = tail;
-                return why;
-            }
-            char text[TP_NAME_MAX + 1];
-            copy_name(r, slots, tail, len, text);
-            tail += chunks;
-            map_name(r, sink, e.name_id, text);
-            break;
-        }
-        case TP_EV_FRAME: {
-            size_t len = e.aux > TP_FRAME_TEXT_MAX ? TP_FRAME_TEXT_MAX : (size_t)e.aux;
-            size_t chunks = (len + sizeof(tp_event) - 1) / sizeof(tp_event);
-            if (tail + chunks > head)
-                break;
-            if (e.name_id == 0 || e.name_id > TP_FRAMES_MAX) {
-                snprintf(why, cap, "its ring named frame id %u (at most %u)", e.name_id,
-                         TP_FRAMES_MAX);
+            if (e.name_id == 0 || e.name_id > ids) {
+                snprintf(why, cap, "its ring named %s id %u (at most %u)",
+                         frame ? "frame" : "region", e.name_id, ids);
                 r->tail = tail;
                 return why;
             }
             char text[TP_FRAME_TEXT_MAX + 1];
             copy_name(r, slots, tail, len, text);
             tail += chunks;
-            map_frame(r, sink, e.name_id, text);
+            if (frame)
+                map_frame(r, sink, e.name_id, text);
+            else
+                map_name(r, sink, e.name_id, text);
             break;
         }
         case TP_EV_STACK: {

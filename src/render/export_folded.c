@@ -4,6 +4,7 @@
 
 #include "analyze/stack_facts.h"
 #include "render/export.h"
+#include "render/units.h"
 #include "store/reader_stacks.h"
 #include "util/oom.h"
 
@@ -13,17 +14,6 @@ static void folded_text(FILE *out, const char *text)
 {
     for (const char *p = text; *p; p++)
         fputc(*p == ';' ? ':' : *p == '\n' || *p == '\r' ? ' ' : *p, out);
-}
-
-static const char *short_file(const char *file)
-{
-    const char *last = strrchr(file, '/');
-    if (!last)
-        return file;
-    const char *p = last;
-    while (p > file && p[-1] != '/')
-        p--;
-    return p;
 }
 
 static const char *label_of(const tp_stack_count *c)
@@ -55,7 +45,7 @@ static void write_path(FILE *out, const tp_stack_tree *t, uint32_t node)
         fputc(';', out);
         folded_text(out, function);
         fputs(" (", out);
-        folded_text(out, short_file(file));
+        folded_text(out, tp_short_path(file));
         fprintf(out, ":%d)", t->line[path[n] - 1]);
     }
 }

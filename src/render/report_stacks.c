@@ -5,6 +5,7 @@
 
 #include "core/phases.h"
 #include "render/report.h"
+#include "render/units.h"
 #include "trainprof.h"
 
 #define GROUPS_SHOWN    12 /* groups the text shows, the biggest of each rank first */
@@ -12,17 +13,6 @@
 #define GROUP_MIN_SHARE 0.02 /* of its rank's samples: smaller groups are left to --json */
 
 /* A file's last two path components: "torchvision/transforms.py". */
-static const char *short_file(const char *file)
-{
-    const char *last = strrchr(file, '/');
-    if (!last)
-        return file;
-    const char *p = last;
-    while (p > file && p[-1] != '/')
-        p--;
-    return p > file ? p : file;
-}
-
 /* What a group's samples were doing, in words. */
 static void group_label(char *buf, size_t cap, const tp_stack_group *g)
 {
@@ -74,7 +64,7 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
                     100.0 * (double)fn->self / (double)g->samples,
                     100.0 * (double)fn->total / (double)g->samples,
                     tp_stack_facts_function(f, fn->frame),
-                    short_file(tp_stack_facts_file(f, fn->frame)), fn->line);
+                    tp_short_path(tp_stack_facts_file(f, fn->frame)), fn->line);
             if (fn->self_known)
                 fprintf(out, "  (%s)",
                         2 * fn->self_on_cpu >= fn->self_known ? "on a CPU" : "waiting");
@@ -174,7 +164,7 @@ void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bo
         const tp_stack_function *fn = &g->functions[k];
         len += (size_t)snprintf(out + len, cap - len, "%s%s (%s:%d) %.0f%%", k ? ", " : "",
                                 tp_stack_facts_function(f, fn->frame),
-                                short_file(tp_stack_facts_file(f, fn->frame)), fn->line,
+                                tp_short_path(tp_stack_facts_file(f, fn->frame)), fn->line,
                                 100.0 * (double)fn->self / (double)g->samples);
     }
     if (len < cap)

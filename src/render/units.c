@@ -72,3 +72,14 @@ void tp_format_duration(char *buf, size_t cap, double s)
     else
         snprintf(buf, cap, "%.3g s", s);
 }
+
+const char *tp_short_path(const char *path)
+{
+    const char *last = strrchr(path, '/');
+    if (!last)
+        return path;
+    const char *p = last;
+    while (p > path && p[-1] != '/')
+        p--;
+    return p;
+}

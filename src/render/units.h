@@ -11,4 +11,8 @@ void tp_format_value(char *buf, size_t cap, const char *unit, double v);
 /* Formats a duration in seconds: "850 ms", "12.4 s", "3 min 05 s", "2 h 10 min". */
 void tp_format_duration(char *buf, size_t cap, double seconds);
 
+/* A source file's path as people read it in a profile: its last two
+ * components ("torchvision/transforms.py"); the path itself when shorter. */
+const char *tp_short_path(const char *path);
+
 #endif

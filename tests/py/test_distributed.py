@@ -128,7 +128,12 @@ def test_scripts_own_comm_hook_is_kept_and_timed(tmp_path, run_file):
     assert r.returncode == 0, r.stderr
     assert {calls for _, calls in results.values()} == {32}  # the script's hook ran every step
     assert len({checksum for checksum, _ in results.values()}) == 1
-    assert reduce_counts(report_json(run_file)) == {0: 32, 1: 32}
+    rep = report_json(run_file)
+    assert reduce_counts(rep) == {0: 32, 1: 32}
+    # each rank's stacks, sampled in its own process, carry its rank and phases
+    phases = {(g["rank"], g["phase"]) for g in rep["stacks"]}
+    assert {rank for rank, _ in phases} >= {0, 1}
+    assert any(p in ("train_batch", "forward", "backward") for rank, p in phases if rank == 1)
 
 
 def test_ddp_hook_can_be_turned_off(tmp_path, run_file):

@@ -62,6 +62,29 @@ def group(report, phase):
     return next(g for g in report["stacks"] if g["phase"] == phase)
 
 
+EMIT = os.environ.get("EMIT_EVENTS", str(ROOT / "build" / "tests" / "emit_events"))
+
+
+def test_the_wire_from_lib_to_the_run_file(tmp_path):
+    """emit_events sends frames and 20 samples through lib's API: each
+    arrives, its phase, state and truncation kept, the stacks as a tree."""
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--", EMIT, "stacks")
+    assert r.returncode == 0, r.stderr
+    with sqlite3.connect(run) as db:
+        assert db.execute("SELECT function, file FROM frame ORDER BY id").fetchall() == [
+            ("main", "emit.py"), ("load", "emit.py"), ("decode", "io.py")]
+        rows = db.execute("SELECT n.text, s.state, s.tid = t.tid FROM stack_sample s"
+                          " JOIN name n ON n.id = s.phase_id JOIN thread t"
+                          " ON t.id = s.thread_id").fetchall()
+    assert len(rows) == 20 and {x[0] for x in rows} == {"phase"} and all(x[2] for x in rows)
+    assert sorted(x[1] for x in rows) == [3] * 19 + [7]  # on a CPU, known; the last truncated
+    folded = trainprof("export", "--format", "folded", run).stdout.splitlines()
+    assert folded == ["phase;main (emit.py:7);load (emit.py:40);decode (io.py:12) 10",
+                      "phase;main (emit.py:7);load (emit.py:40);decode (io.py:13) 9",
+                      "phase;decode (io.py:13) 1"]
+
+
 def test_hot_functions_are_the_top_of_their_phases(tmp_path):
     run = record(tmp_path, HOT, stacks=200)
     report = report_json(run)
@@ -140,7 +163,7 @@ def test_deep_recursion_costs_nothing_but_its_outer_frames(tmp_path):
     assert group(report, None)["functions"][0]["function"] == "deep"
 
 
-def test_forked_workers_are_sampled_as_workers(tmp_path):
+def test_forked_and_spawned_workers_are_sampled_as_workers(tmp_path):
     script = textwrap.dedent("""
         import sys, torch
         from torch.utils.data import DataLoader, Dataset
@@ -157,10 +180,11 @@ def test_forked_workers_are_sampled_as_workers(tmp_path):
                 return torch.tensor(float(decode_sample(i)))
 
         if __name__ == "__main__":
-            loader = DataLoader(Slow(), batch_size=4, num_workers=2,
-                                multiprocessing_context="fork")
-            for batch in loader:
-                pass
+            for method in ("fork", "spawn"):
+                loader = DataLoader(Slow(), batch_size=4, num_workers=2,
+                                    multiprocessing_context=method)
+                for batch in loader:
+                    pass
     """)
     run = record(tmp_path, script, stacks=100, seconds="0")
     report = report_json(run)
@@ -169,7 +193,14 @@ def test_forked_workers_are_sampled_as_workers(tmp_path):
     with sqlite3.connect(run) as db:
         pids = db.execute("SELECT COUNT(DISTINCT pid) FROM thread WHERE name = 'trainprof-stack'"
                           ).fetchone()[0]
-    assert pids == 3  # the main process and both workers
+        worker_pids = db.execute("SELECT COUNT(DISTINCT t.pid) FROM stack_sample s"
+                                 " JOIN thread t ON t.id = s.thread_id JOIN thread w"
+                                 " ON w.pid = t.pid AND w.tid = s.tid"
+                                 " WHERE w.name LIKE 'DL worker%'").fetchone()[0]
+    # the main process, two forked workers, two spawned ones (and multiprocessing's
+    # resource tracker, a Python process too)
+    assert pids >= 5
+    assert worker_pids == 4
 
 
 def test_sampling_off_leaves_nothing(tmp_path):

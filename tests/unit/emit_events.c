@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "stacks.h"
 #include "trainprof.h"
 
 static void *thread_body(void *arg)
@@ -228,6 +229,30 @@ static int flood(void)
     return tp_active() ? 0 : 1;
 }
 
+/* What a stack sampler sends (lib/stacks.h), without Python: three frames
+ * defined once, and 20 samples of this thread inside region "phase", the
+ * last one's two outer frames dropped. */
+static int stacks(void)
+{
+    static tp_site site = TP_SITE("phase");
+    tp_region_begin(&site);
+    static const char *const texts[] = {"main\nemit.py", "load\nemit.py", "decode\nio.py"};
+    for (uint32_t f = 0; f < 3; f++)
+        if (!tp_frame_send(f + 1, texts[f], strlen(texts[f])))
+            return 1;
+    int32_t tid = (int32_t)gettid();
+    for (int i = 0; i < 20; i++) {
+        tp_stack_ref refs[3] = {{3, 12 + i % 2}, {2, 40}, {1, 7}}; /* innermost first */
+        uint32_t n = i == 19 ? 1 : 3;
+        if (!tp_stack_send(tp_clock_now_ns(), tid, tp_thread_open_region(tid),
+                           TP_STACK_STATE | TP_STACK_ON_CPU | (i == 19 ? TP_STACK_TRUNCATED : 0),
+                           refs, n))
+            return 1;
+    }
+    tp_region_end(&site);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -253,6 +278,8 @@ int main(int argc, char **argv)
         return many_names();
     if (strcmp(mode, "flood") == 0)
         return flood();
+    if (strcmp(mode, "stacks") == 0)
+        return stacks();
     if (strcmp(mode, "none") == 0)
         return without_recorder();
     return 64;

@@ -28,7 +28,8 @@ bool tp_export_csv(FILE *out, tp_run *run, char *err, size_t cap);
  * one line per distinct stack, "PHASE;frame;...;frame COUNT", outermost
  * frame first, each "function (dir/file.py:line)"; PHASE is the region the
  * thread had open, dataloader_worker for a DataLoader worker's samples, or
- * (no region). Nothing for a run without stacks. */
+ * (no region). Lines are sorted; the same stack from several ranks or
+ * nodes is one line. Nothing for a run without stacks. */
 bool tp_export_folded(FILE *out, tp_run *run, char *err, size_t cap);
 
 #endif

@@ -21,13 +21,6 @@ static const char *label_of(const tp_stack_count *c)
     return c->worker ? TP_STACK_WORKERS_PHASE : c->phase ? c->phase : "(no region)";
 }
 
-static int by_label_then_node(const void *x, const void *y)
-{
-    const tp_stack_count *a = x, *b = y;
-    int k = strcmp(label_of(a), label_of(b));
-    return k ? k : (a->node > b->node) - (a->node < b->node);
-}
-
 /* The frames from the root to node, ';'-separated. */
 static void write_path(FILE *out, const tp_stack_tree *t, uint32_t node)
 {
@@ -50,6 +43,16 @@ static void write_path(FILE *out, const tp_stack_tree *t, uint32_t node)
     }
 }
 
+typedef struct folded_line {
+    char *text; /* "PHASE;frame;...;frame" */
+    uint64_t count;
+} folded_line;
+
+static int by_text(const void *x, const void *y)
+{
+    return strcmp(((const folded_line *)x)->text, ((const folded_line *)y)->text);
+}
+
 bool tp_export_folded(FILE *out, tp_run *run, char *err, size_t cap)
 {
     tp_stack_tree tree;
@@ -57,18 +60,33 @@ bool tp_export_folded(FILE *out, tp_run *run, char *err, size_t cap)
     size_t n = 0;
     bool ok =
         tp_run_stack_tree(run, &tree, err, cap) && tp_run_stack_counts(run, &rows, &n, err, cap);
+    /* each row's line as text: the same stack may be several nodes (of
+     * several ranks' or nodes' files merged) and several rows (states) */
+    folded_line *lines = tp_xcalloc(n + 1, sizeof *lines);
+    for (size_t i = 0; ok && i < n; i++) {
+        size_t len = 0;
+        FILE *mem = open_memstream(&lines[i].text, &len);
+        if (!mem)
+            tp_out_of_memory();
+        folded_text(mem, label_of(&rows[i]));
+        write_path(mem, &tree, rows[i].node);
+        if (fclose(mem) != 0)
+            tp_out_of_memory();
+        lines[i].count = rows[i].samples;
+    }
     if (ok && n)
-        qsort(rows, n, sizeof *rows, by_label_then_node);
+        qsort(lines, n, sizeof *lines, by_text);
     for (size_t i = 0; ok && i < n;) {
         uint64_t count = 0;
         size_t j = i;
-        for (; j < n && by_label_then_node(&rows[i], &rows[j]) == 0; j++)
-            count += rows[j].samples; /* the same stack of another rank or state */
-        folded_text(out, label_of(&rows[i]));
-        write_path(out, &tree, rows[i].node);
-        fprintf(out, " %llu\n", (unsigned long long)count);
+        for (; j < n && strcmp(lines[i].text, lines[j].text) == 0; j++)
+            count += lines[j].count;
+        fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)count);
         i = j;
     }
+    for (size_t i = 0; i < n; i++)
+        free(lines[i].text);
+    free(lines);
     tp_stack_tree_free(&tree);
     tp_stack_counts_free(rows, n);
     return ok;

@@ -80,9 +80,32 @@ def test_the_wire_from_lib_to_the_run_file(tmp_path):
     assert len(rows) == 20 and {x[0] for x in rows} == {"phase"} and all(x[2] for x in rows)
     assert sorted(x[1] for x in rows) == [3] * 19 + [7]  # on a CPU, known; the last truncated
     folded = trainprof("export", "--format", "folded", run).stdout.splitlines()
-    assert folded == ["phase;main (emit.py:7);load (emit.py:40);decode (io.py:12) 10",
-                      "phase;main (emit.py:7);load (emit.py:40);decode (io.py:13) 9",
-                      "phase;decode (io.py:13) 1"]
+    assert folded == ["phase;decode (io.py:13) 1",  # sorted, one line per distinct stack
+                      "phase;main (emit.py:7);load (emit.py:40);decode (io.py:12) 10",
+                      "phase;main (emit.py:7);load (emit.py:40);decode (io.py:13) 9"]
+
+
+def test_a_merge_keeps_every_node_s_stacks(tmp_path):
+    files = []
+    for node in ("a", "b"):
+        run = tmp_path / f"{node}.db"
+        r = trainprof("record", "-q", "--agent", node, "-o", run, "--", EMIT, "stacks")
+        assert r.returncode == 0, r.stderr
+        files.append(run)
+    merged = tmp_path / "merged.db"
+    r = trainprof("merge", "-o", merged, *files)
+    assert r.returncode == 0, r.stderr
+    with sqlite3.connect(merged) as db:
+        assert db.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0] == 40
+        # each node's samples keep their own frames and phase through the id offsets
+        rows = db.execute("SELECT a.name, f.function, n.text, COUNT(*) FROM stack_sample s"
+                          " JOIN thread t ON t.id = s.thread_id JOIN agent a ON a.id = t.agent_id"
+                          " JOIN stack_node sn ON sn.id = s.node_id JOIN frame f"
+                          " ON f.id = sn.frame_id JOIN name n ON n.id = s.phase_id"
+                          " GROUP BY 1, 2, 3").fetchall()
+    assert rows == [("a", "decode", "phase", 20), ("b", "decode", "phase", 20)]
+    folded = trainprof("export", "--format", "folded", merged).stdout.splitlines()
+    assert "phase;main (emit.py:7);load (emit.py:40);decode (io.py:12) 20" in folded
 
 
 def test_hot_functions_are_the_top_of_their_phases(tmp_path):

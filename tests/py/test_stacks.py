@@ -226,6 +226,28 @@ def test_forked_and_spawned_workers_are_sampled_as_workers(tmp_path):
     assert worker_pids == 4
 
 
+def test_a_process_that_execs_mid_run_is_sampled_before_and_after(tmp_path):
+    script = textwrap.dedent("""
+        import os, sys, time
+        def before_exec():
+            t = time.time()
+            while time.time() - t < 0.5: pass
+        before_exec()
+        os.execv(sys.executable, [sys.executable, "-c",
+                 "import time\\ndef after_exec():\\n t = time.time()\\n"
+                 " while time.time() - t < 0.5: pass\\nafter_exec()"])
+    """)
+    run = record(tmp_path, script, stacks=100, seconds="0")
+    with sqlite3.connect(run) as db:
+        rings = db.execute("SELECT COUNT(*), COUNT(DISTINCT pid) FROM thread"
+                           " WHERE name = 'trainprof-stack'").fetchone()
+        functions = {f for (f,) in db.execute(
+            "SELECT DISTINCT f.function FROM stack_sample s JOIN stack_node n ON n.id = s.node_id"
+            " JOIN frame f ON f.id = n.frame_id")}
+    assert rings == (2, 1)  # one sampler per image, one process
+    assert {"before_exec", "after_exec"} <= functions
+
+
 def test_sampling_off_leaves_nothing(tmp_path):
     for kind in ("option", "environment"):
         run = record(tmp_path, HOT, seconds="0.5",

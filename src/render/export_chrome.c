@@ -252,12 +252,7 @@ static void stack_event(void *ctx, int64_t thread, int32_t tid, int64_t t_ns, in
     if (!t || node == 0 || node > tree->n)
         return;
     uint32_t path[256];
-    size_t n = 0;
-    for (uint32_t at = node; at >= 1 && at <= tree->n && n < 256; at = tree->parent[at - 1]) {
-        path[n++] = at;
-        if (tree->parent[at - 1] >= at)
-            break;
-    }
+    size_t n = tp_stack_path(tree, node, path, sizeof path / sizeof *path);
     uint32_t f = tree->frame[node - 1];
     sep(c);
     fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"stack\",\"name\":", c->out);

@@ -25,12 +25,7 @@ static const char *label_of(const tp_stack_count *c)
 static void write_path(FILE *out, const tp_stack_tree *t, uint32_t node)
 {
     uint32_t path[1024];
-    size_t n = 0;
-    for (uint32_t at = node; at >= 1 && at <= t->n && n < 1024; at = t->parent[at - 1]) {
-        path[n++] = at;
-        if (t->parent[at - 1] >= at)
-            break;
-    }
+    size_t n = tp_stack_path(t, node, path, sizeof path / sizeof *path);
     while (n-- > 0) {
         uint32_t f = t->frame[path[n] - 1];
         const char *function = f >= 1 && f <= t->nframes ? t->function[f - 1] : "?";

@@ -105,6 +105,17 @@ void tp_stack_tree_free(tp_stack_tree *t)
     memset(t, 0, sizeof *t);
 }
 
+size_t tp_stack_path(const tp_stack_tree *t, uint32_t node, uint32_t *path, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t at = node; at >= 1 && at <= t->n && n < cap; at = t->parent[at - 1]) {
+        path[n++] = at;
+        if (t->parent[at - 1] >= at)
+            break;
+    }
+    return n;
+}
+
 bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err, size_t cap)
 {
     *out = NULL;

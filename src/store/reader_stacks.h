@@ -40,6 +40,11 @@ bool tp_run_has_stacks(tp_run *run);
 bool tp_run_stack_tree(tp_run *run, tp_stack_tree *out, char *err, size_t cap);
 void tp_stack_tree_free(tp_stack_tree *t);
 
+/* The nodes from node up to its outermost frame into path (room for cap),
+ * innermost first; returns how many (0 for node 0 or one the tree lacks).
+ * Stops at cap, and never loops on a damaged tree (parents come first). */
+size_t tp_stack_path(const tp_stack_tree *t, uint32_t node, uint32_t *path, size_t cap);
+
 /* Every (rank, phase, worker, node, state) with its sample count, ordered by
  * rank, then phase. */
 bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err, size_t cap);

@@ -80,6 +80,12 @@ def test_the_wire_from_lib_to_the_run_file(tmp_path):
     assert len(rows) == 20 and {x[0] for x in rows} == {"phase"} and all(x[2] for x in rows)
     assert sorted(x[1] for x in rows) == [3] * 19 + [7]  # on a CPU, known; the last truncated
     folded = trainprof("export", "--format", "folded", run).stdout.splitlines()
+    trace = json.loads(trainprof("export", run).stdout)["traceEvents"]
+    instants = [e for e in trace if e.get("cat") == "stack"]
+    assert len(instants) == 20 and {e["name"] for e in instants} == {"decode"}
+    assert instants[0]["args"]["stack"] == "main (emit.py:7);load (emit.py:40);decode (io.py:12)"
+    assert not any(e["args"].get("name", "").startswith("trainprof-stack") for e in trace
+                   if e["ph"] == "M")  # the sampler's own ring is no track
     assert folded == ["phase;decode (io.py:13) 1",  # sorted, one line per distinct stack
                       "phase;main (emit.py:7);load (emit.py:40);decode (io.py:12) 10",
                       "phase;main (emit.py:7);load (emit.py:40);decode (io.py:13) 9"]

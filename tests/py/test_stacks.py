@@ -361,24 +361,59 @@ def cpythons():
     return found or [PYTHON]
 
 
-@pytest.mark.parametrize("python", cpythons(), ids=lambda p: os.path.basename(p))
-def test_the_walker_reads_what_the_interpreter_says(tmp_path, python):
-    """The extension built for each CPython here reads every thread's stack
-    as sys._current_frames() gives it: functions, files and lines."""
+def build_extension(python, where):
+    """trainprof's extension built for python into where (None: that
+    python has no internal headers)."""
     paths = json.loads(subprocess.run(
         [python, "-c", "import json, sysconfig; print(json.dumps([sysconfig.get_paths()"
          "['include'], sysconfig.get_config_var('EXT_SUFFIX')]))"],
         capture_output=True, text=True, check=True).stdout)
     if not os.path.exists(os.path.join(paths[0], "internal")):
-        pytest.skip(f"{python} has no internal headers")
-    module = tmp_path / f"_native{paths[1]}"
+        return None
+    module = where / f"_native{paths[1]}"
     sources = ["python/trainprof/_native.c", "python/trainprof/_stack_sampler.c",
                "python/trainprof/_stacks.c", *glob.glob(str(ROOT / "lib" / "*.c"))]
     subprocess.run(["cc", "-std=gnu11", "-D_GNU_SOURCE", "-O1", "-fPIC", "-shared",
                     "-I", ROOT / "include", "-I", ROOT / "lib", "-I", ROOT / "build",
                     "-I", paths[0], "-o", module, *sources, "-lpthread"],
                    cwd=ROOT, check=True, capture_output=True)
+    return module
+
+
+@pytest.mark.parametrize("python", cpythons(), ids=lambda p: os.path.basename(p))
+def test_the_walker_reads_what_the_interpreter_says(tmp_path, python):
+    """The extension built for each CPython here reads every thread's stack
+    as sys._current_frames() gives it: functions, files and lines."""
+    if not build_extension(python, tmp_path):
+        pytest.skip(f"{python} has no internal headers")
     (tmp_path / "walk.py").write_text(WALK)
     r = subprocess.run([python, "walk.py"], cwd=tmp_path, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0 and "same" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("python", cpythons(), ids=lambda p: os.path.basename(p))
+def test_record_samples_every_cpython(tmp_path, python):
+    """`record` of a plain-Python script under each CPython here: trainprof
+    installed into a virtual environment of that interpreter (its extension
+    built for it, the package and the autoload), the hot functions found in
+    their phases."""
+    venv = tmp_path / "venv"
+    subprocess.run([python, "-m", "venv", "--without-pip", venv], check=True, timeout=120)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    package = site / "trainprof"
+    shutil.copytree(ROOT / "python" / "trainprof", package,
+                    ignore=shutil.ignore_patterns("*.c", "*.h", "*.in", "__pycache__"))
+    shutil.copy(ROOT / "build" / "_version.py", package / "_version.py")
+    shutil.copy(ROOT / "python" / "trainprof-autoload.pth", site)
+    if not build_extension(python, package):
+        pytest.skip(f"{python} has no internal headers")
+    script = tmp_path / "hot.py"
+    script.write_text(HOT)
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--stacks", "200", "--", venv / "bin" / "python",
+                  script, "1", timeout=120)
+    assert r.returncode == 0, r.stderr
+    report = report_json(run)
+    assert group(report, "load")["functions"][0]["function"] == "parse_records"
+    assert group(report, "compute")["functions"][0]["function"] == "matmul_by_hand"

@@ -354,6 +354,53 @@ static void test_prom_format(void **state)
     assert_false(tp_prom_metric_of("no_such_metric", &m));
 }
 
+/* Sampled stacks through a real sink: frames interned once, stacks as a
+ * tree whose shared outer frames are one node, each node defined once in
+ * the batch that first uses it, a sample naming its innermost node. */
+static void test_stack_tree(void **state)
+{
+    (void)state;
+    tp_sink *sink = tp_sink_new(0);
+    tp_thread_info info = {.pid = 10, .tid = 10, .rank = 0};
+    uint32_t thread = tp_sink_thread(sink, &info);
+    uint32_t main_f = tp_sink_frame(sink, "main\nrun.py"),
+             load = tp_sink_frame(sink, "load\nrun.py");
+    assert_int_equal(tp_sink_frame(sink, "main\nrun.py"), main_f); /* the same id again */
+    uint32_t a[] = {load, main_f}, b[] = {main_f};                 /* innermost first */
+    int32_t la[] = {7, 3}, lb[] = {4};
+    tp_sink_stack(sink, thread, 100, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
+    tp_sink_stack(sink, thread, 200, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
+    tp_sink_stack(sink, thread, 300, 12, 0, 0, b, lb, 1);
+    tp_batch batch = {0};
+    tp_sink_take(sink, &batch);
+    assert_int_equal(batch.frames.len, 2);
+    assert_int_equal(batch.stacks.len, 3);
+    /* main@3 -> load@7 (two nodes), and main@4 (a third: another line) */
+    assert_int_equal(batch.stack_nodes.len, 3);
+    const tp_stack_node *root = &batch.stack_nodes.items[0], *leaf = &batch.stack_nodes.items[1];
+    assert_true(root->parent == 0 && root->frame == main_f && root->line == 3);
+    assert_true(leaf->parent == root->id && leaf->frame == load && leaf->line == 7);
+    assert_int_equal(batch.stacks.items[0].node, leaf->id);
+    assert_int_equal(batch.stacks.items[1].node, leaf->id);
+    assert_int_equal(batch.stacks.items[2].node, batch.stack_nodes.items[2].id);
+    assert_int_equal(batch.stacks.items[0].tid, 11);
+    uint32_t leaf_id = leaf->id;
+    /* a later batch: known nodes are not defined again */
+    tp_sink_stack(sink, thread, 400, 11, 0, 0, a, la, 2);
+    tp_batch_clear(&batch);
+    tp_sink_take(sink, &batch);
+    assert_int_equal(batch.stack_nodes.len, 0);
+    assert_int_equal(batch.stacks.len, 1);
+    assert_int_equal(batch.stacks.items[0].node, leaf_id);
+    /* a sample of a thread the sink could not keep counts as lost */
+    tp_sink_stack(sink, 0, 500, 11, 0, 0, a, la, 2);
+    uint64_t lost[TP_LOST_KINDS];
+    tp_sink_losses(sink, lost);
+    assert_int_equal(lost[TP_LOST_EVENTS], 1);
+    tp_batch_free(&batch);
+    tp_sink_free(sink);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_model_facts),
         cmocka_unit_test(test_prom_format),
         cmocka_unit_test(test_envelope),
+        cmocka_unit_test(test_stack_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

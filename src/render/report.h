@@ -52,8 +52,9 @@ void tp_report_stacks_json(json_writer *w, const tp_summary *s);
 
 /* Where an input- (input) or compute-bound rank's time goes in the code, as
  * a sentence for its verdict (" Inside: the DataLoader workers' time goes to
- * decode (io.py:12) 58%, ..."): its workers' or dataloader_next's samples,
- * or its busiest computing phase's; "" without stacks. */
+ * decode (io.py:12) 58%, ..."; a function whose samples mostly waited is
+ * marked "waiting"): its workers' or dataloader_next's samples, or its
+ * busiest computing phase's; "" without stacks. */
 void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bool input);
 
 /* Verdicts: each rule of thumb that fired, with its evidence. */

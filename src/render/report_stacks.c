@@ -162,10 +162,11 @@ void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bo
                          g->workers ? "the DataLoader workers'" : g->phase, g->workers ? "" : "'s");
     for (size_t k = 0; k < g->nfunctions && k < 2 && len < cap; k++) {
         const tp_stack_function *fn = &g->functions[k];
-        len += (size_t)snprintf(out + len, cap - len, "%s%s (%s:%d) %.0f%%", k ? ", " : "",
-                                tp_stack_facts_function(f, fn->frame),
-                                tp_short_path(tp_stack_facts_file(f, fn->frame)), fn->line,
-                                100.0 * (double)fn->self / (double)g->samples);
+        bool waiting = fn->self_known && 2 * fn->self_on_cpu < fn->self_known;
+        len += (size_t)snprintf(
+            out + len, cap - len, "%s%s (%s:%d) %.0f%%%s", k ? ", " : "",
+            tp_stack_facts_function(f, fn->frame), tp_short_path(tp_stack_facts_file(f, fn->frame)),
+            fn->line, 100.0 * (double)fn->self / (double)g->samples, waiting ? " waiting" : "");
     }
     if (len < cap)
         snprintf(out + len, cap - len, " of its samples.");

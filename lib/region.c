@@ -15,16 +15,6 @@
 #define LIKELY(x)   __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-static inline int ready(tp_thread *t)
-{
-    return LIKELY(t->state == TP_THREAD_ACTIVE) || tp_thread_attach(t);
-}
-
-static inline int name_defined(const tp_thread *t, uint32_t id)
-{
-    return id / 64 < t->defined_words && (t->defined[id / 64] >> (id % 64) & 1);
-}
-
 /* Fills the next slot without publishing it (the caller checked for room). */
 static inline void put(tp_thread *t, uint64_t t_ns, uint32_t kind, uint32_t id, int64_t value,
                        uint64_t aux)
@@ -66,9 +56,9 @@ static inline void publish_open(tp_thread *t)
 void tp_begin(uint32_t id)
 {
     tp_thread *t = &tp_self;
-    if (!ready(t) || id == 0)
+    if (!tp_thread_ready(t) || id == 0)
         return;
-    if (UNLIKELY(!name_defined(t, id)))
+    if (UNLIKELY(!tp_thread_name_defined(t, id)))
         tp_thread_define_name(t, id);
     push(t, TP_EV_BEGIN, id, 0);
     if (t->depth < TP_STACK_MAX)
@@ -80,7 +70,7 @@ void tp_begin(uint32_t id)
 void tp_end(uint32_t id)
 {
     tp_thread *t = &tp_self;
-    if (!ready(t) || id == 0)
+    if (!tp_thread_ready(t) || id == 0)
         return;
     push(t, TP_EV_END, id, 0);
     if (t->depth)
@@ -93,7 +83,7 @@ void tp_end(uint32_t id)
  * The caller then put()s n events and publishes them with publish(). */
 static inline int reserve(tp_thread *t, uint32_t id, uint32_t n)
 {
-    if (UNLIKELY(!name_defined(t, id)))
+    if (UNLIKELY(!tp_thread_name_defined(t, id)))
         tp_thread_define_name(t, id);
     return LIKELY(tp_ring_has_room(t->ring, t->head, n));
 }
@@ -106,7 +96,7 @@ static inline void publish(tp_thread *t)
 void tp_span(uint32_t id, uint64_t start_ns, uint64_t end_ns)
 {
     tp_thread *t = &tp_self;
-    if (!ready(t) || id == 0 || end_ns < start_ns || !reserve(t, id, 2))
+    if (!tp_thread_ready(t) || id == 0 || end_ns < start_ns || !reserve(t, id, 2))
         return;
     /* begin and end published together: the recorder pairs them as one
      * region nested in whatever this thread has open */
@@ -118,7 +108,7 @@ void tp_span(uint32_t id, uint64_t start_ns, uint64_t end_ns)
 void tp_device_time(uint32_t id, uint64_t host_start_ns, uint64_t device_ns)
 {
     tp_thread *t = &tp_self;
-    if (!ready(t) || id == 0 || device_ns > INT64_MAX || !reserve(t, id, 1))
+    if (!tp_thread_ready(t) || id == 0 || device_ns > INT64_MAX || !reserve(t, id, 1))
         return;
     put(t, host_start_ns, TP_EV_DEVICE, id, (int64_t)device_ns, 0);
     publish(t);
@@ -127,35 +117,35 @@ void tp_device_time(uint32_t id, uint64_t host_start_ns, uint64_t device_ns)
 void tp_step(void)
 {
     tp_thread *t = &tp_self;
-    if (ready(t))
+    if (tp_thread_ready(t))
         push(t, TP_EV_STEP, 0, 0);
 }
 
 void tp_step_at(uint64_t t_ns)
 {
     tp_thread *t = &tp_self;
-    if (ready(t))
+    if (tp_thread_ready(t))
         push_at(t, t_ns, TP_EV_STEP, 0, 0);
 }
 
 void tp_step_end_at(uint64_t t_ns)
 {
     tp_thread *t = &tp_self;
-    if (ready(t))
+    if (tp_thread_ready(t))
         push_at(t, t_ns, TP_EV_STEP_END, 0, 0);
 }
 
 void tp_epoch(int64_t epoch)
 {
     tp_thread *t = &tp_self;
-    if (ready(t))
+    if (tp_thread_ready(t))
         push(t, TP_EV_EPOCH, 0, epoch);
 }
 
 void tp_epoch_at(int64_t epoch, uint64_t t_ns)
 {
     tp_thread *t = &tp_self;
-    if (ready(t))
+    if (tp_thread_ready(t))
         push_at(t, t_ns, TP_EV_EPOCH, 0, epoch);
 }
 
@@ -163,7 +153,7 @@ void tp_set_rank(int32_t rank, int32_t local_rank, int32_t world_size)
 {
     tp_thread_set_rank(rank, &local_rank, &world_size);
     tp_thread *t = &tp_self;
-    if (!ready(t) || !tp_ring_has_room(t->ring, t->head, 1))
+    if (!tp_thread_ready(t) || !tp_ring_has_room(t->ring, t->head, 1))
         return;
     put(t, tp_clock_mono_ns(), TP_EV_RANK, 0, rank,
         (uint64_t)(uint32_t)local_rank | (uint64_t)(uint32_t)world_size << 32);
@@ -173,7 +163,7 @@ void tp_set_rank(int32_t rank, int32_t local_rank, int32_t world_size)
 void tp_samples(int64_t n)
 {
     tp_thread *t = &tp_self;
-    if (ready(t))
+    if (tp_thread_ready(t))
         push(t, TP_EV_SAMPLES, 0, n);
 }
 
@@ -212,7 +202,7 @@ void tp_set_thread_name(const char *name)
         memcpy(t->ring->thread_name, t->name, sizeof t->name);
 }
 
-int tp_active(void) { return ready(&tp_self); }
+int tp_active(void) { return tp_thread_ready(&tp_self); }
 
 uint64_t tp_dropped(void)
 {

@@ -5,15 +5,10 @@
 
 #include "thread_state.h"
 
-static inline int ready(tp_thread *t)
-{
-    return t->state == TP_THREAD_ACTIVE || tp_thread_attach(t);
-}
-
 bool tp_frame_send(uint32_t frame, const char *text, size_t len)
 {
     tp_thread *t = &tp_self;
-    if (!ready(t) || frame == 0)
+    if (!tp_thread_ready(t) || frame == 0)
         return false;
     tp_event head = {0, TP_EV_FRAME, frame, 0, (uint64_t)len};
     return tp_thread_send(t, &head, text, len);
@@ -23,16 +18,16 @@ bool tp_stack_send(uint64_t t_ns, int32_t tid, uint32_t phase, uint64_t flags,
                    const tp_stack_ref *refs, uint32_t n)
 {
     tp_thread *t = &tp_self;
-    if (!ready(t))
+    if (!tp_thread_ready(t))
         return false;
     if (n > TP_STACK_DEPTH_MAX) {
         n = TP_STACK_DEPTH_MAX;
         flags |= TP_STACK_TRUNCATED;
     }
     /* the phase's name, defined in this ring before its first use here */
-    if (phase && !(phase / 64 < t->defined_words && (t->defined[phase / 64] >> (phase % 64) & 1))) {
+    if (phase && !tp_thread_name_defined(t, phase)) {
         tp_thread_define_name(t, phase);
-        if (!(phase / 64 < t->defined_words && (t->defined[phase / 64] >> (phase % 64) & 1)))
+        if (!tp_thread_name_defined(t, phase))
             phase = 0;
     }
     tp_event head = {t_ns, TP_EV_STACK, phase, tid, (uint64_t)n | (flags & ~0xffffffffull)};

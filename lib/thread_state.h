@@ -32,6 +32,18 @@ extern _Thread_local tp_thread tp_self;
  * the thread is now active. */
 int tp_thread_attach(tp_thread *t);
 
+/* Whether the thread's events reach a recorder, attaching it on first use. */
+static inline int tp_thread_ready(tp_thread *t)
+{
+    return __builtin_expect(t->state == TP_THREAD_ACTIVE, 1) || tp_thread_attach(t);
+}
+
+/* Whether name id's text went through this thread's ring already. */
+static inline int tp_thread_name_defined(const tp_thread *t, uint32_t id)
+{
+    return id / 64 < t->defined_words && (t->defined[id / 64] >> (id % 64) & 1);
+}
+
 /* Cold path: the rank, local rank and world size the process's later rings
  * carry, instead of the ones its environment gives; a negative local rank or
  * world size is replaced by the environment's (-1 where it has none). */

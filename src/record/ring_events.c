@@ -76,16 +76,15 @@ static void close_region(tp_ring_reader *r, tp_sink *sink, uint32_t local, uint6
 }
 
 /* Copies the payload of an event (len bytes in the slots from tail) out of
- * the ring, NUL-terminated (text has room for len + 1). */
-static void copy_name(const tp_ring_reader *r, const tp_event *slots, uint64_t tail, size_t len,
-                      char *text)
+ * the ring into out (room for len bytes). */
+static void copy_payload(const tp_ring_reader *r, const tp_event *slots, uint64_t tail, size_t len,
+                         void *out)
 {
     uint32_t mask = r->capacity - 1;
     for (size_t off = 0; off < len; off += sizeof(tp_event)) {
         size_t n = len - off < sizeof(tp_event) ? len - off : sizeof(tp_event);
-        memcpy(text + off, &slots[(tail + off / sizeof(tp_event)) & mask], n);
+        memcpy((char *)out + off, &slots[(tail + off / sizeof(tp_event)) & mask], n);
     }
-    text[len] = '\0';
 }
 
 /* A TP_EV_STACK event e and its n frames (in the slots from tail) into the
@@ -94,7 +93,7 @@ static void stack_event(const tp_ring_reader *r, tp_sink *sink, const tp_event *
                         const tp_event *slots, uint64_t tail, uint32_t n)
 {
     tp_stack_ref refs[TP_STACK_DEPTH_MAX];
-    copy_name(r, slots, tail, n * sizeof *refs, (char *)refs);
+    copy_payload(r, slots, tail, n * sizeof *refs, refs);
     uint32_t frames[TP_STACK_DEPTH_MAX];
     int32_t lines[TP_STACK_DEPTH_MAX];
     for (uint32_t i = 0; i < n; i++) {
@@ -141,7 +140,8 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
                 return why;
             }
             char text[TP_FRAME_TEXT_MAX + 1];
-            copy_name(r, slots, tail, len, text);
+            copy_payload(r, slots, tail, len, text);
+            text[len] = '\0';
             tail += chunks;
             if (frame)
                 map_frame(r, sink, e.name_id, text);

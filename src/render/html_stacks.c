@@ -79,20 +79,24 @@ void tp_html_stacks(FILE *out, const tp_stack_facts *f)
           "(outermost frame on top, width: share of the samples; hover for the function, "
           "its file and line): what the code was doing while each thread was in a phase.</p>\n",
           out);
-    bool drawn[GROUPS_MAX * 4] = {false};
-    for (size_t shown = 0; shown < GROUPS_MAX; shown++) {
-        const tp_stack_group *best = NULL;
-        size_t at = 0;
-        for (size_t i = 0; i < f->n && i < sizeof drawn / sizeof *drawn; i++) {
-            const tp_stack_group *g = &f->groups[i];
-            if (drawn[i] || !g->nflame || (!g->phase && !g->workers))
-                continue;
-            if (!best || g->samples > best->samples)
-                best = g, at = i;
+    /* the biggest groups with an icicle, phases and workers (not the idle) */
+    const tp_stack_group *shown[GROUPS_MAX];
+    size_t n = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        const tp_stack_group *g = &f->groups[i];
+        if (!g->nflame || (!g->phase && !g->workers))
+            continue;
+        size_t at = n < GROUPS_MAX ? n++ : GROUPS_MAX;
+        while (at > 0 && shown[at - 1]->samples < g->samples) {
+            if (at < GROUPS_MAX)
+                shown[at] = shown[at - 1];
+            at--;
         }
-        if (!best)
-            break;
-        drawn[at] = true;
+        if (at < GROUPS_MAX)
+            shown[at] = g;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const tp_stack_group *best = shown[k];
         fputs("<figure><div class=\"chart-title\">", out);
         if (best->rank >= 0)
             fprintf(out, "rank %d, ", best->rank);

@@ -3,12 +3,17 @@
 1. A pure-Python loop (a fixed amount of work, about 2 s): its wall time
    bare, under `trainprof record --stacks 0`, `--stacks 100`, and under
    `py-spy record -r 100` in its default mode (it pauses the process for
-   each sample) and with --nonblocking. Configurations interleaved, medians.
+   each sample) and with --nonblocking. Configurations interleaved, medians
+   of per-round ratios with their quartiles. Beside the wall time, two
+   figures this VM's drifting speed leaves steady: the time the loop's
+   thread was not on a CPU (wall less its own CPU time: a sampler that
+   pauses it shows here), and the CPU the sampling itself took per second
+   of loop (trainprof: its sampler thread, from /proc, and what the
+   recorder took beyond its run with --stacks 0; py-spy: its own process).
 2. The bundled example (examples/train.py, one epoch): its mean step time
    from the report with --stacks 0 and --stacks 100, interleaved, medians.
-3. The recorder's own CPU (user + system, from rusage) over a 20 s loop,
-   with stacks at 100 Hz and off, and the run file's growth per hour and
-   sampled thread (the stack tables' pages, from SQLite's dbstat).
+3. The run file's growth per hour and sampled thread (the stack tables'
+   pages, from SQLite's dbstat), for the loop and for the example.
 
     python bench/stack_cost.py [--runs 7]
 """
@@ -24,7 +29,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PROGRAM = str(ROOT / "build" / "trainprof")
@@ -32,29 +36,48 @@ PYTHON = sys.executable
 PYSPY = shutil.which("py-spy", path=os.path.dirname(PYTHON)) or shutil.which("py-spy")
 
 LOOP = r"""
-import sys, time
+import os, sys, time
 def work(n):
     s = 0
     for i in range(n):
         s += i % 7
     return s
-t = time.perf_counter()
+t, c = time.perf_counter(), time.thread_time()
 work(int(sys.argv[1]))
-print(time.perf_counter() - t)
+wall, thread_cpu = time.perf_counter() - t, time.thread_time() - c
+sampler = 0.0  # trainprof's sampler thread's CPU, where there is one
+for tid in os.listdir("/proc/self/task"):
+    with open(f"/proc/self/task/{tid}/comm") as f:
+        if f.read().strip() != "trainprof-stack":
+            continue
+    with open(f"/proc/self/task/{tid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    sampler += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+print("LOOP", wall, thread_cpu, time.process_time(), sampler)
 """
 
 
 def timed(argv, tmp):
-    """The loop's own time (it prints it), under argv."""
+    """Under argv, the loop's wall time, its thread's CPU, its process's CPU,
+    its sampler thread's CPU (it prints them), and the CPU of every process
+    argv ran beyond the loop's process (the recorder, or py-spy)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run(argv, capture_output=True, text=True, cwd=tmp, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise RuntimeError(f"{argv}: {r.stderr}")
     for line in reversed(r.stdout.splitlines()):  # py-spy adds lines of its own
-        try:
-            return float(line)
-        except ValueError:
-            continue
+        if line.startswith("LOOP "):
+            wall, thread_cpu, process_cpu, sampler = map(float, line.split()[1:])
+            children = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            return {"wall": wall, "off_cpu": wall - thread_cpu, "sampler": sampler,
+                    "others": max(0.0, children - process_cpu)}
     raise RuntimeError(f"{argv}: no time in {r.stdout!r}")
+
+
+def quartiles(values):
+    q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+    return [round(x, 4) for x in q]
 
 
 def loop_costs(tmp, runs, n):
@@ -75,17 +98,35 @@ def loop_costs(tmp, runs, n):
         configs["py-spy -r 100 --nonblocking"] = [PYSPY, "record", "-r", "100", "--nonblocking",
                                                   "--format", "raw", "-o", out, "--", PYTHON,
                                                   script, str(n)]
-    times = {k: [] for k in configs}
+    rounds = {k: [] for k in configs}
     for _ in range(runs):
         for k, argv in configs.items():
-            times[k].append(timed([str(a) for a in argv], tmp))
+            rounds[k].append(timed([str(a) for a in argv], tmp))
     # this VM's speed drifts by more than the effects measured: each round's
     # configurations against that round's bare run and stacks-off run, then
-    # the median of those ratios
-    def paired(k, base):
-        return round(statistics.median(t / b for t, b in zip(times[k], times[base])) - 1, 4)
-    return {k: {"median_s": round(statistics.median(v), 4), "vs_bare": paired(k, "bare"),
-                "vs_stacks_off": paired(k, "record --stacks 0")} for k, v in times.items()}
+    # the median of those ratios, and their quartiles
+    def ratios(k, base):
+        return [t["wall"] / b["wall"] - 1 for t, b in zip(rounds[k], rounds[base])]
+
+    out = {}
+    for k, v in rounds.items():
+        wall = sum(x["wall"] for x in v)
+        if k.startswith("py-spy"):
+            sampling = sum(x["others"] for x in v)
+        elif k == "record --stacks 100":  # its sampler, and what the recorder took beyond
+            off = rounds["record --stacks 0"]
+            sampling = sum(x["sampler"] for x in v) + max(
+                0.0, sum(x["others"] for x in v) / wall - sum(x["others"] for x in off) /
+                sum(x["wall"] for x in off)) * wall
+        else:
+            sampling = 0.0
+        out[k] = {"median_s": round(statistics.median(x["wall"] for x in v), 4),
+                  "vs_bare": round(statistics.median(ratios(k, "bare")), 4),
+                  "vs_stacks_off": round(statistics.median(ratios(k, "record --stacks 0")), 4),
+                  "vs_stacks_off_quartiles": quartiles(ratios(k, "record --stacks 0")),
+                  "loop_off_cpu_ms_per_s": round(1e3 * sum(x["off_cpu"] for x in v) / wall, 2),
+                  "sampling_cpu_ms_per_s": round(1e3 * sampling / wall, 2)}
+    return out
 
 
 def example_steps(tmp, runs):
@@ -105,35 +146,28 @@ def example_steps(tmp, runs):
                                                                          steps["0"])) - 1, 4)}
 
 
-def recorder_cost(tmp, n):
-    script = tmp / "loop.py"
-    out = {}
-    for hz in ("0", "100"):
-        db = tmp / f"rec{hz}.db"
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.monotonic()
-        # the loop in a child of the recorder: rusage of children counts both, so
-        # the loop's own CPU (its printed time, on one core) is taken off below
-        r = subprocess.run([PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", hz, "--",
-                            PYTHON, script, str(n)], capture_output=True, text=True, check=True)
-        wall = time.monotonic() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        loop_s = float(r.stdout.strip().splitlines()[-1])
-        with sqlite3.connect(db) as c:
-            samples = c.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0]
-            threads = c.execute("SELECT COUNT(DISTINCT tid) FROM stack_sample").fetchone()[0]
-            try:
-                pages = c.execute("SELECT SUM(pgsize) FROM dbstat WHERE name IN ('stack_sample',"
-                                  " 'stack_node', 'frame')").fetchone()[0] or 0
-            except sqlite3.OperationalError:  # an SQLite without dbstat
-                pages = None
-        out[hz] = {"wall_s": round(wall, 3), "cpu_s_all": round(cpu, 3),
-                   "cpu_s_beyond_loop": round(cpu - loop_s, 3), "samples": samples,
-                   "stack_bytes": pages,
-                   "bytes_per_hour_per_thread": round(pages / wall * 3600 / max(threads, 1))
-                   if pages else None}
-    return out
+def stack_bytes(db, hz=100):
+    """The stack tables of run file db: rows, samples, and bytes per hour of
+    one sampled thread (samples / hz is the sampled threads' seconds)."""
+    with sqlite3.connect(db) as c:
+        rows, samples = c.execute("SELECT COUNT(*), SUM(count) FROM stack_sample").fetchone()
+        try:
+            pages = c.execute("SELECT SUM(pgsize) FROM dbstat WHERE name IN ('stack_sample',"
+                              " 'stack_node', 'frame')").fetchone()[0] or 0
+        except sqlite3.OperationalError:  # an SQLite without dbstat
+            pages = None
+    return {"rows": rows, "samples": samples, "bytes": pages,
+            "bytes_per_hour_per_thread": round(pages / (samples / hz) * 3600)
+            if pages and samples else None}
+
+
+def file_growth(tmp, n):
+    """The run file's growth: the loop (one busy thread, its line moving) and
+    the example's last run with stacks (three processes, torch's calls)."""
+    db = tmp / "growth.db"
+    subprocess.run([PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", "100", "--",
+                    PYTHON, tmp / "loop.py", str(n)], capture_output=True, check=True)
+    return {"loop": stack_bytes(db), "example": stack_bytes(tmp / "ex100.db")}
 
 
 def main():
@@ -145,7 +179,7 @@ def main():
         tmp = pathlib.Path(d)
         result = {"loop": loop_costs(tmp, a.runs, a.work),
                   "example": example_steps(tmp, max(3, a.runs // 2)),
-                  "recorder": recorder_cost(tmp, a.work * 5)}
+                  "file": file_growth(tmp, a.work * 5)}
     print(json.dumps(result, indent=1))
 
 

@@ -105,7 +105,9 @@ enum {
 };
 
 /* A thread's Python stack, sampled by its process's sampler (thread: the
- * sampler's ring; tid: the sampled thread's kernel id, 0 unknown). */
+ * sampler's ring; tid: the sampled thread's kernel id, 0 unknown): count
+ * samples in a row of that thread with the same phase, state and stack, the
+ * first at t_ns and the last span_ns later. */
 typedef struct tp_stack_sample {
     uint32_t thread;
     int32_t tid;
@@ -113,6 +115,8 @@ typedef struct tp_stack_sample {
     uint32_t phase; /* the thread's innermost open region (a name id), 0 none */
     uint32_t state; /* TP_STACK_STATE_* */
     uint32_t node;  /* its innermost frame's node */
+    uint32_t count; /* 1 or more */
+    uint64_t span_ns;
 } tp_stack_sample;
 
 /* A vector of T with count and capacity. */

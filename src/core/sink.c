@@ -306,14 +306,39 @@ static uint32_t stack_node(tp_sink *s, const uint32_t *frames, const int32_t *li
     return node;
 }
 
+/* How far back in the pending samples a thread's previous sample is looked
+ * for: one round of every sampled thread of the node fits (beyond, runs
+ * are not joined, and nothing is lost). */
+#define STACK_RUN_LOOKBACK 128
+
+/* Joins x to the run of its thread's previous pending sample when that one
+ * had the same phase, state and stack; false when x starts a run. */
+static bool join_stack_run(tp_sink *s, const tp_stack_sample *x)
+{
+    size_t len = s->pending.stacks.len,
+           stop = len > STACK_RUN_LOOKBACK ? len - STACK_RUN_LOOKBACK : 0;
+    for (size_t i = len; i-- > stop;) {
+        tp_stack_sample *p = &s->pending.stacks.items[i];
+        if (p->thread != x->thread || p->tid != x->tid)
+            continue;
+        if (p->phase != x->phase || p->state != x->state || p->node != x->node ||
+            x->t_ns < p->t_ns || p->count == UINT32_MAX)
+            return false;
+        p->count++;
+        p->span_ns = x->t_ns - p->t_ns;
+        return true;
+    }
+    return false;
+}
+
 void tp_sink_stack(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid, uint32_t phase,
                    uint32_t state, const uint32_t *frames, const int32_t *lines, size_t n)
 {
-    tp_stack_sample x = {thread, tid, since_start(s, t_mono_ns), phase, state, 0};
+    tp_stack_sample x = {thread, tid, since_start(s, t_mono_ns), phase, state, 0, 1, 0};
     pthread_mutex_lock(&s->lock);
     if (!thread || (n && !(x.node = stack_node(s, frames, lines, n))))
         s->lost[TP_LOST_EVENTS]++;
-    else
+    else if (!join_stack_run(s, &x))
         VEC_PUSH(s, s->pending.stacks, x, TP_LOST_EVENTS);
     pthread_mutex_unlock(&s->lock);
 }

@@ -58,7 +58,10 @@ void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t st
 uint32_t tp_sink_frame(tp_sink *s, const char *text);
 /* One sample of thread tid (0: unknown), taken by the sampler whose ring is
  * thread: frames[0..n) and their lines innermost first (sink frame ids, 0
- * for one not known), phase a name id (0: none), state TP_STACK_STATE_*. */
+ * for one not known), phase a name id (0: none), state TP_STACK_STATE_*.
+ * A sample the same as its thread's previous one in the pending batch
+ * (phase, state, stack) joins its run (tp_stack_sample.count) rather than
+ * making a row of its own. */
 void tp_sink_stack(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid, uint32_t phase,
                    uint32_t state, const uint32_t *frames, const int32_t *lines, size_t n);
 

@@ -239,29 +239,32 @@ static void frame_text(FILE *out, const tp_stack_tree *t, uint32_t node)
     fprintf(out, ":%d)", t->line[node - 1]);
 }
 
-/* A sampled stack as an instant on its thread's track (the process's main
- * thread's where the thread's id is unknown): named by its innermost function, its
- * whole stack (outermost first, ';'-separated) in args. */
-static void stack_event(void *ctx, int64_t thread, int32_t tid, int64_t t_ns, int64_t phase,
-                        int state, uint32_t node)
+/* A run of identical sampled stacks as an instant on its thread's track (the
+ * process's main thread's where the thread's id is unknown), at its first
+ * sample: named by its innermost function; in args its whole stack
+ * (outermost first, ';'-separated), how many samples in a row it stands
+ * for and the time from its first to its last. */
+static void stack_event(void *ctx, const tp_stack_run *r)
 {
-    (void)phase;
     chrome_ctx *c = ctx;
-    const tp_run_thread *t = thread_by_id(c, thread);
+    const tp_run_thread *t = thread_by_id(c, r->thread_id);
     const tp_stack_tree *tree = &c->stacks;
-    if (!t || node == 0 || node > tree->n)
+    if (!t || r->node == 0 || r->node > tree->n)
         return;
     uint32_t path[256];
-    size_t n = tp_stack_path(tree, node, path, sizeof path / sizeof *path);
-    uint32_t f = tree->frame[node - 1];
+    size_t n = tp_stack_path(tree, r->node, path, sizeof path / sizeof *path);
+    uint32_t f = tree->frame[r->node - 1];
     sep(c);
     fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"stack\",\"name\":", c->out);
     json_write_escaped(c->out, f >= 1 && f <= tree->nframes ? tree->function[f - 1] : "?");
-    fprintf(c->out, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"args\":{\"on_cpu\":%s,\"stack\":\"",
-            t->pid, tid > 0 ? tid : t->pid, (double)t_ns / 1e3,
-            !(state & 2) ? "null"
-            : state & 1  ? "true"
-                         : "false");
+    fprintf(c->out,
+            ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"args\":{\"samples\":%llu,\"span_ms\":%.3f,"
+            "\"on_cpu\":%s,\"stack\":\"",
+            t->pid, r->tid > 0 ? r->tid : t->pid, (double)r->t_ns / 1e3,
+            (unsigned long long)r->count, (double)r->span_ns / 1e6,
+            !(r->state & 2) ? "null"
+            : r->state & 1  ? "true"
+                            : "false");
     while (n-- > 0) {
         frame_text(c->out, tree, path[n]);
         if (n)

@@ -165,8 +165,9 @@ static int64_t max_id(sqlite3 *db, const char *table)
 }
 
 /* An input's sampled stacks (schema 8), frame, node and thread ids offset
- * by the output's largest, their region names mapped (name_map). */
-static char *stacks_sql(sqlite3 *db, long long thread, long long dt)
+ * by the output's largest, their region names mapped (name_map); runs:
+ * the input's rows are runs (schema 9), else one sample each. */
+static char *stacks_sql(sqlite3 *db, long long thread, long long dt, bool runs)
 {
     long long frame = max_id(db, "frame"), node = max_id(db, "stack_node");
     if (frame < 0 || node < 0)
@@ -177,9 +178,9 @@ static char *stacks_sql(sqlite3 *db, long long thread, long long dt)
         " CASE parent WHEN 0 THEN 0 ELSE parent + %lld END,"
         " CASE frame_id WHEN 0 THEN 0 ELSE frame_id + %lld END, line FROM src.stack_node;"
         "INSERT INTO main.stack_sample SELECT s.thread_id + %lld, s.tid, s.t_ns + %lld,"
-        " coalesce(nm.dst, 0), s.state, CASE s.node_id WHEN 0 THEN 0 ELSE s.node_id + %lld END"
-        " FROM src.stack_sample s LEFT JOIN name_map nm ON nm.src = s.phase_id;",
-        frame, node, node, frame, thread, dt, node);
+        " coalesce(nm.dst, 0), s.state, CASE s.node_id WHEN 0 THEN 0 ELSE s.node_id + %lld END,"
+        " %s FROM src.stack_sample s LEFT JOIN name_map nm ON nm.src = s.phase_id;",
+        frame, node, node, frame, thread, dt, node, runs ? "s.count, s.span_ns" : "1, 0");
 }
 
 /* The rows of an input's samples, regions, marks, device times and sampled
@@ -187,10 +188,12 @@ static char *stacks_sql(sqlite3 *db, long long thread, long long dt)
  * each series' first and last sample only, which are what the report reads
  * of them besides energy. */
 static char *rows_sql(sqlite3 *db, long long series, long long thread, long long dt, bool all_rows,
-                      bool device, bool stacks)
+                      int version)
 {
+    bool device = version >= TP_SCHEMA_DEVICE, stacks = version >= TP_SCHEMA_STACKS_VERSION;
     if (all_rows) {
-        char *stack_rows = stacks ? stacks_sql(db, thread, dt) : NULL;
+        char *stack_rows =
+            stacks ? stacks_sql(db, thread, dt, version >= TP_SCHEMA_STACK_RUNS_VERSION) : NULL;
         if (stacks && !stack_rows)
             return NULL;
         char *device_sql =
@@ -290,8 +293,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         info->batches ? "batches, warmup, warmup_s" : "0, 0, 0", dt,
         info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
         plots ? plots_sql : "", info->series_steps ? steps_sql : "");
-    char *rows = rows_sql(db, series, thread, dt, all_rows, info->version >= TP_SCHEMA_DEVICE,
-                          info->version >= TP_SCHEMA_STACKS_VERSION);
+    char *rows = rows_sql(db, series, thread, dt, all_rows, info->version);
     char cuda_sql[128] = "";
     if (info->thread_cuda)
         snprintf(cuda_sql, sizeof cuda_sql,

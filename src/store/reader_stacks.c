@@ -123,16 +123,17 @@ bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err
     if (run->schema_version < TP_SCHEMA_STACKS_VERSION)
         return true;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(
-            run->db,
-            "WITH workers AS (SELECT DISTINCT agent_id, pid, tid FROM thread"
-            "  WHERE name LIKE 'DL worker%')"
-            " SELECT t.rank, n.text, w.pid IS NOT NULL, s.node_id, s.state & 3, COUNT(*)"
-            " FROM stack_sample s JOIN thread t ON t.id = s.thread_id"
-            " LEFT JOIN workers w ON w.agent_id = t.agent_id AND w.pid = t.pid AND w.tid = s.tid"
-            " LEFT JOIN name n ON n.id = s.phase_id"
-            " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3",
-            -1, &st, NULL) != SQLITE_OK)
+    char sql[640];
+    snprintf(sql, sizeof sql,
+             "WITH workers AS (SELECT DISTINCT agent_id, pid, tid FROM thread"
+             "  WHERE name LIKE 'DL worker%%')"
+             " SELECT t.rank, n.text, w.pid IS NOT NULL, s.node_id, s.state & 3, %s"
+             " FROM stack_sample s JOIN thread t ON t.id = s.thread_id"
+             " LEFT JOIN workers w ON w.agent_id = t.agent_id AND w.pid = t.pid AND w.tid = s.tid"
+             " LEFT JOIN name n ON n.id = s.phase_id"
+             " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3",
+             run->schema_version >= TP_SCHEMA_STACK_RUNS_VERSION ? "SUM(s.count)" : "COUNT(*)");
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return failed(run, "the stack samples", err, cap);
     size_t ccap = 0;
     int rc;
@@ -166,16 +167,28 @@ bool tp_run_each_stack_sample(tp_run *run, tp_stack_sample_fn fn, void *ctx, cha
         return true;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(run->db,
-                           "SELECT thread_id, tid, t_ns, phase_id, state, node_id"
-                           " FROM stack_sample ORDER BY t_ns",
+                           run->schema_version >= TP_SCHEMA_STACK_RUNS_VERSION
+                               ? "SELECT thread_id, tid, t_ns, phase_id, state, node_id, count,"
+                                 " span_ns FROM stack_sample ORDER BY t_ns"
+                               : "SELECT thread_id, tid, t_ns, phase_id, state, node_id, 1, 0"
+                                 " FROM stack_sample ORDER BY t_ns",
                            -1, &st, NULL) != SQLITE_OK)
         return failed(run, "the stack samples", err, cap);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t node = sqlite3_column_int64(st, 5);
-        fn(ctx, sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1), sqlite3_column_int64(st, 2),
-           sqlite3_column_int64(st, 3), sqlite3_column_int(st, 4),
-           node > 0 && node <= (int64_t)UINT32_MAX ? (uint32_t)node : 0);
+        int64_t node = sqlite3_column_int64(st, 5), count = sqlite3_column_int64(st, 6),
+                span = sqlite3_column_int64(st, 7);
+        tp_stack_run r = {
+            .thread_id = sqlite3_column_int64(st, 0),
+            .tid = sqlite3_column_int(st, 1),
+            .t_ns = sqlite3_column_int64(st, 2),
+            .phase = sqlite3_column_int64(st, 3),
+            .state = sqlite3_column_int(st, 4),
+            .node = node > 0 && node <= (int64_t)UINT32_MAX ? (uint32_t)node : 0,
+            .count = count > 0 ? (uint64_t)count : 1, /* a damaged file's: one sample */
+            .span_ns = span > 0 ? span : 0,
+        };
+        fn(ctx, &r);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE || failed(run, "the stack samples", err, cap);

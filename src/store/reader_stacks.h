@@ -50,10 +50,22 @@ size_t tp_stack_path(const tp_stack_tree *t, uint32_t node, uint32_t *path, size
 bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err, size_t cap);
 void tp_stack_counts_free(tp_stack_count *c, size_t n);
 
-/* Each sample in time order: fn(ctx, thread id, tid, t_ns, phase, state,
- * node), for the trace export. */
-typedef void (*tp_stack_sample_fn)(void *ctx, int64_t thread_id, int32_t tid, int64_t t_ns,
-                                   int64_t phase, int state, uint32_t node);
+/* A run of identical samples of one thread (one sample in a file of
+ * schema 8): the sampler's thread row, the sampled thread's kernel id,
+ * the first sample's time and the last's span_ns later, the region it had
+ * open (a name id), its state bits and its innermost frame's node. */
+typedef struct tp_stack_run {
+    int64_t thread_id;
+    int32_t tid;
+    int64_t t_ns, span_ns;
+    int64_t phase;
+    int state;
+    uint32_t node;
+    uint64_t count;
+} tp_stack_run;
+
+/* Each run in time order (of its first sample), for the trace export. */
+typedef void (*tp_stack_sample_fn)(void *ctx, const tp_stack_run *run);
 bool tp_run_each_stack_sample(tp_run *run, tp_stack_sample_fn fn, void *ctx, char *err, size_t cap);
 
 #endif

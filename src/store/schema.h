@@ -18,11 +18,14 @@
  * an evaluation pass mid-epoch), which older readers would take for a step;
  * 7: mark.kind a number (the ring's event kind: 3 step, 4 epoch, 6 samples,
  * 9 step_end) where it was a word, and the marks view with the words;
- * 8: sampled Python stacks (frame, stack_node, stack_sample, the stacks
- * view); a file without them had stack sampling off */
-#define TP_SCHEMA_VERSION 8
+ * 8: sampled Python stacks (frame, stack_node, stack_sample); a file
+ * without them had stack sampling off; 9: stack_sample.count and span_ns (a
+ * row is a run of identical samples of a thread; 8's rows are one each) */
+#define TP_SCHEMA_VERSION 9
 /* the first schema with sampled stacks */
 #define TP_SCHEMA_STACKS_VERSION 8
+/* the first schema whose stack_sample rows are runs (count, span_ns) */
+#define TP_SCHEMA_STACK_RUNS_VERSION 9
 /* the first schema whose stored summary readers use */
 #define TP_SCHEMA_SUMMARY 4
 /* the first schema with device times */
@@ -40,7 +43,8 @@
  * sample: the sampler's thread (its process, rank and agent), the sampled
  * thread's kernel id, when, the region it had open (name id, 0 none), its
  * state (1 on a CPU, 2 the state is known, 4 truncated) and its innermost
- * frame's node. */
+ * frame's node; count such samples in a row of that thread (schema 9), the
+ * first at t_ns and the last span_ns later. */
 #define TP_SCHEMA_STACKS                                                                         \
     "CREATE TABLE IF NOT EXISTS frame (id INTEGER PRIMARY KEY, function TEXT NOT NULL,"          \
     "  file TEXT NOT NULL);"                                                                     \
@@ -48,7 +52,13 @@
     "  frame_id INTEGER NOT NULL, line INTEGER NOT NULL);"                                       \
     "CREATE TABLE IF NOT EXISTS stack_sample (thread_id INTEGER NOT NULL REFERENCES thread(id)," \
     "  tid INTEGER NOT NULL, t_ns INTEGER NOT NULL, phase_id INTEGER NOT NULL,"                  \
-    "  state INTEGER NOT NULL, node_id INTEGER NOT NULL);"
+    "  state INTEGER NOT NULL, node_id INTEGER NOT NULL" TP_SCHEMA_STACK_RUNS ");"
+#define TP_SCHEMA_STACK_RUNS \
+    ", count INTEGER NOT NULL DEFAULT 1, span_ns INTEGER NOT NULL DEFAULT 0"
+/* What `summarize` adds to a schema 8 file's stack_sample. */
+#define TP_SCHEMA_ADD_STACK_RUNS                                            \
+    "ALTER TABLE stack_sample ADD COLUMN count INTEGER NOT NULL DEFAULT 1;" \
+    "ALTER TABLE stack_sample ADD COLUMN span_ns INTEGER NOT NULL DEFAULT 0;"
 /* The marks with their kinds in words, for SQL by hand (schema 7; a file
  * whose marks are words already shows them as they are). */
 #define TP_SCHEMA_MARKS_VIEW                                                                \

@@ -118,11 +118,6 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
         sqlite3_bind_null(st, 14);
 }
 
-/* Writes s into db's summary tables in one transaction. upgrade: db has
- * schema 3 or 4, whose summary_timing lacks columns (in_steps_s, device_*)
- * and which has no device_time table: summary_timing is made anew, the
- * device tables added (empty: such a file recorded no device times), and the
- * file becomes the current schema in the same transaction. */
 /* The points html plots and each rank's step phases. */
 static int write_plots(sqlite3 *db, const tp_summary_rows *p)
 {
@@ -162,6 +157,25 @@ static int write_plots(sqlite3 *db, const tp_summary_rows *p)
     return rc;
 }
 
+/* Whether db's table has column (false when it has no such table). */
+static bool has_column(sqlite3 *db, const char *table, const char *column)
+{
+    sqlite3_stmt *st = NULL;
+    bool has = sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", -1, &st,
+                                  NULL) == SQLITE_OK &&
+               sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC) == SQLITE_OK &&
+               sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC) == SQLITE_OK &&
+               sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return has;
+}
+
+/* Writes s into db's summary tables in one transaction. upgrade: db has an
+ * older schema, brought up to date in the same transaction: summary_timing
+ * made anew (3 and 4's lack in_steps_s and the device columns), the tables
+ * and views of later schemas added (empty: such a file recorded none of
+ * them), and a schema 8 file's stack_sample given its run columns (each of
+ * its rows one sample). */
 static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bool rank_gpu,
                          bool batches, char *why, size_t cap)
 {
@@ -169,6 +183,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     if (rc == SQLITE_OK && upgrade)
         rc = tp_exec(db, "DROP TABLE summary_timing;" TP_SCHEMA_SUMMARY_TIMING TP_SCHEMA_DEVICE_TIME
                              TP_SCHEMA_DEVICE_VIEW TP_SCHEMA_MARKS_VIEW TP_SCHEMA_STACKS);
+    if (rc == SQLITE_OK && upgrade && !has_column(db, "stack_sample", "count")) /* schema 8 */
+        rc = tp_exec(db, TP_SCHEMA_ADD_STACK_RUNS);
     if (rc == SQLITE_OK && upgrade) {
         char version[64];
         snprintf(version, sizeof version, "PRAGMA user_version = %d;", TP_SCHEMA_VERSION);

@@ -50,8 +50,8 @@ static const char *const statements[ST_N] = {
     "INSERT OR REPLACE INTO thread_cuda (thread_id, visible_devices) VALUES (?, ?)",
     "INSERT OR IGNORE INTO frame (id, function, file) VALUES (?, ?, ?)",
     "INSERT OR IGNORE INTO stack_node (id, parent, frame_id, line) VALUES (?, ?, ?, ?)",
-    "INSERT INTO stack_sample (thread_id, tid, t_ns, phase_id, state, node_id)"
-    " VALUES (?, ?, ?, ?, ?, ?)",
+    "INSERT INTO stack_sample (thread_id, tid, t_ns, phase_id, state, node_id, count, span_ns)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
 struct tp_writer {
@@ -281,6 +281,8 @@ static int write_stacks(tp_writer *w, const tp_batch *b)
         sqlite3_bind_int64(st, 4, x->phase);
         sqlite3_bind_int(st, 5, (int)x->state);
         sqlite3_bind_int64(st, 6, x->node);
+        sqlite3_bind_int64(st, 7, x->count);
+        sqlite3_bind_int64(st, 8, (sqlite3_int64)x->span_ns);
         rc = run(st);
     }
     return rc;

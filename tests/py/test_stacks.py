@@ -74,21 +74,54 @@ def test_the_wire_from_lib_to_the_run_file(tmp_path):
     with sqlite3.connect(run) as db:
         assert db.execute("SELECT function, file FROM frame ORDER BY id").fetchall() == [
             ("main", "emit.py"), ("load", "emit.py"), ("decode", "io.py")]
-        rows = db.execute("SELECT n.text, s.state, s.tid = t.tid FROM stack_sample s"
-                          " JOIN name n ON n.id = s.phase_id JOIN thread t"
-                          " ON t.id = s.thread_id").fetchall()
-    assert len(rows) == 20 and {x[0] for x in rows} == {"phase"} and all(x[2] for x in rows)
-    assert sorted(x[1] for x in rows) == [3] * 19 + [7]  # on a CPU, known; the last truncated
+        rows = db.execute("SELECT n.text, s.state, s.tid = t.tid, s.count, s.span_ns > 0"
+                          " FROM stack_sample s JOIN name n ON n.id = s.phase_id JOIN thread t"
+                          " ON t.id = s.thread_id ORDER BY s.t_ns").fetchall()
+    # identical samples in a row are one run: lines 12, 13, 12, 13, then a truncated one
+    assert {x[0] for x in rows} == {"phase"} and all(x[2] for x in rows)
+    assert [x[3] for x in rows] == [5, 5, 5, 4, 1]
+    assert [x[4] for x in rows] == [1, 1, 1, 1, 0]  # a run spans its first to its last
+    assert [x[1] for x in rows] == [3] * 4 + [7]  # on a CPU, known; the last truncated
     folded = trainprof("export", "--format", "folded", run).stdout.splitlines()
     trace = json.loads(trainprof("export", run).stdout)["traceEvents"]
     instants = [e for e in trace if e.get("cat") == "stack"]
-    assert len(instants) == 20 and {e["name"] for e in instants} == {"decode"}
+    assert [e["args"]["samples"] for e in instants] == [5, 5, 5, 4, 1]
+    assert {e["name"] for e in instants} == {"decode"}
     assert instants[0]["args"]["stack"] == "main (emit.py:7);load (emit.py:40);decode (io.py:12)"
     assert not any(e["args"].get("name", "").startswith("trainprof-stack") for e in trace
                    if e["ph"] == "M")  # the sampler's own ring is no track
     assert folded == ["phase;decode (io.py:13) 1",  # sorted, one line per distinct stack
                       "phase;main (emit.py:7);load (emit.py:40);decode (io.py:12) 10",
                       "phase;main (emit.py:7);load (emit.py:40);decode (io.py:13) 9"]
+
+
+def test_a_schema_8_file_reads_merges_and_upgrades_with_one_sample_a_row(tmp_path):
+    """Schema 8 (the golden corpus's stacks.db) stored one row per sample;
+    9 stores runs. The old file reports the same counts, merges with a new
+    one, and `summarize` gives it the run columns."""
+    old = tmp_path / "old.db"
+    shutil.copy(ROOT / "tests" / "golden" / "runs" / "stacks.db", old)
+    with sqlite3.connect(old) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 8
+        samples = db.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0]
+    before = report_json(old)["stacks"]
+    assert samples > 100 and sum(g["samples"] for g in before) == samples
+    new = tmp_path / "new.db"
+    r = trainprof("record", "-q", "--agent", "new", "-o", new, "--", EMIT, "stacks")
+    assert r.returncode == 0, r.stderr
+    merged = tmp_path / "merged.db"
+    r = trainprof("merge", "--force", "-o", merged, old, new)  # two commands
+    assert r.returncode == 0, r.stderr
+    with sqlite3.connect(merged) as db:
+        assert db.execute("SELECT SUM(count) FROM stack_sample").fetchone()[0] == samples + 20
+    folded = trainprof("export", "--format", "folded", merged).stdout.splitlines()
+    assert sum(int(x.rsplit(" ", 1)[1]) for x in folded) == samples + 20
+    r = trainprof("summarize", "--force", old)
+    assert r.returncode == 0 and "now 9" in r.stderr, r.stderr
+    with sqlite3.connect(old) as db:
+        assert db.execute("SELECT COUNT(*), SUM(count), MAX(span_ns) FROM stack_sample"
+                          ).fetchone() == (samples, samples, 0)
+    assert report_json(old)["stacks"] == before
 
 
 def test_a_merge_keeps_every_node_s_stacks(tmp_path):
@@ -102,9 +135,9 @@ def test_a_merge_keeps_every_node_s_stacks(tmp_path):
     r = trainprof("merge", "-o", merged, *files)
     assert r.returncode == 0, r.stderr
     with sqlite3.connect(merged) as db:
-        assert db.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0] == 40
+        assert db.execute("SELECT SUM(count) FROM stack_sample").fetchone()[0] == 40
         # each node's samples keep their own frames and phase through the id offsets
-        rows = db.execute("SELECT a.name, f.function, n.text, COUNT(*) FROM stack_sample s"
+        rows = db.execute("SELECT a.name, f.function, n.text, SUM(count) FROM stack_sample s"
                           " JOIN thread t ON t.id = s.thread_id JOIN agent a ON a.id = t.agent_id"
                           " JOIN stack_node sn ON sn.id = s.node_id JOIN frame f"
                           " ON f.id = sn.frame_id JOIN name n ON n.id = s.phase_id"
@@ -181,7 +214,7 @@ def test_deep_recursion_costs_nothing_but_its_outer_frames(tmp_path):
     """)
     run = record(tmp_path, script, stacks=100, seconds="1")
     with sqlite3.connect(run) as db:
-        states = dict(db.execute("SELECT state & 4, COUNT(*) FROM stack_sample GROUP BY 1"))
+        states = dict(db.execute("SELECT state & 4, SUM(count) FROM stack_sample GROUP BY 1"))
         depth = db.execute("WITH RECURSIVE up(id, n) AS (SELECT node_id, 1 FROM stack_sample"
                            " WHERE rowid = (SELECT MIN(rowid) FROM stack_sample WHERE state & 4)"
                            " UNION ALL SELECT s.parent, n + 1 FROM up JOIN stack_node s"
@@ -282,8 +315,9 @@ def test_folded_export_counts_every_sample(tmp_path):
     lines = r.stdout.splitlines()
     assert lines and all(re.fullmatch(r"[^;\n]+(;[^;\n]+)* \d+", x) for x in lines), lines[:3]
     with sqlite3.connect(run) as db:
-        samples = db.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0]
+        samples, rows = db.execute("SELECT SUM(count), COUNT(*) FROM stack_sample").fetchone()
     assert sum(int(x.rsplit(" ", 1)[1]) for x in lines) == samples
+    assert rows < samples  # a thread's identical samples in a row are one row
     hot = [x for x in lines if x.startswith("load;")]
     assert any(";parse_records (" in x for x in hot)
 

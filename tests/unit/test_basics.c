@@ -356,7 +356,8 @@ static void test_prom_format(void **state)
 
 /* Sampled stacks through a real sink: frames interned once, stacks as a
  * tree whose shared outer frames are one node, each node defined once in
- * the batch that first uses it, a sample naming its innermost node. */
+ * the batch that first uses it, a sample naming its innermost node, and a
+ * thread's identical samples in a row one run. */
 static void test_stack_tree(void **state)
 {
     (void)state;
@@ -369,24 +370,32 @@ static void test_stack_tree(void **state)
     uint32_t a[] = {load, main_f}, b[] = {main_f};                 /* innermost first */
     int32_t la[] = {7, 3}, lb[] = {4};
     tp_sink_stack(sink, thread, 100, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
+    tp_sink_stack(sink, thread, 150, 12, 0, 0, b, lb, 1); /* another thread between */
     tp_sink_stack(sink, thread, 200, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
-    tp_sink_stack(sink, thread, 300, 12, 0, 0, b, lb, 1);
+    tp_sink_stack(sink, thread, 300, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
+    tp_sink_stack(sink, thread, 400, 11, 0, 0, a, la, 2); /* waiting now: a new run */
+    tp_sink_stack(sink, thread, 500, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
     tp_batch batch = {0};
     tp_sink_take(sink, &batch);
     assert_int_equal(batch.frames.len, 2);
-    assert_int_equal(batch.stacks.len, 3);
+    assert_int_equal(batch.stacks.len, 4);
+    const tp_stack_sample *run = &batch.stacks.items[0];
+    assert_true(run->tid == 11 && run->t_ns == 100 && run->count == 3 && run->span_ns == 200);
+    assert_true(batch.stacks.items[1].tid == 12 && batch.stacks.items[1].count == 1);
+    assert_true(batch.stacks.items[2].t_ns == 400 && batch.stacks.items[2].count == 1 &&
+                batch.stacks.items[2].state == 0);
+    assert_true(batch.stacks.items[3].t_ns == 500 && batch.stacks.items[3].count == 1);
     /* main@3 -> load@7 (two nodes), and main@4 (a third: another line) */
     assert_int_equal(batch.stack_nodes.len, 3);
     const tp_stack_node *root = &batch.stack_nodes.items[0], *leaf = &batch.stack_nodes.items[1];
     assert_true(root->parent == 0 && root->frame == main_f && root->line == 3);
     assert_true(leaf->parent == root->id && leaf->frame == load && leaf->line == 7);
     assert_int_equal(batch.stacks.items[0].node, leaf->id);
-    assert_int_equal(batch.stacks.items[1].node, leaf->id);
-    assert_int_equal(batch.stacks.items[2].node, batch.stack_nodes.items[2].id);
-    assert_int_equal(batch.stacks.items[0].tid, 11);
+    assert_int_equal(batch.stacks.items[1].node, batch.stack_nodes.items[2].id);
+    assert_int_equal(batch.stacks.items[2].node, leaf->id);
     uint32_t leaf_id = leaf->id;
-    /* a later batch: known nodes are not defined again */
-    tp_sink_stack(sink, thread, 400, 11, 0, 0, a, la, 2);
+    /* a later batch: known nodes are not defined again, and runs start anew */
+    tp_sink_stack(sink, thread, 600, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
     tp_batch_clear(&batch);
     tp_sink_take(sink, &batch);
     assert_int_equal(batch.stack_nodes.len, 0);

@@ -7,6 +7,7 @@
 
 #include "analyze/summary.h"
 #include "analyze/summary_plots.h"
+#include "store/reader_stacks.h"
 #include "store/summary_tables.h"
 
 bool tp_summary_store_save(const char *path, char *err, size_t cap)
@@ -48,10 +49,14 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
     for (size_t i = 0; ok && i < s.n; i++)
         series[i] = (tp_series_figures){s.items[i].series->id, s.items[i].stats,
                                         s.items[i].in_steps, s.items[i].steps};
-    tp_summary_rows rows = {series,      s.n,          s.windows,    s.nwindows,
-                            &s.timings,  &s.ranks,     plots.points, plots.npoints,
-                            plots.ranks, plots.phases, plots.nranks};
+    tp_stack_count *stacks = NULL;
+    size_t nstacks = 0;
+    ok = ok && tp_run_stack_counts(run, &stacks, &nstacks, err, cap);
+    tp_summary_rows rows = {series,       s.n,          s.windows,     s.nwindows,  &s.timings,
+                            &s.ranks,     plots.points, plots.npoints, plots.ranks, plots.phases,
+                            plots.nranks, stacks,       nstacks};
     ok = ok && tp_summary_tables_save(run, &rows, err, cap);
+    tp_stack_counts_free(stacks, nstacks);
     free(series);
     tp_summary_plots_free(&plots);
     tp_summary_free(&s);

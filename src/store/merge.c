@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "store/reader.h"
+#include "store/reader_stacks.h"
 #include "store/reader_stream.h"
 #include "store/schema.h"
 
@@ -25,6 +26,7 @@ typedef struct input_info {
     bool rank_gpu;     /* its summary_rank has each rank's GPU */
     bool batches;      /* its summary_step has batches and warm-up steps */
     bool thread_cuda;  /* it has each thread's CUDA_VISIBLE_DEVICES */
+    bool stack_counts; /* its summary has its stack samples counted (summary_stack) */
     int *ranks;        /* distinct ranks of its threads (-1: no rank) */
     size_t nranks;
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
@@ -109,6 +111,8 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         info[i].rank_gpu = info[i].summarized && tp_run_has_column(run, "summary_rank", "gpu");
         info[i].batches = info[i].summarized && tp_run_has_column(run, "summary_step", "batches");
         info[i].thread_cuda = tp_run_has_table(run, "thread_cuda");
+        info[i].stack_counts =
+            info[i].summarized && tp_run_has_column(run, "summary_stack", "samples");
         input_ranks(run, &info[i]);
         info[i].start_wall_ns = wall ? strtoll(wall, NULL, 10) : 0;
         info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
@@ -164,38 +168,70 @@ static int64_t max_id(sqlite3 *db, const char *table)
     return id;
 }
 
-/* An input's sampled stacks (schema 8), frame, node and thread ids offset
- * by the output's largest, their region names mapped (name_map); runs:
- * the input's rows are runs (schema 9), else one sample each. */
-static char *stacks_sql(sqlite3 *db, long long thread, long long dt, bool runs)
+/* An input's sampled stacks (schema 8): its tree (frame and node ids offset
+ * by the output's largest: off), and with rows its samples too (thread ids
+ * offset, times shifted, region names mapped by name_map; runs: its rows
+ * are runs, schema 9, else one sample each). */
+typedef struct stack_offsets {
+    long long frame, node;
+} stack_offsets;
+
+static char *stacks_sql(stack_offsets off, bool rows, long long thread, long long dt, bool runs)
 {
-    long long frame = max_id(db, "frame"), node = max_id(db, "stack_node");
-    if (frame < 0 || node < 0)
+    char *samples =
+        rows ? sqlite3_mprintf("INSERT INTO main.stack_sample SELECT s.thread_id + %lld, s.tid,"
+                               " s.t_ns + %lld, coalesce(nm.dst, 0), s.state,"
+                               " CASE s.node_id WHEN 0 THEN 0 ELSE s.node_id + %lld END, %s"
+                               " FROM src.stack_sample s LEFT JOIN name_map nm"
+                               " ON nm.src = s.phase_id;",
+                               thread, dt, off.node, runs ? "s.count, s.span_ns" : "1, 0")
+             : NULL;
+    char *sql = rows && !samples
+                    ? NULL
+                    : sqlite3_mprintf(
+                          "INSERT INTO main.frame SELECT id + %lld, function, file FROM src.frame;"
+                          "INSERT INTO main.stack_node SELECT id + %lld,"
+                          " CASE parent WHEN 0 THEN 0 ELSE parent + %lld END,"
+                          " CASE frame_id WHEN 0 THEN 0 ELSE frame_id + %lld END, line"
+                          " FROM src.stack_node;%s",
+                          off.frame, off.node, off.node, off.frame, samples ? samples : "");
+    sqlite3_free(samples);
+    return sql;
+}
+
+/* An input's stack counts into the output's summary_stack, nodes offset:
+ * its stored ones, or (a file summarized before they were stored) counted
+ * from its rows. */
+static char *stack_counts_sql(stack_offsets off, bool stored, int version)
+{
+    char *counted = stored ? NULL : tp_stack_counts_sql("src", version);
+    if (!stored && !counted)
         return NULL;
-    return sqlite3_mprintf(
-        "INSERT INTO main.frame SELECT id + %lld, function, file FROM src.frame;"
-        "INSERT INTO main.stack_node SELECT id + %lld,"
-        " CASE parent WHEN 0 THEN 0 ELSE parent + %lld END,"
-        " CASE frame_id WHEN 0 THEN 0 ELSE frame_id + %lld END, line FROM src.stack_node;"
-        "INSERT INTO main.stack_sample SELECT s.thread_id + %lld, s.tid, s.t_ns + %lld,"
-        " coalesce(nm.dst, 0), s.state, CASE s.node_id WHEN 0 THEN 0 ELSE s.node_id + %lld END,"
-        " %s FROM src.stack_sample s LEFT JOIN name_map nm ON nm.src = s.phase_id;",
-        frame, node, node, frame, thread, dt, node, runs ? "s.count, s.span_ns" : "1, 0");
+    char *sql = sqlite3_mprintf(
+        "INSERT INTO main.summary_stack SELECT rank, phase, worker,"
+        " CASE node_id WHEN 0 THEN 0 ELSE node_id + %lld END, state, samples FROM (%s);",
+        off.node,
+        stored ? "SELECT rank, phase, worker, node_id, state, samples FROM src.summary_stack"
+               : counted);
+    sqlite3_free(counted);
+    return sql;
 }
 
 /* The rows of an input's samples, regions, marks, device times and sampled
  * stacks: all of them, or (for a report that reads the stored summaries)
  * each series' first and last sample only, which are what the report reads
- * of them besides energy. */
-static char *rows_sql(sqlite3 *db, long long series, long long thread, long long dt, bool all_rows,
-                      int version)
+ * of them besides energy, and the stacks' tree (their counts are in the
+ * summary). */
+static char *rows_sql(long long series, long long thread, long long dt, bool all_rows, int version,
+                      stack_offsets off)
 {
     bool device = version >= TP_SCHEMA_DEVICE, stacks = version >= TP_SCHEMA_STACKS_VERSION;
+    char *stack_rows =
+        stacks ? stacks_sql(off, all_rows, thread, dt, version >= TP_SCHEMA_STACK_RUNS_VERSION)
+               : NULL;
+    if (stacks && !stack_rows)
+        return NULL;
     if (all_rows) {
-        char *stack_rows =
-            stacks ? stacks_sql(db, thread, dt, version >= TP_SCHEMA_STACK_RUNS_VERSION) : NULL;
-        if (stacks && !stack_rows)
-            return NULL;
         char *device_sql =
             device ? sqlite3_mprintf("INSERT INTO main.device_time SELECT d.thread_id + %lld,"
                                      " nm.dst, d.start_ns + %lld, d.device_ns"
@@ -228,13 +264,15 @@ static char *rows_sql(sqlite3 *db, long long series, long long thread, long long
         sqlite3_free(stack_rows);
         return sql;
     }
-    return sqlite3_mprintf(
+    char *sql = sqlite3_mprintf(
         "INSERT OR IGNORE INTO main.sample (series_id, t_ns, value)"
         " SELECT s.id + %lld, x.t_ns + %lld, x.value FROM src.series s CROSS JOIN src.sample x"
         "  ON x.series_id = s.id AND (x.t_ns = (SELECT min(t_ns) FROM src.sample"
         "   WHERE series_id = s.id) OR x.t_ns = (SELECT max(t_ns) FROM src.sample"
-        "   WHERE series_id = s.id));",
-        series, dt);
+        "   WHERE series_id = s.id));%s",
+        series, dt, stack_rows ? stack_rows : "");
+    sqlite3_free(stack_rows);
+    return sql;
 }
 
 /* Copies one input into the output as agent `agent`; id offsets keep every
@@ -252,7 +290,8 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
     if (rc != SQLITE_OK)
         return rc;
     long long series = max_id(db, "series"), thread = max_id(db, "thread"), dt = info->shift;
-    if (series < 0 || thread < 0) {
+    stack_offsets off = {max_id(db, "frame"), max_id(db, "stack_node")};
+    if (series < 0 || thread < 0 || off.frame < 0 || off.node < 0) {
         tp_exec(db, "DETACH src");
         return SQLITE_ERROR;
     }
@@ -293,7 +332,10 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         info->batches ? "batches, warmup, warmup_s" : "0, 0, 0", dt,
         info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
         plots ? plots_sql : "", info->series_steps ? steps_sql : "");
-    char *rows = rows_sql(db, series, thread, dt, all_rows, info->version);
+    char *rows = rows_sql(series, thread, dt, all_rows, info->version, off);
+    char *counts = summaries && info->version >= TP_SCHEMA_STACKS_VERSION
+                       ? stack_counts_sql(off, info->stack_counts, info->version)
+                       : NULL;
     char cuda_sql[128] = "";
     if (info->thread_cuda)
         snprintf(cuda_sql, sizeof cuda_sql,
@@ -315,13 +357,15 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " FROM src.gpu;"
         "INSERT INTO main.thread SELECT id + %lld, %d, pid, tid, rank,"
         " local_rank, world_size, name, dropped_events FROM src.thread;"
-        "%s%s%s%s"
+        "%s%s%s%s%s"
         "COMMIT;",
         agent, series, agent, agent, agent, agent, thread, agent, cuda_sql, rows ? rows : "",
         first ? "INSERT OR REPLACE INTO main.meta SELECT key, value FROM src.meta;" : "",
-        summaries ? summary_sql : "");
-    rc = rows && summary_sql && sql ? tp_exec(db, sql) : SQLITE_NOMEM;
+        summaries ? summary_sql : "", counts ? counts : "");
+    bool counted = !summaries || info->version < TP_SCHEMA_STACKS_VERSION || counts;
+    rc = rows && summary_sql && counted && sql ? tp_exec(db, sql) : SQLITE_NOMEM;
     sqlite3_free(sql);
+    sqlite3_free(counts);
     sqlite3_free(rows);
     sqlite3_free(summary_sql);
     if (rc != SQLITE_OK)

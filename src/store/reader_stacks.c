@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "store/schema.h"
+#include "store/summary_tables.h"
 #include "store/sql_util.h"
 #include "util/grow.h"
 #include "util/oom.h"
@@ -17,12 +18,20 @@ static bool failed(tp_run *run, const char *what, char *err, size_t cap)
     return false;
 }
 
+/* Whether run's stored summary holds its stack counts. */
+static bool counts_stored(tp_run *run)
+{
+    return tp_summary_stored(run) && tp_run_has_column(run, "summary_stack", "samples");
+}
+
 bool tp_run_has_stacks(tp_run *run)
 {
     int64_t n = 0;
     return run->schema_version >= TP_SCHEMA_STACKS_VERSION &&
-           tp_sql_query_int(run->db, "SELECT EXISTS (SELECT 1 FROM stack_sample)", &n) ==
-               SQLITE_OK &&
+           tp_sql_query_int(run->db,
+                            counts_stored(run) ? "SELECT EXISTS (SELECT 1 FROM summary_stack)"
+                                               : "SELECT EXISTS (SELECT 1 FROM stack_sample)",
+                            &n) == SQLITE_OK &&
            n == 1;
 }
 
@@ -116,29 +125,46 @@ size_t tp_stack_path(const tp_stack_tree *t, uint32_t node, uint32_t *path, size
     return n;
 }
 
+char *tp_stack_counts_sql(const char *schema, int version)
+{
+    return sqlite3_mprintf(
+        "WITH workers AS (SELECT DISTINCT agent_id, pid, tid FROM %s.thread"
+        "  WHERE name LIKE 'DL worker%%')"
+        " SELECT t.rank, n.text, w.pid IS NOT NULL, s.node_id, s.state & 3, %s"
+        " FROM %s.stack_sample s JOIN %s.thread t ON t.id = s.thread_id"
+        " LEFT JOIN workers w ON w.agent_id = t.agent_id AND w.pid = t.pid AND w.tid = s.tid"
+        " LEFT JOIN %s.name n ON n.id = s.phase_id"
+        " GROUP BY 1, 2, 3, 4, 5",
+        schema, version >= TP_SCHEMA_STACK_RUNS_VERSION ? "SUM(s.count)" : "COUNT(*)", schema,
+        schema, schema);
+}
+
 bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err, size_t cap)
 {
     *out = NULL;
     *n = 0;
     if (run->schema_version < TP_SCHEMA_STACKS_VERSION)
         return true;
+    char *rows = counts_stored(run) ? NULL : tp_stack_counts_sql("main", run->schema_version);
+    char *sql = sqlite3_mprintf(
+        "%s ORDER BY 1, 2, 3, 4, 5",
+        rows ? rows
+             : "SELECT rank, phase, worker, node_id, state, samples FROM main.summary_stack");
+    sqlite3_free(rows);
+    if (!sql) {
+        snprintf(err, cap, "%s: out of memory", run->path);
+        return false;
+    }
     sqlite3_stmt *st;
-    char sql[640];
-    snprintf(sql, sizeof sql,
-             "WITH workers AS (SELECT DISTINCT agent_id, pid, tid FROM thread"
-             "  WHERE name LIKE 'DL worker%%')"
-             " SELECT t.rank, n.text, w.pid IS NOT NULL, s.node_id, s.state & 3, %s"
-             " FROM stack_sample s JOIN thread t ON t.id = s.thread_id"
-             " LEFT JOIN workers w ON w.agent_id = t.agent_id AND w.pid = t.pid AND w.tid = s.tid"
-             " LEFT JOIN name n ON n.id = s.phase_id"
-             " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3",
-             run->schema_version >= TP_SCHEMA_STACK_RUNS_VERSION ? "SUM(s.count)" : "COUNT(*)");
-    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+    int prepared = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL);
+    sqlite3_free(sql);
+    if (prepared != SQLITE_OK)
         return failed(run, "the stack samples", err, cap);
     size_t ccap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t node = sqlite3_column_int64(st, 3), state = sqlite3_column_int64(st, 4);
+        int64_t node = sqlite3_column_int64(st, 3), state = sqlite3_column_int64(st, 4),
+                samples = sqlite3_column_int64(st, 5);
         *out = tp_grow(*out, *n, &ccap, sizeof **out);
         (*out)[(*n)++] = (tp_stack_count){
             .rank = sqlite3_column_int(st, 0),
@@ -147,7 +173,7 @@ bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err
             .node = node > 0 && node <= (int64_t)UINT32_MAX ? (uint32_t)node : 0,
             .on_cpu = (state & 1) != 0,
             .cpu_known = (state & 2) != 0,
-            .samples = (uint64_t)sqlite3_column_int64(st, 5),
+            .samples = samples > 0 ? (uint64_t)samples : 0,
         };
     }
     sqlite3_finalize(st);

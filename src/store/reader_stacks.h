@@ -46,9 +46,18 @@ void tp_stack_tree_free(tp_stack_tree *t);
 size_t tp_stack_path(const tp_stack_tree *t, uint32_t node, uint32_t *path, size_t cap);
 
 /* Every (rank, phase, worker, node, state) with its sample count, ordered by
- * rank, then phase. */
+ * rank, phase, worker, node and state: from the stored summary where it
+ * holds them (summary_stack), else counted from the rows. */
 bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err, size_t cap);
 void tp_stack_counts_free(tp_stack_count *c, size_t n);
+
+/* The SQL (sqlite3_mprintf'd: sqlite3_free it; NULL out of memory) that
+ * counts the stack samples of the database attached as schema, of schema
+ * version version: rows of (rank, phase text or NULL, worker, node_id,
+ * state & 3, samples), one per such group, unordered. The reader counts a
+ * file's rows with it, and `merge --summary` an input's with no stored
+ * counts. */
+char *tp_stack_counts_sql(const char *schema, int version);
 
 /* A run of identical samples of one thread (one sample in a file of
  * schema 8): the sampler's thread row, the sampled thread's kernel id,

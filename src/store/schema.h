@@ -59,6 +59,15 @@
 #define TP_SCHEMA_ADD_STACK_RUNS                                            \
     "ALTER TABLE stack_sample ADD COLUMN count INTEGER NOT NULL DEFAULT 1;" \
     "ALTER TABLE stack_sample ADD COLUMN span_ns INTEGER NOT NULL DEFAULT 0;"
+/* The sampled stacks counted as `report` reads them (schema 9; written
+ * with the summary): samples of each (rank, region open or NULL, DataLoader
+ * worker or not, innermost node, state & 3). A merged run's nodes are its
+ * own (offset); files summarized before have no such table (readers then
+ * count the rows; `summarize --force` adds it). */
+#define TP_SCHEMA_SUMMARY_STACKS                                                   \
+    "CREATE TABLE IF NOT EXISTS summary_stack (rank INTEGER NOT NULL, phase TEXT," \
+    "  worker INTEGER NOT NULL, node_id INTEGER NOT NULL, state INTEGER NOT NULL," \
+    "  samples INTEGER NOT NULL);"
 /* The marks with their kinds in words, for SQL by hand (schema 7; a file
  * whose marks are words already shows them as they are). */
 #define TP_SCHEMA_MARKS_VIEW                                                                \

@@ -23,6 +23,7 @@
 #include "core/step_phase_facts.h"
 #include "core/timing_facts.h"
 #include "store/reader.h"
+#include "store/reader_stacks.h"
 #include "store/reader_stream.h"
 
 /* Whether run carries a stored summary to read from. */
@@ -85,6 +86,8 @@ typedef struct tp_summary_rows {
     const int *phase_ranks; /* nphases ranks, each with its step phases */
     const tp_step_phases *phases;
     size_t nphases;
+    const tp_stack_count *stacks; /* the sampled stacks, counted (reader_stacks.h) */
+    size_t nstacks;
 } tp_summary_rows;
 
 /* Writes rows into the summary tables of run's file (opened again, read and

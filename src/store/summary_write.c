@@ -118,6 +118,20 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
         sqlite3_bind_null(st, 14);
 }
 
+static void fill_stack(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
+{
+    const tp_stack_count *c = &s->stacks[i];
+    sqlite3_bind_int(st, 1, c->rank);
+    if (c->phase)
+        sqlite3_bind_text(st, 2, c->phase, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_int(st, 3, c->worker);
+    sqlite3_bind_int64(st, 4, c->node);
+    sqlite3_bind_int(st, 5, (c->on_cpu ? 1 : 0) | (c->cpu_known ? 2 : 0));
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)c->samples);
+}
+
 /* The points html plots and each rank's step phases. */
 static int write_plots(sqlite3 *db, const tp_summary_rows *p)
 {
@@ -195,11 +209,14 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     if (rc == SQLITE_OK && !batches) /* a file from before summary_step.batches */
         rc = tp_exec(db, TP_SCHEMA_ADD_BATCHES);
     if (rc == SQLITE_OK)
-        rc = tp_exec(db, TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW
-                     "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
-                     "DELETE FROM summary_steps_window;"
-                     "DELETE FROM summary_timing; DELETE FROM summary_step;"
-                     "DELETE FROM summary_epoch; DELETE FROM summary_rank;");
+        rc = tp_exec(
+            db,
+            TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW TP_SCHEMA_SUMMARY_STACKS
+            "DELETE FROM summary_stack;"
+            "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
+            "DELETE FROM summary_steps_window;"
+            "DELETE FROM summary_timing; DELETE FROM summary_step;"
+            "DELETE FROM summary_epoch; DELETE FROM summary_rank;");
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_series VALUES (?,?,?,?,?,?,?,?)", s, s->nseries,
                          fill_series);
@@ -231,6 +248,9 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_rank VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
                          s->ranks->n, fill_rank);
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_stack VALUES (?,?,?,?,?,?)", s, s->nstacks,
+                         fill_stack);
     if (rc == SQLITE_OK)
         rc = write_plots(db, s);
     if (rc == SQLITE_OK)

@@ -126,9 +126,10 @@ def test_a_schema_8_file_reads_merges_and_upgrades_with_one_sample_a_row(tmp_pat
 
 def test_a_merge_keeps_every_node_s_stacks(tmp_path):
     files = []
-    for node in ("a", "b"):
+    for rank, node in enumerate(("a", "b")):
         run = tmp_path / f"{node}.db"
-        r = trainprof("record", "-q", "--agent", node, "-o", run, "--", EMIT, "stacks")
+        r = trainprof("record", "-q", "--agent", node, "-o", run, "--", EMIT, "stacks",
+                      env={"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": "0"})
         assert r.returncode == 0, r.stderr
         files.append(run)
     merged = tmp_path / "merged.db"
@@ -145,6 +146,33 @@ def test_a_merge_keeps_every_node_s_stacks(tmp_path):
     assert rows == [("a", "decode", "phase", 20), ("b", "decode", "phase", 20)]
     folded = trainprof("export", "--format", "folded", merged).stdout.splitlines()
     assert "phase;main (emit.py:7);load (emit.py:40);decode (io.py:12) 20" in folded
+    # without the rows: the stored counts and the tree carry the stacks into a
+    # summary merge and a report of several node files alike
+    full = report_json(merged)["stacks"]
+    assert sum(g["samples"] for g in full) == 40
+    summary = tmp_path / "summary.db"
+    r = trainprof("merge", "--summary", "-o", summary, *files)
+    assert r.returncode == 0, r.stderr
+    with sqlite3.connect(summary) as db:
+        assert db.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0] == 0
+    assert report_json(summary)["stacks"] == full
+    r = trainprof("report", "--json", *files)
+    assert r.returncode == 0 and json.loads(r.stdout)["stacks"] == full, r.stderr
+    text = trainprof("report", *files).stdout
+    assert "Inside the phases" in text and "decode" in text
+
+
+def test_a_summarized_file_reads_its_stored_counts(tmp_path):
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--", EMIT, "stacks")
+    assert r.returncode == 0, r.stderr
+    before = report_json(run)["stacks"]
+    with sqlite3.connect(run) as db:
+        stored = db.execute("SELECT phase, worker, state, SUM(samples) FROM summary_stack"
+                            " GROUP BY 1, 2, 3").fetchall()
+        db.execute("DELETE FROM stack_sample")  # the report no longer needs them
+    assert stored == [("phase", 0, 3, 20)]
+    assert report_json(run)["stacks"] == before
 
 
 def test_hot_functions_are_the_top_of_their_phases(tmp_path):

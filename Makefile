@@ -95,6 +95,7 @@ test-py: build
 	TRAINPROF=$(abspath $(PROGRAM)) FAKE_NVML_LIB=$(abspath $(BUILD)/tests/libfake_nvml.so) \
 	    EMIT_EVENTS=$(abspath $(BUILD)/tests/emit_events) \
 	    HOSTILE_RING=$(abspath $(BUILD)/tests/hostile_ring) \
+	    NO_VM_READV=$(abspath $(BUILD)/tests/no_vm_readv) \
 	    $(PY) -m pytest -q tests/py
 
 bench: build

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "ring.h"
+#include "self_read.h"
 
 #define TP_STACK_ON_CPU    (1ull << 32) /* the thread was running (or runnable) */
 #define TP_STACK_TRUNCATED (1ull << 33) /* deeper than sent, or a read failed midway */
@@ -37,8 +38,9 @@ typedef struct tp_stack_ref {
 
 /* The innermost open region (its name id) of this process's thread tid,
  * 0 when it has none or has no ring. Lock-free, safe from any thread at any
- * time, even as tid exits. */
-uint32_t tp_thread_open_region(int32_t tid);
+ * time, even as tid exits: its ring is read through r (the calling
+ * thread's own reader). */
+uint32_t tp_thread_open_region(tp_self_reader *r, int32_t tid);
 
 /* The kernel id of this process's thread whose pthread_self() is
  * pthread_id (Python's threading.get_ident()), where that thread has a

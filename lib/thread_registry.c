@@ -5,8 +5,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include "stacks.h"
 
@@ -55,15 +53,7 @@ void tp_registry_clear(void)
     atomic_store(&high_water, 0);
 }
 
-/* Copies n bytes at src; false when they can't be read (the ring was
- * unmapped as its thread exited). */
-static int read_self(void *dst, const void *src, size_t n)
-{
-    struct iovec local = {dst, n}, remote = {(void *)src, n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n;
-}
-
-uint32_t tp_thread_open_region(int32_t tid)
+uint32_t tp_thread_open_region(tp_self_reader *r, int32_t tid)
 {
     uint32_t n = atomic_load(&high_water);
     for (uint32_t i = 0; i < n; i++) {
@@ -72,8 +62,9 @@ uint32_t tp_thread_open_region(int32_t tid)
         tp_ring_header *h = atomic_load_explicit(&registry[i].ring, memory_order_acquire);
         uint32_t name = 0;
         int32_t ring_tid = 0;
-        if (!h || !read_self(&ring_tid, &h->tid, sizeof ring_tid) || ring_tid != tid ||
-            !read_self(&name, (const void *)&h->open_name, sizeof name))
+        /* the ring is unmapped as its thread exits: reads that fail cleanly */
+        if (!h || !tp_self_read(r, &ring_tid, &h->tid, sizeof ring_tid) || ring_tid != tid ||
+            !tp_self_read(r, &name, (const void *)&h->open_name, sizeof name))
             return 0;
         return name;
     }

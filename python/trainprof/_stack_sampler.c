@@ -81,6 +81,7 @@ typedef struct sampler {
     uint64_t t_ns; /* this round's time */
     int32_t tid;   /* the thread being read, and its open region (before_thread) */
     uint32_t phase;
+    tp_self_reader rings;       /* reads the threads' rings (their open regions) */
     int32_t stat_tid[STAT_FDS]; /* threads whose stat file is open (0: a free slot) */
     int stat_fd[STAT_FDS];
     unsigned stat_next;
@@ -176,7 +177,7 @@ static void before_thread(void *ctx, const tp_stack_thread *t)
 {
     sampler *s = ctx;
     s->tid = t->native_tid ? t->native_tid : tp_thread_tid_of(t->thread_id);
-    s->phase = s->tid > 0 ? tp_thread_open_region(s->tid) : 0;
+    s->phase = s->tid > 0 ? tp_thread_open_region(&s->rings, s->tid) : 0;
 }
 
 static void sample_thread(void *ctx, const tp_stack_thread *t, const tp_stack_frame *frames)
@@ -242,7 +243,9 @@ PyObject *tp_py_start_stacks(PyObject *self, PyObject *arg)
     for (size_t i = 0; i < STAT_FDS; i++)
         if (s->stat_tid[i])
             close(s->stat_fd[i]);
+    tp_self_reader_close(&s->rings);
     memset(s, 0, sizeof *s);
+    tp_self_reader_init(&s->rings);
     s->walker = tp_stack_walker_new(PyInterpreterState_Get());
     if (!s->walker)
         return PyErr_NoMemory();

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "_stacks.h"
+#include "self_read.h"
 
 #define CODE_SLOTS   4096 /* a power of two: the code table, open addressing */
 #define CODES_MAX    (CODE_SLOTS * 3 / 4)
@@ -55,8 +56,7 @@ typedef struct code_entry {
 struct tp_stack_walker {
     PyInterpreterState *interp;
     pid_t pid;
-    bool use_pipe;
-    int pipe[2];
+    tp_self_reader reader;
     code_entry *codes; /* CODE_SLOTS */
     uint32_t *index;   /* code id - 1 -> slot; UINT32_MAX: a code since replaced */
     uint32_t ncodes, generation;
@@ -75,36 +75,10 @@ struct tp_stack_walker {
 /* ---- reads that fail cleanly ---- */
 
 /* Copies n bytes at src (anywhere in this process) to dst; false when any of
- * them is not readable. process_vm_readv on ourselves; where a sandbox
- * refuses it, a pipe (write() says EFAULT for memory it can't read). */
+ * them is not readable (lib/self_read.h). */
 static bool safe_read(tp_stack_walker *w, void *dst, const void *src, size_t n)
 {
-    if (!src || n == 0)
-        return n == 0;
-    if (!w->use_pipe) {
-        struct iovec local = {dst, n}, remote = {(void *)src, n};
-        ssize_t k = process_vm_readv(w->pid, &local, 1, &remote, 1, 0);
-        if (k == (ssize_t)n)
-            return true;
-        if (k >= 0 || (errno != ENOSYS && errno != EPERM))
-            return false;
-        if (pipe2(w->pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-            return false;
-        w->use_pipe = true;
-    }
-    bool ok = true;
-    for (size_t done = 0; ok && done < n;) {
-        size_t chunk = n - done < 4096 ? n - done : 4096;
-        ssize_t k = write(w->pipe[1], (const char *)src + done, chunk);
-        if (k <= 0)
-            return false; /* nothing sits in the pipe */
-        ok = k == (ssize_t)chunk;
-        ssize_t r = read(w->pipe[0], (char *)dst + done, (size_t)k);
-        if (r != k)
-            return false;
-        done += (size_t)k;
-    }
-    return ok;
+    return tp_self_read(&w->reader, dst, src, n);
 }
 
 /* ---- strings ---- */
@@ -530,7 +504,7 @@ tp_stack_walker *tp_stack_walker_new(void *interp)
     }
     w->interp = interp;
     w->pid = getpid();
-    w->pipe[0] = w->pipe[1] = -1;
+    tp_self_reader_init(&w->reader);
     return w;
 }
 
@@ -544,10 +518,7 @@ void tp_stack_walker_free(tp_stack_walker *w)
     free(w->codes);
     free(w->index);
     free(w->last);
-    if (w->use_pipe) {
-        close(w->pipe[0]);
-        close(w->pipe[1]);
-    }
+    tp_self_reader_close(&w->reader);
     free(w);
 }
 

@@ -229,6 +229,23 @@ def test_the_phase_is_the_innermost_open_region(tmp_path):
     assert not outer or outer[0]["samples"] < 0.1 * inner["samples"]
 
 
+NO_VM_READV = os.environ.get("NO_VM_READV", str(ROOT / "build" / "tests" / "no_vm_readv"))
+
+
+def test_a_sandbox_that_refuses_process_vm_readv_still_gets_stacks_and_phases(tmp_path):
+    """Docker's default seccomp profile refuses process_vm_readv: the walker
+    and the read of each thread's open region go through a pipe instead."""
+    script = tmp_path / "script.py"
+    script.write_text(HOT)
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--stacks", "200", "--", NO_VM_READV, PYTHON,
+                  script, "1", timeout=300)
+    assert r.returncode == 0, r.stderr
+    report = report_json(run)
+    assert group(report, "load")["functions"][0]["function"] == "parse_records"
+    assert group(report, "compute")["functions"][0]["function"] == "matmul_by_hand"
+
+
 def test_deep_recursion_costs_nothing_but_its_outer_frames(tmp_path):
     script = textwrap.dedent("""
         import sys, time

@@ -183,7 +183,13 @@ static int run_mode(const char *self, int mode, const mode_result *r, long steps
     for (size_t i = 0; i < ncmd; i++)
         argv[a++] = command[i];
     pid_t pid;
-    int rc = posix_spawn(&pid, self, NULL, NULL, argv, envp);
+    /* the training's own output goes to our stderr: stdout is the verdict
+     * alone (with --json, one parseable document) */
+    posix_spawn_file_actions_t io;
+    posix_spawn_file_actions_init(&io);
+    posix_spawn_file_actions_adddup2(&io, STDERR_FILENO, STDOUT_FILENO);
+    int rc = posix_spawn(&pid, self, &io, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&io);
     free(envp);
     free(argv);
     if (rc != 0)

@@ -16,9 +16,12 @@ static const char usage[] =
     "usage: trainprof report [--json] [--all] [--whole-run] RUN_FILE...\n"
     "\n"
     "Shows what a run file holds: the run (command, duration, host, exit status),\n"
-    "then each system metric's mean, p5, p50, p95 and max per agent and per GPU,\n"
-    "the sources that were unavailable, the Timings per rank, the ranks side by\n"
-    "side (stragglers) and the verdicts. System metrics are figures over each\n"
+    "then the answer in short (the steps, their rate, the split of a step, and the\n"
+    "main verdict with the one thing to try), then each system metric's mean, p5,\n"
+    "p50, p95 and max per agent and per GPU (series that stayed zero fold into a\n"
+    "line; --all shows them), the sources that were unavailable, the Timings per\n"
+    "rank, the ranks side by side (stragglers), what the code did inside the\n"
+    "phases (sampled stacks) and every verdict. System metrics are figures over each\n"
     "agent's training steps (its first step mark to its last), which the verdicts\n"
     "judge, so that start-up and shutdown don't water them down; the whole run's\n"
     "max stands beside them. An agent that marked no steps shows its whole run.\n"
@@ -39,7 +42,8 @@ int cmd_report(int argc, char **argv)
     bool json = false, all = false, whole_run = false;
     const tp_option options[] = {
         TP_FLAG(0, "json", "one JSON object instead of tables (every rank)", &json),
-        TP_FLAG(0, "all", "every agent's and every rank's own tables", &all),
+        TP_FLAG(0, "all",
+                "every agent's and every rank's own tables, and the series that never moved", &all),
         TP_FLAG(0, "whole-run",
                 "system metrics over the whole run, start-up and end included\n"
                 "(--json has both: each series' figures and its \"in_steps\")",

@@ -79,10 +79,12 @@ static const tp_series_summary *busiest_disk(const tp_summary *s, int64_t agent)
 }
 
 /* input_bound for rank (waiting `in` of its step time), with the cause
- * that picks the advice: its machine's CPUs busy (median >= 90 %), else
- * its storage (tasks waiting on I/O, median >= 25 %, or a disk busy, median
- * >= 90 %), else too few workers. Medians over the agent's training steps,
- * so that the start-up (importing torch on one core) doesn't count. */
+ * that picks the advice: its machine's CPUs busy (median >= 90 %), with the
+ * training's own process tree using at least half of that busy time (cpu),
+ * or less (contention: another process competes); else its storage (tasks
+ * waiting on I/O, median >= 25 %, or a disk busy, median >= 90 %); else
+ * latency (too few workers to hide it). Medians over the agent's training
+ * steps, so that the start-up (importing torch on one core) doesn't count. */
 static void input_bound_verdict(const tp_summary *s, int rank, double in, double step_mean,
                                 tp_verdicts *out)
 {
@@ -109,7 +111,22 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
     v->f.input.disk_p50 = disk ? disk->steps.p50 : -1;
     v->f.input.cpu = cpu, v->f.input.io = io, v->f.input.disk = disk;
     v->f.input.cpus = tp_run_agent_meta_get(s->run, agent, "cpu_count");
-    v->f.input.cause = v->f.input.cpu_p50 >= CPU_SATURATED_PERCENT  ? TP_INPUT_CPU
+    /* the training's share of the machine: its tree's CPU (100 = one core)
+     * over the cores */
+    const tp_series_summary *own = tp_summary_find(s, agent, TP_METRIC_PROC_CPU_PERCENT, "{}");
+    double cores = v->f.input.cpus ? strtod(v->f.input.cpus, NULL) : 0;
+    if (cores < 1) /* no cpu_count in its metadata: its per-core series */
+        for (size_t i = 0; i < s->n; i++)
+            cores += s->items[i].series->agent_id == agent &&
+                     strcmp(s->items[i].series->metric, TP_METRIC_CPU_UTIL_PERCENT) == 0 &&
+                     strcmp(s->items[i].series->labels, "{}") != 0;
+    v->f.input.own = own;
+    v->f.input.own_cpu_p50 = own && cores >= 1 ? own->steps.p50 / cores : -1;
+    bool busy = v->f.input.cpu_p50 >= CPU_SATURATED_PERCENT;
+    bool others =
+        busy && v->f.input.own_cpu_p50 >= 0 && v->f.input.own_cpu_p50 < v->f.input.cpu_p50 / 2;
+    v->f.input.cause = others                                       ? TP_INPUT_CONTENTION
+                       : busy                                       ? TP_INPUT_CPU
                        : v->f.input.disk_p50 >= DISK_BUSY_PERCENT   ? TP_INPUT_DISK
                        : v->f.input.io_p50 >= INPUT_IO_WAIT_PERCENT ? TP_INPUT_IO_WAIT
                                                                     : TP_INPUT_WORKERS;
@@ -312,6 +329,31 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
             rank_verdicts(s, t->rows[i].rank, out);
     across_ranks(s, out);
     system_verdicts(s, out);
+}
+
+static double weight(const tp_verdict *v)
+{
+    switch (v->kind) {
+    case TP_VERDICT_INPUT_BOUND: return v->f.input.share;
+    case TP_VERDICT_TRANSFER_BOUND: return v->f.transfer.share;
+    case TP_VERDICT_COMPUTE_BOUND: return v->f.compute.share / 2;
+    case TP_VERDICT_COMMUNICATION_BOUND:
+        return v->f.comm.window_s > 0 ? v->f.comm.exposed_s / v->f.comm.window_s : 0;
+    case TP_VERDICT_STRAGGLER:
+        return v->f.straggler.row && v->f.straggler.row->excess < 1 ? v->f.straggler.row->excess
+                                                                    : 1;
+    case TP_VERDICT_GPU_UNDERUSED: return 0.2;
+    default: return 0.1;
+    }
+}
+
+size_t tp_verdicts_main(const tp_verdicts *v)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < v->n; i++)
+        if (weight(&v->items[i]) > weight(&v->items[best]))
+            best = i;
+    return best;
 }
 
 void tp_verdicts_free(tp_verdicts *v)

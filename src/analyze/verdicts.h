@@ -5,8 +5,9 @@
  * Rules (from the seed documents), per rank with timings, shares of the
  * rank's step time:
  *   input_bound     dataloader_next >= 25 %: loading should take much less
- *                   than training; its cause (the machine's CPUs busy, tasks
- *                   waiting on storage, else too few workers) picks the advice
+ *                   than training; its cause (the machine's CPUs busy with the
+ *                   training's processes or with others', tasks waiting on
+ *                   storage, else latency) picks the advice
  *   transfer_bound  to_device >= 15 %
  *   compute_bound   train_batch >= 60 % and dataloader_next < 10 %
  * across ranks:
@@ -41,10 +42,11 @@ typedef enum {
 
 /* What an input-bound rank's loading waits on, which picks the advice. */
 typedef enum {
-    TP_INPUT_CPU,     /* the machine's CPUs busy (median >= 90 %) */
-    TP_INPUT_DISK,    /* a disk busy (median >= 90 %) */
-    TP_INPUT_IO_WAIT, /* tasks waiting on storage (median >= 25 %) */
-    TP_INPUT_WORKERS, /* none of those: too few workers */
+    TP_INPUT_CPU,        /* the CPUs busy (median >= 90 %), at least half of it the training's */
+    TP_INPUT_CONTENTION, /* the CPUs busy, but mostly with processes not the training's */
+    TP_INPUT_DISK,       /* a disk busy (median >= 90 %) */
+    TP_INPUT_IO_WAIT,    /* tasks waiting on storage (median >= 25 %) */
+    TP_INPUT_WORKERS,    /* none of those: latency, too few workers to hide it */
 } tp_input_cause;
 
 /* One verdict. Series point into the summary it was built from; a value the
@@ -57,8 +59,9 @@ typedef struct tp_verdict {
     union {
         struct {
             double share, next_mean_s, step_mean_s, procs, cpu_p50, io_p50, disk_p50;
+            double own_cpu_p50; /* the training's process tree, % of the machine; -1 unknown */
             tp_input_cause cause;
-            const tp_series_summary *cpu, *io, *disk;
+            const tp_series_summary *cpu, *io, *disk, *own;
             const char *cpus; /* the agent's CPU count as its metadata says it, or NULL */
         } input;
         struct {
@@ -103,5 +106,12 @@ typedef struct tp_verdicts {
 
 void tp_verdicts_build(const tp_summary *s, tp_verdicts *out);
 void tp_verdicts_free(tp_verdicts *v);
+
+/* The index of the verdict to lead with (v->n > 0): the one that explains
+ * the most of the step time (a phase's share, communication left exposed,
+ * a straggler's excess), compute-bound weighing half (a training that
+ * computes is where it should be) and the system verdicts little (they
+ * say why, the step-time verdicts say what); the first of equals. */
+size_t tp_verdicts_main(const tp_verdicts *v);
 
 #endif

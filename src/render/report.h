@@ -59,6 +59,14 @@ void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bo
 
 /* Verdicts: each rule of thumb that fired, with its evidence. */
 void tp_report_verdicts_text(FILE *out, const tp_summary *s, const tp_verdicts *v);
+
+/* The answer first (report_answer.c): what the run was (its steps, their
+ * rate, the split of a step) and the main verdict with the one thing to
+ * try, in a few lines under "In short"; the detail follows it. */
+void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v);
+/* Prints "  head" then text, wrapped at about 100 columns, later lines
+ * indented by 4. */
+void tp_report_wrapped(FILE *out, const char *head, const char *text);
 void tp_report_verdicts_json(json_writer *w, const tp_summary *s, const tp_verdicts *v);
 
 /* Facts about the run both renderers show. */

@@ -149,6 +149,68 @@ static void per_core_line(FILE *out, const tp_summary *s, int64_t agent, size_t 
             cores, b, tp_series_stats(busy, steps)->mean, i, tp_series_stats(idle, steps)->mean);
 }
 
+/* Rows left out of a table because they never moved, said in a line or
+ * two after it: "metric (labels, labels), metric" for those all zero, and
+ * "metric value" for those constant. */
+typedef struct folded {
+    char zero[2048], constant[1024];
+    size_t nzero, nconstant;
+    const char *last_zero_metric;
+    bool zero_open; /* a "(" awaits its ")" */
+} folded;
+
+static void append(char *buf, size_t cap, const char *fmt, const char *a, const char *b)
+{
+    size_t len = strlen(buf);
+    if (len + 1 < cap)
+        snprintf(buf + len, cap - len, fmt, a, b);
+}
+
+/* Folds m (shown as labels) when it never moved over the whole run and
+ * all is false; false when it is to be shown as a row. */
+static bool fold(folded *f, const tp_series_summary *m, const char *labels, bool all)
+{
+    const tp_stats *st = &m->stats;
+    if (all || st->count == 0 || st->min != st->max)
+        return false;
+    if (st->max == 0) {
+        bool same = f->last_zero_metric && strcmp(f->last_zero_metric, m->series->metric) == 0;
+        if (same && labels[0])
+            append(f->zero, sizeof f->zero, f->zero_open ? ", %s%s" : " (%s%s", labels, "");
+        else {
+            if (f->zero_open)
+                append(f->zero, sizeof f->zero, ")%s%s", "", "");
+            append(f->zero, sizeof f->zero, f->nzero ? ", %s%s" : "%s%s", m->series->metric, "");
+            if (labels[0])
+                append(f->zero, sizeof f->zero, " (%s%s", labels, "");
+        }
+        f->zero_open = f->zero_open && same ? true : labels[0] != '\0';
+        f->last_zero_metric = m->series->metric;
+        f->nzero++;
+        return true;
+    }
+    if (st->count < 2)
+        return false;
+    char value[32], name[TP_LABELS_MAX + 96];
+    tp_format_value(value, sizeof value, m->series->unit, st->max);
+    snprintf(name, sizeof name, labels[0] ? "%s (%s)" : "%s%s", m->series->metric, labels);
+    append(f->constant, sizeof f->constant, f->nconstant ? ", %s %s" : "%s %s", name, value);
+    f->nconstant++;
+    return true;
+}
+
+static void folded_lines(FILE *out, folded *f)
+{
+    if (f->zero_open)
+        append(f->zero, sizeof f->zero, ")%s%s", "", "");
+    f->zero_open = false;
+    if (f->nzero)
+        tp_report_wrapped(out, "also recorded, all zero (--all shows them): ", f->zero);
+    if (f->nconstant)
+        tp_report_wrapped(out, "also recorded, constant: ", f->constant);
+    memset(f, 0, sizeof *f);
+}
+
 /* Whether any series of the agent has figures over its training steps. */
 static bool agent_has_steps(const tp_summary *s, int64_t agent)
 {
@@ -161,8 +223,10 @@ static bool agent_has_steps(const tp_summary *s, int64_t agent)
 /* The agent's system metrics and GPUs. Over its training steps when it has
  * figures for them and whole_run is false (the rules of thumb judge those),
  * else over the whole run. */
-static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, bool whole_run)
+static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, bool whole_run,
+                         bool all)
 {
+    folded f = {0};
     size_t cores = 0;
     for (size_t i = 0; i < s->n; i++)
         if (s->items[i].series->agent_id == a->id &&
@@ -197,11 +261,14 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, 
             continue;
         char labels[TP_LABELS_MAX];
         tp_labels_display(m->series->labels, labels, sizeof labels);
-        row(out, m, total && has_siblings(s, i) ? "all" : labels, steps);
+        const char *shown = total && has_siblings(s, i) ? "all" : labels;
+        if (!fold(&f, m, shown, all))
+            row(out, m, shown, steps);
         if (total && cores > PER_CORE_ROWS_MAX &&
             strcmp(m->series->metric, TP_METRIC_CPU_UTIL_PERCENT) == 0)
             per_core_line(out, s, a->id, cores, steps);
     }
+    folded_lines(out, &f);
     if (any_gpu) {
         snprintf(title, sizeof title, "GPUs, agent %s", a->name);
         fprintf(out, "\n%s\n", title);
@@ -218,8 +285,10 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, 
                 continue;
             char labels[TP_LABELS_MAX];
             tp_labels_display(m->series->labels, labels, sizeof labels);
-            row(out, m, labels, steps);
+            if (!fold(&f, m, labels, all))
+                row(out, m, labels, steps);
         }
+        folded_lines(out, &f);
     }
 }
 
@@ -241,6 +310,7 @@ static void unavailable_lines(FILE *out, const tp_summary *s, const tp_run_agent
 void tp_report_text(FILE *out, const tp_summary *s, const tp_verdicts *v, bool all, bool whole_run)
 {
     header(out, s->run);
+    tp_report_answer_text(out, s, v);
     if (s->n == 0)
         fprintf(out, "\nNo samples: the command ended before the first sampling interval.\n");
     bool across = !all && s->n && s->run->nagents > TP_REPORT_AGENTS_MAX;
@@ -248,7 +318,7 @@ void tp_report_text(FILE *out, const tp_summary *s, const tp_verdicts *v, bool a
         tp_report_agents_text(out, s, whole_run);
     for (size_t i = 0; i < s->run->nagents; i++) {
         if (!across)
-            agent_tables(out, s, &s->run->agents[i], whole_run);
+            agent_tables(out, s, &s->run->agents[i], whole_run, all);
         unavailable_lines(out, s, &s->run->agents[i]);
     }
     tp_report_timings_text(out, s, all);

@@ -98,11 +98,24 @@ static void input_advice(char *out, size_t cap, const tp_verdict *v)
     char busy[120];
     switch (f->cause) {
     case TP_INPUT_CPU:
+        if (f->own_cpu_p50 >= 0)
+            snprintf(busy, sizeof busy, ", the training's own processes using %.0f%% of them",
+                     f->own_cpu_p50);
+        else
+            busy[0] = '\0';
         snprintf(out, cap,
-                 "The CPUs were busy %.0f%% of the time%s (median), so loading is CPU-bound "
+                 "The CPUs were busy %.0f%% of the time%s (median)%s, so loading is CPU-bound "
                  "and more workers won't help: cheaper decoding and transforms (or on the "
                  "GPU), data stored pre-processed, or more cores.",
-                 f->cpu_p50, over(f->cpu));
+                 f->cpu_p50, over(f->cpu), busy);
+        return;
+    case TP_INPUT_CONTENTION:
+        snprintf(out, cap,
+                 "The CPUs were busy %.0f%% of the time%s (median), but the training's own "
+                 "processes used only %.0f%% of the machine: other processes compete for the "
+                 "CPUs. Find them (trainprof top, or top) and stop or move them, or run where "
+                 "the CPUs are free; then more DataLoader workers can help.",
+                 f->cpu_p50, over(f->cpu), f->own_cpu_p50);
         return;
     case TP_INPUT_DISK: {
         char labels[TP_LABELS_MAX]; /* "device=nvme0n1" */
@@ -316,13 +329,15 @@ static void rank_evidence(char *out, size_t cap, const tp_verdict *v)
         snprintf(out, cap,
                  "{\"rank\":%d,\"dataloader_next_share\":%.4f,\"dataloader_next_mean_s\":%.6f,"
                  "\"step_mean_s\":%.6f,\"proc_count_max\":%.0f,\"cause\":\"%s\","
-                 "\"cpu_util_p50_percent\":%.2f,\"pressure_io_some_p50_percent\":%.2f,"
+                 "\"cpu_util_p50_percent\":%.2f,\"training_cpu_p50_percent\":%.2f,"
+                 "\"pressure_io_some_p50_percent\":%.2f,"
                  "\"disk_busy_p50_percent\":%.2f,\"over\":\"%s\"}",
                  v->rank, f->share, f->next_mean_s, f->step_mean_s, f->procs,
-                 f->cause == TP_INPUT_CPU       ? "cpu"
-                 : f->cause == TP_INPUT_WORKERS ? "workers"
-                                                : "storage",
-                 f->cpu_p50, f->io_p50, f->disk_p50, over_key(f->cpu));
+                 f->cause == TP_INPUT_CPU          ? "cpu"
+                 : f->cause == TP_INPUT_CONTENTION ? "contention"
+                 : f->cause == TP_INPUT_WORKERS    ? "latency"
+                                                   : "io",
+                 f->cpu_p50, f->own_cpu_p50, f->io_p50, f->disk_p50, over_key(f->cpu));
     } else if (v->kind == TP_VERDICT_TRANSFER_BOUND) {
         snprintf(out, cap, "{\"rank\":%d,\"to_device_share\":%.4f,\"to_device_device_share\":%.4f}",
                  v->rank, v->f.transfer.host_share, v->f.transfer.device_share);

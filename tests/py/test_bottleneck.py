@@ -27,6 +27,7 @@ class Data(Dataset):
 model = nn.Sequential(nn.Linear(DIM, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
                       nn.Linear(HIDDEN, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
+print("the training's own output", flush=True)  # never in bottleneck's standard output
 for epoch in range(1000):
     for x, y in DataLoader(Data(), batch_size=16):
         assert x.shape == (16, DIM) and x.dtype == torch.float32  # replay keeps the batch's form
@@ -46,7 +47,8 @@ def bottleneck(tmp_path, sleep=0.0, dim=32, hidden=32, crash_in="", extra=()):
 def test_sleepy_loader_is_input_bound(tmp_path):
     r = bottleneck(tmp_path, sleep=0.002, extra=("--json",))
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = json.loads(r.stdout)  # the training printed: to stderr, so stdout parses
+    assert "the training's own output" in r.stderr
     assert out["verdict"] == "input_bound" and out["unit"] == "samples_per_s"
     rates = {run["mode"]: run["rate"] for run in out["runs"]}
     # 16 samples x 2 ms per batch: at most 500/s; a loaded VM's sleeps run long

@@ -127,26 +127,35 @@ def test_input_bound_says_why_loading_is_slow(tmp_path):
     workers = node(tmp_path, "workers")
     slow_input(workers)
     ev, msg = input_verdict(workers)
-    assert ev["cause"] == "workers" and ev["dataloader_next_share"] == 0.5
+    assert ev["cause"] == "latency" and ev["dataloader_next_share"] == 0.5
     assert "num_workers" in msg
     cpu = node(tmp_path, "cpu")
     slow_input(cpu)
     set_stat(cpu, "cpu_util_percent", "{}", p50=97.0)
+    set_stat(cpu, "proc_cpu_percent", "{}", p50=150.0)  # 1.5 of its 2 cores: 75 %
     ev, msg = input_verdict(cpu)
     assert ev["cause"] == "cpu" and ev["cpu_util_p50_percent"] == 97.0
+    assert ev["training_cpu_p50_percent"] == 75.0
     assert "CPU-bound and more workers won't help" in msg and "num_workers" not in msg
+    assert "(median), the training's own processes using 75% of them, so" in msg
+    # the CPUs as busy, but mostly with another process: more workers can help
+    set_stat(cpu, "proc_cpu_percent", "{}", p50=58.0)
+    ev, msg = input_verdict(cpu)
+    assert ev["cause"] == "contention" and ev["training_cpu_p50_percent"] == 29.0
+    assert "the training's own processes used only 29% of the machine" in msg
+    assert "won't help" not in msg
     storage = node(tmp_path, "storage")
     slow_input(storage)
     set_stat(storage, "pressure_io_some_percent", "{}", p50=40.0)
     ev, msg = input_verdict(storage)
-    assert ev["cause"] == "storage" and ev["pressure_io_some_p50_percent"] == 40.0
+    assert ev["cause"] == "io" and ev["pressure_io_some_p50_percent"] == 40.0
     assert "waited for storage 40% of the time" in msg and "trainprof iobench" in msg
     # a disk busy most of the time (iostat's %util), though tasks rarely stalled
     disk = node(tmp_path, "disk")
     slow_input(disk)
     set_stat(disk, "disk_busy_percent", '{"device":"nvme1n1"}', p50=97.0)
     ev, msg = input_verdict(disk)
-    assert ev["cause"] == "storage" and ev["disk_busy_p50_percent"] == 97.0
+    assert ev["cause"] == "io" and ev["disk_busy_p50_percent"] == 97.0
     assert "Disk nvme1n1 was busy 97% of the time during the training steps (median)" in msg
 
 
@@ -160,12 +169,13 @@ def test_the_rules_judge_the_training_steps(tmp_path):
     path = node(tmp_path, "steps")
     slow_input(path)
     set_stat(path, "cpu_util_percent", "{}", tables=["summary_series_steps"], p50=97.0)
+    set_stat(path, "proc_cpu_percent", "{}", p50=180.0)  # the training's own: 90 %
     cause, over, msg = input_cause(path)
     assert (cause, over) == ("cpu", "steps")
     assert "busy 97% of the time during the training steps (median)" in msg
     set_stat(path, "cpu_util_percent", "{}", tables=["summary_series"], p50=98.0)
     set_stat(path, "cpu_util_percent", "{}", tables=["summary_series_steps"], p50=30.0)
-    assert input_cause(path)[:2] == ("workers", "steps")
+    assert input_cause(path)[:2] == ("latency", "steps")
     # the same GPU idle before its steps: busy where it counts, no verdict
     set_stat(path, "gpu_util_percent", '{"gpu":"1"}', tables=["summary_series"], mean=40.0)
     assert "gpu_underused" not in [k for k, _, _ in verdicts(path)]

@@ -1,0 +1,138 @@
+/* report_answer.c: the report's first lines, the answer (see report.h). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analyze/verdicts.h"
+#include "core/step_phase_facts.h"
+#include "render/report.h"
+#include "render/units.h"
+#include "render/verdict_words.h"
+
+void tp_report_wrapped(FILE *out, const char *head, const char *text)
+{
+    size_t col = (size_t)fprintf(out, "  %s", head);
+    bool line_start = true; /* nothing of text on this line yet */
+    for (const char *p = text; *p;) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        const char *sp = strchr(p, ' ');
+        size_t word = sp ? (size_t)(sp - p) : strlen(p);
+        if (!line_start && col + 1 + word > 100) {
+            fputs("\n    ", out);
+            col = 4;
+        } else if (!line_start) {
+            fputc(' ', out);
+            col++;
+        }
+        fwrite(p, 1, word, out);
+        col += word;
+        p += word;
+        line_start = false;
+    }
+    fputc('\n', out);
+}
+
+/* The share of rank's steps in the standard phase name, 0 when it has none. */
+static double phase_share(const tp_timings *t, int rank, const char *name)
+{
+    for (size_t i = 0; i < t->nrows; i++)
+        if (t->rows[i].rank == rank && strcmp(t->rows[i].name, name) == 0)
+            return t->rows[i].share;
+    return 0;
+}
+
+/* "train_batch 85%, dataloader_next 12%, other 3%": the standard phases of
+ * rank's steps with 1% or more, largest first, and what they leave. */
+static void phase_split(char *out, size_t cap, const tp_timings *t, int rank)
+{
+    double shares[TP_STEP_PHASES - 1], sum = 0;
+    for (int k = 0; k < TP_STEP_PHASES - 1; k++) {
+        shares[k] = phase_share(t, rank, tp_step_phase_names[k]);
+        sum += shares[k];
+    }
+    size_t len = 0;
+    out[0] = '\0';
+    if (sum < 0.01)
+        return; /* only regions of its own: Timings below has them */
+    for (;;) {
+        int best = -1;
+        for (int k = 0; k < TP_STEP_PHASES - 1; k++)
+            if (shares[k] >= 0.01 && (best < 0 || shares[k] > shares[best]))
+                best = k;
+        if (best < 0)
+            break;
+        int n = snprintf(out + len, cap - len, "%s%s %.0f%%", len ? ", " : "",
+                         tp_step_phase_names[best], 100 * shares[best]);
+        len = n > 0 && (size_t)n < cap - len ? len + (size_t)n : cap - 1;
+        shares[best] = -1;
+    }
+    if (sum < 0.995)
+        snprintf(out + len, cap - len, "%sother %.0f%%", len ? ", " : "", 100 * (1 - sum));
+}
+
+/* A rank's window split as the ranks table splits it (interval union,
+ * communication first): "communication 44% (10% under compute), input 10%,
+ * compute 40%, other 6%". */
+static void rank_split(char *out, size_t cap, const tp_rank_row *r)
+{
+    double w = r->window_s;
+    char comm[96] = "";
+    if (r->comm_s >= 0.01 * w)
+        snprintf(comm, sizeof comm, "communication %.0f%% (%.0f%% under compute), ",
+                 100 * r->comm_s / w, 100 * r->comm_overlap_s / w);
+    snprintf(out, cap, "%sinput %.0f%%, compute %.0f%%, other %.0f%%", comm, 100 * r->input_s / w,
+             100 * r->compute_s / w, 100 * r->other_s / w);
+}
+
+static const tp_rank_row *rank_row(const tp_ranks *r, int rank)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->rows[i].rank == rank && r->rows[i].window_s > 0)
+            return &r->rows[i];
+    return NULL;
+}
+
+void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
+{
+    const tp_timings *t = &s->timings;
+    fprintf(out, "\nIn short\n");
+    if (t->nsteps > 0) {
+        const tp_step_row *st = &t->steps[0]; /* the lowest rank's: ranks follow below */
+        char mean[32], line[512], parts[256];
+        tp_format_duration(mean, sizeof mean, st->stats.mean);
+        int n = snprintf(line, sizeof line, "%zu steps%s, %s each, %.1f steps/s", st->stats.count,
+                         t->nsteps > 1 ? " of the first rank" : "", mean,
+                         st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
+        if (n > 0 && (size_t)n < sizeof line && st->samples > 0 && st->total_s > 0)
+            snprintf(line + n, sizeof line - (size_t)n, ", %.0f samples/s",
+                     (double)st->samples / st->total_s);
+        const tp_rank_row *r = rank_row(&s->ranks, st->rank);
+        if (r)
+            rank_split(parts, sizeof parts, r);
+        else
+            phase_split(parts, sizeof parts, t, st->rank);
+        size_t len = strlen(line);
+        if (parts[0])
+            snprintf(line + len, sizeof line - len, "; a step: %s", parts);
+        tp_report_wrapped(out, "", line);
+    } else {
+        fprintf(out, "  No training steps found (see Timings below for what was timed).\n");
+    }
+    if (v->n == 0) {
+        fprintf(out, "  No rule of thumb fired: nothing stands out as the bottleneck.\n");
+        return;
+    }
+    char message[TP_VERDICT_MESSAGE_MAX], head[64];
+    const tp_verdict *lead = &v->items[tp_verdicts_main(v)];
+    tp_verdict_message(message, sizeof message, s, lead);
+    snprintf(head, sizeof head, "[%s] ", tp_verdict_kind_name(lead->kind));
+    tp_report_wrapped(out, head, message);
+    if (v->n > 1)
+        fprintf(out, "  (%zu more verdict%s, with the evidence, under Verdicts below)\n", v->n - 1,
+                v->n > 2 ? "s" : "");
+    else
+        fprintf(out, "  (the evidence: under Verdicts below)\n");
+}

@@ -1,0 +1,115 @@
+"""`report`'s text leads with the answer (what the run was, the main verdict
+and the one thing to try), then the detail; series that never moved fold
+into a line; an input-bound verdict says what the loading waits on, the
+training's own CPU told apart from another process's."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from conftest import PYTHON, ROOT, trainprof
+
+GOLDEN = ROOT / "tests" / "golden" / "runs"
+
+
+def report(*args):
+    r = trainprof("report", *args)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def short(text):
+    """The lines of the "In short" block."""
+    block = text.split("\nIn short\n", 1)[1].split("\n\n", 1)[0]
+    return block.splitlines()
+
+
+def test_the_answer_comes_before_the_detail():
+    run = GOLDEN / "synthetic2.db"
+    text = report(run)
+    rep = json.loads(report("--json", run))
+    assert text.index("In short") < text.index("System metrics") < text.index("\nVerdicts\n")
+    lines = short(text)
+    assert all(len(x) <= 100 for x in lines), lines
+    steps = rep["steps"][0]
+    assert lines[0].startswith(f"  {steps['count']} steps of the first rank, ")
+    assert f"{steps['steps_per_s']:.1f} steps/s" in lines[0]
+    # the lead: the verdict explaining the most step time, here the collectives
+    kinds = [v["kind"] for v in rep["verdicts"]]
+    assert len(kinds) > 2 and kinds[0] != "communication_bound"
+    assert lines[2].startswith("  [communication_bound] ")
+    assert f"({len(kinds) - 1} more verdicts, with the evidence" in lines[-1]
+    # a run where no rule fires says so up front
+    quiet = short(report(GOLDEN / "example.db"))
+    assert quiet[-1] == "  No rule of thumb fired: nothing stands out as the bottleneck."
+    said = " ".join(x.strip() for x in quiet)
+    assert "a step: train_batch 85%, dataloader_next 12%, other 3%" in said
+
+
+def test_series_that_never_moved_fold_into_a_line_and_all_shows_them():
+    run = GOLDEN / "example.db"
+    text, every = report(run), report("--all", run)
+    rows = [x.split() for x in text.splitlines() if x.startswith("  swap_used_bytes ")]
+    assert rows == []
+    folded = text.split("also recorded, all zero (--all shows them): ", 1)[1].split("\n\n")[0]
+    assert "swap_used_bytes" in folded and "net_sent_bytes_per_s (all, interface=eth0" in folded
+    assert any(x.startswith("  swap_used_bytes ") for x in every.splitlines())
+    assert "also recorded" not in every
+    # nothing is lost to the JSON
+    metrics = {m["name"] for m in json.loads(report("--json", run))["agents"][0]["metrics"]}
+    assert "swap_used_bytes" in metrics
+
+
+LOADER = textwrap.dedent("""
+    import sys, time, torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Slow(Dataset):          # waits, as a remote read would: no CPU
+        def __len__(self): return 100000
+        def __getitem__(self, i):
+            time.sleep(0.004)
+            return torch.ones(8)
+
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    end = time.time() + float(sys.argv[1])
+    for x in DataLoader(Slow(), batch_size=4):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+        if time.time() > end:
+            break
+""")
+
+
+def input_cause(tmp_path, burners):
+    script = tmp_path / "train.py"
+    script.write_text(LOADER)
+    run = tmp_path / f"run{burners}.db"
+    burn = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(burners)]
+    try:
+        r = trainprof("record", "-q", "-i", "0.2", "-o", run, "--", PYTHON, script, "4",
+                      timeout=300)
+    finally:
+        for p in burn:
+            p.kill()
+            p.wait()
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(report("--json", run))
+    [ev] = [v["evidence"] for v in rep["verdicts"] if v["kind"] == "input_bound"]
+    return ev, short(report(run))
+
+
+def test_input_bound_tells_the_training_s_cpu_from_another_process_s(tmp_path):
+    """The issue's run: a Dataset that only waits while other processes keep
+    the CPUs busy. Before, the advice said "CPU-bound, more workers won't
+    help"; the training's own processes used little of the machine."""
+    ev, lines = input_cause(tmp_path, burners=2)
+    assert ev["cause"] == "contention", ev
+    assert ev["cpu_util_p50_percent"] >= 90 and ev["training_cpu_p50_percent"] < 45
+    assert any(x.startswith("  [input_bound] ") for x in lines)  # it leads
+    # the same run on idle CPUs: nothing busy, the loader's latency is the cause
+    ev, _ = input_cause(tmp_path, burners=0)
+    assert ev["cause"] == "latency" and ev["cpu_util_p50_percent"] < 90, ev

@@ -289,6 +289,12 @@ static bool has_column(const tp_run *run, const char *table, const char *column)
 
 bool tp_run_has_table(const tp_run *run, const char *name) { return has_column(run, name, NULL); }
 
+bool tp_summary_stored(const tp_run *run)
+{
+    const char *v = tp_run_meta_get(run, "summarized");
+    return !run->raw_only && run->schema_version >= TP_SCHEMA_SUMMARY && v && strcmp(v, "1") == 0;
+}
+
 bool tp_run_has_column(const tp_run *run, const char *table, const char *column)
 {
     return has_column(run, table, column);

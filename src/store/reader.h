@@ -114,6 +114,10 @@ bool tp_run_has_table(const tp_run *run, const char *name);
  * for a pass on another thread); NULL or "" for one in memory. */
 const char *tp_run_file(const tp_run *run);
 
+/* Whether run carries a stored summary to read from (summary_tables.h reads
+ * it; raw_only sets it aside). */
+bool tp_summary_stored(const tp_run *run);
+
 /* Whether table has that column (columns added without a new schema
  * version). */
 bool tp_run_has_column(const tp_run *run, const char *table, const char *column);

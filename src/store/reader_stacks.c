@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "store/schema.h"
-#include "store/summary_tables.h"
 #include "store/sql_util.h"
 #include "util/grow.h"
 #include "util/oom.h"

@@ -11,12 +11,6 @@
 #include "util/grow.h"
 #include "util/ns_math.h"
 
-bool tp_summary_stored(const tp_run *run)
-{
-    const char *v = tp_run_meta_get(run, "summarized");
-    return !run->raw_only && run->schema_version >= TP_SCHEMA_SUMMARY && v && strcmp(v, "1") == 0;
-}
-
 static double col_real(sqlite3_stmt *st, int i)
 {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);

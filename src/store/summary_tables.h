@@ -26,9 +26,6 @@
 #include "store/reader_stacks.h"
 #include "store/reader_stream.h"
 
-/* Whether run carries a stored summary to read from. */
-bool tp_summary_stored(const tp_run *run);
-
 /* The stored statistics of each series, in series order. */
 typedef void (*tp_stored_series_fn)(void *ctx, const tp_run_series *series, const tp_stats *st);
 bool tp_stored_series(tp_run *run, tp_stored_series_fn fn, void *ctx, char *err, size_t cap);

@@ -357,8 +357,9 @@ def test_figures_over_the_steps_leave_the_start_up_out(run_file, tmp_path):
     assert merged_window["start_s"] > window["start_s"] + 0.5  # on the merged time line
     assert both["agents"][1]["steps_window"] is None
     # The text tables show the steps' figures with the whole run's max beside,
-    # for the agent that marked steps only; --whole-run the whole run's.
-    tables = agent_rows(trainprof("report", merged).stdout, "proc_cpu_percent")
+    # for the agent that marked steps only; --whole-run the whole run's. (--all:
+    # the idle agent's process CPU stayed zero, which folds without it.)
+    tables = agent_rows(trainprof("report", "--all", merged).stdout, "proc_cpu_percent")
     steps_title, steps_row = tables[0]
     assert "during its training steps" in steps_title, steps_title
     assert steps_row[2] == f"{cpu['in_steps']['p50']:.1f}" and steps_row[5] == f"{cpu['max']:.1f}"

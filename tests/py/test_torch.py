@@ -93,7 +93,7 @@ def test_sleepy_dataset_is_input_bound(run_file):
     assert nxt["mean_s"] > 0.06  # 8 samples x 10 ms
     [verdict] = [v for v in rep["verdicts"] if v["kind"] == "input_bound"]
     assert verdict["evidence"]["dataloader_next_share"] >= 0.25
-    assert "num_workers" in verdict["message"] and verdict["evidence"]["cause"] == "workers"
+    assert "num_workers" in verdict["message"] and verdict["evidence"]["cause"] == "latency"
 
 
 def test_cpu_heavy_loader_is_input_bound_on_busy_cpus(run_file):

@@ -19,8 +19,10 @@ static const char usage[] =
     "       trainprof html --compare RUN_FILE RUN_FILE... -o FILE [--force]\n"
     "\n"
     "Writes one self-contained HTML page (no network, no script, no external file):\n"
-    "the run, the verdicts, where step time goes per rank, step time over the run with\n"
-    "its phases, epoch times, a plot of every system metric, and the report's tables.\n"
+    "the run, the answer in short (the steps and the verdict that leads), every verdict\n"
+    "with its evidence, where step time goes per rank, step time over the run with its\n"
+    "phases, epoch times, a plot of every system metric (two abreast on a wide window;\n"
+    "those that stayed zero named in a line), and the report's tables.\n"
     "Several files (one per node of a job) are read as one run, as `trainprof merge`\n"
     "would join them (from the summaries and plots each recorder stored, when all\n"
     "have them: seconds for a day of many nodes); name the page with -o then. With\n"
@@ -87,7 +89,8 @@ int cmd_html(int argc, char **argv)
         TP_FLAG(0, "all",
                 "with many ranks or agents (more than 8 or 4), every rank's\n"
                 "step-time plot and every agent's lines, not the notable\n"
-                "ranks and one chart across agents",
+                "ranks and one chart across agents; and a chart of every\n"
+                "metric, those that stayed zero too",
                 &all),
     };
     const tp_command cmd = {.name = "html",

@@ -17,7 +17,7 @@
 #include "util/labels.h"
 
 const char tp_html_style[] =
-    "body{font:14px/1.4 sans-serif;margin:24px;color:#222;max-width:900px}"
+    "body{font:14px/1.4 sans-serif;margin:24px;color:#222;max-width:1800px}"
     "h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}"
     "dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{color:#666}"
     ".verdict{background:#fff6e0;border-left:4px solid #f0a000;padding:6px 10px;margin:8px 0}"
@@ -26,7 +26,15 @@ const char tp_html_style[] =
     ".tick{font-size:10px;fill:#555}.axis-title{font-size:11px;fill:#333}.legend{font-size:11px}"
     ".grid{stroke:#eee}.series{stroke-width:1.3}.band{fill:#4c9a2a;fill-opacity:.09}"
     ".band-label{font-size:10px;fill:#4c7a2a}.shade{fill:#555;fill-opacity:.16}"
-    ".flame-label{font-size:11px;fill:#222;pointer-events:none}";
+    ".flame-label{font-size:11px;fill:#222;pointer-events:none}"
+    "#answer{background:#f3f7ff;border:1px solid #c8d8f0;padding:4px 14px 10px;margin:12px 0}"
+    "#answer h2{margin-top:8px;border:none}.verdict.lead{background:#fff;font-size:15px}"
+    ".see{color:#666;font-size:12px;margin:0}"
+    "table.evidence{font-size:12px;border-collapse:collapse;margin:4px 0}"
+    "table.evidence th{text-align:left;font-weight:normal;color:#555;padding:1px 12px 1px 0}"
+    "table.evidence td{font-family:monospace;padding:1px 0}"
+    ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:0 24px}"
+    ".charts figure svg,figure.chart svg{max-width:100%;height:auto}.folded{color:#555}";
 
 /* ---- system metric plots ------------------------------------------------- */
 
@@ -141,6 +149,17 @@ static bool pause_shades(plot_ctx *c)
     return true;
 }
 
+/* Whether a plotted line was ever anything but zero (a chart of lines all
+ * zero says nothing a word can't: it folds into a line under the charts;
+ * one flat at another value still tells that value, and is drawn). */
+static bool line_moved(const tp_page_line *p)
+{
+    for (size_t k = 0; k < p->n; k++)
+        if (p->y[k] != 0)
+            return true;
+    return false;
+}
+
 static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *page, bool all,
                          char *err, size_t cap)
 {
@@ -151,7 +170,7 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
         snprintf(err, cap, "html: out of memory");
     size_t count;
     const tp_metric_def *defs = tp_metric_catalog(&count);
-    fputs("<h2>System metrics</h2>\n", out);
+    fputs("<h2 id=\"system-metrics\">System metrics</h2>\n", out);
     if (page->npauses)
         fputs("<p>Shaded green: the training steps; grey: the training's pauses outside them "
               "(evaluate, sanity_check, checkpoint, compile), each named when hovered.</p>\n",
@@ -164,17 +183,21 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
                 "report` names which, and `trainprof html --all` draws every agent.</p>\n",
                 run->nagents);
     tp_svg_line lines[64];
+    fputs("<div class=\"charts\">\n", out);
     for (size_t m = 0; ok && across && m < count; m++)
         if (!envelope_chart(out, &c, &defs[m])) {
             snprintf(err, cap, "html: out of memory");
             ok = false;
         }
+    char flat[2048] = "";
+    size_t nflat = 0;
     for (size_t m = 0; ok && !across && m < count; m++) {
-        size_t n = 0;
+        size_t n = 0, moved = 0;
         for (size_t i = 0; i < page->nlines && n < 64; i++) {
             const tp_page_line *p = &page->lines[i];
             if (strcmp(p->series->metric, defs[m].name) != 0 || p->n == 0)
                 continue;
+            moved += all || line_moved(p);
             line_label(run, p->series, lines[n].label, sizeof lines[n].label);
             lines[n].x = p->x;
             lines[n].y = p->y;
@@ -183,11 +206,24 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
         }
         if (!n)
             continue;
+        if (!moved) {
+            size_t len = strlen(flat);
+            if (len + 1 < sizeof flat)
+                snprintf(flat + len, sizeof flat - len, "%s%s", nflat++ ? ", " : "", defs[m].name);
+            continue;
+        }
         char ytitle[96], unit_title[32];
         axis_title(unit_title, sizeof unit_title, tp_unit_name(defs[m].unit));
         snprintf(ytitle, sizeof ytitle, "%s", unit_title);
         tp_svg_chart chart = time_chart(&c, defs[m].name, ytitle, tp_unit_name(defs[m].unit));
         tp_svg_line_chart(out, &chart, lines, n);
+    }
+    fputs("</div>\n", out);
+    if (nflat) {
+        fputs("<p class=\"folded\">Also recorded, zero for the whole run (html --all draws them): ",
+              out);
+        tp_html_escape(out, flat);
+        fputs(".</p>\n", out);
     }
     free(c.pauses);
     free(c.pause_labels);
@@ -400,25 +436,6 @@ static void header(FILE *out, const tp_run *run)
     fputs("</dd></dl>\n", out);
 }
 
-static void verdicts(FILE *out, const tp_summary *s, const tp_verdicts *vs)
-{
-    const tp_verdicts *v = vs;
-    fputs("<h2>Verdicts</h2>\n", out);
-    if (!v->n)
-        fputs("<p>No rule of thumb fired.</p>\n", out);
-    for (size_t i = 0; i < v->n; i++) {
-        char message[TP_VERDICT_MESSAGE_MAX], evidence[TP_VERDICT_EVIDENCE_MAX];
-        tp_verdict_message(message, sizeof message, s, &v->items[i]);
-        tp_verdict_evidence(evidence, sizeof evidence, s, &v->items[i]);
-        fprintf(out, "<div class=\"verdict\" data-kind=\"%s\"><p>",
-                tp_verdict_kind_name(v->items[i].kind));
-        tp_html_escape(out, message);
-        fputs("</p><code>", out);
-        tp_html_escape(out, evidence);
-        fputs("</code></div>\n", out);
-    }
-}
-
 static void tables(FILE *out, const tp_summary *s, const tp_verdicts *v, bool all)
 {
     char *text = NULL;
@@ -445,7 +462,8 @@ bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const t
     tp_html_escape(out, f.command);
     fprintf(out, "</title><style>%s</style></head><body>\n", tp_html_style);
     header(out, s->run);
-    verdicts(out, s, v);
+    tp_html_answer(out, s, v);
+    tp_html_verdicts(out, s, v);
     fputs("<h2>Timings</h2>\n", out);
     if (!s->timings.threads)
         fputs("<p>No timings were recorded (no instrumented process ran).</p>\n", out);

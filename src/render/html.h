@@ -1,8 +1,9 @@
 /* html.h: the run as one self-contained HTML page (no script, no external
- * file): header, verdicts, where step time goes per rank, step time over the
- * run with its phases, epoch times, a plot per system metric (downsampled,
- * extremes kept), and the report's tables. Every text from the run is
- * escaped. */
+ * file): header, the answer in short, the verdicts with their evidence as
+ * tables, where step time goes per rank, step time over the run with its
+ * phases, epoch times, a plot per system metric in a grid (downsampled,
+ * extremes kept; those all zero named in a line), and the report's tables.
+ * Every text from the run is escaped. */
 #ifndef TP_RENDER_HTML_H
 #define TP_RENDER_HTML_H
 
@@ -30,6 +31,12 @@ void tp_html_scaling_write(FILE *out, const struct tp_scale_row *rows, size_t n)
 /* Flame graphs (icicles) of the sampled stacks: one per rank and phase and
  * one for the DataLoader workers, the biggest 8; nothing without stacks. */
 void tp_html_stacks(FILE *out, const tp_stack_facts *f);
+
+/* "In short" (html_verdicts.c): the steps, their rate, the split of a step
+ * and the verdict that leads (report.h's tp_answer_steps, tp_verdicts_main),
+ * at the top of the page; then every verdict with its evidence as a table. */
+void tp_html_answer(FILE *out, const tp_summary *s, const tp_verdicts *v);
+void tp_html_verdicts(FILE *out, const tp_summary *s, const tp_verdicts *v);
 
 /* The pages' shared style sheet. */
 extern const char tp_html_style[];

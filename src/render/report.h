@@ -64,6 +64,11 @@ void tp_report_verdicts_text(FILE *out, const tp_summary *s, const tp_verdicts *
  * rate, the split of a step) and the main verdict with the one thing to
  * try, in a few lines under "In short"; the detail follows it. */
 void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v);
+/* What the run was, in a line: "32 steps, 17 ms each, 58.9 steps/s, 3770
+ * samples/s; a step: train_batch 85%, ..." (the first rank's steps; its
+ * window's split where the ranks table has it, else its standard phases'
+ * shares). False (out empty) when no steps were found. */
+bool tp_answer_steps(char *out, size_t cap, const tp_summary *s);
 /* Prints "  head" then text, wrapped at about 100 columns, later lines
  * indented by 4. */
 void tp_report_wrapped(FILE *out, const char *head, const char *text);

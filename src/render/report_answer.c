@@ -95,32 +95,40 @@ static const tp_rank_row *rank_row(const tp_ranks *r, int rank)
     return NULL;
 }
 
-void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
+bool tp_answer_steps(char *out, size_t cap, const tp_summary *s)
 {
     const tp_timings *t = &s->timings;
+    out[0] = '\0';
+    if (t->nsteps == 0)
+        return false;
+    const tp_step_row *st = &t->steps[0]; /* the lowest rank's: ranks follow below */
+    char mean[32], parts[256];
+    tp_format_duration(mean, sizeof mean, st->stats.mean);
+    int n = snprintf(out, cap, "%zu steps%s, %s each, %.1f steps/s", st->stats.count,
+                     t->nsteps > 1 ? " of the first rank" : "", mean,
+                     st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
+    size_t len = n > 0 && (size_t)n < cap ? (size_t)n : strlen(out);
+    if (st->samples > 0 && st->total_s > 0)
+        len += (size_t)snprintf(out + len, cap - len, ", %.0f samples/s",
+                                (double)st->samples / st->total_s);
+    const tp_rank_row *r = rank_row(&s->ranks, st->rank);
+    if (r)
+        rank_split(parts, sizeof parts, r);
+    else
+        phase_split(parts, sizeof parts, t, st->rank);
+    if (parts[0] && len < cap)
+        snprintf(out + len, cap - len, "; a step: %s", parts);
+    return true;
+}
+
+void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
+{
+    char line[512];
     fprintf(out, "\nIn short\n");
-    if (t->nsteps > 0) {
-        const tp_step_row *st = &t->steps[0]; /* the lowest rank's: ranks follow below */
-        char mean[32], line[512], parts[256];
-        tp_format_duration(mean, sizeof mean, st->stats.mean);
-        int n = snprintf(line, sizeof line, "%zu steps%s, %s each, %.1f steps/s", st->stats.count,
-                         t->nsteps > 1 ? " of the first rank" : "", mean,
-                         st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
-        if (n > 0 && (size_t)n < sizeof line && st->samples > 0 && st->total_s > 0)
-            snprintf(line + n, sizeof line - (size_t)n, ", %.0f samples/s",
-                     (double)st->samples / st->total_s);
-        const tp_rank_row *r = rank_row(&s->ranks, st->rank);
-        if (r)
-            rank_split(parts, sizeof parts, r);
-        else
-            phase_split(parts, sizeof parts, t, st->rank);
-        size_t len = strlen(line);
-        if (parts[0])
-            snprintf(line + len, sizeof line - len, "; a step: %s", parts);
+    if (tp_answer_steps(line, sizeof line, s))
         tp_report_wrapped(out, "", line);
-    } else {
+    else
         fprintf(out, "  No training steps found (see Timings below for what was timed).\n");
-    }
     if (v->n == 0) {
         fprintf(out, "  No rule of thumb fired: nothing stands out as the bottleneck.\n");
         return;

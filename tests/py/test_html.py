@@ -77,6 +77,53 @@ def test_chromium_renders_the_plots(page):
     assert r.returncode == 0 and shot.stat().st_size > 20000
 
 
+def png_size(path):
+    """(width, height) from a PNG's header."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_the_answer_leads_the_page_and_the_charts_use_its_width(tmp_path, width):
+    """The page opens with the answer (the steps, the verdict that leads and
+    its advice) above every chart; every verdict's evidence is a table of
+    named figures; the charts sit in a grid as wide as the window.
+    Screenshots kept in tests/artifacts."""
+    run = ROOT / "tests" / "golden" / "runs" / "synthetic2.db"
+    html = tmp_path / "page.html"
+    assert trainprof("html", "-o", html, run).returncode == 0
+    r = chromium("--dump-dom", f"--window-size={width},2000", html.as_uri())
+    assert r.returncode == 0, r.stderr[-2000:]
+    dom = r.stdout
+    answer, first_chart = dom.index('<section id="answer">'), dom.index("<svg")
+    assert answer < first_chart
+    lead = dom[answer:dom.index("</section>", answer)]
+    assert 'class="verdict lead" data-kind="communication_bound"' in lead
+    assert "71 steps of the first rank" in lead
+    rep = json.loads(trainprof("report", "--json", run).stdout)
+    tables = re.findall(r'<table class="evidence">(.*?)</table>', dom)
+    assert len(tables) == len(rep["verdicts"])
+    for table, verdict in zip(tables, rep["verdicts"]):
+        assert re.findall(r"<th>(.*?)</th>", table) == list(verdict["evidence"]), table
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / f"answer-{width}.png"
+    r = chromium(f"--screenshot={shot}", f"--window-size={width},2400", html.as_uri())
+    assert r.returncode == 0 and png_size(shot) == (width, 2400)
+
+
+def test_charts_that_stayed_zero_fold_into_a_line(tmp_path):
+    run = ROOT / "tests" / "golden" / "runs" / "example.db"
+    html = tmp_path / "page.html"
+    r = trainprof("html", "-o", html, run)
+    assert r.returncode == 0, r.stderr
+    page = html.read_text()
+    folded = re.search(r'<p class="folded">Also recorded, zero for the whole run[^<]*</p>', page)
+    assert folded and "swap_used_bytes" in folded.group(0)
+    assert ">swap_used_bytes</text>" not in page  # no chart of it
+    assert ">cpu_util_percent</text>" in page
+
+
 def test_a_day_long_run_stays_small(tmp_path):
     run = tmp_path / "day.db"
     subprocess.run([ROOT / "build" / "bench" / "gen_run", run, "24", "0.5", "8", "2"],

@@ -57,7 +57,7 @@ test-sanitizers: deps
 FUZZ_SECONDS ?= 600
 FUZZ := $(BUILD)-fuzz/tests/fuzz_run_file
 FUZZ_RING := $(BUILD)-fuzz/tests/fuzz_ring_events
-RING_SEEDS := nested spans device late_rank stacks
+RING_SEEDS := nested spans device late_rank stacks facts
 $(FUZZ) $(FUZZ_RING): $(SOURCES) tests/fuzz/fuzz_run_file.c tests/fuzz/fuzz_ring_events.c tests/fuzz/ring_seed.c | deps
 	@[ -f $(BUILD)-fuzz/build.ninja ] || CC=clang $(MESON) setup $(BUILD)-fuzz -Dfuzz=true \
 	    -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link $(WERROR) >/dev/null

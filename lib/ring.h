@@ -48,6 +48,7 @@ enum tp_event_kind {
     TP_EV_STEP_END = 9, /* the open step ended at t_ns, and no step begins there */
     TP_EV_FRAME = 10,   /* a Python frame's text follows (lib/stacks.h) */
     TP_EV_STACK = 11,   /* a sampled stack; its frames follow (lib/stacks.h) */
+    TP_EV_FACT = 12,    /* "key=value" follows: what the script does (lib/facts.h); aux = length */
 };
 
 typedef struct tp_event {

@@ -25,9 +25,6 @@ MODE = os.environ.get("TRAINPROF_BOTTLENECK")
 STEPS = int(os.environ.get("TRAINPROF_BOTTLENECK_STEPS", "200"))
 WARMUP = int(os.environ.get("TRAINPROF_BOTTLENECK_WARMUP", "20"))
 
-FACTS_PATH = os.environ.get("TRAINPROF_BOTTLENECK_FACTS")
-# True until the replay run has noted what its model runs in (see note_model).
-wants_model_facts = MODE == "replay" and bool(FACTS_PATH)
 
 _fetches = 0
 _cached = None
@@ -106,34 +103,3 @@ def memoized_move(orig, name):
     return move
 
 
-def note_model(module):
-    """At the replay run's first outermost forward: writes the first parameter's
-    dtype and device type, the CUDA compute capability and whether autocast is
-    on, as key=value lines, for the compute-bound verdict's precision hint."""
-    global wants_model_facts
-    wants_model_facts = False
-    import torch
-
-    param = next(module.parameters(), None)
-    if param is None:
-        wants_model_facts = True  # a parameterless wrapper: wait for the next forward
-        return
-    lines = [f"dtype={str(param.dtype).replace('torch.', '')}", f"device={param.device.type}"]
-    try:
-        if param.device.type == "cuda":
-            major, minor = torch.cuda.get_device_capability(param.device)
-            lines.append(f"capability={major}.{minor}")
-        try:
-            on = torch.is_autocast_enabled(param.device.type)
-        except (TypeError, RuntimeError):  # torch < 2.4 (no device argument), or a device
-            on = None  # autocast does not know: say nothing
-        if param.device.type == "cpu" and hasattr(torch, "is_autocast_cpu_enabled"):
-            on = on or torch.is_autocast_cpu_enabled()
-        if on is None and param.device.type == "cuda":
-            on = torch.is_autocast_enabled()  # the old form is CUDA's
-        if on is not None:
-            lines.append(f"autocast={int(bool(on))}")
-        with open(FACTS_PATH, "w") as f:
-            f.write("\n".join(lines) + "\n")
-    except Exception:  # never let the profiler break the training
-        pass

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "_stack_sampler.h"
+#include "facts.h"
 #include "trainprof.h"
 
 typedef struct {
@@ -297,6 +298,24 @@ static PyObject *py_active(PyObject *module, PyObject *unused)
     return PyBool_FromLong(tp_active());
 }
 
+/* fact("key=value"): what the script does, for the advice (lib/facts.h);
+ * True when it reached the recorder. ValueError for a malformed fact. */
+static PyObject *py_fact(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(arg, &len);
+    if (!text)
+        return NULL;
+    size_t key_len;
+    if (!tp_fact_valid(text, (size_t)len, &key_len)) {
+        PyErr_SetString(PyExc_ValueError, "fact: \"key=value\", key of [a-z0-9_.], value printable "
+                                          "ASCII, at most 256 bytes");
+        return NULL;
+    }
+    return PyBool_FromLong(tp_fact_send(text, (size_t)len));
+}
+
 static PyObject *py_dropped(PyObject *module, PyObject *unused)
 {
     (void)module, (void)unused;
@@ -333,6 +352,7 @@ static PyMethodDef module_methods[] = {
     {"set_rank", (PyCFunction)(void (*)(void))py_set_rank, METH_FASTCALL,
      "set_rank(rank, local_rank, world_size): this process's (-1: the environment's)."},
     {"active", py_active, METH_NOARGS, "True when this thread's events reach a recorder."},
+    {"fact", py_fact, METH_O, "fact('key=value'): what the script does, for the advice."},
     {"dropped", py_dropped, METH_NOARGS, "Events this thread dropped on a full buffer."},
     {"_set_decorator_factory", py_set_decorator_factory, METH_O, NULL},
     {"_stack_snapshot", tp_py_stack_snapshot, METH_NOARGS, NULL},

@@ -33,7 +33,7 @@ import weakref
 
 import torch
 
-from . import _bottleneck
+from . import _facts
 from ._torch_common import R_FORWARD, R_TRAIN, begin, count_samples, end, tracker
 from ._torch_common import is_compiling as _is_compiling
 from ._torch_common import local as _local
@@ -67,8 +67,8 @@ def forward_begin(module, args, kwargs=None):
         tracker.forward(module.training)
     else:  # an evaluation's call (no_grad, inference_mode): no training work
         tracker.module_call()
-    if _bottleneck.wants_model_facts:
-        _bottleneck.note_model(module)
+    if training and _facts.wants_model:
+        _facts.note_model(module)
     device = module_device(module) if DEVICE_TIMES else None
     if training and not local.train_batch:
         local.train_batch = True

@@ -61,7 +61,7 @@ import weakref
 
 import torch
 
-from . import _bottleneck, _native, _state
+from . import _bottleneck, _facts, _native, _state
 from ._after_import import after_import
 from ._torch_common import (R_BACKWARD, R_FROM, R_NEXT, R_OPTIM, R_SCHED, R_TO, R_TRAIN,
                             R_CHECKPOINT, begin, count_samples, end, time_compilations, timed_pause,
@@ -125,6 +125,7 @@ def _patch_dataloader():
         it._trainprof_main = role == "main"
         it._trainprof_eval = role == "eval"
         if role == "main":
+            _facts.note_loader(self)
             try:
                 it._trainprof_len = len(it)
             except TypeError:  # an IterableDataset without __len__

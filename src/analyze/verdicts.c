@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/metric_catalog.h"
+#include "store/model_facts_file.h"
 #include "util/grow.h"
 #include "trainprof.h"
 
@@ -329,6 +330,10 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
             rank_verdicts(s, t->rows[i].rank, out);
     across_ranks(s, out);
     system_verdicts(s, out);
+    tp_model_facts facts;
+    tp_run_model_facts(s->run, &facts);
+    for (size_t i = 0; i < out->n; i++)
+        out->items[i].facts = facts;
 }
 
 static double weight(const tp_verdict *v)

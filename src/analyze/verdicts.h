@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "analyze/summary.h"
+#include "core/model_facts.h"
 
 typedef enum {
     TP_VERDICT_INPUT_BOUND,
@@ -97,6 +98,9 @@ typedef struct tp_verdict {
             bool sent;
         } network;
     } f;
+    /* what the script does (the run's facts, lib/facts.h), which the advice
+     * fits: every field unknown for a run recorded before facts */
+    tp_model_facts facts;
 } tp_verdict;
 
 typedef struct tp_verdicts {

@@ -1,15 +1,20 @@
 /* model_facts.h: what the training's model runs in (dtype, device, autocast,
- * the GPU's compute capability), as the auto-instrumentation saw it at the
- * first forward of a `trainprof bottleneck` replay run. No I/O:
- * store/model_facts_file.h reads them, analyze/model_facts.h judges them. */
+ * the GPU's compute capability, torch.compile) and how its training
+ * DataLoader is set, as the auto-instrumentation saw them at the first
+ * training forward and the loader's first iteration (lib/facts.h). No I/O:
+ * store/model_facts_file.h reads them (from a run's meta, or the file of a
+ * `trainprof bottleneck` replay run), analyze/model_facts.h judges them. */
 #ifndef TP_CORE_MODEL_FACTS_H
 #define TP_CORE_MODEL_FACTS_H
 
 typedef struct tp_model_facts {
-    char dtype[32];         /* of the first parameter: "float32", "bfloat16", ... */
-    char device[16];        /* its device type: "cuda", "cpu", ... */
+    char dtype[32];         /* of the first parameter: "float32", "bfloat16", ... ("" unknown) */
+    char device[16];        /* its device type: "cuda", "cpu", ... ("" unknown) */
     int cc_major, cc_minor; /* CUDA compute capability, 0.0 when not on CUDA */
     int autocast;           /* 1 on, 0 off, -1 unknown */
+    int compiled;           /* the model is torch.compile's: 1, 0, -1 unknown */
+    /* the training DataLoader's settings; -1 unknown */
+    int num_workers, pin_memory, persistent_workers, prefetch_factor, batch_size;
 } tp_model_facts;
 
 #endif

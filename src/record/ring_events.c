@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "facts.h"
 #include "util/utf8.h"
 #include "util/grow.h"
 
@@ -147,6 +148,26 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
                 map_frame(r, sink, e.name_id, text);
             else
                 map_name(r, sink, e.name_id, text);
+            break;
+        }
+        case TP_EV_FACT: {
+            size_t len = e.aux > TP_FACT_TEXT_MAX ? TP_FACT_TEXT_MAX + 1 : (size_t)e.aux;
+            size_t chunks = (len + sizeof(tp_event) - 1) / sizeof(tp_event);
+            if (tail + chunks > head) /* not all published yet */
+                break;
+            char text[TP_FACT_TEXT_MAX + 2], key[TP_FACT_KEY_MAX + 8];
+            size_t key_len = 0;
+            if (len <= TP_FACT_TEXT_MAX)
+                copy_payload(r, slots, tail, len, text);
+            if (len > TP_FACT_TEXT_MAX || !tp_fact_valid(text, len, &key_len)) {
+                snprintf(why, cap, "its ring sent a malformed fact (%zu bytes)", len);
+                r->tail = tail;
+                return why;
+            }
+            text[len] = '\0';
+            tail += chunks;
+            snprintf(key, sizeof key, "fact.%.*s", (int)key_len, text);
+            tp_sink_meta(sink, key, text + key_len + 1);
             break;
         }
         case TP_EV_STACK: {

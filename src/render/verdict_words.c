@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "render/report.h"
@@ -91,6 +92,29 @@ void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_
                  agent_name(run, r->agent_id));
 }
 
+/* What speeds up a compute-bound training, fitted to what the script does
+ * (facts): no mixed precision where it already runs reduced or under
+ * autocast, nothing of tensor cores off a CUDA GPU, no torch.compile where
+ * the model is compiled; the generic list where nothing is known. */
+static void compute_remedies(char *out, size_t cap, const tp_model_facts *f)
+{
+    if (!f->device[0]) {
+        snprintf(out, cap,
+                 "mixed precision (torch.autocast; FP16/BF16 on tensor cores is "
+                 "1.5-5x for common models), larger batches, torch.compile, faster or "
+                 "more devices");
+        return;
+    }
+    char precision[320] = "";
+    bool cuda = strcmp(f->device, "cuda") == 0;
+    bool said = tp_precision_words(precision, sizeof precision, f);
+    snprintf(out, cap, "%s%s%s%s", precision, said ? "; larger batches" : "larger batches",
+             f->compiled == 1 ? "" : ", torch.compile",
+             cuda ? ", faster or more GPUs"
+                  : "; the model runs on the CPU: more cores (torch.set_num_threads to match "
+                    "them), or a GPU");
+}
+
 /* The advice of an input-bound verdict, by what its loading waits on. */
 static void input_advice(char *out, size_t cap, const tp_verdict *v)
 {
@@ -129,13 +153,35 @@ static void input_advice(char *out, size_t cap, const tp_verdict *v)
         snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time%s (median)",
                  f->io_p50, over(f->io));
         break;
-    case TP_INPUT_WORKERS:
-        snprintf(out, cap,
-                 "Try more DataLoader workers (num_workers; the command ran up to %.0f "
-                 "processes on %s CPUs), pin_memory=True, a larger prefetch_factor, and "
-                 "data in memory or on local NVMe.",
-                 f->procs, f->cpus ? f->cpus : "?");
+    case TP_INPUT_WORKERS: {
+        const tp_model_facts *m = &v->facts;
+        int cores = f->cpus ? atoi(f->cpus) : 0;
+        /* pinned memory speeds host-to-GPU copies only */
+        bool pin = m->pin_memory != 1 && (!m->device[0] || strcmp(m->device, "cuda") == 0);
+        if (m->num_workers >= 0 && cores > 0 && m->num_workers >= cores) {
+            snprintf(out, cap,
+                     "The loader already has num_workers=%d on %d CPUs, and neither the CPUs "
+                     "nor the storage were busy: each sample waits on something slow (a remote "
+                     "read, a lock, a sleep), so more workers won't help much. A larger "
+                     "prefetch_factor%s, the data in memory or on local NVMe, or fewer and "
+                     "larger reads.",
+                     m->num_workers, cores, pin ? ", pin_memory=True" : "");
+        } else if (m->num_workers >= 0) {
+            snprintf(out, cap,
+                     "Try more DataLoader workers (num_workers=%d now; the command ran up to "
+                     "%.0f processes on %s CPUs)%s, a larger prefetch_factor, and data in "
+                     "memory or on local NVMe.",
+                     m->num_workers, f->procs, f->cpus ? f->cpus : "?",
+                     pin ? ", pin_memory=True" : "");
+        } else {
+            snprintf(out, cap,
+                     "Try more DataLoader workers (num_workers; the command ran up to %.0f "
+                     "processes on %s CPUs), pin_memory=True, a larger prefetch_factor, and "
+                     "data in memory or on local NVMe.",
+                     f->procs, f->cpus ? f->cpus : "?");
+        }
         return;
+    }
     }
     snprintf(out, cap,
              "%s, so loading waits on the disk or the network filesystem: data on local "
@@ -176,14 +222,14 @@ static void rank_message(char *out, size_t cap, const tp_verdict *v)
                      "everything else, making the batches included (no DataLoader timed), "
                      "%.0f%%",
                      train < 1 ? 100 * (1 - train) : 0.0);
+        char remedies[512];
+        compute_remedies(remedies, sizeof remedies, &v->facts);
         snprintf(out, cap,
                  "%s is compute-bound: the computation (train_batch, outside communication) "
                  "takes %.0f%% of step time "
                  "and %s. The input pipeline keeps up; speed-ups come "
-                 "from the computation: mixed precision (torch.autocast; FP16/BF16 on tensor "
-                 "cores is 1.5-5x for common models), larger batches, torch.compile, faster or "
-                 "more devices.",
-                 who, 100 * train, input);
+                 "from the computation: %s.",
+                 who, 100 * train, input, remedies);
     }
 }
 

@@ -14,10 +14,47 @@ static void copy_value(char *dst, size_t cap, const char *v)
     dst[n] = '\0';
 }
 
-bool tp_model_facts_read(const char *path, tp_model_facts *facts)
+static void unknown(tp_model_facts *facts)
 {
     memset(facts, 0, sizeof *facts);
-    facts->autocast = -1;
+    facts->autocast = facts->compiled = -1;
+    facts->num_workers = facts->pin_memory = facts->persistent_workers = -1;
+    facts->prefetch_factor = facts->batch_size = -1;
+}
+
+/* A fact's number: a non-negative integer below 1e6, else -1 (unknown). */
+static int small_number(const char *v)
+{
+    char *end;
+    long n = v ? strtol(v, &end, 10) : -1;
+    return v && end != v && *end == '\0' && n >= 0 && n < 1000000 ? (int)n : -1;
+}
+
+bool tp_run_model_facts(const tp_run *run, tp_model_facts *facts)
+{
+    unknown(facts);
+    const char *v;
+    if ((v = tp_run_meta_get(run, "fact.model.dtype")))
+        copy_value(facts->dtype, sizeof facts->dtype, v);
+    if ((v = tp_run_meta_get(run, "fact.model.device")))
+        copy_value(facts->device, sizeof facts->device, v);
+    if ((v = tp_run_meta_get(run, "fact.model.capability")) &&
+        sscanf(v, "%d.%d", &facts->cc_major, &facts->cc_minor) != 2)
+        facts->cc_major = facts->cc_minor = 0;
+    facts->autocast = small_number(tp_run_meta_get(run, "fact.model.autocast"));
+    facts->compiled = small_number(tp_run_meta_get(run, "fact.model.compiled"));
+    facts->num_workers = small_number(tp_run_meta_get(run, "fact.loader.num_workers"));
+    facts->pin_memory = small_number(tp_run_meta_get(run, "fact.loader.pin_memory"));
+    facts->persistent_workers =
+        small_number(tp_run_meta_get(run, "fact.loader.persistent_workers"));
+    facts->prefetch_factor = small_number(tp_run_meta_get(run, "fact.loader.prefetch_factor"));
+    facts->batch_size = small_number(tp_run_meta_get(run, "fact.loader.batch_size"));
+    return facts->device[0] || facts->num_workers >= 0;
+}
+
+bool tp_model_facts_read(const char *path, tp_model_facts *facts)
+{
+    unknown(facts);
     FILE *f = fopen(path, "r");
     if (!f)
         return false;

@@ -113,3 +113,55 @@ def test_input_bound_tells_the_training_s_cpu_from_another_process_s(tmp_path):
     # the same run on idle CPUs: nothing busy, the loader's latency is the cause
     ev, _ = input_cause(tmp_path, burners=0)
     assert ev["cause"] == "latency" and ev["cpu_util_p50_percent"] < 90, ev
+
+
+EMIT = ROOT / "build" / "tests" / "emit_events"
+
+
+def test_facts_reach_the_run_file_under_their_prefix_and_bad_ones_never_leave(tmp_path):
+    run = tmp_path / "facts.db"
+    r = trainprof("record", "-q", "-o", run, "--", EMIT, "facts")
+    assert r.returncode == 0, r.stderr  # the sender refused the malformed one itself
+    meta = json.loads(report("--json", run))["run"]["meta"]
+    assert meta["fact.model.device"] == "cpu" and meta["fact.loader.num_workers"] == "3"
+    assert not [k for k in meta if k.startswith("fact.") and k not in
+                ("fact.model.device", "fact.loader.num_workers")]
+
+
+def test_the_advice_fits_what_the_script_does(tmp_path):
+    """A CPU training with a loader of no workers: the facts the instrumentation
+    saw are in the run file, the input-bound advice names num_workers=0 and
+    leaves pin_memory out (it speeds copies to a GPU only)."""
+    ev, lines = input_cause(tmp_path, burners=0)
+    run = tmp_path / "run0.db"
+    rep = json.loads(report("--json", run))
+    meta = rep["run"]["meta"]
+    assert meta["fact.model.device"] == "cpu" and meta["fact.model.dtype"] == "float32"
+    assert meta["fact.model.compiled"] == "0" and meta["fact.model.autocast"] == "0"
+    assert meta["fact.loader.num_workers"] == "0" and meta["fact.loader.batch_size"] == "4"
+    [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "input_bound"]
+    assert "num_workers=0 now" in message and "pin_memory" not in message, message
+
+
+def test_compute_advice_on_the_cpu_says_nothing_of_tensor_cores(tmp_path):
+    script = tmp_path / "compute.py"
+    script.write_text(textwrap.dedent("""
+        import sys, time, torch
+        from torch.utils.data import DataLoader, TensorDataset
+        loader = DataLoader(TensorDataset(torch.randn(256, 256)), batch_size=64)
+        model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(8)])
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        end = time.time() + float(sys.argv[1])
+        while time.time() < end:
+            for (x,) in loader:
+                opt.zero_grad()
+                model(x).square().mean().backward()
+                opt.step()
+    """))
+    run = tmp_path / "compute.db"
+    r = trainprof("record", "-q", "-i", "0.2", "-o", run, "--", PYTHON, script, "3", timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(report("--json", run))
+    [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "compute_bound"]
+    assert "tensor cores" not in message and "FP16" not in message
+    assert "the model runs on the CPU" in message and "torch.compile" in message

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "facts.h"
 #include "stacks.h"
 #include "trainprof.h"
 
@@ -257,6 +258,16 @@ static int stacks(void)
     return 0;
 }
 
+/* Facts as the Python side sends them, then one the sender refuses. */
+static int facts(void)
+{
+    static const char *const good[] = {"model.device=cpu", "loader.num_workers=3"};
+    for (size_t i = 0; i < 2; i++)
+        if (!tp_fact_send(good[i], strlen(good[i])))
+            return 1;
+    return tp_fact_send("Bad Key=x", 9) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -284,6 +295,8 @@ int main(int argc, char **argv)
         return flood();
     if (strcmp(mode, "stacks") == 0)
         return stacks();
+    if (strcmp(mode, "facts") == 0)
+        return facts();
     if (strcmp(mode, "none") == 0)
         return without_recorder();
     return 64;

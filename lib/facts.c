@@ -1,0 +1,15 @@
+/* facts.c: see facts.h. */
+#include "facts.h"
+
+#include "ring.h"
+#include "thread_state.h"
+
+bool tp_fact_send(const char *text, size_t len)
+{
+    size_t key_len;
+    tp_thread *t = &tp_self;
+    if (!tp_fact_valid(text, len, &key_len) || !tp_thread_ready(t))
+        return false;
+    tp_event head = {0, TP_EV_FACT, 0, 0, (uint64_t)len};
+    return tp_thread_send(t, &head, text, len);
+}

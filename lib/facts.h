@@ -1,0 +1,48 @@
+/* facts.h: what the training script does, as the instrumentation sees it
+ * (the model's dtype and device, autocast, torch.compile, the training
+ * DataLoader's settings), told to the recorder once each, so that the
+ * advice fits the run: nothing the script already does, nothing GPU-only
+ * on a CPU run.
+ *
+ * A fact is "key=value": the key of [a-z0-9_.] (1 to TP_FACT_KEY_MAX), the
+ * value of printable ASCII (at most TP_FACT_TEXT_MAX in all). The recorder
+ * checks both, and stores the fact in the run's meta as "fact.KEY" (the
+ * prefix keeps a traced process from writing the recorder's own keys); a
+ * later fact of the same key replaces it. docs/run-file.md lists them. */
+#ifndef TP_LIB_FACTS_H
+#define TP_LIB_FACTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TP_FACT_KEY_MAX  48
+#define TP_FACT_TEXT_MAX 256
+
+/* Sends one fact through the calling thread's ring (attached on first use).
+ * False when there is no recorder, the ring is full, or text is longer than
+ * TP_FACT_TEXT_MAX (nothing sent). Not for the hot path: once per fact. */
+bool tp_fact_send(const char *text, size_t len);
+
+/* Whether text (len bytes) is a well-formed fact; its key's length into
+ * *key_len. The recorder's check, shared with the sender (inline: the
+ * recorder links none of the sender's code). */
+static inline bool tp_fact_valid(const char *text, size_t len, size_t *key_len)
+{
+    if (len > TP_FACT_TEXT_MAX)
+        return false;
+    size_t k = 0;
+    for (; k < len && text[k] != '='; k++) {
+        char c = text[k];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.'))
+            return false;
+    }
+    if (k == 0 || k > TP_FACT_KEY_MAX || k == len)
+        return false;
+    for (size_t i = k + 1; i < len; i++)
+        if (text[i] < 0x20 || text[i] > 0x7e)
+            return false;
+    *key_len = k;
+    return true;
+}
+
+#endif

@@ -1,0 +1,86 @@
+"""What the training script does, told to the recorder once each (lib/facts.h),
+so that the advice fits the run: the model's dtype and device, the CUDA
+compute capability, autocast, torch.compile, and the training DataLoader's
+settings. Read from objects the script already made; nothing imported that the
+script did not import, nothing hooked.
+
+`trainprof bottleneck`'s replay run writes the model's facts to its file too
+(TRAINPROF_BOTTLENECK_FACTS), as key=value lines.
+"""
+
+import os
+
+from . import _native
+
+_BOTTLENECK_FACTS = os.environ.get("TRAINPROF_BOTTLENECK_FACTS")
+if os.environ.get("TRAINPROF_BOTTLENECK") != "replay":
+    _BOTTLENECK_FACTS = None
+
+# True until the first training forward has noted the model (note_model).
+wants_model = True
+_loader_noted = False
+
+
+def _send(facts):
+    for key, value in facts:
+        try:
+            _native.fact(f"{key}={value}")
+        except ValueError:  # a value that is not printable ASCII: left out
+            pass
+
+
+def note_model(module):
+    """At the first outermost training forward: the first parameter's dtype
+    and device type, the CUDA compute capability, whether autocast is on, and
+    whether the model is torch.compile's."""
+    global wants_model
+    import torch  # the script's: this runs inside its forward
+
+    param = next(module.parameters(), None)
+    if param is None:
+        return  # a parameterless wrapper: wait for the next forward
+    wants_model = False
+    try:
+        facts = [("model.dtype", str(param.dtype).replace("torch.", "")),
+                 ("model.device", param.device.type),
+                 ("model.compiled", int(type(module).__name__ == "OptimizedModule"))]
+        if param.device.type == "cuda":
+            major, minor = torch.cuda.get_device_capability(param.device)
+            facts.append(("model.capability", f"{major}.{minor}"))
+        try:
+            on = torch.is_autocast_enabled(param.device.type)
+        except (TypeError, RuntimeError):  # torch < 2.4 (no device argument), or a device
+            on = None  # autocast does not know: say nothing
+        if param.device.type == "cpu" and hasattr(torch, "is_autocast_cpu_enabled"):
+            on = on or torch.is_autocast_cpu_enabled()
+        if on is None and param.device.type == "cuda":
+            on = torch.is_autocast_enabled()  # the old form is CUDA's
+        if on is not None:
+            facts.append(("model.autocast", int(bool(on))))
+        _send(facts)
+        if _BOTTLENECK_FACTS:
+            names = {"model.dtype": "dtype", "model.device": "device",
+                     "model.capability": "capability", "model.autocast": "autocast"}
+            with open(_BOTTLENECK_FACTS, "w") as f:
+                f.write("".join(f"{names[k]}={v}\n" for k, v in facts if k in names))
+    except Exception:  # never let the profiler break the training
+        pass
+
+
+def note_loader(loader):
+    """The training DataLoader's settings, at its first iteration."""
+    global _loader_noted
+    if _loader_noted:
+        return
+    _loader_noted = True
+    try:
+        facts = [("loader.num_workers", loader.num_workers),
+                 ("loader.pin_memory", int(bool(loader.pin_memory))),
+                 ("loader.persistent_workers", int(bool(loader.persistent_workers)))]
+        if loader.num_workers > 0 and loader.prefetch_factor is not None:
+            facts.append(("loader.prefetch_factor", loader.prefetch_factor))
+        if loader.batch_size is not None:
+            facts.append(("loader.batch_size", loader.batch_size))
+        _send(facts)
+    except Exception:
+        pass

@@ -35,6 +35,30 @@ void tp_spans_merge(tp_time_spans *s)
     s->n = k + 1;
 }
 
+void tp_spans_subtract(tp_time_spans *s, tp_time_spans *cut, tp_time_spans *tmp)
+{
+    tp_spans_merge(s);
+    tp_spans_merge(cut);
+    tmp->n = 0;
+    size_t j = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        int64_t a = s->v[i].a, b = s->v[i].b;
+        while (j < cut->n && cut->v[j].b <= a) /* cuts wholly before this span */
+            j++;
+        for (size_t k = j; k < cut->n && cut->v[k].a < b; k++) {
+            if (cut->v[k].a > a)
+                tp_spans_push(tmp, a, cut->v[k].a);
+            if (cut->v[k].b > a)
+                a = cut->v[k].b;
+        }
+        if (b > a)
+            tp_spans_push(tmp, a, b);
+    }
+    tp_time_spans swap = *s;
+    *s = *tmp;
+    *tmp = swap;
+}
+
 size_t tp_spans_first_after(const tp_time_spans *s, int64_t t)
 {
     size_t lo = 0, hi = s->n;

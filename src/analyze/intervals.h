@@ -22,6 +22,10 @@ void tp_spans_push(tp_time_spans *s, int64_t a, int64_t b);
  * spans are disjoint and increasing. */
 void tp_spans_merge(tp_time_spans *s);
 
+/* s less every span of cut, merged (both are merged first); tmp is
+ * scratch, and its storage may trade places with s's. */
+void tp_spans_subtract(tp_time_spans *s, tp_time_spans *cut, tp_time_spans *tmp);
+
 /* In a merged s: the first span that ends after t (s->n when none does). */
 size_t tp_spans_first_after(const tp_time_spans *s, int64_t t);
 

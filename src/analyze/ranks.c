@@ -23,6 +23,7 @@ typedef struct rank_acc {
     int visible_thread; /* a thread of its with CUDA_VISIBLE_DEVICES, -1 none */
     int64_t t0, t1;     /* window, ns; t1 <= t0 when the rank marked < 2 steps */
     tp_time_spans cat[NCAT];
+    tp_time_spans backward; /* its backward passes, also in cat[CAT_COMPUTE] */
 } rank_acc;
 
 typedef struct ranks_ctx {
@@ -74,6 +75,47 @@ static void add_region(void *ctx, int64_t thread, const char *name, int depth, i
     int64_t a = start_ns > r->t0 ? start_ns : r->t0, b = end_ns < r->t1 ? end_ns : r->t1;
     if (b > a)
         tp_spans_push(&r->cat[cat], a, b);
+    if (b > a && strcmp(name, TP_PHASE_BACKWARD) == 0)
+        tp_spans_push(&r->backward, a, b);
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The tails of r's backward passes that only wait for communication: from
+ * the last collective that starts inside a pass to the pass's end. DDP
+ * launches a bucket's all-reduce as soon as its gradients are ready, the
+ * last bucket's when the autograd engine is done; what follows in backward
+ * is the wait for the collectives. On gloo they run on a thread of their
+ * own, so their spans lie under backward's (and train_batch's) and would
+ * count as hidden by compute that isn't running. */
+static void backward_waits(const rank_acc *r, tp_time_spans *waits)
+{
+    waits->n = 0;
+    const tp_time_spans *R = &r->cat[CAT_COMM];
+    if (!R->n || !r->backward.n)
+        return;
+    int64_t *starts = tp_xmalloc(R->n * sizeof *starts);
+    for (size_t i = 0; i < R->n; i++)
+        starts[i] = R->v[i].a;
+    qsort(starts, R->n, sizeof *starts, cmp_i64);
+    for (size_t k = 0; k < r->backward.n; k++) {
+        int64_t b0 = r->backward.v[k].a, b1 = r->backward.v[k].b;
+        size_t lo = 0, hi = R->n; /* the first start at or after b1 */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (starts[mid] < b1)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && starts[lo - 1] >= b0)
+            tp_spans_push(waits, starts[lo - 1], b1);
+    }
+    free(starts);
 }
 
 static int cmp_int(const void *x, const void *y)
@@ -198,13 +240,16 @@ static void gpu_means(tp_run *run, rank_acc *a)
 /* Splits each rank's window into its parts. */
 static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
 {
-    tp_time_spans tmp = {0};
+    tp_time_spans tmp = {0}, waits = {0};
     out->rows = tp_xcalloc(c->nacc, sizeof *out->rows);
     for (size_t k = 0; k < c->nacc; k++) {
         rank_acc *a = &c->acc[k];
         if (!a->row.steps)
             continue;
         tp_time_spans *R = &a->cat[CAT_COMM], *I = &a->cat[CAT_INPUT], *T = &a->cat[CAT_COMPUTE];
+        backward_waits(a, &waits);
+        if (waits.n) /* waiting in backward is no compute: communication shows */
+            tp_spans_subtract(T, &waits, &tmp);
         tp_time_spans *ri[] = {R, I}, *rit[] = {R, I, T}, *rt[] = {R, T};
         double comm = union_s(&R, 1, &tmp), with_input = union_s(ri, 2, &tmp);
         double all = union_s(rit, 3, &tmp), compute_only = union_s(&T, 1, &tmp);
@@ -216,10 +261,13 @@ static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
         a->row.compute_s = all - with_input;
         a->row.other_s = a->row.window_s - all;
         a->row.comm_overlap_s = comm + compute_only - union_s(rt, 2, &tmp);
+        if (a->row.comm_overlap_s < 1e-12) /* none: rounding of the three sums */
+            a->row.comm_overlap_s = 0;
         gpu_means(run, a);
         out->rows[out->n++] = a->row;
     }
     tp_spans_free(&tmp);
+    tp_spans_free(&waits);
 }
 
 static int cmp_rank(const void *x, const void *y)
@@ -249,9 +297,11 @@ bool tp_ranks_from_rows(tp_run *run, tp_ranks *out, char *err, size_t cap)
             tp_ranks_compare(out);
         }
     }
-    for (size_t k = 0; k < c.nacc; k++)
+    for (size_t k = 0; k < c.nacc; k++) {
         for (int j = 0; j < NCAT; j++)
             tp_spans_free(&c.acc[k].cat[j]);
+        tp_spans_free(&c.acc[k].backward);
+    }
     free(c.acc);
     free(c.thread_acc);
     free(c.threads);

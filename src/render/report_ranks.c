@@ -46,7 +46,8 @@ void tp_report_ranks_text(FILE *out, const tp_summary *s)
             own, r->nstragglers, r->nstragglers == 1 ? "" : "s", 100 * TP_STRAGGLER_EXCESS, floor,
             100 * TP_STRAGGLER_STEP_SHARE);
     fprintf(out, "  overlap: the part of comm during which a compute region was open too (work "
-                 "hidden behind it, or the host waiting inside backward)\n");
+                 "hidden behind it); the end of\n  a backward pass from its last collective's "
+                 "start is waiting, not compute\n");
 }
 
 static void number_or_null(json_writer *w, const char *key, double v)

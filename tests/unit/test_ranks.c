@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/intervals.h"
 #include "analyze/rank_gpu.h"
 #include "analyze/ranks.h"
 #include "analyze/summary.h"
@@ -157,6 +158,59 @@ static void test_parts_by_interval_union(void **state)
     assert_false(row->straggler);
     tp_ranks_free(&r);
     free(path);
+}
+
+/* DDP on gloo: the all-reduces run on a thread of their own during
+ * backward. train_batch [0, 8], backward [1, 8], collectives [2, 3] (an
+ * early bucket, hidden behind compute) and [6, 9] (the last bucket,
+ * launched when the gradients were done): backward's [6, 8] is waiting,
+ * not compute, so only [2, 3] is overlap. */
+static void test_waiting_at_the_end_of_backward_is_not_compute(void **state)
+{
+    (void)state;
+    char *path = tmp_path("backward.db");
+    tp_sink *s = run_sink();
+    uint32_t main = thread(s, 0, 1000), comm = thread(s, 0, 2000);
+    uint32_t train = tp_sink_name(s, "train_batch"), bwd = tp_sink_name(s, "backward");
+    uint32_t red = tp_sink_name(s, "reduce_metrics");
+    tp_sink_mark(s, main, TP_MARK_STEP, 0, 0);
+    tp_sink_interval(s, main, train, 0, 0, 8 * S);
+    tp_sink_interval(s, main, bwd, 1, 1 * S, 8 * S);
+    tp_sink_interval(s, comm, red, 0, 2 * S, 3 * S);
+    tp_sink_interval(s, comm, red, 0, 6 * S, 9 * S);
+    tp_sink_mark(s, main, TP_MARK_STEP, 10 * S, 0);
+    write_run(path, s);
+    tp_ranks r = build(path, true);
+    assert_int_equal(r.n, 1);
+    const tp_rank_row *row = &r.rows[0];
+    assert_float_equal(row->comm_s, 4, 1e-9);
+    assert_float_equal(row->comm_overlap_s, 1, 1e-9); /* was 3 with the wait as compute */
+    assert_float_equal(row->compute_s, 5, 1e-9);      /* [0, 2] and [3, 6] */
+    assert_float_equal(row->other_s, 1, 1e-9);        /* [9, 10] */
+    tp_ranks_free(&r);
+    free(path);
+}
+
+/* The spans of s less those of cut, whatever their order and overlaps. */
+static void test_spans_subtract(void **state)
+{
+    (void)state;
+    tp_time_spans s = {0}, cut = {0}, tmp = {0};
+    tp_spans_push(&s, 10, 20);
+    tp_spans_push(&s, 0, 5);
+    tp_spans_push(&s, 30, 40);
+    tp_spans_push(&cut, 3, 12);  /* the end of one, the start of another */
+    tp_spans_push(&cut, 15, 16); /* a hole */
+    tp_spans_push(&cut, 35, 50); /* past the end */
+    tp_spans_push(&cut, 18, 31); /* across a gap */
+    tp_spans_subtract(&s, &cut, &tmp);
+    const int64_t want[][2] = {{0, 3}, {12, 15}, {16, 18}, {31, 35}};
+    assert_int_equal(s.n, 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(s.v[i].a == want[i][0] && s.v[i].b == want[i][1]);
+    tp_spans_free(&s);
+    tp_spans_free(&cut);
+    tp_spans_free(&tmp);
 }
 
 /* An evaluation mid-epoch: step marks at 0, 10, 20 and 30 s and step ends at
@@ -516,6 +570,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parts_by_interval_union),
+        cmocka_unit_test(test_waiting_at_the_end_of_backward_is_not_compute),
+        cmocka_unit_test(test_spans_subtract),
         cmocka_unit_test(test_a_step_end_closes_a_step_and_begins_none),
         cmocka_unit_test(test_compiling_first_steps_are_warm_up_and_batches_counted),
         cmocka_unit_test(test_times_at_the_ends_of_int64),

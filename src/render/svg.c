@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "trainprof.h"
+
 #include "render/units.h"
 #include "util/utf8.h"
 
@@ -19,6 +21,32 @@ static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 const char *tp_svg_color(size_t n) { return palette[n % (sizeof palette / sizeof palette[0])]; }
+
+/* Every chart's colour of a step phase, and of the ranks' parts that hold
+ * them: loading in blues, computing in green and its neighbours, the
+ * collectives in red, the rest in grey. */
+static const struct {
+    const char *name, *color;
+} phase_colors[] = {
+    {TP_PHASE_DATALOADER_NEXT, "#1f77b4"},
+    {"input", "#1f77b4"},
+    {TP_PHASE_TO_DEVICE, "#17becf"},
+    {TP_PHASE_TRAIN_BATCH, "#2ca02c"},
+    {"compute", "#2ca02c"},
+    {TP_PHASE_STEP_LR_SCHEDULERS, "#bcbd22"},
+    {TP_PHASE_FROM_DEVICE, "#9467bd"},
+    {TP_PHASE_REDUCE_METRICS, "#d62728"},
+    {"communication", "#d62728"},
+    {"other", "#7f7f7f"},
+};
+
+const char *tp_svg_part_color(const char *label, size_t n)
+{
+    for (size_t i = 0; label && i < sizeof phase_colors / sizeof phase_colors[0]; i++)
+        if (strcmp(label, phase_colors[i].name) == 0)
+            return phase_colors[i].color;
+    return tp_svg_color(n);
+}
 
 void tp_html_escape(FILE *out, const char *s)
 {
@@ -77,7 +105,7 @@ static void legend(FILE *out, const char *const *labels, size_t n, double y)
     double x = LEFT;
     for (size_t i = 0; i < n; i++) {
         fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\"/>", x,
-                y - 9, tp_svg_color(i));
+                y - 9, tp_svg_part_color(labels[i], i));
         text(out, x + 14, y, "start", " class=\"legend\"", labels[i]);
         x += 24 + 7.0 * (double)strlen(labels[i]);
         if (x > W - 120 && i + 1 < n) {
@@ -162,7 +190,7 @@ void tp_svg_line_chart(FILE *out, const tp_svg_chart *c, const tp_svg_line *line
     for (size_t i = 0; i < n && i < 64; i++) {
         labels[i] = lines[i].label;
         fprintf(out, "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" points=\"",
-                tp_svg_color(i));
+                tp_svg_part_color(lines[i].label, i));
         for (size_t k = 0; k < lines[i].n; k++)
             fprintf(out, "%.1f,%.1f ", LEFT + lines[i].x[k] / xmax * plot_w,
                     TOP + plot_h - lines[i].y[k] / ymax * plot_h);
@@ -223,12 +251,12 @@ void tp_svg_stacked_bars(FILE *out, const tp_svg_chart *c, const char *const *ba
                 fprintf(out,
                         "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">",
                         LEFT + at / max * plot_w, TOP + slot * (double)b + 4, v / max * plot_w,
-                        slot - 8, tp_svg_color(p));
+                        slot - 8, tp_svg_part_color(part_labels[p], p));
             else
-                fprintf(out,
-                        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">",
-                        LEFT + slot * (double)b, TOP + plot_h - (at + v) / max * plot_h,
-                        fmax(slot - 1, 0.5), v / max * plot_h, tp_svg_color(p));
+                fprintf(
+                    out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">",
+                    LEFT + slot * (double)b, TOP + plot_h - (at + v) / max * plot_h,
+                    fmax(slot - 1, 0.5), v / max * plot_h, tp_svg_part_color(part_labels[p], p));
             char val[32];
             tp_format_value(val, sizeof val, c->unit, v);
             fputs("<title>", out);

@@ -43,6 +43,10 @@ void tp_html_escape(FILE *out, const char *s);
 
 /* The n-th colour of the palette (cycles). */
 const char *tp_svg_color(size_t n);
+/* The colour of the n-th line or part labelled label: a step phase's, or a
+ * rank part's (input, compute, communication, other), the same on every
+ * chart; any other label's tp_svg_color(n). */
+const char *tp_svg_part_color(const char *label, size_t n);
 
 void tp_svg_line_chart(FILE *out, const tp_svg_chart *c, const tp_svg_line *lines, size_t n);
 

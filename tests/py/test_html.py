@@ -112,6 +112,24 @@ def test_the_answer_leads_the_page_and_the_charts_use_its_width(tmp_path, width)
     assert r.returncode == 0 and png_size(shot) == (width, 2400)
 
 
+def test_one_colour_per_phase_on_every_chart(tmp_path):
+    """Before, green was train_batch on the step chart and communication on
+    the ranks' parts. Now a phase, and the rank part that holds it, has one
+    colour across the page."""
+    run = tmp_path / "ddp.db"
+    shutil.copy(ROOT / "tests" / "golden" / "runs" / "ddp.db", run)
+    html = tmp_path / "ddp.html"
+    assert trainprof("html", "-o", html, run).returncode == 0
+    colours = {}
+    for fill, label in re.findall(r'fill="(#[0-9a-f]{6})"><title>[^<]*?: ([a-z_]+) ',
+                                  html.read_text()):
+        colours.setdefault(label, set()).add(fill)
+    assert {"train_batch", "dataloader_next", "communication", "compute", "input"} <= set(colours)
+    assert all(len(c) == 1 for c in colours.values()), colours
+    assert colours["train_batch"] == colours["compute"] != colours["communication"]
+    assert colours["dataloader_next"] == colours["input"]
+
+
 def test_charts_that_stayed_zero_fold_into_a_line(tmp_path):
     run = ROOT / "tests" / "golden" / "runs" / "example.db"
     html = tmp_path / "page.html"

@@ -316,6 +316,12 @@ def test_pauses_are_shaded_and_warm_up_steps_left_out_of_the_step_chart(tmp_path
     assert "not training (pauses outside the steps)" in report
     steps = json.loads(trainprof("report", "--json", run).stdout)["steps"][0]
     assert (steps["count"], steps["warmup_steps"]) == (27, 2) and steps["max_s"] < 0.25
+    # the mean-step bar is the text's mean step, warm-up left out of both
+    where = next(c for c in charts if "Where step time goes" in c)
+    scale = {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+    parts = [float(v) * scale[u] for v, u in
+             re.findall(r"<title>no rank: [a-z_]+ ([0-9.]+) (s|ms|us|ns)</title>", where)]
+    assert parts and abs(sum(parts) - steps["mean_s"]) < 0.05 * steps["mean_s"], parts  # 2 digits
     trace = tmp_path / "trace.json"
     assert trainprof("export", "--format", "chrome", "-o", trace, run).returncode == 0
     cats = {e["name"]: e["cat"] for e in json.loads(trace.read_text())["traceEvents"]

@@ -316,10 +316,18 @@ int cmd_bottleneck(int argc, char **argv)
     FILE *out = stdout;
     char kind[32] = "none";
     if (!r[ASIS].found_loader) {
-        if (!json)
+        if (!json && r[ASIS].steps > 0)
             fprintf(out,
-                    "no DataLoader found: only the as-is run was made (%s, exit status "
-                    "%d)\n",
+                    "no DataLoader found: only the as-is run was made: %.1f %s over %ld steps "
+                    "(%s, exit status %d). bottleneck splits input from training at the "
+                    "training DataLoader's fetches; `trainprof report %s` splits this run's "
+                    "steps by phase.\n",
+                    r[ASIS].rate, samples ? "samples/s" : "steps/s", (long)r[ASIS].steps,
+                    r[ASIS].path, r[ASIS].exit_status, r[ASIS].path);
+        else if (!json)
+            fprintf(out,
+                    "no DataLoader found, and no steps: only the as-is run was made (%s, exit "
+                    "status %d)\n",
                     r[ASIS].path, r[ASIS].exit_status);
         snprintf(kind, sizeof kind, "no_dataloader");
     }

@@ -2,6 +2,8 @@
 
 import json
 import os
+import re
+import textwrap
 
 from conftest import PYTHON, trainprof
 
@@ -79,8 +81,24 @@ def test_no_dataloader(tmp_path):
     script.write_text("print('no loader here')\n")
     r = trainprof("bottleneck", "-o", tmp_path / "bn", "--", PYTHON, script)
     assert r.returncode == 0, r.stderr
-    assert "no DataLoader found: only the as-is run was made" in r.stdout
+    assert "no DataLoader found, and no steps: only the as-is run was made" in r.stdout
     assert not (tmp_path / "bn-replay.db").exists()
+    # steps without a DataLoader (the optimizer's): the as-is run's rate is said
+    loop = tmp_path / "loop.py"
+    loop.write_text(textwrap.dedent("""
+        import torch
+        model = torch.nn.Linear(8, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(60):
+            opt.zero_grad()
+            model(torch.randn(4, 8)).sum().backward()
+            opt.step()
+    """))
+    r = trainprof("bottleneck", "-o", tmp_path / "bn2", "--", PYTHON, loop, timeout=300)
+    assert r.returncode == 0, r.stderr
+    said = re.search(r"only the as-is run was made: ([0-9.]+) samples/s over (\d+) steps",
+                     r.stdout)  # 60 updates, the first 20 warm-up
+    assert said and float(said.group(1)) > 0 and int(said.group(2)) >= 35, r.stdout
 
 
 def test_a_crashing_run_is_reported(tmp_path):

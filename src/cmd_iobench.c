@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "analyze/storage_typical.h"
 #include "commands.h"
+#include "iobench_dataset.h"
 #include "render/units.h"
 #include "util/json_writer.h"
 #include "util/options.h"
@@ -37,7 +38,10 @@ static const char usage[] =
     "reads) and random (4 KiB reads), bypassing the page cache where the filesystem\n"
     "allows, and compares them with typical figures (disk ~150 MB/s, NVMe ~3000 MB/s).\n"
     "PATH is a directory (a test file is written there and removed) or an existing\n"
-    "file (only read). With --run, also says how the recorded training read its data.\n";
+    "file (only read). A directory's own files (a dataset) are read too, each whole,\n"
+    "as a DataLoader reads them: in sorted order (a map-style dataset's) and shuffled\n"
+    "(a random sampler's), up to --size MB of them. With --run, also says how the\n"
+    "recorded training read its data during its steps.\n";
 
 static char made_file[4200]; /* removed on exit and on Ctrl-C */
 
@@ -66,6 +70,49 @@ static void progress(bool tty, const char *what, double fraction)
         return;
     fprintf(stderr, "\r\033[Ktrainprof iobench: %s %3.0f%%", what, 100 * fraction);
     fflush(stderr);
+}
+
+static void dataset_progress(const char *what, double fraction) { progress(true, what, fraction); }
+
+static void print_dataset_text(const char *path, const tp_dataset_reads *d)
+{
+    if (!d->files_found) {
+        printf("no files under %s to read as a dataset\n", path);
+        return;
+    }
+    printf("the dataset's files under %s: %zu found, %zu read (%.1f MiB, %.0f KiB each on "
+           "average%s)\n",
+           path, d->files_found, d->files, (double)d->bytes / (1 << 20), d->mean_file_kib,
+           d->direct ? "" : "; O_DIRECT refused: cache dropped with fadvise");
+    printf("  in sorted order (a map-style dataset) %8.1f MB/s %10.0f files/s\n", d->sorted_mb_s,
+           d->sorted_files_s);
+    printf("  shuffled (a random sampler)           %8.1f MB/s %10.0f files/s\n", d->random_mb_s,
+           d->random_files_s);
+}
+
+static void dataset_json(json_writer *w, const tp_dataset_reads *d)
+{
+    json_key(w, "dataset");
+    json_object_begin(w);
+    json_key(w, "files_found");
+    json_int(w, (int64_t)d->files_found);
+    json_key(w, "files_read");
+    json_int(w, (int64_t)d->files);
+    json_key(w, "bytes_read");
+    json_int(w, (int64_t)d->bytes);
+    json_key(w, "mean_file_kib");
+    json_double(w, d->mean_file_kib);
+    json_key(w, "sorted_mb_s");
+    json_double(w, d->sorted_mb_s);
+    json_key(w, "sorted_files_per_s");
+    json_double(w, d->sorted_files_s);
+    json_key(w, "shuffled_mb_s");
+    json_double(w, d->random_mb_s);
+    json_key(w, "shuffled_files_per_s");
+    json_double(w, d->random_files_s);
+    json_key(w, "direct_io");
+    json_bool(w, d->direct);
+    json_object_end(w);
 }
 
 /* Writes size bytes of random-looking data to a new file in dir. */
@@ -208,7 +255,8 @@ static bool read_run(const char *path, run_reads *out)
     return ok;
 }
 
-static void print_text(const char *path, const io_result *r, const run_reads *rr)
+static void print_text(const char *path, const io_result *r, const run_reads *rr,
+                       const tp_dataset_reads *d)
 {
     printf("storage under %s (%.0f MiB read%s)\n", path, (double)r->file_bytes / (1 << 20),
            r->direct ? ", O_DIRECT" : "; O_DIRECT refused: cache dropped with fadvise");
@@ -216,6 +264,8 @@ static void print_text(const char *path, const io_result *r, const run_reads *rr
     printf("  random 4 KiB reads      %10.0f IOPS   (%.1f MB/s)\n", r->rand_iops, r->rand_mb_s);
     printf("  sequential beats random by %.0fx here\n",
            r->rand_mb_s > 0 ? r->seq_mb_s / r->rand_mb_s : 0);
+    if (d)
+        print_dataset_text(path, d);
     if (!rr)
         return;
     if (!rr->have) {
@@ -232,7 +282,8 @@ static void print_text(const char *path, const io_result *r, const run_reads *rr
     printf("\n");
 }
 
-static void print_json(const char *path, const io_result *r, const run_reads *rr)
+static void print_json(const char *path, const io_result *r, const run_reads *rr,
+                       const tp_dataset_reads *d)
 {
     json_writer w;
     json_init(&w, stdout);
@@ -251,6 +302,8 @@ static void print_json(const char *path, const io_result *r, const run_reads *rr
     json_double(&w, r->rand_mb_s);
     json_key(&w, "class");
     json_string(&w, class_of(r->seq_mb_s));
+    if (d)
+        dataset_json(&w, d);
     if (rr && rr->have) {
         json_key(&w, "run");
         json_object_begin(&w);
@@ -276,8 +329,10 @@ int cmd_iobench(int argc, char **argv)
     const char *run_path = NULL;
     bool json = false;
     const tp_option options[] = {
-        TP_INTEGER(0, "size", "MB", "size of the test file in a directory (default 256)", &size_mb,
-                   1, 1 << 20, "MB"),
+        TP_INTEGER(0, "size", "MB",
+                   "size of the test file in a directory, and of the dataset's files read "
+                   "(default 256)",
+                   &size_mb, 1, 1 << 20, "MB"),
         TP_STRING(0, "run", "RUN_FILE", "compare with the disk reads recorded in a run file",
                   &run_path),
         TP_FLAG(0, "json", "one JSON object instead of text", &json),
@@ -303,6 +358,14 @@ int cmd_iobench(int argc, char **argv)
     }
     bool tty = isatty(STDERR_FILENO);
     const char *target = path;
+    tp_dataset_reads dataset, *d = NULL;
+    if (S_ISDIR(sb.st_mode)) { /* its own files first: the test file isn't there yet */
+        tp_dataset_read(path, NULL, (unsigned long long)size_mb << 20, &dataset,
+                        tty ? dataset_progress : NULL);
+        d = &dataset;
+        if (tty)
+            fputs("\r\033[K", stderr);
+    }
     if (S_ISDIR(sb.st_mode)) {
         atexit(remove_made_file);
         signal(SIGINT, on_signal);
@@ -323,8 +386,8 @@ int cmd_iobench(int argc, char **argv)
     if (!ok)
         return 1;
     if (json)
-        print_json(path, &r, run_path ? &rr : NULL);
+        print_json(path, &r, run_path ? &rr : NULL, d);
     else
-        print_text(path, &r, run_path ? &rr : NULL);
+        print_text(path, &r, run_path ? &rr : NULL, d);
     return 0;
 }

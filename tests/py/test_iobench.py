@@ -1,6 +1,7 @@
 """`trainprof iobench`: the storage under a path, measured for real."""
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -59,6 +60,35 @@ def test_the_run_s_reads_are_its_steps_not_its_start_up(tmp_path):
     assert got["over"] == "steps" and got["read_max_mb_s"] == 50
     text = trainprof("iobench", tmp_path, "--size", "8", "--run", run).stdout
     assert "on average during its steps (peak 50.0 MB/s" in text
+
+
+def test_the_dataset_s_own_files_read_as_a_loader_reads_them(tmp_path):
+    """Each file whole, in sorted order and shuffled, up to --size MB; the
+    test file iobench writes there is none of them."""
+    data = tmp_path / "data"
+    sizes = {}
+    for k in range(60):
+        sub = data / f"class{k % 3}"
+        sub.mkdir(parents=True, exist_ok=True)
+        f = sub / f"img{k}.jpg"
+        f.write_bytes(os.urandom(20000 + 1000 * k))
+        sizes[f] = f.stat().st_size
+    (data / "link").symlink_to(next(iter(sizes)))  # not followed: counted once
+    r = trainprof("iobench", data, "--size", "8", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)["dataset"]
+    assert d["files_found"] == 60 and d["files_read"] == 60
+    assert d["bytes_read"] == sum(sizes.values())
+    assert d["sorted_mb_s"] > 0 and d["shuffled_files_per_s"] > 0
+    assert abs(d["mean_file_kib"] - sum(sizes.values()) / 60 / 1024) < 1e-6
+    # --size bounds what is read: 1 MB of these files is a few dozen of them
+    d = json.loads(trainprof("iobench", data, "--size", "1", "--json").stdout)["dataset"]
+    assert d["files_found"] == 60 and 1 <= d["files_read"] < 60
+    text = trainprof("iobench", data, "--size", "8").stdout
+    assert "the dataset's files under" in text and "shuffled (a random sampler)" in text
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no files under" in trainprof("iobench", empty, "--size", "8").stdout
 
 
 def test_bad_input(tmp_path):

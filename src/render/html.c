@@ -34,6 +34,7 @@ const char tp_html_style[] =
     "table.evidence th{text-align:left;font-weight:normal;color:#555;padding:1px 12px 1px 0}"
     "table.evidence td{font-family:monospace;padding:1px 0}"
     ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:0 24px}"
+    "h3{font-size:14px;margin:18px 0 0;color:#444}"
     ".charts figure svg,figure.chart svg{max-width:100%;height:auto}.folded{color:#555}";
 
 /* ---- system metric plots ------------------------------------------------- */
@@ -149,6 +150,25 @@ static bool pause_shades(plot_ctx *c)
     return true;
 }
 
+/* The heading of a group of charts, by the collector of their metrics. */
+static const char *subsystem_title(const char *source)
+{
+    static const char *const titles[][2] = {
+        {"cpu", "CPU"},
+        {"mem", "Memory"},
+        {"disk", "Disks"},
+        {"net", "Network"},
+        {"proc", "The training's processes"},
+        {"pressure", "Pressure (time tasks waited for a resource)"},
+        {"nvml", "GPUs"},
+        {"rapl", "CPU energy"},
+    };
+    for (size_t i = 0; i < sizeof titles / sizeof titles[0]; i++)
+        if (strcmp(source, titles[i][0]) == 0)
+            return titles[i][1];
+    return source;
+}
+
 /* Whether a plotted line was ever anything but zero (a chart of lines all
  * zero says nothing a word can't: it folds into a line under the charts;
  * one flat at another value still tells that value, and is drawn). */
@@ -183,7 +203,9 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
                 "report` names which, and `trainprof html --all` draws every agent.</p>\n",
                 run->nagents);
     tp_svg_line lines[64];
-    fputs("<div class=\"charts\">\n", out);
+    bool grid_open = across; /* a <div class="charts"> awaits its end */
+    if (across)
+        fputs("<div class=\"charts\">\n", out);
     for (size_t m = 0; ok && across && m < count; m++)
         if (!envelope_chart(out, &c, &defs[m])) {
             snprintf(err, cap, "html: out of memory");
@@ -191,6 +213,7 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
         }
     char flat[2048] = "";
     size_t nflat = 0;
+    const char *group = NULL; /* the source of the charts drawn last: a heading each */
     for (size_t m = 0; ok && !across && m < count; m++) {
         size_t n = 0, moved = 0;
         for (size_t i = 0; i < page->nlines && n < 64; i++) {
@@ -212,13 +235,20 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
                 snprintf(flat + len, sizeof flat - len, "%s%s", nflat++ ? ", " : "", defs[m].name);
             continue;
         }
+        if (!group || strcmp(group, defs[m].source) != 0) {
+            fprintf(out, "%s<h3>%s</h3>\n<div class=\"charts\">\n", grid_open ? "</div>\n" : "",
+                    subsystem_title(defs[m].source));
+            group = defs[m].source;
+            grid_open = true;
+        }
         char ytitle[96], unit_title[32];
         axis_title(unit_title, sizeof unit_title, tp_unit_name(defs[m].unit));
         snprintf(ytitle, sizeof ytitle, "%s", unit_title);
         tp_svg_chart chart = time_chart(&c, defs[m].name, ytitle, tp_unit_name(defs[m].unit));
         tp_svg_line_chart(out, &chart, lines, n);
     }
-    fputs("</div>\n", out);
+    if (grid_open)
+        fputs("</div>\n", out);
     if (nflat) {
         fputs("<p class=\"folded\">Also recorded, zero for the whole run (html --all draws them): ",
               out);

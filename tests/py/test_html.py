@@ -140,6 +140,13 @@ def test_charts_that_stayed_zero_fold_into_a_line(tmp_path):
     assert folded and "swap_used_bytes" in folded.group(0)
     assert ">swap_used_bytes</text>" not in page  # no chart of it
     assert ">cpu_util_percent</text>" in page
+    # the charts grouped by subsystem, a heading and a grid each
+    assert re.findall(r"<h3>([^<]*)</h3>", page) == [
+        "CPU", "Memory", "Disks", "The training's processes",
+        "Pressure (time tasks waited for a resource)"]
+    grids = re.findall(r'<h3>[^<]*</h3>\n<div class="charts">\n(.*?)</div>\n', page, re.S)
+    assert len(grids) == 5 and all("<figure" in g for g in grids)
+    assert 'chart-title">disk_busy_percent<' in grids[2]
 
 
 def test_a_day_long_run_stays_small(tmp_path):

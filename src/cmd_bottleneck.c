@@ -62,6 +62,7 @@ typedef struct mode_result {
     char facts_path[4200];
     tp_model_facts facts; /* replay run only */
     bool has_facts;
+    tp_model_facts run_facts; /* what the script does, from the run file (lib/facts.h) */
 } mode_result;
 
 /* Rate over the step marks after the warm-up, on the thread with most steps. */
@@ -148,6 +149,7 @@ static void analyse(mode_result *r, long warmup, bool *samples_seen)
         r->gpu_util = mean_during(&s, r, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}");
         r->has_gpu = !isnan(r->gpu_util) && run->ngpus > 0;
         r->has_facts = tp_model_facts_read(r->facts_path, &r->facts);
+        tp_run_model_facts(run, &r->run_facts);
         if (r->has_gpu && run->gpus[0].mem_total_bytes > 0)
             r->gpu_mem_frac = stat_of(&s, TP_METRIC_GPU_MEM_USED_BYTES, "{\"gpu\":\"0\"}", true) /
                               (double)run->gpus[0].mem_total_bytes;
@@ -200,6 +202,30 @@ static int run_mode(const char *self, int mode, const mode_result *r, long steps
     return tp_child_exit_status(status);
 }
 
+/* The input-bound advice, fitted to what the loader run saw and what the
+ * script does (f, the as-is run's facts): no more workers where the CPUs
+ * were already busy, no pin_memory where the loader pins already or the
+ * model isn't on a GPU. Ends with "...," for the storage advice that
+ * follows. */
+static void input_advice(FILE *out, const mode_result *l, const tp_model_facts *f)
+{
+    if (l->cpu_mean >= 90) {
+        fprintf(out,
+                " The CPUs were %.0f%% busy while the loader ran alone: loading is CPU-bound, "
+                "so more workers won't help; try cheaper decoding or augmentation (or on the "
+                "GPU), data stored pre-processed, more cores, ",
+                l->cpu_mean);
+        return;
+    }
+    bool pin = f->pin_memory != 1 && (!f->device[0] || strcmp(f->device, "cuda") == 0);
+    if (f->num_workers >= 0)
+        fprintf(out, " Try more DataLoader workers (num_workers=%d now)", f->num_workers);
+    else
+        fprintf(out, " Try more DataLoader workers");
+    fprintf(out, "%s, a larger prefetch_factor, cheaper decoding or augmentation, ",
+            pin ? ", pin_memory=True" : "");
+}
+
 static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, size_t cap)
 {
     const char *unit = samples ? "samples/s" : "steps/s";
@@ -220,8 +246,7 @@ static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, s
                 " while it ran (typically a disk reads ~%.0f MB/s, NVMe ~%.0f MB/s; "
                 "trainprof iobench PATH measures yours).",
                 TP_TYPICAL_DISK_MB_S, TP_TYPICAL_NVME_MB_S);
-        fprintf(out, " Try more DataLoader workers, pin_memory=True, a larger prefetch_factor, "
-                     "cheaper decoding or augmentation, ");
+        input_advice(out, l, &r[ASIS].run_facts);
         if (l->disk_read_iops >= SMALL_READS_MIN_IOPS && kib < SMALL_READ_KIB)
             fprintf(out, "and, since reads this small come from many small files or random "
                          "access, samples packed into larger files (WebDataset shards, HDF5, "

@@ -74,6 +74,8 @@ def test_big_model_fast_loader_is_compute_bound(tmp_path):
     assert "compute-bound" in r.stdout and "training limit" in r.stdout
     r2 = bottleneck(tmp_path, sleep=0.002)
     assert "worker processes on" in r2.stdout and "CPUs" in r2.stdout
+    # the advice fits the script: its loader has no workers, its model is on the CPU
+    assert "num_workers=0 now" in r2.stdout and "pin_memory" not in r2.stdout, r2.stdout
 
 
 def test_no_dataloader(tmp_path):

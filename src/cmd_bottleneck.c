@@ -15,6 +15,7 @@
 #include "core/metric_catalog.h"
 #include "analyze/storage_typical.h"
 #include "analyze/summary.h"
+#include "analyze/verdicts.h"
 #include "commands.h"
 #include "render/verdict_words.h"
 #include "store/model_facts_file.h"
@@ -230,7 +231,9 @@ static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, s
 {
     const char *unit = samples ? "samples/s" : "steps/s";
     double train = r[REPLAY].rate, input = r[LOADER].rate;
-    if (input < 0.9 * train) {
+    /* below (1 - TP_INPUT_BOUND_SHARE) of the training's rate, the as-is run
+     * waits for data that share of each step: report's input_bound too */
+    if (input < (1 - TP_INPUT_BOUND_SHARE) * train) {
         const mode_result *l = &r[LOADER];
         snprintf(kind, cap, "input_bound");
         fprintf(out,
@@ -276,10 +279,36 @@ static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, s
     } else {
         snprintf(kind, cap, "balanced");
         fprintf(out,
-                "balanced: the input limit (%.1f %s) and the training limit (%.1f) are "
-                "within 10%% of each other; both need work to go faster.\n",
-                input, unit, train);
+                "balanced: the input limit (%.1f %s) and the training limit (%.1f) are close "
+                "(the loader alone gives at least %.0f%% of what the training takes, and the "
+                "training at least 90%% of what the loader gives); both need work to go "
+                "faster.\n",
+                input, unit, train, 100 * (1 - TP_INPUT_BOUND_SHARE));
     }
+}
+
+/* The kinds of the verdicts `trainprof report` gives the run file at path,
+ * ", "-separated into out ("none" for none); false when it can't be read. */
+static bool report_kinds(const char *path, char *out, size_t cap)
+{
+    char err[1024];
+    tp_summary s;
+    snprintf(out, cap, "none");
+    if (!tp_summary_load(path, &s, err, sizeof err))
+        return false;
+    tp_verdicts v;
+    tp_verdicts_build(&s, &v);
+    size_t len = 0;
+    for (size_t i = 0; i < v.n && len < cap; i++) {
+        const char *kind = tp_verdict_kind_name(v.items[i].kind);
+        if (strstr(out, kind) && len) /* each kind once (a verdict per rank or agent) */
+            continue;
+        int n = snprintf(out + len, cap - len, "%s%s", len ? ", " : "", kind);
+        len = n > 0 ? len + (size_t)n : len;
+    }
+    tp_verdicts_free(&v);
+    tp_summary_close(&s);
+    return true;
 }
 
 int cmd_bottleneck(int argc, char **argv)
@@ -339,7 +368,7 @@ int cmd_bottleneck(int argc, char **argv)
             break;
     }
     FILE *out = stdout;
-    char kind[32] = "none";
+    char kind[32] = "none", report_said[512] = "";
     if (!r[ASIS].found_loader) {
         if (!json && r[ASIS].steps > 0)
             fprintf(out,
@@ -372,11 +401,14 @@ int cmd_bottleneck(int argc, char **argv)
             for (int m = 0; m < MODES; m++)
                 fprintf(out, "  %-34s %10.1f %s   %s\n", what[m], r[m].rate, unit, r[m].path);
             verdict(out, r, samples, kind, sizeof kind);
+            if (report_kinds(r[ASIS].path, report_said, sizeof report_said))
+                fprintf(out, "`trainprof report` of the as-is run: %s\n", report_said);
         } else {
             FILE *devnull = fopen("/dev/null", "w");
             verdict(devnull ? devnull : stderr, r, samples, kind, sizeof kind);
             if (devnull)
                 fclose(devnull);
+            report_kinds(r[ASIS].path, report_said, sizeof report_said);
         }
     } else if (crashed) {
         snprintf(kind, sizeof kind, "run_failed");
@@ -389,6 +421,19 @@ int cmd_bottleneck(int argc, char **argv)
         json_string(&w, kind);
         json_key(&w, "unit");
         json_string(&w, samples ? "samples_per_s" : "steps_per_s");
+        if (report_said[0]) { /* the kinds `report` finds in the as-is run */
+            json_key(&w, "report_verdicts");
+            json_array_begin(&w);
+            for (char *k = report_said; strcmp(report_said, "none") != 0 && *k;) {
+                size_t len = strcspn(k, ",");
+                char one[64];
+                snprintf(one, sizeof one, "%.*s", (int)len, k);
+                json_string(&w, one);
+                k += len;
+                k += strspn(k, ", ");
+            }
+            json_array_end(&w);
+        }
         json_key(&w, "runs");
         json_array_begin(&w);
         for (int m = 0; m < MODES && (m == ASIS || r[ASIS].found_loader); m++) {

@@ -10,7 +10,7 @@
 #include "util/grow.h"
 #include "trainprof.h"
 
-#define INPUT_BOUND_SHARE       0.25
+#define INPUT_BOUND_SHARE       TP_INPUT_BOUND_SHARE
 #define TRANSFER_BOUND_SHARE    0.15
 #define COMPUTE_BOUND_SHARE     0.60
 #define COMPUTE_BOUND_INPUT_MAX 0.10

@@ -52,6 +52,7 @@ def test_sleepy_loader_is_input_bound(tmp_path):
     out = json.loads(r.stdout)  # the training printed: to stderr, so stdout parses
     assert "the training's own output" in r.stderr
     assert out["verdict"] == "input_bound" and out["unit"] == "samples_per_s"
+    assert "input_bound" in out["report_verdicts"]  # `report` of the as-is run agrees
     rates = {run["mode"]: run["rate"] for run in out["runs"]}
     # 16 samples x 2 ms per batch: at most 500/s; a loaded VM's sleeps run long
     # (233/s once, right after the fuzz minute), so the floor only says it is the loader
@@ -72,6 +73,8 @@ def test_big_model_fast_loader_is_compute_bound(tmp_path):
     r = bottleneck(tmp_path, dim=512, hidden=2048)
     assert r.returncode == 0, r.stderr
     assert "compute-bound" in r.stdout and "training limit" in r.stdout
+    said = r.stdout.split("`trainprof report` of the as-is run: ")[1].splitlines()[0]
+    assert "compute_bound" in said and "input_bound" not in said, said
     r2 = bottleneck(tmp_path, sleep=0.002)
     assert "worker processes on" in r2.stdout and "CPUs" in r2.stdout
     # the advice fits the script: its loader has no workers, its model is on the CPU

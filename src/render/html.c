@@ -35,6 +35,7 @@ const char tp_html_style[] =
     "table.evidence td{font-family:monospace;padding:1px 0}"
     ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:0 24px}"
     "h3{font-size:14px;margin:18px 0 0;color:#444}"
+    ".multiples{grid-template-columns:repeat(auto-fill,minmax(400px,1fr))}"
     ".charts figure svg,figure.chart svg{max-width:100%;height:auto}.folded{color:#555}";
 
 /* ---- system metric plots ------------------------------------------------- */
@@ -235,17 +236,30 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
                 snprintf(flat + len, sizeof flat - len, "%s%s", nflat++ ? ", " : "", defs[m].name);
             continue;
         }
+        /* a GPU metric of several GPUs: a small chart per GPU (lines of eight
+         * GPUs on one chart hide each other) */
+        bool multiples = strcmp(defs[m].source, "nvml") == 0 && n >= 2;
         if (!group || strcmp(group, defs[m].source) != 0) {
-            fprintf(out, "%s<h3>%s</h3>\n<div class=\"charts\">\n", grid_open ? "</div>\n" : "",
-                    subsystem_title(defs[m].source));
+            fprintf(out, "%s<h3>%s</h3>\n<div class=\"charts%s\">\n", grid_open ? "</div>\n" : "",
+                    subsystem_title(defs[m].source),
+                    strcmp(defs[m].source, "nvml") == 0 ? " multiples" : "");
             group = defs[m].source;
             grid_open = true;
         }
         char ytitle[96], unit_title[32];
         axis_title(unit_title, sizeof unit_title, tp_unit_name(defs[m].unit));
         snprintf(ytitle, sizeof ytitle, "%s", unit_title);
-        tp_svg_chart chart = time_chart(&c, defs[m].name, ytitle, tp_unit_name(defs[m].unit));
-        tp_svg_line_chart(out, &chart, lines, n);
+        if (!multiples) {
+            tp_svg_chart chart = time_chart(&c, defs[m].name, ytitle, tp_unit_name(defs[m].unit));
+            tp_svg_line_chart(out, &chart, lines, n);
+            continue;
+        }
+        for (size_t k = 0; k < n; k++) {
+            char title[200];
+            snprintf(title, sizeof title, "%.64s, %.95s", defs[m].name, lines[k].label);
+            tp_svg_chart chart = time_chart(&c, title, ytitle, tp_unit_name(defs[m].unit));
+            tp_svg_line_chart(out, &chart, &lines[k], 1);
+        }
     }
     if (grid_open)
         fputs("</div>\n", out);

@@ -231,8 +231,9 @@ def test_stored_plots_draw_the_page_the_rows_draw(page, tmp_path):
     with sqlite3.connect(emptied) as db:
         db.execute("DELETE FROM summary_plot")
     assert trainprof("html", emptied, "-o", tmp_path / "emptied.html").returncode == 0
-    assert 'chart-title">gpu_util_percent<' in from_rows
-    assert 'chart-title">gpu_util_percent<' not in (tmp_path / "emptied.html").read_text()
+    assert 'chart-title">gpu_util_percent, gpu=0<' in from_rows  # small multiples, a GPU each
+    assert 'chart-title">gpu_util_percent, gpu=1<' in from_rows
+    assert 'chart-title">gpu_util_percent' not in (tmp_path / "emptied.html").read_text()
 
 
 IDLE_STEPS_IDLE = """

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/phases.h"
 #include "store/reader_stream.h"
 
 /* One rank's steps [start[i], end[i]) in time order, and the seconds of each
@@ -14,6 +15,7 @@ typedef struct rank_steps {
     int64_t *start, *end;
     size_t nsteps;
     double *phase;
+    unsigned *pauses; /* per step: the pauses that began in it or after it (bits) */
 } rank_steps;
 
 typedef struct step_ctx {
@@ -33,14 +35,22 @@ static int phase_index(const char *name)
 
 /* Regions come in any order: the step holding a region's start is found by
  * binary search in its rank's steps. */
+static int pause_index(const char *name)
+{
+    for (int i = 0; i < TP_PAUSE_NAMES; i++)
+        if (strcmp(tp_pause_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
 static void add_region(void *ctx, int64_t thread, const char *name, int depth, int64_t start,
                        int64_t end)
 {
     (void)depth;
     step_ctx *c = ctx;
     rank_steps *r = thread >= 0 && thread < c->nthreads ? c->of_thread[thread] : NULL;
-    int p = r ? phase_index(name) : -1;
-    if (p < 0)
+    int p = r ? phase_index(name) : -1, pause = r ? pause_index(name) : -1;
+    if (p < 0 && pause < 0)
         return;
     size_t lo = 0, hi = r->nsteps; /* the first step starting after start */
     while (lo < hi) {
@@ -50,7 +60,9 @@ static void add_region(void *ctx, int64_t thread, const char *name, int depth, i
         else
             hi = mid;
     }
-    if (lo > 0 && start < r->end[lo - 1])
+    if (pause >= 0 && lo > 0 && r->pauses) /* in or after step lo - 1, before the next */
+        r->pauses[lo - 1] |= 1u << pause;
+    else if (p >= 0 && lo > 0 && start < r->end[lo - 1])
         r->phase[(lo - 1) * TP_STEP_PHASES + (size_t)p] += (double)(end - start) / 1e9;
 }
 
@@ -91,6 +103,7 @@ static void rank_steps_of(const tp_run_mark *m, size_t n, int rank, rank_steps *
         prev = m[i].kind == TP_MARK_STEP_END ? -1 : m[i].t_ns;
     }
     r->phase = calloc(r->nsteps * TP_STEP_PHASES + 1, sizeof(double));
+    r->pauses = calloc(r->nsteps + 1, sizeof *r->pauses);
 }
 
 /* Averages a rank's steps after its first skip (all of them when it has
@@ -107,6 +120,9 @@ static void group_steps(const rank_steps *r, size_t skip, size_t max_groups, tp_
     out->ngroups = (ns + per - 1) / per;
     out->first_step = calloc(out->ngroups, sizeof(double));
     out->values = calloc(out->ngroups * TP_STEP_PHASES, sizeof(double));
+    out->pauses = calloc(out->ngroups, sizeof *out->pauses);
+    for (size_t s = 0; out->pauses && r->pauses && s < skip; s++) /* the warm-up's: group 0's */
+        out->pauses[0] |= r->pauses[s];
     for (size_t s = 0; s < ns; s++) {
         double *ph = &r->phase[(s + skip) * TP_STEP_PHASES], known = 0;
         for (int p = 0; p < TP_STEP_PHASES - 1; p++)
@@ -116,6 +132,8 @@ static void group_steps(const rank_steps *r, size_t skip, size_t max_groups, tp_
         size_t g = s / per;
         size_t in_group = g + 1 == out->ngroups ? ns - g * per : per;
         out->first_step[g] = (double)(skip + g * per);
+        if (out->pauses && r->pauses)
+            out->pauses[g] |= r->pauses[s + skip];
         for (int p = 0; p < TP_STEP_PHASES; p++)
             out->values[g * TP_STEP_PHASES + (size_t)p] += ph[p] / (double)in_group;
     }
@@ -148,6 +166,7 @@ bool tp_step_phases_build(tp_run *run, const int *ranks, const size_t *skip, siz
         if (ok)
             group_steps(&c.ranks[k], skip ? skip[k] : 0, max_groups, &out[k]);
         free(c.ranks[k].phase);
+        free(c.ranks[k].pauses);
         free(c.ranks[k].start);
         free(c.ranks[k].end);
     }

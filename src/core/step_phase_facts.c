@@ -20,5 +20,6 @@ void tp_step_phases_free(tp_step_phases *p)
 {
     free(p->first_step);
     free(p->values);
+    free(p->pauses);
     memset(p, 0, sizeof *p);
 }

@@ -18,7 +18,12 @@ typedef struct tp_step_phases {
     size_t ngroups;
     double *first_step; /* per group: index of its first step (from 0, the first left out) */
     double *values;     /* ngroups * TP_STEP_PHASES: mean seconds per step */
+    /* per group: the pauses (bit i: tp_pause_names[i], core/phases.h) that
+     * began during its steps or right after them, before the next group's */
+    unsigned *pauses;
 } tp_step_phases;
+
+#define TP_PAUSE_BITS 4 /* tp_pause_names' count: the bits of pauses that mean anything */
 
 void tp_step_phases_free(tp_step_phases *p);
 

@@ -36,6 +36,7 @@ const char tp_html_style[] =
     ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:0 24px}"
     "h3{font-size:14px;margin:18px 0 0;color:#444}"
     ".multiples{grid-template-columns:repeat(auto-fill,minmax(400px,1fr))}"
+    ".mark{fill:#555}"
     ".charts figure svg,figure.chart svg{max-width:100%;height:auto}.folded{color:#555}";
 
 /* ---- system metric plots ------------------------------------------------- */
@@ -358,6 +359,17 @@ static void rank_parts(FILE *out, const tp_summary *s)
 
 /* Step time over the run by phase, per plotted rank (a note first when
  * they are the notable ones). */
+/* "then evaluate, checkpoint": the pauses a group of steps had (bits of
+ * tp_pause_names), into buf. */
+static const char *pause_note(char *buf, size_t cap, unsigned pauses)
+{
+    size_t len = (size_t)snprintf(buf, cap, "during or after these steps:");
+    for (int i = 0; i < TP_PAUSE_NAMES && len < cap; i++)
+        if (pauses & (1u << i))
+            len += (size_t)snprintf(buf + len, cap - len, " %s", tp_pause_names[i]);
+    return buf;
+}
+
 static void step_time_plots(FILE *out, const tp_summary *s, const tp_page_facts *page)
 {
     if (page->notable_ranks)
@@ -382,18 +394,27 @@ static void step_time_plots(FILE *out, const tp_summary *s, const tp_page_facts 
                      ph->nsteps);
         char(*labels)[24] = calloc(ph->ngroups, sizeof *labels);
         const char **bar_labels = calloc(ph->ngroups, sizeof *bar_labels);
-        if (labels && bar_labels) {
+        char(*notes)[96] = calloc(ph->ngroups, sizeof *notes);
+        const char **marks = calloc(ph->ngroups, sizeof *marks);
+        if (labels && bar_labels && notes && marks) {
             for (size_t g = 0; g < ph->ngroups; g++) {
                 snprintf(labels[g], sizeof labels[g], "%.0f", ph->first_step[g]);
                 bar_labels[g] = labels[g];
+                if (ph->pauses && ph->pauses[g]) /* evaluation, checkpoint, compile */
+                    marks[g] = pause_note(notes[g], sizeof notes[g], ph->pauses[g]);
             }
-            tp_svg_chart chart = {
-                .title = title, .x_title = "step", .y_title = "time per step", .unit = "seconds"};
+            tp_svg_chart chart = {.title = title,
+                                  .x_title = "step",
+                                  .y_title = "time per step",
+                                  .unit = "seconds",
+                                  .marks = marks};
             tp_svg_stacked_bars(out, &chart, bar_labels, ph->ngroups, tp_step_phase_names,
                                 TP_STEP_PHASES, ph->values, 0);
         }
         free(labels);
         free(bar_labels);
+        free(notes);
+        free(marks);
     }
 }
 

@@ -237,6 +237,14 @@ void tp_svg_stacked_bars(FILE *out, const tp_svg_chart *c, const char *const *ba
     double slot = (horizontal ? plot_h : plot_w) / (double)(nbars ? nbars : 1);
     for (size_t b = 0; b < nbars; b++) {
         double at = 0;
+        if (!horizontal && c->marks && c->marks[b]) {
+            fprintf(out,
+                    "<rect class=\"mark\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"6\">"
+                    "<title>",
+                    LEFT + slot * (double)b, (double)TOP - 8, fmax(slot - 1, 2));
+            tp_html_escape(out, c->marks[b]);
+            fputs("</title></rect>", out);
+        }
         if (horizontal)
             text(out, LEFT - 6, TOP + slot * ((double)b + 0.5) + 4, "end", " class=\"tick\"",
                  bar_labels[b]);

@@ -35,6 +35,10 @@ typedef struct tp_svg_chart {
      * training's pauses) */
     const tp_svg_shade *shades;
     size_t nshades;
+    /* vertical stacked bars: a note per bar (NULL, or a NULL entry: none),
+     * marked by a grey tick above its bar, the note as its hover text (the
+     * pauses after a group of steps) */
+    const char *const *marks;
 } tp_svg_chart;
 
 /* Writes s with &, <, >, " and ' escaped, as valid UTF-8 (invalid bytes as

@@ -27,6 +27,7 @@ typedef struct input_info {
     bool batches;      /* its summary_step has batches and warm-up steps */
     bool thread_cuda;  /* it has each thread's CUDA_VISIBLE_DEVICES */
     bool stack_counts; /* its summary has its stack samples counted (summary_stack) */
+    bool step_pauses;  /* its stored step phases have their pauses */
     int *ranks;        /* distinct ranks of its threads (-1: no rank) */
     size_t nranks;
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
@@ -113,6 +114,7 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         info[i].thread_cuda = tp_run_has_table(run, "thread_cuda");
         info[i].stack_counts =
             info[i].summarized && tp_run_has_column(run, "summary_stack", "samples");
+        info[i].step_pauses = tp_run_has_column(run, "summary_step_phase", "pauses");
         input_ranks(run, &info[i]);
         info[i].start_wall_ns = wall ? strtoll(wall, NULL, 10) : 0;
         info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
@@ -296,13 +298,14 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         return SQLITE_ERROR;
     }
     info->series_off = series;
-    char plots_sql[512];
+    char plots_sql[640];
     snprintf(plots_sql, sizeof plots_sql,
              "INSERT INTO main.summary_plot SELECT series_id + %lld, t_ns + %lld, value"
              " FROM src.summary_plot ORDER BY rowid;"
-             "INSERT INTO main.summary_step_phase SELECT * FROM src.summary_step_phase"
-             " ORDER BY rowid;",
-             series, dt);
+             "INSERT INTO main.summary_step_phase SELECT rank, steps, first_step,"
+             " dataloader_next, to_device, train_batch, step_lr_schedulers, from_device,"
+             " reduce_metrics, other, %s FROM src.summary_step_phase ORDER BY rowid;",
+             series, dt, info->step_pauses ? "pauses" : "0");
     char steps_sql[400];
     int len = snprintf(steps_sql, sizeof steps_sql,
                        "INSERT INTO main.summary_series_steps SELECT series_id + %lld, count, mean,"

@@ -242,19 +242,28 @@ bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phas
 {
     memset(out, 0, n * sizeof *out);
     sqlite3_stmt *st;
+    bool pauses = tp_run_has_column(run, "summary_step_phase", "pauses"); /* stored before: 0 */
     if (sqlite3_prepare_v2(run->db,
-                           "SELECT steps, first_step, dataloader_next, to_device, train_batch,"
-                           " step_lr_schedulers, from_device, reduce_metrics, other"
-                           " FROM summary_step_phase WHERE rank = ? ORDER BY first_step",
+                           pauses ? "SELECT steps, first_step, dataloader_next, to_device,"
+                                    " train_batch, step_lr_schedulers, from_device, reduce_metrics,"
+                                    " other, pauses FROM summary_step_phase WHERE rank = ?"
+                                    " ORDER BY first_step"
+                                  : "SELECT steps, first_step, dataloader_next, to_device,"
+                                    " train_batch, step_lr_schedulers, from_device, reduce_metrics,"
+                                    " other, 0 FROM summary_step_phase WHERE rank = ?"
+                                    " ORDER BY first_step",
                            -1, &st, NULL) != SQLITE_OK)
         return plots_failed(run, "step phases", err, cap);
     int rc = SQLITE_DONE;
     for (size_t k = 0; k < n && rc == SQLITE_DONE; k++) {
         tp_step_phases *ph = &out[k];
-        size_t gcap = 0, vcap = 0;
+        size_t gcap = 0, vcap = 0, pcap = 0;
         sqlite3_bind_int(st, 1, ranks[k]);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
             ph->nsteps = (size_t)sqlite3_column_int64(st, 0);
+            ph->pauses = tp_grow(ph->pauses, ph->ngroups, &pcap, sizeof *ph->pauses);
+            ph->pauses[ph->ngroups] = (unsigned)sqlite3_column_int64(st, 2 + TP_STEP_PHASES) &
+                                      ((1u << TP_PAUSE_BITS) - 1);
             ph->first_step = tp_grow(ph->first_step, ph->ngroups, &gcap, sizeof *ph->first_step);
             ph->values = tp_grow(ph->values, ph->ngroups, &vcap, /* a group at a time */
                                  TP_STEP_PHASES * sizeof *ph->values);

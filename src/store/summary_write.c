@@ -132,11 +132,26 @@ static void fill_stack(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
     sqlite3_bind_int64(st, 6, (sqlite3_int64)c->samples);
 }
 
+/* Whether db's table has column (false when it has no such table). */
+static bool has_column(sqlite3 *db, const char *table, const char *column)
+{
+    sqlite3_stmt *st = NULL;
+    bool has = sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", -1, &st,
+                                  NULL) == SQLITE_OK &&
+               sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC) == SQLITE_OK &&
+               sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC) == SQLITE_OK &&
+               sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return has;
+}
+
 /* The points html plots and each rank's step phases. */
 static int write_plots(sqlite3 *db, const tp_summary_rows *p)
 {
     int rc = tp_exec(db, TP_SCHEMA_SUMMARY_PLOTS "DELETE FROM summary_plot;"
                                                  "DELETE FROM summary_step_phase;");
+    if (rc == SQLITE_OK && !has_column(db, "summary_step_phase", "pauses")) /* stored before */
+        rc = tp_exec(db, TP_SCHEMA_ADD_STEP_PAUSES);
     sqlite3_stmt *st = NULL;
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db, "INSERT INTO summary_plot VALUES (?, ?, ?)", -1, &st, NULL);
@@ -151,7 +166,7 @@ static int write_plots(sqlite3 *db, const tp_summary_rows *p)
     st = NULL;
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(
-            db, "INSERT INTO summary_step_phase VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &st,
+            db, "INSERT INTO summary_step_phase VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &st,
             NULL);
     for (size_t k = 0; rc == SQLITE_OK && k < p->nphases; k++) {
         const tp_step_phases *ph = &p->phases[k];
@@ -161,6 +176,7 @@ static int write_plots(sqlite3 *db, const tp_summary_rows *p)
             sqlite3_bind_int64(st, 3, (sqlite3_int64)ph->first_step[g]);
             for (int q = 0; q < TP_STEP_PHASES; q++)
                 sqlite3_bind_double(st, 4 + q, ph->values[g * TP_STEP_PHASES + (size_t)q]);
+            sqlite3_bind_int64(st, 4 + TP_STEP_PHASES, ph->pauses ? ph->pauses[g] : 0);
             rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
             sqlite3_reset(st);
         }
@@ -169,19 +185,6 @@ static int write_plots(sqlite3 *db, const tp_summary_rows *p)
     if (rc == SQLITE_OK)
         rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('plots', '1');");
     return rc;
-}
-
-/* Whether db's table has column (false when it has no such table). */
-static bool has_column(sqlite3 *db, const char *table, const char *column)
-{
-    sqlite3_stmt *st = NULL;
-    bool has = sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", -1, &st,
-                                  NULL) == SQLITE_OK &&
-               sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC) == SQLITE_OK &&
-               sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC) == SQLITE_OK &&
-               sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return has;
 }
 
 /* Writes s into db's summary tables in one transaction. upgrade: db has an

@@ -319,6 +319,19 @@ def test_pauses_are_shaded_and_warm_up_steps_left_out_of_the_step_chart(tmp_path
     names = sorted(s.split(",")[0] for s in shades)
     assert names == ["checkpoint", "compile", "compile", "evaluate", "evaluate", "evaluate"], shades
     assert "Step time over the run, no rank (29 steps; the first 2, warm-up, left out)" in text
+    # and the step chart marks the steps the pauses followed, named when hovered
+    chart = next(c for c in charts if "Step time over the run" in c)
+    marks = re.findall(r'class="mark"[^>]*><title>during or after these steps: ([^<]*)</title>',
+                       chart)
+    assert marks == ["compile", "evaluate", "evaluate", "evaluate checkpoint"], marks
+    rows = tmp_path / "rows.db"  # the same marks from the rows as from the stored summary
+    shutil.copyfile(run, rows)
+    with sqlite3.connect(rows) as db:
+        db.execute("DELETE FROM meta WHERE key = 'plots'")
+    assert trainprof("html", "-o", tmp_path / "rows.html", rows).returncode == 0
+    assert re.findall(r'class="mark"[^>]*><title>([^<]*)</title>',
+                      (tmp_path / "rows.html").read_text()) == re.findall(
+                          r'class="mark"[^>]*><title>([^<]*)</title>', text)
     report = trainprof("report", run).stdout
     assert "before them, 2 warm-up steps" in report
     assert "not training (pauses outside the steps)" in report

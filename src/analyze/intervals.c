@@ -100,3 +100,16 @@ void tp_spans_free(tp_time_spans *s)
     free(s->v);
     *s = (tp_time_spans){0};
 }
+
+size_t tp_first_at_or_after(const int64_t *v, size_t n, int64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}

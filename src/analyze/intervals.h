@@ -35,4 +35,7 @@ int64_t tp_spans_union_ns(tp_time_spans *const *lists, size_t k, tp_time_spans *
 
 void tp_spans_free(tp_time_spans *s);
 
+/* The first index in v[0..n) (ascending) whose value is >= t (n if none). */
+size_t tp_first_at_or_after(const int64_t *v, size_t n, int64_t t);
+
 #endif

@@ -104,14 +104,7 @@ static void backward_waits(const rank_acc *r, tp_time_spans *waits)
     qsort(starts, R->n, sizeof *starts, cmp_i64);
     for (size_t k = 0; k < r->backward.n; k++) {
         int64_t b0 = r->backward.v[k].a, b1 = r->backward.v[k].b;
-        size_t lo = 0, hi = R->n; /* the first start at or after b1 */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (starts[mid] < b1)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo = tp_first_at_or_after(starts, R->n, b1); /* the last before it: lo - 1 */
         if (lo > 0 && starts[lo - 1] >= b0)
             tp_spans_push(waits, starts[lo - 1], b1);
     }

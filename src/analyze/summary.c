@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/intervals.h"
 #include "util/ns_math.h"
 #include "store/summary_tables.h"
 #include "core/metric_catalog.h"
@@ -19,20 +20,6 @@ typedef struct series_pass {
     tp_steps_window *windows; /* each agent's steps, read by the pass itself */
     size_t nwindows;
 } series_pass;
-
-/* The first index in t_ns[0..n) (ascending) whose time is >= t. */
-static size_t first_at_or_after(const int64_t *t_ns, size_t n, int64_t t)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t_ns[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
 
 static void add_series(void *ctx, const tp_run_series *series, const int64_t *t_ns, double *values,
                        size_t n)
@@ -49,8 +36,8 @@ static void add_series(void *ctx, const tp_run_series *series, const int64_t *t_
         if (pass->windows[w].agent_id == series->agent_id) {
             /* the samples inside the steps: a contiguous range, whose
              * reordering by the statistics leaves the whole run's intact */
-            size_t lo = first_at_or_after(t_ns, n, pass->windows[w].t0_ns);
-            size_t hi = first_at_or_after(t_ns, n, tp_ns_add(pass->windows[w].t1_ns, 1));
+            size_t lo = tp_first_at_or_after(t_ns, n, pass->windows[w].t0_ns);
+            size_t hi = tp_first_at_or_after(t_ns, n, tp_ns_add(pass->windows[w].t1_ns, 1));
             if (hi > lo) {
                 tp_stats_compute(values + lo, hi - lo, &item->steps);
                 item->in_steps = true;

@@ -24,7 +24,7 @@ optimizer_step, ...) are theirs as ever. A script that marks its own steps
 import os
 import sys
 
-from . import _native, _state
+from . import _facts, _native, _state
 
 
 def callbacks():
@@ -71,6 +71,12 @@ class _Hooks:
     def on_train_epoch_start(self, trainer, pl_module):
         self._end_step()
         _taken_fetch()
+        try:  # the training loader's settings, for the advice (Lightning's own loop
+            loader = trainer.train_dataloader  # iterates it, not the script)
+        except Exception:
+            loader = None
+        if hasattr(loader, "num_workers"):  # one DataLoader (not several combined)
+            _facts.note_loader(loader)
         if _state.manual_epochs == "lightning":
             _native.epoch(int(trainer.current_epoch))
 

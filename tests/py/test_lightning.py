@@ -88,6 +88,11 @@ def check_training_in_steps(rep, truth, rank=-1):
 def test_defaults_sanity_check_and_validation_are_named(tmp_path, run_file):
     truth, rep = record_lightning(tmp_path, run_file)
     assert truth["global_step"] == 40 and truth["validations"] == 2
+    # what the script does, as the advice reads it: the training loader's (not
+    # the sanity check's) settings, the model Lightning trains
+    facts = {k: v for k, v in rep["run"]["meta"].items() if k.startswith("fact.")}
+    assert facts["fact.loader.batch_size"] == "8" and facts["fact.loader.num_workers"] == "0"
+    assert facts["fact.model.device"] == "cpu" and facts["fact.model.dtype"] == "float32"
     check_training_in_steps(rep, truth)
     assert [e["samples"] for e in rep["epochs"]] == [160, 160]
     assert timing(rep, "sanity_check")["count"] == 1

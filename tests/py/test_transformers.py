@@ -67,6 +67,10 @@ def test_trainer_with_accumulation_evaluations_and_checkpoints(tmp_path, run_fil
     assert truth["global_step"] == 20 and truth["evaluations"] >= 3 and truth["saves"] >= 1
     assert rep["steps"][0]["count"] == truth["global_step"]
     assert [(e["steps"], e["samples"]) for e in rep["epochs"]] == [(10, 320), (10, 320)]
+    # what the script does, as the advice reads it: the Trainer's model and loader
+    meta = rep["run"]["meta"]
+    assert meta["fact.model.device"] == "cpu" and meta["fact.model.dtype"] == "float32"
+    assert meta["fact.loader.num_workers"] == "2" and meta["fact.model.compiled"] == "0"
     for name in ("backward", "optimizer_step"):
         t = timing(rep, name)
         assert t["in_steps_s"] == pytest.approx(t["total_s"]), name

@@ -53,6 +53,16 @@ import weakref
 UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
 
 
+def _same_kind(a, b):
+    """Whether DataLoader a reads as the training loader b did: the same
+    dataset object, batch size and kind of sampler (an evaluation's loader
+    over the training set is most often unshuffled, or batched otherwise)."""
+    dataset = getattr(b, "dataset", None)
+    return (dataset is not None and getattr(a, "dataset", None) is dataset
+            and getattr(a, "batch_size", None) == getattr(b, "batch_size", None)
+            and type(getattr(a, "sampler", None)) is type(getattr(b, "sampler", None)))
+
+
 class Loop:
     """What the training loop has shown, process-wide (changed under the GIL)."""
 
@@ -142,6 +152,9 @@ class StepTracker(threading.local):
         if (loop.main_loader is None and loop.step_optimizer is None
                 and self.switches.manual_steps != "lightning"):  # Lightning's loop says
             loop.main_loader = loader
+        elif (loop.main_loader is not None and loader is not loop.main_loader
+              and not self.epoch_open and _same_kind(loader, loop.main_loader)):
+            loop.main_loader = loader  # a new DataLoader for the next pass: the next epoch
         if loader is not loop.main_loader:
             return "eval" if self._evaluation_may_begin() else None
         if self.pending_epoch is not None:  # the last pass gave a batch at most: a peek

@@ -56,6 +56,33 @@ print(json.dumps({"updates": updates}))
     assert "a step: 4 micro-batches, 32 samples" in text
 
 
+def test_a_new_dataloader_each_epoch_is_the_training_loader_again(tmp_path, run_file):
+    """A script that makes its DataLoader anew for each pass over the same
+    dataset: every pass is an epoch of steps (before, only the first pass's
+    batches were steps: 5 of 800). An evaluation pass over the training set
+    with another loader (unshuffled, its own batch size) stays no epoch."""
+    truth, rep = record(tmp_path, run_file, """
+train = data(64)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = 0
+for epoch in range(6):
+    for x, y in DataLoader(train, batch_size=8, shuffle=True):  # 8 batches, a new loader
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        updates += 1
+    with torch.no_grad():  # the training set's accuracy, through a loader of its own
+        for x, y in DataLoader(train, batch_size=32):
+            model(x)
+print(json.dumps({"updates": updates}))
+""")
+    assert truth["updates"] == 48
+    assert rep["steps"][0]["count"] == truth["updates"]
+    assert [(e["steps"], e["samples"]) for e in rep["epochs"]] == [(8, 64)] * 6
+    assert timing(rep, "train_batch")["in_steps_s"] == timing(rep, "train_batch")["total_s"]
+
+
 def test_a_peek_at_the_first_batch_is_no_epoch(tmp_path, run_file):
     """pytorch/examples' DDP tutorial takes the batch size from
     next(iter(loader)) at each epoch's start."""

@@ -288,27 +288,29 @@ static void verdict(FILE *out, const mode_result *r, bool samples, char *kind, s
 }
 
 /* The kinds of the verdicts `trainprof report` gives the run file at path,
- * ", "-separated into out ("none" for none); false when it can't be read. */
-static bool report_kinds(const char *path, char *out, size_t cap)
+ * each once, into kinds (room for TP_VERDICT_KINDS); how many, -1 when the
+ * file can't be read. */
+#define TP_VERDICT_KINDS 16
+static int report_kinds(const char *path, const char *kinds[TP_VERDICT_KINDS])
 {
     char err[1024];
     tp_summary s;
-    snprintf(out, cap, "none");
     if (!tp_summary_load(path, &s, err, sizeof err))
-        return false;
+        return -1;
     tp_verdicts v;
     tp_verdicts_build(&s, &v);
-    size_t len = 0;
-    for (size_t i = 0; i < v.n && len < cap; i++) {
+    int n = 0;
+    for (size_t i = 0; i < v.n; i++) {
         const char *kind = tp_verdict_kind_name(v.items[i].kind);
-        if (strstr(out, kind) && len) /* each kind once (a verdict per rank or agent) */
-            continue;
-        int n = snprintf(out + len, cap - len, "%s%s", len ? ", " : "", kind);
-        len = n > 0 ? len + (size_t)n : len;
+        bool seen = false; /* a verdict per rank or agent: each kind once */
+        for (int k = 0; k < n; k++)
+            seen |= strcmp(kinds[k], kind) == 0;
+        if (!seen && n < TP_VERDICT_KINDS)
+            kinds[n++] = kind;
     }
     tp_verdicts_free(&v);
     tp_summary_close(&s);
-    return true;
+    return n;
 }
 
 int cmd_bottleneck(int argc, char **argv)
@@ -368,7 +370,9 @@ int cmd_bottleneck(int argc, char **argv)
             break;
     }
     FILE *out = stdout;
-    char kind[32] = "none", report_said[512] = "";
+    char kind[32] = "none";
+    const char *report_said[TP_VERDICT_KINDS];
+    int nsaid = -1; /* the kinds `report` finds in the as-is run; -1: not read */
     if (!r[ASIS].found_loader) {
         if (!json && r[ASIS].steps > 0)
             fprintf(out,
@@ -401,14 +405,18 @@ int cmd_bottleneck(int argc, char **argv)
             for (int m = 0; m < MODES; m++)
                 fprintf(out, "  %-34s %10.1f %s   %s\n", what[m], r[m].rate, unit, r[m].path);
             verdict(out, r, samples, kind, sizeof kind);
-            if (report_kinds(r[ASIS].path, report_said, sizeof report_said))
-                fprintf(out, "`trainprof report` of the as-is run: %s\n", report_said);
+            if ((nsaid = report_kinds(r[ASIS].path, report_said)) >= 0) {
+                fprintf(out, "`trainprof report` of the as-is run: %s", nsaid ? "" : "none");
+                for (int k = 0; k < nsaid; k++)
+                    fprintf(out, "%s%s", k ? ", " : "", report_said[k]);
+                fputc('\n', out);
+            }
         } else {
             FILE *devnull = fopen("/dev/null", "w");
             verdict(devnull ? devnull : stderr, r, samples, kind, sizeof kind);
             if (devnull)
                 fclose(devnull);
-            report_kinds(r[ASIS].path, report_said, sizeof report_said);
+            nsaid = report_kinds(r[ASIS].path, report_said);
         }
     } else if (crashed) {
         snprintf(kind, sizeof kind, "run_failed");
@@ -421,17 +429,11 @@ int cmd_bottleneck(int argc, char **argv)
         json_string(&w, kind);
         json_key(&w, "unit");
         json_string(&w, samples ? "samples_per_s" : "steps_per_s");
-        if (report_said[0]) { /* the kinds `report` finds in the as-is run */
+        if (nsaid >= 0) { /* the kinds `report` finds in the as-is run */
             json_key(&w, "report_verdicts");
             json_array_begin(&w);
-            for (char *k = report_said; strcmp(report_said, "none") != 0 && *k;) {
-                size_t len = strcspn(k, ",");
-                char one[64];
-                snprintf(one, sizeof one, "%.*s", (int)len, k);
-                json_string(&w, one);
-                k += len;
-                k += strspn(k, ", ");
-            }
+            for (int k = 0; k < nsaid; k++)
+                json_string(&w, report_said[k]);
             json_array_end(&w);
         }
         json_key(&w, "runs");

@@ -159,50 +159,60 @@ typedef struct folded {
     bool zero_open; /* a "(" awaits its ")" */
 } folded;
 
-static void append(char *buf, size_t cap, const char *fmt, const char *a, const char *b)
+static void append(char *buf, size_t cap, const char *text)
 {
     size_t len = strlen(buf);
     if (len + 1 < cap)
-        snprintf(buf + len, cap - len, fmt, a, b);
+        snprintf(buf + len, cap - len, "%s", text);
 }
 
 /* Folds m (shown as labels) when it never moved over the whole run and
- * all is false; false when it is to be shown as a row. */
+ * all is false; false when it is to be shown as a row. A metric's zero
+ * series read "metric (labels, labels)". */
 static bool fold(folded *f, const tp_series_summary *m, const char *labels, bool all)
 {
     const tp_stats *st = &m->stats;
     if (all || st->count == 0 || st->min != st->max)
         return false;
+    char *z = f->zero;
+    size_t zcap = sizeof f->zero;
     if (st->max == 0) {
-        bool same = f->last_zero_metric && strcmp(f->last_zero_metric, m->series->metric) == 0;
-        if (same && labels[0])
-            append(f->zero, sizeof f->zero, f->zero_open ? ", %s%s" : " (%s%s", labels, "");
-        else {
-            if (f->zero_open)
-                append(f->zero, sizeof f->zero, ")%s%s", "", "");
-            append(f->zero, sizeof f->zero, f->nzero ? ", %s%s" : "%s%s", m->series->metric, "");
-            if (labels[0])
-                append(f->zero, sizeof f->zero, " (%s%s", labels, "");
+        if (f->zero_open && labels[0] && strcmp(f->last_zero_metric, m->series->metric) == 0) {
+            append(z, zcap, ", ");
+            append(z, zcap, labels);
+        } else {
+            append(z, zcap, f->zero_open ? "), " : f->nzero ? ", " : "");
+            append(z, zcap, m->series->metric);
+            if (labels[0]) {
+                append(z, zcap, " (");
+                append(z, zcap, labels);
+            }
+            f->zero_open = labels[0] != '\0';
         }
-        f->zero_open = f->zero_open && same ? true : labels[0] != '\0';
         f->last_zero_metric = m->series->metric;
         f->nzero++;
         return true;
     }
     if (st->count < 2)
         return false;
-    char value[32], name[TP_LABELS_MAX + 96];
+    char value[32];
     tp_format_value(value, sizeof value, m->series->unit, st->max);
-    snprintf(name, sizeof name, labels[0] ? "%s (%s)" : "%s%s", m->series->metric, labels);
-    append(f->constant, sizeof f->constant, f->nconstant ? ", %s %s" : "%s %s", name, value);
-    f->nconstant++;
+    append(f->constant, sizeof f->constant, f->nconstant++ ? ", " : "");
+    append(f->constant, sizeof f->constant, m->series->metric);
+    if (labels[0]) {
+        append(f->constant, sizeof f->constant, " (");
+        append(f->constant, sizeof f->constant, labels);
+        append(f->constant, sizeof f->constant, ")");
+    }
+    append(f->constant, sizeof f->constant, " ");
+    append(f->constant, sizeof f->constant, value);
     return true;
 }
 
 static void folded_lines(FILE *out, folded *f)
 {
     if (f->zero_open)
-        append(f->zero, sizeof f->zero, ")%s%s", "", "");
+        append(f->zero, sizeof f->zero, ")");
     f->zero_open = false;
     if (f->nzero)
         tp_report_wrapped(out, "also recorded, all zero (--all shows them): ", f->zero);

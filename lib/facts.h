@@ -17,6 +17,10 @@
 
 #define TP_FACT_KEY_MAX  48
 #define TP_FACT_TEXT_MAX 256
+/* The one fact of a process rather than the run: the CUDA UUID of the GPU it
+ * drives, stored as its thread's (table thread_device), so that each rank
+ * maps to its own GPU. */
+#define TP_FACT_DEVICE "cuda.device"
 
 /* Sends one fact through the calling thread's ring (attached on first use).
  * False when there is no recorder, the ring is full, or text is longer than

@@ -10,7 +10,8 @@
 #                                 builds the Python extension for that machine's
 #                                 python3, installs the package into its
 #                                 site-packages, then runs pytest ARGS
-#                                 (default: tests/py/test_gpu.py)
+#                                 (default: tests/py/test_gpu.py), after
+#                                 tools/gpu_probe.py (probe.json)
 #
 # Results (pytest's log, the run files of the GPU tests) go to $OUT when set.
 set -euo pipefail
@@ -42,12 +43,16 @@ run() {
     cp python/trainprof-autoload.pth "$site/"
     sed "s/@VERSION@/$version/" python/trainprof/_version.py.in >"$site/trainprof/_version.py"
     cc -std=c11 -O2 -D_GNU_SOURCE -shared -fPIC -Iinclude -Ilib -Isrc -I"$inc" \
-        python/trainprof/_native.c lib/clock.c lib/names.c lib/channel.c lib/region.c \
+        python/trainprof/_native.c python/trainprof/_stack_sampler.c python/trainprof/_stacks.c \
+        lib/*.c \
         -o "$site/trainprof/_native$suffix" -lpthread
     nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
 torch.cuda.get_device_name(0))'
     mkdir -p "${OUT:-/tmp/gpu-out}"
+    # the hardware's own answers (NVML, torch, NCCL), for docs/gpu.md
+    python3 tools/gpu_probe.py >"${OUT:-/tmp/gpu-out}/probe.json" ||
+        echo "$0: the probe failed (see above)" >&2
     TRAINPROF_GPU_OUT="${OUT:-/tmp/gpu-out}" python3 -m pytest -q -p no:cacheprovider -rs \
         "${@:-tests/py/test_gpu.py}" 2>&1 | tee "${OUT:-/tmp/gpu-out}/pytest.log"
 }

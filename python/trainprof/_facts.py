@@ -1,7 +1,7 @@
 """What the training script does, told to the recorder once each (lib/facts.h),
 so that the advice fits the run: the model's dtype and device, the CUDA
-compute capability, autocast, torch.compile, and the training DataLoader's
-settings. Read from objects the script already made; nothing imported that the
+compute capability and the device's UUID, autocast, torch.compile, and the
+training DataLoader's settings. Read from objects the script already made; nothing imported that the
 script did not import, nothing hooked.
 
 `trainprof bottleneck`'s replay run writes the model's facts to its file too
@@ -47,6 +47,11 @@ def note_model(module):
         if param.device.type == "cuda":
             major, minor = torch.cuda.get_device_capability(param.device)
             facts.append(("model.capability", f"{major}.{minor}"))
+            # the GPU this process drives, as NVML names it less its "GPU-"
+            # or "MIG-": the recorder maps the rank to it (its thread_device)
+            uuid = getattr(torch.cuda.get_device_properties(param.device), "uuid", None)
+            if uuid is not None:
+                facts.append(("cuda.device", str(uuid)))
         try:
             on = torch.is_autocast_enabled(param.device.type)
         except (TypeError, RuntimeError):  # torch < 2.4 (no device argument), or a device

@@ -1,9 +1,20 @@
 """Device times of the PyTorch instrumentation's regions: CUDA events
 recorded on the current stream at a region's begin and end, read once the
 end event has completed (checked at each step and each timed region, never
-waiting; at exit the last few are waited for). None while a CUDA graph is
-being captured. TRAINPROF_DEVICE_TIMES=0 turns them off, =all adds forward,
-backward and optimizer_step."""
+waiting; at exit the last few are waited for, every thread's). A device
+time is the stream's timeline between its two events: the region's kernels,
+and whatever that stream waited for in between (another stream's work, a
+collective, a peer), not the GPU's busy time. None while a CUDA graph is
+being captured (torch's CUDAGraph, or any capture of the current stream).
+TRAINPROF_DEVICE_TIMES=0 turns them off, =all adds forward, backward and
+optimizer_step.
+
+Communication on CUDA (NCCL) is timed here too: the start event on the
+current stream before the call (the collective's stream waits for it), the
+end event on a stream that waits for the collective (the current one after a
+blocking call, else one that a then() of the work's CUDA future runs on).
+ProcessGroupNCCL completes a work's future when it is enqueued, so the host
+sees only the launch."""
 
 import collections
 import functools
@@ -19,6 +30,7 @@ DEVICE_TIMES = os.environ.get("TRAINPROF_DEVICE_TIMES", "1") != "0"
 DEVICE_PHASES = DEVICE_TIMES and os.environ.get("TRAINPROF_DEVICE_TIMES") == "all"
 _PENDING_MAX = 1024  # device times awaiting their end event, per thread
 _captures = 0  # CUDA graph captures under way in this process (CUDAGraph.capture_begin/end)
+_all_times = []  # every thread's DeviceTimes in this process (few: the threads with CUDA regions)
 
 
 class DeviceTimes:
@@ -34,51 +46,73 @@ class DeviceTimes:
         self.free = {}  # device index -> events to reuse
         self.pid = os.getpid()
         self.skipped = 0  # regions left without a device time (capture, backlog)
+        _all_times.append(self)
 
     def _event(self, index):
         pool = self.free.get(index)
         return pool.pop() if pool else torch.cuda.Event(enable_timing=True)
 
-    def begin(self, region, device):
-        """Records region's start event on device's current stream."""
-        if _captures:  # no CUDA event call at all: querying one breaks the capture
+    def start(self, device):
+        """A start event recorded now on device's current stream, as
+        (host ns, event, stream); None where none may be recorded (a capture
+        under way, too many pending)."""
+        # no CUDA event call at all during a capture: querying one breaks it
+        if _captures or _is_capturing():
             self.skipped += 1
-            return
+            return None
         if self.pending:
             self.poll()
         if len(self.pending) >= _PENDING_MAX:
             self.skipped += 1
-            return
+            return None
         stream = torch.cuda.current_stream(device)
         start = self._event(stream.device_index)
         start.record(stream)
-        self.open[region] = (_native.now_ns(), start, stream)
+        return (_native.now_ns(), start, stream)
+
+    def finish(self, region, entry, stream=None):
+        """Records entry's end event on stream (entry's own by default): the
+        region's device time, read once the device reaches it."""
+        host_ns, start, own = entry
+        if _captures:
+            self.skipped += 1
+            self.free.setdefault(own.device_index, []).append(start)
+            return
+        stream = own if stream is None else stream
+        stop = self._event(own.device_index)
+        stop.record(stream)
+        self.pending.append((region, host_ns, start, stop, own.device_index))
+
+    def begin(self, region, device):
+        """Records region's start event on device's current stream."""
+        entry = self.start(device)
+        if entry is not None:
+            self.open[region] = entry
 
     def end(self, region):
         """Records region's end event; its device time is read later."""
         entry = self.open.pop(region, None)
-        if entry is None:
-            return
-        host_ns, start, stream = entry
-        if _captures:
-            self.skipped += 1
-            self.free.setdefault(stream.device_index, []).append(start)
-            return
-        stop = self._event(stream.device_index)
-        stop.record(stream)
-        self.pending.append((region, host_ns, start, stop, stream.device_index))
+        if entry is not None:
+            self.finish(region, entry)
 
     def poll(self, wait=False):
         """Sends the device times whose end event completed, oldest first;
-        wait: waits for every end event (only once the training is over)."""
+        wait: waits for every end event (only once the training is over).
+        Another thread may poll too (a thread's last device times, polled by
+        the main one): each entry is taken off the queue before it is looked
+        at, and put back when not done, so no two threads send one."""
         pending = self.pending
         while pending:
-            region, host_ns, start, stop, index = pending[0]
+            try:
+                entry = pending.popleft()
+            except IndexError:  # another thread took the last
+                return
+            region, host_ns, start, stop, index = entry
             if wait:
                 stop.synchronize()
             elif not stop.query():
+                pending.appendleft(entry)
                 return
-            pending.popleft()
             try:
                 elapsed_ms = start.elapsed_time(stop)
             except RuntimeError:  # recorded into a capture we did not see: no time, no reuse
@@ -94,6 +128,8 @@ def device_times():
         return None
     dt = local.device_times
     if dt is None or dt.pid != os.getpid():  # a forked child starts afresh
+        if dt is not None:
+            _all_times[:] = [d for d in _all_times if d.pid == os.getpid()]
         dt = local.device_times = DeviceTimes()
     return dt
 
@@ -121,20 +157,39 @@ def device_end(region):
 
 
 def device_poll():
+    """Sends this thread's completed device times, and other threads' (the
+    autograd engine's thread, where DDP's hooks run, never polls its own)."""
+    if _captures:
+        return
     dt = local.device_times
-    if dt is not None and dt.pending and not _captures:
+    if dt is not None and dt.pending:
         dt.poll()
+    if len(_all_times) > 1:
+        pid = os.getpid()
+        for other in _all_times:
+            if other is not dt and other.pending and other.pid == pid:
+                other.poll()
 
 
 def flush_device_times():
-    """At exit: waits for this thread's last end events and sends their times."""
-    dt = local.device_times
-    if dt is None or dt.pid != os.getpid():
-        return
-    try:
-        dt.poll(wait=True)
-    except Exception:  # noqa: BLE001 - CUDA already torn down: those few are lost
-        pass
+    """At exit: waits for every thread's last end events and sends their
+    times."""
+    pid = os.getpid()
+    for dt in list(_all_times):
+        if dt.pid != pid:
+            continue
+        try:
+            dt.poll(wait=True)
+        except Exception:  # noqa: BLE001 - CUDA already torn down: those few are lost
+            pass
+
+
+# Whether the current device's current stream is being captured into a CUDA
+# graph by anything (a library's own capture, not through torch's CUDAGraph):
+# an event recorded into it would become part of the user's graph. One driver
+# query (cudaStreamGetCaptureInfo), no synchronization; a region on another
+# device than the current one is not checked.
+_is_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", lambda: False)
 
 
 def patch_graph_capture():

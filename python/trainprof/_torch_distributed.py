@@ -2,7 +2,13 @@
 and point to point, work left under way timed to its completion, DDP's
 gradient all-reduce through its communication hook), and each process's
 rank told to the recorder (from its process group, and its index in an
-mp.spawn). Applied by trainprof.torch.instrument()."""
+mp.spawn). Applied by trainprof.torch.instrument().
+
+On CUDA tensors (NCCL) the host sees only the launch: ProcessGroupNCCL
+completes a work's future once the collective is enqueued. There the time
+is the device's, between CUDA events (_torch_device: a start event before
+the call, an end event on a stream that waits for the collective), and the
+host span is the call alone."""
 
 import functools
 import importlib
@@ -15,6 +21,8 @@ from ._after_import import after_import
 from ._torch_common import R_REDUCE, begin, end
 from ._torch_common import is_compiling as _is_compiling
 from ._torch_common import local as _local
+from ._torch_device import cuda_of as _cuda_of
+from ._torch_device import device_times as _device_times
 from ._torch_funcol import patch_functional_collectives
 
 _Work = ()  # torch.distributed.Work, once patched (isinstance of () is False)
@@ -29,6 +37,54 @@ _COLLECTIVES = ("all_reduce", "all_reduce_coalesced", "all_gather", "all_gather_
                 "all_gather_object", "broadcast_object_list", "gather_object",
                 "scatter_object_list", "send", "recv", "isend", "irecv", "batch_isend_irecv")
 _LEAVE_WORK = ("isend", "irecv", "batch_isend_irecv")  # return work under way, always
+
+
+def _tensor_device(args, kwargs):
+    """The CUDA device of a communication call's first tensor (a tensor, a
+    list of tensors, or a list of P2POps, as the first argument or
+    `tensor`), else None: object collectives and barrier have none."""
+    first = args[0] if args else kwargs.get("tensor", kwargs.get("output"))
+    if type(first) in (list, tuple):
+        first = first[0] if first else None
+        first = getattr(first, "tensor", first)  # a P2POp
+    return _cuda_of(first) if isinstance(first, torch.Tensor) else None
+
+
+def _device_start(device):
+    """(this thread's device times, a start event) on device's current
+    stream, or None (no CUDA device, device times off, a capture)."""
+    dt = _device_times() if device is not None else None
+    entry = dt.start(device) if dt is not None else None
+    return None if entry is None else (dt, entry)
+
+
+def _device_finish(timing, stream=None):
+    """Records timing's end event on stream (the current stream of its
+    device by default): reduce_metrics' device time."""
+    dt, entry = timing
+    dt.finish(R_REDUCE, entry, stream)
+
+
+def _device_after_work(timing, result):
+    """Records timing's end event on a stream that waits for the work(s) in
+    result, through a then() of the work's CUDA future (whose callback runs
+    with streams that wait for it); the script's own streams are left as
+    they are, and the host never waits."""
+    try:
+        if isinstance(result, _Work):
+            future = result.get_future()
+        elif type(result) is list and result and all(isinstance(w, _Work) for w in result):
+            future = torch.futures.collect_all([w.get_future() for w in result])
+        else:
+            return
+    except RuntimeError:
+        return
+    device = timing[1][2].device
+
+    def finished(_):
+        _device_finish(timing, torch.cuda.current_stream(device))
+
+    future.then(finished)
 
 
 def _span_until_done(result, start):
@@ -66,6 +122,7 @@ def _collective(fn, leaves_work=False):
         # traced by torch.compile: Dynamo must see the collective itself
         if _is_compiling() or _local.in_comm_hook:
             return fn(*args, **kwargs)
+        timing = _device_start(_tensor_device(args, kwargs))
         if leaves_work or kwargs.get("async_op"):
             start = _native.now_ns()
             result = None
@@ -73,13 +130,18 @@ def _collective(fn, leaves_work=False):
                 result = fn(*args, **kwargs)
                 return result
             finally:
-                if not _span_until_done(result, start):
+                if timing is not None:  # on the device: the host span is the launch
+                    _native.span(R_REDUCE, start, _native.now_ns())
+                    _device_after_work(timing, result)
+                elif not _span_until_done(result, start):
                     _native.span(R_REDUCE, start, _native.now_ns())
         begin(R_REDUCE)
         try:
             return fn(*args, **kwargs)
         finally:
             end(R_REDUCE)
+            if timing is not None:  # the call made the current stream wait for it
+                _device_finish(timing)
 
     wrapper.__trainprof_wrapped__ = fn
     return wrapper
@@ -87,10 +149,14 @@ def _collective(fn, leaves_work=False):
 
 def _timed_comm_hook(hook):
     """A DDP communication hook that records reduce_metrics from its call to
-    the completion of the future it returns (on the thread completing it)."""
+    the completion of the future it returns (on the thread completing it);
+    on CUDA also its device time, from the bucket's gradients being ready on
+    the current stream to the end of the future's work (a then() callback
+    runs on streams that wait for it). Runs on the autograd engine's thread."""
 
     def timed_hook(state, bucket):
         start = _native.now_ns()
+        timing = _device_start(_cuda_of(bucket.buffer()))
         _local.in_comm_hook = True
         try:
             fut = hook(state, bucket)
@@ -99,6 +165,8 @@ def _timed_comm_hook(hook):
 
         def done(f):
             _native.span(R_REDUCE, start, _native.now_ns())
+            if timing is not None:
+                _device_finish(timing, torch.cuda.current_stream(timing[1][2].device))
             return f.value()
 
         return fut.then(done)
@@ -108,41 +176,108 @@ def _timed_comm_hook(hook):
     return timed_hook
 
 
+class _HookSlot:
+    """The state of the timed hook trainprof registers on a DDP at its
+    construction: the hook it runs (the default all-reduce until the script
+    registers its own, which then takes the slot: DDP allows one)."""
+
+    __slots__ = ("state", "hook", "taken")
+
+    def __init__(self, state, hook):
+        self.state, self.hook, self.taken = state, hook, False
+
+
+def _run_slot(slot, bucket):
+    return slot.hook(slot.state, bucket)
+
+
+def _builtin_equivalent(comm_hook_type):
+    """The Python hook doing what a built-in (C++) DDP hook does, or None."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    name = getattr(comm_hook_type, "name", str(comm_hook_type))
+    return {"ALLREDUCE": default_hooks.allreduce_hook,
+            "FP16_COMPRESS": default_hooks.fp16_compress_hook}.get(name)
+
+
+def _ddp_note(how):
+    """Tells the report how DDP's gradient all-reduce is timed."""
+    try:
+        _native.fact("ddp.hook=" + how)
+    except ValueError:
+        pass
+
+
 def _patch_ddp():
+    """DDP's gradient all-reduce, timed through a communication hook that
+    trainprof registers when the DDP is made (DDP allows one hook, before
+    the first backward). A script's own hook, registered later, takes its
+    place inside the timed one; a built-in one runs as its Python
+    equivalent. Where that can't be done safely (DDP's Python reducer under
+    compiled autograd, a registration that fails) DDP is left alone, and
+    the run's fact ddp.hook says so."""
     if os.environ.get("TRAINPROF_DDP_HOOK", "1") == "0":
         return
     try:
         from torch.nn.parallel import DistributedDataParallel as DDP
     except ImportError:
         return
-    register, forward = DDP.register_comm_hook, DDP.forward
+    register, init = DDP.register_comm_hook, DDP.__init__
     register_builtin = DDP._register_builtin_comm_hook
+
+    def slot_of(ddp):
+        slot = ddp.__dict__.get("_trainprof_slot")
+        return slot if slot is not None and not slot.taken else None
+
+    def take_slot(ddp, slot, state, hook, name):
+        """The script's hook runs in trainprof's slot, as DDP would run it."""
+        ddp._check_comm_hook(hook)
+        slot.state, slot.hook, slot.taken = state, hook, True
+        if ddp.logger is not None:
+            ddp.logger._set_comm_hook_name(name)
+        ddp._comm_hooks[:] = [(hook, state) if s is slot else (h, s) for h, s in ddp._comm_hooks]
 
     @functools.wraps(register)
     def register_comm_hook(self, state, hook):
+        slot = slot_of(self)
+        if slot is not None:
+            return take_slot(self, slot, state, hook, hook.__qualname__)
         self.__dict__["_trainprof_hook"] = True
         return register(self, state, _timed_comm_hook(hook))
 
     @functools.wraps(register_builtin)
     def register_builtin_comm_hook(self, comm_hook_type):
+        slot = slot_of(self)
+        equivalent = _builtin_equivalent(comm_hook_type) if slot is not None else None
+        if equivalent is not None:
+            return take_slot(self, slot, self.process_group, equivalent, str(comm_hook_type))
         self.__dict__["_trainprof_hook"] = True  # C++ hooks can't be timed
+        _ddp_note("builtin")
         return register_builtin(self, comm_hook_type)
 
-    @functools.wraps(forward)
-    def ddp_forward(self, *args, **kwargs):
-        if not self.__dict__.get("_trainprof_hook"):
-            self.__dict__["_trainprof_hook"] = True
-            try:  # imported here: the hooks' package is 6 modules a script without DDP never loads
-                from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    @functools.wraps(init)
+    def ddp_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        if self.__dict__.get("_trainprof_hook"):  # DDP's own init registered one
+            return
+        if getattr(self, "_use_python_reducer", False) or not hasattr(self, "reducer"):
+            _ddp_note("left")
+            return
+        try:  # imported here: the hooks' package is 6 modules a script without DDP never loads
+            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-                register(self, self.process_group, _timed_comm_hook(default_hooks.allreduce_hook))
-            except Exception:  # noqa: BLE001 - an unusual DDP set-up: stay out of its way
-                pass
-        return forward(self, *args, **kwargs)
+            slot = _HookSlot(self.process_group, default_hooks.allreduce_hook)
+            register(self, slot, _timed_comm_hook(_run_slot))
+        except Exception:  # noqa: BLE001 - an unusual DDP set-up: stay out of its way
+            _ddp_note("left")
+            return
+        self.__dict__["_trainprof_hook"] = True
+        self.__dict__["_trainprof_slot"] = slot
+        _ddp_note("timed")
 
     DDP.register_comm_hook = register_comm_hook
     DDP._register_builtin_comm_hook = register_builtin_comm_hook
-    DDP.forward = ddp_forward
+    DDP.__init__ = ddp_init
 
 
 _rank_told = False

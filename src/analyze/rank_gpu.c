@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_VISIBLE 64
 
@@ -34,6 +35,25 @@ static int entry_gpu(const tp_run *run, int64_t agent_id, const char *s, size_t 
         found = gpu->index;
     }
     return found;
+}
+
+/* uuid without its "GPU-" or "MIG-". */
+static const char *bare_uuid(const char *uuid)
+{
+    return strncmp(uuid, "GPU-", 4) == 0 || strncmp(uuid, "MIG-", 4) == 0 ? uuid + 4 : uuid;
+}
+
+int tp_gpu_by_uuid(const tp_run *run, int64_t agent_id, const char *uuid)
+{
+    if (!uuid || !*uuid)
+        return -1;
+    const char *want = bare_uuid(uuid);
+    for (size_t g = 0; g < run->ngpus; g++) {
+        const tp_run_gpu *gpu = &run->gpus[g];
+        if (gpu->agent_id == agent_id && gpu->uuid && strcasecmp(bare_uuid(gpu->uuid), want) == 0)
+            return gpu->index;
+    }
+    return -1;
 }
 
 int tp_rank_gpu(const tp_run *run, int64_t agent_id, bool visible_set, const char *visible,

@@ -26,4 +26,12 @@
 int tp_rank_gpu(const tp_run *run, int64_t agent_id, bool visible_set, const char *visible,
                 int local_rank);
 
+/* The index of agent_id's GPU whose NVML UUID is uuid, as the CUDA runtime
+ * gives it (torch's device properties: no "GPU-" or "MIG-"; either form is
+ * taken, letters in any case), or -1. What a rank's process told of its
+ * device (table thread_device) maps it exactly, whatever the device order:
+ * NVML's indices need not follow CUDA's. A MIG instance's UUID maps to the
+ * GPU it is part of where the run lists its instances. */
+int tp_gpu_by_uuid(const tp_run *run, int64_t agent_id, const char *uuid);
+
 #endif

@@ -21,6 +21,7 @@ enum { CAT_COMM, CAT_INPUT, CAT_COMPUTE, NCAT };
 typedef struct rank_acc {
     tp_rank_row row;
     int visible_thread; /* a thread of its with CUDA_VISIBLE_DEVICES, -1 none */
+    int device_thread;  /* a thread of its whose process told its GPU's UUID, -1 none */
     int64_t t0, t1;     /* window, ns; t1 <= t0 when the rank marked < 2 steps */
     tp_time_spans cat[NCAT];
     tp_time_spans backward; /* its backward passes, also in cat[CAT_COMPUTE] */
@@ -168,9 +169,12 @@ static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks
             c->acc[k].row.local_rank = t->local_rank;
             c->acc[k].row.agent_id = t->agent_id;
             c->acc[k].visible_thread = -1;
+            c->acc[k].device_thread = -1;
         }
         if (t->cuda_visible_set && c->acc[k].visible_thread < 0)
             c->acc[k].visible_thread = (int)i;
+        if (t->device_uuid[0] && c->acc[k].device_thread < 0)
+            c->acc[k].device_thread = (int)i;
         c->thread_acc[i] = (int)k;
     }
     /* marks come in (rank, thread, time) order: one run per thread. A step
@@ -208,8 +212,13 @@ static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks
     for (size_t k = 0; k < c->nacc; k++) {
         const rank_acc *a = &c->acc[k];
         const tp_run_thread *t = a->visible_thread >= 0 ? &c->threads[a->visible_thread] : NULL;
-        c->acc[k].row.gpu = tp_rank_gpu(run, a->row.agent_id, t != NULL, t ? t->cuda_visible : "",
-                                        a->row.local_rank);
+        int by_uuid =
+            a->device_thread >= 0
+                ? tp_gpu_by_uuid(run, a->row.agent_id, c->threads[a->device_thread].device_uuid)
+                : -1;
+        c->acc[k].row.gpu = by_uuid >= 0 ? by_uuid
+                                         : tp_rank_gpu(run, a->row.agent_id, t != NULL,
+                                                       t ? t->cuda_visible : "", a->row.local_rank);
     }
 }
 

@@ -44,6 +44,7 @@ typedef struct tp_thread_info {
     uint64_t dropped; /* events the thread dropped on a full ring */
     bool cuda_visible_set;
     char cuda_visible[512]; /* its process's CUDA_VISIBLE_DEVICES (ring.h's size) */
+    char device_uuid[96];   /* the GPU its process drives (its CUDA UUID), "" unknown */
 } tp_thread_info;
 
 /* A closed region: [start, end) on one thread, depth 0 for outermost. */

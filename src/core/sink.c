@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -244,6 +245,17 @@ void tp_sink_thread_rank(tp_sink *s, uint32_t thread, int32_t rank, int32_t loca
     if (thread >= 1 && thread <= s->threads.len) {
         tp_thread_info *t = &s->threads.items[thread - 1];
         t->rank = rank, t->local_rank = local_rank, t->world_size = world_size;
+        VEC_PUSH(s, s->pending.threads, *t, TP_LOST_OTHER);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void tp_sink_thread_device(tp_sink *s, uint32_t thread, const char *uuid)
+{
+    pthread_mutex_lock(&s->lock);
+    if (thread >= 1 && thread <= s->threads.len) {
+        tp_thread_info *t = &s->threads.items[thread - 1];
+        snprintf(t->device_uuid, sizeof t->device_uuid, "%s", uuid);
         VEC_PUSH(s, s->pending.threads, *t, TP_LOST_OTHER);
     }
     pthread_mutex_unlock(&s->lock);

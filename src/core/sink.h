@@ -45,6 +45,8 @@ void tp_sink_thread_dropped(tp_sink *s, uint32_t thread, uint64_t dropped);
 /* The rank a thread's process gave itself after the thread's first event. */
 void tp_sink_thread_rank(tp_sink *s, uint32_t thread, int32_t rank, int32_t local_rank,
                          int32_t world_size);
+/* The GPU a thread's process drives, by its CUDA UUID (the fact cuda.device). */
+void tp_sink_thread_device(tp_sink *s, uint32_t thread, const char *uuid);
 /* The same id for the same text; 0 when memory ran out. */
 uint32_t tp_sink_name(tp_sink *s, const char *text);
 void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth,

@@ -211,6 +211,7 @@ static void add_ring(tp_drain *d, int conn, int fd)
                            "",
                            0,
                            hdr.cuda_visible_devices_set != 0,
+                           "",
                            ""};
     clean_field(info.name, sizeof info.name, hdr.thread_name, sizeof hdr.thread_name);
     clean_field(info.cuda_visible, sizeof info.cuda_visible, hdr.cuda_visible_devices,

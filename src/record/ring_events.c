@@ -166,6 +166,11 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
             }
             text[len] = '\0';
             tail += chunks;
+            if (key_len == sizeof TP_FACT_DEVICE - 1 &&
+                memcmp(text, TP_FACT_DEVICE, key_len) == 0) { /* the process's, not the run's */
+                tp_sink_thread_device(sink, r->thread, text + key_len + 1);
+                break;
+            }
             snprintf(key, sizeof key, "fact.%.*s", (int)key_len, text);
             tp_sink_meta(sink, key, text + key_len + 1);
             break;

@@ -20,15 +20,16 @@ typedef struct input_info {
     int64_t start_wall_ns, uncertainty_ns;
     char command[512], job[128], agent[128];
     bool summarized;
-    bool plots;        /* it stores what html plots (meta plots) */
-    bool series_steps; /* it stores its series' figures over the steps */
-    bool steps_window; /* and its steps window */
-    bool rank_gpu;     /* its summary_rank has each rank's GPU */
-    bool batches;      /* its summary_step has batches and warm-up steps */
-    bool thread_cuda;  /* it has each thread's CUDA_VISIBLE_DEVICES */
-    bool stack_counts; /* its summary has its stack samples counted (summary_stack) */
-    bool step_pauses;  /* its stored step phases have their pauses */
-    int *ranks;        /* distinct ranks of its threads (-1: no rank) */
+    bool plots;         /* it stores what html plots (meta plots) */
+    bool series_steps;  /* it stores its series' figures over the steps */
+    bool steps_window;  /* and its steps window */
+    bool rank_gpu;      /* its summary_rank has each rank's GPU */
+    bool batches;       /* its summary_step has batches and warm-up steps */
+    bool thread_cuda;   /* it has each thread's CUDA_VISIBLE_DEVICES */
+    bool thread_device; /* it has each process's GPU UUID */
+    bool stack_counts;  /* its summary has its stack samples counted (summary_stack) */
+    bool step_pauses;   /* its stored step phases have their pauses */
+    int *ranks;         /* distinct ranks of its threads (-1: no rank) */
     size_t nranks;
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
     int64_t series_off; /* added to its series ids */
@@ -112,6 +113,7 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         info[i].rank_gpu = info[i].summarized && tp_run_has_column(run, "summary_rank", "gpu");
         info[i].batches = info[i].summarized && tp_run_has_column(run, "summary_step", "batches");
         info[i].thread_cuda = tp_run_has_table(run, "thread_cuda");
+        info[i].thread_device = tp_run_has_table(run, "thread_device");
         info[i].stack_counts =
             info[i].summarized && tp_run_has_column(run, "summary_stack", "samples");
         info[i].step_pauses = tp_run_has_column(run, "summary_step_phase", "pauses");
@@ -339,11 +341,17 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
     char *counts = summaries && info->version >= TP_SCHEMA_STACKS_VERSION
                        ? stack_counts_sql(off, info->stack_counts, info->version)
                        : NULL;
-    char cuda_sql[128] = "";
+    char cuda_sql[256] = "";
+    int used = 0;
     if (info->thread_cuda)
-        snprintf(cuda_sql, sizeof cuda_sql,
-                 "INSERT INTO main.thread_cuda SELECT thread_id + %lld, visible_devices"
-                 " FROM src.thread_cuda;",
+        used = snprintf(cuda_sql, sizeof cuda_sql,
+                        "INSERT INTO main.thread_cuda SELECT thread_id + %lld, visible_devices"
+                        " FROM src.thread_cuda;",
+                        thread);
+    if (info->thread_device)
+        snprintf(cuda_sql + used, sizeof cuda_sql - (size_t)used,
+                 "INSERT INTO main.thread_device SELECT thread_id + %lld, uuid"
+                 " FROM src.thread_device;",
                  thread);
     sql = sqlite3_mprintf(
         "BEGIN;"

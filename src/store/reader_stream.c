@@ -22,14 +22,19 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
     if (run->schema_version < 2)
         return true;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
-                           tp_run_has_table(run, "thread_cuda")
-                               ? "SELECT t.id, t.pid, t.tid, t.rank, t.name, t.world_size,"
-                                 " t.agent_id, t.local_rank, c.visible_devices FROM thread t"
-                                 " LEFT JOIN thread_cuda c ON c.thread_id = t.id ORDER BY t.id"
-                               : "SELECT id, pid, tid, rank, name, world_size, agent_id,"
-                                 " local_rank, NULL FROM thread ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
+    /* a process's GPU, told on one of its threads, is each of its threads' */
+    char sql[640];
+    snprintf(sql, sizeof sql,
+             "SELECT t.id, t.pid, t.tid, t.rank, t.name, t.world_size, t.agent_id, t.local_rank,"
+             " %s, %s FROM thread t %s ORDER BY t.id",
+             tp_run_has_table(run, "thread_cuda") ? "c.visible_devices" : "NULL",
+             tp_run_has_table(run, "thread_device")
+                 ? "(SELECT d.uuid FROM thread_device d JOIN thread u ON u.id = d.thread_id"
+                   " WHERE u.agent_id = t.agent_id AND u.pid = t.pid ORDER BY u.id LIMIT 1)"
+                 : "NULL",
+             tp_run_has_table(run, "thread_cuda") ? "LEFT JOIN thread_cuda c ON c.thread_id = t.id"
+                                                  : "");
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return failed(run, "threads", err, cap);
     size_t tcap = 0;
     int rc;
@@ -49,6 +54,8 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
         t->cuda_visible_set = visible != NULL;
         snprintf(t->cuda_visible, sizeof t->cuda_visible, "%s",
                  visible ? (const char *)visible : "");
+        const unsigned char *uuid = sqlite3_column_text(st, 9);
+        snprintf(t->device_uuid, sizeof t->device_uuid, "%s", uuid ? (const char *)uuid : "");
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE || failed(run, "threads", err, cap);

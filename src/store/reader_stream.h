@@ -18,6 +18,7 @@ typedef struct tp_run_thread {
     char name[16];
     bool cuda_visible_set; /* its process's CUDA_VISIBLE_DEVICES (table thread_cuda) */
     char cuda_visible[512];
+    char device_uuid[96]; /* the GPU its process drove (table thread_device), "" unknown */
 } tp_run_thread;
 
 /* The instrumented threads (none for schema 1); the caller frees *threads. */

@@ -25,7 +25,7 @@ static const char schema_sql[] =
     "CREATE TABLE thread (id INTEGER PRIMARY KEY, agent_id INTEGER NOT NULL REFERENCES agent(id),"
     "  pid INTEGER NOT NULL, tid INTEGER NOT NULL, rank INTEGER NOT NULL,"
     "  local_rank INTEGER NOT NULL, world_size INTEGER NOT NULL, name TEXT NOT NULL,"
-    "  dropped_events INTEGER NOT NULL DEFAULT 0);" TP_SCHEMA_THREAD_CUDA
+    "  dropped_events INTEGER NOT NULL DEFAULT 0);" TP_SCHEMA_THREAD_CUDA TP_SCHEMA_THREAD_DEVICE
     "CREATE TABLE name (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);"
     "CREATE TABLE region (thread_id INTEGER NOT NULL REFERENCES thread(id),"
     "  name_id INTEGER NOT NULL REFERENCES name(id), depth INTEGER NOT NULL,"

@@ -106,6 +106,13 @@
 #define TP_SCHEMA_THREAD_CUDA                                               \
     "CREATE TABLE IF NOT EXISTS thread_cuda (thread_id INTEGER PRIMARY KEY" \
     "  REFERENCES thread(id), visible_devices TEXT NOT NULL);"
+/* The GPU each instrumented process drove, as its CUDA runtime named it (a
+ * UUID without NVML's "GPU-" or "MIG-"), on the thread that told it: a rank
+ * maps to its GPU by it, whatever CUDA_VISIBLE_DEVICES and CUDA's device
+ * order say. Files from before have no such table. */
+#define TP_SCHEMA_THREAD_DEVICE                                               \
+    "CREATE TABLE IF NOT EXISTS thread_device (thread_id INTEGER PRIMARY KEY" \
+    "  REFERENCES thread(id), uuid TEXT NOT NULL);"
 /* Each series' statistics over its agent's training steps (the span of its
  * step marks), which the rules of thumb judge; series whose agent marked
  * fewer than 2 steps, or none of whose samples fell inside them, have no

@@ -27,6 +27,7 @@ enum {
     ST_MARK,
     ST_DEVICE,
     ST_THREAD_CUDA,
+    ST_THREAD_DEVICE,
     ST_FRAME,
     ST_STACK_NODE,
     ST_STACK_SAMPLE,
@@ -48,6 +49,7 @@ static const char *const statements[ST_N] = {
     "INSERT INTO mark (thread_id, kind, t_ns, value) VALUES (?, ?, ?, ?)",
     "INSERT INTO device_time (thread_id, name_id, start_ns, device_ns) VALUES (?, ?, ?, ?)",
     "INSERT OR REPLACE INTO thread_cuda (thread_id, visible_devices) VALUES (?, ?)",
+    "INSERT OR REPLACE INTO thread_device (thread_id, uuid) VALUES (?, ?)",
     "INSERT OR IGNORE INTO frame (id, function, file) VALUES (?, ?, ?)",
     "INSERT OR IGNORE INTO stack_node (id, parent, frame_id, line) VALUES (?, ?, ?, ?)",
     "INSERT INTO stack_sample (thread_id, tid, t_ns, phase_id, state, node_id, count, span_ns)"
@@ -212,6 +214,12 @@ static int write_timings(tp_writer *w, const tp_batch *b)
             sqlite3_bind_int64(cuda, 1, t->id);
             sqlite3_bind_text(cuda, 2, t->cuda_visible, -1, SQLITE_STATIC);
             rc = run(cuda);
+        }
+        if (rc == SQLITE_OK && t->device_uuid[0]) {
+            sqlite3_stmt *dev = w->st[ST_THREAD_DEVICE];
+            sqlite3_bind_int64(dev, 1, t->id);
+            sqlite3_bind_text(dev, 2, t->device_uuid, -1, SQLITE_STATIC);
+            rc = run(dev);
         }
     }
     st = w->st[ST_NAME];

@@ -12,7 +12,8 @@ from conftest import PYTHON, assert_same_report, report_from_rows, report_json, 
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
 
 # Unchanged DDP training; SLOW_RANK's Dataset sleeps per sample, USER_HOOK
-# registers the script's own communication hook, KILL_RANK dies at step 20.
+# registers the script's own communication hook (=late: after a first forward,
+# as DDP allows; =builtin: DDP's C++ FP16_COMPRESS), KILL_RANK dies at step 20.
 # Each rank writes its parameters' checksum and its hook's call count.
 DDP = """
 import os, signal, sys, time, torch, torch.distributed as dist
@@ -38,11 +39,16 @@ rank = dist.get_rank()
 torch.manual_seed(0)
 model = DDP(nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 4)))
 calls = [0]
-if os.environ.get("USER_HOOK"):
-    def counting_hook(state, bucket):
-        calls[0] += 1
-        return default_hooks.allreduce_hook(state, bucket)
+hook = os.environ.get("USER_HOOK")
+def counting_hook(state, bucket):
+    calls[0] += 1
+    return default_hooks.allreduce_hook(state, bucket)
+if hook == "late":
+    model(torch.zeros(1, 32))
+if hook in ("1", "late"):
     model.register_comm_hook(None, counting_hook)
+elif hook == "builtin":
+    model._register_builtin_comm_hook(dist.BuiltinCommHookType.FP16_COMPRESS)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 # each rank its own shard: different gradients, which only the all-reduce evens out
 data = Data(rank == int(os.environ.get("SLOW_RANK", "-1")))
@@ -80,6 +86,12 @@ def run_ddp(tmp_path, run_file, ranks, **env):
         checksum, calls = f.read_text().split()
         results[int(f.name[4:])] = (float(checksum), int(calls))
     return r, results
+
+
+def meta(run_file, key):
+    with sqlite3.connect(run_file) as db:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row and row[0]
 
 
 def reduce_counts(rep):
@@ -143,17 +155,33 @@ def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
     assert "parts by interval union" in html and "rank 2 (slow)" in html
 
 
-def test_scripts_own_comm_hook_is_kept_and_timed(tmp_path, run_file):
-    r, results = run_ddp(tmp_path, run_file, 2, USER_HOOK="1")
+@pytest.mark.parametrize("when", ["1", "late"])
+def test_scripts_own_comm_hook_is_kept_and_timed(tmp_path, run_file, when):
+    """trainprof's timed hook is registered when the DDP is made; the
+    script's own, registered after (after a first forward too, which DDP
+    allows: registering at the first forward made DDP raise then), runs in
+    its place, timed."""
+    r, results = run_ddp(tmp_path, run_file, 2, USER_HOOK=when)
     assert r.returncode == 0, r.stderr
     assert {calls for _, calls in results.values()} == {32}  # the script's hook ran every step
     assert len({checksum for checksum, _ in results.values()}) == 1
     rep = report_json(run_file)
     assert reduce_counts(rep) == {0: 32, 1: 32}
+    assert meta(run_file, "fact.ddp.hook") == "timed"
     # each rank's stacks, sampled in its own process, carry its rank and phases
     phases = {(g["rank"], g["phase"]) for g in rep["stacks"]}
     assert {rank for rank, _ in phases} >= {0, 1}
     assert any(p in ("train_batch", "forward", "backward") for rank, p in phases if rank == 1)
+
+
+def test_builtin_comm_hook_runs_as_its_python_equivalent_timed(tmp_path, run_file):
+    """DDP's C++ FP16_COMPRESS, registered after trainprof's hook, runs as
+    default_hooks.fp16_compress_hook inside it: the script doesn't fail, the
+    ranks agree, and the all-reduce is timed."""
+    r, results = run_ddp(tmp_path, run_file, 2, USER_HOOK="builtin")
+    assert r.returncode == 0, r.stderr
+    assert len({checksum for checksum, _ in results.values()}) == 1
+    assert reduce_counts(report_json(run_file)) == {0: 32, 1: 32}
 
 
 def test_ddp_hook_can_be_turned_off(tmp_path, run_file):

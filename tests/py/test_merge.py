@@ -195,8 +195,11 @@ def test_each_rank_is_mapped_to_the_gpu_its_process_sees(tmp_path):
     bound = (f"RANK=0 LOCAL_RANK=0 WORLD_SIZE=4 CUDA_VISIBLE_DEVICES=GPU-fake-0001 {EMIT} "
              f"slow_epochs & RANK=1 LOCAL_RANK=1 WORLD_SIZE=4 CUDA_VISIBLE_DEVICES=1,0 {EMIT} "
              "slow_epochs & wait")
-    plain = " & ".join(f"RANK={r} LOCAL_RANK={r - 2} WORLD_SIZE=4 {EMIT} slow_epochs"
-                       for r in (2, 3)) + " & wait"
+    # node b: rank 2 told its device's UUID, which wins over its local rank
+    # (CUDA's device order need not be NVML's); rank 3 told a UUID no GPU has
+    plain = (f"RANK=2 LOCAL_RANK=0 WORLD_SIZE=4 EMIT_CUDA_DEVICE=FAKE-0001 {EMIT} slow_epochs & "
+             f"RANK=3 LOCAL_RANK=1 WORLD_SIZE=4 EMIT_CUDA_DEVICE=fake-9999 {EMIT} slow_epochs"
+             " & wait")
     files = []
     for node, command in (("node-a", bound), ("node-b", plain)):
         path = tmp_path / f"{node}.db"
@@ -214,7 +217,7 @@ def test_each_rank_is_mapped_to_the_gpu_its_process_sees(tmp_path):
     assert trainprof("merge", "-q", "--force", "-o", merged, *files).returncode == 0
     for rep in (report_json(merged), report_from_rows(merged, tmp_path)):
         assert {x["rank"]: x["gpu"] for x in rep["ranks"]["per_rank"]} == {
-            0: 1, 1: 0, 2: 0, 3: 1}
+            0: 1, 1: 0, 2: 1, 3: 1}
     # a file summarized before summary_rank.gpu: its local ranks stand in, and
     # `summarize --force` adds the column
     old = tmp_path / "old.db"
@@ -226,7 +229,8 @@ def test_each_rank_is_mapped_to_the_gpu_its_process_sees(tmp_path):
     assert trainprof("summarize", "--force", "-q", old).returncode == 0
     with sqlite3.connect(old) as db:
         assert db.execute("SELECT rank, gpu FROM summary_rank ORDER BY rank").fetchall() == [
-            (2, 0), (3, 1)]
+            (2, 1), (3, 1)]
+        assert db.execute("SELECT COUNT(*) FROM thread_device").fetchone() == (2,)
 
 
 def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):

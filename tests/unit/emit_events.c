@@ -271,6 +271,11 @@ static int facts(void)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
+    /* the GPU this process drives, as a CUDA runtime names it (its UUID) */
+    const char *device = getenv("EMIT_CUDA_DEVICE");
+    char fact[TP_FACT_TEXT_MAX + 1];
+    if (device && snprintf(fact, sizeof fact, "%s=%s", TP_FACT_DEVICE, device) < (int)sizeof fact)
+        tp_fact_send(fact, strlen(fact));
     if (strcmp(mode, "nested") == 0)
         return nested_regions();
     if (strcmp(mode, "spans") == 0)

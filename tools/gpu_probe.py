@@ -67,6 +67,17 @@ out["h2d_seconds"] = time.time() - t0
 attempt("pcie_after", pcie_counters)
 out["h2d_bytes"] = 16 * (256 << 20)
 out["pcie_spot_rx_kb_s"] = spot
+# the counters over time: 1 s of copies (bytes counted here), then 1 s idle
+timeline, moved = [], 0
+t0 = time.time()
+while time.time() - t0 < 2:
+    if time.time() - t0 < 1:
+        gpu.copy_(host, non_blocking=True)
+        moved += 256 << 20
+    torch.cuda.synchronize()
+    timeline.append((round(time.time() - t0, 3), moved, pcie_counters()))
+    time.sleep(0.02)
+out["pcie_timeline"] = timeline
 
 # busy: bf16 products for 3 s; GPM samples 1 s apart, clock reasons
 x = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)

@@ -1,19 +1,22 @@
-/* gpu_nvml.c: per-GPU metrics through NVML, loaded with dlopen.
+/* gpu_nvml.c: per-GPU metrics through NVML, loaded with dlopen (nvml_load.c).
  *
- * libnvidia-ml.so.1 (then libnvidia-ml.so; $TRAINPROF_NVML_LIB overrides) is
- * opened at run time; the newest versioned symbol is tried first (nvmlInit_v2,
- * then nvmlInit). Fast readings (utilization, memory, power, energy,
- * temperature, SM clock) are taken on the sampling tick. PCIe throughput takes
- * about 20 ms per call inside the driver, so a helper thread reads it on its
- * own cadence and never stalls the tick.
+ * Fast readings (utilization, memory, power and its enforced limit, energy,
+ * temperature, SM clock, clock event reasons) are taken on the sampling tick.
+ * What is slow, or must be read more often than the tick (the PCIe byte
+ * counters, which wrap every 4 GiB), or needs two samples a second apart
+ * (GPM) runs on a thread of its own (nvml_slow.c) and never stalls the
+ * tick.
  *
  * Energy comes from the total-energy counter (mJ, Volta and newer) where the
- * GPU supports it, otherwise from power integrated over the real timestamps of
- * the readings (trapezoids). A reading a GPU does not support is recorded as
- * unavailable once; a GPU that falls off the bus stops being sampled. */
+ * GPU supports it, across the counter's restarts, otherwise from power
+ * integrated over the real timestamps of the readings (trapezoids). A reading
+ * a GPU does not support is recorded as unavailable once; a GPU whose
+ * readings fail for good (lost, reset needed, driver gone) stops being
+ * sampled. In MIG mode the card's utilization is unavailable, and each
+ * instance's UUID and memory go to meta gpu.N.mig. docs/gpu.md says what
+ * each figure means and how it was checked. */
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,110 +24,54 @@
 
 #include "core/metric_catalog.h"
 #include "clock.h"
-#include "collect/collector.h"
-#include "collect/nvml_api.h"
+#include "collect/nvml_collector.h"
 #include "util/labels.h"
 
-#define NVML_MAX_GPUS 64
-
-enum {
-    M_UTIL,
-    M_MEM_USED,
-    M_MEM_FREE,
-    M_POWER,
-    M_ENERGY,
-    M_TEMP,
-    M_CLOCK,
-    M_PCIE_TX,
-    M_PCIE_RX,
-    M_N
+const char *const tp_nvml_metric_names[M_N] = {
+    TP_METRIC_GPU_UTIL_PERCENT,         TP_METRIC_GPU_MEM_USED_BYTES,
+    TP_METRIC_GPU_MEM_FREE_BYTES,       TP_METRIC_GPU_POWER_WATTS,
+    TP_METRIC_GPU_ENERGY_JOULES,        TP_METRIC_GPU_TEMP_CELSIUS,
+    TP_METRIC_GPU_SM_CLOCK_MHZ,         TP_METRIC_GPU_PCIE_TX_BYTES_PER_S,
+    TP_METRIC_GPU_PCIE_RX_BYTES_PER_S,  TP_METRIC_GPU_CLOCK_EVENT_REASONS,
+    TP_METRIC_GPU_POWER_LIMIT_WATTS,    TP_METRIC_GPU_SM_ACTIVE_PERCENT,
+    TP_METRIC_GPU_SM_OCCUPANCY_PERCENT, TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT,
 };
-
-static const char *const metric_names[M_N] = {
-    TP_METRIC_GPU_UTIL_PERCENT,        TP_METRIC_GPU_MEM_USED_BYTES,
-    TP_METRIC_GPU_MEM_FREE_BYTES,      TP_METRIC_GPU_POWER_WATTS,
-    TP_METRIC_GPU_ENERGY_JOULES,       TP_METRIC_GPU_TEMP_CELSIUS,
-    TP_METRIC_GPU_SM_CLOCK_MHZ,        TP_METRIC_GPU_PCIE_TX_BYTES_PER_S,
-    TP_METRIC_GPU_PCIE_RX_BYTES_PER_S,
-};
-
-typedef struct nvml_lib {
-    void *handle;
-    nvml_shutdown_fn shutdown;
-    nvml_error_string_fn error_string;
-    nvml_count_fn count;
-    nvml_handle_fn handle_by_index;
-    nvml_string_fn name, uuid;
-    nvml_driver_version_fn driver_version;
-    nvml_util_fn utilization;
-    nvml_memory_fn memory;
-    nvml_memory_v2_fn memory_v2; /* NULL: the driver has no v2, v1 is read */
-    nvml_uint_fn power;
-    nvml_ull_fn total_energy;
-    nvml_uint_arg_fn temperature, clock, pcie;
-} nvml_lib;
-
-typedef struct nvml_gpu {
-    nvmlDevice_t dev;
-    int index;
-    atomic_bool lost;
-    bool energy_counter;
-    unsigned long long energy_start_mj;
-    double energy_j; /* power-integral mode */
-    double prev_power_w;
-    uint64_t prev_power_ns;
-    uint32_t series[M_N]; /* 0: not supported */
-} nvml_gpu;
-
-typedef struct nvml_collector {
-    tp_collector base;
-    tp_sink *sink;
-    nvml_lib lib;
-    nvml_gpu gpus[NVML_MAX_GPUS];
-    unsigned int ngpus;
-    pthread_t slow_thread;
-    bool slow_running;
-    pthread_mutex_t stop_lock;
-    pthread_cond_t stop_cond;
-    bool stop;
-} nvml_collector;
-
-/* Resolves the first of the given symbol names that the library exports. */
-static void *find_symbol(void *h, const char *newest, const char *base)
-{
-    void *f = newest ? dlsym(h, newest) : NULL;
-    return f ? f : dlsym(h, base);
-}
-
-static const char *nvml_error(const nvml_lib *lib, nvmlReturn_t r)
-{
-    const char *s = lib->error_string ? lib->error_string(r) : NULL;
-    return s ? s : "unknown NVML error";
-}
+#define metric_names tp_nvml_metric_names
 
 static void note_unsupported(nvml_collector *c, nvml_gpu *g, int metric, nvmlReturn_t r)
 {
     char source[32], reason[160];
     snprintf(source, sizeof source, "nvml gpu%d", g->index);
-    snprintf(reason, sizeof reason, "%s: %s", metric_names[metric], nvml_error(&c->lib, r));
+    snprintf(reason, sizeof reason, "%s: %s", metric_names[metric], tp_nvml_error(&c->lib, r));
     tp_sink_unavailable(c->sink, source, reason);
 }
 
-/* A failed reading: GPU lost ends its sampling; others are skipped quietly. */
-static void reading_failed(nvml_collector *c, nvml_gpu *g, nvmlReturn_t r)
+static bool fatal(nvmlReturn_t r)
 {
-    if (r == NVML_ERROR_GPU_IS_LOST && !atomic_exchange(&g->lost, true)) {
-        char source[32];
-        snprintf(source, sizeof source, "nvml gpu%d", g->index);
-        tp_sink_unavailable(c->sink, source, "GPU is lost (fell off the bus); sampling stopped");
-    }
+    return r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED ||
+           r == NVML_ERROR_DRIVER_NOT_LOADED || r == NVML_ERROR_LIB_RM_VERSION_MISMATCH ||
+           r == NVML_ERROR_UNINITIALIZED || r == NVML_ERROR_GPU_NOT_FOUND;
 }
 
-static void emit(nvml_collector *c, nvml_gpu *g, int m, uint64_t now_ns, double v)
+void tp_nvml_reading_failed(nvml_collector *c, nvml_gpu *g, nvmlReturn_t r)
+{
+    if (fatal(r) && !atomic_exchange(&g->lost, true)) {
+        char source[32], reason[160];
+        snprintf(source, sizeof source, "nvml gpu%d", g->index);
+        snprintf(reason, sizeof reason, "%s; sampling stopped",
+                 r == NVML_ERROR_GPU_IS_LOST ? "GPU is lost (fell off the bus)"
+                                             : tp_nvml_error(&c->lib, r));
+        tp_sink_unavailable(c->sink, source, reason);
+    }
+}
+#define reading_failed tp_nvml_reading_failed
+
+void tp_nvml_emit(nvml_collector *c, nvml_gpu *g, int m, uint64_t now_ns, double v)
 {
     if (g->series[m])
         tp_sink_sample(c->sink, g->series[m], now_ns, v);
 }
+#define emit tp_nvml_emit
 
 static void sample_energy(nvml_collector *c, nvml_gpu *g, uint64_t now_ns, bool have_power,
                           double power_w)
@@ -132,10 +79,17 @@ static void sample_energy(nvml_collector *c, nvml_gpu *g, uint64_t now_ns, bool 
     if (g->energy_counter) {
         unsigned long long mj;
         nvmlReturn_t r = c->lib.total_energy(g->dev, &mj);
-        if (r != NVML_SUCCESS)
+        if (r != NVML_SUCCESS) {
             reading_failed(c, g, r);
-        else if (mj >= g->energy_start_mj)
-            emit(c, g, M_ENERGY, now_ns, (double)(mj - g->energy_start_mj) / 1000.0);
+            return;
+        }
+        if (mj < g->energy_last_mj) { /* the counter started again (a driver reload, a reset) */
+            g->energy_before_j += (double)(g->energy_last_mj - g->energy_seg_start_mj) / 1000.0;
+            g->energy_seg_start_mj = 0;
+        }
+        g->energy_last_mj = mj;
+        emit(c, g, M_ENERGY, now_ns,
+             g->energy_before_j + (double)(mj - g->energy_seg_start_mj) / 1000.0);
         return;
     }
     if (!have_power)
@@ -147,8 +101,6 @@ static void sample_energy(nvml_collector *c, nvml_gpu *g, uint64_t now_ns, bool 
     g->prev_power_ns = now_ns;
     emit(c, g, M_ENERGY, now_ns, g->energy_j);
 }
-
-#define NVML_ERROR_FUNCTION_NOT_FOUND 13
 
 /* Device memory as nvidia-smi shows it: through nvmlDeviceGetMemoryInfo_v2,
  * whose `used` leaves out what the driver and firmware reserve (about 480 MiB
@@ -208,34 +160,38 @@ static void nvml_sample(tp_collector *base, uint64_t now_ns)
             emit(c, g, M_TEMP, now_ns, v);
         if (g->series[M_CLOCK] && (r = c->lib.clock(g->dev, NVML_CLOCK_SM, &v)) == NVML_SUCCESS)
             emit(c, g, M_CLOCK, now_ns, v);
+        unsigned long long reasons;
+        if (g->series[M_CLOCK_REASONS] &&
+            (r = c->lib.clock_reasons(g->dev, &reasons)) == NVML_SUCCESS)
+            emit(c, g, M_CLOCK_REASONS, now_ns, (double)(reasons & 0xffffffffULL));
+        if (g->series[M_POWER_LIMIT] && (r = c->lib.power_limit(g->dev, &v)) == NVML_SUCCESS)
+            emit(c, g, M_POWER_LIMIT, now_ns, v / 1000.0);
     }
 }
 
-/* The slow path: PCIe throughput for every GPU, once a second, off the tick. */
+/* The slow path (nvml_slow.c), off the tick: every 20 ms where a GPU has
+ * PCIe counters, else once a second. */
 static void *slow_loop(void *arg)
 {
     nvml_collector *c = arg;
+    bool counters = false;
+    for (unsigned i = 0; i < c->ngpus; i++)
+        counters = counters || c->gpus[i].pcie_counter;
+    long period_ns = counters ? NVML_FAST_ROUND_MS * 1000000L : 1000000000L;
+    uint64_t last_second = 0;
     pthread_mutex_lock(&c->stop_lock);
     while (!c->stop) {
         pthread_mutex_unlock(&c->stop_lock);
-        for (unsigned i = 0; i < c->ngpus; i++) {
-            nvml_gpu *g = &c->gpus[i];
-            unsigned int kbs;
-            for (int k = 0; k < 2 && !atomic_load(&g->lost); k++) {
-                int m = k == 0 ? M_PCIE_TX : M_PCIE_RX;
-                if (!g->series[m])
-                    continue;
-                nvmlReturn_t r = c->lib.pcie(
-                    g->dev, k == 0 ? NVML_PCIE_UTIL_TX_BYTES : NVML_PCIE_UTIL_RX_BYTES, &kbs);
-                if (r == NVML_SUCCESS)
-                    emit(c, g, m, tp_clock_mono_ns(), kbs * 1024.0);
-                else
-                    reading_failed(c, g, r);
-            }
-        }
+        uint64_t now = tp_clock_mono_ns();
+        bool each_second = !last_second || now - last_second >= 1000000000ULL;
+        if (each_second)
+            last_second = now;
+        tp_nvml_slow_round(c, each_second);
         struct timespec deadline;
         clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += 1;
+        deadline.tv_nsec += period_ns;
+        deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+        deadline.tv_nsec %= 1000000000L;
         pthread_mutex_lock(&c->stop_lock);
         while (!c->stop && pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &deadline) == 0)
             ;
@@ -256,6 +212,7 @@ static void nvml_destroy(tp_collector *base)
     }
     pthread_mutex_destroy(&c->stop_lock);
     pthread_cond_destroy(&c->stop_cond);
+    tp_nvml_slow_free(c);
     if (c->lib.shutdown)
         c->lib.shutdown();
     dlclose(c->lib.handle);
@@ -263,61 +220,6 @@ static void nvml_destroy(tp_collector *base)
 }
 
 /* ---- setup ----------------------------------------------------------- */
-
-/* Stores a symbol into a function pointer. ISO C has no cast between object
- * and function pointers; POSIX guarantees they have the same size. */
-#define LOAD(dst, newest, base)                    \
-    do {                                           \
-        void *sym_ = find_symbol(h, newest, base); \
-        memcpy(&(dst), &sym_, sizeof(dst));        \
-    } while (0)
-
-/* Opens the library and resolves its symbols. Returns false with the reason
- * when NVML can't be used at all. */
-static bool load_library(nvml_lib *lib, nvml_init_fn *init, char *why, size_t cap)
-{
-    const char *override = getenv("TRAINPROF_NVML_LIB");
-    const char *names[] = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
-    if (override && *override) {
-        lib->handle = dlopen(override, RTLD_NOW | RTLD_LOCAL);
-    } else {
-        for (size_t i = 0; i < 2 && !lib->handle; i++)
-            lib->handle = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    }
-    if (!lib->handle) {
-        snprintf(why, cap, "cannot load %s (no NVIDIA driver on this machine)",
-                 override && *override ? override : "libnvidia-ml.so.1");
-        return false;
-    }
-    void *h = lib->handle;
-    LOAD(*init, "nvmlInit_v2", "nvmlInit");
-    LOAD(lib->shutdown, NULL, "nvmlShutdown");
-    LOAD(lib->error_string, NULL, "nvmlErrorString");
-    LOAD(lib->count, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
-    LOAD(lib->handle_by_index, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
-    LOAD(lib->name, NULL, "nvmlDeviceGetName");
-    LOAD(lib->uuid, NULL, "nvmlDeviceGetUUID");
-    LOAD(lib->driver_version, NULL, "nvmlSystemGetDriverVersion");
-    LOAD(lib->utilization, NULL, "nvmlDeviceGetUtilizationRates");
-    LOAD(lib->memory, NULL, "nvmlDeviceGetMemoryInfo");
-    LOAD(lib->memory_v2, NULL, "nvmlDeviceGetMemoryInfo_v2");
-    LOAD(lib->power, NULL, "nvmlDeviceGetPowerUsage");
-    LOAD(lib->total_energy, NULL, "nvmlDeviceGetTotalEnergyConsumption");
-    LOAD(lib->temperature, NULL, "nvmlDeviceGetTemperature");
-    LOAD(lib->clock, NULL, "nvmlDeviceGetClockInfo");
-    LOAD(lib->pcie, NULL, "nvmlDeviceGetPcieThroughput");
-    const char *missing = !*init                  ? "nvmlInit"
-                          : !lib->count           ? "nvmlDeviceGetCount"
-                          : !lib->handle_by_index ? "nvmlDeviceGetHandleByIndex"
-                                                  : NULL;
-    if (missing) {
-        snprintf(why, cap, "the NVML library has no %s", missing);
-        dlclose(h);
-        lib->handle = NULL;
-        return false;
-    }
-    return true;
-}
 
 /* Takes one reading of metric m to learn whether the GPU supports it. */
 static nvmlReturn_t probe(nvml_collector *c, nvml_gpu *g, int m)
@@ -336,7 +238,7 @@ static nvmlReturn_t probe(nvml_collector *c, nvml_gpu *g, int m)
     case M_ENERGY:
         if (lib->total_energy && lib->total_energy(g->dev, &mj) == NVML_SUCCESS) {
             g->energy_counter = true;
-            g->energy_start_mj = mj;
+            g->energy_seg_start_mj = g->energy_last_mj = mj;
             return NVML_SUCCESS;
         }
         return probe(c, g, M_POWER); /* integrate power instead */
@@ -346,14 +248,56 @@ static nvmlReturn_t probe(nvml_collector *c, nvml_gpu *g, int m)
     case M_CLOCK:
         return lib->clock ? lib->clock(g->dev, NVML_CLOCK_SM, &v) : NVML_ERROR_FUNCTION_NOT_FOUND;
     case M_PCIE_TX:
-    case M_PCIE_RX:
+    case M_PCIE_RX: {
+        nvmlFieldValue_t f[2];
+        if (tp_nvml_read_pcie(lib, g->dev, f)) {
+            g->pcie_counter = true;
+            return NVML_SUCCESS;
+        }
         return lib->pcie
                    ? lib->pcie(g->dev,
                                m == M_PCIE_TX ? NVML_PCIE_UTIL_TX_BYTES : NVML_PCIE_UTIL_RX_BYTES,
                                &v)
                    : NVML_ERROR_FUNCTION_NOT_FOUND;
     }
-    return NVML_ERROR_NOT_SUPPORTED;
+    case M_CLOCK_REASONS: {
+        unsigned long long reasons;
+        return lib->clock_reasons ? lib->clock_reasons(g->dev, &reasons)
+                                  : NVML_ERROR_FUNCTION_NOT_FOUND;
+    }
+    case M_POWER_LIMIT:
+        return lib->power_limit ? lib->power_limit(g->dev, &v) : NVML_ERROR_FUNCTION_NOT_FOUND;
+    }
+    return NVML_ERROR_NOT_SUPPORTED; /* the GPM metrics: nvml_slow.c sets them up */
+}
+
+/* A GPU in MIG mode: each instance's UUID and memory, in meta gpu.N.mig
+ * ("UUID=total bytes", comma-separated), so that a process driving an
+ * instance maps to its GPU, and its memory is judged against the
+ * instance's. */
+static void mig_instances(nvml_collector *c, nvml_gpu *g)
+{
+    unsigned int n = 0;
+    if (!c->lib.mig_count || !c->lib.mig_handle || c->lib.mig_count(g->dev, &n) != NVML_SUCCESS)
+        return;
+    char list[NVML_MAX_MIG * 120] = "", key[32];
+    size_t used = 0;
+    for (unsigned i = 0; i < n && i < NVML_MAX_MIG; i++) {
+        nvmlDevice_t mig;
+        char uuid[96];
+        nvmlMemory_v2_t mem;
+        if (c->lib.mig_handle(g->dev, i, &mig) != NVML_SUCCESS || !c->lib.uuid ||
+            c->lib.uuid(mig, uuid, sizeof uuid) != NVML_SUCCESS)
+            continue; /* no instance at this index */
+        unsigned long long total = read_memory(&c->lib, mig, &mem) == NVML_SUCCESS ? mem.total : 0;
+        int w =
+            snprintf(list + used, sizeof list - used, "%s%s=%llu", used ? "," : "", uuid, total);
+        if (w < 0 || (size_t)w >= sizeof list - used)
+            break;
+        used += (size_t)w;
+    }
+    snprintf(key, sizeof key, "gpu.%d.mig", g->index);
+    tp_sink_meta(c->sink, key, list);
 }
 
 /* Records a GPU's identity and registers the series of what it supports. */
@@ -372,13 +316,25 @@ static void setup_gpu(nvml_collector *c, nvml_gpu *g)
     char num[16], labels[TP_LABELS_MAX];
     snprintf(num, sizeof num, "%d", g->index);
     tp_labels1(labels, sizeof labels, "gpu", num);
-    for (int m = 0; m < M_N; m++) {
+    unsigned int mig = 0, mig_pending = 0;
+    g->mig = c->lib.mig_mode && c->lib.mig_mode(g->dev, &mig, &mig_pending) == NVML_SUCCESS &&
+             mig == NVML_DEVICE_MIG_ENABLE;
+    for (int m = 0; m <= M_POWER_LIMIT; m++) {
         nvmlReturn_t r = probe(c, g, m);
         if (r == NVML_SUCCESS)
             g->series[m] = tp_sink_series(c->sink, metric_names[m], labels);
+        else if (m == M_UTIL && g->mig)
+            tp_sink_unavailable(c->sink, "nvml", "gpu_util_percent: unavailable: MIG");
         else if (m != M_MEM_FREE)
             note_unsupported(c, g, m, r);
     }
+    tp_sink_meta(c->sink, "gpu_pcie_source",
+                 g->pcie_counter        ? "counter"
+                 : g->series[M_PCIE_TX] ? "spot"
+                                        : "none");
+    if (g->mig)
+        mig_instances(c, g);
+    tp_nvml_slow_setup(c, g, labels);
     snprintf(info.energy_source, sizeof info.energy_source, "%s",
              !g->series[M_ENERGY] ? "none"
              : g->energy_counter  ? "counter"
@@ -393,23 +349,26 @@ tp_collector *tp_nvml_collector_new(const tp_collect_env *env)
         return NULL;
     c->sink = env->sink;
     char why[256];
-    nvml_init_fn init;
-    if (!load_library(&c->lib, &init, why, sizeof why)) {
+    if (!tp_nvml_load(&c->lib, why, sizeof why)) {
         tp_sink_unavailable(env->sink, "nvml", why);
         free(c);
         return NULL;
     }
-    nvmlReturn_t r = init();
+    nvmlReturn_t r = c->lib.init();
+    bool initialized = r == NVML_SUCCESS;
     unsigned int count = 0;
-    if (r == NVML_SUCCESS)
+    if (initialized)
         r = c->lib.count(&count);
     if (r != NVML_SUCCESS || count == 0) {
-        if (r != NVML_SUCCESS)
-            snprintf(why, sizeof why, "NVML init failed: %s", nvml_error(&c->lib, r));
+        if (!initialized)
+            snprintf(why, sizeof why, "NVML init failed: %s", tp_nvml_error(&c->lib, r));
+        else if (r != NVML_SUCCESS)
+            snprintf(why, sizeof why, "NVML could not count the GPUs: %s",
+                     tp_nvml_error(&c->lib, r));
         else
             snprintf(why, sizeof why, "NVML found no GPUs");
         tp_sink_unavailable(env->sink, "nvml", why);
-        if (r == NVML_SUCCESS && c->lib.shutdown)
+        if (initialized && c->lib.shutdown) /* every successful init is shut down */
             c->lib.shutdown();
         dlclose(c->lib.handle);
         free(c);
@@ -424,7 +383,7 @@ tp_collector *tp_nvml_collector_new(const tp_collect_env *env)
         if ((r = c->lib.handle_by_index(i, &g->dev)) != NVML_SUCCESS) {
             char source[32];
             snprintf(source, sizeof source, "nvml gpu%u", i);
-            tp_sink_unavailable(env->sink, source, nvml_error(&c->lib, r));
+            tp_sink_unavailable(env->sink, source, tp_nvml_error(&c->lib, r));
             continue;
         }
         setup_gpu(c, g);

@@ -50,9 +50,24 @@ static const tp_metric_def catalog[] = {
     {TP_METRIC_GPU_ENERGY_JOULES, TP_UNIT_JOULES, "nvml", "GPU energy since the run started"},
     {TP_METRIC_GPU_TEMP_CELSIUS, TP_UNIT_CELSIUS, "nvml", "GPU core temperature"},
     {TP_METRIC_GPU_SM_CLOCK_MHZ, TP_UNIT_MHZ, "nvml", "SM clock"},
-    {TP_METRIC_GPU_PCIE_TX_BYTES_PER_S, TP_UNIT_BYTES_PER_S, "nvml", "PCIe bytes sent by the GPU"},
+    {TP_METRIC_GPU_PCIE_TX_BYTES_PER_S, TP_UNIT_BYTES_PER_S, "nvml",
+     "PCIe bytes sent by the GPU per second: from its cumulative counter between two ticks, or "
+     "where the GPU has none a 20 ms spot reading once a second (meta gpu_pcie_source)"},
     {TP_METRIC_GPU_PCIE_RX_BYTES_PER_S, TP_UNIT_BYTES_PER_S, "nvml",
-     "PCIe bytes received by the GPU"},
+     "PCIe bytes received by the GPU per second (as gpu_pcie_tx_bytes_per_s)"},
+    {TP_METRIC_GPU_CLOCK_EVENT_REASONS, TP_UNIT_COUNT, "nvml",
+     "why the clocks were below their maximum, NVML's bitmask: 1 idle, 4 software power cap, "
+     "8 hardware slowdown, 16 sync boost, 32 software thermal, 64 hardware thermal, 128 power "
+     "brake"},
+    {TP_METRIC_GPU_POWER_LIMIT_WATTS, TP_UNIT_WATTS, "nvml",
+     "the power limit the driver enforces (the lowest of every limit set)"},
+    {TP_METRIC_GPU_SM_ACTIVE_PERCENT, TP_UNIT_PERCENT, "nvml",
+     "GPM (Hopper and newer): share of time the SMs were busy, over all SMs; "
+     "gpu_util_percent counts any kernel on any SM"},
+    {TP_METRIC_GPU_SM_OCCUPANCY_PERCENT, TP_UNIT_PERCENT, "nvml",
+     "GPM: warps resident on the SMs against their maximum"},
+    {TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT, TP_UNIT_PERCENT, "nvml",
+     "GPM: share of time any tensor-core pipe was busy"},
 };
 
 const tp_metric_def *tp_metric_catalog(size_t *count)

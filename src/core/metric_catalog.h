@@ -42,6 +42,11 @@
 #define TP_METRIC_GPU_SM_CLOCK_MHZ             "gpu_sm_clock_mhz"
 #define TP_METRIC_GPU_PCIE_TX_BYTES_PER_S      "gpu_pcie_tx_bytes_per_s"
 #define TP_METRIC_GPU_PCIE_RX_BYTES_PER_S      "gpu_pcie_rx_bytes_per_s"
+#define TP_METRIC_GPU_CLOCK_EVENT_REASONS      "gpu_clock_event_reasons"
+#define TP_METRIC_GPU_POWER_LIMIT_WATTS        "gpu_power_limit_watts"
+#define TP_METRIC_GPU_SM_ACTIVE_PERCENT        "gpu_sm_active_percent"
+#define TP_METRIC_GPU_SM_OCCUPANCY_PERCENT     "gpu_sm_occupancy_percent"
+#define TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT    "gpu_tensor_active_percent"
 
 typedef enum tp_unit {
     TP_UNIT_PERCENT,

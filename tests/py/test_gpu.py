@@ -5,6 +5,7 @@ no CUDA device (CI); tools/gpu-check.sh runs them on a machine with one."""
 import json
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import threading
@@ -107,6 +108,22 @@ def test_nvml_readings_match_nvidia_smi(tmp_path):
     assert abs(max(clock) - max(seen["clocks.sm"])) <= 0.05 * max(seen["clocks.sm"])
     assert abs(max(temp) - max(seen["temperature.gpu"])) <= 3
 
+    # clock event reasons: NVML's bitmask, idle (1) seen once the products end
+    reasons = [int(v) for _, v in samples(run, "gpu_clock_event_reasons", '{"gpu":"0"}')]
+    limit = [v for _, v in samples(run, "gpu_power_limit_watts", '{"gpu":"0"}')]
+    sm = [v for _, v in samples(run, "gpu_sm_active_percent", '{"gpu":"0"}')]
+    tensor = [v for _, v in samples(run, "gpu_tensor_active_percent", '{"gpu":"0"}')]
+    print(json.dumps({"reasons": sorted(set(reasons)), "limit": sorted(set(limit)),
+                      "sm_active": sm, "tensor_active": tensor}))
+    assert reasons and any(r & 1 for r in reasons)
+    smi_limit = subprocess.run(["nvidia-smi", "--query-gpu=power.limit", "--format=csv,noheader,"
+                                "nounits", "-i", "0"], capture_output=True, text=True).stdout
+    assert limit and abs(limit[0] - float(smi_limit)) < 1
+    # GPM (Hopper): bf16 products keep the SMs and tensor cores busy, idle not
+    if sm:
+        assert max(sm) >= 80 and min(sm) <= 10
+        assert max(tensor) >= 50
+
     # the energy counter against the integral of the power readings
     integral = sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in zip(power, power[1:]))
     assert energy[-1][1] == pytest.approx(integral, rel=0.15)
@@ -147,10 +164,20 @@ def test_ddp_on_nccl_times_the_gradient_all_reduce(tmp_path):
     assert r.returncode == 0, r.stderr
     rep = report_json(run)
     names = {t["name"]: t for t in rep["timings"] if t["rank"] == 0}
-    # 64 steps, each with DDP's hook over its bucket(s), plus one all_reduce
+    # 64 steps, each with DDP's hook over its bucket(s), plus one all_reduce;
+    # each timed on the device too (the hook runs on autograd's thread)
     assert names["reduce_metrics"]["count"] >= 65
+    assert names["reduce_metrics"]["device"]["count"] == names["reduce_metrics"]["count"]
     assert names["train_batch"]["count"] >= 63
     assert names["to_device"]["count"] >= 128
+    # the rank's GPU, by the UUID its process told (torch's, without "GPU-")
+    with sqlite3.connect(run) as db:
+        told = {u for u, in db.execute("SELECT uuid FROM thread_device")}
+        nvml = {u for u, in db.execute("SELECT uuid FROM gpu WHERE gpu_index = 0")}
+        hook = db.execute("SELECT value FROM meta WHERE key = 'fact.ddp.hook'").fetchone()
+    assert {"GPU-" + u for u in told} == nvml
+    assert hook == ("timed",)
+    assert rep["ranks"]["per_rank"][0]["gpu"] == 0
 
 
 COMPILED = """
@@ -413,3 +440,145 @@ def test_lightning_on_cuda(tmp_path, precision):
     # the update alone, not forward and backward inside it
     assert names["optimizer_step"]["total_s"] < names["train_batch"]["total_s"]
     assert rep["steps"][0]["samples"] >= 39 * 32
+
+
+# NCCL at world size 1: out-of-place all-gathers of 1 GiB (a copy on the
+# device, ~1 ms), each behind 50 ms of GPU work it waits for; half async,
+# half blocking. ProcessGroupNCCL's own timing (TORCH_NCCL_ENABLE_TIMING)
+# is the ground truth: the async works' durations, read once complete.
+NCCL_TIMED = """
+import json, sys, torch, torch.distributed as dist
+dist.init_process_group("nccl")
+torch.cuda.set_device(0)
+inp = torch.ones(1 << 28, device="cuda")
+out = torch.empty_like(inp)
+works = []
+for i in range(20):
+    torch.cuda._sleep(50_000_000)
+    if i % 2:
+        works.append(dist.all_gather_into_tensor(out, inp, async_op=True))
+    else:
+        dist.all_gather_into_tensor(out, inp)
+torch.cuda.synchronize()
+json.dump({"nccl_ms": [w._get_duration() for w in works]}, open(sys.argv[1], "w"))
+dist.destroy_process_group()
+"""
+
+
+def test_nccl_collectives_are_timed_on_the_device(tmp_path):
+    script = tmp_path / "nccl.py"
+    script.write_text(NCCL_TIMED)
+    run = tmp_path / "gpu-nccl.db"
+    truth = tmp_path / "truth.json"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, "-m", "torch.distributed.run",
+                  "--standalone", "--nproc_per_node", "1", script, truth, timeout=300,
+                  env={"TORCH_NCCL_ENABLE_TIMING": "1"})
+    keep(run)
+    assert r.returncode == 0, r.stderr
+    nccl_s = statistics.median(json.loads(truth.read_text())["nccl_ms"]) / 1e3
+    comm = {t["name"]: t for t in report_json(run)["timings"]}["reduce_metrics"]
+    print(json.dumps({"nccl_p50_s": nccl_s, "reduce_metrics": comm}))
+    assert comm["count"] == 20 and comm["device"]["count"] == 20
+    # the device time is the collective's (not the 50 ms it waited for first,
+    # not the launch the host saw)
+    assert comm["device"]["p50_s"] == pytest.approx(nccl_s, rel=0.25, abs=50e-6)
+    assert comm["device"]["p50_s"] < 0.01
+
+
+# A model's forward captured on a stream torch did not make (CuPy's), so not
+# through torch.cuda.CUDAGraph: the current stream's capture is seen anyway.
+FOREIGN_CAPTURE = """
+import cupy, torch
+from torch import nn
+model = nn.Sequential(nn.Linear(256, 256), nn.ReLU()).cuda()
+x = torch.randn(64, 256, device="cuda")
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad(); model(x).sum().backward(); opt.step()
+torch.cuda.synchronize()
+s = cupy.cuda.Stream(non_blocking=True)
+with torch.cuda.stream(torch.cuda.ExternalStream(s.ptr)):
+    s.begin_capture()
+    with torch.no_grad():
+        y = model(x)
+    g = s.end_capture()
+for _ in range(5):
+    g.launch(s)
+s.synchronize()
+print("ok", float(y.sum()))
+"""
+
+
+def test_no_event_is_recorded_into_a_capture_torch_did_not_start(tmp_path):
+    pytest.importorskip("cupy")
+    script = tmp_path / "foreign.py"
+    script.write_text(FOREIGN_CAPTURE)
+    run = tmp_path / "gpu-foreign-capture.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, timeout=300,
+                  env={"TRAINPROF_DEVICE_TIMES": "all"})
+    keep(run)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+    fwd = {t["name"]: t for t in report_json(run)["timings"]}["forward"]
+    assert fwd["device"]["count"] == 3  # not the captured one
+
+
+# Copies made on a thread that ends before the script does, never waited
+# for: their device times come from the thread's pending events at exit.
+THREAD_COPIES = """
+import threading, time, torch
+def copies():
+    for _ in range(6):
+        torch.ones(1 << 24).to("cuda", non_blocking=False)
+t = threading.Thread(target=copies)
+t.start(); t.join()
+time.sleep(0.5)
+print("ok")
+"""
+
+
+def test_device_times_of_a_finished_thread_are_kept(tmp_path):
+    script = tmp_path / "thread.py"
+    script.write_text(THREAD_COPIES)
+    run = tmp_path / "gpu-thread.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+    copy = {t["name"]: t for t in report_json(run)["timings"]}["to_device"]
+    assert copy["count"] == 6 and copy["device"]["count"] == 6
+
+
+# Pinned host-to-device copies of a known size, 3 s of them, then 2 s idle.
+COPIES = """
+import json, sys, time, torch
+host = torch.empty(256 << 20, dtype=torch.uint8).pin_memory()
+gpu = torch.empty_like(host, device="cuda")
+moved, t0 = 0, time.time()
+while time.time() - t0 < 3:
+    gpu.copy_(host, non_blocking=True)
+    torch.cuda.synchronize()
+    moved += 256 << 20
+time.sleep(2)
+json.dump({"moved": moved}, open(sys.argv[1], "w"))
+"""
+
+
+def test_pcie_bytes_from_the_counters_match_the_copies(tmp_path):
+    script = tmp_path / "copies.py"
+    script.write_text(COPIES)
+    run = tmp_path / "gpu-pcie.db"
+    truth = tmp_path / "moved.json"
+    r = trainprof("record", "-q", "--interval", "0.25", "-o", run, "--", PYTHON, script, truth,
+                  timeout=120)
+    keep(run)
+    assert r.returncode == 0, r.stderr
+    moved = json.loads(truth.read_text())["moved"]
+    with sqlite3.connect(run) as db:
+        source = db.execute("SELECT value FROM meta WHERE key = 'gpu_pcie_source'").fetchone()
+    rx = samples(run, "gpu_pcie_rx_bytes_per_s", '{"gpu":"0"}')
+    tx = samples(run, "gpu_pcie_tx_bytes_per_s", '{"gpu":"0"}')
+    counted = sum((t1 - t0) * v1 for (t0, _), (t1, v1) in zip(rx, rx[1:]))
+    print(json.dumps({"source": source, "moved": moved, "rx_integral": counted,
+                      "rx_max": max(v for _, v in rx), "tx_max": max(v for _, v in tx)}))
+    assert source == ("counter",)
+    # the GPU received what was copied to it (and a little more: the
+    # driver's own traffic)
+    assert 0.9 * moved < counted < 1.3 * moved

@@ -1,12 +1,16 @@
 /* test_nvml.c: the NVML collector against the fake libnvidia-ml built by the
  * tests (full and old-driver variants, unsupported readings, init failure,
- * a lost GPU, a missing library, slow PCIe reads kept off the tick). */
+ * a lost GPU, a missing library, slow PCIe reads kept off the tick, the PCIe
+ * counters and their wraps, clock event reasons, the power limit, GPM, MIG,
+ * the processes on a GPU, an energy counter that starts again). The fake's
+ * readings are fake_nvml.h's. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../fake_nvml/fake_nvml.h"
 #include "harness.h"
 #include "trainprof.h"
 
@@ -28,6 +32,12 @@ static void clear_fake_env(void)
     unsetenv("FAKE_NVML_INIT_FAIL");
     unsetenv("FAKE_NVML_NOT_SUPPORTED");
     unsetenv("FAKE_NVML_LOST_AFTER");
+    unsetenv("FAKE_NVML_LOST_CODE");
+    unsetenv("FAKE_NVML_COUNT_FAIL");
+    unsetenv("FAKE_NVML_ENERGY_RESET_S");
+    unsetenv("FAKE_NVML_MIG");
+    unsetenv("FAKE_NVML_PIDS");
+    unsetenv("FAKE_NVML_PCIE_32BIT");
     setenv("FAKE_NVML_PCIE_DELAY_MS", "1", 1);
 }
 
@@ -104,7 +114,8 @@ static void test_not_supported_readings(void **state)
 {
     (void)state;
     clear_fake_env();
-    setenv("FAKE_NVML_NOT_SUPPORTED", "nvmlDeviceGetTemperature,nvmlDeviceGetPcieThroughput", 1);
+    setenv("FAKE_NVML_NOT_SUPPORTED",
+           "nvmlDeviceGetTemperature,nvmlDeviceGetPcieThroughput,nvmlDeviceGetFieldValues", 1);
     tp_batch b = {0};
     run_ticks(lib_path("FAKE_NVML_LIB"), 2, &b);
     assert_true(cap_unavailable(&b, "nvml gpu0", "gpu_temp_celsius: Not Supported"));
@@ -159,6 +170,7 @@ static void test_pcie_off_the_tick(void **state)
     (void)state;
     clear_fake_env();
     setenv("FAKE_NVML_PCIE_DELAY_MS", "100", 1);
+    setenv("FAKE_NVML_NOT_SUPPORTED", "nvmlDeviceGetFieldValues", 1); /* no counters: spot */
     const char *lib = lib_path("FAKE_NVML_LIB");
     setenv("TRAINPROF_NVML_LIB", lib, 1);
     void *h = dlopen(lib, RTLD_NOW);
@@ -190,6 +202,136 @@ static void test_pcie_off_the_tick(void **state)
     dlclose(h);
 }
 
+/* The PCIe series from the counters: bytes over the counters' own
+ * timestamps, once a second, across 32-bit wraps (GPU 1 receives 4 GB/s:
+ * its 32-bit counter wraps every 1.07 s, read every 20 ms). */
+static void check_pcie_counters(bool narrow)
+{
+    clear_fake_env();
+    if (narrow)
+        setenv("FAKE_NVML_PCIE_32BIT", "1", 1);
+    tp_batch b = {0};
+    run_ticks(lib_path("FAKE_NVML_LIB"), 50, &b); /* 2.5 s */
+    assert_string_equal(cap_meta(&b, "gpu_pcie_source"), "counter");
+    double v[8];
+    size_t n = cap_values(&b, "gpu_pcie_rx_bytes_per_s", "{\"gpu\":\"1\"}", v, 8);
+    assert_true(n >= 1);
+    for (size_t i = 0; i < n; i++)
+        assert_true(fabs(v[i] / FAKE_PCIE_RX_BYTES_PER_S(1) - 1) < 0.05);
+    n = cap_values(&b, "gpu_pcie_tx_bytes_per_s", "{\"gpu\":\"0\"}", v, 8);
+    assert_true(n >= 1 && fabs(v[0] / FAKE_PCIE_TX_BYTES_PER_S(0) - 1) < 0.05);
+    tp_batch_free(&b);
+}
+
+static void test_pcie_counters(void **state)
+{
+    (void)state;
+    check_pcie_counters(false);
+    check_pcie_counters(true);
+}
+
+static void test_reasons_limit_gpm(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    tp_batch b = {0};
+    run_ticks(lib_path("FAKE_NVML_LIB"), 50, &b);
+    double v[64];
+    assert_true(cap_values(&b, "gpu_clock_event_reasons", "{\"gpu\":\"1\"}", v, 64) >= 40);
+    assert_true(v[0] == (double)FAKE_CLOCK_REASONS(1));
+    assert_true(cap_values(&b, "gpu_power_limit_watts", "{\"gpu\":\"0\"}", v, 64) >= 40);
+    assert_true(v[0] == FAKE_POWER_LIMIT_MW / 1000.0);
+    /* GPM: a metric needs two samples a second apart */
+    assert_true(cap_values(&b, "gpu_sm_active_percent", "{\"gpu\":\"1\"}", v, 64) >= 1);
+    assert_true(v[0] == FAKE_GPM_SM_ACTIVE(1));
+    assert_true(cap_values(&b, "gpu_tensor_active_percent", "{\"gpu\":\"0\"}", v, 64) >= 1);
+    assert_true(v[0] == FAKE_GPM_TENSOR_ACTIVE);
+    tp_batch_free(&b);
+    /* an old driver has none of them, and says so */
+    b = (tp_batch){0};
+    run_ticks(lib_path("FAKE_NVML_OLD_LIB"), 2, &b);
+    assert_int_equal(cap_series_count(&b, "gpu_clock_event_reasons"), 0);
+    assert_true(cap_unavailable(&b, "nvml gpu0", "GPM"));
+    assert_string_equal(cap_meta(&b, "gpu_pcie_source"), "spot");
+    tp_batch_free(&b);
+}
+
+static void test_mig_and_processes(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    setenv("FAKE_NVML_MIG", "1", 1);
+    setenv("FAKE_NVML_PIDS", "123,456", 1);
+    tp_batch b = {0};
+    run_ticks(lib_path("FAKE_NVML_LIB"), 30, &b);
+    assert_true(cap_unavailable(&b, "nvml", "gpu_util_percent: unavailable: MIG"));
+    assert_int_equal(cap_series_count(&b, "gpu_util_percent"), 1); /* GPU 1's only */
+    assert_string_equal(cap_meta(&b, "gpu.0.mig"),
+                        "MIG-fake-0000-0=10737418240,MIG-fake-0000-1=10737418240");
+    assert_string_equal(cap_meta(&b, "gpu.0.processes"), "123,456");
+    assert_null(cap_meta(&b, "gpu.1.processes"));
+    tp_batch_free(&b);
+}
+
+/* nvmlDeviceGetCount failing after a good nvmlInit: shut down all the same. */
+static void test_count_failure_shuts_down(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    setenv("FAKE_NVML_COUNT_FAIL", "1", 1);
+    void *h = dlopen(lib_path("FAKE_NVML_LIB"), RTLD_NOW); /* kept open: its counters survive */
+    int (*balance)(void);
+    *(void **)&balance = dlsym(h, "fake_nvml_init_balance");
+    int before = balance();
+    tp_batch b = {0};
+    run_ticks(lib_path("FAKE_NVML_LIB"), 1, &b);
+    assert_true(cap_unavailable(&b, "nvml", "could not count the GPUs"));
+    assert_int_equal(balance(), before); /* every init shut down */
+    tp_batch_free(&b);
+    dlclose(h);
+}
+
+/* Any code after which no call can succeed ends a GPU's sampling, not only
+ * GPU_IS_LOST: the driver gone (9) too. */
+static void test_fatal_codes_stop_sampling(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    setenv("FAKE_NVML_LOST_AFTER", "4", 1);
+    setenv("FAKE_NVML_LOST_CODE", "9", 1);
+    void *h = dlopen(lib_path("FAKE_NVML_LIB"), RTLD_NOW); /* kept open: its counters survive */
+    int (*after)(void);
+    *(void **)&after = dlsym(h, "fake_nvml_calls_after_lost");
+    int before = after();
+    tp_batch b = {0};
+    run_ticks(lib_path("FAKE_NVML_LIB"), 40, &b);
+    assert_true(cap_unavailable(&b, "nvml gpu1", "Driver Not Loaded; sampling stopped"));
+    /* the tick's own readings of that round, and no more (40 ticks, 2 s of
+     * the slow thread's rounds) */
+    assert_true(after() - before < 16);
+    tp_batch_free(&b);
+    dlclose(h);
+}
+
+/* The energy counter starting again from 0 (a driver reload) mid-run: the
+ * run's energy goes on from where it was. */
+static void test_energy_counter_restart(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    setenv("FAKE_NVML_ENERGY_RESET_S", "0.5", 1);
+    tp_batch b = {0};
+    run_ticks(lib_path("FAKE_NVML_LIB"), 20, &b); /* ~1 s */
+    double v[32];
+    size_t n = cap_values(&b, "gpu_energy_joules", "{\"gpu\":\"0\"}", v, 32);
+    assert_true(n >= 18);
+    for (size_t i = 1; i < n; i++)
+        assert_true(v[i] >= v[i - 1]);
+    /* 300 W over ~1 s, less the one tick lost at the restart */
+    assert_true(v[n - 1] > 300 * 0.8 && v[n - 1] < 300 * 1.3);
+    tp_batch_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +341,12 @@ int main(void)
         cmocka_unit_test(test_init_failure_and_missing_library),
         cmocka_unit_test(test_lost_gpu_stops_sampling),
         cmocka_unit_test(test_pcie_off_the_tick),
+        cmocka_unit_test(test_pcie_counters),
+        cmocka_unit_test(test_reasons_limit_gpm),
+        cmocka_unit_test(test_mig_and_processes),
+        cmocka_unit_test(test_count_failure_shuts_down),
+        cmocka_unit_test(test_fatal_codes_stop_sampling),
+        cmocka_unit_test(test_energy_counter_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -189,7 +189,14 @@ def flush_device_times():
 # an event recorded into it would become part of the user's graph. One driver
 # query (cudaStreamGetCaptureInfo), no synchronization; a region on another
 # device than the current one is not checked.
-_is_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", lambda: False)
+_cuda_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+
+
+def _is_capturing():
+    try:
+        return bool(_cuda_capturing())
+    except (RuntimeError, TypeError):  # a build without CUDA: nothing captures
+        return False
 
 
 def patch_graph_capture():

@@ -40,6 +40,7 @@ static bool slower_than_median(const tp_ranks *out, const tp_rank_row *r)
 }
 static double gpu_clock(const tp_rank_row *r) { return r->gpu_sm_clock_mhz; }
 static double gpu_util(const tp_rank_row *r) { return r->gpu_util_percent; }
+static double gpu_slowdown(const tp_rank_row *r) { return r->gpu_slowdown_share; }
 
 /* What makes a straggler slow, from its parts against the medians. */
 static void explain(tp_ranks *out, tp_rank_row *r)
@@ -50,8 +51,18 @@ static void explain(tp_ranks *out, tp_rank_row *r)
     c->part_s = c->input ? in : co;
     c->median_part_s = c->input ? out->median_input_s : out->median_compute_s;
     double clock = median_of(out, gpu_clock), util = median_of(out, gpu_util);
+    double slowdown = median_of(out, gpu_slowdown);
     c->gpu_note = TP_GPU_NOTE_NONE;
-    if (!isnan(r->gpu_sm_clock_mhz) && r->gpu_sm_clock_mhz < 0.9 * clock)
+    /* NVML's clock event reasons name throttling where they were recorded
+     * (held back at least a fifth of the time, and a fifth more than the
+     * median rank's GPU); the clock alone is only a guess where they were not */
+    bool reasons = !isnan(r->gpu_slowdown_share);
+    if (reasons && r->gpu_slowdown_share >= 0.2 &&
+        r->gpu_slowdown_share >= (isnan(slowdown) ? 0 : slowdown) + 0.2)
+        c->gpu_note = TP_GPU_NOTE_THROTTLED, c->gpu_value = r->gpu_slowdown_share * 100,
+        c->gpu_median = isnan(slowdown) ? 0 : slowdown * 100,
+        c->gpu_reasons = r->gpu_slowdown_reasons;
+    else if (!reasons && !isnan(r->gpu_sm_clock_mhz) && r->gpu_sm_clock_mhz < 0.9 * clock)
         c->gpu_note = TP_GPU_NOTE_CLOCK, c->gpu_value = r->gpu_sm_clock_mhz, c->gpu_median = clock;
     else if (!isnan(r->gpu_util_percent) && fabs(r->gpu_util_percent - util) >= 10)
         c->gpu_note = TP_GPU_NOTE_UTIL, c->gpu_value = r->gpu_util_percent, c->gpu_median = util;

@@ -228,9 +228,16 @@ static void gpu_means(tp_run *run, rank_acc *a)
     snprintf(num, sizeof num, "%d", a->row.gpu);
     tp_labels1(labels, sizeof labels, "gpu", num);
     double v;
-    a->row.gpu_util_percent = a->row.gpu_sm_clock_mhz = NAN;
+    a->row.gpu_util_percent = a->row.gpu_sm_clock_mhz = a->row.gpu_slowdown_share = NAN;
+    a->row.gpu_slowdown_reasons = 0;
+    a->row.comm_device_s = tp_run_rank_device_s(run, a->row.agent_id, a->row.rank,
+                                                TP_PHASE_REDUCE_METRICS, a->t0, a->t1);
     if (a->row.gpu < 0)
         return;
+    uint32_t bits;
+    if (tp_run_agent_bits_between(run, a->row.agent_id, TP_METRIC_GPU_CLOCK_EVENT_REASONS, labels,
+                                  a->t0, a->t1, TP_GPU_REASONS_SLOWDOWN, &bits, &v))
+        a->row.gpu_slowdown_reasons = bits, a->row.gpu_slowdown_share = v;
     if (tp_run_agent_mean_between(run, a->row.agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels, a->t0,
                                   a->t1, &v))
         a->row.gpu_util_percent = v;

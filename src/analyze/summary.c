@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/gpu_use.h"
 #include "analyze/intervals.h"
 #include "util/ns_math.h"
 #include "store/summary_tables.h"
@@ -237,6 +238,8 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
         ok = tp_ranks_from_rows(run, &out->ranks, err, cap);
     if (ok && out->n)
         qsort(out->items, out->n, sizeof *out->items, cmp_summary);
+    if (ok)
+        out->gpu_used = tp_gpus_used(run);
     return ok;
 }
 
@@ -247,6 +250,7 @@ void tp_summary_free(tp_summary *s)
     free(s->windows);
     tp_timings_free(&s->timings);
     tp_ranks_free(&s->ranks);
+    free(s->gpu_used);
     memset(s, 0, sizeof *s);
 }
 

@@ -41,6 +41,9 @@ typedef struct tp_summary {
     size_t n, cap;
     tp_timings timings;
     tp_ranks ranks; /* every rank that marked steps */
+    /* for each of run->gpus, whether the job used it (analyze/gpu_use.h's
+     * TP_GPU_USED, _NOT_USED, _USE_UNKNOWN); NULL without GPUs */
+    int8_t *gpu_used;
     /* each agent's training steps (first to last step mark), over which
      * tp_series_summary.steps are; none for an agent with fewer than 2 step
      * marks, or in a file whose stored summary predates them */

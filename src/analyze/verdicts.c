@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/gpu_use.h"
 #include "core/metric_catalog.h"
 #include "store/model_facts_file.h"
 #include "util/grow.h"
@@ -15,6 +16,7 @@
 #define COMPUTE_BOUND_SHARE     0.60
 #define COMPUTE_BOUND_INPUT_MAX 0.10
 #define GPU_UTIL_TARGET         90.0
+#define GPU_SM_ACTIVE_TARGET    50.0 /* GPM: half the SMs' time busy, at least */
 #define MEMORY_NEAR_FULL        0.90
 #define EXPOSED_COMM_SHARE      0.25
 #define CPU_SATURATED_PERCENT   90.0
@@ -181,10 +183,13 @@ static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts
     snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", gpu->index);
     const tp_series_summary *u =
         tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels);
-    if (u && u->steps.mean < GPU_UTIL_TARGET) {
+    const tp_series_summary *sm =
+        tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_SM_ACTIVE_PERCENT, labels);
+    if (u && (u->steps.mean < GPU_UTIL_TARGET || (sm && sm->steps.mean < GPU_SM_ACTIVE_TARGET))) {
         tp_verdict *v = add(out, TP_VERDICT_GPU_UNDERUSED);
         v->agent_id = gpu->agent_id, v->gpu = gpu;
         v->f.gpu_util.util = u;
+        v->f.gpu_util.sm_active = sm;
     }
     const tp_series_summary *m =
         tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_MEM_USED_BYTES, labels);
@@ -285,8 +290,9 @@ static void link_verdict(const tp_summary *s, const tp_series_summary *link, tp_
  * network link whose speed is known. */
 static void system_verdicts(const tp_summary *s, tp_verdicts *out)
 {
-    for (size_t g = 0; g < s->run->ngpus; g++)
-        gpu_verdicts(s, &s->run->gpus[g], out);
+    for (size_t g = 0; g < s->run->ngpus; g++) /* not about GPUs the job left alone */
+        if (!s->gpu_used || s->gpu_used[g] != TP_GPU_NOT_USED)
+            gpu_verdicts(s, &s->run->gpus[g], out);
     for (size_t a = 0; a < s->run->nagents; a++) {
         host_memory_verdict(s, s->run->agents[a].id, out);
         cpu_verdict(s, s->run->agents[a].id, out);

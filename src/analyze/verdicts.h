@@ -86,6 +86,9 @@ typedef struct tp_verdict {
         } comm;
         struct {
             const tp_series_summary *util;
+            /* GPM's SM activity (Hopper and newer), NULL where not recorded:
+             * a GPU "100 % utilized" by kernels on a few SMs is under-used */
+            const tp_series_summary *sm_active;
         } gpu_util;
         struct {
             double used_max_bytes;

@@ -43,10 +43,20 @@
 #define TP_METRIC_GPU_PCIE_TX_BYTES_PER_S      "gpu_pcie_tx_bytes_per_s"
 #define TP_METRIC_GPU_PCIE_RX_BYTES_PER_S      "gpu_pcie_rx_bytes_per_s"
 #define TP_METRIC_GPU_CLOCK_EVENT_REASONS      "gpu_clock_event_reasons"
-#define TP_METRIC_GPU_POWER_LIMIT_WATTS        "gpu_power_limit_watts"
-#define TP_METRIC_GPU_SM_ACTIVE_PERCENT        "gpu_sm_active_percent"
-#define TP_METRIC_GPU_SM_OCCUPANCY_PERCENT     "gpu_sm_occupancy_percent"
-#define TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT    "gpu_tensor_active_percent"
+/* Its bits that slow the GPU down (nvml.h's nvmlClocksEventReason*): the
+ * software power cap, a hardware slowdown, sync boost, software and hardware
+ * thermal limits, the power brake. Idle (1) and the clock settings are not. */
+#define TP_GPU_REASON_POWER_CAP             0x4u
+#define TP_GPU_REASON_HW_SLOWDOWN           0x8u
+#define TP_GPU_REASON_SYNC_BOOST            0x10u
+#define TP_GPU_REASON_SW_THERMAL            0x20u
+#define TP_GPU_REASON_HW_THERMAL            0x40u
+#define TP_GPU_REASON_POWER_BRAKE           0x80u
+#define TP_GPU_REASONS_SLOWDOWN             0xfcu
+#define TP_METRIC_GPU_POWER_LIMIT_WATTS     "gpu_power_limit_watts"
+#define TP_METRIC_GPU_SM_ACTIVE_PERCENT     "gpu_sm_active_percent"
+#define TP_METRIC_GPU_SM_OCCUPANCY_PERCENT  "gpu_sm_occupancy_percent"
+#define TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT "gpu_tensor_active_percent"
 
 typedef enum tp_unit {
     TP_UNIT_PERCENT,

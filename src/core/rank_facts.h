@@ -10,13 +10,19 @@
 /* What makes a straggler slow, as figures (render/verdict_words.c says it):
  * the part of its own work that exceeds its median by the most, a GPU that
  * stands out, and whether its whole node is slow. */
-typedef enum { TP_GPU_NOTE_NONE, TP_GPU_NOTE_CLOCK, TP_GPU_NOTE_UTIL } tp_gpu_note;
+typedef enum {
+    TP_GPU_NOTE_NONE,
+    TP_GPU_NOTE_CLOCK,     /* a slower SM clock, no clock event reasons recorded */
+    TP_GPU_NOTE_UTIL,      /* a busier or idler GPU */
+    TP_GPU_NOTE_THROTTLED, /* NVML's clock event reasons: power cap, thermal, ... */
+} tp_gpu_note;
 
 typedef struct tp_straggler_cause {
     bool input;                   /* input (dataloader_next, to_device), else compute */
     double part_s, median_part_s; /* that part per step: its, and the median rank's */
     tp_gpu_note gpu_note;         /* a slower SM clock (throttled?), or a busier/idler GPU */
     double gpu_value, gpu_median; /* MHz or percent: its GPU's and the median rank's */
+    uint32_t gpu_reasons;         /* THROTTLED: the slowdown reasons its GPU had */
     bool node_slow;               /* every rank on its node is slow (and others run elsewhere) */
 } tp_straggler_cause;
 
@@ -31,6 +37,14 @@ typedef struct tp_rank_row {
     double comm_s, comm_overlap_s; /* communication, and its part under compute */
     double other_s;
     double gpu_util_percent, gpu_sm_clock_mhz; /* means over the window; NaN if none */
+    /* NVML's clock event reasons over the window: the slowdown bits seen
+     * (power cap, thermal, ...: NVML_CLOCK_REASONS_SLOWDOWN) and the share of
+     * samples with any; NaN share where none were recorded */
+    uint32_t gpu_slowdown_reasons;
+    double gpu_slowdown_share;
+    /* communication's device time over the window (CUDA events around the
+     * collectives: NCCL's, whose host time is the launch), 0 where none */
+    double comm_device_s;
     bool straggler;
     double excess;            /* own work per step over the median's, as a fraction */
     tp_straggler_cause cause; /* set for a straggler */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/gpu_use.h"
 #include "render/report.h"
 #include "util/json_read.h"
 #include "util/json_writer.h"
@@ -182,6 +183,11 @@ static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent 
         json_int(w, g->mem_total_bytes);
         json_key(w, "energy_source");
         json_string(w, g->energy_source);
+        json_key(w, "used"); /* by the job: its processes' UUIDs, NVML's process lists */
+        if (!s->gpu_used || s->gpu_used[i] == TP_GPU_USE_UNKNOWN)
+            json_null(w);
+        else
+            json_bool(w, s->gpu_used[i] == TP_GPU_USED);
         json_object_end(w);
     }
     json_array_end(w);

@@ -48,6 +48,22 @@ void tp_report_ranks_text(FILE *out, const tp_summary *s)
     fprintf(out, "  overlap: the part of comm during which a compute region was open too (work "
                  "hidden behind it); the end of\n  a backward pass from its last collective's "
                  "start is waiting, not compute\n");
+    double device = 0, host = 0;
+    for (size_t i = 0; i < r->n; i++)
+        device += r->rows[i].comm_device_s, host += r->rows[i].comm_s;
+    if (device > 0) { /* collectives on CUDA: the host's comm is their launch */
+        fprintf(out, "  comm on the device (CUDA events around each collective), per step:");
+        for (size_t i = 0; i < r->n; i++) {
+            char d[32];
+            tp_format_duration(d, sizeof d, r->rows[i].comm_device_s / (double)r->rows[i].steps);
+            fprintf(out, "%s rank %d %s", i ? "," : "", r->rows[i].rank, d);
+        }
+        fprintf(out, "\n  %s\n",
+                device > 2 * host ? "the host's comm above is the collectives' launch (NCCL "
+                                    "returns at once); how much of the device's ran under "
+                                    "compute is not measured"
+                                  : "overlapped with compute or not: not measured on the device");
+    }
 }
 
 static void number_or_null(json_writer *w, const char *key, double v)
@@ -105,6 +121,15 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s)
         number_or_null(w, "excess", row->excess);
         number_or_null(w, TP_METRIC_GPU_UTIL_PERCENT, row->gpu_util_percent);
         number_or_null(w, TP_METRIC_GPU_SM_CLOCK_MHZ, row->gpu_sm_clock_mhz);
+        /* NVML's clock event reasons over the window: slowdown bits, and the
+         * share of samples with any (null where none were recorded) */
+        json_key(w, "gpu_slowdown_reasons");
+        if (isnan(row->gpu_slowdown_share))
+            json_null(w);
+        else
+            json_int(w, row->gpu_slowdown_reasons);
+        number_or_null(w, "gpu_slowdown_share", row->gpu_slowdown_share);
+        number_or_null(w, "comm_device_s", row->comm_device_s);
         json_key(w, "straggler");
         json_bool(w, row->straggler);
         json_key(w, "cause");

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "core/metric_catalog.h"
+#include "analyze/gpu_use.h"
 #include "render/report.h"
 #include "render/units.h"
 #include "util/labels.h"
@@ -285,8 +286,11 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, 
         for (size_t g = 0; g < s->run->ngpus; g++) {
             const tp_run_gpu *gpu = &s->run->gpus[g];
             if (gpu->agent_id == a->id)
-                fprintf(out, "  gpu=%d  %s  %s  energy from %s\n", gpu->index, gpu->name, gpu->uuid,
-                        gpu->energy_source);
+                fprintf(out, "  gpu=%d  %s  %s  energy from %s%s\n", gpu->index, gpu->name,
+                        gpu->uuid, gpu->energy_source,
+                        s->gpu_used && s->gpu_used[g] == TP_GPU_NOT_USED
+                            ? "  (not this job's: no verdict about it)"
+                            : "");
         }
         table_head(out, "", steps);
         for (size_t i = 0; i < s->n; i++) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "render/report.h"
 #include "util/json_writer.h"
 #include "util/labels.h"
@@ -70,6 +71,29 @@ static void agent_of(const tp_run *run, int64_t agent_id, char *of, size_t cap, 
         }
 }
 
+void tp_gpu_reasons_text(char *out, size_t cap, uint32_t reasons)
+{
+    static const struct {
+        uint32_t bit;
+        const char *words;
+    } names[] = {
+        {TP_GPU_REASON_POWER_CAP, "its power cap"},
+        {TP_GPU_REASON_HW_SLOWDOWN, "a hardware slowdown (power or heat)"},
+        {TP_GPU_REASON_SYNC_BOOST, "sync boost (another GPU of its group)"},
+        {TP_GPU_REASON_SW_THERMAL, "its temperature limit"},
+        {TP_GPU_REASON_HW_THERMAL, "a hardware thermal slowdown"},
+        {TP_GPU_REASON_POWER_BRAKE, "the power brake"},
+    };
+    size_t len = 0, n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && len < cap; i++)
+        if (reasons & names[i].bit)
+            len +=
+                (size_t)snprintf(out + len, cap - len, "%s%s", n++ ? " and " : "", names[i].words);
+    if (!n)
+        snprintf(out, cap, "no slowdown reason");
+}
+
 void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_rank_row *r)
 {
     const tp_straggler_cause *c = &r->cause;
@@ -79,7 +103,15 @@ void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_
                                            : "its compute (train_batch and its parts): %.1f ms "
                                              "per step vs %.1f ms on the median rank",
                                   c->part_s * 1e3, c->median_part_s * 1e3);
-    if (len < cap && c->gpu_note == TP_GPU_NOTE_CLOCK)
+    if (len < cap && c->gpu_note == TP_GPU_NOTE_THROTTLED) {
+        char why[160];
+        tp_gpu_reasons_text(why, sizeof why, c->gpu_reasons);
+        len +=
+            (size_t)snprintf(out + len, cap - len,
+                             "; its GPU %d was held back by %s %.0f %% of the time vs %.0f %% on "
+                             "the median rank (NVML's clock event reasons)",
+                             r->gpu, why, c->gpu_value, c->gpu_median);
+    } else if (len < cap && c->gpu_note == TP_GPU_NOTE_CLOCK)
         len += (size_t)snprintf(out + len, cap - len,
                                 "; its GPU %d runs at %.0f MHz vs %.0f MHz (throttled?)", r->gpu,
                                 c->gpu_value, c->gpu_median);
@@ -239,12 +271,20 @@ static void system_message(char *out, size_t cap, const tp_summary *s, const tp_
     agent_of(s->run, v->agent_id, of, sizeof of, agent, sizeof agent);
     const tp_run_gpu *gpu = v->gpu;
     if (v->kind == TP_VERDICT_GPU_UNDERUSED) {
-        const tp_series_summary *u = v->f.gpu_util.util;
-        snprintf(out, cap,
-                 "GPU %d%s (%s) is under-used: utilization averaged %.0f%% (p50 %.0f%%)%s; it "
-                 "should be close to 100%%, at least 90%%. Look at the input pipeline and "
-                 "host-side work between steps, and at the batch size.",
-                 gpu->index, of, gpu->name, u->steps.mean, u->steps.p50, over(u));
+        const tp_series_summary *u = v->f.gpu_util.util, *sm = v->f.gpu_util.sm_active;
+        if (u->steps.mean >= 90 && sm) /* busy by NVML's measure, not by its SMs' */
+            snprintf(out, cap,
+                     "GPU %d%s (%s) is under-used: a kernel ran %.0f%% of the time, but its SMs "
+                     "were busy only %.0f%% of it (GPM's SM activity)%s: kernels too small to "
+                     "fill the GPU. Make the work per kernel larger (batch size, fused or "
+                     "compiled kernels: torch.compile, CUDA graphs for launch-bound steps).",
+                     gpu->index, of, gpu->name, u->steps.mean, sm->steps.mean, over(u));
+        else
+            snprintf(out, cap,
+                     "GPU %d%s (%s) is under-used: utilization averaged %.0f%% (p50 %.0f%%)%s; "
+                     "it should be close to 100%%, at least 90%%. Look at the input pipeline "
+                     "and host-side work between steps, and at the batch size.",
+                     gpu->index, of, gpu->name, u->steps.mean, u->steps.p50, over(u));
     } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
         double max = v->f.gpu_memory.used_max_bytes, total = (double)gpu->mem_total_bytes;
         snprintf(out, cap,
@@ -401,11 +441,14 @@ static void system_evidence(char *out, size_t cap, const tp_summary *s, const tp
     char of[80], agent[80];
     agent_of(s->run, v->agent_id, of, sizeof of, agent, sizeof agent);
     if (v->kind == TP_VERDICT_GPU_UNDERUSED) {
-        const tp_series_summary *u = v->f.gpu_util.util;
+        const tp_series_summary *u = v->f.gpu_util.util, *sm = v->f.gpu_util.sm_active;
+        char sm_part[64] = "";
+        if (sm)
+            snprintf(sm_part, sizeof sm_part, ",\"sm_active_mean_percent\":%.2f", sm->steps.mean);
         snprintf(out, cap,
                  "{\"gpu\":%d,\"agent\":%s,\"util_mean_percent\":%.2f,\"util_p50_percent\":%.2f,"
-                 "\"over\":\"%s\"}",
-                 v->gpu->index, agent, u->steps.mean, u->steps.p50, over_key(u));
+                 "\"over\":\"%s\"%s}",
+                 v->gpu->index, agent, u->steps.mean, u->steps.p50, over_key(u), sm_part);
     } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
         snprintf(out, cap,
                  "{\"gpu\":%d,\"agent\":%s,\"mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%lld}",

@@ -30,6 +30,10 @@ void tp_verdict_evidence(char *out, size_t cap, const tp_summary *s, const tp_ve
  * per step vs 4.0 ms on the median rank; its GPU 3 runs at ..." */
 void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_rank_row *r);
 
+/* NVML's slowdown reasons (TP_GPU_REASON_*) in words: "its power cap and
+ * its temperature limit"; "no slowdown reason" for none. */
+void tp_gpu_reasons_text(char *out, size_t cap, uint32_t reasons);
+
 /* The mixed-precision advice for a compute-bound training (`bottleneck`'s
  * verdict and --json) from what its model runs in: the 1.5-5x hint for FP32
  * without autocast on a GPU with tensor cores, less on an older GPU, and

@@ -24,6 +24,7 @@ typedef struct input_info {
     bool series_steps;  /* it stores its series' figures over the steps */
     bool steps_window;  /* and its steps window */
     bool rank_gpu;      /* its summary_rank has each rank's GPU */
+    bool rank_truth;    /* and its clock event reasons and device communication */
     bool batches;       /* its summary_step has batches and warm-up steps */
     bool thread_cuda;   /* it has each thread's CUDA_VISIBLE_DEVICES */
     bool thread_device; /* it has each process's GPU UUID */
@@ -111,6 +112,8 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         info[i].series_steps = info[i].summarized && tp_run_has_table(run, "summary_series_steps");
         info[i].steps_window = info[i].summarized && tp_run_has_table(run, "summary_steps_window");
         info[i].rank_gpu = info[i].summarized && tp_run_has_column(run, "summary_rank", "gpu");
+        info[i].rank_truth =
+            info[i].summarized && tp_run_has_column(run, "summary_rank", "comm_device_s");
         info[i].batches = info[i].summarized && tp_run_has_column(run, "summary_step", "batches");
         info[i].thread_cuda = tp_run_has_table(run, "thread_cuda");
         info[i].thread_device = tp_run_has_table(run, "thread_device");
@@ -328,7 +331,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " samples, %s FROM src.summary_epoch ORDER BY rowid;"
         "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
-        " gpu_sm_clock_mhz, %s FROM src.summary_rank;%s%s",
+        " gpu_sm_clock_mhz, %s, %s FROM src.summary_rank;%s%s",
         series,
         info->version >= TP_SCHEMA_DEVICE
             ? "*"
@@ -336,6 +339,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
               " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
         info->batches ? "batches, warmup, warmup_s" : "0, 0, 0", dt,
         info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
+        info->rank_truth ? "gpu_reasons, gpu_reasons_share, comm_device_s" : "NULL, NULL, 0",
         plots ? plots_sql : "", info->series_steps ? steps_sql : "");
     char *rows = rows_sql(series, thread, dt, all_rows, info->version, off);
     char *counts = summaries && info->version >= TP_SCHEMA_STACKS_VERSION

@@ -191,6 +191,18 @@ bool tp_run_mean_between(tp_run *run, const char *metric, const char *labels, in
 bool tp_run_agent_mean_between(tp_run *run, int64_t agent_id, const char *metric,
                                const char *labels, int64_t t0_ns, int64_t t1_ns, double *mean);
 
+/* For a series of bitmasks (gpu_clock_event_reasons), over the same window
+ * as tp_run_agent_mean_between: the OR of the bits of mask its samples had,
+ * and the share of its samples with any of them. False when no sample. */
+bool tp_run_agent_bits_between(tp_run *run, int64_t agent_id, const char *metric,
+                               const char *labels, int64_t t0_ns, int64_t t1_ns, uint32_t mask,
+                               uint32_t *bits, double *share);
+
+/* The device time of region `name` of a rank's threads on agent_id, begun in
+ * [t0_ns, t1_ns], in seconds (0 where none, or before device times). */
+double tp_run_rank_device_s(tp_run *run, int64_t agent_id, int rank, const char *name,
+                            int64_t t0_ns, int64_t t1_ns);
+
 /* Timing threads recorded and events they dropped (0 and 0 for schema 1). */
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped);
 

@@ -172,6 +172,59 @@ bool tp_run_agent_mean_between(tp_run *run, int64_t agent_id, const char *metric
     return found;
 }
 
+bool tp_run_agent_bits_between(tp_run *run, int64_t agent_id, const char *metric,
+                               const char *labels, int64_t t0_ns, int64_t t1_ns, uint32_t mask,
+                               uint32_t *bits, double *share)
+{
+    static const char sql[] =
+        "SELECT x.value FROM sample x JOIN series s ON s.id = x.series_id"
+        " JOIN metric m ON m.id = s.metric_id"
+        " WHERE s.agent_id = ?5 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns > ?3"
+        " AND x.t_ns <= COALESCE((SELECT MIN(y.t_ns) FROM sample y"
+        " WHERE y.series_id = s.id AND y.t_ns >= ?4), ?4)";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, t0_ns);
+    sqlite3_bind_int64(st, 4, t1_ns);
+    sqlite3_bind_int64(st, 5, agent_id);
+    size_t n = 0, with = 0;
+    *bits = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        double v = sqlite3_column_double(st, 0);
+        uint32_t b = v >= 0 && v < 4294967296.0 ? (uint32_t)v & mask : 0;
+        *bits |= b;
+        with += b != 0;
+        n++;
+    }
+    sqlite3_finalize(st);
+    *share = n ? (double)with / (double)n : 0;
+    return n > 0;
+}
+
+double tp_run_rank_device_s(tp_run *run, int64_t agent_id, int rank, const char *name,
+                            int64_t t0_ns, int64_t t1_ns)
+{
+    static const char sql[] =
+        "SELECT SUM(d.device_ns) FROM device_time d JOIN thread t ON t.id = d.thread_id"
+        " JOIN name n ON n.id = d.name_id WHERE t.agent_id = ?1 AND t.rank = ?2"
+        " AND n.text = ?3 AND d.start_ns >= ?4 AND d.start_ns <= ?5";
+    sqlite3_stmt *st;
+    if (run->schema_version < TP_SCHEMA_DEVICE ||
+        sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_int64(st, 1, agent_id);
+    sqlite3_bind_int(st, 2, rank);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, t0_ns);
+    sqlite3_bind_int64(st, 5, t1_ns);
+    double s = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) / 1e9 : 0;
+    sqlite3_finalize(st);
+    return s;
+}
+
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped)
 {
     *threads = *dropped = 0;

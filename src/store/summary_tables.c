@@ -174,16 +174,18 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
     size_t rcap = 0;
-    /* before summary_rank.gpu, a rank's GPU was its local rank's */
-    if (sqlite3_prepare_v2(run->db,
-                           tp_run_has_column(run, "summary_rank", "gpu")
-                               ? "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s,"
-                                 " compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
-                                 " gpu_sm_clock_mhz, gpu FROM summary_rank ORDER BY rank"
-                               : "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s,"
-                                 " compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
-                                 " gpu_sm_clock_mhz, local_rank FROM summary_rank ORDER BY rank",
-                           -1, &st, NULL) != SQLITE_OK)
+    /* before summary_rank.gpu, a rank's GPU was its local rank's; before
+     * its clock event reasons and device communication, none are known */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s, compute_s, comm_s,"
+             " comm_overlap_s, other_s, gpu_util_percent, gpu_sm_clock_mhz, %s, %s"
+             " FROM summary_rank ORDER BY rank",
+             tp_run_has_column(run, "summary_rank", "gpu") ? "gpu" : "local_rank",
+             tp_run_has_column(run, "summary_rank", "comm_device_s")
+                 ? "gpu_reasons, gpu_reasons_share, comm_device_s"
+                 : "NULL, NULL, 0");
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return failed(run, "ranks", err, cap);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -205,6 +207,9 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
         r->gpu_util_percent = col_real(st, 11);
         r->gpu_sm_clock_mhz = col_real(st, 12);
         r->gpu = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 13);
+        r->gpu_slowdown_reasons = (uint32_t)sqlite3_column_int64(st, 14);
+        r->gpu_slowdown_share = col_real(st, 15);
+        r->comm_device_s = sqlite3_column_double(st, 16);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {

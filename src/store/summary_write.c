@@ -116,6 +116,14 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
         sqlite3_bind_int(st, 14, r->gpu);
     else
         sqlite3_bind_null(st, 14);
+    if (!isnan(r->gpu_slowdown_share)) {
+        sqlite3_bind_int64(st, 15, r->gpu_slowdown_reasons);
+        sqlite3_bind_double(st, 16, r->gpu_slowdown_share);
+    } else {
+        sqlite3_bind_null(st, 15);
+        sqlite3_bind_null(st, 16);
+    }
+    sqlite3_bind_double(st, 17, r->comm_device_s);
 }
 
 static void fill_stack(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
@@ -209,6 +217,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     }
     if (rc == SQLITE_OK && !rank_gpu) /* a file from before summary_rank.gpu */
         rc = tp_exec(db, "ALTER TABLE summary_rank ADD COLUMN gpu INTEGER;");
+    if (rc == SQLITE_OK && !has_column(db, "summary_rank", "comm_device_s"))
+        rc = tp_exec(db, TP_SCHEMA_ADD_RANK_GPU_TRUTH);
     if (rc == SQLITE_OK && !batches) /* a file from before summary_step.batches */
         rc = tp_exec(db, TP_SCHEMA_ADD_BATCHES);
     if (rc == SQLITE_OK)
@@ -249,8 +259,13 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
         rc = insert_rows(db, "INSERT INTO summary_epoch VALUES (?,?,?,?,?,?,?)", s,
                          s->timings->nepochs, fill_epoch);
     if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_rank VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
-                         s->ranks->n, fill_rank);
+        rc = insert_rows(db, /* by name: a file's added columns come last */
+                         "INSERT INTO summary_rank (rank, agent_id, local_rank, steps, t0_ns, "
+                         "t1_ns, input_s, compute_s, comm_s, comm_overlap_s, other_s, "
+                         "gpu_util_percent, gpu_sm_clock_mhz, gpu, gpu_reasons, "
+                         "gpu_reasons_share, comm_device_s) VALUES "
+                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         s, s->ranks->n, fill_rank);
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_stack VALUES (?,?,?,?,?,?)", s, s->nstacks,
                          fill_stack);

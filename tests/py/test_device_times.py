@@ -51,7 +51,9 @@ def cuda(monkeypatch):
     monkeypatch.setattr(tpt, "_native", types.SimpleNamespace(
         now_ns=lambda: 1000, device_time=lambda region, start, ns: sent.append((region, ns))))
     monkeypatch.setattr(tpt, "_captures", 0)
-    return types.SimpleNamespace(stream=stream, sent=sent)
+    capturing = [False]  # the current stream captured by someone else (CuPy, a library)
+    monkeypatch.setattr(tpt, "_cuda_capturing", lambda: capturing[0])
+    return types.SimpleNamespace(stream=stream, sent=sent, capturing=capturing)
 
 
 def timed(dt, cuda, region, ms):
@@ -129,3 +131,16 @@ def test_an_unreadable_pair_is_dropped_not_raised(cuda):
     dt.pending[0][2].elapsed_time = broken
     dt.poll()
     assert cuda.sent == [] and dt.skipped == 1 and not dt.pending
+
+
+def test_no_event_into_a_capture_torch_did_not_start(cuda):
+    """A capture of the current stream that no torch.cuda.CUDAGraph began
+    (CuPy's, a library's own) is seen through the stream: the region gets
+    no event, and the next one does."""
+    dt = tpt.DeviceTimes()
+    cuda.capturing[0] = True
+    timed(dt, cuda, 1, 5.0)
+    assert not dt.pending and dt.skipped == 1
+    cuda.capturing[0] = False
+    timed(dt, cuda, 2, 5.0)
+    assert len(dt.pending) == 1

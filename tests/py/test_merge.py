@@ -212,12 +212,18 @@ def test_each_rank_is_mapped_to_the_gpu_its_process_sees(tmp_path):
             "1,0", "GPU-fake-0001"]
     rep = report_json(files[0])
     assert {x["rank"]: x["gpu"] for x in rep["ranks"]["per_rank"]} == {0: 1, 1: 0}
+    # each rank's GPU's clock event reasons: the fake holds GPU 1 at its power
+    # cap and temperature limit (0x24), GPU 0 runs free
+    assert {x["rank"]: (x["gpu_slowdown_reasons"], x["gpu_slowdown_share"])
+            for x in rep["ranks"]["per_rank"]} == {0: (0x24, 1.0), 1: (0, 0.0)}
     assert_same_report(rep, report_from_rows(files[0], tmp_path))
     merged = tmp_path / "all.db"  # the nodes' commands differ: --force
     assert trainprof("merge", "-q", "--force", "-o", merged, *files).returncode == 0
     for rep in (report_json(merged), report_from_rows(merged, tmp_path)):
         assert {x["rank"]: x["gpu"] for x in rep["ranks"]["per_rank"]} == {
             0: 1, 1: 0, 2: 1, 3: 1}
+        assert {x["rank"]: x["gpu_slowdown_reasons"] for x in rep["ranks"]["per_rank"]} == {
+            0: 0x24, 1: 0, 2: 0x24, 3: 0x24}
     # a file summarized before summary_rank.gpu: its local ranks stand in, and
     # `summarize --force` adds the column
     old = tmp_path / "old.db"

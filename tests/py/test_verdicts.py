@@ -185,3 +185,53 @@ def test_the_rules_judge_the_training_steps(tmp_path):
     assert (cause, over) == ("cpu", "run") and "of the time (median)" in msg
     [(ev, msg)] = [(ev, msg) for kind, ev, msg in verdicts(path) if kind == "gpu_underused"]
     assert ev["over"] == "run" and "averaged 40% (p50" in msg
+
+
+def test_gpus_the_job_never_used_get_no_verdict(tmp_path):
+    """NVML sees every GPU on the node. The job's are those its processes
+    told (their CUDA UUID) or NVML listed its processes on; the others get
+    no verdict, and the report says they were not the job's."""
+    from conftest import FAKE_NVML
+    from test_timings import EMIT
+    run = tmp_path / "one-of-two.db"
+    # the fake's GPUs are 50 % and 60 % busy: both under the target
+    r = trainprof("record", "-q", "-i", "0.05", "-o", run, "--", EMIT, "slow_epochs",
+                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2",
+                       "EMIT_CUDA_DEVICE": "fake-0000"})
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(trainprof("report", "--json", run).stdout)
+    assert [g["used"] for g in rep["agents"][0]["gpus"]] == [True, False]
+    underused = [ev["gpu"] for k, ev, _ in verdicts(run) if k == "gpu_underused"]
+    assert underused == [0]
+    assert "gpu=1  Fake GPU 1  GPU-fake-0001  energy from counter  (not this job's" in \
+        trainprof("report", run).stdout
+    # NVML's process list names the job's process on GPU 1 too: both used
+    with sqlite3.connect(run) as db:
+        pid = db.execute("SELECT pid FROM thread LIMIT 1").fetchone()[0]
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('gpu.1.processes', ?)", (f"1,{pid}",))
+    assert sorted(ev["gpu"] for k, ev, _ in verdicts(run) if k == "gpu_underused") == [0, 1]
+    # without either kind of evidence (a file from before): every GPU judged
+    with sqlite3.connect(run) as db:
+        db.execute("DELETE FROM thread_device")
+        db.execute("DELETE FROM meta WHERE key LIKE 'gpu.%.processes'")
+    rep = json.loads(trainprof("report", "--json", run).stdout)
+    assert [g["used"] for g in rep["agents"][0]["gpus"]] == [None, None]
+
+
+def test_a_busy_gpu_whose_sms_are_idle_is_under_used(tmp_path):
+    """NVML's utilization counts any kernel on any SM; GPM's SM activity
+    (Hopper and newer) says how much of the GPU worked: 98 % utilized with
+    40 % of SM time busy is under-used, with 50 % it is not."""
+    from conftest import FAKE_NVML
+    from test_timings import EMIT
+    run = tmp_path / "gpm.db"
+    r = trainprof("record", "-q", "-i", "0.1", "-o", run, "--", "sh", "-c",
+                  f"{EMIT} slow_epochs; sleep 2.5; {EMIT} slow_epochs",
+                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"})
+    assert r.returncode == 0, r.stderr
+    for gpu in ("0", "1"):
+        set_stat(run, "gpu_util_percent", f'{{"gpu":"{gpu}"}}', mean=98.0, p50=99.0)
+    found = [(ev["gpu"], ev.get("sm_active_mean_percent"), msg)
+             for k, ev, msg in verdicts(run) if k == "gpu_underused"]
+    assert [(g, sm) for g, sm, _ in found] == [(0, 40.0)]  # the fake's GPM: 40 %, 50 %
+    assert "its SMs were busy only 40% of it (GPM's SM activity)" in found[0][2]

@@ -2,10 +2,41 @@
 #include "analyze/rank_gpu.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #define MAX_VISIBLE 64
+
+/* uuid without its "GPU-" or "MIG-". */
+static const char *bare_uuid(const char *uuid)
+{
+    return strncmp(uuid, "GPU-", 4) == 0 || strncmp(uuid, "MIG-", 4) == 0 ? uuid + 4 : uuid;
+}
+
+/* The GPU of agent_id one of whose MIG instances (meta gpu.N.mig:
+ * "MIG-uuid=bytes,...") has the UUID want (bare, len bytes), or -1. */
+static int mig_parent(const tp_run *run, int64_t agent_id, const char *want, size_t len)
+{
+    for (size_t g = 0; g < run->ngpus; g++) {
+        const tp_run_gpu *gpu = &run->gpus[g];
+        char key[48];
+        snprintf(key, sizeof key, "gpu.%d.mig", gpu->index);
+        const char *list =
+            gpu->agent_id == agent_id ? tp_run_agent_meta_get(run, agent_id, key) : NULL;
+        for (const char *p = list; p && *p;) {
+            const char *end = strchr(p, ','), *eq = strchr(p, '=');
+            if (!end)
+                end = p + strlen(p);
+            const char *id = bare_uuid(p);
+            size_t n = (size_t)((eq && eq < end ? eq : end) - id);
+            if (id < end && n == len && strncasecmp(id, want, len) == 0)
+                return gpu->index;
+            p = *end ? end + 1 : end;
+        }
+    }
+    return -1;
+}
 
 /* The index of the agent's GPU that one entry of CUDA_VISIBLE_DEVICES names
  * ([s, s + len)), or -1: none, an unknown or ambiguous UUID prefix, a MIG
@@ -23,7 +54,9 @@ static int entry_gpu(const tp_run *run, int64_t agent_id, const char *s, size_t 
         }
         return index;
     }
-    if (len < 5 || strncmp(s, "GPU-", 4) != 0) /* MIG-..., or nothing CUDA knows */
+    if (len >= 5 && strncmp(s, "MIG-", 4) == 0) /* an instance: the GPU it is part of */
+        return mig_parent(run, agent_id, s + 4, len - 4);
+    if (len < 5 || strncmp(s, "GPU-", 4) != 0) /* nothing CUDA knows */
         return -1;
     int found = -1;
     for (size_t g = 0; g < run->ngpus; g++) {
@@ -37,12 +70,6 @@ static int entry_gpu(const tp_run *run, int64_t agent_id, const char *s, size_t 
     return found;
 }
 
-/* uuid without its "GPU-" or "MIG-". */
-static const char *bare_uuid(const char *uuid)
-{
-    return strncmp(uuid, "GPU-", 4) == 0 || strncmp(uuid, "MIG-", 4) == 0 ? uuid + 4 : uuid;
-}
-
 int tp_gpu_by_uuid(const tp_run *run, int64_t agent_id, const char *uuid)
 {
     if (!uuid || !*uuid)
@@ -53,7 +80,7 @@ int tp_gpu_by_uuid(const tp_run *run, int64_t agent_id, const char *uuid)
         if (gpu->agent_id == agent_id && gpu->uuid && strcasecmp(bare_uuid(gpu->uuid), want) == 0)
             return gpu->index;
     }
-    return -1;
+    return mig_parent(run, agent_id, want, strlen(want));
 }
 
 int tp_rank_gpu(const tp_run *run, int64_t agent_id, bool visible_set, const char *visible,

@@ -17,9 +17,9 @@
  * (cuda:LOCAL_RANK, as torchrun's scripts do). An entry is an index or a
  * GPU UUID ("GPU-...", where a unique prefix is enough, as CUDA takes it),
  * looked up among the agent's GPUs; CUDA reads the list up to its first
- * invalid entry, and so does this. MIG instances ("MIG-...") name no whole
- * GPU: -1. An index is taken as NVML's, which is CUDA's order under
- * CUDA_DEVICE_ORDER=PCI_BUS_ID and on nodes of one GPU model.
+ * invalid entry, and so does this. A MIG instance ("MIG-...") names the GPU
+ * it is part of, where the run lists its instances (meta gpu.N.mig). An index is taken as NVML's,
+ * which is CUDA's order under CUDA_DEVICE_ORDER=PCI_BUS_ID and on nodes of one GPU model.
  *
  * Without CUDA_VISIBLE_DEVICES every GPU is visible, and the rank's is its
  * local rank (-1 when unknown). */

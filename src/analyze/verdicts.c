@@ -177,6 +177,32 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
     }
 }
 
+/* A MIG-mode GPU's instances (list: meta gpu.N.mig, "UUID=total bytes,..."),
+ * each one's memory used (gpu_mem_used_bytes {gpu, mig}) against its total. */
+static void mig_memory_verdicts(const tp_summary *s, const tp_run_gpu *gpu, const char *list,
+                                tp_verdicts *out)
+{
+    int k = 0;
+    for (const char *p = list; p && *p; k++) {
+        const char *end = strchr(p, ','), *eq = strchr(p, '=');
+        if (!end)
+            end = p + strlen(p);
+        double total = eq && eq < end ? strtod(eq + 1, NULL) : 0;
+        char labels[64];
+        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\",\"mig\":\"%d\"}", gpu->index, k);
+        const tp_series_summary *m =
+            tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_MEM_USED_BYTES, labels);
+        if (m && total > 0 && m->stats.max >= MEMORY_NEAR_FULL * total) {
+            tp_verdict *v = add(out, TP_VERDICT_GPU_MEMORY);
+            v->agent_id = gpu->agent_id, v->gpu = gpu;
+            v->f.gpu_memory.used_max_bytes = m->stats.max;
+            v->f.gpu_memory.total_bytes = total;
+            v->f.gpu_memory.mig = k;
+        }
+        p = *end ? end + 1 : end;
+    }
+}
+
 static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts *out)
 {
     char labels[32];
@@ -191,6 +217,13 @@ static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts
         v->f.gpu_util.util = u;
         v->f.gpu_util.sm_active = sm;
     }
+    char key[48];
+    snprintf(key, sizeof key, "gpu.%d.mig", gpu->index);
+    const char *mig = tp_run_agent_meta_get(s->run, gpu->agent_id, key);
+    if (mig) { /* each instance's memory against its own: the card's is several jobs' */
+        mig_memory_verdicts(s, gpu, mig, out);
+        return;
+    }
     const tp_series_summary *m =
         tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_MEM_USED_BYTES, labels);
     if (m && gpu->mem_total_bytes > 0 &&
@@ -198,6 +231,8 @@ static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts
         tp_verdict *v = add(out, TP_VERDICT_GPU_MEMORY);
         v->agent_id = gpu->agent_id, v->gpu = gpu;
         v->f.gpu_memory.used_max_bytes = m->stats.max;
+        v->f.gpu_memory.total_bytes = (double)gpu->mem_total_bytes;
+        v->f.gpu_memory.mig = -1;
     }
 }
 

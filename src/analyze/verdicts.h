@@ -92,6 +92,8 @@ typedef struct tp_verdict {
         } gpu_util;
         struct {
             double used_max_bytes;
+            double total_bytes; /* the card's, or its MIG instance's */
+            int mig;            /* the instance (meta gpu.N.mig's place), -1 the card */
         } gpu_memory;
         struct {
             double used_max_bytes, total_bytes, swap_max_bytes;

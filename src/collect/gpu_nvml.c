@@ -145,6 +145,9 @@ static void nvml_sample(tp_collector *base, uint64_t now_ns)
             emit(c, g, M_MEM_FREE, now_ns, (double)mem.free);
         } else if (g->series[M_MEM_USED])
             reading_failed(c, g, r);
+        for (unsigned k = 0; k < g->nmig; k++)
+            if (g->mig_series[k] && read_memory(&c->lib, g->mig_dev[k], &mem) == NVML_SUCCESS)
+                tp_sink_sample(c->sink, g->mig_series[k], now_ns, (double)mem.used);
         bool have_power = false;
         double power_w = 0;
         if (g->series[M_POWER] && (r = c->lib.power(g->dev, &v)) == NVML_SUCCESS) {
@@ -169,7 +172,7 @@ static void nvml_sample(tp_collector *base, uint64_t now_ns)
     }
 }
 
-/* The slow path (nvml_slow.c), off the tick: every 20 ms where a GPU has
+/* The slow path (nvml_slow.c), off the tick: every 50 ms where a GPU has
  * PCIe counters, else once a second. */
 static void *slow_loop(void *arg)
 {
@@ -273,8 +276,8 @@ static nvmlReturn_t probe(nvml_collector *c, nvml_gpu *g, int m)
 
 /* A GPU in MIG mode: each instance's UUID and memory, in meta gpu.N.mig
  * ("UUID=total bytes", comma-separated), so that a process driving an
- * instance maps to its GPU, and its memory is judged against the
- * instance's. */
+ * instance maps to its GPU, and its memory used (gpu_mem_used_bytes
+ * {gpu, mig: its place in that list}) is judged against the instance's. */
 static void mig_instances(nvml_collector *c, nvml_gpu *g)
 {
     unsigned int n = 0;
@@ -295,6 +298,13 @@ static void mig_instances(nvml_collector *c, nvml_gpu *g)
         if (w < 0 || (size_t)w >= sizeof list - used)
             break;
         used += (size_t)w;
+        char gpu[16], k[16], labels[TP_LABELS_MAX];
+        snprintf(gpu, sizeof gpu, "%d", g->index);
+        snprintf(k, sizeof k, "%u", g->nmig);
+        tp_labels2(labels, sizeof labels, "gpu", gpu, "mig", k);
+        g->mig_dev[g->nmig] = mig;
+        g->mig_series[g->nmig++] =
+            total ? tp_sink_series(c->sink, metric_names[M_MEM_USED], labels) : 0;
     }
     snprintf(key, sizeof key, "gpu.%d.mig", g->index);
     tp_sink_meta(c->sink, key, list);

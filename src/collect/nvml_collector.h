@@ -86,6 +86,9 @@ typedef struct nvml_gpu {
     int gpm_have; /* samples taken so far (0, 1, then 2) */
     int gpm_last; /* the newer sample */
     bool mig;     /* MIG mode on: the whole card's utilization is not reported */
+    nvmlDevice_t mig_dev[NVML_MAX_MIG]; /* its instances, in meta gpu.N.mig's order */
+    uint32_t mig_series[NVML_MAX_MIG];  /* each one's gpu_mem_used_bytes {gpu, mig} */
+    unsigned int nmig;
     unsigned int pids[NVML_MAX_PIDS];
     unsigned int npids;
     uint32_t series[M_N]; /* 0: not supported */
@@ -124,9 +127,11 @@ void tp_nvml_emit(nvml_collector *c, nvml_gpu *g, int m, uint64_t now_ns, double
 bool tp_nvml_read_pcie(const nvml_lib *lib, nvmlDevice_t dev, nvmlFieldValue_t fields[2]);
 
 /* The readings of the slow thread: set-up (what each GPU supports), one
- * round (every 20 ms: the PCIe counters; each_second: the rest), and the
+ * round (every 50 ms: the PCIe counters; each_second: the rest), and the
  * samples' release. */
-#define NVML_FAST_ROUND_MS 20
+/* A wrap of 4 GiB takes 68 ms at PCIe Gen5 x16's 63 GB/s a way; a read of
+ * the counters cost 178 us on an H100 (bench/nvml_contention.py) */
+#define NVML_FAST_ROUND_MS 50
 void tp_nvml_slow_setup(nvml_collector *c, nvml_gpu *g, const char *labels);
 void tp_nvml_slow_round(nvml_collector *c, bool each_second);
 void tp_nvml_slow_free(nvml_collector *c);

@@ -1,8 +1,8 @@
 /* nvml_slow.c: the NVML readings that don't fit the sampling tick, on the
  * collector's own thread:
- *   - the cumulative PCIe byte counters, every 20 ms: on an H100 (driver
+ *   - the cumulative PCIe byte counters, every 50 ms: on an H100 (driver
  *     580) they are 32-bit (valueType unsigned int) and wrap every 4 GiB,
- *     which PCIe Gen5 x16 moves in 67 ms, so they are read more often than
+ *     which PCIe Gen5 x16 moves in 68 ms, so they are read more often than
  *     that and their wraps undone; their rates over each second are the
  *     PCIe series (meta gpu_pcie_source "counter");
  *   - once a second, GPM (Hopper and newer): SM activity, SM occupancy and
@@ -147,7 +147,7 @@ bool tp_nvml_read_pcie(const nvml_lib *lib, nvmlDevice_t dev, nvmlFieldValue_t f
 }
 
 /* One reading of g's PCIe counters into its totals: a 32-bit counter's
- * wrap is undone (one wrap at most between two readings 20 ms apart); a
+ * wrap is undone (one wrap at most between two readings 50 ms apart); a
  * 64-bit counter that went back was reset, and adds nothing this once. */
 static void pcie_read(nvml_collector *c, nvml_gpu *g)
 {

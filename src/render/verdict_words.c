@@ -286,12 +286,15 @@ static void system_message(char *out, size_t cap, const tp_summary *s, const tp_
                      "and host-side work between steps, and at the batch size.",
                      gpu->index, of, gpu->name, u->steps.mean, u->steps.p50, over(u));
     } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
-        double max = v->f.gpu_memory.used_max_bytes, total = (double)gpu->mem_total_bytes;
+        double max = v->f.gpu_memory.used_max_bytes, total = v->f.gpu_memory.total_bytes;
+        char inst[48] = "";
+        if (v->f.gpu_memory.mig >= 0)
+            snprintf(inst, sizeof inst, " (MIG instance %d)", v->f.gpu_memory.mig);
         snprintf(out, cap,
-                 "GPU %d%s memory came within %.0f%% of full (peak %.1f of %.1f GiB): stay away "
-                 "from the maximum (fragmentation, out-of-memory). Try a smaller batch with "
+                 "GPU %d%s%s memory came within %.0f%% of full (peak %.1f of %.1f GiB): stay "
+                 "away from the maximum (fragmentation, out-of-memory). Try a smaller batch with "
                  "gradient accumulation, mixed precision, or activation checkpointing.",
-                 gpu->index, of, 100 * (1 - max / total), max / (1 << 30), total / (1 << 30));
+                 gpu->index, of, inst, 100 * (1 - max / total), max / (1 << 30), total / (1 << 30));
     } else if (v->kind == TP_VERDICT_HOST_MEMORY) {
         const __typeof__(v->f.host_memory) *m = &v->f.host_memory;
         snprintf(out, cap,
@@ -450,10 +453,13 @@ static void system_evidence(char *out, size_t cap, const tp_summary *s, const tp
                  "\"over\":\"%s\"%s}",
                  v->gpu->index, agent, u->steps.mean, u->steps.p50, over_key(u), sm_part);
     } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
+        char inst[32] = "";
+        if (v->f.gpu_memory.mig >= 0)
+            snprintf(inst, sizeof inst, ",\"mig\":%d", v->f.gpu_memory.mig);
         snprintf(out, cap,
-                 "{\"gpu\":%d,\"agent\":%s,\"mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%lld}",
-                 v->gpu->index, agent, v->f.gpu_memory.used_max_bytes,
-                 (long long)v->gpu->mem_total_bytes);
+                 "{\"gpu\":%d,\"agent\":%s,\"mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%.0f%s}",
+                 v->gpu->index, agent, v->f.gpu_memory.used_max_bytes, v->f.gpu_memory.total_bytes,
+                 inst);
     } else if (v->kind == TP_VERDICT_HOST_MEMORY) {
         snprintf(out, cap,
                  "{\"agent\":%s,\"host_mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%.0f,"

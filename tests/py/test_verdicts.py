@@ -235,3 +235,29 @@ def test_a_busy_gpu_whose_sms_are_idle_is_under_used(tmp_path):
              for k, ev, msg in verdicts(run) if k == "gpu_underused"]
     assert [(g, sm) for g, sm, _ in found] == [(0, 40.0)]  # the fake's GPM: 40 %, 50 %
     assert "its SMs were busy only 40% of it (GPM's SM activity)" in found[0][2]
+
+
+def test_mig_instances_map_ranks_and_are_judged_on_their_own_memory(tmp_path):
+    """A GPU in MIG mode: the card's utilization is unavailable, a process
+    driving an instance (its UUID, or CUDA_VISIBLE_DEVICES=MIG-...) maps to
+    the GPU the instance is part of, and memory pressure is judged per
+    instance against the instance's memory, not the card's."""
+    from conftest import FAKE_NVML
+    from test_timings import EMIT
+    run = tmp_path / "mig.db"
+    env = {"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2", "FAKE_NVML_MIG": "1"}
+    command = (f"RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 EMIT_CUDA_DEVICE=fake-0000-1 {EMIT} "
+               f"slow_epochs & RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 CUDA_VISIBLE_DEVICES=MIG-fake-"
+               f"0000-0 {EMIT} slow_epochs & wait")
+    r = trainprof("record", "-q", "-i", "0.05", "-o", run, "--", "env", "-u",
+                  "CUDA_VISIBLE_DEVICES", "sh", "-c", command, env=env)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(trainprof("report", "--json", run).stdout)
+    assert {x["rank"]: x["gpu"] for x in rep["ranks"]["per_rank"]} == {0: 0, 1: 0}
+    assert any("unavailable: MIG" in u["reason"] for u in rep["agents"][0]["unavailable"])
+    # instance 1 near its 10 GiB; the card's total would be far from full
+    set_stat(run, "gpu_mem_used_bytes", '{"gpu":"0","mig":"1"}', max=9.8 * GIB)
+    memory = [(ev["gpu"], ev.get("mig"), ev["mem_total_bytes"], msg)
+              for k, ev, msg in verdicts(run) if k == "memory_pressure"]
+    assert [m[:3] for m in memory] == [(0, 1, 10 * GIB)]
+    assert "GPU 0 (MIG instance 1) memory came within 2% of full" in memory[0][3]

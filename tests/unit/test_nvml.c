@@ -204,7 +204,7 @@ static void test_pcie_off_the_tick(void **state)
 
 /* The PCIe series from the counters: bytes over the counters' own
  * timestamps, once a second, across 32-bit wraps (GPU 1 receives 4 GB/s:
- * its 32-bit counter wraps every 1.07 s, read every 20 ms). */
+ * its 32-bit counter wraps every 1.07 s, read every 50 ms). */
 static void check_pcie_counters(bool narrow)
 {
     clear_fake_env();

@@ -230,8 +230,6 @@ static void gpu_means(tp_run *run, rank_acc *a)
     double v;
     a->row.gpu_util_percent = a->row.gpu_sm_clock_mhz = a->row.gpu_slowdown_share = NAN;
     a->row.gpu_slowdown_reasons = 0;
-    a->row.comm_device_s = tp_run_rank_device_s(run, a->row.agent_id, a->row.rank,
-                                                TP_PHASE_REDUCE_METRICS, a->t0, a->t1);
     if (a->row.gpu < 0)
         return;
     uint32_t bits;
@@ -244,6 +242,35 @@ static void gpu_means(tp_run *run, rank_acc *a)
     if (tp_run_agent_mean_between(run, a->row.agent_id, TP_METRIC_GPU_SM_CLOCK_MHZ, labels, a->t0,
                                   a->t1, &v))
         a->row.gpu_sm_clock_mhz = v;
+}
+
+/* Communication's device time over a rank's window (collectives on CUDA:
+ * NCCL returns at once, so the host's comm spans are launches), and the part
+ * of it exposed to compute: of the collectives launched during a backward
+ * pass, the last one's (from its bucket's gradients being ready to the end
+ * of every collective queued before it: what runs after the pass's compute
+ * ended, and the optimizer step waits for); every collective launched
+ * outside a backward pass whole. */
+static void device_comm(tp_run *run, rank_acc *a)
+{
+    tp_device_row *rows;
+    size_t n;
+    tp_run_rank_device_rows(run, a->row.agent_id, a->row.rank, TP_PHASE_REDUCE_METRICS, a->t0,
+                            a->t1, &rows, &n);
+    int64_t total = 0, exposed = 0;
+    size_t b = 0; /* backward spans are in time order, as rows are */
+    for (size_t i = 0; i < n; i++) {
+        total += rows[i].device_ns;
+        while (b < a->backward.n && a->backward.v[b].b < rows[i].start_ns)
+            b++;
+        bool in_backward = b < a->backward.n && a->backward.v[b].a <= rows[i].start_ns;
+        bool last_of_it = !in_backward || i + 1 == n || rows[i + 1].start_ns > a->backward.v[b].b;
+        if (last_of_it)
+            exposed += rows[i].device_ns;
+    }
+    free(rows);
+    a->row.comm_device_s = (double)total / 1e9;
+    a->row.comm_device_exposed_s = (double)exposed / 1e9;
 }
 
 /* Splits each rank's window into its parts. */
@@ -273,6 +300,7 @@ static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
         if (a->row.comm_overlap_s < 1e-12) /* none: rounding of the three sums */
             a->row.comm_overlap_s = 0;
         gpu_means(run, a);
+        device_comm(run, a);
         out->rows[out->n++] = a->row;
     }
     tp_spans_free(&tmp);

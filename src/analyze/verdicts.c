@@ -351,14 +351,21 @@ static void across_ranks(const tp_summary *s, tp_verdicts *out)
     }
     if (r->n == 0 || r->nstragglers)
         return;
+    /* the host's exposed comm, or the device's where collectives ran on
+     * CUDA (NCCL: the host saw their launch), whichever is more */
     double exposed = 0, window = 0;
+    bool device = false;
     for (size_t i = 0; i < r->n; i++) {
-        exposed += r->rows[i].comm_s - r->rows[i].comm_overlap_s;
+        double host = r->rows[i].comm_s - r->rows[i].comm_overlap_s;
+        double dev = r->rows[i].comm_device_exposed_s;
+        device = device || dev > host;
+        exposed += dev > host ? dev : host;
         window += r->rows[i].window_s;
     }
     if (window > 0 && exposed / window >= EXPOSED_COMM_SHARE) {
         tp_verdict *v = add(out, TP_VERDICT_COMMUNICATION_BOUND);
         v->f.comm.exposed_s = exposed, v->f.comm.window_s = window, v->f.comm.ranks = r->n;
+        v->f.comm.device = device;
     }
 }
 

@@ -83,6 +83,7 @@ typedef struct tp_verdict {
         struct {
             double exposed_s, window_s;
             size_t ranks;
+            bool device; /* the device's exposed time (CUDA events) counted, not the host's */
         } comm;
         struct {
             const tp_series_summary *util;

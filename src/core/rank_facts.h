@@ -43,8 +43,9 @@ typedef struct tp_rank_row {
     uint32_t gpu_slowdown_reasons;
     double gpu_slowdown_share;
     /* communication's device time over the window (CUDA events around the
-     * collectives: NCCL's, whose host time is the launch), 0 where none */
-    double comm_device_s;
+     * collectives: NCCL's, whose host time is the launch), 0 where none, and
+     * its part exposed to compute (ranks.c's device_comm) */
+    double comm_device_s, comm_device_exposed_s;
     bool straggler;
     double excess;            /* own work per step over the median's, as a fraction */
     tp_straggler_cause cause; /* set for a straggler */

@@ -52,17 +52,20 @@ void tp_report_ranks_text(FILE *out, const tp_summary *s)
     for (size_t i = 0; i < r->n; i++)
         device += r->rows[i].comm_device_s, host += r->rows[i].comm_s;
     if (device > 0) { /* collectives on CUDA: the host's comm is their launch */
-        fprintf(out, "  comm on the device (CUDA events around each collective), per step:");
+        fprintf(out, "  comm on the device (CUDA events around each collective), per step, and "
+                     "its part after the\n  backward pass's compute (the last collective of "
+                     "each, and those outside one):\n ");
         for (size_t i = 0; i < r->n; i++) {
-            char d[32];
+            char d[32], e[32];
             tp_format_duration(d, sizeof d, r->rows[i].comm_device_s / (double)r->rows[i].steps);
-            fprintf(out, "%s rank %d %s", i ? "," : "", r->rows[i].rank, d);
+            tp_format_duration(e, sizeof e,
+                               r->rows[i].comm_device_exposed_s / (double)r->rows[i].steps);
+            fprintf(out, "%s rank %d %s (%s exposed)", i ? "," : "", r->rows[i].rank, d, e);
         }
-        fprintf(out, "\n  %s\n",
-                device > 2 * host ? "the host's comm above is the collectives' launch (NCCL "
-                                    "returns at once); how much of the device's ran under "
-                                    "compute is not measured"
-                                  : "overlapped with compute or not: not measured on the device");
+        if (device > 2 * host)
+            fprintf(out, "\n  the host's comm above is the collectives' launch (NCCL returns at "
+                         "once)");
+        fprintf(out, "\n");
     }
 }
 
@@ -130,6 +133,7 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s)
             json_int(w, row->gpu_slowdown_reasons);
         number_or_null(w, "gpu_slowdown_share", row->gpu_slowdown_share);
         number_or_null(w, "comm_device_s", row->comm_device_s);
+        number_or_null(w, "comm_device_exposed_s", row->comm_device_exposed_s);
         json_key(w, "straggler");
         json_bool(w, row->straggler);
         json_key(w, "cause");

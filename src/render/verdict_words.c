@@ -369,11 +369,15 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
     }
     case TP_VERDICT_COMMUNICATION_BOUND:
         snprintf(out, cap,
-                 "Ranks spend %.0f %% of their step time in communication with no compute "
-                 "region open, and none of them is a straggler: more work per communication "
-                 "(a larger batch per rank, gradient accumulation with no_sync), DDP's "
-                 "bucket_cap_mb, or a faster interconnect.",
-                 100 * v->f.comm.exposed_s / v->f.comm.window_s);
+                 "Ranks spend %.0f %% of their step time in communication %s, and none of them "
+                 "is a straggler: more work per communication (a larger batch per rank, "
+                 "gradient accumulation with no_sync), DDP's bucket_cap_mb, or a faster "
+                 "interconnect.",
+                 100 * v->f.comm.exposed_s / v->f.comm.window_s,
+                 v->f.comm.device ? "on the GPU after their backward compute ended (CUDA events: "
+                                    "the last collective of each backward pass, and those "
+                                    "outside it)"
+                                  : "with no compute region open");
         return;
     default: system_message(out, cap, s, v); return;
     }
@@ -508,8 +512,10 @@ void tp_verdict_evidence(char *out, size_t cap, const tp_summary *s, const tp_ve
         break;
     }
     case TP_VERDICT_COMMUNICATION_BOUND:
-        snprintf(text, sizeof text, "{\"exposed_comm_s\":%.6f,\"window_s\":%.6f,\"ranks\":%zu}",
-                 v->f.comm.exposed_s, v->f.comm.window_s, v->f.comm.ranks);
+        snprintf(text, sizeof text,
+                 "{\"exposed_comm_s\":%.6f,\"window_s\":%.6f,\"ranks\":%zu,\"on_device\":%s}",
+                 v->f.comm.exposed_s, v->f.comm.window_s, v->f.comm.ranks,
+                 v->f.comm.device ? "true" : "false");
         break;
     default: system_evidence(text, sizeof text, s, v); break;
     }

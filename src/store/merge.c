@@ -339,7 +339,8 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
               " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
         info->batches ? "batches, warmup, warmup_s" : "0, 0, 0", dt,
         info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
-        info->rank_truth ? "gpu_reasons, gpu_reasons_share, comm_device_s" : "NULL, NULL, 0",
+        info->rank_truth ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
+                         : "NULL, NULL, 0, 0",
         plots ? plots_sql : "", info->series_steps ? steps_sql : "");
     char *rows = rows_sql(series, thread, dt, all_rows, info->version, off);
     char *counts = summaries && info->version >= TP_SCHEMA_STACKS_VERSION

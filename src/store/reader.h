@@ -198,10 +198,14 @@ bool tp_run_agent_bits_between(tp_run *run, int64_t agent_id, const char *metric
                                const char *labels, int64_t t0_ns, int64_t t1_ns, uint32_t mask,
                                uint32_t *bits, double *share);
 
-/* The device time of region `name` of a rank's threads on agent_id, begun in
- * [t0_ns, t1_ns], in seconds (0 where none, or before device times). */
-double tp_run_rank_device_s(tp_run *run, int64_t agent_id, int rank, const char *name,
-                            int64_t t0_ns, int64_t t1_ns);
+/* The device times of region `name` of a rank's threads on agent_id, begun
+ * in [t0_ns, t1_ns], as (host start ns, device ns) pairs in host start order
+ * into *rows (the caller frees it; none before device times). */
+typedef struct tp_device_row {
+    int64_t start_ns, device_ns;
+} tp_device_row;
+void tp_run_rank_device_rows(tp_run *run, int64_t agent_id, int rank, const char *name,
+                             int64_t t0_ns, int64_t t1_ns, tp_device_row **rows, size_t *n);
 
 /* Timing threads recorded and events they dropped (0 and 0 for schema 1). */
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped);

@@ -204,25 +204,30 @@ bool tp_run_agent_bits_between(tp_run *run, int64_t agent_id, const char *metric
     return n > 0;
 }
 
-double tp_run_rank_device_s(tp_run *run, int64_t agent_id, int rank, const char *name,
-                            int64_t t0_ns, int64_t t1_ns)
+void tp_run_rank_device_rows(tp_run *run, int64_t agent_id, int rank, const char *name,
+                             int64_t t0_ns, int64_t t1_ns, tp_device_row **rows, size_t *n)
 {
     static const char sql[] =
-        "SELECT SUM(d.device_ns) FROM device_time d JOIN thread t ON t.id = d.thread_id"
+        "SELECT d.start_ns, d.device_ns FROM device_time d JOIN thread t ON t.id = d.thread_id"
         " JOIN name n ON n.id = d.name_id WHERE t.agent_id = ?1 AND t.rank = ?2"
-        " AND n.text = ?3 AND d.start_ns >= ?4 AND d.start_ns <= ?5";
+        " AND n.text = ?3 AND d.start_ns >= ?4 AND d.start_ns <= ?5 ORDER BY d.start_ns";
+    *rows = NULL;
+    *n = 0;
     sqlite3_stmt *st;
     if (run->schema_version < TP_SCHEMA_DEVICE ||
         sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return 0;
+        return;
     sqlite3_bind_int64(st, 1, agent_id);
     sqlite3_bind_int(st, 2, rank);
     sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, t0_ns);
     sqlite3_bind_int64(st, 5, t1_ns);
-    double s = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) / 1e9 : 0;
+    size_t cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        *rows = tp_grow(*rows, *n, &cap, sizeof **rows);
+        (*rows)[(*n)++] = (tp_device_row){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)};
+    }
     sqlite3_finalize(st);
-    return s;
 }
 
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped)

@@ -110,12 +110,14 @@
  * over the rank's window, the share of samples with any; NULL where none
  * were recorded) and communication's device time over the window; files
  * summarized before have none (TP_SCHEMA_ADD_RANK_GPU_TRUTH adds them). */
-#define TP_SCHEMA_RANK_GPU_TRUTH \
-    "  gpu_reasons INTEGER, gpu_reasons_share REAL, comm_device_s REAL NOT NULL DEFAULT 0"
-#define TP_SCHEMA_ADD_RANK_GPU_TRUTH                              \
-    "ALTER TABLE summary_rank ADD COLUMN gpu_reasons INTEGER;"    \
-    "ALTER TABLE summary_rank ADD COLUMN gpu_reasons_share REAL;" \
-    "ALTER TABLE summary_rank ADD COLUMN comm_device_s REAL NOT NULL DEFAULT 0;"
+#define TP_SCHEMA_RANK_GPU_TRUTH                                                            \
+    "  gpu_reasons INTEGER, gpu_reasons_share REAL, comm_device_s REAL NOT NULL DEFAULT 0," \
+    "  comm_device_exposed_s REAL NOT NULL DEFAULT 0"
+#define TP_SCHEMA_ADD_RANK_GPU_TRUTH                                             \
+    "ALTER TABLE summary_rank ADD COLUMN gpu_reasons INTEGER;"                   \
+    "ALTER TABLE summary_rank ADD COLUMN gpu_reasons_share REAL;"                \
+    "ALTER TABLE summary_rank ADD COLUMN comm_device_s REAL NOT NULL DEFAULT 0;" \
+    "ALTER TABLE summary_rank ADD COLUMN comm_device_exposed_s REAL NOT NULL DEFAULT 0;"
 /* The GPU each instrumented process drove, as its CUDA runtime named it (a
  * UUID without NVML's "GPU-" or "MIG-"), on the thread that told it: a rank
  * maps to its GPU by it, whatever CUDA_VISIBLE_DEVICES and CUDA's device

@@ -183,8 +183,8 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
              " FROM summary_rank ORDER BY rank",
              tp_run_has_column(run, "summary_rank", "gpu") ? "gpu" : "local_rank",
              tp_run_has_column(run, "summary_rank", "comm_device_s")
-                 ? "gpu_reasons, gpu_reasons_share, comm_device_s"
-                 : "NULL, NULL, 0");
+                 ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
+                 : "NULL, NULL, 0, 0");
     if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return failed(run, "ranks", err, cap);
     int rc;
@@ -210,6 +210,7 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
         r->gpu_slowdown_reasons = (uint32_t)sqlite3_column_int64(st, 14);
         r->gpu_slowdown_share = col_real(st, 15);
         r->comm_device_s = sqlite3_column_double(st, 16);
+        r->comm_device_exposed_s = sqlite3_column_double(st, 17);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {

@@ -124,6 +124,7 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
         sqlite3_bind_null(st, 16);
     }
     sqlite3_bind_double(st, 17, r->comm_device_s);
+    sqlite3_bind_double(st, 18, r->comm_device_exposed_s);
 }
 
 static void fill_stack(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
@@ -263,8 +264,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
                          "INSERT INTO summary_rank (rank, agent_id, local_rank, steps, t0_ns, "
                          "t1_ns, input_s, compute_s, comm_s, comm_overlap_s, other_s, "
                          "gpu_util_percent, gpu_sm_clock_mhz, gpu, gpu_reasons, "
-                         "gpu_reasons_share, comm_device_s) VALUES "
-                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         "gpu_reasons_share, comm_device_s, comm_device_exposed_s) VALUES "
+                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          s, s->ranks->n, fill_rank);
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_stack VALUES (?,?,?,?,?,?)", s, s->nstacks,

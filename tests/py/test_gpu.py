@@ -177,7 +177,12 @@ def test_ddp_on_nccl_times_the_gradient_all_reduce(tmp_path):
         hook = db.execute("SELECT value FROM meta WHERE key = 'fact.ddp.hook'").fetchone()
     assert {"GPU-" + u for u in told} == nvml
     assert hook == ("timed",)
-    assert rep["ranks"]["per_rank"][0]["gpu"] == 0
+    row = rep["ranks"]["per_rank"][0]
+    assert row["gpu"] == 0
+    # the device's communication, and its part after each backward's compute
+    print(json.dumps({k: row[k] for k in ("comm_s", "comm_device_s", "comm_device_exposed_s",
+                                          "window_s", "steps")}))
+    assert 0 < row["comm_device_exposed_s"] <= row["comm_device_s"]
 
 
 COMPILED = """

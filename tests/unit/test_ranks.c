@@ -191,6 +191,43 @@ static void test_waiting_at_the_end_of_backward_is_not_compute(void **state)
     free(path);
 }
 
+/* Collectives on CUDA (NCCL): the host sees their launch, the device their
+ * time. Two steps, each a backward pass [1, 6] launching bucket all-reduces
+ * at 2, 4 and 5.5 s (device 0.3, 0.4 and 0.8 s), and one all-reduce of a
+ * metric after it at 7 s (0.2 s): 1.7 s on the device per step, of which the
+ * last bucket's and the metric's, 1.0 s, are exposed. */
+static void test_collectives_timed_on_the_device(void **state)
+{
+    (void)state;
+    char *path = tmp_path("nccl.db");
+    tp_sink *s = run_sink();
+    uint32_t main = thread(s, 0, 1000), autograd = thread(s, 0, 3000);
+    uint32_t train = tp_sink_name(s, "train_batch"), bwd = tp_sink_name(s, "backward");
+    uint32_t red = tp_sink_name(s, "reduce_metrics");
+    for (uint64_t step = 0; step < 2; step++) {
+        uint64_t t = step * 10 * S;
+        tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+        tp_sink_interval(s, main, train, 0, t, t + 8 * S);
+        tp_sink_interval(s, main, bwd, 1, t + 1 * S, t + 6 * S);
+        const uint64_t at[] = {2 * S, 4 * S, 5 * S + S / 2, 7 * S};
+        const uint64_t dev[] = {3 * S / 10, 4 * S / 10, 8 * S / 10, 2 * S / 10};
+        for (int k = 0; k < 4; k++) { /* launches: 1 ms on the host */
+            uint32_t on = k < 3 ? autograd : main;
+            tp_sink_interval(s, on, red, k < 3 ? 0 : 1, t + at[k], t + at[k] + S / 1000);
+            tp_sink_device_span(s, on, red, t + at[k], dev[k]);
+        }
+    }
+    tp_sink_mark(s, main, TP_MARK_STEP, 20 * S, 0);
+    write_run(path, s);
+    tp_ranks r = build(path, true);
+    assert_int_equal(r.n, 1);
+    assert_float_equal(r.rows[0].comm_device_s, 2 * 1.7, 1e-9);
+    assert_float_equal(r.rows[0].comm_device_exposed_s, 2 * 1.0, 1e-9);
+    assert_true(r.rows[0].comm_s < 0.01); /* the host's: launches */
+    tp_ranks_free(&r);
+    free(path);
+}
+
 /* The spans of s less those of cut, whatever their order and overlaps. */
 static void test_spans_subtract(void **state)
 {
@@ -571,6 +608,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parts_by_interval_union),
         cmocka_unit_test(test_waiting_at_the_end_of_backward_is_not_compute),
+        cmocka_unit_test(test_collectives_timed_on_the_device),
         cmocka_unit_test(test_spans_subtract),
         cmocka_unit_test(test_a_step_end_closes_a_step_and_begins_none),
         cmocka_unit_test(test_compiling_first_steps_are_warm_up_and_batches_counted),

@@ -81,6 +81,25 @@ static const tp_series_summary *busiest_disk(const tp_summary *s, int64_t agent)
     return best;
 }
 
+/* The series `metric` of the GPU rank drove (its ranks row's), or of the
+ * run's one GPU where the rank's is unknown; NULL where neither. */
+static const tp_series_summary *rank_gpu_series(const tp_summary *s, int rank, const char *metric)
+{
+    const tp_run_gpu *gpu = NULL;
+    for (size_t i = 0; i < s->ranks.n && !gpu; i++)
+        for (size_t g = 0; g < s->run->ngpus && s->ranks.rows[i].rank == rank; g++)
+            if (s->run->gpus[g].agent_id == s->ranks.rows[i].agent_id &&
+                s->run->gpus[g].index == s->ranks.rows[i].gpu)
+                gpu = &s->run->gpus[g];
+    if (!gpu && s->run->ngpus == 1)
+        gpu = &s->run->gpus[0];
+    if (!gpu)
+        return NULL;
+    char labels[32];
+    snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", gpu->index);
+    return tp_summary_find(s, gpu->agent_id, metric, labels);
+}
+
 /* input_bound for rank (waiting `in` of its step time), with the cause
  * that picks the advice: its machine's CPUs busy (median >= 90 %), with the
  * training's own process tree using at least half of that busy time (cpu),
@@ -174,6 +193,7 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
         v->f.compute.device_share = train_dev;
         v->f.compute.input_share = in;
         v->f.compute.step_mean_s = step_mean;
+        v->f.compute.tensor = rank_gpu_series(s, rank, TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT);
     }
 }
 

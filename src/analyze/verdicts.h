@@ -76,6 +76,8 @@ typedef struct tp_verdict {
         struct {
             double share, device_share, input_share, step_mean_s;
             bool loader_timed; /* a DataLoader was timed inside the steps */
+            /* GPM's tensor activity of the rank's GPU (Hopper and newer), or NULL */
+            const tp_series_summary *tensor;
         } compute;
         struct {
             const tp_rank_row *row;

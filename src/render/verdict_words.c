@@ -350,6 +350,21 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
     case TP_VERDICT_COMPUTE_BOUND: {
         rank_message(out, cap, v);
         size_t len = strlen(out);
+        const tp_series_summary *tensor = /* only of a model on the GPU */
+            v->kind == TP_VERDICT_COMPUTE_BOUND && strcmp(v->facts.device, "cuda") == 0
+                ? v->f.compute.tensor
+                : NULL;
+        if (tensor && len < cap) /* GPM: how much of that compute used the tensor cores */
+            len += (size_t)snprintf(
+                out + len, cap - len,
+                tensor->steps.mean < 30
+                    ? " Its GPU's tensor cores were busy only %.0f%% of the time (GPM): most "
+                      "of its compute doesn't use them (FP32 without TF32, small or oddly "
+                      "shaped matrices, element-wise work); bf16 autocast, "
+                      "torch.backends.cuda.matmul.allow_tf32 and sizes in multiples of 8 let "
+                      "it."
+                    : " Its GPU's tensor cores were busy %.0f%% of the time (GPM).",
+                tensor->steps.mean);
         if (v->kind != TP_VERDICT_TRANSFER_BOUND && len < cap)
             tp_stacks_cite(out + len, cap - len, &s->stacks, v->rank,
                            v->kind == TP_VERDICT_INPUT_BOUND);

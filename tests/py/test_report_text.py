@@ -4,11 +4,12 @@ into a line; an input-bound verdict says what the loading waits on, the
 training's own CPU told apart from another process's."""
 
 import json
+import sqlite3
 import subprocess
 import sys
 import textwrap
 
-from conftest import PYTHON, ROOT, trainprof
+from conftest import FAKE_NVML, PYTHON, ROOT, trainprof
 
 GOLDEN = ROOT / "tests" / "golden" / "runs"
 
@@ -159,9 +160,18 @@ def test_compute_advice_on_the_cpu_says_nothing_of_tensor_cores(tmp_path):
                 opt.step()
     """))
     run = tmp_path / "compute.db"
-    r = trainprof("record", "-q", "-i", "0.2", "-o", run, "--", PYTHON, script, "3", timeout=300)
+    # a node with a GPU (the fake NVML's, with GPM) the CPU model doesn't use
+    r = trainprof("record", "-q", "-i", "0.2", "-o", run, "--", PYTHON, script, "3", timeout=300,
+                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "1"})
     assert r.returncode == 0, r.stderr
     rep = json.loads(report("--json", run))
     [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "compute_bound"]
     assert "tensor cores" not in message and "FP16" not in message
     assert "the model runs on the CPU" in message and "torch.compile" in message
+    # the same run had its model been on that GPU: GPM's tensor activity
+    # (the fake's 30 %) is cited
+    with sqlite3.connect(run) as db:
+        db.execute("UPDATE meta SET value = 'cuda' WHERE key = 'fact.model.device'")
+    rep = json.loads(report("--json", run))
+    [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "compute_bound"]
+    assert "Its GPU's tensor cores were busy 30% of the time (GPM)." in message, message

@@ -1,6 +1,11 @@
-"""The GPU paths on a real NVIDIA GPU: NVML readings against nvidia-smi, energy,
-CUDA-event device times, DDP on NCCL, torch.compile. Skipped where torch sees
-no CUDA device (CI); tools/gpu-check.sh runs them on a machine with one."""
+"""The GPU paths on a real NVIDIA GPU: NVML readings against nvidia-smi (clock
+event reasons, the power limit, GPM, the PCIe counters against bytes copied),
+energy, CUDA-event device times (asynchronous work, other threads', captures
+torch did or didn't start), collectives on NCCL against NCCL's own timing,
+DDP's hook and the rank's GPU by UUID, torch.compile, GradScaler, Lightning;
+with two GPUs, a slow rank on NCCL and a GPU the job left alone. Skipped where
+torch sees no CUDA device (CI); tools/gpu-check.sh runs them on a machine with
+one. docs/gpu.md gives the figures they read."""
 
 import json
 import os
@@ -587,3 +592,69 @@ def test_pcie_bytes_from_the_counters_match_the_copies(tmp_path):
     # the GPU received what was copied to it (and a little more: the
     # driver's own traffic)
     assert 0.9 * moved < counted < 1.3 * moved
+
+
+two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="fewer than 2 GPUs")
+
+# DDP on NCCL, 2 ranks; rank 1's Dataset sleeps 20 ms per batch: rank 0's
+# all-reduces wait for it on the device.
+DDP_SLOW_RANK = """
+import os, time, torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+dist.init_process_group("nccl")
+rank = dist.get_rank()
+torch.cuda.set_device(rank)
+class Data(Dataset):
+    def __len__(self):
+        return 64 * 64
+    def __getitem__(self, i):
+        if rank == 1 and i % 64 == 0:
+            time.sleep(0.02)
+        return torch.randn(512), torch.randint(0, 10, ())
+model = DDP(nn.Sequential(nn.Linear(512, 2048), nn.ReLU(), nn.Linear(2048, 10)).cuda(),
+            device_ids=[rank])
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(Data(), batch_size=64):
+    x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+dist.destroy_process_group()
+"""
+
+
+@two_gpus
+def test_two_ranks_on_nccl_name_the_slow_one_and_the_waits_on_the_device(tmp_path):
+    script = tmp_path / "slow.py"
+    script.write_text(DDP_SLOW_RANK)
+    run = tmp_path / "gpu-2ranks.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, "-m", "torch.distributed.run",
+                  "--standalone", "--nproc_per_node", "2", script, timeout=300)
+    keep(run)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run)
+    rows = {x["rank"]: x for x in rep["ranks"]["per_rank"]}
+    print(json.dumps(rows))
+    assert {k: v["gpu"] for k, v in rows.items()} == {0: 0, 1: 1}  # by UUID
+    # rank 0 waits for rank 1 in its all-reduces: on the device, not the host
+    assert rows[0]["comm_device_exposed_s"] > 2 * rows[1]["comm_device_exposed_s"]
+    assert rows[0]["comm_device_s"] > 10 * rows[0]["comm_s"]
+    assert any(v["kind"] == "straggler" and v["evidence"]["rank"] == 1 for v in rep["verdicts"])
+
+
+@two_gpus
+def test_a_gpu_the_job_left_alone_gets_no_verdict(tmp_path):
+    """One process on GPU 1 (CUDA_VISIBLE_DEVICES=1: its cuda:0); NVML sees
+    both. GPU 0, idle, is not the job's: no gpu_underused about it."""
+    run = tmp_path / "gpu-one-of-two.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, ROOT / "examples" / "train.py",
+                  "--device", "cuda", "--epochs", "1", "--samples", "2048", timeout=300,
+                  env={"CUDA_VISIBLE_DEVICES": "1"})
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run)
+    used = {g["index"]: g["used"] for g in rep["agents"][0]["gpus"]}
+    assert used[0] is False and used[1] is True
+    assert not any(v["kind"] == "gpu_underused" and v["evidence"]["gpu"] == 0
+                   for v in rep["verdicts"])

@@ -65,19 +65,27 @@ def _device_finish(timing, stream=None):
     dt.finish(R_REDUCE, entry, stream)
 
 
+def _future_of(result):
+    """The future of the work a communication call returned (a Work, or a
+    list of them: all of theirs), or None (no work, or a backend that gives
+    no future)."""
+    try:
+        if isinstance(result, _Work):
+            return result.get_future()
+        if type(result) is list and result and all(isinstance(w, _Work) for w in result):
+            return torch.futures.collect_all([w.get_future() for w in result])
+    except RuntimeError:
+        pass
+    return None
+
+
 def _device_after_work(timing, result):
     """Records timing's end event on a stream that waits for the work(s) in
     result, through a then() of the work's CUDA future (whose callback runs
     with streams that wait for it); the script's own streams are left as
     they are, and the host never waits."""
-    try:
-        if isinstance(result, _Work):
-            future = result.get_future()
-        elif type(result) is list and result and all(isinstance(w, _Work) for w in result):
-            future = torch.futures.collect_all([w.get_future() for w in result])
-        else:
-            return
-    except RuntimeError:
+    future = _future_of(result)
+    if future is None:
         return
     device = timing[1][2].device
 
@@ -93,14 +101,8 @@ def _span_until_done(result, start):
     reduce_metrics from start to the work's completion, on the thread that
     completes it; False when result is no such work (or its backend gives no
     future: the caller then times the call alone)."""
-    try:
-        if isinstance(result, _Work):
-            future = result.get_future()
-        elif type(result) is list and result and all(isinstance(w, _Work) for w in result):
-            future = torch.futures.collect_all([w.get_future() for w in result])
-        else:
-            return False
-    except RuntimeError:
+    future = _future_of(result)
+    if future is None:
         return False
 
     def done(_):

@@ -148,23 +148,40 @@ bool tp_run_mean_between(tp_run *run, const char *metric, const char *labels, in
     return tp_run_agent_mean_between(run, 1, metric, labels, t0_ns, t1_ns, mean);
 }
 
+/* A statement selecting `what` of the samples of agent_id's series
+ * (metric, labels) in (t0_ns, t1_ns]: those after t0_ns up to the first at or
+ * after t1_ns; NULL when it can't be prepared. */
+static sqlite3_stmt *window_samples(tp_run *run, const char *what, int64_t agent_id,
+                                    const char *metric, const char *labels, int64_t t0_ns,
+                                    int64_t t1_ns)
+{
+    char *sql =
+        sqlite3_mprintf("SELECT %s FROM sample x JOIN series s ON s.id = x.series_id"
+                        " JOIN metric m ON m.id = s.metric_id"
+                        " WHERE s.agent_id = ?5 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns > ?3"
+                        " AND x.t_ns <= COALESCE((SELECT MIN(y.t_ns) FROM sample y"
+                        " WHERE y.series_id = s.id AND y.t_ns >= ?4), ?4)",
+                        what);
+    sqlite3_stmt *st = NULL;
+    if (!sql || sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        st = NULL;
+    sqlite3_free(sql);
+    if (st) {
+        sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, t0_ns);
+        sqlite3_bind_int64(st, 4, t1_ns);
+        sqlite3_bind_int64(st, 5, agent_id);
+    }
+    return st;
+}
+
 bool tp_run_agent_mean_between(tp_run *run, int64_t agent_id, const char *metric,
                                const char *labels, int64_t t0_ns, int64_t t1_ns, double *mean)
 {
-    static const char sql[] =
-        "SELECT AVG(x.value) FROM sample x JOIN series s ON s.id = x.series_id"
-        " JOIN metric m ON m.id = s.metric_id"
-        " WHERE s.agent_id = ?5 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns > ?3"
-        " AND x.t_ns <= COALESCE((SELECT MIN(y.t_ns) FROM sample y"
-        " WHERE y.series_id = s.id AND y.t_ns >= ?4), ?4)";
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+    sqlite3_stmt *st = window_samples(run, "AVG(x.value)", agent_id, metric, labels, t0_ns, t1_ns);
+    if (!st)
         return false;
-    sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, t0_ns);
-    sqlite3_bind_int64(st, 4, t1_ns);
-    sqlite3_bind_int64(st, 5, agent_id);
     bool found = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
     if (found)
         *mean = sqlite3_column_double(st, 0);
@@ -176,20 +193,9 @@ bool tp_run_agent_bits_between(tp_run *run, int64_t agent_id, const char *metric
                                const char *labels, int64_t t0_ns, int64_t t1_ns, uint32_t mask,
                                uint32_t *bits, double *share)
 {
-    static const char sql[] =
-        "SELECT x.value FROM sample x JOIN series s ON s.id = x.series_id"
-        " JOIN metric m ON m.id = s.metric_id"
-        " WHERE s.agent_id = ?5 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns > ?3"
-        " AND x.t_ns <= COALESCE((SELECT MIN(y.t_ns) FROM sample y"
-        " WHERE y.series_id = s.id AND y.t_ns >= ?4), ?4)";
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+    sqlite3_stmt *st = window_samples(run, "x.value", agent_id, metric, labels, t0_ns, t1_ns);
+    if (!st)
         return false;
-    sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, t0_ns);
-    sqlite3_bind_int64(st, 4, t1_ns);
-    sqlite3_bind_int64(st, 5, agent_id);
     size_t n = 0, with = 0;
     *bits = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {

@@ -1,6 +1,7 @@
 /* summary.c: per-series statistics for the report. */
 #include "analyze/summary.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "store/summary_tables.h"
 #include "core/metric_catalog.h"
 #include "util/grow.h"
+#include "util/oom.h"
 
 /* The summary being built from the samples, and who else sees them. */
 typedef struct series_pass {
@@ -201,6 +203,29 @@ static bool join_side(pthread_t thread, side_pass *side, char *err, size_t cap)
     return side->ok;
 }
 
+/* Each GPU's clock event reasons over its agent's steps window. */
+static void gpu_slowdowns(tp_summary *s)
+{
+    if (!s->run->ngpus)
+        return;
+    s->gpu_slowdown = tp_xcalloc(s->run->ngpus, sizeof *s->gpu_slowdown);
+    for (size_t g = 0; g < s->run->ngpus; g++) {
+        const tp_run_gpu *gpu = &s->run->gpus[g];
+        const tp_steps_window *w = tp_summary_window(s, gpu->agent_id);
+        int64_t t0 = w ? w->t0_ns : INT64_MIN, t1 = w ? w->t1_ns : INT64_MAX;
+        char labels[32];
+        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", gpu->index);
+        struct tp_gpu_slowdown *d = &s->gpu_slowdown[g];
+        uint32_t trouble;
+        d->share = d->trouble_share = NAN;
+        if (tp_run_agent_bits_between(s->run, gpu->agent_id, TP_METRIC_GPU_CLOCK_EVENT_REASONS,
+                                      labels, t0, t1, TP_GPU_REASONS_SLOWDOWN, &d->bits, &d->share))
+            tp_run_agent_bits_between(s->run, gpu->agent_id, TP_METRIC_GPU_CLOCK_EVENT_REASONS,
+                                      labels, t0, t1, TP_GPU_REASONS_TROUBLE, &trouble,
+                                      &d->trouble_share);
+    }
+}
+
 /* The summary's parts; tp_summary_build wraps them in one read snapshot.
  * Stored figures or the rows: decided here, for every part, and only here.
  * From
@@ -238,8 +263,10 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
         ok = tp_ranks_from_rows(run, &out->ranks, err, cap);
     if (ok && out->n)
         qsort(out->items, out->n, sizeof *out->items, cmp_summary);
-    if (ok)
+    if (ok) {
         out->gpu_used = tp_gpus_used(run);
+        gpu_slowdowns(out);
+    }
     return ok;
 }
 
@@ -251,6 +278,7 @@ void tp_summary_free(tp_summary *s)
     tp_timings_free(&s->timings);
     tp_ranks_free(&s->ranks);
     free(s->gpu_used);
+    free(s->gpu_slowdown);
     memset(s, 0, sizeof *s);
 }
 

@@ -7,6 +7,7 @@
 #define TP_ANALYZE_SUMMARY_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "analyze/ranks.h"
@@ -44,6 +45,14 @@ typedef struct tp_summary {
     /* for each of run->gpus, whether the job used it (analyze/gpu_use.h's
      * TP_GPU_USED, _NOT_USED, _USE_UNKNOWN); NULL without GPUs */
     int8_t *gpu_used;
+    /* for each of run->gpus, NVML's clock event reasons over its agent's
+     * steps (the whole run without them): the slowdown bits seen, the share
+     * of samples with any, and with a troubling one (TP_GPU_REASONS_TROUBLE);
+     * shares NaN where none were recorded. NULL without GPUs */
+    struct tp_gpu_slowdown {
+        uint32_t bits;
+        double share, trouble_share;
+    } * gpu_slowdown;
     /* each agent's training steps (first to last step mark), over which
      * tp_series_summary.steps are; none for an agent with fewer than 2 step
      * marks, or in a file whose stored summary predates them */

@@ -17,6 +17,7 @@
 #define COMPUTE_BOUND_INPUT_MAX 0.10
 #define GPU_UTIL_TARGET         90.0
 #define GPU_SM_ACTIVE_TARGET    50.0 /* GPM: half the SMs' time busy, at least */
+#define GPU_THROTTLED_SHARE     0.10 /* of samples held back by heat or a power fault */
 #define MEMORY_NEAR_FULL        0.90
 #define EXPOSED_COMM_SHARE      0.25
 #define CPU_SATURATED_PERCENT   90.0
@@ -236,6 +237,13 @@ static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts
         v->agent_id = gpu->agent_id, v->gpu = gpu;
         v->f.gpu_util.util = u;
         v->f.gpu_util.sm_active = sm;
+    }
+    const struct tp_gpu_slowdown *d = s->gpu_slowdown ? &s->gpu_slowdown[gpu - s->run->gpus] : NULL;
+    if (d && d->trouble_share >= GPU_THROTTLED_SHARE) {
+        tp_verdict *v = add(out, TP_VERDICT_GPU_THROTTLED);
+        v->agent_id = gpu->agent_id, v->gpu = gpu;
+        v->f.gpu_throttle.bits = d->bits;
+        v->f.gpu_throttle.share = d->share, v->f.gpu_throttle.trouble_share = d->trouble_share;
     }
     char key[48];
     snprintf(key, sizeof key, "gpu.%d.mig", gpu->index);

@@ -44,6 +44,7 @@ typedef enum {
     TP_VERDICT_HOST_MEMORY, /* memory_pressure of a host */
     TP_VERDICT_CPU_SATURATED,
     TP_VERDICT_NETWORK_SATURATED,
+    TP_VERDICT_GPU_THROTTLED, /* NVML's clock event reasons: thermal, hardware slowdown */
 } tp_verdict_kind;
 
 /* What an input-bound rank's loading waits on, which picks the advice. */
@@ -93,6 +94,10 @@ typedef struct tp_verdict {
              * a GPU "100 % utilized" by kernels on a few SMs is under-used */
             const tp_series_summary *sm_active;
         } gpu_util;
+        struct {
+            uint32_t bits;               /* every slowdown reason seen (TP_GPU_REASON_*) */
+            double share, trouble_share; /* of samples: any of them; a troubling one */
+        } gpu_throttle;
         struct {
             double used_max_bytes;
             double total_bytes; /* the card's, or its MIG instance's */

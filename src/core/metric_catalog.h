@@ -46,13 +46,16 @@
 /* Its bits that slow the GPU down (nvml.h's nvmlClocksEventReason*): the
  * software power cap, a hardware slowdown, sync boost, software and hardware
  * thermal limits, the power brake. Idle (1) and the clock settings are not. */
-#define TP_GPU_REASON_POWER_CAP             0x4u
-#define TP_GPU_REASON_HW_SLOWDOWN           0x8u
-#define TP_GPU_REASON_SYNC_BOOST            0x10u
-#define TP_GPU_REASON_SW_THERMAL            0x20u
-#define TP_GPU_REASON_HW_THERMAL            0x40u
-#define TP_GPU_REASON_POWER_BRAKE           0x80u
-#define TP_GPU_REASONS_SLOWDOWN             0xfcu
+#define TP_GPU_REASON_POWER_CAP   0x4u
+#define TP_GPU_REASON_HW_SLOWDOWN 0x8u
+#define TP_GPU_REASON_SYNC_BOOST  0x10u
+#define TP_GPU_REASON_SW_THERMAL  0x20u
+#define TP_GPU_REASON_HW_THERMAL  0x40u
+#define TP_GPU_REASON_POWER_BRAKE 0x80u
+#define TP_GPU_REASONS_SLOWDOWN   0xfcu
+/* Of those, the ones that say something is wrong with the GPU's cooling or
+ * power (a power cap under a heavy load is the GPU doing its job) */
+#define TP_GPU_REASONS_TROUBLE              0xe8u
 #define TP_METRIC_GPU_POWER_LIMIT_WATTS     "gpu_power_limit_watts"
 #define TP_METRIC_GPU_SM_ACTIVE_PERCENT     "gpu_sm_active_percent"
 #define TP_METRIC_GPU_SM_OCCUPANCY_PERCENT  "gpu_sm_occupancy_percent"

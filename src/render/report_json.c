@@ -1,4 +1,5 @@
 /* report_json.c: the report as one JSON object (see docs/run-file.md). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,6 +184,20 @@ static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent 
         json_int(w, g->mem_total_bytes);
         json_key(w, "energy_source");
         json_string(w, g->energy_source);
+        json_key(w, "slowdown"); /* NVML's clock event reasons over the steps */
+        const struct tp_gpu_slowdown *d = s->gpu_slowdown ? &s->gpu_slowdown[i] : NULL;
+        if (d && !isnan(d->share)) {
+            json_object_begin(w);
+            json_key(w, "reasons");
+            json_int(w, d->bits);
+            json_key(w, "share");
+            json_double(w, d->share);
+            json_key(w, "trouble_share");
+            json_double(w, d->trouble_share);
+            json_object_end(w);
+        } else {
+            json_null(w);
+        }
         json_key(w, "used"); /* by the job: its processes' UUIDs, NVML's process lists */
         if (!s->gpu_used || s->gpu_used[i] == TP_GPU_USE_UNKNOWN)
             json_null(w);

@@ -8,6 +8,7 @@
 #include "analyze/gpu_use.h"
 #include "render/report.h"
 #include "render/units.h"
+#include "render/verdict_words.h"
 #include "util/labels.h"
 
 #define PER_CORE_ROWS_MAX 16
@@ -231,6 +232,27 @@ static bool agent_has_steps(const tp_summary *s, int64_t agent)
     return false;
 }
 
+/* Each of agent a's GPUs' clock event reasons, in words: how often it was
+ * held below its top clock, and by what. */
+static void slowdown_lines(FILE *out, const tp_summary *s, const tp_run_agent *a)
+{
+    for (size_t g = 0; s->gpu_slowdown && g < s->run->ngpus; g++) {
+        const struct tp_gpu_slowdown *d = &s->gpu_slowdown[g];
+        if (s->run->gpus[g].agent_id != a->id || isnan(d->share))
+            continue;
+        char why[200];
+        tp_gpu_reasons_text(why, sizeof why, d->bits);
+        if (d->share > 0)
+            fprintf(out,
+                    "  gpu=%d held below its top clock %.0f%% of the time, by %s (NVML's "
+                    "clock event reasons)\n",
+                    s->run->gpus[g].index, 100 * d->share, why);
+        else
+            fprintf(out, "  gpu=%d never held below its top clock (NVML's clock event reasons)\n",
+                    s->run->gpus[g].index);
+    }
+}
+
 /* The agent's system metrics and GPUs. Over its training steps when it has
  * figures for them and whole_run is false (the rules of thumb judge those),
  * else over the whole run. */
@@ -295,14 +317,16 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, 
         table_head(out, "", steps);
         for (size_t i = 0; i < s->n; i++) {
             const tp_series_summary *m = &s->items[i];
-            if (m->series->agent_id != a->id || strncmp(m->series->metric, "gpu_", 4) != 0)
-                continue;
+            if (m->series->agent_id != a->id || strncmp(m->series->metric, "gpu_", 4) != 0 ||
+                strcmp(m->series->metric, TP_METRIC_GPU_CLOCK_EVENT_REASONS) == 0)
+                continue; /* a bitmask has no mean: said in words below */
             char labels[TP_LABELS_MAX];
             tp_labels_display(m->series->labels, labels, sizeof labels);
             if (!fold(&f, m, labels, all))
                 row(out, m, labels, steps);
         }
         folded_lines(out, &f);
+        slowdown_lines(out, s, a);
     }
 }
 

@@ -24,6 +24,7 @@ const char *tp_verdict_kind_name(tp_verdict_kind kind)
     case TP_VERDICT_HOST_MEMORY: return "memory_pressure";
     case TP_VERDICT_CPU_SATURATED: return "cpu_saturated";
     case TP_VERDICT_NETWORK_SATURATED: return "network_saturated";
+    case TP_VERDICT_GPU_THROTTLED: return "gpu_throttled";
     }
     return "?";
 }
@@ -285,6 +286,15 @@ static void system_message(char *out, size_t cap, const tp_summary *s, const tp_
                      "it should be close to 100%%, at least 90%%. Look at the input pipeline "
                      "and host-side work between steps, and at the batch size.",
                      gpu->index, of, gpu->name, u->steps.mean, u->steps.p50, over(u));
+    } else if (v->kind == TP_VERDICT_GPU_THROTTLED) {
+        char why[200];
+        tp_gpu_reasons_text(why, sizeof why, v->f.gpu_throttle.bits & TP_GPU_REASONS_TROUBLE);
+        snprintf(out, cap,
+                 "GPU %d%s (%s) was slowed by %s %.0f%% of the time (NVML's clock event "
+                 "reasons), below the clock it would run at: check its cooling (airflow, fans, "
+                 "the room) and the node's power supply; its other GPUs' figures say whether "
+                 "the whole node is affected.",
+                 gpu->index, of, gpu->name, why, 100 * v->f.gpu_throttle.trouble_share);
     } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
         double max = v->f.gpu_memory.used_max_bytes, total = v->f.gpu_memory.total_bytes;
         char inst[48] = "";
@@ -471,6 +481,12 @@ static void system_evidence(char *out, size_t cap, const tp_summary *s, const tp
                  "{\"gpu\":%d,\"agent\":%s,\"util_mean_percent\":%.2f,\"util_p50_percent\":%.2f,"
                  "\"over\":\"%s\"%s}",
                  v->gpu->index, agent, u->steps.mean, u->steps.p50, over_key(u), sm_part);
+    } else if (v->kind == TP_VERDICT_GPU_THROTTLED) {
+        snprintf(out, cap,
+                 "{\"gpu\":%d,\"agent\":%s,\"reasons\":%u,\"slowdown_share\":%.4f,"
+                 "\"trouble_share\":%.4f}",
+                 v->gpu->index, agent, v->f.gpu_throttle.bits, v->f.gpu_throttle.share,
+                 v->f.gpu_throttle.trouble_share);
     } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
         char inst[32] = "";
         if (v->f.gpu_memory.mig >= 0)

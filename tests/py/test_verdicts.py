@@ -261,3 +261,26 @@ def test_mig_instances_map_ranks_and_are_judged_on_their_own_memory(tmp_path):
               for k, ev, msg in verdicts(run) if k == "memory_pressure"]
     assert [m[:3] for m in memory] == [(0, 1, 10 * GIB)]
     assert "GPU 0 (MIG instance 1) memory came within 2% of full" in memory[0][3]
+
+
+def test_a_gpu_held_back_by_heat_is_named_from_nvmls_reasons(tmp_path):
+    """NVML's clock event reasons, not a guess from the clock: the fake holds
+    GPU 1 at its power cap and its temperature limit all the time (0x24), GPU
+    0 never. Heat is a verdict; a power cap alone is a busy GPU's lot."""
+    from conftest import FAKE_NVML
+    from test_timings import EMIT
+    run = tmp_path / "reasons.db"
+    r = trainprof("record", "-q", "-i", "0.05", "-o", run, "--", EMIT, "slow_epochs",
+                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"})
+    assert r.returncode == 0, r.stderr
+    found = [(ev, msg) for k, ev, msg in verdicts(run) if k == "gpu_throttled"]
+    assert [ev["gpu"] for ev, _ in found] == [1]
+    assert found[0][0]["reasons"] == 0x24 and found[0][0]["trouble_share"] == 1
+    assert "GPU 1 (Fake GPU 1) was slowed by its temperature limit 100% of the time" in found[0][1]
+    rep = json.loads(trainprof("report", "--json", run).stdout)
+    assert [g["slowdown"]["reasons"] for g in rep["agents"][0]["gpus"]] == [0, 0x24]
+    text = trainprof("report", run).stdout
+    assert "gpu=0 never held below its top clock" in text
+    assert ("gpu=1 held below its top clock 100% of the time, by its power cap and its "
+            "temperature limit") in text
+    assert "gpu_clock_event_reasons" not in text  # a bitmask has no mean to show

@@ -10,7 +10,8 @@
 #                                 builds the Python extension for that machine's
 #                                 python3, installs the package into its
 #                                 site-packages, then runs pytest ARGS
-#                                 (default: tests/py/test_gpu.py), after
+#                                 (default: tests/py/test_gpu.py and
+#                                 test_gpu_distributed.py), after
 #                                 tools/gpu_probe.py (probe.json)
 #
 # Results (pytest's log, the run files of the GPU tests) go to $OUT when set.
@@ -53,8 +54,9 @@ torch.cuda.get_device_name(0))'
     # the hardware's own answers (NVML, torch, NCCL), for docs/gpu.md
     python3 tools/gpu_probe.py >"${OUT:-/tmp/gpu-out}/probe.json" ||
         echo "$0: the probe failed (see above)" >&2
+    [ $# -gt 0 ] || set -- tests/py/test_gpu.py tests/py/test_gpu_distributed.py
     TRAINPROF_GPU_OUT="${OUT:-/tmp/gpu-out}" python3 -m pytest -q -p no:cacheprovider -rs \
-        "${@:-tests/py/test_gpu.py}" 2>&1 | tee "${OUT:-/tmp/gpu-out}/pytest.log"
+        "$@" 2>&1 | tee "${OUT:-/tmp/gpu-out}/pytest.log"
 }
 
 case "${1:-}" in

@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +24,14 @@ def trainprof(*args, env=None, timeout=120, **kw):
         full_env.update(env)
     return subprocess.run([PROGRAM, *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, env=full_env, **kw)
+
+
+def keep(path):
+    """Copies a run file to TRAINPROF_GPU_OUT, where tools/gpu-check.sh
+    gathers the GPU tests' results (nothing elsewhere)."""
+    out = os.environ.get("TRAINPROF_GPU_OUT")
+    if out:
+        shutil.copy(path, os.path.join(out, os.path.basename(path)))
 
 
 def report_json(path):

@@ -193,7 +193,8 @@ bool tp_run_agent_mean_between(tp_run *run, int64_t agent_id, const char *metric
 
 /* For a series of bitmasks (gpu_clock_event_reasons), over the same window
  * as tp_run_agent_mean_between: the OR of the bits of mask its samples had,
- * and the share of its samples with any of them. False when no sample. */
+ * and the share of its samples with any of them. False when no sample
+ * (*share then untouched). */
 bool tp_run_agent_bits_between(tp_run *run, int64_t agent_id, const char *metric,
                                const char *labels, int64_t t0_ns, int64_t t1_ns, uint32_t mask,
                                uint32_t *bits, double *share);

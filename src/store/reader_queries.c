@@ -206,7 +206,8 @@ bool tp_run_agent_bits_between(tp_run *run, int64_t agent_id, const char *metric
         n++;
     }
     sqlite3_finalize(st);
-    *share = n ? (double)with / (double)n : 0;
+    if (n) /* else *share is left as it was: none recorded */
+        *share = (double)with / (double)n;
     return n > 0;
 }
 

@@ -251,12 +251,22 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
     }
     if (device)
         fprintf(out, "\nHost times are when the CPU entered and left a region; with CUDA's "
-                     "asynchronous launches the GPU may do that work later. Device times are "
-                     "the span on the region's CUDA stream from its start to its end, read "
-                     "from CUDA events once they completed (no synchronize added).\n");
+                     "asynchronous launches the GPU may do that work later (a collective on "
+                     "NCCL returns at once: its host time is the launch). Device times are "
+                     "the span on the region's CUDA stream from its start to its end, whatever "
+                     "that stream waited for included, read from CUDA events once they "
+                     "completed (no synchronize added).\n");
     else
         fprintf(out, "\nTimes are host times: no CUDA work was timed (PyTorch's to_device and "
                      "train_batch get device times when they run on a CUDA device).\n");
+    const char *ddp = tp_run_meta_get(s->run, "fact.ddp.hook");
+    if (ddp && strcmp(ddp, "builtin") == 0)
+        fprintf(out, "\nDDP's gradient all-reduce is not in reduce_metrics: the script "
+                     "registered one of DDP's C++ communication hooks that has no Python "
+                     "equivalent to time.\n");
+    else if (ddp && strcmp(ddp, "left") == 0)
+        fprintf(out, "\nDDP's gradient all-reduce is not in reduce_metrics: DDP ran its Python "
+                     "reducer (compiled autograd) or refused a hook, and was left alone.\n");
     if (t->dropped)
         fprintf(out,
                 "\n%lld timing events were dropped on full rings: the figures above miss them "

@@ -182,6 +182,12 @@ def test_builtin_comm_hook_runs_as_its_python_equivalent_timed(tmp_path, run_fil
     assert r.returncode == 0, r.stderr
     assert len({checksum for checksum, _ in results.values()}) == 1
     assert reduce_counts(report_json(run_file)) == {0: 32, 1: 32}
+    assert "not in reduce_metrics" not in trainprof("report", run_file).stdout
+    # where DDP had to be left alone (its Python reducer), the report says so
+    with sqlite3.connect(run_file) as db:
+        db.execute("UPDATE meta SET value = 'left' WHERE key = 'fact.ddp.hook'")
+    assert ("DDP's gradient all-reduce is not in reduce_metrics: DDP ran its Python reducer"
+            in trainprof("report", run_file).stdout)
 
 
 def test_ddp_hook_can_be_turned_off(tmp_path, run_file):

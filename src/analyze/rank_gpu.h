@@ -3,6 +3,7 @@
 #define TP_ANALYZE_RANK_GPU_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store/reader.h"
@@ -33,5 +34,15 @@ int tp_rank_gpu(const tp_run *run, int64_t agent_id, bool visible_set, const cha
  * NVML's indices need not follow CUDA's. A MIG instance's UUID maps to the
  * GPU it is part of where the run lists its instances. */
 int tp_gpu_by_uuid(const tp_run *run, int64_t agent_id, const char *uuid);
+
+/* One MIG instance of a list in meta gpu.N.mig ("MIG-uuid=bytes,..."). */
+typedef struct tp_mig_entry {
+    const char *uuid; /* into the list, without "MIG-"; uuid_len bytes */
+    size_t uuid_len;
+    double total_bytes; /* 0 where the entry gives none */
+} tp_mig_entry;
+
+/* The entry at *p into *e, moving *p to the next; false at the list's end. */
+bool tp_mig_next(const char **p, tp_mig_entry *e);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyze/gpu_use.h"
+#include "analyze/rank_gpu.h"
 #include "core/metric_catalog.h"
 #include "store/model_facts_file.h"
 #include "util/grow.h"
@@ -203,12 +204,10 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
 static void mig_memory_verdicts(const tp_summary *s, const tp_run_gpu *gpu, const char *list,
                                 tp_verdicts *out)
 {
+    tp_mig_entry e;
     int k = 0;
-    for (const char *p = list; p && *p; k++) {
-        const char *end = strchr(p, ','), *eq = strchr(p, '=');
-        if (!end)
-            end = p + strlen(p);
-        double total = eq && eq < end ? strtod(eq + 1, NULL) : 0;
+    for (const char *p = list; tp_mig_next(&p, &e); k++) {
+        double total = e.total_bytes;
         char labels[64];
         snprintf(labels, sizeof labels, "{\"gpu\":\"%d\",\"mig\":\"%d\"}", gpu->index, k);
         const tp_series_summary *m =
@@ -220,7 +219,6 @@ static void mig_memory_verdicts(const tp_summary *s, const tp_run_gpu *gpu, cons
             v->f.gpu_memory.total_bytes = total;
             v->f.gpu_memory.mig = k;
         }
-        p = *end ? end + 1 : end;
     }
 }
 

@@ -46,7 +46,8 @@ typedef struct record_options {
     const char *agent;
     const char *serve; /* HOST:PORT of the Prometheus endpoint, or NULL */
     double interval_s;
-    double stacks_hz; /* Python stack samples a second per thread; 0: off */
+    double stacks_hz;     /* Python stack samples a second per thread; 0: off */
+    double stall_after_s; /* a rank without progress this long has stalled; 0: by its steps */
     bool force;
     bool quiet;
     char **command;
@@ -66,7 +67,7 @@ static const char epilogue[] = "example:\n"
 /* Returns 0 to go on, or an exit status (help: 0 via *done, errors: 2). */
 static int parse_options(int argc, char **argv, record_options *o, bool *done)
 {
-    *o = (record_options){NULL, NULL, NULL, 0.5, TP_STACKS_HZ_DEFAULT, false, false, NULL};
+    *o = (record_options){NULL, NULL, NULL, 0.5, TP_STACKS_HZ_DEFAULT, 0, false, false, NULL};
     *done = false;
     const char *env_stacks = getenv("TRAINPROF_STACKS");
     if (env_stacks && *env_stacks) {
@@ -98,6 +99,11 @@ static int parse_options(int argc, char **argv, record_options *o, bool *done)
                   "sample every Python thread's stack HZ times a second,\n"
                   "0 (or TRAINPROF_STACKS=0) for none (default: 100)",
                   &o->stacks_hz, 0, TP_STACKS_HZ_MAX, "samples a second"),
+        TP_NUMBER(0, "stall-after", "SECS",
+                  "a rank whose step makes no progress this long has stalled,\n"
+                  "1 to 86400 (default: 10 median steps and at least 30 s;\n"
+                  "10 minutes before its first step)",
+                  &o->stall_after_s, 1, 86400, "seconds"),
         TP_FLAG('q', "quiet", "no status line and no summary", &o->quiet),
     };
     const tp_command cmd = {.name = "record",
@@ -227,6 +233,8 @@ static bool record_start_meta(tp_writer *writer, const record_options *o, const 
     meta_add(&m, "start_wall", when);
     meta_addf(&m, "interval_s", "%g", o->interval_s);
     meta_addf(&m, "stacks_hz", "%g", o->stacks_hz);
+    if (o->stall_after_s > 0)
+        meta_addf(&m, "stall_after_s", "%g", o->stall_after_s);
     meta_addf(&m, "recorder_pid", "%d", (int)getpid());
     bool ok = tp_writer_metas(writer, m.keys, m.values, m.n);
     free(words);

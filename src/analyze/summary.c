@@ -249,6 +249,7 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
     const char *d = tp_run_meta_get(run, "duration_ns");
     double run_s = d ? strtod(d, NULL) / 1e9 : (double)run->last_t_ns / 1e9;
     run_s = run_s > 0 ? run_s : 0;
+    out->duration_s = run_s;
     ok = ok && (stored ? tp_stored_timings(run, &out->timings, err, cap)
                        : tp_timings_from_rows(run, run_s, &out->timings, err, cap));
     if (ok)
@@ -273,6 +274,8 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
 void tp_summary_free(tp_summary *s)
 {
     tp_stack_facts_free(&s->stacks);
+    tp_stalls_free(&s->stalls);
+    tp_course_free(&s->course);
     free(s->items);
     free(s->windows);
     tp_timings_free(&s->timings);
@@ -300,6 +303,14 @@ bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap)
 {
     tp_stack_facts_free(&s->stacks);
     return tp_stack_facts_build(s->run, &s->stacks, err, cap);
+}
+
+bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
+{
+    tp_stalls_free(&s->stalls);
+    tp_course_free(&s->course);
+    return tp_course_build(s->run, &s->course, err, cap) &&
+           tp_stalls_build(s->run, &s->course, &s->timings, s->duration_s, &s->stalls, err, cap);
 }
 
 void tp_summary_close(tp_summary *s)

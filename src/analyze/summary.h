@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "analyze/rank_course.h"
 #include "analyze/ranks.h"
+#include "analyze/stalls.h"
 #include "analyze/stack_facts.h"
 #include "core/stats.h"
 #include "analyze/timings.h"
@@ -64,6 +66,12 @@ typedef struct tp_summary {
     /* where each phase's time goes in the code (sampled stacks): filled by
      * tp_summary_add_stacks only, for the commands that show it */
     tp_stack_facts stacks;
+    /* the recording's length, seconds (its end, or its last sample's) */
+    double duration_s;
+    /* each rank's steps in time order and the ranks that stalled: filled by
+     * tp_summary_add_course only, for the commands that show them */
+    tp_course course;
+    tp_stalls stalls;
 } tp_summary;
 
 /* Agent agent_id's steps window in s, or NULL. */
@@ -89,6 +97,10 @@ void tp_summary_close(tp_summary *s);
 /* Adds the sampled stacks' facts (s->stacks; none in a run without them).
  * False (reason in err) when they can't be read. */
 bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap);
+
+/* Adds the run's course: each rank's steps in time order, and the stalls
+ * (analyze/stalls.h). False (reason in err) when they can't be read. */
+bool tp_summary_add_course(tp_summary *s, char *err, size_t cap);
 
 /* The summary of one series by metric and labels on an agent, or NULL. */
 const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id, const char *metric,

@@ -399,10 +399,13 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
 {
     memset(out, 0, sizeof *out);
     const tp_timings *t = &s->timings;
-    for (size_t i = 0; i < t->nrows; i++)
+    /* a run that stalled gets no verdict on its step time: its trouble is
+     * the stall, and the steps before it are too few to judge (report says so) */
+    for (size_t i = 0; i < t->nrows && !s->stalls.n; i++)
         if (i == 0 || t->rows[i].rank != t->rows[i - 1].rank)
             rank_verdicts(s, t->rows[i].rank, out);
-    across_ranks(s, out);
+    if (!s->stalls.n)
+        across_ranks(s, out);
     system_verdicts(s, out);
     tp_model_facts facts;
     tp_run_model_facts(s->run, &facts);

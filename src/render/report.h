@@ -57,6 +57,13 @@ void tp_report_stacks_json(json_writer *w, const tp_summary *s);
  * busiest computing phase's; "" without stacks. */
 void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bool input);
 
+/* The course of the run (report_course.c): a stall's lines for "In short",
+ * the section that says where every stalled rank's threads were, and
+ * "stalls" in JSON (an empty list when none). */
+void tp_report_course_answer(FILE *out, const tp_summary *s);
+void tp_report_course_text(FILE *out, const tp_summary *s);
+void tp_report_course_json(json_writer *w, const tp_summary *s);
+
 /* Verdicts: each rule of thumb that fired, with its evidence. */
 void tp_report_verdicts_text(FILE *out, const tp_summary *s, const tp_verdicts *v);
 

@@ -125,10 +125,15 @@ void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
 {
     char line[512];
     fprintf(out, "\nIn short\n");
+    tp_report_course_answer(out, s);
     if (tp_answer_steps(line, sizeof line, s))
         tp_report_wrapped(out, "", line);
     else
         fprintf(out, "  No training steps found (see Timings below for what was timed).\n");
+    if (v->n == 0 && s->stalls.n) {
+        fprintf(out, "  (where each rank waited: under Stalled below)\n");
+        return;
+    }
     if (v->n == 0) {
         fprintf(out, "  No rule of thumb fired: nothing stands out as the bottleneck.\n");
         return;

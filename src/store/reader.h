@@ -144,6 +144,9 @@ bool tp_run_each_device_group(tp_run *run, tp_region_group_fn fn, void *ctx, cha
 /* All step and epoch marks in (rank, thread, time) order; the caller frees
  * *marks. */
 bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap);
+/* The same without the samples marks (the most numerous): steps, step ends
+ * and epochs, for what follows the steps' course (analyze/rank_course.h). */
+bool tp_run_step_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap);
 
 /* The span of an agent's training: from its first step mark to its last, on
  * any of its threads (run time, ns). */
@@ -209,6 +212,10 @@ void tp_run_rank_device_rows(tp_run *run, int64_t agent_id, int rank, const char
                              int64_t t0_ns, int64_t t1_ns, tp_device_row **rows, size_t *n);
 
 /* Timing threads recorded and events they dropped (0 and 0 for schema 1). */
+/* The latest end of a region of rank's threads at or after since_ns; -1
+ * when none closed since then (or the file can't say). */
+int64_t tp_run_rank_last_region_end(tp_run *run, int rank, int64_t since_ns);
+
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped);
 
 #endif

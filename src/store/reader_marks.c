@@ -10,18 +10,26 @@
 #include "store/schema.h"
 #include "util/grow.h"
 
-bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap)
+/* The marks that where_sql (a condition on m, the mark) lets through, in
+ * (rank, thread, time) order. */
+static bool read_marks(tp_run *run, const char *where_sql, tp_run_mark **marks, size_t *n,
+                       char *err, size_t cap)
 {
     *marks = NULL;
     *n = 0;
     if (run->schema_version < 2)
         return true;
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(run->db,
-                                "SELECT m.thread_id, t.rank, m.kind, m.t_ns, m.value FROM mark m"
-                                " JOIN thread t ON t.id = m.thread_id"
+    char *sql = sqlite3_mprintf("SELECT m.thread_id, t.rank, m.kind, m.t_ns, m.value FROM mark m"
+                                " JOIN thread t ON t.id = m.thread_id WHERE %s"
                                 " ORDER BY t.rank, m.thread_id, m.t_ns",
-                                -1, &st, NULL);
+                                where_sql);
+    if (!sql) {
+        snprintf(err, cap, "%s: out of memory", run->path);
+        return false;
+    }
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL);
+    sqlite3_free(sql);
     if (rc != SQLITE_OK) {
         snprintf(err, cap, "%s: cannot read marks: %s", run->path, sqlite3_errmsg(run->db));
         return false;
@@ -39,6 +47,17 @@ bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t
         return false;
     }
     return true;
+}
+
+bool tp_run_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap)
+{
+    return read_marks(run, "1", marks, n, err, cap);
+}
+
+bool tp_run_step_marks(tp_run *run, tp_run_mark **marks, size_t *n, char *err, size_t cap)
+{
+    /* every kind but samples (6), in either form (mark_kind.h) */
+    return read_marks(run, "m.kind NOT IN (6, 'samples')", marks, n, err, cap);
 }
 
 bool tp_run_read_windows(tp_run *run, const char *sql, tp_steps_window **out, size_t *n, char *err,

@@ -308,3 +308,22 @@ bool tp_run_agent_value_at(tp_run *run, int64_t agent_id, const char *metric, co
     }
     return found;
 }
+
+int64_t tp_run_rank_last_region_end(tp_run *run, int rank, int64_t since_ns)
+{
+    if (run->schema_version < 2)
+        return -1;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT max(r.end_ns) FROM region r JOIN thread t ON t.id = r.thread_id"
+                           " WHERE t.rank = ?1 AND r.end_ns >= ?2",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int(st, 1, rank);
+    sqlite3_bind_int64(st, 2, since_ns);
+    int64_t end = -1;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        end = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return end;
+}

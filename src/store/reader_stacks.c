@@ -218,3 +218,50 @@ bool tp_run_each_stack_sample(tp_run *run, tp_stack_sample_fn fn, void *ctx, cha
     sqlite3_finalize(st);
     return rc == SQLITE_DONE || failed(run, "the stack samples", err, cap);
 }
+
+bool tp_run_each_stack_run_since(tp_run *run, int64_t since_ns, tp_stack_since_fn fn, void *ctx,
+                                 char *err, size_t cap)
+{
+    if (run->schema_version < TP_SCHEMA_STACKS_VERSION)
+        return true;
+    bool runs = run->schema_version >= TP_SCHEMA_STACK_RUNS_VERSION;
+    char *sql = sqlite3_mprintf(
+        "WITH workers AS (SELECT DISTINCT agent_id, pid, tid FROM thread"
+        "  WHERE name LIKE 'DL worker%%')"
+        " SELECT t.rank, t.agent_id, t.pid, s.tid, w.pid IS NOT NULL, n.text, s.state,"
+        " s.node_id, %s, s.t_ns FROM stack_sample s JOIN thread t ON t.id = s.thread_id"
+        " LEFT JOIN workers w ON w.agent_id = t.agent_id AND w.pid = t.pid AND w.tid = s.tid"
+        " LEFT JOIN name n ON n.id = s.phase_id WHERE s.t_ns + %s >= ?1 ORDER BY s.t_ns",
+        runs ? "s.count, s.span_ns" : "1, 0", runs ? "s.span_ns" : "0");
+    if (!sql) {
+        snprintf(err, cap, "%s: out of memory", run->path);
+        return false;
+    }
+    sqlite3_stmt *st;
+    int prepared = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL);
+    sqlite3_free(sql);
+    if (prepared != SQLITE_OK)
+        return failed(run, "the stack samples", err, cap);
+    sqlite3_bind_int64(st, 1, since_ns);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t node = sqlite3_column_int64(st, 7), count = sqlite3_column_int64(st, 8),
+                span = sqlite3_column_int64(st, 9);
+        tp_stack_thread_run r = {
+            .rank = sqlite3_column_int(st, 0),
+            .agent_id = sqlite3_column_int64(st, 1),
+            .pid = sqlite3_column_int64(st, 2),
+            .tid = sqlite3_column_int(st, 3),
+            .worker = sqlite3_column_int(st, 4) != 0,
+            .phase = (const char *)sqlite3_column_text(st, 5),
+            .state = sqlite3_column_int(st, 6),
+            .node = node > 0 && node <= (int64_t)UINT32_MAX ? (uint32_t)node : 0,
+            .count = count > 0 ? (uint64_t)count : 1,
+            .span_ns = span > 0 ? span : 0,
+            .t_ns = sqlite3_column_int64(st, 10),
+        };
+        fn(ctx, &r);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "the stack samples", err, cap);
+}

@@ -77,4 +77,27 @@ typedef struct tp_stack_run {
 typedef void (*tp_stack_sample_fn)(void *ctx, const tp_stack_run *run);
 bool tp_run_each_stack_sample(tp_run *run, tp_stack_sample_fn fn, void *ctx, char *err, size_t cap);
 
+/* A run of identical samples of one thread, with whose it is: the sampled
+ * process's rank, agent and pid, the thread's kernel id, whether it is a
+ * DataLoader worker's, the region it had open (text, NULL none; valid during
+ * the call only), its state bits, innermost node, and the run's first sample
+ * and span. */
+typedef struct tp_stack_thread_run {
+    int rank;
+    int64_t agent_id, pid;
+    int32_t tid;
+    bool worker;
+    const char *phase;
+    int state;
+    uint32_t node;
+    uint64_t count;
+    int64_t t_ns, span_ns;
+} tp_stack_thread_run;
+
+/* Each run whose last sample is at or after since_ns, in time order (of its
+ * first sample): where every thread was at the end of a run. */
+typedef void (*tp_stack_since_fn)(void *ctx, const tp_stack_thread_run *run);
+bool tp_run_each_stack_run_since(tp_run *run, int64_t since_ns, tp_stack_since_fn fn, void *ctx,
+                                 char *err, size_t cap);
+
 #endif

@@ -1,0 +1,243 @@
+/* stalls.c: ranks that stopped making progress (stalls.h). */
+#include "analyze/stalls.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/phases.h"
+#include "util/grow.h"
+#include "util/oom.h"
+
+double tp_stall_threshold(double stall_after_s, double median_step_s)
+{
+    if (stall_after_s > 0)
+        return stall_after_s;
+    if (!(median_step_s > 0))
+        return TP_STALL_FIRST_STEP_S;
+    double t = TP_STALL_STEPS * median_step_s;
+    return t > TP_STALL_MIN_S ? t : TP_STALL_MIN_S;
+}
+
+static double median_step(const tp_timings *t, int rank)
+{
+    for (size_t i = 0; i < t->nsteps; i++)
+        if (t->steps[i].rank == rank && t->steps[i].stats.count > 0)
+            return t->steps[i].stats.p50;
+    return NAN;
+}
+
+/* A thread's samples by innermost node, while it is gathered. */
+typedef struct node_weight {
+    uint32_t node;
+    double weight;
+} node_weight;
+
+typedef struct gather_thread {
+    tp_stall_thread t;
+    node_weight *nodes;
+    size_t nnodes, cap;
+} gather_thread;
+
+typedef struct gather_ctx {
+    tp_stalls *stalls;
+    gather_thread **threads; /* per stall */
+    size_t *caps;
+} gather_ctx;
+
+static void add_node(gather_thread *g, uint32_t node, double w)
+{
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].node == node) {
+            g->nodes[i].weight += w;
+            return;
+        }
+    g->nodes = tp_grow(g->nodes, g->nnodes, &g->cap, sizeof *g->nodes);
+    g->nodes[g->nnodes++] = (node_weight){node, w};
+}
+
+static void gather(void *ctx, const tp_stack_thread_run *r)
+{
+    gather_ctx *c = ctx;
+    size_t k = 0;
+    while (k < c->stalls->n && c->stalls->v[k].rank != r->rank)
+        k++;
+    if (k == c->stalls->n)
+        return;
+    int64_t start = llround(c->stalls->v[k].start_s * 1e9), end = r->t_ns + r->span_ns;
+    if (end < start)
+        return;
+    /* a run that began before the stall counts for its part after */
+    double w = r->t_ns >= start || r->span_ns <= 0
+                   ? (double)r->count
+                   : (double)r->count * (double)(end - start) / (double)r->span_ns;
+    tp_stall *st = &c->stalls->v[k];
+    size_t i = 0;
+    while (i < st->nthreads &&
+           !(c->threads[k][i].t.pid == r->pid && c->threads[k][i].t.tid == r->tid))
+        i++;
+    if (i == st->nthreads) {
+        c->threads[k] = tp_grow(c->threads[k], st->nthreads, &c->caps[k], sizeof **c->threads);
+        c->threads[k][st->nthreads++] = (gather_thread){.t = {.pid = r->pid, .tid = r->tid}};
+    }
+    gather_thread *g = &c->threads[k][i];
+    g->t.worker = g->t.worker || r->worker;
+    free(g->t.phase); /* runs come in time order: the last one's region stays */
+    g->t.phase = r->phase ? tp_xstrdup(r->phase) : NULL;
+    g->t.samples += w;
+    if (r->state & 2) {
+        g->t.known += w;
+        if (r->state & 1)
+            g->t.on_cpu += w;
+    }
+    add_node(g, r->node, w);
+}
+
+static int by_samples(const void *x, const void *y)
+{
+    const tp_stall_thread *a = x, *b = y;
+    return (a->samples < b->samples) - (a->samples > b->samples);
+}
+
+/* Each stall's threads from what was gathered: its busiest node, most
+ * samples first; and the rank's phase: its busiest thread's that had one
+ * (workers aside). */
+static void finish_threads(tp_stall *st, gather_thread *g)
+{
+    st->threads = tp_xcalloc(st->nthreads ? st->nthreads : 1, sizeof *st->threads);
+    for (size_t i = 0; i < st->nthreads; i++) {
+        double best = -1;
+        for (size_t k = 0; k < g[i].nnodes; k++)
+            if (g[i].nodes[k].weight > best) {
+                best = g[i].nodes[k].weight;
+                g[i].t.node = g[i].nodes[k].node;
+            }
+        free(g[i].nodes);
+        st->threads[i] = g[i].t;
+    }
+    qsort(st->threads, st->nthreads, sizeof *st->threads, by_samples);
+    for (size_t i = 0; i < st->nthreads && !st->phase; i++)
+        if (!st->threads[i].worker && st->threads[i].phase)
+            st->phase = st->threads[i].phase;
+}
+
+/* Whether a rank stopped where it waits for the others: in communication,
+ * or in backward (DDP's gradient all-reduce). */
+static bool waits_for_others(const char *phase)
+{
+    return phase &&
+           (tp_phase_kind_of(phase) == TP_PHASE_KIND_COMM || strcmp(phase, TP_PHASE_BACKWARD) == 0);
+}
+
+/* Names the rank(s) the others wait for (stalls.h). */
+static void name_first(tp_stalls *s)
+{
+    size_t waiting = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        s->v[i].waits = s->n > 1 && waits_for_others(s->v[i].phase);
+        waiting += s->v[i].waits;
+    }
+    if (waiting > 0 && waiting < s->n) {
+        for (size_t i = 0; i < s->n; i++)
+            s->v[i].first = !s->v[i].waits;
+        return;
+    }
+    size_t first = 0;
+    for (size_t i = 1; i < s->n; i++)
+        if (s->v[i].start_s < s->v[first].start_s)
+            first = i;
+    if (s->n)
+        s->v[first].first = true;
+}
+
+static void drop_stall(tp_stalls *s, size_t i)
+{
+    for (size_t k = 0; k < s->v[i].nthreads; k++)
+        free(s->v[i].threads[k].phase);
+    free(s->v[i].threads);
+    memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof *s->v);
+    s->n--;
+}
+
+/* Of the ranks that stopped moving with a step open, those that stalled: a
+ * step thread inside a region (a loop that ended leaves its last step open
+ * too, with nothing inside), inside a pause (a checkpoint, an evaluation)
+ * only past TP_STALL_FIRST_STEP_S unless the run set its own threshold; and,
+ * where one did, those that stopped outside any region: what the others
+ * may wait for. */
+static void keep_stalled(tp_stalls *s, double stall_after)
+{
+    bool any = false;
+    for (size_t i = 0; i < s->n;) {
+        const tp_stall *r = &s->v[i];
+        bool pause = r->phase && tp_phase_kind_of(r->phase) == TP_PHASE_KIND_PAUSE;
+        if (pause && !(stall_after > 0) && r->seconds <= TP_STALL_FIRST_STEP_S) {
+            drop_stall(s, i);
+            continue;
+        }
+        any = any || r->phase;
+        i++;
+    }
+    if (!any)
+        while (s->n)
+            drop_stall(s, s->n - 1);
+}
+
+bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, double run_s,
+                     tp_stalls *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    const char *after = tp_run_meta_get(run, "stall_after_s");
+    double stall_after = after ? strtod(after, NULL) : 0;
+    int64_t end_ns = llround(run_s * 1e9);
+    size_t vcap = 0;
+    for (size_t i = 0; i < course->n; i++) {
+        const tp_rank_course *rc = &course->v[i];
+        double threshold = tp_stall_threshold(stall_after, rc->n ? median_step(t, rc->rank) : NAN);
+        if (!rc->open || (double)(end_ns - rc->last_ns) / 1e9 <= threshold)
+            continue;
+        int64_t last = tp_run_rank_last_region_end(run, rc->rank, rc->last_ns);
+        int64_t progress = last > rc->last_ns ? last : rc->last_ns;
+        double seconds = (double)(end_ns - progress) / 1e9;
+        if (seconds <= threshold)
+            continue;
+        out->v = tp_grow(out->v, out->n, &vcap, sizeof *out->v);
+        out->v[out->n++] = (tp_stall){.rank = rc->rank,
+                                      .start_s = (double)progress / 1e9,
+                                      .seconds = seconds,
+                                      .threshold_s = threshold,
+                                      .step = rc->begun};
+    }
+    if (!out->n || !tp_run_has_stacks(run)) {
+        tp_stalls_free(out); /* where nothing says a region was open, the loop may have ended */
+        return true;
+    }
+    if (!tp_run_stack_tree(run, &out->tree, err, cap))
+        return false;
+    double since = out->v[0].start_s;
+    for (size_t i = 1; i < out->n; i++)
+        since = out->v[i].start_s < since ? out->v[i].start_s : since;
+    gather_ctx g = {out, tp_xcalloc(out->n, sizeof *g.threads), tp_xcalloc(out->n, sizeof *g.caps)};
+    bool ok = tp_run_each_stack_run_since(run, llround(since * 1e9), gather, &g, err, cap);
+    for (size_t i = 0; i < out->n; i++) {
+        finish_threads(&out->v[i], g.threads[i]);
+        free(g.threads[i]);
+    }
+    free(g.threads);
+    free(g.caps);
+    keep_stalled(out, stall_after);
+    name_first(out);
+    return ok;
+}
+
+void tp_stalls_free(tp_stalls *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        for (size_t k = 0; k < s->v[i].nthreads; k++)
+            free(s->v[i].threads[k].phase);
+        free(s->v[i].threads);
+    }
+    free(s->v);
+    tp_stack_tree_free(&s->tree);
+    memset(s, 0, sizeof *s);
+}

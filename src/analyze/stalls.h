@@ -1,0 +1,80 @@
+/* stalls.h: ranks that stopped making progress and never resumed before the
+ * recording ended (a hang, ended by a timeout, a scheduler or Ctrl-C), and
+ * where each of their threads was then.
+ *
+ * A rank has stalled when a step of its was open at the end (tp_course),
+ * nothing moved on its threads (no region closed, no step mark) for longer
+ * than its threshold, and its step thread was inside a region then (the
+ * sampled stacks say which: a loop that ended leaves its last step open
+ * with nothing inside, so a run recorded without stacks has no stall; a
+ * rank stopped outside any region counts where another stalled inside
+ * one; a pause, a checkpoint or an evaluation, counts past 10 minutes). The
+ * threshold: the run's `record --stall-after` (meta stall_after_s)
+ * where set, else 10 times its median step and at least 30 s, or 10 minutes
+ * for a rank that never closed a step. Where it was: the sampled stacks of
+ * its processes' threads since it stopped (DataLoader workers included):
+ * per thread the region it had open last, the innermost frame of most of its
+ * samples, and how many of them the kernel saw on a CPU.
+ *
+ * Who waits for whom: a rank whose step thread sits in a communication
+ * phase (reduce_metrics, a collective) or in backward (where DDP's gradient
+ * all-reduce waits) waits for the others; the ranks that stopped elsewhere
+ * (in their input, their forward, their own code) are the ones the others
+ * wait for, and are named first. Where every stalled rank waits, or none
+ * does, the rank whose progress stopped earliest (aligned clocks in a merged
+ * run) is. No words: render/ says it. */
+#ifndef TP_ANALYZE_STALLS_H
+#define TP_ANALYZE_STALLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/rank_course.h"
+#include "core/timing_facts.h"
+#include "store/reader_stacks.h"
+
+#define TP_STALL_MIN_S        30.0  /* the threshold's floor */
+#define TP_STALL_STEPS        10.0  /* ... else this many median steps */
+#define TP_STALL_FIRST_STEP_S 600.0 /* before a rank's first step closed */
+
+typedef struct tp_stall_thread {
+    int64_t pid;
+    int32_t tid;
+    bool worker;   /* a DataLoader worker's */
+    char *phase;   /* the region it had open at its last sample, NULL none */
+    uint32_t node; /* the innermost node of most of its samples since the stall began */
+    double samples, known, on_cpu; /* since then (runs cut at the start pro rata) */
+} tp_stall_thread;
+
+typedef struct tp_stall {
+    int rank;
+    double start_s; /* its last progress: the last region closed or step mark on its threads */
+    double seconds; /* from then to the end of the recording */
+    double threshold_s;
+    size_t step;              /* the step it was in (1 for its first) */
+    const char *phase;        /* its step thread's open region (a thread's below), NULL unknown */
+    bool waits;               /* it waits for the others (communication, backward) */
+    bool first;               /* the one the others wait for, or stopped first */
+    tp_stall_thread *threads; /* most samples first */
+    size_t nthreads;
+} tp_stall;
+
+typedef struct tp_stalls {
+    tp_stall *v; /* in rank order */
+    size_t n;
+    tp_stack_tree tree; /* the frames of the threads' nodes (empty without stacks) */
+} tp_stalls;
+
+/* The stalled ranks of run, whose recording lasted run_s, from its ranks'
+ * courses and steps. False (reason in err) when the file can't be read;
+ * tp_stalls_free in every case. */
+bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, double run_s,
+                     tp_stalls *out, char *err, size_t cap);
+void tp_stalls_free(tp_stalls *s);
+
+/* The threshold a rank's stall is judged by: stall_after_s where the run set
+ * one (> 0), else from its median step (NaN or <= 0 for none). */
+double tp_stall_threshold(double stall_after_s, double median_step_s);
+
+#endif

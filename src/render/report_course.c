@@ -1,0 +1,232 @@
+/* report_course.c: the course of a run in words and JSON: the ranks that
+ * stalled and where each thread waited (analyze/stalls.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "render/report.h"
+#include "render/units.h"
+
+/* "15:27:11" (UTC) of t_s seconds into the run, or "" when the run's start
+ * is unknown. */
+static void wall_time(char *out, size_t cap, const tp_run *run, double t_s)
+{
+    const char *start = tp_run_meta_get(run, "start_wall_ns");
+    out[0] = '\0';
+    if (!start || !(t_s >= 0 && t_s < 1e9))
+        return;
+    double wall = strtod(start, NULL) / 1e9 + t_s;
+    if (!(wall > 0 && wall < 1e11))
+        return;
+    time_t secs = (time_t)wall;
+    struct tm tm;
+    if (gmtime_r(&secs, &tm))
+        strftime(out, cap, "%H:%M:%S", &tm);
+}
+
+/* "D.__getitem__ (hang_ddp.py:13)" of a node, or "" without one. */
+static void frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_t node)
+{
+    out[0] = '\0';
+    if (node == 0 || node > t->n)
+        return;
+    uint32_t frame = t->frame[node - 1];
+    const char *fn = frame && frame <= t->nframes ? t->function[frame - 1] : "?";
+    const char *file = frame && frame <= t->nframes ? t->file[frame - 1] : "?";
+    snprintf(out, cap, "%s (%s:%d)", fn, tp_short_path(file), t->line[node - 1]);
+}
+
+/* "waiting", "on a CPU", or "" when the kernel never said. */
+static const char *thread_state(const tp_stall_thread *th)
+{
+    if (th->known <= 0)
+        return "";
+    return th->on_cpu >= 0.5 * th->known ? "on a CPU" : "waiting";
+}
+
+/* The threads worth naming: those with a region open or a DataLoader
+ * worker's, at most 3. */
+static bool worth_naming(const tp_stall_thread *th) { return th->phase || th->worker; }
+
+static const tp_stall *first_stalled(const tp_stalls *st)
+{
+    for (size_t i = 0; i < st->n; i++)
+        if (st->v[i].first)
+            return &st->v[i];
+    return st->n ? &st->v[0] : NULL;
+}
+
+/* The stall's innermost frame and state of its busiest thread worth naming:
+ * " in D.__getitem__ (hang_ddp.py:13), waiting"; "" without stacks. */
+static void where_text(char *out, size_t cap, const tp_stalls *st, const tp_stall *r)
+{
+    out[0] = '\0';
+    for (size_t k = 0; k < r->nthreads; k++) {
+        const tp_stall_thread *th = &r->threads[k];
+        char frame[400];
+        frame_text(frame, sizeof frame, &st->tree, th->node);
+        if (!worth_naming(th) || !frame[0])
+            continue;
+        const char *state = thread_state(th);
+        snprintf(out, cap, "%s in %s%s%s", th->worker ? " its DataLoader worker" : "", frame,
+                 state[0] ? ", " : "", state);
+        return;
+    }
+}
+
+void tp_report_course_answer(FILE *out, const tp_summary *s)
+{
+    const tp_stalls *st = &s->stalls;
+    const tp_stall *first = first_stalled(st);
+    if (!first)
+        return;
+    char line[1400], who[48], when[64] = "", where[600], span[32];
+    wall_time(who, sizeof who, s->run, first->start_s);
+    if (who[0])
+        snprintf(when, sizeof when, " (%s UTC)", who);
+    where_text(where, sizeof where, st, first);
+    tp_format_duration(span, sizeof span, first->seconds);
+    if (first->rank >= 0)
+        snprintf(who, sizeof who, ": rank %d stopped", first->rank);
+    else
+        snprintf(who, sizeof who, ": it stopped");
+    snprintf(line, sizeof line,
+             "The training stalled %.1f s into the run%s and nothing moved for the %s that"
+             " followed, until the recording ended%s at step %zu%s%s%s%s%s.",
+             first->start_s, when, span, who, first->step, first->phase ? " in " : "",
+             first->phase ? first->phase : "", where[0] ? "," : "", where,
+             st->n > 1 && first->rank >= 0 ? "; the other ranks wait for it" : "");
+    tp_report_wrapped(out, "[stalled] ", line);
+}
+
+void tp_report_course_text(FILE *out, const tp_summary *s)
+{
+    const tp_stalls *st = &s->stalls;
+    if (!st->n)
+        return;
+    fprintf(out, "\nStalled (no progress for over %.0f s, until the recording ended)\n",
+            st->v[0].threshold_s);
+    const tp_stall *first = first_stalled(st);
+    for (size_t i = 0; i < st->n; i++) {
+        const tp_stall *r = &st->v[i];
+        char when[16], span[32], who[32], head[600];
+        wall_time(when, sizeof when, s->run, r->start_s);
+        tp_format_duration(span, sizeof span, r->seconds);
+        if (r->rank >= 0)
+            snprintf(who, sizeof who, "rank %d", r->rank);
+        else
+            snprintf(who, sizeof who, "the training");
+        char role[48] = ":";
+        if (st->n > 1 && r->first)
+            snprintf(role, sizeof role, " stopped %s:", first == r ? "first" : "too");
+        else if (st->n > 1 && r->waits && first->rank >= 0)
+            snprintf(role, sizeof role, " waits for rank %d:", first->rank);
+        else if (st->n > 1 && r->waits)
+            snprintf(role, sizeof role, " waits for the others:");
+        snprintf(head, sizeof head, "%s%s in %s at step %zu since %.1f s%s%s%s (%s)", who, role,
+                 r->phase ? r->phase : "no region", r->step, r->start_s, when[0] ? ", " : "", when,
+                 when[0] ? " UTC" : "", span);
+        tp_report_wrapped(out, "", head);
+        size_t named = 0;
+        for (size_t k = 0; k < r->nthreads && named < 3; k++) {
+            const tp_stall_thread *th = &r->threads[k];
+            char frame[400], line[700];
+            frame_text(frame, sizeof frame, &st->tree, th->node);
+            if (!worth_naming(th) || !frame[0])
+                continue;
+            const char *state = thread_state(th);
+            snprintf(line, sizeof line, "%s %lld/%d (%s): %s%s%s",
+                     th->worker ? "DataLoader worker" : "thread", (long long)th->pid, (int)th->tid,
+                     th->worker  ? "its loader"
+                     : th->phase ? th->phase
+                                 : "no region",
+                     frame, state[0] ? ", " : "", state);
+            tp_report_wrapped(out, "  ", line);
+            named++;
+        }
+        if (!named)
+            fprintf(out, "    (no stack samples of its threads since then)\n");
+    }
+    fprintf(out, "  Verdicts on step time are left out: the steps before the stall are in Timings"
+                 " below.\n");
+}
+
+static void stall_json(json_writer *w, const tp_stalls *st, const tp_stall *r)
+{
+    json_object_begin(w);
+    json_key(w, "rank");
+    json_int(w, r->rank);
+    json_key(w, "start_s");
+    json_double(w, r->start_s);
+    json_key(w, "seconds");
+    json_double(w, r->seconds);
+    json_key(w, "threshold_s");
+    json_double(w, r->threshold_s);
+    json_key(w, "step");
+    json_int(w, (int64_t)r->step);
+    json_key(w, "phase");
+    if (r->phase)
+        json_string(w, r->phase);
+    else
+        json_null(w);
+    json_key(w, "waits_for_others");
+    json_bool(w, r->waits);
+    json_key(w, "first");
+    json_bool(w, r->first);
+    json_key(w, "threads");
+    json_array_begin(w);
+    for (size_t k = 0; k < r->nthreads; k++) {
+        const tp_stall_thread *th = &r->threads[k];
+        json_object_begin(w);
+        json_key(w, "pid");
+        json_int(w, th->pid);
+        json_key(w, "tid");
+        json_int(w, th->tid);
+        json_key(w, "worker");
+        json_bool(w, th->worker);
+        json_key(w, "phase");
+        if (th->phase)
+            json_string(w, th->phase);
+        else
+            json_null(w);
+        json_key(w, "state");
+        const char *state = thread_state(th);
+        if (state[0])
+            json_string(w, state[0] == 'w' ? "waiting" : "on_cpu");
+        else
+            json_null(w);
+        json_key(w, "samples");
+        json_double(w, th->samples);
+        json_key(w, "frames"); /* innermost first */
+        json_array_begin(w);
+        uint32_t path[8];
+        size_t depth = tp_stack_path(&st->tree, th->node, path, 8);
+        for (size_t d = 0; d < depth; d++) {
+            uint32_t frame = st->tree.frame[path[d] - 1];
+            bool known = frame && frame <= st->tree.nframes;
+            json_object_begin(w);
+            json_key(w, "function");
+            json_string(w, known ? st->tree.function[frame - 1] : "?");
+            json_key(w, "file");
+            json_string(w, known ? st->tree.file[frame - 1] : "?");
+            json_key(w, "line");
+            json_int(w, st->tree.line[path[d] - 1]);
+            json_object_end(w);
+        }
+        json_array_end(w);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_object_end(w);
+}
+
+void tp_report_course_json(json_writer *w, const tp_summary *s)
+{
+    json_key(w, "stalls");
+    json_array_begin(w);
+    for (size_t i = 0; i < s->stalls.n; i++)
+        stall_json(w, &s->stalls, &s->stalls.v[i]);
+    json_array_end(w);
+}

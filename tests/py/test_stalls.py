@@ -1,0 +1,139 @@
+"""Runs that stop making progress: a rank blocked in its Dataset or before a
+collective, the others waiting for it in DDP's all-reduce, until a timeout
+ends the run. The report opens with the stall, names the rank the others
+wait for, its phase and its function; JSON has the same under "stalls"."""
+
+import os
+import subprocess
+import textwrap
+
+from conftest import PROGRAM, PYTHON, report_json, trainprof
+
+TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
+
+# BLOCK=data: rank 1's Dataset blocks at its 13th batch; BLOCK=forward: rank
+# 1's model sleeps in its forward at step 6 (before backward's all-reduce).
+HANG = """
+import os, time, torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+
+BLOCK = os.environ["BLOCK"]
+
+class D(Dataset):
+    def __init__(self, rank):
+        self.rank = rank
+    def __len__(self):
+        return 4096
+    def __getitem__(self, i):
+        if BLOCK == "data" and self.rank == 1 and i >= 12 * 8:
+            time.sleep(3600)
+        return torch.randn(32), torch.tensor(i % 4)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
+        self.calls = 0
+    def forward(self, x):
+        self.calls += 1
+        if BLOCK == "forward" and dist.get_rank() == 1 and self.calls == 6:
+            time.sleep(3600)
+        return self.body(x)
+
+dist.init_process_group("gloo")
+model = DDP(Net())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(D(dist.get_rank()), batch_size=8):
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+"""
+
+
+def record_hang(tmp_path, run_file, block, seconds=14):
+    """Records the script under torchrun, ended by `timeout` (SIGTERM to
+    record, which passes it on) after seconds."""
+    script = tmp_path / "hang_ddp.py"
+    script.write_text(textwrap.dedent(HANG))
+    r = subprocess.run(["timeout", str(seconds), PROGRAM, "record", "-q", "--stall-after", "3",
+                        "-o", str(run_file), "--", *TORCHRUN, "--standalone",
+                        "--nproc_per_node", "2", str(script)],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, BLOCK=block))
+    assert r.returncode != 0  # ended by the timeout
+    return script
+
+
+def in_short(run_file):
+    text = trainprof("report", run_file).stdout
+    return text.split("In short\n")[1].split("\n\n")[0]
+
+
+def test_rank_blocked_in_its_dataset_is_named_with_its_function(tmp_path, run_file):
+    record_hang(tmp_path, run_file, "data")
+    rep = report_json(run_file)
+    stalls = {s["rank"]: s for s in rep["stalls"]}
+    assert set(stalls) == {0, 1}, rep["stalls"]
+    blocked, waiting = stalls[1], stalls[0]
+    assert blocked["first"] and not waiting["first"]
+    assert blocked["phase"] == "dataloader_next" and not blocked["waits_for_others"]
+    assert waiting["phase"] == "backward" and waiting["waits_for_others"]
+    assert blocked["step"] == 13
+    main = blocked["threads"][0]
+    assert main["frames"][0]["function"] == "D.__getitem__" and main["state"] == "waiting"
+    assert main["frames"][0]["file"].endswith("hang_ddp.py")
+    # it stopped about when its 12th step closed, and stayed stopped until the end
+    steps = {s["rank"]: s for s in rep["steps"]}
+    assert steps[1]["count"] >= 11
+    for s in stalls.values():
+        assert s["seconds"] >= 5 and abs(s["start_s"] + s["seconds"] - rep["run"]["duration_s"]) < 1
+    assert abs(blocked["start_s"] - waiting["start_s"]) < 1
+    # no verdict on the few steps before the stall (communication_bound was given)
+    kinds = [v["kind"] for v in rep["verdicts"]]
+    assert "communication_bound" not in kinds and "straggler" not in kinds, kinds
+    short = in_short(run_file)
+    assert short.startswith("  [stalled] The training stalled"), short
+    assert "rank 1 stopped at step 13 in dataloader_next" in short
+    assert "D.__getitem__ (" in short and "waiting" in short
+    text = trainprof("report", run_file).stdout
+    assert "rank 0 waits for rank 1: in backward" in text
+
+
+def test_rank_blocked_before_a_collective(tmp_path, run_file):
+    record_hang(tmp_path, run_file, "forward")
+    rep = report_json(run_file)
+    stalls = {s["rank"]: s for s in rep["stalls"]}
+    assert set(stalls) == {0, 1}, rep["stalls"]
+    assert stalls[1]["first"] and stalls[1]["phase"] == "forward"
+    assert stalls[0]["waits_for_others"] and stalls[0]["phase"] == "backward"
+    assert stalls[1]["step"] == 6
+    assert stalls[1]["threads"][0]["frames"][0]["function"] == "Net.forward"
+    assert "rank 1 stopped at step 6 in forward" in in_short(run_file)
+
+
+def test_a_run_that_ends_normally_has_no_stall(tmp_path, run_file):
+    script = tmp_path / "ok.py"
+    script.write_text(textwrap.dedent("""
+        import time, torch
+        from torch import nn
+        from torch.utils.data import DataLoader, TensorDataset
+        data = TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,)))
+        model = nn.Linear(8, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in DataLoader(data, batch_size=16):
+            opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+        time.sleep(4)  # after the training: saving, evaluating, tearing down
+    """))
+    r = trainprof("record", "-q", "--stall-after", "2", "-o", run_file, "--", PYTHON, script)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    assert rep["stalls"] == []
+    assert "[stalled]" not in in_short(run_file)
+
+
+def test_stall_after_is_checked():
+    r = trainprof("record", "--stall-after", "0", "--", "true")
+    assert r.returncode == 2 and "stall-after" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -309,8 +309,19 @@ bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
 {
     tp_stalls_free(&s->stalls);
     tp_course_free(&s->course);
-    return tp_course_build(s->run, &s->course, err, cap) &&
-           tp_stalls_build(s->run, &s->course, &s->timings, s->duration_s, &s->stalls, err, cap);
+    memset(&s->regimes, 0, sizeof s->regimes);
+    if (!tp_course_build(s->run, &s->course, err, cap) ||
+        !tp_stalls_build(s->run, &s->course, &s->timings, s->duration_s, &s->stalls, err, cap))
+        return false;
+    const tp_timings *t = &s->timings;
+    const tp_rank_course *rc = t->nsteps ? tp_course_rank(&s->course, t->steps[0].rank) : NULL;
+    if (!rc)
+        return true;
+    int64_t agent = 1;
+    for (size_t i = 0; i < s->ranks.n; i++)
+        if (s->ranks.rows[i].rank == rc->rank)
+            agent = s->ranks.rows[i].agent_id;
+    return tp_regimes_build(s->run, rc, t->steps[0].warmup, agent, &s->regimes, err, cap);
 }
 
 void tp_summary_close(tp_summary *s)

@@ -12,6 +12,7 @@
 
 #include "analyze/rank_course.h"
 #include "analyze/ranks.h"
+#include "analyze/regimes.h"
 #include "analyze/stalls.h"
 #include "analyze/stack_facts.h"
 #include "core/stats.h"
@@ -72,6 +73,7 @@ typedef struct tp_summary {
      * tp_summary_add_course only, for the commands that show them */
     tp_course course;
     tp_stalls stalls;
+    tp_regimes regimes; /* of the first rank's steps (timings.steps[0]) */
 } tp_summary;
 
 /* Agent agent_id's steps window in s, or NULL. */
@@ -98,8 +100,9 @@ void tp_summary_close(tp_summary *s);
  * False (reason in err) when they can't be read. */
 bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap);
 
-/* Adds the run's course: each rank's steps in time order, and the stalls
- * (analyze/stalls.h). False (reason in err) when they can't be read. */
+/* Adds the run's course: each rank's steps in time order, the stalls
+ * (analyze/stalls.h) and the first rank's regimes (analyze/regimes.h). False (reason in err) when
+ * they can't be read. */
 bool tp_summary_add_course(tp_summary *s, char *err, size_t cap);
 
 /* The summary of one series by metric and labels on an agent, or NULL. */

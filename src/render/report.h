@@ -63,6 +63,11 @@ void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bo
 void tp_report_course_answer(FILE *out, const tp_summary *s);
 void tp_report_course_text(FILE *out, const tp_summary *s);
 void tp_report_course_json(json_writer *w, const tp_summary *s);
+/* The changes of pace (s->regimes): a line for "In short" and a section when
+ * there were some; "regimes" in JSON always. */
+void tp_report_regimes_answer(FILE *out, const tp_summary *s);
+void tp_report_regimes_text(FILE *out, const tp_summary *s);
+void tp_report_regimes_json(json_writer *w, const tp_summary *s);
 
 /* Verdicts: each rule of thumb that fired, with its evidence. */
 void tp_report_verdicts_text(FILE *out, const tp_summary *s, const tp_verdicts *v);

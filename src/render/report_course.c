@@ -1,5 +1,6 @@
 /* report_course.c: the course of a run in words and JSON: the ranks that
- * stalled and where each thread waited (analyze/stalls.h). */
+ * stalled and where each thread waited (analyze/stalls.h), and the changes
+ * of pace (analyze/regimes.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,4 +230,180 @@ void tp_report_course_json(json_writer *w, const tp_summary *s)
     for (size_t i = 0; i < s->stalls.n; i++)
         stall_json(w, &s->stalls, &s->stalls.v[i]);
     json_array_end(w);
+}
+
+/* "train_batch went from 20 ms to 38 ms a step" and the like, joined. */
+static void causes_text(char *out, size_t cap, const tp_regime *g)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < g->ncauses && len < cap; i++) {
+        const tp_regime_cause *c = &g->causes[i];
+        char a[32], b[32];
+        const char *sep = i == 0 ? "" : i + 1 == g->ncauses ? " and " : ", ";
+        int n = 0;
+        switch (c->kind) {
+        case TP_CAUSE_PHASE:
+            tp_format_duration(a, sizeof a, c->before);
+            tp_format_duration(b, sizeof b, c->after);
+            n = snprintf(out + len, cap - len, "%s%s went from %s to %s a step", sep,
+                         tp_step_phase_names[c->phase], a, b);
+            break;
+        case TP_CAUSE_OTHERS_CPU:
+            n = snprintf(out + len, cap - len,
+                         "%sprocesses not the training's used %.0f%% of the CPUs instead of %.0f%%",
+                         sep, c->after, c->before);
+            break;
+        case TP_CAUSE_CPU_PRESSURE:
+        case TP_CAUSE_IO_PRESSURE:
+            n = snprintf(
+                out + len, cap - len, "%stasks waited for %s %.0f%% of the time instead of %.0f%%",
+                sep, c->kind == TP_CAUSE_CPU_PRESSURE ? "a CPU" : "storage", c->after, c->before);
+            break;
+        case TP_CAUSE_SWAP:
+            tp_format_value(a, sizeof a, "bytes", c->before);
+            tp_format_value(b, sizeof b, "bytes", c->after);
+            n = snprintf(out + len, cap - len, "%sswap in use grew from %s to %s", sep, a, b);
+            break;
+        }
+        len = n > 0 && (size_t)n < cap - len ? len + (size_t)n : cap;
+    }
+}
+
+/* "at step 151, 6.2 s into the run (15:40:02 UTC), steps took 41 ms instead
+ * of 22 ms (+86%): ..." for regime r > 0. */
+static void change_text(char *out, size_t cap, const tp_summary *s, size_t r)
+{
+    const tp_regime *p = &s->regimes.v[r - 1], *g = &s->regimes.v[r];
+    char when[16], a[32], b[32], causes[600];
+    wall_time(when, sizeof when, s->run, g->t0_s);
+    tp_format_duration(a, sizeof a, p->typical_s);
+    tp_format_duration(b, sizeof b, g->typical_s);
+    causes_text(causes, sizeof causes, g);
+    snprintf(out, cap,
+             "from step %zu, %.1f s into the run%s%s%s, steps took %s instead of %s (%+.0f%%)%s%s",
+             g->first_step, g->t0_s, when[0] ? " (" : "", when, when[0] ? " UTC)" : "", b, a,
+             p->typical_s > 0 ? 100 * (g->typical_s / p->typical_s - 1) : 0, causes[0] ? ": " : "",
+             causes);
+}
+
+void tp_report_regimes_answer(FILE *out, const tp_summary *s)
+{
+    const tp_regimes *rg = &s->regimes;
+    if (rg->n < 2)
+        return;
+    char line[1200], change[1000], who[32] = "";
+    change_text(change, sizeof change, s, tp_regimes_biggest_change(rg));
+    if (rg->rank >= 0)
+        snprintf(who, sizeof who, " of rank %d", rg->rank);
+    snprintf(line, sizeof line, "The pace%s changed %s%s.", who, change,
+             rg->n > 2 ? " (the biggest of its changes: all under Changes of pace below)" : "");
+    tp_report_wrapped(out, "[pace] ", line);
+}
+
+void tp_report_regimes_text(FILE *out, const tp_summary *s)
+{
+    const tp_regimes *rg = &s->regimes;
+    if (rg->n < 2)
+        return;
+    fprintf(out, "\nChanges of pace%s", rg->rank >= 0 ? "" : "\n");
+    if (rg->rank >= 0)
+        fprintf(out, ", rank %d\n", rg->rank);
+    fprintf(out, "  %-13s %9s %9s %11s %11s   %s\n", "steps", "from", "to", "typical", "step mean",
+            "a step");
+    for (size_t r = 0; r < rg->n; r++) {
+        const tp_regime *g = &rg->v[r];
+        char steps[32], p50[32], mean[32], split[400];
+        snprintf(steps, sizeof steps, "%zu-%zu", g->first_step, g->last_step);
+        tp_format_duration(p50, sizeof p50, g->typical_s);
+        tp_format_duration(mean, sizeof mean, g->mean_s);
+        size_t len = 0;
+        split[0] = '\0';
+        for (size_t k = 0; k < TP_STEP_PHASES && len < sizeof split; k++) {
+            if (!(g->phase_s[k] >= 0.01 * g->mean_s))
+                continue;
+            int n = snprintf(split + len, sizeof split - len, "%s%s %.0f%%", len ? ", " : "",
+                             tp_step_phase_names[k], 100 * g->phase_s[k] / g->mean_s);
+            len = n > 0 && (size_t)n < sizeof split - len ? len + (size_t)n : sizeof split;
+        }
+        fprintf(out, "  %-13s %7.1f s %7.1f s %11s %11s   %s\n", steps, g->t0_s, g->t1_s, p50, mean,
+                split);
+    }
+    for (size_t r = 1; r < rg->n; r++) {
+        char change[1000];
+        change_text(change, sizeof change, s, r);
+        tp_report_wrapped(out, "", change);
+    }
+}
+
+static void json_number_or_null(json_writer *w, const char *key, double v)
+{
+    json_key(w, key);
+    if (isfinite(v))
+        json_double(w, v);
+    else
+        json_null(w);
+}
+
+static const char *const cause_names[] = {"phase", "others_cpu_percent", "cpu_pressure_percent",
+                                          "io_pressure_percent", "swap_used_bytes"};
+
+static void regime_json(json_writer *w, const tp_regime *g)
+{
+    json_object_begin(w);
+    json_key(w, "first_step");
+    json_int(w, (int64_t)g->first_step);
+    json_key(w, "last_step");
+    json_int(w, (int64_t)g->last_step);
+    json_number_or_null(w, "start_s", g->t0_s);
+    json_number_or_null(w, "end_s", g->t1_s);
+    json_number_or_null(w, "step_mean_s", g->mean_s);
+    json_number_or_null(w, "step_median_s", g->median_s);
+    json_number_or_null(w, "step_typical_s", g->typical_s);
+    json_key(w, "phase_s"); /* seconds per step; null for a steady run's one regime */
+    json_object_begin(w);
+    for (size_t k = 0; k < TP_STEP_PHASES; k++)
+        json_number_or_null(w, tp_step_phase_names[k], g->phase_s[k]);
+    json_object_end(w);
+    json_key(w, "machine");
+    json_object_begin(w);
+    json_number_or_null(w, "others_cpu_percent", g->machine.others_cpu_percent);
+    json_number_or_null(w, "cpu_pressure_percent", g->machine.cpu_pressure);
+    json_number_or_null(w, "io_pressure_percent", g->machine.io_pressure);
+    json_number_or_null(w, "mem_used_bytes", g->machine.mem_used_bytes);
+    json_number_or_null(w, "swap_used_bytes", g->machine.swap_used_bytes);
+    json_object_end(w);
+    json_key(w, "causes");
+    json_array_begin(w);
+    for (size_t i = 0; i < g->ncauses; i++) {
+        json_object_begin(w);
+        json_key(w, "kind");
+        json_string(w, cause_names[g->causes[i].kind]);
+        if (g->causes[i].kind == TP_CAUSE_PHASE) {
+            json_key(w, "phase");
+            json_string(w, tp_step_phase_names[g->causes[i].phase]);
+        }
+        json_number_or_null(w, "before", g->causes[i].before);
+        json_number_or_null(w, "after", g->causes[i].after);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_object_end(w);
+}
+
+void tp_report_regimes_json(json_writer *w, const tp_summary *s)
+{
+    json_key(w, "regimes");
+    json_object_begin(w);
+    json_key(w, "rank");
+    if (s->regimes.n)
+        json_int(w, s->regimes.rank);
+    else
+        json_null(w);
+    json_key(w, "regimes");
+    json_array_begin(w);
+    for (size_t r = 0; r < s->regimes.n; r++)
+        regime_json(w, &s->regimes.v[r]);
+    json_array_end(w);
+    json_object_end(w);
 }

@@ -350,6 +350,7 @@ void tp_report_text(FILE *out, const tp_summary *s, const tp_verdicts *v, bool a
     header(out, s->run);
     tp_report_answer_text(out, s, v);
     tp_report_course_text(out, s);
+    tp_report_regimes_text(out, s);
     if (s->n == 0)
         fprintf(out, "\nNo samples: the command ended before the first sampling interval.\n");
     bool across = !all && s->n && s->run->nagents > TP_REPORT_AGENTS_MAX;

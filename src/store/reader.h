@@ -216,6 +216,12 @@ void tp_run_rank_device_rows(tp_run *run, int64_t agent_id, int rank, const char
  * when none closed since then (or the file can't say). */
 int64_t tp_run_rank_last_region_end(tp_run *run, int rank, int64_t since_ns);
 
+/* The seconds that thread's regions of each of names[0..n) spent inside
+ * [t0_ns, t1_ns) into seconds[] (0 for a name without any). False when the
+ * file can't be read. */
+bool tp_run_thread_phase_seconds(tp_run *run, int64_t thread_id, int64_t t0_ns, int64_t t1_ns,
+                                 const char *const *names, size_t n, double *seconds);
+
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped);
 
 #endif

@@ -1,0 +1,71 @@
+/* change_points.c: what finding the changes of pace costs over a node-day.
+ *
+ * usage: change_points [STEPS] [RANKS]   (default 86400 steps, 8 ranks)
+ * Makes each rank's step durations (1 s steps with 5 % log-normal noise, one
+ * slow step in 50 twice as long, the pace 30 % slower from 60 % of the run
+ * on), then times tp_change_points over every rank's series, and the peer in
+ * the same run: tp_stats_compute over the same series (the mean and
+ * percentiles every report computes of the steps). Prints JSON: seconds for
+ * all ranks, their ratio, and where the change was found against where it
+ * was made. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analyze/regimes.h"
+#include "core/stats.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double gaussian(unsigned *seed)
+{
+    double u = (rand_r(seed) + 1.0) / (RAND_MAX + 2.0), v = (rand_r(seed) + 1.0) / (RAND_MAX + 2.0);
+    return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
+}
+
+int main(int argc, char **argv)
+{
+    size_t steps = argc > 1 ? strtoul(argv[1], NULL, 10) : 86400;
+    size_t ranks = argc > 2 ? strtoul(argv[2], NULL, 10) : 8;
+    if (steps < 100 || ranks < 1) {
+        fprintf(stderr, "usage: change_points [STEPS >= 100] [RANKS >= 1]\n");
+        return 2;
+    }
+    double *d = malloc(steps * ranks * sizeof *d), *copy = malloc(steps * sizeof *copy);
+    if (!d || !copy)
+        return 1;
+    unsigned seed = 1;
+    size_t made = steps * 6 / 10;
+    for (size_t r = 0; r < ranks; r++)
+        for (size_t i = 0; i < steps; i++) {
+            double v = exp(0.05 * gaussian(&seed)) * (i >= made ? 1.3 : 1.0);
+            d[r * steps + i] = rand_r(&seed) % 50 == 0 ? 2 * v : v;
+        }
+    size_t starts[TP_REGIMES_MAX], found = 0, first = 0;
+    double t0 = now_s();
+    for (size_t r = 0; r < ranks; r++) {
+        found = tp_change_points(d + r * steps, steps, starts);
+        first = found ? starts[0] : 0;
+    }
+    double detect = now_s() - t0;
+    t0 = now_s();
+    tp_stats st;
+    for (size_t r = 0; r < ranks; r++) {
+        memcpy(copy, d + r * steps, steps * sizeof *copy);
+        tp_stats_compute(copy, steps, &st);
+    }
+    double peer = now_s() - t0;
+    printf("{\"steps\": %zu, \"ranks\": %zu, \"change_points_s\": %.4f, \"stats_s\": %.4f,"
+           " \"ratio\": %.2f, \"changes_found\": %zu, \"made_at\": %zu, \"found_at\": %zu}\n",
+           steps, ranks, detect, peer, peer > 0 ? detect / peer : 0, found, made, first);
+    free(d);
+    free(copy);
+    return 0;
+}

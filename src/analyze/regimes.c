@@ -1,0 +1,253 @@
+/* regimes.c: lasting changes of a rank's step time (regimes.h). */
+#include "analyze/regimes.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/metric_catalog.h"
+#include "util/oom.h"
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The median of v[0..n), n > 0, sorting a copy in tmp. */
+static double median(const double *v, size_t n, double *tmp)
+{
+    memcpy(tmp, v, n * sizeof *v);
+    qsort(tmp, n, sizeof *tmp, cmp_double);
+    return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+/* The mean of v[0..n) without its lowest and highest 10 % (sorting a copy
+ * in tmp): the level of a regime whose steps alternate between two
+ * speeds, which the median would pick one of. */
+static double trimmed_mean(const double *v, size_t n, double *tmp)
+{
+    memcpy(tmp, v, n * sizeof *v);
+    qsort(tmp, n, sizeof *tmp, cmp_double);
+    size_t cut = n / 10;
+    double sum = 0;
+    for (size_t i = cut; i < n - cut; i++)
+        sum += tmp[i];
+    return sum / (double)(n - 2 * cut);
+}
+
+/* The best split of [lo, hi) of y by the gain in squared error (prefix sums
+ * p): its index in *at (0 when the segment is too short), and the gain. */
+static double best_split(const double *p, size_t lo, size_t hi, size_t min_len, size_t *at)
+{
+    double best = 0;
+    *at = 0;
+    if (hi - lo < 2 * min_len)
+        return 0;
+    double total = p[hi] - p[lo], n = (double)(hi - lo);
+    for (size_t k = lo + min_len; k + min_len <= hi; k++) {
+        double n1 = (double)(k - lo), m1 = (p[k] - p[lo]) / n1,
+               m2 = (total - (p[k] - p[lo])) / (n - n1);
+        double gain = n1 * (n - n1) / n * (m1 - m2) * (m1 - m2);
+        if (gain > best) {
+            best = gain;
+            *at = k;
+        }
+    }
+    return best;
+}
+
+static int cmp_size(const void *x, const void *y)
+{
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    return (a > b) - (a < b);
+}
+
+size_t tp_change_points(const double *durations, size_t n, size_t *starts)
+{
+    if (n < 2 * TP_REGIME_MIN_STEPS)
+        return 0;
+    double *x = tp_xmalloc(n * sizeof *x), *y = tp_xmalloc(n * sizeof *y);
+    double *p = tp_xmalloc((n + 1) * sizeof *p), *tmp = tp_xmalloc(n * sizeof *tmp);
+    for (size_t i = 0; i < n; i++)
+        x[i] = log(durations[i] > 1e-9 ? durations[i] : 1e-9);
+    for (size_t i = 0; i < n; i++) { /* a median over 5 steps: one slow step is no change */
+        size_t a = i >= 2 ? i - 2 : 0, b = i + 3 <= n ? i + 3 : n;
+        y[i] = median(x + a, b - a, tmp);
+    }
+    for (size_t i = 1; i < n; i++)
+        tmp[i - 1] = fabs(x[i] - x[i - 1]);
+    double sigma = 1.4826 * median(tmp, n - 1, p) / sqrt(2);
+    sigma = sigma > 0.01 ? sigma : 0.01;
+    double penalty = 20 * sigma * sigma * log((double)n);
+    /* a regime lasts: at least TP_REGIME_MIN_STEPS steps and 4 % of them */
+    size_t min_len = n / 25 > TP_REGIME_MIN_STEPS ? n / 25 : TP_REGIME_MIN_STEPS;
+    p[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        p[i + 1] = p[i] + y[i];
+    size_t bounds[TP_REGIMES_MAX + 1] = {0, n}, nb = 2, found = 0;
+    while (nb < TP_REGIMES_MAX + 1) {
+        double best = 0;
+        size_t best_at = 0;
+        for (size_t s = 0; s + 1 < nb; s++) {
+            size_t at;
+            double gain = best_split(p, bounds[s], bounds[s + 1], min_len, &at);
+            if (!at || gain <= penalty || gain <= best)
+                continue;
+            double left = trimmed_mean(x + bounds[s], at - bounds[s], tmp);
+            double right = trimmed_mean(x + at, bounds[s + 1] - at, tmp);
+            if (fabs(left - right) < log(1 + TP_REGIME_MIN_CHANGE))
+                continue;
+            best = gain;
+            best_at = at;
+        }
+        if (!best_at)
+            break;
+        bounds[nb++] = best_at;
+        qsort(bounds, nb, sizeof *bounds, cmp_size);
+        starts[found++] = best_at;
+    }
+    /* neighbours that a later split left alike are one regime again */
+    for (size_t i = 0; i + 1 < nb - 1 && nb > 2;) {
+        double left = trimmed_mean(x + bounds[i], bounds[i + 1] - bounds[i], tmp);
+        double right = trimmed_mean(x + bounds[i + 1], bounds[i + 2] - bounds[i + 1], tmp);
+        if (fabs(left - right) < log(1 + TP_REGIME_MIN_CHANGE)) {
+            memmove(&bounds[i + 1], &bounds[i + 2], (nb - i - 2) * sizeof *bounds);
+            nb--;
+        } else {
+            i++;
+        }
+    }
+    found = nb - 2;
+    memcpy(starts, bounds + 1, found * sizeof *starts);
+    free(x);
+    free(y);
+    free(p);
+    free(tmp);
+    return found;
+}
+
+/* The mean of a series of agent over [t0, t1), NaN without samples. */
+static double mean_between(tp_run *run, int64_t agent, const char *metric, int64_t t0, int64_t t1)
+{
+    double v;
+    return tp_run_agent_mean_between(run, agent, metric, "{}", t0, t1, &v) ? v : NAN;
+}
+
+static void machine_over(tp_run *run, int64_t agent, int64_t t0, int64_t t1, tp_regime_machine *m)
+{
+    double busy = mean_between(run, agent, TP_METRIC_CPU_UTIL_PERCENT, t0, t1);
+    double own = mean_between(run, agent, TP_METRIC_PROC_CPU_PERCENT, t0, t1);
+    const char *cpus = tp_run_agent_meta_get(run, agent, "cpu_count");
+    double cores = cpus ? strtod(cpus, NULL) : 0;
+    m->others_cpu_percent = cores >= 1 ? busy - own / cores : NAN;
+    if (m->others_cpu_percent < 0)
+        m->others_cpu_percent = 0;
+    m->cpu_pressure = mean_between(run, agent, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, t0, t1);
+    m->io_pressure = mean_between(run, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, t0, t1);
+    m->mem_used_bytes = mean_between(run, agent, TP_METRIC_HOST_MEM_USED_BYTES, t0, t1);
+    m->swap_used_bytes = mean_between(run, agent, TP_METRIC_SWAP_USED_BYTES, t0, t1);
+}
+
+static void add_cause(tp_regime *g, tp_cause_kind kind, size_t phase, double before, double after)
+{
+    if (g->ncauses < TP_REGIME_CAUSES)
+        g->causes[g->ncauses++] = (tp_regime_cause){kind, phase, before, after};
+}
+
+/* What changed from regime p to g (regimes.h's tp_cause_kind). */
+static void find_causes(const tp_regime *p, tp_regime *g)
+{
+    size_t moved = TP_STEP_PHASES;
+    double most = 0;
+    for (size_t k = 0; k < TP_STEP_PHASES; k++) {
+        double delta = fabs(g->phase_s[k] - p->phase_s[k]);
+        if (delta > most) {
+            most = delta;
+            moved = k;
+        }
+    }
+    /* a phase that carries at least half of the step's change */
+    if (moved < TP_STEP_PHASES && most >= 0.5 * fabs(g->mean_s - p->mean_s))
+        add_cause(g, TP_CAUSE_PHASE, moved, p->phase_s[moved], g->phase_s[moved]);
+    const tp_regime_machine *a = &p->machine, *b = &g->machine;
+    if (fabs(b->others_cpu_percent - a->others_cpu_percent) >= 15)
+        add_cause(g, TP_CAUSE_OTHERS_CPU, 0, a->others_cpu_percent, b->others_cpu_percent);
+    if (fabs(b->cpu_pressure - a->cpu_pressure) >= 10)
+        add_cause(g, TP_CAUSE_CPU_PRESSURE, 0, a->cpu_pressure, b->cpu_pressure);
+    if (fabs(b->io_pressure - a->io_pressure) >= 10)
+        add_cause(g, TP_CAUSE_IO_PRESSURE, 0, a->io_pressure, b->io_pressure);
+    if (b->swap_used_bytes - a->swap_used_bytes >= 64.0 * 1024 * 1024)
+        add_cause(g, TP_CAUSE_SWAP, 0, a->swap_used_bytes, b->swap_used_bytes);
+}
+
+bool tp_regimes_build(tp_run *run, const tp_rank_course *course, size_t skip, int64_t agent_id,
+                      tp_regimes *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    out->rank = course->rank;
+    if (course->n <= skip || course->n - skip < 2 * TP_REGIME_MIN_STEPS)
+        return true;
+    size_t n = course->n - skip;
+    double *d = tp_xmalloc(n * sizeof *d), *tmp = tp_xmalloc(n * sizeof *tmp);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (double)(course->b[skip + i] - course->a[skip + i]) / 1e9;
+    size_t starts[TP_REGIMES_MAX];
+    size_t nchanges = tp_change_points(d, n, starts);
+    bool ok = true;
+    for (size_t r = 0; r <= nchanges; r++) {
+        size_t lo = r ? starts[r - 1] : 0, hi = r < nchanges ? starts[r] : n;
+        tp_regime *g = &out->v[out->n++];
+        double sum = 0;
+        for (size_t i = lo; i < hi; i++)
+            sum += d[i];
+        *g = (tp_regime){.first_step = skip + lo + 1,
+                         .last_step = skip + hi,
+                         .t0_s = (double)course->a[skip + lo] / 1e9,
+                         .t1_s = (double)course->b[skip + hi - 1] / 1e9,
+                         .mean_s = sum / (double)(hi - lo),
+                         .median_s = median(d + lo, hi - lo, tmp)};
+        double *logs = tp_xmalloc((hi - lo) * sizeof *logs);
+        for (size_t i = lo; i < hi; i++)
+            logs[i - lo] = log(d[i] > 1e-9 ? d[i] : 1e-9);
+        g->typical_s = exp(trimmed_mean(logs, hi - lo, tmp));
+        free(logs);
+        for (size_t k = 0; k < TP_STEP_PHASES; k++)
+            g->phase_s[k] = NAN;
+        g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN};
+        if (!nchanges) /* a steady run: its figures are the report's already */
+            continue;
+        int64_t t0 = course->a[skip + lo], t1 = course->b[skip + hi - 1];
+        double seconds[TP_STEP_PHASES - 1], inside = 0;
+        ok = ok && tp_run_thread_phase_seconds(run, course->thread, t0, t1, tp_step_phase_names,
+                                               TP_STEP_PHASES - 1, seconds);
+        for (size_t k = 0; k + 1 < TP_STEP_PHASES; k++) {
+            g->phase_s[k] = seconds[k] / (double)(hi - lo);
+            inside += g->phase_s[k];
+        }
+        g->phase_s[TP_STEP_PHASES - 1] = g->mean_s > inside ? g->mean_s - inside : 0;
+        machine_over(run, agent_id, t0, t1, &g->machine);
+    }
+    for (size_t r = 1; r < out->n; r++)
+        find_causes(&out->v[r - 1], &out->v[r]);
+    free(d);
+    free(tmp);
+    if (!ok)
+        snprintf(err, cap, "%s: cannot read the regions of a regime", tp_run_file(run));
+    return ok;
+}
+
+size_t tp_regimes_biggest_change(const tp_regimes *r)
+{
+    size_t best = 0;
+    double most = 0;
+    for (size_t i = 1; i < r->n; i++) {
+        double moved = fabs(log(r->v[i].typical_s / r->v[i - 1].typical_s));
+        if (moved > most) {
+            most = moved;
+            best = i;
+        }
+    }
+    return best;
+}

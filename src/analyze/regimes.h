@@ -1,0 +1,94 @@
+/* regimes.h: where a rank's step time changed lastingly, and what changed
+ * with it.
+ *
+ * Change points over the step durations of a rank's course (rank_course.h),
+ * its warm-up steps left out: binary segmentation of the log durations,
+ * median-filtered over 5 steps so that one slow step (a checkpoint, a
+ * collection) is no change; a split is kept when its gain beats a penalty
+ * of the noise (the median absolute difference of neighbouring steps) and
+ * log n, both sides hold at least TP_REGIME_MIN_STEPS steps and 4 % of
+ * the steps, and their
+ * medians differ by TP_REGIME_MIN_CHANGE or more. At most TP_REGIMES_MAX
+ * regimes. Each regime has its figures (steps, times, mean and median step),
+ * the seconds per step of each standard phase on the rank's step thread,
+ * and the machine over it (CPUs used by processes not the training's, CPU
+ * and I/O pressure, memory, swap), which say what changed with the pace.
+ * No words: render/ says it. */
+#ifndef TP_ANALYZE_REGIMES_H
+#define TP_ANALYZE_REGIMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/rank_course.h"
+#include "core/step_phase_facts.h"
+#include "core/timing_facts.h"
+
+#define TP_REGIMES_MAX       6
+#define TP_REGIME_MIN_STEPS  10
+#define TP_REGIME_MIN_CHANGE 0.15 /* of the median step */
+
+/* What the machine did over a regime (NaN where not recorded). */
+typedef struct tp_regime_machine {
+    double others_cpu_percent; /* the CPUs' busy share less the training's tree's, % of all */
+    double cpu_pressure, io_pressure; /* "some" pressure stall, % of time */
+    double mem_used_bytes, swap_used_bytes;
+} tp_regime_machine;
+
+/* What changed with the pace, from the regime before to this one. */
+typedef enum {
+    TP_CAUSE_PHASE,        /* a standard phase's seconds per step (phase: its index) */
+    TP_CAUSE_OTHERS_CPU,   /* other processes' share of the CPUs, +-15 points or more */
+    TP_CAUSE_CPU_PRESSURE, /* CPU pressure, +-10 points or more */
+    TP_CAUSE_IO_PRESSURE,  /* I/O pressure, +-10 points or more */
+    TP_CAUSE_SWAP,         /* swap used, up by 64 MiB or more */
+} tp_cause_kind;
+
+typedef struct tp_regime_cause {
+    tp_cause_kind kind;
+    size_t phase;         /* TP_CAUSE_PHASE: index in tp_step_phase_names */
+    double before, after; /* seconds per step, percent or bytes */
+} tp_regime_cause;
+
+#define TP_REGIME_CAUSES 4
+
+typedef struct tp_regime {
+    size_t first_step, last_step; /* step numbers in the rank's course, from 1 */
+    double t0_s, t1_s;            /* the first step's begin, the last one's end */
+    double mean_s, median_s;      /* its steps' durations */
+    /* its typical step: the geometric mean of its durations without the
+     * lowest and highest 10 %, the level the change points compare (steps
+     * that alternate between two speeds have no telling median) */
+    double typical_s;
+    double phase_s[TP_STEP_PHASES]; /* seconds per step of each standard phase; "other": the rest */
+    tp_regime_machine machine;
+    /* against the regime before (none for the first): the phase that moved
+     * the most per step, first, then the machine's changes */
+    tp_regime_cause causes[TP_REGIME_CAUSES];
+    size_t ncauses;
+} tp_regime;
+
+typedef struct tp_regimes {
+    int rank; /* the rank followed; regimes empty when none had steps */
+    tp_regime v[TP_REGIMES_MAX];
+    size_t n; /* 1 for a steady run, 0 without enough steps */
+} tp_regimes;
+
+/* The change points of durations[0..n) (seconds): fills starts[] with the
+ * first index of every regime after the first, ascending, and returns how
+ * many (at most TP_REGIMES_MAX - 1). Pure: the benchmark and the unit test
+ * call it on their own series. */
+size_t tp_change_points(const double *durations, size_t n, size_t *starts);
+
+/* The regime after the change that moved the typical step the most (index
+ * >= 1), or 0 when there was none. */
+size_t tp_regimes_biggest_change(const tp_regimes *r);
+
+/* The regimes of rank's course (skipping its first skip steps: warm-up),
+ * with their phases and machine, in agent_id's series. False (reason in
+ * err) when the file can't be read. */
+bool tp_regimes_build(tp_run *run, const tp_rank_course *course, size_t skip, int64_t agent_id,
+                      tp_regimes *out, char *err, size_t cap);
+
+#endif

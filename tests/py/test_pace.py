@@ -1,0 +1,88 @@
+"""Changes of pace: a training whose steps slow down midway because two CPU
+burners start beside it (outside the recorded command) is split into two
+regimes at the step they started, the cause named as contention; the same
+training alone is one regime."""
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+import time
+
+from conftest import PROGRAM, PYTHON, report_json, trainprof
+
+# A CPU-bound training on one thread; at step FLAG_AT it writes FLAG (the
+# test then starts the burners).
+SCRIPT = """
+import os, pathlib, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+torch.set_num_threads(1)
+torch.manual_seed(0)
+data = TensorDataset(torch.randn(400 * 32, 256), torch.randint(0, 4, (400 * 32,)))
+model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+flag = os.environ.get("FLAG")
+for step, (x, y) in enumerate(DataLoader(data, batch_size=32)):
+    if flag and step == 200:
+        pathlib.Path(flag).write_text("go")
+    for _ in range(40):
+        opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+"""
+
+BURN = "while True: pass"
+
+
+def record(tmp_path, run_file, burners):
+    script = tmp_path / "pace.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    flag = tmp_path / "flag"
+    env = dict(os.environ, FLAG=str(flag)) if burners else dict(os.environ)
+    rec = subprocess.Popen([PROGRAM, "record", "-q", "-o", str(run_file), "--", PYTHON,
+                            str(script)], env=env)
+    burning = []
+    try:
+        deadline = time.monotonic() + 120
+        while burners and not flag.exists() and rec.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        burning = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(burners)]
+        assert rec.wait(timeout=240) == 0
+    finally:
+        for b in burning:
+            b.kill()
+            b.wait()
+        if rec.poll() is None:
+            rec.kill()
+
+
+def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_file):
+    # as many burners as the machine has CPUs: the training's thread gets a share
+    record(tmp_path, run_file, burners=os.cpu_count() or 2)
+    rep = report_json(run_file)
+    regimes = rep["regimes"]["regimes"]
+    assert len(regimes) >= 2, regimes
+    first, last = regimes[0], regimes[-1]
+    # the change placed within a few steps of the burners' start (step 201)
+    assert abs(regimes[1]["first_step"] - 201) <= 10, regimes
+    assert first["first_step"] == 1 and last["last_step"] == 400
+    assert last["step_typical_s"] >= 1.3 * first["step_typical_s"]
+    causes = [c["kind"] for r in regimes[1:] for c in r["causes"]]
+    assert "others_cpu_percent" in causes, regimes
+    cpu = [c for c in regimes[1]["causes"] if c["kind"] == "others_cpu_percent"][0]
+    assert cpu["after"] >= cpu["before"] + 15
+    text = trainprof("report", run_file).stdout
+    short = text.split("In short\n")[1].split("\n\n")[0]
+    assert "[pace] The pace" in short and "processes not the training's used" in short, short
+    assert "Changes of pace" in text
+
+
+def test_a_steady_run_is_one_regime(tmp_path, run_file):
+    record(tmp_path, run_file, burners=0)
+    rep = report_json(run_file)
+    regimes = rep["regimes"]["regimes"]
+    assert len(regimes) == 1, regimes
+    assert regimes[0]["first_step"] == 1 and regimes[0]["last_step"] == 400
+    assert regimes[0]["causes"] == []
+    assert "[pace]" not in trainprof("report", run_file).stdout

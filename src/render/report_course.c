@@ -346,7 +346,7 @@ static void json_number_or_null(json_writer *w, const char *key, double v)
 }
 
 static const char *const cause_names[] = {"phase", "others_cpu_percent", "cpu_pressure_percent",
-                                          "io_pressure_percent", "swap_used_bytes"};
+                                          "io_pressure_percent", "swap_in_use_bytes"};
 
 static void regime_json(json_writer *w, const tp_regime *g)
 {
@@ -370,8 +370,8 @@ static void regime_json(json_writer *w, const tp_regime *g)
     json_number_or_null(w, "others_cpu_percent", g->machine.others_cpu_percent);
     json_number_or_null(w, "cpu_pressure_percent", g->machine.cpu_pressure);
     json_number_or_null(w, "io_pressure_percent", g->machine.io_pressure);
-    json_number_or_null(w, "mem_used_bytes", g->machine.mem_used_bytes);
-    json_number_or_null(w, "swap_used_bytes", g->machine.swap_used_bytes);
+    json_number_or_null(w, "memory_in_use_bytes", g->machine.mem_used_bytes);
+    json_number_or_null(w, "swap_in_use_bytes", g->machine.swap_used_bytes);
     json_object_end(w);
     json_key(w, "causes");
     json_array_begin(w);

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #define TP_FACT_KEY_MAX  48
 #define TP_FACT_TEXT_MAX 256
@@ -21,6 +22,16 @@
  * drives, stored as its thread's (table thread_device), so that each rank
  * maps to its own GPU. */
 #define TP_FACT_DEVICE "cuda.device"
+
+/* Facts of a process's end (exception.type, exception.message,
+ * exception.where; process.exit=python once the interpreter shut down
+ * normally): the recorder stores them under the process's pid, as meta
+ * proc.PID.KEY, beside the end it saw (docs/run-file.md). */
+static inline bool tp_fact_of_process(const char *key, size_t key_len)
+{
+    return (key_len > 10 && memcmp(key, "exception.", 10) == 0) ||
+           (key_len > 8 && memcmp(key, "process.", 8) == 0);
+}
 
 /* Sends one fact through the calling thread's ring (attached on first use).
  * False when there is no recorder, the ring is full, or text is longer than

@@ -242,12 +242,34 @@ static bool record_start_meta(tp_writer *writer, const record_options *o, const 
     return ok;
 }
 
+/* The first signal that asked the run to stop (a scheduler's SIGTERM,
+ * Ctrl-C), and when (ns since the start); signo 0 when none did. */
+typedef struct stop_request {
+    int signo;
+    uint64_t t_ns;
+} stop_request;
+
 /* The run's end as metadata: exit status, the signal that ended the
- * command (if one did), duration, and status "finished". */
-static void end_meta_make(meta_list *m, int exit_status, int wstatus, uint64_t duration_ns)
+ * command (if one did), the signal that asked it to stop (if one did),
+ * duration, and status "finished". */
+static void end_meta_make(meta_list *m, int exit_status, int wstatus, uint64_t duration_ns,
+                          const stop_request *stop, pid_t child)
 {
     m->n = 0;
     meta_addf(m, "exit_status", "%d", exit_status);
+    /* the command's own end as the drain writes every traced process's
+     * (record/process_ends.h): record reaped it, so its zombie told nobody */
+    char key[48];
+    snprintf(key, sizeof key, "proc.%d.status", (int)child);
+    if (WIFSIGNALED(wstatus))
+        meta_addf(m, key, "signal %d", WTERMSIG(wstatus));
+    else
+        meta_addf(m, key, "exit %d", WEXITSTATUS(wstatus));
+    if (stop->signo) {
+        const char *name = sigabbrev_np(stop->signo);
+        meta_addf(m, "stop_signal", "SIG%s", name ? name : "?");
+        meta_addf(m, "stop_signal_ns", "%llu", (unsigned long long)stop->t_ns);
+    }
     if (WIFSIGNALED(wstatus)) {
         const char *name = sigabbrev_np(WTERMSIG(wstatus));
         meta_addf(m, "exit_signal", "SIG%s", name ? name : "?");
@@ -276,8 +298,10 @@ static void describe_losses(tp_sink *sink, char *out, size_t cap)
 }
 
 /* Waits for the command, passing signals on and redrawing the status line
- * from status_line (NULL: none). Returns the waitpid status. */
-static int supervise(pid_t child, int sfd, tp_live *status_line, uint64_t start_ns)
+ * from status_line (NULL: none); the first signal to stop into *stop.
+ * Returns the waitpid status. */
+static int supervise(pid_t child, int sfd, tp_live *status_line, uint64_t start_ns,
+                     stop_request *stop)
 {
     double mem_total = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     for (;;) {
@@ -292,6 +316,8 @@ static int supervise(pid_t child, int sfd, tp_live *status_line, uint64_t start_
         if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
             continue;
         if (si.ssi_signo != SIGCHLD) {
+            if (!stop->signo) /* SIGINT, SIGTERM, SIGHUP or SIGQUIT: the run is asked to end */
+                *stop = (stop_request){(int)si.ssi_signo, tp_clock_mono_ns() - start_ns};
             if (!tp_signal_from_terminal(si.ssi_code))
                 kill(child, (int)si.ssi_signo);
             continue;
@@ -472,7 +498,8 @@ int cmd_record(int argc, char **argv)
         tp_sink_unavailable(sink, "system metrics", err);
     }
 
-    int wstatus = supervise(child, sfd, status_line ? live : NULL, anchor.mono_ns);
+    stop_request stop = {0, 0};
+    int wstatus = supervise(child, sfd, status_line ? live : NULL, anchor.mono_ns, &stop);
     uint64_t duration = tp_clock_mono_ns() - anchor.mono_ns;
     if (status_line && live)
         tp_status_line_clear(stderr);
@@ -482,7 +509,7 @@ int cmd_record(int argc, char **argv)
     tp_registry_remove();
     int exit_status = tp_child_exit_status(wstatus);
     meta_list end;
-    end_meta_make(&end, exit_status, wstatus, duration);
+    end_meta_make(&end, exit_status, wstatus, duration, &stop, child);
     for (size_t i = 0; i < end.n; i++) /* the last batch, seen live too */
         tp_sink_meta(sink, end.keys[i], end.values[i]);
     tp_sink_close(sink);

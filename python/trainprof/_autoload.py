@@ -45,6 +45,12 @@ try:
 except Exception as e:  # the training must go on, but without timings the user must know why
     print(f"trainprof: warning: PyTorch auto-instrumentation not installed: {e}", file=sys.stderr)
 try:
+    from trainprof import _process_end
+
+    _process_end.install()
+except Exception as e:  # the training must go on
+    print(f"trainprof: warning: process ends not followed: {e}", file=sys.stderr)
+try:
     _start_stacks()
 except Exception as e:  # the training must go on
     print(f"trainprof: warning: stack sampling not started: {e}", file=sys.stderr)

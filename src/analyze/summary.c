@@ -275,6 +275,7 @@ void tp_summary_free(tp_summary *s)
 {
     tp_stack_facts_free(&s->stacks);
     tp_stalls_free(&s->stalls);
+    tp_deaths_free(&s->deaths);
     tp_course_free(&s->course);
     free(s->items);
     free(s->windows);
@@ -308,10 +309,12 @@ bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap)
 bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
 {
     tp_stalls_free(&s->stalls);
+    tp_deaths_free(&s->deaths);
     tp_course_free(&s->course);
     memset(&s->regimes, 0, sizeof s->regimes);
     if (!tp_course_build(s->run, &s->course, err, cap) ||
-        !tp_stalls_build(s->run, &s->course, &s->timings, s->duration_s, &s->stalls, err, cap))
+        !tp_stalls_build(s->run, &s->course, &s->timings, s->duration_s, &s->stalls, err, cap) ||
+        !tp_deaths_build(s->run, &s->course, s->duration_s, &s->deaths, err, cap))
         return false;
     const tp_timings *t = &s->timings;
     const tp_rank_course *rc = t->nsteps ? tp_course_rank(&s->course, t->steps[0].rank) : NULL;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "analyze/deaths.h"
 #include "analyze/rank_course.h"
 #include "analyze/ranks.h"
 #include "analyze/regimes.h"
@@ -74,6 +75,7 @@ typedef struct tp_summary {
     tp_course course;
     tp_stalls stalls;
     tp_regimes regimes; /* of the first rank's steps (timings.steps[0]) */
+    tp_deaths deaths;   /* processes that died, and the run's stop */
 } tp_summary;
 
 /* Agent agent_id's steps window in s, or NULL. */
@@ -101,7 +103,8 @@ void tp_summary_close(tp_summary *s);
 bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap);
 
 /* Adds the run's course: each rank's steps in time order, the stalls
- * (analyze/stalls.h) and the first rank's regimes (analyze/regimes.h). False (reason in err) when
+ * (analyze/stalls.h), the first rank's regimes (analyze/regimes.h) and the
+ * processes that died (analyze/deaths.h). False (reason in err) when
  * they can't be read. */
 bool tp_summary_add_course(tp_summary *s, char *err, size_t cap);
 

@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "record/process_ends.h"
 #include "record/ring_events.h"
 #include "ring.h"
 #include "util/utf8.h"
@@ -65,8 +66,9 @@ struct tp_drain {
      * or MAX_CONNS were open; said in the run when it stops */
     int accept_errno;
     uint64_t accept_failures, turned_away, rings_dropped;
-    int reserve_fd;   /* held for the ring descriptors to come (read_conn) */
-    int accept_rests; /* periods left before the next accept */
+    int reserve_fd;       /* held for the ring descriptors to come (read_conn) */
+    int accept_rests;     /* periods left before the next accept */
+    tp_process_ends ends; /* processes that ended, their exit statuses */
     pthread_t thread;
     bool started;
     atomic_bool stop;
@@ -217,6 +219,7 @@ static void add_ring(tp_drain *d, int conn, int fd)
     clean_field(info.cuda_visible, sizeof info.cuda_visible, hdr.cuda_visible_devices,
                 sizeof hdr.cuda_visible_devices);
     r->reader.thread = tp_sink_thread(d->sink, &info);
+    r->reader.pid = d->peers[conn].pid;
 }
 
 /* Drains a ring a last time, records its drops, and unmaps it. */
@@ -284,6 +287,7 @@ static void close_conn(tp_drain *d, int conn)
             retire_ring(d, i);
     close(d->conns[conn]);
     d->conns[conn] = -1;
+    tp_process_ends_note(&d->ends, d->sink, d->peers[conn].pid);
 }
 
 /* Takes one connection waiting on the listening socket, if any: false when
@@ -337,7 +341,8 @@ static void *drain_main(void *arg)
         size_t polled = d->nconns; /* accept below may add one not in pfd */
         /* rings fill without a sound, so they are drained every period; with
          * none mapped, only a connection, a message or the stop can matter */
-        int n = poll(pfd, polled + 2, d->nrings || resting ? DRAIN_PERIOD_MS : -1);
+        int n =
+            poll(pfd, polled + 2, d->nrings || resting || d->ends.npending ? DRAIN_PERIOD_MS : -1);
         if (n > 0 && (pfd[0].revents & POLLIN))
             accept_one(d);
         for (size_t i = 0; n > 0 && i < polled; i++)
@@ -348,6 +353,7 @@ static void *drain_main(void *arg)
         for (size_t i = d->nrings; i-- > 0;)
             if (d->rings[i].broken)
                 retire_ring(d, i);
+        tp_process_ends_check(&d->ends, d->sink);
     }
     return NULL;
 }
@@ -386,6 +392,7 @@ tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap)
     if (!d)
         return NULL;
     d->sink = sink;
+    tp_process_ends_init(&d->ends);
     d->listen_fd = -1;
     d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -448,6 +455,7 @@ void tp_drain_stop(tp_drain *d)
         drain_ring_events(d, &d->rings[i]);
     while (d->nrings)
         retire_ring(d, d->nrings - 1);
+    tp_process_ends_check(&d->ends, d->sink);
     connection_losses(d);
     for (size_t i = 0; i < d->nconns; i++)
         if (d->conns[i] >= 0)

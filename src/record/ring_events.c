@@ -155,7 +155,7 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
             size_t chunks = (len + sizeof(tp_event) - 1) / sizeof(tp_event);
             if (tail + chunks > head) /* not all published yet */
                 break;
-            char text[TP_FACT_TEXT_MAX + 2], key[TP_FACT_KEY_MAX + 8];
+            char text[TP_FACT_TEXT_MAX + 2], key[TP_FACT_KEY_MAX + 32];
             size_t key_len = 0;
             if (len <= TP_FACT_TEXT_MAX)
                 copy_payload(r, slots, tail, len, text);
@@ -169,6 +169,13 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
             if (key_len == sizeof TP_FACT_DEVICE - 1 &&
                 memcmp(text, TP_FACT_DEVICE, key_len) == 0) { /* the process's, not the run's */
                 tp_sink_thread_device(sink, r->thread, text + key_len + 1);
+                break;
+            }
+            if (tp_fact_of_process(text, key_len)) { /* stored under its pid */
+                if (r->pid > 0) {
+                    snprintf(key, sizeof key, "proc.%d.%.*s", (int)r->pid, (int)key_len, text);
+                    tp_sink_meta(sink, key, text + key_len + 1);
+                }
                 break;
             }
             snprintf(key, sizeof key, "fact.%.*s", (int)key_len, text);

@@ -36,6 +36,9 @@ typedef struct tp_ring_reader {
     uint32_t frames_cap;
     tp_open_region open[TP_RING_OPEN_MAX];
     uint32_t depth;
+    /* its process, as the kernel named it to the drain (0: unknown): the
+     * process's own facts (exception.*, process.*) are stored under it */
+    int32_t pid;
 } tp_ring_reader;
 
 /* A ring name the sink had no memory for: its events are counted lost. */

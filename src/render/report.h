@@ -57,6 +57,20 @@ void tp_report_stacks_json(json_writer *w, const tp_summary *s);
  * busiest computing phase's; "" without stacks. */
 void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bool input);
 
+/* "15:27:11" (UTC) of t_s seconds into the run, or "" when the run's start
+ * is unknown. */
+void tp_report_wall_time(char *out, size_t cap, const tp_run *run, double t_s);
+/* "D.__getitem__ (hang_ddp.py:13)" of a stack node, or "" without one. */
+void tp_report_frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_t node);
+
+/* The processes that died and the run's stop (report_ends.c): lines for "In
+ * short" (deaths first, the stop after the stalls), a section with each one's end, "deaths" and
+ * "stop" in JSON. */
+void tp_report_ends_answer(FILE *out, const tp_summary *s);
+void tp_report_stop_answer(FILE *out, const tp_summary *s);
+void tp_report_ends_text(FILE *out, const tp_summary *s);
+void tp_report_ends_json(json_writer *w, const tp_summary *s);
+
 /* The course of the run (report_course.c): a stall's lines for "In short",
  * the section that says where every stalled rank's threads were, and
  * "stalls" in JSON (an empty list when none). */

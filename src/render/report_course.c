@@ -10,9 +10,7 @@
 #include "render/report.h"
 #include "render/units.h"
 
-/* "15:27:11" (UTC) of t_s seconds into the run, or "" when the run's start
- * is unknown. */
-static void wall_time(char *out, size_t cap, const tp_run *run, double t_s)
+void tp_report_wall_time(char *out, size_t cap, const tp_run *run, double t_s)
 {
     const char *start = tp_run_meta_get(run, "start_wall_ns");
     out[0] = '\0';
@@ -27,8 +25,7 @@ static void wall_time(char *out, size_t cap, const tp_run *run, double t_s)
         strftime(out, cap, "%H:%M:%S", &tm);
 }
 
-/* "D.__getitem__ (hang_ddp.py:13)" of a node, or "" without one. */
-static void frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_t node)
+void tp_report_frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_t node)
 {
     out[0] = '\0';
     if (node == 0 || node > t->n)
@@ -67,7 +64,7 @@ static void where_text(char *out, size_t cap, const tp_stalls *st, const tp_stal
     for (size_t k = 0; k < r->nthreads; k++) {
         const tp_stall_thread *th = &r->threads[k];
         char frame[400];
-        frame_text(frame, sizeof frame, &st->tree, th->node);
+        tp_report_frame_text(frame, sizeof frame, &st->tree, th->node);
         if (!worth_naming(th) || !frame[0])
             continue;
         const char *state = thread_state(th);
@@ -84,7 +81,7 @@ void tp_report_course_answer(FILE *out, const tp_summary *s)
     if (!first)
         return;
     char line[1400], who[48], when[64] = "", where[600], span[32];
-    wall_time(who, sizeof who, s->run, first->start_s);
+    tp_report_wall_time(who, sizeof who, s->run, first->start_s);
     if (who[0])
         snprintf(when, sizeof when, " (%s UTC)", who);
     where_text(where, sizeof where, st, first);
@@ -113,7 +110,7 @@ void tp_report_course_text(FILE *out, const tp_summary *s)
     for (size_t i = 0; i < st->n; i++) {
         const tp_stall *r = &st->v[i];
         char when[16], span[32], who[32], head[600];
-        wall_time(when, sizeof when, s->run, r->start_s);
+        tp_report_wall_time(when, sizeof when, s->run, r->start_s);
         tp_format_duration(span, sizeof span, r->seconds);
         if (r->rank >= 0)
             snprintf(who, sizeof who, "rank %d", r->rank);
@@ -134,7 +131,7 @@ void tp_report_course_text(FILE *out, const tp_summary *s)
         for (size_t k = 0; k < r->nthreads && named < 3; k++) {
             const tp_stall_thread *th = &r->threads[k];
             char frame[400], line[700];
-            frame_text(frame, sizeof frame, &st->tree, th->node);
+            tp_report_frame_text(frame, sizeof frame, &st->tree, th->node);
             if (!worth_naming(th) || !frame[0])
                 continue;
             const char *state = thread_state(th);
@@ -276,7 +273,7 @@ static void change_text(char *out, size_t cap, const tp_summary *s, size_t r)
 {
     const tp_regime *p = &s->regimes.v[r - 1], *g = &s->regimes.v[r];
     char when[16], a[32], b[32], causes[600];
-    wall_time(when, sizeof when, s->run, g->t0_s);
+    tp_report_wall_time(when, sizeof when, s->run, g->t0_s);
     tp_format_duration(a, sizeof a, p->typical_s);
     tp_format_duration(b, sizeof b, g->typical_s);
     causes_text(causes, sizeof causes, g);

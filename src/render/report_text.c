@@ -349,6 +349,7 @@ void tp_report_text(FILE *out, const tp_summary *s, const tp_verdicts *v, bool a
 {
     header(out, s->run);
     tp_report_answer_text(out, s, v);
+    tp_report_ends_text(out, s);
     tp_report_course_text(out, s);
     tp_report_regimes_text(out, s);
     if (s->n == 0)

@@ -222,6 +222,18 @@ int64_t tp_run_rank_last_region_end(tp_run *run, int rank, int64_t since_ns);
 bool tp_run_thread_phase_seconds(tp_run *run, int64_t thread_id, int64_t t0_ns, int64_t t1_ns,
                                  const char *const *names, size_t n, double *seconds);
 
+/* A traced process: its agent and pid, the rank of its threads (-1 none),
+ * whether it is a DataLoader worker (a thread named "DL worker N"). */
+typedef struct tp_run_process {
+    int64_t agent_id, pid;
+    int rank;
+    bool worker;
+} tp_run_process;
+
+/* Every traced process that sent events (the caller frees *out). False when
+ * the file can't be read. */
+bool tp_run_processes(tp_run *run, tp_run_process **out, size_t *n);
+
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped);
 
 #endif

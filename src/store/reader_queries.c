@@ -356,3 +356,28 @@ bool tp_run_thread_phase_seconds(tp_run *run, int64_t thread_id, int64_t t0_ns, 
     sqlite3_finalize(st);
     return rc == SQLITE_DONE;
 }
+
+bool tp_run_processes(tp_run *run, tp_run_process **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (run->schema_version < 2)
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(
+            run->db,
+            "SELECT agent_id, pid, max(rank), max(name LIKE 'DL worker%') FROM thread"
+            " WHERE name != '" TP_SAMPLER_THREAD_NAME "' GROUP BY agent_id, pid",
+            -1, &st, NULL) != SQLITE_OK)
+        return false;
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *out = tp_grow(*out, *n, &cap, sizeof **out);
+        (*out)[(*n)++] =
+            (tp_run_process){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                             sqlite3_column_int(st, 2), sqlite3_column_int(st, 3) != 0};
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE;
+}

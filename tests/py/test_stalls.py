@@ -99,6 +99,11 @@ def test_rank_blocked_in_its_dataset_is_named_with_its_function(tmp_path, run_fi
     assert "D.__getitem__ (" in short and "waiting" in short
     text = trainprof("report", run_file).stdout
     assert "rank 0 waits for rank 1: in backward" in text
+    # `timeout` asked record to stop: when, and at which step
+    stop = rep["stop"]
+    assert stop["signal"] == "SIGTERM" and stop["step"] == 13
+    assert abs(stop["at_s"] - rep["run"]["duration_s"]) < 2
+    assert "[stopped] The run was asked to stop: record got SIGTERM" in short
 
 
 def test_rank_blocked_before_a_collective(tmp_path, run_file):

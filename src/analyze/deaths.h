@@ -1,0 +1,75 @@
+/* deaths.h: the traced processes that died before the command ended, and
+ * the run's stop when a signal asked for it.
+ *
+ * From what the recorder wrote of each process's end (meta proc.PID.*,
+ * record/process_ends.h, lib/facts.h's process facts; each node's in a
+ * merged run): a process died when
+ *   - an uncaught Python exception ended it (its type, message, frames);
+ *   - a signal killed it ("signal N" from its zombie), the kernel's OOM
+ *     killer where it killed at that end (oom_kills) and the signal was
+ *     SIGKILL or unknown;
+ *   - a rank's process (not a DataLoader worker) exited with a non-zero
+ *     status, or ended without Python's shutdown and without a status (a
+ *     crash, a signal whose zombie its parent reaped at once) inside a
+ *     region or at least TP_DEATH_EARLY_S before the recording ended (a
+ *     script's os._exit after its training is none).
+ * A process that ended after record was asked to stop (a SIGTERM, SIGINT,
+ * SIGHUP or SIGQUIT it passed on) is part of the stop, not a death. Each death's step is its rank's
+ * (tp_course), its phase and frames those of its last sampled stack. No
+ * words: render/ says them. */
+#ifndef TP_ANALYZE_DEATHS_H
+#define TP_ANALYZE_DEATHS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/rank_course.h"
+#include "store/reader_stacks.h"
+
+#define TP_DEATH_EARLY_S 2.0
+
+typedef enum {
+    TP_DEATH_EXCEPTION, /* an uncaught Python exception */
+    TP_DEATH_OOM,       /* the kernel's OOM killer */
+    TP_DEATH_SIGNAL,    /* another signal */
+    TP_DEATH_EXIT,      /* a non-zero exit status */
+    TP_DEATH_VANISHED,  /* no Python shutdown, no status */
+} tp_death_how;
+
+typedef struct tp_death {
+    int64_t agent_id, pid;
+    int rank;    /* -1 none */
+    bool worker; /* a DataLoader worker */
+    tp_death_how how;
+    int signal;      /* 0 none known */
+    int exit_status; /* -1 none known */
+    double end_s;    /* when its connection closed, since the run's start */
+    size_t step;     /* its rank's step then (1 for the first), 0 unknown */
+    char *phase;     /* the region its last sampled stack had open, NULL none */
+    uint32_t node;   /* that stack's innermost node, 0 none */
+    const char *exception_type, *exception_message, *exception_where; /* the run's texts */
+    double rss_bytes; /* the training's processes' memory a second before, NaN unknown */
+} tp_death;
+
+typedef struct tp_deaths {
+    tp_death *v; /* by time */
+    size_t n;
+    /* the signal that asked the run to stop (record's stop_signal), NULL none */
+    const char *stop_signal;
+    double stop_s;
+    size_t stop_step;   /* the first rank's step then, 0 unknown */
+    tp_stack_tree tree; /* the frames of the deaths' nodes (empty without stacks) */
+} tp_deaths;
+
+/* False (reason in err) when the file can't be read; tp_deaths_free in
+ * every case. run_s: the recording's length. */
+bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deaths *out, char *err,
+                     size_t cap);
+void tp_deaths_free(tp_deaths *d);
+
+/* The step rank was in at t_s (1 for its first), 0 when its course is
+ * unknown or it had begun none. */
+size_t tp_course_step_at(const tp_course *course, int rank, double t_s);
+
+#endif

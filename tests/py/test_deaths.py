@@ -1,0 +1,175 @@
+"""Processes that die before the command ends: a rank that raises, a rank
+killed by SIGKILL, a training killed by the kernel's OOM killer under a
+cgroup memory limit, each with its step, phase and where in the code; what
+the script prints and its exit status stay its own."""
+
+import os
+import pathlib
+import subprocess
+import textwrap
+import uuid
+
+import pytest
+
+from conftest import PROGRAM, PYTHON, report_json, trainprof
+
+TORCHRUN = (PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2")
+
+# HOW=raise: rank 1 raises at its 21st step; HOW=kill: it SIGKILLs itself there
+DDP = """
+import os, signal, torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+model = DDP(nn.Linear(8, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = TensorDataset(torch.randn(512, 8), torch.randint(0, 2, (512,)))
+for step, (x, y) in enumerate(DataLoader(data, batch_size=8)):
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    if step == 20 and rank == 1 and os.environ["HOW"] == "raise":
+        raise ValueError(f"bad batch {step}")
+    if step == 20 and rank == 1 and os.environ["HOW"] == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    loss.backward()
+    opt.step()
+"""
+
+
+def record_ddp(tmp_path, run_file, how):
+    script = tmp_path / "ddp_die.py"
+    script.write_text(textwrap.dedent(DDP))
+    r = trainprof("record", "-q", "-o", run_file, "--", *TORCHRUN, script,
+                  env={"HOW": how}, timeout=180)
+    assert r.returncode != 0
+    return script
+
+
+def first_death(rep):
+    assert rep["deaths"], rep["deaths"]
+    return rep["deaths"][0]
+
+
+def in_short(run_file):
+    return trainprof("report", run_file).stdout.split("In short\n")[1].split("\n\n")[0]
+
+
+def test_a_rank_that_raises(tmp_path, run_file):
+    record_ddp(tmp_path, run_file, "raise")
+    rep = report_json(run_file)
+    d = first_death(rep)
+    assert (d["rank"], d["how"], d["worker"]) == (1, "exception", False), d
+    assert d["exception"]["type"] == "ValueError"
+    assert d["exception"]["message"] == "bad batch 20"
+    assert "ddp_die.py:15 <module>" in d["exception"]["where"]
+    assert d["step"] == 21 and d["phase"] is not None
+    assert d["exit_status"] == 1
+    short = in_short(run_file)
+    assert short.startswith('  [died] Rank 1 (pid ') and 'raised ValueError ("bad batch 20")' in short
+    assert "at step 21" in short
+    # rank 0 ended after it (torchrun's SIGTERM, or its collective failing)
+    assert any(x["rank"] == 0 and x["end_s"] >= d["end_s"] for x in rep["deaths"][1:])
+
+
+def test_a_rank_killed_by_sigkill(tmp_path, run_file):
+    record_ddp(tmp_path, run_file, "kill")
+    d = first_death(report_json(run_file))
+    assert d["rank"] == 1 and d["step"] == 21, d
+    # its exit status from its zombie, else: ended without Python's shutdown, inside a region
+    assert (d["how"], d["signal"]) == ("signal", 9) or (d["how"] == "vanished" and d["phase"]), d
+    assert "[died] Rank 1" in in_short(run_file)
+
+
+SCRIPT = """
+import sys, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+data = TensorDataset(torch.randn(4096, 8), torch.randint(0, 2, (4096,)))
+model = nn.Linear(8, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+keep = []
+for step, (x, y) in enumerate(DataLoader(data, batch_size=8)):
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    if sys.argv[1] == "raise" and step == 9:
+        raise KeyError("no such sample: 9")
+    if sys.argv[1] == "leak" and step >= 10:
+        keep.append(bytearray(16 << 20))  # 16 MiB a step, touched
+"""
+
+
+def test_an_exception_leaves_output_and_status_alone(tmp_path, run_file):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    alone = subprocess.run([PYTHON, script, "raise"], capture_output=True, text=True, timeout=120)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, "raise")
+    assert r.returncode == alone.returncode == 1
+    assert r.stderr.splitlines()[-1] == alone.stderr.splitlines()[-1] == "KeyError: 'no such sample: 9'"
+    assert r.stdout == alone.stdout
+    d = first_death(report_json(run_file))
+    assert (d["rank"], d["how"], d["step"]) == (-1, "exception", 10), d
+    assert d["exception"]["type"] == "KeyError"
+    assert d["exception"]["message"] == "'no such sample: 9'"
+    assert "[died] The training (pid" in in_short(run_file)
+
+
+def memory_cgroup(limit):
+    """A fresh memory cgroup of limit bytes (no swap) as its cgroup.procs
+    path, or None with why: v2 where the memory controller is delegated,
+    else v1."""
+    root = pathlib.Path("/sys/fs/cgroup")
+    name = f"trainprof-oom-{uuid.uuid4().hex[:8]}"
+    try:
+        if (root / "cgroup.controllers").exists():  # v2
+            if "memory" not in (root / "cgroup.subtree_control").read_text().split():
+                (root / "cgroup.subtree_control").write_text("+memory")
+            group = root / name
+            group.mkdir()
+            (group / "memory.max").write_text(str(limit))
+            if (group / "memory.swap.max").exists():
+                (group / "memory.swap.max").write_text("0")
+        elif (root / "memory").is_dir():  # v1
+            group = root / "memory" / name
+            group.mkdir()
+            (group / "memory.limit_in_bytes").write_text(str(limit))
+            if (group / "memory.memsw.limit_in_bytes").exists():
+                (group / "memory.memsw.limit_in_bytes").write_text(str(limit))
+            if (group / "memory.swappiness").exists():
+                (group / "memory.swappiness").write_text("0")
+        else:
+            return None, "no memory cgroup on this machine"
+    except OSError as e:
+        return None, f"cannot make a memory cgroup: {e}"
+    return group, None
+
+
+def test_the_oom_killer_is_told_apart(tmp_path, run_file):
+    group, why = memory_cgroup(500 << 20)
+    if group is None:
+        pytest.skip(why)
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    try:
+        r = subprocess.run(["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh",
+                            PROGRAM, "record", "-q", "-o", str(run_file), "--", PYTHON,
+                            str(script), "leak"], capture_output=True, text=True, timeout=180)
+    finally:
+        group.rmdir()
+    assert r.returncode == 137, r.stderr  # the training's SIGKILL, as record passes it on
+    d = first_death(report_json(run_file))
+    assert (d["how"], d["signal"], d["rank"]) == ("oom_killer", 9, -1), d
+    assert d["step"] >= 11 and d["rss_bytes"] > 100 << 20
+    assert "killed by the kernel's OOM killer (SIGKILL)" in in_short(run_file)
+
+
+def test_a_normal_run_has_no_death(tmp_path, run_file):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, "none")
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    assert rep["deaths"] == [] and rep["stop"] is None
+    assert "[died]" not in in_short(run_file)

@@ -434,6 +434,8 @@ int cmd_record(int argc, char **argv)
      * be drawn costs nothing else */
     bool status_line = !o.quiet && isatty(STDERR_FILENO);
     tp_live *live = o.serve || status_line ? tp_live_new(o.interval_s) : NULL;
+    if (live)
+        tp_live_set_stall_after(live, o.stall_after_s);
     tp_http_server *http = NULL;
     if (o.serve) {
         char host[256] = "";

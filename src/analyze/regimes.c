@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/metric_catalog.h"
+#include "core/stall_rule.h"
 #include "util/oom.h"
 
 static int cmp_double(const void *x, const void *y)
@@ -119,6 +120,20 @@ size_t tp_change_points(const double *durations, size_t n, size_t *starts)
             i++;
         }
     }
+    /* a short episode between two alike regimes (under a tenth of the
+     * steps) is a blip the pace came back from, not a lasting change */
+    for (size_t i = 1; i + 2 < nb;) {
+        double before = trimmed_mean(x + bounds[i - 1], bounds[i] - bounds[i - 1], tmp);
+        double after = trimmed_mean(x + bounds[i + 1], bounds[i + 2] - bounds[i + 1], tmp);
+        if (bounds[i + 1] - bounds[i] < n / 10 &&
+            fabs(before - after) < log(1 + TP_REGIME_MIN_CHANGE)) {
+            memmove(&bounds[i], &bounds[i + 2], (nb - i - 2) * sizeof *bounds);
+            nb -= 2;
+            i = 1;
+        } else {
+            i++;
+        }
+    }
     found = nb - 2;
     memcpy(starts, bounds + 1, found * sizeof *starts);
     free(x);
@@ -189,12 +204,37 @@ bool tp_regimes_build(tp_run *run, const tp_rank_course *course, size_t skip, in
     out->rank = course->rank;
     if (course->n <= skip || course->n - skip < 2 * TP_REGIME_MIN_STEPS)
         return true;
-    size_t n = course->n - skip;
-    double *d = tp_xmalloc(n * sizeof *d), *tmp = tp_xmalloc(n * sizeof *tmp);
-    for (size_t i = 0; i < n; i++)
+    /* n steps compared, from course step idx[i] */
+    /* the steps compared: after the warm-up, without those that stalled */
+    size_t total = course->n - skip, n = 0;
+    double *d = tp_xmalloc(total * sizeof *d), *tmp = tp_xmalloc(total * sizeof *tmp);
+    size_t *idx = tp_xmalloc(total * sizeof *idx);
+    for (size_t i = 0; i < total; i++)
         d[i] = (double)(course->b[skip + i] - course->a[skip + i]) / 1e9;
+    const char *after = tp_run_meta_get(run, "stall_after_s");
+    double stall_s = tp_stall_threshold(after ? strtod(after, NULL) : 0, median(d, total, tmp));
+    for (size_t i = 0; i < total; i++)
+        if (d[i] <= stall_s) {
+            idx[n] = skip + i;
+            d[n++] = d[i];
+        }
+    if (n == 0) {
+        free(d);
+        free(tmp);
+        free(idx);
+        return true;
+    }
     size_t starts[TP_REGIMES_MAX];
-    size_t nchanges = tp_change_points(d, n, starts);
+    size_t nchanges = n >= 2 * TP_REGIME_MIN_STEPS ? tp_change_points(d, n, starts) : 0;
+    /* a short first regime slower than the next is the training warming up
+     * (caches, the allocator, lazy imports), not a change of pace */
+    size_t short_start = n / 10 > 20 ? n / 10 : 20;
+    if (nchanges && starts[0] <= short_start &&
+        trimmed_mean(d, starts[0], tmp) >
+            trimmed_mean(d + starts[0], (nchanges > 1 ? starts[1] : n) - starts[0], tmp)) {
+        memmove(starts, starts + 1, (nchanges - 1) * sizeof *starts);
+        nchanges--;
+    }
     bool ok = true;
     for (size_t r = 0; r <= nchanges; r++) {
         size_t lo = r ? starts[r - 1] : 0, hi = r < nchanges ? starts[r] : n;
@@ -202,10 +242,10 @@ bool tp_regimes_build(tp_run *run, const tp_rank_course *course, size_t skip, in
         double sum = 0;
         for (size_t i = lo; i < hi; i++)
             sum += d[i];
-        *g = (tp_regime){.first_step = skip + lo + 1,
-                         .last_step = skip + hi,
-                         .t0_s = (double)course->a[skip + lo] / 1e9,
-                         .t1_s = (double)course->b[skip + hi - 1] / 1e9,
+        *g = (tp_regime){.first_step = idx[lo] + 1,
+                         .last_step = idx[hi - 1] + 1,
+                         .t0_s = (double)course->a[idx[lo]] / 1e9,
+                         .t1_s = (double)course->b[idx[hi - 1]] / 1e9,
                          .mean_s = sum / (double)(hi - lo),
                          .median_s = median(d + lo, hi - lo, tmp)};
         double *logs = tp_xmalloc((hi - lo) * sizeof *logs);
@@ -218,7 +258,7 @@ bool tp_regimes_build(tp_run *run, const tp_rank_course *course, size_t skip, in
         g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN};
         if (!nchanges) /* a steady run: its figures are the report's already */
             continue;
-        int64_t t0 = course->a[skip + lo], t1 = course->b[skip + hi - 1];
+        int64_t t0 = course->a[idx[lo]], t1 = course->b[idx[hi - 1]];
         double seconds[TP_STEP_PHASES - 1], inside = 0;
         ok = ok && tp_run_thread_phase_seconds(run, course->thread, t0, t1, tp_step_phase_names,
                                                TP_STEP_PHASES - 1, seconds);
@@ -233,6 +273,7 @@ bool tp_regimes_build(tp_run *run, const tp_rank_course *course, size_t skip, in
         find_causes(&out->v[r - 1], &out->v[r]);
     free(d);
     free(tmp);
+    free(idx);
     if (!ok)
         snprintf(err, cap, "%s: cannot read the regions of a regime", tp_run_file(run));
     return ok;

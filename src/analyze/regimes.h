@@ -8,7 +8,10 @@
  * of the noise (the median absolute difference of neighbouring steps) and
  * log n, both sides hold at least TP_REGIME_MIN_STEPS steps and 4 % of
  * the steps, and their
- * medians differ by TP_REGIME_MIN_CHANGE or more. At most TP_REGIMES_MAX
+ * levels (trimmed means of the log durations) differ by
+ * TP_REGIME_MIN_CHANGE or more; a short episode (under a tenth of the steps)
+ * between two alike regimes is a blip, not a change, and a short slower
+ * first regime is the warm-up. At most TP_REGIMES_MAX
  * regimes. Each regime has its figures (steps, times, mean and median step),
  * the seconds per step of each standard phase on the rank's step thread,
  * and the machine over it (CPUs used by processes not the training's, CPU

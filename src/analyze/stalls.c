@@ -9,16 +9,6 @@
 #include "util/grow.h"
 #include "util/oom.h"
 
-double tp_stall_threshold(double stall_after_s, double median_step_s)
-{
-    if (stall_after_s > 0)
-        return stall_after_s;
-    if (!(median_step_s > 0))
-        return TP_STALL_FIRST_STEP_S;
-    double t = TP_STALL_STEPS * median_step_s;
-    return t > TP_STALL_MIN_S ? t : TP_STALL_MIN_S;
-}
-
 static double median_step(const tp_timings *t, int rank)
 {
     for (size_t i = 0; i < t->nsteps; i++)
@@ -60,17 +50,22 @@ static void gather(void *ctx, const tp_stack_thread_run *r)
 {
     gather_ctx *c = ctx;
     size_t k = 0;
-    while (k < c->stalls->n && c->stalls->v[k].rank != r->rank)
-        k++;
+    double w = 0;
+    for (; k < c->stalls->n; k++) {
+        if (c->stalls->v[k].rank != r->rank)
+            continue;
+        int64_t start = llround(c->stalls->v[k].start_s * 1e9);
+        int64_t stop = llround(c->stalls->v[k].end_s * 1e9), end = r->t_ns + r->span_ns;
+        if (end < start || r->t_ns > stop)
+            continue;
+        /* a run of samples counts for its part inside the stall */
+        int64_t a = r->t_ns > start ? r->t_ns : start, b = end < stop ? end : stop;
+        w = r->span_ns <= 0 ? (double)r->count
+                            : (double)r->count * (double)(b - a) / (double)r->span_ns;
+        break;
+    }
     if (k == c->stalls->n)
         return;
-    int64_t start = llround(c->stalls->v[k].start_s * 1e9), end = r->t_ns + r->span_ns;
-    if (end < start)
-        return;
-    /* a run that began before the stall counts for its part after */
-    double w = r->t_ns >= start || r->span_ns <= 0
-                   ? (double)r->count
-                   : (double)r->count * (double)(end - start) / (double)r->span_ns;
     tp_stall *st = &c->stalls->v[k];
     size_t i = 0;
     while (i < st->nthreads &&
@@ -132,22 +127,35 @@ static bool waits_for_others(const char *phase)
 /* Names the rank(s) the others wait for (stalls.h). */
 static void name_first(tp_stalls *s)
 {
-    size_t waiting = 0;
+    size_t waiting = 0, ongoing = 0;
+    for (size_t i = 0; i < s->n; i++)
+        ongoing += !s->v[i].ended;
     for (size_t i = 0; i < s->n; i++) {
-        s->v[i].waits = s->n > 1 && waits_for_others(s->v[i].phase);
+        s->v[i].waits = !s->v[i].ended && ongoing > 1 && waits_for_others(s->v[i].phase);
         waiting += s->v[i].waits;
     }
-    if (waiting > 0 && waiting < s->n) {
+    if (waiting > 0 && waiting < ongoing) {
         for (size_t i = 0; i < s->n; i++)
-            s->v[i].first = !s->v[i].waits;
+            s->v[i].first = !s->v[i].ended && !s->v[i].waits;
         return;
     }
-    size_t first = 0;
-    for (size_t i = 1; i < s->n; i++)
-        if (s->v[i].start_s < s->v[first].start_s)
-            first = i;
-    if (s->n)
+    long first = -1;
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->v[i].ended && (first < 0 || s->v[i].start_s < s->v[first].start_s))
+            first = (long)i;
+    if (first >= 0)
         s->v[first].first = true;
+}
+
+/* Ongoing stalls first, then those that ended, each in rank order. */
+static int cmp_stall(const void *x, const void *y)
+{
+    const tp_stall *a = x, *b = y;
+    if (a->ended != b->ended)
+        return a->ended ? 1 : -1;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return (a->start_s > b->start_s) - (a->start_s < b->start_s);
 }
 
 static void drop_stall(tp_stalls *s, size_t i)
@@ -170,6 +178,10 @@ static void keep_stalled(tp_stalls *s, double stall_after)
     bool any = false;
     for (size_t i = 0; i < s->n;) {
         const tp_stall *r = &s->v[i];
+        if (r->ended) {
+            i++;
+            continue;
+        }
         bool pause = r->phase && tp_phase_kind_of(r->phase) == TP_PHASE_KIND_PAUSE;
         if (pause && !(stall_after > 0) && r->seconds <= TP_STALL_FIRST_STEP_S) {
             drop_stall(s, i);
@@ -178,9 +190,9 @@ static void keep_stalled(tp_stalls *s, double stall_after)
         any = any || r->phase;
         i++;
     }
-    if (!any)
-        while (s->n)
-            drop_stall(s, s->n - 1);
+    for (size_t i = s->n; !any && i-- > 0;)
+        if (!s->v[i].ended)
+            drop_stall(s, i);
 }
 
 bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, double run_s,
@@ -203,13 +215,41 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
             continue;
         out->v = tp_grow(out->v, out->n, &vcap, sizeof *out->v);
         out->v[out->n++] = (tp_stall){.rank = rc->rank,
+                                      .end_s = run_s,
                                       .start_s = (double)progress / 1e9,
                                       .seconds = seconds,
                                       .threshold_s = threshold,
                                       .step = rc->begun};
     }
+    size_t ended = 0;
+    for (size_t i = 0; i < course->n; i++) {
+        const tp_rank_course *rc = &course->v[i];
+        double threshold = tp_stall_threshold(stall_after, rc->n ? median_step(t, rc->rank) : NAN);
+        for (size_t k = 0; k < rc->n; k++) {
+            double seconds = (double)(rc->b[k] - rc->a[k]) / 1e9;
+            if (seconds <= threshold)
+                continue;
+            if (ended++ >= TP_STALLS_ENDED_MAX) {
+                out->ended_untold++;
+                continue;
+            }
+            out->v = tp_grow(out->v, out->n, &vcap, sizeof *out->v);
+            out->v[out->n++] = (tp_stall){.rank = rc->rank,
+                                          .ended = true,
+                                          .start_s = (double)rc->a[k] / 1e9,
+                                          .end_s = (double)rc->b[k] / 1e9,
+                                          .seconds = seconds,
+                                          .threshold_s = threshold,
+                                          .step = k + 1};
+        }
+    }
+    if (out->n)
+        qsort(out->v, out->n, sizeof *out->v, cmp_stall);
     if (!out->n || !tp_run_has_stacks(run)) {
-        tp_stalls_free(out); /* where nothing says a region was open, the loop may have ended */
+        /* where nothing says a region was open, the loop may have ended */
+        for (size_t i = out->n; i-- > 0;)
+            if (!out->v[i].ended)
+                drop_stall(out, i);
         return true;
     }
     if (!tp_run_stack_tree(run, &out->tree, err, cap))

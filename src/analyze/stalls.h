@@ -22,7 +22,12 @@
  * (in their input, their forward, their own code) are the ones the others
  * wait for, and are named first. Where every stalled rank waits, or none
  * does, the rank whose progress stopped earliest (aligned clocks in a merged
- * run) is. No words: render/ says it. */
+ * run) is.
+ *
+ * A step of a rank that took longer than its threshold and then closed is
+ * a stall that ended: kept with where its threads were during it (ended),
+ * left out of the step figures by timings.c with the same threshold. No
+ * words: render/ says it. */
 #ifndef TP_ANALYZE_STALLS_H
 #define TP_ANALYZE_STALLS_H
 
@@ -31,12 +36,9 @@
 #include <stdint.h>
 
 #include "analyze/rank_course.h"
+#include "core/stall_rule.h"
 #include "core/timing_facts.h"
 #include "store/reader_stacks.h"
-
-#define TP_STALL_MIN_S        30.0  /* the threshold's floor */
-#define TP_STALL_STEPS        10.0  /* ... else this many median steps */
-#define TP_STALL_FIRST_STEP_S 600.0 /* before a rank's first step closed */
 
 typedef struct tp_stall_thread {
     int64_t pid;
@@ -47,8 +49,15 @@ typedef struct tp_stall_thread {
     double samples, known, on_cpu; /* since then (runs cut at the start pro rata) */
 } tp_stall_thread;
 
+#define TP_STALLS_ENDED_MAX 32 /* stalls that ended, kept (the rest counted) */
+
 typedef struct tp_stall {
     int rank;
+    /* it ended: a step that took longer than the threshold and closed, a
+     * pause left out of the step figures (timings.h); else it lasted until
+     * the recording ended */
+    bool ended;
+    double end_s;   /* when it ended (the step's end, or the recording's) */
     double start_s; /* its last progress: the last region closed or step mark on its threads */
     double seconds; /* from then to the end of the recording */
     double threshold_s;
@@ -61,9 +70,10 @@ typedef struct tp_stall {
 } tp_stall;
 
 typedef struct tp_stalls {
-    tp_stall *v; /* in rank order */
+    tp_stall *v; /* in rank order, those that lasted to the end first */
     size_t n;
-    tp_stack_tree tree; /* the frames of the threads' nodes (empty without stacks) */
+    size_t ended_untold; /* stalls that ended past TP_STALLS_ENDED_MAX */
+    tp_stack_tree tree;  /* the frames of the threads' nodes (empty without stacks) */
 } tp_stalls;
 
 /* The stalled ranks of run, whose recording lasted run_s, from its ranks'
@@ -72,9 +82,5 @@ typedef struct tp_stalls {
 bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, double run_s,
                      tp_stalls *out, char *err, size_t cap);
 void tp_stalls_free(tp_stalls *s);
-
-/* The threshold a rank's stall is judged by: stall_after_s where the run set
- * one (> 0), else from its median step (NaN or <= 0 for none). */
-double tp_stall_threshold(double stall_after_s, double median_step_s);
 
 #endif

@@ -1,6 +1,8 @@
 /* timings.c: timings tables from regions and step/epoch marks. */
 #include "analyze/timings.h"
 
+#include "core/stall_rule.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include "store/reader_stream.h"
 #include "util/grow.h"
 #include "util/ns_math.h"
+#include "util/oom.h"
 
 typedef struct build_ctx {
     tp_timings *t;
@@ -148,10 +151,38 @@ static double sum(const double *v, size_t n)
  * first steps are warm-up for as long as each overlaps one of its compile
  * regions; they go to the epochs, not to the step figures or the spans
  * (unless the rank has no other step). */
+/* The stall threshold of the steps of marks[lo, hi) (core/stall_rule.h):
+ * from the median of every closed step (one step mark to the next on a
+ * thread, no epoch mark between), or stall_after_s where the run set it. */
+static double steps_stall_threshold(const tp_run_mark *m, size_t lo, size_t hi,
+                                    double stall_after_s)
+{
+    if (stall_after_s > 0)
+        return stall_after_s;
+    double *d = tp_xmalloc((hi - lo + 1) * sizeof *d);
+    size_t n = 0;
+    long prev = -1;
+    for (size_t i = lo; i < hi; i++) {
+        if (i > lo && m[i].thread != m[i - 1].thread)
+            prev = -1;
+        if (m[i].kind == TP_MARK_SAMPLES)
+            continue;
+        if (prev >= 0 && m[i].kind != TP_MARK_EPOCH)
+            d[n++] = (double)tp_ns_sub(m[i].t_ns, m[prev].t_ns) / 1e9;
+        prev = m[i].kind == TP_MARK_STEP ? (long)i : -1;
+    }
+    tp_stats st;
+    tp_stats_compute(d, n, &st);
+    free(d);
+    return tp_stall_threshold(0, n ? st.p50 : 0);
+}
+
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
                        const compile_list *compiles, size_t *steps_cap, size_t *epochs_cap,
-                       tp_time_spans *spans)
+                       tp_time_spans *spans, double stall_after_s)
 {
+    /* a step that stalled (and went on) is a pause, not a step's time */
+    double stall_s = steps_stall_threshold(m, lo, hi, stall_after_s);
     step_set steady = {.durations = malloc((hi - lo + 1) * sizeof(double))};
     step_set warm = {.durations = malloc((hi - lo + 1) * sizeof(double))};
     long epoch_row = -1;     /* the open epoch's row in t->epochs */
@@ -195,7 +226,8 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         if (prev_step >= 0) {
             int64_t a = m[prev_step].t_ns, b = m[i].t_ns;
             warming = warming && compiled_in(compiles, m[i].thread, a, b);
-            step_set_add(warming ? &warm : &steady, a, b, pending, pending_batches);
+            if (warming || (double)tp_ns_sub(b, a) / 1e9 <= stall_s)
+                step_set_add(warming ? &warm : &steady, a, b, pending, pending_batches);
             if (epoch_row >= 0) {
                 t->epochs[epoch_row].steps++;
                 t->epochs[epoch_row].samples = tp_ns_add(t->epochs[epoch_row].samples, pending);
@@ -376,6 +408,8 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
     size_t n;
     if (!tp_run_marks(run, &marks, &n, err, cap))
         return false;
+    const char *after = tp_run_meta_get(run, "stall_after_s");
+    double stall_after_s = after ? strtod(after, NULL) : 0;
     compile_list compiles = {0};
     static const char *const compile[] = {TP_PHASE_COMPILE};
     if (!tp_run_each_named_region(run, compile, 1, add_compile, &compiles, err, cap)) {
@@ -391,7 +425,8 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
         spans.v = tp_grow(spans.v, spans.n, &spans.cap, sizeof *spans.v);
         rank_spans *rs = &spans.v[spans.n++];
         *rs = (rank_spans){marks[lo].rank, {0}};
-        rank_steps(out, marks, lo, hi, run_s, &compiles, &steps_cap, &epochs_cap, &rs->spans);
+        rank_steps(out, marks, lo, hi, run_s, &compiles, &steps_cap, &epochs_cap, &rs->spans,
+                   stall_after_s);
         tp_spans_merge(&rs->spans);
         total_spans += rs->spans.n;
         lo = hi;

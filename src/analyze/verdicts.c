@@ -401,10 +401,13 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
     const tp_timings *t = &s->timings;
     /* a run that stalled gets no verdict on its step time: its trouble is
      * the stall, and the steps before it are too few to judge (report says so) */
-    for (size_t i = 0; i < t->nrows && !s->stalls.n; i++)
+    bool stalled = false;
+    for (size_t i = 0; i < s->stalls.n; i++)
+        stalled = stalled || !s->stalls.v[i].ended;
+    for (size_t i = 0; i < t->nrows && !stalled; i++)
         if (i == 0 || t->rows[i].rank != t->rows[i - 1].rank)
             rank_verdicts(s, t->rows[i].rank, out);
-    if (!s->stalls.n)
+    if (!stalled)
         across_ranks(s, out);
     system_verdicts(s, out);
     tp_model_facts facts;

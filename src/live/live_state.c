@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stall_rule.h"
 #include "util/grow.h"
 
 /* The last seconds of one phase name (all ranks). */
@@ -38,6 +39,8 @@ struct tp_live {
     double steps[TP_LIVE_BUCKETS], samples[TP_LIVE_BUCKETS], batches[TP_LIVE_BUCKETS];
     window_name window[TP_LIVE_NAMES];
     size_t nwindow;
+    uint64_t now_ns;      /* the latest time any batch held */
+    double stall_after_s; /* record --stall-after, 0 for the rule's own */
 };
 
 tp_live *tp_live_new(double interval_s)
@@ -271,6 +274,8 @@ static void apply_series(tp_live *l, const tp_batch *b)
         s->latest = x->value;
         s->has_value = true;
         *last_t = x->t_ns;
+        if (x->t_ns > l->now_ns)
+            l->now_ns = x->t_ns;
     }
 }
 
@@ -320,16 +325,36 @@ static void apply_threads(tp_live *l, const tp_batch *b)
     }
 }
 
+/* A step-ish mark of rank r at t: the step it closes joins the recent ones. */
+static void rank_step(tp_live_rank *r, uint32_t kind, uint64_t t)
+{
+    if (r->step_open && t >= r->last_step_ns && r->last_step_ns > 0) {
+        r->recent[r->nrecent % TP_LIVE_RECENT_STEPS] = (double)(t - r->last_step_ns) / 1e9;
+        r->nrecent++;
+    }
+    r->step_open = kind == TP_MARK_STEP;
+    if (t > r->last_step_ns)
+        r->last_step_ns = t;
+    if (t > r->last_progress_ns)
+        r->last_progress_ns = t;
+}
+
 static void apply_events(tp_live *l, const tp_batch *b)
 {
     for (size_t i = 0; i < b->intervals.len; i++) {
         const tp_interval *v = &b->intervals.items[i];
-        tp_live_phase_total *p = phase_entry(l, rank_of_thread(l, v->thread), v->name);
+        int32_t rank = rank_of_thread(l, v->thread);
+        tp_live_phase_total *p = phase_entry(l, rank, v->name);
         if (p) {
             p->count++;
             p->seconds += (double)(v->end_ns - v->start_ns) / 1e9;
         }
         window_busy(l, v);
+        tp_live_rank *r = rank_entry(l, rank);
+        if (r && v->end_ns > r->last_progress_ns)
+            r->last_progress_ns = v->end_ns;
+        if (v->end_ns > l->now_ns)
+            l->now_ns = v->end_ns;
     }
     for (size_t i = 0; i < b->device_spans.len; i++) {
         const tp_device_span *d = &b->device_spans.items[i];
@@ -343,9 +368,13 @@ static void apply_events(tp_live *l, const tp_batch *b)
     for (size_t i = 0; i < b->marks.len; i++) {
         const tp_mark *m = &b->marks.items[i];
         window_mark(l, m);
+        if (m->t_ns > l->now_ns)
+            l->now_ns = m->t_ns;
         tp_live_rank *r = rank_entry(l, rank_of_thread(l, m->thread));
         if (!r)
             continue;
+        if (m->kind == TP_MARK_STEP || m->kind == TP_MARK_STEP_END)
+            rank_step(r, m->kind, m->t_ns);
         if (m->kind == TP_MARK_STEP)
             r->steps++;
         else if (m->kind == TP_MARK_SAMPLES) {
@@ -364,6 +393,62 @@ void tp_live_apply(tp_live *l, const tp_batch *b)
     apply_threads(l, b);
     apply_events(l, b);
     pthread_mutex_unlock(&l->lock);
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+void tp_live_rank_progress(const tp_live_rank *r, uint64_t now_ns, double stall_after_s,
+                           tp_live_progress *out)
+{
+    double recent[TP_LIVE_RECENT_STEPS], median = 0;
+    size_t n = r->nrecent < TP_LIVE_RECENT_STEPS ? r->nrecent : TP_LIVE_RECENT_STEPS;
+    memcpy(recent, r->recent, n * sizeof *recent);
+    qsort(recent, n, sizeof *recent, cmp_double);
+    if (n)
+        median = n % 2 ? recent[n / 2] : (recent[n / 2 - 1] + recent[n / 2]) / 2;
+    out->since_step_s =
+        r->last_step_ns && now_ns > r->last_step_ns ? (double)(now_ns - r->last_step_ns) / 1e9 : 0;
+    out->since_progress_s = r->last_progress_ns && now_ns > r->last_progress_ns
+                                ? (double)(now_ns - r->last_progress_ns) / 1e9
+                                : 0;
+    out->threshold_s = tp_stall_threshold(stall_after_s, n ? median : 0);
+    out->stalled = r->step_open && out->since_progress_s > out->threshold_s;
+}
+
+void tp_live_set_stall_after(tp_live *l, double seconds)
+{
+    pthread_mutex_lock(&l->lock);
+    l->stall_after_s = seconds;
+    pthread_mutex_unlock(&l->lock);
+}
+
+bool tp_live_worst_stall(tp_live *l, int32_t *rank, double *seconds)
+{
+    pthread_mutex_lock(&l->lock);
+    bool any = false;
+    for (size_t i = 0; i < l->nranks; i++) {
+        tp_live_progress p;
+        tp_live_rank_progress(&l->ranks[i], l->now_ns, l->stall_after_s, &p);
+        if (p.stalled && (!any || p.since_progress_s > *seconds)) {
+            any = true;
+            *rank = l->ranks[i].rank;
+            *seconds = p.since_progress_s;
+        }
+    }
+    pthread_mutex_unlock(&l->lock);
+    return any;
+}
+
+uint64_t tp_live_now(tp_live *l)
+{
+    pthread_mutex_lock(&l->lock);
+    uint64_t now = l->now_ns;
+    pthread_mutex_unlock(&l->lock);
+    return now;
 }
 
 /* ---- reading ---- */
@@ -415,7 +500,9 @@ void tp_live_read(tp_live *l, tp_live_read_fn fn, void *ctx)
                       l->ranks,
                       l->nranks,
                       (const char *const *)l->names,
-                      l->nnames};
+                      l->nnames,
+                      l->now_ns,
+                      l->stall_after_s};
     fn(ctx, &v);
     pthread_mutex_unlock(&l->lock);
 }

@@ -71,10 +71,20 @@ typedef struct tp_live_phase_total {
     double device_seconds;
 } tp_live_phase_total;
 
+#define TP_LIVE_RECENT_STEPS 31 /* steps a rank's median step is of */
+
 typedef struct tp_live_rank {
     int32_t rank;
     uint64_t steps, samples, batches, epochs, dropped;
     int64_t epoch; /* the latest epoch mark's value, -1 before one */
+    /* its progress: the latest step mark, and the latest step mark or region
+     * end of its threads (ns since the anchor; 0 before any), whether a step
+     * was open then (its latest step-ish mark began one), and the durations
+     * of its last steps (a ring), for its median */
+    uint64_t last_step_ns, last_progress_ns;
+    bool step_open;
+    double recent[TP_LIVE_RECENT_STEPS];
+    size_t nrecent;
 } tp_live_rank;
 
 typedef struct tp_live_view {
@@ -86,7 +96,32 @@ typedef struct tp_live_view {
     size_t nranks;
     const char *const *names; /* by name id - 1; entries may be NULL */
     size_t nnames;
+    uint64_t now_ns;      /* tp_live_now's */
+    double stall_after_s; /* tp_live_set_stall_after's */
 } tp_live_view;
+
+/* How long rank r has gone without a step mark, and without any progress
+ * (a step mark, a region closed), at now_ns; and whether it has stalled
+ * (core/stall_rule.h: a step open and no progress past the threshold of
+ * stall_after_s or its median step). */
+typedef struct tp_live_progress {
+    double since_step_s, since_progress_s, threshold_s;
+    bool stalled;
+} tp_live_progress;
+void tp_live_rank_progress(const tp_live_rank *r, uint64_t now_ns, double stall_after_s,
+                           tp_live_progress *out);
+
+/* The latest time the state has seen (a sample, a mark, a region's end):
+ * the recording's "now" as far as its batches tell, within a sampling
+ * interval; what /metrics and top judge a stall at. */
+uint64_t tp_live_now(tp_live *l);
+
+/* The stalled rank that has gone longest without progress, and how long;
+ * false when none has stalled. */
+bool tp_live_worst_stall(tp_live *l, int32_t *rank, double *seconds);
+
+/* The run's own stall threshold (record --stall-after; 0: the rule's). */
+void tp_live_set_stall_after(tp_live *l, double seconds);
 
 /* A phase's name in a view; "(other)" for name 0 and names never defined. */
 const char *tp_live_view_name(const tp_live_view *v, uint32_t name);

@@ -25,6 +25,14 @@ void tp_status_line_draw(FILE *out, tp_live *live, double elapsed_s, double mem_
             break;
         n += snprintf(line + n, sizeof line - (size_t)n, "  gpu%d %3.0f%%", g, v);
     }
+    int32_t rank;
+    if (tp_live_worst_stall(live, &rank, &v) && n < (int)sizeof line - 64) {
+        char who[24] = "";
+        if (rank >= 0)
+            snprintf(who, sizeof who, "rank %d ", (int)rank);
+        n += snprintf(line + n, sizeof line - (size_t)n, "  STALLED: %sno progress for %.0f s", who,
+                      v);
+    }
     fprintf(out, "\r\033[K%s", line);
     fflush(out);
 }

@@ -48,12 +48,27 @@ static const char *thread_state(const tp_stall_thread *th)
  * worker's, at most 3. */
 static bool worth_naming(const tp_stall_thread *th) { return th->phase || th->worker; }
 
+/* The ongoing stall the others wait for (or that stopped first), NULL when
+ * none lasted to the end. */
 static const tp_stall *first_stalled(const tp_stalls *st)
 {
-    for (size_t i = 0; i < st->n; i++)
+    const tp_stall *any = NULL;
+    for (size_t i = 0; i < st->n; i++) {
+        if (st->v[i].ended)
+            continue;
         if (st->v[i].first)
             return &st->v[i];
-    return st->n ? &st->v[0] : NULL;
+        any = any ? any : &st->v[i];
+    }
+    return any;
+}
+
+static size_t ongoing_count(const tp_stalls *st)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < st->n; i++)
+        n += !st->v[i].ended;
+    return n;
 }
 
 /* The stall's innermost frame and state of its busiest thread worth naming:
@@ -74,10 +89,60 @@ static void where_text(char *out, size_t cap, const tp_stalls *st, const tp_stal
     }
 }
 
+/* "rank 1" or "the training" */
+static void rank_name(char *out, size_t cap, int rank)
+{
+    if (rank >= 0)
+        snprintf(out, cap, "rank %d", rank);
+    else
+        snprintf(out, cap, "the training");
+}
+
+/* The longest stall that ended, NULL when none did. */
+static const tp_stall *longest_ended(const tp_stalls *st, size_t *count)
+{
+    const tp_stall *best = NULL;
+    *count = 0;
+    for (size_t i = 0; i < st->n; i++)
+        if (st->v[i].ended) {
+            (*count)++;
+            if (!best || st->v[i].seconds > best->seconds)
+                best = &st->v[i];
+        }
+    *count += st->ended_untold;
+    return best;
+}
+
+/* "step 11 of rank 0 made no progress for 6.0 s from 1.9 s into the run
+ * (15:48:30 UTC), in train_batch: in <module> (pausing.py:12), waiting" */
+static void ended_text(char *out, size_t cap, const tp_summary *s, const tp_stall *r)
+{
+    char who[32], wall[16], span[32], where[600];
+    rank_name(who, sizeof who, r->rank);
+    tp_report_wall_time(wall, sizeof wall, s->run, r->start_s);
+    tp_format_duration(span, sizeof span, r->seconds);
+    where_text(where, sizeof where, &s->stalls, r);
+    snprintf(out, cap, "step %zu of %s took %s from %.1f s into the run%s%s%s%s%s%s%s", r->step,
+             who, span, r->start_s, wall[0] ? " (" : "", wall, wall[0] ? " UTC)" : "",
+             r->phase ? ", in " : "", r->phase ? r->phase : "", where[0] ? ":" : "", where);
+}
+
 void tp_report_course_answer(FILE *out, const tp_summary *s)
 {
     const tp_stalls *st = &s->stalls;
     const tp_stall *first = first_stalled(st);
+    size_t ended;
+    const tp_stall *longest = longest_ended(st, &ended);
+    if (longest) {
+        char line[1400], what[1000];
+        ended_text(what, sizeof what, s, longest);
+        snprintf(line, sizeof line,
+                 "The training stalled and went on%s: %s; over %.0f s without progress, it is"
+                 " left out of the step figures.",
+                 ended > 1 ? " (the longest of its stalls: all under Stalls below)" : "", what,
+                 longest->threshold_s);
+        tp_report_wrapped(out, "[stall] ", line);
+    }
     if (!first)
         return;
     char line[1400], who[48], when[64] = "", where[600], span[32];
@@ -95,60 +160,81 @@ void tp_report_course_answer(FILE *out, const tp_summary *s)
              " followed, until the recording ended%s at step %zu%s%s%s%s%s.",
              first->start_s, when, span, who, first->step, first->phase ? " in " : "",
              first->phase ? first->phase : "", where[0] ? "," : "", where,
-             st->n > 1 && first->rank >= 0 ? "; the other ranks wait for it" : "");
+             ongoing_count(st) > 1 && first->rank >= 0 ? "; the other ranks wait for it" : "");
     tp_report_wrapped(out, "[stalled] ", line);
+}
+
+/* The threads of a stall worth naming, at most 3, a line each. */
+static void thread_lines(FILE *out, const tp_stalls *st, const tp_stall *r)
+{
+    size_t named = 0;
+    for (size_t k = 0; k < r->nthreads && named < 3; k++) {
+        const tp_stall_thread *th = &r->threads[k];
+        char frame[400], line[700];
+        tp_report_frame_text(frame, sizeof frame, &st->tree, th->node);
+        if (!worth_naming(th) || !frame[0])
+            continue;
+        const char *state = thread_state(th);
+        snprintf(line, sizeof line, "%s %lld/%d (%s): %s%s%s",
+                 th->worker ? "DataLoader worker" : "thread", (long long)th->pid, (int)th->tid,
+                 th->worker  ? "its loader"
+                 : th->phase ? th->phase
+                             : "no region",
+                 frame, state[0] ? ", " : "", state);
+        tp_report_wrapped(out, "  ", line);
+        named++;
+    }
+    if (!named)
+        fprintf(out, "    (no stack samples of its threads then)\n");
 }
 
 void tp_report_course_text(FILE *out, const tp_summary *s)
 {
     const tp_stalls *st = &s->stalls;
-    if (!st->n)
-        return;
-    fprintf(out, "\nStalled (no progress for over %.0f s, until the recording ended)\n",
-            st->v[0].threshold_s);
     const tp_stall *first = first_stalled(st);
-    for (size_t i = 0; i < st->n; i++) {
+    size_t ongoing = ongoing_count(st);
+    if (first)
+        fprintf(out, "\nStalled (no progress for over %.0f s, until the recording ended)\n",
+                first->threshold_s);
+    for (size_t i = 0; first && i < st->n; i++) {
         const tp_stall *r = &st->v[i];
+        if (r->ended)
+            continue;
         char when[16], span[32], who[32], head[600];
         tp_report_wall_time(when, sizeof when, s->run, r->start_s);
         tp_format_duration(span, sizeof span, r->seconds);
-        if (r->rank >= 0)
-            snprintf(who, sizeof who, "rank %d", r->rank);
-        else
-            snprintf(who, sizeof who, "the training");
+        rank_name(who, sizeof who, r->rank);
         char role[48] = ":";
-        if (st->n > 1 && r->first)
+        if (ongoing > 1 && r->first)
             snprintf(role, sizeof role, " stopped %s:", first == r ? "first" : "too");
-        else if (st->n > 1 && r->waits && first->rank >= 0)
+        else if (ongoing > 1 && r->waits && first->rank >= 0)
             snprintf(role, sizeof role, " waits for rank %d:", first->rank);
-        else if (st->n > 1 && r->waits)
+        else if (ongoing > 1 && r->waits)
             snprintf(role, sizeof role, " waits for the others:");
         snprintf(head, sizeof head, "%s%s in %s at step %zu since %.1f s%s%s%s (%s)", who, role,
                  r->phase ? r->phase : "no region", r->step, r->start_s, when[0] ? ", " : "", when,
                  when[0] ? " UTC" : "", span);
         tp_report_wrapped(out, "", head);
-        size_t named = 0;
-        for (size_t k = 0; k < r->nthreads && named < 3; k++) {
-            const tp_stall_thread *th = &r->threads[k];
-            char frame[400], line[700];
-            tp_report_frame_text(frame, sizeof frame, &st->tree, th->node);
-            if (!worth_naming(th) || !frame[0])
-                continue;
-            const char *state = thread_state(th);
-            snprintf(line, sizeof line, "%s %lld/%d (%s): %s%s%s",
-                     th->worker ? "DataLoader worker" : "thread", (long long)th->pid, (int)th->tid,
-                     th->worker  ? "its loader"
-                     : th->phase ? th->phase
-                                 : "no region",
-                     frame, state[0] ? ", " : "", state);
-            tp_report_wrapped(out, "  ", line);
-            named++;
-        }
-        if (!named)
-            fprintf(out, "    (no stack samples of its threads since then)\n");
+        thread_lines(out, st, r);
     }
-    fprintf(out, "  Verdicts on step time are left out: the steps before the stall are in Timings"
-                 " below.\n");
+    if (first)
+        fprintf(out, "  Verdicts on step time are left out: the steps before the stall are in"
+                     " Timings below.\n");
+    size_t ended;
+    if (!longest_ended(st, &ended))
+        return;
+    fprintf(out, "\nStalls (steps without progress for longer than their threshold, then went on;"
+                 " left out of the step figures)\n");
+    for (size_t i = 0; i < st->n; i++) {
+        if (!st->v[i].ended)
+            continue;
+        char line[1000];
+        ended_text(line, sizeof line, s, &st->v[i]);
+        line[0] = 'S'; /* "Step ..." */
+        tp_report_wrapped(out, "", line);
+    }
+    if (st->ended_untold)
+        fprintf(out, "  and %zu more\n", st->ended_untold);
 }
 
 static void stall_json(json_writer *w, const tp_stalls *st, const tp_stall *r)
@@ -156,8 +242,12 @@ static void stall_json(json_writer *w, const tp_stalls *st, const tp_stall *r)
     json_object_begin(w);
     json_key(w, "rank");
     json_int(w, r->rank);
+    json_key(w, "ended");
+    json_bool(w, r->ended);
     json_key(w, "start_s");
     json_double(w, r->start_s);
+    json_key(w, "end_s");
+    json_double(w, r->end_s);
     json_key(w, "seconds");
     json_double(w, r->seconds);
     json_key(w, "threshold_s");

@@ -153,6 +153,29 @@ static void render_timings(const exposition *e, const tp_live_view *v)
         rank_labels(out, e, v->ranks[i].rank);
         fprintf(out, "} %lld\n", (long long)v->ranks[i].epoch);
     }
+    header(out, "trainprof_seconds_since_step",
+           "seconds since the rank's latest step mark (0 before its first), per rank", "gauge");
+    for (size_t i = 0; i < v->nranks; i++) {
+        tp_live_progress p;
+        tp_live_rank_progress(&v->ranks[i], v->now_ns, v->stall_after_s, &p);
+        fputs("trainprof_seconds_since_step", out);
+        rank_labels(out, e, v->ranks[i].rank);
+        fputs("} ", out);
+        tp_prom_value(out, p.since_step_s);
+        fputc('\n', out);
+    }
+    header(out, "trainprof_stalled",
+           "1 while the rank has a step open and no progress (step mark, region closed) for "
+           "longer than its stall threshold (record --stall-after, else 10 median steps and at "
+           "least 30 s), else 0; per rank",
+           "gauge");
+    for (size_t i = 0; i < v->nranks; i++) {
+        tp_live_progress p;
+        tp_live_rank_progress(&v->ranks[i], v->now_ns, v->stall_after_s, &p);
+        fputs("trainprof_stalled", out);
+        rank_labels(out, e, v->ranks[i].rank);
+        fprintf(out, "} %d\n", p.stalled ? 1 : 0);
+    }
 }
 
 static void render(void *ctx, const tp_live_view *v)

@@ -58,20 +58,22 @@ def record(tmp_path, run_file, burners):
 
 
 def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_file):
-    # as many burners as the machine has CPUs: the training's thread gets a share
-    record(tmp_path, run_file, burners=os.cpu_count() or 2)
+    # twice as many burners as the machine has CPUs: the training's thread gets
+    # about a third of a CPU
+    record(tmp_path, run_file, burners=2 * (os.cpu_count() or 2))
     rep = report_json(run_file)
     regimes = rep["regimes"]["regimes"]
     assert len(regimes) >= 2, regimes
     first, last = regimes[0], regimes[-1]
-    # the change placed within a few steps of the burners' start (step 201)
-    assert abs(regimes[1]["first_step"] - 201) <= 10, regimes
     assert first["first_step"] == 1 and last["last_step"] == 400
-    assert last["step_typical_s"] >= 1.3 * first["step_typical_s"]
-    causes = [c["kind"] for r in regimes[1:] for c in r["causes"]]
-    assert "others_cpu_percent" in causes, regimes
-    cpu = [c for c in regimes[1]["causes"] if c["kind"] == "others_cpu_percent"][0]
-    assert cpu["after"] >= cpu["before"] + 15
+    # a change placed within a few steps of the burners' start (step 201); a
+    # loaded machine may have slowed the first steps too (a change of its own)
+    at = [i for i, r in enumerate(regimes) if abs(r["first_step"] - 201) <= 10]
+    assert at, regimes
+    before, after = regimes[at[0] - 1], regimes[at[0]]
+    assert after["step_typical_s"] >= 1.3 * before["step_typical_s"]
+    cpu = [c for c in after["causes"] if c["kind"] == "others_cpu_percent"]
+    assert cpu and cpu[0]["after"] >= cpu[0]["before"] + 15, after
     text = trainprof("report", run_file).stdout
     short = text.split("In short\n")[1].split("\n\n")[0]
     assert "[pace] The pace" in short and "processes not the training's used" in short, short

@@ -4,8 +4,12 @@ ends the run. The report opens with the stall, names the rank the others
 wait for, its phase and its function; JSON has the same under "stalls"."""
 
 import os
+import pty
+import socket
 import subprocess
 import textwrap
+import time
+import urllib.request
 
 from conftest import PROGRAM, PYTHON, report_json, trainprof
 
@@ -74,7 +78,7 @@ def in_short(run_file):
 def test_rank_blocked_in_its_dataset_is_named_with_its_function(tmp_path, run_file):
     record_hang(tmp_path, run_file, "data")
     rep = report_json(run_file)
-    stalls = {s["rank"]: s for s in rep["stalls"]}
+    stalls = {s["rank"]: s for s in rep["stalls"] if not s["ended"]}
     assert set(stalls) == {0, 1}, rep["stalls"]
     blocked, waiting = stalls[1], stalls[0]
     assert blocked["first"] and not waiting["first"]
@@ -106,10 +110,58 @@ def test_rank_blocked_in_its_dataset_is_named_with_its_function(tmp_path, run_fi
     assert "[stopped] The run was asked to stop: record got SIGTERM" in short
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def gauge(text, name, rank):
+    for line in text.splitlines():
+        if line.startswith(name + "{") and f'rank="{rank}"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_metrics_show_the_stall_while_it_lasts(tmp_path, run_file):
+    script = tmp_path / "hang_ddp.py"
+    script.write_text(textwrap.dedent(HANG))
+    port = free_port()
+    rec = subprocess.Popen([PROGRAM, "record", "-q", "--stall-after", "3", "--serve",
+                            f"127.0.0.1:{port}", "-o", str(run_file), "--", *TORCHRUN,
+                            "--standalone", "--nproc_per_node", "2", str(script)],
+                           env=dict(os.environ, BLOCK="data"), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        seen = {}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            try:
+                text = scrape(port)
+            except OSError:
+                continue
+            seen = {r: (gauge(text, "trainprof_stalled", r),
+                        gauge(text, "trainprof_seconds_since_step", r)) for r in (0, 1)}
+            if seen[1][0] == 1 and seen[0][0] == 1:
+                break
+        # before the stall: counted, not stalled; then both ranks stalled
+        assert seen[1][0] == 1 and seen[0][0] == 1, seen
+        assert seen[1][1] > 3, seen
+    finally:
+        rec.terminate()
+        rec.wait(timeout=60)
+
+
 def test_rank_blocked_before_a_collective(tmp_path, run_file):
     record_hang(tmp_path, run_file, "forward")
     rep = report_json(run_file)
-    stalls = {s["rank"]: s for s in rep["stalls"]}
+    stalls = {s["rank"]: s for s in rep["stalls"] if not s["ended"]}
     assert set(stalls) == {0, 1}, rep["stalls"]
     assert stalls[1]["first"] and stalls[1]["phase"] == "forward"
     assert stalls[0]["waits_for_others"] and stalls[0]["phase"] == "backward"
@@ -142,3 +194,54 @@ def test_stall_after_is_checked():
     r = trainprof("record", "--stall-after", "0", "--", "true")
     assert r.returncode == 2 and "stall-after" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+PAUSING = """
+import time, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+data = TensorDataset(torch.randn(640, 8), torch.randint(0, 2, (640,)))
+model = nn.Linear(8, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step, (x, y) in enumerate(DataLoader(data, batch_size=16)):
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    if step == 10:
+        time.sleep(6)  # a stall that ends: a slow file system, a peer that came back
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_status_line_says_stalled_and_a_stall_that_ends_is_no_stall(tmp_path, run_file):
+    script = tmp_path / "pausing.py"
+    script.write_text(textwrap.dedent(PAUSING))
+    master, slave = pty.openpty()
+    p = subprocess.Popen([PROGRAM, "record", "--stall-after", "2", "-o", str(run_file), "--",
+                          PYTHON, str(script)], stderr=slave, stdout=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert p.wait(timeout=60) == 0
+    os.close(master)
+    assert "STALLED: no progress for " in out.decode()
+    rep = report_json(run_file)
+    # it went on: a stall that ended, its step left out of the step figures
+    assert len(rep["stalls"]) == 1, rep["stalls"]
+    stall = rep["stalls"][0]
+    assert stall["ended"] and stall["step"] == 11 and 5.5 <= stall["seconds"] < 8, stall
+    assert stall["phase"] == "train_batch"
+    assert stall["threads"][0]["frames"][0]["line"] == 12
+    steps = rep["steps"][0]
+    assert steps["count"] == 39 and steps["max_s"] < 1, steps
+    assert len(rep["regimes"]["regimes"]) == 1
+    short = in_short(run_file)
+    assert "[stall] The training stalled and went on: step 11" in short, short
+    assert "[stalled]" not in short

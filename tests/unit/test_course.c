@@ -71,6 +71,21 @@ static void test_small_or_short_changes_are_none(void **state)
     assert_int_equal(tp_change_points(few, 0, starts), 0);
 }
 
+static void test_a_blip_the_pace_came_back_from_is_none(void **state)
+{
+    (void)state;
+    size_t starts[TP_REGIMES_MAX];
+    double *d = noisy(1000, 0.1, 9);
+    for (size_t i = 500; i < 560; i++) /* 60 steps (6 %) half as fast, then as before */
+        d[i] *= 2;
+    assert_int_equal(tp_change_points(d, 1000, starts), 0);
+    for (size_t i = 560; i < 1000; i++) /* ... unless it stays */
+        d[i] *= 2;
+    assert_int_equal(tp_change_points(d, 1000, starts), 1);
+    assert_true(starts[0] >= 498 && starts[0] <= 502);
+    free(d);
+}
+
 static void test_two_alternating_speeds_are_one_pace(void **state)
 {
     (void)state;
@@ -97,6 +112,7 @@ int main(void)
         cmocka_unit_test(test_steady_steps_have_no_change),
         cmocka_unit_test(test_a_level_shift_is_placed),
         cmocka_unit_test(test_small_or_short_changes_are_none),
+        cmocka_unit_test(test_a_blip_the_pace_came_back_from_is_none),
         cmocka_unit_test(test_two_alternating_speeds_are_one_pace),
         cmocka_unit_test(test_stall_threshold),
     };

@@ -2,7 +2,8 @@
 
 The corpus (tests/golden/runs/) is recorded once, by `golden.py record`:
 the bundled example, a DDP run of two ranks, a merge of two nodes, a
-recording killed mid-run, an empty run, a schema-3 file, and a synthetic
+recording killed mid-run, an empty run, a schema-3 file, a DDP run that
+stalls until `timeout` ends it, a training that dies of an exception, and a synthetic
 node of 8 ranks (bench/gen_run, schema 7) edited so that the verdicts a
 real CPU run can't give fire: a straggler, input-bound, GPU under-used,
 host memory near full; and a second one for the other verdicts:
@@ -51,6 +52,8 @@ CORPUS = {
     "synthetic": ["synthetic.db"],
     "synthetic2": ["synthetic2.db"],
     "stacks": ["stacks.db"],
+    "stalled": ["stalled.db"],
+    "died": ["died.db"],
 }
 # output name -> (arguments before the run files, kept whole)
 OUTPUTS = {
@@ -187,6 +190,73 @@ def record():
     record_synthetic(RUNS / "synthetic.db")
     record_synthetic2(RUNS / "synthetic2.db")
     record_stacks(RUNS / "stacks.db")
+    record_stalled(RUNS / "stalled.db")
+    record_died(RUNS / "died.db")
+
+
+# rank 1 blocks in its Dataset at its 13th batch; rank 0 waits in backward
+HANG = """
+import time, torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+class D(Dataset):
+    def __init__(self, rank):
+        self.rank = rank
+    def __len__(self):
+        return 4096
+    def __getitem__(self, i):
+        if self.rank == 1 and i >= 12 * 8:
+            time.sleep(3600)
+        return torch.randn(32), torch.tensor(i % 4)
+dist.init_process_group("gloo")
+model = DDP(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(D(dist.get_rank()), batch_size=8):
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+"""
+
+
+def record_stalled(path):
+    """A DDP run of two ranks on gloo that stalls (rank 1 blocked in its
+    Dataset), ended by `timeout` (SIGTERM to record) after 12 s."""
+    where = pathlib.Path("/tmp/trainprof-golden")  # a fixed path: the frames name it
+    where.mkdir(exist_ok=True)
+    script = where / "hang_ddp.py"
+    script.write_text(textwrap.dedent(HANG))
+    subprocess.run(["timeout", "12", PROGRAM, "record", "-q", "--force", "-i", "0.2",
+                    "--stall-after", "3", "-o", path, "--", PYTHON, "-m",
+                    "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script],
+                   timeout=600, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+DIES = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+data = TensorDataset(torch.randn(2048, 8), torch.randint(0, 2, (2048,)))
+model = nn.Linear(8, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step, (x, y) in enumerate(DataLoader(data, batch_size=16)):
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    if step == 99:
+        raise FloatingPointError(f"loss is nan at step {step}")
+    loss.backward()
+    opt.step()
+"""
+
+
+def record_died(path):
+    """A training that raises at its 100th step."""
+    where = pathlib.Path("/tmp/trainprof-golden")
+    where.mkdir(exist_ok=True)
+    script = where / "dies.py"
+    script.write_text(textwrap.dedent(DIES))
+    subprocess.run([PROGRAM, "record", "-q", "--force", "-i", "0.2", "-o", path, "--", PYTHON,
+                    script], timeout=600, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 STACKS = """
@@ -283,6 +353,10 @@ if __name__ == "__main__":
         record_synthetic2(RUNS / "synthetic2.db")
     elif what == "record-stacks":
         record_stacks(RUNS / "stacks.db")
+    elif what == "record-stalled":
+        record_stalled(RUNS / "stalled.db")
+    elif what == "record-died":
+        record_died(RUNS / "died.db")
     elif what == "update":
         update()
     elif what == "check":

@@ -135,7 +135,8 @@ int cmd_html(int argc, char **argv)
         tp_error("%s", err);
         return 2;
     }
-    if (!tp_summary_add_stacks(&s, err, sizeof err)) {
+    if (!tp_summary_add_stacks(&s, err, sizeof err) ||
+        !tp_summary_add_course(&s, err, sizeof err)) {
         tp_summary_close(&s);
         tp_inputs_done(&in);
         tp_error("%s", err);

@@ -302,10 +302,41 @@ static void forget_recording(top_state *t)
 
 /* Takes in the rows the recording added since the last refresh (those of
  * the window only, on the first) and gives its last seconds. */
+/* A new live state of the recording: its stall threshold, and each rank's
+ * last steps, so that a rank stopped before top looked is seen stalled. */
+static tp_live *join_recording(tp_run *run)
+{
+    tp_live *l = tp_live_new(0);
+    if (!l)
+        return NULL;
+    const char *after = tp_run_meta_get(run, "stall_after_s");
+    tp_live_set_stall_after(l, after ? strtod(after, NULL) : 0);
+    tp_run_mark *m;
+    size_t n;
+    if (!tp_run_recent_steps(run, TP_LIVE_RECENT_STEPS + 1, &m, &n))
+        return l;
+    for (size_t lo = 0; lo < n;) {
+        size_t hi = lo;
+        uint64_t t[TP_LIVE_RECENT_STEPS + 1];
+        uint32_t kinds[TP_LIVE_RECENT_STEPS + 1];
+        while (hi < n && m[hi].rank == m[lo].rank && hi - lo < TP_LIVE_RECENT_STEPS + 1) {
+            t[hi - lo] = m[hi].t_ns > 0 ? (uint64_t)m[hi].t_ns : 0;
+            kinds[hi - lo] = (uint32_t)m[hi].kind;
+            hi++;
+        }
+        tp_live_seed_steps(l, m[lo].rank, t, kinds, hi - lo);
+        while (hi < n && m[hi].rank == m[lo].rank)
+            hi++;
+        lo = hi;
+    }
+    free(m);
+    return l;
+}
+
 static void follow_recording(top_state *t, uint64_t now, tp_live_window *out)
 {
     if (!t->recording)
-        t->recording = tp_live_new(0);
+        t->recording = join_recording(t->run);
     uint64_t since = (uint64_t)(TP_LIVE_WINDOW + 1) * 1000000000u;
     since = now > since ? now - since : 0;
     if (t->recording) {
@@ -362,6 +393,17 @@ static void draw_record(top_state *t, int cols, int *row)
     if (live.batches_per_step > 1.05) /* gradient accumulation */
         printw("   %.1f micro-batches/step", live.batches_per_step);
     printw("   (last %d s)", TP_LIVE_WINDOW);
+    int32_t stalled_rank;
+    double stalled_s;
+    if (t->recording && tp_live_worst_stall(t->recording, now, &stalled_rank, &stalled_s)) {
+        move((*row)++, 0);
+        attron(A_BOLD);
+        if (stalled_rank >= 0)
+            printw("  STALLED: rank %d no progress for %.0f s", (int)stalled_rank, stalled_s);
+        else
+            printw("  STALLED: no progress for %.0f s", stalled_s);
+        attroff(A_BOLD);
+    }
     for (size_t i = 0; i < live.nphases && *row < LINES - 1; i++) {
         move((*row)++, 0);
         printw("  %-20.20s", live.phases[i].name);

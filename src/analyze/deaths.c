@@ -15,7 +15,7 @@
 typedef struct proc_end {
     int64_t agent_id, pid;
     double end_s; /* NaN: no end seen */
-    const char *status, *python, *type, *message, *where, *oom;
+    const char *status, *python, *type, *message, *where, *oom, *phase, *stack, *step;
 } proc_end;
 
 typedef struct ends_list {
@@ -69,6 +69,12 @@ static void take_key(ends_list *l, const tp_run *run, int64_t agent, const char 
         e->where = value;
     else if (strcmp(field, "oom_kills") == 0)
         e->oom = value;
+    else if (strcmp(field, "phase") == 0)
+        e->phase = value;
+    else if (strcmp(field, "stack") == 0)
+        e->stack = value;
+    else if (strcmp(field, "step") == 0)
+        e->step = value;
 }
 
 size_t tp_course_step_at(const tp_course *course, int rank, double t_s)
@@ -91,7 +97,8 @@ size_t tp_course_step_at(const tp_course *course, int rank, double t_s)
 }
 
 /* Whether process e died (deaths.h), and how, into d. */
-static bool died(const proc_end *e, const tp_run_process *p, const tp_deaths *all, tp_death *d)
+static bool died(const proc_end *e, const tp_run_process *p, double run_s, const tp_deaths *all,
+                 tp_death *d)
 {
     int sig = 0, status = -1;
     if (e->status && strncmp(e->status, "signal ", 7) == 0)
@@ -99,6 +106,9 @@ static bool died(const proc_end *e, const tp_run_process *p, const tp_deaths *al
     else if (e->status && strncmp(e->status, "exit ", 5) == 0)
         status = atoi(e->status + 5);
     bool rank_process = p && !p->worker;
+    /* only a Python process tells its shutdown: without that, an unknown end
+     * of one that had no sampler (a C program, stacks off) says nothing */
+    bool python = p && p->sampled;
     if (all->stop_signal && e->end_s >= all->stop_s)
         return false; /* the stop's doing (torchrun turns it into an exception) */
     if (e->type)
@@ -109,43 +119,14 @@ static bool died(const proc_end *e, const tp_run_process *p, const tp_deaths *al
         d->how = TP_DEATH_SIGNAL;
     else if (status > 0 && rank_process)
         d->how = TP_DEATH_EXIT;
-    else if (!e->status && !e->python && rank_process) /* kept if inside a region (below) */
+    else if (!e->status && !e->python && rank_process && python &&
+             (e->phase || e->end_s < run_s - TP_DEATH_EARLY_S))
         d->how = e->oom ? TP_DEATH_OOM : TP_DEATH_VANISHED;
     else
         return false;
     d->signal = sig;
     d->exit_status = status;
     return true;
-}
-
-/* The last sampled stack of each death's process: its latest run with a
- * region open, unless another came more than a second after it. */
-typedef struct last_ctx {
-    tp_deaths *d;
-    double *latest, *latest_phase;
-} last_ctx;
-
-static void last_stack(void *ctx, const tp_stack_thread_run *r)
-{
-    last_ctx *c = ctx;
-    double end = (double)(r->t_ns + r->span_ns) / 1e9;
-    for (size_t i = 0; i < c->d->n; i++) {
-        tp_death *d = &c->d->v[i];
-        if (d->pid != r->pid || d->agent_id != r->agent_id || end > d->end_s + 0.5)
-            continue;
-        if (r->phase && end >= c->latest_phase[i]) {
-            c->latest_phase[i] = end;
-            free(d->phase);
-            d->phase = tp_xstrdup(r->phase);
-            d->node = r->node;
-        } else if (end >= c->latest[i] && end > c->latest_phase[i] + 1) {
-            free(d->phase);
-            d->phase = NULL;
-            d->node = r->node;
-        }
-        if (end > c->latest[i])
-            c->latest[i] = end;
-    }
 }
 
 static int by_end(const void *x, const void *y)
@@ -195,55 +176,27 @@ bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deat
                       .rank = p ? p->rank : -1,
                       .worker = p && p->worker,
                       .end_s = e->end_s};
-        if (isnan(e->end_s) || !died(e, p, out, &d))
+        if (isnan(e->end_s) || !died(e, p, run_s, out, &d))
             continue;
+        d.phase = e->phase;
+        d.stack = e->stack;
         d.exception_type = e->type;
         d.exception_message = e->message;
         d.exception_where = e->where;
-        d.step = tp_course_step_at(course, d.rank, d.end_s);
-        double rss; /* a second before: the last sample may be of its exit */
-        d.rss_bytes = tp_run_agent_value_at(run, d.agent_id, TP_METRIC_PROC_RSS_BYTES, "{}",
-                                            llround((d.end_s - 1) * 1e9), &rss) &&
-                              rss > 0
-                          ? rss
-                          : NAN;
+        long long step = e->step ? strtoll(e->step, NULL, 10) : 0;
+        d.step = step > 0 ? (size_t)step : 0;
+        d.rss_bytes = NAN; /* the summary's (tp_summary_add_course) */
         out->v = tp_grow(out->v, out->n, &vcap, sizeof *out->v);
         out->v[out->n++] = d;
     }
     free(ends.v);
     free(procs);
     qsort(out->v, out->n, sizeof *out->v, by_end);
-    if (!out->n || !tp_run_has_stacks(run)) {
-        for (size_t i = out->n; i-- > 0;) /* nothing says they were inside a region */
-            if (out->v[i].how == TP_DEATH_VANISHED && out->v[i].end_s >= run_s - TP_DEATH_EARLY_S)
-                out->v[i] = out->v[--out->n];
-        return true;
-    }
-    if (!tp_run_stack_tree(run, &out->tree, err, cap))
-        return false;
-    last_ctx c = {out, tp_xcalloc(out->n, sizeof(double)), tp_xcalloc(out->n, sizeof(double))};
-    double since = out->v[0].end_s - 5;
-    bool ok = tp_run_each_stack_run_since(run, llround((since > 0 ? since : 0) * 1e9), last_stack,
-                                          &c, err, cap);
-    free(c.latest);
-    free(c.latest_phase);
-    /* a process that ended unseen, outside any region, near the end: a
-     * script's os._exit after its training, not a death */
-    for (size_t i = out->n; i-- > 0;) {
-        tp_death *d = &out->v[i];
-        if (d->how == TP_DEATH_VANISHED && !d->phase && d->end_s >= run_s - TP_DEATH_EARLY_S) {
-            memmove(d, d + 1, (out->n - i - 1) * sizeof *d);
-            out->n--;
-        }
-    }
-    return ok;
+    return true;
 }
 
 void tp_deaths_free(tp_deaths *d)
 {
-    for (size_t i = 0; i < d->n; i++)
-        free(d->v[i].phase);
     free(d->v);
-    tp_stack_tree_free(&d->tree);
     memset(d, 0, sizeof *d);
 }

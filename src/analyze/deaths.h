@@ -9,13 +9,15 @@
  *     killer where it killed at that end (oom_kills) and the signal was
  *     SIGKILL or unknown;
  *   - a rank's process (not a DataLoader worker) exited with a non-zero
- *     status, or ended without Python's shutdown and without a status (a
- *     crash, a signal whose zombie its parent reaped at once) inside a
- *     region or at least TP_DEATH_EARLY_S before the recording ended (a
- *     script's os._exit after its training is none).
+ *     status, or (a Python process, whose stacks were sampled) ended without
+ *     Python's shutdown and without a status (a crash, a signal whose zombie
+ *     its parent reaped at once) inside a region or at least
+ *     TP_DEATH_EARLY_S before the recording ended (a script's os._exit after
+ *     its training is none).
  * A process that ended after record was asked to stop (a SIGTERM, SIGINT,
  * SIGHUP or SIGQUIT it passed on) is part of the stop, not a death. Each death's step is its rank's
- * (tp_course), its phase and frames those of its last sampled stack. No
+ * (tp_course); its phase and last stack are the recorder's, written as it
+ * ended (record/process_ends.h), so a merged summary says the same. No
  * words: render/ says them. */
 #ifndef TP_ANALYZE_DEATHS_H
 #define TP_ANALYZE_DEATHS_H
@@ -25,7 +27,7 @@
 #include <stdint.h>
 
 #include "analyze/rank_course.h"
-#include "store/reader_stacks.h"
+#include "store/reader.h"
 
 #define TP_DEATH_EARLY_S 2.0
 
@@ -46,9 +48,11 @@ typedef struct tp_death {
     int exit_status; /* -1 none known */
     double end_s;    /* when its connection closed, since the run's start */
     size_t step;     /* its rank's step then (1 for the first), 0 unknown */
-    char *phase;     /* the region its last sampled stack had open, NULL none */
-    uint32_t node;   /* that stack's innermost node, 0 none */
-    const char *exception_type, *exception_message, *exception_where; /* the run's texts */
+    /* the run's texts (NULL none): the innermost region its training thread
+     * had open as it ended, its sampler's last stack inside a region
+     * ("function (file:line) < ...", innermost first), the exception */
+    const char *phase, *stack;
+    const char *exception_type, *exception_message, *exception_where;
     double rss_bytes; /* the training's processes' memory a second before, NaN unknown */
 } tp_death;
 
@@ -58,8 +62,7 @@ typedef struct tp_deaths {
     /* the signal that asked the run to stop (record's stop_signal), NULL none */
     const char *stop_signal;
     double stop_s;
-    size_t stop_step;   /* the first rank's step then, 0 unknown */
-    tp_stack_tree tree; /* the frames of the deaths' nodes (empty without stacks) */
+    size_t stop_step; /* the first rank's step then, 0 unknown */
 } tp_deaths;
 
 /* False (reason in err) when the file can't be read; tp_deaths_free in

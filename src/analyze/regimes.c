@@ -197,33 +197,39 @@ static void find_causes(const tp_regime *p, tp_regime *g)
         add_cause(g, TP_CAUSE_SWAP, 0, a->swap_used_bytes, b->swap_used_bytes);
 }
 
-bool tp_regimes_build(tp_run *run, const tp_rank_course *course, size_t skip, int64_t agent_id,
-                      tp_regimes *out, char *err, size_t cap)
+/* The steps of group g of ph: from its first step to the next group's. */
+static double group_steps(const tp_step_phases *ph, size_t g)
+{
+    double next = g + 1 < ph->ngroups ? ph->first_step[g + 1] : (double)ph->nsteps;
+    return next > ph->first_step[g] ? next - ph->first_step[g] : 1;
+}
+
+static double group_time(const double *times, size_t g) { return times ? times[g] : NAN; }
+
+void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t agent_id,
+                      tp_regimes *out)
 {
     memset(out, 0, sizeof *out);
-    out->rank = course->rank;
-    if (course->n <= skip || course->n - skip < 2 * TP_REGIME_MIN_STEPS)
-        return true;
-    /* n steps compared, from course step idx[i] */
-    /* the steps compared: after the warm-up, without those that stalled */
-    size_t total = course->n - skip, n = 0;
+    out->rank = rank;
+    if (ph->ngroups == 0)
+        return;
+    /* the groups compared (each a group's mean step), without those that
+     * stalled (a group of one step longer than the stall threshold) */
+    size_t total = ph->ngroups, n = 0;
     double *d = tp_xmalloc(total * sizeof *d), *tmp = tp_xmalloc(total * sizeof *tmp);
     size_t *idx = tp_xmalloc(total * sizeof *idx);
-    for (size_t i = 0; i < total; i++)
-        d[i] = (double)(course->b[skip + i] - course->a[skip + i]) / 1e9;
+    for (size_t g = 0; g < total; g++) {
+        d[g] = 0;
+        for (size_t k = 0; k < TP_STEP_PHASES; k++)
+            d[g] += ph->values[g * TP_STEP_PHASES + k];
+    }
     const char *after = tp_run_meta_get(run, "stall_after_s");
     double stall_s = tp_stall_threshold(after ? strtod(after, NULL) : 0, median(d, total, tmp));
-    for (size_t i = 0; i < total; i++)
-        if (d[i] <= stall_s) {
-            idx[n] = skip + i;
-            d[n++] = d[i];
+    for (size_t g = 0; g < total; g++)
+        if (d[g] <= stall_s) {
+            idx[n] = g;
+            d[n++] = d[g];
         }
-    if (n == 0) {
-        free(d);
-        free(tmp);
-        free(idx);
-        return true;
-    }
     size_t starts[TP_REGIMES_MAX];
     size_t nchanges = n >= 2 * TP_REGIME_MIN_STEPS ? tp_change_points(d, n, starts) : 0;
     /* a short first regime slower than the next is the training warming up
@@ -235,48 +241,45 @@ bool tp_regimes_build(tp_run *run, const tp_rank_course *course, size_t skip, in
         memmove(starts, starts + 1, (nchanges - 1) * sizeof *starts);
         nchanges--;
     }
-    bool ok = true;
-    for (size_t r = 0; r <= nchanges; r++) {
+    for (size_t r = 0; n && r <= nchanges; r++) {
         size_t lo = r ? starts[r - 1] : 0, hi = r < nchanges ? starts[r] : n;
         tp_regime *g = &out->v[out->n++];
-        double sum = 0;
-        for (size_t i = lo; i < hi; i++)
-            sum += d[i];
-        *g = (tp_regime){.first_step = idx[lo] + 1,
-                         .last_step = idx[hi - 1] + 1,
-                         .t0_s = (double)course->a[idx[lo]] / 1e9,
-                         .t1_s = (double)course->b[idx[hi - 1]] / 1e9,
-                         .mean_s = sum / (double)(hi - lo),
+        double steps = 0, sum = 0;
+        for (size_t i = lo; i < hi; i++) {
+            steps += group_steps(ph, idx[i]);
+            sum += d[i] * group_steps(ph, idx[i]);
+        }
+        size_t last = idx[hi - 1];
+        *g = (tp_regime){.first_step = (size_t)ph->first_step[idx[lo]] + 1,
+                         .last_step = (size_t)(ph->first_step[last] + group_steps(ph, last)),
+                         .t0_s = group_time(ph->start_s, idx[lo]),
+                         .t1_s = group_time(ph->end_s, last),
+                         .mean_s = sum / steps,
                          .median_s = median(d + lo, hi - lo, tmp)};
         double *logs = tp_xmalloc((hi - lo) * sizeof *logs);
         for (size_t i = lo; i < hi; i++)
             logs[i - lo] = log(d[i] > 1e-9 ? d[i] : 1e-9);
         g->typical_s = exp(trimmed_mean(logs, hi - lo, tmp));
         free(logs);
-        for (size_t k = 0; k < TP_STEP_PHASES; k++)
+        for (size_t k = 0; k < TP_STEP_PHASES; k++) {
             g->phase_s[k] = NAN;
-        g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN};
-        if (!nchanges) /* a steady run: its figures are the report's already */
-            continue;
-        int64_t t0 = course->a[idx[lo]], t1 = course->b[idx[hi - 1]];
-        double seconds[TP_STEP_PHASES - 1], inside = 0;
-        ok = ok && tp_run_thread_phase_seconds(run, course->thread, t0, t1, tp_step_phase_names,
-                                               TP_STEP_PHASES - 1, seconds);
-        for (size_t k = 0; k + 1 < TP_STEP_PHASES; k++) {
-            g->phase_s[k] = seconds[k] / (double)(hi - lo);
-            inside += g->phase_s[k];
+            if (!nchanges) /* a steady run: its figures are the report's already */
+                continue;
+            double phase = 0;
+            for (size_t i = lo; i < hi; i++)
+                phase += ph->values[idx[i] * TP_STEP_PHASES + k] * group_steps(ph, idx[i]);
+            g->phase_s[k] = phase / steps;
         }
-        g->phase_s[TP_STEP_PHASES - 1] = g->mean_s > inside ? g->mean_s - inside : 0;
-        machine_over(run, agent_id, t0, t1, &g->machine);
+        g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN};
+        if (nchanges && isfinite(g->t0_s) && isfinite(g->t1_s))
+            machine_over(run, agent_id, llround(g->t0_s * 1e9), llround(g->t1_s * 1e9),
+                         &g->machine);
     }
     for (size_t r = 1; r < out->n; r++)
         find_causes(&out->v[r - 1], &out->v[r]);
     free(d);
     free(tmp);
     free(idx);
-    if (!ok)
-        snprintf(err, cap, "%s: cannot read the regions of a regime", tp_run_file(run));
-    return ok;
 }
 
 size_t tp_regimes_biggest_change(const tp_regimes *r)

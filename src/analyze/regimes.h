@@ -1,8 +1,8 @@
 /* regimes.h: where a rank's step time changed lastingly, and what changed
  * with it.
  *
- * Change points over the step durations of a rank's course (rank_course.h),
- * its warm-up steps left out: binary segmentation of the log durations,
+ * Change points over the step durations of a rank (its groups of steps,
+ * below), its warm-up and stalled steps left out: binary segmentation of the log durations,
  * median-filtered over 5 steps so that one slow step (a checkpoint, a
  * collection) is no change; a split is kept when its gain beats a penalty
  * of the noise (the median absolute difference of neighbouring steps) and
@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyze/rank_course.h"
 #include "core/step_phase_facts.h"
+#include "store/reader.h"
 #include "core/timing_facts.h"
 
 #define TP_REGIMES_MAX       6
@@ -57,9 +57,9 @@ typedef struct tp_regime_cause {
 #define TP_REGIME_CAUSES 4
 
 typedef struct tp_regime {
-    size_t first_step, last_step; /* step numbers in the rank's course, from 1 */
-    double t0_s, t1_s;            /* the first step's begin, the last one's end */
-    double mean_s, median_s;      /* its steps' durations */
+    size_t first_step, last_step; /* the rank's step numbers, from 1 */
+    double t0_s, t1_s; /* the first step's begin, the last one's end (NaN: a file stored before) */
+    double mean_s, median_s; /* its steps' durations */
     /* its typical step: the geometric mean of its durations without the
      * lowest and highest 10 %, the level the change points compare (steps
      * that alternate between two speeds have no telling median) */
@@ -88,10 +88,17 @@ size_t tp_change_points(const double *durations, size_t n, size_t *starts);
  * >= 1), or 0 when there was none. */
 size_t tp_regimes_biggest_change(const tp_regimes *r);
 
-/* The regimes of rank's course (skipping its first skip steps: warm-up),
- * with their phases and machine, in agent_id's series. False (reason in
- * err) when the file can't be read. */
-bool tp_regimes_build(tp_run *run, const tp_rank_course *course, size_t skip, int64_t agent_id,
-                      tp_regimes *out, char *err, size_t cap);
+/* The regimes of rank's steps, from its step phases (analyze/step_phases.h:
+ * at most TP_STEP_GROUPS groups of consecutive steps after its warm-up, the
+ * recorder's stored ones where the file has them), the machine's figures
+ * from agent_id's series. A group is the unit: each step while a rank has
+ * no more steps than groups, so changes are placed to the step; in a longer
+ * run to the group. */
+void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t agent_id,
+                      tp_regimes *out);
+
+/* The regime after the change that moved the typical step the most (index
+ * >= 1), or 0 when there was none. */
+size_t tp_regimes_biggest_change(const tp_regimes *r);
 
 #endif

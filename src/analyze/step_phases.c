@@ -121,6 +121,8 @@ static void group_steps(const rank_steps *r, size_t skip, size_t max_groups, tp_
     out->first_step = calloc(out->ngroups, sizeof(double));
     out->values = calloc(out->ngroups * TP_STEP_PHASES, sizeof(double));
     out->pauses = calloc(out->ngroups, sizeof *out->pauses);
+    out->start_s = calloc(out->ngroups, sizeof(double));
+    out->end_s = calloc(out->ngroups, sizeof(double));
     for (size_t s = 0; out->pauses && r->pauses && s < skip; s++) /* the warm-up's: group 0's */
         out->pauses[0] |= r->pauses[s];
     for (size_t s = 0; s < ns; s++) {
@@ -132,6 +134,10 @@ static void group_steps(const rank_steps *r, size_t skip, size_t max_groups, tp_
         size_t g = s / per;
         size_t in_group = g + 1 == out->ngroups ? ns - g * per : per;
         out->first_step[g] = (double)(skip + g * per);
+        if (out->start_s && s == g * per)
+            out->start_s[g] = (double)r->start[s + skip] / 1e9;
+        if (out->end_s)
+            out->end_s[g] = (double)r->end[s + skip] / 1e9;
         if (out->pauses && r->pauses)
             out->pauses[g] |= r->pauses[s + skip];
         for (int p = 0; p < TP_STEP_PHASES; p++)

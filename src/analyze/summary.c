@@ -1,6 +1,9 @@
 /* summary.c: per-series statistics for the report. */
 #include "analyze/summary.h"
 
+#include "analyze/step_phases.h"
+#include "store/summary_tables.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -316,15 +319,31 @@ bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
         !tp_stalls_build(s->run, &s->course, &s->timings, s->duration_s, &s->stalls, err, cap) ||
         !tp_deaths_build(s->run, &s->course, s->duration_s, &s->deaths, err, cap))
         return false;
+    for (size_t i = 0; i < s->deaths.n; i++) { /* the memory each death's training peaked at */
+        const tp_series_summary *rss =
+            tp_summary_find(s, s->deaths.v[i].agent_id, TP_METRIC_PROC_RSS_BYTES, "{}");
+        s->deaths.v[i].rss_bytes = rss && rss->stats.count ? rss->stats.max : NAN;
+    }
+    /* the first rank's changes of pace, from its step phases: the stored
+     * ones where the recorder kept them (merged summaries too), else the rows' */
     const tp_timings *t = &s->timings;
-    const tp_rank_course *rc = t->nsteps ? tp_course_rank(&s->course, t->steps[0].rank) : NULL;
-    if (!rc)
+    if (!t->nsteps)
         return true;
+    int rank = t->steps[0].rank;
+    size_t skip = t->steps[0].warmup;
     int64_t agent = 1;
     for (size_t i = 0; i < s->ranks.n; i++)
-        if (s->ranks.rows[i].rank == rc->rank)
+        if (s->ranks.rows[i].rank == rank)
             agent = s->ranks.rows[i].agent_id;
-    return tp_regimes_build(s->run, rc, t->steps[0].warmup, agent, &s->regimes, err, cap);
+    tp_step_phases ph;
+    /* a summary-only merge keeps them even where it leaves the plots out */
+    bool stored = s->plots_stored || tp_run_summary_only(s->run);
+    bool ok = stored ? tp_stored_step_phases(s->run, &rank, 1, &ph, err, cap)
+                     : tp_step_phases_build(s->run, &rank, &skip, 1, TP_STEP_GROUPS, &ph, err, cap);
+    if (ok)
+        tp_regimes_build(s->run, &ph, rank, agent, &s->regimes);
+    tp_step_phases_free(&ph);
+    return ok;
 }
 
 void tp_summary_close(tp_summary *s)

@@ -357,6 +357,12 @@ static void system_verdicts(const tp_summary *s, tp_verdicts *out)
     for (size_t a = 0; a < s->run->nagents; a++) {
         host_memory_verdict(s, s->run->agents[a].id, out);
         cpu_verdict(s, s->run->agents[a].id, out);
+        tp_memory_growth growth;
+        if (tp_memory_growth_of(s, s->run->agents[a].id, &growth)) {
+            tp_verdict *v = add(out, TP_VERDICT_MEMORY_GROWTH);
+            v->agent_id = s->run->agents[a].id;
+            v->f.memory_growth = growth;
+        }
     }
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->items[i].series->metric, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S) == 0)

@@ -18,13 +18,16 @@
  *   memory_pressure GPU memory or host memory >= 90 % at peak, or swap used
  *   cpu_saturated   on an agent with GPUs, its CPUs >= 90 % busy on average, or
  *                   the command at >= 90 % of its cgroup CPU limit
- *   network_saturated  a link's traffic one way >= 90 % of its speed at p95 */
+ *   network_saturated  a link's traffic one way >= 90 % of its speed at p95
+ *   memory_growth   the training's memory grows steadily through its steps
+ *                   (memory_growth.h), with the time left at that rate */
 #ifndef TP_ANALYZE_VERDICTS_H
 #define TP_ANALYZE_VERDICTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "analyze/memory_growth.h"
 #include "analyze/summary.h"
 #include "core/model_facts.h"
 
@@ -45,6 +48,7 @@ typedef enum {
     TP_VERDICT_CPU_SATURATED,
     TP_VERDICT_NETWORK_SATURATED,
     TP_VERDICT_GPU_THROTTLED, /* NVML's clock event reasons: thermal, hardware slowdown */
+    TP_VERDICT_MEMORY_GROWTH, /* the training's memory grows steadily (memory_growth.h) */
 } tp_verdict_kind;
 
 /* What an input-bound rank's loading waits on, which picks the advice. */
@@ -106,6 +110,7 @@ typedef struct tp_verdict {
         struct {
             double used_max_bytes, total_bytes, swap_max_bytes;
         } host_memory;
+        tp_memory_growth memory_growth;
         struct {
             bool host; /* the host's CPUs, else the command against its cgroup limit */
             const tp_series_summary *util, *proc, *wait;

@@ -298,6 +298,25 @@ uint32_t tp_sink_frame(tp_sink *s, const char *text)
     return intern(s, &s->frames, &s->pending.frames, text);
 }
 
+static bool text_of(tp_sink *s, const tp_name_table *table, uint32_t id, char *out, size_t cap)
+{
+    pthread_mutex_lock(&s->lock);
+    bool known = id >= 1 && id <= table->len && table->texts[id - 1];
+    snprintf(out, cap, "%s", known ? table->texts[id - 1] : "");
+    pthread_mutex_unlock(&s->lock);
+    return known;
+}
+
+bool tp_sink_name_text(tp_sink *s, uint32_t id, char *out, size_t cap)
+{
+    return text_of(s, &s->names, id, out, cap);
+}
+
+bool tp_sink_frame_text(tp_sink *s, uint32_t id, char *out, size_t cap)
+{
+    return text_of(s, &s->frames, id, out, cap);
+}
+
 /* The node of frames[0..n) (innermost first) in the stack tree, defining
  * new nodes in the pending batch; 0 when memory ran out. */
 static uint32_t stack_node(tp_sink *s, const uint32_t *frames, const int32_t *lines, size_t n)

@@ -58,6 +58,10 @@ void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t st
 /* Sampled Python stacks (from the drain). A frame's text is
  * "function\nfile"; the same id for the same text, 0 when memory ran out. */
 uint32_t tp_sink_frame(tp_sink *s, const char *text);
+/* The text of a name or frame id the sink gave out (a frame's is "function\n
+ * file"), into out; false ("") for an id it never gave. */
+bool tp_sink_name_text(tp_sink *s, uint32_t id, char *out, size_t cap);
+bool tp_sink_frame_text(tp_sink *s, uint32_t id, char *out, size_t cap);
 /* One sample of thread tid (0: unknown), taken by the sampler whose ring is
  * thread: frames[0..n) and their lines innermost first (sink frame ids, 0
  * for one not known), phase a name id (0: none), state TP_STACK_STATE_*.

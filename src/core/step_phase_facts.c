@@ -21,5 +21,7 @@ void tp_step_phases_free(tp_step_phases *p)
     free(p->first_step);
     free(p->values);
     free(p->pauses);
+    free(p->start_s);
+    free(p->end_s);
     memset(p, 0, sizeof *p);
 }

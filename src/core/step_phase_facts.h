@@ -21,6 +21,9 @@ typedef struct tp_step_phases {
     /* per group: the pauses (bit i: tp_pause_names[i], core/phases.h) that
      * began during its steps or right after them, before the next group's */
     unsigned *pauses;
+    /* per group: its first step's begin and its last step's end, seconds
+     * since the run's start (NaN where a file stored before kept none) */
+    double *start_s, *end_s;
 } tp_step_phases;
 
 #define TP_PAUSE_BITS 4 /* tp_pause_names' count: the bits of pauses that mean anything */

@@ -265,6 +265,8 @@ static void apply_series(tp_live *l, const tp_batch *b)
     }
     for (size_t i = 0; i < b->samples.len; i++) {
         const tp_sample *x = &b->samples.items[i];
+        if (x->t_ns > l->now_ns) /* a sample of any series says how late it is */
+            l->now_ns = x->t_ns;
         if (x->series == 0 || x->series > l->nseries || !l->series[x->series - 1].metric)
             continue;
         tp_live_series *s = &l->series[x->series - 1];
@@ -274,8 +276,6 @@ static void apply_series(tp_live *l, const tp_batch *b)
         s->latest = x->value;
         s->has_value = true;
         *last_t = x->t_ns;
-        if (x->t_ns > l->now_ns)
-            l->now_ns = x->t_ns;
     }
 }
 
@@ -328,13 +328,14 @@ static void apply_threads(tp_live *l, const tp_batch *b)
 /* A step-ish mark of rank r at t: the step it closes joins the recent ones. */
 static void rank_step(tp_live_rank *r, uint32_t kind, uint64_t t)
 {
-    if (r->step_open && t >= r->last_step_ns && r->last_step_ns > 0) {
+    if (r->last_step_ns > 0 && t <= r->last_step_ns)
+        return; /* seen already (top's seed, then its tail), or out of order */
+    if (r->step_open && r->last_step_ns > 0) {
         r->recent[r->nrecent % TP_LIVE_RECENT_STEPS] = (double)(t - r->last_step_ns) / 1e9;
         r->nrecent++;
     }
     r->step_open = kind == TP_MARK_STEP;
-    if (t > r->last_step_ns)
-        r->last_step_ns = t;
+    r->last_step_ns = t;
     if (t > r->last_progress_ns)
         r->last_progress_ns = t;
 }
@@ -426,13 +427,24 @@ void tp_live_set_stall_after(tp_live *l, double seconds)
     pthread_mutex_unlock(&l->lock);
 }
 
-bool tp_live_worst_stall(tp_live *l, int32_t *rank, double *seconds)
+void tp_live_seed_steps(tp_live *l, int32_t rank, const uint64_t *t_ns, const uint32_t *kinds,
+                        size_t n)
+{
+    pthread_mutex_lock(&l->lock);
+    tp_live_rank *r = rank_entry(l, rank);
+    for (size_t i = 0; r && i < n; i++)
+        rank_step(r, kinds[i], t_ns[i]);
+    pthread_mutex_unlock(&l->lock);
+}
+
+bool tp_live_worst_stall(tp_live *l, uint64_t now_ns, int32_t *rank, double *seconds)
 {
     pthread_mutex_lock(&l->lock);
     bool any = false;
+    uint64_t now = now_ns > l->now_ns ? now_ns : l->now_ns;
     for (size_t i = 0; i < l->nranks; i++) {
         tp_live_progress p;
-        tp_live_rank_progress(&l->ranks[i], l->now_ns, l->stall_after_s, &p);
+        tp_live_rank_progress(&l->ranks[i], now, l->stall_after_s, &p);
         if (p.stalled && (!any || p.since_progress_s > *seconds)) {
             any = true;
             *rank = l->ranks[i].rank;

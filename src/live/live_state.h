@@ -116,9 +116,16 @@ void tp_live_rank_progress(const tp_live_rank *r, uint64_t now_ns, double stall_
  * interval; what /metrics and top judge a stall at. */
 uint64_t tp_live_now(tp_live *l);
 
-/* The stalled rank that has gone longest without progress, and how long;
- * false when none has stalled. */
-bool tp_live_worst_stall(tp_live *l, int32_t *rank, double *seconds);
+/* Takes in rank's earlier step marks (TP_MARK_STEP or _STEP_END at t_ns,
+ * ascending): top's view of a recording it joined late. */
+void tp_live_seed_steps(tp_live *l, int32_t rank, const uint64_t *t_ns, const uint32_t *kinds,
+                        size_t n);
+
+/* The stalled rank that has gone longest without progress, and how long,
+ * judged at now_ns or the latest time the state saw, whichever is later
+ * (top's state holds no samples: it passes the recording's now); false when
+ * none has stalled. */
+bool tp_live_worst_stall(tp_live *l, uint64_t now_ns, int32_t *rank, double *seconds);
 
 /* The run's own stall threshold (record --stall-after; 0: the rule's). */
 void tp_live_set_stall_after(tp_live *l, double seconds);

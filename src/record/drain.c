@@ -274,20 +274,65 @@ static bool read_conn(tp_drain *d, int conn)
     }
 }
 
+/* Where process conn was as it ended: the innermost region open on its
+ * ring with the most open (its training thread's), its stack sampler's
+ * last stack inside a region, "function (file:line) < ..." innermost first,
+ * and the steps its busiest thread began (the step it was in). */
+static void where_it_ended(tp_drain *d, int conn, char *phase, size_t pcap, char *stack,
+                           size_t scap, uint64_t *steps)
+{
+    const tp_ring_reader *deepest = NULL, *sampled = NULL;
+    *steps = 0;
+    for (size_t i = 0; i < d->nrings; i++) {
+        const tp_ring_reader *r = &d->rings[i].reader;
+        if (d->rings[i].conn != conn)
+            continue;
+        if (r->steps > *steps)
+            *steps = r->steps;
+        if (r->depth && (!deepest || r->depth > deepest->depth))
+            deepest = r;
+        if (r->last_nframes && !sampled)
+            sampled = r;
+    }
+    phase[0] = stack[0] = '\0';
+    uint32_t name = deepest ? deepest->open[deepest->depth - 1].name : 0;
+    if (deepest && name < deepest->names_cap && deepest->names[name] != TP_RING_NAME_LOST)
+        tp_sink_name_text(d->sink, deepest->names[name], phase, pcap);
+    size_t len = 0;
+    for (uint32_t k = 0; sampled && k < sampled->last_nframes && len < scap; k++) {
+        char text[512];
+        if (!tp_sink_frame_text(d->sink, sampled->last_frames[k], text, sizeof text))
+            break;
+        char *file = strchr(text, '\n');
+        if (file)
+            *file++ = '\0';
+        const char *base = file ? strrchr(file, '/') : NULL;
+        int n = snprintf(stack + len, scap - len, "%s%s (%s:%d)", k ? " < " : "", text,
+                         base   ? base + 1
+                         : file ? file
+                                : "?",
+                         (int)sampled->last_lines[k]);
+        len = n > 0 && (size_t)n < scap - len ? len + (size_t)n : scap;
+    }
+}
+
 /* A process went away: its rings are drained one last time, all of them
  * before any is unmapped (a rank event in one reaches the others' threads),
- * and unmapped. */
+ * where it was is noted, and they are unmapped. */
 static void close_conn(tp_drain *d, int conn)
 {
     for (size_t i = 0; i < d->nrings; i++)
         if (d->rings[i].conn == conn)
             drain_ring_events(d, &d->rings[i]);
+    char phase[200], stack[400];
+    uint64_t steps;
+    where_it_ended(d, conn, phase, sizeof phase, stack, sizeof stack, &steps);
     for (size_t i = d->nrings; i-- > 0;)
         if (d->rings[i].conn == conn)
             retire_ring(d, i);
     close(d->conns[conn]);
     d->conns[conn] = -1;
-    tp_process_ends_note(&d->ends, d->sink, d->peers[conn].pid);
+    tp_process_ends_note(&d->ends, d->sink, d->peers[conn].pid, phase, stack, steps);
 }
 
 /* Takes one connection waiting on the listening socket, if any: false when

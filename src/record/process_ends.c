@@ -99,7 +99,8 @@ static void write_status(tp_sink *sink, int32_t pid, const char *status)
     tp_sink_meta(sink, key, status);
 }
 
-void tp_process_ends_note(tp_process_ends *e, tp_sink *sink, int32_t pid)
+void tp_process_ends_note(tp_process_ends *e, tp_sink *sink, int32_t pid, const char *phase,
+                          const char *stack, uint64_t steps)
 {
     if (pid <= 0)
         return;
@@ -116,6 +117,19 @@ void tp_process_ends_note(tp_process_ends *e, tp_sink *sink, int32_t pid)
     snprintf(key, sizeof key, "proc.%d.end_ns", (int)pid);
     snprintf(value, sizeof value, "%llu", (unsigned long long)(now > start ? now - start : 0));
     tp_sink_meta(sink, key, value);
+    if (steps) {
+        snprintf(key, sizeof key, "proc.%d.step", (int)pid);
+        snprintf(value, sizeof value, "%llu", (unsigned long long)steps);
+        tp_sink_meta(sink, key, value);
+    }
+    if (phase && phase[0]) {
+        snprintf(key, sizeof key, "proc.%d.phase", (int)pid);
+        tp_sink_meta(sink, key, phase);
+    }
+    if (stack && stack[0]) {
+        snprintf(key, sizeof key, "proc.%d.stack", (int)pid);
+        tp_sink_meta(sink, key, stack);
+    }
     long long kills = oom_kills();
     if (kills > e->oom_kills && e->oom_kills >= 0) { /* the OOM killer struck since */
         snprintf(key, sizeof key, "proc.%d.oom_kills", (int)pid);

@@ -90,8 +90,8 @@ static void copy_payload(const tp_ring_reader *r, const tp_event *slots, uint64_
 
 /* A TP_EV_STACK event e and its n frames (in the slots from tail) into the
  * sink. */
-static void stack_event(const tp_ring_reader *r, tp_sink *sink, const tp_event *e,
-                        const tp_event *slots, uint64_t tail, uint32_t n)
+static void stack_event(tp_ring_reader *r, tp_sink *sink, const tp_event *e, const tp_event *slots,
+                        uint64_t tail, uint32_t n)
 {
     tp_stack_ref refs[TP_STACK_DEPTH_MAX];
     copy_payload(r, slots, tail, n * sizeof *refs, refs);
@@ -108,6 +108,11 @@ static void stack_event(const tp_ring_reader *r, tp_sink *sink, const tp_event *
     int32_t tid = e->value > 0 && e->value <= INT32_MAX ? (int32_t)e->value : 0;
     tp_sink_stack(sink, r->thread, e->t_ns, tid, phase == TP_RING_NAME_LOST ? 0 : phase, state,
                   frames, lines, n);
+    if (phase && phase != TP_RING_NAME_LOST && n) { /* where it was, should it die */
+        r->last_nframes = n < TP_RING_LAST_FRAMES ? n : TP_RING_LAST_FRAMES;
+        memcpy(r->last_frames, frames, r->last_nframes * sizeof *frames);
+        memcpy(r->last_lines, lines, r->last_nframes * sizeof *lines);
+    }
 }
 
 const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_event *slots,
@@ -202,7 +207,10 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
                 r->open[r->depth++] = (tp_open_region){e.name_id, e.t_ns};
             break;
         case TP_EV_END: close_region(r, sink, e.name_id, e.t_ns); break;
-        case TP_EV_STEP: tp_sink_mark(sink, r->thread, TP_MARK_STEP, e.t_ns, 0); break;
+        case TP_EV_STEP:
+            tp_sink_mark(sink, r->thread, TP_MARK_STEP, e.t_ns, 0);
+            r->steps++;
+            break;
         case TP_EV_STEP_END: tp_sink_mark(sink, r->thread, TP_MARK_STEP_END, e.t_ns, 0); break;
         case TP_EV_EPOCH: tp_sink_mark(sink, r->thread, TP_MARK_EPOCH, e.t_ns, e.value); break;
         case TP_EV_SAMPLES: tp_sink_mark(sink, r->thread, TP_MARK_SAMPLES, e.t_ns, e.value); break;

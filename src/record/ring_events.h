@@ -18,7 +18,8 @@
 #include "ring.h"
 #include "stacks.h"
 
-#define TP_RING_OPEN_MAX 64 /* regions open at once on one thread */
+#define TP_RING_OPEN_MAX    64 /* regions open at once on one thread */
+#define TP_RING_LAST_FRAMES 3  /* frames of a sampler's last stack kept */
 
 typedef struct tp_open_region {
     uint32_t name; /* the ring's own name id */
@@ -39,6 +40,13 @@ typedef struct tp_ring_reader {
     /* its process, as the kernel named it to the drain (0: unknown): the
      * process's own facts (exception.*, process.*) are stored under it */
     int32_t pid;
+    /* a stack sampler's ring: the innermost frames (sink ids) and lines of
+     * its last sample taken inside a region, which says where the process
+     * was should it die */
+    uint32_t last_frames[TP_RING_LAST_FRAMES];
+    int32_t last_lines[TP_RING_LAST_FRAMES];
+    uint32_t last_nframes;
+    uint64_t steps; /* step marks it sent: the steps its thread began */
 } tp_ring_reader;
 
 /* A ring name the sink had no memory for: its events are counted lost. */

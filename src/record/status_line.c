@@ -26,7 +26,7 @@ void tp_status_line_draw(FILE *out, tp_live *live, double elapsed_s, double mem_
         n += snprintf(line + n, sizeof line - (size_t)n, "  gpu%d %3.0f%%", g, v);
     }
     int32_t rank;
-    if (tp_live_worst_stall(live, &rank, &v) && n < (int)sizeof line - 64) {
+    if (tp_live_worst_stall(live, 0, &rank, &v) && n < (int)sizeof line - 64) {
         char who[24] = "";
         if (rank >= 0)
             snprintf(who, sizeof who, "rank %d ", (int)rank);

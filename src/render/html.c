@@ -29,6 +29,7 @@ const char tp_html_style[] =
     ".flame-label{font-size:11px;fill:#222;pointer-events:none}"
     "#answer{background:#f3f7ff;border:1px solid #c8d8f0;padding:4px 14px 10px;margin:12px 0}"
     "#answer h2{margin-top:8px;border:none}.verdict.lead{background:#fff;font-size:15px}"
+    ".trouble{color:#8a1f11;font-weight:600}"
     ".see{color:#666;font-size:12px;margin:0}"
     "table.evidence{font-size:12px;border-collapse:collapse;margin:4px 0}"
     "table.evidence th{text-align:left;font-weight:normal;color:#555;padding:1px 12px 1px 0}"
@@ -370,6 +371,28 @@ static const char *pause_note(char *buf, size_t cap, unsigned pauses)
     return buf;
 }
 
+/* Marks the group of steps where each change of pace begins ("the pace
+ * changed here: 24 ms a step instead of 13 ms"), after its pause note. */
+static void regime_marks(const tp_regimes *rg, const tp_step_phases *ph, char (*notes)[96],
+                         const char **marks)
+{
+    for (size_t r = 1; r < rg->n; r++) {
+        double step = (double)rg->v[r].first_step - 1; /* the groups count from 0 */
+        size_t g = 0;
+        while (g + 1 < ph->ngroups && ph->first_step[g + 1] <= step)
+            g++;
+        char a[32], b[32];
+        tp_format_duration(a, sizeof a, rg->v[r].typical_s);
+        tp_format_duration(b, sizeof b, rg->v[r - 1].typical_s);
+        size_t len = marks[g] ? strlen(notes[g]) : 0;
+        snprintf(notes[g] + len, sizeof notes[g] - len,
+                 "%sthe pace changed at step %zu: %s a step "
+                 "instead of %s",
+                 len ? "; " : "", rg->v[r].first_step, a, b);
+        marks[g] = notes[g];
+    }
+}
+
 static void step_time_plots(FILE *out, const tp_summary *s, const tp_page_facts *page)
 {
     if (page->notable_ranks)
@@ -403,6 +426,8 @@ static void step_time_plots(FILE *out, const tp_summary *s, const tp_page_facts 
                 if (ph->pauses && ph->pauses[g]) /* evaluation, checkpoint, compile */
                     marks[g] = pause_note(notes[g], sizeof notes[g], ph->pauses[g]);
             }
+            if (s->regimes.rank == page->ranks[i])
+                regime_marks(&s->regimes, ph, notes, marks);
             tp_svg_chart chart = {.title = title,
                                   .x_title = "step",
                                   .y_title = "time per step",

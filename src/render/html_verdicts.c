@@ -55,16 +55,55 @@ static void verdict(FILE *out, const tp_summary *s, const tp_verdict *v, bool le
     fputs("</div>\n", out);
 }
 
+/* What went wrong with the run (deaths, stalls, the stop, changes of
+ * pace), as "In short" of the text report says it: a paragraph each. */
+static void trouble_lines(FILE *out, const tp_summary *s)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem)
+        return;
+    tp_report_ends_answer(mem, s);
+    tp_report_course_answer(mem, s);
+    tp_report_stop_answer(mem, s);
+    tp_report_regimes_answer(mem, s);
+    fclose(mem);
+    /* lines of "  [tag] words", wrapped with "\n    ": one paragraph each */
+    for (char *line = text; line && *line;) {
+        char *end = strstr(line, "\n  [");
+        if (end)
+            *end = '\0';
+        for (char *p = line; (p = strstr(p, "\n    "));)
+            memmove(p, p + 4, strlen(p + 4) + 1), *p = ' ';
+        line[strcspn(line, "\n")] = '\0';
+        fputs("<p class=\"trouble\">", out);
+        tp_html_escape(out, line + 2);
+        fputs("</p>\n", out);
+        line = end ? end + 1 : NULL;
+    }
+    free(text);
+}
+
 void tp_html_answer(FILE *out, const tp_summary *s, const tp_verdicts *v)
 {
     char line[512];
-    fputs("<section id=\"answer\"><h2>In short</h2>\n<p>", out);
+    fputs("<section id=\"answer\"><h2>In short</h2>\n", out);
+    trouble_lines(out, s);
+    fputs("<p>", out);
     if (tp_answer_steps(line, sizeof line, s))
         tp_html_escape(out, line);
     else
         fputs("No training steps found (Timings below show what was timed).", out);
     fputs("</p>\n", out);
-    if (v->n == 0)
+    bool stalled = false;
+    for (size_t i = 0; i < s->stalls.n; i++)
+        stalled = stalled || !s->stalls.v[i].ended;
+    if (v->n == 0 && stalled)
+        fputs("<p>Verdicts on step time are left out: the training stalled (where each rank "
+              "waited: the report's Stalled section, under Tables).</p>\n",
+              out);
+    else if (v->n == 0)
         fputs("<p>No rule of thumb fired: nothing stands out as the bottleneck.</p>\n", out);
     else
         verdict(out, s, &v->items[tp_verdicts_main(v)], true);

@@ -71,10 +71,11 @@ static void when_text(char *out, size_t cap, const tp_summary *s, const tp_death
 static void where_text(char *out, size_t cap, const tp_deaths *ds, const tp_death *d)
 {
     out[0] = '\0';
+    (void)ds;
     if (d->exception_where && d->exception_where[0])
         snprintf(out, cap, "%s", d->exception_where);
-    else
-        tp_report_frame_text(out, cap, &ds->tree, d->node);
+    else if (d->stack)
+        snprintf(out, cap, "%s", d->stack);
 }
 
 static void stop_text(char *out, size_t cap, const tp_summary *s)
@@ -130,8 +131,8 @@ void tp_report_ends_text(FILE *out, const tp_summary *s)
         if (isfinite(d->rss_bytes))
             tp_format_value(mem, sizeof mem, "bytes", d->rss_bytes);
         snprintf(line, sizeof line, "%s %s%s%s%s%s%s%s", who, how, when, where[0] ? "; in " : "",
-                 where, mem[0] ? "; the training's processes held " : "", mem,
-                 mem[0] ? " a second before" : "");
+                 where, mem[0] ? "; the training's processes peaked at " : "", mem,
+                 mem[0] ? " of memory" : "");
         tp_report_wrapped(out, "", line);
     }
     if (ds->stop_signal) {
@@ -195,10 +196,8 @@ void tp_report_ends_json(json_writer *w, const tp_summary *s)
         } else {
             json_null(w);
         }
-        char frame[400];
-        tp_report_frame_text(frame, sizeof frame, &ds->tree, d->node);
-        text_or_null(w, "last_frame", frame[0] ? frame : NULL);
-        json_key(w, "rss_bytes");
+        text_or_null(w, "last_stack", d->stack);
+        json_key(w, "peak_rss_bytes");
         if (isfinite(d->rss_bytes))
             json_double(w, d->rss_bytes);
         else

@@ -2,12 +2,14 @@
 #include "render/verdict_words.h"
 
 #include <stdbool.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/metric_catalog.h"
 #include "render/report.h"
+#include "render/units.h"
 #include "util/json_writer.h"
 #include "util/labels.h"
 
@@ -25,6 +27,7 @@ const char *tp_verdict_kind_name(tp_verdict_kind kind)
     case TP_VERDICT_CPU_SATURATED: return "cpu_saturated";
     case TP_VERDICT_NETWORK_SATURATED: return "network_saturated";
     case TP_VERDICT_GPU_THROTTLED: return "gpu_throttled";
+    case TP_VERDICT_MEMORY_GROWTH: return "memory_growth";
     }
     return "?";
 }
@@ -36,8 +39,7 @@ static const char *over(const tp_series_summary *x)
     return x && x->in_steps ? " during the training steps" : "";
 }
 
-/* The same for the evidence's "over": "steps" or "run". */
-static const char *over_key(const tp_series_summary *x)
+const char *tp_verdict_over_key(const tp_series_summary *x)
 {
     return x && x->in_steps ? "steps" : "run";
 }
@@ -58,10 +60,8 @@ static const char *agent_name(const tp_run *run, int64_t id)
     return "?";
 }
 
-/* " of node-3" (with the agent's name as JSON in json) when the run has several
- * agents, else "" (and "null"): which machine a system verdict is about. */
-static void agent_of(const tp_run *run, int64_t agent_id, char *of, size_t cap, char *json,
-                     size_t jcap)
+void tp_verdict_agent_of(const tp_run *run, int64_t agent_id, char *of, size_t cap, char *json,
+                         size_t jcap)
 {
     snprintf(of, cap, "%s", "");
     snprintf(json, jcap, "null");
@@ -269,7 +269,7 @@ static void rank_message(char *out, size_t cap, const tp_verdict *v)
 static void system_message(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
 {
     char of[80], agent[80];
-    agent_of(s->run, v->agent_id, of, sizeof of, agent, sizeof agent);
+    tp_verdict_agent_of(s->run, v->agent_id, of, sizeof of, agent, sizeof agent);
     const tp_run_gpu *gpu = v->gpu;
     if (v->kind == TP_VERDICT_GPU_UNDERUSED) {
         const tp_series_summary *u = v->f.gpu_util.util, *sm = v->f.gpu_util.sm_active;
@@ -305,6 +305,23 @@ static void system_message(char *out, size_t cap, const tp_summary *s, const tp_
                  "away from the maximum (fragmentation, out-of-memory). Try a smaller batch with "
                  "gradient accumulation, mixed precision, or activation checkpointing.",
                  gpu->index, of, inst, 100 * (1 - max / total), max / (1 << 30), total / (1 << 30));
+    } else if (v->kind == TP_VERDICT_MEMORY_GROWTH) {
+        const tp_memory_growth *g = &v->f.memory_growth;
+        char left[200] = "", lasts[32];
+        tp_format_duration(lasts, sizeof lasts, g->seconds_to_limit);
+        if (isfinite(g->seconds_to_limit))
+            snprintf(left, sizeof left, "; at that rate %s (%.1f GiB left) lasts %s more",
+                     g->cgroup ? "its cgroup's memory limit" : "the host's available memory",
+                     g->headroom_bytes / (1 << 30), lasts);
+        snprintf(out, cap,
+                 "The training's memory%s grows steadily through its steps: its processes held "
+                 "%.2f GiB at the start and %.2f GiB at the end, %.2f GiB more an hour%s. A leak "
+                 "to look for: DataLoader workers reading a Dataset of Python objects (lists, "
+                 "dicts: each read copies the pages their reference counts are on; keep samples "
+                 "in numpy arrays or tensors), losses or outputs kept with their graphs "
+                 "(accumulate loss.item(), not loss), a cache that grows with every batch.",
+                 of, g->start_bytes / (1 << 30), g->end_bytes / (1 << 30),
+                 g->rate_bytes_per_s * 3600 / (1 << 30), left);
     } else if (v->kind == TP_VERDICT_HOST_MEMORY) {
         const __typeof__(v->f.host_memory) *m = &v->f.host_memory;
         snprintf(out, cap,
@@ -406,152 +423,6 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
         return;
     default: system_message(out, cap, s, v); return;
     }
-}
-
-/* Keeps an evidence object valid JSON whatever figures went into it: the
- * non-finite numbers printf writes (nan, inf, with a sign) become null, and
- * an object cut by its buffer becomes {"cut":true}. */
-static void seal_evidence(char *evidence, size_t cap)
-{
-    char out[TP_VERDICT_EVIDENCE_MAX];
-    size_t n = 0, len = strlen(evidence);
-    bool in_string = false, cut = len == 0 || evidence[len - 1] != '}';
-    for (const char *p = evidence; *p && !cut; p++) {
-        if (*p == '"' && (p == evidence || p[-1] != '\\'))
-            in_string = !in_string;
-        size_t word = 0;
-        if (!in_string) {
-            const char *q = p + (*p == '-');
-            word = strncmp(q, "nan", 3) == 0 || strncmp(q, "inf", 3) == 0 ? (size_t)(q + 3 - p) : 0;
-        }
-        if (n + (word ? 4 : 1) >= sizeof out) {
-            cut = true;
-            break;
-        }
-        if (word) {
-            memcpy(out + n, "null", 4);
-            n += 4;
-            p += word - 1;
-        } else {
-            out[n++] = *p;
-        }
-    }
-    out[n] = '\0';
-    snprintf(evidence, cap, "%s", cut ? "{\"cut\":true}" : out);
-}
-
-static void rank_evidence(char *out, size_t cap, const tp_verdict *v)
-{
-    if (v->kind == TP_VERDICT_INPUT_BOUND) {
-        const __typeof__(v->f.input) *f = &v->f.input;
-        snprintf(out, cap,
-                 "{\"rank\":%d,\"dataloader_next_share\":%.4f,\"dataloader_next_mean_s\":%.6f,"
-                 "\"step_mean_s\":%.6f,\"proc_count_max\":%.0f,\"cause\":\"%s\","
-                 "\"cpu_util_p50_percent\":%.2f,\"training_cpu_p50_percent\":%.2f,"
-                 "\"pressure_io_some_p50_percent\":%.2f,"
-                 "\"disk_busy_p50_percent\":%.2f,\"over\":\"%s\"}",
-                 v->rank, f->share, f->next_mean_s, f->step_mean_s, f->procs,
-                 f->cause == TP_INPUT_CPU          ? "cpu"
-                 : f->cause == TP_INPUT_CONTENTION ? "contention"
-                 : f->cause == TP_INPUT_WORKERS    ? "latency"
-                                                   : "io",
-                 f->cpu_p50, f->own_cpu_p50, f->io_p50, f->disk_p50, over_key(f->cpu));
-    } else if (v->kind == TP_VERDICT_TRANSFER_BOUND) {
-        snprintf(out, cap, "{\"rank\":%d,\"to_device_share\":%.4f,\"to_device_device_share\":%.4f}",
-                 v->rank, v->f.transfer.host_share, v->f.transfer.device_share);
-    } else {
-        const __typeof__(v->f.compute) *f = &v->f.compute;
-        snprintf(out, cap,
-                 "{\"rank\":%d,\"train_batch_share\":%.4f,\"train_batch_device_share\":%.4f,"
-                 "\"dataloader_next_share\":%.4f,\"step_mean_s\":%.6f}",
-                 v->rank, f->share, f->device_share, f->input_share, f->step_mean_s);
-    }
-}
-
-static void system_evidence(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
-{
-    char of[80], agent[80];
-    agent_of(s->run, v->agent_id, of, sizeof of, agent, sizeof agent);
-    if (v->kind == TP_VERDICT_GPU_UNDERUSED) {
-        const tp_series_summary *u = v->f.gpu_util.util, *sm = v->f.gpu_util.sm_active;
-        char sm_part[64] = "";
-        if (sm)
-            snprintf(sm_part, sizeof sm_part, ",\"sm_active_mean_percent\":%.2f", sm->steps.mean);
-        snprintf(out, cap,
-                 "{\"gpu\":%d,\"agent\":%s,\"util_mean_percent\":%.2f,\"util_p50_percent\":%.2f,"
-                 "\"over\":\"%s\"%s}",
-                 v->gpu->index, agent, u->steps.mean, u->steps.p50, over_key(u), sm_part);
-    } else if (v->kind == TP_VERDICT_GPU_THROTTLED) {
-        snprintf(out, cap,
-                 "{\"gpu\":%d,\"agent\":%s,\"reasons\":%u,\"slowdown_share\":%.4f,"
-                 "\"trouble_share\":%.4f}",
-                 v->gpu->index, agent, v->f.gpu_throttle.bits, v->f.gpu_throttle.share,
-                 v->f.gpu_throttle.trouble_share);
-    } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
-        char inst[32] = "";
-        if (v->f.gpu_memory.mig >= 0)
-            snprintf(inst, sizeof inst, ",\"mig\":%d", v->f.gpu_memory.mig);
-        snprintf(out, cap,
-                 "{\"gpu\":%d,\"agent\":%s,\"mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%.0f%s}",
-                 v->gpu->index, agent, v->f.gpu_memory.used_max_bytes, v->f.gpu_memory.total_bytes,
-                 inst);
-    } else if (v->kind == TP_VERDICT_HOST_MEMORY) {
-        snprintf(out, cap,
-                 "{\"agent\":%s,\"host_mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%.0f,"
-                 "\"swap_used_max_bytes\":%.0f}",
-                 agent, v->f.host_memory.used_max_bytes, v->f.host_memory.total_bytes,
-                 v->f.host_memory.swap_max_bytes);
-    } else if (v->kind == TP_VERDICT_CPU_SATURATED) {
-        const __typeof__(v->f.cpu) *c = &v->f.cpu;
-        snprintf(out, cap,
-                 "{\"agent\":%s,\"cpu_util_mean_percent\":%.2f,\"proc_cpu_mean_percent\":%.2f,"
-                 "\"cgroup_cpu_limit_cores\":%.2f,\"pressure_cpu_some_mean_percent\":%.2f,"
-                 "\"over\":\"%s\"}",
-                 agent, c->util ? c->util->steps.mean : -1, c->proc ? c->proc->steps.mean : -1,
-                 c->limit_cores, c->wait ? c->wait->steps.mean : -1,
-                 over_key(c->host ? c->util : c->proc));
-    } else {
-        const tp_series_summary *link = v->f.network.link, *worst = v->f.network.rate;
-        char labels[TP_LABELS_MAX], link_json[80];
-        tp_labels_display(link->series->labels, labels, sizeof labels);
-        tp_json_quote(link_json, sizeof link_json, labels, 60);
-        snprintf(out, cap,
-                 "{\"agent\":%s,\"link\":%s,\"direction\":\"%s\",\"p95_bytes_per_s\":%.0f,"
-                 "\"mean_bytes_per_s\":%.0f,\"link_bytes_per_s\":%.0f,\"over\":\"%s\"}",
-                 agent, link_json, v->f.network.sent ? "sent" : "received", worst->steps.p95,
-                 worst->steps.mean, link->stats.mean, over_key(worst));
-    }
-}
-
-void tp_verdict_evidence(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
-{
-    char text[TP_VERDICT_EVIDENCE_MAX];
-    const tp_ranks *r = &s->ranks;
-    switch (v->kind) {
-    case TP_VERDICT_INPUT_BOUND:
-    case TP_VERDICT_TRANSFER_BOUND:
-    case TP_VERDICT_COMPUTE_BOUND: rank_evidence(text, sizeof text, v); break;
-    case TP_VERDICT_STRAGGLER: {
-        const tp_rank_row *row = v->f.straggler.row;
-        snprintf(text, sizeof text,
-                 "{\"rank\":%d,\"own_s_per_step\":%.6f,\"median_own_s_per_step\":%.6f,"
-                 "\"input_s_per_step\":%.6f,\"compute_s_per_step\":%.6f,"
-                 "\"median_comm_s_per_step\":%.6f}",
-                 row->rank, tp_rank_own_per_step(row), r->median_own_s,
-                 row->input_s / (double)row->steps, row->compute_s / (double)row->steps,
-                 r->median_comm_s);
-        break;
-    }
-    case TP_VERDICT_COMMUNICATION_BOUND:
-        snprintf(text, sizeof text,
-                 "{\"exposed_comm_s\":%.6f,\"window_s\":%.6f,\"ranks\":%zu,\"on_device\":%s}",
-                 v->f.comm.exposed_s, v->f.comm.window_s, v->f.comm.ranks,
-                 v->f.comm.device ? "true" : "false");
-        break;
-    default: system_evidence(text, sizeof text, s, v); break;
-    }
-    seal_evidence(text, sizeof text);
-    snprintf(out, cap, "%s", text);
 }
 
 bool tp_precision_words(char *out, size_t cap, const tp_model_facts *facts)

@@ -41,4 +41,12 @@ void tp_gpu_reasons_text(char *out, size_t cap, uint32_t reasons);
  * False, with out empty, when there is nothing to say (not on a CUDA GPU). */
 bool tp_precision_words(char *out, size_t cap, const tp_model_facts *facts);
 
+/* Shared by verdict_words.c and verdict_evidence.c: "steps" or "run", the
+ * span a series' figures are of (the evidence's "over"); and " of node-3"
+ * (with the agent's name as JSON in json) when the run has several agents,
+ * else "" (and "null"): which machine a system verdict is about. */
+const char *tp_verdict_over_key(const tp_series_summary *x);
+void tp_verdict_agent_of(const tp_run *run, int64_t agent_id, char *of, size_t cap, char *json,
+                         size_t jcap);
+
 #endif

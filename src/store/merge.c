@@ -30,6 +30,7 @@ typedef struct input_info {
     bool thread_device; /* it has each process's GPU UUID */
     bool stack_counts;  /* its summary has its stack samples counted (summary_stack) */
     bool step_pauses;   /* its stored step phases have their pauses */
+    bool step_times;    /* ... and their groups' times */
     int *ranks;         /* distinct ranks of its threads (-1: no rank) */
     size_t nranks;
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
@@ -120,6 +121,7 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         info[i].stack_counts =
             info[i].summarized && tp_run_has_column(run, "summary_stack", "samples");
         info[i].step_pauses = tp_run_has_column(run, "summary_step_phase", "pauses");
+        info[i].step_times = tp_run_has_column(run, "summary_step_phase", "start_ns");
         input_ranks(run, &info[i]);
         info[i].start_wall_ns = wall ? strtoll(wall, NULL, 10) : 0;
         info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
@@ -289,7 +291,7 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
  * their order: the source table is always the outer loop (CROSS JOIN), so
  * regions and marks stay in the order they were written. */
 static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info, bool first,
-                      bool summaries, bool plots, bool all_rows)
+                      bool summaries, bool plots, bool step_phases, bool all_rows)
 {
     char *sql = sqlite3_mprintf("ATTACH %Q AS src", path);
     int rc = tp_exec(db, sql);
@@ -303,14 +305,24 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         return SQLITE_ERROR;
     }
     info->series_off = series;
-    char plots_sql[640];
-    snprintf(plots_sql, sizeof plots_sql,
-             "INSERT INTO main.summary_plot SELECT series_id + %lld, t_ns + %lld, value"
-             " FROM src.summary_plot ORDER BY rowid;"
-             "INSERT INTO main.summary_step_phase SELECT rank, steps, first_step,"
+    char plots_sql[1000], times[96];
+    int plen = 0;
+    if (plots)
+        plen = snprintf(plots_sql, sizeof plots_sql,
+                        "INSERT INTO main.summary_plot SELECT series_id + %lld, t_ns + %lld, value"
+                        " FROM src.summary_plot ORDER BY rowid;",
+                        series, dt);
+    if (info->step_times)
+        snprintf(times, sizeof times, "start_ns + %lld, end_ns + %lld", dt, dt);
+    else
+        snprintf(times, sizeof times, "NULL, NULL");
+    snprintf(plots_sql + plen, sizeof plots_sql - (size_t)plen,
+             "INSERT INTO main.summary_step_phase (rank, steps, first_step, dataloader_next,"
+             " to_device, train_batch, step_lr_schedulers, from_device, reduce_metrics, other,"
+             " pauses, start_ns, end_ns) SELECT rank, steps, first_step,"
              " dataloader_next, to_device, train_batch, step_lr_schedulers, from_device,"
-             " reduce_metrics, other, %s FROM src.summary_step_phase ORDER BY rowid;",
-             series, dt, info->step_pauses ? "pauses" : "0");
+             " reduce_metrics, other, %s, %s FROM src.summary_step_phase ORDER BY rowid;",
+             info->step_pauses ? "pauses" : "0", times);
     char steps_sql[400];
     int len = snprintf(steps_sql, sizeof steps_sql,
                        "INSERT INTO main.summary_series_steps SELECT series_id + %lld, count, mean,"
@@ -341,7 +353,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
         info->rank_truth ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
                          : "NULL, NULL, 0, 0",
-        plots ? plots_sql : "", info->series_steps ? steps_sql : "");
+        step_phases ? plots_sql : "", info->series_steps ? steps_sql : "");
     char *rows = rows_sql(series, thread, dt, all_rows, info->version, off);
     char *counts = summaries && info->version >= TP_SCHEMA_STACKS_VERSION
                        ? stack_counts_sql(off, info->stack_counts, info->version)
@@ -509,10 +521,15 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         rc = tp_exec(db, TP_SCHEMA_AGENT_META);
     /* one transaction per input (an attached file can't be detached inside
      * one); the output only appears, by rename, once every input is in */
-    plots &= all_rows || opt->plots; /* a merge for `report` leaves them */
+    /* the groups of steps' phases are small (300 a rank) and the changes of
+     * pace read them: kept wherever the plots could be; the plots themselves
+     * not in a merge for `report` */
+    bool step_phases = plots;
+    plots &= all_rows || opt->plots;
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
         info[i].shift = info[i].start_wall_ns - earliest;
-        rc = copy_input(db, inputs[i], (int)i + 1, &info[i], i == 0, summaries, plots, all_rows);
+        rc = copy_input(db, inputs[i], (int)i + 1, &info[i], i == 0, summaries, plots, step_phases,
+                        all_rows);
         if (rc == SQLITE_OK && opt->progress)
             opt->progress(opt->progress_ctx, i + 1, n, inputs[i], all_rows);
     }

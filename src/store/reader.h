@@ -216,18 +216,13 @@ void tp_run_rank_device_rows(tp_run *run, int64_t agent_id, int rank, const char
  * when none closed since then (or the file can't say). */
 int64_t tp_run_rank_last_region_end(tp_run *run, int rank, int64_t since_ns);
 
-/* The seconds that thread's regions of each of names[0..n) spent inside
- * [t0_ns, t1_ns) into seconds[] (0 for a name without any). False when the
- * file can't be read. */
-bool tp_run_thread_phase_seconds(tp_run *run, int64_t thread_id, int64_t t0_ns, int64_t t1_ns,
-                                 const char *const *names, size_t n, double *seconds);
-
 /* A traced process: its agent and pid, the rank of its threads (-1 none),
- * whether it is a DataLoader worker (a thread named "DL worker N"). */
+ * whether it is a DataLoader worker (a thread named "DL worker N") and a
+ * Python process whose stacks were sampled (it had a sampler's ring). */
 typedef struct tp_run_process {
     int64_t agent_id, pid;
     int rank;
-    bool worker;
+    bool worker, sampled;
 } tp_run_process;
 
 /* Every traced process that sent events (the caller frees *out). False when

@@ -140,3 +140,33 @@ bool tp_run_read_tail(tp_run *run, tp_run_tail *tail, uint64_t since_ns, tp_batc
                           " ORDER BY rowid",
                           tail->mark_rowid, row_mark, &r);
 }
+
+bool tp_run_recent_steps(tp_run *run, size_t per_rank, tp_run_mark **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (run->schema_version < 2)
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT thread_id, rank, kind, t_ns FROM (SELECT m.thread_id, t.rank,"
+                           " m.kind, m.t_ns, row_number() OVER (PARTITION BY t.rank"
+                           " ORDER BY m.t_ns DESC) AS k FROM mark m JOIN thread t"
+                           " ON t.id = m.thread_id WHERE m.kind IN (3, 9, 'step', 'step_end'))"
+                           " WHERE k <= ?1 ORDER BY rank, t_ns",
+                           -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)per_rank);
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        tp_run_mark *m = tp_grow_try(*out, *n, &cap, sizeof **out);
+        if (!m)
+            break;
+        *out = m;
+        (*out)[(*n)++] = (tp_run_mark){sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
+                                       tp_mark_kind_column(st, 2), sqlite3_column_int64(st, 3), 0};
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE;
+}

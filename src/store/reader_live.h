@@ -31,4 +31,10 @@ bool tp_run_live_now(const tp_run *run, uint64_t *now_ns);
  * left it, and out holds them. */
 bool tp_run_read_tail(tp_run *run, tp_run_tail *tail, uint64_t since_ns, tp_batch *out);
 
+/* Each rank's last per_rank step and step-end marks, by rank then time (the
+ * caller frees *out): what top seeds its live state with, so that a rank
+ * that stopped before top looked is seen stalled. False when the file can't
+ * be read. */
+bool tp_run_recent_steps(tp_run *run, size_t per_rank, tp_run_mark **out, size_t *n);
+
 #endif

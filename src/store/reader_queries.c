@@ -328,35 +328,6 @@ int64_t tp_run_rank_last_region_end(tp_run *run, int rank, int64_t since_ns)
     return end;
 }
 
-bool tp_run_thread_phase_seconds(tp_run *run, int64_t thread_id, int64_t t0_ns, int64_t t1_ns,
-                                 const char *const *names, size_t n, double *seconds)
-{
-    for (size_t i = 0; i < n; i++)
-        seconds[i] = 0;
-    if (run->schema_version < 2)
-        return true;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT n.text, sum(min(r.end_ns, ?3) - max(r.start_ns, ?2))"
-                           " FROM region r JOIN name n ON n.id = r.name_id"
-                           " WHERE r.thread_id = ?1 AND r.end_ns > ?2 AND r.start_ns < ?3"
-                           " GROUP BY r.name_id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return false;
-    sqlite3_bind_int64(st, 1, thread_id);
-    sqlite3_bind_int64(st, 2, t0_ns);
-    sqlite3_bind_int64(st, 3, t1_ns);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(st, 0);
-        for (size_t i = 0; name && i < n; i++)
-            if (strcmp(name, names[i]) == 0)
-                seconds[i] = sqlite3_column_double(st, 1) / 1e9;
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE;
-}
-
 bool tp_run_processes(tp_run *run, tp_run_process **out, size_t *n)
 {
     *out = NULL;
@@ -364,19 +335,19 @@ bool tp_run_processes(tp_run *run, tp_run_process **out, size_t *n)
     if (run->schema_version < 2)
         return true;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(
-            run->db,
-            "SELECT agent_id, pid, max(rank), max(name LIKE 'DL worker%') FROM thread"
-            " WHERE name != '" TP_SAMPLER_THREAD_NAME "' GROUP BY agent_id, pid",
-            -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT agent_id, pid, max(rank), max(name LIKE 'DL worker%'),"
+                           " max(name = '" TP_SAMPLER_THREAD_NAME
+                           "') FROM thread GROUP BY agent_id, pid",
+                           -1, &st, NULL) != SQLITE_OK)
         return false;
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         *out = tp_grow(*out, *n, &cap, sizeof **out);
-        (*out)[(*n)++] =
-            (tp_run_process){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                             sqlite3_column_int(st, 2), sqlite3_column_int(st, 3) != 0};
+        (*out)[(*n)++] = (tp_run_process){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                          sqlite3_column_int(st, 2), sqlite3_column_int(st, 3) != 0,
+                                          sqlite3_column_int(st, 4) != 0};
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE;

@@ -91,13 +91,21 @@
     "  steps INTEGER NOT NULL, first_step INTEGER NOT NULL, dataloader_next REAL NOT NULL,"       \
     "  to_device REAL NOT NULL, train_batch REAL NOT NULL, step_lr_schedulers REAL NOT NULL,"     \
     "  from_device REAL NOT NULL, reduce_metrics REAL NOT NULL, other REAL NOT "                  \
-    "NULL" TP_SCHEMA_STEP_PAUSES ");"
+    "NULL" TP_SCHEMA_STEP_PAUSES TP_SCHEMA_STEP_TIMES ");"
 /* summary_step_phase.pauses: the pauses each group of steps had (bit i:
  * core/phases.h's tp_pause_names[i]); files stored before have no such
  * column (readers take 0; `summarize --force` adds it). */
 #define TP_SCHEMA_STEP_PAUSES ", pauses INTEGER NOT NULL DEFAULT 0"
 #define TP_SCHEMA_ADD_STEP_PAUSES \
     "ALTER TABLE summary_step_phase ADD COLUMN pauses INTEGER NOT NULL DEFAULT 0;"
+/* summary_step_phase.start_ns and end_ns: when each group's first step
+ * began and its last one ended (run time), which the changes of pace are
+ * placed by (analyze/regimes.h); files stored before have none (readers take
+ * NULL: regimes without times; `summarize --force` adds them). */
+#define TP_SCHEMA_STEP_TIMES ", start_ns INTEGER, end_ns INTEGER"
+#define TP_SCHEMA_ADD_STEP_TIMES                                  \
+    "ALTER TABLE summary_step_phase ADD COLUMN start_ns INTEGER;" \
+    "ALTER TABLE summary_step_phase ADD COLUMN end_ns INTEGER;"
 /* Each instrumented thread's process's CUDA_VISIBLE_DEVICES, where it was
  * set: which of the node's GPUs the process's device ordinals name, and in
  * which order (indices or UUIDs), so that a rank maps to the GPU it drove.

@@ -248,22 +248,21 @@ bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phas
 {
     memset(out, 0, n * sizeof *out);
     sqlite3_stmt *st;
-    bool pauses = tp_run_has_column(run, "summary_step_phase", "pauses"); /* stored before: 0 */
-    if (sqlite3_prepare_v2(run->db,
-                           pauses ? "SELECT steps, first_step, dataloader_next, to_device,"
-                                    " train_batch, step_lr_schedulers, from_device, reduce_metrics,"
-                                    " other, pauses FROM summary_step_phase WHERE rank = ?"
-                                    " ORDER BY first_step"
-                                  : "SELECT steps, first_step, dataloader_next, to_device,"
-                                    " train_batch, step_lr_schedulers, from_device, reduce_metrics,"
-                                    " other, 0 FROM summary_step_phase WHERE rank = ?"
-                                    " ORDER BY first_step",
-                           -1, &st, NULL) != SQLITE_OK)
+    bool pauses = tp_run_has_column(run, "summary_step_phase", "pauses");  /* stored before: 0 */
+    bool times = tp_run_has_column(run, "summary_step_phase", "start_ns"); /* before: NULL */
+    char *sql = sqlite3_mprintf("SELECT steps, first_step, dataloader_next, to_device,"
+                                " train_batch, step_lr_schedulers, from_device, reduce_metrics,"
+                                " other, %s, %s FROM summary_step_phase WHERE rank = ?"
+                                " ORDER BY first_step",
+                                pauses ? "pauses" : "0", times ? "start_ns, end_ns" : "NULL, NULL");
+    int prepared = sql ? sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    if (prepared != SQLITE_OK)
         return plots_failed(run, "step phases", err, cap);
     int rc = SQLITE_DONE;
     for (size_t k = 0; k < n && rc == SQLITE_DONE; k++) {
         tp_step_phases *ph = &out[k];
-        size_t gcap = 0, vcap = 0, pcap = 0;
+        size_t gcap = 0, vcap = 0, pcap = 0, scap = 0, ecap = 0;
         sqlite3_bind_int(st, 1, ranks[k]);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
             ph->nsteps = (size_t)sqlite3_column_int64(st, 0);
@@ -274,6 +273,14 @@ bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phas
             ph->values = tp_grow(ph->values, ph->ngroups, &vcap, /* a group at a time */
                                  TP_STEP_PHASES * sizeof *ph->values);
             ph->first_step[ph->ngroups] = (double)sqlite3_column_int64(st, 1);
+            ph->start_s = tp_grow(ph->start_s, ph->ngroups, &scap, sizeof *ph->start_s);
+            ph->end_s = tp_grow(ph->end_s, ph->ngroups, &ecap, sizeof *ph->end_s);
+            bool known = sqlite3_column_type(st, 3 + TP_STEP_PHASES) == SQLITE_INTEGER &&
+                         sqlite3_column_type(st, 4 + TP_STEP_PHASES) == SQLITE_INTEGER;
+            ph->start_s[ph->ngroups] =
+                known ? (double)sqlite3_column_int64(st, 3 + TP_STEP_PHASES) / 1e9 : NAN;
+            ph->end_s[ph->ngroups] =
+                known ? (double)sqlite3_column_int64(st, 4 + TP_STEP_PHASES) / 1e9 : NAN;
             for (int q = 0; q < TP_STEP_PHASES; q++)
                 ph->values[ph->ngroups * TP_STEP_PHASES + (size_t)q] =
                     sqlite3_column_double(st, 2 + q);

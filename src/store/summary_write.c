@@ -161,6 +161,8 @@ static int write_plots(sqlite3 *db, const tp_summary_rows *p)
                                                  "DELETE FROM summary_step_phase;");
     if (rc == SQLITE_OK && !has_column(db, "summary_step_phase", "pauses")) /* stored before */
         rc = tp_exec(db, TP_SCHEMA_ADD_STEP_PAUSES);
+    if (rc == SQLITE_OK && !has_column(db, "summary_step_phase", "start_ns"))
+        rc = tp_exec(db, TP_SCHEMA_ADD_STEP_TIMES);
     sqlite3_stmt *st = NULL;
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db, "INSERT INTO summary_plot VALUES (?, ?, ?)", -1, &st, NULL);
@@ -175,8 +177,11 @@ static int write_plots(sqlite3 *db, const tp_summary_rows *p)
     st = NULL;
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(
-            db, "INSERT INTO summary_step_phase VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &st,
-            NULL);
+            db,
+            "INSERT INTO summary_step_phase (rank, steps, first_step, dataloader_next, to_device,"
+            " train_batch, step_lr_schedulers, from_device, reduce_metrics, other, pauses,"
+            " start_ns, end_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            -1, &st, NULL);
     for (size_t k = 0; rc == SQLITE_OK && k < p->nphases; k++) {
         const tp_step_phases *ph = &p->phases[k];
         for (size_t g = 0; rc == SQLITE_OK && g < ph->ngroups; g++) {
@@ -186,6 +191,9 @@ static int write_plots(sqlite3 *db, const tp_summary_rows *p)
             for (int q = 0; q < TP_STEP_PHASES; q++)
                 sqlite3_bind_double(st, 4 + q, ph->values[g * TP_STEP_PHASES + (size_t)q]);
             sqlite3_bind_int64(st, 4 + TP_STEP_PHASES, ph->pauses ? ph->pauses[g] : 0);
+            sqlite3_bind_int64(st, 5 + TP_STEP_PHASES,
+                               ph->start_s ? llround(ph->start_s[g] * 1e9) : 0);
+            sqlite3_bind_int64(st, 6 + TP_STEP_PHASES, ph->end_s ? llround(ph->end_s[g] * 1e9) : 0);
             rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
             sqlite3_reset(st);
         }

@@ -161,7 +161,7 @@ def test_the_oom_killer_is_told_apart(tmp_path, run_file):
     assert r.returncode == 137, r.stderr  # the training's SIGKILL, as record passes it on
     d = first_death(report_json(run_file))
     assert (d["how"], d["signal"], d["rank"]) == ("oom_killer", 9, -1), d
-    assert d["step"] >= 11 and d["rss_bytes"] > 100 << 20
+    assert d["step"] >= 11 and d["peak_rss_bytes"] > 100 << 20
     assert "killed by the kernel's OOM killer (SIGKILL)" in in_short(run_file)
 
 
@@ -173,3 +173,44 @@ def test_a_normal_run_has_no_death(tmp_path, run_file):
     rep = report_json(run_file)
     assert rep["deaths"] == [] and rep["stop"] is None
     assert "[died]" not in in_short(run_file)
+
+
+LEAKY_WORKERS = """
+import time, torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+class Leaky(Dataset):
+    '''Each DataLoader worker keeps every sample it made.'''
+    def __init__(self):
+        self.kept = []
+    def __len__(self):
+        return 100000
+    def __getitem__(self, i):
+        self.kept.append(bytearray(256 << 10))  # 256 KiB a sample, touched
+        return torch.randn(8), torch.tensor(i % 2)
+model = nn.Linear(8, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+end = time.time() + 24
+for x, y in DataLoader(Leaky(), batch_size=8, num_workers=2):
+    opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+    time.sleep(0.05)
+    if time.time() > end:
+        break
+"""
+
+
+def test_memory_that_grows_through_the_steps(tmp_path, run_file):
+    script = tmp_path / "leaky.py"
+    script.write_text(textwrap.dedent(LEAKY_WORKERS))
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    growth = [v for v in rep["verdicts"] if v["kind"] == "memory_growth"]
+    assert len(growth) == 1, [v["kind"] for v in rep["verdicts"]]
+    e = growth[0]["evidence"]
+    # two workers keep 8 samples of 256 KiB a step, at most ~16 steps a second
+    assert e["rss_end_bytes"] - e["rss_start_bytes"] > 256 << 20
+    assert 2 << 20 < e["rate_bytes_per_s"] < 80 << 20, e
+    assert e["limit"] == "host" and e["seconds_to_limit"] > 0
+    text = trainprof("report", run_file).stdout
+    assert "grows steadily through its steps" in text and "more an hour" in text

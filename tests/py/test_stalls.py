@@ -108,6 +108,11 @@ def test_rank_blocked_in_its_dataset_is_named_with_its_function(tmp_path, run_fi
     assert stop["signal"] == "SIGTERM" and stop["step"] == 13
     assert abs(stop["at_s"] - rep["run"]["duration_s"]) < 2
     assert "[stopped] The run was asked to stop: record got SIGTERM" in short
+    page = tmp_path / "run.html"
+    assert trainprof("html", "-o", page, run_file).returncode == 0
+    html = page.read_text()
+    assert '<p class="trouble">[stalled] The training stalled' in html
+    assert "rank 0 waits for rank 1: in backward" in html  # the report's tables, embedded
 
 
 def free_port():

@@ -2,6 +2,7 @@
 
 import os
 import re
+import signal
 import subprocess
 import textwrap
 import threading
@@ -124,6 +125,30 @@ def test_shows_the_running_recording(top, tmp_path):
         assert "GPU" not in next(x for x in screen.splitlines() if "load" in x)
     finally:
         rec.kill()
+        rec.wait()
+
+
+def test_shows_a_stall_that_began_before_it_looked(top, tmp_path):
+    """A training stuck inside a region: top, started once the stall is under
+    way, finds the ranks' last steps in the file and says STALLED."""
+    script = tmp_path / "stuck.py"
+    script.write_text(textwrap.dedent("""
+        import time, trainprof
+        for i in range(40):
+            trainprof.step()
+            with trainprof.region("compute"):
+                time.sleep(60 if i == 30 else 0.01)
+    """))
+    rec = subprocess.Popen([PROGRAM, "record", "-q", "--stall-after", "2", "-o",
+                            tmp_path / "run.db", "--", PYTHON, script], start_new_session=True)
+    try:
+        time.sleep(6)  # steps for ~0.3 s, then stuck: well past 2 s
+        t = top()
+        screen = t.wait_for("STALLED", timeout=20)
+        seconds = float(re.search(r"STALLED: no progress for (\d+) s", screen).group(1))
+        assert seconds >= 2, screen
+    finally:
+        os.killpg(rec.pid, signal.SIGKILL)  # the recorder and the stuck script
         rec.wait()
 
 

@@ -147,6 +147,55 @@ static char *expose(tp_live *live)
     return text;
 }
 
+/* A rank that stops stepping: stalled past its threshold (10 median steps,
+ * at least 30 s; or the run's own), on the status line's, /metrics' and top's
+ * reading; and top's seed of a recording it joined late. */
+static void test_stalls(void **state)
+{
+    (void)state;
+    tp_sink *sink = tp_sink_new(0);
+    tp_live *live = tp_live_new(1.0);
+    uint32_t th = rank_thread(sink, 2);
+    uint32_t compute = tp_sink_name(sink, "compute");
+    uint32_t cpu = tp_sink_series(sink, TP_METRIC_CPU_UTIL_PERCENT, "{}");
+    for (uint64_t s = 0; s < 40; s++) { /* a step a second */
+        tp_sink_mark(sink, th, TP_MARK_STEP, s * SEC, 0);
+        tp_sink_interval(sink, th, compute, 0, s * SEC, s * SEC + SEC / 2);
+    }
+    tp_sink_mark(sink, th, TP_MARK_STEP, 40 * SEC, 0); /* step 41 opens, and hangs */
+    tp_sink_sample(sink, cpu, 45 * SEC, 5);
+    feed(sink, live);
+    int32_t rank;
+    double seconds;
+    assert_false(tp_live_worst_stall(live, 0, &rank, &seconds)); /* 5 s: under 30 s */
+    tp_sink_sample(sink, cpu, 71 * SEC, 5);
+    feed(sink, live);
+    assert_true(tp_live_worst_stall(live, 0, &rank, &seconds)); /* 31 s without progress */
+    assert_int_equal(rank, 2);
+    assert_float_equal(seconds, 31, 1e-9);
+    tp_live_set_stall_after(live, 40);
+    assert_false(tp_live_worst_stall(live, 0, &rank, &seconds));
+
+    /* top joins late: the last steps seeded, then the tail's samples */
+    tp_live *top = tp_live_new(1.0);
+    tp_live_set_stall_after(top, 2);
+    uint64_t t[3] = {38 * SEC, 39 * SEC, 40 * SEC};
+    uint32_t kinds[3] = {TP_MARK_STEP, TP_MARK_STEP, TP_MARK_STEP};
+    tp_live_seed_steps(top, 2, t, kinds, 3);
+    tp_sink_sample(sink, cpu, 45 * SEC, 5);
+    feed(sink, top);
+    assert_true(tp_live_worst_stall(top, 0, &rank, &seconds));
+    assert_float_equal(seconds, 5, 1e-9);
+    /* a loop that ended with a step-end mark is no stall */
+    uint32_t end = TP_MARK_STEP_END;
+    uint64_t at = 41 * SEC;
+    tp_live_seed_steps(top, 2, &at, &end, 1);
+    assert_false(tp_live_worst_stall(top, 0, &rank, &seconds));
+    tp_live_free(top);
+    tp_live_free(live);
+    tp_sink_free(sink);
+}
+
 static void test_exposition(void **state)
 {
     (void)state;
@@ -185,6 +234,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_latest_values),
         cmocka_unit_test(test_totals_and_window),
+        cmocka_unit_test(test_stalls),
         cmocka_unit_test(test_exposition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

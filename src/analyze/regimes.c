@@ -8,6 +8,7 @@
 
 #include "core/metric_catalog.h"
 #include "core/stall_rule.h"
+#include "core/step_rules.h"
 #include "util/oom.h"
 
 static int cmp_double(const void *x, const void *y)
@@ -269,6 +270,13 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
             for (size_t i = lo; i < hi; i++)
                 phase += ph->values[idx[i] * TP_STEP_PHASES + k] * group_steps(ph, idx[i]);
             g->phase_s[k] = phase / steps;
+        }
+        if (nchanges && g->mean_s > 0) { /* the step verdicts of its own split */
+            double in = g->phase_s[0] / g->mean_s, to = g->phase_s[1] / g->mean_s;
+            g->input_bound = in >= TP_INPUT_BOUND_SHARE;
+            g->transfer_bound = to >= TP_TRANSFER_BOUND_SHARE;
+            g->compute_bound = g->phase_s[2] / g->mean_s >= TP_COMPUTE_BOUND_SHARE &&
+                               in < TP_COMPUTE_BOUND_INPUT_MAX;
         }
         g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN};
         if (nchanges && isfinite(g->t0_s) && isfinite(g->t1_s))

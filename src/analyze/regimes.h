@@ -70,6 +70,9 @@ typedef struct tp_regime {
      * the most per step, first, then the machine's changes */
     tp_regime_cause causes[TP_REGIME_CAUSES];
     size_t ncauses;
+    /* the step verdicts its phase split fires (core/step_rules.h), where the
+     * run had more than one regime */
+    bool input_bound, transfer_bound, compute_bound;
 } tp_regime;
 
 typedef struct tp_regimes {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/phases.h"
+#include "store/summary_tables.h"
 #include "util/grow.h"
 #include "util/oom.h"
 
@@ -199,6 +200,15 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
                      tp_stalls *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
+    /* the recorder's, where it stored them (a merged summary holds no marks) */
+    if (tp_stored_stalls(run, &out->v, &out->n, err, cap)) {
+        if (out->n) /* a merge's come node by node */
+            qsort(out->v, out->n, sizeof *out->v, cmp_stall);
+        name_first(out);
+        return !out->n || tp_run_stack_tree(run, &out->tree, err, cap);
+    }
+    if (err[0])
+        return false;
     const char *after = tp_run_meta_get(run, "stall_after_s");
     double stall_after = after ? strtod(after, NULL) : 0;
     int64_t end_ns = llround(run_s * 1e9);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/stalls.h"
 #include "analyze/summary.h"
 #include "analyze/summary_plots.h"
 #include "store/reader_stacks.h"
@@ -52,11 +53,17 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
     tp_stack_count *stacks = NULL;
     size_t nstacks = 0;
     ok = ok && tp_run_stack_counts(run, &stacks, &nstacks, err, cap);
+    tp_course course = {0}; /* the stalls, found from the rows */
+    tp_stalls stalls = {0};
+    ok = ok && tp_course_build(run, &course, err, cap) &&
+         tp_stalls_build(run, &course, &s.timings, s.duration_s, &stalls, err, cap);
     tp_summary_rows rows = {series,       s.n,          s.windows,     s.nwindows,  &s.timings,
                             &s.ranks,     plots.points, plots.npoints, plots.ranks, plots.phases,
-                            plots.nranks, stacks,       nstacks};
+                            plots.nranks, stacks,       nstacks,       stalls.v,    stalls.n};
     ok = ok && tp_summary_tables_save(run, &rows, err, cap);
     tp_stack_counts_free(stacks, nstacks);
+    tp_stalls_free(&stalls);
+    tp_course_free(&course);
     free(series);
     tp_summary_plots_free(&plots);
     tp_summary_free(&s);

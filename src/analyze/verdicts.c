@@ -13,9 +13,9 @@
 #include "trainprof.h"
 
 #define INPUT_BOUND_SHARE       TP_INPUT_BOUND_SHARE
-#define TRANSFER_BOUND_SHARE    0.15
-#define COMPUTE_BOUND_SHARE     0.60
-#define COMPUTE_BOUND_INPUT_MAX 0.10
+#define TRANSFER_BOUND_SHARE    TP_TRANSFER_BOUND_SHARE
+#define COMPUTE_BOUND_SHARE     TP_COMPUTE_BOUND_SHARE
+#define COMPUTE_BOUND_INPUT_MAX TP_COMPUTE_BOUND_INPUT_MAX
 #define GPU_UTIL_TARGET         90.0
 #define GPU_SM_ACTIVE_TARGET    50.0 /* GPM: half the SMs' time busy, at least */
 #define GPU_THROTTLED_SHARE     0.10 /* of samples held back by heat or a power fault */

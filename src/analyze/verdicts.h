@@ -30,11 +30,7 @@
 #include "analyze/memory_growth.h"
 #include "analyze/summary.h"
 #include "core/model_facts.h"
-
-/* input_bound's share of step time spent waiting for the next batch; also
- * `bottleneck`'s: a loader alone below (1 - it) of the training's rate
- * leaves that share of each step waiting, so both call the same run so. */
-#define TP_INPUT_BOUND_SHARE 0.25
+#include "core/step_rules.h"
 
 typedef enum {
     TP_VERDICT_INPUT_BOUND,

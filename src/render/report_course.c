@@ -367,11 +367,13 @@ static void change_text(char *out, size_t cap, const tp_summary *s, size_t r)
     tp_format_duration(a, sizeof a, p->typical_s);
     tp_format_duration(b, sizeof b, g->typical_s);
     causes_text(causes, sizeof causes, g);
-    snprintf(out, cap,
-             "from step %zu, %.1f s into the run%s%s%s, steps took %s instead of %s (%+.0f%%)%s%s",
-             g->first_step, g->t0_s, when[0] ? " (" : "", when, when[0] ? " UTC)" : "", b, a,
-             p->typical_s > 0 ? 100 * (g->typical_s / p->typical_s - 1) : 0, causes[0] ? ": " : "",
-             causes);
+    char at[64] = ""; /* a file stored before keeps no times */
+    if (isfinite(g->t0_s))
+        snprintf(at, sizeof at, ", %.1f s into the run%s%s%s", g->t0_s, when[0] ? " (" : "", when,
+                 when[0] ? " UTC)" : "");
+    snprintf(out, cap, "from step %zu%s, steps took %s instead of %s (%+.0f%%)%s%s", g->first_step,
+             at, b, a, p->typical_s > 0 ? 100 * (g->typical_s / p->typical_s - 1) : 0,
+             causes[0] ? ": " : "", causes);
 }
 
 void tp_report_regimes_answer(FILE *out, const tp_summary *s)
@@ -413,8 +415,15 @@ void tp_report_regimes_text(FILE *out, const tp_summary *s)
                              tp_step_phase_names[k], 100 * g->phase_s[k] / g->mean_s);
             len = n > 0 && (size_t)n < sizeof split - len ? len + (size_t)n : sizeof split;
         }
-        fprintf(out, "  %-13s %7.1f s %7.1f s %11s %11s   %s\n", steps, g->t0_s, g->t1_s, p50, mean,
-                split);
+        char from[16] = "?", to[16] = "?"; /* a file stored before keeps no times */
+        if (isfinite(g->t0_s) && isfinite(g->t1_s)) {
+            snprintf(from, sizeof from, "%.1f s", g->t0_s);
+            snprintf(to, sizeof to, "%.1f s", g->t1_s);
+        }
+        fprintf(out, "  %-13s %9s %9s %11s %11s   %s%s%s%s\n", steps, from, to, p50, mean, split,
+                g->input_bound ? "  [input_bound]" : "",
+                g->transfer_bound ? "  [transfer_bound]" : "",
+                g->compute_bound ? "  [compute_bound]" : "");
     }
     for (size_t r = 1; r < rg->n; r++) {
         char change[1000];
@@ -460,6 +469,15 @@ static void regime_json(json_writer *w, const tp_regime *g)
     json_number_or_null(w, "memory_in_use_bytes", g->machine.mem_used_bytes);
     json_number_or_null(w, "swap_in_use_bytes", g->machine.swap_used_bytes);
     json_object_end(w);
+    json_key(w, "verdicts"); /* the step verdicts its own split fires */
+    json_array_begin(w);
+    if (g->input_bound)
+        json_string(w, "input_bound");
+    if (g->transfer_bound)
+        json_string(w, "transfer_bound");
+    if (g->compute_bound)
+        json_string(w, "compute_bound");
+    json_array_end(w);
     json_key(w, "causes");
     json_array_begin(w);
     for (size_t i = 0; i < g->ncauses; i++) {

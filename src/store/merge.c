@@ -31,6 +31,7 @@ typedef struct input_info {
     bool stack_counts;  /* its summary has its stack samples counted (summary_stack) */
     bool step_pauses;   /* its stored step phases have their pauses */
     bool step_times;    /* ... and their groups' times */
+    bool stalls;        /* its summary has its stalls (meta stalls_stored) */
     int *ranks;         /* distinct ranks of its threads (-1: no rank) */
     size_t nranks;
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
@@ -122,6 +123,9 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
             info[i].summarized && tp_run_has_column(run, "summary_stack", "samples");
         info[i].step_pauses = tp_run_has_column(run, "summary_step_phase", "pauses");
         info[i].step_times = tp_run_has_column(run, "summary_step_phase", "start_ns");
+        const char *stalls = tp_run_meta_get(run, "stalls_stored");
+        info[i].stalls = info[i].summarized && stalls && strcmp(stalls, "1") == 0 &&
+                         tp_run_has_table(run, "summary_stall_thread");
         input_ranks(run, &info[i]);
         info[i].start_wall_ns = wall ? strtoll(wall, NULL, 10) : 0;
         info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
@@ -323,6 +327,16 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
              " dataloader_next, to_device, train_batch, step_lr_schedulers, from_device,"
              " reduce_metrics, other, %s, %s FROM src.summary_step_phase ORDER BY rowid;",
              info->step_pauses ? "pauses" : "0", times);
+    char stalls_sql[600] = "";
+    if (info->stalls) /* ids after the stalls of the inputs before, nodes offset */
+        snprintf(stalls_sql, sizeof stalls_sql,
+                 "INSERT INTO main.summary_stall SELECT id + %lld, rank, ended, start_ns + %lld,"
+                 " end_ns + %lld, threshold_s, step FROM src.summary_stall;"
+                 "INSERT INTO main.summary_stall_thread SELECT stall_id + %lld, pid, tid, worker,"
+                 " phase, CASE node_id WHEN 0 THEN 0 ELSE node_id + %lld END, samples, known,"
+                 " on_cpu FROM src.summary_stall_thread;",
+                 (long long)max_id(db, "summary_stall"), dt, dt,
+                 (long long)max_id(db, "summary_stall"), off.node);
     char steps_sql[400];
     int len = snprintf(steps_sql, sizeof steps_sql,
                        "INSERT INTO main.summary_series_steps SELECT series_id + %lld, count, mean,"
@@ -343,7 +357,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " samples, %s FROM src.summary_epoch ORDER BY rowid;"
         "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
-        " gpu_sm_clock_mhz, %s, %s FROM src.summary_rank;%s%s",
+        " gpu_sm_clock_mhz, %s, %s FROM src.summary_rank;%s%s%s",
         series,
         info->version >= TP_SCHEMA_DEVICE
             ? "*"
@@ -353,7 +367,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
         info->rank_truth ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
                          : "NULL, NULL, 0, 0",
-        step_phases ? plots_sql : "", info->series_steps ? steps_sql : "");
+        step_phases ? plots_sql : "", info->series_steps ? steps_sql : "", stalls_sql);
     char *rows = rows_sql(series, thread, dt, all_rows, info->version, off);
     char *counts = summaries && info->version >= TP_SCHEMA_STACKS_VERSION
                        ? stack_counts_sql(off, info->stack_counts, info->version)
@@ -524,7 +538,9 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     /* the groups of steps' phases are small (300 a rank) and the changes of
      * pace read them: kept wherever the plots could be; the plots themselves
      * not in a merge for `report` */
-    bool step_phases = plots;
+    bool step_phases = plots, all_stalls = true;
+    for (size_t i = 0; i < n; i++)
+        all_stalls = all_stalls && info[i].stalls;
     plots &= all_rows || opt->plots;
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
         info[i].shift = info[i].start_wall_ns - earliest;
@@ -543,10 +559,11 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
             "INSERT OR REPLACE INTO meta SELECT key, value FROM agent_meta"
             " WHERE agent_id = %d AND key = 'start_wall';"
             "DELETE FROM meta WHERE key IN ('duration_ns');"
-            "%s%s%s",
+            "%s%s%s%s",
             (int)n, (long long)uncertainty, (long long)earliest, first_agent,
             summaries ? "" : "DELETE FROM meta WHERE key = 'summarized';",
             plots ? "" : "DELETE FROM meta WHERE key = 'plots';",
+            summaries && all_stalls ? "" : "DELETE FROM meta WHERE key = 'stalls_stored';",
             all_rows ? "" : "INSERT OR REPLACE INTO meta VALUES ('summary_only', '1');");
         rc = tp_exec(db, sql);
         sqlite3_free(sql);

@@ -124,6 +124,24 @@ size_t tp_stack_path(const tp_stack_tree *t, uint32_t node, uint32_t *path, size
     return n;
 }
 
+/* Prepares sql (sqlite3_mprintf'd, freed here; NULL: out of memory) on the
+ * run's stack samples; NULL with the reason in err when it can't. */
+static sqlite3_stmt *prepare_owned(tp_run *run, char *sql, char *err, size_t cap)
+{
+    if (!sql) {
+        snprintf(err, cap, "%s: out of memory", run->path);
+        return NULL;
+    }
+    sqlite3_stmt *st;
+    int prepared = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL);
+    sqlite3_free(sql);
+    if (prepared != SQLITE_OK) {
+        failed(run, "the stack samples", err, cap);
+        return NULL;
+    }
+    return st;
+}
+
 char *tp_stack_counts_sql(const char *schema, int version)
 {
     return sqlite3_mprintf(
@@ -150,15 +168,9 @@ bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err
         rows ? rows
              : "SELECT rank, phase, worker, node_id, state, samples FROM main.summary_stack");
     sqlite3_free(rows);
-    if (!sql) {
-        snprintf(err, cap, "%s: out of memory", run->path);
+    sqlite3_stmt *st = prepare_owned(run, sql, err, cap);
+    if (!st)
         return false;
-    }
-    sqlite3_stmt *st;
-    int prepared = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL);
-    sqlite3_free(sql);
-    if (prepared != SQLITE_OK)
-        return failed(run, "the stack samples", err, cap);
     size_t ccap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -233,15 +245,9 @@ bool tp_run_each_stack_run_since(tp_run *run, int64_t since_ns, tp_stack_since_f
         " LEFT JOIN workers w ON w.agent_id = t.agent_id AND w.pid = t.pid AND w.tid = s.tid"
         " LEFT JOIN name n ON n.id = s.phase_id WHERE s.t_ns + %s >= ?1 ORDER BY s.t_ns",
         runs ? "s.count, s.span_ns" : "1, 0", runs ? "s.span_ns" : "0");
-    if (!sql) {
-        snprintf(err, cap, "%s: out of memory", run->path);
+    sqlite3_stmt *st = prepare_owned(run, sql, err, cap);
+    if (!st)
         return false;
-    }
-    sqlite3_stmt *st;
-    int prepared = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL);
-    sqlite3_free(sql);
-    if (prepared != SQLITE_OK)
-        return failed(run, "the stack samples", err, cap);
     sqlite3_bind_int64(st, 1, since_ns);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

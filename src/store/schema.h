@@ -68,6 +68,19 @@
     "CREATE TABLE IF NOT EXISTS summary_stack (rank INTEGER NOT NULL, phase TEXT," \
     "  worker INTEGER NOT NULL, node_id INTEGER NOT NULL, state INTEGER NOT NULL," \
     "  samples INTEGER NOT NULL);"
+/* The stalls (analyze/stalls.h, written with the summary; meta
+ * stalls_stored = 1): each stall of a rank, ended or lasting to the end, and
+ * the threads of its rank's processes then (most samples first); a merged
+ * run's nodes offset, times shifted. Files summarized before have none
+ * (readers find them from the rows; `summarize --force` adds them). */
+#define TP_SCHEMA_SUMMARY_STALLS                                                         \
+    "CREATE TABLE IF NOT EXISTS summary_stall (id INTEGER PRIMARY KEY,"                  \
+    "  rank INTEGER NOT NULL, ended INTEGER NOT NULL, start_ns INTEGER NOT NULL,"        \
+    "  end_ns INTEGER NOT NULL, threshold_s REAL NOT NULL, step INTEGER NOT NULL);"      \
+    "CREATE TABLE IF NOT EXISTS summary_stall_thread (stall_id INTEGER NOT NULL,"        \
+    "  pid INTEGER NOT NULL, tid INTEGER NOT NULL, worker INTEGER NOT NULL, phase TEXT," \
+    "  node_id INTEGER NOT NULL, samples REAL NOT NULL, known REAL NOT NULL,"            \
+    "  on_cpu REAL NOT NULL);"
 /* The marks with their kinds in words, for SQL by hand (schema 7; a file
  * whose marks are words already shows them as they are). */
 #define TP_SCHEMA_MARKS_VIEW                                                                \

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "store/schema.h"
+#include "store/sql_util.h"
 #include "util/grow.h"
 #include "util/ns_math.h"
 
@@ -293,6 +294,85 @@ bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phas
         for (size_t k = 0; k < n; k++)
             tp_step_phases_free(&out[k]);
         return plots_failed(run, "step phases", err, cap);
+    }
+    return true;
+}
+
+void tp_stored_stalls_free(tp_stall *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < v[i].nthreads; k++)
+            free(v[i].threads[k].phase);
+        free(v[i].threads);
+    }
+    free(v);
+}
+
+bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    err[0] = '\0';
+    const char *stored = tp_run_meta_get(run, "stalls_stored");
+    if (run->raw_only || !stored || strcmp(stored, "1") != 0 ||
+        !tp_run_has_table(run, "summary_stall_thread"))
+        return false;
+    sqlite3_stmt *st = NULL, *th = NULL;
+    bool ok = sqlite3_prepare_v2(run->db,
+                                 "SELECT id, rank, ended, start_ns, end_ns, threshold_s, step"
+                                 " FROM summary_stall ORDER BY id",
+                                 -1, &st, NULL) == SQLITE_OK &&
+              sqlite3_prepare_v2(run->db,
+                                 "SELECT pid, tid, worker, phase, node_id, samples, known, on_cpu"
+                                 " FROM summary_stall_thread WHERE stall_id = ? ORDER BY rowid",
+                                 -1, &th, NULL) == SQLITE_OK;
+    size_t vcap = 0;
+    int rc = SQLITE_DONE;
+    while (ok && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *out = tp_grow(*out, *n, &vcap, sizeof **out);
+        tp_stall *v = &(*out)[(*n)++];
+        double start = (double)sqlite3_column_int64(st, 3) / 1e9;
+        double end = (double)sqlite3_column_int64(st, 4) / 1e9;
+        int64_t step = sqlite3_column_int64(st, 6);
+        *v = (tp_stall){.rank = sqlite3_column_int(st, 1),
+                        .ended = sqlite3_column_int(st, 2) != 0,
+                        .start_s = start,
+                        .end_s = end,
+                        .seconds = end - start,
+                        .threshold_s = sqlite3_column_double(st, 5),
+                        .step = step > 0 ? (size_t)step : 0};
+        sqlite3_bind_int64(th, 1, sqlite3_column_int64(st, 0));
+        size_t tcap = 0;
+        int trc;
+        while ((trc = sqlite3_step(th)) == SQLITE_ROW) {
+            v->threads = tp_grow(v->threads, v->nthreads, &tcap, sizeof *v->threads);
+            int64_t node = sqlite3_column_int64(th, 4);
+            v->threads[v->nthreads++] = (tp_stall_thread){
+                .pid = sqlite3_column_int64(th, 0),
+                .tid = sqlite3_column_int(th, 1),
+                .worker = sqlite3_column_int(th, 2) != 0,
+                .phase = sqlite3_column_type(th, 3) == SQLITE_NULL ? NULL : tp_sql_dup_text(th, 3),
+                .node = node > 0 && node <= (int64_t)UINT32_MAX ? (uint32_t)node : 0,
+                .samples = sqlite3_column_double(th, 5),
+                .known = sqlite3_column_double(th, 6),
+                .on_cpu = sqlite3_column_double(th, 7)};
+        }
+        sqlite3_reset(th);
+        ok = trc == SQLITE_DONE;
+        /* the rank's phase: its busiest thread's that had one, workers aside */
+        for (size_t k = 0; k < v->nthreads && !v->phase; k++)
+            if (!v->threads[k].worker && v->threads[k].phase)
+                v->phase = v->threads[k].phase;
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(th);
+    if (!ok || rc != SQLITE_DONE) {
+        snprintf(err, cap, "%s: cannot read the stored stalls: %s", run->path,
+                 sqlite3_errmsg(run->db));
+        tp_stored_stalls_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return false;
     }
     return true;
 }

@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "core/rank_facts.h"
+#include "core/stall_facts.h"
 #include "core/stats.h"
 #include "core/step_phase_facts.h"
 #include "core/timing_facts.h"
@@ -85,7 +86,16 @@ typedef struct tp_summary_rows {
     size_t nphases;
     const tp_stack_count *stacks; /* the sampled stacks, counted (reader_stacks.h) */
     size_t nstacks;
+    const tp_stall *stalls; /* the ranks' stalls (analyze/stalls.h) */
+    size_t nstalls;
 } tp_summary_rows;
+
+/* The stalls the recorder stored (meta stalls_stored), each with its
+ * threads (their phases the caller's to free: tp_stored_stalls_free); false
+ * (nothing in out) when the file stores none, or can't be read (reason in
+ * err, which is then not empty). */
+bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t cap);
+void tp_stored_stalls_free(tp_stall *v, size_t n);
 
 /* Writes rows into the summary tables of run's file (opened again, read and
  * write) in one transaction, with meta summarized = 1 and plots = 1. A file

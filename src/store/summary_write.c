@@ -154,6 +154,55 @@ static bool has_column(sqlite3 *db, const char *table, const char *column)
     return has;
 }
 
+/* The stalls and their threads (ids 1, 2, ... in the file's order). */
+static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
+{
+    sqlite3_stmt *stall = NULL, *thread = NULL;
+    int rc = tp_exec(db, TP_SCHEMA_SUMMARY_STALLS "DELETE FROM summary_stall;"
+                                                  "DELETE FROM summary_stall_thread;");
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "INSERT INTO summary_stall VALUES (?, ?, ?, ?, ?, ?, ?)", -1,
+                                &stall, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(
+            db, "INSERT INTO summary_stall_thread VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &thread,
+            NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < p->nstalls; i++) {
+        const tp_stall *v = &p->stalls[i];
+        sqlite3_bind_int64(stall, 1, (sqlite3_int64)i + 1);
+        sqlite3_bind_int(stall, 2, v->rank);
+        sqlite3_bind_int(stall, 3, v->ended);
+        sqlite3_bind_int64(stall, 4, llround(v->start_s * 1e9));
+        sqlite3_bind_int64(stall, 5, llround(v->end_s * 1e9));
+        sqlite3_bind_double(stall, 6, v->threshold_s);
+        sqlite3_bind_int64(stall, 7, (sqlite3_int64)v->step);
+        rc = sqlite3_step(stall) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+        sqlite3_reset(stall);
+        for (size_t k = 0; rc == SQLITE_OK && k < v->nthreads; k++) {
+            const tp_stall_thread *t = &v->threads[k];
+            sqlite3_bind_int64(thread, 1, (sqlite3_int64)i + 1);
+            sqlite3_bind_int64(thread, 2, t->pid);
+            sqlite3_bind_int(thread, 3, t->tid);
+            sqlite3_bind_int(thread, 4, t->worker);
+            if (t->phase)
+                sqlite3_bind_text(thread, 5, t->phase, -1, SQLITE_STATIC);
+            else
+                sqlite3_bind_null(thread, 5);
+            sqlite3_bind_int64(thread, 6, t->node);
+            sqlite3_bind_double(thread, 7, t->samples);
+            sqlite3_bind_double(thread, 8, t->known);
+            sqlite3_bind_double(thread, 9, t->on_cpu);
+            rc = sqlite3_step(thread) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+            sqlite3_reset(thread);
+        }
+    }
+    sqlite3_finalize(stall);
+    sqlite3_finalize(thread);
+    if (rc == SQLITE_OK)
+        rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('stalls_stored', '1');");
+    return rc;
+}
+
 /* The points html plots and each rank's step phases. */
 static int write_plots(sqlite3 *db, const tp_summary_rows *p)
 {
@@ -280,6 +329,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
                          fill_stack);
     if (rc == SQLITE_OK)
         rc = write_plots(db, s);
+    if (rc == SQLITE_OK)
+        rc = write_stalls(db, s);
     if (rc == SQLITE_OK)
         rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('summarized', '1'); COMMIT;");
     if (rc != SQLITE_OK) {

@@ -26,6 +26,27 @@ def trainprof(*args, env=None, timeout=120, **kw):
                           timeout=timeout, env=full_env, **kw)
 
 
+def run_on_a_terminal(argv, timeout=60):
+    """Runs argv with its stderr on a pseudo-terminal (stdout discarded), as
+    a person at a terminal would; returns (exit status, what it wrote)."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen(list(map(str, argv)), stderr=slave, stdout=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    rc = p.wait(timeout=timeout)
+    os.close(master)
+    return rc, out.decode(errors="replace")
+
+
 def keep(path):
     """Copies a run file to TRAINPROF_GPU_OUT, where tools/gpu-check.sh
     gathers the GPU tests' results (nothing elsewhere)."""

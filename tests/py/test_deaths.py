@@ -3,7 +3,6 @@ killed by SIGKILL, a training killed by the kernel's OOM killer under a
 cgroup memory limit, each with its step, phase and where in the code; what
 the script prints and its exit status stay its own."""
 
-import os
 import pathlib
 import subprocess
 import textwrap

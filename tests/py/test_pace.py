@@ -4,7 +4,6 @@ regimes at the step they started, the cause named as contention; the same
 training alone is one regime."""
 
 import os
-import pathlib
 import subprocess
 import sys
 import textwrap
@@ -72,6 +71,8 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     assert at, regimes
     before, after = regimes[at[0] - 1], regimes[at[0]]
     assert after["step_typical_s"] >= 1.3 * before["step_typical_s"]
+    # each regime judged on its own split: a training on one CPU thread computes
+    assert "compute_bound" in after["verdicts"] and "compute_bound" in before["verdicts"]
     cpu = [c for c in after["causes"] if c["kind"] == "others_cpu_percent"]
     assert cpu and cpu[0]["after"] >= cpu[0]["before"] + 15, after
     text = trainprof("report", run_file).stdout

@@ -2,7 +2,6 @@
 
 import json
 import os
-import pty
 import random
 import re
 import signal
@@ -14,7 +13,7 @@ import time
 import pytest
 
 from conftest import (kill_with_children, FAKE_NVML, PROGRAM, PYTHON, ROOT, assert_same_report, metric,
-                      report_from_rows, report_json, samples, trainprof)
+                      report_from_rows, report_json, run_on_a_terminal, samples, trainprof)
 
 WORKLOAD = r"""
 import os, sys, time
@@ -261,22 +260,9 @@ def test_memory_running_out_while_recording_costs_events_not_the_run(run_file):
 
 
 def test_status_line_on_a_terminal(run_file):
-    master, slave = pty.openpty()
-    p = subprocess.Popen([PROGRAM, "record", "-o", run_file, "--", "sleep", "2.5"],
-                         stderr=slave, stdout=subprocess.DEVNULL)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    assert p.wait(timeout=20) == 0
-    os.close(master)
-    text = out.decode()
+    rc, text = run_on_a_terminal([PROGRAM, "record", "-o", run_file, "--", "sleep", "2.5"],
+                                 timeout=20)
+    assert rc == 0
     assert "\r\x1b[Ktrainprof 00:00:0" in text
     assert " cpu " in text and " mem " in text and "GiB" in text
     assert text.count("\n") <= 6  # redrawn in place, then a short summary

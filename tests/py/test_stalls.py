@@ -3,15 +3,17 @@ collective, the others waiting for it in DDP's all-reduce, until a timeout
 ends the run. The report opens with the stall, names the rank the others
 wait for, its phase and its function; JSON has the same under "stalls"."""
 
+import json
 import os
-import pty
+import shutil
+import sqlite3
 import socket
 import subprocess
 import textwrap
 import time
 import urllib.request
 
-from conftest import PROGRAM, PYTHON, report_json, trainprof
+from conftest import PROGRAM, PYTHON, ROOT, report_json, run_on_a_terminal, trainprof
 
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
 
@@ -163,6 +165,70 @@ def test_metrics_show_the_stall_while_it_lasts(tmp_path, run_file):
         rec.wait(timeout=60)
 
 
+def test_two_nodes_read_together_name_the_rank_that_stopped(tmp_path):
+    """Two nodes (two recorders, torchrun with --nnodes 2 on loopback): `report`
+    of both files names rank 1, on the other node, in its Dataset, from the
+    clocks aligned (each node's torchrun agent is rank-less: the files are
+    merged whole)."""
+    script = tmp_path / "hang_ddp.py"
+    script.write_text(textwrap.dedent(HANG))
+    port = free_port()
+    recs = []
+    for node in (0, 1):
+        recs.append(subprocess.Popen(
+            ["timeout", "16", PROGRAM, "record", "-q", "--stall-after", "3", "--agent",
+             f"node-{node}", "-o", str(tmp_path / f"node-{node}.db"), "--", *TORCHRUN,
+             "--nnodes", "2", "--nproc_per_node", "1", "--master-addr", "127.0.0.1",
+             "--master-port", str(port), str(script)],
+            # the node's rank from the environment, as a launcher sets it: one command line
+            env=dict(os.environ, BLOCK="data", PET_NODE_RANK=str(node)), stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL))
+    for r in recs:
+        r.wait(timeout=120)
+    files = [tmp_path / "node-0.db", tmp_path / "node-1.db"]
+    r = trainprof("report", "--json", *files)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    stalls = {s["rank"]: s for s in rep["stalls"] if not s["ended"]}
+    assert set(stalls) == {0, 1}, rep["stalls"]
+    assert stalls[1]["first"] and stalls[1]["phase"] == "dataloader_next"
+    assert stalls[1]["threads"][0]["frames"][0]["function"] == "D.__getitem__"
+    assert stalls[0]["waits_for_others"]
+    text = trainprof("report", *files).stdout
+    assert "rank 1 stopped at step 13 in dataloader_next" in text
+
+
+def test_a_summary_only_merge_keeps_the_stalls(tmp_path):
+    """The recorder stores the stalls with its summary: a merge of summaries
+    (no marks, no stack samples: what `report` of many nodes reads) names the
+    same ranks, phases and frames."""
+    runs = ROOT / "tests" / "golden" / "runs"
+    stalled, other = tmp_path / "stalled.db", tmp_path / "other.db"
+    shutil.copy(runs / "stalled.db", stalled)
+    shutil.copy(runs / "empty.db", other)
+    with sqlite3.connect(other) as db:  # another node
+        db.execute("UPDATE agent SET name = 'node-b'")
+        db.execute("UPDATE meta SET value = 'node-b' WHERE key = 'agent'")
+    assert trainprof("summarize", "--force", "-q", stalled, other).returncode == 0
+    merged = tmp_path / "merged.db"
+    r = trainprof("merge", "--summary", "--force", "-q", "-o", merged, stalled, other)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(merged)
+    assert rep["run"]["meta"]["summary_only"] == "1"
+    alone = report_json(stalled)
+    # the same stalls, their times on the merged run's clock (the other node started earlier)
+    shift = rep["stalls"][0]["start_s"] - alone["stalls"][0]["start_s"]
+    for s in rep["stalls"] + alone["stalls"]:
+        s["start_s"] -= shift if s in rep["stalls"] else 0
+        s["end_s"] -= shift if s in rep["stalls"] else 0
+        s["start_s"], s["end_s"] = round(s["start_s"], 3), round(s["end_s"], 3)
+        s["seconds"] = round(s["seconds"], 6)
+    assert rep["stalls"] == alone["stalls"] and len(rep["stalls"]) == 2
+    first = [s for s in rep["stalls"] if s["first"]]
+    assert [s["rank"] for s in first] == [1]
+    assert first[0]["threads"][0]["frames"][0]["function"] == "D.__getitem__"
+
+
 def test_rank_blocked_before_a_collective(tmp_path, run_file):
     record_hang(tmp_path, run_file, "forward")
     rep = report_json(run_file)
@@ -221,22 +287,10 @@ for step, (x, y) in enumerate(DataLoader(data, batch_size=16)):
 def test_status_line_says_stalled_and_a_stall_that_ends_is_no_stall(tmp_path, run_file):
     script = tmp_path / "pausing.py"
     script.write_text(textwrap.dedent(PAUSING))
-    master, slave = pty.openpty()
-    p = subprocess.Popen([PROGRAM, "record", "--stall-after", "2", "-o", str(run_file), "--",
-                          PYTHON, str(script)], stderr=slave, stdout=subprocess.DEVNULL)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    assert p.wait(timeout=60) == 0
-    os.close(master)
-    assert "STALLED: no progress for " in out.decode()
+    rc, text = run_on_a_terminal([PROGRAM, "record", "--stall-after", "2", "-o", run_file, "--",
+                                  PYTHON, script])
+    assert rc == 0
+    assert "STALLED: no progress for " in text
     rep = report_json(run_file)
     # it went on: a stall that ended, its step left out of the step figures
     assert len(rep["stalls"]) == 1, rep["stalls"]

@@ -38,7 +38,8 @@ static bool write_export(FILE *out, tp_run *run, export_format f, char *err, siz
     if (f == FMT_FOLDED)
         return tp_export_folded(out, run, err, cap);
     tp_summary s;
-    if (!tp_summary_build(run, &s, err, cap) || !tp_summary_add_stacks(&s, err, cap)) {
+    if (!tp_summary_build(run, &s, err, cap) || !tp_summary_add_stacks(&s, err, cap) ||
+        !tp_summary_add_course(&s, err, cap)) {
         tp_summary_free(&s);
         return false;
     }

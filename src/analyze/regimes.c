@@ -9,6 +9,7 @@
 #include "core/metric_catalog.h"
 #include "core/stall_rule.h"
 #include "core/step_rules.h"
+#include "util/labels.h"
 #include "util/oom.h"
 
 static int cmp_double(const void *x, const void *y)
@@ -151,8 +152,22 @@ static double mean_between(tp_run *run, int64_t agent, const char *metric, int64
     return tp_run_agent_mean_between(run, agent, metric, "{}", t0, t1, &v) ? v : NAN;
 }
 
-static void machine_over(tp_run *run, int64_t agent, int64_t t0, int64_t t1, tp_regime_machine *m)
+static void machine_over(tp_run *run, int64_t agent, int gpu, int64_t t0, int64_t t1,
+                         tp_regime_machine *m)
 {
+    m->gpu_sm_clock_mhz = m->gpu_trouble_share = NAN;
+    if (gpu >= 0) {
+        char index[16], labels[48];
+        uint32_t bits;
+        snprintf(index, sizeof index, "%d", gpu);
+        tp_labels1(labels, sizeof labels, "gpu", index);
+        double clock;
+        if (tp_run_agent_mean_between(run, agent, TP_METRIC_GPU_SM_CLOCK_MHZ, labels, t0, t1,
+                                      &clock))
+            m->gpu_sm_clock_mhz = clock;
+        tp_run_agent_bits_between(run, agent, TP_METRIC_GPU_CLOCK_EVENT_REASONS, labels, t0, t1,
+                                  TP_GPU_REASONS_TROUBLE, &bits, &m->gpu_trouble_share);
+    }
     double busy = mean_between(run, agent, TP_METRIC_CPU_UTIL_PERCENT, t0, t1);
     double own = mean_between(run, agent, TP_METRIC_PROC_CPU_PERCENT, t0, t1);
     const char *cpus = tp_run_agent_meta_get(run, agent, "cpu_count");
@@ -196,6 +211,10 @@ static void find_causes(const tp_regime *p, tp_regime *g)
         add_cause(g, TP_CAUSE_IO_PRESSURE, 0, a->io_pressure, b->io_pressure);
     if (b->swap_used_bytes - a->swap_used_bytes >= 64.0 * 1024 * 1024)
         add_cause(g, TP_CAUSE_SWAP, 0, a->swap_used_bytes, b->swap_used_bytes);
+    if (fabs(b->gpu_sm_clock_mhz - a->gpu_sm_clock_mhz) >= 0.1 * a->gpu_sm_clock_mhz)
+        add_cause(g, TP_CAUSE_GPU_CLOCK, 0, a->gpu_sm_clock_mhz, b->gpu_sm_clock_mhz);
+    if (fabs(b->gpu_trouble_share - a->gpu_trouble_share) >= 0.2)
+        add_cause(g, TP_CAUSE_GPU_THROTTLE, 0, a->gpu_trouble_share, b->gpu_trouble_share);
 }
 
 /* The steps of group g of ph: from its first step to the next group's. */
@@ -207,7 +226,7 @@ static double group_steps(const tp_step_phases *ph, size_t g)
 
 static double group_time(const double *times, size_t g) { return times ? times[g] : NAN; }
 
-void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t agent_id,
+void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t agent_id, int gpu,
                       tp_regimes *out)
 {
     memset(out, 0, sizeof *out);
@@ -241,6 +260,20 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
             trimmed_mean(d + starts[0], (nchanges > 1 ? starts[1] : n) - starts[0], tmp)) {
         memmove(starts, starts + 1, (nchanges - 1) * sizeof *starts);
         nchanges--;
+    }
+    /* a regime lasts: a few seconds at least, where the groups' times are
+     * known (a hundred steps of a millisecond are no change of pace) */
+    for (size_t r = 0; r <= nchanges && nchanges;) {
+        size_t lo = r ? starts[r - 1] : 0, hi = r < nchanges ? starts[r] : n;
+        double span = group_time(ph->end_s, idx[hi - 1]) - group_time(ph->start_s, idx[lo]);
+        if (!(span < TP_REGIME_MIN_SECONDS)) {
+            r++;
+            continue;
+        }
+        size_t drop = r ? r - 1 : 0; /* merged with the regime before (the first: after) */
+        memmove(&starts[drop], &starts[drop + 1], (nchanges - drop - 1) * sizeof *starts);
+        nchanges--;
+        r = 0;
     }
     for (size_t r = 0; n && r <= nchanges; r++) {
         size_t lo = r ? starts[r - 1] : 0, hi = r < nchanges ? starts[r] : n;
@@ -278,9 +311,9 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
             g->compute_bound = g->phase_s[2] / g->mean_s >= TP_COMPUTE_BOUND_SHARE &&
                                in < TP_COMPUTE_BOUND_INPUT_MAX;
         }
-        g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN};
+        g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
         if (nchanges && isfinite(g->t0_s) && isfinite(g->t1_s))
-            machine_over(run, agent_id, llround(g->t0_s * 1e9), llround(g->t1_s * 1e9),
+            machine_over(run, agent_id, gpu, llround(g->t0_s * 1e9), llround(g->t1_s * 1e9),
                          &g->machine);
     }
     for (size_t r = 1; r < out->n; r++)

@@ -10,8 +10,8 @@
  * the steps, and their
  * levels (trimmed means of the log durations) differ by
  * TP_REGIME_MIN_CHANGE or more; a short episode (under a tenth of the steps)
- * between two alike regimes is a blip, not a change, and a short slower
- * first regime is the warm-up. At most TP_REGIMES_MAX
+ * between two alike regimes is a blip, not a change, a short slower first
+ * regime is the warm-up, and a regime lasts TP_REGIME_MIN_SECONDS at least. At most TP_REGIMES_MAX
  * regimes. Each regime has its figures (steps, times, mean and median step),
  * the seconds per step of each standard phase on the rank's step thread,
  * and the machine over it (CPUs used by processes not the training's, CPU
@@ -28,15 +28,19 @@
 #include "store/reader.h"
 #include "core/timing_facts.h"
 
-#define TP_REGIMES_MAX       6
-#define TP_REGIME_MIN_STEPS  10
-#define TP_REGIME_MIN_CHANGE 0.15 /* of the median step */
+#define TP_REGIMES_MAX        6
+#define TP_REGIME_MIN_STEPS   10
+#define TP_REGIME_MIN_CHANGE  0.15 /* of the median step */
+#define TP_REGIME_MIN_SECONDS 2.0  /* a regime's span, where the steps' times are known */
 
 /* What the machine did over a regime (NaN where not recorded). */
 typedef struct tp_regime_machine {
     double others_cpu_percent; /* the CPUs' busy share less the training's tree's, % of all */
     double cpu_pressure, io_pressure; /* "some" pressure stall, % of time */
     double mem_used_bytes, swap_used_bytes;
+    /* the rank's GPU: its SM clock (MHz) and the share of its samples with a
+     * troubling clock event reason (NaN: no GPU known, or none recorded) */
+    double gpu_sm_clock_mhz, gpu_trouble_share;
 } tp_regime_machine;
 
 /* What changed with the pace, from the regime before to this one. */
@@ -46,6 +50,9 @@ typedef enum {
     TP_CAUSE_CPU_PRESSURE, /* CPU pressure, +-10 points or more */
     TP_CAUSE_IO_PRESSURE,  /* I/O pressure, +-10 points or more */
     TP_CAUSE_SWAP,         /* swap used, up by 64 MiB or more */
+    TP_CAUSE_GPU_CLOCK,    /* the rank's GPU's SM clock, down (or up) by 10 % or more */
+    TP_CAUSE_GPU_THROTTLE, /* its samples held back by heat, a hardware slowdown or the
+                              power brake (TP_GPU_REASONS_TROUBLE), +-20 points or more */
 } tp_cause_kind;
 
 typedef struct tp_regime_cause {
@@ -94,10 +101,10 @@ size_t tp_regimes_biggest_change(const tp_regimes *r);
 /* The regimes of rank's steps, from its step phases (analyze/step_phases.h:
  * at most TP_STEP_GROUPS groups of consecutive steps after its warm-up, the
  * recorder's stored ones where the file has them), the machine's figures
- * from agent_id's series. A group is the unit: each step while a rank has
- * no more steps than groups, so changes are placed to the step; in a longer
- * run to the group. */
-void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t agent_id,
+ * from agent_id's series (its GPU's: gpu, -1 unknown). A group is the unit: each step while a rank
+ * has no more steps than groups, so changes are placed to the step; in a longer run to the group.
+ */
+void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t agent_id, int gpu,
                       tp_regimes *out);
 
 /* The regime after the change that moved the typical step the most (index

@@ -332,16 +332,19 @@ bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
     int rank = t->steps[0].rank;
     size_t skip = t->steps[0].warmup;
     int64_t agent = 1;
+    int gpu = -1;
     for (size_t i = 0; i < s->ranks.n; i++)
-        if (s->ranks.rows[i].rank == rank)
+        if (s->ranks.rows[i].rank == rank) {
             agent = s->ranks.rows[i].agent_id;
+            gpu = s->ranks.rows[i].gpu;
+        }
     tp_step_phases ph;
     /* a summary-only merge keeps them even where it leaves the plots out */
     bool stored = s->plots_stored || tp_run_summary_only(s->run);
     bool ok = stored ? tp_stored_step_phases(s->run, &rank, 1, &ph, err, cap)
                      : tp_step_phases_build(s->run, &rank, &skip, 1, TP_STEP_GROUPS, &ph, err, cap);
     if (ok)
-        tp_regimes_build(s->run, &ph, rank, agent, &s->regimes);
+        tp_regimes_build(s->run, &ph, rank, agent, gpu, &s->regimes);
     tp_step_phases_free(&ph);
     return ok;
 }

@@ -278,9 +278,11 @@ static bool read_conn(tp_drain *d, int conn)
  * ring with the most open (its training thread's), its stack sampler's
  * last stack inside a region, "function (file:line) < ..." innermost first,
  * and the steps its busiest thread began (the step it was in). */
-static void where_it_ended(tp_drain *d, int conn, char *phase, size_t pcap, char *stack,
-                           size_t scap, uint64_t *steps)
+static void where_it_ended(tp_drain *d, int conn, tp_process_end *end)
 {
+    char *phase = end->phase, *stack = end->stack;
+    size_t pcap = sizeof end->phase, scap = sizeof end->stack;
+    uint64_t *steps = &end->steps;
     const tp_ring_reader *deepest = NULL, *sampled = NULL;
     *steps = 0;
     for (size_t i = 0; i < d->nrings; i++) {
@@ -324,15 +326,14 @@ static void close_conn(tp_drain *d, int conn)
     for (size_t i = 0; i < d->nrings; i++)
         if (d->rings[i].conn == conn)
             drain_ring_events(d, &d->rings[i]);
-    char phase[200], stack[400];
-    uint64_t steps;
-    where_it_ended(d, conn, phase, sizeof phase, stack, sizeof stack, &steps);
+    tp_process_end end = {.pid = d->peers[conn].pid};
+    where_it_ended(d, conn, &end);
     for (size_t i = d->nrings; i-- > 0;)
         if (d->rings[i].conn == conn)
             retire_ring(d, i);
     close(d->conns[conn]);
     d->conns[conn] = -1;
-    tp_process_ends_note(&d->ends, d->sink, d->peers[conn].pid, phase, stack, steps);
+    tp_process_ends_note(&d->ends, d->sink, &end);
 }
 
 /* Takes one connection waiting on the listening socket, if any: false when

@@ -9,34 +9,36 @@
 #include <time.h>
 #include <unistd.h>
 
-bool tp_zombie_status(int32_t pid, char *out, size_t cap)
+tp_zombie tp_zombie_status(int32_t pid, char *out, size_t cap)
 {
     char path[48], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return false;
+        return TP_ZOMBIE_GONE; /* reaped: nobody will say */
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0)
-        return false;
+        return TP_ZOMBIE_GONE;
     buf[n] = '\0';
     char *p = strrchr(buf, ')'); /* the command name may hold anything but this */
-    if (!p || p[1] != ' ' || p[2] != 'Z')
-        return false;
-    p += 2; /* field 3, the state */
+    if (!p || p[1] != ' ')
+        return TP_ZOMBIE_GONE;
+    if (p[2] != 'Z')
+        return TP_ZOMBIE_NOT_YET; /* still on its way out */
+    p += 2;                       /* field 3, the state */
     for (int field = 3; field < 52 && p; field++) {
         p = strchr(p, ' ');
         p = p ? p + 1 : NULL;
     }
     if (!p || *p < '0' || *p > '9')
-        return false;
+        return TP_ZOMBIE_GONE; /* a kernel before 3.5 */
     long code = strtol(p, NULL, 10);
     if (code & 0x7f)
         snprintf(out, cap, "signal %ld", code & 0x7f);
     else
         snprintf(out, cap, "exit %ld", (code >> 8) & 0xff);
-    return true;
+    return TP_ZOMBIE_FOUND;
 }
 
 /* The value of the line "name N" in file (absent or unreadable: -1). */
@@ -57,100 +59,128 @@ static long long counter_in(const char *file, const char *name)
     return value;
 }
 
-/* The kills of the kernel's OOM killer so far: in the recorder's cgroup
+/* Where the kernel's OOM killer's kills are counted: the recorder's cgroup
  * (v2 memory.events, v1 memory.oom_control; the command's, which it
- * inherited) where the kernel counts them there, else on the host
- * (/proc/vmstat oom_kill, Linux 4.13+); -1 where neither says. */
-static long long oom_kills(void)
+ * inherited) where the kernel counts them there, else the host
+ * (/proc/vmstat oom_kill, Linux 4.13+); "" where neither does. */
+static void find_oom_file(char *out, size_t cap)
 {
     FILE *f = fopen("/proc/self/cgroup", "re");
-    char line[512], path[700];
-    long long kills = -1;
-    while (f && kills < 0 && fgets(line, sizeof line, f)) {
+    char line[512];
+    out[0] = '\0';
+    while (f && !out[0] && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
         char *rest = strchr(line, ':');
         char *where = rest ? strchr(rest + 1, ':') : NULL;
         if (!where)
             continue;
         *where++ = '\0';
-        if (strcmp(rest + 1, "") == 0 && strncmp(line, "0", 1) == 0) {
-            snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events", where);
-            kills = counter_in(path, "oom_kill");
-        } else if (strstr(rest + 1, "memory")) {
-            snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.oom_control", where);
-            kills = counter_in(path, "oom_kill");
-        }
+        if (rest[1] == '\0' && line[0] == '0') /* v2: 0::/path */
+            snprintf(out, cap, "/sys/fs/cgroup%s/memory.events", where);
+        else if (strstr(rest + 1, "memory"))
+            snprintf(out, cap, "/sys/fs/cgroup/memory%s/memory.oom_control", where);
+        if (out[0] && counter_in(out, "oom_kill") < 0)
+            out[0] = '\0'; /* not counted there */
     }
     if (f)
         fclose(f);
-    return kills >= 0 ? kills : counter_in("/proc/vmstat", "oom_kill");
+    if (!out[0] && counter_in("/proc/vmstat", "oom_kill") >= 0)
+        snprintf(out, cap, "/proc/vmstat");
 }
 
 void tp_process_ends_init(tp_process_ends *e)
 {
     memset(e, 0, sizeof *e);
-    e->oom_kills = oom_kills();
+    find_oom_file(e->oom_file, sizeof e->oom_file);
+    e->oom_kills = e->oom_file[0] ? counter_in(e->oom_file, "oom_kill") : -1;
 }
 
-static void write_status(tp_sink *sink, int32_t pid, const char *status)
+static void meta_of(tp_sink *sink, int32_t pid, const char *field, const char *value)
 {
-    char key[48];
-    snprintf(key, sizeof key, "proc.%d.status", (int)pid);
-    tp_sink_meta(sink, key, status);
+    char key[64];
+    snprintf(key, sizeof key, "proc.%d.%s", (int)pid, field);
+    tp_sink_meta(sink, key, value);
 }
 
-void tp_process_ends_note(tp_process_ends *e, tp_sink *sink, int32_t pid, const char *phase,
-                          const char *stack, uint64_t steps)
+/* Writes an end that was no clean exit (status: "exit N", "signal N", or
+ * "" unknown). */
+static void write_end(tp_process_ends *e, tp_sink *sink, const tp_process_end *end,
+                      const char *status)
 {
-    if (pid <= 0)
-        return;
     if (e->written >= TP_ENDS_MAX) {
         e->untold++;
         return;
     }
     e->written++;
+    char value[32];
+    snprintf(value, sizeof value, "%llu", (unsigned long long)end->end_ns);
+    meta_of(sink, end->pid, "end_ns", value);
+    if (status[0])
+        meta_of(sink, end->pid, "status", status);
+    if (end->steps) {
+        snprintf(value, sizeof value, "%llu", (unsigned long long)end->steps);
+        meta_of(sink, end->pid, "step", value);
+    }
+    if (end->phase[0])
+        meta_of(sink, end->pid, "phase", end->phase);
+    if (end->stack[0])
+        meta_of(sink, end->pid, "stack", end->stack);
+    if (end->oom_kills > 0) {
+        snprintf(value, sizeof value, "%lld", end->oom_kills);
+        meta_of(sink, end->pid, "oom_kills", value);
+    }
+}
+
+/* The OOM killer's kills since the last look (0 where not counted). */
+static long long new_oom_kills(tp_process_ends *e)
+{
+    long long kills = e->oom_file[0] ? counter_in(e->oom_file, "oom_kill") : -1;
+    long long fresh = kills > e->oom_kills && e->oom_kills >= 0 ? kills - e->oom_kills : 0;
+    e->oom_kills = kills;
+    return fresh;
+}
+
+/* An end whose status is known (or never will be): written unless it was
+ * a clean exit, or one of unknown status by a process that stepped nowhere
+ * and had no region open (a helper, a forked child reaped at once). The OOM
+ * killer's count is read only for those written: the others cost one read
+ * of /proc/PID/stat. */
+static void settle(tp_process_ends *e, tp_sink *sink, tp_process_end *end, tp_zombie z,
+                   const char *status)
+{
+    if (z == TP_ZOMBIE_FOUND && strcmp(status, "exit 0") == 0)
+        return; /* a clean exit: nothing to say */
+    if (z != TP_ZOMBIE_FOUND && !end->steps && !end->phase[0])
+        return; /* the OOM killer's kills, if any, go to the next end said */
+    end->oom_kills = new_oom_kills(e);
+    write_end(e, sink, end, z == TP_ZOMBIE_FOUND ? status : "");
+}
+
+void tp_process_ends_note(tp_process_ends *e, tp_sink *sink, tp_process_end *end)
+{
+    if (end->pid <= 0)
+        return;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     uint64_t start = tp_sink_start_ns(sink);
-    char key[48], value[32], status[32];
-    snprintf(key, sizeof key, "proc.%d.end_ns", (int)pid);
-    snprintf(value, sizeof value, "%llu", (unsigned long long)(now > start ? now - start : 0));
-    tp_sink_meta(sink, key, value);
-    if (steps) {
-        snprintf(key, sizeof key, "proc.%d.step", (int)pid);
-        snprintf(value, sizeof value, "%llu", (unsigned long long)steps);
-        tp_sink_meta(sink, key, value);
-    }
-    if (phase && phase[0]) {
-        snprintf(key, sizeof key, "proc.%d.phase", (int)pid);
-        tp_sink_meta(sink, key, phase);
-    }
-    if (stack && stack[0]) {
-        snprintf(key, sizeof key, "proc.%d.stack", (int)pid);
-        tp_sink_meta(sink, key, stack);
-    }
-    long long kills = oom_kills();
-    if (kills > e->oom_kills && e->oom_kills >= 0) { /* the OOM killer struck since */
-        snprintf(key, sizeof key, "proc.%d.oom_kills", (int)pid);
-        snprintf(value, sizeof value, "%lld", kills - e->oom_kills);
-        tp_sink_meta(sink, key, value);
-    }
-    e->oom_kills = kills;
-    if (tp_zombie_status(pid, status, sizeof status))
-        write_status(sink, pid, status);
-    else if (e->npending < TP_ENDS_PENDING)
-        e->pending[e->npending++] = (struct tp_pending_end){pid, TP_END_STATUS_TRIES};
+    end->end_ns = now > start ? now - start : 0;
+    char status[32] = "";
+    tp_zombie z = tp_zombie_status(end->pid, status, sizeof status);
+    if (z == TP_ZOMBIE_NOT_YET && e->npending < TP_ENDS_PENDING)
+        e->pending[e->npending++] = (struct tp_pending_end){*end, TP_END_STATUS_TRIES};
+    else
+        settle(e, sink, end, z, status);
 }
 
 void tp_process_ends_check(tp_process_ends *e, tp_sink *sink)
 {
     for (size_t i = e->npending; i-- > 0;) {
-        char status[32];
-        bool found = tp_zombie_status(e->pending[i].pid, status, sizeof status);
-        if (found)
-            write_status(sink, e->pending[i].pid, status);
-        if (found || --e->pending[i].tries <= 0)
-            e->pending[i] = e->pending[--e->npending];
+        char status[32] = "";
+        tp_zombie z = tp_zombie_status(e->pending[i].end.pid, status, sizeof status);
+        if (z == TP_ZOMBIE_NOT_YET && --e->pending[i].tries > 0)
+            continue;
+        settle(e, sink, &e->pending[i].end, z, status);
+        e->pending[i] = e->pending[--e->npending];
     }
 }

@@ -347,6 +347,16 @@ static void causes_text(char *out, size_t cap, const tp_regime *g)
                 out + len, cap - len, "%stasks waited for %s %.0f%% of the time instead of %.0f%%",
                 sep, c->kind == TP_CAUSE_CPU_PRESSURE ? "a CPU" : "storage", c->after, c->before);
             break;
+        case TP_CAUSE_GPU_CLOCK:
+            n = snprintf(out + len, cap - len, "%sits GPU's SM clock went from %.0f to %.0f MHz",
+                         sep, c->before, c->after);
+            break;
+        case TP_CAUSE_GPU_THROTTLE:
+            n = snprintf(out + len, cap - len,
+                         "%sits GPU was held back by heat, a hardware slowdown or the power brake"
+                         " in %.0f%% of its samples instead of %.0f%%",
+                         sep, 100 * c->after, 100 * c->before);
+            break;
         case TP_CAUSE_SWAP:
             tp_format_value(a, sizeof a, "bytes", c->before);
             tp_format_value(b, sizeof b, "bytes", c->after);
@@ -441,8 +451,13 @@ static void json_number_or_null(json_writer *w, const char *key, double v)
         json_null(w);
 }
 
-static const char *const cause_names[] = {"phase", "others_cpu_percent", "cpu_pressure_percent",
-                                          "io_pressure_percent", "swap_in_use_bytes"};
+static const char *const cause_names[] = {"phase",
+                                          "others_cpu_percent",
+                                          "cpu_pressure_percent",
+                                          "io_pressure_percent",
+                                          "swap_in_use_bytes",
+                                          "gpu_sm_clock_mhz",
+                                          "gpu_trouble_share"};
 
 static void regime_json(json_writer *w, const tp_regime *g)
 {
@@ -468,6 +483,8 @@ static void regime_json(json_writer *w, const tp_regime *g)
     json_number_or_null(w, "io_pressure_percent", g->machine.io_pressure);
     json_number_or_null(w, "memory_in_use_bytes", g->machine.mem_used_bytes);
     json_number_or_null(w, "swap_in_use_bytes", g->machine.swap_used_bytes);
+    json_number_or_null(w, "gpu_clock_mhz", g->machine.gpu_sm_clock_mhz);
+    json_number_or_null(w, "gpu_trouble_share", g->machine.gpu_trouble_share);
     json_object_end(w);
     json_key(w, "verdicts"); /* the step verdicts its own split fires */
     json_array_begin(w);

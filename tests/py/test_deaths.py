@@ -64,7 +64,8 @@ def test_a_rank_that_raises(tmp_path, run_file):
     assert d["exception"]["message"] == "bad batch 20"
     assert "ddp_die.py:15 <module>" in d["exception"]["where"]
     assert d["step"] == 21 and d["phase"] is not None
-    assert d["exit_status"] == 1
+    # its status where its zombie was read before torchrun reaped it
+    assert d["exit_status"] in (1, None)
     short = in_short(run_file)
     assert short.startswith('  [died] Rank 1 (pid ') and 'raised ValueError ("bad batch 20")' in short
     assert "at step 21" in short

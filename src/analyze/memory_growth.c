@@ -6,25 +6,26 @@
 #include <string.h>
 
 #include "core/metric_catalog.h"
+#include "util/ns_math.h"
 
 bool tp_memory_growth_of(const tp_summary *s, int64_t agent_id, tp_memory_growth *out)
 {
     memset(out, 0, sizeof *out);
     const tp_steps_window *w = tp_summary_window(s, agent_id);
-    if (!w || (double)(w->t1_ns - w->t0_ns) / 1e9 < TP_GROWTH_MIN_S)
+    if (!w || (double)tp_ns_sub(w->t1_ns, w->t0_ns) / 1e9 < TP_GROWTH_MIN_S)
         return false;
     /* each slice's mean reaches to the first sample after it: the last one's
      * would be of the exit (workers gone), so the window ends two sampling
      * intervals before the last step */
     const char *interval = tp_run_agent_meta_get(s->run, agent_id, "interval_s");
     double dt = interval ? strtod(interval, NULL) : 0.5;
-    int64_t t1 = w->t1_ns - llround(2 * (dt > 0 && dt < 60 ? dt : 0.5) * 1e9);
+    int64_t t1 = tp_ns_sub(w->t1_ns, tp_ns_of_s(2 * (dt > 0 && dt < 60 ? dt : 0.5)));
     double m[TP_GROWTH_SLICES];
-    int64_t slice = (t1 - w->t0_ns) / TP_GROWTH_SLICES;
+    int64_t slice = tp_ns_sub(t1, w->t0_ns) / TP_GROWTH_SLICES;
     for (int i = 0; i < TP_GROWTH_SLICES; i++) {
-        int64_t a = w->t0_ns + i * slice;
+        int64_t a = tp_ns_add(w->t0_ns, i * slice);
         if (!tp_run_agent_mean_between(s->run, agent_id, TP_METRIC_PROC_RSS_BYTES, "{}", a,
-                                       a + slice, &m[i]) ||
+                                       tp_ns_add(a, slice), &m[i]) ||
             !(m[i] > 0))
             return false;
     }

@@ -9,6 +9,7 @@
 #include "core/metric_catalog.h"
 #include "core/stall_rule.h"
 #include "core/step_rules.h"
+#include "util/ns_math.h"
 #include "util/labels.h"
 #include "util/oom.h"
 
@@ -313,8 +314,7 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
         }
         g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
         if (nchanges && isfinite(g->t0_s) && isfinite(g->t1_s))
-            machine_over(run, agent_id, gpu, llround(g->t0_s * 1e9), llround(g->t1_s * 1e9),
-                         &g->machine);
+            machine_over(run, agent_id, gpu, tp_ns_of_s(g->t0_s), tp_ns_of_s(g->t1_s), &g->machine);
     }
     for (size_t r = 1; r < out->n; r++)
         find_causes(&out->v[r - 1], &out->v[r]);

@@ -7,6 +7,7 @@
 
 #include "core/phases.h"
 #include "store/summary_tables.h"
+#include "util/ns_math.h"
 #include "util/grow.h"
 #include "util/oom.h"
 
@@ -55,8 +56,8 @@ static void gather(void *ctx, const tp_stack_thread_run *r)
     for (; k < c->stalls->n; k++) {
         if (c->stalls->v[k].rank != r->rank)
             continue;
-        int64_t start = llround(c->stalls->v[k].start_s * 1e9);
-        int64_t stop = llround(c->stalls->v[k].end_s * 1e9), end = r->t_ns + r->span_ns;
+        int64_t start = tp_ns_of_s(c->stalls->v[k].start_s);
+        int64_t stop = tp_ns_of_s(c->stalls->v[k].end_s), end = tp_ns_add(r->t_ns, r->span_ns);
         if (end < start || r->t_ns > stop)
             continue;
         /* a run of samples counts for its part inside the stall */
@@ -211,16 +212,16 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
         return false;
     const char *after = tp_run_meta_get(run, "stall_after_s");
     double stall_after = after ? strtod(after, NULL) : 0;
-    int64_t end_ns = llround(run_s * 1e9);
+    int64_t end_ns = tp_ns_of_s(run_s);
     size_t vcap = 0;
     for (size_t i = 0; i < course->n; i++) {
         const tp_rank_course *rc = &course->v[i];
         double threshold = tp_stall_threshold(stall_after, rc->n ? median_step(t, rc->rank) : NAN);
-        if (!rc->open || (double)(end_ns - rc->last_ns) / 1e9 <= threshold)
+        if (!rc->open || (double)tp_ns_sub(end_ns, rc->last_ns) / 1e9 <= threshold)
             continue;
         int64_t last = tp_run_rank_last_region_end(run, rc->rank, rc->last_ns);
         int64_t progress = last > rc->last_ns ? last : rc->last_ns;
-        double seconds = (double)(end_ns - progress) / 1e9;
+        double seconds = (double)tp_ns_sub(end_ns, progress) / 1e9;
         if (seconds <= threshold)
             continue;
         out->v = tp_grow(out->v, out->n, &vcap, sizeof *out->v);
@@ -236,7 +237,7 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
         const tp_rank_course *rc = &course->v[i];
         double threshold = tp_stall_threshold(stall_after, rc->n ? median_step(t, rc->rank) : NAN);
         for (size_t k = 0; k < rc->n; k++) {
-            double seconds = (double)(rc->b[k] - rc->a[k]) / 1e9;
+            double seconds = (double)tp_ns_sub(rc->b[k], rc->a[k]) / 1e9;
             if (seconds <= threshold)
                 continue;
             if (ended++ >= TP_STALLS_ENDED_MAX) {
@@ -268,7 +269,7 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
     for (size_t i = 1; i < out->n; i++)
         since = out->v[i].start_s < since ? out->v[i].start_s : since;
     gather_ctx g = {out, tp_xcalloc(out->n, sizeof *g.threads), tp_xcalloc(out->n, sizeof *g.caps)};
-    bool ok = tp_run_each_stack_run_since(run, llround(since * 1e9), gather, &g, err, cap);
+    bool ok = tp_run_each_stack_run_since(run, tp_ns_of_s(since), gather, &g, err, cap);
     for (size_t i = 0; i < out->n; i++) {
         finish_threads(&out->v[i], g.threads[i]);
         free(g.threads[i]);

@@ -52,6 +52,8 @@ static const char *const tables[] = {
     "summary_step_phase",
     "summary_series_steps",
     "summary_steps_window",
+    "summary_stall",
+    "summary_stall_thread",
 };
 #define NTABLES (sizeof tables / sizeof *tables)
 
@@ -170,6 +172,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[1024];
     tp_summary s;
     if (tp_summary_load(path, &s, err, sizeof err)) {
+        /* the stacks and the run's course (stalls, deaths, regimes) as report
+         * adds them; a failure leaves what was read, as report would stop */
+        (void)(tp_summary_add_stacks(&s, err, sizeof err) &&
+               tp_summary_add_course(&s, err, sizeof err));
         tp_verdicts v;
         tp_verdicts_build(&s, &v);
         tp_report_json(null, &s, &v);

@@ -51,6 +51,7 @@ typedef struct top_state {
     tp_live *recording; /* the recording followed, from its file's new rows */
     tp_run_tail tail;
     tp_batch rows;
+    double first_steps_s; /* the recording's first steps' median, 0 until known */
 } top_state;
 
 static void push(history *h, double v)
@@ -297,6 +298,7 @@ static void forget_recording(top_state *t)
     t->run_pid = 0;
     tp_live_free(t->recording);
     t->recording = NULL;
+    t->first_steps_s = 0;
     memset(&t->tail, 0, sizeof t->tail);
 }
 
@@ -393,6 +395,17 @@ static void draw_record(top_state *t, int cols, int *row)
     if (live.batches_per_step > 1.05) /* gradient accumulation */
         printw("   %.1f micro-batches/step", live.batches_per_step);
     printw("   (last %d s)", TP_LIVE_WINDOW);
+    /* the pace now against the run's first steps (after 10 of warm-up) */
+    if (!t->first_steps_s && !tp_run_first_steps(t->run, 10, 100, &t->first_steps_s))
+        t->first_steps_s = 0;
+    if (t->first_steps_s > 0 && live.steps_per_s > 0) {
+        char now_s[32], first_s[32];
+        tp_format_duration(now_s, sizeof now_s, 1 / live.steps_per_s);
+        tp_format_duration(first_s, sizeof first_s, t->first_steps_s);
+        move((*row)++, 0);
+        printw("  pace: %s a step now, %s in the first steps (%+.0f%%)", now_s, first_s,
+               100 * (1 / live.steps_per_s / t->first_steps_s - 1));
+    }
     int32_t stalled_rank;
     double stalled_s;
     if (t->recording && tp_live_worst_stall(t->recording, now, &stalled_rank, &stalled_s)) {

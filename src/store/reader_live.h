@@ -37,4 +37,9 @@ bool tp_run_read_tail(tp_run *run, tp_run_tail *tail, uint64_t since_ns, tp_batc
  * be read. */
 bool tp_run_recent_steps(tp_run *run, size_t per_rank, tp_run_mark **out, size_t *n);
 
+/* The median of a recording's first n steps after its first skip (warm-up),
+ * of the thread that marked its first step (top's "first steps"); false
+ * while it has not made that many, or the file can't be read. */
+bool tp_run_first_steps(tp_run *run, size_t skip, size_t n, double *median_s);
+
 #endif

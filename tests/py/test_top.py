@@ -123,6 +123,10 @@ def test_shows_the_running_recording(top, tmp_path):
         gpu = float(re.search(r"GPU\s+([\d.]+)%", line).group(1))
         assert 20 < gpu < 60, line
         assert "GPU" not in next(x for x in screen.splitlines() if "load" in x)
+        # the pace now against the run's first steps: the same loop, about 20 ms a step
+        screen = t.wait_for("a step now", timeout=20)
+        pace = re.search(r"pace: ([\d.]+) ms a step now, ([\d.]+) ms in the first steps", screen)
+        assert pace and 15 < float(pace.group(1)) < 40 and 15 < float(pace.group(2)) < 40, screen
     finally:
         rec.kill()
         rec.wait()

@@ -371,28 +371,6 @@ static const char *pause_note(char *buf, size_t cap, unsigned pauses)
     return buf;
 }
 
-/* Marks the group of steps where each change of pace begins ("the pace
- * changed here: 24 ms a step instead of 13 ms"), after its pause note. */
-static void regime_marks(const tp_regimes *rg, const tp_step_phases *ph, char (*notes)[96],
-                         const char **marks)
-{
-    for (size_t r = 1; r < rg->n; r++) {
-        double step = (double)rg->v[r].first_step - 1; /* the groups count from 0 */
-        size_t g = 0;
-        while (g + 1 < ph->ngroups && ph->first_step[g + 1] <= step)
-            g++;
-        char a[32], b[32];
-        tp_format_duration(a, sizeof a, rg->v[r].typical_s);
-        tp_format_duration(b, sizeof b, rg->v[r - 1].typical_s);
-        size_t len = marks[g] ? strlen(notes[g]) : 0;
-        snprintf(notes[g] + len, sizeof notes[g] - len,
-                 "%sthe pace changed at step %zu: %s a step "
-                 "instead of %s",
-                 len ? "; " : "", rg->v[r].first_step, a, b);
-        marks[g] = notes[g];
-    }
-}
-
 static void step_time_plots(FILE *out, const tp_summary *s, const tp_page_facts *page)
 {
     if (page->notable_ranks)
@@ -426,13 +404,20 @@ static void step_time_plots(FILE *out, const tp_summary *s, const tp_page_facts 
                 if (ph->pauses && ph->pauses[g]) /* evaluation, checkpoint, compile */
                     marks[g] = pause_note(notes[g], sizeof notes[g], ph->pauses[g]);
             }
-            if (s->regimes.rank == page->ranks[i])
-                regime_marks(&s->regimes, ph, notes, marks);
+            tp_svg_shade shades[TP_REGIMES_MAX];
+            char shade_labels[TP_REGIMES_MAX][96];
+            size_t nshades = 0;
+            if (s->regimes.rank == page->ranks[i]) {
+                tp_html_regime_marks(&s->regimes, ph, notes, marks);
+                nshades = tp_html_regime_shades(&s->regimes, ph, shades, shade_labels);
+            }
             tp_svg_chart chart = {.title = title,
                                   .x_title = "step",
                                   .y_title = "time per step",
                                   .unit = "seconds",
-                                  .marks = marks};
+                                  .marks = marks,
+                                  .shades = shades,
+                                  .nshades = nshades};
             tp_svg_stacked_bars(out, &chart, bar_labels, ph->ngroups, tp_step_phase_names,
                                 TP_STEP_PHASES, ph->values, 0);
         }

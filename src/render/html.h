@@ -13,6 +13,7 @@
 
 #include "analyze/page_facts.h"
 #include "analyze/summary.h"
+#include "render/svg.h"
 #include "analyze/verdicts.h"
 
 /* page: what the charts draw, gathered by tp_page_facts_build with the same
@@ -40,5 +41,15 @@ void tp_html_verdicts(FILE *out, const tp_summary *s, const tp_verdicts *v);
 
 /* The pages' shared style sheet. */
 extern const char tp_html_style[];
+
+/* The step chart's changes of pace (html_pace.c), for the rank the regimes
+ * are of: a note on the group of steps where each begins (after a pause
+ * note already there, notes[g] being marks[g]'s text), and every other
+ * regime after the first as a shade over its groups (labels: its steps and
+ * typical step); returns how many shades. */
+void tp_html_regime_marks(const tp_regimes *rg, const tp_step_phases *ph, char (*notes)[96],
+                          const char **marks);
+size_t tp_html_regime_shades(const tp_regimes *rg, const tp_step_phases *ph, tp_svg_shade *shades,
+                             char (*labels)[96]);
 
 #endif

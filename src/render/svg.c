@@ -235,6 +235,18 @@ void tp_svg_stacked_bars(FILE *out, const tp_svg_chart *c, const char *const *ba
              c->x_title);
     }
     double slot = (horizontal ? plot_h : plot_w) / (double)(nbars ? nbars : 1);
+    for (size_t i = 0; !horizontal && i < c->nshades; i++) { /* from, to: bar indices */
+        const tp_svg_shade *sh = &c->shades[i];
+        if (!(sh->to > sh->from) || sh->from >= (double)nbars || sh->to <= 0)
+            continue;
+        double x0 = LEFT + slot * fmax(sh->from, 0), x1 = LEFT + slot * fmin(sh->to, (double)nbars);
+        fprintf(out,
+                "<rect class=\"shade\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
+                "<title>",
+                x0, (double)TOP, fmax(x1 - x0, 1), plot_h);
+        tp_html_escape(out, sh->label ? sh->label : "");
+        fputs("</title></rect>", out);
+    }
     for (size_t b = 0; b < nbars; b++) {
         double at = 0;
         if (!horizontal && c->marks && c->marks[b]) {

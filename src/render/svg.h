@@ -33,7 +33,7 @@ typedef struct tp_svg_chart {
     const char *band_label;
     /* line charts: further spans shaded darker over the band (the
      * training's pauses) */
-    const tp_svg_shade *shades;
+    const tp_svg_shade *shades; /* x in the axis' unit; vertical stacked bars: bar indices */
     size_t nshades;
     /* vertical stacked bars: a note per bar (NULL, or a NULL entry: none),
      * marked by a grey tick above its bar, the note as its hover text (the

@@ -4,6 +4,7 @@ regimes at the step they started, the cause named as contention; the same
 training alone is one regime."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -79,6 +80,10 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     short = text.split("In short\n")[1].split("\n\n")[0]
     assert "[pace] The pace" in short and "processes not the training's used" in short, short
     assert "Changes of pace" in text
+    # the page's step chart shades the second regime
+    page = tmp_path / "run.html"
+    assert trainprof("html", "-o", page, run_file).returncode == 0
+    assert re.search(r'class="shade"[^>]*><title>steps 2\d\d-\d+: [\d.]+ ms a step', page.read_text())
 
 
 def test_a_steady_run_is_one_regime(tmp_path, run_file):

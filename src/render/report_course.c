@@ -456,7 +456,7 @@ static const char *const cause_names[] = {"phase",
                                           "cpu_pressure_percent",
                                           "io_pressure_percent",
                                           "swap_in_use_bytes",
-                                          "gpu_sm_clock_mhz",
+                                          "gpu_clock",
                                           "gpu_trouble_share"};
 
 static void regime_json(json_writer *w, const tp_regime *g)

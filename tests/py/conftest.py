@@ -133,4 +133,6 @@ def assert_same_report(stored, rows):
     assert stored["run"]["meta"].pop("summarized") == "1"
     if "plots" not in rows["run"]["meta"]:  # stored with the summary (html's plots)
         assert stored["run"]["meta"].pop("plots") == "1"
+    if "stalls_stored" not in rows["run"]["meta"]:  # ... and the stalls
+        assert stored["run"]["meta"].pop("stalls_stored") == "1"
     assert stored == rows

@@ -296,7 +296,9 @@ def test_forked_and_spawned_workers_are_sampled_as_workers(tmp_path):
     run = record(tmp_path, script, stacks=100, seconds="0")
     report = report_json(run)
     workers = group(report, "dataloader_worker")
-    assert workers["functions"][0]["function"] == "decode_sample", workers
+    # the workers' work; a spawned worker's imports (importlib's
+    # _call_with_frames_removed) can weigh as much on a loaded machine
+    assert "decode_sample" in [f["function"] for f in workers["functions"][:2]], workers
     with sqlite3.connect(run) as db:
         pids = db.execute("SELECT COUNT(DISTINCT pid) FROM thread WHERE name = 'trainprof-stack'"
                           ).fetchone()[0]

@@ -192,7 +192,8 @@ bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deat
     }
     free(ends.v);
     free(procs);
-    qsort(out->v, out->n, sizeof *out->v, by_end);
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof *out->v, by_end);
     return true;
 }
 

@@ -83,7 +83,7 @@ size_t tp_course_step_at(const tp_course *course, int rank, double t_s)
     const tp_rank_course *rc = tp_course_rank(course, rank);
     if (!rc)
         return 0;
-    int64_t t = tp_ns_of_s(t_s);
+    int64_t t = tp_ns_round_s(t_s);
     size_t lo = 0, hi = rc->n; /* closed steps begun at or before t */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;

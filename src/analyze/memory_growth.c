@@ -19,7 +19,7 @@ bool tp_memory_growth_of(const tp_summary *s, int64_t agent_id, tp_memory_growth
      * intervals before the last step */
     const char *interval = tp_run_agent_meta_get(s->run, agent_id, "interval_s");
     double dt = interval ? strtod(interval, NULL) : 0.5;
-    int64_t t1 = tp_ns_sub(w->t1_ns, tp_ns_of_s(2 * (dt > 0 && dt < 60 ? dt : 0.5)));
+    int64_t t1 = tp_ns_sub(w->t1_ns, tp_ns_round_s(2 * (dt > 0 && dt < 60 ? dt : 0.5)));
     double m[TP_GROWTH_SLICES];
     int64_t slice = tp_ns_sub(t1, w->t0_ns) / TP_GROWTH_SLICES;
     for (int i = 0; i < TP_GROWTH_SLICES; i++) {

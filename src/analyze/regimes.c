@@ -314,7 +314,8 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
         }
         g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
         if (nchanges && isfinite(g->t0_s) && isfinite(g->t1_s))
-            machine_over(run, agent_id, gpu, tp_ns_of_s(g->t0_s), tp_ns_of_s(g->t1_s), &g->machine);
+            machine_over(run, agent_id, gpu, tp_ns_round_s(g->t0_s), tp_ns_round_s(g->t1_s),
+                         &g->machine);
     }
     for (size_t r = 1; r < out->n; r++)
         find_causes(&out->v[r - 1], &out->v[r]);

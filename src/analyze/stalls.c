@@ -56,8 +56,8 @@ static void gather(void *ctx, const tp_stack_thread_run *r)
     for (; k < c->stalls->n; k++) {
         if (c->stalls->v[k].rank != r->rank)
             continue;
-        int64_t start = tp_ns_of_s(c->stalls->v[k].start_s);
-        int64_t stop = tp_ns_of_s(c->stalls->v[k].end_s), end = tp_ns_add(r->t_ns, r->span_ns);
+        int64_t start = tp_ns_round_s(c->stalls->v[k].start_s);
+        int64_t stop = tp_ns_round_s(c->stalls->v[k].end_s), end = tp_ns_add(r->t_ns, r->span_ns);
         if (end < start || r->t_ns > stop)
             continue;
         /* a run of samples counts for its part inside the stall */
@@ -212,7 +212,7 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
         return false;
     const char *after = tp_run_meta_get(run, "stall_after_s");
     double stall_after = after ? strtod(after, NULL) : 0;
-    int64_t end_ns = tp_ns_of_s(run_s);
+    int64_t end_ns = tp_ns_round_s(run_s);
     size_t vcap = 0;
     for (size_t i = 0; i < course->n; i++) {
         const tp_rank_course *rc = &course->v[i];
@@ -269,7 +269,7 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
     for (size_t i = 1; i < out->n; i++)
         since = out->v[i].start_s < since ? out->v[i].start_s : since;
     gather_ctx g = {out, tp_xcalloc(out->n, sizeof *g.threads), tp_xcalloc(out->n, sizeof *g.caps)};
-    bool ok = tp_run_each_stack_run_since(run, tp_ns_of_s(since), gather, &g, err, cap);
+    bool ok = tp_run_each_stack_run_since(run, tp_ns_round_s(since), gather, &g, err, cap);
     for (size_t i = 0; i < out->n; i++) {
         finish_threads(&out->v[i], g.threads[i]);
         free(g.threads[i]);

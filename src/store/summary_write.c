@@ -93,7 +93,7 @@ static void fill_epoch(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
     const tp_epoch_row *e = &s->timings->epochs[i];
     sqlite3_bind_int(st, 1, e->rank);
     sqlite3_bind_int64(st, 2, e->epoch);
-    sqlite3_bind_int64(st, 3, tp_ns_of_s(e->start_s)); /* exact: start_s was t_ns / 1e9 */
+    sqlite3_bind_int64(st, 3, tp_ns_round_s(e->start_s)); /* exact: start_s was t_ns / 1e9 */
     sqlite3_bind_double(st, 4, e->duration_s);
     sqlite3_bind_int64(st, 5, (sqlite3_int64)e->steps);
     sqlite3_bind_int64(st, 6, e->samples);
@@ -173,8 +173,8 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
         sqlite3_bind_int64(stall, 1, (sqlite3_int64)i + 1);
         sqlite3_bind_int(stall, 2, v->rank);
         sqlite3_bind_int(stall, 3, v->ended);
-        sqlite3_bind_int64(stall, 4, tp_ns_of_s(v->start_s));
-        sqlite3_bind_int64(stall, 5, tp_ns_of_s(v->end_s));
+        sqlite3_bind_int64(stall, 4, tp_ns_round_s(v->start_s));
+        sqlite3_bind_int64(stall, 5, tp_ns_round_s(v->end_s));
         sqlite3_bind_double(stall, 6, v->threshold_s);
         sqlite3_bind_int64(stall, 7, (sqlite3_int64)v->step);
         rc = sqlite3_step(stall) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
@@ -242,8 +242,8 @@ static int write_plots(sqlite3 *db, const tp_summary_rows *p)
                 sqlite3_bind_double(st, 4 + q, ph->values[g * TP_STEP_PHASES + (size_t)q]);
             sqlite3_bind_int64(st, 4 + TP_STEP_PHASES, ph->pauses ? ph->pauses[g] : 0);
             sqlite3_bind_int64(st, 5 + TP_STEP_PHASES,
-                               ph->start_s ? tp_ns_of_s(ph->start_s[g]) : 0);
-            sqlite3_bind_int64(st, 6 + TP_STEP_PHASES, ph->end_s ? tp_ns_of_s(ph->end_s[g]) : 0);
+                               ph->start_s ? tp_ns_round_s(ph->start_s[g]) : 0);
+            sqlite3_bind_int64(st, 6 + TP_STEP_PHASES, ph->end_s ? tp_ns_round_s(ph->end_s[g]) : 0);
             rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
             sqlite3_reset(st);
         }

@@ -27,6 +27,20 @@ static inline int64_t tp_ns_of_s(double s)
     return (int64_t)ns;
 }
 
+/* s seconds in ns rounded to the nearest, saturated (NaN: 0): a time that
+ * was t_ns / 1e9 gives t_ns back, as llround would, with no overflow. */
+static inline int64_t tp_ns_round_s(double s)
+{
+    double ns = s * 1e9;
+    if (ns != ns)
+        return 0;
+    if (ns >= 9.2e18)
+        return INT64_MAX;
+    if (ns <= -9.2e18)
+        return INT64_MIN;
+    return (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5);
+}
+
 /* a + b, saturated. */
 static inline int64_t tp_ns_add(int64_t a, int64_t b)
 {

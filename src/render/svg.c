@@ -137,6 +137,17 @@ static void y_axis(FILE *out, const tp_svg_chart *c, double ymax, double plot_h)
     fputs("</text>", out);
 }
 
+/* A shaded span [x0, x1) of a plot plot_h high, named by label (its hover). */
+static void shade_rect(FILE *out, double x0, double x1, double plot_h, const char *label)
+{
+    fprintf(out,
+            "<rect class=\"shade\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
+            "<title>",
+            x0, (double)TOP, fmax(x1 - x0, 1), plot_h);
+    tp_html_escape(out, label ? label : "");
+    fputs("</title></rect>", out);
+}
+
 void tp_svg_line_chart(FILE *out, const tp_svg_chart *c, const tp_svg_line *lines, size_t n)
 {
     double xmax = 0, ymax = 0;
@@ -179,12 +190,7 @@ void tp_svg_line_chart(FILE *out, const tp_svg_chart *c, const tp_svg_line *line
             continue;
         double x0 = LEFT + fmax(sh->from, 0) / xmax * plot_w;
         double x1 = LEFT + fmin(sh->to, xmax) / xmax * plot_w;
-        fprintf(out,
-                "<rect class=\"shade\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
-                "<title>",
-                x0, (double)TOP, fmax(x1 - x0, 1), plot_h);
-        tp_html_escape(out, sh->label ? sh->label : "");
-        fputs("</title></rect>", out);
+        shade_rect(out, x0, x1, plot_h, sh->label);
     }
     const char *labels[64];
     for (size_t i = 0; i < n && i < 64; i++) {
@@ -240,12 +246,7 @@ void tp_svg_stacked_bars(FILE *out, const tp_svg_chart *c, const char *const *ba
         if (!(sh->to > sh->from) || sh->from >= (double)nbars || sh->to <= 0)
             continue;
         double x0 = LEFT + slot * fmax(sh->from, 0), x1 = LEFT + slot * fmin(sh->to, (double)nbars);
-        fprintf(out,
-                "<rect class=\"shade\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
-                "<title>",
-                x0, (double)TOP, fmax(x1 - x0, 1), plot_h);
-        tp_html_escape(out, sh->label ? sh->label : "");
-        fputs("</title></rect>", out);
+        shade_rect(out, x0, x1, plot_h, sh->label);
     }
     for (size_t b = 0; b < nbars; b++) {
         double at = 0;

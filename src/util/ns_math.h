@@ -14,10 +14,9 @@ static inline int64_t tp_ns_sub(int64_t to, int64_t from)
     return d;
 }
 
-/* s seconds in ns, saturated (NaN: 0): for figures read back from a file. */
-static inline int64_t tp_ns_of_s(double s)
+/* ns saturated to int64 (NaN: 0), the one clamp of both conversions below. */
+static inline int64_t tp_ns_clamp(double ns)
 {
-    double ns = s * 1e9;
     if (ns != ns)
         return 0;
     if (ns >= 9.2e18)
@@ -27,18 +26,15 @@ static inline int64_t tp_ns_of_s(double s)
     return (int64_t)ns;
 }
 
+/* s seconds in ns, saturated (NaN: 0): for figures read back from a file. */
+static inline int64_t tp_ns_of_s(double s) { return tp_ns_clamp(s * 1e9); }
+
 /* s seconds in ns rounded to the nearest, saturated (NaN: 0): a time that
  * was t_ns / 1e9 gives t_ns back, as llround would, with no overflow. */
 static inline int64_t tp_ns_round_s(double s)
 {
     double ns = s * 1e9;
-    if (ns != ns)
-        return 0;
-    if (ns >= 9.2e18)
-        return INT64_MAX;
-    if (ns <= -9.2e18)
-        return INT64_MIN;
-    return (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5);
+    return tp_ns_clamp(ns < 0 ? ns - 0.5 : ns + 0.5);
 }
 
 /* a + b, saturated. */

@@ -185,7 +185,8 @@ static void machine_over(tp_run *run, int64_t agent, int gpu, int64_t t0, int64_
 static void add_cause(tp_regime *g, tp_cause_kind kind, size_t phase, double before, double after)
 {
     if (g->ncauses < TP_REGIME_CAUSES)
-        g->causes[g->ncauses++] = (tp_regime_cause){kind, phase, before, after};
+        g->causes[g->ncauses++] =
+            (tp_regime_cause){.kind = kind, .phase = phase, .before = before, .after = after};
 }
 
 /* What changed from regime p to g (regimes.h's tp_cause_kind). */

@@ -53,15 +53,26 @@ typedef enum {
     TP_CAUSE_GPU_CLOCK,    /* the rank's GPU's SM clock, down (or up) by 10 % or more */
     TP_CAUSE_GPU_THROTTLE, /* its samples held back by heat, a hardware slowdown or the
                               power brake (TP_GPU_REASONS_TROUBLE), +-20 points or more */
+    TP_CAUSE_FUNCTION,     /* a function's share of the moved phase's stack samples (or of
+                              its DataLoader workers'), +-TP_REGIME_FUNCTION_MOVE or more
+                              (analyze/regime_stacks.h) */
 } tp_cause_kind;
+
+#define TP_CAUSE_TEXT 160 /* a function's or file's text kept in a cause, cut beyond */
 
 typedef struct tp_regime_cause {
     tp_cause_kind kind;
-    size_t phase;         /* TP_CAUSE_PHASE: index in tp_step_phase_names */
-    double before, after; /* seconds per step, percent or bytes */
+    size_t phase;         /* TP_CAUSE_PHASE, TP_CAUSE_FUNCTION: index in tp_step_phase_names */
+    double before, after; /* seconds per step, percent, bytes or a share (0..1) */
+    /* TP_CAUSE_FUNCTION: the function (valid UTF-8, cut on a character
+     * boundary), its file and its line of the most samples, and whether
+     * its samples are the DataLoader workers' rather than the step thread's */
+    bool workers;
+    int32_t line;
+    char function[TP_CAUSE_TEXT], file[TP_CAUSE_TEXT];
 } tp_regime_cause;
 
-#define TP_REGIME_CAUSES 4
+#define TP_REGIME_CAUSES 5
 
 typedef struct tp_regime {
     size_t first_step, last_step; /* the rank's step numbers, from 1 */
@@ -106,9 +117,5 @@ size_t tp_regimes_biggest_change(const tp_regimes *r);
  */
 void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t agent_id, int gpu,
                       tp_regimes *out);
-
-/* The regime after the change that moved the typical step the most (index
- * >= 1), or 0 when there was none. */
-size_t tp_regimes_biggest_change(const tp_regimes *r);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "analyze/gpu_use.h"
 #include "analyze/intervals.h"
+#include "analyze/regime_stacks.h"
 #include "util/ns_math.h"
 #include "store/summary_tables.h"
 #include "core/metric_catalog.h"
@@ -346,7 +347,7 @@ bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
     if (ok)
         tp_regimes_build(s->run, &ph, rank, agent, gpu, &s->regimes);
     tp_step_phases_free(&ph);
-    return ok;
+    return ok && tp_regimes_add_stack_causes(s->run, &s->regimes, err, cap);
 }
 
 void tp_summary_close(tp_summary *s)

@@ -319,6 +319,19 @@ void tp_report_course_json(json_writer *w, const tp_summary *s)
     json_array_end(w);
 }
 
+/* "decode (img.py:12) was in 61% of the DataLoader workers' samples instead
+ * of 30%" (or "of dataloader_next's samples"): what snprintf returns. */
+static int function_cause_text(char *out, size_t cap, const char *sep, const tp_regime_cause *c)
+{
+    char line[16] = "";
+    if (c->line > 0)
+        snprintf(line, sizeof line, ":%d", (int)c->line);
+    return snprintf(out, cap, "%s%s (%s%s) was in %.0f%% of %s%s samples instead of %.0f%%", sep,
+                    c->function, tp_short_path(c->file), line, 100 * c->after,
+                    c->workers ? "the DataLoader workers" : tp_step_phase_names[c->phase],
+                    c->workers ? "'" : "'s", 100 * c->before);
+}
+
 /* "train_batch went from 20 ms to 38 ms a step" and the like, joined. */
 static void causes_text(char *out, size_t cap, const tp_regime *g)
 {
@@ -362,6 +375,7 @@ static void causes_text(char *out, size_t cap, const tp_regime *g)
             tp_format_value(b, sizeof b, "bytes", c->after);
             n = snprintf(out + len, cap - len, "%sswap in use grew from %s to %s", sep, a, b);
             break;
+        case TP_CAUSE_FUNCTION: n = function_cause_text(out + len, cap - len, sep, c); break;
         }
         len = n > 0 && (size_t)n < cap - len ? len + (size_t)n : cap;
     }
@@ -372,7 +386,7 @@ static void causes_text(char *out, size_t cap, const tp_regime *g)
 static void change_text(char *out, size_t cap, const tp_summary *s, size_t r)
 {
     const tp_regime *p = &s->regimes.v[r - 1], *g = &s->regimes.v[r];
-    char when[16], a[32], b[32], causes[600];
+    char when[16], a[32], b[32], causes[1200];
     tp_report_wall_time(when, sizeof when, s->run, g->t0_s);
     tp_format_duration(a, sizeof a, p->typical_s);
     tp_format_duration(b, sizeof b, g->typical_s);
@@ -391,7 +405,7 @@ void tp_report_regimes_answer(FILE *out, const tp_summary *s)
     const tp_regimes *rg = &s->regimes;
     if (rg->n < 2)
         return;
-    char line[1200], change[1000], who[32] = "";
+    char line[1800], change[1600], who[32] = "";
     change_text(change, sizeof change, s, tp_regimes_biggest_change(rg));
     if (rg->rank >= 0)
         snprintf(who, sizeof who, " of rank %d", rg->rank);
@@ -436,7 +450,7 @@ void tp_report_regimes_text(FILE *out, const tp_summary *s)
                 g->compute_bound ? "  [compute_bound]" : "");
     }
     for (size_t r = 1; r < rg->n; r++) {
-        char change[1000];
+        char change[1600];
         change_text(change, sizeof change, s, r);
         tp_report_wrapped(out, "", change);
     }
@@ -457,7 +471,8 @@ static const char *const cause_names[] = {"phase",
                                           "io_pressure_percent",
                                           "swap_in_use_bytes",
                                           "gpu_clock",
-                                          "gpu_trouble_share"};
+                                          "gpu_trouble_share",
+                                          "function"};
 
 static void regime_json(json_writer *w, const tp_regime *g)
 {
@@ -501,9 +516,20 @@ static void regime_json(json_writer *w, const tp_regime *g)
         json_object_begin(w);
         json_key(w, "kind");
         json_string(w, cause_names[g->causes[i].kind]);
-        if (g->causes[i].kind == TP_CAUSE_PHASE) {
+        const tp_regime_cause *c = &g->causes[i];
+        if (c->kind == TP_CAUSE_PHASE || c->kind == TP_CAUSE_FUNCTION) {
             json_key(w, "phase");
-            json_string(w, tp_step_phase_names[g->causes[i].phase]);
+            json_string(w, tp_step_phase_names[c->phase]);
+        }
+        if (c->kind == TP_CAUSE_FUNCTION) { /* before and after: shares of the samples */
+            json_key(w, "samples_of");
+            json_string(w, c->workers ? "dataloader_workers" : "step_thread");
+            json_key(w, "function");
+            json_string(w, c->function);
+            json_key(w, "file");
+            json_string(w, c->file);
+            json_key(w, "line");
+            json_int(w, c->line);
         }
         json_number_or_null(w, "before", g->causes[i].before);
         json_number_or_null(w, "after", g->causes[i].after);

@@ -10,6 +10,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from conftest import PROGRAM, PYTHON, report_json, trainprof
 
 # A CPU-bound training on one thread; at step FLAG_AT it writes FLAG (the
@@ -94,3 +96,64 @@ def test_a_steady_run_is_one_regime(tmp_path, run_file):
     assert regimes[0]["first_step"] == 1 and regimes[0]["last_step"] == 400
     assert regimes[0]["causes"] == []
     assert "[pace]" not in trainprof("report", run_file).stdout
+
+
+# A training whose Dataset decodes fast for its first half and slowly for its
+# second: the change is explained by the function that took over, on the
+# step thread (no workers) or in the DataLoader workers.
+DECODE = """
+import os, time, torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+torch.set_num_threads(1)
+STEPS = 500
+
+def spin(ms):
+    end = time.perf_counter() + ms / 1000
+    while time.perf_counter() < end:
+        pass
+
+def fast_decode(i):
+    spin(3)
+
+def slow_decode(i):
+    spin(float(os.environ["SLOW_MS"]))
+
+class Images(Dataset):
+    def __len__(self):
+        return STEPS
+    def __getitem__(self, i):
+        (fast_decode if i < STEPS // 2 else slow_decode)(i)
+        return torch.randn(16, 64), torch.randint(0, 4, (16,))
+
+model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+loader = DataLoader(Images(), batch_size=None, num_workers=int(os.environ["WORKERS"]))
+for x, y in loader:
+    spin(8)
+    opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+"""
+
+
+@pytest.mark.parametrize("workers,slow_ms", [(0, 15), (2, 40)])
+def test_a_function_that_takes_over_a_phase_is_the_change_cause(tmp_path, run_file, workers,
+                                                                   slow_ms):
+    script = tmp_path / "decode.py"
+    script.write_text(textwrap.dedent(DECODE))
+    env = dict(os.environ, WORKERS=str(workers), SLOW_MS=str(slow_ms))
+    subprocess.run([PROGRAM, "record", "-q", "-o", str(run_file), "--", PYTHON, str(script)],
+                   env=env, check=True, timeout=240)
+    regimes = report_json(run_file)["regimes"]["regimes"]
+    at = [i for i, r in enumerate(regimes) if abs(r["first_step"] - 251) <= 10]
+    assert at, regimes
+    causes = regimes[at[0]]["causes"]
+    assert causes[0]["kind"] == "phase" and causes[0]["phase"] == "dataloader_next", causes
+    function = [c for c in causes if c["kind"] == "function"]
+    assert function, causes
+    assert function[0]["function"] == "slow_decode" and function[0]["phase"] == "dataloader_next"
+    assert function[0]["samples_of"] == ("dataloader_workers" if workers else "step_thread")
+    assert function[0]["before"] <= 0.05 and function[0]["after"] >= 0.5, function
+    assert function[0]["file"].endswith("decode.py") and function[0]["line"] > 0
+    text = trainprof("report", run_file).stdout
+    change = " ".join(text.split("Changes of pace\n")[1].split("\n\n")[0].split())
+    assert "slow_decode (" in change and "samples instead of" in change, change

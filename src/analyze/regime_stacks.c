@@ -1,0 +1,273 @@
+/* regime_stacks.c: the functions that moved at a change of pace
+ * (regime_stacks.h). */
+#include "analyze/regime_stacks.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/step_phase_facts.h"
+#include "store/reader_stacks.h"
+#include "trainprof.h"
+#include "util/grow.h"
+#include "util/ns_math.h"
+#include "util/oom.h"
+#include "util/utf8.h"
+
+/* Samples with a (frame, line) on their stack in a group, and the
+ * deepest it was seen at (0: outermost). */
+typedef struct line_weight {
+    uint32_t frame;
+    int32_t line;
+    uint32_t depth;
+    double weight;
+} line_weight;
+
+/* The samples of a group over one regime. */
+typedef struct group {
+    line_weight *lines;
+    size_t n, cap;
+    double total;
+} group;
+
+#define PATH_MAX_DEPTH 256
+
+/* What each change compares: the phase that moved (index, or
+ * TP_STEP_PHASES for none), and the step thread's and the workers' groups
+ * over the regime before ([0]) and after ([1]). */
+typedef struct change {
+    size_t phase;
+    group thread[2], workers[2];
+} change;
+
+typedef struct gather_ctx {
+    const tp_regimes *r;
+    const tp_stack_tree *tree;
+    change *changes; /* by regime index: changes[i] compares regime i-1 with i */
+} gather_ctx;
+
+/* Adds w samples of the stack path[0..depth) (innermost first) to g: to
+ * each function on it once, however often it recurses. */
+static void add_weight(group *g, const tp_stack_tree *tree, const uint32_t *path, size_t depth,
+                       double w)
+{
+    g->total += w;
+    for (size_t d = 0; d < depth; d++) {
+        uint32_t frame = tree->frame[path[d] - 1];
+        int32_t line = tree->line[path[d] - 1];
+        bool inner = false; /* counted already, deeper in the same stack */
+        for (size_t e = 0; e < d && !inner; e++)
+            inner = tree->frame[path[e] - 1] == frame;
+        if (inner)
+            continue;
+        uint32_t level = (uint32_t)(depth - 1 - d);
+        size_t i = 0;
+        while (i < g->n && !(g->lines[i].frame == frame && g->lines[i].line == line))
+            i++;
+        if (i == g->n) {
+            g->lines = tp_grow(g->lines, g->n, &g->cap, sizeof *g->lines);
+            g->lines[g->n++] = (line_weight){frame, line, level, 0};
+        }
+        g->lines[i].weight += w;
+        if (level > g->lines[i].depth)
+            g->lines[i].depth = level;
+    }
+}
+
+/* Whether a sample's region belongs to step phase k (train_batch holds
+ * forward, backward and optimizer_step). */
+static bool in_phase(const char *region, size_t k)
+{
+    if (!region || k >= TP_STEP_PHASES - 1)
+        return false;
+    if (strcmp(region, tp_step_phase_names[k]) == 0)
+        return true;
+    return strcmp(tp_step_phase_names[k], TP_PHASE_TRAIN_BATCH) == 0 &&
+           (strcmp(region, TP_PHASE_FORWARD) == 0 || strcmp(region, TP_PHASE_BACKWARD) == 0 ||
+            strcmp(region, TP_PHASE_OPTIMIZER_STEP) == 0);
+}
+
+/* Adds run's part inside regime i to the changes that compare it: the
+ * change into i (as its after side) and the change out of it (before). */
+static void add_to_regime(gather_ctx *c, const tp_stack_thread_run *run, size_t i, double w,
+                          const uint32_t *path, size_t depth)
+{
+    for (size_t side = 0; side < 2; side++) {
+        size_t at = side == 0 ? i + 1 : i; /* the change whose before/after side i is */
+        if (at == 0 || at >= c->r->n)
+            continue;
+        const change *ch = &c->changes[at];
+        if (ch->phase >= TP_STEP_PHASES)
+            continue;
+        if (!run->worker && in_phase(run->phase, ch->phase))
+            add_weight(&c->changes[at].thread[side], c->tree, path, depth, w);
+        else if (run->worker &&
+                 strcmp(tp_step_phase_names[ch->phase], TP_PHASE_DATALOADER_NEXT) == 0)
+            add_weight(&c->changes[at].workers[side], c->tree, path, depth, w);
+    }
+}
+
+static void gather(void *ctx, const tp_stack_thread_run *run)
+{
+    gather_ctx *c = ctx;
+    if (run->rank != c->r->rank)
+        return;
+    uint32_t path[PATH_MAX_DEPTH];
+    size_t depth = tp_stack_path(c->tree, run->node, path, PATH_MAX_DEPTH);
+    if (!depth)
+        return;
+    int64_t end = tp_ns_add(run->t_ns, run->span_ns);
+    for (size_t i = 0; i < c->r->n; i++) {
+        int64_t a = tp_ns_round_s(c->r->v[i].t0_s), b = tp_ns_round_s(c->r->v[i].t1_s);
+        if (end < a || run->t_ns > b)
+            continue;
+        int64_t lo = run->t_ns > a ? run->t_ns : a, hi = end < b ? end : b;
+        double w = run->span_ns <= 0
+                       ? (double)run->count
+                       : (double)run->count * (double)(hi - lo) / (double)run->span_ns;
+        if (w > 0)
+            add_to_regime(c, run, i, w, path, depth);
+    }
+}
+
+/* A group's samples with frame on their stack: its line of the most
+ * samples in *line, the deepest it was seen at in *depth. */
+static double frame_weight(const group *g, uint32_t frame, int32_t *line, uint32_t *depth)
+{
+    double sum = 0, best = -1;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->lines[i].frame == frame) {
+            sum += g->lines[i].weight;
+            if (g->lines[i].weight > best) {
+                best = g->lines[i].weight;
+                *line = g->lines[i].line;
+            }
+            if (g->lines[i].depth > *depth)
+                *depth = g->lines[i].depth;
+        }
+    return sum;
+}
+
+/* The function of a pair of groups whose share (of the samples with it on
+ * their stack) moved the most in the direction sign (+1 grew, -1 shrank):
+ * its frame, line and shares. Its callers move as much where they call it
+ * only: of those within a tenth of the most, the deepest is named (the
+ * function itself, not main). False where none moved enough or a side had
+ * too few samples. */
+static bool most_moved(const group *before, const group *after, double sign, uint32_t *frame,
+                       int32_t *line, double *share_before, double *share_after)
+{
+    if (before->total < TP_REGIME_FUNCTION_SAMPLES || after->total < TP_REGIME_FUNCTION_SAMPLES)
+        return false;
+    double most = 0;
+    for (int pass = 0; pass < 2; pass++) { /* the most moved, then the deepest near it */
+        uint32_t deepest = 0;
+        bool found = false;
+        for (size_t side = 0; side < 2; side++) { /* a frame may be on one side only */
+            const group *g = side ? after : before;
+            for (size_t i = 0; i < g->n; i++) {
+                int32_t la = 0, lb = 0;
+                uint32_t depth = 0;
+                double a = frame_weight(before, g->lines[i].frame, &lb, &depth) / before->total;
+                double b = frame_weight(after, g->lines[i].frame, &la, &depth) / after->total;
+                double moved = sign * (b - a);
+                if (pass == 0) {
+                    most = moved > most ? moved : most;
+                    continue;
+                }
+                if (moved < 0.9 * most || (found && depth <= deepest))
+                    continue;
+                found = true;
+                deepest = depth;
+                *frame = g->lines[i].frame;
+                *line = sign > 0 ? la : lb; /* where it spends its samples now, or did */
+                *share_before = a;
+                *share_after = b;
+            }
+        }
+        if (pass == 0 && most < TP_REGIME_FUNCTION_MOVE)
+            return false;
+        if (pass == 1)
+            return found;
+    }
+    return false;
+}
+
+/* Puts the function cause right after the phase's, the last cause falling
+ * off a full list. */
+static void insert_cause(tp_regime *g, const tp_regime_cause *c)
+{
+    size_t at = 0;
+    while (at < g->ncauses && g->causes[at].kind == TP_CAUSE_PHASE)
+        at++;
+    if (g->ncauses == TP_REGIME_CAUSES)
+        g->ncauses--;
+    if (at >= TP_REGIME_CAUSES)
+        return;
+    memmove(&g->causes[at + 1], &g->causes[at], (g->ncauses - at) * sizeof *g->causes);
+    g->causes[at] = *c;
+    g->ncauses++;
+}
+
+static void name_cause(const tp_stack_tree *tree, uint32_t frame, tp_regime_cause *c)
+{
+    bool known = frame >= 1 && frame <= tree->nframes;
+    tp_utf8_clean(c->function, sizeof c->function,
+                  known && tree->function[frame - 1] ? tree->function[frame - 1] : "?");
+    tp_utf8_clean(c->file, sizeof c->file,
+                  known && tree->file[frame - 1] ? tree->file[frame - 1] : "?");
+}
+
+bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t cap)
+{
+    if (r->n < 2 || !tp_run_has_stacks(run))
+        return true;
+    for (size_t i = 0; i < r->n; i++)
+        if (!isfinite(r->v[i].t0_s) || !isfinite(r->v[i].t1_s))
+            return true; /* a file stored before: no times to split the samples by */
+    change *changes = tp_xcalloc(r->n, sizeof *changes);
+    bool any = false;
+    for (size_t i = 1; i < r->n; i++) {
+        changes[i].phase = TP_STEP_PHASES;
+        for (size_t k = 0; k < r->v[i].ncauses; k++)
+            if (r->v[i].causes[k].kind == TP_CAUSE_PHASE)
+                changes[i].phase = r->v[i].causes[k].phase;
+        any = any || changes[i].phase < TP_STEP_PHASES - 1;
+    }
+    tp_stack_tree tree = {0};
+    bool ok = true;
+    if (any && (ok = tp_run_stack_tree(run, &tree, err, cap))) {
+        gather_ctx c = {r, &tree, changes};
+        ok = tp_run_each_stack_run_since(run, tp_ns_round_s(r->v[0].t0_s), gather, &c, err, cap);
+    }
+    for (size_t i = 1; ok && i < r->n; i++) {
+        const change *ch = &changes[i];
+        if (ch->phase >= TP_STEP_PHASES)
+            continue;
+        double sign = r->v[i].phase_s[ch->phase] >= r->v[i - 1].phase_s[ch->phase] ? 1 : -1;
+        tp_regime_cause best = {.kind = TP_CAUSE_FUNCTION, .phase = ch->phase}, other = best;
+        uint32_t frame = 0, other_frame = 0;
+        bool found = most_moved(&ch->thread[0], &ch->thread[1], sign, &frame, &best.line,
+                                &best.before, &best.after);
+        other.workers = true;
+        if (most_moved(&ch->workers[0], &ch->workers[1], sign, &other_frame, &other.line,
+                       &other.before, &other.after) &&
+            (!found || fabs(other.after - other.before) > fabs(best.after - best.before))) {
+            best = other;
+            frame = other_frame;
+            found = true;
+        }
+        if (!found)
+            continue;
+        name_cause(&tree, frame, &best);
+        insert_cause(&r->v[i], &best);
+    }
+    for (size_t i = 0; i < r->n; i++)
+        for (size_t s = 0; s < 2; s++) {
+            free(changes[i].thread[s].lines);
+            free(changes[i].workers[s].lines);
+        }
+    free(changes);
+    tp_stack_tree_free(&tree);
+    return ok;
+}

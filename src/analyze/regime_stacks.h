@@ -1,0 +1,33 @@
+/* regime_stacks.h: which functions' share of a phase moved at a change of
+ * pace, from the sampled Python stacks.
+ *
+ * For each change whose step time one phase carries (a TP_CAUSE_PHASE
+ * cause), the stack samples of the followed rank over the regime before
+ * and the regime after are split by innermost function (function, file),
+ * in two groups: the step thread's samples inside that phase (train_batch
+ * with the forward, backward and optimizer_step inside it), and, where the
+ * phase is dataloader_next, the DataLoader workers' samples, whatever they
+ * had open (what the step thread waits for). The function whose share of
+ * its group moved the most, in the direction of the phase's time (grew where
+ * the phase slowed, shrank where it sped up), by TP_REGIME_FUNCTION_MOVE or
+ * more, with TP_REGIME_FUNCTION_SAMPLES samples or more on each side, is a
+ * TP_CAUSE_FUNCTION cause, right after the phase's. Runs of samples that
+ * straddle a regime's bounds count for their part inside. No words. */
+#ifndef TP_ANALYZE_REGIME_STACKS_H
+#define TP_ANALYZE_REGIME_STACKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analyze/regimes.h"
+#include "store/reader.h"
+
+#define TP_REGIME_FUNCTION_MOVE    0.10 /* of a group's samples */
+#define TP_REGIME_FUNCTION_SAMPLES 20.0
+
+/* Adds the function causes to r's changes (regimes whose times are known);
+ * a run without stacks, or a file stored before, gets none. False (reason
+ * in err) where the file could not be read. */
+bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t cap);
+
+#endif

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyze/pace_now.h"
 #include "core/metric_catalog.h"
 #include "clock.h"
 #include "collect/collectors.h"
@@ -51,7 +52,10 @@ typedef struct top_state {
     tp_live *recording; /* the recording followed, from its file's new rows */
     tp_run_tail tail;
     tp_batch rows;
-    double first_steps_s; /* the recording's first steps' median, 0 until known */
+    /* the recording's pace regime by regime, from its step marks read so
+     * far (past pace_rowid, of the step thread pace_thread) */
+    tp_pace_now pace;
+    int64_t pace_rowid, pace_thread;
 } top_state;
 
 static void push(history *h, double v)
@@ -298,7 +302,8 @@ static void forget_recording(top_state *t)
     t->run_pid = 0;
     tp_live_free(t->recording);
     t->recording = NULL;
-    t->first_steps_s = 0;
+    tp_pace_now_init(&t->pace, 0);
+    t->pace_rowid = t->pace_thread = 0;
     memset(&t->tail, 0, sizeof t->tail);
 }
 
@@ -351,6 +356,45 @@ static void follow_recording(top_state *t, uint64_t now, tp_live_window *out)
     tp_batch_clear(&t->rows);
 }
 
+/* The pace now (the last seconds) against the run's one regime so far, or
+ * where the steps changed pace, the current regime against the first:
+ * "pace: 40 ms a step since step 2001 (12.0 min in), 22 ms in steps
+ * 11-2000 (+82%)". */
+static void draw_pace(top_state *t, const tp_live_window *live, int *row)
+{
+    if (!t->pace.begun) { /* the recording's own threshold, before its first step */
+        const char *after = tp_run_meta_get(t->run, "stall_after_s");
+        tp_pace_now_init(&t->pace, after ? strtod(after, NULL) : 0);
+    }
+    int64_t begins[4096];
+    for (int reads = 0; reads < 256; reads++) { /* a bounded catch-up per refresh */
+        size_t n = tp_run_step_begins_after(t->run, &t->pace_rowid, &t->pace_thread, begins,
+                                            sizeof begins / sizeof *begins);
+        for (size_t i = 0; i < n; i++)
+            tp_pace_now_step(&t->pace, begins[i]);
+        if (n < sizeof begins / sizeof *begins)
+            break;
+    }
+    tp_pace_regime first, now;
+    size_t regimes = tp_pace_now_regimes(&t->pace, &first, &now);
+    if (!regimes || !(live->steps_per_s > 0))
+        return;
+    char now_s[32], first_s[32], since_s[32], in[32];
+    tp_format_duration(now_s, sizeof now_s, 1 / live->steps_per_s);
+    tp_format_duration(first_s, sizeof first_s, first.typical_s);
+    move((*row)++, 0);
+    if (regimes == 1) {
+        printw("  pace: %s a step now, %s since step %zu (%+.0f%%)", now_s, first_s,
+               first.first_step, 100 * (1 / live->steps_per_s / first.typical_s - 1));
+        return;
+    }
+    tp_format_duration(since_s, sizeof since_s, now.typical_s);
+    tp_format_duration(in, sizeof in, now.t0_s); /* the run's clock: since its start */
+    printw("  pace: %s a step since step %zu (%s in), %s in steps %zu-%zu (%+.0f%%)", since_s,
+           now.first_step, in, first_s, first.first_step, first.last_step,
+           100 * (now.typical_s / first.typical_s - 1));
+}
+
 static void draw_record(top_state *t, int cols, int *row)
 {
     pid_t pid = 0;
@@ -395,17 +439,7 @@ static void draw_record(top_state *t, int cols, int *row)
     if (live.batches_per_step > 1.05) /* gradient accumulation */
         printw("   %.1f micro-batches/step", live.batches_per_step);
     printw("   (last %d s)", TP_LIVE_WINDOW);
-    /* the pace now against the run's first steps (after 10 of warm-up) */
-    if (!t->first_steps_s && !tp_run_first_steps(t->run, 10, 100, &t->first_steps_s))
-        t->first_steps_s = 0;
-    if (t->first_steps_s > 0 && live.steps_per_s > 0) {
-        char now_s[32], first_s[32];
-        tp_format_duration(now_s, sizeof now_s, 1 / live.steps_per_s);
-        tp_format_duration(first_s, sizeof first_s, t->first_steps_s);
-        move((*row)++, 0);
-        printw("  pace: %s a step now, %s in the first steps (%+.0f%%)", now_s, first_s,
-               100 * (1 / live.steps_per_s / t->first_steps_s - 1));
-    }
+    draw_pace(t, &live, row);
     int32_t stalled_rank;
     double stalled_s;
     if (t->recording && tp_live_worst_stall(t->recording, now, &stalled_rank, &stalled_s)) {
@@ -491,6 +525,7 @@ int cmd_top(int argc, char **argv)
     }
     top_state t;
     memset(&t, 0, sizeof t);
+    tp_pace_now_init(&t.pace, 0);
     t.sink = tp_sink_new(tp_clock_mono_ns());
     t.machine = tp_live_new(interval);
     if (!t.sink || !t.machine) {

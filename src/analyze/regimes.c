@@ -146,6 +146,51 @@ size_t tp_change_points(const double *durations, size_t n, size_t *starts)
     return found;
 }
 
+size_t tp_regime_starts(const double *d, const double *t0, const double *t1, size_t n,
+                        size_t *starts)
+{
+    double *tmp = tp_xmalloc((n ? n : 1) * sizeof *tmp);
+    size_t nchanges = n >= 2 * TP_REGIME_MIN_STEPS ? tp_change_points(d, n, starts) : 0;
+    /* a short first regime slower than the next is the training warming up
+     * (caches, the allocator, lazy imports), not a change of pace */
+    size_t short_start = n / 10 > 20 ? n / 10 : 20;
+    if (nchanges && starts[0] <= short_start &&
+        trimmed_mean(d, starts[0], tmp) >
+            trimmed_mean(d + starts[0], (nchanges > 1 ? starts[1] : n) - starts[0], tmp)) {
+        memmove(starts, starts + 1, (nchanges - 1) * sizeof *starts);
+        nchanges--;
+    }
+    /* a regime lasts: a few seconds at least, where the groups' times are
+     * known (a hundred steps of a millisecond are no change of pace) */
+    for (size_t r = 0; r <= nchanges && nchanges;) {
+        size_t lo = r ? starts[r - 1] : 0, hi = r < nchanges ? starts[r] : n;
+        double span = t1[hi - 1] - t0[lo];
+        if (!(span < TP_REGIME_MIN_SECONDS)) {
+            r++;
+            continue;
+        }
+        size_t drop = r ? r - 1 : 0; /* merged with the regime before (the first: after) */
+        memmove(&starts[drop], &starts[drop + 1], (nchanges - drop - 1) * sizeof *starts);
+        nchanges--;
+        r = 0;
+    }
+    free(tmp);
+    return nchanges;
+}
+
+double tp_regime_typical(const double *d, size_t n)
+{
+    if (!n)
+        return NAN;
+    double *logs = tp_xmalloc(n * sizeof *logs), *tmp = tp_xmalloc(n * sizeof *tmp);
+    for (size_t i = 0; i < n; i++)
+        logs[i] = log(d[i] > 1e-9 ? d[i] : 1e-9);
+    double typical = exp(trimmed_mean(logs, n, tmp));
+    free(logs);
+    free(tmp);
+    return typical;
+}
+
 /* The mean of a series of agent over [t0, t1), NaN without samples. */
 static double mean_between(tp_run *run, int64_t agent, const char *metric, int64_t t0, int64_t t1)
 {
@@ -252,31 +297,15 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
             idx[n] = g;
             d[n++] = d[g];
         }
+    double *t0 = tp_xmalloc(total * sizeof *t0), *t1 = tp_xmalloc(total * sizeof *t1);
+    for (size_t i = 0; i < n; i++) {
+        t0[i] = group_time(ph->start_s, idx[i]);
+        t1[i] = group_time(ph->end_s, idx[i]);
+    }
     size_t starts[TP_REGIMES_MAX];
-    size_t nchanges = n >= 2 * TP_REGIME_MIN_STEPS ? tp_change_points(d, n, starts) : 0;
-    /* a short first regime slower than the next is the training warming up
-     * (caches, the allocator, lazy imports), not a change of pace */
-    size_t short_start = n / 10 > 20 ? n / 10 : 20;
-    if (nchanges && starts[0] <= short_start &&
-        trimmed_mean(d, starts[0], tmp) >
-            trimmed_mean(d + starts[0], (nchanges > 1 ? starts[1] : n) - starts[0], tmp)) {
-        memmove(starts, starts + 1, (nchanges - 1) * sizeof *starts);
-        nchanges--;
-    }
-    /* a regime lasts: a few seconds at least, where the groups' times are
-     * known (a hundred steps of a millisecond are no change of pace) */
-    for (size_t r = 0; r <= nchanges && nchanges;) {
-        size_t lo = r ? starts[r - 1] : 0, hi = r < nchanges ? starts[r] : n;
-        double span = group_time(ph->end_s, idx[hi - 1]) - group_time(ph->start_s, idx[lo]);
-        if (!(span < TP_REGIME_MIN_SECONDS)) {
-            r++;
-            continue;
-        }
-        size_t drop = r ? r - 1 : 0; /* merged with the regime before (the first: after) */
-        memmove(&starts[drop], &starts[drop + 1], (nchanges - drop - 1) * sizeof *starts);
-        nchanges--;
-        r = 0;
-    }
+    size_t nchanges = tp_regime_starts(d, t0, t1, n, starts);
+    free(t0);
+    free(t1);
     for (size_t r = 0; n && r <= nchanges; r++) {
         size_t lo = r ? starts[r - 1] : 0, hi = r < nchanges ? starts[r] : n;
         tp_regime *g = &out->v[out->n++];
@@ -292,11 +321,7 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
                          .t1_s = group_time(ph->end_s, last),
                          .mean_s = sum / steps,
                          .median_s = median(d + lo, hi - lo, tmp)};
-        double *logs = tp_xmalloc((hi - lo) * sizeof *logs);
-        for (size_t i = lo; i < hi; i++)
-            logs[i - lo] = log(d[i] > 1e-9 ? d[i] : 1e-9);
-        g->typical_s = exp(trimmed_mean(logs, hi - lo, tmp));
-        free(logs);
+        g->typical_s = tp_regime_typical(d + lo, hi - lo);
         for (size_t k = 0; k < TP_STEP_PHASES; k++) {
             g->phase_s[k] = NAN;
             if (!nchanges) /* a steady run: its figures are the report's already */

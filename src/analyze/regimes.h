@@ -105,6 +105,20 @@ typedef struct tp_regimes {
  * call it on their own series. */
 size_t tp_change_points(const double *durations, size_t n, size_t *starts);
 
+/* The regimes of n groups of steps: d[] their mean step (seconds, stalled
+ * groups left out), t0[] and t1[] their first step's begin and last step's
+ * end (seconds, NaN unknown). The change points of d, less a short slower
+ * first regime (the warm-up) and regimes shorter than TP_REGIME_MIN_SECONDS
+ * (merged into the one before, the first into the next): the first group
+ * of every regime after the first into starts[], ascending; how many. The
+ * run's regimes and top's live pace (analyze/pace_now.h) both use it. */
+size_t tp_regime_starts(const double *d, const double *t0, const double *t1, size_t n,
+                        size_t *starts);
+
+/* A regime's typical step from its groups' durations d[0..n): the geometric
+ * mean without the lowest and highest 10 % (NaN for n = 0). */
+double tp_regime_typical(const double *d, size_t n);
+
 /* The regime after the change that moved the typical step the most (index
  * >= 1), or 0 when there was none. */
 size_t tp_regimes_biggest_change(const tp_regimes *r);

@@ -171,39 +171,27 @@ bool tp_run_recent_steps(tp_run *run, size_t per_rank, tp_run_mark **out, size_t
     return rc == SQLITE_DONE;
 }
 
-bool tp_run_first_steps(tp_run *run, size_t skip, size_t n, double *median_s)
+size_t tp_run_step_begins_after(tp_run *run, int64_t *rowid, int64_t *thread_id, int64_t *out,
+                                size_t max)
 {
-    if (run->schema_version < 2 || n < 1)
-        return false;
     sqlite3_stmt *st;
-    /* the step marks of the thread that marked the first of them, in order */
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT t_ns FROM mark WHERE kind IN (3, 'step') AND thread_id ="
-                           " (SELECT thread_id FROM mark WHERE kind IN (3, 'step')"
-                           "  ORDER BY t_ns LIMIT 1) ORDER BY t_ns LIMIT ?1",
+    if (run->schema_version < 2 || max == 0 ||
+        sqlite3_prepare_v2(run->db,
+                           "SELECT rowid, thread_id, t_ns FROM mark WHERE rowid > ?1"
+                           " AND kind IN (3, 'step') ORDER BY rowid LIMIT ?2",
                            -1, &st, NULL) != SQLITE_OK)
-        return false;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)(skip + n + 1));
-    double *d = malloc(n * sizeof *d);
-    size_t got = 0, seen = 0;
-    int64_t prev = 0;
-    while (d && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t t = sqlite3_column_int64(st, 0);
-        if (seen++ > skip && got < n)
-            d[got++] = (double)(t - prev) / 1e9;
-        prev = t;
+        return 0;
+    sqlite3_bind_int64(st, 1, *rowid);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
+    size_t n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        *rowid = sqlite3_column_int64(st, 0);
+        int64_t thread = sqlite3_column_int64(st, 1);
+        if (!*thread_id)
+            *thread_id = thread;
+        if (thread == *thread_id)
+            out[n++] = sqlite3_column_int64(st, 2);
     }
     sqlite3_finalize(st);
-    bool ok = d && got == n;
-    if (ok) { /* the median, by insertion: n is small */
-        for (size_t i = 1; i < n; i++)
-            for (size_t k = i; k > 0 && d[k] < d[k - 1]; k--) {
-                double x = d[k];
-                d[k] = d[k - 1];
-                d[k - 1] = x;
-            }
-        *median_s = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
-    }
-    free(d);
-    return ok;
+    return n;
 }

@@ -37,9 +37,12 @@ bool tp_run_read_tail(tp_run *run, tp_run_tail *tail, uint64_t since_ns, tp_batc
  * be read. */
 bool tp_run_recent_steps(tp_run *run, size_t per_rank, tp_run_mark **out, size_t *n);
 
-/* The median of a recording's first n steps after its first skip (warm-up),
- * of the thread that marked its first step (top's "first steps"); false
- * while it has not made that many, or the file can't be read. */
-bool tp_run_first_steps(tp_run *run, size_t skip, size_t n, double *median_s);
+/* The begin times of the steps marked after *rowid (0: from the start) by
+ * the thread that marked the first step (*thread_id; 0 until known, then
+ * set here), in order, at most max of them into out; returns how many and
+ * moves *rowid past the rows read. A refresh reads what the recording
+ * added since the last one (top's pace, analyze/pace_now.h). */
+size_t tp_run_step_begins_after(tp_run *run, int64_t *rowid, int64_t *thread_id, int64_t *out,
+                                size_t max);
 
 #endif

@@ -123,10 +123,38 @@ def test_shows_the_running_recording(top, tmp_path):
         gpu = float(re.search(r"GPU\s+([\d.]+)%", line).group(1))
         assert 20 < gpu < 60, line
         assert "GPU" not in next(x for x in screen.splitlines() if "load" in x)
-        # the pace now against the run's first steps: the same loop, about 20 ms a step
+        # the pace now against the run's one regime (past 10 steps of warm-up):
+        # the same loop, about 20 ms a step
         screen = t.wait_for("a step now", timeout=20)
-        pace = re.search(r"pace: ([\d.]+) ms a step now, ([\d.]+) ms in the first steps", screen)
+        pace = re.search(r"pace: ([\d.]+) ms a step now, ([\d.]+) ms since step 11 ", screen)
         assert pace and 15 < float(pace.group(1)) < 40 and 15 < float(pace.group(2)) < 40, screen
+    finally:
+        rec.kill()
+        rec.wait()
+
+
+def test_shows_the_current_regime_against_the_first(top, tmp_path):
+    """Steps of 10 ms, then of 30 ms from step 301: top names the regime that
+    began there against the first one, as the report would."""
+    script = tmp_path / "slower.py"
+    script.write_text(textwrap.dedent("""
+        import time, trainprof
+        for i in range(3000):
+            trainprof.step()
+            with trainprof.region("compute"):
+                time.sleep(0.01 if i < 300 else 0.03)
+    """))
+    rec = subprocess.Popen([PROGRAM, "record", "-q", "-o", tmp_path / "run.db", "--", PYTHON,
+                            script])
+    try:
+        t = top()
+        screen = t.wait_for("in steps 11-", timeout=60)
+        pace = re.search(r"pace: ([\d.]+) ms a step since step (\d+) \(.* in\),"
+                         r" ([\d.]+) ms in steps 11-(\d+) \(\+(\d+)%\)", screen)
+        assert pace, screen
+        since, first_step, first, last_step, more = pace.groups()
+        assert abs(int(first_step) - 301) <= 3 and int(last_step) == int(first_step) - 1, screen
+        assert 25 < float(since) < 45 and 8 < float(first) < 20 and int(more) >= 80, screen
     finally:
         rec.kill()
         rec.wait()

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "analyze/pace_now.h"
 #include "analyze/regimes.h"
 #include "analyze/stalls.h"
 #include "harness.h"
@@ -106,6 +107,59 @@ static void test_stall_threshold(void **state)
     assert_true(tp_stall_threshold(0, NAN) == TP_STALL_FIRST_STEP_S);
 }
 
+/* top's pace: 100,000 steps of 100 ms, 150 ms from step 60,001, fed one
+ * begin at a time; the groups merge (memory stays fixed) and the change is
+ * placed to the group. A stall that ended (a step of 100 s) is left out. */
+static void test_live_pace_over_a_long_run(void **state)
+{
+    (void)state;
+    size_t n = 100000;
+    double *d = noisy(n, 0.1, 7);
+    for (size_t i = 60000; i < n; i++)
+        d[i] *= 1.5;
+    d[30000] = 100;
+    tp_pace_now p;
+    tp_pace_now_init(&p, 0);
+    tp_pace_regime first, now;
+    assert_int_equal(tp_pace_now_regimes(&p, &first, &now), 0);
+    int64_t t = 1000000000;
+    for (size_t i = 0; i <= n; i++) { /* step i + 1 begins */
+        tp_pace_now_step(&p, t);
+        if (i < n)
+            t += (int64_t)(d[i] * 1e9);
+    }
+    tp_pace_now_step(&p, t - 1); /* going back: ignored */
+    assert_true(p.n <= TP_PACE_GROUPS && p.per > 1);
+    assert_int_equal(tp_pace_now_regimes(&p, &first, &now), 2);
+    assert_int_equal(first.first_step, TP_PACE_WARMUP_STEPS + 1);
+    assert_true(labs((long)now.first_step - 60001) <= (long)p.per);
+    assert_int_equal(first.last_step + 1, now.first_step);
+    assert_int_equal(now.last_step, n);
+    assert_true(fabs(first.typical_s - 0.1) < 0.005 && fabs(now.typical_s - 0.15) < 0.0075);
+    assert_true(now.t0_s > 6000 && now.t0_s < 6300); /* 1 s + 60,000 steps of 0.1 s + the stall */
+    free(d);
+}
+
+/* A steady run is one regime, its whole: first and now alike. */
+static void test_live_pace_steady(void **state)
+{
+    (void)state;
+    double *d = noisy(3000, 0.02, 3);
+    tp_pace_now p;
+    tp_pace_now_init(&p, 0);
+    int64_t t = 0;
+    for (size_t i = 0; i < 3000; i++) {
+        t += (int64_t)(d[i] * 1e9);
+        tp_pace_now_step(&p, t);
+    }
+    tp_pace_regime first, now;
+    assert_int_equal(tp_pace_now_regimes(&p, &first, &now), 1);
+    assert_int_equal(first.first_step, now.first_step);
+    assert_int_equal(first.last_step, 2999);
+    assert_true(fabs(first.typical_s - 0.02) < 0.001);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -115,6 +169,8 @@ int main(void)
         cmocka_unit_test(test_a_blip_the_pace_came_back_from_is_none),
         cmocka_unit_test(test_two_alternating_speeds_are_one_pace),
         cmocka_unit_test(test_stall_threshold),
+        cmocka_unit_test(test_live_pace_over_a_long_run),
+        cmocka_unit_test(test_live_pace_steady),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

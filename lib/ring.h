@@ -76,6 +76,11 @@ typedef struct tp_ring_header {
     _Alignas(64) _Atomic uint64_t dropped;
     _Atomic uint32_t open_name; /* innermost open region's name_id, 0 for none */
     _Atomic uint32_t open_depth;
+    /* Written by the recorder, read by the process's stack sampler: how many
+     * times it asked for one stack of every thread of the process (a stall
+     * seen while stack sampling is off); each new count is served once.
+     * The only field the recorder writes but the tail. */
+    _Atomic uint32_t stacks_wanted;
 } tp_ring_header;
 
 #define TP_RING_HEADER_SIZE 4096u

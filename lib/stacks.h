@@ -42,6 +42,11 @@ typedef struct tp_stack_ref {
  * thread's own reader). */
 uint32_t tp_thread_open_region(tp_self_reader *r, int32_t tid);
 
+/* The most the recorder asked for one stack of every thread (the rings'
+ * stacks_wanted, lib/ring.h) over this process's rings: a count that grows
+ * with each request. Lock-free, as tp_thread_open_region. */
+uint32_t tp_threads_stacks_wanted(tp_self_reader *r);
+
 /* The kernel id of this process's thread whose pthread_self() is
  * pthread_id (Python's threading.get_ident()), where that thread has a
  * ring; 0 otherwise. For interpreters that don't keep it (before 3.11). */

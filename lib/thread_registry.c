@@ -71,6 +71,21 @@ uint32_t tp_thread_open_region(tp_self_reader *r, int32_t tid)
     return 0;
 }
 
+uint32_t tp_threads_stacks_wanted(tp_self_reader *r)
+{
+    uint32_t n = atomic_load(&high_water), most = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (atomic_load_explicit(&registry[i].tid, memory_order_acquire) <= 0)
+            continue;
+        tp_ring_header *h = atomic_load_explicit(&registry[i].ring, memory_order_acquire);
+        uint32_t wanted = 0;
+        if (h && tp_self_read(r, &wanted, (const void *)&h->stacks_wanted, sizeof wanted) &&
+            wanted > most)
+            most = wanted;
+    }
+    return most;
+}
+
 int32_t tp_thread_tid_of(unsigned long pthread_id)
 {
     uint32_t n = atomic_load(&high_water);

@@ -297,19 +297,40 @@ static void describe_losses(tp_sink *sink, char *out, size_t cap)
         snprintf(out + n, cap - n, " were not recorded");
 }
 
-/* Waits for the command, passing signals on and redrawing the status line
- * from status_line (NULL: none); the first signal to stop into *stop.
+/* What supervise watches once a second: the live state to draw the status
+ * line from (status_line), and, with stack sampling off, to ask the drain
+ * for one stack of every thread as each stall begins (stalls). */
+typedef struct watch {
+    tp_live *status_line, *stalls;
+    tp_drain *drain;
+    bool stalled; /* the last look saw a stall */
+} watch;
+
+static void look(watch *w, uint64_t start_ns, double mem_total)
+{
+    if (w->status_line)
+        tp_status_line_draw(stderr, w->status_line, (double)(tp_clock_mono_ns() - start_ns) / 1e9,
+                            mem_total);
+    int32_t rank;
+    double seconds;
+    bool stalled = w->stalls && tp_live_worst_stall(w->stalls, 0, &rank, &seconds);
+    if (stalled && !w->stalled)
+        tp_drain_want_stacks(w->drain);
+    w->stalled = stalled;
+}
+
+/* Waits for the command, passing signals on and looking at w once a second
+ * (none: w has nothing to watch); the first signal to stop into *stop.
  * Returns the waitpid status. */
-static int supervise(pid_t child, int sfd, tp_live *status_line, uint64_t start_ns,
-                     stop_request *stop)
+static int supervise(pid_t child, int sfd, watch *w, uint64_t start_ns, stop_request *stop)
 {
     double mem_total = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    bool watching = w->status_line || w->stalls;
     for (;;) {
         struct pollfd pfd = {sfd, POLLIN, 0};
-        int n = poll(&pfd, 1, status_line ? 1000 : -1);
-        if (status_line)
-            tp_status_line_draw(stderr, status_line, (double)(tp_clock_mono_ns() - start_ns) / 1e9,
-                                mem_total);
+        int n = poll(&pfd, 1, watching ? 1000 : -1);
+        if (watching)
+            look(w, start_ns, mem_total);
         if (n <= 0)
             continue;
         struct signalfd_siginfo si;
@@ -430,10 +451,11 @@ int cmd_record(int argc, char **argv)
     tp_collect_env env = {&root, sink, 0};
     tp_host_info_record(&env, o.agent);
 
-    /* the live state, for the status line and /metrics: a line that can't
-     * be drawn costs nothing else */
+    /* the live state, for the status line, /metrics and, with stack
+     * sampling off, to see stalls begin: a line that can't be drawn costs
+     * nothing else */
     bool status_line = !o.quiet && isatty(STDERR_FILENO);
-    tp_live *live = o.serve || status_line ? tp_live_new(o.interval_s) : NULL;
+    tp_live *live = o.serve || status_line || o.stacks_hz == 0 ? tp_live_new(o.interval_s) : NULL;
     if (live)
         tp_live_set_stall_after(live, o.stall_after_s);
     tp_http_server *http = NULL;
@@ -501,7 +523,8 @@ int cmd_record(int argc, char **argv)
     }
 
     stop_request stop = {0, 0};
-    int wstatus = supervise(child, sfd, status_line ? live : NULL, anchor.mono_ns, &stop);
+    watch w = {status_line ? live : NULL, o.stacks_hz == 0 ? live : NULL, drain, false};
+    int wstatus = supervise(child, sfd, &w, anchor.mono_ns, &stop);
     uint64_t duration = tp_clock_mono_ns() - anchor.mono_ns;
     if (status_line && live)
         tp_status_line_clear(stderr);

@@ -18,13 +18,15 @@ def _instrument(_torch):
 
 def _start_stacks():
     """Samples this process's Python stacks at TRAINPROF_STACKS Hz (set by
-    ``trainprof record``; 0: off), in a thread of the extension that never
-    takes the GIL; again in each forked child (a DataLoader worker)."""
+    ``trainprof record``), in a thread of the extension that never takes the
+    GIL; again in each forked child (a DataLoader worker). At 0 (stacks off)
+    the thread reads no stack unless the recorder asks for one sample of
+    every thread (a stall): it only looks for the request once a second."""
     try:
-        hz = float(os.environ.get("TRAINPROF_STACKS", "0"))
+        hz = float(os.environ.get("TRAINPROF_STACKS", ""))
     except ValueError:
         return
-    if not 0 < hz <= 1000:
+    if not 0 <= hz <= 1000:
         return
     from trainprof import _native
 

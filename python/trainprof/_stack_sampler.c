@@ -72,6 +72,10 @@ typedef struct sampler {
     bool running;
     atomic_bool stop;
     uint64_t period_ns;
+    /* stacks off: a sample of every thread only when the recorder asks
+     * (tp_threads_stacks_wanted), looked for once a second */
+    bool standby;
+    uint32_t served; /* the last request answered */
     tp_stack_walker *walker;
     uint32_t generation; /* the walker's code table the map below is of */
     uint32_t *frame_of;  /* code id -> frame id sent through the ring; 0: not yet */
@@ -200,8 +204,10 @@ static void *sample_loop(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the training's */
     pthread_setname_np(pthread_self(), TP_SAMPLER_THREAD_NAME);
-    if (!tp_active())
-        return NULL; /* no recorder takes this thread's ring: nothing to sample for */
+    /* no recorder takes this thread's ring: nothing to sample for (standing
+     * by, the ring is made at the first request only) */
+    if (!s->standby && !tp_active())
+        return NULL;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     while (!atomic_load(&s->stop)) {
@@ -216,6 +222,14 @@ static void *sample_loop(void *arg)
             ;
         if (atomic_load(&s->stop))
             break;
+        if (s->standby) {
+            uint32_t wanted = tp_threads_stacks_wanted(&s->rings);
+            if (wanted == s->served)
+                continue;
+            s->served = wanted;
+            if (!tp_active())
+                break;
+        }
         s->t_ns = tp_clock_now_ns();
         if (tp_stack_walk(s->walker, before_thread, sample_thread, s) < 0)
             break; /* the interpreter is gone */
@@ -229,8 +243,8 @@ PyObject *tp_py_start_stacks(PyObject *self, PyObject *arg)
     double hz = PyFloat_AsDouble(arg);
     if (hz == -1.0 && PyErr_Occurred())
         return NULL;
-    if (!(hz > 0 && hz <= 1000)) {
-        PyErr_SetString(PyExc_ValueError, "stack sampling rate: 0 < hz <= 1000");
+    if (!(hz >= 0 && hz <= 1000)) {
+        PyErr_SetString(PyExc_ValueError, "stack sampling rate: 0 <= hz <= 1000 (0: on request)");
         return NULL;
     }
     sampler *s = &the_sampler;
@@ -249,7 +263,8 @@ PyObject *tp_py_start_stacks(PyObject *self, PyObject *arg)
     s->walker = tp_stack_walker_new(PyInterpreterState_Get());
     if (!s->walker)
         return PyErr_NoMemory();
-    s->period_ns = (uint64_t)(1e9 / hz);
+    s->standby = hz == 0;
+    s->period_ns = s->standby ? 1000000000u : (uint64_t)(1e9 / hz);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);

@@ -14,7 +14,9 @@ PyObject *tp_py_stack_snapshot(PyObject *self, PyObject *unused);
 
 /* _start_stacks(hz): starts this process's sampler thread, which reads every
  * thread's stack hz times a second and sends each (with the thread's open
- * region and whether it was on a CPU) through its own ring to the recorder.
+ * region and whether it was on a CPU) through its own ring to the recorder;
+ * hz 0 (stacks off): once a second it only looks whether the recorder asked
+ * for a sample (a stall), and reads nothing unless it did.
  * True when started; False when it already runs, or no thread could be
  * made. In a forked child, starts anew (the parent's thread is not there). */
 PyObject *tp_py_start_stacks(PyObject *self, PyObject *arg);

@@ -72,6 +72,10 @@ struct tp_drain {
     pthread_t thread;
     bool started;
     atomic_bool stop;
+    /* requests for one stack of every thread (tp_drain_want_stacks), and
+     * the last one passed to the rings */
+    atomic_uint stacks_wanted;
+    unsigned stacks_passed;
 };
 
 /* ---- events -------------------------------------------------------------- */
@@ -396,6 +400,14 @@ static void *drain_main(void *arg)
                 close_conn(d, (int)i);
         for (size_t i = 0; i < d->nrings; i++)
             drain_ring_events(d, &d->rings[i]);
+        unsigned wanted = atomic_load(&d->stacks_wanted);
+        if (wanted != d->stacks_passed) { /* each process's sampler serves the new count */
+            for (size_t i = 0; i < d->nrings; i++)
+                if (!d->rings[i].broken)
+                    atomic_store_explicit(&d->rings[i].h->stacks_wanted, wanted,
+                                          memory_order_release);
+            d->stacks_passed = wanted;
+        }
         for (size_t i = d->nrings; i-- > 0;)
             if (d->rings[i].broken)
                 retire_ring(d, i);
@@ -405,6 +417,12 @@ static void *drain_main(void *arg)
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
+
+void tp_drain_want_stacks(tp_drain *d)
+{
+    if (d)
+        atomic_fetch_add(&d->stacks_wanted, 1);
+}
 
 /* What the drain could not take, as unavailable sources of the run. */
 static void connection_losses(tp_drain *d)

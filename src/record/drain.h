@@ -22,4 +22,10 @@ tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap);
 const char *tp_drain_socket_path(const tp_drain *d);
 void tp_drain_stop(tp_drain *d);
 
+/* Asks every traced process for one stack of each of its threads (a stall
+ * seen with stack sampling off): passed through the rings' stacks_wanted at
+ * the drain's next turn; each process's sampler thread, standing by, serves
+ * it within a second. From any thread; NULL: nothing. */
+void tp_drain_want_stacks(tp_drain *d);
+
 #endif

@@ -58,13 +58,13 @@ for x, y in DataLoader(D(dist.get_rank()), batch_size=8):
 """
 
 
-def record_hang(tmp_path, run_file, block, seconds=14):
+def record_hang(tmp_path, run_file, block, seconds=14, options=()):
     """Records the script under torchrun, ended by `timeout` (SIGTERM to
     record, which passes it on) after seconds."""
     script = tmp_path / "hang_ddp.py"
     script.write_text(textwrap.dedent(HANG))
     r = subprocess.run(["timeout", str(seconds), PROGRAM, "record", "-q", "--stall-after", "3",
-                        "-o", str(run_file), "--", *TORCHRUN, "--standalone",
+                        *options, "-o", str(run_file), "--", *TORCHRUN, "--standalone",
                         "--nproc_per_node", "2", str(script)],
                        capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, BLOCK=block))
@@ -239,6 +239,26 @@ def test_rank_blocked_before_a_collective(tmp_path, run_file):
     assert stalls[1]["step"] == 6
     assert stalls[1]["threads"][0]["frames"][0]["function"] == "Net.forward"
     assert "rank 1 stopped at step 6 in forward" in in_short(run_file)
+
+
+def test_with_stack_sampling_off_one_sample_is_taken_when_the_stall_begins(tmp_path, run_file):
+    """--stacks 0: no sampling, but the recorder asks each process for one
+    stack of every thread once it sees the stall; the report names the
+    blocked rank and its function as with sampling on."""
+    record_hang(tmp_path, run_file, "data", seconds=12, options=("--stacks", "0"))
+    with sqlite3.connect(run_file) as db:
+        rows, samples = db.execute("SELECT COUNT(*), SUM(count) FROM stack_sample").fetchone()
+        threads = db.execute("SELECT COUNT(DISTINCT t.pid || ':' || s.tid) FROM stack_sample s"
+                             " JOIN thread t ON t.id = s.thread_id").fetchone()[0]
+    # one sample of each thread of the two ranks (and their torchrun's), not 100 a second
+    assert 2 <= threads and samples == rows and rows <= 2 * threads, (rows, threads)
+    stalls = {s["rank"]: s for s in report_json(run_file)["stalls"] if not s["ended"]}
+    assert set(stalls) == {0, 1}, stalls
+    assert stalls[1]["first"] and stalls[1]["phase"] == "dataloader_next"
+    assert stalls[1]["threads"][0]["frames"][0]["function"] == "D.__getitem__"
+    assert stalls[0]["phase"] == "backward" and stalls[0]["waits_for_others"]
+    short = " ".join(in_short(run_file).split())
+    assert "rank 1 stopped at step 13 in dataloader_next, in D.__getitem__" in short, short
 
 
 def test_a_run_that_ends_normally_has_no_stall(tmp_path, run_file):

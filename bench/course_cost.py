@@ -14,6 +14,11 @@ second. Builds alternate over ROUNDS rounds; the figure is each build's
 median, in % of one core over the stepping seconds.
 
     python3 bench/course_cost.py [ROUNDS] [--alt-trainprof OLD] [--steps N] [--seconds S]
+                                 [--stacks-off]
+
+--stacks-off records with --stacks 0 and no --serve: the recorder then keeps
+its live state only to see stalls begin (and ask for one stack of each
+thread), which a build before that kept none for.
 """
 
 import argparse
@@ -69,11 +74,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def one(program, script, steps, seconds, forks):
+def one(program, script, steps, seconds, forks, stacks_off):
+    # with stack sampling off the recorder keeps its live state to see stalls
+    # begin, --serve or not: measured without --serve then
+    watch = ["--stacks", "0"] if stacks_off else ["--serve", f"127.0.0.1:{free_port()}"]
     with tempfile.TemporaryDirectory() as d:
         flag = pathlib.Path(d) / "flag"
-        rec = subprocess.Popen([program, "record", "-q", "--serve", f"127.0.0.1:{free_port()}",
-                                "-o", str(pathlib.Path(d) / "run.db"), "--", sys.executable,
+        rec = subprocess.Popen([program, "record", "-q", *watch, "-o", str(pathlib.Path(d) / "run.db"), "--", sys.executable,
                                 str(script), str(steps), str(seconds), str(forks), str(flag)],
                                )
         while not flag.exists() and rec.poll() is None:
@@ -90,6 +97,8 @@ def main():
     ap.add_argument("--steps", type=int, default=1000, help="steps a second (default 1000)")
     ap.add_argument("--seconds", type=float, default=10, help="stepping seconds (default 10)")
     ap.add_argument("--forks", type=int, default=200, help="children forked and reaped")
+    ap.add_argument("--stacks-off", action="store_true",
+                    help="record --stacks 0 without --serve (the live state kept for stalls)")
     args = ap.parse_args()
     programs = [("this", PROGRAM)] + ([("alt", args.alt_trainprof)] if args.alt_trainprof else [])
     with tempfile.TemporaryDirectory() as d:
@@ -98,9 +107,10 @@ def main():
         got = {name: [] for name, _ in programs}
         for r in range(args.rounds):
             for name, program in (programs if r % 2 == 0 else programs[::-1]):
-                got[name].append(one(program, script, args.steps, args.seconds, args.forks))
+                got[name].append(one(program, script, args.steps, args.seconds, args.forks,
+                                     args.stacks_off))
     out = {"steps_per_s": args.steps, "seconds": args.seconds, "forks": args.forks,
-           "rounds": args.rounds}
+           "rounds": args.rounds, "stacks_off": args.stacks_off}
     for name, values in got.items():
         out[f"{name}_recorder_cpu_percent"] = round(statistics.median(values), 3)
         out[f"{name}_all"] = [round(v, 3) for v in values]

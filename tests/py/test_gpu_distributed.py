@@ -179,3 +179,56 @@ def test_a_gpu_the_job_left_alone_gets_no_verdict(tmp_path):
     assert used[0] is False and used[1] is True
     assert not any(v["kind"] == "gpu_underused" and v["evidence"]["gpu"] == 0
                    for v in rep["verdicts"])
+
+
+# DDP on NCCL, 2 ranks; rank 1 sleeps in its forward at step 6 and never
+# reaches that step's all-reduce. NCCL's collectives are asynchronous: rank 0
+# goes on until its next synchronization (the loss's .item()) and blocks
+# there, on the device's stream, until `timeout` ends the run.
+DDP_NCCL_HANG = """
+import time, torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("nccl")
+rank = dist.get_rank()
+torch.cuda.set_device(rank)
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(512, 2048), nn.ReLU(), nn.Linear(2048, 10))
+        self.calls = 0
+    def forward(self, x):
+        self.calls += 1
+        if rank == 1 and self.calls == 6:
+            time.sleep(3600)
+        return self.body(x)
+model = DDP(Net().cuda(), device_ids=[rank])
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(64, 512).cuda(), torch.randint(0, 10, (64,)).cuda()
+for step in range(1000):
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    loss.item()
+"""
+
+
+@two_gpus
+def test_a_rank_that_never_reaches_its_collective_on_nccl_is_named(tmp_path):
+    script = tmp_path / "hang_nccl.py"
+    script.write_text(DDP_NCCL_HANG)
+    run = tmp_path / "gpu-nccl-hang.db"
+    r = trainprof("record", "-q", "--stall-after", "5", "-o", run, "--", "timeout", "-s",
+                  "TERM", "40", PYTHON, "-m", "torch.distributed.run", "--standalone",
+                  "--nproc_per_node", "2", script, timeout=300)
+    keep(run)
+    assert r.returncode != 0  # ended by the timeout
+    rep = report_json(run)
+    stalls = {s["rank"]: s for s in rep["stalls"] if not s["ended"]}
+    print(json.dumps(rep["stalls"]))
+    assert set(stalls) == {0, 1}, rep["stalls"]
+    assert stalls[1]["first"] and not stalls[0]["first"]
+    assert stalls[1]["phase"] == "forward" and stalls[1]["step"] == 6
+    assert stalls[1]["threads"][0]["frames"][0]["function"] == "Net.forward"
+    assert "communication_bound" not in [v["kind"] for v in rep["verdicts"]]

@@ -22,6 +22,11 @@
  * drives, stored as its thread's (table thread_device), so that each rank
  * maps to its own GPU. */
 #define TP_FACT_DEVICE "cuda.device"
+/* A process's stack sampler could not read its memory (a seccomp filter,
+ * lib/self_read.h): the value says why, in words the same in every process,
+ * and the recorder keeps it as an unavailable source, once. */
+#define TP_FACT_STACKS_UNAVAILABLE "stacks.unavailable"
+#define TP_UNAVAILABLE_STACKS      "Python stacks"
 
 /* Facts of a process's end (exception.type, exception.message,
  * exception.where; process.exit=python once the interpreter shut down

@@ -6,7 +6,13 @@
  * instead. process_vm_readv on ourselves, which needs no rights over our
  * own process; where a sandbox refuses it (Docker's default seccomp profile
  * without CAP_SYS_PTRACE), a pipe: write() from an unreadable address says
- * EFAULT. One reader per thread that reads (the pipe is its state). */
+ * EFAULT. One reader per thread that reads (the pipe is its state).
+ *
+ * A seccomp filter may also kill or trap a process that calls
+ * process_vm_readv (sandboxes, hardened containers): the reading thread
+ * first asks tp_self_read_check, which learns from a probe that cannot be
+ * fatal which way reads may go in this process, and every reader follows
+ * it. */
 #ifndef TP_LIB_SELF_READ_H
 #define TP_LIB_SELF_READ_H
 
@@ -26,7 +32,41 @@ void tp_self_reader_init(tp_self_reader *r);
 void tp_self_reader_close(tp_self_reader *r);
 
 /* Copies n bytes at src to dst; false when any of them can't be read (or
- * when src is NULL and n > 0). Never blocks, never faults. */
+ * when src is NULL and n > 0, or when tp_self_read_check found no way).
+ * Never blocks, never faults. */
 bool tp_self_read(tp_self_reader *r, void *dst, const void *src, size_t n);
+
+/* How reads may go in this process. */
+typedef enum {
+    TP_SELF_READ_VM,   /* process_vm_readv (and the pipe where it says EPERM) */
+    TP_SELF_READ_PIPE, /* the pipe only: process_vm_readv is refused */
+    TP_SELF_READ_NONE, /* neither: no read is tried */
+} tp_self_read_way;
+
+/* The calling thread's seccomp state as last probed. */
+typedef struct tp_self_read_guard {
+    int status_fd; /* /proc/thread-self/status of the thread that checks; -1 */
+    int mode; /* its Seccomp: field (0 none, 1 strict, 2 filter; -1 unreadable, -2 not read yet) */
+    int filters; /* its Seccomp_filters: field (Linux 5.9 on; -1 where absent) */
+    tp_self_read_way way;
+    const char *why; /* for TP_SELF_READ_NONE: a fixed sentence, the same in every process */
+} tp_self_read_guard;
+
+void tp_self_read_guard_init(tp_self_read_guard *g);
+void tp_self_read_guard_close(tp_self_read_guard *g);
+
+/* Which way the calling thread's reads may go, and every reader of the
+ * process with them: without a seccomp filter, process_vm_readv; with one,
+ * what a probe found, taken anew whenever the thread's filters changed
+ * since (a filter added later, TSYNC'd onto this thread). The probe is a
+ * child sharing this memory (clone, no signal at its end, reaped here with
+ * __WALL so that the training's own waits never see it) that tries
+ * process_vm_readv on itself, then the pipe; a filter that kills or traps
+ * kills only the child, the process made undumpable meanwhile so that no
+ * core dump (which would take the training with it on kernels before 5.16)
+ * is written. The training gets no signal. Call from the reading thread
+ * before each round of reads: a pread of its status file, unless a probe is
+ * due. */
+tp_self_read_way tp_self_read_check(tp_self_read_guard *g);
 
 #endif

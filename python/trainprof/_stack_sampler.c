@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "_stacks.h"
+#include "facts.h"
+#include "self_read.h"
 #include "stacks.h"
 #include "trainprof.h"
 
@@ -86,6 +88,7 @@ typedef struct sampler {
     int32_t tid;   /* the thread being read, and its open region (before_thread) */
     uint32_t phase;
     tp_self_reader rings;       /* reads the threads' rings (their open regions) */
+    tp_self_read_guard guard;   /* whether this thread may read the process's memory */
     int32_t stat_tid[STAT_FDS]; /* threads whose stat file is open (0: a free slot) */
     int stat_fd[STAT_FDS];
     unsigned stat_next;
@@ -197,6 +200,16 @@ static void sample_thread(void *ctx, const tp_stack_thread *t, const tp_stack_fr
     tp_stack_send(s->t_ns, tid, s->phase, flags, s->refs, (uint32_t)t->nframes);
 }
 
+/* Tells the recorder, once per process, that no stack could be read, and
+ * why (lib/facts.h: it keeps one row for all the processes). */
+static void say_unavailable(const char *why)
+{
+    char text[TP_FACT_TEXT_MAX + 1];
+    int n = snprintf(text, sizeof text, TP_FACT_STACKS_UNAVAILABLE "=%s", why ? why : "unknown");
+    if (n > 0 && tp_active())
+        tp_fact_send(text, (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
+}
+
 static void *sample_loop(void *arg)
 {
     sampler *s = arg;
@@ -208,6 +221,7 @@ static void *sample_loop(void *arg)
      * by, the ring is made at the first request only) */
     if (!s->standby && !tp_active())
         return NULL;
+    tp_self_read_guard_init(&s->guard); /* its status file: this thread's */
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     while (!atomic_load(&s->stop)) {
@@ -222,6 +236,13 @@ static void *sample_loop(void *arg)
             ;
         if (atomic_load(&s->stop))
             break;
+        /* before any read: a seccomp filter that kills process_vm_readv
+         * (and one added since the last round) is found by a probe, not by
+         * the training's death */
+        if (tp_self_read_check(&s->guard) == TP_SELF_READ_NONE) {
+            say_unavailable(s->guard.why);
+            break; /* a filter is never lifted */
+        }
         if (s->standby) {
             uint32_t wanted = tp_threads_stacks_wanted(&s->rings);
             if (wanted == s->served)
@@ -234,6 +255,7 @@ static void *sample_loop(void *arg)
         if (tp_stack_walk(s->walker, before_thread, sample_thread, s) < 0)
             break; /* the interpreter is gone */
     }
+    tp_self_read_guard_close(&s->guard);
     return NULL;
 }
 

@@ -25,6 +25,7 @@ struct tp_sink {
     TP_VEC(tp_thread_info) threads; /* every thread ever seen */
     tp_name_table names;            /* region names, by hash */
     tp_name_table frames;           /* Python frames ("function\nfile"), by hash */
+    tp_name_table said;             /* unavailable sources said ("source\nreason") */
     tp_stack_table stacks;          /* sampled stacks, as a tree */
     tp_batch pending;
     uint64_t lost[TP_LOST_KINDS]; /* what memory ran out for */
@@ -75,6 +76,7 @@ void tp_sink_free(tp_sink *s)
     tp_series_table_free(&s->registry);
     tp_name_table_free(&s->names);
     tp_name_table_free(&s->frames);
+    tp_name_table_free(&s->said);
     tp_stack_table_free(&s->stacks);
     free(s->threads.items);
     tp_batch_free(&s->pending);
@@ -154,6 +156,22 @@ static void push_pair(tp_sink *s, bool unavailable, const char *k, const char *v
 
 void tp_sink_unavailable(tp_sink *s, const char *source, const char *reason)
 {
+    /* the same loss told again (by each process a sandbox covers): one row */
+    size_t a = strlen(source ? source : ""), b = strlen(reason ? reason : "");
+    char *both = malloc(a + b + 2);
+    if (both) {
+        memcpy(both, source ? source : "", a);
+        both[a] = '\n';
+        memcpy(both + a + 1, reason ? reason : "", b + 1);
+        pthread_mutex_lock(&s->lock);
+        bool said = tp_name_table_find(&s->said, both) != 0;
+        if (!said && tp_name_table_reserve(&s->said))
+            tp_name_table_add(&s->said, both, both), both = NULL;
+        pthread_mutex_unlock(&s->lock);
+        free(both);
+        if (said)
+            return;
+    }
     push_pair(s, true, source, reason);
 }
 

@@ -33,6 +33,8 @@ uint64_t tp_sink_start_ns(const tp_sink *s);
 uint32_t tp_sink_series(tp_sink *s, const char *metric, const char *labels);
 /* t_mono_ns is CLOCK_MONOTONIC; negative or non-finite values are dropped. */
 void tp_sink_sample(tp_sink *s, uint32_t series, uint64_t t_mono_ns, double value);
+/* A source that could not be measured, and why; the same pair said again (by
+ * each process a sandbox covers) is kept once. */
 void tp_sink_unavailable(tp_sink *s, const char *source, const char *reason);
 void tp_sink_meta(tp_sink *s, const char *key, const char *value);
 void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu);

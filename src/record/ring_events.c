@@ -176,6 +176,12 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
                 tp_sink_thread_device(sink, r->thread, text + key_len + 1);
                 break;
             }
+            if (key_len == sizeof TP_FACT_STACKS_UNAVAILABLE - 1 &&
+                memcmp(text, TP_FACT_STACKS_UNAVAILABLE, key_len) == 0) {
+                /* said by every process the filter covers: one row (the sink's) */
+                tp_sink_unavailable(sink, TP_UNAVAILABLE_STACKS, text + key_len + 1);
+                break;
+            }
             if (tp_fact_of_process(text, key_len)) { /* stored under its pid */
                 if (r->pid > 0) {
                     snprintf(key, sizeof key, "proc.%d.%.*s", (int)r->pid, (int)key_len, text);

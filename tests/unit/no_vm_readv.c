@@ -2,16 +2,23 @@
  * (EPERM), as Docker's default seccomp profile does for a container
  * without CAP_SYS_PTRACE, so that the tests see the stack sampler's other
  * way of reading: a seccomp filter, inherited by the command and all its
- * children, then exec.
+ * children, then exec. Harsher sandboxes on request:
  *
- *     no_vm_readv COMMAND [ARG...]
+ *     no_vm_readv [--kill | --trap | --eacces] [--no-pipe] COMMAND [ARG...]
+ *
+ * --kill kills the process that calls it (SECCOMP_RET_KILL_PROCESS), --trap
+ * sends it SIGSYS (SECCOMP_RET_TRAP), --eacces refuses with EACCES;
+ * --no-pipe refuses pipe2 too (EPERM), the sampler's other way.
  */
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,16 +33,34 @@
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: no_vm_readv COMMAND [ARG...]\n");
+    uint32_t action = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+    bool no_pipe = false;
+    int i = 1;
+    for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+        if (strcmp(argv[i], "--kill") == 0)
+            action = SECCOMP_RET_KILL_PROCESS;
+        else if (strcmp(argv[i], "--trap") == 0)
+            action = SECCOMP_RET_TRAP;
+        else if (strcmp(argv[i], "--eacces") == 0)
+            action = SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA);
+        else if (strcmp(argv[i], "--no-pipe") == 0)
+            no_pipe = true;
+        else
+            break;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "usage: no_vm_readv [--kill | --trap | --eacces] [--no-pipe] COMMAND "
+                        "[ARG...]\n");
         return 2;
     }
     struct sock_filter filter[] = {
         /* another architecture's calls (x32, i386) go through as they are */
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 3),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 5),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, action),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, no_pipe ? SYS_pipe2 : UINT32_MAX, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
@@ -45,7 +70,7 @@ int main(int argc, char **argv)
         perror("no_vm_readv: seccomp");
         return 1;
     }
-    execvp(argv[1], argv + 1);
-    perror(argv[1]);
+    execvp(argv[i], argv + i);
+    perror(argv[i]);
     return 127;
 }

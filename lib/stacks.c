@@ -33,3 +33,13 @@ bool tp_stack_send(uint64_t t_ns, int32_t tid, uint32_t phase, uint64_t flags,
     tp_event head = {t_ns, TP_EV_STACK, phase, tid, (uint64_t)n | (flags & ~0xffffffffull)};
     return tp_thread_send(t, &head, refs, n * sizeof *refs);
 }
+
+bool tp_stack_repeat_send(uint64_t t_ns, int32_t tid, uint32_t count)
+{
+    tp_thread *t = &tp_self;
+    if (!tp_thread_ready(t) || tid <= 0 || count == 0)
+        return false;
+    int64_t value = (int64_t)((uint64_t)count << 32 | (uint32_t)tid);
+    tp_event head = {t_ns, TP_EV_STACK, 0, value, TP_STACK_REPEAT};
+    return tp_thread_send(t, &head, NULL, 0);
+}

@@ -8,7 +8,8 @@
  * (name_id: the sampled thread's innermost open region, 0 for none; value:
  * the sampled thread's kernel id; aux: the frame count in its low 32 bits,
  * TP_STACK_* flags above) followed by its frames, innermost first,
- * TP_STACK_REFS_PER_SLOT to a slot. */
+ * TP_STACK_REFS_PER_SLOT to a slot; or, with TP_STACK_REPEAT, no frames:
+ * the thread's last sample again, count times. */
 #ifndef TP_LIB_STACKS_H
 #define TP_LIB_STACKS_H
 
@@ -22,9 +23,14 @@
 #define TP_STACK_ON_CPU    (1ull << 32) /* the thread was running (or runnable) */
 #define TP_STACK_TRUNCATED (1ull << 33) /* deeper than sent, or a read failed midway */
 #define TP_STACK_STATE     (1ull << 34) /* TP_STACK_ON_CPU is known (the kernel said) */
-#define TP_STACK_DEPTH_MAX 256u         /* frames a sample carries at most */
-#define TP_FRAMES_MAX      (1u << 22)   /* frame ids of one ring: 1..TP_FRAMES_MAX */
-#define TP_FRAME_TEXT_MAX  512u         /* "function\nfile" */
+/* No frames follow: the thread's last sample stands again, for the count of
+ * samples in value's high 32 bits (its tid in the low ones). A thread whose
+ * CPU time has not moved since its last sample cannot have moved its stack:
+ * the sampler sends this instead of reading it again. */
+#define TP_STACK_REPEAT    (1ull << 35)
+#define TP_STACK_DEPTH_MAX 256u       /* frames a sample carries at most */
+#define TP_FRAMES_MAX      (1u << 22) /* frame ids of one ring: 1..TP_FRAMES_MAX */
+#define TP_FRAME_TEXT_MAX  512u       /* "function\nfile" */
 /* The sampler thread's name, its ring's thread name: readers leave its
  * thread out of the training's threads. */
 #define TP_SAMPLER_THREAD_NAME "trainprof-stack"
@@ -58,5 +64,8 @@ int32_t tp_thread_tid_of(unsigned long pthread_id);
 bool tp_frame_send(uint32_t frame, const char *text, size_t len);
 bool tp_stack_send(uint64_t t_ns, int32_t tid, uint32_t phase, uint64_t flags,
                    const tp_stack_ref *refs, uint32_t n);
+/* Thread tid's last sample sent through this ring stands again, count
+ * times, the last at t_ns. */
+bool tp_stack_repeat_send(uint64_t t_ns, int32_t tid, uint32_t count);
 
 #endif

@@ -108,8 +108,10 @@ enum {
 /* A thread's Python stack, sampled by its process's sampler (thread: the
  * sampler's ring; tid: the sampled thread's kernel id, 0 unknown): count
  * samples in a row of that thread with the same phase, state and stack, the
- * first at t_ns and the last span_ns later. */
+ * first at t_ns and the last span_ns later. row: its row's id in the run
+ * file (a run still growing is written again under the same id). */
 typedef struct tp_stack_sample {
+    uint64_t row;
     uint32_t thread;
     int32_t tid;
     uint64_t t_ns;  /* since the run's anchor */

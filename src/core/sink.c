@@ -2,6 +2,7 @@
  * pending batch, what was lost, and the tables of series (series_table.c)
  * and names (name_table.c) it keeps under its lock. */
 #include "core/sink.h"
+#include "core/stack_runs.h"
 
 #include <errno.h>
 #include <math.h>
@@ -27,6 +28,8 @@ struct tp_sink {
     tp_name_table frames;           /* Python frames ("function\nfile"), by hash */
     tp_name_table said;             /* unavailable sources said ("source\nreason") */
     tp_stack_table stacks;          /* sampled stacks, as a tree */
+    tp_stack_runs runs;             /* each sampled thread's open run */
+    uint64_t stacks_now_ns;         /* the latest stack sample's time: the runs' clock */
     tp_batch pending;
     uint64_t lost[TP_LOST_KINDS]; /* what memory ran out for */
     uint64_t total_samples;
@@ -78,6 +81,7 @@ void tp_sink_free(tp_sink *s)
     tp_name_table_free(&s->frames);
     tp_name_table_free(&s->said);
     tp_stack_table_free(&s->stacks);
+    tp_stack_runs_free(&s->runs);
     free(s->threads.items);
     tp_batch_free(&s->pending);
     pthread_mutex_destroy(&s->lock);
@@ -355,40 +359,74 @@ static uint32_t stack_node(tp_sink *s, const uint32_t *frames, const int32_t *li
     return node;
 }
 
-/* How far back in the pending samples a thread's previous sample is looked
- * for: one round of every sampled thread of the node fits (beyond, runs
- * are not joined, and nothing is lost). */
-#define STACK_RUN_LOOKBACK 128
-
-/* Joins x to the run of its thread's previous pending sample when that one
- * had the same phase, state and stack; false when x starts a run. */
-static bool join_stack_run(tp_sink *s, const tp_stack_sample *x)
+/* Hands o's run to the writer (pending, under its row id) where it has
+ * grown since it was last handed. */
+static void hand_run(tp_sink *s, tp_stack_open_run *o)
 {
-    size_t len = s->pending.stacks.len,
-           stop = len > STACK_RUN_LOOKBACK ? len - STACK_RUN_LOOKBACK : 0;
-    for (size_t i = len; i-- > stop;) {
-        tp_stack_sample *p = &s->pending.stacks.items[i];
-        if (p->thread != x->thread || p->tid != x->tid)
-            continue;
-        if (p->phase != x->phase || p->state != x->state || p->node != x->node ||
-            x->t_ns < p->t_ns || p->count == UINT32_MAX)
-            return false;
-        p->count++;
-        p->span_ns = x->t_ns - p->t_ns;
-        return true;
+    if (!tp_stack_run_grown(o))
+        return;
+    bool ok;
+    VEC_ROOM(s->pending.stacks, ok);
+    if (!ok) { /* the next hand-over tries again */
+        s->lost[TP_LOST_OTHER]++;
+        return;
     }
-    return false;
+    s->pending.stacks.items[s->pending.stacks.len++] = o->run;
+    tp_stack_run_handed(o);
+}
+
+/* A run that grew: handed again once a checkpoint's time has passed since
+ * it last was (now_ns: since the anchor), so that a recorder killed
+ * meanwhile, and a reader of the file while it is written, miss at most
+ * that of it. */
+static void checkpoint_run(tp_sink *s, tp_stack_open_run *o, uint64_t now_ns)
+{
+    if (now_ns >= o->handed_ns + TP_STACK_RUN_CHECKPOINT_NS)
+        hand_run(s, o);
 }
 
 void tp_sink_stack(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid, uint32_t phase,
                    uint32_t state, const uint32_t *frames, const int32_t *lines, size_t n)
 {
-    tp_stack_sample x = {thread, tid, since_start(s, t_mono_ns), phase, state, 0, 1, 0};
+    tp_stack_sample x = {0, thread, tid, since_start(s, t_mono_ns), phase, state, 0, 1, 0};
     pthread_mutex_lock(&s->lock);
-    if (!thread || (n && !(x.node = stack_node(s, frames, lines, n))))
+    if (x.t_ns > s->stacks_now_ns)
+        s->stacks_now_ns = x.t_ns;
+    tp_stack_open_run *o = thread ? tp_stack_runs_find(&s->runs, thread, tid) : NULL;
+    if (!thread || (n && !(x.node = stack_node(s, frames, lines, n)))) {
         s->lost[TP_LOST_EVENTS]++;
-    else if (!join_stack_run(s, &x))
-        VEC_PUSH(s, s->pending.stacks, x, TP_LOST_EVENTS);
+    } else if (o && o->run.phase == x.phase && o->run.state == x.state && o->run.node == x.node &&
+               x.t_ns >= o->run.t_ns && o->run.count < UINT32_MAX) {
+        o->run.count++;
+        o->run.span_ns = x.t_ns - o->run.t_ns;
+        checkpoint_run(s, o, x.t_ns);
+    } else {
+        if (o) /* its run ended */
+            hand_run(s, o);
+        if (!(o = tp_stack_runs_open(&s->runs, &x))) { /* a row of its own, unjoined */
+            x.row = ++s->runs.next_row;
+            VEC_PUSH(s, s->pending.stacks, x, TP_LOST_EVENTS);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void tp_sink_stack_repeat(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid,
+                          uint32_t count)
+{
+    uint64_t t = since_start(s, t_mono_ns);
+    pthread_mutex_lock(&s->lock);
+    if (t > s->stacks_now_ns)
+        s->stacks_now_ns = t;
+    tp_stack_open_run *o = thread ? tp_stack_runs_find(&s->runs, thread, tid) : NULL;
+    if (!o || t < o->run.t_ns) {
+        s->lost[TP_LOST_EVENTS] += count;
+    } else {
+        o->run.count = count > UINT32_MAX - o->run.count ? UINT32_MAX : o->run.count + count;
+        if (t - o->run.t_ns > o->run.span_ns)
+            o->run.span_ns = t - o->run.t_ns;
+        checkpoint_run(s, o, t);
+    }
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -459,9 +497,25 @@ bool tp_sink_wait(tp_sink *s, int timeout_ms)
         (b) = tmp_;               \
     } while (0)
 
+/* Every open run that grew and was last handed a checkpoint's time ago, by
+ * the latest sample's time (a thread gone quiet, or gone, sends nothing more
+ * to hand it on), or, at the end, every one that grew. */
+static void hand_open_runs(tp_sink *s, bool all)
+{
+    uint64_t now = s->stacks_now_ns;
+    for (size_t i = 0; i < s->runs.cap; i++)
+        if (s->runs.slots[i].key) {
+            if (all)
+                hand_run(s, &s->runs.slots[i]);
+            else
+                checkpoint_run(s, &s->runs.slots[i], now);
+        }
+}
+
 void tp_sink_take(tp_sink *s, tp_batch *out)
 {
     pthread_mutex_lock(&s->lock);
+    hand_open_runs(s, false);
     VEC_SWAP(s->pending.series, out->series);
     VEC_SWAP(s->pending.samples, out->samples);
     VEC_SWAP(s->pending.unavailable, out->unavailable);
@@ -481,6 +535,7 @@ void tp_sink_take(tp_sink *s, tp_batch *out)
 void tp_sink_close(tp_sink *s)
 {
     pthread_mutex_lock(&s->lock);
+    hand_open_runs(s, true); /* the producers have stopped: every run ends here */
     s->closed = true;
     pthread_cond_broadcast(&s->ready);
     pthread_mutex_unlock(&s->lock);

@@ -67,11 +67,17 @@ bool tp_sink_frame_text(tp_sink *s, uint32_t id, char *out, size_t cap);
 /* One sample of thread tid (0: unknown), taken by the sampler whose ring is
  * thread: frames[0..n) and their lines innermost first (sink frame ids, 0
  * for one not known), phase a name id (0: none), state TP_STACK_STATE_*.
- * A sample the same as its thread's previous one in the pending batch
- * (phase, state, stack) joins its run (tp_stack_sample.count) rather than
- * making a row of its own. */
+ * A sample the same as its thread's previous one (phase, state, stack)
+ * joins that run (tp_stack_sample.count) rather than making a row of its
+ * own, however long the run (core/stack_runs.h): a run is pending (for the
+ * writer, by its row id) when it ends, when it has grown for
+ * TP_STACK_RUN_CHECKPOINT_NS since it was last pending, and at the end. */
 void tp_sink_stack(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid, uint32_t phase,
                    uint32_t state, const uint32_t *frames, const int32_t *lines, size_t n);
+/* Thread tid's last sample again, count times, the last at t_mono_ns (the
+ * sampler saw its CPU time unmoved); counted lost where it has no run. */
+void tp_sink_stack_repeat(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid,
+                          uint32_t count);
 
 /* What the recorder could not keep because memory ran out: the sink counts
  * its own losses (an item it had no room for, a series, name or thread it

@@ -194,6 +194,13 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
             break;
         }
         case TP_EV_STACK: {
+            if (e.aux & TP_STACK_REPEAT) { /* no frames: the thread's last sample again */
+                uint64_t v = (uint64_t)e.value;
+                int32_t tid = (int32_t)(uint32_t)v;
+                if (tid > 0 && (v >> 32) > 0)
+                    tp_sink_stack_repeat(sink, r->thread, e.t_ns, tid, (uint32_t)(v >> 32));
+                break;
+            }
             uint32_t n = (uint32_t)(e.aux & 0xffffffffu);
             if (n > TP_STACK_DEPTH_MAX) {
                 snprintf(why, cap, "its ring sent a stack of %u frames (at most %u)", n,

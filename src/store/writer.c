@@ -52,8 +52,9 @@ static const char *const statements[ST_N] = {
     "INSERT OR REPLACE INTO thread_device (thread_id, uuid) VALUES (?, ?)",
     "INSERT OR IGNORE INTO frame (id, function, file) VALUES (?, ?, ?)",
     "INSERT OR IGNORE INTO stack_node (id, parent, frame_id, line) VALUES (?, ?, ?, ?)",
-    "INSERT INTO stack_sample (thread_id, tid, t_ns, phase_id, state, node_id, count, span_ns)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    /* a run still growing comes again under its row id: the row is replaced */
+    "INSERT OR REPLACE INTO stack_sample (rowid, thread_id, tid, t_ns, phase_id, state, node_id,"
+    " count, span_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
 struct tp_writer {
@@ -283,14 +284,18 @@ static int write_stacks(tp_writer *w, const tp_batch *b)
     st = w->st[ST_STACK_SAMPLE];
     for (size_t i = 0; rc == SQLITE_OK && i < b->stacks.len; i++) {
         const tp_stack_sample *x = &b->stacks.items[i];
-        sqlite3_bind_int64(st, 1, x->thread);
-        sqlite3_bind_int(st, 2, x->tid);
-        sqlite3_bind_int64(st, 3, (sqlite3_int64)x->t_ns);
-        sqlite3_bind_int64(st, 4, x->phase);
-        sqlite3_bind_int(st, 5, (int)x->state);
-        sqlite3_bind_int64(st, 6, x->node);
-        sqlite3_bind_int64(st, 7, x->count);
-        sqlite3_bind_int64(st, 8, (sqlite3_int64)x->span_ns);
+        if (x->row && x->row <= INT64_MAX)
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)x->row);
+        else
+            sqlite3_bind_null(st, 1);
+        sqlite3_bind_int64(st, 2, x->thread);
+        sqlite3_bind_int(st, 3, x->tid);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)x->t_ns);
+        sqlite3_bind_int64(st, 5, x->phase);
+        sqlite3_bind_int(st, 6, (int)x->state);
+        sqlite3_bind_int64(st, 7, x->node);
+        sqlite3_bind_int64(st, 8, x->count);
+        sqlite3_bind_int64(st, 9, (sqlite3_int64)x->span_ns);
         rc = run(st);
     }
     return rc;

@@ -8,6 +8,7 @@
 #include "analyze/downsample.h"
 #include "render/verdict_words.h"
 #include "store/model_facts_file.h"
+#include "core/stack_runs.h"
 #include "core/stats.h"
 #include "collect/counter.h"
 #include "harness.h"
@@ -385,7 +386,9 @@ static void test_prom_format(void **state)
 /* Sampled stacks through a real sink: frames interned once, stacks as a
  * tree whose shared outer frames are one node, each node defined once in
  * the batch that first uses it, a sample naming its innermost node, and a
- * thread's identical samples in a row one run. */
+ * thread's identical samples in a row one run, one row however long: handed
+ * to the writer when it ends, after a checkpoint's time, and at the end,
+ * under its row id each time. */
 static void test_stack_tree(void **state)
 {
     (void)state;
@@ -406,34 +409,58 @@ static void test_stack_tree(void **state)
     tp_batch batch = {0};
     tp_sink_take(sink, &batch);
     assert_int_equal(batch.frames.len, 2);
-    assert_int_equal(batch.stacks.len, 4);
+    /* the runs that ended; thread 12's and 11's last are still open */
+    assert_int_equal(batch.stacks.len, 2);
     const tp_stack_sample *run = &batch.stacks.items[0];
     assert_true(run->tid == 11 && run->t_ns == 100 && run->count == 3 && run->span_ns == 200);
-    assert_true(batch.stacks.items[1].tid == 12 && batch.stacks.items[1].count == 1);
-    assert_true(batch.stacks.items[2].t_ns == 400 && batch.stacks.items[2].count == 1 &&
-                batch.stacks.items[2].state == 0);
-    assert_true(batch.stacks.items[3].t_ns == 500 && batch.stacks.items[3].count == 1);
+    assert_true(batch.stacks.items[1].t_ns == 400 && batch.stacks.items[1].count == 1 &&
+                batch.stacks.items[1].state == 0);
+    uint64_t first_row = run->row;
+    assert_true(first_row > 0 && batch.stacks.items[1].row != first_row);
     /* main@3 -> load@7 (two nodes), and main@4 (a third: another line) */
     assert_int_equal(batch.stack_nodes.len, 3);
     const tp_stack_node *root = &batch.stack_nodes.items[0], *leaf = &batch.stack_nodes.items[1];
     assert_true(root->parent == 0 && root->frame == main_f && root->line == 3);
     assert_true(leaf->parent == root->id && leaf->frame == load && leaf->line == 7);
     assert_int_equal(batch.stacks.items[0].node, leaf->id);
-    assert_int_equal(batch.stacks.items[1].node, batch.stack_nodes.items[2].id);
-    assert_int_equal(batch.stacks.items[2].node, leaf->id);
+    assert_int_equal(batch.stacks.items[1].node, leaf->id);
     uint32_t leaf_id = leaf->id;
-    /* a later batch: known nodes are not defined again, and runs start anew */
-    tp_sink_stack(sink, thread, 600, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
+    /* thread 11's open run grows by repeats (its CPU time did not move): past
+     * a checkpoint's time it is handed, then again under the same row */
+    tp_sink_stack_repeat(sink, thread, 600, 11, 4);
     tp_batch_clear(&batch);
     tp_sink_take(sink, &batch);
-    assert_int_equal(batch.stack_nodes.len, 0);
-    assert_int_equal(batch.stacks.len, 1);
-    assert_int_equal(batch.stacks.items[0].node, leaf_id);
+    assert_int_equal(batch.stacks.len, 0);
+    uint64_t later = 500 + TP_STACK_RUN_CHECKPOINT_NS;
+    tp_sink_stack_repeat(sink, thread, later, 11, 1000);
+    tp_sink_stack(sink, thread, later + 10, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
+    tp_batch_clear(&batch);
+    tp_sink_take(sink, &batch);
+    assert_int_equal(batch.stack_nodes.len, 0); /* known nodes are not defined again */
+    /* thread 11's run as it was at the checkpoint, and thread 12's, quiet
+     * for a checkpoint's time by the latest sample */
+    assert_int_equal(batch.stacks.len, 2);
+    run = &batch.stacks.items[0];
+    assert_true(run->tid == 11 && run->t_ns == 500 && run->count == 1005 &&
+                run->span_ns == later - 500);
+    assert_int_equal(run->node, leaf_id);
+    assert_true(batch.stacks.items[1].tid == 12 && batch.stacks.items[1].count == 1);
+    uint64_t row = run->row;
+    tp_sink_stack(sink, thread, later + 20, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
+    /* a repeat for a thread with no run is lost */
+    tp_sink_stack_repeat(sink, thread, 700, 13, 5);
     /* a sample of a thread the sink could not keep counts as lost */
     tp_sink_stack(sink, 0, 500, 11, 0, 0, a, la, 2);
     uint64_t lost[TP_LOST_KINDS];
     tp_sink_losses(sink, lost);
-    assert_int_equal(lost[TP_LOST_EVENTS], 1);
+    assert_int_equal(lost[TP_LOST_EVENTS], 6);
+    /* the end hands every open run that grew since: thread 11's, same row */
+    tp_sink_close(sink);
+    tp_batch_clear(&batch);
+    tp_sink_take(sink, &batch);
+    assert_int_equal(batch.stacks.len, 1);
+    run = &batch.stacks.items[0];
+    assert_true(run->row == row && run->count == 1007 && run->span_ns == later + 20 - 500);
     tp_batch_free(&batch);
     tp_sink_free(sink);
 }

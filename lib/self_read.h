@@ -47,7 +47,8 @@ typedef enum {
 typedef struct tp_self_read_guard {
     int status_fd; /* /proc/thread-self/status of the thread that checks; -1 */
     int mode; /* its Seccomp: field (0 none, 1 strict, 2 filter; -1 unreadable, -2 not read yet) */
-    int filters; /* its Seccomp_filters: field (Linux 5.9 on; -1 where absent) */
+    int filters;     /* its Seccomp_filters: field (Linux 5.9 on; -1 where absent) */
+    unsigned checks; /* checks since the status file was last read */
     tp_self_read_way way;
     const char *why; /* for TP_SELF_READ_NONE: a fixed sentence, the same in every process */
 } tp_self_read_guard;
@@ -55,18 +56,24 @@ typedef struct tp_self_read_guard {
 void tp_self_read_guard_init(tp_self_read_guard *g);
 void tp_self_read_guard_close(tp_self_read_guard *g);
 
+/* The status file is read once in this many checks (a second at 100 Hz):
+ * a filter added while another was already set is seen within that. */
+#define TP_SELF_READ_RECHECK 100
+
 /* Which way the calling thread's reads may go, and every reader of the
  * process with them: without a seccomp filter, process_vm_readv; with one,
  * what a probe found, taken anew whenever the thread's filters changed
- * since (a filter added later, TSYNC'd onto this thread). The probe is a
+ * since (a filter added later, TSYNC'd onto this thread: the mode's change
+ * is seen at once, prctl(PR_GET_SECCOMP); a further filter's within
+ * TP_SELF_READ_RECHECK checks, from the status file). The probe is a
  * child sharing this memory (clone, no signal at its end, reaped here with
  * __WALL so that the training's own waits never see it) that tries
  * process_vm_readv on itself, then the pipe; a filter that kills or traps
  * kills only the child, the process made undumpable meanwhile so that no
  * core dump (which would take the training with it on kernels before 5.16)
  * is written. The training gets no signal. Call from the reading thread
- * before each round of reads: a pread of its status file, unless a probe is
- * due. */
+ * before each round of reads: one prctl, a pread of its status file now
+ * and then, a probe only where the filters changed. */
 tp_self_read_way tp_self_read_check(tp_self_read_guard *g);
 
 #endif

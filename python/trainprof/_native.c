@@ -358,6 +358,7 @@ static PyMethodDef module_methods[] = {
     {"_stack_snapshot", tp_py_stack_snapshot, METH_NOARGS, NULL},
     {"_start_stacks", tp_py_start_stacks, METH_O, NULL},
     {"_stop_stacks", tp_py_stop_stacks, METH_NOARGS, NULL},
+    {"_stack_sampler_counts", tp_py_stack_sampler_counts, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -87,9 +87,25 @@ typedef struct sampler {
     uint64_t t_ns; /* this round's time */
     int32_t tid;   /* the thread being read, and its open region (before_thread) */
     uint32_t phase;
-    tp_self_reader rings;       /* reads the threads' rings (their open regions) */
-    tp_self_read_guard guard;   /* whether this thread may read the process's memory */
-    int32_t stat_tid[STAT_FDS]; /* threads whose stat file is open (0: a free slot) */
+    /* when each thread is read (see due): by kernel thread id */
+    struct paced {
+        int32_t tid;          /* 0: a free slot */
+        uint32_t seen;        /* the list refresh that last listed it */
+        uint64_t cpu_ns;      /* its CPU time at its last look */
+        uint64_t last_round;  /* the round of its last look */
+        uint64_t next_round;  /* the round it is looked at again */
+        uint32_t backoff;     /* rounds between looks while it is idle */
+        uint64_t idle_rounds; /* rounds it has stayed idle, in a row */
+        bool sampled;         /* its last sample reached the ring */
+        bool idle;            /* ... and the kernel had it waiting */
+    } * paced, *spare;        /* PACED_SLOTS each: the table, and room to rebuild it */
+    uint64_t round;           /* rounds sampled */
+    _Atomic uint64_t rounds, reads, repeats; /* for the tests: rounds, stacks read, repeats */
+    uint32_t refreshes;                      /* list refreshes */
+    uint32_t max_backoff;                    /* a second's rounds */
+    tp_self_reader rings;                    /* reads the threads' rings (their open regions) */
+    tp_self_read_guard guard;                /* whether this thread may read the process's memory */
+    int32_t stat_tid[STAT_FDS];              /* threads whose stat file is open (0: a free slot) */
     int stat_fd[STAT_FDS];
     unsigned stat_next;
 } sampler;
@@ -178,6 +194,98 @@ static int on_cpu(sampler *s, int32_t tid)
     return paren && paren[1] == ' ' && paren[2] ? paren[2] == 'R' : -1;
 }
 
+/* ---- pacing: idle threads cost almost nothing ---- */
+
+#define PACED_SLOTS     8192 /* twice the walker's THREADS_MAX: a power of two */
+#define REFRESH_SECONDS 10   /* the whole list read again at least this often */
+
+/* Thread tid's CPU time (ns) from its per-thread CPU clock, the kernel's
+ * MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED); UINT64_MAX when it can't be
+ * read (the thread is gone). One system call, no file. */
+static uint64_t thread_cpu_ns(int32_t tid)
+{
+    clockid_t clock = (clockid_t)((~(uint32_t)tid << 3) | 6u);
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return UINT64_MAX;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Thread tid's slot in table (made where it had none); NULL when full. */
+static struct paced *slot_in(struct paced *table, int32_t tid)
+{
+    size_t mask = PACED_SLOTS - 1, i = ((uint32_t)tid * 2654435761u) & mask;
+    for (size_t probes = 0; probes < PACED_SLOTS; probes++, i = (i + 1) & mask) {
+        if (table[i].tid == tid)
+            return &table[i];
+        if (table[i].tid == 0) {
+            table[i] = (struct paced){.tid = tid, .backoff = 1};
+            return &table[i];
+        }
+    }
+    return NULL;
+}
+
+static struct paced *paced_of(sampler *s, int32_t tid) { return slot_in(s->paced, tid); }
+
+/* After a refresh: the slots of threads it no longer listed are emptied
+ * (the table rebuilt, in the spare one, from those it did). */
+static void forget_gone(sampler *s)
+{
+    memset(s->spare, 0, PACED_SLOTS * sizeof *s->spare);
+    for (size_t i = 0; i < PACED_SLOTS; i++)
+        if (s->paced[i].tid && s->paced[i].seen == s->refreshes) {
+            struct paced *p = slot_in(s->spare, s->paced[i].tid);
+            if (p)
+                *p = s->paced[i];
+        }
+    struct paced *old = s->paced;
+    s->paced = s->spare;
+    s->spare = old;
+}
+
+/* Whether thread t is read this round (tp_stack_due_fn). A thread the
+ * kernel had waiting at its last sample whose CPU time has not moved since
+ * cannot have moved its stack: its last sample stands again for the rounds
+ * since (a TP_STACK_REPEAT event, no read). Once it has stayed so for a
+ * second it is looked at after twice as many rounds each time, up to a
+ * second's: a pool of idle threads costs a clock read a second each, while
+ * a thread that works in bursts (a DataLoader worker between batches) is
+ * looked at every round. One that ran is read, its skipped rounds given to
+ * its last sample first (a burst after a long wait is seen up to a second
+ * late). Threads without a kernel id (Python before 3.11) are read every
+ * round. */
+static uint32_t due(void *ctx, const tp_stack_thread *t)
+{
+    sampler *s = ctx;
+    struct paced *p = t->native_tid > 0 ? paced_of(s, t->native_tid) : NULL;
+    if (!p)
+        return 0;
+    p->seen = s->refreshes;
+    if (p->next_round > s->round) /* listed again by a refresh before its time */
+        return (uint32_t)(p->next_round - s->round);
+    uint64_t cpu = thread_cpu_ns(p->tid), rounds = s->round - p->last_round;
+    uint32_t count = rounds > UINT32_MAX ? UINT32_MAX : (uint32_t)rounds;
+    p->last_round = s->round;
+    if (p->sampled && p->idle && cpu != UINT64_MAX && cpu == p->cpu_ns) {
+        if (!tp_stack_repeat_send(s->t_ns, p->tid, count))
+            p->sampled = false; /* a ring full: read it next time */
+        atomic_fetch_add_explicit(&s->repeats, 1, memory_order_relaxed);
+        p->idle_rounds += count;
+        if (p->idle_rounds >= s->max_backoff)
+            p->backoff = p->backoff * 2 < s->max_backoff ? p->backoff * 2 : s->max_backoff;
+        p->next_round = s->round + p->backoff;
+        return p->backoff;
+    }
+    if (p->sampled && count > 1)
+        tp_stack_repeat_send(s->t_ns, p->tid, count - 1);
+    p->cpu_ns = cpu;
+    p->backoff = 1;
+    p->idle_rounds = 0;
+    p->next_round = s->round + 1;
+    return 0;
+}
+
 /* The thread's kernel id, and the region it has open, read just before its
  * frames: the innermost frame is read first, and the phase read with it. */
 static void before_thread(void *ctx, const tp_stack_thread *t)
@@ -197,7 +305,13 @@ static void sample_thread(void *ctx, const tp_stack_thread *t, const tp_stack_fr
         flags |= TP_STACK_STATE | (cpu ? TP_STACK_ON_CPU : 0);
     for (size_t i = 0; i < t->nframes; i++)
         s->refs[i] = (tp_stack_ref){frame_of_code(s, frames[i].code), frames[i].line};
-    tp_stack_send(s->t_ns, tid, s->phase, flags, s->refs, (uint32_t)t->nframes);
+    bool sent = tp_stack_send(s->t_ns, tid, s->phase, flags, s->refs, (uint32_t)t->nframes);
+    atomic_fetch_add_explicit(&s->reads, 1, memory_order_relaxed);
+    struct paced *p = tid > 0 && s->paced && !s->standby ? paced_of(s, tid) : NULL;
+    if (p) {
+        p->sampled = sent;
+        p->idle = cpu == 0; /* known, and waiting */
+    }
 }
 
 /* Tells the recorder, once per process, that no stack could be read, and
@@ -252,8 +366,21 @@ static void *sample_loop(void *arg)
                 break;
         }
         s->t_ns = tp_clock_now_ns();
-        if (tp_stack_walk(s->walker, before_thread, sample_thread, s) < 0)
+        if (s->standby) { /* one sample of every thread, asked for */
+            if (tp_stack_walk(s->walker, before_thread, sample_thread, s) < 0)
+                break; /* the interpreter is gone */
+            continue;
+        }
+        /* the list of threads read again every REFRESH_SECONDS (and when a
+         * thread started); in between, only the threads due are visited */
+        bool refresh = s->round % ((uint64_t)s->max_backoff * REFRESH_SECONDS) == 0;
+        s->refreshes += refresh;
+        if (tp_stack_walk_due(s->walker, refresh, due, before_thread, sample_thread, s) < 0)
             break; /* the interpreter is gone */
+        if (refresh)
+            forget_gone(s);
+        s->round++;
+        atomic_store_explicit(&s->rounds, s->round, memory_order_relaxed);
     }
     tp_self_read_guard_close(&s->guard);
     return NULL;
@@ -276,6 +403,8 @@ PyObject *tp_py_start_stacks(PyObject *self, PyObject *arg)
      * and its open stat files name the parent's threads */
     tp_stack_walker_free(s->walker);
     free(s->frame_of);
+    free(s->paced);
+    free(s->spare);
     for (size_t i = 0; i < STAT_FDS; i++)
         if (s->stat_tid[i])
             close(s->stat_fd[i]);
@@ -287,6 +416,17 @@ PyObject *tp_py_start_stacks(PyObject *self, PyObject *arg)
         return PyErr_NoMemory();
     s->standby = hz == 0;
     s->period_ns = s->standby ? 1000000000u : (uint64_t)(1e9 / hz);
+    s->max_backoff = hz >= 1 ? (uint32_t)hz : 1;
+    s->paced = s->standby ? NULL : calloc(PACED_SLOTS, sizeof *s->paced);
+    s->spare = s->standby ? NULL : calloc(PACED_SLOTS, sizeof *s->spare);
+    if (!s->standby && (!s->paced || !s->spare)) {
+        free(s->paced);
+        free(s->spare);
+        s->paced = s->spare = NULL;
+        tp_stack_walker_free(s->walker);
+        s->walker = NULL;
+        return PyErr_NoMemory();
+    }
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -311,4 +451,13 @@ PyObject *tp_py_stop_stacks(PyObject *self, PyObject *unused)
     Py_BEGIN_ALLOW_THREADS pthread_join(s->thread, NULL);
     Py_END_ALLOW_THREADS s->running = false;
     Py_RETURN_NONE;
+}
+
+PyObject *tp_py_stack_sampler_counts(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    sampler *s = &the_sampler;
+    return Py_BuildValue("(KKK)", (unsigned long long)atomic_load(&s->rounds),
+                         (unsigned long long)atomic_load(&s->reads),
+                         (unsigned long long)atomic_load(&s->repeats));
 }

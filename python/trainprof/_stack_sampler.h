@@ -24,4 +24,8 @@ PyObject *tp_py_start_stacks(PyObject *self, PyObject *arg);
 /* _stop_stacks(): stops it and waits for it. */
 PyObject *tp_py_stop_stacks(PyObject *self, PyObject *unused);
 
+/* _stack_sampler_counts(): (rounds, stacks read, repeats sent) of this
+ * process's sampler so far: what the tests see of idle threads' pacing. */
+PyObject *tp_py_stack_sampler_counts(PyObject *self, PyObject *unused);
+
 #endif

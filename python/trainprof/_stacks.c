@@ -62,6 +62,16 @@ struct tp_stack_walker {
     uint32_t ncodes, generation;
     uint64_t walks;
     tp_stack_frame frames[TP_STACK_FRAMES_MAX];
+    /* the threads the last refresh listed (tp_stack_walk_due) */
+    struct listed {
+        uintptr_t tstate;
+        unsigned long thread_id;
+        int32_t native_tid;
+        uint32_t wait; /* walks left before due is asked again */
+    } * listed;        /* THREADS_MAX of them */
+    size_t nlisted;
+    bool list_read;
+    uintptr_t listed_head; /* the list's head then: new threads go in at the head */
     struct last_stack {
         uintptr_t tstate, top, instr, previous; /* 0 tstate: a free entry */
         uint32_t generation;
@@ -464,30 +474,86 @@ static void read_stack(tp_stack_walker *w, uintptr_t tstate, uintptr_t top, tp_s
     memcpy(last->frames, w->frames, t->nframes * sizeof *w->frames);
 }
 
-int tp_stack_walk(tp_stack_walker *w, tp_stack_before_fn before, tp_stack_fn fn, void *ctx)
+/* The thread (ids from its state ts, a copy) read and handed to fn. */
+static void walk_thread(tp_stack_walker *w, uintptr_t tstate, const PyThreadState *ts,
+                        tp_stack_thread *t, tp_stack_before_fn before, tp_stack_fn fn, void *ctx)
 {
-    if (getpid() != w->pid)
-        return -1; /* a forked child's walker would read its parent */
-    w->walks++;
+    if (before)
+        before(ctx, t);
+    read_stack(w, tstate, top_frame(w, ts), t);
+    fn(ctx, t, w->frames);
+}
+
+static tp_stack_thread thread_of(const PyThreadState *ts)
+{
+    tp_stack_thread t = {.thread_id = ts->thread_id};
+#if PY_VERSION_HEX >= 0x030B0000
+    t.native_tid = (int32_t)ts->native_thread_id;
+#endif
+    return t;
+}
+
+/* Reads the interpreter's list of threads into w->listed, asking due of
+ * each and reading those it says are due. */
+static int walk_list(tp_stack_walker *w, tp_stack_due_fn due, tp_stack_before_fn before,
+                     tp_stack_fn fn, void *ctx)
+{
     uintptr_t tstate = first_thread(w);
     if (!tstate)
         return -1;
+    w->nlisted = 0;
+    w->list_read = true;
+    w->listed_head = tstate;
     int n = 0;
     for (; tstate && n < THREADS_MAX; n++) {
         PyThreadState ts;
         if (!safe_read(w, &ts, (const void *)tstate, sizeof ts))
             break;
-        tp_stack_thread t = {.thread_id = ts.thread_id};
-#if PY_VERSION_HEX >= 0x030B0000
-        t.native_tid = (int32_t)ts.native_thread_id;
-#endif
-        if (before)
-            before(ctx, &t);
-        read_stack(w, tstate, top_frame(w, &ts), &t);
-        fn(ctx, &t, w->frames);
+        tp_stack_thread t = thread_of(&ts);
+        uint32_t wait = due ? due(ctx, &t) : 0;
+        w->listed[w->nlisted++] =
+            (struct listed){tstate, t.thread_id, t.native_tid, wait ? wait - 1 : 0};
+        if (!wait)
+            walk_thread(w, tstate, &ts, &t, before, fn, ctx);
         tstate = (uintptr_t)ts.next;
     }
     return n;
+}
+
+int tp_stack_walk_due(tp_stack_walker *w, bool refresh, tp_stack_due_fn due,
+                      tp_stack_before_fn before, tp_stack_fn fn, void *ctx)
+{
+    if (getpid() != w->pid)
+        return -1; /* a forked child's walker would read its parent */
+    w->walks++;
+    /* a thread started since the list was read is its new head (CPython
+     * adds threads at the head): one read a walk tells */
+    if (refresh || !w->list_read || first_thread(w) != w->listed_head)
+        return walk_list(w, due, before, fn, ctx);
+    for (size_t i = 0; i < w->nlisted; i++) {
+        struct listed *l = &w->listed[i];
+        if (l->wait) {
+            l->wait--;
+            continue;
+        }
+        tp_stack_thread t = {.thread_id = l->thread_id, .native_tid = l->native_tid};
+        uint32_t wait = due ? due(ctx, &t) : 0;
+        if (wait) {
+            l->wait = wait - 1;
+            continue;
+        }
+        PyThreadState ts; /* still the thread listed: else gone, its memory reused */
+        if (!safe_read(w, &ts, (const void *)l->tstate, sizeof ts) ||
+            ts.thread_id != l->thread_id || thread_of(&ts).native_tid != l->native_tid)
+            continue;
+        walk_thread(w, l->tstate, &ts, &t, before, fn, ctx);
+    }
+    return (int)w->nlisted;
+}
+
+int tp_stack_walk(tp_stack_walker *w, tp_stack_before_fn before, tp_stack_fn fn, void *ctx)
+{
+    return tp_stack_walk_due(w, true, NULL, before, fn, ctx);
 }
 
 tp_stack_walker *tp_stack_walker_new(void *interp)
@@ -498,7 +564,8 @@ tp_stack_walker *tp_stack_walker_new(void *interp)
     w->codes = calloc(CODE_SLOTS, sizeof *w->codes);
     w->index = calloc(CODE_SLOTS, sizeof *w->index);
     w->last = calloc(STACK_CACHE, sizeof *w->last);
-    if (!w->codes || !w->index || !w->last) {
+    w->listed = calloc(THREADS_MAX, sizeof *w->listed);
+    if (!w->codes || !w->index || !w->last || !w->listed) {
         tp_stack_walker_free(w);
         return NULL;
     }
@@ -518,6 +585,7 @@ void tp_stack_walker_free(tp_stack_walker *w)
     free(w->codes);
     free(w->index);
     free(w->last);
+    free(w->listed);
     tp_self_reader_close(&w->reader);
     free(w);
 }

@@ -61,6 +61,21 @@ typedef void (*tp_stack_before_fn)(void *ctx, const tp_stack_thread *t);
  * not be read. */
 int tp_stack_walk(tp_stack_walker *w, tp_stack_before_fn before, tp_stack_fn fn, void *ctx);
 
+/* Whether thread t's stack is read now: 0 yes; k >= 1 not now, nor asked
+ * again for the next k - 1 walks (the walker counts them down itself: a
+ * thread put off costs a decrement a walk). */
+typedef uint32_t (*tp_stack_due_fn)(void *ctx, const tp_stack_thread *t);
+
+/* tp_stack_walk over the threads due says are due. The interpreter's list
+ * of threads is read anew when refresh, when it was never read, or when its
+ * head is no longer the one then (CPython adds a new thread at the head: a
+ * thread started since is seen at once); due is then asked of every thread
+ * it lists. Else the last list's thread states are visited without reading
+ * the list; one gone is skipped (its state read again no longer names it).
+ * Returns the threads listed, -1 when the list could not be read. */
+int tp_stack_walk_due(tp_stack_walker *w, bool refresh, tp_stack_due_fn due,
+                      tp_stack_before_fn before, tp_stack_fn fn, void *ctx);
+
 /* A code's function (its qualified name from 3.11) and file, UTF-8, cut to
  * fit; valid until the walker's next walk may reuse the entry (a table full
  * of codes starts again empty). */

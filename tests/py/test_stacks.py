@@ -590,3 +590,62 @@ def test_record_samples_every_cpython(tmp_path, python):
     report = report_json(run)
     assert group(report, "load")["functions"][0]["function"] == "parse_records"
     assert group(report, "compute")["functions"][0]["function"] == "matmul_by_hand"
+
+
+# 200 threads blocked on an Event and the main thread busy: the idle ones
+# are read once, then stand by their last sample (their CPU time does not
+# move), in a few rows each whatever the run's length, with as many samples
+# in weight as the busy thread.
+IDLE_POOL = textwrap.dedent("""
+    import json, sys, threading, time, trainprof
+    from trainprof import _native
+    ev = threading.Event()
+    pool = [threading.Thread(target=ev.wait, name=f"idle-{i}") for i in range(200)]
+    for t in pool:
+        t.start()
+    def spin(n):
+        x = 0
+        for i in range(n):
+            x += i
+        return x
+    end = time.time() + float(sys.argv[1])
+    while time.time() < end:
+        trainprof.step()
+        with trainprof.region("compute"):
+            spin(30000)
+    rounds, reads, repeats = _native._stack_sampler_counts()
+    ev.set()
+    for t in pool:
+        t.join()
+    json.dump({"rounds": rounds, "reads": reads, "repeats": repeats}, open(sys.argv[2], "w"))
+""")
+
+
+def test_idle_threads_are_not_walked_again_and_keep_few_rows(tmp_path):
+    script = tmp_path / "pool.py"
+    script.write_text(IDLE_POOL)
+    counts = tmp_path / "counts.json"
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--stacks", "100", "--", PYTHON, script, "4",
+                  counts, timeout=300)
+    assert r.returncode == 0, r.stderr
+    c = json.loads(counts.read_text())
+    assert c["rounds"] >= 100, c
+    # a walk of every thread every round would read 201 stacks a round; the
+    # idle ones are read about once, the busy one every round
+    assert c["reads"] < 3 * c["rounds"] + 2 * 201, c
+    assert c["repeats"] > 0, c
+    with sqlite3.connect(run) as db:
+        per_thread = db.execute(
+            "SELECT s.tid, COUNT(*), SUM(s.count) FROM stack_sample s JOIN stack_node n"
+            " ON n.id = s.node_id JOIN frame f ON f.id = n.frame_id"
+            " WHERE f.file LIKE '%threading.py' GROUP BY s.tid").fetchall()
+        busy = db.execute(
+            "SELECT SUM(s.count) FROM stack_sample s JOIN name p ON p.id = s.phase_id"
+            " WHERE p.text = 'compute'").fetchone()[0]
+    assert len(per_thread) >= 190, len(per_thread)
+    rows = sorted(n for _, n, _ in per_thread)
+    assert rows[len(rows) // 2] <= 2, rows  # one run each, whatever its length
+    weights = sorted(w for _, _, w in per_thread)
+    # each idle thread stands for about as many rounds as the busy one was sampled
+    assert 0.6 * busy <= weights[len(weights) // 2] <= 1.6 * busy, (weights[:5], busy)

@@ -14,8 +14,16 @@
    from the report with --stacks 0 and --stacks 100, interleaved, medians.
 3. The run file's growth per hour and sampled thread (the stack tables'
    pages, from SQLite's dbstat), for the loop and for the example.
+4. With --idle only: a process of N threads blocked on an Event (64, 500,
+   2,000) beside a main thread that loops a fixed amount of work (about
+   10 s here: the sampler reads every idle thread for its first second): the
+   sampler thread's CPU (from /proc, % of a core over the loop) and the
+   loop thread's wall and CPU time, under --stacks 0, --stacks 100 and
+   py-spy -r 100 --nonblocking (its own process's CPU), interleaved; and
+   the stack rows --stacks 100 wrote.
 
     python bench/stack_cost.py [--runs 7]
+    python bench/stack_cost.py --idle [--runs 3]
 """
 
 import argparse
@@ -170,13 +178,95 @@ def file_growth(tmp, n):
     return {"loop": stack_bytes(db), "example": stack_bytes(tmp / "ex100.db")}
 
 
+IDLE = r"""
+import os, sys, threading, time
+ev = threading.Event()
+pool = [threading.Thread(target=ev.wait) for _ in range(int(sys.argv[1]))]
+for t in pool:
+    t.start()
+time.sleep(0.5)
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i % 7
+    return s
+def sampler_cpu():
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().strip() != "trainprof-stack":
+                    continue
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+s0, t, c = sampler_cpu(), time.perf_counter(), time.thread_time()
+work(int(sys.argv[2]))
+wall, cpu = time.perf_counter() - t, time.thread_time() - c
+print("IDLE", wall, cpu, sampler_cpu() - s0)
+ev.set()
+for t in pool:
+    t.join()
+"""
+
+
+def idle_costs(tmp, runs, n):
+    script = tmp / "idle.py"
+    script.write_text(IDLE)
+    out = {}
+    for threads in (64, 500, 2000):
+        db = str(tmp / f"idle{threads}.db")
+        configs = {
+            "record --stacks 0": [PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", "0", "--"],
+            "record --stacks 100": [PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", "100",
+                                    "--"],
+        }
+        if PYSPY:
+            configs["py-spy -r 100 --nonblocking"] = [
+                PYSPY, "record", "-r", "100", "--nonblocking", "--format", "raw", "-o",
+                str(tmp / "spy.txt"), "--"]
+        got = {k: [] for k in configs}
+        for _ in range(runs):
+            for k, prefix in configs.items():
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                r = subprocess.run([str(a) for a in prefix] + [PYTHON, str(script),
+                                                                str(threads), str(n)],
+                                   capture_output=True, text=True, cwd=tmp, timeout=600)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                line = [x for x in r.stdout.splitlines() if x.startswith("IDLE ")]
+                if r.returncode != 0 or not line:
+                    raise RuntimeError(f"{k}: {r.stderr}")
+                wall, cpu, sampler = map(float, line[-1].split()[1:])
+                children = (after.ru_utime - before.ru_utime) + (after.ru_stime -
+                                                                  before.ru_stime)
+                got[k].append({"wall": wall, "cpu": cpu, "sampler": sampler,
+                               "command_cpu": children})
+        row = {}
+        for k, v in got.items():
+            row[k] = {"loop_wall_s": round(statistics.median(x["wall"] for x in v), 3),
+                      "loop_cpu_s": round(statistics.median(x["cpu"] for x in v), 3),
+                      "sampler_core_percent": round(100 * statistics.median(
+                          x["sampler"] / x["wall"] for x in v), 2),
+                      "command_cpu_s": round(statistics.median(x["command_cpu"] for x in v), 3)}
+        with sqlite3.connect(tmp / f"idle{threads}.db") as c:
+            row["stack_rows_at_100"] = c.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0]
+        out[threads] = row
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--work", type=int, default=30_000_000)
+    ap.add_argument("--idle", action="store_true", help="only the idle threads' costs")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = pathlib.Path(d)
+        if a.idle:
+            print(json.dumps({"idle": idle_costs(tmp, a.runs, a.work * 12)}, indent=1))
+            return
         result = {"loop": loop_costs(tmp, a.runs, a.work),
                   "example": example_steps(tmp, max(3, a.runs // 2)),
                   "file": file_growth(tmp, a.work * 5)}

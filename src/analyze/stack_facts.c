@@ -249,7 +249,8 @@ bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t ca
     free(done);
     free(rows);
     free(per_node);
-    qsort(out->groups, out->n, sizeof *out->groups, by_rank_then_samples);
+    if (out->n) /* no groups: no array (qsort's is declared never NULL) */
+        qsort(out->groups, out->n, sizeof *out->groups, by_rank_then_samples);
     return true;
 }
 

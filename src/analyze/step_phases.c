@@ -63,7 +63,7 @@ static void add_region(void *ctx, int64_t thread, const char *name, int depth, i
     if (pause >= 0 && lo > 0 && r->pauses) /* in or after step lo - 1, before the next */
         r->pauses[lo - 1] |= 1u << pause;
     else if (p >= 0 && lo > 0 && start < r->end[lo - 1])
-        r->phase[(lo - 1) * TP_STEP_PHASES + (size_t)p] += (double)(end - start) / 1e9;
+        r->phase[(lo - 1) * TP_STEP_PHASES + (size_t)p] += ((double)end - (double)start) / 1e9;
 }
 
 /* The steps of rank from the marks (in rank, thread, time order): those of
@@ -129,7 +129,7 @@ static void group_steps(const rank_steps *r, size_t skip, size_t max_groups, tp_
         double *ph = &r->phase[(s + skip) * TP_STEP_PHASES], known = 0;
         for (int p = 0; p < TP_STEP_PHASES - 1; p++)
             known += ph[p];
-        double total = (double)(r->end[s + skip] - r->start[s + skip]) / 1e9;
+        double total = ((double)r->end[s + skip] - (double)r->start[s + skip]) / 1e9;
         ph[TP_STEP_PHASES - 1] = total > known ? total - known : 0;
         size_t g = s / per;
         size_t in_group = g + 1 == out->ngroups ? ns - g * per : per;

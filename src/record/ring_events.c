@@ -27,8 +27,8 @@ static void map_name(tp_ring_reader *r, tp_sink *sink, uint32_t local, const cha
         r->names = n;
         r->names_cap = (uint32_t)ncap;
     }
-    char clean[TP_NAME_MAX * 3 + 1]; /* each invalid byte may become 3 */
-    tp_utf8_clean(clean, sizeof clean, text);
+    char clean[TP_NAME_MAX * 4 + 1]; /* each byte may become 4 (\xNN) */
+    tp_text_escape(clean, sizeof clean, text);
     uint32_t id = tp_sink_name(sink, clean);
     r->names[local] = id ? id : TP_RING_NAME_LOST;
 }
@@ -48,8 +48,18 @@ static void map_frame(tp_ring_reader *r, tp_sink *sink, uint32_t local, const ch
         r->frames = n;
         r->frames_cap = (uint32_t)ncap;
     }
-    char clean[TP_FRAME_TEXT_MAX * 3 + 1];
-    tp_utf8_clean(clean, sizeof clean, text);
+    /* "function\nfile": each part one line of plain text, the newline between */
+    char clean[TP_FRAME_TEXT_MAX * 4 + 2], part[TP_FRAME_TEXT_MAX + 1];
+    const char *nl = strchr(text, '\n');
+    size_t head = nl ? (size_t)(nl - text) : strlen(text);
+    snprintf(part, sizeof part, "%.*s", (int)(head < TP_FRAME_TEXT_MAX ? head : TP_FRAME_TEXT_MAX),
+             text);
+    tp_text_escape(clean, sizeof clean / 2, part);
+    if (nl) {
+        size_t len = strlen(clean);
+        clean[len++] = '\n';
+        tp_text_escape(clean + len, sizeof clean - len, nl + 1);
+    }
     r->frames[local] = tp_sink_frame(sink, clean);
 }
 

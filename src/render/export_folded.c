@@ -7,13 +7,17 @@
 #include "render/units.h"
 #include "store/reader_stacks.h"
 #include "util/oom.h"
+#include "util/utf8.h"
 
 /* Writes text with the folded format's separators (';' between frames, the
- * last space before the count) and line breaks made harmless. */
+ * last space before the count) made harmless, and every control character
+ * (a file recorded before the recorder escaped them) as \xNN. */
 static void folded_text(FILE *out, const char *text)
 {
-    for (const char *p = text; *p; p++)
-        fputc(*p == ';' ? ':' : *p == '\n' || *p == '\r' ? ' ' : *p, out);
+    char clean[2048];
+    tp_text_escape(clean, sizeof clean, text);
+    for (const char *p = clean; *p; p++)
+        fputc(*p == ';' ? ':' : *p, out);
 }
 
 static const char *label_of(const tp_stack_count *c)

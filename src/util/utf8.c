@@ -90,3 +90,23 @@ void tp_text_write_safe(FILE *out, const char *text)
         p += len;
     }
 }
+
+void tp_text_escape(char *out, size_t cap, const char *in)
+{
+    const unsigned char *p = (const unsigned char *)(in ? in : "");
+    size_t len = 0;
+    while (*p) {
+        uint32_t cp;
+        size_t n = tp_utf8_decode(p, &cp);
+        char buf[8];
+        size_t k = (cp < 0x20 || (cp >= 0x7f && cp < 0xa0))
+                       ? (size_t)snprintf(buf, sizeof buf, "\\x%02x", (unsigned)cp)
+                       : tp_utf8_encode(cp, buf);
+        if (len + k >= cap)
+            break; /* cut before a character (or an escape) that doesn't fit */
+        memcpy(out + len, buf, k);
+        len += k;
+        p += n;
+    }
+    out[len] = '\0';
+}

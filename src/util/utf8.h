@@ -22,6 +22,12 @@ size_t tp_utf8_encode(uint32_t cp, char *out);
  * replaced with U+FFFD, cut on a character boundary when it doesn't fit. */
 void tp_utf8_clean(char *out, size_t cap, const char *in);
 
+/* Copies in into out (cap > 0) as tp_utf8_clean does, every control
+ * character (newline and tab included: C0, DEL, C1) written as a \xNN
+ * escape: text from a training process (a region's name, a frame's function
+ * or file) made one line of plain text for every output. */
+void tp_text_escape(char *out, size_t cap, const char *in);
+
 /* Writes text for a terminal: valid UTF-8 as tp_utf8_clean makes it, and
  * control characters but newline (ESC, CR, BEL, DEL, C1 ...) as \xNN
  * escapes, so that no text from a run can move the cursor, clear a line

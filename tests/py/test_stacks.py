@@ -649,3 +649,42 @@ def test_idle_threads_are_not_walked_again_and_keep_few_rows(tmp_path):
     weights = sorted(w for _, _, w in per_thread)
     # each idle thread stands for about as many rounds as the busy one was sampled
     assert 0.6 * busy <= weights[len(weights) // 2] <= 1.6 * busy, (weights[:5], busy)
+
+
+# Text a training sends (a region's name, a function's qualified name, a
+# file's name) with newlines and terminal escapes in it.
+HOSTILE_TEXT = textwrap.dedent("""
+    import sys, time, trainprof
+    def hot():
+        x = 0
+        for i in range(200000):
+            x += i
+        return x
+    hot.__code__ = hot.__code__.replace(co_qualname="evil\\nname\\x1b[2J", co_name="evil\\x1b")
+    end = time.time() + float(sys.argv[1])
+    while time.time() < end:
+        trainprof.step()
+        with trainprof.region("comp\\x1bute\\nx"):
+            hot()
+""")
+
+
+def test_control_characters_from_a_ring_are_escaped_in_every_output(tmp_path):
+    script = tmp_path / "we\nird\x1b[31m.py"
+    script.write_text(HOSTILE_TEXT)
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, "1.5", timeout=300)
+    assert r.returncode == 0, r.stderr
+    text = trainprof("report", run).stdout
+    assert "\x1b" not in text
+    inside = text.split("Inside the phases")[1].split("\n\n")[0].splitlines()
+    assert any(line.startswith("  comp\\x1bute\\x0ax: ") for line in inside), inside
+    folded = tmp_path / "run.folded"
+    assert trainprof("export", "--format", "folded", "-o", folded, run).returncode == 0
+    lines = folded.read_text().splitlines()
+    assert all("\x1b" not in x and "\r" not in x for x in lines)
+    assert all(re.fullmatch(r".* \d+", x) for x in lines), lines  # one stack a line
+    assert any(x.startswith("comp\\x1bute\\x0ax;") for x in lines), lines
+    trace = tmp_path / "run.json"
+    assert trainprof("export", "--format", "chrome", "-o", trace, run).returncode == 0
+    assert "\x1b" not in trace.read_text()

@@ -102,6 +102,8 @@ typedef struct sampler {
     uint64_t round;           /* rounds sampled */
     _Atomic uint64_t rounds, reads, repeats; /* for the tests: rounds, stacks read, repeats */
     uint32_t refreshes;                      /* list refreshes */
+    uint64_t next_refresh;                   /* the round of the next one */
+    uint32_t sleep_rounds;                   /* rounds the next sleep lasts (1 but idle) */
     uint32_t max_backoff;                    /* a second's rounds */
     tp_self_reader rings;                    /* reads the threads' rings (their open regions) */
     tp_self_read_guard guard;                /* whether this thread may read the process's memory */
@@ -198,6 +200,9 @@ static int on_cpu(sampler *s, int32_t tid)
 
 #define PACED_SLOTS     8192 /* twice the walker's THREADS_MAX: a power of two */
 #define REFRESH_SECONDS 10   /* the whole list read again at least this often */
+/* a thread idle for a tenth of a second (of its rounds) is looked at less
+ * often from then on */
+#define IDLE_BEFORE_BACKOFF 10
 
 /* Thread tid's CPU time (ns) from its per-thread CPU clock, the kernel's
  * MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED); UINT64_MAX when it can't be
@@ -248,13 +253,12 @@ static void forget_gone(sampler *s)
  * kernel had waiting at its last sample whose CPU time has not moved since
  * cannot have moved its stack: its last sample stands again for the rounds
  * since (a TP_STACK_REPEAT event, no read). Once it has stayed so for a
- * second it is looked at after twice as many rounds each time, up to a
- * second's: a pool of idle threads costs a clock read a second each, while
- * a thread that works in bursts (a DataLoader worker between batches) is
- * looked at every round. One that ran is read, its skipped rounds given to
- * its last sample first (a burst after a long wait is seen up to a second
- * late). Threads without a kernel id (Python before 3.11) are read every
- * round. */
+ * tenth of a second it is looked at after twice as many rounds each time,
+ * up to a second's: a pool of idle threads costs a clock read a second
+ * each, while a thread that works in bursts with short gaps (a DataLoader
+ * worker between batches) is looked at (nearly) every round. One that ran is read, its skipped
+ * rounds given to its last sample first (a burst after a long wait is seen up to a second late).
+ * Threads without a kernel id (Python before 3.11) are read every round. */
 static uint32_t due(void *ctx, const tp_stack_thread *t)
 {
     sampler *s = ctx;
@@ -272,10 +276,12 @@ static uint32_t due(void *ctx, const tp_stack_thread *t)
             p->sampled = false; /* a ring full: read it next time */
         atomic_fetch_add_explicit(&s->repeats, 1, memory_order_relaxed);
         p->idle_rounds += count;
-        if (p->idle_rounds >= s->max_backoff)
+        if (p->idle_rounds * IDLE_BEFORE_BACKOFF >= s->max_backoff)
             p->backoff = p->backoff * 2 < s->max_backoff ? p->backoff * 2 : s->max_backoff;
-        p->next_round = s->round + p->backoff;
-        return p->backoff;
+        /* on a multiple of its backoff: idle threads come due together, and
+         * where all are idle the sampler sleeps through the rounds between */
+        p->next_round = (s->round / p->backoff + 1) * p->backoff;
+        return (uint32_t)(p->next_round - s->round);
     }
     if (p->sampled && count > 1)
         tp_stack_repeat_send(s->t_ns, p->tid, count - 1);
@@ -339,7 +345,8 @@ static void *sample_loop(void *arg)
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     while (!atomic_load(&s->stop)) {
-        uint64_t at = (uint64_t)next.tv_sec * 1000000000u + (uint64_t)next.tv_nsec + s->period_ns;
+        uint64_t at = (uint64_t)next.tv_sec * 1000000000u + (uint64_t)next.tv_nsec +
+                      s->period_ns * (s->sleep_rounds ? s->sleep_rounds : 1);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
@@ -373,13 +380,24 @@ static void *sample_loop(void *arg)
         }
         /* the list of threads read again every REFRESH_SECONDS (and when a
          * thread started); in between, only the threads due are visited */
-        bool refresh = s->round % ((uint64_t)s->max_backoff * REFRESH_SECONDS) == 0;
+        bool refresh = s->round >= s->next_refresh;
+        if (refresh)
+            s->next_refresh = s->round + (uint64_t)s->max_backoff * REFRESH_SECONDS;
         s->refreshes += refresh;
         if (tp_stack_walk_due(s->walker, refresh, due, before_thread, sample_thread, s) < 0)
             break; /* the interpreter is gone */
         if (refresh)
             forget_gone(s);
         s->round++;
+        /* every thread put off (a process idle, a DataLoader worker waiting
+         * for its next batch): sleep through the rounds none is due for, up
+         * to the next refresh; a thread started meanwhile is seen at the wake */
+        uint64_t idle = tp_stack_walker_idle_walks(s->walker);
+        if (idle > s->next_refresh - s->round)
+            idle = s->next_refresh - s->round;
+        tp_stack_walker_skip(s->walker, (uint32_t)idle);
+        s->round += idle;
+        s->sleep_rounds = (uint32_t)idle + 1;
         atomic_store_explicit(&s->rounds, s->round, memory_order_relaxed);
     }
     tp_self_read_guard_close(&s->guard);

@@ -551,6 +551,20 @@ int tp_stack_walk_due(tp_stack_walker *w, bool refresh, tp_stack_due_fn due,
     return (int)w->nlisted;
 }
 
+uint32_t tp_stack_walker_idle_walks(const tp_stack_walker *w)
+{
+    uint32_t least = UINT32_MAX;
+    for (size_t i = 0; i < w->nlisted && least; i++)
+        least = w->listed[i].wait < least ? w->listed[i].wait : least;
+    return w->nlisted ? least : 0;
+}
+
+void tp_stack_walker_skip(tp_stack_walker *w, uint32_t walks)
+{
+    for (size_t i = 0; i < w->nlisted; i++)
+        w->listed[i].wait = w->listed[i].wait > walks ? w->listed[i].wait - walks : 0;
+}
+
 int tp_stack_walk(tp_stack_walker *w, tp_stack_before_fn before, tp_stack_fn fn, void *ctx)
 {
     return tp_stack_walk_due(w, true, NULL, before, fn, ctx);

@@ -76,6 +76,11 @@ typedef uint32_t (*tp_stack_due_fn)(void *ctx, const tp_stack_thread *t);
 int tp_stack_walk_due(tp_stack_walker *w, bool refresh, tp_stack_due_fn due,
                       tp_stack_before_fn before, tp_stack_fn fn, void *ctx);
 
+/* The walks no listed thread is due for (every one put off: the sampler
+ * may sleep through them), and those walks passed without walking. */
+uint32_t tp_stack_walker_idle_walks(const tp_stack_walker *w);
+void tp_stack_walker_skip(tp_stack_walker *w, uint32_t walks);
+
 /* A code's function (its qualified name from 3.11) and file, UTF-8, cut to
  * fit; valid until the walker's next walk may reuse the entry (a table full
  * of codes starts again empty). */

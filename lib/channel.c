@@ -58,6 +58,7 @@ static void thread_exit(void *arg)
     tp_thread *t = arg;
     if (t->ring) {
         tp_registry_remove(t->ring);
+        atomic_store_explicit(&t->ring->closed, 1, memory_order_release); /* after its last event */
         munmap(t->ring, tp_ring_bytes(t->ring->capacity));
     }
     free(t->defined);

@@ -81,6 +81,10 @@ typedef struct tp_ring_header {
      * seen while stack sampling is off); each new count is served once.
      * The only field the recorder writes but the tail. */
     _Atomic uint32_t stacks_wanted;
+    /* Set by the producer as its thread exits, after its last event: the
+     * recorder drains the ring a last time and lets it go, so that the rings
+     * it holds are those of live threads. */
+    _Atomic uint32_t closed;
 } tp_ring_header;
 
 #define TP_RING_HEADER_SIZE 4096u

@@ -27,6 +27,8 @@ struct tp_sink {
     tp_name_table names;            /* region names, by hash */
     tp_name_table frames;           /* Python frames ("function\nfile"), by hash */
     tp_name_table said;             /* unavailable sources said ("source\nreason") */
+    tp_name_table fact_keys[2];     /* the distinct keys of facts kept: the run's, processes' */
+    uint64_t facts_refused;         /* facts of keys past the bounds */
     tp_stack_table stacks;          /* sampled stacks, as a tree */
     tp_stack_runs runs;             /* each sampled thread's open run */
     uint64_t stacks_now_ns;         /* the latest stack sample's time: the runs' clock */
@@ -80,6 +82,8 @@ void tp_sink_free(tp_sink *s)
     tp_name_table_free(&s->names);
     tp_name_table_free(&s->frames);
     tp_name_table_free(&s->said);
+    tp_name_table_free(&s->fact_keys[0]);
+    tp_name_table_free(&s->fact_keys[1]);
     tp_stack_table_free(&s->stacks);
     tp_stack_runs_free(&s->runs);
     free(s->threads.items);
@@ -182,6 +186,26 @@ void tp_sink_unavailable(tp_sink *s, const char *source, const char *reason)
 void tp_sink_meta(tp_sink *s, const char *key, const char *value)
 {
     push_pair(s, false, key, value);
+}
+
+void tp_sink_fact(tp_sink *s, bool of_process, const char *key, const char *value)
+{
+    tp_name_table *keys = &s->fact_keys[of_process];
+    size_t most = of_process ? TP_SINK_PROCESS_FACT_KEYS_MAX : TP_SINK_FACT_KEYS_MAX;
+    pthread_mutex_lock(&s->lock);
+    bool keep = tp_name_table_find(keys, key) != 0;
+    if (!keep && keys->len < most && tp_name_table_reserve(keys)) {
+        char *own = strdup(key);
+        if (own) {
+            tp_name_table_add(keys, own, own);
+            keep = true;
+        }
+    }
+    if (!keep)
+        s->facts_refused++;
+    pthread_mutex_unlock(&s->lock);
+    if (keep)
+        push_pair(s, false, key, value);
 }
 
 void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu)
@@ -534,6 +558,17 @@ void tp_sink_take(tp_sink *s, tp_batch *out)
 
 void tp_sink_close(tp_sink *s)
 {
+    pthread_mutex_lock(&s->lock);
+    uint64_t refused = s->facts_refused;
+    pthread_mutex_unlock(&s->lock);
+    if (refused) {
+        char reason[200];
+        snprintf(reason, sizeof reason,
+                 "%llu facts the training told were not kept: their keys came past the first "
+                 "%u distinct ones (%u of processes' own)",
+                 (unsigned long long)refused, TP_SINK_FACT_KEYS_MAX, TP_SINK_PROCESS_FACT_KEYS_MAX);
+        tp_sink_unavailable(s, "facts", reason);
+    }
     pthread_mutex_lock(&s->lock);
     hand_open_runs(s, true); /* the producers have stopped: every run ends here */
     s->closed = true;

@@ -37,6 +37,15 @@ void tp_sink_sample(tp_sink *s, uint32_t series, uint64_t t_mono_ns, double valu
  * each process a sandbox covers) is kept once. */
 void tp_sink_unavailable(tp_sink *s, const char *source, const char *reason);
 void tp_sink_meta(tp_sink *s, const char *key, const char *value);
+/* A fact a training process told (the meta key it is stored under; of a
+ * process: proc.PID.KEY): kept as meta while the run has fewer distinct such
+ * keys than its bound (TP_SINK_FACT_KEYS_MAX for the run's, or
+ * TP_SINK_PROCESS_FACT_KEYS_MAX for processes' own), or the key is one of
+ * them; the rest are counted and said once, as an unavailable source, when
+ * the sink closes. */
+#define TP_SINK_FACT_KEYS_MAX         1024u
+#define TP_SINK_PROCESS_FACT_KEYS_MAX 65536u
+void tp_sink_fact(tp_sink *s, bool of_process, const char *key, const char *value);
 void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu);
 
 /* Timing events (from the drain thread). Times are CLOCK_MONOTONIC. */

@@ -25,6 +25,11 @@
 
 #define DRAIN_PERIOD_MS 10
 #define MAX_CONNS       1024
+/* The rings the recorder holds at once: of one process (its live threads
+ * that made events), and in all. Each costs its maps of names and frames
+ * besides its mapping. */
+#define TP_RINGS_PER_PROCESS 4096u
+#define TP_RINGS_MAX         65536u
 
 /* A mapped ring. What the producer may still write (the header's head,
  * the slots) is read, never trusted: the capacity is the one copied when the
@@ -34,6 +39,7 @@ typedef struct drain_ring {
     size_t bytes;
     tp_ring_reader reader;
     bool broken; /* broke the protocol: retired without a last drain */
+    bool closed; /* its thread exited: retired after a last drain */
     int conn;    /* index of the connection that sent it */
 } drain_ring;
 
@@ -57,15 +63,16 @@ struct tp_drain {
     int listen_fd;
     int wake_fd; /* eventfd: tp_drain_stop ends the thread's poll at once */
     int conns[MAX_CONNS];
-    conn_rank ranks[MAX_CONNS]; /* by connection */
-    conn_peer peers[MAX_CONNS]; /* by connection */
+    conn_rank ranks[MAX_CONNS];   /* by connection */
+    uint32_t rings_of[MAX_CONNS]; /* rings held, by connection */
+    conn_peer peers[MAX_CONNS];   /* by connection */
     size_t nconns;
     drain_ring *rings;
     size_t nrings, rings_cap;
     /* connections the drain could not take: accept failed (the last errno),
      * or MAX_CONNS were open; said in the run when it stops */
     int accept_errno;
-    uint64_t accept_failures, turned_away, rings_dropped;
+    uint64_t accept_failures, turned_away, rings_dropped, rings_refused;
     int reserve_fd;       /* held for the ring descriptors to come (read_conn) */
     int accept_rests;     /* periods left before the next accept */
     tp_process_ends ends; /* processes that ended, their exit statuses */
@@ -193,6 +200,17 @@ static void add_ring(tp_drain *d, int conn, int fd)
         misbehaved(d, conn, NULL, why ? why : "its ring could not be mapped");
         return;
     }
+    if (d->rings_of[conn] >= TP_RINGS_PER_PROCESS || d->nrings >= TP_RINGS_MAX) {
+        munmap(h, (size_t)bytes); /* bounded: the recorder's memory is not the process's to take */
+        d->rings_refused++;
+        char why_more[160];
+        snprintf(why_more, sizeof why_more,
+                 "it had more than %u threads' rings open at once (the recorder holds at most "
+                 "%u a process, %u in all)",
+                 d->rings_of[conn], TP_RINGS_PER_PROCESS, TP_RINGS_MAX);
+        misbehaved(d, conn, NULL, why_more);
+        return;
+    }
     drain_ring *n = tp_grow_try(d->rings, d->nrings, &d->rings_cap, sizeof *n);
     if (!n) {
         munmap(h, (size_t)bytes);
@@ -207,6 +225,7 @@ static void add_ring(tp_drain *d, int conn, int fd)
     r->reader.capacity = hdr.capacity;
     r->reader.tail = 0; /* whatever the header says: nothing was read yet */
     r->conn = conn;
+    d->rings_of[conn]++;
     const conn_rank *c = &d->ranks[conn];
     tp_thread_info info = {0,
                            hdr.pid,
@@ -235,6 +254,8 @@ static void retire_ring(tp_drain *d, size_t i)
                            atomic_load_explicit(&r->h->dropped, memory_order_relaxed));
     munmap(r->h, r->bytes);
     tp_ring_reader_free(&r->reader);
+    if (d->rings_of[r->conn])
+        d->rings_of[r->conn]--;
     d->rings[i] = d->rings[--d->nrings];
 }
 
@@ -398,8 +419,12 @@ static void *drain_main(void *arg)
         for (size_t i = 0; n > 0 && i < polled; i++)
             if (d->conns[i] >= 0 && pfd[i + 2].revents && !read_conn(d, (int)i))
                 close_conn(d, (int)i);
-        for (size_t i = 0; i < d->nrings; i++)
+        for (size_t i = 0; i < d->nrings; i++) {
+            /* closed before this drain: every event it will ever hold is in */
+            d->rings[i].closed =
+                atomic_load_explicit(&d->rings[i].h->closed, memory_order_acquire) != 0;
             drain_ring_events(d, &d->rings[i]);
+        }
         unsigned wanted = atomic_load(&d->stacks_wanted);
         if (wanted != d->stacks_passed) { /* each process's sampler serves the new count */
             for (size_t i = 0; i < d->nrings; i++)
@@ -409,7 +434,7 @@ static void *drain_main(void *arg)
             d->stacks_passed = wanted;
         }
         for (size_t i = d->nrings; i-- > 0;)
-            if (d->rings[i].broken)
+            if (d->rings[i].broken || d->rings[i].closed)
                 retire_ring(d, i);
         tp_process_ends_check(&d->ends, d->sink);
     }
@@ -440,6 +465,13 @@ static void connection_losses(tp_drain *d)
                  "%llu threads' rings reached the recorder when it had no descriptor left for "
                  "them; their timings were not recorded (raise ulimit -n)",
                  (unsigned long long)d->rings_dropped);
+        tp_sink_unavailable(d->sink, "timings of some threads", reason);
+    }
+    if (d->rings_refused) {
+        snprintf(reason, sizeof reason,
+                 "%llu threads' rings went beyond what the recorder holds (%u of one process at "
+                 "once, %u in all); their timings and stacks were not recorded",
+                 (unsigned long long)d->rings_refused, TP_RINGS_PER_PROCESS, TP_RINGS_MAX);
         tp_sink_unavailable(d->sink, "timings of some threads", reason);
     }
     if (d->turned_away) {

@@ -155,6 +155,16 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
                 r->tail = tail;
                 return why;
             }
+            /* a sampler gives frame ids one after another: a jump would make
+             * the recorder hold a map as large as the id (16 MiB at 2^22) */
+            if (frame && e.name_id > r->frames_max + 1) {
+                snprintf(why, cap, "its ring defined frame %u after frame %u (ids go one by one)",
+                         e.name_id, r->frames_max);
+                r->tail = tail;
+                return why;
+            }
+            if (frame && e.name_id > r->frames_max)
+                r->frames_max = e.name_id;
             char text[TP_FRAME_TEXT_MAX + 1];
             copy_payload(r, slots, tail, len, text);
             text[len] = '\0';
@@ -195,12 +205,12 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
             if (tp_fact_of_process(text, key_len)) { /* stored under its pid */
                 if (r->pid > 0) {
                     snprintf(key, sizeof key, "proc.%d.%.*s", (int)r->pid, (int)key_len, text);
-                    tp_sink_meta(sink, key, text + key_len + 1);
+                    tp_sink_fact(sink, true, key, text + key_len + 1);
                 }
                 break;
             }
             snprintf(key, sizeof key, "fact.%.*s", (int)key_len, text);
-            tp_sink_meta(sink, key, text + key_len + 1);
+            tp_sink_fact(sink, false, key, text + key_len + 1);
             break;
         }
         case TP_EV_STACK: {

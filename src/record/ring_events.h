@@ -35,6 +35,7 @@ typedef struct tp_ring_reader {
     uint32_t names_cap;
     uint32_t *frames; /* ring frame id -> sink frame id (0: lost) */
     uint32_t frames_cap;
+    uint32_t frames_max; /* the highest frame id defined: the next is at most one more */
     tp_open_region open[TP_RING_OPEN_MAX];
     uint32_t depth;
     /* its process, as the kernel named it to the drain (0: unknown): the

@@ -3,8 +3,9 @@
 import os
 import resource
 import sqlite3
+import textwrap
 
-from conftest import FAKE_NVML, ROOT, report_json, trainprof
+from conftest import FAKE_NVML, PYTHON, ROOT, report_json, trainprof
 
 EMIT = os.environ.get("EMIT_EVENTS", str(ROOT / "build" / "tests" / "emit_events"))
 
@@ -159,3 +160,29 @@ def test_out_of_descriptors_the_recorder_waits_and_loses_nothing(run_file, tmp_p
     assert rows["many_children"]["count"] == 200 * 10
     text = trainprof("report", run_file).stdout
     assert "could not accept a process's connection" in text and "Too many open files" in text
+
+
+def test_threads_that_come_and_go_are_let_go_and_all_recorded(run_file, tmp_path):
+    """5,000 short-lived threads, one after another, each with a region: each
+    ring is let go once its thread exits (the recorder holds live threads'
+    rings only, at most 4,096 of a process), and every region is recorded."""
+    script = tmp_path / "churn.py"
+    script.write_text(textwrap.dedent("""
+        import threading, trainprof
+        def work():
+            with trainprof.region("chunk"):
+                pass
+        for _ in range(5000):
+            t = threading.Thread(target=work)
+            t.start()
+            t.join()
+    """))
+    r = trainprof("record", "-q", "--stacks", "0", "-o", run_file, "--", PYTHON, script,
+                  timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = {t["name"]: t for t in report_json(run_file)["timings"]}
+    assert rows["chunk"]["count"] == 5000
+    with sqlite3.connect(run_file) as db:
+        said = db.execute("SELECT COUNT(*) FROM unavailable WHERE source LIKE 'timings%'"
+                          ).fetchone()[0]
+    assert said == 0

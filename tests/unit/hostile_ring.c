@@ -10,6 +10,10 @@
  *   name_huge  names a region with id 2^30 (4 GiB of table)
  *   sparse     a sealed, sparse 1 TiB memfd that claims 2^31 slots
  *   tail       rewrites the consumer's tail; its events must still arrive
+ *   frame_jump defines frame 1, then frame 2^22 (a 16 MiB map, were it kept)
+ *   facts      tells 3,000 facts of distinct keys
+ *   rings      sends 4,200 rings at once (each thread's, as it were), all
+ *              kept open
  *
  * The modes whose ring is accepted first send 20 well-formed regions named
  * "hostile" (those of `tail` keep coming: 200 in all). Each writes its pid to
@@ -141,6 +145,23 @@ static void name(tp_ring_header *h, uint32_t id)
     usleep(100000);
 }
 
+/* An event of kind with id, its text in the slots after it (aux: the
+ * length), published and read by the recorder before the next. */
+static void text_event(tp_ring_header *h, uint32_t kind, uint32_t id, const char *text)
+{
+    size_t len = strlen(text);
+    put(h, kind, id, len);
+    for (size_t off = 0; off < len; off += sizeof(tp_event)) {
+        tp_event chunk;
+        memset(&chunk, 0, sizeof chunk);
+        memcpy(&chunk, text + off, len - off < sizeof chunk ? len - off : sizeof chunk);
+        tp_ring_slots(h)[head & (SLOTS - 1)] = chunk;
+        head++;
+    }
+    publish(h);
+    drained(h);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
@@ -174,6 +195,23 @@ int main(int argc, char **argv)
         name(h, 0xfffffff0u);
     } else if (strcmp(mode, "name_huge") == 0) {
         name(h, 1u << 30);
+    } else if (strcmp(mode, "frame_jump") == 0) {
+        text_event(h, TP_EV_FRAME, 1, "f\nx.py");
+        text_event(h, TP_EV_FRAME, 1u << 22, "g\nx.py");
+    } else if (strcmp(mode, "facts") == 0) {
+        for (int i = 0; i < 3000; i++) {
+            char fact[32];
+            snprintf(fact, sizeof fact, "flood.key%d=1", i);
+            text_event(h, TP_EV_FACT, 0, fact);
+        }
+    } else if (strcmp(mode, "rings") == 0) {
+        for (int i = 0; i < 4200; i++) {
+            int more = -1;
+            if (!make_ring(&more, tp_ring_bytes(SLOTS), SLOTS, 1) || send_fd(sock, more) != 0)
+                return 6;
+            close(more); /* the recorder's mapping keeps it */
+        }
+        usleep(500000);
     } else if (strcmp(mode, "tail") == 0) {
         for (int k = 0; k < 9; k++) { /* 180 more regions, the tail set ahead before each 20 */
             atomic_store(&h->tail, head + 1000);

@@ -64,6 +64,7 @@ static void play(const char *mode, tp_batch *b, pid_t *hostile)
     assert_int_equal(status_of(good), 0);
     assert_int_equal(status_of(*hostile), 0);
     tp_drain_stop(drain);
+    tp_sink_close(sink); /* what is said at the end, too */
     cap_take(sink, b);
     tp_sink_free(sink);
     /* the well-behaved process, in full */
@@ -138,6 +139,43 @@ static void test_a_rewritten_tail_loses_nothing(void **state)
     play("tail", &b, &pid);
     assert_int_equal(intervals_named(&b, "hostile", 0), 200);
     assert_int_equal(b.unavailable.len, 0);
+    tp_batch_free(&b);
+}
+
+static void test_a_frame_id_that_jumps(void **state)
+{
+    (void)state;
+    tp_batch b = {0};
+    pid_t pid;
+    play("frame_jump", &b, &pid);
+    assert_int_equal(intervals_named(&b, "hostile", 0), 20);
+    assert_true(named(&b, pid, "defined frame 4194304 after frame 1"));
+    tp_batch_free(&b);
+}
+
+static void test_facts_of_too_many_keys(void **state)
+{
+    (void)state;
+    tp_batch b = {0};
+    pid_t pid;
+    play("facts", &b, &pid);
+    size_t kept = 0;
+    for (size_t i = 0; i < b.meta.len; i++)
+        kept += strncmp(b.meta.items[i].key, "fact.flood.", 11) == 0;
+    assert_int_equal(kept, TP_SINK_FACT_KEYS_MAX);
+    assert_true(cap_unavailable(&b, "facts", "1976 facts the training told were not kept"));
+    tp_batch_free(&b);
+}
+
+static void test_more_rings_than_a_process_may_hold(void **state)
+{
+    (void)state;
+    tp_batch b = {0};
+    pid_t pid;
+    play("rings", &b, &pid);
+    assert_int_equal(intervals_named(&b, "hostile", 0), 20);
+    assert_true(named(&b, pid, "more than 4096 threads' rings open at once"));
+    assert_true(cap_unavailable(&b, "timings of some threads", "105 threads' rings went beyond"));
     tp_batch_free(&b);
 }
 
@@ -252,6 +290,9 @@ int main(void)
         cmocka_unit_test(test_name_ids_out_of_bounds),
         cmocka_unit_test(test_a_sparse_terabyte_claiming_2_31_slots),
         cmocka_unit_test(test_a_rewritten_tail_loses_nothing),
+        cmocka_unit_test(test_a_frame_id_that_jumps),
+        cmocka_unit_test(test_facts_of_too_many_keys),
+        cmocka_unit_test(test_more_rings_than_a_process_may_hold),
         cmocka_unit_test(test_memory_running_out_costs_data_not_the_recorder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

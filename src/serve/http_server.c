@@ -23,10 +23,11 @@
 #define EXPOSITION_TYPE    "text/plain; version=0.0.4; charset=utf-8"
 /* Whole-request deadlines, which an idle timeout is not: a client sending a
  * byte every few seconds never idles. A request must have arrived whole 2 s
- * after its connection opened, and its answer gone 10 s after it arrived;
- * and while fewer than HEADROOM connections are free, the oldest that has
- * not sent its request yet makes room, so a scraper is served whatever slow
- * clients hold. */
+ * after its connection opened (or its last answer went out), and its answer
+ * gone 10 s after it arrived; and while fewer than HEADROOM connections are
+ * free, the oldest that has not sent its request yet makes room, else the
+ * oldest whose answer is unread, so a scraper is served whatever slow or
+ * non-reading clients hold. */
 #define REQUEST_DEADLINE_NS (2 * 1000000000LL)
 #define ANSWER_DEADLINE_NS  (10 * 1000000000LL)
 #define HEADROOM            4
@@ -103,6 +104,25 @@ static void answered(tp_http_server *s, struct MHD_Connection *c)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* A request's answer went out whole (or the request ended): its connection
+ * waits for its next request, under the request deadline and evictable,
+ * as a new one does. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode code)
+{
+    (void)state, (void)code;
+    tp_http_server *s = cls;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    pthread_mutex_lock(&s->lock);
+    watched *w = info ? info->socket_context : NULL;
+    if (w && w->fd >= 0) {
+        w->since_ns = now_ns();
+        w->answered = false;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
 static void cut(watched *w)
 {
     shutdown(w->fd, SHUT_RDWR); /* MHD sees the end and closes it */
@@ -129,14 +149,17 @@ static void *watchdog_main(void *arg)
             else
                 open++;
         }
+        /* room: the oldest waiting for a request first, else the oldest
+         * whose answer is still unread (a client that asks and never reads) */
         while (open + HEADROOM > TP_HTTP_MAX_CONNECTIONS) {
             watched *oldest = NULL;
-            for (size_t i = 0; i < sizeof s->conns / sizeof *s->conns; i++) {
-                watched *w = &s->conns[i];
-                if (w->fd >= 0 && !w->cut && !w->answered &&
-                    (!oldest || w->since_ns < oldest->since_ns))
-                    oldest = w;
-            }
+            for (int answered = 0; answered < 2 && !oldest; answered++)
+                for (size_t i = 0; i < sizeof s->conns / sizeof *s->conns; i++) {
+                    watched *w = &s->conns[i];
+                    if (w->fd >= 0 && !w->cut && w->answered == (answered == 1) &&
+                        (!oldest || w->since_ns < oldest->since_ns))
+                        oldest = w;
+                }
             if (!oldest)
                 break;
             cut(oldest);
@@ -279,12 +302,13 @@ tp_http_server *tp_http_start(const char *where, tp_live *live, const char *agen
                     NI_NUMERICHOST | NI_NUMERICSERV);
     snprintf(s->address, sizeof s->address, bound.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host,
              port);
-    s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
-                                 on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)TP_HTTP_MAX_CONNECTIONS,
-                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT,
-                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
+    s->daemon =
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, on_request,
+                         s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+                         (unsigned)TP_HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                         (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
+                         (unsigned)CONNECTION_TIMEOUT, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+                         s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     s->watching = s->daemon && tp_thread_start(&s->watchdog, watchdog_main, s, TP_STACK_OWN_CODE);
     if (!s->daemon || !s->watching) {
         snprintf(err, cap, "cannot serve on %s: the HTTP server did not start", where);

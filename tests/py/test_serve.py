@@ -330,3 +330,30 @@ def test_a_real_prometheus_scrapes_two_recorders(tmp_path):
     finally:
         for p, _ in recorders:
             stop(p)
+
+
+def test_clients_that_ask_and_never_read_cannot_hold_the_endpoint(tmp_path):
+    """200 clients that send a whole GET and then neither read the answer nor
+    close, against 32 connections: they are let go as room is needed, and a
+    scrape is served all along."""
+    p, url = start_serving(["-q", "-o", tmp_path / "run.db"], tmp_path)
+    where = urllib.parse.urlsplit(url)
+    holders = []
+    try:
+        wait_for(lambda: value_of(get(url + "/metrics")[2], "trainprof_steps_total"))
+        for _ in range(200):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            s.connect((where.hostname, where.port))
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            holders.append(s)
+        for _ in range(5):  # the scraper, while they hold on
+            t0 = time.monotonic()
+            status, _, text = get(url + "/metrics")
+            assert status == 200 and "trainprof_steps_total" in text
+            assert time.monotonic() - t0 < 5, time.monotonic() - t0
+            time.sleep(0.5)
+    finally:
+        for s in holders:
+            s.close()
+        stop(p)

@@ -513,7 +513,11 @@ int cmd_record(int argc, char **argv)
     snprintf(pidbuf, sizeof pidbuf, "%d", (int)child);
     tp_sink_meta(sink, "child_pid", pidbuf);
 
-    tp_registry_add(o.output); /* lets `trainprof top` find this recording */
+    char why_unlisted[400]; /* lets `trainprof top` find this recording */
+    if (!tp_registry_add(o.output, why_unlisted, sizeof why_unlisted))
+        tp_warn("record: `trainprof top` will not see this recording: %s (the recording goes "
+                "on)",
+                why_unlisted);
     env.target_pid = child;
     tp_sampler sampler;
     if (!tp_sampler_start(&sampler, &env, TP_COLLECT_ALL, (uint64_t)(o.interval_s * 1e9))) {

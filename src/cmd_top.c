@@ -398,8 +398,8 @@ static void draw_pace(top_state *t, const tp_live_window *live, int *row)
 static void draw_record(top_state *t, int cols, int *row)
 {
     pid_t pid = 0;
-    char path[4096];
-    if (tp_registry_newest(path, sizeof path, &pid) &&
+    char path[4096], why[400];
+    if (tp_registry_newest(path, sizeof path, &pid, why, sizeof why) &&
         (pid != t->run_pid || strcmp(path, t->run_path) != 0)) {
         char err[512];
         forget_recording(t);
@@ -412,7 +412,12 @@ static void draw_record(top_state *t, int cols, int *row)
     (*row)++;
     move((*row)++, 0);
     if (!t->run) {
-        printw("no trainprof record running");
+        const char *prefix = "the recordings' directory ";
+        if (why[0]) /* the recordings' directory can't be trusted: say so */
+            printw("no record can be seen: its directory %.*s", cols > 40 ? cols - 38 : 8,
+                   strncmp(why, prefix, strlen(prefix)) == 0 ? why + strlen(prefix) : why);
+        else
+            printw("no trainprof record running");
         return;
     }
     uint64_t now;

@@ -13,15 +13,35 @@
 #include <unistd.h>
 
 /* Whether path is a directory itself (not a link to one), ours, and closed
- * to everyone else: in a shared /tmp, anything else may be someone's trap. */
-static bool private_dir(const char *path)
+ * to everyone else: in a shared /tmp, anything else may be someone's trap.
+ * Otherwise why, in words, into why. */
+static bool private_dir(const char *path, char *why, size_t cap)
 {
     struct stat sb;
-    return lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == getuid() &&
-           (sb.st_mode & 0077) == 0;
+    if (lstat(path, &sb) != 0 && errno == ENOENT)
+        why[0] = '\0'; /* none yet: nothing to say */
+    else if (lstat(path, &sb) != 0)
+        snprintf(why, cap, "the recordings' directory can't be read (%s): %s", strerror(errno),
+                 path);
+    else if (S_ISLNK(sb.st_mode))
+        snprintf(why, cap,
+                 "the recordings' directory is a symbolic link (not followed: anyone could "
+                 "have made it): %s",
+                 path);
+    else if (!S_ISDIR(sb.st_mode))
+        snprintf(why, cap, "the recordings' directory is not a directory: %s", path);
+    else if (sb.st_uid != getuid())
+        snprintf(why, cap, "the recordings' directory is another user's (uid %d): %s",
+                 (int)sb.st_uid, path);
+    else if (sb.st_mode & 0077)
+        snprintf(why, cap, "the recordings' directory is open to other users (mode %04o): %s",
+                 (unsigned)(sb.st_mode & 07777), path);
+    else
+        return true;
+    return false;
 }
 
-static bool registry_dir(char *dir, size_t cap, bool create)
+static bool registry_dir(char *dir, size_t cap, bool create, char *why, size_t wcap)
 {
     const char *xdg = getenv("XDG_RUNTIME_DIR");
     if (xdg && *xdg) {
@@ -29,26 +49,35 @@ static bool registry_dir(char *dir, size_t cap, bool create)
     } else {
         char base[64];
         snprintf(base, sizeof base, "/tmp/trainprof-%d", (int)getuid());
-        if (create && mkdir(base, 0700) != 0 && errno != EEXIST)
+        if (create && mkdir(base, 0700) != 0 && errno != EEXIST) {
+            snprintf(why, wcap, "cannot make %s: %s", base, strerror(errno));
             return false;
-        if (!private_dir(base)) /* made by someone else before us: not ours to use */
+        }
+        if (!private_dir(base, why, wcap)) /* made by someone else before us: not ours */
             return false;
         snprintf(dir, cap, "%s/records", base);
     }
-    if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
+    if (create && mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(why, wcap, "cannot make %s: %s", dir, strerror(errno));
         return false;
-    return private_dir(dir);
+    }
+    return private_dir(dir, why, wcap);
 }
 
-bool tp_registry_add(const char *run_path)
+bool tp_registry_add(const char *run_path, char *why, size_t cap)
 {
     char dir[512], path[600], abs[PATH_MAX];
-    if (!registry_dir(dir, sizeof dir, true) || !realpath(run_path, abs))
+    if (!registry_dir(dir, sizeof dir, true, why, cap))
         return false;
+    if (!realpath(run_path, abs)) {
+        snprintf(why, cap, "%s: %s", run_path, strerror(errno));
+        return false;
+    }
     snprintf(path, sizeof path, "%s/%d", dir, (int)getpid());
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
+        snprintf(why, cap, "cannot write %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
         return false;
@@ -59,17 +88,18 @@ bool tp_registry_add(const char *run_path)
 
 void tp_registry_remove(void)
 {
-    char dir[512], path[600];
-    if (!registry_dir(dir, sizeof dir, false))
+    char dir[512], path[600], why[300];
+    if (!registry_dir(dir, sizeof dir, false, why, sizeof why))
         return;
     snprintf(path, sizeof path, "%s/%d", dir, (int)getpid());
     unlink(path);
 }
 
-bool tp_registry_newest(char *run_path, size_t cap, pid_t *pid)
+bool tp_registry_newest(char *run_path, size_t cap, pid_t *pid, char *why, size_t wcap)
 {
     char dir[512];
-    if (!registry_dir(dir, sizeof dir, false))
+    why[0] = '\0';
+    if (!registry_dir(dir, sizeof dir, false, why, wcap))
         return false;
     DIR *d = opendir(dir);
     if (!d)

@@ -12,11 +12,15 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Announces run_path for this process; false (quietly) if it can't. */
-bool tp_registry_add(const char *run_path);
+/* Announces run_path for this process; false with the reason in why when
+ * it can't (the directory is not the user's own: a link, another user's,
+ * open to others; nothing is written through it). */
+bool tp_registry_add(const char *run_path, char *why, size_t cap);
 void tp_registry_remove(void);
 
-/* The run file of the most recently started live recording, if any. */
-bool tp_registry_newest(char *run_path, size_t cap, pid_t *pid);
+/* The run file of the most recently started live recording, if any; where
+ * the directory can't be trusted, false with the reason in why (empty
+ * when there is simply none). */
+bool tp_registry_newest(char *run_path, size_t cap, pid_t *pid, char *why, size_t wcap);
 
 #endif

@@ -257,3 +257,31 @@ def test_needs_a_terminal_and_a_sane_interval():
     assert r.returncode == 2 and "takes no arguments (got 'extra'" in r.stderr
     r = trainprof("top", "--interval", "0.01")
     assert r.returncode == 2 and "--interval" in r.stderr
+
+
+def test_a_recordings_directory_not_the_users_own_is_refused_and_said(top, tmp_path):
+    """The directory where recordings announce themselves, made by someone
+    else (open to all, or a link): `record` writes nothing through it and
+    says so in one line; `top` says why it sees no recording."""
+    for kind in ("open", "link"):
+        xdg = tmp_path / kind
+        xdg.mkdir()
+        records = xdg / "trainprof-records"
+        if kind == "open":
+            records.mkdir()
+            os.chmod(records, 0o777)
+        else:
+            (tmp_path / f"{kind}-target").mkdir(mode=0o700)
+            records.symlink_to(tmp_path / f"{kind}-target")
+        r = trainprof("record", "-q", "-o", tmp_path / f"{kind}.db", "--", "true",
+                      env={"XDG_RUNTIME_DIR": str(xdg)})
+        assert r.returncode == 0
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "`trainprof top` will not see this recording" in lines[0]
+        assert ("open to other users (mode 0777)" if kind == "open" else "symbolic link") \
+            in lines[0], lines
+        target = records if kind == "open" else tmp_path / f"{kind}-target"
+        assert os.listdir(target) == []
+        t = top(f"XDG_RUNTIME_DIR={xdg}")
+        screen = t.wait_for("no record can be seen: its directory")
+        assert ("open to other users" if kind == "open" else "symbolic link") in screen, screen

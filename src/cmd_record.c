@@ -26,6 +26,7 @@
 #include "record/closing.h"
 #include "record/sampler.h"
 #include "record/status_line.h"
+#include "record/supervise.h"
 #include "record/writer_thread.h"
 #include "serve/http_server.h"
 #include "live/live_state.h"
@@ -48,6 +49,8 @@ typedef struct record_options {
     double interval_s;
     double stacks_hz;     /* Python stack samples a second per thread; 0: off */
     double stall_after_s; /* a rank without progress this long has stalled; 0: by its steps */
+    double
+        wait_after_exit_s; /* how long traced processes that outlive the command are waited for */
     bool force;
     bool quiet;
     char **command;
@@ -67,7 +70,7 @@ static const char epilogue[] = "example:\n"
 /* Returns 0 to go on, or an exit status (help: 0 via *done, errors: 2). */
 static int parse_options(int argc, char **argv, record_options *o, bool *done)
 {
-    *o = (record_options){NULL, NULL, NULL, 0.5, TP_STACKS_HZ_DEFAULT, 0, false, false, NULL};
+    *o = (record_options){NULL, NULL, NULL, 0.5, TP_STACKS_HZ_DEFAULT, 0, 10, false, false, NULL};
     *done = false;
     const char *env_stacks = getenv("TRAINPROF_STACKS");
     if (env_stacks && *env_stacks) {
@@ -104,6 +107,11 @@ static int parse_options(int argc, char **argv, record_options *o, bool *done)
                   "1 to 86400 (default: 10 median steps and at least 30 s;\n"
                   "10 minutes before its first step)",
                   &o->stall_after_s, 1, 86400, "seconds"),
+        TP_NUMBER(0, "wait-after-exit", "SECS",
+                  "once COMMAND has ended, wait this long for the traced\n"
+                  "processes it left running (a daemon it started) to end,\n"
+                  "0 to 3600 (default: 10)",
+                  &o->wait_after_exit_s, 0, 3600, "seconds"),
         TP_FLAG('q', "quiet", "no status line and no summary", &o->quiet),
     };
     const tp_command cmd = {.name = "record",
@@ -242,13 +250,6 @@ static bool record_start_meta(tp_writer *writer, const record_options *o, const 
     return ok;
 }
 
-/* The first signal that asked the run to stop (a scheduler's SIGTERM,
- * Ctrl-C), and when (ns since the start); signo 0 when none did. */
-typedef struct stop_request {
-    int signo;
-    uint64_t t_ns;
-} stop_request;
-
 /* The run's end as metadata: exit status, the signal that ended the
  * command (if one did), the signal that asked it to stop (if one did),
  * duration, and status "finished". */
@@ -295,59 +296,6 @@ static void describe_losses(tp_sink *sink, char *out, size_t cap)
                                   what[k]);
     if (n && n < cap)
         snprintf(out + n, cap - n, " were not recorded");
-}
-
-/* What supervise watches once a second: the live state to draw the status
- * line from (status_line), and, with stack sampling off, to ask the drain
- * for one stack of every thread as each stall begins (stalls). */
-typedef struct watch {
-    tp_live *status_line, *stalls;
-    tp_drain *drain;
-    bool stalled; /* the last look saw a stall */
-} watch;
-
-static void look(watch *w, uint64_t start_ns, double mem_total)
-{
-    if (w->status_line)
-        tp_status_line_draw(stderr, w->status_line, (double)(tp_clock_mono_ns() - start_ns) / 1e9,
-                            mem_total);
-    int32_t rank;
-    double seconds;
-    bool stalled = w->stalls && tp_live_worst_stall(w->stalls, 0, &rank, &seconds);
-    if (stalled && !w->stalled)
-        tp_drain_want_stacks(w->drain);
-    w->stalled = stalled;
-}
-
-/* Waits for the command, passing signals on and looking at w once a second
- * (none: w has nothing to watch); the first signal to stop into *stop.
- * Returns the waitpid status. */
-static int supervise(pid_t child, int sfd, watch *w, uint64_t start_ns, stop_request *stop)
-{
-    double mem_total = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    bool watching = w->status_line || w->stalls;
-    for (;;) {
-        struct pollfd pfd = {sfd, POLLIN, 0};
-        int n = poll(&pfd, 1, watching ? 1000 : -1);
-        if (watching)
-            look(w, start_ns, mem_total);
-        if (n <= 0)
-            continue;
-        struct signalfd_siginfo si;
-        if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
-            continue;
-        if (si.ssi_signo != SIGCHLD) {
-            if (!stop->signo) /* SIGINT, SIGTERM, SIGHUP or SIGQUIT: the run is asked to end */
-                *stop = (stop_request){(int)si.ssi_signo, tp_clock_mono_ns() - start_ns};
-            if (!tp_signal_from_terminal(si.ssi_code))
-                kill(child, (int)si.ssi_signo);
-            continue;
-        }
-        int wstatus;
-        pid_t r = waitpid(child, &wstatus, WNOHANG);
-        if (r == child && (WIFEXITED(wstatus) || WIFSIGNALED(wstatus)))
-            return wstatus;
-    }
 }
 
 /* The command's environment: ours, with TRAINPROF_SOCKET naming the drain's
@@ -527,8 +475,11 @@ int cmd_record(int argc, char **argv)
     }
 
     stop_request stop = {0, 0};
-    watch w = {status_line ? live : NULL, o.stacks_hz == 0 ? live : NULL, drain, false};
-    int wstatus = supervise(child, sfd, &w, anchor.mono_ns, &stop);
+    tp_watch w = {status_line ? live : NULL, o.stacks_hz == 0 ? live : NULL, drain, false};
+    int wstatus = tp_supervise(child, sfd, &w, anchor.mono_ns, &stop);
+    /* traced processes that outlived the command (a daemon it started) */
+    if (!stop.signo && o.wait_after_exit_s > 0)
+        tp_wait_for_outlivers(drain, sfd, o.wait_after_exit_s, &w, anchor.mono_ns, &stop);
     uint64_t duration = tp_clock_mono_ns() - anchor.mono_ns;
     if (status_line && live)
         tp_status_line_clear(stderr);

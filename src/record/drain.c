@@ -83,6 +83,7 @@ struct tp_drain {
      * the last one passed to the rings */
     atomic_uint stacks_wanted;
     unsigned stacks_passed;
+    atomic_uint open_conns; /* processes connected now (tp_drain_open_processes) */
 };
 
 /* ---- events -------------------------------------------------------------- */
@@ -358,6 +359,7 @@ static void close_conn(tp_drain *d, int conn)
             retire_ring(d, i);
     close(d->conns[conn]);
     d->conns[conn] = -1;
+    atomic_fetch_sub(&d->open_conns, 1);
     tp_process_ends_note(&d->ends, d->sink, &end);
 }
 
@@ -389,6 +391,7 @@ static bool accept_one(tp_drain *d)
     if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
         cred.pid = 0;
     d->conns[slot] = c;
+    atomic_fetch_add(&d->open_conns, 1);
     d->ranks[slot] = (conn_rank){0};
     d->peers[slot] = (conn_peer){(int32_t)cred.pid, false};
     if (slot == d->nconns)
@@ -442,6 +445,36 @@ static void *drain_main(void *arg)
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
+
+unsigned tp_drain_open_processes(const tp_drain *d)
+{
+    return d ? atomic_load(&((tp_drain *)d)->open_conns) : 0;
+}
+
+/* The processes still connected at the end (alive: their events from then
+ * on are not recorded), said with their pids. */
+static void outlivers(tp_drain *d)
+{
+    char pids[200] = "", reason[400];
+    size_t n = 0, len = 0;
+    for (size_t i = 0; i < d->nconns; i++) {
+        if (d->conns[i] < 0)
+            continue;
+        if (n++ < 8 && len < sizeof pids) {
+            int k = snprintf(pids + len, sizeof pids - len, "%s%d", len ? ", " : "",
+                             (int)d->peers[i].pid);
+            len = k > 0 ? len + (size_t)k : len;
+        }
+    }
+    if (!n)
+        return;
+    snprintf(reason, sizeof reason,
+             "%zu traced process%s (pid %s%s) still ran when the recording ended (the command "
+             "had ended, or record was asked to stop; record --wait-after-exit waits for them): "
+             "%s events from then on were not recorded",
+             n, n == 1 ? "" : "es", pids, n > 8 ? ", ..." : "", n == 1 ? "its" : "their");
+    tp_sink_unavailable(d->sink, "timings of processes that outlived the command", reason);
+}
 
 void tp_drain_want_stacks(tp_drain *d)
 {
@@ -553,6 +586,7 @@ void tp_drain_stop(tp_drain *d)
         retire_ring(d, d->nrings - 1);
     tp_process_ends_check(&d->ends, d->sink);
     connection_losses(d);
+    outlivers(d);
     for (size_t i = 0; i < d->nconns; i++)
         if (d->conns[i] >= 0)
             close(d->conns[i]);

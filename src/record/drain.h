@@ -28,4 +28,9 @@ void tp_drain_stop(tp_drain *d);
  * it within a second. From any thread; NULL: nothing. */
 void tp_drain_want_stacks(tp_drain *d);
 
+/* How many traced processes are connected now (alive, as far as the drain
+ * knows): what record waits on once the command has ended. From any
+ * thread; NULL: 0. tp_drain_stop says which ones were still there. */
+unsigned tp_drain_open_processes(const tp_drain *d);
+
 #endif

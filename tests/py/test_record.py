@@ -396,3 +396,42 @@ def test_real_pytorch_training(run_file):
     assert metric(rep, "proc_count")["max"] >= 3  # the script and its 2 DataLoader workers
     assert metric(rep, "proc_threads")["max"] > 3
     assert metric(rep, "proc_cpu_percent")["mean"] > 30
+
+
+# The training starts a daemon (double fork, setsid) that goes on working for
+# a second and a half after the command itself has ended.
+DAEMON = """
+import os, time, trainprof
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for i in range(300):
+            with trainprof.region("daemon_work"):
+                time.sleep(0.005)
+        os._exit(0)
+    os._exit(0)
+with trainprof.region("main_work"):
+    time.sleep(0.1)
+"""
+
+
+def test_a_daemon_the_command_left_running_is_waited_for_or_said(tmp_path):
+    script = tmp_path / "daemon.py"
+    script.write_text(DAEMON)
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script)
+    assert r.returncode == 0, r.stderr
+    rows = {t["name"]: t["count"] for t in report_json(run)["timings"]}
+    assert rows == {"daemon_work": 300, "main_work": 1}, rows
+    # not waited for long enough: the run says which process it left behind
+    run2 = tmp_path / "short.db"
+    r = trainprof("record", "-q", "--wait-after-exit", "0.3", "-o", run2, "--", PYTHON, script)
+    assert r.returncode == 0, r.stderr
+    rows = {t["name"]: t["count"] for t in report_json(run2)["timings"]}
+    assert rows.get("daemon_work", 0) < 300
+    with sqlite3.connect(run2) as db:
+        said = db.execute("SELECT reason FROM unavailable WHERE source ="
+                          " 'timings of processes that outlived the command'").fetchall()
+    assert len(said) == 1 and "1 traced process (pid " in said[0][0], said
+    r = trainprof("record", "--wait-after-exit", "-1", "--", "true")
+    assert r.returncode == 2 and "wait-after-exit" in r.stderr

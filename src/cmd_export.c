@@ -1,5 +1,8 @@
 /* cmd_export.c: `trainprof export`: a run file as a trace, CSV or JSON. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyze/summary.h"
@@ -7,8 +10,10 @@
 #include "commands.h"
 #include "render/export.h"
 #include "render/report.h"
+#include "render/units.h"
 #include "store/inputs.h"
 #include "util/atomic_file.h"
+#include "util/counted_file.h"
 #include "util/options.h"
 #include "util/log.h"
 
@@ -29,14 +34,36 @@ static const char usage[] =
 
 typedef enum { FMT_CHROME, FMT_CSV, FMT_JSON, FMT_FOLDED } export_format;
 
-static bool write_export(FILE *out, tp_run *run, export_format f, char *err, size_t cap)
+#define TP_EXPORT_MAX_BYTES_DEFAULT (1ull << 30)
+
+/* Writes the export through a counting stream, bounded by b (its count
+ * pointed at here). */
+static bool write_bounded(FILE *out, tp_run *run, export_format f, tp_export_budget *b, char *err,
+                          size_t cap)
 {
-    if (f == FMT_CHROME)
-        return tp_export_chrome(out, run, err, cap);
-    if (f == FMT_CSV)
-        return tp_export_csv(out, run, err, cap);
-    if (f == FMT_FOLDED)
-        return tp_export_folded(out, run, err, cap);
+    uint64_t written = 0;
+    b->written = &written;
+    FILE *counted = tp_counted_file(out, &written);
+    if (!counted) {
+        snprintf(err, cap, "export: out of memory");
+        return false;
+    }
+    bool ok = f == FMT_CHROME ? tp_export_chrome(counted, run, b, err, cap)
+              : f == FMT_CSV  ? tp_export_csv(counted, run, b, err, cap)
+                              : tp_export_folded(counted, run, b, err, cap);
+    if (fclose(counted) != 0 && ok) {
+        snprintf(err, cap, "export: writing failed");
+        ok = false;
+    }
+    b->written = NULL;
+    return ok;
+}
+
+static bool write_export(FILE *out, tp_run *run, export_format f, tp_export_budget *b, char *err,
+                         size_t cap)
+{
+    if (f != FMT_JSON)
+        return write_bounded(out, run, f, b, err, cap);
     tp_summary s;
     if (!tp_summary_build(run, &s, err, cap) || !tp_summary_add_stacks(&s, err, cap) ||
         !tp_summary_add_course(&s, err, cap)) {
@@ -54,24 +81,49 @@ static bool write_export(FILE *out, tp_run *run, export_format f, char *err, siz
 typedef struct export_job {
     tp_run *run;
     export_format format;
+    tp_export_budget *budget;
 } export_job;
 
 static bool write_job(FILE *out, void *ctx, char *err, size_t cap)
 {
     export_job *job = ctx;
-    return write_export(out, job->run, job->format, err, cap);
+    return write_export(out, job->run, job->format, job->budget, err, cap);
+}
+
+/* "1G", "512M", "64k", "1000000" (bytes): false where it is none of those
+ * or under 64 KiB. */
+static bool parse_size(const char *text, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    double unit = *end == 'k' || *end == 'K'   ? 1024.0
+                  : *end == 'm' || *end == 'M' ? 1048576.0
+                  : *end == 'g' || *end == 'G' ? 1073741824.0
+                                               : 1.0;
+    if (unit > 1)
+        end++;
+    if (end == text || *end || errno || !(v * unit >= 65536) || v * unit > 1e15)
+        return false;
+    *out = (uint64_t)(v * unit);
+    return true;
 }
 
 int cmd_export(int argc, char **argv)
 {
     static const char *const formats[] = {"chrome", "csv", "json", "folded", NULL};
     int format = FMT_CHROME;
-    const char *output = NULL;
+    const char *output = NULL, *max_text = NULL;
     bool force = false;
     const tp_option options[] = {
         TP_CHOICE('f', "format", "FORMAT", "chrome, csv, json or folded", &format, formats),
         TP_STRING('o', "output", "FILE", "write to FILE (default: standard output)", &output),
         TP_FLAG(0, "force", "overwrite FILE if it exists", &force),
+        TP_STRING(0, "max-bytes", "SIZE",
+                  "write at most about SIZE (64K to 1000T, suffix K, M or G;\n"
+                  "default: 1G, what a trace viewer opens); the rest is left\n"
+                  "out, the output still whole, and a warning says what",
+                  &max_text),
     };
     const tp_command cmd = {.name = "export",
                             .usage = usage,
@@ -83,6 +135,13 @@ int cmd_export(int argc, char **argv)
     int rc = tp_options_parse(&cmd, argc, argv, &first);
     if (rc != TP_OPTIONS_OK)
         return rc;
+    tp_export_budget budget = {NULL, TP_EXPORT_MAX_BYTES_DEFAULT, 0};
+    if (max_text && !parse_size(max_text, &budget.max_bytes)) {
+        tp_error("export: --max-bytes must be a size of 64K or more, such as 500M or 2G (got "
+                 "'%s')",
+                 max_text);
+        return 2;
+    }
     int refused = output
                       ? tp_output_refused("export", output, force,
                                           (const char *const *)argv + first, (size_t)(argc - first))
@@ -109,15 +168,25 @@ int cmd_export(int argc, char **argv)
         return 2;
     }
     if (output) {
-        export_job job = {run, (export_format)format};
+        export_job job = {run, (export_format)format, &budget};
         rc = tp_write_file_atomically("export", output, force, (const char *const *)argv + first,
                                       (size_t)(argc - first), write_job, &job);
     } else {
-        rc = write_export(stdout, run, (export_format)format, err, sizeof err) ? 0 : 1;
+        rc = write_export(stdout, run, (export_format)format, &budget, err, sizeof err) ? 0 : 1;
         if (rc)
             tp_error("%s", err);
         if (fflush(stdout) != 0)
             rc = 1;
+    }
+    if (budget.cut) {
+        char size[32];
+        tp_format_value(size, sizeof size, "bytes", (double)budget.max_bytes);
+        tp_warn("export: the output reached --max-bytes (%s): %llu %s left out (the output is "
+                "whole up to there); raise --max-bytes, or export a shorter run",
+                size, (unsigned long long)budget.cut,
+                format == FMT_CHROME ? "events"
+                : format == FMT_CSV  ? "samples"
+                                     : "stacks");
     }
     tp_run_close(run);
     tp_inputs_done(&in);

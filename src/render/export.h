@@ -11,6 +11,20 @@
 
 #include "store/reader.h"
 
+/* How much an export may write (export --max-bytes): exporters look at
+ * *written (a counting stream's, util/counted_file.h) before each event,
+ * row or line, and past max_bytes leave the rest out, counted in cut, the
+ * output still whole (a trace's JSON closed). NULL: no bound. */
+typedef struct tp_export_budget {
+    const uint64_t *written;
+    uint64_t max_bytes;
+    uint64_t cut; /* events, rows or lines left out */
+} tp_export_budget;
+
+/* Whether there is room for one more event; counts one cut where there is
+ * none. */
+bool tp_export_room(tp_export_budget *b);
+
 /* Trace Event Format JSON (Perfetto UI, chrome://tracing): a process per
  * training process (named "rank N" where it had one) with a track per thread
  * and regions as nested slices, device (CUDA event) times on a track beside
@@ -19,10 +33,10 @@
  * (named by the innermost function, the stack in args), and counter tracks
  * for the system metrics of each agent and each GPU. Times are microseconds
  * since the run started. */
-bool tp_export_chrome(FILE *out, tp_run *run, char *err, size_t cap);
+bool tp_export_chrome(FILE *out, tp_run *run, tp_export_budget *b, char *err, size_t cap);
 
 /* One row per sample: t_s,agent,metric,labels,value (labels as k=v;k=v). */
-bool tp_export_csv(FILE *out, tp_run *run, char *err, size_t cap);
+bool tp_export_csv(FILE *out, tp_run *run, tp_export_budget *b, char *err, size_t cap);
 
 /* The sampled Python stacks, folded (flamegraph.pl, speedscope, inferno):
  * one line per distinct stack, "PHASE;frame;...;frame COUNT", outermost
@@ -30,6 +44,6 @@ bool tp_export_csv(FILE *out, tp_run *run, char *err, size_t cap);
  * thread had open, dataloader_worker for a DataLoader worker's samples, or
  * (no region). Lines are sorted; the same stack from several ranks or
  * nodes is one line. Nothing for a run without stacks. */
-bool tp_export_folded(FILE *out, tp_run *run, char *err, size_t cap);
+bool tp_export_folded(FILE *out, tp_run *run, tp_export_budget *b, char *err, size_t cap);
 
 #endif

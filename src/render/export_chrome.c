@@ -27,12 +27,26 @@ typedef struct chrome_ctx {
     bool *device_named; /* per thread: its device track is named */
     bool first;
     tp_stack_tree stacks;
+    tp_export_budget *budget;
 } chrome_ctx;
 
-static void sep(chrome_ctx *c)
+bool tp_export_room(tp_export_budget *b)
 {
+    if (!b || *b->written < b->max_bytes)
+        return true;
+    b->cut++;
+    return false;
+}
+
+/* Before an event: its separator, and whether it may be written at all
+ * (false past the budget: the caller writes nothing). */
+static bool sep(chrome_ctx *c)
+{
+    if (!tp_export_room(c->budget))
+        return false;
     fputs(c->first ? "\n" : ",\n", c->out);
     c->first = false;
+    return true;
 }
 
 static const tp_run_thread *thread_by_id(const chrome_ctx *c, int64_t id)
@@ -48,7 +62,8 @@ static const tp_run_thread *thread_by_id(const chrome_ctx *c, int64_t id)
 static void meta_event(chrome_ctx *c, const char *what, long long pid, long long tid,
                        const char *key, const char *text, long long number)
 {
-    sep(c);
+    if (!sep(c))
+        return;
     fprintf(c->out, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%lld", what, pid);
     if (tid >= 0)
         fprintf(c->out, ",\"tid\":%lld", tid);
@@ -129,7 +144,8 @@ static void region_event(void *ctx, int64_t thread, const char *name, int depth,
     const tp_run_thread *t = thread_by_id(c, thread);
     if (!t)
         return;
-    sep(c);
+    if (!sep(c))
+        return;
     /* the training's pauses (evaluate, checkpoint, compile, ...) stand out:
      * their own category, and a grey slice where the viewer knows cname */
     fputs(tp_timing_is_pause(name) ? "{\"ph\":\"X\",\"cat\":\"pause\",\"cname\":\"grey\",\"name\":"
@@ -160,7 +176,8 @@ static void device_event(void *ctx, int64_t thread, const char *name, int64_t st
         meta_event(c, "thread_sort_index", t->pid, tid, "sort_index", NULL, t->tid);
         c->device_named[i] = true;
     }
-    sep(c);
+    if (!sep(c))
+        return;
     fputs("{\"ph\":\"X\",\"cat\":\"device\",\"name\":", c->out);
     json_write_escaped(c->out, name);
     fprintf(c->out,
@@ -190,7 +207,8 @@ static void counter_event(void *ctx, const tp_run_series *s, int64_t t_ns, doubl
     tp_labels_display(s->labels, labels, sizeof labels);
     snprintf(name, sizeof name, "%s%s%s%s", s->metric, labels[0] && gpu < 0 ? " (" : "",
              gpu < 0 ? labels : "", labels[0] && gpu < 0 ? ")" : "");
-    sep(c);
+    if (!sep(c))
+        return;
     fputs("{\"ph\":\"C\",\"name\":", c->out);
     json_write_escaped(c->out, name);
     fprintf(c->out, ",\"pid\":%lld,\"ts\":%.3f,\"args\":{", pid, (double)t_ns / 1e3);
@@ -204,7 +222,8 @@ static void mark_events(chrome_ctx *c, const tp_run_mark *marks, size_t n)
         const tp_run_thread *t = thread_by_id(c, marks[i].thread);
         if (!t || marks[i].kind == TP_MARK_SAMPLES)
             continue;
-        sep(c);
+        if (!sep(c))
+            continue;
         if (marks[i].kind == TP_MARK_EPOCH)
             fprintf(c->out, "{\"ph\":\"i\",\"s\":\"p\",\"name\":\"epoch %lld\"",
                     (long long)marks[i].value);
@@ -254,7 +273,8 @@ static void stack_event(void *ctx, const tp_stack_run *r)
     uint32_t path[256];
     size_t n = tp_stack_path(tree, r->node, path, sizeof path / sizeof *path);
     uint32_t f = tree->frame[r->node - 1];
-    sep(c);
+    if (!sep(c))
+        return;
     fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"stack\",\"name\":", c->out);
     json_write_escaped(c->out, f >= 1 && f <= tree->nframes ? tree->function[f - 1] : "?");
     fprintf(c->out,
@@ -273,9 +293,9 @@ static void stack_event(void *ctx, const tp_stack_run *r)
     fputs("\"}}", c->out);
 }
 
-bool tp_export_chrome(FILE *out, tp_run *run, char *err, size_t cap)
+bool tp_export_chrome(FILE *out, tp_run *run, tp_export_budget *b, char *err, size_t cap)
 {
-    chrome_ctx c = {out, run, NULL, 0, NULL, true, {0}};
+    chrome_ctx c = {out, run, NULL, 0, NULL, true, {0}, b};
     tp_run_mark *marks = NULL;
     size_t nmarks = 0;
     if (!tp_run_threads(run, &c.threads, &c.nthreads, err, cap) ||

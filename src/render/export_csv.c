@@ -31,11 +31,14 @@ static void csv_field(FILE *out, const char *s)
 typedef struct csv_ctx {
     FILE *out;
     const tp_run *run;
+    tp_export_budget *budget;
 } csv_ctx;
 
 static void csv_row(void *ctx, const tp_run_series *s, int64_t t_ns, double value)
 {
     csv_ctx *c = ctx;
+    if (!tp_export_room(c->budget))
+        return;
     const char *agent = "";
     for (size_t a = 0; a < c->run->nagents; a++)
         if (c->run->agents[a].id == s->agent_id)
@@ -54,9 +57,9 @@ static void csv_row(void *ctx, const tp_run_series *s, int64_t t_ns, double valu
     fprintf(c->out, ",%.10g\n", value);
 }
 
-bool tp_export_csv(FILE *out, tp_run *run, char *err, size_t cap)
+bool tp_export_csv(FILE *out, tp_run *run, tp_export_budget *b, char *err, size_t cap)
 {
-    csv_ctx c = {out, run};
+    csv_ctx c = {out, run, b};
     fputs("t_s,agent,metric,labels,value\n", out);
     return tp_run_each_sample(run, csv_row, &c, err, cap);
 }

@@ -52,7 +52,7 @@ static int by_text(const void *x, const void *y)
     return strcmp(((const folded_line *)x)->text, ((const folded_line *)y)->text);
 }
 
-bool tp_export_folded(FILE *out, tp_run *run, char *err, size_t cap)
+bool tp_export_folded(FILE *out, tp_run *run, tp_export_budget *b, char *err, size_t cap)
 {
     tp_stack_tree tree;
     tp_stack_count *rows = NULL;
@@ -80,7 +80,8 @@ bool tp_export_folded(FILE *out, tp_run *run, char *err, size_t cap)
         size_t j = i;
         for (; j < n && strcmp(lines[i].text, lines[j].text) == 0; j++)
             count += lines[j].count;
-        fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)count);
+        if (tp_export_room(b))
+            fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)count);
         i = j;
     }
     for (size_t i = 0; i < n; i++)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,6 +19,40 @@ static void remove_pending_tmp(void)
 {
     if (pending_tmp[0])
         unlink(pending_tmp);
+}
+
+/* SIGINT, SIGTERM, SIGHUP while it is written: the temporary file goes, then
+ * the signal does what it would have (the handler is the default again). */
+static void remove_and_reraise(int sig)
+{
+    if (pending_tmp[0])
+        unlink(pending_tmp); /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define NSTOP (sizeof stop_signals / sizeof *stop_signals)
+
+/* Installs remove_and_reraise for the stop signals whose handler is the
+ * default (an ignored one stays ignored), keeping the old ones in old. */
+static void guard_signals(struct sigaction old[NSTOP])
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = remove_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < NSTOP; i++) {
+        sigaction(stop_signals[i], NULL, &old[i]);
+        if (old[i].sa_handler == SIG_DFL)
+            sigaction(stop_signals[i], &sa, NULL);
+    }
+}
+
+static void unguard_signals(const struct sigaction old[NSTOP])
+{
+    for (size_t i = 0; i < NSTOP; i++)
+        sigaction(stop_signals[i], &old[i], NULL);
 }
 
 int tp_output_refused(const char *what, const char *path, bool force, const char *const *inputs,
@@ -73,6 +108,8 @@ int tp_write_file_atomically(const char *what, const char *path, bool force,
     if (!cleanup_registered)
         cleanup_registered = atexit(remove_pending_tmp) == 0;
     memcpy(pending_tmp, tmp, sizeof tmp);
+    struct sigaction old[NSTOP];
+    guard_signals(old);
     char err[1024];
     bool ok = fn(out, ctx, err, sizeof err);
     if (fclose(out) != 0 && ok) {
@@ -84,6 +121,7 @@ int tp_write_file_atomically(const char *what, const char *path, bool force,
         ok = false;
     }
     pending_tmp[0] = '\0';
+    unguard_signals(old);
     if (!ok) {
         unlink(tmp);
         tp_error("%s", err);

@@ -5,7 +5,9 @@
  * name planted there by someone else is never followed. PATH is refused when
  * it exists (unless force), is a directory, or is one of the command's
  * inputs (the same file by device and inode, under whatever name). Errors
- * are one line, printed through log.h. Returns 0; 2 for an output refused
+ * are one line, printed through log.h. SIGINT, SIGTERM or SIGHUP while it
+ * is written (their handlers the default) remove the temporary file before
+ * they end the process; so does an exit. Returns 0; 2 for an output refused
  * before anything was written (bad input, as every command's); 1 when
  * writing failed. */
 #ifndef TP_UTIL_ATOMIC_FILE_H

@@ -189,8 +189,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     tp_run *run = tp_run_open(path, err, sizeof err);
     if (run) {
-        tp_export_chrome(null, run, err, sizeof err);
-        tp_export_csv(null, run, err, sizeof err);
+        tp_export_chrome(null, run, NULL, err, sizeof err);
+        tp_export_csv(null, run, NULL, err, sizeof err);
         tp_run_close(run);
     }
     fclose(null);

@@ -2,14 +2,19 @@
 
 import csv
 import json
+import signal
 import sqlite3
+import subprocess
 import textwrap
+import time
 
 import pytest
 
-from conftest import killed_recording, FAKE_NVML, PYTHON, report_json, trainprof
+from conftest import killed_recording, FAKE_NVML, PROGRAM, PYTHON, report_json, trainprof
 
 TRICKY = 'say "hi"\n<script>alert(1)</script>'
+# as the recorder keeps it: one line, its control characters escaped
+STORED = TRICKY.replace("\n", "\\x0a")
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +63,8 @@ def test_chrome_trace(rich_run, tmp_path):
     slices = [e for e in events if e["ph"] == "X" and e["cat"] == "region"]
     assert len(slices) == count(rich_run, "SELECT count(*) FROM region") == 40
     names = {e["name"] for e in slices}
-    assert TRICKY in names  # escaped, and read back intact
-    inner = [e for e in slices if e["name"] == TRICKY]
+    assert STORED in names  # escaped, and read back intact
+    inner = [e for e in slices if e["name"] == STORED]
     assert all(e["args"]["depth"] == 1 and e["dur"] >= 10_000 for e in inner)  # microseconds
     # Device times: beside the main thread's track, at each region's host start.
     device = [e for e in events if e["ph"] == "X" and e["cat"] == "device"]
@@ -128,3 +133,46 @@ def test_empty_and_killed_runs_export(tmp_path):
     r = trainprof("export", "--format", "chrome", killed)
     assert r.returncode == 0, r.stderr
     assert any(e["ph"] == "C" for e in json.loads(r.stdout)["traceEvents"])
+
+
+@pytest.fixture(scope="module")
+def big_run(rich_run, tmp_path_factory):
+    """rich_run with its regions repeated until the trace is tens of MB."""
+    run = tmp_path_factory.mktemp("big") / "big.db"
+    run.write_bytes(rich_run.read_bytes())
+    with sqlite3.connect(run) as db:
+        for _ in range(12):  # 2^12 times its regions
+            db.execute("INSERT INTO region SELECT thread_id, name_id, depth, start_ns + 1,"
+                       " end_ns + 1 FROM region")
+    return run
+
+
+def test_max_bytes_bounds_the_output_and_says_what_was_left_out(big_run, tmp_path):
+    out = tmp_path / "t.json"
+    r = trainprof("export", "--max-bytes", "1M", "-o", out, big_run)
+    assert r.returncode == 0, r.stderr
+    size = out.stat().st_size
+    assert 1 << 20 <= size < (1 << 20) + 4096, size
+    events = json.loads(out.read_text())["traceEvents"]  # whole: the JSON closed
+    assert events
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "reached --max-bytes (1.00 MiB)" in lines[0], lines
+    left = int(lines[0].split("): ")[1].split()[0])
+    assert left + len(events) >= count(big_run, "SELECT COUNT(*) FROM region")
+    for bad in ("1x", "10", "-5M"):
+        r = trainprof("export", "--max-bytes", bad, big_run)
+        assert r.returncode == 2 and "--max-bytes" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_export_leaves_no_temporary_file(big_run, tmp_path, sig):
+    out = tmp_path / "t.json"
+    p = subprocess.Popen([PROGRAM, "export", "--max-bytes", "10G", "-o", str(out), str(big_run)],
+                         stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while not list(tmp_path.glob("t.json.tmp-*")) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert list(tmp_path.glob("t.json.tmp-*")), "the export never began"
+    p.send_signal(sig)
+    assert p.wait(timeout=20) == -sig
+    assert list(tmp_path.iterdir()) == []

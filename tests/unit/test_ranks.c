@@ -396,7 +396,7 @@ static void test_times_at_the_ends_of_int64(void **state)
     assert_true(t.nsteps >= 1 && t.steps[0].total_s > 0 && isfinite(t.steps[0].total_s));
     tp_timings_free(&t);
     FILE *null = fopen("/dev/null", "w");
-    assert_true(tp_export_chrome(null, run, err, sizeof err));
+    assert_true(tp_export_chrome(null, run, NULL, err, sizeof err));
     fclose(null);
     tp_run_close(run);
     tp_ranks r = build(path, true);

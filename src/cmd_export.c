@@ -82,12 +82,15 @@ typedef struct export_job {
     tp_run *run;
     export_format format;
     tp_export_budget *budget;
+    bool input_failed; /* the run file could not be read: bad input, as report says */
 } export_job;
 
 static bool write_job(FILE *out, void *ctx, char *err, size_t cap)
 {
     export_job *job = ctx;
-    return write_export(out, job->run, job->format, job->budget, err, cap);
+    bool ok = write_export(out, job->run, job->format, job->budget, err, cap);
+    job->input_failed = !ok;
+    return ok;
 }
 
 /* "1G", "512M", "64k", "1000000" (bytes): false where it is none of those
@@ -168,14 +171,16 @@ int cmd_export(int argc, char **argv)
         return 2;
     }
     if (output) {
-        export_job job = {run, (export_format)format, &budget};
+        export_job job = {run, (export_format)format, &budget, false};
         rc = tp_write_file_atomically("export", output, force, (const char *const *)argv + first,
                                       (size_t)(argc - first), write_job, &job);
+        if (rc == 1 && job.input_failed) /* a malformed run file: 2, as every reader */
+            rc = 2;
     } else {
-        rc = write_export(stdout, run, (export_format)format, &budget, err, sizeof err) ? 0 : 1;
+        rc = write_export(stdout, run, (export_format)format, &budget, err, sizeof err) ? 0 : 2;
         if (rc)
             tp_error("%s", err);
-        if (fflush(stdout) != 0)
+        if (fflush(stdout) != 0 && !rc) /* the output failed: 1 */
             rc = 1;
     }
     if (budget.cut) {

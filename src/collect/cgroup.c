@@ -6,6 +6,7 @@
  * and cpu.cfs_period_us, memory.limit_in_bytes) are read. The limits go into
  * the run's metadata as cgroup_version, cgroup_cpu_limit_cores and
  * cgroup_memory_limit_bytes ("none" when unlimited). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -118,7 +119,10 @@ void tp_cgroup_record_limits(const tp_collect_env *env)
 {
     cgroup_paths paths;
     if (!read_membership(env->root, &paths)) {
-        tp_sink_unavailable(env->sink, "cgroup", "cannot read /proc/self/cgroup");
+        char why[160];
+        snprintf(why, sizeof why, "cannot read /proc/self/cgroup: %s%s", strerror(errno),
+                 errno == EMFILE || errno == ENFILE ? " (raise ulimit -n)" : "");
+        tp_sink_unavailable(env->sink, "cgroup", why);
         return;
     }
     if (paths.v2[0] && tp_sysroot_exists(env->root, "/sys/fs/cgroup/cgroup.controllers")) {

@@ -13,6 +13,7 @@
  * in its last interval before it exits is lost with it. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,11 +340,14 @@ tp_collector *tp_proc_tree_collector_new(const tp_collect_env *env)
     DIR *proc = fd >= 0 ? fdopendir(fd) : NULL;
     proc_tree_collector *c = proc ? calloc(1, sizeof *c) : NULL;
     if (!c) {
+        char why[160]; /* the cause: out of descriptors (ulimit -n), of memory, a sandbox */
+        snprintf(why, sizeof why, "cannot list /proc: %s%s", strerror(errno),
+                 errno == EMFILE || errno == ENFILE ? " (raise ulimit -n)" : "");
         if (proc)
             closedir(proc);
         else if (fd >= 0)
             close(fd);
-        tp_sink_unavailable(env->sink, "proc", "cannot list /proc");
+        tp_sink_unavailable(env->sink, "proc", why);
         return NULL;
     }
     c->base.name = "proc";

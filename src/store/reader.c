@@ -12,6 +12,24 @@
 #include "util/grow.h"
 
 /* Checks application_id and user_version. */
+
+/* Whether the SQLite file at path is in WAL mode (its header's format
+ * bytes 18 and 19 are 2) and has no -wal file beside it, or an empty one
+ * (SQLite makes one as it opens the file). */
+static bool wal_mode_without_wal(const char *path)
+{
+    unsigned char header[20];
+    FILE *f = fopen(path, "rb");
+    bool wal = f && fread(header, 1, sizeof header, f) == sizeof header &&
+               memcmp(header, "SQLite format 3", 15) == 0 && header[18] == 2 && header[19] == 2;
+    if (f)
+        fclose(f);
+    char side[4200];
+    struct stat sb;
+    snprintf(side, sizeof side, "%s-wal", path);
+    return wal && (stat(side, &sb) != 0 || sb.st_size == 0);
+}
+
 static bool validate(sqlite3 *db, const char *path, char *err, size_t cap)
 {
     int64_t app = 0, version = 0;
@@ -32,6 +50,14 @@ static bool validate(sqlite3 *db, const char *path, char *err, size_t cap)
                  "%s: an empty file: a run that ended before it began (its recorder was killed "
                  "as it started), or not a run file",
                  path);
+        return false;
+    }
+    if (app == 0 && version == 0 && wal_mode_without_wal(path)) {
+        snprintf(err, cap,
+                 "%s: a database in WAL mode whose data is all in its write-ahead log, and "
+                 "%s-wal is not beside it (or empty): a recording killed before its first "
+                 "checkpoint, copied without its -wal file? Copy both, then read it",
+                 path, path);
         return false;
     }
     if (app != TP_APPLICATION_ID || version < 1) {

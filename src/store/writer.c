@@ -121,6 +121,21 @@ tp_writer *tp_writer_create(const char *path, bool force, const char *agent, cha
     }
     if (force)
         remove_run_file(path);
+    /* SQLite's companions of a file of that name left beside it (or planted):
+     * it would take them for this file's, or refuse a link with no word why */
+    static const char *const sides[] = {"-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof sides / sizeof *sides; i++) {
+        char side[4200];
+        struct stat side_sb;
+        snprintf(side, sizeof side, "%s%s", path, sides[i]);
+        if (lstat(side, &side_sb) == 0) {
+            snprintf(err, cap,
+                     "cannot write %s: %s is already there (%s), which SQLite would take for "
+                     "the new file's own: remove it, or use --force",
+                     path, side, S_ISLNK(side_sb.st_mode) ? "a symbolic link" : "a file");
+            return NULL;
+        }
+    }
     /* made here, exclusively and not through a link, and held (flock) while
      * it is written; SQLite opens it by name, refusing links, and the name
      * must still be this file afterwards */
@@ -166,8 +181,10 @@ tp_writer *tp_writer_create(const char *path, bool force, const char *agent, cha
         }
     }
     if (rc != SQLITE_OK) {
-        snprintf(err, cap, "cannot initialise run file %s: %s", path,
-                 w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
+        /* the handle's message where it has one; "not an error" is none */
+        const char *why = w->db && sqlite3_errcode(w->db) != SQLITE_OK ? sqlite3_errmsg(w->db)
+                                                                       : sqlite3_errstr(rc);
+        snprintf(err, cap, "cannot initialise run file %s: %s", path, why);
         close_writer(w);
         unlink(path);
         return NULL;

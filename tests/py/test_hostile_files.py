@@ -91,3 +91,55 @@ def test_trace_html_and_csv_encode_what_they_write(crafted, tmp_path):
     rows = list(csv.reader(io.StringIO(table.read_bytes().decode("utf-8"))))
     assert all(len(r) == 5 for r in rows)
     assert any(r[2] == 'cpu,"util' for r in rows[1:])
+
+
+GOLDEN_RUNS = __import__("pathlib").Path(__file__).resolve().parents[1] / "golden" / "runs"
+READERS = [("report",), ("report", "--json"), ("export", "--format", "chrome"),
+           ("export", "--format", "csv"), ("export", "--format", "folded"),
+           ("export", "--format", "json")]
+
+
+@pytest.mark.parametrize("damage", ["DROP TABLE region", "DROP TABLE sample",
+                                    "DROP TABLE stack_sample", "DROP TABLE mark",
+                                    "DROP TABLE thread"])
+def test_every_reader_says_bad_input_alike(tmp_path, damage):
+    """A damaged run file is bad input to every reader that needs what is
+    missing: exit status 2 and one line, never 1 (which says the output
+    failed), whatever the format."""
+    run = tmp_path / "m.db"
+    run.write_bytes((GOLDEN_RUNS / "stacks.db").read_bytes())
+    with sqlite3.connect(run) as db:
+        db.execute(damage)
+    for args in READERS:
+        r = trainprof(*args, run)
+        assert r.returncode in (0, 2), (args, r.returncode, r.stderr)
+        if r.returncode:
+            assert len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        out = tmp_path / "out"
+        r2 = trainprof(*args, "-o", out, "--force", run) if args[0] == "export" else r
+        assert r2.returncode == r.returncode, (args, r2.stderr)
+        assert not list(tmp_path.glob("out.tmp-*"))
+
+
+def test_a_copy_without_its_write_ahead_log_is_said_to_be_one(tmp_path):
+    """A recording killed before its first checkpoint keeps everything in its
+    -wal file: a copy of the .db alone is said to be that, not "an SQLite
+    database of another kind"."""
+    run = tmp_path / "killed.db"
+    p = subprocess.Popen([PROGRAM, "record", "-q", "-o", str(run), "--", "sleep", "30"])
+    try:
+        import time
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "killed.db-wal").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1)
+    finally:
+        from conftest import kill_with_children
+        kill_with_children(p)
+    copy = tmp_path / "copy" / "killed.db"
+    copy.parent.mkdir()
+    copy.write_bytes(run.read_bytes())
+    for args in (("report",), ("export",), ("html", "-o", tmp_path / "x.html")):
+        r = trainprof(*args, copy)
+        assert r.returncode == 2 and "write-ahead log" in r.stderr and "-wal" in r.stderr, r.stderr
+    assert trainprof("report", run).returncode == 0  # with its -wal: read as it is

@@ -435,3 +435,15 @@ def test_a_daemon_the_command_left_running_is_waited_for_or_said(tmp_path):
     assert len(said) == 1 and "1 traced process (pid " in said[0][0], said
     r = trainprof("record", "--wait-after-exit", "-1", "--", "true")
     assert r.returncode == 2 and "wait-after-exit" in r.stderr
+
+
+def test_sqlite_companions_left_beside_the_output_are_refused_with_why(tmp_path):
+    out = tmp_path / "run.db"
+    (tmp_path / "run.db-shm").symlink_to(tmp_path / "elsewhere")
+    r = trainprof("record", "-q", "-o", out, "--", "true")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "run.db-shm is already there (a symbolic link)" in r.stderr, r.stderr
+    assert "not an error" not in r.stderr and not out.exists()
+    assert not (tmp_path / "elsewhere").exists()
+    r = trainprof("record", "-q", "-f", "-o", out, "--", "true")  # --force clears them
+    assert r.returncode == 0 and out.exists()

@@ -90,8 +90,10 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     pthread_mutex_unlock(&s->lock);
 }
 
-/* A request arrived whole on c: its answer's deadline starts. */
-static void answered(tp_http_server *s, struct MHD_Connection *c)
+/* c's state changes (answered: a request arrived whole, its answer's
+ * deadline starts; not: its answer went out, it waits for its next
+ * request), from now. */
+static void mark(tp_http_server *s, struct MHD_Connection *c, bool answered)
 {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -99,7 +101,7 @@ static void answered(tp_http_server *s, struct MHD_Connection *c)
     watched *w = info ? info->socket_context : NULL;
     if (w && w->fd >= 0) {
         w->since_ns = now_ns();
-        w->answered = true;
+        w->answered = answered;
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -111,16 +113,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode code)
 {
     (void)state, (void)code;
-    tp_http_server *s = cls;
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    pthread_mutex_lock(&s->lock);
-    watched *w = info ? info->socket_context : NULL;
-    if (w && w->fd >= 0) {
-        w->since_ns = now_ns();
-        w->answered = false;
-    }
-    pthread_mutex_unlock(&s->lock);
+    mark(cls, c, false);
 }
 
 static void cut(watched *w)
@@ -194,7 +187,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return answer_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served\n");
     if (*state == NULL) { /* the first call only has the headers */
         *state = (void *)1;
-        answered(s, c);
+        mark(s, c, true);
         return MHD_YES;
     }
     if (strcmp(url, "/") == 0)

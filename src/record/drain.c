@@ -177,14 +177,15 @@ static const char *refuse_ring(int fd, tp_ring_header *hdr, uint64_t *bytes)
 }
 
 /* A text field of a ring's header (size bytes the producer wrote, maybe
- * with no NUL) into out: valid UTF-8, cut on a character boundary. */
+ * with no NUL) into out: valid UTF-8, its control characters escaped
+ * (\xNN), cut on a character boundary. */
 static void clean_field(char *out, size_t cap, const char *field, size_t size)
 {
     char text[TP_CUDA_VISIBLE_MAX + 1];
     size_t n = size < sizeof text - 1 ? size : sizeof text - 1;
     memcpy(text, field, n);
     text[n] = '\0';
-    tp_utf8_clean(out, cap, text);
+    tp_text_escape(out, cap, text);
 }
 
 /* Maps a ring received on connection conn; closes fd either way. Only the

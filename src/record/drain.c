@@ -65,7 +65,13 @@ struct tp_drain {
     int conns[MAX_CONNS];
     conn_rank ranks[MAX_CONNS];   /* by connection */
     uint32_t rings_of[MAX_CONNS]; /* rings held, by connection */
-    conn_peer peers[MAX_CONNS];   /* by connection */
+    /* by connection: the sink threads of its rings let go (their threads
+     * exited), which a rank the process learns later still reaches */
+    struct gone_threads {
+        uint32_t *ids;
+        size_t n, cap;
+    } gone[MAX_CONNS];
+    conn_peer peers[MAX_CONNS]; /* by connection */
     size_t nconns;
     drain_ring *rings;
     size_t nrings, rings_cap;
@@ -98,6 +104,8 @@ static void set_process_rank(tp_drain *d, int conn, int32_t rank, uint64_t aux)
         if (d->rings[i].conn == conn)
             tp_sink_thread_rank(d->sink, d->rings[i].reader.thread, c->rank, c->local_rank,
                                 c->world_size);
+    for (size_t i = 0; i < d->gone[conn].n; i++)
+        tp_sink_thread_rank(d->sink, d->gone[conn].ids[i], c->rank, c->local_rank, c->world_size);
 }
 
 /* A process broke the ring protocol (or sent a ring the drain can't take):
@@ -255,10 +263,25 @@ static void retire_ring(tp_drain *d, size_t i)
     tp_sink_thread_dropped(d->sink, r->reader.thread,
                            atomic_load_explicit(&r->h->dropped, memory_order_relaxed));
     munmap(r->h, r->bytes);
+    struct gone_threads *g = &d->gone[r->conn];
+    if (r->closed && r->reader.thread) { /* its process lives on: a rank may come */
+        uint32_t *ids = tp_grow_try(g->ids, g->n, &g->cap, sizeof *ids);
+        if (ids) {
+            g->ids = ids;
+            g->ids[g->n++] = r->reader.thread;
+        }
+    }
     tp_ring_reader_free(&r->reader);
     if (d->rings_of[r->conn])
         d->rings_of[r->conn]--;
     d->rings[i] = d->rings[--d->nrings];
+}
+
+/* A connection's record of its let-go threads, once it has closed. */
+static void forget_gone(tp_drain *d, int conn)
+{
+    free(d->gone[conn].ids);
+    d->gone[conn] = (struct gone_threads){NULL, 0, 0};
 }
 
 /* Reads ring descriptors from a connection; false when it has closed. A
@@ -360,6 +383,7 @@ static void close_conn(tp_drain *d, int conn)
             retire_ring(d, i);
     close(d->conns[conn]);
     d->conns[conn] = -1;
+    forget_gone(d, conn);
     atomic_fetch_sub(&d->open_conns, 1);
     tp_process_ends_note(&d->ends, d->sink, &end);
 }
@@ -588,9 +612,11 @@ void tp_drain_stop(tp_drain *d)
     tp_process_ends_check(&d->ends, d->sink);
     connection_losses(d);
     outlivers(d);
-    for (size_t i = 0; i < d->nconns; i++)
+    for (size_t i = 0; i < d->nconns; i++) {
         if (d->conns[i] >= 0)
             close(d->conns[i]);
+        forget_gone(d, (int)i);
+    }
     if (d->listen_fd >= 0)
         close(d->listen_fd);
     close(d->wake_fd);

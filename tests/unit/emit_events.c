@@ -103,6 +103,7 @@ static int late_rank(void)
     pthread_t t;
     pthread_create(&t, NULL, thread_body, &n);
     pthread_join(t, NULL);
+    usleep(50000); /* the exited thread's ring is let go before the rank comes */
     tp_set_rank(5, 1, 8);
     pthread_create(&t, NULL, thread_body, &n);
     pthread_join(t, NULL);

@@ -1,5 +1,6 @@
 /* drain.c: turning training threads' rings into regions, steps and epochs. */
 #include "record/drain.h"
+#include "record/ring_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -159,50 +160,13 @@ static void drain_ring_events(tp_drain *d, drain_ring *r)
 
 /* ---- rings and connections ----------------------------------------------- */
 
-/* Why the ring in fd (its header copied into hdr) can't be taken, or NULL:
- * it must be a memfd sealed against shrinking and growing, whose size holds
- * the capacity its header claims, a power of two within the bounds. */
-static const char *refuse_ring(int fd, tp_ring_header *hdr, uint64_t *bytes)
-{
-    struct stat sb;
-    int seals = fcntl(fd, F_GET_SEALS);
-    if (fstat(fd, &sb) != 0 || seals < 0)
-        return "it sent a ring that is not a memfd";
-    if ((seals & TP_RING_SEALS) != TP_RING_SEALS)
-        return "its ring's memfd could be resized under the recorder (not sealed with "
-               "F_SEAL_SHRINK and F_SEAL_GROW)";
-    if (pread(fd, hdr, sizeof *hdr, 0) != (ssize_t)sizeof *hdr)
-        return "its ring is smaller than a ring's header";
-    uint32_t cap = hdr->capacity;
-    if (hdr->magic != TP_RING_MAGIC || hdr->version != TP_RING_VERSION)
-        return "its ring is of another kind or version of libtrainprof";
-    if (cap < TP_RING_SLOTS_MIN || cap > TP_RING_SLOTS_MAX || (cap & (cap - 1)))
-        return "its ring claims a capacity out of bounds";
-    *bytes = tp_ring_bytes(cap);
-    if (*bytes > (uint64_t)sb.st_size)
-        return "its ring is smaller than the capacity it claims";
-    return NULL;
-}
-
-/* A text field of a ring's header (size bytes the producer wrote, maybe
- * with no NUL) into out: valid UTF-8, its control characters escaped
- * (\xNN), cut on a character boundary. */
-static void clean_field(char *out, size_t cap, const char *field, size_t size)
-{
-    char text[TP_CUDA_VISIBLE_MAX + 1];
-    size_t n = size < sizeof text - 1 ? size : sizeof text - 1;
-    memcpy(text, field, n);
-    text[n] = '\0';
-    tp_text_escape(out, cap, text);
-}
-
 /* Maps a ring received on connection conn; closes fd either way. Only the
  * capacity's slots are mapped, whatever the memfd's size. */
 static void add_ring(tp_drain *d, int conn, int fd)
 {
     tp_ring_header hdr;
     uint64_t bytes = 0;
-    const char *why = refuse_ring(fd, &hdr, &bytes);
+    const char *why = tp_ring_refused(fd, &hdr, &bytes);
     tp_ring_header *h =
         why ? MAP_FAILED : mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
@@ -248,9 +212,9 @@ static void add_ring(tp_drain *d, int conn, int fd)
                            hdr.cuda_visible_devices_set != 0,
                            "",
                            ""};
-    clean_field(info.name, sizeof info.name, hdr.thread_name, sizeof hdr.thread_name);
-    clean_field(info.cuda_visible, sizeof info.cuda_visible, hdr.cuda_visible_devices,
-                sizeof hdr.cuda_visible_devices);
+    tp_ring_header_text(info.name, sizeof info.name, hdr.thread_name, sizeof hdr.thread_name);
+    tp_ring_header_text(info.cuda_visible, sizeof info.cuda_visible, hdr.cuda_visible_devices,
+                        sizeof hdr.cuda_visible_devices);
     r->reader.thread = tp_sink_thread(d->sink, &info);
     r->reader.pid = d->peers[conn].pid;
 }

@@ -273,6 +273,13 @@ static double group_steps(const tp_step_phases *ph, size_t g)
 
 static double group_time(const double *times, size_t g) { return times ? times[g] : NAN; }
 
+/* A step number held as a double (a stored summary's, maybe damaged) as a
+ * count: 0 where it is negative or no number, bounded above. */
+static size_t step_count(double v)
+{
+    return v >= 0 && v < 1e15 ? (size_t)v : v >= 1e15 ? (size_t)1e15 : 0;
+}
+
 void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t agent_id, int gpu,
                       tp_regimes *out)
 {
@@ -315,8 +322,8 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
             sum += d[i] * group_steps(ph, idx[i]);
         }
         size_t last = idx[hi - 1];
-        *g = (tp_regime){.first_step = (size_t)ph->first_step[idx[lo]] + 1,
-                         .last_step = (size_t)(ph->first_step[last] + group_steps(ph, last)),
+        *g = (tp_regime){.first_step = step_count(ph->first_step[idx[lo]]) + 1,
+                         .last_step = step_count(ph->first_step[last] + group_steps(ph, last)),
                          .t0_s = group_time(ph->start_s, idx[lo]),
                          .t1_s = group_time(ph->end_s, last),
                          .mean_s = sum / steps,

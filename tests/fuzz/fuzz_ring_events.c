@@ -35,10 +35,13 @@ static void check(const tp_batch *b)
     uint32_t names = 0;
     for (size_t i = 0; i < b->names.len; i++) {
         const char *text = b->names.items[i].text;
-        char clean[TP_NAME_MAX * 3 + 1];
+        char clean[TP_NAME_MAX * 4 + 1]; /* a name's bytes may each become \xNN */
         tp_utf8_clean(clean, sizeof clean, text);
         if (strcmp(clean, text) != 0 || b->names.items[i].id != names + 1)
             abort();
+        for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+            if (*p < 0x20 || *p == 0x7f) /* control characters come escaped */
+                abort();
         names++;
     }
     for (size_t i = 0; i < b->intervals.len; i++) {

@@ -96,6 +96,7 @@ typedef struct sampler {
         uint64_t next_round;  /* the round it is looked at again */
         uint32_t backoff;     /* rounds between looks while it is idle */
         uint64_t idle_rounds; /* rounds it has stayed idle, in a row */
+        uint64_t patience;    /* idle rounds before it is looked at less often (0: not set) */
         bool sampled;         /* its last sample reached the ring */
         bool idle;            /* ... and the kernel had it waiting */
     } * paced, *spare;        /* PACED_SLOTS each: the table, and room to rebuild it */
@@ -201,8 +202,11 @@ static int on_cpu(sampler *s, int32_t tid)
 #define PACED_SLOTS     8192 /* twice the walker's THREADS_MAX: a power of two */
 #define REFRESH_SECONDS 10   /* the whole list read again at least this often */
 /* a thread idle for a tenth of a second (of its rounds) is looked at less
- * often from then on */
+ * often from then on; each time it then works again while put off, four
+ * times as long, up to 30 s: a thread that works in bursts (a DataLoader
+ * worker) soon stays looked at every round, its bursts sampled */
 #define IDLE_BEFORE_BACKOFF 10
+#define PATIENCE_MAX_S      30
 
 /* Thread tid's CPU time (ns) from its per-thread CPU clock, the kernel's
  * MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED); UINT64_MAX when it can't be
@@ -255,10 +259,11 @@ static void forget_gone(sampler *s)
  * since (a TP_STACK_REPEAT event, no read). Once it has stayed so for a
  * tenth of a second it is looked at after twice as many rounds each time,
  * up to a second's: a pool of idle threads costs a clock read a second
- * each, while a thread that works in bursts with short gaps (a DataLoader
- * worker between batches) is looked at (nearly) every round. One that ran is read, its skipped
- * rounds given to its last sample first (a burst after a long wait is seen up to a second late).
- * Threads without a kernel id (Python before 3.11) are read every round. */
+ * each. A thread found to have worked while put off waits four times as
+ * long before the next time (up to 30 s idle): one that works in bursts (a
+ * DataLoader worker between batches) is soon looked at every round. One that ran is read, its
+ * skipped rounds given to its last sample first (a burst after a long wait is seen up to a second
+ * late). Threads without a kernel id (Python before 3.11) are read every round. */
 static uint32_t due(void *ctx, const tp_stack_thread *t)
 {
     sampler *s = ctx;
@@ -276,7 +281,9 @@ static uint32_t due(void *ctx, const tp_stack_thread *t)
             p->sampled = false; /* a ring full: read it next time */
         atomic_fetch_add_explicit(&s->repeats, 1, memory_order_relaxed);
         p->idle_rounds += count;
-        if (p->idle_rounds * IDLE_BEFORE_BACKOFF >= s->max_backoff)
+        if (!p->patience)
+            p->patience = s->max_backoff / IDLE_BEFORE_BACKOFF + 1;
+        if (p->idle_rounds >= p->patience)
             p->backoff = p->backoff * 2 < s->max_backoff ? p->backoff * 2 : s->max_backoff;
         /* on a multiple of its backoff: idle threads come due together, and
          * where all are idle the sampler sleeps through the rounds between */
@@ -285,6 +292,10 @@ static uint32_t due(void *ctx, const tp_stack_thread *t)
     }
     if (p->sampled && count > 1)
         tp_stack_repeat_send(s->t_ns, p->tid, count - 1);
+    if (p->backoff > 1) /* it worked while put off: more patience before the next time */
+        p->patience = p->patience * 4 < (uint64_t)s->max_backoff * PATIENCE_MAX_S
+                          ? p->patience * 4
+                          : (uint64_t)s->max_backoff * PATIENCE_MAX_S;
     p->cpu_ns = cpu;
     p->backoff = 1;
     p->idle_rounds = 0;

@@ -44,7 +44,7 @@ run() {
     cp python/trainprof-autoload.pth "$site/"
     sed "s/@VERSION@/$version/" python/trainprof/_version.py.in >"$site/trainprof/_version.py"
     cc -std=c11 -O2 -D_GNU_SOURCE -shared -fPIC -Iinclude -Ilib -Isrc -I"$inc" \
-        python/trainprof/_native.c python/trainprof/_stack_sampler.c python/trainprof/_stacks.c \
+        python/trainprof/_native.c python/trainprof/_stack_sampler.c python/trainprof/_stacks.c python/trainprof/_stack_code.c \
         lib/*.c \
         -o "$site/trainprof/_native$suffix" -lpthread
     nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv

@@ -15,10 +15,7 @@
 #include "store/reader_stacks.h"
 #include "store/reader_stream.h"
 #include "store/schema.h"
-
-/* The latest start a merge takes (2100-01-01 UTC, in ns since the epoch):
- * beyond, or before 1970, a file's start time is damaged. */
-#define TP_MERGE_WALL_MAX_NS 4102444800000000000LL
+#include "util/text_parse.h"
 
 typedef struct input_info {
     int64_t start_wall_ns, uncertainty_ns;
@@ -131,13 +128,8 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         info[i].stalls = info[i].summarized && stalls && strcmp(stalls, "1") == 0 &&
                          tp_run_has_table(run, "summary_stall_thread");
         input_ranks(run, &info[i]);
-        char *wall_end = NULL;
-        errno = 0;
-        info[i].start_wall_ns = wall ? strtoll(wall, &wall_end, 10) : 0;
         /* a time that is no time (a damaged or forged file): said, not shifted by */
-        bool wall_valid = wall && *wall && wall_end && !*wall_end && errno == 0 &&
-                          info[i].start_wall_ns >= 0 &&
-                          info[i].start_wall_ns <= TP_MERGE_WALL_MAX_NS;
+        bool wall_valid = tp_parse_epoch_ns(wall, &info[i].start_wall_ns);
         char wall_text[48]; /* the meta's text goes with the run closed below */
         snprintf(wall_text, sizeof wall_text, "%s", wall ? wall : "");
         info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;

@@ -76,3 +76,15 @@ void tp_word_copy(char *dst, size_t cap, const char *w, size_t len)
     memcpy(dst, w, len);
     dst[len] = '\0';
 }
+
+bool tp_parse_epoch_ns(const char *text, int64_t *out)
+{
+    const int64_t latest = 4102444800000000000LL; /* 2100-01-01 UTC */
+    const char *p = text ? text : "", *end = p + strlen(p);
+    *out = 0;
+    int64_t v;
+    if (!tp_parse_i64(&p, end, &v) || p != end || v < 0 || v > latest)
+        return false;
+    *out = v;
+    return true;
+}

@@ -22,6 +22,11 @@ bool tp_parse_u64(const char **p, const char *end, uint64_t *out);
 /* Parses a signed decimal (optional '-') after optional blanks. */
 bool tp_parse_i64(const char **p, const char *end, int64_t *out);
 
+/* A wall time in ns since the epoch, as a run file's meta holds it: the
+ * whole text one decimal within 1970 to 2100. False for anything else (a
+ * damaged or forged file's), *out then 0. */
+bool tp_parse_epoch_ns(const char *text, int64_t *out);
+
 /* Reads the next whitespace-delimited word on the current line. */
 bool tp_parse_word(const char **p, const char *end, const char **word, size_t *len);
 

@@ -545,7 +545,7 @@ def build_extension(python, where):
         return None
     module = where / f"_native{paths[1]}"
     sources = ["python/trainprof/_native.c", "python/trainprof/_stack_sampler.c",
-               "python/trainprof/_stacks.c", *glob.glob(str(ROOT / "lib" / "*.c"))]
+               "python/trainprof/_stacks.c", "python/trainprof/_stack_code.c", *glob.glob(str(ROOT / "lib" / "*.c"))]
     subprocess.run(["cc", "-std=gnu11", "-D_GNU_SOURCE", "-O1", "-fPIC", "-shared",
                     "-I", ROOT / "include", "-I", ROOT / "lib", "-I", ROOT / "build",
                     "-I", paths[0], "-o", module, *sources, "-lpthread"],

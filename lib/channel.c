@@ -125,6 +125,39 @@ static uint32_t ring_slots(void)
     return slots;
 }
 
+/* Passes fd to the recorder over the process's connection with an 8-byte
+ * tag ("ring", "ops"); never waits. Caller holds channel_lock and a
+ * connection. */
+static bool send_fd(const char *tag_text, int fd)
+{
+    char tag[8] = {0};
+    strncpy(tag, tag_text, sizeof tag - 1);
+    struct iovec iov = {tag, sizeof tag};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buf,
+                         .msg_controllen = sizeof control.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    return sendmsg(channel_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof tag;
+}
+
+bool tp_channel_send_fd(const char *tag, int fd)
+{
+    pthread_mutex_lock(&channel_lock);
+    bool sent = connect_process() && send_fd(tag, fd);
+    pthread_mutex_unlock(&channel_lock);
+    return sent;
+}
+
 /* Makes a ring in a memfd, sealed at its size (the recorder refuses one it
  * could be shrunk under), and hands its descriptor to the recorder. */
 static tp_ring_header *create_ring(void)
@@ -158,25 +191,9 @@ static tp_ring_header *create_ring(void)
         memcpy(h->thread_name, tp_self.name, sizeof h->thread_name);
     else
         pthread_getname_np(pthread_self(), h->thread_name, sizeof h->thread_name);
-    char tag[8] = "ring";
-    struct iovec iov = {tag, sizeof tag};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    memset(&control, 0, sizeof control);
-    struct msghdr msg = {.msg_iov = &iov,
-                         .msg_iovlen = 1,
-                         .msg_control = control.buf,
-                         .msg_controllen = sizeof control.buf};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    ssize_t sent = sendmsg(channel_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    bool sent = send_fd("ring", fd);
     close(fd);
-    if (sent != (ssize_t)sizeof tag) {
+    if (!sent) {
         munmap(h, bytes);
         return NULL;
     }

@@ -114,8 +114,11 @@ void tp_device_time(uint32_t id, uint64_t host_start_ns, uint64_t device_ns)
     publish(t);
 }
 
+extern _Atomic uint64_t tp_steps_marked_count; /* ops_window.c */
+
 void tp_step(void)
 {
+    atomic_fetch_add_explicit(&tp_steps_marked_count, 1, memory_order_relaxed);
     tp_thread *t = &tp_self;
     if (tp_thread_ready(t))
         push(t, TP_EV_STEP, 0, 0);
@@ -123,6 +126,7 @@ void tp_step(void)
 
 void tp_step_at(uint64_t t_ns)
 {
+    atomic_fetch_add_explicit(&tp_steps_marked_count, 1, memory_order_relaxed);
     tp_thread *t = &tp_self;
     if (tp_thread_ready(t))
         push_at(t, t_ns, TP_EV_STEP, 0, 0);

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #define TP_RING_MAGIC         0x47525054u /* "TPRG" */
-#define TP_RING_VERSION       2u          /* 2: cuda_visible_devices */
+#define TP_RING_VERSION       3u          /* 2: cuda_visible_devices; 3: ops_* */
 #define TP_RING_SLOTS_DEFAULT 65536u      /* 2 MiB of events per thread */
 #define TP_RING_SLOTS_MIN     64u
 #define TP_RING_SLOTS_MAX     (1u << 24) /* 512 MiB: the most a recorder maps for one ring */
@@ -85,6 +85,15 @@ typedef struct tp_ring_header {
      * recorder drains the ring a last time and lets it go, so that the rings
      * it holds are those of live threads. */
     _Atomic uint32_t closed;
+    /* Written by the recorder: the latest capture window it asks for
+     * (lib/ops_window.h). The fields first, then ops_seq (release); a
+     * process reads ops_seq (acquire) at each step it marks and, when it
+     * changed, the fields: begin a window of ops_steps steps when its count
+     * of steps reaches ops_first_step, for reason ops_reason. */
+    _Atomic uint64_t ops_first_step;
+    _Atomic uint32_t ops_steps;
+    _Atomic uint32_t ops_reason;
+    _Atomic uint32_t ops_seq;
 } tp_ring_header;
 
 #define TP_RING_HEADER_SIZE 4096u

@@ -54,6 +54,11 @@ void tp_thread_set_rank(int32_t rank, int32_t *local_rank, int32_t *world_size);
  * counts as dropped). The caller checked that the thread is active. */
 bool tp_thread_send(tp_thread *t, const tp_event *head, const void *payload, size_t len);
 
+/* Cold path: hands fd (kept by the caller) to the recorder with an 8-byte
+ * tag over the process's connection, connecting it first if need be;
+ * false when no recorder took it. */
+bool tp_channel_send_fd(const char *tag, int fd);
+
 /* Cold path: sends name id's text through the thread's ring. */
 void tp_thread_define_name(tp_thread *t, uint32_t id);
 

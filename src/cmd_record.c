@@ -54,6 +54,10 @@ typedef struct record_options {
     bool force;
     bool quiet;
     char **command;
+    int ops_off;        /* --ops: 0 on, 1 off */
+    long ops_steps;     /* steps a capture window covers */
+    double ops_every_s; /* the schedule's period after the first window; 0 none */
+    double ops_on_slow; /* a step this many times the median triggers one; 0 never */
 } record_options;
 
 static const char usage[] =
@@ -70,7 +74,9 @@ static const char epilogue[] = "example:\n"
 /* Returns 0 to go on, or an exit status (help: 0 via *done, errors: 2). */
 static int parse_options(int argc, char **argv, record_options *o, bool *done)
 {
-    *o = (record_options){NULL, NULL, NULL, 0.5, TP_STACKS_HZ_DEFAULT, 0, 10, false, false, NULL};
+    *o = (record_options){NULL, NULL, NULL, 0.5, TP_STACKS_HZ_DEFAULT, 0, 10, false, false, NULL,
+                          0,    5,    1800, 3};
+    static const char *const on_off[] = {"on", "off", NULL};
     *done = false;
     const char *env_stacks = getenv("TRAINPROF_STACKS");
     if (env_stacks && *env_stacks) {
@@ -112,6 +118,22 @@ static int parse_options(int argc, char **argv, record_options *o, bool *done)
                   "processes it left running (a daemon it started) to end,\n"
                   "0 to 3600 (default: 10)",
                   &o->wait_after_exit_s, 0, 3600, "seconds"),
+        TP_CHOICE(0, "ops", "on|off",
+                  "capture windows: PyTorch's profiler over a few steps,\n"
+                  "after the warm-up, on a schedule, on demand (trainprof\n"
+                  "capture) and after a slow step (default: on)",
+                  &o->ops_off, on_off),
+        TP_INTEGER(0, "ops-steps", "N", "steps a capture window covers, 1 to 100 (default: 5)",
+                   &o->ops_steps, 1, 100, "steps"),
+        TP_NUMBER(0, "ops-every", "SECS",
+                  "a capture window every SECS of training after the first,\n"
+                  "0 for the first only, up to 604800 (default: 1800)",
+                  &o->ops_every_s, 0, 604800, "seconds"),
+        TP_NUMBER(0, "ops-on-slow", "X",
+                  "a step X times slower than the running median starts a\n"
+                  "window (at most one in 10 minutes); 0 for never, else\n"
+                  "1.5 to 1000 (default: 3)",
+                  &o->ops_on_slow, 0, 1000, "times"),
         TP_FLAG('q', "quiet", "no status line and no summary", &o->quiet),
     };
     const tp_command cmd = {.name = "record",
@@ -130,6 +152,11 @@ static int parse_options(int argc, char **argv, record_options *o, bool *done)
     }
     if (o->output && !*o->output) {
         tp_error("record: --output must not be empty");
+        return 2;
+    }
+    if (o->ops_on_slow > 0 && o->ops_on_slow < 1.5) {
+        tp_error("record: --ops-on-slow %g: 0 (never) or 1.5 to 1000 times the median step",
+                 o->ops_on_slow);
         return 2;
     }
     o->command = argv + first;
@@ -241,6 +268,10 @@ static bool record_start_meta(tp_writer *writer, const record_options *o, const 
     meta_add(&m, "start_wall", when);
     meta_addf(&m, "interval_s", "%g", o->interval_s);
     meta_addf(&m, "stacks_hz", "%g", o->stacks_hz);
+    meta_addf(&m, "ops", "%s", o->ops_off ? "off" : "on");
+    meta_addf(&m, "ops_steps", "%ld", o->ops_steps);
+    meta_addf(&m, "ops_every_s", "%g", o->ops_every_s);
+    meta_addf(&m, "ops_on_slow", "%g", o->ops_on_slow);
     if (o->stall_after_s > 0)
         meta_addf(&m, "stall_after_s", "%g", o->stall_after_s);
     meta_addf(&m, "recorder_pid", "%d", (int)getpid());
@@ -438,7 +469,13 @@ int cmd_record(int argc, char **argv)
         return 1;
     }
 
-    tp_drain *drain = tp_drain_start(sink, err, sizeof err);
+    tp_ops_options ops;
+    tp_ops_options_default(&ops);
+    ops.off = o.ops_off == 1;
+    ops.steps = (uint32_t)o.ops_steps;
+    ops.every_ns = (int64_t)(o.ops_every_s * 1e9);
+    ops.on_slow = o.ops_on_slow;
+    tp_drain *drain = tp_drain_start(sink, &ops, err, sizeof err);
     if (!drain)
         tp_sink_unavailable(sink, "timings", err);
     char **envp = child_environment(drain, o.stacks_hz);
@@ -462,7 +499,8 @@ int cmd_record(int argc, char **argv)
     tp_sink_meta(sink, "child_pid", pidbuf);
 
     char why_unlisted[400]; /* lets `trainprof top` find this recording */
-    if (!tp_registry_add(o.output, why_unlisted, sizeof why_unlisted))
+    if (!tp_registry_add(o.output, drain ? tp_drain_dir(drain) : "", why_unlisted,
+                         sizeof why_unlisted))
         tp_warn("record: `trainprof top` will not see this recording: %s (the recording goes "
                 "on)",
                 why_unlisted);

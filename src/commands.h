@@ -14,5 +14,6 @@ int cmd_summarize(int argc, char **argv);
 int cmd_iobench(int argc, char **argv);
 int cmd_bottleneck(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ static const subcommand subcommands[] = {
     {"bottleneck", cmd_bottleneck, "actual rate vs training and input limits, in three runs"},
     {"iobench", cmd_iobench, "read throughput and IOPS of the storage under a path"},
     {"top", cmd_top, "a live view of this machine and of the running recording"},
+    {"capture", cmd_capture, "ask a live recording for a window of operators and kernels"},
     {"serve", cmd_serve, "serve this machine's metrics for Prometheus, with no recording"},
     {"export", cmd_export, "write a run file as a Perfetto/Chrome trace, CSV or JSON"},
 };

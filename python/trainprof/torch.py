@@ -61,7 +61,7 @@ import weakref
 
 import torch
 
-from . import _bottleneck, _facts, _native, _state
+from . import _bottleneck, _facts, _native, _ops, _state
 from ._after_import import after_import
 from ._torch_common import (R_BACKWARD, R_FROM, R_NEXT, R_OPTIM, R_SCHED, R_TO, R_TRAIN,
                             R_CHECKPOINT, begin, count_samples, end, time_compilations, timed_pause,
@@ -433,6 +433,7 @@ def instrument():
     torch.save = timed_pause(torch.save, R_CHECKPOINT)
     # Hugging Face's Trainer names its checkpoints and evaluations
     after_import("transformers.trainer", patch_trainer)
+    _ops.install(torch)  # capture windows, when the recorder asks
     if DEVICE_TIMES:
         atexit.register(flush_device_times)
     atexit.register(tracker.exit)

@@ -22,6 +22,9 @@ void tp_batch_clear(tp_batch *b)
         free(b->names.items[i].text);
     for (size_t i = 0; i < b->frames.len; i++)
         free(b->frames.items[i].text);
+    for (size_t i = 0; i < b->ops_windows.len; i++)
+        tp_ops_window_free(b->ops_windows.items[i]);
+    b->ops_windows.len = 0;
     b->series.len = b->samples.len = b->unavailable.len = b->meta.len = b->gpus.len = 0;
     b->threads.len = b->names.len = b->intervals.len = b->marks.len = b->device_spans.len = 0;
     b->frames.len = b->stack_nodes.len = b->stacks.len = 0;
@@ -43,5 +46,6 @@ void tp_batch_free(tp_batch *b)
     free(b->frames.items);
     free(b->stack_nodes.items);
     free(b->stacks.items);
+    free(b->ops_windows.items);
     memset(b, 0, sizeof *b);
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/ops_window.h"
 #include "ring.h"
 
 typedef struct tp_sample {
@@ -143,6 +144,7 @@ typedef struct tp_batch {
     TP_VEC(tp_name_def) frames; /* text: "function\nfile" */
     TP_VEC(tp_stack_node) stack_nodes;
     TP_VEC(tp_stack_sample) stacks;
+    TP_VEC(tp_ops_window *) ops_windows; /* capture windows (owned) */
 } tp_batch;
 
 /* Frees the texts a batch holds and empties it, keeping its vectors'

@@ -246,7 +246,8 @@ static bool has_pending(const tp_sink *s)
     const tp_batch *b = &s->pending;
     return b->series.len || b->samples.len || b->unavailable.len || b->meta.len || b->gpus.len ||
            b->threads.len || b->names.len || b->intervals.len || b->marks.len ||
-           b->device_spans.len || b->frames.len || b->stack_nodes.len || b->stacks.len;
+           b->device_spans.len || b->frames.len || b->stack_nodes.len || b->stacks.len ||
+           b->ops_windows.len;
 }
 
 static uint64_t since_start(const tp_sink *s, uint64_t t)
@@ -492,6 +493,24 @@ void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t st
     pthread_mutex_unlock(&s->lock);
 }
 
+void tp_sink_ops_window(tp_sink *s, tp_ops_window *w)
+{
+    w->start_ns = (int64_t)since_start(s, (uint64_t)w->start_ns);
+    w->end_ns = (int64_t)since_start(s, (uint64_t)w->end_ns);
+    for (uint32_t i = 0; i < w->nevents; i++)
+        w->events[i].start_ns = (int64_t)since_start(s, (uint64_t)w->events[i].start_ns);
+    pthread_mutex_lock(&s->lock);
+    bool kept;
+    VEC_ROOM(s->pending.ops_windows, kept);
+    if (kept)
+        s->pending.ops_windows.items[s->pending.ops_windows.len++] = w;
+    else
+        s->lost[TP_LOST_OTHER]++;
+    pthread_mutex_unlock(&s->lock);
+    if (!kept)
+        tp_ops_window_free(w);
+}
+
 bool tp_sink_wait(tp_sink *s, int timeout_ms)
 {
     struct timespec deadline;
@@ -553,6 +572,7 @@ void tp_sink_take(tp_sink *s, tp_batch *out)
     VEC_SWAP(s->pending.frames, out->frames);
     VEC_SWAP(s->pending.stack_nodes, out->stack_nodes);
     VEC_SWAP(s->pending.stacks, out->stacks);
+    VEC_SWAP(s->pending.ops_windows, out->ops_windows);
     pthread_mutex_unlock(&s->lock);
 }
 

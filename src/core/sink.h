@@ -88,6 +88,10 @@ void tp_sink_stack(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid,
 void tp_sink_stack_repeat(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid,
                           uint32_t count);
 
+/* A capture window a training process sent (from the drain): the sink
+ * takes it (and frees it), its times made the run's. */
+void tp_sink_ops_window(tp_sink *s, tp_ops_window *w);
+
 /* What the recorder could not keep because memory ran out: the sink counts
  * its own losses (an item it had no room for, a series, name or thread it
  * could not make, and everything later sent to one), and producers add

@@ -17,8 +17,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "record/drain_losses.h"
+#include "record/ops_relay.h"
 #include "record/process_ends.h"
 #include "record/ring_events.h"
+#include "clock.h"
 #include "ring.h"
 #include "util/utf8.h"
 #include "util/thread.h"
@@ -42,6 +45,7 @@ typedef struct drain_ring {
     bool broken; /* broke the protocol: retired without a last drain */
     bool closed; /* its thread exited: retired after a last drain */
     int conn;    /* index of the connection that sent it */
+    int32_t tid; /* its thread, as the header said when it was mapped */
 } drain_ring;
 
 /* A rank a process gave itself (TP_EV_RANK), for its rings not mapped yet. */
@@ -78,8 +82,7 @@ struct tp_drain {
     size_t nrings, rings_cap;
     /* connections the drain could not take: accept failed (the last errno),
      * or MAX_CONNS were open; said in the run when it stops */
-    int accept_errno;
-    uint64_t accept_failures, turned_away, rings_dropped, rings_refused;
+    tp_drain_losses losses;
     int reserve_fd;       /* held for the ring descriptors to come (read_conn) */
     int accept_rests;     /* periods left before the next accept */
     tp_process_ends ends; /* processes that ended, their exit statuses */
@@ -91,6 +94,7 @@ struct tp_drain {
     atomic_uint stacks_wanted;
     unsigned stacks_passed;
     atomic_uint open_conns; /* processes connected now (tp_drain_open_processes) */
+    tp_ops_relay *ops;      /* capture windows; NULL: none */
 };
 
 /* ---- events -------------------------------------------------------------- */
@@ -176,7 +180,7 @@ static void add_ring(tp_drain *d, int conn, int fd)
     }
     if (d->rings_of[conn] >= TP_RINGS_PER_PROCESS || d->nrings >= TP_RINGS_MAX) {
         munmap(h, (size_t)bytes); /* bounded: the recorder's memory is not the process's to take */
-        d->rings_refused++;
+        d->losses.rings_refused++;
         char why_more[160];
         snprintf(why_more, sizeof why_more,
                  "it had more than %u threads' rings open at once (the recorder holds at most "
@@ -199,6 +203,7 @@ static void add_ring(tp_drain *d, int conn, int fd)
     r->reader.capacity = hdr.capacity;
     r->reader.tail = 0; /* whatever the header says: nothing was read yet */
     r->conn = conn;
+    r->tid = hdr.tid;
     d->rings_of[conn]++;
     const conn_rank *c = &d->ranks[conn];
     tp_thread_info info = {0,
@@ -217,6 +222,37 @@ static void add_ring(tp_drain *d, int conn, int fd)
                         sizeof hdr.cuda_visible_devices);
     r->reader.thread = tp_sink_thread(d->sink, &info);
     r->reader.pid = d->peers[conn].pid;
+    tp_ops_relay_publish(d->ops, h); /* the capture window asked for so far */
+}
+
+typedef struct conn_ctx {
+    tp_drain *d;
+    int conn;
+} conn_ctx;
+
+/* The sink thread of process conn's thread tid (0: none of its rings). */
+static uint32_t thread_of_tid(void *ctx, int32_t tid)
+{
+    conn_ctx *c = ctx;
+    for (size_t i = 0; i < c->d->nrings; i++)
+        if (c->d->rings[i].conn == c->conn && c->d->rings[i].reader.thread &&
+            c->d->rings[i].tid == tid)
+            return c->d->rings[i].reader.thread;
+    return 0;
+}
+
+/* A capture window process conn sent (fd: its memfd, closed here). */
+static void take_window(tp_drain *d, int conn, int fd)
+{
+    char why[160];
+    conn_ctx ctx = {d, conn};
+    if (!d->ops) {
+        close(fd);
+        return;
+    }
+    if (tp_ops_relay_take(d->ops, d->sink, fd, d->peers[conn].pid, thread_of_tid, &ctx, why,
+                          sizeof why))
+        misbehaved(d, conn, NULL, why);
 }
 
 /* Drains a ring a last time, records its drops, and unmaps it. */
@@ -275,9 +311,12 @@ static bool read_conn(tp_drain *d, int conn)
             if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
                 int fd;
                 memcpy(&fd, CMSG_DATA(c), sizeof fd);
-                add_ring(d, conn, fd);
+                if (strncmp(tag, "ops", sizeof tag) == 0)
+                    take_window(d, conn, fd);
+                else
+                    add_ring(d, conn, fd);
             } else if (msg.msg_flags & MSG_CTRUNC) {
-                d->rings_dropped++;
+                d->losses.rings_dropped++;
             }
         }
         d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -361,8 +400,8 @@ static bool accept_one(tp_drain *d)
     int c = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (c < 0) {
         if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
-            d->accept_errno = errno; /* EMFILE, ENFILE, ENOMEM */
-            d->accept_failures++;
+            d->losses.accept_errno = errno; /* EMFILE, ENFILE, ENOMEM */
+            d->losses.accept_failures++;
             d->accept_rests = 10;
         }
         return false;
@@ -372,7 +411,7 @@ static bool accept_one(tp_drain *d)
         slot++;
     if (slot >= MAX_CONNS) {
         close(c);
-        d->turned_away++;
+        d->losses.turned_away++;
         return true;
     }
     struct ucred cred = {0};
@@ -391,7 +430,7 @@ static bool accept_one(tp_drain *d)
 static void *drain_main(void *arg)
 {
     tp_drain *d = arg;
-    struct pollfd pfd[MAX_CONNS + 2];
+    struct pollfd pfd[MAX_CONNS + 3];
     while (!atomic_load(&d->stop)) {
         /* while accept can't take a connection (out of descriptors), the
          * listening socket rests: it would wake every poll at once */
@@ -402,10 +441,14 @@ static void *drain_main(void *arg)
         for (size_t i = 0; i < d->nconns; i++)
             pfd[i + 2] = (struct pollfd){d->conns[i], POLLIN, 0};
         size_t polled = d->nconns; /* accept below may add one not in pfd */
+        pfd[polled + 2] = (struct pollfd){tp_ops_relay_fd(d->ops), POLLIN, 0};
         /* rings fill without a sound, so they are drained every period; with
          * none mapped, only a connection, a message or the stop can matter */
         int n =
-            poll(pfd, polled + 2, d->nrings || resting || d->ends.npending ? DRAIN_PERIOD_MS : -1);
+            poll(pfd, polled + 3, d->nrings || resting || d->ends.npending ? DRAIN_PERIOD_MS : -1);
+        int64_t now = (int64_t)tp_clock_mono_ns();
+        if (n > 0 && (pfd[polled + 2].revents & POLLIN))
+            tp_ops_relay_serve(d->ops, now);
         if (n > 0 && (pfd[0].revents & POLLIN))
             accept_one(d);
         for (size_t i = 0; n > 0 && i < polled; i++)
@@ -416,7 +459,12 @@ static void *drain_main(void *arg)
             d->rings[i].closed =
                 atomic_load_explicit(&d->rings[i].h->closed, memory_order_acquire) != 0;
             drain_ring_events(d, &d->rings[i]);
+            tp_ops_relay_feed(d->ops, &d->rings[i].reader, now);
         }
+        if (tp_ops_relay_tick(d->ops, now)) /* a new capture window for every process */
+            for (size_t i = 0; i < d->nrings; i++)
+                if (!d->rings[i].broken)
+                    tp_ops_relay_publish(d->ops, d->rings[i].h);
         unsigned wanted = atomic_load(&d->stacks_wanted);
         if (wanted != d->stacks_passed) { /* each process's sampler serves the new count */
             for (size_t i = 0; i < d->nrings; i++)
@@ -440,29 +488,10 @@ unsigned tp_drain_open_processes(const tp_drain *d)
     return d ? atomic_load(&((tp_drain *)d)->open_conns) : 0;
 }
 
-/* The processes still connected at the end (alive: their events from then
- * on are not recorded), said with their pids. */
-static void outlivers(tp_drain *d)
+void tp_drain_ask_capture(tp_drain *d)
 {
-    char pids[200] = "", reason[400];
-    size_t n = 0, len = 0;
-    for (size_t i = 0; i < d->nconns; i++) {
-        if (d->conns[i] < 0)
-            continue;
-        if (n++ < 8 && len < sizeof pids) {
-            int k = snprintf(pids + len, sizeof pids - len, "%s%d", len ? ", " : "",
-                             (int)d->peers[i].pid);
-            len = k > 0 ? len + (size_t)k : len;
-        }
-    }
-    if (!n)
-        return;
-    snprintf(reason, sizeof reason,
-             "%zu traced process%s (pid %s%s) still ran when the recording ended (the command "
-             "had ended, or record was asked to stop; record --wait-after-exit waits for them): "
-             "%s events from then on were not recorded",
-             n, n == 1 ? "" : "es", pids, n > 8 ? ", ..." : "", n == 1 ? "its" : "their");
-    tp_sink_unavailable(d->sink, "timings of processes that outlived the command", reason);
+    if (d)
+        tp_ops_relay_ask(d->ops);
 }
 
 void tp_drain_want_stacks(tp_drain *d)
@@ -471,40 +500,7 @@ void tp_drain_want_stacks(tp_drain *d)
         atomic_fetch_add(&d->stacks_wanted, 1);
 }
 
-/* What the drain could not take, as unavailable sources of the run. */
-static void connection_losses(tp_drain *d)
-{
-    char reason[256];
-    if (d->accept_failures) {
-        snprintf(reason, sizeof reason,
-                 "the recorder could not accept a process's connection %llu times (%s); those "
-                 "processes' timings are missing until it could (raise ulimit -n)",
-                 (unsigned long long)d->accept_failures, strerror(d->accept_errno));
-        tp_sink_unavailable(d->sink, "timings of some processes", reason);
-    }
-    if (d->rings_dropped) {
-        snprintf(reason, sizeof reason,
-                 "%llu threads' rings reached the recorder when it had no descriptor left for "
-                 "them; their timings were not recorded (raise ulimit -n)",
-                 (unsigned long long)d->rings_dropped);
-        tp_sink_unavailable(d->sink, "timings of some threads", reason);
-    }
-    if (d->rings_refused) {
-        snprintf(reason, sizeof reason,
-                 "%llu threads' rings went beyond what the recorder holds (%u of one process at "
-                 "once, %u in all); their timings and stacks were not recorded",
-                 (unsigned long long)d->rings_refused, TP_RINGS_PER_PROCESS, TP_RINGS_MAX);
-        tp_sink_unavailable(d->sink, "timings of some threads", reason);
-    }
-    if (d->turned_away) {
-        snprintf(reason, sizeof reason,
-                 "%llu processes connected while %d others were; their timings were not recorded",
-                 (unsigned long long)d->turned_away, MAX_CONNS);
-        tp_sink_unavailable(d->sink, "timings of some processes", reason);
-    }
-}
-
-tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap)
+tp_drain *tp_drain_start(tp_sink *sink, const tp_ops_options *ops, char *err, size_t cap)
 {
     tp_drain *d = calloc(1, sizeof *d);
     if (!d)
@@ -531,6 +527,11 @@ tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap)
         return NULL;
     }
     snprintf(d->path, sizeof d->path, "%s/events.sock", d->dir);
+    tp_ops_options off;
+    tp_ops_options_default(&off);
+    off.off = true;
+    char ops_err[200]; /* without a control socket, no windows: the rest goes on */
+    d->ops = tp_ops_relay_new(d->dir, ops ? ops : &off, ops_err, sizeof ops_err);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     snprintf(addr.sun_path, sizeof addr.sun_path, "%s", d->path);
     d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -574,8 +575,13 @@ void tp_drain_stop(tp_drain *d)
     while (d->nrings)
         retire_ring(d, d->nrings - 1);
     tp_process_ends_check(&d->ends, d->sink);
-    connection_losses(d);
-    outlivers(d);
+    tp_drain_losses_say(d->sink, &d->losses, MAX_CONNS, TP_RINGS_PER_PROCESS, TP_RINGS_MAX);
+    int32_t alive[8];
+    size_t nalive = 0;
+    for (size_t i = 0; i < d->nconns; i++)
+        if (d->conns[i] >= 0 && nalive++ < 8)
+            alive[nalive - 1] = d->peers[i].pid;
+    tp_drain_outlivers_say(d->sink, alive, nalive);
     for (size_t i = 0; i < d->nconns; i++) {
         if (d->conns[i] >= 0)
             close(d->conns[i]);
@@ -587,7 +593,10 @@ void tp_drain_stop(tp_drain *d)
     if (d->reserve_fd >= 0)
         close(d->reserve_fd);
     unlink(d->path);
+    tp_ops_relay_free(d->ops);
     rmdir(d->dir);
     free(d->rings);
     free(d);
 }
+
+const char *tp_drain_dir(const tp_drain *d) { return d->dir; }

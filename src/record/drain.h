@@ -14,11 +14,13 @@
 #include <stddef.h>
 
 #include "core/sink.h"
+#include "record/ops_plan.h"
 
 typedef struct tp_drain tp_drain;
 
-/* NULL with a reason in err when the socket can't be made. */
-tp_drain *tp_drain_start(tp_sink *sink, char *err, size_t cap);
+/* NULL with a reason in err when the socket can't be made. ops: when to
+ * ask for capture windows (record/ops_plan.h); NULL: never. */
+tp_drain *tp_drain_start(tp_sink *sink, const tp_ops_options *ops, char *err, size_t cap);
 const char *tp_drain_socket_path(const tp_drain *d);
 void tp_drain_stop(tp_drain *d);
 
@@ -27,6 +29,13 @@ void tp_drain_stop(tp_drain *d);
  * the drain's next turn; each process's sampler thread, standing by, serves
  * it within a second. From any thread; NULL: nothing. */
 void tp_drain_want_stacks(tp_drain *d);
+
+/* Asks for a capture window (POST /capture), from any thread: served at
+ * the drain's next turn. NULL: nothing. */
+void tp_drain_ask_capture(tp_drain *d);
+
+/* The directory of the drain's sockets (events.sock, control.sock). */
+const char *tp_drain_dir(const tp_drain *d);
 
 /* How many traced processes are connected now (alive, as far as the drain
  * knows): what record waits on once the command has ended. From any

@@ -64,7 +64,7 @@ static bool registry_dir(char *dir, size_t cap, bool create, char *why, size_t w
     return private_dir(dir, why, wcap);
 }
 
-bool tp_registry_add(const char *run_path, char *why, size_t cap)
+bool tp_registry_add(const char *run_path, const char *control_dir, char *why, size_t cap)
 {
     char dir[512], path[600], abs[PATH_MAX];
     if (!registry_dir(dir, sizeof dir, true, why, cap))
@@ -82,7 +82,7 @@ bool tp_registry_add(const char *run_path, char *why, size_t cap)
             close(fd);
         return false;
     }
-    fprintf(f, "%s\n", abs);
+    fprintf(f, "%s\n%s\n", abs, control_dir);
     return fclose(f) == 0;
 }
 
@@ -127,4 +127,48 @@ bool tp_registry_newest(char *run_path, size_t cap, pid_t *pid, char *why, size_
     }
     closedir(d);
     return found;
+}
+
+bool tp_registry_find(const char *run_path, pid_t pid, pid_t *found, char *control_dir, size_t cap,
+                      char *why, size_t wcap)
+{
+    char dir[512], want[PATH_MAX] = "";
+    why[0] = '\0';
+    if (!registry_dir(dir, sizeof dir, false, why, wcap))
+        return false;
+    if (run_path && !realpath(run_path, want)) {
+        snprintf(why, wcap, "%s: %s", run_path, strerror(errno));
+        return false;
+    }
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    struct dirent *e;
+    bool ok = false;
+    while (!ok && (e = readdir(d))) {
+        pid_t p = (pid_t)atoi(e->d_name);
+        if (p <= 0 || (!run_path && p != pid) || (kill(p, 0) != 0 && errno == ESRCH))
+            continue;
+        char path[800], line[PATH_MAX + 2], sockets[PATH_MAX + 2];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+        if (!f) {
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
+        if (fgets(line, sizeof line, f) && fgets(sockets, sizeof sockets, f)) {
+            line[strcspn(line, "\n")] = '\0';
+            sockets[strcspn(sockets, "\n")] = '\0';
+            if ((!run_path || strcmp(line, want) == 0) && sockets[0]) {
+                *found = p;
+                snprintf(control_dir, cap, "%s", sockets);
+                ok = true;
+            }
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return ok;
 }

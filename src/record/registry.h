@@ -3,8 +3,9 @@
  *
  * The directory is $XDG_RUNTIME_DIR/trainprof-records, or
  * /tmp/trainprof-UID/records, made 0700. A recording writes one file named by
- * its pid holding the run file's absolute path, and removes it at the end;
- * readers skip entries whose process is gone. */
+ * its pid holding the run file's absolute path and, on a second line, the
+ * directory of its sockets (control.sock: `trainprof capture`), and removes
+ * it at the end; readers skip entries whose process is gone. */
 #ifndef TP_RECORD_REGISTRY_H
 #define TP_RECORD_REGISTRY_H
 
@@ -15,7 +16,13 @@
 /* Announces run_path for this process; false with the reason in why when
  * it can't (the directory is not the user's own: a link, another user's,
  * open to others; nothing is written through it). */
-bool tp_registry_add(const char *run_path, char *why, size_t cap);
+bool tp_registry_add(const char *run_path, const char *control_dir, char *why, size_t cap);
+
+/* The live recording of run file run_path (any name of it), or of recorder
+ * pid (when run_path is NULL): its pid and socket directory. False with the
+ * reason in why (none such, or the directory can't be trusted). */
+bool tp_registry_find(const char *run_path, pid_t pid, pid_t *found, char *control_dir, size_t cap,
+                      char *why, size_t wcap);
 void tp_registry_remove(void);
 
 /* The run file of the most recently started live recording, if any; where

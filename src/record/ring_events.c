@@ -2,6 +2,7 @@
 #include "record/ring_events.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,20 @@ static void copy_payload(const tp_ring_reader *r, const tp_event *slots, uint64_
         size_t n = len - off < sizeof(tp_event) ? len - off : sizeof(tp_event);
         memcpy((char *)out + off, &slots[(tail + off / sizeof(tp_event)) & mask], n);
     }
+}
+
+/* The open step (if any) ended at t_ns: counted for the capture plan. */
+static void step_ended(tp_ring_reader *r, uint64_t t_ns)
+{
+    if (r->step_began_ns && t_ns >= r->step_began_ns) {
+        uint64_t span = t_ns - r->step_began_ns; /* bounded: the ring's times are the process's */
+        int64_t d = span > (1ULL << 50) ? (int64_t)(1ULL << 50) : (int64_t)span;
+        r->new_steps++;
+        r->new_total_ns = r->new_total_ns > INT64_MAX - d ? INT64_MAX : r->new_total_ns + d;
+        if (d > r->new_slowest_ns)
+            r->new_slowest_ns = d;
+    }
+    r->step_began_ns = 0;
 }
 
 /* A TP_EV_STACK event e and its n frames (in the slots from tail) into the
@@ -243,9 +258,17 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
         case TP_EV_STEP:
             tp_sink_mark(sink, r->thread, TP_MARK_STEP, e.t_ns, 0);
             r->steps++;
+            step_ended(r, e.t_ns);
+            r->step_began_ns = e.t_ns;
             break;
-        case TP_EV_STEP_END: tp_sink_mark(sink, r->thread, TP_MARK_STEP_END, e.t_ns, 0); break;
-        case TP_EV_EPOCH: tp_sink_mark(sink, r->thread, TP_MARK_EPOCH, e.t_ns, e.value); break;
+        case TP_EV_STEP_END:
+            tp_sink_mark(sink, r->thread, TP_MARK_STEP_END, e.t_ns, 0);
+            step_ended(r, e.t_ns);
+            break;
+        case TP_EV_EPOCH:
+            tp_sink_mark(sink, r->thread, TP_MARK_EPOCH, e.t_ns, e.value);
+            r->step_began_ns = 0; /* a step does not span an epoch's boundary */
+            break;
         case TP_EV_SAMPLES: tp_sink_mark(sink, r->thread, TP_MARK_SAMPLES, e.t_ns, e.value); break;
         case TP_EV_RANK:
             if (on_rank)

@@ -48,6 +48,12 @@ typedef struct tp_ring_reader {
     int32_t last_lines[TP_RING_LAST_FRAMES];
     uint32_t last_nframes;
     uint64_t steps; /* step marks it sent: the steps its thread began */
+    /* the steps that ended since the capture plan last took them
+     * (record/ops_plan.h): how many, the slowest and all together (ns);
+     * and when the open step began (0: none open) */
+    uint64_t new_steps;
+    int64_t new_slowest_ns, new_total_ns;
+    uint64_t step_began_ns;
 } tp_ring_reader;
 
 /* A ring name the sink had no memory for: its events are counted lost. */

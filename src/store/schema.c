@@ -31,7 +31,8 @@ static const char schema_sql[] =
     "  name_id INTEGER NOT NULL REFERENCES name(id), depth INTEGER NOT NULL,"
     "  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);"
     "CREATE TABLE mark (thread_id INTEGER NOT NULL REFERENCES thread(id), kind INTEGER NOT NULL,"
-    "  t_ns INTEGER NOT NULL, value INTEGER NOT NULL);" TP_SCHEMA_DEVICE_TIME TP_SCHEMA_STACKS;
+    "  t_ns INTEGER NOT NULL, value INTEGER NOT NULL);" TP_SCHEMA_DEVICE_TIME TP_SCHEMA_STACKS
+        TP_SCHEMA_OPS;
 
 static const char summary_sql[] =
     /* what `report` shows, computed by the recorder from the rows above when
@@ -52,7 +53,7 @@ static const char summary_sql[] =
     "  gpu_util_percent REAL, gpu_sm_clock_mhz REAL, gpu INTEGER," TP_SCHEMA_RANK_GPU_TRUTH
     ");" TP_SCHEMA_SUMMARY_STACKS TP_SCHEMA_SUMMARY_STALLS;
 
-static const char views_sql[] = TP_SCHEMA_MARKS_VIEW
+static const char views_sql[] = TP_SCHEMA_MARKS_VIEW TP_SCHEMA_OPS_VIEW
     "CREATE VIEW regions AS SELECT t.pid AS pid, t.tid AS tid, t.rank AS rank, n.text AS name,"
     "  r.depth AS depth, r.start_ns AS start_ns, r.end_ns AS end_ns,"
     "  r.end_ns - r.start_ns AS duration_ns"

@@ -20,8 +20,9 @@
  * 9 step_end) where it was a word, and the marks view with the words;
  * 8: sampled Python stacks (frame, stack_node, stack_sample); a file
  * without them had stack sampling off; 9: stack_sample.count and span_ns (a
- * row is a run of identical samples of a thread; 8's rows are one each) */
-#define TP_SCHEMA_VERSION 9
+ * row is a run of identical samples of a thread; 8's rows are one each);
+ * 10: capture windows (op_window, op_string, op_event) */
+#define TP_SCHEMA_VERSION 10
 /* the first schema with sampled stacks */
 #define TP_SCHEMA_STACKS_VERSION 8
 /* the first schema whose stack_sample rows are runs (count, span_ns) */
@@ -81,6 +82,36 @@
     "  pid INTEGER NOT NULL, tid INTEGER NOT NULL, worker INTEGER NOT NULL, phase TEXT," \
     "  node_id INTEGER NOT NULL, samples REAL NOT NULL, known REAL NOT NULL,"            \
     "  on_cpu REAL NOT NULL);"
+/* Capture windows (schema 10; docs/ops.md): each window a process took
+ * (its step thread, why: 1 schedule, 2 demand, 3 slow; the step count of
+ * its first step; run times; skipped with the note saying why), its texts
+ * (operator names, input shapes) by index, and its events (core/
+ * ops_window.h's kinds, times since the run's start). Files from before
+ * have none. */
+#define TP_SCHEMA_OPS                                                                            \
+    "CREATE TABLE IF NOT EXISTS op_window (id INTEGER PRIMARY KEY, thread_id INTEGER NOT NULL,"  \
+    "  pid INTEGER NOT NULL, tid INTEGER NOT NULL, reason INTEGER NOT NULL,"                     \
+    "  first_step INTEGER NOT NULL, steps INTEGER NOT NULL, cuda INTEGER NOT NULL,"              \
+    "  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, events INTEGER NOT NULL,"             \
+    "  dropped INTEGER NOT NULL, device_memory INTEGER NOT NULL, alloc_start INTEGER NOT NULL,"  \
+    "  skipped INTEGER NOT NULL, note TEXT);"                                                    \
+    "CREATE TABLE IF NOT EXISTS op_string (window_id INTEGER NOT NULL, idx INTEGER NOT NULL,"    \
+    "  text TEXT NOT NULL, PRIMARY KEY (window_id, idx)) WITHOUT ROWID;"                         \
+    "CREATE TABLE IF NOT EXISTS op_event (window_id INTEGER NOT NULL, kind INTEGER NOT NULL,"    \
+    "  name INTEGER NOT NULL, shapes INTEGER, thread INTEGER NOT NULL, device INTEGER NOT NULL," \
+    "  stream INTEGER NOT NULL, start_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL,"             \
+    "  correlation INTEGER NOT NULL, linked INTEGER NOT NULL, value INTEGER NOT NULL);"
+#define TP_SCHEMA_OPS_VIEW                                                                   \
+    "CREATE VIEW IF NOT EXISTS ops AS SELECT e.window_id AS window_id, w.pid AS pid,"        \
+    "  CASE e.kind WHEN 1 THEN 'op' WHEN 2 THEN 'range' WHEN 3 THEN 'kernel' WHEN 4 THEN"    \
+    "  'memcpy' WHEN 5 THEN 'memset' WHEN 6 THEN 'runtime' WHEN 7 THEN 'memory' WHEN 8 THEN" \
+    "  'step' END AS kind, n.text AS name, s.text AS shapes, e.thread AS thread,"            \
+    "  e.device AS device, e.stream AS stream, e.start_ns AS start_ns, e.dur_ns AS dur_ns,"  \
+    "  e.correlation AS correlation, e.linked AS linked, e.value AS value"                   \
+    "  FROM op_event e JOIN op_window w ON w.id = e.window_id"                               \
+    "  JOIN op_string n ON n.window_id = e.window_id AND n.idx = e.name"                     \
+    "  LEFT JOIN op_string s ON s.window_id = e.window_id AND s.idx = e.shapes;"
+
 /* The marks with their kinds in words, for SQL by hand (schema 7; a file
  * whose marks are words already shows them as they are). */
 #define TP_SCHEMA_MARKS_VIEW                                                                \

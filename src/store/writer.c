@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/metric_catalog.h"
+#include "store/ops_write.h"
 #include "store/schema.h"
 
 enum {
@@ -342,6 +343,7 @@ static int write_batch(tp_writer *w, const tp_batch *b)
     }
     rc = rc == SQLITE_OK ? write_timings(w, b) : rc;
     rc = rc == SQLITE_OK ? write_stacks(w, b) : rc;
+    rc = rc == SQLITE_OK ? tp_ops_write(w->db, b) : rc;
     st = w->st[ST_SAMPLE];
     for (size_t i = 0; rc == SQLITE_OK && i < b->samples.len; i++) {
         const tp_sample *s = &b->samples.items[i];

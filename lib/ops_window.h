@@ -1,0 +1,45 @@
+/* ops_window.h: capture windows, the training process's side (docs/ops.md).
+ *
+ * The recorder decides when a process captures its operators (a schedule, a
+ * request, a slow step) and says so in every ring's header (ring.h's ops_*
+ * fields). The process counts the steps it marks, reads the request at each
+ * one, runs PyTorch's profiler over the steps asked for (trainprof/_ops.py)
+ * and hands the result back as one sealed memfd over its connection
+ * (tp_ops_send): never through the ring, which is for the hot path. */
+#ifndef TP_LIB_OPS_WINDOW_H
+#define TP_LIB_OPS_WINDOW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Why a window was taken (ring.h's ops_reason, the run file's op_window.reason). */
+enum {
+    TP_OPS_SCHEDULE = 1, /* the schedule: after the warm-up, then every --ops-every */
+    TP_OPS_DEMAND = 2,   /* `trainprof capture`, or POST /capture */
+    TP_OPS_SLOW = 3,     /* a step slower than --ops-on-slow times the running median */
+};
+
+typedef struct tp_ops_request {
+    uint32_t seq;        /* changes with every new request; 0: none yet */
+    uint32_t reason;     /* TP_OPS_* */
+    uint32_t steps;      /* steps to capture */
+    uint64_t first_step; /* the step (the process's count of its step marks) to begin at */
+} tp_ops_request;
+
+/* Step marks this process made (tp_step, tp_step_at), from any thread. */
+uint64_t tp_steps_marked(void);
+
+/* The request seq in this thread's ring (0: none, or no ring): one
+ * acquire load, for every step mark. */
+uint32_t tp_ops_seq(void);
+
+/* The request in this thread's ring, into out; false when there is none. */
+bool tp_ops_request_read(tp_ops_request *out);
+
+/* Hands a finished window (trainprof/_ops.py's blob, len bytes) to the
+ * recorder in a sealed memfd; false when none took it. Cold path: a few
+ * system calls, once a window. */
+bool tp_ops_send(const void *blob, size_t len);
+
+#endif

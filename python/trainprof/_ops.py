@@ -1,0 +1,310 @@
+"""Capture windows: PyTorch's own profiler (torch.profiler's Kineto, and
+CUPTI on a CUDA device) over a few consecutive steps, when the recorder
+asks (docs/ops.md).
+
+The recorder decides when (the schedule, `trainprof capture`, a slow step)
+and writes its request into every ring's header; libtrainprof reads it at
+each step mark and calls ``Capture.hook`` only when a new request came or
+the step a window waits for is here, so that outside a window nothing of
+the profiler is active and a step costs one load more. The window begins at
+a step mark and ends at the mark ``steps`` later (one more on a CUDA device,
+so that the last captured step's kernels have ended before the profiler
+flushes: no synchronize is added). Its events go to the recorder as one
+blob (the layout below, read by src/record/ops_blob.c) in a sealed memfd.
+
+What the profiler is started with is what ``torch.profiler.profile`` starts
+it with (``_prepare_profiler`` and ``_enable_profiler``), without the
+synchronize its ``__exit__`` adds. A script that runs its own profiler keeps
+it: a window due while one runs is skipped, and one running when the script
+starts its own is ended first (the script's never sees ours). Kineto's own
+lines on standard error at each start and stop are kept from the training's
+output: the descriptor is pointed at a memfd for the length of the call, and
+whatever else was written meanwhile is written back.
+"""
+
+import atexit
+import os
+import re
+import struct
+import sys
+import threading
+import time
+
+from . import _native
+
+MAGIC = b"TPOP"
+VERSION = 1
+# magic, version, reason, steps, first_step, step thread's tid, flags,
+# start_ns, end_ns (the recorder's clock), strings, their bytes, events,
+# events dropped, device memory (bytes, 0 unknown), allocated at the start
+# (-1 unknown), the note's string (0xffffffff none), skipped (0/1)
+HEADER = struct.Struct("<4sIIIQiIqqIIIIqqII")
+# kind, name, shapes (string indices), thread (Kineto's), device, 0,
+# stream, start_ns, duration_ns, correlation, linked correlation, value
+EVENT = struct.Struct("<IIIIiIqqqqqq")
+NONE = 0xFFFFFFFF
+MAX_EVENTS = 500_000  # a window's events at most; the rest are counted
+
+# event kinds (src/core/ops_window.h)
+K_OP, K_RANGE, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_MEMORY, K_STEP = range(1, 9)
+KINDS = {"cpu_op": K_OP, "user_annotation": K_RANGE, "kernel": K_KERNEL,
+         "gpu_memcpy": K_MEMCPY, "gpu_memset": K_MEMSET, "cuda_runtime": K_RUNTIME,
+         "cuda_driver": K_RUNTIME}
+FLAG_CUDA = 1
+
+# Kineto's log lines: "USDT:2026-11-26 21:30:51 15958:15958 File.cpp:52] text"
+_KINETO_LINE = re.compile(rb"^(USDT|INFO|WARNING|ERROR|STAGE|VERBOSE):\d{4}-\d\d-\d\d "
+                          rb"\d\d:\d\d:\d\d \d+:\d+ [^\]]*\] ")
+
+
+def _quiet(call):
+    """call() with standard error taken into a memfd; Kineto's lines are
+    kept back (its warnings and errors returned), the rest written back."""
+    try:
+        sys.stderr.flush()
+    except Exception:
+        pass
+    saved = os.dup(2)
+    held = os.memfd_create("trainprof-stderr", os.MFD_CLOEXEC)
+    os.dup2(held, 2)
+    try:
+        return call(), None
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        size = os.lseek(held, 0, os.SEEK_END)
+        text = os.pread(held, size, 0) if size else b""
+        os.close(held)
+        kept, other = [], []
+        for line in text.splitlines(True):
+            m = _KINETO_LINE.match(line)
+            if m is None:
+                other.append(line)
+            elif m.group(1) in (b"WARNING", b"ERROR"):
+                kept.append(line)
+        if other:
+            os.write(2, b"".join(other))
+        _quiet.last = b"".join(kept).decode("utf-8", "replace")[:300]
+
+
+_quiet.last = ""
+
+
+class Capture:
+    """One process's windows (the GIL keeps them; they run on the thread
+    that marks steps)."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.pending = None  # (reason, first_step, steps) asked for
+        self.active = None  # the window under way: a dict
+        self.thread = None
+        from torch.autograd import profiler as ap
+
+        self.ap = ap
+        self.prepare, self.enable = ap._prepare_profiler, ap._enable_profiler
+        self.disable = ap._disable_profiler
+        self._guard_script_profiler()
+
+    # ---- the script's own profiler ------------------------------------------
+
+    def _guard_script_profiler(self):
+        """The script's profiler start ends a window of ours first."""
+        capture = self
+
+        def guard(fn):
+            def started(*args, **kwargs):
+                if capture.active is not None:
+                    capture.finish(skip="the script started its own torch.profiler during the "
+                                        "window: the window was ended there")
+                return fn(*args, **kwargs)
+
+            started.__wrapped__ = fn
+            return started
+
+        self.ap._prepare_profiler = guard(self.prepare)
+        self.ap._enable_profiler = guard(self.enable)
+
+    # ---- at step marks --------------------------------------------------------
+
+    def hook(self):
+        n = _native._steps_marked()
+        req = _native._ops_request()
+        if req is not None and self.active is None:
+            _seq, reason, first, steps = req
+            self.pending = (reason, max(first, n), max(1, min(steps, 1000)))
+        if self.active is not None:
+            self.active["marks"].append((n, _native.now_ns(), *self._memory()))
+            if n >= self.active["stop_at"]:
+                self.finish()
+            else:
+                _native._ops_wait(n + 1)
+            return
+        if self.pending is not None:
+            reason, first, steps = self.pending
+            if n >= first:
+                self.pending = None
+                self.start(reason, n, steps)
+            else:
+                _native._ops_wait(first)
+
+    def _memory(self):
+        cuda = self.torch.cuda
+        if not self.active or not self.active["cuda"]:
+            return (-1, -1)
+        try:
+            return (cuda.memory_allocated(), cuda.memory_reserved())
+        except Exception:
+            return (-1, -1)
+
+    # ---- a window -------------------------------------------------------------
+
+    def start(self, reason, n, steps):
+        torch = self.torch
+        window = {"reason": reason, "first": n, "steps": steps, "marks": [], "note": None,
+                  "tid": threading.get_native_id(), "cuda": False}
+        if getattr(self.ap, "_is_profiler_enabled", False) or torch._C._autograd._profiler_enabled():
+            self.send(window, skip="the script ran its own torch.profiler: the window was "
+                                   "skipped (a process runs one profiler at a time)")
+            _native._ops_wait(0)
+            return
+        from torch._C._profiler import ProfilerActivity
+        from torch.autograd import ProfilerConfig, ProfilerState
+        from torch._C._profiler import _ExperimentalConfig
+
+        cuda = bool(torch.cuda.is_initialized()) and (
+            ProfilerActivity.CUDA in torch.autograd._supported_activities())
+        activities = {ProfilerActivity.CPU} | ({ProfilerActivity.CUDA} if cuda else set())
+        # record_shapes, profile_memory (the caching allocator's, on a GPU),
+        # no stacks, flops or modules: torch.profiler's defaults otherwise
+        config = ProfilerConfig(ProfilerState.KINETO, True, cuda, False, False, False,
+                                _ExperimentalConfig(), "")
+        window["cuda"] = cuda
+        window["stop_at"] = n + steps + (1 if cuda else 0)
+        try:
+            _quiet(lambda: self.prepare(config, activities))
+            window["alloc0"] = self._memory_of(window)
+            window["start"] = _native.now_ns()
+            _quiet(lambda: self.enable(config, activities))
+        except Exception as e:  # a profiler that can't start: said, not raised
+            self.send(window, skip=f"the profiler did not start: {str(e)[:200]}")
+            _native._ops_wait(0)
+            return
+        self.active = window
+        window["marks"].append((n, window["start"], *self._memory()))
+        _native._ops_wait(n + 1)
+
+    def _memory_of(self, window):
+        if not window["cuda"]:
+            return -1
+        try:
+            return self.torch.cuda.memory_allocated()
+        except Exception:
+            return -1
+
+    def finish(self, skip=None):
+        window, self.active = self.active, None
+        _native._ops_wait(0)
+        window["end"] = _native.now_ns()
+        try:
+            result, _ = _quiet(self.disable)
+        except Exception as e:
+            self.send(window, skip=f"the profiler did not stop: {str(e)[:200]}")
+            return
+        window["note"] = _quiet.last or None
+        self.send(window, result=result, skip=skip)
+
+    def at_exit(self):
+        """A window under way as the process ends: what it holds is sent."""
+        if self.active is not None and self.active["tid"] == threading.get_native_id():
+            self.finish(skip="the process ended during the window")
+
+    def send(self, window, result=None, skip=None):
+        try:
+            _native._ops_send(_blob(self.torch, window, result, skip))
+        except Exception:
+            pass
+
+
+def _clock_offset():
+    """The recorder's clock (CLOCK_MONOTONIC) minus the Unix time Kineto
+    stamps its events with, from the closest of three readings."""
+    best = None
+    for _ in range(3):
+        a = _native.now_ns()
+        u = time.time_ns()
+        b = _native.now_ns()
+        if best is None or b - a < best[0]:
+            best = (b - a, (a + b) // 2 - u)
+    return best[1]
+
+
+def _blob(torch, window, result, skip):
+    """The window as the recorder reads it (src/record/ops_blob.c)."""
+    strings, index = [], {}
+
+    def intern(text):
+        i = index.get(text)
+        if i is None:
+            i = index[text] = len(strings)
+            strings.append(text.encode("utf-8", "replace")[:1000])
+        return i
+
+    intern("")
+    events = bytearray()
+    count = dropped = 0
+    offset = _clock_offset()
+    pack = EVENT.pack
+    for n, t, alloc, reserved in window["marks"]:
+        events += pack(K_STEP, 0, NONE, 0, -1, 0, 0, t, 0, n, alloc, reserved)
+        count += 1
+    for e in (result.events() if result is not None else ()):
+        kind = KINDS.get(e.activity_type())
+        name = e.name()
+        if kind is None:
+            if name != "[memory]":
+                continue
+            kind = K_MEMORY
+        if count >= MAX_EVENTS:
+            dropped += 1
+            continue
+        shapes = NONE
+        if kind == K_OP:
+            s = e.shapes()
+            if s and any(s):
+                shapes = intern(str(s))
+        device = e.device_index()
+        value = e.nbytes() if kind == K_MEMORY else 0
+        events += pack(kind, intern(name), shapes, e.start_thread_id() & 0xFFFFFFFF, device, 0,
+                       e.device_resource_id() if kind in (K_KERNEL, K_MEMCPY, K_MEMSET) else 0,
+                       e.start_ns() + offset, max(0, e.duration_ns()), e.correlation_id(),
+                       e.linked_correlation_id(), value)
+        count += 1
+    note = skip or window.get("note")
+    device_memory = 0
+    if window.get("cuda"):
+        try:
+            device_memory = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+        except Exception:
+            device_memory = 0
+    note_index = intern(note) if note else NONE
+    table = b"".join(struct.pack("<I", len(s)) + s for s in strings)
+    header = HEADER.pack(MAGIC, VERSION, window["reason"], window["steps"], window["first"],
+                         window["tid"], FLAG_CUDA if window.get("cuda") else 0,
+                         window.get("start", 0), window.get("end", window.get("start", 0)),
+                         len(strings), len(table), count, dropped, device_memory,
+                         window.get("alloc0", -1), note_index, 1 if skip and result is None else 0)
+    return header + table + bytes(events)
+
+
+def install(torch):
+    """Starts answering the recorder's capture requests in this process
+    (under `trainprof record`, unless TRAINPROF_OPS=0)."""
+    if os.environ.get("TRAINPROF_OPS", "1") == "0" or not os.environ.get("TRAINPROF_SOCKET"):
+        return None
+    if not hasattr(os, "memfd_create"):
+        return None
+    capture = Capture(torch)
+    _native._ops_hook(capture.hook)
+    atexit.register(capture.at_exit)
+    return capture

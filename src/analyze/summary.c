@@ -12,6 +12,7 @@
 
 #include "analyze/gpu_use.h"
 #include "analyze/intervals.h"
+#include "analyze/ops.h"
 #include "analyze/regime_stacks.h"
 #include "util/ns_math.h"
 #include "store/summary_tables.h"
@@ -278,6 +279,7 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
 void tp_summary_free(tp_summary *s)
 {
     tp_stack_facts_free(&s->stacks);
+    tp_ops_facts_free(&s->ops);
     tp_stalls_free(&s->stalls);
     tp_deaths_free(&s->deaths);
     tp_course_free(&s->course);
@@ -307,7 +309,9 @@ bool tp_summary_load(const char *path, tp_summary *out, char *err, size_t cap)
 bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap)
 {
     tp_stack_facts_free(&s->stacks);
-    return tp_stack_facts_build(s->run, &s->stacks, err, cap);
+    tp_ops_facts_free(&s->ops);
+    return tp_stack_facts_build(s->run, &s->stacks, err, cap) &&
+           tp_ops_facts_build(s->run, &s->ops, err, cap);
 }
 
 bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)

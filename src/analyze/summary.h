@@ -6,6 +6,7 @@
 #ifndef TP_ANALYZE_SUMMARY_H
 #define TP_ANALYZE_SUMMARY_H
 
+#include "core/ops_facts.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
@@ -68,6 +69,8 @@ typedef struct tp_summary {
     /* where each phase's time goes in the code (sampled stacks): filled by
      * tp_summary_add_stacks only, for the commands that show it */
     tp_stack_facts stacks;
+    /* what the capture windows saw (analyze/ops.h): filled with the stacks */
+    tp_ops_facts ops;
     /* the recording's length, seconds (its end, or its last sample's) */
     double duration_s;
     /* each rank's steps in time order and the ranks that stalled: filled by

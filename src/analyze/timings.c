@@ -1,5 +1,6 @@
 /* timings.c: timings tables from regions and step/epoch marks. */
 #include "analyze/timings.h"
+#include "store/reader_ops.h"
 
 #include "core/stall_rule.h"
 
@@ -177,9 +178,40 @@ static double steps_stall_threshold(const tp_run_mark *m, size_t lo, size_t hi,
     return tp_stall_threshold(0, n ? st.p50 : 0);
 }
 
+static int cmp_span(const void *a, const void *b)
+{
+    const compile_span *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return (x->a > y->a) - (x->a < y->a);
+}
+
+/* The capture windows that ran (analyze/ops.h), as spans of their step
+ * threads in (thread, start) order. */
+static bool capture_windows(tp_run *run, compile_list *out, char *err, size_t cap)
+{
+    tp_run_op_window *w;
+    size_t n;
+    if (!tp_run_op_windows(run, &w, &n, err, cap))
+        return false;
+    compile_span *v = tp_xmalloc((n + 1) * sizeof *v);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!w[i].skipped && w[i].thread)
+            v[k++] = (compile_span){w[i].thread, w[i].start_ns, w[i].end_ns, w[i].end_ns};
+    tp_run_op_windows_free(w, n);
+    qsort(v, k, sizeof *v, cmp_span);
+    for (size_t i = 1; i < k; i++) /* the latest end so far, as compiled_in expects */
+        if (v[i].thread == v[i - 1].thread && v[i - 1].max_b > v[i].max_b)
+            v[i].max_b = v[i - 1].max_b;
+    *out = (compile_list){v, k, k};
+    return true;
+}
+
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
-                       const compile_list *compiles, size_t *steps_cap, size_t *epochs_cap,
-                       tp_time_spans *spans, double stall_after_s)
+                       const compile_list *compiles, const compile_list *profiled,
+                       size_t *steps_cap, size_t *epochs_cap, tp_time_spans *spans,
+                       double stall_after_s)
 {
     /* a step that stalled (and went on) is a pause, not a step's time */
     double stall_s = steps_stall_threshold(m, lo, hi, stall_after_s);
@@ -192,6 +224,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
     int64_t run_ns = llround(run_s * 1e9);
     int64_t pending = 0, pending_batches = 0; /* of the open step */
     bool warming = true;                      /* the thread's steps so far all held a compilation */
+    size_t nprofiled = 0;                     /* steps a capture window took */
     for (size_t i = lo; i < hi; i++) {
         bool new_thread = i == lo || m[i].thread != m[i - 1].thread;
         if (new_thread)
@@ -226,7 +259,10 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         if (prev_step >= 0) {
             int64_t a = m[prev_step].t_ns, b = m[i].t_ns;
             warming = warming && compiled_in(compiles, m[i].thread, a, b);
-            if (warming || (double)tp_ns_sub(b, a) / 1e9 <= stall_s)
+            /* a step a capture window ran in (or stopped in) is the profiler's */
+            bool in_window = compiled_in(profiled, m[i].thread, a, b);
+            nprofiled += in_window;
+            if (!in_window && (warming || (double)tp_ns_sub(b, a) / 1e9 <= stall_s))
                 step_set_add(warming ? &warm : &steady, a, b, pending, pending_batches);
             if (epoch_row >= 0) {
                 t->epochs[epoch_row].steps++;
@@ -261,7 +297,8 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
                             .samples = steady.samples,
                             .batches = steady.batches,
                             .warmup = warm.n,
-                            .warmup_s = sum(warm.durations, warm.n)};
+                            .warmup_s = sum(warm.durations, warm.n),
+                            .profiled = nprofiled};
         tp_stats_compute(steady.durations, steady.n, &st->stats);
     }
     for (size_t i = 0; i < steady.spans.n; i++)
@@ -416,6 +453,12 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
         free(marks);
         return false;
     }
+    compile_list profiled = {0};
+    if (!capture_windows(run, &profiled, err, cap)) {
+        free(marks);
+        free(compiles.v);
+        return false;
+    }
     size_t steps_cap = 0, epochs_cap = 0, total_spans = 0;
     rank_spans_list spans = {0};
     for (size_t lo = 0; lo < n;) { /* marks are by rank: one rank at a time */
@@ -425,14 +468,15 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
         spans.v = tp_grow(spans.v, spans.n, &spans.cap, sizeof *spans.v);
         rank_spans *rs = &spans.v[spans.n++];
         *rs = (rank_spans){marks[lo].rank, {0}};
-        rank_steps(out, marks, lo, hi, run_s, &compiles, &steps_cap, &epochs_cap, &rs->spans,
-                   stall_after_s);
+        rank_steps(out, marks, lo, hi, run_s, &compiles, &profiled, &steps_cap, &epochs_cap,
+                   &rs->spans, stall_after_s);
         tp_spans_merge(&rs->spans);
         total_spans += rs->spans.n;
         lo = hi;
     }
     free(marks);
     free(compiles.v);
+    free(profiled.v);
     bool ok = measure_in_steps(run, out, &spans, total_spans, err, cap);
     for (size_t i = 0; i < spans.n; i++)
         tp_spans_free(&spans.v[i].spans);

@@ -38,6 +38,7 @@ typedef struct tp_step_row {
     int64_t batches; /* batches fetched in them (0 when none was seen) */
     size_t warmup;   /* warm-up steps, not in the figures above */
     double warmup_s; /* their total duration */
+    size_t profiled; /* steps a capture window took (analyze/ops.h), not in the figures above */
 } tp_step_row;
 
 typedef struct tp_epoch_row {

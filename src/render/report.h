@@ -50,6 +50,17 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s);
 void tp_report_stacks_text(FILE *out, const tp_summary *s);
 void tp_report_stacks_json(json_writer *w, const tp_summary *s);
 
+/* Inside the steps: the capture windows' operators per rank and phase,
+ * kernels, the GPU's idle time and memory (report_ops.c); text only when
+ * there are windows, JSON's "windows", "ops", "kernels" and "gpu_idle"
+ * always (empty lists without). */
+void tp_report_ops_text(FILE *out, const tp_summary *s);
+void tp_report_ops_json(json_writer *w, const tp_summary *s);
+/* The operators a compute-bound rank's biggest computing phases spent
+ * their time in, as a sentence for its verdict (" Inside (PyTorch's
+ * profiler): backward: convolution_backward 41%, ..."); "" without windows. */
+void tp_ops_cite(char *out, size_t cap, const tp_ops_facts *f, int rank);
+
 /* Where an input- (input) or compute-bound rank's time goes in the code, as
  * a sentence for its verdict (" Inside: the DataLoader workers' time goes to
  * decode (io.py:12) 58%, ..."; a function whose samples mostly waited is

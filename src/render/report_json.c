@@ -243,6 +243,7 @@ void tp_report_json(FILE *out, const tp_summary *s, const tp_verdicts *v)
     tp_report_timings_json(&w, s);
     tp_report_ranks_json(&w, s);
     tp_report_stacks_json(&w, s);
+    tp_report_ops_json(&w, s);
     tp_report_course_json(&w, s);
     tp_report_ends_json(&w, s);
     tp_report_regimes_json(&w, s);

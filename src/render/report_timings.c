@@ -142,6 +142,11 @@ static void steps_lines(FILE *out, const tp_step_row *st)
                 "out of\n  these figures and of the shares\n",
                 st->warmup, st->warmup == 1 ? "" : "s", d);
     }
+    if (st->profiled)
+        fprintf(out,
+                "  %zu step%s ran under PyTorch's profiler (capture windows, below): left out of "
+                "these\n  figures and of the shares\n",
+                st->profiled, st->profiled == 1 ? "" : "s");
 }
 
 /* Which ranks get their own tables: every rank, unless the run has more than
@@ -360,6 +365,8 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         json_int(w, (int64_t)st->warmup);
         json_key(w, "warmup_s");
         json_double(w, st->warmup_s);
+        json_key(w, "profiled_steps");
+        json_int(w, (int64_t)st->profiled);
         json_object_end(w);
     }
     json_array_end(w);

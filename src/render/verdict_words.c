@@ -392,7 +392,9 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
                       "it."
                     : " Its GPU's tensor cores were busy %.0f%% of the time (GPM).",
                 tensor->steps.mean);
-        if (v->kind != TP_VERDICT_TRANSFER_BOUND && len < cap)
+        if (v->kind == TP_VERDICT_COMPUTE_BOUND && len < cap) /* the operators, where seen */
+            tp_ops_cite(out + len, cap - len, &s->ops, v->rank);
+        if (v->kind != TP_VERDICT_TRANSFER_BOUND && len < cap && !out[len])
             tp_stacks_cite(out + len, cap - len, &s->stacks, v->rank,
                            v->kind == TP_VERDICT_INPUT_BOUND);
         return;

@@ -199,7 +199,12 @@
  * no warm-up set apart); `summarize --force` adds them. */
 #define TP_SCHEMA_STEP_BATCHES                                                 \
     ", batches INTEGER NOT NULL DEFAULT 0, warmup INTEGER NOT NULL DEFAULT 0," \
-    "  warmup_s REAL NOT NULL DEFAULT 0"
+    "  warmup_s REAL NOT NULL DEFAULT 0" TP_SCHEMA_STEP_PROFILED
+/* summary_step.profiled (schema 10): steps a capture window took, left out
+ * of the figures; files summarized before have none (readers take 0). */
+#define TP_SCHEMA_STEP_PROFILED ", profiled INTEGER NOT NULL DEFAULT 0"
+#define TP_SCHEMA_ADD_STEP_PROFILED \
+    "ALTER TABLE summary_step ADD COLUMN profiled INTEGER NOT NULL DEFAULT 0;"
 #define TP_SCHEMA_EPOCH_BATCHES ", batches INTEGER NOT NULL DEFAULT 0"
 #define TP_SCHEMA_ADD_BATCHES                                                 \
     "ALTER TABLE summary_step ADD COLUMN batches INTEGER NOT NULL DEFAULT 0;" \

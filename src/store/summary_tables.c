@@ -120,15 +120,17 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
     sqlite3_finalize(st);
     /* files summarized before summary_step.batches: batches unknown, no warm-up */
     bool batches = tp_run_has_column(run, "summary_step", "batches");
+    bool profiled = tp_run_has_column(run, "summary_step", "profiled");
     if (rc == SQLITE_OK)
-        rc =
-            sqlite3_prepare_v2(run->db,
-                               batches ? "SELECT rank, count, total_s, samples, mean, min, p5, p50,"
-                                         " p95, max, batches, warmup, warmup_s FROM summary_step"
-                                         " ORDER BY rank"
-                                       : "SELECT rank, count, total_s, samples, mean, min, p5, p50,"
-                                         " p95, max, 0, 0, 0 FROM summary_step ORDER BY rank",
-                               -1, &st, NULL);
+        rc = sqlite3_prepare_v2(
+            run->db,
+            profiled  ? "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95, max,"
+                        " batches, warmup, warmup_s, profiled FROM summary_step ORDER BY rank"
+            : batches ? "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95, max,"
+                        " batches, warmup, warmup_s, 0 FROM summary_step ORDER BY rank"
+                      : "SELECT rank, count, total_s, samples, mean, min, p5, p50,"
+                        " p95, max, 0, 0, 0, 0 FROM summary_step ORDER BY rank",
+            -1, &st, NULL);
     while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         out->steps = tp_grow(out->steps, out->nsteps, &scap, sizeof *out->steps);
         tp_step_row *r = &out->steps[out->nsteps++];
@@ -139,6 +141,7 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
         r->batches = sqlite3_column_int64(st, 10);
         r->warmup = (size_t)sqlite3_column_int64(st, 11);
         r->warmup_s = sqlite3_column_double(st, 12);
+        r->profiled = (size_t)sqlite3_column_int64(st, 13);
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_OK)

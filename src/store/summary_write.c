@@ -86,6 +86,7 @@ static void fill_step(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
     sqlite3_bind_int64(st, 11, r->batches);
     sqlite3_bind_int64(st, 12, (sqlite3_int64)r->warmup);
     sqlite3_bind_double(st, 13, r->warmup_s);
+    sqlite3_bind_int64(st, 14, (sqlite3_int64)r->profiled);
 }
 
 static void fill_epoch(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
@@ -280,6 +281,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
         rc = tp_exec(db, TP_SCHEMA_ADD_RANK_GPU_TRUTH);
     if (rc == SQLITE_OK && !batches) /* a file from before summary_step.batches */
         rc = tp_exec(db, TP_SCHEMA_ADD_BATCHES);
+    if (rc == SQLITE_OK && !has_column(db, "summary_step", "profiled")) /* before schema 10 */
+        rc = tp_exec(db, TP_SCHEMA_ADD_STEP_PROFILED);
     if (rc == SQLITE_OK)
         rc = tp_exec(
             db,
@@ -312,7 +315,7 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
             db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
             s->timings->nrows, fill_timing);
     if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
+        rc = insert_rows(db, "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
                          s->timings->nsteps, fill_step);
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_epoch VALUES (?,?,?,?,?,?,?)", s,

@@ -1,0 +1,328 @@
+/* report_ops.c: the capture windows in the report (docs/ops.md): the
+ * operators of each phase in the seed's table, the kernels, the GPU's idle
+ * time by the host's phase, the caching allocator's headroom; JSON's
+ * windows, ops, kernels and gpu_idle; and the operators a compute-bound
+ * verdict names. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analyze/ops.h"
+#include "core/phases.h"
+#include "render/report.h"
+#include "render/units.h"
+
+#define OPS_SHOWN     8 /* operators per phase */
+#define PHASES_SHOWN  6 /* phases per rank */
+#define KERNELS_SHOWN 10
+#define RANKS_SHOWN   2 /* the first ranks' tables: every rank's is in the JSON */
+
+static const char *reason_word(int reason)
+{
+    return reason == 1   ? "scheduled"
+           : reason == 2 ? "on demand"
+           : reason == 3 ? "after a slow step"
+                         : "?";
+}
+
+/* Steps captured by rank's windows (first rank: all when rank < -1). */
+static int steps_of(const tp_ops_facts *f, int rank)
+{
+    int n = 0;
+    for (size_t i = 0; i < f->nwindows; i++)
+        if (f->windows[i].rank == rank && !f->windows[i].skipped)
+            n += f->windows[i].steps;
+    return n;
+}
+
+static void ms(char *buf, size_t cap, double s) { snprintf(buf, cap, "%.2f", s * 1e3); }
+
+static void windows_text(FILE *out, const tp_ops_facts *f)
+{
+    for (size_t i = 0; i < f->nwindows; i++) {
+        const tp_ops_window_fact *w = &f->windows[i];
+        if (i >= 8) {
+            fprintf(out, "  ... and %zu more windows (report --json lists them all)\n",
+                    f->nwindows - i);
+            break;
+        }
+        char rank[32] = "";
+        if (w->rank >= 0)
+            snprintf(rank, sizeof rank, "rank %d, ", w->rank);
+        if (w->skipped) {
+            fprintf(out, "  %spid %d, %s: skipped: %s\n", rank, (int)w->pid, reason_word(w->reason),
+                    w->note ? w->note : "");
+            continue;
+        }
+        fprintf(out, "  %spid %d, %s: steps %lld-%lld (%.1f s to %.1f s), %lld events%s", rank,
+                (int)w->pid, reason_word(w->reason), (long long)w->first_step,
+                (long long)(w->first_step + w->steps - 1), w->start_s, w->end_s,
+                (long long)w->events, w->cuda ? ", with the GPU's" : "");
+        if (w->dropped)
+            fprintf(out, " (%lld more left out: the bound is 500,000 a window)",
+                    (long long)w->dropped);
+        if (w->note)
+            fprintf(out, "; %s", w->note);
+        fputc('\n', out);
+    }
+}
+
+/* The rank's phases with operators, biggest first. */
+static size_t phases_of(const tp_ops_facts *f, int rank, const char **out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->nops; i++) {
+        const tp_op_fact *o = &f->ops[i];
+        if (o->rank != rank)
+            continue;
+        bool seen = false;
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = out[k] == o->phase;
+        if (!seen && n < max)
+            out[n++] = o->phase;
+    }
+    for (size_t a = 1; a < n; a++) /* by phase time, most first */
+        for (size_t b = a; b > 0 && tp_ops_phase_time_s(f, rank, out[b - 1]) <
+                                        tp_ops_phase_time_s(f, rank, out[b]);
+             b--) {
+            const char *t = out[b];
+            out[b] = out[b - 1];
+            out[b - 1] = t;
+        }
+    return n;
+}
+
+static void rank_ops_text(FILE *out, const tp_ops_facts *f, int rank, bool device)
+{
+    const char *phases[64];
+    size_t np = phases_of(f, rank, phases, 64);
+    int steps = steps_of(f, rank);
+    for (size_t p = 0; p < np && p < PHASES_SHOWN; p++) {
+        double phase_s = tp_ops_phase_time_s(f, rank, phases[p]);
+        char rank_label[32] = "";
+        if (rank >= 0)
+            snprintf(rank_label, sizeof rank_label, "rank %d  ", rank);
+        fprintf(out, "  %s%s: %.2f ms a step\n", rank_label, *phases[p] ? phases[p] : "(no phase)",
+                steps ? phase_s * 1e3 / steps : 0.0);
+        fprintf(out, "    %-44s %8s %12s %12s%s\n", "operator", "calls", "CPU total ms",
+                "CPU self ms", device ? "  device ms" : "");
+        size_t shown = 0;
+        for (size_t i = 0; i < f->nops && shown < OPS_SHOWN; i++) {
+            const tp_op_fact *o = &f->ops[i];
+            if (o->rank != rank || o->phase != phases[p])
+                continue;
+            shown++;
+            char total[32], self[32], dev[32];
+            ms(total, sizeof total, o->cpu_total_s);
+            ms(self, sizeof self, o->cpu_self_s);
+            ms(dev, sizeof dev, o->device_total_s);
+            fprintf(out, "    %-44.44s %8llu %12s %12s", o->name, (unsigned long long)o->calls,
+                    total, self);
+            if (device)
+                fprintf(out, " %10s", dev);
+            fputs(o->range ? "  (range)\n" : "\n", out);
+        }
+    }
+}
+
+static void rank_gpu_text(FILE *out, const tp_ops_facts *f, int rank)
+{
+    size_t shown = 0;
+    for (size_t i = 0; i < f->nkernels && shown < KERNELS_SHOWN; i++) {
+        const tp_kernel_fact *k = &f->kernels[i];
+        if (k->rank != rank)
+            continue;
+        if (!shown++)
+            fprintf(out, "  kernels (device ms, calls, the operator that launched them):\n");
+        fprintf(out, "    %10.2f %7llu  %-60.60s  %s\n", k->device_s * 1e3,
+                (unsigned long long)k->calls, k->name, *k->op ? k->op : "?");
+    }
+    for (size_t b = 0; b < f->nbusy; b++) {
+        if (f->busy[b].rank != rank || f->busy[b].span_s <= 0)
+            continue;
+        double idle = f->busy[b].span_s - f->busy[b].busy_s;
+        fprintf(out, "  the GPU sat idle %.0f%% of the captured steps",
+                100 * idle / f->busy[b].span_s);
+        size_t n = 0;
+        for (size_t i = 0; i < f->nidle && n < 3 && idle > 0; i++) {
+            const tp_gpu_idle_fact *g = &f->idle[i];
+            if (g->rank != rank)
+                continue;
+            fprintf(out, "%s%.0f%% of that while the host was in %s", n++ ? ", " : ": ",
+                    100 * g->idle_s / idle, *g->phase ? g->phase : "no phase");
+        }
+        fputs("\n", out);
+    }
+}
+
+void tp_report_ops_text(FILE *out, const tp_summary *s)
+{
+    const tp_ops_facts *f = &s->ops;
+    if (!f->nwindows)
+        return;
+    bool device = false;
+    for (size_t i = 0; i < f->nops; i++)
+        device = device || f->ops[i].device_total_s > 0;
+    fprintf(out,
+            "\nInside the steps (PyTorch's profiler in %zu capture window%s; their steps are "
+            "left out of the step figures)\n",
+            f->nwindows, f->nwindows == 1 ? "" : "s");
+    windows_text(out, f);
+    int ranks[RANKS_SHOWN];
+    size_t nr = 0;
+    for (size_t i = 0; i < f->nwindows && nr < RANKS_SHOWN; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < nr; k++)
+            seen = seen || ranks[k] == f->windows[i].rank;
+        if (!seen && steps_of(f, f->windows[i].rank))
+            ranks[nr++] = f->windows[i].rank;
+    }
+    for (size_t r = 0; r < nr; r++) {
+        rank_ops_text(out, f, ranks[r], device);
+        rank_gpu_text(out, f, ranks[r]);
+    }
+    for (size_t i = 0; i < f->nwindows; i++) {
+        const tp_ops_window_fact *w = &f->windows[i];
+        if (isnan(w->peak_allocated_bytes) || isnan(w->device_memory_bytes))
+            continue;
+        char peak[32], total[32];
+        tp_format_value(peak, sizeof peak, "bytes", w->peak_allocated_bytes);
+        tp_format_value(total, sizeof total, "bytes", w->device_memory_bytes);
+        double headroom = 1 - w->peak_allocated_bytes / w->device_memory_bytes;
+        fprintf(out,
+                "  memory: the caching allocator peaked at %s of the GPU's %s (%.0f%% "
+                "headroom)%s\n",
+                peak, total, 100 * headroom,
+                headroom < 0.10 ? ": under 10%, a bigger batch or model will not fit; "
+                                  "activation checkpointing or a smaller batch gives room"
+                                : "");
+        break;
+    }
+}
+
+void tp_report_ops_json(json_writer *w, const tp_summary *s)
+{
+    const tp_ops_facts *f = &s->ops;
+    json_key(w, "windows");
+    json_array_begin(w);
+    for (size_t i = 0; i < f->nwindows; i++) {
+        const tp_ops_window_fact *x = &f->windows[i];
+        json_object_begin(w);
+        json_key(w, "rank");
+        json_int(w, x->rank);
+        json_key(w, "pid");
+        json_int(w, x->pid);
+        json_key(w, "reason");
+        json_string(w, x->reason == 1 ? "schedule" : x->reason == 2 ? "demand" : "slow");
+        json_key(w, "first_step");
+        json_int(w, x->first_step);
+        json_key(w, "steps");
+        json_int(w, x->steps);
+        json_key(w, "start_s");
+        json_double(w, x->start_s);
+        json_key(w, "end_s");
+        json_double(w, x->end_s);
+        json_key(w, "cuda");
+        json_bool(w, x->cuda);
+        json_key(w, "skipped");
+        json_bool(w, x->skipped);
+        json_key(w, "note");
+        if (x->note)
+            json_string(w, x->note);
+        else
+            json_null(w);
+        json_key(w, "events");
+        json_int(w, x->events);
+        json_key(w, "dropped");
+        json_int(w, x->dropped);
+        json_key(w, "peak_allocated_bytes");
+        json_double(w, x->peak_allocated_bytes);
+        json_key(w, "reserved_bytes");
+        json_double(w, x->reserved_bytes);
+        json_key(w, "device_memory_bytes");
+        json_double(w, x->device_memory_bytes);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_key(w, "ops");
+    json_array_begin(w);
+    for (size_t i = 0; i < f->nops; i++) {
+        const tp_op_fact *o = &f->ops[i];
+        json_object_begin(w);
+        json_key(w, "rank");
+        json_int(w, o->rank);
+        json_key(w, "phase");
+        json_string(w, o->phase);
+        json_key(w, "name");
+        json_string(w, o->name);
+        json_key(w, "range");
+        json_bool(w, o->range);
+        json_key(w, "calls");
+        json_int(w, (int64_t)o->calls);
+        json_key(w, "cpu_total_s");
+        json_double(w, o->cpu_total_s);
+        json_key(w, "cpu_self_s");
+        json_double(w, o->cpu_self_s);
+        json_key(w, "device_total_s");
+        json_double(w, o->device_total_s);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_key(w, "kernels");
+    json_array_begin(w);
+    for (size_t i = 0, n = 0; i < f->nkernels && n < 200; i++, n++) {
+        const tp_kernel_fact *k = &f->kernels[i];
+        json_object_begin(w);
+        json_key(w, "rank");
+        json_int(w, k->rank);
+        json_key(w, "name");
+        json_string(w, k->name);
+        json_key(w, "kind");
+        json_string(w, k->kind == 3 ? "kernel" : k->kind == 4 ? "memcpy" : "memset");
+        json_key(w, "op");
+        json_string(w, k->op);
+        json_key(w, "calls");
+        json_int(w, (int64_t)k->calls);
+        json_key(w, "device_s");
+        json_double(w, k->device_s);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_key(w, "gpu_idle");
+    json_array_begin(w);
+    for (size_t i = 0; i < f->nidle; i++) {
+        json_object_begin(w);
+        json_key(w, "rank");
+        json_int(w, f->idle[i].rank);
+        json_key(w, "phase");
+        json_string(w, f->idle[i].phase);
+        json_key(w, "idle_s");
+        json_double(w, f->idle[i].idle_s);
+        json_object_end(w);
+    }
+    json_array_end(w);
+}
+
+void tp_ops_cite(char *out, size_t cap, const tp_ops_facts *f, int rank)
+{
+    out[0] = '\0';
+    const char *phases[64];
+    size_t np = phases_of(f, rank, phases, 64), len = 0, cited = 0;
+    for (size_t p = 0; p < np && cited < 2 && len < cap; p++) {
+        if (tp_phase_kind_of(phases[p]) != TP_PHASE_KIND_COMPUTE)
+            continue;
+        const tp_op_fact *top[2];
+        size_t n = tp_ops_top_outer(f, rank, phases[p], top, 2);
+        double phase_s = tp_ops_phase_time_s(f, rank, phases[p]);
+        if (!n || phase_s <= 0)
+            continue;
+        len += (size_t)snprintf(out + len, cap - len, "%s%s: ",
+                                cited++ ? "; " : " Inside (PyTorch's profiler): ", phases[p]);
+        for (size_t k = 0; k < n && k < 2 && len < cap; k++)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s %.0f%%", k ? ", " : "",
+                                    top[k]->name + (strncmp(top[k]->name, "aten::", 6) ? 0 : 6),
+                                    100 * top[k]->outer_s / phase_s);
+    }
+    if (cited && len < cap)
+        snprintf(out + len, cap - len, " of its time.");
+}

@@ -1,0 +1,242 @@
+"""Capture windows (issue 40, docs/ops.md): PyTorch's own profiler over a
+few steps, on the schedule, on demand (`trainprof capture`), after a slow
+step; the operators per phase in the report; coexistence with a script's own
+profiler; DDP ranks capturing the same steps; torch.compile not recompiling
+for a window; nothing of the profiler in the training's output."""
+
+import json
+import os
+import re
+import subprocess
+import textwrap
+import time
+
+import pytest
+
+from conftest import PROGRAM, PYTHON, report_json, trainprof
+
+# A model of known layers: three Conv2d and two Linear; STEPS steps of
+# batch 16. SLOW_AT: that step sleeps 10 times a step. PROFILE: the script
+# runs its own torch.profiler over steps a-b. FLAG: written at step 30 (the
+# test then asks for a window), and the script waits for GO before going on.
+SCRIPT = """
+import os, pathlib, sys, time, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+torch.set_num_threads(1)
+STEPS = int(os.environ.get("STEPS", "40"))
+model = nn.Sequential(
+    nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(),
+    nn.Conv2d(8, 4, 3, padding=1), nn.ReLU(), nn.Flatten(),
+    nn.Linear(4 * 16 * 16, 32), nn.ReLU(), nn.Linear(32, 10))
+if os.environ.get("COMPILE"):
+    model = torch.compile(model)
+data = TensorDataset(torch.randn(STEPS * 16, 3, 16, 16), torch.randint(0, 10, (STEPS * 16,)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+slow_at = int(os.environ.get("SLOW_AT", "0"))
+profile = os.environ.get("PROFILE")
+flag = os.environ.get("FLAG")
+prof = None
+for step, (x, y) in enumerate(DataLoader(data, batch_size=16), start=1):
+    if profile and step == int(profile.split("-")[0]):
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+        prof.__enter__()
+    if flag and step == 30:
+        pathlib.Path(flag).write_text("here")
+        while not pathlib.Path(flag + ".go").exists():
+            time.sleep(0.01)
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    if step == slow_at:
+        time.sleep(0.3)
+    elif slow_at:
+        time.sleep(0.01)
+    if prof is not None and step == int(profile.split("-")[1]):
+        prof.__exit__(None, None, None)
+        calls = {e.key: e.count for e in prof.key_averages()}
+        print("script profiler: conv2d", calls.get("aten::conv2d", 0), flush=True)
+        prof = None
+if os.environ.get("COMPILE"):
+    from torch._dynamo.utils import counters
+    print("dynamo:", dict(counters["stats"]), flush=True)
+print("done", flush=True)
+"""
+
+
+def record(tmp_path, env=None, args=(), name="run.db"):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    run = tmp_path / name
+    r = subprocess.run([PROGRAM, "record", "-q", "-o", str(run), *args, "--", PYTHON,
+                        str(script)], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **(env or {})))
+    assert r.returncode == 0, r.stderr
+    return run, r
+
+
+def calls(report, name):
+    return sum(o["calls"] for o in report["ops"] if o["name"] == name)
+
+
+def test_a_scheduled_window_counts_the_layers_of_its_steps(tmp_path):
+    run, r = record(tmp_path)
+    assert "USDT" not in r.stderr and "profiler_start" not in r.stderr  # Kineto's own lines
+    assert "USDT" not in r.stdout
+    rep = report_json(run)
+    assert len(rep["windows"]) == 1
+    w = rep["windows"][0]
+    assert (w["reason"], w["first_step"], w["steps"], w["skipped"]) == ("schedule", 11, 5, False)
+    # three Conv2d and two Linear layers, five steps
+    assert calls(rep, "aten::conv2d") == 15
+    assert calls(rep, "aten::linear") == 10
+    assert calls(rep, "aten::convolution_backward") == 15
+    phases = {o["phase"] for o in rep["ops"] if o["name"] == "aten::conv2d"}
+    assert phases == {"forward"}
+    phases = {o["phase"] for o in rep["ops"] if o["name"] == "aten::convolution_backward"}
+    assert phases == {"backward"}
+    for o in rep["ops"]:
+        assert 0 <= o["cpu_self_s"] <= o["cpu_total_s"] + 1e-9
+    # the window's five steps and the one its stop ran in are not step figures
+    steps = rep["steps"][0]
+    assert steps["profiled_steps"] == 6
+    assert steps["count"] == 40 - 6
+    text = trainprof("report", run).stdout
+    assert "Inside the steps (PyTorch's profiler in 1 capture window" in text
+    assert re.search(r"forward: [\d.]+ ms a step", text)
+    verdicts = [v for v in rep["verdicts"] if v["kind"] == "compute_bound"]
+    if verdicts:  # on this machine's load, compute-bound as a rule: its operators are named
+        assert "Inside (PyTorch's profiler): " in verdicts[0]["message"]
+        assert "convolution_backward" in verdicts[0]["message"] or "conv2d" in verdicts[0]["message"]
+
+
+def test_windows_off_take_none_and_ops_steps_sets_their_length(tmp_path):
+    run, _ = record(tmp_path, args=("--ops", "off"))
+    rep = report_json(run)
+    assert rep["windows"] == [] and rep["ops"] == []
+    assert rep["steps"][0]["profiled_steps"] == 0
+    run, _ = record(tmp_path, args=("--ops-steps", "2"), name="two.db")
+    rep = report_json(run)
+    assert [(w["first_step"], w["steps"]) for w in rep["windows"]] == [(11, 2)]
+    assert calls(rep, "aten::conv2d") == 6
+
+
+def test_a_slow_step_starts_a_window_over_the_next_steps(tmp_path):
+    run, _ = record(tmp_path, env={"SLOW_AT": "60", "STEPS": "80"})
+    rep = report_json(run)
+    reasons = [(w["reason"], w["first_step"]) for w in rep["windows"]]
+    assert reasons[0] == ("schedule", 11)
+    slow = [w for w in rep["windows"] if w["reason"] == "slow"]
+    assert len(slow) == 1, reasons
+    # the slow step's end is seen by the recorder within a few steps
+    assert 61 <= slow[0]["first_step"] <= 66, reasons
+    assert slow[0]["steps"] == 5
+
+
+def test_capture_asks_a_live_recording_for_a_window(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    flag = tmp_path / "flag"
+    run = tmp_path / "live.db"
+    rec = subprocess.Popen([PROGRAM, "record", "-q", "-o", str(run), "--", PYTHON, str(script)],
+                           env=dict(os.environ, FLAG=str(flag), STEPS="60"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not flag.exists():
+            assert rec.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        asked = trainprof("capture", run)
+        assert asked.returncode == 0, asked.stderr
+        m = re.search(r"takes a capture window over steps (\d+)-(\d+)", asked.stdout)
+        assert m, asked.stdout
+        first = int(m.group(1))
+        assert 30 <= first <= 33 and int(m.group(2)) == first + 4
+        # by the recorder's pid: the window asked for is still to come
+        again = trainprof("capture", rec.pid)
+        assert again.returncode == 0 and f"steps {first}-" in again.stdout, again.stderr
+        (tmp_path / "flag.go").write_text("go")
+        assert rec.wait(timeout=240) == 0
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+    rep = report_json(run)
+    demand = [w for w in rep["windows"] if w["reason"] == "demand"]
+    assert [(w["first_step"], w["steps"]) for w in demand] == [(first, 5)]
+    # a finished run, a pid that is no recorder, a missing file: one line, exit 2
+    done = trainprof("capture", run)
+    assert done.returncode == 2 and "no live recording writes it" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    nobody = trainprof("capture", os.getpid())
+    assert nobody.returncode == 2 and "no trainprof record" in nobody.stderr
+    missing = trainprof("capture", tmp_path / "nothing.db")
+    assert missing.returncode == 2 and "nothing.db" in missing.stderr
+
+
+def test_a_script_profiler_is_left_alone_and_the_window_skipped(tmp_path):
+    # the script's profiler runs over steps 8-14: the window due at 11 is skipped
+    run, r = record(tmp_path, env={"PROFILE": "8-14"})
+    assert "script profiler: conv2d 21" in r.stdout  # 7 steps x 3 layers: all of them its own
+    rep = report_json(run)
+    assert len(rep["windows"]) == 1 and rep["windows"][0]["skipped"]
+    assert "its own torch.profiler" in rep["windows"][0]["note"]
+    assert rep["ops"] == []
+    assert rep["steps"][0]["profiled_steps"] == 0
+
+
+def test_a_script_profiler_started_in_a_window_ends_the_window_first(tmp_path):
+    run, r = record(tmp_path, env={"PROFILE": "13-16"})
+    assert "script profiler: conv2d 12" in r.stdout  # 4 steps x 3 layers
+    rep = report_json(run)
+    assert len(rep["windows"]) == 1
+    w = rep["windows"][0]
+    assert not w["skipped"] and w["steps"] == 2  # steps 11 and 12, then the script's turn
+    assert "started its own torch.profiler" in w["note"]
+    assert calls(rep, "aten::conv2d") == 6
+
+
+def test_torch_compile_does_not_recompile_for_a_window(tmp_path):
+    on, r_on = record(tmp_path, env={"COMPILE": "1"}, name="on.db")
+    off, r_off = record(tmp_path, env={"COMPILE": "1"}, args=("--ops", "off"), name="off.db")
+    dynamo_on = re.search(r"dynamo: (.*)", r_on.stdout).group(1)
+    dynamo_off = re.search(r"dynamo: (.*)", r_off.stdout).group(1)
+    assert dynamo_on == dynamo_off  # the same frames, graphs and recompilations
+    rep = report_json(on)
+    assert rep["windows"][0]["steps"] == 5 and not rep["windows"][0]["skipped"]
+    assert rep["ops"]
+
+
+DDP = """
+import os, torch, torch.distributed as dist
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4)))
+data = TensorDataset(torch.randn(40 * 16 * 2, 64), torch.randint(0, 4, (40 * 16 * 2,)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in DataLoader(data, batch_size=16, sampler=DistributedSampler(data, shuffle=False)):
+    opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+dist.destroy_process_group()
+"""
+
+
+def test_ddp_ranks_capture_the_same_steps(tmp_path):
+    script = tmp_path / "ddp.py"
+    script.write_text(textwrap.dedent(DDP))
+    run = tmp_path / "ddp.db"
+    r = subprocess.run([PROGRAM, "record", "-q", "-o", str(run), "--", PYTHON, "-m",
+                        "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                        "29561", str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run)
+    windows = sorted((w["rank"], w["first_step"], w["steps"]) for w in rep["windows"])
+    assert windows == [(0, 11, 5), (1, 11, 5)]
+    for rank in (0, 1):
+        linear = sum(o["calls"] for o in rep["ops"] if o["rank"] == rank and
+                     o["name"] == "aten::linear")
+        assert linear == 10

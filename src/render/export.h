@@ -35,6 +35,12 @@ bool tp_export_room(tp_export_budget *b);
  * since the run started. */
 bool tp_export_chrome(FILE *out, tp_run *run, tp_export_budget *b, char *err, size_t cap);
 
+/* The capture windows' operators, launches and kernels with flow arrows
+ * from each launch to its kernel (export_ops.c), as events of a trace whose
+ * separator sep writes (false: past the budget, nothing written). */
+bool tp_export_chrome_ops(FILE *out, tp_run *run, bool (*sep)(void *ctx), void *ctx, char *err,
+                          size_t cap);
+
 /* One row per sample: t_s,agent,metric,labels,value (labels as k=v;k=v). */
 bool tp_export_csv(FILE *out, tp_run *run, tp_export_budget *b, char *err, size_t cap);
 

@@ -49,6 +49,8 @@ static bool sep(chrome_ctx *c)
     return true;
 }
 
+static bool sep_any(void *ctx) { return sep(ctx); }
+
 static const tp_run_thread *thread_by_id(const chrome_ctx *c, int64_t id)
 {
     if (id >= 1 && (size_t)id <= c->nthreads && c->threads[id - 1].id == id)
@@ -319,7 +321,8 @@ bool tp_export_chrome(FILE *out, tp_run *run, tp_export_budget *b, char *err, si
               tp_run_each_device_time(run, device_event, &c, err, cap) &&
               tp_run_each_sample(run, counter_event, &c, err, cap) &&
               tp_run_stack_tree(run, &c.stacks, err, cap) &&
-              tp_run_each_stack_sample(run, stack_event, &c, err, cap);
+              tp_run_each_stack_sample(run, stack_event, &c, err, cap) &&
+              tp_export_chrome_ops(out, run, sep_any, &c, err, cap);
     fputs("\n]}\n", out);
     tp_stack_tree_free(&c.stacks);
     free(c.device_named);

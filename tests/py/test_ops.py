@@ -240,3 +240,54 @@ def test_ddp_ranks_capture_the_same_steps(tmp_path):
         linear = sum(o["calls"] for o in rep["ops"] if o["rank"] == rank and
                      o["name"] == "aten::linear")
         assert linear == 10
+
+
+def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_path):
+    """A GPU's events can't be made on this machine: a real window's file
+    gets, inside its first aten::conv2d, a launch and the kernel it
+    launched (as CUPTI gives them: the kernel's linked correlation is the
+    launch's), 2 ms on stream 7, and the window is marked as a GPU's."""
+    import sqlite3
+
+    run, _ = record(tmp_path)
+    with sqlite3.connect(run) as db:
+        wid, = db.execute("SELECT id FROM op_window").fetchone()
+        conv, start, dur, thread = db.execute(
+            "SELECT e.name, e.start_ns, e.dur_ns, e.thread FROM op_event e JOIN op_string s"
+            " ON s.window_id = e.window_id AND s.idx = e.name WHERE s.text = 'aten::conv2d'"
+            " ORDER BY e.start_ns LIMIT 1").fetchone()
+        n, = db.execute("SELECT max(idx) + 1 FROM op_string WHERE window_id = ?", (wid,)).fetchone()
+        db.executemany("INSERT INTO op_string VALUES (?, ?, ?)",
+                       [(wid, n, "cudaLaunchKernel"), (wid, n + 1, "implicit_gemm_kernel<128>")])
+        db.execute("INSERT INTO op_event VALUES (?, 6, ?, NULL, ?, -1, 0, ?, 1000, 777, 0, 0)",
+                   (wid, n, thread, start + dur // 2))
+        db.execute("INSERT INTO op_event VALUES (?, 3, ?, NULL, 0, 0, 7, ?, 2000000, 900, 777, 0)",
+                   (wid, n + 1, start + dur // 2 + 5000))
+        db.execute("UPDATE op_window SET cuda = 1")
+    rep = report_json(run)
+    kernels = [k for k in rep["kernels"] if k["name"] == "implicit_gemm_kernel<128>"]
+    assert len(kernels) == 1
+    # the innermost operator open at the launch (conv2d's work is its callee's)
+    assert kernels[0]["op"] == "aten::mkldnn_convolution" and kernels[0]["calls"] == 1
+    assert kernels[0]["device_s"] == pytest.approx(0.002)
+    # the operator and those that enclose it take its device time
+    dev = {o["name"]: o["device_total_s"] for o in rep["ops"] if o["phase"] == "forward"}
+    for name in ("aten::conv2d", "aten::convolution", "aten::mkldnn_convolution"):
+        assert dev[name] == pytest.approx(0.002)
+    assert dev["aten::linear"] == 0
+    # idle: the window's steps less the kernel's 2 ms, by the host's phase
+    idle = sum(g["idle_s"] for g in rep["gpu_idle"])
+    w = rep["windows"][0]
+    assert idle == pytest.approx(w["end_s"] - w["start_s"] - 0.002, abs=1e-6)
+    assert {g["phase"] for g in rep["gpu_idle"]} >= {"forward", "backward"}
+    out = tmp_path / "trace.json"
+    assert trainprof("export", "-f", "chrome", "-o", out, run).returncode == 0
+    events = json.loads(out.read_text())["traceEvents"]
+    starts = [e for e in events if e.get("ph") == "s"]
+    ends = [e for e in events if e.get("ph") == "f"]
+    assert len(starts) == 1 and len(ends) == 1 and starts[0]["id"] == ends[0]["id"]
+    kernel = [e for e in events if e.get("name") == "implicit_gemm_kernel<128>"]
+    assert kernel[0]["ts"] == ends[0]["ts"] and kernel[0]["tid"] == ends[0]["tid"]
+    convs = [e for e in events if e.get("name") == "aten::conv2d" and e.get("ph") == "X"]
+    assert convs[0]["ts"] <= starts[0]["ts"] <= convs[0]["ts"] + convs[0]["dur"]
+    assert "input_shapes" in convs[0]["args"]

@@ -329,6 +329,8 @@ static void describe_losses(tp_sink *sink, char *out, size_t cap)
         snprintf(out + n, cap - n, " were not recorded");
 }
 
+static void ask_capture(void *drain) { tp_drain_ask_capture(drain); }
+
 /* The command's environment: ours, with TRAINPROF_SOCKET naming the drain's
  * socket when timings are collected and TRAINPROF_STACKS the stack sampling
  * rate (each replacing an inherited one). */
@@ -476,6 +478,8 @@ int cmd_record(int argc, char **argv)
     ops.every_ns = (int64_t)(o.ops_every_s * 1e9);
     ops.on_slow = o.ops_on_slow;
     tp_drain *drain = tp_drain_start(sink, &ops, err, sizeof err);
+    if (drain)
+        tp_http_on_capture(http, ask_capture, drain);
     if (!drain)
         tp_sink_unavailable(sink, "timings", err);
     char **envp = child_environment(drain, o.stacks_hz);
@@ -484,6 +488,7 @@ int cmd_record(int argc, char **argv)
     free_child_environment(envp);
     if (child < 0) {
         tp_error("cannot run '%s': %s", o.command[0], strerror(spawn_errno));
+        tp_http_on_capture(http, NULL, NULL);
         tp_drain_stop(drain);
         tp_sink_close(sink);
         tp_writer_thread_join(&wt);
@@ -523,6 +528,7 @@ int cmd_record(int argc, char **argv)
         tp_status_line_clear(stderr);
 
     tp_sampler_stop(&sampler);
+    tp_http_on_capture(http, NULL, NULL); /* no POST /capture reaches a drain stopped */
     tp_drain_stop(drain);
     tp_registry_remove();
     int exit_status = tp_child_exit_status(wstatus);

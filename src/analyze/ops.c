@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/ops_timeline.h"
 #include "util/grow.h"
 #include "util/oom.h"
 
@@ -402,6 +403,7 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
     }
     if (w->cuda)
         device_busy(b, rank, d, t0, t1, seg, nseg);
+    tp_ops_timeline_take(f, d, marks[0], marks[1], intern); /* the first captured step */
     for (size_t i = 0; i < nstacks; i++)
         free(stacks[i].v);
     free(stacks);
@@ -486,6 +488,7 @@ void tp_ops_facts_free(tp_ops_facts *f)
     free(f->idle);
     free(f->phases);
     free(f->busy);
+    free(f->boxes);
     tp_name_table_free(&f->texts);
     memset(f, 0, sizeof *f);
 }
@@ -515,5 +518,27 @@ size_t tp_ops_top_outer(const tp_ops_facts *f, int rank, const char *phase, cons
         if (at < max)
             out[at] = o;
     }
+    return n;
+}
+
+size_t tp_ops_phases_by_time(const tp_ops_facts *f, int rank, const char **out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->nops; i++) {
+        const tp_op_fact *o = &f->ops[i];
+        bool seen = o->rank != rank;
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = out[k] == o->phase;
+        if (!seen && n < max)
+            out[n++] = o->phase;
+    }
+    for (size_t a = 1; a < n; a++) /* by time, most first (few phases: insertion) */
+        for (size_t b = a; b > 0 && tp_ops_phase_time_s(f, rank, out[b - 1]) <
+                                        tp_ops_phase_time_s(f, rank, out[b]);
+             b--) {
+            const char *t = out[b];
+            out[b] = out[b - 1];
+            out[b - 1] = t;
+        }
     return n;
 }

@@ -28,6 +28,10 @@ void tp_ops_facts_free(tp_ops_facts *f);
 /* A rank's time in phase over its captured steps; 0 when none. */
 double tp_ops_phase_time_s(const tp_ops_facts *f, int rank, const char *phase);
 
+/* A rank's phases with operators, by their time in the captured steps,
+ * most first: up to max into out (interned: compare pointers); how many. */
+size_t tp_ops_phases_by_time(const tp_ops_facts *f, int rank, const char **out, size_t max);
+
 /* A rank's phase's operators with the most time no other operator encloses,
  * most first: up to max of them into out; returns how many there are
  * (which may be more than max). */

@@ -65,6 +65,8 @@ typedef struct tp_ops_phase_time {
     double time_s;
 } tp_ops_phase_time;
 
+#define TP_OPS_BOXES_MAX 3000
+
 typedef struct tp_ops_facts {
     tp_ops_window_fact *windows;
     size_t nwindows;
@@ -83,6 +85,19 @@ typedef struct tp_ops_facts {
         double span_s, busy_s;
     } * busy;
     size_t nbusy;
+    /* one captured step of the first window with steps, for a timeline:
+     * the step thread's regions (lane 0), the outermost operators of each
+     * profiler thread, and each GPU stream's activities (lane names in
+     * lanes); at most TP_OPS_BOXES_MAX boxes, times from the step's start */
+    struct tp_ops_box {
+        int lane;
+        const char *name;
+        double t0_s, t1_s;
+    } * boxes;
+    size_t nboxes;
+    const char *lanes[16];
+    size_t nlanes;
+    double step_s;       /* the step's duration */
     tp_name_table texts; /* the texts the rows point into */
 } tp_ops_facts;
 

@@ -551,6 +551,7 @@ bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const t
     step_time_plots(out, s, page);
     epoch_plot(out, s);
     tp_html_stacks(out, &s->stacks);
+    tp_html_ops(out, &s->ops);
     bool ok = metric_plots(out, s, page, all, err, cap);
     tables(out, s, v, all);
     fputs("</body></html>\n", out);

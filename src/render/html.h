@@ -32,6 +32,9 @@ void tp_html_scaling_write(FILE *out, const struct tp_scale_row *rows, size_t n)
 /* Flame graphs (icicles) of the sampled stacks: one per rank and phase and
  * one for the DataLoader workers, the biggest 8; nothing without stacks. */
 void tp_html_stacks(FILE *out, const tp_stack_facts *f);
+/* The capture windows' operators, kernels and one step's timeline
+ * (html_ops.c); nothing without windows. */
+void tp_html_ops(FILE *out, const tp_ops_facts *f);
 
 /* "In short" (html_verdicts.c): the steps, their rate, the split of a step
  * and the verdict that leads (report.h's tp_answer_steps, tp_verdicts_main),

@@ -67,35 +67,10 @@ static void windows_text(FILE *out, const tp_ops_facts *f)
     }
 }
 
-/* The rank's phases with operators, biggest first. */
-static size_t phases_of(const tp_ops_facts *f, int rank, const char **out, size_t max)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < f->nops; i++) {
-        const tp_op_fact *o = &f->ops[i];
-        if (o->rank != rank)
-            continue;
-        bool seen = false;
-        for (size_t k = 0; k < n && !seen; k++)
-            seen = out[k] == o->phase;
-        if (!seen && n < max)
-            out[n++] = o->phase;
-    }
-    for (size_t a = 1; a < n; a++) /* by phase time, most first */
-        for (size_t b = a; b > 0 && tp_ops_phase_time_s(f, rank, out[b - 1]) <
-                                        tp_ops_phase_time_s(f, rank, out[b]);
-             b--) {
-            const char *t = out[b];
-            out[b] = out[b - 1];
-            out[b - 1] = t;
-        }
-    return n;
-}
-
 static void rank_ops_text(FILE *out, const tp_ops_facts *f, int rank, bool device)
 {
     const char *phases[64];
-    size_t np = phases_of(f, rank, phases, 64);
+    size_t np = tp_ops_phases_by_time(f, rank, phases, 64);
     int steps = steps_of(f, rank);
     for (size_t p = 0; p < np && p < PHASES_SHOWN; p++) {
         double phase_s = tp_ops_phase_time_s(f, rank, phases[p]);
@@ -307,7 +282,7 @@ void tp_ops_cite(char *out, size_t cap, const tp_ops_facts *f, int rank)
 {
     out[0] = '\0';
     const char *phases[64];
-    size_t np = phases_of(f, rank, phases, 64), len = 0, cited = 0;
+    size_t np = tp_ops_phases_by_time(f, rank, phases, 64), len = 0, cited = 0;
     for (size_t p = 0; p < np && cited < 2 && len < cap; p++) {
         if (tp_phase_kind_of(phases[p]) != TP_PHASE_KIND_COMPUTE)
             continue;

@@ -51,6 +51,10 @@ struct tp_http_server {
     pthread_t watchdog;
     bool watching;
     atomic_bool stop;
+    /* POST /capture: asks the recording for a capture window (record
+     * --serve sets it once its drain runs; NULL: not a recording) */
+    void (*capture)(void *ctx); /* under lock: cleared only once no call is under way */
+    void *capture_ctx;
 };
 
 static int64_t now_ns(void)
@@ -171,24 +175,77 @@ static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, co
         return MHD_NO;
     MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, "Allow", "GET, HEAD");
+        MHD_add_response_header(r, "Allow", "GET, HEAD, POST (/capture)");
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
+}
+
+/* Whether the connection's client is this machine (127.0.0.0/8, ::1, or
+ * either mapped). */
+static bool from_loopback(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = info ? info->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa && sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
+}
+
+/* POST /capture: a capture window of the recording, asked from this
+ * machine only. */
+static enum MHD_Result capture(tp_http_server *s, struct MHD_Connection *c)
+{
+    if (!from_loopback(c))
+        return answer_text(c, MHD_HTTP_FORBIDDEN, "capture is asked from this machine only\n");
+    pthread_mutex_lock(&s->lock);
+    bool asked = s->capture != NULL;
+    if (asked)
+        s->capture(s->capture_ctx);
+    pthread_mutex_unlock(&s->lock);
+    if (!asked)
+        return answer_text(c, MHD_HTTP_NOT_FOUND,
+                           "no recording here: capture windows are taken by trainprof record\n");
+    return answer_text(c, MHD_HTTP_ACCEPTED,
+                       "capture window asked: the next steps of every traced process (record's "
+                       "--ops-steps)\n");
+}
+
+void tp_http_on_capture(tp_http_server *s, void (*fn)(void *ctx), void *ctx)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->capture = fn;
+    s->capture_ctx = ctx;
+    pthread_mutex_unlock(&s->lock);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **state)
 {
-    (void)version, (void)upload_data, (void)upload_size;
+    (void)version, (void)upload_data;
     tp_http_server *s = cls;
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+    bool post = strcmp(method, "POST") == 0 && strcmp(url, "/capture") == 0;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 && !post)
         return answer_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served\n");
     if (*state == NULL) { /* the first call only has the headers */
         *state = (void *)1;
         mark(s, c, true);
         return MHD_YES;
+    }
+    if (post) {
+        if (*upload_size) { /* a body is read and ignored */
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        return capture(s, c);
     }
     if (strcmp(url, "/") == 0)
         return answer_text(c, MHD_HTTP_OK, "trainprof: metrics are at /metrics\n");

@@ -30,4 +30,8 @@ const char *tp_http_address(const tp_http_server *s);
 
 void tp_http_stop(tp_http_server *s);
 
+/* Serves POST /capture (from loopback only) by calling fn(ctx): record
+ * --serve asks its drain for a capture window. Any thread; NULL s: none. */
+void tp_http_on_capture(tp_http_server *s, void (*fn)(void *ctx), void *ctx);
+
 #endif

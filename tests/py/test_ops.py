@@ -291,3 +291,53 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
     convs = [e for e in events if e.get("name") == "aten::conv2d" and e.get("ph") == "X"]
     assert convs[0]["ts"] <= starts[0]["ts"] <= convs[0]["ts"] + convs[0]["dur"]
     assert "input_shapes" in convs[0]["args"]
+
+
+def test_post_capture_from_loopback_asks_the_recording(tmp_path):
+    import socket
+    import urllib.error
+    import urllib.request
+
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    flag = tmp_path / "flag"
+    run = tmp_path / "served.db"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rec = subprocess.Popen([PROGRAM, "record", "-q", "--serve", f"127.0.0.1:{port}", "-o",
+                            str(run), "--", PYTHON, str(script)],
+                           env=dict(os.environ, FLAG=str(flag), STEPS="60"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not flag.exists():
+            assert rec.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", data=b"")
+        assert refused.value.code == 405  # POST is for /capture only
+        answer = urllib.request.urlopen(f"http://127.0.0.1:{port}/capture", data=b"")
+        assert answer.status == 202 and b"capture window asked" in answer.read()
+        time.sleep(0.2)  # the drain's next turn
+        (tmp_path / "flag.go").write_text("go")
+        assert rec.wait(timeout=240) == 0
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+    rep = report_json(run)
+    demand = [w for w in rep["windows"] if w["reason"] == "demand"]
+    assert len(demand) == 1 and 30 <= demand[0]["first_step"] <= 33
+
+
+def test_html_shows_the_operators_and_a_step_timeline(tmp_path):
+    run, _ = record(tmp_path)
+    page = tmp_path / "run.html"
+    assert trainprof("html", "-o", page, run).returncode == 0
+    text = page.read_text()
+    assert "<h2>Inside the steps</h2>" in text
+    timeline = text[text.index('class="ops-timeline"'):text.index("</svg>", text.index(
+        'class="ops-timeline"'))]
+    assert timeline.count("<rect") > 10 and "aten::conv2d" in timeline
+    assert re.search(r"<td>aten::[a-z_]*conv[a-z_]*</td><td>15</td>", text)

@@ -74,12 +74,13 @@ test-sanitizers: deps
 FUZZ_SECONDS ?= 600
 FUZZ := $(BUILD)-fuzz/tests/fuzz_run_file
 FUZZ_RING := $(BUILD)-fuzz/tests/fuzz_ring_events
+FUZZ_OPS := $(BUILD)-fuzz/tests/fuzz_ops_blob
 RING_SEEDS := nested spans device late_rank stacks facts
-$(FUZZ) $(FUZZ_RING): $(SOURCES) tests/fuzz/fuzz_run_file.c tests/fuzz/fuzz_ring_events.c tests/fuzz/ring_seed.c | deps
+$(FUZZ) $(FUZZ_RING) $(FUZZ_OPS): $(SOURCES) tests/fuzz/fuzz_run_file.c tests/fuzz/fuzz_ring_events.c tests/fuzz/fuzz_ops_blob.c tests/fuzz/ring_seed.c | deps
 	@[ -f $(BUILD)-fuzz/build.ninja ] || CC=clang $(MESON) setup $(BUILD)-fuzz -Dfuzz=true \
 	    -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link $(WERROR) >/dev/null
 	$(VENV)/bin/ninja -C $(BUILD)-fuzz build.ninja >/dev/null # meson.build changed: regenerate first
-	$(MESON) compile -C $(BUILD)-fuzz tests/fuzz_run_file tests/fuzz_ring_events tests/ring_seed >/dev/null
+	$(MESON) compile -C $(BUILD)-fuzz tests/fuzz_run_file tests/fuzz_ring_events tests/fuzz_ops_blob tests/ring_seed >/dev/null
 
 $(BUILD)-fuzz/base.db: $(FUZZ) build
 	$(PROGRAM) record -q --force -i 0.1 -o $@ -- $(BUILD)/tests/emit_events nested
@@ -89,11 +90,13 @@ $(BUILD)-fuzz/ring-corpus/nested: $(FUZZ_RING) build
 	for s in $(RING_SEEDS); do \
 	    $(BUILD)-fuzz/tests/ring_seed $(BUILD)-fuzz/ring-corpus/$$s $(BUILD)/tests/emit_events $$s || exit 1; done
 
-# runs both targets: $(1) seconds for the run file's, $(2) for the ring's
+# runs the targets: $(1) seconds for the run file's, $(2) for the ring's and the window's
 fuzz_both = cd $(BUILD)-fuzz && mkdir -p corpus && \
 	FUZZ_BASE_RUN=base.db UBSAN_OPTIONS=halt_on_error=1 \
 	    tests/fuzz_run_file -max_total_time=$(1) -max_len=512 -len_control=10 corpus && \
-	UBSAN_OPTIONS=halt_on_error=1 tests/fuzz_ring_events -max_total_time=$(2) -max_len=40000 ring-corpus
+	UBSAN_OPTIONS=halt_on_error=1 tests/fuzz_ring_events -max_total_time=$(2) -max_len=40000 ring-corpus && \
+	mkdir -p ops-corpus && python3 ../tests/fuzz/ops_seed.py ops-corpus && \
+	UBSAN_OPTIONS=halt_on_error=1 tests/fuzz_ops_blob -max_total_time=$(2) -max_len=4096 ops-corpus
 
 test-fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/ring-corpus/nested
 	$(call fuzz_both,45,15)

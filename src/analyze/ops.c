@@ -474,9 +474,12 @@ bool tp_ops_facts_build(tp_run *run, tp_ops_facts *f, char *err, size_t cap)
         tp_ops_facts_free(f);
         return false;
     }
-    qsort(f->ops, f->nops, sizeof *f->ops, cmp_ops);
-    qsort(f->kernels, f->nkernels, sizeof *f->kernels, cmp_kernels);
-    qsort(f->idle, f->nidle, sizeof *f->idle, cmp_idle);
+    if (f->nops)
+        qsort(f->ops, f->nops, sizeof *f->ops, cmp_ops);
+    if (f->nkernels)
+        qsort(f->kernels, f->nkernels, sizeof *f->kernels, cmp_kernels);
+    if (f->nidle)
+        qsort(f->idle, f->nidle, sizeof *f->idle, cmp_idle);
     return true;
 }
 

@@ -19,7 +19,8 @@ static void request(tp_ops_plan *p, uint32_t reason, uint64_t first_step, int64_
 {
     p->current = (tp_ops_request){p->current.seq + 1, reason, p->o.steps, first_step};
     p->published = false;
-    p->last_window_ns = now_ns;
+    if (reason == TP_OPS_SLOW)
+        p->last_slow_ns = now_ns;
 }
 
 void tp_ops_plan_init(tp_ops_plan *p, const tp_ops_options *o)
@@ -29,6 +30,7 @@ void tp_ops_plan_init(tp_ops_plan *p, const tp_ops_options *o)
     if (p->o.steps < 1)
         p->o.steps = 1;
     atomic_init(&p->asked, 0);
+    p->last_slow_ns = INT64_MIN / 2; /* none yet */
     if (!o->off)
         request(p, TP_OPS_SCHEDULE, o->first_step ? o->first_step : 1, 0);
 }
@@ -74,7 +76,7 @@ void tp_ops_plan_steps(tp_ops_plan *p, uint64_t step_count, uint64_t count, int6
         return;
     int64_t median = tp_ops_plan_median_ns(p);
     if (p->o.on_slow > 0 && median > 0 && (double)slowest_ns > p->o.on_slow * (double)median &&
-        !window_ahead_or_in(p, step_count) && now_ns - p->last_window_ns >= p->o.slow_gap_ns)
+        !window_ahead_or_in(p, step_count) && now_ns - p->last_slow_ns >= p->o.slow_gap_ns)
         request(p, TP_OPS_SLOW, step_count + 1, now_ns);
     double mean = (double)total_ns / (double)count;
     if ((double)slowest_ns > 3 * mean || mean <= 0) /* a slow one is kept out of the median */

@@ -43,8 +43,8 @@ typedef struct tp_ops_plan {
     uint64_t max_steps;     /* the furthest process's step count */
     double durations[TP_OPS_MEDIAN_STEPS];
     size_t nd, next_d;
-    int64_t last_window_ns; /* when the latest request was made */
-    uint64_t period_steps;  /* the schedule's period, once known; 0 before */
+    int64_t last_slow_ns;  /* when the latest slow step's window was asked for */
+    uint64_t period_steps; /* the schedule's period, once known; 0 before */
     uint64_t next_scheduled;
     atomic_uint asked; /* demands from any thread */
     unsigned asked_served;

@@ -1,5 +1,6 @@
 /* merge.c: several run files into one, one agent per input. */
 #include "store/merge.h"
+#include "store/merge_ops.h"
 #include "store/mark_kind.h"
 
 #include <errno.h>
@@ -33,6 +34,7 @@ typedef struct input_info {
     bool step_pauses;   /* its stored step phases have their pauses */
     bool step_times;    /* ... and their groups' times */
     bool stalls;        /* its summary has its stalls (meta stalls_stored) */
+    bool ops;           /* it has capture windows (schema 10), and summary_step.profiled */
     int *ranks;         /* distinct ranks of its threads (-1: no rank) */
     size_t nranks;
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
@@ -124,6 +126,7 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
             info[i].summarized && tp_run_has_column(run, "summary_stack", "samples");
         info[i].step_pauses = tp_run_has_column(run, "summary_step_phase", "pauses");
         info[i].step_times = tp_run_has_column(run, "summary_step_phase", "start_ns");
+        info[i].ops = tp_run_has_table(run, "op_window");
         const char *stalls = tp_run_meta_get(run, "stalls_stored");
         info[i].stalls = info[i].summarized && stalls && strcmp(stalls, "1") == 0 &&
                          tp_run_has_table(run, "summary_stall_thread");
@@ -363,7 +366,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " min, p5, p50, p95, max FROM src.summary_series;"
         "INSERT INTO main.summary_timing SELECT %s FROM src.summary_timing;"
         "INSERT INTO main.summary_step SELECT rank, count, total_s, samples, mean, min, p5, p50,"
-        " p95, max, %s FROM src.summary_step;"
+        " p95, max, %s, %s FROM src.summary_step;"
         "INSERT INTO main.summary_epoch SELECT rank, epoch, start_ns + %lld, duration_s, steps,"
         " samples, %s FROM src.summary_epoch ORDER BY rowid;"
         "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
@@ -374,12 +377,13 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
             ? "*"
             : "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s,"
               " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
-        info->batches ? "batches, warmup, warmup_s" : "0, 0, 0", dt,
+        info->batches ? "batches, warmup, warmup_s" : "0, 0, 0", info->ops ? "profiled" : "0", dt,
         info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
         info->rank_truth ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
                          : "NULL, NULL, 0, 0",
         step_phases ? plots_sql : "", info->series_steps ? steps_sql : "", stalls_sql);
     char *rows = rows_sql(series, thread, dt, all_rows, info->version, off);
+    char *ops = info->ops ? tp_merge_ops_sql(max_id(db, "op_window"), thread, dt) : NULL;
     char *counts = summaries && info->version >= TP_SCHEMA_STACKS_VERSION
                        ? stack_counts_sql(off, info->stack_counts, info->version)
                        : NULL;
@@ -410,14 +414,17 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " FROM src.gpu;"
         "INSERT INTO main.thread SELECT id + %lld, %d, pid, tid, rank,"
         " local_rank, world_size, name, dropped_events FROM src.thread;"
-        "%s%s%s%s%s"
+        "%s%s%s%s%s%s"
         "COMMIT;",
         agent, series, agent, agent, agent, agent, thread, agent, cuda_sql, rows ? rows : "",
+        ops ? ops : "",
         first ? "INSERT OR REPLACE INTO main.meta SELECT key, value FROM src.meta;" : "",
         summaries ? summary_sql : "", counts ? counts : "");
     bool counted = !summaries || info->version < TP_SCHEMA_STACKS_VERSION || counts;
-    rc = rows && summary_sql && counted && sql ? tp_exec(db, sql) : SQLITE_NOMEM;
+    rc = rows && summary_sql && counted && sql && (ops || !info->ops) ? tp_exec(db, sql)
+                                                                      : SQLITE_NOMEM;
     sqlite3_free(sql);
+    sqlite3_free(ops);
     sqlite3_free(counts);
     sqlite3_free(rows);
     sqlite3_free(summary_sql);

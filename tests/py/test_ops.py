@@ -341,3 +341,15 @@ def test_html_shows_the_operators_and_a_step_timeline(tmp_path):
         'class="ops-timeline"'))]
     assert timeline.count("<rect") > 10 and "aten::conv2d" in timeline
     assert re.search(r"<td>aten::[a-z_]*conv[a-z_]*</td><td>15</td>", text)
+
+
+def test_windows_of_several_nodes_come_through_a_merge(tmp_path):
+    a, _ = record(tmp_path, args=("--agent", "n1"), name="a.db")
+    b, _ = record(tmp_path, args=("--agent", "n2"), name="b.db")
+    merged = tmp_path / "m.db"
+    assert trainprof("merge", "-o", merged, a, b).returncode == 0
+    rep = report_json(merged)
+    assert len(rep["windows"]) == 2
+    assert calls(rep, "aten::conv2d") == 30
+    both = json.loads(trainprof("report", "--json", a, b).stdout)
+    assert len(both["windows"]) == 2

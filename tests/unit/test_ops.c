@@ -1,0 +1,214 @@
+/* test_ops.c: capture windows' plan (when the recorder asks for one) and
+ * the reading of a window a process sends (record/ops_plan.c,
+ * record/ops_blob.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "record/ops_blob.h"
+#include "record/ops_plan.h"
+
+#define MS  1000000LL
+#define MIN (60LL * 1000 * MS)
+
+static tp_ops_options defaults(void)
+{
+    tp_ops_options o;
+    tp_ops_options_default(&o);
+    return o;
+}
+
+/* n steps of step_ns each, one a period, the count going on from *count. */
+static void run_steps(tp_ops_plan *p, uint64_t *count, int n, int64_t step_ns, int64_t *now)
+{
+    for (int i = 0; i < n; i++) {
+        ++*count;
+        *now += step_ns;
+        tp_ops_plan_steps(p, *count, 1, step_ns, step_ns, *now);
+    }
+}
+
+static void test_the_first_window_follows_the_warm_up(void **state)
+{
+    (void)state;
+    tp_ops_options o = defaults();
+    tp_ops_plan p;
+    tp_ops_plan_init(&p, &o);
+    tp_ops_request q;
+    assert_true(tp_ops_plan_tick(&p, 0, &q));
+    assert_int_equal(q.seq, 1);
+    assert_int_equal(q.reason, TP_OPS_SCHEDULE);
+    assert_int_equal(q.first_step, 11);
+    assert_int_equal(q.steps, 5);
+    assert_false(tp_ops_plan_tick(&p, 1, &q)); /* published once */
+    o.off = true;
+    tp_ops_plan_init(&p, &o);
+    assert_false(tp_ops_plan_tick(&p, 0, &q));
+    assert_false(tp_ops_plan_demand(&p, 0, &q));
+}
+
+static void test_a_slow_step_asks_for_the_next_steps_once_in_ten_minutes(void **state)
+{
+    (void)state;
+    tp_ops_options o = defaults();
+    o.every_ns = 0;
+    tp_ops_plan p;
+    tp_ops_plan_init(&p, &o);
+    tp_ops_request q;
+    tp_ops_plan_tick(&p, 0, &q);
+    uint64_t count = 0;
+    int64_t now = 0;
+    run_steps(&p, &count, 10, 100 * MS, &now);
+    /* the window's steps (11-15) and its stop's (16) are slow: not counted */
+    run_steps(&p, &count, 6, 1000 * MS, &now);
+    assert_false(tp_ops_plan_tick(&p, now, &q));
+    run_steps(&p, &count, 30, 100 * MS, &now);
+    assert_int_equal(tp_ops_plan_median_ns(&p), 100 * MS);
+    ++count, now += 400 * MS; /* 4 times the median */
+    tp_ops_plan_steps(&p, count, 1, 400 * MS, 400 * MS, now);
+    assert_true(tp_ops_plan_tick(&p, now, &q));
+    assert_int_equal(q.reason, TP_OPS_SLOW);
+    assert_int_equal(q.first_step, count + 1);
+    run_steps(&p, &count, 10, 100 * MS, &now);
+    ++count, now += 500 * MS; /* slow again, but within 10 minutes */
+    tp_ops_plan_steps(&p, count, 1, 500 * MS, 500 * MS, now);
+    assert_false(tp_ops_plan_tick(&p, now, &q));
+    now += 11 * MIN;
+    ++count;
+    tp_ops_plan_steps(&p, count, 1, 500 * MS, 500 * MS, now);
+    assert_true(tp_ops_plan_tick(&p, now, &q));
+    assert_int_equal(q.reason, TP_OPS_SLOW);
+    /* a slow step's 3x is not reached at 2x */
+    tp_ops_plan_init(&p, &o);
+    count = 0, now = 0;
+    tp_ops_plan_tick(&p, 0, &q);
+    run_steps(&p, &count, 50, 100 * MS, &now);
+    ++count, now += 11 * MIN;
+    tp_ops_plan_steps(&p, count, 1, 200 * MS, 200 * MS, now);
+    assert_false(tp_ops_plan_tick(&p, now, &q));
+}
+
+static void test_a_demand_takes_the_step_after_next_unless_a_window_is_due(void **state)
+{
+    (void)state;
+    tp_ops_options o = defaults();
+    tp_ops_plan p;
+    tp_ops_plan_init(&p, &o);
+    tp_ops_request q;
+    tp_ops_plan_tick(&p, 0, &q);
+    uint64_t count = 0;
+    int64_t now = 0;
+    run_steps(&p, &count, 5, 10 * MS, &now);
+    assert_true(tp_ops_plan_demand(&p, now, &q)); /* the scheduled window at 11 serves it */
+    assert_int_equal(q.reason, TP_OPS_SCHEDULE);
+    assert_int_equal(q.first_step, 11);
+    run_steps(&p, &count, 40, 10 * MS, &now);
+    assert_true(tp_ops_plan_demand(&p, now, &q));
+    assert_int_equal(q.reason, TP_OPS_DEMAND);
+    assert_int_equal(q.first_step, 47);
+    tp_ops_plan_ask(&p); /* from another thread: served at the tick, by the same window */
+    assert_true(tp_ops_plan_tick(&p, now, &q));
+    assert_int_equal(q.first_step, 47);
+    assert_int_equal(q.seq, 2);
+}
+
+static void test_the_schedule_repeats_by_steps_rounded_to_1_2_5(void **state)
+{
+    (void)state;
+    assert_int_equal(tp_ops_period_steps(30 * MIN, 100 * MS, 20), 20000); /* 18000 */
+    assert_int_equal(tp_ops_period_steps(30 * MIN, 130 * MS, 20), 10000); /* 13846 */
+    assert_int_equal(tp_ops_period_steps(30 * MIN, 500 * MS, 20), 5000);  /* 3600 */
+    assert_int_equal(tp_ops_period_steps(30 * MIN, 10 * MIN, 20), 20);    /* at least */
+    assert_int_equal(tp_ops_period_steps(0, 100 * MS, 20), 0);
+    tp_ops_options o = defaults();
+    o.every_ns = 10 * 1000 * MS; /* 10 s: 100 steps of 100 ms */
+    tp_ops_plan p;
+    tp_ops_plan_init(&p, &o);
+    tp_ops_request q;
+    tp_ops_plan_tick(&p, 0, &q);
+    uint64_t count = 0;
+    int64_t now = 0;
+    uint64_t firsts[3];
+    int n = 0;
+    for (int i = 0; i < 400 && n < 3; i++) {
+        run_steps(&p, &count, 1, 100 * MS, &now);
+        if (tp_ops_plan_tick(&p, now, &q))
+            firsts[n++] = q.first_step;
+    }
+    assert_int_equal(n, 3);
+    assert_int_equal(firsts[0], 111);
+    assert_int_equal(firsts[1], 211);
+    assert_int_equal(firsts[2], 311);
+}
+
+/* A blob as trainprof/_ops.py writes it: strings "", "aten::mm", one event. */
+static size_t make_blob(uint8_t *b, uint32_t nevents_claimed, uint32_t name)
+{
+    memset(b, 0, 512);
+    memcpy(b, "TPOP", 4);
+    uint32_t u[] = {1, 2, 5};
+    memcpy(b + 4, u, sizeof u);
+    uint64_t first = 20;
+    memcpy(b + 16, &first, 8);
+    int64_t start = 1000, end = 9000;
+    memcpy(b + 32, &start, 8);
+    memcpy(b + 40, &end, 8);
+    const char *strings[] = {"", "aten::mm\xff"};
+    size_t off = TP_OPS_HEADER_BYTES;
+    for (int i = 0; i < 2; i++) {
+        uint32_t len = (uint32_t)strlen(strings[i]);
+        memcpy(b + off, &len, 4);
+        memcpy(b + off + 4, strings[i], len);
+        off += 4 + len;
+    }
+    uint32_t counts[] = {2, (uint32_t)(off - TP_OPS_HEADER_BYTES), nevents_claimed, 0};
+    memcpy(b + 48, counts, sizeof counts);
+    uint32_t note = UINT32_MAX;
+    memcpy(b + 80, &note, 4);
+    uint32_t ev[6] = {1, name, UINT32_MAX, 1, (uint32_t)-1, 0};
+    memcpy(b + off, ev, sizeof ev);
+    int64_t times[6] = {0, 2000, 500, 1, 0, 0};
+    memcpy(b + off + 24, times, sizeof times);
+    return off + TP_OPS_EVENT_BYTES;
+}
+
+static void test_a_window_is_read_and_a_crafted_one_refused(void **state)
+{
+    (void)state;
+    uint8_t b[512];
+    char why[200];
+    size_t len = make_blob(b, 1, 1);
+    tp_ops_window *w = tp_ops_blob_parse(b, len, why, sizeof why);
+    assert_non_null(w);
+    assert_int_equal(w->reason, 2);
+    assert_int_equal(w->first_step, 20);
+    assert_int_equal(w->nevents, 1);
+    assert_string_equal(w->strings[w->events[0].name], "aten::mm\xef\xbf\xbd"); /* made UTF-8 */
+    assert_int_equal(w->events[0].dur_ns, 500);
+    tp_ops_window_free(w);
+    assert_null(tp_ops_blob_parse(b, len - 1, why, sizeof why)); /* cut */
+    len = make_blob(b, 2, 1);
+    assert_null(tp_ops_blob_parse(b, len, why, sizeof why)); /* more events than bytes */
+    len = make_blob(b, UINT32_MAX, 1);
+    assert_null(tp_ops_blob_parse(b, len, why, sizeof why));
+    len = make_blob(b, 1, 7); /* a string it does not have */
+    assert_null(tp_ops_blob_parse(b, len, why, sizeof why));
+    assert_non_null(strstr(why, "out of bounds"));
+    len = make_blob(b, 1, 1);
+    b[0] = 'X';
+    assert_null(tp_ops_blob_parse(b, len, why, sizeof why));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_the_first_window_follows_the_warm_up),
+        cmocka_unit_test(test_a_slow_step_asks_for_the_next_steps_once_in_ten_minutes),
+        cmocka_unit_test(test_a_demand_takes_the_step_after_next_unless_a_window_is_due),
+        cmocka_unit_test(test_the_schedule_repeats_by_steps_rounded_to_1_2_5),
+        cmocka_unit_test(test_a_window_is_read_and_a_crafted_one_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -64,7 +64,11 @@ def _quiet(call):
         sys.stderr.flush()
     except Exception:
         pass
-    saved = os.dup(2)
+    try:
+        saved = os.dup(2)
+    except OSError:  # no standard error at all: nothing to keep clean
+        _quiet.last = ""
+        return call(), None
     held = os.memfd_create("trainprof-stderr", os.MFD_CLOEXEC)
     os.dup2(held, 2)
     try:
@@ -130,16 +134,15 @@ class Capture:
     def hook(self):
         n = _native._steps_marked()
         req = _native._ops_request()
-        if req is not None and self.active is None:
+        if req is not None:  # kept for after a window under way (a rank behind the others)
             _seq, reason, first, steps = req
-            self.pending = (reason, max(first, n), max(1, min(steps, 1000)))
+            self.pending = (reason, first, max(1, min(steps, 1000)))
         if self.active is not None:
             self.active["marks"].append((n, _native.now_ns(), *self._memory()))
-            if n >= self.active["stop_at"]:
-                self.finish()
-            else:
+            if n < self.active["stop_at"]:
                 _native._ops_wait(n + 1)
-            return
+                return
+            self.finish()
         if self.pending is not None:
             reason, first, steps = self.pending
             if n >= first:

@@ -398,7 +398,8 @@ int cmd_record(int argc, char **argv)
         /* where the name may be another recorder's of the same job, say why */
         bool taken = hint[0] && access(o.output, F_OK) == 0;
         tp_error("%s%s%s", err, taken ? "; " : "", taken ? hint : "");
-        return 2; /* a bad output path, as every other bad input */
+        /* a bad output path, as every other bad input; out of memory is no input's fault */
+        return strstr(err, ": out of memory") ? 1 : 2;
     }
 
     /* Signals are taken through a signalfd; every thread inherits the mask,

@@ -211,7 +211,7 @@ static bool capture_windows(tp_run *run, compile_list *out, char *err, size_t ca
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
                        const compile_list *compiles, const compile_list *profiled,
                        size_t *steps_cap, size_t *epochs_cap, tp_time_spans *spans,
-                       double stall_after_s)
+                       tp_time_spans *prof_spans, double stall_after_s)
 {
     /* a step that stalled (and went on) is a pause, not a step's time */
     double stall_s = steps_stall_threshold(m, lo, hi, stall_after_s);
@@ -224,7 +224,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
     int64_t run_ns = llround(run_s * 1e9);
     int64_t pending = 0, pending_batches = 0; /* of the open step */
     bool warming = true;                      /* the thread's steps so far all held a compilation */
-    size_t nprofiled = 0;                     /* steps a capture window took */
+    step_set prof = {.durations = malloc((hi - lo + 1) * sizeof(double))}; /* a window's */
     for (size_t i = lo; i < hi; i++) {
         bool new_thread = i == lo || m[i].thread != m[i - 1].thread;
         if (new_thread)
@@ -261,9 +261,12 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             warming = warming && compiled_in(compiles, m[i].thread, a, b);
             /* a step a capture window ran in (or stopped in) is the profiler's */
             bool in_window = compiled_in(profiled, m[i].thread, a, b);
-            nprofiled += in_window;
-            if (!in_window && (warming || (double)tp_ns_sub(b, a) / 1e9 <= stall_s))
-                step_set_add(warming ? &warm : &steady, a, b, pending, pending_batches);
+            /* a window's step is counted, and inside the steps, but timed in no figure */
+            if (warming || (double)tp_ns_sub(b, a) / 1e9 <= stall_s)
+                step_set_add(in_window ? &prof
+                             : warming ? &warm
+                                       : &steady,
+                             a, b, pending, pending_batches);
             if (epoch_row >= 0) {
                 t->epochs[epoch_row].steps++;
                 t->epochs[epoch_row].samples = tp_ns_add(t->epochs[epoch_row].samples, pending);
@@ -298,13 +301,20 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
                             .batches = steady.batches,
                             .warmup = warm.n,
                             .warmup_s = sum(warm.durations, warm.n),
-                            .profiled = nprofiled};
+                            .profiled = prof.n,
+                            .profiled_s = sum(prof.durations, prof.n),
+                            .profiled_samples = prof.samples,
+                            .profiled_batches = prof.batches};
         tp_stats_compute(steady.durations, steady.n, &st->stats);
     }
     for (size_t i = 0; i < steady.spans.n; i++)
         tp_spans_push(spans, steady.spans.v[i].a, steady.spans.v[i].b);
+    for (size_t i = 0; i < prof.spans.n; i++)
+        tp_spans_push(prof_spans, prof.spans.v[i].a, prof.spans.v[i].b);
     free(steady.durations);
     free(warm.durations);
+    free(prof.durations);
+    tp_spans_free(&prof.spans);
     tp_spans_free(&steady.spans);
     tp_spans_free(&warm.spans);
 }
@@ -334,7 +344,8 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
 /* A rank's runs of steps, merged (disjoint, increasing). */
 typedef struct rank_spans {
     int rank;
-    tp_time_spans spans;
+    tp_time_spans spans;      /* its timed steps */
+    tp_time_spans prof_spans; /* its steps a capture window took */
 } rank_spans;
 
 typedef struct rank_spans_list {
@@ -348,7 +359,8 @@ typedef struct in_steps_ctx {
     size_t nthreads;
     tp_timing_row **rows; /* sorted by (rank, name) */
     size_t nrows;
-    int64_t *ns; /* per entry of rows */
+    int64_t *ns;      /* per entry of rows */
+    int64_t *prof_ns; /* per entry of rows: inside the windows' steps */
 } in_steps_ctx;
 
 static int cmp_thread_id(const void *key, const void *elem)
@@ -369,6 +381,18 @@ static int cmp_rank_spans(const void *key, const void *elem)
 }
 
 /* Adds the part of one region that lies inside its rank's steps. */
+/* How much of [start, end) the spans s cover. */
+static int64_t overlap(const tp_time_spans *s, int64_t start_ns, int64_t end_ns)
+{
+    int64_t inside = 0;
+    for (size_t i = tp_spans_first_after(s, start_ns); i < s->n && s->v[i].a < end_ns; i++) {
+        int64_t a = start_ns > s->v[i].a ? start_ns : s->v[i].a;
+        int64_t b = end_ns < s->v[i].b ? end_ns : s->v[i].b;
+        inside = tp_ns_add(inside, b > a ? tp_ns_sub(b, a) : 0);
+    }
+    return inside;
+}
+
 static void add_in_steps(void *ctx, int64_t thread, const char *name, int depth, int64_t start_ns,
                          int64_t end_ns)
 {
@@ -382,19 +406,16 @@ static void add_in_steps(void *ctx, int64_t thread, const char *name, int depth,
         bsearch(&th->rank, c->spans->v, c->spans->n, sizeof *c->spans->v, cmp_rank_spans);
     if (!rs)
         return;
-    const tp_time_spans *s = &rs->spans;
-    int64_t inside = 0;
-    for (size_t i = tp_spans_first_after(s, start_ns); i < s->n && s->v[i].a < end_ns; i++) {
-        int64_t a = start_ns > s->v[i].a ? start_ns : s->v[i].a;
-        int64_t b = end_ns < s->v[i].b ? end_ns : s->v[i].b;
-        inside = tp_ns_add(inside, b > a ? tp_ns_sub(b, a) : 0);
-    }
-    if (!inside)
+    int64_t inside = overlap(&rs->spans, start_ns, end_ns);
+    int64_t in_prof = overlap(&rs->prof_spans, start_ns, end_ns);
+    if (!inside && !in_prof)
         return;
     tp_timing_row key = {.rank = th->rank, .name = (char *)name}, *kp = &key;
     tp_timing_row **row = bsearch(&kp, c->rows, c->nrows, sizeof *c->rows, cmp_row);
-    if (row)
+    if (row) {
         c->ns[row - c->rows] = tp_ns_add(c->ns[row - c->rows], inside);
+        c->prof_ns[row - c->rows] = tp_ns_add(c->prof_ns[row - c->rows], in_prof);
+    }
 }
 
 /* Each row's time inside its rank's closed steps (in_steps_s): one pass over
@@ -411,21 +432,29 @@ static bool measure_in_steps(tp_run *run, tp_timings *t, const rank_spans_list *
     }
     if (!nspans || !t->nrows)
         return true;
-    in_steps_ctx c = {
-        spans, NULL, 0, calloc(t->nrows, sizeof *c.rows), t->nrows, calloc(t->nrows, sizeof *c.ns)};
-    bool ok = c.rows && c.ns && tp_run_threads(run, &c.threads, &c.nthreads, err, cap);
+    in_steps_ctx c = {spans,
+                      NULL,
+                      0,
+                      calloc(t->nrows, sizeof *c.rows),
+                      t->nrows,
+                      calloc(t->nrows, sizeof *c.ns),
+                      calloc(t->nrows, sizeof *c.prof_ns)};
+    bool ok = c.rows && c.ns && c.prof_ns && tp_run_threads(run, &c.threads, &c.nthreads, err, cap);
     if (ok) {
         for (size_t i = 0; i < t->nrows; i++)
             c.rows[i] = &t->rows[i];
         qsort(c.rows, c.nrows, sizeof *c.rows, cmp_row);
         ok = tp_run_each_region(run, add_in_steps, &c, err, cap);
     }
-    for (size_t i = 0; ok && i < c.nrows; i++)
+    for (size_t i = 0; ok && i < c.nrows; i++) {
         if (c.ns[i])
             c.rows[i]->in_steps_s = (double)c.ns[i] / 1e9;
+        c.rows[i]->in_profiled_s = (double)c.prof_ns[i] / 1e9;
+    }
     free(c.threads);
     free(c.rows);
     free(c.ns);
+    free(c.prof_ns);
     return ok;
 }
 
@@ -467,10 +496,11 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
             hi++;
         spans.v = tp_grow(spans.v, spans.n, &spans.cap, sizeof *spans.v);
         rank_spans *rs = &spans.v[spans.n++];
-        *rs = (rank_spans){marks[lo].rank, {0}};
+        *rs = (rank_spans){marks[lo].rank, {0}, {0}};
         rank_steps(out, marks, lo, hi, run_s, &compiles, &profiled, &steps_cap, &epochs_cap,
-                   &rs->spans, stall_after_s);
+                   &rs->spans, &rs->prof_spans, stall_after_s);
         tp_spans_merge(&rs->spans);
+        tp_spans_merge(&rs->prof_spans);
         total_spans += rs->spans.n;
         lo = hi;
     }
@@ -478,8 +508,10 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
     free(compiles.v);
     free(profiled.v);
     bool ok = measure_in_steps(run, out, &spans, total_spans, err, cap);
-    for (size_t i = 0; i < spans.n; i++)
+    for (size_t i = 0; i < spans.n; i++) {
         tp_spans_free(&spans.v[i].spans);
+        tp_spans_free(&spans.v[i].prof_spans);
+    }
     free(spans.v);
     return ok;
 }
@@ -491,7 +523,7 @@ void tp_timings_finish(tp_run *run, double run_s, tp_timings *out)
         double denom = run_s;
         for (size_t s = 0; s < out->nsteps; s++)
             if (out->steps[s].rank == out->rows[i].rank && out->steps[s].total_s > 0)
-                denom = out->steps[s].total_s;
+                denom = out->steps[s].total_s; /* the timed steps' */
         out->rows[i].share = denom > 0 ? out->rows[i].in_steps_s / denom : 0;
     }
     for (size_t e = 0; e < out->nepochs; e++)

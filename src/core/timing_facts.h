@@ -16,8 +16,9 @@ typedef struct tp_timing_row {
     tp_stats stats; /* seconds */
     double total_s;
     double in_steps_s; /* the part of total_s inside the rank's steps (all of it without steps) */
-    double share;      /* in_steps_s over the rank's step time */
-    bool pause;        /* tp_timing_is_pause(name) */
+    double in_profiled_s; /* the part inside steps a capture window took (not in in_steps_s) */
+    double share;         /* in_steps_s over the rank's step time */
+    bool pause;           /* tp_timing_is_pause(name) */
     /* Device (CUDA event) times of the same regions, seconds: the span on the
      * device between the region's begin and end; count 0 when none */
     tp_stats device;
@@ -38,7 +39,13 @@ typedef struct tp_step_row {
     int64_t batches; /* batches fetched in them (0 when none was seen) */
     size_t warmup;   /* warm-up steps, not in the figures above */
     double warmup_s; /* their total duration */
-    size_t profiled; /* steps a capture window took (analyze/ops.h), not in the figures above */
+    /* steps a capture window ran in or stopped in (analyze/ops.h), their
+     * duration, samples and batches: counted as steps (the training's own
+     * count is stats.count + profiled), their time in none of the figures
+     * above nor in the shares (tp_timing_row.in_profiled_s) */
+    size_t profiled;
+    double profiled_s;
+    int64_t profiled_samples, profiled_batches;
 } tp_step_row;
 
 typedef struct tp_epoch_row {

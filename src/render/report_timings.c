@@ -27,7 +27,7 @@ static void outside_steps_line(FILE *out, const tp_timings *t, int rank)
     bool any = false;
     for (size_t i = 0; i < t->nrows; i++) {
         const tp_timing_row *r = &t->rows[i];
-        double outside = r->total_s - r->in_steps_s;
+        double outside = r->total_s - r->in_steps_s - r->in_profiled_s; /* a window's: inside */
         if (r->rank != rank || r->pause || outside < 1e-3 || outside < 0.05 * r->total_s)
             continue;
         char d[32];
@@ -122,8 +122,11 @@ static void steps_lines(FILE *out, const tp_step_row *st)
     char rate[64] = "";
     if (st->samples > 0 && st->total_s > 0)
         snprintf(rate, sizeof rate, ", %.0f samples/s", (double)st->samples / st->total_s);
-    fprintf(out, "\nSteps, %s: %zu steps, mean %s (p50 %s, p95 %s), %.1f steps/s%s\n", title,
-            st->stats.count, mean, p50, p95,
+    char timed[48] = "";
+    if (st->profiled)
+        snprintf(timed, sizeof timed, " (%zu timed)", st->stats.count);
+    fprintf(out, "\nSteps, %s: %zu steps%s, mean %s (p50 %s, p95 %s), %.1f steps/s%s\n", title,
+            st->stats.count + st->profiled, timed, mean, p50, p95,
             st->total_s > 0 ? (double)st->stats.count / st->total_s : 0, rate);
     double count = (double)st->stats.count;
     if (st->batches > 0 && count > 0) {
@@ -144,9 +147,9 @@ static void steps_lines(FILE *out, const tp_step_row *st)
     }
     if (st->profiled)
         fprintf(out,
-                "  %zu step%s ran under PyTorch's profiler (capture windows, below): left out of "
-                "these\n  figures and of the shares\n",
-                st->profiled, st->profiled == 1 ? "" : "s");
+                "  %zu of them ran under PyTorch's profiler (capture windows, below): left out of\n"
+                "  the figures and of the shares\n",
+                st->profiled);
 }
 
 /* Which ranks get their own tables: every rank, unless the run has more than
@@ -306,6 +309,8 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         json_key(w, "total_s");
         json_double(w, r->total_s);
         stat_fields(w, &r->stats);
+        json_key(w, "in_profiled_steps_s");
+        json_double(w, r->in_profiled_s);
         json_key(w, "in_steps_s");
         json_double(w, r->in_steps_s);
         json_key(w, "share");
@@ -334,7 +339,11 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         json_object_begin(w);
         json_key(w, "rank");
         json_int(w, st->rank);
+        /* the steps the training made (the profiled ones too); the figures
+         * are of the timed ones */
         json_key(w, "count");
+        json_int(w, (int64_t)(st->stats.count + st->profiled));
+        json_key(w, "timed_steps");
         json_int(w, (int64_t)st->stats.count);
         json_key(w, "total_s");
         json_double(w, st->total_s);
@@ -342,7 +351,7 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         json_key(w, "steps_per_s");
         json_double(w, st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
         json_key(w, "samples");
-        json_int(w, st->samples);
+        json_int(w, st->samples + st->profiled_samples);
         json_key(w, "samples_per_s");
         if (st->samples > 0 && st->total_s > 0)
             json_double(w, (double)st->samples / st->total_s);
@@ -355,7 +364,7 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         else
             json_null(w);
         json_key(w, "batches");
-        json_int(w, st->batches);
+        json_int(w, st->batches + st->profiled_batches);
         json_key(w, "batches_per_step");
         if (st->batches > 0 && count > 0)
             json_double(w, (double)st->batches / count);

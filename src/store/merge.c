@@ -373,11 +373,13 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
         " gpu_sm_clock_mhz, %s, %s FROM src.summary_rank;%s%s%s",
         series,
-        info->version >= TP_SCHEMA_DEVICE
-            ? "*"
+        info->ops ? "*"
+        : info->version >= TP_SCHEMA_DEVICE
+            ? "*, 0" /* no in_profiled_s */
             : "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s,"
               " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
-        info->batches ? "batches, warmup, warmup_s" : "0, 0, 0", info->ops ? "profiled" : "0", dt,
+        info->batches ? "batches, warmup, warmup_s" : "0, 0, 0",
+        info->ops ? "profiled, profiled_samples, profiled_batches, profiled_s" : "0, 0, 0, 0", dt,
         info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
         info->rank_truth ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
                          : "NULL, NULL, 0, 0",

@@ -110,7 +110,7 @@ int tp_schema_create(sqlite3 *db)
         rc = tp_exec(db, pragmas);
     if (rc == SQLITE_OK)
         rc = tp_exec(db, "COMMIT");
-    else
+    else if (!sqlite3_get_autocommit(db)) /* out of memory may have rolled it back already */
         tp_exec(db, "ROLLBACK");
     return rc;
 }

@@ -200,11 +200,19 @@
 #define TP_SCHEMA_STEP_BATCHES                                                 \
     ", batches INTEGER NOT NULL DEFAULT 0, warmup INTEGER NOT NULL DEFAULT 0," \
     "  warmup_s REAL NOT NULL DEFAULT 0" TP_SCHEMA_STEP_PROFILED
-/* summary_step.profiled (schema 10): steps a capture window took, left out
- * of the figures; files summarized before have none (readers take 0). */
-#define TP_SCHEMA_STEP_PROFILED ", profiled INTEGER NOT NULL DEFAULT 0"
-#define TP_SCHEMA_ADD_STEP_PROFILED \
-    "ALTER TABLE summary_step ADD COLUMN profiled INTEGER NOT NULL DEFAULT 0;"
+/* summary_step.profiled, profiled_samples, profiled_batches, profiled_s
+ * (schema 10): steps a capture window took, their samples, batches and
+ * duration, counted but left out of the figures; files summarized before have none (readers take
+ * 0). */
+#define TP_SCHEMA_STEP_PROFILED                                                         \
+    ", profiled INTEGER NOT NULL DEFAULT 0, profiled_samples INTEGER NOT NULL"          \
+    " DEFAULT 0, profiled_batches INTEGER NOT NULL DEFAULT 0, profiled_s REAL NOT NULL" \
+    " DEFAULT 0"
+#define TP_SCHEMA_ADD_STEP_PROFILED                                                    \
+    "ALTER TABLE summary_step ADD COLUMN profiled INTEGER NOT NULL DEFAULT 0;"         \
+    "ALTER TABLE summary_step ADD COLUMN profiled_samples INTEGER NOT NULL DEFAULT 0;" \
+    "ALTER TABLE summary_step ADD COLUMN profiled_batches INTEGER NOT NULL DEFAULT 0;" \
+    "ALTER TABLE summary_step ADD COLUMN profiled_s REAL NOT NULL DEFAULT 0;"
 #define TP_SCHEMA_EPOCH_BATCHES ", batches INTEGER NOT NULL DEFAULT 0"
 #define TP_SCHEMA_ADD_BATCHES                                                 \
     "ALTER TABLE summary_step ADD COLUMN batches INTEGER NOT NULL DEFAULT 0;" \
@@ -217,13 +225,19 @@
 #define TP_SCHEMA_AGENT_META                                                                 \
     "CREATE TABLE IF NOT EXISTS agent_meta (agent_id INTEGER NOT NULL REFERENCES agent(id)," \
     "  key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (agent_id, key)) WITHOUT ROWID;"
+/* summary_timing.in_profiled_s (schema 10): the part of a region's time in
+ * steps a capture window took; files summarized before have none (readers
+ * take 0). */
+#define TP_SCHEMA_TIMING_PROFILED ", in_profiled_s REAL NOT NULL DEFAULT 0"
+#define TP_SCHEMA_ADD_TIMING_PROFILED \
+    "ALTER TABLE summary_timing ADD COLUMN in_profiled_s REAL NOT NULL DEFAULT 0;"
 #define TP_SCHEMA_SUMMARY_TIMING                                                       \
     "CREATE TABLE summary_timing (rank INTEGER NOT NULL, name TEXT NOT NULL,"          \
     "  count INTEGER NOT NULL, total_s REAL NOT NULL, mean REAL, min REAL, p5 REAL,"   \
     "  p50 REAL, p95 REAL, max REAL, in_steps_s REAL NOT NULL,"                        \
     "  device_count INTEGER NOT NULL, device_total_s REAL NOT NULL, device_mean REAL," \
     "  device_min REAL, device_p5 REAL, device_p50 REAL, device_p95 REAL,"             \
-    "  device_max REAL, PRIMARY KEY (rank, name)) WITHOUT ROWID;"
+    "  device_max REAL" TP_SCHEMA_TIMING_PROFILED ", PRIMARY KEY (rank, name)) WITHOUT ROWID;"
 
 /* Creates every table, view and the metric catalogue in an empty database,
  * and stamps application_id and user_version. Returns an SQLite code. */

@@ -90,16 +90,21 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
     sqlite3_stmt *st;
     size_t rcap = 0, scap = 0, ecap = 0;
     bool device = run->schema_version >= TP_SCHEMA_DEVICE;
-    int rc =
-        sqlite3_prepare_v2(run->db,
-                           device ? "SELECT rank, name, count, total_s, mean, min, p5, p50, p95,"
-                                    " max, in_steps_s, device_count, device_total_s,"
-                                    " device_mean, device_min, device_p5, device_p50,"
-                                    " device_p95, device_max FROM summary_timing"
-                                    " ORDER BY rank, name"
-                                  : "SELECT rank, name, count, total_s, mean, min, p5, p50, p95,"
-                                    " max, in_steps_s FROM summary_timing ORDER BY rank, name",
-                           -1, &st, NULL);
+    bool in_profiled = tp_run_has_column(run, "summary_timing", "in_profiled_s");
+    int rc = sqlite3_prepare_v2(
+        run->db,
+        device
+            ? (in_profiled ? "SELECT rank, name, count, total_s, mean, min, p5, p50, p95, max,"
+                             " in_steps_s, device_count, device_total_s, device_mean, device_min,"
+                             " device_p5, device_p50, device_p95, device_max, in_profiled_s"
+                             " FROM summary_timing ORDER BY rank, name"
+                           : "SELECT rank, name, count, total_s, mean, min, p5, p50, p95, max,"
+                             " in_steps_s, device_count, device_total_s, device_mean, device_min,"
+                             " device_p5, device_p50, device_p95, device_max, 0"
+                             " FROM summary_timing ORDER BY rank, name")
+            : "SELECT rank, name, count, total_s, mean, min, p5, p50, p95,"
+              " max, in_steps_s FROM summary_timing ORDER BY rank, name",
+        -1, &st, NULL);
     while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         out->rows = tp_grow(out->rows, out->nrows, &rcap, sizeof *out->rows);
         tp_timing_row *r = &out->rows[out->nrows++];
@@ -111,6 +116,7 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
         r->in_steps_s = sqlite3_column_double(st, 10);
         col_stats(st, 2, 4, &r->stats);
         if (device) {
+            r->in_profiled_s = sqlite3_column_double(st, 19);
             r->device_total_s = sqlite3_column_double(st, 12);
             col_stats(st, 11, 13, &r->device);
         } else {
@@ -125,11 +131,13 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
         rc = sqlite3_prepare_v2(
             run->db,
             profiled  ? "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95, max,"
-                        " batches, warmup, warmup_s, profiled FROM summary_step ORDER BY rank"
+                        " batches, warmup, warmup_s, profiled, profiled_samples, profiled_batches,"
+                        " profiled_s"
+                        " FROM summary_step ORDER BY rank"
             : batches ? "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95, max,"
-                        " batches, warmup, warmup_s, 0 FROM summary_step ORDER BY rank"
+                        " batches, warmup, warmup_s, 0, 0, 0, 0 FROM summary_step ORDER BY rank"
                       : "SELECT rank, count, total_s, samples, mean, min, p5, p50,"
-                        " p95, max, 0, 0, 0, 0 FROM summary_step ORDER BY rank",
+                        " p95, max, 0, 0, 0, 0, 0, 0, 0 FROM summary_step ORDER BY rank",
             -1, &st, NULL);
     while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         out->steps = tp_grow(out->steps, out->nsteps, &scap, sizeof *out->steps);
@@ -142,6 +150,9 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
         r->warmup = (size_t)sqlite3_column_int64(st, 11);
         r->warmup_s = sqlite3_column_double(st, 12);
         r->profiled = (size_t)sqlite3_column_int64(st, 13);
+        r->profiled_samples = sqlite3_column_int64(st, 14);
+        r->profiled_batches = sqlite3_column_int64(st, 15);
+        r->profiled_s = sqlite3_column_double(st, 16);
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_OK)

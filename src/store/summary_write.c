@@ -73,6 +73,7 @@ static void fill_timing(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
     sqlite3_bind_int64(st, 12, (sqlite3_int64)r->device.count);
     sqlite3_bind_double(st, 13, r->device_total_s);
     bind_stats(st, 14, &r->device);
+    sqlite3_bind_double(st, 20, r->in_profiled_s);
 }
 
 static void fill_step(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
@@ -87,6 +88,9 @@ static void fill_step(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
     sqlite3_bind_int64(st, 12, (sqlite3_int64)r->warmup);
     sqlite3_bind_double(st, 13, r->warmup_s);
     sqlite3_bind_int64(st, 14, (sqlite3_int64)r->profiled);
+    sqlite3_bind_int64(st, 15, r->profiled_samples);
+    sqlite3_bind_int64(st, 16, r->profiled_batches);
+    sqlite3_bind_double(st, 17, r->profiled_s);
 }
 
 static void fill_epoch(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
@@ -283,6 +287,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
         rc = tp_exec(db, TP_SCHEMA_ADD_BATCHES);
     if (rc == SQLITE_OK && !has_column(db, "summary_step", "profiled")) /* before schema 10 */
         rc = tp_exec(db, TP_SCHEMA_ADD_STEP_PROFILED);
+    if (rc == SQLITE_OK && !has_column(db, "summary_timing", "in_profiled_s"))
+        rc = tp_exec(db, TP_SCHEMA_ADD_TIMING_PROFILED);
     if (rc == SQLITE_OK)
         rc = tp_exec(
             db,
@@ -312,11 +318,11 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
                          fill_window);
     if (rc == SQLITE_OK)
         rc = insert_rows(
-            db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
+            db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
             s->timings->nrows, fill_timing);
     if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
-                         s->timings->nsteps, fill_step);
+        rc = insert_rows(db, "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         s, s->timings->nsteps, fill_step);
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_epoch VALUES (?,?,?,?,?,?,?)", s,
                          s->timings->nepochs, fill_epoch);

@@ -185,7 +185,8 @@ tp_writer *tp_writer_create(const char *path, bool force, const char *agent, cha
         /* the handle's message where it has one; "not an error" is none */
         const char *why = w->db && sqlite3_errcode(w->db) != SQLITE_OK ? sqlite3_errmsg(w->db)
                                                                        : sqlite3_errstr(rc);
-        snprintf(err, cap, "cannot initialise run file %s: %s", path, why);
+        snprintf(err, cap, "cannot initialise run file %s: %s", path,
+                 (rc & 0xff) == SQLITE_NOMEM ? "out of memory" : why);
         close_writer(w);
         unlink(path);
         return NULL;

@@ -424,7 +424,7 @@ def test_marks_are_numbers_and_a_schema_6_file_merges_with_them(tmp_path):
     r = trainprof("record", "-q", "--agent", "new", "-o", new, "--", EMIT, "nested")
     assert r.returncode == 0, r.stderr
     with sqlite3.connect(new) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 9
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 10
         assert {t for (t,) in db.execute("SELECT DISTINCT typeof(kind) FROM mark")} == {"integer"}
         words = dict(db.execute("SELECT kind, count(*) FROM marks GROUP BY kind"))
     assert words == {"step": 11, "epoch": 2}

@@ -231,6 +231,10 @@ def test_an_address_space_limit_never_aborts_the_recorder_nor_makes_it_lie(run_f
         assert not run_file.exists()
         return
     if r.returncode == 1:
+        if "cannot initialise run file" in r.stderr:  # too little even for the schema
+            assert r.stderr.strip().endswith(": out of memory"), r.stderr
+            assert len(r.stderr.strip().splitlines()) == 1 and not run_file.exists()
+            return
         assert "cannot start the recorder's writer thread" in r.stderr, r.stderr
         assert "the command was not started" in r.stderr
         assert not run_file.exists()

@@ -117,7 +117,7 @@ def test_a_schema_8_file_reads_merges_and_upgrades_with_one_sample_a_row(tmp_pat
     folded = trainprof("export", "--format", "folded", merged).stdout.splitlines()
     assert sum(int(x.rsplit(" ", 1)[1]) for x in folded) == samples + 20
     r = trainprof("summarize", "--force", old)
-    assert r.returncode == 0 and "now 9" in r.stderr, r.stderr
+    assert r.returncode == 0 and "now 10" in r.stderr, r.stderr
     with sqlite3.connect(old) as db:
         assert db.execute("SELECT COUNT(*), SUM(count), MAX(span_ns) FROM stack_sample"
                           ).fetchone() == (samples, samples, 0)

@@ -110,9 +110,9 @@ def test_a_schema_3_file_is_read_from_rows_and_summarized_into_the_current_schem
     rows["run"]["meta"]["summarized"] = "1"
     assert rep == rows
     r = trainprof("summarize", k)
-    assert r.returncode == 0 and "(schema 3, now 9)" in r.stderr
+    assert r.returncode == 0 and "(schema 3, now 10)" in r.stderr
     db = sqlite3.connect(k)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 9
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 10
     assert db.execute("SELECT count(*) FROM stack_sample").fetchone()[0] == 0  # 8 and 9's tables
     assert db.execute("SELECT count(*) FROM device_times").fetchone()[0] == 0
     # its marks stay words, which the marks view and every reader take

@@ -233,11 +233,10 @@ typedef struct conn_ctx {
 /* The sink thread of process conn's thread tid (0: none of its rings). */
 static uint32_t thread_of_tid(void *ctx, int32_t tid)
 {
-    conn_ctx *c = ctx;
-    for (size_t i = 0; i < c->d->nrings; i++)
-        if (c->d->rings[i].conn == c->conn && c->d->rings[i].reader.thread &&
-            c->d->rings[i].tid == tid)
-            return c->d->rings[i].reader.thread;
+    const conn_ctx *c = ctx;
+    for (const drain_ring *r = c->d->rings; r < c->d->rings + c->d->nrings; r++)
+        if (r->conn == c->conn && r->tid == tid)
+            return r->reader.thread;
     return 0;
 }
 
@@ -246,12 +245,10 @@ static void take_window(tp_drain *d, int conn, int fd)
 {
     char why[160];
     conn_ctx ctx = {d, conn};
-    if (!d->ops) {
+    if (!d->ops)
         close(fd);
-        return;
-    }
-    if (tp_ops_relay_take(d->ops, d->sink, fd, d->peers[conn].pid, thread_of_tid, &ctx, why,
-                          sizeof why))
+    else if (tp_ops_relay_take(d->ops, d->sink, fd, d->peers[conn].pid, thread_of_tid, &ctx, why,
+                               sizeof why))
         misbehaved(d, conn, NULL, why);
 }
 

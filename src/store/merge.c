@@ -1,6 +1,7 @@
 /* merge.c: several run files into one, one agent per input. */
 #include "store/merge.h"
 #include "store/merge_ops.h"
+#include "store/sql_util.h"
 #include "store/mark_kind.h"
 
 #include <errno.h>
@@ -22,20 +23,17 @@ typedef struct input_info {
     int64_t start_wall_ns, uncertainty_ns;
     char command[512], job[128], agent[128];
     bool summarized;
-    bool plots;         /* it stores what html plots (meta plots) */
-    bool series_steps;  /* it stores its series' figures over the steps */
-    bool steps_window;  /* and its steps window */
-    bool rank_gpu;      /* its summary_rank has each rank's GPU */
-    bool rank_truth;    /* and its clock event reasons and device communication */
-    bool batches;       /* its summary_step has batches and warm-up steps */
-    bool thread_cuda;   /* it has each thread's CUDA_VISIBLE_DEVICES */
-    bool thread_device; /* it has each process's GPU UUID */
-    bool stack_counts;  /* its summary has its stack samples counted (summary_stack) */
-    bool step_pauses;   /* its stored step phases have their pauses */
-    bool step_times;    /* ... and their groups' times */
-    bool stalls;        /* its summary has its stalls (meta stalls_stored) */
-    bool ops;           /* it has capture windows (schema 10), and summary_step.profiled */
-    int *ranks;         /* distinct ranks of its threads (-1: no rank) */
+    bool plots;                      /* it stores what html plots (meta plots) */
+    bool series_steps, steps_window; /* its series' figures over the steps; its steps window */
+    bool rank_gpu;                   /* its summary_rank has each rank's GPU */
+    bool rank_truth;                 /* and its clock event reasons and device communication */
+    bool batches;                    /* its summary_step has batches and warm-up steps */
+    bool thread_cuda, thread_device; /* each thread's CUDA_VISIBLE_DEVICES; process's GPU UUID */
+    bool stack_counts;               /* its summary has its stack samples counted (summary_stack) */
+    bool step_pauses, step_times;    /* its stored step phases have their pauses, groups' times */
+    bool stalls;                     /* its summary has its stalls (meta stalls_stored) */
+    bool ops;   /* it has capture windows (schema 10), and summary_step.profiled */
+    int *ranks; /* distinct ranks of its threads (-1: no rank) */
     size_t nranks;
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
     int64_t series_off; /* added to its series ids */
@@ -185,14 +183,10 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
 /* The largest id in table of db's main schema (0 when empty), or -1. */
 static int64_t max_id(sqlite3 *db, const char *table)
 {
-    char *sql = sqlite3_mprintf("SELECT coalesce(max(id), 0) FROM main.%s", table);
-    sqlite3_stmt *st = NULL;
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT coalesce(max(id), 0) FROM main.%s", table);
     int64_t id = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        id = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_free(sql);
-    return id;
+    return tp_sql_query_int(db, sql, &id) == SQLITE_OK ? id : -1;
 }
 
 /* An input's sampled stacks (schema 8): its tree (frame and node ids offset

@@ -4,6 +4,7 @@ step; the operators per phase in the report; coexistence with a script's own
 profiler; DDP ranks capturing the same steps; torch.compile not recompiling
 for a window; nothing of the profiler in the training's output."""
 
+import contextlib
 import json
 import os
 import re
@@ -76,6 +77,32 @@ def record(tmp_path, env=None, args=(), name="run.db"):
     return run, r
 
 
+@contextlib.contextmanager
+def paused_at_step_30(tmp_path, name, args=()):
+    """A recording of SCRIPT whose training waits at step 30 until the body
+    of the with-block has run: yields (the recorder's Popen, its run file),
+    then lets the training go on and waits for the recording to end."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    flag = tmp_path / "flag"
+    run = tmp_path / name
+    rec = subprocess.Popen([PROGRAM, "record", "-q", *args, "-o", str(run), "--", PYTHON,
+                            str(script)], env=dict(os.environ, FLAG=str(flag), STEPS="60"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not flag.exists():
+            assert rec.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        yield rec, run
+        (tmp_path / "flag.go").write_text("go")
+        assert rec.wait(timeout=240) == 0
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+
+
 def calls(report, name):
     return sum(o["calls"] for o in report["ops"] if o["name"] == name)
 
@@ -136,18 +163,7 @@ def test_a_slow_step_starts_a_window_over_the_next_steps(tmp_path):
 
 
 def test_capture_asks_a_live_recording_for_a_window(tmp_path):
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(SCRIPT))
-    flag = tmp_path / "flag"
-    run = tmp_path / "live.db"
-    rec = subprocess.Popen([PROGRAM, "record", "-q", "-o", str(run), "--", PYTHON, str(script)],
-                           env=dict(os.environ, FLAG=str(flag), STEPS="60"),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not flag.exists():
-            assert rec.poll() is None and time.monotonic() < deadline
-            time.sleep(0.01)
+    with paused_at_step_30(tmp_path, "live.db") as (rec, run):
         asked = trainprof("capture", run)
         assert asked.returncode == 0, asked.stderr
         m = re.search(r"takes a capture window over steps (\d+)-(\d+)", asked.stdout)
@@ -157,12 +173,6 @@ def test_capture_asks_a_live_recording_for_a_window(tmp_path):
         # by the recorder's pid: the window asked for is still to come
         again = trainprof("capture", rec.pid)
         assert again.returncode == 0 and f"steps {first}-" in again.stdout, again.stderr
-        (tmp_path / "flag.go").write_text("go")
-        assert rec.wait(timeout=240) == 0
-    finally:
-        if rec.poll() is None:
-            rec.kill()
-            rec.wait()
     rep = report_json(run)
     demand = [w for w in rep["windows"] if w["reason"] == "demand"]
     assert [(w["first_step"], w["steps"]) for w in demand] == [(first, 5)]
@@ -299,34 +309,16 @@ def test_post_capture_from_loopback_asks_the_recording(tmp_path):
     import urllib.error
     import urllib.request
 
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(SCRIPT))
-    flag = tmp_path / "flag"
-    run = tmp_path / "served.db"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    rec = subprocess.Popen([PROGRAM, "record", "-q", "--serve", f"127.0.0.1:{port}", "-o",
-                            str(run), "--", PYTHON, str(script)],
-                           env=dict(os.environ, FLAG=str(flag), STEPS="60"),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not flag.exists():
-            assert rec.poll() is None and time.monotonic() < deadline
-            time.sleep(0.01)
+    with paused_at_step_30(tmp_path, "served.db", ("--serve", f"127.0.0.1:{port}")) as (_, run):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", data=b"")
         assert refused.value.code == 405  # POST is for /capture only
         answer = urllib.request.urlopen(f"http://127.0.0.1:{port}/capture", data=b"")
         assert answer.status == 202 and b"capture window asked" in answer.read()
         time.sleep(0.2)  # the drain's next turn
-        (tmp_path / "flag.go").write_text("go")
-        assert rec.wait(timeout=240) == 0
-    finally:
-        if rec.poll() is None:
-            rec.kill()
-            rec.wait()
     rep = report_json(run)
     demand = [w for w in rep["windows"] if w["reason"] == "demand"]
     assert len(demand) == 1 and 30 <= demand[0]["first_step"] <= 33

@@ -22,19 +22,16 @@
 typedef struct input_info {
     int64_t start_wall_ns, uncertainty_ns;
     char command[512], job[128], agent[128];
-    bool summarized;
-    bool plots;                      /* it stores what html plots (meta plots) */
+    bool summarized, plots;          /* plots: it stores what html plots (meta plots) */
     bool series_steps, steps_window; /* its series' figures over the steps; its steps window */
-    bool rank_gpu;                   /* its summary_rank has each rank's GPU */
-    bool rank_truth;                 /* and its clock event reasons and device communication */
-    bool batches;                    /* its summary_step has batches and warm-up steps */
+    bool rank_gpu, rank_truth; /* summary_rank has each rank's GPU; clock reasons, device comm */
+    bool batches;              /* its summary_step has batches and warm-up steps */
     bool thread_cuda, thread_device; /* each thread's CUDA_VISIBLE_DEVICES; process's GPU UUID */
-    bool stack_counts;               /* its summary has its stack samples counted (summary_stack) */
     bool step_pauses, step_times;    /* its stored step phases have their pauses, groups' times */
-    bool stalls;                     /* its summary has its stalls (meta stalls_stored) */
-    bool ops;   /* it has capture windows (schema 10), and summary_step.profiled */
-    int *ranks; /* distinct ranks of its threads (-1: no rank) */
-    size_t nranks;
+    bool stack_counts, stalls;       /* summary_stack counted; its stalls (meta stalls_stored) */
+    bool ops, step_profiled, timing_profiled; /* op_window; summary_step.profiled*; in_profiled_s */
+    int *ranks;
+    size_t nranks;      /* distinct ranks of its threads (-1: no rank) */
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
     int64_t series_off; /* added to its series ids */
     int version;        /* its schema: before 5, no device times */
@@ -125,6 +122,8 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         info[i].step_pauses = tp_run_has_column(run, "summary_step_phase", "pauses");
         info[i].step_times = tp_run_has_column(run, "summary_step_phase", "start_ns");
         info[i].ops = tp_run_has_table(run, "op_window");
+        info[i].step_profiled = tp_run_has_column(run, "summary_step", "profiled");
+        info[i].timing_profiled = tp_run_has_column(run, "summary_timing", "in_profiled_s");
         const char *stalls = tp_run_meta_get(run, "stalls_stored");
         info[i].stalls = info[i].summarized && stalls && strcmp(stalls, "1") == 0 &&
                          tp_run_has_table(run, "summary_stall_thread");
@@ -373,8 +372,9 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
             : "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s,"
               " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
         info->batches ? "batches, warmup, warmup_s" : "0, 0, 0",
-        info->ops ? "profiled, profiled_samples, profiled_batches, profiled_s" : "0, 0, 0, 0", dt,
-        info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
+        info->step_profiled ? "profiled, profiled_samples, profiled_batches, profiled_s"
+                            : "0, 0, 0, 0",
+        dt, info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
         info->rank_truth ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
                          : "NULL, NULL, 0, 0",
         step_phases ? plots_sql : "", info->series_steps ? steps_sql : "", stalls_sql);

@@ -289,6 +289,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
         rc = tp_exec(db, TP_SCHEMA_ADD_STEP_PROFILED);
     if (rc == SQLITE_OK && !has_column(db, "summary_timing", "in_profiled_s"))
         rc = tp_exec(db, TP_SCHEMA_ADD_TIMING_PROFILED);
+    if (rc == SQLITE_OK) /* a file brought to schema 10 has its (empty) capture windows' tables */
+        rc = tp_exec(db, TP_SCHEMA_OPS TP_SCHEMA_OPS_VIEW);
     if (rc == SQLITE_OK)
         rc = tp_exec(
             db,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/ops_idle.h"
 #include "analyze/ops_timeline.h"
 #include "util/grow.h"
 #include "util/oom.h"
@@ -24,6 +25,11 @@ typedef struct builder {
     /* rows by key id - 1, of the table they belong to (-1: another's) */
     long *row_of;
     size_t row_of_cap;
+    /* the step thread's stack samples over a GPU window's steps, and what
+     * they say of its idle gaps */
+    const tp_run_op_sample *samples;
+    size_t nsamples;
+    tp_ops_idle idle_functions;
 } builder;
 
 static const char *intern(tp_ops_facts *f, const char *text)
@@ -243,8 +249,11 @@ static void device_busy(builder *b, int rank, const tp_run_op_data *d, int64_t t
                 int64_t g1 = seg[j].t1 < a ? seg[j].t1 : a;
                 if (g1 > g0) {
                     long r = row_for(b, "idle", rank, seg[j].phase, "", new_idle);
-                    b->f->idle[r] = (tp_gpu_idle_fact){rank, seg[j].phase,
-                                                       b->f->idle[r].idle_s + secs(g1 - g0)};
+                    b->f->idle[r].rank = rank;
+                    b->f->idle[r].phase = seg[j].phase;
+                    b->f->idle[r].idle_s += secs(g1 - g0);
+                    tp_ops_idle_note(&b->idle_functions, (size_t)r, b->samples, b->nsamples, g0,
+                                     g1);
                 }
             }
         }
@@ -462,11 +471,24 @@ bool tp_ops_facts_build(tp_run *run, tp_ops_facts *f, char *err, size_t cap)
     bool ok = true;
     for (size_t i = 0; ok && i < n; i++) {
         tp_run_op_data d;
-        ok = tp_run_op_data_load(run, &w[i], &d, err, cap);
+        tp_run_op_sample *samples = NULL;
+        ok = tp_run_op_data_load(run, &w[i], &d, err, cap) &&
+             (!w[i].cuda || tp_run_op_samples(run, w[i].pid, w[i].tid, w[i].start_ns, w[i].end_ns,
+                                              &samples, &b.nsamples, err, cap));
+        b.samples = samples;
         if (ok)
             window_facts(&b, &w[i], &d);
+        free(samples);
+        b.samples = NULL, b.nsamples = 0;
         tp_run_op_data_free(&d);
     }
+    tp_stack_tree tree = {0};
+    if (ok && b.idle_functions.n)
+        ok = tp_run_stack_tree(run, &tree, err, cap);
+    if (ok)
+        tp_ops_idle_finish(&b.idle_functions, f, &tree, intern);
+    free(b.idle_functions.v);
+    tp_stack_tree_free(&tree);
     tp_run_op_windows_free(w, n);
     tp_name_table_free(&b.keys);
     free(b.row_of);

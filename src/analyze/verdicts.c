@@ -401,6 +401,28 @@ static void across_ranks(const tp_summary *s, tp_verdicts *out)
     }
 }
 
+/* A rank whose caching allocator peaked within MEMORY_NEAR_FULL of its
+ * device's memory in a capture window (analyze/ops.h): once per rank. */
+static void allocator_verdicts(const tp_summary *s, tp_verdicts *out)
+{
+    for (size_t i = 0; i < s->ops.nwindows; i++) {
+        const tp_ops_window_fact *w = &s->ops.windows[i];
+        if (!(w->peak_allocated_bytes >= MEMORY_NEAR_FULL * w->device_memory_bytes))
+            continue; /* NaN (no GPU, unknown) is never near full */
+        bool said = false;
+        for (size_t k = 0; k < out->n && !said; k++)
+            said = out->items[k].kind == TP_VERDICT_GPU_MEMORY && !out->items[k].gpu &&
+                   out->items[k].rank == w->rank;
+        if (said)
+            continue;
+        tp_verdict *v = add(out, TP_VERDICT_GPU_MEMORY);
+        v->rank = w->rank;
+        v->f.gpu_memory.used_max_bytes = w->peak_allocated_bytes;
+        v->f.gpu_memory.total_bytes = w->device_memory_bytes;
+        v->f.gpu_memory.mig = -1;
+    }
+}
+
 void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
 {
     memset(out, 0, sizeof *out);
@@ -416,6 +438,7 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
     if (!stalled)
         across_ranks(s, out);
     system_verdicts(s, out);
+    allocator_verdicts(s, out);
     tp_model_facts facts;
     tp_run_model_facts(s->run, &facts);
     for (size_t i = 0; i < out->n; i++)

@@ -102,6 +102,8 @@ typedef struct tp_verdict {
             double used_max_bytes;
             double total_bytes; /* the card's, or its MIG instance's */
             int mig;            /* the instance (meta gpu.N.mig's place), -1 the card */
+            /* gpu NULL: a rank's caching allocator in a capture window
+             * (used_max_bytes its peak allocated, total_bytes its device's) */
         } gpu_memory;
         struct {
             double used_max_bytes, total_bytes, swap_max_bytes;

@@ -56,6 +56,12 @@ typedef struct tp_gpu_idle_fact {
     int rank;
     const char *phase; /* "" none */
     double idle_s;
+    /* the function the step thread's sampled stacks were in most then (its
+     * innermost frame), its file and line, and its share of those samples;
+     * NULL function: no sample fell in this idle time */
+    const char *function, *file;
+    int line;
+    double function_share;
 } tp_gpu_idle_fact;
 
 /* A rank's phase time in its captured steps (the shares' denominator). */

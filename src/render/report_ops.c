@@ -125,6 +125,8 @@ static void rank_gpu_text(FILE *out, const tp_ops_facts *f, int rank)
                 continue;
             fprintf(out, "%s%.0f%% of that while the host was in %s", n++ ? ", " : ": ",
                     100 * g->idle_s / idle, *g->phase ? g->phase : "no phase");
+            if (g->function) /* the step thread's stacks then */
+                fprintf(out, " (%s, %s:%d)", g->function, tp_short_path(g->file), g->line);
         }
         fputs("\n", out);
     }
@@ -273,6 +275,21 @@ void tp_report_ops_json(json_writer *w, const tp_summary *s)
         json_string(w, f->idle[i].phase);
         json_key(w, "idle_s");
         json_double(w, f->idle[i].idle_s);
+        json_key(w, "function");
+        if (f->idle[i].function) {
+            json_object_begin(w);
+            json_key(w, "function");
+            json_string(w, f->idle[i].function);
+            json_key(w, "file");
+            json_string(w, f->idle[i].file);
+            json_key(w, "line");
+            json_int(w, f->idle[i].line);
+            json_key(w, "share");
+            json_double(w, f->idle[i].function_share);
+            json_object_end(w);
+        } else {
+            json_null(w);
+        }
         json_object_end(w);
     }
     json_array_end(w);

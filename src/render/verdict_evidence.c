@@ -93,6 +93,10 @@ static void system_evidence(char *out, size_t cap, const tp_summary *s, const tp
                  "\"trouble_share\":%.4f}",
                  v->gpu->index, agent, v->f.gpu_throttle.bits, v->f.gpu_throttle.share,
                  v->f.gpu_throttle.trouble_share);
+    } else if (v->kind == TP_VERDICT_GPU_MEMORY && !v->gpu) { /* a capture window's allocator */
+        snprintf(out, cap,
+                 "{\"rank\":%d,\"allocator_peak_bytes\":%.0f,\"device_memory_bytes\":%.0f}",
+                 v->rank, v->f.gpu_memory.used_max_bytes, v->f.gpu_memory.total_bytes);
     } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
         char inst[32] = "";
         if (v->f.gpu_memory.mig >= 0)

@@ -295,6 +295,18 @@ static void system_message(char *out, size_t cap, const tp_summary *s, const tp_
                  "the room) and the node's power supply; its other GPUs' figures say whether "
                  "the whole node is affected.",
                  gpu->index, of, gpu->name, why, 100 * v->f.gpu_throttle.trouble_share);
+    } else if (v->kind == TP_VERDICT_GPU_MEMORY && !gpu) { /* a capture window's allocator */
+        double max = v->f.gpu_memory.used_max_bytes, total = v->f.gpu_memory.total_bytes;
+        char who[32] = "The training";
+        if (v->rank >= 0)
+            snprintf(who, sizeof who, "Rank %d", v->rank);
+        snprintf(out, cap,
+                 "%s's CUDA caching allocator peaked at %.1f of its GPU's %.1f GiB in the captured "
+                 "steps (%.0f%% headroom, PyTorch's profiler): a bigger batch or a longer "
+                 "sequence will not fit, and fragmentation can end the run out of memory. Try "
+                 "a smaller batch with gradient accumulation, mixed precision, or activation "
+                 "checkpointing.",
+                 who, max / (1 << 30), total / (1 << 30), 100 * (1 - max / total));
     } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
         double max = v->f.gpu_memory.used_max_bytes, total = v->f.gpu_memory.total_bytes;
         char inst[48] = "";

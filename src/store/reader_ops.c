@@ -182,3 +182,42 @@ void tp_run_op_data_free(tp_run_op_data *d)
     free(d->regions);
     memset(d, 0, sizeof *d);
 }
+
+bool tp_run_op_samples(tp_run *run, int32_t pid, int32_t tid, int64_t t0, int64_t t1,
+                       tp_run_op_sample **out, size_t *n, char *err, size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    if (!tp_run_has_column(run, "stack_sample", "span_ns"))
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT s.t_ns, s.span_ns, s.count, s.node_id FROM stack_sample s"
+                           " JOIN thread t ON t.id = s.thread_id WHERE t.pid = ? AND s.tid = ?"
+                           " AND s.t_ns <= ? AND s.t_ns + s.span_ns >= ? ORDER BY s.t_ns",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "the stack samples of a capture window", err, cap);
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int(st, 2, tid);
+    sqlite3_bind_int64(st, 3, t1);
+    sqlite3_bind_int64(st, 4, t0);
+    size_t room = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t count = sqlite3_column_int64(st, 2), span = sqlite3_column_int64(st, 1);
+        int64_t node = sqlite3_column_int64(st, 3);
+        if (count < 1 || span < 0 || node <= 0 || node > UINT32_MAX)
+            continue; /* a crafted file's */
+        *out = tp_grow(*out, *n, &room, sizeof **out);
+        (*out)[(*n)++] =
+            (tp_run_op_sample){sqlite3_column_int64(st, 0), span, count, (uint32_t)node};
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return failed(run, "the stack samples of a capture window", err, cap);
+    }
+    return true;
+}

@@ -43,6 +43,19 @@ typedef struct tp_run_op_data {
     size_t nregions;
 } tp_run_op_data;
 
+/* A run of a thread's sampled stacks (count samples, the first at t_ns, the
+ * last span_ns later) and its innermost frame's node. */
+typedef struct tp_run_op_sample {
+    int64_t t_ns, span_ns;
+    int64_t count;
+    uint32_t node;
+} tp_run_op_sample;
+
+/* The stack samples of thread tid of process pid that overlap [t0, t1];
+ * none in a file without stacks. */
+bool tp_run_op_samples(tp_run *run, int32_t pid, int32_t tid, int64_t t0, int64_t t1,
+                       tp_run_op_sample **out, size_t *n, char *err, size_t cap);
+
 /* Every window, by start. True with none for a file without them. */
 bool tp_run_op_windows(tp_run *run, tp_run_op_window **out, size_t *n, char *err, size_t cap);
 void tp_run_op_windows_free(tp_run_op_window *w, size_t n);

@@ -260,7 +260,7 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
     launch's), 2 ms on stream 7, and the window is marked as a GPU's."""
     import sqlite3
 
-    run, _ = record(tmp_path)
+    run, _ = record(tmp_path, args=("--stacks", "1000"))  # stacks enough for 5 short steps
     with sqlite3.connect(run) as db:
         wid, = db.execute("SELECT id FROM op_window").fetchone()
         conv, start, dur, thread = db.execute(
@@ -274,7 +274,9 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
                    (wid, n, thread, start + dur // 2))
         db.execute("INSERT INTO op_event VALUES (?, 3, ?, NULL, 0, 0, 7, ?, 2000000, 900, 777, 0)",
                    (wid, n + 1, start + dur // 2 + 5000))
-        db.execute("UPDATE op_window SET cuda = 1")
+        # the caching allocator at 95 % of a 1 GB device (no allocation in the window)
+        db.execute("UPDATE op_window SET cuda = 1, device_memory = 1000000000,"
+                   " alloc_start = 950000000")
     rep = report_json(run)
     kernels = [k for k in rep["kernels"] if k["name"] == "implicit_gemm_kernel<128>"]
     assert len(kernels) == 1
@@ -291,6 +293,22 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
     w = rep["windows"][0]
     assert idle == pytest.approx(w["end_s"] - w["start_s"] - 0.002, abs=1e-6)
     assert {g["phase"] for g in rep["gpu_idle"]} >= {"forward", "backward"}
+    # and what the step thread's sampled stacks were in meanwhile, by phase
+    named = [g for g in rep["gpu_idle"] if g["function"]]
+    assert named, rep["gpu_idle"]
+    for g in named:
+        assert g["function"]["function"] and 0 < g["function"]["share"] <= 1
+        assert g["function"]["file"].endswith(".py") and g["function"]["line"] > 0
+    text = trainprof("report", run).stdout
+    assert re.search(r"the GPU sat idle \d+% of the captured steps: \d+% of that while the host "
+                     r"was in \w+ \([^,]+, [^:]+\.py:\d+\)", text), text
+    # under 10 % headroom: a memory_pressure verdict of the training's allocator
+    assert rep["windows"][0]["peak_allocated_bytes"] == 950000000
+    pressure = [v for v in rep["verdicts"] if v["kind"] == "memory_pressure"]
+    assert len(pressure) == 1, rep["verdicts"]
+    assert pressure[0]["evidence"]["allocator_peak_bytes"] == 950000000
+    assert "5% headroom" in pressure[0]["message"]
+    assert "(5% headroom): under 10%" in text
     out = tmp_path / "trace.json"
     assert trainprof("export", "-f", "chrome", "-o", out, run).returncode == 0
     events = json.loads(out.read_text())["traceEvents"]

@@ -9,6 +9,7 @@
 #include "analyze/ops_idle.h"
 #include "analyze/ops_timeline.h"
 #include "util/grow.h"
+#include "util/ns_math.h"
 #include "util/oom.h"
 
 /* A piece of the step thread's time with one innermost region. */
@@ -363,7 +364,7 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
         parent[i] = up;
         under_aten[i] = up >= 0 && (under_aten[up] || is_aten(d->strings[d->events[up].name]));
         if (up >= 0)
-            child[up] += e->dur_ns;
+            child[up] = tp_ns_add(child[up], e->dur_ns); /* saturating: a file says them */
         s->v = tp_grow(s->v, s->n, &s->cap, sizeof *s->v);
         s->v[s->n++] = (long)i;
         if (e->start_ns < t0 || e->start_ns >= t1)

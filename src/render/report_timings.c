@@ -6,6 +6,7 @@
 #include "analyze/verdicts.h"
 #include "render/verdict_words.h"
 #include "render/units.h"
+#include "util/ns_math.h"
 
 static void rank_title(char *buf, size_t cap, int rank)
 {
@@ -351,7 +352,8 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         json_key(w, "steps_per_s");
         json_double(w, st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
         json_key(w, "samples");
-        json_int(w, st->samples + st->profiled_samples);
+        json_int(w,
+                 tp_ns_add(st->samples, st->profiled_samples)); /* saturating: a file says them */
         json_key(w, "samples_per_s");
         if (st->samples > 0 && st->total_s > 0)
             json_double(w, (double)st->samples / st->total_s);
@@ -364,7 +366,7 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
         else
             json_null(w);
         json_key(w, "batches");
-        json_int(w, st->batches + st->profiled_batches);
+        json_int(w, tp_ns_add(st->batches, st->profiled_batches));
         json_key(w, "batches_per_step");
         if (st->batches > 0 && count > 0)
             json_double(w, (double)st->batches / count);

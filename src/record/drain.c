@@ -247,7 +247,7 @@ static void take_window(tp_drain *d, int conn, int fd)
     conn_ctx ctx = {d, conn};
     if (!d->ops)
         close(fd);
-    else if (tp_ops_relay_take(d->ops, d->sink, fd, d->peers[conn].pid, thread_of_tid, &ctx, why,
+    else if (tp_ops_relay_take(d->sink, fd, d->peers[conn].pid, thread_of_tid, &ctx, why,
                                sizeof why))
         misbehaved(d, conn, NULL, why);
 }

@@ -129,11 +129,10 @@ void tp_ops_relay_publish(const tp_ops_relay *r, tp_ring_header *h)
     atomic_store_explicit(&h->ops_seq, q->seq, memory_order_release);
 }
 
-const char *tp_ops_relay_take(tp_ops_relay *r, tp_sink *sink, int fd, int32_t pid,
+const char *tp_ops_relay_take(tp_sink *sink, int fd, int32_t pid,
                               uint32_t (*thread_of)(void *ctx, int32_t tid), void *ctx, char *why,
                               size_t cap)
 {
-    (void)r;
     tp_ops_window *w = tp_ops_blob_read(fd, why, cap);
     close(fd);
     if (!w)

@@ -45,7 +45,7 @@ void tp_ops_relay_publish(const tp_ops_relay *r, tp_ring_header *h);
 /* Takes a window process pid sent in fd (closed here): read, checked and
  * passed to the sink with its times made the run's, on sink thread
  * `thread` (its step thread's, 0 unknown). NULL, or why it was refused. */
-const char *tp_ops_relay_take(tp_ops_relay *r, tp_sink *sink, int fd, int32_t pid,
+const char *tp_ops_relay_take(tp_sink *sink, int fd, int32_t pid,
                               uint32_t (*thread_of)(void *ctx, int32_t tid), void *ctx, char *why,
                               size_t cap);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "render/export.h"
+#include "render/report.h"
 #include "store/reader_ops.h"
 #include "util/json_writer.h"
 
@@ -68,13 +69,10 @@ static void flow(ops_out *o, char ph, long long id, int pid, long long tid, int6
             ph, id, pid, tid, (double)t / 1e3, ph == 'f' ? ",\"bp\":\"e\"" : "");
 }
 
-static const char *const reasons[] = {"", "scheduled", "on demand", "after a slow step"};
-
 static void window_events(ops_out *o, const tp_run_op_window *w, const tp_run_op_data *d)
 {
     char label[160];
-    snprintf(label, sizeof label, "capture window (%s)%s",
-             w->reason >= 1 && w->reason <= 3 ? reasons[w->reason] : "?",
+    snprintf(label, sizeof label, "capture window (%s)%s", tp_ops_reason_words(w->reason),
              w->skipped ? ": skipped" : "");
     slice(o, label, "capture", w->pid, WINDOW_TID, w->start_ns, w->end_ns - w->start_ns, NULL);
     for (size_t i = 0; i < d->nevents; i++) {

@@ -17,7 +17,7 @@
 #define KERNELS_SHOWN 10
 #define RANKS_SHOWN   2 /* the first ranks' tables: every rank's is in the JSON */
 
-static const char *reason_word(int reason)
+const char *tp_ops_reason_words(int reason)
 {
     return reason == 1   ? "scheduled"
            : reason == 2 ? "on demand"
@@ -50,12 +50,12 @@ static void windows_text(FILE *out, const tp_ops_facts *f)
         if (w->rank >= 0)
             snprintf(rank, sizeof rank, "rank %d, ", w->rank);
         if (w->skipped) {
-            fprintf(out, "  %spid %d, %s: skipped: %s\n", rank, (int)w->pid, reason_word(w->reason),
-                    w->note ? w->note : "");
+            fprintf(out, "  %spid %d, %s: skipped: %s\n", rank, (int)w->pid,
+                    tp_ops_reason_words(w->reason), w->note ? w->note : "");
             continue;
         }
         fprintf(out, "  %spid %d, %s: steps %lld-%lld (%.1f s to %.1f s), %lld events%s", rank,
-                (int)w->pid, reason_word(w->reason), (long long)w->first_step,
+                (int)w->pid, tp_ops_reason_words(w->reason), (long long)w->first_step,
                 (long long)(w->first_step + w->steps - 1), w->start_s, w->end_s,
                 (long long)w->events, w->cuda ? ", with the GPU's" : "");
         if (w->dropped)

@@ -34,12 +34,31 @@ def _start_stacks():
     os.register_at_fork(after_in_child=lambda: _native._start_stacks(hz))
 
 
+def _adapter(module_name, function):
+    """A framework adapter's patch, run once the script imports the framework."""
+
+    def patch(framework):
+        try:
+            module = __import__(f"trainprof.{module_name}", fromlist=[function])
+            getattr(module, function)(framework)
+        except Exception as e:  # the training must go on
+            print(f"trainprof: warning: instrumenting {framework.__name__} failed: {e}",
+                  file=sys.stderr)
+
+    return patch
+
+
 def _install():
     if os.environ.get("TRAINPROF_AUTO", "1") == "0":
         return
     from trainprof._after_import import after_import
 
     after_import("torch", _instrument)
+    # frameworks whose loops tell their steps, on any backend (Keras on JAX
+    # imports no torch); each only once the script imports it
+    after_import("keras", _adapter("_keras", "patch_keras"))
+    after_import("ignite.engine", _adapter("_ignite", "patch_engine"))
+    after_import("skorch.net", _adapter("_skorch", "patch_net"))
 
 
 try:

@@ -2,12 +2,14 @@
 
 # Who marks the steps (and the epochs) instead of the automatic tracker:
 # False (nobody: the DataLoader and optimizer patches do), "script" (the
-# script calls trainprof.step() / trainprof.epoch() itself) or "lightning"
-# (PyTorch Lightning's own loop, through trainprof._lightning's callback).
+# script calls trainprof.step() / trainprof.epoch() itself) or one of
+# FRAMEWORK_LOOPS (that framework's own loop, through its adapter:
+# trainprof._lightning's callback, _keras's, _ignite's event handlers).
 # The automatic marks stop, so the two never mix; the script's own marks
 # also stop a framework's.
 manual_steps = False
 manual_epochs = False
+FRAMEWORK_LOOPS = ("lightning", "keras", "ignite")
 # The script counts its samples itself (trainprof.samples()): none are
 # counted from the batches any more.
 manual_samples = False

@@ -50,6 +50,8 @@ the time the boundary really was):
 import threading
 import weakref
 
+from ._state import FRAMEWORK_LOOPS
+
 UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
 
 
@@ -73,6 +75,8 @@ class Loop:
         self.epochs = 0  # epochs marked
         self.work_between_fetches = False  # a training fetch found work since the last
         self.updates_between_fetches = False  # a training fetch found an update since the last
+        self.updates = 0  # updates seen (a framework's adapter tells a training loop by them)
+        self.backwards = 0  # backward calls seen (and optimizer steps begun)
 
 
 class StepTracker(threading.local):
@@ -150,7 +154,7 @@ class StepTracker(threading.local):
         for another's pass that may be an evaluation, else None."""
         loop = self.loop
         if (loop.main_loader is None and loop.step_optimizer is None
-                and self.switches.manual_steps != "lightning"):  # Lightning's loop says
+                and self.switches.manual_steps not in FRAMEWORK_LOOPS):  # the framework says
             loop.main_loader = loader
         elif (loop.main_loader is not None and loader is not loop.main_loader
               and not self.epoch_open and _same_kind(loader, loop.main_loader)):
@@ -299,6 +303,7 @@ class StepTracker(threading.local):
             self.sink.evaluate_span(t_from, t)
 
     def backward(self):
+        self.loop.backwards += 1
         self._work()
         self.eval_since = None
 
@@ -308,6 +313,7 @@ class StepTracker(threading.local):
     def update(self, optimizer):
         """optimizer's step ended, or a GradScaler skipped it: one update."""
         self.updated = self.after_update = True
+        self.loop.updates += 1
         if self.undecided and self.undecided_wait_update:
             self.undecided = None  # they were this update's micro-batches
         if self.last_batch:  # the training loader's last batch: its step ends here

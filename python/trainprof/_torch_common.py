@@ -31,6 +31,8 @@ class ThreadState(threading.local):
     in_funcol = False  # inside a timed functional collective (_torch_funcol)
     in_pause = False  # inside a timed checkpoint or evaluation (see timed_pause)
     in_compile = False  # inside a compile region (Dynamo's start callback, not yet its end)
+    # a counted batch's (dim 0, dim 1) that waits for its forward's end (SampleDim)
+    pending = None
     # now_ns() at the first DataLoader fetch since a framework's callback last
     # took it (only kept while one marks the steps): where its step began
     fetch_ns = None
@@ -100,34 +102,79 @@ def trace_recording_as_nothing(_dynamo=None):
             pass
 
 
-def batch_size(batch, depth=0):
-    """Samples in a batch: the first dimension of its first tensor, if any."""
+def first_tensor(batch, depth=0):
+    """The batch's first tensor with a dimension (of a tuple, list or dict,
+    three levels down at most), or None."""
     if isinstance(batch, torch.Tensor):
-        return batch.shape[0] if batch.ndim else 0
+        return batch if batch.ndim else None
     if depth == 0 and type(batch) in (tuple, list) and batch:  # (inputs, labels): no recursion
         first = batch[0]
         if isinstance(first, torch.Tensor) and first.ndim:
-            return first.shape[0]
+            return first
     if depth < 3:
-        if isinstance(batch, (list, tuple)):
-            for item in batch:
-                n = batch_size(item, depth + 1)
-                if n:
-                    return n
-        elif isinstance(batch, dict):
-            for item in batch.values():
-                n = batch_size(item, depth + 1)
-                if n:
-                    return n
-    return 0
+        items = batch.values() if isinstance(batch, dict) else batch
+        if isinstance(batch, (list, tuple, dict)):
+            for item in items:
+                found = first_tensor(item, depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+class SampleDim:
+    """Which dimension of a batch's first tensor counts its samples:
+    the first, unless a module that reads its input sequence-first (an
+    RNN, LSTM or GRU, or a MultiheadAttention, with batch_first=False:
+    torch.nn's default) was seen consuming a batch whose second dimension
+    was that module's batch (pytorch/examples' word_language_model feeds
+    (35 tokens, 20 sequences)). Learned while the global module hooks look
+    (_torch_forward's discovery), once per process; the batches counted
+    meanwhile wait for their forward's end (local.pending)."""
+
+    seq_first = False
+    looking = False  # the discovery hooks are in (set by _torch_forward)
+    SEQ_FIRST_MODULES = (torch.nn.RNNBase, torch.nn.MultiheadAttention)
+
+
+def seen_module_input(module, args):
+    """An inner module call, seen by the discovery hooks: where it reads
+    sequence-first and its batch is the pending batch's second dimension
+    (and not its first), the samples are counted on dimension 1 from now on."""
+    pending = local.pending
+    if (pending is None or not isinstance(module, SampleDim.SEQ_FIRST_MODULES)
+            or getattr(module, "batch_first", True) or not args):
+        return
+    x = args[0]
+    if isinstance(x, torch.Tensor) and x.ndim == 3 and x.shape[1] == pending[1] != pending[0]:
+        SampleDim.seq_first = True
+
+
+def flush_samples():
+    """Counts the batch that waited for its forward's end (see SampleDim)."""
+    pending = local.pending
+    if pending is not None:
+        local.pending = None
+        _native.samples(pending[1] if SampleDim.seq_first else pending[0])
 
 
 def count_samples(batch):
     """Adds a batch to the current step's: its samples (0 when its size is
-    not visible), and one to its batches (micro-batches)."""
+    not visible: see first_tensor and SampleDim), and one to its batches
+    (micro-batches)."""
     if _state.manual_samples:  # the script counts them
         return
-    _native.samples(batch_size(batch))
+    flush_samples()
+    x = first_tensor(batch)
+    if x is None:
+        _native.samples(0)
+    elif x.ndim < 2:
+        _native.samples(x.shape[0])
+    elif SampleDim.seq_first:
+        _native.samples(x.shape[1])
+    elif SampleDim.looking:
+        local.pending = (x.shape[0], x.shape[1])
+    else:
+        _native.samples(x.shape[0])
 
 
 def timed_pause(fn, region):

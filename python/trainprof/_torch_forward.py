@@ -34,7 +34,8 @@ import weakref
 import torch
 
 from . import _facts
-from ._torch_common import R_FORWARD, R_TRAIN, begin, count_samples, end, tracker
+from ._torch_common import (R_FORWARD, R_TRAIN, SampleDim, begin, count_samples, end,
+                            flush_samples, seen_module_input, tracker)
 from ._torch_common import is_compiling as _is_compiling
 from ._torch_common import local as _local
 from ._torch_device import DEVICE_PHASES, DEVICE_TIMES, device_begin, device_end, module_device
@@ -86,6 +87,8 @@ def forward_begin(module, args, kwargs=None):
 def forward_end():
     end(R_FORWARD)
     device_end(R_FORWARD)
+    if _local.pending is not None:  # a batch waited to know its samples' dimension
+        flush_samples()
 
 
 class TimedCall:
@@ -175,6 +178,8 @@ def discovery_pre_hook(module, args):
         local.generation, local.calls, local.hook_forward = Discovery.generation, 0, False
     calls = local.calls
     local.calls = calls + 1
+    if local.pending is not None and (calls or local.depth):  # an inner call: what it reads
+        seen_module_input(module, args)
     if calls == 0 and not local.depth:  # outermost, and no timed call of its own yet
         if give_timed_call(module):
             Discovery.quiet = 0
@@ -205,6 +210,7 @@ def discovery_start(limit=QUIET):
     from torch.nn.modules import module as mm
 
     Discovery.generation += 1
+    SampleDim.looking = True
     Discovery.quiet = 0
     Discovery.limit = limit
     pre = mm.register_module_forward_pre_hook(discovery_pre_hook)
@@ -228,6 +234,7 @@ def discovery_stop():
     """Removes the global hooks (only ever called from a TimedCall: on a
     torch without timed calls the hooks stay and do all the timing)."""
     handles, Discovery.handles = Discovery.handles, None
+    SampleDim.looking = False
     for handle in handles or ():
         handle.remove()
 

@@ -136,7 +136,7 @@ def _patch_dataloader():
     @functools.wraps(orig_next)
     def __next__(self):
         main = getattr(self, "_trainprof_main", False)
-        if _local.fetch_ns is None and _state.manual_steps == "lightning":
+        if _local.fetch_ns is None and _state.manual_steps in _state.FRAMEWORK_LOOPS:
             _local.fetch_ns = _native.now_ns()
         if main:
             _local.forward_seen = False

@@ -11,3 +11,8 @@ tp_precision_case tp_precision_case_of(const tp_model_facts *facts)
         return TP_PRECISION_ALREADY_REDUCED;
     return facts->cc_major >= 7 ? TP_PRECISION_TENSOR_CORES : TP_PRECISION_NO_TENSOR_CORES;
 }
+
+bool tp_phases_unseen(const tp_model_facts *facts)
+{
+    return facts->framework[0] && facts->backend[0] && strcmp(facts->backend, "torch") != 0;
+}

@@ -6,6 +6,8 @@
 
 #include "core/model_facts.h"
 
+#include <stdbool.h>
+
 typedef enum tp_precision_case {
     TP_PRECISION_NOT_CUDA,        /* nothing to say: not on a CUDA GPU */
     TP_PRECISION_ALREADY_REDUCED, /* a reduced-precision dtype, or under autocast */
@@ -15,5 +17,11 @@ typedef enum tp_precision_case {
 } tp_precision_case;
 
 tp_precision_case tp_precision_case_of(const tp_model_facts *facts);
+
+/* Whether the phases inside a step were seen: not where a framework ran
+ * its train step as compiled code of a backend other than PyTorch (Keras
+ * on JAX or TensorFlow), whose steps, epochs and pauses come from the
+ * framework's callbacks alone. */
+bool tp_phases_unseen(const tp_model_facts *facts);
 
 #endif

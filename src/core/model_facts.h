@@ -15,6 +15,10 @@ typedef struct tp_model_facts {
     int compiled;           /* the model is torch.compile's: 1, 0, -1 unknown */
     /* the training DataLoader's settings; -1 unknown */
     int num_workers, pin_memory, persistent_workers, prefetch_factor, batch_size;
+    /* the framework whose loop marked the steps where an adapter says so
+     * ("keras"), and the backend it ran on ("torch", "jax", "tensorflow"); "" unknown */
+    char framework[16];
+    char backend[16];
 } tp_model_facts;
 
 #endif

@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "render/report.h"
+#include "analyze/model_facts.h"
 #include "analyze/verdicts.h"
+#include "store/model_facts_file.h"
 #include "render/verdict_words.h"
 #include "render/units.h"
 #include "util/ns_math.h"
@@ -258,7 +260,20 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
         fprintf(out, "  %-8lld %12s %8zu %10s %12s %12s\n", (long long)e->epoch, d, e->steps,
                 samples, rate, energy);
     }
-    if (device)
+    tp_model_facts facts;
+    tp_run_model_facts(s->run, &facts);
+    if (tp_phases_unseen(&facts))
+        fprintf(out,
+                "\n%s ran its train step on the %s backend, which trainprof does not look "
+                "inside: the phases of a step (data, forward, backward, optimizer) are not "
+                "seen; the steps, epochs, samples, "
+                "evaluations and checkpoints come from %s's callbacks.\n",
+                strcmp(facts.framework, "keras") == 0 ? "Keras" : "The framework",
+                strcmp(facts.backend, "jax") == 0          ? "JAX"
+                : strcmp(facts.backend, "tensorflow") == 0 ? "TensorFlow"
+                                                           : "framework's",
+                strcmp(facts.framework, "keras") == 0 ? "Keras" : "the framework");
+    else if (device)
         fprintf(out, "\nHost times are when the CPU entered and left a region; with CUDA's "
                      "asynchronous launches the GPU may do that work later (a collective on "
                      "NCCL returns at once: its host time is the launch). Device times are "

@@ -49,6 +49,10 @@ bool tp_run_model_facts(const tp_run *run, tp_model_facts *facts)
         small_number(tp_run_meta_get(run, "fact.loader.persistent_workers"));
     facts->prefetch_factor = small_number(tp_run_meta_get(run, "fact.loader.prefetch_factor"));
     facts->batch_size = small_number(tp_run_meta_get(run, "fact.loader.batch_size"));
+    if ((v = tp_run_meta_get(run, "fact.framework")))
+        copy_value(facts->framework, sizeof facts->framework, v);
+    if ((v = tp_run_meta_get(run, "fact.framework.backend")))
+        copy_value(facts->backend, sizeof facts->backend, v);
     return facts->device[0] || facts->num_workers >= 0;
 }
 

@@ -1,0 +1,43 @@
+"""skorch names its validation, once the script imports skorch: the steps
+and epochs of NeuralNet.fit are the automatic tracker's (skorch iterates
+a DataLoader and steps a torch.optim optimizer: one update per training
+batch, one pass per epoch, as its history counts them), and its
+validation pass each epoch (run_single_epoch with training=False) and its
+inference (forward_iter: predict, predict_proba, evaluation outside fit)
+are evaluate pauses, which end a step that their update left open."""
+
+from ._framework_loop import send_facts, wrap_method
+from ._torch_common import R_EVALUATE, timed_pause
+
+
+def patch_net(net_module):
+    """after_import("skorch.net") callback."""
+    net = getattr(net_module, "NeuralNet", None)
+    if net is None:
+        return
+    wrap_method(net, "run_single_epoch", _validation_pause)
+    wrap_method(net, "forward_iter", lambda fn: timed_pause(fn, R_EVALUATE))
+    wrap_method(net, "fit", _noting_framework)
+
+
+def _validation_pause(run_single_epoch):
+    evaluate = timed_pause(run_single_epoch, R_EVALUATE)
+
+    def run(self, iterator, training, *args, **kwargs):
+        if training or iterator is None:
+            return run_single_epoch(self, iterator, training, *args, **kwargs)
+        return evaluate(self, iterator, training, *args, **kwargs)
+
+    run.__trainprof_wrapped__ = run_single_epoch
+    run.__wrapped__ = run_single_epoch
+    return run
+
+
+def _noting_framework(fit):
+    def noted(self, *args, **kwargs):
+        send_facts((("framework", "skorch"),))
+        return fit(self, *args, **kwargs)
+
+    noted.__trainprof_wrapped__ = fit
+    noted.__wrapped__ = fit
+    return noted

@@ -3,8 +3,8 @@
 # missing: Debian packages (compiler, SQLite and cmocka headers, clang-format)
 # (ncurses for `top`, libmicrohttpd for `serve`, tmux, headless Chromium and Prometheus
 # for the tests of `top`, `html` and `serve`) and a virtual environment in .venv (meson, pytest, psutil,
-# CPU PyTorch, and PyTorch Lightning, Hugging Face's transformers and accelerate for the tests
-# that run the real frameworks, and py-spy, the oracle of the stack sampler's tests).
+# CPU PyTorch, and PyTorch Lightning, Hugging Face's transformers and accelerate, Keras 3 with
+# JAX's CPU wheel, PyTorch Ignite and skorch for the tests that run the real frameworks, and py-spy, the oracle of the stack sampler's tests).
 # Safe to run again: it installs nothing that is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,10 +37,11 @@ if [ ! -x .venv/bin/python ]; then
     echo "bootstrap: creating .venv"
     python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import mesonpy, pytest, psutil, numpy, torch, lightning, transformers, accelerate" 2>/dev/null ||
+if ! .venv/bin/python -c "import mesonpy, pytest, psutil, numpy, torch, lightning, transformers, \
+        accelerate, ignite, skorch, jax, importlib.util as u; assert u.find_spec('keras')" 2>/dev/null ||
     [ ! -x .venv/bin/py-spy ]; then
     echo "bootstrap: installing Python packages into .venv (PyTorch CPU build: a minute or two)"
     .venv/bin/pip install -q --disable-pip-version-check \
         "meson-python>=0.15" "meson>=1.1" ninja pytest psutil numpy "torch==2.13.0" lightning \
-        transformers accelerate py-spy
+        transformers accelerate keras pytorch-ignite skorch "jax[cpu]" py-spy
 fi

@@ -52,6 +52,7 @@ class FrameworkLoop:
     def __init__(self, name):
         self.name = name
         self.step_open = False
+        self.before_step_end = None  # called before the open step ends
         self._pauses = _PauseDepth()
 
     def claim(self):
@@ -91,8 +92,11 @@ class FrameworkLoop:
         self.step_open = True
 
     def end_step(self):
-        """The open step ends here (an epoch's end, a pause, the training's end)."""
+        """The open step ends here (an epoch's end, a pause, the training's end),
+        once what it still owes (before_step_end: samples counted late) is told."""
         if self.step_open:
+            if self.before_step_end is not None:
+                self.before_step_end()
             self.step_open = False
             if self.marks_steps():
                 _native.step_end_at(_native.now_ns())

@@ -14,7 +14,7 @@ What it marks (trainprof._framework_loop's rules):
   else counted from the batches the training iterator yields (the first
   array's first dimension; on the torch and JAX backends).
 On the torch backend the phases are PyTorch's (dataloader_next, forward,
-backward; train_batch ends with the batch) and Keras's optimizer's apply
+backward; train_batch ends with the update) and Keras's optimizer's apply
 is optimizer_step. On JAX and TensorFlow the train step runs compiled: only
 steps, epochs, samples and the named pauses are seen, and the run's facts
 say so (framework=keras, framework.backend) for the report.
@@ -24,7 +24,7 @@ import functools
 import sys
 import threading
 
-from . import _native
+from . import _native, _state
 from ._framework_loop import R_CHECKPOINT, R_EVALUATE, FrameworkLoop, end_train_batch
 from ._framework_loop import send_facts, wrap_method
 
@@ -86,12 +86,14 @@ def _wrap_fit(fit, callback_class, backend):
             kwargs["callbacks"] = _with(kwargs.get("callbacks"), callback)
         _fit.depth += 1
         _fit.callback = callback
+        loop.before_step_end = callback.give_counted
         try:
             return fit(self, *args, **kwargs)
         finally:
             _fit.depth -= 1
             _fit.callback = None
             loop.end_step()
+            loop.before_step_end = None
 
     wrapped.__trainprof_wrapped__ = fit
     return wrapped
@@ -133,7 +135,7 @@ def _patch_epoch_iterator():
 
 def _patch_optimizer(keras):
     """On the torch backend, Keras's optimizer's apply (its update of the
-    variables) is optimizer_step."""
+    variables) is optimizer_step, and the train_batch ends with it."""
     optimizer = getattr(getattr(keras, "optimizers", None), "Optimizer", None)
     if optimizer is None:
         return
@@ -147,6 +149,7 @@ def _patch_optimizer(keras):
                 return apply(*args, **kwargs)
             finally:
                 _native.end(region)
+                end_train_batch()  # the batch's update: its train_batch ends, as torch.optim's
 
         timed.__trainprof_wrapped__ = apply
         return timed
@@ -156,12 +159,17 @@ def _patch_optimizer(keras):
 
 class _Hooks:
     """The callback's hooks (mixed into keras.callbacks.Callback), called on
-    the thread that runs fit."""
+    the thread that runs fit. No batch-end hook: Keras dispatches those on
+    another thread only while no callback has one (JAX), and the script's
+    training must stay as it is."""
 
     def __init__(self):
         super().__init__()
         self.sizes = None  # (batch_size, batches, last batch's size) of the training data
         self.counted = 0  # samples counted from the yielded batches, not yet given to a step
+        # where Keras's loop reads the batch before on_train_batch_begin (torch),
+        # not inside the train function (JAX)
+        self.fetched_outside = True
 
     def training_data(self, epoch_iterator):
         """fit's EpochIterator: the batch sizes from its data adapter, else
@@ -180,6 +188,8 @@ class _Hooks:
         if get_iterator is None or "tensorflow" in type(epoch_iterator).__module__:
             return  # TensorFlow reads its dataset inside a tf.function: left alone
 
+        self.fetched_outside = "jax" not in type(epoch_iterator).__module__
+
         def counted():
             for batch in get_iterator():
                 self.counted += _first_dimension(batch)
@@ -187,19 +197,27 @@ class _Hooks:
 
         epoch_iterator._get_iterator = counted
 
-    def _give_counted(self):
-        if self.counted:
+    def give_counted(self):
+        if self.counted and loop.marks_steps() and not _state.manual_samples:
             _native.samples(self.counted)
-            self.counted = 0
+        self.counted = 0
 
     def on_train_begin(self, logs=None):
         end_train_batch()  # Keras built the model with a training call: no step's
+        self.counted = 0  # and read a batch to build it
 
     def on_epoch_begin(self, epoch, logs=None):
         loop.epoch(epoch)
+        self.counted = 0
 
     def on_train_batch_begin(self, batch, logs=None):
+        if not loop.marks_steps():  # the script marks its own steps
+            return
+        if not self.fetched_outside:
+            self.give_counted()  # what the last step's train function read (JAX)
         loop.begin_step()
+        if _state.manual_samples:  # and counts its samples
+            return
         if self.sizes is not None:
             size, batches, last = self.sizes
             spe = max(1, int(getattr(self.model, "steps_per_execution", 1) or 1))
@@ -207,12 +225,8 @@ class _Hooks:
                 if k >= batches:
                     break
                 _native.samples(last if k == batches - 1 else size)
-        else:
-            self._give_counted()  # what the loop fetched before the batch (torch)
-
-    def on_train_batch_end(self, batch, logs=None):
-        end_train_batch()
-        self._give_counted()  # what the train function fetched (JAX)
+        elif self.fetched_outside:
+            self.give_counted()  # what the loop fetched before the batch (torch)
 
     def on_epoch_end(self, epoch, logs=None):
         loop.end_step()

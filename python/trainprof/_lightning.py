@@ -25,6 +25,7 @@ import os
 import sys
 
 from . import _facts, _native, _state
+from ._framework_loop import taken_fetch as _taken_fetch
 
 
 def callbacks():
@@ -151,9 +152,3 @@ class _Hooks:
 
 
 _common = None  # trainprof._torch_common, once a callback is made
-
-
-def _taken_fetch():
-    """The time of the first DataLoader fetch since the last call, or None."""
-    t, _common.local.fetch_ns = _common.local.fetch_ns, None
-    return t

@@ -61,9 +61,12 @@ def check_keras(rep, truth, batch=32, samples=2048):
     assert rep["run"]["meta"]["fact.framework"] == "keras"
 
 
-def test_keras_on_torch_steps_epochs_pauses_and_phases(tmp_path, run_file):
+@pytest.mark.parametrize("data", ["arrays", "pydataset"])
+def test_keras_on_torch_steps_epochs_pauses_and_phases(tmp_path, run_file, data):
+    """Arrays (Keras's adapter knows the batch size), or a PyDataset (the
+    samples counted from the batches it yields)."""
     needs("keras")
-    truth, rep = record(run_file, "keras_fit.py", tmp_path,
+    truth, rep = record(run_file, "keras_fit.py", tmp_path, data,
                         env={"KERAS_BACKEND": "torch"})
     check_keras(rep, truth)
     assert rep["run"]["meta"]["fact.framework.backend"] == "torch"
@@ -82,7 +85,8 @@ def test_keras_on_torch_steps_epochs_pauses_and_phases(tmp_path, run_file):
 
 def test_keras_on_jax_steps_epochs_and_what_is_not_seen(tmp_path, run_file):
     needs("keras", "jax")
-    truth, rep = record(run_file, "keras_fit.py", tmp_path, env={"KERAS_BACKEND": "jax"})
+    truth, rep = record(run_file, "keras_fit.py", tmp_path, "pydataset",
+                        env={"KERAS_BACKEND": "jax"})
     assert truth["torch_imported"] is False  # nothing imported that the script would not
     check_keras(rep, truth)
     assert rep["run"]["meta"]["fact.framework.backend"] == "jax"
@@ -130,10 +134,12 @@ def test_skorch_steps_epochs_and_its_validation(run_file):
     assert rep["run"]["meta"]["fact.framework"] == "skorch"
 
 
-def test_sequence_first_batches_count_their_sequences(run_file):
+@pytest.mark.parametrize("variant", ["seq_first", "batch_first"])
+def test_sequence_first_batches_count_their_sequences(run_file, variant):
     """word_language_model's batches are (35 tokens, 20 sequences), the last
-    one shorter: 20 samples a step, read from the LSTM's batch dimension."""
-    truth, rep = record(run_file, "word_lm.py")
+    one shorter: 20 samples a step, read from the LSTM's batch dimension; the
+    same model made batch_first, fed (20, 35), counts its first dimension."""
+    truth, rep = record(run_file, "word_lm.py", variant)
     steps = the_steps(rep)
     assert steps["count"] == truth["batches"]
     assert steps["samples"] == truth["batches"] * truth["batch_size"]

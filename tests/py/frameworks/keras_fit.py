@@ -1,6 +1,8 @@
 """Keras 3's fit with validation_data and a ModelCheckpoint, then evaluate and
 predict, on the backend KERAS_BACKEND names; prints Keras's own counts (a
-callback of the script's, and the optimizer's iterations)."""
+callback of the script's, and the optimizer's iterations). With argv[2]
+"pydataset", the training data come from a keras.utils.PyDataset (batches of
+a size Keras does not know before it reads them)."""
 import os, json, sys
 import numpy as np
 import keras
@@ -26,7 +28,17 @@ counts = Counts()
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 ck = keras.callbacks.ModelCheckpoint(os.path.join(out, "m.keras"))
-model.fit(x, y, batch_size=32, epochs=3, validation_data=(xv, yv), callbacks=[counts, ck], verbose=0)
+class Batches(keras.utils.PyDataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return x[i * 32:(i + 1) * 32], y[i * 32:(i + 1) * 32]
+
+if sys.argv[2:] == ["pydataset"]:
+    x_fit, y_fit, size = Batches(), None, None
+else:
+    x_fit, y_fit, size = x, y, 32
+model.fit(x_fit, y_fit, batch_size=size, epochs=3, validation_data=(xv, yv), callbacks=[counts, ck], verbose=0)
 model.evaluate(xv, yv, batch_size=32, verbose=0, callbacks=[counts])
 model.predict(xv, batch_size=64, verbose=0, callbacks=[counts])
 iterations = model.optimizer.iterations

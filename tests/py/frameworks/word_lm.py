@@ -1,9 +1,11 @@
 """pytorch/examples' word_language_model, shortened: an LSTM language model
-fed sequence-first batches of (bptt tokens, batch sequences)."""
+fed sequence-first batches of (bptt tokens, batch sequences); with argv[1]
+"batch_first", the same model with batch_first=True fed (sequences, tokens)."""
 import json, sys, torch
 from torch import nn
 import torch.nn.functional as F
 
+BATCH_FIRST = sys.argv[1:] == ["batch_first"]
 torch.manual_seed(0)
 ntoken, bsz, bptt = 500, 20, 35
 corpus = torch.randint(0, ntoken, (bsz * 35 * 12 + 50,))
@@ -16,7 +18,7 @@ class RNNModel(nn.Module):
     def __init__(self):
         super().__init__()
         self.encoder = nn.Embedding(ntoken, 64)
-        self.rnn = nn.LSTM(64, 64, 2)
+        self.rnn = nn.LSTM(64, 64, 2, batch_first=BATCH_FIRST)
         self.decoder = nn.Linear(64, ntoken)
     def forward(self, input, hidden):
         output, hidden = self.rnn(self.encoder(input), hidden)
@@ -38,6 +40,8 @@ for epoch in range(2):
     hidden = model.init_hidden(bsz)
     for i in range(0, train_data.size(0) - 1, bptt):
         data, targets = get_batch(train_data, i)
+        if BATCH_FIRST:
+            data, targets = data.t(), targets.view(-1, bsz).t().reshape(-1)
         hidden = tuple(h.detach() for h in hidden)
         optimizer.zero_grad()
         output, hidden = model(data, hidden)

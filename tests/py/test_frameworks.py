@@ -1,4 +1,4 @@
-"""Keras 3 (on torch, and on JAX where its CPU wheel is installed), PyTorch
+"""Keras 3 (on torch, on JAX, and on TensorFlow where it is installed), PyTorch
 Ignite and skorch, and a sequence-first language model: real programs
 (tests/py/frameworks/) run unchanged under record, each framework's own
 counts the ground truth for the steps, epochs, samples, and the evaluations
@@ -83,16 +83,23 @@ def test_keras_on_torch_steps_epochs_pauses_and_phases(tmp_path, run_file, data)
     assert "not seen" not in text
 
 
-def test_keras_on_jax_steps_epochs_and_what_is_not_seen(tmp_path, run_file):
-    needs("keras", "jax")
-    truth, rep = record(run_file, "keras_fit.py", tmp_path, "pydataset",
-                        env={"KERAS_BACKEND": "jax"})
+@pytest.mark.parametrize("backend, package, data, name", [
+    ("jax", "jax", "pydataset", "JAX"),  # samples counted from what the iterator yields
+    ("tensorflow", "tensorflow", "arrays", "TensorFlow"),  # from the data adapter
+])
+def test_keras_on_other_backends_steps_epochs_and_what_is_not_seen(
+        tmp_path, run_file, backend, package, data, name):
+    """JAX's CPU wheel is installed by the bootstrap; TensorFlow's (600 MB)
+    is not, and its case runs where it is installed."""
+    needs("keras", package)
+    truth, rep = record(run_file, "keras_fit.py", tmp_path, data,
+                        env={"KERAS_BACKEND": backend})
     assert truth["torch_imported"] is False  # nothing imported that the script would not
     check_keras(rep, truth)
-    assert rep["run"]["meta"]["fact.framework.backend"] == "jax"
+    assert rep["run"]["meta"]["fact.framework.backend"] == backend
     assert {t["name"] for t in rep["timings"]} == {"evaluate", "checkpoint"}
     text = trainprof("report", run_file).stdout
-    assert ("Keras ran its train step on the JAX backend, which trainprof does not look "
+    assert (f"Keras ran its train step on the {name} backend, which trainprof does not look "
             "inside") in " ".join(text.split())
 
 

@@ -1,5 +1,5 @@
 """What the framework adapters (Keras, Ignite, skorch) cost a training: the
-test programs of tests/py/frameworks/ run under `trainprof record`, with this
+test programs of tests/py/programs/ run under `trainprof record`, with this
 checkout's Python side and, with --alt DIR, another one (a trainprof package
 without the adapters, e.g. the commit before them) in rotating order within
 each round. Measures the CPU time (user + system) of the whole record
@@ -24,7 +24,7 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PROGRAMS = ROOT / "tests" / "py" / "frameworks"
+PROGRAMS = ROOT / "tests" / "py" / "programs"
 TRAINPROF = ROOT / "build" / "trainprof"
 DEFAULT = ["keras_fit.py", "ignite_fit.py", "skorch_fit.py"]
 
@@ -52,7 +52,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("rounds", nargs="?", type=int, default=5)
     ap.add_argument("--alt", help="a directory holding another trainprof package")
-    ap.add_argument("--program", action="append", help="a program of tests/py/frameworks")
+    ap.add_argument("--program", action="append", help="a program of tests/py/programs")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     variants = [("this", None)]

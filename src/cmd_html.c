@@ -5,6 +5,7 @@
 
 #include "analyze/page_facts.h"
 #include "analyze/scaling.h"
+#include "compare_job.h"
 #include "analyze/summary.h"
 #include "analyze/verdicts.h"
 #include "commands.h"
@@ -26,9 +27,10 @@ static const char usage[] =
     "Several files (one per node of a job) are read as one run, as `trainprof merge`\n"
     "would join them (from the summaries and plots each recorder stored, when all\n"
     "have them: seconds for a day of many nodes); name the page with -o then. With\n"
-    "--compare, the files are runs of one training at different scales: the page\n"
-    "shows `trainprof compare`'s table and charts of samples/s, efficiency, time per\n"
-    "epoch and energy per sample.\n";
+    "--compare and two files, A and B: `trainprof compare`'s comparison of the two\n"
+    "runs, with their phases as bars; with more, the files are runs of one training\n"
+    "at different scales: the page shows `trainprof compare`'s table and charts of\n"
+    "samples/s, efficiency, time per epoch and energy per sample.\n";
 
 typedef struct scaling_job {
     tp_scale_row *rows;
@@ -56,12 +58,49 @@ static bool write_scaling(FILE *out, void *ctx, char *err, size_t cap)
     return true;
 }
 
+typedef struct two_runs_job {
+    const tp_compare_job *job;
+    const char *text;
+} two_runs_job;
+
+static bool write_two_runs(FILE *out, void *ctx, char *err, size_t cap)
+{
+    (void)err, (void)cap;
+    const two_runs_job *page = ctx;
+    const tp_compare_job *job = page->job;
+    tp_html_compare_write(out, &job->c, page->text, job->rows, job->scaling ? 2 : 0);
+    return true;
+}
+
+/* html --compare A.db B.db: the two runs compared. */
+static int two_runs_page(char *const *paths, const char *output, bool force)
+{
+    tp_compare_job job;
+    char err[1024];
+    if (!tp_compare_job_run(&job, "html", paths, err, sizeof err)) {
+        tp_compare_job_free(&job);
+        tp_error("%s", err);
+        return 2;
+    }
+    char *text = tp_compare_job_text(&job);
+    two_runs_job page = {&job, text ? text : ""};
+    int rc = tp_write_file_atomically("html", output, force, (const char *const *)paths, 2,
+                                      write_two_runs, &page);
+    free(text);
+    tp_compare_job_free(&job);
+    if (rc == 0)
+        fprintf(stderr, "trainprof: wrote %s\n", output);
+    return rc;
+}
+
 static int compare_page(char *const *paths, size_t n, const char *output, bool force)
 {
     if (n < 2 || !output) {
         tp_error("html: --compare takes two or more run files and -o FILE");
         return 2;
     }
+    if (n == 2)
+        return two_runs_page(paths, output, force);
     scaling_job job = {calloc(n, sizeof *job.rows), n};
     char err[1024];
     if (!job.rows || !tp_scaling_build(paths, n, job.rows, err, sizeof err)) {

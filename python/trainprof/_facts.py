@@ -41,7 +41,9 @@ def note_model(module):
         return  # a parameterless wrapper: wait for the next forward
     wants_model = False
     try:
-        facts = [("model.dtype", str(param.dtype).replace("torch.", "")),
+        facts = [("torch.version", torch.__version__),
+                 ("torch.cuda", getattr(torch.version, "cuda", None) or "none"),
+                 ("model.dtype", str(param.dtype).replace("torch.", "")),
                  ("model.device", param.device.type),
                  ("model.compiled", int(type(module).__name__ == "OptimizedModule"))]
         if param.device.type == "cuda":

@@ -198,8 +198,8 @@ static double mean_between(tp_run *run, int64_t agent, const char *metric, int64
     return tp_run_agent_mean_between(run, agent, metric, "{}", t0, t1, &v) ? v : NAN;
 }
 
-static void machine_over(tp_run *run, int64_t agent, int gpu, int64_t t0, int64_t t1,
-                         tp_regime_machine *m)
+void tp_regime_machine_over(tp_run *run, int64_t agent, int gpu, int64_t t0, int64_t t1,
+                            tp_regime_machine *m)
 {
     m->gpu_sm_clock_mhz = m->gpu_trouble_share = NAN;
     if (gpu >= 0) {
@@ -234,8 +234,7 @@ static void add_cause(tp_regime *g, tp_cause_kind kind, size_t phase, double bef
             (tp_regime_cause){.kind = kind, .phase = phase, .before = before, .after = after};
 }
 
-/* What changed from regime p to g (regimes.h's tp_cause_kind). */
-static void find_causes(const tp_regime *p, tp_regime *g)
+void tp_regime_find_causes(const tp_regime *p, tp_regime *g)
 {
     size_t moved = TP_STEP_PHASES;
     double most = 0;
@@ -347,11 +346,11 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
         }
         g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
         if (nchanges && isfinite(g->t0_s) && isfinite(g->t1_s))
-            machine_over(run, agent_id, gpu, tp_ns_round_s(g->t0_s), tp_ns_round_s(g->t1_s),
-                         &g->machine);
+            tp_regime_machine_over(run, agent_id, gpu, tp_ns_round_s(g->t0_s),
+                                   tp_ns_round_s(g->t1_s), &g->machine);
     }
     for (size_t r = 1; r < out->n; r++)
-        find_causes(&out->v[r - 1], &out->v[r]);
+        tp_regime_find_causes(&out->v[r - 1], &out->v[r]);
     free(d);
     free(tmp);
     free(idx);

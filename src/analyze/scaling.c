@@ -6,9 +6,10 @@
 #include <string.h>
 
 #include "analyze/summary.h"
+#include "analyze/timings.h"
 #include "store/reader_stream.h"
 
-static int world_size(tp_run *run, const tp_timings *t)
+int tp_run_world_size(tp_run *run, const tp_timings *t)
 {
     tp_run_thread *threads;
     size_t n;
@@ -43,7 +44,7 @@ static bool measure(const char *path, tp_scale_row *row, char *err, size_t cap)
     const tp_timings *t = &s.timings;
     memset(row, 0, sizeof *row);
     row->path = path;
-    row->world = world_size(run, t);
+    row->world = tp_run_world_size(run, t);
     row->energy_epoch_j = row->energy_sample_j = NAN;
     for (size_t i = 0; i < t->nsteps; i++)
         if (t->steps[i].samples > 0 && t->steps[i].total_s > 0)

@@ -19,6 +19,12 @@ typedef struct tp_scale_row {
     double epoch_s, samples_per_s, energy_epoch_j, energy_sample_j, speedup, efficiency;
 } tp_scale_row;
 
+struct tp_run;
+struct tp_timings;
+/* A run's world size: the largest WORLD_SIZE its processes saw, or its
+ * number of ranks, or 1. */
+int tp_run_world_size(struct tp_run *run, const struct tp_timings *t);
+
 /* Measures each run file; rows[i] belongs to paths[i]. False with a one-line
  * reason in err when a file can't be read. */
 bool tp_scaling_build(char *const *paths, size_t n, tp_scale_row *rows, char *err, size_t cap);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/phases.h"
+#include "store/reader_ops.h"
 #include "store/reader_stream.h"
 
 /* One rank's steps [start[i], end[i]) in time order, and the seconds of each
@@ -13,6 +14,7 @@
 typedef struct rank_steps {
     int64_t thread; /* the rank's thread with the most step marks; -1: none */
     int64_t *start, *end;
+    size_t *number; /* each step's number among all the thread's steps (profiled ones left out) */
     size_t nsteps;
     double *phase;
     unsigned *pauses; /* per step: the pauses that began in it or after it (bits) */
@@ -102,6 +104,30 @@ static void rank_steps_of(const tp_run_mark *m, size_t n, int rank, rank_steps *
         }
         prev = m[i].kind == TP_MARK_STEP_END ? -1 : m[i].t_ns;
     }
+    r->number = malloc((r->nsteps + 1) * sizeof *r->number);
+    for (size_t i = 0; r->number && i < r->nsteps; i++)
+        r->number[i] = i;
+}
+
+/* Leaves out the steps a capture window ran in (PyTorch's profiler slowed
+ * them: timings.h keeps them out of the figures too), keeping the others'
+ * numbers; then makes room for their phases. */
+static void drop_profiled(rank_steps *r, const tp_run_op_window *w, size_t nw)
+{
+    size_t kept = 0;
+    for (size_t i = 0; r->start && r->end && r->number && i < r->nsteps; i++) {
+        bool profiled = false;
+        for (size_t k = 0; k < nw && !profiled; k++)
+            profiled = !w[k].skipped && w[k].thread == r->thread && w[k].start_ns < r->end[i] &&
+                       w[k].end_ns > r->start[i];
+        if (profiled)
+            continue;
+        r->start[kept] = r->start[i];
+        r->end[kept] = r->end[i];
+        r->number[kept++] = r->number[i];
+    }
+    if (r->start && r->end && r->number)
+        r->nsteps = kept;
     r->phase = calloc(r->nsteps * TP_STEP_PHASES + 1, sizeof(double));
     r->pauses = calloc(r->nsteps + 1, sizeof *r->pauses);
 }
@@ -110,13 +136,19 @@ static void rank_steps_of(const tp_run_mark *m, size_t n, int rank, rank_steps *
  * no more) in at most max_groups consecutive groups. */
 static void group_steps(const rank_steps *r, size_t skip, size_t max_groups, tp_step_phases *out)
 {
+    if (!r->phase || !r->number)
+        return;
+    size_t warm = 0; /* the steps kept among the first skip */
+    while (warm < r->nsteps && r->number[warm] < skip)
+        warm++;
+    skip = warm;
     if (skip >= r->nsteps)
         skip = 0;
     size_t ns = r->nsteps - skip;
     if (!ns)
         return;
     size_t per = (ns + max_groups - 1) / max_groups;
-    out->nsteps = r->nsteps;
+    out->nsteps = r->number[r->nsteps - 1] + 1;
     out->ngroups = (ns + per - 1) / per;
     out->first_step = calloc(out->ngroups, sizeof(double));
     out->values = calloc(out->ngroups * TP_STEP_PHASES, sizeof(double));
@@ -133,7 +165,7 @@ static void group_steps(const rank_steps *r, size_t skip, size_t max_groups, tp_
         ph[TP_STEP_PHASES - 1] = total > known ? total - known : 0;
         size_t g = s / per;
         size_t in_group = g + 1 == out->ngroups ? ns - g * per : per;
-        out->first_step[g] = (double)(skip + g * per);
+        out->first_step[g] = (double)r->number[skip + g * per];
         if (out->start_s && s == g * per)
             out->start_s[g] = (double)r->start[s + skip] / 1e9;
         if (out->end_s)
@@ -160,6 +192,20 @@ bool tp_step_phases_build(tp_run *run, const int *ranks, const size_t *skip, siz
             c.nthreads = c.ranks[k].thread + 1;
     }
     free(m);
+    tp_run_op_window *w;
+    size_t nw;
+    if (!tp_run_op_windows(run, &w, &nw, err, cap)) {
+        for (size_t k = 0; c.ranks && k < n; k++) {
+            free(c.ranks[k].start);
+            free(c.ranks[k].end);
+            free(c.ranks[k].number);
+        }
+        free(c.ranks);
+        return false;
+    }
+    for (size_t k = 0; c.ranks && k < n; k++)
+        drop_profiled(&c.ranks[k], w, nw);
+    tp_run_op_windows_free(w, nw);
     c.of_thread = calloc((size_t)c.nthreads + 1, sizeof *c.of_thread);
     for (size_t k = 0; c.of_thread && k < n; k++)
         if (c.ranks[k].thread >= 0)
@@ -175,6 +221,7 @@ bool tp_step_phases_build(tp_run *run, const int *ranks, const size_t *skip, siz
         free(c.ranks[k].pauses);
         free(c.ranks[k].start);
         free(c.ranks[k].end);
+        free(c.ranks[k].number);
     }
     free(c.ranks);
     free(c.of_thread);

@@ -6,7 +6,9 @@
  * "other" for the rest. Steps are then averaged in at most max_groups
  * consecutive groups, so a million-step run plots as a few hundred bars.
  * A rank's warm-up steps (timings.h), which would dwarf the others, can be
- * left out: the groups then begin at the first step after them. */
+ * left out: the groups then begin at the first step after them. The steps
+ * a capture window ran in (PyTorch's profiler slowed them) are left out of
+ * the groups, the others keeping their numbers (first_step). */
 #ifndef TP_ANALYZE_STEP_PHASES_H
 #define TP_ANALYZE_STEP_PHASES_H
 

@@ -18,6 +18,7 @@
 #include "analyze/stalls.h"
 #include "analyze/stack_facts.h"
 #include "core/stats.h"
+#include "core/step_phase_facts.h"
 #include "analyze/timings.h"
 #include "store/reader.h"
 
@@ -110,6 +111,13 @@ bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap);
  * processes that died (analyze/deaths.h). False (reason in err) when
  * they can't be read. */
 bool tp_summary_add_course(tp_summary *s, char *err, size_t cap);
+
+/* rank's step phases (analyze/step_phases.h) after its first skip steps:
+ * the recorder's stored ones where the file has them (merged summaries
+ * too), else built from the rows. False (reason in err) when they can't be
+ * read; tp_step_phases_free in every case. */
+bool tp_summary_step_phases(const tp_summary *s, int rank, size_t skip, tp_step_phases *ph,
+                            char *err, size_t cap);
 
 /* The summary of one series by metric and labels on an agent, or NULL. */
 const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id, const char *metric,

@@ -28,6 +28,15 @@ bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const t
  * energy per sample by world size. */
 struct tp_scale_row;
 void tp_html_scaling_write(FILE *out, const struct tp_scale_row *rows, size_t n);
+/* Its table and charts, for a page of its caller's. */
+void tp_html_scaling_body(FILE *out, const struct tp_scale_row *rows, size_t n);
+
+/* The page of two runs compared: A's and B's phases as bars, the
+ * comparison's text (render/compare.h), escaped, and where their world
+ * sizes differ (nrows > 0) the scaling table and charts. */
+struct tp_run_compare;
+void tp_html_compare_write(FILE *out, const struct tp_run_compare *c, const char *text,
+                           const struct tp_scale_row *rows, size_t nrows);
 
 /* Flame graphs (icicles) of the sampled stacks: one per rank and phase and
  * one for the DataLoader workers, the biggest 8; nothing without stacks. */

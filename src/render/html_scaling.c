@@ -72,7 +72,7 @@ static void table(FILE *out, const by_world *runs, size_t n)
     fputs("</table>\n", out);
 }
 
-void tp_html_scaling_write(FILE *out, const tp_scale_row *rows, size_t n)
+void tp_html_scaling_body(FILE *out, const tp_scale_row *rows, size_t n)
 {
     by_world *runs = calloc(n ? n : 1, sizeof *runs);
     if (!runs)
@@ -84,6 +84,16 @@ void tp_html_scaling_write(FILE *out, const tp_scale_row *rows, size_t n)
                  base ? base + 1 : rows[i].path);
     }
     qsort(runs, n, sizeof *runs, cmp_world);
+    table(out, runs, n);
+    chart(out, runs, n, "Samples per second", "", "samples/s", samples_per_s);
+    chart(out, runs, n, "Scaling efficiency (100 % = linear)", "percent", "efficiency", efficiency);
+    chart(out, runs, n, "Time per epoch", "seconds", "epoch time", epoch_s);
+    chart(out, runs, n, "Energy per sample", "joules", "energy per sample", energy_sample);
+    free(runs);
+}
+
+void tp_html_scaling_write(FILE *out, const tp_scale_row *rows, size_t n)
+{
     fprintf(out,
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width\"><title>trainprof: scaling "
@@ -94,11 +104,6 @@ void tp_html_scaling_write(FILE *out, const tp_scale_row *rows, size_t n)
             "the run with the smallest world size; samples/s are summed over ranks; energy is "
             "the whole job's.</p>\n",
             n, tp_html_style, n);
-    table(out, runs, n);
-    chart(out, runs, n, "Samples per second", "", "samples/s", samples_per_s);
-    chart(out, runs, n, "Scaling efficiency (100 % = linear)", "percent", "efficiency", efficiency);
-    chart(out, runs, n, "Time per epoch", "seconds", "epoch time", epoch_s);
-    chart(out, runs, n, "Energy per sample", "joules", "energy per sample", energy_sample);
+    tp_html_scaling_body(out, rows, n);
     fputs("</body></html>\n", out);
-    free(runs);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "render/causes_words.h"
 #include "render/report.h"
 #include "render/units.h"
 
@@ -319,68 +320,6 @@ void tp_report_course_json(json_writer *w, const tp_summary *s)
     json_array_end(w);
 }
 
-/* "decode (img.py:12) was in 61% of the DataLoader workers' samples instead
- * of 30%" (or "of dataloader_next's samples"): what snprintf returns. */
-static int function_cause_text(char *out, size_t cap, const char *sep, const tp_regime_cause *c)
-{
-    char line[16] = "";
-    if (c->line > 0)
-        snprintf(line, sizeof line, ":%d", (int)c->line);
-    return snprintf(out, cap, "%s%s (%s%s) was in %.0f%% of %s%s samples instead of %.0f%%", sep,
-                    c->function, tp_short_path(c->file), line, 100 * c->after,
-                    c->workers ? "the DataLoader workers" : tp_step_phase_names[c->phase],
-                    c->workers ? "'" : "'s", 100 * c->before);
-}
-
-/* "train_batch went from 20 ms to 38 ms a step" and the like, joined. */
-static void causes_text(char *out, size_t cap, const tp_regime *g)
-{
-    size_t len = 0;
-    out[0] = '\0';
-    for (size_t i = 0; i < g->ncauses && len < cap; i++) {
-        const tp_regime_cause *c = &g->causes[i];
-        char a[32], b[32];
-        const char *sep = i == 0 ? "" : i + 1 == g->ncauses ? " and " : ", ";
-        int n = 0;
-        switch (c->kind) {
-        case TP_CAUSE_PHASE:
-            tp_format_duration(a, sizeof a, c->before);
-            tp_format_duration(b, sizeof b, c->after);
-            n = snprintf(out + len, cap - len, "%s%s went from %s to %s a step", sep,
-                         tp_step_phase_names[c->phase], a, b);
-            break;
-        case TP_CAUSE_OTHERS_CPU:
-            n = snprintf(out + len, cap - len,
-                         "%sprocesses not the training's used %.0f%% of the CPUs instead of %.0f%%",
-                         sep, c->after, c->before);
-            break;
-        case TP_CAUSE_CPU_PRESSURE:
-        case TP_CAUSE_IO_PRESSURE:
-            n = snprintf(
-                out + len, cap - len, "%stasks waited for %s %.0f%% of the time instead of %.0f%%",
-                sep, c->kind == TP_CAUSE_CPU_PRESSURE ? "a CPU" : "storage", c->after, c->before);
-            break;
-        case TP_CAUSE_GPU_CLOCK:
-            n = snprintf(out + len, cap - len, "%sits GPU's SM clock went from %.0f to %.0f MHz",
-                         sep, c->before, c->after);
-            break;
-        case TP_CAUSE_GPU_THROTTLE:
-            n = snprintf(out + len, cap - len,
-                         "%sits GPU was held back by heat, a hardware slowdown or the power brake"
-                         " in %.0f%% of its samples instead of %.0f%%",
-                         sep, 100 * c->after, 100 * c->before);
-            break;
-        case TP_CAUSE_SWAP:
-            tp_format_value(a, sizeof a, "bytes", c->before);
-            tp_format_value(b, sizeof b, "bytes", c->after);
-            n = snprintf(out + len, cap - len, "%sswap in use grew from %s to %s", sep, a, b);
-            break;
-        case TP_CAUSE_FUNCTION: n = function_cause_text(out + len, cap - len, sep, c); break;
-        }
-        len = n > 0 && (size_t)n < cap - len ? len + (size_t)n : cap;
-    }
-}
-
 /* "at step 151, 6.2 s into the run (15:40:02 UTC), steps took 41 ms instead
  * of 22 ms (+86%): ..." for regime r > 0. */
 static void change_text(char *out, size_t cap, const tp_summary *s, size_t r)
@@ -390,7 +329,7 @@ static void change_text(char *out, size_t cap, const tp_summary *s, size_t r)
     tp_report_wall_time(when, sizeof when, s->run, g->t0_s);
     tp_format_duration(a, sizeof a, p->typical_s);
     tp_format_duration(b, sizeof b, g->typical_s);
-    causes_text(causes, sizeof causes, g);
+    tp_causes_text(causes, sizeof causes, g->causes, g->ncauses);
     char at[64] = ""; /* a file stored before keeps no times */
     if (isfinite(g->t0_s))
         snprintf(at, sizeof at, ", %.1f s into the run%s%s%s", g->t0_s, when[0] ? " (" : "", when,
@@ -465,15 +404,6 @@ static void json_number_or_null(json_writer *w, const char *key, double v)
         json_null(w);
 }
 
-static const char *const cause_names[] = {"phase",
-                                          "others_cpu_percent",
-                                          "cpu_pressure_percent",
-                                          "io_pressure_percent",
-                                          "swap_in_use_bytes",
-                                          "gpu_clock",
-                                          "gpu_trouble_share",
-                                          "function"};
-
 static void regime_json(json_writer *w, const tp_regime *g)
 {
     json_object_begin(w);
@@ -510,32 +440,7 @@ static void regime_json(json_writer *w, const tp_regime *g)
     if (g->compute_bound)
         json_string(w, "compute_bound");
     json_array_end(w);
-    json_key(w, "causes");
-    json_array_begin(w);
-    for (size_t i = 0; i < g->ncauses; i++) {
-        json_object_begin(w);
-        json_key(w, "kind");
-        json_string(w, cause_names[g->causes[i].kind]);
-        const tp_regime_cause *c = &g->causes[i];
-        if (c->kind == TP_CAUSE_PHASE || c->kind == TP_CAUSE_FUNCTION) {
-            json_key(w, "phase");
-            json_string(w, tp_step_phase_names[c->phase]);
-        }
-        if (c->kind == TP_CAUSE_FUNCTION) { /* before and after: shares of the samples */
-            json_key(w, "samples_of");
-            json_string(w, c->workers ? "dataloader_workers" : "step_thread");
-            json_key(w, "function");
-            json_string(w, c->function);
-            json_key(w, "file");
-            json_string(w, c->file);
-            json_key(w, "line");
-            json_int(w, c->line);
-        }
-        json_number_or_null(w, "before", g->causes[i].before);
-        json_number_or_null(w, "after", g->causes[i].after);
-        json_object_end(w);
-    }
-    json_array_end(w);
+    tp_causes_json(w, g->causes, g->ncauses);
     json_object_end(w);
 }
 

@@ -1,8 +1,15 @@
-"""`trainprof compare`: scalability across runs of different world sizes."""
+"""`trainprof compare`: two runs of one training, A against B (recorded for
+real: fewer DataLoader workers, CPU burners beside one, the same run twice,
+a run without steps), and scalability across runs of different world sizes."""
 
 import json
+import pathlib
+import subprocess
+import sys
 
-from conftest import FAKE_NVML, trainprof
+import pytest
+
+from conftest import FAKE_NVML, PYTHON, trainprof
 from test_html import chromium
 from test_timings import EMIT
 
@@ -18,7 +25,10 @@ def test_two_world_sizes(tmp_path):
                      env=gpus).returncode == 0
     r = trainprof("compare", "--json", two, one)
     assert r.returncode == 0, r.stderr
-    runs = {run["world_size"]: run for run in json.loads(r.stdout)["runs"]}
+    both = json.loads(r.stdout)
+    assert both["a"]["world_size"] == 2 and both["b"]["world_size"] == 1
+    assert {p["phase"] for p in both["phases"]} >= {"dataloader_next", "train_batch"}
+    runs = {run["world_size"]: run for run in both["runs"]}
     assert set(runs) == {1, 2}
     assert runs[1]["speedup"] == 1.0 and runs[1]["efficiency"] == 1.0
     # two ranks do twice the samples in the same time: speed-up 2, efficiency 1
@@ -38,7 +48,8 @@ def test_two_world_sizes(tmp_path):
     r = chromium("--dump-dom", page.as_uri())
     assert r.returncode == 0 and ":CONSOLE(" not in r.stderr
     dom = r.stdout
-    assert dom.count("<svg") == 4
+    assert dom.count("<svg") == 5  # A's and B's phases, then the four of the scaling
+    assert "two runs compared" in dom and "At their scales" in dom
     for title in ("Samples per second", "Scaling efficiency", "Time per epoch",
                   "Energy per sample"):
         assert title in dom, title
@@ -57,3 +68,125 @@ def test_bad_input(tmp_path):
     assert r.returncode == 2 and "two or more run files" in r.stderr
     r = trainprof("compare", tmp_path / "a.db", tmp_path / "b.db")
     assert r.returncode == 2 and "no such file" in r.stderr
+
+
+# ---- two runs of one training, A against B -----------------------------------------------
+
+LOADER = pathlib.Path(__file__).parent / "programs" / "loader_train.py"
+
+
+def record_loader(path, workers, *args, burners=0, steps=200):
+    """loader_train.py under record; with burners, that many CPU burners run
+    beside it from its start to its end."""
+    burning = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+               for _ in range(burners)]
+    try:
+        r = trainprof("record", "-q", "-o", path, "--", PYTHON, LOADER, workers, steps, *args,
+                      timeout=300)
+    finally:
+        for b in burning:
+            b.kill()
+            b.wait()
+    assert r.returncode == 0, r.stderr
+
+
+def compare_json(a, b):
+    r = trainprof("compare", "--json", a, b)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def loader_runs(tmp_path_factory):
+    """The same training with 2 DataLoader workers (twice) and with none."""
+    d = tmp_path_factory.mktemp("loader")
+    runs = {"two": d / "two.db", "two_again": d / "two_again.db", "none": d / "none.db"}
+    record_loader(runs["two"], 2)
+    record_loader(runs["two_again"], 2)
+    record_loader(runs["none"], 0)
+    return runs
+
+
+def test_fewer_workers_moved_the_input_and_say_why(loader_runs):
+    c = compare_json(loader_runs["two"], loader_runs["none"])
+    change = c["step_change"]
+    assert change["comparable"] and change["changed"]
+    assert change["low"] <= change["change"] <= change["high"] and change["low"] > 0.3
+    assert c["samples_per_s_change"] < -0.2
+    moved = {p["phase"] for p in c["phases"] if p["moved"]}
+    assert moved == {"dataloader_next"}
+    assert c["same_script"]
+    assert {"key": "loader.num_workers", "a": "2", "b": "0"} in c["differences"]
+    causes = c["causes"]
+    assert causes[0]["kind"] == "phase" and causes[0]["phase"] == "dataloader_next"
+    assert causes[0]["after"] > causes[0]["before"]
+    # the step thread now reads the samples itself: the dataset's __getitem__
+    function = causes[1]
+    assert function["kind"] == "function" and function["function"] == "Slow.__getitem__"
+    assert function["after"] > function["before"] + 0.5
+    assert c["a"]["steps"] >= 190 and c["b"]["steps"] >= 190  # capture windows' left out
+    text = trainprof("compare", loader_runs["two"], loader_runs["none"]).stdout
+    assert "B's steps take" in text and "longer than A's" in text
+    assert "B's loader.num_workers is 0 where A's was 2." in text
+    assert "Slow.__getitem__" in text
+
+
+def test_the_gate_fails_a_slower_run_and_passes_a_faster_one(loader_runs):
+    r = trainprof("compare", "--fail-if-slower", "5", loader_runs["two"], loader_runs["none"])
+    assert r.returncode == 3, r.stderr
+    assert "is slower than A" in r.stderr and "more than the 5% allowed" in r.stderr
+    assert "In short" in r.stdout  # the comparison is printed all the same
+    r = trainprof("compare", "--fail-if-slower", "5", loader_runs["none"], loader_runs["two"])
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_same_run_twice_is_no_change(loader_runs):
+    c = compare_json(loader_runs["two"], loader_runs["two_again"])
+    assert c["step_change"]["comparable"] and not c["step_change"]["changed"]
+    assert not any(p["moved"] for p in c["phases"])
+    assert [d["key"] for d in c["differences"]] == []  # one command, one machine
+    r = trainprof("compare", "--fail-if-slower", "5", loader_runs["two"],
+                  loader_runs["two_again"])
+    assert r.returncode == 0, r.stderr
+    assert "No change in step time" in r.stdout
+
+
+def test_contention_beside_the_second_run_is_named(tmp_path):
+    """A compute-bound training (no wait in its loader, a wider model), then
+    the same with two CPU burners beside it on this 2-core machine."""
+    quiet, busy = tmp_path / "quiet.db", tmp_path / "busy.db"
+    record_loader(quiet, 0, "0", "1024", steps=300)
+    record_loader(busy, 0, "0", "1024", burners=2, steps=300)
+    c = compare_json(quiet, busy)
+    assert c["step_change"]["changed"] and c["step_change"]["change"] > 0.2
+    kinds = {cause["kind"]: cause for cause in c["causes"]}
+    assert "others_cpu_percent" in kinds
+    assert kinds["others_cpu_percent"]["after"] > kinds["others_cpu_percent"]["before"] + 30
+    assert c["b"]["machine"]["others_cpu_percent"] > 40
+    text = trainprof("compare", quiet, busy).stdout
+    assert "processes not the training's used" in text
+
+
+def test_a_run_without_steps_compares_what_it_can(tmp_path, loader_runs):
+    idle = tmp_path / "idle.db"
+    r = trainprof("record", "-q", "-o", idle, "--", PYTHON, "-c", "import time; time.sleep(1)")
+    assert r.returncode == 0, r.stderr
+    r = trainprof("compare", loader_runs["two"], idle)
+    assert r.returncode == 0, r.stderr
+    assert "No step time to compare: B had no steps" in r.stdout
+    assert "These are runs of different programs" in r.stdout
+    assert "The machine over the steps" in r.stdout
+    r = trainprof("compare", "--fail-if-slower", "5", loader_runs["two"], idle)
+    assert r.returncode == 2 and "has no steps to time" in r.stderr
+    r = trainprof("compare", "--fail-if-slower", "5", loader_runs["two"], idle, idle)
+    assert r.returncode == 2 and "compares two run files" in r.stderr
+
+
+def test_two_runs_on_one_page(tmp_path, loader_runs):
+    page = tmp_path / "two.html"
+    r = trainprof("html", "--compare", loader_runs["two"], loader_runs["none"], "-o", page)
+    assert r.returncode == 0, r.stderr
+    r = chromium("--dump-dom", page.as_uri())
+    assert r.returncode == 0 and ":CONSOLE(" not in r.stderr
+    assert "two runs compared" in r.stdout and "A step, by phase" in r.stdout
+    assert "loader.num_workers" in r.stdout and "<svg" in r.stdout

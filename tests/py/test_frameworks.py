@@ -1,6 +1,6 @@
 """Keras 3 (on torch, on JAX, and on TensorFlow where it is installed), PyTorch
 Ignite and skorch, and a sequence-first language model: real programs
-(tests/py/frameworks/) run unchanged under record, each framework's own
+(tests/py/programs/) run unchanged under record, each framework's own
 counts the ground truth for the steps, epochs, samples, and the evaluations
 and checkpoints named outside the steps."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from conftest import PYTHON, report_json, trainprof
 
-PROGRAMS = pathlib.Path(__file__).parent / "frameworks"
+PROGRAMS = pathlib.Path(__file__).parent / "programs"
 
 
 def needs(*packages):

@@ -1,0 +1,371 @@
+/* run_compare.c: see run_compare.h. */
+#include "analyze/run_compare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/regime_stacks.h"
+#include "analyze/scaling.h"
+#include "util/json_read.h"
+#include "util/ns_math.h"
+#include "util/oom.h"
+#include "util/utf8.h"
+
+/* A side's groups of steps: each group's mean step and its steps. */
+typedef struct groups {
+    double *d, *w;
+    size_t n;
+} groups;
+
+/* The agent and GPU of rank in s (agent 1 and no GPU where unknown). */
+static void rank_place(const tp_summary *s, int rank, int64_t *agent, int *gpu)
+{
+    *agent = 1;
+    *gpu = -1;
+    for (size_t i = 0; i < s->ranks.n; i++)
+        if (s->ranks.rows[i].rank == rank) {
+            *agent = s->ranks.rows[i].agent_id;
+            *gpu = s->ranks.rows[i].gpu;
+        }
+}
+
+/* Fills side from s's first rank's step phases; g gets the groups. */
+static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, char *err, size_t cap)
+{
+    const tp_timings *t = &s->timings;
+    side->path = s->run->path;
+    side->rank = -1;
+    side->step_s = side->samples_per_s = side->samples_per_step = NAN;
+    side->world = tp_run_world_size(s->run, t);
+    side->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    for (size_t k = 0; k < TP_STEP_PHASES; k++)
+        side->phase_s[k] = NAN;
+    double rate = 0;
+    for (size_t i = 0; i < t->nsteps; i++) /* the job's: each rank's own batches */
+        if (t->steps[i].samples > 0 && t->steps[i].total_s > 0)
+            rate += (double)t->steps[i].samples / t->steps[i].total_s;
+    if (rate > 0)
+        side->samples_per_s = rate;
+    if (!t->nsteps)
+        return true;
+    const tp_step_row *row = &t->steps[0];
+    side->rank = row->rank;
+    side->steps = row->stats.count;
+    if (row->samples > 0 && row->stats.count)
+        side->samples_per_step = (double)row->samples / (double)row->stats.count;
+    tp_step_phases ph;
+    if (!tp_summary_step_phases(s, row->rank, row->warmup, &ph, err, cap)) {
+        tp_step_phases_free(&ph);
+        return false;
+    }
+    g->d = tp_xmalloc((ph.ngroups + 1) * sizeof *g->d);
+    g->w = tp_xmalloc((ph.ngroups + 1) * sizeof *g->w);
+    double weight = 0, sum = 0, phase[TP_STEP_PHASES] = {0};
+    for (size_t i = 0; i < ph.ngroups; i++) {
+        double next = i + 1 < ph.ngroups ? ph.first_step[i + 1] : (double)ph.nsteps;
+        double w = next > ph.first_step[i] ? next - ph.first_step[i] : 1, d = 0;
+        for (size_t k = 0; k < TP_STEP_PHASES; k++) {
+            d += ph.values[i * TP_STEP_PHASES + k];
+            phase[k] += w * ph.values[i * TP_STEP_PHASES + k];
+        }
+        if (!isfinite(d) || !isfinite(w))
+            continue; /* a damaged stored summary's group */
+        g->d[g->n] = d;
+        g->w[g->n++] = w;
+        weight += w;
+        sum += w * d;
+    }
+    if (weight > 0) {
+        side->step_s = sum / weight;
+        for (size_t k = 0; k < TP_STEP_PHASES; k++)
+            side->phase_s[k] = phase[k] / weight;
+    }
+    if (ph.ngroups && ph.start_s && ph.end_s && isfinite(ph.start_s[0]) &&
+        isfinite(ph.end_s[ph.ngroups - 1])) {
+        int64_t agent;
+        int gpu;
+        rank_place(s, row->rank, &agent, &gpu);
+        tp_regime_machine_over(s->run, agent, gpu, tp_ns_round_s(ph.start_s[0]),
+                               tp_ns_round_s(ph.end_s[ph.ngroups - 1]), &side->machine);
+    }
+    tp_step_phases_free(&ph);
+    return true;
+}
+
+static uint64_t next_random(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* The weighted mean step of n groups drawn from g with replacement. */
+static double resampled_mean(const groups *g, uint64_t *x)
+{
+    double sw = 0, swd = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        size_t k = (size_t)(next_random(x) % g->n);
+        sw += g->w[k];
+        swd += g->w[k] * g->d[k];
+    }
+    return sw > 0 ? swd / sw : NAN;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The 95 % interval of B's mean step over A's, less one. */
+static void bootstrap(const groups *a, const groups *b, double *low, double *high)
+{
+    double *r = tp_xmalloc(TP_COMPARE_RESAMPLES * sizeof *r);
+    uint64_t x = 0x9e3779b97f4a7c15u; /* fixed: the same files give the same interval */
+    size_t n = 0;
+    for (size_t i = 0; i < TP_COMPARE_RESAMPLES; i++) {
+        double ma = resampled_mean(a, &x), mb = resampled_mean(b, &x);
+        if (ma > 0 && isfinite(mb))
+            r[n++] = mb / ma - 1;
+    }
+    qsort(r, n, sizeof *r, cmp_double);
+    *low = n ? r[(size_t)(0.025 * (double)n)] : NAN;
+    *high = n ? r[(size_t)ceil(0.975 * (double)n) - 1] : NAN;
+    free(r);
+}
+
+/* s's stack group of rank for phase (its workers' where workers). */
+static const tp_stack_group *stack_group(const tp_summary *s, int rank, const char *phase,
+                                         bool workers)
+{
+    for (size_t i = 0; i < s->stacks.n; i++) {
+        const tp_stack_group *g = &s->stacks.groups[i];
+        if (g->rank == rank &&
+            (workers ? g->workers : !g->workers && g->phase && strcmp(g->phase, phase) == 0))
+            return g;
+    }
+    return NULL;
+}
+
+/* f's share of g's samples (0 where it is not among g's top functions). */
+static double share_of(const tp_summary *s, const tp_stack_group *g, const char *function,
+                       const char *file, int32_t *line)
+{
+    for (size_t i = 0; i < g->nfunctions; i++) {
+        const tp_stack_function *f = &g->functions[i];
+        if (strcmp(tp_stack_facts_function(&s->stacks, f->frame), function) == 0 &&
+            strcmp(tp_stack_facts_file(&s->stacks, f->frame), file) == 0) {
+            if (line)
+                *line = f->line;
+            return (double)f->self / (double)g->samples;
+        }
+    }
+    return 0;
+}
+
+/* The function whose share of the moved phase's samples moved the most
+ * with the phase (grew where it slowed), by TP_REGIME_FUNCTION_MOVE or
+ * more with TP_REGIME_FUNCTION_SAMPLES samples on each side: a cause put
+ * right after the phase's. */
+static void function_cause(const tp_summary *a, const tp_summary *b, tp_run_compare *c, size_t at)
+{
+    const tp_regime_cause *phase = &c->causes[at];
+    const char *name = tp_step_phase_names[phase->phase];
+    bool workers = phase->phase == 0 && stack_group(a, c->a.rank, name, true) &&
+                   stack_group(b, c->b.rank, name, true);
+    const tp_stack_group *ga = stack_group(a, c->a.rank, name, workers);
+    const tp_stack_group *gb = stack_group(b, c->b.rank, name, workers);
+    if (!ga || !gb || (double)ga->samples < TP_REGIME_FUNCTION_SAMPLES ||
+        (double)gb->samples < TP_REGIME_FUNCTION_SAMPLES)
+        return;
+    double sign = phase->after > phase->before ? 1 : -1, best = TP_REGIME_FUNCTION_MOVE;
+    tp_regime_cause found = {.kind = TP_CAUSE_FUNCTION, .phase = phase->phase, .workers = workers};
+    bool any = false;
+    for (int side = 0; side < 2; side++) { /* the functions of both sides' tops */
+        const tp_summary *s = side ? b : a;
+        const tp_stack_group *g = side ? gb : ga;
+        for (size_t i = 0; i < g->nfunctions; i++) {
+            const char *fn = tp_stack_facts_function(&s->stacks, g->functions[i].frame);
+            const char *file = tp_stack_facts_file(&s->stacks, g->functions[i].frame);
+            int32_t line = g->functions[i].line;
+            double before = share_of(a, ga, fn, file, NULL);
+            double after = share_of(b, gb, fn, file, &line);
+            if (sign * (after - before) >= best) {
+                best = sign * (after - before);
+                found.before = before;
+                found.after = after;
+                found.line = line;
+                tp_utf8_clean(found.function, sizeof found.function, fn);
+                tp_utf8_clean(found.file, sizeof found.file, file);
+                any = true;
+            }
+        }
+    }
+    if (!any || at + 1 >= TP_REGIME_CAUSES)
+        return;
+    size_t n = c->ncauses < TP_REGIME_CAUSES ? c->ncauses + 1 : TP_REGIME_CAUSES;
+    memmove(&c->causes[at + 2], &c->causes[at + 1], (n - at - 2) * sizeof *c->causes);
+    c->causes[at + 1] = found;
+    c->ncauses = n;
+}
+
+static void add_fact(tp_run_compare *c, const char *key, const char *a, const char *b)
+{
+    if (!a)
+        a = "";
+    if (!b)
+        b = "";
+    if (strcmp(a, b) == 0 || c->nfacts >= TP_COMPARE_FACTS)
+        return;
+    tp_compare_fact *f = &c->facts[c->nfacts++];
+    tp_utf8_clean(f->key, sizeof f->key, key);
+    tp_utf8_clean(f->a, sizeof f->a, a);
+    tp_utf8_clean(f->b, sizeof f->b, b);
+}
+
+/* The meta keys compared, besides the facts (fact.*) of either run. */
+static const char *const compared_meta[] = {
+    "host",
+    "cpu_model",
+    "cpu_count",
+    "kernel",
+    "cgroup_cpu_limit_cores",
+    "cgroup_memory_limit_bytes",
+    "gpu_driver_version",
+    "trainprof_version",
+};
+
+static bool fact_in(const tp_run *run, const char *key)
+{
+    return tp_run_meta_get(run, key) != NULL;
+}
+
+static void differing_facts(const tp_summary *a, const tp_summary *b, tp_run_compare *c)
+{
+    add_fact(c, "command", tp_run_meta_get(a->run, "command"), tp_run_meta_get(b->run, "command"));
+    for (size_t i = 0; i < sizeof compared_meta / sizeof *compared_meta; i++)
+        add_fact(c, compared_meta[i], tp_run_meta_get(a->run, compared_meta[i]),
+                 tp_run_meta_get(b->run, compared_meta[i]));
+    char wa[16], wb[16];
+    snprintf(wa, sizeof wa, "%d", c->a.world);
+    snprintf(wb, sizeof wb, "%d", c->b.world);
+    add_fact(c, "world_size", wa, wb);
+    add_fact(c, "gpu", a->run->ngpus ? a->run->gpus[0].name : NULL,
+             b->run->ngpus ? b->run->gpus[0].name : NULL);
+    for (int side = 0; side < 2; side++) { /* the script's facts: A's, then B's alone */
+        const tp_run *run = side ? b->run : a->run, *other = side ? a->run : b->run;
+        for (size_t i = 0; i < run->nmeta; i++) {
+            const char *key = run->meta[i].key;
+            if (strncmp(key, "fact.", 5) != 0 || (side && fact_in(other, key)))
+                continue;
+            add_fact(c, key + 5, tp_run_meta_get(a->run, key), tp_run_meta_get(b->run, key));
+        }
+    }
+}
+
+/* The program a command runs: its first word, and for an interpreter
+ * (python...) the script or -m module after it. */
+typedef struct program_ctx {
+    char *out;
+    size_t cap;
+    int words;
+    bool interpreter, module, done;
+} program_ctx;
+
+static void program_word(void *p, const char *v)
+{
+    program_ctx *c = p;
+    if (c->done)
+        return;
+    if (c->words++ == 0) {
+        const char *base = strrchr(v, '/');
+        base = base ? base + 1 : v;
+        c->interpreter = strncmp(base, "python", 6) == 0;
+        tp_utf8_clean(c->out, c->cap, v);
+        c->done = !c->interpreter;
+        return;
+    }
+    if (c->module || v[0] != '-') {
+        size_t len = strlen(c->out);
+        snprintf(c->out + len, c->cap - len, " %s%s", c->module ? "-m " : "", v);
+        c->done = true;
+    } else if (strcmp(v, "-m") == 0) {
+        c->module = true;
+    } else if (strcmp(v, "-c") == 0) {
+        c->done = true; /* code on the command line: the interpreter is all there is */
+    }
+}
+
+static void program_of(const tp_run *run, char *out, size_t cap)
+{
+    out[0] = '\0';
+    const char *argv = tp_run_meta_get(run, "argv");
+    program_ctx c = {out, cap, 0, false, false, false};
+    if (argv && !tp_json_string_array(argv, program_word, &c))
+        out[0] = '\0';
+}
+
+/* The verdict kinds that fired, as bits. */
+static uint32_t verdict_bits(const tp_verdicts *v)
+{
+    uint32_t bits = 0;
+    for (size_t i = 0; v && i < v->n; i++)
+        if ((unsigned)v->items[i].kind < 32)
+            bits |= 1u << v->items[i].kind;
+    return bits;
+}
+
+bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_summary *b,
+                          const tp_verdicts *vb, tp_run_compare *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    out->change = out->low = out->high = out->rate_change = NAN;
+    groups ga = {0}, gb = {0};
+    bool ok = side_build(a, &out->a, &ga, err, cap) && side_build(b, &out->b, &gb, err, cap);
+    out->a.verdicts = verdict_bits(va);
+    out->b.verdicts = verdict_bits(vb);
+    out->comparable = ok && ga.n >= 2 && gb.n >= 2 && out->a.step_s > 0 && out->b.step_s > 0;
+    if (out->comparable) {
+        out->change = out->b.step_s / out->a.step_s - 1;
+        bootstrap(&ga, &gb, &out->low, &out->high);
+        out->changed =
+            (out->low > 0 || out->high < 0) && fabs(out->change) >= TP_COMPARE_MIN_CHANGE;
+        double step_moved = fabs(out->b.step_s - out->a.step_s);
+        for (size_t k = 0; k < TP_STEP_PHASES; k++) {
+            double moved = fabs(out->b.phase_s[k] - out->a.phase_s[k]);
+            out->moved[k] =
+                moved >= TP_COMPARE_MIN_CHANGE * out->a.step_s && moved >= 0.25 * step_moved;
+        }
+        /* A as the regime before, B as the one after */
+        tp_regime pa = {.mean_s = out->a.step_s, .machine = out->a.machine};
+        tp_regime pb = {.mean_s = out->b.step_s, .machine = out->b.machine};
+        memcpy(pa.phase_s, out->a.phase_s, sizeof pa.phase_s);
+        memcpy(pb.phase_s, out->b.phase_s, sizeof pb.phase_s);
+        tp_regime_find_causes(&pa, &pb);
+        memcpy(out->causes, pb.causes, pb.ncauses * sizeof *pb.causes);
+        out->ncauses = pb.ncauses;
+        for (size_t i = 0; i < out->ncauses; i++)
+            if (out->causes[i].kind == TP_CAUSE_PHASE) {
+                function_cause(a, b, out, i);
+                break;
+            }
+    }
+    if (out->a.samples_per_s > 0 && out->b.samples_per_s > 0)
+        out->rate_change = out->b.samples_per_s / out->a.samples_per_s - 1;
+    if (ok)
+        differing_facts(a, b, out);
+    char pa[256], pb[256];
+    program_of(a->run, pa, sizeof pa);
+    program_of(b->run, pb, sizeof pb);
+    out->same_script = strcmp(pa, pb) == 0;
+    free(ga.d);
+    free(ga.w);
+    free(gb.d);
+    free(gb.w);
+    return ok;
+}
+
+double tp_compare_slower_at_least(const tp_run_compare *c) { return c->comparable ? c->low : NAN; }

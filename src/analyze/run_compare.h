@@ -1,0 +1,86 @@
+/* run_compare.h: two runs of the same training, A (the baseline) and B,
+ * compared phase by phase, with what differs between them. No words:
+ * render/compare.h says them.
+ *
+ * Each side is its first rank's steady steps (warm-up steps and those a
+ * capture window ran in left out), in the groups of consecutive steps the
+ * step phases give (analyze/step_phases.h: each step while a rank has 300
+ * or fewer, else 300 groups): the mean step, the seconds per step of each
+ * standard phase, the machine over the steps (regimes.h's figures). The
+ * change in the mean step, B's over A's less one, comes with a 95 %
+ * interval bootstrapped from the groups (a block bootstrap where groups
+ * hold several steps), so that noise is never called a change: a change
+ * is called where the interval leaves zero out and the change is
+ * TP_COMPARE_MIN_CHANGE or more (two runs of one training on one machine
+ * differ by a few percent). What moved and why are regimes.h's causes
+ * between A as the regime before and B as the one after, the function
+ * whose share of the moved phase's stack samples moved the most among
+ * them; the facts of the script and the machine that differ are listed
+ * (strings as the run files hold them: hostile, render/ encodes them). */
+#ifndef TP_ANALYZE_RUN_COMPARE_H
+#define TP_ANALYZE_RUN_COMPARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/regimes.h"
+#include "analyze/summary.h"
+#include "analyze/verdicts.h"
+#include "core/step_phase_facts.h"
+
+#define TP_COMPARE_MIN_CHANGE 0.05 /* of A's mean step: the smallest change called one */
+#define TP_COMPARE_RESAMPLES  1000 /* bootstrap resamples */
+#define TP_COMPARE_FACTS      24   /* differing facts kept */
+#define TP_COMPARE_TEXT       128  /* a fact's value kept, cut beyond */
+
+typedef struct tp_compare_side {
+    const char *path;
+    int rank;                /* the rank followed; -1 without a rank */
+    size_t steps;            /* its steady steps compared (0: none) */
+    double step_s;           /* their mean, seconds */
+    double samples_per_s;    /* the job's: summed over ranks (NaN unknown) */
+    double samples_per_step; /* the followed rank's (NaN unknown) */
+    int world;
+    double phase_s[TP_STEP_PHASES]; /* seconds per step */
+    tp_regime_machine machine;      /* over its steps */
+    uint32_t verdicts;              /* bit k: a tp_verdict_kind k verdict fired */
+} tp_compare_side;
+
+/* A fact of the script or the machine whose values differ (an empty value:
+ * the run does not say). */
+typedef struct tp_compare_fact {
+    char key[64];
+    char a[TP_COMPARE_TEXT], b[TP_COMPARE_TEXT];
+} tp_compare_fact;
+
+typedef struct tp_run_compare {
+    tp_compare_side a, b;
+    bool comparable; /* both sides have 2 steps or more */
+    /* B's mean step over A's, less one, and its 95 % interval (NaN unless comparable) */
+    double change, low, high;
+    bool changed;       /* the interval leaves 0 out, and |change| >= TP_COMPARE_MIN_CHANGE */
+    double rate_change; /* B's samples/s over A's, less one (NaN unknown) */
+    /* per phase: moved by TP_COMPARE_MIN_CHANGE of A's step or more, and by a
+     * quarter of the step's change or more */
+    bool moved[TP_STEP_PHASES];
+    /* what changed from A to B (regimes.h's kinds; a TP_CAUSE_FUNCTION one
+     * right after the phase it belongs to) */
+    tp_regime_cause causes[TP_REGIME_CAUSES];
+    size_t ncauses;
+    tp_compare_fact facts[TP_COMPARE_FACTS];
+    size_t nfacts;
+    bool same_script; /* the command's program (its script for an interpreter) is the same */
+} tp_run_compare;
+
+/* Compares a to b (summaries loaded with their stacks; their verdicts va,
+ * vb). False (reason in err) when a file can't be read. */
+bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_summary *b,
+                          const tp_verdicts *vb, tp_run_compare *out, char *err, size_t cap);
+
+/* The change in step time the data rule out as smaller: the interval's low
+ * end (B slower by at least that), NaN when not comparable. compare
+ * --fail-if-slower fails where it is above the allowed share. */
+double tp_compare_slower_at_least(const tp_run_compare *c);
+
+#endif

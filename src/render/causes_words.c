@@ -1,0 +1,108 @@
+/* causes_words.c: see causes_words.h. */
+#include "render/causes_words.h"
+
+#include <stdio.h>
+
+#include "render/units.h"
+
+/* "decode (img.py:12) was in 61% of the DataLoader workers' samples instead
+ * of 30%" (or "of dataloader_next's samples"): what snprintf returns. */
+static int function_cause_text(char *out, size_t cap, const char *sep, const tp_regime_cause *c)
+{
+    char line[16] = "";
+    if (c->line > 0)
+        snprintf(line, sizeof line, ":%d", (int)c->line);
+    return snprintf(out, cap, "%s%s (%s%s) was in %.0f%% of %s%s samples instead of %.0f%%", sep,
+                    c->function, tp_short_path(c->file), line, 100 * c->after,
+                    c->workers ? "the DataLoader workers" : tp_step_phase_names[c->phase],
+                    c->workers ? "'" : "'s", 100 * c->before);
+}
+
+void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t ncauses)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < ncauses && len < cap; i++) {
+        const tp_regime_cause *c = &causes[i];
+        char a[32], b[32];
+        const char *sep = i == 0 ? "" : i + 1 == ncauses ? " and " : ", ";
+        int n = 0;
+        switch (c->kind) {
+        case TP_CAUSE_PHASE:
+            tp_format_duration(a, sizeof a, c->before);
+            tp_format_duration(b, sizeof b, c->after);
+            n = snprintf(out + len, cap - len, "%s%s went from %s to %s a step", sep,
+                         tp_step_phase_names[c->phase], a, b);
+            break;
+        case TP_CAUSE_OTHERS_CPU:
+            n = snprintf(out + len, cap - len,
+                         "%sprocesses not the training's used %.0f%% of the CPUs instead of %.0f%%",
+                         sep, c->after, c->before);
+            break;
+        case TP_CAUSE_CPU_PRESSURE:
+        case TP_CAUSE_IO_PRESSURE:
+            n = snprintf(
+                out + len, cap - len, "%stasks waited for %s %.0f%% of the time instead of %.0f%%",
+                sep, c->kind == TP_CAUSE_CPU_PRESSURE ? "a CPU" : "storage", c->after, c->before);
+            break;
+        case TP_CAUSE_GPU_CLOCK:
+            n = snprintf(out + len, cap - len, "%sits GPU's SM clock went from %.0f to %.0f MHz",
+                         sep, c->before, c->after);
+            break;
+        case TP_CAUSE_GPU_THROTTLE:
+            n = snprintf(out + len, cap - len,
+                         "%sits GPU was held back by heat, a hardware slowdown or the power brake"
+                         " in %.0f%% of its samples instead of %.0f%%",
+                         sep, 100 * c->after, 100 * c->before);
+            break;
+        case TP_CAUSE_SWAP:
+            tp_format_value(a, sizeof a, "bytes", c->before);
+            tp_format_value(b, sizeof b, "bytes", c->after);
+            n = snprintf(out + len, cap - len, "%sswap in use grew from %s to %s", sep, a, b);
+            break;
+        case TP_CAUSE_FUNCTION: n = function_cause_text(out + len, cap - len, sep, c); break;
+        }
+        len = n > 0 && (size_t)n < cap - len ? len + (size_t)n : cap;
+    }
+}
+
+static const char *const cause_names[] = {"phase",
+                                          "others_cpu_percent",
+                                          "cpu_pressure_percent",
+                                          "io_pressure_percent",
+                                          "swap_in_use_bytes",
+                                          "gpu_clock",
+                                          "gpu_trouble_share",
+                                          "function"};
+
+void tp_causes_json(json_writer *w, const tp_regime_cause *causes, size_t n)
+{
+    json_key(w, "causes");
+    json_array_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        const tp_regime_cause *c = &causes[i];
+        json_object_begin(w);
+        json_key(w, "kind");
+        json_string(w, cause_names[c->kind]);
+        if (c->kind == TP_CAUSE_PHASE || c->kind == TP_CAUSE_FUNCTION) {
+            json_key(w, "phase");
+            json_string(w, tp_step_phase_names[c->phase]);
+        }
+        if (c->kind == TP_CAUSE_FUNCTION) { /* before and after: shares of the samples */
+            json_key(w, "samples_of");
+            json_string(w, c->workers ? "dataloader_workers" : "step_thread");
+            json_key(w, "function");
+            json_string(w, c->function);
+            json_key(w, "file");
+            json_string(w, c->file);
+            json_key(w, "line");
+            json_int(w, c->line);
+        }
+        json_key(w, "before"); /* null where not recorded */
+        json_double(w, c->before);
+        json_key(w, "after");
+        json_double(w, c->after);
+        json_object_end(w);
+    }
+    json_array_end(w);
+}

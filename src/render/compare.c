@@ -1,0 +1,254 @@
+/* compare.c: two runs compared (analyze/run_compare.h), in words and as JSON. */
+#include "render/compare.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "analyze/verdicts.h"
+#include "render/causes_words.h"
+#include "render/units.h"
+#include "render/verdict_words.h"
+
+static void duration(char *out, size_t cap, double s)
+{
+    if (isfinite(s))
+        tp_format_duration(out, cap, s);
+    else
+        snprintf(out, cap, "-");
+}
+
+/* "B's steps take 23% longer than A's (21% to 25%): 4.1 ms against 3.3 ms" */
+static void step_line(FILE *out, const tp_run_compare *c)
+{
+    char a[32], b[32];
+    duration(a, sizeof a, c->a.step_s);
+    duration(b, sizeof b, c->b.step_s);
+    if (!c->comparable) {
+        fprintf(out, "  No step time to compare: %s had %s steps (trainprof.step() marks them).\n",
+                c->a.steps < 2 ? "A" : "B",
+                (c->a.steps < 2 ? c->a.steps : c->b.steps) ? "too few" : "no");
+        return;
+    }
+    double pct = 100 * c->change;
+    if (c->changed)
+        fprintf(out,
+                "  B's steps take %.0f%% %s than A's (95%% interval %+.0f%% to %+.0f%%): %s a "
+                "step against %s.\n",
+                fabs(pct), pct > 0 ? "longer" : "less time", 100 * c->low, 100 * c->high, b, a);
+    else
+        fprintf(out,
+                "  No change in step time: B's steps %s, A's %s (%+.1f%%; 95%% interval %+.1f%% "
+                "to %+.1f%%), within %s.\n",
+                b, a, pct, 100 * c->low, 100 * c->high,
+                c->low <= 0 && c->high >= 0 ? "the noise of their steps"
+                                            : "what two runs of one training differ by (5%)");
+    if (isfinite(c->rate_change))
+        fprintf(out, "  B's samples/s: %.1f against A's %.1f (%+.0f%%).\n", c->b.samples_per_s,
+                c->a.samples_per_s, 100 * c->rate_change);
+}
+
+/* "dataloader_next +0.8 ms a step (0.2 ms to 1.0 ms); stayed: train_batch, other" */
+static void phases_line(FILE *out, const tp_run_compare *c)
+{
+    if (!c->comparable)
+        return;
+    bool any = false;
+    for (size_t k = 0; k < TP_STEP_PHASES; k++) {
+        if (!c->moved[k])
+            continue;
+        char d[32], a[32], b[32];
+        double delta = c->b.phase_s[k] - c->a.phase_s[k];
+        duration(d, sizeof d, fabs(delta));
+        duration(a, sizeof a, c->a.phase_s[k]);
+        duration(b, sizeof b, c->b.phase_s[k]);
+        fprintf(out, "%s%s %s%s a step (%s to %s)",
+                any ? "; " : "  Moved: ", tp_step_phase_names[k], delta > 0 ? "+" : "-", d, a, b);
+        any = true;
+    }
+    if (any)
+        fputs(".\n", out);
+    else if (c->changed)
+        fputs("  No phase moved on its own: the whole step did.\n", out);
+}
+
+static void verdict_names(FILE *out, uint32_t bits, uint32_t other)
+{
+    bool first = true;
+    for (int k = 0; k < 32; k++)
+        if ((bits >> k) & 1 && !((other >> k) & 1)) {
+            fprintf(out, "%s%s", first ? "" : ", ", tp_verdict_kind_name((tp_verdict_kind)k));
+            first = false;
+        }
+}
+
+void tp_compare_text(FILE *out, const tp_run_compare *c)
+{
+    fprintf(out, "trainprof compare\n  A  %s (%zu steps)\n  B  %s (%zu steps)\n", c->a.path,
+            c->a.steps, c->b.path, c->b.steps);
+    if (!c->same_script)
+        fputs("  These are runs of different programs (their commands name different scripts): "
+              "compared all the same.\n",
+              out);
+    fputs("\nIn short\n", out);
+    step_line(out, c);
+    phases_line(out, c);
+    char causes[2048];
+    tp_causes_text(causes, sizeof causes, c->causes, c->ncauses);
+    if (causes[0])
+        fprintf(out, "  With it, from A to B: %s.\n", causes);
+    for (size_t i = 0; i < c->nfacts; i++) /* the script's settings both runs say */
+        if ((strncmp(c->facts[i].key, "loader.", 7) == 0 ||
+             strncmp(c->facts[i].key, "model.", 6) == 0 ||
+             strncmp(c->facts[i].key, "torch.", 6) == 0) &&
+            c->facts[i].a[0] && c->facts[i].b[0])
+            fprintf(out, "  B's %s is %s where A's was %s.\n", c->facts[i].key, c->facts[i].b,
+                    c->facts[i].a);
+    if (c->comparable) {
+        fputs("\nSeconds per step, by phase\n", out);
+        fprintf(out, "  %-20s %12s %12s %12s\n", "phase", "A", "B", "B - A");
+        for (size_t k = 0; k < TP_STEP_PHASES; k++) {
+            char a[32], b[32], d[32], signed_d[40];
+            double delta = c->b.phase_s[k] - c->a.phase_s[k];
+            duration(a, sizeof a, c->a.phase_s[k]);
+            duration(b, sizeof b, c->b.phase_s[k]);
+            duration(d, sizeof d, fabs(delta));
+            snprintf(signed_d, sizeof signed_d, "%s%s", delta > 0 ? "+" : delta < 0 ? "-" : "", d);
+            fprintf(out, "  %-20s %12s %12s %12s%s\n", tp_step_phase_names[k], a, b, signed_d,
+                    c->moved[k] ? "  moved" : "");
+        }
+        char a[32], b[32];
+        duration(a, sizeof a, c->a.step_s);
+        duration(b, sizeof b, c->b.step_s);
+        fprintf(out, "  %-20s %12s %12s\n", "step", a, b);
+    }
+    const tp_regime_machine *ma = &c->a.machine, *mb = &c->b.machine;
+    fputs("\nThe machine over the steps (A, B)\n", out);
+    fprintf(out, "  CPUs used by other processes   %5.0f%%  %5.0f%%\n", ma->others_cpu_percent,
+            mb->others_cpu_percent);
+    fprintf(out, "  tasks waiting for a CPU        %5.0f%%  %5.0f%%\n", ma->cpu_pressure,
+            mb->cpu_pressure);
+    fprintf(out, "  tasks waiting for storage      %5.0f%%  %5.0f%%\n", ma->io_pressure,
+            mb->io_pressure);
+    if (c->nfacts) {
+        fputs("\nWhat differs between the runs (A, then B)\n", out);
+        for (size_t i = 0; i < c->nfacts; i++)
+            fprintf(out, "  %-28s %s\n  %-28s %s\n", c->facts[i].key,
+                    c->facts[i].a[0] ? c->facts[i].a : "-", "",
+                    c->facts[i].b[0] ? c->facts[i].b : "-");
+    }
+    if (c->a.verdicts != c->b.verdicts) {
+        fputs("\nVerdicts\n", out);
+        if (c->a.verdicts & ~c->b.verdicts) {
+            fputs("  only A's: ", out);
+            verdict_names(out, c->a.verdicts, c->b.verdicts);
+            fputc('\n', out);
+        }
+        if (c->b.verdicts & ~c->a.verdicts) {
+            fputs("  only B's: ", out);
+            verdict_names(out, c->b.verdicts, c->a.verdicts);
+            fputc('\n', out);
+        }
+    }
+}
+
+static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
+{
+    json_key(w, key);
+    json_object_begin(w);
+    json_key(w, "path");
+    json_string(w, s->path);
+    json_key(w, "rank");
+    json_int(w, s->rank);
+    json_key(w, "steps");
+    json_int(w, (int64_t)s->steps);
+    json_key(w, "step_mean_s");
+    json_double(w, s->step_s);
+    json_key(w, "samples_per_s");
+    json_double(w, s->samples_per_s);
+    json_key(w, "samples_per_step");
+    json_double(w, s->samples_per_step);
+    json_key(w, "world_size");
+    json_int(w, s->world);
+    json_key(w, "phase_s");
+    json_object_begin(w);
+    for (size_t k = 0; k < TP_STEP_PHASES; k++) {
+        json_key(w, tp_step_phase_names[k]);
+        json_double(w, s->phase_s[k]);
+    }
+    json_object_end(w);
+    const char *keys[] = {"others_cpu_percent",  "cpu_pressure_percent", "io_pressure_percent",
+                          "memory_in_use_bytes", "swap_in_use_bytes",    "gpu_clock_mhz",
+                          "gpu_trouble_share"};
+    const double values[] = {s->machine.others_cpu_percent, s->machine.cpu_pressure,
+                             s->machine.io_pressure,        s->machine.mem_used_bytes,
+                             s->machine.swap_used_bytes,    s->machine.gpu_sm_clock_mhz,
+                             s->machine.gpu_trouble_share};
+    json_key(w, "machine");
+    json_object_begin(w);
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        json_key(w, keys[k]);
+        json_double(w, values[k]);
+    }
+    json_object_end(w);
+    json_key(w, "verdicts");
+    json_array_begin(w);
+    for (int k = 0; k < 32; k++)
+        if ((s->verdicts >> k) & 1)
+            json_string(w, tp_verdict_kind_name((tp_verdict_kind)k));
+    json_array_end(w);
+    json_object_end(w);
+}
+
+void tp_compare_json(json_writer *w, const tp_run_compare *c)
+{
+    side_json(w, "a", &c->a);
+    side_json(w, "b", &c->b);
+    json_key(w, "same_script");
+    json_bool(w, c->same_script);
+    json_key(w, "step_change");
+    json_object_begin(w);
+    json_key(w, "comparable");
+    json_bool(w, c->comparable);
+    json_key(w, "change");
+    json_double(w, c->change);
+    json_key(w, "low");
+    json_double(w, c->low);
+    json_key(w, "high");
+    json_double(w, c->high);
+    json_key(w, "changed");
+    json_bool(w, c->changed);
+    json_key(w, "min_change");
+    json_double(w, TP_COMPARE_MIN_CHANGE);
+    json_object_end(w);
+    json_key(w, "samples_per_s_change");
+    json_double(w, c->rate_change);
+    json_key(w, "phases");
+    json_array_begin(w);
+    for (size_t k = 0; k < TP_STEP_PHASES; k++) {
+        json_object_begin(w);
+        json_key(w, "phase");
+        json_string(w, tp_step_phase_names[k]);
+        json_key(w, "a_s");
+        json_double(w, c->a.phase_s[k]);
+        json_key(w, "b_s");
+        json_double(w, c->b.phase_s[k]);
+        json_key(w, "moved");
+        json_bool(w, c->moved[k]);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    tp_causes_json(w, c->causes, c->ncauses);
+    json_key(w, "differences");
+    json_array_begin(w);
+    for (size_t i = 0; i < c->nfacts; i++) {
+        json_object_begin(w);
+        json_key(w, "key");
+        json_string(w, c->facts[i].key);
+        json_key(w, "a");
+        json_string(w, c->facts[i].a);
+        json_key(w, "b");
+        json_string(w, c->facts[i].b);
+        json_object_end(w);
+    }
+    json_array_end(w);
+}

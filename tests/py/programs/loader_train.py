@@ -1,0 +1,37 @@
+"""A small training whose DataLoader waits 1.5 ms a sample (storage latency,
+as a slow disk or a remote store gives): argv[1] is its num_workers, argv[2]
+its steps (batches of 8, one epoch), argv[3] (optional) the wait in ms and
+argv[4] the model's width (256; wider: more compute). Prints the steps it ran."""
+import json, sys, time
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+WAIT = float(sys.argv[3]) / 1000 if len(sys.argv) > 3 else 0.0015
+WIDTH = int(sys.argv[4]) if len(sys.argv) > 4 else 256
+
+
+class Slow(Dataset):
+    def __len__(self):
+        return 8 * int(sys.argv[2])
+
+    def __getitem__(self, i):
+        if WAIT:
+            time.sleep(WAIT)  # the latency a worker hides
+        return torch.full((64,), float(i % 7)), i % 4
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    loader = DataLoader(Slow(), batch_size=8, num_workers=int(sys.argv[1]))
+    model = nn.Sequential(nn.Linear(64, WIDTH), nn.ReLU(), nn.Linear(WIDTH, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    steps = 0
+    for x, y in loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        steps += 1
+    print(json.dumps({"steps": steps}))

@@ -17,6 +17,7 @@
 
 static const char usage[] =
     "usage: trainprof compare [--json] [--fail-if-slower PCT] A.db B.db\n"
+    "       trainprof compare [--json] [--fail-if-slower PCT] --base A.db... B.db...\n"
     "       trainprof compare [--json] RUN_FILE RUN_FILE RUN_FILE...\n"
     "\n"
     "With two run files, A (the baseline: last week's run, the main branch's) and B:\n"
@@ -28,7 +29,8 @@ static const char usage[] =
     "machine that differ (DataLoader settings, dtype, versions, host, world size) and\n"
     "the verdicts only one run had. Runs of different world sizes get the scaling\n"
     "table too. --fail-if-slower PCT is a gate for CI: exit status 3 when B's steps\n"
-    "are slower than A's by more than PCT percent beyond the interval.\n"
+    "are slower than A's by more than PCT percent beyond the interval. A job's run\n"
+    "files (one per node) are one side: --base for each of A's, B's as operands.\n"
     "\n"
     "With more runs: the same training at different scales: world size, time per\n"
     "epoch, samples/s, speed-up and efficiency against the smallest run, energy per\n"
@@ -64,28 +66,39 @@ static void runs_json(json_writer *w, const tp_scale_row *rows, size_t n)
     json_array_end(w);
 }
 
-/* A against B, said as text or JSON; with the gate, its verdict. */
-static int compare_two(char *const *paths, bool json, double fail_pct)
+#define MAX_BASE 4096 /* --base files */
+
+typedef struct base_files {
+    char *paths[MAX_BASE];
+    size_t n;
+} base_files;
+
+static bool add_base(const char *value, void *target, char *err, size_t cap)
 {
-    tp_compare_job job;
-    char err[1024];
-    if (!tp_compare_job_run(&job, "compare", paths, err, sizeof err)) {
-        tp_compare_job_free(&job);
-        tp_error("%s", err);
-        return 2;
+    base_files *b = target;
+    if (b->n >= MAX_BASE) {
+        snprintf(err, cap, "is given more than %d times", MAX_BASE);
+        return false;
     }
-    const tp_run_compare *c = &job.c;
+    b->paths[b->n++] = (char *)value;
+    return true;
+}
+
+/* The comparison as text or JSON; with the gate, its verdict (the exit status). */
+static int say(const tp_compare_job *job, bool json, double fail_pct)
+{
+    const tp_run_compare *c = &job->c;
     if (json) {
         json_writer w;
         json_init(&w, stdout);
         json_object_begin(&w);
         tp_compare_json(&w, c);
-        if (job.scaling)
-            runs_json(&w, job.rows, 2);
+        if (job->scaling)
+            runs_json(&w, job->rows, 2);
         json_object_end(&w);
         fputc('\n', stdout);
     } else { /* the run files' strings must not drive the terminal */
-        char *text = tp_compare_job_text(&job);
+        char *text = tp_compare_job_text(job);
         if (text)
             tp_text_write_safe(stdout, text);
         free(text);
@@ -95,16 +108,61 @@ static int compare_two(char *const *paths, bool json, double fail_pct)
         double slower = tp_compare_slower_at_least(c);
         if (!c->comparable) {
             tp_error("compare: --fail-if-slower: %s has no steps to time",
-                     c->a.steps < 2 ? paths[0] : paths[1]);
+                     c->a.steps < 2 ? c->a.path : c->b.path);
             status = 2;
         } else if (slower > fail_pct / 100) {
             tp_error("compare: B (%s) is slower than A (%s): its steps take at least %.1f%% "
                      "longer (%+.1f%%, 95%% interval %+.1f%% to %+.1f%%), more than the %g%% "
                      "allowed",
-                     paths[1], paths[0], 100 * slower, 100 * c->change, 100 * c->low, 100 * c->high,
-                     fail_pct);
+                     c->b.path, c->a.path, 100 * slower, 100 * c->change, 100 * c->low,
+                     100 * c->high, fail_pct);
             status = 3;
         }
+    }
+    return status;
+}
+
+/* A against B, said as text or JSON; with the gate, its verdict. */
+static int compare_two(char *const *a, size_t na, char *const *b, size_t nb, bool json,
+                       double fail_pct)
+{
+    tp_compare_job job;
+    char err[1024];
+    if (!tp_compare_job_run(&job, "compare", a, na, b, nb, err, sizeof err)) {
+        tp_compare_job_free(&job);
+        tp_error("%s", err);
+        return 2;
+    }
+    int status = say(&job, json, fail_pct);
+    tp_compare_job_free(&job);
+    return status;
+}
+
+/* compare --regimes: one run's regimes around its biggest change. */
+static int compare_regimes(char *const *paths, size_t n, bool json, double fail_pct)
+{
+    tp_compare_job job;
+    char err[1024];
+    if (!tp_compare_job_regimes(&job, "compare", paths, n, err, sizeof err)) {
+        tp_compare_job_free(&job);
+        tp_error("%s", err);
+        return 2;
+    }
+    int status = 0;
+    if (job.regimes < 2 && !json) {
+        printf("%s kept one pace: no change of pace to compare (%zu regime%s).\n", job.a.run->path,
+               job.regimes, job.regimes == 1 ? "" : "s");
+    } else {
+        status = say(&job, json, fail_pct);
+    }
+    if (job.regimes < 2 && json) {
+        json_writer w;
+        json_init(&w, stdout);
+        json_object_begin(&w);
+        json_key(&w, "regimes");
+        json_int(&w, (int64_t)job.regimes);
+        json_object_end(&w);
+        fputc('\n', stdout);
     }
     tp_compare_job_free(&job);
     return status;
@@ -112,10 +170,20 @@ static int compare_two(char *const *paths, bool json, double fail_pct)
 
 int cmd_compare(int argc, char **argv)
 {
-    bool json = false;
+    bool json = false, regimes = false;
     double fail_pct = NAN;
+    static base_files base;
+    base.n = 0;
     const tp_option options[] = {
         TP_FLAG(0, "json", "one JSON object instead of text", &json),
+        TP_FLAG(0, "regimes",
+                "one run (its files merged): the regimes before and after its biggest\n"
+                "change of pace, compared as two runs",
+                &regimes),
+        TP_CUSTOM(0, "base", "FILE",
+                  "a file of A, the baseline (again for each node of a job: merged);\n"
+                  "the run files then are B's",
+                  &base, add_base),
         TP_NUMBER(0, "fail-if-slower", "PCT",
                   "exit status 3 when B's steps are slower than A's by more than PCT\n"
                   "percent beyond the 95% interval (two run files only)",
@@ -124,19 +192,29 @@ int cmd_compare(int argc, char **argv)
     const tp_command cmd = {.name = "compare",
                             .usage = usage,
                             TP_OPTION_TABLE(options),
-                            .min_operands = 2,
+                            .min_operands = 1,
                             .max_operands = -1,
-                            .operands = "two or more run files",
+                            .operands = "two or more run files (one or more with --base)",
                             .epilogue = epilogue};
     int first;
     int parsed = tp_options_parse(&cmd, argc, argv, &first);
     if (parsed != TP_OPTIONS_OK)
         return parsed;
     size_t n = (size_t)(argc - first);
+    if (regimes)
+        return compare_regimes(argv + first, n, json, fail_pct);
+    if (base.n)
+        return compare_two(base.paths, base.n, argv + first, n, json, fail_pct);
     if (n == 2)
-        return compare_two(argv + first, json, fail_pct);
+        return compare_two(argv + first, 1, argv + first + 1, 1, json, fail_pct);
+    if (n < 2) {
+        tp_error("compare: needs two or more run files (or --base FILE and a run file)");
+        return 2;
+    }
     if (!isnan(fail_pct)) {
-        tp_error("compare: --fail-if-slower compares two run files, A and B (%zu given)", n);
+        tp_error("compare: --fail-if-slower compares two run files, A and B (%zu given; "
+                 "--base FILE for a side of several)",
+                 n);
         return 2;
     }
     tp_scale_row *rows = calloc(n, sizeof *rows);

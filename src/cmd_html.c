@@ -77,7 +77,7 @@ static int two_runs_page(char *const *paths, const char *output, bool force)
 {
     tp_compare_job job;
     char err[1024];
-    if (!tp_compare_job_run(&job, "html", paths, err, sizeof err)) {
+    if (!tp_compare_job_run(&job, "html", paths, 1, paths + 1, 1, err, sizeof err)) {
         tp_compare_job_free(&job);
         tp_error("%s", err);
         return 2;

@@ -9,11 +9,14 @@
 #include "render/compare.h"
 #include "render/units.h"
 
-static bool load_side(tp_summary *s, tp_verdicts *v, const char *who, const char *path, char *err,
-                      size_t cap)
+static bool load_side(tp_inputs *in, bool *opened, tp_summary *s, tp_verdicts *v, const char *who,
+                      char *const *paths, size_t n, char *err, size_t cap)
 {
     char why[1024];
-    if (!tp_summary_load(path, s, why, sizeof why)) {
+    if (!tp_inputs_open(in, who, paths, n, true, false, err, cap))
+        return false;
+    *opened = true;
+    if (!tp_summary_load(in->path, s, why, sizeof why)) {
         snprintf(err, cap, "%s: %s", who, why);
         return false;
     }
@@ -22,16 +25,18 @@ static bool load_side(tp_summary *s, tp_verdicts *v, const char *who, const char
         snprintf(err, cap, "%s: %s", who, why);
         return false;
     }
+    tp_inputs_name_run(in, s->run);
     tp_verdicts_build(s, v);
     return true;
 }
 
-bool tp_compare_job_run(tp_compare_job *job, const char *who, char *const *paths, char *err,
-                        size_t cap)
+bool tp_compare_job_run(tp_compare_job *job, const char *who, char *const *a, size_t na,
+                        char *const *b, size_t nb, char *err, size_t cap)
 {
     memset(job, 0, sizeof *job);
-    job->loaded_a = load_side(&job->a, &job->va, who, paths[0], err, cap);
-    job->loaded_b = job->loaded_a && load_side(&job->b, &job->vb, who, paths[1], err, cap);
+    job->loaded_a = load_side(&job->in_a, &job->opened_a, &job->a, &job->va, who, a, na, err, cap);
+    job->loaded_b = job->loaded_a &&
+                    load_side(&job->in_b, &job->opened_b, &job->b, &job->vb, who, b, nb, err, cap);
     if (!job->loaded_b)
         return false;
     char why[1024];
@@ -40,12 +45,44 @@ bool tp_compare_job_run(tp_compare_job *job, const char *who, char *const *paths
         return false;
     }
     if (job->c.a.world != job->c.b.world) {
+        char *paths[2] = {(char *)job->in_a.path, (char *)job->in_b.path};
         if (!tp_scaling_build(paths, 2, job->rows, why, sizeof why)) {
             snprintf(err, cap, "%s: %s", who, why);
             return false;
         }
+        job->rows[0].path = job->a.run->path; /* as the files were named */
+        job->rows[1].path = job->b.run->path;
         job->scaling = true;
     }
+    return true;
+}
+
+bool tp_compare_job_regimes(tp_compare_job *job, const char *who, char *const *paths, size_t n,
+                            char *err, size_t cap)
+{
+    memset(job, 0, sizeof *job);
+    char why[1024];
+    if (!tp_inputs_open(&job->in_a, who, paths, n, true, false, err, cap))
+        return false;
+    job->opened_a = true;
+    if (!tp_summary_load(job->in_a.path, &job->a, why, sizeof why)) {
+        snprintf(err, cap, "%s: %s", who, why);
+        return false;
+    }
+    tp_inputs_name_run(&job->in_a, job->a.run);
+    job->loaded_a = true;
+    tp_verdicts_build(&job->a, &job->va);
+    if (!tp_summary_add_stacks(&job->a, why, sizeof why) ||
+        !tp_summary_add_course(&job->a, why, sizeof why)) {
+        snprintf(err, cap, "%s: %s", who, why);
+        return false;
+    }
+    size_t after = tp_regimes_biggest_change(&job->a.regimes);
+    if (!tp_run_compare_regimes(&job->a, after ? after - 1 : 0, after, &job->c, why, sizeof why)) {
+        snprintf(err, cap, "%s: %s", who, why);
+        return false;
+    }
+    job->regimes = job->a.regimes.n;
     return true;
 }
 
@@ -59,7 +96,11 @@ void tp_compare_job_free(tp_compare_job *job)
         tp_verdicts_free(&job->vb);
         tp_summary_close(&job->b);
     }
-    job->loaded_a = job->loaded_b = false;
+    if (job->opened_a)
+        tp_inputs_done(&job->in_a);
+    if (job->opened_b)
+        tp_inputs_done(&job->in_b);
+    job->loaded_a = job->loaded_b = job->opened_a = job->opened_b = false;
 }
 
 void tp_scale_rows_text(FILE *out, const tp_scale_row *rows, size_t n)

@@ -368,4 +368,92 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
     return ok;
 }
 
+/* The groups of ph whose first step is in [first, last] (numbers from 1). */
+static void regime_groups(const tp_step_phases *ph, size_t first, size_t last, groups *g)
+{
+    g->d = tp_xmalloc((ph->ngroups + 1) * sizeof *g->d);
+    g->w = tp_xmalloc((ph->ngroups + 1) * sizeof *g->w);
+    g->n = 0;
+    for (size_t i = 0; i < ph->ngroups; i++) {
+        double step = ph->first_step[i] + 1;
+        if (step < (double)first || step > (double)last)
+            continue;
+        double next = i + 1 < ph->ngroups ? ph->first_step[i + 1] : (double)ph->nsteps, d = 0;
+        for (size_t k = 0; k < TP_STEP_PHASES; k++)
+            d += ph->values[i * TP_STEP_PHASES + k];
+        if (!isfinite(d))
+            continue;
+        g->d[g->n] = d;
+        g->w[g->n++] = next > ph->first_step[i] ? next - ph->first_step[i] : 1;
+    }
+}
+
+static void regime_side(const tp_summary *s, const tp_regime *r, tp_compare_side *side)
+{
+    side->path = s->run->path;
+    side->rank = s->regimes.rank;
+    side->steps = r->last_step >= r->first_step ? r->last_step - r->first_step + 1 : 0;
+    side->first_step = r->first_step;
+    side->last_step = r->last_step;
+    side->step_s = r->mean_s;
+    side->samples_per_s = side->samples_per_step = NAN;
+    side->world = tp_run_world_size(s->run, &s->timings);
+    memcpy(side->phase_s, r->phase_s, sizeof side->phase_s);
+    side->machine = r->machine;
+    side->verdicts = (r->input_bound ? 1u << TP_VERDICT_INPUT_BOUND : 0) |
+                     (r->transfer_bound ? 1u << TP_VERDICT_TRANSFER_BOUND : 0) |
+                     (r->compute_bound ? 1u << TP_VERDICT_COMPUTE_BOUND : 0);
+}
+
+bool tp_run_compare_regimes(const tp_summary *s, size_t before, size_t after, tp_run_compare *out,
+                            char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    out->change = out->low = out->high = out->rate_change = NAN;
+    out->same_script = true;
+    const tp_regimes *rg = &s->regimes;
+    if (before >= rg->n || after >= rg->n || !s->timings.nsteps)
+        return true; /* nothing to compare: not comparable */
+    const tp_regime *p = &rg->v[before], *g = &rg->v[after];
+    regime_side(s, p, &out->a);
+    regime_side(s, g, &out->b);
+    tp_step_phases ph;
+    if (!tp_summary_step_phases(s, rg->rank, s->timings.steps[0].warmup, &ph, err, cap)) {
+        tp_step_phases_free(&ph);
+        return false;
+    }
+    groups ga = {0}, gb = {0};
+    regime_groups(&ph, p->first_step, p->last_step, &ga);
+    regime_groups(&ph, g->first_step, g->last_step, &gb);
+    tp_step_phases_free(&ph);
+    out->comparable = ga.n >= 2 && gb.n >= 2 && p->mean_s > 0 && g->mean_s > 0;
+    if (out->comparable) {
+        out->change = g->mean_s / p->mean_s - 1;
+        bootstrap(&ga, &gb, &out->low, &out->high);
+        out->changed =
+            (out->low > 0 || out->high < 0) && fabs(out->change) >= TP_COMPARE_MIN_CHANGE;
+        double step_moved = fabs(g->mean_s - p->mean_s);
+        for (size_t k = 0; k < TP_STEP_PHASES; k++) {
+            double moved = fabs(g->phase_s[k] - p->phase_s[k]);
+            out->moved[k] =
+                moved >= TP_COMPARE_MIN_CHANGE * p->mean_s && moved >= 0.25 * step_moved;
+        }
+        if (after == before + 1) { /* the change's own causes, its functions' among them */
+            memcpy(out->causes, g->causes, g->ncauses * sizeof *g->causes);
+            out->ncauses = g->ncauses;
+        } else {
+            tp_regime pa = *p, pb = *g;
+            pb.ncauses = 0;
+            tp_regime_find_causes(&pa, &pb);
+            memcpy(out->causes, pb.causes, pb.ncauses * sizeof *pb.causes);
+            out->ncauses = pb.ncauses;
+        }
+    }
+    free(ga.d);
+    free(ga.w);
+    free(gb.d);
+    free(gb.w);
+    return true;
+}
+
 double tp_compare_slower_at_least(const tp_run_compare *c) { return c->comparable ? c->low : NAN; }

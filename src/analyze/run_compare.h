@@ -36,11 +36,12 @@
 
 typedef struct tp_compare_side {
     const char *path;
-    int rank;                /* the rank followed; -1 without a rank */
-    size_t steps;            /* its steady steps compared (0: none) */
-    double step_s;           /* their mean, seconds */
-    double samples_per_s;    /* the job's: summed over ranks (NaN unknown) */
-    double samples_per_step; /* the followed rank's (NaN unknown) */
+    int rank;                     /* the rank followed; -1 without a rank */
+    size_t steps;                 /* its steady steps compared (0: none) */
+    size_t first_step, last_step; /* a regime's steps (numbers from 1); 0 for a whole run */
+    double step_s;                /* their mean, seconds */
+    double samples_per_s;         /* the job's: summed over ranks (NaN unknown) */
+    double samples_per_step;      /* the followed rank's (NaN unknown) */
     int world;
     double phase_s[TP_STEP_PHASES]; /* seconds per step */
     tp_regime_machine machine;      /* over its steps */
@@ -77,6 +78,15 @@ typedef struct tp_run_compare {
  * vb). False (reason in err) when a file can't be read. */
 bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_summary *b,
                           const tp_verdicts *vb, tp_run_compare *out, char *err, size_t cap);
+
+/* The same comparison between two regimes of one run (analyze/regimes.h:
+ * s loaded with its course), before and after (indices in s->regimes):
+ * each side the regime's steps, phases and machine, their step verdicts;
+ * the causes are the change's own where after follows before. Not
+ * comparable where either is not a regime of s. False (reason in err)
+ * when the step phases can't be read. */
+bool tp_run_compare_regimes(const tp_summary *s, size_t before, size_t after, tp_run_compare *out,
+                            char *err, size_t cap);
 
 /* The change in step time the data rule out as smaller: the interval's low
  * end (B slower by at least that), NaN when not comparable. compare

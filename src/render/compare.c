@@ -81,10 +81,19 @@ static void verdict_names(FILE *out, uint32_t bits, uint32_t other)
         }
 }
 
+static void side_line(FILE *out, const char *name, const tp_compare_side *s)
+{
+    if (s->first_step)
+        fprintf(out, "  %s  %s, steps %zu to %zu\n", name, s->path, s->first_step, s->last_step);
+    else
+        fprintf(out, "  %s  %s (%zu steps)\n", name, s->path, s->steps);
+}
+
 void tp_compare_text(FILE *out, const tp_run_compare *c)
 {
-    fprintf(out, "trainprof compare\n  A  %s (%zu steps)\n  B  %s (%zu steps)\n", c->a.path,
-            c->a.steps, c->b.path, c->b.steps);
+    fputs("trainprof compare\n", out);
+    side_line(out, "A", &c->a);
+    side_line(out, "B", &c->b);
     if (!c->same_script)
         fputs("  These are runs of different programs (their commands name different scripts): "
               "compared all the same.\n",
@@ -161,6 +170,12 @@ static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
     json_int(w, s->rank);
     json_key(w, "steps");
     json_int(w, (int64_t)s->steps);
+    if (s->first_step) {
+        json_key(w, "first_step");
+        json_int(w, (int64_t)s->first_step);
+        json_key(w, "last_step");
+        json_int(w, (int64_t)s->last_step);
+    }
     json_key(w, "step_mean_s");
     json_double(w, s->step_s);
     json_key(w, "samples_per_s");

@@ -3,6 +3,7 @@ burners start beside it (outside the recorded command) is split into two
 regimes at the step they started, the cause named as contention; the same
 training alone is one regime."""
 
+import json
 import os
 import re
 import subprocess
@@ -82,6 +83,15 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     short = text.split("In short\n")[1].split("\n\n")[0]
     assert "[pace] The pace" in short and "processes not the training's used" in short, short
     assert "Changes of pace" in text
+    # compare --regimes: the regimes around the biggest change, as two runs
+    r = trainprof("compare", "--json", "--regimes", run_file)
+    assert r.returncode == 0, r.stderr
+    c = json.loads(r.stdout)
+    assert c["step_change"]["changed"] and c["step_change"]["low"] > 0.15
+    assert c["a"]["last_step"] < c["b"]["first_step"]
+    assert "others_cpu_percent" in [x["kind"] for x in c["causes"]]
+    text = trainprof("compare", "--regimes", run_file).stdout
+    assert "B's steps take" in text and "steps 1 to" not in text.split("B  ")[1]
     # the page's step chart shades the second regime
     page = tmp_path / "run.html"
     assert trainprof("html", "-o", page, run_file).returncode == 0
@@ -96,6 +106,8 @@ def test_a_steady_run_is_one_regime(tmp_path, run_file):
     assert regimes[0]["first_step"] == 1 and regimes[0]["last_step"] == 400
     assert regimes[0]["causes"] == []
     assert "[pace]" not in trainprof("report", run_file).stdout
+    r = trainprof("compare", "--regimes", run_file)
+    assert r.returncode == 0 and "kept one pace" in r.stdout, r.stdout
 
 
 # A training whose Dataset decodes fast for its first half and slowly for its

@@ -67,16 +67,41 @@ static void add_stored(void *ctx, const tp_run_series *series, const tp_stats *s
     s->n++;
 }
 
+/* The stored series' items by series (each series' index in run->series:
+ * its item, or -1), so that each stored figure over the steps finds its
+ * item at once: a fleet's merged file holds a thousand agents' series. */
+typedef struct stored_steps_ctx {
+    tp_summary *summary;
+    long *item_of;
+} stored_steps_ctx;
+
 /* A stored series' figures over its agent's steps, onto the item of that
  * series (loaded just before). */
 static void add_stored_steps(void *ctx, const tp_run_series *series, const tp_stats *st)
 {
-    tp_summary *s = ctx;
-    for (size_t i = 0; i < s->n; i++)
-        if (s->items[i].series == series) {
-            s->items[i].steps = *st;
-            s->items[i].in_steps = true;
-        }
+    stored_steps_ctx *c = ctx;
+    tp_summary *s = c->summary;
+    size_t k = (size_t)(series - s->run->series);
+    long i = k < s->run->nseries ? c->item_of[k] : -1;
+    if (i >= 0) {
+        s->items[i].steps = *st;
+        s->items[i].in_steps = true;
+    }
+}
+
+static bool stored_series_steps(tp_run *run, tp_summary *out, char *err, size_t cap)
+{
+    stored_steps_ctx c = {out, tp_xmalloc((run->nseries + 1) * sizeof *c.item_of)};
+    for (size_t k = 0; k < run->nseries; k++)
+        c.item_of[k] = -1;
+    for (size_t i = 0; i < out->n; i++) {
+        size_t k = (size_t)(out->items[i].series - run->series);
+        if (k < run->nseries)
+            c.item_of[k] = (long)i;
+    }
+    bool ok = tp_stored_series_steps(run, add_stored_steps, &c, err, cap);
+    free(c.item_of);
+    return ok;
 }
 
 /* The samples pass: each agent's steps window, then every series. The
@@ -248,7 +273,7 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
     bool ranks_aside = !stored && start_side(run, &ranks, &ranks_thread);
     bool ok = samples_aside ||
               (stored ? tp_stored_series(run, add_stored, out, err, cap) &&
-                            tp_stored_series_steps(run, add_stored_steps, out, err, cap) &&
+                            stored_series_steps(run, out, err, cap) &&
                             tp_stored_steps_windows(run, &out->windows, &out->nwindows, err, cap)
                       : each_series(run, pass, add_series, pass, err, cap));
     const char *d = tp_run_meta_get(run, "duration_ns");

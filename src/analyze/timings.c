@@ -516,17 +516,65 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
     return ok;
 }
 
+/* A rank's timed steps' total, for the shares (by rank, then total). */
+typedef struct rank_total {
+    int rank;
+    double total_s;
+} rank_total;
+
+static int cmp_rank_total(const void *x, const void *y)
+{
+    const rank_total *a = x, *b = y;
+    return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+/* The energy of each epoch: the whole job's, measured over the lowest
+ * rank's epoch of that number (the job runs its ranks' epochs together);
+ * a rank's epoch with no such number of the lowest rank's is measured over
+ * its own span. Each span is measured once, so that a job of many ranks
+ * costs its epochs times its energy series, not its ranks times that. */
+static void epochs_energy(tp_run *run, tp_timings *out)
+{
+    int lowest = 0;
+    for (size_t e = 0; e < out->nepochs; e++)
+        if (e == 0 || out->epochs[e].rank < lowest)
+            lowest = out->epochs[e].rank;
+    for (size_t e = 0; e < out->nepochs; e++)
+        if (out->epochs[e].rank == lowest)
+            out->epochs[e].energy_j = epoch_energy(run, &out->epochs[e]);
+    for (size_t e = 0; e < out->nepochs; e++) {
+        tp_epoch_row *row = &out->epochs[e];
+        if (row->rank == lowest)
+            continue;
+        bool found = false;
+        for (size_t k = 0; k < out->nepochs && !found; k++) /* few epochs a rank */
+            if (out->epochs[k].rank == lowest && out->epochs[k].epoch == row->epoch) {
+                row->energy_j = out->epochs[k].energy_j;
+                found = true;
+            }
+        if (!found)
+            row->energy_j = epoch_energy(run, row);
+    }
+}
+
 void tp_timings_finish(tp_run *run, double run_s, tp_timings *out)
 {
+    /* each rank's timed steps' total, found by rank (n log n in the ranks) */
+    rank_total *totals = tp_xmalloc((out->nsteps + 1) * sizeof *totals);
+    size_t nt = 0;
+    for (size_t s = 0; s < out->nsteps; s++)
+        if (out->steps[s].total_s > 0)
+            totals[nt++] = (rank_total){out->steps[s].rank, out->steps[s].total_s};
+    qsort(totals, nt, sizeof *totals, cmp_rank_total);
     for (size_t i = 0; i < out->nrows; i++) {
         out->rows[i].pause = tp_timing_is_pause(out->rows[i].name);
-        double denom = run_s;
-        for (size_t s = 0; s < out->nsteps; s++)
-            if (out->steps[s].rank == out->rows[i].rank && out->steps[s].total_s > 0)
-                denom = out->steps[s].total_s; /* the timed steps' */
+        rank_total key = {out->rows[i].rank, 0};
+        const rank_total *found =
+            nt ? bsearch(&key, totals, nt, sizeof *totals, cmp_rank_total) : NULL;
+        double denom = found ? found->total_s : run_s; /* the timed steps' */
         out->rows[i].share = denom > 0 ? out->rows[i].in_steps_s / denom : 0;
     }
-    for (size_t e = 0; e < out->nepochs; e++)
-        out->epochs[e].energy_j = epoch_energy(run, &out->epochs[e]);
+    free(totals);
+    epochs_energy(run, out);
     tp_run_thread_totals(run, &out->threads, &out->dropped);
 }

@@ -11,9 +11,11 @@
  * dataloader_next, to_device, train_batch (forward, backward, optimizer_step
  * inside), a step mark with 32 samples, and four reduce_metrics spans (DDP
  * buckets) on a second thread of the rank; an epoch mark every hour. Global
- * rank 13 is a straggler: its input takes 2.5 times as long. AGENT names the node
+ * rank 13 is a straggler: its input takes 2.5 times as long (every rank's, with
+ * GEN_RUN_SLOW_NODE=1 in the environment: a slow node). AGENT names the node
  * (and moves its start by its position among FIRST_RANK / RANKS). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,11 +177,14 @@ static void make_ranks(tp_sink *s, rank_gen *r, int nranks, int first)
     }
 }
 
+static bool slow_node; /* GEN_RUN_SLOW_NODE=1: every rank of this node is slow */
+
 /* One step of a rank starting at t (ns since start); returns its length. */
 static uint64_t emit_step(tp_sink *s, rank_gen *r, uint64_t t, uint64_t step_ns, unsigned *seed)
 {
     double jitter = 1 + (rand_r(seed) % 100) / 1000.0;
-    uint64_t input = (uint64_t)((double)step_ns * 0.10 * jitter * (r->rank == 13 ? 2.5 : 1.0));
+    uint64_t input =
+        (uint64_t)((double)step_ns * 0.10 * jitter * (r->rank == 13 || slow_node ? 2.5 : 1.0));
     uint64_t to = step_ns / 50, fwd = step_ns * 3 / 10, bwd = step_ns * 4 / 10, opt = step_ns / 20;
     if (r->epoch < 0 || t / 3600000000000ull != (uint64_t)r->epoch) {
         r->epoch = (int64_t)(t / 3600000000000ull);
@@ -214,6 +219,8 @@ int main(int argc, char **argv)
             "usage: gen_run OUT.db HOURS INTERVAL_S CORES GPUS [RANKS STEP_S AGENT FIRST_RANK]\n");
         return 2;
     }
+    const char *slow = getenv("GEN_RUN_SLOW_NODE");
+    slow_node = slow && strcmp(slow, "1") == 0;
     double hours = atof(argv[2]), interval = atof(argv[3]);
     int cores = atoi(argv[4]), gpus = atoi(argv[5]);
     int nranks = argc == 10 ? atoi(argv[6]) : 0, first = argc == 10 ? atoi(argv[9]) : 0;

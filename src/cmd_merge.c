@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "store/merge.h"
@@ -21,16 +22,39 @@ static const char usage[] =
     "30 MB in under a second instead of 6.7 GB in 90 s. `export` (trace, CSV) and\n"
     "`summarize --force` need the node files.\n";
 
-/* One line per input copied, with the time so far: a merge of many
- * node-days takes minutes. */
+/* The progress of a merge of many node files (minutes for many node-days):
+ * on a terminal one line, rewritten after each input, with the files done,
+ * the rate and the time left; elsewhere (a log) a line at each tenth. */
+typedef struct merge_progress {
+    struct timespec t0;
+    bool tty;
+    size_t said; /* tenths said (not on a terminal) */
+} merge_progress;
+
 static void print_progress(void *ctx, size_t done, size_t n, const char *input, bool all_rows)
 {
-    (void)all_rows;
-    const struct timespec *t0 = ctx;
+    (void)all_rows, (void)input;
+    merge_progress *p = ctx;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    double s = (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
-    fprintf(stderr, "trainprof: merge: %s copied (%zu of %zu, %.1f s)\n", input, done, n, s);
+    double s = (double)(now.tv_sec - p->t0.tv_sec) + (double)(now.tv_nsec - p->t0.tv_nsec) / 1e9;
+    double rate = s > 0 ? (double)done / s : 0, left = rate > 0 ? (double)(n - done) / rate : 0;
+    if (p->tty) {
+        fprintf(stderr,
+                "\rtrainprof: merge: %zu of %zu files, %.1f files/s, %.0f s so far, about %.0f s "
+                "left\033[K%s",
+                done, n, rate, s, left, done == n ? "\n" : "");
+        return;
+    }
+    size_t tenth = n ? done * 10 / n : 10;
+    if (tenth > p->said || done == n) {
+        p->said = tenth;
+        char rest[48] = "";
+        if (done != n)
+            snprintf(rest, sizeof rest, ", about %.0f s left", left);
+        fprintf(stderr, "trainprof: merge: %zu of %zu files, %.1f files/s, %.1f s so far%s\n", done,
+                n, rate, s, rest);
+    }
 }
 
 int cmd_merge(int argc, char **argv)
@@ -60,15 +84,15 @@ int cmd_merge(int argc, char **argv)
     if (refused)
         return refused;
     char err[1024];
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    merge_progress progress = {.tty = isatty(STDERR_FILENO)};
+    clock_gettime(CLOCK_MONOTONIC, &progress.t0);
     tp_merge_options opt = {.force = force,
                             .durable = true,
                             .summary_only = summary,
                             .plots = summary,
                             .rows_refused = summary,
                             .progress = quiet ? NULL : print_progress,
-                            .progress_ctx = &t0};
+                            .progress_ctx = &progress};
     if (!tp_merge_runs(output, (const char *const *)argv + first, (size_t)(argc - first), &opt, err,
                        sizeof err)) {
         tp_error("%s", err);

@@ -155,7 +155,8 @@ bool tp_page_facts_build(const tp_summary *s, bool all, tp_page_facts *out, char
         out->steps_to = w == 0 || t1 > out->steps_to ? t1 : out->steps_to;
         out->has_steps = true;
     }
-    return build_step_phases(s, all, out, err, cap) && build_pauses(s, out, err, cap) &&
+    return build_step_phases(s, all, out, err, cap) &&
+           tp_rank_heatmap_build(s, &out->heatmap, err, cap) && build_pauses(s, out, err, cap) &&
            build_lines(s, out, err, cap);
 }
 
@@ -171,5 +172,6 @@ void tp_page_facts_free(tp_page_facts *p)
         tp_step_phases_free(&p->phases[i]);
     free(p->ranks);
     free(p->phases);
+    tp_rank_heatmap_free(&p->heatmap);
     memset(p, 0, sizeof *p);
 }

@@ -7,7 +7,8 @@
  *     (analyze/pauses.h), those of one name closer than a bucket to each
  *     other taken as one shade, with how many they were and their time;
  *   - the ranks whose step time is plotted (every rank with steps when there
- *     are few or `all`, else the notable ones) and their step time by phase.
+ *     are few or `all`, else the notable ones) and their step time by phase;
+ *   - every rank's step time by step, as a heatmap (analyze/rank_heatmap.h).
  * From the plots the recorder stored where the summary found them
  * (tp_summary.plots_stored), else from the rows. No words: the renderer
  * names everything. */
@@ -17,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "analyze/rank_heatmap.h"
 #include "analyze/step_phases.h"
 #include "analyze/summary.h"
 
@@ -44,7 +46,8 @@ typedef struct tp_page_facts {
     int *ranks; /* nranks plotted ranks, with their step phases */
     tp_step_phases *phases;
     size_t nranks;
-    bool notable_ranks; /* the ranks are tp_ranks_notable's, not all */
+    bool notable_ranks;      /* the ranks are tp_ranks_notable's, not all */
+    tp_rank_heatmap heatmap; /* step time by rank and step (every rank) */
 } tp_page_facts;
 
 /* False (one-line reason in err) when the run can't be read or memory ran

@@ -8,7 +8,9 @@
 
 #include "analyze/regime_stacks.h"
 #include "analyze/scaling.h"
+#include "core/metric_catalog.h"
 #include "util/json_read.h"
+#include "util/labels.h"
 #include "util/ns_math.h"
 #include "util/oom.h"
 #include "util/utf8.h"
@@ -29,6 +31,44 @@ static void rank_place(const tp_summary *s, int rank, int64_t *agent, int *gpu)
             *agent = s->ranks.rows[i].agent_id;
             *gpu = s->ranks.rows[i].gpu;
         }
+}
+
+/* A series' mean over its agent's training steps (the summary's figures,
+ * stored or computed alike), NaN where it has none. */
+static double mean_over_steps(const tp_summary *s, int64_t agent, const char *metric,
+                              const char *labels)
+{
+    const tp_series_summary *m = tp_summary_find(s, agent, metric, labels);
+    return m && m->steps.count ? m->steps.mean : NAN;
+}
+
+/* What the machine of rank did over its agent's steps (regimes.h's
+ * figures), from the summary's series: the same for a run file and for
+ * its summary-only merge. */
+static void machine_over_steps(const tp_summary *s, int rank, tp_regime_machine *m)
+{
+    int64_t agent;
+    int gpu;
+    rank_place(s, rank, &agent, &gpu);
+    double busy = mean_over_steps(s, agent, TP_METRIC_CPU_UTIL_PERCENT, "{}");
+    double own = mean_over_steps(s, agent, TP_METRIC_PROC_CPU_PERCENT, "{}");
+    const char *cpus = tp_run_agent_meta_get(s->run, agent, "cpu_count");
+    double cores = cpus ? strtod(cpus, NULL) : 0;
+    m->others_cpu_percent = cores >= 1 ? fmax(0, busy - own / cores) : NAN;
+    m->cpu_pressure = mean_over_steps(s, agent, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
+    m->io_pressure = mean_over_steps(s, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}");
+    m->mem_used_bytes = mean_over_steps(s, agent, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
+    m->swap_used_bytes = mean_over_steps(s, agent, TP_METRIC_SWAP_USED_BYTES, "{}");
+    m->gpu_sm_clock_mhz = m->gpu_trouble_share = NAN;
+    if (gpu < 0)
+        return;
+    char index[16], labels[48];
+    snprintf(index, sizeof index, "%d", gpu);
+    tp_labels1(labels, sizeof labels, "gpu", index);
+    m->gpu_sm_clock_mhz = mean_over_steps(s, agent, TP_METRIC_GPU_SM_CLOCK_MHZ, labels);
+    for (size_t i = 0; s->gpu_slowdown && i < s->run->ngpus; i++)
+        if (s->run->gpus[i].agent_id == agent && s->run->gpus[i].index == gpu)
+            m->gpu_trouble_share = s->gpu_slowdown[i].trouble_share;
 }
 
 /* Fills side from s's first rank's step phases; g gets the groups. */
@@ -82,14 +122,7 @@ static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, ch
         for (size_t k = 0; k < TP_STEP_PHASES; k++)
             side->phase_s[k] = phase[k] / weight;
     }
-    if (ph.ngroups && ph.start_s && ph.end_s && isfinite(ph.start_s[0]) &&
-        isfinite(ph.end_s[ph.ngroups - 1])) {
-        int64_t agent;
-        int gpu;
-        rank_place(s, row->rank, &agent, &gpu);
-        tp_regime_machine_over(s->run, agent, gpu, tp_ns_round_s(ph.start_s[0]),
-                               tp_ns_round_s(ph.end_s[ph.ngroups - 1]), &side->machine);
-    }
+    machine_over_steps(s, row->rank, &side->machine);
     tp_step_phases_free(&ph);
     return true;
 }

@@ -376,13 +376,19 @@ bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
     return ok && tp_regimes_add_stack_causes(s->run, &s->regimes, err, cap);
 }
 
-bool tp_summary_step_phases(const tp_summary *s, int rank, size_t skip, tp_step_phases *ph,
-                            char *err, size_t cap)
+bool tp_summary_step_phases_of(const tp_summary *s, const int *ranks, const size_t *skip, size_t n,
+                               tp_step_phases *ph, char *err, size_t cap)
 {
     /* a summary-only merge keeps them even where it leaves the plots out */
     bool stored = s->plots_stored || tp_run_summary_only(s->run);
-    return stored ? tp_stored_step_phases(s->run, &rank, 1, ph, err, cap)
-                  : tp_step_phases_build(s->run, &rank, &skip, 1, TP_STEP_GROUPS, ph, err, cap);
+    return stored ? tp_stored_step_phases(s->run, ranks, n, ph, err, cap)
+                  : tp_step_phases_build(s->run, ranks, skip, n, TP_STEP_GROUPS, ph, err, cap);
+}
+
+bool tp_summary_step_phases(const tp_summary *s, int rank, size_t skip, tp_step_phases *ph,
+                            char *err, size_t cap)
+{
+    return tp_summary_step_phases_of(s, &rank, &skip, 1, ph, err, cap);
 }
 
 void tp_summary_close(tp_summary *s)

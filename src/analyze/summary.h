@@ -118,6 +118,10 @@ bool tp_summary_add_course(tp_summary *s, char *err, size_t cap);
  * read; tp_step_phases_free in every case. */
 bool tp_summary_step_phases(const tp_summary *s, int rank, size_t skip, tp_step_phases *ph,
                             char *err, size_t cap);
+/* The same for n ranks at once (ph[k] for ranks[k], skip[k]): one pass
+ * over the rows or the stored table, whatever n. */
+bool tp_summary_step_phases_of(const tp_summary *s, const int *ranks, const size_t *skip, size_t n,
+                               tp_step_phases *ph, char *err, size_t cap);
 
 /* The summary of one series by metric and labels on an agent, or NULL. */
 const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id, const char *metric,

@@ -548,6 +548,7 @@ bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const t
         rank_parts(out, s);
     else
         step_breakdown(out, s);
+    tp_html_rank_heatmap(out, &page->heatmap);
     step_time_plots(out, s, page);
     epoch_plot(out, s);
     tp_html_stacks(out, &s->stacks);

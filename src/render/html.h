@@ -31,6 +31,11 @@ void tp_html_scaling_write(FILE *out, const struct tp_scale_row *rows, size_t n)
 /* Its table and charts, for a page of its caller's. */
 void tp_html_scaling_body(FILE *out, const struct tp_scale_row *rows, size_t n);
 
+/* Step time by rank and step, as a heatmap of bounded size (nothing for a
+ * run of fewer than two ranks). */
+struct tp_rank_heatmap;
+void tp_html_rank_heatmap(FILE *out, const struct tp_rank_heatmap *h);
+
 /* The page of two runs compared: A's and B's phases as bars, the
  * comparison's text (render/compare.h), escaped, and where their world
  * sizes differ (nrows > 0) the scaling table and charts. */

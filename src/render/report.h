@@ -41,7 +41,9 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s);
 
 /* Ranks side by side: text when two or more marked steps; JSON for any
  * rank that did (null when none). */
-void tp_report_ranks_text(FILE *out, const tp_summary *s);
+/* Ranks side by side: a line each, or past TP_RANKS_LISTED ranks (unless
+ * all) their distribution and those that stand out. */
+void tp_report_ranks_text(FILE *out, const tp_summary *s, bool all);
 void tp_report_ranks_json(json_writer *w, const tp_summary *s);
 
 /* Inside the phases: per rank and phase, the functions the sampled stacks

@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "core/metric_catalog.h"
+#include "analyze/rank_spread.h"
 #include "render/report.h"
 #include "render/units.h"
 #include "render/verdict_words.h"
@@ -14,11 +15,68 @@ static const char *agent_name(const tp_run *run, int64_t id)
     return "?";
 }
 
-void tp_report_ranks_text(FILE *out, const tp_summary *s)
+/* More ranks than TP_RANKS_LISTED: each figure's distribution over the
+ * ranks, then the ranks and nodes that stand out. */
+static void ranks_spread_text(FILE *out, const tp_summary *s)
+{
+    const tp_ranks *r = &s->ranks;
+    tp_rank_spread sp;
+    tp_rank_spread_build(r, &sp);
+    fprintf(out,
+            "\nRanks, per step: %zu ranks on %zu agent%s (window: first to last step mark; "
+            "--all lists every rank)\n  %-10s %10s %10s %10s %10s %10s %8s\n",
+            sp.ranks, sp.agents, sp.agents == 1 ? "" : "s", "", "median", "p5", "p95", "lowest",
+            "highest", "p95/p5");
+    for (size_t f = 0; f < TP_RANK_FIGURES; f++) {
+        char c[5][32];
+        const double v[] = {sp.p50[f], sp.p5[f], sp.p95[f], sp.min[f], sp.max[f]};
+        for (int k = 0; k < 5; k++)
+            tp_format_duration(c[k], sizeof c[k], v[k]);
+        char spread[16] = "-";
+        if (sp.p5[f] > 0)
+            snprintf(spread, sizeof spread, "%.2fx", sp.p95[f] / sp.p5[f]);
+        fprintf(out, "  %-10s %10s %10s %10s %10s %10s %8s\n", tp_rank_figure_names[f], c[0], c[1],
+                c[2], c[3], c[4], spread);
+    }
+    if (!sp.nstandouts && !sp.nslow_nodes) {
+        fprintf(out,
+                "  no rank's own work (input + compute) is more than %.0f %% above the "
+                "median rank's\n",
+                100 * TP_STRAGGLER_EXCESS);
+        return;
+    }
+    char median[32];
+    tp_format_duration(median, sizeof median, r->median_own_s);
+    fprintf(out, "  standing out (own work above the median rank's %s a step):\n", median);
+    for (size_t i = 0; i < sp.nslow_nodes; i++) {
+        const tp_slow_node *n = &sp.slow_nodes[i];
+        fprintf(out, "    node %s: all its %zu ranks (%d-%d) slow, each +%.0f%% or more\n",
+                agent_name(s->run, n->agent_id), n->ranks, n->first_rank, n->last_rank,
+                100 * n->least_excess);
+    }
+    if (sp.more_slow_nodes)
+        fprintf(out, "    and %zu more nodes whose ranks are all slow\n", sp.more_slow_nodes);
+    for (size_t i = 0; i < sp.nstandouts; i++) {
+        const tp_rank_row *row = &r->rows[sp.standouts[i]];
+        char part[32];
+        tp_format_duration(part, sizeof part, tp_rank_own_per_step(row));
+        fprintf(out, "    rank %d (%s): +%.0f%%, %s of own work a step (%s)\n", row->rank,
+                agent_name(s->run, row->agent_id), 100 * row->excess, part,
+                row->cause.input ? "input" : "compute");
+    }
+    if (sp.more_standouts)
+        fprintf(out, "    and %zu more stragglers\n", sp.more_standouts);
+}
+
+void tp_report_ranks_text(FILE *out, const tp_summary *s, bool all)
 {
     const tp_ranks *r = &s->ranks;
     if (r->n < 2)
         return;
+    if (r->n > TP_RANKS_LISTED && !all) {
+        ranks_spread_text(out, s);
+        return;
+    }
     fprintf(out,
             "\nRanks, per step (window: first to last step mark; parts by interval union, "
             "communication first)\n  %-6s %-16s %7s %10s %10s %10s %10s %10s %10s %8s\n",
@@ -76,6 +134,50 @@ static void number_or_null(json_writer *w, const char *key, double v)
         json_null(w);
     else
         json_double(w, v);
+}
+
+/* "spread": each figure's distribution over the ranks, the stragglers that
+ * stand out and the nodes whose ranks are all slow. */
+static void spread_json(json_writer *w, const tp_summary *s)
+{
+    tp_rank_spread sp;
+    tp_rank_spread_build(&s->ranks, &sp);
+    json_key(w, "spread");
+    json_object_begin(w);
+    json_key(w, "agents");
+    json_int(w, (int64_t)sp.agents);
+    for (size_t f = 0; f < TP_RANK_FIGURES; f++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s_s_per_step", f == 1 ? "own" : tp_rank_figure_names[f]);
+        json_key(w, key);
+        json_object_begin(w);
+        const char *names[] = {"median", "p5", "p95", "lowest", "highest"};
+        const double v[] = {sp.p50[f], sp.p5[f], sp.p95[f], sp.min[f], sp.max[f]};
+        for (int k = 0; k < 5; k++)
+            number_or_null(w, names[k], v[k]);
+        json_object_end(w);
+    }
+    json_key(w, "standing_out");
+    json_array_begin(w);
+    for (size_t i = 0; i < sp.nstandouts; i++)
+        json_int(w, s->ranks.rows[sp.standouts[i]].rank);
+    json_array_end(w);
+    json_key(w, "slow_nodes");
+    json_array_begin(w);
+    for (size_t i = 0; i < sp.nslow_nodes; i++) {
+        json_object_begin(w);
+        json_key(w, "agent");
+        json_string(w, agent_name(s->run, sp.slow_nodes[i].agent_id));
+        json_key(w, "ranks");
+        json_int(w, (int64_t)sp.slow_nodes[i].ranks);
+        json_key(w, "first_rank");
+        json_int(w, sp.slow_nodes[i].first_rank);
+        json_key(w, "last_rank");
+        json_int(w, sp.slow_nodes[i].last_rank);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_object_end(w);
 }
 
 void tp_report_ranks_json(json_writer *w, const tp_summary *s)
@@ -147,5 +249,6 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s)
         json_object_end(w);
     }
     json_array_end(w);
+    spread_json(w, s);
     json_object_end(w);
 }

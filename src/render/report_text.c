@@ -363,7 +363,7 @@ void tp_report_text(FILE *out, const tp_summary *s, const tp_verdicts *v, bool a
         unavailable_lines(out, s, &s->run->agents[i]);
     }
     tp_report_timings_text(out, s, all);
-    tp_report_ranks_text(out, s);
+    tp_report_ranks_text(out, s, all);
     tp_report_stacks_text(out, s);
     tp_report_ops_text(out, s);
     tp_report_verdicts_text(out, s, v);

@@ -20,6 +20,38 @@ static void show_progress(void *ctx, size_t done, size_t n, const char *input, b
                 input);
 }
 
+/* The inputs as a name: "a.db + b.db" for a few; for more, their count and
+ * a pattern, what all their names share around a "*" ("128 files:
+ * runs/node-*.db"), or the first and the last. */
+#define DISPLAY_LISTED 4
+static void display_name(char *out, size_t cap, char *const *paths, size_t n)
+{
+    size_t len = 0;
+    if (n <= DISPLAY_LISTED) {
+        for (size_t i = 0; i < n && len < cap; i++)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? " + " : "", paths[i]);
+        return;
+    }
+    size_t prefix = strlen(paths[0]), suffix = prefix;
+    for (size_t i = 1; i < n; i++) {
+        size_t k = 0, m = strlen(paths[i]), l0 = strlen(paths[0]);
+        while (k < prefix && paths[i][k] == paths[0][k])
+            k++;
+        prefix = k;
+        k = 0;
+        while (k < suffix && k < m && k < l0 && paths[i][m - 1 - k] == paths[0][l0 - 1 - k])
+            k++;
+        suffix = k;
+    }
+    size_t l0 = strlen(paths[0]);
+    if (prefix + suffix > l0) /* one name inside another's: no pattern */
+        suffix = l0 > prefix ? l0 - prefix : 0;
+    if (prefix || suffix)
+        snprintf(out, cap, "%zu files: %.*s*%s", n, (int)prefix, paths[0], paths[0] + l0 - suffix);
+    else
+        snprintf(out, cap, "%zu files: %s + ... + %s", n, paths[0], paths[n - 1]);
+}
+
 bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n, bool summary_only,
                     bool plots, char *err, size_t cap)
 {
@@ -27,10 +59,7 @@ bool tp_inputs_open(tp_inputs *in, const char *who, char *const *paths, size_t n
     in->path = n ? paths[0] : NULL;
     if (n <= 1)
         return true;
-    size_t len = 0;
-    for (size_t i = 0; i < n && len < sizeof in->display; i++)
-        len += (size_t)snprintf(in->display + len, sizeof in->display - len, "%s%s", i ? " + " : "",
-                                paths[i]);
+    display_name(in->display, sizeof in->display, paths, n);
     const char *dir = getenv("TMPDIR");
     /* a directory of its own (0700, random name), so nobody else's file in
      * a shared /tmp can stand where the merged run goes */

@@ -32,9 +32,11 @@ def test_merge_aligns_and_reports_per_agent(tmp_path):
     out = tmp_path / "all.db"
     r = trainprof("merge", "-o", out, a, b)
     assert r.returncode == 0, r.stderr
-    # progress: a line per input copied, then the result
+    # progress, in a log: a line at each tenth of the files (both, of two), then the result
     lines = r.stderr.splitlines()
-    assert [x.split(" copied (")[1][:6] for x in lines[:2]] == ["1 of 2", "2 of 2"]
+    assert [x.split("merge: ")[1].split(",")[0] for x in lines[:2]] == ["1 of 2 files",
+                                                                       "2 of 2 files"]
+    assert "files/s" in lines[0] and "left" in lines[0] and "left" not in lines[1]
     assert lines[2] == f"trainprof: merged 2 run files into {out}"
     r = trainprof("merge", "-q", "-o", tmp_path / "quiet.db", a, b)
     assert r.returncode == 0 and r.stderr == ""
@@ -392,8 +394,12 @@ def test_merge_summary_keeps_what_report_html_and_compare_read(tmp_path):
         assert trainprof("html", "-o", tmp_path / f"{f.stem}.html", f).returncode == 0
         pages.append((tmp_path / f"{f.stem}.html").read_text().replace(str(f), "RUN"))
     assert pages[0] == pages[1] and pages[0].count("<polyline") > 20
-    lines = trainprof("compare", full, small).stdout.splitlines()
-    assert lines[1].split()[1:] == lines[2].split()[1:]
+    same = json.loads(trainprof("compare", "--json", full, small).stdout)  # one run twice
+    assert same["step_change"]["comparable"] and same["step_change"]["change"] == 0
+    assert same["differences"] == [] and same["causes"] == []
+    for side in ("a", "b"):
+        same[side].pop("path")
+    assert same["a"] == same["b"]
     # what reads the rows refuses the small file, in one line, exit status 2
     for args in (("export", small), ("export", "--format", "csv", small),
                  ("summarize", "--force", small)):

@@ -8,6 +8,7 @@
 #include "analyze/summary.h"
 #include "analyze/verdicts.h"
 #include "commands.h"
+#include "export_parquet.h"
 #include "render/export.h"
 #include "render/report.h"
 #include "render/units.h"
@@ -19,6 +20,7 @@
 
 static const char usage[] =
     "usage: trainprof export [--format chrome|csv|json|folded] [-o FILE [--force]] RUN_FILE...\n"
+    "       trainprof export --format parquet -o DIR [--force] RUN_FILE...\n"
     "\n"
     "Writes a run file in another format, streamed (memory stays flat):\n"
     "  chrome  Trace Event Format JSON for Perfetto UI and chrome://tracing: a track per\n"
@@ -29,10 +31,14 @@ static const char usage[] =
     "  json    the report, as `trainprof report --json`\n"
     "  folded  the sampled Python stacks, one line per stack and phase with its count\n"
     "          (flamegraph.pl, speedscope, inferno): PHASE;frame;...;frame COUNT\n"
+    "  parquet the tables (samples, regions, marks, steps, summaries) as Parquet files\n"
+    "          under DIR, partitioned by agent and rank, for DuckDB, Spark, Trino or\n"
+    "          pandas (docs/run-file.md); written by Apache Arrow's pyarrow, which\n"
+    "          the Python that runs trainprof's package must have\n"
     "Several files (one per node of a job) are merged first, as `trainprof merge`\n"
-    "would.\n";
+    "would (for parquet, each file's rows go into the same directories).\n";
 
-typedef enum { FMT_CHROME, FMT_CSV, FMT_JSON, FMT_FOLDED } export_format;
+typedef enum { FMT_CHROME, FMT_CSV, FMT_JSON, FMT_FOLDED, FMT_PARQUET } export_format;
 
 #define TP_EXPORT_MAX_BYTES_DEFAULT (1ull << 30)
 
@@ -114,12 +120,13 @@ static bool parse_size(const char *text, uint64_t *out)
 
 int cmd_export(int argc, char **argv)
 {
-    static const char *const formats[] = {"chrome", "csv", "json", "folded", NULL};
+    static const char *const formats[] = {"chrome", "csv", "json", "folded", "parquet", NULL};
     int format = FMT_CHROME;
     const char *output = NULL, *max_text = NULL;
     bool force = false;
     const tp_option options[] = {
-        TP_CHOICE('f', "format", "FORMAT", "chrome, csv, json or folded", &format, formats),
+        TP_CHOICE('f', "format", "FORMAT", "chrome, csv, json, folded or parquet", &format,
+                  formats),
         TP_STRING('o', "output", "FILE", "write to FILE (default: standard output)", &output),
         TP_FLAG(0, "force", "overwrite FILE if it exists", &force),
         TP_STRING(0, "max-bytes", "SIZE",
@@ -138,6 +145,8 @@ int cmd_export(int argc, char **argv)
     int rc = tp_options_parse(&cmd, argc, argv, &first);
     if (rc != TP_OPTIONS_OK)
         return rc;
+    if (format == FMT_PARQUET)
+        return tp_export_parquet(output, argv + first, (size_t)(argc - first), force);
     tp_export_budget budget = {NULL, TP_EXPORT_MAX_BYTES_DEFAULT, 0};
     if (max_text && !parse_size(max_text, &budget.max_bytes)) {
         tp_error("export: --max-bytes must be a size of 64K or more, such as 500M or 2G (got "

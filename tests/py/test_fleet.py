@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import PROGRAM, ROOT, run_on_a_terminal, trainprof
+from conftest import PROGRAM, PYTHON, ROOT, run_on_a_terminal, trainprof
 
 GEN = os.environ.get("GEN_RUN", str(ROOT / "build" / "bench" / "gen_run"))
 NODES, RANKS, SLOW_NODE = 64, 8, 41
@@ -85,3 +85,75 @@ def test_merge_of_many_files_is_one_progress_line(fleet, tmp_path):
     assert text.count("\r") >= NODES  # rewritten after each file
     assert f"{NODES} of {NODES} files" in text and "files/s" in text and "left" in text
     assert text.count("\n") <= 3  # the line, its end, and the result
+
+
+def duckdb_or_skip():
+    return pytest.importorskip("duckdb")
+
+
+def test_the_fleet_as_parquet_answers_as_the_report(fleet, tmp_path):
+    """export --format parquet, read back by DuckDB: each rank's steps and
+    their mean, and each agent's CPU, as the report gives them."""
+    duckdb = duckdb_or_skip()
+    out = tmp_path / "parquet"
+    env = {"TRAINPROF_PYTHON": PYTHON}
+    r = trainprof("export", "--format", "parquet", "-o", out, *fleet, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "marks", "regions", "samples", "steps", "summary_epoch", "summary_rank", "summary_step",
+        "summary_timing"]
+    assert len(list((out / "steps").glob("rank=*"))) == NODES * RANKS
+    assert len(list((out / "samples").glob("agent=*"))) == NODES
+    rep = json.loads(trainprof("report", "--json", *fleet, timeout=300).stdout)
+    steps = {row[0]: row[1:] for row in duckdb.sql(
+        f"SELECT rank, count(*), avg(duration_s) FROM read_parquet('{out}/steps/*/*.parquet',"
+        " hive_partitioning = true) WHERE NOT warmup AND NOT profiled GROUP BY rank").fetchall()}
+    assert len(steps) == NODES * RANKS
+    for s in rep["steps"]:
+        count, mean = steps[s["rank"]]
+        assert count == s["timed_steps"] and f"{mean:.6g}" == f"{s['mean_s']:.6g}"
+    cpu = dict(duckdb.sql(
+        f"SELECT agent, avg(value) FROM read_parquet('{out}/samples/*/*.parquet',"
+        " hive_partitioning = true) WHERE metric = 'cpu_util_percent' AND labels = '{}'"
+        " GROUP BY agent").fetchall())
+    for agent in rep["agents"]:
+        [m] = [m for m in agent["metrics"] if m["name"] == "cpu_util_percent" and not m["labels"]]
+        assert f"{cpu[agent['name']]:.6g}" == f"{m['mean']:.6g}"
+    # the fleet's questions: the slowest ranks by own work, a metric across nodes
+    slowest = duckdb.sql(
+        f"SELECT rank, avg(duration_s) AS input FROM read_parquet("
+        f"'{out}/regions/*/*.parquet', hive_partitioning = true) WHERE name = 'dataloader_next'"
+        " GROUP BY rank ORDER BY input DESC LIMIT 9").fetchall()
+    assert {rank for rank, _ in slowest} == {13, *range(SLOW_NODE * RANKS, SLOW_NODE * RANKS + 8)}
+
+
+def test_parquet_refuses_what_it_cannot_do(fleet, tmp_path):
+    r = trainprof("export", "--format", "parquet", fleet[0])
+    assert r.returncode == 2 and "name it with -o DIR" in r.stderr
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    r = trainprof("export", "--format", "parquet", "-o", tmp_path / "full", fleet[0])
+    assert r.returncode == 2 and "holds files already" in r.stderr
+    r = trainprof("export", "--format", "parquet", "-o", tmp_path / "out", tmp_path / "none.db",
+                  env={"TRAINPROF_PYTHON": PYTHON})
+    assert r.returncode == 2 and "none.db: no such file" in r.stderr
+
+
+def test_a_recorded_run_as_parquet_leaves_the_profiled_steps_out_as_the_report(tmp_path):
+    """A real training (its capture window at step 11: profiled steps)."""
+    duckdb = duckdb_or_skip()
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, ROOT / "tests/py/programs/loader_train.py",
+                  "0", "60", "0", timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "parquet"
+    r = trainprof("export", "--format", "parquet", "-o", out, run,
+                  env={"TRAINPROF_PYTHON": PYTHON})
+    assert r.returncode == 0, r.stderr
+    [s] = json.loads(trainprof("report", "--json", run).stdout)["steps"]
+    assert s["profiled_steps"] > 0
+    [(count, profiled, mean)] = duckdb.sql(
+        f"SELECT count(*), count(*) FILTER (WHERE profiled), avg(duration_s) FILTER (WHERE NOT"
+        f" profiled AND NOT warmup) FROM read_parquet('{out}/steps/*/*.parquet')").fetchall()
+    assert count == s["count"] and profiled == s["profiled_steps"]
+    assert f"{mean:.6g}" == f"{s['mean_s']:.6g}"

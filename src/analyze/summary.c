@@ -409,10 +409,17 @@ const tp_steps_window *tp_summary_window(const tp_summary *s, int64_t agent_id)
 const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id, const char *metric,
                                          const char *labels)
 {
-    for (size_t i = 0; i < s->n; i++) {
+    size_t lo = 0, hi = s->n; /* the items are in agent order: the agent's first */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->items[mid].series->agent_id < agent_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < s->n && s->items[i].series->agent_id == agent_id; i++) {
         const tp_run_series *r = s->items[i].series;
-        if (r->agent_id == agent_id && strcmp(r->metric, metric) == 0 &&
-            strcmp(r->labels, labels) == 0)
+        if (strcmp(r->metric, metric) == 0 && strcmp(r->labels, labels) == 0)
             return &s->items[i];
     }
     return NULL;

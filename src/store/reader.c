@@ -252,6 +252,7 @@ void tp_run_close(tp_run *run)
         free(run->series[i].unit);
         free(run->series[i].labels);
     }
+    free(run->series_by_key);
     for (size_t i = 0; i < run->nunavailable; i++) {
         free(run->unavailable[i].source);
         free(run->unavailable[i].reason);
@@ -336,6 +337,47 @@ void tp_run_end_read(tp_run *run)
 {
     if (!sqlite3_get_autocommit(run->db))
         sqlite3_exec(run->db, "COMMIT", NULL, NULL, NULL);
+}
+
+static int cmp_series_key(const tp_run_series *a, int64_t agent, const char *metric,
+                          const char *labels)
+{
+    if (a->agent_id != agent)
+        return (a->agent_id > agent) - (a->agent_id < agent);
+    int c = strcmp(a->metric, metric);
+    return c ? c : strcmp(a->labels, labels);
+}
+
+static int cmp_series_ptr(const void *x, const void *y)
+{
+    const tp_run_series *a = *(const tp_run_series *const *)x;
+    const tp_run_series *b = *(const tp_run_series *const *)y;
+    return cmp_series_key(a, b->agent_id, b->metric, b->labels);
+}
+
+const tp_run_series *tp_run_series_find(tp_run *run, int64_t agent_id, const char *metric,
+                                        const char *labels)
+{
+    if (!run->series_by_key && run->nseries) {
+        run->series_by_key = malloc(run->nseries * sizeof *run->series_by_key);
+        if (!run->series_by_key)
+            return NULL;
+        for (size_t i = 0; i < run->nseries; i++)
+            run->series_by_key[i] = &run->series[i];
+        qsort(run->series_by_key, run->nseries, sizeof *run->series_by_key, cmp_series_ptr);
+    }
+    size_t lo = 0, hi = run->nseries;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_series_key(run->series_by_key[mid], agent_id, metric, labels) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < run->nseries &&
+                   cmp_series_key(run->series_by_key[lo], agent_id, metric, labels) == 0
+               ? run->series_by_key[lo]
+               : NULL;
 }
 
 const tp_run_series *tp_run_series_by_id(const tp_run *run, int64_t id)

@@ -72,7 +72,10 @@ typedef struct tp_run {
     size_t ngpus;
     int64_t last_t_ns; /* latest sample time, -1 when there is none */
     int schema_version;
-    bool raw_only;       /* analyse the rows even when a summary is stored */
+    bool raw_only; /* analyse the rows even when a summary is stored */
+    /* the series by (agent, metric, labels), made at the first
+     * tp_run_series_find (NULL until then) */
+    const tp_run_series **series_by_key;
     void *value_at_stmt; /* sqlite3_stmt of tp_run_series_value_at, kept */
 } tp_run;
 
@@ -124,6 +127,12 @@ bool tp_run_has_column(const tp_run *run, const char *table, const char *column)
 
 /* The series of that id, or NULL (binary search: series load in id order). */
 const tp_run_series *tp_run_series_by_id(const tp_run *run, int64_t id);
+
+/* The series of agent_id with metric and labels, or NULL: a binary search
+ * (an index made at the first call), as a fleet's file holds a thousand
+ * agents' series. */
+const tp_run_series *tp_run_series_find(tp_run *run, int64_t agent_id, const char *metric,
+                                        const char *labels);
 
 /* Calls fn once per series that has samples, in series order, with all of its
  * samples in time order (t_ns[i], values[i]). The buffers are reused between

@@ -155,23 +155,22 @@ static sqlite3_stmt *window_samples(tp_run *run, const char *what, int64_t agent
                                     const char *metric, const char *labels, int64_t t0_ns,
                                     int64_t t1_ns)
 {
-    char *sql =
-        sqlite3_mprintf("SELECT %s FROM sample x JOIN series s ON s.id = x.series_id"
-                        " JOIN metric m ON m.id = s.metric_id"
-                        " WHERE s.agent_id = ?5 AND m.name = ?1 AND s.labels = ?2 AND x.t_ns > ?3"
-                        " AND x.t_ns <= COALESCE((SELECT MIN(y.t_ns) FROM sample y"
-                        " WHERE y.series_id = s.id AND y.t_ns >= ?4), ?4)",
-                        what);
+    const tp_run_series *series = tp_run_series_find(run, agent_id, metric, labels);
+    if (!series)
+        return NULL;
+    /* by the sample table's key (series_id, t_ns): a range of one series */
+    char *sql = sqlite3_mprintf("SELECT %s FROM sample x WHERE x.series_id = ?1 AND x.t_ns > ?2"
+                                " AND x.t_ns <= COALESCE((SELECT MIN(y.t_ns) FROM sample y"
+                                " WHERE y.series_id = ?1 AND y.t_ns >= ?3), ?3)",
+                                what);
     sqlite3_stmt *st = NULL;
     if (!sql || sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         st = NULL;
     sqlite3_free(sql);
     if (st) {
-        sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, labels, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, t0_ns);
-        sqlite3_bind_int64(st, 4, t1_ns);
-        sqlite3_bind_int64(st, 5, agent_id);
+        sqlite3_bind_int64(st, 1, series->id);
+        sqlite3_bind_int64(st, 2, t0_ns);
+        sqlite3_bind_int64(st, 3, t1_ns);
     }
     return st;
 }

@@ -258,6 +258,53 @@ bool tp_stored_plot_points(tp_run *run, tp_sample_row_fn fn, void *ctx, char *er
                              "stored plots", fn, ctx, err, cap);
 }
 
+/* The growth of one rank's groups as rows come (tp_grow's capacities). */
+typedef struct phase_caps {
+    size_t groups, values, pauses, starts, ends;
+} phase_caps;
+
+/* Appends the row st holds (the columns of tp_stored_step_phases' query
+ * from column first on) as a group of ph. */
+static void add_phase_group(tp_step_phases *ph, phase_caps *c, sqlite3_stmt *st, int first)
+{
+    ph->nsteps = (size_t)sqlite3_column_int64(st, first);
+    ph->pauses = tp_grow(ph->pauses, ph->ngroups, &c->pauses, sizeof *ph->pauses);
+    ph->pauses[ph->ngroups] = (unsigned)sqlite3_column_int64(st, first + 2 + TP_STEP_PHASES) &
+                              ((1u << TP_PAUSE_BITS) - 1);
+    ph->first_step = tp_grow(ph->first_step, ph->ngroups, &c->groups, sizeof *ph->first_step);
+    ph->values = tp_grow(ph->values, ph->ngroups, &c->values, /* a group at a time */
+                         TP_STEP_PHASES * sizeof *ph->values);
+    ph->first_step[ph->ngroups] = (double)sqlite3_column_int64(st, first + 1);
+    ph->start_s = tp_grow(ph->start_s, ph->ngroups, &c->starts, sizeof *ph->start_s);
+    ph->end_s = tp_grow(ph->end_s, ph->ngroups, &c->ends, sizeof *ph->end_s);
+    int t0 = first + 3 + TP_STEP_PHASES, t1 = first + 4 + TP_STEP_PHASES;
+    bool known = sqlite3_column_type(st, t0) == SQLITE_INTEGER &&
+                 sqlite3_column_type(st, t1) == SQLITE_INTEGER;
+    ph->start_s[ph->ngroups] = known ? (double)sqlite3_column_int64(st, t0) / 1e9 : NAN;
+    ph->end_s[ph->ngroups] = known ? (double)sqlite3_column_int64(st, t1) / 1e9 : NAN;
+    for (int q = 0; q < TP_STEP_PHASES; q++)
+        ph->values[ph->ngroups * TP_STEP_PHASES + (size_t)q] =
+            sqlite3_column_double(st, first + 2 + q);
+    ph->ngroups++;
+}
+
+/* A rank asked for, and where its phases go. */
+typedef struct asked_rank {
+    int rank;
+    size_t k;
+} asked_rank;
+
+static int cmp_asked(const void *x, const void *y)
+{
+    const asked_rank *a = x, *b = y;
+    return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+/* Few ranks: a query each, by rank. Many (a fleet's heatmap): one pass over
+ * the table in rank order, each row to its rank's phases (the table has no
+ * index on rank: a query each would read it once a rank). */
+#define STEP_PHASES_BY_QUERY 4
+
 bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phases *out, char *err,
                            size_t cap)
 {
@@ -265,45 +312,40 @@ bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phas
     sqlite3_stmt *st;
     bool pauses = tp_run_has_column(run, "summary_step_phase", "pauses");  /* stored before: 0 */
     bool times = tp_run_has_column(run, "summary_step_phase", "start_ns"); /* before: NULL */
-    char *sql = sqlite3_mprintf("SELECT steps, first_step, dataloader_next, to_device,"
-                                " train_batch, step_lr_schedulers, from_device, reduce_metrics,"
-                                " other, %s, %s FROM summary_step_phase WHERE rank = ?"
-                                " ORDER BY first_step",
-                                pauses ? "pauses" : "0", times ? "start_ns, end_ns" : "NULL, NULL");
+    bool scan = n > STEP_PHASES_BY_QUERY;
+    char *sql =
+        sqlite3_mprintf("SELECT rank, steps, first_step, dataloader_next, to_device,"
+                        " train_batch, step_lr_schedulers, from_device, reduce_metrics,"
+                        " other, %s, %s FROM summary_step_phase%s ORDER BY %s",
+                        pauses ? "pauses" : "0", times ? "start_ns, end_ns" : "NULL, NULL",
+                        scan ? "" : " WHERE rank = ?", scan ? "rank, first_step" : "first_step");
     int prepared = sql ? sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) : SQLITE_NOMEM;
     sqlite3_free(sql);
     if (prepared != SQLITE_OK)
         return plots_failed(run, "step phases", err, cap);
-    int rc = SQLITE_DONE;
-    for (size_t k = 0; k < n && rc == SQLITE_DONE; k++) {
-        tp_step_phases *ph = &out[k];
-        size_t gcap = 0, vcap = 0, pcap = 0, scap = 0, ecap = 0;
-        sqlite3_bind_int(st, 1, ranks[k]);
+    phase_caps *caps = calloc(n + 1, sizeof *caps);
+    asked_rank *asked = calloc(n + 1, sizeof *asked);
+    int rc = caps && asked ? SQLITE_DONE : SQLITE_NOMEM;
+    for (size_t k = 0; asked && k < n; k++)
+        asked[k] = (asked_rank){ranks[k], k};
+    if (scan && rc == SQLITE_DONE) {
+        qsort(asked, n, sizeof *asked, cmp_asked);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            ph->nsteps = (size_t)sqlite3_column_int64(st, 0);
-            ph->pauses = tp_grow(ph->pauses, ph->ngroups, &pcap, sizeof *ph->pauses);
-            ph->pauses[ph->ngroups] = (unsigned)sqlite3_column_int64(st, 2 + TP_STEP_PHASES) &
-                                      ((1u << TP_PAUSE_BITS) - 1);
-            ph->first_step = tp_grow(ph->first_step, ph->ngroups, &gcap, sizeof *ph->first_step);
-            ph->values = tp_grow(ph->values, ph->ngroups, &vcap, /* a group at a time */
-                                 TP_STEP_PHASES * sizeof *ph->values);
-            ph->first_step[ph->ngroups] = (double)sqlite3_column_int64(st, 1);
-            ph->start_s = tp_grow(ph->start_s, ph->ngroups, &scap, sizeof *ph->start_s);
-            ph->end_s = tp_grow(ph->end_s, ph->ngroups, &ecap, sizeof *ph->end_s);
-            bool known = sqlite3_column_type(st, 3 + TP_STEP_PHASES) == SQLITE_INTEGER &&
-                         sqlite3_column_type(st, 4 + TP_STEP_PHASES) == SQLITE_INTEGER;
-            ph->start_s[ph->ngroups] =
-                known ? (double)sqlite3_column_int64(st, 3 + TP_STEP_PHASES) / 1e9 : NAN;
-            ph->end_s[ph->ngroups] =
-                known ? (double)sqlite3_column_int64(st, 4 + TP_STEP_PHASES) / 1e9 : NAN;
-            for (int q = 0; q < TP_STEP_PHASES; q++)
-                ph->values[ph->ngroups * TP_STEP_PHASES + (size_t)q] =
-                    sqlite3_column_double(st, 2 + q);
-            ph->ngroups++;
+            asked_rank key = {sqlite3_column_int(st, 0), 0};
+            const asked_rank *a = bsearch(&key, asked, n, sizeof *asked, cmp_asked);
+            if (a)
+                add_phase_group(&out[a->k], &caps[a->k], st, 1);
         }
+    }
+    for (size_t k = 0; !scan && k < n && rc == SQLITE_DONE; k++) {
+        sqlite3_bind_int(st, 1, ranks[k]);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            add_phase_group(&out[k], &caps[k], st, 1);
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
+    free(caps);
+    free(asked);
     if (rc != SQLITE_DONE) {
         for (size_t k = 0; k < n; k++)
             tp_step_phases_free(&out[k]);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trainprof.h"
 #include "util/oom.h"
 
 #define CHUNK 256 /* ranks whose step phases are held at once (memory bound) */
@@ -27,7 +28,7 @@ static void add_rank(tp_rank_heatmap *h, size_t row, const tp_step_phases *ph)
     for (size_t g = 0; g < ph->ngroups; g++) {
         double d = 0; /* own work: every standard phase but communication, and not "other" */
         for (size_t k = 0; k < TP_STEP_PHASES - 1; k++)
-            if (strcmp(tp_step_phase_names[k], "reduce_metrics") != 0)
+            if (strcmp(tp_step_phase_names[k], TP_PHASE_REDUCE_METRICS) != 0)
                 d += ph->values[g * TP_STEP_PHASES + k];
         double at = (ph->first_step[g] - (double)first) / span;
         if (!isfinite(d) || !isfinite(at) || at < 0)

@@ -76,7 +76,7 @@ void tp_html_rank_heatmap(FILE *out, const tp_rank_heatmap *h)
             tp_format_duration(slowest, sizeof slowest, most);
             fprintf(out,
                     "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
-                    "<title>%s, steps %zu-%zu: up to %s of own work a step</title></rect>\n",
+                    "<title>%s, steps %zu-%zu, up to %s of own work a step</title></rect>\n",
                     left + cell_w * (double)c, y, cell_w * (double)(end - c), cell_h,
                     level_color[level], label, c * h->steps / h->cols + 1, end * h->steps / h->cols,
                     slowest);

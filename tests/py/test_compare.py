@@ -152,11 +152,13 @@ def test_the_same_run_twice_is_no_change(loader_runs):
 
 
 def test_contention_beside_the_second_run_is_named(tmp_path):
-    """A compute-bound training (no wait in its loader, a wider model), then
-    the same with two CPU burners beside it on this 2-core machine."""
+    """A compute-bound training (no wait in its loader, a wider model, larger
+    batches), then the same with two CPU burners beside it on this 2-core
+    machine."""
     quiet, busy = tmp_path / "quiet.db", tmp_path / "busy.db"
-    record_loader(quiet, 0, "0", "1024", steps=300)
-    record_loader(busy, 0, "0", "1024", burners=2, steps=300)
+    # 300 steps of about 7 ms on one thread: 2 s of steps for the burners to slow
+    record_loader(quiet, 0, "0", "4096", "256", steps=300)
+    record_loader(busy, 0, "0", "4096", "256", burners=2, steps=300)
     c = compare_json(quiet, busy)
     assert c["step_change"]["changed"] and c["step_change"]["change"] > 0.2
     kinds = {cause["kind"]: cause for cause in c["causes"]}

@@ -108,7 +108,7 @@ def test_json_is_the_report(rich_run):
 
 def test_bad_input(rich_run, tmp_path):
     r = trainprof("export", "--format", "svg", rich_run)
-    assert r.returncode == 2 and "--format must be chrome, csv, json or folded (got 'svg')" in r.stderr
+    assert r.returncode == 2 and "--format must be chrome, csv, json, folded or parquet (got 'svg')" in r.stderr
     out = tmp_path / "t.json"
     out.write_text("keep me")
     r = trainprof("export", rich_run, "-o", out)

@@ -1,7 +1,8 @@
 """A small training whose DataLoader waits 1.5 ms a sample (storage latency,
 as a slow disk or a remote store gives): argv[1] is its num_workers, argv[2]
-its steps (batches of 8, one epoch), argv[3] (optional) the wait in ms and
-argv[4] the model's width (256; wider: more compute). Prints the steps it ran."""
+its steps (batches of 8, one epoch), argv[3] (optional) the wait in ms,
+argv[4] the model's width (256; wider: more compute) and argv[5] the batch
+size (8). Prints the steps it ran."""
 import json, sys, time
 import torch
 from torch import nn
@@ -10,11 +11,12 @@ from torch.utils.data import DataLoader, Dataset
 
 WAIT = float(sys.argv[3]) / 1000 if len(sys.argv) > 3 else 0.0015
 WIDTH = int(sys.argv[4]) if len(sys.argv) > 4 else 256
+BATCH = int(sys.argv[5]) if len(sys.argv) > 5 else 8
 
 
 class Slow(Dataset):
     def __len__(self):
-        return 8 * int(sys.argv[2])
+        return BATCH * int(sys.argv[2])
 
     def __getitem__(self, i):
         if WAIT:
@@ -25,7 +27,7 @@ class Slow(Dataset):
 if __name__ == "__main__":
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    loader = DataLoader(Slow(), batch_size=8, num_workers=int(sys.argv[1]))
+    loader = DataLoader(Slow(), batch_size=BATCH, num_workers=int(sys.argv[1]))
     model = nn.Sequential(nn.Linear(64, WIDTH), nn.ReLU(), nn.Linear(WIDTH, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     steps = 0

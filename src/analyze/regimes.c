@@ -198,8 +198,10 @@ static double mean_between(tp_run *run, int64_t agent, const char *metric, int64
     return tp_run_agent_mean_between(run, agent, metric, "{}", t0, t1, &v) ? v : NAN;
 }
 
-void tp_regime_machine_over(tp_run *run, int64_t agent, int gpu, int64_t t0, int64_t t1,
-                            tp_regime_machine *m)
+/* What the machine did over [t0, t1) (ns since the run's start) on agent,
+ * its GPU's figures where gpu >= 0 (NaN where not recorded). */
+static void machine_over(tp_run *run, int64_t agent, int gpu, int64_t t0, int64_t t1,
+                         tp_regime_machine *m)
 {
     m->gpu_sm_clock_mhz = m->gpu_trouble_share = NAN;
     if (gpu >= 0) {
@@ -346,8 +348,8 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
         }
         g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
         if (nchanges && isfinite(g->t0_s) && isfinite(g->t1_s))
-            tp_regime_machine_over(run, agent_id, gpu, tp_ns_round_s(g->t0_s),
-                                   tp_ns_round_s(g->t1_s), &g->machine);
+            machine_over(run, agent_id, gpu, tp_ns_round_s(g->t0_s), tp_ns_round_s(g->t1_s),
+                         &g->machine);
     }
     for (size_t r = 1; r < out->n; r++)
         tp_regime_find_causes(&out->v[r - 1], &out->v[r]);

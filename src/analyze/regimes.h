@@ -119,11 +119,6 @@ size_t tp_regime_starts(const double *d, const double *t0, const double *t1, siz
  * mean without the lowest and highest 10 % (NaN for n = 0). */
 double tp_regime_typical(const double *d, size_t n);
 
-/* What the machine did over [t0, t1) (ns since the run's start) on agent,
- * its GPU's figures where gpu >= 0 (NaN where not recorded). */
-void tp_regime_machine_over(tp_run *run, int64_t agent, int gpu, int64_t t0, int64_t t1,
-                            tp_regime_machine *m);
-
 /* What changed from regime p to g, into g's causes (tp_cause_kind's
  * thresholds): the phase that carries at least half of the change in the
  * mean step, then the machine's changes. compare uses it between two runs. */

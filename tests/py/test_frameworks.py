@@ -103,6 +103,18 @@ def test_keras_on_other_backends_steps_epochs_and_what_is_not_seen(
             "inside") in " ".join(text.split())
 
 
+@pytest.mark.parametrize("backend, package", [("torch", "torch"), ("jax", "jax")])
+def test_keras_keeps_its_asynchronous_callbacks(run_file, backend, package):
+    """Keras dispatches batch-end callbacks on another thread while none has
+    a batch-end hook: trainprof's callback has none, so the training runs as
+    it would without record (Keras's own choice, read by the script)."""
+    needs("keras", package)
+    env = {"KERAS_BACKEND": backend}
+    truth, rep = record(run_file, "keras_async.py", env=env)
+    assert truth["async_train"] is True
+    assert the_steps(rep)["count"] == truth["iterations"] == 32
+
+
 @pytest.mark.parametrize("variant, updates_per_epoch, batches_per_step", [
     ({}, 50, 1),
     ({"accumulate": 2}, 25, 2),  # a step: two iterations, one update

@@ -539,22 +539,25 @@ static void epochs_energy(tp_run *run, tp_timings *out)
     for (size_t e = 0; e < out->nepochs; e++)
         if (e == 0 || out->epochs[e].rank < lowest)
             lowest = out->epochs[e].rank;
+    /* the lowest rank's epochs, measured; every other row looks among them
+     * only (a few), not among every rank's rows */
+    const tp_epoch_row **measured = tp_xmalloc((out->nepochs + 1) * sizeof *measured);
+    size_t nm = 0;
     for (size_t e = 0; e < out->nepochs; e++)
-        if (out->epochs[e].rank == lowest)
+        if (out->epochs[e].rank == lowest) {
             out->epochs[e].energy_j = epoch_energy(run, &out->epochs[e]);
+            measured[nm++] = &out->epochs[e];
+        }
     for (size_t e = 0; e < out->nepochs; e++) {
         tp_epoch_row *row = &out->epochs[e];
         if (row->rank == lowest)
             continue;
-        bool found = false;
-        for (size_t k = 0; k < out->nepochs && !found; k++) /* few epochs a rank */
-            if (out->epochs[k].rank == lowest && out->epochs[k].epoch == row->epoch) {
-                row->energy_j = out->epochs[k].energy_j;
-                found = true;
-            }
-        if (!found)
-            row->energy_j = epoch_energy(run, row);
+        size_t k = 0;
+        while (k < nm && measured[k]->epoch != row->epoch)
+            k++;
+        row->energy_j = k < nm ? measured[k]->energy_j : epoch_energy(run, row);
     }
+    free(measured);
 }
 
 void tp_timings_finish(tp_run *run, double run_s, tp_timings *out)

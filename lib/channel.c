@@ -52,6 +52,16 @@ static void reset_in_child(void)
     pthread_mutex_unlock(&channel_lock);
 }
 
+/* Registered as the library loads, before any thread can hold channel_lock:
+ * registered later (at the first connection, as it once was), a fork() in
+ * one thread while another made the process's first connection gave the
+ * child a lock nobody would release, and its first event waited forever (a
+ * daemon forked by the training, whose stack sampler was attaching). */
+__attribute__((constructor)) static void register_fork_handlers(void)
+{
+    pthread_atfork(lock_for_fork, unlock_after_fork, reset_in_child);
+}
+
 /* At thread exit: drop this side's mapping; the recorder keeps its own. */
 static void thread_exit(void *arg)
 {
@@ -104,11 +114,6 @@ static int connect_process(void)
     }
     channel_fd = fd;
     channel_state = 1;
-    static int atfork_done;
-    if (!atfork_done) {
-        pthread_atfork(lock_for_fork, unlock_after_fork, reset_in_child);
-        atfork_done = 1;
-    }
     if (!key_made)
         key_made = pthread_key_create(&exit_key, thread_exit) == 0;
     return 1;

@@ -16,6 +16,17 @@ static char **names; /* names[id - 1] */
 static uint32_t count, cap;
 static tp_name_index index_;
 
+static void lock_for_fork(void) { pthread_mutex_lock(&names_lock); }
+static void unlock_after_fork(void) { pthread_mutex_unlock(&names_lock); }
+
+/* A fork() while another thread interns a name must not leave the child a
+ * lock nobody would release (channel.c says how that once hung a daemon):
+ * the handlers are there before any thread can hold the lock. */
+__attribute__((constructor)) static void register_fork_handlers(void)
+{
+    pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+}
+
 static const char *text_of(const void *owner, uint32_t id)
 {
     (void)owner;

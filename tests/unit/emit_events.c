@@ -3,7 +3,7 @@
  * itself (active, dropped) is as expected.
  * usage: emit_events
  * nested|spans|threads|overflow|fork|slow_epochs|device|late_rank|many_names|fork_many|flood|
- * none */
+ * fork_while_attaching|stacks|facts|none */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +164,56 @@ static int forking_many(void)
     return failed ? 1 : 0;
 }
 
+static void *attach_once(void *arg)
+{
+    (void)arg;
+    static tp_site site = TP_SITE("attaching");
+    tp_region_begin(&site);
+    tp_region_end(&site);
+    return NULL;
+}
+
+/* The daemon pattern that once hung: a child forks again while a thread of
+ * its own makes the child's first connection (holding the channel lock);
+ * the grandchild's one region must not wait on that lock. 200 rounds, the
+ * fork put off by 0 to 95 us so that it falls across the attach; a
+ * grandchild that hangs is ended by its alarm. */
+static int fork_while_attaching(void)
+{
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+    return 77; /* the sanitizers' runtimes hang here on locks of their own a fork copied held */
+#endif
+    static tp_site site = TP_SITE("grandchild_work");
+    int failed = 0;
+    for (int round = 0; round < 1000 && !failed; round++) {
+        pid_t child = fork();
+        if (child == 0) {
+            pthread_t t;
+            if (pthread_create(&t, NULL, attach_once, NULL) != 0)
+                _exit(3);
+            for (volatile int spin = 0; spin < (round % 100) * 300; spin++)
+                ;
+            pid_t grandchild = fork();
+            if (grandchild == 0) {
+                alarm(10);
+                tp_region_begin(&site);
+                tp_region_end(&site);
+                _exit(tp_active() ? 0 : 4);
+            }
+            int status = 0;
+            waitpid(grandchild, &status, 0);
+            pthread_join(t, NULL);
+            _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status));
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+        if (failed)
+            fprintf(stderr, "fork_while_attaching: round %d: child status %#x\n", round, status);
+    }
+    return failed;
+}
+
 static int without_recorder(void)
 {
     unsetenv("TRAINPROF_SOCKET");
@@ -295,6 +345,8 @@ int main(int argc, char **argv)
         return late_rank();
     if (strcmp(mode, "fork_many") == 0)
         return forking_many();
+    if (strcmp(mode, "fork_while_attaching") == 0)
+        return fork_while_attaching();
     if (strcmp(mode, "many_names") == 0)
         return many_names();
     if (strcmp(mode, "flood") == 0)

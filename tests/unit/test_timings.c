@@ -245,6 +245,19 @@ static void test_fork_child_gets_its_own_ring(void **state)
     tp_batch_free(&b);
 }
 
+static void test_fork_while_a_thread_attaches_never_hangs_the_child(void **state)
+{
+    (void)state;
+    int rc = in_child("fork_while_attaching");
+    if (rc == 77)
+        skip(); /* a sanitized build: its runtime's own locks are what hang */
+    assert_int_equal(rc, 0);
+    tp_batch b = {0};
+    collect(&b);
+    assert_int_equal(intervals_named(&b, "grandchild_work", 0), 1000);
+    tp_batch_free(&b);
+}
+
 static void test_no_recorder_is_a_no_op(void **state)
 {
     (void)state;
@@ -265,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_full_ring_drops_and_counts),
         cmocka_unit_test(test_rank_set_late_reaches_every_thread),
         cmocka_unit_test(test_fork_child_gets_its_own_ring),
+        cmocka_unit_test(test_fork_while_a_thread_attaches_never_hangs_the_child),
         cmocka_unit_test(test_no_recorder_is_a_no_op),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,5 +1,6 @@
 /* merge.c: several run files into one, one agent per input. */
 #include "store/merge.h"
+#include "store/merge_energy.h"
 #include "store/merge_ops.h"
 #include "store/sql_util.h"
 #include "store/mark_kind.h"
@@ -430,45 +431,6 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
     return rc != SQLITE_OK ? rc : rc2;
 }
 
-/* For a summary-only merge: the samples of input's cumulative energy series
- * that the energy of an epoch (every rank's, of every input) looks up, i.e.
- * for each epoch start and end b, the last sample at or before b - 1 us and
- * every sample within 1 us of b (b is recomputed from seconds by the reader,
- * give or take a nanosecond). Runs once all inputs' epochs are in. */
-static int copy_epoch_energy(sqlite3 *db, const char *path, const input_info *info)
-{
-    char *sql = sqlite3_mprintf("ATTACH %Q AS src", path);
-    int rc = tp_exec(db, sql);
-    sqlite3_free(sql);
-    if (rc != SQLITE_OK)
-        return rc;
-    long long off = info->series_off, dt = info->shift;
-    sql = sqlite3_mprintf(
-        "CREATE TEMP TABLE bound (t_ns INTEGER PRIMARY KEY);"
-        "INSERT OR IGNORE INTO bound SELECT start_ns - %lld FROM main.summary_epoch;"
-        "INSERT OR IGNORE INTO bound"
-        " SELECT start_ns + CAST(round(duration_s * 1e9) AS INTEGER) - %lld FROM "
-        "main.summary_epoch;"
-        "CREATE TEMP TABLE energy (id INTEGER PRIMARY KEY);"
-        "INSERT INTO energy SELECT s.id FROM src.series s JOIN src.metric m ON m.id = s.metric_id"
-        " WHERE m.name IN ('gpu_energy_joules', 'cpu_energy_joules');"
-        "INSERT OR IGNORE INTO main.sample (series_id, t_ns, value)"
-        " SELECT e.id + %lld, x.t_ns + %lld, x.value FROM energy e CROSS JOIN bound b"
-        "  CROSS JOIN src.sample x ON x.series_id = e.id"
-        "  AND x.t_ns > b.t_ns - 1000 AND x.t_ns <= b.t_ns + 1000;"
-        "INSERT OR IGNORE INTO main.sample (series_id, t_ns, value)"
-        " SELECT e.id + %lld, x.t_ns + %lld, x.value FROM energy e CROSS JOIN bound b"
-        "  CROSS JOIN src.sample x ON x.series_id = e.id AND x.t_ns = (SELECT max(t_ns)"
-        "   FROM src.sample WHERE series_id = e.id AND t_ns <= b.t_ns - 1000);"
-        "DROP TABLE bound;"
-        "DROP TABLE energy;",
-        dt, dt, off, dt, off, dt);
-    rc = sql ? tp_exec(db, sql) : SQLITE_NOMEM;
-    sqlite3_free(sql);
-    int rc2 = tp_exec(db, "DETACH src");
-    return rc != SQLITE_OK ? rc : rc2;
-}
-
 /* Flushes path's data to the disk (fsync); false if it can't. */
 static bool sync_file(const char *path)
 {
@@ -563,8 +525,12 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         if (rc == SQLITE_OK && opt->progress)
             opt->progress(opt->progress_ctx, i + 1, n, inputs[i], all_rows);
     }
+    if (rc == SQLITE_OK && !all_rows)
+        rc = tp_merge_epoch_bounds(db);
     for (size_t i = 0; rc == SQLITE_OK && !all_rows && i < n; i++)
-        rc = copy_epoch_energy(db, inputs[i], &info[i]);
+        rc = tp_merge_epoch_energy(db, inputs[i], info[i].series_off, info[i].shift);
+    if (rc == SQLITE_OK && !all_rows)
+        rc = tp_exec(db, "DROP TABLE epoch_bound;");
     if (rc == SQLITE_OK) {
         char *sql = sqlite3_mprintf(
             "INSERT OR REPLACE INTO meta VALUES ('merged_from', '%d files');"

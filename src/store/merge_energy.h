@@ -1,0 +1,25 @@
+/* merge_energy.h: the energy samples a summary-only merge keeps
+ * (store/merge.c): those the energy of an epoch looks up. analyze/timings.c
+ * measures the job's energy over the lowest rank's epochs, and over a rank's
+ * own epoch only where the lowest rank has none of that number; the merge
+ * keeps, of every input's cumulative energy series, the samples at those
+ * epochs' starts and ends. */
+#ifndef TP_STORE_MERGE_ENERGY_H
+#define TP_STORE_MERGE_ENERGY_H
+
+#include <sqlite3.h>
+
+/* Temp table epoch_bound (t_ns, merged clock): the starts and ends of the
+ * lowest rank's epochs in main.summary_epoch, and of the other ranks' epochs
+ * whose number the lowest rank has not (a few, not every rank's: bounds of
+ * every rank made the merge quadratic in its inputs). Once all inputs'
+ * epochs are in; the caller drops it. An SQLite result code. */
+int tp_merge_epoch_bounds(sqlite3 *db);
+
+/* Copies into main.sample, of the input at path (series ids + off, times +
+ * dt), for each bound b, its energy series' last sample at or before
+ * b - 1 us and every sample within 1 us of b (the reader recomputes b from
+ * seconds, give or take a nanosecond). An SQLite result code. */
+int tp_merge_epoch_energy(sqlite3 *db, const char *path, long long off, long long dt);
+
+#endif

@@ -27,6 +27,56 @@ static int lists_ours(const char *list, const tp_run_thread *threads, size_t n, 
     return ours;
 }
 
+static int thread_by_agent(const void *a, const void *b)
+{
+    const tp_run_thread *x = a, *y = b;
+    return (x->agent_id > y->agent_id) - (x->agent_id < y->agent_id);
+}
+
+/* A GPU's place in run->gpus, ordered by agent (then by place). */
+typedef struct gpu_place {
+    int64_t agent_id;
+    size_t at;
+} gpu_place;
+
+static int gpu_by_agent(const void *a, const void *b)
+{
+    const gpu_place *x = a, *y = b;
+    if (x->agent_id != y->agent_id)
+        return (x->agent_id > y->agent_id) - (x->agent_id < y->agent_id);
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* Whether gpu (of the agent whose threads are threads[0..n) and whose GPUs
+ * are run->gpus[order[0..ngpus)]) is used, by UUID and process lists. */
+static int8_t gpu_use(tp_run *run, const tp_run_gpu *gpu, const tp_run_thread *threads, size_t n,
+                      const gpu_place *order, size_t ngpus)
+{
+    bool evidence = false, used = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!threads[i].device_uuid[0])
+            continue;
+        evidence = true;
+        used = used || tp_gpu_by_uuid(run, gpu->agent_id, threads[i].device_uuid) == gpu->index;
+    }
+    for (size_t k = 0; k < ngpus; k++) { /* any process list on the agent */
+        const tp_run_gpu *other = &run->gpus[order[k].at];
+        char key[48];
+        snprintf(key, sizeof key, "gpu.%d.processes", other->index);
+        const char *list = tp_run_agent_meta_get(run, gpu->agent_id, key);
+        int listed = list ? lists_ours(list, threads, n, gpu->agent_id) : -1;
+        if (listed < 0)
+            continue;
+        evidence = true;
+        if (other == gpu)
+            used = used || listed == 1;
+    }
+    return !evidence ? TP_GPU_USE_UNKNOWN : used ? TP_GPU_USED : TP_GPU_NOT_USED;
+}
+
+/* Agent by agent (threads and GPUs each sorted by agent once), so that a
+ * fleet costs its GPUs times an agent's threads and GPUs, not times every
+ * thread and GPU of the job. */
 int8_t *tp_gpus_used(tp_run *run)
 {
     if (!run->ngpus)
@@ -37,30 +87,26 @@ int8_t *tp_gpus_used(tp_run *run)
     char err[256];
     if (!tp_run_threads(run, &threads, &n, err, sizeof err))
         n = 0;
-    for (size_t g = 0; g < run->ngpus; g++) {
-        const tp_run_gpu *gpu = &run->gpus[g];
-        bool evidence = false, used = false;
-        for (size_t i = 0; i < n; i++) {
-            if (threads[i].agent_id != gpu->agent_id || !threads[i].device_uuid[0])
-                continue;
-            evidence = true;
-            used = used || tp_gpu_by_uuid(run, gpu->agent_id, threads[i].device_uuid) == gpu->index;
-        }
-        for (size_t o = 0; o < run->ngpus; o++) { /* any process list on the agent */
-            char key[48];
-            snprintf(key, sizeof key, "gpu.%d.processes", run->gpus[o].index);
-            const char *list = run->gpus[o].agent_id == gpu->agent_id
-                                   ? tp_run_agent_meta_get(run, gpu->agent_id, key)
-                                   : NULL;
-            int listed = list ? lists_ours(list, threads, n, gpu->agent_id) : -1;
-            if (listed < 0)
-                continue;
-            evidence = true;
-            if (o == g)
-                used = used || listed == 1;
-        }
-        out[g] = !evidence ? TP_GPU_USE_UNKNOWN : used ? TP_GPU_USED : TP_GPU_NOT_USED;
+    qsort(threads, n, sizeof *threads, thread_by_agent);
+    gpu_place *order = tp_xmalloc(run->ngpus * sizeof *order);
+    for (size_t g = 0; g < run->ngpus; g++)
+        order[g] = (gpu_place){run->gpus[g].agent_id, g};
+    qsort(order, run->ngpus, sizeof *order, gpu_by_agent);
+    size_t t0 = 0;
+    for (size_t g0 = 0, g1; g0 < run->ngpus; g0 = g1) {
+        int64_t agent = order[g0].agent_id;
+        for (g1 = g0; g1 < run->ngpus && order[g1].agent_id == agent;)
+            g1++;
+        while (t0 < n && threads[t0].agent_id < agent)
+            t0++;
+        size_t t1 = t0;
+        while (t1 < n && threads[t1].agent_id == agent)
+            t1++;
+        for (size_t k = g0; k < g1; k++)
+            out[order[k].at] =
+                gpu_use(run, &run->gpus[order[k].at], threads + t0, t1 - t0, order + g0, g1 - g0);
     }
+    free(order);
     free(threads);
     return out;
 }

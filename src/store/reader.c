@@ -11,6 +11,15 @@
 #include "store/sql_util.h"
 #include "util/grow.h"
 
+/* tp_run_agent_meta_get's order: by agent, then key. */
+static int agent_meta_order(const void *a, const void *b)
+{
+    const tp_run_agent_meta *x = a, *y = b;
+    if (x->agent_id != y->agent_id)
+        return x->agent_id < y->agent_id ? -1 : 1;
+    return strcmp(x->key ? x->key : "", y->key ? y->key : "");
+}
+
 /* Checks application_id and user_version. */
 
 /* Whether the SQLite file at path is in WAL mode (its header's format
@@ -98,6 +107,9 @@ static int load_tables(tp_run *run)
     }
     if (per_agent)
         sqlite3_finalize(st);
+    /* in C's order too (a file whose keys are not all text sorts otherwise) */
+    if (run->nagent_meta > 1)
+        qsort(run->agent_meta, run->nagent_meta, sizeof *run->agent_meta, agent_meta_order);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db, "SELECT id, name, host FROM agent ORDER BY id", -1, &st, NULL);
     for (cap = 0; rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW; run->nagents++) {
@@ -281,11 +293,24 @@ const char *tp_run_meta_get(const tp_run *run, const char *key)
     return NULL;
 }
 
+/* Binary search: agent_meta is sorted by agent and key as it loads, so
+ * that the lookups of a fleet (tens of thousands of rows, asked per GPU and
+ * per agent) are not each a scan. */
 const char *tp_run_agent_meta_get(const tp_run *run, int64_t agent_id, const char *key)
 {
-    for (size_t i = 0; i < run->nagent_meta; i++)
-        if (run->agent_meta[i].agent_id == agent_id && strcmp(run->agent_meta[i].key, key) == 0)
-            return run->agent_meta[i].value;
+    size_t lo = 0, hi = run->nagent_meta;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const tp_run_agent_meta *m = &run->agent_meta[mid];
+        int c = m->agent_id != agent_id ? (m->agent_id < agent_id ? -1 : 1)
+                                        : strcmp(m->key ? m->key : "", key);
+        if (c == 0)
+            return m->value;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     if (run->nagent_meta || !run->nagents || run->agents[0].id != agent_id)
         return NULL;
     return tp_run_meta_get(run, key);

@@ -22,18 +22,23 @@ bool tp_run_threads(tp_run *run, tp_run_thread **threads, size_t *n, char *err, 
     if (run->schema_version < 2)
         return true;
     sqlite3_stmt *st;
-    /* a process's GPU, told on one of its threads, is each of its threads' */
-    char sql[640];
+    /* a process's GPU, told on one of its threads (the first such), is each
+     * of its threads': found once per process (SQLite's min() takes the
+     * other columns from its row), not by a scan per thread */
+    bool devices = tp_run_has_table(run, "thread_device");
+    char sql[900];
     snprintf(sql, sizeof sql,
-             "SELECT t.id, t.pid, t.tid, t.rank, t.name, t.world_size, t.agent_id, t.local_rank,"
-             " %s, %s FROM thread t %s ORDER BY t.id",
+             "%s SELECT t.id, t.pid, t.tid, t.rank, t.name, t.world_size, t.agent_id, t.local_rank,"
+             " %s, %s FROM thread t %s %s ORDER BY t.id",
+             devices ? "WITH dev AS (SELECT u.agent_id AS agent_id, u.pid AS pid, d.uuid AS uuid,"
+                       " min(u.id) FROM thread_device d JOIN thread u ON u.id = d.thread_id"
+                       " GROUP BY u.agent_id, u.pid)"
+                     : "",
              tp_run_has_table(run, "thread_cuda") ? "c.visible_devices" : "NULL",
-             tp_run_has_table(run, "thread_device")
-                 ? "(SELECT d.uuid FROM thread_device d JOIN thread u ON u.id = d.thread_id"
-                   " WHERE u.agent_id = t.agent_id AND u.pid = t.pid ORDER BY u.id LIMIT 1)"
-                 : "NULL",
+             devices ? "dev.uuid" : "NULL",
              tp_run_has_table(run, "thread_cuda") ? "LEFT JOIN thread_cuda c ON c.thread_id = t.id"
-                                                  : "");
+                                                  : "",
+             devices ? "LEFT JOIN dev ON dev.agent_id = t.agent_id AND dev.pid = t.pid" : "");
     if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return failed(run, "threads", err, cap);
     size_t tcap = 0;

@@ -24,13 +24,9 @@ typedef struct groups {
 /* The agent and GPU of rank in s (agent 1 and no GPU where unknown). */
 static void rank_place(const tp_summary *s, int rank, int64_t *agent, int *gpu)
 {
-    *agent = 1;
-    *gpu = -1;
-    for (size_t i = 0; i < s->ranks.n; i++)
-        if (s->ranks.rows[i].rank == rank) {
-            *agent = s->ranks.rows[i].agent_id;
-            *gpu = s->ranks.rows[i].gpu;
-        }
+    const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
+    *agent = place ? place->agent_id : 1;
+    *gpu = place ? place->gpu : -1;
 }
 
 /* A series' mean over its agent's training steps (the summary's figures,

@@ -13,10 +13,8 @@
 
 static double median_step(const tp_timings *t, int rank)
 {
-    for (size_t i = 0; i < t->nsteps; i++)
-        if (t->steps[i].rank == rank && t->steps[i].stats.count > 0)
-            return t->steps[i].stats.p50;
-    return NAN;
+    const tp_step_row *st = tp_timings_steps_of(t, rank);
+    return st && st->stats.count > 0 ? st->stats.p50 : NAN;
 }
 
 /* A thread's samples by innermost node, while it is gathered. */

@@ -361,13 +361,9 @@ bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
         return true;
     int rank = t->steps[0].rank;
     size_t skip = t->steps[0].warmup;
-    int64_t agent = 1;
-    int gpu = -1;
-    for (size_t i = 0; i < s->ranks.n; i++)
-        if (s->ranks.rows[i].rank == rank) {
-            agent = s->ranks.rows[i].agent_id;
-            gpu = s->ranks.rows[i].gpu;
-        }
+    const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
+    int64_t agent = place ? place->agent_id : 1;
+    int gpu = place ? place->gpu : -1;
     tp_step_phases ph;
     bool ok = tp_summary_step_phases(s, rank, skip, &ph, err, cap);
     if (ok)

@@ -562,6 +562,7 @@ static void epochs_energy(tp_run *run, tp_timings *out)
 
 void tp_timings_finish(tp_run *run, double run_s, tp_timings *out)
 {
+    tp_timings_order(out);
     /* each rank's timed steps' total, found by rank (n log n in the ranks) */
     rank_total *totals = tp_xmalloc((out->nsteps + 1) * sizeof *totals);
     size_t nt = 0;

@@ -35,26 +35,10 @@ static tp_verdict *add(tp_verdicts *v, tp_verdict_kind kind)
     return d;
 }
 
-static const tp_timing_row *row(const tp_timings *t, int rank, const char *name)
-{
-    for (size_t i = 0; i < t->nrows; i++)
-        if (t->rows[i].rank == rank && strcmp(t->rows[i].name, name) == 0)
-            return &t->rows[i];
-    return NULL;
-}
-
 static double share(const tp_timings *t, int rank, const char *name)
 {
-    const tp_timing_row *r = row(t, rank, name);
+    const tp_timing_row *r = tp_timings_row(t, rank, name);
     return r ? r->share : 0;
-}
-
-static const tp_step_row *steps_of(const tp_timings *t, int rank)
-{
-    for (size_t i = 0; i < t->nsteps; i++)
-        if (t->steps[i].rank == rank)
-            return &t->steps[i];
-    return NULL;
 }
 
 /* The device time of (rank, name) over the rank's step time, at most 1: how
@@ -62,8 +46,8 @@ static const tp_step_row *steps_of(const tp_timings *t, int rank)
  * hide when CUDA runs asynchronously (0 without device times or steps). */
 static double device_share(const tp_timings *t, int rank, const char *name)
 {
-    const tp_timing_row *r = row(t, rank, name);
-    const tp_step_row *st = steps_of(t, rank);
+    const tp_timing_row *r = tp_timings_row(t, rank, name);
+    const tp_step_row *st = tp_timings_steps_of(t, rank);
     double v = r && st && st->total_s > 0 ? r->device_total_s / st->total_s : 0;
     return v < 1 ? v : 1; /* more: the host ran ahead of the GPU, steps are launches */
 }
@@ -88,11 +72,10 @@ static const tp_series_summary *busiest_disk(const tp_summary *s, int64_t agent)
 static const tp_series_summary *rank_gpu_series(const tp_summary *s, int rank, const char *metric)
 {
     const tp_run_gpu *gpu = NULL;
-    for (size_t i = 0; i < s->ranks.n && !gpu; i++)
-        for (size_t g = 0; g < s->run->ngpus && s->ranks.rows[i].rank == rank; g++)
-            if (s->run->gpus[g].agent_id == s->ranks.rows[i].agent_id &&
-                s->run->gpus[g].index == s->ranks.rows[i].gpu)
-                gpu = &s->run->gpus[g];
+    const tp_rank_row *r = tp_ranks_find(&s->ranks, rank);
+    for (size_t g = 0; r && g < s->run->ngpus && !gpu; g++)
+        if (s->run->gpus[g].agent_id == r->agent_id && s->run->gpus[g].index == r->gpu)
+            gpu = &s->run->gpus[g];
     if (!gpu && s->run->ngpus == 1)
         gpu = &s->run->gpus[0];
     if (!gpu)
@@ -113,11 +96,9 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
                                 tp_verdicts *out)
 {
     const tp_timings *t = &s->timings;
-    const tp_timing_row *r = row(t, rank, TP_PHASE_DATALOADER_NEXT);
-    int64_t agent = 1; /* the rank's, where the ranks table knows it */
-    for (size_t i = 0; i < s->ranks.n; i++)
-        if (s->ranks.rows[i].rank == rank)
-            agent = s->ranks.rows[i].agent_id;
+    const tp_timing_row *r = tp_timings_row(t, rank, TP_PHASE_DATALOADER_NEXT);
+    const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
+    int64_t agent = place ? place->agent_id : 1; /* the rank's, where the ranks table knows it */
     const tp_series_summary *pc = tp_summary_find(s, agent, TP_METRIC_PROC_COUNT, "{}");
     const tp_series_summary *cpu = tp_summary_find(s, agent, TP_METRIC_CPU_UTIL_PERCENT, "{}");
     const tp_series_summary *io =
@@ -159,16 +140,16 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
 static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
 {
     const tp_timings *t = &s->timings;
-    const tp_step_row *st = steps_of(t, rank);
+    const tp_step_row *st = tp_timings_steps_of(t, rank);
     double step_mean = st ? st->stats.mean : 0;
     double in = share(t, rank, TP_PHASE_DATALOADER_NEXT), to = share(t, rank, TP_PHASE_TO_DEVICE);
     double to_dev = device_share(t, rank, TP_PHASE_TO_DEVICE);
     double train = share(t, rank, TP_PHASE_TRAIN_BATCH);
     /* across ranks, train_batch holds the wait for the others (DDP's backward
      * waits for its all-reduce): compute is what lies outside communication */
-    for (size_t i = 0; i < s->ranks.n; i++)
-        if (s->ranks.rows[i].rank == rank && s->ranks.rows[i].window_s > 0)
-            train = s->ranks.rows[i].compute_s / s->ranks.rows[i].window_s;
+    const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
+    if (place && place->window_s > 0)
+        train = place->compute_s / place->window_s;
     double train_dev = device_share(t, rank, TP_PHASE_TRAIN_BATCH);
     if (train_dev > train) /* the host ran ahead and waited elsewhere (.item(), next batch) */
         train = train_dev;
@@ -189,7 +170,7 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
         /* without a DataLoader in the steps (batches of the script's own
          * making) the wait for data is not measured: it lies in what
          * train_batch leaves */
-        const tp_timing_row *next = row(t, rank, TP_PHASE_DATALOADER_NEXT);
+        const tp_timing_row *next = tp_timings_row(t, rank, TP_PHASE_DATALOADER_NEXT);
         v->f.compute.loader_timed = next && next->in_steps_s > 0;
         v->f.compute.share = train;
         v->f.compute.device_share = train_dev;

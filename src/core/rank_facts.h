@@ -61,4 +61,7 @@ typedef struct tp_ranks {
 
 void tp_ranks_free(tp_ranks *r);
 
+/* rank's row, by binary search (rows are in rank order); NULL if none. */
+const tp_rank_row *tp_ranks_find(const tp_ranks *r, int rank);
+
 #endif

@@ -58,9 +58,9 @@ typedef struct tp_epoch_row {
 } tp_epoch_row;
 
 typedef struct tp_timings {
-    tp_timing_row *rows;
+    tp_timing_row *rows; /* in (rank, name) order (strcmp's) */
     size_t nrows;
-    tp_step_row *steps;
+    tp_step_row *steps; /* in rank order */
     size_t nsteps;
     tp_epoch_row *epochs;
     size_t nepochs;
@@ -68,5 +68,14 @@ typedef struct tp_timings {
 } tp_timings;
 
 void tp_timings_free(tp_timings *t);
+
+/* The row of (rank, name) and the steps of rank, by binary search; NULL
+ * where there are none. */
+const tp_timing_row *tp_timings_row(const tp_timings *t, int rank, const char *name);
+const tp_step_row *tp_timings_steps_of(const tp_timings *t, int rank);
+
+/* Puts rows and steps in the order above where they are not (a file
+ * written otherwise): the lookups' condition. */
+void tp_timings_order(tp_timings *t);
 
 #endif

@@ -38,10 +38,8 @@ void tp_report_wrapped(FILE *out, const char *head, const char *text)
 /* The share of rank's steps in the standard phase name, 0 when it has none. */
 static double phase_share(const tp_timings *t, int rank, const char *name)
 {
-    for (size_t i = 0; i < t->nrows; i++)
-        if (t->rows[i].rank == rank && strcmp(t->rows[i].name, name) == 0)
-            return t->rows[i].share;
-    return 0;
+    const tp_timing_row *r = tp_timings_row(t, rank, name);
+    return r ? r->share : 0;
 }
 
 /* "train_batch 85%, dataloader_next 12%, other 3%": the standard phases of

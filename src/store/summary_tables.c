@@ -252,9 +252,7 @@ static bool plots_failed(tp_run *run, const char *what, char *err, size_t cap)
 
 bool tp_stored_plot_points(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap)
 {
-    return tp_run_each_point(run,
-                             "SELECT series_id, t_ns, value FROM summary_plot"
-                             " ORDER BY series_id, t_ns",
+    return tp_run_each_point(run, "SELECT series_id, t_ns, value FROM summary_plot ORDER BY rowid",
                              "stored plots", fn, ctx, err, cap);
 }
 

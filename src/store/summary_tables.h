@@ -55,7 +55,9 @@ typedef struct tp_plot_point {
 
 /* Whether run carries stored plots (meta plots = 1, with its summary). */
 bool tp_plots_stored(const tp_run *run);
-/* The stored points, series by series, each in time order. */
+/* The stored points in the order stored: series by series, each in time
+ * order, as the summary writes them and merge copies them (read in that
+ * order, not sorted: sorting a fleet's points was half of html's time). */
 bool tp_stored_plot_points(tp_run *run, tp_sample_row_fn fn, void *ctx, char *err, size_t cap);
 /* The stored step phases of each of the n ranks (out[k] for ranks[k]). */
 bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phases *out, char *err,

@@ -9,6 +9,8 @@
 #include "analyze/summary.h"
 #include "analyze/verdicts.h"
 #include "commands.h"
+#include "fleet_plots.h"
+#include "analyze/fleet_envelopes.h"
 #include "render/html.h"
 #include "store/inputs.h"
 #include "util/atomic_file.h"
@@ -167,8 +169,12 @@ int cmd_html(int argc, char **argv)
     char err[1024];
     tp_summary s;
     tp_inputs in;
-    if (!tp_inputs_open(&in, "html", argv + first, (size_t)(argc - first), true, true, err,
-                        sizeof err) ||
+    /* many node files: their metrics' envelopes, not every point copied in */
+    size_t nfiles = (size_t)(argc - first);
+    bool envelopes = !all && nfiles >= TP_ENVELOPE_AGENTS_MIN;
+    if (!tp_inputs_open(&in, "html", argv + first, nfiles, true, !envelopes, err, sizeof err) ||
+        (envelopes && !tp_fleet_plots_store(in.path, (const char *const *)argv + first, nfiles, err,
+                                            sizeof err)) ||
         !tp_summary_load(in.path, &s, err, sizeof err)) {
         tp_inputs_done(&in);
         tp_error("%s", err);

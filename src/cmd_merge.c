@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "fleet_plots.h"
 #include "store/merge.h"
 #include "util/atomic_file.h"
 #include "util/options.h"
@@ -86,10 +87,12 @@ int cmd_merge(int argc, char **argv)
     char err[1024];
     merge_progress progress = {.tty = isatty(STDERR_FILENO)};
     clock_gettime(CLOCK_MONOTONIC, &progress.t0);
+    size_t n = (size_t)(argc - first);
+    bool envelopes = summary && n > TP_FLEET_PLOTS_MAX; /* not every node's points */
     tp_merge_options opt = {.force = force,
                             .durable = true,
                             .summary_only = summary,
-                            .plots = summary,
+                            .plots = summary && !envelopes,
                             .rows_refused = summary,
                             .progress = quiet ? NULL : print_progress,
                             .progress_ctx = &progress};
@@ -98,8 +101,18 @@ int cmd_merge(int argc, char **argv)
         tp_error("%s", err);
         return 2;
     }
+    if (envelopes && !quiet)
+        fprintf(stderr, "trainprof: merge: the metrics' envelopes across the %zu nodes...\n", n);
+    if (envelopes &&
+        !tp_fleet_plots_store(output, (const char *const *)argv + first, n, err, sizeof err)) {
+        unlink(output); /* half a fleet summary: none */
+        tp_error("merge: %s", err);
+        return 1;
+    }
     if (!quiet)
         fprintf(stderr, "trainprof: merged %d run files into %s%s\n", argc - first, output,
-                summary ? " (summaries and plots only)" : "");
+                !summary    ? ""
+                : envelopes ? " (summaries, and the metrics' envelopes across the nodes)"
+                            : " (summaries and plots only)");
     return 0;
 }

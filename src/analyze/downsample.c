@@ -1,6 +1,7 @@
 /* downsample.c: min/max buckets. */
 #include "analyze/downsample.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,34 +72,44 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-bool tp_envelope_build(const double *const *x, const double *const *y, const size_t *n,
-                       size_t nseries, size_t buckets, double span, tp_envelope *out)
+void tp_envelope_row(const double *x, const double *y, size_t n, size_t buckets, double span,
+                     double *means)
+{
+    if (span <= 0)
+        span = 1;
+    for (size_t b = 0; b < buckets; b++)
+        means[b] = 0;
+    size_t *count = calloc(buckets ? buckets : 1, sizeof *count);
+    for (size_t k = 0; count && k < n; k++) {
+        double f = x[k] / span * (double)buckets;
+        size_t b = f < 0 ? 0 : f >= (double)buckets ? buckets - 1 : (size_t)f;
+        means[b] += y[k];
+        count[b]++;
+    }
+    for (size_t b = 0; b < buckets; b++)
+        means[b] = count && count[b] ? means[b] / (double)count[b] : NAN;
+    free(count);
+}
+
+bool tp_envelope_from_rows(const double *means, size_t nrows, size_t buckets, double span,
+                           tp_envelope *out)
 {
     memset(out, 0, sizeof *out);
-    if (buckets == 0 || nseries == 0)
+    if (buckets == 0 || nrows == 0)
         return true;
     if (span <= 0)
         span = 1;
-    double *sum = calloc(buckets * nseries, sizeof *sum); /* [bucket][series] */
-    size_t *count = calloc(buckets * nseries, sizeof *count);
-    double *values = malloc(nseries * sizeof *values);
+    double *values = malloc(nrows * sizeof *values);
     out->x = malloc(buckets * sizeof *out->x);
     out->low = malloc(buckets * sizeof *out->low);
     out->median = malloc(buckets * sizeof *out->median);
     out->high = malloc(buckets * sizeof *out->high);
-    bool ok = sum && count && values && out->x && out->low && out->median && out->high;
-    for (size_t i = 0; ok && i < nseries; i++)
-        for (size_t k = 0; k < n[i]; k++) {
-            double f = x[i][k] / span * (double)buckets;
-            size_t b = f < 0 ? 0 : f >= (double)buckets ? buckets - 1 : (size_t)f;
-            sum[b * nseries + i] += y[i][k];
-            count[b * nseries + i]++;
-        }
+    bool ok = values && out->x && out->low && out->median && out->high;
     for (size_t b = 0; ok && b < buckets; b++) {
         size_t m = 0;
-        for (size_t i = 0; i < nseries; i++)
-            if (count[b * nseries + i])
-                values[m++] = sum[b * nseries + i] / (double)count[b * nseries + i];
+        for (size_t i = 0; i < nrows; i++)
+            if (!isnan(means[i * buckets + b]))
+                values[m++] = means[i * buckets + b];
         if (!m)
             continue;
         qsort(values, m, sizeof *values, cmp_double);
@@ -107,11 +118,25 @@ bool tp_envelope_build(const double *const *x, const double *const *y, const siz
         out->median[out->n] = m % 2 ? values[m / 2] : (values[m / 2 - 1] + values[m / 2]) / 2;
         out->high[out->n++] = values[m - 1];
     }
-    free(sum);
-    free(count);
     free(values);
     if (!ok)
         tp_envelope_free(out);
+    return ok;
+}
+
+bool tp_envelope_build(const double *const *x, const double *const *y, const size_t *n,
+                       size_t nseries, size_t buckets, double span, tp_envelope *out)
+{
+    memset(out, 0, sizeof *out);
+    if (buckets == 0 || nseries == 0)
+        return true;
+    double *means = malloc(nseries * buckets * sizeof *means); /* [series][bucket] */
+    if (!means)
+        return false;
+    for (size_t i = 0; i < nseries; i++)
+        tp_envelope_row(x[i], y[i], n[i], buckets, span, means + i * buckets);
+    bool ok = tp_envelope_from_rows(means, nseries, buckets, span, out);
+    free(means);
     return ok;
 }
 

@@ -36,6 +36,13 @@ typedef struct tp_envelope {
 
 bool tp_envelope_build(const double *const *x, const double *const *y, const size_t *n,
                        size_t nseries, size_t buckets, double span, tp_envelope *out);
+/* The two halves of it, for series that come one at a time: one series'
+ * means in the buckets (NaN where it has no point), and the lines of nrows
+ * such rows (means[row * buckets + bucket]). */
+void tp_envelope_row(const double *x, const double *y, size_t n, size_t buckets, double span,
+                     double *means);
+bool tp_envelope_from_rows(const double *means, size_t nrows, size_t buckets, double span,
+                           tp_envelope *out);
 void tp_envelope_free(tp_envelope *e);
 
 #endif

@@ -7,25 +7,51 @@
 #include <string.h>
 
 #include "analyze/downsample.h"
+#include "analyze/fleet_envelopes.h"
 #include "analyze/pauses.h"
 #include "core/metric_catalog.h"
 #include "core/phases.h"
+#include "store/envelopes.h"
 #include "store/reader_stream.h"
 #include "store/summary_tables.h"
 
-#define PER_CORE_PLOT_MAX 16
-
-/* Whether a series gets a line: per-core CPU only on machines (agents) with
- * few cores. */
-static bool plotted(const tp_run *run, const tp_run_series *r)
+/* The place of agent id in run->agents (loaded in id order), nagents if
+ * none. */
+static size_t agent_place(const tp_run *run, int64_t id)
 {
-    if (strcmp(r->metric, TP_METRIC_CPU_UTIL_PERCENT) != 0 || strcmp(r->labels, "{}") == 0)
-        return true;
-    size_t cores = 0;
-    for (size_t i = 0; i < run->nseries; i++)
-        cores += run->series[i].agent_id == r->agent_id &&
-                 strcmp(run->series[i].metric, TP_METRIC_CPU_UTIL_PERCENT) == 0;
-    return cores - 1 <= PER_CORE_PLOT_MAX;
+    size_t lo = 0, hi = run->nagents;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (run->agents[mid].id == id)
+            return mid;
+        if (run->agents[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return run->nagents;
+}
+
+/* Each series' agent's per-core CPU series, counted once (a fleet's series
+ * are hundreds of thousands: counting them per series was quadratic). */
+static size_t *cores_per_series(const tp_run *run)
+{
+    size_t n = run->nseries, *cores = calloc(n + 1, sizeof *cores);
+    size_t *per_agent = calloc(run->nagents + 1, sizeof *per_agent);
+    if (!cores || !per_agent) {
+        free(cores);
+        free(per_agent);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const tp_run_series *r = &run->series[i];
+        if (strcmp(r->metric, TP_METRIC_CPU_UTIL_PERCENT) == 0 && strcmp(r->labels, "{}") != 0)
+            per_agent[agent_place(run, r->agent_id)]++;
+    }
+    for (size_t i = 0; i < n; i++)
+        cores[i] = per_agent[agent_place(run, run->series[i].agent_id)];
+    free(per_agent);
+    return cores;
 }
 
 typedef struct line_build {
@@ -48,10 +74,12 @@ static bool build_lines(const tp_summary *s, tp_page_facts *p, char *err, size_t
     size_t n = run->nseries;
     line_build b = {run->series, calloc(n + 1, sizeof *b.ds), calloc(n + 1, sizeof *b.has)};
     p->lines = calloc(n + 1, sizeof *p->lines);
-    bool ok = b.ds && b.has && p->lines;
+    size_t *cores = cores_per_series(run);
+    bool ok = b.ds && b.has && p->lines && cores;
     for (size_t i = 0; ok && i < n; i++)
-        if ((b.has[i] = plotted(run, &run->series[i])))
+        if ((b.has[i] = tp_series_plotted(&run->series[i], cores[i])))
             tp_downsample_init(&b.ds[i], TP_PLOT_BUCKETS, p->span);
+    free(cores);
     if (!ok)
         snprintf(err, cap, "out of memory");
     else
@@ -75,6 +103,46 @@ static bool build_lines(const tp_summary *s, tp_page_facts *p, char *err, size_t
     }
     free(b.ds);
     free(b.has);
+    return ok;
+}
+
+static void free_lines(tp_page_facts *p)
+{
+    for (size_t i = 0; i < p->nlines; i++) {
+        free(p->lines[i].x);
+        free(p->lines[i].y);
+    }
+    free(p->lines);
+    p->lines = NULL;
+    p->nlines = 0;
+}
+
+/* The lines, or for many agents the envelopes: stored, else made from the
+ * lines (which then go). */
+static bool build_plots(const tp_summary *s, tp_page_facts *p, char *err, size_t cap)
+{
+    if (p->across && tp_envelopes_stored(s->run))
+        return tp_envelopes_load(s->run, &p->envelopes, err, cap);
+    if (!build_lines(s, p, err, cap))
+        return false;
+    if (!p->across)
+        return true;
+    const tp_run_series **series = calloc(p->nlines + 1, sizeof *series);
+    const double **x = calloc(p->nlines + 1, sizeof *x), **y = calloc(p->nlines + 1, sizeof *y);
+    size_t *n = calloc(p->nlines + 1, sizeof *n);
+    bool ok = series && x && y && n;
+    for (size_t i = 0; ok && i < p->nlines; i++) {
+        series[i] = p->lines[i].series;
+        x[i] = p->lines[i].x, y[i] = p->lines[i].y, n[i] = p->lines[i].n;
+    }
+    ok = ok && tp_envelopes_from_lines(series, x, y, n, p->nlines, p->span, &p->envelopes);
+    if (!ok)
+        snprintf(err, cap, "out of memory");
+    free(series);
+    free(x);
+    free(y);
+    free(n);
+    free_lines(p);
     return ok;
 }
 
@@ -137,9 +205,7 @@ static bool build_step_phases(const tp_summary *s, bool all, tp_page_facts *p, c
         for (size_t k = 0; k < t->nsteps; k++)
             if (t->steps[k].rank == p->ranks[i])
                 warmup[i] = t->steps[k].warmup;
-    bool ok = s->plots_stored ? tp_stored_step_phases(s->run, p->ranks, n, p->phases, err, cap)
-                              : tp_step_phases_build(s->run, p->ranks, warmup, n, TP_STEP_GROUPS,
-                                                     p->phases, err, cap);
+    bool ok = tp_summary_step_phases_of(s, p->ranks, warmup, n, p->phases, err, cap);
     p->nranks = n; /* freed whatever happened */
     free(warmup);
     return ok;
@@ -155,18 +221,16 @@ bool tp_page_facts_build(const tp_summary *s, bool all, tp_page_facts *out, char
         out->steps_to = w == 0 || t1 > out->steps_to ? t1 : out->steps_to;
         out->has_steps = true;
     }
+    out->across = !all && s->run->nagents >= TP_ENVELOPE_AGENTS_MIN;
     return build_step_phases(s, all, out, err, cap) &&
            tp_rank_heatmap_build(s, &out->heatmap, err, cap) && build_pauses(s, out, err, cap) &&
-           build_lines(s, out, err, cap);
+           build_plots(s, out, err, cap);
 }
 
 void tp_page_facts_free(tp_page_facts *p)
 {
-    for (size_t i = 0; i < p->nlines; i++) {
-        free(p->lines[i].x);
-        free(p->lines[i].y);
-    }
-    free(p->lines);
+    free_lines(p);
+    tp_envelopes_free(&p->envelopes);
     free(p->pauses);
     for (size_t i = 0; i < p->nranks; i++)
         tp_step_phases_free(&p->phases[i]);

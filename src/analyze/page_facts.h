@@ -2,7 +2,8 @@
  * gathered from the run before a word is written:
  *   - a line per plotted series (every series but per-core CPU on machines
  *     with many cores), downsampled to TP_PLOT_BUCKETS buckets over the run
- *     (each bucket's lowest and highest sample);
+ *     (each bucket's lowest and highest sample); for many agents, their
+ *     envelopes instead (analyze/fleet_envelopes.h);
  *   - the span of the agents' training steps, and the training's pauses
  *     (analyze/pauses.h), those of one name closer than a bucket to each
  *     other taken as one shade, with how many they were and their time;
@@ -18,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "analyze/fleet_envelopes.h"
 #include "analyze/rank_heatmap.h"
 #include "analyze/step_phases.h"
 #include "analyze/summary.h"
@@ -36,7 +38,12 @@ typedef struct tp_page_pause {
 } tp_page_pause;
 
 typedef struct tp_page_facts {
-    double span;         /* the run's time line, seconds */
+    double span; /* the run's time line, seconds */
+    /* many agents (TP_ENVELOPE_AGENTS_MIN or more) and not all: the metrics
+     * as envelopes (stored by a fleet's merge, else made from the lines),
+     * and no lines */
+    bool across;
+    tp_envelopes envelopes;
     tp_page_line *lines; /* in the run's series order */
     size_t nlines;
     bool has_steps; /* steps_from..steps_to: the agents' training steps */

@@ -95,39 +95,22 @@ static void axis_title(char *buf, size_t cap, const char *unit)
 }
 
 /* One metric's chart for a run of many agents: the lowest, median and
- * highest of its series compared across agents, over time. False when out of
- * memory. */
-static bool envelope_chart(FILE *out, const plot_ctx *c, const tp_metric_def *def)
+ * highest of its series compared across agents, over time. */
+static void envelope_chart(FILE *out, const plot_ctx *c, const tp_metric_envelope *m)
 {
-    const tp_page_facts *page = c->page;
-    const double **xs = calloc(page->nlines + 1, sizeof *xs);
-    const double **ys = calloc(page->nlines + 1, sizeof *ys);
-    size_t *ns = calloc(page->nlines + 1, sizeof *ns), k = 0;
+    const tp_metric_def *def = tp_metric_find(m->metric);
+    const tp_envelope *e = &m->e;
+    if (!def || !e->n)
+        return;
     const char *kind = tp_device_kind(def->name);
-    for (size_t i = 0; xs && ys && ns && i < page->nlines; i++) {
-        const tp_page_line *p = &page->lines[i];
-        if (strcmp(p->series->metric, def->name) == 0 && p->n &&
-            tp_compared_across_agents(p->series)) {
-            xs[k] = p->x, ys[k] = p->y, ns[k++] = p->n;
-        }
-    }
-    tp_envelope e = {0};
-    bool ok = xs && ys && ns && tp_envelope_build(xs, ys, ns, k, TP_PLOT_BUCKETS, page->span, &e);
-    if (ok && e.n) {
-        tp_svg_line lines[3] = {{"highest", e.x, e.high, e.n},
-                                {"median", e.x, e.median, e.n},
-                                {"lowest", e.x, e.low, e.n}};
-        char title[128], unit_title[32];
-        snprintf(title, sizeof title, "%s (%zu %s)", def->name, k, kind ? kind : "agents");
-        axis_title(unit_title, sizeof unit_title, tp_unit_name(def->unit));
-        tp_svg_chart chart = time_chart(c, title, unit_title, tp_unit_name(def->unit));
-        tp_svg_line_chart(out, &chart, lines, 3);
-    }
-    tp_envelope_free(&e);
-    free(xs);
-    free(ys);
-    free(ns);
-    return ok;
+    tp_svg_line lines[3] = {{"highest", e->x, e->high, e->n},
+                            {"median", e->x, e->median, e->n},
+                            {"lowest", e->x, e->low, e->n}};
+    char title[128], unit_title[32];
+    snprintf(title, sizeof title, "%s (%zu %s)", def->name, m->lines, kind ? kind : "agents");
+    axis_title(unit_title, sizeof unit_title, tp_unit_name(def->unit));
+    tp_svg_chart chart = time_chart(c, title, unit_title, tp_unit_name(def->unit));
+    tp_svg_line_chart(out, &chart, lines, 3);
 }
 
 /* The pauses' shades, each named with its pauses' count and time; false
@@ -198,7 +181,7 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
         fputs("<p>Shaded green: the training steps; grey: the training's pauses outside them "
               "(evaluate, sanity_check, checkpoint, compile), each named when hovered.</p>\n",
               out);
-    bool across = !all && run->nagents > TP_REPORT_AGENTS_MAX;
+    bool across = page->across;
     if (across)
         fprintf(out,
                 "<p>%zu agents: each chart shows, over time, the lowest, the median and the "
@@ -209,11 +192,8 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
     bool grid_open = across; /* a <div class="charts"> awaits its end */
     if (across)
         fputs("<div class=\"charts\">\n", out);
-    for (size_t m = 0; ok && across && m < count; m++)
-        if (!envelope_chart(out, &c, &defs[m])) {
-            snprintf(err, cap, "html: out of memory");
-            ok = false;
-        }
+    for (size_t m = 0; ok && across && m < page->envelopes.n; m++)
+        envelope_chart(out, &c, &page->envelopes.v[m]);
     char flat[2048] = "";
     size_t nflat = 0;
     const char *group = NULL; /* the source of the charts drawn last: a heading each */

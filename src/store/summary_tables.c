@@ -303,6 +303,62 @@ static int cmp_asked(const void *x, const void *y)
  * index on rank: a query each would read it once a rank). */
 #define STEP_PHASES_BY_QUERY 4
 
+/* A group's place, sorted by its first step (then by its place). */
+typedef struct group_place {
+    double first_step;
+    size_t at;
+} group_place;
+
+static int cmp_group_place(const void *x, const void *y)
+{
+    const group_place *a = x, *b = y;
+    if (a->first_step != b->first_step)
+        return a->first_step < b->first_step ? -1 : 1;
+    return (a->at > b->at) - (a->at < b->at);
+}
+
+/* Puts ph's groups in first-step order where they are not (a rank stored
+ * by two merged files: the scan reads them in the order stored, not
+ * sorted, since sorting a fleet's groups was most of its heatmap's time);
+ * false when out of memory. */
+static bool groups_in_order(tp_step_phases *ph)
+{
+    size_t n = ph->ngroups, k = 1;
+    while (k < n && ph->first_step[k - 1] <= ph->first_step[k])
+        k++;
+    if (k >= n)
+        return true;
+    group_place *order = malloc(n * sizeof *order);
+    tp_step_phases was = *ph;
+    tp_step_phases now = {.nsteps = ph->nsteps, .ngroups = n};
+    now.first_step = malloc(n * sizeof *now.first_step);
+    now.values = malloc(n * TP_STEP_PHASES * sizeof *now.values);
+    now.pauses = malloc(n * sizeof *now.pauses);
+    now.start_s = malloc(n * sizeof *now.start_s);
+    now.end_s = malloc(n * sizeof *now.end_s);
+    if (!order || !now.first_step || !now.values || !now.pauses || !now.start_s || !now.end_s) {
+        free(order);
+        tp_step_phases_free(&now);
+        return false;
+    }
+    for (size_t g = 0; g < n; g++)
+        order[g] = (group_place){was.first_step[g], g};
+    qsort(order, n, sizeof *order, cmp_group_place);
+    for (size_t g = 0; g < n; g++) {
+        size_t from = order[g].at;
+        now.first_step[g] = was.first_step[from];
+        memcpy(now.values + g * TP_STEP_PHASES, was.values + from * TP_STEP_PHASES,
+               TP_STEP_PHASES * sizeof *now.values);
+        now.pauses[g] = was.pauses[from];
+        now.start_s[g] = was.start_s[from];
+        now.end_s[g] = was.end_s[from];
+    }
+    free(order);
+    tp_step_phases_free(ph);
+    *ph = now;
+    return true;
+}
+
 bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phases *out, char *err,
                            size_t cap)
 {
@@ -311,12 +367,11 @@ bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phas
     bool pauses = tp_run_has_column(run, "summary_step_phase", "pauses");  /* stored before: 0 */
     bool times = tp_run_has_column(run, "summary_step_phase", "start_ns"); /* before: NULL */
     bool scan = n > STEP_PHASES_BY_QUERY;
-    char *sql =
-        sqlite3_mprintf("SELECT rank, steps, first_step, dataloader_next, to_device,"
-                        " train_batch, step_lr_schedulers, from_device, reduce_metrics,"
-                        " other, %s, %s FROM summary_step_phase%s ORDER BY %s",
-                        pauses ? "pauses" : "0", times ? "start_ns, end_ns" : "NULL, NULL",
-                        scan ? "" : " WHERE rank = ?", scan ? "rank, first_step" : "first_step");
+    char *sql = sqlite3_mprintf("SELECT rank, steps, first_step, dataloader_next, to_device,"
+                                " train_batch, step_lr_schedulers, from_device, reduce_metrics,"
+                                " other, %s, %s FROM summary_step_phase%s ORDER BY %s",
+                                pauses ? "pauses" : "0", times ? "start_ns, end_ns" : "NULL, NULL",
+                                scan ? "" : " WHERE rank = ?", scan ? "rowid" : "first_step");
     int prepared = sql ? sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) : SQLITE_NOMEM;
     sqlite3_free(sql);
     if (prepared != SQLITE_OK)
@@ -344,6 +399,9 @@ bool tp_stored_step_phases(tp_run *run, const int *ranks, size_t n, tp_step_phas
     sqlite3_finalize(st);
     free(caps);
     free(asked);
+    for (size_t k = 0; scan && rc == SQLITE_DONE && k < n; k++)
+        if (!groups_in_order(&out[k]))
+            rc = SQLITE_NOMEM;
     if (rc != SQLITE_DONE) {
         for (size_t k = 0; k < n; k++)
             tp_step_phases_free(&out[k]);

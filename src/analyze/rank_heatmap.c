@@ -8,7 +8,10 @@
 #include "trainprof.h"
 #include "util/oom.h"
 
-#define CHUNK 256 /* ranks whose step phases are held at once (memory bound) */
+/* ranks whose step phases are held at once: at least CHUNK_MIN, and an
+ * eighth of the ranks, so that a fleet's stored groups are scanned at most
+ * eight times (each chunk is one scan of them), memory bound by the eighth */
+#define CHUNK_MIN 256
 
 static int cmp_double(const void *x, const void *y)
 {
@@ -67,10 +70,11 @@ bool tp_rank_heatmap_build(const tp_summary *s, tp_rank_heatmap *out, char *err,
         out->step_s[i] = NAN;
     for (size_t r = 0; r < out->rows; r++)
         out->first_rank[r] = out->last_rank[r] = -1;
-    tp_step_phases *ph = tp_xcalloc(CHUNK, sizeof *ph);
+    size_t chunk = (n + 7) / 8 > CHUNK_MIN ? (n + 7) / 8 : CHUNK_MIN;
+    tp_step_phases *ph = tp_xcalloc(chunk, sizeof *ph);
     bool ok = true;
-    for (size_t lo = 0; ok && lo < n; lo += CHUNK) {
-        size_t m = n - lo < CHUNK ? n - lo : CHUNK;
+    for (size_t lo = 0; ok && lo < n; lo += chunk) {
+        size_t m = n - lo < chunk ? n - lo : chunk;
         ok = tp_summary_step_phases_of(s, ranks + lo, skip + lo, m, ph, err, cap);
         for (size_t k = 0; k < m; k++) {
             size_t i = lo + k, row = i * out->rows / n;

@@ -356,6 +356,42 @@ static void test_envelope(void **state)
     assert_true(tp_envelope_build(xs, ys, ns, 0, 2, 10, &e) && e.n == 0);
 }
 
+static int cmp_double_asc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median found by selection is the sorted middle, for odd and even
+ * counts, repeated values and runs already in order or reversed. */
+static void test_envelope_median_is_the_sorted_middle(void **state)
+{
+    (void)state;
+    unsigned seed = 12345;
+    for (size_t rows = 1; rows <= 41; rows++)
+        for (int shape = 0; shape < 4; shape++) {
+            double means[41], sorted[41];
+            for (size_t i = 0; i < rows; i++) {
+                seed = seed * 1103515245u + 12345u;
+                double v = shape == 0   ? (double)(seed >> 16 & 1023)
+                           : shape == 1 ? (double)(seed >> 16 & 3) /* many equal */
+                           : shape == 2 ? (double)i
+                                        : (double)(rows - i);
+                means[i] = sorted[i] = v;
+            }
+            qsort(sorted, rows, sizeof *sorted, cmp_double_asc);
+            double want =
+                rows % 2 ? sorted[rows / 2] : (sorted[rows / 2 - 1] + sorted[rows / 2]) / 2;
+            tp_envelope e;
+            assert_true(tp_envelope_from_rows(means, rows, 1, 10, &e));
+            assert_int_equal(e.n, 1);
+            assert_float_equal(e.median[0], want, 1e-12);
+            assert_float_equal(e.low[0], sorted[0], 1e-12);
+            assert_float_equal(e.high[0], sorted[rows - 1], 1e-12);
+            tp_envelope_free(&e);
+        }
+}
+
 static void test_prom_format(void **state)
 {
     (void)state;
@@ -481,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_model_facts),
         cmocka_unit_test(test_prom_format),
         cmocka_unit_test(test_envelope),
+        cmocka_unit_test(test_envelope_median_is_the_sorted_middle),
         cmocka_unit_test(test_stack_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

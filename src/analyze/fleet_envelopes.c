@@ -2,9 +2,12 @@
 #include "analyze/fleet_envelopes.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/metric_catalog.h"
 #include "store/envelopes.h"
@@ -194,6 +197,59 @@ static bool add_file(envelope_acc *a, const char *path, int64_t earliest_wall_ns
     return ok && a->ok;
 }
 
+/* Moves the rows of from into into, metric by metric; false when out of
+ * memory (into then marked failed). */
+static bool acc_join(envelope_acc *into, envelope_acc *from)
+{
+    for (size_t m = 0; into->ok && m < into->ndefs; m++) {
+        metric_rows *a = &into->per[m], *b = &from->per[m];
+        if (!b->rows)
+            continue;
+        size_t rows = a->rows + b->rows;
+        double *grown = tp_reserve_try(a->means, rows, &a->cap, TP_PLOT_BUCKETS * sizeof *a->means);
+        if (!grown) {
+            into->ok = false;
+            break;
+        }
+        a->means = grown;
+        memcpy(a->means + a->rows * TP_PLOT_BUCKETS, b->means,
+               b->rows * TP_PLOT_BUCKETS * sizeof *b->means);
+        a->rows = rows;
+    }
+    return into->ok;
+}
+
+/* One of the threads that read the node files: files w, w + W, w + 2W... */
+typedef struct file_worker {
+    pthread_t thread;
+    envelope_acc acc;
+    const char *const *paths;
+    size_t n, first, stride;
+    int64_t earliest;
+    bool ok;
+    char err[512];
+} file_worker;
+
+static void *read_files(void *arg)
+{
+    file_worker *w = arg;
+    for (size_t i = w->first; w->ok && i < w->n; i += w->stride)
+        w->ok = add_file(&w->acc, w->paths[i], w->earliest, w->err, sizeof w->err);
+    return NULL;
+}
+
+/* The threads that read: one per CPU, at most WORKERS_MAX and n. */
+#define WORKERS_MAX 4
+
+static size_t workers_for(size_t n)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t w = cpus > 0 ? (size_t)cpus : 1;
+    w = w < WORKERS_MAX ? w : WORKERS_MAX;
+    w = w < n ? w : n;
+    return sqlite3_threadsafe() && w > 0 ? w : 1;
+}
+
 bool tp_envelopes_from_files(const char *const *paths, size_t n, const char *merged_path,
                              double span, tp_envelopes *out, char *err, size_t cap)
 {
@@ -203,22 +259,54 @@ bool tp_envelopes_from_files(const char *const *paths, size_t n, const char *mer
         return false;
     int64_t earliest = meta_int(merged, "start_wall_ns");
     tp_run_close(merged);
-    envelope_acc a;
-    bool ok = acc_init(&a, span);
-    if (!ok)
-        snprintf(err, cap, "out of memory for the envelopes");
-    for (size_t i = 0; ok && i < n; i++)
-        ok = add_file(&a, paths[i], earliest, err, cap);
-    if (!ok) {
-        a.ok = false;
-        acc_take(&a, out);
-        return false;
+    /* the files read by a few threads at once (reading their points is most
+     * of the work), each into rows of its own, joined at the end */
+    size_t nw = workers_for(n);
+    file_worker *w = calloc(nw, sizeof *w);
+    bool ok = w != NULL;
+    size_t started = 0;
+    for (size_t k = 0; ok && k < nw; k++) {
+        w[k] =
+            (file_worker){.paths = paths, .n = n, .first = k, .stride = nw, .earliest = earliest};
+        w[k].ok = acc_init(&w[k].acc, span);
+        if (!w[k].ok)
+            snprintf(w[k].err, sizeof w[k].err, "out of memory for the envelopes");
+        else if (k > 0 && pthread_create(&w[k].thread, NULL, read_files, &w[k]) != 0)
+            read_files(&w[k]); /* no thread: read here */
+        else if (k > 0)
+            started |= (size_t)1 << k;
     }
-    if (!acc_take(&a, out)) {
+    if (ok && w[0].ok)
+        read_files(&w[0]);
+    for (size_t k = 1; ok && k < nw; k++)
+        if (started >> k & 1)
+            pthread_join(w[k].thread, NULL);
+    for (size_t k = 0; ok && k < nw; k++)
+        if (!w[k].ok) {
+            snprintf(err, cap, "%s", w[k].err);
+            ok = false;
+        }
+    if (!ok && !w)
         snprintf(err, cap, "out of memory for the envelopes");
-        return false;
+    for (size_t k = 1; ok && k < nw; k++)
+        if (!acc_join(&w[0].acc, &w[k].acc)) {
+            snprintf(err, cap, "out of memory for the envelopes");
+            ok = false;
+        }
+    for (size_t k = 1; w && k < nw; k++) { /* their rows moved, or not wanted */
+        w[k].acc.ok = false;
+        tp_envelopes none;
+        acc_take(&w[k].acc, &none);
     }
-    return true;
+    if (w) {
+        w[0].acc.ok = w[0].acc.ok && ok;
+        if (!acc_take(&w[0].acc, out) && ok) {
+            snprintf(err, cap, "out of memory for the envelopes");
+            ok = false;
+        }
+    }
+    free(w);
+    return ok;
 }
 
 /* A stored metric's envelope, copied. */

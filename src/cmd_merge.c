@@ -94,6 +94,7 @@ int cmd_merge(int argc, char **argv)
                             .summary_only = summary,
                             .plots = summary && !envelopes,
                             .rows_refused = summary,
+                            .step_groups_max = envelopes ? TP_FLEET_STEP_GROUPS : 0,
                             .progress = quiet ? NULL : print_progress,
                             .progress_ctx = &progress};
     if (!tp_merge_runs(output, (const char *const *)argv + first, (size_t)(argc - first), &opt, err,

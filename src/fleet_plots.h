@@ -14,6 +14,10 @@
  * node files). */
 #define TP_FLEET_PLOTS_MAX 16
 
+/* Such a merge keeps at most this many groups of each rank's steps (the
+ * lowest rank's all), for the heatmap and the phase charts. */
+#define TP_FLEET_STEP_GROUPS 60
+
 /* Makes the envelopes of the node files paths[0..n) merged into the run at
  * merged_path and stores them there; false (reason in err) when it can't. */
 bool tp_fleet_plots_store(const char *merged_path, const char *const *paths, size_t n, char *err,

@@ -222,6 +222,8 @@ bool tp_page_facts_build(const tp_summary *s, bool all, tp_page_facts *out, char
         out->has_steps = true;
     }
     out->across = !all && s->run->nagents >= TP_ENVELOPE_AGENTS_MIN;
+    out->points_elsewhere = all && !s->plots_stored && tp_envelopes_stored(s->run);
+    out->across |= out->points_elsewhere;
     return build_step_phases(s, all, out, err, cap) &&
            tp_rank_heatmap_build(s, &out->heatmap, err, cap) && build_pauses(s, out, err, cap) &&
            build_plots(s, out, err, cap);

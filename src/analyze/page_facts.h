@@ -44,6 +44,9 @@ typedef struct tp_page_facts {
      * and no lines */
     bool across;
     tp_envelopes envelopes;
+    /* all asked of a fleet's merged summary, which keeps the envelopes but
+     * not each agent's points: the envelopes drawn, across set */
+    bool points_elsewhere;
     tp_page_line *lines; /* in the run's series order */
     size_t nlines;
     bool has_steps; /* steps_from..steps_to: the agents' training steps */

@@ -186,8 +186,12 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
         fprintf(out,
                 "<p>%zu agents: each chart shows, over time, the lowest, the median and the "
                 "highest of the agents' values (of every GPU's, for GPU metrics); `trainprof "
-                "report` names which, and `trainprof html --all` draws every agent.</p>\n",
-                run->nagents);
+                "report` names which, and `trainprof html --all` %s.</p>\n",
+                run->nagents,
+                page->points_elsewhere
+                    ? "of the node files draws every agent (this merged file keeps these "
+                      "envelopes, not each agent's points)"
+                    : "draws every agent");
     tp_svg_line lines[64];
     bool grid_open = across; /* a <div class="charts"> awaits its end */
     if (across)

@@ -525,6 +525,8 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         if (rc == SQLITE_OK && opt->progress)
             opt->progress(opt->progress_ctx, i + 1, n, inputs[i], all_rows);
     }
+    if (rc == SQLITE_OK && !all_rows && step_phases)
+        rc = tp_merge_thin_step_groups(db, opt->step_groups_max);
     if (rc == SQLITE_OK && !all_rows)
         rc = tp_merge_epoch_bounds(db);
     for (size_t i = 0; rc == SQLITE_OK && !all_rows && i < n; i++)
@@ -548,6 +550,8 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         rc = tp_exec(db, sql);
         sqlite3_free(sql);
     }
+    if (rc == SQLITE_OK && !all_rows && opt->step_groups_max) /* the thinned groups' room back */
+        rc = tp_exec(db, "VACUUM;");
     if (rc != SQLITE_OK)
         snprintf(err, cap, "merge: %s", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);

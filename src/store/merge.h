@@ -24,6 +24,9 @@ typedef struct tp_merge_options {
                           has none, every row is copied */
     bool rows_refused; /* `merge --summary`: where summary_only can't be had, fail (the
                           reason, naming the input, in err) instead of copying every row */
+    /* a summary-only merge of a fleet: every rank's stored step groups but the
+     * lowest rank's joined into at most this many (0: kept as they are) */
+    size_t step_groups_max;
     /* called after each input is copied (done of n), if set */
     void (*progress)(void *ctx, size_t done, size_t n, const char *input, bool all_rows);
     void *progress_ctx;

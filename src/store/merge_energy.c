@@ -3,6 +3,8 @@
 
 #include "store/schema.h"
 
+#include <stdio.h>
+
 int tp_merge_epoch_energy(sqlite3 *db, const char *path, long long off, long long dt)
 {
     char *sql = sqlite3_mprintf("ATTACH %Q AS src", path);
@@ -47,4 +49,40 @@ int tp_merge_epoch_bounds(sqlite3 *db)
         "INSERT OR IGNORE INTO epoch_bound"
         " SELECT start_ns + CAST(round(duration_s * 1e9) AS INTEGER) FROM measured_epoch;"
         "DROP TABLE lowest_epoch; DROP TABLE measured_epoch;");
+}
+
+int tp_merge_thin_step_groups(sqlite3 *db, size_t max)
+{
+    if (max == 0)
+        return SQLITE_OK;
+    const char *phases[] = {
+        "dataloader_next", "to_device",      "train_batch", "step_lr_schedulers",
+        "from_device",     "reduce_metrics", "other"};
+    char means[1400] = "";
+    size_t len = 0;
+    for (size_t q = 0; q < sizeof phases / sizeof *phases; q++)
+        len += (size_t)snprintf(means + len, sizeof means - len,
+                                "CASE WHEN sum(w) > 0 THEN sum(%s * w) / sum(w) ELSE avg(%s) END, ",
+                                phases[q], phases[q]);
+    char *sql = sqlite3_mprintf(
+        "CREATE TEMP TABLE lowest_rank AS SELECT min(rank) AS rank FROM main.summary_step_phase;"
+        "CREATE TEMP TABLE numbered AS SELECT *,"
+        " lead(first_step, 1, steps) OVER (PARTITION BY rank ORDER BY first_step, rowid)"
+        "  - first_step AS w,"
+        " row_number() OVER (PARTITION BY rank ORDER BY first_step, rowid) - 1 AS i,"
+        " count(*) OVER (PARTITION BY rank) AS c"
+        " FROM main.summary_step_phase WHERE rank <> (SELECT rank FROM lowest_rank);"
+        "DELETE FROM main.summary_step_phase WHERE rank <> (SELECT rank FROM lowest_rank);"
+        "INSERT INTO main.summary_step_phase (rank, steps, first_step, dataloader_next,"
+        " to_device, train_batch, step_lr_schedulers, from_device, reduce_metrics, other, pauses,"
+        " start_ns, end_ns)"
+        " SELECT rank, max(steps), min(first_step), %s"
+        " max(pauses & 1) | max(pauses & 2) | max(pauses & 4) | max(pauses & 8),"
+        " min(start_ns), max(end_ns) FROM numbered"
+        " GROUP BY rank, i / ((c + %lld - 1) / %lld) ORDER BY rank, min(first_step);"
+        "DROP TABLE numbered; DROP TABLE lowest_rank;",
+        means, (long long)max, (long long)max);
+    int rc = sql ? tp_exec(db, sql) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    return rc;
 }

@@ -1,5 +1,6 @@
-/* merge_energy.h: the energy samples a summary-only merge keeps
- * (store/merge.c): those the energy of an epoch looks up. analyze/timings.c
+/* merge_energy.h: what a summary-only merge makes smaller (store/merge.c):
+ * the energy samples it keeps, those the energy of an epoch looks up; and a
+ * fleet's step groups. analyze/timings.c
  * measures the job's energy over the lowest rank's epochs, and over a rank's
  * own epoch only where the lowest rank has none of that number; the merge
  * keeps, of every input's cumulative energy series, the samples at those
@@ -8,6 +9,7 @@
 #define TP_STORE_MERGE_ENERGY_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 
 /* Temp table epoch_bound (t_ns, merged clock): the starts and ends of the
  * lowest rank's epochs in main.summary_epoch, and of the other ranks' epochs
@@ -21,5 +23,12 @@ int tp_merge_epoch_bounds(sqlite3 *db);
  * b - 1 us and every sample within 1 us of b (the reader recomputes b from
  * seconds, give or take a nanosecond). An SQLite result code. */
 int tp_merge_epoch_energy(sqlite3 *db, const char *path, long long off, long long dt);
+
+/* A fleet's stored step groups made fewer: every rank's but the lowest
+ * rank's (whose groups the changes of pace read) joined, consecutive ones,
+ * into at most max groups: each phase's mean weighted by the groups' steps,
+ * the pauses of any, the first start and the last end. The heatmap and the
+ * phase charts of a fleet then need a tenth of the room. */
+int tp_merge_thin_step_groups(sqlite3 *db, size_t max);
 
 #endif

@@ -8,6 +8,7 @@ progress line."""
 import json
 import os
 import re
+import sqlite3
 import subprocess
 
 import pytest
@@ -84,7 +85,56 @@ def test_merge_of_many_files_is_one_progress_line(fleet, tmp_path):
     assert rc == 0, text
     assert text.count("\r") >= NODES  # rewritten after each file
     assert f"{NODES} of {NODES} files" in text and "files/s" in text and "left" in text
-    assert text.count("\n") <= 3  # the line, its end, and the result
+    assert "the metrics' envelopes across the 64 nodes" in text  # a fleet: no node's points
+    assert text.count("\n") <= 4  # the line, its end, the envelopes, and the result
+
+
+def system_metrics(page):
+    html = page.read_text()
+    start = html.index('<h2 id="system-metrics">')
+    return html[start:html.index("<h2", start + 1)]
+
+
+def test_a_fleet_summary_keeps_envelopes_and_answers_as_its_files(fleet, tmp_path):
+    out = tmp_path / "fleet.db"
+    r = trainprof("merge", "-q", "--summary", "-o", out, *fleet, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert out.stat().st_size < NODES * 150_000  # tens of kB a node, not its plots
+    with sqlite3.connect(out) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'envelopes'").fetchone() == ("1",)
+        tables = {t for (t,) in db.execute("SELECT name FROM sqlite_master")}
+        assert "summary_plot" not in tables or \
+            db.execute("SELECT count(*) FROM summary_plot").fetchone() == (0,)
+        lines = dict(db.execute("SELECT metric, max(lines) FROM summary_envelope GROUP BY metric"))
+        assert lines["gpu_util_percent"] == NODES * 8 and lines["cpu_util_percent"] == NODES
+        assert db.execute("SELECT count(*) FROM summary_envelope WHERE NOT"
+                          " (low <= median AND median <= high)").fetchone() == (0,)
+        low, high = db.execute("SELECT min(low), max(high) FROM summary_envelope"
+                               " WHERE metric = 'gpu_util_percent'").fetchone()
+        groups = dict(db.execute("SELECT rank, count(*) FROM summary_step_phase GROUP BY rank"))
+    # within what the nodes stored
+    seen = []
+    for path in fleet[:8]:
+        with sqlite3.connect(path) as db:
+            seen += db.execute("SELECT min(p.value), max(p.value) FROM summary_plot p"
+                               " JOIN series s ON s.id = p.series_id JOIN metric m"
+                               " ON m.id = s.metric_id WHERE m.name = 'gpu_util_percent'").fetchall()
+    assert min(a for a, _ in seen) - 1e-9 <= high and low <= max(b for _, b in seen) + 1e-9
+    # every rank's groups but the lowest's joined into at most 60
+    assert len(groups) == NODES * RANKS and groups[0] > 60
+    assert max(n for rank, n in groups.items() if rank != 0) <= 60
+    # the report the same as of the files (its header's name aside)
+    assert trainprof("report", out).stdout.splitlines()[1:] == \
+        trainprof("report", *fleet, timeout=300).stdout.splitlines()[1:]
+    # html: the same charts of the metrics as the files'
+    a, b = tmp_path / "a.html", tmp_path / "b.html"
+    assert trainprof("html", "-o", a, out).returncode == 0
+    assert trainprof("html", "-o", b, *fleet, timeout=300).returncode == 0
+    assert system_metrics(a) == system_metrics(b) and f"({NODES * 8} GPUs)" in system_metrics(a)
+    # --all: the envelopes still, and where each agent's points are
+    c = tmp_path / "c.html"
+    assert trainprof("html", "--all", "-o", c, out, timeout=300).returncode == 0
+    assert "of the node files draws every agent" in system_metrics(c)
 
 
 def duckdb_or_skip():

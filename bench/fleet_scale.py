@@ -1,5 +1,7 @@
 """How the fleet's readers grow with the node files: `report`, `html`,
-`merge --summary` and `compare --base` of N node files, for each N given,
+`merge --summary` (and `report` and `html` of what it made) and `compare
+--base` of N node files (the job against itself: what comparing costs, no
+change to find), for each N given,
 with the time per node file (flat: linear) and the peak memory (GNU time's
 maximum resident set).
 
@@ -60,7 +62,11 @@ def main():
                 ("html", [PROGRAM, "html", "--force", "-o", str(work / f"fleet-{n}.html"), *files]),
                 ("merge_summary", [PROGRAM, "merge", "-q", "--force", "--summary", "-o",
                                    str(merged), *files]),
-                ("report_merged", [PROGRAM, "report", str(merged)])):
+                ("report_merged", [PROGRAM, "report", str(merged)]),
+                ("html_merged", [PROGRAM, "html", "--force", "-o",
+                                 str(work / f"fleet-merged-{n}.html"), str(merged)]),
+                ("compare", [PROGRAM, "compare", *[x for f in files for x in ("--base", f)],
+                             *files])):
             seconds, mib = measured(argv)
             row[what] = {"s": seconds, "per_node_ms": round(1000 * seconds / n, 1), "peak_mib": mib}
         row["merged_mb"] = round(merged.stat().st_size / 1e6)

@@ -86,7 +86,7 @@ static void side_line(FILE *out, const char *name, const tp_compare_side *s)
     if (s->first_step)
         fprintf(out, "  %s  %s, steps %zu to %zu\n", name, s->path, s->first_step, s->last_step);
     else
-        fprintf(out, "  %s  %s (%zu steps)\n", name, s->path, s->steps);
+        fprintf(out, "  %s  %s (%zu step%s)\n", name, s->path, s->steps, s->steps == 1 ? "" : "s");
 }
 
 void tp_compare_text(FILE *out, const tp_run_compare *c)

@@ -366,17 +366,19 @@ static void step_time_plots(FILE *out, const tp_summary *s, const tp_page_facts 
         const tp_step_phases *ph = &page->phases[i];
         if (!ph->ngroups)
             continue;
-        char title[128], rank[32];
-        rank_label(rank, sizeof rank, page->ranks[i]);
+        char title[128], rank[32] = ""; /* a process with no rank: no qualifier */
+        if (page->ranks[i] >= 0)
+            snprintf(rank, sizeof rank, ", rank %d", page->ranks[i]);
         double first = ph->first_step[0]; /* a stored figure: from a file, any value */
         size_t skipped = first >= 1 && first < (double)ph->nsteps ? (size_t)first : 0;
+        const char *steps = ph->nsteps == 1 ? "step" : "steps";
         if (skipped)
             snprintf(title, sizeof title,
-                     "Step time over the run, %s (%zu steps; the first %zu, warm-up, left out)",
-                     rank, ph->nsteps, skipped);
+                     "Step time over the run%s (%zu %s; the first %zu, warm-up, left out)", rank,
+                     ph->nsteps, steps, skipped);
         else
-            snprintf(title, sizeof title, "Step time over the run, %s (%zu steps)", rank,
-                     ph->nsteps);
+            snprintf(title, sizeof title, "Step time over the run%s (%zu %s)", rank, ph->nsteps,
+                     steps);
         char(*labels)[24] = calloc(ph->ngroups, sizeof *labels);
         const char **bar_labels = calloc(ph->ngroups, sizeof *bar_labels);
         char(*notes)[96] = calloc(ph->ngroups, sizeof *notes);

@@ -102,7 +102,8 @@ bool tp_answer_steps(char *out, size_t cap, const tp_summary *s)
     const tp_step_row *st = &t->steps[0]; /* the lowest rank's: ranks follow below */
     char mean[32], parts[256];
     tp_format_duration(mean, sizeof mean, st->stats.mean);
-    int n = snprintf(out, cap, "%zu steps%s, %s each, %.1f steps/s", st->stats.count + st->profiled,
+    size_t steps = st->stats.count + st->profiled;
+    int n = snprintf(out, cap, "%zu step%s%s, %s each, %.1f steps/s", steps, steps == 1 ? "" : "s",
                      t->nsteps > 1 ? " of the first rank" : "", mean,
                      st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
     size_t len = n > 0 && (size_t)n < cap ? (size_t)n : strlen(out);

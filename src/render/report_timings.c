@@ -10,12 +10,14 @@
 #include "render/units.h"
 #include "util/ns_math.h"
 
+/* ", rank N" after a table's name; nothing for a process with no rank (a
+ * training of one process: its tables need no qualifier). */
 static void rank_title(char *buf, size_t cap, int rank)
 {
     if (rank < 0)
-        snprintf(buf, cap, "no rank");
+        buf[0] = '\0';
     else
-        snprintf(buf, cap, "rank %d", rank);
+        snprintf(buf, cap, ", rank %d", rank);
 }
 
 /* After a rank's Timings table: the other regions with time outside its
@@ -93,7 +95,7 @@ static void rank_table(FILE *out, const tp_timings *t, size_t lo, size_t hi)
 {
     char title[32];
     rank_title(title, sizeof title, t->rows[lo].rank);
-    fprintf(out, "\nTimings, %s\n  %-24s %8s %11s %11s %11s %11s %11s %7s\n", title, "region",
+    fprintf(out, "\nTimings%s\n  %-24s %8s %11s %11s %11s %11s %11s %7s\n", title, "region",
             "count", "total", "mean", "p50", "p95", "max", "share");
     for (int pauses = 0; pauses < 2; pauses++) {
         bool first = true;
@@ -128,8 +130,9 @@ static void steps_lines(FILE *out, const tp_step_row *st)
     char timed[48] = "";
     if (st->profiled)
         snprintf(timed, sizeof timed, " (%zu timed)", st->stats.count);
-    fprintf(out, "\nSteps, %s: %zu steps%s, mean %s (p50 %s, p95 %s), %.1f steps/s%s\n", title,
-            st->stats.count + st->profiled, timed, mean, p50, p95,
+    size_t steps = st->stats.count + st->profiled;
+    fprintf(out, "\nSteps%s: %zu step%s%s, mean %s (p50 %s, p95 %s), %.1f steps/s%s\n", title,
+            steps, steps == 1 ? "" : "s", timed, mean, p50, p95,
             st->total_s > 0 ? (double)st->stats.count / st->total_s : 0, rate);
     double count = (double)st->stats.count;
     if (st->batches > 0 && count > 0) {
@@ -197,7 +200,7 @@ static void no_steps_lines(FILE *out, const tp_timings *t, const shown_ranks *sr
         char title[32];
         rank_title(title, sizeof title, rank);
         fprintf(out,
-                "\nSteps, %s: none found. trainprof finds them by the training DataLoader's "
+                "\nSteps%s: none found. trainprof finds them by the training DataLoader's "
                 "fetches or\n  the optimizer's steps, and this process had neither; mark each "
                 "step's start\n  with trainprof.step() (tp_step() in C) for shares, rates and "
                 "verdicts.\n",
@@ -244,8 +247,8 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
         if (i == 0 || t->epochs[i - 1].rank != e->rank) {
             char title[32];
             rank_title(title, sizeof title, e->rank);
-            fprintf(out, "\nEpochs, %s\n  %-8s %12s %8s %10s %12s %12s\n", title, "epoch",
-                    "duration", "steps", "samples", "samples/s", "energy");
+            fprintf(out, "\nEpochs%s\n  %-8s %12s %8s %10s %12s %12s\n", title, "epoch", "duration",
+                    "steps", "samples", "samples/s", "energy");
         }
         char d[32];
         tp_format_duration(d, sizeof d, e->duration_s);

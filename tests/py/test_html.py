@@ -318,7 +318,7 @@ def test_pauses_are_shaded_and_warm_up_steps_left_out_of_the_step_chart(tmp_path
     shades = re.findall(r'<rect class="shade"[^>]*><title>([^<]*)</title>', cpu)
     names = sorted(s.split(",")[0] for s in shades)
     assert names == ["checkpoint", "compile", "compile", "evaluate", "evaluate", "evaluate"], shades
-    assert "Step time over the run, no rank (29 steps; the first 2, warm-up, left out)" in text
+    assert "Step time over the run (29 steps; the first 2, warm-up, left out)" in text
     # and the step chart marks the steps the pauses followed, named when hovered
     chart = next(c for c in charts if "Step time over the run" in c)
     marks = re.findall(r'class="mark"[^>]*><title>during or after these steps: ([^<]*)</title>',

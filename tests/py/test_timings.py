@@ -32,7 +32,7 @@ def test_c_regions_steps_epochs_reach_the_report(run_file):
     assert [e["steps"] for e in rep["epochs"]] == [9, 0]
     assert rep["dropped_events"] == 0 and rep["timing_threads"] == 1
     text = trainprof("report", run_file).stdout
-    assert "Timings, no rank" in text and "Steps, no rank: 9 steps" in text
+    assert "\nTimings\n" in text and "\nSteps: 9 steps" in text
 
 
 def test_ranks_from_the_environment(run_file):

@@ -3,7 +3,7 @@
  * DataLoader is set, as the auto-instrumentation saw them at the first
  * training forward and the loader's first iteration (lib/facts.h). No I/O:
  * store/model_facts_file.h reads them (from a run's meta, or the file of a
- * `trainprof bottleneck` replay run), analyze/model_facts.h judges them. */
+ * `trainprof bottleneck` replay run), analyze/model_case.h judges them. */
 #ifndef TP_CORE_MODEL_FACTS_H
 #define TP_CORE_MODEL_FACTS_H
 

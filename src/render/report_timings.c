@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "render/report.h"
-#include "analyze/model_facts.h"
+#include "analyze/model_case.h"
 #include "analyze/verdicts.h"
 #include "store/model_facts_file.h"
 #include "render/verdict_words.h"

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "analyze/model_facts.h"
+#include "analyze/model_case.h"
 #include "analyze/verdicts.h"
 
 /* Room the words of one verdict take at most (longer is cut). */

@@ -1,5 +1,5 @@
-/* model_facts.c: see model_facts.h. */
-#include "analyze/model_facts.h"
+/* model_case.c: see model_case.h. */
+#include "analyze/model_case.h"
 
 #include <string.h>
 

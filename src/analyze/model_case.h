@@ -1,8 +1,8 @@
-/* model_facts.h: the precision advice that follows from what the model runs
+/* model_case.h: the precision advice that follows from what the model runs
  * in (core/model_facts.h), for a compute-bound training. A fact; its words
  * are render/verdict_words.h's tp_precision_words. */
-#ifndef TP_ANALYZE_MODEL_FACTS_H
-#define TP_ANALYZE_MODEL_FACTS_H
+#ifndef TP_ANALYZE_MODEL_CASE_H
+#define TP_ANALYZE_MODEL_CASE_H
 
 #include "core/model_facts.h"
 

@@ -118,6 +118,28 @@ static int compare_page(char *const *paths, size_t n, const char *output, bool f
     return rc;
 }
 
+/* The run of the files paths[0..n) (several merged, and for many node
+ * files their metrics' envelopes made from them instead of every point
+ * copied in), its summary with stacks and course; false (reason in err,
+ * nothing left open) when it can't be read. */
+static bool load_run(tp_inputs *in, tp_summary *s, char **paths, size_t n, bool all, char *err,
+                     size_t cap)
+{
+    bool envelopes = !all && n >= TP_ENVELOPE_AGENTS_MIN;
+    if (!tp_inputs_open(in, "html", paths, n, true, !envelopes, err, cap) ||
+        (envelopes && !tp_fleet_plots_store(in->path, (const char *const *)paths, n, err, cap)) ||
+        !tp_summary_load(in->path, s, err, cap)) {
+        tp_inputs_done(in);
+        return false;
+    }
+    if (!tp_summary_add_stacks(s, err, cap) || !tp_summary_add_course(s, err, cap)) {
+        tp_summary_close(s);
+        tp_inputs_done(in);
+        return false;
+    }
+    return true;
+}
+
 int cmd_html(int argc, char **argv)
 {
     const char *output = NULL;
@@ -169,21 +191,7 @@ int cmd_html(int argc, char **argv)
     char err[1024];
     tp_summary s;
     tp_inputs in;
-    /* many node files: their metrics' envelopes, not every point copied in */
-    size_t nfiles = (size_t)(argc - first);
-    bool envelopes = !all && nfiles >= TP_ENVELOPE_AGENTS_MIN;
-    if (!tp_inputs_open(&in, "html", argv + first, nfiles, true, !envelopes, err, sizeof err) ||
-        (envelopes && !tp_fleet_plots_store(in.path, (const char *const *)argv + first, nfiles, err,
-                                            sizeof err)) ||
-        !tp_summary_load(in.path, &s, err, sizeof err)) {
-        tp_inputs_done(&in);
-        tp_error("%s", err);
-        return 2;
-    }
-    if (!tp_summary_add_stacks(&s, err, sizeof err) ||
-        !tp_summary_add_course(&s, err, sizeof err)) {
-        tp_summary_close(&s);
-        tp_inputs_done(&in);
+    if (!load_run(&in, &s, argv + first, (size_t)(argc - first), all, err, sizeof err)) {
         tp_error("%s", err);
         return 2;
     }

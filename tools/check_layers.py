@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 """Holds the include graph of src/, lib/, include/ and the Python extension to
 the layer order written in docs/contributing.md (its ```layers block), and
-fails on any cycle between modules (a module: NAME.c with NAME.h).
+fails on any cycle between modules (a module: NAME.c with NAME.h): of
+includes, and of calls (a module that calls a function another defines,
+read from the build's objects with nm, where the build's
+compile_commands.json is there: BUILD, build/ by default). Fails as well on
+a function over 80 lines that tools/long_functions.txt does not list, or
+longer than it lists it (the list is of those to split, and only shrinks).
 
 A file's layer is its directory under src/ (src/collect/cpu.c: collect), cmd
 for the commands (src/*.c), lib for lib/, include/ and python/trainprof/*.c
 (what runs inside the training). A layer may include itself and any layer
 on a line above its own; layers on one line are siblings and may not
 include each other. Prints one line per finding; exit status 1 if any.
-usage: check_layers.py [--root TREE]"""
+usage: check_layers.py [--root TREE] [--build BUILD]"""
 
+import json
 import pathlib
 import re
+import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -85,11 +92,96 @@ def cycles(graph):
     return found
 
 
+LONG_LIMIT = 80
+
+
+def long_functions():
+    """(path, function, body lines) of each function whose body (from its
+    opening brace at column 0 to its closing one) is over LONG_LIMIT."""
+    found = []
+    for pattern in ("src/**/*.c", "lib/*.c", "python/trainprof/*.c"):
+        for path in sorted(ROOT.glob(pattern)):
+            lines = path.read_text().splitlines()
+            for i, line in enumerate(lines):
+                if line != "{" or i == 0:
+                    continue
+                j = i - 1
+                while j > 0 and "(" not in lines[j]:
+                    j -= 1
+                m = re.search(r"(\w+)\s*\(", lines[j])
+                end = i + 1
+                while end < len(lines) and lines[end] != "}":
+                    end += 1
+                if end - i - 1 > LONG_LIMIT:
+                    found.append((str(path.relative_to(ROOT)), m.group(1) if m else "?",
+                                  end - i - 1))
+    return found
+
+
+def long_function_findings():
+    listed = {}
+    known = ROOT / "tools" / "long_functions.txt"
+    if known.exists():
+        for line in known.read_text().splitlines():
+            parts = line.split("#")[0].split()
+            if len(parts) == 3:
+                listed[(parts[0], parts[1])] = int(parts[2])
+    findings = []
+    for path, name, n in long_functions():
+        most = listed.get((path, name))
+        if most is None:
+            findings.append(f"{path}: {name} is {n} lines long, over {LONG_LIMIT}: split it")
+        elif n > most:
+            findings.append(f"{path}: {name} grew to {n} lines ({most} listed in "
+                            f"tools/long_functions.txt, over {LONG_LIMIT}): split it")
+    return findings
+
+
+def call_graph(build):
+    """module -> modules whose functions or data it uses, from the objects
+    compile_commands.json names (nm); None without a build."""
+    commands = build / "compile_commands.json"
+    if not commands.exists():
+        return None
+    defined, used = {}, {}
+    for entry in json.loads(commands.read_text()):
+        source = (pathlib.Path(entry["directory"]) / entry["file"]).resolve()
+        try:
+            rel = source.relative_to(ROOT)
+        except ValueError:
+            continue
+        obj = pathlib.Path(entry["directory"]) / entry["output"]
+        if rel.parts[0] not in ("src", "lib", "python") or not obj.exists():
+            continue
+        module = str(rel.with_suffix(""))
+        out = subprocess.run(["nm", "-g", str(obj)], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "U":
+                used.setdefault(module, set()).add(parts[1])
+            elif len(parts) == 3 and parts[1] in "TDBRCV":
+                defined.setdefault(parts[2], module)
+    graph = {}
+    for module, symbols in used.items():
+        for sym in symbols:
+            to = defined.get(sym)
+            if to and to != module:
+                graph.setdefault(module, set()).add(to)
+    return graph
+
+
 def main():
     global ROOT, DOC
-    if len(sys.argv) == 3 and sys.argv[1] == "--root":  # another tree (the tests')
-        ROOT = pathlib.Path(sys.argv[2]).resolve()
-        DOC = ROOT / "docs" / "contributing.md"
+    args = sys.argv[1:]
+    build = None
+    while len(args) >= 2 and args[0] in ("--root", "--build"):
+        if args[0] == "--root":  # another tree (the tests')
+            ROOT = pathlib.Path(args[1]).resolve()
+            DOC = ROOT / "docs" / "contributing.md"
+        else:
+            build = pathlib.Path(args[1]).resolve()
+        args = args[2:]
+    build = build or ROOT / "build"
     order = read_order()
     level = {name: i for i, line in enumerate(order) for name in line}
     findings, graph = [], {}
@@ -122,6 +214,10 @@ def main():
                 graph.setdefault(module, set()).add(tmod)
     for comp in cycles(graph):
         findings.append("a cycle of includes between " + ", ".join(comp))
+    calls = call_graph(build)
+    for comp in cycles(calls or {}):
+        findings.append("a cycle of calls between " + ", ".join(comp))
+    findings += long_function_findings()
     for f in findings:
         print(f)
     return 1 if findings else 0

@@ -3,7 +3,6 @@
 
 #include <inttypes.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,7 +246,7 @@ static size_t workers_for(size_t n)
     size_t w = cpus > 0 ? (size_t)cpus : 1;
     w = w < WORKERS_MAX ? w : WORKERS_MAX;
     w = w < n ? w : n;
-    return sqlite3_threadsafe() && w > 0 ? w : 1;
+    return tp_runs_open_in_threads() && w > 0 ? w : 1;
 }
 
 bool tp_envelopes_from_files(const char *const *paths, size_t n, const char *merged_path,

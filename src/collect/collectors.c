@@ -5,17 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-void tp_collect_unavailable(const tp_collect_env *env, const char *source, const char *path,
-                            int err, const char *absent)
-{
-    char reason[256];
-    if (err == ENOENT || err == ENOTDIR)
-        snprintf(reason, sizeof reason, "%s", absent);
-    else
-        snprintf(reason, sizeof reason, "cannot open %s: %s", path, strerror(err));
-    tp_sink_unavailable(env->sink, source, reason);
-}
-
 typedef tp_collector *(*collector_ctor)(const tp_collect_env *env);
 
 static void add(tp_collector_set *set, collector_ctor ctor, const tp_collect_env *env)

@@ -27,15 +27,6 @@
 #include "collect/nvml_collector.h"
 #include "util/labels.h"
 
-const char *const tp_nvml_metric_names[M_N] = {
-    TP_METRIC_GPU_UTIL_PERCENT,         TP_METRIC_GPU_MEM_USED_BYTES,
-    TP_METRIC_GPU_MEM_FREE_BYTES,       TP_METRIC_GPU_POWER_WATTS,
-    TP_METRIC_GPU_ENERGY_JOULES,        TP_METRIC_GPU_TEMP_CELSIUS,
-    TP_METRIC_GPU_SM_CLOCK_MHZ,         TP_METRIC_GPU_PCIE_TX_BYTES_PER_S,
-    TP_METRIC_GPU_PCIE_RX_BYTES_PER_S,  TP_METRIC_GPU_CLOCK_EVENT_REASONS,
-    TP_METRIC_GPU_POWER_LIMIT_WATTS,    TP_METRIC_GPU_SM_ACTIVE_PERCENT,
-    TP_METRIC_GPU_SM_OCCUPANCY_PERCENT, TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT,
-};
 #define metric_names tp_nvml_metric_names
 
 static void note_unsupported(nvml_collector *c, nvml_gpu *g, int metric, nvmlReturn_t r)
@@ -46,31 +37,8 @@ static void note_unsupported(nvml_collector *c, nvml_gpu *g, int metric, nvmlRet
     tp_sink_unavailable(c->sink, source, reason);
 }
 
-static bool fatal(nvmlReturn_t r)
-{
-    return r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED ||
-           r == NVML_ERROR_DRIVER_NOT_LOADED || r == NVML_ERROR_LIB_RM_VERSION_MISMATCH ||
-           r == NVML_ERROR_UNINITIALIZED || r == NVML_ERROR_GPU_NOT_FOUND;
-}
-
-void tp_nvml_reading_failed(nvml_collector *c, nvml_gpu *g, nvmlReturn_t r)
-{
-    if (fatal(r) && !atomic_exchange(&g->lost, true)) {
-        char source[32], reason[160];
-        snprintf(source, sizeof source, "nvml gpu%d", g->index);
-        snprintf(reason, sizeof reason, "%s; sampling stopped",
-                 r == NVML_ERROR_GPU_IS_LOST ? "GPU is lost (fell off the bus)"
-                                             : tp_nvml_error(&c->lib, r));
-        tp_sink_unavailable(c->sink, source, reason);
-    }
-}
 #define reading_failed tp_nvml_reading_failed
 
-void tp_nvml_emit(nvml_collector *c, nvml_gpu *g, int m, uint64_t now_ns, double v)
-{
-    if (g->series[m])
-        tp_sink_sample(c->sink, g->series[m], now_ns, v);
-}
 #define emit tp_nvml_emit
 
 static void sample_energy(nvml_collector *c, nvml_gpu *g, uint64_t now_ns, bool have_power,

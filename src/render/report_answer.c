@@ -9,32 +9,6 @@
 #include "render/units.h"
 #include "render/verdict_words.h"
 
-void tp_report_wrapped(FILE *out, const char *head, const char *text)
-{
-    size_t col = (size_t)fprintf(out, "  %s", head);
-    bool line_start = true; /* nothing of text on this line yet */
-    for (const char *p = text; *p;) {
-        while (*p == ' ')
-            p++;
-        if (!*p)
-            break;
-        const char *sp = strchr(p, ' ');
-        size_t word = sp ? (size_t)(sp - p) : strlen(p);
-        if (!line_start && col + 1 + word > 100) {
-            fputs("\n    ", out);
-            col = 4;
-        } else if (!line_start) {
-            fputc(' ', out);
-            col++;
-        }
-        fwrite(p, 1, word, out);
-        col += word;
-        p += word;
-        line_start = false;
-    }
-    fputc('\n', out);
-}
-
 /* The share of rank's steps in the standard phase name, 0 when it has none. */
 static double phase_share(const tp_timings *t, int rank, const char *name)
 {

@@ -11,21 +11,6 @@
 #include "render/report.h"
 #include "render/units.h"
 
-void tp_report_wall_time(char *out, size_t cap, const tp_run *run, double t_s)
-{
-    const char *start = tp_run_meta_get(run, "start_wall_ns");
-    out[0] = '\0';
-    if (!start || !(t_s >= 0 && t_s < 1e9))
-        return;
-    double wall = strtod(start, NULL) / 1e9 + t_s;
-    if (!(wall > 0 && wall < 1e11))
-        return;
-    time_t secs = (time_t)wall;
-    struct tm tm;
-    if (gmtime_r(&secs, &tm))
-        strftime(out, cap, "%H:%M:%S", &tm);
-}
-
 void tp_report_frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_t node)
 {
     out[0] = '\0';

@@ -2,6 +2,7 @@
 #include "store/merge_energy.h"
 
 #include "store/schema.h"
+#include "trainprof.h"
 
 #include <stdio.h>
 
@@ -55,9 +56,13 @@ int tp_merge_thin_step_groups(sqlite3 *db, size_t max)
 {
     if (max == 0)
         return SQLITE_OK;
-    const char *phases[] = {
-        "dataloader_next", "to_device",      "train_batch", "step_lr_schedulers",
-        "from_device",     "reduce_metrics", "other"};
+    const char *phases[] = {TP_PHASE_DATALOADER_NEXT,
+                            TP_PHASE_TO_DEVICE,
+                            TP_PHASE_TRAIN_BATCH,
+                            TP_PHASE_STEP_LR_SCHEDULERS,
+                            TP_PHASE_FROM_DEVICE,
+                            TP_PHASE_REDUCE_METRICS,
+                            "other"}; /* the table's columns */
     char means[1400] = "";
     size_t len = 0;
     for (size_t q = 0; q < sizeof phases / sizeof *phases; q++)

@@ -419,3 +419,5 @@ const tp_run_series *tp_run_series_by_id(const tp_run *run, int64_t id)
 }
 
 const char *tp_run_file(const tp_run *run) { return sqlite3_db_filename(run->db, "main"); }
+
+bool tp_runs_open_in_threads(void) { return sqlite3_threadsafe() != 0; }

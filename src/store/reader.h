@@ -92,6 +92,9 @@ typedef struct tp_run_mark {
 /* Opens and validates a run file. NULL with a one-line reason in err when it
  * is missing, unreadable, not a trainprof run file or of a newer schema. */
 tp_run *tp_run_open(const char *path, char *err, size_t cap);
+/* Whether runs may be opened and read on several threads at once (each its
+ * own tp_run): the SQLite library was built thread-safe. */
+bool tp_runs_open_in_threads(void);
 void tp_run_close(tp_run *run);
 
 /* A metadata value, or NULL. */

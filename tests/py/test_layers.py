@@ -1,6 +1,7 @@
 """The layer check of `make test` (tools/check_layers.py): the tree passes
 it, and a tree with an include against the order, or a cycle, fails it."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -79,3 +80,56 @@ def test_phase_names_come_from_trainprof_h_only():
     torch_common = (ROOT / "python" / "trainprof" / "_torch_common.py").read_text()
     found += [f"_torch_common.py: {n}" for n in names if f'region("{n}")' in torch_common]
     assert found == []
+
+
+def tree_with_docs(tmp_path):
+    (tmp_path / "docs").mkdir()
+    shutil.copy(ROOT / "docs" / "contributing.md", tmp_path / "docs")
+    (tmp_path / "src" / "analyze").mkdir(parents=True)
+    return tmp_path
+
+
+def test_a_circle_of_calls_between_files_is_named(tmp_path):
+    """Two files that include nothing of each other but call each other's
+    functions: the objects' symbols (nm) show the circle the includes hide."""
+    root = tree_with_docs(tmp_path)
+    (root / "src" / "analyze" / "a.c").write_text(
+        "int b_fn(int);\nint a_fn(int x);\nint a_fn(int x) { return x ? b_fn(x - 1) : 0; }\n")
+    (root / "src" / "analyze" / "b.c").write_text(
+        "int a_fn(int);\nint b_fn(int x);\nint b_fn(int x) { return x ? a_fn(x - 1) : 1; }\n")
+    (root / "src" / "analyze" / "c.c").write_text(
+        "int a_fn(int);\nint c_fn(void);\nint c_fn(void) { return a_fn(3); }\n")
+    build = root / "build"
+    build.mkdir()
+    commands = []
+    for name in ("a", "b", "c"):
+        source, obj = root / "src" / "analyze" / f"{name}.c", build / f"{name}.o"
+        subprocess.run(["cc", "-c", str(source), "-o", str(obj)], check=True)
+        commands.append({"directory": str(build), "file": str(source), "output": str(obj)})
+    (build / "compile_commands.json").write_text(json.dumps(commands))
+    r = subprocess.run(CHECK + ["--root", str(root), "--build", str(build)], capture_output=True,
+                       text=True)
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == ["a cycle of calls between src/analyze/a, src/analyze/b"]
+
+
+def test_a_new_function_over_80_lines_and_a_listed_one_grown_are_named(tmp_path):
+    root = tree_with_docs(tmp_path)
+    body = "    int x = 0;\n" + "    x++;\n" * 80
+    (root / "src" / "analyze" / "long.c").write_text(
+        "int long_fn(void);\nint long_fn(void)\n{\n" + body + "    return x;\n}\n"
+        "int short_fn(void);\nint short_fn(void)\n{\n    return 1;\n}\n"
+        "int listed_fn(void);\nint listed_fn(void)\n{\n" + body + "    return x;\n}\n")
+    (root / "tools").mkdir()
+    (root / "tools" / "long_functions.txt").write_text("# to split\n"
+                                                       "src/analyze/long.c listed_fn 82\n")
+    r = subprocess.run(CHECK + ["--root", str(root)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == [
+        "src/analyze/long.c: long_fn is 82 lines long, over 80: split it"]
+    (root / "tools" / "long_functions.txt").write_text("src/analyze/long.c listed_fn 81\n"
+                                                       "src/analyze/long.c long_fn 82\n")
+    r = subprocess.run(CHECK + ["--root", str(root)], capture_output=True, text=True)
+    assert r.stdout.splitlines() == [
+        "src/analyze/long.c: listed_fn grew to 82 lines (81 listed in tools/long_functions.txt, "
+        "over 80): split it"]

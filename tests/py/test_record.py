@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import (kill_with_children, FAKE_NVML, PROGRAM, PYTHON, ROOT, assert_same_report, metric,
+from conftest import (OthersCpu, kill_with_children, FAKE_NVML, PROGRAM, PYTHON, ROOT, assert_same_report, metric,
                       report_from_rows, report_json, run_on_a_terminal, samples, trainprof)
 
 WORKLOAD = r"""
@@ -316,11 +316,13 @@ def test_figures_over_the_steps_leave_the_start_up_out(run_file, tmp_path):
     assert metric(report_json(idle), "cpu_util_percent")["in_steps"] is None
     script = tmp_path / "steps.py"
     script.write_text(STARTUP_THEN_STEPS)
-    r = trainprof("record", "-q", "-i", "0.1", "-o", run_file, "--", PYTHON, script)
+    with OthersCpu() as load:
+        r = trainprof("record", "-q", "-i", "0.1", "-o", run_file, "--", PYTHON, script)
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
     cpu = metric(rep, "proc_cpu_percent")
-    assert cpu["p50"] < 50 and cpu["in_steps"]["p50"] >= 150, cpu
+    # two busy processes: both cores, or what others leave of them
+    assert cpu["p50"] < 50 and cpu["in_steps"]["p50"] >= (60 if load.busy else 150), cpu
     assert 20 <= cpu["in_steps"]["samples"] <= 40 and cpu["samples"] >= 65
     assert_same_report(rep, report_from_rows(run_file, tmp_path))
     merged = tmp_path / "merged.db"  # a second node's command: --force

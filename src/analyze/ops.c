@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/stack_own.h"
 #include "analyze/ops_idle.h"
 #include "analyze/ops_timeline.h"
 #include "util/grow.h"
@@ -485,7 +486,7 @@ bool tp_ops_facts_build(tp_run *run, tp_ops_facts *f, char *err, size_t cap)
     }
     tp_stack_tree tree = {0};
     if (ok && b.idle_functions.n)
-        ok = tp_run_stack_tree(run, &tree, err, cap);
+        ok = tp_stack_tree_load(run, &tree, err, cap);
     if (ok)
         tp_ops_idle_finish(&b.idle_functions, f, &tree, intern);
     free(b.idle_functions.v);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/stack_own.h"
 #include "core/step_phase_facts.h"
 #include "store/reader_stacks.h"
 #include "trainprof.h"
@@ -236,7 +237,7 @@ bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t c
     }
     tp_stack_tree tree = {0};
     bool ok = true;
-    if (any && (ok = tp_run_stack_tree(run, &tree, err, cap))) {
+    if (any && (ok = tp_stack_tree_load(run, &tree, err, cap))) {
         gather_ctx c = {r, &tree, changes};
         ok = tp_run_each_stack_run_since(run, tp_ns_round_s(r->v[0].t0_s), gather, &c, err, cap);
     }

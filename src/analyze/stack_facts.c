@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/stack_own.h"
 #include "core/stack_table.h"
 #include "util/grow.h"
 #include "util/oom.h"
@@ -211,7 +212,7 @@ bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t ca
     memset(out, 0, sizeof *out);
     if (!tp_run_has_stacks(run))
         return true;
-    if (!tp_run_stack_tree(run, &out->tree, err, cap) ||
+    if (!tp_stack_tree_load(run, &out->tree, err, cap) ||
         !tp_run_stack_counts(run, &out->counts, &out->ncounts, err, cap))
         return false;
     /* rows come by rank, then phase, then worker: a worker's rows of

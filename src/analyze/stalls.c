@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/stack_own.h"
 #include "core/phases.h"
 #include "store/summary_tables.h"
 #include "util/ns_math.h"
@@ -204,7 +205,7 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
         if (out->n) /* a merge's come node by node */
             qsort(out->v, out->n, sizeof *out->v, cmp_stall);
         name_first(out);
-        return !out->n || tp_run_stack_tree(run, &out->tree, err, cap);
+        return !out->n || tp_stack_tree_load(run, &out->tree, err, cap);
     }
     if (err[0])
         return false;
@@ -261,7 +262,7 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
                 drop_stall(out, i);
         return true;
     }
-    if (!tp_run_stack_tree(run, &out->tree, err, cap))
+    if (!tp_stack_tree_load(run, &out->tree, err, cap))
         return false;
     double since = out->v[0].start_s;
     for (size_t i = 1; i < out->n; i++)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analyze/timings.h"
+#include "analyze/stack_own.h"
 #include "util/ns_math.h"
 #include "render/export.h"
 #include "store/reader_stacks.h"
@@ -320,7 +321,7 @@ bool tp_export_chrome(FILE *out, tp_run *run, tp_export_budget *b, char *err, si
     bool ok = tp_run_each_region(run, region_event, &c, err, cap) &&
               tp_run_each_device_time(run, device_event, &c, err, cap) &&
               tp_run_each_sample(run, counter_event, &c, err, cap) &&
-              tp_run_stack_tree(run, &c.stacks, err, cap) &&
+              tp_stack_tree_load(run, &c.stacks, err, cap) &&
               tp_run_each_stack_sample(run, stack_event, &c, err, cap) &&
               tp_export_chrome_ops(out, run, sep_any, &c, err, cap);
     fputs("\n]}\n", out);

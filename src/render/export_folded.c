@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "analyze/stack_facts.h"
+#include "analyze/stack_own.h"
 #include "render/export.h"
 #include "render/units.h"
 #include "store/reader_stacks.h"
@@ -58,7 +59,7 @@ bool tp_export_folded(FILE *out, tp_run *run, tp_export_budget *b, char *err, si
     tp_stack_count *rows = NULL;
     size_t n = 0;
     bool ok =
-        tp_run_stack_tree(run, &tree, err, cap) && tp_run_stack_counts(run, &rows, &n, err, cap);
+        tp_stack_tree_load(run, &tree, err, cap) && tp_run_stack_counts(run, &rows, &n, err, cap);
     /* each row's line as text: the same stack may be several nodes (of
      * several ranks' or nodes' files merged) and several rows (states) */
     folded_line *lines = tp_xcalloc(n + 1, sizeof *lines);

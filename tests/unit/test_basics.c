@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "analyze/downsample.h"
+#include "analyze/stack_own.h"
 #include "render/verdict_words.h"
 #include "store/model_facts_file.h"
 #include "core/stack_runs.h"
@@ -356,6 +357,35 @@ static void test_envelope(void **state)
     assert_true(tp_envelope_build(xs, ys, ns, 0, 2, 10, &e) && e.n == 0);
 }
 
+/* trainprof's own frames are taken for the user's frame above them; ids
+ * stay, a root frame of ours (nothing above) stays as it is. */
+static void test_own_frames_are_hidden_in_the_stack_tree(void **state)
+{
+    (void)state;
+    assert_true(tp_stack_file_ours("/v/lib/python3.11/site-packages/trainprof/torch.py"));
+    assert_true(tp_stack_file_ours("/work/main/python/trainprof/_steps.py"));
+    assert_false(tp_stack_file_ours("/home/u/trainprof/train.py")); /* a user's file */
+    assert_false(tp_stack_file_ours("/home/u/mytrainprof/_x.py"));
+    assert_false(tp_stack_file_ours("trainprof/_x.py") || tp_stack_file_ours(NULL));
+    char *function[] = {"main", "_patch_dataloader.<locals>.__iter__", "__next__", "__getitem__"};
+    char *file[] = {"/home/u/train.py", "/v/site-packages/trainprof/torch.py",
+                    "/v/site-packages/torch/utils/data/dataloader.py", "/home/u/train.py"};
+    uint32_t parent[] = {0, 1, 2, 3, 0}, frame[] = {1, 2, 3, 4, 2};
+    int32_t line[] = {10, 50, 600, 20, 51};
+    tp_stack_tree t = {parent, frame, line, 5, function, file, 4};
+    tp_stack_tree_hide_own(&t);
+    /* node 2 (ours) is main's copy; __next__ hangs from main */
+    assert_int_equal(frame[1], 1);
+    assert_int_equal(line[1], 10);
+    assert_int_equal(parent[1], 0);
+    assert_int_equal(parent[2], 1);
+    assert_int_equal(parent[3], 3);
+    assert_int_equal(frame[3], 4);
+    /* ours at the root: nothing of the user's above, kept */
+    assert_int_equal(frame[4], 2);
+    assert_int_equal(parent[4], 0);
+}
+
 static int cmp_double_asc(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -518,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_prom_format),
         cmocka_unit_test(test_envelope),
         cmocka_unit_test(test_envelope_median_is_the_sorted_middle),
+        cmocka_unit_test(test_own_frames_are_hidden_in_the_stack_tree),
         cmocka_unit_test(test_stack_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,6 +2,7 @@
 #include "analyze/fleet_envelopes.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,11 +326,13 @@ static bool load_one(void *ctx, const tp_envelope_rows *r)
         tp_envelope_free(v);
         return false;
     }
-    memcpy(v->x, r->x, r->n * sizeof *v->x);
-    memcpy(v->low, r->low, r->n * sizeof *v->low);
-    memcpy(v->median, r->median, r->n * sizeof *v->median);
-    memcpy(v->high, r->high, r->n * sizeof *v->high);
-    v->n = r->n;
+    for (size_t k = 0; k < r->n; k++) { /* a file's values: only finite points drawn */
+        if (!isfinite(r->x[k]) || !isfinite(r->low[k]) || !isfinite(r->median[k]) ||
+            !isfinite(r->high[k]))
+            continue;
+        v->x[v->n] = r->x[k], v->low[v->n] = r->low[k];
+        v->median[v->n] = r->median[k], v->high[v->n++] = r->high[k];
+    }
     e->metric = def->name;
     e->lines = r->lines;
     out->n++;

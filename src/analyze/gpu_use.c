@@ -87,7 +87,8 @@ int8_t *tp_gpus_used(tp_run *run)
     char err[256];
     if (!tp_run_threads(run, &threads, &n, err, sizeof err))
         n = 0;
-    qsort(threads, n, sizeof *threads, thread_by_agent);
+    if (n > 1)
+        qsort(threads, n, sizeof *threads, thread_by_agent);
     gpu_place *order = tp_xmalloc(run->ngpus * sizeof *order);
     for (size_t g = 0; g < run->ngpus; g++)
         order[g] = (gpu_place){run->gpus[g].agent_id, g};

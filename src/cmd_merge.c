@@ -20,8 +20,10 @@ static const char usage[] =
     "\n"
     "With --summary, OUT holds only what `report`, `html` and `compare` read (the\n"
     "summaries and plots each recorder stored), to keep or send: for 8 node-days,\n"
-    "30 MB in under a second instead of 6.7 GB in 90 s. `export` (trace, CSV) and\n"
-    "`summarize --force` need the node files.\n";
+    "30 MB in under a second instead of 6.7 GB in 90 s. Past 16 files it keeps the\n"
+    "metrics' envelopes across the nodes (lowest, median, highest), not each node's\n"
+    "points, and each rank's steps in at most 60 groups: 1,024 one-hour nodes in\n"
+    "81 MB. `export` (trace, CSV) and `summarize --force` need the node files.\n";
 
 /* The progress of a merge of many node files (minutes for many node-days):
  * on a terminal one line, rewritten after each input, with the files done,

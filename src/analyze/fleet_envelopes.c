@@ -17,11 +17,21 @@
 
 #define PER_CORE_PLOT_MAX 16
 
+tp_device_class tp_device_class_of(const char *metric)
+{
+    if (strncmp(metric, "gpu_", 4) == 0)
+        return TP_DEVICE_GPU;
+    if (strcmp(metric, TP_METRIC_DISK_BUSY_PERCENT) == 0)
+        return TP_DEVICE_DISK;
+    if (strcmp(metric, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S) == 0)
+        return TP_DEVICE_LINK;
+    return TP_DEVICE_NONE;
+}
+
 bool tp_series_across_agents(const tp_run_series *series)
 {
-    return strcmp(series->labels, "{}") == 0 || strncmp(series->metric, "gpu_", 4) == 0 ||
-           strcmp(series->metric, TP_METRIC_DISK_BUSY_PERCENT) == 0 ||
-           strcmp(series->metric, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S) == 0;
+    return strcmp(series->labels, "{}") == 0 ||
+           tp_device_class_of(series->metric) != TP_DEVICE_NONE;
 }
 
 bool tp_series_plotted(const tp_run_series *series, size_t cores_of_agent)

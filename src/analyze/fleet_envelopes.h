@@ -33,9 +33,19 @@ typedef struct tp_envelopes {
     size_t n;
 } tp_envelopes;
 
-/* Whether a series takes part in comparisons across agents: an agent's
- * total ({} labels), or one device of a per-device metric (no agent total:
- * GPUs, disks' busy share, links' speed). */
+/* The devices of a per-device metric that has no agent total, each of
+ * which is compared across agents (render names them). */
+typedef enum tp_device_class {
+    TP_DEVICE_NONE, /* not per-device, or with an agent total */
+    TP_DEVICE_GPU,
+    TP_DEVICE_DISK, /* disks' busy share */
+    TP_DEVICE_LINK, /* links' speed */
+} tp_device_class;
+tp_device_class tp_device_class_of(const char *metric);
+
+/* Whether a series takes part in comparisons across agents (report's table,
+ * html's charts of many agents): an agent's total ({} labels), or one device
+ * of a per-device metric. */
 bool tp_series_across_agents(const tp_run_series *series);
 
 /* Whether series gets a plotted line: all but per-core CPU on agents with

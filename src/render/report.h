@@ -27,10 +27,6 @@ void tp_report_agents_text(FILE *out, const tp_summary *s, bool whole_run);
  * NULL for the others (their agent totals are compared). */
 const char *tp_device_kind(const char *metric);
 
-/* Whether a series takes part in comparisons across agents (report's table,
- * html's charts of many agents): an agent's total ({} labels), or one device
- * of a per-device metric. */
-bool tp_compared_across_agents(const tp_run_series *series);
 /* The report as one JSON object. The verdicts (analyze/verdicts.h) are the
  * caller's to build, as every fact a renderer shows. */
 void tp_report_json(FILE *out, const tp_summary *s, const tp_verdicts *v);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/fleet_envelopes.h"
 #include "core/metric_catalog.h"
 #include "render/report.h"
 #include "render/units.h"
@@ -46,18 +47,11 @@ static void where(const tp_run *run, const tp_run_series *series, char *buf, siz
 
 const char *tp_device_kind(const char *metric)
 {
-    if (strncmp(metric, "gpu_", 4) == 0)
-        return "GPUs";
-    if (strcmp(metric, TP_METRIC_DISK_BUSY_PERCENT) == 0)
-        return "disks";
-    if (strcmp(metric, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S) == 0)
-        return "links";
-    return NULL;
-}
-
-bool tp_compared_across_agents(const tp_run_series *series)
-{
-    return strcmp(series->labels, "{}") == 0 || tp_device_kind(series->metric);
+    static const char *const words[] = {[TP_DEVICE_NONE] = NULL,
+                                        [TP_DEVICE_GPU] = "GPUs",
+                                        [TP_DEVICE_DISK] = "disks",
+                                        [TP_DEVICE_LINK] = "links"};
+    return words[tp_device_class_of(metric)];
 }
 
 void tp_report_agents_text(FILE *out, const tp_summary *s, bool whole_run)
@@ -77,13 +71,13 @@ void tp_report_agents_text(FILE *out, const tp_summary *s, bool whole_run)
     bool *done = calloc(s->n ? s->n : 1, sizeof *done);
     for (size_t i = 0; e && done && i < s->n; i++) {
         const tp_run_series *first = s->items[i].series;
-        if (done[i] || !tp_compared_across_agents(first))
+        if (done[i] || !tp_series_across_agents(first))
             continue;
         size_t n = 0;
         const char *kind = tp_device_kind(first->metric);
         for (size_t j = i; j < s->n; j++) {
             const tp_run_series *x = s->items[j].series;
-            if (done[j] || strcmp(x->metric, first->metric) != 0 || !tp_compared_across_agents(x) ||
+            if (done[j] || strcmp(x->metric, first->metric) != 0 || !tp_series_across_agents(x) ||
                 (!kind && strcmp(x->labels, "{}") != 0))
                 continue;
             done[j] = true;

@@ -58,6 +58,10 @@ uint32_t tp_threads_stacks_wanted(tp_self_reader *r);
  * ring; 0 otherwise. For interpreters that don't keep it (before 3.11). */
 int32_t tp_thread_tid_of(unsigned long pthread_id);
 
+/* Whether this process's thread tid has a ring (a training thread, whose
+ * phases the recorder reads). Lock-free, as tp_thread_open_region. */
+bool tp_thread_has_ring(int32_t tid);
+
 /* Through the calling thread's ring (attached on first use): frame id's
  * text, and one sample. False when there is no recorder or the ring is full
  * (the sample then counts as dropped). */

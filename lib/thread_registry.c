@@ -86,6 +86,15 @@ uint32_t tp_threads_stacks_wanted(tp_self_reader *r)
     return most;
 }
 
+bool tp_thread_has_ring(int32_t tid)
+{
+    uint32_t n = atomic_load(&high_water);
+    for (uint32_t i = 0; i < n; i++)
+        if (atomic_load_explicit(&registry[i].tid, memory_order_acquire) == tid)
+            return tid > 0;
+    return false;
+}
+
 int32_t tp_thread_tid_of(unsigned long pthread_id)
 {
     uint32_t n = atomic_load(&high_water);

@@ -205,8 +205,9 @@ static int on_cpu(sampler *s, int32_t tid)
  * often from then on; each time it then works again while put off, four
  * times as long, up to 30 s: a thread that works in bursts (a DataLoader
  * worker) soon stays looked at every round, its bursts sampled */
-#define IDLE_BEFORE_BACKOFF 10
-#define PATIENCE_MAX_S      30
+#define IDLE_BEFORE_BACKOFF      10
+#define PATIENCE_MAX_S           30
+#define TRAINING_BACKOFF_DIVISOR 10 /* a training thread: put off a tenth as long */
 
 /* Thread tid's CPU time (ns) from its per-thread CPU clock, the kernel's
  * MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED); UINT64_MAX when it can't be
@@ -253,17 +254,24 @@ static void forget_gone(sampler *s)
     s->spare = old;
 }
 
+/* The longest a training thread is put off: a tenth of a second's rounds. */
+static uint32_t training_backoff(const sampler *s)
+{
+    return s->max_backoff / TRAINING_BACKOFF_DIVISOR ? s->max_backoff / TRAINING_BACKOFF_DIVISOR
+                                                     : 1;
+}
+
 /* Whether thread t is read this round (tp_stack_due_fn). A thread the
  * kernel had waiting at its last sample whose CPU time has not moved since
  * cannot have moved its stack: its last sample stands again for the rounds
  * since (a TP_STACK_REPEAT event, no read). Once it has stayed so for a
  * tenth of a second it is looked at after twice as many rounds each time,
- * up to a second's: a pool of idle threads costs a clock read a second
- * each. A thread found to have worked while put off waits four times as
- * long before the next time (up to 30 s idle): one that works in bursts (a
- * DataLoader worker between batches) is soon looked at every round. One that ran is read, its
- * skipped rounds given to its last sample first (a burst after a long wait is seen up to a second
- * late). Threads without a kernel id (Python before 3.11) are read every round. */
+ * up to a second's (a tenth of a second's for a training thread, one with
+ * a ring): a pool of idle threads costs a clock read a second each. A thread found to have worked
+ * while put off waits four times as long before the next time (up to 30 s idle): one that works in
+ * bursts (a DataLoader worker between batches) is soon looked at every round. One that ran is read,
+ * its skipped rounds given to its last sample first (a burst after a long wait is seen up to a
+ * second late). Threads without a kernel id (Python before 3.11) are read every round. */
 static uint32_t due(void *ctx, const tp_stack_thread *t)
 {
     sampler *s = ctx;
@@ -283,8 +291,13 @@ static uint32_t due(void *ctx, const tp_stack_thread *t)
         p->idle_rounds += count;
         if (!p->patience)
             p->patience = s->max_backoff / IDLE_BEFORE_BACKOFF + 1;
-        if (p->idle_rounds >= p->patience)
-            p->backoff = p->backoff * 2 < s->max_backoff ? p->backoff * 2 : s->max_backoff;
+        if (p->idle_rounds >= p->patience) {
+            /* a training thread (one with a ring) waits a tenth of the others'
+             * longest: its work after a long wait (the first batch, a barrier)
+             * is seen within 0.1 s, not a second (a short training's whole) */
+            uint32_t most = tp_thread_has_ring(p->tid) ? training_backoff(s) : s->max_backoff;
+            p->backoff = p->backoff * 2 < most ? p->backoff * 2 : most;
+        }
         /* on a multiple of its backoff: idle threads come due together, and
          * where all are idle the sampler sleeps through the rounds between */
         p->next_round = (s->round / p->backoff + 1) * p->backoff;

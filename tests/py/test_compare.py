@@ -121,6 +121,7 @@ def test_fewer_workers_moved_the_input_and_say_why(loader_runs):
     assert causes[0]["kind"] == "phase" and causes[0]["phase"] == "dataloader_next"
     assert causes[0]["after"] > causes[0]["before"]
     # the step thread now reads the samples itself: the dataset's __getitem__
+    assert len(causes) > 1, causes
     function = causes[1]
     assert function["kind"] == "function" and function["function"] == "Slow.__getitem__"
     assert function["after"] > function["before"] + 0.5

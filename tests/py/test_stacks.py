@@ -663,6 +663,39 @@ def test_idle_threads_are_not_walked_again_and_keep_few_rows(tmp_path):
     assert 0.6 * busy <= weights[len(weights) // 2] <= 1.6 * busy, (weights[:5], busy)
 
 
+# A training thread that waits long (the first batch, a barrier) is looked at
+# less often while it waits; when it then works, the sampler must see it
+# within a tenth of a second: twice, a 3 s wait and then 0.3 s of work, each
+# burst in its own region.
+WAIT_THEN_WORK = textwrap.dedent("""
+    import sys, time, trainprof
+    def spin(n):
+        x = 0
+        for i in range(n):
+            x += i
+        return x
+    for burst in ("first", "second"):
+        with trainprof.region("wait"):
+            time.sleep(3)
+        end = time.time() + 0.3
+        while time.time() < end:
+            trainprof.step()
+            with trainprof.region(burst):
+                spin(20000)
+""")
+
+
+def test_a_training_thread_that_waited_long_is_sampled_as_soon_as_it_works(tmp_path):
+    run = record(tmp_path, WAIT_THEN_WORK, stacks=100)
+    with sqlite3.connect(run) as db:
+        weights = dict(db.execute(
+            "SELECT p.text, SUM(s.count) FROM stack_sample s JOIN name p ON p.id = s.phase_id"
+            " GROUP BY 1").fetchall())
+    # 0.3 s at 100 Hz is 30 samples; put off up to a second (as threads
+    # without a ring are), a burst was mostly or wholly missed
+    assert weights.get("first", 0) >= 15 and weights.get("second", 0) >= 15, weights
+
+
 # Text a training sends (a region's name, a function's qualified name, a
 # file's name) with newlines and terminal escapes in it.
 HOSTILE_TEXT = textwrap.dedent("""

@@ -13,6 +13,11 @@
 
 bool tp_summary_store_save(const char *path, char *err, size_t cap)
 {
+    return tp_summary_store_save_keeping(path, NULL, err, cap);
+}
+
+bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err, size_t cap)
+{
     tp_run *run = tp_run_open(path, err, cap);
     if (!run)
         return false;
@@ -66,6 +71,10 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
     tp_course_free(&course);
     free(series);
     tp_summary_plots_free(&plots);
+    if (ok && kept) { /* the caller's now, its run open */
+        *kept = s;
+        return true;
+    }
     tp_summary_free(&s);
     tp_run_close(run);
     return ok;

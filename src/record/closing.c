@@ -53,15 +53,14 @@ static void first_line(FILE *out, const char *path, const tp_record_outcome *out
         fprintf(out, "  %s\n", outcome->lost);
 }
 
-bool tp_record_closing_print(FILE *out, const char *path, const tp_record_outcome *outcome)
+/* The closing summary from s, the run just stored: its path, the command's
+ * duration and exit status, how much the file holds where writing it failed
+ * or memory ran out, the headline figures (CPU, memory, each GPU) and how to
+ * see the rest. */
+static void closing_print(FILE *out, const char *path, const tp_summary *s,
+                          const tp_record_outcome *outcome)
 {
-    char err[512];
-    tp_summary s;
-    if (!tp_summary_load(path, &s, err, sizeof err)) {
-        tp_warn("%s", err);
-        return false;
-    }
-    const tp_run *run = s.run;
+    const tp_run *run = s->run;
     first_line(out, path, outcome);
     if (outcome->write_failed) {
         char held[32];
@@ -76,9 +75,9 @@ bool tp_record_closing_print(FILE *out, const char *path, const tp_record_outcom
             fputs("  the file holds no measurements: writing it failed (the warning above)\n", out);
     }
     bool first = true;
-    figure(out, &s, TP_METRIC_CPU_UTIL_PERCENT, "{}", "cpu", false, &first);
-    figure(out, &s, TP_METRIC_HOST_MEM_USED_BYTES, "{}", "host memory", true, &first);
-    figure(out, &s, TP_METRIC_PROC_RSS_BYTES, "{}", "command RSS", true, &first);
+    figure(out, s, TP_METRIC_CPU_UTIL_PERCENT, "{}", "cpu", false, &first);
+    figure(out, s, TP_METRIC_HOST_MEM_USED_BYTES, "{}", "host memory", true, &first);
+    figure(out, s, TP_METRIC_PROC_RSS_BYTES, "{}", "command RSS", true, &first);
     if (!first)
         fputc('\n', out);
     for (size_t g = 0; g < run->ngpus; g++) {
@@ -86,9 +85,9 @@ bool tp_record_closing_print(FILE *out, const char *path, const tp_record_outcom
         snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", run->gpus[g].index);
         snprintf(name, sizeof name, "gpu%d", run->gpus[g].index);
         first = true;
-        figure(out, &s, TP_METRIC_GPU_UTIL_PERCENT, labels, name, false, &first);
-        figure(out, &s, TP_METRIC_GPU_MEM_USED_BYTES, labels, "memory", true, &first);
-        figure(out, &s, TP_METRIC_GPU_ENERGY_JOULES, labels, "energy", true, &first);
+        figure(out, s, TP_METRIC_GPU_UTIL_PERCENT, labels, name, false, &first);
+        figure(out, s, TP_METRIC_GPU_MEM_USED_BYTES, labels, "memory", true, &first);
+        figure(out, s, TP_METRIC_GPU_ENERGY_JOULES, labels, "energy", true, &first);
         if (!first)
             fputc('\n', out);
     }
@@ -96,8 +95,6 @@ bool tp_record_closing_print(FILE *out, const char *path, const tp_record_outcom
         fprintf(out, "  %zu source%s unavailable (listed by the report)\n", run->nunavailable,
                 run->nunavailable == 1 ? "" : "s");
     fprintf(out, "  see: trainprof report %s\n", path);
-    tp_summary_close(&s);
-    return true;
 }
 
 /* In the child: the summary tables, then the closing summary. Exits 0 when
@@ -105,11 +102,20 @@ bool tp_record_closing_print(FILE *out, const char *path, const tp_record_outcom
 static _Noreturn void close_in_child(const char *path, const tp_record_outcome *outcome, bool quiet)
 {
     char err[512];
-    if (!tp_summary_store_save(path, err, sizeof err)) /* the file stays readable row by row */
+    tp_summary s = {0};
+    bool have = tp_summary_store_save_keeping(path, quiet ? NULL : &s, err, sizeof err);
+    if (!have) { /* the file stays readable row by row: the summary from its rows */
         tp_warn("%s", err);
-    bool printed = quiet || tp_record_closing_print(stderr, path, outcome);
+        have = !quiet && tp_summary_load(path, &s, err, sizeof err);
+        if (!have && !quiet)
+            tp_warn("%s", err);
+    }
+    if (!quiet && have)
+        closing_print(stderr, path, &s, outcome);
+    if (!quiet && have)
+        tp_summary_close(&s);
     fflush(stderr);
-    _exit(printed ? 0 : 1);
+    _exit(quiet || have ? 0 : 1);
 }
 
 void tp_record_close(const char *path, const tp_record_outcome *outcome, bool quiet)

@@ -15,12 +15,6 @@ typedef struct tp_record_outcome {
     const char *lost;     /* what memory ran out for, in words; "" for nothing */
 } tp_record_outcome;
 
-/* Reads the finished run file back and prints its path, the command's
- * duration and exit status, how much the file holds where writing it failed
- * or memory ran out, the headline figures (CPU, memory, each GPU) and how to
- * see the rest. False (nothing printed) when the file can't be read back. */
-bool tp_record_closing_print(FILE *out, const char *path, const tp_record_outcome *outcome);
-
 /* The end of `record`, after the run file is closed: stores its summary
  * tables and, unless quiet, prints the closing summary, both in a child
  * process, so that memory running out there costs the summary, never the

@@ -19,7 +19,7 @@ typedef struct frame_acc {
 
 static bool same_group(const tp_stack_count *a, const tp_stack_count *b)
 {
-    if (a->rank != b->rank || a->worker != b->worker)
+    if (a->rank != b->rank || a->worker != b->worker || a->waited != b->waited)
         return false;
     if (a->worker)
         return true;
@@ -195,13 +195,14 @@ static void build_flame(const tp_stack_tree *t, uint64_t *count, tp_stack_group 
 }
 
 /* By rank; in a rank, the phases and the workers by samples, then the
- * samples outside any region (idle threads, start-up). */
+ * samples outside any region (start-up), then the threads that only waited. */
 static int by_rank_then_samples(const void *x, const void *y)
 {
     const tp_stack_group *a = x, *b = y;
     if (a->rank != b->rank)
         return (a->rank > b->rank) - (a->rank < b->rank);
-    bool a_none = !a->phase && !a->workers, b_none = !b->phase && !b->workers;
+    int a_none = !a->phase && !a->workers ? 1 + a->waited : 0,
+        b_none = !b->phase && !b->workers ? 1 + b->waited : 0;
     if (a_none != b_none)
         return a_none - b_none;
     return (a->samples < b->samples) - (a->samples > b->samples);
@@ -236,7 +237,8 @@ bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t ca
         memset(g, 0, sizeof *g);
         g->rank = out->counts[i].rank;
         g->workers = out->counts[i].worker;
-        g->phase = g->workers ? NULL : out->counts[i].phase;
+        g->waited = !g->workers && out->counts[i].waited;
+        g->phase = g->workers || g->waited ? NULL : out->counts[i].phase;
         memset(acc, 0, (out->tree.nframes + 1) * sizeof *acc);
         count_group(&out->tree, rows, n, acc, g);
         top_functions(acc, out->tree.nframes, g);

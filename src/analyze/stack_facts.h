@@ -3,8 +3,9 @@
  *
  * Samples are grouped by rank and by what their thread was doing: the
  * region it had open (a step phase or a user region), the DataLoader
- * workers (every sample of a worker's thread, whatever it had open), or no
- * region at all (idle threads, start-up, code outside the steps). In each group, a function's self
+ * workers (every sample of a worker's thread, whatever it had open), the
+ * threads that only waited all run, or no region at all (start-up, code
+ * outside the steps, threads that also worked). In each group, a function's self
  * share is the part of the group's samples whose innermost frame is it, its total share the part
  * with it anywhere on the stack (once per sample, however deep it recurses);
  * on_cpu is how much of its self samples the kernel saw running, of those
@@ -22,6 +23,8 @@
 #define TP_STACK_TOP_FUNCTIONS 10 /* kept per group, most self samples first */
 /* The phase the workers' samples are named by (report --json, export). */
 #define TP_STACK_WORKERS_PHASE "dataloader_worker"
+/* ... and the threads' that only waited (a group of their own, one line). */
+#define TP_STACK_WAITED_PHASE "waiting_threads"
 
 typedef struct tp_stack_function {
     uint32_t frame; /* in the facts' tree */
@@ -50,6 +53,7 @@ typedef struct tp_stack_group {
     int rank;
     const char *phase; /* the region, NULL for none (and for the workers) */
     bool workers;      /* the DataLoader workers' samples */
+    bool waited;       /* the samples of threads that only waited (TP_STACK_STATE_WAITED) */
     uint64_t samples;
     uint64_t known, on_cpu; /* samples whose state the kernel said, and of those running */
     tp_stack_function functions[TP_STACK_TOP_FUNCTIONS];

@@ -8,9 +8,10 @@
 #include "render/units.h"
 #include "trainprof.h"
 
-#define GROUPS_SHOWN    12 /* groups the text shows, the biggest of each rank first */
-#define FUNCTIONS_SHOWN 5
-#define GROUP_MIN_SHARE 0.02 /* of its rank's samples: smaller groups are left to --json */
+#define GROUPS_SHOWN           12 /* groups the text shows, the biggest of each rank first */
+#define FUNCTIONS_SHOWN        5
+#define WAITED_FUNCTIONS_SHOWN 3    /* on the one line of the threads that only waited */
+#define GROUP_MIN_SHARE        0.02 /* of its rank's samples: smaller groups are left to --json */
 
 /* A file's last two path components: "torchvision/transforms.py". */
 /* What a group's samples were doing, in words. */
@@ -18,6 +19,8 @@ static void group_label(char *buf, size_t cap, const tp_stack_group *g)
 {
     if (g->workers)
         snprintf(buf, cap, "DataLoader workers");
+    else if (g->waited)
+        snprintf(buf, cap, "threads that only waited");
     else if (g->phase)
         snprintf(buf, cap, "%s", g->phase);
     else
@@ -30,6 +33,22 @@ static uint64_t rank_samples(const tp_stack_facts *f, int rank)
     for (size_t i = 0; i < f->n; i++)
         n += f->groups[i].rank == rank ? f->groups[i].samples : 0;
     return n;
+}
+
+/* The rest of a group of threads that only waited, on its line: where,
+ * the first few functions with their shares. */
+static void waited_line(FILE *out, const tp_stack_facts *f, const tp_stack_group *g)
+{
+    size_t shown = 0;
+    for (size_t k = 0; k < g->nfunctions && shown < WAITED_FUNCTIONS_SHOWN; k++) {
+        const tp_stack_function *fn = &g->functions[k];
+        double share = (double)fn->self / (double)g->samples;
+        if (share < 0.005 && shown) /* 0% reads as noise */
+            break;
+        fprintf(out, "%s %s %.0f%%", shown++ ? "," : ", in", tp_stack_facts_function(f, fn->frame),
+                100.0 * share);
+    }
+    fputc('\n', out);
 }
 
 void tp_report_stacks_text(FILE *out, const tp_summary *s)
@@ -55,6 +74,10 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
         else
             rank[0] = '\0';
         fprintf(out, "  %s%s: %llu samples", rank, label, (unsigned long long)g->samples);
+        if (g->waited) { /* one line: what they waited in */
+            waited_line(out, f, g);
+            continue;
+        }
         if (g->known)
             fprintf(out, ", %.0f%% on a CPU", 100.0 * (double)g->on_cpu / (double)g->known);
         fputc('\n', out);
@@ -86,9 +109,11 @@ void tp_report_stacks_json(json_writer *w, const tp_summary *s)
             json_int(w, g->rank);
         else
             json_null(w);
-        json_key(w, "phase"); /* the region open; the workers' role; null for none */
+        json_key(w, "phase"); /* the region open; the workers' or waiters' role; null none */
         if (g->workers)
             json_string(w, TP_STACK_WORKERS_PHASE);
+        else if (g->waited)
+            json_string(w, TP_STACK_WAITED_PHASE);
         else if (g->phase)
             json_string(w, g->phase);
         else

@@ -144,16 +144,25 @@ static sqlite3_stmt *prepare_owned(tp_run *run, char *sql, char *err, size_t cap
 
 char *tp_stack_counts_sql(const char *schema, int version)
 {
+    bool runs = version >= TP_SCHEMA_STACK_RUNS_VERSION; /* a row: a run of samples */
+    const char *weight = runs ? "count" : "1", *s_weight = runs ? "s.count" : "1";
     return sqlite3_mprintf(
         "WITH workers AS (SELECT DISTINCT agent_id, pid, tid FROM %s.thread"
-        "  WHERE name LIKE 'DL worker%%')"
-        " SELECT t.rank, n.text, w.pid IS NOT NULL, s.node_id, s.state & 3, %s"
+        "  WHERE name LIKE 'DL worker%%'),"
+        " waited AS (SELECT thread_id, tid FROM %s.stack_sample GROUP BY 1, 2"
+        "  HAVING MAX(phase_id) = 0 AND MIN(state & 2) = 2"
+        "  AND SUM((state & 1) * %s) * %d <= SUM(%s) + %d)"
+        " SELECT t.rank, n.text, w.pid IS NOT NULL, s.node_id,"
+        "  (s.state & 3) | CASE WHEN wt.tid IS NOT NULL AND w.pid IS NULL THEN %d ELSE 0 END,"
+        "  SUM(%s)"
         " FROM %s.stack_sample s JOIN %s.thread t ON t.id = s.thread_id"
         " LEFT JOIN workers w ON w.agent_id = t.agent_id AND w.pid = t.pid AND w.tid = s.tid"
+        " LEFT JOIN waited wt ON wt.thread_id = s.thread_id AND wt.tid = s.tid"
         " LEFT JOIN %s.name n ON n.id = s.phase_id"
         " GROUP BY 1, 2, 3, 4, 5",
-        schema, version >= TP_SCHEMA_STACK_RUNS_VERSION ? "SUM(s.count)" : "COUNT(*)", schema,
-        schema, schema);
+        schema, schema, weight, TP_STACK_WAITED_ONCPU_MAX, weight,
+        TP_STACK_WAITED_ONCPU_MAX * TP_STACK_WAITED_ONCPU_FEW, TP_STACK_STATE_WAITED, s_weight,
+        schema, schema, schema);
 }
 
 bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err, size_t cap)
@@ -184,6 +193,7 @@ bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err
             .node = node > 0 && node <= (int64_t)UINT32_MAX ? (uint32_t)node : 0,
             .on_cpu = (state & 1) != 0,
             .cpu_known = (state & 2) != 0,
+            .waited = (state & TP_STACK_STATE_WAITED) != 0,
             .samples = samples > 0 ? (uint64_t)samples : 0,
         };
     }

@@ -31,8 +31,19 @@ typedef struct tp_stack_count {
     uint32_t node;  /* its innermost frame's node, 0 for an empty stack */
     bool on_cpu;    /* the kernel had it running or runnable */
     bool cpu_known; /* ... and said so */
+    bool waited;    /* its thread only waited (TP_STACK_STATE_WAITED) */
     uint64_t samples;
 } tp_stack_count;
+
+/* The bit of a stack count's stored state (summary_stack.state: 1 on a CPU,
+ * 2 the state known) that marks a thread that only waited all run: every
+ * sample outside any region with its state known, at most 1 in
+ * TP_STACK_WAITED_ONCPU_MAX on a CPU besides TP_STACK_WAITED_ONCPU_FEW (its
+ * start), not a DataLoader worker (a resource sharer's accept, a pool's
+ * Condition.wait, a launcher waiting for its children). */
+#define TP_STACK_STATE_WAITED     8
+#define TP_STACK_WAITED_ONCPU_MAX 50
+#define TP_STACK_WAITED_ONCPU_FEW 10
 
 /* Whether the file holds stack samples at all. */
 bool tp_run_has_stacks(tp_run *run);

@@ -143,7 +143,9 @@ static void fill_stack(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
         sqlite3_bind_null(st, 2);
     sqlite3_bind_int(st, 3, c->worker);
     sqlite3_bind_int64(st, 4, c->node);
-    sqlite3_bind_int(st, 5, (c->on_cpu ? 1 : 0) | (c->cpu_known ? 2 : 0));
+    sqlite3_bind_int(st, 5,
+                     (c->on_cpu ? 1 : 0) | (c->cpu_known ? 2 : 0) |
+                         (c->waited ? TP_STACK_STATE_WAITED : 0));
     sqlite3_bind_int64(st, 6, (sqlite3_int64)c->samples);
 }
 

@@ -188,16 +188,29 @@ def test_hot_functions_are_the_top_of_their_phases(tmp_path):
     # 2 s at 200 Hz of two threads: about 800 samples (a loaded machine loses some)
     total = sum(g["samples"] for g in report["stacks"])
     assert 400 < total < 900, total
-    # the blocked thread: outside regions, waiting in the queue
-    idle = group(report, None)
-    assert idle["on_cpu_share"] < 0.2
-    assert any(f["function"].endswith("wait") for f in idle["functions"])
+    # the blocked thread only waited: its samples are a group of their own,
+    # one line in the text, not the top of "outside regions"
+    idle = group(report, "waiting_threads")
+    assert idle["on_cpu_share"] < 0.05
+    assert idle["functions"][0]["function"].endswith("wait")
+    outside = [g for g in report["stacks"] if g["phase"] is None]
+    assert not any(f["function"].endswith("wait") and f["self_share"] > 0.5
+                   for g in outside for f in g["functions"]), outside
     # shares are parts of their phase's samples
     for g in report["stacks"]:
         for f in g["functions"]:
             assert 0 < f["self_share"] <= f["total_share"] <= 1
     text = trainprof("report", run).stdout
     assert "Inside the phases" in text and "parse_records" in text
+    line = next(x for x in text.splitlines() if "threads that only waited" in x)
+    assert re.search(r"threads that only waited: \d+ samples, in \S*wait \d+%", line), line
+    # stored with the summary (state bit 8; the report read those), and the
+    # same when counted from the rows
+    with sqlite3.connect(run) as db:
+        assert db.execute("SELECT SUM(samples) FROM summary_stack WHERE state & 8").fetchone()[0] \
+            == idle["samples"]
+        db.execute("DROP TABLE summary_stack")
+    assert report_json(run)["stacks"] == report["stacks"]
 
 
 def test_the_input_bound_verdict_names_the_loading_code(tmp_path):

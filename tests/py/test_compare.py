@@ -125,7 +125,11 @@ def test_fewer_workers_moved_the_input_and_say_why(loader_runs):
     function = causes[1]
     assert function["kind"] == "function" and function["function"] == "Slow.__getitem__"
     assert function["after"] > function["before"] + 0.5
-    assert c["a"]["steps"] >= 190 and c["b"]["steps"] >= 190  # capture windows' left out
+    # the capture windows' steps left out: the scheduled one's 5 at step 11, and
+    # on a busy machine perhaps a slow step's window (at most one in 10 minutes),
+    # each a step or two longer where the recorder's drain lags
+    for side in ("a", "b"):
+        assert 180 <= c[side]["steps"] <= 195, (side, c[side]["steps"])
     text = trainprof("compare", loader_runs["two"], loader_runs["none"]).stdout
     assert "B's steps take" in text and "longer than A's" in text
     assert "B's loader.num_workers is 0 where A's was 2." in text

@@ -16,3 +16,8 @@ bool tp_phases_unseen(const tp_model_facts *facts)
 {
     return facts->framework[0] && facts->backend[0] && strcmp(facts->backend, "torch") != 0;
 }
+
+bool tp_pin_memory_helps(const tp_model_facts *facts)
+{
+    return facts->pin_memory != 1 && (!facts->device[0] || strcmp(facts->device, "cuda") == 0);
+}

@@ -1,6 +1,6 @@
 /* model_case.h: the precision advice that follows from what the model runs
- * in (core/model_facts.h), for a compute-bound training. A fact; its words
- * are render/verdict_words.h's tp_precision_words. */
+ * in (core/model_facts.h), for a compute-bound training, and the loader's
+ * pinning. Facts; their words are render/remedy_words.h's. */
 #ifndef TP_ANALYZE_MODEL_CASE_H
 #define TP_ANALYZE_MODEL_CASE_H
 
@@ -23,5 +23,10 @@ tp_precision_case tp_precision_case_of(const tp_model_facts *facts);
  * on JAX or TensorFlow), whose steps, epochs and pauses come from the
  * framework's callbacks alone. */
 bool tp_phases_unseen(const tp_model_facts *facts);
+
+/* Whether pin_memory=True can help the loader: not pinned yet, and the model
+ * on a CUDA GPU or where it runs is not known (pinned memory speeds
+ * host-to-GPU copies only). */
+bool tp_pin_memory_helps(const tp_model_facts *facts);
 
 #endif

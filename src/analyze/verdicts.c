@@ -21,7 +21,6 @@
 #define GPU_THROTTLED_SHARE     0.10 /* of samples held back by heat or a power fault */
 #define MEMORY_NEAR_FULL        0.90
 #define EXPOSED_COMM_SHARE      0.25
-#define CPU_SATURATED_PERCENT   90.0
 #define LINK_NEAR_FULL          0.90
 #define INPUT_IO_WAIT_PERCENT   25.0
 #define DISK_BUSY_PERCENT       90.0
@@ -127,7 +126,7 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
                      strcmp(s->items[i].series->labels, "{}") != 0;
     v->f.input.own = own;
     v->f.input.own_cpu_p50 = own && cores >= 1 ? own->steps.p50 / cores : -1;
-    bool busy = v->f.input.cpu_p50 >= CPU_SATURATED_PERCENT;
+    bool busy = v->f.input.cpu_p50 >= TP_CPU_SATURATED_PERCENT;
     bool others =
         busy && v->f.input.own_cpu_p50 >= 0 && v->f.input.own_cpu_p50 < v->f.input.cpu_p50 / 2;
     v->f.input.cause = others                                       ? TP_INPUT_CONTENTION
@@ -291,8 +290,8 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
         tp_summary_find(s, agent_id, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
     const char *limit_s = tp_run_agent_meta_get(s->run, agent_id, "cgroup_cpu_limit_cores");
     double limit = limit_s && strcmp(limit_s, "none") != 0 ? strtod(limit_s, NULL) : 0;
-    bool host = u && u->steps.mean >= CPU_SATURATED_PERCENT;
-    bool cgroup = limit > 0 && p && p->steps.mean >= CPU_SATURATED_PERCENT * limit;
+    bool host = u && u->steps.mean >= TP_CPU_SATURATED_PERCENT;
+    bool cgroup = limit > 0 && p && p->steps.mean >= TP_CPU_SATURATED_PERCENT * limit;
     if (!host && !cgroup)
         return;
     tp_verdict *v = add(out, TP_VERDICT_CPU_SATURATED);

@@ -1,6 +1,7 @@
 /* step_rules.h: the shares of step time the step verdicts fire at, which
  * the verdicts (analyze/verdicts.h), each regime of a run
- * (analyze/regimes.h) and `bottleneck` judge by. */
+ * (analyze/regimes.h) and `bottleneck` (analyze/bottleneck_facts.h) judge
+ * by, and the CPU share they call saturated. */
 #ifndef TP_CORE_STEP_RULES_H
 #define TP_CORE_STEP_RULES_H
 
@@ -11,5 +12,14 @@
 #define TP_TRANSFER_BOUND_SHARE    0.15 /* to_device */
 #define TP_COMPUTE_BOUND_SHARE     0.60 /* train_batch, ... */
 #define TP_COMPUTE_BOUND_INPUT_MAX 0.10 /* ... with dataloader_next under this */
+
+/* `bottleneck`'s compute limit: the training alone (its first batch
+ * replayed) below this share of the loader alone's rate. */
+#define TP_COMPUTE_LIMIT_SHARE 0.90
+
+/* The CPUs count as saturated at this mean or median busy share: the
+ * cpu_saturated verdict, an input-bound verdict's CPU cause, and
+ * `bottleneck`'s loader that more workers won't help. */
+#define TP_CPU_SATURATED_PERCENT 90.0
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/metric_catalog.h"
+#include "render/remedy_words.h"
 #include "render/report.h"
 #include "render/units.h"
 #include "util/json_writer.h"
@@ -125,29 +126,6 @@ void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_
                  agent_name(run, r->agent_id));
 }
 
-/* What speeds up a compute-bound training, fitted to what the script does
- * (facts): no mixed precision where it already runs reduced or under
- * autocast, nothing of tensor cores off a CUDA GPU, no torch.compile where
- * the model is compiled; the generic list where nothing is known. */
-static void compute_remedies(char *out, size_t cap, const tp_model_facts *f)
-{
-    if (!f->device[0]) {
-        snprintf(out, cap,
-                 "mixed precision (torch.autocast; FP16/BF16 on tensor cores is "
-                 "1.5-5x for common models), larger batches, torch.compile, faster or "
-                 "more devices");
-        return;
-    }
-    char precision[320] = "";
-    bool cuda = strcmp(f->device, "cuda") == 0;
-    bool said = tp_precision_words(precision, sizeof precision, f);
-    snprintf(out, cap, "%s%s%s%s", precision, said ? "; larger batches" : "larger batches",
-             f->compiled == 1 ? "" : ", torch.compile",
-             cuda ? ", faster or more GPUs"
-                  : "; the model runs on the CPU: more cores (torch.set_num_threads to match "
-                    "them), or a GPU");
-}
-
 /* The advice of an input-bound verdict, by what its loading waits on. */
 static void input_advice(char *out, size_t cap, const tp_verdict *v)
 {
@@ -160,11 +138,8 @@ static void input_advice(char *out, size_t cap, const tp_verdict *v)
                      f->own_cpu_p50);
         else
             busy[0] = '\0';
-        snprintf(out, cap,
-                 "The CPUs were busy %.0f%% of the time%s (median)%s, so loading is CPU-bound "
-                 "and more workers won't help: cheaper decoding and transforms (or on the "
-                 "GPU), data stored pre-processed, or more cores.",
-                 f->cpu_p50, over(f->cpu), busy);
+        snprintf(out, cap, "The CPUs were busy %.0f%% of the time%s (median)%s, so %s.", f->cpu_p50,
+                 over(f->cpu), busy, tp_cpu_bound_loading_words);
         return;
     case TP_INPUT_CONTENTION:
         snprintf(out, cap,
@@ -189,8 +164,6 @@ static void input_advice(char *out, size_t cap, const tp_verdict *v)
     case TP_INPUT_WORKERS: {
         const tp_model_facts *m = &v->facts;
         int cores = f->cpus ? atoi(f->cpus) : 0;
-        /* pinned memory speeds host-to-GPU copies only */
-        bool pin = m->pin_memory != 1 && (!m->device[0] || strcmp(m->device, "cuda") == 0);
         if (m->num_workers >= 0 && cores > 0 && m->num_workers >= cores) {
             snprintf(out, cap,
                      "The loader already has num_workers=%d on %d CPUs, and neither the CPUs "
@@ -198,20 +171,14 @@ static void input_advice(char *out, size_t cap, const tp_verdict *v)
                      "read, a lock, a sleep), so more workers won't help much. A larger "
                      "prefetch_factor%s, the data in memory or on local NVMe, or fewer and "
                      "larger reads.",
-                     m->num_workers, cores, pin ? ", pin_memory=True" : "");
-        } else if (m->num_workers >= 0) {
-            snprintf(out, cap,
-                     "Try more DataLoader workers (num_workers=%d now; the command ran up to "
-                     "%.0f processes on %s CPUs)%s, a larger prefetch_factor, and data in "
-                     "memory or on local NVMe.",
-                     m->num_workers, f->procs, f->cpus ? f->cpus : "?",
-                     pin ? ", pin_memory=True" : "");
+                     m->num_workers, cores, tp_pin_memory_helps(m) ? ", pin_memory=True" : "");
         } else {
-            snprintf(out, cap,
-                     "Try more DataLoader workers (num_workers; the command ran up to %.0f "
-                     "processes on %s CPUs), pin_memory=True, a larger prefetch_factor, and "
-                     "data in memory or on local NVMe.",
-                     f->procs, f->cpus ? f->cpus : "?");
+            char ran[96];
+            snprintf(ran, sizeof ran, "; the command ran up to %.0f processes on %s CPUs", f->procs,
+                     f->cpus ? f->cpus : "?");
+            tp_more_workers_words(out, cap - 1, m, ran); /* and its full stop */
+            size_t len = strlen(out);
+            out[len] = '.', out[len + 1] = '\0';
         }
         return;
     }
@@ -256,7 +223,7 @@ static void rank_message(char *out, size_t cap, const tp_verdict *v)
                      "%.0f%%",
                      train < 1 ? 100 * (1 - train) : 0.0);
         char remedies[512];
-        compute_remedies(remedies, sizeof remedies, &v->facts);
+        tp_compute_remedies(remedies, sizeof remedies, &v->facts);
         snprintf(out, cap,
                  "%s is compute-bound: the computation (train_batch, outside communication) "
                  "takes %.0f%% of step time "
@@ -437,32 +404,4 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
         return;
     default: system_message(out, cap, s, v); return;
     }
-}
-
-bool tp_precision_words(char *out, size_t cap, const tp_model_facts *facts)
-{
-    out[0] = '\0';
-    switch (tp_precision_case_of(facts)) {
-    case TP_PRECISION_NOT_CUDA: return false;
-    case TP_PRECISION_ALREADY_REDUCED: {
-        bool fp32 = strcmp(facts->dtype, "float32") == 0;
-        snprintf(out, cap, "the model already runs in %s%s", fp32 ? "float32" : facts->dtype,
-                 facts->autocast == 1 ? " under autocast (mixed precision)" : "");
-        return true;
-    }
-    case TP_PRECISION_TENSOR_CORES:
-        snprintf(out, cap,
-                 "the model runs in FP32 without autocast on a GPU with tensor cores (compute "
-                 "capability %d.%d): mixed precision (torch.autocast with bfloat16 or float16) is "
-                 "typically 1.5-5x for common models",
-                 facts->cc_major, facts->cc_minor);
-        return true;
-    case TP_PRECISION_NO_TENSOR_CORES:
-        snprintf(out, cap,
-                 "the model runs in FP32 on a GPU without tensor cores (compute capability "
-                 "%d.%d): mixed precision saves memory and bandwidth there, but gains less",
-                 facts->cc_major, facts->cc_minor);
-        return true;
-    }
-    return false;
 }

@@ -34,13 +34,6 @@ void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_
  * its temperature limit"; "no slowdown reason" for none. */
 void tp_gpu_reasons_text(char *out, size_t cap, uint32_t reasons);
 
-/* The mixed-precision advice for a compute-bound training (`bottleneck`'s
- * verdict and --json) from what its model runs in: the 1.5-5x hint for FP32
- * without autocast on a GPU with tensor cores, less on an older GPU, and
- * nothing new for a model already in reduced precision or under autocast.
- * False, with out empty, when there is nothing to say (not on a CUDA GPU). */
-bool tp_precision_words(char *out, size_t cap, const tp_model_facts *facts);
-
 /* Shared by verdict_words.c and verdict_evidence.c: "steps" or "run", the
  * span a series' figures are of (the evidence's "over"); and " of node-3"
  * (with the agent's name as JSON in json) when the run has several agents,

@@ -7,6 +7,7 @@
 
 #include "analyze/downsample.h"
 #include "analyze/stack_own.h"
+#include "render/remedy_words.h"
 #include "render/verdict_words.h"
 #include "store/model_facts_file.h"
 #include "core/stack_runs.h"

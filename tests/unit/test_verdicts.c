@@ -1,0 +1,302 @@
+/* test_verdicts.c: the rules of thumb (analyze/verdicts.h) and bottleneck's
+ * limit (analyze/bottleneck_facts.h) on facts made here, not recorded: each
+ * rule at its threshold and just below, each input-bound cause, and what
+ * keeps a rule quiet (a stall, input beside compute). The end-to-end tests
+ * show the rules on real runs; these hold the rules themselves. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#include "analyze/bottleneck_facts.h"
+#include "analyze/verdicts.h"
+#include "core/metric_catalog.h"
+#include "render/verdict_words.h"
+#include "trainprof.h"
+
+#define MAX_ROWS   16
+#define MAX_SERIES 16
+
+/* A one-agent run of one rank (0), as the summary holds it. */
+typedef struct facts {
+    tp_run run;
+    tp_run_agent agent;
+    tp_run_meta meta[4];
+    tp_run_gpu gpu;
+    tp_run_series series[MAX_SERIES];
+    tp_series_summary items[MAX_SERIES];
+    tp_timing_row rows[MAX_ROWS];
+    tp_step_row steps;
+    tp_stall stall;
+    tp_summary s;
+} facts;
+
+static facts *facts_new(void)
+{
+    facts *f = calloc(1, sizeof *f);
+    f->agent = (tp_run_agent){.id = 1, .name = "node", .host = "node"};
+    f->run.agents = &f->agent;
+    f->run.nagents = 1;
+    f->run.meta = f->meta;
+    f->s.run = &f->run;
+    f->s.items = f->items;
+    f->s.timings.rows = f->rows;
+    f->s.timings.steps = &f->steps;
+    f->s.timings.nsteps = 1;
+    /* 100 steps of 10 ms */
+    f->steps = (tp_step_row){.rank = 0, .stats = {.count = 100, .mean = 0.010}, .total_s = 1.0};
+    return f;
+}
+
+static int by_rank_name(const void *x, const void *y)
+{
+    const tp_timing_row *a = x, *b = y;
+    return a->rank != b->rank ? (a->rank > b->rank) - (a->rank < b->rank)
+                              : strcmp(a->name, b->name);
+}
+
+/* Rank 0's phase name takes share of its step time (host), device of it on
+ * the GPU (0: none timed). */
+static void phase(facts *f, const char *name, double share, double device)
+{
+    tp_timing_row *r = &f->rows[f->s.timings.nrows++];
+    *r = (tp_timing_row){.rank = 0,
+                         .name = (char *)name,
+                         .share = share,
+                         .in_steps_s = share * f->steps.total_s,
+                         .total_s = share * f->steps.total_s,
+                         .stats = {.count = 100, .mean = share * f->steps.stats.mean},
+                         .device_total_s = device * f->steps.total_s};
+    qsort(f->rows, f->s.timings.nrows, sizeof *f->rows, by_rank_name);
+}
+
+/* A series of agent 1 whose figures over the steps (and the run) are p50
+ * (median), mean and max. */
+static void series(facts *f, const char *metric, const char *labels, double p50, double mean,
+                   double max)
+{
+    size_t i = f->s.n++;
+    f->series[i] = (tp_run_series){.id = (int64_t)i + 1,
+                                   .agent_id = 1,
+                                   .metric = (char *)metric,
+                                   .unit = "",
+                                   .labels = (char *)labels};
+    tp_stats st = {
+        .count = 100, .mean = mean, .min = 0, .p5 = p50, .p50 = p50, .p95 = max, .max = max};
+    f->items[i] =
+        (tp_series_summary){.series = &f->series[i], .stats = st, .steps = st, .in_steps = true};
+}
+
+static void meta(facts *f, const char *key, const char *value)
+{
+    f->meta[f->run.nmeta++] = (tp_run_meta){.key = (char *)key, .value = (char *)value};
+}
+
+/* The verdicts of kind, counted; *first: the first of them. */
+static size_t verdicts_of(const facts *f, tp_verdict_kind kind, tp_verdict *first)
+{
+    tp_verdicts v;
+    tp_verdicts_build(&f->s, &v);
+    size_t n = 0;
+    for (size_t i = 0; i < v.n; i++)
+        if (v.items[i].kind == kind && n++ == 0 && first)
+            *first = v.items[i];
+    tp_verdicts_free(&v);
+    return n;
+}
+
+static void test_input_bound_at_its_share_and_not_below(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    phase(f, TP_PHASE_DATALOADER_NEXT, TP_INPUT_BOUND_SHARE, 0);
+    phase(f, TP_PHASE_TRAIN_BATCH, 0.5, 0);
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    assert_int_equal(v.rank, 0);
+    assert_true(fabs(v.f.input.share - TP_INPUT_BOUND_SHARE) < 1e-12);
+    f->rows[0].share = TP_INPUT_BOUND_SHARE - 0.01; /* dataloader_next sorts first */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 0);
+    free(f);
+}
+
+/* The cause that picks the advice, from the machine's figures over the steps. */
+static tp_input_cause cause_with(double cpu, double own_cpu, double disk, double io)
+{
+    facts *f = facts_new();
+    phase(f, TP_PHASE_DATALOADER_NEXT, 0.5, 0);
+    meta(f, "cpu_count", "4");
+    series(f, TP_METRIC_CPU_UTIL_PERCENT, "{}", cpu, cpu, cpu);
+    series(f, TP_METRIC_PROC_CPU_PERCENT, "{}", own_cpu * 4, own_cpu * 4, own_cpu * 4);
+    series(f, TP_METRIC_DISK_BUSY_PERCENT, "{\"device\":\"sda\"}", disk, disk, disk);
+    series(f, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}", io, io, io);
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    free(f);
+    return v.f.input.cause;
+}
+
+static void test_input_bound_causes(void **state)
+{
+    (void)state;
+    /* the CPUs saturated, the training's own processes at least half of it */
+    assert_int_equal(cause_with(95, 60, 0, 0), TP_INPUT_CPU);
+    /* saturated, but mostly by others */
+    assert_int_equal(cause_with(95, 30, 0, 0), TP_INPUT_CONTENTION);
+    /* just below saturation: the storage's turn */
+    assert_int_equal(cause_with(TP_CPU_SATURATED_PERCENT - 1, 60, 95, 0), TP_INPUT_DISK);
+    assert_int_equal(cause_with(50, 40, 10, 30), TP_INPUT_IO_WAIT);
+    /* nothing busy: latency that too few workers can't hide */
+    assert_int_equal(cause_with(50, 40, 10, 10), TP_INPUT_WORKERS);
+}
+
+static void test_transfer_bound_by_host_or_device_time(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    phase(f, TP_PHASE_TO_DEVICE, TP_TRANSFER_BOUND_SHARE - 0.05, 0);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_TRANSFER_BOUND, NULL), 0);
+    /* the host saw a short launch; the GPU spent longer copying */
+    f->rows[0].device_total_s = (TP_TRANSFER_BOUND_SHARE + 0.05) * f->steps.total_s;
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_TRANSFER_BOUND, &v), 1);
+    assert_true(v.f.transfer.share > v.f.transfer.host_share);
+    assert_true(v.f.transfer.share == v.f.transfer.device_share);
+    free(f);
+}
+
+static void test_compute_bound_needs_the_input_to_keep_up(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    phase(f, TP_PHASE_TRAIN_BATCH, TP_COMPUTE_BOUND_SHARE, 0);
+    phase(f, TP_PHASE_DATALOADER_NEXT, TP_COMPUTE_BOUND_INPUT_MAX - 0.01, 0);
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
+    assert_true(v.f.compute.loader_timed);
+    /* waiting for data as long as the threshold: not compute-bound */
+    for (size_t i = 0; i < f->s.timings.nrows; i++)
+        if (strcmp(f->rows[i].name, TP_PHASE_DATALOADER_NEXT) == 0)
+            f->rows[i].share = TP_COMPUTE_BOUND_INPUT_MAX;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, NULL), 0);
+    free(f);
+}
+
+static void test_the_device_time_counts_where_the_host_ran_ahead(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    /* asynchronous CUDA: the host's train_batch is a short launch */
+    phase(f, TP_PHASE_TRAIN_BATCH, 0.2, 0.8);
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
+    assert_true(fabs(v.f.compute.share - 0.8) < 1e-12);
+    assert_false(v.f.compute.loader_timed); /* no DataLoader in the steps */
+    free(f);
+}
+
+static void test_a_stalled_run_gets_no_step_verdict(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    phase(f, TP_PHASE_DATALOADER_NEXT, 0.9, 0);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 1);
+    f->stall = (tp_stall){.rank = 0, .ended = false};
+    f->s.stalls.v = &f->stall;
+    f->s.stalls.n = 1;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 0);
+    f->stall.ended = true; /* a stall the run came out of: the steps are judged */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 1);
+    free(f);
+}
+
+static void test_host_memory_near_full(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    meta(f, "mem_total_bytes", "1000000000");
+    series(f, TP_METRIC_HOST_MEM_USED_BYTES, "{}", 5e8, 6e8, 8.9e8);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_MEMORY, NULL), 0);
+    f->items[0].stats.max = 9e8;
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_MEMORY, &v), 1);
+    assert_true(v.f.host_memory.total_bytes == 1e9);
+    free(f);
+}
+
+static void test_cpu_saturated_only_where_cpus_feed_gpus(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    series(f, TP_METRIC_CPU_UTIL_PERCENT, "{}", 99, 99, 100);
+    /* training on the CPU is meant to keep it busy */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_SATURATED, NULL), 0);
+    f->gpu = (tp_run_gpu){.agent_id = 1, .index = 0};
+    f->run.gpus = &f->gpu;
+    f->run.ngpus = 1;
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_SATURATED, &v), 1);
+    assert_true(v.f.cpu.host);
+    f->items[0].steps.mean = TP_CPU_SATURATED_PERCENT - 1;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_SATURATED, NULL), 0);
+    free(f);
+}
+
+static void test_the_words_name_the_figures(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    phase(f, TP_PHASE_DATALOADER_NEXT, 0.5, 0);
+    meta(f, "fact.loader.num_workers", "2");
+    tp_verdicts v;
+    tp_verdicts_build(&f->s, &v);
+    assert_int_equal(v.n, 1);
+    char words[TP_VERDICT_MESSAGE_MAX];
+    tp_verdict_message(words, sizeof words, &f->s, &v.items[0]);
+    assert_non_null(strstr(words, "input-bound"));
+    assert_non_null(strstr(words, "50% of step time"));
+    assert_non_null(strstr(words, "num_workers=2 now"));
+    tp_verdicts_free(&v);
+    free(f);
+}
+
+static void test_bottleneck_limits_use_the_verdicts_thresholds(void **state)
+{
+    (void)state;
+    double train = 100;
+    assert_int_equal(tp_bottleneck_limit(train, (1 - TP_INPUT_BOUND_SHARE) * train - 1),
+                     TP_LIMIT_INPUT);
+    assert_int_equal(tp_bottleneck_limit(train, (1 - TP_INPUT_BOUND_SHARE) * train),
+                     TP_LIMIT_BALANCED);
+    assert_int_equal(tp_bottleneck_limit(train, train / TP_COMPUTE_LIMIT_SHARE + 1),
+                     TP_LIMIT_COMPUTE);
+    assert_int_equal(tp_bottleneck_limit(train, train), TP_LIMIT_BALANCED);
+    tp_bottleneck_run loader = {.cpu_mean = TP_CPU_SATURATED_PERCENT};
+    assert_true(tp_loader_cpu_bound(&loader));
+    loader.cpu_mean -= 1;
+    assert_false(tp_loader_cpu_bound(&loader));
+    double kib;
+    loader.disk_read_iops = 100, loader.disk_read_mb_s = 100 * 16 * 1024 / 1e6; /* 16 KiB reads */
+    assert_true(tp_loader_small_reads(&loader, &kib));
+    assert_true(fabs(kib - 16) < 1e-9);
+    loader.disk_read_iops = 10, loader.disk_read_mb_s = 10 * 16 * 1024 / 1e6; /* too few */
+    assert_false(tp_loader_small_reads(&loader, &kib));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_input_bound_at_its_share_and_not_below),
+        cmocka_unit_test(test_input_bound_causes),
+        cmocka_unit_test(test_transfer_bound_by_host_or_device_time),
+        cmocka_unit_test(test_compute_bound_needs_the_input_to_keep_up),
+        cmocka_unit_test(test_the_device_time_counts_where_the_host_ran_ahead),
+        cmocka_unit_test(test_a_stalled_run_gets_no_step_verdict),
+        cmocka_unit_test(test_host_memory_near_full),
+        cmocka_unit_test(test_cpu_saturated_only_where_cpus_feed_gpus),
+        cmocka_unit_test(test_the_words_name_the_figures),
+        cmocka_unit_test(test_bottleneck_limits_use_the_verdicts_thresholds),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -36,6 +36,7 @@
 #include "util/options.h"
 #include "util/log.h"
 #include "util/utf8.h"
+#include "core/run_keys.h"
 
 extern char **environ;
 
@@ -253,11 +254,11 @@ static bool record_start_meta(tp_writer *writer, const record_options *o, const 
     char *words = command_text(o->command, false), *argv = command_text(o->command, true);
     tp_utf8_clean(command, cap, words ? words : o->command[0]);
     meta_list m = {.n = 0};
-    meta_add(&m, "command", words ? words : command);
+    meta_add(&m, TP_META_COMMAND, words ? words : command);
     meta_add(&m, "argv", argv);
     meta_add(&m, "trainprof_version", TRAINPROF_VERSION);
     meta_add(&m, "status", "recording");
-    meta_addf(&m, "start_wall_ns", "%lld", (long long)a->wall_ns);
+    meta_addf(&m, TP_META_START_WALL_NS, "%lld", (long long)a->wall_ns);
     meta_addf(&m, "start_mono_ns", "%llu", (unsigned long long)a->mono_ns);
     meta_addf(&m, "clock_uncertainty_ns", "%llu", (unsigned long long)a->uncertainty_ns);
     time_t secs = (time_t)(a->wall_ns / 1000000000);
@@ -266,14 +267,14 @@ static bool record_start_meta(tp_writer *writer, const record_options *o, const 
     char when[32];
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     meta_add(&m, "start_wall", when);
-    meta_addf(&m, "interval_s", "%g", o->interval_s);
+    meta_addf(&m, TP_META_INTERVAL_S, "%g", o->interval_s);
     meta_addf(&m, "stacks_hz", "%g", o->stacks_hz);
     meta_addf(&m, "ops", "%s", o->ops_off ? "off" : "on");
     meta_addf(&m, "ops_steps", "%ld", o->ops_steps);
     meta_addf(&m, "ops_every_s", "%g", o->ops_every_s);
     meta_addf(&m, "ops_on_slow", "%g", o->ops_on_slow);
     if (o->stall_after_s > 0)
-        meta_addf(&m, "stall_after_s", "%g", o->stall_after_s);
+        meta_addf(&m, TP_META_STALL_AFTER_S, "%g", o->stall_after_s);
     meta_addf(&m, "recorder_pid", "%d", (int)getpid());
     bool ok = tp_writer_metas(writer, m.keys, m.values, m.n);
     free(words);
@@ -288,7 +289,7 @@ static void end_meta_make(meta_list *m, int exit_status, int wstatus, uint64_t d
                           const stop_request *stop, pid_t child)
 {
     m->n = 0;
-    meta_addf(m, "exit_status", "%d", exit_status);
+    meta_addf(m, TP_META_EXIT_STATUS, "%d", exit_status);
     /* the command's own end as the drain writes every traced process's
      * (record/process_ends.h): record reaped it, so its zombie told nobody */
     char key[48];

@@ -12,6 +12,7 @@
 #include "store/schema.h"
 #include "util/options.h"
 #include "util/log.h"
+#include "core/run_keys.h"
 
 static const char usage[] =
     "usage: trainprof summarize [--force] RUN_FILE...\n"
@@ -75,7 +76,7 @@ static bool summarize(const char *path, bool force, bool quiet)
         return false;
     }
     long pid = 0;
-    bool started = tp_run_meta_get(run, "start_wall_ns") != NULL;
+    bool started = tp_run_meta_get(run, TP_META_START_WALL_NS) != NULL;
     bool live = being_recorded(run, &pid);
     bool stored = tp_summary_stored(run);
     bool summary_only = tp_run_summary_only(run);

@@ -22,6 +22,7 @@
 #include "util/options.h"
 #include "util/labels.h"
 #include "util/log.h"
+#include "core/run_keys.h"
 
 #define HISTORY   64
 #define MAX_GPUS  16
@@ -269,7 +270,7 @@ static void draw_gpus(top_state *t, int cols, int *row)
 {
     for (int g = 0; g < MAX_GPUS && *row < LINES - 2; g++) {
         char labels[32], a[32], b[32], hist[HISTORY + 1] = "";
-        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);
+        tp_labels_gpu(labels, sizeof labels, g);
         double util, used, free_b, power, temp;
         if (!latest(t, TP_METRIC_GPU_UTIL_PERCENT, labels, &util))
             break;
@@ -316,7 +317,7 @@ static tp_live *join_recording(tp_run *run)
     tp_live *l = tp_live_new(0);
     if (!l)
         return NULL;
-    const char *after = tp_run_meta_get(run, "stall_after_s");
+    const char *after = tp_run_meta_get(run, TP_META_STALL_AFTER_S);
     tp_live_set_stall_after(l, after ? strtod(after, NULL) : 0);
     tp_run_mark *m;
     size_t n;
@@ -363,7 +364,7 @@ static void follow_recording(top_state *t, uint64_t now, tp_live_window *out)
 static void draw_pace(top_state *t, const tp_live_window *live, int *row)
 {
     if (!t->pace.begun) { /* the recording's own threshold, before its first step */
-        const char *after = tp_run_meta_get(t->run, "stall_after_s");
+        const char *after = tp_run_meta_get(t->run, TP_META_STALL_AFTER_S);
         tp_pace_now_init(&t->pace, after ? strtod(after, NULL) : 0);
     }
     int64_t begins[4096];
@@ -499,7 +500,7 @@ static void measure(top_state *t, tp_collector_set *set, tp_batch *scratch)
         push(&t->cpu, v);
     for (int g = 0; g < MAX_GPUS; g++) {
         char labels[32];
-        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);
+        tp_labels_gpu(labels, sizeof labels, g);
         if (!latest(t, TP_METRIC_GPU_UTIL_PERCENT, labels, &v))
             break;
         push(&t->gpu[g], v);

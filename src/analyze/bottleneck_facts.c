@@ -10,6 +10,7 @@
 #include "core/step_rules.h"
 #include "store/model_facts_file.h"
 #include "trainprof.h"
+#include "core/run_keys.h"
 
 /* The loader's disk reads count as small (many small files, random access)
  * below this size per request, once there are enough of them to matter. */
@@ -97,13 +98,15 @@ bool tp_bottleneck_run_measure(const char *path, long warmup, tp_bottleneck_run 
     r->disk_read_mb_s = mean_during(&s, r, TP_METRIC_DISK_READ_BYTES_PER_S, "{}") / 1e6;
     r->disk_read_iops = mean_during(&s, r, TP_METRIC_DISK_READ_IOPS, "{}");
     r->workers = stat_of(&s, TP_METRIC_PROC_COUNT, "{}", true) - 1;
-    const char *cpus = tp_run_meta_get(run, "cpu_count");
+    const char *cpus = tp_run_meta_get(run, TP_META_CPU_COUNT);
     r->cpus = cpus ? atoi(cpus) : 0;
-    r->gpu_util = mean_during(&s, r, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}");
+    char gpu0[32];
+    tp_labels_gpu(gpu0, sizeof gpu0, 0);
+    r->gpu_util = mean_during(&s, r, TP_METRIC_GPU_UTIL_PERCENT, gpu0);
     r->has_gpu = !isnan(r->gpu_util) && run->ngpus > 0;
     tp_run_model_facts(run, &r->run_facts);
     if (r->has_gpu && run->gpus[0].mem_total_bytes > 0)
-        r->gpu_mem_frac = stat_of(&s, TP_METRIC_GPU_MEM_USED_BYTES, "{\"gpu\":\"0\"}", true) /
+        r->gpu_mem_frac = stat_of(&s, TP_METRIC_GPU_MEM_USED_BYTES, gpu0, true) /
                           (double)run->gpus[0].mem_total_bytes;
     tp_summary_close(&s);
     return true;

@@ -11,6 +11,7 @@
 #include "util/ns_math.h"
 #include "util/grow.h"
 #include "util/oom.h"
+#include "core/run_keys.h"
 
 /* What the recorder wrote of one process's end (meta proc.PID.*). */
 typedef struct proc_end {
@@ -38,8 +39,8 @@ static proc_end *end_of(ends_list *l, int64_t agent, int64_t pid)
  * after the run's. */
 static double agent_offset_s(const tp_run *run, int64_t agent)
 {
-    const char *mine = tp_run_agent_meta_get(run, agent, "start_wall_ns");
-    const char *run_start = tp_run_meta_get(run, "start_wall_ns");
+    const char *mine = tp_run_agent_meta_get(run, agent, TP_META_START_WALL_NS);
+    const char *run_start = tp_run_meta_get(run, TP_META_START_WALL_NS);
     if (!run->nagent_meta || !mine || !run_start)
         return 0;
     return (strtod(mine, NULL) - strtod(run_start, NULL)) / 1e9;

@@ -14,6 +14,7 @@
 #include "store/reader_stream.h"
 #include "store/summary_tables.h"
 #include "util/grow.h"
+#include "core/run_keys.h"
 
 #define PER_CORE_PLOT_MAX 16
 
@@ -179,7 +180,7 @@ static bool add_file(envelope_acc *a, const char *path, int64_t earliest_wall_ns
                     .metric = a->ndefs,
                     .wanted = wanted,
                     .first = run->series,
-                    .shift_ns = meta_int(run, "start_wall_ns") - earliest_wall_ns};
+                    .shift_ns = meta_int(run, TP_META_START_WALL_NS) - earliest_wall_ns};
     f.x = malloc(2 * TP_PLOT_BUCKETS * sizeof *f.x);
     f.y = malloc(2 * TP_PLOT_BUCKETS * sizeof *f.y);
     bool ok = wanted && f.x && f.y && tp_downsample_init(&f.ds, TP_PLOT_BUCKETS, a->span);
@@ -267,7 +268,7 @@ bool tp_envelopes_from_files(const char *const *paths, size_t n, const char *mer
     tp_run *merged = tp_run_open(merged_path, err, cap);
     if (!merged)
         return false;
-    int64_t earliest = meta_int(merged, "start_wall_ns");
+    int64_t earliest = meta_int(merged, TP_META_START_WALL_NS);
     tp_run_close(merged);
     /* the files read by a few threads at once (reading their points is most
      * of the work), each into rows of its own, joined at the end */

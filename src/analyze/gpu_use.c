@@ -8,6 +8,7 @@
 #include "analyze/rank_gpu.h"
 #include "store/reader_stream.h"
 #include "util/oom.h"
+#include "core/run_keys.h"
 
 /* 1 when the comma-separated pid list names a pid of one of threads on
  * agent_id, 0 when it names none, -1 when it is no list of pids (a file
@@ -62,7 +63,7 @@ static int8_t gpu_use(tp_run *run, const tp_run_gpu *gpu, const tp_run_thread *t
     for (size_t k = 0; k < ngpus; k++) { /* any process list on the agent */
         const tp_run_gpu *other = &run->gpus[order[k].at];
         char key[48];
-        snprintf(key, sizeof key, "gpu.%d.processes", other->index);
+        tp_meta_key_gpu(key, sizeof key, other->index, TP_META_GPU_PROCESSES);
         const char *list = tp_run_agent_meta_get(run, gpu->agent_id, key);
         int listed = list ? lists_ours(list, threads, n, gpu->agent_id) : -1;
         if (listed < 0)

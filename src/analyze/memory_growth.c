@@ -7,6 +7,7 @@
 
 #include "core/metric_catalog.h"
 #include "util/ns_math.h"
+#include "core/run_keys.h"
 
 bool tp_memory_growth_of(const tp_summary *s, int64_t agent_id, tp_memory_growth *out)
 {
@@ -17,7 +18,7 @@ bool tp_memory_growth_of(const tp_summary *s, int64_t agent_id, tp_memory_growth
     /* each slice's mean reaches to the first sample after it: the last one's
      * would be of the exit (workers gone), so the window ends two sampling
      * intervals before the last step */
-    const char *interval = tp_run_agent_meta_get(s->run, agent_id, "interval_s");
+    const char *interval = tp_run_agent_meta_get(s->run, agent_id, TP_META_INTERVAL_S);
     double dt = interval ? strtod(interval, NULL) : 0.5;
     int64_t t1 = tp_ns_sub(w->t1_ns, tp_ns_round_s(2 * (dt > 0 && dt < 60 ? dt : 0.5)));
     double m[TP_GROWTH_SLICES];
@@ -40,7 +41,7 @@ bool tp_memory_growth_of(const tp_summary *s, int64_t agent_id, tp_memory_growth
     out->end_bytes = last;
     out->rate_bytes_per_s =
         (last - first) / ((double)slice * (TP_GROWTH_SLICES - 1) / 1e9); /* slice centres */
-    const char *limit = tp_run_agent_meta_get(s->run, agent_id, "cgroup_memory_limit_bytes");
+    const char *limit = tp_run_agent_meta_get(s->run, agent_id, TP_META_CGROUP_MEMORY_LIMIT_BYTES);
     double cgroup = limit ? strtod(limit, NULL) : 0;
     double available;
     out->headroom_bytes = NAN;

@@ -1,5 +1,6 @@
 /* rank_gpu.c: a rank's GPU from its CUDA_VISIBLE_DEVICES and local rank. */
 #include "analyze/rank_gpu.h"
+#include "core/run_keys.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@ static int mig_parent(const tp_run *run, int64_t agent_id, const char *want, siz
     for (size_t g = 0; g < run->ngpus; g++) {
         const tp_run_gpu *gpu = &run->gpus[g];
         char key[48];
-        snprintf(key, sizeof key, "gpu.%d.mig", gpu->index);
+        tp_meta_key_gpu(key, sizeof key, gpu->index, TP_META_GPU_MIG);
         const char *list =
             gpu->agent_id == agent_id ? tp_run_agent_meta_get(run, agent_id, key) : NULL;
         tp_mig_entry e;

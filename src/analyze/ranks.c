@@ -15,6 +15,7 @@
 #include "util/labels.h"
 #include "util/ns_math.h"
 #include "util/grow.h"
+#include "core/run_keys.h"
 
 enum { CAT_COMM, CAT_INPUT, CAT_COMPUTE, NCAT };
 
@@ -226,7 +227,7 @@ static void gpu_means(tp_run *run, rank_acc *a)
 {
     char labels[TP_LABELS_MAX], num[16];
     snprintf(num, sizeof num, "%d", a->row.gpu);
-    tp_labels1(labels, sizeof labels, "gpu", num);
+    tp_labels1(labels, sizeof labels, TP_LABEL_GPU, num);
     double v;
     a->row.gpu_util_percent = a->row.gpu_sm_clock_mhz = a->row.gpu_slowdown_share = NAN;
     a->row.gpu_slowdown_reasons = 0;

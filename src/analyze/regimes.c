@@ -12,6 +12,7 @@
 #include "util/ns_math.h"
 #include "util/labels.h"
 #include "util/oom.h"
+#include "core/run_keys.h"
 
 static int cmp_double(const void *x, const void *y)
 {
@@ -208,7 +209,7 @@ static void machine_over(tp_run *run, int64_t agent, int gpu, int64_t t0, int64_
         char index[16], labels[48];
         uint32_t bits;
         snprintf(index, sizeof index, "%d", gpu);
-        tp_labels1(labels, sizeof labels, "gpu", index);
+        tp_labels1(labels, sizeof labels, TP_LABEL_GPU, index);
         double clock;
         if (tp_run_agent_mean_between(run, agent, TP_METRIC_GPU_SM_CLOCK_MHZ, labels, t0, t1,
                                       &clock))
@@ -218,7 +219,7 @@ static void machine_over(tp_run *run, int64_t agent, int gpu, int64_t t0, int64_
     }
     double busy = mean_between(run, agent, TP_METRIC_CPU_UTIL_PERCENT, t0, t1);
     double own = mean_between(run, agent, TP_METRIC_PROC_CPU_PERCENT, t0, t1);
-    const char *cpus = tp_run_agent_meta_get(run, agent, "cpu_count");
+    const char *cpus = tp_run_agent_meta_get(run, agent, TP_META_CPU_COUNT);
     double cores = cpus ? strtod(cpus, NULL) : 0;
     m->others_cpu_percent = cores >= 1 ? busy - own / cores : NAN;
     if (m->others_cpu_percent < 0)
@@ -298,7 +299,7 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
         for (size_t k = 0; k < TP_STEP_PHASES; k++)
             d[g] += ph->values[g * TP_STEP_PHASES + k];
     }
-    const char *after = tp_run_meta_get(run, "stall_after_s");
+    const char *after = tp_run_meta_get(run, TP_META_STALL_AFTER_S);
     double stall_s = tp_stall_threshold(after ? strtod(after, NULL) : 0, median(d, total, tmp));
     for (size_t g = 0; g < total; g++)
         if (d[g] <= stall_s) {

@@ -14,6 +14,7 @@
 #include "util/ns_math.h"
 #include "util/oom.h"
 #include "util/utf8.h"
+#include "core/run_keys.h"
 
 /* A side's groups of steps: each group's mean step and its steps. */
 typedef struct groups {
@@ -48,7 +49,7 @@ static void machine_over_steps(const tp_summary *s, int rank, tp_regime_machine 
     rank_place(s, rank, &agent, &gpu);
     double busy = mean_over_steps(s, agent, TP_METRIC_CPU_UTIL_PERCENT, "{}");
     double own = mean_over_steps(s, agent, TP_METRIC_PROC_CPU_PERCENT, "{}");
-    const char *cpus = tp_run_agent_meta_get(s->run, agent, "cpu_count");
+    const char *cpus = tp_run_agent_meta_get(s->run, agent, TP_META_CPU_COUNT);
     double cores = cpus ? strtod(cpus, NULL) : 0;
     m->others_cpu_percent = cores >= 1 ? fmax(0, busy - own / cores) : NAN;
     m->cpu_pressure = mean_over_steps(s, agent, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
@@ -60,7 +61,7 @@ static void machine_over_steps(const tp_summary *s, int rank, tp_regime_machine 
         return;
     char index[16], labels[48];
     snprintf(index, sizeof index, "%d", gpu);
-    tp_labels1(labels, sizeof labels, "gpu", index);
+    tp_labels1(labels, sizeof labels, TP_LABEL_GPU, index);
     m->gpu_sm_clock_mhz = mean_over_steps(s, agent, TP_METRIC_GPU_SM_CLOCK_MHZ, labels);
     for (size_t i = 0; s->gpu_slowdown && i < s->run->ngpus; i++)
         if (s->run->gpus[i].agent_id == agent && s->run->gpus[i].index == gpu)
@@ -259,10 +260,10 @@ static void add_fact(tp_run_compare *c, const char *key, const char *a, const ch
 static const char *const compared_meta[] = {
     "host",
     "cpu_model",
-    "cpu_count",
+    TP_META_CPU_COUNT,
     "kernel",
-    "cgroup_cpu_limit_cores",
-    "cgroup_memory_limit_bytes",
+    TP_META_CGROUP_CPU_LIMIT_CORES,
+    TP_META_CGROUP_MEMORY_LIMIT_BYTES,
     "gpu_driver_version",
     "trainprof_version",
 };
@@ -274,7 +275,8 @@ static bool fact_in(const tp_run *run, const char *key)
 
 static void differing_facts(const tp_summary *a, const tp_summary *b, tp_run_compare *c)
 {
-    add_fact(c, "command", tp_run_meta_get(a->run, "command"), tp_run_meta_get(b->run, "command"));
+    add_fact(c, TP_META_COMMAND, tp_run_meta_get(a->run, TP_META_COMMAND),
+             tp_run_meta_get(b->run, TP_META_COMMAND));
     for (size_t i = 0; i < sizeof compared_meta / sizeof *compared_meta; i++)
         add_fact(c, compared_meta[i], tp_run_meta_get(a->run, compared_meta[i]),
                  tp_run_meta_get(b->run, compared_meta[i]));

@@ -11,6 +11,7 @@
 #include "util/ns_math.h"
 #include "util/grow.h"
 #include "util/oom.h"
+#include "core/run_keys.h"
 
 static double median_step(const tp_timings *t, int rank)
 {
@@ -209,7 +210,7 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
     }
     if (err[0])
         return false;
-    const char *after = tp_run_meta_get(run, "stall_after_s");
+    const char *after = tp_run_meta_get(run, TP_META_STALL_AFTER_S);
     double stall_after = after ? strtod(after, NULL) : 0;
     int64_t end_ns = tp_ns_round_s(run_s);
     size_t vcap = 0;

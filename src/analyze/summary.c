@@ -19,6 +19,7 @@
 #include "core/metric_catalog.h"
 #include "util/grow.h"
 #include "util/oom.h"
+#include "core/run_keys.h"
 
 /* The summary being built from the samples, and who else sees them. */
 typedef struct series_pass {
@@ -244,7 +245,7 @@ static void gpu_slowdowns(tp_summary *s)
         const tp_steps_window *w = tp_summary_window(s, gpu->agent_id);
         int64_t t0 = w ? w->t0_ns : INT64_MIN, t1 = w ? w->t1_ns : INT64_MAX;
         char labels[32];
-        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", gpu->index);
+        tp_labels_gpu(labels, sizeof labels, gpu->index);
         struct tp_gpu_slowdown *d = &s->gpu_slowdown[g];
         uint32_t trouble;
         d->share = d->trouble_share = NAN;

@@ -14,6 +14,7 @@
 #include "util/grow.h"
 #include "util/ns_math.h"
 #include "util/oom.h"
+#include "core/run_keys.h"
 
 typedef struct build_ctx {
     tp_timings *t;
@@ -474,7 +475,7 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
     size_t n;
     if (!tp_run_marks(run, &marks, &n, err, cap))
         return false;
-    const char *after = tp_run_meta_get(run, "stall_after_s");
+    const char *after = tp_run_meta_get(run, TP_META_STALL_AFTER_S);
     double stall_after_s = after ? strtod(after, NULL) : 0;
     compile_list compiles = {0};
     static const char *const compile[] = {TP_PHASE_COMPILE};

@@ -11,6 +11,7 @@
 #include "store/model_facts_file.h"
 #include "util/grow.h"
 #include "trainprof.h"
+#include "core/run_keys.h"
 
 #define INPUT_BOUND_SHARE       TP_INPUT_BOUND_SHARE
 #define TRANSFER_BOUND_SHARE    TP_TRANSFER_BOUND_SHARE
@@ -80,7 +81,7 @@ static const tp_series_summary *rank_gpu_series(const tp_summary *s, int rank, c
     if (!gpu)
         return NULL;
     char labels[32];
-    snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", gpu->index);
+    tp_labels_gpu(labels, sizeof labels, gpu->index);
     return tp_summary_find(s, gpu->agent_id, metric, labels);
 }
 
@@ -114,7 +115,7 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
     v->f.input.io_p50 = io ? io->steps.p50 : -1;
     v->f.input.disk_p50 = disk ? disk->steps.p50 : -1;
     v->f.input.cpu = cpu, v->f.input.io = io, v->f.input.disk = disk;
-    v->f.input.cpus = tp_run_agent_meta_get(s->run, agent, "cpu_count");
+    v->f.input.cpus = tp_run_agent_meta_get(s->run, agent, TP_META_CPU_COUNT);
     /* the training's share of the machine: its tree's CPU (100 = one core)
      * over the cores */
     const tp_series_summary *own = tp_summary_find(s, agent, TP_METRIC_PROC_CPU_PERCENT, "{}");
@@ -189,7 +190,7 @@ static void mig_memory_verdicts(const tp_summary *s, const tp_run_gpu *gpu, cons
     for (const char *p = list; tp_mig_next(&p, &e); k++) {
         double total = e.total_bytes;
         char labels[64];
-        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\",\"mig\":\"%d\"}", gpu->index, k);
+        tp_labels_gpu_mig(labels, sizeof labels, gpu->index, k);
         const tp_series_summary *m =
             tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_MEM_USED_BYTES, labels);
         if (m && total > 0 && m->stats.max >= MEMORY_NEAR_FULL * total) {
@@ -205,7 +206,7 @@ static void mig_memory_verdicts(const tp_summary *s, const tp_run_gpu *gpu, cons
 static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts *out)
 {
     char labels[32];
-    snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", gpu->index);
+    tp_labels_gpu(labels, sizeof labels, gpu->index);
     const tp_series_summary *u =
         tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels);
     const tp_series_summary *sm =
@@ -224,7 +225,7 @@ static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts
         v->f.gpu_throttle.share = d->share, v->f.gpu_throttle.trouble_share = d->trouble_share;
     }
     char key[48];
-    snprintf(key, sizeof key, "gpu.%d.mig", gpu->index);
+    tp_meta_key_gpu(key, sizeof key, gpu->index, TP_META_GPU_MIG);
     const char *mig = tp_run_agent_meta_get(s->run, gpu->agent_id, key);
     if (mig) { /* each instance's memory against its own: the card's is several jobs' */
         mig_memory_verdicts(s, gpu, mig, out);
@@ -248,7 +249,7 @@ static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts
  * every sample). 0 when unknown. */
 static double host_memory_total(const tp_summary *s, int64_t agent_id)
 {
-    const char *meta = tp_run_agent_meta_get(s->run, agent_id, "mem_total_bytes");
+    const char *meta = tp_run_agent_meta_get(s->run, agent_id, TP_META_MEM_TOTAL_BYTES);
     if (meta)
         return strtod(meta, NULL);
     const tp_series_summary *used =
@@ -288,7 +289,7 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
     const tp_series_summary *p = tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_PERCENT, "{}");
     const tp_series_summary *w =
         tp_summary_find(s, agent_id, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
-    const char *limit_s = tp_run_agent_meta_get(s->run, agent_id, "cgroup_cpu_limit_cores");
+    const char *limit_s = tp_run_agent_meta_get(s->run, agent_id, TP_META_CGROUP_CPU_LIMIT_CORES);
     double limit = limit_s && strcmp(limit_s, "none") != 0 ? strtod(limit_s, NULL) : 0;
     bool host = u && u->steps.mean >= TP_CPU_SATURATED_PERCENT;
     bool cgroup = limit > 0 && p && p->steps.mean >= TP_CPU_SATURATED_PERCENT * limit;

@@ -12,6 +12,7 @@
 
 #include "collect/collector.h"
 #include "util/text_parse.h"
+#include "core/run_keys.h"
 
 typedef struct cgroup_paths {
     char v2[512];     /* path of the v2 group, or "" */
@@ -71,7 +72,7 @@ static void put_cores(tp_sink *sink, uint64_t quota, uint64_t period)
 {
     char v[64];
     snprintf(v, sizeof v, "%.3f", (double)quota / (double)period);
-    tp_sink_meta(sink, "cgroup_cpu_limit_cores", v);
+    tp_sink_meta(sink, TP_META_CGROUP_CPU_LIMIT_CORES, v);
 }
 
 static void record_v2(const tp_collect_env *env, const char *path)
@@ -84,10 +85,10 @@ static void record_v2(const tp_collect_env *env, const char *path)
         if (tp_parse_u64(&p, end, &quota) && tp_parse_u64(&p, end, &period) && period)
             put_cores(env->sink, quota, period);
         else
-            tp_sink_meta(env->sink, "cgroup_cpu_limit_cores", "none");
+            tp_sink_meta(env->sink, TP_META_CGROUP_CPU_LIMIT_CORES, "none");
     }
     if (read_group_file(env->root, path, "memory.max", text, sizeof text))
-        tp_sink_meta(env->sink, "cgroup_memory_limit_bytes",
+        tp_sink_meta(env->sink, TP_META_CGROUP_MEMORY_LIMIT_BYTES,
                      strcmp(text, "max") == 0 ? "none" : text);
 }
 
@@ -103,7 +104,7 @@ static void record_v1(const tp_collect_env *env, const cgroup_paths *paths)
             tp_parse_u64(&b, per + strlen(per), &period) && period)
             put_cores(env->sink, quota, period);
         else
-            tp_sink_meta(env->sink, "cgroup_cpu_limit_cores", "none");
+            tp_sink_meta(env->sink, TP_META_CGROUP_CPU_LIMIT_CORES, "none");
     }
     if (paths->memory[0] &&
         read_group_file(env->root, paths->memory, "memory.limit_in_bytes", mem, sizeof mem)) {
@@ -111,7 +112,7 @@ static void record_v1(const tp_collect_env *env, const cgroup_paths *paths)
         uint64_t limit;
         /* v1 reports "unlimited" as a huge page-aligned number near 2^63. */
         bool limited = tp_parse_u64(&a, mem + strlen(mem), &limit) && limit < (1ULL << 62);
-        tp_sink_meta(env->sink, "cgroup_memory_limit_bytes", limited ? mem : "none");
+        tp_sink_meta(env->sink, TP_META_CGROUP_MEMORY_LIMIT_BYTES, limited ? mem : "none");
     }
 }
 

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "collect/nvml_collector.h"
 #include "util/labels.h"
+#include "core/run_keys.h"
 
 #define metric_names tp_nvml_metric_names
 
@@ -269,12 +270,12 @@ static void mig_instances(nvml_collector *c, nvml_gpu *g)
         char gpu[16], k[16], labels[TP_LABELS_MAX];
         snprintf(gpu, sizeof gpu, "%d", g->index);
         snprintf(k, sizeof k, "%u", g->nmig);
-        tp_labels2(labels, sizeof labels, "gpu", gpu, "mig", k);
+        tp_labels2(labels, sizeof labels, TP_LABEL_GPU, gpu, TP_LABEL_MIG, k);
         g->mig_dev[g->nmig] = mig;
         g->mig_series[g->nmig++] =
             total ? tp_sink_series(c->sink, metric_names[M_MEM_USED], labels) : 0;
     }
-    snprintf(key, sizeof key, "gpu.%d.mig", g->index);
+    tp_meta_key_gpu(key, sizeof key, g->index, TP_META_GPU_MIG);
     tp_sink_meta(c->sink, key, list);
 }
 
@@ -293,7 +294,7 @@ static void setup_gpu(nvml_collector *c, nvml_gpu *g)
         info.mem_total_bytes = mem.total;
     char num[16], labels[TP_LABELS_MAX];
     snprintf(num, sizeof num, "%d", g->index);
-    tp_labels1(labels, sizeof labels, "gpu", num);
+    tp_labels1(labels, sizeof labels, TP_LABEL_GPU, num);
     unsigned int mig = 0, mig_pending = 0;
     g->mig = c->lib.mig_mode && c->lib.mig_mode(g->dev, &mig, &mig_pending) == NVML_SUCCESS &&
              mig == NVML_DEVICE_MIG_ENABLE;

@@ -8,6 +8,7 @@
 #include "collect/collector.h"
 #include "collect/host_info.h"
 #include "util/text_parse.h"
+#include "core/run_keys.h"
 
 /* Environment variables that say where a process sits in a distributed job
  * or which devices it may use. */
@@ -85,10 +86,10 @@ void tp_host_info_record(const tp_collect_env *env, const char *agent)
     cpu_model(env->root, buf, sizeof buf);
     tp_sink_meta(sink, "cpu_model", buf);
     snprintf(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
-    tp_sink_meta(sink, "cpu_count", buf);
+    tp_sink_meta(sink, TP_META_CPU_COUNT, buf);
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     snprintf(buf, sizeof buf, "%lld", (long long)pages * (long long)page);
-    tp_sink_meta(sink, "mem_total_bytes", buf);
+    tp_sink_meta(sink, TP_META_MEM_TOTAL_BYTES, buf);
     for (size_t i = 0; i < sizeof job_env / sizeof job_env[0]; i++) {
         const char *v = getenv(job_env[i]);
         if (v) {

@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "collect/nvml_collector.h"
+#include "core/run_keys.h"
 
 static const unsigned int gpm_ids[] = {NVML_GPM_METRIC_SM_UTIL, NVML_GPM_METRIC_SM_OCCUPANCY,
                                        NVML_GPM_METRIC_ANY_TENSOR_UTIL};
@@ -127,7 +128,7 @@ static void processes(nvml_collector *c, nvml_gpu *g)
     size_t used = 0;
     for (unsigned j = 0; j < g->npids; j++)
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%u", j ? "," : "", g->pids[j]);
-    snprintf(key, sizeof key, "gpu.%d.processes", g->index);
+    tp_meta_key_gpu(key, sizeof key, g->index, TP_META_GPU_PROCESSES);
     tp_sink_meta(c->sink, key, list);
 }
 

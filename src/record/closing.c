@@ -13,6 +13,7 @@
 #include "render/units.h"
 #include "util/log.h"
 #include "util/utf8.h"
+#include "core/run_keys.h"
 
 /* Prints " label <stat> (unit)" for one series when it exists. */
 static void figure(FILE *out, const tp_summary *s, const char *metric, const char *labels,
@@ -82,7 +83,7 @@ static void closing_print(FILE *out, const char *path, const tp_summary *s,
         fputc('\n', out);
     for (size_t g = 0; g < run->ngpus; g++) {
         char labels[32], name[16];
-        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", run->gpus[g].index);
+        tp_labels_gpu(labels, sizeof labels, run->gpus[g].index);
         snprintf(name, sizeof name, "gpu%d", run->gpus[g].index);
         first = true;
         figure(out, s, TP_METRIC_GPU_UTIL_PERCENT, labels, name, false, &first);

@@ -2,6 +2,7 @@
 #include "record/status_line.h"
 
 #include "core/metric_catalog.h"
+#include "core/run_keys.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +21,7 @@ void tp_status_line_draw(FILE *out, tp_live *live, double elapsed_s, double mem_
                       mem_total_bytes / (1 << 30));
     for (int g = 0; g < 16 && n < (int)sizeof line - 16; g++) {
         char labels[32];
-        snprintf(labels, sizeof labels, "{\"gpu\":\"%d\"}", g);
+        tp_labels_gpu(labels, sizeof labels, g);
         if (!tp_live_latest(live, TP_METRIC_GPU_UTIL_PERCENT, labels, &v))
             break;
         n += snprintf(line + n, sizeof line - (size_t)n, "  gpu%d %3.0f%%", g, v);

@@ -15,6 +15,7 @@
 #include "render/units.h"
 #include "render/verdict_words.h"
 #include "util/labels.h"
+#include "core/run_keys.h"
 
 const char tp_html_style[] =
     "body{font:14px/1.4 sans-serif;margin:24px;color:#222;max-width:1800px}"
@@ -454,7 +455,7 @@ static void header(FILE *out, const tp_run *run)
                              {"host", "host"},
                              {"kernel", "kernel"},
                              {"CPU", "cpu_model"},
-                             {"CPUs", "cpu_count"}};
+                             {"CPUs", TP_META_CPU_COUNT}};
     bool merged = run->nagent_meta && run->nagents > 1;
     for (size_t i = 0; i < (merged ? 1 : sizeof keys / sizeof keys[0]); i++) {
         const char *v = tp_run_meta_get(run, keys[i][1]);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "render/report.h"
+#include "core/run_keys.h"
 
 void tp_report_wrapped(FILE *out, const char *head, const char *text)
 {
@@ -38,7 +39,7 @@ void tp_report_wrapped(FILE *out, const char *head, const char *text)
 
 void tp_report_wall_time(char *out, size_t cap, const tp_run *run, double t_s)
 {
-    const char *start = tp_run_meta_get(run, "start_wall_ns");
+    const char *start = tp_run_meta_get(run, TP_META_START_WALL_NS);
     out[0] = '\0';
     if (!start || !(t_s >= 0 && t_s < 1e9))
         return;

@@ -10,6 +10,7 @@
 #include "render/units.h"
 #include "render/verdict_words.h"
 #include "util/labels.h"
+#include "core/run_keys.h"
 
 #define PER_CORE_ROWS_MAX 16
 
@@ -24,8 +25,8 @@ static void cgroup(FILE *out, const tp_run *run)
     const char *cg = tp_run_meta_get(run, "cgroup_version");
     if (!cg)
         return;
-    const char *cpu = tp_run_meta_get(run, "cgroup_cpu_limit_cores");
-    const char *mem = tp_run_meta_get(run, "cgroup_memory_limit_bytes");
+    const char *cpu = tp_run_meta_get(run, TP_META_CGROUP_CPU_LIMIT_CORES);
+    const char *mem = tp_run_meta_get(run, TP_META_CGROUP_MEMORY_LIMIT_BYTES);
     char membuf[32] = "none";
     if (mem && strcmp(mem, "none") != 0)
         tp_format_value(membuf, sizeof membuf, "bytes", strtod(mem, NULL));
@@ -70,9 +71,9 @@ static void header(FILE *out, const tp_run *run)
         hosts(out, run);
     } else {
         fprintf(out, "  host      %s, %s, %s CPUs (%s)", meta_or(run, "host", "?"),
-                meta_or(run, "kernel", "?"), meta_or(run, "cpu_count", "?"),
+                meta_or(run, "kernel", "?"), meta_or(run, TP_META_CPU_COUNT, "?"),
                 meta_or(run, "cpu_model", "?"));
-        if ((v = tp_run_meta_get(run, "mem_total_bytes"))) {
+        if ((v = tp_run_meta_get(run, TP_META_MEM_TOTAL_BYTES))) {
             char mem[32];
             tp_format_value(mem, sizeof mem, "bytes", strtod(v, NULL));
             fprintf(out, ", %s memory", mem);
@@ -85,7 +86,7 @@ static void header(FILE *out, const tp_run *run)
                 "  merged    %s, one agent each; times aligned through each start's wall-clock "
                 "anchor (anchors +-%s ns, plus how far the hosts' clocks disagree)\n",
                 v, meta_or(run, "merge_anchor_uncertainty_ns", "?"));
-    if ((v = tp_run_meta_get(run, "interval_s")))
+    if ((v = tp_run_meta_get(run, TP_META_INTERVAL_S)))
         fprintf(out, "  sampling  every %s s\n", v);
 }
 

@@ -5,6 +5,7 @@
 
 #include "render/report.h"
 #include "render/units.h"
+#include "core/run_keys.h"
 
 static bool finished(const char *status) { return status && strcmp(status, "finished") == 0; }
 
@@ -21,8 +22,8 @@ static void write_failure(const char *at_ns, const char *why, double shift_s, tp
  * distance from the run's (both wall clock, as merge shifts them), in s. */
 static double agent_shift_s(const tp_run *run, int64_t agent_id)
 {
-    const char *start = tp_run_agent_meta_get(run, agent_id, "start_wall_ns");
-    const char *run_start = tp_run_meta_get(run, "start_wall_ns");
+    const char *start = tp_run_agent_meta_get(run, agent_id, TP_META_START_WALL_NS);
+    const char *run_start = tp_run_meta_get(run, TP_META_START_WALL_NS);
     if (!start || !run_start)
         return 0;
     return (double)(strtoll(start, NULL, 10) - strtoll(run_start, NULL, 10)) / 1e9;
@@ -39,10 +40,10 @@ void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
         f->duration_s = (double)strtoll(v, NULL, 10) / 1e9;
     else
         f->duration_s = run->last_t_ns > 0 ? (double)run->last_t_ns / 1e9 : 0;
-    v = tp_run_meta_get(run, "exit_status");
+    v = tp_run_meta_get(run, TP_META_EXIT_STATUS);
     f->exit_status = v ? strtoll(v, NULL, 10) : -1;
     f->exit_signal = tp_run_meta_get(run, "exit_signal");
-    v = tp_run_meta_get(run, "command");
+    v = tp_run_meta_get(run, TP_META_COMMAND);
     f->command = v ? v : "";
     f->failed_agent = NULL;
     if (!run->nagent_meta)
@@ -59,13 +60,14 @@ void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
             write_failure(at, tp_run_agent_meta_get(run, ag->id, "write_failed"),
                           agent_shift_s(run, ag->id), f);
         }
-        v = tp_run_agent_meta_get(run, ag->id, "exit_status");
+        v = tp_run_agent_meta_get(run, ag->id, TP_META_EXIT_STATUS);
         if (!failed && v && strtoll(v, NULL, 10) != 0)
             failed = ag;
     }
     f->complete = !stopped;
     if (failed) {
-        f->exit_status = strtoll(tp_run_agent_meta_get(run, failed->id, "exit_status"), NULL, 10);
+        f->exit_status =
+            strtoll(tp_run_agent_meta_get(run, failed->id, TP_META_EXIT_STATUS), NULL, 10);
         f->exit_signal = tp_run_agent_meta_get(run, failed->id, "exit_signal");
     }
     f->failed_agent = stopped ? stopped->name : failed ? failed->name : NULL;
@@ -93,11 +95,11 @@ void tp_run_facts_incomplete(const tp_run_facts *f, char *buf, size_t cap)
 static void host_description(const tp_run *run, int64_t agent_id, char *buf, size_t cap)
 {
     const char *kernel = tp_run_agent_meta_get(run, agent_id, "kernel");
-    const char *cpus = tp_run_agent_meta_get(run, agent_id, "cpu_count");
+    const char *cpus = tp_run_agent_meta_get(run, agent_id, TP_META_CPU_COUNT);
     const char *model = tp_run_agent_meta_get(run, agent_id, "cpu_model");
-    const char *mem = tp_run_agent_meta_get(run, agent_id, "mem_total_bytes");
-    const char *cpu_limit = tp_run_agent_meta_get(run, agent_id, "cgroup_cpu_limit_cores");
-    const char *mem_limit = tp_run_agent_meta_get(run, agent_id, "cgroup_memory_limit_bytes");
+    const char *mem = tp_run_agent_meta_get(run, agent_id, TP_META_MEM_TOTAL_BYTES);
+    const char *cpu_limit = tp_run_agent_meta_get(run, agent_id, TP_META_CGROUP_CPU_LIMIT_CORES);
+    const char *mem_limit = tp_run_agent_meta_get(run, agent_id, TP_META_CGROUP_MEMORY_LIMIT_BYTES);
     char memory[32] = "?", limits[96] = "";
     if (mem)
         tp_format_value(memory, sizeof memory, "bytes", strtod(mem, NULL));

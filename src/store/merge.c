@@ -19,6 +19,7 @@
 #include "store/reader_stream.h"
 #include "store/schema.h"
 #include "util/text_parse.h"
+#include "core/run_keys.h"
 
 typedef struct input_info {
     int64_t start_wall_ns, uncertainty_ns;
@@ -97,9 +98,9 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         tp_run *run = tp_run_open(inputs[i], err, cap);
         if (!run)
             return false;
-        const char *wall = tp_run_meta_get(run, "start_wall_ns");
+        const char *wall = tp_run_meta_get(run, TP_META_START_WALL_NS);
         const char *unc = tp_run_meta_get(run, "clock_uncertainty_ns");
-        const char *cmd = tp_run_meta_get(run, "command");
+        const char *cmd = tp_run_meta_get(run, TP_META_COMMAND);
         const char *job = tp_run_meta_get(run, "env.SLURM_JOB_ID");
         if (!job)
             job = tp_run_meta_get(run, "env.TORCHELASTIC_RUN_ID");

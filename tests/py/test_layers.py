@@ -59,6 +59,31 @@ def test_metric_names_come_from_the_catalogue_only():
     assert found == []
 
 
+def test_label_sets_and_metadata_keys_come_from_their_catalogue():
+    """The keys producers and readers share besides metrics (core/run_keys.h:
+    the GPU label sets, the metadata keys of the machine and the recording,
+    a GPU's own keys) are spelt once: no meta call names a catalogued key by
+    a literal, and no file formats a GPU's labels or gpu.N.* keys by hand."""
+    import re
+    catalogue = (ROOT / "src" / "core" / "run_keys.h").read_text()
+    keys = re.findall(r'#define TP_META_(?!GPU_)\w+\s+"([a-z_]+)"', catalogue)
+    assert len(keys) >= 9
+    call = re.compile(r'(?:tp_run_meta_get|tp_run_agent_meta_get|tp_sink_meta|meta_addf?|meta_or|'
+                      r'meta_int)\([^;]*?"(' + "|".join(keys) + r')"')
+    by_hand = re.compile(r'\\"gpu\\":\\"%d|"gpu\.%d\.')
+    found = []
+    for f in sorted((ROOT / "src").rglob("*.c")):
+        if f.name == "run_keys.c":
+            continue
+        text = f.read_text()
+        found += [f"{f.relative_to(ROOT)}: {m.group(1)}" for m in call.finditer(text)]
+        found += [f"{f.relative_to(ROOT)}: {m.group(0)}" for m in by_hand.finditer(text)]
+    assert found == []
+    # the check itself finds what it looks for
+    assert call.search('tp_run_meta_get(run, "cpu_count")')
+    assert by_hand.search('snprintf(b, 9, "{\\"gpu\\":\\"%d\\"}", g)')
+
+
 def test_analysis_and_rendering_hold_no_sql():
     """store/ owns every SQL statement: analyze/ turns rows into facts and
     render/ facts into words, neither through SQLite."""

@@ -1,0 +1,42 @@
+/* run_keys.h: the names the run file's producers and readers share besides
+ * the metrics (core/metric_catalog.h): the label sets of per-device series
+ * and the metadata keys. A producer (a collector, record) and its readers
+ * (analysis, rendering) use these names, never the bare strings, so that a
+ * rename is one change the compiler sees everywhere. docs/run-file.md says
+ * what each holds. */
+#ifndef TP_CORE_RUN_KEYS_H
+#define TP_CORE_RUN_KEYS_H
+
+#include <stddef.h>
+
+/* ---- label sets ---- */
+
+#define TP_LABELS_NONE "{}" /* a series of the whole machine or process */
+#define TP_LABEL_GPU   "gpu"
+#define TP_LABEL_MIG   "mig"
+
+/* {"gpu":"N"}: GPU index's series. */
+void tp_labels_gpu(char *buf, size_t cap, int gpu);
+/* {"gpu":"N","mig":"K"}: MIG instance k of GPU index's series. */
+void tp_labels_gpu_mig(char *buf, size_t cap, int gpu, int mig);
+
+/* ---- metadata keys (table meta; per agent in agent_meta) ---- */
+
+/* the machine: collect/host_info.c, collect/cgroup.c */
+#define TP_META_CPU_COUNT                 "cpu_count"
+#define TP_META_MEM_TOTAL_BYTES           "mem_total_bytes"
+#define TP_META_CGROUP_CPU_LIMIT_CORES    "cgroup_cpu_limit_cores" /* or "none" */
+#define TP_META_CGROUP_MEMORY_LIMIT_BYTES "cgroup_memory_limit_bytes"
+/* the recording: cmd_record.c */
+#define TP_META_START_WALL_NS "start_wall_ns"
+#define TP_META_INTERVAL_S    "interval_s"
+#define TP_META_STALL_AFTER_S "stall_after_s"
+#define TP_META_COMMAND       "command"
+#define TP_META_EXIT_STATUS   "exit_status"
+
+/* A GPU's own key, "gpu.N.<what>": what is one of these. */
+#define TP_META_GPU_MIG       "mig"       /* its MIG instances: "UUID=total bytes,..." */
+#define TP_META_GPU_PROCESSES "processes" /* the processes NVML saw on it */
+void tp_meta_key_gpu(char *buf, size_t cap, int gpu, const char *what);
+
+#endif

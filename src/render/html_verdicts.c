@@ -9,26 +9,15 @@
 #include "render/html.h"
 #include "render/report.h"
 #include "render/svg.h"
+#include "render/verdict_evidence.h"
 #include "render/verdict_words.h"
-#include "util/json_read.h"
-
-static void evidence_row(void *ctx, const char *key, const char *value)
-{
-    FILE *out = ctx;
-    fputs("<tr><th>", out);
-    tp_html_escape(out, key);
-    fputs("</th><td>", out);
-    tp_html_escape(out, strcmp(value, "null") == 0 ? "-" : value);
-    fputs("</td></tr>", out);
-}
 
 /* One verdict: its kind, its words, and its evidence as rows of figure and
- * value (the JSON object, verbatim, where it isn't a flat one). */
+ * value (those the run had). */
 static void verdict(FILE *out, const tp_summary *s, const tp_verdict *v, bool lead)
 {
-    char message[TP_VERDICT_MESSAGE_MAX], evidence[TP_VERDICT_EVIDENCE_MAX];
+    char message[TP_VERDICT_MESSAGE_MAX];
     tp_verdict_message(message, sizeof message, s, v);
-    tp_verdict_evidence(evidence, sizeof evidence, s, v);
     fprintf(out, "<div class=\"verdict%s\" data-kind=\"%s\"><p><b>%s</b> ", lead ? " lead" : "",
             tp_verdict_kind_name(v->kind), tp_verdict_kind_name(v->kind));
     tp_html_escape(out, message);
@@ -36,21 +25,22 @@ static void verdict(FILE *out, const tp_summary *s, const tp_verdict *v, bool le
     if (lead)
         fputs("<p class=\"see\">The evidence: under Verdicts.</p>", out);
     else {
-        /* the rows go to a buffer first: a malformed object shows verbatim */
-        char *rows = NULL;
-        size_t len = 0;
-        FILE *mem = open_memstream(&rows, &len);
-        bool flat = mem && tp_json_flat_scalars(evidence, evidence_row, mem);
-        if (mem)
-            fclose(mem);
-        if (flat) {
-            fprintf(out, "<table class=\"evidence\">%s</table>", rows);
-        } else {
-            fputs("<code>", out);
-            tp_html_escape(out, evidence);
-            fputs("</code>", out);
+        tp_evidence evidence;
+        tp_verdict_evidence_of(s, v, &evidence);
+        fputs("<table class=\"evidence\">", out);
+        for (size_t i = 0; i < evidence.n; i++) {
+            const tp_evidence_figure *f = &evidence.v[i];
+            char value[96];
+            tp_evidence_value_text(value, sizeof value, f);
+            if (strcmp(value, "-") == 0)
+                continue; /* the run did not have it */
+            fputs("<tr><th>", out);
+            tp_html_escape(out, f->label);
+            fputs("</th><td>", out);
+            tp_html_escape(out, value);
+            fputs("</td></tr>", out);
         }
-        free(rows);
+        fputs("</table>", out);
     }
     fputs("</div>\n", out);
 }

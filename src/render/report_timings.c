@@ -6,6 +6,7 @@
 #include "analyze/model_case.h"
 #include "analyze/verdicts.h"
 #include "store/model_facts_file.h"
+#include "render/verdict_evidence.h"
 #include "render/verdict_words.h"
 #include "render/units.h"
 #include "util/ns_math.h"
@@ -441,11 +442,14 @@ void tp_report_verdicts_text(FILE *out, const tp_summary *s, const tp_verdicts *
     if (v->n == 0)
         fprintf(out, "  none: no rule of thumb fired (see docs/verdicts.md for the rules)\n");
     for (size_t i = 0; i < v->n; i++) {
-        char message[TP_VERDICT_MESSAGE_MAX], evidence[TP_VERDICT_EVIDENCE_MAX];
+        char message[TP_VERDICT_MESSAGE_MAX];
         tp_verdict_message(message, sizeof message, s, &v->items[i]);
-        tp_verdict_evidence(evidence, sizeof evidence, s, &v->items[i]);
-        fprintf(out, "  [%s] %s\n      evidence: %s\n", tp_verdict_kind_name(v->items[i].kind),
-                message, evidence);
+        tp_evidence evidence;
+        tp_verdict_evidence_of(s, &v->items[i], &evidence);
+        fprintf(out, "  [%s] %s\n      evidence: ", tp_verdict_kind_name(v->items[i].kind),
+                message);
+        tp_evidence_text(out, &evidence);
+        fputc('\n', out);
     }
 }
 
@@ -455,16 +459,17 @@ void tp_report_verdicts_json(json_writer *w, const tp_summary *s, const tp_verdi
     json_key(w, "verdicts");
     json_array_begin(w);
     for (size_t i = 0; i < v->n; i++) {
-        char message[TP_VERDICT_MESSAGE_MAX], evidence[TP_VERDICT_EVIDENCE_MAX];
+        char message[TP_VERDICT_MESSAGE_MAX];
         tp_verdict_message(message, sizeof message, s, &v->items[i]);
-        tp_verdict_evidence(evidence, sizeof evidence, s, &v->items[i]);
+        tp_evidence evidence;
+        tp_verdict_evidence_of(s, &v->items[i], &evidence);
         json_object_begin(w);
         json_key(w, "kind");
         json_string(w, tp_verdict_kind_name(v->items[i].kind));
         json_key(w, "message");
         json_string(w, message);
         json_key(w, "evidence");
-        json_raw(w, evidence);
+        tp_evidence_json(w, &evidence);
         json_object_end(w);
     }
     json_array_end(w);

@@ -1,175 +1,285 @@
-/* verdict_evidence.c: each verdict's figures as a JSON object (the
- * evidence report --json and the Verdicts section show; words are in
- * verdict_words.c). */
+/* verdict_evidence.c: see verdict_evidence.h (words are in verdict_words.c). */
+#include "render/verdict_evidence.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "core/metric_catalog.h"
-#include "render/report.h"
+#include "render/units.h"
 #include "render/verdict_words.h"
-#include "util/json_writer.h"
 #include "util/labels.h"
+#include "util/utf8.h"
 
-/* Keeps an evidence object valid JSON whatever figures went into it: the
- * non-finite numbers printf writes (nan, inf, with a sign) become null, and
- * an object cut by its buffer becomes {"cut":true}. */
-static void seal_evidence(char *evidence, size_t cap)
+/* ---- figures ---- */
+
+static tp_evidence_figure *add(tp_evidence *e, const char *key, const char *label,
+                               tp_figure_unit unit)
 {
-    char out[TP_VERDICT_EVIDENCE_MAX];
-    size_t n = 0, len = strlen(evidence);
-    bool in_string = false, cut = len == 0 || evidence[len - 1] != '}';
-    for (const char *p = evidence; *p && !cut; p++) {
-        if (*p == '"' && (p == evidence || p[-1] != '\\'))
-            in_string = !in_string;
-        size_t word = 0;
-        if (!in_string) {
-            const char *q = p + (*p == '-');
-            word = strncmp(q, "nan", 3) == 0 || strncmp(q, "inf", 3) == 0 ? (size_t)(q + 3 - p) : 0;
-        }
-        if (n + (word ? 4 : 1) >= sizeof out) {
-            cut = true;
-            break;
-        }
-        if (word) {
-            memcpy(out + n, "null", 4);
-            n += 4;
-            p += word - 1;
-        } else {
-            out[n++] = *p;
-        }
-    }
-    out[n] = '\0';
-    snprintf(evidence, cap, "%s", cut ? "{\"cut\":true}" : out);
+    if (e->n >= TP_EVIDENCE_FIGURES) /* a programming error: every verdict has fewer */
+        return &e->v[TP_EVIDENCE_FIGURES - 1];
+    tp_evidence_figure *f = &e->v[e->n++];
+    memset(f, 0, sizeof *f);
+    f->key = key, f->label = label, f->unit = unit;
+    return f;
 }
 
-static void rank_evidence(char *out, size_t cap, const tp_verdict *v)
+/* A number with its decimals in JSON; negative or NaN: the run did not have it. */
+static void number(tp_evidence *e, const char *key, const char *label, tp_figure_unit unit,
+                   int digits, double value)
 {
+    tp_evidence_figure *f = add(e, key, label, unit);
+    f->digits = digits;
+    f->value = value;
+}
+
+static void text(tp_evidence *e, const char *key, const char *label, const char *value)
+{
+    tp_utf8_clean(add(e, key, label, TP_FIGURE_TEXT)->text, sizeof e->v[0].text, value);
+}
+
+static void flag(tp_evidence *e, const char *key, const char *label, bool value)
+{
+    add(e, key, label, TP_FIGURE_BOOL)->value = value;
+}
+
+/* rank (a rank verdict's; none where the process had no rank) */
+static void rank(tp_evidence *e, int r) { number(e, "rank", "rank", TP_FIGURE_PLAIN, 0, r); }
+
+/* The agent a system verdict is about: its name where the run has several. */
+static void agent(tp_evidence *e, const tp_summary *s, int64_t agent_id)
+{
+    char of[80], json[80];
+    tp_verdict_agent_of(s->run, agent_id, of, sizeof of, json, sizeof json);
+    tp_evidence_figure *f = add(e, "agent", "node", TP_FIGURE_AGENT);
+    /* " of NAME" in words; "" for one agent */
+    snprintf(f->text, sizeof f->text, "%s", strncmp(of, " of ", 4) == 0 ? of + 4 : "");
+}
+
+static void over(tp_evidence *e, const tp_series_summary *x)
+{
+    text(e, "over", "over", strcmp(tp_verdict_over_key(x), "steps") == 0 ? "steps" : "run");
+}
+
+static const char *input_cause_word(tp_input_cause c)
+{
+    return c == TP_INPUT_CPU          ? "cpu"
+           : c == TP_INPUT_CONTENTION ? "contention"
+           : c == TP_INPUT_WORKERS    ? "latency"
+                                      : "io";
+}
+
+static void rank_evidence(tp_evidence *e, const tp_verdict *v)
+{
+    rank(e, v->rank);
     if (v->kind == TP_VERDICT_INPUT_BOUND) {
         const __typeof__(v->f.input) *f = &v->f.input;
-        snprintf(out, cap,
-                 "{\"rank\":%d,\"dataloader_next_share\":%.4f,\"dataloader_next_mean_s\":%.6f,"
-                 "\"step_mean_s\":%.6f,\"proc_count_max\":%.0f,\"cause\":\"%s\","
-                 "\"cpu_util_p50_percent\":%.2f,\"training_cpu_p50_percent\":%.2f,"
-                 "\"pressure_io_some_p50_percent\":%.2f,"
-                 "\"disk_busy_p50_percent\":%.2f,\"over\":\"%s\"}",
-                 v->rank, f->share, f->next_mean_s, f->step_mean_s, f->procs,
-                 f->cause == TP_INPUT_CPU          ? "cpu"
-                 : f->cause == TP_INPUT_CONTENTION ? "contention"
-                 : f->cause == TP_INPUT_WORKERS    ? "latency"
-                                                   : "io",
-                 f->cpu_p50, f->own_cpu_p50, f->io_p50, f->disk_p50, tp_verdict_over_key(f->cpu));
+        number(e, "dataloader_next_share", "dataloader_next", TP_FIGURE_SHARE, 4, f->share);
+        number(e, "dataloader_next_mean_s", "a fetch", TP_FIGURE_SECONDS, 6, f->next_mean_s);
+        number(e, "step_mean_s", "a step", TP_FIGURE_SECONDS, 6, f->step_mean_s);
+        number(e, "proc_count_max", "processes at most", TP_FIGURE_PLAIN, 0, f->procs);
+        text(e, "cause", "cause", input_cause_word(f->cause));
+        number(e, "cpu_util_p50_percent", "CPUs busy (median)", TP_FIGURE_PERCENT, 2, f->cpu_p50);
+        number(e, "training_cpu_p50_percent", "the training's share of them", TP_FIGURE_PERCENT, 2,
+               f->own_cpu_p50);
+        number(e, "pressure_io_some_p50_percent", "waiting for I/O (median)", TP_FIGURE_PERCENT, 2,
+               f->io_p50);
+        number(e, "disk_busy_p50_percent", "busiest disk (median)", TP_FIGURE_PERCENT, 2,
+               f->disk_p50);
+        over(e, f->cpu);
     } else if (v->kind == TP_VERDICT_TRANSFER_BOUND) {
-        snprintf(out, cap, "{\"rank\":%d,\"to_device_share\":%.4f,\"to_device_device_share\":%.4f}",
-                 v->rank, v->f.transfer.host_share, v->f.transfer.device_share);
+        number(e, "to_device_share", "to_device", TP_FIGURE_SHARE, 4, v->f.transfer.host_share);
+        number(e, "to_device_device_share", "to_device on the GPU", TP_FIGURE_SHARE, 4,
+               v->f.transfer.device_share);
     } else {
         const __typeof__(v->f.compute) *f = &v->f.compute;
-        snprintf(out, cap,
-                 "{\"rank\":%d,\"train_batch_share\":%.4f,\"train_batch_device_share\":%.4f,"
-                 "\"dataloader_next_share\":%.4f,\"step_mean_s\":%.6f}",
-                 v->rank, f->share, f->device_share, f->input_share, f->step_mean_s);
+        number(e, "train_batch_share", "train_batch", TP_FIGURE_SHARE, 4, f->share);
+        number(e, "train_batch_device_share", "train_batch on the GPU", TP_FIGURE_SHARE, 4,
+               f->device_share);
+        number(e, "dataloader_next_share", "dataloader_next", TP_FIGURE_SHARE, 4, f->input_share);
+        number(e, "step_mean_s", "a step", TP_FIGURE_SECONDS, 6, f->step_mean_s);
     }
 }
 
-static void system_evidence(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
+static void gpu_evidence(tp_evidence *e, const tp_summary *s, const tp_verdict *v)
 {
-    char of[80], agent[80];
-    tp_verdict_agent_of(s->run, v->agent_id, of, sizeof of, agent, sizeof agent);
+    if (v->kind == TP_VERDICT_GPU_MEMORY && !v->gpu) { /* a capture window's allocator */
+        rank(e, v->rank);
+        number(e, "allocator_peak_bytes", "allocator's peak", TP_FIGURE_BYTES, 0,
+               v->f.gpu_memory.used_max_bytes);
+        number(e, "device_memory_bytes", "the device's memory", TP_FIGURE_BYTES, 0,
+               v->f.gpu_memory.total_bytes);
+        return;
+    }
+    number(e, "gpu", "GPU", TP_FIGURE_PLAIN, 0, v->gpu->index);
+    agent(e, s, v->agent_id);
     if (v->kind == TP_VERDICT_GPU_UNDERUSED) {
         const tp_series_summary *u = v->f.gpu_util.util, *sm = v->f.gpu_util.sm_active;
-        char sm_part[64] = "";
+        number(e, "util_mean_percent", "utilization (mean)", TP_FIGURE_PERCENT, 2, u->steps.mean);
+        number(e, "util_p50_percent", "utilization (median)", TP_FIGURE_PERCENT, 2, u->steps.p50);
+        over(e, u);
         if (sm)
-            snprintf(sm_part, sizeof sm_part, ",\"sm_active_mean_percent\":%.2f", sm->steps.mean);
-        snprintf(out, cap,
-                 "{\"gpu\":%d,\"agent\":%s,\"util_mean_percent\":%.2f,\"util_p50_percent\":%.2f,"
-                 "\"over\":\"%s\"%s}",
-                 v->gpu->index, agent, u->steps.mean, u->steps.p50, tp_verdict_over_key(u),
-                 sm_part);
+            number(e, "sm_active_mean_percent", "SMs active (mean)", TP_FIGURE_PERCENT, 2,
+                   sm->steps.mean);
     } else if (v->kind == TP_VERDICT_GPU_THROTTLED) {
-        snprintf(out, cap,
-                 "{\"gpu\":%d,\"agent\":%s,\"reasons\":%u,\"slowdown_share\":%.4f,"
-                 "\"trouble_share\":%.4f}",
-                 v->gpu->index, agent, v->f.gpu_throttle.bits, v->f.gpu_throttle.share,
-                 v->f.gpu_throttle.trouble_share);
-    } else if (v->kind == TP_VERDICT_GPU_MEMORY && !v->gpu) { /* a capture window's allocator */
-        snprintf(out, cap,
-                 "{\"rank\":%d,\"allocator_peak_bytes\":%.0f,\"device_memory_bytes\":%.0f}",
-                 v->rank, v->f.gpu_memory.used_max_bytes, v->f.gpu_memory.total_bytes);
-    } else if (v->kind == TP_VERDICT_GPU_MEMORY) {
-        char inst[32] = "";
-        if (v->f.gpu_memory.mig >= 0)
-            snprintf(inst, sizeof inst, ",\"mig\":%d", v->f.gpu_memory.mig);
-        snprintf(out, cap,
-                 "{\"gpu\":%d,\"agent\":%s,\"mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%.0f%s}",
-                 v->gpu->index, agent, v->f.gpu_memory.used_max_bytes, v->f.gpu_memory.total_bytes,
-                 inst);
-    } else if (v->kind == TP_VERDICT_MEMORY_GROWTH) {
-        const tp_memory_growth *g = &v->f.memory_growth;
-        snprintf(out, cap,
-                 "{\"agent\":%s,\"rss_start_bytes\":%.0f,\"rss_end_bytes\":%.0f,"
-                 "\"rate_bytes_per_s\":%.1f,\"limit\":\"%s\",\"headroom_bytes\":%.0f,"
-                 "\"seconds_to_limit\":%.0f}",
-                 agent, g->start_bytes, g->end_bytes, g->rate_bytes_per_s,
-                 g->cgroup ? "cgroup" : "host",
-                 isfinite(g->headroom_bytes) ? g->headroom_bytes : -1,
-                 isfinite(g->seconds_to_limit) ? g->seconds_to_limit : -1);
-    } else if (v->kind == TP_VERDICT_HOST_MEMORY) {
-        snprintf(out, cap,
-                 "{\"agent\":%s,\"host_mem_used_max_bytes\":%.0f,\"mem_total_bytes\":%.0f,"
-                 "\"swap_used_max_bytes\":%.0f}",
-                 agent, v->f.host_memory.used_max_bytes, v->f.host_memory.total_bytes,
-                 v->f.host_memory.swap_max_bytes);
-    } else if (v->kind == TP_VERDICT_CPU_SATURATED) {
-        const __typeof__(v->f.cpu) *c = &v->f.cpu;
-        snprintf(out, cap,
-                 "{\"agent\":%s,\"cpu_util_mean_percent\":%.2f,\"proc_cpu_mean_percent\":%.2f,"
-                 "\"cgroup_cpu_limit_cores\":%.2f,\"pressure_cpu_some_mean_percent\":%.2f,"
-                 "\"over\":\"%s\"}",
-                 agent, c->util ? c->util->steps.mean : -1, c->proc ? c->proc->steps.mean : -1,
-                 c->limit_cores, c->wait ? c->wait->steps.mean : -1,
-                 tp_verdict_over_key(c->host ? c->util : c->proc));
+        number(e, "reasons", "slowdown reasons (NVML bits)", TP_FIGURE_PLAIN, 0,
+               v->f.gpu_throttle.bits);
+        number(e, "slowdown_share", "slowed", TP_FIGURE_SHARE, 4, v->f.gpu_throttle.share);
+        number(e, "trouble_share", "by heat or a fault", TP_FIGURE_SHARE, 4,
+               v->f.gpu_throttle.trouble_share);
     } else {
-        const tp_series_summary *link = v->f.network.link, *worst = v->f.network.rate;
-        char labels[TP_LABELS_MAX], link_json[80];
-        tp_labels_display(link->series->labels, labels, sizeof labels);
-        tp_json_quote(link_json, sizeof link_json, labels, 60);
-        snprintf(out, cap,
-                 "{\"agent\":%s,\"link\":%s,\"direction\":\"%s\",\"p95_bytes_per_s\":%.0f,"
-                 "\"mean_bytes_per_s\":%.0f,\"link_bytes_per_s\":%.0f,\"over\":\"%s\"}",
-                 agent, link_json, v->f.network.sent ? "sent" : "received", worst->steps.p95,
-                 worst->steps.mean, link->stats.mean, tp_verdict_over_key(worst));
+        number(e, "mem_used_max_bytes", "memory used at most", TP_FIGURE_BYTES, 0,
+               v->f.gpu_memory.used_max_bytes);
+        number(e, "mem_total_bytes", "its memory", TP_FIGURE_BYTES, 0, v->f.gpu_memory.total_bytes);
+        if (v->f.gpu_memory.mig >= 0)
+            number(e, "mig", "MIG instance", TP_FIGURE_PLAIN, 0, v->f.gpu_memory.mig);
     }
 }
 
-void tp_verdict_evidence(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
+static void system_evidence(tp_evidence *e, const tp_summary *s, const tp_verdict *v)
 {
-    char text[TP_VERDICT_EVIDENCE_MAX];
+    if (v->kind == TP_VERDICT_GPU_UNDERUSED || v->kind == TP_VERDICT_GPU_THROTTLED ||
+        v->kind == TP_VERDICT_GPU_MEMORY) {
+        gpu_evidence(e, s, v);
+        return;
+    }
+    agent(e, s, v->agent_id);
+    if (v->kind == TP_VERDICT_MEMORY_GROWTH) {
+        const tp_memory_growth *g = &v->f.memory_growth;
+        number(e, "rss_start_bytes", "RSS at the start", TP_FIGURE_BYTES, 0, g->start_bytes);
+        number(e, "rss_end_bytes", "at the end", TP_FIGURE_BYTES, 0, g->end_bytes);
+        number(e, "rate_bytes_per_s", "growing", TP_FIGURE_BYTES_PER_S, 1, g->rate_bytes_per_s);
+        text(e, "limit", "limit", g->cgroup ? "cgroup" : "host");
+        number(e, "headroom_bytes", "headroom", TP_FIGURE_BYTES, 0, g->headroom_bytes);
+        number(e, "seconds_to_limit", "until the limit", TP_FIGURE_SECONDS, 0, g->seconds_to_limit);
+    } else if (v->kind == TP_VERDICT_HOST_MEMORY) {
+        number(e, "host_mem_used_max_bytes", "memory used at most", TP_FIGURE_BYTES, 0,
+               v->f.host_memory.used_max_bytes);
+        number(e, "mem_total_bytes", "of", TP_FIGURE_BYTES, 0, v->f.host_memory.total_bytes);
+        number(e, "swap_used_max_bytes", "swap used at most", TP_FIGURE_BYTES, 0,
+               v->f.host_memory.swap_max_bytes);
+    } else if (v->kind == TP_VERDICT_CPU_SATURATED) {
+        const __typeof__(v->f.cpu) *c = &v->f.cpu;
+        number(e, "cpu_util_mean_percent", "CPUs busy (mean)", TP_FIGURE_PERCENT, 2,
+               c->util ? c->util->steps.mean : -1);
+        number(e, "proc_cpu_mean_percent", "the command's CPU (mean, 100 a core)",
+               TP_FIGURE_PERCENT, 2, c->proc ? c->proc->steps.mean : -1);
+        number(e, "cgroup_cpu_limit_cores", "its cgroup's limit, cores", TP_FIGURE_PLAIN, 2,
+               c->limit_cores > 0 ? c->limit_cores : -1);
+        number(e, "pressure_cpu_some_mean_percent", "waiting for a CPU (mean)", TP_FIGURE_PERCENT,
+               2, c->wait ? c->wait->steps.mean : -1);
+        over(e, c->host ? c->util : c->proc);
+    } else {
+        const tp_series_summary *link = v->f.network.link, *worst = v->f.network.rate;
+        char labels[TP_LABELS_MAX];
+        tp_labels_display(link->series->labels, labels, sizeof labels);
+        text(e, "link", "link", labels);
+        text(e, "direction", "direction", v->f.network.sent ? "sent" : "received");
+        number(e, "p95_bytes_per_s", "p95", TP_FIGURE_BYTES_PER_S, 0, worst->steps.p95);
+        number(e, "mean_bytes_per_s", "mean", TP_FIGURE_BYTES_PER_S, 0, worst->steps.mean);
+        number(e, "link_bytes_per_s", "the link's speed", TP_FIGURE_BYTES_PER_S, 0,
+               link->stats.mean);
+        over(e, worst);
+    }
+}
+
+void tp_verdict_evidence_of(const tp_summary *s, const tp_verdict *v, tp_evidence *out)
+{
+    out->n = 0;
     const tp_ranks *r = &s->ranks;
     switch (v->kind) {
     case TP_VERDICT_INPUT_BOUND:
     case TP_VERDICT_TRANSFER_BOUND:
-    case TP_VERDICT_COMPUTE_BOUND: rank_evidence(text, sizeof text, v); break;
+    case TP_VERDICT_COMPUTE_BOUND: rank_evidence(out, v); break;
     case TP_VERDICT_STRAGGLER: {
         const tp_rank_row *row = v->f.straggler.row;
-        snprintf(text, sizeof text,
-                 "{\"rank\":%d,\"own_s_per_step\":%.6f,\"median_own_s_per_step\":%.6f,"
-                 "\"input_s_per_step\":%.6f,\"compute_s_per_step\":%.6f,"
-                 "\"median_comm_s_per_step\":%.6f}",
-                 row->rank, tp_rank_own_per_step(row), r->median_own_s,
-                 row->input_s / (double)row->steps, row->compute_s / (double)row->steps,
-                 r->median_comm_s);
+        double steps = row->steps > 0 ? (double)row->steps : NAN;
+        rank(out, row->rank);
+        number(out, "own_s_per_step", "its own work a step", TP_FIGURE_SECONDS, 6,
+               tp_rank_own_per_step(row));
+        number(out, "median_own_s_per_step", "the median rank's", TP_FIGURE_SECONDS, 6,
+               r->median_own_s);
+        number(out, "input_s_per_step", "its input a step", TP_FIGURE_SECONDS, 6,
+               row->input_s / steps);
+        number(out, "compute_s_per_step", "its compute a step", TP_FIGURE_SECONDS, 6,
+               row->compute_s / steps);
+        number(out, "median_comm_s_per_step", "the median rank's communication a step",
+               TP_FIGURE_SECONDS, 6, r->median_comm_s);
         break;
     }
     case TP_VERDICT_COMMUNICATION_BOUND:
-        snprintf(text, sizeof text,
-                 "{\"exposed_comm_s\":%.6f,\"window_s\":%.6f,\"ranks\":%zu,\"on_device\":%s}",
-                 v->f.comm.exposed_s, v->f.comm.window_s, v->f.comm.ranks,
-                 v->f.comm.device ? "true" : "false");
+        number(out, "exposed_comm_s", "communication not hidden", TP_FIGURE_SECONDS, 6,
+               v->f.comm.exposed_s);
+        number(out, "window_s", "of the steps' time", TP_FIGURE_SECONDS, 6, v->f.comm.window_s);
+        number(out, "ranks", "ranks", TP_FIGURE_PLAIN, 0, (double)v->f.comm.ranks);
+        flag(out, "on_device", "timed on the GPU", v->f.comm.device);
         break;
-    default: system_evidence(text, sizeof text, s, v); break;
+    default: system_evidence(out, s, v); break;
     }
-    seal_evidence(text, sizeof text);
-    snprintf(out, cap, "%s", text);
+}
+
+/* ---- writing them ---- */
+
+static bool missing(const tp_evidence_figure *f)
+{
+    return f->unit != TP_FIGURE_TEXT && f->unit != TP_FIGURE_BOOL && f->unit != TP_FIGURE_AGENT &&
+           !(f->value >= 0 && isfinite(f->value));
+}
+
+void tp_evidence_json(json_writer *w, const tp_evidence *e)
+{
+    json_object_begin(w);
+    for (size_t i = 0; i < e->n; i++) {
+        const tp_evidence_figure *f = &e->v[i];
+        json_key(w, f->key);
+        if (f->unit == TP_FIGURE_TEXT)
+            json_string(w, f->text);
+        else if (f->unit == TP_FIGURE_AGENT && f->text[0])
+            json_string(w, f->text);
+        else if (f->unit == TP_FIGURE_BOOL)
+            json_bool(w, f->value != 0);
+        else if (f->unit == TP_FIGURE_AGENT || missing(f))
+            json_null(w);
+        else
+            json_double_fixed(w, f->value, f->digits);
+    }
+    json_object_end(w);
+}
+
+void tp_evidence_value_text(char *buf, size_t cap, const tp_evidence_figure *f)
+{
+    if (f->unit == TP_FIGURE_TEXT || f->unit == TP_FIGURE_AGENT) {
+        snprintf(buf, cap, "%s", f->text[0] ? f->text : "-");
+        return;
+    }
+    if (f->unit == TP_FIGURE_BOOL) {
+        snprintf(buf, cap, "%s", f->value != 0 ? "yes" : "no");
+        return;
+    }
+    if (missing(f)) {
+        snprintf(buf, cap, "-");
+        return;
+    }
+    switch (f->unit) {
+    case TP_FIGURE_SHARE: snprintf(buf, cap, "%.0f%%", 100 * f->value); break;
+    case TP_FIGURE_PERCENT: snprintf(buf, cap, "%.0f%%", f->value); break;
+    case TP_FIGURE_SECONDS: tp_format_duration(buf, cap, f->value); break;
+    case TP_FIGURE_BYTES: tp_format_value(buf, cap, "bytes", f->value); break;
+    case TP_FIGURE_BYTES_PER_S: tp_format_value(buf, cap, "bytes_per_s", f->value); break;
+    default: snprintf(buf, cap, "%.*f", f->digits, f->value); break;
+    }
+}
+
+void tp_evidence_text(FILE *out, const tp_evidence *e)
+{
+    bool first = true;
+    for (size_t i = 0; i < e->n; i++) {
+        const tp_evidence_figure *f = &e->v[i];
+        if (missing(f) || (f->unit == TP_FIGURE_AGENT && !f->text[0]))
+            continue;
+        char value[96];
+        tp_evidence_value_text(value, sizeof value, f);
+        fprintf(out, "%s%s %s", first ? "" : ", ", f->label, value);
+        first = false;
+    }
 }

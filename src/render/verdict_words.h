@@ -12,19 +12,14 @@
 #include "analyze/verdicts.h"
 
 /* Room the words of one verdict take at most (longer is cut). */
-#define TP_VERDICT_MESSAGE_MAX  1024
-#define TP_VERDICT_EVIDENCE_MAX 512
-#define TP_CAUSE_MAX            240
+#define TP_VERDICT_MESSAGE_MAX 1024
+#define TP_CAUSE_MAX           240
 
 /* "input_bound", "memory_pressure" ...: the kind as report and html name it. */
 const char *tp_verdict_kind_name(tp_verdict_kind kind);
 
 /* The verdict in words: what fired, the figures, the one thing to try. */
 void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_verdict *v);
-
-/* The figures behind it as a JSON object (non-finite numbers as null; an
- * object cut by cap becomes {"cut":true}). */
-void tp_verdict_evidence(char *out, size_t cap, const tp_summary *s, const tp_verdict *v);
 
 /* Why a straggler is slow: "its input (dataloader_next, to_device): 12.0 ms
  * per step vs 4.0 ms on the median rank; its GPU 3 runs at ..." */

@@ -63,30 +63,11 @@ static const char *read_string(const char *p, char *out)
     return p;
 }
 
-/* Reads a string, or a number, true, false or null (as its text), at p
- * into out; as read_string returns. */
-static const char *read_scalar(const char *p, char *out)
-{
-    if (*p == '"')
-        return read_string(p, out);
-    size_t n = strspn(p, "-+.0123456789eEtruefalsn");
-    if (n == 0)
-        return NULL;
-    memcpy(out, p, n);
-    out[n] = '\0';
-    char *end;
-    bool word = strcmp(out, "true") == 0 || strcmp(out, "false") == 0 || strcmp(out, "null") == 0;
-    if (!word && (strtod(out, &end), *end != '\0' || !strchr("-0123456789", out[0])))
-        return NULL;
-    return p + n;
-}
-
 /* The one reader of both shapes: json must be open, then strings (each,
- * for an object, a "key": "value" pair; with scalars, a value may be a
- * number, true, false or null too) separated by commas, then close and
+ * for an object, a "key": "value" pair) separated by commas, then close and
  * nothing more. Calls pair (object) or item (array) for each. */
 static bool each_string(const char *json, char open, char close, tp_json_pair_fn pair,
-                        tp_json_item_fn item, void *ctx, bool scalars)
+                        tp_json_item_fn item, void *ctx)
 {
     if (!json)
         return false;
@@ -98,7 +79,7 @@ static bool each_string(const char *json, char open, char close, tp_json_pair_fn
         if (!first && *p++ != ',')
             ok = false;
         else if (pair && (!(p = read_string(skip_space(p), key)) || *(p = skip_space(p)) != ':' ||
-                          !(p = (scalars ? read_scalar : read_string)(skip_space(p + 1), value))))
+                          !(p = read_string(skip_space(p + 1), value))))
             ok = false;
         else if (!pair && !(p = read_string(skip_space(p), value)))
             ok = false;
@@ -115,15 +96,10 @@ static bool each_string(const char *json, char open, char close, tp_json_pair_fn
 
 bool tp_json_flat_object(const char *json, tp_json_pair_fn fn, void *ctx)
 {
-    return each_string(json, '{', '}', fn, NULL, ctx, false);
-}
-
-bool tp_json_flat_scalars(const char *json, tp_json_pair_fn fn, void *ctx)
-{
-    return each_string(json, '{', '}', fn, NULL, ctx, true);
+    return each_string(json, '{', '}', fn, NULL, ctx);
 }
 
 bool tp_json_string_array(const char *json, tp_json_item_fn fn, void *ctx)
 {
-    return each_string(json, '[', ']', NULL, fn, ctx, false);
+    return each_string(json, '[', ']', NULL, fn, ctx);
 }

@@ -1,7 +1,7 @@
 /* json_read.h: reading back the small JSON shapes trainprof stores as text
  * in a run file, a flat object of strings (series labels) and an array of
- * strings (meta argv), or writes itself (a verdict's evidence), strictly: anything else, as a
- * crafted or damaged file may hold, is refused rather than passed on. */
+ * strings (meta argv), strictly: anything else, as a crafted or damaged
+ * file may hold, is refused rather than passed on. */
 #ifndef TP_UTIL_JSON_READ_H
 #define TP_UTIL_JSON_READ_H
 
@@ -12,10 +12,6 @@
  * is anything else. */
 typedef void (*tp_json_pair_fn)(void *ctx, const char *key, const char *value);
 bool tp_json_flat_object(const char *json, tp_json_pair_fn fn, void *ctx);
-
-/* The same for a flat object whose values may be numbers, true, false or
- * null as well as strings (a verdict's evidence): those come as their text. */
-bool tp_json_flat_scalars(const char *json, tp_json_pair_fn fn, void *ctx);
 
 /* The same for each string of a JSON array of strings. */
 typedef void (*tp_json_item_fn)(void *ctx, const char *value);

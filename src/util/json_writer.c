@@ -126,6 +126,15 @@ void json_double(json_writer *w, double v)
         fprintf(w->out, "%.15g", v);
 }
 
+void json_double_fixed(json_writer *w, double v, int digits)
+{
+    before_value(w);
+    if (!isfinite(v))
+        fputs("null", w->out);
+    else
+        fprintf(w->out, "%.*f", digits, v);
+}
+
 void json_int(json_writer *w, int64_t v)
 {
     before_value(w);

@@ -28,6 +28,9 @@ void json_array_end(json_writer *w);
 void json_key(json_writer *w, const char *key);
 void json_string(json_writer *w, const char *s);
 void json_double(json_writer *w, double v);
+/* v with digits decimals (%.*f): a figure written as precisely as it was
+ * measured; null when not finite. */
+void json_double_fixed(json_writer *w, double v, int digits);
 void json_int(json_writer *w, int64_t v);
 void json_bool(json_writer *w, bool v);
 void json_null(json_writer *w);

@@ -1,0 +1,165 @@
+/* run_meta.c: see run_meta.h. */
+#include "record/run_meta.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/run_keys.h"
+#include "trainprof_version.h"
+#include "util/json_writer.h"
+#include "util/log.h"
+#include "util/utf8.h"
+
+/* Appends arg to buf quoted for a POSIX shell when it needs quoting. */
+static void shell_quote(FILE *out, const char *arg)
+{
+    bool plain = *arg != '\0';
+    for (const char *p = arg; *p && plain; p++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%",
+                       *p) != NULL;
+    if (plain) {
+        fputs(arg, out);
+        return;
+    }
+    fputc('\'', out);
+    for (const char *p = arg; *p; p++) {
+        if (*p == '\'')
+            fputs("'\\''", out);
+        else
+            fputc(*p, out);
+    }
+    fputc('\'', out);
+}
+
+/* Appends value under key (when value is not NULL and room is left). */
+static void meta_add(tp_meta_rows *m, const char *key, const char *value)
+{
+    if (m->n < sizeof m->keys / sizeof m->keys[0] && value)
+        m->keys[m->n] = key, m->values[m->n] = value, m->n++;
+}
+
+static void meta_addf(tp_meta_rows *m, const char *key, const char *fmt, ...) TP_PRINTF(3, 4);
+static void meta_addf(tp_meta_rows *m, const char *key, const char *fmt, ...)
+{
+    if (m->n >= sizeof m->keys / sizeof m->keys[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->buf[m->n], sizeof m->buf[m->n], fmt, ap);
+    va_end(ap);
+    meta_add(m, key, m->buf[m->n]);
+}
+
+/* The command as text: shell-quoted words ("command"), or a JSON array
+ * ("argv"); NULL when memory ran out. The caller frees it. */
+static char *command_text(char **command, bool json)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem)
+        return NULL;
+    json_writer w;
+    if (json) {
+        json_init(&w, mem);
+        json_array_begin(&w);
+    }
+    for (char **p = command; *p; p++) {
+        if (json) {
+            json_string(&w, *p);
+            continue;
+        }
+        if (p != command)
+            fputc(' ', mem);
+        shell_quote(mem, *p);
+    }
+    if (json)
+        json_array_end(&w);
+    if (fclose(mem) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+bool tp_record_start_meta(tp_writer *writer, const tp_record_options *o, const tp_clock_anchor *a,
+                          char *command, size_t cap)
+{
+    char *words = command_text(o->command, false), *argv = command_text(o->command, true);
+    tp_utf8_clean(command, cap, words ? words : o->command[0]);
+    tp_meta_rows m = {.n = 0};
+    meta_add(&m, TP_META_COMMAND, words ? words : command);
+    meta_add(&m, "argv", argv);
+    meta_add(&m, "trainprof_version", TRAINPROF_VERSION);
+    meta_add(&m, "status", "recording");
+    meta_addf(&m, TP_META_START_WALL_NS, "%lld", (long long)a->wall_ns);
+    meta_addf(&m, "start_mono_ns", "%llu", (unsigned long long)a->mono_ns);
+    meta_addf(&m, "clock_uncertainty_ns", "%llu", (unsigned long long)a->uncertainty_ns);
+    time_t secs = (time_t)(a->wall_ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char when[32];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    meta_add(&m, "start_wall", when);
+    meta_addf(&m, TP_META_INTERVAL_S, "%g", o->interval_s);
+    meta_addf(&m, "stacks_hz", "%g", o->stacks_hz);
+    meta_addf(&m, "ops", "%s", o->ops_off ? "off" : "on");
+    meta_addf(&m, "ops_steps", "%ld", o->ops_steps);
+    meta_addf(&m, "ops_every_s", "%g", o->ops_every_s);
+    meta_addf(&m, "ops_on_slow", "%g", o->ops_on_slow);
+    if (o->stall_after_s > 0)
+        meta_addf(&m, TP_META_STALL_AFTER_S, "%g", o->stall_after_s);
+    meta_addf(&m, "recorder_pid", "%d", (int)getpid());
+    bool ok = tp_writer_metas(writer, m.keys, m.values, m.n);
+    free(words);
+    free(argv);
+    return ok;
+}
+
+void tp_record_end_meta(tp_meta_rows *m, int exit_status, int wstatus, uint64_t duration_ns,
+                        const stop_request *stop, pid_t child)
+{
+    m->n = 0;
+    meta_addf(m, TP_META_EXIT_STATUS, "%d", exit_status);
+    /* the command's own end as the drain writes every traced process's
+     * (record/process_ends.h): record reaped it, so its zombie told nobody */
+    char key[48];
+    snprintf(key, sizeof key, "proc.%d.status", (int)child);
+    if (WIFSIGNALED(wstatus))
+        meta_addf(m, key, "signal %d", WTERMSIG(wstatus));
+    else
+        meta_addf(m, key, "exit %d", WEXITSTATUS(wstatus));
+    if (stop->signo) {
+        const char *name = sigabbrev_np(stop->signo);
+        meta_addf(m, "stop_signal", "SIG%s", name ? name : "?");
+        meta_addf(m, "stop_signal_ns", "%llu", (unsigned long long)stop->t_ns);
+    }
+    if (WIFSIGNALED(wstatus)) {
+        const char *name = sigabbrev_np(WTERMSIG(wstatus));
+        meta_addf(m, "exit_signal", "SIG%s", name ? name : "?");
+    }
+    meta_addf(m, "duration_ns", "%llu", (unsigned long long)duration_ns);
+    meta_add(m, "status", "finished");
+}
+
+void tp_record_losses(tp_sink *sink, char *out, size_t cap)
+{
+    uint64_t lost[TP_LOST_KINDS];
+    tp_sink_losses(sink, lost);
+    static const char *const what[TP_LOST_KINDS] = {"samples", "timing events", "threads",
+                                                    "series, names or descriptions"};
+    out[0] = '\0';
+    size_t n = 0;
+    for (int k = 0; k < TP_LOST_KINDS && n < cap; k++)
+        if (lost[k])
+            n += (size_t)snprintf(out + n, cap - n, "%s%llu %s",
+                                  n ? ", " : "memory ran out: ", (unsigned long long)lost[k],
+                                  what[k]);
+    if (n && n < cap)
+        snprintf(out + n, cap - n, " were not recorded");
+}

@@ -49,14 +49,22 @@ class Tmux:
 
 
 @pytest.fixture
-def top():
+def top(tmp_path_factory):
+    """Starts `trainprof top` in tmux. Its recordings' registry is this
+    test's own (XDG_RUNTIME_DIR, a private directory): a recording that other
+    work on the machine runs is none of its business. A test's own `record`
+    runs with start.env so that top sees it."""
     sessions = []
+    runtime = tmp_path_factory.mktemp("runtime")
+    runtime.chmod(0o700)
 
     def start(env="", width=80, height=24):
-        t = Tmux(f"env {env} {PROGRAM} top --interval 0.5", width, height)
+        t = Tmux(f"env XDG_RUNTIME_DIR={runtime} {env} {PROGRAM} top --interval 0.5", width,
+                 height)
         sessions.append(t)
         return t
 
+    start.env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
     yield start
     for t in sessions:
         t.kill()
@@ -108,7 +116,7 @@ def test_shows_the_running_recording(top, tmp_path):
             _native.device_time(trainprof.region("compute"), start, 10_000_000)
     """))
     rec = subprocess.Popen([PROGRAM, "record", "-q", "-o", tmp_path / "run.db", "--", PYTHON,
-                            script])
+                            script], env=top.env)
     try:
         t = top()
         screen = t.wait_for("steps/s", timeout=20)
@@ -145,7 +153,7 @@ def test_shows_the_current_regime_against_the_first(top, tmp_path):
                 time.sleep(0.01 if i < 300 else 0.03)
     """))
     rec = subprocess.Popen([PROGRAM, "record", "-q", "-o", tmp_path / "run.db", "--", PYTHON,
-                            script])
+                            script], env=top.env)
     try:
         t = top()
         screen = t.wait_for("in steps 11-", timeout=60)
@@ -172,7 +180,8 @@ def test_shows_a_stall_that_began_before_it_looked(top, tmp_path):
                 time.sleep(60 if i == 30 else 0.01)
     """))
     rec = subprocess.Popen([PROGRAM, "record", "-q", "--stall-after", "2", "-o",
-                            tmp_path / "run.db", "--", PYTHON, script], start_new_session=True)
+                            tmp_path / "run.db", "--", PYTHON, script], start_new_session=True,
+                           env=top.env)
     try:
         time.sleep(6)  # steps for ~0.3 s, then stuck: well past 2 s
         t = top()

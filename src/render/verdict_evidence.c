@@ -10,6 +10,7 @@
 #include "render/verdict_words.h"
 #include "util/labels.h"
 #include "util/utf8.h"
+#include "trainprof.h"
 
 /* ---- figures ---- */
 
@@ -74,7 +75,7 @@ static void rank_evidence(tp_evidence *e, const tp_verdict *v)
     rank(e, v->rank);
     if (v->kind == TP_VERDICT_INPUT_BOUND) {
         const __typeof__(v->f.input) *f = &v->f.input;
-        number(e, "dataloader_next_share", "dataloader_next", TP_FIGURE_SHARE, 4, f->share);
+        number(e, "dataloader_next_share", TP_PHASE_DATALOADER_NEXT, TP_FIGURE_SHARE, 4, f->share);
         number(e, "dataloader_next_mean_s", "a fetch", TP_FIGURE_SECONDS, 6, f->next_mean_s);
         number(e, "step_mean_s", "a step", TP_FIGURE_SECONDS, 6, f->step_mean_s);
         number(e, "proc_count_max", "processes at most", TP_FIGURE_PLAIN, 0, f->procs);
@@ -88,15 +89,17 @@ static void rank_evidence(tp_evidence *e, const tp_verdict *v)
                f->disk_p50);
         over(e, f->cpu);
     } else if (v->kind == TP_VERDICT_TRANSFER_BOUND) {
-        number(e, "to_device_share", "to_device", TP_FIGURE_SHARE, 4, v->f.transfer.host_share);
-        number(e, "to_device_device_share", "to_device on the GPU", TP_FIGURE_SHARE, 4,
+        number(e, "to_device_share", TP_PHASE_TO_DEVICE, TP_FIGURE_SHARE, 4,
+               v->f.transfer.host_share);
+        number(e, "to_device_device_share", TP_PHASE_TO_DEVICE " on the GPU", TP_FIGURE_SHARE, 4,
                v->f.transfer.device_share);
     } else {
         const __typeof__(v->f.compute) *f = &v->f.compute;
-        number(e, "train_batch_share", "train_batch", TP_FIGURE_SHARE, 4, f->share);
-        number(e, "train_batch_device_share", "train_batch on the GPU", TP_FIGURE_SHARE, 4,
-               f->device_share);
-        number(e, "dataloader_next_share", "dataloader_next", TP_FIGURE_SHARE, 4, f->input_share);
+        number(e, "train_batch_share", TP_PHASE_TRAIN_BATCH, TP_FIGURE_SHARE, 4, f->share);
+        number(e, "train_batch_device_share", TP_PHASE_TRAIN_BATCH " on the GPU", TP_FIGURE_SHARE,
+               4, f->device_share);
+        number(e, "dataloader_next_share", TP_PHASE_DATALOADER_NEXT, TP_FIGURE_SHARE, 4,
+               f->input_share);
         number(e, "step_mean_s", "a step", TP_FIGURE_SECONDS, 6, f->step_mean_s);
     }
 }

@@ -1,7 +1,7 @@
 /* cmd_bottleneck.c: `trainprof bottleneck`: the training's actual sample rate
  * against its two limits, measured by running it three times under `record`
  * (as is; with its DataLoader's first batch replayed; with the loader alone;
- * see python/trainprof/_bottleneck.py for the inside). */
+ * see python/trainprof/runtime/bottleneck.py for the inside). */
 #include <errno.h>
 #include <math.h>
 #include <spawn.h>
@@ -54,7 +54,8 @@ static const char *const mode_names[MODES] = {"asis", "replay", "loader"};
 /* Where each run went and how it ended (its figures: tp_bottleneck_run). */
 typedef struct mode_run {
     char path[4200];
-    char facts_path[4200]; /* the model the replay run reports (python/trainprof/_bottleneck.py) */
+    char facts_path[4200]; /* the model the replay run reports
+                              (python/trainprof/runtime/bottleneck.py) */
     int exit_status;
 } mode_run;
 

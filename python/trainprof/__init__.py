@@ -23,9 +23,10 @@ Outside ``trainprof record`` every call returns at once.
 
 import functools
 
-from . import _native, _state
-from ._native import Region, active, dropped, region
-from ._version import __version__
+from trainprof import _native
+from trainprof.steps import state as _state
+from trainprof._native import Region, active, dropped, region
+from trainprof._version import __version__
 
 
 def step():

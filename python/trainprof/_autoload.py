@@ -51,14 +51,14 @@ def _adapter(module_name, function):
 def _install():
     if os.environ.get("TRAINPROF_AUTO", "1") == "0":
         return
-    from trainprof._after_import import after_import
+    from trainprof.startup.after_import import after_import
 
     after_import("torch", _instrument)
     # frameworks whose loops tell their steps, on any backend (Keras on JAX
     # imports no torch); each only once the script imports it
-    after_import("keras", _adapter("_keras", "patch_keras"))
-    after_import("ignite.engine", _adapter("_ignite", "patch_engine"))
-    after_import("skorch.net", _adapter("_skorch", "patch_net"))
+    after_import("keras", _adapter("frameworks.keras", "patch_keras"))
+    after_import("ignite.engine", _adapter("frameworks.ignite", "patch_engine"))
+    after_import("skorch.net", _adapter("frameworks.skorch", "patch_net"))
 
 
 try:
@@ -66,7 +66,7 @@ try:
 except Exception as e:  # the training must go on, but without timings the user must know why
     print(f"trainprof: warning: PyTorch auto-instrumentation not installed: {e}", file=sys.stderr)
 try:
-    from trainprof import _process_end
+    from trainprof.startup import process_end as _process_end
 
     _process_end.install()
 except Exception as e:  # the training must go on

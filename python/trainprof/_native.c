@@ -200,7 +200,7 @@ static PyObject *py_now_ns(PyObject *module, PyObject *unused)
     return PyLong_FromUnsignedLongLong(tp_clock_now_ns());
 }
 
-/* ---- capture windows (trainprof/_ops.py) ---------------------------------- */
+/* ---- capture windows (trainprof/runtime/ops.py) ---------------------------------- */
 
 static PyObject *ops_hook; /* called at a step mark when a window needs it */
 static uint64_t ops_wait;  /* the step count at which it is called anyway, 0 none */

@@ -1,24 +1,44 @@
 /* stack_own.c: see stack_own.h. */
 #include "analyze/stack_own.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/oom.h"
+
+/* The package's subpackages (python/trainprof/ by role). */
+static const char *const subpackages[] = {"startup", "steps", "patches", "frameworks", "runtime"};
+
+/* Whether the directory that ends at end (exclusive) in file is named
+ * name: "/name" right before end. */
+static bool directory_is(const char *file, const char *end, const char *name)
+{
+    size_t n = strlen(name);
+    return (size_t)(end - file) >= n + 1 && end[-(ptrdiff_t)n - 1] == '/' &&
+           strncmp(end - n, name, n) == 0;
+}
 
 bool tp_stack_file_ours(const char *file)
 {
     if (!file)
         return false;
     const char *base = strrchr(file, '/');
-    if (!base || base - file < 10 || strncmp(base - 10, "/trainprof", 10) != 0)
+    if (!base)
         return false;
-    base++;
-    size_t len = strlen(base);
-    if (len < 4 || strcmp(base + len - 3, ".py") != 0)
+    size_t len = strlen(base + 1);
+    if (len < 4 || strcmp(base + 1 + len - 3, ".py") != 0)
         return false;
-    /* the package's modules: its face, its torch patches, its private ones */
-    return base[0] == '_' || strcmp(base, "torch.py") == 0 || strcmp(base, "parquet.py") == 0;
+    if (directory_is(file, base, "trainprof")) /* its face, and its private modules */
+        return base[1] == '_' || strcmp(base + 1, "torch.py") == 0 ||
+               strcmp(base + 1, "parquet.py") == 0;
+    for (size_t i = 0; i < sizeof subpackages / sizeof *subpackages; i++) {
+        size_t n = strlen(subpackages[i]);
+        if (directory_is(file, base, subpackages[i]) &&
+            directory_is(file, base - n - 1, "trainprof"))
+            return true; /* trainprof/<subpackage>/<module>.py */
+    }
+    return false;
 }
 
 void tp_stack_tree_hide_own(tp_stack_tree *t)

@@ -13,8 +13,9 @@
 
 #include "store/reader_stacks.h"
 
-/* Whether a frame's file is one of trainprof's Python package's modules
- * (its directory named trainprof, a module of ours by name). */
+/* Whether a frame's file is one of trainprof's Python package's modules:
+ * trainprof/torch.py, parquet.py or a private _*.py, or any module of its
+ * subpackages (trainprof/patches/loop.py, trainprof/frameworks/keras.py). */
 bool tp_stack_file_ours(const char *file);
 
 /* Makes each node whose frame is ours (and has a frame of the user's above

@@ -1,5 +1,5 @@
 /* ops_blob.h: reading a capture window a training process sent
- * (trainprof/_ops.py's blob, in a sealed memfd over its connection).
+ * (trainprof/runtime/ops.py's blob, in a sealed memfd over its connection).
  *
  * The blob is the process's to write, so nothing in it is trusted: sizes,
  * counts and string indices are checked against the bytes there are, texts

@@ -1,4 +1,4 @@
-"""The bookkeeping of CUDA-event device times (trainprof._torch_device),
+"""The bookkeeping of CUDA-event device times (trainprof.patches.device),
 on machines without a GPU: CUDA's events and streams are stood in for, since
 CI has none (tests/py/test_gpu.py checks the real ones on a GPU). What is
 checked: times go out oldest first and only once their end event completed,
@@ -10,7 +10,7 @@ import types
 import pytest
 
 torch = pytest.importorskip("torch")
-import trainprof._torch_device as tpt  # noqa: E402  (imports torch; patches nothing)
+import trainprof.patches.device as tpt  # noqa: E402  (imports torch; patches nothing)
 
 
 class FakeEvent:

@@ -102,8 +102,8 @@ def test_phase_names_come_from_trainprof_h_only():
     assert len(names) == 13
     found = [f"{f.relative_to(ROOT)}: {n}" for f in sorted((ROOT / "src").rglob("*.[ch]"))
              for n in names if f'"{n}"' in f.read_text()]
-    torch_common = (ROOT / "python" / "trainprof" / "_torch_common.py").read_text()
-    found += [f"_torch_common.py: {n}" for n in names if f'region("{n}")' in torch_common]
+    torch_common = (ROOT / "python" / "trainprof" / "patches" / "common.py").read_text()
+    found += [f"patches/common.py: {n}" for n in names if f'region("{n}")' in torch_common]
     assert found == []
 
 

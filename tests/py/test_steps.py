@@ -1,5 +1,5 @@
 """The step tracker's rules as tables of events and the marks they must give,
-with no torch: trainprof._steps is driven the way the PyTorch patches drive
+with no torch: trainprof.steps.tracker is driven the way the PyTorch patches drive
 it, and its marks go to a list. Each event takes one tick of a fake clock,
 so a mark's time is the index of the event it was decided at (late marks
 keep the time of the event they belong to).
@@ -21,7 +21,7 @@ import types
 
 import pytest
 
-from trainprof._steps import UNDECIDED_MAX, Loop, StepTracker
+from trainprof.steps.tracker import UNDECIDED_MAX, Loop, StepTracker
 
 
 class Sink:
@@ -175,7 +175,7 @@ def test_undecided_fetches_are_bounded():
 
 
 def test_the_tracker_imports_no_torch():
-    code = "import sys, trainprof._steps; print('torch' in sys.modules)"
+    code = "import sys, trainprof.steps.tracker; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "False"

@@ -352,7 +352,12 @@ static void test_own_frames_are_hidden_in_the_stack_tree(void **state)
 {
     (void)state;
     assert_true(tp_stack_file_ours("/v/lib/python3.11/site-packages/trainprof/torch.py"));
-    assert_true(tp_stack_file_ours("/work/main/python/trainprof/_steps.py"));
+    assert_true(tp_stack_file_ours("/work/main/python/trainprof/_autoload.py"));
+    assert_true(tp_stack_file_ours("/v/site-packages/trainprof/patches/loop.py"));
+    assert_true(tp_stack_file_ours("/v/site-packages/trainprof/steps/tracker.py"));
+    assert_false(tp_stack_file_ours("/home/u/patches/loop.py"));         /* not ours */
+    assert_false(tp_stack_file_ours("/home/u/trainprof/models/net.py")); /* a user's */
+    assert_false(tp_stack_file_ours("/home/u/mytrainprof/patches/x.py"));
     assert_false(tp_stack_file_ours("/home/u/trainprof/train.py")); /* a user's file */
     assert_false(tp_stack_file_ours("/home/u/mytrainprof/_x.py"));
     assert_false(tp_stack_file_ours("trainprof/_x.py") || tp_stack_file_ours(NULL));

@@ -3,9 +3,9 @@ Engine.run is wrapped, and an Engine run at the top (not inside another
 Engine's event handler) gets event handlers after the script's.
 
 Which Engine trains: the first one run at the top whose iteration did
-training work (a backward or an optimizer update; trainprof._steps counts
+training work (a backward or an optimizer update; trainprof.steps.tracker counts
 them). While such a run is open, Ignite marks the steps and epochs instead
-of the automatic tracker (trainprof._framework_loop), the first step once
+of the automatic tracker (trainprof.steps.framework_loop), the first step once
 the work shows it is training:
 - a step begins at the fetch of its batch (GET_BATCH_STARTED, or the
   iteration's start where the Engine reads no data) of an iteration that
@@ -24,9 +24,9 @@ import functools
 import threading
 import weakref
 
-from . import _native
-from ._framework_loop import R_EVALUATE, FrameworkLoop, send_facts, wrap_method
-from ._torch_common import count_samples, tracker
+from trainprof import _native
+from trainprof.steps.framework_loop import R_EVALUATE, FrameworkLoop, send_facts, wrap_method
+from trainprof.patches.common import count_samples, tracker
 
 loop = FrameworkLoop("ignite")
 

@@ -5,7 +5,7 @@ their order untouched); Model.evaluate and Model.predict are evaluate
 pauses, Model.save and Model.save_weights (ModelCheckpoint's saves among
 their callers) checkpoint pauses.
 
-What it marks (trainprof._framework_loop's rules):
+What it marks (trainprof.steps.framework_loop's rules):
 - a step is one call of Keras's train function (a batch; steps_per_execution
   batches where that is set), as on_train_batch_begin tells it;
 - an epoch begins at on_epoch_begin, numbered as Keras numbers it;
@@ -24,9 +24,10 @@ import functools
 import sys
 import threading
 
-from . import _native, _state
-from ._framework_loop import R_CHECKPOINT, R_EVALUATE, FrameworkLoop, end_train_batch
-from ._framework_loop import send_facts, wrap_method
+from trainprof import _native
+from trainprof.steps import state as _state
+from trainprof.steps.framework_loop import R_CHECKPOINT, R_EVALUATE, FrameworkLoop, end_train_batch
+from trainprof.steps.framework_loop import send_facts, wrap_method
 
 loop = FrameworkLoop("keras")
 

@@ -24,8 +24,10 @@ optimizer_step, ...) are theirs as ever. A script that marks its own steps
 import os
 import sys
 
-from . import _facts, _native, _state
-from ._framework_loop import taken_fetch as _taken_fetch
+from trainprof import _native
+from trainprof.steps import facts as _facts
+from trainprof.steps import state as _state
+from trainprof.steps.framework_loop import taken_fetch as _taken_fetch
 
 
 def callbacks():
@@ -47,7 +49,7 @@ def _callbacks(package):
     if base is None:
         return []
     global _common
-    from . import _torch_common as _common  # torch is in: Lightning imported it
+    from trainprof.patches import common as _common  # torch is in: Lightning imported it
 
     if _state.manual_steps is False:
         _state.manual_steps = "lightning"
@@ -151,4 +153,4 @@ class _Hooks:
             _taken_fetch()  # its fetches begin no training step
 
 
-_common = None  # trainprof._torch_common, once a callback is made
+_common = None  # trainprof.patches.common, once a callback is made

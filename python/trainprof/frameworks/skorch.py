@@ -6,8 +6,8 @@ validation pass each epoch (run_single_epoch with training=False) and its
 inference (forward_iter: predict, predict_proba, evaluation outside fit)
 are evaluate pauses, which end a step that their update left open."""
 
-from ._framework_loop import send_facts, wrap_method
-from ._torch_common import R_EVALUATE, timed_pause
+from trainprof.steps.framework_loop import send_facts, wrap_method
+from trainprof.patches.common import R_EVALUATE, timed_pause
 
 
 def patch_net(net_module):

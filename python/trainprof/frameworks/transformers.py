@@ -3,10 +3,10 @@ imports transformers.trainer: Trainer._save_checkpoint (the model's weights,
 the optimizer's and scheduler's states, the RNG states) is one checkpoint,
 and Trainer.evaluate (each evaluation, eval_steps' among them) an evaluate
 region; both are pauses that end a step when they follow its update. Its
-steps, the global steps, are the step tracker's (trainprof._steps): the
+steps, the global steps, are the step tracker's (trainprof.steps.tracker): the
 micro-batches that it fetches before each update are one step."""
 
-from ._torch_common import R_CHECKPOINT, R_EVALUATE, timed_pause
+from trainprof.patches.common import R_CHECKPOINT, R_EVALUATE, timed_pause
 
 
 def patch_trainer(trainer_module):

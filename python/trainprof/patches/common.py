@@ -6,8 +6,9 @@ import threading
 
 import torch
 
-from . import _native, _state
-from ._steps import Loop, StepTracker
+from trainprof import _native
+from trainprof.steps import state as _state
+from trainprof.steps.tracker import Loop, StepTracker
 
 
 class ThreadState(threading.local):
@@ -16,7 +17,7 @@ class ThreadState(threading.local):
     threading.local costs an AttributeError, about 0.6 us, and the module
     hooks read this state on every module call."""
 
-    depth = 0  # 1 inside a module's timed call (see _torch_forward.TimedCall)
+    depth = 0  # 1 inside a module's timed call (see trainprof.patches.forward.TimedCall)
     calls = 0  # module calls open on this thread, as the global hooks counted them
     generation = 0  # the hooks' registration these counts belong to
     hook_forward = False  # the global hooks opened the forward being timed
@@ -26,9 +27,9 @@ class ThreadState(threading.local):
     optimizer_stepped = False  # an optimizer step ended since GradScaler.step began
     closure_again = False  # in an optimizer's second or later call of step()'s closure
     forward_seen = False  # an outermost call with gradients on since the step or backward began
-    device_times = None  # _torch_device.DeviceTimes, made on first use
+    device_times = None  # trainprof.patches.device.DeviceTimes, made on first use
     in_comm_hook = False  # inside a timed DDP communication hook
-    in_funcol = False  # inside a timed functional collective (_torch_funcol)
+    in_funcol = False  # inside a timed functional collective (trainprof.patches.funcol)
     in_pause = False  # inside a timed checkpoint or evaluation (see timed_pause)
     in_compile = False  # inside a compile region (Dynamo's start callback, not yet its end)
     # a counted batch's (dim 0, dim 1) that waits for its forward's end (SampleDim)
@@ -53,7 +54,7 @@ class _Marks:
         _native.span(R_EVALUATE, start_ns, end_ns)
 
 
-# The step tracker (trainprof._steps): the patches are its sources of
+# The step tracker (trainprof.steps.tracker): the patches are its sources of
 # events, _Marks the sink of its marks
 tracker = StepTracker(_Marks, Loop(), _state)
 
@@ -67,7 +68,7 @@ R_SCHED = _native.region(_native.PHASE_STEP_LR_SCHEDULERS)
 R_TO = _native.region(_native.PHASE_TO_DEVICE)
 R_FROM = _native.region(_native.PHASE_FROM_DEVICE)
 R_REDUCE = _native.region(_native.PHASE_REDUCE_METRICS)
-# what is not training, named where a framework says it (trainprof._lightning)
+# what is not training, named where a framework says it (trainprof.frameworks.lightning)
 R_EVALUATE = _native.region(_native.PHASE_EVALUATE)
 R_SANITY = _native.region(_native.PHASE_SANITY_CHECK)
 R_CHECKPOINT = _native.region(_native.PHASE_CHECKPOINT)
@@ -128,11 +129,11 @@ class SampleDim:
     torch.nn's default) was seen consuming a batch whose second dimension
     was that module's batch (pytorch/examples' word_language_model feeds
     (35 tokens, 20 sequences)). Learned while the global module hooks look
-    (_torch_forward's discovery), once per process; the batches counted
+    (trainprof.patches.forward's discovery), once per process; the batches counted
     meanwhile wait for their forward's end (local.pending)."""
 
     seq_first = False
-    looking = False  # the discovery hooks are in (set by _torch_forward)
+    looking = False  # the discovery hooks are in (set by trainprof.patches.forward)
     SEQ_FIRST_MODULES = (torch.nn.RNNBase, torch.nn.MultiheadAttention)
 
 

@@ -23,8 +23,8 @@ import weakref
 
 import torch
 
-from . import _native
-from ._torch_common import is_compiling, local
+from trainprof import _native
+from trainprof.patches.common import is_compiling, local
 
 DEVICE_TIMES = os.environ.get("TRAINPROF_DEVICE_TIMES", "1") != "0"
 DEVICE_PHASES = DEVICE_TIMES and os.environ.get("TRAINPROF_DEVICE_TIMES") == "all"

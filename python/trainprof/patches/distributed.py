@@ -16,14 +16,14 @@ import os
 
 import torch
 
-from . import _native
-from ._after_import import after_import
-from ._torch_common import R_REDUCE, begin, end
-from ._torch_common import is_compiling as _is_compiling
-from ._torch_common import local as _local
-from ._torch_device import cuda_of as _cuda_of
-from ._torch_device import device_times as _device_times
-from ._torch_funcol import patch_functional_collectives
+from trainprof import _native
+from trainprof.startup.after_import import after_import
+from trainprof.patches.common import R_REDUCE, begin, end
+from trainprof.patches.common import is_compiling as _is_compiling
+from trainprof.patches.common import local as _local
+from trainprof.patches.device import cuda_of as _cuda_of
+from trainprof.patches.device import device_times as _device_times
+from trainprof.patches.funcol import patch_functional_collectives
 
 _Work = ()  # torch.distributed.Work, once patched (isinstance of () is False)
 

@@ -33,12 +33,12 @@ import weakref
 
 import torch
 
-from . import _facts
-from ._torch_common import (R_FORWARD, R_TRAIN, SampleDim, begin, count_samples, end,
+from trainprof.steps import facts as _facts
+from trainprof.patches.common import (R_FORWARD, R_TRAIN, SampleDim, begin, count_samples, end,
                             flush_samples, seen_module_input, tracker)
-from ._torch_common import is_compiling as _is_compiling
-from ._torch_common import local as _local
-from ._torch_device import DEVICE_PHASES, DEVICE_TIMES, device_begin, device_end, module_device
+from trainprof.patches.common import is_compiling as _is_compiling
+from trainprof.patches.common import local as _local
+from trainprof.patches.device import DEVICE_PHASES, DEVICE_TIMES, device_begin, device_end, module_device
 
 QUIET = 32
 QUIET_AGAIN = 4

@@ -10,8 +10,8 @@ themselves."""
 
 import functools
 
-from . import _native
-from ._torch_common import R_REDUCE, is_compiling, local
+from trainprof import _native
+from trainprof.patches.common import R_REDUCE, is_compiling, local
 
 # The public calls, under their names in the torch releases that have them;
 # the ones that call another of them (all_gather_tensor calls

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 
-from . import _native
+from trainprof import _native
 
 MAGIC = b"TPOP"
 VERSION = 1

@@ -10,7 +10,7 @@ where the kernel still has it. Nothing is imported for it."""
 import atexit
 import sys
 
-from . import _native
+from trainprof import _native
 
 _TEXT_MAX = 200  # of a fact's 256 bytes, its key and "=" aside
 

@@ -10,7 +10,7 @@ script did not import, nothing hooked.
 
 import os
 
-from . import _native
+from trainprof import _native
 
 _BOTTLENECK_FACTS = os.environ.get("TRAINPROF_BOTTLENECK_FACTS")
 if os.environ.get("TRAINPROF_BOTTLENECK") != "replay":

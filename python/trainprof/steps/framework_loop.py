@@ -1,6 +1,6 @@
 """Steps and epochs where a framework's own loop tells them: the marks that
 the Keras and Ignite adapters make from their framework's callbacks and
-events (trainprof._keras, trainprof._ignite). No torch here: Keras may run
+events (trainprof.frameworks.keras, trainprof.frameworks.ignite). No torch here: Keras may run
 on JAX or TensorFlow.
 
 A step is the framework's training step (one optimizer update, as the
@@ -9,7 +9,7 @@ last step began, where the PyTorch instrumentation saw one (torch.py keeps
 its time while a framework marks the steps), else where the framework says
 the batch begins; it ends where the next one begins, or at a pause (an
 evaluation, a checkpoint: FrameworkLoop.pause), or where the epoch or the
-training ends. The automatic tracker (trainprof._steps) marks nothing
+training ends. The automatic tracker (trainprof.steps.tracker) marks nothing
 meanwhile; a script that marks its own steps (trainprof.step()) keeps them,
 and the framework's adapter then marks none.
 """
@@ -18,7 +18,8 @@ import functools
 import sys
 import threading
 
-from . import _native, _state
+from trainprof import _native
+from trainprof.steps import state as _state
 
 R_EVALUATE = _native.region(_native.PHASE_EVALUATE)
 R_CHECKPOINT = _native.region(_native.PHASE_CHECKPOINT)
@@ -27,7 +28,7 @@ R_CHECKPOINT = _native.region(_native.PHASE_CHECKPOINT)
 def taken_fetch():
     """The time of the first DataLoader fetch since the last call, or None
     (no fetch, or PyTorch not instrumented)."""
-    common = sys.modules.get("trainprof._torch_common")
+    common = sys.modules.get("trainprof.patches.common")
     if common is None:
         return None
     t, common.local.fetch_ns = common.local.fetch_ns, None
@@ -137,7 +138,7 @@ class FrameworkLoop:
 
 
 def send_facts(facts):
-    """key=value facts of the run (lib/facts.h), as trainprof._facts sends them."""
+    """key=value facts of the run (lib/facts.h), as trainprof.steps.facts sends them."""
     for key, value in facts:
         try:
             _native.fact(f"{key}={value}")

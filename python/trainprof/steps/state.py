@@ -4,7 +4,7 @@
 # False (nobody: the DataLoader and optimizer patches do), "script" (the
 # script calls trainprof.step() / trainprof.epoch() itself) or one of
 # FRAMEWORK_LOOPS (that framework's own loop, through its adapter:
-# trainprof._lightning's callback, _keras's, _ignite's event handlers).
+# trainprof.frameworks.lightning's callback, frameworks.keras's, frameworks.ignite's event handlers).
 # The automatic marks stop, so the two never mix; the script's own marks
 # also stop a framework's.
 manual_steps = False

@@ -1,6 +1,6 @@
 """The step tracker: where a training loop's steps and epochs begin and end,
 decided from what the loop does. No torch here: the PyTorch patches
-(trainprof.torch, _torch_forward) are its sources of events, and its marks go
+(trainprof.torch, trainprof.patches.forward) are its sources of events, and its marks go
 to a sink (trainprof._native under record; a list in tests/py/test_steps.py,
 whose event tables are the specification).
 
@@ -50,7 +50,7 @@ the time the boundary really was):
 import threading
 import weakref
 
-from ._state import FRAMEWORK_LOOPS
+from trainprof.steps.state import FRAMEWORK_LOOPS
 
 UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
 
@@ -109,7 +109,7 @@ class StepTracker(threading.local):
         # step(), step_at(t), step_end_at(t), epoch_at(n, t), evaluate_span(t0, t1), now_ns()
         self.sink = sink
         self.loop = loop
-        self.switches = switches  # .manual_steps, .manual_epochs (trainprof._state)
+        self.switches = switches  # .manual_steps, .manual_epochs (trainprof.steps.state)
 
     # ---- marks -----------------------------------------------------------------
 

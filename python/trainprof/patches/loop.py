@@ -1,0 +1,359 @@
+"""The training loop's patches of PyTorch (trainprof.torch.instrument applies
+them): the DataLoader's fetches and epochs and its workers' names, the
+optimizer's step and GradScaler's, the LR schedulers, host-to-device and
+device-to-host copies, and backward. See trainprof.torch for what each
+region means."""
+
+import functools
+import weakref
+
+import torch
+
+from trainprof import _native
+from trainprof.patches.common import (R_BACKWARD, R_FROM, R_NEXT, R_OPTIM, R_SCHED, R_TO, R_TRAIN,
+                                      begin, count_samples, end, tracker)
+from trainprof.patches.common import is_compiling as _is_compiling
+from trainprof.patches.common import local as _local
+from trainprof.patches.device import (DEVICE_PHASES, DEVICE_TIMES, cuda_device, cuda_of,
+                                      device_begin, device_end, device_poll, optimizer_device)
+from trainprof.patches.distributed import tell_rank
+from trainprof.patches.forward import QUIET, QUIET_AGAIN, discovery_start, forward_unseen
+from trainprof.runtime import bottleneck as _bottleneck
+from trainprof.steps import facts as _facts
+from trainprof.steps import state as _state
+
+_seen_loaders = weakref.WeakSet()  # DataLoaders iterated at least once
+
+
+# ---- host regions ------------------------------------------------------------
+
+def _end_train_batch():
+    if _local.train_batch:
+        _local.train_batch = False
+        end(R_TRAIN)
+        device_end(R_TRAIN)
+
+
+def _timed(region, fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        begin(region)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            end(region)
+
+    wrapper.__trainprof_wrapped__ = fn
+    return wrapper
+
+
+def _patch_dataloader():
+    from torch.utils.data import dataloader as dl
+
+    orig_iter = dl.DataLoader.__iter__
+    orig_next = dl._BaseDataLoaderIter.__next__
+
+    @functools.wraps(orig_iter)
+    def __iter__(self):
+        role = tracker.loader_iter(self)
+        it = orig_iter(self)
+        tell_rank()  # a process group made without init_process_group (a device mesh)
+        # a new loop may call a module not seen yet: look for as long as at
+        # the start for a new DataLoader, briefly for another pass of one
+        first = self not in _seen_loaders
+        if first:
+            _seen_loaders.add(self)
+        discovery_start(QUIET if first else QUIET_AGAIN)
+        it._trainprof_main = role == "main"
+        it._trainprof_eval = role == "eval"
+        if role == "main":
+            _facts.note_loader(self)
+            try:
+                it._trainprof_len = len(it)
+            except TypeError:  # an IterableDataset without __len__
+                it._trainprof_len = -1
+            it._trainprof_sizes = _batch_sizes(self)
+        return it
+
+    @functools.wraps(orig_next)
+    def __next__(self):
+        main = getattr(self, "_trainprof_main", False)
+        if _local.fetch_ns is None and _state.manual_steps in _state.FRAMEWORK_LOOPS:
+            _local.fetch_ns = _native.now_ns()
+        if main:
+            _local.forward_seen = False
+            _end_train_batch()
+            device_poll()
+            fetched_only = tracker.fetched_only
+            began_step = tracker.fetch()
+        try:
+            if main and _bottleneck.active():  # its passes are no peeks, and may end in _exit
+                tracker.confirm_pass()
+                batch = _bottleneck.on_fetch(lambda: fetch(self), _native.step, count_samples)
+            else:
+                batch = fetch(self)
+        except StopIteration:
+            if main:
+                tracker.fetch_stopped(fetched_only, began_step)
+            elif getattr(self, "_trainprof_eval", False):
+                self._trainprof_eval = False
+                tracker.other_stopped()
+            raise
+        if main:
+            if not _state.manual_steps:
+                _count_loader_samples(self, batch)
+            # loops that know the length (Lightning's) fetch no further: the
+            # last step ends with its optimizer step, not with a next fetch
+            tracker.fetched(self._num_yielded == self._trainprof_len)
+        return batch
+
+    fetch = _timed(R_NEXT, orig_next)
+
+    dl.DataLoader.__iter__ = __iter__
+    dl._BaseDataLoaderIter.__next__ = __next__
+
+
+def _batch_sizes(loader):
+    """(batch_size, samples in a pass, drop_last) of a map-style DataLoader
+    that batches by batch_size, else None: its batch k then holds
+    min(batch_size, samples - (k - 1) * batch_size), whatever shape its
+    collate gives the tensors (an RNN's (seq, batch) among them)."""
+    size = loader.batch_size
+    if not size or getattr(loader, "_dataset_kind", 0) != 0:  # 0: _DatasetKind.Map
+        return None
+    try:
+        return size, len(loader.sampler), bool(loader.drop_last)
+    except TypeError:
+        return None
+
+
+def _count_loader_samples(it, batch):
+    sizes = getattr(it, "_trainprof_sizes", None)
+    if sizes is not None and not _state.manual_samples:
+        size, total, drop_last = sizes
+        n = size if drop_last else min(size, total - (it._num_yielded - 1) * size)
+        if n > 0:
+            _native.samples(n)
+            return
+    count_samples(batch)
+
+
+def _patch_workers():
+    """Names DataLoader worker processes "DL worker N" in the recording, from
+    their start (their ring made at once: the stack samples of a worker are
+    told apart by it)."""
+    import inspect
+
+    from torch.utils.data._utils import worker
+
+    orig = worker._worker_loop
+    try:
+        params = list(inspect.signature(orig).parameters)
+        position = params.index("worker_id")
+    except (TypeError, ValueError):
+        return
+
+    @functools.wraps(orig)
+    def _worker_loop(*args, **kwargs):
+        wid = kwargs.get("worker_id", args[position] if len(args) > position else None)
+        if wid is not None:
+            _native.set_thread_name(f"DL worker {wid}")
+            _native.active()
+        return orig(*args, **kwargs)
+
+    worker._worker_loop = _worker_loop
+
+
+def _patch_optimizer():
+    from torch.optim import optimizer as opt
+
+    def begin_step(optimizer):
+        _local.optimizer_step = True
+        tracker.optimizer_begins()
+        begin(R_OPTIM)
+        if DEVICE_PHASES:
+            device_begin(R_OPTIM, optimizer_device(optimizer))
+
+    def end_step():
+        if _local.optimizer_step:
+            _local.optimizer_step = False
+            end(R_OPTIM)
+            device_end(R_OPTIM)
+
+    def pre_hook(optimizer, args, kwargs):
+        # step(closure): the closure (forward and backward, as Lightning's
+        # and LBFGS's steps run them) is left out of optimizer_step, which
+        # times what the optimizer does after each call of it
+        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
+        if closure is None or not callable(closure):
+            begin_step(optimizer)
+            return None
+
+        calls = []  # the closure's calls in this step: LBFGS re-evaluates one batch
+
+        @functools.wraps(closure)
+        def timed_closure(*a, **k):
+            end_step()
+            _local.closure_again = bool(calls)
+            calls.append(None)
+            try:
+                return closure(*a, **k)
+            finally:
+                _local.closure_again = False
+                begin_step(optimizer)
+
+        if "closure" in kwargs:
+            return args, dict(kwargs, closure=timed_closure)
+        return (args[0], timed_closure, *args[2:]), kwargs
+
+    def post_hook(optimizer, args, kwargs):
+        end_step()
+        _local.optimizer_stepped = True
+        _training_step_ends(optimizer)
+
+    opt.register_optimizer_step_pre_hook(pre_hook)
+    opt.register_optimizer_step_post_hook(post_hook)
+    _patch_grad_scaler()
+
+
+def _training_step_ends(optimizer):
+    """optimizer stepped (or would have, had its gradients been finite): the
+    train_batch ends, and the tracker has an update."""
+    _end_train_batch()
+    _local.forward_seen = False
+    tracker.update(optimizer)
+
+
+def _patch_grad_scaler():
+    """GradScaler.step skips optimizer.step() where the gradients hold inf or
+    NaN (often in the first float16 steps, while it finds its scale): the
+    training step ends all the same."""
+    scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
+    if scaler is None:  # torch < 2.3: torch.cuda.amp's only
+        scaler = getattr(getattr(torch.cuda, "amp", None), "GradScaler", None)
+    if scaler is None:
+        return
+    orig = scaler.step
+
+    @functools.wraps(orig)
+    def step(self, optimizer, *args, **kwargs):
+        _local.optimizer_stepped = False
+        result = orig(self, optimizer, *args, **kwargs)
+        if not _local.optimizer_stepped:
+            _training_step_ends(optimizer)
+        return result
+
+    step.__trainprof_wrapped__ = orig
+    scaler.step = step
+
+
+def _patch_schedulers():
+    from torch.optim import lr_scheduler as ls
+
+    base = getattr(ls, "LRScheduler", None) or getattr(ls, "_LRScheduler")
+    base.step = _timed(R_SCHED, base.step)
+    plateau = getattr(ls, "ReduceLROnPlateau", None)
+    if plateau is not None and not issubclass(plateau, base):
+        plateau.step = _timed(R_SCHED, plateau.step)
+
+
+_named_devices = {}  # "cuda:0" -> torch.device (parsing a name costs ~1 us)
+
+
+def _target_device(args, kwargs):
+    """The device Tensor.to(*args, **kwargs) names, or None (a dtype only)."""
+    target = kwargs.get("device", args[0] if args else None)
+    if isinstance(target, torch.Tensor):
+        return target.device
+    if isinstance(target, torch.device):
+        return target
+    if isinstance(target, str):
+        device = _named_devices.get(target)
+        if device is None:
+            device = torch.device(target)
+            if len(_named_devices) < 64:
+                _named_devices[target] = device
+        return device
+    if isinstance(target, int) and not isinstance(target, bool):  # a CUDA ordinal
+        return torch.device("cuda", target)
+    return None
+
+
+def _patch_transfers():
+    T = torch.Tensor
+    orig_to, orig_cuda = T.to, T.cuda
+
+    @functools.wraps(orig_to)
+    def to(self, *args, **kwargs):
+        if self.is_cpu:
+            target = _target_device(args, kwargs)
+            if target is not None and target.type != "cpu":
+                begin(R_TO)
+                device_begin(R_TO, cuda_device(target))
+                try:
+                    return orig_to(self, *args, **kwargs)
+                finally:
+                    end(R_TO)
+                    device_end(R_TO)
+        return orig_to(self, *args, **kwargs)
+
+    @functools.wraps(orig_cuda)
+    def cuda(self, *args, **kwargs):
+        if not self.is_cpu:
+            return orig_cuda(self, *args, **kwargs)
+        begin(R_TO)
+        if DEVICE_TIMES:  # .cuda() with no device: the current CUDA device
+            device_begin(R_TO, cuda_device(_target_device(args, kwargs) or torch.device("cuda")))
+        try:
+            return orig_cuda(self, *args, **kwargs)
+        finally:
+            end(R_TO)
+            device_end(R_TO)
+
+    if _bottleneck.MODE == "replay":
+        to = functools.wraps(orig_to)(_bottleneck.memoized_move(to, "to"))
+        cuda = functools.wraps(orig_cuda)(_bottleneck.memoized_move(cuda, "cuda"))
+    T.to, T.cuda = to, cuda
+
+    def from_device(name):
+        orig = getattr(T, name)
+
+        @functools.wraps(orig)
+        def wrapper(self, *args, **kwargs):
+            if self.is_cpu or self.is_meta:
+                return orig(self, *args, **kwargs)
+            begin(R_FROM)
+            try:
+                return orig(self, *args, **kwargs)
+            finally:
+                end(R_FROM)
+
+        setattr(T, name, wrapper)
+
+    for name in ("item", "cpu", "tolist", "numpy"):
+        from_device(name)
+
+
+def _patch_backward():
+    orig = torch.Tensor.backward
+
+    @functools.wraps(orig)
+    def backward(self, *args, **kwargs):
+        if _is_compiling():  # traced (compiled autograd): no discovery, no region
+            return orig(self, *args, **kwargs)
+        local = _local
+        if not local.forward_seen:
+            forward_unseen()
+        tracker.backward()
+        begin(R_BACKWARD)
+        if DEVICE_PHASES:
+            device_begin(R_BACKWARD, cuda_of(self))
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            end(R_BACKWARD)
+            device_end(R_BACKWARD)
+            local.forward_seen = False
+
+    backward.__trainprof_wrapped__ = orig
+    torch.Tensor.backward = backward

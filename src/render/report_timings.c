@@ -209,6 +209,71 @@ static void no_steps_lines(FILE *out, const tp_timings *t, const shown_ranks *sr
     }
 }
 
+/* The epochs of the ranks shown: a table each. */
+static void epochs_text(FILE *out, const tp_timings *t, const shown_ranks *sr)
+{
+    for (size_t i = 0; i < t->nepochs; i++) {
+        const tp_epoch_row *e = &t->epochs[i];
+        if (!shown(sr, e->rank))
+            continue;
+        if (i == 0 || t->epochs[i - 1].rank != e->rank) {
+            char title[32];
+            rank_title(title, sizeof title, e->rank);
+            fprintf(out, "\nEpochs%s\n  %-8s %12s %8s %10s %12s %12s\n", title, "epoch", "duration",
+                    "steps", "samples", "samples/s", "energy");
+        }
+        char d[32];
+        tp_format_duration(d, sizeof d, e->duration_s);
+        char samples[32] = "-", rate[32] = "-", energy[32] = "-";
+        if (e->samples > 0) {
+            snprintf(samples, sizeof samples, "%lld", (long long)e->samples);
+            if (e->duration_s > 0)
+                snprintf(rate, sizeof rate, "%.0f", (double)e->samples / e->duration_s);
+        }
+        if (!isnan(e->energy_j))
+            tp_format_value(energy, sizeof energy, "joules", e->energy_j);
+        fprintf(out, "  %-8lld %12s %8zu %10s %12s %12s\n", (long long)e->epoch, d, e->steps,
+                samples, rate, energy);
+    }
+}
+
+/* What the times are (host, device, or neither seen inside a framework's
+ * compiled step), and DDP's all-reduce where it could not be timed. */
+static void timing_notes(FILE *out, const tp_summary *s, bool device)
+{
+    tp_model_facts facts;
+    tp_run_model_facts(s->run, &facts);
+    if (tp_phases_unseen(&facts))
+        fprintf(out,
+                "\n%s ran its train step on the %s backend, which trainprof does not look "
+                "inside: the phases of a step (data, forward, backward, optimizer) are not "
+                "seen; the steps, epochs, samples, "
+                "evaluations and checkpoints come from %s's callbacks.\n",
+                strcmp(facts.framework, "keras") == 0 ? "Keras" : "The framework",
+                strcmp(facts.backend, "jax") == 0          ? "JAX"
+                : strcmp(facts.backend, "tensorflow") == 0 ? "TensorFlow"
+                                                           : "framework's",
+                strcmp(facts.framework, "keras") == 0 ? "Keras" : "the framework");
+    else if (device)
+        fprintf(out, "\nHost times are when the CPU entered and left a region; with CUDA's "
+                     "asynchronous launches the GPU may do that work later (a collective on "
+                     "NCCL returns at once: its host time is the launch). Device times are "
+                     "the span on the region's CUDA stream from its start to its end, whatever "
+                     "that stream waited for included, read from CUDA events once they "
+                     "completed (no synchronize added).\n");
+    else
+        fprintf(out, "\nTimes are host times: no CUDA work was timed (PyTorch's to_device and "
+                     "train_batch get device times when they run on a CUDA device).\n");
+    const char *ddp = tp_run_meta_get(s->run, "fact.ddp.hook");
+    if (ddp && strcmp(ddp, "builtin") == 0)
+        fprintf(out, "\nDDP's gradient all-reduce is not in reduce_metrics: the script "
+                     "registered one of DDP's C++ communication hooks that has no Python "
+                     "equivalent to time.\n");
+    else if (ddp && strcmp(ddp, "left") == 0)
+        fprintf(out, "\nDDP's gradient all-reduce is not in reduce_metrics: DDP ran its Python "
+                     "reducer (compiled autograd) or refused a hook, and was left alone.\n");
+}
+
 void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
 {
     const tp_timings *t = &s->timings;
@@ -241,60 +306,8 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
         if (shown(&sr, t->steps[i].rank))
             steps_lines(out, &t->steps[i]);
     no_steps_lines(out, t, &sr);
-    for (size_t i = 0; i < t->nepochs; i++) {
-        const tp_epoch_row *e = &t->epochs[i];
-        if (!shown(&sr, e->rank))
-            continue;
-        if (i == 0 || t->epochs[i - 1].rank != e->rank) {
-            char title[32];
-            rank_title(title, sizeof title, e->rank);
-            fprintf(out, "\nEpochs%s\n  %-8s %12s %8s %10s %12s %12s\n", title, "epoch", "duration",
-                    "steps", "samples", "samples/s", "energy");
-        }
-        char d[32];
-        tp_format_duration(d, sizeof d, e->duration_s);
-        char samples[32] = "-", rate[32] = "-", energy[32] = "-";
-        if (e->samples > 0) {
-            snprintf(samples, sizeof samples, "%lld", (long long)e->samples);
-            if (e->duration_s > 0)
-                snprintf(rate, sizeof rate, "%.0f", (double)e->samples / e->duration_s);
-        }
-        if (!isnan(e->energy_j))
-            tp_format_value(energy, sizeof energy, "joules", e->energy_j);
-        fprintf(out, "  %-8lld %12s %8zu %10s %12s %12s\n", (long long)e->epoch, d, e->steps,
-                samples, rate, energy);
-    }
-    tp_model_facts facts;
-    tp_run_model_facts(s->run, &facts);
-    if (tp_phases_unseen(&facts))
-        fprintf(out,
-                "\n%s ran its train step on the %s backend, which trainprof does not look "
-                "inside: the phases of a step (data, forward, backward, optimizer) are not "
-                "seen; the steps, epochs, samples, "
-                "evaluations and checkpoints come from %s's callbacks.\n",
-                strcmp(facts.framework, "keras") == 0 ? "Keras" : "The framework",
-                strcmp(facts.backend, "jax") == 0          ? "JAX"
-                : strcmp(facts.backend, "tensorflow") == 0 ? "TensorFlow"
-                                                           : "framework's",
-                strcmp(facts.framework, "keras") == 0 ? "Keras" : "the framework");
-    else if (device)
-        fprintf(out, "\nHost times are when the CPU entered and left a region; with CUDA's "
-                     "asynchronous launches the GPU may do that work later (a collective on "
-                     "NCCL returns at once: its host time is the launch). Device times are "
-                     "the span on the region's CUDA stream from its start to its end, whatever "
-                     "that stream waited for included, read from CUDA events once they "
-                     "completed (no synchronize added).\n");
-    else
-        fprintf(out, "\nTimes are host times: no CUDA work was timed (PyTorch's to_device and "
-                     "train_batch get device times when they run on a CUDA device).\n");
-    const char *ddp = tp_run_meta_get(s->run, "fact.ddp.hook");
-    if (ddp && strcmp(ddp, "builtin") == 0)
-        fprintf(out, "\nDDP's gradient all-reduce is not in reduce_metrics: the script "
-                     "registered one of DDP's C++ communication hooks that has no Python "
-                     "equivalent to time.\n");
-    else if (ddp && strcmp(ddp, "left") == 0)
-        fprintf(out, "\nDDP's gradient all-reduce is not in reduce_metrics: DDP ran its Python "
-                     "reducer (compiled autograd) or refused a hook, and was left alone.\n");
+    epochs_text(out, t, &sr);
+    timing_notes(out, s, device);
     if (t->dropped)
         fprintf(out,
                 "\n%lld timing events were dropped on full rings: the figures above miss them "
@@ -312,122 +325,134 @@ static void stat_fields(json_writer *w, const tp_stats *st)
     }
 }
 
+/* One row of "timings": a region of a rank, its host and device times. */
+static void timing_row_json(json_writer *w, const tp_timing_row *r)
+{
+    json_object_begin(w);
+    json_key(w, "name");
+    json_string(w, r->name);
+    json_key(w, "rank");
+    json_int(w, r->rank);
+    json_key(w, "count");
+    json_int(w, (int64_t)r->stats.count);
+    json_key(w, "total_s");
+    json_double(w, r->total_s);
+    stat_fields(w, &r->stats);
+    json_key(w, "in_profiled_steps_s");
+    json_double(w, r->in_profiled_s);
+    json_key(w, "in_steps_s");
+    json_double(w, r->in_steps_s);
+    json_key(w, "share");
+    json_double(w, r->share);
+    json_key(w, "pause");
+    json_bool(w, r->pause);
+    json_key(w, "device");
+    if (r->device.count) {
+        json_object_begin(w);
+        json_key(w, "count");
+        json_int(w, (int64_t)r->device.count);
+        json_key(w, "total_s");
+        json_double(w, r->device_total_s);
+        stat_fields(w, &r->device);
+        json_object_end(w);
+    } else {
+        json_null(w);
+    }
+    json_object_end(w);
+}
+
+/* One row of "steps": a rank's steps, the training's count (the profiled
+ * ones too) and the figures of the timed ones. */
+static void step_row_json(json_writer *w, const tp_step_row *st)
+{
+    json_object_begin(w);
+    json_key(w, "rank");
+    json_int(w, st->rank);
+    /* the steps the training made (the profiled ones too); the figures
+     * are of the timed ones */
+    json_key(w, "count");
+    json_int(w, (int64_t)(st->stats.count + st->profiled));
+    json_key(w, "timed_steps");
+    json_int(w, (int64_t)st->stats.count);
+    json_key(w, "total_s");
+    json_double(w, st->total_s);
+    stat_fields(w, &st->stats);
+    json_key(w, "steps_per_s");
+    json_double(w, st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
+    json_key(w, "samples");
+    json_int(w, tp_ns_add(st->samples, st->profiled_samples)); /* saturating: a file says them */
+    json_key(w, "samples_per_s");
+    if (st->samples > 0 && st->total_s > 0)
+        json_double(w, (double)st->samples / st->total_s);
+    else
+        json_null(w);
+    double count = (double)st->stats.count;
+    json_key(w, "samples_per_step");
+    if (st->samples > 0 && count > 0)
+        json_double(w, (double)st->samples / count);
+    else
+        json_null(w);
+    json_key(w, "batches");
+    json_int(w, tp_ns_add(st->batches, st->profiled_batches));
+    json_key(w, "batches_per_step");
+    if (st->batches > 0 && count > 0)
+        json_double(w, (double)st->batches / count);
+    else
+        json_null(w);
+    json_key(w, "warmup_steps");
+    json_int(w, (int64_t)st->warmup);
+    json_key(w, "warmup_s");
+    json_double(w, st->warmup_s);
+    json_key(w, "profiled_steps");
+    json_int(w, (int64_t)st->profiled);
+    json_object_end(w);
+}
+
+/* One row of "epochs". */
+static void epoch_row_json(json_writer *w, const tp_epoch_row *e)
+{
+    json_object_begin(w);
+    json_key(w, "rank");
+    json_int(w, e->rank);
+    json_key(w, "epoch");
+    json_int(w, e->epoch);
+    json_key(w, "start_s");
+    json_double(w, e->start_s);
+    json_key(w, "duration_s");
+    json_double(w, e->duration_s);
+    json_key(w, "steps");
+    json_int(w, (int64_t)e->steps);
+    json_key(w, "samples");
+    json_int(w, e->samples);
+    json_key(w, "batches");
+    json_int(w, e->batches);
+    json_key(w, "samples_per_s");
+    if (e->samples > 0 && e->duration_s > 0)
+        json_double(w, (double)e->samples / e->duration_s);
+    else
+        json_null(w);
+    json_key(w, "energy_j");
+    json_double(w, e->energy_j); /* null when NaN */
+    json_object_end(w);
+}
+
 void tp_report_timings_json(json_writer *w, const tp_summary *s)
 {
     const tp_timings *t = &s->timings;
     json_key(w, "timings");
     json_array_begin(w);
-    for (size_t i = 0; i < t->nrows; i++) {
-        const tp_timing_row *r = &t->rows[i];
-        json_object_begin(w);
-        json_key(w, "name");
-        json_string(w, r->name);
-        json_key(w, "rank");
-        json_int(w, r->rank);
-        json_key(w, "count");
-        json_int(w, (int64_t)r->stats.count);
-        json_key(w, "total_s");
-        json_double(w, r->total_s);
-        stat_fields(w, &r->stats);
-        json_key(w, "in_profiled_steps_s");
-        json_double(w, r->in_profiled_s);
-        json_key(w, "in_steps_s");
-        json_double(w, r->in_steps_s);
-        json_key(w, "share");
-        json_double(w, r->share);
-        json_key(w, "pause");
-        json_bool(w, r->pause);
-        json_key(w, "device");
-        if (r->device.count) {
-            json_object_begin(w);
-            json_key(w, "count");
-            json_int(w, (int64_t)r->device.count);
-            json_key(w, "total_s");
-            json_double(w, r->device_total_s);
-            stat_fields(w, &r->device);
-            json_object_end(w);
-        } else {
-            json_null(w);
-        }
-        json_object_end(w);
-    }
+    for (size_t i = 0; i < t->nrows; i++)
+        timing_row_json(w, &t->rows[i]);
     json_array_end(w);
     json_key(w, "steps");
     json_array_begin(w);
-    for (size_t i = 0; i < t->nsteps; i++) {
-        const tp_step_row *st = &t->steps[i];
-        json_object_begin(w);
-        json_key(w, "rank");
-        json_int(w, st->rank);
-        /* the steps the training made (the profiled ones too); the figures
-         * are of the timed ones */
-        json_key(w, "count");
-        json_int(w, (int64_t)(st->stats.count + st->profiled));
-        json_key(w, "timed_steps");
-        json_int(w, (int64_t)st->stats.count);
-        json_key(w, "total_s");
-        json_double(w, st->total_s);
-        stat_fields(w, &st->stats);
-        json_key(w, "steps_per_s");
-        json_double(w, st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
-        json_key(w, "samples");
-        json_int(w,
-                 tp_ns_add(st->samples, st->profiled_samples)); /* saturating: a file says them */
-        json_key(w, "samples_per_s");
-        if (st->samples > 0 && st->total_s > 0)
-            json_double(w, (double)st->samples / st->total_s);
-        else
-            json_null(w);
-        double count = (double)st->stats.count;
-        json_key(w, "samples_per_step");
-        if (st->samples > 0 && count > 0)
-            json_double(w, (double)st->samples / count);
-        else
-            json_null(w);
-        json_key(w, "batches");
-        json_int(w, tp_ns_add(st->batches, st->profiled_batches));
-        json_key(w, "batches_per_step");
-        if (st->batches > 0 && count > 0)
-            json_double(w, (double)st->batches / count);
-        else
-            json_null(w);
-        json_key(w, "warmup_steps");
-        json_int(w, (int64_t)st->warmup);
-        json_key(w, "warmup_s");
-        json_double(w, st->warmup_s);
-        json_key(w, "profiled_steps");
-        json_int(w, (int64_t)st->profiled);
-        json_object_end(w);
-    }
+    for (size_t i = 0; i < t->nsteps; i++)
+        step_row_json(w, &t->steps[i]);
     json_array_end(w);
     json_key(w, "epochs");
     json_array_begin(w);
-    for (size_t i = 0; i < t->nepochs; i++) {
-        const tp_epoch_row *e = &t->epochs[i];
-        json_object_begin(w);
-        json_key(w, "rank");
-        json_int(w, e->rank);
-        json_key(w, "epoch");
-        json_int(w, e->epoch);
-        json_key(w, "start_s");
-        json_double(w, e->start_s);
-        json_key(w, "duration_s");
-        json_double(w, e->duration_s);
-        json_key(w, "steps");
-        json_int(w, (int64_t)e->steps);
-        json_key(w, "samples");
-        json_int(w, e->samples);
-        json_key(w, "batches");
-        json_int(w, e->batches);
-        json_key(w, "samples_per_s");
-        if (e->samples > 0 && e->duration_s > 0)
-            json_double(w, (double)e->samples / e->duration_s);
-        else
-            json_null(w);
-        json_key(w, "energy_j");
-        json_double(w, e->energy_j); /* null when NaN */
-        json_object_end(w);
-    }
+    for (size_t i = 0; i < t->nepochs; i++)
+        epoch_row_json(w, &t->epochs[i]);
     json_array_end(w);
     json_key(w, "timing_threads");
     json_int(w, t->threads);

@@ -177,121 +177,138 @@ void tp_report_ops_text(FILE *out, const tp_summary *s)
     }
 }
 
+/* One capture window: why, which steps, what it caught. */
+static void window_json(json_writer *w, const tp_ops_window_fact *x)
+{
+    json_object_begin(w);
+    json_key(w, "rank");
+    json_int(w, x->rank);
+    json_key(w, "pid");
+    json_int(w, x->pid);
+    json_key(w, "reason");
+    json_string(w, x->reason == 1 ? "schedule" : x->reason == 2 ? "demand" : "slow");
+    json_key(w, "first_step");
+    json_int(w, x->first_step);
+    json_key(w, "steps");
+    json_int(w, x->steps);
+    json_key(w, "start_s");
+    json_double(w, x->start_s);
+    json_key(w, "end_s");
+    json_double(w, x->end_s);
+    json_key(w, "cuda");
+    json_bool(w, x->cuda);
+    json_key(w, "skipped");
+    json_bool(w, x->skipped);
+    json_key(w, "note");
+    if (x->note)
+        json_string(w, x->note);
+    else
+        json_null(w);
+    json_key(w, "events");
+    json_int(w, x->events);
+    json_key(w, "dropped");
+    json_int(w, x->dropped);
+    json_key(w, "peak_allocated_bytes");
+    json_double(w, x->peak_allocated_bytes);
+    json_key(w, "reserved_bytes");
+    json_double(w, x->reserved_bytes);
+    json_key(w, "device_memory_bytes");
+    json_double(w, x->device_memory_bytes);
+    json_object_end(w);
+}
+
+/* One operator of a phase, over the windows. */
+static void op_json(json_writer *w, const tp_op_fact *o)
+{
+    json_object_begin(w);
+    json_key(w, "rank");
+    json_int(w, o->rank);
+    json_key(w, "phase");
+    json_string(w, o->phase);
+    json_key(w, "name");
+    json_string(w, o->name);
+    json_key(w, "range");
+    json_bool(w, o->range);
+    json_key(w, "calls");
+    json_int(w, (int64_t)o->calls);
+    json_key(w, "cpu_total_s");
+    json_double(w, o->cpu_total_s);
+    json_key(w, "cpu_self_s");
+    json_double(w, o->cpu_self_s);
+    json_key(w, "device_total_s");
+    json_double(w, o->device_total_s);
+    json_object_end(w);
+}
+
+/* One kernel (or copy, or memset) with the operator that launched it. */
+static void kernel_json(json_writer *w, const tp_kernel_fact *k)
+{
+    json_object_begin(w);
+    json_key(w, "rank");
+    json_int(w, k->rank);
+    json_key(w, "name");
+    json_string(w, k->name);
+    json_key(w, "kind");
+    json_string(w, k->kind == 3 ? "kernel" : k->kind == 4 ? "memcpy" : "memset");
+    json_key(w, "op");
+    json_string(w, k->op);
+    json_key(w, "calls");
+    json_int(w, (int64_t)k->calls);
+    json_key(w, "device_s");
+    json_double(w, k->device_s);
+    json_object_end(w);
+}
+
+/* The GPU's idle time in a phase, and the host's function then. */
+static void idle_json(json_writer *w, const tp_gpu_idle_fact *g)
+{
+    json_object_begin(w);
+    json_key(w, "rank");
+    json_int(w, g->rank);
+    json_key(w, "phase");
+    json_string(w, g->phase);
+    json_key(w, "idle_s");
+    json_double(w, g->idle_s);
+    json_key(w, "function");
+    if (g->function) {
+        json_object_begin(w);
+        json_key(w, "function");
+        json_string(w, g->function);
+        json_key(w, "file");
+        json_string(w, g->file);
+        json_key(w, "line");
+        json_int(w, g->line);
+        json_key(w, "share");
+        json_double(w, g->function_share);
+        json_object_end(w);
+    } else {
+        json_null(w);
+    }
+    json_object_end(w);
+}
+
 void tp_report_ops_json(json_writer *w, const tp_summary *s)
 {
     const tp_ops_facts *f = &s->ops;
     json_key(w, "windows");
     json_array_begin(w);
-    for (size_t i = 0; i < f->nwindows; i++) {
-        const tp_ops_window_fact *x = &f->windows[i];
-        json_object_begin(w);
-        json_key(w, "rank");
-        json_int(w, x->rank);
-        json_key(w, "pid");
-        json_int(w, x->pid);
-        json_key(w, "reason");
-        json_string(w, x->reason == 1 ? "schedule" : x->reason == 2 ? "demand" : "slow");
-        json_key(w, "first_step");
-        json_int(w, x->first_step);
-        json_key(w, "steps");
-        json_int(w, x->steps);
-        json_key(w, "start_s");
-        json_double(w, x->start_s);
-        json_key(w, "end_s");
-        json_double(w, x->end_s);
-        json_key(w, "cuda");
-        json_bool(w, x->cuda);
-        json_key(w, "skipped");
-        json_bool(w, x->skipped);
-        json_key(w, "note");
-        if (x->note)
-            json_string(w, x->note);
-        else
-            json_null(w);
-        json_key(w, "events");
-        json_int(w, x->events);
-        json_key(w, "dropped");
-        json_int(w, x->dropped);
-        json_key(w, "peak_allocated_bytes");
-        json_double(w, x->peak_allocated_bytes);
-        json_key(w, "reserved_bytes");
-        json_double(w, x->reserved_bytes);
-        json_key(w, "device_memory_bytes");
-        json_double(w, x->device_memory_bytes);
-        json_object_end(w);
-    }
+    for (size_t i = 0; i < f->nwindows; i++)
+        window_json(w, &f->windows[i]);
     json_array_end(w);
     json_key(w, "ops");
     json_array_begin(w);
-    for (size_t i = 0; i < f->nops; i++) {
-        const tp_op_fact *o = &f->ops[i];
-        json_object_begin(w);
-        json_key(w, "rank");
-        json_int(w, o->rank);
-        json_key(w, "phase");
-        json_string(w, o->phase);
-        json_key(w, "name");
-        json_string(w, o->name);
-        json_key(w, "range");
-        json_bool(w, o->range);
-        json_key(w, "calls");
-        json_int(w, (int64_t)o->calls);
-        json_key(w, "cpu_total_s");
-        json_double(w, o->cpu_total_s);
-        json_key(w, "cpu_self_s");
-        json_double(w, o->cpu_self_s);
-        json_key(w, "device_total_s");
-        json_double(w, o->device_total_s);
-        json_object_end(w);
-    }
+    for (size_t i = 0; i < f->nops; i++)
+        op_json(w, &f->ops[i]);
     json_array_end(w);
     json_key(w, "kernels");
     json_array_begin(w);
-    for (size_t i = 0, n = 0; i < f->nkernels && n < 200; i++, n++) {
-        const tp_kernel_fact *k = &f->kernels[i];
-        json_object_begin(w);
-        json_key(w, "rank");
-        json_int(w, k->rank);
-        json_key(w, "name");
-        json_string(w, k->name);
-        json_key(w, "kind");
-        json_string(w, k->kind == 3 ? "kernel" : k->kind == 4 ? "memcpy" : "memset");
-        json_key(w, "op");
-        json_string(w, k->op);
-        json_key(w, "calls");
-        json_int(w, (int64_t)k->calls);
-        json_key(w, "device_s");
-        json_double(w, k->device_s);
-        json_object_end(w);
-    }
+    for (size_t i = 0; i < f->nkernels && i < 200; i++)
+        kernel_json(w, &f->kernels[i]);
     json_array_end(w);
     json_key(w, "gpu_idle");
     json_array_begin(w);
-    for (size_t i = 0; i < f->nidle; i++) {
-        json_object_begin(w);
-        json_key(w, "rank");
-        json_int(w, f->idle[i].rank);
-        json_key(w, "phase");
-        json_string(w, f->idle[i].phase);
-        json_key(w, "idle_s");
-        json_double(w, f->idle[i].idle_s);
-        json_key(w, "function");
-        if (f->idle[i].function) {
-            json_object_begin(w);
-            json_key(w, "function");
-            json_string(w, f->idle[i].function);
-            json_key(w, "file");
-            json_string(w, f->idle[i].file);
-            json_key(w, "line");
-            json_int(w, f->idle[i].line);
-            json_key(w, "share");
-            json_double(w, f->idle[i].function_share);
-            json_object_end(w);
-        } else {
-            json_null(w);
-        }
-        json_object_end(w);
-    }
+    for (size_t i = 0; i < f->nidle; i++)
+        idle_json(w, &f->idle[i]);
     json_array_end(w);
 }
 

@@ -233,10 +233,10 @@ static void rank_message(char *out, size_t cap, const tp_verdict *v)
     }
 }
 
-static void system_message(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
+/* A GPU's verdict (under-used, slowed, memory near full; an allocator's
+ * peak in a capture window) in words; of: " of node-3" or "". */
+static void gpu_message(char *out, size_t cap, const tp_verdict *v, const char *of)
 {
-    char of[80], agent[80];
-    tp_verdict_agent_of(s->run, v->agent_id, of, sizeof of, agent, sizeof agent);
     const tp_run_gpu *gpu = v->gpu;
     if (v->kind == TP_VERDICT_GPU_UNDERUSED) {
         const tp_series_summary *u = v->f.gpu_util.util, *sm = v->f.gpu_util.sm_active;
@@ -284,7 +284,14 @@ static void system_message(char *out, size_t cap, const tp_summary *s, const tp_
                  "away from the maximum (fragmentation, out-of-memory). Try a smaller batch with "
                  "gradient accumulation, mixed precision, or activation checkpointing.",
                  gpu->index, of, inst, 100 * (1 - max / total), max / (1 << 30), total / (1 << 30));
-    } else if (v->kind == TP_VERDICT_MEMORY_GROWTH) {
+    }
+}
+
+/* A host's verdict (memory growing or near full, CPUs saturated, a link
+ * near its speed) in words; of as for gpu_message. */
+static void host_message(char *out, size_t cap, const tp_verdict *v, const char *of)
+{
+    if (v->kind == TP_VERDICT_MEMORY_GROWTH) {
         const tp_memory_growth *g = &v->f.memory_growth;
         char left[200] = "", lasts[32];
         tp_format_duration(lasts, sizeof lasts, g->seconds_to_limit);
@@ -346,6 +353,17 @@ static void system_message(char *out, size_t cap, const tp_summary *s, const tp_
                  worst->in_steps ? "training steps" : "run", worst->steps.p95 / 1e9,
                  worst->steps.mean / 1e9);
     }
+}
+
+static void system_message(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
+{
+    char of[80], agent[80];
+    tp_verdict_agent_of(s->run, v->agent_id, of, sizeof of, agent, sizeof agent);
+    if (v->kind == TP_VERDICT_GPU_UNDERUSED || v->kind == TP_VERDICT_GPU_THROTTLED ||
+        v->kind == TP_VERDICT_GPU_MEMORY)
+        gpu_message(out, cap, v, of);
+    else
+        host_message(out, cap, v, of);
 }
 
 void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)

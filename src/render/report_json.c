@@ -133,6 +133,44 @@ static void write_run(json_writer *w, const tp_run *run)
     json_object_end(w);
 }
 
+/* One GPU of an agent (index i of the run's): what NVML said of it, its
+ * slowdowns over the steps, and whether the job used it. */
+static void write_gpu(json_writer *w, const tp_summary *s, size_t i)
+{
+    const tp_run_gpu *g = &s->run->gpus[i];
+    json_object_begin(w);
+    json_key(w, "index");
+    json_int(w, g->index);
+    json_key(w, "name");
+    json_string(w, g->name);
+    json_key(w, "uuid");
+    json_string(w, g->uuid);
+    json_key(w, "mem_total_bytes");
+    json_int(w, g->mem_total_bytes);
+    json_key(w, "energy_source");
+    json_string(w, g->energy_source);
+    json_key(w, "slowdown"); /* NVML's clock event reasons over the steps */
+    const struct tp_gpu_slowdown *d = s->gpu_slowdown ? &s->gpu_slowdown[i] : NULL;
+    if (d && !isnan(d->share)) {
+        json_object_begin(w);
+        json_key(w, "reasons");
+        json_int(w, d->bits);
+        json_key(w, "share");
+        json_double(w, d->share);
+        json_key(w, "trouble_share");
+        json_double(w, d->trouble_share);
+        json_object_end(w);
+    } else {
+        json_null(w);
+    }
+    json_key(w, "used"); /* by the job: its processes' UUIDs, NVML's process lists */
+    if (!s->gpu_used || s->gpu_used[i] == TP_GPU_USE_UNKNOWN)
+        json_null(w);
+    else
+        json_bool(w, s->gpu_used[i] == TP_GPU_USED);
+    json_object_end(w);
+}
+
 static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent *a)
 {
     const tp_run *run = s->run;
@@ -170,40 +208,8 @@ static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent 
     json_key(w, "gpus");
     json_array_begin(w);
     for (size_t i = 0; i < run->ngpus; i++) {
-        const tp_run_gpu *g = &run->gpus[i];
-        if (g->agent_id != a->id)
-            continue;
-        json_object_begin(w);
-        json_key(w, "index");
-        json_int(w, g->index);
-        json_key(w, "name");
-        json_string(w, g->name);
-        json_key(w, "uuid");
-        json_string(w, g->uuid);
-        json_key(w, "mem_total_bytes");
-        json_int(w, g->mem_total_bytes);
-        json_key(w, "energy_source");
-        json_string(w, g->energy_source);
-        json_key(w, "slowdown"); /* NVML's clock event reasons over the steps */
-        const struct tp_gpu_slowdown *d = s->gpu_slowdown ? &s->gpu_slowdown[i] : NULL;
-        if (d && !isnan(d->share)) {
-            json_object_begin(w);
-            json_key(w, "reasons");
-            json_int(w, d->bits);
-            json_key(w, "share");
-            json_double(w, d->share);
-            json_key(w, "trouble_share");
-            json_double(w, d->trouble_share);
-            json_object_end(w);
-        } else {
-            json_null(w);
-        }
-        json_key(w, "used"); /* by the job: its processes' UUIDs, NVML's process lists */
-        if (!s->gpu_used || s->gpu_used[i] == TP_GPU_USE_UNKNOWN)
-            json_null(w);
-        else
-            json_bool(w, s->gpu_used[i] == TP_GPU_USED);
-        json_object_end(w);
+        if (run->gpus[i].agent_id == a->id)
+            write_gpu(w, s, i);
     }
     json_array_end(w);
     json_key(w, "metrics");

@@ -167,6 +167,77 @@ static bool line_moved(const tp_page_line *p)
     return false;
 }
 
+/* The page's lines of metric name (at most max); *moved: how many of them
+ * were ever anything but zero (all: every one counts). */
+static size_t metric_lines(const tp_run *run, const tp_page_facts *page, const char *name, bool all,
+                           tp_svg_line *lines, size_t max, size_t *moved)
+{
+    size_t n = 0;
+    *moved = 0;
+    for (size_t i = 0; i < page->nlines && n < max; i++) {
+        const tp_page_line *p = &page->lines[i];
+        if (strcmp(p->series->metric, name) != 0 || p->n == 0)
+            continue;
+        *moved += all || line_moved(p);
+        line_label(run, p->series, lines[n].label, sizeof lines[n].label);
+        lines[n].x = p->x;
+        lines[n].y = p->y;
+        lines[n].n = p->n;
+        n++;
+    }
+    return n;
+}
+
+/* A metric's chart (a GPU metric of several GPUs: a small chart per GPU,
+ * as lines of eight GPUs on one chart hide each other), under a heading
+ * where its collector differs from the last one's (*group). */
+static void metric_chart(FILE *out, plot_ctx *c, const tp_metric_def *def, const tp_svg_line *lines,
+                         size_t n, const char **group, bool *grid_open)
+{
+    bool nvml = strcmp(def->source, "nvml") == 0, multiples = nvml && n >= 2;
+    if (!*group || strcmp(*group, def->source) != 0) {
+        fprintf(out, "%s<h3>%s</h3>\n<div class=\"charts%s\">\n", *grid_open ? "</div>\n" : "",
+                subsystem_title(def->source), nvml ? " multiples" : "");
+        *group = def->source;
+        *grid_open = true;
+    }
+    char ytitle[96], unit_title[32];
+    axis_title(unit_title, sizeof unit_title, tp_unit_name(def->unit));
+    snprintf(ytitle, sizeof ytitle, "%s", unit_title);
+    if (!multiples) {
+        tp_svg_chart chart = time_chart(c, def->name, ytitle, tp_unit_name(def->unit));
+        tp_svg_line_chart(out, &chart, lines, n);
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        char title[200];
+        snprintf(title, sizeof title, "%.64s, %.95s", def->name, lines[k].label);
+        tp_svg_chart chart = time_chart(c, title, ytitle, tp_unit_name(def->unit));
+        tp_svg_line_chart(out, &chart, &lines[k], 1);
+    }
+}
+
+/* What the system metrics' charts show: the pauses shaded, and for many
+ * agents, envelopes. */
+static void metrics_intro(FILE *out, const tp_run *run, const tp_page_facts *page)
+{
+    fputs("<h2 id=\"system-metrics\">System metrics</h2>\n", out);
+    if (page->npauses)
+        fputs("<p>Shaded green: the training steps; grey: the training's pauses outside them "
+              "(evaluate, sanity_check, checkpoint, compile), each named when hovered.</p>\n",
+              out);
+    if (page->across)
+        fprintf(out,
+                "<p>%zu agents: each chart shows, over time, the lowest, the median and the "
+                "highest of the agents' values (of every GPU's, for GPU metrics); `trainprof "
+                "report` names which, and `trainprof html --all` %s.</p>\n",
+                run->nagents,
+                page->points_elsewhere
+                    ? "of the node files draws every agent (this merged file keeps these "
+                      "envelopes, not each agent's points)"
+                    : "draws every agent");
+}
+
 static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *page, bool all,
                          char *err, size_t cap)
 {
@@ -177,22 +248,8 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
         snprintf(err, cap, "html: out of memory");
     size_t count;
     const tp_metric_def *defs = tp_metric_catalog(&count);
-    fputs("<h2 id=\"system-metrics\">System metrics</h2>\n", out);
-    if (page->npauses)
-        fputs("<p>Shaded green: the training steps; grey: the training's pauses outside them "
-              "(evaluate, sanity_check, checkpoint, compile), each named when hovered.</p>\n",
-              out);
+    metrics_intro(out, run, page);
     bool across = page->across;
-    if (across)
-        fprintf(out,
-                "<p>%zu agents: each chart shows, over time, the lowest, the median and the "
-                "highest of the agents' values (of every GPU's, for GPU metrics); `trainprof "
-                "report` names which, and `trainprof html --all` %s.</p>\n",
-                run->nagents,
-                page->points_elsewhere
-                    ? "of the node files draws every agent (this merged file keeps these "
-                      "envelopes, not each agent's points)"
-                    : "draws every agent");
     tp_svg_line lines[64];
     bool grid_open = across; /* a <div class="charts"> awaits its end */
     if (across)
@@ -203,49 +260,13 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
     size_t nflat = 0;
     const char *group = NULL; /* the source of the charts drawn last: a heading each */
     for (size_t m = 0; ok && !across && m < count; m++) {
-        size_t n = 0, moved = 0;
-        for (size_t i = 0; i < page->nlines && n < 64; i++) {
-            const tp_page_line *p = &page->lines[i];
-            if (strcmp(p->series->metric, defs[m].name) != 0 || p->n == 0)
-                continue;
-            moved += all || line_moved(p);
-            line_label(run, p->series, lines[n].label, sizeof lines[n].label);
-            lines[n].x = p->x;
-            lines[n].y = p->y;
-            lines[n].n = p->n;
-            n++;
-        }
-        if (!n)
-            continue;
-        if (!moved) {
+        size_t moved, n = metric_lines(run, page, defs[m].name, all, lines, 64, &moved);
+        if (n && moved) {
+            metric_chart(out, &c, &defs[m], lines, n, &group, &grid_open);
+        } else if (n) { /* zero all run: named in a line under the charts */
             size_t len = strlen(flat);
             if (len + 1 < sizeof flat)
                 snprintf(flat + len, sizeof flat - len, "%s%s", nflat++ ? ", " : "", defs[m].name);
-            continue;
-        }
-        /* a GPU metric of several GPUs: a small chart per GPU (lines of eight
-         * GPUs on one chart hide each other) */
-        bool multiples = strcmp(defs[m].source, "nvml") == 0 && n >= 2;
-        if (!group || strcmp(group, defs[m].source) != 0) {
-            fprintf(out, "%s<h3>%s</h3>\n<div class=\"charts%s\">\n", grid_open ? "</div>\n" : "",
-                    subsystem_title(defs[m].source),
-                    strcmp(defs[m].source, "nvml") == 0 ? " multiples" : "");
-            group = defs[m].source;
-            grid_open = true;
-        }
-        char ytitle[96], unit_title[32];
-        axis_title(unit_title, sizeof unit_title, tp_unit_name(defs[m].unit));
-        snprintf(ytitle, sizeof ytitle, "%s", unit_title);
-        if (!multiples) {
-            tp_svg_chart chart = time_chart(&c, defs[m].name, ytitle, tp_unit_name(defs[m].unit));
-            tp_svg_line_chart(out, &chart, lines, n);
-            continue;
-        }
-        for (size_t k = 0; k < n; k++) {
-            char title[200];
-            snprintf(title, sizeof title, "%.64s, %.95s", defs[m].name, lines[k].label);
-            tp_svg_chart chart = time_chart(&c, title, ytitle, tp_unit_name(defs[m].unit));
-            tp_svg_line_chart(out, &chart, &lines[k], 1);
         }
     }
     if (grid_open)

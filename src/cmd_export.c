@@ -118,6 +118,39 @@ static bool parse_size(const char *text, uint64_t *out)
     return true;
 }
 
+/* The export of run written to output (atomically), or to standard
+ * output; what --max-bytes left out said. Returns the exit status. */
+static int write_out(tp_run *run, export_format format, const char *output, bool force,
+                     char **inputs, size_t ninputs, tp_export_budget *budget)
+{
+    int rc;
+    char err[1024];
+    if (output) {
+        export_job job = {run, format, budget, false};
+        rc = tp_write_file_atomically("export", output, force, (const char *const *)inputs, ninputs,
+                                      write_job, &job);
+        if (rc == 1 && job.input_failed) /* a malformed run file: 2, as every reader */
+            rc = 2;
+    } else {
+        rc = write_export(stdout, run, format, budget, err, sizeof err) ? 0 : 2;
+        if (rc)
+            tp_error("%s", err);
+        if (fflush(stdout) != 0 && !rc) /* the output failed: 1 */
+            rc = 1;
+    }
+    if (budget->cut) {
+        char size[32];
+        tp_format_value(size, sizeof size, "bytes", (double)budget->max_bytes);
+        tp_warn("export: the output reached --max-bytes (%s): %llu %s left out (the output is "
+                "whole up to there); raise --max-bytes, or export a shorter run",
+                size, (unsigned long long)budget->cut,
+                format == FMT_CHROME ? "events"
+                : format == FMT_CSV  ? "samples"
+                                     : "stacks");
+    }
+    return rc;
+}
+
 int cmd_export(int argc, char **argv)
 {
     static const char *const formats[] = {"chrome", "csv", "json", "folded", "parquet", NULL};
@@ -179,29 +212,8 @@ int cmd_export(int argc, char **argv)
         tp_inputs_done(&in);
         return 2;
     }
-    if (output) {
-        export_job job = {run, (export_format)format, &budget, false};
-        rc = tp_write_file_atomically("export", output, force, (const char *const *)argv + first,
-                                      (size_t)(argc - first), write_job, &job);
-        if (rc == 1 && job.input_failed) /* a malformed run file: 2, as every reader */
-            rc = 2;
-    } else {
-        rc = write_export(stdout, run, (export_format)format, &budget, err, sizeof err) ? 0 : 2;
-        if (rc)
-            tp_error("%s", err);
-        if (fflush(stdout) != 0 && !rc) /* the output failed: 1 */
-            rc = 1;
-    }
-    if (budget.cut) {
-        char size[32];
-        tp_format_value(size, sizeof size, "bytes", (double)budget.max_bytes);
-        tp_warn("export: the output reached --max-bytes (%s): %llu %s left out (the output is "
-                "whole up to there); raise --max-bytes, or export a shorter run",
-                size, (unsigned long long)budget.cut,
-                format == FMT_CHROME ? "events"
-                : format == FMT_CSV  ? "samples"
-                                     : "stacks");
-    }
+    rc = write_out(run, (export_format)format, output, force, argv + first, (size_t)(argc - first),
+                   &budget);
     tp_run_close(run);
     tp_inputs_done(&in);
     return rc;

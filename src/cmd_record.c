@@ -35,23 +35,47 @@ static const tp_record_options defaults = {.interval_s = 0.5,
                                            .ops_every_s = 1800,
                                            .ops_on_slow = 3};
 
+/* The stack sampling rate TRAINPROF_STACKS sets (--stacks overrides it);
+ * false, said, when it is no rate. */
+static bool stacks_from_environment(tp_record_options *o)
+{
+    const char *env_stacks = getenv("TRAINPROF_STACKS");
+    if (!env_stacks || !*env_stacks)
+        return true;
+    char *end;
+    double hz = strtod(env_stacks, &end);
+    if (*end || !(hz >= 0 && hz <= TP_STACKS_HZ_MAX)) {
+        tp_error("record: TRAINPROF_STACKS=%s: a rate of 0 (off) to %d samples a second",
+                 env_stacks, TP_STACKS_HZ_MAX);
+        return false;
+    }
+    o->stacks_hz = hz;
+    return true;
+}
+
+/* What the options' own ranges can't say; false, said, when one is wrong. */
+static bool options_checked(const tp_record_options *o)
+{
+    if (o->output && !*o->output) {
+        tp_error("record: --output must not be empty");
+        return false;
+    }
+    if (o->ops_on_slow > 0 && o->ops_on_slow < 1.5) {
+        tp_error("record: --ops-on-slow %g: 0 (never) or 1.5 to 1000 times the median step",
+                 o->ops_on_slow);
+        return false;
+    }
+    return true;
+}
+
 /* Returns 0 to go on, or an exit status (help: 0 via *done, errors: 2). */
 static int parse_options(int argc, char **argv, tp_record_options *o, bool *done)
 {
     *o = defaults;
     static const char *const on_off[] = {"on", "off", NULL};
     *done = false;
-    const char *env_stacks = getenv("TRAINPROF_STACKS");
-    if (env_stacks && *env_stacks) {
-        char *end;
-        double hz = strtod(env_stacks, &end);
-        if (*end || !(hz >= 0 && hz <= TP_STACKS_HZ_MAX)) {
-            tp_error("record: TRAINPROF_STACKS=%s: a rate of 0 (off) to %d samples a second",
-                     env_stacks, TP_STACKS_HZ_MAX);
-            return 2;
-        }
-        o->stacks_hz = hz;
-    }
+    if (!stacks_from_environment(o))
+        return 2;
     const tp_option options[] = {
         TP_STRING('o', "output", "FILE",
                   "run file to write (default: trainprof-DATE-TIME.db);\n"
@@ -113,17 +137,8 @@ static int parse_options(int argc, char **argv, tp_record_options *o, bool *done
         *done = parsed == TP_OPTIONS_HELP;
         return parsed;
     }
-    if (o->output && !*o->output) {
-        tp_error("record: --output must not be empty");
-        return 2;
-    }
-    if (o->ops_on_slow > 0 && o->ops_on_slow < 1.5) {
-        tp_error("record: --ops-on-slow %g: 0 (never) or 1.5 to 1000 times the median step",
-                 o->ops_on_slow);
-        return 2;
-    }
     o->command = argv + first;
-    return 0;
+    return options_checked(o) ? 0 : 2;
 }
 
 /* Makes the default output name, trainprof-YYYYmmdd-HHMMSS.db. */

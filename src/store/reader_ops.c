@@ -85,10 +85,10 @@ static int by_start(const void *a, const void *b)
     return (x->dur_ns < y->dur_ns) - (x->dur_ns > y->dur_ns); /* the enclosing one first */
 }
 
-bool tp_run_op_data_load(tp_run *run, const tp_run_op_window *w, tp_run_op_data *out, char *err,
+/* The window's strings (its events' names and shapes) into out, by index. */
+static bool load_strings(tp_run *run, const tp_run_op_window *w, tp_run_op_data *out, char *err,
                          size_t cap)
 {
-    memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
     size_t room = 0;
     int rc;
@@ -111,7 +111,47 @@ bool tp_run_op_data_load(tp_run *run, const tp_run_op_window *w, tp_run_op_data 
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
-        return tp_run_op_data_free(out), failed(run, "a capture window's texts", err, cap);
+        return failed(run, "a capture window's texts", err, cap);
+    return true;
+}
+
+/* The regions of the window's thread that overlap the window, into out. */
+static bool load_regions(tp_run *run, const tp_run_op_window *w, tp_run_op_data *out, char *err,
+                         size_t cap)
+{
+    sqlite3_stmt *st;
+    size_t room = 0;
+    int rc;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT n.text, r.depth, r.start_ns, r.end_ns FROM region r"
+                           " JOIN name n ON n.id = r.name_id WHERE r.thread_id = ?"
+                           " AND r.end_ns >= ? AND r.start_ns <= ? ORDER BY r.start_ns, r.depth",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "a capture window's regions", err, cap);
+    sqlite3_bind_int64(st, 1, w->thread);
+    sqlite3_bind_int64(st, 2, w->start_ns);
+    sqlite3_bind_int64(st, 3, w->end_ns);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        out->regions = tp_grow(out->regions, out->nregions, &room, sizeof *out->regions);
+        out->regions[out->nregions++] =
+            (tp_run_op_region){text_or_null(st, 0), sqlite3_column_int(st, 1),
+                               sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return failed(run, "a capture window's regions", err, cap);
+    return true;
+}
+
+bool tp_run_op_data_load(tp_run *run, const tp_run_op_window *w, tp_run_op_data *out, char *err,
+                         size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st;
+    size_t room = 0;
+    int rc;
+    if (!load_strings(run, w, out, err, cap))
+        return tp_run_op_data_free(out), false;
     if (sqlite3_prepare_v2(run->db,
                            "SELECT kind, name, coalesce(shapes, -1), thread, device, stream,"
                            " start_ns, dur_ns, correlation, linked, value FROM op_event"
@@ -119,7 +159,6 @@ bool tp_run_op_data_load(tp_run *run, const tp_run_op_window *w, tp_run_op_data 
                            -1, &st, NULL) != SQLITE_OK)
         return tp_run_op_data_free(out), failed(run, "a capture window's events", err, cap);
     sqlite3_bind_int64(st, 1, w->id);
-    room = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t name = sqlite3_column_int64(st, 1), shapes = sqlite3_column_int64(st, 2);
         int64_t start = sqlite3_column_int64(st, 6), dur = sqlite3_column_int64(st, 7);
@@ -149,25 +188,8 @@ bool tp_run_op_data_load(tp_run *run, const tp_run_op_window *w, tp_run_op_data 
         return tp_run_op_data_free(out), failed(run, "a capture window's events", err, cap);
     if (out->nevents)
         qsort(out->events, out->nevents, sizeof *out->events, by_start);
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT n.text, r.depth, r.start_ns, r.end_ns FROM region r"
-                           " JOIN name n ON n.id = r.name_id WHERE r.thread_id = ?"
-                           " AND r.end_ns >= ? AND r.start_ns <= ? ORDER BY r.start_ns, r.depth",
-                           -1, &st, NULL) != SQLITE_OK)
-        return tp_run_op_data_free(out), failed(run, "a capture window's regions", err, cap);
-    sqlite3_bind_int64(st, 1, w->thread);
-    sqlite3_bind_int64(st, 2, w->start_ns);
-    sqlite3_bind_int64(st, 3, w->end_ns);
-    room = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        out->regions = tp_grow(out->regions, out->nregions, &room, sizeof *out->regions);
-        out->regions[out->nregions++] =
-            (tp_run_op_region){text_or_null(st, 0), sqlite3_column_int(st, 1),
-                               sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return tp_run_op_data_free(out), failed(run, "a capture window's regions", err, cap);
+    if (!load_regions(run, w, out, err, cap))
+        return tp_run_op_data_free(out), false;
     return true;
 }
 

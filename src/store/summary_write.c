@@ -267,10 +267,12 @@ static int write_plots(sqlite3 *db, const tp_summary_rows *p)
  * and views of later schemas added (empty: such a file recorded none of
  * them), and a schema 8 file's stack_sample given its run columns (each of
  * its rows one sample). */
-static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bool rank_gpu,
-                         bool batches, char *why, size_t cap)
+/* Brings an older file's tables to this schema inside the open transaction
+ * (upgrade: its summary_timing from before device times; rank_gpu,
+ * batches: whether summary_rank.gpu and summary_step.batches exist). */
+static int upgrade_tables(sqlite3 *db, bool upgrade, bool rank_gpu, bool batches)
 {
-    int rc = tp_exec(db, "BEGIN;");
+    int rc = SQLITE_OK;
     if (rc == SQLITE_OK && upgrade)
         rc = tp_exec(db, "DROP TABLE summary_timing;" TP_SCHEMA_SUMMARY_TIMING TP_SCHEMA_DEVICE_TIME
                              TP_SCHEMA_DEVICE_VIEW TP_SCHEMA_MARKS_VIEW TP_SCHEMA_STACKS);
@@ -293,6 +295,15 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
         rc = tp_exec(db, TP_SCHEMA_ADD_TIMING_PROFILED);
     if (rc == SQLITE_OK) /* a file brought to schema 10 has its (empty) capture windows' tables */
         rc = tp_exec(db, TP_SCHEMA_OPS TP_SCHEMA_OPS_VIEW);
+    return rc;
+}
+
+static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bool rank_gpu,
+                         bool batches, char *why, size_t cap)
+{
+    int rc = tp_exec(db, "BEGIN;");
+    if (rc == SQLITE_OK)
+        rc = upgrade_tables(db, upgrade, rank_gpu, batches);
     if (rc == SQLITE_OK)
         rc = tp_exec(
             db,

@@ -106,6 +106,44 @@ static bool same_file(const char *path, int fd)
            a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* Whether SQLite's companions of a file at path (-wal, -shm, -journal) are
+ * absent: left beside it (or planted), SQLite would take them for the new
+ * file's own, or refuse a link with no word why. False, said in err. */
+static bool no_companions(const char *path, char *err, size_t cap)
+{
+    static const char *const sides[] = {"-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof sides / sizeof *sides; i++) {
+        char side[4200];
+        struct stat side_sb;
+        snprintf(side, sizeof side, "%s%s", path, sides[i]);
+        if (lstat(side, &side_sb) == 0) {
+            snprintf(err, cap,
+                     "cannot write %s: %s is already there (%s), which SQLite would take for "
+                     "the new file's own: remove it, or use --force",
+                     path, side, S_ISLNK(side_sb.st_mode) ? "a symbolic link" : "a file");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The run's one agent: this machine, named agent or by its host name. */
+static int insert_agent(sqlite3 *db, const char *agent)
+{
+    sqlite3_stmt *a;
+    int rc =
+        sqlite3_prepare_v2(db, "INSERT INTO agent (id, name, host) VALUES (1, ?, ?)", -1, &a, NULL);
+    if (rc == SQLITE_OK) {
+        char host[256] = "unknown";
+        gethostname(host, sizeof host - 1);
+        sqlite3_bind_text(a, 1, agent && *agent ? agent : host, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(a, 2, host, -1, SQLITE_TRANSIENT);
+        rc = sqlite3_step(a) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+        sqlite3_finalize(a);
+    }
+    return rc;
+}
+
 tp_writer *tp_writer_create(const char *path, bool force, const char *agent, char *err, size_t cap)
 {
     struct stat sb;
@@ -122,21 +160,8 @@ tp_writer *tp_writer_create(const char *path, bool force, const char *agent, cha
     }
     if (force)
         remove_run_file(path);
-    /* SQLite's companions of a file of that name left beside it (or planted):
-     * it would take them for this file's, or refuse a link with no word why */
-    static const char *const sides[] = {"-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof sides / sizeof *sides; i++) {
-        char side[4200];
-        struct stat side_sb;
-        snprintf(side, sizeof side, "%s%s", path, sides[i]);
-        if (lstat(side, &side_sb) == 0) {
-            snprintf(err, cap,
-                     "cannot write %s: %s is already there (%s), which SQLite would take for "
-                     "the new file's own: remove it, or use --force",
-                     path, side, S_ISLNK(side_sb.st_mode) ? "a symbolic link" : "a file");
-            return NULL;
-        }
-    }
+    if (!no_companions(path, err, cap))
+        return NULL;
     /* made here, exclusively and not through a link, and held (flock) while
      * it is written; SQLite opens it by name, refusing links, and the name
      * must still be this file afterwards */
@@ -168,19 +193,8 @@ tp_writer *tp_writer_create(const char *path, bool force, const char *agent, cha
     for (int i = 0; rc == SQLITE_OK && i < ST_N; i++)
         rc = sqlite3_prepare_v3(w->db, statements[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i],
                                 NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_stmt *a;
-        rc = sqlite3_prepare_v2(w->db, "INSERT INTO agent (id, name, host) VALUES (1, ?, ?)", -1,
-                                &a, NULL);
-        if (rc == SQLITE_OK) {
-            char host[256] = "unknown";
-            gethostname(host, sizeof host - 1);
-            sqlite3_bind_text(a, 1, agent && *agent ? agent : host, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_text(a, 2, host, -1, SQLITE_TRANSIENT);
-            rc = sqlite3_step(a) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(w->db);
-            sqlite3_finalize(a);
-        }
-    }
+    if (rc == SQLITE_OK)
+        rc = insert_agent(w->db, agent);
     if (rc != SQLITE_OK) {
         /* the handle's message where it has one; "not an error" is none */
         const char *why = w->db && sqlite3_errcode(w->db) != SQLITE_OK ? sqlite3_errmsg(w->db)

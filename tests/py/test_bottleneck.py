@@ -52,7 +52,8 @@ def test_sleepy_loader_is_input_bound(tmp_path):
     out = json.loads(r.stdout)  # the training printed: to stderr, so stdout parses
     assert "the training's own output" in r.stderr
     assert out["verdict"] == "input_bound" and out["unit"] == "samples_per_s"
-    assert "input_bound" in out["report_verdicts"]  # `report` of the as-is run agrees
+    # `report` of the as-is run agrees (its words where it does not)
+    assert "input_bound" in out["report_verdicts"], trainprof("report", tmp_path / "bn-asis.db").stdout
     rates = {run["mode"]: run["rate"] for run in out["runs"]}
     # 16 samples x 2 ms per batch: at most 500/s; a loaded VM's sleeps run long
     # (233/s once, right after the fuzz minute), so the floor only says it is the loader

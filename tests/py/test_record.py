@@ -322,8 +322,11 @@ def test_figures_over_the_steps_leave_the_start_up_out(run_file, tmp_path):
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
     cpu = metric(rep, "proc_cpu_percent")
-    # two busy processes: both cores, or what others leave of them
-    assert cpu["p50"] < 50 and cpu["in_steps"]["p50"] >= (60 if load.busy else 150), cpu
+    # two busy processes: both cores, or what others leave of them (others'
+    # CPUs are averaged over the whole run, 4 idle seconds included: during
+    # the 3 s of steps they took about 2.5 times as much)
+    floor = max(60, 150 - 250 * load.cpus)
+    assert cpu["p50"] < 50 and cpu["in_steps"]["p50"] >= floor, (cpu, load.cpus)
     assert 20 <= cpu["in_steps"]["samples"] <= 40 and cpu["samples"] >= 65
     assert_same_report(rep, report_from_rows(run_file, tmp_path))
     merged = tmp_path / "merged.db"  # a second node's command: --force

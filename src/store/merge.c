@@ -91,6 +91,34 @@ static bool summaries_carry_over(const char *const *inputs, const input_info *in
     return true;
 }
 
+/* What input run holds, by its schema and its tables: whether it is
+ * summarized, and which summary tables and columns it has. */
+static void input_tables(tp_run *run, input_info *in)
+{
+    const char *summarized = tp_run_meta_get(run, "summarized");
+    in->summarized =
+        run->schema_version >= TP_SCHEMA_SUMMARY && summarized && strcmp(summarized, "1") == 0;
+    in->version = run->schema_version;
+    const char *plots = tp_run_meta_get(run, "plots");
+    in->plots = in->summarized && plots && strcmp(plots, "1") == 0;
+    in->series_steps = in->summarized && tp_run_has_table(run, "summary_series_steps");
+    in->steps_window = in->summarized && tp_run_has_table(run, "summary_steps_window");
+    in->rank_gpu = in->summarized && tp_run_has_column(run, "summary_rank", "gpu");
+    in->rank_truth = in->summarized && tp_run_has_column(run, "summary_rank", "comm_device_s");
+    in->batches = in->summarized && tp_run_has_column(run, "summary_step", "batches");
+    in->thread_cuda = tp_run_has_table(run, "thread_cuda");
+    in->thread_device = tp_run_has_table(run, "thread_device");
+    in->stack_counts = in->summarized && tp_run_has_column(run, "summary_stack", "samples");
+    in->step_pauses = tp_run_has_column(run, "summary_step_phase", "pauses");
+    in->step_times = tp_run_has_column(run, "summary_step_phase", "start_ns");
+    in->ops = tp_run_has_table(run, "op_window");
+    in->step_profiled = tp_run_has_column(run, "summary_step", "profiled");
+    in->timing_profiled = tp_run_has_column(run, "summary_timing", "in_profiled_s");
+    const char *stalls = tp_run_meta_get(run, "stalls_stored");
+    in->stalls = in->summarized && stalls && strcmp(stalls, "1") == 0 &&
+                 tp_run_has_table(run, "summary_stall_thread");
+}
+
 static bool read_inputs(const char *const *inputs, size_t n, input_info *info, bool force,
                         char *err, size_t cap)
 {
@@ -105,30 +133,7 @@ static bool read_inputs(const char *const *inputs, size_t n, input_info *info, b
         if (!job)
             job = tp_run_meta_get(run, "env.TORCHELASTIC_RUN_ID");
         bool merged = tp_run_meta_get(run, "merged_from") != NULL;
-        const char *summarized = tp_run_meta_get(run, "summarized");
-        info[i].summarized =
-            run->schema_version >= TP_SCHEMA_SUMMARY && summarized && strcmp(summarized, "1") == 0;
-        info[i].version = run->schema_version;
-        const char *plots = tp_run_meta_get(run, "plots");
-        info[i].plots = info[i].summarized && plots && strcmp(plots, "1") == 0;
-        info[i].series_steps = info[i].summarized && tp_run_has_table(run, "summary_series_steps");
-        info[i].steps_window = info[i].summarized && tp_run_has_table(run, "summary_steps_window");
-        info[i].rank_gpu = info[i].summarized && tp_run_has_column(run, "summary_rank", "gpu");
-        info[i].rank_truth =
-            info[i].summarized && tp_run_has_column(run, "summary_rank", "comm_device_s");
-        info[i].batches = info[i].summarized && tp_run_has_column(run, "summary_step", "batches");
-        info[i].thread_cuda = tp_run_has_table(run, "thread_cuda");
-        info[i].thread_device = tp_run_has_table(run, "thread_device");
-        info[i].stack_counts =
-            info[i].summarized && tp_run_has_column(run, "summary_stack", "samples");
-        info[i].step_pauses = tp_run_has_column(run, "summary_step_phase", "pauses");
-        info[i].step_times = tp_run_has_column(run, "summary_step_phase", "start_ns");
-        info[i].ops = tp_run_has_table(run, "op_window");
-        info[i].step_profiled = tp_run_has_column(run, "summary_step", "profiled");
-        info[i].timing_profiled = tp_run_has_column(run, "summary_timing", "in_profiled_s");
-        const char *stalls = tp_run_meta_get(run, "stalls_stored");
-        info[i].stalls = info[i].summarized && stalls && strcmp(stalls, "1") == 0 &&
-                         tp_run_has_table(run, "summary_stall_thread");
+        input_tables(run, &info[i]);
         input_ranks(run, &info[i]);
         /* a time that is no time (a damaged or forged file): said, not shifted by */
         bool wall_valid = tp_parse_epoch_ns(wall, &info[i].start_wall_ns);

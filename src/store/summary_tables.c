@@ -84,11 +84,11 @@ bool tp_stored_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char
                                out, n, err, cap);
 }
 
-bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
+/* summary_timing's rows into out (ordered by rank and name). */
+static int stored_rows(tp_run *run, tp_timings *out)
 {
-    memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
-    size_t rcap = 0, scap = 0, ecap = 0;
+    size_t rcap = 0;
     bool device = run->schema_version >= TP_SCHEMA_DEVICE;
     bool in_profiled = tp_run_has_column(run, "summary_timing", "in_profiled_s");
     int rc = sqlite3_prepare_v2(
@@ -124,21 +124,29 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
         }
     }
     sqlite3_finalize(st);
+    return rc;
+}
+
+/* summary_step's rows into out, by rank; files summarized before its later
+ * columns give 0 for them. */
+static int stored_steps(tp_run *run, tp_timings *out)
+{
+    sqlite3_stmt *st;
+    size_t scap = 0;
     /* files summarized before summary_step.batches: batches unknown, no warm-up */
     bool batches = tp_run_has_column(run, "summary_step", "batches");
     bool profiled = tp_run_has_column(run, "summary_step", "profiled");
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(
-            run->db,
-            profiled  ? "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95, max,"
-                        " batches, warmup, warmup_s, profiled, profiled_samples, profiled_batches,"
-                        " profiled_s"
-                        " FROM summary_step ORDER BY rank"
-            : batches ? "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95, max,"
-                        " batches, warmup, warmup_s, 0, 0, 0, 0 FROM summary_step ORDER BY rank"
-                      : "SELECT rank, count, total_s, samples, mean, min, p5, p50,"
-                        " p95, max, 0, 0, 0, 0, 0, 0, 0 FROM summary_step ORDER BY rank",
-            -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(
+        run->db,
+        profiled  ? "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95, max,"
+                    " batches, warmup, warmup_s, profiled, profiled_samples, profiled_batches,"
+                    " profiled_s"
+                    " FROM summary_step ORDER BY rank"
+        : batches ? "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95, max,"
+                    " batches, warmup, warmup_s, 0, 0, 0, 0 FROM summary_step ORDER BY rank"
+                  : "SELECT rank, count, total_s, samples, mean, min, p5, p50,"
+                    " p95, max, 0, 0, 0, 0, 0, 0, 0 FROM summary_step ORDER BY rank",
+        -1, &st, NULL);
     while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         out->steps = tp_grow(out->steps, out->nsteps, &scap, sizeof *out->steps);
         tp_step_row *r = &out->steps[out->nsteps++];
@@ -155,14 +163,22 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
         r->profiled_s = sqlite3_column_double(st, 16);
     }
     sqlite3_finalize(st);
-    if (rc == SQLITE_OK)
-        rc =
-            sqlite3_prepare_v2(run->db,
-                               batches ? "SELECT rank, epoch, start_ns, duration_s, steps,"
-                                         " samples, batches FROM summary_epoch ORDER BY rank, rowid"
-                                       : "SELECT rank, epoch, start_ns, duration_s, steps,"
-                                         " samples, 0 FROM summary_epoch ORDER BY rank, rowid",
-                               -1, &st, NULL);
+    return rc;
+}
+
+/* summary_epoch's rows into out, by rank and epoch. */
+static int stored_epochs(tp_run *run, tp_timings *out)
+{
+    sqlite3_stmt *st;
+    size_t ecap = 0;
+    bool batches = tp_run_has_column(run, "summary_step", "batches");
+    int rc =
+        sqlite3_prepare_v2(run->db,
+                           batches ? "SELECT rank, epoch, start_ns, duration_s, steps,"
+                                     " samples, batches FROM summary_epoch ORDER BY rank, rowid"
+                                   : "SELECT rank, epoch, start_ns, duration_s, steps,"
+                                     " samples, 0 FROM summary_epoch ORDER BY rank, rowid",
+                           -1, &st, NULL);
     while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         out->epochs = tp_grow(out->epochs, out->nepochs, &ecap, sizeof *out->epochs);
         out->epochs[out->nepochs++] = (tp_epoch_row){
@@ -177,6 +193,17 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
         };
     }
     sqlite3_finalize(st);
+    return rc;
+}
+
+bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    int rc = stored_rows(run, out);
+    if (rc == SQLITE_OK)
+        rc = stored_steps(run, out);
+    if (rc == SQLITE_OK)
+        rc = stored_epochs(run, out);
     if (rc != SQLITE_OK) {
         tp_timings_free(out);
         return failed(run, "timings", err, cap);

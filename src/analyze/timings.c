@@ -209,6 +209,44 @@ static bool capture_windows(tp_run *run, compile_list *out, char *err, size_t ca
     return true;
 }
 
+/* A rank's step row from its steady steps (its warm-up and profiled ones
+ * beside; every step warm: they are the steady ones), the spans of its
+ * steady and profiled steps added to spans and prof_spans; the sets freed. */
+static void rank_step_row(tp_timings *t, int rank, step_set *steady, step_set *warm, step_set *prof,
+                          size_t *steps_cap, tp_time_spans *spans, tp_time_spans *prof_spans)
+{
+    if (!steady->n) { /* every step compiled: no steady state to set the warm-up apart from */
+        step_set swap = *steady;
+        *steady = *warm;
+        *warm = swap;
+    }
+    if (steady->n) {
+        t->steps = tp_grow(t->steps, t->nsteps, steps_cap, sizeof *t->steps);
+        tp_step_row *st = &t->steps[t->nsteps++];
+        *st = (tp_step_row){.rank = rank,
+                            .total_s = sum(steady->durations, steady->n),
+                            .samples = steady->samples,
+                            .batches = steady->batches,
+                            .warmup = warm->n,
+                            .warmup_s = sum(warm->durations, warm->n),
+                            .profiled = prof->n,
+                            .profiled_s = sum(prof->durations, prof->n),
+                            .profiled_samples = prof->samples,
+                            .profiled_batches = prof->batches};
+        tp_stats_compute(steady->durations, steady->n, &st->stats);
+    }
+    for (size_t i = 0; i < steady->spans.n; i++)
+        tp_spans_push(spans, steady->spans.v[i].a, steady->spans.v[i].b);
+    for (size_t i = 0; i < prof->spans.n; i++)
+        tp_spans_push(prof_spans, prof->spans.v[i].a, prof->spans.v[i].b);
+    free(steady->durations);
+    free(warm->durations);
+    free(prof->durations);
+    tp_spans_free(&prof->spans);
+    tp_spans_free(&steady->spans);
+    tp_spans_free(&warm->spans);
+}
+
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
                        const compile_list *compiles, const compile_list *profiled,
                        size_t *steps_cap, size_t *epochs_cap, tp_time_spans *spans,
@@ -288,36 +326,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         t->epochs[epoch_row].duration_s =
             epoch_duration(epoch_start, last_mark >= 0 ? last_mark : run_ns);
     }
-    if (!steady.n) { /* every step compiled: no steady state to set the warm-up apart from */
-        step_set swap = steady;
-        steady = warm;
-        warm = swap;
-    }
-    if (steady.n) {
-        t->steps = tp_grow(t->steps, t->nsteps, steps_cap, sizeof *t->steps);
-        tp_step_row *st = &t->steps[t->nsteps++];
-        *st = (tp_step_row){.rank = m[lo].rank,
-                            .total_s = sum(steady.durations, steady.n),
-                            .samples = steady.samples,
-                            .batches = steady.batches,
-                            .warmup = warm.n,
-                            .warmup_s = sum(warm.durations, warm.n),
-                            .profiled = prof.n,
-                            .profiled_s = sum(prof.durations, prof.n),
-                            .profiled_samples = prof.samples,
-                            .profiled_batches = prof.batches};
-        tp_stats_compute(steady.durations, steady.n, &st->stats);
-    }
-    for (size_t i = 0; i < steady.spans.n; i++)
-        tp_spans_push(spans, steady.spans.v[i].a, steady.spans.v[i].b);
-    for (size_t i = 0; i < prof.spans.n; i++)
-        tp_spans_push(prof_spans, prof.spans.v[i].a, prof.spans.v[i].b);
-    free(steady.durations);
-    free(warm.durations);
-    free(prof.durations);
-    tp_spans_free(&prof.spans);
-    tp_spans_free(&steady.spans);
-    tp_spans_free(&warm.spans);
+    rank_step_row(t, m[lo].rank, &steady, &warm, &prof, steps_cap, spans, prof_spans);
 }
 
 bool tp_timing_is_pause(const char *name) { return tp_phase_kind_of(name) == TP_PHASE_KIND_PAUSE; }

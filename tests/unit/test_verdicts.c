@@ -1,6 +1,8 @@
 /* test_verdicts.c: the rules of thumb (analyze/verdicts.h) and bottleneck's
  * limit (analyze/bottleneck_facts.h) on facts made here, not recorded: each
- * rule at its threshold and just below, each input-bound cause, and what
+ * rule at its threshold and just below (input, transfer, compute, GPU use,
+ * GPU memory and slowdowns, host memory, CPUs, a network link, stragglers
+ * and exposed communication), each input-bound cause, and what
  * keeps a rule quiet (a stall, input beside compute). The end-to-end tests
  * show the rules on real runs; these hold the rules themselves. */
 #include <math.h>
@@ -261,6 +263,95 @@ static void test_the_words_name_the_figures(void **state)
     free(f);
 }
 
+/* The run's one GPU (index 0, 80 GiB) on agent 1. */
+static void one_gpu(facts *f)
+{
+    f->gpu = (tp_run_gpu){.agent_id = 1, .index = 0, .name = "H100", .mem_total_bytes = 80LL << 30};
+    f->run.gpus = &f->gpu;
+    f->run.ngpus = 1;
+}
+
+static void test_gpu_underused_by_utilization_or_by_its_sms(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    one_gpu(f);
+    series(f, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}", 95, 95, 100);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_UNDERUSED, NULL), 0);
+    f->items[0].steps.mean = 89; /* below the 90 % target */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_UNDERUSED, NULL), 1);
+    /* "busy" by NVML's measure, but kernels on a few SMs (GPM) */
+    f->items[0].steps.mean = 99;
+    series(f, TP_METRIC_GPU_SM_ACTIVE_PERCENT, "{\"gpu\":\"0\"}", 20, 20, 30);
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_UNDERUSED, &v), 1);
+    assert_non_null(v.f.gpu_util.sm_active);
+    free(f);
+}
+
+static void test_gpu_memory_near_full_and_gpu_slowed(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    one_gpu(f);
+    double total = (double)f->gpu.mem_total_bytes;
+    series(f, TP_METRIC_GPU_MEM_USED_BYTES, "{\"gpu\":\"0\"}", 0.5 * total, 0.5 * total,
+           0.89 * total);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_MEMORY, NULL), 0);
+    f->items[0].stats.max = 0.9 * total;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_MEMORY, NULL), 1);
+    /* slowed by heat or a fault 10 % of the samples or more */
+    struct tp_gpu_slowdown slow = {.bits = 0, .share = 0.2, .trouble_share = 0.09};
+    f->s.gpu_slowdown = &slow;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_THROTTLED, NULL), 0);
+    slow.trouble_share = 0.1;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_THROTTLED, NULL), 1);
+    free(f);
+}
+
+static void test_a_link_near_its_speed(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    const char *eth = "{\"interface\":\"eth0\"}";
+    series(f, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S, eth, 1.25e9, 1.25e9, 1.25e9);
+    series(f, TP_METRIC_NET_SENT_BYTES_PER_S, eth, 1e8, 2e8, 1.2e9);
+    f->items[1].steps.p95 = 0.89 * 1.25e9;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_NETWORK_SATURATED, NULL), 0);
+    f->items[1].steps.p95 = 0.9 * 1.25e9;
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_NETWORK_SATURATED, &v), 1);
+    assert_true(v.f.network.sent);
+    free(f);
+}
+
+static void test_stragglers_first_else_exposed_communication(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    tp_rank_row rows[2] = {
+        {.rank = 0, .agent_id = 1, .steps = 100, .window_s = 10, .compute_s = 6, .comm_s = 3},
+        {.rank = 1, .agent_id = 1, .steps = 100, .window_s = 10, .compute_s = 6, .comm_s = 3},
+    };
+    f->s.ranks = (tp_ranks){.rows = rows, .n = 2};
+    /* 3 s of 10 waiting in communication, none of it under compute: 30 % */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMMUNICATION_BOUND, NULL), 1);
+    rows[0].comm_overlap_s = rows[1].comm_overlap_s = 1; /* 20 %: under the 25 % */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMMUNICATION_BOUND, NULL), 0);
+    /* on the GPU it was exposed longer than the host saw */
+    rows[0].comm_device_exposed_s = rows[1].comm_device_exposed_s = 3;
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMMUNICATION_BOUND, &v), 1);
+    assert_true(v.f.comm.device);
+    /* a straggler is named instead: the others wait for it */
+    rows[1].straggler = true;
+    f->s.ranks.nstragglers = 1;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_STRAGGLER, &v), 1);
+    assert_int_equal(v.rank, 1);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMMUNICATION_BOUND, NULL), 0);
+    free(f);
+}
+
 static void test_bottleneck_limits_use_the_verdicts_thresholds(void **state)
 {
     (void)state;
@@ -296,6 +387,10 @@ int main(void)
         cmocka_unit_test(test_host_memory_near_full),
         cmocka_unit_test(test_cpu_saturated_only_where_cpus_feed_gpus),
         cmocka_unit_test(test_the_words_name_the_figures),
+        cmocka_unit_test(test_gpu_underused_by_utilization_or_by_its_sms),
+        cmocka_unit_test(test_gpu_memory_near_full_and_gpu_slowed),
+        cmocka_unit_test(test_a_link_near_its_speed),
+        cmocka_unit_test(test_stragglers_first_else_exposed_communication),
         cmocka_unit_test(test_bottleneck_limits_use_the_verdicts_thresholds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

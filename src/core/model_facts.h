@@ -19,6 +19,10 @@ typedef struct tp_model_facts {
      * ("keras"), and the backend it ran on ("torch", "jax", "tensorflow"); "" unknown */
     char framework[16];
     char backend[16];
+    /* DDP's gradient all-reduce as the instrumentation found it: "timed",
+     * "builtin" (a C++ hook with no Python equivalent: not timed), "left" (DDP
+     * left alone: its Python reducer, or a hook refused); "" unknown */
+    char ddp_hook[16];
 } tp_model_facts;
 
 #endif

@@ -264,12 +264,11 @@ static void timing_notes(FILE *out, const tp_summary *s, bool device)
     else
         fprintf(out, "\nTimes are host times: no CUDA work was timed (PyTorch's to_device and "
                      "train_batch get device times when they run on a CUDA device).\n");
-    const char *ddp = tp_run_meta_get(s->run, "fact.ddp.hook");
-    if (ddp && strcmp(ddp, "builtin") == 0)
+    if (strcmp(facts.ddp_hook, "builtin") == 0)
         fprintf(out, "\nDDP's gradient all-reduce is not in reduce_metrics: the script "
                      "registered one of DDP's C++ communication hooks that has no Python "
                      "equivalent to time.\n");
-    else if (ddp && strcmp(ddp, "left") == 0)
+    else if (strcmp(facts.ddp_hook, "left") == 0)
         fprintf(out, "\nDDP's gradient all-reduce is not in reduce_metrics: DDP ran its Python "
                      "reducer (compiled autograd) or refused a hook, and was left alone.\n");
 }

@@ -53,6 +53,8 @@ bool tp_run_model_facts(const tp_run *run, tp_model_facts *facts)
         copy_value(facts->framework, sizeof facts->framework, v);
     if ((v = tp_run_meta_get(run, "fact.framework.backend")))
         copy_value(facts->backend, sizeof facts->backend, v);
+    if ((v = tp_run_meta_get(run, "fact.ddp.hook")))
+        copy_value(facts->ddp_hook, sizeof facts->ddp_hook, v);
     return facts->device[0] || facts->num_workers >= 0;
 }
 

@@ -6,6 +6,7 @@
 #include "analyze/timings.h"
 #include "analyze/stack_own.h"
 #include "util/ns_math.h"
+#include "analyze/run_facts.h"
 #include "render/export.h"
 #include "store/reader_stacks.h"
 #include "store/reader_stream.h"
@@ -241,11 +242,15 @@ static void mark_events(chrome_ctx *c, const tp_run_mark *marks, size_t n)
 static void other_data(FILE *out, const tp_run *run)
 {
     fputs("\"otherData\":{", out);
-    const char *keys[] = {"command", "host", "start_wall", "trainprof_version"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        const char *v = tp_run_meta_get(run, keys[i]);
-        fprintf(out, "%s\"%s\":", i ? "," : "", keys[i]);
-        json_write_escaped(out, v ? v : "");
+    tp_run_facts f;
+    tp_run_facts_get(run, &f);
+    const char *fields[][2] = {{"command", f.command},
+                               {"host", f.host},
+                               {"start_wall", f.start_wall},
+                               {"trainprof_version", f.trainprof_version}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        fprintf(out, "%s\"%s\":", i ? "," : "", fields[i][0]);
+        json_write_escaped(out, fields[i][1] ? fields[i][1] : "");
     }
     fputs("}", out);
 }

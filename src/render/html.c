@@ -15,7 +15,6 @@
 #include "render/units.h"
 #include "render/verdict_words.h"
 #include "util/labels.h"
-#include "core/run_keys.h"
 
 const char tp_html_style[] =
     "body{font:14px/1.4 sans-serif;margin:24px;color:#222;max-width:1800px}"
@@ -472,16 +471,17 @@ static void header(FILE *out, const tp_run *run)
     fputs("<h1>trainprof: ", out);
     tp_html_escape(out, f.command);
     fputs("</h1>\n<dl>", out);
-    const char *keys[][2] = {{"started", "start_wall"},
-                             {"host", "host"},
-                             {"kernel", "kernel"},
-                             {"CPU", "cpu_model"},
-                             {"CPUs", TP_META_CPU_COUNT}};
+    tp_host_facts h;
+    tp_host_facts_of(run, run->nagents ? run->agents[0].id : 1, &h);
+    const char *rows[][2] = {{"started", f.start_wall},
+                             {"host", h.host},
+                             {"kernel", h.kernel},
+                             {"CPU", h.cpu_model},
+                             {"CPUs", h.cpu_count}};
     bool merged = run->nagent_meta && run->nagents > 1;
-    for (size_t i = 0; i < (merged ? 1 : sizeof keys / sizeof keys[0]); i++) {
-        const char *v = tp_run_meta_get(run, keys[i][1]);
-        fprintf(out, "<dt>%s</dt><dd>", keys[i][0]);
-        tp_html_escape(out, v ? v : "?");
+    for (size_t i = 0; i < (merged ? 1 : sizeof rows / sizeof rows[0]); i++) {
+        fprintf(out, "<dt>%s</dt><dd>", rows[i][0]);
+        tp_html_escape(out, rows[i][1] ? rows[i][1] : "?");
         fputs("</dd>", out);
     }
     if (merged) { /* a line per kind of host, naming its agents */

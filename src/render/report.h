@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "analyze/run_facts.h"
 #include "analyze/summary.h"
 #include "analyze/verdicts.h"
 #include "util/json_writer.h"
@@ -111,24 +112,6 @@ bool tp_answer_steps(char *out, size_t cap, const tp_summary *s);
  * indented by 4. */
 void tp_report_wrapped(FILE *out, const char *head, const char *text);
 void tp_report_verdicts_json(json_writer *w, const tp_summary *s, const tp_verdicts *v);
-
-/* Facts about the run both renderers show. */
-typedef struct tp_run_facts {
-    double duration_s;
-    bool complete;         /* every agent's recorder finished normally, its file whole */
-    long long exit_status; /* -1 when unknown */
-    const char *command;
-    const char *exit_signal; /* what killed the command, or NULL */
-    /* In a merged run, the agent whose recorder stopped early, else the one
-     * whose command failed (exit_status and exit_signal are its), else NULL. */
-    const char *failed_agent;
-    /* When (seconds since the start) and why the recorder (of failed_agent, in a
-     * merged run) could no longer write the run file's rows; -1 and NULL if never */
-    double write_failed_s;
-    const char *write_failed;
-} tp_run_facts;
-
-void tp_run_facts_get(const tp_run *run, tp_run_facts *f);
 
 /* Why an incomplete run is, as one clause: the recorder stopped early, or
  * its file was not written after a time (with the command's exit status

@@ -93,7 +93,7 @@ static void write_run(json_writer *w, const tp_run *run)
     json_key(w, "command");
     json_string(w, f.command);
     json_key(w, "argv");
-    write_argv(w, tp_run_meta_get(run, "argv"));
+    write_argv(w, f.argv);
     json_key(w, "duration_s");
     json_double(w, f.duration_s);
     json_key(w, "complete");
@@ -116,12 +116,15 @@ static void write_run(json_writer *w, const tp_run *run)
     } else {
         json_null(w);
     }
-    const char *plain[] = {"host", "agent", "start_wall", "trainprof_version"};
+    const char *plain[][2] = {{"host", f.host},
+                              {"agent", f.agent},
+                              {"start_wall", f.start_wall},
+                              {"trainprof_version", f.trainprof_version}};
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
-        json_key(w, plain[i]);
-        json_string(w, tp_run_meta_get(run, plain[i]));
+        json_key(w, plain[i][0]);
+        json_string(w, plain[i][1]);
     }
-    json_key(w, "meta");
+    json_key(w, "meta"); /* every key as the file holds it (the facts above are read from it) */
     json_object_begin(w);
     for (size_t i = 0; i < run->nmeta; i++) {
         if (strcmp(run->meta[i].key, "argv") == 0)

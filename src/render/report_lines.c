@@ -9,7 +9,6 @@
 #include <time.h>
 
 #include "render/report.h"
-#include "core/run_keys.h"
 
 void tp_report_wrapped(FILE *out, const char *head, const char *text)
 {
@@ -39,11 +38,11 @@ void tp_report_wrapped(FILE *out, const char *head, const char *text)
 
 void tp_report_wall_time(char *out, size_t cap, const tp_run *run, double t_s)
 {
-    const char *start = tp_run_meta_get(run, TP_META_START_WALL_NS);
+    int64_t start = tp_run_start_wall_ns(run);
     out[0] = '\0';
-    if (!start || !(t_s >= 0 && t_s < 1e9))
+    if (start < 0 || !(t_s >= 0 && t_s < 1e9))
         return;
-    double wall = strtod(start, NULL) / 1e9 + t_s;
+    double wall = (double)start / 1e9 + t_s;
     if (!(wall > 0 && wall < 1e11))
         return;
     time_t secs = (time_t)wall;

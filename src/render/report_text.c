@@ -10,28 +10,21 @@
 #include "render/units.h"
 #include "render/verdict_words.h"
 #include "util/labels.h"
-#include "core/run_keys.h"
 
 #define PER_CORE_ROWS_MAX 16
 
-static const char *meta_or(const tp_run *run, const char *key, const char *fallback)
-{
-    const char *v = tp_run_meta_get(run, key);
-    return v ? v : fallback;
-}
+static const char *or_unknown(const char *v) { return v ? v : "?"; }
 
-static void cgroup(FILE *out, const tp_run *run)
+static void cgroup(FILE *out, const tp_host_facts *h)
 {
-    const char *cg = tp_run_meta_get(run, "cgroup_version");
-    if (!cg)
+    if (!h->cgroup_version)
         return;
-    const char *cpu = tp_run_meta_get(run, TP_META_CGROUP_CPU_LIMIT_CORES);
-    const char *mem = tp_run_meta_get(run, TP_META_CGROUP_MEMORY_LIMIT_BYTES);
+    const char *cpu = h->cgroup_cpu_limit_cores, *mem = h->cgroup_memory_limit_bytes;
     char membuf[32] = "none";
     if (mem && strcmp(mem, "none") != 0)
         tp_format_value(membuf, sizeof membuf, "bytes", strtod(mem, NULL));
-    fprintf(out, "  cgroup    v%s, CPU limit %s%s, memory limit %s\n", cg, cpu ? cpu : "unknown",
-            cpu && strcmp(cpu, "none") != 0 ? " cores" : "", membuf);
+    fprintf(out, "  cgroup    v%s, CPU limit %s%s, memory limit %s\n", h->cgroup_version,
+            cpu ? cpu : "unknown", cpu && strcmp(cpu, "none") != 0 ? " cores" : "", membuf);
 }
 
 /* A merged run's hosts: a line per kind of host, naming its agents. */
@@ -52,10 +45,9 @@ static void header(FILE *out, const tp_run *run)
     tp_run_facts_get(run, &f);
     char dur[32];
     tp_format_duration(dur, sizeof dur, f.duration_s);
-    const char *v;
     fprintf(out, "trainprof report: %s\n", run->path);
     fprintf(out, "  command   %s\n", f.command);
-    fprintf(out, "  started   %s   duration %s   ", meta_or(run, "start_wall", "?"), dur);
+    fprintf(out, "  started   %s   duration %s   ", or_unknown(f.start_wall), dur);
     char who[64] = "";
     if (f.failed_agent)
         snprintf(who, sizeof who, ", on %.40s", f.failed_agent);
@@ -70,24 +62,25 @@ static void header(FILE *out, const tp_run *run)
     if (run->nagent_meta && run->nagents > 1) {
         hosts(out, run);
     } else {
-        fprintf(out, "  host      %s, %s, %s CPUs (%s)", meta_or(run, "host", "?"),
-                meta_or(run, "kernel", "?"), meta_or(run, TP_META_CPU_COUNT, "?"),
-                meta_or(run, "cpu_model", "?"));
-        if ((v = tp_run_meta_get(run, TP_META_MEM_TOTAL_BYTES))) {
+        tp_host_facts h;
+        tp_host_facts_of(run, run->nagents ? run->agents[0].id : 1, &h);
+        fprintf(out, "  host      %s, %s, %s CPUs (%s)", or_unknown(h.host), or_unknown(h.kernel),
+                or_unknown(h.cpu_count), or_unknown(h.cpu_model));
+        if (h.mem_total_bytes) {
             char mem[32];
-            tp_format_value(mem, sizeof mem, "bytes", strtod(v, NULL));
+            tp_format_value(mem, sizeof mem, "bytes", strtod(h.mem_total_bytes, NULL));
             fprintf(out, ", %s memory", mem);
         }
         fputc('\n', out);
-        cgroup(out, run);
+        cgroup(out, &h);
     }
-    if ((v = tp_run_meta_get(run, "merged_from")))
+    if (f.merged_from)
         fprintf(out,
                 "  merged    %s, one agent each; times aligned through each start's wall-clock "
                 "anchor (anchors +-%s ns, plus how far the hosts' clocks disagree)\n",
-                v, meta_or(run, "merge_anchor_uncertainty_ns", "?"));
-    if ((v = tp_run_meta_get(run, TP_META_INTERVAL_S)))
-        fprintf(out, "  sampling  every %s s\n", v);
+                f.merged_from, or_unknown(f.merge_anchor_ns));
+    if (f.interval_s)
+        fprintf(out, "  sampling  every %s s\n", f.interval_s);
 }
 
 /* True when the metric has labelled series besides the one given. */

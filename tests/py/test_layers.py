@@ -84,6 +84,17 @@ def test_label_sets_and_metadata_keys_come_from_their_catalogue():
     assert by_hand.search('snprintf(b, 9, "{\\"gpu\\":\\"%d\\"}", g)')
 
 
+def test_renderers_read_no_metadata_key():
+    """render/ says facts (analyze/run_facts.h, the model's facts, the
+    verdicts'): it reads no metadata key itself; report --json's verbatim
+    "meta" object is the one place it walks the metadata, key by key."""
+    found = [f"{f.relative_to(ROOT)}: {line.strip()}"
+             for f in sorted((ROOT / "src" / "render").glob("*.c"))
+             for line in f.read_text().splitlines()
+             if "tp_run_meta_get(" in line or "tp_run_agent_meta_get(" in line]
+    assert found == []
+
+
 def test_analysis_and_rendering_hold_no_sql():
     """store/ owns every SQL statement: analyze/ turns rows into facts and
     render/ facts into words, neither through SQLite."""

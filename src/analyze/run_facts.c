@@ -1,0 +1,101 @@
+/* run_facts.c: see run_facts.h. */
+#include "analyze/run_facts.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/run_keys.h"
+
+static bool finished(const char *status) { return status && strcmp(status, "finished") == 0; }
+
+/* Puts when and why writing the run file failed (meta write_failed_ns and
+ * write_failed, as the recorder stores them; shift_s moves it onto the run's time
+ * line) into f; -1 when it didn't. */
+static void write_failure(const char *at_ns, const char *why, double shift_s, tp_run_facts *f)
+{
+    f->write_failed_s = at_ns ? (double)strtoll(at_ns, NULL, 10) / 1e9 + shift_s : -1;
+    f->write_failed = at_ns ? (why ? why : "unknown") : NULL;
+}
+
+/* Where agent_id's own times sit on a merged run's time line: its start's
+ * distance from the run's (both wall clock, as merge shifts them), in s. */
+static double agent_shift_s(const tp_run *run, int64_t agent_id)
+{
+    const char *start = tp_run_agent_meta_get(run, agent_id, TP_META_START_WALL_NS);
+    const char *run_start = tp_run_meta_get(run, TP_META_START_WALL_NS);
+    if (!start || !run_start)
+        return 0;
+    return (double)(strtoll(start, NULL, 10) - strtoll(run_start, NULL, 10)) / 1e9;
+}
+
+void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
+{
+    const char *v;
+    write_failure(tp_run_meta_get(run, "write_failed_ns"), tp_run_meta_get(run, "write_failed"), 0,
+                  f);
+    f->complete = finished(tp_run_meta_get(run, "status")) && f->write_failed_s < 0;
+    v = tp_run_meta_get(run, "duration_ns");
+    if (v)
+        f->duration_s = (double)strtoll(v, NULL, 10) / 1e9;
+    else
+        f->duration_s = run->last_t_ns > 0 ? (double)run->last_t_ns / 1e9 : 0;
+    v = tp_run_meta_get(run, TP_META_EXIT_STATUS);
+    f->exit_status = v ? strtoll(v, NULL, 10) : -1;
+    f->exit_signal = tp_run_meta_get(run, "exit_signal");
+    v = tp_run_meta_get(run, TP_META_COMMAND);
+    f->command = v ? v : "";
+    f->failed_agent = NULL;
+    f->start_wall = tp_run_meta_get(run, "start_wall");
+    f->argv = tp_run_meta_get(run, "argv");
+    f->host = tp_run_meta_get(run, "host");
+    f->agent = tp_run_meta_get(run, "agent");
+    f->trainprof_version = tp_run_meta_get(run, "trainprof_version");
+    f->interval_s = tp_run_meta_get(run, TP_META_INTERVAL_S);
+    f->merged_from = tp_run_meta_get(run, "merged_from");
+    f->merge_anchor_ns = tp_run_meta_get(run, "merge_anchor_uncertainty_ns");
+    if (!run->nagent_meta)
+        return; /* one node, or a merge that kept only the first node's facts */
+    /* a merged run: complete when every node was, failed when any failed;
+     * its own meta (the first node's) says nothing the nodes' don't */
+    write_failure(NULL, NULL, 0, f);
+    const tp_run_agent *stopped = NULL, *failed = NULL;
+    for (size_t a = 0; a < run->nagents; a++) {
+        const tp_run_agent *ag = &run->agents[a];
+        const char *at = tp_run_agent_meta_get(run, ag->id, "write_failed_ns");
+        if (!stopped && (at || !finished(tp_run_agent_meta_get(run, ag->id, "status")))) {
+            stopped = ag;
+            write_failure(at, tp_run_agent_meta_get(run, ag->id, "write_failed"),
+                          agent_shift_s(run, ag->id), f);
+        }
+        v = tp_run_agent_meta_get(run, ag->id, TP_META_EXIT_STATUS);
+        if (!failed && v && strtoll(v, NULL, 10) != 0)
+            failed = ag;
+    }
+    f->complete = !stopped;
+    if (failed) {
+        f->exit_status =
+            strtoll(tp_run_agent_meta_get(run, failed->id, TP_META_EXIT_STATUS), NULL, 10);
+        f->exit_signal = tp_run_agent_meta_get(run, failed->id, "exit_signal");
+    }
+    f->failed_agent = stopped ? stopped->name : failed ? failed->name : NULL;
+}
+
+void tp_host_facts_of(const tp_run *run, int64_t agent_id, tp_host_facts *h)
+{
+    h->host = tp_run_agent_meta_get(run, agent_id, "host");
+    h->kernel = tp_run_agent_meta_get(run, agent_id, "kernel");
+    h->cpu_count = tp_run_agent_meta_get(run, agent_id, TP_META_CPU_COUNT);
+    h->cpu_model = tp_run_agent_meta_get(run, agent_id, "cpu_model");
+    h->mem_total_bytes = tp_run_agent_meta_get(run, agent_id, TP_META_MEM_TOTAL_BYTES);
+    h->cgroup_version = tp_run_agent_meta_get(run, agent_id, "cgroup_version");
+    h->cgroup_cpu_limit_cores =
+        tp_run_agent_meta_get(run, agent_id, TP_META_CGROUP_CPU_LIMIT_CORES);
+    h->cgroup_memory_limit_bytes =
+        tp_run_agent_meta_get(run, agent_id, TP_META_CGROUP_MEMORY_LIMIT_BYTES);
+}
+
+int64_t tp_run_start_wall_ns(const tp_run *run)
+{
+    const char *start = tp_run_meta_get(run, TP_META_START_WALL_NS);
+    return start ? (int64_t)strtod(start, NULL) : -1;
+}

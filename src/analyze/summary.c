@@ -1,4 +1,7 @@
-/* summary.c: per-series statistics for the report. */
+/* summary.c: a run's facts for the report, built once: each part (the
+ * series' statistics, timings, ranks, step phases, stacks, stalls) from the
+ * figures the file stores where it holds them, else computed from its rows;
+ * the one place that chooses. */
 #include "analyze/summary.h"
 
 #include "analyze/step_phases.h"

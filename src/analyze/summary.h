@@ -1,4 +1,7 @@
-/* summary.h: the figures a report shows, computed from a run file.
+/* summary.h: the figures a report shows, built once from a run file (the
+ * stored summary tables, store/summary_tables.h, where it has them; its
+ * rows otherwise). record/closing.c prints its closing lines from the one it
+ * just stored (analyze/summary_save.h).
  *
  * One entry per series that has samples, ordered by agent, then by the metric
  * catalogue's order, then by labels (totals first, then natural order:

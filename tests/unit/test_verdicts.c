@@ -352,6 +352,31 @@ static void test_stragglers_first_else_exposed_communication(void **state)
     free(f);
 }
 
+static void test_an_allocator_near_its_devices_memory_once_per_rank(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    double total = 80.0 * (1 << 30);
+    tp_ops_window_fact windows[3] = {
+        {.rank = 0, .peak_allocated_bytes = 0.89 * total, .device_memory_bytes = total},
+        {.rank = 0, .peak_allocated_bytes = 0.95 * total, .device_memory_bytes = total},
+        {.rank = 0, .peak_allocated_bytes = 0.97 * total, .device_memory_bytes = total},
+    };
+    f->s.ops.windows = windows;
+    f->s.ops.nwindows = 1;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_MEMORY, NULL), 0);
+    f->s.ops.nwindows = 3; /* two windows near full: one verdict for the rank */
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_MEMORY, &v), 1);
+    assert_null(v.gpu);
+    assert_true(v.f.gpu_memory.used_max_bytes == 0.95 * total);
+    windows[0].device_memory_bytes = NAN; /* no GPU: never near full */
+    f->s.ops.nwindows = 1;
+    windows[0].peak_allocated_bytes = 1e12;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_MEMORY, NULL), 0);
+    free(f);
+}
+
 static void test_bottleneck_limits_use_the_verdicts_thresholds(void **state)
 {
     (void)state;
@@ -391,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_gpu_memory_near_full_and_gpu_slowed),
         cmocka_unit_test(test_a_link_near_its_speed),
         cmocka_unit_test(test_stragglers_first_else_exposed_communication),
+        cmocka_unit_test(test_an_allocator_near_its_devices_memory_once_per_rank),
         cmocka_unit_test(test_bottleneck_limits_use_the_verdicts_thresholds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,6 +29,7 @@ typedef struct gather_thread {
     tp_stall_thread t;
     node_weight *nodes;
     size_t nnodes, cap;
+    double phase_weight; /* the weight of the run whose region t.phase is */
 } gather_thread;
 
 typedef struct gather_ctx {
@@ -79,8 +80,14 @@ static void gather(void *ctx, const tp_stack_thread_run *r)
     }
     gather_thread *g = &c->threads[k][i];
     g->t.worker = g->t.worker || r->worker;
-    free(g->t.phase); /* runs come in time order: the last one's region stays */
-    g->t.phase = r->phase ? tp_xstrdup(r->phase) : NULL;
+    /* the region of its heaviest run inside the stall (a later one on a tie):
+     * where it spent the stall, not the work that followed it before the
+     * step closed, which a sampler that looks again within 0.1 s now sees */
+    if (w >= g->phase_weight) {
+        free(g->t.phase);
+        g->t.phase = r->phase ? tp_xstrdup(r->phase) : NULL;
+        g->phase_weight = w;
+    }
     g->t.samples += w;
     if (r->state & 2) {
         g->t.known += w;

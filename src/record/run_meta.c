@@ -128,12 +128,11 @@ void tp_record_end_meta(tp_meta_rows *m, int exit_status, int wstatus, uint64_t 
     meta_addf(m, TP_META_EXIT_STATUS, "%d", exit_status);
     /* the command's own end as the drain writes every traced process's
      * (record/process_ends.h): record reaped it, so its zombie told nobody */
-    char key[48];
-    snprintf(key, sizeof key, "proc.%d.status", (int)child);
+    snprintf(m->child_key, sizeof m->child_key, "proc.%d.status", (int)child);
     if (WIFSIGNALED(wstatus))
-        meta_addf(m, key, "signal %d", WTERMSIG(wstatus));
+        meta_addf(m, m->child_key, "signal %d", WTERMSIG(wstatus));
     else
-        meta_addf(m, key, "exit %d", WEXITSTATUS(wstatus));
+        meta_addf(m, m->child_key, "exit %d", WEXITSTATUS(wstatus));
     if (stop->signo) {
         const char *name = sigabbrev_np(stop->signo);
         meta_addf(m, "stop_signal", "SIG%s", name ? name : "?");

@@ -27,6 +27,7 @@ typedef struct tp_meta_rows {
     const char *keys[16];
     const char *values[16];
     char buf[16][64];
+    char child_key[48]; /* proc.PID.status: the rows point at it */
     size_t n;
 } tp_meta_rows;
 

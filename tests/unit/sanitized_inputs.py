@@ -8,6 +8,10 @@ shift overflowed; now refused with exit status 2), and stack samples whose
 sampler thread is gone (`report`: a null array sorted). Each must end with
 status 0 or 2, never a signal or a sanitizer's report.
 
+And one recording whose command is killed by a signal: the end's metadata
+once pointed at a key on a stack frame that had returned (the run file got
+a key of garbage for proc.PID.status, and the OOM killer's death was lost).
+
     python3 sanitized_inputs.py PROGRAM GOLDEN_RUNS_DIR
 """
 
@@ -61,6 +65,21 @@ def main():
         run(program, "report", s)
         run(program, "report", "--json", s)
         run(program, "html", "-o", os.path.join(tmp, "s.html"), s)
+        killed_command(program, tmp)
+
+
+def killed_command(program, tmp):
+    """record of a command that SIGKILLs itself: status 137 passed on, and
+    the command's end in the run file under its own pid."""
+    f = os.path.join(tmp, "killed.db")
+    run(program, "record", "-q", "-o", f, "--", "sh", "-c", "kill -9 $$", expect=(137,))
+    with sqlite3.connect(f) as db:
+        db.text_factory = lambda b: b.decode("utf-8", "replace")
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+    key = f"proc.{meta.get('child_pid')}.status"
+    if meta.get(key) != "signal 9":
+        sys.exit(f"record: {key} is {meta.get(key)!r}; proc keys: "
+                 f"{ {k: v for k, v in meta.items() if k.startswith('proc.') or not k.isprintable()} }")
 
 
 if __name__ == "__main__":

@@ -444,8 +444,6 @@ static void *drain_main(void *arg)
         int n =
             poll(pfd, polled + 3, d->nrings || resting || d->ends.npending ? DRAIN_PERIOD_MS : -1);
         int64_t now = (int64_t)tp_clock_mono_ns();
-        if (n > 0 && (pfd[polled + 2].revents & POLLIN))
-            tp_ops_relay_serve(d->ops, now);
         if (n > 0 && (pfd[0].revents & POLLIN))
             accept_one(d);
         for (size_t i = 0; n > 0 && i < polled; i++)
@@ -458,6 +456,10 @@ static void *drain_main(void *arg)
             drain_ring_events(d, &d->rings[i]);
             tp_ops_relay_feed(d->ops, &d->rings[i].reader, now);
         }
+        /* a capture request is answered from the rings as drained after it
+         * came: the steps begun before it was asked are all counted */
+        if (n > 0 && (pfd[polled + 2].revents & POLLIN))
+            tp_ops_relay_serve(d->ops, now);
         if (tp_ops_relay_tick(d->ops, now)) /* a new capture window for every process */
             for (size_t i = 0; i < d->nrings; i++)
                 if (!d->rings[i].broken)

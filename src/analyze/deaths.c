@@ -12,6 +12,7 @@
 #include "util/grow.h"
 #include "util/oom.h"
 #include "core/run_keys.h"
+#include "analyze/run_facts.h"
 
 /* What the recorder wrote of one process's end (meta proc.PID.*). */
 typedef struct proc_end {
@@ -35,17 +36,6 @@ static proc_end *end_of(ends_list *l, int64_t agent, int64_t pid)
     return &l->v[l->n++];
 }
 
-/* The seconds an agent's times are shifted by in a merged run: its start
- * after the run's. */
-static double agent_offset_s(const tp_run *run, int64_t agent)
-{
-    const char *mine = tp_run_agent_meta_get(run, agent, TP_META_START_WALL_NS);
-    const char *run_start = tp_run_meta_get(run, TP_META_START_WALL_NS);
-    if (!run->nagent_meta || !mine || !run_start)
-        return 0;
-    return (strtod(mine, NULL) - strtod(run_start, NULL)) / 1e9;
-}
-
 static void take_key(ends_list *l, const tp_run *run, int64_t agent, const char *key,
                      const char *value)
 {
@@ -58,7 +48,7 @@ static void take_key(ends_list *l, const tp_run *run, int64_t agent, const char 
     field++;
     proc_end *e = end_of(l, agent, pid);
     if (strcmp(field, "end_ns") == 0)
-        e->end_s = strtod(value, NULL) / 1e9 + agent_offset_s(run, agent);
+        e->end_s = strtod(value, NULL) / 1e9 + tp_run_agent_shift_s(run, agent);
     else if (strcmp(field, "status") == 0)
         e->status = value;
     else if (strcmp(field, "process.exit") == 0)

@@ -17,9 +17,7 @@ static void write_failure(const char *at_ns, const char *why, double shift_s, tp
     f->write_failed = at_ns ? (why ? why : "unknown") : NULL;
 }
 
-/* Where agent_id's own times sit on a merged run's time line: its start's
- * distance from the run's (both wall clock, as merge shifts them), in s. */
-static double agent_shift_s(const tp_run *run, int64_t agent_id)
+double tp_run_agent_shift_s(const tp_run *run, int64_t agent_id)
 {
     const char *start = tp_run_agent_meta_get(run, agent_id, TP_META_START_WALL_NS);
     const char *run_start = tp_run_meta_get(run, TP_META_START_WALL_NS);
@@ -65,7 +63,7 @@ void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
         if (!stopped && (at || !finished(tp_run_agent_meta_get(run, ag->id, "status")))) {
             stopped = ag;
             write_failure(at, tp_run_agent_meta_get(run, ag->id, "write_failed"),
-                          agent_shift_s(run, ag->id), f);
+                          tp_run_agent_shift_s(run, ag->id), f);
         }
         v = tp_run_agent_meta_get(run, ag->id, TP_META_EXIT_STATUS);
         if (!failed && v && strtoll(v, NULL, 10) != 0)
@@ -97,5 +95,5 @@ void tp_host_facts_of(const tp_run *run, int64_t agent_id, tp_host_facts *h)
 int64_t tp_run_start_wall_ns(const tp_run *run)
 {
     const char *start = tp_run_meta_get(run, TP_META_START_WALL_NS);
-    return start ? (int64_t)strtod(start, NULL) : -1;
+    return start ? (int64_t)strtoll(start, NULL, 10) : -1;
 }

@@ -37,6 +37,11 @@ void tp_run_facts_get(const tp_run *run, tp_run_facts *f);
 /* The run's start on the wall clock, ns since the epoch; -1 unknown. */
 int64_t tp_run_start_wall_ns(const tp_run *run);
 
+/* Where agent_id's own times sit on a merged run's time line: its start's
+ * distance from the run's (both wall clock, as merge shifts them), in s; 0
+ * for a node file. */
+double tp_run_agent_shift_s(const tp_run *run, int64_t agent_id);
+
 /* An agent's host as its metadata says it (each node's, in a merged run);
  * each NULL where unknown. The limits are "none" where there are none. */
 typedef struct tp_host_facts {

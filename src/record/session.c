@@ -58,24 +58,31 @@ typedef struct session {
     char command[128]; /* the command line as the closing lines show it */
 } session;
 
-/* The one unwind of a recording that could not start: whatever started
- * stops, in the reverse order, and the run file goes (it holds nothing
- * of the command). Returns rc. */
-static int unwind(session *s, int rc)
+/* The threads that record stopped, in the reverse of their start: the
+ * sampler, the capture requests, the drain (its last events into the sink). */
+static void stop_producers(session *s)
 {
     tp_sampler_stop(&s->sampler);
-    tp_http_on_capture(s->http, NULL, NULL);
+    tp_http_on_capture(s->http, NULL, NULL); /* no POST /capture reaches a drain stopped */
     tp_drain_stop(s->drain);
+    s->drain = NULL;
+}
+
+/* The sink closed and its writer joined (every batch in the file), then
+ * the live views that read it stopped. */
+static void stop_writing(session *s)
+{
     if (s->wt_started) {
         tp_sink_close(s->sink);
         tp_writer_thread_join(&s->wt);
     }
-    tp_http_stop(s->http);
+    tp_http_stop(s->http); /* after the last batch: a final scrape sees the end */
     tp_live_free(s->live);
-    if (s->writer) {
-        tp_writer_finish(s->writer);
-        unlink(s->o->output);
-    }
+}
+
+/* What start_file took, given back: the sink, /proc, the signals. */
+static void release(session *s)
+{
     tp_sink_free(s->sink);
     if (s->root_open)
         tp_sysroot_close(&s->root);
@@ -83,6 +90,20 @@ static int unwind(session *s, int rc)
         close(s->sfd);
     if (s->masked)
         pthread_sigmask(SIG_SETMASK, &s->old_mask, NULL);
+}
+
+/* The one unwind of a recording that could not start: whatever started
+ * stops, in the reverse order, and the run file goes (it holds nothing
+ * of the command). Returns rc. */
+static int unwind(session *s, int rc)
+{
+    stop_producers(s);
+    stop_writing(s);
+    if (s->writer) {
+        tp_writer_finish(s->writer);
+        unlink(s->o->output);
+    }
+    release(s);
     return rc;
 }
 
@@ -255,30 +276,21 @@ static int finish(session *s, int wstatus, const stop_request *stop, uint64_t du
 {
     if (s->status_line && s->live)
         tp_status_line_clear(stderr);
-    tp_sampler_stop(&s->sampler);
-    tp_http_on_capture(s->http, NULL, NULL); /* no POST /capture reaches a drain stopped */
-    tp_drain_stop(s->drain);
-    s->drain = NULL;
+    stop_producers(s);
     tp_registry_remove();
     int exit_status = tp_child_exit_status(wstatus);
     tp_meta_rows end;
     tp_record_end_meta(&end, exit_status, wstatus, duration, stop, s->child);
     for (size_t i = 0; i < end.n; i++) /* the last batch, seen live too */
         tp_sink_meta(s->sink, end.keys[i], end.values[i]);
-    tp_sink_close(s->sink);
-    tp_writer_thread_join(&s->wt);
-    tp_http_stop(s->http); /* after the last batch: a final scrape sees the end */
-    tp_live_free(s->live);
+    stop_writing(s);
     tp_writer_metas(s->writer, end.keys, end.values, end.n);
     char lost[256];
     tp_record_losses(s->sink, lost, sizeof lost);
     if (lost[0])
         tp_writer_unavailable(s->writer, "recorder memory", lost);
     tp_writer_finish(s->writer);
-    tp_sink_free(s->sink);
-    tp_sysroot_close(&s->root);
-    close(s->sfd);
-    pthread_sigmask(SIG_SETMASK, &s->old_mask, NULL);
+    release(s);
     tp_record_close(s->o->output,
                     &(tp_record_outcome){.command = s->command,
                                          .exit_status = exit_status,

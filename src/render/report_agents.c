@@ -28,21 +28,13 @@ static int by_mean(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static const char *agent_name(const tp_run *run, int64_t id)
-{
-    for (size_t a = 0; a < run->nagents; a++)
-        if (run->agents[a].id == id)
-            return run->agents[a].name;
-    return "?";
-}
-
 /* "node-3" or "node-3 gpu=5": where a series comes from. */
 static void where(const tp_run *run, const tp_run_series *series, char *buf, size_t cap)
 {
     char labels[TP_LABELS_MAX];
     tp_labels_display(series->labels, labels, sizeof labels);
-    snprintf(buf, cap, "%.40s%s%.40s", agent_name(run, series->agent_id), labels[0] ? " " : "",
-             labels);
+    snprintf(buf, cap, "%.40s%s%.40s", tp_run_agent_name(run, series->agent_id),
+             labels[0] ? " " : "", labels);
 }
 
 const char *tp_device_kind(const char *metric)

@@ -50,11 +50,10 @@ static void rank(tp_evidence *e, int r) { number(e, "rank", "rank", TP_FIGURE_PL
 /* The agent a system verdict is about: its name where the run has several. */
 static void agent(tp_evidence *e, const tp_summary *s, int64_t agent_id)
 {
-    char of[80], json[80];
-    tp_verdict_agent_of(s->run, agent_id, of, sizeof of, json, sizeof json);
     tp_evidence_figure *f = add(e, "agent", "node", TP_FIGURE_AGENT);
-    /* " of NAME" in words; "" for one agent */
-    snprintf(f->text, sizeof f->text, "%s", strncmp(of, " of ", 4) == 0 ? of + 4 : "");
+    /* "" for one agent: the run is the node */
+    snprintf(f->text, sizeof f->text, "%.60s",
+             s->run->nagents > 1 ? tp_run_agent_name(s->run, agent_id) : "");
 }
 
 static void over(tp_evidence *e, const tp_series_summary *x)

@@ -53,14 +53,6 @@ static void rank_name(char *buf, size_t cap, int rank)
         snprintf(buf, cap, "rank %d", rank);
 }
 
-static const char *agent_name(const tp_run *run, int64_t id)
-{
-    for (size_t i = 0; i < run->nagents; i++)
-        if (run->agents[i].id == id)
-            return run->agents[i].name;
-    return "?";
-}
-
 void tp_verdict_agent_of(const tp_run *run, int64_t agent_id, char *of, size_t cap, char *json,
                          size_t jcap)
 {
@@ -123,7 +115,7 @@ void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_
                                 r->gpu, c->gpu_value, c->gpu_median);
     if (len < cap && c->node_slow)
         snprintf(out + len, cap - len, "; every rank on node %s is slow: look at the node",
-                 agent_name(run, r->agent_id));
+                 tp_run_agent_name(run, r->agent_id));
 }
 
 /* The advice of an input-bound verdict, by what its loading waits on. */

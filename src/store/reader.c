@@ -293,6 +293,14 @@ const char *tp_run_meta_get(const tp_run *run, const char *key)
     return NULL;
 }
 
+const char *tp_run_agent_name(const tp_run *run, int64_t id)
+{
+    for (size_t i = 0; i < run->nagents; i++)
+        if (run->agents[i].id == id)
+            return run->agents[i].name;
+    return "?";
+}
+
 /* Binary search: agent_meta is sorted by agent and key as it loads, so
  * that the lookups of a fleet (tens of thousands of rows, asked per GPU and
  * per agent) are not each a scan. */

@@ -100,6 +100,9 @@ void tp_run_close(tp_run *run);
 /* A metadata value, or NULL. */
 const char *tp_run_meta_get(const tp_run *run, const char *key);
 
+/* The name of agent id (its node), or "?" where the run has no such agent. */
+const char *tp_run_agent_name(const tp_run *run, int64_t id);
+
 /* A metadata value of one agent (host facts such as cpu_count differ between
  * the nodes of a merged run), or NULL. A node file's, or a merge's that has
  * no agent_meta (merged before it existed), is the run's own metadata for its

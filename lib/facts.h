@@ -28,6 +28,62 @@
 #define TP_FACT_STACKS_UNAVAILABLE "stacks.unavailable"
 #define TP_UNAVAILABLE_STACKS      "Python stacks"
 
+/* The keys the instrumentation sends (the Python package's; docs/run-file.md
+ * says what each holds). The sender refuses any other (tp_fact_key_known)
+ * and the run file's readers name them (meta "fact." KEY, or proc.PID.KEY
+ * for a process's own): a key renamed on one side only fails the build or
+ * the tests, never loses the fact quietly. The recorder takes any
+ * well-formed key (a traced process is not trusted to use these). */
+#define TP_FACT_TORCH_VERSION             "torch.version"
+#define TP_FACT_TORCH_CUDA                "torch.cuda"
+#define TP_FACT_MODEL_DTYPE               "model.dtype"
+#define TP_FACT_MODEL_DEVICE              "model.device"
+#define TP_FACT_MODEL_COMPILED            "model.compiled"
+#define TP_FACT_MODEL_CAPABILITY          "model.capability"
+#define TP_FACT_MODEL_AUTOCAST            "model.autocast"
+#define TP_FACT_LOADER_NUM_WORKERS        "loader.num_workers"
+#define TP_FACT_LOADER_PIN_MEMORY         "loader.pin_memory"
+#define TP_FACT_LOADER_PERSISTENT_WORKERS "loader.persistent_workers"
+#define TP_FACT_LOADER_PREFETCH_FACTOR    "loader.prefetch_factor"
+#define TP_FACT_LOADER_BATCH_SIZE         "loader.batch_size"
+#define TP_FACT_FRAMEWORK                 "framework"
+#define TP_FACT_FRAMEWORK_BACKEND         "framework.backend"
+#define TP_FACT_DDP_HOOK                  "ddp.hook"
+#define TP_FACT_EXCEPTION_TYPE            "exception.type"
+#define TP_FACT_EXCEPTION_MESSAGE         "exception.message"
+#define TP_FACT_EXCEPTION_WHERE           "exception.where"
+#define TP_FACT_PROCESS_EXIT              "process.exit"
+
+/* Whether key (key_len bytes, not terminated) is one of the catalogue's. */
+static inline bool tp_fact_key_known(const char *key, size_t key_len)
+{
+    static const char *const known[] = {TP_FACT_DEVICE,
+                                        TP_FACT_STACKS_UNAVAILABLE,
+                                        TP_FACT_TORCH_VERSION,
+                                        TP_FACT_TORCH_CUDA,
+                                        TP_FACT_MODEL_DTYPE,
+                                        TP_FACT_MODEL_DEVICE,
+                                        TP_FACT_MODEL_COMPILED,
+                                        TP_FACT_MODEL_CAPABILITY,
+                                        TP_FACT_MODEL_AUTOCAST,
+                                        TP_FACT_LOADER_NUM_WORKERS,
+                                        TP_FACT_LOADER_PIN_MEMORY,
+                                        TP_FACT_LOADER_PERSISTENT_WORKERS,
+                                        TP_FACT_LOADER_PREFETCH_FACTOR,
+                                        TP_FACT_LOADER_BATCH_SIZE,
+                                        TP_FACT_FRAMEWORK,
+                                        TP_FACT_FRAMEWORK_BACKEND,
+                                        TP_FACT_DDP_HOOK,
+                                        TP_FACT_EXCEPTION_TYPE,
+                                        TP_FACT_EXCEPTION_MESSAGE,
+                                        TP_FACT_EXCEPTION_WHERE,
+                                        TP_FACT_PROCESS_EXIT};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strlen(known[i]) == key_len && memcmp(known[i], key, key_len) == 0)
+            return true;
+    return false;
+}
+
 /* Facts of a process's end (exception.type, exception.message,
  * exception.where; process.exit=python once the interpreter shut down
  * normally): the recorder stores them under the process's pid, as meta

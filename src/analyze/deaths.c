@@ -13,6 +13,7 @@
 #include "util/oom.h"
 #include "core/run_keys.h"
 #include "analyze/run_facts.h"
+#include "facts.h"
 
 /* What the recorder wrote of one process's end (meta proc.PID.*). */
 typedef struct proc_end {
@@ -47,25 +48,25 @@ static void take_key(ends_list *l, const tp_run *run, int64_t agent, const char 
         return;
     field++;
     proc_end *e = end_of(l, agent, pid);
-    if (strcmp(field, "end_ns") == 0)
+    if (strcmp(field, TP_META_PROC_END_NS) == 0)
         e->end_s = strtod(value, NULL) / 1e9 + tp_run_agent_shift_s(run, agent);
-    else if (strcmp(field, "status") == 0)
+    else if (strcmp(field, TP_META_PROC_STATUS) == 0)
         e->status = value;
-    else if (strcmp(field, "process.exit") == 0)
+    else if (strcmp(field, TP_FACT_PROCESS_EXIT) == 0)
         e->python = value;
-    else if (strcmp(field, "exception.type") == 0)
+    else if (strcmp(field, TP_FACT_EXCEPTION_TYPE) == 0)
         e->type = value;
-    else if (strcmp(field, "exception.message") == 0)
+    else if (strcmp(field, TP_FACT_EXCEPTION_MESSAGE) == 0)
         e->message = value;
-    else if (strcmp(field, "exception.where") == 0)
+    else if (strcmp(field, TP_FACT_EXCEPTION_WHERE) == 0)
         e->where = value;
-    else if (strcmp(field, "oom_kills") == 0)
+    else if (strcmp(field, TP_META_PROC_OOM_KILLS) == 0)
         e->oom = value;
-    else if (strcmp(field, "phase") == 0)
+    else if (strcmp(field, TP_META_PROC_PHASE) == 0)
         e->phase = value;
-    else if (strcmp(field, "stack") == 0)
+    else if (strcmp(field, TP_META_PROC_STACK) == 0)
         e->stack = value;
-    else if (strcmp(field, "step") == 0)
+    else if (strcmp(field, TP_META_PROC_STEP) == 0)
         e->step = value;
 }
 

@@ -33,6 +33,17 @@ void tp_labels_gpu_mig(char *buf, size_t cap, int gpu, int mig);
 #define TP_META_STALL_AFTER_S "stall_after_s"
 #define TP_META_COMMAND       "command"
 #define TP_META_EXIT_STATUS   "exit_status"
+/* the facts the training told (lib/facts.h's keys): "fact." KEY */
+#define TP_META_FACT "fact."
+
+/* A traced process's end, "proc.PID.<what>": what is one of these (the
+ * recorder's, record/process_ends.c), or a process fact (lib/facts.h). */
+#define TP_META_PROC_END_NS    "end_ns"
+#define TP_META_PROC_STATUS    "status" /* "exit N", "signal N" */
+#define TP_META_PROC_STEP      "step"
+#define TP_META_PROC_PHASE     "phase"
+#define TP_META_PROC_STACK     "stack"
+#define TP_META_PROC_OOM_KILLS "oom_kills"
 
 /* A GPU's own key, "gpu.N.<what>": what is one of these. */
 #define TP_META_GPU_MIG       "mig"       /* its MIG instances: "UUID=total bytes,..." */

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/run_keys.h"
+
 tp_zombie tp_zombie_status(int32_t pid, char *out, size_t cap)
 {
     char path[48], buf[1024];
@@ -114,20 +116,20 @@ static void write_end(tp_process_ends *e, tp_sink *sink, const tp_process_end *e
     e->written++;
     char value[32];
     snprintf(value, sizeof value, "%llu", (unsigned long long)end->end_ns);
-    meta_of(sink, end->pid, "end_ns", value);
+    meta_of(sink, end->pid, TP_META_PROC_END_NS, value);
     if (status[0])
-        meta_of(sink, end->pid, "status", status);
+        meta_of(sink, end->pid, TP_META_PROC_STATUS, status);
     if (end->steps) {
         snprintf(value, sizeof value, "%llu", (unsigned long long)end->steps);
-        meta_of(sink, end->pid, "step", value);
+        meta_of(sink, end->pid, TP_META_PROC_STEP, value);
     }
     if (end->phase[0])
-        meta_of(sink, end->pid, "phase", end->phase);
+        meta_of(sink, end->pid, TP_META_PROC_PHASE, end->phase);
     if (end->stack[0])
-        meta_of(sink, end->pid, "stack", end->stack);
+        meta_of(sink, end->pid, TP_META_PROC_STACK, end->stack);
     if (end->oom_kills > 0) {
         snprintf(value, sizeof value, "%lld", end->oom_kills);
-        meta_of(sink, end->pid, "oom_kills", value);
+        meta_of(sink, end->pid, TP_META_PROC_OOM_KILLS, value);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/run_keys.h"
 #include "facts.h"
 #include "util/utf8.h"
 #include "util/grow.h"
@@ -224,7 +225,7 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
                 }
                 break;
             }
-            snprintf(key, sizeof key, "fact.%.*s", (int)key_len, text);
+            snprintf(key, sizeof key, TP_META_FACT "%.*s", (int)key_len, text);
             tp_sink_fact(sink, false, key, text + key_len + 1);
             break;
         }

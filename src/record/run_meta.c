@@ -128,7 +128,7 @@ void tp_record_end_meta(tp_meta_rows *m, int exit_status, int wstatus, uint64_t 
     meta_addf(m, TP_META_EXIT_STATUS, "%d", exit_status);
     /* the command's own end as the drain writes every traced process's
      * (record/process_ends.h): record reaped it, so its zombie told nobody */
-    snprintf(m->child_key, sizeof m->child_key, "proc.%d.status", (int)child);
+    snprintf(m->child_key, sizeof m->child_key, "proc.%d." TP_META_PROC_STATUS, (int)child);
     if (WIFSIGNALED(wstatus))
         meta_addf(m, m->child_key, "signal %d", WTERMSIG(wstatus));
     else

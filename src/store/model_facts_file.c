@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/run_keys.h"
+#include "facts.h"
+
 static void copy_value(char *dst, size_t cap, const char *v)
 {
     size_t n = strcspn(v, "\r\n");
@@ -34,26 +37,28 @@ bool tp_run_model_facts(const tp_run *run, tp_model_facts *facts)
 {
     unknown(facts);
     const char *v;
-    if ((v = tp_run_meta_get(run, "fact.model.dtype")))
+    if ((v = tp_run_meta_get(run, TP_META_FACT TP_FACT_MODEL_DTYPE)))
         copy_value(facts->dtype, sizeof facts->dtype, v);
-    if ((v = tp_run_meta_get(run, "fact.model.device")))
+    if ((v = tp_run_meta_get(run, TP_META_FACT TP_FACT_MODEL_DEVICE)))
         copy_value(facts->device, sizeof facts->device, v);
-    if ((v = tp_run_meta_get(run, "fact.model.capability")) &&
+    if ((v = tp_run_meta_get(run, TP_META_FACT TP_FACT_MODEL_CAPABILITY)) &&
         sscanf(v, "%d.%d", &facts->cc_major, &facts->cc_minor) != 2)
         facts->cc_major = facts->cc_minor = 0;
-    facts->autocast = small_number(tp_run_meta_get(run, "fact.model.autocast"));
-    facts->compiled = small_number(tp_run_meta_get(run, "fact.model.compiled"));
-    facts->num_workers = small_number(tp_run_meta_get(run, "fact.loader.num_workers"));
-    facts->pin_memory = small_number(tp_run_meta_get(run, "fact.loader.pin_memory"));
+    facts->autocast = small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_MODEL_AUTOCAST));
+    facts->compiled = small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_MODEL_COMPILED));
+    facts->num_workers =
+        small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_LOADER_NUM_WORKERS));
+    facts->pin_memory = small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_LOADER_PIN_MEMORY));
     facts->persistent_workers =
-        small_number(tp_run_meta_get(run, "fact.loader.persistent_workers"));
-    facts->prefetch_factor = small_number(tp_run_meta_get(run, "fact.loader.prefetch_factor"));
-    facts->batch_size = small_number(tp_run_meta_get(run, "fact.loader.batch_size"));
-    if ((v = tp_run_meta_get(run, "fact.framework")))
+        small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_LOADER_PERSISTENT_WORKERS));
+    facts->prefetch_factor =
+        small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_LOADER_PREFETCH_FACTOR));
+    facts->batch_size = small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_LOADER_BATCH_SIZE));
+    if ((v = tp_run_meta_get(run, TP_META_FACT TP_FACT_FRAMEWORK)))
         copy_value(facts->framework, sizeof facts->framework, v);
-    if ((v = tp_run_meta_get(run, "fact.framework.backend")))
+    if ((v = tp_run_meta_get(run, TP_META_FACT TP_FACT_FRAMEWORK_BACKEND)))
         copy_value(facts->backend, sizeof facts->backend, v);
-    if ((v = tp_run_meta_get(run, "fact.ddp.hook")))
+    if ((v = tp_run_meta_get(run, TP_META_FACT TP_FACT_DDP_HOOK)))
         copy_value(facts->ddp_hook, sizeof facts->ddp_hook, v);
     return facts->device[0] || facts->num_workers >= 0;
 }

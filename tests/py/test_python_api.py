@@ -39,6 +39,12 @@ def test_bad_names_are_refused():
         _native.device_time("x", 1, 2)
     with pytest.raises(OverflowError):
         _native.device_time(tp.region("x"), 1, -5)
+    # facts: malformed, and a key lib/facts.h does not list (a rename on one side only)
+    with pytest.raises(ValueError):
+        _native.fact("Model.Dtype=x")
+    with pytest.raises(KeyError, match="model.dtypes is not a key"):
+        _native.fact("model.dtypes=float32")
+    assert _native.fact("model.dtype=float32") is False  # known, and no recorder to take it
 
 
 def run_script(run_file, code, env=None, timeout=120):

@@ -146,6 +146,11 @@ def test_the_advice_fits_what_the_script_does(tmp_path):
     assert meta["fact.model.device"] == "cpu" and meta["fact.model.dtype"] == "float32"
     assert meta["fact.model.compiled"] == "0" and meta["fact.model.autocast"] == "0"
     assert meta["fact.loader.num_workers"] == "0" and meta["fact.loader.batch_size"] == "4"
+    # every fact a CPU training with a loader tells (lib/facts.h's keys), and no other
+    assert sorted(k for k in meta if k.startswith("fact.")) == [
+        "fact.loader.batch_size", "fact.loader.num_workers", "fact.loader.persistent_workers",
+        "fact.loader.pin_memory", "fact.model.autocast", "fact.model.compiled",
+        "fact.model.device", "fact.model.dtype", "fact.torch.cuda", "fact.torch.version"]
     [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "input_bound"]
     assert "pin_memory" not in message, message
     if ev["cause"] == "contention":  # others kept the CPUs busy: free them first, it says

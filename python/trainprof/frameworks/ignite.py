@@ -25,7 +25,8 @@ import threading
 import weakref
 
 from trainprof import _native
-from trainprof.steps.framework_loop import R_EVALUATE, FrameworkLoop, send_facts, wrap_method
+from trainprof.steps.facts import send as send_facts
+from trainprof.steps.framework_loop import R_EVALUATE, FrameworkLoop, wrap_method
 from trainprof.patches.common import count_samples, tracker
 
 loop = FrameworkLoop("ignite")

@@ -27,7 +27,8 @@ import threading
 from trainprof import _native
 from trainprof.steps import state as _state
 from trainprof.steps.framework_loop import R_CHECKPOINT, R_EVALUATE, FrameworkLoop, end_train_batch
-from trainprof.steps.framework_loop import send_facts, wrap_method
+from trainprof.steps.facts import send as send_facts
+from trainprof.steps.framework_loop import wrap_method
 
 loop = FrameworkLoop("keras")
 

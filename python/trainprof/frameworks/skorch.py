@@ -6,7 +6,8 @@ validation pass each epoch (run_single_epoch with training=False) and its
 inference (forward_iter: predict, predict_proba, evaluation outside fit)
 are evaluate pauses, which end a step that their update left open."""
 
-from trainprof.steps.framework_loop import send_facts, wrap_method
+from trainprof.steps.facts import send as send_facts
+from trainprof.steps.framework_loop import wrap_method
 from trainprof.patches.common import R_EVALUATE, timed_pause
 
 

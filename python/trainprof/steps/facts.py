@@ -21,7 +21,9 @@ wants_model = True
 _loader_noted = False
 
 
-def _send(facts):
+def send(facts):
+    """(key, value) pairs as facts of the run; a value that is not printable
+    ASCII is left out. A key lib/facts.h does not list raises KeyError."""
     for key, value in facts:
         try:
             _native.fact(f"{key}={value}")
@@ -64,7 +66,7 @@ def note_model(module):
             on = torch.is_autocast_enabled()  # the old form is CUDA's
         if on is not None:
             facts.append(("model.autocast", int(bool(on))))
-        _send(facts)
+        send(facts)
         if _BOTTLENECK_FACTS:
             names = {"model.dtype": "dtype", "model.device": "device",
                      "model.capability": "capability", "model.autocast": "autocast"}
@@ -88,6 +90,6 @@ def note_loader(loader):
             facts.append(("loader.prefetch_factor", loader.prefetch_factor))
         if loader.batch_size is not None:
             facts.append(("loader.batch_size", loader.batch_size))
-        _send(facts)
+        send(facts)
     except Exception:
         pass

@@ -137,15 +137,6 @@ class FrameworkLoop:
         return paused
 
 
-def send_facts(facts):
-    """key=value facts of the run (lib/facts.h), as trainprof.steps.facts sends them."""
-    for key, value in facts:
-        try:
-            _native.fact(f"{key}={value}")
-        except ValueError:  # not printable ASCII: left out
-            pass
-
-
 def wrap_method(cls, name, make):
     """Sets cls.name to make(cls.name), once (a wrapper keeps the original
     as __trainprof_wrapped__); nothing where cls has no such method."""

@@ -109,8 +109,58 @@ static tp_stack_thread thread_of(const PyThreadState *ts)
     return t;
 }
 
-/* Reads the interpreter's list of threads into w->listed, asking due of
- * each and reading those it says are due. */
+/* Thread l's state, as it is now, into *ts; false (and the list read again
+ * at the next walk) where it is no longer the thread listed: gone (its
+ * memory reused), or one whose ids changed since (a new thread's, which
+ * carried its creator's ids when listed). */
+static bool read_listed(tp_stack_walker *w, const struct listed *l, PyThreadState *ts)
+{
+    if (safe_read(w, ts, (const void *)l->tstate, sizeof *ts) && ts->thread_id == l->thread_id &&
+        thread_of(ts).native_tid == l->native_tid)
+        return true;
+    w->list_read = false;
+    return false;
+}
+
+/* Whether listed thread a and b name the same thread (the kernel's id where
+ * the interpreter keeps it, else its pthread id). */
+static bool same_ids(const struct listed *a, const struct listed *b)
+{
+    return a->native_tid || b->native_tid ? a->native_tid == b->native_tid
+                                          : a->thread_id == b->thread_id;
+}
+
+/* Marks the entries of w->listed that carry another's ids. CPython (3.11,
+ * and before) gives a new thread's state its creator's thread ids until
+ * the thread runs and sets its own; PyThreadState_New (3.12 on), which C
+ * extensions call, binds the caller's for good. New states go in at the
+ * head, so the one listed last is the creator's own; the others are left
+ * unread (and their ids unasked of due: the creator's pacing is its own),
+ * and the list is read again UNBOUND_RELIST_WALKS later, when a new
+ * thread's own ids are in; twice as late each time the same state is
+ * found so again (one kept for good), up to UNBOUND_RELIST_MAX. Quadratic
+ * in the threads, at a listing only (a refresh, or a thread started). */
+#define UNBOUND_RELIST_WALKS 10
+#define UNBOUND_RELIST_MAX   160
+static void mark_unbound(tp_stack_walker *w)
+{
+    uintptr_t first = 0;
+    for (size_t i = 0; i < w->nlisted; i++)
+        for (size_t k = i + 1; k < w->nlisted && !w->listed[i].unbound; k++)
+            if (same_ids(&w->listed[i], &w->listed[k])) {
+                w->listed[i].unbound = true;
+                first = first ? first : w->listed[i].tstate;
+            }
+    if (!first || first != w->unbound_seen || !w->relist_every)
+        w->relist_every = UNBOUND_RELIST_WALKS;
+    else if (w->relist_every < UNBOUND_RELIST_MAX)
+        w->relist_every *= 2;
+    w->unbound_seen = first;
+    w->relist_in = first ? w->relist_every : 0;
+}
+
+/* Reads the interpreter's list of threads into w->listed, then asks due of
+ * each and reads those it says are due. */
 static int walk_list(tp_stack_walker *w, tp_stack_due_fn due, tp_stack_before_fn before,
                      tp_stack_fn fn, void *ctx)
 {
@@ -120,20 +170,25 @@ static int walk_list(tp_stack_walker *w, tp_stack_due_fn due, tp_stack_before_fn
     w->nlisted = 0;
     w->list_read = true;
     w->listed_head = tstate;
-    int n = 0;
-    for (; tstate && n < THREADS_MAX; n++) {
+    while (tstate && w->nlisted < THREADS_MAX) {
         PyThreadState ts;
         if (!safe_read(w, &ts, (const void *)tstate, sizeof ts))
             break;
         tp_stack_thread t = thread_of(&ts);
-        uint32_t wait = due ? due(ctx, &t) : 0;
-        w->listed[w->nlisted++] =
-            (struct listed){tstate, t.thread_id, t.native_tid, wait ? wait - 1 : 0};
-        if (!wait)
-            walk_thread(w, tstate, &ts, &t, before, fn, ctx);
+        w->listed[w->nlisted++] = (struct listed){tstate, t.thread_id, t.native_tid, 0, false};
         tstate = (uintptr_t)ts.next;
     }
-    return n;
+    mark_unbound(w);
+    for (size_t i = 0; i < w->nlisted; i++) {
+        struct listed *l = &w->listed[i];
+        tp_stack_thread t = {.thread_id = l->thread_id, .native_tid = l->native_tid};
+        uint32_t wait = l->unbound ? 0 : due ? due(ctx, &t) : 0;
+        l->wait = wait ? wait - 1 : 0;
+        PyThreadState ts;
+        if (!wait && !l->unbound && read_listed(w, l, &ts))
+            walk_thread(w, l->tstate, &ts, &t, before, fn, ctx);
+    }
+    return (int)w->nlisted;
 }
 
 int tp_stack_walk_due(tp_stack_walker *w, bool refresh, tp_stack_due_fn due,
@@ -144,10 +199,13 @@ int tp_stack_walk_due(tp_stack_walker *w, bool refresh, tp_stack_due_fn due,
     w->walks++;
     /* a thread started since the list was read is its new head (CPython
      * adds threads at the head): one read a walk tells */
-    if (refresh || !w->list_read || first_thread(w) != w->listed_head)
+    if (refresh || !w->list_read || first_thread(w) != w->listed_head ||
+        (w->relist_in && --w->relist_in == 0))
         return walk_list(w, due, before, fn, ctx);
     for (size_t i = 0; i < w->nlisted; i++) {
         struct listed *l = &w->listed[i];
+        if (l->unbound)
+            continue;
         if (l->wait) {
             l->wait--;
             continue;
@@ -158,11 +216,9 @@ int tp_stack_walk_due(tp_stack_walker *w, bool refresh, tp_stack_due_fn due,
             l->wait = wait - 1;
             continue;
         }
-        PyThreadState ts; /* still the thread listed: else gone, its memory reused */
-        if (!safe_read(w, &ts, (const void *)l->tstate, sizeof ts) ||
-            ts.thread_id != l->thread_id || thread_of(&ts).native_tid != l->native_tid)
-            continue;
-        walk_thread(w, l->tstate, &ts, &t, before, fn, ctx);
+        PyThreadState ts;
+        if (read_listed(w, l, &ts))
+            walk_thread(w, l->tstate, &ts, &t, before, fn, ctx);
     }
     return (int)w->nlisted;
 }
@@ -171,14 +227,19 @@ uint32_t tp_stack_walker_idle_walks(const tp_stack_walker *w)
 {
     uint32_t least = UINT32_MAX;
     for (size_t i = 0; i < w->nlisted && least; i++)
-        least = w->listed[i].wait < least ? w->listed[i].wait : least;
-    return w->nlisted ? least : 0;
+        if (!w->listed[i].unbound)
+            least = w->listed[i].wait < least ? w->listed[i].wait : least;
+    if (w->relist_in && w->relist_in - 1 < least) /* the relisting's walk is kept */
+        least = w->relist_in - 1;
+    return w->nlisted && least != UINT32_MAX ? least : 0;
 }
 
 void tp_stack_walker_skip(tp_stack_walker *w, uint32_t walks)
 {
     for (size_t i = 0; i < w->nlisted; i++)
         w->listed[i].wait = w->listed[i].wait > walks ? w->listed[i].wait - walks : 0;
+    if (w->relist_in)
+        w->relist_in = w->relist_in > walks ? w->relist_in - walks : 1;
 }
 
 int tp_stack_walk(tp_stack_walker *w, tp_stack_before_fn before, tp_stack_fn fn, void *ctx)

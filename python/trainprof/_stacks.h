@@ -71,13 +71,18 @@ typedef uint32_t (*tp_stack_due_fn)(void *ctx, const tp_stack_thread *t);
  * head is no longer the one then (CPython adds a new thread at the head: a
  * thread started since is seen at once); due is then asked of every thread
  * it lists. Else the last list's thread states are visited without reading
- * the list; one gone is skipped (its state read again no longer names it).
+ * the list; one gone is skipped (its state read again no longer names it),
+ * and the list read again at the next walk. A state that carries another
+ * listed thread's ids (a new thread's before it runs: its creator's) is
+ * never read, nor asked of due; the list is read again 10 walks later
+ * (twice as late each time the same state is found so again, up to 160).
  * Returns the threads listed, -1 when the list could not be read. */
 int tp_stack_walk_due(tp_stack_walker *w, bool refresh, tp_stack_due_fn due,
                       tp_stack_before_fn before, tp_stack_fn fn, void *ctx);
 
 /* The walks no listed thread is due for (every one put off: the sampler
- * may sleep through them), and those walks passed without walking. */
+ * may sleep through them; a relisting asked for is not slept through),
+ * and those walks passed without walking. */
 uint32_t tp_stack_walker_idle_walks(const tp_stack_walker *w);
 void tp_stack_walker_skip(tp_stack_walker *w, uint32_t walks);
 

@@ -73,10 +73,14 @@ struct tp_stack_walker {
         unsigned long thread_id;
         int32_t native_tid;
         uint32_t wait; /* walks left before due is asked again */
+        bool unbound;  /* its ids are its creator's still: never read */
     } * listed;        /* THREADS_MAX of them */
     size_t nlisted;
-    bool list_read;
-    uintptr_t listed_head; /* the list's head then: new threads go in at the head */
+    bool list_read;         /* false: the next walk reads the list again */
+    uint32_t relist_in;     /* walks until the list is read again (0: not asked) */
+    uint32_t relist_every;  /* ... while a state carries another's ids */
+    uintptr_t unbound_seen; /* the first such state at the last listing */
+    uintptr_t listed_head;  /* the list's head then: new threads go in at the head */
     struct last_stack {
         uintptr_t tstate, top, instr, previous; /* 0 tstate: a free entry */
         uint32_t generation;

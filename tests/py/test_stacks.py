@@ -709,6 +709,49 @@ def test_a_training_thread_that_waited_long_is_sampled_as_soon_as_it_works(tmp_p
     assert weights.get("first", 0) >= 15 and weights.get("second", 0) >= 15, weights
 
 
+# A thread state that carries the main thread's ids: CPython gives a new
+# thread's state its creator's ids until the thread runs (3.11), and
+# PyThreadState_New, which C extensions call, binds the caller's (3.12+). It
+# goes in at the head of the interpreter's list, with no frame, while the
+# main thread works in a region.
+SECOND_STATE = textwrap.dedent("""
+    import ctypes, sys, time, trainprof
+    def spin(n):
+        x = 0
+        for i in range(n):
+            x += i
+        return x
+    api = ctypes.pythonapi
+    api.PyInterpreterState_Get.restype = ctypes.c_void_p
+    api.PyThreadState_New.restype = ctypes.c_void_p
+    api.PyThreadState_New.argtypes = [ctypes.c_void_p]
+    with trainprof.region("warm"):
+        spin(100000)
+    spare = api.PyThreadState_New(api.PyInterpreterState_Get())
+    end = time.time() + float(sys.argv[1])
+    while time.time() < end:
+        trainprof.step()
+        with trainprof.region("work"):
+            spin(20000)
+""")
+
+
+def test_a_thread_state_with_the_main_thread_s_ids_leaves_its_samples_alone(tmp_path):
+    # CI once had a training's main thread unsampled through its steps: the
+    # state of a DataLoader's queue-feeder thread, listed before it ran,
+    # claimed the main thread's ids (one recording in ten)
+    run = record(tmp_path, SECOND_STATE, stacks=100, seconds="1.5")
+    with sqlite3.connect(run) as db:
+        pid = int(db.execute("SELECT value FROM meta WHERE key = 'child_pid'").fetchone()[0])
+        rows = db.execute(
+            "SELECT s.node_id = 0, SUM(s.count) FROM stack_sample s JOIN name p ON p.id = s.phase_id"
+            " WHERE s.tid = ? AND p.text = 'work' GROUP BY 1", (pid,)).fetchall()
+    weights = dict(rows)
+    # 1.5 s at 100 Hz: 150 samples of the main thread in "work", each with its
+    # frames; none with the frameless state's empty stack
+    assert weights.get(0, 0) >= 75 and weights.get(1, 0) == 0, weights
+
+
 # Text a training sends (a region's name, a function's qualified name, a
 # file's name) with newlines and terminal escapes in it.
 HOSTILE_TEXT = textwrap.dedent("""

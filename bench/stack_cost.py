@@ -21,9 +21,15 @@
    loop thread's wall and CPU time, under --stacks 0, --stacks 100 and
    py-spy -r 100 --nonblocking (its own process's CPU), interleaved; and
    the stack rows --stacks 100 wrote.
+5. With --spare only: the same process (64 and 500 idle threads) under
+   --stacks 100, as is and with one more thread state that carries the main
+   thread's ids for good (PyThreadState_New from the main thread, as a C
+   extension may keep one): the walker leaves it unread and reads the list
+   of threads again every 10 walks while it stays.
 
     python bench/stack_cost.py [--runs 7]
     python bench/stack_cost.py --idle [--runs 3]
+    python bench/stack_cost.py --spare [--runs 3]
 """
 
 import argparse
@@ -184,6 +190,13 @@ ev = threading.Event()
 pool = [threading.Thread(target=ev.wait) for _ in range(int(sys.argv[1]))]
 for t in pool:
     t.start()
+if os.environ.get("SPARE"):  # a thread state with this thread's ids, kept
+    import ctypes
+    api = ctypes.pythonapi
+    api.PyInterpreterState_Get.restype = ctypes.c_void_p
+    api.PyThreadState_New.restype = ctypes.c_void_p
+    api.PyThreadState_New.argtypes = [ctypes.c_void_p]
+    spare = api.PyThreadState_New(api.PyInterpreterState_Get())
 time.sleep(0.5)
 def work(n):
     s = 0
@@ -212,18 +225,20 @@ for t in pool:
 """
 
 
-def idle_costs(tmp, runs, n):
+def idle_costs(tmp, runs, n, spare=False):
     script = tmp / "idle.py"
     script.write_text(IDLE)
     out = {}
-    for threads in (64, 500, 2000):
+    for threads in (64, 500) if spare else (64, 500, 2000):
         db = str(tmp / f"idle{threads}.db")
-        configs = {
-            "record --stacks 0": [PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", "0", "--"],
-            "record --stacks 100": [PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", "100",
-                                    "--"],
-        }
-        if PYSPY:
+        stacks100 = [PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", "100", "--"]
+        configs = {"record --stacks 100": stacks100}
+        if spare:
+            configs["record --stacks 100, a spare state"] = ["env", "SPARE=1"] + stacks100
+        else:
+            configs["record --stacks 0"] = [PROGRAM, "record", "-q", "-f", "-o", db, "--stacks",
+                                            "0", "--"]
+        if PYSPY and not spare:
             configs["py-spy -r 100 --nonblocking"] = [
                 PYSPY, "record", "-r", "100", "--nonblocking", "--format", "raw", "-o",
                 str(tmp / "spy.txt"), "--"]
@@ -261,9 +276,15 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--work", type=int, default=30_000_000)
     ap.add_argument("--idle", action="store_true", help="only the idle threads' costs")
+    ap.add_argument("--spare", action="store_true",
+                    help="only the cost of a thread state that carries the main thread's ids")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = pathlib.Path(d)
+        if a.spare:
+            print(json.dumps({"spare": idle_costs(tmp, a.runs, a.work * 12, spare=True)},
+                             indent=1))
+            return
         if a.idle:
             print(json.dumps({"idle": idle_costs(tmp, a.runs, a.work * 12)}, indent=1))
             return

@@ -1,6 +1,8 @@
 /* harness.c: fixture trees and sink capture for the C unit tests. */
 #include "harness.h"
 
+#include "store/writer.h"
+
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -169,4 +171,17 @@ void test_env_close(test_env *t)
 {
     tp_sink_free(t->sink);
     tp_sysroot_close(&t->root);
+}
+
+void fx_write_sink(const char *path, tp_sink *s, const char *agent)
+{
+    char err[256];
+    tp_writer *w = tp_writer_create(path, false, agent, err, sizeof err);
+    assert_non_null(w);
+    tp_batch b = {0};
+    tp_sink_take(s, &b);
+    assert_true(tp_writer_apply(w, &b, err, sizeof err));
+    tp_batch_free(&b);
+    tp_sink_free(s);
+    tp_writer_finish(w);
 }

@@ -30,6 +30,10 @@ void fx_remove(const char *root, const char *rel);
 /* Removes the whole tree. */
 void fx_rmtree(const char *root);
 
+/* Writes what sink s holds into a new run file at path (its agent named
+ * agent) through the real writer, and finishes the file; frees s. */
+void fx_write_sink(const char *path, tp_sink *s, const char *agent);
+
 /* Moves everything pending in the sink into b (which is cleared first). */
 void cap_take(tp_sink *sink, tp_batch *b);
 /* Copies the values of series (metric, labels) from b into out; returns how

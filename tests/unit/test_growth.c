@@ -31,7 +31,7 @@ typedef double (*shape_fn)(double t);
  * under a cgroup memory limit of limit bytes (0: none). The path, to free. */
 static char *write_run(shape_fn shape, int steps_s, double limit)
 {
-    char *root = fx_root(), *path = NULL, err[256];
+    char *root = fx_root(), *path = NULL;
     assert_true(asprintf(&path, "%s/growth.db", root) > 0);
     free(root);
     tp_sink *s = tp_sink_new(0);
@@ -53,14 +53,7 @@ static char *write_run(shape_fn shape, int steps_s, double limit)
         tp_sink_sample(s, rss, t, r);
         tp_sink_sample(s, avail, t, 16 * GIB - r);
     }
-    tp_writer *w = tp_writer_create(path, false, "node1", err, sizeof err);
-    assert_non_null(w);
-    tp_batch b = {0};
-    tp_sink_take(s, &b);
-    assert_true(tp_writer_apply(w, &b, err, sizeof err));
-    tp_batch_free(&b);
-    tp_sink_free(s);
-    tp_writer_finish(w);
+    fx_write_sink(path, s, "node1");
     return path;
 }
 

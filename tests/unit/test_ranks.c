@@ -79,18 +79,7 @@ static tp_sink *run_sink(void)
 
 /* Writes what s holds into a new run file at path, through the real writer;
  * frees s. */
-static void write_run(const char *path, tp_sink *s)
-{
-    char err[256];
-    tp_writer *w = tp_writer_create(path, false, "node1", err, sizeof err);
-    assert_non_null(w);
-    tp_batch b = {0};
-    tp_sink_take(s, &b);
-    assert_true(tp_writer_apply(w, &b, err, sizeof err));
-    tp_batch_free(&b);
-    tp_sink_free(s);
-    tp_writer_finish(w);
-}
+static void write_run(const char *path, tp_sink *s) { fx_write_sink(path, s, "node1"); }
 
 static void write_ranks_idle(const char *path, const double *extra, int n, double idle)
 {

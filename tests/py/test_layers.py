@@ -66,7 +66,9 @@ def test_label_sets_and_metadata_keys_come_from_their_catalogue():
     a literal, and no file formats a GPU's labels or gpu.N.* keys by hand."""
     import re
     catalogue = (ROOT / "src" / "core" / "run_keys.h").read_text()
-    keys = re.findall(r'#define TP_META_(?!GPU_)\w+\s+"([a-z_]+)"', catalogue)
+    # whole keys only: a GPU's and a process's fields are suffixes (gpu.N.mig,
+    # proc.PID.status), which another key may spell alike (the run's status)
+    keys = re.findall(r'#define TP_META_(?!GPU_|PROC_)\w+\s+"([a-z_]+)"', catalogue)
     assert len(keys) >= 9
     call = re.compile(r'(?:tp_run_meta_get|tp_run_agent_meta_get|tp_sink_meta|meta_addf?|meta_or|'
                       r'meta_int)\([^;]*?"(' + "|".join(keys) + r')"')

@@ -138,19 +138,29 @@ static bool same_ids(const struct listed *a, const struct listed *b)
  * unread (and their ids unasked of due: the creator's pacing is its own),
  * and the list is read again UNBOUND_RELIST_WALKS later, when a new
  * thread's own ids are in; twice as late each time the same state is
- * found so again (one kept for good), up to UNBOUND_RELIST_MAX. Quadratic
- * in the threads, at a listing only (a refresh, or a thread started). */
+ * found so again (one kept for good), up to UNBOUND_RELIST_MAX. Linear in
+ * the threads (a table of the ids seen), at a listing only: a process that
+ * starts thousands of threads lists thousands of times. */
 #define UNBOUND_RELIST_WALKS 10
 #define UNBOUND_RELIST_MAX   160
 static void mark_unbound(tp_stack_walker *w)
 {
     uintptr_t first = 0;
-    for (size_t i = 0; i < w->nlisted; i++)
-        for (size_t k = i + 1; k < w->nlisted && !w->listed[i].unbound; k++)
-            if (same_ids(&w->listed[i], &w->listed[k])) {
-                w->listed[i].unbound = true;
-                first = first ? first : w->listed[i].tstate;
-            }
+    const size_t mask = IDS_SLOTS - 1;
+    for (size_t i = w->nlisted; i-- > 0;) { /* oldest first: the ids' own thread */
+        struct listed *l = &w->listed[i];
+        uint64_t key = l->native_tid ? (uint64_t)(uint32_t)l->native_tid : (uint64_t)l->thread_id;
+        size_t s = (size_t)(key * 0x9E3779B97F4A7C15ull >> 40) & mask;
+        while (w->ids_seen[s] && !same_ids(&w->listed[w->ids_seen[s] - 1], l))
+            s = (s + 1) & mask;
+        if (w->ids_seen[s]) {
+            l->unbound = true;
+            first = l->tstate; /* the newest such state, at the end of the loop */
+        } else {
+            w->ids_seen[s] = (uint32_t)i + 1;
+        }
+    }
+    memset(w->ids_seen, 0, IDS_SLOTS * sizeof *w->ids_seen);
     if (!first || first != w->unbound_seen || !w->relist_every)
         w->relist_every = UNBOUND_RELIST_WALKS;
     else if (w->relist_every < UNBOUND_RELIST_MAX)
@@ -256,7 +266,8 @@ tp_stack_walker *tp_stack_walker_new(void *interp)
     w->index = calloc(CODE_SLOTS, sizeof *w->index);
     w->last = calloc(STACK_CACHE, sizeof *w->last);
     w->listed = calloc(THREADS_MAX, sizeof *w->listed);
-    if (!w->codes || !w->index || !w->last || !w->listed) {
+    w->ids_seen = calloc(IDS_SLOTS, sizeof *w->ids_seen);
+    if (!w->codes || !w->index || !w->last || !w->listed || !w->ids_seen) {
         tp_stack_walker_free(w);
         return NULL;
     }
@@ -277,6 +288,7 @@ void tp_stack_walker_free(tp_stack_walker *w)
     free(w->index);
     free(w->last);
     free(w->listed);
+    free(w->ids_seen);
     tp_self_reader_close(&w->reader);
     free(w);
 }

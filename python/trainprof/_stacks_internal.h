@@ -33,6 +33,7 @@
 #define CODE_SLOTS   4096 /* a power of two: the code table, open addressing */
 #define CODES_MAX    (CODE_SLOTS * 3 / 4)
 #define THREADS_MAX  4096 /* threads walked at most (a cycle in a torn list ends there) */
+#define IDS_SLOTS    (2 * THREADS_MAX) /* a power of two */
 #define TABLE_MAX    65536u
 #define FUNCTION_MAX 128
 #define FILE_MAX     256
@@ -72,9 +73,10 @@ struct tp_stack_walker {
         uintptr_t tstate;
         unsigned long thread_id;
         int32_t native_tid;
-        uint32_t wait; /* walks left before due is asked again */
-        bool unbound;  /* its ids are its creator's still: never read */
-    } * listed;        /* THREADS_MAX of them */
+        uint32_t wait;  /* walks left before due is asked again */
+        bool unbound;   /* its ids are its creator's still: never read */
+    } * listed;         /* THREADS_MAX of them */
+    uint32_t *ids_seen; /* IDS_SLOTS: a listing's ids, as index + 1 (0: free) */
     size_t nlisted;
     bool list_read;         /* false: the next walk reads the list again */
     uint32_t relist_in;     /* walks until the list is read again (0: not asked) */

@@ -18,7 +18,8 @@
 /* What the recorder wrote of one process's end (meta proc.PID.*). */
 typedef struct proc_end {
     int64_t agent_id, pid;
-    double end_s; /* NaN: no end seen */
+    double end_s;    /* NaN: no end seen */
+    double raised_s; /* when it told its exception; NaN: none told */
     const char *status, *python, *type, *message, *where, *oom, *phase, *stack, *step;
 } proc_end;
 
@@ -33,7 +34,7 @@ static proc_end *end_of(ends_list *l, int64_t agent, int64_t pid)
         if (l->v[i].agent_id == agent && l->v[i].pid == pid)
             return &l->v[i];
     l->v = tp_grow(l->v, l->n, &l->cap, sizeof *l->v);
-    l->v[l->n] = (proc_end){.agent_id = agent, .pid = pid, .end_s = NAN};
+    l->v[l->n] = (proc_end){.agent_id = agent, .pid = pid, .end_s = NAN, .raised_s = NAN};
     return &l->v[l->n++];
 }
 
@@ -50,6 +51,8 @@ static void take_key(ends_list *l, const tp_run *run, int64_t agent, const char 
     proc_end *e = end_of(l, agent, pid);
     if (strcmp(field, TP_META_PROC_END_NS) == 0)
         e->end_s = strtod(value, NULL) / 1e9 + tp_run_agent_shift_s(run, agent);
+    else if (strcmp(field, TP_META_PROC_RAISED_NS) == 0)
+        e->raised_s = strtod(value, NULL) / 1e9 + tp_run_agent_shift_s(run, agent);
     else if (strcmp(field, TP_META_PROC_STATUS) == 0)
         e->status = value;
     else if (strcmp(field, TP_FACT_PROCESS_EXIT) == 0)
@@ -122,10 +125,13 @@ static bool died(const proc_end *e, const tp_run_process *p, double run_s, const
     return true;
 }
 
-static int by_end(const void *x, const void *y)
+/* Deaths in the order they happened: an exception's when it was raised
+ * (the connection closes later, after the interpreter's shutdown), any
+ * other's when its connection closed. */
+static int by_time(const void *x, const void *y)
 {
     const tp_death *a = x, *b = y;
-    return (a->end_s > b->end_s) - (a->end_s < b->end_s);
+    return (a->died_s > b->died_s) - (a->died_s < b->died_s);
 }
 
 bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deaths *out, char *err,
@@ -168,7 +174,9 @@ bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deat
                       .pid = e->pid,
                       .rank = p ? p->rank : -1,
                       .worker = p && p->worker,
-                      .end_s = e->end_s};
+                      .end_s = e->end_s,
+                      .died_s =
+                          e->raised_s >= 0 && e->raised_s <= e->end_s ? e->raised_s : e->end_s};
         if (isnan(e->end_s) || !died(e, p, run_s, out, &d))
             continue;
         d.phase = e->phase;
@@ -185,7 +193,7 @@ bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deat
     free(ends.v);
     free(procs);
     if (out->n > 1)
-        qsort(out->v, out->n, sizeof *out->v, by_end);
+        qsort(out->v, out->n, sizeof *out->v, by_time);
     return true;
 }
 

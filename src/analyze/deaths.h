@@ -47,6 +47,8 @@ typedef struct tp_death {
     int signal;      /* 0 none known */
     int exit_status; /* -1 none known */
     double end_s;    /* when its connection closed, since the run's start */
+    double died_s;   /* when it died: its exception's time where it told one (a
+                      later one is no earlier), else end_s; the deaths' order */
     size_t step;     /* its rank's step then (1 for the first), 0 unknown */
     /* the run's texts (NULL none): the innermost region its training thread
      * had open as it ended, its sampler's last stack inside a region
@@ -57,7 +59,7 @@ typedef struct tp_death {
 } tp_death;
 
 typedef struct tp_deaths {
-    tp_death *v; /* by time */
+    tp_death *v; /* by died_s */
     size_t n;
     /* the signal that asked the run to stop (record's stop_signal), NULL none */
     const char *stop_signal;

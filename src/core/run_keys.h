@@ -44,6 +44,9 @@ void tp_labels_gpu_mig(char *buf, size_t cap, int gpu, int mig);
 #define TP_META_PROC_PHASE     "phase"
 #define TP_META_PROC_STACK     "stack"
 #define TP_META_PROC_OOM_KILLS "oom_kills"
+/* when it told its exception (the fact's time, ns since the start): no
+ * fact can name it (a process's facts are exception.* and process.*) */
+#define TP_META_PROC_RAISED_NS "raised_ns"
 
 /* A GPU's own key, "gpu.N.<what>": what is one of these. */
 #define TP_META_GPU_MIG       "mig"       /* its MIG instances: "UUID=total bytes,..." */

@@ -114,6 +114,26 @@ static void step_ended(tp_ring_reader *r, uint64_t t_ns)
     r->step_began_ns = 0;
 }
 
+/* A process's own fact (text, its key key_len bytes) under its pid; with
+ * its exception, when the process said it (proc.PID.raised_ns, since the
+ * run's start): a rank whose collective failed because another raised dies
+ * first by its connection, after by its exception. */
+static void process_fact(const tp_ring_reader *r, tp_sink *sink, const tp_event *e,
+                         const char *text, size_t key_len)
+{
+    char key[TP_FACT_KEY_MAX + 32];
+    snprintf(key, sizeof key, "proc.%d.%.*s", (int)r->pid, (int)key_len, text);
+    tp_sink_fact(sink, true, key, text + key_len + 1);
+    uint64_t start = tp_sink_start_ns(sink);
+    if (key_len == sizeof TP_FACT_EXCEPTION_TYPE - 1 &&
+        memcmp(text, TP_FACT_EXCEPTION_TYPE, key_len) == 0 && e->t_ns > start) {
+        char at[24];
+        snprintf(key, sizeof key, "proc.%d." TP_META_PROC_RAISED_NS, (int)r->pid);
+        snprintf(at, sizeof at, "%llu", (unsigned long long)(e->t_ns - start));
+        tp_sink_fact(sink, true, key, at);
+    }
+}
+
 /* A TP_EV_STACK event e and its n frames (in the slots from tail) into the
  * sink. */
 static void stack_event(tp_ring_reader *r, tp_sink *sink, const tp_event *e, const tp_event *slots,
@@ -219,10 +239,8 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
                 break;
             }
             if (tp_fact_of_process(text, key_len)) { /* stored under its pid */
-                if (r->pid > 0) {
-                    snprintf(key, sizeof key, "proc.%d.%.*s", (int)r->pid, (int)key_len, text);
-                    tp_sink_fact(sink, true, key, text + key_len + 1);
-                }
+                if (r->pid > 0)
+                    process_fact(r, sink, &e, text, key_len);
                 break;
             }
             snprintf(key, sizeof key, TP_META_FACT "%.*s", (int)key_len, text);

@@ -180,6 +180,8 @@ void tp_report_ends_json(json_writer *w, const tp_summary *s)
             json_null(w);
         json_key(w, "end_s");
         json_double(w, d->end_s);
+        json_key(w, "died_s");
+        json_double(w, d->died_s);
         json_key(w, "step");
         if (d->step)
             json_int(w, (int64_t)d->step);

@@ -456,8 +456,7 @@ static void *drain_main(void *arg)
             drain_ring_events(d, &d->rings[i]);
             tp_ops_relay_feed(d->ops, &d->rings[i].reader, now);
         }
-        /* a capture request is answered from the rings as drained after it
-         * came: the steps begun before it was asked are all counted */
+        /* answered after the drain: every step begun before the request counts */
         if (n > 0 && (pfd[polled + 2].revents & POLLIN))
             tp_ops_relay_serve(d->ops, now);
         if (tp_ops_relay_tick(d->ops, now)) /* a new capture window for every process */

@@ -4,6 +4,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -14,6 +15,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROGRAM = os.path.abspath(os.environ.get("TRAINPROF", str(ROOT / "build" / "trainprof")))
 FAKE_NVML = os.environ.get("FAKE_NVML_LIB", str(ROOT / "build" / "tests" / "libfake_nvml.so"))
 PYTHON = sys.executable
+
+# The tests send the programs they start SIGINT and expect its default action
+# (or the program's own handler). A job started in the background by a shell
+# without job control ignores SIGINT (POSIX), and an ignored signal stays
+# ignored across exec: an interrupted export would then run on to its end.
+# Caught here instead, SIGINT is the default again in every program this
+# process starts.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # an int, not the enum
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _busy_cpu_seconds():

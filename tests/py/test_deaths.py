@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from conftest import PROGRAM, PYTHON, report_json, trainprof
+from conftest import PROGRAM, PYTHON, in_short, report_json, trainprof
 
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2")
 
@@ -51,8 +51,8 @@ def first_death(rep):
     return rep["deaths"][0]
 
 
-def in_short(run_file):
-    return trainprof("report", run_file).stdout.split("In short\n")[1].split("\n\n")[0]
+def short_of(run_file):
+    return in_short(trainprof("report", run_file).stdout)
 
 
 def test_a_rank_that_raises(tmp_path, run_file):
@@ -66,8 +66,8 @@ def test_a_rank_that_raises(tmp_path, run_file):
     assert d["step"] == 21 and d["phase"] is not None
     # its status where its zombie was read before torchrun reaped it
     assert d["exit_status"] in (1, None)
-    short = in_short(run_file)
-    assert short.startswith('  [died] Rank 1 (pid ') and 'raised ValueError ("bad batch 20")' in short
+    short = short_of(run_file)
+    assert short.startswith('[died] Rank 1 (pid ') and 'raised ValueError ("bad batch 20")' in short
     assert "at step 21" in short
     # rank 0 died after it (torchrun's SIGTERM, or its collective failing),
     # though its connection may close first: rank 1's interpreter shutdown
@@ -82,7 +82,7 @@ def test_a_rank_killed_by_sigkill(tmp_path, run_file):
     assert d["rank"] == 1 and d["step"] == 21, d
     # its exit status from its zombie, else: ended without Python's shutdown, inside a region
     assert (d["how"], d["signal"]) == ("signal", 9) or (d["how"] == "vanished" and d["phase"]), d
-    assert "[died] Rank 1" in in_short(run_file)
+    assert "[died] Rank 1" in short_of(run_file)
 
 
 SCRIPT = """
@@ -116,7 +116,7 @@ def test_an_exception_leaves_output_and_status_alone(tmp_path, run_file):
     assert (d["rank"], d["how"], d["step"]) == (-1, "exception", 10), d
     assert d["exception"]["type"] == "KeyError"
     assert d["exception"]["message"] == "'no such sample: 9'"
-    assert "[died] The training (pid" in in_short(run_file)
+    assert "[died] The training (pid" in short_of(run_file)
 
 
 def memory_cgroup(limit):
@@ -165,7 +165,7 @@ def test_the_oom_killer_is_told_apart(tmp_path, run_file):
     d = first_death(report_json(run_file))
     assert (d["how"], d["signal"], d["rank"]) == ("oom_killer", 9, -1), d
     assert d["step"] >= 11 and d["peak_rss_bytes"] > 100 << 20
-    assert "killed by the kernel's OOM killer (SIGKILL)" in in_short(run_file)
+    assert "killed by the kernel's OOM killer (SIGKILL)" in short_of(run_file)
 
 
 def test_a_normal_run_has_no_death(tmp_path, run_file):
@@ -175,7 +175,7 @@ def test_a_normal_run_has_no_death(tmp_path, run_file):
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
     assert rep["deaths"] == [] and rep["stop"] is None
-    assert "[died]" not in in_short(run_file)
+    assert "[died]" not in short_of(run_file)
 
 
 LEAKY_WORKERS = """

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from conftest import PYTHON, assert_same_report, report_from_rows, report_json, trainprof
+from conftest import PYTHON, assert_same_report, in_short, report_from_rows, report_json, trainprof
 
 # torchrun of the interpreter the tests run under (and so of its torch)
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
@@ -114,7 +114,7 @@ def test_ddp_on_gloo_waiting_in_backward_is_exposed_communication(tmp_path, run_
     kinds = [v["kind"] for v in rep["verdicts"]]
     assert "communication_bound" in kinds or "straggler" in kinds, kinds
     if "communication_bound" in kinds:
-        short = trainprof("report", run_file).stdout.split("In short\n")[1].split("\n\n")[0]
+        short = in_short(trainprof("report", run_file).stdout)
         assert "[communication_bound]" in short or "[straggler]" in short, short
 
 

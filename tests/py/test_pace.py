@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import PROGRAM, PYTHON, OthersCpu, report_json, trainprof
+from conftest import PROGRAM, PYTHON, OthersCpu, in_short, report_json, trainprof
 
 # A CPU-bound training on one thread; at step FLAG_AT it writes FLAG (the
 # test then starts the burners).
@@ -83,7 +83,7 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     cpu = [c for c in after["causes"] if c["kind"] == "others_cpu_percent"]
     assert cpu and cpu[0]["after"] >= cpu[0]["before"] + 15, after
     text = trainprof("report", run_file).stdout
-    short = text.split("In short\n")[1].split("\n\n")[0]
+    short = in_short(text)
     assert "[pace] The pace" in short and "processes not the training's used" in short, short
     assert "Changes of pace" in text
     # compare --regimes: the regimes around the biggest change, as two runs

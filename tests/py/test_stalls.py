@@ -13,7 +13,7 @@ import textwrap
 import time
 import urllib.request
 
-from conftest import PROGRAM, PYTHON, ROOT, report_json, run_on_a_terminal, trainprof
+from conftest import PROGRAM, PYTHON, ROOT, in_short, report_json, run_on_a_terminal, trainprof
 
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
 
@@ -72,9 +72,8 @@ def record_hang(tmp_path, run_file, block, seconds=14, options=()):
     return script
 
 
-def in_short(run_file):
-    text = trainprof("report", run_file).stdout
-    return text.split("In short\n")[1].split("\n\n")[0]
+def short_of(run_file):
+    return in_short(trainprof("report", run_file).stdout)
 
 
 def test_rank_blocked_in_its_dataset_is_named_with_its_function(tmp_path, run_file):
@@ -99,8 +98,8 @@ def test_rank_blocked_in_its_dataset_is_named_with_its_function(tmp_path, run_fi
     # no verdict on the few steps before the stall (communication_bound was given)
     kinds = [v["kind"] for v in rep["verdicts"]]
     assert "communication_bound" not in kinds and "straggler" not in kinds, kinds
-    short = in_short(run_file)
-    assert short.startswith("  [stalled] The training stalled"), short
+    short = short_of(run_file)
+    assert short.startswith("[stalled] The training stalled"), short
     assert "rank 1 stopped at step 13 in dataloader_next" in short
     assert "D.__getitem__ (" in short and "waiting" in short
     text = trainprof("report", run_file).stdout
@@ -238,7 +237,7 @@ def test_rank_blocked_before_a_collective(tmp_path, run_file):
     assert stalls[0]["waits_for_others"] and stalls[0]["phase"] == "backward"
     assert stalls[1]["step"] == 6
     assert stalls[1]["threads"][0]["frames"][0]["function"] == "Net.forward"
-    assert "rank 1 stopped at step 6 in forward" in in_short(run_file)
+    assert "rank 1 stopped at step 6 in forward" in short_of(run_file)
 
 
 def test_with_stack_sampling_off_one_sample_is_taken_when_the_stall_begins(tmp_path, run_file):
@@ -257,7 +256,7 @@ def test_with_stack_sampling_off_one_sample_is_taken_when_the_stall_begins(tmp_p
     assert stalls[1]["first"] and stalls[1]["phase"] == "dataloader_next"
     assert stalls[1]["threads"][0]["frames"][0]["function"] == "D.__getitem__"
     assert stalls[0]["phase"] == "backward" and stalls[0]["waits_for_others"]
-    short = " ".join(in_short(run_file).split())
+    short = short_of(run_file)
     assert "rank 1 stopped at step 13 in dataloader_next, in D.__getitem__" in short, short
 
 
@@ -278,7 +277,7 @@ def test_a_run_that_ends_normally_has_no_stall(tmp_path, run_file):
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
     assert rep["stalls"] == []
-    assert "[stalled]" not in in_short(run_file)
+    assert "[stalled]" not in short_of(run_file)
 
 
 def test_stall_after_is_checked():
@@ -321,6 +320,6 @@ def test_status_line_says_stalled_and_a_stall_that_ends_is_no_stall(tmp_path, ru
     steps = rep["steps"][0]
     assert steps["count"] == 39 and steps["max_s"] < 1, steps
     assert len(rep["regimes"]["regimes"]) == 1
-    short = in_short(run_file)
+    short = short_of(run_file)
     assert "[stall] The training stalled and went on: step 11" in short, short
     assert "[stalled]" not in short

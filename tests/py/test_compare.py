@@ -102,9 +102,11 @@ def loader_runs(tmp_path_factory):
     """The same training with 2 DataLoader workers (twice) and with none."""
     d = tmp_path_factory.mktemp("loader")
     runs = {"two": d / "two.db", "two_again": d / "two_again.db", "none": d / "none.db"}
-    record_loader(runs["two"], 2)
-    record_loader(runs["two_again"], 2)
+    with OthersCpu() as load:  # what else ran beside the same run, twice
+        record_loader(runs["two"], 2)
+        record_loader(runs["two_again"], 2)
     record_loader(runs["none"], 0)
+    runs["others_cpus"] = load.cpus
     return runs
 
 
@@ -148,11 +150,19 @@ def test_the_gate_fails_a_slower_run_and_passes_a_faster_one(loader_runs):
 
 def test_the_same_run_twice_is_no_change(loader_runs):
     c = compare_json(loader_runs["two"], loader_runs["two_again"])
-    assert c["step_change"]["comparable"] and not c["step_change"]["changed"]
-    assert not any(p["moved"] for p in c["phases"])
+    change = c["step_change"]
+    assert change["comparable"]
     assert [d["key"] for d in c["differences"]] == []  # one command, one machine
     r = trainprof("compare", "--fail-if-slower", "5", loader_runs["two"],
                   loader_runs["two_again"])
+    if loader_runs["others_cpus"] >= 0.5:
+        # others held the CPUs the workers and the step thread share, unevenly
+        # over time: the two runs met different machines, and a phase may have
+        # moved. The gate still follows the interval it printed.
+        assert r.returncode == (3 if change["low"] > 0.05 else 0), (change, r.stderr)
+        return
+    assert not change["changed"], change
+    assert not any(p["moved"] for p in c["phases"]), c["phases"]
     assert r.returncode == 0, r.stderr
     assert "No change in step time" in r.stdout
 

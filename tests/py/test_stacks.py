@@ -489,21 +489,24 @@ def test_folded_export_counts_every_sample(tmp_path):
 @pytest.mark.skipif(not shutil.which("py-spy", path=os.path.dirname(PYTHON)),
                     reason="py-spy is not installed (tools/bootstrap.sh installs it)")
 def test_the_same_top_functions_as_py_spy(tmp_path):
-    """py-spy samples the same script: both see the same hot functions, in
-    about the same proportion (of the samples on a CPU)."""
+    """py-spy samples the same execution of the script while trainprof
+    records it: both see the same hot functions, in about the same
+    proportion (of the samples on a CPU). One execution for both, so that
+    whatever else the machine runs (CPU burners) weighs on both alike."""
     script = tmp_path / "hot.py"
     script.write_text(HOT)
     raw = tmp_path / "spy.txt"
-    subprocess.run([os.path.join(os.path.dirname(PYTHON), "py-spy"), "record", "-r", "100",
-                    "--format", "raw", "-o", raw, "--", PYTHON, script, "2"], check=True,
-                   capture_output=True, timeout=120)
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--stacks", "100", "--",
+                  os.path.join(os.path.dirname(PYTHON), "py-spy"), "record", "-r", "100",
+                  "--format", "raw", "-o", raw, "--", PYTHON, script, "4", timeout=300)
+    assert r.returncode == 0, r.stderr
     spy = {}
     for line in raw.read_text().splitlines():
         stack, count = line.rsplit(" ", 1)
         leaf = stack.split(";")[-1].split(" (")[0]
         spy[leaf] = spy.get(leaf, 0) + int(count)
     ours = {}
-    run = record(tmp_path, HOT, stacks=100)
     for g in report_json(run)["stacks"]:
         if g["phase"] in ("load", "compute"):
             for f in g["functions"]:

@@ -64,6 +64,57 @@ static bool registry_dir(char *dir, size_t cap, bool create, char *why, size_t w
     return private_dir(dir, why, wcap);
 }
 
+/* When process p started, in clock ticks after boot (/proc/PID/stat's 22nd
+ * field); 0 where it can't be read. With the pid it names one process: a
+ * pid alone may be a later process's, once a recorder killed outright
+ * (SIGKILL, the OOM killer) left its entry behind. */
+static unsigned long long process_start(pid_t p)
+{
+    char path[64], stat[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+    if (f)
+        fclose(f);
+    stat[n] = '\0';
+    const char *after = strrchr(stat, ')'); /* the name may hold anything */
+    unsigned long long start = 0;
+    if (after && sscanf(after + 1,
+                        " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                        "%*d %*d %*d %*d %llu",
+                        &start) != 1)
+        start = 0;
+    return start;
+}
+
+/* Entry name of the registry in dir, read: its run file's path and its
+ * control directory (empty where it has none); false where it is no live
+ * recorder's (its process gone, or another process under its pid). */
+static bool read_entry(const char *dir, const char *name, pid_t *pid, char *run_path, size_t cap,
+                       char *sockets, size_t scap)
+{
+    pid_t p = (pid_t)atoi(name);
+    if (p <= 0 || (kill(p, 0) != 0 && errno == ESRCH))
+        return false;
+    char path[800], start[32] = "";
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    bool ok = fgets(run_path, (int)cap, f) && fgets(sockets, (int)scap, f);
+    if (ok && fgets(start, sizeof start, f)) /* an older entry, without it: its pid */
+        ok = strtoull(start, NULL, 10) == process_start(p);
+    fclose(f);
+    run_path[strcspn(run_path, "\n")] = '\0';
+    sockets[strcspn(sockets, "\n")] = '\0';
+    *pid = p;
+    return ok;
+}
+
 bool tp_registry_add(const char *run_path, const char *control_dir, char *why, size_t cap)
 {
     char dir[512], path[600], abs[PATH_MAX];
@@ -82,7 +133,7 @@ bool tp_registry_add(const char *run_path, const char *control_dir, char *why, s
             close(fd);
         return false;
     }
-    fprintf(f, "%s\n%s\n", abs, control_dir);
+    fprintf(f, "%s\n%s\n%llu\n", abs, control_dir, process_start(getpid()));
     return fclose(f) == 0;
 }
 
@@ -108,22 +159,17 @@ bool tp_registry_newest(char *run_path, size_t cap, pid_t *pid, char *why, size_
     time_t newest = 0;
     bool found = false;
     while ((e = readdir(d))) {
-        pid_t p = (pid_t)atoi(e->d_name);
-        if (p <= 0 || (kill(p, 0) != 0 && errno == ESRCH))
-            continue;
-        char path[800];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char path[800], line[PATH_MAX + 2], sockets[PATH_MAX + 2];
+        pid_t p;
         struct stat sb;
-        FILE *f = stat(path, &sb) == 0 && sb.st_mtime >= newest ? fopen(path, "r") : NULL;
-        if (!f)
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (stat(path, &sb) != 0 || sb.st_mtime < newest ||
+            !read_entry(dir, e->d_name, &p, line, sizeof line, sockets, sizeof sockets))
             continue;
-        if (fgets(run_path, (int)cap, f)) {
-            run_path[strcspn(run_path, "\n")] = '\0';
-            newest = sb.st_mtime;
-            *pid = p;
-            found = true;
-        }
-        fclose(f);
+        snprintf(run_path, cap, "%s", line);
+        newest = sb.st_mtime;
+        *pid = p;
+        found = true;
     }
     closedir(d);
     return found;
@@ -146,28 +192,16 @@ bool tp_registry_find(const char *run_path, pid_t pid, pid_t *found, char *contr
     struct dirent *e;
     bool ok = false;
     while (!ok && (e = readdir(d))) {
-        pid_t p = (pid_t)atoi(e->d_name);
-        if (p <= 0 || (!run_path && p != pid) || (kill(p, 0) != 0 && errno == ESRCH))
+        char line[PATH_MAX + 2], sockets[PATH_MAX + 2];
+        pid_t p;
+        if ((!run_path && atoi(e->d_name) != pid) ||
+            !read_entry(dir, e->d_name, &p, line, sizeof line, sockets, sizeof sockets))
             continue;
-        char path[800], line[PATH_MAX + 2], sockets[PATH_MAX + 2];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-        if (!f) {
-            if (fd >= 0)
-                close(fd);
-            continue;
+        if ((!run_path || strcmp(line, want) == 0) && sockets[0]) {
+            *found = p;
+            snprintf(control_dir, cap, "%s", sockets);
+            ok = true;
         }
-        if (fgets(line, sizeof line, f) && fgets(sockets, sizeof sockets, f)) {
-            line[strcspn(line, "\n")] = '\0';
-            sockets[strcspn(sockets, "\n")] = '\0';
-            if ((!run_path || strcmp(line, want) == 0) && sockets[0]) {
-                *found = p;
-                snprintf(control_dir, cap, "%s", sockets);
-                ok = true;
-            }
-        }
-        fclose(f);
     }
     closedir(d);
     return ok;

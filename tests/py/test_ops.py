@@ -191,6 +191,27 @@ def test_capture_asks_a_live_recording_for_a_window(tmp_path):
     assert missing.returncode == 2 and "nothing.db" in missing.stderr
 
 
+def test_a_recorder_killed_outright_leaves_no_pid_to_its_successor(tmp_path):
+    """A recorder killed by SIGKILL (the OOM killer) leaves its entry in the
+    registry; a later process may get its pid. The entry holds the
+    recorder's start time, and a process that started at another is none."""
+    records = tmp_path / "trainprof-records"
+    records.mkdir(mode=0o700)
+    tmp_path.chmod(0o700)
+    with open(f"/proc/{os.getpid()}/stat") as f:
+        start = int(f.read().rsplit(")", 1)[1].split()[19])  # the 22nd field
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)}
+    entry = records / str(os.getpid())
+    sockets = tmp_path / "gone"
+    entry.write_text(f"{tmp_path / 'run.db'}\n{sockets}\n{start + 1}\n")
+    stale = trainprof("capture", os.getpid(), env=env)
+    assert stale.returncode == 2 and "no trainprof record" in stale.stderr, stale.stderr
+    # the same entry with this process's own start: taken as a recorder's
+    entry.write_text(f"{tmp_path / 'run.db'}\n{sockets}\n{start}\n")
+    live = trainprof("capture", os.getpid(), env=env)
+    assert live.returncode == 1 and "cannot reach its recorder" in live.stderr, live.stderr
+
+
 def test_a_script_profiler_is_left_alone_and_the_window_skipped(tmp_path):
     # the script's profiler runs over steps 8-14: the window due at 11 is skipped
     run, r = record(tmp_path, env={"PROFILE": "8-14"})

@@ -109,10 +109,12 @@ static bool read_entry(const char *dir, const char *name, pid_t *pid, char *run_
     if (ok && fgets(start, sizeof start, f)) /* an older entry, without it: its pid */
         ok = strtoull(start, NULL, 10) == process_start(p);
     fclose(f);
+    if (!ok)
+        return false; /* run_path and sockets may be unread */
     run_path[strcspn(run_path, "\n")] = '\0';
     sockets[strcspn(sockets, "\n")] = '\0';
     *pid = p;
-    return ok;
+    return true;
 }
 
 bool tp_registry_add(const char *run_path, const char *control_dir, char *why, size_t cap)

@@ -20,6 +20,7 @@ typedef struct proc_end {
     int64_t agent_id, pid;
     double end_s;    /* NaN: no end seen */
     double raised_s; /* when it told its exception; NaN: none told */
+    double alive_s;  /* its latest event's time; NaN: unknown */
     const char *status, *python, *type, *message, *where, *oom, *phase, *stack, *step;
 } proc_end;
 
@@ -34,7 +35,8 @@ static proc_end *end_of(ends_list *l, int64_t agent, int64_t pid)
         if (l->v[i].agent_id == agent && l->v[i].pid == pid)
             return &l->v[i];
     l->v = tp_grow(l->v, l->n, &l->cap, sizeof *l->v);
-    l->v[l->n] = (proc_end){.agent_id = agent, .pid = pid, .end_s = NAN, .raised_s = NAN};
+    l->v[l->n] =
+        (proc_end){.agent_id = agent, .pid = pid, .end_s = NAN, .raised_s = NAN, .alive_s = NAN};
     return &l->v[l->n++];
 }
 
@@ -53,6 +55,8 @@ static void take_key(ends_list *l, const tp_run *run, int64_t agent, const char 
         e->end_s = strtod(value, NULL) / 1e9 + tp_run_agent_shift_s(run, agent);
     else if (strcmp(field, TP_META_PROC_RAISED_NS) == 0)
         e->raised_s = strtod(value, NULL) / 1e9 + tp_run_agent_shift_s(run, agent);
+    else if (strcmp(field, TP_META_PROC_ALIVE_NS) == 0)
+        e->alive_s = strtod(value, NULL) / 1e9 + tp_run_agent_shift_s(run, agent);
     else if (strcmp(field, TP_META_PROC_STATUS) == 0)
         e->status = value;
     else if (strcmp(field, TP_FACT_PROCESS_EXIT) == 0)
@@ -125,13 +129,23 @@ static bool died(const proc_end *e, const tp_run_process *p, double run_s, const
     return true;
 }
 
-/* Deaths in the order they happened: an exception's when it was raised
- * (the connection closes later, after the interpreter's shutdown), any
- * other's when its connection closed. */
+/* The earliest death d can have been (tp_deaths.v's order): an
+ * exception's when it was raised (the connection closes later, after the
+ * interpreter's shutdown); any other's when its connection closed, less
+ * how late the recorder may have seen that, but not before its last sign
+ * of life. */
+static double earliest(const tp_death *d)
+{
+    if (d->how == TP_DEATH_EXCEPTION || d->died_s < d->end_s)
+        return d->died_s;
+    double seen = d->end_s - TP_DEATH_SEEN_LATE_S;
+    return d->alive_s > seen && d->alive_s <= d->end_s ? d->alive_s : seen;
+}
+
 static int by_time(const void *x, const void *y)
 {
-    const tp_death *a = x, *b = y;
-    return (a->died_s > b->died_s) - (a->died_s < b->died_s);
+    double a = earliest(x), b = earliest(y);
+    return (a > b) - (a < b);
 }
 
 bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deaths *out, char *err,
@@ -175,6 +189,7 @@ bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deat
                       .rank = p ? p->rank : -1,
                       .worker = p && p->worker,
                       .end_s = e->end_s,
+                      .alive_s = e->alive_s,
                       .died_s =
                           e->raised_s >= 0 && e->raised_s <= e->end_s ? e->raised_s : e->end_s};
         if (isnan(e->end_s) || !died(e, p, run_s, out, &d))

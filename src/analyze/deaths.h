@@ -30,6 +30,8 @@
 #include "store/reader.h"
 
 #define TP_DEATH_EARLY_S 2.0
+/* how late the recorder may see a process's end on a busy machine */
+#define TP_DEATH_SEEN_LATE_S 0.05
 
 typedef enum {
     TP_DEATH_EXCEPTION, /* an uncaught Python exception */
@@ -48,7 +50,8 @@ typedef struct tp_death {
     int exit_status; /* -1 none known */
     double end_s;    /* when its connection closed, since the run's start */
     double died_s;   /* when it died: its exception's time where it told one (a
-                      later one is no earlier), else end_s; the deaths' order */
+                      later one is no earlier), else end_s */
+    double alive_s;  /* its latest event's time (it died since), NaN unknown */
     size_t step;     /* its rank's step then (1 for the first), 0 unknown */
     /* the run's texts (NULL none): the innermost region its training thread
      * had open as it ended, its sampler's last stack inside a region
@@ -59,7 +62,12 @@ typedef struct tp_death {
 } tp_death;
 
 typedef struct tp_deaths {
-    tp_death *v; /* by died_s */
+    /* in the order they happened: by died_s where an exception tells its
+     * time; else by the earliest the death can have been, the later of
+     * alive_s and end_s less TP_DEATH_SEEN_LATE_S (the recorder sees a
+     * connection close once it runs: a peer whose collective failed at
+     * the death can raise before it does) */
+    tp_death *v;
     size_t n;
     /* the signal that asked the run to stop (record's stop_signal), NULL none */
     const char *stop_signal;

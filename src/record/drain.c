@@ -324,60 +324,22 @@ static bool read_conn(tp_drain *d, int conn)
     }
 }
 
-/* Where process conn was as it ended: the innermost region open on its
- * ring with the most open (its training thread's), its stack sampler's
- * last stack inside a region, "function (file:line) < ..." innermost first,
- * and the steps its busiest thread began (the step it was in). */
-static void where_it_ended(tp_drain *d, int conn, tp_process_end *end)
-{
-    char *phase = end->phase, *stack = end->stack;
-    size_t pcap = sizeof end->phase, scap = sizeof end->stack;
-    uint64_t *steps = &end->steps;
-    const tp_ring_reader *deepest = NULL, *sampled = NULL;
-    *steps = 0;
-    for (size_t i = 0; i < d->nrings; i++) {
-        const tp_ring_reader *r = &d->rings[i].reader;
-        if (d->rings[i].conn != conn)
-            continue;
-        if (r->steps > *steps)
-            *steps = r->steps;
-        if (r->depth && (!deepest || r->depth > deepest->depth))
-            deepest = r;
-        if (r->last_nframes && !sampled)
-            sampled = r;
-    }
-    phase[0] = stack[0] = '\0';
-    uint32_t name = deepest ? deepest->open[deepest->depth - 1].name : 0;
-    if (deepest && name < deepest->names_cap && deepest->names[name] != TP_RING_NAME_LOST)
-        tp_sink_name_text(d->sink, deepest->names[name], phase, pcap);
-    size_t len = 0;
-    for (uint32_t k = 0; sampled && k < sampled->last_nframes && len < scap; k++) {
-        char text[512];
-        if (!tp_sink_frame_text(d->sink, sampled->last_frames[k], text, sizeof text))
-            break;
-        char *file = strchr(text, '\n');
-        if (file)
-            *file++ = '\0';
-        const char *base = file ? strrchr(file, '/') : NULL;
-        int n = snprintf(stack + len, scap - len, "%s%s (%s:%d)", k ? " < " : "", text,
-                         base   ? base + 1
-                         : file ? file
-                                : "?",
-                         (int)sampled->last_lines[k]);
-        len = n > 0 && (size_t)n < scap - len ? len + (size_t)n : scap;
-    }
-}
-
-/* A process went away: its rings are drained one last time, all of them
- * before any is unmapped (a rank event in one reaches the others' threads),
- * where it was is noted, and they are unmapped. */
-static void close_conn(tp_drain *d, int conn)
+/* A process went away (the drain saw it at now_ns, monotonic): its rings
+ * are drained one last time, all of them before any is unmapped (a rank
+ * event in one reaches the others' threads), where it was is noted, and
+ * they are unmapped. */
+static void close_conn(tp_drain *d, int conn, uint64_t now_ns)
 {
     for (size_t i = 0; i < d->nrings; i++)
         if (d->rings[i].conn == conn)
             drain_ring_events(d, &d->rings[i]);
-    tp_process_end end = {.pid = d->peers[conn].pid};
-    where_it_ended(d, conn, &end);
+    uint64_t start = tp_sink_start_ns(d->sink);
+    tp_process_end end = {.pid = d->peers[conn].pid, .end_ns = now_ns > start ? now_ns - start : 0};
+    tp_process_end_where end_where = {0};
+    for (size_t i = 0; i < d->nrings; i++)
+        if (d->rings[i].conn == conn)
+            tp_process_end_see(&end, &end_where, &d->rings[i].reader, start);
+    tp_process_end_said(&end, &end_where, d->sink);
     for (size_t i = d->nrings; i-- > 0;)
         if (d->rings[i].conn == conn)
             retire_ring(d, i);
@@ -424,6 +386,20 @@ static bool accept_one(tp_drain *d)
     return true;
 }
 
+/* Closes the connections whose processes ended (the drain thread stopped):
+ * false when none had. */
+static bool close_ended(tp_drain *d)
+{
+    bool any = false;
+    d->accept_rests = 0;
+    for (size_t i = 0; i < d->nconns; i++)
+        if (d->conns[i] >= 0 && !read_conn(d, (int)i)) {
+            close_conn(d, (int)i, tp_clock_mono_ns());
+            any = true;
+        }
+    return any;
+}
+
 static void *drain_main(void *arg)
 {
     tp_drain *d = arg;
@@ -448,7 +424,7 @@ static void *drain_main(void *arg)
             accept_one(d);
         for (size_t i = 0; n > 0 && i < polled; i++)
             if (d->conns[i] >= 0 && pfd[i + 2].revents && !read_conn(d, (int)i))
-                close_conn(d, (int)i);
+                close_conn(d, (int)i, (uint64_t)now);
         for (size_t i = 0; i < d->nrings; i++) {
             /* closed before this drain: every event it will ever hold is in */
             d->rings[i].closed =
@@ -562,9 +538,13 @@ void tp_drain_stop(tp_drain *d)
         pthread_join(d->thread, NULL);
     }
     /* processes that connected and sent their rings (maybe ended, too)
-     * before the drain thread took their connection */
-    while (d->listen_fd >= 0 && accept_one(d))
-        ;
+     * before the drain thread took their connection: out of descriptors,
+     * those that closed make room for them */
+    d->accept_rests = 0;
+    do
+        while (d->listen_fd >= 0 && accept_one(d))
+            ;
+    while (d->accept_rests && close_ended(d));
     for (size_t i = 0; i < d->nconns; i++)
         if (d->conns[i] >= 0)
             read_conn(d, (int)i);          /* rings sent just before the end */

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/run_keys.h"
@@ -117,6 +116,10 @@ static void write_end(tp_process_ends *e, tp_sink *sink, const tp_process_end *e
     char value[32];
     snprintf(value, sizeof value, "%llu", (unsigned long long)end->end_ns);
     meta_of(sink, end->pid, TP_META_PROC_END_NS, value);
+    if (end->alive_ns && end->alive_ns <= end->end_ns) {
+        snprintf(value, sizeof value, "%llu", (unsigned long long)end->alive_ns);
+        meta_of(sink, end->pid, TP_META_PROC_ALIVE_NS, value);
+    }
     if (status[0])
         meta_of(sink, end->pid, TP_META_PROC_STATUS, status);
     if (end->steps) {
@@ -158,15 +161,50 @@ static void settle(tp_process_ends *e, tp_sink *sink, tp_process_end *end, tp_zo
     write_end(e, sink, end, z == TP_ZOMBIE_FOUND ? status : "");
 }
 
+void tp_process_end_see(tp_process_end *end, tp_process_end_where *w, const tp_ring_reader *r,
+                        uint64_t start_ns)
+{
+    if (r->last_ns > start_ns && r->last_ns - start_ns > end->alive_ns)
+        end->alive_ns = r->last_ns - start_ns;
+    if (r->steps > end->steps)
+        end->steps = r->steps;
+    if (r->depth && (!w->deepest || r->depth > w->deepest->depth))
+        w->deepest = r;
+    if (r->last_nframes && !w->sampled)
+        w->sampled = r;
+}
+
+void tp_process_end_said(tp_process_end *end, const tp_process_end_where *w, tp_sink *sink)
+{
+    const tp_ring_reader *deepest = w->deepest, *sampled = w->sampled;
+    char *stack = end->stack;
+    size_t scap = sizeof end->stack;
+    end->phase[0] = stack[0] = '\0';
+    uint32_t name = deepest ? deepest->open[deepest->depth - 1].name : 0;
+    if (deepest && name < deepest->names_cap && deepest->names[name] != TP_RING_NAME_LOST)
+        tp_sink_name_text(sink, deepest->names[name], end->phase, sizeof end->phase);
+    size_t len = 0;
+    for (uint32_t k = 0; sampled && k < sampled->last_nframes && len < scap; k++) {
+        char text[512];
+        if (!tp_sink_frame_text(sink, sampled->last_frames[k], text, sizeof text))
+            break;
+        char *file = strchr(text, '\n');
+        if (file)
+            *file++ = '\0';
+        const char *base = file ? strrchr(file, '/') : NULL;
+        int n = snprintf(stack + len, scap - len, "%s%s (%s:%d)", k ? " < " : "", text,
+                         base   ? base + 1
+                         : file ? file
+                                : "?",
+                         (int)sampled->last_lines[k]);
+        len = n > 0 && (size_t)n < scap - len ? len + (size_t)n : scap;
+    }
+}
+
 void tp_process_ends_note(tp_process_ends *e, tp_sink *sink, tp_process_end *end)
 {
     if (end->pid <= 0)
         return;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    uint64_t start = tp_sink_start_ns(sink);
-    end->end_ns = now > start ? now - start : 0;
     char status[32] = "";
     tp_zombie z = tp_zombie_status(end->pid, status, sizeof status);
     if (z == TP_ZOMBIE_NOT_YET && e->npending < TP_ENDS_PENDING)

@@ -9,7 +9,7 @@
  * cleanly: nothing is written of it, nor of one whose status nobody can
  * tell (its parent reaped it at once) that marked no step and had no region
  * open. Of any other end the run's metadata
- * gets proc.PID.end_ns (since the run's start), proc.PID.status ("exit N" or
+ * gets proc.PID.end_ns and .alive_ns (since the run's start), proc.PID.status ("exit N" or
  * "signal N"; none when its parent reaped it at once), where it was
  * (proc.PID.step, .phase, .stack) and proc.PID.oom_kills when the kernel's
  * OOM killer killed since the previous end (in the recorder's cgroup where
@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/sink.h"
+#include "record/ring_events.h"
 
 #define TP_ENDS_MAX         1024
 #define TP_END_STATUS_TRIES 30
@@ -31,7 +32,8 @@
 /* One process's end, as the drain saw it. */
 typedef struct tp_process_end {
     int32_t pid;
-    uint64_t end_ns;     /* since the run's start */
+    uint64_t end_ns;     /* when the drain saw its connection close, since the run's start */
+    uint64_t alive_ns;   /* its latest event's time, since the run's start; 0 none */
     uint64_t steps;      /* the step marks its busiest thread sent; 0 none */
     long long oom_kills; /* the OOM killer's kills since the previous end */
     char phase[200];     /* its training thread's innermost open region, "" none */
@@ -53,8 +55,22 @@ typedef struct tp_process_ends {
 /* Finds where the OOM killer's kills are counted and takes the count. */
 void tp_process_ends_init(tp_process_ends *e);
 
-/* Process end->pid ended (end's phase, stack and steps as the drain saw
- * them; end_ns and oom_kills are filled here). */
+/* Where a process was as it ended, gathered from its rings one by one
+ * (tp_process_end_see) and said in its end (tp_process_end_said): the
+ * innermost region open on its ring with the most open (its training
+ * thread's), its stack sampler's last stack inside a region, "function
+ * (file:line) < ..." innermost first, the steps its busiest thread began
+ * (the step it was in) and its latest event's time (alive_ns). The rings
+ * must stay mapped until it is said. */
+typedef struct tp_process_end_where {
+    const tp_ring_reader *deepest, *sampled;
+} tp_process_end_where;
+void tp_process_end_see(tp_process_end *end, tp_process_end_where *w, const tp_ring_reader *r,
+                        uint64_t start_ns);
+void tp_process_end_said(tp_process_end *end, const tp_process_end_where *w, tp_sink *sink);
+
+/* Process end->pid ended (end's times, phase, stack and steps as the drain
+ * saw them; oom_kills is filled here). */
 void tp_process_ends_note(tp_process_ends *e, tp_sink *sink, tp_process_end *end);
 void tp_process_ends_check(tp_process_ends *e, tp_sink *sink);
 

@@ -175,6 +175,8 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
     while (tail < head) {
         tp_event e = slots[tail & mask]; /* one copy: the producer may rewrite the slot */
         tail++;
+        if (e.t_ns > r->last_ns)
+            r->last_ns = e.t_ns;
         switch (e.kind) {
         case TP_EV_NAME:
         case TP_EV_FRAME: {

@@ -47,7 +47,8 @@ typedef struct tp_ring_reader {
     uint32_t last_frames[TP_RING_LAST_FRAMES];
     int32_t last_lines[TP_RING_LAST_FRAMES];
     uint32_t last_nframes;
-    uint64_t steps; /* step marks it sent: the steps its thread began */
+    uint64_t steps;   /* step marks it sent: the steps its thread began */
+    uint64_t last_ns; /* its latest event's time: its process was alive then */
     /* the steps that ended since the capture plan last took them
      * (record/ops_plan.h): how many, the slowest and all together (ns);
      * and when the open step began (0: none open) */

@@ -182,6 +182,11 @@ void tp_report_ends_json(json_writer *w, const tp_summary *s)
         json_double(w, d->end_s);
         json_key(w, "died_s");
         json_double(w, d->died_s);
+        json_key(w, "alive_s");
+        if (isnan(d->alive_s))
+            json_null(w);
+        else
+            json_double(w, d->alive_s);
         json_key(w, "step");
         if (d->step)
             json_int(w, (int64_t)d->step);

@@ -4,6 +4,7 @@ cgroup memory limit, each with its step, phase and where in the code; what
 the script prints and its exit status stay its own."""
 
 import pathlib
+import sqlite3
 import subprocess
 import textwrap
 import uuid
@@ -78,11 +79,37 @@ def test_a_rank_that_raises(tmp_path, run_file):
 
 def test_a_rank_killed_by_sigkill(tmp_path, run_file):
     record_ddp(tmp_path, run_file, "kill")
-    d = first_death(report_json(run_file))
+    rep = report_json(run_file)
+    d = first_death(rep)
     assert d["rank"] == 1 and d["step"] == 21, d
     # its exit status from its zombie, else: ended without Python's shutdown, inside a region
     assert (d["how"], d["signal"]) == ("signal", 9) or (d["how"] == "vanished" and d["phase"]), d
     assert "[died] Rank 1" in short_of(run_file)
+    # alive at its last sampled stack, and dead when the recorder saw its
+    # connection close; rank 0's collective failed after, and it raised
+    # before that (quiet, by a millisecond; beside CPU burners, by 10)
+    assert d["alive_s"] is not None and d["alive_s"] <= d["end_s"] == d["died_s"], d
+    assert [x["rank"] for x in rep["deaths"][1:]].count(0) == 1, rep["deaths"]
+    # the same run seen by a recorder late by lag seconds
+    rank0 = next(x["pid"] for x in rep["deaths"] if x["rank"] == 0)
+    with sqlite3.connect(run_file) as db:
+        raised = int(db.execute("SELECT value FROM meta WHERE key = ?",
+                                (f"proc.{rank0}.raised_ns",)).fetchone()[0])
+
+    def ranks_seen(end_after_raise_s, alive_before_raise_s):
+        with sqlite3.connect(run_file) as db:
+            db.execute("UPDATE meta SET value = ? WHERE key = ?",
+                       (str(raised + int(end_after_raise_s * 1e9)), f"proc.{d['pid']}.end_ns"))
+            db.execute("DELETE FROM meta WHERE key = ?", (f"proc.{d['pid']}.alive_ns",))
+            if alive_before_raise_s is not None:
+                db.execute("INSERT INTO meta VALUES (?, ?)", (f"proc.{d['pid']}.alive_ns",
+                           str(raised - int(alive_before_raise_s * 1e9))))
+        return [x["rank"] for x in report_json(run_file)["deaths"] if x["rank"] in (0, 1)]
+
+    assert ranks_seen(0.010, 0.005) == [1, 0]  # alive before the raise
+    assert ranks_seen(0.010, None) == [1, 0]  # within how late a recorder sees an end
+    assert ranks_seen(0.200, 0.005) == [0, 1]  # too late for that: rank 1 died after
+    assert ranks_seen(0.030, -0.010) == [0, 1]  # alive after rank 0 raised
 
 
 SCRIPT = """

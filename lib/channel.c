@@ -4,8 +4,10 @@
  * can open and names it in TRAINPROF_SOCKET. A process connects once; each
  * thread that emits an event creates its own ring in a memfd and passes the
  * descriptor over that connection (SCM_RIGHTS). Nothing here waits on the
- * recorder: sends are non-blocking, and if the recorder is gone the thread
- * just stays off. After fork() the child forgets the parent's connection and
+ * recorder for long: sends are non-blocking, the connection waits at most
+ * TP_CONNECT_WAIT_S for room in a recorder's backlog (one that is out of
+ * descriptors or hung), and if the recorder is gone the thread just stays
+ * off. After fork() the child forgets the parent's connection and
  * rings and attaches afresh on its first event: never two writers on a ring. */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -22,6 +25,9 @@
 #include "thread_state.h"
 
 _Thread_local tp_thread tp_self;
+
+/* how long a process's connection waits for room in the recorder's backlog */
+#define TP_CONNECT_WAIT_S 5
 
 static pthread_mutex_t channel_lock = PTHREAD_MUTEX_INITIALIZER;
 static int channel_fd = -1;
@@ -108,6 +114,11 @@ static int connect_process(void)
         return 0;
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     strcpy(addr.sun_path, path);
+    /* a Unix socket's connect waits for the backlog as long as a send may
+     * (af_unix: sock_sndtimeo); sends never wait (MSG_DONTWAIT). Refused
+     * (a sandbox), the connect waits as it always did. */
+    struct timeval wait = {TP_CONNECT_WAIT_S, 0};
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof wait);
     if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
         close(fd);
         return 0;

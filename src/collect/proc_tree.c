@@ -6,7 +6,12 @@
  * before, to learn their parent. A pid whose parent is in the tree joins the
  * tree (DataLoader workers, torchrun ranks, compilers the script starts); all
  * other pids are remembered as foreign and never read again. Members keep
- * their stat and io files open and are re-read with pread.
+ * their stat and io files open and are re-read with pread, up to a budget of
+ * an eighth of the recorder's descriptors (at most 512 members): past it,
+ * the others' files are opened and closed at each tick, so that thousands
+ * of processes, or a low `ulimit -n`, leave the recorder the descriptors
+ * its connections to them need (a process waiting to connect kept its
+ * files open, and the recorder could take no connection: none ended).
  *
  * RSS is summed over the tree: pages shared between a parent and its forked
  * workers count once per process, as in top and psutil. CPU used by a process
@@ -17,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/metric_catalog.h"
@@ -49,6 +55,7 @@ typedef struct proc_tree_collector {
     int root_pid;
     DIR *proc;
     pt_table cur, next;
+    size_t kept, keep_max; /* members whose files stay open, and the budget */
     int *pids;
     size_t npids, pids_cap;
     uint64_t prev_ns;
@@ -117,10 +124,12 @@ static int open_pid_file(const proc_tree_collector *c, int pid, const char *file
     return tp_sysroot_openat(c->root, rel, O_RDONLY);
 }
 
-static void entry_close(pt_entry *e)
+static void entry_close(proc_tree_collector *c, pt_entry *e)
 {
-    if (e->stat_fd >= 0)
+    if (e->stat_fd >= 0) {
         close(e->stat_fd);
+        c->kept--;
+    }
     if (e->io_fd >= 0)
         close(e->io_fd);
     e->stat_fd = e->io_fd = -1;
@@ -191,7 +200,7 @@ static void merge_pids(proc_tree_collector *c)
     for (size_t i = 0; i < c->npids; i++) {
         int pid = c->pids[i];
         while (j < c->cur.len && c->cur.items[j].pid < pid)
-            entry_close(&c->cur.items[j++]);
+            entry_close(c, &c->cur.items[j++]);
         if (j < c->cur.len && c->cur.items[j].pid == pid && c->cur.items[j].state != PT_UNKNOWN) {
             c->next.items[c->next.len++] = c->cur.items[j++];
             continue;
@@ -215,7 +224,7 @@ static void merge_pids(proc_tree_collector *c)
         c->next.items[c->next.len++] = e;
     }
     while (j < c->cur.len)
-        entry_close(&c->cur.items[j++]);
+        entry_close(c, &c->cur.items[j++]);
     pt_table tmp = c->cur;
     c->cur = c->next;
     c->next = tmp;
@@ -246,9 +255,10 @@ static void resolve_members(proc_tree_collector *c)
         pt_entry *e = &c->cur.items[i];
         if (e->state == PT_UNKNOWN)
             e->state = PT_FOREIGN;
-        if (e->state == PT_MEMBER && e->stat_fd < 0) {
+        if (e->state == PT_MEMBER && e->stat_fd < 0 && c->kept < c->keep_max) {
             e->stat_fd = open_pid_file(c, e->pid, "stat");
-            e->io_fd = open_pid_file(c, e->pid, "io");
+            e->io_fd = e->stat_fd >= 0 ? open_pid_file(c, e->pid, "io") : -1;
+            c->kept += e->stat_fd >= 0;
         }
     }
 }
@@ -266,14 +276,18 @@ static void proc_tree_sample(tp_collector *base, uint64_t now_ns)
     char buf[1024];
     for (size_t i = 0; i < c->cur.len; i++) {
         pt_entry *e = &c->cur.items[i];
-        if (e->state != PT_MEMBER || e->stat_fd < 0)
+        if (e->state != PT_MEMBER)
             continue;
         pt_stat st;
-        ssize_t n = pread_all(e->stat_fd, buf, sizeof buf);
+        bool passing = e->stat_fd < 0; /* past the budget: its files for this tick */
+        int stat_fd = passing ? open_pid_file(c, e->pid, "stat") : e->stat_fd;
+        ssize_t n = stat_fd >= 0 ? pread_all(stat_fd, buf, sizeof buf) : -1;
         if (n <= 0 || !parse_stat(buf, (size_t)n, &st)) {
             /* Exited since the listing, or the pid was reused: look again
              * at the next listing. */
-            entry_close(e);
+            if (passing && stat_fd >= 0)
+                close(stat_fd);
+            entry_close(c, e);
             e->state = PT_UNKNOWN;
             continue;
         }
@@ -283,9 +297,15 @@ static void proc_tree_sample(tp_collector *base, uint64_t now_ns)
         }
         uint64_t rd = 0, wr = 0;
         bool have_io = false;
-        if (e->io_fd >= 0) {
-            n = pread_all(e->io_fd, buf, sizeof buf);
+        int io_fd = passing ? open_pid_file(c, e->pid, "io") : e->io_fd;
+        if (io_fd >= 0) {
+            n = pread_all(io_fd, buf, sizeof buf);
             have_io = n > 0 && parse_io(buf, (size_t)n, &rd, &wr);
+        }
+        if (passing) {
+            close(stat_fd);
+            if (io_fd >= 0)
+                close(io_fd);
         }
         count++;
         threads += st.threads;
@@ -324,7 +344,7 @@ static void proc_tree_destroy(tp_collector *base)
 {
     proc_tree_collector *c = (proc_tree_collector *)base;
     for (size_t i = 0; i < c->cur.len; i++)
-        entry_close(&c->cur.items[i]);
+        entry_close(c, &c->cur.items[i]);
     free(c->cur.items);
     free(c->next.items);
     free(c->pids);
@@ -357,6 +377,9 @@ tp_collector *tp_proc_tree_collector_new(const tp_collect_env *env)
     c->root = env->root;
     c->root_pid = (int)env->target_pid;
     c->proc = proc;
+    struct rlimit nofile;
+    rlim_t budget = getrlimit(RLIMIT_NOFILE, &nofile) == 0 ? nofile.rlim_cur / 16 : 64;
+    c->keep_max = budget < 512 ? (size_t)budget : 512; /* two files each */
     long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
     c->ticks_per_s = tck > 0 ? (double)tck : 100.0;
     c->page_size = page > 0 ? (double)page : 4096.0;

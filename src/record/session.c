@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -248,6 +249,14 @@ static bool start_command(session *s, int *rc)
         tp_error("cannot run '%s': %s", o->command[0], strerror(spawn_errno));
         *rc = tp_child_spawn_status(spawn_errno);
         return false;
+    }
+    /* the command has its own limit: the recorder's descriptors (a
+     * connection and /proc files for each process) may outnumber the
+     * training's, so its own soft limit goes up to the hard one */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &nofile);
     }
     char pidbuf[32];
     snprintf(pidbuf, sizeof pidbuf, "%d", (int)s->child);

@@ -2,10 +2,14 @@
 
 import os
 import resource
+import socket
+import subprocess
 import sqlite3
 import textwrap
 
-from conftest import FAKE_NVML, PYTHON, ROOT, report_json, trainprof
+import pytest
+
+from conftest import FAKE_NVML, PYTHON, ROOT, metric, report_json, trainprof
 
 EMIT = os.environ.get("EMIT_EVENTS", str(ROOT / "build" / "tests" / "emit_events"))
 
@@ -160,6 +164,45 @@ def test_out_of_descriptors_the_recorder_waits_and_loses_nothing(run_file, tmp_p
     assert rows["many_children"]["count"] == 200 * 10
     text = trainprof("report", run_file).stdout
     assert "could not accept a process's connection" in text and "Too many open files" in text
+
+
+@pytest.mark.parametrize("hard", [64, 4096])
+def test_out_of_descriptors_the_recorder_counts_every_process_and_leaves_the_limit_alone(
+        run_file, hard):
+    """100 processes alive at once under a soft limit of 64 descriptors: the
+    recorder keeps the /proc files of a few open (a sixteenth of its limit)
+    and opens the others' at each tick, so it counts them all and has
+    descriptors left for their connections. Where the hard limit allows,
+    its own limit goes up; the command's stays what it was."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+
+    many = "ulimit -n; i=0; while [ $i -lt 100 ]; do sleep 2 & i=$((i+1)); done; wait"
+    r = trainprof("record", "-q", "--interval", "0.05", "-o", run_file, "--", "sh", "-c", many,
+                  timeout=120, preexec_fn=limit)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["64"]
+    assert metric(report_json(run_file), "proc_count")["max"] == 101
+
+
+def test_a_recorder_that_takes_no_connection_holds_a_process_only_a_while(tmp_path):
+    """A recorder whose backlog is full (out of descriptors, or hung) makes
+    a process's first event wait for room a few seconds at most; then the
+    process runs on unrecorded (it waited for good before)."""
+    path = str(tmp_path / "events.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(path)
+    listener.listen(0)
+    queued = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    queued.setblocking(False)
+    queued.connect(path)  # the backlog's one place, never accepted
+    try:
+        r = subprocess.run([EMIT, "nested"], env={**os.environ, "TRAINPROF_SOCKET": path},
+                           capture_output=True, timeout=60)
+        assert r.returncode == 1  # it ran, unrecorded
+    finally:
+        queued.close()
+        listener.close()
 
 
 def test_threads_that_come_and_go_are_let_go_and_all_recorded(run_file, tmp_path):

@@ -107,11 +107,16 @@ def keep(path):
         shutil.copy(path, os.path.join(out, os.path.basename(path)))
 
 
+def words(text):
+    """A text output as its words, one space apart: the report wraps its
+    lines at a fixed width, so a phrase breaks wherever the words before it
+    (pids, paths, times, the causes named first) make it fall."""
+    return " ".join(text.split())
+
+
 def in_short(text):
-    """The "In short" block of a text report as its words, one space apart:
-    the report wraps its lines at a fixed width, so a phrase breaks wherever
-    the words before it (pids, times, the causes named first) make it fall."""
-    return " ".join(text.split("In short\n", 1)[1].split("\n\n", 1)[0].split())
+    """The "In short" block of a text report as its words (see words)."""
+    return words(text.split("In short\n", 1)[1].split("\n\n", 1)[0])
 
 
 def report_json(path):

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import FAKE_NVML, PYTHON, OthersCpu, trainprof
+from conftest import FAKE_NVML, PYTHON, OthersCpu, trainprof, words
 from test_html import chromium
 from test_timings import EMIT
 
@@ -188,7 +188,7 @@ def test_contention_beside_the_second_run_is_named(tmp_path):
         return
     assert "others_cpu_percent" in kinds
     assert kinds["others_cpu_percent"]["after"] > kinds["others_cpu_percent"]["before"] + 30
-    text = trainprof("compare", quiet, busy).stdout
+    text = words(trainprof("compare", quiet, busy).stdout)
     assert "processes not the training's used" in text
 
 

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import PROGRAM, PYTHON, in_short, report_json, trainprof
+from conftest import PROGRAM, PYTHON, in_short, report_json, trainprof, words
 
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2")
 
@@ -242,5 +242,5 @@ def test_memory_that_grows_through_the_steps(tmp_path, run_file):
     assert e["rss_end_bytes"] - e["rss_start_bytes"] > 256 << 20
     assert 2 << 20 < e["rate_bytes_per_s"] < 80 << 20, e
     assert e["limit"] == "host" and e["seconds_to_limit"] > 0
-    text = trainprof("report", run_file).stdout
+    text = words(trainprof("report", run_file).stdout)
     assert "grows steadily through its steps" in text and "more an hour" in text

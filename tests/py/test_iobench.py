@@ -7,7 +7,7 @@ import sqlite3
 import subprocess
 import time
 
-from conftest import ROOT, PROGRAM, trainprof
+from conftest import ROOT, PROGRAM, trainprof, words
 
 
 def test_directory_json(tmp_path):
@@ -58,7 +58,7 @@ def test_the_run_s_reads_are_its_steps_not_its_start_up(tmp_path):
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)["run"]
     assert got["over"] == "steps" and got["read_max_mb_s"] == 50
-    text = trainprof("iobench", tmp_path, "--size", "8", "--run", run).stdout
+    text = words(trainprof("iobench", tmp_path, "--size", "8", "--run", run).stdout)
     assert "on average during its steps (peak 50.0 MB/s" in text
 
 
@@ -84,7 +84,7 @@ def test_the_dataset_s_own_files_read_as_a_loader_reads_them(tmp_path):
     # --size bounds what is read: 1 MB of these files is a few dozen of them
     d = json.loads(trainprof("iobench", data, "--size", "1", "--json").stdout)["dataset"]
     assert d["files_found"] == 60 and 1 <= d["files_read"] < 60
-    text = trainprof("iobench", data, "--size", "8").stdout
+    text = words(trainprof("iobench", data, "--size", "8").stdout)
     assert "the dataset's files under" in text and "shuffled (a random sampler)" in text
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -13,7 +13,7 @@ import textwrap
 import time
 import urllib.request
 
-from conftest import PROGRAM, PYTHON, ROOT, in_short, report_json, run_on_a_terminal, trainprof
+from conftest import PROGRAM, PYTHON, ROOT, in_short, report_json, run_on_a_terminal, trainprof, words
 
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
 
@@ -102,7 +102,7 @@ def test_rank_blocked_in_its_dataset_is_named_with_its_function(tmp_path, run_fi
     assert short.startswith("[stalled] The training stalled"), short
     assert "rank 1 stopped at step 13 in dataloader_next" in short
     assert "D.__getitem__ (" in short and "waiting" in short
-    text = trainprof("report", run_file).stdout
+    text = words(trainprof("report", run_file).stdout)
     assert "rank 0 waits for rank 1: in backward" in text
     # `timeout` asked record to stop: when, and at which step
     stop = rep["stop"]
@@ -193,7 +193,7 @@ def test_two_nodes_read_together_name_the_rank_that_stopped(tmp_path):
     assert stalls[1]["first"] and stalls[1]["phase"] == "dataloader_next"
     assert stalls[1]["threads"][0]["frames"][0]["function"] == "D.__getitem__"
     assert stalls[0]["waits_for_others"]
-    text = trainprof("report", *files).stdout
+    text = words(trainprof("report", *files).stdout)
     assert "rank 1 stopped at step 13 in dataloader_next" in text
 
 

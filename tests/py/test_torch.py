@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from conftest import PYTHON, ROOT, OthersCpu, report_json, trainprof
+from conftest import PYTHON, ROOT, OthersCpu, report_json, trainprof, words
 
 VENV_BIN = ROOT / ".venv" / "bin"
 
@@ -180,7 +180,7 @@ def test_a_validation_pass_counts_but_takes_no_share(run_file):
     assert fwd["in_steps_s"] < fwd["total_s"]
     assert nxt["share"] < 0.25 and "input_bound" not in kinds(rep), rep["verdicts"]
     assert fwd["share"] <= timing(rep, "train_batch")["share"] <= 1
-    text = trainprof("report", run_file).stdout
+    text = words(trainprof("report", run_file).stdout)
     assert "outside the steps (not in the shares): dataloader_next" in text
 
 

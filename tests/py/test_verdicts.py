@@ -7,7 +7,7 @@ import json
 import sqlite3
 import subprocess
 
-from conftest import ROOT, trainprof
+from conftest import ROOT, trainprof, words
 
 GIB = 1 << 30
 
@@ -286,7 +286,7 @@ def test_a_gpu_held_back_by_heat_is_named_from_nvmls_reasons(tmp_path):
     assert "GPU 1 (Fake GPU 1) was slowed by its temperature limit 100% of the time" in found[0][1]
     rep = json.loads(trainprof("report", "--json", run).stdout)
     assert [g["slowdown"]["reasons"] for g in rep["agents"][0]["gpus"]] == [0, 0x24]
-    text = trainprof("report", run).stdout
+    text = words(trainprof("report", run).stdout)
     assert "gpu=0 never held below its top clock" in text
     assert ("gpu=1 held below its top clock 100% of the time, by its power cap and its "
             "temperature limit") in text

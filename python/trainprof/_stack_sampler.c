@@ -356,10 +356,7 @@ static void say_unavailable(const char *why)
 
 static void *sample_loop(void *arg)
 {
-    sampler *s = arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the training's */
+    sampler *s = arg; /* born with every signal blocked (tp_py_start_stacks) */
     pthread_setname_np(pthread_self(), TP_SAMPLER_THREAD_NAME);
     /* no recorder takes this thread's ring: nothing to sample for (standing
      * by, the ring is made at the first request only) */
@@ -472,7 +469,16 @@ PyObject *tp_py_start_stacks(PyObject *self, PyObject *arg)
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);
+    /* signals are the training's: the thread inherits a mask that blocks
+     * them all, so none is ever delivered to it. Blocked only once it ran,
+     * a SIGTERM sent in between could land on it, and the training's
+     * Python handler waited for its main thread to wake (a 60 s sleep:
+     * 3 runs in 100 beside CPU burners) */
+    sigset_t all, was;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &was);
     int started = pthread_create(&s->thread, &attr, sample_loop, s);
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
     pthread_attr_destroy(&attr);
     if (started != 0) {
         tp_stack_walker_free(s->walker);

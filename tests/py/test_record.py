@@ -95,7 +95,11 @@ def test_sigterm_goes_to_the_child_first(run_file, tmp_path):
              f"    pathlib.Path({str(marker)!r}).write_text('yes'); sys.exit(5)\n"
              "signal.signal(signal.SIGTERM, bye)\n"
              "print('ready', flush=True)\n"
-             "time.sleep(60)\n")
+             # short sleeps: a signal whose C handler runs after the
+             # interpreter's last look and before its sleep begins waits
+             # for that sleep to end (CPython; see docs/architecture.md)
+             "for _ in range(600):\n"
+             "    time.sleep(0.1)\n")
     p = subprocess.Popen([PROGRAM, "record", "-q", "-o", run_file, "--", PYTHON, "-c", child],
                          stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "ready"

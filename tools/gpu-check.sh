@@ -40,7 +40,8 @@ run() {
     suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
     version=$(sed -n "s/^ *version : '\(.*\)',/\1/p" meson.build)
     rm -rf "$site/trainprof" && mkdir -p "$site/trainprof"
-    cp python/trainprof/*.py "$site/trainprof/"
+    # the package by role: its face and its subpackages, as meson installs them
+    (cd python/trainprof && find . -name '*.py' -exec cp --parents {} "$site/trainprof/" \;)
     cp python/trainprof-autoload.pth "$site/"
     sed "s/@VERSION@/$version/" python/trainprof/_version.py.in >"$site/trainprof/_version.py"
     cc -std=c11 -O2 -D_GNU_SOURCE -shared -fPIC -Iinclude -Ilib -Isrc -I"$inc" \

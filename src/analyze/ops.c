@@ -393,7 +393,7 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
         const tp_op_event *e = &d->events[i];
         if (!is_device(e))
             continue;
-        long op = launch_get(&m, e->linked);
+        long op = launch_get(&m, e->correlation); /* CUPTI gives it its launch's */
         bool launched_in = op >= 0 && row[op] >= 0;
         if (!launched_in && (op >= 0 || e->start_ns < t0 || e->start_ns >= t1))
             continue; /* another step's */

@@ -32,8 +32,10 @@ typedef struct tp_op_event {
     int64_t stream;   /* a GPU activity's stream */
     int64_t start_ns; /* since the run's anchor once taken by the sink */
     int64_t dur_ns;
-    int64_t correlation; /* links a kernel to its launch (the launch's) */
-    int64_t linked;      /* a kernel's: its launch's correlation */
+    int64_t correlation; /* CUPTI's: a kernel, copy or memset has its launch's; an
+                          * operator its own (the external id) */
+    int64_t linked;      /* a launch's and a kernel's: the operator open at the
+                          * launch (its correlation), as torch links them */
     int64_t value;
 } tp_op_event;
 

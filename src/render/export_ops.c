@@ -93,8 +93,9 @@ static void window_events(ops_out *o, const tp_run_op_window *w, const tp_run_op
         case TP_OP_MEMCPY:
         case TP_OP_MEMSET:
             slice(o, name, "kernel", w->pid, stream_tid(e), e->start_ns, e->dur_ns, NULL);
-            if (e->linked > 0 && e->linked < FLOW_ID_MAX)
-                flow(o, 'f', w->id * FLOW_ID_MAX + e->linked, w->pid, stream_tid(e), e->start_ns);
+            if (e->correlation > 0 && e->correlation < FLOW_ID_MAX) /* its launch's */
+                flow(o, 'f', w->id * FLOW_ID_MAX + e->correlation, w->pid, stream_tid(e),
+                     e->start_ns);
             break;
         default: break;
         }

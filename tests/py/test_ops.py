@@ -282,24 +282,26 @@ def test_ddp_ranks_capture_the_same_steps(tmp_path):
 def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_path):
     """A GPU's events can't be made on this machine: a real window's file
     gets, inside its first aten::conv2d, a launch and the kernel it
-    launched (as CUPTI gives them: the kernel's linked correlation is the
-    launch's), 2 ms on stream 7, and the window is marked as a GPU's."""
+    launched (as an H100 gave them through torch 2.11: the kernel has its
+    launch's correlation, and both link the operator's), 2 ms on stream 7,
+    and the window is marked as a GPU's."""
     import sqlite3
 
     run, _ = record(tmp_path, args=("--stacks", "1000"))  # stacks enough for 5 short steps
     with sqlite3.connect(run) as db:
         wid, = db.execute("SELECT id FROM op_window").fetchone()
-        conv, start, dur, thread = db.execute(
-            "SELECT e.name, e.start_ns, e.dur_ns, e.thread FROM op_event e JOIN op_string s"
+        conv, start, dur, thread, op_id = db.execute(
+            "SELECT e.name, e.start_ns, e.dur_ns, e.thread, e.correlation FROM op_event e"
+            " JOIN op_string s"
             " ON s.window_id = e.window_id AND s.idx = e.name WHERE s.text = 'aten::conv2d'"
             " ORDER BY e.start_ns LIMIT 1").fetchone()
         n, = db.execute("SELECT max(idx) + 1 FROM op_string WHERE window_id = ?", (wid,)).fetchone()
         db.executemany("INSERT INTO op_string VALUES (?, ?, ?)",
                        [(wid, n, "cudaLaunchKernel"), (wid, n + 1, "implicit_gemm_kernel<128>")])
-        db.execute("INSERT INTO op_event VALUES (?, 6, ?, NULL, ?, -1, 0, ?, 1000, 777, 0, 0)",
-                   (wid, n, thread, start + dur // 2))
-        db.execute("INSERT INTO op_event VALUES (?, 3, ?, NULL, 0, 0, 7, ?, 2000000, 900, 777, 0)",
-                   (wid, n + 1, start + dur // 2 + 5000))
+        db.execute("INSERT INTO op_event VALUES (?, 6, ?, NULL, ?, -1, 0, ?, 1000, 100777, ?, 0)",
+                   (wid, n, thread, start + dur // 2, op_id))
+        db.execute("INSERT INTO op_event VALUES (?, 3, ?, NULL, 0, 0, 7, ?, 2000000, 100777, ?, 0)",
+                   (wid, n + 1, start + dur // 2 + 5000, op_id))
         # the caching allocator at 95 % of a 1 GB device (no allocation in the window)
         db.execute("UPDATE op_window SET cuda = 1, device_memory = 1000000000,"
                    " alloc_start = 950000000")

@@ -51,6 +51,36 @@ KINDS = {"cpu_op": K_OP, "user_annotation": K_RANGE, "kernel": K_KERNEL,
          "gpu_memcpy": K_MEMCPY, "gpu_memset": K_MEMSET, "cuda_runtime": K_RUNTIME,
          "cuda_driver": K_RUNTIME}
 FLAG_CUDA = 1
+# Kineto's synchronization records on the device (CUPTI's), which
+# activity_type() names cuda_sync and a window leaves out
+_DEVICE_SYNCS = ("Context Sync", "Stream Sync", "Event Sync", "Stream Wait Event")
+_RUNTIME_NAME = re.compile(r"cu(da)?[A-Z]")
+
+
+def _kind_of(e):
+    """An event's kind, K_* or None (not a window's). torch 2.13 names each
+    event's activity; torch 2.11 has no activity_type(), so there the kind
+    comes from what it has: the device (kernels, copies and memsets run on
+    the GPU, copies and memsets named so by CUPTI), the user-annotation flag
+    (a record_function range, on the CPU; its GPU twin is left out, as the
+    activity's gpu_user_annotation is) and the CUDA API's names (runtime and
+    driver calls), everything else on the CPU being an operator."""
+    name = e.name()
+    if name == "[memory]":
+        return K_MEMORY
+    activity = getattr(e, "activity_type", None)
+    if activity is not None:
+        return KINDS.get(activity())
+    on_device = str(e.device_type()) != "DeviceType.CPU"
+    if e.is_user_annotation():
+        return None if on_device else K_RANGE
+    if on_device:
+        if name.startswith("Memcpy"):
+            return K_MEMCPY
+        if name.startswith("Memset"):
+            return K_MEMSET
+        return None if name in _DEVICE_SYNCS else K_KERNEL
+    return K_RUNTIME if _RUNTIME_NAME.match(name) else K_OP
 
 # Kineto's log lines: "USDT:2026-11-26 21:30:51 15958:15958 File.cpp:52] text"
 _KINETO_LINE = re.compile(rb"^(USDT|INFO|WARNING|ERROR|STAGE|VERBOSE):\d{4}-\d\d-\d\d "
@@ -171,20 +201,10 @@ class Capture:
                                    "skipped (a process runs one profiler at a time)")
             _native._ops_wait(0)
             return
-        from torch._C._profiler import ProfilerActivity
-        from torch.autograd import ProfilerConfig, ProfilerState
-        from torch._C._profiler import _ExperimentalConfig
-
-        cuda = bool(torch.cuda.is_initialized()) and (
-            ProfilerActivity.CUDA in torch.autograd._supported_activities())
-        activities = {ProfilerActivity.CPU} | ({ProfilerActivity.CUDA} if cuda else set())
-        # record_shapes, profile_memory (the caching allocator's, on a GPU),
-        # no stacks, flops or modules: torch.profiler's defaults otherwise
-        config = ProfilerConfig(ProfilerState.KINETO, True, cuda, False, False, False,
-                                _ExperimentalConfig(), "")
-        window["cuda"] = cuda
-        window["stop_at"] = n + steps + (1 if cuda else 0)
         try:
+            cuda, activities, config = _profiler_config(torch)
+            window["cuda"] = cuda
+            window["stop_at"] = n + steps + (1 if cuda else 0)
             _quiet(lambda: self.prepare(config, activities))
             window["alloc0"] = self._memory_of(window)
             window["start"] = _native.now_ns()
@@ -223,10 +243,34 @@ class Capture:
             self.finish(skip="the process ended during the window")
 
     def send(self, window, result=None, skip=None):
+        """Sends the window; one whose events can't be read is sent as
+        skipped, with why (a torch whose events differ from ours), so that
+        the report says it rather than showing no window at all."""
         try:
-            _native._ops_send(_blob(self.torch, window, result, skip))
+            try:
+                blob = _blob(self.torch, window, result, skip)
+            except Exception as e:
+                why = f"the profiler's events could not be read: {type(e).__name__}: {e}"
+                blob = _blob(self.torch, window, None, why[:240])
+            _native._ops_send(blob)
         except Exception:
             pass
+
+
+def _profiler_config(torch):
+    """(cuda, activities, config) of a window: the CPU's activity, and the
+    CUDA's where the process has initialized CUDA; record_shapes and
+    profile_memory (the caching allocator's, on a GPU), no stacks, flops or
+    modules: torch.profiler's defaults otherwise."""
+    from torch._C._profiler import ProfilerActivity, _ExperimentalConfig
+    from torch.autograd import ProfilerConfig, ProfilerState
+
+    cuda = bool(torch.cuda.is_initialized()) and (
+        ProfilerActivity.CUDA in torch.autograd._supported_activities())
+    activities = {ProfilerActivity.CPU} | ({ProfilerActivity.CUDA} if cuda else set())
+    config = ProfilerConfig(ProfilerState.KINETO, True, cuda, False, False, False,
+                            _ExperimentalConfig(), "")
+    return cuda, activities, config
 
 
 def _clock_offset():
@@ -262,12 +306,10 @@ def _blob(torch, window, result, skip):
         events += pack(K_STEP, 0, NONE, 0, -1, 0, 0, t, 0, n, alloc, reserved)
         count += 1
     for e in (result.events() if result is not None else ()):
-        kind = KINDS.get(e.activity_type())
-        name = e.name()
+        kind = _kind_of(e)
         if kind is None:
-            if name != "[memory]":
-                continue
-            kind = K_MEMORY
+            continue
+        name = e.name()
         if count >= MAX_EVENTS:
             dropped += 1
             continue

@@ -30,6 +30,13 @@
     python bench/stack_cost.py [--runs 7]
     python bench/stack_cost.py --idle [--runs 3]
     python bench/stack_cost.py --spare [--runs 3]
+    python bench/stack_cost.py --loop-only --peer DIR [--runs 15]
+
+--peer DIR adds to the loop's configurations `record --stacks 100` with DIR
+first on PYTHONPATH: another build of the package (a trainprof/ folder with
+its _native extension, made as tools/gpu-check.sh makes one), the peer of a
+change to the sampler measured in the same rounds. --loop-only leaves out
+the example and the file's growth.
 """
 
 import argparse
@@ -71,12 +78,13 @@ print("LOOP", wall, thread_cpu, time.process_time(), sampler)
 """
 
 
-def timed(argv, tmp):
+def timed(argv, tmp, env=None):
     """Under argv, the loop's wall time, its thread's CPU, its process's CPU,
     its sampler thread's CPU (it prints them), and the CPU of every process
     argv ran beyond the loop's process (the recorder, or py-spy)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    r = subprocess.run(argv, capture_output=True, text=True, cwd=tmp, timeout=600)
+    r = subprocess.run(argv, capture_output=True, text=True, cwd=tmp, timeout=600,
+                       env=dict(os.environ, **env) if env else None)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise RuntimeError(f"{argv}: {r.stderr}")
@@ -94,7 +102,7 @@ def quartiles(values):
     return [round(x, 4) for x in q]
 
 
-def loop_costs(tmp, runs, n):
+def loop_costs(tmp, runs, n, peer=None):
     script = tmp / "loop.py"
     script.write_text(LOOP)
     db = str(tmp / "loop.db")
@@ -105,6 +113,11 @@ def loop_costs(tmp, runs, n):
         "record --stacks 100": [PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", "100",
                                 "--", PYTHON, script, str(n)],
     }
+    envs = {}
+    if peer:
+        peer_key = "record --stacks 100 (peer)"
+        configs[peer_key] = configs["record --stacks 100"]
+        envs[peer_key] = {"PYTHONPATH": str(pathlib.Path(peer).resolve())}
     if PYSPY:
         out = str(tmp / "spy.txt")
         configs["py-spy -r 100"] = [PYSPY, "record", "-r", "100", "--format", "raw", "-o", out,
@@ -115,7 +128,7 @@ def loop_costs(tmp, runs, n):
     rounds = {k: [] for k in configs}
     for _ in range(runs):
         for k, argv in configs.items():
-            rounds[k].append(timed([str(a) for a in argv], tmp))
+            rounds[k].append(timed([str(a) for a in argv], tmp, envs.get(k)))
     # this VM's speed drifts by more than the effects measured: each round's
     # configurations against that round's bare run and stacks-off run, then
     # the median of those ratios, and their quartiles
@@ -127,7 +140,7 @@ def loop_costs(tmp, runs, n):
         wall = sum(x["wall"] for x in v)
         if k.startswith("py-spy"):
             sampling = sum(x["others"] for x in v)
-        elif k == "record --stacks 100":  # its sampler, and what the recorder took beyond
+        elif k.startswith("record --stacks 100"):  # its sampler, and the recorder's beyond
             off = rounds["record --stacks 0"]
             sampling = sum(x["sampler"] for x in v) + max(
                 0.0, sum(x["others"] for x in v) / wall - sum(x["others"] for x in off) /
@@ -278,7 +291,11 @@ def main():
     ap.add_argument("--idle", action="store_true", help="only the idle threads' costs")
     ap.add_argument("--spare", action="store_true",
                     help="only the cost of a thread state that carries the main thread's ids")
+    ap.add_argument("--peer", help="a folder with another build's trainprof/ package")
+    ap.add_argument("--loop-only", action="store_true", help="only the loop's costs")
     a = ap.parse_args()
+    if a.peer and not (pathlib.Path(a.peer) / "trainprof" / "__init__.py").is_file():
+        sys.exit(f"stack_cost.py: --peer {a.peer}: no trainprof/__init__.py there")
     with tempfile.TemporaryDirectory() as d:
         tmp = pathlib.Path(d)
         if a.spare:
@@ -288,9 +305,10 @@ def main():
         if a.idle:
             print(json.dumps({"idle": idle_costs(tmp, a.runs, a.work * 12)}, indent=1))
             return
-        result = {"loop": loop_costs(tmp, a.runs, a.work),
-                  "example": example_steps(tmp, max(3, a.runs // 2)),
-                  "file": file_growth(tmp, a.work * 5)}
+        result = {"loop": loop_costs(tmp, a.runs, a.work, a.peer)}
+        if not a.loop_only:
+            result["example"] = example_steps(tmp, max(3, a.runs // 2))
+            result["file"] = file_growth(tmp, a.work * 5)
     print(json.dumps(result, indent=1))
 
 

@@ -3,16 +3,18 @@
  * The stack sampler reads other threads' frames, and their rings, while
  * those threads run and exit: a pointer may name memory unmapped a moment
  * ago. A plain load would crash the training; these reads fail cleanly
- * instead. process_vm_readv on ourselves, which needs no rights over our
- * own process; where a sandbox refuses it (Docker's default seccomp profile
- * without CAP_SYS_PTRACE), a pipe: write() from an unreadable address says
- * EFAULT. One reader per thread that reads (the pipe is its state).
+ * instead. Through a pipe: write() from an unreadable address says EFAULT,
+ * and write and read are calls no sandbox can take from a process that
+ * lives (a seccomp filter the training adds while a round of reads is under
+ * way can't kill it at the next read, as one that kills process_vm_readv
+ * did), and cheaper than process_vm_readv on ourselves, the way left where
+ * a filter refuses pipes. One reader per thread that reads (the pipe is its
+ * state).
  *
- * A seccomp filter may also kill or trap a process that calls
- * process_vm_readv (sandboxes, hardened containers): the reading thread
- * first asks tp_self_read_check, which learns from a probe that cannot be
- * fatal which way reads may go in this process, and every reader follows
- * it. */
+ * A seccomp filter may kill or trap a process that calls either: the
+ * reading thread first asks tp_self_read_check, which learns from a probe
+ * that cannot be fatal which way reads may go in this process, and every
+ * reader follows it. */
 #ifndef TP_LIB_SELF_READ_H
 #define TP_LIB_SELF_READ_H
 
@@ -38,8 +40,8 @@ bool tp_self_read(tp_self_reader *r, void *dst, const void *src, size_t n);
 
 /* How reads may go in this process. */
 typedef enum {
-    TP_SELF_READ_VM,   /* process_vm_readv (and the pipe where it says EPERM) */
-    TP_SELF_READ_PIPE, /* the pipe only: process_vm_readv is refused */
+    TP_SELF_READ_PIPE, /* a pipe (no filter, or one that lets pipes be) */
+    TP_SELF_READ_VM,   /* process_vm_readv only: a filter refuses or kills pipes */
     TP_SELF_READ_NONE, /* neither: no read is tried */
 } tp_self_read_way;
 
@@ -61,14 +63,14 @@ void tp_self_read_guard_close(tp_self_read_guard *g);
 #define TP_SELF_READ_RECHECK 100
 
 /* Which way the calling thread's reads may go, and every reader of the
- * process with them: without a seccomp filter, process_vm_readv; with one,
+ * process with them: without a seccomp filter, the pipe; with one,
  * what a probe found, taken anew whenever the thread's filters changed
  * since (a filter added later, TSYNC'd onto this thread: the mode's change
  * is seen at once, prctl(PR_GET_SECCOMP); a further filter's within
  * TP_SELF_READ_RECHECK checks, from the status file). The probe is a
  * child sharing this memory (clone, no signal at its end, reaped here with
- * __WALL so that the training's own waits never see it) that tries
- * process_vm_readv on itself, then the pipe; a filter that kills or traps
+ * __WALL so that the training's own waits never see it) that tries the
+ * pipe, then process_vm_readv on itself; a filter that kills or traps
  * kills only the child, the process made undumpable meanwhile so that no
  * core dump (which would take the training with it on kernels before 5.16)
  * is written. The training gets no signal. Call from the reading thread

@@ -286,13 +286,26 @@ def test_a_sandbox_that_kills_or_traps_process_vm_readv_never_harms_the_training
         assert group(report, "load")["functions"][0]["function"] == "parse_records"
 
 
+def test_a_sandbox_that_takes_pipes_leaves_process_vm_readv(tmp_path):
+    """Pipes are the sampler's way; a filter that refuses pipe2, or kills
+    the process that calls it, leaves process_vm_readv, which a probe child
+    finds (a killed one first): the training runs to its end, sampled."""
+    for policy in (("--vm-ok", "--no-pipe"), ("--vm-ok", "--kill-pipe")):
+        r, run, samples, said = sandboxed(tmp_path, *policy)
+        assert r.returncode == 0, (policy, r.returncode, r.stderr)
+        assert samples > 0 and said == [], (policy, samples, said)
+        report = report_json(run)
+        assert group(report, "load")["functions"][0]["function"] == "parse_records"
+
+
 def test_a_sandbox_that_leaves_no_way_to_read_says_so_once(tmp_path):
     """EACCES instead of EPERM still leaves the pipe; with pipe2 refused too
     (and process_vm_readv killed or refused) nothing is read, the training
     runs on, and the run says why in one row."""
     r, run, samples, said = sandboxed(tmp_path, "--eacces")
     assert r.returncode == 0 and samples > 0 and said == [], (r.stderr, samples, said)
-    for policy in (("--no-pipe",), ("--kill", "--no-pipe"), ("--trap", "--no-pipe")):
+    for policy in (("--no-pipe",), ("--kill", "--no-pipe"), ("--trap", "--no-pipe"),
+                   ("--kill", "--kill-pipe")):
         r, run, samples, said = sandboxed(tmp_path, *policy)
         assert r.returncode == 0, (policy, r.returncode, r.stderr)
         assert samples == 0 and len(said) == 1, (policy, samples, said)

@@ -4,11 +4,14 @@
  * way of reading: a seccomp filter, inherited by the command and all its
  * children, then exec. Harsher sandboxes on request:
  *
- *     no_vm_readv [--kill | --trap | --eacces] [--no-pipe] COMMAND [ARG...]
+ *     no_vm_readv [--kill | --trap | --eacces] [--no-pipe | --kill-pipe] [--vm-ok]
+ *                 COMMAND [ARG...]
  *
  * --kill kills the process that calls it (SECCOMP_RET_KILL_PROCESS), --trap
  * sends it SIGSYS (SECCOMP_RET_TRAP), --eacces refuses with EACCES;
- * --no-pipe refuses pipe2 too (EPERM), the sampler's other way.
+ * --no-pipe refuses pipe2 too (EPERM), the sampler's other way, and
+ * --kill-pipe kills the process that calls pipe2; --vm-ok leaves
+ * process_vm_readv alone (a sandbox that takes pipes only).
  */
 #include <errno.h>
 #include <linux/audit.h>
@@ -34,7 +37,8 @@
 int main(int argc, char **argv)
 {
     uint32_t action = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
-    bool no_pipe = false;
+    uint32_t pipe_action = SECCOMP_RET_ALLOW;
+    bool vm_ok = false;
     int i = 1;
     for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
         if (strcmp(argv[i], "--kill") == 0)
@@ -44,13 +48,17 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--eacces") == 0)
             action = SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA);
         else if (strcmp(argv[i], "--no-pipe") == 0)
-            no_pipe = true;
+            pipe_action = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+        else if (strcmp(argv[i], "--kill-pipe") == 0)
+            pipe_action = SECCOMP_RET_KILL_PROCESS;
+        else if (strcmp(argv[i], "--vm-ok") == 0)
+            vm_ok = true;
         else
             break;
     }
     if (i >= argc) {
-        fprintf(stderr, "usage: no_vm_readv [--kill | --trap | --eacces] [--no-pipe] COMMAND "
-                        "[ARG...]\n");
+        fprintf(stderr, "usage: no_vm_readv [--kill | --trap | --eacces] [--no-pipe | "
+                        "--kill-pipe] [--vm-ok] COMMAND [ARG...]\n");
         return 2;
     }
     struct sock_filter filter[] = {
@@ -58,10 +66,10 @@ int main(int argc, char **argv)
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 5),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, vm_ok ? UINT32_MAX : SYS_process_vm_readv, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, action),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, no_pipe ? SYS_pipe2 : UINT32_MAX, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pipe2, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, pipe_action),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = {sizeof filter / sizeof *filter, filter};

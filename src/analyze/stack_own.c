@@ -41,12 +41,59 @@ bool tp_stack_file_ours(const char *file)
     return false;
 }
 
+/* Modules of ours that work for trainprof itself: what their functions call
+ * (torch's CUDA events and streams, its profiler, a model's parameters) is
+ * our work, not the user's, and is taken for the user's frame above as our
+ * own frames are. The few functions in them that wrap a call of the user's
+ * instead (the call they stand in for is the user's work) are named in
+ * wrappers, by the last part of their qualified name (3.10 and older give
+ * only that). tests/py/test_stacks.py holds these names to the package. */
+static const struct {
+    const char *module; /* under trainprof/ */
+    const char *wrappers[2];
+} own_work[] = {
+    {"patches/device.py", {"capture_begin", "capture_end"}}, /* device times */
+    {"runtime/ops.py", {"started"}},                         /* capture windows */
+    {"steps/facts.py", {NULL}},                              /* the run's facts */
+};
+
+/* Whether file ends in "/trainprof/<module>". */
+static bool module_is(const char *file, const char *module)
+{
+    size_t n = strlen(file), m = strlen(module), k = sizeof "/trainprof/" - 1;
+    return n >= m + k && strcmp(file + n - m, module) == 0 &&
+           strncmp(file + n - m - k, "/trainprof/", k) == 0;
+}
+
+bool tp_stack_frame_works_for_us(const char *file, const char *function)
+{
+    if (!file || !function)
+        return false;
+    const char *dot = strrchr(function, '.');
+    const char *last = dot ? dot + 1 : function;
+    for (size_t i = 0; i < sizeof own_work / sizeof *own_work; i++) {
+        if (!module_is(file, own_work[i].module))
+            continue;
+        for (size_t w = 0; w < 2 && own_work[i].wrappers[w]; w++)
+            if (strcmp(last, own_work[i].wrappers[w]) == 0)
+                return false;
+        return true;
+    }
+    return false;
+}
+
+enum { FRAME_USERS, FRAME_OURS, FRAME_WORKS_FOR_US };
+
 void tp_stack_tree_hide_own(tp_stack_tree *t)
 {
-    bool *ours = tp_xcalloc(t->nframes + 1, sizeof *ours);
+    unsigned char *kind = tp_xcalloc(t->nframes + 1, 1);
     for (size_t f = 1; f <= t->nframes; f++)
-        ours[f] = tp_stack_file_ours(t->file[f - 1]);
-    uint32_t *kept = tp_xcalloc(t->n + 1, sizeof *kept); /* each node's nearest kept node */
+        kind[f] = tp_stack_frame_works_for_us(t->file[f - 1], t->function[f - 1])
+                      ? FRAME_WORKS_FOR_US
+                  : tp_stack_file_ours(t->file[f - 1]) ? FRAME_OURS
+                                                       : FRAME_USERS;
+    uint32_t *kept = tp_xcalloc(t->n + 1, sizeof *kept);         /* each node's nearest kept node */
+    bool *ours_below = tp_xcalloc(t->n + 1, sizeof *ours_below); /* its callees are our work */
     for (uint32_t id = 1; id <= t->n; id++) {
         uint32_t parent = t->parent[id - 1], frame = t->frame[id - 1];
         if (parent >= id) { /* a damaged tree: left as it is */
@@ -54,7 +101,9 @@ void tp_stack_tree_hide_own(tp_stack_tree *t)
             continue;
         }
         uint32_t up = kept[parent]; /* parents come first: already settled */
-        if (frame >= 1 && frame <= t->nframes && ours[frame] && up != 0) {
+        int k = frame >= 1 && frame <= t->nframes ? kind[frame] : FRAME_USERS;
+        ours_below[id] = k == FRAME_WORKS_FOR_US || ours_below[parent];
+        if ((k != FRAME_USERS || ours_below[parent]) && up != 0) {
             t->frame[id - 1] = t->frame[up - 1];
             t->line[id - 1] = t->line[up - 1];
             t->parent[id - 1] = t->parent[up - 1];
@@ -64,8 +113,9 @@ void tp_stack_tree_hide_own(tp_stack_tree *t)
             kept[id] = id;
         }
     }
+    free(ours_below);
     free(kept);
-    free(ours);
+    free(kind);
 }
 
 bool tp_stack_tree_load(tp_run *run, tp_stack_tree *out, char *err, size_t cap)

@@ -3,8 +3,10 @@
  * workers' loop) sit between the user's frames in every sampled stack; the
  * report, html, the folded and the Chrome exports show the user's code, so
  * each of our frames is taken for the frame above it (the user's: the call
- * our wrapper stands in for). Node ids stay as they are: a sample, a count
- * or a stall that names one of our nodes names, through it, that frame. */
+ * our wrapper stands in for), and so is what our own work calls (the CUDA
+ * events of device times, the profiler of a capture window). Node ids stay
+ * as they are: a sample, a count or a stall that names one of our nodes
+ * names, through it, that frame. */
 #ifndef TP_ANALYZE_STACK_OWN_H
 #define TP_ANALYZE_STACK_OWN_H
 
@@ -18,9 +20,15 @@
  * subpackages (trainprof/patches/loop.py, trainprof/frameworks/keras.py). */
 bool tp_stack_file_ours(const char *file);
 
-/* Makes each node whose frame is ours (and has a frame of the user's above
- * it) a copy of that frame's node: same frame, line and parent; the nodes
- * below it then hang from that frame. */
+/* Whether a frame of ours works for trainprof itself (device times, capture
+ * windows, the run's facts), so that what it calls is our work too: file is
+ * one of those modules and function none of their wrappers of a user's call. */
+bool tp_stack_frame_works_for_us(const char *file, const char *function);
+
+/* Makes each node whose frame is ours, or that such a working frame of ours
+ * called (directly or not), a copy of the nearest user's node above it (when
+ * there is one): same frame, line and parent; the nodes below it then hang
+ * from that frame. A user's frame a wrapper of ours calls stays the user's. */
 void tp_stack_tree_hide_own(tp_stack_tree *t);
 
 /* The run's stack tree (store/reader_stacks.h) with our frames hidden. */

@@ -380,6 +380,61 @@ static void test_own_frames_are_hidden_in_the_stack_tree(void **state)
     assert_int_equal(parent[4], 0);
 }
 
+/* What a module of ours that works for trainprof (device times) calls is our
+ * work: torch's CUDA event under our poll is taken for the user's frame, as
+ * is all below it; a wrapper in that module (capture_begin) leaves the call
+ * it stands in for to the user. */
+static void test_what_our_own_work_calls_is_hidden_too(void **state)
+{
+    (void)state;
+    char *function[] = {"main",
+                        "DeviceTimes.poll",
+                        "Event.elapsed_time",
+                        "synchronize",
+                        "patch_graph_capture.<locals>.capture_begin",
+                        "CUDAGraph.capture_begin",
+                        "poll",
+                        "elapsed_time"};
+    char *file[] = {"/home/u/train.py",
+                    "/v/site-packages/trainprof/patches/device.py",
+                    "/v/site-packages/torch/cuda/streams.py",
+                    "/v/site-packages/torch/cuda/__init__.py",
+                    "/v/site-packages/trainprof/patches/device.py",
+                    "/v/site-packages/torch/cuda/graphs.py",
+                    "/v/lib/python3.10/site-packages/trainprof/patches/device.py",
+                    "/v/lib/python3.10/site-packages/torch/cuda/streams.py"};
+    /* 1 main, 2 poll, 3 elapsed_time, 4 synchronize; 5 capture_begin (ours),
+     * 6 torch's capture_begin; 7 3.10's poll (no qualified name), 8 its callee;
+     * 9 our poll at the root (no user's frame above): kept, its callee is it */
+    uint32_t parent[] = {0, 1, 2, 3, 1, 5, 1, 7, 0, 9};
+    uint32_t frame[] = {1, 2, 3, 4, 5, 6, 7, 8, 2, 3};
+    int32_t line[] = {10, 100, 200, 300, 400, 500, 101, 201, 100, 200};
+    tp_stack_tree t = {parent, frame, line, 10, function, file, 8};
+    assert_true(tp_stack_frame_works_for_us(file[1], function[1]));
+    assert_true(tp_stack_frame_works_for_us(file[6], function[6]));
+    assert_false(tp_stack_frame_works_for_us(file[4], function[4])); /* a wrapper */
+    assert_false(tp_stack_frame_works_for_us(file[2], function[2])); /* torch's */
+    assert_false(tp_stack_frame_works_for_us("/home/u/patches/device.py", "poll"));
+    assert_false(tp_stack_frame_works_for_us("/v/trainprof/patches/loop.py", "__next__"));
+    assert_false(tp_stack_frame_works_for_us(NULL, "poll") ||
+                 tp_stack_frame_works_for_us(file[1], NULL));
+    tp_stack_tree_hide_own(&t);
+    for (int id = 2; id <= 4; id++) { /* poll and all below it: main's copies */
+        assert_int_equal(frame[id - 1], 1);
+        assert_int_equal(line[id - 1], 10);
+        assert_int_equal(parent[id - 1], 0);
+    }
+    assert_int_equal(frame[4], 1); /* the wrapper: main's copy */
+    assert_int_equal(frame[5], 6); /* what it wraps: the user's, under main */
+    assert_int_equal(parent[5], 1);
+    assert_int_equal(frame[6], 1); /* 3.10's poll and its callee: main's */
+    assert_int_equal(frame[7], 1);
+    assert_int_equal(parent[7], 0);
+    assert_int_equal(frame[8], 2); /* nothing of the user's above: kept */
+    assert_int_equal(frame[9], 2);
+    assert_int_equal(parent[9], 0);
+}
+
 static int cmp_double_asc(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -543,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_envelope),
         cmocka_unit_test(test_envelope_median_is_the_sorted_middle),
         cmocka_unit_test(test_own_frames_are_hidden_in_the_stack_tree),
+        cmocka_unit_test(test_what_our_own_work_calls_is_hidden_too),
         cmocka_unit_test(test_stack_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -97,6 +97,10 @@ def test_the_gpus_idle_time_goes_to_the_slow_loader_and_the_item(tmp_path):
     assert idle and idle[0]["phase"] == "dataloader_next", idle
     phases = {g["phase"] for g in idle}
     assert "from_device" in phases  # the .item() waits for the GPU's work first
+    # trainprof's own CUDA event calls (device times: record, query,
+    # elapsed_time in torch/cuda/streams.py) are never the user's function
+    named = [g["function"] for g in idle if g.get("function")]
+    assert not any("torch/cuda/streams.py" in (f.get("file") or "") for f in named), named
 
 
 def test_the_allocators_peak_is_torchs(tmp_path):

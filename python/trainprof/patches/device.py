@@ -146,6 +146,10 @@ def cuda_of(tensor):
 
 
 def device_begin(region, device):
+    """Records region's start event. Called before the host region begins, as
+    device_end after it ends: the event calls and the polling of earlier
+    times (start polls) are trainprof's work, not counted in the user's
+    phase (the device's span between the two events is the same)."""
     if device is not None and not is_compiling():  # traced: no CUDA event into the graph
         device_times().begin(region, device)
 

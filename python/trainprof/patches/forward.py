@@ -74,14 +74,14 @@ def forward_begin(module, args, kwargs=None):
     if training and not local.train_batch:
         local.train_batch = True
         local.batch_model = id(module)
-        begin(R_TRAIN)
         device_begin(R_TRAIN, device)
+        begin(R_TRAIN)
     if (training and local.batch_model == id(module) and not local.closure_again
             and tracker.counts_forward_samples()):  # a closure's batch counts once
         count_samples(args or tuple((kwargs or {}).values()))
-    begin(R_FORWARD)
     if DEVICE_PHASES:
         device_begin(R_FORWARD, device)
+    begin(R_FORWARD)
 
 
 def forward_end():

@@ -170,9 +170,9 @@ def _patch_optimizer():
     def begin_step(optimizer):
         _local.optimizer_step = True
         tracker.optimizer_begins()
-        begin(R_OPTIM)
         if DEVICE_PHASES:
             device_begin(R_OPTIM, optimizer_device(optimizer))
+        begin(R_OPTIM)
 
     def end_step():
         if _local.optimizer_step:
@@ -288,8 +288,8 @@ def _patch_transfers():
         if self.is_cpu:
             target = _target_device(args, kwargs)
             if target is not None and target.type != "cpu":
-                begin(R_TO)
                 device_begin(R_TO, cuda_device(target))
+                begin(R_TO)
                 try:
                     return orig_to(self, *args, **kwargs)
                 finally:
@@ -301,9 +301,9 @@ def _patch_transfers():
     def cuda(self, *args, **kwargs):
         if not self.is_cpu:
             return orig_cuda(self, *args, **kwargs)
-        begin(R_TO)
         if DEVICE_TIMES:  # .cuda() with no device: the current CUDA device
             device_begin(R_TO, cuda_device(_target_device(args, kwargs) or torch.device("cuda")))
+        begin(R_TO)
         try:
             return orig_cuda(self, *args, **kwargs)
         finally:
@@ -345,9 +345,9 @@ def _patch_backward():
         if not local.forward_seen:
             forward_unseen()
         tracker.backward()
-        begin(R_BACKWARD)
         if DEVICE_PHASES:
             device_begin(R_BACKWARD, cuda_of(self))
+        begin(R_BACKWARD)
         try:
             return orig(self, *args, **kwargs)
         finally:

@@ -47,7 +47,7 @@ bool tp_stack_file_ours(const char *file)
  * own frames are. The few functions in them that wrap a call of the user's
  * instead (the call they stand in for is the user's work) are named in
  * wrappers, by the last part of their qualified name (3.10 and older give
- * only that). tests/py/test_stacks.py holds these names to the package. */
+ * only that). tests/py/test_stacks_own.py holds these names to the package. */
 static const struct {
     const char *module; /* under trainprof/ */
     const char *wrappers[2];

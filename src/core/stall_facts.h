@@ -26,7 +26,16 @@ typedef struct tp_stall {
     double start_s; /* its last progress: the last region closed or step mark on its threads */
     double seconds; /* from then to the end of the recording */
     double threshold_s;
-    size_t step;              /* the step it was in (1 for its first) */
+    size_t step; /* the step it was in (1 for its first), or last closed (between) */
+    /* its last step had closed and none began: it stopped in a region
+     * between steps (`.item()` after the optimizer's step, waiting on a GPU
+     * that never answers) */
+    bool between;
+    /* the rank's GPU over the stall: its index and NVML's utilization
+     * there (mean, %), busy on a kernel that does not end or idle (waiting
+     * for a peer); -1 and NaN where unknown (no GPU, no samples) */
+    int gpu;
+    double gpu_util_percent;
     const char *phase;        /* its step thread's open region (a thread's below), NULL unknown */
     bool waits;               /* it waits for the others (communication, backward) */
     bool first;               /* the one the others wait for, or stopped first */

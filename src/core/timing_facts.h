@@ -17,6 +17,7 @@ typedef struct tp_timing_row {
     double total_s;
     double in_steps_s; /* the part of total_s inside the rank's steps (all of it without steps) */
     double in_profiled_s; /* the part inside steps a capture window took (not in in_steps_s) */
+    double in_warmup_s;   /* the part inside its rank's warm-up steps (not in in_steps_s) */
     double share;         /* in_steps_s over the rank's step time */
     bool pause;           /* tp_timing_is_pause(name) */
     /* Device (CUDA event) times of the same regions, seconds: the span on the
@@ -27,7 +28,9 @@ typedef struct tp_timing_row {
 
 /* A rank's steps. The figures are those of its steady steps: its warm-up
  * steps (a thread's first steps, for as long as each held a `compile`
- * region: torch.compile's first compilations) are counted apart and left
+ * region: torch.compile's first compilations; then for as long as each took
+ * more than twice the median step: cuDNN's autotuning, CUDA's start) are
+ * counted apart and left
  * out of them, of samples/s and of the shares, unless every step held one
  * (then none is warm-up). A step's batches are its `samples` marks: one per
  * batch (micro-batch) the training fetched for it. */
@@ -39,6 +42,7 @@ typedef struct tp_step_row {
     int64_t batches; /* batches fetched in them (0 when none was seen) */
     size_t warmup;   /* warm-up steps, not in the figures above */
     double warmup_s; /* their total duration */
+    int64_t warmup_samples, warmup_batches; /* what they fetched */
     /* steps a capture window ran in or stopped in (analyze/ops.h), their
      * duration, samples and batches: counted as steps (the training's own
      * count is stats.count + profiled), their time in none of the figures

@@ -32,6 +32,9 @@ typedef struct input_info {
     bool step_pauses, step_times;    /* its stored step phases have their pauses, groups' times */
     bool stack_counts, stalls;       /* summary_stack counted; its stalls (meta stalls_stored) */
     bool ops, step_profiled, timing_profiled; /* op_window; summary_step.profiled*; in_profiled_s */
+    bool step_warmup;                         /* summary_step.warmup_samples, warmup_batches */
+    bool stall_between;                       /* summary_stall.between_steps */
+    bool timing_warmup;                       /* summary_timing.in_warmup_s */
     int *ranks;
     size_t nranks;      /* distinct ranks of its threads (-1: no rank) */
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
@@ -113,7 +116,10 @@ static void input_tables(tp_run *run, input_info *in)
     in->step_times = tp_run_has_column(run, "summary_step_phase", "start_ns");
     in->ops = tp_run_has_table(run, "op_window");
     in->step_profiled = tp_run_has_column(run, "summary_step", "profiled");
+    in->step_warmup = tp_run_has_column(run, "summary_step", "warmup_samples");
+    in->stall_between = tp_run_has_column(run, "summary_stall", "between_steps");
     in->timing_profiled = tp_run_has_column(run, "summary_timing", "in_profiled_s");
+    in->timing_warmup = tp_run_has_column(run, "summary_timing", "in_warmup_s");
     const char *stalls = tp_run_meta_get(run, "stalls_stored");
     in->stalls = in->summarized && stalls && strcmp(stalls, "1") == 0 &&
                  tp_run_has_table(run, "summary_stall_thread");
@@ -302,6 +308,34 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
     return sql;
 }
 
+/* The statements that copy an input's stored stalls and their threads:
+ * ids after the stall_ids before, times shifted by dt, stack nodes by node. */
+static void stalls_sql_of(char *out, size_t cap, const input_info *info, long long stall_ids,
+                          long long dt, long long node)
+{
+    snprintf(out, cap,
+             "INSERT INTO main.summary_stall (id, rank, ended, start_ns, end_ns, threshold_s,"
+             " step, between_steps) SELECT id + %lld, rank, ended, start_ns + %lld,"
+             " end_ns + %lld, threshold_s, step, %s FROM src.summary_stall;"
+             "INSERT INTO main.summary_stall_thread SELECT stall_id + %lld, pid, tid, worker,"
+             " phase, CASE node_id WHEN 0 THEN 0 ELSE node_id + %lld END, samples, known,"
+             " on_cpu FROM src.summary_stall_thread;",
+             stall_ids, dt, dt, info->stall_between ? "between_steps" : "0", stall_ids, node);
+}
+
+/* summary_timing's columns as an input holds them, those it has not as 0 or NULL. */
+static void timing_columns(char *out, size_t cap, const input_info *info)
+{
+    snprintf(out, cap,
+             "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s, %s, %s, %s",
+             info->version >= TP_SCHEMA_DEVICE
+                 ? "device_count, device_total_s, device_mean, device_min, device_p5, device_p50,"
+                   " device_p95, device_max"
+                 : "0, 0, NULL, NULL, NULL, NULL, NULL, NULL",
+             info->timing_profiled ? "in_profiled_s" : "0",
+             info->timing_warmup ? "in_warmup_s" : "0");
+}
+
 /* Copies one input into the output as agent `agent`; id offsets keep every
  * series, thread and name id unique, and its series offset goes to
  * info->series_off. With summaries, its summary_* rows too (series ids
@@ -341,16 +375,10 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
              " dataloader_next, to_device, train_batch, step_lr_schedulers, from_device,"
              " reduce_metrics, other, %s, %s FROM src.summary_step_phase ORDER BY rowid;",
              info->step_pauses ? "pauses" : "0", times);
-    char stalls_sql[600] = "";
+    char stalls_sql[700] = "";
     if (info->stalls) /* ids after the stalls of the inputs before, nodes offset */
-        snprintf(stalls_sql, sizeof stalls_sql,
-                 "INSERT INTO main.summary_stall SELECT id + %lld, rank, ended, start_ns + %lld,"
-                 " end_ns + %lld, threshold_s, step FROM src.summary_stall;"
-                 "INSERT INTO main.summary_stall_thread SELECT stall_id + %lld, pid, tid, worker,"
-                 " phase, CASE node_id WHEN 0 THEN 0 ELSE node_id + %lld END, samples, known,"
-                 " on_cpu FROM src.summary_stall_thread;",
-                 (long long)max_id(db, "summary_stall"), dt, dt,
-                 (long long)max_id(db, "summary_stall"), off.node);
+        stalls_sql_of(stalls_sql, sizeof stalls_sql, info, max_id(db, "summary_stall"), dt,
+                      off.node);
     char steps_sql[400];
     int len = snprintf(steps_sql, sizeof steps_sql,
                        "INSERT INTO main.summary_series_steps SELECT series_id + %lld, count, mean,"
@@ -361,27 +389,24 @@ static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info
                  "INSERT INTO main.summary_steps_window SELECT %d, t0_ns + %lld, t1_ns + %lld"
                  " FROM src.summary_steps_window;",
                  agent, dt, dt);
+    char timing_cols[400];
+    timing_columns(timing_cols, sizeof timing_cols, info);
     char *summary_sql = sqlite3_mprintf(
         "INSERT INTO main.summary_series SELECT series_id + %lld, count, mean,"
         " min, p5, p50, p95, max FROM src.summary_series;"
         "INSERT INTO main.summary_timing SELECT %s FROM src.summary_timing;"
         "INSERT INTO main.summary_step SELECT rank, count, total_s, samples, mean, min, p5, p50,"
-        " p95, max, %s, %s FROM src.summary_step;"
+        " p95, max, %s, %s, %s FROM src.summary_step;"
         "INSERT INTO main.summary_epoch SELECT rank, epoch, start_ns + %lld, duration_s, steps,"
         " samples, %s FROM src.summary_epoch ORDER BY rowid;"
         "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
         " gpu_sm_clock_mhz, %s, %s FROM src.summary_rank;%s%s%s",
-        series,
-        info->ops ? "*"
-        : info->version >= TP_SCHEMA_DEVICE
-            ? "*, 0" /* no in_profiled_s */
-            : "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s,"
-              " 0, 0, NULL, NULL, NULL, NULL, NULL, NULL", /* no device times */
-        info->batches ? "batches, warmup, warmup_s" : "0, 0, 0",
+        series, timing_cols, info->batches ? "batches, warmup, warmup_s" : "0, 0, 0",
         info->step_profiled ? "profiled, profiled_samples, profiled_batches, profiled_s"
                             : "0, 0, 0, 0",
-        dt, info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
+        info->step_warmup ? "warmup_samples, warmup_batches" : "0, 0", dt,
+        info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
         info->rank_truth ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
                          : "NULL, NULL, 0, 0",
         step_phases ? plots_sql : "", info->series_steps ? steps_sql : "", stalls_sql);

@@ -74,10 +74,17 @@
  * the threads of its rank's processes then (most samples first); a merged
  * run's nodes offset, times shifted. Files summarized before have none
  * (readers find them from the rows; `summarize --force` adds them). */
+/* summary_stall.between_steps: the rank's last step had closed and it
+ * stopped in a region between steps (a `.item()` on a GPU that never
+ * answers); files summarized before have none (readers take 0). */
+#define TP_SCHEMA_STALL_BETWEEN ", between_steps INTEGER NOT NULL DEFAULT 0"
+#define TP_SCHEMA_ADD_STALL_BETWEEN \
+    "ALTER TABLE summary_stall ADD COLUMN between_steps INTEGER NOT NULL DEFAULT 0;"
 #define TP_SCHEMA_SUMMARY_STALLS                                                         \
     "CREATE TABLE IF NOT EXISTS summary_stall (id INTEGER PRIMARY KEY,"                  \
     "  rank INTEGER NOT NULL, ended INTEGER NOT NULL, start_ns INTEGER NOT NULL,"        \
-    "  end_ns INTEGER NOT NULL, threshold_s REAL NOT NULL, step INTEGER NOT NULL);"      \
+    "  end_ns INTEGER NOT NULL, threshold_s REAL NOT NULL, step INTEGER NOT "            \
+    "NULL" TP_SCHEMA_STALL_BETWEEN ");"                                                  \
     "CREATE TABLE IF NOT EXISTS summary_stall_thread (stall_id INTEGER NOT NULL,"        \
     "  pid INTEGER NOT NULL, tid INTEGER NOT NULL, worker INTEGER NOT NULL, phase TEXT," \
     "  node_id INTEGER NOT NULL, samples REAL NOT NULL, known REAL NOT NULL,"            \
@@ -207,12 +214,20 @@
 #define TP_SCHEMA_STEP_PROFILED                                                         \
     ", profiled INTEGER NOT NULL DEFAULT 0, profiled_samples INTEGER NOT NULL"          \
     " DEFAULT 0, profiled_batches INTEGER NOT NULL DEFAULT 0, profiled_s REAL NOT NULL" \
-    " DEFAULT 0"
+    " DEFAULT 0" TP_SCHEMA_STEP_WARMUP
 #define TP_SCHEMA_ADD_STEP_PROFILED                                                    \
     "ALTER TABLE summary_step ADD COLUMN profiled INTEGER NOT NULL DEFAULT 0;"         \
     "ALTER TABLE summary_step ADD COLUMN profiled_samples INTEGER NOT NULL DEFAULT 0;" \
     "ALTER TABLE summary_step ADD COLUMN profiled_batches INTEGER NOT NULL DEFAULT 0;" \
     "ALTER TABLE summary_step ADD COLUMN profiled_s REAL NOT NULL DEFAULT 0;"
+/* summary_step.warmup_samples, warmup_batches: what the warm-up steps
+ * fetched, so that the steps' totals are the training's; files summarized
+ * before have none (readers take 0), `summarize --force` adds them. */
+#define TP_SCHEMA_STEP_WARMUP \
+    ", warmup_samples INTEGER NOT NULL DEFAULT 0, warmup_batches INTEGER NOT NULL DEFAULT 0"
+#define TP_SCHEMA_ADD_STEP_WARMUP                                                    \
+    "ALTER TABLE summary_step ADD COLUMN warmup_samples INTEGER NOT NULL DEFAULT 0;" \
+    "ALTER TABLE summary_step ADD COLUMN warmup_batches INTEGER NOT NULL DEFAULT 0;"
 #define TP_SCHEMA_EPOCH_BATCHES ", batches INTEGER NOT NULL DEFAULT 0"
 #define TP_SCHEMA_ADD_BATCHES                                                 \
     "ALTER TABLE summary_step ADD COLUMN batches INTEGER NOT NULL DEFAULT 0;" \
@@ -228,9 +243,14 @@
 /* summary_timing.in_profiled_s (schema 10): the part of a region's time in
  * steps a capture window took; files summarized before have none (readers
  * take 0). */
-#define TP_SCHEMA_TIMING_PROFILED ", in_profiled_s REAL NOT NULL DEFAULT 0"
+#define TP_SCHEMA_TIMING_PROFILED ", in_profiled_s REAL NOT NULL DEFAULT 0" TP_SCHEMA_TIMING_WARMUP
 #define TP_SCHEMA_ADD_TIMING_PROFILED \
     "ALTER TABLE summary_timing ADD COLUMN in_profiled_s REAL NOT NULL DEFAULT 0;"
+/* summary_timing.in_warmup_s: the part of a region's time in its rank's
+ * warm-up steps; files summarized before have none (readers take 0). */
+#define TP_SCHEMA_TIMING_WARMUP ", in_warmup_s REAL NOT NULL DEFAULT 0"
+#define TP_SCHEMA_ADD_TIMING_WARMUP \
+    "ALTER TABLE summary_timing ADD COLUMN in_warmup_s REAL NOT NULL DEFAULT 0;"
 #define TP_SCHEMA_SUMMARY_TIMING                                                       \
     "CREATE TABLE summary_timing (rank INTEGER NOT NULL, name TEXT NOT NULL,"          \
     "  count INTEGER NOT NULL, total_s REAL NOT NULL, mean REAL, min REAL, p5 REAL,"   \

@@ -91,20 +91,17 @@ static int stored_rows(tp_run *run, tp_timings *out)
     size_t rcap = 0;
     bool device = run->schema_version >= TP_SCHEMA_DEVICE;
     bool in_profiled = tp_run_has_column(run, "summary_timing", "in_profiled_s");
-    int rc = sqlite3_prepare_v2(
-        run->db,
-        device
-            ? (in_profiled ? "SELECT rank, name, count, total_s, mean, min, p5, p50, p95, max,"
-                             " in_steps_s, device_count, device_total_s, device_mean, device_min,"
-                             " device_p5, device_p50, device_p95, device_max, in_profiled_s"
-                             " FROM summary_timing ORDER BY rank, name"
-                           : "SELECT rank, name, count, total_s, mean, min, p5, p50, p95, max,"
-                             " in_steps_s, device_count, device_total_s, device_mean, device_min,"
-                             " device_p5, device_p50, device_p95, device_max, 0"
-                             " FROM summary_timing ORDER BY rank, name")
-            : "SELECT rank, name, count, total_s, mean, min, p5, p50, p95,"
-              " max, in_steps_s FROM summary_timing ORDER BY rank, name",
-        -1, &st, NULL);
+    bool in_warmup = tp_run_has_column(run, "summary_timing", "in_warmup_s");
+    char *sql = sqlite3_mprintf(
+        device ? "SELECT rank, name, count, total_s, mean, min, p5, p50, p95, max,"
+                 " in_steps_s, device_count, device_total_s, device_mean, device_min,"
+                 " device_p5, device_p50, device_p95, device_max, %s, %s"
+                 " FROM summary_timing ORDER BY rank, name"
+               : "SELECT rank, name, count, total_s, mean, min, p5, p50, p95,"
+                 " max, in_steps_s FROM summary_timing ORDER BY rank, name",
+        in_profiled ? "in_profiled_s" : "0", in_warmup ? "in_warmup_s" : "0");
+    int rc = sql ? sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
     while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         out->rows = tp_grow(out->rows, out->nrows, &rcap, sizeof *out->rows);
         tp_timing_row *r = &out->rows[out->nrows++];
@@ -117,6 +114,7 @@ static int stored_rows(tp_run *run, tp_timings *out)
         col_stats(st, 2, 4, &r->stats);
         if (device) {
             r->in_profiled_s = sqlite3_column_double(st, 19);
+            r->in_warmup_s = sqlite3_column_double(st, 20);
             r->device_total_s = sqlite3_column_double(st, 12);
             col_stats(st, 11, 13, &r->device);
         } else {
@@ -136,17 +134,15 @@ static int stored_steps(tp_run *run, tp_timings *out)
     /* files summarized before summary_step.batches: batches unknown, no warm-up */
     bool batches = tp_run_has_column(run, "summary_step", "batches");
     bool profiled = tp_run_has_column(run, "summary_step", "profiled");
-    int rc = sqlite3_prepare_v2(
-        run->db,
-        profiled  ? "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95, max,"
-                    " batches, warmup, warmup_s, profiled, profiled_samples, profiled_batches,"
-                    " profiled_s"
-                    " FROM summary_step ORDER BY rank"
-        : batches ? "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95, max,"
-                    " batches, warmup, warmup_s, 0, 0, 0, 0 FROM summary_step ORDER BY rank"
-                  : "SELECT rank, count, total_s, samples, mean, min, p5, p50,"
-                    " p95, max, 0, 0, 0, 0, 0, 0, 0 FROM summary_step ORDER BY rank",
-        -1, &st, NULL);
+    bool warm = tp_run_has_column(run, "summary_step", "warmup_samples");
+    char *sql = sqlite3_mprintf(
+        "SELECT rank, count, total_s, samples, mean, min, p5, p50, p95, max, %s, %s, %s"
+        " FROM summary_step ORDER BY rank",
+        batches ? "batches, warmup, warmup_s" : "0, 0, 0",
+        profiled ? "profiled, profiled_samples, profiled_batches, profiled_s" : "0, 0, 0, 0",
+        warm ? "warmup_samples, warmup_batches" : "0, 0");
+    int rc = sql ? sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
     while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         out->steps = tp_grow(out->steps, out->nsteps, &scap, sizeof *out->steps);
         tp_step_row *r = &out->steps[out->nsteps++];
@@ -161,6 +157,8 @@ static int stored_steps(tp_run *run, tp_timings *out)
         r->profiled_samples = sqlite3_column_int64(st, 14);
         r->profiled_batches = sqlite3_column_int64(st, 15);
         r->profiled_s = sqlite3_column_double(st, 16);
+        r->warmup_samples = sqlite3_column_int64(st, 17);
+        r->warmup_batches = sqlite3_column_int64(st, 18);
     }
     sqlite3_finalize(st);
     return rc;
@@ -457,9 +455,12 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
         !tp_run_has_table(run, "summary_stall_thread"))
         return false;
     sqlite3_stmt *st = NULL, *th = NULL;
+    bool between = tp_run_has_column(run, "summary_stall", "between_steps");
     bool ok = sqlite3_prepare_v2(run->db,
-                                 "SELECT id, rank, ended, start_ns, end_ns, threshold_s, step"
-                                 " FROM summary_stall ORDER BY id",
+                                 between ? "SELECT id, rank, ended, start_ns, end_ns, threshold_s,"
+                                           " step, between_steps FROM summary_stall ORDER BY id"
+                                         : "SELECT id, rank, ended, start_ns, end_ns, threshold_s,"
+                                           " step, 0 FROM summary_stall ORDER BY id",
                                  -1, &st, NULL) == SQLITE_OK &&
               sqlite3_prepare_v2(run->db,
                                  "SELECT pid, tid, worker, phase, node_id, samples, known, on_cpu"
@@ -479,7 +480,10 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
                         .end_s = end,
                         .seconds = end - start,
                         .threshold_s = sqlite3_column_double(st, 5),
-                        .step = step > 0 ? (size_t)step : 0};
+                        .step = step > 0 ? (size_t)step : 0,
+                        .between = sqlite3_column_int(st, 7) != 0,
+                        .gpu = -1,
+                        .gpu_util_percent = NAN};
         sqlite3_bind_int64(th, 1, sqlite3_column_int64(st, 0));
         size_t tcap = 0;
         int trc;

@@ -74,6 +74,7 @@ static void fill_timing(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
     sqlite3_bind_double(st, 13, r->device_total_s);
     bind_stats(st, 14, &r->device);
     sqlite3_bind_double(st, 20, r->in_profiled_s);
+    sqlite3_bind_double(st, 21, r->in_warmup_s);
 }
 
 static void fill_step(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
@@ -91,6 +92,8 @@ static void fill_step(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
     sqlite3_bind_int64(st, 15, r->profiled_samples);
     sqlite3_bind_int64(st, 16, r->profiled_batches);
     sqlite3_bind_double(st, 17, r->profiled_s);
+    sqlite3_bind_int64(st, 18, r->warmup_samples);
+    sqlite3_bind_int64(st, 19, r->warmup_batches);
 }
 
 static void fill_epoch(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
@@ -168,9 +171,14 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
     sqlite3_stmt *stall = NULL, *thread = NULL;
     int rc = tp_exec(db, TP_SCHEMA_SUMMARY_STALLS "DELETE FROM summary_stall;"
                                                   "DELETE FROM summary_stall_thread;");
+    if (rc == SQLITE_OK && !has_column(db, "summary_stall", "between_steps")) /* stored before */
+        rc = tp_exec(db, TP_SCHEMA_ADD_STALL_BETWEEN);
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(db, "INSERT INTO summary_stall VALUES (?, ?, ?, ?, ?, ?, ?)", -1,
-                                &stall, NULL);
+        rc =
+            sqlite3_prepare_v2(db,
+                               "INSERT INTO summary_stall (id, rank, ended, start_ns, end_ns,"
+                               " threshold_s, step, between_steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                               -1, &stall, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(
             db, "INSERT INTO summary_stall_thread VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &thread,
@@ -184,6 +192,7 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
         sqlite3_bind_int64(stall, 5, tp_ns_round_s(v->end_s));
         sqlite3_bind_double(stall, 6, v->threshold_s);
         sqlite3_bind_int64(stall, 7, (sqlite3_int64)v->step);
+        sqlite3_bind_int(stall, 8, v->between);
         rc = sqlite3_step(stall) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
         sqlite3_reset(stall);
         for (size_t k = 0; rc == SQLITE_OK && k < v->nthreads; k++) {
@@ -291,8 +300,12 @@ static int upgrade_tables(sqlite3 *db, bool upgrade, bool rank_gpu, bool batches
         rc = tp_exec(db, TP_SCHEMA_ADD_BATCHES);
     if (rc == SQLITE_OK && !has_column(db, "summary_step", "profiled")) /* before schema 10 */
         rc = tp_exec(db, TP_SCHEMA_ADD_STEP_PROFILED);
+    if (rc == SQLITE_OK && !has_column(db, "summary_step", "warmup_samples"))
+        rc = tp_exec(db, TP_SCHEMA_ADD_STEP_WARMUP);
     if (rc == SQLITE_OK && !has_column(db, "summary_timing", "in_profiled_s"))
         rc = tp_exec(db, TP_SCHEMA_ADD_TIMING_PROFILED);
+    if (rc == SQLITE_OK && !has_column(db, "summary_timing", "in_warmup_s"))
+        rc = tp_exec(db, TP_SCHEMA_ADD_TIMING_WARMUP);
     if (rc == SQLITE_OK) /* a file brought to schema 10 has its (empty) capture windows' tables */
         rc = tp_exec(db, TP_SCHEMA_OPS TP_SCHEMA_OPS_VIEW);
     return rc;
@@ -333,10 +346,11 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
                          fill_window);
     if (rc == SQLITE_OK)
         rc = insert_rows(
-            db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
+            db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,
             s->timings->nrows, fill_timing);
     if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        rc = insert_rows(db,
+                         "INSERT INTO summary_step VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          s, s->timings->nsteps, fill_step);
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_epoch VALUES (?,?,?,?,?,?,?)", s,

@@ -69,28 +69,95 @@ static int cmp_size(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-size_t tp_change_points(const double *durations, size_t n, size_t *starts)
+/* A series of steps as the change points see it: x[] the log durations,
+ * y[] their median over 5 steps (one slow step is no change), p[] the
+ * prefix sums of y, and the penalty a split's gain must beat (20 times the
+ * noise's variance, from the median absolute difference of neighbouring
+ * steps, times log n). */
+typedef struct log_series {
+    double *x, *y, *p, *tmp;
+    size_t n;
+    double penalty;
+} log_series;
+
+static void log_series_init(log_series *ls, const double *durations, size_t n)
 {
-    if (n < 2 * TP_REGIME_MIN_STEPS)
-        return 0;
-    double *x = tp_xmalloc(n * sizeof *x), *y = tp_xmalloc(n * sizeof *y);
-    double *p = tp_xmalloc((n + 1) * sizeof *p), *tmp = tp_xmalloc(n * sizeof *tmp);
+    ls->n = n;
+    ls->x = tp_xmalloc((n ? n : 1) * sizeof *ls->x);
+    ls->y = tp_xmalloc((n ? n : 1) * sizeof *ls->y);
+    ls->p = tp_xmalloc((n + 1) * sizeof *ls->p);
+    ls->tmp = tp_xmalloc((n ? n : 1) * sizeof *ls->tmp);
     for (size_t i = 0; i < n; i++)
-        x[i] = log(durations[i] > 1e-9 ? durations[i] : 1e-9);
-    for (size_t i = 0; i < n; i++) { /* a median over 5 steps: one slow step is no change */
+        ls->x[i] = log(durations[i] > 1e-9 ? durations[i] : 1e-9);
+    for (size_t i = 0; i < n; i++) {
         size_t a = i >= 2 ? i - 2 : 0, b = i + 3 <= n ? i + 3 : n;
-        y[i] = median(x + a, b - a, tmp);
+        ls->y[i] = median(ls->x + a, b - a, ls->tmp);
     }
     for (size_t i = 1; i < n; i++)
-        tmp[i - 1] = fabs(x[i] - x[i - 1]);
-    double sigma = 1.4826 * median(tmp, n - 1, p) / sqrt(2);
+        ls->tmp[i - 1] = fabs(ls->x[i] - ls->x[i - 1]);
+    double sigma = n > 1 ? 1.4826 * median(ls->tmp, n - 1, ls->p) / sqrt(2) : 0;
     sigma = sigma > 0.01 ? sigma : 0.01;
-    double penalty = 20 * sigma * sigma * log((double)n);
+    ls->penalty = 20 * sigma * sigma * log((double)(n > 1 ? n : 2));
+    ls->p[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        ls->p[i + 1] = ls->p[i] + ls->y[i];
+}
+
+static void log_series_free(log_series *ls)
+{
+    free(ls->x);
+    free(ls->y);
+    free(ls->p);
+    free(ls->tmp);
+}
+
+/* Whether [lo, at) and [at, hi) are two regimes: the split's gain beats the
+ * noise's penalty and their levels (trimmed means of the log durations: the
+ * typical steps the words give) differ by TP_REGIME_MIN_CHANGE or more. */
+static bool split_holds(log_series *ls, size_t lo, size_t at, size_t hi)
+{
+    if (at <= lo || at >= hi)
+        return false;
+    double n = (double)(hi - lo), n1 = (double)(at - lo);
+    double m1 = (ls->p[at] - ls->p[lo]) / n1, m2 = (ls->p[hi] - ls->p[at]) / (n - n1);
+    double gain = n1 * (n - n1) / n * (m1 - m2) * (m1 - m2);
+    double left = trimmed_mean(ls->x + lo, at - lo, ls->tmp);
+    double right = trimmed_mean(ls->x + at, hi - at, ls->tmp);
+    return gain > ls->penalty && fabs(left - right) >= log(1 + TP_REGIME_MIN_CHANGE);
+}
+
+/* Drops from starts[0..*n) (regime starts in [0, ls->n)) every start whose
+ * regimes, as they now stand, are no two regimes (split_holds), the least
+ * telling first, until every one holds. */
+static void keep_holding(log_series *ls, size_t *starts, size_t *n)
+{
+    for (;;) {
+        size_t weakest = *n;
+        double least = INFINITY;
+        for (size_t r = 0; r < *n; r++) {
+            size_t lo = r ? starts[r - 1] : 0, hi = r + 1 < *n ? starts[r + 1] : ls->n;
+            if (split_holds(ls, lo, starts[r], hi))
+                continue;
+            double moved = fabs(trimmed_mean(ls->x + lo, starts[r] - lo, ls->tmp) -
+                                trimmed_mean(ls->x + starts[r], hi - starts[r], ls->tmp));
+            if (moved < least)
+                least = moved, weakest = r;
+        }
+        if (weakest == *n)
+            return;
+        memmove(&starts[weakest], &starts[weakest + 1], (*n - weakest - 1) * sizeof *starts);
+        (*n)--;
+    }
+}
+
+static size_t change_points(log_series *ls, size_t *starts)
+{
+    size_t n = ls->n;
+    if (n < 2 * TP_REGIME_MIN_STEPS)
+        return 0;
+    double *x = ls->x, *p = ls->p, *tmp = ls->tmp, penalty = ls->penalty;
     /* a regime lasts: at least TP_REGIME_MIN_STEPS steps and 4 % of them */
     size_t min_len = n / 25 > TP_REGIME_MIN_STEPS ? n / 25 : TP_REGIME_MIN_STEPS;
-    p[0] = 0;
-    for (size_t i = 0; i < n; i++)
-        p[i + 1] = p[i] + y[i];
     size_t bounds[TP_REGIMES_MAX + 1] = {0, n}, nb = 2, found = 0;
     while (nb < TP_REGIMES_MAX + 1) {
         double best = 0;
@@ -140,18 +207,25 @@ size_t tp_change_points(const double *durations, size_t n, size_t *starts)
     }
     found = nb - 2;
     memcpy(starts, bounds + 1, found * sizeof *starts);
-    free(x);
-    free(y);
-    free(p);
-    free(tmp);
+    return found;
+}
+
+size_t tp_change_points(const double *durations, size_t n, size_t *starts)
+{
+    log_series ls;
+    log_series_init(&ls, durations, n);
+    size_t found = change_points(&ls, starts);
+    log_series_free(&ls);
     return found;
 }
 
 size_t tp_regime_starts(const double *d, const double *t0, const double *t1, size_t n,
                         size_t *starts)
 {
+    log_series ls;
+    log_series_init(&ls, d, n);
     double *tmp = tp_xmalloc((n ? n : 1) * sizeof *tmp);
-    size_t nchanges = n >= 2 * TP_REGIME_MIN_STEPS ? tp_change_points(d, n, starts) : 0;
+    size_t nchanges = change_points(&ls, starts);
     /* a short first regime slower than the next is the training warming up
      * (caches, the allocator, lazy imports), not a change of pace */
     size_t short_start = n / 10 > 20 ? n / 10 : 20;
@@ -175,6 +249,11 @@ size_t tp_regime_starts(const double *d, const double *t0, const double *t1, siz
         nchanges--;
         r = 0;
     }
+    /* what the merges left must still be a change, in the statistic its
+     * words use: a start between two regimes the warm-up's or a short
+     * regime's removal made alike is none */
+    keep_holding(&ls, starts, &nchanges);
+    log_series_free(&ls);
     free(tmp);
     return nchanges;
 }
@@ -240,17 +319,18 @@ static void add_cause(tp_regime *g, tp_cause_kind kind, size_t phase, double bef
 void tp_regime_find_causes(const tp_regime *p, tp_regime *g)
 {
     size_t moved = TP_STEP_PHASES;
-    double most = 0;
+    double most = 0, step = g->level_s - p->level_s;
     for (size_t k = 0; k < TP_STEP_PHASES; k++) {
-        double delta = fabs(g->phase_s[k] - p->phase_s[k]);
-        if (delta > most) {
-            most = delta;
+        double delta = g->phase_level_s[k] - p->phase_level_s[k];
+        if (delta * step > 0 && fabs(delta) > most) { /* moved the way the step did */
+            most = fabs(delta);
             moved = k;
         }
     }
-    /* a phase that carries at least half of the step's change */
-    if (moved < TP_STEP_PHASES && most >= 0.5 * fabs(g->mean_s - p->mean_s))
-        add_cause(g, TP_CAUSE_PHASE, moved, p->phase_s[moved], g->phase_s[moved]);
+    /* a phase that carries at least half of the step's change, both in the
+     * statistic the words give */
+    if (moved < TP_STEP_PHASES && most >= 0.5 * fabs(step))
+        add_cause(g, TP_CAUSE_PHASE, moved, p->phase_level_s[moved], g->phase_level_s[moved]);
     const tp_regime_machine *a = &p->machine, *b = &g->machine;
     if (fabs(b->others_cpu_percent - a->others_cpu_percent) >= 15)
         add_cause(g, TP_CAUSE_OTHERS_CPU, 0, a->others_cpu_percent, b->others_cpu_percent);
@@ -292,7 +372,7 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
     /* the groups compared (each a group's mean step), without those that
      * stalled (a group of one step longer than the stall threshold) */
     size_t total = ph->ngroups, n = 0;
-    double *d = tp_xmalloc(total * sizeof *d), *tmp = tp_xmalloc(total * sizeof *tmp);
+    double *d = tp_xmalloc(total * sizeof *d), *tmp = tp_xmalloc(2 * total * sizeof *tmp);
     size_t *idx = tp_xmalloc(total * sizeof *idx);
     for (size_t g = 0; g < total; g++) {
         d[g] = 0;
@@ -330,15 +410,18 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
                          .t1_s = group_time(ph->end_s, last),
                          .mean_s = sum / steps,
                          .median_s = median(d + lo, hi - lo, tmp)};
-        g->typical_s = tp_regime_typical(d + lo, hi - lo);
+        g->typical_s = g->level_s = tp_regime_typical(d + lo, hi - lo);
         for (size_t k = 0; k < TP_STEP_PHASES; k++) {
-            g->phase_s[k] = NAN;
+            g->phase_s[k] = g->phase_level_s[k] = NAN;
             if (!nchanges) /* a steady run: its figures are the report's already */
                 continue;
             double phase = 0;
-            for (size_t i = lo; i < hi; i++)
-                phase += ph->values[idx[i] * TP_STEP_PHASES + k] * group_steps(ph, idx[i]);
+            for (size_t i = lo; i < hi; i++) {
+                tmp[i - lo] = ph->values[idx[i] * TP_STEP_PHASES + k];
+                phase += tmp[i - lo] * group_steps(ph, idx[i]);
+            }
             g->phase_s[k] = phase / steps;
+            g->phase_level_s[k] = trimmed_mean(tmp, hi - lo, tmp + (hi - lo));
         }
         if (nchanges && g->mean_s > 0) { /* the step verdicts of its own split */
             double in = g->phase_s[0] / g->mean_s, to = g->phase_s[1] / g->mean_s;

@@ -83,6 +83,11 @@ typedef struct tp_regime {
      * that alternate between two speeds have no telling median) */
     double typical_s;
     double phase_s[TP_STEP_PHASES]; /* seconds per step of each standard phase; "other": the rest */
+    /* the levels a change is judged and said in: the step's (typical_s
+     * here, a mean in compare's sides) and each phase's in the same
+     * statistic (here the mean of its groups' seconds per step without the
+     * lowest and highest 10 %) */
+    double level_s, phase_level_s[TP_STEP_PHASES];
     tp_regime_machine machine;
     /* against the regime before (none for the first): the phase that moved
      * the most per step, first, then the machine's changes */

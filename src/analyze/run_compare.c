@@ -371,10 +371,14 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
                 moved >= TP_COMPARE_MIN_CHANGE * out->a.step_s && moved >= 0.25 * step_moved;
         }
         /* A as the regime before, B as the one after */
-        tp_regime pa = {.mean_s = out->a.step_s, .machine = out->a.machine};
-        tp_regime pb = {.mean_s = out->b.step_s, .machine = out->b.machine};
+        tp_regime pa = {
+            .mean_s = out->a.step_s, .level_s = out->a.step_s, .machine = out->a.machine};
+        tp_regime pb = {
+            .mean_s = out->b.step_s, .level_s = out->b.step_s, .machine = out->b.machine};
         memcpy(pa.phase_s, out->a.phase_s, sizeof pa.phase_s);
         memcpy(pb.phase_s, out->b.phase_s, sizeof pb.phase_s);
+        memcpy(pa.phase_level_s, out->a.phase_s, sizeof pa.phase_level_s); /* means, as step_s */
+        memcpy(pb.phase_level_s, out->b.phase_s, sizeof pb.phase_level_s);
         tp_regime_find_causes(&pa, &pb);
         memcpy(out->causes, pb.causes, pb.ncauses * sizeof *pb.causes);
         out->ncauses = pb.ncauses;

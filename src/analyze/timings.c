@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/metric_catalog.h"
+#include "analyze/in_steps.h"
 #include "analyze/intervals.h"
 #include "store/reader_stream.h"
 #include "util/grow.h"
@@ -141,18 +142,6 @@ static double sum(const double *v, size_t n)
     return total;
 }
 
-/* Steps and epochs of the marks of one rank: marks[lo, hi), in (thread,
- * time) order. A step runs from one step mark to the next on its thread; an
- * epoch mark in between ends the run of steps (so the wait between the last
- * fetch of an epoch and the first of the next is not a step). An epoch lasts
- * from its mark to its thread's next epoch mark, or to its last step mark,
- * or to the end of the run. A step-end mark closes the open step as a step
- * mark would, and begins none: the time to the next step mark is no step's.
- * Samples marks (one per batch) count for the step they fall in, once that
- * step is closed, so samples/s is over the same steps as steps/s. A thread's
- * first steps are warm-up for as long as each overlaps one of its compile
- * regions; they go to the epochs, not to the step figures or the spans
- * (unless the rank has no other step). */
 /* The stall threshold of the steps of marks[lo, hi) (core/stall_rule.h):
  * from the median of every closed step (one step mark to the next on a
  * thread, no epoch mark between), or stall_after_s where the run set it. */
@@ -211,9 +200,9 @@ static bool capture_windows(tp_run *run, compile_list *out, char *err, size_t ca
 
 /* A rank's step row from its steady steps (its warm-up and profiled ones
  * beside; every step warm: they are the steady ones), the spans of its
- * steady and profiled steps added to spans and prof_spans; the sets freed. */
+ * steady, profiled and warm-up steps added to rs; the sets freed. */
 static void rank_step_row(tp_timings *t, int rank, step_set *steady, step_set *warm, step_set *prof,
-                          size_t *steps_cap, tp_time_spans *spans, tp_time_spans *prof_spans)
+                          size_t *steps_cap, tp_rank_spans *rs)
 {
     if (!steady->n) { /* every step compiled: no steady state to set the warm-up apart from */
         step_set swap = *steady;
@@ -229,6 +218,8 @@ static void rank_step_row(tp_timings *t, int rank, step_set *steady, step_set *w
                             .batches = steady->batches,
                             .warmup = warm->n,
                             .warmup_s = sum(warm->durations, warm->n),
+                            .warmup_samples = warm->samples,
+                            .warmup_batches = warm->batches,
                             .profiled = prof->n,
                             .profiled_s = sum(prof->durations, prof->n),
                             .profiled_samples = prof->samples,
@@ -236,9 +227,11 @@ static void rank_step_row(tp_timings *t, int rank, step_set *steady, step_set *w
         tp_stats_compute(steady->durations, steady->n, &st->stats);
     }
     for (size_t i = 0; i < steady->spans.n; i++)
-        tp_spans_push(spans, steady->spans.v[i].a, steady->spans.v[i].b);
+        tp_spans_push(&rs->spans, steady->spans.v[i].a, steady->spans.v[i].b);
     for (size_t i = 0; i < prof->spans.n; i++)
-        tp_spans_push(prof_spans, prof->spans.v[i].a, prof->spans.v[i].b);
+        tp_spans_push(&rs->prof_spans, prof->spans.v[i].a, prof->spans.v[i].b);
+    for (size_t i = 0; i < warm->spans.n; i++)
+        tp_spans_push(&rs->warm_spans, warm->spans.v[i].a, warm->spans.v[i].b);
     free(steady->durations);
     free(warm->durations);
     free(prof->durations);
@@ -247,10 +240,71 @@ static void rank_step_row(tp_timings *t, int rank, step_set *steady, step_set *w
     tp_spans_free(&warm->spans);
 }
 
+/* A closed step that no compilation nor capture window held, kept until the
+ * rank's median says whether it is a slow first step (warm-up). */
+typedef struct steady_step {
+    int64_t thread, a, b, samples, batches;
+    bool after_window; /* a capture window's step came before it on its thread */
+} steady_step;
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The steps of v[0..n) into steady, but a thread's first ones that each took
+ * more than TP_WARMUP_SLOW times the median, which go to warm (timings.h). */
+static void settle_warmup(const steady_step *v, size_t n, step_set *steady, step_set *warm)
+{
+    double median = 0;
+    if (n >= 3) {
+        double *d = tp_xmalloc(n * sizeof *d);
+        for (size_t i = 0; i < n; i++)
+            d[i] = (double)tp_ns_sub(v[i].b, v[i].a) / 1e9;
+        qsort(d, n, sizeof *d, cmp_double);
+        median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+        free(d);
+    }
+    size_t room = n / 10 > 1 ? n / 10 : 1;
+    bool leading = false;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || v[i].thread != v[i - 1].thread)
+            leading = true;
+        double d = (double)tp_ns_sub(v[i].b, v[i].a) / 1e9;
+        leading =
+            leading && median > 0 && room > 0 && !v[i].after_window && d > TP_WARMUP_SLOW * median;
+        room -= leading;
+        step_set_add(leading ? warm : steady, v[i].a, v[i].b, v[i].samples, v[i].batches);
+    }
+}
+
+/* The epoch that mark m begins, as a new row of t->epochs: its index. */
+static long open_epoch(tp_timings *t, size_t *epochs_cap, const tp_run_mark *m)
+{
+    t->epochs = tp_grow(t->epochs, t->nepochs, epochs_cap, sizeof *t->epochs);
+    t->epochs[t->nepochs] = (tp_epoch_row){
+        .rank = m->rank, .epoch = m->value, .start_s = (double)m->t_ns / 1e9, .energy_j = NAN};
+    return (long)t->nepochs++;
+}
+
+/* Steps and epochs of the marks of one rank: marks[lo, hi), in (thread,
+ * time) order. A step runs from one step mark to the next on its thread; an
+ * epoch mark in between ends the run of steps (so the wait between the last
+ * fetch of an epoch and the first of the next is not a step). An epoch lasts
+ * from its mark to its thread's next epoch mark, or to its last step mark,
+ * or to the end of the run. A step-end mark closes the open step as a step
+ * mark would, and begins none: the time to the next step mark is no step's.
+ * Samples marks (one per batch) count for the step they fall in, once that
+ * step is closed, so samples/s is over the same steps as steps/s. A thread's
+ * first steps are warm-up for as long as each overlaps one of its compile
+ * regions, and then for as long as each is slow (settle_warmup); they go to
+ * the epochs, not to the step figures or the spans (unless the rank has no
+ * other step). */
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
                        const compile_list *compiles, const compile_list *profiled,
-                       size_t *steps_cap, size_t *epochs_cap, tp_time_spans *spans,
-                       tp_time_spans *prof_spans, double stall_after_s)
+                       size_t *steps_cap, size_t *epochs_cap, tp_rank_spans *rs,
+                       double stall_after_s)
 {
     /* a step that stalled (and went on) is a pause, not a step's time */
     double stall_s = steps_stall_threshold(m, lo, hi, stall_after_s);
@@ -263,11 +317,14 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
     int64_t run_ns = llround(run_s * 1e9);
     int64_t pending = 0, pending_batches = 0; /* of the open step */
     bool warming = true;                      /* the thread's steps so far all held a compilation */
+    bool windowed = false;                    /* a capture window's step came on this thread */
     step_set prof = {.durations = malloc((hi - lo + 1) * sizeof(double))}; /* a window's */
+    steady_step *cand = tp_xmalloc((hi - lo + 1) * sizeof *cand);
+    size_t ncand = 0;
     for (size_t i = lo; i < hi; i++) {
         bool new_thread = i == lo || m[i].thread != m[i - 1].thread;
         if (new_thread)
-            warming = true;
+            warming = true, windowed = false;
         if (new_thread || (m[i].kind == TP_MARK_EPOCH)) {
             if (epoch_row >= 0) {
                 int64_t end = !new_thread && (m[i].kind == TP_MARK_EPOCH) ? m[i].t_ns
@@ -281,12 +338,7 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             pending = pending_batches = 0;
         }
         if ((m[i].kind == TP_MARK_EPOCH)) {
-            t->epochs = tp_grow(t->epochs, t->nepochs, epochs_cap, sizeof *t->epochs);
-            t->epochs[t->nepochs] = (tp_epoch_row){.rank = m[i].rank,
-                                                   .epoch = m[i].value,
-                                                   .start_s = (double)m[i].t_ns / 1e9,
-                                                   .energy_j = NAN};
-            epoch_row = (long)t->nepochs++;
+            epoch_row = open_epoch(t, epochs_cap, &m[i]);
             epoch_start = m[i].t_ns;
             continue;
         }
@@ -301,11 +353,12 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             /* a step a capture window ran in (or stopped in) is the profiler's */
             bool in_window = compiled_in(profiled, m[i].thread, a, b);
             /* a window's step is counted, and inside the steps, but timed in no figure */
-            if (warming || (double)tp_ns_sub(b, a) / 1e9 <= stall_s)
-                step_set_add(in_window ? &prof
-                             : warming ? &warm
-                                       : &steady,
-                             a, b, pending, pending_batches);
+            windowed = windowed || in_window;
+            if (!in_window && !warming && (double)tp_ns_sub(b, a) / 1e9 <= stall_s)
+                cand[ncand++] =
+                    (steady_step){m[i].thread, a, b, pending, pending_batches, windowed};
+            else if (warming || (double)tp_ns_sub(b, a) / 1e9 <= stall_s)
+                step_set_add(in_window ? &prof : &warm, a, b, pending, pending_batches);
             if (epoch_row >= 0) {
                 t->epochs[epoch_row].steps++;
                 t->epochs[epoch_row].samples = tp_ns_add(t->epochs[epoch_row].samples, pending);
@@ -326,7 +379,9 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         t->epochs[epoch_row].duration_s =
             epoch_duration(epoch_start, last_mark >= 0 ? last_mark : run_ns);
     }
-    rank_step_row(t, m[lo].rank, &steady, &warm, &prof, steps_cap, spans, prof_spans);
+    settle_warmup(cand, ncand, &steady, &warm);
+    free(cand);
+    rank_step_row(t, m[lo].rank, &steady, &warm, &prof, steps_cap, rs);
 }
 
 bool tp_timing_is_pause(const char *name) { return tp_phase_kind_of(name) == TP_PHASE_KIND_PAUSE; }
@@ -349,123 +404,6 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
             total = (isnan(total) ? 0 : total) + (b - a);
     }
     return total;
-}
-
-/* A rank's runs of steps, merged (disjoint, increasing). */
-typedef struct rank_spans {
-    int rank;
-    tp_time_spans spans;      /* its timed steps */
-    tp_time_spans prof_spans; /* its steps a capture window took */
-} rank_spans;
-
-typedef struct rank_spans_list {
-    rank_spans *v; /* by rank, increasing */
-    size_t n, cap;
-} rank_spans_list;
-
-typedef struct in_steps_ctx {
-    const rank_spans_list *spans;
-    tp_run_thread *threads; /* sorted by id */
-    size_t nthreads;
-    tp_timing_row **rows; /* sorted by (rank, name) */
-    size_t nrows;
-    int64_t *ns;      /* per entry of rows */
-    int64_t *prof_ns; /* per entry of rows: inside the windows' steps */
-} in_steps_ctx;
-
-static int cmp_thread_id(const void *key, const void *elem)
-{
-    int64_t id = *(const int64_t *)key, other = ((const tp_run_thread *)elem)->id;
-    return (id > other) - (id < other);
-}
-
-static int cmp_row(const void *x, const void *y)
-{
-    return cmp_row_value(*(tp_timing_row *const *)x, *(tp_timing_row *const *)y);
-}
-
-static int cmp_rank_spans(const void *key, const void *elem)
-{
-    int rank = *(const int *)key, other = ((const rank_spans *)elem)->rank;
-    return (rank > other) - (rank < other);
-}
-
-/* Adds the part of one region that lies inside its rank's steps. */
-/* How much of [start, end) the spans s cover. */
-static int64_t overlap(const tp_time_spans *s, int64_t start_ns, int64_t end_ns)
-{
-    int64_t inside = 0;
-    for (size_t i = tp_spans_first_after(s, start_ns); i < s->n && s->v[i].a < end_ns; i++) {
-        int64_t a = start_ns > s->v[i].a ? start_ns : s->v[i].a;
-        int64_t b = end_ns < s->v[i].b ? end_ns : s->v[i].b;
-        inside = tp_ns_add(inside, b > a ? tp_ns_sub(b, a) : 0);
-    }
-    return inside;
-}
-
-static void add_in_steps(void *ctx, int64_t thread, const char *name, int depth, int64_t start_ns,
-                         int64_t end_ns)
-{
-    (void)depth;
-    in_steps_ctx *c = ctx;
-    const tp_run_thread *th =
-        bsearch(&thread, c->threads, c->nthreads, sizeof *c->threads, cmp_thread_id);
-    if (!th)
-        return;
-    const rank_spans *rs =
-        bsearch(&th->rank, c->spans->v, c->spans->n, sizeof *c->spans->v, cmp_rank_spans);
-    if (!rs)
-        return;
-    int64_t inside = overlap(&rs->spans, start_ns, end_ns);
-    int64_t in_prof = overlap(&rs->prof_spans, start_ns, end_ns);
-    if (!inside && !in_prof)
-        return;
-    tp_timing_row key = {.rank = th->rank, .name = (char *)name}, *kp = &key;
-    tp_timing_row **row = bsearch(&kp, c->rows, c->nrows, sizeof *c->rows, cmp_row);
-    if (row) {
-        c->ns[row - c->rows] = tp_ns_add(c->ns[row - c->rows], inside);
-        c->prof_ns[row - c->rows] = tp_ns_add(c->prof_ns[row - c->rows], in_prof);
-    }
-}
-
-/* Each row's time inside its rank's closed steps (in_steps_s): one pass over
- * the regions, each cut to the rank's runs of steps. Rows of a rank with no
- * steps keep all of their time (their share is of the run). */
-static bool measure_in_steps(tp_run *run, tp_timings *t, const rank_spans_list *spans,
-                             size_t nspans, char *err, size_t cap)
-{
-    for (size_t i = 0; i < t->nrows; i++) {
-        bool stepped = false;
-        for (size_t s = 0; s < t->nsteps && !stepped; s++)
-            stepped = t->steps[s].rank == t->rows[i].rank;
-        t->rows[i].in_steps_s = stepped ? 0 : t->rows[i].total_s;
-    }
-    if (!nspans || !t->nrows)
-        return true;
-    in_steps_ctx c = {spans,
-                      NULL,
-                      0,
-                      calloc(t->nrows, sizeof *c.rows),
-                      t->nrows,
-                      calloc(t->nrows, sizeof *c.ns),
-                      calloc(t->nrows, sizeof *c.prof_ns)};
-    bool ok = c.rows && c.ns && c.prof_ns && tp_run_threads(run, &c.threads, &c.nthreads, err, cap);
-    if (ok) {
-        for (size_t i = 0; i < t->nrows; i++)
-            c.rows[i] = &t->rows[i];
-        qsort(c.rows, c.nrows, sizeof *c.rows, cmp_row);
-        ok = tp_run_each_region(run, add_in_steps, &c, err, cap);
-    }
-    for (size_t i = 0; ok && i < c.nrows; i++) {
-        if (c.ns[i])
-            c.rows[i]->in_steps_s = (double)c.ns[i] / 1e9;
-        c.rows[i]->in_profiled_s = (double)c.prof_ns[i] / 1e9;
-    }
-    free(c.threads);
-    free(c.rows);
-    free(c.ns);
-    free(c.prof_ns);
-    return ok;
 }
 
 /* Rows, steps and epochs from the regions and marks. */
@@ -498,31 +436,27 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
         free(compiles.v);
         return false;
     }
-    size_t steps_cap = 0, epochs_cap = 0, total_spans = 0;
-    rank_spans_list spans = {0};
+    size_t steps_cap = 0, epochs_cap = 0;
+    tp_rank_spans_list spans = {0};
     for (size_t lo = 0; lo < n;) { /* marks are by rank: one rank at a time */
         size_t hi = lo;
         while (hi < n && marks[hi].rank == marks[lo].rank)
             hi++;
         spans.v = tp_grow(spans.v, spans.n, &spans.cap, sizeof *spans.v);
-        rank_spans *rs = &spans.v[spans.n++];
-        *rs = (rank_spans){marks[lo].rank, {0}, {0}};
-        rank_steps(out, marks, lo, hi, run_s, &compiles, &profiled, &steps_cap, &epochs_cap,
-                   &rs->spans, &rs->prof_spans, stall_after_s);
+        tp_rank_spans *rs = &spans.v[spans.n++];
+        *rs = (tp_rank_spans){.rank = marks[lo].rank};
+        rank_steps(out, marks, lo, hi, run_s, &compiles, &profiled, &steps_cap, &epochs_cap, rs,
+                   stall_after_s);
         tp_spans_merge(&rs->spans);
         tp_spans_merge(&rs->prof_spans);
-        total_spans += rs->spans.n;
+        tp_spans_merge(&rs->warm_spans);
         lo = hi;
     }
     free(marks);
     free(compiles.v);
     free(profiled.v);
-    bool ok = measure_in_steps(run, out, &spans, total_spans, err, cap);
-    for (size_t i = 0; i < spans.n; i++) {
-        tp_spans_free(&spans.v[i].spans);
-        tp_spans_free(&spans.v[i].prof_spans);
-    }
-    free(spans.v);
+    bool ok = tp_measure_in_steps(run, out, &spans, err, cap);
+    tp_rank_spans_list_free(&spans);
     return ok;
 }
 

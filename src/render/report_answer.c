@@ -76,7 +76,7 @@ bool tp_answer_steps(char *out, size_t cap, const tp_summary *s)
     const tp_step_row *st = &t->steps[0]; /* the lowest rank's: ranks follow below */
     char mean[32], parts[256];
     tp_format_duration(mean, sizeof mean, st->stats.mean);
-    size_t steps = st->stats.count + st->profiled;
+    size_t steps = st->stats.count + st->profiled + st->warmup; /* the training's own count */
     int n = snprintf(out, cap, "%zu step%s%s, %s each, %.1f steps/s", steps, steps == 1 ? "" : "s",
                      t->nsteps > 1 ? " of the first rank" : "", mean,
                      st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);

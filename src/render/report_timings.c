@@ -27,13 +27,18 @@ static void rank_title(char *buf, size_t cap, int rank)
  * time is negligible. */
 static void outside_steps_line(FILE *out, const tp_timings *t, int rank)
 {
+    /* a warm-up whose regions' time is counted outside (a file from before in_warmup_s) */
     bool warmup = false;
     for (size_t i = 0; i < t->nsteps; i++)
         warmup |= t->steps[i].rank == rank && t->steps[i].warmup;
+    for (size_t i = 0; i < t->nrows && warmup; i++)
+        warmup = !(t->rows[i].rank == rank && t->rows[i].in_warmup_s > 0);
     bool any = false;
     for (size_t i = 0; i < t->nrows; i++) {
         const tp_timing_row *r = &t->rows[i];
-        double outside = r->total_s - r->in_steps_s - r->in_profiled_s; /* a window's: inside */
+        /* a window's and the warm-up's are inside; a file summarized before
+         * in_warmup_s counts the warm-up's outside */
+        double outside = r->total_s - r->in_steps_s - r->in_profiled_s - r->in_warmup_s;
         if (r->rank != rank || r->pause || outside < 1e-3 || outside < 0.05 * r->total_s)
             continue;
         char d[32];
@@ -118,7 +123,7 @@ static void rank_table(FILE *out, const tp_timings *t, size_t lo, size_t hi)
 
 /* A rank's steps: count, durations and rates of its steady steps, what a
  * step fetched, and its warm-up steps set apart. */
-static void steps_lines(FILE *out, const tp_step_row *st)
+static void steps_lines(FILE *out, const tp_timings *t, const tp_step_row *st)
 {
     char title[32], mean[32], p50[32], p95[32];
     rank_title(title, sizeof title, st->rank);
@@ -129,9 +134,9 @@ static void steps_lines(FILE *out, const tp_step_row *st)
     if (st->samples > 0 && st->total_s > 0)
         snprintf(rate, sizeof rate, ", %.0f samples/s", (double)st->samples / st->total_s);
     char timed[48] = "";
-    if (st->profiled)
+    if (st->profiled || st->warmup)
         snprintf(timed, sizeof timed, " (%zu timed)", st->stats.count);
-    size_t steps = st->stats.count + st->profiled;
+    size_t steps = st->stats.count + st->profiled + st->warmup; /* the training's own count */
     fprintf(out, "\nSteps%s: %zu step%s%s, mean %s (p50 %s, p95 %s), %.1f steps/s%s\n", title,
             steps, steps == 1 ? "" : "s", timed, mean, p50, p95,
             st->total_s > 0 ? (double)st->stats.count / st->total_s : 0, rate);
@@ -147,10 +152,17 @@ static void steps_lines(FILE *out, const tp_step_row *st)
     if (st->warmup) {
         char d[32];
         tp_format_duration(d, sizeof d, st->warmup_s);
+        bool compiled = tp_timings_row(t, st->rank, TP_PHASE_COMPILE) != NULL;
+        char first[32] = "the first";
+        if (st->warmup > 1)
+            snprintf(first, sizeof first, "the first %zu", st->warmup);
         fprintf(out,
-                "  before them, %zu warm-up step%s (%s) in which torch.compile compiled: left "
-                "out of\n  these figures and of the shares\n",
-                st->warmup, st->warmup == 1 ? "" : "s", d);
+                compiled ? "  %s warm-up (%s), torch.compile compiling in them or each over "
+                           "twice the\n  median step: left out of the figures and of the shares\n"
+                         : "  %s warm-up (%s), each over twice the median step (the start: "
+                           "CUDA,\n  cuDNN's autotuning, the first allocations): left out of the "
+                           "figures and of the shares\n",
+                first, d);
     }
     if (st->profiled)
         fprintf(out,
@@ -303,7 +315,7 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
     }
     for (size_t i = 0; i < t->nsteps; i++)
         if (shown(&sr, t->steps[i].rank))
-            steps_lines(out, &t->steps[i]);
+            steps_lines(out, t, &t->steps[i]);
     no_steps_lines(out, t, &sr);
     epochs_text(out, t, &sr);
     timing_notes(out, s, device);
@@ -339,6 +351,8 @@ static void timing_row_json(json_writer *w, const tp_timing_row *r)
     stat_fields(w, &r->stats);
     json_key(w, "in_profiled_steps_s");
     json_double(w, r->in_profiled_s);
+    json_key(w, "in_warmup_steps_s"); /* inside the warm-up steps, not in the shares */
+    json_double(w, r->in_warmup_s);
     json_key(w, "in_steps_s");
     json_double(w, r->in_steps_s);
     json_key(w, "share");
@@ -360,17 +374,17 @@ static void timing_row_json(json_writer *w, const tp_timing_row *r)
     json_object_end(w);
 }
 
-/* One row of "steps": a rank's steps, the training's count (the profiled
- * ones too) and the figures of the timed ones. */
+/* One row of "steps": a rank's steps, the training's count (its warm-up and
+ * profiled ones too) and the figures of the timed ones. */
 static void step_row_json(json_writer *w, const tp_step_row *st)
 {
     json_object_begin(w);
     json_key(w, "rank");
     json_int(w, st->rank);
-    /* the steps the training made (the profiled ones too); the figures
-     * are of the timed ones */
+    /* the steps the training made (its warm-up and profiled ones too); the
+     * figures are of the timed ones */
     json_key(w, "count");
-    json_int(w, (int64_t)(st->stats.count + st->profiled));
+    json_int(w, (int64_t)(st->stats.count + st->profiled + st->warmup));
     json_key(w, "timed_steps");
     json_int(w, (int64_t)st->stats.count);
     json_key(w, "total_s");
@@ -379,7 +393,8 @@ static void step_row_json(json_writer *w, const tp_step_row *st)
     json_key(w, "steps_per_s");
     json_double(w, st->total_s > 0 ? (double)st->stats.count / st->total_s : 0);
     json_key(w, "samples");
-    json_int(w, tp_ns_add(st->samples, st->profiled_samples)); /* saturating: a file says them */
+    /* every step's, warm-up and profiled ones included (saturating: a file says them) */
+    json_int(w, tp_ns_add(tp_ns_add(st->samples, st->profiled_samples), st->warmup_samples));
     json_key(w, "samples_per_s");
     if (st->samples > 0 && st->total_s > 0)
         json_double(w, (double)st->samples / st->total_s);
@@ -392,7 +407,7 @@ static void step_row_json(json_writer *w, const tp_step_row *st)
     else
         json_null(w);
     json_key(w, "batches");
-    json_int(w, tp_ns_add(st->batches, st->profiled_batches));
+    json_int(w, tp_ns_add(tp_ns_add(st->batches, st->profiled_batches), st->warmup_batches));
     json_key(w, "batches_per_step");
     if (st->batches > 0 && count > 0)
         json_double(w, (double)st->batches / count);

@@ -128,7 +128,8 @@ def test_a_scheduled_window_counts_the_layers_of_its_steps(tmp_path):
     # the window's five steps and the one its stop ran in are not step figures
     steps = rep["steps"][0]
     assert steps["profiled_steps"] == 6
-    assert steps["count"] == 40 and steps["timed_steps"] == 40 - 6  # the training's count
+    assert steps["count"] == 40  # the training's count
+    assert steps["timed_steps"] + steps["warmup_steps"] == 40 - 6
     assert steps["samples"] == 40 * 16
     text = trainprof("report", run).stdout
     assert "Inside the steps (PyTorch's profiler in 1 capture window" in text

@@ -78,7 +78,8 @@ def test_torch_compile_compiles_as_without_record(run_file, tmp_path):
     assert forward["count"] == 3 * 16  # the compiled module's calls are still timed
     # the first step compiled: a warm-up step, counted apart from the figures
     steps = rep["steps"][0]
-    assert steps["count"] + steps["warmup_steps"] == 3 * 16 and steps["warmup_steps"] >= 1
+    assert steps["count"] == 3 * 16 and steps["warmup_steps"] >= 1
+    assert steps["timed_steps"] + steps["warmup_steps"] + steps["profiled_steps"] == 3 * 16
     # Dynamo's compilations, named: the module's and the function's, and the
     # compiled backward's
     [compiled] = [t for t in rep["timings"] if t["name"] == "compile"]

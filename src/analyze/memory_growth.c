@@ -9,11 +9,36 @@
 #include "util/ns_math.h"
 #include "core/run_keys.h"
 
+/* The longest warm-up (seconds) of the ranks on agent_id: its steps window
+ * starts with it. */
+static double warmup_of(const tp_summary *s, int64_t agent_id)
+{
+    double most = 0;
+    for (size_t i = 0; i < s->timings.nsteps; i++) {
+        const tp_step_row *st = &s->timings.steps[i];
+        const tp_rank_row *place = tp_ranks_find(&s->ranks, st->rank);
+        if ((place             ? place->agent_id
+             : s->run->nagents ? s->run->agents[0].id
+                               : 1) == agent_id &&
+            st->warmup_s > most)
+            most = st->warmup_s;
+    }
+    return most;
+}
+
 bool tp_memory_growth_of(const tp_summary *s, int64_t agent_id, tp_memory_growth *out)
 {
     memset(out, 0, sizeof *out);
-    const tp_steps_window *w = tp_summary_window(s, agent_id);
-    if (!w || (double)tp_ns_sub(w->t1_ns, w->t0_ns) / 1e9 < TP_GROWTH_MIN_S)
+    const tp_steps_window *steps = tp_summary_window(s, agent_id);
+    if (!steps)
+        return false;
+    tp_steps_window judged = *steps, *w = &judged; /* past the warm-up and the start-up's tail */
+    w->t0_ns = tp_ns_add(w->t0_ns, tp_ns_round_s(warmup_of(s, agent_id)));
+    if (w->t0_ns >= w->t1_ns)
+        return false;
+    w->t0_ns =
+        tp_ns_add(w->t0_ns, (int64_t)((double)tp_ns_sub(w->t1_ns, w->t0_ns) * TP_GROWTH_SETTLE));
+    if ((double)tp_ns_sub(w->t1_ns, w->t0_ns) / 1e9 < TP_GROWTH_MIN_S)
         return false;
     /* each slice's mean reaches to the first sample after it: the last one's
      * would be of the exit (workers gone), so the window ends two sampling

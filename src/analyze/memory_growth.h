@@ -4,7 +4,10 @@
  * never evicts), and how long until it meets its limit.
  *
  * Judged on an agent's proc_rss_bytes (the command's process tree) over its
- * training steps (at least TP_GROWTH_MIN_S): the window in ten slices, each
+ * steady training steps: from the end of its ranks' warm-up (timings.h)
+ * and past the first TP_GROWTH_SETTLE of what is left (CUDA's context,
+ * pinned memory, DataLoader workers start there: start-up, not a leak), at
+ * least TP_GROWTH_MIN_S to forecast from: the window in ten slices, each
  * slice's mean; it grows steadily when the last slice is above the first by
  * 256 MiB and 20 % or more, at least 8 of the 9 steps between slices go up
  * (or stay within 1 %), and the second half grows by at least 30 % of the
@@ -20,7 +23,8 @@
 
 #include "analyze/summary.h"
 
-#define TP_GROWTH_MIN_S     20.0
+#define TP_GROWTH_MIN_S     60.0
+#define TP_GROWTH_SETTLE    0.10
 #define TP_GROWTH_SLICES    10
 #define TP_GROWTH_MIN_BYTES (256.0 * 1024 * 1024)
 

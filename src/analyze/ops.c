@@ -193,6 +193,14 @@ static long launch_get(const launch_map *m, int64_t key)
 }
 
 static bool is_aten(const char *name) { return strncmp(name, "aten::", 6) == 0; }
+
+/* The profiler's own rows among the CPU events: CUPTI's buffer requests and
+ * the records Kineto could not type. Nobody's operator: left out of the
+ * tables (the Chrome export keeps them). */
+static bool profilers_own(const char *name)
+{
+    return strcmp(name, "Activity Buffer Request") == 0 || strcmp(name, "INVALID") == 0;
+}
 static bool is_cpu(const tp_op_event *e) { return e->kind == TP_OP_CPU || e->kind == TP_OP_RANGE; }
 static bool is_device(const tp_op_event *e)
 {
@@ -294,6 +302,30 @@ static void memory_peak(const tp_run_op_window *w, const tp_run_op_data *d, int6
     out->peak_allocated_bytes = peak;
 }
 
+/* The fact of window w that captured steps steps from t0 to t1 (ns), added. */
+static tp_ops_window_fact *add_window(builder *b, const tp_run_op_window *w, size_t steps,
+                                      int64_t t0, int64_t t1)
+{
+    tp_ops_facts *f = b->f;
+    f->windows = tp_grow(f->windows, f->nwindows, &b->windows_cap, sizeof *f->windows);
+    tp_ops_window_fact *wf = &f->windows[f->nwindows++];
+    *wf = (tp_ops_window_fact){.rank = w->rank,
+                               .pid = w->pid,
+                               .reason = w->reason,
+                               .first_step = w->first_step,
+                               .steps = (int)steps,
+                               .cuda = w->cuda,
+                               .skipped = w->skipped,
+                               .note = w->note ? intern(f, w->note) : NULL,
+                               .start_s = secs(t0),
+                               .end_s = secs(t1),
+                               .events = w->events,
+                               .dropped = w->dropped,
+                               .device_memory_bytes =
+                                   w->device_memory > 0 ? (double)w->device_memory : NAN};
+    return wf;
+}
+
 static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_data *d)
 {
     tp_ops_facts *f = b->f;
@@ -306,22 +338,8 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
     size_t steps = nm >= 2 ? nm - 1 : 0;
     if (w->steps > 0 && steps > (size_t)w->steps)
         steps = (size_t)w->steps; /* the mark after them only ended the profiler */
-    f->windows = tp_grow(f->windows, f->nwindows, &b->windows_cap, sizeof *f->windows);
-    tp_ops_window_fact *wf = &f->windows[f->nwindows++];
-    *wf = (tp_ops_window_fact){.rank = rank,
-                               .pid = w->pid,
-                               .reason = w->reason,
-                               .first_step = w->first_step,
-                               .steps = (int)steps,
-                               .cuda = w->cuda,
-                               .skipped = w->skipped,
-                               .note = w->note ? intern(f, w->note) : NULL,
-                               .start_s = secs(steps ? marks[0] : w->start_ns),
-                               .end_s = secs(steps ? marks[steps] : w->end_ns),
-                               .events = w->events,
-                               .dropped = w->dropped,
-                               .device_memory_bytes =
-                                   w->device_memory > 0 ? (double)w->device_memory : NAN};
+    tp_ops_window_fact *wf =
+        add_window(b, w, steps, steps ? marks[0] : w->start_ns, steps ? marks[steps] : w->end_ns);
     if (!steps)
         return;
     int64_t t0 = marks[0], t1 = marks[steps];
@@ -362,6 +380,8 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
             launch_put(&m, e->correlation, up);
             continue;
         }
+        if (profilers_own(d->strings[e->name]))
+            continue;
         parent[i] = up;
         under_aten[i] = up >= 0 && (under_aten[up] || is_aten(d->strings[d->events[up].name]));
         if (up >= 0)

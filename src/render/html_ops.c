@@ -8,6 +8,7 @@
 
 #include "analyze/ops.h"
 #include "render/html.h"
+#include "render/kernel_names.h"
 #include "render/svg.h"
 
 #define WIDTH    880.0
@@ -100,25 +101,33 @@ void tp_html_ops(FILE *out, const tp_ops_facts *f)
     size_t nshown = tp_ops_phases_by_time(f, rank, shown, 16);
     for (size_t p = 0; p < nshown; p++)
         phase_table(out, f, rank, shown[p], steps);
-    bool kernels = false;
-    for (size_t i = 0, n = 0; i < f->nkernels && n < 10; i++) {
-        const tp_kernel_fact *k = &f->kernels[i];
-        if (k->rank != rank)
-            continue;
-        if (!kernels) {
+    const tp_kernel_fact *rows[10];
+    const char *names[10];
+    char column[10][160];
+    size_t n = 0;
+    for (size_t i = 0; i < f->nkernels && n < 10; i++)
+        if (f->kernels[i].rank == rank) {
+            rows[n] = &f->kernels[i];
+            names[n++] = f->kernels[i].name;
+        }
+    tp_kernel_column(column, names, n, 100);
+    for (size_t i = 0; i < n; i++) {
+        const tp_kernel_fact *k = rows[i];
+        if (!i)
             fputs("<h3>Kernels</h3>\n<table><tr><th>kernel</th><th>calls</th><th>device ms</th>"
                   "<th>launched by</th></tr>\n",
                   out);
-            kernels = true;
-        }
-        n++;
-        fputs("<tr><td>", out);
-        tp_html_escape(out, k->name);
+        char plain[1024];
+        tp_kernel_demangled(plain, sizeof plain, k->name);
+        fputs("<tr><td title=\"", out); /* the whole name, hovered */
+        tp_html_escape(out, plain);
+        fputs("\">", out);
+        tp_html_escape(out, column[i]);
         fprintf(out, "</td><td>%llu</td><td>%.2f</td><td>", (unsigned long long)k->calls,
                 k->device_s * 1e3);
         tp_html_escape(out, *k->op ? k->op : "?");
         fputs("</td></tr>\n", out);
     }
-    if (kernels)
+    if (n)
         fputs("</table>\n", out);
 }

@@ -63,6 +63,12 @@ const char *tp_ops_reason_words(int reason);
  * profiler): backward: convolution_backward 41%, ..."); "" without windows. */
 void tp_ops_cite(char *out, size_t cap, const tp_ops_facts *f, int rank);
 
+/* Where a host-bound rank's host was while its GPU sat idle in the capture
+ * windows, as a sentence for its verdict (" While the GPU idled, the host
+ * was in backward 45% (_engine_run_backward, autograd/graph.py:869), ...");
+ * "" without a window of its GPU's work. */
+void tp_ops_idle_cite(char *out, size_t cap, const tp_ops_facts *f, int rank);
+
 /* Where an input- (input) or compute-bound rank's time goes in the code, as
  * a sentence for its verdict (" Inside: the DataLoader workers' time goes to
  * decode (io.py:12) 58%, ..."; a function whose samples mostly waited is

@@ -9,6 +9,7 @@
 
 #include "analyze/ops.h"
 #include "core/phases.h"
+#include "render/kernel_names.h"
 #include "render/report.h"
 #include "render/units.h"
 
@@ -100,35 +101,75 @@ static void rank_ops_text(FILE *out, const tp_ops_facts *f, int rank, bool devic
     }
 }
 
+/* Where rank's host was while its GPU sat idle (idle seconds in its captured
+ * steps), its three biggest shares with the step thread's function where
+ * its stacks saw one: ": 45% of that while the host was in backward (f,
+ * file:line), ..." for the report's line, or (cite) " backward 45% (f,
+ * file:line), ..." for a verdict. "" without idle time. */
+static void idle_where(char *out, size_t cap, const tp_ops_facts *f, int rank, double idle,
+                       bool cite)
+{
+    size_t n = 0, len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < f->nidle && n < 3 && idle > 0 && len < cap; i++) {
+        const tp_gpu_idle_fact *g = &f->idle[i];
+        if (g->rank != rank)
+            continue;
+        const char *sep = n++ ? ", " : cite ? " " : ": ";
+        const char *phase = *g->phase ? g->phase : "no phase";
+        double share = 100 * g->idle_s / idle;
+        len += (size_t)(cite ? snprintf(out + len, cap - len, "%s%s %.0f%%", sep, phase, share)
+                             : snprintf(out + len, cap - len,
+                                        "%s%.0f%% of that while the host was in %s", sep, share,
+                                        phase));
+        if (g->function && len < cap) /* the step thread's stacks then */
+            len += (size_t)snprintf(out + len, cap - len, " (%s, %s:%d)", g->function,
+                                    tp_short_path(g->file), g->line);
+    }
+}
+
 static void rank_gpu_text(FILE *out, const tp_ops_facts *f, int rank)
 {
-    size_t shown = 0;
-    for (size_t i = 0; i < f->nkernels && shown < KERNELS_SHOWN; i++) {
-        const tp_kernel_fact *k = &f->kernels[i];
-        if (k->rank != rank)
-            continue;
-        if (!shown++)
+    const tp_kernel_fact *shown[KERNELS_SHOWN] = {0};
+    const char *names[KERNELS_SHOWN] = {0};
+    char column[KERNELS_SHOWN][160];
+    size_t n = 0;
+    for (size_t i = 0; i < f->nkernels && n < KERNELS_SHOWN; i++)
+        if (f->kernels[i].rank == rank) {
+            shown[n] = &f->kernels[i];
+            names[n++] = f->kernels[i].name;
+        }
+    tp_kernel_column(column, names, n, 60);
+    for (size_t i = 0; i < n; i++) {
+        const tp_kernel_fact *k = shown[i];
+        if (!i)
             fprintf(out, "  kernels (device ms, calls, the operator that launched them):\n");
-        fprintf(out, "    %10.2f %7llu  %-60.60s  %s\n", k->device_s * 1e3,
-                (unsigned long long)k->calls, k->name, *k->op ? k->op : "?");
+        fprintf(out, "    %10.2f %7llu  %-60s  %s\n", k->device_s * 1e3,
+                (unsigned long long)k->calls, column[i], *k->op ? k->op : "?");
     }
     for (size_t b = 0; b < f->nbusy; b++) {
         if (f->busy[b].rank != rank || f->busy[b].span_s <= 0)
             continue;
         double idle = f->busy[b].span_s - f->busy[b].busy_s;
-        fprintf(out, "  the GPU sat idle %.0f%% of the captured steps",
-                100 * idle / f->busy[b].span_s);
-        size_t n = 0;
-        for (size_t i = 0; i < f->nidle && n < 3 && idle > 0; i++) {
-            const tp_gpu_idle_fact *g = &f->idle[i];
-            if (g->rank != rank)
-                continue;
-            fprintf(out, "%s%.0f%% of that while the host was in %s", n++ ? ", " : ": ",
-                    100 * g->idle_s / idle, *g->phase ? g->phase : "no phase");
-            if (g->function) /* the step thread's stacks then */
-                fprintf(out, " (%s, %s:%d)", g->function, tp_short_path(g->file), g->line);
-        }
-        fputs("\n", out);
+        char where[600];
+        idle_where(where, sizeof where, f, rank, idle, false);
+        fprintf(out, "  the GPU sat idle %.0f%% of the captured steps%s\n",
+                100 * idle / f->busy[b].span_s, where);
+    }
+}
+
+void tp_ops_idle_cite(char *out, size_t cap, const tp_ops_facts *f, int rank)
+{
+    out[0] = '\0';
+    for (size_t b = 0; b < f->nbusy; b++) {
+        if (f->busy[b].rank != rank || f->busy[b].span_s <= 0)
+            continue;
+        char where[600];
+        idle_where(where, sizeof where, f, rank, f->busy[b].span_s - f->busy[b].busy_s, true);
+        if (where[0])
+            snprintf(out, cap, " While the GPU idled, the host was in%s (PyTorch's profiler).",
+                     where);
+        return;
     }
 }
 
@@ -248,6 +289,10 @@ static void kernel_json(json_writer *w, const tp_kernel_fact *k)
     json_int(w, k->rank);
     json_key(w, "name");
     json_string(w, k->name);
+    char plain[1024];
+    tp_kernel_demangled(plain, sizeof plain, k->name);
+    json_key(w, "demangled"); /* as the C++ runtime spells it; the name where not mangled */
+    json_string(w, plain);
     json_key(w, "kind");
     json_string(w, k->kind == 3 ? "kernel" : k->kind == 4 ? "memcpy" : "memset");
     json_key(w, "op");

@@ -1,6 +1,7 @@
-/* test_ops.c: capture windows' plan (when the recorder asks for one) and
- * the reading of a window a process sends (record/ops_plan.c,
- * record/ops_blob.c). */
+/* test_ops.c: capture windows' plan (when the recorder asks for one), the
+ * reading of a window a process sends (record/ops_plan.c,
+ * record/ops_blob.c), and GPU kernels' names as the tables show them
+ * (render/kernel_names.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "harness.h"
 #include "record/ops_blob.h"
 #include "record/ops_plan.h"
+#include "render/kernel_names.h"
 
 #define MS  1000000LL
 #define MIN (60LL * 1000 * MS)
@@ -201,6 +203,49 @@ static void test_a_window_is_read_and_a_crafted_one_refused(void **state)
     assert_null(tp_ops_blob_parse(b, len, why, sizeof why));
 }
 
+/* Names as CUPTI gave them on an H200 (torch 2.11): mangled, cut mangled
+ * (the run file keeps 1,000 bytes), and whole signatures. */
+static void test_kernel_names_demangled_and_cut_where_they_stay_apart(void **state)
+{
+    (void)state;
+    char out[1024];
+#ifdef TP_HAVE_CXA_DEMANGLE
+    tp_kernel_demangled(out, sizeof out, "_ZN2at6native13reduce_kernelILi512ELi1EEEvv");
+    assert_string_equal(out, "void at::native::reduce_kernel<512, 1>()");
+#endif
+    /* cut mid-way: the outer name, its arguments elided */
+    tp_kernel_demangled(
+        out, sizeof out,
+        "_ZN17cutlass__5x_cudnn6KernelINS_4conv6kernel23ImplicitGemmConvolutionINS1_1");
+    assert_string_equal(out, "cutlass__5x_cudnn::Kernel<...>");
+    tp_kernel_demangled(out, sizeof out, "sm90_xmma_wgrad"); /* not mangled: as it is */
+    assert_string_equal(out, "sm90_xmma_wgrad");
+    tp_kernel_demangled(out, sizeof out, "_Z999999999999x"); /* a crafted length */
+    assert_string_equal(out, "_Z999999999999x");
+    const char *sig = "void at::native::(anonymous namespace)::max_pool_backward_nhwc<float, "
+                      "float>(int, const float*, long)";
+    tp_kernel_short(out, sizeof out, sig, true, 60);
+    assert_string_equal(out, "at::native::max_pool_backward_nhwc");
+    tp_kernel_short(out, sizeof out, sig, false, 60);
+    assert_string_equal(out, "at::native::max_pool_backward_nhwc<float, float>");
+    tp_kernel_short(out, sizeof out, sig, false, 20); /* its start and its end */
+    assert_string_equal(out, "at::nati...t, float>");
+    /* two kernels alike but for their template arguments keep them */
+    const char *rows[] = {"void at::native::elementwise_kernel<128, 4, A>(int)",
+                          "void at::native::elementwise_kernel<128, 4, B>(int)",
+                          "void at::native::reduce_kernel<512, 1>(int)"};
+    char column[3][160];
+    tp_kernel_column(column, rows, 3, 60);
+    assert_string_equal(column[0], "at::native::elementwise_kernel<128, 4, A>");
+    assert_string_equal(column[1], "at::native::elementwise_kernel<128, 4, B>");
+    assert_string_equal(column[2], "at::native::reduce_kernel");
+    char huge[5000]; /* a crafted name: bounded, never read past */
+    memset(huge, '<', sizeof huge - 1);
+    huge[sizeof huge - 1] = '\0';
+    tp_kernel_short(out, sizeof out, huge, true, 60);
+    assert_true(strlen(out) <= 60);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_a_demand_takes_the_step_after_next_unless_a_window_is_due),
         cmocka_unit_test(test_the_schedule_repeats_by_steps_rounded_to_1_2_5),
         cmocka_unit_test(test_a_window_is_read_and_a_crafted_one_refused),
+        cmocka_unit_test(test_kernel_names_demangled_and_cut_where_they_stay_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

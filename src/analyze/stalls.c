@@ -176,12 +176,13 @@ static void drop_stall(tp_stalls *s, size_t i)
     s->n--;
 }
 
-/* Of the ranks that stopped moving with a step open, those that stalled: a
- * step thread inside a region (a loop that ended leaves its last step open
- * too, with nothing inside), inside a pause (a checkpoint, an evaluation)
- * only past TP_STALL_FIRST_STEP_S unless the run set its own threshold; and,
- * where one did, those that stopped outside any region: what the others
- * may wait for. */
+/* Of the ranks that stopped moving, those that stalled: a step thread
+ * inside a region (a loop that ended leaves its last step open too, with
+ * nothing inside), inside a pause (a checkpoint, an evaluation) only past
+ * TP_STALL_FIRST_STEP_S unless the run set its own threshold; and, where one
+ * did, those that stopped with a step open outside any region: what the
+ * others may wait for. A rank whose last step had closed (between) stalled
+ * only inside a region. */
 static void keep_stalled(tp_stalls *s, double stall_after)
 {
     bool any = false;
@@ -192,7 +193,8 @@ static void keep_stalled(tp_stalls *s, double stall_after)
             continue;
         }
         bool pause = r->phase && tp_phase_kind_of(r->phase) == TP_PHASE_KIND_PAUSE;
-        if (pause && !(stall_after > 0) && r->seconds <= TP_STALL_FIRST_STEP_S) {
+        if ((pause && !(stall_after > 0) && r->seconds <= TP_STALL_FIRST_STEP_S) ||
+            (r->between && !r->phase)) { /* between steps, in no region: the loop may be over */
             drop_stall(s, i);
             continue;
         }
@@ -202,6 +204,37 @@ static void keep_stalled(tp_stalls *s, double stall_after)
     for (size_t i = s->n; !any && i-- > 0;)
         if (!s->v[i].ended)
             drop_stall(s, i);
+}
+
+/* The ranks that made no progress (no region closed, no step mark) for
+ * longer than their threshold until the recording ended, into out: with a
+ * step open, or (between) after their last step closed; keep_stalled keeps
+ * the latter only where a region of the step thread stayed open. */
+static void ongoing_candidates(const tp_course *course, const tp_timings *t, tp_run *run,
+                               double run_s, double stall_after, tp_stalls *out, size_t *vcap)
+{
+    int64_t end_ns = tp_ns_round_s(run_s);
+    for (size_t i = 0; i < course->n; i++) {
+        const tp_rank_course *rc = &course->v[i];
+        double threshold = tp_stall_threshold(stall_after, rc->n ? median_step(t, rc->rank) : NAN);
+        if (rc->last_ns < 0 || (double)tp_ns_sub(end_ns, rc->last_ns) / 1e9 <= threshold)
+            continue;
+        int64_t last = tp_run_rank_last_region_end(run, rc->rank, rc->last_ns);
+        int64_t progress = last > rc->last_ns ? last : rc->last_ns;
+        double seconds = (double)tp_ns_sub(end_ns, progress) / 1e9;
+        if (seconds <= threshold)
+            continue;
+        out->v = tp_grow(out->v, out->n, vcap, sizeof *out->v);
+        out->v[out->n++] = (tp_stall){.rank = rc->rank,
+                                      .end_s = run_s,
+                                      .start_s = (double)progress / 1e9,
+                                      .seconds = seconds,
+                                      .threshold_s = threshold,
+                                      .step = rc->begun,
+                                      .between = !rc->open,
+                                      .gpu = -1,
+                                      .gpu_util_percent = NAN};
+    }
 }
 
 bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, double run_s,
@@ -219,26 +252,8 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
         return false;
     const char *after = tp_run_meta_get(run, TP_META_STALL_AFTER_S);
     double stall_after = after ? strtod(after, NULL) : 0;
-    int64_t end_ns = tp_ns_round_s(run_s);
     size_t vcap = 0;
-    for (size_t i = 0; i < course->n; i++) {
-        const tp_rank_course *rc = &course->v[i];
-        double threshold = tp_stall_threshold(stall_after, rc->n ? median_step(t, rc->rank) : NAN);
-        if (!rc->open || (double)tp_ns_sub(end_ns, rc->last_ns) / 1e9 <= threshold)
-            continue;
-        int64_t last = tp_run_rank_last_region_end(run, rc->rank, rc->last_ns);
-        int64_t progress = last > rc->last_ns ? last : rc->last_ns;
-        double seconds = (double)tp_ns_sub(end_ns, progress) / 1e9;
-        if (seconds <= threshold)
-            continue;
-        out->v = tp_grow(out->v, out->n, &vcap, sizeof *out->v);
-        out->v[out->n++] = (tp_stall){.rank = rc->rank,
-                                      .end_s = run_s,
-                                      .start_s = (double)progress / 1e9,
-                                      .seconds = seconds,
-                                      .threshold_s = threshold,
-                                      .step = rc->begun};
-    }
+    ongoing_candidates(course, t, run, run_s, stall_after, out, &vcap);
     size_t ended = 0;
     for (size_t i = 0; i < course->n; i++) {
         const tp_rank_course *rc = &course->v[i];
@@ -258,7 +273,9 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
                                           .end_s = (double)rc->b[k] / 1e9,
                                           .seconds = seconds,
                                           .threshold_s = threshold,
-                                          .step = k + 1};
+                                          .step = k + 1,
+                                          .gpu = -1,
+                                          .gpu_util_percent = NAN};
         }
     }
     if (out->n)

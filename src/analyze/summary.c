@@ -5,7 +5,6 @@
 #include "analyze/summary.h"
 
 #include "analyze/step_phases.h"
-#include "store/summary_tables.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -21,6 +20,7 @@
 #include "store/summary_tables.h"
 #include "core/metric_catalog.h"
 #include "util/grow.h"
+#include "util/labels.h"
 #include "util/oom.h"
 #include "core/run_keys.h"
 
@@ -343,6 +343,38 @@ bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap)
            tp_ops_facts_build(s->run, &s->ops, err, cap);
 }
 
+const tp_run_gpu *tp_summary_rank_gpu(const tp_summary *s, int rank)
+{
+    const tp_run_gpu *gpu = NULL;
+    const tp_rank_row *r = tp_ranks_find(&s->ranks, rank);
+    for (size_t g = 0; r && g < s->run->ngpus && !gpu; g++)
+        if (s->run->gpus[g].agent_id == r->agent_id && s->run->gpus[g].index == r->gpu)
+            gpu = &s->run->gpus[g];
+    if (!gpu && s->run->ngpus == 1)
+        gpu = &s->run->gpus[0];
+    return gpu;
+}
+
+/* What each stalled rank's GPU did over its stall: NVML's utilization there
+ * (a kernel that does not end keeps it busy; a wait for a peer leaves it idle). */
+static void stalls_gpu(tp_summary *s)
+{
+    for (size_t i = 0; i < s->stalls.n; i++) {
+        tp_stall *st = &s->stalls.v[i];
+        const tp_run_gpu *gpu = tp_summary_rank_gpu(s, st->rank);
+        char index[16], labels[48];
+        double util;
+        if (!gpu)
+            continue;
+        snprintf(index, sizeof index, "%d", gpu->index);
+        tp_labels1(labels, sizeof labels, TP_LABEL_GPU, index);
+        st->gpu = gpu->index;
+        if (tp_run_agent_mean_between(s->run, gpu->agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels,
+                                      tp_ns_round_s(st->start_s), tp_ns_round_s(st->end_s), &util))
+            st->gpu_util_percent = util;
+    }
+}
+
 bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
 {
     tp_stalls_free(&s->stalls);
@@ -353,6 +385,7 @@ bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
         !tp_stalls_build(s->run, &s->course, &s->timings, s->duration_s, &s->stalls, err, cap) ||
         !tp_deaths_build(s->run, &s->course, s->duration_s, &s->deaths, err, cap))
         return false;
+    stalls_gpu(s);
     for (size_t i = 0; i < s->deaths.n; i++) { /* the memory each death's training peaked at */
         const tp_series_summary *rss =
             tp_summary_find(s, s->deaths.v[i].agent_id, TP_METRIC_PROC_RSS_BYTES, "{}");

@@ -7,6 +7,10 @@
 #define TP_STALL_MIN_S        30.0  /* the threshold's floor */
 #define TP_STALL_STEPS        10.0  /* ... else this many median steps */
 #define TP_STALL_FIRST_STEP_S 600.0 /* before a rank's first step closed */
+/* A stalled rank's GPU, by NVML's mean utilization over the stall: busy (a
+ * kernel that does not end) at or above, idle (waiting elsewhere) at or below */
+#define TP_STALL_GPU_BUSY_PERCENT 50.0
+#define TP_STALL_GPU_IDLE_PERCENT 10.0
 
 /* The seconds without progress after which a rank has stalled:
  * stall_after_s where the run set one (record --stall-after, > 0), else 10

@@ -109,8 +109,9 @@ void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
     bool stalled = false;
     for (size_t i = 0; i < s->stalls.n; i++)
         stalled = stalled || !s->stalls.v[i].ended;
-    if (v->n == 0 && stalled) {
-        fprintf(out, "  (where each rank waited: under Stalled below)\n");
+    if (stalled) { /* its trouble is the stall: no verdict on the steps before it leads */
+        fprintf(out, "  (where each rank waited: under Stalled below%s)\n",
+                v->n ? "; the machine's verdicts: under Verdicts" : "");
         return;
     }
     if (v->n == 0) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/stall_rule.h"
 #include "render/causes_words.h"
 #include "render/report.h"
 #include "render/units.h"
@@ -75,6 +76,32 @@ static void where_text(char *out, size_t cap, const tp_stalls *st, const tp_stal
     }
 }
 
+/* "; its GPU 0 stayed busy (NVML's utilization 100%): a kernel that does
+ * not end" or "; its GPU 0 sat idle (2%): it waits for a peer, a collective
+ * or the host", what a stalled rank's GPU did meanwhile; "" unknown. */
+static void gpu_text(char *out, size_t cap, const tp_stall *r)
+{
+    out[0] = '\0';
+    if (r->gpu < 0 || !isfinite(r->gpu_util_percent))
+        return;
+    double u = r->gpu_util_percent;
+    snprintf(out, cap,
+             u >= TP_STALL_GPU_BUSY_PERCENT
+                 ? "; its GPU %d stayed busy meanwhile (NVML's utilization %.0f%%): a kernel that "
+                   "does not end, or the GPU's own work queued ahead of it"
+             : u <= TP_STALL_GPU_IDLE_PERCENT
+                 ? "; its GPU %d sat idle meanwhile (NVML's utilization %.0f%%): it waits for "
+                   "something else (a peer or a collective, the host, a lock)"
+                 : "; its GPU %d was busy %.0f%% of the time meanwhile (NVML's utilization)",
+             r->gpu, u);
+}
+
+/* "at step 30", or "after step 30" where its last step had closed. */
+static void step_text(char *out, size_t cap, const tp_stall *r)
+{
+    snprintf(out, cap, "%s step %zu", r->between ? "after" : "at", r->step);
+}
+
 /* "rank 1" or "the training" */
 static void rank_name(char *out, size_t cap, int rank)
 {
@@ -131,7 +158,9 @@ void tp_report_course_answer(FILE *out, const tp_summary *s)
     }
     if (!first)
         return;
-    char line[1400], who[48], when[64] = "", where[600], span[32];
+    char line[1600], who[48], when[64] = "", where[600], span[32], gpu[200], step[40];
+    gpu_text(gpu, sizeof gpu, first);
+    step_text(step, sizeof step, first);
     tp_report_wall_time(who, sizeof who, s->run, first->start_s);
     if (who[0])
         snprintf(when, sizeof when, " (%s UTC)", who);
@@ -143,11 +172,29 @@ void tp_report_course_answer(FILE *out, const tp_summary *s)
         snprintf(who, sizeof who, ": it stopped");
     snprintf(line, sizeof line,
              "The training stalled %.1f s into the run%s and nothing moved for the %s that"
-             " followed, until the recording ended%s at step %zu%s%s%s%s%s.",
-             first->start_s, when, span, who, first->step, first->phase ? " in " : "",
-             first->phase ? first->phase : "", where[0] ? "," : "", where,
+             " followed, until the recording ended%s %s%s%s%s%s%s%s.",
+             first->start_s, when, span, who, step, first->phase ? " in " : "",
+             first->phase ? first->phase : "", where[0] ? "," : "", where, gpu,
              ongoing_count(st) > 1 && first->rank >= 0 ? "; the other ranks wait for it" : "");
     tp_report_wrapped(out, "[stalled] ", line);
+}
+
+/* A stall's "between_steps", and its rank's GPU with NVML's utilization
+ * over it (null where unknown). */
+static void stall_gpu_json(json_writer *w, const tp_stall *r)
+{
+    json_key(w, "between_steps"); /* its last step had closed: it stopped between steps */
+    json_bool(w, r->between);
+    json_key(w, "gpu");
+    if (r->gpu >= 0)
+        json_int(w, r->gpu);
+    else
+        json_null(w);
+    json_key(w, "gpu_util_percent");
+    if (r->gpu >= 0 && isfinite(r->gpu_util_percent))
+        json_double(w, r->gpu_util_percent);
+    else
+        json_null(w);
 }
 
 /* The threads of a stall worth naming, at most 3, a line each. */
@@ -186,7 +233,9 @@ void tp_report_course_text(FILE *out, const tp_summary *s)
         const tp_stall *r = &st->v[i];
         if (r->ended)
             continue;
-        char when[16], span[32], who[32], head[600];
+        char when[16], span[32], who[32], head[800], gpu[200], step[40];
+        gpu_text(gpu, sizeof gpu, r);
+        step_text(step, sizeof step, r);
         tp_report_wall_time(when, sizeof when, s->run, r->start_s);
         tp_format_duration(span, sizeof span, r->seconds);
         rank_name(who, sizeof who, r->rank);
@@ -197,9 +246,9 @@ void tp_report_course_text(FILE *out, const tp_summary *s)
             snprintf(role, sizeof role, " waits for rank %d:", first->rank);
         else if (ongoing > 1 && r->waits)
             snprintf(role, sizeof role, " waits for the others:");
-        snprintf(head, sizeof head, "%s%s in %s at step %zu since %.1f s%s%s%s (%s)", who, role,
-                 r->phase ? r->phase : "no region", r->step, r->start_s, when[0] ? ", " : "", when,
-                 when[0] ? " UTC" : "", span);
+        snprintf(head, sizeof head, "%s%s in %s %s since %.1f s%s%s%s (%s)%s", who, role,
+                 r->phase ? r->phase : "no region", step, r->start_s, when[0] ? ", " : "", when,
+                 when[0] ? " UTC" : "", span, gpu);
         tp_report_wrapped(out, "", head);
         thread_lines(out, st, r);
     }
@@ -240,6 +289,7 @@ static void stall_json(json_writer *w, const tp_stalls *st, const tp_stall *r)
     json_double(w, r->threshold_s);
     json_key(w, "step");
     json_int(w, (int64_t)r->step);
+    stall_gpu_json(w, r);
     json_key(w, "phase");
     if (r->phase)
         json_string(w, r->phase);

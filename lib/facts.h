@@ -41,6 +41,7 @@
 #define TP_FACT_MODEL_COMPILED            "model.compiled"
 #define TP_FACT_MODEL_CAPABILITY          "model.capability"
 #define TP_FACT_MODEL_AUTOCAST            "model.autocast"
+#define TP_FACT_MODEL_AUTOCAST_DTYPE      "model.autocast_dtype"
 #define TP_FACT_LOADER_NUM_WORKERS        "loader.num_workers"
 #define TP_FACT_LOADER_PIN_MEMORY         "loader.pin_memory"
 #define TP_FACT_LOADER_PERSISTENT_WORKERS "loader.persistent_workers"
@@ -66,6 +67,7 @@ static inline bool tp_fact_key_known(const char *key, size_t key_len)
                                         TP_FACT_MODEL_COMPILED,
                                         TP_FACT_MODEL_CAPABILITY,
                                         TP_FACT_MODEL_AUTOCAST,
+                                        TP_FACT_MODEL_AUTOCAST_DTYPE,
                                         TP_FACT_LOADER_NUM_WORKERS,
                                         TP_FACT_LOADER_PIN_MEMORY,
                                         TP_FACT_LOADER_PERSISTENT_WORKERS,

@@ -1,6 +1,7 @@
 /* verdicts.c: applying the rules of thumb to a run's figures. */
 #include "analyze/verdicts.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,17 +68,10 @@ static const tp_series_summary *busiest_disk(const tp_summary *s, int64_t agent)
     return best;
 }
 
-/* The series `metric` of the GPU rank drove (its ranks row's), or of the
- * run's one GPU where the rank's is unknown; NULL where neither. */
+/* The series `metric` of rank_gpu's GPU, or NULL. */
 static const tp_series_summary *rank_gpu_series(const tp_summary *s, int rank, const char *metric)
 {
-    const tp_run_gpu *gpu = NULL;
-    const tp_rank_row *r = tp_ranks_find(&s->ranks, rank);
-    for (size_t g = 0; r && g < s->run->ngpus && !gpu; g++)
-        if (s->run->gpus[g].agent_id == r->agent_id && s->run->gpus[g].index == r->gpu)
-            gpu = &s->run->gpus[g];
-    if (!gpu && s->run->ngpus == 1)
-        gpu = &s->run->gpus[0];
+    const tp_run_gpu *gpu = tp_summary_rank_gpu(s, rank);
     if (!gpu)
         return NULL;
     char labels[32];
@@ -137,7 +131,59 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
                                                                     : TP_INPUT_WORKERS;
 }
 
-static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
+/* The capture windows' idle share of rank's captured steps on its GPU
+ * (analyze/ops.h), NaN where no window caught the GPU's work. */
+static double window_idle(const tp_summary *s, int rank)
+{
+    for (size_t i = 0; i < s->ops.nbusy; i++)
+        if (s->ops.busy[i].rank == rank && s->ops.busy[i].span_s > 0)
+            return 1 - s->ops.busy[i].busy_s / s->ops.busy[i].span_s;
+    return NAN;
+}
+
+/* Whether rank's step runs on a CUDA GPU: the model's device as the
+ * instrumentation saw it, device times of its regions, or a capture
+ * window's GPU work. */
+static bool on_gpu(const tp_summary *s, int rank, const tp_model_facts *facts)
+{
+    if (strcmp(facts->device, "cuda") == 0)
+        return true;
+    const tp_timings *t = &s->timings;
+    for (size_t i = 0; i < t->nrows; i++)
+        if (t->rows[i].rank == rank && t->rows[i].device.count > 0)
+            return true;
+    return isfinite(window_idle(s, rank));
+}
+
+/* The figures of a computing step on rank's GPU, and whether the GPU was
+ * the step's limit (busy at least TP_HOST_BOUND_GPU_BUSY of the steps, or
+ * nothing says it was not): else the host could not keep it busy. */
+static bool gpu_figures(const tp_summary *s, int rank, const tp_model_facts *facts, tp_verdict *v)
+{
+    __typeof__(v->f.compute) *c = &v->f.compute;
+    c->gpu_busy = c->window_idle = NAN;
+    c->witness = TP_GPU_BUSY_UNKNOWN;
+    const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
+    c->proc_cpu = tp_summary_find(s, place ? place->agent_id : 1, TP_METRIC_PROC_CPU_PERCENT, "{}");
+    if (!on_gpu(s, rank, facts))
+        return true;
+    v->gpu = tp_summary_rank_gpu(s, rank);
+    c->tensor = rank_gpu_series(s, rank, TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT);
+    c->sm_active = rank_gpu_series(s, rank, TP_METRIC_GPU_SM_ACTIVE_PERCENT);
+    c->util = rank_gpu_series(s, rank, TP_METRIC_GPU_UTIL_PERCENT);
+    c->window_idle = window_idle(s, rank);
+    if (c->util && c->util->steps.count > 0) {
+        c->gpu_busy = c->util->steps.mean / 100;
+        c->witness = TP_GPU_BUSY_NVML;
+    } else if (isfinite(c->window_idle)) {
+        c->gpu_busy = 1 - c->window_idle;
+        c->witness = TP_GPU_BUSY_WINDOW;
+    }
+    return !(c->gpu_busy < TP_HOST_BOUND_GPU_BUSY);
+}
+
+static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *facts,
+                          tp_verdicts *out)
 {
     const tp_timings *t = &s->timings;
     const tp_step_row *st = tp_timings_steps_of(t, rank);
@@ -167,6 +213,8 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
     if (train >= COMPUTE_BOUND_SHARE && in < COMPUTE_BOUND_INPUT_MAX) {
         tp_verdict *v = add(out, TP_VERDICT_COMPUTE_BOUND);
         v->rank = rank;
+        if (!gpu_figures(s, rank, facts, v))
+            v->kind = TP_VERDICT_HOST_BOUND;
         /* without a DataLoader in the steps (batches of the script's own
          * making) the wait for data is not measured: it lies in what
          * train_batch leaves */
@@ -176,7 +224,6 @@ static void rank_verdicts(const tp_summary *s, int rank, tp_verdicts *out)
         v->f.compute.device_share = train_dev;
         v->f.compute.input_share = in;
         v->f.compute.step_mean_s = step_mean;
-        v->f.compute.tensor = rank_gpu_series(s, rank, TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT);
     }
 }
 
@@ -404,10 +451,30 @@ static void allocator_verdicts(const tp_summary *s, tp_verdicts *out)
     }
 }
 
+/* A GPU's under-use is the evidence of the verdict that says why where a
+ * rank computing on it got one (compute_bound, host_bound): one verdict
+ * explains the step, not two beside each other. */
+static void fold_gpu_underused(tp_verdicts *v)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        bool told = false;
+        for (size_t k = 0; k < v->n && !told && v->items[i].kind == TP_VERDICT_GPU_UNDERUSED; k++)
+            told = (v->items[k].kind == TP_VERDICT_COMPUTE_BOUND ||
+                    v->items[k].kind == TP_VERDICT_HOST_BOUND) &&
+                   v->items[k].gpu == v->items[i].gpu;
+        if (!told)
+            v->items[kept++] = v->items[i];
+    }
+    v->n = kept;
+}
+
 void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
 {
     memset(out, 0, sizeof *out);
     const tp_timings *t = &s->timings;
+    tp_model_facts facts;
+    tp_run_model_facts(s->run, &facts);
     /* a run that stalled gets no verdict on its step time: its trouble is
      * the stall, and the steps before it are too few to judge (report says so) */
     bool stalled = false;
@@ -415,13 +482,12 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
         stalled = stalled || !s->stalls.v[i].ended;
     for (size_t i = 0; i < t->nrows && !stalled; i++)
         if (i == 0 || t->rows[i].rank != t->rows[i - 1].rank)
-            rank_verdicts(s, t->rows[i].rank, out);
+            rank_verdicts(s, t->rows[i].rank, &facts, out);
     if (!stalled)
         across_ranks(s, out);
     system_verdicts(s, out);
     allocator_verdicts(s, out);
-    tp_model_facts facts;
-    tp_run_model_facts(s->run, &facts);
+    fold_gpu_underused(out);
     for (size_t i = 0; i < out->n; i++)
         out->items[i].facts = facts;
 }
@@ -432,6 +498,7 @@ static double weight(const tp_verdict *v)
     case TP_VERDICT_INPUT_BOUND: return v->f.input.share;
     case TP_VERDICT_TRANSFER_BOUND: return v->f.transfer.share;
     case TP_VERDICT_COMPUTE_BOUND: return v->f.compute.share / 2;
+    case TP_VERDICT_HOST_BOUND: return v->f.compute.share * (1 - v->f.compute.gpu_busy);
     case TP_VERDICT_COMMUNICATION_BOUND:
         return v->f.comm.window_s > 0 ? v->f.comm.exposed_s / v->f.comm.window_s : 0;
     case TP_VERDICT_STRAGGLER:

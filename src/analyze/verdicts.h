@@ -9,12 +9,17 @@
  *                   training's processes or with others', tasks waiting on
  *                   storage, else latency) picks the advice
  *   transfer_bound  to_device >= 15 %
- *   compute_bound   train_batch >= 60 % and dataloader_next < 10 %
+ *   compute_bound   train_batch >= 60 % and dataloader_next < 10 %; on a
+ *                   GPU, only where the GPU was busy >= 70 % of the steps
+ *   host_bound      the same step on a GPU busy less: the host can't feed it
+ *                   (launches, Python, syncs); the GPU's under-use is its
+ *                   evidence, not a verdict beside it
  * across ranks:
  *   straggler       a rank's own work per step well above the median rank's
  *   communication_bound  ranks wait in communication >= 25 % of their steps
  * and per agent (every agent of a merged run, named when there are several):
- *   gpu_underused   a GPU's mean utilization < 90 %
+ *   gpu_underused   a GPU's mean utilization < 90 %, but where a rank's
+ *                   compute_bound or host_bound says why
  *   memory_pressure GPU memory or host memory >= 90 % at peak, or swap used
  *   cpu_saturated   on an agent with GPUs, its CPUs >= 90 % busy on average, or
  *                   the command at >= 90 % of its cgroup CPU limit
@@ -45,7 +50,15 @@ typedef enum {
     TP_VERDICT_NETWORK_SATURATED,
     TP_VERDICT_GPU_THROTTLED, /* NVML's clock event reasons: thermal, hardware slowdown */
     TP_VERDICT_MEMORY_GROWTH, /* the training's memory grows steadily (memory_growth.h) */
+    TP_VERDICT_HOST_BOUND,    /* a computing step on a GPU the host can't keep busy */
 } tp_verdict_kind;
+
+/* What says how busy a rank's GPU was over its steps. */
+typedef enum {
+    TP_GPU_BUSY_UNKNOWN, /* not on a GPU, or nothing measured it */
+    TP_GPU_BUSY_NVML,    /* NVML's utilization, mean over the steps */
+    TP_GPU_BUSY_WINDOW,  /* the capture windows' kernels over their steps */
+} tp_gpu_busy_witness;
 
 /* What an input-bound rank's loading waits on, which picks the advice. */
 typedef enum {
@@ -74,11 +87,20 @@ typedef struct tp_verdict {
         struct {
             double share, host_share, device_share; /* share: the larger of the two */
         } transfer;
-        struct {
+        struct { /* compute_bound and host_bound */
             double share, device_share, input_share, step_mean_s;
             bool loader_timed; /* a DataLoader was timed inside the steps */
-            /* GPM's tensor activity of the rank's GPU (Hopper and newer), or NULL */
-            const tp_series_summary *tensor;
+            /* the rank's GPU (gpu above, NULL none known): GPM's tensor and
+             * SM activity (Hopper and newer) and NVML's utilization, or NULL */
+            const tp_series_summary *tensor, *sm_active, *util;
+            /* how busy that GPU was over the steps (0..1, by witness; NaN
+             * unknown), and the capture windows' idle share of their steps
+             * (NaN: no window with the GPU's work) */
+            double gpu_busy, window_idle;
+            tp_gpu_busy_witness witness;
+            /* the training's process tree's CPU over the steps (100 a core;
+             * its threads without Python, autograd's among them, included), or NULL */
+            const tp_series_summary *proc_cpu;
         } compute;
         struct {
             const tp_rank_row *row;

@@ -8,11 +8,12 @@
 #define TP_CORE_MODEL_FACTS_H
 
 typedef struct tp_model_facts {
-    char dtype[32];         /* of the first parameter: "float32", "bfloat16", ... ("" unknown) */
-    char device[16];        /* its device type: "cuda", "cpu", ... ("" unknown) */
-    int cc_major, cc_minor; /* CUDA compute capability, 0.0 when not on CUDA */
-    int autocast;           /* 1 on, 0 off, -1 unknown */
-    int compiled;           /* the model is torch.compile's: 1, 0, -1 unknown */
+    char dtype[32];          /* of the first parameter: "float32", "bfloat16", ... ("" unknown) */
+    char device[16];         /* its device type: "cuda", "cpu", ... ("" unknown) */
+    int cc_major, cc_minor;  /* CUDA compute capability, 0.0 when not on CUDA */
+    int autocast;            /* 1 on, 0 off, -1 unknown */
+    char autocast_dtype[16]; /* the dtype autocast runs in where on: "bfloat16", ... ("" unknown) */
+    int compiled;            /* the model is torch.compile's: 1, 0, -1 unknown */
     /* the training DataLoader's settings; -1 unknown */
     int num_workers, pin_memory, persistent_workers, prefetch_factor, batch_size;
     /* the framework whose loop marked the steps where an adapter says so

@@ -13,6 +13,11 @@
 #define TP_COMPUTE_BOUND_SHARE     0.60 /* train_batch, ... */
 #define TP_COMPUTE_BOUND_INPUT_MAX 0.10 /* ... with dataloader_next under this */
 
+/* On a GPU, a step that computes (TP_COMPUTE_BOUND_SHARE) is the GPU's
+ * limit only where the GPU was busy at least this share of the steps;
+ * below, the host can't feed it: host_bound. */
+#define TP_HOST_BOUND_GPU_BUSY 0.70
+
 /* `bottleneck`'s compute limit: the training alone (its first batch
  * replayed) below this share of the loader alone's rate. */
 #define TP_COMPUTE_LIMIT_SHARE 0.90

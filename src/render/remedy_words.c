@@ -15,12 +15,13 @@ bool tp_precision_words(char *out, size_t cap, const tp_model_facts *facts)
     out[0] = '\0';
     switch (tp_precision_case_of(facts)) {
     case TP_PRECISION_NOT_CUDA: return false;
-    case TP_PRECISION_ALREADY_REDUCED: {
-        bool fp32 = strcmp(facts->dtype, "float32") == 0;
-        snprintf(out, cap, "the model already runs in %s%s", fp32 ? "float32" : facts->dtype,
-                 facts->autocast == 1 ? " under autocast (mixed precision)" : "");
+    case TP_PRECISION_ALREADY_REDUCED:
+        if (facts->autocast == 1)
+            snprintf(out, cap, "the model already runs under %s%sautocast (mixed precision)",
+                     tp_dtype_short(facts->autocast_dtype), facts->autocast_dtype[0] ? " " : "");
+        else
+            snprintf(out, cap, "the model already runs in %s", facts->dtype);
         return true;
-    }
     case TP_PRECISION_TENSOR_CORES:
         snprintf(out, cap,
                  "the model runs in FP32 without autocast on a GPU with tensor cores (compute "
@@ -36,6 +37,25 @@ bool tp_precision_words(char *out, size_t cap, const tp_model_facts *facts)
         return true;
     }
     return false;
+}
+
+const char *tp_dtype_short(const char *dtype)
+{
+    return strcmp(dtype, "bfloat16") == 0        ? "bf16"
+           : strcmp(dtype, "float16") == 0       ? "fp16"
+           : strcmp(dtype, "float32") == 0       ? "fp32"
+           : strcmp(dtype, "float8_e4m3fn") == 0 ? "fp8"
+                                                 : dtype;
+}
+
+void tp_host_bound_remedies(char *out, size_t cap, const tp_model_facts *f)
+{
+    snprintf(out, cap,
+             "fewer, larger launches: CUDA graphs (torch.compile with "
+             "mode=\"reduce-overhead\"%s), a fused or foreach optimizer (fused=True), fewer "
+             ".item() and other synchronizations a step, a larger batch (more work per launch); "
+             "mixed precision or a faster GPU won't help, the GPU is waiting",
+             f->compiled == 1 ? ", if the model is compiled in another mode" : "");
 }
 
 void tp_compute_remedies(char *out, size_t cap, const tp_model_facts *f)

@@ -22,6 +22,14 @@ bool tp_precision_words(char *out, size_t cap, const tp_model_facts *facts);
  * nothing is known. No full stop. */
 void tp_compute_remedies(char *out, size_t cap, const tp_model_facts *f);
 
+/* What speeds up a host-bound training (the GPU waits for the host's
+ * launches): CUDA graphs, a fused optimizer, fewer synchronizations, a
+ * larger batch; never precision nor a faster GPU. No full stop. */
+void tp_host_bound_remedies(char *out, size_t cap, const tp_model_facts *f);
+
+/* "bf16" for "bfloat16", "fp16" for "float16", ...; any other as it is. */
+const char *tp_dtype_short(const char *dtype);
+
 /* "Try more DataLoader workers (num_workers=2 now<context>), pin_memory=True,
  * a larger prefetch_factor, and data in memory or on local NVMe": pin_memory
  * only where it can help (not pinned yet, the model on a CUDA GPU or not

@@ -100,6 +100,18 @@ static void rank_evidence(tp_evidence *e, const tp_verdict *v)
         number(e, "dataloader_next_share", TP_PHASE_DATALOADER_NEXT, TP_FIGURE_SHARE, 4,
                f->input_share);
         number(e, "step_mean_s", "a step", TP_FIGURE_SECONDS, 6, f->step_mean_s);
+        /* the GPU's side, where the step ran on one (-1: null) */
+        number(e, "gpu", "GPU", TP_FIGURE_PLAIN, 0, v->gpu ? v->gpu->index : -1);
+        number(e, "gpu_busy_share", "GPU busy", TP_FIGURE_SHARE, 4, f->gpu_busy);
+        if (f->witness != TP_GPU_BUSY_UNKNOWN)
+            text(e, "gpu_busy_from", "from",
+                 f->witness == TP_GPU_BUSY_NVML ? "nvml" : "capture_windows");
+        number(e, "sm_active_mean_percent", "SMs active (mean)", TP_FIGURE_PERCENT, 2,
+               f->sm_active ? f->sm_active->steps.mean : -1);
+        number(e, "window_gpu_idle_share", "GPU idle in the captured steps", TP_FIGURE_SHARE, 4,
+               f->window_idle);
+        number(e, "training_cpu_cores", "the training's CPU, cores", TP_FIGURE_PLAIN, 2,
+               f->proc_cpu ? f->proc_cpu->steps.mean / 100 : -1);
     }
 }
 
@@ -192,7 +204,8 @@ void tp_verdict_evidence_of(const tp_summary *s, const tp_verdict *v, tp_evidenc
     switch (v->kind) {
     case TP_VERDICT_INPUT_BOUND:
     case TP_VERDICT_TRANSFER_BOUND:
-    case TP_VERDICT_COMPUTE_BOUND: rank_evidence(out, v); break;
+    case TP_VERDICT_COMPUTE_BOUND:
+    case TP_VERDICT_HOST_BOUND: rank_evidence(out, v); break;
     case TP_VERDICT_STRAGGLER: {
         const tp_rank_row *row = v->f.straggler.row;
         double steps = row->steps > 0 ? (double)row->steps : NAN;

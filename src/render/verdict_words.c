@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/model_case.h"
 #include "core/metric_catalog.h"
 #include "render/remedy_words.h"
 #include "render/report.h"
@@ -29,6 +30,7 @@ const char *tp_verdict_kind_name(tp_verdict_kind kind)
     case TP_VERDICT_NETWORK_SATURATED: return "network_saturated";
     case TP_VERDICT_GPU_THROTTLED: return "gpu_throttled";
     case TP_VERDICT_MEMORY_GROWTH: return "memory_growth";
+    case TP_VERDICT_HOST_BOUND: return "host_bound";
     }
     return "?";
 }
@@ -183,6 +185,70 @@ static void input_advice(char *out, size_t cap, const tp_verdict *v)
              busy);
 }
 
+/* " (NVML's utilization over the steps; its SMs active 29% (GPM); idle 73% of
+ * the steps PyTorch's profiler captured)": how a computing rank's GPU busy
+ * share was seen. */
+static void gpu_busy_words(char *out, size_t cap, const tp_verdict *v)
+{
+    const __typeof__(v->f.compute) *c = &v->f.compute;
+    size_t len = (size_t)snprintf(out, cap, " (%s",
+                                  c->witness == TP_GPU_BUSY_NVML
+                                      ? "NVML's utilization over the steps"
+                                      : "its kernels in the steps PyTorch's profiler captured");
+    if (c->sm_active && len < cap)
+        len += (size_t)snprintf(out + len, cap - len, "; its SMs active %.0f%% (GPM)",
+                                c->sm_active->steps.mean);
+    if (c->witness == TP_GPU_BUSY_NVML && isfinite(c->window_idle) && len < cap)
+        len += (size_t)snprintf(out + len, cap - len,
+                                "; idle %.0f%% of the steps PyTorch's profiler captured",
+                                100 * c->window_idle);
+    if (len < cap)
+        snprintf(out + len, cap - len, ")");
+}
+
+/* compute_bound and host_bound: the step computes; on a GPU busy enough,
+ * the GPU is its limit, else the host that can't keep it busy. */
+static void compute_message(char *out, size_t cap, const tp_verdict *v, const char *who)
+{
+    const __typeof__(v->f.compute) *c = &v->f.compute;
+    double train = c->share;
+    char busy[200] = "";
+    if (c->witness != TP_GPU_BUSY_UNKNOWN)
+        gpu_busy_words(busy, sizeof busy, v);
+    if (v->kind == TP_VERDICT_HOST_BOUND) {
+        char cpu[96] = "", remedies[400];
+        if (c->proc_cpu)
+            snprintf(cpu, sizeof cpu, "; the training's processes kept %.1f cores busy",
+                     c->proc_cpu->steps.mean / 100);
+        tp_host_bound_remedies(remedies, sizeof remedies, &v->facts);
+        snprintf(out, cap,
+                 "%s is host-bound: its GPU was busy only %.0f%% of the training steps%s, while "
+                 "the step's work on the host (train_batch, outside communication) takes %.0f%% "
+                 "of step time. The host can't launch work fast enough to keep the GPU busy "
+                 "(Python, the dispatcher, kernel launches, synchronizations)%s. Try %s.",
+                 who, 100 * c->gpu_busy, busy, 100 * train, cpu, remedies);
+        return;
+    }
+    char input[120], gpu[240] = "";
+    if (c->loader_timed)
+        snprintf(input, sizeof input, "waiting for data only %.0f%%", 100 * c->input_share);
+    else
+        snprintf(input, sizeof input,
+                 "everything else, making the batches included (no DataLoader timed), "
+                 "%.0f%%",
+                 train < 1 ? 100 * (1 - train) : 0.0);
+    if (c->witness != TP_GPU_BUSY_UNKNOWN)
+        snprintf(gpu, sizeof gpu, ", and its GPU was busy %.0f%% of the steps%s", 100 * c->gpu_busy,
+                 busy);
+    char remedies[512];
+    tp_compute_remedies(remedies, sizeof remedies, &v->facts);
+    snprintf(out, cap,
+             "%s is compute-bound: the computation (train_batch, outside communication) "
+             "takes %.0f%% of step time and %s%s. The input pipeline keeps up; speed-ups come "
+             "from the computation: %s.",
+             who, 100 * train, input, gpu, remedies);
+}
+
 static void rank_message(char *out, size_t cap, const tp_verdict *v)
 {
     char who[32];
@@ -204,24 +270,50 @@ static void rank_message(char *out, size_t cap, const tp_verdict *v)
                  who, 100 * v->f.transfer.share,
                  v->f.transfer.share == v->f.transfer.device_share ? " on the GPU" : "");
     } else {
-        double train = v->f.compute.share;
-        char input[120];
-        if (v->f.compute.loader_timed)
-            snprintf(input, sizeof input, "waiting for data only %.0f%%",
-                     100 * v->f.compute.input_share);
+        compute_message(out, cap, v, who);
+    }
+}
+
+/* " Its GPU's tensor cores were busy only 6% of the time (GPM) ...": how
+ * much of a compute-bound rank's GPU work ran on the tensor cores, and
+ * what keeps it off them, by what the model already runs in. */
+static void tensor_words(char *out, size_t cap, const tp_verdict *v)
+{
+    const __typeof__(v->f.compute) *c = &v->f.compute;
+    const tp_series_summary *tensor = c->tensor;
+    out[0] = '\0';
+    if (!tensor || strcmp(v->facts.device, "cuda") != 0)
+        return;
+    if (tensor->steps.mean >= 30) {
+        snprintf(out, cap, " Its GPU's tensor cores were busy %.0f%% of the time (GPM).",
+                 tensor->steps.mean);
+        return;
+    }
+    char idle[96] = "";
+    if (c->gpu_busy < 0.9) /* the GPU's idle time first: no tensor core works then */
+        snprintf(idle, sizeof idle, ", the GPU itself idle %.0f%% of the steps,",
+                 100 * (1 - c->gpu_busy));
+    if (tp_precision_case_of(&v->facts) == TP_PRECISION_ALREADY_REDUCED) {
+        char precision[64];
+        if (v->facts.autocast == 1)
+            snprintf(precision, sizeof precision, "%s%sautocast",
+                     tp_dtype_short(v->facts.autocast_dtype),
+                     v->facts.autocast_dtype[0] ? " " : "");
         else
-            snprintf(input, sizeof input,
-                     "everything else, making the batches included (no DataLoader timed), "
-                     "%.0f%%",
-                     train < 1 ? 100 * (1 - train) : 0.0);
-        char remedies[512];
-        tp_compute_remedies(remedies, sizeof remedies, &v->facts);
+            snprintf(precision, sizeof precision, "%s", v->facts.dtype);
         snprintf(out, cap,
-                 "%s is compute-bound: the computation (train_batch, outside communication) "
-                 "takes %.0f%% of step time "
-                 "and %s. The input pipeline keeps up; speed-ups come "
-                 "from the computation: %s.",
-                 who, 100 * train, input, remedies);
+                 " Its GPU's tensor cores were busy only %.0f%% of the time (GPM)%s under %s: "
+                 "most of its GPU time goes to work they don't run (normalization, element-wise "
+                 "ops, reductions, small or oddly shaped matrices); fused kernels (torch.compile) "
+                 "and sizes in multiples of 8 move more of it onto them.",
+                 tensor->steps.mean, idle, precision);
+    } else {
+        snprintf(out, cap,
+                 " Its GPU's tensor cores were busy only %.0f%% of the time (GPM)%s: most of "
+                 "its compute doesn't use them (FP32 without TF32, small or oddly shaped "
+                 "matrices, element-wise work); bf16 autocast, "
+                 "torch.backends.cuda.matmul.allow_tf32 and sizes in multiples of 8 let it.",
+                 tensor->steps.mean, idle);
     }
 }
 
@@ -363,24 +455,16 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
     switch (v->kind) {
     case TP_VERDICT_INPUT_BOUND:
     case TP_VERDICT_TRANSFER_BOUND:
-    case TP_VERDICT_COMPUTE_BOUND: {
+    case TP_VERDICT_COMPUTE_BOUND:
+    case TP_VERDICT_HOST_BOUND: {
         rank_message(out, cap, v);
         size_t len = strlen(out);
-        const tp_series_summary *tensor = /* only of a model on the GPU */
-            v->kind == TP_VERDICT_COMPUTE_BOUND && strcmp(v->facts.device, "cuda") == 0
-                ? v->f.compute.tensor
-                : NULL;
-        if (tensor && len < cap) /* GPM: how much of that compute used the tensor cores */
-            len += (size_t)snprintf(
-                out + len, cap - len,
-                tensor->steps.mean < 30
-                    ? " Its GPU's tensor cores were busy only %.0f%% of the time (GPM): most "
-                      "of its compute doesn't use them (FP32 without TF32, small or oddly "
-                      "shaped matrices, element-wise work); bf16 autocast, "
-                      "torch.backends.cuda.matmul.allow_tf32 and sizes in multiples of 8 let "
-                      "it."
-                    : " Its GPU's tensor cores were busy %.0f%% of the time (GPM).",
-                tensor->steps.mean);
+        if (v->kind == TP_VERDICT_COMPUTE_BOUND && len < cap) {
+            tensor_words(out + len, cap - len, v);
+            len += strlen(out + len);
+        }
+        if (v->kind == TP_VERDICT_HOST_BOUND && len < cap) /* where the host was meanwhile */
+            tp_ops_idle_cite(out + len, cap - len, &s->ops, v->rank);
         if (v->kind == TP_VERDICT_COMPUTE_BOUND && len < cap) /* the operators, where seen */
             tp_ops_cite(out + len, cap - len, &s->ops, v->rank);
         if (v->kind != TP_VERDICT_TRANSFER_BOUND && len < cap && !out[len])

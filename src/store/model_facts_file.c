@@ -45,6 +45,8 @@ bool tp_run_model_facts(const tp_run *run, tp_model_facts *facts)
         sscanf(v, "%d.%d", &facts->cc_major, &facts->cc_minor) != 2)
         facts->cc_major = facts->cc_minor = 0;
     facts->autocast = small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_MODEL_AUTOCAST));
+    if ((v = tp_run_meta_get(run, TP_META_FACT TP_FACT_MODEL_AUTOCAST_DTYPE)))
+        copy_value(facts->autocast_dtype, sizeof facts->autocast_dtype, v);
     facts->compiled = small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_MODEL_COMPILED));
     facts->num_workers =
         small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_LOADER_NUM_WORKERS));
@@ -84,6 +86,8 @@ bool tp_model_facts_read(const char *path, tp_model_facts *facts)
             sscanf(v, "%d.%d", &facts->cc_major, &facts->cc_minor);
         else if (strcmp(line, "autocast") == 0)
             facts->autocast = atoi(v) != 0;
+        else if (strcmp(line, "autocast_dtype") == 0)
+            copy_value(facts->autocast_dtype, sizeof facts->autocast_dtype, v);
     }
     fclose(f);
     return facts->dtype[0] && facts->device[0];

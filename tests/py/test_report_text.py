@@ -159,6 +159,29 @@ def test_the_advice_fits_what_the_script_does(tmp_path):
         assert "num_workers=0 now" in message, message
 
 
+def test_autocast_and_its_dtype_are_facts_of_the_run(tmp_path):
+    """A model under torch.autocast: the run says so, and in which dtype,
+    so that the advice never suggests what the script already does."""
+    script = tmp_path / "autocast.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for _ in range(20):
+            opt.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = model(torch.randn(32, 64)).float().square().mean()
+            loss.backward()
+            opt.step()
+    """))
+    run = tmp_path / "autocast.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    meta = json.loads(report("--json", run))["run"]["meta"]
+    assert meta["fact.model.autocast"] == "1" and meta["fact.model.autocast_dtype"] == "bfloat16"
+    assert meta["fact.model.dtype"] == "float32"
+
+
 def test_compute_advice_on_the_cpu_says_nothing_of_tensor_cores(tmp_path):
     script = tmp_path / "compute.py"
     script.write_text(textwrap.dedent("""
@@ -183,10 +206,20 @@ def test_compute_advice_on_the_cpu_says_nothing_of_tensor_cores(tmp_path):
     [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "compute_bound"]
     assert "tensor cores" not in message and "FP16" not in message
     assert "the model runs on the CPU" in message and "torch.compile" in message
-    # the same run had its model been on that GPU: GPM's tensor activity
-    # (the fake's 30 %) is cited
+    # the same run had its model been on that GPU, busy half the time (the
+    # fake's 50 %): the host could not keep it busy, and neither precision
+    # nor tensor cores are the advice
     with sqlite3.connect(run) as db:
         db.execute("UPDATE meta SET value = 'cuda' WHERE key = 'fact.model.device'")
+    rep = json.loads(report("--json", run))
+    [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "host_bound"]
+    assert "tensor cores" not in message and "faster or more GPUs" not in message, message
+    assert not [v for v in rep["verdicts"] if v["kind"] in ("compute_bound", "gpu_underused")]
+    # ... and busy 95 %: compute-bound, GPM's tensor activity (the fake's 30 %) cited
+    with sqlite3.connect(run) as db:
+        db.execute("UPDATE sample SET value = 95 WHERE series_id IN (SELECT s.id FROM series s"
+                   " JOIN metric m ON m.id = s.metric_id WHERE m.name = 'gpu_util_percent')")
+    assert trainprof("summarize", "--force", run).returncode == 0
     rep = json.loads(report("--json", run))
     [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "compute_bound"]
     assert "Its GPU's tensor cores were busy 30% of the time (GPM)." in message, message

@@ -24,7 +24,7 @@
 typedef struct facts {
     tp_run run;
     tp_run_agent agent;
-    tp_run_meta meta[4];
+    tp_run_meta meta[8];
     tp_run_gpu gpu;
     tp_run_series series[MAX_SERIES];
     tp_series_summary items[MAX_SERIES];
@@ -377,6 +377,121 @@ static void test_an_allocator_near_its_devices_memory_once_per_rank(void **state
     free(f);
 }
 
+/* The verdict of kind with its words; found: whether there was one. */
+static bool message_of(const facts *f, tp_verdict_kind kind, char *words, size_t cap)
+{
+    tp_verdicts v;
+    tp_verdicts_build(&f->s, &v);
+    bool found = false;
+    for (size_t i = 0; i < v.n && !found; i++)
+        if ((found = v.items[i].kind == kind))
+            tp_verdict_message(words, cap, &f->s, &v.items[i]);
+    tp_verdicts_free(&v);
+    return found;
+}
+
+/* A computing step on a GPU is the GPU's limit only where the GPU was busy
+ * TP_HOST_BOUND_GPU_BUSY of the steps; below, the host can't feed it (the
+ * H200's ResNet-18 at batch 64: train_batch 100 %, the GPU busy 40 %). The
+ * GPU's under-use is then that verdict's evidence, not a second verdict. */
+static void test_on_a_gpu_compute_bound_where_busy_else_host_bound(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    one_gpu(f);
+    meta(f, "fact.model.device", "cuda");
+    phase(f, TP_PHASE_TRAIN_BATCH, 0.98, 0);
+    double at = 100 * TP_HOST_BOUND_GPU_BUSY;
+    series(f, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}", at, at, 100);
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
+    assert_int_equal(v.f.compute.witness, TP_GPU_BUSY_NVML);
+    assert_true(fabs(v.f.compute.gpu_busy - TP_HOST_BOUND_GPU_BUSY) < 1e-12);
+    assert_ptr_equal(v.gpu, &f->gpu);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_BOUND, NULL), 0);
+    /* under 90 %, but the compute verdict says why: no gpu_underused beside */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_UNDERUSED, NULL), 0);
+    f->items[0].steps.mean = at - 1; /* just below: the host can't keep it busy */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_BOUND, &v), 1);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, NULL), 0);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_UNDERUSED, NULL), 0);
+    char words[TP_VERDICT_MESSAGE_MAX];
+    assert_true(message_of(f, TP_VERDICT_HOST_BOUND, words, sizeof words));
+    assert_non_null(strstr(words, "host-bound"));
+    assert_non_null(strstr(words, "busy only 69% of the training steps"));
+    assert_non_null(strstr(words, "reduce-overhead"));
+    assert_non_null(strstr(words, "fused=True"));
+    assert_non_null(strstr(words, "mixed precision or a faster GPU won't help"));
+    assert_null(strstr(words, "faster or more GPUs"));
+    /* it leads: it explains the most step time */
+    tp_verdicts all;
+    tp_verdicts_build(&f->s, &all);
+    assert_int_equal(all.items[tp_verdicts_main(&all)].kind, TP_VERDICT_HOST_BOUND);
+    tp_verdicts_free(&all);
+    free(f);
+}
+
+/* Without NVML's utilization, the capture windows' kernels say how busy
+ * the GPU was; with neither, nothing says the host was the limit. */
+static void test_the_capture_windows_witness_a_gpu_without_nvml(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    one_gpu(f);
+    meta(f, "fact.model.device", "cuda");
+    phase(f, TP_PHASE_TRAIN_BATCH, 0.9, 0);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, NULL), 1);
+    struct tp_ops_gpu_busy busy = {.rank = 0, .span_s = 1.0, .busy_s = 0.27};
+    f->s.ops.busy = &busy;
+    f->s.ops.nbusy = 1;
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_BOUND, &v), 1);
+    assert_int_equal(v.f.compute.witness, TP_GPU_BUSY_WINDOW);
+    assert_true(fabs(v.f.compute.window_idle - 0.73) < 1e-12);
+    free(f);
+}
+
+/* A model on the CPU of a machine with an idle GPU is not host-bound. */
+static void test_a_training_on_the_cpu_beside_an_idle_gpu_computes(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    one_gpu(f);
+    meta(f, "fact.model.device", "cpu");
+    phase(f, TP_PHASE_TRAIN_BATCH, 0.9, 0);
+    series(f, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}", 0, 0, 0);
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
+    assert_int_equal(v.f.compute.witness, TP_GPU_BUSY_UNKNOWN);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_BOUND, NULL), 0);
+    free(f);
+}
+
+/* What the script already does is never the advice: a model under bf16
+ * autocast is said to run so, and its tensor cores' low use is put down to
+ * the GPU's idle time and the work they don't run, not to FP32. */
+static void test_precision_words_fit_what_the_model_runs_in(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    one_gpu(f);
+    meta(f, "fact.model.device", "cuda");
+    meta(f, "fact.model.autocast", "1");
+    meta(f, "fact.model.autocast_dtype", "bfloat16");
+    meta(f, "fact.model.dtype", "float32");
+    phase(f, TP_PHASE_TRAIN_BATCH, 0.95, 0);
+    series(f, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}", 80, 80, 100);
+    series(f, TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT, "{\"gpu\":\"0\"}", 6, 6, 9);
+    char words[TP_VERDICT_MESSAGE_MAX];
+    assert_true(message_of(f, TP_VERDICT_COMPUTE_BOUND, words, sizeof words));
+    assert_non_null(strstr(words, "already runs under bf16 autocast"));
+    assert_non_null(strstr(words, "the GPU itself idle 20% of the steps"));
+    assert_non_null(strstr(words, "under bf16 autocast: most of its GPU time"));
+    assert_null(strstr(words, "bf16 autocast, torch.backends"));
+    assert_null(strstr(words, "float32 under autocast"));
+    free(f);
+}
+
 static void test_bottleneck_limits_use_the_verdicts_thresholds(void **state)
 {
     (void)state;
@@ -417,6 +532,10 @@ int main(void)
         cmocka_unit_test(test_a_link_near_its_speed),
         cmocka_unit_test(test_stragglers_first_else_exposed_communication),
         cmocka_unit_test(test_an_allocator_near_its_devices_memory_once_per_rank),
+        cmocka_unit_test(test_on_a_gpu_compute_bound_where_busy_else_host_bound),
+        cmocka_unit_test(test_the_capture_windows_witness_a_gpu_without_nvml),
+        cmocka_unit_test(test_a_training_on_the_cpu_beside_an_idle_gpu_computes),
+        cmocka_unit_test(test_precision_words_fit_what_the_model_runs_in),
         cmocka_unit_test(test_bottleneck_limits_use_the_verdicts_thresholds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,14 +66,32 @@ def note_model(module):
             on = torch.is_autocast_enabled()  # the old form is CUDA's
         if on is not None:
             facts.append(("model.autocast", int(bool(on))))
+        if on:
+            dtype = _autocast_dtype(torch, param.device.type)
+            if dtype is not None:
+                facts.append(("model.autocast_dtype", str(dtype).replace("torch.", "")))
         send(facts)
         if _BOTTLENECK_FACTS:
             names = {"model.dtype": "dtype", "model.device": "device",
-                     "model.capability": "capability", "model.autocast": "autocast"}
+                     "model.capability": "capability", "model.autocast": "autocast",
+                     "model.autocast_dtype": "autocast_dtype"}
             with open(_BOTTLENECK_FACTS, "w") as f:
                 f.write("".join(f"{names[k]}={v}\n" for k, v in facts if k in names))
     except Exception:  # never let the profiler break the training
         pass
+
+
+def _autocast_dtype(torch, device_type):
+    """The dtype autocast runs device_type's work in now, or None where this
+    torch can't say (get_autocast_dtype came in 2.4; the older per-device forms)."""
+    get = getattr(torch, "get_autocast_dtype", None)
+    if get is not None:
+        try:
+            return get(device_type)
+        except (TypeError, RuntimeError):  # a device autocast doesn't know
+            return None
+    old = {"cuda": "get_autocast_gpu_dtype", "cpu": "get_autocast_cpu_dtype"}.get(device_type)
+    return getattr(torch, old)() if old and hasattr(torch, old) else None
 
 
 def note_loader(loader):

@@ -1,0 +1,139 @@
+"""Verdicts on real GPU trainings, from run files recorded on an H200
+(tests/data/gpu-runs/, its README says how): each copied, re-summarized with
+the code under test (`summarize --force`) and reported, as a user would. CI
+has no GPU; these hold what a CPU run can't show: a host that can't feed its
+GPU, a GPU that never answers, cuDNN's autotuning as the warm-up."""
+
+import json
+import re
+import shutil
+import sqlite3
+
+import pytest
+
+from conftest import ROOT, in_short, report_json, trainprof, words
+
+RUNS = ROOT / "tests" / "data" / "gpu-runs"
+
+
+@pytest.fixture
+def resummarized(tmp_path):
+    """The recording `name`, copied and summarized anew; its path."""
+    def make(name):
+        path = tmp_path / name
+        shutil.copyfile(RUNS / name, path)
+        r = trainprof("summarize", "--force", path)
+        assert r.returncode == 0, r.stderr
+        return path
+    return make
+
+
+def kinds(rep):
+    return [v["kind"] for v in rep["verdicts"]]
+
+
+def test_a_host_that_cannot_feed_its_gpu_is_host_bound(resummarized):
+    """ResNet-18 at batch 64 under bf16 autocast: train_batch is the whole
+    step on the host, while the GPU was busy 40 % of the steps (NVML) and
+    idle 73 % of the captured ones. Not compute-bound: precision or a faster
+    GPU does nothing for it."""
+    run = resummarized("h200-resnet18-batch64.db")
+    rep = report_json(run)
+    assert "host_bound" in kinds(rep)
+    assert "compute_bound" not in kinds(rep)
+    # the GPU's under-use is the verdict's evidence, not a verdict beside it
+    assert "gpu_underused" not in kinds(rep)
+    [host] = [v for v in rep["verdicts"] if v["kind"] == "host_bound"]
+    e = host["evidence"]
+    assert e["gpu"] == 0 and e["gpu_busy_from"] == "nvml"
+    assert 0.35 < e["gpu_busy_share"] < 0.45, e
+    assert 0.70 < e["window_gpu_idle_share"] < 0.76, e
+    assert 25 < e["sm_active_mean_percent"] < 35, e
+    assert e["training_cpu_cores"] > 0.9  # one core, the step thread and autograd's together
+    message = words(host["message"])
+    assert "host-bound" in message and "reduce-overhead" in message
+    assert "mixed precision or a faster GPU won't help" in message
+    assert "faster or more GPUs" not in message and "tensor cores" not in message
+    # while the GPU idled, the host was in forward and backward (the window's stacks)
+    assert re.search(r"the host was in backward \d+%", message), message
+    text = trainprof("report", run).stdout
+    short = in_short(text)
+    assert short.startswith("1200 steps"), short
+    assert "[host_bound]" in short and "[compute_bound]" not in short
+
+
+def test_cudnn_autotuning_is_warm_up_and_no_change_of_pace(resummarized):
+    """Step 1 took 2.3 s (cuDNN's autotuning) and step 2 28 ms, then 12 ms a
+    step: warm-up, out of the figures. What remains moved by 9 %, under the
+    15 % a change of pace needs: no [pace] line."""
+    rep = report_json(resummarized("h200-resnet18-batch64.db"))
+    [steps] = rep["steps"]
+    assert steps["count"] == 1200  # the training's own count
+    assert steps["warmup_steps"] == 2 and steps["warmup_s"] > 2.3
+    assert steps["timed_steps"] + steps["warmup_steps"] + steps["profiled_steps"] == 1200
+    assert steps["max_s"] < 1, steps  # no autotuning step in the figures
+    assert len(rep["regimes"]["regimes"]) <= 1, rep["regimes"]
+    train = next(t for t in rep["timings"] if t["name"] == "train_batch")
+    inside = train["in_steps_s"] + train["in_profiled_steps_s"] + train["in_warmup_steps_s"]
+    assert inside == pytest.approx(train["total_s"], rel=1e-6)
+    text = trainprof("report", resummarized("h200-resnet18-batch64.db")).stdout
+    assert "[pace]" not in text and "Changes of pace" not in text
+    assert "the first 2 warm-up" in words(text)
+
+
+def test_the_capture_windows_tables_read_as_a_user_reads_them(resummarized):
+    """CUPTI's own rows are no operator, and kernels show demangled and cut
+    where they stay apart."""
+    run = resummarized("h200-resnet18-batch64.db")
+    rep = report_json(run)
+    names = {o["name"] for o in rep["ops"]}
+    assert "Activity Buffer Request" not in names and "INVALID" not in names
+    assert "aten::conv2d" in names
+    text = trainprof("report", run).stdout
+    table = text[text.index("kernels (device ms"):text.index("the GPU sat idle")]
+    assert "_ZN" not in table, table  # CUPTI gave one mangled and cut at 1,000 bytes
+    assert "cutlass__5x_cudnn::Kernel<...>" in table
+    assert "at::native::max_pool_backward_nhwc " in table  # no return type, no arguments
+    kernels = [k for k in rep["kernels"] if k["name"].startswith("_ZN17cutlass")]
+    assert kernels and kernels[0]["demangled"] == "cutlass__5x_cudnn::Kernel<...>"
+
+
+def test_a_gpu_that_never_answers_is_a_stall_at_the_scripts_line(resummarized):
+    """After step 30 the script queued a 60 s kernel and called loss.item():
+    its step thread sat 33 s in from_device at resnet.py:48 while the GPU
+    was busy, until SIGTERM. The report leads with that stall."""
+    run = resummarized("h200-resnet18-gpu-hang.db")
+    rep = report_json(run)
+    [stall] = [s for s in rep["stalls"] if not s["ended"]]
+    assert stall["between_steps"] and stall["step"] == 30 and stall["phase"] == "from_device"
+    assert stall["seconds"] > 30
+    [thread] = [t for t in stall["threads"] if t["phase"] == "from_device"]
+    assert thread["frames"][0]["file"].endswith("resnet.py") and thread["frames"][0]["line"] == 48
+    assert thread["state"] == "on_cpu"  # CUDA's synchronize spins
+    assert stall["gpu"] == 0 and stall["gpu_util_percent"] >= 50
+    # no verdict on the 30 steps before it
+    assert not {"compute_bound", "host_bound", "input_bound"} & set(kinds(rep))
+    text = trainprof("report", run).stdout
+    short = in_short(text)
+    assert short.startswith("[stalled]"), short
+    assert "after step 30 in from_device, in <module> (resnet.py:48)" in short
+    assert "its GPU 0 stayed busy meanwhile" in short
+    assert short.index("[stalled]") < short.index("[stopped]")
+
+
+def test_the_stall_is_kept_in_the_summary_and_read_back_the_same(resummarized, tmp_path):
+    """What summarize stored is what the report reads: the stall between
+    steps survives the stored summary and a merge of it (beside the other
+    recording, as a second node)."""
+    run = resummarized("h200-resnet18-gpu-hang.db")
+    other = resummarized("h200-resnet18-batch64.db")
+    with sqlite3.connect(other) as db:  # both were recorded as agent "vm"
+        db.execute("UPDATE agent SET name = 'vm2'")
+        db.execute("UPDATE meta SET value = 'vm2' WHERE key = 'agent'")
+    merged = tmp_path / "merged.db"
+    r = trainprof("merge", "--force", "-o", merged, run, other)
+    assert r.returncode == 0, r.stderr
+    for path in (run, merged):
+        [stall] = report_json(path)["stalls"]
+        assert stall["between_steps"] and stall["phase"] == "from_device", path
+    assert json.loads(trainprof("report", "--json", run).stdout)["stalls"][0]["step"] == 30

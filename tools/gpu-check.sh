@@ -55,7 +55,8 @@ torch.cuda.get_device_name(0))'
     # the hardware's own answers (NVML, torch, NCCL), for docs/gpu.md
     python3 tools/gpu_probe.py >"${OUT:-/tmp/gpu-out}/probe.json" ||
         echo "$0: the probe failed (see above)" >&2
-    [ $# -gt 0 ] || set -- tests/py/test_gpu.py tests/py/test_gpu_distributed.py tests/py/test_gpu_ops.py
+    [ $# -gt 0 ] || set -- tests/py/test_gpu.py tests/py/test_gpu_distributed.py tests/py/test_gpu_ops.py \
+        tests/py/test_gpu_trainings.py
     TRAINPROF_GPU_OUT="${OUT:-/tmp/gpu-out}" python3 -m pytest -q -p no:cacheprovider -rs \
         "$@" 2>&1 | tee "${OUT:-/tmp/gpu-out}/pytest.log"
 }

@@ -190,7 +190,7 @@ static void stall_gpu_json(json_writer *w, const tp_stall *r)
         json_int(w, r->gpu);
     else
         json_null(w);
-    json_key(w, "gpu_util_percent");
+    json_key(w, "gpu_util_mean_percent");
     if (r->gpu >= 0 && isfinite(r->gpu_util_percent))
         json_double(w, r->gpu_util_percent);
     else

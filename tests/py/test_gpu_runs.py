@@ -110,7 +110,7 @@ def test_a_gpu_that_never_answers_is_a_stall_at_the_scripts_line(resummarized):
     [thread] = [t for t in stall["threads"] if t["phase"] == "from_device"]
     assert thread["frames"][0]["file"].endswith("resnet.py") and thread["frames"][0]["line"] == 48
     assert thread["state"] == "on_cpu"  # CUDA's synchronize spins
-    assert stall["gpu"] == 0 and stall["gpu_util_percent"] >= 50
+    assert stall["gpu"] == 0 and stall["gpu_util_mean_percent"] >= 50
     # no verdict on the 30 steps before it
     assert not {"compute_bound", "host_bound", "input_bound"} & set(kinds(rep))
     text = trainprof("report", run).stdout

@@ -170,7 +170,7 @@ def test_a_gpu_that_never_answers_is_a_stall_at_the_item_line(tmp_path):
     keep(run)
     rep = report_json(run)
     [stall] = [s for s in rep["stalls"] if not s["ended"]]
-    assert stall["phase"] == "from_device" and stall["gpu_util_percent"] >= 50, stall
+    assert stall["phase"] == "from_device" and stall["gpu_util_mean_percent"] >= 50, stall
     frames = [t["frames"][0] for t in stall["threads"] if t["phase"] == "from_device"]
     assert frames and frames[0]["line"] == 16, stall
     assert lead(run).startswith("[stalled]")

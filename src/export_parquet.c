@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,28 +27,69 @@ static bool holds_files(const char *path)
     return any;
 }
 
-/* The Python to run the package with, into out. */
-static void python_of(char *out, size_t cap)
+/* Whether python runs and imports trainprof.parquet (its output silenced). */
+static bool python_has_package(const char *python)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, STDOUT_FILENO);
+            dup2(null, STDERR_FILENO);
+        }
+        execlp(python, python, "-c", "import trainprof.parquet", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    if (pid < 0)
+        return false;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return false;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* The Python to run the package with, into out: TRAINPROF_PYTHON where set;
+ * else the first of the python3 beside this program (a virtual
+ * environment's, where pip installed it), the source tree's .venv beside
+ * its build folder, and python3 on the PATH that imports trainprof. False,
+ * with those tried in tried (", "-separated), where none does. */
+static bool python_of(char *out, size_t cap, char *tried, size_t tcap)
 {
     const char *env = getenv("TRAINPROF_PYTHON");
     if (env && *env) {
         snprintf(out, cap, "%s", env);
-        return;
+        snprintf(tried, tcap, "%s (TRAINPROF_PYTHON)", env);
+        return python_has_package(env);
     }
-    char self[PATH_MAX];
+    char self[PATH_MAX], candidates[3][PATH_MAX];
+    size_t n = 0;
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len > 0) {
-        self[len] = '\0';
-        char *slash = strrchr(self, '/');
-        size_t dir = slash ? (size_t)(slash - self) : 0;
-        if (slash && dir + sizeof "/python3" <= cap) {
-            memcpy(out, self, dir);
-            memcpy(out + dir, "/python3", sizeof "/python3");
-            if (access(out, X_OK) == 0)
-                return;
+    char *slash = len > 0 ? (self[len] = '\0', strrchr(self, '/')) : NULL;
+    if (slash) {
+        *slash = '\0';
+        snprintf(candidates[n++], PATH_MAX, "%.*s/python3", PATH_MAX - 16, self);
+        snprintf(candidates[n++], PATH_MAX, "%.*s/../.venv/bin/python", PATH_MAX - 32, self);
+    }
+    snprintf(candidates[n++], PATH_MAX, "python3");
+    size_t used = 0;
+    tried[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        bool exists = strchr(candidates[i], '/') == NULL || access(candidates[i], X_OK) == 0;
+        if (!exists)
+            continue;
+        if (used < tcap)
+            used += (size_t)snprintf(tried + used, tcap - used, "%s%s", used ? ", " : "",
+                                     candidates[i]);
+        if (python_has_package(candidates[i])) {
+            size_t n_out = strnlen(candidates[i], cap - 1);
+            memcpy(out, candidates[i], n_out);
+            out[n_out] = '\0';
+            return true;
         }
     }
-    snprintf(out, cap, "python3");
+    return false;
 }
 
 int tp_export_parquet(const char *out_dir, char *const *paths, size_t n, bool force)
@@ -60,8 +102,14 @@ int tp_export_parquet(const char *out_dir, char *const *paths, size_t n, bool fo
         tp_error("export: %s holds files already (--force writes into it)", out_dir);
         return 2;
     }
-    char python[PATH_MAX];
-    python_of(python, sizeof python);
+    char python[PATH_MAX], tried[3 * PATH_MAX + 64];
+    if (!python_of(python, sizeof python, tried, sizeof tried)) {
+        tp_error("export: --format parquet runs trainprof's Python package with pyarrow, and no "
+                 "Python here imports trainprof (tried %s): pip install trainprof pyarrow into "
+                 "one, or name it with TRAINPROF_PYTHON",
+                 tried[0] ? tried : "python3");
+        return 2;
+    }
     char **argv = calloc(n + 5, sizeof *argv);
     if (!argv) {
         tp_error("export: out of memory");

@@ -6,29 +6,49 @@ files (SQLite, as they are: each a hostile input checked by SQLite) and
 shapes their rows. The tables (docs/run-file.md has their columns), each a
 directory of Parquet files, hive-partitioned:
 
-- ``samples/agent=NAME/``: every system metric sample;
+- ``samples/agent=KEY/``: every system metric sample (``agent`` is the
+  agent's name where it can be a folder's: up to 64 bytes of letters,
+  digits, ``.``, ``_`` and ``-``; else a key of its safe part and a hash;
+  ``agent_name`` is the name as recorded);
 - ``regions/rank=N/``: every timed region (phases, user regions, pauses);
 - ``marks/rank=N/``: step, step_end, epoch and samples marks;
 - ``steps/rank=N/``: each thread's steps as the report counts them (a step
   mark to the next, never across an epoch mark; a step_end closes one),
   with their samples and batches, and whether a capture window ran in them
   (``profiled``) or they are the thread's warm-up (``warmup``: its first
-  steps, for as long as each held a ``compile`` region): the report's step
+  steps, for as long as each held a ``compile`` region, then for as long
+  as each took more than twice the rank's median step): the report's step
   figures are those of the others;
 - ``summary_timing``, ``summary_step``, ``summary_epoch``, ``summary_rank``:
   the summaries each file stored (its agent's), one file each per run file.
 
 Times are seconds since the run's start (``*_s``). Several run files (a
-job's nodes) write into the same directories, a file each per partition.
+job's nodes) write into the same directories, each under file names of its
+own (``<run>-<n>.parquet``, ``<run>`` from the run file's start and agent):
+node files exported one at a time into one folder add up, and exporting a
+file again replaces its own files only. Rows are read and written in
+batches (memory stays bounded whatever the run's size); a value of the
+wrong type (a crafted file's text where a number belongs) is written as
+null. An export is all or nothing: every table is written into a staging
+folder inside DIR first and moved into place once every input was read; no
+folder on the way may be a symbolic link.
 """
 
 import bisect
+import hashlib
 import os
+import re
+import shutil
 import sqlite3
+import statistics
 import sys
 
 MARK_KINDS = {3: "step", 4: "epoch", 6: "samples", 9: "step_end"}
 SUMMARIES = ("summary_timing", "summary_step", "summary_epoch", "summary_rank")
+BATCH_ROWS = 65536  # rows read from SQLite and handed to Arrow at a time
+MAX_PARTITIONS = 1 << 20  # ranks or agents of one table (pyarrow's default: 1,024)
+WARMUP_SLOW = 2.0  # analyze/timings.h's TP_WARMUP_SLOW
+SAFE_KEY = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 class ExportError(Exception):
@@ -39,7 +59,8 @@ def _open(path):
     if not os.path.isfile(path):
         raise ExportError(f"{path}: no such file")
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # Arrow's writer reads the rows' batches from a thread of its own
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         db.execute("SELECT count(*) FROM meta").fetchone()
     except sqlite3.Error as e:
         raise ExportError(f"{path}: not a readable trainprof run file ({e})") from None
@@ -50,47 +71,108 @@ def _has_table(db, name):
     return db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
 
-def _rows(db, sql):
-    cur = db.execute(sql)
-    names = [d[0] for d in cur.description]
-    columns = {n: [] for n in names}
-    for row in cur:
-        for n, v in zip(names, row):
-            columns[n].append(v)
-    return columns
+def agent_key(name):
+    """The folder-safe partition value of an agent's name (see above)."""
+    if SAFE_KEY.fullmatch(name) and name not in (".", ".."):
+        return name
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:40].strip(".") or "agent"
+    return f"{safe}~{hashlib.sha1(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def run_id(db, path):
+    """A name of the run file's own for its output files: its start, its
+    recorder and its agent, hashed (the same file gives the same name)."""
+    meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN"
+                           " ('start_wall_ns', 'recorder_pid', 'agent', 'command')").fetchall())
+    if not meta:
+        meta = {"path": os.path.abspath(path)}
+    text = "\0".join(f"{k}={meta[k]}" for k in sorted(meta))
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+# SQL expressions that give a column's value where it has the type the
+# schema says, else NULL: SQLite stores what a crafted file put there
+def _int(expr):
+    return (f"(CASE typeof({expr}) WHEN 'integer' THEN {expr}"
+            f" WHEN 'real' THEN CAST({expr} AS INTEGER) END)")
+
+
+def _real(expr):
+    return f"(CASE WHEN typeof({expr}) IN ('integer', 'real') THEN {expr} * 1.0 END)"
+
+
+def _text(expr):
+    return f"(CASE typeof({expr}) WHEN 'text' THEN {expr} END)"
 
 
 THREADS = ("FROM {t} x JOIN thread t ON t.id = x.thread_id JOIN agent a ON a.id = t.agent_id")
 
 
+def _batches(db, sql, names, fix=None):
+    """The rows of sql as lists of dicts of columns, BATCH_ROWS at a time;
+    fix(columns) may reshape each batch."""
+    cur = db.execute(sql)
+    while True:
+        rows = cur.fetchmany(BATCH_ROWS)
+        if not rows:
+            return
+        columns = {n: [r[i] for r in rows] for i, n in enumerate(names)}
+        yield fix(columns) if fix else columns
+
+
 def _samples(db):
-    return _rows(db, "SELECT a.name AS agent, m.name AS metric, m.unit AS unit, s.labels AS labels,"
-                     " p.t_ns / 1e9 AS t_s, p.value AS value FROM sample p"
-                     " JOIN series s ON s.id = p.series_id JOIN agent a ON a.id = s.agent_id"
-                     " JOIN metric m ON m.id = s.metric_id ORDER BY s.id, p.t_ns")
+    names = ("agent", "agent_name", "metric", "unit", "labels", "t_s", "value")
+
+    def fix(columns):
+        columns["agent"] = [agent_key(a) for a in columns["agent"]]
+        return columns
+
+    sql = (f"SELECT {_text('a.name')}, {_text('a.name')}, {_text('m.name')}, {_text('m.unit')},"
+           f" {_text('s.labels')}, {_int('p.t_ns')} / 1e9, {_real('p.value')} FROM sample p"
+           " JOIN series s ON s.id = p.series_id JOIN agent a ON a.id = s.agent_id"
+           " JOIN metric m ON m.id = s.metric_id ORDER BY s.id, p.t_ns")
+    return _batches(db, sql, names, fix)
 
 
 def _regions(db):
-    return _rows(db, "SELECT a.name AS agent, t.pid AS pid, t.tid AS tid, t.rank AS rank,"
-                     " n.text AS name, x.depth AS depth, x.start_ns / 1e9 AS start_s,"
-                     " x.end_ns / 1e9 AS end_s, (x.end_ns - x.start_ns) / 1e9 AS duration_s "
-                     + THREADS.format(t="region") + " JOIN name n ON n.id = x.name_id"
-                     " ORDER BY x.thread_id, x.start_ns")
+    names = ("agent", "pid", "tid", "rank", "name", "depth", "start_s", "end_s", "duration_s")
+    sql = (f"SELECT {_text('a.name')}, {_int('t.pid')}, {_int('t.tid')}, {_int('t.rank')},"
+           f" {_text('n.text')}, {_int('x.depth')}, {_int('x.start_ns')} / 1e9,"
+           f" {_int('x.end_ns')} / 1e9, ({_int('x.end_ns')} - {_int('x.start_ns')}) / 1e9 "
+           + THREADS.format(t="region") + " JOIN name n ON n.id = x.name_id"
+           " ORDER BY x.thread_id, x.start_ns")
+    return _batches(db, sql, names)
+
+
+# a mark's kind as a number: schema 7's, or the word files of schema 2 to 6 stored
+# (store/mark_kind.h); any other reads as a step
+KIND = ("(CASE typeof(x.kind) WHEN 'integer' THEN x.kind WHEN 'text' THEN CASE x.kind"
+        " WHEN 'epoch' THEN 4 WHEN 'samples' THEN 6 WHEN 'step_end' THEN 9 ELSE 3 END"
+        " ELSE 3 END)")
+MARKS_SQL = (f"SELECT {_text('a.name')}, {_int('t.pid')}, {_int('t.tid')}, {_int('t.rank')},"
+             f" x.thread_id, {KIND}, {_int('x.t_ns')}, {_int('x.value')} "
+             + THREADS.format(t="mark") + " ORDER BY x.thread_id, x.t_ns")
 
 
 def _marks(db):
-    marks = _rows(db, "SELECT a.name AS agent, t.pid AS pid, t.tid AS tid, t.rank AS rank,"
-                      " x.thread_id AS thread, x.kind AS kind, x.t_ns AS t_ns, x.value AS value "
-                      + THREADS.format(t="mark") + " ORDER BY x.thread_id, x.t_ns")
-    marks["kind"] = [MARK_KINDS.get(k, str(k)) for k in marks["kind"]]
-    return marks
+    names = ("agent", "pid", "tid", "rank", "kind", "t_s", "value")
+
+    def fix(columns):
+        columns["kind"] = [MARK_KINDS.get(k, str(k)) for k in columns["kind"]]
+        columns["t_s"] = [t / 1e9 if t is not None else None for t in columns.pop("t_ns")]
+        columns.pop("thread")
+        return {n: columns[n] for n in names}
+
+    return _batches(db, MARKS_SQL, ("agent", "pid", "tid", "rank", "thread", "kind", "t_ns",
+                                    "value"), fix)
 
 
 def _spans(db, sql):
     """{thread: (sorted starts, ends)} of the spans sql selects (thread, start, end)."""
     spans = {}
     for thread, a, b in db.execute(sql):
-        spans.setdefault(thread, []).append((a, b))
+        if isinstance(a, int) and isinstance(b, int):
+            spans.setdefault(thread, []).append((a, b))
     return {t: ([a for a, _ in sorted(v)], [b for _, b in sorted(v)]) for t, v in spans.items()}
 
 
@@ -100,98 +182,227 @@ def _overlaps(spans, thread, a, b):
     return any(ends[k] > a for k in range(max(0, i - 64), i))
 
 
-def _steps(db, marks):
-    """Each thread's steps from its marks (the report's rule), flagged."""
+STEP_COLUMNS = ("agent", "pid", "tid", "rank", "epoch", "step", "start_s", "end_s",
+                "duration_s", "samples", "batches", "warmup", "profiled")
+
+
+def _thread_steps(marks, windows, compiles):
+    """One thread's steps (rows of STEP_COLUMNS) from its marks (rows of
+    MARKS_SQL), flagged for the compile warm-up and capture windows."""
+    out, open_step, epoch, number, warming = [], None, None, 0, True
+    for agent, pid, tid, rank, thread, kind, t, value in marks:
+        if kind == 6:  # samples
+            if open_step is not None and isinstance(value, int):
+                open_step = (open_step[0], open_step[1] + value, open_step[2] + 1)
+        elif kind == 4:  # epoch: no step across its mark
+            epoch, open_step = value, None
+        elif t is not None:  # a step or step_end mark (any other kind reads as a step)
+            if open_step is not None:
+                start, samples, batches = open_step
+                number += 1
+                warming = warming and _overlaps(compiles, thread, start, t)
+                out.append([agent, pid, tid, rank, epoch, number, start / 1e9, t / 1e9,
+                            (t - start) / 1e9, samples, batches, warming,
+                            _overlaps(windows, thread, start, t)])
+            open_step = (t, 0, 0) if kind != 9 else None
+    if out and all(row[11] for row in out):  # every step compiled: none is warm-up
+        for row in out:
+            row[11] = False
+    return out
+
+
+def _settle_warmup(threads):
+    """The rank's slow first steps as warm-up (analyze/timings.c): after a
+    thread's compile warm-up, its first steps while each took more than
+    WARMUP_SLOW times the median of the rank's other steps, at most a tenth
+    of them, none after a capture window's."""
+    steady = [row[8] for rows in threads for row in rows if not row[11] and not row[12]]
+    if len(steady) < 3:
+        return
+    median = statistics.median(steady)
+    room = max(1, len(steady) // 10)
+    for rows in threads:
+        for row in rows:
+            if row[11]:
+                continue
+            if row[12] or not row[8] > WARMUP_SLOW * median or room == 0:
+                break
+            row[11], room = True, room - 1
+
+
+def _steps(db):
+    """Each thread's steps from its marks (the report's rule), flagged; a
+    rank at a time, so that its median sets its warm-up apart."""
     windows = _spans(db, "SELECT thread_id, start_ns, end_ns FROM op_window WHERE skipped = 0"
                      if _has_table(db, "op_window") else "SELECT 0, 0, 0 WHERE 0")
     compiles = _spans(db, "SELECT r.thread_id, r.start_ns, r.end_ns FROM region r"
                           " JOIN name n ON n.id = r.name_id WHERE n.text = 'compile'")
-    out = {k: [] for k in ("agent", "pid", "tid", "rank", "epoch", "step", "start_s", "end_s",
-                           "duration_s", "samples", "batches", "warmup", "profiled")}
-    open_step = None  # (t_ns, samples, batches) of the thread's open step
-    thread = epoch = number = None
-    warming = True
+    cur = db.execute(MARKS_SQL.replace("ORDER BY x.thread_id", "ORDER BY t.rank, x.thread_id"))
+    rank, threads, thread, rows = object(), [], None, []
 
-    def close(i, end_ns):
-        nonlocal warming, number
-        start, samples, batches = open_step
-        number += 1
-        warming = warming and _overlaps(compiles, thread, start, end_ns)
-        for key, value in (("agent", marks["agent"][i]), ("pid", marks["pid"][i]),
-                           ("tid", marks["tid"][i]), ("rank", marks["rank"][i]),
-                           ("epoch", epoch), ("step", number), ("start_s", start / 1e9),
-                           ("end_s", end_ns / 1e9), ("duration_s", (end_ns - start) / 1e9),
-                           ("samples", samples), ("batches", batches), ("warmup", warming),
-                           ("profiled", _overlaps(windows, thread, start, end_ns))):
-            out[key].append(value)
+    def flush():
+        _settle_warmup(threads)
+        batch = [row for steps in threads for row in steps]
+        return {c: [row[i] for row in batch] for i, c in enumerate(STEP_COLUMNS)}
 
-    for i, (th, kind, t, value) in enumerate(zip(marks["thread"], marks["kind"], marks["t_ns"],
-                                                 marks["value"])):
-        if th != thread:
-            thread, epoch, number, open_step, warming = th, None, 0, None, True
-        if kind == "samples":
-            if open_step is not None:
-                open_step = (open_step[0], open_step[1] + value, open_step[2] + 1)
-        elif kind == "epoch":
-            epoch, open_step = value, None  # no step across an epoch mark
-        elif kind in ("step", "step_end"):
-            if open_step is not None:
-                close(i, t)
-            open_step = (t, 0, 0) if kind == "step" else None
-    # none is warm-up on a thread whose every step held a compile (timings.h)
-    threads = {}
-    for i, key in enumerate(zip(out["agent"], out["pid"], out["tid"])):
-        threads.setdefault(key, []).append(i)
-    for rows in threads.values():
-        if all(out["warmup"][i] for i in rows):
-            for i in rows:
-                out["warmup"][i] = False
-    return out
+    while True:
+        chunk = cur.fetchmany(BATCH_ROWS)
+        for mark in chunk:
+            if mark[4] != thread:
+                if rows:
+                    threads.append(_thread_steps(rows, windows, compiles))
+                thread, rows = mark[4], []
+                if mark[3] != rank and threads:
+                    yield flush()
+                    threads = []
+                rank = mark[3]
+            rows.append(mark)
+        if not chunk:
+            break
+    if rows:
+        threads.append(_thread_steps(rows, windows, compiles))
+    if threads:
+        yield flush()
 
 
-def _write(pa, pq, columns, root, partition, name):
-    if not columns or not next(iter(columns.values())):
-        return 0
-    table = pa.table(columns)
-    if partition:
-        pq.write_to_dataset(table, root_path=root, partition_cols=[partition],
-                            basename_template=name + "-{i}.parquet",
-                            existing_data_behavior="overwrite_or_ignore")
-    else:
-        os.makedirs(root, exist_ok=True)
-        pq.write_table(table, os.path.join(root, name + ".parquet"))
-    return table.num_rows
+# each table's columns and their Arrow types ("s" text, "i" integer, "f"
+# real, "b" boolean); the stored summaries' come from their declared types
+TYPES = {
+    "samples": "agent:s agent_name:s metric:s unit:s labels:s t_s:f value:f",
+    "regions": "agent:s pid:i tid:i rank:i name:s depth:i start_s:f end_s:f duration_s:f",
+    "marks": "agent:s pid:i tid:i rank:i kind:s t_s:f value:i",
+    "steps": "agent:s pid:i tid:i rank:i epoch:i step:i start_s:f end_s:f duration_s:f"
+             " samples:i batches:i warmup:b profiled:b",
+}
+
+
+def _columns(spec):
+    """[(name, kind)] of a TYPES entry."""
+    return [tuple(c.split(":")) for c in spec.split()]
+
+
+def _schema(pa, columns):
+    kinds = {"s": pa.string(), "i": pa.int64(), "f": pa.float64(), "b": pa.bool_()}
+    return pa.schema([(n, kinds[k]) for n, k in columns])
+
+
+def _summary_columns(db, table):
+    """[(name, kind)] of a stored summary, by each column's declared type."""
+    def kind(declared):
+        declared = (declared or "").upper()
+        return "i" if "INT" in declared else "f" if declared in ("REAL", "FLOAT", "DOUBLE") else "s"
+
+    return [(n, kind(t)) for n, t in
+            db.execute("SELECT name, type FROM pragma_table_info(?)", (table,))]
+
+
+def _summary(db, table, columns):
+    """A stored summary's rows, each column as its kind wants."""
+    exprs = [{"i": _int, "f": _real, "s": _text}[k]('"' + n.replace('"', '""') + '"')
+             for n, k in columns]
+    return _batches(db, f"SELECT {', '.join(exprs)} FROM {table}", [n for n, _ in columns])
+
+
+def _write(pa, ds, batches, schema, root, partition, name):
+    """Writes the table's batches (dicts of columns) under root as schema
+    says, hive-partitioned by partition (None: one file); its files named
+    name-N. Returns the rows written."""
+    rows = 0
+
+    def record_batches():
+        nonlocal rows
+        for columns in batches:
+            if columns and next(iter(columns.values())):
+                batch = pa.RecordBatch.from_pydict(columns, schema=schema)
+                rows += batch.num_rows
+                yield batch
+
+    partitioning = (ds.partitioning(pa.schema([schema.field(partition)]), flavor="hive")
+                    if partition else None)
+    ds.write_dataset(record_batches(), root, schema=schema, format="parquet",
+                     partitioning=partitioning, basename_template=name + "-{i}.parquet",
+                     max_partitions=MAX_PARTITIONS, existing_data_behavior="overwrite_or_ignore",
+                     use_threads=False)
+    if not rows:  # nothing to say: no empty folder either
+        shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
+def _check_folders(out_dir, rel):
+    """out_dir/rel's folders that exist: none may be a symbolic link (an
+    export writes inside DIR only)."""
+    path = out_dir
+    for part in rel.split(os.sep):
+        if not part or part == ".":
+            continue
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            raise ExportError(f"{path} is a symbolic link: an export writes inside its folder only")
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise ExportError(f"{path} is not a folder")
+
+
+def _move_into_place(staging, out_dir):
+    """Every file under staging to the same place under out_dir, once every
+    folder on the way was checked (nothing moves where one is a link)."""
+    walked = [(os.path.relpath(where, staging), files) for where, _, files in os.walk(staging)]
+    for rel, files in walked:
+        _check_folders(out_dir, rel)
+        for f in files:
+            target = os.path.join(out_dir, rel, f)
+            if os.path.islink(target) or os.path.isdir(target):
+                raise ExportError(f"{target} is a link or a folder: not replaced")
+    for rel, files in walked:
+        if rel != ".":
+            os.makedirs(os.path.join(out_dir, rel), exist_ok=True)
+        for f in files:
+            os.replace(os.path.join(staging, rel, f), os.path.join(out_dir, rel, f))
+
+
+def _export_one(pa, ds, db, path, staging, counts):
+    name = run_id(db, path)
+    tables = {"samples": (_samples(db), _columns(TYPES["samples"]), "agent"),
+              "regions": (_regions(db), _columns(TYPES["regions"]), "rank"),
+              "marks": (_marks(db), _columns(TYPES["marks"]), "rank"),
+              "steps": (_steps(db), _columns(TYPES["steps"]), "rank")}
+    for summary in SUMMARIES:
+        if _has_table(db, summary):
+            columns = _summary_columns(db, summary)
+            tables[summary] = (_summary(db, summary, columns), columns, None)
+    for table, (batches, columns, partition) in tables.items():
+        counts[table] = counts.get(table, 0) + _write(
+            pa, ds, batches, _schema(pa, columns), os.path.join(staging, table), partition, name)
 
 
 def export(out_dir, paths):
-    """Writes the run files' tables under out_dir; returns {table: rows}."""
+    """Writes the run files' tables under out_dir; returns {table: rows}.
+    Nothing lands unless every input was read and written."""
     try:
         import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow.dataset as ds
     except ImportError:
         raise ExportError("--format parquet needs Apache Arrow's pyarrow in the Python that runs "
                           "trainprof's package (pip install pyarrow)") from None
+    if os.path.islink(out_dir) and not os.path.isdir(out_dir):
+        raise ExportError(f"{out_dir} is a dangling symbolic link")
+    os.makedirs(out_dir, exist_ok=True)
+    staging = os.path.join(out_dir, f".trainprof-export-{os.getpid()}")
     counts = {}
-    for i, path in enumerate(paths):
-        db = _open(path)
-        try:
-            name = f"part-{i}"
-            marks = _marks(db)
-            tables = {"samples": (_samples(db), "agent"), "regions": (_regions(db), "rank"),
-                      "steps": (_steps(db, marks), "rank")}
-            marks["t_s"] = [t / 1e9 for t in marks.pop("t_ns")]
-            marks.pop("thread")
-            tables["marks"] = (marks, "rank")
-            for summary in SUMMARIES:
-                if _has_table(db, summary):
-                    tables[summary] = (_rows(db, f"SELECT * FROM {summary}"), None)
-            for table, (columns, partition) in tables.items():
-                counts[table] = counts.get(table, 0) + _write(
-                    pa, pq, columns, os.path.join(out_dir, table), partition, name)
-        except sqlite3.Error as e:
-            raise ExportError(f"{path}: {e}") from None
-        finally:
-            db.close()
+    try:
+        os.mkdir(staging)
+        for path in paths:
+            db = _open(path)
+            try:
+                _export_one(pa, ds, db, path, staging, counts)
+            except sqlite3.Error as e:
+                raise ExportError(f"{path}: {e}") from None
+            except (pa.ArrowException, ValueError, TypeError, OverflowError) as e:
+                raise ExportError(f"{path}: cannot write its rows: {e}") from None
+            finally:
+                db.close()
+        _move_into_place(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return counts
 
 

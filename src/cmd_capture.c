@@ -6,6 +6,7 @@
  * control socket, whose answer says which steps the window will cover. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "record/registry.h"
 #include "util/log.h"
 #include "util/options.h"
+#include "util/utf8.h"
 
 static const char usage[] =
     "usage: trainprof capture RUN.db|PID\n"
@@ -48,11 +50,20 @@ static bool ask(const char *dir, char *reply, size_t cap, char *why, size_t wcap
         return false;
     }
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    /* the receive timeout bounds the answer; the send timeout bounds
+     * connect() too (a Unix socket's waits for room in a listen backlog
+     * that a stopped or busy recorder does not drain) */
     struct timeval tv = {3, 0};
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
         connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
         send(fd, "capture", 7, MSG_NOSIGNAL) != 7) {
-        snprintf(why, wcap, "cannot reach its recorder (%s): %s", addr.sun_path, strerror(errno));
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINPROGRESS)
+            snprintf(why, wcap,
+                     "its recorder took no request for 3 s (stopped, or busy): try again");
+        else
+            snprintf(why, wcap, "cannot reach its recorder (%s): %s", addr.sun_path,
+                     strerror(errno));
         if (fd >= 0)
             close(fd);
         return false;
@@ -64,6 +75,38 @@ static bool ask(const char *dir, char *reply, size_t cap, char *why, size_t wcap
         return false;
     }
     reply[n] = '\0';
+    return true;
+}
+
+/* A number of digits only (no sign, no space) at *p, at most max, into *out;
+ * *p moved past it. */
+static bool number_at(const char **p, unsigned long long max, unsigned long long *out)
+{
+    if (!isdigit((unsigned char)**p))
+        return false;
+    errno = 0;
+    char *end;
+    *out = strtoull(*p, &end, 10);
+    *p = end;
+    return errno == 0 && *out <= max;
+}
+
+/* The recorder's answer "window REASON FIRST_STEP STEPS", checked: a reason
+ * it can give (TP_OPS_*), a first step a process's count can reach, 1 to
+ * 100 steps (record's --ops-steps) that end within it. */
+static bool parse_window(const char *reply, unsigned *reason, unsigned long long *first_step,
+                         unsigned *steps)
+{
+    unsigned long long r, first, n;
+    const char *p = reply;
+    if (strncmp(p, "window ", 7) != 0)
+        return false;
+    p += 7;
+    if (!number_at(&p, TP_OPS_SLOW, &r) || r < TP_OPS_SCHEDULE || *p++ != ' ' ||
+        !number_at(&p, (unsigned long long)INT64_MAX - 100, &first) || *p++ != ' ' ||
+        !number_at(&p, 100, &n) || n < 1 || *p != '\0')
+        return false;
+    *reason = (unsigned)r, *first_step = first, *steps = (unsigned)n;
     return true;
 }
 
@@ -109,8 +152,11 @@ int cmd_capture(int argc, char **argv)
         tp_error("capture: %s: the recording runs with --ops off: no capture windows", target);
         return 2;
     }
-    if (sscanf(reply, "window %u %llu %u", &reason, &first_step, &steps) != 3) {
-        tp_error("capture: %s: its recorder answered something else", target);
+    if (!parse_window(reply, &reason, &first_step, &steps)) {
+        char shown[64];
+        tp_text_escape(shown, sizeof shown, reply);
+        tp_error("capture: %s: its recorder answered nonsense (\"%s\"): not a trainprof record?",
+                 target, shown);
         return 1;
     }
     const char *served = reason == TP_OPS_DEMAND ? "a capture window"

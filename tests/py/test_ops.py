@@ -213,6 +213,72 @@ def test_a_recorder_killed_outright_leaves_no_pid_to_its_successor(tmp_path):
     assert live.returncode == 1 and "cannot reach its recorder" in live.stderr, live.stderr
 
 
+@contextlib.contextmanager
+def fake_recorder(tmp_path, reply):
+    """This process announced as a recorder (the registry of XDG_RUNTIME_DIR
+    = tmp_path) whose control socket answers every request with reply, or
+    (reply None) never takes one: its listen backlog filled. Yields the
+    environment that finds it."""
+    import socket
+    import threading
+    records = tmp_path / "trainprof-records"
+    records.mkdir(mode=0o700)
+    tmp_path.chmod(0o700)
+    with open(f"/proc/{os.getpid()}/stat") as f:
+        start = int(f.read().rsplit(")", 1)[1].split()[19])
+    sockets = tmp_path / "sockets"
+    sockets.mkdir(mode=0o700)
+    (records / str(os.getpid())).write_text(f"{tmp_path / 'run.db'}\n{sockets}\n{start}\n")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    server.bind(str(sockets / "control.sock"))
+    server.listen(0 if reply is None else 8)
+    held = []
+    if reply is None:  # connections nobody takes, until connect() must wait
+        while True:
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            c.setblocking(False)
+            try:
+                c.connect(str(sockets / "control.sock"))
+            except BlockingIOError:
+                c.close()
+                break
+            held.append(c)
+    else:
+        def serve():
+            while True:
+                try:
+                    c, _ = server.accept()
+                except OSError:
+                    return
+                c.recv(64)
+                c.send(reply)
+                c.close()
+        threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)}
+    finally:
+        server.close()
+        for c in held:
+            c.close()
+
+
+def test_capture_refuses_a_reply_no_recorder_gives(tmp_path):
+    """A registered socket that replies 'window -1 -5 0': not steps
+    18446744073709551611-18446744073709551610 and exit 0."""
+    with fake_recorder(tmp_path, b"window -1 -5 0") as env:
+        r = trainprof("capture", os.getpid(), env=env)
+    assert r.returncode == 1 and "answered nonsense" in r.stderr, r.stderr
+    assert "18446744073709551611" not in r.stdout + r.stderr
+
+
+def test_capture_of_a_stopped_recorder_gives_up_in_seconds(tmp_path):
+    """A recorder that takes no connection (stopped, its backlog full):
+    connect() waited for room for good; now 3 s at most, and exit 1."""
+    with fake_recorder(tmp_path, None) as env:
+        r = trainprof("capture", os.getpid(), env=env, timeout=30)  # it hung: a timeout here
+    assert r.returncode == 1 and "took no request for 3 s" in r.stderr, r.stderr
+
+
 def test_a_script_profiler_is_left_alone_and_the_window_skipped(tmp_path):
     # the script's profiler runs over steps 8-14: the window due at 11 is skipped
     run, r = record(tmp_path, env={"PROFILE": "8-14"})

@@ -36,6 +36,18 @@ bool tp_ops_request_read(tp_ops_request *out)
     return out->seq != 0;
 }
 
+void tp_ops_begun(uint64_t step)
+{
+    tp_thread *t = &tp_self;
+    if (t->state != TP_THREAD_ACTIVE)
+        return;
+    tp_ring_header *h = t->ring;
+    atomic_store_explicit(&h->ops_begun_step, step, memory_order_relaxed);
+    atomic_store_explicit(&h->ops_begun,
+                          atomic_load_explicit(&h->ops_begun, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
 bool tp_ops_send(const void *blob, size_t len)
 {
     int fd = memfd_create("trainprof-ops", MFD_CLOEXEC | MFD_ALLOW_SEALING);

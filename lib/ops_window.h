@@ -37,6 +37,11 @@ uint32_t tp_ops_seq(void);
 /* The request in this thread's ring, into out; false when there is none. */
 bool tp_ops_request_read(tp_ops_request *out);
 
+/* Says in this thread's ring that a window begins at step count step
+ * (before the profiler starts: a death from there on loses it). Cold path:
+ * once a window. */
+void tp_ops_begun(uint64_t step);
+
 /* Hands a finished window (trainprof/_ops.py's blob, len bytes) to the
  * recorder in a sealed memfd; false when none took it. Cold path: a few
  * system calls, once a window. */

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #define TP_RING_MAGIC         0x47525054u /* "TPRG" */
-#define TP_RING_VERSION       3u          /* 2: cuda_visible_devices; 3: ops_* */
+#define TP_RING_VERSION       4u          /* 2: cuda_visible_devices; 3: ops_*; 4: ops_begun* */
 #define TP_RING_SLOTS_DEFAULT 65536u      /* 2 MiB of events per thread */
 #define TP_RING_SLOTS_MIN     64u
 #define TP_RING_SLOTS_MAX     (1u << 24) /* 512 MiB: the most a recorder maps for one ring */
@@ -94,6 +94,12 @@ typedef struct tp_ring_header {
     _Atomic uint32_t ops_steps;
     _Atomic uint32_t ops_reason;
     _Atomic uint32_t ops_seq;
+    /* Written by the process at each capture window it begins on this
+     * thread (tp_ops_begun): its step count then, and then (release) how
+     * many it began. A process that ends with more begun than it sent lost
+     * the last one with it (a SIGKILL): the recorder says so. */
+    _Atomic uint64_t ops_begun_step;
+    _Atomic uint32_t ops_begun;
 } tp_ring_header;
 
 #define TP_RING_HEADER_SIZE 4096u

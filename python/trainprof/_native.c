@@ -259,6 +259,17 @@ static PyObject *py_steps_marked(PyObject *module, PyObject *unused)
     return PyLong_FromUnsignedLongLong(tp_steps_marked());
 }
 
+/* _ops_begun(step): a window begins at this step count (tp_ops_begun). */
+static PyObject *py_ops_begun(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    unsigned long long n = PyLong_AsUnsignedLongLong(arg);
+    if (n == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    tp_ops_begun(n);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_ops_send(PyObject *module, PyObject *arg)
 {
     (void)module;
@@ -444,6 +455,7 @@ static PyMethodDef module_methods[] = {
     {"_ops_wait", py_ops_wait, METH_O, NULL},
     {"_ops_request", py_ops_request, METH_NOARGS, NULL},
     {"_ops_send", py_ops_send, METH_O, NULL},
+    {"_ops_begun", py_ops_begun, METH_O, NULL},
     {"_steps_marked", py_steps_marked, METH_NOARGS, NULL},
     {"_stack_snapshot", tp_py_stack_snapshot, METH_NOARGS, NULL},
     {"_start_stacks", tp_py_start_stacks, METH_O, NULL},

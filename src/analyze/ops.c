@@ -214,14 +214,50 @@ typedef struct open_ops {
     size_t n, cap;
 } open_ops;
 
-static open_ops *stack_of(open_ops **stacks, size_t *n, size_t *cap, uint32_t thread)
+/* Every profiler thread's open operators, found by thread through an open
+ * hash (a window may name hundreds of thousands of threads: a crafted one). */
+typedef struct thread_stacks {
+    open_ops *v;
+    size_t n, cap;
+    uint32_t *slot; /* index into v plus one, 0 empty; nslots a power of two */
+    size_t nslots;
+} thread_stacks;
+
+static size_t slot_of(const thread_stacks *t, uint32_t thread)
 {
-    for (size_t i = 0; i < *n; i++)
-        if ((*stacks)[i].thread == thread)
-            return &(*stacks)[i];
-    *stacks = tp_grow(*stacks, *n, cap, sizeof **stacks);
-    (*stacks)[*n] = (open_ops){thread, NULL, 0, 0};
-    return &(*stacks)[(*n)++];
+    size_t i = (thread * 0x9E3779B1u) & (t->nslots - 1);
+    while (t->slot[i] && t->v[t->slot[i] - 1].thread != thread)
+        i = (i + 1) & (t->nslots - 1);
+    return i;
+}
+
+static open_ops *stack_of(thread_stacks *t, uint32_t thread)
+{
+    if (2 * (t->n + 1) > t->nslots) { /* at most half full */
+        size_t nslots = t->nslots ? 2 * t->nslots : 64;
+        free(t->slot);
+        t->slot = calloc(nslots, sizeof *t->slot);
+        if (!t->slot)
+            tp_out_of_memory();
+        t->nslots = nslots;
+        for (size_t k = 0; k < t->n; k++)
+            t->slot[slot_of(t, t->v[k].thread)] = (uint32_t)k + 1;
+    }
+    size_t i = slot_of(t, thread);
+    if (!t->slot[i]) {
+        t->v = tp_grow(t->v, t->n, &t->cap, sizeof *t->v);
+        t->v[t->n] = (open_ops){thread, NULL, 0, 0};
+        t->slot[i] = (uint32_t)++t->n;
+    }
+    return &t->v[t->slot[i] - 1];
+}
+
+static void thread_stacks_free(thread_stacks *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i].v);
+    free(t->v);
+    free(t->slot);
 }
 
 static double secs(int64_t ns) { return (double)ns / 1e9; }
@@ -326,18 +362,29 @@ static tp_ops_window_fact *add_window(builder *b, const tp_run_op_window *w, siz
     return wf;
 }
 
+/* The times of the window's step marks (at most max) into marks; how many. */
+static size_t step_marks(const tp_run_op_data *d, int64_t *marks, size_t max)
+{
+    size_t nm = 0;
+    for (size_t i = 0; i < d->nevents && nm < max; i++)
+        if (d->events[i].kind == TP_OP_STEP)
+            marks[nm++] = d->events[i].start_ns;
+    return nm;
+}
+
 static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_data *d)
 {
     tp_ops_facts *f = b->f;
     int rank = w->rank;
     int64_t marks[1024];
-    size_t nm = 0;
-    for (size_t i = 0; i < d->nevents && nm < 1024; i++)
-        if (d->events[i].kind == TP_OP_STEP)
-            marks[nm++] = d->events[i].start_ns;
+    size_t nm = step_marks(d, marks, 1024);
     size_t steps = nm >= 2 ? nm - 1 : 0;
     if (w->steps > 0 && steps > (size_t)w->steps)
         steps = (size_t)w->steps; /* the mark after them only ended the profiler */
+    if (!d->nevents && !w->skipped && w->steps > 0) { /* lost with its process: its steps */
+        add_window(b, w, (size_t)w->steps, w->start_ns, w->end_ns);
+        return;
+    }
     tp_ops_window_fact *wf =
         add_window(b, w, steps, steps ? marks[0] : w->start_ns, steps ? marks[steps] : w->end_ns);
     if (!steps)
@@ -364,14 +411,13 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
         tp_out_of_memory();
     for (size_t i = 0; i < m.cap; i++)
         m.keys[i] = INT64_MIN;
-    open_ops *stacks = NULL;
-    size_t nstacks = 0, stacks_cap = 0;
+    thread_stacks stacks = {0};
     for (size_t i = 0; i < ne; i++) {
         const tp_op_event *e = &d->events[i];
         parent[i] = row[i] = -1;
         if (!is_cpu(e) && e->kind != TP_OP_RUNTIME)
             continue;
-        open_ops *s = stack_of(&stacks, &nstacks, &stacks_cap, e->thread);
+        open_ops *s = stack_of(&stacks, e->thread);
         while (s->n &&
                d->events[s->v[s->n - 1]].start_ns + d->events[s->v[s->n - 1]].dur_ns <= e->start_ns)
             s->n--;
@@ -435,9 +481,7 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
     if (w->cuda)
         device_busy(b, rank, d, t0, t1, seg, nseg);
     tp_ops_timeline_take(f, d, marks[0], marks[1], intern); /* the first captured step */
-    for (size_t i = 0; i < nstacks; i++)
-        free(stacks[i].v);
-    free(stacks);
+    thread_stacks_free(&stacks);
     free(m.keys);
     free(m.ops);
     free(parent);

@@ -247,7 +247,7 @@ static void take_window(tp_drain *d, int conn, int fd)
     conn_ctx ctx = {d, conn};
     if (!d->ops)
         close(fd);
-    else if (tp_ops_relay_take(d->sink, fd, d->peers[conn].pid, thread_of_tid, &ctx, why,
+    else if (tp_ops_relay_take(d->ops, d->sink, fd, d->peers[conn].pid, thread_of_tid, &ctx, why,
                                sizeof why))
         misbehaved(d, conn, NULL, why);
 }
@@ -340,6 +340,15 @@ static void close_conn(tp_drain *d, int conn, uint64_t now_ns)
         if (d->rings[i].conn == conn)
             tp_process_end_see(&end, &end_where, &d->rings[i].reader, start);
     tp_process_end_said(&end, &end_where, d->sink);
+    const drain_ring *stepping = NULL; /* its step thread's: the ring with the most steps */
+    for (size_t i = 0; i < d->nrings; i++)
+        if (d->rings[i].conn == conn &&
+            (!stepping || d->rings[i].reader.steps > stepping->reader.steps))
+            stepping = &d->rings[i];
+    if (stepping && stepping->reader.steps && !stepping->broken)
+        tp_ops_relay_lost(d->ops, d->sink, d->peers[conn].pid, &stepping->reader, stepping->tid,
+                          atomic_load_explicit(&stepping->h->ops_begun, memory_order_acquire),
+                          atomic_load_explicit(&stepping->h->ops_begun_step, memory_order_relaxed));
     for (size_t i = d->nrings; i-- > 0;)
         if (d->rings[i].conn == conn)
             retire_ring(d, i);

@@ -32,17 +32,17 @@ static tp_ops_window *refuse(tp_ops_window *w, char *why, size_t cap, const char
 }
 
 /* A text of len bytes at p, as the run keeps it: valid UTF-8, controls
- * escaped, at most TP_OPS_TEXT_MAX bytes of it. */
+ * escaped, at most TP_OPS_TEXT_MAX bytes once escaped (cut on a character
+ * boundary). */
 static char *clean_text(const uint8_t *p, uint32_t len)
 {
     char raw[TP_OPS_TEXT_MAX + 1];
     size_t n = len < TP_OPS_TEXT_MAX ? len : TP_OPS_TEXT_MAX;
     memcpy(raw, p, n);
     raw[n] = '\0';
-    size_t cap = 4 * n + 8; /* an escaped byte takes 4 */
-    char *out = malloc(cap);
+    char *out = malloc(TP_OPS_TEXT_MAX + 1);
     if (out)
-        tp_text_escape(out, cap, raw);
+        tp_text_escape(out, TP_OPS_TEXT_MAX + 1, raw);
     return out;
 }
 
@@ -70,8 +70,11 @@ tp_ops_window *tp_ops_blob_parse(const uint8_t *buf, size_t len, char *why, size
     uint32_t note = u32_at(buf + 80);
     w->skipped = u32_at(buf + 84) != 0;
     if (w->reason < 1 || w->reason > 3 || w->start_ns < 0 || w->end_ns < w->start_ns ||
-        w->device_memory < 0)
+        w->device_memory < 0 || w->first_step > (uint64_t)INT64_MAX - 1000)
         return refuse(w, why, cap, "its capture window's header is out of bounds");
+    if (nevents > TP_OPS_EVENTS_MAX || nstrings > TP_OPS_STRINGS_MAX)
+        return refuse(w, why, cap,
+                      "its capture window holds more events or strings than a window may");
     size_t body = len - TP_OPS_HEADER_BYTES;
     if (strings_bytes > body || nevents > (body - strings_bytes) / TP_OPS_EVENT_BYTES ||
         (size_t)nevents * TP_OPS_EVENT_BYTES != body - strings_bytes ||

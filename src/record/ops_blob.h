@@ -24,7 +24,13 @@
 #define TP_OPS_BLOB_MAX     (256u << 20) /* the most a recorder reads of one window */
 #define TP_OPS_HEADER_BYTES 88u
 #define TP_OPS_EVENT_BYTES  72u
-#define TP_OPS_TEXT_MAX     1000u /* a name's or shape's bytes kept */
+#define TP_OPS_TEXT_MAX     1000u /* a name's or shape's bytes kept, escaped */
+/* A window's events and strings at most (the sender's bound on events is
+ * the same; its strings are the distinct names and shapes of those): what a
+ * window costs the recorder and the run file stays bounded whatever a
+ * process sends (a blob of zero-length strings was 16.7 M of them). */
+#define TP_OPS_EVENTS_MAX  500000u
+#define TP_OPS_STRINGS_MAX 200000u
 
 /* Parses len bytes into a new window (the caller frees it with
  * tp_ops_window_free); NULL with the reason in why when they are not one.

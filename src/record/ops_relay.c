@@ -12,11 +12,41 @@
 
 #include "record/ops_blob.h"
 
+/* The windows each process sent, by pid (an open hash, TP_OPS_PROCESSES_MAX
+ * slots): a process answers each request the recorder published with one
+ * window at most, so a process that sends more than the requests so far
+ * sends what nobody asked for. */
+#define TP_OPS_PROCESSES_MAX 4096
+typedef struct sent_windows {
+    int32_t pid; /* 0: empty */
+    uint32_t windows;
+} sent_windows;
+
 struct tp_ops_relay {
     tp_ops_plan plan;
     int listen_fd;
     char path[128];
+    sent_windows sent[TP_OPS_PROCESSES_MAX];
+    size_t nsent;
 };
+
+/* pid's entry (made where there is room), NULL where the table is full. */
+static sent_windows *sent_of(tp_ops_relay *r, int32_t pid)
+{
+    size_t i = ((uint32_t)pid * 0x9E3779B1u) % TP_OPS_PROCESSES_MAX;
+    for (size_t k = 0; k < TP_OPS_PROCESSES_MAX; k++, i = (i + 1) % TP_OPS_PROCESSES_MAX) {
+        if (r->sent[i].pid == pid)
+            return &r->sent[i];
+        if (r->sent[i].pid == 0) {
+            if (r->nsent + 1 >= TP_OPS_PROCESSES_MAX)
+                return NULL;
+            r->nsent++;
+            r->sent[i].pid = pid;
+            return &r->sent[i];
+        }
+    }
+    return NULL;
+}
 
 tp_ops_relay *tp_ops_relay_new(const char *dir, const tp_ops_options *options, char *err,
                                size_t cap)
@@ -129,10 +159,51 @@ void tp_ops_relay_publish(const tp_ops_relay *r, tp_ring_header *h)
     atomic_store_explicit(&h->ops_seq, q->seq, memory_order_release);
 }
 
-const char *tp_ops_relay_take(tp_sink *sink, int fd, int32_t pid,
+void tp_ops_relay_lost(tp_ops_relay *r, tp_sink *sink, int32_t pid, const tp_ring_reader *reader,
+                       int32_t tid, uint32_t begun, uint64_t begun_step)
+{
+    if (!r || !begun || pid <= 0 || !reader->thread || reader->steps < begun_step ||
+        reader->steps - begun_step >= TP_RING_STEP_TIMES || begun_step == 0)
+        return; /* none begun, or begun too long ago to place */
+    sent_windows *sent = sent_of(r, pid);
+    if (!sent || sent->windows >= begun)
+        return; /* it sent every window it began */
+    const tp_ops_request *q = &r->plan.current;
+    uint64_t last = reader->steps < begun_step + q->steps ? reader->steps : begun_step + q->steps;
+    tp_ops_window *w = calloc(1, sizeof *w);
+    if (!w)
+        return;
+    sent->windows = begun;
+    *w = (tp_ops_window){
+        .thread = reader->thread,
+        .pid = pid,
+        .tid = tid,
+        .reason = q->reason ? q->reason : 1,
+        .steps = (uint32_t)(last - begun_step),
+        .first_step = begun_step,
+        .start_ns = (int64_t)reader->step_ns[begun_step % TP_RING_STEP_TIMES],
+        .end_ns = (int64_t)(last > begun_step ? reader->step_ns[last % TP_RING_STEP_TIMES]
+                                              : reader->last_ns),
+        .alloc_start = -1,
+        .note = strdup("the process ended during its capture window: PyTorch's profiler's events "
+                       "were lost with it")};
+    if (w->end_ns < w->start_ns)
+        w->end_ns = w->start_ns;
+    tp_sink_ops_window(sink, w);
+}
+
+const char *tp_ops_relay_take(tp_ops_relay *r, tp_sink *sink, int fd, int32_t pid,
                               uint32_t (*thread_of)(void *ctx, int32_t tid), void *ctx, char *why,
                               size_t cap)
 {
+    sent_windows *sent = pid > 0 ? sent_of(r, pid) : NULL;
+    if (!sent || sent->windows >= r->plan.current.seq) {
+        close(fd);
+        snprintf(why, cap, "it sent a capture window nobody asked for (%u windows for %u requests)",
+                 sent ? sent->windows + 1 : 0, r->plan.current.seq);
+        return why;
+    }
+    sent->windows++;
     tp_ops_window *w = tp_ops_blob_read(fd, why, cap);
     close(fd);
     if (!w)

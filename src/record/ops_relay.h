@@ -44,9 +44,21 @@ void tp_ops_relay_publish(const tp_ops_relay *r, tp_ring_header *h);
 
 /* Takes a window process pid sent in fd (closed here): read, checked and
  * passed to the sink with its times made the run's, on sink thread
- * `thread` (its step thread's, 0 unknown). NULL, or why it was refused. */
-const char *tp_ops_relay_take(tp_sink *sink, int fd, int32_t pid,
+ * `thread` (its step thread's, 0 unknown). Refused unread where the
+ * process sent more windows than the requests published so far (one a
+ * request, skipped ones too): a hostile process's unasked windows cost the
+ * recorder nothing. NULL, or why it was refused. */
+const char *tp_ops_relay_take(tp_ops_relay *r, tp_sink *sink, int fd, int32_t pid,
                               uint32_t (*thread_of)(void *ctx, int32_t tid), void *ctx, char *why,
                               size_t cap);
+
+/* A process (pid) went away: where its step thread's ring header says it
+ * began more windows (begun, the last at step count begun_step) than it
+ * sent (a SIGKILL, os._exit, the OOM killer during the window), a window of
+ * the steps its ring (reader, thread tid) marked from there is passed to
+ * the sink with no events and a note saying it was lost, so that those
+ * steps are not counted as the training's own. */
+void tp_ops_relay_lost(tp_ops_relay *r, tp_sink *sink, int32_t pid, const tp_ring_reader *reader,
+                       int32_t tid, uint32_t begun, uint64_t begun_step);
 
 #endif

@@ -278,7 +278,7 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
         case TP_EV_END: close_region(r, sink, e.name_id, e.t_ns); break;
         case TP_EV_STEP:
             tp_sink_mark(sink, r->thread, TP_MARK_STEP, e.t_ns, 0);
-            r->steps++;
+            r->step_ns[++r->steps % TP_RING_STEP_TIMES] = e.t_ns; /* steps: its count */
             step_ended(r, e.t_ns);
             r->step_began_ns = e.t_ns;
             break;

@@ -18,8 +18,9 @@
 #include "ring.h"
 #include "stacks.h"
 
-#define TP_RING_OPEN_MAX    64 /* regions open at once on one thread */
-#define TP_RING_LAST_FRAMES 3  /* frames of a sampler's last stack kept */
+#define TP_RING_OPEN_MAX    64  /* regions open at once on one thread */
+#define TP_RING_LAST_FRAMES 3   /* frames of a sampler's last stack kept */
+#define TP_RING_STEP_TIMES  256 /* step marks' times kept */
 
 typedef struct tp_open_region {
     uint32_t name; /* the ring's own name id */
@@ -47,7 +48,11 @@ typedef struct tp_ring_reader {
     uint32_t last_frames[TP_RING_LAST_FRAMES];
     int32_t last_lines[TP_RING_LAST_FRAMES];
     uint32_t last_nframes;
-    uint64_t steps;   /* step marks it sent: the steps its thread began */
+    uint64_t steps; /* step marks it sent: the steps its thread began */
+    /* the times of its last TP_RING_STEP_TIMES step marks: the mark that
+     * made steps k at [k % TP_RING_STEP_TIMES] (a capture window lost with
+     * its process is placed by them: ops_relay.h) */
+    uint64_t step_ns[TP_RING_STEP_TIMES];
     uint64_t last_ns; /* its latest event's time: its process was alive then */
     /* the steps that ended since the capture plan last took them
      * (record/ops_plan.h): how many, the slowest and all together (ns);

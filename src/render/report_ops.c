@@ -4,6 +4,7 @@
  * windows, ops, kernels and gpu_idle; and the operators a compute-bound
  * verdict names. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +39,21 @@ static int steps_of(const tp_ops_facts *f, int rank)
 
 static void ms(char *buf, size_t cap, double s) { snprintf(buf, cap, "%.2f", s * 1e3); }
 
+/* "steps 11-15", "step 11", "no complete step", or, for a count no process
+ * makes (a crafted window's 2^63 - 1), "steps out of range". */
+static void window_steps(char *out, size_t cap, const tp_ops_window_fact *w)
+{
+    if (w->steps <= 0)
+        snprintf(out, cap, "no complete step");
+    else if (w->first_step < 0 || w->first_step > INT64_MAX - w->steps)
+        snprintf(out, cap, "steps out of range");
+    else if (w->steps == 1)
+        snprintf(out, cap, "step %lld", (long long)w->first_step);
+    else
+        snprintf(out, cap, "steps %lld-%lld", (long long)w->first_step,
+                 (long long)(w->first_step + w->steps - 1));
+}
+
 static void windows_text(FILE *out, const tp_ops_facts *f)
 {
     for (size_t i = 0; i < f->nwindows; i++) {
@@ -55,10 +71,11 @@ static void windows_text(FILE *out, const tp_ops_facts *f)
                     tp_ops_reason_words(w->reason), w->note ? w->note : "");
             continue;
         }
-        fprintf(out, "  %spid %d, %s: steps %lld-%lld (%.1f s to %.1f s), %lld events%s", rank,
-                (int)w->pid, tp_ops_reason_words(w->reason), (long long)w->first_step,
-                (long long)(w->first_step + w->steps - 1), w->start_s, w->end_s,
-                (long long)w->events, w->cuda ? ", with the GPU's" : "");
+        char steps[80];
+        window_steps(steps, sizeof steps, w);
+        fprintf(out, "  %spid %d, %s: %s (%.1f s to %.1f s), %lld events%s", rank, (int)w->pid,
+                tp_ops_reason_words(w->reason), steps, w->start_s, w->end_s, (long long)w->events,
+                w->cuda ? ", with the GPU's" : "");
         if (w->dropped)
             fprintf(out, " (%lld more left out: the bound is 500,000 a window)",
                     (long long)w->dropped);

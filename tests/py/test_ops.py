@@ -54,6 +54,13 @@ for step, (x, y) in enumerate(DataLoader(data, batch_size=16), start=1):
         time.sleep(0.3)
     elif slow_at:
         time.sleep(0.01)
+    if step == int(os.environ.get("DIE_AT", "0")):  # inside the window of steps 11-15
+        how = os.environ["DIE"]
+        if how == "kill":
+            os.kill(os.getpid(), 9)
+        elif how == "exit":
+            os._exit(0)
+        raise RuntimeError("died in a window")
     if prof is not None and step == int(profile.split("-")[1]):
         prof.__exit__(None, None, None)
         calls = {e.key: e.count for e in prof.key_averages()}
@@ -138,6 +145,29 @@ def test_a_scheduled_window_counts_the_layers_of_its_steps(tmp_path):
     if verdicts:  # on this machine's load, compute-bound as a rule: its operators are named
         assert "Inside (PyTorch's profiler): " in verdicts[0]["message"]
         assert "convolution_backward" in verdicts[0]["message"] or "conv2d" in verdicts[0]["message"]
+
+
+@pytest.mark.parametrize("how", ["kill", "exit", "raise"])
+def test_a_process_that_dies_in_a_window_leaves_it_and_its_steps_out(tmp_path, how):
+    """Killed outright (SIGKILL), os._exit or an exception at step 13, inside
+    the scheduled window of steps 11-15: the window is in the run file (lost
+    with its process, or cut short by the exception) and its steps are not
+    the training's figures."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    run = tmp_path / "run.db"
+    r = subprocess.run([PROGRAM, "record", "-q", "-o", str(run), "--", PYTHON, str(script)],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, DIE_AT="13", DIE=how))
+    assert r.returncode == {"kill": 137, "exit": 0, "raise": 1}[how], r.stderr
+    rep = report_json(run)
+    [w] = rep["windows"]
+    assert not w["skipped"] and w["first_step"] == 11 and w["steps"] >= 2, w
+    if how != "raise":  # the profiler's events went with the process
+        assert "ended during its capture window" in w["note"] and w["events"] == 0, w
+    [steps] = rep["steps"]
+    assert steps["profiled_steps"] >= 2, steps
+    assert steps["count"] in (12, 13), steps  # the steps it began, the last maybe open
 
 
 def test_windows_off_take_none_and_ops_steps_sets_their_length(tmp_path):

@@ -6,10 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "record/ops_blob.h"
 #include "record/ops_plan.h"
+#include "record/ops_relay.h"
 #include "render/kernel_names.h"
 
 #define MS  1000000LL
@@ -205,6 +208,97 @@ static void test_a_window_is_read_and_a_crafted_one_refused(void **state)
 
 /* Names as CUPTI gave them on an H200 (torch 2.11): mangled, cut mangled
  * (the run file keeps 1,000 bytes), and whole signatures. */
+/* A header and n zero-length strings, no event: what a hostile process
+ * sent to make the recorder keep 16.7 M strings (64 MiB of them). */
+static uint8_t *empty_strings_blob(uint32_t n, size_t *len)
+{
+    *len = TP_OPS_HEADER_BYTES + 4 * (size_t)n;
+    uint8_t *b = calloc(1, *len);
+    assert_non_null(b);
+    memcpy(b, "TPOP", 4);
+    uint32_t u[] = {1, 2, 5};
+    memcpy(b + 4, u, sizeof u);
+    int64_t start = 1000, end = 9000;
+    memcpy(b + 32, &start, 8);
+    memcpy(b + 40, &end, 8);
+    uint32_t counts[] = {n, 4 * n, 0, 0};
+    memcpy(b + 48, counts, sizeof counts);
+    uint32_t note = UINT32_MAX;
+    memcpy(b + 80, &note, 4);
+    return b;
+}
+
+static void test_a_window_is_bounded_whatever_its_blob_claims(void **state)
+{
+    (void)state;
+    char why[200];
+    size_t len;
+    uint8_t *b = empty_strings_blob(TP_OPS_STRINGS_MAX, &len);
+    tp_ops_window *w = tp_ops_blob_parse(b, len, why, sizeof why);
+    assert_non_null(w); /* at the bound: kept */
+    tp_ops_window_free(w);
+    free(b);
+    b = empty_strings_blob(TP_OPS_STRINGS_MAX + 1, &len);
+    assert_null(tp_ops_blob_parse(b, len, why, sizeof why));
+    assert_non_null(strstr(why, "more events or strings"));
+    free(b);
+    /* a text of 1,000 control characters: 1,000 bytes kept once escaped, not 4,000 */
+    b = empty_strings_blob(1, &len);
+    b = realloc(b, len + 1000);
+    assert_non_null(b);
+    uint32_t counts[] = {1, 4 + 1000};
+    memcpy(b + 48, counts, sizeof counts);
+    uint32_t n = 1000;
+    memcpy(b + TP_OPS_HEADER_BYTES, &n, 4);
+    memset(b + TP_OPS_HEADER_BYTES + 4, 1, 1000);
+    w = tp_ops_blob_parse(b, len + 1000, why, sizeof why);
+    assert_non_null(w);
+    assert_true(strlen(w->strings[0]) <= TP_OPS_TEXT_MAX &&
+                strncmp(w->strings[0], "\\x01", 4) == 0);
+    tp_ops_window_free(w);
+    free(b);
+    uint8_t small[512];
+    len = make_blob(small, 1, 1);
+    uint64_t first = UINT64_MAX; /* a count no process makes */
+    memcpy(small + 16, &first, 8);
+    assert_null(tp_ops_blob_parse(small, len, why, sizeof why));
+}
+
+/* A memfd holding a blob, as a process hands it over. */
+static int blob_fd(void)
+{
+    uint8_t b[512];
+    size_t len = make_blob(b, 1, 1);
+    int fd = memfd_create("window", 0);
+    assert_true(fd >= 0 && write(fd, b, len) == (ssize_t)len);
+    return fd;
+}
+
+/* Windows nobody asked for cost the recorder nothing: one a request a process. */
+static void test_windows_nobody_asked_for_are_refused(void **state)
+{
+    (void)state;
+    char err[256], why[200], *root = fx_root();
+    tp_ops_options o = defaults();
+    tp_ops_relay *r = tp_ops_relay_new(root, &o, err, sizeof err);
+    assert_non_null(r);
+    tp_sink *sink = tp_sink_new(0);
+    /* the first scheduled window is asked for from the start: one each */
+    assert_null(tp_ops_relay_take(r, sink, blob_fd(), 100, NULL, NULL, why, sizeof why));
+    assert_null(tp_ops_relay_take(r, sink, blob_fd(), 200, NULL, NULL, why, sizeof why));
+    assert_non_null(tp_ops_relay_take(r, sink, blob_fd(), 100, NULL, NULL, why, sizeof why));
+    assert_non_null(strstr(why, "nobody asked for"));
+    tp_ring_reader steps = {.steps = 100, .new_steps = 100, .new_total_ns = 100000000};
+    tp_ops_relay_feed(r, &steps, 1000000000); /* past the first window: a demand is a new one */
+    tp_ops_relay_ask(r);
+    assert_true(tp_ops_relay_tick(r, 1000000000));
+    assert_null(tp_ops_relay_take(r, sink, blob_fd(), 100, NULL, NULL, why, sizeof why));
+    assert_non_null(tp_ops_relay_take(r, sink, blob_fd(), 100, NULL, NULL, why, sizeof why));
+    tp_sink_free(sink);
+    tp_ops_relay_free(r);
+    free(root);
+}
+
 static void test_kernel_names_demangled_and_cut_where_they_stay_apart(void **state)
 {
     (void)state;
@@ -254,6 +348,8 @@ int main(void)
         cmocka_unit_test(test_a_demand_takes_the_step_after_next_unless_a_window_is_due),
         cmocka_unit_test(test_the_schedule_repeats_by_steps_rounded_to_1_2_5),
         cmocka_unit_test(test_a_window_is_read_and_a_crafted_one_refused),
+        cmocka_unit_test(test_a_window_is_bounded_whatever_its_blob_claims),
+        cmocka_unit_test(test_windows_nobody_asked_for_are_refused),
         cmocka_unit_test(test_kernel_names_demangled_and_cut_where_they_stay_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

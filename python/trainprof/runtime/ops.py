@@ -194,6 +194,7 @@ class Capture:
 
     def start(self, reason, n, steps):
         torch = self.torch
+        _native._ops_begun(n)  # a death from here on loses the window: the recorder says so
         window = {"reason": reason, "first": n, "steps": steps, "marks": [], "note": None,
                   "tid": threading.get_native_id(), "cuda": False}
         if getattr(self.ap, "_is_profiler_enabled", False) or torch._C._autograd._profiler_enabled():

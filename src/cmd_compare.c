@@ -106,7 +106,12 @@ static int say(const tp_compare_job *job, bool json, double fail_pct)
     int status = 0;
     if (!isnan(fail_pct)) {
         double slower = tp_compare_slower_at_least(c);
-        if (!c->comparable) {
+        if (!c->comparable && c->a.steps >= 2 && c->b.steps >= 2) {
+            tp_error("compare: --fail-if-slower: the change in step time could not be measured "
+                     "(step figures of %s or %s that are not finite numbers): no verdict",
+                     c->a.path, c->b.path);
+            status = 2;
+        } else if (!c->comparable) {
             tp_error("compare: --fail-if-slower: %s has no steps to time",
                      c->a.steps < 2 ? c->a.path : c->b.path);
             status = 2;

@@ -358,10 +358,15 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
     bool ok = side_build(a, &out->a, &ga, err, cap) && side_build(b, &out->b, &gb, err, cap);
     out->a.verdicts = verdict_bits(va);
     out->b.verdicts = verdict_bits(vb);
-    out->comparable = ok && ga.n >= 2 && gb.n >= 2 && out->a.step_s > 0 && out->b.step_s > 0;
+    /* a crafted file's figures (steps of 1e308 s) can't be compared: never a verdict on them */
+    out->comparable = ok && ga.n >= 2 && gb.n >= 2 && out->a.step_s > 0 && out->b.step_s > 0 &&
+                      isfinite(out->a.step_s) && isfinite(out->b.step_s);
     if (out->comparable) {
         out->change = out->b.step_s / out->a.step_s - 1;
         bootstrap(&ga, &gb, &out->low, &out->high);
+        out->comparable = isfinite(out->change) && isfinite(out->low) && isfinite(out->high);
+    }
+    if (out->comparable) {
         out->changed =
             (out->low > 0 || out->high < 0) && fabs(out->change) >= TP_COMPARE_MIN_CHANGE;
         double step_moved = fabs(out->b.step_s - out->a.step_s);
@@ -461,10 +466,14 @@ bool tp_run_compare_regimes(const tp_summary *s, size_t before, size_t after, tp
     regime_groups(&ph, p->first_step, p->last_step, &ga);
     regime_groups(&ph, g->first_step, g->last_step, &gb);
     tp_step_phases_free(&ph);
-    out->comparable = ga.n >= 2 && gb.n >= 2 && p->mean_s > 0 && g->mean_s > 0;
+    out->comparable = ga.n >= 2 && gb.n >= 2 && p->mean_s > 0 && g->mean_s > 0 &&
+                      isfinite(p->mean_s) && isfinite(g->mean_s);
     if (out->comparable) {
         out->change = g->mean_s / p->mean_s - 1;
         bootstrap(&ga, &gb, &out->low, &out->high);
+        out->comparable = isfinite(out->change) && isfinite(out->low) && isfinite(out->high);
+    }
+    if (out->comparable) {
         out->changed =
             (out->low > 0 || out->high < 0) && fabs(out->change) >= TP_COMPARE_MIN_CHANGE;
         double step_moved = fabs(g->mean_s - p->mean_s);

@@ -451,24 +451,6 @@ static void allocator_verdicts(const tp_summary *s, tp_verdicts *out)
     }
 }
 
-/* A GPU's under-use is the evidence of the verdict that says why where a
- * rank computing on it got one (compute_bound, host_bound): one verdict
- * explains the step, not two beside each other. */
-static void fold_gpu_underused(tp_verdicts *v)
-{
-    size_t kept = 0;
-    for (size_t i = 0; i < v->n; i++) {
-        bool told = false;
-        for (size_t k = 0; k < v->n && !told && v->items[i].kind == TP_VERDICT_GPU_UNDERUSED; k++)
-            told = (v->items[k].kind == TP_VERDICT_COMPUTE_BOUND ||
-                    v->items[k].kind == TP_VERDICT_HOST_BOUND) &&
-                   v->items[k].gpu == v->items[i].gpu;
-        if (!told)
-            v->items[kept++] = v->items[i];
-    }
-    v->n = kept;
-}
-
 void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
 {
     memset(out, 0, sizeof *out);
@@ -487,7 +469,7 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
         across_ranks(s, out);
     system_verdicts(s, out);
     allocator_verdicts(s, out);
-    fold_gpu_underused(out);
+    tp_verdicts_settle(out);
     for (size_t i = 0; i < out->n; i++)
         out->items[i].facts = facts;
 }

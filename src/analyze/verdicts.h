@@ -152,6 +152,14 @@ typedef struct tp_verdicts {
 } tp_verdicts;
 
 void tp_verdicts_build(const tp_summary *s, tp_verdicts *out);
+
+/* Which of the verdicts the rules fired stand (tp_verdicts_build calls it
+ * last; verdicts_settle.c): a GPU's gpu_underused is left out where a
+ * rank's compute_bound or host_bound on that GPU says why (its figures are
+ * that verdict's evidence), and a verdict whose stated figures are not
+ * finite numbers (a crafted summary's -inf or 1e308 steps) is dropped:
+ * never said on what is no figure. */
+void tp_verdicts_settle(tp_verdicts *v);
 void tp_verdicts_free(tp_verdicts *v);
 
 /* The index of the verdict to lead with (v->n > 0): the one that explains

@@ -23,6 +23,11 @@ static void step_line(FILE *out, const tp_run_compare *c)
     char a[32], b[32];
     duration(a, sizeof a, c->a.step_s);
     duration(b, sizeof b, c->b.step_s);
+    if (!c->comparable && c->a.steps >= 2 && c->b.steps >= 2) {
+        fprintf(out, "  No step time to compare: the step figures of A or B are not finite "
+                     "numbers (a damaged or crafted file).\n");
+        return;
+    }
     if (!c->comparable) {
         fprintf(out, "  No step time to compare: %s had %s steps (trainprof.step() marks them).\n",
                 c->a.steps < 2 ? "A" : "B",

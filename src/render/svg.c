@@ -150,12 +150,15 @@ static void shade_rect(FILE *out, double x0, double x1, double plot_h, const cha
 
 void tp_svg_line_chart(FILE *out, const tp_svg_chart *c, const tp_svg_line *lines, size_t n)
 {
-    double xmax = 0, ymax = 0;
+    double xmax = 0, ymax = 0; /* a point that is not a finite number is not drawn */
     for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < lines[i].n; k++) {
-            xmax = fmax(xmax, lines[i].x[k]);
-            ymax = fmax(ymax, lines[i].y[k]);
-        }
+        for (size_t k = 0; k < lines[i].n; k++)
+            if (isfinite(lines[i].x[k]) && isfinite(lines[i].y[k])) {
+                xmax = fmax(xmax, lines[i].x[k]);
+                ymax = fmax(ymax, lines[i].y[k]);
+            }
+    if (!isfinite(xmax * 2) || !isfinite(ymax * 2)) /* 1e308 drawn to scale is no chart */
+        xmax = ymax = 0;
     if (strcmp(c->unit, "percent") == 0)
         ymax = fmax(ymax, 100);
     double ystep = nice_step(ymax > 0 ? ymax : 1);
@@ -197,9 +200,12 @@ void tp_svg_line_chart(FILE *out, const tp_svg_chart *c, const tp_svg_line *line
         labels[i] = lines[i].label;
         fprintf(out, "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" points=\"",
                 tp_svg_part_color(lines[i].label, i));
-        for (size_t k = 0; k < lines[i].n; k++)
-            fprintf(out, "%.1f,%.1f ", LEFT + lines[i].x[k] / xmax * plot_w,
-                    TOP + plot_h - lines[i].y[k] / ymax * plot_h);
+        for (size_t k = 0; k < lines[i].n; k++) {
+            double x = LEFT + lines[i].x[k] / xmax * plot_w;
+            double y = TOP + plot_h - lines[i].y[k] / ymax * plot_h;
+            if (isfinite(x) && isfinite(y) && lines[i].x[k] <= xmax && lines[i].y[k] <= ymax)
+                fprintf(out, "%.1f,%.1f ", x, y);
+        }
         fputs("\"><title>", out);
         tp_html_escape(out, lines[i].label);
         fputs("</title></polyline>", out);
@@ -208,16 +214,26 @@ void tp_svg_line_chart(FILE *out, const tp_svg_chart *c, const tp_svg_line *line
     fputs("</svg></figure>\n", out);
 }
 
+/* The sum of a bar's positive parts (NaN parts count as none; an infinite
+ * one makes it infinite). */
+static double bar_sum(const double *parts, size_t n)
+{
+    double sum = 0;
+    for (size_t p = 0; p < n; p++)
+        if (parts[p] > 0)
+            sum += parts[p];
+    return sum;
+}
+
 void tp_svg_stacked_bars(FILE *out, const tp_svg_chart *c, const char *const *bar_labels,
                          size_t nbars, const char *const *part_labels, size_t nparts,
                          const double *values, int horizontal)
 {
-    double max = 0;
+    double max = 0; /* a bar whose parts are not finite numbers (a crafted file's) is not drawn */
     for (size_t b = 0; b < nbars; b++) {
-        double sum = 0;
-        for (size_t p = 0; p < nparts; p++)
-            sum += values[b * nparts + p];
-        max = fmax(max, sum);
+        double sum = bar_sum(values + b * nparts, nparts);
+        if (isfinite(sum * 2))
+            max = fmax(max, sum);
     }
     if (max <= 0)
         max = 1;
@@ -264,9 +280,11 @@ void tp_svg_stacked_bars(FILE *out, const tp_svg_chart *c, const char *const *ba
         else if (nbars <= 40 || b % (nbars / 20 + 1) == 0)
             text(out, LEFT + slot * ((double)b + 0.5), TOP + plot_h + 16, "middle",
                  " class=\"tick\"", bar_labels[b]);
+        if (!isfinite(bar_sum(values + b * nparts, nparts) * 2))
+            continue;
         for (size_t p = 0; p < nparts; p++) {
             double v = values[b * nparts + p];
-            if (v <= 0)
+            if (!(v > 0))
                 continue;
             if (horizontal)
                 fprintf(out,

@@ -21,7 +21,7 @@ void tp_format_value(char *buf, size_t cap, const char *unit, double v)
     static const char *const binary[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     static const char *const decimal[] = {"B", "kB", "MB", "GB", "TB"};
     static const char *const joules[] = {"J", "kJ", "MJ", "GJ"};
-    if (isnan(v)) {
+    if (!isfinite(v)) { /* a crafted file's inf is no figure either */
         snprintf(buf, cap, "-");
         return;
     }
@@ -53,7 +53,7 @@ void tp_format_value(char *buf, size_t cap, const char *unit, double v)
 
 void tp_format_duration(char *buf, size_t cap, double s)
 {
-    if (isnan(s) || s < 0)
+    if (!isfinite(s) || s < 0)
         snprintf(buf, cap, "-");
     else if (s == 0)
         snprintf(buf, cap, "0");

@@ -85,23 +85,30 @@ $(FUZZ) $(FUZZ_RING) $(FUZZ_OPS): $(SOURCES) tests/fuzz/fuzz_run_file.c tests/fu
 $(BUILD)-fuzz/base.db: $(FUZZ) build
 	$(PROGRAM) record -q --force -i 0.1 -o $@ -- $(BUILD)/tests/emit_events nested
 
+# the second base: a PyTorch training with a capture window (the op readers' rows)
+$(BUILD)-fuzz/base-ops.db: $(FUZZ) build tests/fuzz/ops_train.py
+	$(PROGRAM) record -q --force -i 0.1 --ops-steps 2 -o $@ -- \
+	    $(PY) tests/fuzz/ops_train.py
+
 $(BUILD)-fuzz/ring-corpus/nested: $(FUZZ_RING) build
 	@mkdir -p $(BUILD)-fuzz/ring-corpus
 	for s in $(RING_SEEDS); do \
 	    $(BUILD)-fuzz/tests/ring_seed $(BUILD)-fuzz/ring-corpus/$$s $(BUILD)/tests/emit_events $$s || exit 1; done
 
 # runs the targets: $(1) seconds for the run file's, $(2) for the ring's and the window's
-fuzz_both = cd $(BUILD)-fuzz && mkdir -p corpus && \
+fuzz_both = cd $(BUILD)-fuzz && mkdir -p corpus ops-run-corpus && \
 	FUZZ_BASE_RUN=base.db UBSAN_OPTIONS=halt_on_error=1 \
 	    tests/fuzz_run_file -max_total_time=$(1) -max_len=512 -len_control=10 corpus && \
+	FUZZ_BASE_RUN=base-ops.db UBSAN_OPTIONS=halt_on_error=1 \
+	    tests/fuzz_run_file -max_total_time=$(2) -max_len=512 -len_control=10 ops-run-corpus && \
 	UBSAN_OPTIONS=halt_on_error=1 tests/fuzz_ring_events -max_total_time=$(2) -max_len=40000 ring-corpus && \
 	mkdir -p ops-corpus && python3 ../tests/fuzz/ops_seed.py ops-corpus && \
 	UBSAN_OPTIONS=halt_on_error=1 tests/fuzz_ops_blob -max_total_time=$(2) -max_len=4096 ops-corpus
 
-test-fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/ring-corpus/nested
+test-fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/base-ops.db $(BUILD)-fuzz/ring-corpus/nested
 	$(call fuzz_both,45,15)
 
-fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/ring-corpus/nested
+fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/base-ops.db $(BUILD)-fuzz/ring-corpus/nested
 	$(call fuzz_both,$(FUZZ_SECONDS),$(FUZZ_SECONDS))
 
 # the include graph against the layer order of docs/contributing.md, no cycles

@@ -9,6 +9,10 @@
  * (report), report text and JSON, html, the Chrome trace and CSV. A crash,
  * a sanitizer report or a leak is a finding; refusals are not.
  *
+ * The Makefile fuzzes two bases: a C program's run (regions, steps,
+ * stacks) and a PyTorch training's with a capture window (its operators,
+ * strings and step marks: the op readers, tests/fuzz/ops_train.py).
+ *
  * Each edit is 4 bytes (table, row, column, kind) and a payload: kind 0 an
  * int64 (8 bytes), 1 a double (8 bytes), 2 text (a length byte, then that
  * many bytes), 3 NULL, 4 INT64_MIN, 5 INT64_MAX, 6 the row deleted, 7 the
@@ -54,6 +58,9 @@ static const char *const tables[] = {
     "summary_steps_window",
     "summary_stall",
     "summary_stall_thread",
+    "op_window", /* capture windows: a base run that has one (tests/fuzz/ops_train.py) */
+    "op_event",
+    "op_string",
 };
 #define NTABLES (sizeof tables / sizeof *tables)
 

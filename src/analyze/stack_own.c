@@ -82,6 +82,30 @@ bool tp_stack_frame_works_for_us(const char *file, const char *function)
     return false;
 }
 
+void tp_stack_own_work(const tp_stack_tree *t, unsigned char *out)
+{
+    bool *under = tp_xcalloc(t->n + 1, sizeof *under); /* a node our own work called */
+    out[0] = TP_WORK_USERS;
+    for (uint32_t id = 1; id <= t->n; id++) {
+        uint32_t parent = t->parent[id - 1], frame = t->frame[id - 1];
+        bool settled = parent < id; /* parents come first; a damaged tree's node stands alone */
+        const char *file = frame >= 1 && frame <= t->nframes ? t->file[frame - 1] : NULL;
+        const char *function = file ? t->function[frame - 1] : NULL;
+        if (settled && under[parent]) { /* what our own work calls is ours */
+            under[id] = true;
+            out[id] = out[parent];
+        } else if (tp_stack_frame_works_for_us(file, function)) {
+            under[id] = true;
+            out[id] = module_is(file, "patches/device.py") ? TP_WORK_DEVICE_TIMES
+                      : module_is(file, "runtime/ops.py")  ? TP_WORK_WINDOWS
+                                                           : TP_WORK_WRAPPERS;
+        } else {
+            out[id] = file && tp_stack_file_ours(file) ? TP_WORK_WRAPPERS : TP_WORK_USERS;
+        }
+    }
+    free(under);
+}
+
 enum { FRAME_USERS, FRAME_OURS, FRAME_WORKS_FOR_US };
 
 void tp_stack_tree_hide_own(tp_stack_tree *t)

@@ -25,6 +25,22 @@ bool tp_stack_file_ours(const char *file);
  * one of those modules and function none of their wrappers of a user's call. */
 bool tp_stack_frame_works_for_us(const char *file, const char *function);
 
+/* Whose work a sample is, by its innermost node (tp_stack_own_work). */
+typedef enum {
+    TP_WORK_USERS,        /* the user's code (and what it calls) */
+    TP_WORK_WRAPPERS,     /* a frame of ours innermost: a wrapper, the step tracker, the facts */
+    TP_WORK_DEVICE_TIMES, /* under device times' frames (CUDA events: patches/device.py) */
+    TP_WORK_WINDOWS,      /* under a capture window's (PyTorch's profiler: runtime/ops.py) */
+    TP_WORK_KINDS
+} tp_work_kind;
+
+/* For each node id of t, a raw tree (its own frames not hidden), into
+ * out[id] (room for t->n + 1): whose work a sample whose innermost frame
+ * is that node is. A wrapper of ours innermost is the user's where its
+ * region wraps a C call of the user's (to_device, from_device: the sample
+ * waits in the callee), which the caller tells by the sample's phase. */
+void tp_stack_own_work(const tp_stack_tree *t, unsigned char *out);
+
 /* Makes each node whose frame is ours, or that such a working frame of ours
  * called (directly or not), a copy of the nearest user's node above it (when
  * there is one): same frame, line and parent; the nodes below it then hang

@@ -311,6 +311,7 @@ void tp_summary_free(tp_summary *s)
     tp_ops_facts_free(&s->ops);
     tp_stalls_free(&s->stalls);
     tp_deaths_free(&s->deaths);
+    tp_own_costs_free(&s->own);
     tp_course_free(&s->course);
     free(s->items);
     free(s->windows);
@@ -379,11 +380,13 @@ bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
 {
     tp_stalls_free(&s->stalls);
     tp_deaths_free(&s->deaths);
+    tp_own_costs_free(&s->own);
     tp_course_free(&s->course);
     memset(&s->regimes, 0, sizeof s->regimes);
     if (!tp_course_build(s->run, &s->course, err, cap) ||
         !tp_stalls_build(s->run, &s->course, &s->timings, s->duration_s, &s->stalls, err, cap) ||
-        !tp_deaths_build(s->run, &s->course, s->duration_s, &s->deaths, err, cap))
+        !tp_deaths_build(s->run, &s->course, s->duration_s, &s->deaths, err, cap) ||
+        !tp_own_costs_build(s->run, &s->course, &s->timings, &s->own, err, cap))
         return false;
     stalls_gpu(s);
     for (size_t i = 0; i < s->deaths.n; i++) { /* the memory each death's training peaked at */

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "analyze/deaths.h"
+#include "analyze/own_cost.h"
 #include "analyze/rank_course.h"
 #include "analyze/ranks.h"
 #include "analyze/regimes.h"
@@ -83,6 +84,7 @@ typedef struct tp_summary {
     tp_stalls stalls;
     tp_regimes regimes; /* of the first rank's steps (timings.steps[0]) */
     tp_deaths deaths;   /* processes that died, and the run's stop */
+    tp_own_costs own;   /* what trainprof's own work cost each rank (analyze/own_cost.h) */
 } tp_summary;
 
 /* Agent agent_id's steps window in s, or NULL. */

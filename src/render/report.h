@@ -87,6 +87,12 @@ void tp_report_frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_
  * "stop" in JSON. */
 void tp_report_ends_answer(FILE *out, const tp_summary *s);
 void tp_report_stop_answer(FILE *out, const tp_summary *s);
+
+/* What trainprof's own work cost (analyze/own_cost.h): a line of "In
+ * short" (with [cost] and the option that lowers it over the budget), and
+ * "own_cost" in JSON. Nothing in words for a run without steps. */
+void tp_report_own_answer(FILE *out, const tp_summary *s);
+void tp_report_own_json(json_writer *w, const tp_summary *s);
 void tp_report_ends_text(FILE *out, const tp_summary *s);
 void tp_report_ends_json(json_writer *w, const tp_summary *s);
 

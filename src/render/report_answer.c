@@ -106,6 +106,7 @@ void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
         tp_report_wrapped(out, "", line);
     else
         fprintf(out, "  No training steps found (see Timings below for what was timed).\n");
+    tp_report_own_answer(out, s);
     bool stalled = false;
     for (size_t i = 0; i < s->stalls.n; i++)
         stalled = stalled || !s->stalls.v[i].ended;

@@ -255,6 +255,7 @@ void tp_report_json(FILE *out, const tp_summary *s, const tp_verdicts *v)
     tp_report_ops_json(&w, s);
     tp_report_course_json(&w, s);
     tp_report_ends_json(&w, s);
+    tp_report_own_json(&w, s);
     tp_report_regimes_json(&w, s);
     tp_report_verdicts_json(&w, s, v);
     json_object_end(&w);

@@ -1,0 +1,120 @@
+/* own_cost.c: see own_cost.h. */
+#include "analyze/own_cost.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/phases.h"
+#include "store/reader_stacks.h"
+#include "store/reader_stream.h"
+#include "trainprof.h"
+#include "util/oom.h"
+
+/* A rank's step thread and steps window, while its samples are counted. */
+typedef struct followed {
+    int64_t pid;
+    int32_t tid;
+    int64_t t0, t1;
+} followed;
+
+typedef struct count_ctx {
+    tp_own_costs *out;
+    const followed *f;         /* by the costs' index */
+    const unsigned char *work; /* by node id */
+    size_t nnodes;
+} count_ctx;
+
+static void count(void *ctx, const tp_stack_thread_run *r)
+{
+    count_ctx *c = ctx;
+    for (size_t k = 0; k < c->out->n; k++) {
+        const followed *f = &c->f[k];
+        if (f->pid != r->pid || f->tid != r->tid)
+            continue;
+        int64_t end = r->t_ns + (r->span_ns > 0 ? r->span_ns : 0);
+        if (end < f->t0 || r->t_ns > f->t1)
+            return;
+        int64_t a = r->t_ns > f->t0 ? r->t_ns : f->t0, b = end < f->t1 ? end : f->t1;
+        double w = r->span_ns <= 0 ? (double)r->count
+                                   : (double)r->count * (double)(b - a) / (double)r->span_ns;
+        unsigned char work = r->node <= c->nnodes ? c->work[r->node] : TP_WORK_USERS;
+        if (work == TP_WORK_WRAPPERS && r->phase &&
+            (strcmp(r->phase, TP_PHASE_TO_DEVICE) == 0 ||
+             strcmp(r->phase, TP_PHASE_FROM_DEVICE) == 0))
+            work = TP_WORK_USERS; /* the wrapper waits in the user's C call */
+        c->out->v[k].samples += w;
+        c->out->v[k].own[work] += w;
+        return;
+    }
+}
+
+/* The script's own regions (names of no standard phase) a step of rank,
+ * inside its timed steps, and what they cost of a step (NaN: no steps). */
+static void user_regions(const tp_timings *t, int rank, double *per_step, double *share)
+{
+    const tp_step_row *st = tp_timings_steps_of(t, rank);
+    double n = 0;
+    for (size_t i = 0; i < t->nrows; i++) {
+        const tp_timing_row *r = &t->rows[i];
+        if (r->rank == rank && tp_phase_kind_of(r->name) == TP_PHASE_KIND_NONE && r->total_s > 0 &&
+            r->in_steps_s > 0)
+            n += (double)r->stats.count * r->in_steps_s / r->total_s;
+    }
+    *per_step = st && st->stats.count ? n / (double)st->stats.count : NAN;
+    *share = st && st->stats.mean > 0 ? *per_step * TP_OWN_REGION_COST_S / st->stats.mean : NAN;
+}
+
+bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *t,
+                        tp_own_costs *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    if (!course->n || !tp_run_has_stacks(run))
+        return true;
+    tp_run_thread *threads = NULL;
+    size_t nthreads = 0;
+    if (!tp_run_threads(run, &threads, &nthreads, err, cap))
+        return false;
+    out->v = tp_xcalloc(course->n, sizeof *out->v);
+    followed *f = tp_xcalloc(course->n, sizeof *f);
+    for (size_t i = 0; i < course->n; i++) {
+        const tp_rank_course *rc = &course->v[i];
+        for (size_t k = 0; k < nthreads && rc->n; k++)
+            if (threads[k].id == rc->thread) {
+                f[out->n] = (followed){threads[k].pid, threads[k].tid, rc->a[0], rc->b[rc->n - 1]};
+                out->v[out->n++] = (tp_own_cost){.rank = rc->rank, .share = NAN};
+            }
+    }
+    free(threads);
+    tp_stack_tree tree;
+    bool ok = !out->n || tp_run_stack_tree(run, &tree, err, cap);
+    if (ok && out->n) {
+        unsigned char *work = tp_xmalloc(tree.n + 1);
+        tp_stack_own_work(&tree, work);
+        count_ctx c = {out, f, work, tree.n};
+        ok = tp_run_each_stack_run_since(run, 0, count, &c, err, cap);
+        free(work);
+        tp_stack_tree_free(&tree);
+    }
+    free(f);
+    for (size_t k = 0; k < out->n; k++) {
+        tp_own_cost *o = &out->v[k];
+        double ours = 0, most = 0;
+        for (int w = TP_WORK_WRAPPERS; w < TP_WORK_KINDS; w++) {
+            ours += o->own[w];
+            if (o->own[w] > most)
+                most = o->own[w], o->most = (tp_work_kind)w;
+        }
+        user_regions(t, o->rank, &o->user_regions, &o->regions_share);
+        double regions = isfinite(o->regions_share) ? o->regions_share : 0;
+        o->share = o->samples > 0 ? ours / o->samples + regions : NAN;
+        o->regions_most = o->samples > 0 && regions > most / o->samples;
+    }
+    return ok;
+}
+
+void tp_own_costs_free(tp_own_costs *c)
+{
+    free(c->v);
+    memset(c, 0, sizeof *c);
+}

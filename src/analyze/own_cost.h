@@ -1,0 +1,56 @@
+/* own_cost.h: what trainprof's own work cost the training, per rank, by its
+ * sampled Python stacks (no cost on the training's path: the sampler
+ * already takes them).
+ *
+ * Of the samples of a rank's step thread (the thread its steps are marked
+ * on) taken between its first step's begin and its last closed step's end,
+ * those whose work is ours (analyze/stack_own.h's tp_stack_own_work): a
+ * wrapper of ours innermost (the step tracker, a region's begin and end,
+ * the facts), device times' CUDA events, a capture window's profiler. A
+ * wrapper innermost while its region wraps a C call of the user's
+ * (to_device, from_device) waits in that call: the user's. Its share of
+ * the samples is trainprof's share of the step thread's time, the
+ * sampler's own thread aside (it reads without the GIL, on another core
+ * where there is one). None where the run has no stack samples (record
+ * --stacks 0) or no rows (a summary-only merge). */
+#ifndef TP_ANALYZE_OWN_COST_H
+#define TP_ANALYZE_OWN_COST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analyze/rank_course.h"
+#include "analyze/stack_own.h"
+#include "core/timing_facts.h"
+#include "store/reader.h"
+
+#define TP_OWN_BUDGET 0.01 /* of the step thread's time: what trainprof may cost */
+/* What a region the script times itself costs its thread (a `with region`
+ * pair from Python under record: bench/python_region_cost.py, 221 ns): its
+ * own regions run in trainprof's C, under the script's frame, which the
+ * stacks count as the script's; the report adds their cost at this rate. */
+#define TP_OWN_REGION_COST_S 200e-9
+
+typedef struct tp_own_cost {
+    int rank;
+    double samples;            /* the step thread's, in its steps */
+    double own[TP_WORK_KINDS]; /* of those, by whose work ([TP_WORK_USERS]: the user's) */
+    double user_regions;       /* the script's own regions a step (trainprof.region) */
+    double regions_share;      /* what they cost, at TP_OWN_REGION_COST_S, of a step */
+    double share;              /* ours over all, the regions' added; NaN without samples */
+    tp_work_kind most;         /* the part of ours with the most samples */
+    bool regions_most;         /* ... or the script's regions, more than that part */
+} tp_own_cost;
+
+typedef struct tp_own_costs {
+    tp_own_cost *v; /* by rank */
+    size_t n;
+} tp_own_costs;
+
+/* Each rank's own cost (its timings give the script's regions a step);
+ * false (reason in err) where the stacks can't be read. */
+bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *t,
+                        tp_own_costs *out, char *err, size_t cap);
+void tp_own_costs_free(tp_own_costs *c);
+
+#endif

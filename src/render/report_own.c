@@ -1,0 +1,161 @@
+/* report_own.c: what trainprof's own work cost the training, in words and
+ * JSON (analyze/own_cost.h): every report says it, and a run over the
+ * budget says with what option it comes down. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/run_keys.h"
+#include "render/report.h"
+
+static const char *const part_names[TP_WORK_KINDS] = {"", "wrappers", "device times",
+                                                      "capture windows"};
+static const char *const part_keys[TP_WORK_KINDS] = {"", "wrappers", "device_times",
+                                                     "capture_windows"};
+
+/* What lowers a part's cost, said after "mostly ..." */
+static const char *const part_advice[TP_WORK_KINDS] = {
+    "",
+    "its wrappers of PyTorch's calls, which every short call of a step pays for (module "
+    "calls, to(), item()): TRAINPROF_AUTO=0 leaves PyTorch unwrapped (then no phases but "
+    "trainprof.region's and trainprof.step's)",
+    "CUDA events of its device times: TRAINPROF_DEVICE_TIMES=0 turns them off",
+    "its capture windows: record --ops-on-slow 0 takes none after slow steps, --ops off none "
+    "at all",
+};
+
+/* The first rank's cost with samples, or NULL. */
+static const tp_own_cost *first_measured(const tp_own_costs *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->v[i].samples > 0)
+            return &c->v[i];
+    return NULL;
+}
+
+/* "; trainprof backed off at 12.3 s (step 150): ..." from the run's meta
+ * (record/ops_plan.h), "" where it did not. */
+static void backoff_words(char *out, size_t cap, const tp_run *run)
+{
+    out[0] = '\0';
+    const char *v = tp_run_meta_get(run, TP_META_BACKOFF);
+    unsigned long long at_ns, step;
+    double share, regions;
+    char why[16];
+    if (!v || sscanf(v, "%llu %llu %lf %lf %15s", &at_ns, &step, &share, &regions, why) != 5 ||
+        !isfinite(share) || !isfinite(regions))
+        return;
+    snprintf(out, cap,
+             " The recorder backed off %.1f s into the run (step %llu), its cost estimated at "
+             "%.1f%% of the steps (%s): no capture window after a slow step from there on, the "
+             "scheduled ones four times further apart.",
+             (double)at_ns / 1e9, step, 100 * share,
+             strcmp(why, "windows") == 0 ? "mostly its capture windows"
+                                         : "mostly the regions it times");
+}
+
+void tp_report_own_answer(FILE *out, const tp_summary *s)
+{
+    if (!s->timings.nsteps)
+        return;
+    const tp_own_cost *o = first_measured(&s->own);
+    char line[1200], parts[300] = "", who[32] = "", backoff[400];
+    backoff_words(backoff, sizeof backoff, s->run);
+    if (!o) {
+        snprintf(line, sizeof line,
+                 "trainprof's own work: not measured (no stack samples of the steps: record "
+                 "--stacks 0, or a summary-only merge).%s",
+                 backoff);
+        tp_report_wrapped(out, "", line);
+        return;
+    }
+    if (s->own.n > 1 || o->rank >= 0)
+        snprintf(who, sizeof who, " of rank %d", o->rank);
+    size_t len = 0;
+    for (int w = TP_WORK_WRAPPERS; w < TP_WORK_KINDS && len < sizeof parts; w++)
+        if (o->own[w] / o->samples >= 0.0005) /* said as 0.1% at least */
+            len += (size_t)snprintf(parts + len, sizeof parts - len, "%s%s %.1f%%", len ? ", " : "",
+                                    part_names[w], 100 * o->own[w] / o->samples);
+    if (o->regions_share >= 0.0005 && len < sizeof parts) /* beneath the script's own frames */
+        snprintf(parts + len, sizeof parts - len,
+                 "%sthe script's %.0f regions a step about %.1f%% (at %.0f ns each)",
+                 len ? "; " : "", o->user_regions, 100 * o->regions_share,
+                 1e9 * TP_OWN_REGION_COST_S);
+    if (o->share > TP_OWN_BUDGET)
+        snprintf(line, sizeof line,
+                 "trainprof's own work took %.1f%% of the step thread's time%s, over its %.0f%% "
+                 "budget (%s); mostly %s.%s",
+                 100 * o->share, who, 100 * TP_OWN_BUDGET, parts,
+                 o->regions_most ? "the script's own regions, each timed at a cost: time fewer, "
+                                   "longer ones (a region around a loop, not in it)"
+                                 : part_advice[o->most],
+                 backoff);
+    else
+        snprintf(line, sizeof line,
+                 "trainprof's own work: %.1f%% of the step thread's time%s%s%s%s.%s",
+                 100 * o->share, who, parts[0] ? " (" : "", parts, parts[0] ? ")" : "", backoff);
+    tp_report_wrapped(out, o->share > TP_OWN_BUDGET ? "[cost] " : "", line);
+}
+
+void tp_report_own_json(json_writer *w, const tp_summary *s)
+{
+    json_key(w, "own_cost");
+    json_array_begin(w);
+    for (size_t i = 0; i < s->own.n; i++) {
+        const tp_own_cost *o = &s->own.v[i];
+        json_object_begin(w);
+        json_key(w, "rank");
+        json_int(w, o->rank);
+        json_key(w, "samples"); /* the step thread's, in its steps */
+        json_double(w, o->samples);
+        json_key(w, "share"); /* trainprof's own work over them; null unmeasured */
+        if (isfinite(o->share))
+            json_double(w, o->share);
+        else
+            json_null(w);
+        json_key(w, "over_budget");
+        json_bool(w, o->share > TP_OWN_BUDGET);
+        json_key(w, "script_regions_per_step"); /* trainprof.region's, in the steps */
+        if (isfinite(o->user_regions))
+            json_double(w, o->user_regions);
+        else
+            json_null(w);
+        json_key(w, "script_regions_share"); /* their cost at TP_OWN_REGION_COST_S */
+        if (isfinite(o->regions_share))
+            json_double(w, o->regions_share);
+        else
+            json_null(w);
+        json_key(w, "parts"); /* each part's share of the samples */
+        json_object_begin(w);
+        for (int k = TP_WORK_WRAPPERS; k < TP_WORK_KINDS; k++) {
+            json_key(w, part_keys[k]);
+            json_double(w, o->samples > 0 ? o->own[k] / o->samples : 0);
+        }
+        json_object_end(w);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    const char *v = tp_run_meta_get(s->run, TP_META_BACKOFF);
+    unsigned long long at_ns, step;
+    double share, regions;
+    char why[16];
+    json_key(w, "backoff"); /* the recorder's, over its budget (record/ops_plan.h); null none */
+    if (v && sscanf(v, "%llu %llu %lf %lf %15s", &at_ns, &step, &share, &regions, why) == 5 &&
+        isfinite(share) && isfinite(regions)) {
+        json_object_begin(w);
+        json_key(w, "at_s");
+        json_double(w, (double)at_ns / 1e9);
+        json_key(w, "step");
+        json_int(w, (int64_t)(step < INT64_MAX ? step : INT64_MAX));
+        json_key(w, "estimated_share");
+        json_double(w, share);
+        json_key(w, "regions_per_step");
+        json_double(w, regions);
+        json_key(w, "mostly");
+        json_string(w, strcmp(why, "windows") == 0 ? "capture_windows" : "regions");
+        json_object_end(w);
+    } else {
+        json_null(w);
+    }
+}

@@ -31,8 +31,11 @@ void tp_labels_gpu_mig(char *buf, size_t cap, int gpu, int mig);
 #define TP_META_START_WALL_NS "start_wall_ns"
 #define TP_META_INTERVAL_S    "interval_s"
 #define TP_META_STALL_AFTER_S "stall_after_s"
-#define TP_META_COMMAND       "command"
-#define TP_META_EXIT_STATUS   "exit_status"
+/* the recorder backed off its own work, over its budget (record/ops_plan.h):
+ * "AT_NS STEP SHARE REGIONS_PER_STEP regions|windows", AT_NS since the start */
+#define TP_META_BACKOFF     "backoff"
+#define TP_META_COMMAND     "command"
+#define TP_META_EXIT_STATUS "exit_status"
 /* the facts the training told (lib/facts.h's keys): "fact." KEY */
 #define TP_META_FACT "fact."
 

@@ -444,7 +444,9 @@ static void *drain_main(void *arg)
         /* answered after the drain: every step begun before the request counts */
         if (n > 0 && (pfd[polled + 2].revents & POLLIN))
             tp_ops_relay_serve(d->ops, now);
-        if (tp_ops_relay_tick(d->ops, now)) /* a new capture window for every process */
+        bool asked = tp_ops_relay_tick(d->ops, now);
+        tp_ops_relay_say(d->ops, d->sink); /* a back-off over the budget, once */
+        if (asked)                         /* a new capture window for every process */
             for (size_t i = 0; i < d->nrings; i++)
                 if (!d->rings[i].broken)
                     tp_ops_relay_publish(d->ops, d->rings[i].h);

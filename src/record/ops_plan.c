@@ -72,8 +72,13 @@ void tp_ops_plan_steps(tp_ops_plan *p, uint64_t step_count, uint64_t count, int6
     /* steps in or next to a window are the profiler's, not the training's */
     bool in_window = p->current.seq && first <= p->current.first_step + p->current.steps + 1 &&
                      step_count >= p->current.first_step;
-    if (in_window)
+    if (in_window) {
+        p->window_steps += count;
+        p->window_ns += total_ns;
         return;
+    }
+    p->steps_seen += count;
+    p->steps_ns += total_ns;
     int64_t median = tp_ops_plan_median_ns(p);
     if (p->o.on_slow > 0 && median > 0 && (double)slowest_ns > p->o.on_slow * (double)median &&
         !window_ahead_or_in(p, step_count) && now_ns - p->last_slow_ns >= p->o.slow_gap_ns)
@@ -90,6 +95,38 @@ void tp_ops_plan_steps(tp_ops_plan *p, uint64_t step_count, uint64_t count, int6
 }
 
 void tp_ops_plan_ask(tp_ops_plan *p) { atomic_fetch_add(&p->asked, 1); }
+
+void tp_ops_plan_regions(tp_ops_plan *p, uint64_t regions) { p->regions_seen += regions; }
+
+bool tp_ops_plan_cost(tp_ops_plan *p, int64_t now_ns)
+{
+    int64_t median = tp_ops_plan_median_ns(p);
+    if (p->o.off || p->backoff.at_ns || p->steps_seen < TP_OPS_COST_MIN_STEPS || median <= 0 ||
+        p->steps_ns <= 0)
+        return false;
+    double regions = (double)p->regions_seen * TP_OPS_REGION_COST_NS;
+    double windows = (double)p->window_ns - (double)p->window_steps * (double)median;
+    double all_ns = (double)(p->steps_ns + p->window_ns);
+    /* a window costs at once what the steps after it pay off: judged over
+     * TP_OPS_COST_MIN_S of steps at least, the regions from the first steps */
+    windows = windows > 0 && all_ns >= TP_OPS_COST_MIN_S * 1e9 ? windows : 0;
+    double share = (regions + windows) / all_ns;
+    if (!(share > TP_OPS_BUDGET))
+        return false;
+    p->backoff =
+        (tp_ops_backoff){.at_ns = now_ns > 0 ? now_ns : 1,
+                         .step = p->max_steps,
+                         .share = share,
+                         .regions_per_step = (double)p->regions_seen / (double)p->steps_seen,
+                         .windows = windows > regions};
+    p->o.on_slow = 0; /* no window after a slow step */
+    p->o.every_ns *= 4;
+    if (p->period_steps) { /* the schedule's, once known: four times as far apart */
+        p->next_scheduled += 3 * p->period_steps;
+        p->period_steps *= 4;
+    }
+    return true;
+}
 
 bool tp_ops_plan_demand(tp_ops_plan *p, int64_t now_ns, tp_ops_request *out)
 {

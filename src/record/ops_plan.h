@@ -33,6 +33,23 @@ typedef struct tp_ops_options {
     int64_t slow_gap_ns; /* at most one slow-step window in this long (10 min) */
 } tp_ops_options;
 
+/* trainprof's own budget (analyze/own_cost.h's TP_OWN_BUDGET, the same 1 %),
+ * and what a region costs the thread that times it (a `with region` pair
+ * from Python under record: bench/python_region_cost.py, 221 ns) */
+#define TP_OPS_BUDGET         0.01
+#define TP_OPS_REGION_COST_NS 200.0
+#define TP_OPS_COST_MIN_STEPS 50   /* steps outside windows seen before the cost is judged */
+#define TP_OPS_COST_MIN_S     60.0 /* ... and seconds of steps before the windows' cost is */
+
+/* Why the recorder backed off, and from when (tp_ops_plan_cost). */
+typedef struct tp_ops_backoff {
+    int64_t at_ns; /* 0: it did not */
+    uint64_t step; /* the furthest process's step count then */
+    double share;  /* the estimated share of the steps' time */
+    double regions_per_step;
+    bool windows; /* the capture windows' cost was the larger part, else the regions' */
+} tp_ops_backoff;
+
 #define TP_OPS_MEDIAN_STEPS 64 /* the running median's steps */
 #define TP_OPS_MEDIAN_MIN   20 /* steps seen before a slow one counts */
 
@@ -48,6 +65,11 @@ typedef struct tp_ops_plan {
     uint64_t next_scheduled;
     atomic_uint asked; /* demands from any thread */
     unsigned asked_served;
+    /* what trainprof costs the steps, live (tp_ops_plan_cost): the steps
+     * outside windows (their time and regions), and the windows' steps */
+    uint64_t steps_seen, regions_seen, window_steps;
+    int64_t steps_ns, window_ns;
+    tp_ops_backoff backoff; /* once over the budget */
 } tp_ops_plan;
 
 void tp_ops_options_default(tp_ops_options *o);
@@ -57,6 +79,20 @@ void tp_ops_plan_init(tp_ops_plan *p, const tp_ops_options *o);
  * step_count), the slowest taking slowest_ns and all of them total_ns. */
 void tp_ops_plan_steps(tp_ops_plan *p, uint64_t step_count, uint64_t count, int64_t slowest_ns,
                        int64_t total_ns, int64_t now_ns);
+
+/* Regions a thread closed since the last call (what they cost is weighed
+ * against the budget). */
+void tp_ops_plan_regions(tp_ops_plan *p, uint64_t regions);
+
+/* trainprof's cost of the steps so far, estimated: the regions closed in
+ * the steps outside windows at TP_OPS_REGION_COST_NS each, and, once
+ * TP_OPS_COST_MIN_S of steps ran, the capture windows' steps beyond the
+ * median step (the profiler's start, stop and the window's handing over:
+ * paid at once, paid off by the steps after); over TP_OPS_BUDGET of the
+ * steps' time, once TP_OPS_COST_MIN_STEPS were seen, the plan backs off for
+ * good: no window after a slow step, the schedule's period four times
+ * longer. True when it backed off at this call (p->backoff says how). */
+bool tp_ops_plan_cost(tp_ops_plan *p, int64_t now_ns);
 
 /* A demand, from any thread: served at the drain's next tp_ops_plan_tick. */
 void tp_ops_plan_ask(tp_ops_plan *p);

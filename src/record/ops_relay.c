@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/run_keys.h"
 #include "record/ops_blob.h"
 
 /* The windows each process sent, by pid (an open hash, TP_OPS_PROCESSES_MAX
@@ -28,6 +29,7 @@ struct tp_ops_relay {
     char path[128];
     sent_windows sent[TP_OPS_PROCESSES_MAX];
     size_t nsent;
+    bool backoff_unsaid; /* the plan backed off: the run file is to be told */
 };
 
 /* pid's entry (made where there is room), NULL where the table is full. */
@@ -138,6 +140,8 @@ void tp_ops_relay_feed(tp_ops_relay *r, tp_ring_reader *reader, int64_t now_ns)
         return;
     tp_ops_plan_steps(&r->plan, reader->steps, reader->new_steps, reader->new_slowest_ns,
                       reader->new_total_ns, now_ns);
+    tp_ops_plan_regions(&r->plan, reader->new_regions);
+    reader->new_regions = 0;
     reader->new_steps = 0;
     reader->new_slowest_ns = reader->new_total_ns = 0;
 }
@@ -145,7 +149,24 @@ void tp_ops_relay_feed(tp_ops_relay *r, tp_ring_reader *reader, int64_t now_ns)
 bool tp_ops_relay_tick(tp_ops_relay *r, int64_t now_ns)
 {
     tp_ops_request q;
+    if (r && tp_ops_plan_cost(&r->plan, now_ns))
+        r->backoff_unsaid = true;
     return r && tp_ops_plan_tick(&r->plan, now_ns, &q);
+}
+
+void tp_ops_relay_say(tp_ops_relay *r, tp_sink *sink)
+{
+    if (!r || !r->backoff_unsaid)
+        return;
+    r->backoff_unsaid = false;
+    const tp_ops_backoff *b = &r->plan.backoff;
+    uint64_t start = tp_sink_start_ns(sink);
+    char value[160];
+    snprintf(value, sizeof value, "%llu %llu %.6f %.1f %s",
+             (unsigned long long)((uint64_t)b->at_ns > start ? (uint64_t)b->at_ns - start : 0),
+             (unsigned long long)b->step, b->share, b->regions_per_step,
+             b->windows ? "windows" : "regions");
+    tp_sink_meta(sink, TP_META_BACKOFF, value);
 }
 
 void tp_ops_relay_publish(const tp_ops_relay *r, tp_ring_header *h)

@@ -39,6 +39,10 @@ void tp_ops_relay_ask(tp_ops_relay *r);
 void tp_ops_relay_feed(tp_ops_relay *r, tp_ring_reader *reader, int64_t now_ns);
 /* True when the rings must take a new request (tp_ops_relay_publish). */
 bool tp_ops_relay_tick(tp_ops_relay *r, int64_t now_ns);
+/* Writes into the run file (meta TP_META_BACKOFF) that the plan backed off,
+ * once, after the tick that decided it (tp_ops_plan_cost). */
+void tp_ops_relay_say(tp_ops_relay *r, tp_sink *sink);
+
 /* Writes the latest request into a ring's header (a no-op before any). */
 void tp_ops_relay_publish(const tp_ops_relay *r, tp_ring_header *h);
 

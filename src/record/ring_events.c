@@ -84,6 +84,7 @@ static void close_region(tp_ring_reader *r, tp_sink *sink, uint32_t local, uint6
             tp_sink_interval(sink, r->thread, name == TP_RING_NAME_LOST ? 0 : name, k,
                              r->open[k].start, t);
         r->depth = k;
+        r->new_regions++;
         return;
     }
 }

@@ -59,6 +59,7 @@ typedef struct tp_ring_reader {
      * and when the open step began (0: none open) */
     uint64_t new_steps;
     int64_t new_slowest_ns, new_total_ns;
+    uint64_t new_regions; /* regions closed since: what the plan weighs trainprof's cost by */
     uint64_t step_began_ns;
 } tp_ring_reader;
 

@@ -148,6 +148,44 @@ static void test_the_schedule_repeats_by_steps_rounded_to_1_2_5(void **state)
     assert_int_equal(firsts[2], 311);
 }
 
+/* trainprof's own cost, estimated live: regions at TP_OPS_REGION_COST_NS
+ * each over the steps' time; over TP_OPS_BUDGET the plan backs off for
+ * good (no slow-step window); a window's cost only after a minute of steps. */
+static void test_the_plan_backs_off_over_its_budget(void **state)
+{
+    (void)state;
+    tp_ops_options o = defaults();
+    tp_ops_plan p;
+    tp_ops_plan_init(&p, &o);
+    uint64_t count = 0;
+    int64_t now = 0;
+    for (int i = 0; i < 100; i++) { /* 1 ms steps, 45 regions each: 0.9 % */
+        run_steps(&p, &count, 1, MS, &now);
+        tp_ops_plan_regions(&p, 45);
+    }
+    assert_false(tp_ops_plan_cost(&p, now));
+    for (int i = 0; i < 100; i++) { /* now 105 a step: 1.5 % on average */
+        run_steps(&p, &count, 1, MS, &now);
+        tp_ops_plan_regions(&p, 105);
+    }
+    assert_true(tp_ops_plan_cost(&p, now));
+    assert_true(p.backoff.at_ns == now && !p.backoff.windows);
+    assert_true(p.backoff.share > TP_OPS_BUDGET && p.backoff.share < 0.02);
+    assert_true(p.o.on_slow == 0 && p.o.every_ns == 4 * o.every_ns);
+    assert_false(tp_ops_plan_cost(&p, now)); /* once */
+    /* a window that took 2 s over 5 steps of 1 ms: judged only after a minute of steps */
+    tp_ops_plan q;
+    tp_ops_plan_init(&q, &o);
+    count = 0, now = 0;
+    run_steps(&q, &count, 10, MS, &now);
+    run_steps(&q, &count, 1, 2000 * MS, &now); /* step 11: in the first window */
+    run_steps(&q, &count, 100, MS, &now);
+    assert_false(tp_ops_plan_cost(&q, now));
+    run_steps(&q, &count, 60000, MS, &now); /* a minute on: 2 s of 62 */
+    assert_true(tp_ops_plan_cost(&q, now));
+    assert_true(q.backoff.windows);
+}
+
 /* A blob as trainprof/_ops.py writes it: strings "", "aten::mm", one event. */
 static size_t make_blob(uint8_t *b, uint32_t nevents_claimed, uint32_t name)
 {
@@ -347,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_a_slow_step_asks_for_the_next_steps_once_in_ten_minutes),
         cmocka_unit_test(test_a_demand_takes_the_step_after_next_unless_a_window_is_due),
         cmocka_unit_test(test_the_schedule_repeats_by_steps_rounded_to_1_2_5),
+        cmocka_unit_test(test_the_plan_backs_off_over_its_budget),
         cmocka_unit_test(test_a_window_is_read_and_a_crafted_one_refused),
         cmocka_unit_test(test_a_window_is_bounded_whatever_its_blob_claims),
         cmocka_unit_test(test_windows_nobody_asked_for_are_refused),

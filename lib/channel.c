@@ -243,6 +243,7 @@ int tp_thread_attach(tp_thread *t)
     }
     t->ring = h;
     t->head = 0;
+    t->room_end = 0;
     t->depth = 0;
     t->state = TP_THREAD_ACTIVE;
     tp_registry_add(h);
@@ -255,7 +256,7 @@ bool tp_thread_send(tp_thread *t, const tp_event *head, const void *payload, siz
 {
     uint32_t extra = (uint32_t)((len + sizeof(tp_event) - 1) / sizeof(tp_event));
     tp_ring_header *h = t->ring;
-    if (!tp_ring_has_room(h, t->head, 1 + extra))
+    if (!tp_thread_has_room(t, 1 + extra))
         return false;
     tp_event *slots = tp_ring_slots(h);
     uint32_t mask = h->capacity - 1;

@@ -17,7 +17,7 @@ uint64_t tp_steps_marked(void)
 
 uint32_t tp_ops_seq(void)
 {
-    tp_thread *t = &tp_self;
+    tp_thread *t = tp_self_ptr();
     return t->state == TP_THREAD_ACTIVE
                ? atomic_load_explicit(&t->ring->ops_seq, memory_order_acquire)
                : 0;
@@ -25,7 +25,7 @@ uint32_t tp_ops_seq(void)
 
 bool tp_ops_request_read(tp_ops_request *out)
 {
-    tp_thread *t = &tp_self;
+    tp_thread *t = tp_self_ptr();
     if (t->state != TP_THREAD_ACTIVE)
         return false;
     tp_ring_header *h = t->ring;
@@ -38,7 +38,7 @@ bool tp_ops_request_read(tp_ops_request *out)
 
 void tp_ops_begun(uint64_t step)
 {
-    tp_thread *t = &tp_self;
+    tp_thread *t = tp_self_ptr();
     if (t->state != TP_THREAD_ACTIVE)
         return;
     tp_ring_header *h = t->ring;

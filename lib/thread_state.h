@@ -19,6 +19,7 @@ typedef struct tp_thread {
     int state;
     tp_ring_header *ring;
     uint64_t head;     /* the producer's copy of ring->head */
+    uint64_t room_end; /* head may grow to this without a look at the tail */
     uint64_t *defined; /* bit per name id already sent through this ring */
     uint32_t defined_words;
     uint32_t depth; /* open regions, for the innermost-region slot */
@@ -28,6 +29,17 @@ typedef struct tp_thread {
 
 extern _Thread_local tp_thread tp_self;
 
+/* This thread's state. Its address is computed once per call: in a shared
+ * object a thread-local's address costs a __tls_get_addr call, and without
+ * the empty asm the compiler recomputes it after every call it makes (seven
+ * times in one tp_begin). */
+static inline tp_thread *tp_self_ptr(void)
+{
+    tp_thread *t = &tp_self;
+    __asm__("" : "+r"(t));
+    return t;
+}
+
 /* Cold path: connects this thread to the recorder if there is one. True when
  * the thread is now active. */
 int tp_thread_attach(tp_thread *t);
@@ -36,6 +48,20 @@ int tp_thread_attach(tp_thread *t);
 static inline int tp_thread_ready(tp_thread *t)
 {
     return __builtin_expect(t->state == TP_THREAD_ACTIVE, 1) || tp_thread_attach(t);
+}
+
+/* Producer: true when n more slots fit, else counts one dropped event. The
+ * consumer's tail only grows, so the room seen at its last load still holds:
+ * the tail's cache line (which the recorder writes) is read only when the
+ * head reaches that room, about once a ring's worth of events. */
+static inline bool tp_thread_has_room(tp_thread *t, uint32_t n)
+{
+    if (__builtin_expect(t->head + n <= t->room_end, 1))
+        return true;
+    tp_ring_header *h = t->ring;
+    uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
+    t->room_end = tail + h->capacity;
+    return tp_ring_has_room(h, t->head, n);
 }
 
 /* Whether name id's text went through this thread's ring already. */

@@ -13,6 +13,11 @@
 #                                 (default: tests/py/test_gpu.py and
 #                                 test_gpu_distributed.py), after
 #                                 tools/gpu_probe.py (probe.json)
+#   tools/gpu-check.sh bench [MODEL...]
+#                                 there: installs as run does, then
+#                                 bench/gpu_step_cost.py's arms, 3 rounds, for
+#                                 each MODEL (default: mlp resnet transformer;
+#                                 a few minutes each) into step_cost_MODEL.json
 #
 # Results (pytest's log, the run files of the GPU tests) go to $OUT when set.
 set -euo pipefail
@@ -31,7 +36,7 @@ pack() {
     du -sh .gpu
 }
 
-run() {
+install() {
     export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export TRAINPROF="$PWD/.gpu/bin/trainprof"
     "$TRAINPROF" --version
@@ -52,6 +57,21 @@ run() {
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
 torch.cuda.get_device_name(0))'
     mkdir -p "${OUT:-/tmp/gpu-out}"
+}
+
+bench() {
+    install
+    [ $# -gt 0 ] || set -- mlp resnet transformer
+    for model in "$@"; do
+        python3 bench/gpu_step_cost.py 3 --model "$model" --trainprof "$TRAINPROF" \
+            --arms bare,record,stacks0,ops_off,devtimes_off,profiler \
+            >"${OUT:-/tmp/gpu-out}/step_cost_$model.json" ||
+            echo "$0: gpu_step_cost.py --model $model failed" >&2
+    done
+}
+
+run() {
+    install
     # the hardware's own answers (NVML, torch, NCCL), for docs/gpu.md
     python3 tools/gpu_probe.py >"${OUT:-/tmp/gpu-out}/probe.json" ||
         echo "$0: the probe failed (see above)" >&2
@@ -64,5 +84,6 @@ torch.cuda.get_device_name(0))'
 case "${1:-}" in
 pack) pack ;;
 run) shift && run "$@" ;;
-*) echo "usage: $0 pack | run [PYTEST_ARGS...]" >&2 && exit 2 ;;
+bench) shift && bench "$@" ;;
+*) echo "usage: $0 pack | run [PYTEST_ARGS...] | bench [MODEL...]" >&2 && exit 2 ;;
 esac

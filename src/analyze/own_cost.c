@@ -2,10 +2,12 @@
 #include "analyze/own_cost.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/phases.h"
+#include "core/run_keys.h"
 #include "store/reader_stacks.h"
 #include "store/reader_stream.h"
 #include "trainprof.h"
@@ -65,10 +67,29 @@ static void user_regions(const tp_timings *t, int rank, double *per_step, double
     *share = st && st->stats.mean > 0 ? *per_step * TP_OWN_REGION_COST_S / st->stats.mean : NAN;
 }
 
+/* The meta "backoff" = "AT_NS STEP SHARE REGIONS_PER_STEP regions|windows"
+ * (record/ops_plan.c); unset where absent or malformed (a crafted file). */
+static tp_own_backoff read_backoff(tp_run *run)
+{
+    tp_own_backoff b = {0};
+    const char *v = tp_run_meta_get(run, TP_META_BACKOFF);
+    unsigned long long at_ns, step;
+    char why[16];
+    if (!v || sscanf(v, "%llu %llu %lf %lf %15s", &at_ns, &step, &b.share, &b.regions, why) != 5 ||
+        !isfinite(b.share) || !isfinite(b.regions))
+        return (tp_own_backoff){0};
+    b.set = true;
+    b.at_s = (double)at_ns / 1e9;
+    b.step = step;
+    b.mostly_windows = strcmp(why, "windows") == 0;
+    return b;
+}
+
 bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *t,
                         tp_own_costs *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
+    out->backoff = read_backoff(run);
     if (!course->n || !tp_run_has_stacks(run))
         return true;
     tp_run_thread *threads = NULL;

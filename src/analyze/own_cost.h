@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "analyze/rank_course.h"
 #include "analyze/stack_own.h"
@@ -42,12 +43,25 @@ typedef struct tp_own_cost {
     bool regions_most;         /* ... or the script's regions, more than that part */
 } tp_own_cost;
 
+/* The recorder's back-off over its budget (record/ops_plan.h, meta
+ * "backoff"), where it backed off. */
+typedef struct tp_own_backoff {
+    bool set;
+    double at_s;         /* into the run */
+    uint64_t step;       /* the furthest process's step count then */
+    double share;        /* its cost estimated then, of the steps' time */
+    double regions;      /* the script's regions a step */
+    bool mostly_windows; /* the capture windows cost most (else the regions) */
+} tp_own_backoff;
+
 typedef struct tp_own_costs {
     tp_own_cost *v; /* by rank */
     size_t n;
+    tp_own_backoff backoff;
 } tp_own_costs;
 
-/* Each rank's own cost (its timings give the script's regions a step);
+/* Each rank's own cost (its timings give the script's regions a step), and
+ * the recorder's back-off, read whether or not the run has stacks;
  * false (reason in err) where the stacks can't be read. */
 bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *t,
                         tp_own_costs *out, char *err, size_t cap);

@@ -94,19 +94,9 @@ bool tp_answer_steps(char *out, size_t cap, const tp_summary *s)
     return true;
 }
 
-void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
+/* The verdict that leads, or why none does (a stall, no rule fired). */
+static void lead_verdict(FILE *out, const tp_summary *s, const tp_verdicts *v)
 {
-    char line[512];
-    fprintf(out, "\nIn short\n");
-    tp_report_ends_answer(out, s);
-    tp_report_course_answer(out, s);
-    tp_report_stop_answer(out, s);
-    tp_report_regimes_answer(out, s);
-    if (tp_answer_steps(line, sizeof line, s))
-        tp_report_wrapped(out, "", line);
-    else
-        fprintf(out, "  No training steps found (see Timings below for what was timed).\n");
-    tp_report_own_answer(out, s);
     bool stalled = false;
     for (size_t i = 0; i < s->stalls.n; i++)
         stalled = stalled || !s->stalls.v[i].ended;
@@ -129,4 +119,20 @@ void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
                 v->n > 2 ? "s" : "");
     else
         fprintf(out, "  (the evidence: under Verdicts below)\n");
+}
+
+void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
+{
+    char line[512];
+    fprintf(out, "\nIn short\n");
+    tp_report_ends_answer(out, s);
+    tp_report_course_answer(out, s);
+    tp_report_stop_answer(out, s);
+    tp_report_regimes_answer(out, s);
+    if (tp_answer_steps(line, sizeof line, s))
+        tp_report_wrapped(out, "", line);
+    else
+        fprintf(out, "  No training steps found (see Timings below for what was timed).\n");
+    lead_verdict(out, s, v);
+    tp_report_own_answer(out, s); /* last: what watching cost, after what was found */
 }

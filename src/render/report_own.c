@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/run_keys.h"
 #include "render/report.h"
 
 static const char *const part_names[TP_WORK_KINDS] = {"", "wrappers", "device times",
@@ -34,25 +33,18 @@ static const tp_own_cost *first_measured(const tp_own_costs *c)
     return NULL;
 }
 
-/* "; trainprof backed off at 12.3 s (step 150): ..." from the run's meta
- * (record/ops_plan.h), "" where it did not. */
-static void backoff_words(char *out, size_t cap, const tp_run *run)
+/* " The recorder backed off ..." (record/ops_plan.h), "" where it did not. */
+static void backoff_words(char *out, size_t cap, const tp_own_backoff *b)
 {
     out[0] = '\0';
-    const char *v = tp_run_meta_get(run, TP_META_BACKOFF);
-    unsigned long long at_ns, step;
-    double share, regions;
-    char why[16];
-    if (!v || sscanf(v, "%llu %llu %lf %lf %15s", &at_ns, &step, &share, &regions, why) != 5 ||
-        !isfinite(share) || !isfinite(regions))
+    if (!b->set)
         return;
     snprintf(out, cap,
              " The recorder backed off %.1f s into the run (step %llu), its cost estimated at "
              "%.1f%% of the steps (%s): no capture window after a slow step from there on, the "
              "scheduled ones four times further apart.",
-             (double)at_ns / 1e9, step, 100 * share,
-             strcmp(why, "windows") == 0 ? "mostly its capture windows"
-                                         : "mostly the regions it times");
+             b->at_s, (unsigned long long)b->step, 100 * b->share,
+             b->mostly_windows ? "mostly its capture windows" : "mostly the regions it times");
 }
 
 void tp_report_own_answer(FILE *out, const tp_summary *s)
@@ -61,7 +53,7 @@ void tp_report_own_answer(FILE *out, const tp_summary *s)
         return;
     const tp_own_cost *o = first_measured(&s->own);
     char line[1200], parts[300] = "", who[32] = "", backoff[400];
-    backoff_words(backoff, sizeof backoff, s->run);
+    backoff_words(backoff, sizeof backoff, &s->own.backoff);
     if (!o) {
         snprintf(line, sizeof line,
                  "trainprof's own work: not measured (no stack samples of the steps: record "
@@ -136,24 +128,20 @@ void tp_report_own_json(json_writer *w, const tp_summary *s)
         json_object_end(w);
     }
     json_array_end(w);
-    const char *v = tp_run_meta_get(s->run, TP_META_BACKOFF);
-    unsigned long long at_ns, step;
-    double share, regions;
-    char why[16];
+    const tp_own_backoff *b = &s->own.backoff;
     json_key(w, "backoff"); /* the recorder's, over its budget (record/ops_plan.h); null none */
-    if (v && sscanf(v, "%llu %llu %lf %lf %15s", &at_ns, &step, &share, &regions, why) == 5 &&
-        isfinite(share) && isfinite(regions)) {
+    if (b->set) {
         json_object_begin(w);
         json_key(w, "at_s");
-        json_double(w, (double)at_ns / 1e9);
+        json_double(w, b->at_s);
         json_key(w, "step");
-        json_int(w, (int64_t)(step < INT64_MAX ? step : INT64_MAX));
+        json_int(w, (int64_t)(b->step < INT64_MAX ? b->step : INT64_MAX));
         json_key(w, "estimated_share");
-        json_double(w, share);
+        json_double(w, b->share);
         json_key(w, "regions_per_step");
-        json_double(w, regions);
+        json_double(w, b->regions);
         json_key(w, "mostly");
-        json_string(w, strcmp(why, "windows") == 0 ? "capture_windows" : "regions");
+        json_string(w, b->mostly_windows ? "capture_windows" : "regions");
         json_object_end(w);
     } else {
         json_null(w);

@@ -26,6 +26,11 @@ def short(text):
     return block.splitlines()
 
 
+def own_line(lines):
+    """The index of the "In short" line that says trainprof's own cost."""
+    return next(i for i, x in enumerate(lines) if x.startswith("  trainprof's own work"))
+
+
 def test_the_answer_comes_before_the_detail():
     run = GOLDEN / "synthetic2.db"
     text = report(run)
@@ -40,10 +45,14 @@ def test_the_answer_comes_before_the_detail():
     kinds = [v["kind"] for v in rep["verdicts"]]
     assert len(kinds) > 2 and kinds[0] != "communication_bound"
     assert lines[2].startswith("  [communication_bound] ")
-    assert f"({len(kinds) - 1} more verdicts, with the evidence" in lines[-1]
+    # then the pointer to the rest, and last what trainprof's own work cost
+    own = own_line(lines)
+    assert f"({len(kinds) - 1} more verdicts, with the evidence" in lines[own - 1]
+    assert all(x.startswith("    ") for x in lines[own + 1:]), lines
     # a run where no rule fires says so up front
     quiet = short(report(GOLDEN / "example.db"))
-    assert quiet[-1] == "  No rule of thumb fired: nothing stands out as the bottleneck."
+    own = own_line(quiet)
+    assert quiet[own - 1] == "  No rule of thumb fired: nothing stands out as the bottleneck."
     said = " ".join(x.strip() for x in quiet)
     assert "a step: train_batch 85%, dataloader_next 12%, other 3%" in said
 

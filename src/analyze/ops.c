@@ -8,6 +8,7 @@
 
 #include "analyze/stack_own.h"
 #include "analyze/ops_idle.h"
+#include "analyze/ops_lookup.h"
 #include "analyze/ops_timeline.h"
 #include "util/grow.h"
 #include "util/ns_math.h"
@@ -165,33 +166,6 @@ static const char *phase_at(const segment *s, size_t n, int64_t t)
 
 /* ---- one window ------------------------------------------------------------ */
 
-/* correlation id -> the operator that launched it (open addressing). */
-typedef struct launch_map {
-    int64_t *keys;
-    long *ops;
-    size_t cap;
-} launch_map;
-
-static void launch_put(launch_map *m, int64_t key, long op)
-{
-    size_t i = (size_t)((uint64_t)key * 0x9E3779B97F4A7C15ULL) & (m->cap - 1);
-    while (m->keys[i] != INT64_MIN && m->keys[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    m->keys[i] = key;
-    m->ops[i] = op;
-}
-
-static long launch_get(const launch_map *m, int64_t key)
-{
-    size_t i = (size_t)((uint64_t)key * 0x9E3779B97F4A7C15ULL) & (m->cap - 1);
-    while (m->keys[i] != INT64_MIN) {
-        if (m->keys[i] == key)
-            return m->ops[i];
-        i = (i + 1) & (m->cap - 1);
-    }
-    return -1;
-}
-
 static bool is_aten(const char *name) { return strncmp(name, "aten::", 6) == 0; }
 
 /* The profiler's own rows among the CPU events: CUPTI's buffer requests and
@@ -205,59 +179,6 @@ static bool is_cpu(const tp_op_event *e) { return e->kind == TP_OP_CPU || e->kin
 static bool is_device(const tp_op_event *e)
 {
     return e->kind == TP_OP_KERNEL || e->kind == TP_OP_MEMCPY || e->kind == TP_OP_MEMSET;
-}
-
-/* A thread's open operators (indices into the events), innermost last. */
-typedef struct open_ops {
-    uint32_t thread;
-    long *v;
-    size_t n, cap;
-} open_ops;
-
-/* Every profiler thread's open operators, found by thread through an open
- * hash (a window may name hundreds of thousands of threads: a crafted one). */
-typedef struct thread_stacks {
-    open_ops *v;
-    size_t n, cap;
-    uint32_t *slot; /* index into v plus one, 0 empty; nslots a power of two */
-    size_t nslots;
-} thread_stacks;
-
-static size_t slot_of(const thread_stacks *t, uint32_t thread)
-{
-    size_t i = (thread * 0x9E3779B1u) & (t->nslots - 1);
-    while (t->slot[i] && t->v[t->slot[i] - 1].thread != thread)
-        i = (i + 1) & (t->nslots - 1);
-    return i;
-}
-
-static open_ops *stack_of(thread_stacks *t, uint32_t thread)
-{
-    if (2 * (t->n + 1) > t->nslots) { /* at most half full */
-        size_t nslots = t->nslots ? 2 * t->nslots : 64;
-        free(t->slot);
-        t->slot = calloc(nslots, sizeof *t->slot);
-        if (!t->slot)
-            tp_out_of_memory();
-        t->nslots = nslots;
-        for (size_t k = 0; k < t->n; k++)
-            t->slot[slot_of(t, t->v[k].thread)] = (uint32_t)k + 1;
-    }
-    size_t i = slot_of(t, thread);
-    if (!t->slot[i]) {
-        t->v = tp_grow(t->v, t->n, &t->cap, sizeof *t->v);
-        t->v[t->n] = (open_ops){thread, NULL, 0, 0};
-        t->slot[i] = (uint32_t)++t->n;
-    }
-    return &t->v[t->slot[i] - 1];
-}
-
-static void thread_stacks_free(thread_stacks *t)
-{
-    for (size_t i = 0; i < t->n; i++)
-        free(t->v[i].v);
-    free(t->v);
-    free(t->slot);
 }
 
 static double secs(int64_t ns) { return (double)ns / 1e9; }
@@ -402,7 +323,7 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
     long *parent = tp_xmalloc((ne + 1) * sizeof *parent), *row = tp_xmalloc((ne + 1) * sizeof *row);
     int64_t *child = calloc(ne + 1, sizeof *child);
     bool *under_aten = calloc(ne + 1, sizeof *under_aten);
-    launch_map m = {NULL, NULL, 64};
+    tp_launch_map m = {NULL, NULL, 64};
     while (m.cap < 2 * ne + 2)
         m.cap *= 2;
     m.keys = tp_xmalloc(m.cap * sizeof *m.keys);
@@ -411,19 +332,19 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
         tp_out_of_memory();
     for (size_t i = 0; i < m.cap; i++)
         m.keys[i] = INT64_MIN;
-    thread_stacks stacks = {0};
+    tp_thread_stacks stacks = {0};
     for (size_t i = 0; i < ne; i++) {
         const tp_op_event *e = &d->events[i];
         parent[i] = row[i] = -1;
         if (!is_cpu(e) && e->kind != TP_OP_RUNTIME)
             continue;
-        open_ops *s = stack_of(&stacks, e->thread);
+        tp_open_ops *s = tp_thread_stack_of(&stacks, e->thread);
         while (s->n &&
                d->events[s->v[s->n - 1]].start_ns + d->events[s->v[s->n - 1]].dur_ns <= e->start_ns)
             s->n--;
         long up = s->n ? s->v[s->n - 1] : -1;
         if (e->kind == TP_OP_RUNTIME) { /* a launch: its kernels are up's */
-            launch_put(&m, e->correlation, up);
+            tp_launch_put(&m, e->correlation, up);
             continue;
         }
         if (profilers_own(d->strings[e->name]))
@@ -459,7 +380,7 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
         const tp_op_event *e = &d->events[i];
         if (!is_device(e))
             continue;
-        long op = launch_get(&m, e->correlation); /* CUPTI gives it its launch's */
+        long op = tp_launch_get(&m, e->correlation); /* CUPTI gives it its launch's */
         bool launched_in = op >= 0 && row[op] >= 0;
         if (!launched_in && (op >= 0 || e->start_ns < t0 || e->start_ns >= t1))
             continue; /* another step's */
@@ -481,7 +402,7 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
     if (w->cuda)
         device_busy(b, rank, d, t0, t1, seg, nseg);
     tp_ops_timeline_take(f, d, marks[0], marks[1], intern); /* the first captured step */
-    thread_stacks_free(&stacks);
+    tp_thread_stacks_free(&stacks);
     free(m.keys);
     free(m.ops);
     free(parent);

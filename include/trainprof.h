@@ -118,10 +118,11 @@ uint64_t tp_dropped(void);
 static inline void tp_scope_end_(tp_site **site) { tp_region_end(*site); }
 #define TP_CONCAT_(a, b) a##b
 #define TP_CONCAT(a, b)  TP_CONCAT_(a, b)
-/* Opens a region that ends when the enclosing block does. */
-#define TP_SCOPE(name_literal)                                                        \
-    static tp_site TP_CONCAT(tp_site_, __LINE__) = TP_SITE(name_literal);             \
-    tp_site *TP_CONCAT(tp_scope_, __LINE__) __attribute__((cleanup(tp_scope_end_))) = \
+/* Opens a region that ends when the enclosing block does (the variable is
+ * read only by its cleanup, which clang's -Wunused-variable does not count). */
+#define TP_SCOPE(name_literal)                                                                \
+    static tp_site TP_CONCAT(tp_site_, __LINE__) = TP_SITE(name_literal);                     \
+    tp_site *TP_CONCAT(tp_scope_, __LINE__) __attribute__((cleanup(tp_scope_end_), unused)) = \
         (tp_region_begin(&TP_CONCAT(tp_site_, __LINE__)), &TP_CONCAT(tp_site_, __LINE__))
 #endif
 

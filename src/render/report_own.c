@@ -16,12 +16,12 @@ static const char *const part_keys[TP_WORK_KINDS] = {"", "wrappers", "device_tim
 /* What lowers a part's cost, said after "mostly ..." */
 static const char *const part_advice[TP_WORK_KINDS] = {
     "",
-    "its wrappers of PyTorch's calls, which every short call of a step pays for (module "
-    "calls, to(), item()): TRAINPROF_AUTO=0 leaves PyTorch unwrapped (then no phases but "
-    "trainprof.region's and trainprof.step's)",
+    ("its wrappers of PyTorch's calls, which every short call of a step pays for (module "
+     "calls, to(), item()): TRAINPROF_AUTO=0 leaves PyTorch unwrapped (then no phases but "
+     "trainprof.region's and trainprof.step's)"),
     "CUDA events of its device times: TRAINPROF_DEVICE_TIMES=0 turns them off",
-    "its capture windows: record --ops-on-slow 0 takes none after slow steps, --ops off none "
-    "at all",
+    ("its capture windows: record --ops-on-slow 0 takes none after slow steps, --ops off none "
+     "at all"),
 };
 
 /* The first rank's cost with samples, or NULL. */

@@ -1,6 +1,7 @@
 /* merge.c: several run files into one, one agent per input. */
 #include "store/merge.h"
 #include "store/merge_energy.h"
+#include "store/merge_inputs.h"
 #include "store/merge_ops.h"
 #include "store/sql_util.h"
 #include "store/mark_kind.h"
@@ -18,179 +19,6 @@
 #include "store/reader_stacks.h"
 #include "store/reader_stream.h"
 #include "store/schema.h"
-#include "util/text_parse.h"
-#include "core/run_keys.h"
-
-typedef struct input_info {
-    int64_t start_wall_ns, uncertainty_ns;
-    char command[512], job[128], agent[128];
-    bool summarized, plots;          /* plots: it stores what html plots (meta plots) */
-    bool series_steps, steps_window; /* its series' figures over the steps; its steps window */
-    bool rank_gpu, rank_truth; /* summary_rank has each rank's GPU; clock reasons, device comm */
-    bool batches;              /* its summary_step has batches and warm-up steps */
-    bool thread_cuda, thread_device; /* each thread's CUDA_VISIBLE_DEVICES; process's GPU UUID */
-    bool step_pauses, step_times;    /* its stored step phases have their pauses, groups' times */
-    bool stack_counts, stalls;       /* summary_stack counted; its stalls (meta stalls_stored) */
-    bool ops, step_profiled, timing_profiled; /* op_window; summary_step.profiled*; in_profiled_s */
-    bool step_warmup;                         /* summary_step.warmup_samples, warmup_batches */
-    bool stall_between;                       /* summary_stall.between_steps */
-    bool timing_warmup;                       /* summary_timing.in_warmup_s */
-    int *ranks;
-    size_t nranks;      /* distinct ranks of its threads (-1: no rank) */
-    int64_t shift;      /* added to its t_ns: its start's distance from the earliest */
-    int64_t series_off; /* added to its series ids */
-    int version;        /* its schema: before 5, no device times */
-} input_info;
-
-/* Collects the distinct ranks of run's threads into info. */
-static void input_ranks(tp_run *run, input_info *info)
-{
-    tp_run_thread *threads = NULL;
-    size_t n = 0;
-    char err[256];
-    if (!tp_run_threads(run, &threads, &n, err, sizeof err))
-        return;
-    info->ranks = calloc(n ? n : 1, sizeof *info->ranks);
-    for (size_t i = 0; info->ranks && i < n; i++) {
-        bool seen = false;
-        for (size_t k = 0; k < info->nranks && !seen; k++)
-            seen = info->ranks[k] == threads[i].rank;
-        if (!seen)
-            info->ranks[info->nranks++] = threads[i].rank;
-    }
-    free(threads);
-}
-
-/* The inputs' stored summaries stay valid merged when each has one and no
- * rank appears in two inputs (figures per rank can't be combined); else false
- * with why, naming the input(s). */
-static bool summaries_carry_over(const char *const *inputs, const input_info *info, size_t n,
-                                 char *why, size_t cap)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (info[i].version < TP_SCHEMA_SUMMARY) {
-            snprintf(why, cap, "%s has schema %d, which stores no summary", inputs[i],
-                     info[i].version);
-            return false;
-        }
-        if (!info[i].summarized) {
-            snprintf(why, cap,
-                     "%s holds no stored summary (its recorder was killed?): store it with "
-                     "`trainprof summarize`",
-                     inputs[i]);
-            return false;
-        }
-        for (size_t j = 0; j < i; j++)
-            for (size_t a = 0; a < info[i].nranks; a++)
-                for (size_t b = 0; b < info[j].nranks; b++)
-                    if (info[i].ranks[a] == info[j].ranks[b]) {
-                        snprintf(why, cap,
-                                 "rank %d is in both %s and %s: its figures can't be combined "
-                                 "without the rows",
-                                 info[i].ranks[a], inputs[j], inputs[i]);
-                        return false;
-                    }
-    }
-    return true;
-}
-
-/* What input run holds, by its schema and its tables: whether it is
- * summarized, and which summary tables and columns it has. */
-static void input_tables(tp_run *run, input_info *in)
-{
-    const char *summarized = tp_run_meta_get(run, "summarized");
-    in->summarized =
-        run->schema_version >= TP_SCHEMA_SUMMARY && summarized && strcmp(summarized, "1") == 0;
-    in->version = run->schema_version;
-    const char *plots = tp_run_meta_get(run, "plots");
-    in->plots = in->summarized && plots && strcmp(plots, "1") == 0;
-    in->series_steps = in->summarized && tp_run_has_table(run, "summary_series_steps");
-    in->steps_window = in->summarized && tp_run_has_table(run, "summary_steps_window");
-    in->rank_gpu = in->summarized && tp_run_has_column(run, "summary_rank", "gpu");
-    in->rank_truth = in->summarized && tp_run_has_column(run, "summary_rank", "comm_device_s");
-    in->batches = in->summarized && tp_run_has_column(run, "summary_step", "batches");
-    in->thread_cuda = tp_run_has_table(run, "thread_cuda");
-    in->thread_device = tp_run_has_table(run, "thread_device");
-    in->stack_counts = in->summarized && tp_run_has_column(run, "summary_stack", "samples");
-    in->step_pauses = tp_run_has_column(run, "summary_step_phase", "pauses");
-    in->step_times = tp_run_has_column(run, "summary_step_phase", "start_ns");
-    in->ops = tp_run_has_table(run, "op_window");
-    in->step_profiled = tp_run_has_column(run, "summary_step", "profiled");
-    in->step_warmup = tp_run_has_column(run, "summary_step", "warmup_samples");
-    in->stall_between = tp_run_has_column(run, "summary_stall", "between_steps");
-    in->timing_profiled = tp_run_has_column(run, "summary_timing", "in_profiled_s");
-    in->timing_warmup = tp_run_has_column(run, "summary_timing", "in_warmup_s");
-    const char *stalls = tp_run_meta_get(run, "stalls_stored");
-    in->stalls = in->summarized && stalls && strcmp(stalls, "1") == 0 &&
-                 tp_run_has_table(run, "summary_stall_thread");
-}
-
-static bool read_inputs(const char *const *inputs, size_t n, input_info *info, bool force,
-                        char *err, size_t cap)
-{
-    for (size_t i = 0; i < n; i++) {
-        tp_run *run = tp_run_open(inputs[i], err, cap);
-        if (!run)
-            return false;
-        const char *wall = tp_run_meta_get(run, TP_META_START_WALL_NS);
-        const char *unc = tp_run_meta_get(run, "clock_uncertainty_ns");
-        const char *cmd = tp_run_meta_get(run, TP_META_COMMAND);
-        const char *job = tp_run_meta_get(run, "env.SLURM_JOB_ID");
-        if (!job)
-            job = tp_run_meta_get(run, "env.TORCHELASTIC_RUN_ID");
-        bool merged = tp_run_meta_get(run, "merged_from") != NULL;
-        input_tables(run, &info[i]);
-        input_ranks(run, &info[i]);
-        /* a time that is no time (a damaged or forged file): said, not shifted by */
-        bool wall_valid = tp_parse_epoch_ns(wall, &info[i].start_wall_ns);
-        char wall_text[48]; /* the meta's text goes with the run closed below */
-        snprintf(wall_text, sizeof wall_text, "%s", wall ? wall : "");
-        info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
-        snprintf(info[i].command, sizeof info[i].command, "%s", cmd ? cmd : "");
-        snprintf(info[i].job, sizeof info[i].job, "%s", job ? job : "");
-        snprintf(info[i].agent, sizeof info[i].agent, "%s",
-                 run->nagents ? run->agents[0].name : "");
-        tp_run_close(run);
-        if (merged) {
-            snprintf(err, cap, "merge: %s is already a merged run; merge the node files instead",
-                     inputs[i]);
-            return false;
-        }
-        if (!wall) {
-            snprintf(err, cap, "merge: %s has no start time (a recording killed at once?)",
-                     inputs[i]);
-            return false;
-        }
-        if (!wall_valid) {
-            snprintf(err, cap,
-                     "merge: %s has a start time that is no time (meta start_wall_ns = %s): "
-                     "a damaged file",
-                     inputs[i], wall_text);
-            return false;
-        }
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(info[k].agent, info[i].agent) == 0) {
-                snprintf(err, cap,
-                         "merge: %s and %s were both recorded as agent \"%.60s\": a merged run "
-                         "tells its nodes apart by agent name (record each with --agent NAME)",
-                         inputs[k], inputs[i], info[i].agent);
-                return false;
-            }
-        if (i > 0 && !force && strcmp(info[i].command, info[0].command) != 0) {
-            snprintf(err, cap,
-                     "merge: %s ran another command than %s (use --force to merge anyway)",
-                     inputs[i], inputs[0]);
-            return false;
-        }
-        if (i > 0 && !force && strcmp(info[i].job, info[0].job) != 0) {
-            snprintf(err, cap,
-                     "merge: %s belongs to another job than %s (use --force to merge anyway)",
-                     inputs[i], inputs[0]);
-            return false;
-        }
-    }
-    return true;
-}
 
 /* The largest id in table of db's main schema (0 when empty), or -1. */
 static int64_t max_id(sqlite3 *db, const char *table)
@@ -310,7 +138,7 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
 
 /* The statements that copy an input's stored stalls and their threads:
  * ids after the stall_ids before, times shifted by dt, stack nodes by node. */
-static void stalls_sql_of(char *out, size_t cap, const input_info *info, long long stall_ids,
+static void stalls_sql_of(char *out, size_t cap, const tp_merge_input *info, long long stall_ids,
                           long long dt, long long node)
 {
     snprintf(out, cap,
@@ -324,7 +152,7 @@ static void stalls_sql_of(char *out, size_t cap, const input_info *info, long lo
 }
 
 /* summary_timing's columns as an input holds them, those it has not as 0 or NULL. */
-static void timing_columns(char *out, size_t cap, const input_info *info)
+static void timing_columns(char *out, size_t cap, const tp_merge_input *info)
 {
     snprintf(out, cap,
              "rank, name, count, total_s, mean, min, p5, p50, p95, max, in_steps_s, %s, %s, %s",
@@ -342,7 +170,7 @@ static void timing_columns(char *out, size_t cap, const input_info *info)
  * offset, times shifted, ranks kept); all_rows: as rows_sql says. Rows keep
  * their order: the source table is always the outer loop (CROSS JOIN), so
  * regions and marks stay in the order they were written. */
-static int copy_input(sqlite3 *db, const char *path, int agent, input_info *info, bool first,
+static int copy_input(sqlite3 *db, const char *path, int agent, tp_merge_input *info, bool first,
                       bool summaries, bool plots, bool step_phases, bool all_rows)
 {
     char *sql = sqlite3_mprintf("ATTACH %Q AS src", path);
@@ -473,19 +301,45 @@ static bool sync_file(const char *path)
     return ok;
 }
 
-static void free_info(input_info *info, size_t n)
+/* Creates the output's private file beside out_path (its name in tmp) and
+ * opens it as an empty run file in *db. SQLITE_CANTOPEN with *db NULL and
+ * the reason in err when the file can't be made; else SQLite's code, *db set
+ * (closed by the caller) either way. */
+static int open_output(const char *out_path, char *tmp, size_t tmp_cap, sqlite3 **db, char *err,
+                       size_t cap)
 {
-    for (size_t i = 0; info && i < n; i++)
-        free(info[i].ranks);
-    free(info);
+    /* made exclusively under a random name: nothing planted is followed */
+    snprintf(tmp, tmp_cap, "%s.tmp-XXXXXX", out_path);
+    int probe = mkostemp(tmp, O_CLOEXEC);
+    if (probe < 0) { /* say where, not SQLite's "unable to open database file" */
+        snprintf(err, cap, "merge: cannot write %s: %s", out_path, strerror(errno));
+        return SQLITE_CANTOPEN;
+    }
+    fchmod(probe, 0644);
+    close(probe);
+    int rc = sqlite3_open_v2(
+        tmp, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    /* The output is private until renamed, and thrown away on any failure:
+     * no journal, no syncs per transaction (one fsync before the rename
+     * makes it durable), one exclusive lock, a large page cache; 16 KiB
+     * pages (a merge of 2 node-days 25.5 s -> 22 s, reports no slower). */
+    if (rc == SQLITE_OK)
+        rc = tp_exec(*db, "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                          " PRAGMA main.locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
+                          " PRAGMA cache_size=-262144;");
+    if (rc == SQLITE_OK)
+        rc = tp_schema_create(*db);
+    if (rc == SQLITE_OK)
+        rc = tp_exec(*db, TP_SCHEMA_AGENT_META);
+    return rc;
 }
 
 bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
                    const tp_merge_options *opt, char *err, size_t cap)
 {
-    input_info *info = calloc(n, sizeof *info);
-    if (!info || !read_inputs(inputs, n, info, opt->force, err, cap)) {
-        free_info(info, n);
+    tp_merge_input *info = calloc(n, sizeof *info);
+    if (!info || !tp_merge_read_inputs(inputs, n, info, opt->force, err, cap)) {
+        tp_merge_free_inputs(info, n);
         return false;
     }
     int64_t earliest = info[0].start_wall_ns, uncertainty = 0;
@@ -499,7 +353,8 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
             uncertainty = info[i].uncertainty_ns;
     }
     char why[1024] = "";
-    bool summaries = summaries_carry_over(inputs, info, n, why, sizeof why), plots = summaries;
+    bool summaries = tp_merge_summaries_carry_over(inputs, info, n, why, sizeof why),
+         plots = summaries;
     for (size_t i = 0; i < n; i++)
         if (plots && !info[i].plots) {
             plots = false;
@@ -511,35 +366,16 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     bool all_rows = !(opt->summary_only && summaries && (plots || !opt->plots));
     if (all_rows && opt->rows_refused) {
         snprintf(err, cap, "merge --summary: %s", why);
-        free_info(info, n);
+        tp_merge_free_inputs(info, n);
         return false;
     }
-    char tmp[4200]; /* made exclusively under a random name: nothing planted is followed */
-    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", out_path);
-    int probe = mkostemp(tmp, O_CLOEXEC);
-    if (probe >= 0)
-        fchmod(probe, 0644);
-    if (probe < 0) { /* say where, not SQLite's "unable to open database file" */
-        snprintf(err, cap, "merge: cannot write %s: %s", out_path, strerror(errno));
-        free_info(info, n);
-        return false;
-    }
-    close(probe);
+    char tmp[4200];
     sqlite3 *db = NULL;
-    int rc = sqlite3_open_v2(
-        tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-    /* The output is private until renamed, and thrown away on any failure:
-     * no journal, no syncs per transaction (one fsync before the rename
-     * makes it durable), one exclusive lock, a large page cache; 16 KiB
-     * pages (a merge of 2 node-days 25.5 s -> 22 s, reports no slower). */
-    if (rc == SQLITE_OK)
-        rc = tp_exec(db, "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                         " PRAGMA main.locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
-                         " PRAGMA cache_size=-262144;");
-    if (rc == SQLITE_OK)
-        rc = tp_schema_create(db);
-    if (rc == SQLITE_OK)
-        rc = tp_exec(db, TP_SCHEMA_AGENT_META);
+    int rc = open_output(out_path, tmp, sizeof tmp, &db, err, cap);
+    if (rc == SQLITE_CANTOPEN && !db) {
+        tp_merge_free_inputs(info, n);
+        return false;
+    }
     /* one transaction per input (an attached file can't be detached inside
      * one); the output only appears, by rename, once every input is in */
     /* the groups of steps' phases are small (300 a rank) and the changes of
@@ -586,7 +422,7 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     if (rc != SQLITE_OK)
         snprintf(err, cap, "merge: %s", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
-    free_info(info, n);
+    tp_merge_free_inputs(info, n);
     if (rc == SQLITE_OK && opt->durable && !sync_file(tmp)) {
         snprintf(err, cap, "merge: cannot write %s to disk", tmp);
         rc = SQLITE_IOERR;

@@ -102,15 +102,8 @@ void tp_html_ops(FILE *out, const tp_ops_facts *f)
     for (size_t p = 0; p < nshown; p++)
         phase_table(out, f, rank, shown[p], steps);
     const tp_kernel_fact *rows[10];
-    const char *names[10];
     char column[10][160];
-    size_t n = 0;
-    for (size_t i = 0; i < f->nkernels && n < 10; i++)
-        if (f->kernels[i].rank == rank) {
-            rows[n] = &f->kernels[i];
-            names[n++] = f->kernels[i].name;
-        }
-    tp_kernel_column(column, names, n, 100);
+    size_t n = tp_rank_kernels(f, rank, 10, rows, column, 100);
     for (size_t i = 0; i < n; i++) {
         const tp_kernel_fact *k = rows[i];
         if (!i)

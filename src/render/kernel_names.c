@@ -148,3 +148,19 @@ void tp_kernel_column(char (*out)[160], const char *const *rows, size_t n, size_
             tp_kernel_short(out[i], sizeof out[i], rows[i], false, width);
     free(alike);
 }
+
+size_t tp_rank_kernels(const tp_ops_facts *f, int rank, size_t most, const tp_kernel_fact **rows,
+                       char (*column)[160], size_t width)
+{
+    const char *names[16];
+    size_t n = 0;
+    if (most > 16)
+        most = 16;
+    for (size_t i = 0; i < f->nkernels && n < most; i++)
+        if (f->kernels[i].rank == rank) {
+            rows[n] = &f->kernels[i];
+            names[n++] = f->kernels[i].name;
+        }
+    tp_kernel_column(column, names, n, width);
+    return n;
+}

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/ops_facts.h"
+
 /* name demangled (the C++ runtime's __cxa_demangle, where the program has
  * it; a name that is not mangled or does not demangle is kept as it is)
  * into out. */
@@ -26,5 +28,11 @@ void tp_kernel_short(char *out, size_t cap, const char *name, bool brief, size_t
  * table: brief where that tells them apart from the others shown, else with
  * their template arguments; out[i] receives rows[i]'s, cap bytes each. */
 void tp_kernel_column(char (*out)[160], const char *const *rows, size_t n, size_t width);
+
+/* The first most (at most 16) kernels of rank in f (by device time, most
+ * first) into rows, with their names for one table in column (width as
+ * tp_kernel_column's); how many. */
+size_t tp_rank_kernels(const tp_ops_facts *f, int rank, size_t most, const tp_kernel_fact **rows,
+                       char (*column)[160], size_t width);
 
 #endif

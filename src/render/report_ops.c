@@ -148,15 +148,8 @@ static void idle_where(char *out, size_t cap, const tp_ops_facts *f, int rank, d
 static void rank_gpu_text(FILE *out, const tp_ops_facts *f, int rank)
 {
     const tp_kernel_fact *shown[KERNELS_SHOWN] = {0};
-    const char *names[KERNELS_SHOWN] = {0};
     char column[KERNELS_SHOWN][160];
-    size_t n = 0;
-    for (size_t i = 0; i < f->nkernels && n < KERNELS_SHOWN; i++)
-        if (f->kernels[i].rank == rank) {
-            shown[n] = &f->kernels[i];
-            names[n++] = f->kernels[i].name;
-        }
-    tp_kernel_column(column, names, n, 60);
+    size_t n = tp_rank_kernels(f, rank, KERNELS_SHOWN, shown, column, 60);
     for (size_t i = 0; i < n; i++) {
         const tp_kernel_fact *k = shown[i];
         if (!i)

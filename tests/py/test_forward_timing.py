@@ -65,6 +65,20 @@ facts["global_hooks_after_second_pass"] = (len(mm._global_forward_pre_hooks)
                                            + len(mm._global_forward_hooks))
 facts["joined"] = type(joins._compiled_call_impl).__name__
 
+# passes 3 and 4 of the loader: the third looks again, the fourth does not
+# (each look puts every module call of its steps on torch's slow path)
+hooks_in_pass = []
+for _ in range(2):
+    for step, (x, y) in enumerate(loader):
+        if step == 0:
+            hooks_in_pass.append(len(mm._global_forward_pre_hooks))
+        opt.zero_grad()
+        criterion(model(x), y).backward()  # 2 outermost calls a step
+        opt.step()
+        if step == 2:
+            break
+facts["hooks_in_passes_3_4"] = hooks_in_pass
+
 # a network first called after the hooks went, in a new loop, and a
 # submodule called on its own: both found again (5 batches)
 probe = nn.Linear(8, 4)
@@ -106,17 +120,18 @@ def test_forward_is_timed_by_each_outermost_module_once_the_global_hooks_go(run_
     # after 32 outermost calls that found nothing new, no global hook is left
     assert facts["global_hooks_after_training"] == 0
     assert facts["joined"] == "TimedCall" and facts["global_hooks_after_second_pass"] == 0
+    assert facts["hooks_in_passes_3_4"] == [1, 0]
     assert facts["timed"] == ["TimedCall"] * 3 and facts["inner_not_timed"]
     assert facts["raised"]
     assert facts["copy_call"] == "None" and facts["copy_keeps_call"] == "None"
     assert facts["scripted"]
 
     names = {t["name"]: t for t in report_json(run_file)["timings"] if t["rank"] == -1}
-    # 80 x 3 in training, 10 x 2 + 1 in the second pass, 5 x 2 in the new loop, the
-    # forward that raised, the last
-    assert names["forward"]["count"] == 240 + 21 + 10 + 1 + 1
-    assert names["train_batch"]["count"] == 90
-    assert names["backward"]["count"] == 90
+    # 80 x 3 in training, 10 x 2 + 1 in the second pass, 2 x 3 x 2 in passes 3 and 4,
+    # 5 x 2 in the new loop, the forward that raised, the last
+    assert names["forward"]["count"] == 240 + 21 + 12 + 10 + 1 + 1
+    assert names["train_batch"]["count"] == 96
+    assert names["backward"]["count"] == 96
 
     # a model saved whole loads where trainprof is not imported
     load = tmp_path / "load.py"

@@ -9,8 +9,9 @@ of Module.compile(), which Module.__call__ calls instead of _call_impl, and
 which pickling and deepcopy leave out). Once QUIET outermost calls in a row
 found no new module, the global hooks go; the first iter() of every
 DataLoader and every torch.compile() bring them back for as long (an
-evaluation loop's model, a second network, the compiled wrapper), and each
-later iter() of a DataLoader, and a backward with no outermost call timed
+evaluation loop's model, a second network, the compiled wrapper), and the
+DataLoader's passes 2, 3, 5, 9, 17... (not every one: each look costs its
+steps the slow path), and a backward with no outermost call timed
 with gradients on since the step or the last backward began (a model first
 called after the hooks had gone), for QUIET_AGAIN calls. Every step taken while
 looking takes torch's slow path: with 64 batches an epoch and 32 calls of

@@ -22,7 +22,7 @@ from trainprof.runtime import bottleneck as _bottleneck
 from trainprof.steps import facts as _facts
 from trainprof.steps import state as _state
 
-_seen_loaders = weakref.WeakSet()  # DataLoaders iterated at least once
+_loader_passes = weakref.WeakKeyDictionary()  # DataLoader -> iter() calls so far
 
 
 # ---- host regions ------------------------------------------------------------
@@ -59,11 +59,17 @@ def _patch_dataloader():
         it = orig_iter(self)
         tell_rank()  # a process group made without init_process_group (a device mesh)
         # a new loop may call a module not seen yet: look for as long as at
-        # the start for a new DataLoader, briefly for another pass of one
-        first = self not in _seen_loaders
-        if first:
-            _seen_loaders.add(self)
-        discovery_start(QUIET if first else QUIET_AGAIN)
+        # the start for a new DataLoader, briefly for another pass of one,
+        # and only at its passes 2, 3, 5, 9, 17...: every look puts each
+        # module call of its steps on torch's slow path, and a training
+        # model first called later is found by its backward (forward_unseen)
+        try:
+            passes = _loader_passes.get(self, 0)
+            _loader_passes[self] = passes + 1
+        except TypeError:  # a DataLoader subclass that can't be weakly referenced
+            passes = 0
+        if passes & (passes - 1) == 0:
+            discovery_start(QUIET if passes == 0 else QUIET_AGAIN)
         it._trainprof_main = role == "main"
         it._trainprof_eval = role == "eval"
         if role == "main":

@@ -308,8 +308,6 @@ static void forget_recording(top_state *t)
     memset(&t->tail, 0, sizeof t->tail);
 }
 
-/* Takes in the rows the recording added since the last refresh (those of
- * the window only, on the first) and gives its last seconds. */
 /* A new live state of the recording: its stall threshold, and each rank's
  * last steps, so that a rank stopped before top looked is seen stalled. */
 static tp_live *join_recording(tp_run *run)
@@ -341,6 +339,8 @@ static tp_live *join_recording(tp_run *run)
     return l;
 }
 
+/* Takes in the rows the recording added since the last refresh (those of
+ * the window only, on the first) and gives its last seconds. */
 static void follow_recording(top_state *t, uint64_t now, tp_live_window *out)
 {
     if (!t->recording)

@@ -6,7 +6,9 @@ includes, and of calls (a module that calls a function another defines,
 read from the build's objects with nm, where the build's
 compile_commands.json is there: BUILD, build/ by default). Fails as well on
 a function over 80 lines that tools/long_functions.txt does not list, or
-longer than it lists it (the list is of those to split, and only shrinks).
+longer than it lists it (the list is of those to split, and only shrinks),
+and on two comments at the start of a line back to back (no code or blank
+line between): one of them was left over the wrong thing when code moved.
 
 A file's layer is its directory under src/ (src/collect/cpu.c: collect), cmd
 for the commands (src/*.c), lib for lib/, include/ and python/trainprof/*.c
@@ -137,6 +139,27 @@ def long_function_findings():
     return findings
 
 
+def stacked_comments():
+    """(path, line) of each comment at a line's start that follows another's
+    end directly, past a file's opening comment."""
+    found = []
+    for pattern in ("src/**/*.[ch]", "lib/*.[ch]", "include/*.h", "python/trainprof/*.[ch]"):
+        for path in sorted(ROOT.glob(pattern)):
+            lines = path.read_text().splitlines()
+            i, prev_start, prev_end = 0, None, None
+            while i < len(lines):
+                if lines[i].startswith("/*"):
+                    j = i
+                    while j < len(lines) - 1 and "*/" not in lines[j]:
+                        j += 1
+                    if prev_start and prev_end + 1 == i:  # the file's own comment aside
+                        found.append((str(path.relative_to(ROOT)), i + 1))
+                    prev_start, prev_end, i = i, j, j + 1
+                else:
+                    i += 1
+    return found
+
+
 def call_graph(build):
     """module -> modules whose functions or data it uses, from the objects
     compile_commands.json names (nm); None without a build."""
@@ -218,6 +241,8 @@ def main():
     for comp in cycles(calls or {}):
         findings.append("a cycle of calls between " + ", ".join(comp))
     findings += long_function_findings()
+    findings += [f"{p}:{n}: a comment right under another: one of them is over the wrong thing"
+                 for p, n in stacked_comments()]
     for f in findings:
         print(f)
     return 1 if findings else 0

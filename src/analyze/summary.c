@@ -262,8 +262,7 @@ static void gpu_slowdowns(tp_summary *s)
 
 /* The summary's parts; tp_summary_build wraps them in one read snapshot.
  * Stored figures or the rows: decided here, for every part, and only here.
- * From
- * the rows, the samples pass and the ranks (each a full pass over a table)
+ * From the rows, the samples pass and the ranks (each a full pass over a table)
  * run on threads of their own beside the timings: the record-end summary of
  * a node-day, 15 s on one core, waits only for the longest on a machine with
  * three (docs/benchmarks.md). */

@@ -128,11 +128,11 @@ bool tp_summary_step_phases(const tp_summary *s, int rank, size_t skip, tp_step_
 bool tp_summary_step_phases_of(const tp_summary *s, const int *ranks, const size_t *skip, size_t n,
                                tp_step_phases *ph, char *err, size_t cap);
 
-/* The summary of one series by metric and labels on an agent, or NULL. */
 /* The GPU rank drove (its ranks row's), or the run's one GPU where the
  * rank's is unknown; NULL where neither. */
 const tp_run_gpu *tp_summary_rank_gpu(const tp_summary *s, int rank);
 
+/* The summary of one series by metric and labels on an agent, or NULL. */
 const tp_series_summary *tp_summary_find(const tp_summary *s, int64_t agent_id, const char *metric,
                                          const char *labels);
 

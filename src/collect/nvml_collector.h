@@ -126,12 +126,13 @@ void tp_nvml_emit(nvml_collector *c, nvml_gpu *g, int m, uint64_t now_ns, double
  * into fields; false when the GPU has none. */
 bool tp_nvml_read_pcie(const nvml_lib *lib, nvmlDevice_t dev, nvmlFieldValue_t fields[2]);
 
-/* The readings of the slow thread: set-up (what each GPU supports), one
- * round (every 50 ms: the PCIe counters; each_second: the rest), and the
- * samples' release. */
 /* A wrap of 4 GiB takes 68 ms at PCIe Gen5 x16's 63 GB/s a way; a read of
  * the counters cost 178 us on an H100 (bench/nvml_contention.py) */
 #define NVML_FAST_ROUND_MS 50
+
+/* The readings of the slow thread: set-up (what each GPU supports), one
+ * round (every 50 ms: the PCIe counters; each_second: the rest), and the
+ * samples' release. */
 void tp_nvml_slow_setup(nvml_collector *c, nvml_gpu *g, const char *labels);
 void tp_nvml_slow_round(nvml_collector *c, bool each_second);
 void tp_nvml_slow_free(nvml_collector *c);

@@ -29,6 +29,7 @@ uint64_t tp_sink_start_ns(const tp_sink *s);
 
 /* Producer side. None of it fails: memory running out costs the item, and
  * is counted (tp_sink_losses). */
+
 /* The series' id; 0 when memory ran out (its samples are counted lost). */
 uint32_t tp_sink_series(tp_sink *s, const char *metric, const char *labels);
 /* t_mono_ns is CLOCK_MONOTONIC; negative or non-finite values are dropped. */
@@ -49,6 +50,7 @@ void tp_sink_fact(tp_sink *s, bool of_process, const char *key, const char *valu
 void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu);
 
 /* Timing events (from the drain thread). Times are CLOCK_MONOTONIC. */
+
 /* Returns the thread id; 0 when memory ran out (events sent to thread 0, or
  * with name 0, are counted lost). */
 uint32_t tp_sink_thread(tp_sink *s, const tp_thread_info *info);

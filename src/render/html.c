@@ -363,8 +363,6 @@ static void rank_parts(FILE *out, const tp_summary *s)
     free(values);
 }
 
-/* Step time over the run by phase, per plotted rank (a note first when
- * they are the notable ones). */
 /* "then evaluate, checkpoint": the pauses a group of steps had (bits of
  * tp_pause_names), into buf. */
 static const char *pause_note(char *buf, size_t cap, unsigned pauses)
@@ -376,6 +374,8 @@ static const char *pause_note(char *buf, size_t cap, unsigned pauses)
     return buf;
 }
 
+/* Step time over the run by phase, per plotted rank (a note first when
+ * they are the notable ones). */
 static void step_time_plots(FILE *out, const tp_summary *s, const tp_page_facts *page)
 {
     if (page->notable_ranks)

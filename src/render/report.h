@@ -36,10 +36,9 @@ void tp_report_json(FILE *out, const tp_summary *s, const tp_verdicts *v);
 void tp_report_timings_text(FILE *out, const tp_summary *s, bool all);
 void tp_report_timings_json(json_writer *w, const tp_summary *s);
 
-/* Ranks side by side: text when two or more marked steps; JSON for any
- * rank that did (null when none). */
-/* Ranks side by side: a line each, or past TP_RANKS_LISTED ranks (unless
- * all) their distribution and those that stand out. */
+/* Ranks side by side, once two or more marked steps: in text a line each,
+ * or past TP_RANKS_LISTED ranks (unless all) their distribution and those
+ * that stand out; in JSON every rank that did (null when none). */
 void tp_report_ranks_text(FILE *out, const tp_summary *s, bool all);
 void tp_report_ranks_json(json_writer *w, const tp_summary *s);
 

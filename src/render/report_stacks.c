@@ -13,7 +13,6 @@
 #define WAITED_FUNCTIONS_SHOWN 3    /* on the one line of the threads that only waited */
 #define GROUP_MIN_SHARE        0.02 /* of its rank's samples: smaller groups are left to --json */
 
-/* A file's last two path components: "torchvision/transforms.py". */
 /* What a group's samples were doing, in words. */
 static void group_label(char *buf, size_t cap, const tp_stack_group *g)
 {

@@ -226,7 +226,6 @@ typedef struct tp_device_row {
 void tp_run_rank_device_rows(tp_run *run, int64_t agent_id, int rank, const char *name,
                              int64_t t0_ns, int64_t t1_ns, tp_device_row **rows, size_t *n);
 
-/* Timing threads recorded and events they dropped (0 and 0 for schema 1). */
 /* The latest end of a region of rank's threads at or after since_ns; -1
  * when none closed since then (or the file can't say). */
 int64_t tp_run_rank_last_region_end(tp_run *run, int rank, int64_t since_ns);
@@ -244,6 +243,7 @@ typedef struct tp_run_process {
  * the file can't be read. */
 bool tp_run_processes(tp_run *run, tp_run_process **out, size_t *n);
 
+/* Timing threads recorded and events they dropped (0 and 0 for schema 1). */
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped);
 
 #endif

@@ -69,17 +69,17 @@
     "CREATE TABLE IF NOT EXISTS summary_stack (rank INTEGER NOT NULL, phase TEXT," \
     "  worker INTEGER NOT NULL, node_id INTEGER NOT NULL, state INTEGER NOT NULL," \
     "  samples INTEGER NOT NULL);"
-/* The stalls (analyze/stalls.h, written with the summary; meta
- * stalls_stored = 1): each stall of a rank, ended or lasting to the end, and
- * the threads of its rank's processes then (most samples first); a merged
- * run's nodes offset, times shifted. Files summarized before have none
- * (readers find them from the rows; `summarize --force` adds them). */
 /* summary_stall.between_steps: the rank's last step had closed and it
  * stopped in a region between steps (a `.item()` on a GPU that never
  * answers); files summarized before have none (readers take 0). */
 #define TP_SCHEMA_STALL_BETWEEN ", between_steps INTEGER NOT NULL DEFAULT 0"
 #define TP_SCHEMA_ADD_STALL_BETWEEN \
     "ALTER TABLE summary_stall ADD COLUMN between_steps INTEGER NOT NULL DEFAULT 0;"
+/* The stalls (analyze/stalls.h, written with the summary; meta
+ * stalls_stored = 1): each stall of a rank, ended or lasting to the end, and
+ * the threads of its rank's processes then (most samples first); a merged
+ * run's nodes offset, times shifted. Files summarized before have none
+ * (readers find them from the rows; `summarize --force` adds them). */
 #define TP_SCHEMA_SUMMARY_STALLS                                                         \
     "CREATE TABLE IF NOT EXISTS summary_stall (id INTEGER PRIMARY KEY,"                  \
     "  rank INTEGER NOT NULL, ended INTEGER NOT NULL, start_ns INTEGER NOT NULL,"        \

@@ -270,12 +270,6 @@ static int write_plots(sqlite3 *db, const tp_summary_rows *p)
     return rc;
 }
 
-/* Writes s into db's summary tables in one transaction. upgrade: db has an
- * older schema, brought up to date in the same transaction: summary_timing
- * made anew (3 and 4's lack in_steps_s and the device columns), the tables
- * and views of later schemas added (empty: such a file recorded none of
- * them), and a schema 8 file's stack_sample given its run columns (each of
- * its rows one sample). */
 /* Brings an older file's tables to this schema inside the open transaction
  * (upgrade: its summary_timing from before device times; rank_gpu,
  * batches: whether summary_rank.gpu and summary_step.batches exist). */
@@ -311,6 +305,12 @@ static int upgrade_tables(sqlite3 *db, bool upgrade, bool rank_gpu, bool batches
     return rc;
 }
 
+/* Writes s into db's summary tables in one transaction. upgrade: db has an
+ * older schema, brought up to date in the same transaction: summary_timing
+ * made anew (3 and 4's lack in_steps_s and the device columns), the tables
+ * and views of later schemas added (empty: such a file recorded none of
+ * them), and a schema 8 file's stack_sample given its run columns (each of
+ * its rows one sample). */
 static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bool rank_gpu,
                          bool batches, char *why, size_t cap)
 {

@@ -119,6 +119,16 @@ def in_short(text):
     return words(text.split("In short\n", 1)[1].split("\n\n", 1)[0])
 
 
+def free_port():
+    """A TCP port on loopback that no one listens on now (a master port of its own
+    for each distributed test: a fixed one collides with anything left there)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def report_json(path):
     r = trainprof("report", "--json", path)
     assert r.returncode == 0, r.stderr

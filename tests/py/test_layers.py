@@ -171,3 +171,25 @@ def test_a_new_function_over_80_lines_and_a_listed_one_grown_are_named(tmp_path)
     assert r.stdout.splitlines() == [
         "src/analyze/long.c: listed_fn grew to 82 lines (81 listed in tools/long_functions.txt, "
         "over 80): split it"]
+
+
+def test_a_comment_left_over_another_is_named(tmp_path):
+    """Code moved away from under its comment leaves two comments back to
+    back; the file's own opening comment and a section's (a blank line
+    after it) are not that."""
+    root = tree_with_docs(tmp_path)
+    (root / "src" / "analyze" / "moved.c").write_text(
+        "/* moved.c: the file's own comment. */\n"
+        "/* Its first function's. */\n"
+        "int first(void);\n\n"
+        "/* A section. */\n\n"
+        "/* What second does. */\n"
+        "/* What a function moved elsewhere did,\n"
+        " * over two lines. */\n"
+        "/* What third does. */\n"
+        "int third(void);\n")
+    r = subprocess.run(CHECK + ["--root", str(root)], capture_output=True, text=True)
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    assert lines == [f"src/analyze/moved.c:{n}: a comment right under another: one of them is "
+                     "over the wrong thing" for n in (8, 10)]

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import PROGRAM, PYTHON, report_json, trainprof
+from conftest import PROGRAM, PYTHON, free_port, report_json, trainprof
 
 # A model of known layers: three Conv2d and two Linear; STEPS steps of
 # batch 16. SLOW_AT: that step sleeps 10 times a step. PROFILE: the script
@@ -365,7 +365,7 @@ def test_ddp_ranks_capture_the_same_steps(tmp_path):
     run = tmp_path / "ddp.db"
     r = subprocess.run([PROGRAM, "record", "-q", "-o", str(run), "--", PYTHON, "-m",
                         "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                        "29561", str(script)], capture_output=True, text=True, timeout=300)
+                        str(free_port()), str(script)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     rep = report_json(run)
     windows = sorted((w["rank"], w["first_step"], w["steps"]) for w in rep["windows"])
@@ -448,13 +448,10 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
 
 
 def test_post_capture_from_loopback_asks_the_recording(tmp_path):
-    import socket
     import urllib.error
     import urllib.request
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     with paused_at_step_30(tmp_path, "served.db", ("--serve", f"127.0.0.1:{port}")) as (_, run):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", data=b"")

@@ -7,13 +7,13 @@ import json
 import os
 import shutil
 import sqlite3
-import socket
 import subprocess
 import textwrap
 import time
 import urllib.request
 
-from conftest import PROGRAM, PYTHON, ROOT, in_short, report_json, run_on_a_terminal, trainprof, words
+from conftest import (PROGRAM, PYTHON, ROOT, free_port, in_short, report_json, run_on_a_terminal,
+                      trainprof, words)
 
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
 
@@ -114,12 +114,6 @@ def test_rank_blocked_in_its_dataset_is_named_with_its_function(tmp_path, run_fi
     html = page.read_text()
     assert '<p class="trouble">[stalled] The training stalled' in html
     assert "rank 0 waits for rank 1: in backward" in html  # the report's tables, embedded
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(port):

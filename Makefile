@@ -10,7 +10,7 @@ SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -
 C_FILES  := $(shell find include lib src tests bench python -name '*.[ch]')
 WERROR   := $(if $(CI),-Dwerror=true,)
 
-.PHONY: all build deps demo test test-c test-sanitizers test-format test-layers test-py test-fuzz fuzz bench format clean wheel sdist test-wheel test-bare
+.PHONY: all build deps demo test test-c test-sanitizers test-format test-python-style test-layers test-py test-fuzz fuzz bench format clean wheel sdist test-wheel test-bare
 
 all: build
 
@@ -34,7 +34,7 @@ demo: build
 	$(PROGRAM) report $(BUILD)/demo.db
 	$(PROGRAM) html --force $(BUILD)/demo.db
 
-test: build test-format test-layers test-c test-sanitizers test-py test-fuzz test-wheel
+test: build test-format test-python-style test-layers test-c test-sanitizers test-py test-fuzz test-wheel
 
 # Binary wheels for every CPython 3.9-3.14 here, repaired by auditwheel to carry
 # SQLite, ncurses and libmicrohttpd (manylinux); the source package
@@ -119,6 +119,18 @@ test-layers:
 
 test-format: deps
 	clang-format --dry-run --Werror $(C_FILES)
+
+# ruff's lint and formatter over every Python file (pyproject.toml says which
+# rules), and mypy --strict over the public API as a typed script uses it
+# (tests/typecheck/), against the package installed in .venv
+PY_DIRS := python tests bench tools examples
+test-python-style: build
+	$(VENV)/bin/ruff check -q $(PY_DIRS)
+	$(VENV)/bin/ruff format --check -q $(PY_DIRS)
+	cd tests/typecheck && ../../$(VENV)/bin/mypy --strict --python-version 3.10 \
+	    --cache-dir ../../$(BUILD)/mypy-cache public_api.py
+	cd $(BUILD) && ../$(VENV)/bin/mypy --strict --python-version 3.10 --follow-imports=silent \
+	    --cache-dir mypy-cache -m trainprof -m trainprof._native -m trainprof.steps.state
 
 test-py: build
 	TRAINPROF=$(abspath $(PROGRAM)) FAKE_NVML_LIB=$(abspath $(BUILD)/tests/libfake_nvml.so) \

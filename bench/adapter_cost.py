@@ -38,10 +38,25 @@ def one(program, alt, work):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     args = [str(work / "ck")] if program.startswith("keras") else []
-    subprocess.run([str(TRAINPROF), "record", "-q", "--force", "--ops", "off",
-                    "-o", str(work / "run.db"), "--",
-                    sys.executable, str(PROGRAMS / program), *args],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            str(TRAINPROF),
+            "record",
+            "-q",
+            "--force",
+            "--ops",
+            "off",
+            "-o",
+            str(work / "run.db"),
+            "--",
+            sys.executable,
+            str(PROGRAMS / program),
+            *args,
+        ],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -66,26 +81,32 @@ def main():
             cpu = {name: [] for name, _ in variants}
             wall = {name: [] for name, _ in variants}
             for r in range(args.rounds):
-                order = variants[r % len(variants):] + variants[:r % len(variants)]
+                order = variants[r % len(variants) :] + variants[: r % len(variants)]
                 for name, alt in order:
                     c, w = one(program, alt, work)
                     cpu[name].append(c)
                     wall[name].append(w)
             first = variants[0][0]
             results[program] = {
-                name: {"cpu_s": round(statistics.median(cpu[name]), 3),
-                       "cpu_ratio": round(statistics.median(cpu[name])
-                                          / statistics.median(cpu[first]), 3),
-                       "wall_s": round(statistics.median(wall[name]), 3)}
-                for name, _ in variants}
+                name: {
+                    "cpu_s": round(statistics.median(cpu[name]), 3),
+                    "cpu_ratio": round(
+                        statistics.median(cpu[name]) / statistics.median(cpu[first]), 3
+                    ),
+                    "wall_s": round(statistics.median(wall[name]), 3),
+                }
+                for name, _ in variants
+            }
     if args.json:
         print(json.dumps({"rounds": args.rounds, "programs": results}))
         return
     for program, by_variant in results.items():
         print(f"{program}, {args.rounds} rounds (medians)")
         for name, v in by_variant.items():
-            print(f"  {name:6} CPU {v['cpu_s']:.3f} s  x{v['cpu_ratio']:.3f}  "
-                  f"wall {v['wall_s']:.3f} s")
+            print(
+                f"  {name:6} CPU {v['cpu_s']:.3f} s  x{v['cpu_ratio']:.3f}  "
+                f"wall {v['wall_s']:.3f} s"
+            )
 
 
 if __name__ == "__main__":

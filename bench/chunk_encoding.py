@@ -79,8 +79,9 @@ def region_sizes(db):
     js = bn = n = 0
     thread = chunk_t0 = None
     for th, name, depth, start, end in db.execute(
-            "SELECT thread_id, name_id, depth, start_ns, end_ns FROM region"
-            " ORDER BY thread_id, start_ns"):
+        "SELECT thread_id, name_id, depth, start_ns, end_ns FROM region"
+        " ORDER BY thread_id, start_ns"
+    ):
         if th != thread or start - chunk_t0 >= CHUNK_NS:
             thread, chunk_t0, prev = th, start, start
             js += 2 + 16
@@ -97,19 +98,28 @@ def main():
         path = sys.argv[1] if len(sys.argv) > 1 else None
         if path is None:
             path = os.path.join(d, "node.db")
-            subprocess.run([GEN, path, "3", "0.5", "32", "8", "8", "1", "node-0", "0"],
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [GEN, path, "3", "0.5", "32", "8", "8", "1", "node-0", "0"],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        rows = dict(db.execute("SELECT name, sum(pgsize) FROM dbstat"
-                               " WHERE name IN ('sample', 'region') GROUP BY name"))
+        rows = dict(
+            db.execute(
+                "SELECT name, sum(pgsize) FROM dbstat"
+                " WHERE name IN ('sample', 'region') GROUP BY name"
+            )
+        )
         print(f"{path}: bytes per row, SQLite rows / JSON chunks / binary chunks")
         for table, sizes in (("sample", sample_sizes), ("region", region_sizes)):
             n, js, bn = sizes(db)
             if n == 0:
                 print(f"  {table:6} none")
                 continue
-            print(f"  {table:6} {n:>11,}  rows {rows[table] / n:5.1f}  JSON {js / n:5.1f}"
-                  f"  binary {bn / n:5.1f}")
+            print(
+                f"  {table:6} {n:>11,}  rows {rows[table] / n:5.1f}  JSON {js / n:5.1f}"
+                f"  binary {bn / n:5.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -52,9 +52,22 @@ def generate(d, hours):
     def one(node):
         path = os.path.join(d, f"node-{node}.db")
         if not os.path.exists(path):
-            subprocess.run([GEN, path + ".tmp", str(hours), "0.5", "32", "8",
-                            str(RANKS_PER_NODE), "1", f"node-{node}", str(node * RANKS_PER_NODE)],
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    GEN,
+                    path + ".tmp",
+                    str(hours),
+                    "0.5",
+                    "32",
+                    "8",
+                    str(RANKS_PER_NODE),
+                    "1",
+                    f"node-{node}",
+                    str(node * RANKS_PER_NODE),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             os.rename(path + ".tmp", path)
         return path
 
@@ -77,8 +90,9 @@ def main():
         def merge():
             if os.path.exists(merged):
                 os.unlink(merged)
-            subprocess.run([PROGRAM, "merge", "-o", merged, *files], check=True,
-                           stderr=subprocess.DEVNULL)
+            subprocess.run(
+                [PROGRAM, "merge", "-o", merged, *files], check=True, stderr=subprocess.DEVNULL
+            )
 
         def copy():
             shutil.rmtree(copies, ignore_errors=True)
@@ -96,52 +110,93 @@ def main():
         def merge_summary():
             if os.path.exists(small):
                 os.unlink(small)
-            subprocess.run([PROGRAM, "merge", "--summary", "-o", small, *files], check=True,
-                           stderr=subprocess.DEVNULL)
+            subprocess.run(
+                [PROGRAM, "merge", "--summary", "-o", small, *files],
+                check=True,
+                stderr=subprocess.DEVNULL,
+            )
 
         merge_summary_s = timed(lambda: (merge_summary(), os.sync()), runs=3)
-        report_small_s = timed(lambda: subprocess.run([PROGRAM, "report", small], check=True,
-                                                      stdout=subprocess.DEVNULL), runs=3)
+        report_small_s = timed(
+            lambda: subprocess.run(
+                [PROGRAM, "report", small], check=True, stdout=subprocess.DEVNULL
+            ),
+            runs=3,
+        )
 
         def report():
             subprocess.run([PROGRAM, "report", merged], check=True, stdout=subprocess.DEVNULL)
 
         report_s = timed(report, runs=3)
         # the node files as they are: only what the stored summaries need is merged
-        files_s = timed(lambda: subprocess.run([PROGRAM, "report", *files], check=True,
-                                               stdout=subprocess.DEVNULL), runs=3)
+        files_s = timed(
+            lambda: subprocess.run(
+                [PROGRAM, "report", *files], check=True, stdout=subprocess.DEVNULL
+            ),
+            runs=3,
+        )
         page = os.path.join(d, "all.html")
-        html_files_s = timed(lambda: subprocess.run([PROGRAM, "html", "--force", "-o", page,
-                                                     *files], check=True,
-                                                    stderr=subprocess.DEVNULL), runs=3)
-        html_merged_s = timed(lambda: subprocess.run([PROGRAM, "html", "--force", "-o", page,
-                                                      merged], check=True,
-                                                     stderr=subprocess.DEVNULL), runs=3)
+        html_files_s = timed(
+            lambda: subprocess.run(
+                [PROGRAM, "html", "--force", "-o", page, *files],
+                check=True,
+                stderr=subprocess.DEVNULL,
+            ),
+            runs=3,
+        )
+        html_merged_s = timed(
+            lambda: subprocess.run(
+                [PROGRAM, "html", "--force", "-o", page, merged],
+                check=True,
+                stderr=subprocess.DEVNULL,
+            ),
+            runs=3,
+        )
         rows_copy = os.path.join(d, "node-0-rows.db")
         shutil.copyfile(files[0], rows_copy)
         with sqlite3.connect(rows_copy) as db:
             db.execute("DELETE FROM meta WHERE key = 'summarized'")
-        rows_s = timed(lambda: subprocess.run([PROGRAM, "report", rows_copy], check=True,
-                                              stdout=subprocess.DEVNULL))
+        rows_s = timed(
+            lambda: subprocess.run(
+                [PROGRAM, "report", rows_copy], check=True, stdout=subprocess.DEVNULL
+            )
+        )
         os.unlink(rows_copy)
         with sqlite3.connect(merged) as db:
-            counts = {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                      for t in ("sample", "region", "mark")}
-        rep = json.loads(subprocess.run([PROGRAM, "report", "--json", merged], check=True,
-                                        capture_output=True, text=True).stdout)
+            counts = {
+                t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("sample", "region", "mark")
+            }
+        rep = json.loads(
+            subprocess.run(
+                [PROGRAM, "report", "--json", merged], check=True, capture_output=True, text=True
+            ).stdout
+        )
         stragglers = [v["evidence"]["rank"] for v in rep["verdicts"] if v["kind"] == "straggler"]
-        print(json.dumps({
-            "hours": hours, "nodes": NODES, "ranks": NODES * RANKS_PER_NODE, **counts,
-            "node_file_mb": round(os.path.getsize(files[0]) / 1e6),
-            "merged_file_mb": round(os.path.getsize(merged) / 1e6), "generate_s": gen_s,
-            "merge_s": merge_s, "cp_8_files_s": copy_s,
-            "merge_summary_s": merge_summary_s,
-            "summary_file_mb": round(os.path.getsize(small) / 1e6, 1),
-            "report_summary_file_s": report_small_s,
-            "report_merged_s": report_s, "report_8_node_files_s": files_s,
-            "report_one_node_from_rows_s": rows_s,
-            "html_8_node_files_s": html_files_s, "html_merged_s": html_merged_s,
-            "stragglers_named": stragglers}))
+        print(
+            json.dumps(
+                {
+                    "hours": hours,
+                    "nodes": NODES,
+                    "ranks": NODES * RANKS_PER_NODE,
+                    **counts,
+                    "node_file_mb": round(os.path.getsize(files[0]) / 1e6),
+                    "merged_file_mb": round(os.path.getsize(merged) / 1e6),
+                    "generate_s": gen_s,
+                    "merge_s": merge_s,
+                    "cp_8_files_s": copy_s,
+                    "merge_summary_s": merge_summary_s,
+                    "summary_file_mb": round(os.path.getsize(small) / 1e6, 1),
+                    "report_summary_file_s": report_small_s,
+                    "report_merged_s": report_s,
+                    "report_8_node_files_s": files_s,
+                    "report_one_node_from_rows_s": rows_s,
+                    "html_8_node_files_s": html_files_s,
+                    "html_merged_s": html_merged_s,
+                    "stragglers_named": stragglers,
+                }
+            )
+        )
     finally:
         if not keep:
             shutil.rmtree(d, ignore_errors=True)

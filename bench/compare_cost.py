@@ -44,9 +44,22 @@ def node_file(work, name, hours, index):
     """Node index of a job (ranks 8 * index...), generated once."""
     path = work / f"{name}-{hours}h-{index}.db"
     if not path.exists():
-        subprocess.run([GEN, str(path), str(hours), "1", "64", "8", str(RANKS), "1.0",
-                        f"node{index}", str(RANKS * index)], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                GEN,
+                str(path),
+                str(hours),
+                "1",
+                "64",
+                "8",
+                str(RANKS),
+                "1.0",
+                f"node{index}",
+                str(RANKS * index),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     return path
 
 
@@ -70,8 +83,10 @@ def main():
         other = work / "day-copy.db"
         if not other.exists():
             shutil.copy(day, other)
-        result["node_day"] = {"compare_s": timed([PROGRAM, "compare", str(day), str(other)]),
-                              "report_s": timed([PROGRAM, "report", str(day)])}
+        result["node_day"] = {
+            "compare_s": timed([PROGRAM, "compare", str(day), str(other)]),
+            "report_s": timed([PROGRAM, "report", str(day)]),
+        }
         result["jobs"] = []
         for n in (int(x) for x in args.nodes.split(",")):
             with ThreadPoolExecutor(2) as pool:
@@ -82,9 +97,14 @@ def main():
                 argv += ["--base", str(path)]
             compare_s = timed(argv + [str(p) for p in b])
             report_s = timed([PROGRAM, "report", *map(str, a)])
-            result["jobs"].append({"nodes": n, "compare_s": compare_s,
-                                   "per_node_s": round(compare_s / (2 * n), 4),
-                                   "report_s": report_s})
+            result["jobs"].append(
+                {
+                    "nodes": n,
+                    "compare_s": compare_s,
+                    "per_node_s": round(compare_s / (2 * n), 4),
+                    "report_s": report_s,
+                }
+            )
     finally:
         if tmp:
             shutil.rmtree(tmp)
@@ -94,8 +114,10 @@ def main():
     d = result["node_day"]
     print(f"two node-days: compare {d['compare_s']} s (report of one: {d['report_s']} s)")
     for j in result["jobs"]:
-        print(f"{j['nodes']} node files a side: compare --base {j['compare_s']} s "
-              f"({j['per_node_s']} s a node file); report of one side {j['report_s']} s")
+        print(
+            f"{j['nodes']} node files a side: compare --base {j['compare_s']} s "
+            f"({j['per_node_s']} s a node file); report of one side {j['report_s']} s"
+        )
 
 
 if __name__ == "__main__":

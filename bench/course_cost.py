@@ -80,9 +80,23 @@ def one(program, script, steps, seconds, forks, stacks_off):
     watch = ["--stacks", "0"] if stacks_off else ["--serve", f"127.0.0.1:{free_port()}"]
     with tempfile.TemporaryDirectory() as d:
         flag = pathlib.Path(d) / "flag"
-        rec = subprocess.Popen([program, "record", "-q", *watch, "-o", str(pathlib.Path(d) / "run.db"), "--", sys.executable,
-                                str(script), str(steps), str(seconds), str(forks), str(flag)],
-                               )
+        rec = subprocess.Popen(
+            [
+                program,
+                "record",
+                "-q",
+                *watch,
+                "-o",
+                str(pathlib.Path(d) / "run.db"),
+                "--",
+                sys.executable,
+                str(script),
+                str(steps),
+                str(seconds),
+                str(forks),
+                str(flag),
+            ],
+        )
         while not flag.exists() and rec.poll() is None:
             time.sleep(0.02)
         cpu = self_cpu_s(rec.pid)
@@ -97,8 +111,11 @@ def main():
     ap.add_argument("--steps", type=int, default=1000, help="steps a second (default 1000)")
     ap.add_argument("--seconds", type=float, default=10, help="stepping seconds (default 10)")
     ap.add_argument("--forks", type=int, default=200, help="children forked and reaped")
-    ap.add_argument("--stacks-off", action="store_true",
-                    help="record --stacks 0 without --serve (the live state kept for stalls)")
+    ap.add_argument(
+        "--stacks-off",
+        action="store_true",
+        help="record --stacks 0 without --serve (the live state kept for stalls)",
+    )
     args = ap.parse_args()
     programs = [("this", PROGRAM)] + ([("alt", args.alt_trainprof)] if args.alt_trainprof else [])
     with tempfile.TemporaryDirectory() as d:
@@ -106,11 +123,17 @@ def main():
         script.write_text(SCRIPT)
         got = {name: [] for name, _ in programs}
         for r in range(args.rounds):
-            for name, program in (programs if r % 2 == 0 else programs[::-1]):
-                got[name].append(one(program, script, args.steps, args.seconds, args.forks,
-                                     args.stacks_off))
-    out = {"steps_per_s": args.steps, "seconds": args.seconds, "forks": args.forks,
-           "rounds": args.rounds, "stacks_off": args.stacks_off}
+            for name, program in programs if r % 2 == 0 else programs[::-1]:
+                got[name].append(
+                    one(program, script, args.steps, args.seconds, args.forks, args.stacks_off)
+                )
+    out = {
+        "steps_per_s": args.steps,
+        "seconds": args.seconds,
+        "forks": args.forks,
+        "rounds": args.rounds,
+        "stacks_off": args.stacks_off,
+    }
     for name, values in got.items():
         out[f"{name}_recorder_cpu_percent"] = round(statistics.median(values), 3)
         out[f"{name}_all"] = [round(v, 3) for v in values]

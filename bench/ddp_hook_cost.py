@@ -48,10 +48,26 @@ dist.destroy_process_group()
 def run(trainprof, script, hook):
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(
-            [trainprof, "record", "-q", "-o", os.path.join(tmp, "r.db"), "--", sys.executable,
-             "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1", script],
-            env={**os.environ, "TRAINPROF_DDP_HOOK": hook}, capture_output=True, text=True,
-            check=True).stdout
+            [
+                trainprof,
+                "record",
+                "-q",
+                "-o",
+                os.path.join(tmp, "r.db"),
+                "--",
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc_per_node",
+                "1",
+                script,
+            ],
+            env={**os.environ, "TRAINPROF_DDP_HOOK": hook},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     return float(out.split("step_ms")[-1].split()[0])
 
 
@@ -66,8 +82,12 @@ def main():
             times[hook].append(run(trainprof, f.name, hook))
     os.unlink(f.name)
     off, on = statistics.median(times["0"]), statistics.median(times["1"])
-    print(json.dumps({"builtin_allreduce_ms": off, "timed_hook_ms": on, "ratio": on / off,
-                      "rounds": times}, indent=1))
+    print(
+        json.dumps(
+            {"builtin_allreduce_ms": off, "timed_hook_ms": on, "ratio": on / off, "rounds": times},
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

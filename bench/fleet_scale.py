@@ -29,16 +29,34 @@ RANKS = 8
 def node_file(work, index):
     path = work / f"a-1h-{index}.db"
     if not path.exists():
-        subprocess.run([GEN, str(path), "1", "1", "64", "8", str(RANKS), "1.0", f"node{index}",
-                        str(RANKS * index)], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                GEN,
+                str(path),
+                "1",
+                "1",
+                "64",
+                "8",
+                str(RANKS),
+                "1.0",
+                f"node{index}",
+                str(RANKS * index),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     return path
 
 
 def measured(argv):
     """Wall seconds and peak resident MiB of argv, by GNU time."""
     with tempfile.NamedTemporaryFile("r") as f:
-        subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", f.name, *argv], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["/usr/bin/time", "-f", "%e %M", "-o", f.name, *argv],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         seconds, kib = f.read().split()[-2:]
     return float(seconds), round(int(kib) / 1024)
 
@@ -58,15 +76,26 @@ def main():
         merged = work / f"merged-{n}.db"
         row = {"nodes": n}
         for what, argv in (
-                ("report", [PROGRAM, "report", *files]),
-                ("html", [PROGRAM, "html", "--force", "-o", str(work / f"fleet-{n}.html"), *files]),
-                ("merge_summary", [PROGRAM, "merge", "-q", "--force", "--summary", "-o",
-                                   str(merged), *files]),
-                ("report_merged", [PROGRAM, "report", str(merged)]),
-                ("html_merged", [PROGRAM, "html", "--force", "-o",
-                                 str(work / f"fleet-merged-{n}.html"), str(merged)]),
-                ("compare", [PROGRAM, "compare", *[x for f in files for x in ("--base", f)],
-                             *files])):
+            ("report", [PROGRAM, "report", *files]),
+            ("html", [PROGRAM, "html", "--force", "-o", str(work / f"fleet-{n}.html"), *files]),
+            (
+                "merge_summary",
+                [PROGRAM, "merge", "-q", "--force", "--summary", "-o", str(merged), *files],
+            ),
+            ("report_merged", [PROGRAM, "report", str(merged)]),
+            (
+                "html_merged",
+                [
+                    PROGRAM,
+                    "html",
+                    "--force",
+                    "-o",
+                    str(work / f"fleet-merged-{n}.html"),
+                    str(merged),
+                ],
+            ),
+            ("compare", [PROGRAM, "compare", *[x for f in files for x in ("--base", f)], *files]),
+        ):
             seconds, mib = measured(argv)
             row[what] = {"s": seconds, "per_node_ms": round(1000 * seconds / n, 1), "peak_mib": mib}
         row["merged_mb"] = round(merged.stat().st_size / 1e6)
@@ -76,10 +105,16 @@ def main():
         print(json.dumps(rows))
         return
     for row in rows:
-        parts = [f"{k} {v['s']} s ({v['per_node_ms']} ms/node, {v['peak_mib']} MiB)"
-                 for k, v in row.items() if isinstance(v, dict)]
-        print(f"{row['nodes']} node files: " + "; ".join(parts)
-              + f"; merged file {row['merged_mb']} MB, html {row['html_kb']} kB")
+        parts = [
+            f"{k} {v['s']} s ({v['per_node_ms']} ms/node, {v['peak_mib']} MiB)"
+            for k, v in row.items()
+            if isinstance(v, dict)
+        ]
+        print(
+            f"{row['nodes']} node files: "
+            + "; ".join(parts)
+            + f"; merged file {row['merged_mb']} MB, html {row['html_kb']} kB"
+        )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import timeit
 
 import torch
 import torch.distributed as dist
-
 import trainprof.torch as tpt
 
 
@@ -49,10 +48,19 @@ def main():
     funcol.all_reduce, funcol.wait_tensor = timed
     dist.destroy_process_group()
     plain_us, timed_us = (statistics.median(times[k]) for k in ("plain", "timed"))
-    print(json.dumps({"rounds": rounds, "plain_us": round(plain_us, 2),
-                      "timed_us": round(timed_us, 2), "added_us": round(timed_us - plain_us, 2),
-                      "per_round_added_us": [round(t - p, 2) for p, t in
-                                             zip(times["plain"], times["timed"])]}))
+    print(
+        json.dumps(
+            {
+                "rounds": rounds,
+                "plain_us": round(plain_us, 2),
+                "timed_us": round(timed_us, 2),
+                "added_us": round(timed_us - plain_us, 2),
+                "per_round_added_us": [
+                    round(t - p, 2) for p, t in zip(times["plain"], times["timed"])
+                ],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

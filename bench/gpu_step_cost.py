@@ -39,8 +39,18 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PATCHES = ("dataloader", "workers", "modules", "backward", "optimizer", "schedulers",
-           "transfers", "distributed", "spawn", "graph_capture")
+PATCHES = (
+    "dataloader",
+    "workers",
+    "modules",
+    "backward",
+    "optimizer",
+    "schedulers",
+    "transfers",
+    "distributed",
+    "spawn",
+    "graph_capture",
+)
 
 CHILD = r"""
 import json, os, resource, statistics, sys, time
@@ -195,42 +205,66 @@ def measure(arm, args, run_file):
     out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800)
     lines = [l for l in out.stdout.splitlines() if l.startswith("BENCH ")]
     if out.returncode != 0 or not lines:
-        raise SystemExit(f"gpu_step_cost.py: arm {arm} failed ({out.returncode}): "
-                         f"{out.stderr[-2000:]}")
+        raise SystemExit(
+            f"gpu_step_cost.py: arm {arm} failed ({out.returncode}): {out.stderr[-2000:]}"
+        )
     return json.loads(lines[-1][6:])
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("rounds", nargs="?", type=int, default=8)
-    p.add_argument("--model", default="standin",
-                   choices=("standin", "mlp", "resnet", "transformer"))
+    p.add_argument(
+        "--model", default="standin", choices=("standin", "mlp", "resnet", "transformer")
+    )
     p.add_argument("--steps", type=int, default=1100)
-    p.add_argument("--arms", help="comma-separated (default: bare, record, stacks0, ops_off, "
-                   "devtimes_off on a GPU, profiler)")
-    p.add_argument("--trainprof", default=os.environ.get("TRAINPROF")
-                   or os.path.join(ROOT, "build", "trainprof"))
+    p.add_argument(
+        "--arms",
+        help="comma-separated (default: bare, record, stacks0, ops_off, "
+        "devtimes_off on a GPU, profiler)",
+    )
+    p.add_argument(
+        "--trainprof",
+        default=os.environ.get("TRAINPROF") or os.path.join(ROOT, "build", "trainprof"),
+    )
     args = p.parse_args()
-    arms = (args.arms.split(",") if args.arms else
-            ["bare", "record", "stacks0", "ops_off"]
-            + (["devtimes_off"] if args.model != "standin" else []) + ["profiler"])
+    arms = (
+        args.arms.split(",")
+        if args.arms
+        else ["bare", "record", "stacks0", "ops_off"]
+        + (["devtimes_off"] if args.model != "standin" else [])
+        + ["profiler"]
+    )
     if "bare" not in arms:
         arms.insert(0, "bare")
     rows = {a: [] for a in arms}
     with tempfile.TemporaryDirectory() as d:
         run_file = os.path.join(d, "run.db")
         for r in range(args.rounds):
-            order = arms[r % len(arms):] + arms[:r % len(arms)]
+            order = arms[r % len(arms) :] + arms[: r % len(arms)]
             got = {a: measure(a, args, run_file) for a in order}
             for a in arms:
                 rows[a].append(got[a])
-            print(f"round {r + 1}: " + ", ".join(
-                f"{a} {got[a]['wall_us']:.0f}/{got[a]['cpu_us']:.0f}/{got[a]['thread_cpu_us']:.0f}"
-                for a in arms) + " us (wall/cpu/thread)", file=sys.stderr, flush=True)
+            print(
+                f"round {r + 1}: "
+                + ", ".join(
+                    f"{a} {got[a]['wall_us']:.0f}/{got[a]['cpu_us']:.0f}/{got[a]['thread_cpu_us']:.0f}"
+                    for a in arms
+                )
+                + " us (wall/cpu/thread)",
+                file=sys.stderr,
+                flush=True,
+            )
     bare = rows["bare"]
-    result = {"model": args.model, "rounds": args.rounds, "steps": args.steps,
-              "bare": {k: round(statistics.median(x[k] for x in bare), 1)
-                       for k in ("wall_us", "cpu_us", "thread_cpu_us")}}
+    result = {
+        "model": args.model,
+        "rounds": args.rounds,
+        "steps": args.steps,
+        "bare": {
+            k: round(statistics.median(x[k] for x in bare), 1)
+            for k in ("wall_us", "cpu_us", "thread_cpu_us")
+        },
+    }
     for a in arms:
         if a == "bare":
             continue
@@ -238,9 +272,11 @@ def main():
         for k in ("wall_us", "cpu_us", "thread_cpu_us"):
             diffs = [rows[a][i][k] - bare[i][k] for i in range(args.rounds)]
             rel = [100 * rows[a][i][k] / bare[i][k] - 100 for i in range(args.rounds)]
-            arm[k] = {"median_us": round(statistics.median(diffs), 1),
-                      "median_percent": round(statistics.median(rel), 2),
-                      "spread_percent": [round(min(rel), 2), round(max(rel), 2)]}
+            arm[k] = {
+                "median_us": round(statistics.median(diffs), 1),
+                "median_percent": round(statistics.median(rel), 2),
+                "spread_percent": [round(min(rel), 2), round(max(rel), 2)],
+            }
         result[a] = arm
     print(json.dumps(result, indent=1))
 

@@ -26,14 +26,23 @@ def timed(cmd, runs=3):
 
 
 def chromium(page):
-    return ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-            pathlib.Path(page).as_uri()]
+    return [
+        "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--dump-dom",
+        pathlib.Path(page).as_uri(),
+    ]
 
 
 with tempfile.TemporaryDirectory() as d:
     run, page, empty = f"{d}/day.db", f"{d}/day.html", f"{d}/empty.html"
-    subprocess.run([ROOT / "build" / "bench" / "gen_run", run, "24", "0.5", "8", "2"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [ROOT / "build" / "bench" / "gen_run", run, "24", "0.5", "8", "2"],
+        check=True,
+        capture_output=True,
+    )
     write_s = timed([ROOT / "build" / "trainprof", "html", run, "-o", page, "--force"])
     rows = f"{d}/rows.db"
     shutil.copyfile(run, rows)
@@ -41,7 +50,14 @@ with tempfile.TemporaryDirectory() as d:
         db.execute("DELETE FROM meta WHERE key = 'plots'")
     rows_s = timed([ROOT / "build" / "trainprof", "html", rows, "-o", f"{d}/rows.html", "--force"])
     pathlib.Path(empty).write_text("<!DOCTYPE html><html><body>empty</body></html>")
-    print(json.dumps({"html_write_s": write_s, "html_write_from_rows_s": rows_s,
-                      "page_mb": round(pathlib.Path(page).stat().st_size / 1e6, 2),
-                      "chromium_load_s": timed(chromium(page)),
-                      "chromium_load_minimal_page_s": timed(chromium(empty))}))
+    print(
+        json.dumps(
+            {
+                "html_write_s": write_s,
+                "html_write_from_rows_s": rows_s,
+                "page_mb": round(pathlib.Path(page).stat().st_size / 1e6, 2),
+                "chromium_load_s": timed(chromium(page)),
+                "chromium_load_minimal_page_s": timed(chromium(empty)),
+            }
+        )
+    )

@@ -35,13 +35,34 @@ def measure(n, pythonpath, program):
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    alone = float(subprocess.run([sys.executable, "-c", CHILD, str(n)], env=env, check=True,
-                                 capture_output=True, text=True).stdout)
+    alone = float(
+        subprocess.run(
+            [sys.executable, "-c", CHILD, str(n)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     with tempfile.TemporaryDirectory() as d:
         t = time.perf_counter()
-        subprocess.run([program, "record", "-q", "-o", os.path.join(d, "run.db"), "--",
-                        sys.executable, "-c", CHILD, str(n)], env=env, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [
+                program,
+                "record",
+                "-q",
+                "-o",
+                os.path.join(d, "run.db"),
+                "--",
+                sys.executable,
+                "-c",
+                CHILD,
+                str(n),
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         recorded = time.perf_counter() - t
     return {"in_process_s": round(alone, 3), "record_command_s": round(recorded, 3)}
 

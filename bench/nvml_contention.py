@@ -27,10 +27,15 @@ assert nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(dev)) == 0
 
 
 class Field(ctypes.Structure):
-    _fields_ = [("fieldId", ctypes.c_uint), ("scopeId", ctypes.c_uint),
-                ("timestamp", ctypes.c_longlong), ("latencyUsec", ctypes.c_longlong),
-                ("valueType", ctypes.c_int), ("nvmlReturn", ctypes.c_int),
-                ("value", ctypes.c_ulonglong)]
+    _fields_ = [
+        ("fieldId", ctypes.c_uint),
+        ("scopeId", ctypes.c_uint),
+        ("timestamp", ctypes.c_longlong),
+        ("latencyUsec", ctypes.c_longlong),
+        ("valueType", ctypes.c_int),
+        ("nvmlReturn", ctypes.c_int),
+        ("value", ctypes.c_ulonglong),
+    ]
 
 
 def counters():
@@ -93,7 +98,7 @@ def main():
     rates = {k: [] for k in CONFIGS}
     names = list(CONFIGS)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             stop = threading.Event()
             t = threading.Thread(target=reader, args=(stop, CONFIGS[name]), daemon=True)
             t.start()
@@ -101,12 +106,18 @@ def main():
             stop.set()
             t.join()
     alone = statistics.median(rates["alone"])
-    print(json.dumps({
-        "field_values_call_us": timed_call(counters) * 1e6,
-        "tick_calls_us": timed_call(tick, 500) * 1e6,
-        "launches_per_s": {k: statistics.median(v) for k, v in rates.items()},
-        "ratio_to_alone": {k: statistics.median(v) / alone for k, v in rates.items()},
-        "rounds": rounds}, indent=1))
+    print(
+        json.dumps(
+            {
+                "field_values_call_us": timed_call(counters) * 1e6,
+                "tick_calls_us": timed_call(tick, 500) * 1e6,
+                "launches_per_s": {k: statistics.median(v) for k, v in rates.items()},
+                "ratio_to_alone": {k: statistics.median(v) / alone for k, v in rates.items()},
+                "rounds": rounds,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

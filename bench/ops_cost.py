@@ -77,9 +77,25 @@ print("RESULT", json.dumps({"wall": wall, "cpu": cpu, "profiler_enabled_after": 
 
 def run(tmp, script, steps, args, env=None, name="run.db"):
     out = tmp / name
-    r = subprocess.run([PROGRAM, "record", "-q", "-f", "-o", str(out), *args, "--",
-                        sys.executable, str(script), str(steps)], capture_output=True,
-                       text=True, env=dict(os.environ, **(env or {})), timeout=900)
+    r = subprocess.run(
+        [
+            PROGRAM,
+            "record",
+            "-q",
+            "-f",
+            "-o",
+            str(out),
+            *args,
+            "--",
+            sys.executable,
+            str(script),
+            str(steps),
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+        timeout=900,
+    )
     if r.returncode != 0:
         sys.exit(r.stderr)
     line = next(l for l in r.stdout.splitlines() if l.startswith("RESULT "))
@@ -107,11 +123,13 @@ def main():
         for _ in range(a.rounds):
             on = run(tmp, script, a.steps, [], name="on.db")
             off = run(tmp, script, a.steps, ["--ops", "off"], name="off.db")
-            pin = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
+            pin = {
+                "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+                "MALLOC_TRIM_THRESHOLD_": str(256 << 20),
+            }
             on_pin = run(tmp, script, a.steps, [], pin, name="on_pin.db")
             off_pin = run(tmp, script, a.steps, ["--ops", "off"], pin, name="off_pin.db")
-            own = run(tmp, script, a.steps, ["--ops", "off"], {"OWN_PROFILER": "1"},
-                      name="own.db")
+            own = run(tmp, script, a.steps, ["--ops", "off"], {"OWN_PROFILER": "1"}, name="own.db")
             later = range(101, a.steps + 1)
             on_cpu.append(sum(on["cpu"][s] for s in later) / len(later))
             off_cpu.append(sum(off["cpu"][s] for s in later) / len(later))
@@ -127,25 +145,36 @@ def main():
             per_event.append((on["file_bytes"] - off["file_bytes"]) / max(1, on["events"]))
             enabled.append(on["profiler_enabled_after"])
         med = statistics.median
-        print("CPU a step, on/off by round (ms):",
-              " ".join(f"{x * 1e3:.2f}/{y * 1e3:.2f}" for x, y in zip(on_cpu, off_cpu)))
+        print(
+            "CPU a step, on/off by round (ms):",
+            " ".join(f"{x * 1e3:.2f}/{y * 1e3:.2f}" for x, y in zip(on_cpu, off_cpu)),
+        )
         print(f"rounds {a.rounds}, steps {a.steps}, {on['events']} events a window")
-        print(f"outside windows: CPU a step {med(on_cpu) * 1e3:.3f} ms with windows on, "
-              f"{med(off_cpu) * 1e3:.3f} ms off ({(med(on_cpu) / med(off_cpu) - 1) * 100:+.2f} %); "
-              f"profiler enabled after the window: {any(enabled)}")
-        print(f"  with glibc's thresholds pinned: {med(on_pin_cpu) * 1e3:.3f} ms on, "
-              f"{med(off_pin_cpu) * 1e3:.3f} ms off "
-              f"({(med(on_pin_cpu) / med(off_pin_cpu) - 1) * 100:+.2f} %); by round: " +
-              " ".join(f"{x * 1e3:.2f}/{y * 1e3:.2f}" for x, y in zip(on_pin_cpu, off_pin_cpu)))
-        print(f"inside a window: a step {med(ours_in) * 1e3:.2f} ms under trainprof's window, "
-              f"{med(theirs_in) * 1e3:.2f} ms under torch.profiler ({med(ours_in) / med(theirs_in):.3f}x); "
-              f"the stop's step {med(ours_stop) * 1e3:.1f} ms against {med(theirs_stop) * 1e3:.1f} ms "
-              f"(torch's __exit__ and key_averages)")
-        print(f"a window's extra time {med(extra) * 1e3:.1f} ms (steps 11-16 against the median "
-              f"step {median * 1e3:.2f} ms); the default schedule over an hour (2 windows): "
-              f"{2 * med(extra) / 3600 * 100:.4f} % of it")
-        print(f"run file: +{med(growth) / 1024:.0f} KiB a window, {med(per_event):.0f} bytes an "
-              f"event")
+        print(
+            f"outside windows: CPU a step {med(on_cpu) * 1e3:.3f} ms with windows on, "
+            f"{med(off_cpu) * 1e3:.3f} ms off ({(med(on_cpu) / med(off_cpu) - 1) * 100:+.2f} %); "
+            f"profiler enabled after the window: {any(enabled)}"
+        )
+        print(
+            f"  with glibc's thresholds pinned: {med(on_pin_cpu) * 1e3:.3f} ms on, "
+            f"{med(off_pin_cpu) * 1e3:.3f} ms off "
+            f"({(med(on_pin_cpu) / med(off_pin_cpu) - 1) * 100:+.2f} %); by round: "
+            + " ".join(f"{x * 1e3:.2f}/{y * 1e3:.2f}" for x, y in zip(on_pin_cpu, off_pin_cpu))
+        )
+        print(
+            f"inside a window: a step {med(ours_in) * 1e3:.2f} ms under trainprof's window, "
+            f"{med(theirs_in) * 1e3:.2f} ms under torch.profiler ({med(ours_in) / med(theirs_in):.3f}x); "
+            f"the stop's step {med(ours_stop) * 1e3:.1f} ms against {med(theirs_stop) * 1e3:.1f} ms "
+            f"(torch's __exit__ and key_averages)"
+        )
+        print(
+            f"a window's extra time {med(extra) * 1e3:.1f} ms (steps 11-16 against the median "
+            f"step {median * 1e3:.2f} ms); the default schedule over an hour (2 windows): "
+            f"{2 * med(extra) / 3600 * 100:.4f} % of it"
+        )
+        print(
+            f"run file: +{med(growth) / 1024:.0f} KiB a window, {med(per_event):.0f} bytes an event"
+        )
 
 
 if __name__ == "__main__":

@@ -56,15 +56,20 @@ def measure():
             with record_function("step_part"):
                 pass
 
-    result = {"active": trainprof.active(), "bare_perf_counter_pair_ns": per_iter(bare),
-              "trainprof_region_ns": per_iter(ours),
-              "torch_record_function_ns": per_iter(theirs)}
+    result = {
+        "active": trainprof.active(),
+        "bare_perf_counter_pair_ns": per_iter(bare),
+        "trainprof_region_ns": per_iter(ours),
+        "torch_record_function_ns": per_iter(theirs),
+    }
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
         result["torch_record_function_profiling_ns"] = per_iter(theirs)
-    result["region_over_bare"] = round(result["trainprof_region_ns"] /
-                                       result["bare_perf_counter_pair_ns"], 2)
+    result["region_over_bare"] = round(
+        result["trainprof_region_ns"] / result["bare_perf_counter_pair_ns"], 2
+    )
     result["record_function_over_region"] = round(
-        result["torch_record_function_profiling_ns"] / result["trainprof_region_ns"], 1)
+        result["torch_record_function_profiling_ns"] / result["trainprof_region_ns"], 1
+    )
     result["dropped"] = trainprof.dropped()
     return result
 
@@ -75,8 +80,18 @@ def main():
         return
     with tempfile.TemporaryDirectory() as d:
         recorded = subprocess.check_output(
-            [str(ROOT / "build" / "trainprof"), "record", "-q", "-o", f"{d}/run.db", "--",
-             sys.executable, __file__, "--measure"])
+            [
+                str(ROOT / "build" / "trainprof"),
+                "record",
+                "-q",
+                "-o",
+                f"{d}/run.db",
+                "--",
+                sys.executable,
+                __file__,
+                "--measure",
+            ]
+        )
     plain = subprocess.check_output([sys.executable, __file__, "--measure"])
     print(json.dumps({"under_record": json.loads(recorded), "without_record": json.loads(plain)}))
 

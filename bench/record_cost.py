@@ -61,8 +61,11 @@ def rusage_of(cmd):
         time.sleep(0.2)
     wall = time.monotonic() - start
     cpu = ru.ru_utime + ru.ru_stime
-    return {"cpu_percent_of_a_core": round(100 * cpu / wall, 3),
-            "peak_rss_mb": round(hwm_kb / 1024, 1), "wall_s": round(wall, 2)}
+    return {
+        "cpu_percent_of_a_core": round(100 * cpu / wall, 3),
+        "peak_rss_mb": round(hwm_kb / 1024, 1),
+        "wall_s": round(wall, 2),
+    }
 
 
 def median_wall(cmd, runs=20):
@@ -76,6 +79,7 @@ def median_wall(cmd, runs=20):
 
 def main():
     import argparse
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("seconds", nargs="?", default="20")
     ap.add_argument("--alt-trainprof", help="another build's trainprof, measured alike")
@@ -87,11 +91,13 @@ def main():
         programs = [("", PROGRAM)] + ([("alt_", args.alt_trainprof)] if args.alt_trainprof else [])
         for prefix, program in programs:
             out[prefix + "record_sleep"] = rusage_of(
-                [program, "record", "-q", "--force", "-o", run, "--", "sleep", seconds])
+                [program, "record", "-q", "--force", "-o", run, "--", "sleep", seconds]
+            )
         out["psutil_loop_sleep"] = rusage_of([sys.executable, "-c", PSUTIL_LOOP, seconds])
         for prefix, program in programs:
-            out[prefix + "record_true_median_ms"] = round(median_wall(
-                [program, "record", "-q", "--force", "-o", run, "--", "true"]), 1)
+            out[prefix + "record_true_median_ms"] = round(
+                median_wall([program, "record", "-q", "--force", "-o", run, "--", "true"]), 1
+            )
         out["bare_true_median_ms"] = round(median_wall(["true"]), 1)
     print(json.dumps(out))
 

@@ -33,8 +33,11 @@ def shaped(base, path, shape):
             rows = ((thread, name, i, i, 2 * N * 1000 - i) for i in range(N))
         else:  # flat, 2 us apart, each 1 ns shorter than the one before
             rows = ((thread, name, 0, i * 2000, i * 2000 + N - i) for i in range(N))
-        db.executemany("INSERT INTO region (thread_id, name_id, depth, start_ns, end_ns)"
-                       " VALUES (?, ?, ?, ?, ?)", rows)
+        db.executemany(
+            "INSERT INTO region (thread_id, name_id, depth, start_ns, end_ns)"
+            " VALUES (?, ?, ?, ?, ?)",
+            rows,
+        )
         db.execute("DELETE FROM meta WHERE key IN ('summarized', 'plots')")
 
 

@@ -36,7 +36,9 @@ ALT = None  # --alt-trainprof: another build's program, timed on the same files
 def bench_shape(d, name, cores, gpus, hours):
     path = os.path.join(d, f"{name}.db")
     t0 = time.perf_counter()
-    made = json.loads(subprocess.check_output([GEN, path, str(hours), "0.5", str(cores), str(gpus)]))
+    made = json.loads(
+        subprocess.check_output([GEN, path, str(hours), "0.5", str(cores), str(gpus)])
+    )
     gen_s = time.perf_counter() - t0
 
     def report():
@@ -49,32 +51,47 @@ def bench_shape(d, name, cores, gpus, hours):
         with sqlite3.connect(path) as db:
             db.execute("SELECT series_id, avg(value) FROM sample GROUP BY series_id").fetchall()
 
-    out = {"series": made["series"], "samples": made["samples"],
-           "file_mb": round(os.path.getsize(path) / 1e6, 1), "generate_s": round(gen_s, 1),
-           "report_s": timed(report), "report_json_s": timed(report_json),
-           "sqlite_group_by_avg_s": timed(sqlite_avg)}
+    out = {
+        "series": made["series"],
+        "samples": made["samples"],
+        "file_mb": round(os.path.getsize(path) / 1e6, 1),
+        "generate_s": round(gen_s, 1),
+        "report_s": timed(report),
+        "report_json_s": timed(report_json),
+        "sqlite_group_by_avg_s": timed(sqlite_avg),
+    }
     if ALT:
-        out["alt_report_s"] = timed(lambda: subprocess.run([ALT, "report", path],
-                                                           stdout=subprocess.DEVNULL, check=True))
-        out["alt_report_json_s"] = timed(lambda: subprocess.run(
-            [ALT, "report", "--json", path], stdout=subprocess.DEVNULL, check=True))
+        out["alt_report_s"] = timed(
+            lambda: subprocess.run([ALT, "report", path], stdout=subprocess.DEVNULL, check=True)
+        )
+        out["alt_report_json_s"] = timed(
+            lambda: subprocess.run(
+                [ALT, "report", "--json", path], stdout=subprocess.DEVNULL, check=True
+            )
+        )
     return out
 
 
 def main():
     global ALT, GEN
     import argparse
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("hours", nargs="?", type=float, default=24)
     ap.add_argument("--alt-trainprof", help="another build's trainprof, timed on the same files")
-    ap.add_argument("--gen", help="the gen_run that writes the files (an older build's, for a "
-                    "schema the older program reads)")
+    ap.add_argument(
+        "--gen",
+        help="the gen_run that writes the files (an older build's, for a "
+        "schema the older program reads)",
+    )
     args = ap.parse_args()
     hours, ALT, GEN = args.hours, args.alt_trainprof, args.gen or GEN
     with tempfile.TemporaryDirectory() as d:
-        result = {"hours": hours,
-                  "this_machine_shape": bench_shape(d, "small", 2, 0, hours),
-                  "gpu_node_shape": bench_shape(d, "gpu", 32, 8, hours)}
+        result = {
+            "hours": hours,
+            "this_machine_shape": bench_shape(d, "small", 2, 0, hours),
+            "gpu_node_shape": bench_shape(d, "gpu", 32, 8, hours),
+        }
     print(json.dumps(result))
 
 

@@ -23,12 +23,14 @@ SAMPLE_COST = os.environ.get("SAMPLE_COST", str(ROOT / "build" / "bench" / "samp
 
 
 def start_tree():
-    code = ("import multiprocessing as mp, time\n"
-            "def idle(): time.sleep(600)\n"
-            "if __name__ == '__main__':\n"
-            "    ps = [mp.Process(target=idle) for _ in range(2)]\n"
-            "    [p.start() for p in ps]\n"
-            "    time.sleep(600)\n")
+    code = (
+        "import multiprocessing as mp, time\n"
+        "def idle(): time.sleep(600)\n"
+        "if __name__ == '__main__':\n"
+        "    ps = [mp.Process(target=idle) for _ in range(2)]\n"
+        "    [p.start() for p in ps]\n"
+        "    time.sleep(600)\n"
+    )
     tree = subprocess.Popen([sys.executable, "-c", code])
     time.sleep(1.0)
     return tree

@@ -92,16 +92,36 @@ def main():
             "global: {scrape_interval: 5s}\n"
             "scrape_configs:\n"
             "  - job_name: trainprof\n"
-            f"    file_sd_configs: [{{files: [{json.dumps(targets)}], refresh_interval: 1s}}]\n")
+            f"    file_sd_configs: [{{files: [{json.dumps(targets)}], refresh_interval: 1s}}]\n"
+        )
         prom = subprocess.Popen(
-            ["prometheus", f"--config.file={d}/prometheus.yml", f"--storage.tsdb.path={d}/tsdb",
-             f"--web.listen-address=127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                "prometheus",
+                f"--config.file={d}/prometheus.yml",
+                f"--storage.tsdb.path={d}/tsdb",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             start = time.monotonic()
-            p = subprocess.Popen([PROGRAM, "record", "-q", "-o", os.path.join(d, "served.db"),
-                                  "--serve", "127.0.0.1:0", *command], env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            p = subprocess.Popen(
+                [
+                    PROGRAM,
+                    "record",
+                    "-q",
+                    "-o",
+                    os.path.join(d, "served.db"),
+                    "--serve",
+                    "127.0.0.1:0",
+                    *command,
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             target = re.search(r"http://(\S+)/metrics", p.stderr.readline()).group(1)
             tmp = targets + ".tmp"
             pathlib.Path(tmp).write_text(json.dumps([{"targets": [target]}]))
@@ -115,8 +135,11 @@ def main():
             prom.terminate()
             prom.wait(timeout=30)
         start = time.monotonic()
-        p = subprocess.Popen([PROGRAM, "record", "-q", "-o", os.path.join(d, "plain.db"),
-                              *command], env=env, stdout=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [PROGRAM, "record", "-q", "-o", os.path.join(d, "plain.db"), *command],
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
         results["not_served"] = watch_cpu(p, start)
     print(json.dumps({"ranks": 16, "fake_gpus": 8, "seconds": seconds, **results}))
 

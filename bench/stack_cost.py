@@ -83,8 +83,14 @@ def timed(argv, tmp, env=None):
     its sampler thread's CPU (it prints them), and the CPU of every process
     argv ran beyond the loop's process (the recorder, or py-spy)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    r = subprocess.run(argv, capture_output=True, text=True, cwd=tmp, timeout=600,
-                       env=dict(os.environ, **env) if env else None)
+    r = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        timeout=600,
+        env=dict(os.environ, **env) if env else None,
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise RuntimeError(f"{argv}: {r.stderr}")
@@ -92,8 +98,12 @@ def timed(argv, tmp, env=None):
         if line.startswith("LOOP "):
             wall, thread_cpu, process_cpu, sampler = map(float, line.split()[1:])
             children = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-            return {"wall": wall, "off_cpu": wall - thread_cpu, "sampler": sampler,
-                    "others": max(0.0, children - process_cpu)}
+            return {
+                "wall": wall,
+                "off_cpu": wall - thread_cpu,
+                "sampler": sampler,
+                "others": max(0.0, children - process_cpu),
+            }
     raise RuntimeError(f"{argv}: no time in {r.stdout!r}")
 
 
@@ -108,10 +118,34 @@ def loop_costs(tmp, runs, n, peer=None):
     db = str(tmp / "loop.db")
     configs = {
         "bare": [PYTHON, script, str(n)],
-        "record --stacks 0": [PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", "0", "--",
-                              PYTHON, script, str(n)],
-        "record --stacks 100": [PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", "100",
-                                "--", PYTHON, script, str(n)],
+        "record --stacks 0": [
+            PROGRAM,
+            "record",
+            "-q",
+            "-f",
+            "-o",
+            db,
+            "--stacks",
+            "0",
+            "--",
+            PYTHON,
+            script,
+            str(n),
+        ],
+        "record --stacks 100": [
+            PROGRAM,
+            "record",
+            "-q",
+            "-f",
+            "-o",
+            db,
+            "--stacks",
+            "100",
+            "--",
+            PYTHON,
+            script,
+            str(n),
+        ],
     }
     envs = {}
     if peer:
@@ -120,15 +154,40 @@ def loop_costs(tmp, runs, n, peer=None):
         envs[peer_key] = {"PYTHONPATH": str(pathlib.Path(peer).resolve())}
     if PYSPY:
         out = str(tmp / "spy.txt")
-        configs["py-spy -r 100"] = [PYSPY, "record", "-r", "100", "--format", "raw", "-o", out,
-                                    "--", PYTHON, script, str(n)]
-        configs["py-spy -r 100 --nonblocking"] = [PYSPY, "record", "-r", "100", "--nonblocking",
-                                                  "--format", "raw", "-o", out, "--", PYTHON,
-                                                  script, str(n)]
+        configs["py-spy -r 100"] = [
+            PYSPY,
+            "record",
+            "-r",
+            "100",
+            "--format",
+            "raw",
+            "-o",
+            out,
+            "--",
+            PYTHON,
+            script,
+            str(n),
+        ]
+        configs["py-spy -r 100 --nonblocking"] = [
+            PYSPY,
+            "record",
+            "-r",
+            "100",
+            "--nonblocking",
+            "--format",
+            "raw",
+            "-o",
+            out,
+            "--",
+            PYTHON,
+            script,
+            str(n),
+        ]
     rounds = {k: [] for k in configs}
     for _ in range(runs):
         for k, argv in configs.items():
             rounds[k].append(timed([str(a) for a in argv], tmp, envs.get(k)))
+
     # this VM's speed drifts by more than the effects measured: each round's
     # configurations against that round's bare run and stacks-off run, then
     # the median of those ratios, and their quartiles
@@ -142,17 +201,25 @@ def loop_costs(tmp, runs, n, peer=None):
             sampling = sum(x["others"] for x in v)
         elif k.startswith("record --stacks 100"):  # its sampler, and the recorder's beyond
             off = rounds["record --stacks 0"]
-            sampling = sum(x["sampler"] for x in v) + max(
-                0.0, sum(x["others"] for x in v) / wall - sum(x["others"] for x in off) /
-                sum(x["wall"] for x in off)) * wall
+            sampling = (
+                sum(x["sampler"] for x in v)
+                + max(
+                    0.0,
+                    sum(x["others"] for x in v) / wall
+                    - sum(x["others"] for x in off) / sum(x["wall"] for x in off),
+                )
+                * wall
+            )
         else:
             sampling = 0.0
-        out[k] = {"median_s": round(statistics.median(x["wall"] for x in v), 4),
-                  "vs_bare": round(statistics.median(ratios(k, "bare")), 4),
-                  "vs_stacks_off": round(statistics.median(ratios(k, "record --stacks 0")), 4),
-                  "vs_stacks_off_quartiles": quartiles(ratios(k, "record --stacks 0")),
-                  "loop_off_cpu_ms_per_s": round(1e3 * sum(x["off_cpu"] for x in v) / wall, 2),
-                  "sampling_cpu_ms_per_s": round(1e3 * sampling / wall, 2)}
+        out[k] = {
+            "median_s": round(statistics.median(x["wall"] for x in v), 4),
+            "vs_bare": round(statistics.median(ratios(k, "bare")), 4),
+            "vs_stacks_off": round(statistics.median(ratios(k, "record --stacks 0")), 4),
+            "vs_stacks_off_quartiles": quartiles(ratios(k, "record --stacks 0")),
+            "loop_off_cpu_ms_per_s": round(1e3 * sum(x["off_cpu"] for x in v) / wall, 2),
+            "sampling_cpu_ms_per_s": round(1e3 * sampling / wall, 2),
+        }
     return out
 
 
@@ -161,16 +228,40 @@ def example_steps(tmp, runs):
     for _ in range(runs):  # pairs, as loop_costs
         for hz in steps:
             db = tmp / f"ex{hz}.db"
-            subprocess.run([PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", hz, "--",
-                            PYTHON, ROOT / "examples" / "train.py", "--epochs", "1"],
-                           check=True, capture_output=True, timeout=600)
-            rep = json.loads(subprocess.run([PROGRAM, "report", "--json", db], check=True,
-                                            capture_output=True, text=True).stdout)
+            subprocess.run(
+                [
+                    PROGRAM,
+                    "record",
+                    "-q",
+                    "-f",
+                    "-o",
+                    db,
+                    "--stacks",
+                    hz,
+                    "--",
+                    PYTHON,
+                    ROOT / "examples" / "train.py",
+                    "--epochs",
+                    "1",
+                ],
+                check=True,
+                capture_output=True,
+                timeout=600,
+            )
+            rep = json.loads(
+                subprocess.run(
+                    [PROGRAM, "report", "--json", db], check=True, capture_output=True, text=True
+                ).stdout
+            )
             steps[hz].append(rep["steps"][0]["mean_s"])
     off, on = statistics.median(steps["0"]), statistics.median(steps["100"])
-    return {"mean_step_s_stacks_off": round(off, 6), "mean_step_s_stacks_100": round(on, 6),
-            "paired_ratio": round(statistics.median(a / b for a, b in zip(steps["100"],
-                                                                         steps["0"])) - 1, 4)}
+    return {
+        "mean_step_s_stacks_off": round(off, 6),
+        "mean_step_s_stacks_100": round(on, 6),
+        "paired_ratio": round(
+            statistics.median(a / b for a, b in zip(steps["100"], steps["0"])) - 1, 4
+        ),
+    }
 
 
 def stack_bytes(db, hz=100):
@@ -179,21 +270,47 @@ def stack_bytes(db, hz=100):
     with sqlite3.connect(db) as c:
         rows, samples = c.execute("SELECT COUNT(*), SUM(count) FROM stack_sample").fetchone()
         try:
-            pages = c.execute("SELECT SUM(pgsize) FROM dbstat WHERE name IN ('stack_sample',"
-                              " 'stack_node', 'frame')").fetchone()[0] or 0
+            pages = (
+                c.execute(
+                    "SELECT SUM(pgsize) FROM dbstat WHERE name IN ('stack_sample',"
+                    " 'stack_node', 'frame')"
+                ).fetchone()[0]
+                or 0
+            )
         except sqlite3.OperationalError:  # an SQLite without dbstat
             pages = None
-    return {"rows": rows, "samples": samples, "bytes": pages,
-            "bytes_per_hour_per_thread": round(pages / (samples / hz) * 3600)
-            if pages and samples else None}
+    return {
+        "rows": rows,
+        "samples": samples,
+        "bytes": pages,
+        "bytes_per_hour_per_thread": round(pages / (samples / hz) * 3600)
+        if pages and samples
+        else None,
+    }
 
 
 def file_growth(tmp, n):
     """The run file's growth: the loop (one busy thread, its line moving) and
     the example's last run with stacks (three processes, torch's calls)."""
     db = tmp / "growth.db"
-    subprocess.run([PROGRAM, "record", "-q", "-f", "-o", db, "--stacks", "100", "--",
-                    PYTHON, tmp / "loop.py", str(n)], capture_output=True, check=True)
+    subprocess.run(
+        [
+            PROGRAM,
+            "record",
+            "-q",
+            "-f",
+            "-o",
+            db,
+            "--stacks",
+            "100",
+            "--",
+            PYTHON,
+            tmp / "loop.py",
+            str(n),
+        ],
+        capture_output=True,
+        check=True,
+    )
     return {"loop": stack_bytes(db), "example": stack_bytes(tmp / "ex100.db")}
 
 
@@ -249,35 +366,60 @@ def idle_costs(tmp, runs, n, spare=False):
         if spare:
             configs["record --stacks 100, a spare state"] = ["env", "SPARE=1"] + stacks100
         else:
-            configs["record --stacks 0"] = [PROGRAM, "record", "-q", "-f", "-o", db, "--stacks",
-                                            "0", "--"]
+            configs["record --stacks 0"] = [
+                PROGRAM,
+                "record",
+                "-q",
+                "-f",
+                "-o",
+                db,
+                "--stacks",
+                "0",
+                "--",
+            ]
         if PYSPY and not spare:
             configs["py-spy -r 100 --nonblocking"] = [
-                PYSPY, "record", "-r", "100", "--nonblocking", "--format", "raw", "-o",
-                str(tmp / "spy.txt"), "--"]
+                PYSPY,
+                "record",
+                "-r",
+                "100",
+                "--nonblocking",
+                "--format",
+                "raw",
+                "-o",
+                str(tmp / "spy.txt"),
+                "--",
+            ]
         got = {k: [] for k in configs}
         for _ in range(runs):
             for k, prefix in configs.items():
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                r = subprocess.run([str(a) for a in prefix] + [PYTHON, str(script),
-                                                                str(threads), str(n)],
-                                   capture_output=True, text=True, cwd=tmp, timeout=600)
+                r = subprocess.run(
+                    [str(a) for a in prefix] + [PYTHON, str(script), str(threads), str(n)],
+                    capture_output=True,
+                    text=True,
+                    cwd=tmp,
+                    timeout=600,
+                )
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 line = [x for x in r.stdout.splitlines() if x.startswith("IDLE ")]
                 if r.returncode != 0 or not line:
                     raise RuntimeError(f"{k}: {r.stderr}")
                 wall, cpu, sampler = map(float, line[-1].split()[1:])
-                children = (after.ru_utime - before.ru_utime) + (after.ru_stime -
-                                                                  before.ru_stime)
-                got[k].append({"wall": wall, "cpu": cpu, "sampler": sampler,
-                               "command_cpu": children})
+                children = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+                got[k].append(
+                    {"wall": wall, "cpu": cpu, "sampler": sampler, "command_cpu": children}
+                )
         row = {}
         for k, v in got.items():
-            row[k] = {"loop_wall_s": round(statistics.median(x["wall"] for x in v), 3),
-                      "loop_cpu_s": round(statistics.median(x["cpu"] for x in v), 3),
-                      "sampler_core_percent": round(100 * statistics.median(
-                          x["sampler"] / x["wall"] for x in v), 2),
-                      "command_cpu_s": round(statistics.median(x["command_cpu"] for x in v), 3)}
+            row[k] = {
+                "loop_wall_s": round(statistics.median(x["wall"] for x in v), 3),
+                "loop_cpu_s": round(statistics.median(x["cpu"] for x in v), 3),
+                "sampler_core_percent": round(
+                    100 * statistics.median(x["sampler"] / x["wall"] for x in v), 2
+                ),
+                "command_cpu_s": round(statistics.median(x["command_cpu"] for x in v), 3),
+            }
         with sqlite3.connect(tmp / f"idle{threads}.db") as c:
             row["stack_rows_at_100"] = c.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0]
         out[threads] = row
@@ -289,8 +431,11 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--work", type=int, default=30_000_000)
     ap.add_argument("--idle", action="store_true", help="only the idle threads' costs")
-    ap.add_argument("--spare", action="store_true",
-                    help="only the cost of a thread state that carries the main thread's ids")
+    ap.add_argument(
+        "--spare",
+        action="store_true",
+        help="only the cost of a thread state that carries the main thread's ids",
+    )
     ap.add_argument("--peer", help="a folder with another build's trainprof/ package")
     ap.add_argument("--loop-only", action="store_true", help="only the loop's costs")
     a = ap.parse_args()
@@ -299,8 +444,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         tmp = pathlib.Path(d)
         if a.spare:
-            print(json.dumps({"spare": idle_costs(tmp, a.runs, a.work * 12, spare=True)},
-                             indent=1))
+            print(json.dumps({"spare": idle_costs(tmp, a.runs, a.work * 12, spare=True)}, indent=1))
             return
         if a.idle:
             print(json.dumps({"idle": idle_costs(tmp, a.runs, a.work * 12)}, indent=1))

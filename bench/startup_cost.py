@@ -58,8 +58,22 @@ def one(variant, code, work, env, alt):
         return wall([PROGRAM, "record", "-q", "-o", str(run_file), "--", *child], env)
     timer, seconds = work / "timer.py", work / "seconds"
     timer.write_text(TIMER)
-    subprocess.run([PROGRAM, "record", "-q", "-o", str(run_file), "--", sys.executable,
-                    str(timer), str(seconds), *child], check=True, env=env)
+    subprocess.run(
+        [
+            PROGRAM,
+            "record",
+            "-q",
+            "-o",
+            str(run_file),
+            "--",
+            sys.executable,
+            str(timer),
+            str(seconds),
+            *child,
+        ],
+        check=True,
+        env=env,
+    )
     return float(seconds.read_text())
 
 
@@ -81,21 +95,28 @@ def main():
         work = pathlib.Path(tmp)
         one("plain", args.code, work, env, None)  # the page cache warm for everyone
         for r in range(args.rounds):
-            order = variants[r % len(variants):] + variants[:r % len(variants)]
+            order = variants[r % len(variants) :] + variants[: r % len(variants)]
             for name, alt in order:
                 times[name].append(one(name.split("@")[0], args.code, work, env, alt))
     plain = statistics.median(times["plain"])
-    result = {name: {"median_s": round(statistics.median(t), 4),
-                     "ratio": round(statistics.median(t) / plain, 3),
-                     "min_s": round(min(t), 4), "max_s": round(max(t), 4)}
-              for name, t in times.items()}
+    result = {
+        name: {
+            "median_s": round(statistics.median(t), 4),
+            "ratio": round(statistics.median(t) / plain, 3),
+            "min_s": round(min(t), 4),
+            "max_s": round(max(t), 4),
+        }
+        for name, t in times.items()
+    }
     if args.json:
         print(json.dumps({"code": args.code, "rounds": args.rounds, "variants": result}))
         return
     print(f"python -c {args.code!r}, {args.rounds} rounds")
     for name, v in result.items():
-        print(f"  {name:12} median {v['median_s']:.3f} s  x{v['ratio']:.3f}  "
-              f"(min {v['min_s']:.3f}, max {v['max_s']:.3f})")
+        print(
+            f"  {name:12} median {v['median_s']:.3f} s  x{v['ratio']:.3f}  "
+            f"(min {v['min_s']:.3f}, max {v['max_s']:.3f})"
+        )
 
 
 if __name__ == "__main__":

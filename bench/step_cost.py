@@ -92,16 +92,23 @@ def step_s(variant, args, profile=False):
     """(median, mean) step time, in seconds, of one fresh process running
     variant, after its first tenth of steps."""
     name, _, alt = variant.partition("@")
-    env = {**os.environ, "VARIANT": name,
-           "TRAINPROF_DEVICE_TIMES": {"host": "0", "device_all": "all"}.get(name, "1")}
+    env = {
+        **os.environ,
+        "VARIANT": name,
+        "TRAINPROF_DEVICE_TIMES": {"host": "0", "device_all": "all"}.get(name, "1"),
+    }
     env.pop("TRAINPROF_SOCKET", None)
     if alt:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [args.alt, env.get("PYTHONPATH")]))
     if profile:
         env["PROFILE"] = "1"
-    out = subprocess.run([sys.executable, "-c", CHILD, args.device, str(args.blocks),
-                          str(args.steps)], capture_output=True, text=True, check=True,
-                         env=env).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, args.device, str(args.blocks), str(args.steps)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout
     if profile:
         print(out)
     median, mean = out.strip().splitlines()[-1].split()
@@ -115,8 +122,11 @@ def main():
     p.add_argument("--blocks", type=int, default=8, help="residual blocks (4 modules each)")
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--alt", help="a folder holding another version of the trainprof package")
-    p.add_argument("--variants", help="comma-separated: the instrumented variants to run "
-                   "(default: host, and on a GPU device and device_all)")
+    p.add_argument(
+        "--variants",
+        help="comma-separated: the instrumented variants to run "
+        "(default: host, and on a GPU device and device_all)",
+    )
     p.add_argument("--profile", action="store_true")
     args = p.parse_args()
     measured = ["host"] + (["device", "device_all"] if args.device != "cpu" else [])
@@ -129,18 +139,26 @@ def main():
     mean_diffs = {v: [] for v in measured}
     plain, plain_mean = [], []
     for r in range(args.rounds):
-        t = {v: step_s(v, args) for v in order[r % len(order):] + order[:r % len(order)]}
-        print(f"round {r + 1}: " + ", ".join(f"{v} {1e6 * s[0]:.1f} us (mean {1e6 * s[1]:.1f})"
-                                              for v, s in t.items()),
-              file=sys.stderr, flush=True)
+        t = {v: step_s(v, args) for v in order[r % len(order) :] + order[: r % len(order)]}
+        print(
+            f"round {r + 1}: "
+            + ", ".join(f"{v} {1e6 * s[0]:.1f} us (mean {1e6 * s[1]:.1f})" for v, s in t.items()),
+            file=sys.stderr,
+            flush=True,
+        )
         plain.append(t["plain"][0])
         plain_mean.append(t["plain"][1])
         for v in measured:
             diffs[v].append(t[v][0] - t["plain"][0])
             mean_diffs[v].append(t[v][1] - t["plain"][1])
-    result = {"device": args.device, "blocks": args.blocks, "modules": 4 * args.blocks + 2,
-              "rounds": args.rounds, "plain_step_us": round(1e6 * statistics.median(plain), 1),
-              "plain_mean_step_us": round(1e6 * statistics.median(plain_mean), 1)}
+    result = {
+        "device": args.device,
+        "blocks": args.blocks,
+        "modules": 4 * args.blocks + 2,
+        "rounds": args.rounds,
+        "plain_step_us": round(1e6 * statistics.median(plain), 1),
+        "plain_mean_step_us": round(1e6 * statistics.median(plain_mean), 1),
+    }
     for v in measured:
         # the typical step's cost, and what the whole training pays per step
         # (the mean: steps that cost more, such as those while the global

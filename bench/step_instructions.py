@@ -47,8 +47,12 @@ def thread_instructions(out_prefix):
 def run(arm, steps, args, d):
     """{thread: Ir} of one arm's process at `steps` steps."""
     prefix = os.path.join(d, f"cg-{arm.replace(':', '_')}-{steps}")
-    grind = ["valgrind", "--tool=callgrind", "--separate-threads=yes",
-             f"--callgrind-out-file={prefix}.%p"]
+    grind = [
+        "valgrind",
+        "--tool=callgrind",
+        "--separate-threads=yes",
+        f"--callgrind-out-file={prefix}.%p",
+    ]
     ns = argparse.Namespace(model="standin", steps=steps + 20, trainprof=args.trainprof)
     argv, env = gpu_step_cost.arm_command(arm, ns, os.path.join(d, f"{arm}-{steps}.db"))
     child = argv.index(sys.executable)
@@ -67,24 +71,32 @@ def main():
     p.add_argument("--arms", default="bare,record,stacks0,ops_off")
     p.add_argument("--steps", default="40,240")
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--trainprof", default=os.environ.get("TRAINPROF")
-                   or os.path.join(ROOT, "build", "trainprof"))
+    p.add_argument(
+        "--trainprof",
+        default=os.environ.get("TRAINPROF") or os.path.join(ROOT, "build", "trainprof"),
+    )
     args = p.parse_args()
     n1, n2 = (int(x) for x in args.steps.split(","))
     arms = args.arms.split(",")
     if "bare" not in arms:
         arms.insert(0, "bare")
-    with tempfile.TemporaryDirectory() as d, \
-            concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+    with (
+        tempfile.TemporaryDirectory() as d,
+        concurrent.futures.ThreadPoolExecutor(args.jobs) as pool,
+    ):
         jobs = {(a, n): pool.submit(run, a, n, args, d) for a in arms for n in (n1, n2)}
         got = {k: f.result() for k, f in jobs.items()}
     result = {"model": "standin", "steps": [n1, n2]}
     for a in arms:
         main_thread = (got[a, n2].get(1, 0) - got[a, n1].get(1, 0)) / (n2 - n1)
-        others = (sum(v for t, v in got[a, n2].items() if t != 1)
-                  - sum(v for t, v in got[a, n1].items() if t != 1)) / (n2 - n1)
-        result[a] = {"training_thread_ir_per_step": round(main_thread),
-                     "other_threads_ir_per_step": round(others)}
+        others = (
+            sum(v for t, v in got[a, n2].items() if t != 1)
+            - sum(v for t, v in got[a, n1].items() if t != 1)
+        ) / (n2 - n1)
+        result[a] = {
+            "training_thread_ir_per_step": round(main_thread),
+            "other_threads_ir_per_step": round(others),
+        }
     bare = result["bare"]["training_thread_ir_per_step"]
     for a in arms:
         if a != "bare":

@@ -15,13 +15,16 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 def cpu_percent(command, seconds=20):
     name = f"bench-{os.getpid()}"
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "80", "-y", "24", command],
-                   check=True)
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", name, "-x", "80", "-y", "24", command], check=True
+    )
     time.sleep(1)
     pid = int(subprocess.check_output(["tmux", "list-panes", "-t", name, "-F", "#{pane_pid}"]))
+
     def cpu():
         f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(f[11]) + int(f[12])) / TICK
+
     c0, t0 = cpu(), time.monotonic()
     time.sleep(seconds)
     c1, t1 = cpu(), time.monotonic()

@@ -41,9 +41,16 @@ class BlobImages(Dataset):
 
 def make_model(classes: int = 10) -> nn.Module:
     return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(32 * 7 * 7, 64), nn.ReLU(), nn.Linear(64, classes),
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 7 * 7, 64),
+        nn.ReLU(),
+        nn.Linear(64, classes),
     )
 
 
@@ -54,20 +61,32 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=2, help="DataLoader worker processes")
     p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--device", default="cpu",
-                   help="where the model trains: cpu (default), cuda, cuda:1...")
-    p.add_argument("--torch-profiler", action="store_true",
-                   help="run under torch.profiler (for comparing overheads)")
-    p.add_argument("--timing-json", action="store_true",
-                   help="print the median step time as JSON at the end (for benchmarks)")
+    p.add_argument(
+        "--device", default="cpu", help="where the model trains: cpu (default), cuda, cuda:1..."
+    )
+    p.add_argument(
+        "--torch-profiler",
+        action="store_true",
+        help="run under torch.profiler (for comparing overheads)",
+    )
+    p.add_argument(
+        "--timing-json",
+        action="store_true",
+        help="print the median step time as JSON at the end (for benchmarks)",
+    )
     args = p.parse_args()
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
     device = torch.device(args.device)
-    loader = DataLoader(BlobImages(args.samples), batch_size=args.batch_size, shuffle=True,
-                        num_workers=args.workers, persistent_workers=args.workers > 0,
-                        pin_memory=device.type == "cuda")
+    loader = DataLoader(
+        BlobImages(args.samples),
+        batch_size=args.batch_size,
+        shuffle=True,
+        num_workers=args.workers,
+        persistent_workers=args.workers > 0,
+        pin_memory=device.type == "cuda",
+    )
     model = make_model().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
@@ -75,13 +94,18 @@ def main() -> None:
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    profiler = (torch.profiler.profile(activities=activities)
-                if args.torch_profiler else contextlib.nullcontext())
+    profiler = (
+        torch.profiler.profile(activities=activities)
+        if args.torch_profiler
+        else contextlib.nullcontext()
+    )
     step_times = []
     with profiler:
         train(args, device, loader, model, opt, sched, loss_fn, step_times)
     if args.timing_json:
-        print(json.dumps({"step_s_median": statistics.median(step_times), "steps": len(step_times)}))
+        print(
+            json.dumps({"step_s_median": statistics.median(step_times), "steps": len(step_times)})
+        )
 
 
 def train(args, device, loader, model, opt, sched, loss_fn, step_times):
@@ -103,8 +127,11 @@ def train(args, device, loader, model, opt, sched, loss_fn, step_times):
             last = now
         sched.step()
         secs = time.perf_counter() - start
-        print(f"epoch {epoch + 1}/{args.epochs}: loss {total_loss / seen:.3f}, "
-              f"accuracy {correct / seen:.1%}, {seen / secs:.0f} samples/s", flush=True)
+        print(
+            f"epoch {epoch + 1}/{args.epochs}: loss {total_loss / seen:.3f}, "
+            f"accuracy {correct / seen:.1%}, {seen / secs:.0f} samples/s",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -115,8 +115,9 @@ def long_functions():
                 while end < len(lines) and lines[end] != "}":
                     end += 1
                 if end - i - 1 > LONG_LIMIT:
-                    found.append((str(path.relative_to(ROOT)), m.group(1) if m else "?",
-                                  end - i - 1))
+                    found.append(
+                        (str(path.relative_to(ROOT)), m.group(1) if m else "?", end - i - 1)
+                    )
     return found
 
 
@@ -134,8 +135,10 @@ def long_function_findings():
         if most is None:
             findings.append(f"{path}: {name} is {n} lines long, over {LONG_LIMIT}: split it")
         elif n > most:
-            findings.append(f"{path}: {name} grew to {n} lines ({most} listed in "
-                            f"tools/long_functions.txt, over {LONG_LIMIT}): split it")
+            findings.append(
+                f"{path}: {name} grew to {n} lines ({most} listed in "
+                f"tools/long_functions.txt, over {LONG_LIMIT}): split it"
+            )
     return findings
 
 
@@ -230,8 +233,10 @@ def main():
             if to not in level:
                 continue
             if level[to] > level[layer] or (level[to] == level[layer] and to != layer):
-                findings.append(f"{rel}:{no}: {layer} includes {trel} ({to}), against the "
-                                f"layer order of docs/contributing.md")
+                findings.append(
+                    f"{rel}:{no}: {layer} includes {trel} ({to}), against the "
+                    f"layer order of docs/contributing.md"
+                )
             tmod = str(trel.with_suffix(""))
             if tmod != module:
                 graph.setdefault(module, set()).add(tmod)
@@ -241,8 +246,10 @@ def main():
     for comp in cycles(calls or {}):
         findings.append("a cycle of calls between " + ", ".join(comp))
     findings += long_function_findings()
-    findings += [f"{p}:{n}: a comment right under another: one of them is over the wrong thing"
-                 for p, n in stacked_comments()]
+    findings += [
+        f"{p}:{n}: a comment right under another: one of them is over the wrong thing"
+        for p, n in stacked_comments()
+    ]
     for f in findings:
         print(f)
     return 1 if findings else 0

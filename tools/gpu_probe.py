@@ -46,8 +46,9 @@ attempt("gpm_support", lambda: N.nvmlGpmQueryDeviceSupport(h).isSupportedDevice)
 
 
 def pcie_counters():
-    vals = N.nvmlDeviceGetFieldValues(h, [N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES,
-                                          N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES])
+    vals = N.nvmlDeviceGetFieldValues(
+        h, [N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES]
+    )
     return [(v.nvmlReturn, v.valueType, v.value.ullVal, v.timestamp) for v in vals]
 
 
@@ -102,21 +103,28 @@ if s1 is not None and not first:
     req = N.c_nvmlGpmMetricsGet_t()
     req.version = N.NVML_GPM_METRICS_GET_VERSION
     req.sample1, req.sample2 = s1, s2
-    ids = [N.NVML_GPM_METRIC_GRAPHICS_UTIL, N.NVML_GPM_METRIC_SM_UTIL,
-           N.NVML_GPM_METRIC_SM_OCCUPANCY, N.NVML_GPM_METRIC_ANY_TENSOR_UTIL]
+    ids = [
+        N.NVML_GPM_METRIC_GRAPHICS_UTIL,
+        N.NVML_GPM_METRIC_SM_UTIL,
+        N.NVML_GPM_METRIC_SM_OCCUPANCY,
+        N.NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+    ]
     req.numMetrics = len(ids)
     for i, m in enumerate(ids):
         req.metrics[i].metricId = m
     try:
         N.nvmlGpmMetricsGet(req)
-        gpm["busy"] = {m: (req.metrics[i].nvmlReturn, req.metrics[i].value)
-                       for i, m in enumerate(ids)}
+        gpm["busy"] = {
+            m: (req.metrics[i].nvmlReturn, req.metrics[i].value) for i, m in enumerate(ids)
+        }
     except Exception as e:  # noqa: BLE001
         gpm["error"] = str(e)
 out["gpm"] = gpm
 attempt("util_busy", lambda: N.nvmlDeviceGetUtilizationRates(h).gpu)
-attempt("compute_procs", lambda: [(p.pid, p.usedGpuMemory)
-                                  for p in N.nvmlDeviceGetComputeRunningProcesses(h)])
+attempt(
+    "compute_procs",
+    lambda: [(p.pid, p.usedGpuMemory) for p in N.nvmlDeviceGetComputeRunningProcesses(h)],
+)
 out["my_pid"] = os.getpid()
 
 # NCCL, world size 1
@@ -142,7 +150,9 @@ for rnd in range(2):
     t0 = time.perf_counter()
     w = dist.all_reduce(t, async_op=True)
     t_call = time.perf_counter() - t0
-    w.get_future().add_done_callback(lambda f: fired.append(time.perf_counter() - t0))
+    w.get_future().add_done_callback(
+        lambda f, fired=fired, t0=t0: fired.append(time.perf_counter() - t0)
+    )
     nccl_done0 = w.is_completed()
     w.wait()
     t_wait = time.perf_counter() - t0
@@ -160,10 +170,16 @@ for rnd in range(2):
     t_block = time.perf_counter() - t1
     e1.record()
     e1.synchronize()
-    nccl[rnd] = {"call_ms": t_call * 1e3, "future_fired_ms": [f * 1e3 for f in fired],
-                 "completed_at_return": nccl_done0, "wait_ms": t_wait * 1e3,
-                 "sync_ms": t_sync * 1e3, "nccl_duration_ms": dur,
-                 "blocking_host_ms": t_block * 1e3, "blocking_events_ms": e0.elapsed_time(e1)}
+    nccl[rnd] = {
+        "call_ms": t_call * 1e3,
+        "future_fired_ms": [f * 1e3 for f in fired],
+        "completed_at_return": nccl_done0,
+        "wait_ms": t_wait * 1e3,
+        "sync_ms": t_sync * 1e3,
+        "nccl_duration_ms": dur,
+        "blocking_host_ms": t_block * 1e3,
+        "blocking_events_ms": e0.elapsed_time(e1),
+    }
 out["nccl"] = nccl
 dist.destroy_process_group()
 print(json.dumps(out, indent=1, default=str))

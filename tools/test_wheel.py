@@ -48,8 +48,9 @@ def fail(wheel, what):
 def interpreter(tag):
     """The CPython of a wheel's tag (cp311 -> a python3.11), or None."""
     minor = tag[3:]
-    candidates = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/3.{minor}.*/bin/"
-                                                     f"python3.{minor}")))
+    candidates = sorted(
+        glob.glob(os.path.expanduser(f"~/.pyenv/versions/3.{minor}.*/bin/python3.{minor}"))
+    )
     found = shutil.which(f"python3.{minor}")
     return candidates[-1] if candidates else found
 
@@ -105,16 +106,25 @@ def check(wheel):
         home.mkdir()
         work.mkdir()
         subprocess.run([py, "-m", "venv", venv], check=True)
-        env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(home), "TERM": "xterm",
-               "LANG": "C.UTF-8"}
-        r = subprocess.run([venv / "bin" / "pip", "install", "-q", "--no-index",
-                            "--no-cache-dir", wheel], env=env, capture_output=True, text=True)
+        env = {
+            "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+            "HOME": str(home),
+            "TERM": "xterm",
+            "LANG": "C.UTF-8",
+        }
+        r = subprocess.run(
+            [venv / "bin" / "pip", "install", "-q", "--no-index", "--no-cache-dir", wheel],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if r.returncode:
             fail(wheel, f"pip install failed: {r.stderr[-500:]}")
 
         def run(*args, **kw):
-            return subprocess.run(list(args), env=env, cwd=work, capture_output=True, text=True,
-                                  timeout=120, **kw)
+            return subprocess.run(
+                list(args), env=env, cwd=work, capture_output=True, text=True, timeout=120, **kw
+            )
 
         if shutil.which("trainprof", path=env["PATH"]) != str(venv / "bin" / "trainprof"):
             fail(wheel, "trainprof is not on the venv's PATH")
@@ -124,16 +134,34 @@ def check(wheel):
             fail(wheel, f"import trainprof: {imported.stdout}{imported.stderr}")
         (work / "work.py").write_text(SCRIPT)
         port = free_port()
-        rec = subprocess.Popen(["trainprof", "record", "-q", "--serve", f"127.0.0.1:{port}",
-                                "-o", "run.db", "--", "python", "work.py"],
-                               env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+        rec = subprocess.Popen(
+            [
+                "trainprof",
+                "record",
+                "-q",
+                "--serve",
+                f"127.0.0.1:{port}",
+                "-o",
+                "run.db",
+                "--",
+                "python",
+                "work.py",
+            ],
+            env=env,
+            cwd=work,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         metrics = ""
         end = time.time() + 10
         while time.time() < end and "trainprof_info" not in metrics and rec.poll() is None:
             try:
-                metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
-                                                 timeout=1).read().decode()
+                metrics = (
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1)
+                    .read()
+                    .decode()
+                )
             except OSError:
                 time.sleep(0.1)
         out, err = rec.communicate(timeout=60)
@@ -142,8 +170,10 @@ def check(wheel):
         if "trainprof_info" not in metrics:
             fail(wheel, "record --serve: /metrics did not answer")
         with sqlite3.connect(work / "run.db") as db:
-            regions = db.execute("SELECT COUNT(*) FROM region r JOIN name n ON n.id = r.name_id"
-                                 " WHERE n.text = 'work'").fetchone()[0]
+            regions = db.execute(
+                "SELECT COUNT(*) FROM region r JOIN name n ON n.id = r.name_id"
+                " WHERE n.text = 'work'"
+            ).fetchone()[0]
             stacks = db.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0]
         if regions != 1:
             fail(wheel, f"the script's region was timed {regions} times, not once")

@@ -24,24 +24,30 @@ Outside ``trainprof record`` every call returns at once.
 import functools
 
 from trainprof import _native
-from trainprof.steps import state as _state
 from trainprof._native import Region, active, dropped, region
 from trainprof._version import __version__
+from trainprof.steps import state as _state
+
+TYPE_CHECKING = False  # typing is not imported at run time: the script may not import it
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def step():
+def step() -> None:
     """Marks a step boundary; from now on steps are only marked by hand."""
     _state.manual_steps = "script"
     _native.step()
 
 
-def epoch(n):
+def epoch(n: int) -> None:
     """Marks the start of epoch n; from now on epochs are only marked by hand."""
     _state.manual_epochs = "script"
     _native.epoch(n)
 
 
-def samples(n):
+def samples(n: int) -> None:
     """A batch of n samples belongs to the current step: call it once per
     batch (each micro-batch of gradient accumulation), which also gives the
     micro-batches per step. From now on samples are only counted by hand."""
@@ -49,13 +55,13 @@ def samples(n):
     _native.samples(n)
 
 
-def _decorate(reg, func):
+def _decorate(reg: "Region", func: "_F") -> "_F":
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: "Any", **kwargs: "Any") -> "Any":
         with reg:
             return func(*args, **kwargs)
 
-    return wrapper
+    return wrapper  # type: ignore[return-value]  # the same signature, wrapped
 
 
 _native._set_decorator_factory(_decorate)

@@ -12,7 +12,7 @@ def _instrument(_torch):
         from trainprof import torch as tp_torch
 
         tp_torch.instrument()
-    except Exception as e:  # the training must go on
+    except Exception as e:  # noqa: BLE001 - said below; the training must go on
         print(f"trainprof: warning: PyTorch auto-instrumentation failed: {e}", file=sys.stderr)
 
 
@@ -41,9 +41,11 @@ def _adapter(module_name, function):
         try:
             module = __import__(f"trainprof.{module_name}", fromlist=[function])
             getattr(module, function)(framework)
-        except Exception as e:  # the training must go on
-            print(f"trainprof: warning: instrumenting {framework.__name__} failed: {e}",
-                  file=sys.stderr)
+        except Exception as e:  # noqa: BLE001 - said below; the training must go on
+            print(
+                f"trainprof: warning: instrumenting {framework.__name__} failed: {e}",
+                file=sys.stderr,
+            )
 
     return patch
 
@@ -63,15 +65,15 @@ def _install():
 
 try:
     _install()
-except Exception as e:  # the training must go on, but without timings the user must know why
+except Exception as e:  # noqa: BLE001 - said below; the training must go on, but without timings the user must know why
     print(f"trainprof: warning: PyTorch auto-instrumentation not installed: {e}", file=sys.stderr)
 try:
     from trainprof.startup import process_end as _process_end
 
     _process_end.install()
-except Exception as e:  # the training must go on
+except Exception as e:  # noqa: BLE001 - said below; the training must go on
     print(f"trainprof: warning: process ends not followed: {e}", file=sys.stderr)
 try:
     _start_stacks()
-except Exception as e:  # the training must go on
+except Exception as e:  # noqa: BLE001 - said below; the training must go on
     print(f"trainprof: warning: stack sampling not started: {e}", file=sys.stderr)

@@ -82,8 +82,12 @@ def agent_key(name):
 def run_id(db, path):
     """A name of the run file's own for its output files: its start, its
     recorder and its agent, hashed (the same file gives the same name)."""
-    meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN"
-                           " ('start_wall_ns', 'recorder_pid', 'agent', 'command')").fetchall())
+    meta = dict(
+        db.execute(
+            "SELECT key, value FROM meta WHERE key IN"
+            " ('start_wall_ns', 'recorder_pid', 'agent', 'command')"
+        ).fetchall()
+    )
     if not meta:
         meta = {"path": os.path.abspath(path)}
     text = "\0".join(f"{k}={meta[k]}" for k in sorted(meta))
@@ -93,8 +97,10 @@ def run_id(db, path):
 # SQL expressions that give a column's value where it has the type the
 # schema says, else NULL: SQLite stores what a crafted file put there
 def _int(expr):
-    return (f"(CASE typeof({expr}) WHEN 'integer' THEN {expr}"
-            f" WHEN 'real' THEN CAST({expr} AS INTEGER) END)")
+    return (
+        f"(CASE typeof({expr}) WHEN 'integer' THEN {expr}"
+        f" WHEN 'real' THEN CAST({expr} AS INTEGER) END)"
+    )
 
 
 def _real(expr):
@@ -105,7 +111,7 @@ def _text(expr):
     return f"(CASE typeof({expr}) WHEN 'text' THEN {expr} END)"
 
 
-THREADS = ("FROM {t} x JOIN thread t ON t.id = x.thread_id JOIN agent a ON a.id = t.agent_id")
+THREADS = "FROM {t} x JOIN thread t ON t.id = x.thread_id JOIN agent a ON a.id = t.agent_id"
 
 
 def _batches(db, sql, names, fix=None):
@@ -127,31 +133,41 @@ def _samples(db):
         columns["agent"] = [agent_key(a) for a in columns["agent"]]
         return columns
 
-    sql = (f"SELECT {_text('a.name')}, {_text('a.name')}, {_text('m.name')}, {_text('m.unit')},"
-           f" {_text('s.labels')}, {_int('p.t_ns')} / 1e9, {_real('p.value')} FROM sample p"
-           " JOIN series s ON s.id = p.series_id JOIN agent a ON a.id = s.agent_id"
-           " JOIN metric m ON m.id = s.metric_id ORDER BY s.id, p.t_ns")
+    sql = (
+        f"SELECT {_text('a.name')}, {_text('a.name')}, {_text('m.name')}, {_text('m.unit')},"
+        f" {_text('s.labels')}, {_int('p.t_ns')} / 1e9, {_real('p.value')} FROM sample p"
+        " JOIN series s ON s.id = p.series_id JOIN agent a ON a.id = s.agent_id"
+        " JOIN metric m ON m.id = s.metric_id ORDER BY s.id, p.t_ns"
+    )
     return _batches(db, sql, names, fix)
 
 
 def _regions(db):
     names = ("agent", "pid", "tid", "rank", "name", "depth", "start_s", "end_s", "duration_s")
-    sql = (f"SELECT {_text('a.name')}, {_int('t.pid')}, {_int('t.tid')}, {_int('t.rank')},"
-           f" {_text('n.text')}, {_int('x.depth')}, {_int('x.start_ns')} / 1e9,"
-           f" {_int('x.end_ns')} / 1e9, ({_int('x.end_ns')} - {_int('x.start_ns')}) / 1e9 "
-           + THREADS.format(t="region") + " JOIN name n ON n.id = x.name_id"
-           " ORDER BY x.thread_id, x.start_ns")
+    sql = (
+        f"SELECT {_text('a.name')}, {_int('t.pid')}, {_int('t.tid')}, {_int('t.rank')},"
+        f" {_text('n.text')}, {_int('x.depth')}, {_int('x.start_ns')} / 1e9,"
+        f" {_int('x.end_ns')} / 1e9, ({_int('x.end_ns')} - {_int('x.start_ns')}) / 1e9 "
+        + THREADS.format(t="region")
+        + " JOIN name n ON n.id = x.name_id"
+        " ORDER BY x.thread_id, x.start_ns"
+    )
     return _batches(db, sql, names)
 
 
 # a mark's kind as a number: schema 7's, or the word files of schema 2 to 6 stored
 # (store/mark_kind.h); any other reads as a step
-KIND = ("(CASE typeof(x.kind) WHEN 'integer' THEN x.kind WHEN 'text' THEN CASE x.kind"
-        " WHEN 'epoch' THEN 4 WHEN 'samples' THEN 6 WHEN 'step_end' THEN 9 ELSE 3 END"
-        " ELSE 3 END)")
-MARKS_SQL = (f"SELECT {_text('a.name')}, {_int('t.pid')}, {_int('t.tid')}, {_int('t.rank')},"
-             f" x.thread_id, {KIND}, {_int('x.t_ns')}, {_int('x.value')} "
-             + THREADS.format(t="mark") + " ORDER BY x.thread_id, x.t_ns")
+KIND = (
+    "(CASE typeof(x.kind) WHEN 'integer' THEN x.kind WHEN 'text' THEN CASE x.kind"
+    " WHEN 'epoch' THEN 4 WHEN 'samples' THEN 6 WHEN 'step_end' THEN 9 ELSE 3 END"
+    " ELSE 3 END)"
+)
+MARKS_SQL = (
+    f"SELECT {_text('a.name')}, {_int('t.pid')}, {_int('t.tid')}, {_int('t.rank')},"
+    f" x.thread_id, {KIND}, {_int('x.t_ns')}, {_int('x.value')} "
+    + THREADS.format(t="mark")
+    + " ORDER BY x.thread_id, x.t_ns"
+)
 
 
 def _marks(db):
@@ -163,8 +179,9 @@ def _marks(db):
         columns.pop("thread")
         return {n: columns[n] for n in names}
 
-    return _batches(db, MARKS_SQL, ("agent", "pid", "tid", "rank", "thread", "kind", "t_ns",
-                                    "value"), fix)
+    return _batches(
+        db, MARKS_SQL, ("agent", "pid", "tid", "rank", "thread", "kind", "t_ns", "value"), fix
+    )
 
 
 def _spans(db, sql):
@@ -182,8 +199,21 @@ def _overlaps(spans, thread, a, b):
     return any(ends[k] > a for k in range(max(0, i - 64), i))
 
 
-STEP_COLUMNS = ("agent", "pid", "tid", "rank", "epoch", "step", "start_s", "end_s",
-                "duration_s", "samples", "batches", "warmup", "profiled")
+STEP_COLUMNS = (
+    "agent",
+    "pid",
+    "tid",
+    "rank",
+    "epoch",
+    "step",
+    "start_s",
+    "end_s",
+    "duration_s",
+    "samples",
+    "batches",
+    "warmup",
+    "profiled",
+)
 
 
 def _thread_steps(marks, windows, compiles):
@@ -201,9 +231,23 @@ def _thread_steps(marks, windows, compiles):
                 start, samples, batches = open_step
                 number += 1
                 warming = warming and _overlaps(compiles, thread, start, t)
-                out.append([agent, pid, tid, rank, epoch, number, start / 1e9, t / 1e9,
-                            (t - start) / 1e9, samples, batches, warming,
-                            _overlaps(windows, thread, start, t)])
+                out.append(
+                    [
+                        agent,
+                        pid,
+                        tid,
+                        rank,
+                        epoch,
+                        number,
+                        start / 1e9,
+                        t / 1e9,
+                        (t - start) / 1e9,
+                        samples,
+                        batches,
+                        warming,
+                        _overlaps(windows, thread, start, t),
+                    ]
+                )
             open_step = (t, 0, 0) if kind != 9 else None
     if out and all(row[11] for row in out):  # every step compiled: none is warm-up
         for row in out:
@@ -233,10 +277,17 @@ def _settle_warmup(threads):
 def _steps(db):
     """Each thread's steps from its marks (the report's rule), flagged; a
     rank at a time, so that its median sets its warm-up apart."""
-    windows = _spans(db, "SELECT thread_id, start_ns, end_ns FROM op_window WHERE skipped = 0"
-                     if _has_table(db, "op_window") else "SELECT 0, 0, 0 WHERE 0")
-    compiles = _spans(db, "SELECT r.thread_id, r.start_ns, r.end_ns FROM region r"
-                          " JOIN name n ON n.id = r.name_id WHERE n.text = 'compile'")
+    windows = _spans(
+        db,
+        "SELECT thread_id, start_ns, end_ns FROM op_window WHERE skipped = 0"
+        if _has_table(db, "op_window")
+        else "SELECT 0, 0, 0 WHERE 0",
+    )
+    compiles = _spans(
+        db,
+        "SELECT r.thread_id, r.start_ns, r.end_ns FROM region r"
+        " JOIN name n ON n.id = r.name_id WHERE n.text = 'compile'",
+    )
     cur = db.execute(MARKS_SQL.replace("ORDER BY x.thread_id", "ORDER BY t.rank, x.thread_id"))
     rank, threads, thread, rows = object(), [], None, []
 
@@ -272,7 +323,7 @@ TYPES = {
     "regions": "agent:s pid:i tid:i rank:i name:s depth:i start_s:f end_s:f duration_s:f",
     "marks": "agent:s pid:i tid:i rank:i kind:s t_s:f value:i",
     "steps": "agent:s pid:i tid:i rank:i epoch:i step:i start_s:f end_s:f duration_s:f"
-             " samples:i batches:i warmup:b profiled:b",
+    " samples:i batches:i warmup:b profiled:b",
 }
 
 
@@ -288,18 +339,21 @@ def _schema(pa, columns):
 
 def _summary_columns(db, table):
     """[(name, kind)] of a stored summary, by each column's declared type."""
+
     def kind(declared):
         declared = (declared or "").upper()
         return "i" if "INT" in declared else "f" if declared in ("REAL", "FLOAT", "DOUBLE") else "s"
 
-    return [(n, kind(t)) for n, t in
-            db.execute("SELECT name, type FROM pragma_table_info(?)", (table,))]
+    return [
+        (n, kind(t)) for n, t in db.execute("SELECT name, type FROM pragma_table_info(?)", (table,))
+    ]
 
 
 def _summary(db, table, columns):
     """A stored summary's rows, each column as its kind wants."""
-    exprs = [{"i": _int, "f": _real, "s": _text}[k]('"' + n.replace('"', '""') + '"')
-             for n, k in columns]
+    exprs = [
+        {"i": _int, "f": _real, "s": _text}[k]('"' + n.replace('"', '""') + '"') for n, k in columns
+    ]
     return _batches(db, f"SELECT {', '.join(exprs)} FROM {table}", [n for n, _ in columns])
 
 
@@ -317,12 +371,20 @@ def _write(pa, ds, batches, schema, root, partition, name):
                 rows += batch.num_rows
                 yield batch
 
-    partitioning = (ds.partitioning(pa.schema([schema.field(partition)]), flavor="hive")
-                    if partition else None)
-    ds.write_dataset(record_batches(), root, schema=schema, format="parquet",
-                     partitioning=partitioning, basename_template=name + "-{i}.parquet",
-                     max_partitions=MAX_PARTITIONS, existing_data_behavior="overwrite_or_ignore",
-                     use_threads=False)
+    partitioning = (
+        ds.partitioning(pa.schema([schema.field(partition)]), flavor="hive") if partition else None
+    )
+    ds.write_dataset(
+        record_batches(),
+        root,
+        schema=schema,
+        format="parquet",
+        partitioning=partitioning,
+        basename_template=name + "-{i}.parquet",
+        max_partitions=MAX_PARTITIONS,
+        existing_data_behavior="overwrite_or_ignore",
+        use_threads=False,
+    )
     if not rows:  # nothing to say: no empty folder either
         shutil.rmtree(root, ignore_errors=True)
     return rows
@@ -361,17 +423,20 @@ def _move_into_place(staging, out_dir):
 
 def _export_one(pa, ds, db, path, staging, counts):
     name = run_id(db, path)
-    tables = {"samples": (_samples(db), _columns(TYPES["samples"]), "agent"),
-              "regions": (_regions(db), _columns(TYPES["regions"]), "rank"),
-              "marks": (_marks(db), _columns(TYPES["marks"]), "rank"),
-              "steps": (_steps(db), _columns(TYPES["steps"]), "rank")}
+    tables = {
+        "samples": (_samples(db), _columns(TYPES["samples"]), "agent"),
+        "regions": (_regions(db), _columns(TYPES["regions"]), "rank"),
+        "marks": (_marks(db), _columns(TYPES["marks"]), "rank"),
+        "steps": (_steps(db), _columns(TYPES["steps"]), "rank"),
+    }
     for summary in SUMMARIES:
         if _has_table(db, summary):
             columns = _summary_columns(db, summary)
             tables[summary] = (_summary(db, summary, columns), columns, None)
     for table, (batches, columns, partition) in tables.items():
         counts[table] = counts.get(table, 0) + _write(
-            pa, ds, batches, _schema(pa, columns), os.path.join(staging, table), partition, name)
+            pa, ds, batches, _schema(pa, columns), os.path.join(staging, table), partition, name
+        )
 
 
 def export(out_dir, paths):
@@ -381,8 +446,10 @@ def export(out_dir, paths):
         import pyarrow as pa
         import pyarrow.dataset as ds
     except ImportError:
-        raise ExportError("--format parquet needs Apache Arrow's pyarrow in the Python that runs "
-                          "trainprof's package (pip install pyarrow)") from None
+        raise ExportError(
+            "--format parquet needs Apache Arrow's pyarrow in the Python that runs "
+            "trainprof's package (pip install pyarrow)"
+        ) from None
     if os.path.islink(out_dir) and not os.path.isdir(out_dir):
         raise ExportError(f"{out_dir} is a dangling symbolic link")
     os.makedirs(out_dir, exist_ok=True)
@@ -415,8 +482,12 @@ def main(argv):
     except (ExportError, OSError) as e:
         print(f"trainprof: error: export: {e}", file=sys.stderr)
         return 2
-    print("trainprof: wrote " + ", ".join(f"{t} ({n} rows)" for t, n in counts.items())
-          + f" under {argv[0]}", file=sys.stderr)
+    print(
+        "trainprof: wrote "
+        + ", ".join(f"{t} ({n} rows)" for t, n in counts.items())
+        + f" under {argv[0]}",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -60,16 +60,27 @@ import atexit
 import torch
 
 from trainprof.frameworks.transformers import patch_trainer
-from trainprof.patches.common import (R_CHECKPOINT, time_compilations, timed_pause,
-                                      trace_recording_as_nothing, tracker)
+from trainprof.patches.common import (
+    R_CHECKPOINT,
+    time_compilations,
+    timed_pause,
+    trace_recording_as_nothing,
+    tracker,
+)
 from trainprof.patches.device import DEVICE_TIMES, flush_device_times
 from trainprof.patches.device import patch_graph_capture as _patch_graph_capture
 from trainprof.patches.distributed import patch_distributed as _patch_distributed
 from trainprof.patches.distributed import patch_spawn as _patch_spawn
 from trainprof.patches.forward import patch_modules as _patch_modules
-from trainprof.patches.loop import _end_train_batch  # noqa: F401 (framework adapters call it)
-from trainprof.patches.loop import (_patch_backward, _patch_dataloader, _patch_optimizer,
-                                    _patch_schedulers, _patch_transfers, _patch_workers)
+from trainprof.patches.loop import (
+    _end_train_batch,  # noqa: F401 (framework adapters call it)
+    _patch_backward,
+    _patch_dataloader,
+    _patch_optimizer,
+    _patch_schedulers,
+    _patch_transfers,
+    _patch_workers,
+)
 from trainprof.runtime import ops as _ops
 from trainprof.startup.after_import import after_import
 
@@ -82,9 +93,18 @@ def instrument():
     if _installed:
         return False
     _installed = True
-    for patch in (_patch_dataloader, _patch_workers, _patch_modules, _patch_backward,
-                  _patch_optimizer, _patch_schedulers, _patch_transfers, _patch_distributed,
-                  _patch_spawn, _patch_graph_capture):
+    for patch in (
+        _patch_dataloader,
+        _patch_workers,
+        _patch_modules,
+        _patch_backward,
+        _patch_optimizer,
+        _patch_schedulers,
+        _patch_transfers,
+        _patch_distributed,
+        _patch_spawn,
+        _patch_graph_capture,
+    ):
         patch()
     # Dynamo only traces once the script has imported it (torch.compile does)
     after_import("torch._dynamo", trace_recording_as_nothing)

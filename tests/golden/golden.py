@@ -74,7 +74,7 @@ def outputs(name, where):
             if (RUNS / (f + suffix)).exists():
                 shutil.copy(RUNS / (f + suffix), where / (f + suffix))
     got = {}
-    for out, (args, whole) in OUTPUTS.items():
+    for out, (args, _whole) in OUTPUTS.items():
         target = where / f"{name}.{out}"
         argv = [PROGRAM] + [str(target.name) if a == "OUT" else a for a in args] + files
         r = subprocess.run(argv, cwd=where, capture_output=True, timeout=300)
@@ -90,8 +90,12 @@ def digest(data):
 
 def expected_files(name, got):
     """{file name in expected/: bytes} for one entry's outputs."""
-    return {f"{name}.{out}" if OUTPUTS[out][1] else f"{name}.{out}.sha256":
-            data if OUTPUTS[out][1] else digest(data) for out, data in got.items()}
+    return {
+        f"{name}.{out}" if OUTPUTS[out][1] else f"{name}.{out}.sha256": data
+        if OUTPUTS[out][1]
+        else digest(data)
+        for out, data in got.items()
+    }
 
 
 def check():
@@ -145,43 +149,113 @@ os._exit(0)  # gloo may abort while the interpreter tears down (see test_distrib
 def record_one(path, *command, agent=None, env=None):
     args = [PROGRAM, "record", "-q", "--force", "-i", "0.2", "-o", path]
     args += ["--agent", agent] if agent else []
-    subprocess.run(args + ["--", *command], check=True, timeout=600,
-                   env=dict(os.environ, **(env or {})))
+    subprocess.run(
+        args + ["--", *command], check=True, timeout=600, env=dict(os.environ, **(env or {}))
+    )
 
 
 def record():
     RUNS.mkdir(exist_ok=True)
     for f in RUNS.iterdir():
         f.unlink()
-    record_one(RUNS / "example.db", PYTHON, ROOT / "examples" / "train.py", "--epochs", "1",
-               "--samples", "2048")
+    record_one(
+        RUNS / "example.db",
+        PYTHON,
+        ROOT / "examples" / "train.py",
+        "--epochs",
+        "1",
+        "--samples",
+        "2048",
+    )
     with tempfile.TemporaryDirectory() as d:
         script = pathlib.Path(d) / "ddp.py"
         script.write_text(textwrap.dedent(DDP))
-        record_one(RUNS / "ddp.db", PYTHON, "-m", "torch.distributed.run", "--standalone",
-                   "--nproc_per_node", "2", script)
-    record_one(RUNS / "node_a.db", PYTHON, ROOT / "examples" / "train.py", "--epochs", "1",
-               "--samples", "1024", "--workers", "0", agent="node-a")
-    record_one(RUNS / "node_b.db", PYTHON, ROOT / "examples" / "train.py", "--epochs", "1",
-               "--samples", "1024", "--workers", "0", agent="node-b")
+        record_one(
+            RUNS / "ddp.db",
+            PYTHON,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            script,
+        )
+    record_one(
+        RUNS / "node_a.db",
+        PYTHON,
+        ROOT / "examples" / "train.py",
+        "--epochs",
+        "1",
+        "--samples",
+        "1024",
+        "--workers",
+        "0",
+        agent="node-a",
+    )
+    record_one(
+        RUNS / "node_b.db",
+        PYTHON,
+        ROOT / "examples" / "train.py",
+        "--epochs",
+        "1",
+        "--samples",
+        "1024",
+        "--workers",
+        "0",
+        agent="node-b",
+    )
     record_one(RUNS / "empty.db", "true")
-    p = subprocess.Popen([PROGRAM, "record", "-q", "-i", "0.1", "-o", RUNS / "killed.db", "--",
-                          PYTHON, ROOT / "examples" / "train.py", "--samples", "100000",
-                          "--workers", "0"], start_new_session=True)
+    p = subprocess.Popen(
+        [
+            PROGRAM,
+            "record",
+            "-q",
+            "-i",
+            "0.1",
+            "-o",
+            RUNS / "killed.db",
+            "--",
+            PYTHON,
+            ROOT / "examples" / "train.py",
+            "--samples",
+            "100000",
+            "--workers",
+            "0",
+        ],
+        start_new_session=True,
+    )
     time.sleep(8)
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
     # schema 3: as trainprof wrote it before schema 4 (see test_summarize.py)
-    record_one(RUNS / "schema3.db", PYTHON, ROOT / "examples" / "train.py", "--epochs", "1",
-               "--samples", "1024", "--workers", "0")
+    record_one(
+        RUNS / "schema3.db",
+        PYTHON,
+        ROOT / "examples" / "train.py",
+        "--epochs",
+        "1",
+        "--samples",
+        "1024",
+        "--workers",
+        "0",
+    )
     db = sqlite3.connect(RUNS / "schema3.db")
     db.execute("DROP VIEW device_times")
     db.execute("DROP TABLE device_time")
     db.execute("DROP TABLE summary_plot")
     db.execute("DROP TABLE summary_step_phase")
     db.execute("DELETE FROM meta WHERE key = 'plots'")
-    for column in ("in_steps_s", "device_count", "device_total_s", "device_mean", "device_min",
-                   "device_p5", "device_p50", "device_p95", "device_max"):
+    for column in (
+        "in_steps_s",
+        "device_count",
+        "device_total_s",
+        "device_mean",
+        "device_min",
+        "device_p5",
+        "device_p50",
+        "device_p95",
+        "device_max",
+    ):
         db.execute(f"ALTER TABLE summary_timing DROP COLUMN {column}")
     db.execute("PRAGMA user_version = 3")
     db.commit()
@@ -226,10 +300,33 @@ def record_stalled(path):
     where.mkdir(exist_ok=True)
     script = where / "hang_ddp.py"
     script.write_text(textwrap.dedent(HANG))
-    subprocess.run(["timeout", "12", PROGRAM, "record", "-q", "--force", "-i", "0.2",
-                    "--stall-after", "3", "-o", path, "--", PYTHON, "-m",
-                    "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script],
-                   timeout=600, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            "timeout",
+            "12",
+            PROGRAM,
+            "record",
+            "-q",
+            "--force",
+            "-i",
+            "0.2",
+            "--stall-after",
+            "3",
+            "-o",
+            path,
+            "--",
+            PYTHON,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            script,
+        ],
+        timeout=600,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 DIES = """
@@ -255,8 +352,12 @@ def record_died(path):
     where.mkdir(exist_ok=True)
     script = where / "dies.py"
     script.write_text(textwrap.dedent(DIES))
-    subprocess.run([PROGRAM, "record", "-q", "--force", "-i", "0.2", "-o", path, "--", PYTHON,
-                    script], timeout=600, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [PROGRAM, "record", "-q", "--force", "-i", "0.2", "-o", path, "--", PYTHON, script],
+        timeout=600,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 STACKS = """
@@ -292,8 +393,10 @@ def record_stacks(path):
     record_one(path, PYTHON, script, env={"TRAINPROF_STACKS": "100"})
 
 
-SERIES = ("SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
-          " WHERE m.name = ? AND s.labels = ?")
+SERIES = (
+    "SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
+    " WHERE m.name = ? AND s.labels = ?"
+)
 
 
 def record_synthetic2(path):
@@ -304,24 +407,38 @@ def record_synthetic2(path):
     its CPUs at 99 %, eth0 receiving at its link's speed and GPU 1's memory at
     95 %, summarized anew."""
     gen = str(ROOT / "build" / "bench" / "gen_run")
-    subprocess.run([gen, path, "0.02", "0.5", "8", "2", "8", "1", "node-2", "16"], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [gen, path, "0.02", "0.5", "8", "2", "8", "1", "node-2", "16"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     name = "(SELECT id FROM name WHERE text = ?)"
     with sqlite3.connect(path) as db:
-        db.execute(f"UPDATE region SET name_id = {name} WHERE name_id = {name}",
-                   ("reduce_metrics", "forward"))
+        db.execute(
+            f"UPDATE region SET name_id = {name} WHERE name_id = {name}",
+            ("reduce_metrics", "forward"),
+        )
         db.execute(f"DELETE FROM region WHERE name_id = {name}", ("train_batch",))
         for old in ("dataloader_next", "optimizer_step"):
-            db.execute(f"UPDATE region SET name_id = {name} WHERE name_id = {name}",
-                       ("to_device", old))
-        db.execute(f"UPDATE sample SET value = 99 WHERE series_id IN ({SERIES})",
-                   ("cpu_util_percent", "{}"))
-        link = db.execute(f"SELECT value FROM sample WHERE series_id IN ({SERIES}) LIMIT 1",
-                          ("net_link_speed_bytes_per_s", '{"interface":"eth0"}')).fetchone()[0]
-        db.execute(f"UPDATE sample SET value = ? WHERE series_id IN ({SERIES})",
-                   (link, "net_recv_bytes_per_s", '{"interface":"eth0"}'))
-        db.execute(f"UPDATE sample SET value = ? WHERE series_id IN ({SERIES})",
-                   (0.95 * (80 << 30), "gpu_mem_used_bytes", '{"gpu":"1"}'))
+            db.execute(
+                f"UPDATE region SET name_id = {name} WHERE name_id = {name}", ("to_device", old)
+            )
+        db.execute(
+            f"UPDATE sample SET value = 99 WHERE series_id IN ({SERIES})",
+            ("cpu_util_percent", "{}"),
+        )
+        link = db.execute(
+            f"SELECT value FROM sample WHERE series_id IN ({SERIES}) LIMIT 1",
+            ("net_link_speed_bytes_per_s", '{"interface":"eth0"}'),
+        ).fetchone()[0]
+        db.execute(
+            f"UPDATE sample SET value = ? WHERE series_id IN ({SERIES})",
+            (link, "net_recv_bytes_per_s", '{"interface":"eth0"}'),
+        )
+        db.execute(
+            f"UPDATE sample SET value = ? WHERE series_id IN ({SERIES})",
+            (0.95 * (80 << 30), "gpu_mem_used_bytes", '{"gpu":"1"}'),
+        )
     db.close()
     subprocess.run([PROGRAM, "summarize", "--force", "-q", path], check=True)
 
@@ -330,17 +447,26 @@ def record_synthetic(path):
     """72 s of a node of 8 ranks (global 8-15; rank 13 loads slowly), its
     GPU 0 half as busy and its host memory at 95 %, summarized anew."""
     gen = str(ROOT / "build" / "bench" / "gen_run")
-    subprocess.run([gen, path, "0.02", "0.5", "8", "2", "8", "1", "node-1", "8"], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [gen, path, "0.02", "0.5", "8", "2", "8", "1", "node-1", "8"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     total = 512 << 30
-    series = ("SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
-              " WHERE m.name = ? AND s.labels = ?")
+    series = (
+        "SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
+        " WHERE m.name = ? AND s.labels = ?"
+    )
     with sqlite3.connect(path) as db:
         db.execute("INSERT OR REPLACE INTO meta VALUES ('mem_total_bytes', ?)", (str(total),))
-        db.execute(f"UPDATE sample SET value = value * 0.5 WHERE series_id IN ({series})",
-                   ("gpu_util_percent", '{"gpu":"0"}'))
-        db.execute(f"UPDATE sample SET value = ? WHERE series_id IN ({series})",
-                   (0.95 * total, "host_mem_used_bytes", "{}"))
+        db.execute(
+            f"UPDATE sample SET value = value * 0.5 WHERE series_id IN ({series})",
+            ("gpu_util_percent", '{"gpu":"0"}'),
+        )
+        db.execute(
+            f"UPDATE sample SET value = ? WHERE series_id IN ({series})",
+            (0.95 * total, "host_mem_used_bytes", "{}"),
+        )
     db.close()
     subprocess.run([PROGRAM, "summarize", "--force", "-q", path], check=True)
 

@@ -37,6 +37,7 @@ def _busy_cpu_seconds():
 def _own_cpu_seconds():
     """CPU time of this test process and every descendant it has waited for."""
     import resource
+
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
@@ -51,12 +52,14 @@ class OthersCpu:
 
     def __enter__(self):
         import time
+
         self._t, self._busy, self._own = time.monotonic(), _busy_cpu_seconds(), _own_cpu_seconds()
         self.cpus = 0.0
         return self
 
     def __exit__(self, *exc):
         import time
+
         elapsed = time.monotonic() - self._t
         others = (_busy_cpu_seconds() - self._busy) - (_own_cpu_seconds() - self._own)
         self.cpus = max(0.0, others) / elapsed if elapsed > 0 else 0.0
@@ -74,14 +77,21 @@ def trainprof(*args, env=None, timeout=120, **kw):
     full_env.pop("TRAINPROF_NVML_LIB", None)
     if env:
         full_env.update(env)
-    return subprocess.run([PROGRAM, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env=full_env, **kw)
+    return subprocess.run(
+        [PROGRAM, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        **kw,
+    )
 
 
 def run_on_a_terminal(argv, timeout=60):
     """Runs argv with its stderr on a pseudo-terminal (stdout discarded), as
     a person at a terminal would; returns (exit status, what it wrote)."""
     import pty
+
     master, slave = pty.openpty()
     p = subprocess.Popen(list(map(str, argv)), stderr=slave, stdout=subprocess.DEVNULL)
     os.close(slave)
@@ -148,7 +158,8 @@ def samples(path, name, labels="{}"):
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         rows = db.execute(
             "SELECT t_ns, value FROM samples WHERE metric = ? AND labels = ? ORDER BY t_ns",
-            (name, labels)).fetchall()
+            (name, labels),
+        ).fetchall()
     return [(t / 1e9, v) for t, v in rows]
 
 
@@ -160,8 +171,10 @@ def run_file(tmp_path):
 def killed_recording(path, after_s=1.6):
     """A run file whose recorder was SIGKILLed after_s seconds into `sleep 30`."""
     import time
-    p = subprocess.Popen([PROGRAM, "record", "-q", "--interval", "0.1", "-o", str(path), "--",
-                          "sleep", "30"])
+
+    p = subprocess.Popen(
+        [PROGRAM, "record", "-q", "--interval", "0.1", "-o", str(path), "--", "sleep", "30"]
+    )
     time.sleep(after_s)
     kill_with_children(p)
     return path
@@ -170,8 +183,10 @@ def killed_recording(path, after_s=1.6):
 def kill_with_children(p):
     """SIGKILLs a recorder, then the command it left orphaned (only that one)."""
     import signal
-    children = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
-                              text=True).stdout.split()
+
+    children = subprocess.run(
+        ["pgrep", "-P", str(p.pid)], capture_output=True, text=True
+    ).stdout.split()
     p.send_signal(signal.SIGKILL)
     p.wait()
     for child in children:
@@ -186,6 +201,7 @@ def report_from_rows(path, tmp_path):
     so that every figure is computed from the samples, regions and marks."""
     import shutil
     import sqlite3
+
     raw = tmp_path / ("rows-" + pathlib.Path(path).name)
     for stale in (raw, pathlib.Path(f"{raw}-wal"), pathlib.Path(f"{raw}-shm")):
         stale.unlink(missing_ok=True)  # an earlier copy's

@@ -42,8 +42,20 @@ for epoch in range(1000):
 def bottleneck(tmp_path, sleep=0.0, dim=32, hidden=32, crash_in="", extra=()):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT.format(sleep=sleep, dim=dim, hidden=hidden, crash_in=crash_in))
-    return trainprof("bottleneck", "--steps", "30", "--warmup", "5", "-o", tmp_path / "bn",
-                     *extra, "--", PYTHON, script, timeout=300)
+    return trainprof(
+        "bottleneck",
+        "--steps",
+        "30",
+        "--warmup",
+        "5",
+        "-o",
+        tmp_path / "bn",
+        *extra,
+        "--",
+        PYTHON,
+        script,
+        timeout=300,
+    )
 
 
 def test_sleepy_loader_is_input_bound(tmp_path):
@@ -53,7 +65,9 @@ def test_sleepy_loader_is_input_bound(tmp_path):
     assert "the training's own output" in r.stderr
     assert out["verdict"] == "input_bound" and out["unit"] == "samples_per_s"
     # `report` of the as-is run agrees (its words where it does not)
-    assert "input_bound" in out["report_verdicts"], trainprof("report", tmp_path / "bn-asis.db").stdout
+    assert "input_bound" in out["report_verdicts"], trainprof(
+        "report", tmp_path / "bn-asis.db"
+    ).stdout
     rates = {run["mode"]: run["rate"] for run in out["runs"]}
     # 16 samples x 2 ms per batch: at most 500/s; a loaded VM's sleeps run long
     # (233/s once, right after the fuzz minute), so the floor only says it is the loader
@@ -66,8 +80,13 @@ def test_sleepy_loader_is_input_bound(tmp_path):
         assert not (tmp_path / f"bn-{mode}.model").exists()
     # What the model runs in, as the replay run's first forward saw it; a CPU
     # model gets no tensor-core hint.
-    assert out["model"] == {"dtype": "float32", "device": "cpu", "compute_capability": None,
-                            "autocast": False, "precision_hint": None}
+    assert out["model"] == {
+        "dtype": "float32",
+        "device": "cpu",
+        "compute_capability": None,
+        "autocast": False,
+        "precision_hint": None,
+    }
 
 
 def test_big_model_fast_loader_is_compute_bound(tmp_path):
@@ -98,7 +117,8 @@ def test_no_dataloader(tmp_path):
     assert not (tmp_path / "bn-replay.db").exists()
     # steps without a DataLoader (the optimizer's): the as-is run's rate is said
     loop = tmp_path / "loop.py"
-    loop.write_text(textwrap.dedent("""
+    loop.write_text(
+        textwrap.dedent("""
         import torch
         model = torch.nn.Linear(8, 1)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -106,11 +126,13 @@ def test_no_dataloader(tmp_path):
             opt.zero_grad()
             model(torch.randn(4, 8)).sum().backward()
             opt.step()
-    """))
+    """)
+    )
     r = trainprof("bottleneck", "-o", tmp_path / "bn2", "--", PYTHON, loop, timeout=300)
     assert r.returncode == 0, r.stderr
-    said = re.search(r"only the as-is run was made: ([0-9.]+) samples/s over (\d+) steps",
-                     r.stdout)  # 60 updates, the first 20 warm-up
+    said = re.search(
+        r"only the as-is run was made: ([0-9.]+) samples/s over (\d+) steps", r.stdout
+    )  # 60 updates, the first 20 warm-up
     assert said and float(said.group(1)) > 0 and int(said.group(2)) >= 35, r.stdout
 
 
@@ -174,14 +196,30 @@ def test_many_small_files_is_input_bound_with_small_reads(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(SMALL_FILES_SCRIPT)
     with OthersCpu() as load:
-        r = trainprof("bottleneck", "--steps", "100", "--warmup", "5", "-o", tmp_path / "bn",
-                      "--json", "--", PYTHON, script, data, str(n), timeout=300)
+        r = trainprof(
+            "bottleneck",
+            "--steps",
+            "100",
+            "--warmup",
+            "5",
+            "-o",
+            tmp_path / "bn",
+            "--json",
+            "--",
+            PYTHON,
+            script,
+            data,
+            str(n),
+            timeout=300,
+        )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     # beside others that hold the CPUs, the training limit falls too (the
     # replay run computes on the CPU): the two limits may meet
-    assert out["verdict"] == "input_bound" or (load.busy and out["verdict"] == "balanced"), \
-        (out["verdict"], load.cpus)
+    assert out["verdict"] == "input_bound" or (load.busy and out["verdict"] == "balanced"), (
+        out["verdict"],
+        load.cpus,
+    )
     loader = out["loader"]
     # Each sample is one cold read of a 1 KiB file: many small requests.
     assert loader["disk_read_iops"] > 500
@@ -191,8 +229,21 @@ def test_many_small_files_is_input_bound_with_small_reads(tmp_path):
     # loader alone may see the files cached, so the runs are made again once
     with OthersCpu() as load:
         for attempt in ("bn2", "bn3"):
-            r = trainprof("bottleneck", "--steps", "100", "--warmup", "5", "-o",
-                          tmp_path / attempt, "--", PYTHON, script, data, str(n), timeout=300)
+            r = trainprof(
+                "bottleneck",
+                "--steps",
+                "100",
+                "--warmup",
+                "5",
+                "-o",
+                tmp_path / attempt,
+                "--",
+                PYTHON,
+                script,
+                data,
+                str(n),
+                timeout=300,
+            )
             if "input-bound" in r.stdout:
                 break
     if "input-bound" in r.stdout or not load.busy:
@@ -225,8 +276,20 @@ for epoch in range(100):
 def test_replayed_batch_stays_on_the_device(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(META_SCRIPT)
-    r = trainprof("bottleneck", "--steps", "30", "--warmup", "5", "-o", tmp_path / "bn", "--json",
-                  "--", PYTHON, script, timeout=300)
+    r = trainprof(
+        "bottleneck",
+        "--steps",
+        "30",
+        "--warmup",
+        "5",
+        "-o",
+        tmp_path / "bn",
+        "--json",
+        "--",
+        PYTHON,
+        script,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     counts = {}
     for mode in ("asis", "replay"):

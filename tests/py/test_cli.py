@@ -9,7 +9,6 @@ import tempfile
 import time
 
 import pytest
-
 import trainprof as package
 from conftest import PROGRAM, PYTHON, trainprof
 
@@ -29,26 +28,32 @@ def test_help_and_version():
     assert "export" in trainprof("--help").stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    ([], "usage: trainprof"),
-    (["frobnicate"], "unknown command 'frobnicate'"),
-    (["record"], "record: expected a command to run (see trainprof record --help)"),
-    (["record", "--bogus", "true"], "record: unknown option --bogus (see trainprof record --help)"),
-    (["record", "-o"], "record: -o needs a value (see trainprof record --help)"),
-    # every subcommand names the option and what is wrong with it, the same way
-    (["merge", "-o"], "merge: -o needs a value"),
-    (["export", "x.db", "--format"], "export: --format needs a value"),
-    (["report", "--bogus=1", "x.db"], "report: unknown option --bogus (see"),
-    (["summarize", "-qz", "x.db"], "summarize: unknown option -z (see"),
-    (["top", "--interval"], "top: --interval needs a value"),
-    (["bottleneck", "--steps"], "bottleneck: --steps needs a value"),
-    (["serve", "-x"], "serve: unknown option -x (see trainprof serve --help)"),
-    (["iobench", "--size"], "iobench: --size needs a value"),
-    (["compare", "--x", "a.db", "b.db"], "compare: unknown option --x"),
-    (["html", "x.db", "-o"], "html: -o needs a value"),
-    (["report"], "expected a run file"),
-    (["report", "a.db", "b.db"], "a.db: no such file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "usage: trainprof"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        (["record"], "record: expected a command to run (see trainprof record --help)"),
+        (
+            ["record", "--bogus", "true"],
+            "record: unknown option --bogus (see trainprof record --help)",
+        ),
+        (["record", "-o"], "record: -o needs a value (see trainprof record --help)"),
+        # every subcommand names the option and what is wrong with it, the same way
+        (["merge", "-o"], "merge: -o needs a value"),
+        (["export", "x.db", "--format"], "export: --format needs a value"),
+        (["report", "--bogus=1", "x.db"], "report: unknown option --bogus (see"),
+        (["summarize", "-qz", "x.db"], "summarize: unknown option -z (see"),
+        (["top", "--interval"], "top: --interval needs a value"),
+        (["bottleneck", "--steps"], "bottleneck: --steps needs a value"),
+        (["serve", "-x"], "serve: unknown option -x (see trainprof serve --help)"),
+        (["iobench", "--size"], "iobench: --size needs a value"),
+        (["compare", "--x", "a.db", "b.db"], "compare: unknown option --x"),
+        (["html", "x.db", "-o"], "html: -o needs a value"),
+        (["report"], "expected a run file"),
+        (["report", "a.db", "b.db"], "a.db: no such file"),
+    ],
+)
 def test_usage_errors(args, message):
     r = trainprof(*args)
     assert r.returncode == 2
@@ -160,15 +165,28 @@ def test_default_output_name(tmp_path):
 
 def test_python_package_outside_record():
     import subprocess
-    out = subprocess.run([PYTHON, "-c", "import trainprof; print(trainprof.__version__)"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+
+    out = subprocess.run(
+        [PYTHON, "-c", "import trainprof; print(trainprof.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert out == package.__version__
 
 
 def test_output_name_patterns(tmp_path):
     import socket
-    r = trainprof("record", "-q", "-o", tmp_path / "run-%h-%r-100%%.db", "--", "true",
-                  env={"SLURM_NODEID": "3"})
+
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        tmp_path / "run-%h-%r-100%%.db",
+        "--",
+        "true",
+        env={"SLURM_NODEID": "3"},
+    )
     assert r.returncode == 0, r.stderr
     assert (tmp_path / f"run-{socket.gethostname()}-3-100%.db").exists()
     r = trainprof("record", "-q", "-o", tmp_path / "run-%x.db", "--", "true")
@@ -176,10 +194,15 @@ def test_output_name_patterns(tmp_path):
     assert not list(tmp_path.glob("run-%x*"))
 
 
-@pytest.mark.parametrize("pattern, hint", [
-    ("run-%r.db", "%r is 0 here: no SLURM_NODEID, NODE_RANK or GROUP_RANK in the environment"),
-    ("run-%h.db", "%h is the same for every recording on this host: one `record` per node"),
-    ("run-%h-%r.db", None), ("run.db", None)])
+@pytest.mark.parametrize(
+    "pattern, hint",
+    [
+        ("run-%r.db", "%r is 0 here: no SLURM_NODEID, NODE_RANK or GROUP_RANK in the environment"),
+        ("run-%h.db", "%h is the same for every recording on this host: one `record` per node"),
+        ("run-%h-%r.db", None),
+        ("run.db", None),
+    ],
+)
 def test_a_name_taken_by_the_same_job_says_why(tmp_path, pattern, hint):
     """Two recorders of one job given one -o: where the pattern makes the
     same name for both (%r with no node rank set, %h on one host), the
@@ -207,9 +230,11 @@ def test_an_output_is_never_one_of_the_inputs(run_file, tmp_path):
     before = run_file.read_bytes()
     alias = tmp_path / "alias.db"
     alias.symlink_to(run_file)
-    for cmd in (("html", "-o", run_file, "--force", run_file),
-                ("export", "--format", "csv", "-o", alias, "--force", run_file),
-                ("merge", "--force", "-o", run_file, run_file, alias)):
+    for cmd in (
+        ("html", "-o", run_file, "--force", run_file),
+        ("export", "--format", "csv", "-o", alias, "--force", run_file),
+        ("merge", "--force", "-o", run_file, run_file, alias),
+    ):
         r = trainprof(*cmd)
         assert r.returncode == 2 and "is one of the inputs" in r.stderr, (cmd, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1
@@ -251,8 +276,10 @@ def test_the_registry_of_live_recordings_is_never_a_link(tmp_path):
     runtime = tmp_path / "runtime"
     runtime.mkdir()
     (runtime / "trainprof-records").symlink_to(victim)
-    p = subprocess.Popen([PROGRAM, "record", "-q", "-o", tmp_path / "a.db", "--", "sleep", "1"],
-                         env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)})
+    p = subprocess.Popen(
+        [PROGRAM, "record", "-q", "-o", tmp_path / "a.db", "--", "sleep", "1"],
+        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+    )
     seen = set()
     while p.poll() is None:
         seen |= {f.name for f in victim.iterdir()}
@@ -281,8 +308,13 @@ def test_a_killed_recording_reads_where_its_reader_cannot_write(run_file):
             os.setgid(65534)
             os.setuid(65534)
 
-        r = subprocess.run([PROGRAM, "report", str(target)], capture_output=True, text=True,
-                           timeout=60, preexec_fn=as_nobody)
+        r = subprocess.run(
+            [PROGRAM, "report", str(target)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=as_nobody,
+        )
         assert r.returncode == 0, r.stderr
         assert "command   true" in r.stdout
     finally:

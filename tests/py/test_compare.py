@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import FAKE_NVML, PYTHON, OthersCpu, trainprof, words
 from test_html import chromium
 from test_timings import EMIT
@@ -18,12 +17,19 @@ from test_timings import EMIT
 def test_two_world_sizes(tmp_path):
     one, two = tmp_path / "w1.db", tmp_path / "w2.db"
     gpus = {"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"}
-    assert trainprof("record", "-q", "--interval", "0.05", "-o", one, "--", EMIT, "slow_epochs",
-                     env=gpus).returncode == 0
-    both = (f"RANK=0 WORLD_SIZE=2 {EMIT} slow_epochs & RANK=1 WORLD_SIZE=2 {EMIT} slow_epochs &"
-            " wait")
-    assert trainprof("record", "-q", "--interval", "0.05", "-o", two, "--", "sh", "-c", both,
-                     env=gpus).returncode == 0
+    assert (
+        trainprof(
+            "record", "-q", "--interval", "0.05", "-o", one, "--", EMIT, "slow_epochs", env=gpus
+        ).returncode
+        == 0
+    )
+    both = f"RANK=0 WORLD_SIZE=2 {EMIT} slow_epochs & RANK=1 WORLD_SIZE=2 {EMIT} slow_epochs & wait"
+    assert (
+        trainprof(
+            "record", "-q", "--interval", "0.05", "-o", two, "--", "sh", "-c", both, env=gpus
+        ).returncode
+        == 0
+    )
     r = trainprof("compare", "--json", two, one)
     assert r.returncode == 0, r.stderr
     both = json.loads(r.stdout)
@@ -51,8 +57,12 @@ def test_two_world_sizes(tmp_path):
     dom = r.stdout
     assert dom.count("<svg") == 5  # A's and B's phases, then the four of the scaling
     assert "two runs compared" in dom and "At their scales" in dom
-    for title in ("Samples per second", "Scaling efficiency", "Time per epoch",
-                  "Energy per sample"):
+    for title in (
+        "Samples per second",
+        "Scaling efficiency",
+        "Time per epoch",
+        "Energy per sample",
+    ):
         assert title in dom, title
     # bars in world-size order, labelled by world size and file
     assert dom.index("1 (w1.db)") < dom.index("2 (w2.db)")
@@ -79,11 +89,11 @@ LOADER = pathlib.Path(__file__).parent / "programs" / "loader_train.py"
 def record_loader(path, workers, *args, burners=0, steps=200):
     """loader_train.py under record; with burners, that many CPU burners run
     beside it from its start to its end."""
-    burning = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-               for _ in range(burners)]
+    burning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)]
     try:
-        r = trainprof("record", "-q", "-o", path, "--", PYTHON, LOADER, workers, steps, *args,
-                      timeout=300)
+        r = trainprof(
+            "record", "-q", "-o", path, "--", PYTHON, LOADER, workers, steps, *args, timeout=300
+        )
     finally:
         for b in burning:
             b.kill()
@@ -153,8 +163,7 @@ def test_the_same_run_twice_is_no_change(loader_runs):
     change = c["step_change"]
     assert change["comparable"]
     assert [d["key"] for d in c["differences"]] == []  # one command, one machine
-    r = trainprof("compare", "--fail-if-slower", "5", loader_runs["two"],
-                  loader_runs["two_again"])
+    r = trainprof("compare", "--fail-if-slower", "5", loader_runs["two"], loader_runs["two_again"])
     if loader_runs["others_cpus"] >= 0.5:
         # others held the CPUs the workers and the step thread share, unevenly
         # over time: the two runs met different machines, and a phase may have

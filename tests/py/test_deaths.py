@@ -10,7 +10,6 @@ import textwrap
 import uuid
 
 import pytest
-
 from conftest import PROGRAM, PYTHON, in_short, report_json, trainprof, words
 
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2")
@@ -41,8 +40,9 @@ for step, (x, y) in enumerate(DataLoader(data, batch_size=8)):
 def record_ddp(tmp_path, run_file, how):
     script = tmp_path / "ddp_die.py"
     script.write_text(textwrap.dedent(DDP))
-    r = trainprof("record", "-q", "-o", run_file, "--", *TORCHRUN, script,
-                  env={"HOW": how}, timeout=180)
+    r = trainprof(
+        "record", "-q", "-o", run_file, "--", *TORCHRUN, script, env={"HOW": how}, timeout=180
+    )
     assert r.returncode != 0
     return script
 
@@ -68,7 +68,7 @@ def test_a_rank_that_raises(tmp_path, run_file):
     # its status where its zombie was read before torchrun reaped it
     assert d["exit_status"] in (1, None)
     short = short_of(run_file)
-    assert short.startswith('[died] Rank 1 (pid ') and 'raised ValueError ("bad batch 20")' in short
+    assert short.startswith("[died] Rank 1 (pid ") and 'raised ValueError ("bad batch 20")' in short
     assert "at step 21" in short
     # rank 0 died after it (torchrun's SIGTERM, or its collective failing),
     # though its connection may close first: rank 1's interpreter shutdown
@@ -93,17 +93,24 @@ def test_a_rank_killed_by_sigkill(tmp_path, run_file):
     # the same run seen by a recorder late by lag seconds
     rank0 = next(x["pid"] for x in rep["deaths"] if x["rank"] == 0)
     with sqlite3.connect(run_file) as db:
-        raised = int(db.execute("SELECT value FROM meta WHERE key = ?",
-                                (f"proc.{rank0}.raised_ns",)).fetchone()[0])
+        raised = int(
+            db.execute(
+                "SELECT value FROM meta WHERE key = ?", (f"proc.{rank0}.raised_ns",)
+            ).fetchone()[0]
+        )
 
     def ranks_seen(end_after_raise_s, alive_before_raise_s):
         with sqlite3.connect(run_file) as db:
-            db.execute("UPDATE meta SET value = ? WHERE key = ?",
-                       (str(raised + int(end_after_raise_s * 1e9)), f"proc.{d['pid']}.end_ns"))
+            db.execute(
+                "UPDATE meta SET value = ? WHERE key = ?",
+                (str(raised + int(end_after_raise_s * 1e9)), f"proc.{d['pid']}.end_ns"),
+            )
             db.execute("DELETE FROM meta WHERE key = ?", (f"proc.{d['pid']}.alive_ns",))
             if alive_before_raise_s is not None:
-                db.execute("INSERT INTO meta VALUES (?, ?)", (f"proc.{d['pid']}.alive_ns",
-                           str(raised - int(alive_before_raise_s * 1e9))))
+                db.execute(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    (f"proc.{d['pid']}.alive_ns", str(raised - int(alive_before_raise_s * 1e9))),
+                )
         return [x["rank"] for x in report_json(run_file)["deaths"] if x["rank"] in (0, 1)]
 
     assert ranks_seen(0.010, 0.005) == [1, 0]  # alive before the raise
@@ -137,7 +144,11 @@ def test_an_exception_leaves_output_and_status_alone(tmp_path, run_file):
     alone = subprocess.run([PYTHON, script, "raise"], capture_output=True, text=True, timeout=120)
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, "raise")
     assert r.returncode == alone.returncode == 1
-    assert r.stderr.splitlines()[-1] == alone.stderr.splitlines()[-1] == "KeyError: 'no such sample: 9'"
+    assert (
+        r.stderr.splitlines()[-1]
+        == alone.stderr.splitlines()[-1]
+        == "KeyError: 'no such sample: 9'"
+    )
     assert r.stdout == alone.stdout
     d = first_death(report_json(run_file))
     assert (d["rank"], d["how"], d["step"]) == (-1, "exception", 10), d
@@ -183,9 +194,26 @@ def test_the_oom_killer_is_told_apart(tmp_path, run_file):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(SCRIPT))
     try:
-        r = subprocess.run(["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh",
-                            PROGRAM, "record", "-q", "-o", str(run_file), "--", PYTHON,
-                            str(script), "leak"], capture_output=True, text=True, timeout=180)
+        r = subprocess.run(
+            [
+                "sh",
+                "-c",
+                f'echo $$ > {group}/cgroup.procs && exec "$@"',
+                "sh",
+                PROGRAM,
+                "record",
+                "-q",
+                "-o",
+                str(run_file),
+                "--",
+                PYTHON,
+                str(script),
+                "leak",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     finally:
         group.rmdir()
     assert r.returncode == 137, r.stderr  # the training's SIGKILL, as record passes it on

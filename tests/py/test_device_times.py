@@ -48,8 +48,13 @@ def cuda(monkeypatch):
     sent = []
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: stream)
-    monkeypatch.setattr(tpt, "_native", types.SimpleNamespace(
-        now_ns=lambda: 1000, device_time=lambda region, start, ns: sent.append((region, ns))))
+    monkeypatch.setattr(
+        tpt,
+        "_native",
+        types.SimpleNamespace(
+            now_ns=lambda: 1000, device_time=lambda region, start, ns: sent.append((region, ns))
+        ),
+    )
     monkeypatch.setattr(tpt, "_captures", 0)
     capturing = [False]  # the current stream captured by someone else (CuPy, a library)
     monkeypatch.setattr(tpt, "_cuda_capturing", lambda: capturing[0])

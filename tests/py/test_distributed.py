@@ -5,7 +5,6 @@ import sqlite3
 import textwrap
 
 import pytest
-
 from conftest import PYTHON, assert_same_report, in_short, report_from_rows, report_json, trainprof
 
 # torchrun of the interpreter the tests run under (and so of its torch)
@@ -79,8 +78,21 @@ def run_ddp(tmp_path, run_file, ranks, **env):
     script.write_text(textwrap.dedent(DDP))
     out = tmp_path / "out"
     out.mkdir()
-    r = trainprof("record", "-q", "-o", run_file, "--", *TORCHRUN, "--standalone",
-                  "--nproc_per_node", str(ranks), script, out, env=env, timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run_file,
+        "--",
+        *TORCHRUN,
+        "--standalone",
+        "--nproc_per_node",
+        str(ranks),
+        script,
+        out,
+        env=env,
+        timeout=300,
+    )
     results = {}
     for f in out.iterdir():
         checksum, calls = f.read_text().split()
@@ -129,7 +141,8 @@ def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
     assert reduce_counts(rep) == {0: 32, 1: 32, 2: 32, 3: 32}
     # the loop's own count: 32 batches of 8 on every rank, one update each
     assert {s["rank"]: (s["count"], s["samples"]) for s in rep["steps"]} == {
-        r: (32, 256) for r in range(4)}
+        r: (32, 256) for r in range(4)
+    }
     ranks = rep["ranks"]["per_rank"]
     assert [x["rank"] for x in ranks] == [0, 1, 2, 3]
     for x in ranks:
@@ -186,8 +199,10 @@ def test_builtin_comm_hook_runs_as_its_python_equivalent_timed(tmp_path, run_fil
     # where DDP had to be left alone (its Python reducer), the report says so
     with sqlite3.connect(run_file) as db:
         db.execute("UPDATE meta SET value = 'left' WHERE key = 'fact.ddp.hook'")
-    assert ("DDP's gradient all-reduce is not in reduce_metrics: DDP ran its Python reducer"
-            in trainprof("report", run_file).stdout)
+    assert (
+        "DDP's gradient all-reduce is not in reduce_metrics: DDP ran its Python reducer"
+        in trainprof("report", run_file).stdout
+    )
 
 
 def test_ddp_hook_can_be_turned_off(tmp_path, run_file):
@@ -267,8 +282,20 @@ def test_fsdp_collectives_and_async_work_timed_to_completion(tmp_path, run_file)
     script.write_text(FSDP.replace("RANK1_LATE", str(late)))
     out = tmp_path / "out"
     out.mkdir()
-    r = trainprof("record", "-q", "-o", run_file, "--", *TORCHRUN, "--standalone",
-                  "--nproc_per_node", "2", script, out, timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run_file,
+        "--",
+        *TORCHRUN,
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        script,
+        out,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     calls = {int(f.name[4:]): int(f.read_text()) for f in out.iterdir()}
     assert calls[0] == calls[1] and calls[0] >= 10 * 4  # all-gathers, reduce-scatters a step
@@ -276,10 +303,16 @@ def test_fsdp_collectives_and_async_work_timed_to_completion(tmp_path, run_file)
     assert reduce_counts(rep) == calls
     # no DataLoader: the loop's 10 updates of 8 samples are the steps on each rank
     assert {s["rank"]: (s["count"], s["samples"]) for s in rep["steps"]} == {
-        0: (10, 80), 1: (10, 80)}
+        0: (10, 80),
+        1: (10, 80),
+    }
     with sqlite3.connect(run_file) as db:
-        longest = dict(db.execute("SELECT rank, max(duration_ns) FROM regions"
-                                  " WHERE name = 'reduce_metrics' GROUP BY rank"))
+        longest = dict(
+            db.execute(
+                "SELECT rank, max(duration_ns) FROM regions"
+                " WHERE name = 'reduce_metrics' GROUP BY rank"
+            )
+        )
     assert longest[0] >= 0.8 * late * 1e9
     assert longest[1] < 0.5 * late * 1e9
 
@@ -331,8 +364,9 @@ def test_ranks_from_torch_distributed_when_the_environment_has_none(tmp_path, ru
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {name: "" for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, str(port), local, env=env,
-                  timeout=300)
+    r = trainprof(
+        "record", "-q", "-o", run_file, "--", PYTHON, script, str(port), local, env=env, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
     assert reduce_counts(rep) == {0: 16, 1: 16}
@@ -406,7 +440,9 @@ def test_functional_collectives_timed_until_their_result_is_waited(tmp_path, run
             " WHERE n.text = 'reduce_metrics' AND EXISTS (SELECT 1 FROM region o"
             "  JOIN name m ON m.id = o.name_id JOIN thread u ON u.id = o.thread_id"
             "  WHERE m.text = ? AND u.rank = t.rank"
-            "  AND r.start_ns >= o.start_ns AND r.end_ns <= o.end_ns)", (outer,)).fetchall()
+            "  AND r.start_ns >= o.start_ns AND r.end_ns <= o.end_ns)",
+            (outer,),
+        ).fetchall()
     # rank 0's all_reduce lasts until rank 1 joins it, 0.5 s later
     late = dict(spans["late"])
     assert sorted(late) == [0, 1] and late[0] >= 0.4 and late[1] < 0.2
@@ -457,15 +493,29 @@ def test_distributed_sampler_with_accumulation_counts_updates(tmp_path, run_file
     script.write_text(DDP_ACCUMULATION)
     out = tmp_path / "out"
     out.mkdir()
-    r = trainprof("record", "-q", "-o", run_file, "--", *TORCHRUN, "--standalone",
-                  "--nproc_per_node", "2", script, out, timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run_file,
+        "--",
+        *TORCHRUN,
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        script,
+        out,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     updates = {int(f.name[4:]): int(f.read_text()) for f in out.iterdir()}
     assert updates == {0: 16, 1: 16}  # 128 samples a rank and epoch, 16 batches, 8 updates
     rep = report_json(run_file)
-    assert {s["rank"]: (s["count"], s["samples"], s["batches_per_step"]) for s in rep["steps"]} \
-        == {r: (16, 256, 2) for r in range(2)}
+    assert {s["rank"]: (s["count"], s["samples"], s["batches_per_step"]) for s in rep["steps"]} == {
+        r: (16, 256, 2) for r in range(2)
+    }
     assert {(e["rank"], e["epoch"]): (e["steps"], e["samples"]) for e in rep["epochs"]} == {
-        (r, e): (8, 128) for r in range(2) for e in range(2)}
+        (r, e): (8, 128) for r in range(2) for e in range(2)
+    }
     # the all-reduce runs once an update: the no_sync micro-batch skips it
     assert reduce_counts(rep) == {0: 16, 1: 16}

@@ -9,8 +9,7 @@ import textwrap
 import time
 
 import pytest
-
-from conftest import killed_recording, FAKE_NVML, PROGRAM, PYTHON, report_json, trainprof
+from conftest import FAKE_NVML, PROGRAM, PYTHON, killed_recording, report_json, trainprof
 
 TRICKY = 'say "hi"\n<script>alert(1)</script>'
 # as the recorder keeps it: one line, its control characters escaped
@@ -22,7 +21,8 @@ def rich_run(tmp_path_factory):
     """A run with regions from two threads, steps, an epoch, and fake GPUs."""
     d = tmp_path_factory.mktemp("export")
     script = d / "work.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import threading, time, trainprof
         from trainprof import _native
         def worker():
@@ -41,10 +41,21 @@ def rich_run(tmp_path_factory):
             _native.device_time(trainprof.region("outer"), start, 3_000_000 + i)
         trainprof.step()
         t.join()
-    """))
+    """)
+    )
     run = d / "run.db"
-    r = trainprof("record", "-q", "--interval", "0.05", "-o", run, "--", PYTHON, script,
-                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"})
+    r = trainprof(
+        "record",
+        "-q",
+        "--interval",
+        "0.05",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        script,
+        env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"},
+    )
     assert r.returncode == 0, r.stderr
     return run
 
@@ -108,7 +119,10 @@ def test_json_is_the_report(rich_run):
 
 def test_bad_input(rich_run, tmp_path):
     r = trainprof("export", "--format", "svg", rich_run)
-    assert r.returncode == 2 and "--format must be chrome, csv, json, folded or parquet (got 'svg')" in r.stderr
+    assert (
+        r.returncode == 2
+        and "--format must be chrome, csv, json, folded or parquet (got 'svg')" in r.stderr
+    )
     out = tmp_path / "t.json"
     out.write_text("keep me")
     r = trainprof("export", rich_run, "-o", out)
@@ -142,8 +156,10 @@ def big_run(rich_run, tmp_path_factory):
     run.write_bytes(rich_run.read_bytes())
     with sqlite3.connect(run) as db:
         for _ in range(12):  # 2^12 times its regions
-            db.execute("INSERT INTO region SELECT thread_id, name_id, depth, start_ns + 1,"
-                       " end_ns + 1 FROM region")
+            db.execute(
+                "INSERT INTO region SELECT thread_id, name_id, depth, start_ns + 1,"
+                " end_ns + 1 FROM region"
+            )
     return run
 
 
@@ -167,8 +183,10 @@ def test_max_bytes_bounds_the_output_and_says_what_was_left_out(big_run, tmp_pat
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_export_leaves_no_temporary_file(big_run, tmp_path, sig):
     out = tmp_path / "t.json"
-    p = subprocess.Popen([PROGRAM, "export", "--max-bytes", "10G", "-o", str(out), str(big_run)],
-                         stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [PROGRAM, "export", "--max-bytes", "10G", "-o", str(out), str(big_run)],
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 20
     while not list(tmp_path.glob("t.json.tmp-*")) and time.monotonic() < deadline:
         time.sleep(0.005)

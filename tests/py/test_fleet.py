@@ -12,7 +12,6 @@ import sqlite3
 import subprocess
 
 import pytest
-
 from conftest import PROGRAM, PYTHON, ROOT, run_on_a_terminal, trainprof
 
 GEN = os.environ.get("GEN_RUN", str(ROOT / "build" / "bench" / "gen_run"))
@@ -26,8 +25,12 @@ def fleet(tmp_path_factory):
     for i in range(NODES):
         path = d / f"n{i}.db"
         env = dict(os.environ, GEN_RUN_SLOW_NODE="1" if i == SLOW_NODE else "0")
-        subprocess.run([GEN, str(path), "0.05", "1", "8", "8", str(RANKS), "1.0", f"node{i}",
-                        str(RANKS * i)], check=True, env=env, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [GEN, str(path), "0.05", "1", "8", "8", str(RANKS), "1.0", f"node{i}", str(RANKS * i)],
+            check=True,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
         paths.append(path)
     return paths
 
@@ -44,8 +47,9 @@ def test_the_ranks_of_a_fleet_as_distributions(fleet):
     assert not re.search(r"^  \d+ +node", ranks, re.M)
     # the slow node named as a node, the straggler elsewhere as a rank
     first_rank = SLOW_NODE * RANKS
-    assert (f"node node{SLOW_NODE}: all its {RANKS} ranks ({first_rank}-{first_rank + RANKS - 1})"
-            " slow") in ranks
+    assert (
+        f"node node{SLOW_NODE}: all its {RANKS} ranks ({first_rank}-{first_rank + RANKS - 1}) slow"
+    ) in ranks
     assert re.search(r"rank 13 \(node1\): \+3\d%", ranks)
     assert "rank 330 (" not in ranks  # in its node's line
     assert len(text.splitlines()) < 400  # bounded: not a line per rank
@@ -53,11 +57,18 @@ def test_the_ranks_of_a_fleet_as_distributions(fleet):
     every = trainprof("report", "--all", *fleet, timeout=300).stdout
     table = every.split("Ranks, per step")[1].split("\n\n")[0]
     assert len(re.findall(r"^  \d+ +node", table, re.M)) == NODES * RANKS
-    spread = json.loads(trainprof("report", "--json", *fleet, timeout=300).stdout)["ranks"]["spread"]
+    spread = json.loads(trainprof("report", "--json", *fleet, timeout=300).stdout)["ranks"][
+        "spread"
+    ]
     assert spread["agents"] == NODES and spread["standing_out"] == [13]
-    assert spread["slow_nodes"] == [{"agent": f"node{SLOW_NODE}", "ranks": RANKS,
-                                     "first_rank": first_rank,
-                                     "last_rank": first_rank + RANKS - 1}]
+    assert spread["slow_nodes"] == [
+        {
+            "agent": f"node{SLOW_NODE}",
+            "ranks": RANKS,
+            "first_rank": first_rank,
+            "last_rank": first_rank + RANKS - 1,
+        }
+    ]
     assert spread["own_s_per_step"]["highest"] > 1.25 * spread["own_s_per_step"]["median"]
 
 
@@ -67,9 +78,12 @@ def test_the_heatmap_of_ranks_is_bounded(fleet, tmp_path):
     assert r.returncode == 0, r.stderr
     html = page.read_text()
     start = html.index("<title>Own work per step by rank and step</title>")
-    figure = html[start:html.index("</figure>", start)]
-    rects = re.findall(r'<rect x="[\d.]+" y="[\d.]+" width="[\d.]+" height="[\d.]+" '
-                       r'fill="(#[0-9a-f]+)"><title>([^<]*)</title>', figure)
+    figure = html[start : html.index("</figure>", start)]
+    rects = re.findall(
+        r'<rect x="[\d.]+" y="[\d.]+" width="[\d.]+" height="[\d.]+" '
+        r'fill="(#[0-9a-f]+)"><title>([^<]*)</title>',
+        figure,
+    )
     assert 128 <= len(rects) <= 128 * 120  # a row a group of 4 ranks, equal cells merged
     assert len(figure) < 128 * 1024
     fills = {title.split(",")[0]: fill for fill, title in rects}
@@ -92,7 +106,7 @@ def test_merge_of_many_files_is_one_progress_line(fleet, tmp_path):
 def system_metrics(page):
     html = page.read_text()
     start = html.index('<h2 id="system-metrics">')
-    return html[start:html.index("<h2", start + 1)]
+    return html[start : html.index("<h2", start + 1)]
 
 
 def test_a_fleet_summary_keeps_envelopes_and_answers_as_its_files(fleet, tmp_path):
@@ -103,29 +117,36 @@ def test_a_fleet_summary_keeps_envelopes_and_answers_as_its_files(fleet, tmp_pat
     with sqlite3.connect(out) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'envelopes'").fetchone() == ("1",)
         tables = {t for (t,) in db.execute("SELECT name FROM sqlite_master")}
-        assert "summary_plot" not in tables or \
-            db.execute("SELECT count(*) FROM summary_plot").fetchone() == (0,)
+        assert "summary_plot" not in tables or db.execute(
+            "SELECT count(*) FROM summary_plot"
+        ).fetchone() == (0,)
         lines = dict(db.execute("SELECT metric, max(lines) FROM summary_envelope GROUP BY metric"))
         assert lines["gpu_util_percent"] == NODES * 8 and lines["cpu_util_percent"] == NODES
-        assert db.execute("SELECT count(*) FROM summary_envelope WHERE NOT"
-                          " (low <= median AND median <= high)").fetchone() == (0,)
-        low, high = db.execute("SELECT min(low), max(high) FROM summary_envelope"
-                               " WHERE metric = 'gpu_util_percent'").fetchone()
+        assert db.execute(
+            "SELECT count(*) FROM summary_envelope WHERE NOT (low <= median AND median <= high)"
+        ).fetchone() == (0,)
+        low, high = db.execute(
+            "SELECT min(low), max(high) FROM summary_envelope WHERE metric = 'gpu_util_percent'"
+        ).fetchone()
         groups = dict(db.execute("SELECT rank, count(*) FROM summary_step_phase GROUP BY rank"))
     # within what the nodes stored
     seen = []
     for path in fleet[:8]:
         with sqlite3.connect(path) as db:
-            seen += db.execute("SELECT min(p.value), max(p.value) FROM summary_plot p"
-                               " JOIN series s ON s.id = p.series_id JOIN metric m"
-                               " ON m.id = s.metric_id WHERE m.name = 'gpu_util_percent'").fetchall()
+            seen += db.execute(
+                "SELECT min(p.value), max(p.value) FROM summary_plot p"
+                " JOIN series s ON s.id = p.series_id JOIN metric m"
+                " ON m.id = s.metric_id WHERE m.name = 'gpu_util_percent'"
+            ).fetchall()
     assert min(a for a, _ in seen) - 1e-9 <= high and low <= max(b for _, b in seen) + 1e-9
     # every rank's groups but the lowest's joined into at most 60
     assert len(groups) == NODES * RANKS and groups[0] > 60
     assert max(n for rank, n in groups.items() if rank != 0) <= 60
     # the report the same as of the files (its header's name aside)
-    assert trainprof("report", out).stdout.splitlines()[1:] == \
-        trainprof("report", *fleet, timeout=300).stdout.splitlines()[1:]
+    assert (
+        trainprof("report", out).stdout.splitlines()[1:]
+        == trainprof("report", *fleet, timeout=300).stdout.splitlines()[1:]
+    )
     # html: the same charts of the metrics as the files'
     a, b = tmp_path / "a.html", tmp_path / "b.html"
     assert trainprof("html", "-o", a, out).returncode == 0
@@ -150,22 +171,36 @@ def test_the_fleet_as_parquet_answers_as_the_report(fleet, tmp_path):
     r = trainprof("export", "--format", "parquet", "-o", out, *fleet, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in out.iterdir()) == [
-        "marks", "regions", "samples", "steps", "summary_epoch", "summary_rank", "summary_step",
-        "summary_timing"]
+        "marks",
+        "regions",
+        "samples",
+        "steps",
+        "summary_epoch",
+        "summary_rank",
+        "summary_step",
+        "summary_timing",
+    ]
     assert len(list((out / "steps").glob("rank=*"))) == NODES * RANKS
     assert len(list((out / "samples").glob("agent=*"))) == NODES
     rep = json.loads(trainprof("report", "--json", *fleet, timeout=300).stdout)
-    steps = {row[0]: row[1:] for row in duckdb.sql(
-        f"SELECT rank, count(*), avg(duration_s) FROM read_parquet('{out}/steps/*/*.parquet',"
-        " hive_partitioning = true) WHERE NOT warmup AND NOT profiled GROUP BY rank").fetchall()}
+    steps = {
+        row[0]: row[1:]
+        for row in duckdb.sql(
+            f"SELECT rank, count(*), avg(duration_s) FROM read_parquet('{out}/steps/*/*.parquet',"
+            " hive_partitioning = true) WHERE NOT warmup AND NOT profiled GROUP BY rank"
+        ).fetchall()
+    }
     assert len(steps) == NODES * RANKS
     for s in rep["steps"]:
         count, mean = steps[s["rank"]]
         assert count == s["timed_steps"] and f"{mean:.6g}" == f"{s['mean_s']:.6g}"
-    cpu = dict(duckdb.sql(
-        f"SELECT agent, avg(value) FROM read_parquet('{out}/samples/*/*.parquet',"
-        " hive_partitioning = true) WHERE metric = 'cpu_util_percent' AND labels = '{}'"
-        " GROUP BY agent").fetchall())
+    cpu = dict(
+        duckdb.sql(
+            f"SELECT agent, avg(value) FROM read_parquet('{out}/samples/*/*.parquet',"
+            " hive_partitioning = true) WHERE metric = 'cpu_util_percent' AND labels = '{}'"
+            " GROUP BY agent"
+        ).fetchall()
+    )
     for agent in rep["agents"]:
         [m] = [m for m in agent["metrics"] if m["name"] == "cpu_util_percent" and not m["labels"]]
         assert f"{cpu[agent['name']]:.6g}" == f"{m['mean']:.6g}"
@@ -173,7 +208,8 @@ def test_the_fleet_as_parquet_answers_as_the_report(fleet, tmp_path):
     slowest = duckdb.sql(
         f"SELECT rank, avg(duration_s) AS input FROM read_parquet("
         f"'{out}/regions/*/*.parquet', hive_partitioning = true) WHERE name = 'dataloader_next'"
-        " GROUP BY rank ORDER BY input DESC LIMIT 9").fetchall()
+        " GROUP BY rank ORDER BY input DESC LIMIT 9"
+    ).fetchall()
     assert {rank for rank, _ in slowest} == {13, *range(SLOW_NODE * RANKS, SLOW_NODE * RANKS + 8)}
 
 
@@ -184,8 +220,15 @@ def test_parquet_refuses_what_it_cannot_do(fleet, tmp_path):
     (tmp_path / "full" / "x").write_text("")
     r = trainprof("export", "--format", "parquet", "-o", tmp_path / "full", fleet[0])
     assert r.returncode == 2 and "holds files already" in r.stderr
-    r = trainprof("export", "--format", "parquet", "-o", tmp_path / "out", tmp_path / "none.db",
-                  env={"TRAINPROF_PYTHON": PYTHON})
+    r = trainprof(
+        "export",
+        "--format",
+        "parquet",
+        "-o",
+        tmp_path / "out",
+        tmp_path / "none.db",
+        env={"TRAINPROF_PYTHON": PYTHON},
+    )
     assert r.returncode == 2 and "none.db: no such file" in r.stderr
 
 
@@ -193,17 +236,28 @@ def test_a_recorded_run_as_parquet_leaves_the_profiled_steps_out_as_the_report(t
     """A real training (its capture window at step 11: profiled steps)."""
     duckdb = duckdb_or_skip()
     run = tmp_path / "run.db"
-    r = trainprof("record", "-q", "-o", run, "--", PYTHON, ROOT / "tests/py/programs/loader_train.py",
-                  "0", "60", "0", timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        ROOT / "tests/py/programs/loader_train.py",
+        "0",
+        "60",
+        "0",
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     out = tmp_path / "parquet"
-    r = trainprof("export", "--format", "parquet", "-o", out, run,
-                  env={"TRAINPROF_PYTHON": PYTHON})
+    r = trainprof("export", "--format", "parquet", "-o", out, run, env={"TRAINPROF_PYTHON": PYTHON})
     assert r.returncode == 0, r.stderr
     [s] = json.loads(trainprof("report", "--json", run).stdout)["steps"]
     assert s["profiled_steps"] > 0
     [(count, profiled, mean)] = duckdb.sql(
         f"SELECT count(*), count(*) FILTER (WHERE profiled), avg(duration_s) FILTER (WHERE NOT"
-        f" profiled AND NOT warmup) FROM read_parquet('{out}/steps/*/*.parquet')").fetchall()
+        f" profiled AND NOT warmup) FROM read_parquet('{out}/steps/*/*.parquet')"
+    ).fetchall()
     assert count == s["count"] and profiled == s["profiled_steps"]
     assert f"{mean:.6g}" == f"{s['mean_s']:.6g}"

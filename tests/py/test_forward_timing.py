@@ -25,7 +25,9 @@ class Keeps(nn.Module):
         return self.__dict__.copy()
 """
 
-SCRIPT = KEEPS + """
+SCRIPT = (
+    KEEPS
+    + """
 import copy, io, json, sys
 from torch.nn.modules import module as mm
 from torch.utils.data import DataLoader, TensorDataset
@@ -100,21 +102,26 @@ torch.save({"model": model, "keeps": keeps}, sys.argv[1])
 facts["scripted"] = "forward" in torch.jit.script(model).code
 json.dump(facts, open(sys.argv[2], "w"))
 """
+)
 
-LOAD = KEEPS + """
+LOAD = (
+    KEEPS
+    + """
 import sys
 both = torch.load(sys.argv[1], weights_only=False)
 x = torch.randn(2, 8)
 print(both["model"](x).shape[1], both["keeps"](x).shape[1],
       both["keeps"]._compiled_call_impl, "trainprof" in sys.modules)
 """
+)
 
 
 def test_forward_is_timed_by_each_outermost_module_once_the_global_hooks_go(run_file, tmp_path):
     script, saved, facts_path = tmp_path / "train.py", tmp_path / "model.pt", tmp_path / "f.json"
     script.write_text(SCRIPT)
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, saved, facts_path,
-                  timeout=300)
+    r = trainprof(
+        "record", "-q", "-o", run_file, "--", PYTHON, script, saved, facts_path, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     facts = json.loads(facts_path.read_text())
     # after 32 outermost calls that found nothing new, no global hook is left

@@ -9,7 +9,6 @@ import json
 import pathlib
 
 import pytest
-
 from conftest import PYTHON, report_json, trainprof
 
 PROGRAMS = pathlib.Path(__file__).parent / "programs"
@@ -24,8 +23,18 @@ def needs(*packages):
 
 
 def record(run_file, program, *args, env=None):
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, PROGRAMS / program, *args,
-                  env=env, timeout=600)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run_file,
+        "--",
+        PYTHON,
+        PROGRAMS / program,
+        *args,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     assert "trainprof: warning" not in r.stderr, r.stderr
     return json.loads(r.stdout.splitlines()[-1]), report_json(run_file)
@@ -66,8 +75,7 @@ def test_keras_on_torch_steps_epochs_pauses_and_phases(tmp_path, run_file, data)
     """Arrays (Keras's adapter knows the batch size), or a PyDataset (the
     samples counted from the batches it yields)."""
     needs("keras")
-    truth, rep = record(run_file, "keras_fit.py", tmp_path, data,
-                        env={"KERAS_BACKEND": "torch"})
+    truth, rep = record(run_file, "keras_fit.py", tmp_path, data, env={"KERAS_BACKEND": "torch"})
     check_keras(rep, truth)
     assert rep["run"]["meta"]["fact.framework.backend"] == "torch"
     # the phases, as PyTorch's: forward, backward, and Keras's optimizer's
@@ -84,24 +92,28 @@ def test_keras_on_torch_steps_epochs_pauses_and_phases(tmp_path, run_file, data)
     assert "not seen" not in text
 
 
-@pytest.mark.parametrize("backend, package, data, name", [
-    ("jax", "jax", "pydataset", "JAX"),  # samples counted from what the iterator yields
-    ("tensorflow", "tensorflow", "arrays", "TensorFlow"),  # from the data adapter
-])
+@pytest.mark.parametrize(
+    "backend, package, data, name",
+    [
+        ("jax", "jax", "pydataset", "JAX"),  # samples counted from what the iterator yields
+        ("tensorflow", "tensorflow", "arrays", "TensorFlow"),  # from the data adapter
+    ],
+)
 def test_keras_on_other_backends_steps_epochs_and_what_is_not_seen(
-        tmp_path, run_file, backend, package, data, name):
+    tmp_path, run_file, backend, package, data, name
+):
     """JAX's CPU wheel is installed by the bootstrap; TensorFlow's (600 MB)
     is not, and its case runs where it is installed."""
     needs("keras", package)
-    truth, rep = record(run_file, "keras_fit.py", tmp_path, data,
-                        env={"KERAS_BACKEND": backend})
+    truth, rep = record(run_file, "keras_fit.py", tmp_path, data, env={"KERAS_BACKEND": backend})
     assert truth["torch_imported"] is False  # nothing imported that the script would not
     check_keras(rep, truth)
     assert rep["run"]["meta"]["fact.framework.backend"] == backend
     assert {t["name"] for t in rep["timings"]} == {"evaluate", "checkpoint"}
     text = trainprof("report", run_file).stdout
-    assert (f"Keras ran its train step on the {name} backend, which trainprof does not look "
-            "inside") in " ".join(text.split())
+    assert (
+        f"Keras ran its train step on the {name} backend, which trainprof does not look inside"
+    ) in " ".join(text.split())
 
 
 @pytest.mark.parametrize("backend, package", [("torch", "torch"), ("jax", "jax")])
@@ -116,14 +128,16 @@ def test_keras_keeps_its_asynchronous_callbacks(run_file, backend, package):
     assert the_steps(rep)["count"] == truth["iterations"] == 32
 
 
-@pytest.mark.parametrize("variant, updates_per_epoch, batches_per_step", [
-    ({}, 50, 1),
-    ({"accumulate": 2}, 25, 2),  # a step: two iterations, one update
-    ({"list_data": True}, 50, 1),  # no DataLoader: the epochs from the Engine
-    ({"eval_first": True}, 50, 1),  # an evaluator's run before the trainer's
-])
-def test_ignite_steps_epochs_and_evaluators(run_file, variant, updates_per_epoch,
-                                            batches_per_step):
+@pytest.mark.parametrize(
+    "variant, updates_per_epoch, batches_per_step",
+    [
+        ({}, 50, 1),
+        ({"accumulate": 2}, 25, 2),  # a step: two iterations, one update
+        ({"list_data": True}, 50, 1),  # no DataLoader: the epochs from the Engine
+        ({"eval_first": True}, 50, 1),  # an evaluator's run before the trainer's
+    ],
+)
+def test_ignite_steps_epochs_and_evaluators(run_file, variant, updates_per_epoch, batches_per_step):
     pytest.importorskip("ignite")
     truth, rep = record(run_file, "ignite_fit.py", json.dumps(variant))
     assert truth["iterations"] == 150 and truth["epochs"] == 3
@@ -133,7 +147,8 @@ def test_ignite_steps_epochs_and_evaluators(run_file, variant, updates_per_epoch
     assert steps["batches"] / steps["count"] == batches_per_step
     epochs = [e for e in rep["epochs"] if e["rank"] == -1]
     assert [(e["epoch"], e["steps"], e["samples"]) for e in epochs] == [
-        (n, updates_per_epoch, 800) for n in range(3)]
+        (n, updates_per_epoch, 800) for n in range(3)
+    ]
     evaluate = timing(rep, "evaluate")  # each evaluator's run, nested or not
     assert evaluate["count"] == truth["evals"] and evaluate["in_steps_s"] == 0
     assert rep["run"]["meta"]["fact.framework"] == "ignite"

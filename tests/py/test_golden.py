@@ -17,8 +17,10 @@ spec.loader.exec_module(golden)
 def test_every_output_of_the_corpus_is_the_same_to_the_byte():
     golden.PROGRAM = PROGRAM
     differ = golden.check()
-    assert differ == [], (f"outputs differ from tests/golden/expected/: {differ}; today's are "
-                          f"in {pathlib.Path('/tmp')}/golden-* (golden.py update takes them)")
+    assert differ == [], (
+        f"outputs differ from tests/golden/expected/: {differ}; today's are "
+        f"in {pathlib.Path('/tmp')}/golden-* (golden.py update takes them)"
+    )
 
 
 def test_the_check_fails_on_one_changed_byte(tmp_path, monkeypatch):

@@ -13,7 +13,6 @@ import subprocess
 import threading
 
 import pytest
-
 from conftest import PYTHON, ROOT, keep, report_json, samples, trainprof
 
 torch = pytest.importorskip("torch")
@@ -41,8 +40,18 @@ class Smi:
 
     def __init__(self):
         self.proc = subprocess.Popen(
-            ["nvidia-smi", "--query-gpu=" + ",".join(self.FIELDS), "--format=csv,noheader,nounits",
-             "-i", "0", "-lms", "250"], stdout=subprocess.PIPE, text=True)
+            [
+                "nvidia-smi",
+                "--query-gpu=" + ",".join(self.FIELDS),
+                "--format=csv,noheader,nounits",
+                "-i",
+                "0",
+                "-lms",
+                "250",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         self.rows = []
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
@@ -66,8 +75,9 @@ def test_nvml_readings_match_nvidia_smi(tmp_path):
     script.write_text(BUSY)
     run = tmp_path / "gpu-busy.db"
     smi = Smi()
-    r = trainprof("record", "-q", "--interval", "0.25", "-o", run, "--", PYTHON, script, "6",
-                  timeout=180)
+    r = trainprof(
+        "record", "-q", "--interval", "0.25", "-o", run, "--", PYTHON, script, "6", timeout=180
+    )
     seen = smi.stop()
     keep(run)
     assert r.returncode == 0, r.stderr
@@ -84,12 +94,21 @@ def test_nvml_readings_match_nvidia_smi(tmp_path):
     clock = [v for _, v in samples(run, "gpu_sm_clock_mhz", '{"gpu":"0"}')]
     temp = [v for _, v in samples(run, "gpu_temp_celsius", '{"gpu":"0"}')]
     energy = samples(run, "gpu_energy_joules", '{"gpu":"0"}')
-    print(json.dumps({"smi": {f: [min(v), statistics.median(v), max(v)] for f, v in seen.items()},
-                      "trainprof": {"util": [min(util), statistics.median(util), max(util)],
-                                    "mem_mib": max(mem) / 2**20,
-                                    "power_max": max(v for _, v in power),
-                                    "clock_max": max(clock), "temp_max": max(temp),
-                                    "energy_j": energy[-1][1]}}))
+    print(
+        json.dumps(
+            {
+                "smi": {f: [min(v), statistics.median(v), max(v)] for f, v in seen.items()},
+                "trainprof": {
+                    "util": [min(util), statistics.median(util), max(util)],
+                    "mem_mib": max(mem) / 2**20,
+                    "power_max": max(v for _, v in power),
+                    "clock_max": max(clock),
+                    "temp_max": max(temp),
+                    "energy_j": energy[-1][1],
+                },
+            }
+        )
+    )
 
     # busy, then idle: both tools see the GPU near full, then near empty
     assert max(util) >= 90 and max(seen["utilization.gpu"]) >= 90
@@ -106,11 +125,22 @@ def test_nvml_readings_match_nvidia_smi(tmp_path):
     limit = [v for _, v in samples(run, "gpu_power_limit_watts", '{"gpu":"0"}')]
     sm = [v for _, v in samples(run, "gpu_sm_active_percent", '{"gpu":"0"}')]
     tensor = [v for _, v in samples(run, "gpu_tensor_active_percent", '{"gpu":"0"}')]
-    print(json.dumps({"reasons": sorted(set(reasons)), "limit": sorted(set(limit)),
-                      "sm_active": sm, "tensor_active": tensor}))
+    print(
+        json.dumps(
+            {
+                "reasons": sorted(set(reasons)),
+                "limit": sorted(set(limit)),
+                "sm_active": sm,
+                "tensor_active": tensor,
+            }
+        )
+    )
     assert reasons and any(r & 1 for r in reasons)
-    smi_limit = subprocess.run(["nvidia-smi", "--query-gpu=power.limit", "--format=csv,noheader,"
-                                "nounits", "-i", "0"], capture_output=True, text=True).stdout
+    smi_limit = subprocess.run(
+        ["nvidia-smi", "--query-gpu=power.limit", "--format=csv,noheader,nounits", "-i", "0"],
+        capture_output=True,
+        text=True,
+    ).stdout
     assert limit and abs(limit[0] - float(smi_limit)) < 1
     # GPM (Hopper): bf16 products keep the SMs and tensor cores busy, idle not
     if sm:
@@ -159,8 +189,22 @@ def test_torch_compile_trains_under_record(tmp_path, mode):
 
 def test_example_trains_on_cuda(tmp_path):
     run = tmp_path / "gpu-example.db"
-    r = trainprof("record", "-q", "-o", run, "--", PYTHON, ROOT / "examples" / "train.py",
-                  "--device", "cuda", "--epochs", "1", "--samples", "4096", timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        ROOT / "examples" / "train.py",
+        "--device",
+        "cuda",
+        "--epochs",
+        "1",
+        "--samples",
+        "4096",
+        timeout=300,
+    )
     keep(run)
     assert r.returncode == 0, r.stderr
     rep = report_json(run)
@@ -225,15 +269,33 @@ def test_device_times_see_asynchronous_work_without_waiting_for_it(tmp_path):
     script.write_text(ASYNC)
     run = tmp_path / "gpu-async.db"
     facts = tmp_path / "facts.json"
-    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, facts, timeout=300,
-                  env={"TRAINPROF_DEVICE_TIMES": "all"})
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        script,
+        facts,
+        timeout=300,
+        env={"TRAINPROF_DEVICE_TIMES": "all"},
+    )
     keep(run)
     assert r.returncode == 0, r.stderr
     sleep_s = json.loads(facts.read_text())["sleep_s"]
     names = {t["name"]: t for t in report_json(run)["timings"]}
     fwd, copy = names["forward"], names["to_device"]
-    print(json.dumps({"sleep_s": sleep_s, "forward": fwd, "to_device": copy,
-                      "train_batch": names["train_batch"]}))
+    print(
+        json.dumps(
+            {
+                "sleep_s": sleep_s,
+                "forward": fwd,
+                "to_device": copy,
+                "train_batch": names["train_batch"],
+            }
+        )
+    )
     assert fwd["count"] == 12 and fwd["device"]["count"] == 12
     # the device saw each forward's sleep; the host only launched it, and was
     # never made to wait for it (a synchronize at the region's end would make
@@ -278,8 +340,17 @@ def test_no_event_is_recorded_into_a_cuda_graph_capture(tmp_path):
     script = tmp_path / "graphed.py"
     script.write_text(GRAPHED)
     run = tmp_path / "gpu-graphed.db"
-    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, timeout=300,
-                  env={"TRAINPROF_DEVICE_TIMES": "all"})
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        script,
+        timeout=300,
+        env={"TRAINPROF_DEVICE_TIMES": "all"},
+    )
     keep(run)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr
     names = {t["name"]: t for t in report_json(run)["timings"]}
@@ -372,9 +443,14 @@ def test_lightning_on_cuda(tmp_path, precision):
     assert r.returncode == 0, r.stderr
     rep = report_json(run)
     names = {t["name"]: t for t in rep["timings"]}
-    print(precision, r.stdout.split()[-1],
-          {n: (t["count"], t["total_s"], t["device"] and t["device"]["count"])
-           for n, t in names.items()})
+    print(
+        precision,
+        r.stdout.split()[-1],
+        {
+            n: (t["count"], t["total_s"], t["device"] and t["device"]["count"])
+            for n, t in names.items()
+        },
+    )
     assert names["train_batch"]["count"] == 40
     assert names["train_batch"]["device"]["count"] == 40
     assert names["dataloader_next"]["count"] >= 40
@@ -415,8 +491,17 @@ def test_no_event_is_recorded_into_a_capture_torch_did_not_start(tmp_path):
     script = tmp_path / "foreign.py"
     script.write_text(FOREIGN_CAPTURE)
     run = tmp_path / "gpu-foreign-capture.db"
-    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, timeout=300,
-                  env={"TRAINPROF_DEVICE_TIMES": "all"})
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        script,
+        timeout=300,
+        env={"TRAINPROF_DEVICE_TIMES": "all"},
+    )
     keep(run)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr
     fwd = {t["name"]: t for t in report_json(run)["timings"]}["forward"]
@@ -467,8 +552,9 @@ def test_pcie_bytes_from_the_counters_match_the_copies(tmp_path):
     script.write_text(COPIES)
     run = tmp_path / "gpu-pcie.db"
     truth = tmp_path / "moved.json"
-    r = trainprof("record", "-q", "--interval", "0.25", "-o", run, "--", PYTHON, script, truth,
-                  timeout=120)
+    r = trainprof(
+        "record", "-q", "--interval", "0.25", "-o", run, "--", PYTHON, script, truth, timeout=120
+    )
     keep(run)
     assert r.returncode == 0, r.stderr
     moved = json.loads(truth.read_text())["moved"]
@@ -477,8 +563,17 @@ def test_pcie_bytes_from_the_counters_match_the_copies(tmp_path):
     rx = samples(run, "gpu_pcie_rx_bytes_per_s", '{"gpu":"0"}')
     tx = samples(run, "gpu_pcie_tx_bytes_per_s", '{"gpu":"0"}')
     counted = sum((t1 - t0) * v1 for (t0, _), (t1, v1) in zip(rx, rx[1:]))
-    print(json.dumps({"source": source, "moved": moved, "rx_integral": counted,
-                      "rx_max": max(v for _, v in rx), "tx_max": max(v for _, v in tx)}))
+    print(
+        json.dumps(
+            {
+                "source": source,
+                "moved": moved,
+                "rx_integral": counted,
+                "rx_max": max(v for _, v in rx),
+                "tx_max": max(v for _, v in tx),
+            }
+        )
+    )
     assert source == ("counter",)
     # the GPU received what was copied to it (and a little more: the
     # driver's own traffic)

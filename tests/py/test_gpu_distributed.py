@@ -9,7 +9,6 @@ import sqlite3
 import statistics
 
 import pytest
-
 from conftest import PYTHON, ROOT, keep, report_json, trainprof
 
 torch = pytest.importorskip("torch")
@@ -45,8 +44,21 @@ def test_ddp_on_nccl_times_the_gradient_all_reduce(tmp_path):
     script = tmp_path / "ddp.py"
     script.write_text(DDP_NCCL)
     run = tmp_path / "gpu-ddp.db"
-    r = trainprof("record", "-q", "-o", run, "--", PYTHON, "-m", "torch.distributed.run",
-                  "--standalone", "--nproc_per_node", "1", script, timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "1",
+        script,
+        timeout=300,
+    )
     keep(run)
     assert r.returncode == 0, r.stderr
     rep = report_json(run)
@@ -59,16 +71,22 @@ def test_ddp_on_nccl_times_the_gradient_all_reduce(tmp_path):
     assert names["to_device"]["count"] >= 128
     # the rank's GPU, by the UUID its process told (torch's, without "GPU-")
     with sqlite3.connect(run) as db:
-        told = {u for u, in db.execute("SELECT uuid FROM thread_device")}
-        nvml = {u for u, in db.execute("SELECT uuid FROM gpu WHERE gpu_index = 0")}
+        told = {u for (u,) in db.execute("SELECT uuid FROM thread_device")}
+        nvml = {u for (u,) in db.execute("SELECT uuid FROM gpu WHERE gpu_index = 0")}
         hook = db.execute("SELECT value FROM meta WHERE key = 'fact.ddp.hook'").fetchone()
     assert {"GPU-" + u for u in told} == nvml
     assert hook == ("timed",)
     row = rep["ranks"]["per_rank"][0]
     assert row["gpu"] == 0
     # the device's communication, and its part after each backward's compute
-    print(json.dumps({k: row[k] for k in ("comm_s", "comm_device_s", "comm_device_exposed_s",
-                                          "window_s", "steps")}))
+    print(
+        json.dumps(
+            {
+                k: row[k]
+                for k in ("comm_s", "comm_device_s", "comm_device_exposed_s", "window_s", "steps")
+            }
+        )
+    )
     assert 0 < row["comm_device_exposed_s"] <= row["comm_device_s"]
 
 
@@ -96,9 +114,23 @@ def test_nccl_collectives_are_timed_on_the_device(tmp_path):
     script.write_text(NCCL_TIMED)
     run = tmp_path / "gpu-nccl.db"
     truth = tmp_path / "truth.json"
-    r = trainprof("record", "-q", "-o", run, "--", PYTHON, "-m", "torch.distributed.run",
-                  "--standalone", "--nproc_per_node", "1", script, truth, timeout=300,
-                  env={"TORCH_NCCL_ENABLE_TIMING": "1"})
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "1",
+        script,
+        truth,
+        timeout=300,
+        env={"TORCH_NCCL_ENABLE_TIMING": "1"},
+    )
     keep(run)
     assert r.returncode == 0, r.stderr
     nccl_s = statistics.median(json.loads(truth.read_text())["nccl_ms"]) / 1e3
@@ -151,8 +183,21 @@ def test_two_ranks_on_nccl_name_the_slow_one_and_the_waits_on_the_device(tmp_pat
     script = tmp_path / "slow.py"
     script.write_text(DDP_SLOW_RANK)
     run = tmp_path / "gpu-2ranks.db"
-    r = trainprof("record", "-q", "-o", run, "--", PYTHON, "-m", "torch.distributed.run",
-                  "--standalone", "--nproc_per_node", "2", script, timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        script,
+        timeout=300,
+    )
     keep(run)
     assert r.returncode == 0, r.stderr
     rep = report_json(run)
@@ -170,15 +215,30 @@ def test_a_gpu_the_job_left_alone_gets_no_verdict(tmp_path):
     """One process on GPU 1 (CUDA_VISIBLE_DEVICES=1: its cuda:0); NVML sees
     both. GPU 0, idle, is not the job's: no gpu_underused about it."""
     run = tmp_path / "gpu-one-of-two.db"
-    r = trainprof("record", "-q", "-o", run, "--", PYTHON, ROOT / "examples" / "train.py",
-                  "--device", "cuda", "--epochs", "1", "--samples", "2048", timeout=300,
-                  env={"CUDA_VISIBLE_DEVICES": "1"})
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        ROOT / "examples" / "train.py",
+        "--device",
+        "cuda",
+        "--epochs",
+        "1",
+        "--samples",
+        "2048",
+        timeout=300,
+        env={"CUDA_VISIBLE_DEVICES": "1"},
+    )
     assert r.returncode == 0, r.stderr
     rep = report_json(run)
     used = {g["index"]: g["used"] for g in rep["agents"][0]["gpus"]}
     assert used[0] is False and used[1] is True
-    assert not any(v["kind"] == "gpu_underused" and v["evidence"]["gpu"] == 0
-                   for v in rep["verdicts"])
+    assert not any(
+        v["kind"] == "gpu_underused" and v["evidence"]["gpu"] == 0 for v in rep["verdicts"]
+    )
 
 
 # DDP on NCCL, 2 ranks; rank 1 sleeps in its forward at step 6 and never
@@ -219,9 +279,27 @@ def test_a_rank_that_never_reaches_its_collective_on_nccl_is_named(tmp_path):
     script = tmp_path / "hang_nccl.py"
     script.write_text(DDP_NCCL_HANG)
     run = tmp_path / "gpu-nccl-hang.db"
-    r = trainprof("record", "-q", "--stall-after", "5", "-o", run, "--", "timeout", "-s",
-                  "TERM", "40", PYTHON, "-m", "torch.distributed.run", "--standalone",
-                  "--nproc_per_node", "2", script, timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "--stall-after",
+        "5",
+        "-o",
+        run,
+        "--",
+        "timeout",
+        "-s",
+        "TERM",
+        "40",
+        PYTHON,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        script,
+        timeout=300,
+    )
     keep(run)
     assert r.returncode != 0  # ended by the timeout
     rep = report_json(run)

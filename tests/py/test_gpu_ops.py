@@ -11,7 +11,6 @@ import subprocess
 import textwrap
 
 import pytest
-
 from conftest import PROGRAM, PYTHON, keep, report_json
 
 torch = pytest.importorskip("torch")
@@ -63,9 +62,13 @@ def record(tmp_path, name, env=None, args=()):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(SCRIPT))
     run = tmp_path / name
-    r = subprocess.run([PROGRAM, "record", "-q", "-o", str(run), *args, "--", PYTHON,
-                        str(script)], capture_output=True, text=True, timeout=600,
-                       env=dict(os.environ, **(env or {})))
+    r = subprocess.run(
+        [PROGRAM, "record", "-q", "-o", str(run), *args, "--", PYTHON, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, **(env or {})),
+    )
     assert r.returncode == 0, r.stderr
     keep(run)
     return run, r

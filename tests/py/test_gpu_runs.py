@@ -10,7 +10,6 @@ import shutil
 import sqlite3
 
 import pytest
-
 from conftest import ROOT, in_short, report_json, trainprof, words
 
 RUNS = ROOT / "tests" / "data" / "gpu-runs"
@@ -19,12 +18,14 @@ RUNS = ROOT / "tests" / "data" / "gpu-runs"
 @pytest.fixture
 def resummarized(tmp_path):
     """The recording `name`, copied and summarized anew; its path."""
+
     def make(name):
         path = tmp_path / name
         shutil.copyfile(RUNS / name, path)
         r = trainprof("summarize", "--force", path)
         assert r.returncode == 0, r.stderr
         return path
+
     return make
 
 
@@ -90,7 +91,7 @@ def test_the_capture_windows_tables_read_as_a_user_reads_them(resummarized):
     assert "Activity Buffer Request" not in names and "INVALID" not in names
     assert "aten::conv2d" in names
     text = trainprof("report", run).stdout
-    table = text[text.index("kernels (device ms"):text.index("the GPU sat idle")]
+    table = text[text.index("kernels (device ms") : text.index("the GPU sat idle")]
     assert "_ZN" not in table, table  # CUPTI gave one mangled and cut at 1,000 bytes
     assert "cutlass__5x_cudnn::Kernel<...>" in table
     assert "at::native::max_pool_backward_nhwc " in table  # no return type, no arguments

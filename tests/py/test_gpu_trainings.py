@@ -14,7 +14,6 @@ import subprocess
 import time
 
 import pytest
-
 from conftest import PYTHON, in_short, keep, report_json, trainprof, words
 
 torch = pytest.importorskip("torch")
@@ -111,8 +110,9 @@ def record(tmp_path, script_text, *args, record_args=(), timeout=240):
     script = tmp_path / "train.py"
     script.write_text(script_text)
     run = tmp_path / "run.db"
-    r = trainprof("record", "-q", *record_args, "-o", run, "--", PYTHON, script, *args,
-                  timeout=timeout)
+    r = trainprof(
+        "record", "-q", *record_args, "-o", run, "--", PYTHON, script, *args, timeout=timeout
+    )
     assert r.returncode == 0, r.stderr
     keep(run)
     return run
@@ -161,9 +161,21 @@ def test_a_gpu_that_never_answers_is_a_stall_at_the_item_line(tmp_path):
     script = tmp_path / "hang.py"
     script.write_text(HANG)
     run = tmp_path / "run.db"
-    p = subprocess.Popen([os.environ.get("TRAINPROF", "trainprof"), "record", "-q",
-                          "--stall-after", "5", "-o", str(run), "--", PYTHON, str(script)],
-                         start_new_session=True)
+    p = subprocess.Popen(
+        [
+            os.environ.get("TRAINPROF", "trainprof"),
+            "record",
+            "-q",
+            "--stall-after",
+            "5",
+            "-o",
+            str(run),
+            "--",
+            PYTHON,
+            str(script),
+        ],
+        start_new_session=True,
+    )
     time.sleep(30)
     os.killpg(p.pid, signal.SIGTERM)
     p.wait(timeout=60)
@@ -177,14 +189,31 @@ def test_a_gpu_that_never_answers_is_a_stall_at_the_item_line(tmp_path):
 
 
 def test_ddp_on_nccl_at_world_size_one_keeps_its_verdicts(tmp_path):
-    ddp = MLP.replace("import sys, torch", "import sys, torch, torch.distributed as dist\n"
-                      "dist.init_process_group('nccl')").replace(
-        ".cuda()\nopt", ".cuda()\nmodel = torch.nn.parallel.DistributedDataParallel(model)\nopt")
+    ddp = MLP.replace(
+        "import sys, torch",
+        "import sys, torch, torch.distributed as dist\ndist.init_process_group('nccl')",
+    ).replace(
+        ".cuda()\nopt", ".cuda()\nmodel = torch.nn.parallel.DistributedDataParallel(model)\nopt"
+    )
     script = tmp_path / "ddp.py"
     script.write_text(ddp + "dist.destroy_process_group()\n")
     run = tmp_path / "run.db"
-    r = trainprof("record", "-q", "-o", run, "--", PYTHON, "-m", "torch.distributed.run",
-                  "--standalone", "--nproc_per_node", "1", script, "600", timeout=240)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "1",
+        script,
+        "600",
+        timeout=240,
+    )
     assert r.returncode == 0, r.stderr
     keep(run)
     rep = report_json(run)

@@ -10,7 +10,6 @@ import subprocess
 import textwrap
 
 import pytest
-
 from conftest import PROGRAM, PYTHON, trainprof
 
 ESC = "\x1b[2K\r"
@@ -26,33 +25,39 @@ def run_bytes(*args):
 def crafted(tmp_path_factory):
     d = tmp_path_factory.mktemp("hostile")
     script = d / "work.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import time, trainprof
         for _ in range(20):
             trainprof.step()
             with trainprof.region("work"):
                 time.sleep(0.01)
-    """))
+    """)
+    )
     run = d / "run.db"
     r = trainprof("record", "-q", "-i", "0.1", "-o", run, "--", PYTHON, script)
     assert r.returncode == 0, r.stderr
     with sqlite3.connect(run) as db:
-        db.execute("UPDATE meta SET value = ? WHERE key = 'argv'",
-                   ('["python"], "injected": {"x": 1}',))
-        db.execute("UPDATE meta SET value = ? WHERE key = 'command'",
-                   (f"train.py {ESC}rm -rf / #",))
+        db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'argv'", ('["python"], "injected": {"x": 1}',)
+        )
+        db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'command'", (f"train.py {ESC}rm -rf / #",)
+        )
         # a region name with invalid UTF-8, an escape, a comma and a quote
         evil = b'w\xff\xfe,"k' + ESC.encode()
         db.execute("UPDATE name SET text = CAST(? AS TEXT) WHERE text = 'work'", (evil,))
         db.execute("UPDATE summary_timing SET name = CAST(? AS TEXT) WHERE name = 'work'", (evil,))
         db.execute("UPDATE agent SET name = ?", ('node"}' + ESC,))
-        cpu = db.execute("SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
-                         " WHERE m.name = 'cpu_util_percent' AND s.labels = '{}'").fetchone()[0]
-        db.execute("UPDATE series SET labels = ? WHERE id = ?",
-                   ('{}, "injected": true', cpu))
+        cpu = db.execute(
+            "SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
+            " WHERE m.name = 'cpu_util_percent' AND s.labels = '{}'"
+        ).fetchone()[0]
+        db.execute("UPDATE series SET labels = ? WHERE id = ?", ('{}, "injected": true', cpu))
         db.execute("UPDATE metric SET name = 'cpu,\"util' WHERE name = 'cpu_util_percent'")
-        db.execute("UPDATE summary_series SET mean = 9e999, max = -9e999 WHERE series_id = ?",
-                   (cpu,))
+        db.execute(
+            "UPDATE summary_series SET mean = 9e999, max = -9e999 WHERE series_id = ?", (cpu,)
+        )
     return run
 
 
@@ -94,14 +99,26 @@ def test_trace_html_and_csv_encode_what_they_write(crafted, tmp_path):
 
 
 GOLDEN_RUNS = __import__("pathlib").Path(__file__).resolve().parents[1] / "golden" / "runs"
-READERS = [("report",), ("report", "--json"), ("export", "--format", "chrome"),
-           ("export", "--format", "csv"), ("export", "--format", "folded"),
-           ("export", "--format", "json")]
+READERS = [
+    ("report",),
+    ("report", "--json"),
+    ("export", "--format", "chrome"),
+    ("export", "--format", "csv"),
+    ("export", "--format", "folded"),
+    ("export", "--format", "json"),
+]
 
 
-@pytest.mark.parametrize("damage", ["DROP TABLE region", "DROP TABLE sample",
-                                    "DROP TABLE stack_sample", "DROP TABLE mark",
-                                    "DROP TABLE thread"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "DROP TABLE region",
+        "DROP TABLE sample",
+        "DROP TABLE stack_sample",
+        "DROP TABLE mark",
+        "DROP TABLE thread",
+    ],
+)
 def test_every_reader_says_bad_input_alike(tmp_path, damage):
     """A damaged run file is bad input to every reader that needs what is
     missing: exit status 2 and one line, never 1 (which says the output
@@ -129,12 +146,14 @@ def test_a_copy_without_its_write_ahead_log_is_said_to_be_one(tmp_path):
     p = subprocess.Popen([PROGRAM, "record", "-q", "-o", str(run), "--", "sleep", "30"])
     try:
         import time
+
         deadline = time.monotonic() + 20
         while not (tmp_path / "killed.db-wal").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(1)
     finally:
         from conftest import kill_with_children
+
         kill_with_children(p)
     copy = tmp_path / "copy" / "killed.db"
     copy.parent.mkdir()

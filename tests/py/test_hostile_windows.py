@@ -31,13 +31,18 @@ def test_a_window_of_half_a_million_threads_is_read_in_linear_time(tmp_path):
     500 k); now a hash finds a thread's open operators."""
     run = copy(tmp_path)
     with sqlite3.connect(run) as db:
-        t0, name = db.execute("SELECT start_ns, name FROM op_event WHERE kind = 1"
-                              " ORDER BY start_ns LIMIT 1").fetchone()
-        db.execute("WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n"
-                   " WHERE v < 500000) INSERT INTO op_event SELECT 1, 1, ?, NULL, 100000 + v,"
-                   " -1, 0, ? + v, 10, 0, 0, 0 FROM n", (name, t0))
-    r = subprocess.run([PROGRAM, "report", "--json", run], capture_output=True, text=True,
-                       timeout=40)
+        t0, name = db.execute(
+            "SELECT start_ns, name FROM op_event WHERE kind = 1 ORDER BY start_ns LIMIT 1"
+        ).fetchone()
+        db.execute(
+            "WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n"
+            " WHERE v < 500000) INSERT INTO op_event SELECT 1, 1, ?, NULL, 100000 + v,"
+            " -1, 0, ? + v, 10, 0, 0, 0 FROM n",
+            (name, t0),
+        )
+    r = subprocess.run(
+        [PROGRAM, "report", "--json", run], capture_output=True, text=True, timeout=40
+    )
     assert r.returncode == 0, r.stderr
     [w] = json.loads(r.stdout)["windows"]
     assert w["steps"] == 5
@@ -45,8 +50,11 @@ def test_a_window_of_half_a_million_threads_is_read_in_linear_time(tmp_path):
 
 def test_a_window_whose_steps_no_process_counts_is_said_so(tmp_path):
     run = copy(tmp_path)
-    for first, steps, said in ((2 ** 63 - 1, 5, "steps out of range"),
-                               (-1, 5, "steps out of range"), (5, 0, "no complete step")):
+    for first, steps, said in (
+        (2**63 - 1, 5, "steps out of range"),
+        (-1, 5, "steps out of range"),
+        (5, 0, "no complete step"),
+    ):
         with sqlite3.connect(run) as db:
             db.execute("UPDATE op_window SET first_step = ?, steps = ?", (first, steps))
             if not steps:  # and none of its step marks: nothing says a step was captured

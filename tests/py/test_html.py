@@ -9,24 +9,35 @@ import textwrap
 import time
 
 import pytest
-
-from conftest import killed_recording, FAKE_NVML, PYTHON, ROOT, trainprof
+from conftest import FAKE_NVML, PYTHON, ROOT, killed_recording, trainprof
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 EVIL = "<script>alert(1)</script>"
 
 
 def chromium(*args, timeout=90):
-    return subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                           "--enable-logging=stderr", "--v=0", *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     d = tmp_path_factory.mktemp("html")
     script = d / "train.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import time, trainprof
         for e in range(2):
             trainprof.epoch(e)
@@ -37,10 +48,21 @@ def page(tmp_path_factory):
                 with trainprof.region("dataloader_next"):
                     time.sleep(0.02)
         trainprof.step()
-    """))
+    """)
+    )
     run = d / "run.db"
-    r = trainprof("record", "-q", "--interval", "0.1", "-o", run, "--", PYTHON, script,
-                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"})
+    r = trainprof(
+        "record",
+        "-q",
+        "--interval",
+        "0.1",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        script,
+        env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"},
+    )
     assert r.returncode == 0, r.stderr
     r = trainprof("html", run)
     assert r.returncode == 0, r.stderr
@@ -64,9 +86,15 @@ def test_chromium_renders_the_plots(page):
     dom = r.stdout
     assert "Uncaught" not in r.stderr and ":CONSOLE(" not in r.stderr
     assert dom.count("<svg") >= 10
-    for title in ("Where step time goes", "Step time over the run", "Epoch times",
-                  "cpu_util_percent", "gpu_util_percent", "gpu_power_watts",
-                  "host_mem_used_bytes"):
+    for title in (
+        "Where step time goes",
+        "Step time over the run",
+        "Epoch times",
+        "cpu_util_percent",
+        "gpu_util_percent",
+        "gpu_power_watts",
+        "host_mem_used_bytes",
+    ):
         assert title in dom, title
     assert "time since start" in dom and "time per step" in dom
     assert "gpu=0" in dom and "gpu=1" in dom  # one line per GPU, in the legend
@@ -98,7 +126,7 @@ def test_the_answer_leads_the_page_and_the_charts_use_its_width(tmp_path, width)
     dom = r.stdout
     answer, first_chart = dom.index('<section id="answer">'), dom.index("<svg")
     assert answer < first_chart
-    lead = dom[answer:dom.index("</section>", answer)]
+    lead = dom[answer : dom.index("</section>", answer)]
     assert 'class="verdict lead" data-kind="communication_bound"' in lead
     assert "71 steps of the first rank" in lead
     rep = json.loads(trainprof("report", "--json", run).stdout)
@@ -127,8 +155,9 @@ def test_one_colour_per_phase_on_every_chart(tmp_path):
     html = tmp_path / "ddp.html"
     assert trainprof("html", "-o", html, run).returncode == 0
     colours = {}
-    for fill, label in re.findall(r'fill="(#[0-9a-f]{6})"><title>[^<]*?: ([a-z_]+) ',
-                                  html.read_text()):
+    for fill, label in re.findall(
+        r'fill="(#[0-9a-f]{6})"><title>[^<]*?: ([a-z_]+) ', html.read_text()
+    ):
         colours.setdefault(label, set()).add(fill)
     assert {"train_batch", "dataloader_next", "communication", "compute", "input"} <= set(colours)
     assert all(len(c) == 1 for c in colours.values()), colours
@@ -148,8 +177,12 @@ def test_charts_that_stayed_zero_fold_into_a_line(tmp_path):
     assert ">cpu_util_percent</text>" in page
     # the charts grouped by subsystem, a heading and a grid each
     assert re.findall(r"<h3>([^<]*)</h3>", page) == [
-        "CPU", "Memory", "Disks", "The training's processes",
-        "Pressure (time tasks waited for a resource)"]
+        "CPU",
+        "Memory",
+        "Disks",
+        "The training's processes",
+        "Pressure (time tasks waited for a resource)",
+    ]
     grids = re.findall(r'<h3>[^<]*</h3>\n<div class="charts">\n(.*?)</div>\n', page, re.S)
     assert len(grids) == 5 and all("<figure" in g for g in grids)
     assert 'chart-title">disk_busy_percent<' in grids[2]
@@ -157,8 +190,11 @@ def test_charts_that_stayed_zero_fold_into_a_line(tmp_path):
 
 def test_a_day_long_run_stays_small(tmp_path):
     run = tmp_path / "day.db"
-    subprocess.run([ROOT / "build" / "bench" / "gen_run", run, "24", "0.5", "8", "2"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [ROOT / "build" / "bench" / "gen_run", run, "24", "0.5", "8", "2"],
+        check=True,
+        capture_output=True,
+    )
     t0 = time.perf_counter()
     r = trainprof("html", run, "-o", tmp_path / "day.html", timeout=120)
     assert r.returncode == 0, r.stderr
@@ -188,8 +224,22 @@ def test_many_ranks_show_the_ones_that_matter(tmp_path):
     input takes 2.5 times as long) among those with the most own work, the
     median rank and the rank with the least."""
     run = tmp_path / "ranks.db"
-    subprocess.run([ROOT / "build" / "bench" / "gen_run", run, "0.05", "0.5", "2", "0", "16", "1",
-                    "node", "0"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            ROOT / "build" / "bench" / "gen_run",
+            run,
+            "0.05",
+            "0.5",
+            "2",
+            "0",
+            "16",
+            "1",
+            "node",
+            "0",
+        ],
+        check=True,
+        capture_output=True,
+    )
     page = tmp_path / "ranks.html"
     r = trainprof("html", run, "-o", page)
     assert r.returncode == 0, r.stderr
@@ -273,11 +323,14 @@ def test_the_training_steps_are_shaded_where_the_figures_come_from(tmp_path):
         first, last = db.execute(
             "SELECT min(t_ns) / 1e9, max(t_ns) / 1e9 FROM sample WHERE series_id ="
             " (SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
-            "  WHERE m.name = 'cpu_util_percent' AND s.labels = '{}')").fetchone()
+            "  WHERE m.name = 'cpu_util_percent' AND s.labels = '{}')"
+        ).fetchone()
     assert 1.4 < t0 < 1.9 and 0.9 < t1 - t0 < 2.5, (t0, t1)
     cpu = next(c for c in timed if 'chart-title">cpu_util_percent<' in c)
-    xs = [float(p.split(",")[0]) for p in
-          re.search(r'<polyline[^>]*points="([^"]*)"', cpu).group(1).split()]
+    xs = [
+        float(p.split(",")[0])
+        for p in re.search(r'<polyline[^>]*points="([^"]*)"', cpu).group(1).split()
+    ]
     band = re.search(r'class="band" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', cpu)
     x0, width = float(band.group(1)), float(band.group(2))
     # the first line's points run from its first sample to the axis' end (its last)
@@ -299,7 +352,8 @@ def test_pauses_are_shaded_and_warm_up_steps_left_out_of_the_step_chart(tmp_path
     warm-up; the report sets the warm-up apart; the trace files the pauses
     under their own category."""
     script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import time, trainprof
         for i in range(30):
             trainprof.step()
@@ -313,7 +367,8 @@ def test_pauses_are_shaded_and_warm_up_steps_left_out_of_the_step_chart(tmp_path
                     time.sleep(0.15)
         with trainprof.region("checkpoint"):
             time.sleep(0.1)
-    """))
+    """)
+    )
     run = tmp_path / "run.db"
     r = trainprof("record", "-q", "-i", "0.1", "-o", run, "--", PYTHON, script)
     assert r.returncode == 0, r.stderr
@@ -327,17 +382,18 @@ def test_pauses_are_shaded_and_warm_up_steps_left_out_of_the_step_chart(tmp_path
     assert "Step time over the run (29 steps; the first 2, warm-up, left out)" in text
     # and the step chart marks the steps the pauses followed, named when hovered
     chart = next(c for c in charts if "Step time over the run" in c)
-    marks = re.findall(r'class="mark"[^>]*><title>during or after these steps: ([^<]*)</title>',
-                       chart)
+    marks = re.findall(
+        r'class="mark"[^>]*><title>during or after these steps: ([^<]*)</title>', chart
+    )
     assert marks == ["compile", "evaluate", "evaluate", "evaluate checkpoint"], marks
     rows = tmp_path / "rows.db"  # the same marks from the rows as from the stored summary
     shutil.copyfile(run, rows)
     with sqlite3.connect(rows) as db:
         db.execute("DELETE FROM meta WHERE key = 'plots'")
     assert trainprof("html", "-o", tmp_path / "rows.html", rows).returncode == 0
-    assert re.findall(r'class="mark"[^>]*><title>([^<]*)</title>',
-                      (tmp_path / "rows.html").read_text()) == re.findall(
-                          r'class="mark"[^>]*><title>([^<]*)</title>', text)
+    assert re.findall(
+        r'class="mark"[^>]*><title>([^<]*)</title>', (tmp_path / "rows.html").read_text()
+    ) == re.findall(r'class="mark"[^>]*><title>([^<]*)</title>', text)
     report = trainprof("report", run).stdout
     assert "the first 2 warm-up" in report
     assert "not training (pauses outside the steps)" in report
@@ -346,12 +402,21 @@ def test_pauses_are_shaded_and_warm_up_steps_left_out_of_the_step_chart(tmp_path
     # the mean-step bar is the text's mean step, warm-up left out of both
     where = next(c for c in charts if "Where step time goes" in c)
     scale = {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-    parts = [float(v) * scale[u] for v, u in
-             re.findall(r"<title>no rank: [a-z_]+ ([0-9.]+) (s|ms|us|ns)</title>", where)]
+    parts = [
+        float(v) * scale[u]
+        for v, u in re.findall(r"<title>no rank: [a-z_]+ ([0-9.]+) (s|ms|us|ns)</title>", where)
+    ]
     assert parts and abs(sum(parts) - steps["mean_s"]) < 0.05 * steps["mean_s"], parts  # 2 digits
     trace = tmp_path / "trace.json"
     assert trainprof("export", "--format", "chrome", "-o", trace, run).returncode == 0
-    cats = {e["name"]: e["cat"] for e in json.loads(trace.read_text())["traceEvents"]
-            if e.get("ph") == "X"}
+    cats = {
+        e["name"]: e["cat"]
+        for e in json.loads(trace.read_text())["traceEvents"]
+        if e.get("ph") == "X"
+    }
     assert [cats[n] for n in ("compile", "evaluate", "checkpoint", "train_batch")] == [
-        "pause", "pause", "pause", "region"]
+        "pause",
+        "pause",
+        "pause",
+        "region",
+    ]

@@ -7,7 +7,7 @@ import sqlite3
 import subprocess
 import time
 
-from conftest import ROOT, PROGRAM, trainprof, words
+from conftest import PROGRAM, ROOT, trainprof, words
 
 
 def test_directory_json(tmp_path):
@@ -32,8 +32,10 @@ def test_existing_file_is_only_read(tmp_path):
 
 def test_compared_with_a_recorded_run(tmp_path):
     run = tmp_path / "run.db"
-    assert trainprof("record", "-q", "--interval", "0.1", "-o", run, "--", "sleep",
-                     "0.5").returncode == 0
+    assert (
+        trainprof("record", "-q", "--interval", "0.1", "-o", run, "--", "sleep", "0.5").returncode
+        == 0
+    )
     r = trainprof("iobench", tmp_path, "--size", "8", "--run", run, "--json")
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)["run"]
@@ -46,12 +48,16 @@ def test_the_run_s_reads_are_its_steps_not_its_start_up(tmp_path):
     """The whole run's peak read rate is often torch's own import from a cold
     cache; iobench compares with what the training read during its steps."""
     run = tmp_path / "node.db"
-    subprocess.run([ROOT / "build" / "bench" / "gen_run", run, "0.02", "0.5", "2", "0", "1", "1",
-                    "node", "0"], check=True, capture_output=True)
+    subprocess.run(
+        [ROOT / "build" / "bench" / "gen_run", run, "0.02", "0.5", "2", "0", "1", "1", "node", "0"],
+        check=True,
+        capture_output=True,
+    )
     with sqlite3.connect(run) as db:
-        series = db.execute("SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
-                            " WHERE m.name = 'disk_read_bytes_per_s' AND s.labels = '{}'"
-                            ).fetchone()[0]
+        series = db.execute(
+            "SELECT s.id FROM series s JOIN metric m ON m.id = s.metric_id"
+            " WHERE m.name = 'disk_read_bytes_per_s' AND s.labels = '{}'"
+        ).fetchone()[0]
         db.execute("UPDATE summary_series SET max = 900e6 WHERE series_id = ?", (series,))
         db.execute("UPDATE summary_series_steps SET max = 50e6 WHERE series_id = ?", (series,))
     r = trainprof("iobench", tmp_path, "--size", "8", "--run", run, "--json")
@@ -108,8 +114,11 @@ def test_bad_input(tmp_path):
 
 
 def test_ctrl_c_removes_the_test_file(tmp_path):
-    p = subprocess.Popen([PROGRAM, "iobench", tmp_path, "--size", "4096"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [PROGRAM, "iobench", tmp_path, "--size", "4096"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(0.5)
     p.send_signal(signal.SIGINT)
     assert p.wait(timeout=30) == -signal.SIGINT

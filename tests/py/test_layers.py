@@ -22,8 +22,9 @@ def test_an_include_against_the_order_and_a_cycle_are_named(tmp_path):
     for d in ("core", "store", "collect", "analyze"):
         (tmp_path / "src" / d).mkdir(parents=True)
     (tmp_path / "src" / "core" / "batch.h").write_text('#include "store/writer.h"\n')
-    (tmp_path / "src" / "store" / "writer.h").write_text('#include "core/batch.h"\n'
-                                                          '#include "collect/cpu.h"\n')
+    (tmp_path / "src" / "store" / "writer.h").write_text(
+        '#include "core/batch.h"\n#include "collect/cpu.h"\n'
+    )
     (tmp_path / "src" / "collect" / "cpu.h").write_text("\n")
     (tmp_path / "src" / "analyze" / "a.c").write_text('#include "analyze/b.h"\n')
     (tmp_path / "src" / "analyze" / "b.h").write_text('#include "analyze/a.h"\n')
@@ -47,6 +48,7 @@ def test_metric_names_come_from_the_catalogue_only():
     macro does not compile; a misspelt literal would be a series no one
     reads)."""
     import re
+
     catalogue = (ROOT / "src" / "core" / "metric_catalog.h").read_text()
     names = re.findall(r'#define TP_METRIC_\w+\s+"([a-z0-9_]+)"', catalogue)
     assert len(names) >= 30
@@ -65,13 +67,16 @@ def test_label_sets_and_metadata_keys_come_from_their_catalogue():
     a GPU's own keys) are spelt once: no meta call names a catalogued key by
     a literal, and no file formats a GPU's labels or gpu.N.* keys by hand."""
     import re
+
     catalogue = (ROOT / "src" / "core" / "run_keys.h").read_text()
     # whole keys only: a GPU's and a process's fields are suffixes (gpu.N.mig,
     # proc.PID.status), which another key may spell alike (the run's status)
     keys = re.findall(r'#define TP_META_(?!GPU_|PROC_)\w+\s+"([a-z_]+)"', catalogue)
     assert len(keys) >= 9
-    call = re.compile(r'(?:tp_run_meta_get|tp_run_agent_meta_get|tp_sink_meta|meta_addf?|meta_or|'
-                      r'meta_int)\([^;]*?"(' + "|".join(keys) + r')"')
+    call = re.compile(
+        r"(?:tp_run_meta_get|tp_run_agent_meta_get|tp_sink_meta|meta_addf?|meta_or|"
+        r'meta_int)\([^;]*?"(' + "|".join(keys) + r')"'
+    )
     by_hand = re.compile(r'\\"gpu\\":\\"%d|"gpu\.%d\.')
     found = []
     for f in sorted((ROOT / "src").rglob("*.c")):
@@ -90,18 +95,24 @@ def test_renderers_read_no_metadata_key():
     """render/ says facts (analyze/run_facts.h, the model's facts, the
     verdicts'): it reads no metadata key itself; report --json's verbatim
     "meta" object is the one place it walks the metadata, key by key."""
-    found = [f"{f.relative_to(ROOT)}: {line.strip()}"
-             for f in sorted((ROOT / "src" / "render").glob("*.c"))
-             for line in f.read_text().splitlines()
-             if "tp_run_meta_get(" in line or "tp_run_agent_meta_get(" in line]
+    found = [
+        f"{f.relative_to(ROOT)}: {line.strip()}"
+        for f in sorted((ROOT / "src" / "render").glob("*.c"))
+        for line in f.read_text().splitlines()
+        if "tp_run_meta_get(" in line or "tp_run_agent_meta_get(" in line
+    ]
     assert found == []
 
 
 def test_analysis_and_rendering_hold_no_sql():
     """store/ owns every SQL statement: analyze/ turns rows into facts and
     render/ facts into words, neither through SQLite."""
-    found = [str(f.relative_to(ROOT)) for d in ("analyze", "render")
-             for f in sorted((ROOT / "src" / d).glob("*.[ch]")) if "sqlite3" in f.read_text()]
+    found = [
+        str(f.relative_to(ROOT))
+        for d in ("analyze", "render")
+        for f in sorted((ROOT / "src" / d).glob("*.[ch]"))
+        if "sqlite3" in f.read_text()
+    ]
     assert found == []
 
 
@@ -110,11 +121,16 @@ def test_phase_names_come_from_trainprof_h_only():
     (TP_PHASE_*): src/ and the Python face's regions use them from there
     (core/phases.h says what each one is)."""
     import re
+
     header = (ROOT / "include" / "trainprof.h").read_text()
     names = re.findall(r'#define TP_PHASE_\w+\s+"([a-z_]+)"', header)
     assert len(names) == 13
-    found = [f"{f.relative_to(ROOT)}: {n}" for f in sorted((ROOT / "src").rglob("*.[ch]"))
-             for n in names if f'"{n}"' in f.read_text()]
+    found = [
+        f"{f.relative_to(ROOT)}: {n}"
+        for f in sorted((ROOT / "src").rglob("*.[ch]"))
+        for n in names
+        if f'"{n}"' in f.read_text()
+    ]
     torch_common = (ROOT / "python" / "trainprof" / "patches" / "common.py").read_text()
     found += [f"patches/common.py: {n}" for n in names if f'region("{n}")' in torch_common]
     assert found == []
@@ -132,11 +148,14 @@ def test_a_circle_of_calls_between_files_is_named(tmp_path):
     functions: the objects' symbols (nm) show the circle the includes hide."""
     root = tree_with_docs(tmp_path)
     (root / "src" / "analyze" / "a.c").write_text(
-        "int b_fn(int);\nint a_fn(int x);\nint a_fn(int x) { return x ? b_fn(x - 1) : 0; }\n")
+        "int b_fn(int);\nint a_fn(int x);\nint a_fn(int x) { return x ? b_fn(x - 1) : 0; }\n"
+    )
     (root / "src" / "analyze" / "b.c").write_text(
-        "int a_fn(int);\nint b_fn(int x);\nint b_fn(int x) { return x ? a_fn(x - 1) : 1; }\n")
+        "int a_fn(int);\nint b_fn(int x);\nint b_fn(int x) { return x ? a_fn(x - 1) : 1; }\n"
+    )
     (root / "src" / "analyze" / "c.c").write_text(
-        "int a_fn(int);\nint c_fn(void);\nint c_fn(void) { return a_fn(3); }\n")
+        "int a_fn(int);\nint c_fn(void);\nint c_fn(void) { return a_fn(3); }\n"
+    )
     build = root / "build"
     build.mkdir()
     commands = []
@@ -145,8 +164,9 @@ def test_a_circle_of_calls_between_files_is_named(tmp_path):
         subprocess.run(["cc", "-c", str(source), "-o", str(obj)], check=True)
         commands.append({"directory": str(build), "file": str(source), "output": str(obj)})
     (build / "compile_commands.json").write_text(json.dumps(commands))
-    r = subprocess.run(CHECK + ["--root", str(root), "--build", str(build)], capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        CHECK + ["--root", str(root), "--build", str(build)], capture_output=True, text=True
+    )
     assert r.returncode == 1
     assert r.stdout.splitlines() == ["a cycle of calls between src/analyze/a, src/analyze/b"]
 
@@ -157,20 +177,25 @@ def test_a_new_function_over_80_lines_and_a_listed_one_grown_are_named(tmp_path)
     (root / "src" / "analyze" / "long.c").write_text(
         "int long_fn(void);\nint long_fn(void)\n{\n" + body + "    return x;\n}\n"
         "int short_fn(void);\nint short_fn(void)\n{\n    return 1;\n}\n"
-        "int listed_fn(void);\nint listed_fn(void)\n{\n" + body + "    return x;\n}\n")
+        "int listed_fn(void);\nint listed_fn(void)\n{\n" + body + "    return x;\n}\n"
+    )
     (root / "tools").mkdir()
-    (root / "tools" / "long_functions.txt").write_text("# to split\n"
-                                                       "src/analyze/long.c listed_fn 82\n")
+    (root / "tools" / "long_functions.txt").write_text(
+        "# to split\nsrc/analyze/long.c listed_fn 82\n"
+    )
     r = subprocess.run(CHECK + ["--root", str(root)], capture_output=True, text=True)
     assert r.returncode == 1
     assert r.stdout.splitlines() == [
-        "src/analyze/long.c: long_fn is 82 lines long, over 80: split it"]
-    (root / "tools" / "long_functions.txt").write_text("src/analyze/long.c listed_fn 81\n"
-                                                       "src/analyze/long.c long_fn 82\n")
+        "src/analyze/long.c: long_fn is 82 lines long, over 80: split it"
+    ]
+    (root / "tools" / "long_functions.txt").write_text(
+        "src/analyze/long.c listed_fn 81\nsrc/analyze/long.c long_fn 82\n"
+    )
     r = subprocess.run(CHECK + ["--root", str(root)], capture_output=True, text=True)
     assert r.stdout.splitlines() == [
         "src/analyze/long.c: listed_fn grew to 82 lines (81 listed in tools/long_functions.txt, "
-        "over 80): split it"]
+        "over 80): split it"
+    ]
 
 
 def test_a_comment_left_over_another_is_named(tmp_path):
@@ -187,9 +212,13 @@ def test_a_comment_left_over_another_is_named(tmp_path):
         "/* What a function moved elsewhere did,\n"
         " * over two lines. */\n"
         "/* What third does. */\n"
-        "int third(void);\n")
+        "int third(void);\n"
+    )
     r = subprocess.run(CHECK + ["--root", str(root)], capture_output=True, text=True)
     assert r.returncode == 1
     lines = r.stdout.splitlines()
-    assert lines == [f"src/analyze/moved.c:{n}: a comment right under another: one of them is "
-                     "over the wrong thing" for n in (8, 10)]
+    assert lines == [
+        f"src/analyze/moved.c:{n}: a comment right under another: one of them is "
+        "over the wrong thing"
+        for n in (8, 10)
+    ]

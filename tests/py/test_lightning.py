@@ -7,7 +7,6 @@ validation passes and the saves) are the ground truth."""
 import json
 
 import pytest
-
 from conftest import PYTHON, report_json, trainprof
 
 pytest.importorskip("lightning")
@@ -61,8 +60,18 @@ if trainer.global_rank == 0:
 def record_lightning(tmp_path, run_file, **trainer_args):
     script = tmp_path / "lit.py"
     script.write_text(SCRIPT)
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script,
-                  json.dumps(trainer_args), tmp_path / "out", timeout=600)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run_file,
+        "--",
+        PYTHON,
+        script,
+        json.dumps(trainer_args),
+        tmp_path / "out",
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.splitlines()[-1]), report_json(run_file)
 
@@ -109,8 +118,9 @@ def test_defaults_sanity_check_and_validation_are_named(tmp_path, run_file):
 
 
 def test_accumulated_batches_are_one_step(tmp_path, run_file):
-    truth, rep = record_lightning(tmp_path, run_file, accumulate_grad_batches=2,
-                                  num_sanity_val_steps=0)
+    truth, rep = record_lightning(
+        tmp_path, run_file, accumulate_grad_batches=2, num_sanity_val_steps=0
+    )
     assert truth["global_step"] == 20 and truth["batches"] == 40
     check_training_in_steps(rep, truth)
     assert [e["samples"] for e in rep["epochs"]] == [160, 160]
@@ -127,8 +137,9 @@ def test_validation_mid_epoch_is_outside_the_steps(tmp_path, run_file):
 
 
 def test_ddp_on_two_processes(tmp_path, run_file):
-    truth, rep = record_lightning(tmp_path, run_file, strategy="ddp", accelerator="cpu",
-                                  devices=2, num_sanity_val_steps=0)
+    truth, rep = record_lightning(
+        tmp_path, run_file, strategy="ddp", accelerator="cpu", devices=2, num_sanity_val_steps=0
+    )
     assert truth["global_step"] == 20  # each rank takes half of the 20 batches an epoch
     for rank in (0, 1):
         check_training_in_steps(rep, truth, rank)

@@ -31,7 +31,10 @@ def timing(rep, name):
 
 
 def test_gradient_accumulation_is_one_step_per_update(tmp_path, run_file):
-    truth, rep = record(tmp_path, run_file, """
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
 loader = DataLoader(data(320), batch_size=8)  # 40 batches
 model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -44,12 +47,15 @@ for epoch in range(2):
             opt.zero_grad()
             updates += 1
 print(json.dumps({"updates": updates}))
-""")
+""",
+    )
     assert truth["updates"] == 20
     steps = rep["steps"][0]
     assert steps["count"] == truth["updates"]
     assert [(e["steps"], e["samples"], e["batches"]) for e in rep["epochs"]] == [
-        (10, 320, 40), (10, 320, 40)]
+        (10, 320, 40),
+        (10, 320, 40),
+    ]
     assert (steps["samples"], steps["batches"]) == (640, 80)
     assert (steps["batches_per_step"], steps["samples_per_step"]) == (4, 32)
     text = trainprof("report", run_file).stdout
@@ -61,7 +67,10 @@ def test_a_new_dataloader_each_epoch_is_the_training_loader_again(tmp_path, run_
     dataset: every pass is an epoch of steps (before, only the first pass's
     batches were steps: 5 of 800). An evaluation pass over the training set
     with another loader (unshuffled, its own batch size) stays no epoch."""
-    truth, rep = record(tmp_path, run_file, """
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
 train = data(64)
 model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -76,7 +85,8 @@ for epoch in range(6):
         for x, y in DataLoader(train, batch_size=32):
             model(x)
 print(json.dumps({"updates": updates}))
-""")
+""",
+    )
     assert truth["updates"] == 48
     assert rep["steps"][0]["count"] == truth["updates"]
     assert [(e["steps"], e["samples"]) for e in rep["epochs"]] == [(8, 64)] * 6
@@ -88,7 +98,10 @@ print(json.dumps({"updates": updates}))
 def test_a_peek_at_the_first_batch_is_no_epoch(tmp_path, run_file):
     """pytorch/examples' DDP tutorial takes the batch size from
     next(iter(loader)) at each epoch's start."""
-    truth, rep = record(tmp_path, run_file, """
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
 loader = DataLoader(data(128), batch_size=16)
 model = nn.Linear(16, 4)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -101,7 +114,8 @@ for epoch in range(3):
         opt.step()
         steps += 1
 print(json.dumps({"steps": steps, "epochs": 3}))
-""")
+""",
+    )
     assert [e["epoch"] for e in rep["epochs"]] == [0, 1, 2]
     assert [e["steps"] for e in rep["epochs"]] == [8, 8, 8]
     assert rep["steps"][0]["count"] == truth["steps"]
@@ -110,7 +124,10 @@ print(json.dumps({"steps": steps, "epochs": 3}))
 def test_sequence_first_batches_count_their_batch_dimension(tmp_path, run_file):
     """An RNN's (seq, batch, features) batches, as a collate_fn makes them:
     the samples are the DataLoader's, not the sequence length."""
-    truth, rep = record(tmp_path, run_file, """
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
 seqs = TensorDataset(torch.randn(96, 50, 8), torch.randint(0, 4, (96,)))
 def seq_first(items):
     x = torch.stack([i[0] for i in items], dim=1)  # (50, batch, 8)
@@ -124,7 +141,8 @@ for x, y in loader:
     nn.functional.cross_entropy(head(out[-1]), y).backward()
     opt.step()
 print(json.dumps({"samples": 96}))
-""")
+""",
+    )
     assert rep["steps"][0]["count"] == 6
     assert rep["epochs"][0]["samples"] == truth["samples"]
 
@@ -134,7 +152,10 @@ def test_an_evaluation_under_no_grad_is_not_training(tmp_path, run_file):
     mode) and the loss module (still in training mode) under no_grad: the
     samples are the training batches' alone, and evaluation opens no
     train_batch."""
-    truth, rep = record(tmp_path, run_file, """
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
 x_all, y_all = torch.randn(2048, 16), torch.randint(0, 4, (2048,))
 model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 4))
 loss_fn = nn.CrossEntropyLoss()
@@ -153,7 +174,8 @@ for it in range(20):
                 loss_fn(model(x_all[j:j + 256]), y_all[j:j + 256])
         model.train()
 print(json.dumps({"updates": updates, "samples": 32 * updates}))
-""")
+""",
+    )
     assert rep["steps"][0]["count"] == truth["updates"]
     assert rep["steps"][0]["samples"] == truth["samples"]
     assert timing(rep, "train_batch")["count"] == truth["updates"]
@@ -162,7 +184,10 @@ print(json.dumps({"updates": updates, "samples": 32 * updates}))
 def test_a_closure_optimizer_is_one_step_with_its_batch_once(tmp_path, run_file):
     """LBFGS calls the closure up to max_iter times per step(): one update,
     one batch of samples, a step time that is the update's."""
-    truth, rep = record(tmp_path, run_file, """
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
 x, y = torch.randn(512, 16), torch.randn(512, 1)
 model = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 1))
 opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=20)
@@ -177,7 +202,8 @@ for it in range(10):
         return loss
     opt.step(closure)
 print(json.dumps({"updates": 10, "samples": 10 * 512, "calls": calls}))
-""")
+""",
+    )
     assert truth["calls"] > 2 * truth["updates"]  # LBFGS did re-evaluate
     steps = rep["steps"][0]
     assert steps["count"] == truth["updates"] and steps["samples"] == truth["samples"]
@@ -189,14 +215,17 @@ def test_with_nothing_to_find_steps_by_the_report_says_how_to_mark_them(tmp_path
     """No DataLoader and no optimizer (a hand-written update): no steps, and
     the report says why and what to do."""
     script = tmp_path / "loop.py"
-    script.write_text(COMMON + """
+    script.write_text(
+        COMMON
+        + """
 model = nn.Linear(16, 4)
 for _ in range(20):
     nn.functional.cross_entropy(model(torch.randn(8, 16)), torch.randint(0, 4, (8,))).backward()
     with torch.no_grad():
         for p in model.parameters():
             p -= 0.01 * p.grad
-""")
+"""
+    )
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
     assert r.returncode == 0, r.stderr
     assert report_json(run_file)["steps"] == []
@@ -209,7 +238,10 @@ def test_the_scripts_own_sample_count_replaces_the_automatic_one(tmp_path, run_f
     """trainprof.samples(n) for a batch whose samples the tracker can't know
     (here: 4 sequences of 8 tokens, counted as tokens): from the first call
     on, the automatic count stops."""
-    truth, rep = record(tmp_path, run_file, """
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
 import trainprof
 loader = DataLoader(data(64), batch_size=4)
 model = nn.Linear(16, 4)
@@ -220,13 +252,17 @@ for x, y in loader:
     nn.functional.cross_entropy(model(x), y).backward()
     opt.step()
 print(json.dumps({"tokens": 64 * 8}))
-""")
+""",
+    )
     # the first batch was counted before the script's first call: that count stays
     assert rep["epochs"][0]["samples"] == 4 + truth["tokens"]
 
 
 def test_checkpoints_are_named_and_outside_the_steps(tmp_path, run_file):
-    truth, rep = record(tmp_path, run_file, """
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
 import os
 loader = DataLoader(data(256), batch_size=16)
 model = nn.Sequential(nn.Linear(16, 256), nn.ReLU(), nn.Linear(256, 4))
@@ -241,7 +277,8 @@ for i, (x, y) in enumerate(loader):
                    os.path.join(sys.argv[0] + ".ckpt"))
         saves += 1
 print(json.dumps({"saves": saves, "steps": 16}))
-""")
+""",
+    )
     checkpoint = timing(rep, "checkpoint")
     assert checkpoint["count"] == truth["saves"] and checkpoint["in_steps_s"] == 0
     assert rep["steps"][0]["count"] == truth["steps"]
@@ -252,7 +289,10 @@ def test_a_nanogpt_loop_names_its_evaluations_and_keeps_them_out_of_the_steps(tm
     gradient_accumulation_steps micro-steps, and at the top of every
     eval_interval-th iteration estimate_loss() under no_grad, then a
     checkpoint. The evaluation at iteration 0 comes before any step."""
-    truth, rep = record(tmp_path, run_file, """
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
 x_all, y_all = torch.randn(4096, 16), torch.randint(0, 4, (4096,))
 def get_batch():
     i = torch.randint(0, 4096, (32,))
@@ -278,7 +318,8 @@ for it in range(20):
     opt.step()
     opt.zero_grad(set_to_none=True)
 print(json.dumps({"updates": 20, "samples": 20 * 2 * 32, "evals": evals}))
-""")
+""",
+    )
     steps = rep["steps"][0]
     assert steps["count"] == truth["updates"] and steps["samples"] == truth["samples"]
     assert steps["batches_per_step"] == 2 and steps["samples_per_step"] == 64
@@ -293,7 +334,10 @@ def test_compiling_steps_are_warm_up_left_out_of_the_figures(tmp_path, run_file)
     """torch.compile'd model, accumulation 2: the first step compiles (seconds)
     and is set apart as warm-up; the step figures and shares are the other
     steps'; every step still counts in the epochs."""
-    truth, rep = record(tmp_path, run_file, """
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
 loader = DataLoader(data(320), batch_size=8, drop_last=True)
 model = torch.compile(nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -306,7 +350,8 @@ for epoch in range(2):
             opt.zero_grad()
             updates += 1
 print(json.dumps({"updates": updates}))
-""")
+""",
+    )
     steps, compile_ = rep["steps"][0], timing(rep, "compile")
     assert compile_["pause"] and compile_["count"] >= 1
     assert steps["warmup_steps"] >= 1

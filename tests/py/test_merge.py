@@ -8,21 +8,50 @@ import sqlite3
 import subprocess
 import time
 
-from conftest import (FAKE_NVML, PROGRAM, ROOT, assert_same_report, killed_recording, report_from_rows,
-                      report_json, trainprof)
+from conftest import (
+    FAKE_NVML,
+    PROGRAM,
+    ROOT,
+    assert_same_report,
+    killed_recording,
+    report_from_rows,
+    report_json,
+    trainprof,
+)
 from test_timings import EMIT
 
 
 def two_nodes(tmp_path, second_command=None, options=(), env=None, second_status=0, command=None):
     a, b = tmp_path / "node-a.db", tmp_path / "node-b.db"
     first_env = {k: v for k, v in os.environ.items() if k != "TRAINPROF_NVML_LIB"}
-    first = subprocess.Popen([PROGRAM, "record", "-q", *options, "--agent", "node-a", "-o", a,
-                              "--", *(command or [EMIT, "slow_epochs"])],
-                             env={**first_env, **(env or {})})
+    first = subprocess.Popen(
+        [
+            PROGRAM,
+            "record",
+            "-q",
+            *options,
+            "--agent",
+            "node-a",
+            "-o",
+            a,
+            "--",
+            *(command or [EMIT, "slow_epochs"]),
+        ],
+        env={**first_env, **(env or {})},
+    )
     time.sleep(0.5)
-    r = trainprof("record", "-q", *options, "--agent", "node-b", "-o", b, "--",
-                  *(second_command or command or [EMIT, "slow_epochs"]),
-                  env={**(env or {}), "TP_TEST_NODE": "b"})
+    r = trainprof(
+        "record",
+        "-q",
+        *options,
+        "--agent",
+        "node-b",
+        "-o",
+        b,
+        "--",
+        *(second_command or command or [EMIT, "slow_epochs"]),
+        env={**(env or {}), "TP_TEST_NODE": "b"},
+    )
     assert r.returncode == second_status and first.wait() == 0  # record passes it on
     return a, b
 
@@ -34,8 +63,10 @@ def test_merge_aligns_and_reports_per_agent(tmp_path):
     assert r.returncode == 0, r.stderr
     # progress, in a log: a line at each tenth of the files (both, of two), then the result
     lines = r.stderr.splitlines()
-    assert [x.split("merge: ")[1].split(",")[0] for x in lines[:2]] == ["1 of 2 files",
-                                                                       "2 of 2 files"]
+    assert [x.split("merge: ")[1].split(",")[0] for x in lines[:2]] == [
+        "1 of 2 files",
+        "2 of 2 files",
+    ]
     assert "files/s" in lines[0] and "left" in lines[0] and "left" not in lines[1]
     assert lines[2] == f"trainprof: merged 2 run files into {out}"
     r = trainprof("merge", "-q", "-o", tmp_path / "quiet.db", a, b)
@@ -65,10 +96,15 @@ def test_each_node_keeps_its_own_host_facts(tmp_path):
     fails_on_b = f'{EMIT} slow_epochs; test "$TP_TEST_NODE" != b || exit 3'
     a, b = two_nodes(tmp_path, command=["sh", "-c", fails_on_b], second_status=3)
     with sqlite3.connect(b) as db:
-        used = db.execute("SELECT max(value) FROM samples WHERE agent = 'node-b'"
-                          " AND metric = 'host_mem_used_bytes'").fetchone()[0]
-        for key, value in (("cpu_count", "96"), ("cpu_model", "Other CPU"),
-                           ("mem_total_bytes", str(int(used * 1.05)))):
+        used = db.execute(
+            "SELECT max(value) FROM samples WHERE agent = 'node-b'"
+            " AND metric = 'host_mem_used_bytes'"
+        ).fetchone()[0]
+        for key, value in (
+            ("cpu_count", "96"),
+            ("cpu_model", "Other CPU"),
+            ("mem_total_bytes", str(int(used * 1.05))),
+        ):
             db.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
     out = tmp_path / "all.db"
     assert trainprof("merge", "-q", "-o", out, a, b).returncode == 0
@@ -149,8 +185,13 @@ def test_report_html_export_take_the_node_files(tmp_path):
     # on a terminal, a full merge shows its progress on one line, erased when done
     main, sub = os.openpty()
     try:
-        r = subprocess.run([PROGRAM, "export", "--format", "csv", a, b], stdout=subprocess.DEVNULL,
-                           stderr=sub, env={**os.environ, **env}, timeout=120)
+        r = subprocess.run(
+            [PROGRAM, "export", "--format", "csv", a, b],
+            stdout=subprocess.DEVNULL,
+            stderr=sub,
+            env={**os.environ, **env},
+            timeout=120,
+        )
         os.close(sub)
         shown = b""
         while True:
@@ -182,8 +223,9 @@ def test_energy_per_epoch_counts_every_node(tmp_path):
     assert trainprof("merge", "-o", merged, a, b).returncode == 0
     # node-b's first epoch, while node-a still runs: both nodes' GPUs count
     own = report_json(b)["epochs"][0]
-    both = max((e for e in report_json(merged)["epochs"] if e["epoch"] == 0),
-               key=lambda e: e["start_s"])
+    both = max(
+        (e for e in report_json(merged)["epochs"] if e["epoch"] == 0), key=lambda e: e["start_s"]
+    )
     assert abs(both["duration_s"] - own["duration_s"]) < 1e-6
     assert 1.6 < both["energy_j"] / own["energy_j"] < 2.4
 
@@ -194,38 +236,65 @@ def test_each_rank_is_mapped_to_the_gpu_its_process_sees(tmp_path):
     GPU or the entry at its local rank. Without it, its local rank. Stored by
     the recorder, computed the same from the rows, and kept by a merge."""
     gpus = {"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"}
-    bound = (f"RANK=0 LOCAL_RANK=0 WORLD_SIZE=4 CUDA_VISIBLE_DEVICES=GPU-fake-0001 {EMIT} "
-             f"slow_epochs & RANK=1 LOCAL_RANK=1 WORLD_SIZE=4 CUDA_VISIBLE_DEVICES=1,0 {EMIT} "
-             "slow_epochs & wait")
+    bound = (
+        f"RANK=0 LOCAL_RANK=0 WORLD_SIZE=4 CUDA_VISIBLE_DEVICES=GPU-fake-0001 {EMIT} "
+        f"slow_epochs & RANK=1 LOCAL_RANK=1 WORLD_SIZE=4 CUDA_VISIBLE_DEVICES=1,0 {EMIT} "
+        "slow_epochs & wait"
+    )
     # node b: rank 2 told its device's UUID, which wins over its local rank
     # (CUDA's device order need not be NVML's); rank 3 told a UUID no GPU has
-    plain = (f"RANK=2 LOCAL_RANK=0 WORLD_SIZE=4 EMIT_CUDA_DEVICE=FAKE-0001 {EMIT} slow_epochs & "
-             f"RANK=3 LOCAL_RANK=1 WORLD_SIZE=4 EMIT_CUDA_DEVICE=fake-9999 {EMIT} slow_epochs"
-             " & wait")
+    plain = (
+        f"RANK=2 LOCAL_RANK=0 WORLD_SIZE=4 EMIT_CUDA_DEVICE=FAKE-0001 {EMIT} slow_epochs & "
+        f"RANK=3 LOCAL_RANK=1 WORLD_SIZE=4 EMIT_CUDA_DEVICE=fake-9999 {EMIT} slow_epochs"
+        " & wait"
+    )
     files = []
     for node, command in (("node-a", bound), ("node-b", plain)):
         path = tmp_path / f"{node}.db"
-        r = trainprof("record", "-q", "-i", "0.05", "--agent", node, "-o", path, "--", "env",
-                      "-u", "CUDA_VISIBLE_DEVICES", "sh", "-c", command, env=gpus)
+        r = trainprof(
+            "record",
+            "-q",
+            "-i",
+            "0.05",
+            "--agent",
+            node,
+            "-o",
+            path,
+            "--",
+            "env",
+            "-u",
+            "CUDA_VISIBLE_DEVICES",
+            "sh",
+            "-c",
+            command,
+            env=gpus,
+        )
         assert r.returncode == 0, r.stderr
         files.append(path)
     with sqlite3.connect(files[0]) as db:
-        assert sorted(v for v, in db.execute("SELECT visible_devices FROM thread_cuda")) == [
-            "1,0", "GPU-fake-0001"]
+        assert sorted(v for (v,) in db.execute("SELECT visible_devices FROM thread_cuda")) == [
+            "1,0",
+            "GPU-fake-0001",
+        ]
     rep = report_json(files[0])
     assert {x["rank"]: x["gpu"] for x in rep["ranks"]["per_rank"]} == {0: 1, 1: 0}
     # each rank's GPU's clock event reasons: the fake holds GPU 1 at its power
     # cap and temperature limit (0x24), GPU 0 runs free
-    assert {x["rank"]: (x["gpu_slowdown_reasons"], x["gpu_slowdown_share"])
-            for x in rep["ranks"]["per_rank"]} == {0: (0x24, 1.0), 1: (0, 0.0)}
+    assert {
+        x["rank"]: (x["gpu_slowdown_reasons"], x["gpu_slowdown_share"])
+        for x in rep["ranks"]["per_rank"]
+    } == {0: (0x24, 1.0), 1: (0, 0.0)}
     assert_same_report(rep, report_from_rows(files[0], tmp_path))
     merged = tmp_path / "all.db"  # the nodes' commands differ: --force
     assert trainprof("merge", "-q", "--force", "-o", merged, *files).returncode == 0
     for rep in (report_json(merged), report_from_rows(merged, tmp_path)):
-        assert {x["rank"]: x["gpu"] for x in rep["ranks"]["per_rank"]} == {
-            0: 1, 1: 0, 2: 1, 3: 1}
+        assert {x["rank"]: x["gpu"] for x in rep["ranks"]["per_rank"]} == {0: 1, 1: 0, 2: 1, 3: 1}
         assert {x["rank"]: x["gpu_slowdown_reasons"] for x in rep["ranks"]["per_rank"]} == {
-            0: 0x24, 1: 0, 2: 0x24, 3: 0x24}
+            0: 0x24,
+            1: 0,
+            2: 0x24,
+            3: 0x24,
+        }
     # a file summarized before summary_rank.gpu: its local ranks stand in, and
     # `summarize --force` adds the column
     old = tmp_path / "old.db"
@@ -237,7 +306,9 @@ def test_each_rank_is_mapped_to_the_gpu_its_process_sees(tmp_path):
     assert trainprof("summarize", "--force", "-q", old).returncode == 0
     with sqlite3.connect(old) as db:
         assert db.execute("SELECT rank, gpu FROM summary_rank ORDER BY rank").fetchall() == [
-            (2, 1), (3, 1)]
+            (2, 1),
+            (3, 1),
+        ]
         assert db.execute("SELECT COUNT(*) FROM thread_device").fetchone() == (2,)
 
 
@@ -247,12 +318,30 @@ def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
     gpus = {"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"}
     files = []
     # one command on every node, as a job's launcher runs it; NODE_RANK differs
-    both = " & ".join(f"RANK=$((NODE_RANK * 2 + {r})) LOCAL_RANK={r} WORLD_SIZE=4 {EMIT} "
-                      "slow_epochs" for r in (0, 1)) + " & wait"
+    both = (
+        " & ".join(
+            f"RANK=$((NODE_RANK * 2 + {r})) LOCAL_RANK={r} WORLD_SIZE=4 {EMIT} slow_epochs"
+            for r in (0, 1)
+        )
+        + " & wait"
+    )
     for node, node_rank in (("node-a", "0"), ("node-b", "1")):
         path = tmp_path / f"{node}.db"
-        r = trainprof("record", "-q", "-i", "0.05", "--agent", node, "-o", path, "--", "sh",
-                      "-c", both, env={**gpus, "NODE_RANK": node_rank})
+        r = trainprof(
+            "record",
+            "-q",
+            "-i",
+            "0.05",
+            "--agent",
+            node,
+            "-o",
+            path,
+            "--",
+            "sh",
+            "-c",
+            both,
+            env={**gpus, "NODE_RANK": node_rank},
+        )
         assert r.returncode == 0, r.stderr
         files.append(path)
         assert_same_report(report_json(path), report_from_rows(path, tmp_path))
@@ -261,7 +350,11 @@ def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
     stored = report_json(merged)
     assert len(stored["ranks"]["per_rank"]) == 4 and len(stored["agents"]) == 2
     assert {x["rank"]: x["agent"] for x in stored["ranks"]["per_rank"]} == {
-        0: "node-a", 1: "node-a", 2: "node-b", 3: "node-b"}
+        0: "node-a",
+        1: "node-a",
+        2: "node-b",
+        3: "node-b",
+    }
     # `report` of the node files copies only what the stored summaries need
     # (no regions, marks or samples but series' ends and energy at epoch
     # bounds), yet says what the report of the full merge says, to the bit
@@ -283,8 +376,10 @@ def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
         db.execute("DELETE FROM meta WHERE key = 'plots'")
     assert trainprof("html", "-o", tmp_path / "rows.html", rows).returncode == 0
     pages = [(tmp_path / f).read_text() for f in ("direct.html", "rows.html")]
-    charts = [re.findall(r'chart-title">([^<]*)<|class="legend">([^<]*)<|points="([^"]*)"', p)
-              for p in pages]
+    charts = [
+        re.findall(r'chart-title">([^<]*)<|class="legend">([^<]*)<|points="([^"]*)"', p)
+        for p in pages
+    ]
     assert len(charts[0]) > 40 and charts[0] == charts[1]
     assert "Step time over the run, rank 3" in pages[0]
 
@@ -310,26 +405,49 @@ def test_many_agents_share_one_table(tmp_path):
     files = []
     for node in range(5):
         path = tmp_path / f"node-{node}.db"
-        subprocess.run([ROOT / "build" / "bench" / "gen_run", path, "0.02", "0.5", "2", "2", "1",
-                        "1", f"node-{node}", str(node)], check=True, capture_output=True)
+        subprocess.run(
+            [
+                ROOT / "build" / "bench" / "gen_run",
+                path,
+                "0.02",
+                "0.5",
+                "2",
+                "2",
+                "1",
+                "1",
+                f"node-{node}",
+                str(node),
+            ],
+            check=True,
+            capture_output=True,
+        )
         files.append(path)
     # an idle GPU on node-3 and a busy CPU on node-1, as their recorders summarized them
     # and a saturated disk on node-4
-    for path, metric, labels, mean in ((files[3], "gpu_util_percent", '{"gpu":"1"}', 5.0),
-                                       (files[1], "cpu_util_percent", "{}", 99.0),
-                                       (files[4], "disk_busy_percent", '{"device":"nvme1n1"}',
-                                        99.5)):
+    for path, metric, labels, mean in (
+        (files[3], "gpu_util_percent", '{"gpu":"1"}', 5.0),
+        (files[1], "cpu_util_percent", "{}", 99.0),
+        (files[4], "disk_busy_percent", '{"device":"nvme1n1"}', 99.5),
+    ):
         with sqlite3.connect(path) as db:  # over the whole run and the steps alike
             for table in ("summary_series", "summary_series_steps"):
-                db.execute(f"UPDATE {table} SET mean = ? WHERE series_id = (SELECT s.id FROM"
-                           " series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ? AND"
-                           " s.labels = ?)", (mean, metric, labels))
+                db.execute(
+                    f"UPDATE {table} SET mean = ? WHERE series_id = (SELECT s.id FROM"
+                    " series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ? AND"
+                    " s.labels = ?)",
+                    (mean, metric, labels),
+                )
     text = trainprof("report", *files).stdout
     assert "System metrics across 5 agents, during their training steps" in text
     assert "System metrics, agent" not in text
-    lines = {x.split()[0]: x for x in text.splitlines() if x.startswith("  gpu_") or
-             x.startswith("  cpu_util") or x.startswith("  disk_busy") or
-             x.startswith("  net_link")}
+    lines = {
+        x.split()[0]: x
+        for x in text.splitlines()
+        if x.startswith("  gpu_")
+        or x.startswith("  cpu_util")
+        or x.startswith("  disk_busy")
+        or x.startswith("  net_link")
+    }
     assert "(10 GPUs)" in lines["gpu_util_percent"]
     # per-device metrics with no agent total: every disk and link of every node
     assert "(10 disks)" in lines["disk_busy_percent"]
@@ -338,8 +456,12 @@ def test_many_agents_share_one_table(tmp_path):
     assert "5.0 % node-3 gpu=1" in lines["gpu_util_percent"]
     assert lines["cpu_util_percent"].endswith("99.0 % node-1")
     rep = json.loads(trainprof("report", "--json", *files).stdout)
-    cpu = sorted(m["in_steps"]["mean"] for a in rep["agents"] for m in a["metrics"]
-                 if m["name"] == "cpu_util_percent" and m["labels"] == {})
+    cpu = sorted(
+        m["in_steps"]["mean"]
+        for a in rep["agents"]
+        for m in a["metrics"]
+        if m["name"] == "cpu_util_percent" and m["labels"] == {}
+    )
     assert f"{cpu[2]:.1f} %" == lines["cpu_util_percent"].split()[1] + " %"  # the median
     every = trainprof("report", "--all", *files).stdout
     assert every.count("System metrics, agent node-") == 5 and "across 5 agents" not in every
@@ -350,27 +472,43 @@ def test_many_agents_share_one_table(tmp_path):
     titles = re.findall(r'chart-title">([^<]*)<', html)
     assert "gpu_util_percent (10 GPUs)" in titles and "cpu_util_percent (5 agents)" in titles
     assert "disk_busy_percent (10 disks)" in titles
-    chart = html[html.index('chart-title">gpu_util_percent (10 GPUs)<'):]
-    chart = chart[:chart.index("</svg>")]
+    chart = html[html.index('chart-title">gpu_util_percent (10 GPUs)<') :]
+    chart = chart[: chart.index("</svg>")]
     assert chart.count("<polyline") == 3
     assert re.findall(r'class="legend">([^<]*)<', chart) == ["highest", "median", "lowest"]
     assert trainprof("html", "--all", "--force", "-o", page, *files).returncode == 0
     html = page.read_text()
     gpus = re.findall(r'chart-title">gpu_util_percent, ([^<]*)<', html)  # a chart per GPU
     assert len(gpus) == 10 and "node-3 gpu=1" in gpus
-    chart = html[html.index('chart-title">gpu_util_percent, node-3 gpu=1<'):]
-    assert chart[:chart.index("</svg>")].count("<polyline") == 1
+    chart = html[html.index('chart-title">gpu_util_percent, node-3 gpu=1<') :]
+    assert chart[: chart.index("</svg>")].count("<polyline") == 1
 
 
 def test_merge_summary_keeps_what_report_html_and_compare_read(tmp_path):
     """`merge --summary` copies the stored summaries and plots only: the report,
     page and comparison of that small file are those of the full merge; what
     needs the rows refuses it in one line; inputs that can't give it are named."""
+
     def node(name, agent, first_rank):
         path = tmp_path / name
-        subprocess.run([ROOT / "build" / "bench" / "gen_run", path, "0.05", "0.5", "2", "2", "2",
-                        "1", agent, str(first_rank)], check=True, capture_output=True)
+        subprocess.run(
+            [
+                ROOT / "build" / "bench" / "gen_run",
+                path,
+                "0.05",
+                "0.5",
+                "2",
+                "2",
+                "2",
+                "1",
+                agent,
+                str(first_rank),
+            ],
+            check=True,
+            capture_output=True,
+        )
         return path
+
     a, b, c = node("a.db", "node-0", 0), node("b.db", "node-1", 2), node("c.db", "node-2", 2)
     full, small = tmp_path / "full.db", tmp_path / "small.db"
     assert trainprof("merge", "-q", "-o", full, a, b).returncode == 0
@@ -401,8 +539,11 @@ def test_merge_summary_keeps_what_report_html_and_compare_read(tmp_path):
         same[side].pop("path")
     assert same["a"] == same["b"]
     # what reads the rows refuses the small file, in one line, exit status 2
-    for args in (("export", small), ("export", "--format", "csv", small),
-                 ("summarize", "--force", small)):
+    for args in (
+        ("export", small),
+        ("export", "--format", "csv", small),
+        ("summarize", "--force", small),
+    ):
         r = trainprof(*args)
         assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, args
         assert "holds summaries only (merge --summary)" in r.stderr
@@ -414,9 +555,11 @@ def test_merge_summary_keeps_what_report_html_and_compare_read(tmp_path):
         with sqlite3.connect(path) as db:
             db.execute("DELETE FROM meta WHERE key = ?", (key,))
     out = tmp_path / "refused.db"
-    for inputs, why in (((a, c, b), "rank 2 is in both"),
-                        ((no_summary, b), f"{no_summary} holds no stored summary"),
-                        ((no_plots, b), f"{no_plots} holds no stored plots")):
+    for inputs, why in (
+        ((a, c, b), "rank 2 is in both"),
+        ((no_summary, b), f"{no_summary} holds no stored summary"),
+        ((no_plots, b), f"{no_plots} holds no stored plots"),
+    ):
         r = trainprof("merge", "--summary", "-o", out, *inputs)
         assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, r.stderr
         assert not out.exists() and not list(tmp_path.glob("refused.db*"))
@@ -444,5 +587,6 @@ def test_marks_are_numbers_and_a_schema_6_file_merges_with_them(tmp_path):
     assert r.returncode == 0, r.stderr
     with sqlite3.connect(merged) as db:
         assert {t for (t,) in db.execute("SELECT DISTINCT typeof(kind) FROM mark")} == {"integer"}
-        assert db.execute("SELECT count(*) FROM mark WHERE kind = 3").fetchone()[0] == \
-            old_steps + 11
+        assert (
+            db.execute("SELECT count(*) FROM mark WHERE kind = 3").fetchone()[0] == old_steps + 11
+        )

@@ -13,7 +13,6 @@ import textwrap
 import time
 
 import pytest
-
 from conftest import PROGRAM, PYTHON, free_port, report_json, trainprof
 
 # A model of known layers: three Conv2d and two Linear; STEPS steps of
@@ -77,9 +76,13 @@ def record(tmp_path, env=None, args=(), name="run.db"):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(SCRIPT))
     run = tmp_path / name
-    r = subprocess.run([PROGRAM, "record", "-q", "-o", str(run), *args, "--", PYTHON,
-                        str(script)], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, **(env or {})))
+    r = subprocess.run(
+        [PROGRAM, "record", "-q", "-o", str(run), *args, "--", PYTHON, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, **(env or {})),
+    )
     assert r.returncode == 0, r.stderr
     return run, r
 
@@ -93,9 +96,13 @@ def paused_at_step_30(tmp_path, name, args=()):
     script.write_text(textwrap.dedent(SCRIPT))
     flag = tmp_path / "flag"
     run = tmp_path / name
-    rec = subprocess.Popen([PROGRAM, "record", "-q", *args, "-o", str(run), "--", PYTHON,
-                            str(script)], env=dict(os.environ, FLAG=str(flag), STEPS="60"),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rec = subprocess.Popen(
+        [PROGRAM, "record", "-q", *args, "-o", str(run), "--", PYTHON, str(script)],
+        env=dict(os.environ, FLAG=str(flag), STEPS="60"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not flag.exists():
@@ -144,7 +151,9 @@ def test_a_scheduled_window_counts_the_layers_of_its_steps(tmp_path):
     verdicts = [v for v in rep["verdicts"] if v["kind"] == "compute_bound"]
     if verdicts:  # on this machine's load, compute-bound as a rule: its operators are named
         assert "Inside (PyTorch's profiler): " in verdicts[0]["message"]
-        assert "convolution_backward" in verdicts[0]["message"] or "conv2d" in verdicts[0]["message"]
+        assert (
+            "convolution_backward" in verdicts[0]["message"] or "conv2d" in verdicts[0]["message"]
+        )
 
 
 @pytest.mark.parametrize("how", ["kill", "exit", "raise"])
@@ -156,9 +165,13 @@ def test_a_process_that_dies_in_a_window_leaves_it_and_its_steps_out(tmp_path, h
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(SCRIPT))
     run = tmp_path / "run.db"
-    r = subprocess.run([PROGRAM, "record", "-q", "-o", str(run), "--", PYTHON, str(script)],
-                       capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, DIE_AT="13", DIE=how))
+    r = subprocess.run(
+        [PROGRAM, "record", "-q", "-o", str(run), "--", PYTHON, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, DIE_AT="13", DIE=how),
+    )
     assert r.returncode == {"kill": 137, "exit": 0, "raise": 1}[how], r.stderr
     rep = report_json(run)
     [w] = rep["windows"]
@@ -251,6 +264,7 @@ def fake_recorder(tmp_path, reply):
     environment that finds it."""
     import socket
     import threading
+
     records = tmp_path / "trainprof-records"
     records.mkdir(mode=0o700)
     tmp_path.chmod(0o700)
@@ -274,6 +288,7 @@ def fake_recorder(tmp_path, reply):
                 break
             held.append(c)
     else:
+
         def serve():
             while True:
                 try:
@@ -283,6 +298,7 @@ def fake_recorder(tmp_path, reply):
                 c.recv(64)
                 c.send(reply)
                 c.close()
+
         threading.Thread(target=serve, daemon=True).start()
     try:
         yield {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)}
@@ -363,16 +379,35 @@ def test_ddp_ranks_capture_the_same_steps(tmp_path):
     script = tmp_path / "ddp.py"
     script.write_text(textwrap.dedent(DDP))
     run = tmp_path / "ddp.db"
-    r = subprocess.run([PROGRAM, "record", "-q", "-o", str(run), "--", PYTHON, "-m",
-                        "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                        str(free_port()), str(script)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            PROGRAM,
+            "record",
+            "-q",
+            "-o",
+            str(run),
+            "--",
+            PYTHON,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            str(free_port()),
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     rep = report_json(run)
     windows = sorted((w["rank"], w["first_step"], w["steps"]) for w in rep["windows"])
     assert windows == [(0, 11, 5), (1, 11, 5)]
     for rank in (0, 1):
-        linear = sum(o["calls"] for o in rep["ops"] if o["rank"] == rank and
-                     o["name"] == "aten::linear")
+        linear = sum(
+            o["calls"] for o in rep["ops"] if o["rank"] == rank and o["name"] == "aten::linear"
+        )
         assert linear == 10
 
 
@@ -386,22 +421,32 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
 
     run, _ = record(tmp_path, args=("--stacks", "1000"))  # stacks enough for 5 short steps
     with sqlite3.connect(run) as db:
-        wid, = db.execute("SELECT id FROM op_window").fetchone()
+        (wid,) = db.execute("SELECT id FROM op_window").fetchone()
         conv, start, dur, thread, op_id = db.execute(
             "SELECT e.name, e.start_ns, e.dur_ns, e.thread, e.correlation FROM op_event e"
             " JOIN op_string s"
             " ON s.window_id = e.window_id AND s.idx = e.name WHERE s.text = 'aten::conv2d'"
-            " ORDER BY e.start_ns LIMIT 1").fetchone()
-        n, = db.execute("SELECT max(idx) + 1 FROM op_string WHERE window_id = ?", (wid,)).fetchone()
-        db.executemany("INSERT INTO op_string VALUES (?, ?, ?)",
-                       [(wid, n, "cudaLaunchKernel"), (wid, n + 1, "implicit_gemm_kernel<128>")])
-        db.execute("INSERT INTO op_event VALUES (?, 6, ?, NULL, ?, -1, 0, ?, 1000, 100777, ?, 0)",
-                   (wid, n, thread, start + dur // 2, op_id))
-        db.execute("INSERT INTO op_event VALUES (?, 3, ?, NULL, 0, 0, 7, ?, 2000000, 100777, ?, 0)",
-                   (wid, n + 1, start + dur // 2 + 5000, op_id))
+            " ORDER BY e.start_ns LIMIT 1"
+        ).fetchone()
+        (n,) = db.execute(
+            "SELECT max(idx) + 1 FROM op_string WHERE window_id = ?", (wid,)
+        ).fetchone()
+        db.executemany(
+            "INSERT INTO op_string VALUES (?, ?, ?)",
+            [(wid, n, "cudaLaunchKernel"), (wid, n + 1, "implicit_gemm_kernel<128>")],
+        )
+        db.execute(
+            "INSERT INTO op_event VALUES (?, 6, ?, NULL, ?, -1, 0, ?, 1000, 100777, ?, 0)",
+            (wid, n, thread, start + dur // 2, op_id),
+        )
+        db.execute(
+            "INSERT INTO op_event VALUES (?, 3, ?, NULL, 0, 0, 7, ?, 2000000, 100777, ?, 0)",
+            (wid, n + 1, start + dur // 2 + 5000, op_id),
+        )
         # the caching allocator at 95 % of a 1 GB device (no allocation in the window)
-        db.execute("UPDATE op_window SET cuda = 1, device_memory = 1000000000,"
-                   " alloc_start = 950000000")
+        db.execute(
+            "UPDATE op_window SET cuda = 1, device_memory = 1000000000, alloc_start = 950000000"
+        )
     rep = report_json(run)
     kernels = [k for k in rep["kernels"] if k["name"] == "implicit_gemm_kernel<128>"]
     assert len(kernels) == 1
@@ -425,8 +470,11 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
         assert g["function"]["function"] and 0 < g["function"]["share"] <= 1
         assert g["function"]["file"].endswith(".py") and g["function"]["line"] > 0
     text = trainprof("report", run).stdout
-    assert re.search(r"the GPU sat idle \d+% of the captured steps: \d+% of that while the host "
-                     r"was in \w+ \([^,]+, [^:]+\.py:\d+\)", text), text
+    assert re.search(
+        r"the GPU sat idle \d+% of the captured steps: \d+% of that while the host "
+        r"was in \w+ \([^,]+, [^:]+\.py:\d+\)",
+        text,
+    ), text
     # under 10 % headroom: a memory_pressure verdict of the training's allocator
     assert rep["windows"][0]["peak_allocated_bytes"] == 950000000
     pressure = [v for v in rep["verdicts"] if v["kind"] == "memory_pressure"]
@@ -470,8 +518,11 @@ def test_html_shows_the_operators_and_a_step_timeline(tmp_path):
     assert trainprof("html", "-o", page, run).returncode == 0
     text = page.read_text()
     assert "<h2>Inside the steps</h2>" in text
-    timeline = text[text.index('class="ops-timeline"'):text.index("</svg>", text.index(
-        'class="ops-timeline"'))]
+    timeline = text[
+        text.index('class="ops-timeline"') : text.index(
+            "</svg>", text.index('class="ops-timeline"')
+        )
+    ]
     assert timeline.count("<rect") > 10 and "aten::conv2d" in timeline
     assert re.search(r"<td>aten::[a-z_]*conv[a-z_]*</td><td>15</td>", text)
 

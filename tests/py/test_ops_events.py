@@ -35,8 +35,9 @@ def profiled_events():
     # a window's configuration on the CPU, with the allocations a GPU's
     # window records
     activities = {ProfilerActivity.CPU}
-    config = ProfilerConfig(ProfilerState.KINETO, True, True, False, False, False,
-                            _ExperimentalConfig(), "")
+    config = ProfilerConfig(
+        ProfilerState.KINETO, True, True, False, False, False, _ExperimentalConfig(), ""
+    )
     model = torch.nn.Linear(64, 64)
     ap._prepare_profiler(config, activities)
     ap._enable_profiler(config, activities)
@@ -70,18 +71,26 @@ def test_a_window_whose_events_cant_be_read_is_sent_skipped_with_why(monkeypatch
     monkeypatch.setattr(_native, "_ops_send", sent.append)
     capture = ops.Capture.__new__(ops.Capture)
     capture.torch = torch
-    window = {"reason": 1, "first": 11, "steps": 5, "marks": [(11, 1000, -1, -1)],
-              "tid": 1, "cuda": False, "start": 1000, "end": 2000}
+    window = {
+        "reason": 1,
+        "first": 11,
+        "steps": 5,
+        "marks": [(11, 1000, -1, -1)],
+        "tid": 1,
+        "cuda": False,
+        "start": 1000,
+        "end": 2000,
+    }
     capture.send(window, result=Broken())
     assert len(sent) == 1
     blob = sent[0]
     header = ops.HEADER.unpack_from(blob)
     assert header[0] == ops.MAGIC and header[-1] == 1  # skipped
-    strings, table = header[9], blob[ops.HEADER.size:ops.HEADER.size + header[10]]
+    strings, table = header[9], blob[ops.HEADER.size : ops.HEADER.size + header[10]]
     texts, at = [], 0
     for _ in range(strings):
         (n,) = struct.unpack_from("<I", table, at)
-        texts.append(table[at + 4:at + 4 + n].decode())
+        texts.append(table[at + 4 : at + 4 + n].decode())
         at += 4 + n
     note = texts[header[-2]]
     assert note.startswith("the profiler's events could not be read: AttributeError"), note

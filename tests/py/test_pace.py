@@ -12,7 +12,6 @@ import textwrap
 import time
 
 import pytest
-
 from conftest import PROGRAM, PYTHON, OthersCpu, in_short, report_json, trainprof
 
 # A CPU-bound training on one thread; at step FLAG_AT it writes FLAG (the
@@ -42,8 +41,9 @@ def record(tmp_path, run_file, burners):
     script.write_text(textwrap.dedent(SCRIPT))
     flag = tmp_path / "flag"
     env = dict(os.environ, FLAG=str(flag)) if burners else dict(os.environ)
-    rec = subprocess.Popen([PROGRAM, "record", "-q", "-o", str(run_file), "--", PYTHON,
-                            str(script)], env=env)
+    rec = subprocess.Popen(
+        [PROGRAM, "record", "-q", "-o", str(run_file), "--", PYTHON, str(script)], env=env
+    )
     burning = []
     try:
         deadline = time.monotonic() + 120
@@ -102,8 +102,12 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     page = tmp_path / "run.html"
     assert trainprof("html", "-o", page, run_file).returncode == 0
     html = page.read_text()
-    shaded = [(int(a), int(b)) for a, b in
-              re.findall(r'class="shade"[^>]*><title>steps (\d+)-(\d+): [\d.]+ ms a step', html)]
+    shaded = [
+        (int(a), int(b))
+        for a, b in re.findall(
+            r'class="shade"[^>]*><title>steps (\d+)-(\d+): [\d.]+ ms a step', html
+        )
+    ]
     assert shaded == [(r["first_step"], r["last_step"]) for r in regimes[1::2]], (shaded, regimes)
     marked = [int(x) for x in re.findall(r"the pace changed at step (\d+):", html)]
     assert sorted(marked) == [r["first_step"] for r in regimes[1:]], (marked, regimes)
@@ -163,13 +167,18 @@ for x, y in loader:
 
 
 @pytest.mark.parametrize("workers,slow_ms", [(0, 15), (2, 40)])
-def test_a_function_that_takes_over_a_phase_is_the_change_cause(tmp_path, run_file, workers,
-                                                                   slow_ms):
+def test_a_function_that_takes_over_a_phase_is_the_change_cause(
+    tmp_path, run_file, workers, slow_ms
+):
     script = tmp_path / "decode.py"
     script.write_text(textwrap.dedent(DECODE))
     env = dict(os.environ, WORKERS=str(workers), SLOW_MS=str(slow_ms))
-    subprocess.run([PROGRAM, "record", "-q", "-o", str(run_file), "--", PYTHON, str(script)],
-                   env=env, check=True, timeout=240)
+    subprocess.run(
+        [PROGRAM, "record", "-q", "-o", str(run_file), "--", PYTHON, str(script)],
+        env=env,
+        check=True,
+        timeout=240,
+    )
     regimes = report_json(run_file)["regimes"]["regimes"]
     at = [i for i, r in enumerate(regimes) if abs(r["first_step"] - 251) <= 10]
     assert at, regimes

@@ -11,7 +11,6 @@ import sqlite3
 import subprocess
 
 import pytest
-
 from conftest import PROGRAM, PYTHON, ROOT, trainprof
 
 duckdb = pytest.importorskip("duckdb")
@@ -38,8 +37,10 @@ def export(out, *runs, force=False, env=ENV):
 
 
 def rows(out, table, where="true"):
-    return duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}/{table}/**/*.parquet',"
-                      f" hive_partitioning = true) WHERE {where}").fetchall()[0][0]
+    return duckdb.sql(
+        f"SELECT count(*) FROM read_parquet('{out}/{table}/**/*.parquet',"
+        f" hive_partitioning = true) WHERE {where}"
+    ).fetchall()[0][0]
 
 
 def test_an_agent_name_no_folder_can_hold_gets_a_key_of_its_own(tmp_path):
@@ -54,7 +55,8 @@ def test_an_agent_name_no_folder_can_hold_gets_a_key_of_its_own(tmp_path):
         assert r.returncode == 0, r.stderr
         [(agent, agent_name, n)] = duckdb.sql(
             f"SELECT agent, agent_name, count(*) FROM read_parquet('{out}/samples/*/*.parquet',"
-            " hive_partitioning = true) GROUP BY ALL").fetchall()
+            " hive_partitioning = true) GROUP BY ALL"
+        ).fetchall()
         assert agent_name == name and n > 1000
         assert len(agent.encode()) <= 64 and "~" in agent, agent
         shutil.rmtree(out)
@@ -88,9 +90,11 @@ def test_more_ranks_than_pyarrows_partitions(tmp_path):
     """A merged job of 1,100 ranks, a step each."""
     run = copy(tmp_path, "ranks.db")
     with sqlite3.connect(run) as db:
-        db.execute("WITH RECURSIVE n(v) AS (SELECT 0 UNION ALL SELECT v + 1 FROM n WHERE v < 1099)"
-                   " INSERT INTO thread (id, agent_id, pid, tid, rank, local_rank, world_size,"
-                   " name) SELECT 1000 + v, 1, 10000 + v, 10000 + v, v, 0, 1100, 'python' FROM n")
+        db.execute(
+            "WITH RECURSIVE n(v) AS (SELECT 0 UNION ALL SELECT v + 1 FROM n WHERE v < 1099)"
+            " INSERT INTO thread (id, agent_id, pid, tid, rank, local_rank, world_size,"
+            " name) SELECT 1000 + v, 1, 10000 + v, 10000 + v, v, 0, 1100, 'python' FROM n"
+        )
         db.execute("INSERT INTO mark SELECT id, 3, 1000000000, 0 FROM thread WHERE id >= 1000")
         db.execute("INSERT INTO mark SELECT id, 9, 1100000000, 0 FROM thread WHERE id >= 1000")
     out = tmp_path / "out"
@@ -104,16 +108,28 @@ def test_a_large_run_is_written_in_bounded_memory(tmp_path):
     """1.5 M samples: read and written in batches, not held whole."""
     run = copy(tmp_path, "big.db")
     with sqlite3.connect(run) as db:
-        db.execute("WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n"
-                   " WHERE v < 1500000) INSERT INTO sample SELECT 1, 100000000000 + v, v FROM n")
+        db.execute(
+            "WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n"
+            " WHERE v < 1500000) INSERT INTO sample SELECT 1, 100000000000 + v, v FROM n"
+        )
     out = tmp_path / "out"
     # VmHWM, the peak of this program's own memory: getrusage's ru_maxrss keeps
     # the forking pytest's size from before the exec (550 MiB late in a suite)
-    r = subprocess.run([PYTHON, "-c", "import sys; from trainprof.parquet import main;"
-                        " rc = main(sys.argv[1:]);"
-                        " print([l.split()[1] for l in open('/proc/self/status')"
-                        " if l.startswith('VmHWM:')][0]); sys.exit(rc)",
-                        out, run], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            PYTHON,
+            "-c",
+            "import sys; from trainprof.parquet import main;"
+            " rc = main(sys.argv[1:]);"
+            " print([l.split()[1] for l in open('/proc/self/status')"
+            " if l.startswith('VmHWM:')][0]); sys.exit(rc)",
+            out,
+            run,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     peak_mib = int(r.stdout.split()[-1]) >> 10
     assert peak_mib < 400, f"{peak_mib} MiB"  # held whole: 800 MiB and more
@@ -124,8 +140,10 @@ def test_a_large_run_is_written_in_bounded_memory(tmp_path):
 def test_a_text_where_a_number_belongs_is_null_and_a_bad_input_lands_nothing(tmp_path):
     run = copy(tmp_path, "a.db")
     with sqlite3.connect(run) as db:
-        db.execute("UPDATE mark SET value = 'many' WHERE rowid IN (SELECT rowid FROM mark"
-                   " WHERE kind = 6 LIMIT 3)")
+        db.execute(
+            "UPDATE mark SET value = 'many' WHERE rowid IN (SELECT rowid FROM mark"
+            " WHERE kind = 6 LIMIT 3)"
+        )
         db.execute("UPDATE summary_step SET total_s = 'long'")
     out = tmp_path / "out"
     r = export(out, run)
@@ -147,12 +165,21 @@ def test_the_python_that_has_trainprof_is_found_or_named(tmp_path):
     run = copy(tmp_path, "a.db")
     env = {k: v for k, v in os.environ.items() if k != "TRAINPROF_PYTHON"}
     env["PATH"] = "/usr/bin:/bin"
-    r = subprocess.run([PROGRAM, "export", "--format", "parquet", "-o", tmp_path / "out", run],
-                       capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [PROGRAM, "export", "--format", "parquet", "-o", tmp_path / "out", run],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     if PROGRAM.endswith("build/trainprof"):  # the source tree's .venv beside build/
         assert r.returncode == 0, r.stderr
-    r = subprocess.run([PROGRAM, "export", "--format", "parquet", "-o", tmp_path / "out2", run],
-                       capture_output=True, text=True, timeout=300,
-                       env={**env, "TRAINPROF_PYTHON": "/bin/false"})
+    r = subprocess.run(
+        [PROGRAM, "export", "--format", "parquet", "-o", tmp_path / "out2", run],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "TRAINPROF_PYTHON": "/bin/false"},
+    )
     assert r.returncode == 2 and "ModuleNotFoundError" not in r.stderr
     assert "no Python here imports trainprof" in r.stderr and "/bin/false" in r.stderr

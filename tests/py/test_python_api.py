@@ -6,9 +6,8 @@ import subprocess
 import textwrap
 import time
 
-from conftest import PROGRAM, PYTHON, report_json, trainprof
-
 import trainprof as tp
+from conftest import PROGRAM, PYTHON, report_json, trainprof
 
 
 def test_outside_record_is_a_no_op():
@@ -30,11 +29,13 @@ def test_outside_record_is_a_no_op():
 
 def test_bad_names_are_refused():
     import pytest
+
     with pytest.raises(TypeError, match="region name must be a str"):
         tp.region(42)
     with pytest.raises(TypeError):
         tp.region("x")(1, 2)
     from trainprof import _native
+
     with pytest.raises(TypeError, match="device_time.. takes a trainprof.Region"):
         _native.device_time("x", 1, 2)
     with pytest.raises(OverflowError):
@@ -60,7 +61,9 @@ def rows(rep):
 
 
 def test_regions_threads_steps_epochs(run_file):
-    rep = run_script(run_file, """
+    rep = run_script(
+        run_file,
+        """
         import threading, time, trainprof
         assert trainprof.active()
         @trainprof.region("evaluate")
@@ -82,7 +85,8 @@ def test_regions_threads_steps_epochs(run_file):
                 evaluate()
         [t.join() for t in threads]
         trainprof.step()
-    """)
+    """,
+    )
     r = rows(rep)
     assert r[("augment", -1)]["count"] == 20 and r[("inner", -1)]["count"] == 20
     assert r[("evaluate", -1)]["count"] == 20 and r[("evaluate", -1)]["mean_s"] >= 0.001
@@ -93,7 +97,9 @@ def test_regions_threads_steps_epochs(run_file):
 
 
 def test_forked_and_spawned_workers(run_file):
-    rep = run_script(run_file, """
+    rep = run_script(
+        run_file,
+        """
         import multiprocessing as mp, trainprof
         def work(i):
             with trainprof.region("in_worker"):
@@ -103,7 +109,8 @@ def test_forked_and_spawned_workers(run_file):
                 for method in ("fork", "spawn"):
                     with mp.get_context(method).Pool(2) as pool:
                         assert pool.map(work, range(8)) == [i * i for i in range(8)]
-    """)
+    """,
+    )
     r = rows(rep)
     assert r[("in_worker", -1)]["count"] == 16
     assert r[("main", -1)]["count"] == 1
@@ -112,15 +119,20 @@ def test_forked_and_spawned_workers(run_file):
 
 def test_a_killed_training_keeps_its_events(run_file, tmp_path):
     script = tmp_path / "loop.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import os, time, trainprof
         print(os.getpid(), flush=True)
         while True:
             with trainprof.region("work"):
                 time.sleep(0.01)
-    """))
-    p = subprocess.Popen([PROGRAM, "record", "-q", "-o", run_file, "--", PYTHON, script],
-                         stdout=subprocess.PIPE, text=True)
+    """)
+    )
+    p = subprocess.Popen(
+        [PROGRAM, "record", "-q", "-o", run_file, "--", PYTHON, script],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     child = int(p.stdout.readline())
     time.sleep(2)
     os.kill(child, signal.SIGKILL)
@@ -131,20 +143,26 @@ def test_a_killed_training_keeps_its_events(run_file, tmp_path):
 
 
 def test_tight_loop_drops_and_counts_without_blocking(run_file):
-    rep = run_script(run_file, """
+    rep = run_script(
+        run_file,
+        """
         import trainprof
         for _ in range(200000):
             with trainprof.region("tight"):
                 pass
         assert trainprof.dropped() > 0
         print(trainprof.dropped())
-    """, env={"TRAINPROF_RING_SLOTS": "64"})
+    """,
+        env={"TRAINPROF_RING_SLOTS": "64"},
+    )
     assert rep["dropped_events"] > 0
     assert rows(rep)[("tight", -1)]["count"] < 200000
 
 
 def test_ranks_under_torchrun(run_file):
-    rep = run_script(run_file, """
+    rep = run_script(
+        run_file,
+        """
         import os, sys, subprocess
         if os.environ.get("RANK") is None:
             env = [dict(os.environ, RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r)) for r in range(2)]
@@ -154,6 +172,26 @@ def test_ranks_under_torchrun(run_file):
         for _ in range(5):
             with trainprof.region("rank_work"):
                 pass
-    """)
+    """,
+    )
     r = rows(rep)
     assert r[("rank_work", 0)]["count"] == 5 and r[("rank_work", 1)]["count"] == 5
+
+
+def test_what_trainprof_swallows_inside_the_training_is_said_once(capsys):
+    """A failure trainprof catches so that the training goes on is one
+    warning line on stderr for each place, never an exception, never again."""
+    from trainprof.startup.swallowed import swallowed
+
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no words")
+
+    swallowed("noting the DataLoader's settings", ValueError("bad\nsize"))
+    swallowed("noting the DataLoader's settings", ValueError("again"))
+    swallowed("sending a capture window", Unprintable())  # no words to be had: not raised
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "trainprof: warning: noting the DataLoader's settings failed (ValueError: bad size); "
+        "the training goes on without it"
+    ]

@@ -11,9 +11,21 @@ import subprocess
 import time
 
 import pytest
-
-from conftest import (OthersCpu, kill_with_children, FAKE_NVML, PROGRAM, PYTHON, ROOT, assert_same_report, metric,
-                      report_from_rows, report_json, run_on_a_terminal, samples, trainprof)
+from conftest import (
+    FAKE_NVML,
+    PROGRAM,
+    PYTHON,
+    ROOT,
+    OthersCpu,
+    assert_same_report,
+    kill_with_children,
+    metric,
+    report_from_rows,
+    report_json,
+    run_on_a_terminal,
+    samples,
+    trainprof,
+)
 
 WORKLOAD = r"""
 import os, sys, time
@@ -41,8 +53,9 @@ def integral(points):
 def test_workload_shows_cpu_memory_and_writes(run_file, tmp_path):
     data = tmp_path / "data.bin"
     with OthersCpu() as load:
-        r = trainprof("record", "-o", run_file, "--interval", "0.2", "--",
-                      PYTHON, "-c", WORKLOAD, data)
+        r = trainprof(
+            "record", "-o", run_file, "--interval", "0.2", "--", PYTHON, "-c", WORKLOAD, data
+        )
     assert r.returncode == 0, r.stderr
     assert f"into {run_file}" in r.stderr and "see: trainprof report" in r.stderr
     rep = report_json(run_file)
@@ -51,8 +64,10 @@ def test_workload_shows_cpu_memory_and_writes(run_file, tmp_path):
     assert rep["run"]["duration_s"] > 3
     assert rep["run"]["argv"][0] == PYTHON
     cpu = metric(rep, "proc_cpu_percent")
-    assert cpu["p95"] > (40 if load.busy else 80), cpu  # one core busy for 2 s (or what others left)
-    assert cpu["max"] < 150               # a single-threaded loop, not two cores
+    assert cpu["p95"] > (40 if load.busy else 80), (
+        cpu
+    )  # one core busy for 2 s (or what others left)
+    assert cpu["max"] < 150  # a single-threaded loop, not two cores
     rss = metric(rep, "proc_rss_bytes")
     assert rss["max"] > 300e6, rss
     written = integral(samples(run_file, "proc_write_bytes_per_s"))
@@ -72,8 +87,9 @@ def test_workload_shows_cpu_memory_and_writes(run_file, tmp_path):
 
 def test_metadata_and_environment(run_file):
     env = {"RANK": "3", "WORLD_SIZE": "8", "SLURM_JOB_ID": "4242", "CUDA_VISIBLE_DEVICES": "0,1"}
-    r = trainprof("record", "-q", "--agent", "node-a", "-o", run_file, "--", "sleep", "0.3",
-                  env=env)
+    r = trainprof(
+        "record", "-q", "--agent", "node-a", "-o", run_file, "--", "sleep", "0.3", env=env
+    )
     assert r.returncode == 0
     rep = report_json(run_file)
     meta = rep["run"]["meta"]
@@ -90,18 +106,23 @@ def test_metadata_and_environment(run_file):
 
 def test_sigterm_goes_to_the_child_first(run_file, tmp_path):
     marker = tmp_path / "cleaned-up"
-    child = ("import signal, sys, time, pathlib\n"
-             "def bye(*_):\n"
-             f"    pathlib.Path({str(marker)!r}).write_text('yes'); sys.exit(5)\n"
-             "signal.signal(signal.SIGTERM, bye)\n"
-             "print('ready', flush=True)\n"
-             # short sleeps: a signal whose C handler runs after the
-             # interpreter's last look and before its sleep begins waits
-             # for that sleep to end (CPython; see docs/architecture.md)
-             "for _ in range(600):\n"
-             "    time.sleep(0.1)\n")
-    p = subprocess.Popen([PROGRAM, "record", "-q", "-o", run_file, "--", PYTHON, "-c", child],
-                         stdout=subprocess.PIPE, text=True)
+    child = (
+        "import signal, sys, time, pathlib\n"
+        "def bye(*_):\n"
+        f"    pathlib.Path({str(marker)!r}).write_text('yes'); sys.exit(5)\n"
+        "signal.signal(signal.SIGTERM, bye)\n"
+        "print('ready', flush=True)\n"
+        # short sleeps: a signal whose C handler runs after the
+        # interpreter's last look and before its sleep begins waits
+        # for that sleep to end (CPython; see docs/architecture.md)
+        "for _ in range(600):\n"
+        "    time.sleep(0.1)\n"
+    )
+    p = subprocess.Popen(
+        [PROGRAM, "record", "-q", "-o", run_file, "--", PYTHON, "-c", child],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout.readline().strip() == "ready"
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=20) == 5  # the child's own status: it handled SIGTERM
@@ -121,8 +142,9 @@ def test_sigint_from_another_process_is_forwarded(run_file):
 @pytest.mark.parametrize("attempt", range(6))
 def test_sigkill_of_the_recorder_leaves_a_readable_file(run_file, attempt):
     delay = random.Random(attempt).uniform(0.02, 2.5)
-    p = subprocess.Popen([PROGRAM, "record", "-q", "--interval", "0.1", "-o", run_file, "--",
-                          "sleep", "30"])
+    p = subprocess.Popen(
+        [PROGRAM, "record", "-q", "--interval", "0.1", "-o", run_file, "--", "sleep", "30"]
+    )
     time.sleep(delay)
     kill_with_children(p)
     if not run_file.exists():
@@ -140,8 +162,19 @@ def test_sigkill_of_the_recorder_leaves_a_readable_file(run_file, attempt):
 
 def test_training_survives_the_recorder(run_file, tmp_path):
     marker = tmp_path / "finished"
-    p = subprocess.Popen([PROGRAM, "record", "-q", "-o", run_file, "--", "sh", "-c",
-                          f"sleep 1; echo done > {marker}"])
+    p = subprocess.Popen(
+        [
+            PROGRAM,
+            "record",
+            "-q",
+            "-o",
+            run_file,
+            "--",
+            "sh",
+            "-c",
+            f"sleep 1; echo done > {marker}",
+        ]
+    )
     time.sleep(0.3)
     p.kill()
     p.wait()
@@ -157,8 +190,11 @@ def small_disk(tmp_path):
     """A 1 MiB tmpfs, where a command can fill the disk the run file is on."""
     where = tmp_path / "small"
     where.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (root only): {r.stderr.strip()}")
     try:
@@ -175,9 +211,18 @@ def test_a_full_disk_costs_rows_not_the_training(small_disk):
     run_file, fill = small_disk / "run.db", small_disk / "fill"
     other = small_disk.parent / "other.db"  # a node that started earlier, for the merge below
     assert trainprof("record", "-q", "--agent", "other", "-o", other, "--", "true").returncode == 0
-    r = trainprof("record", "-i", "0.1", "-o", run_file, "--", "sh", "-c",
-                  f"sleep 1.5; dd if=/dev/zero of={fill} bs=4k 2>/dev/null; sleep 2.5; "
-                  f"rm {fill}; sleep 2; exit 3")
+    r = trainprof(
+        "record",
+        "-i",
+        "0.1",
+        "-o",
+        run_file,
+        "--",
+        "sh",
+        "-c",
+        f"sleep 1.5; dd if=/dev/zero of={fill} bs=4k 2>/dev/null; sleep 2.5; "
+        f"rm {fill}; sleep 2; exit 3",
+    )
     assert r.returncode == 3, r.stderr
     assert r.stderr.count("writing the run file failed: database or disk is full") == 1
     assert "(exit status 3)" in r.stderr and "the file holds the first" in r.stderr
@@ -191,14 +236,19 @@ def test_a_full_disk_costs_rows_not_the_training(small_disk):
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         last_ns = db.execute("SELECT max(t_ns) FROM sample").fetchone()[0]
     assert failed["at_s"] - 1.0 < last_ns / 1e9 <= failed["at_s"] + 0.05
-    assert re.search(r"INCOMPLETE: the run file was not written after [0-9.]+ m?s \(database or "
-                     r"disk is full\); the command went on to exit status 3$",
-                     trainprof("report", run_file).stdout, re.M)
+    assert re.search(
+        r"INCOMPLETE: the run file was not written after [0-9.]+ m?s \(database or "
+        r"disk is full\); the command went on to exit status 3$",
+        trainprof("report", run_file).stdout,
+        re.M,
+    )
     # merged, the node's failure shows on the merged time line, named
     merged = small_disk.parent / "merged.db"
     assert trainprof("merge", "--force", "-o", merged, other, run_file).returncode == 0
-    shift = (int(report_json(run_file)["run"]["meta"]["start_wall_ns"]) -
-             int(report_json(other)["run"]["meta"]["start_wall_ns"])) / 1e9
+    shift = (
+        int(report_json(run_file)["run"]["meta"]["start_wall_ns"])
+        - int(report_json(other)["run"]["meta"]["start_wall_ns"])
+    ) / 1e9
     assert shift > 0
     run = report_json(merged)["run"]
     assert run["complete"] is False and run["failed_agent"] == socket.gethostname()
@@ -217,6 +267,7 @@ def limited(kib):
 
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (kib * 1024, kib * 1024))
+
     return cap
 
 
@@ -226,8 +277,9 @@ def test_an_address_space_limit_never_aborts_the_recorder_nor_makes_it_lie(run_f
     the recorder either refuses before the command starts (exit 1, one line,
     no file; 126 where not even the command could be spawned) or records it and says so truthfully: the command's own exit
     status and name, a finished file that `report` reads. Never abort()."""
-    r = trainprof("record", "-o", run_file, "--", "sh", "-c", "sleep 0.3; exit 4",
-                  preexec_fn=limited(kib))
+    r = trainprof(
+        "record", "-o", run_file, "--", "sh", "-c", "sleep 0.3; exit 4", preexec_fn=limited(kib)
+    )
     if r.returncode == 127:  # the dynamic loader, before trainprof's first line
         assert "error while loading shared libraries" in r.stderr
         return
@@ -257,20 +309,21 @@ def test_memory_running_out_while_recording_costs_events_not_the_run(run_file):
     space: the recorder keeps going, counts what it had no memory for, and
     says it in the closing lines and among the run's unavailable sources;
     the command's exit status and the run's end are in the file."""
-    r = trainprof("record", "-o", run_file, "--", EMIT, "flood",
-                  preexec_fn=limited(100000))
+    r = trainprof("record", "-o", run_file, "--", EMIT, "flood", preexec_fn=limited(100000))
     assert r.returncode == 0, r.stderr
     lost = re.search(r"memory ran out: (\d+) timing events were not recorded", r.stderr)
     assert lost and int(lost.group(1)) > 0, r.stderr
     report = report_json(run_file)
     assert report["run"]["meta"]["status"] == "finished" and report["run"]["exit_status"] == 0
-    assert {"source": "recorder memory", "reason": lost.group(0)} in \
-        report["agents"][0]["unavailable"]
+    assert {"source": "recorder memory", "reason": lost.group(0)} in report["agents"][0][
+        "unavailable"
+    ]
 
 
 def test_status_line_on_a_terminal(run_file):
-    rc, text = run_on_a_terminal([PROGRAM, "record", "-o", run_file, "--", "sleep", "2.5"],
-                                 timeout=20)
+    rc, text = run_on_a_terminal(
+        [PROGRAM, "record", "-o", run_file, "--", "sleep", "2.5"], timeout=20
+    )
     assert rc == 0
     assert "\r\x1b[Ktrainprof 00:00:0" in text
     assert " cpu " in text and " mem " in text and "GiB" in text
@@ -342,16 +395,19 @@ def test_figures_over_the_steps_leave_the_start_up_out(run_file, tmp_path):
     # merge on the merged time line (where the merged marks are)
     window = rep["agents"][0]["steps_window"]
     with sqlite3.connect(run_file) as db:
-        marks = db.execute("SELECT min(t_ns) / 1e9, max(t_ns) / 1e9 FROM mark"
-                           " WHERE kind = 3").fetchone()
+        marks = db.execute(
+            "SELECT min(t_ns) / 1e9, max(t_ns) / 1e9 FROM mark WHERE kind = 3"
+        ).fetchone()
     assert (window["start_s"], window["end_s"]) == pytest.approx(marks, abs=1e-9)
     assert 3.5 < window["start_s"] < 5 and 2.5 < window["end_s"] - window["start_s"] < 3.5
     assert report_json(idle)["agents"][0]["steps_window"] is None
     with sqlite3.connect(merged) as db:
-        marks = db.execute("SELECT min(m.t_ns) / 1e9, max(m.t_ns) / 1e9 FROM mark m"
-                           " JOIN thread t ON t.id = m.thread_id JOIN agent a ON a.id = t.agent_id"
-                           " WHERE m.kind = 3 AND a.name = ?",
-                           (both["agents"][0]["name"],)).fetchone()
+        marks = db.execute(
+            "SELECT min(m.t_ns) / 1e9, max(m.t_ns) / 1e9 FROM mark m"
+            " JOIN thread t ON t.id = m.thread_id JOIN agent a ON a.id = t.agent_id"
+            " WHERE m.kind = 3 AND a.name = ?",
+            (both["agents"][0]["name"],),
+        ).fetchone()
     merged_window = both["agents"][0]["steps_window"]
     assert (merged_window["start_s"], merged_window["end_s"]) == pytest.approx(marks, abs=1e-9)
     assert merged_window["start_s"] > window["start_s"] + 0.5  # on the merged time line
@@ -365,8 +421,9 @@ def test_figures_over_the_steps_leave_the_start_up_out(run_file, tmp_path):
     assert steps_row[2] == f"{cpu['in_steps']['p50']:.1f}" and steps_row[5] == f"{cpu['max']:.1f}"
     idle_title, idle_row = tables[1]
     assert "training steps" not in idle_title and len(idle_row) == 5, idle_title
-    whole_title, whole_row = agent_rows(trainprof("report", "--whole-run", merged).stdout,
-                                        "proc_cpu_percent")[0]
+    whole_title, whole_row = agent_rows(
+        trainprof("report", "--whole-run", merged).stdout, "proc_cpu_percent"
+    )[0]
     assert "training steps" not in whole_title and whole_row[2] == f"{cpu['p50']:.1f}"
 
 
@@ -384,8 +441,17 @@ def agent_rows(text, name):
 
 
 def test_fake_gpus_end_to_end(run_file):
-    r = trainprof("record", "-o", run_file, "--interval", "0.1", "--", "sleep", "1.5",
-                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"})
+    r = trainprof(
+        "record",
+        "-o",
+        run_file,
+        "--interval",
+        "0.1",
+        "--",
+        "sleep",
+        "1.5",
+        env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"},
+    )
     assert r.returncode == 0, r.stderr
     assert "gpu0 50.0 % mean" in r.stderr and "gpu1 60.0 % mean" in r.stderr
     rep = report_json(run_file)
@@ -403,8 +469,21 @@ def test_fake_gpus_end_to_end(run_file):
 
 
 def test_real_pytorch_training(run_file):
-    r = trainprof("record", "-o", run_file, "--", PYTHON, ROOT / "examples" / "train.py",
-                  "--epochs", "1", "--samples", "4096", "--workers", "2", timeout=300)
+    r = trainprof(
+        "record",
+        "-o",
+        run_file,
+        "--",
+        PYTHON,
+        ROOT / "examples" / "train.py",
+        "--epochs",
+        "1",
+        "--samples",
+        "4096",
+        "--workers",
+        "2",
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
     assert metric(rep, "proc_count")["max"] >= 3  # the script and its 2 DataLoader workers
@@ -444,8 +523,10 @@ def test_a_daemon_the_command_left_running_is_waited_for_or_said(tmp_path):
     rows = {t["name"]: t["count"] for t in report_json(run2)["timings"]}
     assert rows.get("daemon_work", 0) < 300
     with sqlite3.connect(run2) as db:
-        said = db.execute("SELECT reason FROM unavailable WHERE source ="
-                          " 'timings of processes that outlived the command'").fetchall()
+        said = db.execute(
+            "SELECT reason FROM unavailable WHERE source ="
+            " 'timings of processes that outlived the command'"
+        ).fetchall()
     assert len(said) == 1 and "1 traced process (pid " in said[0][0], said
     r = trainprof("record", "--wait-after-exit", "-1", "--", "true")
     assert r.returncode == 2 and "wait-after-exit" in r.stderr

@@ -48,7 +48,7 @@ def test_the_answer_comes_before_the_detail():
     # then the pointer to the rest, and last what trainprof's own work cost
     own = own_line(lines)
     assert f"({len(kinds) - 1} more verdicts, with the evidence" in lines[own - 1]
-    assert all(x.startswith("    ") for x in lines[own + 1:]), lines
+    assert all(x.startswith("    ") for x in lines[own + 1 :]), lines
     # a run where no rule fires says so up front
     quiet = short(report(GOLDEN / "example.db"))
     own = own_line(quiet)
@@ -97,11 +97,11 @@ def input_cause(tmp_path, burners):
     script = tmp_path / "train.py"
     script.write_text(LOADER)
     run = tmp_path / f"run{burners}.db"
-    burn = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-            for _ in range(burners)]
+    burn = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)]
     try:
-        r = trainprof("record", "-q", "-i", "0.2", "-o", run, "--", PYTHON, script, "4",
-                      timeout=300)
+        r = trainprof(
+            "record", "-q", "-i", "0.2", "-o", run, "--", PYTHON, script, "4", timeout=300
+        )
     finally:
         for p in burn:
             p.kill()
@@ -139,8 +139,11 @@ def test_facts_reach_the_run_file_under_their_prefix_and_bad_ones_never_leave(tm
     assert r.returncode == 0, r.stderr  # the sender refused the malformed one itself
     meta = json.loads(report("--json", run))["run"]["meta"]
     assert meta["fact.model.device"] == "cpu" and meta["fact.loader.num_workers"] == "3"
-    assert not [k for k in meta if k.startswith("fact.") and k not in
-                ("fact.model.device", "fact.loader.num_workers")]
+    assert not [
+        k
+        for k in meta
+        if k.startswith("fact.") and k not in ("fact.model.device", "fact.loader.num_workers")
+    ]
 
 
 def test_the_advice_fits_what_the_script_does(tmp_path):
@@ -157,9 +160,17 @@ def test_the_advice_fits_what_the_script_does(tmp_path):
     assert meta["fact.loader.num_workers"] == "0" and meta["fact.loader.batch_size"] == "4"
     # every fact a CPU training with a loader tells (lib/facts.h's keys), and no other
     assert sorted(k for k in meta if k.startswith("fact.")) == [
-        "fact.loader.batch_size", "fact.loader.num_workers", "fact.loader.persistent_workers",
-        "fact.loader.pin_memory", "fact.model.autocast", "fact.model.compiled",
-        "fact.model.device", "fact.model.dtype", "fact.torch.cuda", "fact.torch.version"]
+        "fact.loader.batch_size",
+        "fact.loader.num_workers",
+        "fact.loader.persistent_workers",
+        "fact.loader.pin_memory",
+        "fact.model.autocast",
+        "fact.model.compiled",
+        "fact.model.device",
+        "fact.model.dtype",
+        "fact.torch.cuda",
+        "fact.torch.version",
+    ]
     [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "input_bound"]
     assert "pin_memory" not in message, message
     if ev["cause"] == "contention":  # others kept the CPUs busy: free them first, it says
@@ -172,7 +183,8 @@ def test_autocast_and_its_dtype_are_facts_of_the_run(tmp_path):
     """A model under torch.autocast: the run says so, and in which dtype,
     so that the advice never suggests what the script already does."""
     script = tmp_path / "autocast.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import torch
         model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -182,7 +194,8 @@ def test_autocast_and_its_dtype_are_facts_of_the_run(tmp_path):
                 loss = model(torch.randn(32, 64)).float().square().mean()
             loss.backward()
             opt.step()
-    """))
+    """)
+    )
     run = tmp_path / "autocast.db"
     r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -193,7 +206,8 @@ def test_autocast_and_its_dtype_are_facts_of_the_run(tmp_path):
 
 def test_compute_advice_on_the_cpu_says_nothing_of_tensor_cores(tmp_path):
     script = tmp_path / "compute.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys, time, torch
         from torch.utils.data import DataLoader, TensorDataset
         loader = DataLoader(TensorDataset(torch.randn(256, 256)), batch_size=64)
@@ -205,11 +219,24 @@ def test_compute_advice_on_the_cpu_says_nothing_of_tensor_cores(tmp_path):
                 opt.zero_grad()
                 model(x).square().mean().backward()
                 opt.step()
-    """))
+    """)
+    )
     run = tmp_path / "compute.db"
     # a node with a GPU (the fake NVML's, with GPM) the CPU model doesn't use
-    r = trainprof("record", "-q", "-i", "0.2", "-o", run, "--", PYTHON, script, "3", timeout=300,
-                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "1"})
+    r = trainprof(
+        "record",
+        "-q",
+        "-i",
+        "0.2",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        script,
+        "3",
+        timeout=300,
+        env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "1"},
+    )
     assert r.returncode == 0, r.stderr
     rep = json.loads(report("--json", run))
     [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "compute_bound"]
@@ -226,8 +253,10 @@ def test_compute_advice_on_the_cpu_says_nothing_of_tensor_cores(tmp_path):
     assert not [v for v in rep["verdicts"] if v["kind"] in ("compute_bound", "gpu_underused")]
     # ... and busy 95 %: compute-bound, GPM's tensor activity (the fake's 30 %) cited
     with sqlite3.connect(run) as db:
-        db.execute("UPDATE sample SET value = 95 WHERE series_id IN (SELECT s.id FROM series s"
-                   " JOIN metric m ON m.id = s.metric_id WHERE m.name = 'gpu_util_percent')")
+        db.execute(
+            "UPDATE sample SET value = 95 WHERE series_id IN (SELECT s.id FROM series s"
+            " JOIN metric m ON m.id = s.metric_id WHERE m.name = 'gpu_util_percent')"
+        )
     assert trainprof("summarize", "--force", run).returncode == 0
     rep = json.loads(report("--json", run))
     [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "compute_bound"]

@@ -15,7 +15,6 @@ import urllib.parse
 import urllib.request
 
 import pytest
-
 from conftest import FAKE_NVML, PROGRAM, PYTHON, ROOT, trainprof
 
 REGIONS = """
@@ -38,9 +37,12 @@ def start_serving(args, tmp_path, steps=1500, name="train.py", env=None, device=
     region also has a device time of 5 ms."""
     script = tmp_path / name
     script.write_text(REGIONS.format(steps=steps, device=device))
-    p = subprocess.Popen([PROGRAM, "record", "--serve", "127.0.0.1:0", *map(str, args), "--",
-                          PYTHON, str(script)], stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, **(env or {})})
+    p = subprocess.Popen(
+        [PROGRAM, "record", "--serve", "127.0.0.1:0", *map(str, args), "--", PYTHON, str(script)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     return p, served_url(p)
 
 
@@ -85,11 +87,14 @@ def stop(p):
 
 
 def test_record_serves_metrics_and_timings(tmp_path):
-    p, url = start_serving(["-o", tmp_path / "run.db", "--agent", "node-a", "-i", "0.2"], tmp_path,
-                           device=True)
+    p, url = start_serving(
+        ["-o", tmp_path / "run.db", "--agent", "node-a", "-i", "0.2"], tmp_path, device=True
+    )
     try:
-        wait_for(lambda: value_of(get(url + "/metrics")[2], "trainprof_phase_device_seconds_count"),
-                 what="device times in /metrics")
+        wait_for(
+            lambda: value_of(get(url + "/metrics")[2], "trainprof_phase_device_seconds_count"),
+            what="device times in /metrics",
+        )
         status, ctype, text = get(url + "/metrics")
         assert status == 200 and ctype.startswith("text/plain; version=0.0.4")
         assert 'trainprof_info{agent="node-a",' in text
@@ -111,8 +116,9 @@ def test_record_serves_metrics_and_timings(tmp_path):
         assert value_of(later, "trainprof_steps_total") > steps
         assert value_of(later, "trainprof_phase_seconds_count", phase="work") > count
         if shutil.which("promtool"):
-            lint = subprocess.run(["promtool", "check", "metrics"], input=later,
-                                  capture_output=True, text=True)
+            lint = subprocess.run(
+                ["promtool", "check", "metrics"], input=later, capture_output=True, text=True
+            )
             assert lint.returncode == 0, lint.stdout + lint.stderr
         # Only /metrics, only reading.
         assert get(url + "/")[0] == 200
@@ -217,8 +223,11 @@ def test_bad_or_busy_address_is_refused_before_the_command_runs(tmp_path):
     busy.bind(("127.0.0.1", 0))
     busy.listen(1)
     port = busy.getsockname()[1]
-    for addr, why in ((f"127.0.0.1:{port}", "Address already in use"),
-                      ("nonsense", "expected HOST:PORT"), ("127.0.0.1:70000", "bad port")):
+    for addr, why in (
+        (f"127.0.0.1:{port}", "Address already in use"),
+        ("nonsense", "expected HOST:PORT"),
+        ("127.0.0.1:70000", "bad port"),
+    ):
         r = trainprof("record", "--serve", addr, "-o", tmp_path / "run.db", "--", "touch", marker)
         assert r.returncode == 2 and why in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
@@ -227,12 +236,19 @@ def test_bad_or_busy_address_is_refused_before_the_command_runs(tmp_path):
 
 
 def test_serve_without_a_recording(tmp_path):
-    p = subprocess.Popen([PROGRAM, "serve", "--listen", "127.0.0.1:0", "--interval", "0.2",
-                          "--agent", "idle-node"], stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [PROGRAM, "serve", "--listen", "127.0.0.1:0", "--interval", "0.2", "--agent", "idle-node"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     url = served_url(p)
     try:
-        text = wait_for(lambda: (lambda t: t if "trainprof_cpu_util_ratio" in t else None)(
-            get(url + "/metrics")[2]), what="CPU metrics")
+        text = wait_for(
+            lambda: (lambda t: t if "trainprof_cpu_util_ratio" in t else None)(
+                get(url + "/metrics")[2]
+            ),
+            what="CPU metrics",
+        )
         assert value_of(text, "trainprof_host_mem_available_bytes", agent="idle-node") > 0
         assert "trainprof_phase_" not in text and "trainprof_proc_" not in text
     finally:
@@ -258,8 +274,9 @@ def check_dashboard(port):
     assert len(exprs) >= 15
     for expr in exprs:
         q = expr.replace("$__rate_interval", "5s").replace("$agent", ".*")
-        status, _, body = get(f"http://127.0.0.1:{port}/api/v1/query?query="
-                              + urllib.parse.quote(q))
+        status, _, body = get(
+            f"http://127.0.0.1:{port}/api/v1/query?query=" + urllib.parse.quote(q)
+        )
         answer = json.loads(body)
         assert status == 200 and answer["status"] == "success", (expr, body)
         if not any(word in expr for word in MAY_BE_EMPTY):
@@ -281,21 +298,32 @@ def test_a_real_prometheus_scrapes_two_recorders(tmp_path):
         for agent in ("node-a", "node-b"):
             d = tmp_path / agent
             d.mkdir()
-            recorders.append(start_serving(["-q", "-o", d / "run.db", "--agent", agent,
-                                            "-i", "0.2"], d,
-                                           env={"TRAINPROF_NVML_LIB": FAKE_NVML,
-                                                "FAKE_NVML_GPUS": "2"}, device=True))
+            recorders.append(
+                start_serving(
+                    ["-q", "-o", d / "run.db", "--agent", agent, "-i", "0.2"],
+                    d,
+                    env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"},
+                    device=True,
+                )
+            )
         targets = [urllib.parse.urlsplit(url).netloc for _, url in recorders]
         port = free_port()
         (tmp_path / "prometheus.yml").write_text(
             "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
             "scrape_configs:\n"
             "  - job_name: trainprof\n"
-            f"    static_configs: [{{targets: {json.dumps(targets)}}}]\n")
+            f"    static_configs: [{{targets: {json.dumps(targets)}}}]\n"
+        )
         prom = subprocess.Popen(
-            ["prometheus", f"--config.file={tmp_path / 'prometheus.yml'}",
-             f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                "prometheus",
+                f"--config.file={tmp_path / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             api = f"http://127.0.0.1:{port}/api/v1/query?query="
 
@@ -314,10 +342,16 @@ def test_a_real_prometheus_scrapes_two_recorders(tmp_path):
                 return r if r and set(r) == {"node-a", "node-b"} else None
 
             # up has no agent label: the targets' own label set is agent-free.
-            wait_for(lambda: (query('count(up{job="trainprof"} == 1)') or {}).get(None) == 2,
-                     timeout=60, what="both targets up")
-            steps = wait_for(lambda: both("sum by (agent) (rate(trainprof_steps_total[5s]))"),
-                             timeout=60, what="step rates of both agents")
+            wait_for(
+                lambda: (query('count(up{job="trainprof"} == 1)') or {}).get(None) == 2,
+                timeout=60,
+                what="both targets up",
+            )
+            steps = wait_for(
+                lambda: both("sum by (agent) (rate(trainprof_steps_total[5s]))"),
+                timeout=60,
+                what="step rates of both agents",
+            )
             assert all(5 < v < 60 for v in steps.values()), steps  # ~45 steps/s each
             work = both('sum by (agent) (trainprof_phase_seconds_count{phase="work"})')
             assert work and all(v >= 1 for v in work.values())

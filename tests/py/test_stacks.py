@@ -12,7 +12,6 @@ import subprocess
 import textwrap
 
 import pytest
-
 from conftest import PYTHON, ROOT, OthersCpu, report_json, trainprof
 
 HOT = textwrap.dedent("""
@@ -52,8 +51,21 @@ def record(tmp_path, script, *args, stacks=None, env=None, seconds="2"):
     path.write_text(script)
     run = tmp_path / "run.db"
     extra = ["--stacks", str(stacks)] if stacks is not None else []
-    r = trainprof("record", "-q", "-f", "-o", run, *extra, "--", PYTHON, path, seconds, *args,
-                  env=env, timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "-f",
+        "-o",
+        run,
+        *extra,
+        "--",
+        PYTHON,
+        path,
+        seconds,
+        *args,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return run
 
@@ -73,10 +85,15 @@ def test_the_wire_from_lib_to_the_run_file(tmp_path):
     assert r.returncode == 0, r.stderr
     with sqlite3.connect(run) as db:
         assert db.execute("SELECT function, file FROM frame ORDER BY id").fetchall() == [
-            ("main", "emit.py"), ("load", "emit.py"), ("decode", "io.py")]
-        rows = db.execute("SELECT n.text, s.state, s.tid = t.tid, s.count, s.span_ns > 0"
-                          " FROM stack_sample s JOIN name n ON n.id = s.phase_id JOIN thread t"
-                          " ON t.id = s.thread_id ORDER BY s.t_ns").fetchall()
+            ("main", "emit.py"),
+            ("load", "emit.py"),
+            ("decode", "io.py"),
+        ]
+        rows = db.execute(
+            "SELECT n.text, s.state, s.tid = t.tid, s.count, s.span_ns > 0"
+            " FROM stack_sample s JOIN name n ON n.id = s.phase_id JOIN thread t"
+            " ON t.id = s.thread_id ORDER BY s.t_ns"
+        ).fetchall()
     # identical samples in a row are one run: lines 12, 13, 12, 13, then a truncated one
     assert {x[0] for x in rows} == {"phase"} and all(x[2] for x in rows)
     assert [x[3] for x in rows] == [5, 5, 5, 4, 1]
@@ -88,11 +105,14 @@ def test_the_wire_from_lib_to_the_run_file(tmp_path):
     assert [e["args"]["samples"] for e in instants] == [5, 5, 5, 4, 1]
     assert {e["name"] for e in instants} == {"decode"}
     assert instants[0]["args"]["stack"] == "main (emit.py:7);load (emit.py:40);decode (io.py:12)"
-    assert not any(e["args"].get("name", "").startswith("trainprof-stack") for e in trace
-                   if e["ph"] == "M")  # the sampler's own ring is no track
-    assert folded == ["phase;decode (io.py:13) 1",  # sorted, one line per distinct stack
-                      "phase;main (emit.py:7);load (emit.py:40);decode (io.py:12) 10",
-                      "phase;main (emit.py:7);load (emit.py:40);decode (io.py:13) 9"]
+    assert not any(
+        e["args"].get("name", "").startswith("trainprof-stack") for e in trace if e["ph"] == "M"
+    )  # the sampler's own ring is no track
+    assert folded == [
+        "phase;decode (io.py:13) 1",  # sorted, one line per distinct stack
+        "phase;main (emit.py:7);load (emit.py:40);decode (io.py:12) 10",
+        "phase;main (emit.py:7);load (emit.py:40);decode (io.py:13) 9",
+    ]
 
 
 def test_a_schema_8_file_reads_merges_and_upgrades_with_one_sample_a_row(tmp_path):
@@ -119,8 +139,9 @@ def test_a_schema_8_file_reads_merges_and_upgrades_with_one_sample_a_row(tmp_pat
     r = trainprof("summarize", "--force", old)
     assert r.returncode == 0 and "now 10" in r.stderr, r.stderr
     with sqlite3.connect(old) as db:
-        assert db.execute("SELECT COUNT(*), SUM(count), MAX(span_ns) FROM stack_sample"
-                          ).fetchone() == (samples, samples, 0)
+        assert db.execute(
+            "SELECT COUNT(*), SUM(count), MAX(span_ns) FROM stack_sample"
+        ).fetchone() == (samples, samples, 0)
     assert report_json(old)["stacks"] == before
 
 
@@ -128,8 +149,18 @@ def test_a_merge_keeps_every_node_s_stacks(tmp_path):
     files = []
     for rank, node in enumerate(("a", "b")):
         run = tmp_path / f"{node}.db"
-        r = trainprof("record", "-q", "--agent", node, "-o", run, "--", EMIT, "stacks",
-                      env={"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": "0"})
+        r = trainprof(
+            "record",
+            "-q",
+            "--agent",
+            node,
+            "-o",
+            run,
+            "--",
+            EMIT,
+            "stacks",
+            env={"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": "0"},
+        )
         assert r.returncode == 0, r.stderr
         files.append(run)
     merged = tmp_path / "merged.db"
@@ -138,11 +169,13 @@ def test_a_merge_keeps_every_node_s_stacks(tmp_path):
     with sqlite3.connect(merged) as db:
         assert db.execute("SELECT SUM(count) FROM stack_sample").fetchone()[0] == 40
         # each node's samples keep their own frames and phase through the id offsets
-        rows = db.execute("SELECT a.name, f.function, n.text, SUM(count) FROM stack_sample s"
-                          " JOIN thread t ON t.id = s.thread_id JOIN agent a ON a.id = t.agent_id"
-                          " JOIN stack_node sn ON sn.id = s.node_id JOIN frame f"
-                          " ON f.id = sn.frame_id JOIN name n ON n.id = s.phase_id"
-                          " GROUP BY 1, 2, 3").fetchall()
+        rows = db.execute(
+            "SELECT a.name, f.function, n.text, SUM(count) FROM stack_sample s"
+            " JOIN thread t ON t.id = s.thread_id JOIN agent a ON a.id = t.agent_id"
+            " JOIN stack_node sn ON sn.id = s.node_id JOIN frame f"
+            " ON f.id = sn.frame_id JOIN name n ON n.id = s.phase_id"
+            " GROUP BY 1, 2, 3"
+        ).fetchall()
     assert rows == [("a", "decode", "phase", 20), ("b", "decode", "phase", 20)]
     folded = trainprof("export", "--format", "folded", merged).stdout.splitlines()
     assert "phase;main (emit.py:7);load (emit.py:40);decode (io.py:12) 20" in folded
@@ -168,8 +201,9 @@ def test_a_summarized_file_reads_its_stored_counts(tmp_path):
     assert r.returncode == 0, r.stderr
     before = report_json(run)["stacks"]
     with sqlite3.connect(run) as db:
-        stored = db.execute("SELECT phase, worker, state, SUM(samples) FROM summary_stack"
-                            " GROUP BY 1, 2, 3").fetchall()
+        stored = db.execute(
+            "SELECT phase, worker, state, SUM(samples) FROM summary_stack GROUP BY 1, 2, 3"
+        ).fetchall()
         db.execute("DELETE FROM stack_sample")  # the report no longer needs them
     assert stored == [("phase", 0, 3, 20)]
     assert report_json(run)["stacks"] == before
@@ -194,8 +228,11 @@ def test_hot_functions_are_the_top_of_their_phases(tmp_path):
     assert idle["on_cpu_share"] < 0.05
     assert idle["functions"][0]["function"].endswith("wait")
     outside = [g for g in report["stacks"] if g["phase"] is None]
-    assert not any(f["function"].endswith("wait") and f["self_share"] > 0.5
-                   for g in outside for f in g["functions"]), outside
+    assert not any(
+        f["function"].endswith("wait") and f["self_share"] > 0.5
+        for g in outside
+        for f in g["functions"]
+    ), outside
     # shares are parts of their phase's samples
     for g in report["stacks"]:
         for f in g["functions"]:
@@ -207,15 +244,20 @@ def test_hot_functions_are_the_top_of_their_phases(tmp_path):
     # stored with the summary (state bit 8; the report read those), and the
     # same when counted from the rows
     with sqlite3.connect(run) as db:
-        assert db.execute("SELECT SUM(samples) FROM summary_stack WHERE state & 8").fetchone()[0] \
+        assert (
+            db.execute("SELECT SUM(samples) FROM summary_stack WHERE state & 8").fetchone()[0]
             == idle["samples"]
+        )
         db.execute("DROP TABLE summary_stack")
     assert report_json(run)["stacks"] == report["stacks"]
 
 
 def test_the_input_bound_verdict_names_the_loading_code(tmp_path):
-    script = (HOT.replace('"load"', '"dataloader_next"').replace('"compute"', '"train_batch"')
-              .replace("parse_records(60000)", "parse_records(200000)"))
+    script = (
+        HOT.replace('"load"', '"dataloader_next"')
+        .replace('"compute"', '"train_batch"')
+        .replace("parse_records(60000)", "parse_records(200000)")
+    )
     report = report_json(record(tmp_path, script, stacks=100))
     verdict = next(v for v in report["verdicts"] if v["kind"] == "input_bound")
     assert "Inside: dataloader_next's time goes to parse_records (" in verdict["message"]
@@ -251,8 +293,20 @@ def test_a_sandbox_that_refuses_process_vm_readv_still_gets_stacks_and_phases(tm
     script = tmp_path / "script.py"
     script.write_text(HOT)
     run = tmp_path / "run.db"
-    r = trainprof("record", "-q", "-o", run, "--stacks", "200", "--", NO_VM_READV, PYTHON,
-                  script, "1", timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--stacks",
+        "200",
+        "--",
+        NO_VM_READV,
+        PYTHON,
+        script,
+        "1",
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     report = report_json(run)
     assert group(report, "load")["functions"][0]["function"] == "parse_records"
@@ -265,12 +319,30 @@ def sandboxed(tmp_path, *policy, script=HOT, seconds="1"):
     path = tmp_path / "script.py"
     path.write_text(script)
     run = tmp_path / "run.db"
-    r = trainprof("record", "-q", "-f", "-o", run, "--stacks", "200", "--", NO_VM_READV, *policy,
-                  PYTHON, path, seconds, timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "-f",
+        "-o",
+        run,
+        "--stacks",
+        "200",
+        "--",
+        NO_VM_READV,
+        *policy,
+        PYTHON,
+        path,
+        seconds,
+        timeout=300,
+    )
     with sqlite3.connect(run) as db:
         samples = db.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0]
-        said = [reason for reason, in db.execute(
-            "SELECT reason FROM unavailable WHERE source = 'Python stacks'")]
+        said = [
+            reason
+            for (reason,) in db.execute(
+                "SELECT reason FROM unavailable WHERE source = 'Python stacks'"
+            )
+        ]
     return r, run, samples, said
 
 
@@ -304,8 +376,12 @@ def test_a_sandbox_that_leaves_no_way_to_read_says_so_once(tmp_path):
     runs on, and the run says why in one row."""
     r, run, samples, said = sandboxed(tmp_path, "--eacces")
     assert r.returncode == 0 and samples > 0 and said == [], (r.stderr, samples, said)
-    for policy in (("--no-pipe",), ("--kill", "--no-pipe"), ("--trap", "--no-pipe"),
-                   ("--kill", "--kill-pipe")):
+    for policy in (
+        ("--no-pipe",),
+        ("--kill", "--no-pipe"),
+        ("--trap", "--no-pipe"),
+        ("--kill", "--kill-pipe"),
+    ):
         r, run, samples, said = sandboxed(tmp_path, *policy)
         assert r.returncode == 0, (policy, r.returncode, r.stderr)
         assert samples == 0 and len(said) == 1, (policy, samples, said)
@@ -354,13 +430,15 @@ def test_a_filter_added_while_sampling_is_probed_before_the_next_read(tmp_path):
     path = tmp_path / "later.py"
     path.write_text(LATER_FILTER)
     run = tmp_path / "run.db"
-    r = trainprof("record", "-q", "-o", run, "--stacks", "200", "--", PYTHON, path, "2",
-                  timeout=300)
+    r = trainprof(
+        "record", "-q", "-o", run, "--stacks", "200", "--", PYTHON, path, "2", timeout=300
+    )
     assert r.returncode == 0 and "finished" in r.stdout, (r.returncode, r.stderr)
     with sqlite3.connect(run) as db:
-        steps = [t for t, in db.execute("SELECT t_ns FROM mark WHERE kind IN (3, 'step')")]
-        late = db.execute("SELECT COUNT(*) FROM stack_sample WHERE t_ns > ?",
-                          (steps[len(steps) * 3 // 4],)).fetchone()[0]
+        steps = [t for (t,) in db.execute("SELECT t_ns FROM mark WHERE kind IN (3, 'step')")]
+        late = db.execute(
+            "SELECT COUNT(*) FROM stack_sample WHERE t_ns > ?", (steps[len(steps) * 3 // 4],)
+        ).fetchone()[0]
     assert late > 0  # sampled on after the filter, through pipes
 
 
@@ -378,10 +456,12 @@ def test_deep_recursion_costs_nothing_but_its_outer_frames(tmp_path):
     run = record(tmp_path, script, stacks=100, seconds="1")
     with sqlite3.connect(run) as db:
         states = dict(db.execute("SELECT state & 4, SUM(count) FROM stack_sample GROUP BY 1"))
-        depth = db.execute("WITH RECURSIVE up(id, n) AS (SELECT node_id, 1 FROM stack_sample"
-                           " WHERE rowid = (SELECT MIN(rowid) FROM stack_sample WHERE state & 4)"
-                           " UNION ALL SELECT s.parent, n + 1 FROM up JOIN stack_node s"
-                           " ON s.id = up.id WHERE s.parent > 0) SELECT MAX(n) FROM up").fetchone()
+        depth = db.execute(
+            "WITH RECURSIVE up(id, n) AS (SELECT node_id, 1 FROM stack_sample"
+            " WHERE rowid = (SELECT MIN(rowid) FROM stack_sample WHERE state & 4)"
+            " UNION ALL SELECT s.parent, n + 1 FROM up JOIN stack_node s"
+            " ON s.id = up.id WHERE s.parent > 0) SELECT MAX(n) FROM up"
+        ).fetchone()
     assert states.get(4, 0) > 50  # truncated, and kept
     assert depth[0] == 256
     report = report_json(run)
@@ -418,15 +498,18 @@ def test_forked_and_spawned_workers_are_sampled_as_workers(tmp_path):
     # the workers' work; a spawned worker's imports (importlib's
     # _call_with_frames_removed) can weigh as much on a loaded machine, more where
     # others hold the CPUs
-    top = [f["function"] for f in workers["functions"][:(10 if load.busy else 2)]]
+    top = [f["function"] for f in workers["functions"][: (10 if load.busy else 2)]]
     assert "decode_sample" in top, (load.cpus, workers)
     with sqlite3.connect(run) as db:
-        pids = db.execute("SELECT COUNT(DISTINCT pid) FROM thread WHERE name = 'trainprof-stack'"
-                          ).fetchone()[0]
-        worker_pids = db.execute("SELECT COUNT(DISTINCT t.pid) FROM stack_sample s"
-                                 " JOIN thread t ON t.id = s.thread_id JOIN thread w"
-                                 " ON w.pid = t.pid AND w.tid = s.tid"
-                                 " WHERE w.name LIKE 'DL worker%'").fetchone()[0]
+        pids = db.execute(
+            "SELECT COUNT(DISTINCT pid) FROM thread WHERE name = 'trainprof-stack'"
+        ).fetchone()[0]
+        worker_pids = db.execute(
+            "SELECT COUNT(DISTINCT t.pid) FROM stack_sample s"
+            " JOIN thread t ON t.id = s.thread_id JOIN thread w"
+            " ON w.pid = t.pid AND w.tid = s.tid"
+            " WHERE w.name LIKE 'DL worker%'"
+        ).fetchone()[0]
     # the main process, two forked workers, two spawned ones (and multiprocessing's
     # resource tracker, a Python process too)
     assert pids >= 5
@@ -434,8 +517,9 @@ def test_forked_and_spawned_workers_are_sampled_as_workers(tmp_path):
     # trainprof's own wrappers (the workers' loop, the loader's __iter__) were
     # sampled, and are shown as the user's frame above them: in no output
     with sqlite3.connect(run) as db:
-        ours = db.execute("SELECT COUNT(*) FROM frame WHERE instr(function, '_patch_') > 0"
-                          ).fetchone()[0]
+        ours = db.execute(
+            "SELECT COUNT(*) FROM frame WHERE instr(function, '_patch_') > 0"
+        ).fetchone()[0]
     assert ours > 0
     folded = trainprof("export", "--format", "folded", run).stdout
     assert folded and "_patch_" not in folded and "decode_sample (" in folded
@@ -455,23 +539,36 @@ def test_a_process_that_execs_mid_run_is_sampled_before_and_after(tmp_path):
     """)
     run = record(tmp_path, script, stacks=100, seconds="0")
     with sqlite3.connect(run) as db:
-        rings = db.execute("SELECT COUNT(*), COUNT(DISTINCT pid) FROM thread"
-                           " WHERE name = 'trainprof-stack'").fetchone()
-        functions = {f for (f,) in db.execute(
-            "SELECT DISTINCT f.function FROM stack_sample s JOIN stack_node n ON n.id = s.node_id"
-            " JOIN frame f ON f.id = n.frame_id")}
+        rings = db.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT pid) FROM thread WHERE name = 'trainprof-stack'"
+        ).fetchone()
+        functions = {
+            f
+            for (f,) in db.execute(
+                "SELECT DISTINCT f.function FROM stack_sample s JOIN stack_node n ON n.id = s.node_id"
+                " JOIN frame f ON f.id = n.frame_id"
+            )
+        }
     assert rings == (2, 1)  # one sampler per image, one process
     assert {"before_exec", "after_exec"} <= functions
 
 
 def test_sampling_off_leaves_nothing(tmp_path):
     for kind in ("option", "environment"):
-        run = record(tmp_path, HOT, seconds="0.5",
-                     **({"stacks": 0} if kind == "option" else {"env": {"TRAINPROF_STACKS": "0"}}))
+        run = record(
+            tmp_path,
+            HOT,
+            seconds="0.5",
+            **({"stacks": 0} if kind == "option" else {"env": {"TRAINPROF_STACKS": "0"}}),
+        )
         with sqlite3.connect(run) as db:
             assert db.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0] == 0
-            assert db.execute("SELECT COUNT(*) FROM thread WHERE name = 'trainprof-stack'"
-                              ).fetchone()[0] == 0
+            assert (
+                db.execute("SELECT COUNT(*) FROM thread WHERE name = 'trainprof-stack'").fetchone()[
+                    0
+                ]
+                == 0
+            )
         assert report_json(run)["stacks"] == []
         assert "Inside the phases" not in trainprof("report", run).stdout
 
@@ -479,8 +576,7 @@ def test_sampling_off_leaves_nothing(tmp_path):
 def test_a_bad_rate_is_refused(tmp_path):
     r = trainprof("record", "-o", tmp_path / "x.db", "--stacks", "5000", "--", "true")
     assert r.returncode == 2 and "--stacks" in r.stderr and len(r.stderr.splitlines()) == 1
-    r = trainprof("record", "-o", tmp_path / "x.db", "--", "true",
-                  env={"TRAINPROF_STACKS": "fast"})
+    r = trainprof("record", "-o", tmp_path / "x.db", "--", "true", env={"TRAINPROF_STACKS": "fast"})
     assert r.returncode == 2 and "TRAINPROF_STACKS=fast" in r.stderr
     assert not (tmp_path / "x.db").exists()
 
@@ -499,8 +595,10 @@ def test_folded_export_counts_every_sample(tmp_path):
     assert any(";parse_records (" in x for x in hot)
 
 
-@pytest.mark.skipif(not shutil.which("py-spy", path=os.path.dirname(PYTHON)),
-                    reason="py-spy is not installed (tools/bootstrap.sh installs it)")
+@pytest.mark.skipif(
+    not shutil.which("py-spy", path=os.path.dirname(PYTHON)),
+    reason="py-spy is not installed (tools/bootstrap.sh installs it)",
+)
 def test_the_same_top_functions_as_py_spy(tmp_path):
     """py-spy samples the same execution of the script while trainprof
     records it: both see the same hot functions, in about the same
@@ -510,9 +608,28 @@ def test_the_same_top_functions_as_py_spy(tmp_path):
     script.write_text(HOT)
     raw = tmp_path / "spy.txt"
     run = tmp_path / "run.db"
-    r = trainprof("record", "-q", "-o", run, "--stacks", "100", "--",
-                  os.path.join(os.path.dirname(PYTHON), "py-spy"), "record", "-r", "100",
-                  "--format", "raw", "-o", raw, "--", PYTHON, script, "4", timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--stacks",
+        "100",
+        "--",
+        os.path.join(os.path.dirname(PYTHON), "py-spy"),
+        "record",
+        "-r",
+        "100",
+        "--format",
+        "raw",
+        "-o",
+        raw,
+        "--",
+        PYTHON,
+        script,
+        "4",
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     spy = {}
     for line in raw.read_text().splitlines():
@@ -578,19 +695,54 @@ def cpythons():
 def build_extension(python, where):
     """trainprof's extension built for python into where (None: that
     python has no internal headers)."""
-    paths = json.loads(subprocess.run(
-        [python, "-c", "import json, sysconfig; print(json.dumps([sysconfig.get_paths()"
-         "['include'], sysconfig.get_config_var('EXT_SUFFIX')]))"],
-        capture_output=True, text=True, check=True).stdout)
+    paths = json.loads(
+        subprocess.run(
+            [
+                python,
+                "-c",
+                "import json, sysconfig; print(json.dumps([sysconfig.get_paths()"
+                "['include'], sysconfig.get_config_var('EXT_SUFFIX')]))",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     if not os.path.exists(os.path.join(paths[0], "internal")):
         return None
     module = where / f"_native{paths[1]}"
-    sources = ["python/trainprof/_native.c", "python/trainprof/_stack_sampler.c",
-               "python/trainprof/_stacks.c", "python/trainprof/_stack_code.c", *glob.glob(str(ROOT / "lib" / "*.c"))]
-    subprocess.run(["cc", "-std=gnu11", "-D_GNU_SOURCE", "-O1", "-fPIC", "-shared",
-                    "-I", ROOT / "include", "-I", ROOT / "lib", "-I", ROOT / "build",
-                    "-I", paths[0], "-o", module, *sources, "-lpthread"],
-                   cwd=ROOT, check=True, capture_output=True)
+    sources = [
+        "python/trainprof/_native.c",
+        "python/trainprof/_stack_sampler.c",
+        "python/trainprof/_stacks.c",
+        "python/trainprof/_stack_code.c",
+        *glob.glob(str(ROOT / "lib" / "*.c")),
+    ]
+    subprocess.run(
+        [
+            "cc",
+            "-std=gnu11",
+            "-D_GNU_SOURCE",
+            "-O1",
+            "-fPIC",
+            "-shared",
+            "-I",
+            ROOT / "include",
+            "-I",
+            ROOT / "lib",
+            "-I",
+            ROOT / "build",
+            "-I",
+            paths[0],
+            "-o",
+            module,
+            *sources,
+            "-lpthread",
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     return module
 
 
@@ -601,8 +753,9 @@ def test_the_walker_reads_what_the_interpreter_says(tmp_path, python):
     if not build_extension(python, tmp_path):
         pytest.skip(f"{python} has no internal headers")
     (tmp_path / "walk.py").write_text(WALK)
-    r = subprocess.run([python, "walk.py"], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [python, "walk.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0 and "same" in r.stdout, r.stderr
 
 
@@ -616,8 +769,11 @@ def test_record_samples_every_cpython(tmp_path, python):
     subprocess.run([python, "-m", "venv", "--without-pip", venv], check=True, timeout=120)
     site = next(venv.glob("lib/python3*/site-packages"))
     package = site / "trainprof"
-    shutil.copytree(ROOT / "python" / "trainprof", package,
-                    ignore=shutil.ignore_patterns("*.c", "*.h", "*.in", "__pycache__"))
+    shutil.copytree(
+        ROOT / "python" / "trainprof",
+        package,
+        ignore=shutil.ignore_patterns("*.c", "*.h", "*.in", "__pycache__"),
+    )
     shutil.copy(ROOT / "build" / "_version.py", package / "_version.py")
     shutil.copy(ROOT / "python" / "trainprof-autoload.pth", site)
     if not build_extension(python, package):
@@ -625,8 +781,19 @@ def test_record_samples_every_cpython(tmp_path, python):
     script = tmp_path / "hot.py"
     script.write_text(HOT)
     run = tmp_path / "run.db"
-    r = trainprof("record", "-q", "-o", run, "--stacks", "200", "--", venv / "bin" / "python",
-                  script, "1", timeout=120)
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run,
+        "--stacks",
+        "200",
+        "--",
+        venv / "bin" / "python",
+        script,
+        "1",
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     report = report_json(run)
     assert group(report, "load")["functions"][0]["function"] == "parse_records"
@@ -667,8 +834,9 @@ def test_idle_threads_are_not_walked_again_and_keep_few_rows(tmp_path):
     script.write_text(IDLE_POOL)
     counts = tmp_path / "counts.json"
     run = tmp_path / "run.db"
-    r = trainprof("record", "-q", "-o", run, "--stacks", "100", "--", PYTHON, script, "4",
-                  counts, timeout=300)
+    r = trainprof(
+        "record", "-q", "-o", run, "--stacks", "100", "--", PYTHON, script, "4", counts, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     c = json.loads(counts.read_text())
     assert c["rounds"] >= 100, c
@@ -680,10 +848,12 @@ def test_idle_threads_are_not_walked_again_and_keep_few_rows(tmp_path):
         per_thread = db.execute(
             "SELECT s.tid, COUNT(*), SUM(s.count) FROM stack_sample s JOIN stack_node n"
             " ON n.id = s.node_id JOIN frame f ON f.id = n.frame_id"
-            " WHERE f.file LIKE '%threading.py' GROUP BY s.tid").fetchall()
+            " WHERE f.file LIKE '%threading.py' GROUP BY s.tid"
+        ).fetchall()
         busy = db.execute(
             "SELECT SUM(s.count) FROM stack_sample s JOIN name p ON p.id = s.phase_id"
-            " WHERE p.text = 'compute'").fetchone()[0]
+            " WHERE p.text = 'compute'"
+        ).fetchone()[0]
     assert len(per_thread) >= 190, len(per_thread)
     rows = sorted(n for _, n, _ in per_thread)
     assert rows[len(rows) // 2] <= 2, rows  # one run each, whatever its length
@@ -717,9 +887,12 @@ WAIT_THEN_WORK = textwrap.dedent("""
 def test_a_training_thread_that_waited_long_is_sampled_as_soon_as_it_works(tmp_path):
     run = record(tmp_path, WAIT_THEN_WORK, stacks=100)
     with sqlite3.connect(run) as db:
-        weights = dict(db.execute(
-            "SELECT p.text, SUM(s.count) FROM stack_sample s JOIN name p ON p.id = s.phase_id"
-            " GROUP BY 1").fetchall())
+        weights = dict(
+            db.execute(
+                "SELECT p.text, SUM(s.count) FROM stack_sample s JOIN name p ON p.id = s.phase_id"
+                " GROUP BY 1"
+            ).fetchall()
+        )
     # 0.3 s at 100 Hz is 30 samples; put off up to a second (as threads
     # without a ring are), a burst was mostly or wholly missed
     assert weights.get("first", 0) >= 15 and weights.get("second", 0) >= 15, weights
@@ -761,7 +934,9 @@ def test_a_thread_state_with_the_main_thread_s_ids_leaves_its_samples_alone(tmp_
         pid = int(db.execute("SELECT value FROM meta WHERE key = 'child_pid'").fetchone()[0])
         rows = db.execute(
             "SELECT s.node_id = 0, SUM(s.count) FROM stack_sample s JOIN name p ON p.id = s.phase_id"
-            " WHERE s.tid = ? AND p.text = 'work' GROUP BY 1", (pid,)).fetchall()
+            " WHERE s.tid = ? AND p.text = 'work' GROUP BY 1",
+            (pid,),
+        ).fetchall()
     weights = dict(rows)
     # 1.5 s at 100 Hz: 150 samples of the main thread in "work", each with its
     # frames; none with the frameless state's empty stack

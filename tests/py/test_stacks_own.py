@@ -49,20 +49,26 @@ def test_what_our_device_time_polling_calls_is_shown_as_the_users_frame(tmp_path
     path = tmp_path / "script.py"
     path.write_text(SCRIPT)
     run = tmp_path / "run.db"
-    r = trainprof("record", "-q", "-o", run, "--stacks", "200", "--", PYTHON, path, "2",
-                  timeout=300)
+    r = trainprof(
+        "record", "-q", "-o", run, "--stacks", "200", "--", PYTHON, path, "2", timeout=300
+    )
     assert r.returncode == 0, r.stderr
     # sampled as it ran: our poll calling the script's query and spin
     with sqlite3.connect(run) as db:
-        sampled = {f for (f,) in db.execute(
-            "SELECT DISTINCT f.function FROM stack_sample s JOIN name n ON n.id = s.phase_id"
-            " JOIN stack_node d ON d.id = s.node_id JOIN frame f ON f.id = d.frame_id"
-            " WHERE n.text = 'poll'")}
+        sampled = {
+            f
+            for (f,) in db.execute(
+                "SELECT DISTINCT f.function FROM stack_sample s JOIN name n ON n.id = s.phase_id"
+                " JOIN stack_node d ON d.id = s.node_id JOIN frame f ON f.id = d.frame_id"
+                " WHERE n.text = 'poll'"
+            )
+        }
     assert {"Event.query", "spin"} & sampled, sampled
     folded = trainprof("export", "--format", "folded", run).stdout.splitlines()
     polled = [x for x in folded if x.startswith("poll;")]
     user = [x for x in folded if x.startswith("user;")]
     assert polled and user
+
     # shown as the user's loop: no frame of ours, nothing our poll called. A
     # few samples at the regions' edges pair a phase with the next one's stack
     # (the sampler reads the open region, then the stack, as the thread runs)
@@ -70,6 +76,7 @@ def test_what_our_device_time_polling_calls_is_shown_as_the_users_frame(tmp_path
     # named query and spin before the analysis took them for the user's loop
     def count(lines):
         return sum(int(x.rsplit(" ", 1)[1]) for x in lines)
+
     shown_main = [x for x in polled if re.search(r";main \([^;]*\) \d+$", x)]
     called = [x for x in polled if "query (" in x or "spin (" in x]
     assert count(shown_main) >= 0.85 * count(polled), polled
@@ -101,8 +108,11 @@ def test_the_modules_that_work_for_us_and_their_wrappers_are_the_packages():
     for module, wrappers in table.items():
         path = package / module
         assert path.is_file(), module
-        defined = {node.name for node in ast.walk(ast.parse(path.read_text()))
-                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        defined = {
+            node.name
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
         assert set(wrappers) <= defined, (module, set(wrappers) - defined)
         # every function defined inside another function of these modules
         # and calling a name its enclosing function was given (a wrapper of
@@ -111,14 +121,20 @@ def test_the_modules_that_work_for_us_and_their_wrappers_are_the_packages():
             if not isinstance(outer, ast.FunctionDef):
                 continue
             given = {a.arg for a in outer.args.args} | {
-                t.id for node in outer.body if isinstance(node, ast.Assign)
+                t.id
+                for node in outer.body
+                if isinstance(node, ast.Assign)
                 for target in node.targets
                 for t in (target.elts if isinstance(target, ast.Tuple) else [target])
-                if isinstance(t, ast.Name)}
+                if isinstance(t, ast.Name)
+            }
             for inner in outer.body:
                 if not isinstance(inner, ast.FunctionDef):
                     continue
-                calls = {c.func.id for c in ast.walk(inner)
-                         if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+                calls = {
+                    c.func.id
+                    for c in ast.walk(inner)
+                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                }
                 if calls & given:
                     assert inner.name in wrappers, (module, inner.name)

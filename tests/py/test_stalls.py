@@ -12,8 +12,17 @@ import textwrap
 import time
 import urllib.request
 
-from conftest import (PROGRAM, PYTHON, ROOT, free_port, in_short, report_json, run_on_a_terminal,
-                      trainprof, words)
+from conftest import (
+    PROGRAM,
+    PYTHON,
+    ROOT,
+    free_port,
+    in_short,
+    report_json,
+    run_on_a_terminal,
+    trainprof,
+    words,
+)
 
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
 
@@ -63,11 +72,30 @@ def record_hang(tmp_path, run_file, block, seconds=14, options=()):
     record, which passes it on) after seconds."""
     script = tmp_path / "hang_ddp.py"
     script.write_text(textwrap.dedent(HANG))
-    r = subprocess.run(["timeout", str(seconds), PROGRAM, "record", "-q", "--stall-after", "3",
-                        *options, "-o", str(run_file), "--", *TORCHRUN, "--standalone",
-                        "--nproc_per_node", "2", str(script)],
-                       capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, BLOCK=block))
+    r = subprocess.run(
+        [
+            "timeout",
+            str(seconds),
+            PROGRAM,
+            "record",
+            "-q",
+            "--stall-after",
+            "3",
+            *options,
+            "-o",
+            str(run_file),
+            "--",
+            *TORCHRUN,
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, BLOCK=block),
+    )
     assert r.returncode != 0  # ended by the timeout
     return script
 
@@ -132,11 +160,28 @@ def test_metrics_show_the_stall_while_it_lasts(tmp_path, run_file):
     script = tmp_path / "hang_ddp.py"
     script.write_text(textwrap.dedent(HANG))
     port = free_port()
-    rec = subprocess.Popen([PROGRAM, "record", "-q", "--stall-after", "3", "--serve",
-                            f"127.0.0.1:{port}", "-o", str(run_file), "--", *TORCHRUN,
-                            "--standalone", "--nproc_per_node", "2", str(script)],
-                           env=dict(os.environ, BLOCK="data"), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+    rec = subprocess.Popen(
+        [
+            PROGRAM,
+            "record",
+            "-q",
+            "--stall-after",
+            "3",
+            "--serve",
+            f"127.0.0.1:{port}",
+            "-o",
+            str(run_file),
+            "--",
+            *TORCHRUN,
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            str(script),
+        ],
+        env=dict(os.environ, BLOCK="data"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         seen = {}
         deadline = time.monotonic() + 60
@@ -146,8 +191,13 @@ def test_metrics_show_the_stall_while_it_lasts(tmp_path, run_file):
                 text = scrape(port)
             except OSError:
                 continue
-            seen = {r: (gauge(text, "trainprof_stalled", r),
-                        gauge(text, "trainprof_seconds_since_step", r)) for r in (0, 1)}
+            seen = {
+                r: (
+                    gauge(text, "trainprof_stalled", r),
+                    gauge(text, "trainprof_seconds_since_step", r),
+                )
+                for r in (0, 1)
+            }
             if seen[1][0] == 1 and seen[0][0] == 1:
                 break
         # before the stall: counted, not stalled; then both ranks stalled
@@ -168,14 +218,38 @@ def test_two_nodes_read_together_name_the_rank_that_stopped(tmp_path):
     port = free_port()
     recs = []
     for node in (0, 1):
-        recs.append(subprocess.Popen(
-            ["timeout", "16", PROGRAM, "record", "-q", "--stall-after", "3", "--agent",
-             f"node-{node}", "-o", str(tmp_path / f"node-{node}.db"), "--", *TORCHRUN,
-             "--nnodes", "2", "--nproc_per_node", "1", "--master-addr", "127.0.0.1",
-             "--master-port", str(port), str(script)],
-            # the node's rank from the environment, as a launcher sets it: one command line
-            env=dict(os.environ, BLOCK="data", PET_NODE_RANK=str(node)), stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL))
+        recs.append(
+            subprocess.Popen(
+                [
+                    "timeout",
+                    "16",
+                    PROGRAM,
+                    "record",
+                    "-q",
+                    "--stall-after",
+                    "3",
+                    "--agent",
+                    f"node-{node}",
+                    "-o",
+                    str(tmp_path / f"node-{node}.db"),
+                    "--",
+                    *TORCHRUN,
+                    "--nnodes",
+                    "2",
+                    "--nproc_per_node",
+                    "1",
+                    "--master-addr",
+                    "127.0.0.1",
+                    "--master-port",
+                    str(port),
+                    str(script),
+                ],
+                # the node's rank from the environment, as a launcher sets it: one command line
+                env=dict(os.environ, BLOCK="data", PET_NODE_RANK=str(node)),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
     for r in recs:
         r.wait(timeout=120)
     files = [tmp_path / "node-0.db", tmp_path / "node-1.db"]
@@ -241,8 +315,10 @@ def test_with_stack_sampling_off_one_sample_is_taken_when_the_stall_begins(tmp_p
     record_hang(tmp_path, run_file, "data", seconds=12, options=("--stacks", "0"))
     with sqlite3.connect(run_file) as db:
         rows, samples = db.execute("SELECT COUNT(*), SUM(count) FROM stack_sample").fetchone()
-        threads = db.execute("SELECT COUNT(DISTINCT t.pid || ':' || s.tid) FROM stack_sample s"
-                             " JOIN thread t ON t.id = s.thread_id").fetchone()[0]
+        threads = db.execute(
+            "SELECT COUNT(DISTINCT t.pid || ':' || s.tid) FROM stack_sample s"
+            " JOIN thread t ON t.id = s.thread_id"
+        ).fetchone()[0]
     # one sample of each thread of the two ranks (and their torchrun's), not 100 a second
     assert 2 <= threads and samples == rows and rows <= 2 * threads, (rows, threads)
     stalls = {s["rank"]: s for s in report_json(run_file)["stalls"] if not s["ended"]}
@@ -256,7 +332,8 @@ def test_with_stack_sampling_off_one_sample_is_taken_when_the_stall_begins(tmp_p
 
 def test_a_run_that_ends_normally_has_no_stall(tmp_path, run_file):
     script = tmp_path / "ok.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import time, torch
         from torch import nn
         from torch.utils.data import DataLoader, TensorDataset
@@ -266,7 +343,8 @@ def test_a_run_that_ends_normally_has_no_stall(tmp_path, run_file):
         for x, y in DataLoader(data, batch_size=16):
             opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
         time.sleep(4)  # after the training: saving, evaluating, tearing down
-    """))
+    """)
+    )
     r = trainprof("record", "-q", "--stall-after", "2", "-o", run_file, "--", PYTHON, script)
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
@@ -300,8 +378,9 @@ for step, (x, y) in enumerate(DataLoader(data, batch_size=16)):
 def test_status_line_says_stalled_and_a_stall_that_ends_is_no_stall(tmp_path, run_file):
     script = tmp_path / "pausing.py"
     script.write_text(textwrap.dedent(PAUSING))
-    rc, text = run_on_a_terminal([PROGRAM, "record", "--stall-after", "2", "-o", run_file, "--",
-                                  PYTHON, script])
+    rc, text = run_on_a_terminal(
+        [PROGRAM, "record", "--stall-after", "2", "-o", run_file, "--", PYTHON, script]
+    )
     assert rc == 0
     assert "STALLED: no progress for " in text
     rep = report_json(run_file)

@@ -20,7 +20,6 @@ import sys
 import types
 
 import pytest
-
 from trainprof.steps.tracker import UNDECIDED_MAX, Loop, StepTracker
 
 
@@ -115,10 +114,8 @@ TABLE = [
     # an evaluation pass mid-epoch ends the step where it began
     # (the other loader's fetches are no events: the patches send none)
     ("evaluation mid-epoch", "i bfwu v ee V bfwu S x", "e0@0 s@1 /@5 s@9 s@13"),
-    ("an auxiliary loader with training work", "i bfwu v f V wu bfwu S x",
-     "e0@0 s@1 s@10 s@14"),
-    ("a pass left before its end stays in the step", "i bfwu v ee bfwu S x",
-     "e0@0 s@1 s@8 s@12"),
+    ("an auxiliary loader with training work", "i bfwu v f V wu bfwu S x", "e0@0 s@1 s@10 s@14"),
+    ("a pass left before its end stays in the step", "i bfwu v ee bfwu S x", "e0@0 s@1 s@8 s@12"),
     # a loop that stops at the loader's length: the last update ends the step
     ("stops at its length", "i bfwu Bfwu i bfwu Bfwu x", "e0@0 s@1 s@5 s@8 e1@9 s@10 s@14 s@17"),
     # no DataLoader: updates end the steps, the first from the first forward
@@ -127,8 +124,11 @@ TABLE = [
     ("no DataLoader, two optimizers (a GAN)", "fwu fwo fwu fwo x", "s@0 /@2 s@3 /@8 s@9"),
     # outermost calls under no_grad after an update: an evaluation pause
     ("no DataLoader, an evaluation under no_grad", "fwu eee fwu x", "s@0 /@2 ev-6@3 s@6 /@8"),
-    ("an evaluation under no_grad, then a fetch", "i bfwu ee bfwu S x",
-     "e0@0 s@1 /@5 ev-7@5 s@7 s@11"),
+    (
+        "an evaluation under no_grad, then a fetch",
+        "i bfwu ee bfwu S x",
+        "e0@0 s@1 /@5 ev-7@5 s@7 s@11",
+    ),
     ("an evaluation, then a save", "fwu ee c fwu x", "s@0 /@2 ev-5@3 s@5 /@8"),
     ("a no_grad call mid-step stays in it", "i bf e wu bfwu S x", "e0@0 s@1 s@6 s@10"),
     # a checkpoint after the update is no part of the step; one mid-step is
@@ -162,8 +162,9 @@ def test_undecided_fetches_are_bounded():
     """A loop with no update keeps at most UNDECIDED_MAX fetches undecided:
     they are marked once that many wait, not only at the pass's end."""
     sink = Sink()
-    tracker = StepTracker(sink, Loop(), types.SimpleNamespace(manual_steps=False,
-                                                              manual_epochs=False))
+    tracker = StepTracker(
+        sink, Loop(), types.SimpleNamespace(manual_steps=False, manual_epochs=False)
+    )
     tracker.loader_iter(object())
     for _ in range(UNDECIDED_MAX + 2):
         tracker.fetch()
@@ -176,6 +177,7 @@ def test_undecided_fetches_are_bounded():
 
 def test_the_tracker_imports_no_torch():
     code = "import sys, trainprof.steps.tracker; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "False"

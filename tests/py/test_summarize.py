@@ -5,8 +5,15 @@ import sqlite3
 import subprocess
 import time
 
-from conftest import (PROGRAM, assert_same_report, kill_with_children, killed_recording,
-                      report_from_rows, report_json, trainprof)
+from conftest import (
+    PROGRAM,
+    assert_same_report,
+    kill_with_children,
+    killed_recording,
+    report_from_rows,
+    report_json,
+    trainprof,
+)
 from test_timings import EMIT
 
 
@@ -14,10 +21,24 @@ def killed_node(path, rank, after_s=2.5):
     """A node's run file of emit_events (one rank: regions, then 1.2 s of steps
     and epochs) whose recorder was SIGKILLed after the writer's second commit,
     while the command still ran: rows, but no stored summary."""
-    p = subprocess.Popen([PROGRAM, "record", "-q", "-i", "0.05", "--agent", f"node-{rank}",
-                          "-o", str(path), "--", "sh", "-c", f"{EMIT} nested; {EMIT} slow_epochs; exec sleep 10"],
-                         env={"RANK": str(rank), "LOCAL_RANK": "0", "WORLD_SIZE": "2",
-                              "PATH": "/usr/bin:/bin"})
+    p = subprocess.Popen(
+        [
+            PROGRAM,
+            "record",
+            "-q",
+            "-i",
+            "0.05",
+            "--agent",
+            f"node-{rank}",
+            "-o",
+            str(path),
+            "--",
+            "sh",
+            "-c",
+            f"{EMIT} nested; {EMIT} slow_epochs; exec sleep 10",
+        ],
+        env={"RANK": str(rank), "LOCAL_RANK": "0", "WORLD_SIZE": "2", "PATH": "/usr/bin:/bin"},
+    )
     time.sleep(after_s)
     kill_with_children(p)
     return path
@@ -64,8 +85,9 @@ def test_summarized_node_files_report_without_a_full_merge(tmp_path):
 
 def test_summarize_leaves_a_live_recording_and_names_bad_files(tmp_path):
     live = tmp_path / "live.db"
-    p = subprocess.Popen([PROGRAM, "record", "-q", "-i", "0.1", "-o", str(live), "--", "sleep",
-                          "4"])
+    p = subprocess.Popen(
+        [PROGRAM, "record", "-q", "-i", "0.1", "-o", str(live), "--", "sleep", "4"]
+    )
     try:
         deadline = time.monotonic() + 3
         while not started(live) and time.monotonic() < deadline:
@@ -98,8 +120,17 @@ def test_a_schema_3_file_is_read_from_rows_and_summarized_into_the_current_schem
     db.execute("DROP TABLE summary_plot")  # and before html's stored plots
     db.execute("DROP TABLE summary_step_phase")
     db.execute("DELETE FROM meta WHERE key = 'plots'")
-    for column in ("in_steps_s", "device_count", "device_total_s", "device_mean", "device_min",
-                   "device_p5", "device_p50", "device_p95", "device_max"):
+    for column in (
+        "in_steps_s",
+        "device_count",
+        "device_total_s",
+        "device_mean",
+        "device_min",
+        "device_p5",
+        "device_p50",
+        "device_p95",
+        "device_max",
+    ):
         db.execute(f"ALTER TABLE summary_timing DROP COLUMN {column}")
     db.execute("PRAGMA user_version = 3")
     db.commit()  # the DELETE opened a transaction

@@ -3,12 +3,11 @@
 import os
 import resource
 import socket
-import subprocess
 import sqlite3
+import subprocess
 import textwrap
 
 import pytest
-
 from conftest import FAKE_NVML, PYTHON, ROOT, metric, report_json, trainprof
 
 EMIT = os.environ.get("EMIT_EVENTS", str(ROOT / "build" / "tests" / "emit_events"))
@@ -40,8 +39,16 @@ def test_c_regions_steps_epochs_reach_the_report(run_file):
 
 
 def test_ranks_from_the_environment(run_file):
-    r = trainprof("record", "-q", "-o", run_file, "--", EMIT, "threads",
-                  env={"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"})
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run_file,
+        "--",
+        EMIT,
+        "threads",
+        env={"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"},
+    )
     assert r.returncode == 0
     rep = report_json(run_file)
     [row] = rep["timings"]
@@ -49,8 +56,9 @@ def test_ranks_from_the_environment(run_file):
 
 
 def test_full_ring_is_reported(run_file):
-    r = trainprof("record", "-q", "-o", run_file, "--", EMIT, "overflow",
-                  env={"TRAINPROF_RING_SLOTS": "64"})
+    r = trainprof(
+        "record", "-q", "-o", run_file, "--", EMIT, "overflow", env={"TRAINPROF_RING_SLOTS": "64"}
+    )
     assert r.returncode == 0, "the producer must finish and see its own drops"
     rep = report_json(run_file)
     assert rep["dropped_events"] > 0
@@ -74,8 +82,9 @@ def test_device_times_reach_the_report(run_file):
     text = trainprof("report", run_file).stdout
     assert "on the device (CUDA events)" in text and "no synchronize added" in text
     with sqlite3.connect(run_file) as db:
-        assert db.execute("SELECT count(*), min(device_ns) FROM device_times"
-                          " WHERE name = 'kernel'").fetchone() == (11, 40001000)
+        assert db.execute(
+            "SELECT count(*), min(device_ns) FROM device_times WHERE name = 'kernel'"
+        ).fetchone() == (11, 40001000)
 
 
 def test_no_timings_says_so(run_file):
@@ -86,8 +95,18 @@ def test_no_timings_says_so(run_file):
 
 
 def test_samples_per_second_and_energy_per_epoch(run_file):
-    r = trainprof("record", "-q", "--interval", "0.05", "-o", run_file, "--", EMIT, "slow_epochs",
-                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"})
+    r = trainprof(
+        "record",
+        "-q",
+        "--interval",
+        "0.05",
+        "-o",
+        run_file,
+        "--",
+        EMIT,
+        "slow_epochs",
+        env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"},
+    )
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
     [steps] = rep["steps"]
@@ -154,11 +173,13 @@ def test_out_of_descriptors_the_recorder_waits_and_loses_nothing(run_file, tmp_p
     """Under `ulimit -n 64`, 200 forked children connect at once: accept()
     fails with EMFILE. The drain rests instead of spinning on it, takes the
     connections as descriptors free up, and says it happened."""
+
     def limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
-    r = trainprof("record", "-q", "-o", run_file, "--", EMIT, "fork_many", timeout=120,
-                  preexec_fn=limit)
+    r = trainprof(
+        "record", "-q", "-o", run_file, "--", EMIT, "fork_many", timeout=120, preexec_fn=limit
+    )
     assert r.returncode == 0, r.stderr
     rows = {t["name"]: t for t in report_json(run_file)["timings"]}
     assert rows["many_children"]["count"] == 200 * 10
@@ -168,18 +189,32 @@ def test_out_of_descriptors_the_recorder_waits_and_loses_nothing(run_file, tmp_p
 
 @pytest.mark.parametrize("hard", [64, 4096])
 def test_out_of_descriptors_the_recorder_counts_every_process_and_leaves_the_limit_alone(
-        run_file, hard):
+    run_file, hard
+):
     """100 processes alive at once under a soft limit of 64 descriptors: the
     recorder keeps the /proc files of a few open (a sixteenth of its limit)
     and opens the others' at each tick, so it counts them all and has
     descriptors left for their connections. Where the hard limit allows,
     its own limit goes up; the command's stays what it was."""
+
     def limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
 
     many = "ulimit -n; i=0; while [ $i -lt 100 ]; do sleep 2 & i=$((i+1)); done; wait"
-    r = trainprof("record", "-q", "--interval", "0.05", "-o", run_file, "--", "sh", "-c", many,
-                  timeout=120, preexec_fn=limit)
+    r = trainprof(
+        "record",
+        "-q",
+        "--interval",
+        "0.05",
+        "-o",
+        run_file,
+        "--",
+        "sh",
+        "-c",
+        many,
+        timeout=120,
+        preexec_fn=limit,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["64"]
     assert metric(report_json(run_file), "proc_count")["max"] == 101
@@ -197,8 +232,12 @@ def test_a_recorder_that_takes_no_connection_holds_a_process_only_a_while(tmp_pa
     queued.setblocking(False)
     queued.connect(path)  # the backlog's one place, never accepted
     try:
-        r = subprocess.run([EMIT, "nested"], env={**os.environ, "TRAINPROF_SOCKET": path},
-                           capture_output=True, timeout=60)
+        r = subprocess.run(
+            [EMIT, "nested"],
+            env={**os.environ, "TRAINPROF_SOCKET": path},
+            capture_output=True,
+            timeout=60,
+        )
         assert r.returncode == 1  # it ran, unrecorded
     finally:
         queued.close()
@@ -210,7 +249,8 @@ def test_threads_that_come_and_go_are_let_go_and_all_recorded(run_file, tmp_path
     ring is let go once its thread exits (the recorder holds live threads'
     rings only, at most 4,096 of a process), and every region is recorded."""
     script = tmp_path / "churn.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import threading, trainprof
         def work():
             with trainprof.region("chunk"):
@@ -219,13 +259,16 @@ def test_threads_that_come_and_go_are_let_go_and_all_recorded(run_file, tmp_path
             t = threading.Thread(target=work)
             t.start()
             t.join()
-    """))
-    r = trainprof("record", "-q", "--stacks", "0", "-o", run_file, "--", PYTHON, script,
-                  timeout=300)
+    """)
+    )
+    r = trainprof(
+        "record", "-q", "--stacks", "0", "-o", run_file, "--", PYTHON, script, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     rows = {t["name"]: t for t in report_json(run_file)["timings"]}
     assert rows["chunk"]["count"] == 5000
     with sqlite3.connect(run_file) as db:
-        said = db.execute("SELECT COUNT(*) FROM unavailable WHERE source LIKE 'timings%'"
-                          ).fetchone()[0]
+        said = db.execute(
+            "SELECT COUNT(*) FROM unavailable WHERE source LIKE 'timings%'"
+        ).fetchone()[0]
     assert said == 0

@@ -10,19 +10,32 @@ import time
 import uuid
 
 import pytest
-
 from conftest import FAKE_NVML, PROGRAM, PYTHON, trainprof
 
 
 class Tmux:
     def __init__(self, command, width=80, height=24):
         self.name = f"tp-{uuid.uuid4().hex[:8]}"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y",
-                        str(height), command], check=True)
+        subprocess.run(
+            [
+                "tmux",
+                "new-session",
+                "-d",
+                "-s",
+                self.name,
+                "-x",
+                str(width),
+                "-y",
+                str(height),
+                command,
+            ],
+            check=True,
+        )
 
     def screen(self):
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name],
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+        ).stdout
 
     def wait_for(self, text, timeout=15):
         deadline = time.time() + timeout
@@ -37,12 +50,16 @@ class Tmux:
         subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
 
     def alive(self):
-        return subprocess.run(["tmux", "has-session", "-t", self.name],
-                              capture_output=True).returncode == 0
+        return (
+            subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode
+            == 0
+        )
 
     def resize(self, width, height):
-        subprocess.run(["tmux", "resize-window", "-t", self.name, "-x", str(width), "-y",
-                        str(height)], check=True)
+        subprocess.run(
+            ["tmux", "resize-window", "-t", self.name, "-x", str(width), "-y", str(height)],
+            check=True,
+        )
 
     def kill(self):
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
@@ -59,8 +76,7 @@ def top(tmp_path_factory):
     runtime.chmod(0o700)
 
     def start(env="", width=80, height=24):
-        t = Tmux(f"env XDG_RUNTIME_DIR={runtime} {env} {PROGRAM} top --interval 0.5", width,
-                 height)
+        t = Tmux(f"env XDG_RUNTIME_DIR={runtime} {env} {PROGRAM} top --interval 0.5", width, height)
         sessions.append(t)
         return t
 
@@ -100,7 +116,8 @@ def test_survives_resizes(top):
 
 def test_shows_the_running_recording(top, tmp_path):
     script = tmp_path / "steps.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import time, trainprof
         from trainprof import _native
         for _ in range(400):
@@ -114,9 +131,11 @@ def test_shows_the_running_recording(top, tmp_path):
                 time.sleep(0.015)
             # as trainprof.torch reports a CUDA region: 10 ms on the device
             _native.device_time(trainprof.region("compute"), start, 10_000_000)
-    """))
-    rec = subprocess.Popen([PROGRAM, "record", "-q", "-o", tmp_path / "run.db", "--", PYTHON,
-                            script], env=top.env)
+    """)
+    )
+    rec = subprocess.Popen(
+        [PROGRAM, "record", "-q", "-o", tmp_path / "run.db", "--", PYTHON, script], env=top.env
+    )
     try:
         t = top()
         screen = t.wait_for("steps/s", timeout=20)
@@ -145,20 +164,26 @@ def test_shows_the_current_regime_against_the_first(top, tmp_path):
     """Steps of 10 ms, then of 30 ms from step 301: top names the regime that
     began there against the first one, as the report would."""
     script = tmp_path / "slower.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import time, trainprof
         for i in range(3000):
             trainprof.step()
             with trainprof.region("compute"):
                 time.sleep(0.01 if i < 300 else 0.03)
-    """))
-    rec = subprocess.Popen([PROGRAM, "record", "-q", "-o", tmp_path / "run.db", "--", PYTHON,
-                            script], env=top.env)
+    """)
+    )
+    rec = subprocess.Popen(
+        [PROGRAM, "record", "-q", "-o", tmp_path / "run.db", "--", PYTHON, script], env=top.env
+    )
     try:
         t = top()
         screen = t.wait_for("in steps 11-", timeout=60)
-        pace = re.search(r"pace: ([\d.]+) ms a step since step (\d+) \(.* in\),"
-                         r" ([\d.]+) ms in steps 11-(\d+) \(\+(\d+)%\)", screen)
+        pace = re.search(
+            r"pace: ([\d.]+) ms a step since step (\d+) \(.* in\),"
+            r" ([\d.]+) ms in steps 11-(\d+) \(\+(\d+)%\)",
+            screen,
+        )
         assert pace, screen
         since, first_step, first, last_step, more = pace.groups()
         assert abs(int(first_step) - 301) <= 3 and int(last_step) == int(first_step) - 1, screen
@@ -172,16 +197,31 @@ def test_shows_a_stall_that_began_before_it_looked(top, tmp_path):
     """A training stuck inside a region: top, started once the stall is under
     way, finds the ranks' last steps in the file and says STALLED."""
     script = tmp_path / "stuck.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import time, trainprof
         for i in range(40):
             trainprof.step()
             with trainprof.region("compute"):
                 time.sleep(60 if i == 30 else 0.01)
-    """))
-    rec = subprocess.Popen([PROGRAM, "record", "-q", "--stall-after", "2", "-o",
-                            tmp_path / "run.db", "--", PYTHON, script], start_new_session=True,
-                           env=top.env)
+    """)
+    )
+    rec = subprocess.Popen(
+        [
+            PROGRAM,
+            "record",
+            "-q",
+            "--stall-after",
+            "2",
+            "-o",
+            tmp_path / "run.db",
+            "--",
+            PYTHON,
+            script,
+        ],
+        start_new_session=True,
+        env=top.env,
+    )
     try:
         time.sleep(6)  # steps for ~0.3 s, then stuck: well past 2 s
         t = top()
@@ -217,8 +257,10 @@ def test_busiest_disk_and_link(top, tmp_path):
     stop = threading.Event()
 
     def table(received):  # always as long: rewritten in place (the collector keeps it open)
-        return ("Inter-|   Receive\n face |bytes\n"
-                f"  eth0: {received:>16} 1 0 0 0 0 0 0 1000 1 0 0 0 0 0 0\n").encode()
+        return (
+            "Inter-|   Receive\n face |bytes\n"
+            f"  eth0: {received:>16} 1 0 0 0 0 0 0 1000 1 0 0 0 0 0 0\n"
+        ).encode()
 
     dev.write_bytes(table(0))
 
@@ -232,8 +274,10 @@ def test_busiest_disk_and_link(top, tmp_path):
 
     feeder = threading.Thread(target=traffic)
     feeder.start()
-    writer = subprocess.Popen(["dd", "if=/dev/zero", f"of={tmp_path / 'big'}", "bs=1M",
-                               "count=4000", "oflag=direct"], stderr=subprocess.DEVNULL)
+    writer = subprocess.Popen(
+        ["dd", "if=/dev/zero", f"of={tmp_path / 'big'}", "bs=1M", "count=4000", "oflag=direct"],
+        stderr=subprocess.DEVNULL,
+    )
     try:
         t = top(f"TRAINPROF_SYSROOT={root}", width=100)
         t.wait_for("busiest link eth0")
@@ -282,13 +326,21 @@ def test_a_recordings_directory_not_the_users_own_is_refused_and_said(top, tmp_p
         else:
             (tmp_path / f"{kind}-target").mkdir(mode=0o700)
             records.symlink_to(tmp_path / f"{kind}-target")
-        r = trainprof("record", "-q", "-o", tmp_path / f"{kind}.db", "--", "true",
-                      env={"XDG_RUNTIME_DIR": str(xdg)})
+        r = trainprof(
+            "record",
+            "-q",
+            "-o",
+            tmp_path / f"{kind}.db",
+            "--",
+            "true",
+            env={"XDG_RUNTIME_DIR": str(xdg)},
+        )
         assert r.returncode == 0
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and "`trainprof top` will not see this recording" in lines[0]
-        assert ("open to other users (mode 0777)" if kind == "open" else "symbolic link") \
-            in lines[0], lines
+        assert ("open to other users (mode 0777)" if kind == "open" else "symbolic link") in lines[
+            0
+        ], lines
         target = records if kind == "open" else tmp_path / f"{kind}-target"
         assert os.listdir(target) == []
         t = top(f"XDG_RUNTIME_DIR={xdg}")

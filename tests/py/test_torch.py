@@ -7,7 +7,6 @@ import subprocess
 import textwrap
 
 import pytest
-
 from conftest import PYTHON, ROOT, OthersCpu, report_json, trainprof, words
 
 VENV_BIN = ROOT / ".venv" / "bin"
@@ -58,8 +57,20 @@ if __name__ == "__main__":
 def record_training(run_file, *args, env=None):
     script = run_file.parent / "train.py"
     script.write_text(TRAIN)
-    r = trainprof("record", "-q", "--interval", "0.05", "-o", run_file, "--", PYTHON, script,
-                  *map(str, args), env=env, timeout=300)
+    r = trainprof(
+        "record",
+        "-q",
+        "--interval",
+        "0.05",
+        "-o",
+        run_file,
+        "--",
+        PYTHON,
+        script,
+        *map(str, args),
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return report_json(run_file)
 
@@ -112,8 +123,10 @@ def test_cpu_heavy_loader_is_input_bound_on_busy_cpus(run_file):
         return
     [verdict] = found
     # the CPUs busy: by its own workers, or (others competing) by both
-    assert verdict["evidence"]["cause"] in (("cpu", "contention") if load.busy else ("cpu",)), \
-        (load.cpus, verdict)
+    assert verdict["evidence"]["cause"] in (("cpu", "contention") if load.busy else ("cpu",)), (
+        load.cpus,
+        verdict,
+    )
     assert verdict["evidence"]["cpu_util_p50_percent"] >= 90
     assert verdict["evidence"]["over"] == "steps"
     assert "more workers won't help" in verdict["message"]
@@ -186,7 +199,9 @@ def test_a_validation_pass_counts_but_takes_no_share(run_file):
 
 # An evaluation every 5 steps, in the middle of the epochs (as the Trainer's
 # eval_steps and Lightning's val_check_interval run it), over a slow loader.
-EVALUATE_MID_EPOCH = TRAIN_AND_VALIDATE.split("for epoch in range(2):")[0] + """
+EVALUATE_MID_EPOCH = (
+    TRAIN_AND_VALIDATE.split("for epoch in range(2):")[0]
+    + """
 for epoch in range(2):
     for step, (x, y) in enumerate(train):
         opt.zero_grad()
@@ -199,6 +214,7 @@ for epoch in range(2):
                     model(vx)
             model.train()
 """
+)
 
 
 def test_an_evaluation_mid_epoch_is_in_no_step(run_file):
@@ -208,8 +224,10 @@ def test_an_evaluation_mid_epoch_is_in_no_step(run_file):
     epoch, and the slow evaluation loader makes no input-bound verdict."""
     record_script(run_file, EVALUATE_MID_EPOCH)
     rep = report_json(run_file)
-    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == \
-        [(0, 20, 640), (1, 20, 640)]
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+        (0, 20, 640),
+        (1, 20, 640),
+    ]
     nxt, fwd = timing(rep, "dataloader_next"), timing(rep, "forward")
     assert nxt["count"] == 2 * 21 + 8 * 21 and fwd["count"] == 2 * 20 + 8 * 20
     # 8 evaluations of 20 fetches of 16 ms: 2.5 s, none of it in a step
@@ -225,7 +243,9 @@ def test_an_evaluation_mid_epoch_is_in_no_step(run_file):
 
 # An auxiliary loader run to its end inside each step, its batches taken by a
 # training forward before the step's backward: that pass is part of the step.
-AUXILIARY_PASS = TRAIN_AND_VALIDATE.split("for epoch in range(2):")[0] + """
+AUXILIARY_PASS = (
+    TRAIN_AND_VALIDATE.split("for epoch in range(2):")[0]
+    + """
 aux = DataLoader(TensorDataset(torch.randn(64, 256)), batch_size=32)
 for epoch in range(2):
     for x, y in train:
@@ -236,13 +256,16 @@ for epoch in range(2):
         loss.backward()
         opt.step()
 """
+)
 
 
 def test_a_loader_pass_with_training_work_stays_in_the_step(run_file):
     record_script(run_file, AUXILIARY_PASS)
     rep = report_json(run_file)
-    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == \
-        [(0, 20, 640), (1, 20, 640)]
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+        (0, 20, 640),
+        (1, 20, 640),
+    ]
     for name in ("forward", "backward", "optimizer_step"):
         t = timing(rep, name)
         inside = t["in_steps_s"] + t["in_profiled_steps_s"] + t["in_warmup_steps_s"]
@@ -251,8 +274,7 @@ def test_a_loader_pass_with_training_work_stays_in_the_step(run_file):
         assert db.execute("SELECT count(*) FROM marks WHERE kind = 'step_end'").fetchone()[0] == 0
 
 
-@pytest.mark.parametrize("workers, method", [(2, "fork"), (4, "fork"), (2, "spawn"),
-                                             (4, "spawn")])
+@pytest.mark.parametrize("workers, method", [(2, "fork"), (4, "fork"), (2, "spawn"), (4, "spawn")])
 def test_dataloader_workers(run_file, workers, method):
     rep = record_training(run_file, 512, 16, 16, 16, 0.002, workers, method, 1)
     assert timing(rep, "dataloader_next")["count"] == 32 + 1
@@ -263,7 +285,8 @@ def test_dataloader_workers(run_file, workers, method):
 
 def test_device_transfers_are_timed(run_file, tmp_path):
     script = tmp_path / "moves.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import torch
         x = torch.ones(4)
         for _ in range(5):
@@ -271,7 +294,8 @@ def test_device_transfers_are_timed(run_file, tmp_path):
             x.to(torch.float64)       # a dtype change: not a transfer
             x.to("cpu")               # stays: not a transfer
         assert x.sum().item() == 4.0  # CPU tensor: not a device-to-host copy
-    """))
+    """)
+    )
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=120)
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
@@ -281,7 +305,8 @@ def test_device_transfers_are_timed(run_file, tmp_path):
 
 def test_torchrun_ranks_record_reduce_metrics(run_file, tmp_path):
     script = tmp_path / "ddp.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import torch, torch.distributed as dist
         dist.init_process_group("gloo")
         t = torch.ones(8)
@@ -289,9 +314,21 @@ def test_torchrun_ranks_record_reduce_metrics(run_file, tmp_path):
             dist.all_reduce(t)
         dist.barrier()
         dist.destroy_process_group()
-    """))
-    r = trainprof("record", "-q", "-o", run_file, "--", VENV_BIN / "torchrun", "--standalone",
-                  "--nproc_per_node", "2", script, timeout=300)
+    """)
+    )
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run_file,
+        "--",
+        VENV_BIN / "torchrun",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        script,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
     for rank in (0, 1):
@@ -304,14 +341,19 @@ def test_auto_instrumentation_can_be_turned_off(run_file):
 
 
 def test_nothing_loads_outside_record():
-    out = subprocess.run([PYTHON, "-c", "import sys, torch; print('trainprof' in sys.modules)"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [PYTHON, "-c", "import sys, torch; print('trainprof' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert out == "False"
 
 
 def test_dataloader_workers_are_named_tracks(run_file, tmp_path):
     script = tmp_path / "workers.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import torch, trainprof
         from torch.utils.data import DataLoader, Dataset
         class D(Dataset):
@@ -325,13 +367,17 @@ def test_dataloader_workers_are_named_tracks(run_file, tmp_path):
                 for _ in DataLoader(D(), batch_size=4, num_workers=2,
                                     multiprocessing_context=method):
                     pass
-    """))
+    """)
+    )
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
     assert r.returncode == 0, r.stderr
     assert timing(report_json(run_file), "load_item")["count"] == 32
     trace = json.loads(trainprof("export", run_file).stdout)
-    names = [e["args"]["name"] for e in trace["traceEvents"]
-             if e["ph"] == "M" and e["name"] == "process_name"]
+    names = [
+        e["args"]["name"]
+        for e in trace["traceEvents"]
+        if e["ph"] == "M" and e["name"] == "process_name"
+    ]
     assert sum(n.startswith("DataLoader worker 0 ") for n in names) == 2  # fork and spawn
     assert sum(n.startswith("DataLoader worker 1 ") for n in names) == 2
 
@@ -470,11 +516,13 @@ def test_step_closure_is_train_batch_not_optimizer_step(run_file):
         inside = db.execute(
             "SELECT count(*) FROM regions o JOIN regions f ON f.tid = o.tid"
             " AND f.start_ns >= o.start_ns AND f.end_ns <= o.end_ns"
-            " WHERE o.name = 'optimizer_step' AND f.name IN ('forward', 'backward')").fetchone()
+            " WHERE o.name = 'optimizer_step' AND f.name IN ('forward', 'backward')"
+        ).fetchone()
         outside = db.execute(
             "SELECT count(*) FROM regions o WHERE o.name = 'optimizer_step' AND NOT EXISTS"
             " (SELECT 1 FROM regions t WHERE t.tid = o.tid AND t.name = 'train_batch'"
-            " AND t.start_ns <= o.start_ns AND t.end_ns >= o.end_ns)").fetchone()
+            " AND t.start_ns <= o.start_ns AND t.end_ns >= o.end_ns)"
+        ).fetchone()
     assert inside == (0,) and outside == (0,)
 
 
@@ -551,8 +599,11 @@ def test_every_batch_is_a_step_however_the_loop_ends_an_epoch(run_file):
     record_script(run_file, LOOP_STYLES)
     rep = report_json(run_file)
     assert timing(rep, "train_batch")["count"] == 60
-    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == \
-        [(0, 20, 640), (1, 20, 640), (2, 20, 640)]
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+        (0, 20, 640),
+        (1, 20, 640),
+        (2, 20, 640),
+    ]
     assert rep["steps"][0]["count"] == 60
 
 
@@ -602,8 +653,11 @@ def test_micro_batches_fetched_first_are_one_step(run_file):
     rep = report_json(run_file)
     assert timing(rep, "train_batch")["count"] == 15
     assert timing(rep, "forward")["count"] == 60
-    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == \
-        [(0, 5, 640), (1, 5, 640), (2, 5, 640)]
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+        (0, 5, 640),
+        (1, 5, 640),
+        (2, 5, 640),
+    ]
     assert rep["steps"][0]["count"] == 15
     for name in ("forward", "backward", "optimizer_step", "train_batch"):
         t = timing(rep, name)
@@ -631,8 +685,10 @@ def test_fetches_with_no_work_seen_are_a_step_each(run_file):
     next epoch and at the end), so each step lasts its batch's 20 ms."""
     record_script(run_file, WORK_OUT_OF_SIGHT)
     rep = report_json(run_file)
-    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == \
-        [(0, 20, 640), (1, 20, 640)]
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+        (0, 20, 640),
+        (1, 20, 640),
+    ]
     steps = rep["steps"][0]
     assert steps["count"] == 40
     assert steps["p50_s"] >= 0.02 and steps["total_s"] >= 40 * 0.02, steps

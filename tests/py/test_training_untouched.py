@@ -33,8 +33,10 @@ def test_import_torch_loads_only_trainprof_besides(run_file):
 def test_deferred_parts_apply_once_the_script_imports_them(run_file):
     """The functional collectives' timing and Dynamo's stand-ins wait for the
     script's own import of those modules, and are there once it happens."""
-    code = ("import torch, torch._dynamo, torch.distributed._functional_collectives as f; "
-            "print(hasattr(f.all_reduce, '__trainprof_wrapped__'))")
+    code = (
+        "import torch, torch._dynamo, torch.distributed._functional_collectives as f; "
+        "print(hasattr(f.all_reduce, '__trainprof_wrapped__'))"
+    )
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, "-c", code, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True"]

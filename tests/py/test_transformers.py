@@ -8,7 +8,6 @@ saves) are the ground truth."""
 import json
 
 import pytest
-
 from conftest import PYTHON, report_json, trainprof
 
 pytest.importorskip("transformers")
@@ -59,8 +58,9 @@ def timing(rep, name):
 def test_trainer_with_accumulation_evaluations_and_checkpoints(tmp_path, run_file):
     script = tmp_path / "hf.py"
     script.write_text(SCRIPT)
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, tmp_path / "out",
-                  timeout=600)
+    r = trainprof(
+        "record", "-q", "-o", run_file, "--", PYTHON, script, tmp_path / "out", timeout=600
+    )
     assert r.returncode == 0, r.stderr
     truth = json.loads(r.stdout.splitlines()[-1])
     rep = report_json(run_file)

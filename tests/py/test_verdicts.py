@@ -14,8 +14,22 @@ GIB = 1 << 30
 
 def node(tmp_path, name, gpus=2, first_rank=0):
     path = tmp_path / f"{name}.db"
-    subprocess.run([ROOT / "build" / "bench" / "gen_run", path, "0.02", "0.5", "2", str(gpus),
-                    "1", "1", name, str(first_rank)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            ROOT / "build" / "bench" / "gen_run",
+            path,
+            "0.02",
+            "0.5",
+            "2",
+            str(gpus),
+            "1",
+            "1",
+            name,
+            str(first_rank),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return path
 
 
@@ -25,9 +39,12 @@ def set_stat(path, metric, labels, tables=("summary_series", "summary_series_ste
     with sqlite3.connect(path) as db:
         sets = ", ".join(f"{k} = ?" for k in stats)
         for table in tables:
-            n = db.execute(f"UPDATE {table} SET {sets} WHERE series_id = (SELECT s.id FROM"
-                           " series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ? AND"
-                           " s.labels = ?)", (*stats.values(), metric, labels)).rowcount
+            n = db.execute(
+                f"UPDATE {table} SET {sets} WHERE series_id = (SELECT s.id FROM"
+                " series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ? AND"
+                " s.labels = ?)",
+                (*stats.values(), metric, labels),
+            ).rowcount
             assert n == 1, (table, metric, labels)
 
 
@@ -84,7 +101,10 @@ def test_every_agent_is_checked_and_named(tmp_path):
     set_stat(b, "cpu_util_percent", "{}", mean=95.0)
     found = verdicts(a, b)
     assert sorted((k, ev["agent"]) for k, ev, _ in found) == [
-        ("cpu_saturated", "node-1"), ("gpu_underused", "node-1"), ("memory_pressure", "node-1")]
+        ("cpu_saturated", "node-1"),
+        ("gpu_underused", "node-1"),
+        ("memory_pressure", "node-1"),
+    ]
     messages = " ".join(m for _, _, m in found)
     assert "GPU 1 of node-1 (Synthetic GPU 80GB) is under-used" in messages
     assert "Host memory of node-1 is near full" in messages
@@ -103,9 +123,11 @@ def test_a_link_near_its_speed(tmp_path):
     assert "receiving at 96% of its 12.50 GB/s" in msg
     # a link whose speed is unknown (a virtual NIC) is never judged
     with sqlite3.connect(path) as db:
-        db.execute("DELETE FROM summary_series WHERE series_id IN (SELECT s.id FROM series s"
-                   " JOIN metric m ON m.id = s.metric_id"
-                   " WHERE m.name = 'net_link_speed_bytes_per_s')")
+        db.execute(
+            "DELETE FROM summary_series WHERE series_id IN (SELECT s.id FROM series s"
+            " JOIN metric m ON m.id = s.metric_id"
+            " WHERE m.name = 'net_link_speed_bytes_per_s')"
+        )
     assert verdicts(path) == []
 
 
@@ -113,17 +135,21 @@ def slow_input(path):
     """Makes rank 0's wait for batches half of its step time (as its stored
     timings say)."""
     with sqlite3.connect(path) as db:
-        db.execute("UPDATE summary_timing SET in_steps_s = (SELECT total_s * 0.5 FROM"
-                   " summary_step WHERE rank = 0) WHERE rank = 0 AND name = 'dataloader_next'")
+        db.execute(
+            "UPDATE summary_timing SET in_steps_s = (SELECT total_s * 0.5 FROM"
+            " summary_step WHERE rank = 0) WHERE rank = 0 AND name = 'dataloader_next'"
+        )
 
 
 def test_input_bound_says_why_loading_is_slow(tmp_path):
     """The advice follows the machine: busy CPUs (more workers won't help),
     tasks waiting on storage (the data's place and format), or neither (more
     workers). Medians over the run, so the start-up counts little."""
+
     def input_verdict(path):
         [(kind, ev, msg)] = [x for x in verdicts(path) if x[0] == "input_bound"]
         return ev, msg
+
     workers = node(tmp_path, "workers")
     slow_input(workers)
     ev, msg = input_verdict(workers)
@@ -163,9 +189,11 @@ def test_the_rules_judge_the_training_steps(tmp_path):
     """The figures over the agent's steps decide, not the whole run's, which
     the start-up (importing torch on one core, preparing data) waters down;
     a file stored before them is judged on the whole run."""
+
     def input_cause(path):
         [(ev, msg)] = [(ev, msg) for kind, ev, msg in verdicts(path) if kind == "input_bound"]
         return ev["cause"], ev["over"], msg
+
     path = node(tmp_path, "steps")
     slow_input(path)
     set_stat(path, "cpu_util_percent", "{}", tables=["summary_series_steps"], p50=97.0)
@@ -193,18 +221,34 @@ def test_gpus_the_job_never_used_get_no_verdict(tmp_path):
     no verdict, and the report says they were not the job's."""
     from conftest import FAKE_NVML
     from test_timings import EMIT
+
     run = tmp_path / "one-of-two.db"
     # the fake's GPUs are 50 % and 60 % busy: both under the target
-    r = trainprof("record", "-q", "-i", "0.05", "-o", run, "--", EMIT, "slow_epochs",
-                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2",
-                       "EMIT_CUDA_DEVICE": "fake-0000"})
+    r = trainprof(
+        "record",
+        "-q",
+        "-i",
+        "0.05",
+        "-o",
+        run,
+        "--",
+        EMIT,
+        "slow_epochs",
+        env={
+            "TRAINPROF_NVML_LIB": FAKE_NVML,
+            "FAKE_NVML_GPUS": "2",
+            "EMIT_CUDA_DEVICE": "fake-0000",
+        },
+    )
     assert r.returncode == 0, r.stderr
     rep = json.loads(trainprof("report", "--json", run).stdout)
     assert [g["used"] for g in rep["agents"][0]["gpus"]] == [True, False]
     underused = [ev["gpu"] for k, ev, _ in verdicts(run) if k == "gpu_underused"]
     assert underused == [0]
-    assert "gpu=1  Fake GPU 1  GPU-fake-0001  energy from counter  (not this job's" in \
-        trainprof("report", run).stdout
+    assert (
+        "gpu=1  Fake GPU 1  GPU-fake-0001  energy from counter  (not this job's"
+        in trainprof("report", run).stdout
+    )
     # NVML's process list names the job's process on GPU 1 too: both used
     with sqlite3.connect(run) as db:
         pid = db.execute("SELECT pid FROM thread LIMIT 1").fetchone()[0]
@@ -231,15 +275,29 @@ def test_a_busy_gpu_whose_sms_are_idle_is_under_used(tmp_path):
     40 % of SM time busy is under-used, with 50 % it is not."""
     from conftest import FAKE_NVML
     from test_timings import EMIT
+
     run = tmp_path / "gpm.db"
-    r = trainprof("record", "-q", "-i", "0.1", "-o", run, "--", "sh", "-c",
-                  f"{EMIT} slow_epochs; sleep 2.5; {EMIT} slow_epochs",
-                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"})
+    r = trainprof(
+        "record",
+        "-q",
+        "-i",
+        "0.1",
+        "-o",
+        run,
+        "--",
+        "sh",
+        "-c",
+        f"{EMIT} slow_epochs; sleep 2.5; {EMIT} slow_epochs",
+        env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"},
+    )
     assert r.returncode == 0, r.stderr
     for gpu in ("0", "1"):
         set_stat(run, "gpu_util_percent", f'{{"gpu":"{gpu}"}}', mean=98.0, p50=99.0)
-    found = [(ev["gpu"], ev.get("sm_active_mean_percent"), msg)
-             for k, ev, msg in verdicts(run) if k == "gpu_underused"]
+    found = [
+        (ev["gpu"], ev.get("sm_active_mean_percent"), msg)
+        for k, ev, msg in verdicts(run)
+        if k == "gpu_underused"
+    ]
     assert [(g, sm) for g, sm, _ in found] == [(0, 40.0)]  # the fake's GPM: 40 %, 50 %
     assert "its SMs were busy only 40% of it (GPM's SM activity)" in found[0][2]
 
@@ -251,21 +309,41 @@ def test_mig_instances_map_ranks_and_are_judged_on_their_own_memory(tmp_path):
     instance against the instance's memory, not the card's."""
     from conftest import FAKE_NVML
     from test_timings import EMIT
+
     run = tmp_path / "mig.db"
     env = {"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2", "FAKE_NVML_MIG": "1"}
-    command = (f"RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 EMIT_CUDA_DEVICE=fake-0000-1 {EMIT} "
-               f"slow_epochs & RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 CUDA_VISIBLE_DEVICES=MIG-fake-"
-               f"0000-0 {EMIT} slow_epochs & wait")
-    r = trainprof("record", "-q", "-i", "0.05", "-o", run, "--", "env", "-u",
-                  "CUDA_VISIBLE_DEVICES", "sh", "-c", command, env=env)
+    command = (
+        f"RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 EMIT_CUDA_DEVICE=fake-0000-1 {EMIT} "
+        f"slow_epochs & RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 CUDA_VISIBLE_DEVICES=MIG-fake-"
+        f"0000-0 {EMIT} slow_epochs & wait"
+    )
+    r = trainprof(
+        "record",
+        "-q",
+        "-i",
+        "0.05",
+        "-o",
+        run,
+        "--",
+        "env",
+        "-u",
+        "CUDA_VISIBLE_DEVICES",
+        "sh",
+        "-c",
+        command,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     rep = json.loads(trainprof("report", "--json", run).stdout)
     assert {x["rank"]: x["gpu"] for x in rep["ranks"]["per_rank"]} == {0: 0, 1: 0}
     assert any("unavailable: MIG" in u["reason"] for u in rep["agents"][0]["unavailable"])
     # instance 1 near its 10 GiB; the card's total would be far from full
     set_stat(run, "gpu_mem_used_bytes", '{"gpu":"0","mig":"1"}', max=9.8 * GIB)
-    memory = [(ev["gpu"], ev.get("mig"), ev["mem_total_bytes"], msg)
-              for k, ev, msg in verdicts(run) if k == "memory_pressure"]
+    memory = [
+        (ev["gpu"], ev.get("mig"), ev["mem_total_bytes"], msg)
+        for k, ev, msg in verdicts(run)
+        if k == "memory_pressure"
+    ]
     assert [m[:3] for m in memory] == [(0, 1, 10 * GIB)]
     assert "GPU 0 (MIG instance 1) memory came within 2% of full" in memory[0][3]
 
@@ -276,9 +354,20 @@ def test_a_gpu_held_back_by_heat_is_named_from_nvmls_reasons(tmp_path):
     0 never. Heat is a verdict; a power cap alone is a busy GPU's lot."""
     from conftest import FAKE_NVML
     from test_timings import EMIT
+
     run = tmp_path / "reasons.db"
-    r = trainprof("record", "-q", "-i", "0.05", "-o", run, "--", EMIT, "slow_epochs",
-                  env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"})
+    r = trainprof(
+        "record",
+        "-q",
+        "-i",
+        "0.05",
+        "-o",
+        run,
+        "--",
+        EMIT,
+        "slow_epochs",
+        env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"},
+    )
     assert r.returncode == 0, r.stderr
     found = [(ev, msg) for k, ev, msg in verdicts(run) if k == "gpu_throttled"]
     assert [ev["gpu"] for ev, _ in found] == [1]
@@ -288,6 +377,8 @@ def test_a_gpu_held_back_by_heat_is_named_from_nvmls_reasons(tmp_path):
     assert [g["slowdown"]["reasons"] for g in rep["agents"][0]["gpus"]] == [0, 0x24]
     text = words(trainprof("report", run).stdout)
     assert "gpu=0 never held below its top clock" in text
-    assert ("gpu=1 held below its top clock 100% of the time, by its power cap and its "
-            "temperature limit") in text
+    assert (
+        "gpu=1 held below its top clock 100% of the time, by its power cap and its "
+        "temperature limit"
+    ) in text
     assert "gpu_clock_event_reasons" not in text  # a bitmask has no mean to show

@@ -26,10 +26,14 @@ INT64_MIN = -(2**63)
 
 
 def run(program, *args, expect=(0,)):
-    env = dict(os.environ, UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1",
-               ASAN_OPTIONS="abort_on_error=1")
-    r = subprocess.run([program, *map(str, args)], capture_output=True, text=True, env=env,
-                       timeout=120)
+    env = dict(
+        os.environ,
+        UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1",
+        ASAN_OPTIONS="abort_on_error=1",
+    )
+    r = subprocess.run(
+        [program, *map(str, args)], capture_output=True, text=True, env=env, timeout=120
+    )
     bad = "runtime error" in r.stderr or "Sanitizer" in r.stderr
     if r.returncode not in expect or bad:
         sys.exit(f"{' '.join(map(str, args))}: status {r.returncode}\n{r.stderr[-3000:]}")
@@ -48,20 +52,27 @@ def edited(golden, name, tmp, *sql):
 def main():
     program, golden = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as tmp:
-        f = edited(golden, "example.db", tmp,
-                   f"UPDATE region SET end_ns = {INT64_MIN} WHERE rowid IN"
-                   " (SELECT rowid FROM region LIMIT 50)")
+        f = edited(
+            golden,
+            "example.db",
+            tmp,
+            f"UPDATE region SET end_ns = {INT64_MIN} WHERE rowid IN"
+            " (SELECT rowid FROM region LIMIT 50)",
+        )
         run(program, "summarize", "--force", f)
         run(program, "report", "--json", f)
-        a = edited(golden, "node_a.db", tmp,
-                   f"UPDATE meta SET value = '{INT64_MIN + 8}' WHERE key = 'start_wall_ns'")
+        a = edited(
+            golden,
+            "node_a.db",
+            tmp,
+            f"UPDATE meta SET value = '{INT64_MIN + 8}' WHERE key = 'start_wall_ns'",
+        )
         b = os.path.join(tmp, "node_b.db")
         shutil.copy(os.path.join(golden, "node_b.db"), b)
         r = run(program, "merge", "-o", os.path.join(tmp, "m.db"), a, b, expect=(2,))
         if "start time that is no time" not in r.stderr:
             sys.exit(f"merge: {r.stderr}")
-        s = edited(golden, "stacks.db", tmp,
-                   "DELETE FROM thread WHERE name = 'trainprof-stack'")
+        s = edited(golden, "stacks.db", tmp, "DELETE FROM thread WHERE name = 'trainprof-stack'")
         run(program, "report", s)
         run(program, "report", "--json", s)
         run(program, "html", "-o", os.path.join(tmp, "s.html"), s)
@@ -78,8 +89,10 @@ def killed_command(program, tmp):
         meta = dict(db.execute("SELECT key, value FROM meta"))
     key = f"proc.{meta.get('child_pid')}.status"
     if meta.get(key) != "signal 9":
-        sys.exit(f"record: {key} is {meta.get(key)!r}; proc keys: "
-                 f"{ {k: v for k, v in meta.items() if k.startswith('proc.') or not k.isprintable()} }")
+        sys.exit(
+            f"record: {key} is {meta.get(key)!r}; proc keys: "
+            f"{ {k: v for k, v in meta.items() if k.startswith('proc.') or not k.isprintable()} }"
+        )
 
 
 if __name__ == "__main__":

@@ -25,9 +25,9 @@ import threading
 import weakref
 
 from trainprof import _native
+from trainprof.patches.common import count_samples, tracker
 from trainprof.steps.facts import send as send_facts
 from trainprof.steps.framework_loop import R_EVALUATE, FrameworkLoop, wrap_method
-from trainprof.patches.common import count_samples, tracker
 
 loop = FrameworkLoop("ignite")
 
@@ -95,11 +95,13 @@ def _attach(engine, events):
         return
     _attached.add(engine)
     hooks = _Hooks()
-    for event, handler in ((events.EPOCH_STARTED, hooks.epoch_started),
-                           (events.GET_BATCH_STARTED, hooks.get_batch_started),
-                           (events.ITERATION_STARTED, hooks.iteration_started),
-                           (events.ITERATION_COMPLETED, hooks.iteration_completed),
-                           (events.EPOCH_COMPLETED, hooks.epoch_completed)):
+    for event, handler in (
+        (events.EPOCH_STARTED, hooks.epoch_started),
+        (events.GET_BATCH_STARTED, hooks.get_batch_started),
+        (events.ITERATION_STARTED, hooks.iteration_started),
+        (events.ITERATION_COMPLETED, hooks.iteration_completed),
+        (events.EPOCH_COMPLETED, hooks.epoch_completed),
+    ):
         engine.add_event_handler(event, handler)
 
 
@@ -141,8 +143,11 @@ class _Hooks:
 
     def iteration_completed(self, engine):
         global _trainer
-        if _trainer is None and _running.engines[-1:] == (engine,) and \
-                _work() != self.iteration_work:
+        if (
+            _trainer is None
+            and _running.engines[-1:] == (engine,)
+            and _work() != self.iteration_work
+        ):
             _trainer = weakref.ref(engine)  # it trains: its events mark from now on
             send_facts((("framework", "ignite"),))
             if loop.marks_steps():  # its first step, and its epoch, where they began

@@ -25,10 +25,16 @@ import sys
 import threading
 
 from trainprof import _native
+from trainprof.startup.swallowed import swallowed
 from trainprof.steps import state as _state
-from trainprof.steps.framework_loop import R_CHECKPOINT, R_EVALUATE, FrameworkLoop, end_train_batch
 from trainprof.steps.facts import send as send_facts
-from trainprof.steps.framework_loop import wrap_method
+from trainprof.steps.framework_loop import (
+    R_CHECKPOINT,
+    R_EVALUATE,
+    FrameworkLoop,
+    end_train_batch,
+    wrap_method,
+)
 
 loop = FrameworkLoop("keras")
 
@@ -62,7 +68,8 @@ def patch_keras(keras):
 def _backend_name(keras):
     try:
         return str(keras.backend.backend())
-    except Exception:
+    except Exception as e:  # noqa: BLE001 - said; Keras versions differ here
+        swallowed("reading Keras's backend", e)
         return "unknown"
 
 
@@ -181,7 +188,7 @@ class _Hooks:
         try:
             size, batches = adapter.batch_size, adapter.num_batches
             last = adapter.partial_batch_size if adapter.has_partial_batch else size
-        except Exception:
+        except (AttributeError, NotImplementedError):  # an adapter without sizes (a generator's)
             size = batches = last = None
         if size and batches:
             self.sizes = (int(size), int(batches), int(last or size))

@@ -25,6 +25,7 @@ import os
 import sys
 
 from trainprof import _native
+from trainprof.startup.swallowed import swallowed
 from trainprof.steps import facts as _facts
 from trainprof.steps import state as _state
 from trainprof.steps.framework_loop import taken_fetch as _taken_fetch
@@ -42,8 +43,11 @@ def callbacks_pl():
 
 def _callbacks(package):
     tp_torch = sys.modules.get("trainprof.torch")
-    if (not os.environ.get("TRAINPROF_SOCKET") or tp_torch is None
-            or not getattr(tp_torch, "_installed", False)):
+    if (
+        not os.environ.get("TRAINPROF_SOCKET")
+        or tp_torch is None
+        or not getattr(tp_torch, "_installed", False)
+    ):
         return []  # not under record, or PyTorch not instrumented
     base = getattr(sys.modules.get(package), "Callback", None)
     if base is None:
@@ -76,7 +80,8 @@ class _Hooks:
         _taken_fetch()
         try:  # the training loader's settings, for the advice (Lightning's own loop
             loader = trainer.train_dataloader  # iterates it, not the script)
-        except Exception:
+        except Exception as e:  # noqa: BLE001 - said; a trainer may raise anything here
+            swallowed("reading Lightning's train_dataloader", e)
             loader = None
         if hasattr(loader, "num_workers"):  # one DataLoader (not several combined)
             _facts.note_loader(loader)

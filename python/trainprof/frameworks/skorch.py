@@ -6,9 +6,9 @@ validation pass each epoch (run_single_epoch with training=False) and its
 inference (forward_iter: predict, predict_proba, evaluation outside fit)
 are evaluate pauses, which end a step that their update left open."""
 
+from trainprof.patches.common import R_EVALUATE, timed_pause
 from trainprof.steps.facts import send as send_facts
 from trainprof.steps.framework_loop import wrap_method
-from trainprof.patches.common import R_EVALUATE, timed_pause
 
 
 def patch_net(net_module):

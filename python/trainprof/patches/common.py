@@ -80,8 +80,16 @@ begin, end = _native.begin, _native.end
 is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 
 # What each recording call gives back, for its stand-in while Dynamo traces
-_NATIVE_CALLS = {"begin": None, "end": None, "span": None, "now_ns": 0, "step": None,
-                 "epoch": None, "samples": None, "device_time": None}
+_NATIVE_CALLS = {
+    "begin": None,
+    "end": None,
+    "span": None,
+    "now_ns": 0,
+    "step": None,
+    "epoch": None,
+    "samples": None,
+    "device_time": None,
+}
 
 
 def trace_recording_as_nothing(_dynamo=None):
@@ -94,6 +102,7 @@ def trace_recording_as_nothing(_dynamo=None):
     if substitute is None:
         return
     for name, result in _NATIVE_CALLS.items():
+
         def nothing(*args, _result=result, **kwargs):
             return _result
 
@@ -142,8 +151,12 @@ def seen_module_input(module, args):
     sequence-first and its batch is the pending batch's second dimension
     (and not its first), the samples are counted on dimension 1 from now on."""
     pending = local.pending
-    if (pending is None or not isinstance(module, SampleDim.SEQ_FIRST_MODULES)
-            or getattr(module, "batch_first", True) or not args):
+    if (
+        pending is None
+        or not isinstance(module, SampleDim.SEQ_FIRST_MODULES)
+        or getattr(module, "batch_first", True)
+        or not args
+    ):
         return
     x = args[0]
     if isinstance(x, torch.Tensor) and x.ndim == 3 and x.shape[1] == pending[1] != pending[0]:

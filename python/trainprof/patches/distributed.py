@@ -17,25 +17,47 @@ import os
 import torch
 
 from trainprof import _native
-from trainprof.startup.after_import import after_import
 from trainprof.patches.common import R_REDUCE, begin, end
 from trainprof.patches.common import is_compiling as _is_compiling
 from trainprof.patches.common import local as _local
 from trainprof.patches.device import cuda_of as _cuda_of
 from trainprof.patches.device import device_times as _device_times
 from trainprof.patches.funcol import patch_functional_collectives
+from trainprof.startup.after_import import after_import
 
 _Work = ()  # torch.distributed.Work, once patched (isinstance of () is False)
 
 # torch.distributed's communication, timed as reduce_metrics: collectives
 # (FSDP2 issues all_gather_single and reduce_scatter_single) and point to point
 # (pipeline stages)
-_COLLECTIVES = ("all_reduce", "all_reduce_coalesced", "all_gather", "all_gather_coalesced",
-                "all_gather_into_tensor", "all_gather_single", "broadcast", "reduce",
-                "reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single", "barrier",
-                "monitored_barrier", "gather", "scatter", "all_to_all", "all_to_all_single",
-                "all_gather_object", "broadcast_object_list", "gather_object",
-                "scatter_object_list", "send", "recv", "isend", "irecv", "batch_isend_irecv")
+_COLLECTIVES = (
+    "all_reduce",
+    "all_reduce_coalesced",
+    "all_gather",
+    "all_gather_coalesced",
+    "all_gather_into_tensor",
+    "all_gather_single",
+    "broadcast",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "reduce_scatter_single",
+    "barrier",
+    "monitored_barrier",
+    "gather",
+    "scatter",
+    "all_to_all",
+    "all_to_all_single",
+    "all_gather_object",
+    "broadcast_object_list",
+    "gather_object",
+    "scatter_object_list",
+    "send",
+    "recv",
+    "isend",
+    "irecv",
+    "batch_isend_irecv",
+)
 _LEAVE_WORK = ("isend", "irecv", "batch_isend_irecv")  # return work under way, always
 
 
@@ -198,8 +220,10 @@ def _builtin_equivalent(comm_hook_type):
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
     name = getattr(comm_hook_type, "name", str(comm_hook_type))
-    return {"ALLREDUCE": default_hooks.allreduce_hook,
-            "FP16_COMPRESS": default_hooks.fp16_compress_hook}.get(name)
+    return {
+        "ALLREDUCE": default_hooks.allreduce_hook,
+        "FP16_COMPRESS": default_hooks.fp16_compress_hook,
+    }.get(name)
 
 
 def _ddp_note(how):

@@ -34,12 +34,27 @@ import weakref
 
 import torch
 
-from trainprof.steps import facts as _facts
-from trainprof.patches.common import (R_FORWARD, R_TRAIN, SampleDim, begin, count_samples, end,
-                            flush_samples, seen_module_input, tracker)
+from trainprof.patches.common import (
+    R_FORWARD,
+    R_TRAIN,
+    SampleDim,
+    begin,
+    count_samples,
+    end,
+    flush_samples,
+    seen_module_input,
+    tracker,
+)
 from trainprof.patches.common import is_compiling as _is_compiling
 from trainprof.patches.common import local as _local
-from trainprof.patches.device import DEVICE_PHASES, DEVICE_TIMES, device_begin, device_end, module_device
+from trainprof.patches.device import (
+    DEVICE_PHASES,
+    DEVICE_TIMES,
+    device_begin,
+    device_end,
+    module_device,
+)
+from trainprof.steps import facts as _facts
 
 QUIET = 32
 QUIET_AGAIN = 4
@@ -77,8 +92,12 @@ def forward_begin(module, args, kwargs=None):
         local.batch_model = id(module)
         device_begin(R_TRAIN, device)
         begin(R_TRAIN)
-    if (training and local.batch_model == id(module) and not local.closure_again
-            and tracker.counts_forward_samples()):  # a closure's batch counts once
+    if (
+        training
+        and local.batch_model == id(module)
+        and not local.closure_again
+        and tracker.counts_forward_samples()
+    ):  # a closure's batch counts once
         count_samples(args or tuple((kwargs or {}).values()))
     if DEVICE_PHASES:
         device_begin(R_FORWARD, device)
@@ -146,7 +165,7 @@ def call_without_hooks(call, args, kwargs):
     taken = []
     for handle in Discovery.handles:
         for ref in (handle.hooks_dict_ref, getattr(handle, "extra_dict_ref", ())):
-            for r in (ref if isinstance(ref, tuple) else (ref,)):
+            for r in ref if isinstance(ref, tuple) else (ref,):
                 hooks = r()
                 if hooks is not None and handle.id in hooks:
                     taken.append((hooks, handle.id, hooks.pop(handle.id)))
@@ -275,7 +294,10 @@ def patch_modules():
     # torch.compile's module warns that global hooks fire twice, for it and the
     # module it wraps; the depth counts above see to that, so the warning is ours
     # and not the user's to act on
-    warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are "
-                            "global hooks")
+    warnings.filterwarnings(
+        "ignore",
+        message=r"Using `torch.compile\(module\)` when there are "
+        "global hooks",
+    )
     discovery_start()
     patch_compile()

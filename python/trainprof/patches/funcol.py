@@ -16,13 +16,26 @@ from trainprof.patches.common import R_REDUCE, is_compiling, local
 # The public calls, under their names in the torch releases that have them;
 # the ones that call another of them (all_gather_tensor calls
 # all_gather_single) are timed once, as the outer call.
-_CALLS = ("broadcast", "all_reduce", "all_gather_single", "all_gather_tensor",
-          "all_gather_single_autograd", "all_gather_tensor_autograd", "reduce_scatter_single",
-          "reduce_scatter_tensor", "reduce_scatter_single_autograd",
-          "reduce_scatter_tensor_autograd", "all_reduce_coalesced", "all_gather_single_coalesced",
-          "all_gather_into_tensor_coalesced", "reduce_scatter_single_coalesced",
-          "reduce_scatter_tensor_coalesced", "all_to_all_single", "all_to_all_single_autograd",
-          "permute_tensor")
+_CALLS = (
+    "broadcast",
+    "all_reduce",
+    "all_gather_single",
+    "all_gather_tensor",
+    "all_gather_single_autograd",
+    "all_gather_tensor_autograd",
+    "reduce_scatter_single",
+    "reduce_scatter_tensor",
+    "reduce_scatter_single_autograd",
+    "reduce_scatter_tensor_autograd",
+    "all_reduce_coalesced",
+    "all_gather_single_coalesced",
+    "all_gather_into_tensor_coalesced",
+    "reduce_scatter_single_coalesced",
+    "reduce_scatter_tensor_coalesced",
+    "all_to_all_single",
+    "all_to_all_single_autograd",
+    "permute_tensor",
+)
 
 # Results launched but not waited for yet, by the address of their storage
 # (the tensor waited for may be another over the same memory: torch wraps the

@@ -10,12 +10,31 @@ import weakref
 import torch
 
 from trainprof import _native
-from trainprof.patches.common import (R_BACKWARD, R_FROM, R_NEXT, R_OPTIM, R_SCHED, R_TO, R_TRAIN,
-                                      begin, count_samples, end, tracker)
+from trainprof.patches.common import (
+    R_BACKWARD,
+    R_FROM,
+    R_NEXT,
+    R_OPTIM,
+    R_SCHED,
+    R_TO,
+    R_TRAIN,
+    begin,
+    count_samples,
+    end,
+    tracker,
+)
 from trainprof.patches.common import is_compiling as _is_compiling
 from trainprof.patches.common import local as _local
-from trainprof.patches.device import (DEVICE_PHASES, DEVICE_TIMES, cuda_device, cuda_of,
-                                      device_begin, device_end, device_poll, optimizer_device)
+from trainprof.patches.device import (
+    DEVICE_PHASES,
+    DEVICE_TIMES,
+    cuda_device,
+    cuda_of,
+    device_begin,
+    device_end,
+    device_poll,
+    optimizer_device,
+)
 from trainprof.patches.distributed import tell_rank
 from trainprof.patches.forward import QUIET, QUIET_AGAIN, discovery_start, forward_unseen
 from trainprof.runtime import bottleneck as _bottleneck
@@ -26,6 +45,7 @@ _loader_passes = weakref.WeakKeyDictionary()  # DataLoader -> iter() calls so fa
 
 
 # ---- host regions ------------------------------------------------------------
+
 
 def _end_train_batch():
     if _local.train_batch:
@@ -256,7 +276,7 @@ def _patch_grad_scaler():
 def _patch_schedulers():
     from torch.optim import lr_scheduler as ls
 
-    base = getattr(ls, "LRScheduler", None) or getattr(ls, "_LRScheduler")
+    base = getattr(ls, "LRScheduler", None) or ls._LRScheduler
     base.step = _timed(R_SCHED, base.step)
     plateau = getattr(ls, "ReduceLROnPlateau", None)
     if plateau is not None and not issubclass(plateau, base):

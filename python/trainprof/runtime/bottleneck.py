@@ -101,5 +101,3 @@ def memoized_move(orig, name):
         return moved
 
     return move
-
-

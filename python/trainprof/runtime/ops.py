@@ -31,6 +31,7 @@ import threading
 import time
 
 from trainprof import _native
+from trainprof.startup.swallowed import swallowed
 
 MAGIC = b"TPOP"
 VERSION = 1
@@ -47,9 +48,15 @@ MAX_EVENTS = 500_000  # a window's events at most; the rest are counted
 
 # event kinds (src/core/ops_window.h)
 K_OP, K_RANGE, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_MEMORY, K_STEP = range(1, 9)
-KINDS = {"cpu_op": K_OP, "user_annotation": K_RANGE, "kernel": K_KERNEL,
-         "gpu_memcpy": K_MEMCPY, "gpu_memset": K_MEMSET, "cuda_runtime": K_RUNTIME,
-         "cuda_driver": K_RUNTIME}
+KINDS = {
+    "cpu_op": K_OP,
+    "user_annotation": K_RANGE,
+    "kernel": K_KERNEL,
+    "gpu_memcpy": K_MEMCPY,
+    "gpu_memset": K_MEMSET,
+    "cuda_runtime": K_RUNTIME,
+    "cuda_driver": K_RUNTIME,
+}
 FLAG_CUDA = 1
 # Kineto's synchronization records on the device (CUPTI's), which
 # activity_type() names cuda_sync and a window leaves out
@@ -82,9 +89,12 @@ def _kind_of(e):
         return None if name in _DEVICE_SYNCS else K_KERNEL
     return K_RUNTIME if _RUNTIME_NAME.match(name) else K_OP
 
+
 # Kineto's log lines: "USDT:2026-11-26 21:30:51 15958:15958 File.cpp:52] text"
-_KINETO_LINE = re.compile(rb"^(USDT|INFO|WARNING|ERROR|STAGE|VERBOSE):\d{4}-\d\d-\d\d "
-                          rb"\d\d:\d\d:\d\d \d+:\d+ [^\]]*\] ")
+_KINETO_LINE = re.compile(
+    rb"^(USDT|INFO|WARNING|ERROR|STAGE|VERBOSE):\d{4}-\d\d-\d\d "
+    rb"\d\d:\d\d:\d\d \d+:\d+ [^\]]*\] "
+)
 
 
 def _quiet(call):
@@ -92,7 +102,7 @@ def _quiet(call):
     kept back (its warnings and errors returned), the rest written back."""
     try:
         sys.stderr.flush()
-    except Exception:
+    except (OSError, ValueError, AttributeError):  # closed, or replaced by None
         pass
     try:
         saved = os.dup(2)
@@ -149,8 +159,10 @@ class Capture:
         def guard(fn):
             def started(*args, **kwargs):
                 if capture.active is not None:
-                    capture.finish(skip="the script started its own torch.profiler during the "
-                                        "window: the window was ended there")
+                    capture.finish(
+                        skip="the script started its own torch.profiler during the "
+                        "window: the window was ended there"
+                    )
                 return fn(*args, **kwargs)
 
             started.__wrapped__ = fn
@@ -187,7 +199,7 @@ class Capture:
             return (-1, -1)
         try:
             return (cuda.memory_allocated(), cuda.memory_reserved())
-        except Exception:
+        except RuntimeError:  # a CUDA error (torch's are RuntimeErrors): unknown
             return (-1, -1)
 
     # ---- a window -------------------------------------------------------------
@@ -195,11 +207,24 @@ class Capture:
     def start(self, reason, n, steps):
         torch = self.torch
         _native._ops_begun(n)  # a death from here on loses the window: the recorder says so
-        window = {"reason": reason, "first": n, "steps": steps, "marks": [], "note": None,
-                  "tid": threading.get_native_id(), "cuda": False}
-        if getattr(self.ap, "_is_profiler_enabled", False) or torch._C._autograd._profiler_enabled():
-            self.send(window, skip="the script ran its own torch.profiler: the window was "
-                                   "skipped (a process runs one profiler at a time)")
+        window = {
+            "reason": reason,
+            "first": n,
+            "steps": steps,
+            "marks": [],
+            "note": None,
+            "tid": threading.get_native_id(),
+            "cuda": False,
+        }
+        if (
+            getattr(self.ap, "_is_profiler_enabled", False)
+            or torch._C._autograd._profiler_enabled()
+        ):
+            self.send(
+                window,
+                skip="the script ran its own torch.profiler: the window was "
+                "skipped (a process runs one profiler at a time)",
+            )
             _native._ops_wait(0)
             return
         try:
@@ -210,7 +235,7 @@ class Capture:
             window["alloc0"] = self._memory_of(window)
             window["start"] = _native.now_ns()
             _quiet(lambda: self.enable(config, activities))
-        except Exception as e:  # a profiler that can't start: said, not raised
+        except Exception as e:  # noqa: BLE001 - a profiler that can't start: said, not raised
             self.send(window, skip=f"the profiler did not start: {str(e)[:200]}")
             _native._ops_wait(0)
             return
@@ -223,7 +248,7 @@ class Capture:
             return -1
         try:
             return self.torch.cuda.memory_allocated()
-        except Exception:
+        except RuntimeError:  # a CUDA error: unknown
             return -1
 
     def finish(self, skip=None):
@@ -232,7 +257,7 @@ class Capture:
         window["end"] = _native.now_ns()
         try:
             result, _ = _quiet(self.disable)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - said in the window sent
             self.send(window, skip=f"the profiler did not stop: {str(e)[:200]}")
             return
         window["note"] = _quiet.last or None
@@ -250,12 +275,12 @@ class Capture:
         try:
             try:
                 blob = _blob(self.torch, window, result, skip)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - said in the window sent
                 why = f"the profiler's events could not be read: {type(e).__name__}: {e}"
                 blob = _blob(self.torch, window, None, why[:240])
             _native._ops_send(blob)
-        except Exception:
-            pass
+        except Exception as e:  # noqa: BLE001 - said; the window is lost, the training goes on
+            swallowed("sending a capture window", e)
 
 
 def _profiler_config(torch):
@@ -267,10 +292,12 @@ def _profiler_config(torch):
     from torch.autograd import ProfilerConfig, ProfilerState
 
     cuda = bool(torch.cuda.is_initialized()) and (
-        ProfilerActivity.CUDA in torch.autograd._supported_activities())
+        ProfilerActivity.CUDA in torch.autograd._supported_activities()
+    )
     activities = {ProfilerActivity.CPU} | ({ProfilerActivity.CUDA} if cuda else set())
-    config = ProfilerConfig(ProfilerState.KINETO, True, cuda, False, False, False,
-                            _ExperimentalConfig(), "")
+    config = ProfilerConfig(
+        ProfilerState.KINETO, True, cuda, False, False, False, _ExperimentalConfig(), ""
+    )
     return cuda, activities, config
 
 
@@ -306,7 +333,7 @@ def _blob(torch, window, result, skip):
     for n, t, alloc, reserved in window["marks"]:
         events += pack(K_STEP, 0, NONE, 0, -1, 0, 0, t, 0, n, alloc, reserved)
         count += 1
-    for e in (result.events() if result is not None else ()):
+    for e in result.events() if result is not None else ():
         kind = _kind_of(e)
         if kind is None:
             continue
@@ -321,25 +348,51 @@ def _blob(torch, window, result, skip):
                 shapes = intern(str(s))
         device = e.device_index()
         value = e.nbytes() if kind == K_MEMORY else 0
-        events += pack(kind, intern(name), shapes, e.start_thread_id() & 0xFFFFFFFF, device, 0,
-                       e.device_resource_id() if kind in (K_KERNEL, K_MEMCPY, K_MEMSET) else 0,
-                       e.start_ns() + offset, max(0, e.duration_ns()), e.correlation_id(),
-                       e.linked_correlation_id(), value)
+        events += pack(
+            kind,
+            intern(name),
+            shapes,
+            e.start_thread_id() & 0xFFFFFFFF,
+            device,
+            0,
+            e.device_resource_id() if kind in (K_KERNEL, K_MEMCPY, K_MEMSET) else 0,
+            e.start_ns() + offset,
+            max(0, e.duration_ns()),
+            e.correlation_id(),
+            e.linked_correlation_id(),
+            value,
+        )
         count += 1
     note = skip or window.get("note")
     device_memory = 0
     if window.get("cuda"):
         try:
-            device_memory = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
-        except Exception:
+            device_memory = torch.cuda.get_device_properties(
+                torch.cuda.current_device()
+            ).total_memory
+        except RuntimeError:  # a CUDA error: unknown
             device_memory = 0
     note_index = intern(note) if note else NONE
     table = b"".join(struct.pack("<I", len(s)) + s for s in strings)
-    header = HEADER.pack(MAGIC, VERSION, window["reason"], window["steps"], window["first"],
-                         window["tid"], FLAG_CUDA if window.get("cuda") else 0,
-                         window.get("start", 0), window.get("end", window.get("start", 0)),
-                         len(strings), len(table), count, dropped, device_memory,
-                         window.get("alloc0", -1), note_index, 1 if skip and result is None else 0)
+    header = HEADER.pack(
+        MAGIC,
+        VERSION,
+        window["reason"],
+        window["steps"],
+        window["first"],
+        window["tid"],
+        FLAG_CUDA if window.get("cuda") else 0,
+        window.get("start", 0),
+        window.get("end", window.get("start", 0)),
+        len(strings),
+        len(table),
+        count,
+        dropped,
+        device_memory,
+        window.get("alloc0", -1),
+        note_index,
+        1 if skip and result is None else 0,
+    )
     return header + table + bytes(events)
 
 

@@ -34,9 +34,8 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             for callback in callbacks:
                 try:
                     callback(module)
-                except Exception as e:  # the training must go on
-                    print(f"trainprof: warning: instrumenting {name} failed: {e}",
-                          file=sys.stderr)
+                except Exception as e:  # noqa: BLE001 - said below; the training must go on
+                    print(f"trainprof: warning: instrumenting {name} failed: {e}", file=sys.stderr)
 
         spec.loader.exec_module = exec_then_call
         return spec

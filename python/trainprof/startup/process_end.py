@@ -28,7 +28,9 @@ def _where(tb):
     frames = []
     while tb is not None:
         code = tb.tb_frame.f_code
-        frames.append(f"{code.co_filename}:{tb.tb_lineno} {getattr(code, 'co_qualname', code.co_name)}")
+        frames.append(
+            f"{code.co_filename}:{tb.tb_lineno} {getattr(code, 'co_qualname', code.co_name)}"
+        )
         tb = tb.tb_next
     text = ""
     for frame in reversed(frames):
@@ -42,19 +44,22 @@ def _where(tb):
 def _send(key, value):
     try:
         _native.fact(f"{key}={value}")
-    except Exception:  # never let the profiler change how the script ends
+    except Exception:  # noqa: BLE001 - never change how the script ends (not even its stderr)
         pass
 
 
 def _hook(previous):
     def excepthook(kind, value, tb):
         try:
-            name = kind.__qualname__ if kind.__module__ == "builtins" else \
-                f"{kind.__module__}.{kind.__qualname__}"
+            name = (
+                kind.__qualname__
+                if kind.__module__ == "builtins"
+                else f"{kind.__module__}.{kind.__qualname__}"
+            )
             _send("exception.type", _printable(name))
             _send("exception.message", _printable(value))
             _send("exception.where", _where(tb))
-        except Exception:
+        except Exception:  # noqa: BLE001 - never change how the script ends (not even its stderr)
             pass
         previous(kind, value, tb)
 

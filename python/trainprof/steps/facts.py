@@ -11,6 +11,7 @@ script did not import, nothing hooked.
 import os
 
 from trainprof import _native
+from trainprof.startup.swallowed import swallowed
 
 _BOTTLENECK_FACTS = os.environ.get("TRAINPROF_BOTTLENECK_FACTS")
 if os.environ.get("TRAINPROF_BOTTLENECK") != "replay":
@@ -43,11 +44,13 @@ def note_model(module):
         return  # a parameterless wrapper: wait for the next forward
     wants_model = False
     try:
-        facts = [("torch.version", torch.__version__),
-                 ("torch.cuda", getattr(torch.version, "cuda", None) or "none"),
-                 ("model.dtype", str(param.dtype).replace("torch.", "")),
-                 ("model.device", param.device.type),
-                 ("model.compiled", int(type(module).__name__ == "OptimizedModule"))]
+        facts = [
+            ("torch.version", torch.__version__),
+            ("torch.cuda", getattr(torch.version, "cuda", None) or "none"),
+            ("model.dtype", str(param.dtype).replace("torch.", "")),
+            ("model.device", param.device.type),
+            ("model.compiled", int(type(module).__name__ == "OptimizedModule")),
+        ]
         if param.device.type == "cuda":
             major, minor = torch.cuda.get_device_capability(param.device)
             facts.append(("model.capability", f"{major}.{minor}"))
@@ -72,13 +75,17 @@ def note_model(module):
                 facts.append(("model.autocast_dtype", str(dtype).replace("torch.", "")))
         send(facts)
         if _BOTTLENECK_FACTS:
-            names = {"model.dtype": "dtype", "model.device": "device",
-                     "model.capability": "capability", "model.autocast": "autocast",
-                     "model.autocast_dtype": "autocast_dtype"}
+            names = {
+                "model.dtype": "dtype",
+                "model.device": "device",
+                "model.capability": "capability",
+                "model.autocast": "autocast",
+                "model.autocast_dtype": "autocast_dtype",
+            }
             with open(_BOTTLENECK_FACTS, "w") as f:
                 f.write("".join(f"{names[k]}={v}\n" for k, v in facts if k in names))
-    except Exception:  # never let the profiler break the training
-        pass
+    except Exception as e:  # noqa: BLE001 - said; never let the profiler break the training
+        swallowed("noting the model's facts", e)
 
 
 def _autocast_dtype(torch, device_type):
@@ -101,13 +108,15 @@ def note_loader(loader):
         return
     _loader_noted = True
     try:
-        facts = [("loader.num_workers", loader.num_workers),
-                 ("loader.pin_memory", int(bool(loader.pin_memory))),
-                 ("loader.persistent_workers", int(bool(loader.persistent_workers)))]
+        facts = [
+            ("loader.num_workers", loader.num_workers),
+            ("loader.pin_memory", int(bool(loader.pin_memory))),
+            ("loader.persistent_workers", int(bool(loader.persistent_workers))),
+        ]
         if loader.num_workers > 0 and loader.prefetch_factor is not None:
             facts.append(("loader.prefetch_factor", loader.prefetch_factor))
         if loader.batch_size is not None:
             facts.append(("loader.batch_size", loader.batch_size))
         send(facts)
-    except Exception:
-        pass
+    except Exception as e:  # noqa: BLE001 - said; a DataLoader subclass's attributes may raise
+        swallowed("noting the DataLoader's settings", e)

@@ -7,9 +7,9 @@
 # trainprof.frameworks.lightning's callback, frameworks.keras's, frameworks.ignite's event handlers).
 # The automatic marks stop, so the two never mix; the script's own marks
 # also stop a framework's.
-manual_steps = False
-manual_epochs = False
+manual_steps: "bool | str" = False
+manual_epochs: "bool | str" = False
 FRAMEWORK_LOOPS = ("lightning", "keras", "ignite")
 # The script counts its samples itself (trainprof.samples()): none are
 # counted from the batches any more.
-manual_samples = False
+manual_samples: bool = False

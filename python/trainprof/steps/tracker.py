@@ -60,9 +60,12 @@ def _same_kind(a, b):
     dataset object, batch size and kind of sampler (an evaluation's loader
     over the training set is most often unshuffled, or batched otherwise)."""
     dataset = getattr(b, "dataset", None)
-    return (dataset is not None and getattr(a, "dataset", None) is dataset
-            and getattr(a, "batch_size", None) == getattr(b, "batch_size", None)
-            and type(getattr(a, "sampler", None)) is type(getattr(b, "sampler", None)))
+    return (
+        dataset is not None
+        and getattr(a, "dataset", None) is dataset
+        and getattr(a, "batch_size", None) == getattr(b, "batch_size", None)
+        and type(getattr(a, "sampler", None)) is type(getattr(b, "sampler", None))
+    )
 
 
 class Loop:
@@ -153,11 +156,18 @@ class StepTracker(threading.local):
         """A DataLoader pass begins: "main" for the training loader, "eval"
         for another's pass that may be an evaluation, else None."""
         loop = self.loop
-        if (loop.main_loader is None and loop.step_optimizer is None
-                and self.switches.manual_steps not in FRAMEWORK_LOOPS):  # the framework says
+        if (
+            loop.main_loader is None
+            and loop.step_optimizer is None
+            and self.switches.manual_steps not in FRAMEWORK_LOOPS
+        ):  # the framework says
             loop.main_loader = loader
-        elif (loop.main_loader is not None and loader is not loop.main_loader
-              and not self.epoch_open and _same_kind(loader, loop.main_loader)):
+        elif (
+            loop.main_loader is not None
+            and loader is not loop.main_loader
+            and not self.epoch_open
+            and _same_kind(loader, loop.main_loader)
+        ):
             loop.main_loader = loader  # a new DataLoader for the next pass: the next epoch
         if loader is not loop.main_loader:
             return "eval" if self._evaluation_may_begin() else None
@@ -227,9 +237,14 @@ class StepTracker(threading.local):
     # ---- other loaders: evaluation ---------------------------------------------------------
 
     def _evaluation_may_begin(self):
-        if (self.loop.main_loader is not None and not self.switches.manual_steps
-                and self.epoch_open and self.fetched_only is False and not self.step_closed
-                and not self.last_batch):
+        if (
+            self.loop.main_loader is not None
+            and not self.switches.manual_steps
+            and self.epoch_open
+            and self.fetched_only is False
+            and not self.step_closed
+            and not self.last_batch
+        ):
             if self.eval_since is None:
                 self.eval_since = self.sink.now_ns()
             return True

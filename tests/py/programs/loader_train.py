@@ -3,11 +3,14 @@ as a slow disk or a remote store gives): argv[1] is its num_workers, argv[2]
 its steps (batches of 8, one epoch), argv[3] (optional) the wait in ms,
 argv[4] the model's width (256; wider: more compute) and argv[5] the batch
 size (8). Prints the steps it ran."""
-import json, sys, time
+
+import json
+import sys
+import time
+
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
-
 
 WAIT = float(sys.argv[3]) / 1000 if len(sys.argv) > 3 else 0.0015
 WIDTH = int(sys.argv[4]) if len(sys.argv) > 4 else 256

@@ -112,7 +112,7 @@ static int report_kinds(const char *path, const char *kinds[TP_VERDICT_KINDS])
 {
     char err[1024];
     tp_summary s;
-    if (!tp_summary_load(path, &s, err, sizeof err))
+    if (!tp_summary_load(path, TP_PARTS_ALL, &s, err, sizeof err))
         return -1;
     tp_verdicts v;
     tp_verdicts_build(&s, &v);

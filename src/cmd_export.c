@@ -71,8 +71,7 @@ static bool write_export(FILE *out, tp_run *run, export_format f, tp_export_budg
     if (f != FMT_JSON)
         return write_bounded(out, run, f, b, err, cap);
     tp_summary s;
-    if (!tp_summary_build(run, &s, err, cap) || !tp_summary_add_stacks(&s, err, cap) ||
-        !tp_summary_add_course(&s, err, cap)) {
+    if (!tp_summary_build(run, &s, err, cap) || !tp_summary_add(&s, TP_PARTS_ALL, err, cap)) {
         tp_summary_free(&s);
         return false;
     }

@@ -128,12 +128,7 @@ static bool load_run(tp_inputs *in, tp_summary *s, char **paths, size_t n, bool 
     bool envelopes = !all && n >= TP_ENVELOPE_AGENTS_MIN;
     if (!tp_inputs_open(in, "html", paths, n, true, !envelopes, err, cap) ||
         (envelopes && !tp_fleet_plots_store(in->path, (const char *const *)paths, n, err, cap)) ||
-        !tp_summary_load(in->path, s, err, cap)) {
-        tp_inputs_done(in);
-        return false;
-    }
-    if (!tp_summary_add_stacks(s, err, cap) || !tp_summary_add_course(s, err, cap)) {
-        tp_summary_close(s);
+        !tp_summary_load(in->path, TP_PARTS_ALL, s, err, cap)) {
         tp_inputs_done(in);
         return false;
     }

@@ -232,7 +232,7 @@ static bool read_run(const char *path, run_reads *out)
 {
     char err[1024];
     tp_summary s;
-    bool ok = tp_summary_load(path, &s, err, sizeof err);
+    bool ok = tp_summary_load(path, 0, &s, err, sizeof err);
     if (ok) {
         const tp_series_summary *b = tp_summary_find(&s, 1, TP_METRIC_DISK_READ_BYTES_PER_S, "{}");
         const tp_series_summary *o = tp_summary_find(&s, 1, TP_METRIC_DISK_READ_IOPS, "{}");

@@ -65,14 +65,7 @@ int cmd_report(int argc, char **argv)
     tp_inputs in;
     if (!tp_inputs_open(&in, "report", argv + first, (size_t)(argc - first), true, false, err,
                         sizeof err) ||
-        !tp_summary_load(in.path, &s, err, sizeof err)) {
-        tp_inputs_done(&in);
-        tp_error("%s", err);
-        return 2;
-    }
-    if (!tp_summary_add_stacks(&s, err, sizeof err) ||
-        !tp_summary_add_course(&s, err, sizeof err)) {
-        tp_summary_close(&s);
+        !tp_summary_load(in.path, TP_PARTS_ALL, &s, err, sizeof err)) {
         tp_inputs_done(&in);
         tp_error("%s", err);
         return 2;

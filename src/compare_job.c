@@ -16,12 +16,9 @@ static bool load_side(tp_inputs *in, bool *opened, tp_summary *s, tp_verdicts *v
     if (!tp_inputs_open(in, who, paths, n, true, false, err, cap))
         return false;
     *opened = true;
-    if (!tp_summary_load(in->path, s, why, sizeof why)) {
-        snprintf(err, cap, "%s: %s", who, why);
-        return false;
-    }
-    if (!tp_summary_add_stacks(s, why, sizeof why)) {
-        tp_summary_close(s);
+    /* the course too, as report reads it: a stalled run gets the verdicts
+     * report gives it, not the steady run's */
+    if (!tp_summary_load(in->path, TP_PARTS_ALL, s, why, sizeof why)) {
         snprintf(err, cap, "%s: %s", who, why);
         return false;
     }
@@ -65,18 +62,13 @@ bool tp_compare_job_regimes(tp_compare_job *job, const char *who, char *const *p
     if (!tp_inputs_open(&job->in_a, who, paths, n, true, false, err, cap))
         return false;
     job->opened_a = true;
-    if (!tp_summary_load(job->in_a.path, &job->a, why, sizeof why)) {
+    if (!tp_summary_load(job->in_a.path, TP_PARTS_ALL, &job->a, why, sizeof why)) {
         snprintf(err, cap, "%s: %s", who, why);
         return false;
     }
     tp_inputs_name_run(&job->in_a, job->a.run);
     job->loaded_a = true;
     tp_verdicts_build(&job->a, &job->va);
-    if (!tp_summary_add_stacks(&job->a, why, sizeof why) ||
-        !tp_summary_add_course(&job->a, why, sizeof why)) {
-        snprintf(err, cap, "%s: %s", who, why);
-        return false;
-    }
     size_t after = tp_regimes_biggest_change(&job->a.regimes);
     if (!tp_run_compare_regimes(&job->a, after ? after - 1 : 0, after, &job->c, why, sizeof why)) {
         snprintf(err, cap, "%s: %s", who, why);

@@ -88,7 +88,7 @@ bool tp_bottleneck_run_measure(const char *path, long warmup, tp_bottleneck_run 
     memset(r, 0, sizeof *r);
     char err[1024];
     tp_summary s;
-    if (!tp_summary_load(path, &s, err, sizeof err))
+    if (!tp_summary_load(path, 0, &s, err, sizeof err))
         return false;
     tp_run *run = s.run;
     for (size_t i = 0; i < s.timings.nrows; i++)

@@ -201,7 +201,7 @@ bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deat
         d.exception_where = e->where;
         long long step = e->step ? strtoll(e->step, NULL, 10) : 0;
         d.step = step > 0 ? (size_t)step : 0;
-        d.rss_bytes = NAN; /* the summary's (tp_summary_add_course) */
+        d.rss_bytes = NAN; /* the summary's (its part TP_PART_COURSE) */
         out->v = tp_grow(out->v, out->n, &vcap, sizeof *out->v);
         out->v[out->n++] = d;
     }

@@ -352,6 +352,8 @@ static uint32_t verdict_bits(const tp_verdicts *v)
 bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_summary *b,
                           const tp_verdicts *vb, tp_run_compare *out, char *err, size_t cap)
 {
+    tp_summary_needs(a, TP_PART_STACKS, "tp_run_compare_build");
+    tp_summary_needs(b, TP_PART_STACKS, "tp_run_compare_build");
     memset(out, 0, sizeof *out);
     out->change = out->low = out->high = out->rate_change = NAN;
     groups ga = {0}, gb = {0};
@@ -448,6 +450,7 @@ static void regime_side(const tp_summary *s, const tp_regime *r, tp_compare_side
 bool tp_run_compare_regimes(const tp_summary *s, size_t before, size_t after, tp_run_compare *out,
                             char *err, size_t cap)
 {
+    tp_summary_needs(s, TP_PARTS_ALL, "tp_run_compare_regimes"); /* the regimes, their stacks */
     memset(out, 0, sizeof *out);
     out->change = out->low = out->high = out->rate_change = NAN;
     out->same_script = true;

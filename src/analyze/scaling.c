@@ -38,7 +38,7 @@ int tp_run_world_size(tp_run *run, const tp_timings *t)
 static bool measure(const char *path, tp_scale_row *row, char *err, size_t cap)
 {
     tp_summary s;
-    if (!tp_summary_load(path, &s, err, cap))
+    if (!tp_summary_load(path, 0, &s, err, cap))
         return false;
     tp_run *run = s.run;
     const tp_timings *t = &s.timings;

@@ -321,7 +321,7 @@ void tp_summary_free(tp_summary *s)
     memset(s, 0, sizeof *s);
 }
 
-bool tp_summary_load(const char *path, tp_summary *out, char *err, size_t cap)
+bool tp_summary_load(const char *path, unsigned parts, tp_summary *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
     tp_run *run = tp_run_open(path, err, cap);
@@ -332,10 +332,14 @@ bool tp_summary_load(const char *path, tp_summary *out, char *err, size_t cap)
         tp_run_close(run);
         return false;
     }
+    if (!tp_summary_add(out, parts, err, cap)) {
+        tp_summary_close(out);
+        return false;
+    }
     return true;
 }
 
-bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap)
+static bool add_stacks(tp_summary *s, char *err, size_t cap)
 {
     tp_stack_facts_free(&s->stacks);
     tp_ops_facts_free(&s->ops);
@@ -375,7 +379,7 @@ static void stalls_gpu(tp_summary *s)
     }
 }
 
-bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
+static bool add_course(tp_summary *s, char *err, size_t cap)
 {
     tp_stalls_free(&s->stalls);
     tp_deaths_free(&s->deaths);
@@ -409,6 +413,27 @@ bool tp_summary_add_course(tp_summary *s, char *err, size_t cap)
         tp_regimes_build(s->run, &ph, rank, agent, gpu, &s->regimes);
     tp_step_phases_free(&ph);
     return ok && tp_regimes_add_stack_causes(s->run, &s->regimes, err, cap);
+}
+
+bool tp_summary_add(tp_summary *s, unsigned parts, char *err, size_t cap)
+{
+    if ((parts & TP_PART_STACKS) && !add_stacks(s, err, cap))
+        return false;
+    s->parts |= parts & TP_PART_STACKS;
+    if ((parts & TP_PART_COURSE) && !add_course(s, err, cap))
+        return false;
+    s->parts |= parts & TP_PART_COURSE;
+    return true;
+}
+
+void tp_summary_needs(const tp_summary *s, unsigned parts, const char *who)
+{
+    unsigned missing = parts & ~s->parts;
+    if (!missing)
+        return;
+    fprintf(stderr, "trainprof: internal error: %s reads a summary built without its%s%s\n", who,
+            missing & TP_PART_STACKS ? " stacks" : "", missing & TP_PART_COURSE ? " course" : "");
+    abort();
 }
 
 bool tp_summary_step_phases_of(const tp_summary *s, const int *ranks, const size_t *skip, size_t n,

@@ -46,8 +46,20 @@ static inline const tp_stats *tp_series_stats(const tp_series_summary *m, bool w
     return whole_run ? &m->stats : &m->steps;
 }
 
+/* The parts of a summary beyond its base (every series' figures, the
+ * timings, the ranks, the GPUs' use), built only for those that read them:
+ * a caller asks for what it needs (tp_summary_load, tp_summary_add), and
+ * each consumer holds the parts it reads (tp_summary_needs), so that every
+ * command sees the same verdicts for the same file. */
+enum {
+    TP_PART_STACKS = 1u << 0, /* stacks and ops: the sampled stacks, the capture windows */
+    TP_PART_COURSE = 1u << 1, /* course, stalls, regimes, deaths, own: the run's course */
+};
+#define TP_PARTS_ALL (TP_PART_STACKS | TP_PART_COURSE)
+
 typedef struct tp_summary {
     tp_run *run;
+    unsigned parts; /* TP_PART_* built so far */
     tp_series_summary *items;
     size_t n, cap;
     tp_timings timings;
@@ -71,15 +83,15 @@ typedef struct tp_summary {
     /* the file holds the plots the recorder stored (analyze/summary_plots.h):
      * the html page draws those, not the rows */
     bool plots_stored;
-    /* where each phase's time goes in the code (sampled stacks): filled by
-     * tp_summary_add_stacks only, for the commands that show it */
+    /* where each phase's time goes in the code (sampled stacks): part
+     * TP_PART_STACKS */
     tp_stack_facts stacks;
     /* what the capture windows saw (analyze/ops.h): filled with the stacks */
     tp_ops_facts ops;
     /* the recording's length, seconds (its end, or its last sample's) */
     double duration_s;
-    /* each rank's steps in time order and the ranks that stalled: filled by
-     * tp_summary_add_course only, for the commands that show them */
+    /* each rank's steps in time order and the ranks that stalled, with the
+     * four below: part TP_PART_COURSE */
     tp_course course;
     tp_stalls stalls;
     tp_regimes regimes; /* of the first rank's steps (timings.steps[0]) */
@@ -101,21 +113,25 @@ bool tp_summary_build_also(tp_run *run, tp_summary *out, tp_series_values_fn als
                            char *err, size_t cap);
 void tp_summary_free(tp_summary *s);
 
-/* Opens the run file at path and builds its summary; out->run is then owned
- * by the summary and closed by tp_summary_close. False (one-line reason in
- * err) when the file can't be opened or read. */
-bool tp_summary_load(const char *path, tp_summary *out, char *err, size_t cap);
+/* Opens the run file at path and builds its summary with parts (TP_PART_*,
+ * 0 for the base only); out->run is then owned by the summary and closed by
+ * tp_summary_close. False (one-line reason in err) when the file can't be
+ * opened or read. */
+bool tp_summary_load(const char *path, unsigned parts, tp_summary *out, char *err, size_t cap);
 void tp_summary_close(tp_summary *s);
 
-/* Adds the sampled stacks' facts (s->stacks; none in a run without them).
- * False (reason in err) when they can't be read. */
-bool tp_summary_add_stacks(tp_summary *s, char *err, size_t cap);
+/* Adds parts to s (those it has are built again): TP_PART_STACKS, the
+ * sampled stacks' facts (none in a run without them) and the capture
+ * windows'; TP_PART_COURSE, each rank's steps in time order, the stalls
+ * (analyze/stalls.h), the first rank's regimes (analyze/regimes.h), the
+ * processes that died (analyze/deaths.h) and trainprof's own cost. False
+ * (reason in err) when they can't be read. */
+bool tp_summary_add(tp_summary *s, unsigned parts, char *err, size_t cap);
 
-/* Adds the run's course: each rank's steps in time order, the stalls
- * (analyze/stalls.h), the first rank's regimes (analyze/regimes.h) and the
- * processes that died (analyze/deaths.h). False (reason in err) when
- * they can't be read. */
-bool tp_summary_add_course(tp_summary *s, char *err, size_t cap);
+/* Holds a consumer (who: its name) to the parts it reads: where s lacks
+ * one, says which on stderr and aborts, since reading a part never built
+ * gives another command's answer silently. */
+void tp_summary_needs(const tp_summary *s, unsigned parts, const char *who);
 
 /* rank's step phases (analyze/step_phases.h) after its first skip steps:
  * the recorder's stored ones where the file has them (merged summaries

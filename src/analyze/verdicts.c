@@ -453,6 +453,7 @@ static void allocator_verdicts(const tp_summary *s, tp_verdicts *out)
 
 void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
 {
+    tp_summary_needs(s, TP_PARTS_ALL, "tp_verdicts_build"); /* the windows, the stalls */
     memset(out, 0, sizeof *out);
     const tp_timings *t = &s->timings;
     tp_model_facts facts;

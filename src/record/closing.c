@@ -107,7 +107,7 @@ static _Noreturn void close_in_child(const char *path, const tp_record_outcome *
     bool have = tp_summary_store_save_keeping(path, quiet ? NULL : &s, err, sizeof err);
     if (!have) { /* the file stays readable row by row: the summary from its rows */
         tp_warn("%s", err);
-        have = !quiet && tp_summary_load(path, &s, err, sizeof err);
+        have = !quiet && tp_summary_load(path, 0, &s, err, sizeof err);
         if (!have && !quiet)
             tp_warn("%s", err);
     }

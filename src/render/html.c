@@ -537,6 +537,7 @@ static void tables(FILE *out, const tp_summary *s, const tp_verdicts *v, bool al
 bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const tp_page_facts *page,
                    bool all, char *err, size_t cap)
 {
+    tp_summary_needs(s, TP_PARTS_ALL, "tp_html_write");
     tp_run_facts f;
     tp_run_facts_get(s->run, &f);
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -43,7 +43,7 @@ void tp_report_ranks_text(FILE *out, const tp_summary *s, bool all);
 void tp_report_ranks_json(json_writer *w, const tp_summary *s);
 
 /* Inside the phases: per rank and phase, the functions the sampled stacks
- * found most (s->stacks, gathered by tp_summary_add_stacks); text only when
+ * found most (s->stacks, the summary's part TP_PART_STACKS); text only when
  * there are some, JSON "stacks" always (an empty list without). */
 void tp_report_stacks_text(FILE *out, const tp_summary *s);
 void tp_report_stacks_json(json_writer *w, const tp_summary *s);

@@ -239,6 +239,7 @@ static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent 
 
 void tp_report_json(FILE *out, const tp_summary *s, const tp_verdicts *v)
 {
+    tp_summary_needs(s, TP_PARTS_ALL, "tp_report_json");
     json_writer w;
     json_init(&w, out);
     json_object_begin(&w);

@@ -341,6 +341,7 @@ static void unavailable_lines(FILE *out, const tp_summary *s, const tp_run_agent
 
 void tp_report_text(FILE *out, const tp_summary *s, const tp_verdicts *v, bool all, bool whole_run)
 {
+    tp_summary_needs(s, TP_PARTS_ALL, "tp_report_text");
     header(out, s->run);
     tp_report_answer_text(out, s, v);
     tp_report_ends_text(out, s);

@@ -178,11 +178,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FILE *null = fopen("/dev/null", "w");
     char err[1024];
     tp_summary s;
-    if (tp_summary_load(path, &s, err, sizeof err)) {
-        /* the stacks and the run's course (stalls, deaths, regimes) as report
-         * adds them; a failure leaves what was read, as report would stop */
-        (void)(tp_summary_add_stacks(&s, err, sizeof err) &&
-               tp_summary_add_course(&s, err, sizeof err));
+    /* the stacks and the run's course (stalls, deaths, regimes) as report
+     * adds them; where they can't be read, report stops */
+    if (tp_summary_load(path, TP_PARTS_ALL, &s, err, sizeof err)) {
         tp_verdicts v;
         tp_verdicts_build(&s, &v);
         tp_report_json(null, &s, &v);

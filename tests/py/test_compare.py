@@ -5,11 +5,12 @@ a run without steps), and scalability across runs of different world sizes."""
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
 import pytest
-from conftest import FAKE_NVML, PYTHON, OthersCpu, trainprof, words
+from conftest import FAKE_NVML, PYTHON, ROOT, OthersCpu, report_json, trainprof, words
 from test_html import chromium
 from test_timings import EMIT
 
@@ -224,3 +225,18 @@ def test_two_runs_on_one_page(tmp_path, loader_runs):
     assert r.returncode == 0 and ":CONSOLE(" not in r.stderr
     assert "two runs compared" in r.stdout and "A step, by phase" in r.stdout
     assert "loader.num_workers" in r.stdout and "<svg" in r.stdout
+
+
+def test_a_stalled_run_gets_the_verdicts_report_gives_it(tmp_path):
+    """compare reads each side's course as report does: a run that stalled
+    gets no verdict on its step time (report gives it none), where compare
+    once gave it a steady run's (communication_bound)."""
+    runs = ROOT / "tests" / "golden" / "runs"
+    steady, stalled = tmp_path / "example.db", tmp_path / "stalled.db"
+    shutil.copy(runs / "example.db", steady)
+    shutil.copy(runs / "stalled.db", stalled)
+    assert report_json(stalled)["verdicts"] == []
+    r = trainprof("compare", steady, stalled)
+    assert r.returncode == 0, r.stderr
+    assert "only B's" not in r.stdout
+    assert "communication_bound" not in r.stdout

@@ -67,6 +67,7 @@ static bool growth_in(const char *path, tp_memory_growth *out)
     assert_non_null(run);
     tp_summary s;
     assert_true(tp_summary_build(run, &s, err, sizeof err));
+    assert_true(tp_summary_add(&s, TP_PARTS_ALL, err, sizeof err));
     bool found = tp_memory_growth_of(&s, run->agents[0].id, out);
     tp_verdicts v;
     tp_verdicts_build(&s, &v);

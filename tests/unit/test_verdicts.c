@@ -6,8 +6,11 @@
  * keeps a rule quiet (a stall, input beside compute). The end-to-end tests
  * show the rules on real runs; these hold the rules themselves. */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -42,6 +45,7 @@ static facts *facts_new(void)
     f->run.nagents = 1;
     f->run.meta = f->meta;
     f->s.run = &f->run;
+    f->s.parts = TP_PARTS_ALL; /* no stacks, windows or stalls: empty, but built */
     f->s.items = f->items;
     f->s.timings.rows = f->rows;
     f->s.timings.steps = &f->steps;
@@ -515,6 +519,35 @@ static void test_bottleneck_limits_use_the_verdicts_thresholds(void **state)
     assert_false(tp_loader_small_reads(&loader, &kib));
 }
 
+/* A consumer given a summary without a part it reads stops at once (the
+ * verdicts read the capture windows and the stalls: built without them, a
+ * stalled run would get a steady run's verdicts), naming what is missing. */
+static void test_verdicts_of_a_summary_without_its_parts_stop(void **state)
+{
+    (void)state;
+    int err_pipe[2];
+    assert_int_equal(pipe(err_pipe), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        dup2(err_pipe[1], 2);
+        facts *f = facts_new();
+        f->s.parts = TP_PART_STACKS; /* the course never added */
+        tp_verdicts v;
+        tp_verdicts_build(&f->s, &v);
+        _exit(0); /* not reached */
+    }
+    close(err_pipe[1]);
+    char said[256] = "";
+    ssize_t n = read(err_pipe[0], said, sizeof said - 1);
+    said[n > 0 ? n : 0] = 0;
+    close(err_pipe[0]);
+    int wstatus = 0;
+    assert_int_equal(waitpid(child, &wstatus, 0), child);
+    assert_true(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGABRT);
+    assert_non_null(strstr(said, "tp_verdicts_build reads a summary built without its course"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -537,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_a_training_on_the_cpu_beside_an_idle_gpu_computes),
         cmocka_unit_test(test_precision_words_fit_what_the_model_runs_in),
         cmocka_unit_test(test_bottleneck_limits_use_the_verdicts_thresholds),
+        cmocka_unit_test(test_verdicts_of_a_summary_without_its_parts_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,9 +55,9 @@ static bool live_trainprof(long pid)
  * recorder leaves the status but not the process. */
 static bool being_recorded(const tp_run *run, long *pid)
 {
-    const char *status = tp_run_meta_get(run, "status");
-    const char *rec = tp_run_meta_get(run, "recorder_pid");
-    const char *host = tp_run_meta_get(run, "host");
+    const char *status = tp_run_meta_get(run, TP_META_STATUS);
+    const char *rec = tp_run_meta_get(run, TP_META_RECORDER_PID);
+    const char *host = tp_run_meta_get(run, TP_META_HOST);
     char here[256] = "";
     gethostname(here, sizeof here - 1);
     if (!status || strcmp(status, "recording") != 0 || !rec || !host || strcmp(host, here) != 0)

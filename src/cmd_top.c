@@ -315,8 +315,7 @@ static tp_live *join_recording(tp_run *run)
     tp_live *l = tp_live_new(0);
     if (!l)
         return NULL;
-    const char *after = tp_run_meta_get(run, TP_META_STALL_AFTER_S);
-    tp_live_set_stall_after(l, after ? strtod(after, NULL) : 0);
+    tp_live_set_stall_after(l, run->settings.stall_after_s);
     tp_run_mark *m;
     size_t n;
     if (!tp_run_recent_steps(run, TP_LIVE_RECENT_STEPS + 1, &m, &n))
@@ -364,8 +363,7 @@ static void follow_recording(top_state *t, uint64_t now, tp_live_window *out)
 static void draw_pace(top_state *t, const tp_live_window *live, int *row)
 {
     if (!t->pace.begun) { /* the recording's own threshold, before its first step */
-        const char *after = tp_run_meta_get(t->run, TP_META_STALL_AFTER_S);
-        tp_pace_now_init(&t->pace, after ? strtod(after, NULL) : 0);
+        tp_pace_now_init(&t->pace, t->run->settings.stall_after_s);
     }
     int64_t begins[4096];
     for (int reads = 0; reads < 256; reads++) { /* a bounded catch-up per refresh */

@@ -152,8 +152,8 @@ bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deat
                      size_t cap)
 {
     memset(out, 0, sizeof *out);
-    const char *stop = tp_run_meta_get(run, "stop_signal");
-    const char *stop_ns = tp_run_meta_get(run, "stop_signal_ns");
+    const char *stop = tp_run_meta_get(run, TP_META_STOP_SIGNAL);
+    const char *stop_ns = tp_run_meta_get(run, TP_META_STOP_SIGNAL_NS);
     if (stop && stop_ns) {
         out->stop_signal = stop;
         out->stop_s = strtod(stop_ns, NULL) / 1e9;

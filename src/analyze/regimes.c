@@ -379,8 +379,7 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
         for (size_t k = 0; k < TP_STEP_PHASES; k++)
             d[g] += ph->values[g * TP_STEP_PHASES + k];
     }
-    const char *after = tp_run_meta_get(run, TP_META_STALL_AFTER_S);
-    double stall_s = tp_stall_threshold(after ? strtod(after, NULL) : 0, median(d, total, tmp));
+    double stall_s = tp_stall_threshold(run->settings.stall_after_s, median(d, total, tmp));
     for (size_t g = 0; g < total; g++)
         if (d[g] <= stall_s) {
             idx[n] = g;

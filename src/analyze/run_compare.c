@@ -333,7 +333,7 @@ static void program_word(void *p, const char *v)
 static void program_of(const tp_run *run, char *out, size_t cap)
 {
     out[0] = '\0';
-    const char *argv = tp_run_meta_get(run, "argv");
+    const char *argv = tp_run_meta_get(run, TP_META_ARGV);
     program_ctx c = {out, cap, 0, false, false, false};
     if (argv && !tp_json_string_array(argv, program_word, &c))
         out[0] = '\0';

@@ -29,28 +29,25 @@ double tp_run_agent_shift_s(const tp_run *run, int64_t agent_id)
 void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
 {
     const char *v;
-    write_failure(tp_run_meta_get(run, "write_failed_ns"), tp_run_meta_get(run, "write_failed"), 0,
-                  f);
-    f->complete = finished(tp_run_meta_get(run, "status")) && f->write_failed_s < 0;
-    v = tp_run_meta_get(run, "duration_ns");
-    if (v)
-        f->duration_s = (double)strtoll(v, NULL, 10) / 1e9;
+    write_failure(tp_run_meta_get(run, TP_META_WRITE_FAILED_NS),
+                  tp_run_meta_get(run, TP_META_WRITE_FAILED), 0, f);
+    f->complete = finished(tp_run_meta_get(run, TP_META_STATUS)) && f->write_failed_s < 0;
+    if (run->settings.duration_ns >= 0)
+        f->duration_s = (double)run->settings.duration_ns / 1e9;
     else
         f->duration_s = run->last_t_ns > 0 ? (double)run->last_t_ns / 1e9 : 0;
-    v = tp_run_meta_get(run, TP_META_EXIT_STATUS);
-    f->exit_status = v ? strtoll(v, NULL, 10) : -1;
-    f->exit_signal = tp_run_meta_get(run, "exit_signal");
-    v = tp_run_meta_get(run, TP_META_COMMAND);
-    f->command = v ? v : "";
+    f->exit_status = run->settings.exit_status;
+    f->exit_signal = tp_run_meta_get(run, TP_META_EXIT_SIGNAL);
+    f->command = run->settings.command;
     f->failed_agent = NULL;
-    f->start_wall = tp_run_meta_get(run, "start_wall");
-    f->argv = tp_run_meta_get(run, "argv");
-    f->host = tp_run_meta_get(run, "host");
-    f->agent = tp_run_meta_get(run, "agent");
-    f->trainprof_version = tp_run_meta_get(run, "trainprof_version");
+    f->start_wall = tp_run_meta_get(run, TP_META_START_WALL);
+    f->argv = *run->settings.argv ? run->settings.argv : NULL;
+    f->host = tp_run_meta_get(run, TP_META_HOST);
+    f->agent = tp_run_meta_get(run, TP_META_AGENT);
+    f->trainprof_version = *run->settings.version ? run->settings.version : NULL;
     f->interval_s = tp_run_meta_get(run, TP_META_INTERVAL_S);
-    f->merged_from = tp_run_meta_get(run, "merged_from");
-    f->merge_anchor_ns = tp_run_meta_get(run, "merge_anchor_uncertainty_ns");
+    f->merged_from = tp_run_meta_get(run, TP_META_MERGED_FROM);
+    f->merge_anchor_ns = tp_run_meta_get(run, TP_META_MERGE_ANCHOR_UNCERTAINTY_NS);
     if (!run->nagent_meta)
         return; /* one node, or a merge that kept only the first node's facts */
     /* a merged run: complete when every node was, failed when any failed;
@@ -59,10 +56,10 @@ void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
     const tp_run_agent *stopped = NULL, *failed = NULL;
     for (size_t a = 0; a < run->nagents; a++) {
         const tp_run_agent *ag = &run->agents[a];
-        const char *at = tp_run_agent_meta_get(run, ag->id, "write_failed_ns");
-        if (!stopped && (at || !finished(tp_run_agent_meta_get(run, ag->id, "status")))) {
+        const char *at = tp_run_agent_meta_get(run, ag->id, TP_META_WRITE_FAILED_NS);
+        if (!stopped && (at || !finished(tp_run_agent_meta_get(run, ag->id, TP_META_STATUS)))) {
             stopped = ag;
-            write_failure(at, tp_run_agent_meta_get(run, ag->id, "write_failed"),
+            write_failure(at, tp_run_agent_meta_get(run, ag->id, TP_META_WRITE_FAILED),
                           tp_run_agent_shift_s(run, ag->id), f);
         }
         v = tp_run_agent_meta_get(run, ag->id, TP_META_EXIT_STATUS);
@@ -73,19 +70,19 @@ void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
     if (failed) {
         f->exit_status =
             strtoll(tp_run_agent_meta_get(run, failed->id, TP_META_EXIT_STATUS), NULL, 10);
-        f->exit_signal = tp_run_agent_meta_get(run, failed->id, "exit_signal");
+        f->exit_signal = tp_run_agent_meta_get(run, failed->id, TP_META_EXIT_SIGNAL);
     }
     f->failed_agent = stopped ? stopped->name : failed ? failed->name : NULL;
 }
 
 void tp_host_facts_of(const tp_run *run, int64_t agent_id, tp_host_facts *h)
 {
-    h->host = tp_run_agent_meta_get(run, agent_id, "host");
-    h->kernel = tp_run_agent_meta_get(run, agent_id, "kernel");
+    h->host = tp_run_agent_meta_get(run, agent_id, TP_META_HOST);
+    h->kernel = tp_run_agent_meta_get(run, agent_id, TP_META_KERNEL);
     h->cpu_count = tp_run_agent_meta_get(run, agent_id, TP_META_CPU_COUNT);
-    h->cpu_model = tp_run_agent_meta_get(run, agent_id, "cpu_model");
+    h->cpu_model = tp_run_agent_meta_get(run, agent_id, TP_META_CPU_MODEL);
     h->mem_total_bytes = tp_run_agent_meta_get(run, agent_id, TP_META_MEM_TOTAL_BYTES);
-    h->cgroup_version = tp_run_agent_meta_get(run, agent_id, "cgroup_version");
+    h->cgroup_version = tp_run_agent_meta_get(run, agent_id, TP_META_CGROUP_VERSION);
     h->cgroup_cpu_limit_cores =
         tp_run_agent_meta_get(run, agent_id, TP_META_CGROUP_CPU_LIMIT_CORES);
     h->cgroup_memory_limit_bytes =

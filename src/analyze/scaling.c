@@ -8,6 +8,7 @@
 #include "analyze/summary.h"
 #include "analyze/timings.h"
 #include "store/reader_stream.h"
+#include "core/run_keys.h"
 
 int tp_run_world_size(tp_run *run, const tp_timings *t)
 {
@@ -24,7 +25,7 @@ int tp_run_world_size(tp_run *run, const tp_timings *t)
         }
         free(threads);
     }
-    const char *env = tp_run_meta_get(run, "env.WORLD_SIZE");
+    const char *env = tp_run_meta_get(run, TP_META_ENV "WORLD_SIZE");
     if (env && atoi(env) > world)
         world = atoi(env);
     for (size_t i = 0; i < t->nsteps; i++)

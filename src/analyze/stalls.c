@@ -250,8 +250,7 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
     }
     if (err[0])
         return false;
-    const char *after = tp_run_meta_get(run, TP_META_STALL_AFTER_S);
-    double stall_after = after ? strtod(after, NULL) : 0;
+    double stall_after = run->settings.stall_after_s;
     size_t vcap = 0;
     ongoing_candidates(course, t, run, run_s, stall_after, out, &vcap);
     size_t ended = 0;

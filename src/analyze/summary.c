@@ -279,8 +279,8 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
                             stored_series_steps(run, out, err, cap) &&
                             tp_stored_steps_windows(run, &out->windows, &out->nwindows, err, cap)
                       : each_series(run, pass, add_series, pass, err, cap));
-    const char *d = tp_run_meta_get(run, "duration_ns");
-    double run_s = d ? strtod(d, NULL) / 1e9 : (double)run->last_t_ns / 1e9;
+    int64_t duration_ns = run->settings.duration_ns;
+    double run_s = (double)(duration_ns >= 0 ? duration_ns : run->last_t_ns) / 1e9;
     run_s = run_s > 0 ? run_s : 0;
     out->duration_s = run_s;
     ok = ok && (stored ? tp_stored_timings(run, &out->timings, err, cap)

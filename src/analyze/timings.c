@@ -422,8 +422,7 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
     size_t n;
     if (!tp_run_marks(run, &marks, &n, err, cap))
         return false;
-    const char *after = tp_run_meta_get(run, TP_META_STALL_AFTER_S);
-    double stall_after_s = after ? strtod(after, NULL) : 0;
+    double stall_after_s = run->settings.stall_after_s;
     compile_list compiles = {0};
     static const char *const compile[] = {TP_PHASE_COMPILE};
     if (!tp_run_each_named_region(run, compile, 1, add_compile, &compiles, err, cap)) {

@@ -78,7 +78,7 @@ static void put_cores(tp_sink *sink, uint64_t quota, uint64_t period)
 static void record_v2(const tp_collect_env *env, const char *path)
 {
     char text[128];
-    tp_sink_meta(env->sink, "cgroup_version", "2");
+    tp_sink_meta(env->sink, TP_META_CGROUP_VERSION, "2");
     if (read_group_file(env->root, path, "cpu.max", text, sizeof text)) {
         const char *p = text, *end = text + strlen(text);
         uint64_t quota, period;
@@ -95,7 +95,7 @@ static void record_v2(const tp_collect_env *env, const char *path)
 static void record_v1(const tp_collect_env *env, const cgroup_paths *paths)
 {
     char q[64], per[64], mem[64];
-    tp_sink_meta(env->sink, "cgroup_version", "1");
+    tp_sink_meta(env->sink, TP_META_CGROUP_VERSION, "1");
     if (paths->cpu[0] && read_group_file(env->root, paths->cpu, "cpu.cfs_quota_us", q, sizeof q) &&
         read_group_file(env->root, paths->cpu, "cpu.cfs_period_us", per, sizeof per)) {
         const char *a = q, *b = per;

@@ -307,7 +307,7 @@ static void setup_gpu(nvml_collector *c, nvml_gpu *g)
         else if (m != M_MEM_FREE)
             note_unsupported(c, g, m, r);
     }
-    tp_sink_meta(c->sink, "gpu_pcie_source",
+    tp_sink_meta(c->sink, TP_META_PCIE_SOURCE,
                  g->pcie_counter        ? "counter"
                  : g->series[M_PCIE_TX] ? "spot"
                                         : "none");
@@ -355,7 +355,7 @@ tp_collector *tp_nvml_collector_new(const tp_collect_env *env)
     }
     char driver[96];
     if (c->lib.driver_version && c->lib.driver_version(driver, sizeof driver) == NVML_SUCCESS)
-        tp_sink_meta(env->sink, "gpu_driver_version", driver);
+        tp_sink_meta(env->sink, TP_META_DRIVER_VERSION, driver);
     for (unsigned i = 0; i < count && c->ngpus < NVML_MAX_GPUS; i++) {
         nvml_gpu *g = &c->gpus[c->ngpus];
         g->index = (int)i;

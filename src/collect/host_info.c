@@ -76,15 +76,15 @@ void tp_host_info_record(const tp_collect_env *env, const char *agent)
     if (gethostname(buf, sizeof buf) != 0)
         snprintf(buf, sizeof buf, "unknown");
     buf[sizeof buf - 1] = '\0';
-    tp_sink_meta(sink, "host", buf);
-    tp_sink_meta(sink, "agent", agent && *agent ? agent : buf);
+    tp_sink_meta(sink, TP_META_HOST, buf);
+    tp_sink_meta(sink, TP_META_AGENT, agent && *agent ? agent : buf);
     struct utsname u;
     if (uname(&u) == 0) {
         snprintf(buf, sizeof buf, "%s %s %s", u.sysname, u.release, u.machine);
-        tp_sink_meta(sink, "kernel", buf);
+        tp_sink_meta(sink, TP_META_KERNEL, buf);
     }
     cpu_model(env->root, buf, sizeof buf);
-    tp_sink_meta(sink, "cpu_model", buf);
+    tp_sink_meta(sink, TP_META_CPU_MODEL, buf);
     snprintf(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
     tp_sink_meta(sink, TP_META_CPU_COUNT, buf);
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -36,6 +36,44 @@ void tp_labels_gpu_mig(char *buf, size_t cap, int gpu, int mig);
 #define TP_META_BACKOFF     "backoff"
 #define TP_META_COMMAND     "command"
 #define TP_META_EXIT_STATUS "exit_status"
+/* the machine, each agent's (collect/host_info.c, collect/gpu_nvml.c, collect/cgroup.c) */
+#define TP_META_HOST           "host"
+#define TP_META_AGENT          "agent" /* record --agent, else the host's name */
+#define TP_META_KERNEL         "kernel"
+#define TP_META_CPU_MODEL      "cpu_model"
+#define TP_META_CGROUP_VERSION "cgroup_version"
+#define TP_META_DRIVER_VERSION "gpu_driver_version" /* NVML's */
+#define TP_META_PCIE_SOURCE    "gpu_pcie_source"    /* where the PCIe figures come from */
+/* the recording's own (record/run_meta.c, record/session.c) */
+#define TP_META_ARGV                 "argv"
+#define TP_META_VERSION              "trainprof_version"
+#define TP_META_STATUS               "status" /* "recording", then "finished" */
+#define TP_META_START_MONO_NS        "start_mono_ns"
+#define TP_META_CLOCK_UNCERTAINTY_NS "clock_uncertainty_ns"
+#define TP_META_START_WALL           "start_wall" /* the start, ISO 8601 */
+#define TP_META_STACKS_HZ            "stacks_hz"
+#define TP_META_OPS                  "ops" /* capture windows "on" or "off" */
+#define TP_META_OPS_STEPS            "ops_steps"
+#define TP_META_OPS_EVERY_S          "ops_every_s"
+#define TP_META_OPS_ON_SLOW          "ops_on_slow"
+#define TP_META_RECORDER_PID         "recorder_pid"
+#define TP_META_CHILD_PID            "child_pid"
+#define TP_META_STOP_SIGNAL          "stop_signal" /* the signal that stopped record */
+#define TP_META_STOP_SIGNAL_NS       "stop_signal_ns"
+#define TP_META_EXIT_SIGNAL          "exit_signal" /* the signal the command died of */
+#define TP_META_DURATION_NS          "duration_ns"
+#define TP_META_WRITE_FAILED         "write_failed" /* the writer's error, where it stopped */
+#define TP_META_WRITE_FAILED_NS      "write_failed_ns"
+/* the environment the command ran in: "env." NAME (SLURM_JOB_ID, WORLD_SIZE...) */
+#define TP_META_ENV "env."
+/* the stored summary, and merges (store/summary_write.c, store/merge.c) */
+#define TP_META_SUMMARIZED                  "summarized"    /* "1": summary_* tables */
+#define TP_META_PLOTS                       "plots"         /* "1": the html's plots stored */
+#define TP_META_STALLS_STORED               "stalls_stored" /* "1": summary_stall */
+#define TP_META_SUMMARY_ONLY                "summary_only"  /* "1": a merge kept no rows */
+#define TP_META_MERGED_FROM                 "merged_from"   /* "N files" */
+#define TP_META_MERGE_ANCHOR_UNCERTAINTY_NS "merge_anchor_uncertainty_ns"
+#define TP_META_ENVELOPES                   "envelopes" /* "1": a fleet's metric envelopes */
 /* the facts the training told (lib/facts.h's keys): "fact." KEY */
 #define TP_META_FACT "fact."
 

@@ -94,27 +94,27 @@ bool tp_record_start_meta(tp_writer *writer, const tp_record_options *o, const t
     tp_utf8_clean(command, cap, words ? words : o->command[0]);
     tp_meta_rows m = {.n = 0};
     meta_add(&m, TP_META_COMMAND, words ? words : command);
-    meta_add(&m, "argv", argv);
-    meta_add(&m, "trainprof_version", TRAINPROF_VERSION);
-    meta_add(&m, "status", "recording");
+    meta_add(&m, TP_META_ARGV, argv);
+    meta_add(&m, TP_META_VERSION, TRAINPROF_VERSION);
+    meta_add(&m, TP_META_STATUS, "recording");
     meta_addf(&m, TP_META_START_WALL_NS, "%lld", (long long)a->wall_ns);
-    meta_addf(&m, "start_mono_ns", "%llu", (unsigned long long)a->mono_ns);
-    meta_addf(&m, "clock_uncertainty_ns", "%llu", (unsigned long long)a->uncertainty_ns);
+    meta_addf(&m, TP_META_START_MONO_NS, "%llu", (unsigned long long)a->mono_ns);
+    meta_addf(&m, TP_META_CLOCK_UNCERTAINTY_NS, "%llu", (unsigned long long)a->uncertainty_ns);
     time_t secs = (time_t)(a->wall_ns / 1000000000);
     struct tm tm;
     gmtime_r(&secs, &tm);
     char when[32];
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    meta_add(&m, "start_wall", when);
+    meta_add(&m, TP_META_START_WALL, when);
     meta_addf(&m, TP_META_INTERVAL_S, "%g", o->interval_s);
-    meta_addf(&m, "stacks_hz", "%g", o->stacks_hz);
-    meta_addf(&m, "ops", "%s", o->ops_off ? "off" : "on");
-    meta_addf(&m, "ops_steps", "%ld", o->ops_steps);
-    meta_addf(&m, "ops_every_s", "%g", o->ops_every_s);
-    meta_addf(&m, "ops_on_slow", "%g", o->ops_on_slow);
+    meta_addf(&m, TP_META_STACKS_HZ, "%g", o->stacks_hz);
+    meta_addf(&m, TP_META_OPS, "%s", o->ops_off ? "off" : "on");
+    meta_addf(&m, TP_META_OPS_STEPS, "%ld", o->ops_steps);
+    meta_addf(&m, TP_META_OPS_EVERY_S, "%g", o->ops_every_s);
+    meta_addf(&m, TP_META_OPS_ON_SLOW, "%g", o->ops_on_slow);
     if (o->stall_after_s > 0)
         meta_addf(&m, TP_META_STALL_AFTER_S, "%g", o->stall_after_s);
-    meta_addf(&m, "recorder_pid", "%d", (int)getpid());
+    meta_addf(&m, TP_META_RECORDER_PID, "%d", (int)getpid());
     bool ok = tp_writer_metas(writer, m.keys, m.values, m.n);
     free(words);
     free(argv);
@@ -135,15 +135,15 @@ void tp_record_end_meta(tp_meta_rows *m, int exit_status, int wstatus, uint64_t 
         meta_addf(m, m->child_key, "exit %d", WEXITSTATUS(wstatus));
     if (stop->signo) {
         const char *name = sigabbrev_np(stop->signo);
-        meta_addf(m, "stop_signal", "SIG%s", name ? name : "?");
-        meta_addf(m, "stop_signal_ns", "%llu", (unsigned long long)stop->t_ns);
+        meta_addf(m, TP_META_STOP_SIGNAL, "SIG%s", name ? name : "?");
+        meta_addf(m, TP_META_STOP_SIGNAL_NS, "%llu", (unsigned long long)stop->t_ns);
     }
     if (WIFSIGNALED(wstatus)) {
         const char *name = sigabbrev_np(WTERMSIG(wstatus));
-        meta_addf(m, "exit_signal", "SIG%s", name ? name : "?");
+        meta_addf(m, TP_META_EXIT_SIGNAL, "SIG%s", name ? name : "?");
     }
-    meta_addf(m, "duration_ns", "%llu", (unsigned long long)duration_ns);
-    meta_add(m, "status", "finished");
+    meta_addf(m, TP_META_DURATION_NS, "%llu", (unsigned long long)duration_ns);
+    meta_add(m, TP_META_STATUS, "finished");
 }
 
 void tp_record_losses(tp_sink *sink, char *out, size_t cap)

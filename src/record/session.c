@@ -33,6 +33,7 @@
 #include "serve/http_server.h"
 #include "store/writer.h"
 #include "util/log.h"
+#include "core/run_keys.h"
 
 extern char **environ;
 
@@ -260,7 +261,7 @@ static bool start_command(session *s, int *rc)
     }
     char pidbuf[32];
     snprintf(pidbuf, sizeof pidbuf, "%d", (int)s->child);
-    tp_sink_meta(s->sink, "child_pid", pidbuf);
+    tp_sink_meta(s->sink, TP_META_CHILD_PID, pidbuf);
     char why_unlisted[400]; /* lets `trainprof top` find this recording */
     if (!tp_registry_add(o->output, s->drain ? tp_drain_dir(s->drain) : "", why_unlisted,
                          sizeof why_unlisted))

@@ -9,6 +9,7 @@
 #include "store/schema.h"
 #include "store/sql_util.h"
 #include "util/grow.h"
+#include "core/run_keys.h"
 
 static int write_rows(sqlite3 *db, const tp_envelope_rows *rows, size_t n)
 {
@@ -30,7 +31,8 @@ static int write_rows(sqlite3 *db, const tp_envelope_rows *rows, size_t n)
         }
     sqlite3_finalize(st);
     if (rc == SQLITE_OK)
-        rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('envelopes', '1'); COMMIT;");
+        rc = tp_exec(db,
+                     "INSERT OR REPLACE INTO meta VALUES ('" TP_META_ENVELOPES "', '1'); COMMIT;");
     else
         tp_exec(db, "ROLLBACK;");
     return rc;
@@ -52,8 +54,7 @@ bool tp_envelopes_write(const char *path, const tp_envelope_rows *rows, size_t n
 
 bool tp_envelopes_stored(const tp_run *run)
 {
-    const char *v = tp_run_meta_get(run, "envelopes");
-    return v && strcmp(v, "1") == 0 && tp_run_has_table(run, "summary_envelope");
+    return run->settings.envelopes && tp_run_has_table(run, "summary_envelope");
 }
 
 /* One metric's points as they are read. */

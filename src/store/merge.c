@@ -19,6 +19,7 @@
 #include "store/reader_stacks.h"
 #include "store/reader_stream.h"
 #include "store/schema.h"
+#include "core/run_keys.h"
 
 /* The largest id in table of db's main schema (0 when empty), or -1. */
 static int64_t max_id(sqlite3 *db, const char *table)
@@ -301,6 +302,34 @@ static bool sync_file(const char *path)
     return ok;
 }
 
+enum { KEEP_SUMMARY = 1, KEEP_PLOTS = 2, KEEP_STALLS = 4, SUMMARY_ONLY = 8 };
+
+/* The merged run's own metadata: how many files, the clocks' alignment,
+ * the earliest start (first_agent's), no duration; the summary flags its
+ * inputs' carried over (what, KEEP_* and SUMMARY_ONLY bits). */
+static int merged_meta(sqlite3 *db, size_t n, int64_t uncertainty, int64_t earliest,
+                       int first_agent, unsigned what)
+{
+    char *sql = sqlite3_mprintf(
+        "INSERT OR REPLACE INTO meta VALUES ('" TP_META_MERGED_FROM "', '%d files');"
+        "INSERT OR REPLACE INTO meta VALUES ('" TP_META_MERGE_ANCHOR_UNCERTAINTY_NS "', '%lld');"
+        "INSERT OR REPLACE INTO meta VALUES ('" TP_META_START_WALL_NS "', '%lld');"
+        "INSERT OR REPLACE INTO meta SELECT key, value FROM agent_meta"
+        " WHERE agent_id = %d AND key = '" TP_META_START_WALL "';"
+        "DELETE FROM meta WHERE key IN ('" TP_META_DURATION_NS "');"
+        "%s%s%s%s",
+        (int)n, (long long)uncertainty, (long long)earliest, first_agent,
+        what & KEEP_SUMMARY ? "" : "DELETE FROM meta WHERE key = '" TP_META_SUMMARIZED "';",
+        what & KEEP_PLOTS ? "" : "DELETE FROM meta WHERE key = '" TP_META_PLOTS "';",
+        what & KEEP_STALLS ? "" : "DELETE FROM meta WHERE key = '" TP_META_STALLS_STORED "';",
+        what & SUMMARY_ONLY ? "INSERT OR REPLACE INTO meta VALUES ('" TP_META_SUMMARY_ONLY
+                              "', '1');"
+                            : "");
+    int rc = sql ? tp_exec(db, sql) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    return rc;
+}
+
 /* Creates the output's private file beside out_path (its name in tmp) and
  * opens it as an empty run file in *db. SQLITE_CANTOPEN with *db NULL and
  * the reason in err when the file can't be made; else SQLite's code, *db set
@@ -400,23 +429,11 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         rc = tp_merge_epoch_energy(db, inputs[i], info[i].series_off, info[i].shift);
     if (rc == SQLITE_OK && !all_rows)
         rc = tp_exec(db, "DROP TABLE epoch_bound;");
-    if (rc == SQLITE_OK) {
-        char *sql = sqlite3_mprintf(
-            "INSERT OR REPLACE INTO meta VALUES ('merged_from', '%d files');"
-            "INSERT OR REPLACE INTO meta VALUES ('merge_anchor_uncertainty_ns', '%lld');"
-            "INSERT OR REPLACE INTO meta VALUES ('start_wall_ns', '%lld');"
-            "INSERT OR REPLACE INTO meta SELECT key, value FROM agent_meta"
-            " WHERE agent_id = %d AND key = 'start_wall';"
-            "DELETE FROM meta WHERE key IN ('duration_ns');"
-            "%s%s%s%s",
-            (int)n, (long long)uncertainty, (long long)earliest, first_agent,
-            summaries ? "" : "DELETE FROM meta WHERE key = 'summarized';",
-            plots ? "" : "DELETE FROM meta WHERE key = 'plots';",
-            summaries && all_stalls ? "" : "DELETE FROM meta WHERE key = 'stalls_stored';",
-            all_rows ? "" : "INSERT OR REPLACE INTO meta VALUES ('summary_only', '1');");
-        rc = tp_exec(db, sql);
-        sqlite3_free(sql);
-    }
+    if (rc == SQLITE_OK)
+        rc = merged_meta(db, n, uncertainty, earliest, first_agent,
+                         (summaries ? KEEP_SUMMARY : 0) | (plots ? KEEP_PLOTS : 0) |
+                             (summaries && all_stalls ? KEEP_STALLS : 0) |
+                             (all_rows ? 0 : SUMMARY_ONLY));
     if (rc == SQLITE_OK && !all_rows && opt->step_groups_max) /* the thinned groups' room back */
         rc = tp_exec(db, "VACUUM;");
     if (rc != SQLITE_OK)

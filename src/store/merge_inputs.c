@@ -64,12 +64,9 @@ bool tp_merge_summaries_carry_over(const char *const *inputs, const tp_merge_inp
  * summarized, and which summary tables and columns it has. */
 static void input_tables(tp_run *run, tp_merge_input *in)
 {
-    const char *summarized = tp_run_meta_get(run, "summarized");
-    in->summarized =
-        run->schema_version >= TP_SCHEMA_SUMMARY && summarized && strcmp(summarized, "1") == 0;
+    in->summarized = run->schema_version >= TP_SCHEMA_SUMMARY && run->settings.summarized;
     in->version = run->schema_version;
-    const char *plots = tp_run_meta_get(run, "plots");
-    in->plots = in->summarized && plots && strcmp(plots, "1") == 0;
+    in->plots = in->summarized && run->settings.plots;
     in->series_steps = in->summarized && tp_run_has_table(run, "summary_series_steps");
     in->steps_window = in->summarized && tp_run_has_table(run, "summary_steps_window");
     in->rank_gpu = in->summarized && tp_run_has_column(run, "summary_rank", "gpu");
@@ -86,8 +83,7 @@ static void input_tables(tp_run *run, tp_merge_input *in)
     in->stall_between = tp_run_has_column(run, "summary_stall", "between_steps");
     in->timing_profiled = tp_run_has_column(run, "summary_timing", "in_profiled_s");
     in->timing_warmup = tp_run_has_column(run, "summary_timing", "in_warmup_s");
-    const char *stalls = tp_run_meta_get(run, "stalls_stored");
-    in->stalls = in->summarized && stalls && strcmp(stalls, "1") == 0 &&
+    in->stalls = in->summarized && run->settings.stalls_stored &&
                  tp_run_has_table(run, "summary_stall_thread");
 }
 
@@ -99,19 +95,18 @@ bool tp_merge_read_inputs(const char *const *inputs, size_t n, tp_merge_input *i
         if (!run)
             return false;
         const char *wall = tp_run_meta_get(run, TP_META_START_WALL_NS);
-        const char *unc = tp_run_meta_get(run, "clock_uncertainty_ns");
         const char *cmd = tp_run_meta_get(run, TP_META_COMMAND);
-        const char *job = tp_run_meta_get(run, "env.SLURM_JOB_ID");
+        const char *job = tp_run_meta_get(run, TP_META_ENV "SLURM_JOB_ID");
         if (!job)
-            job = tp_run_meta_get(run, "env.TORCHELASTIC_RUN_ID");
-        bool merged = tp_run_meta_get(run, "merged_from") != NULL;
+            job = tp_run_meta_get(run, TP_META_ENV "TORCHELASTIC_RUN_ID");
+        bool merged = run->settings.merged;
         input_tables(run, &info[i]);
         input_ranks(run, &info[i]);
         /* a time that is no time (a damaged or forged file): said, not shifted by */
         bool wall_valid = tp_parse_epoch_ns(wall, &info[i].start_wall_ns);
         char wall_text[48]; /* the meta's text goes with the run closed below */
         snprintf(wall_text, sizeof wall_text, "%s", wall ? wall : "");
-        info[i].uncertainty_ns = unc ? strtoll(unc, NULL, 10) : 0;
+        info[i].uncertainty_ns = run->settings.clock_uncertainty_ns;
         snprintf(info[i].command, sizeof info[i].command, "%s", cmd ? cmd : "");
         snprintf(info[i].job, sizeof info[i].job, "%s", job ? job : "");
         snprintf(info[i].agent, sizeof info[i].agent, "%s",

@@ -10,6 +10,7 @@
 #include "store/schema.h"
 #include "store/sql_util.h"
 #include "util/grow.h"
+#include "core/run_keys.h"
 
 /* tp_run_agent_meta_get's order: by agent, then key. */
 static int agent_meta_order(const void *a, const void *b)
@@ -239,6 +240,7 @@ tp_run *tp_run_open(const char *path, char *err, size_t cap)
         tp_run_close(run);
         return NULL;
     }
+    tp_run_settings_read(run->meta, run->nmeta, &run->settings);
     return run;
 }
 
@@ -324,11 +326,7 @@ const char *tp_run_agent_meta_get(const tp_run *run, int64_t agent_id, const cha
     return tp_run_meta_get(run, key);
 }
 
-bool tp_run_summary_only(const tp_run *run)
-{
-    const char *v = tp_run_meta_get(run, "summary_only");
-    return v && strcmp(v, "1") == 0;
-}
+bool tp_run_summary_only(const tp_run *run) { return run->settings.summary_only; }
 
 /* Whether table has a column named column, or any column when column is
  * NULL (the table exists). */
@@ -351,8 +349,7 @@ bool tp_run_has_table(const tp_run *run, const char *name) { return has_column(r
 
 bool tp_summary_stored(const tp_run *run)
 {
-    const char *v = tp_run_meta_get(run, "summarized");
-    return !run->raw_only && run->schema_version >= TP_SCHEMA_SUMMARY && v && strcmp(v, "1") == 0;
+    return !run->raw_only && run->schema_version >= TP_SCHEMA_SUMMARY && run->settings.summarized;
 }
 
 bool tp_run_has_column(const tp_run *run, const char *table, const char *column)

@@ -7,6 +7,7 @@
 #ifndef TP_STORE_READER_H
 #define TP_STORE_READER_H
 
+#include "store/run_settings.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,11 +43,6 @@ typedef struct tp_run_gpu {
     char *energy_source;
 } tp_run_gpu;
 
-typedef struct tp_run_meta {
-    char *key;
-    char *value;
-} tp_run_meta;
-
 /* One agent's metadata in a merged run (table agent_meta: each node file's
  * meta, kept per agent by `merge`). */
 typedef struct tp_run_agent_meta {
@@ -72,7 +68,8 @@ typedef struct tp_run {
     size_t ngpus;
     int64_t last_t_ns; /* latest sample time, -1 when there is none */
     int schema_version;
-    bool raw_only; /* analyse the rows even when a summary is stored */
+    tp_run_settings settings; /* what its metadata says of the recording, parsed */
+    bool raw_only;            /* analyse the rows even when a summary is stored */
     /* the series by (agent, metric, labels), made at the first
      * tp_run_series_find (NULL until then) */
     const tp_run_series **series_by_key;

@@ -10,10 +10,11 @@
 #include "store/mark_kind.h"
 #include "store/schema.h"
 #include "util/grow.h"
+#include "core/run_keys.h"
 
 bool tp_run_live_now(const tp_run *run, uint64_t *now_ns)
 {
-    const char *start = tp_run_meta_get(run, "start_mono_ns");
+    const char *start = tp_run_meta_get(run, TP_META_START_MONO_NS);
     if (!start || run->schema_version < 2)
         return false;
     uint64_t anchor = strtoull(start, NULL, 10), now = tp_clock_mono_ns();

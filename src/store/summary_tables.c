@@ -11,6 +11,7 @@
 #include "store/sql_util.h"
 #include "util/grow.h"
 #include "util/ns_math.h"
+#include "core/run_keys.h"
 
 static double col_real(sqlite3_stmt *st, int i)
 {
@@ -262,10 +263,8 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
 
 bool tp_plots_stored(const tp_run *run)
 {
-    const char *summarized = tp_run_meta_get(run, "summarized");
-    const char *plots = tp_run_meta_get(run, "plots");
-    return !run->raw_only && run->schema_version >= TP_SCHEMA_SUMMARY && summarized &&
-           strcmp(summarized, "1") == 0 && plots && strcmp(plots, "1") == 0;
+    return !run->raw_only && run->schema_version >= TP_SCHEMA_SUMMARY && run->settings.summarized &&
+           run->settings.plots;
 }
 
 static bool plots_failed(tp_run *run, const char *what, char *err, size_t cap)
@@ -450,8 +449,7 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
     *out = NULL;
     *n = 0;
     err[0] = '\0';
-    const char *stored = tp_run_meta_get(run, "stalls_stored");
-    if (run->raw_only || !stored || strcmp(stored, "1") != 0 ||
+    if (run->raw_only || !run->settings.stalls_stored ||
         !tp_run_has_table(run, "summary_stall_thread"))
         return false;
     sqlite3_stmt *st = NULL, *th = NULL;

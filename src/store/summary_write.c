@@ -6,6 +6,7 @@
 #include "store/schema.h"
 #include "store/summary_tables.h"
 #include "util/ns_math.h"
+#include "core/run_keys.h"
 
 static void bind_real(sqlite3_stmt *st, int i, double v)
 {
@@ -216,7 +217,7 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
     sqlite3_finalize(stall);
     sqlite3_finalize(thread);
     if (rc == SQLITE_OK)
-        rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('stalls_stored', '1');");
+        rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('" TP_META_STALLS_STORED "', '1');");
     return rc;
 }
 
@@ -266,7 +267,7 @@ static int write_plots(sqlite3 *db, const tp_summary_rows *p)
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_OK)
-        rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('plots', '1');");
+        rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('" TP_META_PLOTS "', '1');");
     return rc;
 }
 
@@ -371,7 +372,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     if (rc == SQLITE_OK)
         rc = write_stalls(db, s);
     if (rc == SQLITE_OK)
-        rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('summarized', '1'); COMMIT;");
+        rc = tp_exec(db,
+                     "INSERT OR REPLACE INTO meta VALUES ('" TP_META_SUMMARIZED "', '1'); COMMIT;");
     if (rc != SQLITE_OK) {
         snprintf(why, cap, "%s", sqlite3_errmsg(db)); /* before the rollback resets it */
         tp_exec(db, "ROLLBACK");

@@ -59,7 +59,11 @@ def bottleneck(tmp_path, sleep=0.0, dim=32, hidden=32, crash_in="", extra=()):
 
 
 def test_sleepy_loader_is_input_bound(tmp_path):
-    r = bottleneck(tmp_path, sleep=0.002, extra=("--json",))
+    # 5 ms a sample, 80 ms a batch: the loader's limit is its sleeps, which
+    # others' work on the machine barely moves, and the replay of this small
+    # model stays far above it even on a CPU shared three ways (at 2 ms a
+    # sample a busy machine once took the replay below the loader)
+    r = bottleneck(tmp_path, sleep=0.005, extra=("--json",))
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)  # the training printed: to stderr, so stdout parses
     assert "the training's own output" in r.stderr
@@ -69,9 +73,10 @@ def test_sleepy_loader_is_input_bound(tmp_path):
         "report", tmp_path / "bn-asis.db"
     ).stdout
     rates = {run["mode"]: run["rate"] for run in out["runs"]}
-    # 16 samples x 2 ms per batch: at most 500/s; a loaded VM's sleeps run long
-    # (233/s once, right after the fuzz minute), so the floor only says it is the loader
-    assert 150 < rates["loader"] < 520
+    # 16 samples x 5 ms per batch: at most 200/s; a loaded VM's sleeps run long
+    # (at 2 ms, 233/s for 500/s once, right after the fuzz minute), so the floor
+    # only says it is the loader
+    assert 60 < rates["loader"] < 210
     assert rates["replay"] > 3 * rates["loader"]
     assert rates["asis"] <= rates["loader"] * 1.1
     assert all(run["steps"] == 30 and run["exit_status"] == 0 for run in out["runs"])
@@ -215,8 +220,10 @@ def test_many_small_files_is_input_bound_with_small_reads(tmp_path):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     # beside others that hold the CPUs, the training limit falls too (the
-    # replay run computes on the CPU): the two limits may meet
-    assert out["verdict"] == "input_bound" or (load.busy and out["verdict"] == "balanced"), (
+    # replay run computes on the CPU, and the loader's reads are quick
+    # system calls): the two limits may meet or cross
+    busy_verdicts = ("balanced", "compute_bound")
+    assert out["verdict"] == "input_bound" or (load.busy and out["verdict"] in busy_verdicts), (
         out["verdict"],
         load.cpus,
     )

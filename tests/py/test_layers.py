@@ -91,6 +91,46 @@ def test_label_sets_and_metadata_keys_come_from_their_catalogue():
     assert by_hand.search('snprintf(b, 9, "{\\"gpu\\":\\"%d\\"}", g)')
 
 
+def test_every_metadata_key_is_catalogued_and_settings_parsed_once():
+    """No meta call names its key by a literal (core/run_keys.h names them
+    all: a literal may only follow a prefix, TP_META_ENV "SLURM_JOB_ID"), no
+    SQL names one in store/, and the keys the run's settings type are parsed
+    in store/run_settings.c alone (run->settings for every other reader)."""
+    import re
+
+    literal_key = re.compile(
+        r"(?:tp_run_meta_get|tp_sink_meta|meta_addf?|meta_or|meta_int)\(\s*[^,;]+,\s*\""
+        r"|tp_run_agent_meta_get\(\s*[^,;]+,[^,;]+,\s*\""
+    )
+    sql_key = re.compile(r"(?:INTO meta VALUES \(|FROM meta WHERE key (?:=|IN \()\s*)'[a-z]")
+    parsed = [
+        "STALL_AFTER_S",
+        "SUMMARIZED",
+        "PLOTS",
+        "STALLS_STORED",
+        "SUMMARY_ONLY",
+        "ENVELOPES",
+        "DURATION_NS",
+        "EXIT_STATUS",
+        "CLOCK_UNCERTAINTY_NS",
+    ]
+    parsed_read = re.compile(r"tp_run_meta_get\([^;]*TP_META_(" + "|".join(parsed) + r")\b")
+    found = []
+    for f in sorted((ROOT / "src").rglob("*.c")):
+        text, name = f.read_text(), str(f.relative_to(ROOT))
+        found += [f"{name}: {m.group(0)}" for m in literal_key.finditer(text)]
+        found += [f"{name}: {m.group(0)}" for m in sql_key.finditer(text)]
+        if f.name != "run_settings.c":
+            found += [f"{name}: {m.group(0)}" for m in parsed_read.finditer(text)]
+    assert found == []
+    # the checks find what they look for
+    assert literal_key.search('tp_run_meta_get(run, "argv")')
+    assert literal_key.search('tp_run_agent_meta_get(run, a->id, "host")')
+    assert not literal_key.search('tp_run_meta_get(run, TP_META_ENV "WORLD_SIZE")')
+    assert sql_key.search("DELETE FROM meta WHERE key = 'plots';")
+    assert parsed_read.search("tp_run_meta_get(run, TP_META_STALL_AFTER_S);")
+
+
 def test_renderers_read_no_metadata_key():
     """render/ says facts (analyze/run_facts.h, the model's facts, the
     verdicts'): it reads no metadata key itself; report --json's verbatim

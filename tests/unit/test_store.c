@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "analyze/summary.h"
+#include "core/run_keys.h"
 #include "harness.h"
 #include "store/reader.h"
 #include "store/schema.h"
@@ -240,6 +241,65 @@ static void test_sink_many_producers(void **state)
     tp_sink_free(s);
 }
 
+/* A run file's metadata as run->settings: the recorder's values typed, and
+ * a crafted file's that are not what their key holds taken as absent. */
+static void write_meta(const char *path, const char *const *kv, size_t n)
+{
+    char err[256];
+    tp_writer *w = tp_writer_create(path, false, "node7", err, sizeof err);
+    assert_non_null(w);
+    tp_sink *s = tp_sink_new(0);
+    for (size_t i = 0; i < n; i += 2)
+        tp_sink_meta(s, kv[i], kv[i + 1]);
+    tp_batch b = {0};
+    tp_sink_take(s, &b);
+    assert_true(tp_writer_apply(w, &b, err, sizeof err));
+    tp_batch_free(&b);
+    tp_sink_free(s);
+    tp_writer_finish(w);
+}
+
+static void test_settings_are_typed_and_hostile_values_absent(void **state)
+{
+    (void)state;
+    char *path = tmp_path("settings.db"), err[256];
+    const char *good[] = {
+        TP_META_STALL_AFTER_S,        "30",         TP_META_INTERVAL_S,  "0.5",
+        TP_META_DURATION_NS,          "1500000000", TP_META_EXIT_STATUS, "3",
+        TP_META_CLOCK_UNCERTAINTY_NS, "2500",       TP_META_COMMAND,     "python t.py"};
+    write_meta(path, good, sizeof good / sizeof *good);
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    const tp_run_settings *st = &run->settings;
+    assert_true(st->stall_after_s == 30 && st->interval_s == 0.5);
+    assert_int_equal(st->duration_ns, 1500000000);
+    assert_int_equal(st->exit_status, 3);
+    assert_int_equal(st->clock_uncertainty_ns, 2500);
+    assert_string_equal(st->command, "python t.py");
+    assert_string_equal(st->argv, "");
+    assert_false(st->merged || st->summary_only);
+    tp_run_close(run);
+    unlink(path);
+    const char *bad[] = {TP_META_STALL_AFTER_S,        "nan",
+                         TP_META_INTERVAL_S,           "-0.5",
+                         TP_META_DURATION_NS,          "-7",
+                         TP_META_EXIT_STATUS,          "3 or so",
+                         TP_META_CLOCK_UNCERTAINTY_NS, "99999999999999999999",
+                         TP_META_SUMMARY_ONLY,         "yes"};
+    write_meta(path, bad, sizeof bad / sizeof *bad);
+    run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    st = &run->settings;
+    assert_true(st->stall_after_s == 0 && st->interval_s == 0);
+    assert_int_equal(st->duration_ns, -1);
+    assert_int_equal(st->exit_status, -1);
+    assert_int_equal(st->clock_uncertainty_ns, 0);
+    assert_false(st->summary_only);
+    tp_run_close(run);
+    unlink(path);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_refuses_overwrite),
         cmocka_unit_test(test_refuses_foreign_files),
         cmocka_unit_test(test_sink_many_producers),
+        cmocka_unit_test(test_settings_are_typed_and_hostile_values_absent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

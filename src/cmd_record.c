@@ -82,7 +82,7 @@ static int parse_options(int argc, char **argv, tp_record_options *o, bool *done
                   "%h is the host name, %r the node rank (SLURM_NODEID,\n"
                   "NODE_RANK or GROUP_RANK; else 0), %p the pid",
                   &o->output),
-        TP_FLAG('f', "force", "overwrite FILE if it exists", &o->force),
+        TP_FLAG(0, "force", "overwrite FILE if it exists", &o->force),
         TP_NUMBER('i', "interval", "SECS", "sampling interval, 0.05 to 60 (default: 0.5)",
                   &o->interval_s, TP_INTERVAL_MIN, TP_INTERVAL_MAX, "seconds"),
         TP_STRING(0, "agent", "NAME", "name of this machine in the run (default: host name)",

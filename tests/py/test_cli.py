@@ -319,3 +319,29 @@ def test_a_killed_recording_reads_where_its_reader_cannot_write(run_file):
         assert "command   true" in r.stdout
     finally:
         shutil.rmtree(shared)
+
+
+COMMANDS = (
+    "record report html merge summarize compare bottleneck iobench top capture serve export".split()
+)
+
+
+def test_an_option_is_spelt_one_way_in_every_command():
+    """Each command's --help against the others': an option that two commands
+    share has the same short name (or none) in both, and a short name means
+    one option wherever it is used (record -f once forced where export -f
+    names the format, and html -f or merge -f were refused)."""
+    import re
+
+    short_of, long_of = {}, {}
+    for command in COMMANDS:
+        r = trainprof(command, "--help")
+        assert r.returncode == 0, (command, r.stderr)
+        for m in re.finditer(r"^\s+(?:-(\w), )?--([a-z][a-z0-9-]*)", r.stdout, re.M):
+            short, long = m.group(1) or "", m.group(2)
+            short_of.setdefault(long, {})[command] = short
+            if short:
+                long_of.setdefault(short, {})[command] = long
+    assert {"force", "output", "quiet", "json"} <= short_of.keys()  # the parse finds them
+    assert {o: c for o, c in short_of.items() if len(set(c.values())) > 1} == {}
+    assert {s: c for s, c in long_of.items() if len(set(c.values())) > 1} == {}

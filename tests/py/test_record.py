@@ -540,5 +540,5 @@ def test_sqlite_companions_left_beside_the_output_are_refused_with_why(tmp_path)
     assert "run.db-shm is already there (a symbolic link)" in r.stderr, r.stderr
     assert "not an error" not in r.stderr and not out.exists()
     assert not (tmp_path / "elsewhere").exists()
-    r = trainprof("record", "-q", "-f", "-o", out, "--", "true")  # --force clears them
+    r = trainprof("record", "-q", "--force", "-o", out, "--", "true")  # it clears them
     assert r.returncode == 0 and out.exists()

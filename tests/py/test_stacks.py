@@ -54,7 +54,7 @@ def record(tmp_path, script, *args, stacks=None, env=None, seconds="2"):
     r = trainprof(
         "record",
         "-q",
-        "-f",
+        "--force",
         "-o",
         run,
         *extra,
@@ -322,7 +322,7 @@ def sandboxed(tmp_path, *policy, script=HOT, seconds="1"):
     r = trainprof(
         "record",
         "-q",
-        "-f",
+        "--force",
         "-o",
         run,
         "--stacks",

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "compare_job.h"
+#include "render/causes_words.h"
 #include "render/compare.h"
 #include "render/units.h"
 #include "util/utf8.h"
@@ -38,8 +39,10 @@ static const char usage[] =
 
 static const char epilogue[] =
     "exit status: 0 on success, 3 when --fail-if-slower's B is slower than allowed,\n"
-    "2 for bad arguments, a file that is not a readable trainprof run file, or a gate\n"
-    "with a side that has no steps.\n";
+    "4 when it is, but the machine differed between the runs (others' CPU, pressure,\n"
+    "swap, GPU clocks) and --gate-anyway was not given, 2 for bad arguments, a file\n"
+    "that is not a readable trainprof run file, or a gate with a side that has no\n"
+    "steps.\n";
 
 static void runs_json(json_writer *w, const tp_scale_row *rows, size_t n)
 {
@@ -84,8 +87,33 @@ static bool add_base(const char *value, void *target, char *err, size_t cap)
     return true;
 }
 
+/* --fail-if-slower's percent (NaN: no gate), and --gate-anyway */
+typedef struct gate {
+    double fail_pct;
+    bool anyway;
+} gate;
+
+/* B is slower than the gate allows (at least slower), and the machines
+ * differed over the two runs' steps (analyze/run_compare.h): unless the
+ * gate judges anyway, that is said, and the gate gives no verdict on the
+ * code. */
+static bool machines_differ(const tp_run_compare *c, const gate *g, double slower)
+{
+    tp_regime_cause machine[TP_REGIME_CAUSES];
+    size_t n = tp_compare_machine_causes(c, machine);
+    if (!n || g->anyway)
+        return false;
+    char words[1024];
+    tp_causes_text(words, sizeof words, machine, n);
+    tp_error("compare: B (%s) is slower than A (%s) by at least %.1f%% (more than the %g%% "
+             "allowed), but the machine differed: %s. Not the code's doing alone: no verdict "
+             "(exit status 4; --gate-anyway fails B all the same)",
+             c->b.path, c->a.path, 100 * slower, g->fail_pct, words);
+    return true;
+}
+
 /* The comparison as text or JSON; with the gate, its verdict (the exit status). */
-static int say(const tp_compare_job *job, bool json, double fail_pct)
+static int say(const tp_compare_job *job, bool json, const gate *g)
 {
     const tp_run_compare *c = &job->c;
     if (json) {
@@ -104,7 +132,7 @@ static int say(const tp_compare_job *job, bool json, double fail_pct)
         free(text);
     }
     int status = 0;
-    if (!isnan(fail_pct)) {
+    if (!isnan(g->fail_pct)) {
         double slower = tp_compare_slower_at_least(c);
         if (!c->comparable && c->a.steps >= 2 && c->b.steps >= 2) {
             tp_error("compare: --fail-if-slower: the change in step time could not be measured "
@@ -115,12 +143,14 @@ static int say(const tp_compare_job *job, bool json, double fail_pct)
             tp_error("compare: --fail-if-slower: %s has no steps to time",
                      c->a.steps < 2 ? c->a.path : c->b.path);
             status = 2;
-        } else if (slower > fail_pct / 100) {
+        } else if (slower > g->fail_pct / 100 && machines_differ(c, g, slower)) {
+            status = 4;
+        } else if (slower > g->fail_pct / 100) {
             tp_error("compare: B (%s) is slower than A (%s): its steps take at least %.1f%% "
                      "longer (%+.1f%%, 95%% interval %+.1f%% to %+.1f%%), more than the %g%% "
                      "allowed",
                      c->b.path, c->a.path, 100 * slower, 100 * c->change, 100 * c->low,
-                     100 * c->high, fail_pct);
+                     100 * c->high, g->fail_pct);
             status = 3;
         }
     }
@@ -129,7 +159,7 @@ static int say(const tp_compare_job *job, bool json, double fail_pct)
 
 /* A against B, said as text or JSON; with the gate, its verdict. */
 static int compare_two(char *const *a, size_t na, char *const *b, size_t nb, bool json,
-                       double fail_pct)
+                       const gate *g)
 {
     tp_compare_job job;
     char err[1024];
@@ -138,13 +168,13 @@ static int compare_two(char *const *a, size_t na, char *const *b, size_t nb, boo
         tp_error("%s", err);
         return 2;
     }
-    int status = say(&job, json, fail_pct);
+    int status = say(&job, json, g);
     tp_compare_job_free(&job);
     return status;
 }
 
 /* compare --regimes: one run's regimes around its biggest change. */
-static int compare_regimes(char *const *paths, size_t n, bool json, double fail_pct)
+static int compare_regimes(char *const *paths, size_t n, bool json, const gate *g)
 {
     tp_compare_job job;
     char err[1024];
@@ -158,7 +188,7 @@ static int compare_regimes(char *const *paths, size_t n, bool json, double fail_
         printf("%s kept one pace: no change of pace to compare (%zu regime%s).\n", job.a.run->path,
                job.regimes, job.regimes == 1 ? "" : "s");
     } else {
-        status = say(&job, json, fail_pct);
+        status = say(&job, json, g);
     }
     if (job.regimes < 2 && json) {
         json_writer w;
@@ -176,7 +206,7 @@ static int compare_regimes(char *const *paths, size_t n, bool json, double fail_
 int cmd_compare(int argc, char **argv)
 {
     bool json = false, regimes = false;
-    double fail_pct = NAN;
+    gate g = {NAN, false};
     static base_files base;
     base.n = 0;
     const tp_option options[] = {
@@ -192,7 +222,11 @@ int cmd_compare(int argc, char **argv)
         TP_NUMBER(0, "fail-if-slower", "PCT",
                   "exit status 3 when B's steps are slower than A's by more than PCT\n"
                   "percent beyond the 95% interval (two run files only)",
-                  &fail_pct, 0, 1000, "percent"),
+                  &g.fail_pct, 0, 1000, "percent"),
+        TP_FLAG(0, "gate-anyway",
+                "with --fail-if-slower: fail B even where the two machines differed\n"
+                "(others' CPU, pressure, swap, GPU clocks), exit status 4 otherwise",
+                &g.anyway),
     };
     const tp_command cmd = {.name = "compare",
                             .usage = usage,
@@ -207,16 +241,16 @@ int cmd_compare(int argc, char **argv)
         return parsed;
     size_t n = (size_t)(argc - first);
     if (regimes)
-        return compare_regimes(argv + first, n, json, fail_pct);
+        return compare_regimes(argv + first, n, json, &g);
     if (base.n)
-        return compare_two(base.paths, base.n, argv + first, n, json, fail_pct);
+        return compare_two(base.paths, base.n, argv + first, n, json, &g);
     if (n == 2)
-        return compare_two(argv + first, 1, argv + first + 1, 1, json, fail_pct);
+        return compare_two(argv + first, 1, argv + first + 1, 1, json, &g);
     if (n < 2) {
         tp_error("compare: needs two or more run files (or --base FILE and a run file)");
         return 2;
     }
-    if (!isnan(fail_pct)) {
+    if (!isnan(g.fail_pct)) {
         tp_error("compare: --fail-if-slower compares two run files, A and B (%zu given; "
                  "--base FILE for a side of several)",
                  n);

@@ -504,3 +504,12 @@ bool tp_run_compare_regimes(const tp_summary *s, size_t before, size_t after, tp
 }
 
 double tp_compare_slower_at_least(const tp_run_compare *c) { return c->comparable ? c->low : NAN; }
+
+size_t tp_compare_machine_causes(const tp_run_compare *c, tp_regime_cause out[TP_REGIME_CAUSES])
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->ncauses && i < TP_REGIME_CAUSES; i++)
+        if (c->causes[i].kind != TP_CAUSE_PHASE && c->causes[i].kind != TP_CAUSE_FUNCTION)
+            out[n++] = c->causes[i];
+    return n;
+}

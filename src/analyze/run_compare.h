@@ -93,4 +93,9 @@ bool tp_run_compare_regimes(const tp_summary *s, size_t before, size_t after, tp
  * --fail-if-slower fails where it is above the allowed share. */
 double tp_compare_slower_at_least(const tp_run_compare *c);
 
+/* The causes of c that are the machine's, not the training's: other
+ * processes' CPU, CPU or I/O pressure, swap, the GPU's clock or its
+ * slowdowns, each past its noise (regimes.h), into out; how many. */
+size_t tp_compare_machine_causes(const tp_run_compare *c, tp_regime_cause out[TP_REGIME_CAUSES]);
+
 #endif

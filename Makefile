@@ -132,12 +132,17 @@ test-python-style: build
 	cd $(BUILD) && ../$(VENV)/bin/mypy --strict --python-version 3.10 --follow-imports=silent \
 	    --cache-dir mypy-cache -m trainprof -m trainprof._native -m trainprof.steps.state
 
+# The Python tests: those that judge the machine's load (marked machine:
+# tests/py/conftest.py) alone, after the rest on PYTEST_WORKERS processes
+# (pytest-xdist; a file's tests on one worker, for its fixtures).
+PYTEST_WORKERS ?= 3
+PYTEST_ENV = TRAINPROF=$(abspath $(PROGRAM)) FAKE_NVML_LIB=$(abspath $(BUILD)/tests/libfake_nvml.so) \
+	EMIT_EVENTS=$(abspath $(BUILD)/tests/emit_events) \
+	HOSTILE_RING=$(abspath $(BUILD)/tests/hostile_ring) \
+	NO_VM_READV=$(abspath $(BUILD)/tests/no_vm_readv)
 test-py: build
-	TRAINPROF=$(abspath $(PROGRAM)) FAKE_NVML_LIB=$(abspath $(BUILD)/tests/libfake_nvml.so) \
-	    EMIT_EVENTS=$(abspath $(BUILD)/tests/emit_events) \
-	    HOSTILE_RING=$(abspath $(BUILD)/tests/hostile_ring) \
-	    NO_VM_READV=$(abspath $(BUILD)/tests/no_vm_readv) \
-	    $(PY) -m pytest -q tests/py
+	$(PYTEST_ENV) $(PY) -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist loadfile -m "not machine" tests/py
+	$(PYTEST_ENV) $(PY) -m pytest -q -m machine tests/py
 
 bench: build
 	$(PY) bench/run_all.py

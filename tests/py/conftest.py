@@ -43,6 +43,33 @@ def _own_cpu_seconds():
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+# Tests that judge the machine's load bring their own conditions (CPU burners,
+# or none beside them: OthersCpu) and run alone, after the rest, which runs on
+# every core (make test-py; docs/contributing.md). A test is one of them when
+# its code names OthersCpu or burners, or its module sets
+# pytestmark = pytest.mark.machine.
+MACHINE_WORDS = ("OthersCpu", "burners")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "machine: judges the machine's load; run alone (make test-py's serial part)"
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    import inspect
+
+    for item in items:
+        fn = getattr(item, "function", None)
+        try:
+            source = inspect.getsource(fn) if fn else ""
+        except (OSError, TypeError):
+            source = ""
+        if any(w in source for w in MACHINE_WORDS):
+            item.add_marker(pytest.mark.machine)
+
+
 class OthersCpu:
     """The CPUs that processes other than the test's own kept busy while the
     block ran, on average (0 on an idle machine, about 2 beside two

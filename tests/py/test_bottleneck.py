@@ -5,7 +5,11 @@ import os
 import re
 import textwrap
 
+import pytest
 from conftest import PYTHON, OthersCpu, trainprof
+
+# every test here measures rates or names contention: run alone (conftest)
+pytestmark = pytest.mark.machine
 
 SCRIPT = """
 import os, sys, time, torch

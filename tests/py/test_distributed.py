@@ -110,6 +110,7 @@ def reduce_counts(rep):
     return {t["rank"]: t["count"] for t in rep["timings"] if t["name"] == "reduce_metrics"}
 
 
+@pytest.mark.machine  # judges the share of each step the all-reduce takes
 def test_ddp_on_gloo_waiting_in_backward_is_exposed_communication(tmp_path, run_file):
     """gloo's all-reduce runs on a thread of its own while backward waits for
     it: that wait is no compute. The model's one bucket is launched when its

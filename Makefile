@@ -10,7 +10,7 @@ SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -
 C_FILES  := $(shell find include lib src tests bench python -name '*.[ch]')
 WERROR   := $(if $(CI),-Dwerror=true,)
 
-.PHONY: all build deps demo test test-c test-sanitizers test-format test-python-style test-layers test-py test-fuzz fuzz bench format clean wheel sdist test-wheel test-bare
+.PHONY: all build deps demo check test test-c test-sanitizers test-format test-python-style test-layers test-py test-fuzz fuzz bench format clean wheel sdist test-wheel test-bare
 
 all: build
 
@@ -35,6 +35,15 @@ demo: build
 	$(PROGRAM) html --force $(BUILD)/demo.db
 
 test: build test-format test-python-style test-layers test-c test-sanitizers test-py test-fuzz test-wheel
+
+# The quick tier, for every change (about a minute once built): the format and
+# layer checks, ruff and mypy, the C unit tests, the golden outputs and the
+# Python tests that run no training. `make test` is the whole suite.
+CHECK_PY := test_cli test_golden test_gpu_runs test_hostile_files test_layers \
+	test_python_api test_export test_ops_events test_verdicts
+check: build test-format test-python-style test-layers test-c
+	$(PYTEST_ENV) $(PY) -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist loadfile -m "not machine" \
+	    $(CHECK_PY:%=tests/py/%.py)
 
 # Binary wheels for every CPython 3.9-3.14 here, repaired by auditwheel to carry
 # SQLite, ncurses and libmicrohttpd (manylinux); the source package

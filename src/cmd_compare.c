@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "compare_job.h"
+#include "analyze/compare_job.h"
 #include "render/causes_words.h"
 #include "render/compare.h"
 #include "render/units.h"

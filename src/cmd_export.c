@@ -8,7 +8,7 @@
 #include "analyze/summary.h"
 #include "analyze/verdicts.h"
 #include "commands.h"
-#include "export_parquet.h"
+#include "render/export_parquet.h"
 #include "render/export.h"
 #include "render/report.h"
 #include "render/units.h"

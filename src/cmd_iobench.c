@@ -19,7 +19,7 @@
 #include "clock.h"
 #include "analyze/storage_typical.h"
 #include "commands.h"
-#include "iobench_dataset.h"
+#include "collect/iobench_dataset.h"
 #include "render/units.h"
 #include "util/json_writer.h"
 #include "util/options.h"

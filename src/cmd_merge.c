@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "fleet_plots.h"
+#include "analyze/fleet_plots.h"
 #include "store/merge.h"
 #include "util/atomic_file.h"
 #include "util/options.h"

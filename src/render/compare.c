@@ -2,6 +2,8 @@
 #include "render/compare.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyze/verdicts.h"
@@ -271,4 +273,39 @@ void tp_compare_json(json_writer *w, const tp_run_compare *c)
         json_object_end(w);
     }
     json_array_end(w);
+}
+
+void tp_scale_rows_text(FILE *out, const tp_scale_row *rows, size_t n)
+{
+    fprintf(out, "%-32s %6s %12s %12s %9s %11s %12s %14s\n", "run", "world", "epoch time",
+            "samples/s", "speed-up", "efficiency", "energy/epoch", "energy/sample");
+    for (size_t i = 0; i < n; i++) {
+        char e[32] = "-", es[32] = "-", ep[32] = "-";
+        if (!isnan(rows[i].epoch_s))
+            tp_format_duration(e, sizeof e, rows[i].epoch_s);
+        if (!isnan(rows[i].energy_epoch_j))
+            tp_format_value(ep, sizeof ep, "joules", rows[i].energy_epoch_j);
+        if (!isnan(rows[i].energy_sample_j))
+            tp_format_value(es, sizeof es, "joules", rows[i].energy_sample_j);
+        size_t len = strlen(rows[i].path);
+        const char *shown = len > 32 ? rows[i].path + len - 32 : rows[i].path;
+        fprintf(out, "%-32s %6d %12s %12.1f %8.2fx %10.0f%% %12s %14s\n", shown, rows[i].world, e,
+                rows[i].samples_per_s, rows[i].speedup, 100 * rows[i].efficiency, ep, es);
+    }
+}
+
+char *tp_compare_job_text(const tp_compare_job *job)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem)
+        return NULL;
+    tp_compare_text(mem, &job->c);
+    if (job->scaling) {
+        fputs("\nAt their scales\n", mem);
+        tp_scale_rows_text(mem, job->rows, 2);
+    }
+    fclose(mem);
+    return text;
 }

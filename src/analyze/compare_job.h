@@ -1,9 +1,9 @@
 /* compare_job.h: what `compare` and `html --compare` do with two run files,
  * A and B: each loaded with its stacks and verdicts, compared
  * (analyze/run_compare.h), the scaling rows beside where their world sizes
- * differ, and the comparison said as text. */
-#ifndef TP_COMPARE_JOB_H
-#define TP_COMPARE_JOB_H
+ * differ (said by render/compare.h). */
+#ifndef TP_ANALYZE_COMPARE_JOB_H
+#define TP_ANALYZE_COMPARE_JOB_H
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,12 +39,5 @@ void tp_compare_job_free(tp_compare_job *job);
  * (job->regimes says how many). */
 bool tp_compare_job_regimes(tp_compare_job *job, const char *who, char *const *paths, size_t n,
                             char *err, size_t cap);
-
-/* The scaling table (`compare` of several runs) as text. */
-void tp_scale_rows_text(FILE *out, const tp_scale_row *rows, size_t n);
-
-/* The comparison's text, the scaling table after it; the caller frees it
- * (NULL out of memory). The run files' strings are in it as they are. */
-char *tp_compare_job_text(const tp_compare_job *job);
 
 #endif

@@ -1,5 +1,5 @@
 /* iobench_dataset.c: see iobench_dataset.h. */
-#include "iobench_dataset.h"
+#include "collect/iobench_dataset.h"
 
 #include <fcntl.h>
 #include <ftw.h>

@@ -1,5 +1,5 @@
 /* export_parquet.c: see export_parquet.h. */
-#include "export_parquet.h"
+#include "render/export_parquet.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* fleet_plots.c: see fleet_plots.h. */
-#include "fleet_plots.h"
+#include "analyze/fleet_plots.h"
 
 #include <stdio.h>
 #include <stdlib.h>

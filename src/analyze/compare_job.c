@@ -1,13 +1,10 @@
 /* compare_job.c: see compare_job.h. */
-#include "compare_job.h"
+#include "analyze/compare_job.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "render/compare.h"
-#include "render/units.h"
 
 static bool load_side(tp_inputs *in, bool *opened, tp_summary *s, tp_verdicts *v, const char *who,
                       char *const *paths, size_t n, char *err, size_t cap)
@@ -93,39 +90,4 @@ void tp_compare_job_free(tp_compare_job *job)
     if (job->opened_b)
         tp_inputs_done(&job->in_b);
     job->loaded_a = job->loaded_b = job->opened_a = job->opened_b = false;
-}
-
-void tp_scale_rows_text(FILE *out, const tp_scale_row *rows, size_t n)
-{
-    fprintf(out, "%-32s %6s %12s %12s %9s %11s %12s %14s\n", "run", "world", "epoch time",
-            "samples/s", "speed-up", "efficiency", "energy/epoch", "energy/sample");
-    for (size_t i = 0; i < n; i++) {
-        char e[32] = "-", es[32] = "-", ep[32] = "-";
-        if (!isnan(rows[i].epoch_s))
-            tp_format_duration(e, sizeof e, rows[i].epoch_s);
-        if (!isnan(rows[i].energy_epoch_j))
-            tp_format_value(ep, sizeof ep, "joules", rows[i].energy_epoch_j);
-        if (!isnan(rows[i].energy_sample_j))
-            tp_format_value(es, sizeof es, "joules", rows[i].energy_sample_j);
-        size_t len = strlen(rows[i].path);
-        const char *shown = len > 32 ? rows[i].path + len - 32 : rows[i].path;
-        fprintf(out, "%-32s %6d %12s %12.1f %8.2fx %10.0f%% %12s %14s\n", shown, rows[i].world, e,
-                rows[i].samples_per_s, rows[i].speedup, 100 * rows[i].efficiency, ep, es);
-    }
-}
-
-char *tp_compare_job_text(const tp_compare_job *job)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    if (!mem)
-        return NULL;
-    tp_compare_text(mem, &job->c);
-    if (job->scaling) {
-        fputs("\nAt their scales\n", mem);
-        tp_scale_rows_text(mem, job->rows, 2);
-    }
-    fclose(mem);
-    return text;
 }

@@ -14,11 +14,16 @@ from conftest import FAKE_NVML, PROGRAM, PYTHON, trainprof
 
 
 class Tmux:
+    """A tmux session on a server of its own (-L): a test that ends its last
+    session stops only its own server, never one another test is starting a
+    session on ("server exited unexpectedly", with tests on several workers)."""
+
     def __init__(self, command, width=80, height=24):
         self.name = f"tp-{uuid.uuid4().hex[:8]}"
+        self.tmux = ["tmux", "-L", self.name]
         subprocess.run(
             [
-                "tmux",
+                *self.tmux,
                 "new-session",
                 "-d",
                 "-s",
@@ -34,7 +39,7 @@ class Tmux:
 
     def screen(self):
         return subprocess.run(
-            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+            [*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
         ).stdout
 
     def wait_for(self, text, timeout=15):
@@ -47,22 +52,24 @@ class Tmux:
         raise AssertionError(f"{text!r} never appeared:\n{self.screen()}")
 
     def keys(self, *keys):
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, *keys], check=True)
 
     def alive(self):
         return (
-            subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode
+            subprocess.run(
+                [*self.tmux, "has-session", "-t", self.name], capture_output=True
+            ).returncode
             == 0
         )
 
     def resize(self, width, height):
         subprocess.run(
-            ["tmux", "resize-window", "-t", self.name, "-x", str(width), "-y", str(height)],
+            [*self.tmux, "resize-window", "-t", self.name, "-x", str(width), "-y", str(height)],
             check=True,
         )
 
     def kill(self):
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 @pytest.fixture

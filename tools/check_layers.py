@@ -14,7 +14,8 @@ A file's layer is its directory under src/ (src/collect/cpu.c: collect), cmd
 for the commands (src/*.c), lib for lib/, include/ and python/trainprof/*.c
 (what runs inside the training). A layer may include itself and any layer
 on a line above its own; layers on one line are siblings and may not
-include each other. Prints one line per finding; exit status 1 if any.
+include each other. A module is NAME.c with NAME.h, and NAME_internal.h (its
+state, shared with the other files that implement it). Prints one line per finding; exit status 1 if any.
 usage: check_layers.py [--root TREE] [--build BUILD]"""
 
 import json
@@ -58,6 +59,12 @@ def resolve(path, name):
         if (base / name).exists():
             return (base / name).resolve()
     return None
+
+
+def module_of(rel):
+    """A file's module: its path without the suffix, and without an
+    "_internal" ending (X_internal.h is X's own state, shared by X's files)."""
+    return re.sub(r"_internal$", "", str(rel.with_suffix("")))
 
 
 def cycles(graph):
@@ -179,7 +186,7 @@ def call_graph(build):
         obj = pathlib.Path(entry["directory"]) / entry["output"]
         if rel.parts[0] not in ("src", "lib", "python") or not obj.exists():
             continue
-        module = str(rel.with_suffix(""))
+        module = module_of(rel)
         out = subprocess.run(["nm", "-g", str(obj)], capture_output=True, text=True).stdout
         for line in out.splitlines():
             parts = line.split()
@@ -217,7 +224,7 @@ def main():
         if layer not in level:
             findings.append(f"{rel}: layer {layer} is not in {DOC.name}'s order")
             continue
-        module = str(rel.with_suffix(""))
+        module = module_of(rel)
         for no, line in enumerate(path.read_text().splitlines(), 1):
             m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
             if not m:
@@ -237,7 +244,7 @@ def main():
                     f"{rel}:{no}: {layer} includes {trel} ({to}), against the "
                     f"layer order of docs/contributing.md"
                 )
-            tmod = str(trel.with_suffix(""))
+            tmod = module_of(trel)
             if tmod != module:
                 graph.setdefault(module, set()).add(tmod)
     for comp in cycles(graph):

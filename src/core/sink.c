@@ -1,8 +1,9 @@
 /* sink.c: the thread-safe hand-over between collectors and the writer: the
  * pending batch, what was lost, and the tables of series (series_table.c)
- * and names (name_table.c) it keeps under its lock. */
+ * and names (name_table.c) it keeps under its lock (the sampled stacks'
+ * part: sink_stacks.c). */
 #include "core/sink.h"
-#include "core/stack_runs.h"
+#include "core/sink_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,53 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "core/name_table.h"
-#include "core/series_table.h"
-#include "core/stack_table.h"
-#include "util/grow.h"
-
-struct tp_sink {
-    pthread_mutex_t lock;
-    pthread_cond_t ready;
-    uint64_t start_ns;
-    bool closed;
-    tp_series_table registry;       /* the series made, by (metric, labels) */
-    TP_VEC(tp_thread_info) threads; /* every thread ever seen */
-    tp_name_table names;            /* region names, by hash */
-    tp_name_table frames;           /* Python frames ("function\nfile"), by hash */
-    tp_name_table said;             /* unavailable sources said ("source\nreason") */
-    tp_name_table fact_keys[2];     /* the distinct keys of facts kept: the run's, processes' */
-    uint64_t facts_refused;         /* facts of keys past the bounds */
-    tp_stack_table stacks;          /* sampled stacks, as a tree */
-    tp_stack_runs runs;             /* each sampled thread's open run */
-    uint64_t stacks_now_ns;         /* the latest stack sample's time: the runs' clock */
-    tp_batch pending;
-    uint64_t lost[TP_LOST_KINDS]; /* what memory ran out for */
-    uint64_t total_samples;
-    uint32_t total_unavailable;
-};
-
-/* Makes room in a TP_VEC for one more item; ok false when memory ran out
- * (the vector as it was). */
-#define VEC_ROOM(v, ok)                                                           \
-    do {                                                                          \
-        void *np_ = tp_grow_try((v).items, (v).len, &(v).cap, sizeof *(v).items); \
-        if (np_)                                                                  \
-            (v).items = np_;                                                      \
-        (ok) = np_ != NULL;                                                       \
-    } while (0)
-
-/* Appends item to a TP_VEC; out of memory, counts it lost in s (of kind). */
-#define VEC_PUSH(s, v, item, kind)         \
-    do {                                   \
-        bool ok_;                          \
-        VEC_ROOM(v, ok_);                  \
-        if (ok_)                           \
-            (v).items[(v).len++] = (item); \
-        else                               \
-            (s)->lost[kind]++;             \
-    } while (0)
 
 tp_sink *tp_sink_new(uint64_t start_mono_ns)
 {
@@ -250,11 +204,6 @@ static bool has_pending(const tp_sink *s)
            b->ops_windows.len;
 }
 
-static uint64_t since_start(const tp_sink *s, uint64_t t)
-{
-    return t > s->start_ns ? t - s->start_ns : 0;
-}
-
 uint32_t tp_sink_thread(tp_sink *s, const tp_thread_info *info)
 {
     pthread_mutex_lock(&s->lock);
@@ -364,102 +313,11 @@ bool tp_sink_frame_text(tp_sink *s, uint32_t id, char *out, size_t cap)
     return text_of(s, &s->frames, id, out, cap);
 }
 
-/* The node of frames[0..n) (innermost first) in the stack tree, defining
- * new nodes in the pending batch; 0 when memory ran out. */
-static uint32_t stack_node(tp_sink *s, const uint32_t *frames, const int32_t *lines, size_t n)
-{
-    uint32_t node = 0;
-    for (size_t i = n; i-- > 0;) {
-        bool made, room;
-        VEC_ROOM(s->pending.stack_nodes, room);
-        uint32_t child =
-            room ? tp_stack_table_node(&s->stacks, node, frames[i], lines[i], &made) : 0;
-        if (!child)
-            return 0;
-        if (made)
-            s->pending.stack_nodes.items[s->pending.stack_nodes.len++] =
-                (tp_stack_node){child, node, frames[i], lines[i]};
-        node = child;
-    }
-    return node;
-}
-
-/* Hands o's run to the writer (pending, under its row id) where it has
- * grown since it was last handed. */
-static void hand_run(tp_sink *s, tp_stack_open_run *o)
-{
-    if (!tp_stack_run_grown(o))
-        return;
-    bool ok;
-    VEC_ROOM(s->pending.stacks, ok);
-    if (!ok) { /* the next hand-over tries again */
-        s->lost[TP_LOST_OTHER]++;
-        return;
-    }
-    s->pending.stacks.items[s->pending.stacks.len++] = o->run;
-    tp_stack_run_handed(o);
-}
-
-/* A run that grew: handed again once a checkpoint's time has passed since
- * it last was (now_ns: since the anchor), so that a recorder killed
- * meanwhile, and a reader of the file while it is written, miss at most
- * that of it. */
-static void checkpoint_run(tp_sink *s, tp_stack_open_run *o, uint64_t now_ns)
-{
-    if (now_ns >= o->handed_ns + TP_STACK_RUN_CHECKPOINT_NS)
-        hand_run(s, o);
-}
-
-void tp_sink_stack(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid, uint32_t phase,
-                   uint32_t state, const uint32_t *frames, const int32_t *lines, size_t n)
-{
-    tp_stack_sample x = {0, thread, tid, since_start(s, t_mono_ns), phase, state, 0, 1, 0};
-    pthread_mutex_lock(&s->lock);
-    if (x.t_ns > s->stacks_now_ns)
-        s->stacks_now_ns = x.t_ns;
-    tp_stack_open_run *o = thread ? tp_stack_runs_find(&s->runs, thread, tid) : NULL;
-    if (!thread || (n && !(x.node = stack_node(s, frames, lines, n)))) {
-        s->lost[TP_LOST_EVENTS]++;
-    } else if (o && o->run.phase == x.phase && o->run.state == x.state && o->run.node == x.node &&
-               x.t_ns >= o->run.t_ns && o->run.count < UINT32_MAX) {
-        o->run.count++;
-        o->run.span_ns = x.t_ns - o->run.t_ns;
-        checkpoint_run(s, o, x.t_ns);
-    } else {
-        if (o) /* its run ended */
-            hand_run(s, o);
-        if (!(o = tp_stack_runs_open(&s->runs, &x))) { /* a row of its own, unjoined */
-            x.row = ++s->runs.next_row;
-            VEC_PUSH(s, s->pending.stacks, x, TP_LOST_EVENTS);
-        }
-    }
-    pthread_mutex_unlock(&s->lock);
-}
-
-void tp_sink_stack_repeat(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32_t tid,
-                          uint32_t count)
-{
-    uint64_t t = since_start(s, t_mono_ns);
-    pthread_mutex_lock(&s->lock);
-    if (t > s->stacks_now_ns)
-        s->stacks_now_ns = t;
-    tp_stack_open_run *o = thread ? tp_stack_runs_find(&s->runs, thread, tid) : NULL;
-    if (!o || t < o->run.t_ns) {
-        s->lost[TP_LOST_EVENTS] += count;
-    } else {
-        o->run.count = count > UINT32_MAX - o->run.count ? UINT32_MAX : o->run.count + count;
-        if (t - o->run.t_ns > o->run.span_ns)
-            o->run.span_ns = t - o->run.t_ns;
-        checkpoint_run(s, o, t);
-    }
-    pthread_mutex_unlock(&s->lock);
-}
-
 void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth,
                       uint64_t start_mono_ns, uint64_t end_mono_ns)
 {
-    tp_interval iv = {thread, name, depth, since_start(s, start_mono_ns),
-                      since_start(s, end_mono_ns)};
+    tp_interval iv = {thread, name, depth, tp_sink_since_start(s, start_mono_ns),
+                      tp_sink_since_start(s, end_mono_ns)};
     if (iv.end_ns < iv.start_ns)
         iv.end_ns = iv.start_ns;
     pthread_mutex_lock(&s->lock);
@@ -472,7 +330,7 @@ void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth
 
 void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns, int64_t value)
 {
-    tp_mark m = {thread, kind, since_start(s, t_mono_ns), value};
+    tp_mark m = {thread, kind, tp_sink_since_start(s, t_mono_ns), value};
     pthread_mutex_lock(&s->lock);
     if (!thread)
         s->lost[TP_LOST_EVENTS]++;
@@ -484,7 +342,7 @@ void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns
 void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t start_mono_ns,
                          uint64_t device_ns)
 {
-    tp_device_span d = {thread, name, since_start(s, start_mono_ns), device_ns};
+    tp_device_span d = {thread, name, tp_sink_since_start(s, start_mono_ns), device_ns};
     pthread_mutex_lock(&s->lock);
     if (!thread || !name)
         s->lost[TP_LOST_EVENTS]++;
@@ -495,10 +353,10 @@ void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t st
 
 void tp_sink_ops_window(tp_sink *s, tp_ops_window *w)
 {
-    w->start_ns = (int64_t)since_start(s, (uint64_t)w->start_ns);
-    w->end_ns = (int64_t)since_start(s, (uint64_t)w->end_ns);
+    w->start_ns = (int64_t)tp_sink_since_start(s, (uint64_t)w->start_ns);
+    w->end_ns = (int64_t)tp_sink_since_start(s, (uint64_t)w->end_ns);
     for (uint32_t i = 0; i < w->nevents; i++)
-        w->events[i].start_ns = (int64_t)since_start(s, (uint64_t)w->events[i].start_ns);
+        w->events[i].start_ns = (int64_t)tp_sink_since_start(s, (uint64_t)w->events[i].start_ns);
     pthread_mutex_lock(&s->lock);
     bool kept;
     VEC_ROOM(s->pending.ops_windows, kept);
@@ -540,25 +398,10 @@ bool tp_sink_wait(tp_sink *s, int timeout_ms)
         (b) = tmp_;               \
     } while (0)
 
-/* Every open run that grew and was last handed a checkpoint's time ago, by
- * the latest sample's time (a thread gone quiet, or gone, sends nothing more
- * to hand it on), or, at the end, every one that grew. */
-static void hand_open_runs(tp_sink *s, bool all)
-{
-    uint64_t now = s->stacks_now_ns;
-    for (size_t i = 0; i < s->runs.cap; i++)
-        if (s->runs.slots[i].key) {
-            if (all)
-                hand_run(s, &s->runs.slots[i]);
-            else
-                checkpoint_run(s, &s->runs.slots[i], now);
-        }
-}
-
 void tp_sink_take(tp_sink *s, tp_batch *out)
 {
     pthread_mutex_lock(&s->lock);
-    hand_open_runs(s, false);
+    tp_sink_hand_open_runs(s, false);
     VEC_SWAP(s->pending.series, out->series);
     VEC_SWAP(s->pending.samples, out->samples);
     VEC_SWAP(s->pending.unavailable, out->unavailable);
@@ -590,7 +433,7 @@ void tp_sink_close(tp_sink *s)
         tp_sink_unavailable(s, "facts", reason);
     }
     pthread_mutex_lock(&s->lock);
-    hand_open_runs(s, true); /* the producers have stopped: every run ends here */
+    tp_sink_hand_open_runs(s, true); /* the producers have stopped: every run ends here */
     s->closed = true;
     pthread_cond_broadcast(&s->ready);
     pthread_mutex_unlock(&s->lock);

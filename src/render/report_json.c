@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analyze/gpu_use.h"
+#include "core/run_keys.h"
 #include "render/report.h"
 #include "util/json_read.h"
 #include "util/json_writer.h"
@@ -127,7 +128,7 @@ static void write_run(json_writer *w, const tp_run *run)
     json_key(w, "meta"); /* every key as the file holds it (the facts above are read from it) */
     json_object_begin(w);
     for (size_t i = 0; i < run->nmeta; i++) {
-        if (strcmp(run->meta[i].key, "argv") == 0)
+        if (strcmp(run->meta[i].key, TP_META_ARGV) == 0)
             continue;
         json_key(w, run->meta[i].key);
         json_string(w, run->meta[i].value);

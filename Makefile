@@ -144,7 +144,7 @@ test-python-style: build
 # The Python tests: those that judge the machine's load (marked machine:
 # tests/py/conftest.py) alone, after the rest on PYTEST_WORKERS processes
 # (pytest-xdist; a file's tests on one worker, for its fixtures).
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 2
 PYTEST_ENV = TRAINPROF=$(abspath $(PROGRAM)) FAKE_NVML_LIB=$(abspath $(BUILD)/tests/libfake_nvml.so) \
 	EMIT_EVENTS=$(abspath $(BUILD)/tests/emit_events) \
 	HOSTILE_RING=$(abspath $(BUILD)/tests/hostile_ring) \

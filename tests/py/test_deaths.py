@@ -257,6 +257,7 @@ for x, y in DataLoader(Leaky(), batch_size=8, num_workers=2):
 """
 
 
+@pytest.mark.machine  # judges timings: a growth rate in bytes a second
 def test_memory_that_grows_through_the_steps(tmp_path, run_file):
     script = tmp_path / "leaky.py"
     script.write_text(textwrap.dedent(LEAKY_WORKERS))

@@ -345,6 +345,7 @@ def test_the_training_steps_are_shaded_where_the_figures_come_from(tmp_path):
     assert 'class="band"' not in (tmp_path / "idle.html").read_text()
 
 
+@pytest.mark.machine  # judges timings: its steps' longest must stay short
 def test_pauses_are_shaded_and_warm_up_steps_left_out_of_the_step_chart(tmp_path):
     """Steps whose first two compile (a `compile` region, as torch.compile's
     are named), an evaluation every 10 steps and a checkpoint at the end:

@@ -203,6 +203,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
+@pytest.mark.machine  # judges timings: when the disk fills, in seconds
 def test_a_full_disk_costs_rows_not_the_training(small_disk):
     """The command fills the disk the run file is on, then frees it: the
     recorder warns once, the command goes on, the file keeps its rows up to

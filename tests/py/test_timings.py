@@ -94,6 +94,7 @@ def test_no_timings_says_so(run_file):
     assert "Timings: none recorded" in trainprof("report", run_file).stdout
 
 
+@pytest.mark.machine  # judges timings: a rate in samples a second
 def test_samples_per_second_and_energy_per_epoch(run_file):
     r = trainprof(
         "record",

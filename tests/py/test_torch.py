@@ -216,6 +216,7 @@ for epoch in range(2):
 )
 
 
+@pytest.mark.machine  # judges timings: its steps' longest must stay short
 def test_an_evaluation_mid_epoch_is_in_no_step(run_file):
     """A pass over another loader, with no training forward, backward or
     optimizer step in it, that begins once a step has done its work, ends that

@@ -4,6 +4,7 @@
  * profiler thread, its kernels, copies and memsets on a track per GPU
  * stream, and a flow arrow from each launch (inside its operator) to the
  * kernel it launched. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -11,6 +12,7 @@
 #include "render/report.h"
 #include "store/reader_ops.h"
 #include "util/json_writer.h"
+#include "util/ns_math.h"
 
 #define WINDOW_TID  1100000000LL /* the windows' own track */
 #define OPS_TID     1200000000LL /* + the profiler's thread id */
@@ -74,7 +76,12 @@ static void window_events(ops_out *o, const tp_run_op_window *w, const tp_run_op
     char label[160];
     snprintf(label, sizeof label, "capture window (%s)%s", tp_ops_reason_words(w->reason),
              w->skipped ? ": skipped" : "");
-    slice(o, label, "capture", w->pid, WINDOW_TID, w->start_ns, w->end_ns - w->start_ns, NULL);
+    /* a crafted file's times may be anything: the length saturates */
+    slice(o, label, "capture", w->pid, WINDOW_TID, w->start_ns, tp_ns_sub(w->end_ns, w->start_ns),
+          NULL);
+    /* flows link a launch to its kernel by window id and correlation: only
+     * where the id leaves room for them (a crafted window id may not) */
+    bool flows = w->id >= 0 && w->id < INT64_MAX / FLOW_ID_MAX - 1;
     for (size_t i = 0; i < d->nevents; i++) {
         const tp_op_event *e = &d->events[i];
         const char *name = d->strings[e->name];
@@ -85,7 +92,8 @@ static void window_events(ops_out *o, const tp_run_op_window *w, const tp_run_op
         case TP_OP_RUNTIME:
             slice(o, name, e->kind == TP_OP_RUNTIME ? "cuda_runtime" : "operator", w->pid,
                   OPS_TID + e->thread, e->start_ns, e->dur_ns, shapes);
-            if (e->kind == TP_OP_RUNTIME && e->correlation > 0 && e->correlation < FLOW_ID_MAX)
+            if (flows && e->kind == TP_OP_RUNTIME && e->correlation > 0 &&
+                e->correlation < FLOW_ID_MAX)
                 flow(o, 's', w->id * FLOW_ID_MAX + e->correlation, w->pid, OPS_TID + e->thread,
                      e->start_ns);
             break;
@@ -93,7 +101,7 @@ static void window_events(ops_out *o, const tp_run_op_window *w, const tp_run_op
         case TP_OP_MEMCPY:
         case TP_OP_MEMSET:
             slice(o, name, "kernel", w->pid, stream_tid(e), e->start_ns, e->dur_ns, NULL);
-            if (e->correlation > 0 && e->correlation < FLOW_ID_MAX) /* its launch's */
+            if (flows && e->correlation > 0 && e->correlation < FLOW_ID_MAX) /* its launch's */
                 flow(o, 'f', w->id * FLOW_ID_MAX + e->correlation, w->pid, stream_tid(e),
                      e->start_ns);
             break;

@@ -105,3 +105,21 @@ def test_the_gate_never_passes_what_it_could_not_measure(tmp_path):
     assert "could not be measured" in r.stderr and "no verdict" in r.stderr
     assert "No change" not in r.stdout and not no_number_that_is_none(r.stdout)
     assert trainprof("compare", "--fail-if-slower", "5", a, a).returncode == 0  # the peer
+
+
+def test_a_window_of_impossible_times_and_ids_exports_a_trace(tmp_path):
+    """A crafted window that starts at the most negative time and has an id
+    near 2^63 (the fuzzer found its length overflowing, and a flow's id
+    would): the trace is written, with the window's slice and no flow."""
+    run = copy(tmp_path)
+    with sqlite3.connect(run) as db:
+        db.execute("UPDATE op_window SET start_ns = ?, id = ?", (-(2**63), 2**62))
+        db.execute("UPDATE op_event SET window_id = ?", (2**62,))
+        db.execute("UPDATE op_string SET window_id = ?", (2**62,))
+    out = tmp_path / "trace.json"
+    r = trainprof("export", "-f", "chrome", "-o", out, run)
+    assert r.returncode == 0, r.stderr
+    events = json.loads(out.read_text())["traceEvents"]
+    windows = [e for e in events if e.get("cat") == "capture"]
+    assert windows and all(e["dur"] >= 0 for e in windows)
+    assert not [e for e in events if e.get("cat") == "launch"]

@@ -9,7 +9,6 @@
 #include "store/reader.h"
 #include "store/reader_stream.h"
 #include "store/schema.h"
-#include "util/text_parse.h"
 
 /* Collects the distinct ranks of run's threads into info. */
 static void input_ranks(tp_run *run, tp_merge_input *info)
@@ -103,7 +102,8 @@ bool tp_merge_read_inputs(const char *const *inputs, size_t n, tp_merge_input *i
         input_tables(run, &info[i]);
         input_ranks(run, &info[i]);
         /* a time that is no time (a damaged or forged file): said, not shifted by */
-        bool wall_valid = tp_parse_epoch_ns(wall, &info[i].start_wall_ns);
+        bool wall_valid = run->settings.start_known; /* parsed at the opening */
+        info[i].start_wall_ns = run->settings.start_wall_ns;
         char wall_text[48]; /* the meta's text goes with the run closed below */
         snprintf(wall_text, sizeof wall_text, "%s", wall ? wall : "");
         info[i].uncertainty_ns = run->settings.clock_uncertainty_ns;

@@ -96,6 +96,27 @@ void tp_epoch_at(int64_t epoch, uint64_t t_ns);
  * included. Gives samples/s, and batches (micro-batches) per step. */
 void tp_samples(int64_t n);
 
+/* The figures of tp_device_memory, as the training's GPU memory allocator
+ * keeps them (PyTorch's caching allocator: torch.cuda.memory_stats): bytes
+ * allocated and reserved now, the peaks of both, the device's capacity, and
+ * how many times the allocator freed its cache to retry an allocation and
+ * gave up (out of memory), both since the process began. */
+enum tp_device_memory_figure {
+    TP_DEVMEM_ALLOCATED,
+    TP_DEVMEM_RESERVED,
+    TP_DEVMEM_PEAK_ALLOCATED,
+    TP_DEVMEM_PEAK_RESERVED,
+    TP_DEVMEM_CAPACITY,
+    TP_DEVMEM_ALLOC_RETRIES,
+    TP_DEVMEM_OOMS,
+    TP_DEVMEM_FIGURES
+};
+/* This thread's GPU memory now, figures[TP_DEVMEM_*] (a negative one:
+ * unknown, left out): call it at a step boundary, where what is allocated
+ * holds the weights, gradients and optimizer state but no batch's
+ * activations. One clock read and TP_DEVMEM_FIGURES slots; never blocks. */
+void tp_device_memory(const int64_t figures[TP_DEVMEM_FIGURES]);
+
 /* Names this thread in the recording (15 characters kept); call it before the
  * thread's first event, e.g. "DL worker 3". */
 void tp_set_thread_name(const char *name);

@@ -54,6 +54,13 @@
 #define TP_FACT_EXCEPTION_MESSAGE         "exception.message"
 #define TP_FACT_EXCEPTION_WHERE           "exception.where"
 #define TP_FACT_PROCESS_EXIT              "process.exit"
+/* an out-of-memory of the GPU's allocator: what it tried to allocate and
+ * what the device had free then, bytes (from PyTorch's message) */
+#define TP_FACT_EXCEPTION_OOM_TRIED "exception.oom_tried_bytes"
+#define TP_FACT_EXCEPTION_OOM_FREE  "exception.oom_free_bytes"
+/* PYTORCH_CUDA_ALLOC_CONF as the training had it ("" unset), once the
+ * model is seen on a GPU */
+#define TP_FACT_CUDA_ALLOC_CONF "cuda.alloc_conf"
 
 /* Whether key (key_len bytes, not terminated) is one of the catalogue's. */
 static inline bool tp_fact_key_known(const char *key, size_t key_len)
@@ -79,7 +86,10 @@ static inline bool tp_fact_key_known(const char *key, size_t key_len)
                                         TP_FACT_EXCEPTION_TYPE,
                                         TP_FACT_EXCEPTION_MESSAGE,
                                         TP_FACT_EXCEPTION_WHERE,
-                                        TP_FACT_PROCESS_EXIT};
+                                        TP_FACT_PROCESS_EXIT,
+                                        TP_FACT_EXCEPTION_OOM_TRIED,
+                                        TP_FACT_EXCEPTION_OOM_FREE,
+                                        TP_FACT_CUDA_ALLOC_CONF};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strlen(known[i]) == key_len && memcmp(known[i], key, key_len) == 0)
             return true;

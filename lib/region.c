@@ -175,6 +175,18 @@ void tp_samples(int64_t n)
         push(t, TP_EV_SAMPLES, 0, n);
 }
 
+void tp_device_memory(const int64_t figures[TP_DEVMEM_FIGURES])
+{
+    tp_thread *t = tp_self_ptr();
+    if (!tp_thread_ready(t) || !tp_thread_has_room(t, TP_DEVMEM_FIGURES))
+        return;
+    uint64_t now = tp_clock_mono_ns();
+    for (uint32_t k = 0; k < TP_DEVMEM_FIGURES; k++)
+        if (figures[k] >= 0)
+            put(t, now, TP_EV_DEVICE_MEMORY, k, figures[k], 0);
+    atomic_store_explicit(&t->ring->head, t->head, memory_order_release);
+}
+
 uint32_t tp_name_intern(const char *name) { return tp_names_intern(name); }
 
 /* The site's id, interned on first use; sites may race: both get one id. */

@@ -49,6 +49,8 @@ enum tp_event_kind {
     TP_EV_FRAME = 10,   /* a Python frame's text follows (lib/stacks.h) */
     TP_EV_STACK = 11,   /* a sampled stack; its frames follow (lib/stacks.h) */
     TP_EV_FACT = 12,    /* "key=value" follows: what the script does (lib/facts.h); aux = length */
+    /* the GPU memory allocator's figure name_id (trainprof.h's TP_DEVMEM_*): value */
+    TP_EV_DEVICE_MEMORY = 13,
 };
 
 typedef struct tp_event {

@@ -26,6 +26,7 @@ import functools
 from trainprof import _native
 from trainprof._native import Region, active, dropped, region
 from trainprof._version import __version__
+from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
 
 TYPE_CHECKING = False  # typing is not imported at run time: the script may not import it
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 def step() -> None:
     """Marks a step boundary; from now on steps are only marked by hand."""
     _state.manual_steps = "script"
-    _native.step()
+    _marks.step()
 
 
 def epoch(n: int) -> None:

@@ -346,6 +346,27 @@ static PyObject *py_samples(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* device_memory(allocated, reserved, peak_allocated, peak_reserved,
+ * capacity, alloc_retries, ooms): the GPU memory allocator's figures now
+ * (trainprof.h's TP_DEVMEM_*, in that order); a negative one is unknown. */
+static PyObject *py_device_memory(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != TP_DEVMEM_FIGURES) {
+        PyErr_Format(PyExc_TypeError, "device_memory() takes %d figures", TP_DEVMEM_FIGURES);
+        return NULL;
+    }
+    int64_t figures[TP_DEVMEM_FIGURES];
+    for (Py_ssize_t k = 0; k < nargs; k++) {
+        long long v = PyLong_AsLongLong(args[k]);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        figures[k] = v;
+    }
+    tp_device_memory(figures);
+    Py_RETURN_NONE;
+}
+
 /* set_rank(rank, local_rank, world_size): this process's; -1 for the local
  * rank or world size takes the environment's (see tp_set_rank). */
 static PyObject *py_set_rank(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -442,6 +463,9 @@ static PyMethodDef module_methods[] = {
      "epoch_at(n, t_ns): epoch n began at an earlier now_ns()."},
     {"samples", py_samples, METH_O,
      "samples(n): a batch of n samples was fetched for the current step."},
+    {"device_memory", (PyCFunction)(void (*)(void))py_device_memory, METH_FASTCALL,
+     "device_memory(allocated, reserved, peak_allocated, peak_reserved, capacity, "
+     "alloc_retries, ooms): the GPU memory allocator's figures now (-1: unknown)."},
     {"set_thread_name", py_set_thread_name, METH_O, "Names this thread in the recording."},
     {"set_rank", (PyCFunction)(void (*)(void))py_set_rank, METH_FASTCALL,
      "set_rank(rank, local_rank, world_size): this process's (-1: the environment's)."},

@@ -18,9 +18,10 @@
 /* What the recorder wrote of one process's end (meta proc.PID.*). */
 typedef struct proc_end {
     int64_t agent_id, pid;
-    double end_s;    /* NaN: no end seen */
-    double raised_s; /* when it told its exception; NaN: none told */
-    double alive_s;  /* its latest event's time; NaN: unknown */
+    double end_s;               /* NaN: no end seen */
+    double raised_s;            /* when it told its exception; NaN: none told */
+    double alive_s;             /* its latest event's time; NaN: unknown */
+    double oom_tried, oom_free; /* its GPU out-of-memory's figures; NaN: none told */
     const char *status, *python, *type, *message, *where, *oom, *phase, *stack, *step;
 } proc_end;
 
@@ -35,9 +36,22 @@ static proc_end *end_of(ends_list *l, int64_t agent, int64_t pid)
         if (l->v[i].agent_id == agent && l->v[i].pid == pid)
             return &l->v[i];
     l->v = tp_grow(l->v, l->n, &l->cap, sizeof *l->v);
-    l->v[l->n] =
-        (proc_end){.agent_id = agent, .pid = pid, .end_s = NAN, .raised_s = NAN, .alive_s = NAN};
+    l->v[l->n] = (proc_end){.agent_id = agent,
+                            .pid = pid,
+                            .end_s = NAN,
+                            .raised_s = NAN,
+                            .alive_s = NAN,
+                            .oom_tried = NAN,
+                            .oom_free = NAN};
     return &l->v[l->n++];
+}
+
+/* A fact's count of bytes (a traced process wrote it: digits only), or NaN. */
+static double bytes_of(const char *text)
+{
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    return end != text && *end == '\0' && v >= 0 && text[0] != '-' ? (double)v : NAN;
 }
 
 static void take_key(ends_list *l, const tp_run *run, int64_t agent, const char *key,
@@ -67,6 +81,10 @@ static void take_key(ends_list *l, const tp_run *run, int64_t agent, const char 
         e->message = value;
     else if (strcmp(field, TP_FACT_EXCEPTION_WHERE) == 0)
         e->where = value;
+    else if (strcmp(field, TP_FACT_EXCEPTION_OOM_TRIED) == 0)
+        e->oom_tried = bytes_of(value);
+    else if (strcmp(field, TP_FACT_EXCEPTION_OOM_FREE) == 0)
+        e->oom_free = bytes_of(value);
     else if (strcmp(field, TP_META_PROC_OOM_KILLS) == 0)
         e->oom = value;
     else if (strcmp(field, TP_META_PROC_PHASE) == 0)
@@ -199,6 +217,8 @@ bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deat
         d.exception_type = e->type;
         d.exception_message = e->message;
         d.exception_where = e->where;
+        d.oom_tried_bytes = e->oom_tried;
+        d.oom_free_bytes = e->oom_free;
         long long step = e->step ? strtoll(e->step, NULL, 10) : 0;
         d.step = step > 0 ? (size_t)step : 0;
         d.rss_bytes = NAN; /* the summary's (its part TP_PART_COURSE) */

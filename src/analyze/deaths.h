@@ -59,6 +59,9 @@ typedef struct tp_death {
     const char *phase, *stack;
     const char *exception_type, *exception_message, *exception_where;
     double rss_bytes; /* the training's processes' memory a second before, NaN unknown */
+    /* a GPU out-of-memory's (PyTorch's message): the allocation it tried,
+     * and what the device had free then; NaN where it told none */
+    double oom_tried_bytes, oom_free_bytes;
 } tp_death;
 
 typedef struct tp_deaths {

@@ -429,10 +429,28 @@ static void across_ranks(const tp_summary *s, tp_verdicts *out)
     }
 }
 
-/* A rank whose caching allocator peaked within MEMORY_NEAR_FULL of its
- * device's memory in a capture window (analyze/ops.h): once per rank. */
+/* A rank whose caching allocator peaked within MEMORY_NEAR_FULL of what it
+ * can use of its device, by its readings at step boundaries (analyze/
+ * gpu_memory.h), else in a capture window (analyze/ops.h): once per rank;
+ * and a rank whose memory between steps grows. */
 static void allocator_verdicts(const tp_summary *s, tp_verdicts *out)
 {
+    for (size_t i = 0; i < out->gpu_memory.n; i++) {
+        const tp_gpu_memory_rank *g = &out->gpu_memory.v[i];
+        if (g->peak_allocated_bytes >= MEMORY_NEAR_FULL * g->limit_bytes) {
+            tp_verdict *v = add(out, TP_VERDICT_GPU_MEMORY);
+            v->rank = g->rank;
+            v->f.gpu_memory.used_max_bytes = g->peak_allocated_bytes;
+            v->f.gpu_memory.total_bytes = g->limit_bytes;
+            v->f.gpu_memory.mig = -1;
+            v->f.gpu_memory.allocator = g;
+        }
+        if (g->growing) {
+            tp_verdict *v = add(out, TP_VERDICT_GPU_MEMORY_GROWTH);
+            v->rank = g->rank;
+            v->f.gpu_growth = g;
+        }
+    }
     for (size_t i = 0; i < s->ops.nwindows; i++) {
         const tp_ops_window_fact *w = &s->ops.windows[i];
         if (!(w->peak_allocated_bytes >= MEMORY_NEAR_FULL * w->device_memory_bytes))
@@ -455,6 +473,7 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
 {
     tp_summary_needs(s, TP_PARTS_ALL, "tp_verdicts_build"); /* the windows, the stalls */
     memset(out, 0, sizeof *out);
+    tp_gpu_memory_build(s, &out->gpu_memory);
     const tp_timings *t = &s->timings;
     tp_model_facts facts;
     tp_run_model_facts(s->run, &facts);
@@ -488,6 +507,7 @@ static double weight(const tp_verdict *v)
         return v->f.straggler.row && v->f.straggler.row->excess < 1 ? v->f.straggler.row->excess
                                                                     : 1;
     case TP_VERDICT_GPU_UNDERUSED: return 0.2;
+    case TP_VERDICT_GPU_MEMORY_GROWTH: return 0.3; /* it ends the run */
     default: return 0.1;
     }
 }
@@ -503,6 +523,7 @@ size_t tp_verdicts_main(const tp_verdicts *v)
 
 void tp_verdicts_free(tp_verdicts *v)
 {
+    tp_gpu_memory_free(&v->gpu_memory);
     free(v->items);
     memset(v, 0, sizeof *v);
 }

@@ -25,13 +25,18 @@
  *                   the command at >= 90 % of its cgroup CPU limit
  *   network_saturated  a link's traffic one way >= 90 % of its speed at p95
  *   memory_growth   the training's memory grows steadily through its steps
- *                   (memory_growth.h), with the time left at that rate */
+ *                   (memory_growth.h), with the time left at that rate
+ * and per rank, from its GPU allocator's readings (gpu_memory.h):
+ *   memory_pressure its peak allocated >= 90 % of what it can use
+ *   gpu_memory_growth  what stays allocated between steps grows, with the
+ *                   step it would run out at */
 #ifndef TP_ANALYZE_VERDICTS_H
 #define TP_ANALYZE_VERDICTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "analyze/gpu_memory.h"
 #include "analyze/memory_growth.h"
 #include "analyze/summary.h"
 #include "core/model_facts.h"
@@ -51,6 +56,8 @@ typedef enum {
     TP_VERDICT_GPU_THROTTLED, /* NVML's clock event reasons: thermal, hardware slowdown */
     TP_VERDICT_MEMORY_GROWTH, /* the training's memory grows steadily (memory_growth.h) */
     TP_VERDICT_HOST_BOUND,    /* a computing step on a GPU the host can't keep busy */
+    /* a rank's GPU memory between steps grows (analyze/gpu_memory.h) */
+    TP_VERDICT_GPU_MEMORY_GROWTH,
 } tp_verdict_kind;
 
 /* What says how busy a rank's GPU was over its steps. */
@@ -124,9 +131,13 @@ typedef struct tp_verdict {
             double used_max_bytes;
             double total_bytes; /* the card's, or its MIG instance's */
             int mig;            /* the instance (meta gpu.N.mig's place), -1 the card */
-            /* gpu NULL: a rank's caching allocator in a capture window
-             * (used_max_bytes its peak allocated, total_bytes its device's) */
+            /* gpu NULL: a rank's caching allocator (used_max_bytes its peak
+             * allocated, total_bytes what it can use of its device), as its
+             * readings at step boundaries gave it (allocator), or a capture
+             * window (allocator NULL) */
+            const tp_gpu_memory_rank *allocator;
         } gpu_memory;
+        const tp_gpu_memory_rank *gpu_growth;
         struct {
             double used_max_bytes, total_bytes, swap_max_bytes;
         } host_memory;
@@ -149,6 +160,9 @@ typedef struct tp_verdict {
 typedef struct tp_verdicts {
     tp_verdict *items;
     size_t n, cap;
+    /* each rank's GPU memory, which its verdicts point into and the report
+     * says beside them (analyze/gpu_memory.h) */
+    tp_gpu_memory gpu_memory;
 } tp_verdicts;
 
 void tp_verdicts_build(const tp_summary *s, tp_verdicts *out);

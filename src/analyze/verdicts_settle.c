@@ -66,6 +66,11 @@ static bool figures_finite(const tp_verdict *v)
         return finite_all(f, 3);
     }
     case TP_VERDICT_GPU_THROTTLED: return isfinite(v->f.gpu_throttle.trouble_share);
+    case TP_VERDICT_GPU_MEMORY_GROWTH: {
+        const tp_gpu_memory_rank *g = v->f.gpu_growth;
+        double f[] = {g->growth_first_bytes, g->growth_last_bytes, g->growth_bytes_per_step};
+        return finite_all(f, 3);
+    }
     case TP_VERDICT_MEMORY_GROWTH: {
         double f[] = {v->f.memory_growth.start_bytes, v->f.memory_growth.end_bytes,
                       v->f.memory_growth.rate_bytes_per_s};

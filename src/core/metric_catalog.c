@@ -68,6 +68,23 @@ static const tp_metric_def catalog[] = {
      "GPM: warps resident on the SMs against their maximum"},
     {TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT, TP_UNIT_PERCENT, "nvml",
      "GPM: share of time any tensor-core pipe was busy"},
+    {TP_METRIC_CUDA_ALLOCATED_BYTES, TP_UNIT_BYTES, "allocator",
+     "bytes the training's CUDA caching allocator had allocated at a step boundary (the weights, "
+     "gradients and optimizer state; no batch's activations), per process"},
+    {TP_METRIC_CUDA_RESERVED_BYTES, TP_UNIT_BYTES, "allocator",
+     "bytes the allocator held from the device then (allocated, and cached for reuse)"},
+    {TP_METRIC_CUDA_PEAK_ALLOCATED_BYTES, TP_UNIT_BYTES, "allocator",
+     "the most the allocator had allocated at once since the process began, or since the "
+     "script last reset it (torch.cuda.max_memory_allocated)"},
+    {TP_METRIC_CUDA_PEAK_RESERVED_BYTES, TP_UNIT_BYTES, "allocator",
+     "the most it held from the device at once (torch.cuda.max_memory_reserved)"},
+    {TP_METRIC_CUDA_CAPACITY_BYTES, TP_UNIT_BYTES, "allocator",
+     "the device's memory as the training sees it (its total_memory)"},
+    {TP_METRIC_CUDA_ALLOC_RETRIES, TP_UNIT_COUNT, "allocator",
+     "times the allocator freed its cache to retry an allocation since the process began: "
+     "memory pressure before any failure"},
+    {TP_METRIC_CUDA_OOMS, TP_UNIT_COUNT, "allocator",
+     "allocations the allocator could not serve (out of memory) since the process began"},
 };
 
 const tp_metric_def *tp_metric_catalog(size_t *count)

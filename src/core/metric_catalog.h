@@ -60,6 +60,15 @@
 #define TP_METRIC_GPU_SM_ACTIVE_PERCENT     "gpu_sm_active_percent"
 #define TP_METRIC_GPU_SM_OCCUPANCY_PERCENT  "gpu_sm_occupancy_percent"
 #define TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT "gpu_tensor_active_percent"
+/* The training's GPU memory allocator (PyTorch's caching allocator), per
+ * process {pid}, at step boundaries (trainprof.h's tp_device_memory) */
+#define TP_METRIC_CUDA_ALLOCATED_BYTES      "cuda_allocated_bytes"
+#define TP_METRIC_CUDA_RESERVED_BYTES       "cuda_reserved_bytes"
+#define TP_METRIC_CUDA_PEAK_ALLOCATED_BYTES "cuda_peak_allocated_bytes"
+#define TP_METRIC_CUDA_PEAK_RESERVED_BYTES  "cuda_peak_reserved_bytes"
+#define TP_METRIC_CUDA_CAPACITY_BYTES       "cuda_capacity_bytes"
+#define TP_METRIC_CUDA_ALLOC_RETRIES        "cuda_alloc_retries"
+#define TP_METRIC_CUDA_OOMS                 "cuda_ooms"
 
 typedef enum tp_unit {
     TP_UNIT_PERCENT,

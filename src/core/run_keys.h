@@ -14,7 +14,10 @@
 #define TP_LABELS_NONE "{}" /* a series of the whole machine or process */
 #define TP_LABEL_GPU   "gpu"
 #define TP_LABEL_MIG   "mig"
+#define TP_LABEL_PID   "pid"
 
+/* {"pid":"N"}: a traced process's own series (its GPU memory allocator's). */
+void tp_labels_pid(char *buf, size_t cap, long pid);
 /* {"gpu":"N"}: GPU index's series. */
 void tp_labels_gpu(char *buf, size_t cap, int gpu);
 /* {"gpu":"N","mig":"K"}: MIG instance k of GPU index's series. */

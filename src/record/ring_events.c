@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "core/run_keys.h"
 #include "facts.h"
 #include "util/utf8.h"
@@ -70,6 +71,41 @@ static void map_frame(tp_ring_reader *r, tp_sink *sink, uint32_t local, const ch
 static uint32_t sink_name(const tp_ring_reader *r, uint32_t local)
 {
     return local < r->names_cap ? r->names[local] : 0;
+}
+
+/* A TP_EV_DEVICE event: a region's device time, its name the ring's. */
+static void device_span(tp_ring_reader *r, tp_sink *sink, const tp_event *e)
+{
+    uint32_t name = sink_name(r, e->name_id);
+    if (name && e->value >= 0)
+        tp_sink_device_span(sink, r->thread, name == TP_RING_NAME_LOST ? 0 : name, e->t_ns,
+                            (uint64_t)e->value);
+}
+
+/* A TP_EV_DEVICE_MEMORY event: figure e->name_id's value into its series,
+ * made on first use; an unknown figure or a negative value is skipped. */
+static void device_memory(tp_ring_reader *r, tp_sink *sink, const tp_event *e)
+{
+    static const char *const metric[TP_DEVMEM_FIGURES] = {
+        [TP_DEVMEM_ALLOCATED] = TP_METRIC_CUDA_ALLOCATED_BYTES,
+        [TP_DEVMEM_RESERVED] = TP_METRIC_CUDA_RESERVED_BYTES,
+        [TP_DEVMEM_PEAK_ALLOCATED] = TP_METRIC_CUDA_PEAK_ALLOCATED_BYTES,
+        [TP_DEVMEM_PEAK_RESERVED] = TP_METRIC_CUDA_PEAK_RESERVED_BYTES,
+        [TP_DEVMEM_CAPACITY] = TP_METRIC_CUDA_CAPACITY_BYTES,
+        [TP_DEVMEM_ALLOC_RETRIES] = TP_METRIC_CUDA_ALLOC_RETRIES,
+        [TP_DEVMEM_OOMS] = TP_METRIC_CUDA_OOMS,
+    };
+    if (e->name_id >= TP_DEVMEM_FIGURES || e->value < 0)
+        return;
+    uint32_t *series = &r->devmem_series[e->name_id];
+    if (*series == 0) {
+        char labels[48];
+        tp_labels_pid(labels, sizeof labels, (long)r->pid);
+        *series = tp_sink_series(sink, metric[e->name_id], labels);
+        if (*series == 0)
+            return; /* out of memory: the sink counted it */
+    }
+    tp_sink_sample(sink, *series, e->t_ns, (double)e->value);
 }
 
 /* Closes the innermost open region with this name, and any opened after it
@@ -291,18 +327,13 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
             tp_sink_mark(sink, r->thread, TP_MARK_EPOCH, e.t_ns, e.value);
             r->step_began_ns = 0; /* a step does not span an epoch's boundary */
             break;
+        case TP_EV_DEVICE_MEMORY: device_memory(r, sink, &e); break;
         case TP_EV_SAMPLES: tp_sink_mark(sink, r->thread, TP_MARK_SAMPLES, e.t_ns, e.value); break;
         case TP_EV_RANK:
             if (on_rank)
                 on_rank(ctx, (int32_t)e.value, e.aux);
             break;
-        case TP_EV_DEVICE: {
-            uint32_t name = sink_name(r, e.name_id);
-            if (name && e.value >= 0)
-                tp_sink_device_span(sink, r->thread, name == TP_RING_NAME_LOST ? 0 : name, e.t_ns,
-                                    (uint64_t)e.value);
-            break;
-        }
+        case TP_EV_DEVICE: device_span(r, sink, &e); break;
         default: break;
         }
     }

@@ -17,6 +17,7 @@
 #include "core/sink.h"
 #include "ring.h"
 #include "stacks.h"
+#include "trainprof.h"
 
 #define TP_RING_OPEN_MAX    64  /* regions open at once on one thread */
 #define TP_RING_LAST_FRAMES 3   /* frames of a sampler's last stack kept */
@@ -61,6 +62,9 @@ typedef struct tp_ring_reader {
     int64_t new_slowest_ns, new_total_ns;
     uint64_t new_regions; /* regions closed since: what the plan weighs trainprof's cost by */
     uint64_t step_began_ns;
+    /* its GPU memory allocator's series (TP_DEVMEM_*, the sink's ids; 0 not
+     * made yet), labelled by its process */
+    uint32_t devmem_series[TP_DEVMEM_FIGURES];
 } tp_ring_reader;
 
 /* A ring name the sink had no memory for: its events are counted lost. */

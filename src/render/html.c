@@ -148,6 +148,7 @@ static const char *subsystem_title(const char *source)
         {"pressure", "Pressure (time tasks waited for a resource)"},
         {"nvml", "GPUs"},
         {"rapl", "CPU energy"},
+        {"allocator", "GPU memory (the training's allocator, at step boundaries)"},
     };
     for (size_t i = 0; i < sizeof titles / sizeof titles[0]; i++)
         if (strcmp(source, titles[i][0]) == 0)

@@ -47,14 +47,14 @@ static void verdict(FILE *out, const tp_summary *s, const tp_verdict *v, bool le
 
 /* What went wrong with the run (deaths, stalls, the stop, changes of
  * pace), as "In short" of the text report says it: a paragraph each. */
-static void trouble_lines(FILE *out, const tp_summary *s)
+static void trouble_lines(FILE *out, const tp_summary *s, const tp_verdicts *v)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     if (!mem)
         return;
-    tp_report_ends_answer(mem, s);
+    tp_report_ends_answer(mem, s, v);
     tp_report_course_answer(mem, s);
     tp_report_stop_answer(mem, s);
     tp_report_regimes_answer(mem, s);
@@ -79,7 +79,7 @@ void tp_html_answer(FILE *out, const tp_summary *s, const tp_verdicts *v)
 {
     char line[512];
     fputs("<section id=\"answer\"><h2>In short</h2>\n", out);
-    trouble_lines(out, s);
+    trouble_lines(out, s, v);
     fputs("<p>", out);
     if (tp_answer_steps(line, sizeof line, s))
         tp_html_escape(out, line);

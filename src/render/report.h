@@ -84,7 +84,7 @@ void tp_report_frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_
 /* The processes that died and the run's stop (report_ends.c): lines for "In
  * short" (deaths first, the stop after the stalls), a section with each one's end, "deaths" and
  * "stop" in JSON. */
-void tp_report_ends_answer(FILE *out, const tp_summary *s);
+void tp_report_ends_answer(FILE *out, const tp_summary *s, const tp_verdicts *v);
 void tp_report_stop_answer(FILE *out, const tp_summary *s);
 
 /* What trainprof's own work cost (analyze/own_cost.h): a line of "In
@@ -92,7 +92,7 @@ void tp_report_stop_answer(FILE *out, const tp_summary *s);
  * "own_cost" in JSON. Nothing in words for a run without steps. */
 void tp_report_own_answer(FILE *out, const tp_summary *s);
 void tp_report_own_json(json_writer *w, const tp_summary *s);
-void tp_report_ends_text(FILE *out, const tp_summary *s);
+void tp_report_ends_text(FILE *out, const tp_summary *s, const tp_verdicts *v);
 void tp_report_ends_json(json_writer *w, const tp_summary *s);
 
 /* The course of the run (report_course.c): a stall's lines for "In short",

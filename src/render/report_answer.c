@@ -125,7 +125,7 @@ void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
 {
     char line[512];
     fprintf(out, "\nIn short\n");
-    tp_report_ends_answer(out, s);
+    tp_report_ends_answer(out, s, v);
     tp_report_course_answer(out, s);
     tp_report_stop_answer(out, s);
     tp_report_regimes_answer(out, s);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "render/gpu_memory_words.h"
 #include "render/report.h"
 #include "render/units.h"
 
@@ -99,23 +100,25 @@ void tp_report_stop_answer(FILE *out, const tp_summary *s)
     }
 }
 
-void tp_report_ends_answer(FILE *out, const tp_summary *s)
+void tp_report_ends_answer(FILE *out, const tp_summary *s, const tp_verdicts *v)
 {
     const tp_deaths *ds = &s->deaths;
     if (ds->n) {
         const tp_death *d = &ds->v[0]; /* the first to die */
-        char who[96], how[600], when[160], where[400], line[1500];
+        char who[96], how[600], when[160], where[400], line[2400];
         who_text(who, sizeof who, d);
         how_text(how, sizeof how, d);
         when_text(when, sizeof when, s, d);
         where_text(where, sizeof where, ds, d);
-        snprintf(line, sizeof line, "%s %s%s%s%s%s.", who, how, when, where[0] ? ", in " : "",
-                 where, ds->n > 1 ? " (more under Ends below)" : "");
+        char oom[900];
+        tp_gpu_oom_words(oom, sizeof oom, v, d);
+        snprintf(line, sizeof line, "%s %s%s%s%s%s.%s", who, how, when, where[0] ? ", in " : "",
+                 where, ds->n > 1 ? " (more under Ends below)" : "", oom);
         tp_report_wrapped(out, "[died] ", line);
     }
 }
 
-void tp_report_ends_text(FILE *out, const tp_summary *s)
+void tp_report_ends_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
 {
     const tp_deaths *ds = &s->deaths;
     if (!ds->n && !ds->stop_signal)
@@ -123,16 +126,18 @@ void tp_report_ends_text(FILE *out, const tp_summary *s)
     fprintf(out, "\nEnds\n");
     for (size_t i = 0; i < ds->n; i++) {
         const tp_death *d = &ds->v[i];
-        char who[96], how[600], when[160], where[400], line[1500], mem[32] = "";
+        char who[96], how[600], when[160], where[400], line[2400], mem[32] = "", oom[900];
         who_text(who, sizeof who, d);
         how_text(how, sizeof how, d);
         when_text(when, sizeof when, s, d);
         where_text(where, sizeof where, ds, d);
         if (isfinite(d->rss_bytes))
             tp_format_value(mem, sizeof mem, "bytes", d->rss_bytes);
-        snprintf(line, sizeof line, "%s %s%s%s%s%s%s%s", who, how, when, where[0] ? "; in " : "",
-                 where, mem[0] ? "; the training's processes peaked at " : "", mem,
-                 mem[0] ? " of memory" : "");
+        tp_gpu_oom_words(oom, sizeof oom, v, d);
+        snprintf(line, sizeof line, "%s %s%s%s%s%s%s%s%s%s", who, how, when,
+                 where[0] ? "; in " : "", where,
+                 mem[0] ? "; the training's processes peaked at " : "", mem,
+                 mem[0] ? " of memory" : "", oom[0] ? "." : "", oom);
         tp_report_wrapped(out, "", line);
     }
     if (ds->stop_signal) {

@@ -5,6 +5,7 @@
 
 #include "analyze/gpu_use.h"
 #include "core/run_keys.h"
+#include "render/gpu_memory_words.h"
 #include "render/report.h"
 #include "util/json_read.h"
 #include "util/json_writer.h"
@@ -257,6 +258,7 @@ void tp_report_json(FILE *out, const tp_summary *s, const tp_verdicts *v)
     tp_report_ops_json(&w, s);
     tp_report_course_json(&w, s);
     tp_report_ends_json(&w, s);
+    tp_gpu_memory_json(&w, v);
     tp_report_own_json(&w, s);
     tp_report_regimes_json(&w, s);
     tp_report_verdicts_json(&w, s, v);

@@ -6,6 +6,7 @@
 
 #include "core/metric_catalog.h"
 #include "analyze/gpu_use.h"
+#include "render/gpu_memory_words.h"
 #include "render/report.h"
 #include "render/units.h"
 #include "render/verdict_words.h"
@@ -344,7 +345,7 @@ void tp_report_text(FILE *out, const tp_summary *s, const tp_verdicts *v, bool a
     tp_summary_needs(s, TP_PARTS_ALL, "tp_report_text");
     header(out, s->run);
     tp_report_answer_text(out, s, v);
-    tp_report_ends_text(out, s);
+    tp_report_ends_text(out, s, v);
     tp_report_course_text(out, s);
     tp_report_regimes_text(out, s);
     if (s->n == 0)
@@ -358,6 +359,7 @@ void tp_report_text(FILE *out, const tp_summary *s, const tp_verdicts *v, bool a
         unavailable_lines(out, s, &s->run->agents[i]);
     }
     tp_report_timings_text(out, s, all);
+    tp_gpu_memory_text(out, v);
     tp_report_ranks_text(out, s, all);
     tp_report_stacks_text(out, s);
     tp_report_ops_text(out, s);

@@ -117,12 +117,21 @@ static void rank_evidence(tp_evidence *e, const tp_verdict *v)
 
 static void gpu_evidence(tp_evidence *e, const tp_summary *s, const tp_verdict *v)
 {
-    if (v->kind == TP_VERDICT_GPU_MEMORY && !v->gpu) { /* a capture window's allocator */
+    if (v->kind == TP_VERDICT_GPU_MEMORY && !v->gpu) { /* a rank's allocator */
+        const tp_gpu_memory_rank *g = v->f.gpu_memory.allocator;
         rank(e, v->rank);
         number(e, "allocator_peak_bytes", "allocator's peak", TP_FIGURE_BYTES, 0,
                v->f.gpu_memory.used_max_bytes);
-        number(e, "device_memory_bytes", "the device's memory", TP_FIGURE_BYTES, 0,
+        number(e, "device_memory_bytes",
+               g ? "what it can use of the device" : "the device's memory", TP_FIGURE_BYTES, 0,
                v->f.gpu_memory.total_bytes);
+        if (g) {
+            number(e, "peak_reserved_bytes", "its peak reserved", TP_FIGURE_BYTES, 0,
+                   g->peak_reserved_bytes);
+            number(e, "alloc_retries", "cache flushes to retry", TP_FIGURE_PLAIN, 0,
+                   isfinite(g->retries) ? g->retries : -1);
+            text(e, "source", "read", "at step boundaries");
+        }
         return;
     }
     number(e, "gpu", "GPU", TP_FIGURE_PLAIN, 0, v->gpu->index);
@@ -229,6 +238,20 @@ void tp_verdict_evidence_of(const tp_summary *s, const tp_verdict *v, tp_evidenc
         number(out, "ranks", "ranks", TP_FIGURE_PLAIN, 0, (double)v->f.comm.ranks);
         flag(out, "on_device", "timed on the GPU", v->f.comm.device);
         break;
+    case TP_VERDICT_GPU_MEMORY_GROWTH: {
+        const tp_gpu_memory_rank *g = v->f.gpu_growth;
+        rank(out, g->rank);
+        number(out, "between_steps_first_bytes", "between steps at first", TP_FIGURE_BYTES, 0,
+               g->growth_first_bytes);
+        number(out, "between_steps_last_bytes", "at last", TP_FIGURE_BYTES, 0,
+               g->growth_last_bytes);
+        number(out, "growth_bytes_per_step", "growing a step", TP_FIGURE_BYTES, 0,
+               g->growth_bytes_per_step);
+        number(out, "limit_bytes", "what it can use", TP_FIGURE_BYTES, 0, g->limit_bytes);
+        number(out, "out_of_room_step", "out of room at step", TP_FIGURE_PLAIN, 0,
+               isfinite(g->out_of_room_step) ? g->out_of_room_step : -1);
+        break;
+    }
     default: system_evidence(out, s, v); break;
     }
 }

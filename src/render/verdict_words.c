@@ -12,6 +12,7 @@
 #include "render/remedy_words.h"
 #include "render/report.h"
 #include "render/units.h"
+#include "render/gpu_memory_words.h"
 #include "util/json_writer.h"
 #include "util/labels.h"
 
@@ -31,6 +32,7 @@ const char *tp_verdict_kind_name(tp_verdict_kind kind)
     case TP_VERDICT_GPU_THROTTLED: return "gpu_throttled";
     case TP_VERDICT_MEMORY_GROWTH: return "memory_growth";
     case TP_VERDICT_HOST_BOUND: return "host_bound";
+    case TP_VERDICT_GPU_MEMORY_GROWTH: return "gpu_memory_growth";
     }
     return "?";
 }
@@ -346,6 +348,8 @@ static void gpu_message(char *out, size_t cap, const tp_verdict *v, const char *
                  "the room) and the node's power supply; its other GPUs' figures say whether "
                  "the whole node is affected.",
                  gpu->index, of, gpu->name, why, 100 * v->f.gpu_throttle.trouble_share);
+    } else if (v->kind == TP_VERDICT_GPU_MEMORY && v->f.gpu_memory.allocator) {
+        tp_gpu_pressure_words(out, cap, v);
     } else if (v->kind == TP_VERDICT_GPU_MEMORY && !gpu) { /* a capture window's allocator */
         double max = v->f.gpu_memory.used_max_bytes, total = v->f.gpu_memory.total_bytes;
         char who[32] = "The training";
@@ -496,6 +500,7 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
                                     "outside it)"
                                   : "with no compute region open");
         return;
+    case TP_VERDICT_GPU_MEMORY_GROWTH: tp_gpu_growth_words(out, cap, v); return;
     default: system_message(out, cap, s, v); return;
     }
 }

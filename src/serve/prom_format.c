@@ -65,6 +65,12 @@ bool tp_prom_metric_of(const char *recorded, tp_prom_metric *out)
             snprintf(out->name, sizeof out->name, "trainprof_proc_processes");
             break;
         }
+        if (strcmp(recorded, TP_METRIC_CUDA_ALLOC_RETRIES) == 0 ||
+            strcmp(recorded, TP_METRIC_CUDA_OOMS) == 0) { /* counted since the process began */
+            snprintf(out->name, sizeof out->name, "trainprof_%s_total", recorded);
+            out->kind = TP_PROM_COUNTER;
+            break;
+        }
         snprintf(out->name, sizeof out->name, "trainprof_%s", recorded);
         break;
     case TP_UNIT_BYTES:

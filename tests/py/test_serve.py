@@ -28,6 +28,8 @@ for i in range({steps}):
         time.sleep(0.02)
     if {device}:  # as trainprof.torch does for a CUDA region: 5 ms on the device
         _native.device_time(trainprof.region("work"), start, 5_000_000)
+        # and as trainprof.runtime.device_memory does at a step: the allocator's figures
+        _native.device_memory(1 << 30, 2 << 30, 3 << 30, 4 << 30, 80 << 30, i, 0)
 """
 
 
@@ -107,6 +109,10 @@ def test_record_serves_metrics_and_timings(tmp_path):
         device_count = value_of(text, "trainprof_phase_device_seconds_count", phase="work")
         device_total = value_of(text, "trainprof_phase_device_seconds_sum", phase="work")
         assert device_count >= 1 and device_total == pytest.approx(0.005 * device_count)
+        assert value_of(text, "trainprof_cuda_allocated_bytes", agent="node-a") == 1 << 30
+        assert value_of(text, "trainprof_cuda_capacity_bytes", agent="node-a") == 80 << 30
+        retries = value_of(text, "trainprof_cuda_alloc_retries_total", agent="node-a")
+        assert retries is not None and "# TYPE trainprof_cuda_alloc_retries_total counter" in text
         steps = value_of(text, "trainprof_steps_total", agent="node-a")
         assert value_of(text, "trainprof_samples_total") == pytest.approx(8 * steps, abs=8)
         assert value_of(text, "trainprof_batches_total") == pytest.approx(steps, abs=1)
@@ -114,6 +120,7 @@ def test_record_serves_metrics_and_timings(tmp_path):
         time.sleep(1.5)
         later = get(url + "/metrics")[2]
         assert value_of(later, "trainprof_steps_total") > steps
+        assert value_of(later, "trainprof_cuda_alloc_retries_total") > retries
         assert value_of(later, "trainprof_phase_seconds_count", phase="work") > count
         if shutil.which("promtool"):
             lint = subprocess.run(

@@ -26,6 +26,7 @@ import weakref
 
 from trainprof import _native
 from trainprof.patches.common import count_samples, tracker
+from trainprof.steps import marks as _marks
 from trainprof.steps.facts import send as send_facts
 from trainprof.steps.framework_loop import R_EVALUATE, FrameworkLoop, wrap_method
 
@@ -153,7 +154,7 @@ class _Hooks:
             if loop.marks_steps():  # its first step, and its epoch, where they began
                 if self.epoch_t is not None:
                     _native.epoch_at(engine.state.epoch - 1, self.epoch_t)
-                _native.step_at(self.first_t)
+                _marks.step_at(self.first_t)
                 loop.step_open = True
                 self.step_updates = self.iteration_work[0]
                 count_samples(self.first_batch)

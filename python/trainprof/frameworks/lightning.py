@@ -27,6 +27,7 @@ import sys
 from trainprof import _native
 from trainprof.startup.swallowed import swallowed
 from trainprof.steps import facts as _facts
+from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
 from trainprof.steps.framework_loop import taken_fetch as _taken_fetch
 
@@ -94,9 +95,9 @@ class _Hooks:
         fetched = _taken_fetch()
         if not self.step_open or trainer.global_step != self.step_global:
             if fetched is None:
-                _native.step()
+                _marks.step()
             else:
-                _native.step_at(fetched)
+                _marks.step_at(fetched)
             self.step_open, self.step_global = True, trainer.global_step
         _common.count_samples(batch)
 

@@ -7,6 +7,7 @@ import threading
 import torch
 
 from trainprof import _native
+from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
 from trainprof.steps.tracker import Loop, StepTracker
 
@@ -46,7 +47,7 @@ class _Marks:
     """The step tracker's sink: trainprof._native's marks, and the evaluate
     spans it decides late."""
 
-    step, step_at, step_end_at = _native.step, _native.step_at, _native.step_end_at
+    step, step_at, step_end_at = _marks.step, _marks.step_at, _native.step_end_at
     epoch_at, now_ns = _native.epoch_at, _native.now_ns
 
     @staticmethod

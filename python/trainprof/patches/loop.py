@@ -39,6 +39,7 @@ from trainprof.patches.distributed import tell_rank
 from trainprof.patches.forward import QUIET, QUIET_AGAIN, discovery_start, forward_unseen
 from trainprof.runtime import bottleneck as _bottleneck
 from trainprof.steps import facts as _facts
+from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
 
 _loader_passes = weakref.WeakKeyDictionary()  # DataLoader -> iter() calls so far
@@ -115,7 +116,7 @@ def _patch_dataloader():
         try:
             if main and _bottleneck.active():  # its passes are no peeks, and may end in _exit
                 tracker.confirm_pass()
-                batch = _bottleneck.on_fetch(lambda: fetch(self), _native.step, count_samples)
+                batch = _bottleneck.on_fetch(lambda: fetch(self), _marks.step, count_samples)
             else:
                 batch = fetch(self)
         except StopIteration:

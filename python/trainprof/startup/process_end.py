@@ -11,6 +11,7 @@ import atexit
 import sys
 
 from trainprof import _native
+from trainprof.runtime import device_memory as _device_memory
 
 _TEXT_MAX = 200  # of a fact's 256 bytes, its key and "=" aside
 
@@ -59,6 +60,14 @@ def _hook(previous):
             _send("exception.type", _printable(name))
             _send("exception.message", _printable(value))
             _send("exception.where", _where(tb))
+            message = str(value)
+            if _device_memory.is_out_of_memory(name, message):
+                _device_memory.read()  # the allocator's figures as it gave up
+                tried, free = _device_memory.out_of_memory_figures(message)
+                if tried is not None:
+                    _send("exception.oom_tried_bytes", tried)
+                if free is not None:
+                    _send("exception.oom_free_bytes", free)
         except Exception:  # noqa: BLE001 - never change how the script ends (not even its stderr)
             pass
         previous(kind, value, tb)

@@ -11,6 +11,7 @@ script did not import, nothing hooked.
 import os
 
 from trainprof import _native
+from trainprof.runtime import device_memory as _device_memory
 from trainprof.startup.swallowed import swallowed
 
 _BOTTLENECK_FACTS = os.environ.get("TRAINPROF_BOTTLENECK_FACTS")
@@ -59,6 +60,8 @@ def note_model(module):
             uuid = getattr(torch.cuda.get_device_properties(param.device), "uuid", None)
             if uuid is not None:
                 facts.append(("cuda.device", str(uuid)))
+            facts.append(("cuda.alloc_conf", os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")))
+            _device_memory.enable(torch, param.device)
         try:
             on = torch.is_autocast_enabled(param.device.type)
         except (TypeError, RuntimeError):  # torch < 2.4 (no device argument), or a device

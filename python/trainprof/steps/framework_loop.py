@@ -19,6 +19,7 @@ import sys
 import threading
 
 from trainprof import _native
+from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
 
 R_EVALUATE = _native.region(_native.PHASE_EVALUATE)
@@ -87,9 +88,9 @@ class FrameworkLoop:
         if at is None:
             at = fetched
         if at is not None:
-            _native.step_at(at)
+            _marks.step_at(at)
         else:
-            _native.step()
+            _marks.step()
         self.step_open = True
 
     def end_step(self):

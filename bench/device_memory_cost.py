@@ -10,11 +10,11 @@ rounds:
   (every mark but one in 0.1 s pays this);
 - reading: one reading (`device_memory.read()`) with a stand-in for
   torch.cuda.memory_stats that returns a dict as large as torch's (the
-  Python side and the event; torch's own gathering of its statistics is
-  measured on a GPU by tools/gpu-check.sh).
+  Python side and the event), or with --cuda torch's own on GPU 0 (what a
+  real reading costs: tools/gpu-check.sh runs it).
 
-    python3 bench/device_memory_cost.py [ROUNDS]
-    (runs itself under build/trainprof record)
+    python3 bench/device_memory_cost.py [ROUNDS] [--cuda]
+    (runs itself under $TRAINPROF, else build/trainprof, record)
 """
 
 import json
@@ -43,6 +43,14 @@ def child(rounds):
         memory_stats=lambda device: stats,
         get_device_properties=lambda d: types.SimpleNamespace(total_memory=80 << 30),
     )
+    torch_like = types.SimpleNamespace(cuda=cuda)
+    device = "cuda:0"
+    if "--cuda" in sys.argv:
+        import torch
+
+        torch_like = torch
+        device = torch.device("cuda", 0)
+        torch.ones(1, device=device)  # CUDA and its allocator up, as a training has them
     clock = time.thread_time_ns
 
     def per_call(fn, calls=CALLS):
@@ -64,11 +72,12 @@ def child(rounds):
         dm._memory_stats = None
         for name, run in arms.items():
             results[name].append(run())
-        dm.enable(types.SimpleNamespace(cuda=cuda), "cuda:0")
+        dm.enable(torch_like, device)
         results["marks_between"].append(between())
         results["reading"].append(reading())
     peer = statistics.median(results["step"])
     out = {"bench": "device_memory_cost", "rounds": rounds, "calls": CALLS}
+    out["memory_stats"] = "torch, GPU 0" if "--cuda" in sys.argv else "stand-in"
     for name, values in results.items():
         out[f"{name}_ns"] = round(statistics.median(values), 1)
         if name != "step":
@@ -83,7 +92,7 @@ if __name__ == "__main__":
     else:
         subprocess.run(
             [
-                str(ROOT / "build" / "trainprof"),
+                os.environ.get("TRAINPROF", str(ROOT / "build" / "trainprof")),
                 "record",
                 "-q",
                 "--force",
@@ -95,6 +104,7 @@ if __name__ == "__main__":
                 sys.executable,
                 __file__,
                 str(rounds),
+                *[a for a in sys.argv[1:] if a == "--cuda"],
             ],
             env={**os.environ, "DEVICE_MEMORY_BENCH_CHILD": "1"},
             check=True,

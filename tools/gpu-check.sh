@@ -10,9 +10,10 @@
 #                                 builds the Python extension for that machine's
 #                                 python3, installs the package into its
 #                                 site-packages, then runs pytest ARGS
-#                                 (default: tests/py/test_gpu.py and
-#                                 test_gpu_distributed.py), after
-#                                 tools/gpu_probe.py (probe.json)
+#                                 (default: the test_gpu*.py files), after
+#                                 tools/gpu_probe.py (probe.json) and the
+#                                 allocator reading's cost
+#                                 (device_memory_cost.json)
 #   tools/gpu-check.sh bench [MODEL...]
 #                                 there: installs as run does, then
 #                                 bench/gpu_step_cost.py's arms, 3 rounds, for
@@ -75,8 +76,11 @@ run() {
     # the hardware's own answers (NVML, torch, NCCL), for docs/gpu.md
     python3 tools/gpu_probe.py >"${OUT:-/tmp/gpu-out}/probe.json" ||
         echo "$0: the probe failed (see above)" >&2
+    # what one reading of the GPU allocator costs the training's thread (issue 59)
+    python3 bench/device_memory_cost.py 5 --cuda >"${OUT:-/tmp/gpu-out}/device_memory_cost.json" ||
+        echo "$0: device_memory_cost.py --cuda failed" >&2
     [ $# -gt 0 ] || set -- tests/py/test_gpu.py tests/py/test_gpu_distributed.py tests/py/test_gpu_ops.py \
-        tests/py/test_gpu_trainings.py
+        tests/py/test_gpu_trainings.py tests/py/test_gpu_memory_cuda.py
     TRAINPROF_GPU_OUT="${OUT:-/tmp/gpu-out}" python3 -m pytest -q -p no:cacheprovider -rs \
         "$@" 2>&1 | tee "${OUT:-/tmp/gpu-out}/pytest.log"
 }

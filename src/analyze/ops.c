@@ -293,6 +293,39 @@ static size_t step_marks(const tp_run_op_data *d, int64_t *marks, size_t max)
     return nm;
 }
 
+/* Each GPU activity of the captured steps (kernels, copies, memsets) with
+ * the operator that launched it (m: launches by correlation; parent and
+ * row: each event's enclosing operator and its fact's row, -1 none): its
+ * kernel fact, and its device time to that operator and those enclosing it. */
+static void kernels_of(builder *b, int rank, const tp_run_op_data *d, const tp_launch_map *m,
+                       const long *parent, const long *row, int64_t t0, int64_t t1)
+{
+    tp_ops_facts *f = b->f;
+    for (size_t i = 0; i < d->nevents; i++) {
+        const tp_op_event *e = &d->events[i];
+        if (!is_device(e))
+            continue;
+        long op = tp_launch_get(m, e->correlation); /* CUPTI gives it its launch's */
+        bool launched_in = op >= 0 && row[op] >= 0;
+        if (!launched_in && (op >= 0 || e->start_ns < t0 || e->start_ns >= t1))
+            continue; /* another step's */
+        const char *op_name = launched_in ? d->strings[d->events[op].name] : "";
+        for (long up = op, depth = 0; up >= 0 && depth < 256; up = parent[up], depth++)
+            if (row[up] >= 0)
+                f->ops[row[up]].device_total_s += secs(e->dur_ns);
+        long r = row_for(b, "kernel", rank, d->strings[e->name], op_name, new_kernel);
+        tp_kernel_fact *k = &f->kernels[r];
+        if (!k->name) {
+            k->rank = rank;
+            k->name = intern(f, d->strings[e->name]);
+            k->op = intern(f, op_name);
+            k->kind = (int)e->kind;
+        }
+        k->calls++;
+        k->device_s += secs(e->dur_ns);
+    }
+}
+
 static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_data *d)
 {
     tp_ops_facts *f = b->f;
@@ -336,7 +369,8 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
     for (size_t i = 0; i < ne; i++) {
         const tp_op_event *e = &d->events[i];
         parent[i] = row[i] = -1;
-        if (!is_cpu(e) && e->kind != TP_OP_RUNTIME)
+        bool alloc = e->kind == TP_OP_MEMORY && e->device >= 0 && e->value > 0; /* on a GPU */
+        if (!is_cpu(e) && e->kind != TP_OP_RUNTIME && !alloc)
             continue;
         tp_open_ops *s = tp_thread_stack_of(&stacks, e->thread);
         while (s->n &&
@@ -347,6 +381,11 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
             tp_launch_put(&m, e->correlation, up);
             continue;
         }
+        for (long u = up, depth = 0; alloc && u >= 0 && depth < 256; u = parent[u], depth++)
+            if (row[u] >= 0) /* an allocation: up's, and those enclosing it */
+                f->ops[row[u]].alloc_bytes += (double)e->value;
+        if (alloc)
+            continue;
         if (profilers_own(d->strings[e->name]))
             continue;
         parent[i] = up;
@@ -376,29 +415,7 @@ static void window_facts(builder *b, const tp_run_op_window *w, const tp_run_op_
         if (row[i] >= 0)
             f->ops[row[i]].cpu_self_s +=
                 secs(d->events[i].dur_ns - child[i] > 0 ? d->events[i].dur_ns - child[i] : 0);
-    for (size_t i = 0; i < ne; i++) {
-        const tp_op_event *e = &d->events[i];
-        if (!is_device(e))
-            continue;
-        long op = tp_launch_get(&m, e->correlation); /* CUPTI gives it its launch's */
-        bool launched_in = op >= 0 && row[op] >= 0;
-        if (!launched_in && (op >= 0 || e->start_ns < t0 || e->start_ns >= t1))
-            continue; /* another step's */
-        const char *op_name = launched_in ? d->strings[d->events[op].name] : "";
-        for (long up = op, depth = 0; up >= 0 && depth < 256; up = parent[up], depth++)
-            if (row[up] >= 0)
-                f->ops[row[up]].device_total_s += secs(e->dur_ns);
-        long r = row_for(b, "kernel", rank, d->strings[e->name], op_name, new_kernel);
-        tp_kernel_fact *k = &f->kernels[r];
-        if (!k->name) {
-            k->rank = rank;
-            k->name = intern(f, d->strings[e->name]);
-            k->op = intern(f, op_name);
-            k->kind = (int)e->kind;
-        }
-        k->calls++;
-        k->device_s += secs(e->dur_ns);
-    }
+    kernels_of(b, rank, d, &m, parent, row, t0, t1);
     if (w->cuda)
         device_busy(b, rank, d, t0, t1, seg, nseg);
     tp_ops_timeline_take(f, d, marks[0], marks[1], intern); /* the first captured step */

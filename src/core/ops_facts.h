@@ -37,6 +37,9 @@ typedef struct tp_op_fact {
     bool range; /* a record_function range, not an operator */
     uint64_t calls;
     double cpu_total_s, cpu_self_s, device_total_s, outer_s;
+    /* bytes the GPU's caching allocator handed out while it ran (its
+     * callees' included: PyTorch's profile_memory), 0 on a CPU */
+    double alloc_bytes;
 } tp_op_fact;
 
 /* A GPU kernel (or memcpy, memset) of a rank's captured steps, with the

@@ -170,7 +170,43 @@ static const tp_gpu_memory_rank *rank_of_death(const tp_verdicts *v, const tp_de
     return NULL;
 }
 
-void tp_gpu_oom_words(char *out, size_t cap, const tp_verdicts *v, const tp_death *d)
+/* "; in its capture windows the operators that allocated most a step were
+ * aten::linear (3.20 GiB), ..." for rank's outermost operators (up to 3),
+ * or "" where its windows saw no allocation. */
+static void allocating_ops(char *out, size_t cap, const tp_ops_facts *f, int rank)
+{
+    out[0] = '\0';
+    int steps = 0;
+    for (size_t i = 0; i < f->nwindows; i++)
+        if (f->windows[i].rank == rank)
+            steps += f->windows[i].steps;
+    const tp_op_fact *top[3] = {NULL, NULL, NULL};
+    for (size_t i = 0; i < f->nops && steps > 0; i++) {
+        const tp_op_fact *o = &f->ops[i];
+        if (o->rank != rank || !(o->outer_s > 0) || !(o->alloc_bytes > 0))
+            continue; /* the outermost operators: their callees' allocations are theirs */
+        for (int k = 0; k < 3; k++)
+            if (!top[k] || o->alloc_bytes > top[k]->alloc_bytes) {
+                for (int j = 2; j > k; j--)
+                    top[j] = top[j - 1];
+                top[k] = o;
+                break;
+            }
+    }
+    size_t n = 0;
+    for (int k = 0; k < 3 && top[k] && n < cap; k++) {
+        char b[32];
+        bytes(b, sizeof b, top[k]->alloc_bytes / steps);
+        n += (size_t)snprintf(out + n, cap - n, "%s%s (%s%s%s)",
+                              k ? ", "
+                                : "; in its capture windows the operators that allocated "
+                                  "most a step were ",
+                              top[k]->name, b, *top[k]->phase ? ", " : "", top[k]->phase);
+    }
+}
+
+void tp_gpu_oom_words(char *out, size_t cap, const tp_summary *s, const tp_verdicts *v,
+                      const tp_death *d)
 {
     out[0] = '\0';
     if (!tp_death_is_gpu_oom(d))
@@ -193,6 +229,10 @@ void tp_gpu_oom_words(char *out, size_t cap, const tp_verdicts *v, const tp_deat
     if (n < cap && g && isfinite(g->peak_allocated_bytes)) {
         bytes(usual, sizeof usual, g->usual_peak_bytes);
         n += (size_t)snprintf(out + n, cap - n, "; its steps had peaked at %s", usual);
+    }
+    if (n < cap) {
+        allocating_ops(out + n, cap - n, &s->ops, d->rank);
+        n += strlen(out + n);
     }
     if (n < cap && g && g->growing) {
         bytes(rate, sizeof rate, g->growth_bytes_per_step);

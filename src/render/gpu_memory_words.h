@@ -24,9 +24,11 @@ void tp_gpu_growth_words(char *out, size_t cap, const tp_verdict *v);
 void tp_gpu_memory_text(FILE *out, const tp_verdicts *v);
 
 /* A death by the allocator's out-of-memory explained (what it tried, what
- * was allocated, reserved and free, the step's usual peak, the growth, what
- * to try), after the death's own line; nothing for another death. */
-void tp_gpu_oom_words(char *out, size_t cap, const tp_verdicts *v, const tp_death *d);
+ * was allocated, reserved and free, the step's usual peak, the operators
+ * that allocated most in its rank's capture windows, the growth, what to
+ * try), after the death's own line; nothing for another death. */
+void tp_gpu_oom_words(char *out, size_t cap, const tp_summary *s, const tp_verdicts *v,
+                      const tp_death *d);
 
 /* "gpu_memory": [one object per rank, every figure in bytes or steps, null
  * unknown]. */

@@ -111,7 +111,7 @@ void tp_report_ends_answer(FILE *out, const tp_summary *s, const tp_verdicts *v)
         when_text(when, sizeof when, s, d);
         where_text(where, sizeof where, ds, d);
         char oom[900];
-        tp_gpu_oom_words(oom, sizeof oom, v, d);
+        tp_gpu_oom_words(oom, sizeof oom, s, v, d);
         snprintf(line, sizeof line, "%s %s%s%s%s%s.%s", who, how, when, where[0] ? ", in " : "",
                  where, ds->n > 1 ? " (more under Ends below)" : "", oom);
         tp_report_wrapped(out, "[died] ", line);
@@ -133,7 +133,7 @@ void tp_report_ends_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
         where_text(where, sizeof where, ds, d);
         if (isfinite(d->rss_bytes))
             tp_format_value(mem, sizeof mem, "bytes", d->rss_bytes);
-        tp_gpu_oom_words(oom, sizeof oom, v, d);
+        tp_gpu_oom_words(oom, sizeof oom, s, v, d);
         snprintf(line, sizeof line, "%s %s%s%s%s%s%s%s%s%s", who, how, when,
                  where[0] ? "; in " : "", where,
                  mem[0] ? "; the training's processes peaked at " : "", mem,

@@ -98,21 +98,22 @@ static void rank_ops_text(FILE *out, const tp_ops_facts *f, int rank, bool devic
         fprintf(out, "  %s%s: %.2f ms a step\n", rank_label, *phases[p] ? phases[p] : "(no phase)",
                 steps ? phase_s * 1e3 / steps : 0.0);
         fprintf(out, "    %-44s %8s %12s %12s%s\n", "operator", "calls", "CPU total ms",
-                "CPU self ms", device ? "  device ms" : "");
+                "CPU self ms", device ? "  device ms  allocated" : "");
         size_t shown = 0;
         for (size_t i = 0; i < f->nops && shown < OPS_SHOWN; i++) {
             const tp_op_fact *o = &f->ops[i];
             if (o->rank != rank || o->phase != phases[p])
                 continue;
             shown++;
-            char total[32], self[32], dev[32];
+            char total[32], self[32], dev[32], alloc[32];
             ms(total, sizeof total, o->cpu_total_s);
             ms(self, sizeof self, o->cpu_self_s);
             ms(dev, sizeof dev, o->device_total_s);
             fprintf(out, "    %-44.44s %8llu %12s %12s", o->name, (unsigned long long)o->calls,
                     total, self);
+            tp_format_value(alloc, sizeof alloc, "bytes", o->alloc_bytes);
             if (device)
-                fprintf(out, " %10s", dev);
+                fprintf(out, " %10s %10s", dev, o->alloc_bytes > 0 ? alloc : "-");
             fputs(o->range ? "  (range)\n" : "\n", out);
         }
     }
@@ -288,6 +289,8 @@ static void op_json(json_writer *w, const tp_op_fact *o)
     json_double(w, o->cpu_self_s);
     json_key(w, "device_total_s");
     json_double(w, o->device_total_s);
+    json_key(w, "alloc_bytes");
+    json_double(w, o->alloc_bytes);
     json_object_end(w);
 }
 

@@ -461,7 +461,11 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
         ).fetchone()
         db.executemany(
             "INSERT INTO op_string VALUES (?, ?, ?)",
-            [(wid, n, "cudaLaunchKernel"), (wid, n + 1, "implicit_gemm_kernel<128>")],
+            [
+                (wid, n, "cudaLaunchKernel"),
+                (wid, n + 1, "implicit_gemm_kernel<128>"),
+                (wid, n + 2, "[memory]"),
+            ],
         )
         launch = _uncovered_instant(db, wid, thread, "aten::mkldnn_convolution", start, dur)
         db.execute(
@@ -471,6 +475,11 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
         db.execute(
             "INSERT INTO op_event VALUES (?, 3, ?, NULL, 0, 0, 7, ?, 2000000, 100777, ?, 0)",
             (wid, n + 1, launch + 5000, op_id),
+        )
+        # and, just before the launch, the caching allocator hands out 3 MiB on GPU 0
+        db.execute(
+            "INSERT INTO op_event VALUES (?, 7, ?, NULL, ?, 0, 0, ?, 0, 0, 0, ?)",
+            (wid, n + 2, thread, launch - 1, 3 << 20),
         )
         # the caching allocator at 95 % of a 1 GB device (no allocation in the window)
         db.execute(
@@ -487,6 +496,11 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
     for name in ("aten::conv2d", "aten::convolution", "aten::mkldnn_convolution"):
         assert dev[name] == pytest.approx(0.002)
     assert dev["aten::linear"] == 0
+    # and its allocation, as profile_memory counts it: the operator's and its callers'
+    alloc = {o["name"]: o["alloc_bytes"] for o in rep["ops"] if o["phase"] == "forward"}
+    for name in ("aten::conv2d", "aten::convolution", "aten::mkldnn_convolution"):
+        assert alloc[name] == 3 << 20
+    assert alloc["aten::linear"] == 0
     # idle: the window's steps less the kernel's 2 ms, by the host's phase
     idle = sum(g["idle_s"] for g in rep["gpu_idle"])
     w = rep["windows"][0]
@@ -505,10 +519,10 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
         text,
     ), text
     # under 10 % headroom: a memory_pressure verdict of the training's allocator
-    assert rep["windows"][0]["peak_allocated_bytes"] == 950000000
+    assert rep["windows"][0]["peak_allocated_bytes"] == 950000000 + (3 << 20)
     pressure = [v for v in rep["verdicts"] if v["kind"] == "memory_pressure"]
     assert len(pressure) == 1, rep["verdicts"]
-    assert pressure[0]["evidence"]["allocator_peak_bytes"] == 950000000
+    assert pressure[0]["evidence"]["allocator_peak_bytes"] == 950000000 + (3 << 20)
     assert "5% headroom" in pressure[0]["message"]
     assert "(5% headroom): under 10%" in text
     out = tmp_path / "trace.json"

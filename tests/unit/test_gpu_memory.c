@@ -259,19 +259,47 @@ static void test_an_out_of_memory_explained(void **state)
     g.oom = &d, g.oom_allocated_bytes = 75 * GIB, g.oom_reserved_bytes = 78 * GIB;
     g.fragmented = true;
     tp_verdicts v = {.gpu_memory = {.v = &g, .n = 1}};
-    tp_gpu_oom_words(out, sizeof out, &v, &d);
+    tp_summary s = {0};
+    tp_gpu_oom_words(out, sizeof out, &s, &v, &d);
     assert_string_equal(out, " It ran out of GPU memory asking for 2.00 GiB with 75.00 GiB "
                              "allocated and 78.00 GiB reserved by PyTorch, 1.50 GiB free on the "
                              "device; its steps had peaked at 70.00 GiB. Try a smaller batch "
                              "(with gradient accumulation), activation checkpointing, bf16 "
                              "autocast, or PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
                              "(its reserve far exceeded what it allocated).");
+    /* its rank's capture window of 2 steps: the outermost operators that
+     * allocated most, a step (a callee's allocation is its caller's) */
+    tp_ops_window_fact win = {.rank = 3, .steps = 2};
+    tp_op_fact ops[] = {
+        {.rank = 3,
+         .phase = "forward",
+         .name = "aten::linear",
+         .outer_s = 1,
+         .alloc_bytes = 2 * GIB},
+        {.rank = 3,
+         .phase = "forward",
+         .name = "aten::addmm",
+         .outer_s = 0,
+         .alloc_bytes = 2 * GIB},
+        {.rank = 3, .phase = "backward", .name = "aten::mm", .outer_s = 1, .alloc_bytes = 6 * GIB},
+        {.rank = 1,
+         .phase = "forward",
+         .name = "aten::conv2d",
+         .outer_s = 1,
+         .alloc_bytes = 9 * GIB},
+    };
+    s.ops = (tp_ops_facts){.windows = &win, .nwindows = 1, .ops = ops, .nops = 4};
+    d.rank = 3;
+    tp_gpu_oom_words(out, sizeof out, &s, &v, &d);
+    assert_non_null(strstr(out, "; its steps had peaked at 70.00 GiB; in its capture windows the "
+                                "operators that allocated most a step were aten::mm (3.00 GiB, "
+                                "backward), aten::linear (1.00 GiB, forward). Try"));
     tp_death other = {.exception_type = "ValueError",
                       .exception_message = "bad batch",
                       .oom_tried_bytes = NAN,
                       .oom_free_bytes = NAN};
     assert_false(tp_death_is_gpu_oom(&other));
-    tp_gpu_oom_words(out, sizeof out, &v, &other);
+    tp_gpu_oom_words(out, sizeof out, &s, &v, &other);
     assert_string_equal(out, "");
     other.exception_type = "RuntimeError";
     other.exception_message = "CUDA out of memory. Tried to allocate 20.00 MiB";

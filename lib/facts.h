@@ -61,6 +61,18 @@
 /* PYTORCH_CUDA_ALLOC_CONF as the training had it ("" unset), once the
  * model is seen on a GPU */
 #define TP_FACT_CUDA_ALLOC_CONF "cuda.alloc_conf"
+/* the tracking runs the script opened (record --log-to logs into them once
+ * the training ended; python/trainprof/trackers/identify.py), and the
+ * interpreter that ran it, which has the trackers' libraries */
+#define TP_FACT_TRACKER_PYTHON          "tracker.python"
+#define TP_FACT_TRACKER_MLFLOW_RUN_ID   "tracker.mlflow.run_id"
+#define TP_FACT_TRACKER_MLFLOW_URI      "tracker.mlflow.uri"
+#define TP_FACT_TRACKER_WANDB_RUN_ID    "tracker.wandb.run_id"
+#define TP_FACT_TRACKER_WANDB_PROJECT   "tracker.wandb.project"
+#define TP_FACT_TRACKER_WANDB_ENTITY    "tracker.wandb.entity"
+#define TP_FACT_TRACKER_WANDB_DIR       "tracker.wandb.dir"
+#define TP_FACT_TRACKER_WANDB_MODE      "tracker.wandb.mode"
+#define TP_FACT_TRACKER_TENSORBOARD_DIR "tracker.tensorboard.log_dir"
 
 /* Whether key (key_len bytes, not terminated) is one of the catalogue's. */
 static inline bool tp_fact_key_known(const char *key, size_t key_len)
@@ -89,7 +101,16 @@ static inline bool tp_fact_key_known(const char *key, size_t key_len)
                                         TP_FACT_PROCESS_EXIT,
                                         TP_FACT_EXCEPTION_OOM_TRIED,
                                         TP_FACT_EXCEPTION_OOM_FREE,
-                                        TP_FACT_CUDA_ALLOC_CONF};
+                                        TP_FACT_CUDA_ALLOC_CONF,
+                                        TP_FACT_TRACKER_PYTHON,
+                                        TP_FACT_TRACKER_MLFLOW_RUN_ID,
+                                        TP_FACT_TRACKER_MLFLOW_URI,
+                                        TP_FACT_TRACKER_WANDB_RUN_ID,
+                                        TP_FACT_TRACKER_WANDB_PROJECT,
+                                        TP_FACT_TRACKER_WANDB_ENTITY,
+                                        TP_FACT_TRACKER_WANDB_DIR,
+                                        TP_FACT_TRACKER_WANDB_MODE,
+                                        TP_FACT_TRACKER_TENSORBOARD_DIR};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strlen(known[i]) == key_len && memcmp(known[i], key, key_len) == 0)
             return true;

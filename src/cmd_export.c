@@ -19,7 +19,8 @@
 #include "util/log.h"
 
 static const char usage[] =
-    "usage: trainprof export [--format chrome|csv|json|folded] [-o FILE [--force]] RUN_FILE...\n"
+    "usage: trainprof export [--format chrome|csv|json|folded|steps] [-o FILE [--force]] "
+    "RUN_FILE...\n"
     "       trainprof export --format parquet -o DIR [--force] RUN_FILE...\n"
     "\n"
     "Writes a run file in another format, streamed (memory stays flat):\n"
@@ -29,6 +30,10 @@ static const char usage[] =
     "          counter tracks for each agent's and each GPU's metrics (default)\n"
     "  csv     one row per sample: t_s,agent,metric,labels,value\n"
     "  json    the report, as `trainprof report --json`\n"
+    "  steps   each rank's steps by phase, one JSON object a line: its steps in at most\n"
+    "          1,000 groups of consecutive steps (each one step on shorter runs), their\n"
+    "          first step, mean seconds a step and per phase, steps/s and the GPU's\n"
+    "          utilization (what record --log-to sends to a tracker)\n"
     "  folded  the sampled Python stacks, one line per stack and phase with its count\n"
     "          (flamegraph.pl, speedscope, inferno): PHASE;frame;...;frame COUNT\n"
     "  parquet the tables (samples, regions, marks, steps, summaries) as Parquet files\n"
@@ -38,7 +43,7 @@ static const char usage[] =
     "Several files (one per node of a job) are merged first, as `trainprof merge`\n"
     "would (for parquet, each file's rows go into the same directories).\n";
 
-typedef enum { FMT_CHROME, FMT_CSV, FMT_JSON, FMT_FOLDED, FMT_PARQUET } export_format;
+typedef enum { FMT_CHROME, FMT_CSV, FMT_JSON, FMT_FOLDED, FMT_PARQUET, FMT_STEPS } export_format;
 
 #define TP_EXPORT_MAX_BYTES_DEFAULT (1ull << 30)
 
@@ -54,9 +59,10 @@ static bool write_bounded(FILE *out, tp_run *run, export_format f, tp_export_bud
         snprintf(err, cap, "export: out of memory");
         return false;
     }
-    bool ok = f == FMT_CHROME ? tp_export_chrome(counted, run, b, err, cap)
-              : f == FMT_CSV  ? tp_export_csv(counted, run, b, err, cap)
-                              : tp_export_folded(counted, run, b, err, cap);
+    bool ok = f == FMT_CHROME  ? tp_export_chrome(counted, run, b, err, cap)
+              : f == FMT_CSV   ? tp_export_csv(counted, run, b, err, cap)
+              : f == FMT_STEPS ? tp_export_steps(counted, run, b, err, cap)
+                               : tp_export_folded(counted, run, b, err, cap);
     if (fclose(counted) != 0 && ok) {
         snprintf(err, cap, "export: writing failed");
         ok = false;
@@ -143,21 +149,23 @@ static int write_out(tp_run *run, export_format format, const char *output, bool
         tp_warn("export: the output reached --max-bytes (%s): %llu %s left out (the output is "
                 "whole up to there); raise --max-bytes, or export a shorter run",
                 size, (unsigned long long)budget->cut,
-                format == FMT_CHROME ? "events"
-                : format == FMT_CSV  ? "samples"
-                                     : "stacks");
+                format == FMT_CHROME  ? "events"
+                : format == FMT_CSV   ? "samples"
+                : format == FMT_STEPS ? "lines"
+                                      : "stacks");
     }
     return rc;
 }
 
 int cmd_export(int argc, char **argv)
 {
-    static const char *const formats[] = {"chrome", "csv", "json", "folded", "parquet", NULL};
+    static const char *const formats[] = {"chrome",  "csv",   "json", "folded",
+                                          "parquet", "steps", NULL};
     int format = FMT_CHROME;
     const char *output = NULL, *max_text = NULL;
     bool force = false;
     const tp_option options[] = {
-        TP_CHOICE('f', "format", "FORMAT", "chrome, csv, json, folded or parquet", &format,
+        TP_CHOICE('f', "format", "FORMAT", "chrome, csv, json, folded, parquet or steps", &format,
                   formats),
         TP_STRING('o', "output", "FILE", "write to FILE (default: standard output)", &output),
         TP_FLAG(0, "force", "overwrite FILE if it exists", &force),

@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "record/output_name.h"
 #include "record/sampler.h"
 #include "record/session.h"
+#include "record/trackers.h"
 #include "util/log.h"
 #include "util/options.h"
 
@@ -58,6 +60,11 @@ static bool options_checked(const tp_record_options *o)
 {
     if (o->output && !*o->output) {
         tp_error("record: --output must not be empty");
+        return false;
+    }
+    char why[160];
+    if (o->log_to && !tp_trackers_check(o->log_to, why, sizeof why)) {
+        tp_error("record: %s", *o->log_to ? why : "--log-to names no tracker");
         return false;
     }
     if (o->ops_on_slow > 0 && o->ops_on_slow < 1.5) {
@@ -121,6 +128,12 @@ static int parse_options(int argc, char **argv, tp_record_options *o, bool *done
                   "window (at most one in 10 minutes); 0 for never, else\n"
                   "1.5 to 1000 (default: 3)",
                   &o->ops_on_slow, 0, 1000, "times"),
+        TP_STRING(0, "log-to", "LIST",
+                  "once the training ended, log trainprof's figures by step,\n"
+                  "its answer and its html page into each tracker of LIST\n"
+                  "(mlflow, wandb, tensorboard; comma-separated): into the\n"
+                  "run the script opened, else one named after the command",
+                  &o->log_to),
         TP_FLAG('q', "quiet", "no status line and no summary", &o->quiet),
     };
     const tp_command cmd = {.name = "record",
@@ -170,5 +183,12 @@ int cmd_record(int argc, char **argv)
         return 2;
     }
     o.name_hint = hint;
-    return tp_record_session_run(&o);
+    if (o.log_to && setenv("TRAINPROF_LOG_TO", o.log_to, 1) != 0) { /* the runs to follow */
+        tp_error("record: --log-to: cannot set TRAINPROF_LOG_TO");
+        return 2;
+    }
+    rc = tp_record_session_run(&o);
+    if (o.log_to && access(o.output, R_OK) == 0)
+        tp_trackers_log(o.output, o.log_to);
+    return rc;
 }

@@ -74,6 +74,13 @@ try:
 except Exception as e:  # noqa: BLE001 - said below; the training must go on
     print(f"trainprof: warning: process ends not followed: {e}", file=sys.stderr)
 try:
+    if os.environ.get("TRAINPROF_LOG_TO"):  # record --log-to: the script's tracking runs
+        from trainprof.trackers import identify as _trackers
+
+        _trackers.install(os.environ["TRAINPROF_LOG_TO"])
+except Exception as e:  # noqa: BLE001 - said below; the training must go on
+    print(f"trainprof: warning: tracking runs not followed: {e}", file=sys.stderr)
+try:
     _start_stacks()
 except Exception as e:  # noqa: BLE001 - said below; the training must go on
     print(f"trainprof: warning: stack sampling not started: {e}", file=sys.stderr)

@@ -9,6 +9,7 @@ typedef struct tp_record_options {
     const char *output; /* the run file (expanded) */
     const char *agent;
     const char *serve;     /* HOST:PORT of the Prometheus endpoint, or NULL */
+    const char *log_to;    /* trackers to log into once it ended (record/trackers.h), or NULL */
     const char *name_hint; /* why the output name may be another recorder's, or "" */
     double interval_s;
     double stacks_hz;     /* Python stack samples a second per thread; 0: off */

@@ -52,4 +52,13 @@ bool tp_export_csv(FILE *out, tp_run *run, tp_export_budget *b, char *err, size_
  * nodes is one line. Nothing for a run without stacks. */
 bool tp_export_folded(FILE *out, tp_run *run, tp_export_budget *b, char *err, size_t cap);
 
+/* Each rank's steps by phase, one JSON object a line, rank after rank: its
+ * steps (analyze/step_phases.h, capture windows' left out) in at most
+ * TP_EXPORT_STEP_GROUPS groups of consecutive steps, each with its first
+ * step (from 1), its span, mean seconds a step, steps/s, the mean
+ * seconds a step of each phase, and its GPU's mean utilization then (null
+ * unknown). What record --log-to sends to a tracker. */
+#define TP_EXPORT_STEP_GROUPS 1000
+bool tp_export_steps(FILE *out, tp_run *run, tp_export_budget *b, char *err, size_t cap);
+
 #endif

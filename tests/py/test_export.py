@@ -121,7 +121,7 @@ def test_bad_input(rich_run, tmp_path):
     r = trainprof("export", "--format", "svg", rich_run)
     assert (
         r.returncode == 2
-        and "--format must be chrome, csv, json, folded or parquet (got 'svg')" in r.stderr
+        and "--format must be chrome, csv, json, folded, parquet or steps (got 'svg')" in r.stderr
     )
     out = tmp_path / "t.json"
     out.write_text("keep me")
@@ -194,3 +194,23 @@ def test_an_interrupted_export_leaves_no_temporary_file(big_run, tmp_path, sig):
     p.send_signal(sig)
     assert p.wait(timeout=20) == -sig
     assert list(tmp_path.iterdir()) == []
+
+
+def test_steps_by_phase_one_line_per_group(rich_run):
+    """`--format steps`: each rank's steps by phase (what record --log-to
+    sends to a tracker): one step a line on a short run, the phases adding
+    up to the step, steps/s its inverse, in step order."""
+    r = trainprof("export", "-f", "steps", rich_run)
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    rep = report_json(rich_run)
+    (steps,) = rep["steps"]
+    assert len(lines) == steps["count"] + steps["warmup_steps"]
+    assert [x["step"] for x in lines] == list(range(1, len(lines) + 1))
+    for x in lines:
+        assert x["rank"] == steps["rank"]
+        assert sum(x["phases_s"].values()) == pytest.approx(x["step_s"])
+        assert x["steps_per_s"] == pytest.approx(1 / x["step_s"])
+        assert x["end_s"] - x["start_s"] == pytest.approx(x["step_s"], abs=1e-6)
+    # the sleeps of 10 ms are in no standard phase: "other"
+    assert all(x["phases_s"]["other"] >= 0.009 for x in lines[1:])

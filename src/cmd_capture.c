@@ -24,11 +24,22 @@
 
 static const char usage[] =
     "usage: trainprof capture RUN.db|PID\n"
+    "       trainprof capture --list\n"
     "\n"
     "Asks a live recording (`trainprof record`, named by its run file or its\n"
     "pid) for a capture window: PyTorch's profiler over the next few steps of\n"
     "every traced process (record's --ops-steps, 5 by default). The report\n"
-    "then shows the operators of those steps.\n";
+    "then shows the operators of those steps. --list prints the live\n"
+    "recordings of this user, one a line: the recorder's pid, when it started\n"
+    "(seconds since the epoch) and its run file, tab-separated.\n";
+
+static void list_one(void *ctx, pid_t pid, const char *run_path, long long started)
+{
+    (void)ctx;
+    char shown[4200];
+    tp_text_escape(shown, sizeof shown, run_path); /* one line, whatever the name */
+    printf("%d\t%lld\t%s\n", (int)pid, started, shown);
+}
 
 static bool all_digits(const char *s)
 {
@@ -112,15 +123,36 @@ static bool parse_window(const char *reply, unsigned *reason, unsigned long long
 
 int cmd_capture(int argc, char **argv)
 {
+    bool list = false;
+    const tp_option options[] = {
+        TP_FLAG(0, "list", "list the live recordings instead", &list),
+    };
     const tp_command cmd = {.name = "capture",
                             .usage = usage,
-                            .min_operands = 1,
+                            TP_OPTION_TABLE(options),
+                            .min_operands = 0,
                             .max_operands = 1,
                             .operands = "a run file or a recorder's pid"};
     int first;
     int parsed = tp_options_parse(&cmd, argc, argv, &first);
     if (parsed != TP_OPTIONS_OK)
         return parsed;
+    char why[600];
+    if (list || first == argc) {
+        if (!list) {
+            tp_error("capture: name a run file or a recorder's pid (or --list)");
+            return 2;
+        }
+        if (first != argc) {
+            tp_error("capture: --list takes no run file");
+            return 2;
+        }
+        if (!tp_registry_each(list_one, NULL, why, sizeof why)) {
+            tp_error("capture: %s", why);
+            return 2;
+        }
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
     const char *target = argv[first];
     struct stat sb;
     bool is_pid = all_digits(target) && stat(target, &sb) != 0;
@@ -129,7 +161,7 @@ int cmd_capture(int argc, char **argv)
         return 2;
     }
     pid_t pid = 0;
-    char dir[4200], why[600], reply[128];
+    char dir[4200], reply[128];
     if (!tp_registry_find(is_pid ? NULL : target, is_pid ? (pid_t)atol(target) : 0, &pid, dir,
                           sizeof dir, why, sizeof why)) {
         if (why[0])

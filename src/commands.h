@@ -15,5 +15,6 @@ int cmd_iobench(int argc, char **argv);
 int cmd_bottleneck(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 
 #endif

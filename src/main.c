@@ -25,6 +25,7 @@ static const subcommand subcommands[] = {
     {"capture", cmd_capture, "ask a live recording for a window of operators and kernels"},
     {"serve", cmd_serve, "serve this machine's metrics for Prometheus, with no recording"},
     {"export", cmd_export, "write a run file as a Perfetto/Chrome trace, CSV or JSON"},
+    {"mcp", cmd_mcp, "a Model Context Protocol server for assistants (stdio)"},
 };
 
 static void print_usage(FILE *out)

@@ -9,7 +9,7 @@
 # ruff and mypy, pinned: a new release judges differently (make test-python-style) and pytest-xdist (the Python tests on every core),
 # and the trackers record --log-to logs into, pinned (tests/py/test_trackers.py reads back what
 # they stored): MLflow (its skinny client, with SQLAlchemy and Alembic for a local SQLite store),
-# Weights & Biases and TensorBoard.
+# Weights & Biases and TensorBoard; and the MCP SDK (trainprof mcp).
 # Safe to run again: it installs nothing that is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +44,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if ! .venv/bin/python -c "import mesonpy, pytest, psutil, numpy, torch, lightning, transformers, \
         accelerate, ignite, skorch, jax, pyarrow, duckdb, mypy, xdist, mlflow, sqlalchemy, \
-        alembic, wandb, tensorboard, importlib.util as u; \
+        alembic, wandb, tensorboard, mcp, importlib.util as u; \
         assert u.find_spec('keras')" 2>/dev/null ||
     [ ! -x .venv/bin/py-spy ] || [ ! -x .venv/bin/ruff ]; then
     echo "bootstrap: installing Python packages into .venv (PyTorch CPU build: a minute or two)"
@@ -52,5 +52,5 @@ if ! .venv/bin/python -c "import mesonpy, pytest, psutil, numpy, torch, lightnin
         "meson-python>=0.15" "meson>=1.1" ninja pytest psutil numpy "torch==2.13.0" lightning \
         transformers accelerate keras pytorch-ignite skorch "jax[cpu]" pyarrow duckdb py-spy \
         "ruff==0.17.6" "mypy==2.4.1" pytest-xdist \
-        "mlflow-skinny==3.17.2" sqlalchemy alembic "wandb==0.31.0" "tensorboard==2.21.0"
+        "mlflow-skinny==3.17.2" sqlalchemy alembic "wandb==0.31.0" "tensorboard==2.21.0" "mcp==2.3.0"
 fi

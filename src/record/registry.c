@@ -148,6 +148,34 @@ void tp_registry_remove(void)
     unlink(path);
 }
 
+bool tp_registry_each(tp_registry_fn fn, void *ctx, char *why, size_t wcap)
+{
+    char dir[512];
+    why[0] = '\0';
+    errno = 0;
+    if (!registry_dir(dir, sizeof dir, false, why, wcap)) {
+        if (errno != ENOENT)
+            return false;
+        why[0] = '\0'; /* no recording ever ran here */
+        return true;
+    }
+    DIR *d = opendir(dir);
+    if (!d)
+        return true;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char path[800], line[PATH_MAX + 2], sockets[PATH_MAX + 2];
+        pid_t p;
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (stat(path, &sb) == 0 &&
+            read_entry(dir, e->d_name, &p, line, sizeof line, sockets, sizeof sockets))
+            fn(ctx, p, line, (long long)sb.st_mtime);
+    }
+    closedir(d);
+    return true;
+}
+
 bool tp_registry_newest(char *run_path, size_t cap, pid_t *pid, char *why, size_t wcap)
 {
     char dir[512];

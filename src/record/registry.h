@@ -25,6 +25,12 @@ bool tp_registry_find(const char *run_path, pid_t pid, pid_t *found, char *contr
                       char *why, size_t wcap);
 void tp_registry_remove(void);
 
+/* fn(ctx, pid, run_path, started) for each live recording (started: when
+ * its entry was written, seconds since the epoch); false with the reason in
+ * why where the directory can't be trusted (true and no call: none). */
+typedef void (*tp_registry_fn)(void *ctx, pid_t pid, const char *run_path, long long started);
+bool tp_registry_each(tp_registry_fn fn, void *ctx, char *why, size_t wcap);
+
 /* The run file of the most recently started live recording, if any; where
  * the directory can't be trusted, false with the reason in why (empty
  * when there is simply none). */

@@ -195,3 +195,26 @@ def test_what_trainprof_swallows_inside_the_training_is_said_once(capsys):
         "trainprof: warning: noting the DataLoader's settings failed (ValueError: bad size); "
         "the training goes on without it"
     ]
+
+
+def test_a_module_probed_before_its_import_is_still_followed():
+    """trainprof.startup.after_import: a find_spec alone (an availability
+    check, as Lightning's RequirementCache or transformers' is_X_available
+    make before importing) runs nothing and leaves the callback waiting for
+    the real import, which runs it once."""
+    code = textwrap.dedent(
+        """
+        import importlib.util, sys
+        from trainprof.startup.after_import import after_import
+        seen = []
+        after_import("colorsys", lambda m: seen.append(m.__name__))
+        assert "colorsys" not in sys.modules
+        assert importlib.util.find_spec("colorsys") is not None and seen == []
+        import colorsys
+        import colorsys
+        print(seen)
+        """
+    )
+    r = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "['colorsys']\n"

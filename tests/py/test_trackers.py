@@ -255,3 +255,63 @@ def test_a_bad_tracker_list_is_refused_before_the_command_runs(tmp_path, value, 
 def test_the_help_names_the_trackers():
     text = trainprof("record", "--help").stdout
     assert "--log-to LIST" in text and "mlflow, wandb, tensorboard" in text
+
+
+LIGHTNING = """
+import os, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+import lightning.pytorch as L
+from lightning.pytorch.loggers import MLFlowLogger
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 2))
+    def training_step(self, batch, i):
+        x, y = batch
+        loss = nn.functional.cross_entropy(self.net(x), y)
+        self.log("loss", loss)
+        return loss
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+data = TensorDataset(torch.randn(1024, 32), torch.randint(0, 2, (1024,)))
+logger = MLFlowLogger(experiment_name="lightning", tracking_uri=os.environ["URI"])
+trainer = L.Trainer(max_epochs=1, logger=logger, enable_progress_bar=False,
+                    enable_checkpointing=False, enable_model_summary=False)
+trainer.fit(Model(), DataLoader(data, batch_size=16))
+print("RUN", logger.run_id)
+"""
+
+
+def test_lightning_s_mlflow_logger_run_gets_the_figures(tmp_path):
+    """Lightning's MLFlowLogger opens its run with MlflowClient.create_run:
+    trainprof's figures go into that run, beside its own loss."""
+    pytest.importorskip("lightning")
+    script = tmp_path / "lit.py"
+    script.write_text(LIGHTNING)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    run = tmp_path / "run.db"
+    r = trainprof(
+        "record",
+        "-q",
+        "--log-to",
+        "mlflow",
+        "-o",
+        run,
+        "--",
+        PYTHON,
+        script,
+        env={"URI": uri},
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    run_id = r.stdout.split("RUN ")[1].split()[0]
+    assert f"trainprof: logged to MLflow run {run_id}\n" in r.stderr
+    got = mlflow.tracking.MlflowClient(uri).get_run(run_id)
+    assert "loss" in got.data.metrics  # Lightning's own
+    assert got.data.metrics["trainprof/run_steps_per_s"] == pytest.approx(steps_per_s(run))
+    client = mlflow.tracking.MlflowClient(uri)
+    assert len(client.get_metric_history(run_id, "trainprof/steps_per_s")) >= 50

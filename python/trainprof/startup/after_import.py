@@ -10,6 +10,7 @@ import importlib.util
 import sys
 
 _waiting = {}  # module name -> [callbacks], each run once, after that module's code
+_finding = set()  # names this finder is asking the others for now
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -19,18 +20,24 @@ class _AfterImport(importlib.abc.MetaPathFinder):
     only, with a warning: the script's import goes on."""
 
     def find_spec(self, name, path=None, target=None):
-        callbacks = _waiting.pop(name, None)
-        if callbacks is None:
+        if name not in _waiting or name in _finding:
             return None
-        if not _waiting and self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        _finding.add(name)  # the finders after this one: not this one again
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            _finding.discard(name)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         exec_module = spec.loader.exec_module
 
         def exec_then_call(module):
             exec_module(module)
+            # taken only now: a find_spec alone (an availability check such
+            # as Lightning's RequirementCache) imports nothing
+            callbacks = _waiting.pop(name, [])
+            if not _waiting and self in sys.meta_path:
+                sys.meta_path.remove(self)
             for callback in callbacks:
                 try:
                     callback(module)

@@ -175,7 +175,9 @@ tp_writer *tp_writer_create(const char *path, bool force, const char *agent, cha
     }
     tp_writer *w = calloc(1, sizeof *w);
     if (!w) {
+        snprintf(err, cap, "cannot initialise run file %s: out of memory", path);
         close(fd);
+        unlink(path);
         return NULL;
     }
     w->lock_fd = fd;

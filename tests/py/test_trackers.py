@@ -81,6 +81,13 @@ def record(tmp_path, log_to, env=None, expect=0):
     return run, r
 
 
+def leading_verdict(run):
+    """The report's first verdict's kind, "none" where no rule fired (a
+    loaded machine can leave this small training without one)."""
+    verdicts = report_json(run)["verdicts"]
+    return verdicts[0]["kind"] if verdicts else "none"
+
+
 def steps_per_s(run):
     return report_json(run)["steps"][0]["steps_per_s"]
 
@@ -99,7 +106,7 @@ def test_mlflow_gets_the_figures_in_the_scripts_own_run(tmp_path):
     assert got.data.metrics["trainprof/run_steps_per_s"] == pytest.approx(steps_per_s(run))
     assert "trainprof/train_batch_s" in got.data.metrics
     assert "trainprof/dataloader_next_s" in got.data.metrics
-    assert got.data.tags["trainprof.verdict"] == report_json(run)["verdicts"][0]["kind"]
+    assert got.data.tags["trainprof.verdict"] == leading_verdict(run)
     assert "steps/s" in got.data.tags["trainprof.answer"]
     assert [a.path for a in client.list_artifacts(run_id, "trainprof")] == [
         "trainprof/trainprof-report.html"
@@ -194,7 +201,7 @@ def test_wandb_gets_the_figures_in_the_scripts_run_offline(tmp_path):
     assert len(steps) >= 100 and steps == sorted(steps) and steps[0] == 1
     assert "trainprof/steps_per_s" in history[0]
     assert summary["trainprof/run_steps_per_s"] == pytest.approx(steps_per_s(run))
-    assert summary["trainprof/verdict"] == report_json(run)["verdicts"][0]["kind"]
+    assert summary["trainprof/verdict"] == leading_verdict(run)
     assert "trainprof-report" in artifacts
 
 

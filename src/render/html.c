@@ -238,8 +238,11 @@ static void metrics_intro(FILE *out, const tp_run *run, const tp_page_facts *pag
                     : "draws every agent");
 }
 
+/* The system metrics' charts, by the metric catalogue's order and source;
+ * allocator: only the training's GPU allocator's (drawn beside the step
+ * times), else every other. */
 static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *page, bool all,
-                         char *err, size_t cap)
+                         bool allocator, char *err, size_t cap)
 {
     const tp_run *run = s->run;
     plot_ctx c = {.page = page};
@@ -248,8 +251,9 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
         snprintf(err, cap, "html: out of memory");
     size_t count;
     const tp_metric_def *defs = tp_metric_catalog(&count);
-    metrics_intro(out, run, page);
-    bool across = page->across;
+    if (!allocator)
+        metrics_intro(out, run, page);
+    bool across = page->across && !allocator;
     tp_svg_line lines[64];
     bool grid_open = across; /* a <div class="charts"> awaits its end */
     if (across)
@@ -260,6 +264,8 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
     size_t nflat = 0;
     const char *group = NULL; /* the source of the charts drawn last: a heading each */
     for (size_t m = 0; ok && !across && m < count; m++) {
+        if ((strcmp(defs[m].source, "allocator") == 0) != allocator)
+            continue;
         size_t moved, n = metric_lines(run, page, defs[m].name, all, lines, 64, &moved);
         if (n && moved) {
             metric_chart(out, &c, &defs[m], lines, n, &group, &grid_open);
@@ -560,10 +566,11 @@ bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const t
         step_breakdown(out, s);
     tp_html_rank_heatmap(out, &page->heatmap);
     step_time_plots(out, s, page);
+    bool ok = metric_plots(out, s, page, all, true, err, cap); /* GPU memory by the steps */
     epoch_plot(out, s);
     tp_html_stacks(out, &s->stacks);
     tp_html_ops(out, &s->ops);
-    bool ok = metric_plots(out, s, page, all, err, cap);
+    ok = metric_plots(out, s, page, all, false, err, cap) && ok;
     tables(out, s, v, all);
     fputs("</body></html>\n", out);
     return ok;

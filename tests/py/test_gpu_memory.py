@@ -122,6 +122,8 @@ def test_a_leak_is_forecast_to_the_step_it_runs_out_at(tmp_path):
     html = page.read_text()
     assert "<h3>GPU memory (the training's allocator, at step boundaries)" in html
     assert "<title>cuda_allocated_bytes</title>" in html
+    # beside the step times, before the system metrics
+    assert html.index("<title>cuda_allocated_bytes</title>") < html.index('id="system-metrics"')
 
 
 def test_memory_that_settles_after_the_start_is_no_leak(tmp_path):

@@ -189,6 +189,6 @@ int cmd_record(int argc, char **argv)
     }
     rc = tp_record_session_run(&o);
     if (o.log_to && access(o.output, R_OK) == 0)
-        tp_trackers_log(o.output, o.log_to);
+        tp_trackers_log(o.output, o.log_to, o.quiet);
     return rc;
 }

@@ -63,7 +63,7 @@ static bool training_python(const char *run_file, char *out, size_t cap)
     return ok && tp_python_imports(out, MODULE);
 }
 
-void tp_trackers_log(const char *run_file, const char *list)
+void tp_trackers_log(const char *run_file, const char *list, bool quiet)
 {
     char python[PATH_MAX], tried[3 * PATH_MAX + 64], self[PATH_MAX];
     if (!training_python(run_file, python, sizeof python) &&
@@ -80,8 +80,13 @@ void tp_trackers_log(const char *run_file, const char *list)
         return;
     }
     self[len] = '\0';
-    char *argv[] = {python,        "-m", MODULE, "--log-to",       (char *)list,
-                    "--trainprof", self, "--",   (char *)run_file, NULL};
+    char *argv[11] = {python, "-m", MODULE, "--log-to", (char *)list, "--trainprof", self};
+    size_t n = 7;
+    if (quiet)
+        argv[n++] = "--quiet";
+    argv[n++] = "--";
+    argv[n++] = (char *)run_file;
+    argv[n] = NULL;
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {

@@ -13,8 +13,9 @@
  * knows (mlflow, wandb, tensorboard); else why not, in err. */
 bool tp_trackers_check(const char *list, char *err, size_t cap);
 
-/* Logs run_file into the trackers of list; what fails is a warning, never
- * the command's exit status. Waits for it. */
-void tp_trackers_log(const char *run_file, const char *list);
+/* Logs run_file into the trackers of list, saying where (quiet: only what
+ * failed); what fails is a warning, never the command's exit status. Waits
+ * for it. */
+void tp_trackers_log(const char *run_file, const char *list, bool quiet);
 
 #endif

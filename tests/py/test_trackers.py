@@ -58,13 +58,13 @@ sys.exit(int(os.environ.get("EXIT", "0")))
 """
 
 
-def record(tmp_path, log_to, env=None, expect=0):
+def record(tmp_path, log_to, env=None, expect=0, quiet=False):
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
     run = tmp_path / "run.db"
     r = trainprof(
         "record",
-        "-q",
+        *(["-q"] if quiet else []),
         "--log-to",
         log_to,
         "-o",
@@ -143,6 +143,11 @@ def test_tensorboard_gets_a_folder_of_its_own(tmp_path):
     (folder,) = glob.glob(str(tmp_path / "runs" / "trainprof-train.py-*"))
     assert glob.glob(os.path.join(folder, "events.out.tfevents.*"))
     assert f"trainprof: logged to TensorBoard folder runs/{os.path.basename(folder)}" in r.stderr
+    again = tmp_path / "quiet"
+    again.mkdir()
+    run, r = record(again, "tensorboard", quiet=True)  # -q: where it logged goes unsaid
+    assert glob.glob(str(again / "runs" / "trainprof-train.py-*" / "events.out.tfevents.*"))
+    assert r.stderr == "", r.stderr
 
 
 def wandb_records(path):
@@ -302,7 +307,6 @@ def test_lightning_s_mlflow_logger_run_gets_the_figures(tmp_path):
     run = tmp_path / "run.db"
     r = trainprof(
         "record",
-        "-q",
         "--log-to",
         "mlflow",
         "-o",

@@ -19,6 +19,7 @@ def main(argv=None):
         "--log-to", required=True, help="mlflow, wandb, tensorboard, comma-separated"
     )
     parser.add_argument("--trainprof", default="trainprof", help="the trainprof program")
+    parser.add_argument("--quiet", action="store_true", help="warnings only")
     parser.add_argument("run_file")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.log_to.split(",") if n.strip()]
@@ -37,7 +38,8 @@ def main(argv=None):
             try:
                 module = importlib.import_module(f"trainprof.trackers.to_{name}")
                 where = module.log(figures)
-                print(f"trainprof: logged to {where}", file=sys.stderr)
+                if not args.quiet:
+                    print(f"trainprof: logged to {where}", file=sys.stderr)
             except ImportError as e:
                 print(
                     f"trainprof: warning: --log-to {name}: its library is not installed here "

@@ -178,6 +178,7 @@ for epoch in range(2):
 """
 
 
+@pytest.mark.machine  # judges timings: the training's fetches' share stays under 25 %
 def test_a_validation_pass_counts_but_takes_no_share(run_file):
     script = run_file.parent / "train_val.py"
     script.write_text(TRAIN_AND_VALIDATE)

@@ -91,13 +91,17 @@ def test_a_rank_killed_by_sigkill(tmp_path, run_file):
     assert d["alive_s"] is not None and d["alive_s"] <= d["end_s"] == d["died_s"], d
     assert [x["rank"] for x in rep["deaths"][1:]].count(0) == 1, rep["deaths"]
     # the same run seen by a recorder late by lag seconds
-    rank0 = next(x["pid"] for x in rep["deaths"] if x["rank"] == 0)
+    rank0 = next(x for x in rep["deaths"] if x["rank"] == 0)
     with sqlite3.connect(run_file) as db:
-        raised = int(
-            db.execute(
-                "SELECT value FROM meta WHERE key = ?", (f"proc.{rank0}.raised_ns",)
-            ).fetchone()[0]
-        )
+        row = db.execute(
+            "SELECT value FROM meta WHERE key = ?", (f"proc.{rank0['pid']}.raised_ns",)
+        ).fetchone()
+    if row is None:
+        # torchrun's agent saw rank 1 die first and ended rank 0 (SIGTERM) before its
+        # collective failed: a race of the machine's; no raise to order the deaths by
+        assert (rank0["how"], rank0["signal"]) == ("signal", 15), rank0
+        return
+    raised = int(row[0])
 
     def ranks_seen(end_after_raise_s, alive_before_raise_s):
         with sqlite3.connect(run_file) as db:

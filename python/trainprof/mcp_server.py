@@ -253,6 +253,7 @@ def build(server):
     needs it)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import ToolAnnotations
 
     app = MCPServer(
         "trainprof",
@@ -320,7 +321,15 @@ def build(server):
         capture,
         metric_series,
     ):
-        app.tool(name=fn.__name__, description=TOOL_DOCS[fn.__name__])(fn)
+        # every tool but capture only reads: a host may run those without asking
+        reads = fn is not capture
+        hints = ToolAnnotations(
+            read_only_hint=reads,
+            destructive_hint=False,
+            idempotent_hint=reads,
+            open_world_hint=False,
+        )
+        app.tool(name=fn.__name__, description=TOOL_DOCS[fn.__name__], annotations=hints)(fn)
     return app
 
 

@@ -72,6 +72,10 @@ def test_the_tools_are_listed_with_what_they_return(runs):
     assert "seconds" in tools["report"].description and "bytes" in tools["report"].description
     assert "paths" in tools["report"].input_schema["properties"]
     assert tools["metric_series"].input_schema["required"] == ["path", "metric"]
+    # a host may run the readers without asking; capture asks a live run for work
+    readers = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
+    assert readers == TOOLS - {"capture"}
+    assert tools["capture"].annotations.destructive_hint is False
 
 
 def test_each_tool_on_real_run_files(runs):

@@ -335,9 +335,9 @@ def test_forked_and_spawned_workers_are_sampled_as_workers(tmp_path):
     report = report_json(run)
     workers = group(report, "dataloader_worker")
     # the workers' work; a spawned worker's imports (importlib's
-    # _call_with_frames_removed) can weigh as much on a loaded machine, more where
-    # others hold the CPUs
-    top = [f["function"] for f in workers["functions"][: (10 if load.busy else 2)]]
+    # _call_with_frames_removed) and its wait for indices (the selector's select)
+    # can weigh as much on a slow machine, more where others hold the CPUs
+    top = [f["function"] for f in workers["functions"][: (10 if load.busy else 5)]]
     assert "decode_sample" in top, (load.cpus, workers)
     with sqlite3.connect(run) as db:
         pids = db.execute(

@@ -74,7 +74,9 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     assert first["first_step"] == 1 and last["last_step"] == 400
     # a change placed within a few steps of the burners' start (step 201); a
     # loaded machine may have slowed the first steps too (a change of its own)
-    at = [i for i, r in enumerate(regimes) if abs(r["first_step"] - 201) <= 10]
+    # (the burners, processes of their own, take up to ~0.5 s to start on a slow
+    # machine: a few tens of its short steps after step 201)
+    at = [i for i, r in enumerate(regimes) if -10 <= r["first_step"] - 201 <= 40]
     assert at, regimes
     before, after = regimes[at[0] - 1], regimes[at[0]]
     assert after["step_typical_s"] >= 1.3 * before["step_typical_s"]

@@ -191,7 +191,7 @@ int cmd_html(int argc, char **argv)
         tp_error("%s", err);
         return 2;
     }
-    tp_inputs_name_run(&in, s.run);
+    tp_summary_name_inputs(&s, &in);
     tp_verdicts v;
     tp_verdicts_build(&s, &v);
     tp_page_facts page;

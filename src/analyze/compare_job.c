@@ -19,7 +19,7 @@ static bool load_side(tp_inputs *in, bool *opened, tp_summary *s, tp_verdicts *v
         snprintf(err, cap, "%s: %s", who, why);
         return false;
     }
-    tp_inputs_name_run(in, s->run);
+    tp_summary_name_inputs(s, in);
     tp_verdicts_build(s, v);
     return true;
 }
@@ -63,7 +63,7 @@ bool tp_compare_job_regimes(tp_compare_job *job, const char *who, char *const *p
         snprintf(err, cap, "%s: %s", who, why);
         return false;
     }
-    tp_inputs_name_run(&job->in_a, job->a.run);
+    tp_summary_name_inputs(&job->a, &job->in_a);
     job->loaded_a = true;
     tp_verdicts_build(&job->a, &job->va);
     size_t after = tp_regimes_biggest_change(&job->a.regimes);

@@ -17,6 +17,7 @@
 #include "analyze/ops.h"
 #include "analyze/regime_stacks.h"
 #include "util/ns_math.h"
+#include "store/inputs.h"
 #include "store/summary_tables.h"
 #include "core/metric_catalog.h"
 #include "util/grow.h"
@@ -164,6 +165,10 @@ bool tp_summary_build_also(tp_run *run, tp_summary *out, tp_series_values_fn als
     memset(out, 0, sizeof *out);
     out->run = run;
     series_pass pass = {.summary = out, .also = also, .also_ctx = also_ctx};
+    if (!tp_run_inventory_build(run, &out->inv)) {
+        snprintf(err, cap, "out of memory reading %s", run->path);
+        return false;
+    }
     bool began = tp_run_begin_read(run);
     bool ok = build(run, out, &pass, err, cap);
     if (began)
@@ -318,7 +323,14 @@ void tp_summary_free(tp_summary *s)
     tp_ranks_free(&s->ranks);
     free(s->gpu_used);
     free(s->gpu_slowdown);
+    tp_run_inventory_free(&s->inv);
     memset(s, 0, sizeof *s);
+}
+
+void tp_summary_name_inputs(tp_summary *s, const tp_inputs *in)
+{
+    tp_inputs_name_run(in, s->run);
+    s->inv.path = s->run->path;
 }
 
 bool tp_summary_load(const char *path, unsigned parts, tp_summary *out, char *err, size_t cap)

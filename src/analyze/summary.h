@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "analyze/run_inventory.h"
 #include "analyze/deaths.h"
 #include "analyze/own_cost.h"
 #include "analyze/rank_course.h"
@@ -59,6 +60,9 @@ enum {
 
 typedef struct tp_summary {
     tp_run *run;
+    /* what the run holds that the renderers list, and its metadata's facts:
+     * render/ reads these, never run */
+    tp_run_inventory inv;
     unsigned parts; /* TP_PART_* built so far */
     tp_series_summary *items;
     size_t n, cap;
@@ -112,6 +116,11 @@ bool tp_summary_build(tp_run *run, tp_summary *out, char *err, size_t cap);
 bool tp_summary_build_also(tp_run *run, tp_summary *out, tp_series_values_fn also, void *also_ctx,
                            char *err, size_t cap);
 void tp_summary_free(tp_summary *s);
+
+/* Gives the summary of an opened merged temporary (store/inputs.h) the name
+ * of its inputs, in its run and its inventory ("a.db + b.db"). */
+struct tp_inputs;
+void tp_summary_name_inputs(tp_summary *s, const struct tp_inputs *in);
 
 /* Opens the run file at path and builds its summary with parts (TP_PART_*,
  * 0 for the base only); out->run is then owned by the summary and closed by

@@ -67,14 +67,12 @@ static tp_svg_chart time_chart(const plot_ctx *c, const char *title, const char 
 /* A line's legend: its labels ("total" without any), after its agent's name
  * when the run has several agents (a merged run), so that node-a's GPU 0 and
  * node-b's tell apart. */
-static void line_label(const tp_run *run, const tp_run_series *r, char *buf, size_t cap)
+static void line_label(const tp_run_inventory *inv, const tp_run_series *r, char *buf, size_t cap)
 {
     char shown[TP_LABELS_MAX];
     tp_labels_display(r->labels, shown, sizeof shown);
-    const char *agent = NULL;
-    for (size_t a = 0; run->nagents > 1 && a < run->nagents; a++)
-        if (run->agents[a].id == r->agent_id)
-            agent = run->agents[a].name;
+    ptrdiff_t at = inv->nagents > 1 ? tp_inventory_agent_at(inv, r->agent_id) : -1;
+    const char *agent = at >= 0 ? inv->agents[at].name : NULL;
     snprintf(buf, cap, "%.40s%s%.54s", agent ? agent : "", agent ? " " : "",
              shown[0] ? shown : "total");
 }
@@ -169,8 +167,8 @@ static bool line_moved(const tp_page_line *p)
 
 /* The page's lines of metric name (at most max); *moved: how many of them
  * were ever anything but zero (all: every one counts). */
-static size_t metric_lines(const tp_run *run, const tp_page_facts *page, const char *name, bool all,
-                           tp_svg_line *lines, size_t max, size_t *moved)
+static size_t metric_lines(const tp_run_inventory *inv, const tp_page_facts *page, const char *name,
+                           bool all, tp_svg_line *lines, size_t max, size_t *moved)
 {
     size_t n = 0;
     *moved = 0;
@@ -179,7 +177,7 @@ static size_t metric_lines(const tp_run *run, const tp_page_facts *page, const c
         if (strcmp(p->series->metric, name) != 0 || p->n == 0)
             continue;
         *moved += all || line_moved(p);
-        line_label(run, p->series, lines[n].label, sizeof lines[n].label);
+        line_label(inv, p->series, lines[n].label, sizeof lines[n].label);
         lines[n].x = p->x;
         lines[n].y = p->y;
         lines[n].n = p->n;
@@ -219,7 +217,7 @@ static void metric_chart(FILE *out, plot_ctx *c, const tp_metric_def *def, const
 
 /* What the system metrics' charts show: the pauses shaded, and for many
  * agents, envelopes. */
-static void metrics_intro(FILE *out, const tp_run *run, const tp_page_facts *page)
+static void metrics_intro(FILE *out, const tp_run_inventory *inv, const tp_page_facts *page)
 {
     fputs("<h2 id=\"system-metrics\">System metrics</h2>\n", out);
     if (page->npauses)
@@ -231,7 +229,7 @@ static void metrics_intro(FILE *out, const tp_run *run, const tp_page_facts *pag
                 "<p>%zu agents: each chart shows, over time, the lowest, the median and the "
                 "highest of the agents' values (of every GPU's, for GPU metrics); `trainprof "
                 "report` names which, and `trainprof html --all` %s.</p>\n",
-                run->nagents,
+                inv->nagents,
                 page->points_elsewhere
                     ? "of the node files draws every agent (this merged file keeps these "
                       "envelopes, not each agent's points)"
@@ -244,7 +242,7 @@ static void metrics_intro(FILE *out, const tp_run *run, const tp_page_facts *pag
 static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *page, bool all,
                          bool allocator, char *err, size_t cap)
 {
-    const tp_run *run = s->run;
+    const tp_run_inventory *inv = &s->inv;
     plot_ctx c = {.page = page};
     bool ok = pause_shades(&c);
     if (!ok)
@@ -252,7 +250,7 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
     size_t count;
     const tp_metric_def *defs = tp_metric_catalog(&count);
     if (!allocator)
-        metrics_intro(out, run, page);
+        metrics_intro(out, inv, page);
     bool across = page->across && !allocator;
     tp_svg_line lines[64];
     bool grid_open = across; /* a <div class="charts"> awaits its end */
@@ -266,7 +264,7 @@ static bool metric_plots(FILE *out, const tp_summary *s, const tp_page_facts *pa
     for (size_t m = 0; ok && !across && m < count; m++) {
         if ((strcmp(defs[m].source, "allocator") == 0) != allocator)
             continue;
-        size_t moved, n = metric_lines(run, page, defs[m].name, all, lines, 64, &moved);
+        size_t moved, n = metric_lines(inv, page, defs[m].name, all, lines, 64, &moved);
         if (n && moved) {
             metric_chart(out, &c, &defs[m], lines, n, &group, &grid_open);
         } else if (n) { /* zero all run: named in a line under the charts */
@@ -469,23 +467,21 @@ static void epoch_plot(FILE *out, const tp_summary *s)
 
 /* ---- page ---------------------------------------------------------------- */
 
-static void header(FILE *out, const tp_run *run)
+static void header(FILE *out, const tp_run_inventory *inv)
 {
-    tp_run_facts f;
-    tp_run_facts_get(run, &f);
+    const tp_run_facts f = inv->facts;
     char dur[32];
     tp_format_duration(dur, sizeof dur, f.duration_s);
     fputs("<h1>trainprof: ", out);
     tp_html_escape(out, f.command);
     fputs("</h1>\n<dl>", out);
-    tp_host_facts h;
-    tp_host_facts_of(run, run->nagents ? run->agents[0].id : 1, &h);
+    const tp_host_facts h = inv->host;
     const char *rows[][2] = {{"started", f.start_wall},
                              {"host", h.host},
                              {"kernel", h.kernel},
                              {"CPU", h.cpu_model},
                              {"CPUs", h.cpu_count}};
-    bool merged = run->nagent_meta && run->nagents > 1;
+    bool merged = inv->merged;
     for (size_t i = 0; i < (merged ? 1 : sizeof rows / sizeof rows[0]); i++) {
         fprintf(out, "<dt>%s</dt><dd>", rows[i][0]);
         tp_html_escape(out, rows[i][1] ? rows[i][1] : "?");
@@ -493,7 +489,7 @@ static void header(FILE *out, const tp_run *run)
     }
     if (merged) { /* a line per kind of host, naming its agents */
         tp_host_group groups[8];
-        size_t unlisted = 0, n = tp_host_groups(run, groups, 8, &unlisted);
+        size_t unlisted = 0, n = tp_host_groups(inv, groups, 8, &unlisted);
         fputs("<dt>hosts</dt><dd>", out);
         for (size_t g = 0; g < n; g++) {
             fputs(g ? "<br>" : "", out);
@@ -545,14 +541,13 @@ bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const t
                    bool all, char *err, size_t cap)
 {
     tp_summary_needs(s, TP_PARTS_ALL, "tp_html_write");
-    tp_run_facts f;
-    tp_run_facts_get(s->run, &f);
+    const tp_run_facts f = s->inv.facts;
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
           "<meta name=\"viewport\" content=\"width=device-width\"><title>trainprof: ",
           out);
     tp_html_escape(out, f.command);
     fprintf(out, "</title><style>%s</style></head><body>\n", tp_html_style);
-    header(out, s->run);
+    header(out, &s->inv);
     tp_html_answer(out, s, v);
     tp_html_verdicts(out, s, v);
     fputs("<h2>Timings</h2>\n", out);

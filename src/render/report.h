@@ -77,7 +77,7 @@ void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bo
 
 /* "15:27:11" (UTC) of t_s seconds into the run, or "" when the run's start
  * is unknown. */
-void tp_report_wall_time(char *out, size_t cap, const tp_run *run, double t_s);
+void tp_report_wall_time(char *out, size_t cap, const tp_run_inventory *inv, double t_s);
 /* "D.__getitem__ (hang_ddp.py:13)" of a stack node, or "" without one. */
 void tp_report_frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_t node);
 
@@ -140,6 +140,7 @@ typedef struct tp_host_group {
 /* The run's hosts, described from each agent's metadata, agents alike in one
  * group, groups in the order of their first agent. Fills up to cap groups and
  * returns how many it filled; *unlisted: the agents of further groups. */
-size_t tp_host_groups(const tp_run *run, tp_host_group *out, size_t cap, size_t *unlisted);
+size_t tp_host_groups(const tp_run_inventory *inv, tp_host_group *out, size_t cap,
+                      size_t *unlisted);
 
 #endif

@@ -29,11 +29,11 @@ static int by_mean(const void *a, const void *b)
 }
 
 /* "node-3" or "node-3 gpu=5": where a series comes from. */
-static void where(const tp_run *run, const tp_run_series *series, char *buf, size_t cap)
+static void where(const tp_run_inventory *inv, const tp_run_series *series, char *buf, size_t cap)
 {
     char labels[TP_LABELS_MAX];
     tp_labels_display(series->labels, labels, sizeof labels);
-    snprintf(buf, cap, "%.40s%s%.40s", tp_run_agent_name(run, series->agent_id),
+    snprintf(buf, cap, "%.40s%s%.40s", tp_inventory_agent_name(inv, series->agent_id),
              labels[0] ? " " : "", labels);
 }
 
@@ -56,7 +56,7 @@ void tp_report_agents_text(FILE *out, const tp_summary *s, bool whole_run)
             "the median of the agents' means (of every GPU's, disk's or link's for theirs), and "
             "the lowest\nand the highest (each agent's tables: --all)\n"
             "  %-38s %12s %12s %-22s %12s\n",
-            s->run->nagents,
+            s->inv.nagents,
             steps ? ", during their training steps (the whole run: --whole-run)" : "", "metric",
             "median", "lowest", "", "highest");
     entry *e = malloc((s->n ? s->n : 1) * sizeof *e);
@@ -81,8 +81,8 @@ void tp_report_agents_text(FILE *out, const tp_summary *s, bool whole_run)
         tp_format_value(med, sizeof med, first->unit, median);
         tp_format_value(low, sizeof low, first->unit, e[0].mean);
         tp_format_value(high, sizeof high, first->unit, e[n - 1].mean);
-        where(s->run, e[0].item->series, low_at, sizeof low_at);
-        where(s->run, e[n - 1].item->series, high_at, sizeof high_at);
+        where(&s->inv, e[0].item->series, low_at, sizeof low_at);
+        where(&s->inv, e[n - 1].item->series, high_at, sizeof high_at);
         if (kind)
             snprintf(name, sizeof name, "%.30s (%zu %s)", first->metric, n, kind);
         else

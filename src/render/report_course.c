@@ -132,7 +132,7 @@ static void ended_text(char *out, size_t cap, const tp_summary *s, const tp_stal
 {
     char who[32], wall[16], span[32], where[600];
     rank_name(who, sizeof who, r->rank);
-    tp_report_wall_time(wall, sizeof wall, s->run, r->start_s);
+    tp_report_wall_time(wall, sizeof wall, &s->inv, r->start_s);
     tp_format_duration(span, sizeof span, r->seconds);
     where_text(where, sizeof where, &s->stalls, r);
     snprintf(out, cap, "step %zu of %s took %s from %.1f s into the run%s%s%s%s%s%s%s", r->step,
@@ -161,7 +161,7 @@ void tp_report_course_answer(FILE *out, const tp_summary *s)
     char line[1600], who[48], when[64] = "", where[600], span[32], gpu[200], step[40];
     gpu_text(gpu, sizeof gpu, first);
     step_text(step, sizeof step, first);
-    tp_report_wall_time(who, sizeof who, s->run, first->start_s);
+    tp_report_wall_time(who, sizeof who, &s->inv, first->start_s);
     if (who[0])
         snprintf(when, sizeof when, " (%s UTC)", who);
     where_text(where, sizeof where, st, first);
@@ -236,7 +236,7 @@ void tp_report_course_text(FILE *out, const tp_summary *s)
         char when[16], span[32], who[32], head[800], gpu[200], step[40];
         gpu_text(gpu, sizeof gpu, r);
         step_text(step, sizeof step, r);
-        tp_report_wall_time(when, sizeof when, s->run, r->start_s);
+        tp_report_wall_time(when, sizeof when, &s->inv, r->start_s);
         tp_format_duration(span, sizeof span, r->seconds);
         rank_name(who, sizeof who, r->rank);
         char role[48] = ":";
@@ -361,7 +361,7 @@ static void change_text(char *out, size_t cap, const tp_summary *s, size_t r)
 {
     const tp_regime *p = &s->regimes.v[r - 1], *g = &s->regimes.v[r];
     char when[16], a[32], b[32], causes[1200];
-    tp_report_wall_time(when, sizeof when, s->run, g->t0_s);
+    tp_report_wall_time(when, sizeof when, &s->inv, g->t0_s);
     tp_format_duration(a, sizeof a, p->typical_s);
     tp_format_duration(b, sizeof b, g->typical_s);
     tp_causes_text(causes, sizeof causes, g->causes, g->ncauses);

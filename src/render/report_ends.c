@@ -63,7 +63,7 @@ static void when_text(char *out, size_t cap, const tp_summary *s, const tp_death
     char step[48] = "", wall[16];
     if (d->step)
         snprintf(step, sizeof step, " at step %zu", d->step);
-    tp_report_wall_time(wall, sizeof wall, s->run, d->end_s);
+    tp_report_wall_time(wall, sizeof wall, &s->inv, d->end_s);
     snprintf(out, cap, "%s%s%s, %.1f s into the run%s%s%s", step, d->phase ? " in " : "",
              d->phase ? d->phase : "", d->end_s, wall[0] ? " (" : "", wall, wall[0] ? " UTC)" : "");
 }
@@ -83,7 +83,7 @@ static void stop_text(char *out, size_t cap, const tp_summary *s)
 {
     const tp_deaths *ds = &s->deaths;
     char wall[16], step[64] = "";
-    tp_report_wall_time(wall, sizeof wall, s->run, ds->stop_s);
+    tp_report_wall_time(wall, sizeof wall, &s->inv, ds->stop_s);
     if (ds->stop_step && s->course.n)
         snprintf(step, sizeof step, ", at step %zu%s", ds->stop_step,
                  s->course.v[0].rank >= 0 ? " of the first rank" : "");

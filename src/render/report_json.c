@@ -85,13 +85,12 @@ static void write_metric(json_writer *w, const tp_series_summary *m)
     json_object_end(w);
 }
 
-static void write_run(json_writer *w, const tp_run *run)
+static void write_run(json_writer *w, const tp_run_inventory *inv)
 {
-    tp_run_facts f;
-    tp_run_facts_get(run, &f);
+    const tp_run_facts f = inv->facts;
     json_object_begin(w);
     json_key(w, "path");
-    json_string(w, run->path);
+    json_string(w, inv->path);
     json_key(w, "command");
     json_string(w, f.command);
     json_key(w, "argv");
@@ -128,11 +127,11 @@ static void write_run(json_writer *w, const tp_run *run)
     }
     json_key(w, "meta"); /* every key as the file holds it (the facts above are read from it) */
     json_object_begin(w);
-    for (size_t i = 0; i < run->nmeta; i++) {
-        if (strcmp(run->meta[i].key, TP_META_ARGV) == 0)
+    for (size_t i = 0; i < inv->nmeta; i++) {
+        if (strcmp(inv->meta[i].key, TP_META_ARGV) == 0)
             continue;
-        json_key(w, run->meta[i].key);
-        json_string(w, run->meta[i].value);
+        json_key(w, inv->meta[i].key);
+        json_string(w, inv->meta[i].value);
     }
     json_object_end(w);
     json_object_end(w);
@@ -142,7 +141,7 @@ static void write_run(json_writer *w, const tp_run *run)
  * slowdowns over the steps, and whether the job used it. */
 static void write_gpu(json_writer *w, const tp_summary *s, size_t i)
 {
-    const tp_run_gpu *g = &s->run->gpus[i];
+    const tp_run_gpu *g = &s->inv.gpus[i];
     json_object_begin(w);
     json_key(w, "index");
     json_int(w, g->index);
@@ -178,18 +177,18 @@ static void write_gpu(json_writer *w, const tp_summary *s, size_t i)
 
 static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent *a)
 {
-    const tp_run *run = s->run;
+    const tp_run_inventory *inv = &s->inv;
     json_object_begin(w);
     json_key(w, "name");
     json_string(w, a->name);
     json_key(w, "host");
     json_string(w, a->host);
     json_key(w, "meta"); /* a merged run's, per node; else the run's meta */
-    if (run->nagent_meta) {
+    if (inv->nagent_meta) {
         json_object_begin(w);
-        for (size_t i = 0; i < run->nagent_meta; i++) {
-            const tp_run_agent_meta *m = &run->agent_meta[i];
-            if (m->agent_id == a->id && strcmp(m->key, "argv") != 0) {
+        for (size_t i = 0; i < inv->nagent_meta; i++) {
+            const tp_run_agent_meta *m = &inv->agent_meta[i];
+            if (m->agent_id == a->id && strcmp(m->key, TP_META_ARGV) != 0) {
                 json_key(w, m->key);
                 json_string(w, m->value);
             }
@@ -212,8 +211,8 @@ static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent 
     }
     json_key(w, "gpus");
     json_array_begin(w);
-    for (size_t i = 0; i < run->ngpus; i++) {
-        if (run->gpus[i].agent_id == a->id)
+    for (size_t i = 0; i < inv->ngpus; i++) {
+        if (inv->gpus[i].agent_id == a->id)
             write_gpu(w, s, i);
     }
     json_array_end(w);
@@ -225,14 +224,14 @@ static void write_agent(json_writer *w, const tp_summary *s, const tp_run_agent 
     json_array_end(w);
     json_key(w, "unavailable");
     json_array_begin(w);
-    for (size_t i = 0; i < run->nunavailable; i++) {
-        if (run->unavailable[i].agent_id != a->id)
+    for (size_t i = 0; i < inv->nunavailable; i++) {
+        if (inv->unavailable[i].agent_id != a->id)
             continue;
         json_object_begin(w);
         json_key(w, "source");
-        json_string(w, run->unavailable[i].source);
+        json_string(w, inv->unavailable[i].source);
         json_key(w, "reason");
-        json_string(w, run->unavailable[i].reason);
+        json_string(w, inv->unavailable[i].reason);
         json_object_end(w);
     }
     json_array_end(w);
@@ -246,11 +245,11 @@ void tp_report_json(FILE *out, const tp_summary *s, const tp_verdicts *v)
     json_init(&w, out);
     json_object_begin(&w);
     json_key(&w, "run");
-    write_run(&w, s->run);
+    write_run(&w, &s->inv);
     json_key(&w, "agents");
     json_array_begin(&w);
-    for (size_t i = 0; i < s->run->nagents; i++)
-        write_agent(&w, s, &s->run->agents[i]);
+    for (size_t i = 0; i < s->inv.nagents; i++)
+        write_agent(&w, s, &s->inv.agents[i]);
     json_array_end(&w);
     tp_report_timings_json(&w, s);
     tp_report_ranks_json(&w, s);

@@ -36,9 +36,9 @@ void tp_report_wrapped(FILE *out, const char *head, const char *text)
     fputc('\n', out);
 }
 
-void tp_report_wall_time(char *out, size_t cap, const tp_run *run, double t_s)
+void tp_report_wall_time(char *out, size_t cap, const tp_run_inventory *inv, double t_s)
 {
-    int64_t start = tp_run_start_wall_ns(run);
+    int64_t start = inv->start_wall_ns;
     out[0] = '\0';
     if (start < 0 || !(t_s >= 0 && t_s < 1e9))
         return;

@@ -43,8 +43,8 @@ static void ranks_spread_text(FILE *out, const tp_summary *s)
     for (size_t i = 0; i < sp.nslow_nodes; i++) {
         const tp_slow_node *n = &sp.slow_nodes[i];
         fprintf(out, "    node %s: all its %zu ranks (%d-%d) slow, each +%.0f%% or more\n",
-                tp_run_agent_name(s->run, n->agent_id), n->ranks, n->first_rank, n->last_rank,
-                100 * n->least_excess);
+                tp_inventory_agent_name(&s->inv, n->agent_id), n->ranks, n->first_rank,
+                n->last_rank, 100 * n->least_excess);
     }
     if (sp.more_slow_nodes)
         fprintf(out, "    and %zu more nodes whose ranks are all slow\n", sp.more_slow_nodes);
@@ -53,7 +53,7 @@ static void ranks_spread_text(FILE *out, const tp_summary *s)
         char part[32];
         tp_format_duration(part, sizeof part, tp_rank_own_per_step(row));
         fprintf(out, "    rank %d (%s): +%.0f%%, %s of own work a step (%s)\n", row->rank,
-                tp_run_agent_name(s->run, row->agent_id), 100 * row->excess, part,
+                tp_inventory_agent_name(&s->inv, row->agent_id), 100 * row->excess, part,
                 row->cause.input ? "input" : "compute");
     }
     if (sp.more_standouts)
@@ -83,8 +83,8 @@ void tp_report_ranks_text(FILE *out, const tp_summary *s, bool all)
         for (int k = 0; k < 6; k++)
             tp_format_duration(c[k], sizeof c[k], v[k]);
         fprintf(out, "  %-6d %-16.16s %7zu %10s %10s %10s %10s %10s %10s %+7.0f%%%s\n", row->rank,
-                tp_run_agent_name(s->run, row->agent_id), row->steps, c[0], c[1], c[2], c[3], c[4],
-                c[5], 100 * row->excess, row->straggler ? " slow" : "");
+                tp_inventory_agent_name(&s->inv, row->agent_id), row->steps, c[0], c[1], c[2], c[3],
+                c[4], c[5], 100 * row->excess, row->straggler ? " slow" : "");
     }
     char own[32], floor[32];
     tp_format_duration(own, sizeof own, r->median_own_s);
@@ -159,7 +159,7 @@ static void spread_json(json_writer *w, const tp_summary *s)
     for (size_t i = 0; i < sp.nslow_nodes; i++) {
         json_object_begin(w);
         json_key(w, "agent");
-        json_string(w, tp_run_agent_name(s->run, sp.slow_nodes[i].agent_id));
+        json_string(w, tp_inventory_agent_name(&s->inv, sp.slow_nodes[i].agent_id));
         json_key(w, "ranks");
         json_int(w, (int64_t)sp.slow_nodes[i].ranks);
         json_key(w, "first_rank");
@@ -198,7 +198,7 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s)
         json_key(w, "rank");
         json_int(w, row->rank);
         json_key(w, "agent");
-        json_string(w, tp_run_agent_name(s->run, row->agent_id));
+        json_string(w, tp_inventory_agent_name(&s->inv, row->agent_id));
         json_key(w, "local_rank");
         json_int(w, row->local_rank);
         json_key(w, "gpu"); /* the index of the GPU it drove on its agent */
@@ -233,7 +233,7 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s)
         json_key(w, "cause");
         if (row->straggler) {
             char cause[TP_CAUSE_MAX];
-            tp_straggler_cause_text(cause, sizeof cause, s->run, row);
+            tp_straggler_cause_text(cause, sizeof cause, &s->inv, row);
             json_string(w, cause);
         } else {
             json_null(w);

@@ -29,10 +29,10 @@ static void cgroup(FILE *out, const tp_host_facts *h)
 }
 
 /* A merged run's hosts: a line per kind of host, naming its agents. */
-static void hosts(FILE *out, const tp_run *run)
+static void hosts(FILE *out, const tp_run_inventory *inv)
 {
     tp_host_group groups[8];
-    size_t unlisted = 0, n = tp_host_groups(run, groups, 8, &unlisted);
+    size_t unlisted = 0, n = tp_host_groups(inv, groups, 8, &unlisted);
     for (size_t g = 0; g < n; g++)
         fprintf(out, "  %-9s %s: %s\n", g ? "" : "hosts", groups[g].agents, groups[g].description);
     if (unlisted)
@@ -40,13 +40,12 @@ static void hosts(FILE *out, const tp_run *run)
                 unlisted);
 }
 
-static void header(FILE *out, const tp_run *run)
+static void header(FILE *out, const tp_run_inventory *inv)
 {
-    tp_run_facts f;
-    tp_run_facts_get(run, &f);
+    const tp_run_facts f = inv->facts;
     char dur[32];
     tp_format_duration(dur, sizeof dur, f.duration_s);
-    fprintf(out, "trainprof report: %s\n", run->path);
+    fprintf(out, "trainprof report: %s\n", inv->path);
     fprintf(out, "  command   %s\n", f.command);
     fprintf(out, "  started   %s   duration %s   ", or_unknown(f.start_wall), dur);
     char who[64] = "";
@@ -60,11 +59,10 @@ static void header(FILE *out, const tp_run *run)
         fprintf(out, "exit status %lld (killed by %s%s)\n", f.exit_status, f.exit_signal, who);
     else
         fprintf(out, "exit status %lld%s\n", f.exit_status, f.failed_agent ? who + 1 : "");
-    if (run->nagent_meta && run->nagents > 1) {
-        hosts(out, run);
+    if (inv->merged) {
+        hosts(out, inv);
     } else {
-        tp_host_facts h;
-        tp_host_facts_of(run, run->nagents ? run->agents[0].id : 1, &h);
+        const tp_host_facts h = inv->host;
         fprintf(out, "  host      %s, %s, %s CPUs (%s)", or_unknown(h.host), or_unknown(h.kernel),
                 or_unknown(h.cpu_count), or_unknown(h.cpu_model));
         if (h.mem_total_bytes) {
@@ -231,9 +229,9 @@ static bool agent_has_steps(const tp_summary *s, int64_t agent)
  * held below its top clock, and by what. */
 static void slowdown_lines(FILE *out, const tp_summary *s, const tp_run_agent *a)
 {
-    for (size_t g = 0; s->gpu_slowdown && g < s->run->ngpus; g++) {
+    for (size_t g = 0; s->gpu_slowdown && g < s->inv.ngpus; g++) {
         const struct tp_gpu_slowdown *d = &s->gpu_slowdown[g];
-        if (s->run->gpus[g].agent_id != a->id || isnan(d->share))
+        if (s->inv.gpus[g].agent_id != a->id || isnan(d->share))
             continue;
         char why[200];
         tp_gpu_reasons_text(why, sizeof why, d->bits);
@@ -241,10 +239,10 @@ static void slowdown_lines(FILE *out, const tp_summary *s, const tp_run_agent *a
             fprintf(out,
                     "  gpu=%d held below its top clock %.0f%% of the time, by %s (NVML's "
                     "clock event reasons)\n",
-                    s->run->gpus[g].index, 100 * d->share, why);
+                    s->inv.gpus[g].index, 100 * d->share, why);
         else
             fprintf(out, "  gpu=%d never held below its top clock (NVML's clock event reasons)\n",
-                    s->run->gpus[g].index);
+                    s->inv.gpus[g].index);
     }
 }
 
@@ -300,8 +298,8 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, 
     if (any_gpu) {
         snprintf(title, sizeof title, "GPUs, agent %s", a->name);
         fprintf(out, "\n%s\n", title);
-        for (size_t g = 0; g < s->run->ngpus; g++) {
-            const tp_run_gpu *gpu = &s->run->gpus[g];
+        for (size_t g = 0; g < s->inv.ngpus; g++) {
+            const tp_run_gpu *gpu = &s->inv.gpus[g];
             if (gpu->agent_id == a->id)
                 fprintf(out, "  gpu=%d  %s  %s  energy from %s%s\n", gpu->index, gpu->name,
                         gpu->uuid, gpu->energy_source,
@@ -329,8 +327,8 @@ static void agent_tables(FILE *out, const tp_summary *s, const tp_run_agent *a, 
 static void unavailable_lines(FILE *out, const tp_summary *s, const tp_run_agent *a)
 {
     bool any_unavailable = false;
-    for (size_t i = 0; i < s->run->nunavailable; i++) {
-        const tp_run_unavailable *u = &s->run->unavailable[i];
+    for (size_t i = 0; i < s->inv.nunavailable; i++) {
+        const tp_run_unavailable *u = &s->inv.unavailable[i];
         if (u->agent_id != a->id)
             continue;
         if (!any_unavailable)
@@ -343,20 +341,20 @@ static void unavailable_lines(FILE *out, const tp_summary *s, const tp_run_agent
 void tp_report_text(FILE *out, const tp_summary *s, const tp_verdicts *v, bool all, bool whole_run)
 {
     tp_summary_needs(s, TP_PARTS_ALL, "tp_report_text");
-    header(out, s->run);
+    header(out, &s->inv);
     tp_report_answer_text(out, s, v);
     tp_report_ends_text(out, s, v);
     tp_report_course_text(out, s);
     tp_report_regimes_text(out, s);
     if (s->n == 0)
         fprintf(out, "\nNo samples: the command ended before the first sampling interval.\n");
-    bool across = !all && s->n && s->run->nagents > TP_REPORT_AGENTS_MAX;
+    bool across = !all && s->n && s->inv.nagents > TP_REPORT_AGENTS_MAX;
     if (across)
         tp_report_agents_text(out, s, whole_run);
-    for (size_t i = 0; i < s->run->nagents; i++) {
+    for (size_t i = 0; i < s->inv.nagents; i++) {
         if (!across)
-            agent_tables(out, s, &s->run->agents[i], whole_run, all);
-        unavailable_lines(out, s, &s->run->agents[i]);
+            agent_tables(out, s, &s->inv.agents[i], whole_run, all);
+        unavailable_lines(out, s, &s->inv.agents[i]);
     }
     tp_report_timings_text(out, s, all);
     tp_gpu_memory_text(out, v);

@@ -253,8 +253,7 @@ static void epochs_text(FILE *out, const tp_timings *t, const shown_ranks *sr)
  * compiled step), and DDP's all-reduce where it could not be timed. */
 static void timing_notes(FILE *out, const tp_summary *s, bool device)
 {
-    tp_model_facts facts;
-    tp_run_model_facts(s->run, &facts);
+    const tp_model_facts facts = s->inv.model;
     if (tp_phases_unseen(&facts))
         fprintf(out,
                 "\n%s ran its train step on the %s backend, which trainprof does not look "

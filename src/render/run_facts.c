@@ -26,13 +26,11 @@ void tp_run_facts_incomplete(const tp_run_facts *f, char *buf, size_t cap)
 }
 
 /* What sets agent_id's host apart from others, as one line. */
-static void host_description(const tp_run *run, int64_t agent_id, char *buf, size_t cap)
+static void host_description(const tp_host_facts *h, char *buf, size_t cap)
 {
-    tp_host_facts h;
-    tp_host_facts_of(run, agent_id, &h);
-    const char *kernel = h.kernel, *cpus = h.cpu_count, *model = h.cpu_model;
-    const char *mem = h.mem_total_bytes, *cpu_limit = h.cgroup_cpu_limit_cores;
-    const char *mem_limit = h.cgroup_memory_limit_bytes;
+    const char *kernel = h->kernel, *cpus = h->cpu_count, *model = h->cpu_model;
+    const char *mem = h->mem_total_bytes, *cpu_limit = h->cgroup_cpu_limit_cores;
+    const char *mem_limit = h->cgroup_memory_limit_bytes;
     char memory[32] = "?", limits[96] = "";
     if (mem)
         tp_format_value(memory, sizeof memory, "bytes", strtod(mem, NULL));
@@ -48,14 +46,14 @@ static void host_description(const tp_run *run, int64_t agent_id, char *buf, siz
              cpus ? cpus : "?", model ? model : "?", memory, limits);
 }
 
-size_t tp_host_groups(const tp_run *run, tp_host_group *out, size_t cap, size_t *unlisted)
+size_t tp_host_groups(const tp_run_inventory *inv, tp_host_group *out, size_t cap, size_t *unlisted)
 {
     enum { NAMED = 4 }; /* agents named per group; more are counted */
     size_t n = 0;
     *unlisted = 0;
-    for (size_t a = 0; a < run->nagents; a++) {
+    for (size_t a = 0; a < inv->nagents; a++) {
         char desc[sizeof out->description];
-        host_description(run, run->agents[a].id, desc, sizeof desc);
+        host_description(&inv->hosts[a], desc, sizeof desc);
         size_t g = 0;
         while (g < n && strcmp(out[g].description, desc) != 0)
             g++;
@@ -73,13 +71,13 @@ size_t tp_host_groups(const tp_run *run, tp_host_group *out, size_t cap, size_t 
         size_t len = strlen(grp->agents);
         if (grp->count < NAMED)
             snprintf(grp->agents + len, sizeof grp->agents - len, "%s%.40s", grp->count ? ", " : "",
-                     run->agents[a].name);
+                     inv->agents[a].name);
         grp->count++;
     }
     for (size_t g = 0; g < n; g++) {
         tp_host_group *grp = &out[g];
         size_t len = strlen(grp->agents);
-        if (grp->count == run->nagents && grp->count > NAMED)
+        if (grp->count == inv->nagents && grp->count > NAMED)
             snprintf(grp->agents, sizeof grp->agents, "all %zu agents", grp->count);
         else if (grp->count > NAMED)
             snprintf(grp->agents + len, sizeof grp->agents - len, " and %zu more",

@@ -53,7 +53,7 @@ static void agent(tp_evidence *e, const tp_summary *s, int64_t agent_id)
     tp_evidence_figure *f = add(e, "agent", "node", TP_FIGURE_AGENT);
     /* "" for one agent: the run is the node */
     snprintf(f->text, sizeof f->text, "%.60s",
-             s->run->nagents > 1 ? tp_run_agent_name(s->run, agent_id) : "");
+             s->inv.nagents > 1 ? tp_inventory_agent_name(&s->inv, agent_id) : "");
 }
 
 static void over(tp_evidence *e, const tp_series_summary *x)

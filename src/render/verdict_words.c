@@ -57,16 +57,16 @@ static void rank_name(char *buf, size_t cap, int rank)
         snprintf(buf, cap, "rank %d", rank);
 }
 
-void tp_verdict_agent_of(const tp_run *run, int64_t agent_id, char *of, size_t cap, char *json,
-                         size_t jcap)
+void tp_verdict_agent_of(const tp_run_inventory *inv, int64_t agent_id, char *of, size_t cap,
+                         char *json, size_t jcap)
 {
     snprintf(of, cap, "%s", "");
     snprintf(json, jcap, "null");
-    for (size_t a = 0; run->nagents > 1 && a < run->nagents; a++)
-        if (run->agents[a].id == agent_id) {
-            snprintf(of, cap, " of %.60s", run->agents[a].name);
-            tp_json_quote(json, jcap, run->agents[a].name, 60);
-        }
+    ptrdiff_t a = inv->nagents > 1 ? tp_inventory_agent_at(inv, agent_id) : -1;
+    if (a >= 0) {
+        snprintf(of, cap, " of %.60s", inv->agents[a].name);
+        tp_json_quote(json, jcap, inv->agents[a].name, 60);
+    }
 }
 
 void tp_gpu_reasons_text(char *out, size_t cap, uint32_t reasons)
@@ -92,7 +92,8 @@ void tp_gpu_reasons_text(char *out, size_t cap, uint32_t reasons)
         snprintf(out, cap, "no slowdown reason");
 }
 
-void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_rank_row *r)
+void tp_straggler_cause_text(char *out, size_t cap, const tp_run_inventory *inv,
+                             const tp_rank_row *r)
 {
     const tp_straggler_cause *c = &r->cause;
     size_t len = (size_t)snprintf(out, cap,
@@ -119,7 +120,7 @@ void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_
                                 r->gpu, c->gpu_value, c->gpu_median);
     if (len < cap && c->node_slow)
         snprintf(out + len, cap - len, "; every rank on node %s is slow: look at the node",
-                 tp_run_agent_name(run, r->agent_id));
+                 tp_inventory_agent_name(inv, r->agent_id));
 }
 
 /* The advice of an input-bound verdict, by what its loading waits on. */
@@ -446,7 +447,7 @@ static void host_message(char *out, size_t cap, const tp_verdict *v, const char 
 static void system_message(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
 {
     char of[80], agent[80];
-    tp_verdict_agent_of(s->run, v->agent_id, of, sizeof of, agent, sizeof agent);
+    tp_verdict_agent_of(&s->inv, v->agent_id, of, sizeof of, agent, sizeof agent);
     if (v->kind == TP_VERDICT_GPU_UNDERUSED || v->kind == TP_VERDICT_GPU_THROTTLED ||
         v->kind == TP_VERDICT_GPU_MEMORY)
         gpu_message(out, cap, v, of);
@@ -479,7 +480,7 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
     case TP_VERDICT_STRAGGLER: {
         const tp_rank_row *row = v->f.straggler.row;
         char cause[TP_CAUSE_MAX];
-        tp_straggler_cause_text(cause, sizeof cause, s->run, row);
+        tp_straggler_cause_text(cause, sizeof cause, &s->inv, row);
         snprintf(out, cap,
                  "Rank %d is a straggler: its own work (input + compute) takes %.0f %% longer "
                  "per step than the median rank's (%.1f vs %.1f ms), and in synchronous training "

@@ -23,7 +23,8 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
 
 /* Why a straggler is slow: "its input (dataloader_next, to_device): 12.0 ms
  * per step vs 4.0 ms on the median rank; its GPU 3 runs at ..." */
-void tp_straggler_cause_text(char *out, size_t cap, const tp_run *run, const tp_rank_row *r);
+void tp_straggler_cause_text(char *out, size_t cap, const tp_run_inventory *inv,
+                             const tp_rank_row *r);
 
 /* NVML's slowdown reasons (TP_GPU_REASON_*) in words: "its power cap and
  * its temperature limit"; "no slowdown reason" for none. */
@@ -34,7 +35,7 @@ void tp_gpu_reasons_text(char *out, size_t cap, uint32_t reasons);
  * (with the agent's name as JSON in json) when the run has several agents,
  * else "" (and "null"): which machine a system verdict is about. */
 const char *tp_verdict_over_key(const tp_series_summary *x);
-void tp_verdict_agent_of(const tp_run *run, int64_t agent_id, char *of, size_t cap, char *json,
-                         size_t jcap);
+void tp_verdict_agent_of(const tp_run_inventory *inv, int64_t agent_id, char *of, size_t cap,
+                         char *json, size_t jcap);
 
 #endif

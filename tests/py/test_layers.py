@@ -2,6 +2,7 @@
 it, and a tree with an include against the order, or a cycle, fails it."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -142,6 +143,32 @@ def test_renderers_read_no_metadata_key():
         if "tp_run_meta_get(" in line or "tp_run_agent_meta_get(" in line
     ]
     assert found == []
+
+
+# What reads a run rather than facts about it: its handle, or store's calls on it.
+RUN_READ = re.compile(
+    r"->run\b|\btp_run\s*\*|\btp_run_(?:open|meta_get|agent_name|agent_meta_get|facts_get|"
+    r"model_facts|start_wall_ns|series_find|series_each)\s*\(|\btp_host_facts_of\s*\("
+)
+
+
+def test_renderers_take_facts_not_the_run():
+    """render/ words the summary's facts and its inventory
+    (analyze/run_inventory.h): it never reaches through the summary to the
+    run it was built from. The exports (export_*.c) are the exception that
+    proves it: they stream the run's rows by design."""
+    found = [
+        f"{f.relative_to(ROOT)}: {line.strip()}"
+        for f in sorted((ROOT / "src" / "render").glob("*.[ch]"))
+        if not f.name.startswith("export")
+        for line in f.read_text().splitlines()
+        if RUN_READ.search(line)
+    ]
+    assert found == []
+    assert RUN_READ.search("for (size_t g = 0; g < s->run->ngpus; g++)")
+    assert RUN_READ.search("static void header(FILE *out, const tp_run *run)")
+    assert RUN_READ.search("tp_run_facts_get(run, &f);")
+    assert not RUN_READ.search("const tp_run_gpu *gpu = &s->inv.gpus[g];")
 
 
 def test_analysis_and_rendering_hold_no_sql():

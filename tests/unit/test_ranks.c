@@ -121,7 +121,7 @@ static bool row_timings(tp_run *run, double run_s, tp_timings *t, char *err, siz
 static const char *cause_words(const tp_rank_row *row)
 {
     static char text[TP_CAUSE_MAX];
-    static const tp_run no_agents = {0};
+    static const tp_run_inventory no_agents = {0};
     tp_straggler_cause_text(text, sizeof text, &no_agents, row);
     return text;
 }

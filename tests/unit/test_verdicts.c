@@ -55,6 +55,21 @@ static facts *facts_new(void)
     return f;
 }
 
+/* The summary's inventory taken again from the run as the test has made it
+ * (render/ reads the run through it). */
+static void take_inventory(facts *f)
+{
+    tp_run_inventory_free(&f->s.inv);
+    tp_run_settings_read(f->run.meta, f->run.nmeta, &f->run.settings);
+    assert_true(tp_run_inventory_build(&f->run, &f->s.inv));
+}
+
+static void facts_free(facts *f)
+{
+    tp_run_inventory_free(&f->s.inv);
+    free(f);
+}
+
 static int by_rank_name(const void *x, const void *y)
 {
     const tp_timing_row *a = x, *b = y;
@@ -124,7 +139,7 @@ static void test_input_bound_at_its_share_and_not_below(void **state)
     assert_true(fabs(v.f.input.share - TP_INPUT_BOUND_SHARE) < 1e-12);
     f->rows[0].share = TP_INPUT_BOUND_SHARE - 0.01; /* dataloader_next sorts first */
     assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 0);
-    free(f);
+    facts_free(f);
 }
 
 /* The cause that picks the advice, from the machine's figures over the steps. */
@@ -139,7 +154,7 @@ static tp_input_cause cause_with(double cpu, double own_cpu, double disk, double
     series(f, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}", io, io, io);
     tp_verdict v;
     assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
-    free(f);
+    facts_free(f);
     return v.f.input.cause;
 }
 
@@ -169,7 +184,7 @@ static void test_transfer_bound_by_host_or_device_time(void **state)
     assert_int_equal(verdicts_of(f, TP_VERDICT_TRANSFER_BOUND, &v), 1);
     assert_true(v.f.transfer.share > v.f.transfer.host_share);
     assert_true(v.f.transfer.share == v.f.transfer.device_share);
-    free(f);
+    facts_free(f);
 }
 
 static void test_compute_bound_needs_the_input_to_keep_up(void **state)
@@ -186,7 +201,7 @@ static void test_compute_bound_needs_the_input_to_keep_up(void **state)
         if (strcmp(f->rows[i].name, TP_PHASE_DATALOADER_NEXT) == 0)
             f->rows[i].share = TP_COMPUTE_BOUND_INPUT_MAX;
     assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, NULL), 0);
-    free(f);
+    facts_free(f);
 }
 
 static void test_the_device_time_counts_where_the_host_ran_ahead(void **state)
@@ -199,7 +214,7 @@ static void test_the_device_time_counts_where_the_host_ran_ahead(void **state)
     assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
     assert_true(fabs(v.f.compute.share - 0.8) < 1e-12);
     assert_false(v.f.compute.loader_timed); /* no DataLoader in the steps */
-    free(f);
+    facts_free(f);
 }
 
 static void test_a_stalled_run_gets_no_step_verdict(void **state)
@@ -214,7 +229,7 @@ static void test_a_stalled_run_gets_no_step_verdict(void **state)
     assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 0);
     f->stall.ended = true; /* a stall the run came out of: the steps are judged */
     assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 1);
-    free(f);
+    facts_free(f);
 }
 
 static void test_host_memory_near_full(void **state)
@@ -228,7 +243,7 @@ static void test_host_memory_near_full(void **state)
     tp_verdict v;
     assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_MEMORY, &v), 1);
     assert_true(v.f.host_memory.total_bytes == 1e9);
-    free(f);
+    facts_free(f);
 }
 
 static void test_cpu_saturated_only_where_cpus_feed_gpus(void **state)
@@ -246,7 +261,7 @@ static void test_cpu_saturated_only_where_cpus_feed_gpus(void **state)
     assert_true(v.f.cpu.host);
     f->items[0].steps.mean = TP_CPU_SATURATED_PERCENT - 1;
     assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_SATURATED, NULL), 0);
-    free(f);
+    facts_free(f);
 }
 
 static void test_the_words_name_the_figures(void **state)
@@ -255,6 +270,7 @@ static void test_the_words_name_the_figures(void **state)
     facts *f = facts_new();
     phase(f, TP_PHASE_DATALOADER_NEXT, 0.5, 0);
     meta(f, "fact.loader.num_workers", "2");
+    take_inventory(f);
     tp_verdicts v;
     tp_verdicts_build(&f->s, &v);
     assert_int_equal(v.n, 1);
@@ -264,7 +280,7 @@ static void test_the_words_name_the_figures(void **state)
     assert_non_null(strstr(words, "50% of step time"));
     assert_non_null(strstr(words, "num_workers=2 now"));
     tp_verdicts_free(&v);
-    free(f);
+    facts_free(f);
 }
 
 /* The run's one GPU (index 0, 80 GiB) on agent 1. */
@@ -290,7 +306,7 @@ static void test_gpu_underused_by_utilization_or_by_its_sms(void **state)
     tp_verdict v;
     assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_UNDERUSED, &v), 1);
     assert_non_null(v.f.gpu_util.sm_active);
-    free(f);
+    facts_free(f);
 }
 
 static void test_gpu_memory_near_full_and_gpu_slowed(void **state)
@@ -310,7 +326,7 @@ static void test_gpu_memory_near_full_and_gpu_slowed(void **state)
     assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_THROTTLED, NULL), 0);
     slow.trouble_share = 0.1;
     assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_THROTTLED, NULL), 1);
-    free(f);
+    facts_free(f);
 }
 
 static void test_a_link_near_its_speed(void **state)
@@ -326,7 +342,7 @@ static void test_a_link_near_its_speed(void **state)
     tp_verdict v;
     assert_int_equal(verdicts_of(f, TP_VERDICT_NETWORK_SATURATED, &v), 1);
     assert_true(v.f.network.sent);
-    free(f);
+    facts_free(f);
 }
 
 static void test_stragglers_first_else_exposed_communication(void **state)
@@ -353,7 +369,7 @@ static void test_stragglers_first_else_exposed_communication(void **state)
     assert_int_equal(verdicts_of(f, TP_VERDICT_STRAGGLER, &v), 1);
     assert_int_equal(v.rank, 1);
     assert_int_equal(verdicts_of(f, TP_VERDICT_COMMUNICATION_BOUND, NULL), 0);
-    free(f);
+    facts_free(f);
 }
 
 static void test_an_allocator_near_its_devices_memory_once_per_rank(void **state)
@@ -378,12 +394,13 @@ static void test_an_allocator_near_its_devices_memory_once_per_rank(void **state
     f->s.ops.nwindows = 1;
     windows[0].peak_allocated_bytes = 1e12;
     assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_MEMORY, NULL), 0);
-    free(f);
+    facts_free(f);
 }
 
 /* The verdict of kind with its words; found: whether there was one. */
-static bool message_of(const facts *f, tp_verdict_kind kind, char *words, size_t cap)
+static bool message_of(facts *f, tp_verdict_kind kind, char *words, size_t cap)
 {
+    take_inventory(f);
     tp_verdicts v;
     tp_verdicts_build(&f->s, &v);
     bool found = false;
@@ -432,7 +449,7 @@ static void test_on_a_gpu_compute_bound_where_busy_else_host_bound(void **state)
     tp_verdicts_build(&f->s, &all);
     assert_int_equal(all.items[tp_verdicts_main(&all)].kind, TP_VERDICT_HOST_BOUND);
     tp_verdicts_free(&all);
-    free(f);
+    facts_free(f);
 }
 
 /* Without NVML's utilization, the capture windows' kernels say how busy
@@ -452,7 +469,7 @@ static void test_the_capture_windows_witness_a_gpu_without_nvml(void **state)
     assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_BOUND, &v), 1);
     assert_int_equal(v.f.compute.witness, TP_GPU_BUSY_WINDOW);
     assert_true(fabs(v.f.compute.window_idle - 0.73) < 1e-12);
-    free(f);
+    facts_free(f);
 }
 
 /* A model on the CPU of a machine with an idle GPU is not host-bound. */
@@ -468,7 +485,7 @@ static void test_a_training_on_the_cpu_beside_an_idle_gpu_computes(void **state)
     assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
     assert_int_equal(v.f.compute.witness, TP_GPU_BUSY_UNKNOWN);
     assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_BOUND, NULL), 0);
-    free(f);
+    facts_free(f);
 }
 
 /* What the script already does is never the advice: a model under bf16
@@ -493,7 +510,7 @@ static void test_precision_words_fit_what_the_model_runs_in(void **state)
     assert_non_null(strstr(words, "under bf16 autocast: most of its GPU time"));
     assert_null(strstr(words, "bf16 autocast, torch.backends"));
     assert_null(strstr(words, "float32 under autocast"));
-    free(f);
+    facts_free(f);
 }
 
 static void test_bottleneck_limits_use_the_verdicts_thresholds(void **state)

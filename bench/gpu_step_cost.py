@@ -7,6 +7,8 @@ can run, each arm a fresh process, the arms alternating round after round:
 - stacks0: `record --stacks 0` (no stack sampler);
 - ops_off: `record --ops off` (no capture window);
 - devtimes_off: `record` with TRAINPROF_DEVICE_TIMES=0 (no CUDA events);
+- devtimes_8: `record` with TRAINPROF_DEVICE_TIMES=8 (CUDA events on one
+  step in 8, as the recorder has it once it backed off over its budget);
 - patch:NAME: `record` with the auto-instrumentation off and only the patch
   NAME of trainprof.torch applied (dataloader, workers, modules, backward,
   optimizer, schedulers, transfers, distributed, spawn, graph_capture;
@@ -192,6 +194,8 @@ def arm_command(arm, args, run_file):
         record += ["--ops", "off"]
     elif arm == "devtimes_off":
         env["TRAINPROF_DEVICE_TIMES"] = "0"
+    elif arm == "devtimes_8":
+        env["TRAINPROF_DEVICE_TIMES"] = "8"
     elif arm.startswith("patch:"):
         env["TRAINPROF_AUTO"] = "0"
         env["BENCH_PATCHES"] = arm.split(":", 1)[1]
@@ -221,7 +225,7 @@ def main():
     p.add_argument(
         "--arms",
         help="comma-separated (default: bare, record, stacks0, ops_off, "
-        "devtimes_off on a GPU, profiler)",
+        "devtimes_off and devtimes_8 on a GPU, profiler)",
     )
     p.add_argument(
         "--trainprof",
@@ -232,7 +236,7 @@ def main():
         args.arms.split(",")
         if args.arms
         else ["bare", "record", "stacks0", "ops_off"]
-        + (["devtimes_off"] if args.model != "standin" else [])
+        + (["devtimes_off", "devtimes_8"] if args.model != "standin" else [])
         + ["profiler"]
     )
     if "bare" not in arms:

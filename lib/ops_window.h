@@ -20,9 +20,17 @@ enum {
     TP_OPS_SLOW = 3,     /* a step slower than --ops-on-slow times the running median */
 };
 
+/* A request's reason holds more than why: its low byte is the TP_OPS_* reason,
+ * the next the period of device times once the recorder backed off over its
+ * budget (record/ops_plan.h: the process records CUDA events on one step in
+ * that many; 0, every step). */
+#define TP_OPS_REASON_MASK        0xffu
+#define TP_OPS_DEVICE_EVERY_SHIFT 8
+#define TP_OPS_DEVICE_EVERY_OF(r) (((r) >> TP_OPS_DEVICE_EVERY_SHIFT) & 0xffu)
+
 typedef struct tp_ops_request {
     uint32_t seq;        /* changes with every new request; 0: none yet */
-    uint32_t reason;     /* TP_OPS_* */
+    uint32_t reason;     /* TP_OPS_*, and the device times' period (above) */
     uint32_t steps;      /* steps to capture */
     uint64_t first_step; /* the step (the process's count of its step marks) to begin at */
 } tp_ops_request;

@@ -67,17 +67,22 @@ static void user_regions(const tp_timings *t, int rank, double *per_step, double
     *share = st && st->stats.mean > 0 ? *per_step * TP_OWN_REGION_COST_S / st->stats.mean : NAN;
 }
 
-/* The meta "backoff" = "AT_NS STEP SHARE REGIONS_PER_STEP regions|windows"
- * (record/ops_plan.c); unset where absent or malformed (a crafted file). */
+/* The meta "backoff" = "AT_NS STEP SHARE REGIONS_PER_STEP regions|windows
+ * [DEVICE_EVERY]" (record/ops_relay.c); unset where absent or malformed (a
+ * crafted file). */
 static tp_own_backoff read_backoff(tp_run *run)
 {
     tp_own_backoff b = {0};
     const char *v = tp_run_meta_get(run, TP_META_BACKOFF);
     unsigned long long at_ns, step;
     char why[16];
-    if (!v || sscanf(v, "%llu %llu %lf %lf %15s", &at_ns, &step, &b.share, &b.regions, why) != 5 ||
-        !isfinite(b.share) || !isfinite(b.regions))
+    int every = 0;
+    int got =
+        v ? sscanf(v, "%llu %llu %lf %lf %15s %d", &at_ns, &step, &b.share, &b.regions, why, &every)
+          : 0;
+    if (got < 5 || !isfinite(b.share) || !isfinite(b.regions))
         return (tp_own_backoff){0};
+    b.device_every = got == 6 && every > 1 && every <= 255 ? every : 0;
     b.set = true;
     b.at_s = (double)at_ns / 1e9;
     b.step = step;

@@ -52,6 +52,9 @@ typedef struct tp_own_backoff {
     double share;        /* its cost estimated then, of the steps' time */
     double regions;      /* the script's regions a step */
     bool mostly_windows; /* the capture windows cost most (else the regions) */
+    /* device times (CUDA events) from then on one step in this many; 0 where
+     * the file does not say (recorded before they were sampled) */
+    int device_every;
 } tp_own_backoff;
 
 typedef struct tp_own_costs {

@@ -36,6 +36,7 @@ bool tp_run_inventory_build(const tp_run *run, tp_run_inventory *inv)
     inv->agent_meta = run->agent_meta;
     inv->nagent_meta = run->nagent_meta;
     inv->model_known = tp_run_model_facts(run, &inv->model);
+    inv->device_times_every = run->settings.device_times_every;
     return true;
 }
 

@@ -33,6 +33,9 @@ typedef struct tp_run_inventory {
     size_t nmeta;
     const tp_run_agent_meta *agent_meta; /* each agent's, in a merged run */
     size_t nagent_meta;
+    /* the regions' device times taken on one step in this many from the start
+     * (TRAINPROF_DEVICE_TIMES=N; the recorder's back-off is own_cost.h's) */
+    int device_times_every;
     bool model_known;     /* model holds what the training's Python side told */
     tp_model_facts model; /* the model's device, dtype, autocast, the loader */
     bool agents_by_id;    /* agents are in id order (looked up by bisection) */

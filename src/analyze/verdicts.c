@@ -44,12 +44,18 @@ static double share(const tp_timings *t, int rank, const char *name)
 
 /* The device time of (rank, name) over the rank's step time, at most 1: how
  * much of the steps the GPU spent on that region's work, which host times
- * hide when CUDA runs asynchronously (0 without device times or steps). */
-static double device_share(const tp_timings *t, int rank, const char *name)
+ * hide when CUDA runs asynchronously (0 without device times or steps).
+ * sampled: the recorder backed off and device times were taken on some steps
+ * only (own_cost.h's device_every): the total is scaled up from the
+ * occurrences that were timed. */
+static double device_share(const tp_timings *t, int rank, const char *name, bool sampled)
 {
     const tp_timing_row *r = tp_timings_row(t, rank, name);
     const tp_step_row *st = tp_timings_steps_of(t, rank);
-    double v = r && st && st->total_s > 0 ? r->device_total_s / st->total_s : 0;
+    double device_s = r ? r->device_total_s : 0;
+    if (sampled && r && r->device.count > 0 && r->stats.count > r->device.count)
+        device_s *= (double)r->stats.count / (double)r->device.count;
+    double v = st && st->total_s > 0 ? device_s / st->total_s : 0;
     return v < 1 ? v : 1; /* more: the host ran ahead of the GPU, steps are launches */
 }
 
@@ -189,14 +195,15 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
     const tp_step_row *st = tp_timings_steps_of(t, rank);
     double step_mean = st ? st->stats.mean : 0;
     double in = share(t, rank, TP_PHASE_DATALOADER_NEXT), to = share(t, rank, TP_PHASE_TO_DEVICE);
-    double to_dev = device_share(t, rank, TP_PHASE_TO_DEVICE);
+    bool sampled = s->own.backoff.device_every > 1 || s->inv.device_times_every > 1;
+    double to_dev = device_share(t, rank, TP_PHASE_TO_DEVICE, sampled);
     double train = share(t, rank, TP_PHASE_TRAIN_BATCH);
     /* across ranks, train_batch holds the wait for the others (DDP's backward
      * waits for its all-reduce): compute is what lies outside communication */
     const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
     if (place && place->window_s > 0)
         train = place->compute_s / place->window_s;
-    double train_dev = device_share(t, rank, TP_PHASE_TRAIN_BATCH);
+    double train_dev = device_share(t, rank, TP_PHASE_TRAIN_BATCH, sampled);
     if (train_dev > train) /* the host ran ahead and waited elsewhere (.item(), next batch) */
         train = train_dev;
     if (to_dev > to)

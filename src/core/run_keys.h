@@ -34,6 +34,9 @@ void tp_labels_gpu_mig(char *buf, size_t cap, int gpu, int mig);
 #define TP_META_START_WALL_NS "start_wall_ns"
 #define TP_META_INTERVAL_S    "interval_s"
 #define TP_META_STALL_AFTER_S "stall_after_s"
+/* TRAINPROF_DEVICE_TIMES=N (2 to 255) in the command's environment: its
+ * regions' device times taken on one step in N (trainprof/patches/device.py) */
+#define TP_META_DEVICE_TIMES_EVERY "device_times_every"
 /* the recorder backed off its own work, over its budget (record/ops_plan.h):
  * "AT_NS STEP SHARE REGIONS_PER_STEP regions|windows", AT_NS since the start */
 #define TP_META_BACKOFF     "backoff"

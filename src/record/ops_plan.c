@@ -15,9 +15,16 @@ void tp_ops_options_default(tp_ops_options *o)
                           .slow_gap_ns = 10LL * 60 * 1000000000LL};
 }
 
+/* The backed-off plan's device-time period, as a request's reason carries it. */
+static uint32_t backed_off_bits(const tp_ops_plan *p)
+{
+    return p->backoff.at_ns ? (uint32_t)TP_OPS_DEVICE_EVERY << TP_OPS_DEVICE_EVERY_SHIFT : 0;
+}
+
 static void request(tp_ops_plan *p, uint32_t reason, uint64_t first_step, int64_t now_ns)
 {
-    p->current = (tp_ops_request){p->current.seq + 1, reason, p->o.steps, first_step};
+    p->current =
+        (tp_ops_request){p->current.seq + 1, reason | backed_off_bits(p), p->o.steps, first_step};
     p->published = false;
     if (reason == TP_OPS_SLOW)
         p->last_slow_ns = now_ns;
@@ -119,6 +126,13 @@ bool tp_ops_plan_cost(tp_ops_plan *p, int64_t now_ns)
                          .share = share,
                          .regions_per_step = (double)p->regions_seen / (double)p->steps_seen,
                          .windows = windows > regions};
+    /* the latest request again, with the device times' period: a process
+     * takes a request it has seen for no new window */
+    if (p->current.seq) {
+        p->current.reason |= backed_off_bits(p);
+        p->current.seq++;
+        p->published = false;
+    }
     p->o.on_slow = 0; /* no window after a slow step */
     p->o.every_ns *= 4;
     if (p->period_steps) { /* the schedule's, once known: four times as far apart */

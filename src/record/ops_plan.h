@@ -40,6 +40,10 @@ typedef struct tp_ops_options {
 #define TP_OPS_REGION_COST_NS 200.0
 #define TP_OPS_COST_MIN_STEPS 50   /* steps outside windows seen before the cost is judged */
 #define TP_OPS_COST_MIN_S     60.0 /* ... and seconds of steps before the windows' cost is */
+/* Backed off, the processes record device times (CUDA events) on one step in
+ * this many (lib/ops_window.h's request carries it; communication keeps
+ * all of its own) */
+#define TP_OPS_DEVICE_EVERY 8
 
 /* Why the recorder backed off, and from when (tp_ops_plan_cost). */
 typedef struct tp_ops_backoff {

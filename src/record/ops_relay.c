@@ -116,7 +116,7 @@ static void answer(tp_ops_relay *r, int c, int64_t now_ns)
     else if (!tp_ops_plan_demand(&r->plan, now_ns, &q))
         snprintf(reply, sizeof reply, "off");
     else
-        snprintf(reply, sizeof reply, "window %u %llu %u", q.reason,
+        snprintf(reply, sizeof reply, "window %u %llu %u", q.reason & TP_OPS_REASON_MASK,
                  (unsigned long long)q.first_step, q.steps);
     send(c, reply, strlen(reply), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
@@ -162,10 +162,10 @@ void tp_ops_relay_say(tp_ops_relay *r, tp_sink *sink)
     const tp_ops_backoff *b = &r->plan.backoff;
     uint64_t start = tp_sink_start_ns(sink);
     char value[160];
-    snprintf(value, sizeof value, "%llu %llu %.6f %.1f %s",
+    snprintf(value, sizeof value, "%llu %llu %.6f %.1f %s %d",
              (unsigned long long)((uint64_t)b->at_ns > start ? (uint64_t)b->at_ns - start : 0),
              (unsigned long long)b->step, b->share, b->regions_per_step,
-             b->windows ? "windows" : "regions");
+             b->windows ? "windows" : "regions", TP_OPS_DEVICE_EVERY);
     tp_sink_meta(sink, TP_META_BACKOFF, value);
 }
 
@@ -199,7 +199,7 @@ void tp_ops_relay_lost(tp_ops_relay *r, tp_sink *sink, int32_t pid, const tp_rin
         .thread = reader->thread,
         .pid = pid,
         .tid = tid,
-        .reason = q->reason ? q->reason : 1,
+        .reason = q->reason & TP_OPS_REASON_MASK ? q->reason & TP_OPS_REASON_MASK : 1,
         .steps = (uint32_t)(last - begun_step),
         .first_step = begun_step,
         .start_ns = (int64_t)reader->step_ns[begun_step % TP_RING_STEP_TIMES],

@@ -87,6 +87,16 @@ static char *command_text(char **command, bool json)
     return text;
 }
 
+/* TRAINPROF_DEVICE_TIMES=N's N where it is a whole 2 to 255 (the rule of
+ * trainprof/patches/device.py's _period, which the command reads), else 1. */
+static int device_times_every(const char *value)
+{
+    if (!value || !*value || strspn(value, "0123456789") != strlen(value) || strlen(value) > 3)
+        return 1;
+    int n = atoi(value);
+    return n >= 2 && n <= 255 ? n : 1;
+}
+
 bool tp_record_start_meta(tp_writer *writer, const tp_record_options *o, const tp_clock_anchor *a,
                           char *command, size_t cap)
 {
@@ -114,6 +124,9 @@ bool tp_record_start_meta(tp_writer *writer, const tp_record_options *o, const t
     meta_addf(&m, TP_META_OPS_ON_SLOW, "%g", o->ops_on_slow);
     if (o->stall_after_s > 0)
         meta_addf(&m, TP_META_STALL_AFTER_S, "%g", o->stall_after_s);
+    int every = device_times_every(getenv("TRAINPROF_DEVICE_TIMES"));
+    if (every > 1)
+        meta_addf(&m, TP_META_DEVICE_TIMES_EVERY, "%d", every);
     meta_addf(&m, TP_META_RECORDER_PID, "%d", (int)getpid());
     bool ok = tp_writer_metas(writer, m.keys, m.values, m.n);
     free(words);

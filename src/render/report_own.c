@@ -33,18 +33,35 @@ static const tp_own_cost *first_measured(const tp_own_costs *c)
     return NULL;
 }
 
-/* " The recorder backed off ..." (record/ops_plan.h), "" where it did not. */
-static void backoff_words(char *out, size_t cap, const tp_own_backoff *b)
+/* " The recorder backed off ..." (record/ops_plan.h), "" where it did not;
+ * device: the run has device times (then sampled from there on). */
+static void backoff_words(char *out, size_t cap, const tp_own_backoff *b, bool device)
 {
     out[0] = '\0';
     if (!b->set)
         return;
+    char sampled[160] = "";
+    if (device && b->device_every > 1)
+        snprintf(sampled, sizeof sampled,
+                 ", and device times (CUDA events) taken on one step in %d (the device shares "
+                 "below are scaled from those)",
+                 b->device_every);
     snprintf(out, cap,
              " The recorder backed off %.1f s into the run (step %llu), its cost estimated at "
              "%.1f%% of the steps (%s): no capture window after a slow step from there on, the "
-             "scheduled ones four times further apart.",
+             "scheduled ones four times further apart%s.",
              b->at_s, (unsigned long long)b->step, 100 * b->share,
-             b->mostly_windows ? "mostly its capture windows" : "mostly the regions it times");
+             b->mostly_windows ? "mostly its capture windows" : "mostly the regions it times",
+             sampled);
+}
+
+/* Whether any rank's regions carry device times. */
+static bool has_device_times(const tp_timings *t)
+{
+    for (size_t i = 0; i < t->nrows; i++)
+        if (t->rows[i].device.count > 0)
+            return true;
+    return false;
 }
 
 void tp_report_own_answer(FILE *out, const tp_summary *s)
@@ -53,7 +70,7 @@ void tp_report_own_answer(FILE *out, const tp_summary *s)
         return;
     const tp_own_cost *o = first_measured(&s->own);
     char line[1200], parts[300] = "", who[32] = "", backoff[400];
-    backoff_words(backoff, sizeof backoff, &s->own.backoff);
+    backoff_words(backoff, sizeof backoff, &s->own.backoff, has_device_times(&s->timings));
     if (!o) {
         snprintf(line, sizeof line,
                  "trainprof's own work: not measured (no stack samples of the steps: record "
@@ -142,6 +159,11 @@ void tp_report_own_json(json_writer *w, const tp_summary *s)
         json_double(w, b->regions);
         json_key(w, "mostly");
         json_string(w, b->mostly_windows ? "capture_windows" : "regions");
+        json_key(w, "device_times_every"); /* steps; null where the file does not say */
+        if (b->device_every > 1)
+            json_int(w, b->device_every);
+        else
+            json_null(w);
         json_object_end(w);
     } else {
         json_null(w);

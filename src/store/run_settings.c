@@ -60,6 +60,8 @@ void tp_run_settings_read(const tp_run_meta *meta, size_t n, tp_run_settings *ou
     memset(out, 0, sizeof *out);
     out->stall_after_s = positive(run, TP_META_STALL_AFTER_S);
     out->interval_s = positive(run, TP_META_INTERVAL_S);
+    int64_t every = count(run, TP_META_DEVICE_TIMES_EVERY);
+    out->device_times_every = every >= 2 && every <= 255 ? (int)every : 1;
     out->start_known = tp_parse_epoch_ns(meta_get(run, TP_META_START_WALL_NS), &out->start_wall_ns);
     out->duration_ns = count(run, TP_META_DURATION_NS);
     out->exit_status = count(run, TP_META_EXIT_STATUS);

@@ -20,7 +20,10 @@ typedef struct tp_run_settings {
     /* record --stall-after, seconds: a step longer is a stall; 0 when unset
      * (the rule from the steps' median, core/stall_rule.h) */
     double stall_after_s;
-    double interval_s;     /* the sampling interval; 0 unknown */
+    double interval_s; /* the sampling interval; 0 unknown */
+    /* the regions' device times taken on one step in this many from the
+     * start (TRAINPROF_DEVICE_TIMES=N); 1: every step */
+    int device_times_every;
     bool start_known;      /* start_wall_ns holds the recording's start */
     int64_t start_wall_ns; /* ns since the epoch */
     int64_t duration_ns;   /* the recording's length; -1 while recording, or killed */

@@ -151,3 +151,37 @@ def test_no_event_into_a_capture_torch_did_not_start(cuda, monkeypatch):
     cuda.capturing[0] = False
     timed(dt, cuda, 2, 5.0)
     assert len(dt.pending) == 1
+
+
+def test_backed_off_regions_are_timed_on_one_step_in_the_period(cuda, monkeypatch):
+    """Once the recorder backed off (runtime/ops.py hands on its period),
+    regions get events on the steps the period divides only; a region
+    begun on an untimed step ends without a CUDA call."""
+    steps = [0]
+    cuda_native = tpt._native
+    monkeypatch.setattr(
+        tpt,
+        "_native",
+        types.SimpleNamespace(
+            now_ns=cuda_native.now_ns,
+            device_time=cuda_native.device_time,
+            _steps_marked=lambda: steps[0],
+        ),
+    )
+    monkeypatch.setattr(tpt, "_every", 1)
+    dt = tpt.DeviceTimes()
+    tpt.sample_every(8)
+    timed_steps = []
+    for step in range(1, 33):
+        steps[0] = step
+        made = len(dt.pending)
+        dt.begin("to_device", torch.device("cuda"))
+        cuda.stream.clock += 1.0
+        dt.end("to_device")
+        if len(dt.pending) > made:
+            timed_steps.append(step)
+    assert timed_steps == [8, 16, 24, 32]
+    tpt.sample_every(1)
+    steps[0] = 33
+    timed(dt, cuda, "to_device", 1.0)
+    assert len(dt.pending) == 5

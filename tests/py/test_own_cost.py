@@ -3,9 +3,11 @@ measured by the sampled stacks (its wrappers, device times, capture
 windows) and, for the regions a script times itself, estimated at what a
 region costs; over the 1 % budget the report says so with the option that
 lowers it, and the recorder backs off (no capture window after a slow step,
-the scheduled ones further apart) and says that it did."""
+the scheduled ones further apart, device times on one step in 8) and says
+that it did."""
 
 import json
+import sqlite3
 import textwrap
 
 from conftest import PYTHON, in_short, report_json, trainprof, words
@@ -55,9 +57,50 @@ def test_a_region_per_micro_operation_is_over_budget_and_backed_off(tmp_path):
     short = in_short(trainprof("report", run).stdout)
     assert "[cost] trainprof's own work took" in short and "over its 1% budget" in short
     assert "time fewer, longer ones" in short and "The recorder backed off" in short
-    with __import__("sqlite3").connect(run) as db:  # the run file says it, for every reader
+    with sqlite3.connect(run) as db:  # the run file says it, for every reader
         [(value,)] = db.execute("SELECT value FROM meta WHERE key = 'backoff'").fetchall()
-    assert value.endswith(" regions")
+    assert value.endswith(" regions 8")  # device times on one step in 8 from then
+    assert backoff["device_times_every"] == 8
+
+
+# MICRO in a PyTorch process, which answers the recorder's requests: what the
+# process was told once the recorder backed off
+MICRO_TORCH = """
+import time, torch, trainprof
+from trainprof.patches import device
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    trainprof.step()
+    for i in range(300):
+        with trainprof.region("op"):
+            pass
+print("device times every", device._every, "steps")
+"""
+
+
+def test_a_pytorch_process_times_its_device_on_fewer_steps_once_backed_off(tmp_path):
+    """The back-off reaches the training: its requests carry the device
+    times' period, which a PyTorch process takes up at its next step mark
+    (CUDA's events themselves are checked on a GPU: tools/gpu-check.sh);
+    the report says it where the run has device times."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(MICRO_TORCH))
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "device times every 8 steps" in r.stdout, r.stdout
+    assert report_json(run)["backoff"]["device_times_every"] == 8
+    # a CPU run has no device times: said only where some were taken, here
+    # one of its regions' as a GPU's run would hold them
+    assert "one step in 8" not in words(trainprof("report", run).stdout)
+    with sqlite3.connect(run) as db:
+        db.execute(
+            "INSERT INTO device_time (thread_id, name_id, start_ns, device_ns) "
+            "SELECT thread_id, name_id, start_ns, 1000 FROM region LIMIT 50"
+        )
+    assert trainprof("summarize", "--force", run).returncode == 0
+    said = words(trainprof("report", run).stdout)
+    assert "device times (CUDA events) taken on one step in 8" in said, said
 
 
 def test_every_report_says_what_trainprof_cost(tmp_path):
@@ -75,3 +118,42 @@ def test_without_stack_samples_the_cost_is_said_unmeasured(tmp_path):
     run = record(tmp_path, PLAIN, "--stacks", "0")
     assert json.loads(trainprof("report", "--json", run).stdout)["own_cost"] == []
     assert "trainprof's own work: not measured" in words(trainprof("report", run).stdout)
+
+
+PERIOD = """
+import torch, trainprof
+from trainprof.patches import device
+for i in range(4):
+    trainprof.step()
+    with trainprof.region("work"):
+        pass
+print("device times every", device._every, "steps")
+"""
+
+
+def test_device_times_on_one_step_in_n_when_asked(tmp_path):
+    """TRAINPROF_DEVICE_TIMES=N (2 to 255) takes device times on one step in
+    N from the start: the process does, the run file says so, and the report
+    says it beside the device times; anything else is every step."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(PERIOD))
+    for value, every in (("8", 8), ("300", 1), ("1", 1), ("-8", 1), ("8x", 1)):
+        run = tmp_path / f"run-{every}.db"
+        r = trainprof(
+            "record", "-q", "--force", "-o", run, "--", PYTHON, script,
+            env={"TRAINPROF_DEVICE_TIMES": value}, timeout=300,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert f"device times every {every} steps" in r.stdout, (value, r.stdout)
+        with sqlite3.connect(run) as db:
+            said = db.execute("SELECT value FROM meta WHERE key = 'device_times_every'").fetchall()
+            assert said == ([("8",)] if every == 8 else []), value
+            if every == 8:  # one region's device times, as a GPU's run holds them
+                db.execute(
+                    "INSERT INTO device_time (thread_id, name_id, start_ns, device_ns) "
+                    "SELECT thread_id, name_id, start_ns, 1000 FROM region LIMIT 5"
+                )
+        if every == 8:
+            assert trainprof("summarize", "--force", run).returncode == 0
+            text = words(trainprof("report", run).stdout)
+            assert "Device times were taken on one step in 8 (TRAINPROF_DEVICE_TIMES=8)" in text

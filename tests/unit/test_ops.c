@@ -172,7 +172,18 @@ static void test_the_plan_backs_off_over_its_budget(void **state)
     assert_true(p.backoff.at_ns == now && !p.backoff.windows);
     assert_true(p.backoff.share > TP_OPS_BUDGET && p.backoff.share < 0.02);
     assert_true(p.o.on_slow == 0 && p.o.every_ns == 4 * o.every_ns);
+    /* the latest request again, new to the processes, with the device times'
+     * period: the same window (a process opens none for it) */
+    assert_int_equal(p.current.reason & TP_OPS_REASON_MASK, TP_OPS_SCHEDULE);
+    assert_int_equal(TP_OPS_DEVICE_EVERY_OF(p.current.reason), TP_OPS_DEVICE_EVERY);
+    assert_false(p.published);
+    tp_ops_request again;
+    assert_true(tp_ops_plan_tick(&p, now, &again) && again.first_step == o.first_step);
     assert_false(tp_ops_plan_cost(&p, now)); /* once */
+    tp_ops_plan_ask(&p);                     /* and every request after it carries the period */
+    assert_true(tp_ops_plan_tick(&p, now, &again));
+    assert_int_equal(again.reason & TP_OPS_REASON_MASK, TP_OPS_DEMAND);
+    assert_int_equal(TP_OPS_DEVICE_EVERY_OF(again.reason), TP_OPS_DEVICE_EVERY);
     /* a window that took 2 s over 5 steps of 1 ms: judged only after a minute of steps */
     tp_ops_plan q;
     tp_ops_plan_init(&q, &o);

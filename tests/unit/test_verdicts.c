@@ -187,6 +187,25 @@ static void test_transfer_bound_by_host_or_device_time(void **state)
     facts_free(f);
 }
 
+/* Backed off over its budget, the recorder had device times taken on one
+ * step in 8: the GPU's share is scaled from the copies timed, not read as
+ * an eighth of it. */
+static void test_device_times_of_some_steps_are_scaled_to_all(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    phase(f, TP_PHASE_TO_DEVICE, 0.05, 0);
+    double whole = (TP_TRANSFER_BOUND_SHARE + 0.05) * f->steps.total_s;
+    f->rows[0].device = (tp_stats){.count = 12, .mean = whole / 100};
+    f->rows[0].device_total_s = 12 * whole / 100; /* 12 of its 100 copies timed */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_TRANSFER_BOUND, NULL), 0); /* not backed off */
+    f->s.own.backoff = (tp_own_backoff){.set = true, .device_every = 8};
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_TRANSFER_BOUND, &v), 1);
+    assert_float_equal(v.f.transfer.device_share, TP_TRANSFER_BOUND_SHARE + 0.05, 1e-9);
+    facts_free(f);
+}
+
 static void test_compute_bound_needs_the_input_to_keep_up(void **state)
 {
     (void)state;
@@ -571,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_input_bound_at_its_share_and_not_below),
         cmocka_unit_test(test_input_bound_causes),
         cmocka_unit_test(test_transfer_bound_by_host_or_device_time),
+        cmocka_unit_test(test_device_times_of_some_steps_are_scaled_to_all),
         cmocka_unit_test(test_compute_bound_needs_the_input_to_keep_up),
         cmocka_unit_test(test_the_device_time_counts_where_the_host_ran_ahead),
         cmocka_unit_test(test_a_stalled_run_gets_no_step_verdict),

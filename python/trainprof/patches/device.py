@@ -7,7 +7,9 @@ and whatever that stream waited for in between (another stream's work, a
 collective, a peer), not the GPU's busy time. None while a CUDA graph is
 being captured (torch's CUDAGraph, or any capture of the current stream).
 TRAINPROF_DEVICE_TIMES=0 turns them off, =all adds forward, backward and
-optimizer_step.
+optimizer_step, =N (2 to 255) times regions on one step in N from the start. Once the recorder backs off over its budget, regions are
+timed on one step in the period its requests carry (runtime/ops.py calls
+sample_every); communication keeps every time.
 
 Communication on CUDA (NCCL) is timed here too: the start event on the
 current stream before the call (the collective's stream waits for it), the
@@ -31,6 +33,23 @@ DEVICE_PHASES = DEVICE_TIMES and os.environ.get("TRAINPROF_DEVICE_TIMES") == "al
 _PENDING_MAX = 1024  # device times awaiting their end event, per thread
 _captures = 0  # CUDA graph captures under way in this process (CUDAGraph.capture_begin/end)
 _all_times = []  # every thread's DeviceTimes in this process (few: the threads with CUDA regions)
+
+
+def _period(value):
+    """TRAINPROF_DEVICE_TIMES=N's N (2 to 255), else 1: every step."""
+    return int(value) if value.isdigit() and 2 <= int(value) <= 255 else 1
+
+
+# regions timed on one step in this many (TRAINPROF_DEVICE_TIMES=N, or the
+# recorder backed off: sample_every)
+_every = _period(os.environ.get("TRAINPROF_DEVICE_TIMES", ""))
+
+
+def sample_every(steps):
+    """From now on, time regions on one step in steps (the step count of the
+    process's marks a multiple of it); 1: every step."""
+    global _every
+    _every = max(1, int(steps), _period(os.environ.get("TRAINPROF_DEVICE_TIMES", "")))
 
 
 class DeviceTimes:
@@ -84,7 +103,10 @@ class DeviceTimes:
         self.pending.append((region, host_ns, start, stop, own.device_index))
 
     def begin(self, region, device):
-        """Records region's start event on device's current stream."""
+        """Records region's start event on device's current stream, on the
+        steps that are timed (every one unless sample_every said otherwise)."""
+        if _every > 1 and _native._steps_marked() % _every:
+            return
         entry = self.start(device)
         if entry is not None:
             self.open[region] = entry

@@ -34,6 +34,10 @@ from trainprof import _native
 from trainprof.startup.swallowed import swallowed
 
 MAGIC = b"TPOP"
+# a request's reason: its low byte why (1 schedule, 2 demand, 3 slow step),
+# the next the device times' period once backed off (lib/ops_window.h)
+REASON_MASK = 0xFF
+DEVICE_EVERY_SHIFT = 8
 VERSION = 1
 # magic, version, reason, steps, first_step, step thread's tid, flags,
 # start_ns, end_ns (the recorder's clock), strings, their bytes, events,
@@ -141,6 +145,7 @@ class Capture:
     def __init__(self, torch):
         self.torch = torch
         self.pending = None  # (reason, first_step, steps) asked for
+        self.asked = None  # the last request taken: the same again opens no window
         self.active = None  # the window under way: a dict
         self.thread = None
         from torch.autograd import profiler as ap
@@ -178,7 +183,14 @@ class Capture:
         req = _native._ops_request()
         if req is not None:  # kept for after a window under way (a rank behind the others)
             _seq, reason, first, steps = req
-            self.pending = (reason, first, max(1, min(steps, 1000)))
+            every = (reason >> DEVICE_EVERY_SHIFT) & 0xFF
+            if every > 1:  # the recorder backed off over its budget
+                from trainprof.patches import device
+
+                device.sample_every(every)
+            ask = (reason & REASON_MASK, first, max(1, min(steps, 1000)))
+            if ask != self.asked:  # else the same window asked again: its period changed
+                self.asked = self.pending = ask
         if self.active is not None:
             self.active["marks"].append((n, _native.now_ns(), *self._memory()))
             if n < self.active["stop_at"]:

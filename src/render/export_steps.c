@@ -24,15 +24,6 @@ static double gpu_util(const tp_summary *s, int rank, double a, double b)
                : NAN;
 }
 
-static void number(json_writer *w, const char *key, double v)
-{
-    json_key(w, key);
-    if (isfinite(v))
-        json_double(w, v);
-    else
-        json_null(w);
-}
-
 /* One line: a group of the rank's consecutive steps, g of ph. */
 static void group_line(FILE *out, const tp_summary *s, int rank, const tp_step_phases *ph, size_t g)
 {
@@ -48,16 +39,17 @@ static void group_line(FILE *out, const tp_summary *s, int rank, const tp_step_p
     json_int(&w, rank);
     json_key(&w, "step");
     json_int(&w, (int64_t)first + 1);
-    number(&w, "start_s", ph->start_s[g]);
-    number(&w, "end_s", ph->end_s[g]);
-    number(&w, "step_s", step_s);
-    number(&w, "steps_per_s", step_s > 0 ? 1 / step_s : NAN);
+    json_field_double(&w, "start_s", ph->start_s[g]);
+    json_field_double(&w, "end_s", ph->end_s[g]);
+    json_field_double(&w, "step_s", step_s);
+    json_field_double(&w, "steps_per_s", step_s > 0 ? 1 / step_s : NAN);
     json_key(&w, "phases_s");
     json_object_begin(&w);
     for (int k = 0; k < TP_STEP_PHASES; k++)
-        number(&w, tp_step_phase_names[k], v[k]);
+        json_field_double(&w, tp_step_phase_names[k], v[k]);
     json_object_end(&w);
-    number(&w, TP_METRIC_GPU_UTIL_PERCENT, gpu_util(s, rank, ph->start_s[g], ph->end_s[g]));
+    json_field_double(&w, TP_METRIC_GPU_UTIL_PERCENT,
+                      gpu_util(s, rank, ph->start_s[g], ph->end_s[g]));
     json_object_end(&w);
     fputc('\n', out);
 }

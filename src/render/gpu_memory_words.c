@@ -252,15 +252,6 @@ void tp_gpu_oom_words(char *out, size_t cap, const tp_summary *s, const tp_verdi
                      : "");
 }
 
-static void number(json_writer *w, const char *key, double v)
-{
-    json_key(w, key);
-    if (isfinite(v))
-        json_double(w, v);
-    else
-        json_null(w);
-}
-
 static void growth_json(json_writer *w, const tp_gpu_memory_rank *g)
 {
     json_key(w, "growth");
@@ -269,10 +260,10 @@ static void growth_json(json_writer *w, const tp_gpu_memory_rank *g)
         return;
     }
     json_object_begin(w);
-    number(w, "bytes_per_step", g->growth_bytes_per_step);
-    number(w, "first_bytes", g->growth_first_bytes);
-    number(w, "last_bytes", g->growth_last_bytes);
-    number(w, "out_of_room_step", g->out_of_room_step);
+    json_field_double(w, "bytes_per_step", g->growth_bytes_per_step);
+    json_field_double(w, "first_bytes", g->growth_first_bytes);
+    json_field_double(w, "last_bytes", g->growth_last_bytes);
+    json_field_double(w, "out_of_room_step", g->out_of_room_step);
     json_object_end(w);
 }
 
@@ -284,11 +275,11 @@ static void oom_json(json_writer *w, const tp_gpu_memory_rank *g)
         return;
     }
     json_object_begin(w);
-    number(w, "tried_bytes", g->oom->oom_tried_bytes);
-    number(w, "free_bytes", g->oom->oom_free_bytes);
-    number(w, "allocated_bytes", g->oom_allocated_bytes);
-    number(w, "reserved_bytes", g->oom_reserved_bytes);
-    number(w, "step", g->oom->step ? (double)g->oom->step : NAN);
+    json_field_double(w, "tried_bytes", g->oom->oom_tried_bytes);
+    json_field_double(w, "free_bytes", g->oom->oom_free_bytes);
+    json_field_double(w, "allocated_bytes", g->oom_allocated_bytes);
+    json_field_double(w, "reserved_bytes", g->oom_reserved_bytes);
+    json_field_double(w, "step", g->oom->step ? (double)g->oom->step : NAN);
     json_object_end(w);
 }
 
@@ -305,22 +296,22 @@ void tp_gpu_memory_json(json_writer *w, const tp_verdicts *v)
         json_int(w, g->pid);
         json_key(w, "readings");
         json_int(w, (int64_t)g->readings);
-        number(w, "capacity_bytes", g->capacity_bytes);
-        number(w, "other_bytes", g->other_bytes);
-        number(w, "limit_bytes", g->limit_bytes);
-        number(w, "peak_allocated_bytes", g->peak_allocated_bytes);
-        number(w, "usual_peak_bytes", g->usual_peak_bytes);
-        number(w, "peak_reserved_bytes", g->peak_reserved_bytes);
-        number(w, "between_steps_bytes", g->start_bytes);
-        number(w, "step_adds_bytes", g->adds_bytes);
-        number(w, "batch_factor", g->batch_factor);
-        number(w, "fragment_bytes", g->fragment_bytes);
+        json_field_double(w, "capacity_bytes", g->capacity_bytes);
+        json_field_double(w, "other_bytes", g->other_bytes);
+        json_field_double(w, "limit_bytes", g->limit_bytes);
+        json_field_double(w, "peak_allocated_bytes", g->peak_allocated_bytes);
+        json_field_double(w, "usual_peak_bytes", g->usual_peak_bytes);
+        json_field_double(w, "peak_reserved_bytes", g->peak_reserved_bytes);
+        json_field_double(w, "between_steps_bytes", g->start_bytes);
+        json_field_double(w, "step_adds_bytes", g->adds_bytes);
+        json_field_double(w, "batch_factor", g->batch_factor);
+        json_field_double(w, "fragment_bytes", g->fragment_bytes);
         json_key(w, "fragmented");
         json_bool(w, g->fragmented);
         json_key(w, "expandable_segments");
         json_bool(w, g->expandable);
-        number(w, "alloc_retries", g->retries);
-        number(w, "ooms", g->ooms);
+        json_field_double(w, "alloc_retries", g->retries);
+        json_field_double(w, "ooms", g->ooms);
         growth_json(w, g);
         oom_json(w, g);
         json_object_end(w);

@@ -430,15 +430,6 @@ void tp_report_regimes_text(FILE *out, const tp_summary *s)
     }
 }
 
-static void json_number_or_null(json_writer *w, const char *key, double v)
-{
-    json_key(w, key);
-    if (isfinite(v))
-        json_double(w, v);
-    else
-        json_null(w);
-}
-
 static void regime_json(json_writer *w, const tp_regime *g)
 {
     json_object_begin(w);
@@ -446,25 +437,25 @@ static void regime_json(json_writer *w, const tp_regime *g)
     json_int(w, (int64_t)g->first_step);
     json_key(w, "last_step");
     json_int(w, (int64_t)g->last_step);
-    json_number_or_null(w, "start_s", g->t0_s);
-    json_number_or_null(w, "end_s", g->t1_s);
-    json_number_or_null(w, "step_mean_s", g->mean_s);
-    json_number_or_null(w, "step_median_s", g->median_s);
-    json_number_or_null(w, "step_typical_s", g->typical_s);
+    json_field_double(w, "start_s", g->t0_s);
+    json_field_double(w, "end_s", g->t1_s);
+    json_field_double(w, "step_mean_s", g->mean_s);
+    json_field_double(w, "step_median_s", g->median_s);
+    json_field_double(w, "step_typical_s", g->typical_s);
     json_key(w, "phase_s"); /* seconds per step; null for a steady run's one regime */
     json_object_begin(w);
     for (size_t k = 0; k < TP_STEP_PHASES; k++)
-        json_number_or_null(w, tp_step_phase_names[k], g->phase_s[k]);
+        json_field_double(w, tp_step_phase_names[k], g->phase_s[k]);
     json_object_end(w);
     json_key(w, "machine");
     json_object_begin(w);
-    json_number_or_null(w, "others_cpu_percent", g->machine.others_cpu_percent);
-    json_number_or_null(w, "cpu_pressure_percent", g->machine.cpu_pressure);
-    json_number_or_null(w, "io_pressure_percent", g->machine.io_pressure);
-    json_number_or_null(w, "memory_in_use_bytes", g->machine.mem_used_bytes);
-    json_number_or_null(w, "swap_in_use_bytes", g->machine.swap_used_bytes);
-    json_number_or_null(w, "gpu_clock_mhz", g->machine.gpu_sm_clock_mhz);
-    json_number_or_null(w, "gpu_trouble_share", g->machine.gpu_trouble_share);
+    json_field_double(w, "others_cpu_percent", g->machine.others_cpu_percent);
+    json_field_double(w, "cpu_pressure_percent", g->machine.cpu_pressure);
+    json_field_double(w, "io_pressure_percent", g->machine.io_pressure);
+    json_field_double(w, "memory_in_use_bytes", g->machine.mem_used_bytes);
+    json_field_double(w, "swap_in_use_bytes", g->machine.swap_used_bytes);
+    json_field_double(w, "gpu_clock_mhz", g->machine.gpu_sm_clock_mhz);
+    json_field_double(w, "gpu_trouble_share", g->machine.gpu_trouble_share);
     json_object_end(w);
     json_key(w, "verdicts"); /* the step verdicts its own split fires */
     json_array_begin(w);

@@ -210,10 +210,7 @@ void tp_report_ends_json(json_writer *w, const tp_summary *s)
         }
         text_or_null(w, "last_stack", d->stack);
         json_key(w, "peak_rss_bytes");
-        if (isfinite(d->rss_bytes))
-            json_double(w, d->rss_bytes);
-        else
-            json_null(w);
+        json_double(w, d->rss_bytes);
         json_object_end(w);
     }
     json_array_end(w);

@@ -119,22 +119,13 @@ void tp_report_own_json(json_writer *w, const tp_summary *s)
         json_key(w, "samples"); /* the step thread's, in its steps */
         json_double(w, o->samples);
         json_key(w, "share"); /* trainprof's own work over them; null unmeasured */
-        if (isfinite(o->share))
-            json_double(w, o->share);
-        else
-            json_null(w);
+        json_double(w, o->share);
         json_key(w, "over_budget");
         json_bool(w, o->share > TP_OWN_BUDGET);
         json_key(w, "script_regions_per_step"); /* trainprof.region's, in the steps */
-        if (isfinite(o->user_regions))
-            json_double(w, o->user_regions);
-        else
-            json_null(w);
+        json_double(w, o->user_regions);
         json_key(w, "script_regions_share"); /* their cost at TP_OWN_REGION_COST_S */
-        if (isfinite(o->regions_share))
-            json_double(w, o->regions_share);
-        else
-            json_null(w);
+        json_double(w, o->regions_share);
         json_key(w, "parts"); /* each part's share of the samples */
         json_object_begin(w);
         for (int k = TP_WORK_WRAPPERS; k < TP_WORK_KINDS; k++) {

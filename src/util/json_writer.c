@@ -135,6 +135,12 @@ void json_double_fixed(json_writer *w, double v, int digits)
         fprintf(w->out, "%.*f", digits, v);
 }
 
+void json_field_double(json_writer *w, const char *key, double v)
+{
+    json_key(w, key);
+    json_double(w, v);
+}
+
 void json_int(json_writer *w, int64_t v)
 {
     before_value(w);

@@ -27,11 +27,14 @@ void json_array_begin(json_writer *w);
 void json_array_end(json_writer *w);
 void json_key(json_writer *w, const char *key);
 void json_string(json_writer *w, const char *s);
+/* v as a number (%.15g), null where it is not finite. */
 void json_double(json_writer *w, double v);
 /* v with digits decimals (%.*f): a figure written as precisely as it was
  * measured; null when not finite. */
 void json_double_fixed(json_writer *w, double v, int digits);
 void json_int(json_writer *w, int64_t v);
+/* key and its number as one field (null where the number is not finite). */
+void json_field_double(json_writer *w, const char *key, double v);
 void json_bool(json_writer *w, bool v);
 void json_null(json_writer *w);
 /* Writes an already-serialized JSON value (e.g. a labels object) verbatim. */

@@ -14,6 +14,7 @@
 
 #include "core/metric_catalog.h"
 #include "analyze/bottleneck_facts.h"
+#include "util/package_python.h"
 #include "analyze/summary.h"
 #include "analyze/verdicts.h"
 #include "commands.h"
@@ -264,12 +265,10 @@ int cmd_bottleneck(int argc, char **argv)
     if (parsed != TP_OPTIONS_OK)
         return parsed;
     char self[4096], def[64];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
+    if (!tp_self_path(self, sizeof self)) {
         tp_error("bottleneck: cannot find the trainprof program itself");
         return 1;
     }
-    self[n] = '\0';
     if (!prefix) {
         time_t now = time(NULL);
         struct tm tm;

@@ -53,12 +53,10 @@ int cmd_mcp(int argc, char **argv)
                  tried[0] ? tried : "python3");
         return 2;
     }
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) {
+    if (!tp_self_path(self, sizeof self)) {
         tp_error("mcp: cannot find this program (/proc/self/exe): %s", strerror(errno));
         return 2;
     }
-    self[len] = '\0';
     char **args = calloc((size_t)argc + 6, sizeof *args);
     if (!args) {
         tp_error("mcp: out of memory");

@@ -74,12 +74,10 @@ void tp_trackers_log(const char *run_file, const char *list, bool quiet)
                 tried[0] ? tried : "python3");
         return;
     }
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) {
+    if (!tp_self_path(self, sizeof self)) {
         tp_warn("--log-to: cannot find this program (/proc/self/exe): nothing logged");
         return;
     }
-    self[len] = '\0';
     char *argv[11] = {python, "-m", MODULE, "--log-to", (char *)list, "--trainprof", self};
     size_t n = 7;
     if (quiet)

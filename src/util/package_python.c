@@ -10,6 +10,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+bool tp_self_path(char *out, size_t cap)
+{
+    if (cap < 2)
+        return false;
+    ssize_t len = readlink("/proc/self/exe", out, cap - 1);
+    if (len <= 0 || (size_t)len >= cap - 1) {
+        errno = len < 0 ? errno : ENAMETOOLONG;
+        return false;
+    }
+    out[len] = '\0';
+    return true;
+}
+
 bool tp_python_imports(const char *python, const char *module)
 {
     fflush(NULL);
@@ -44,8 +57,7 @@ bool tp_package_python(const char *module, char *out, size_t cap, char *tried, s
     }
     char self[PATH_MAX], candidates[3][PATH_MAX];
     size_t n = 0;
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    char *slash = len > 0 ? (self[len] = '\0', strrchr(self, '/')) : NULL;
+    char *slash = tp_self_path(self, sizeof self) ? strrchr(self, '/') : NULL;
     if (slash) {
         *slash = '\0';
         snprintf(candidates[n++], PATH_MAX, "%.*s/python3", PATH_MAX - 16, self);

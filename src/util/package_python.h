@@ -7,6 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* This program's own path (/proc/self/exe) into out, for the children that
+ * call it back; false (errno set) where it can't be read or is longer than
+ * cap. */
+bool tp_self_path(char *out, size_t cap);
+
 /* Whether python runs and imports module (its output silenced). */
 bool tp_python_imports(const char *python, const char *module);
 

@@ -1,4 +1,5 @@
-/* test_basics.c: parsing, counters, labels, statistics, units, JSON, model facts. */
+/* test_basics.c: parsing, counters, labels, statistics, units, JSON, model
+ * facts, envelopes, the Prometheus format (the sampled stacks: test_stacks.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,11 +7,9 @@
 #include <unistd.h>
 
 #include "analyze/downsample.h"
-#include "analyze/stack_own.h"
 #include "render/remedy_words.h"
 #include "render/verdict_words.h"
 #include "store/model_facts_file.h"
-#include "core/stack_runs.h"
 #include "core/stats.h"
 #include "collect/counter.h"
 #include "harness.h"
@@ -346,95 +345,6 @@ static void test_envelope(void **state)
     assert_true(tp_envelope_build(xs, ys, ns, 0, 2, 10, &e) && e.n == 0);
 }
 
-/* trainprof's own frames are taken for the user's frame above them; ids
- * stay, a root frame of ours (nothing above) stays as it is. */
-static void test_own_frames_are_hidden_in_the_stack_tree(void **state)
-{
-    (void)state;
-    assert_true(tp_stack_file_ours("/v/lib/python3.11/site-packages/trainprof/torch.py"));
-    assert_true(tp_stack_file_ours("/work/main/python/trainprof/_autoload.py"));
-    assert_true(tp_stack_file_ours("/v/site-packages/trainprof/patches/loop.py"));
-    assert_true(tp_stack_file_ours("/v/site-packages/trainprof/steps/tracker.py"));
-    assert_false(tp_stack_file_ours("/home/u/patches/loop.py"));         /* not ours */
-    assert_false(tp_stack_file_ours("/home/u/trainprof/models/net.py")); /* a user's */
-    assert_false(tp_stack_file_ours("/home/u/mytrainprof/patches/x.py"));
-    assert_false(tp_stack_file_ours("/home/u/trainprof/train.py")); /* a user's file */
-    assert_false(tp_stack_file_ours("/home/u/mytrainprof/_x.py"));
-    assert_false(tp_stack_file_ours("trainprof/_x.py") || tp_stack_file_ours(NULL));
-    char *function[] = {"main", "_patch_dataloader.<locals>.__iter__", "__next__", "__getitem__"};
-    char *file[] = {"/home/u/train.py", "/v/site-packages/trainprof/torch.py",
-                    "/v/site-packages/torch/utils/data/dataloader.py", "/home/u/train.py"};
-    uint32_t parent[] = {0, 1, 2, 3, 0}, frame[] = {1, 2, 3, 4, 2};
-    int32_t line[] = {10, 50, 600, 20, 51};
-    tp_stack_tree t = {parent, frame, line, 5, function, file, 4};
-    tp_stack_tree_hide_own(&t);
-    /* node 2 (ours) is main's copy; __next__ hangs from main */
-    assert_int_equal(frame[1], 1);
-    assert_int_equal(line[1], 10);
-    assert_int_equal(parent[1], 0);
-    assert_int_equal(parent[2], 1);
-    assert_int_equal(parent[3], 3);
-    assert_int_equal(frame[3], 4);
-    /* ours at the root: nothing of the user's above, kept */
-    assert_int_equal(frame[4], 2);
-    assert_int_equal(parent[4], 0);
-}
-
-/* What a module of ours that works for trainprof (device times) calls is our
- * work: torch's CUDA event under our poll is taken for the user's frame, as
- * is all below it; a wrapper in that module (capture_begin) leaves the call
- * it stands in for to the user. */
-static void test_what_our_own_work_calls_is_hidden_too(void **state)
-{
-    (void)state;
-    char *function[] = {"main",
-                        "DeviceTimes.poll",
-                        "Event.elapsed_time",
-                        "synchronize",
-                        "patch_graph_capture.<locals>.capture_begin",
-                        "CUDAGraph.capture_begin",
-                        "poll",
-                        "elapsed_time"};
-    char *file[] = {"/home/u/train.py",
-                    "/v/site-packages/trainprof/patches/device.py",
-                    "/v/site-packages/torch/cuda/streams.py",
-                    "/v/site-packages/torch/cuda/__init__.py",
-                    "/v/site-packages/trainprof/patches/device.py",
-                    "/v/site-packages/torch/cuda/graphs.py",
-                    "/v/lib/python3.10/site-packages/trainprof/patches/device.py",
-                    "/v/lib/python3.10/site-packages/torch/cuda/streams.py"};
-    /* 1 main, 2 poll, 3 elapsed_time, 4 synchronize; 5 capture_begin (ours),
-     * 6 torch's capture_begin; 7 3.10's poll (no qualified name), 8 its callee;
-     * 9 our poll at the root (no user's frame above): kept, its callee is it */
-    uint32_t parent[] = {0, 1, 2, 3, 1, 5, 1, 7, 0, 9};
-    uint32_t frame[] = {1, 2, 3, 4, 5, 6, 7, 8, 2, 3};
-    int32_t line[] = {10, 100, 200, 300, 400, 500, 101, 201, 100, 200};
-    tp_stack_tree t = {parent, frame, line, 10, function, file, 8};
-    assert_true(tp_stack_frame_works_for_us(file[1], function[1]));
-    assert_true(tp_stack_frame_works_for_us(file[6], function[6]));
-    assert_false(tp_stack_frame_works_for_us(file[4], function[4])); /* a wrapper */
-    assert_false(tp_stack_frame_works_for_us(file[2], function[2])); /* torch's */
-    assert_false(tp_stack_frame_works_for_us("/home/u/patches/device.py", "poll"));
-    assert_false(tp_stack_frame_works_for_us("/v/trainprof/patches/loop.py", "__next__"));
-    assert_false(tp_stack_frame_works_for_us(NULL, "poll") ||
-                 tp_stack_frame_works_for_us(file[1], NULL));
-    tp_stack_tree_hide_own(&t);
-    for (int id = 2; id <= 4; id++) { /* poll and all below it: main's copies */
-        assert_int_equal(frame[id - 1], 1);
-        assert_int_equal(line[id - 1], 10);
-        assert_int_equal(parent[id - 1], 0);
-    }
-    assert_int_equal(frame[4], 1); /* the wrapper: main's copy */
-    assert_int_equal(frame[5], 6); /* what it wraps: the user's, under main */
-    assert_int_equal(parent[5], 1);
-    assert_int_equal(frame[6], 1); /* 3.10's poll and its callee: main's */
-    assert_int_equal(frame[7], 1);
-    assert_int_equal(parent[7], 0);
-    assert_int_equal(frame[8], 2); /* nothing of the user's above: kept */
-    assert_int_equal(frame[9], 2);
-    assert_int_equal(parent[9], 0);
-}
-
 static int cmp_double_asc(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -498,88 +408,6 @@ static void test_prom_format(void **state)
     assert_false(tp_prom_metric_of("no_such_metric", &m));
 }
 
-/* Sampled stacks through a real sink: frames interned once, stacks as a
- * tree whose shared outer frames are one node, each node defined once in
- * the batch that first uses it, a sample naming its innermost node, and a
- * thread's identical samples in a row one run, one row however long: handed
- * to the writer when it ends, after a checkpoint's time, and at the end,
- * under its row id each time. */
-static void test_stack_tree(void **state)
-{
-    (void)state;
-    tp_sink *sink = tp_sink_new(0);
-    tp_thread_info info = {.pid = 10, .tid = 10, .rank = 0};
-    uint32_t thread = tp_sink_thread(sink, &info);
-    uint32_t main_f = tp_sink_frame(sink, "main\nrun.py"),
-             load = tp_sink_frame(sink, "load\nrun.py");
-    assert_int_equal(tp_sink_frame(sink, "main\nrun.py"), main_f); /* the same id again */
-    uint32_t a[] = {load, main_f}, b[] = {main_f};                 /* innermost first */
-    int32_t la[] = {7, 3}, lb[] = {4};
-    tp_sink_stack(sink, thread, 100, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
-    tp_sink_stack(sink, thread, 150, 12, 0, 0, b, lb, 1); /* another thread between */
-    tp_sink_stack(sink, thread, 200, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
-    tp_sink_stack(sink, thread, 300, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
-    tp_sink_stack(sink, thread, 400, 11, 0, 0, a, la, 2); /* waiting now: a new run */
-    tp_sink_stack(sink, thread, 500, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
-    tp_batch batch = {0};
-    tp_sink_take(sink, &batch);
-    assert_int_equal(batch.frames.len, 2);
-    /* the runs that ended; thread 12's and 11's last are still open */
-    assert_int_equal(batch.stacks.len, 2);
-    const tp_stack_sample *run = &batch.stacks.items[0];
-    assert_true(run->tid == 11 && run->t_ns == 100 && run->count == 3 && run->span_ns == 200);
-    assert_true(batch.stacks.items[1].t_ns == 400 && batch.stacks.items[1].count == 1 &&
-                batch.stacks.items[1].state == 0);
-    uint64_t first_row = run->row;
-    assert_true(first_row > 0 && batch.stacks.items[1].row != first_row);
-    /* main@3 -> load@7 (two nodes), and main@4 (a third: another line) */
-    assert_int_equal(batch.stack_nodes.len, 3);
-    const tp_stack_node *root = &batch.stack_nodes.items[0], *leaf = &batch.stack_nodes.items[1];
-    assert_true(root->parent == 0 && root->frame == main_f && root->line == 3);
-    assert_true(leaf->parent == root->id && leaf->frame == load && leaf->line == 7);
-    assert_int_equal(batch.stacks.items[0].node, leaf->id);
-    assert_int_equal(batch.stacks.items[1].node, leaf->id);
-    uint32_t leaf_id = leaf->id;
-    /* thread 11's open run grows by repeats (its CPU time did not move): past
-     * a checkpoint's time it is handed, then again under the same row */
-    tp_sink_stack_repeat(sink, thread, 600, 11, 4);
-    tp_batch_clear(&batch);
-    tp_sink_take(sink, &batch);
-    assert_int_equal(batch.stacks.len, 0);
-    uint64_t later = 500 + TP_STACK_RUN_CHECKPOINT_NS;
-    tp_sink_stack_repeat(sink, thread, later, 11, 1000);
-    tp_sink_stack(sink, thread, later + 10, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
-    tp_batch_clear(&batch);
-    tp_sink_take(sink, &batch);
-    assert_int_equal(batch.stack_nodes.len, 0); /* known nodes are not defined again */
-    /* thread 11's run as it was at the checkpoint, and thread 12's, quiet
-     * for a checkpoint's time by the latest sample */
-    assert_int_equal(batch.stacks.len, 2);
-    run = &batch.stacks.items[0];
-    assert_true(run->tid == 11 && run->t_ns == 500 && run->count == 1005 &&
-                run->span_ns == later - 500);
-    assert_int_equal(run->node, leaf_id);
-    assert_true(batch.stacks.items[1].tid == 12 && batch.stacks.items[1].count == 1);
-    uint64_t row = run->row;
-    tp_sink_stack(sink, thread, later + 20, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
-    /* a repeat for a thread with no run is lost */
-    tp_sink_stack_repeat(sink, thread, 700, 13, 5);
-    /* a sample of a thread the sink could not keep counts as lost */
-    tp_sink_stack(sink, 0, 500, 11, 0, 0, a, la, 2);
-    uint64_t lost[TP_LOST_KINDS];
-    tp_sink_losses(sink, lost);
-    assert_int_equal(lost[TP_LOST_EVENTS], 6);
-    /* the end hands every open run that grew since: thread 11's, same row */
-    tp_sink_close(sink);
-    tp_batch_clear(&batch);
-    tp_sink_take(sink, &batch);
-    assert_int_equal(batch.stacks.len, 1);
-    run = &batch.stacks.items[0];
-    assert_true(run->row == row && run->count == 1007 && run->span_ns == later + 20 - 500);
-    tp_batch_free(&batch);
-    tp_sink_free(sink);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -597,9 +425,6 @@ int main(void)
         cmocka_unit_test(test_prom_format),
         cmocka_unit_test(test_envelope),
         cmocka_unit_test(test_envelope_median_is_the_sorted_middle),
-        cmocka_unit_test(test_own_frames_are_hidden_in_the_stack_tree),
-        cmocka_unit_test(test_what_our_own_work_calls_is_hidden_too),
-        cmocka_unit_test(test_stack_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

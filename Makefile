@@ -10,7 +10,8 @@ SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -
 C_FILES  := $(shell find include lib src tests bench python -name '*.[ch]')
 WERROR   := $(if $(CI),-Dwerror=true,)
 
-.PHONY: all build deps demo check test test-c test-sanitizers test-format test-python-style test-layers test-py test-fuzz fuzz bench format clean wheel sdist test-wheel test-bare
+PHONY_TESTS := test-beside test-py-spread test-py-machine test-wheel-built
+.PHONY: all build deps demo check test $(PHONY_TESTS) test-c test-sanitizers test-format test-python-style test-layers test-py test-fuzz fuzz bench format clean wheel sdist test-wheel test-bare
 
 all: build
 
@@ -34,7 +35,22 @@ demo: build
 	$(PROGRAM) report $(BUILD)/demo.db
 	$(PROGRAM) html --force $(BUILD)/demo.db
 
-test: build test-format test-python-style test-layers test-c test-sanitizers test-py test-fuzz test-wheel
+# The whole suite (.ci/run), in three stages: the quick checks; then the Python
+# tests that judge no load, on PYTEST_WORKERS processes, and beside them, at
+# the lowest CPU priority (in the CPU those tests leave idle, about a third of
+# two cores), what judges no time at all: the sanitizers' and the fuzzers'
+# builds and runs, and the wheels' builds (test-beside, its output in
+# build/beside.log); last, alone, what judges the machine: the Python tests
+# marked machine and the wheels installed and run.
+test: build test-format test-python-style test-layers test-c
+	@$(MAKE) --no-print-directory -j2 test-py-spread test-beside
+	@$(MAKE) --no-print-directory test-py-machine test-wheel-built
+
+test-beside: build
+	@echo "test-beside: the sanitizers, the fuzzers and the wheels' builds, beside the Python tests (log: $(BUILD)/beside.log)"
+	@nice -n 19 $(MAKE) --no-print-directory test-sanitizers test-fuzz wheel >$(BUILD)/beside.log 2>&1 || \
+	    { tail -80 $(BUILD)/beside.log; echo "test-beside: failed (the whole log: $(BUILD)/beside.log)"; exit 1; }
+	@echo "test-beside: the sanitizers, the fuzzers and the wheels' builds passed"
 
 # The quick tier, for every change (about a minute once built): the format and
 # layer checks, ruff and mypy, the C unit tests, the golden outputs and the
@@ -58,6 +74,10 @@ sdist: deps
 test-wheel: wheel
 	$(PY) tools/test_wheel.py dist
 
+# the wheels `make wheel` left in dist/, installed and run (test's last stage)
+test-wheel-built:
+	$(PY) tools/test_wheel.py dist
+
 # a wheel in a Debian root with python3 and nothing else (debootstrap; root)
 test-bare: wheel
 	tools/test-bare.sh dist
@@ -77,7 +97,7 @@ test-sanitizers: deps
 # recording's rows edited as a crafted file would hold them
 # (tests/fuzz/fuzz_run_file.c), and the drain's reading of a training
 # process's ring, from real rings (tests/fuzz/fuzz_ring_events.c, seeds by
-# tests/fuzz/ring_seed.c). A bounded minute in all in `make test`,
+# tests/fuzz/ring_seed.c). A minute and a half in all in `make test`,
 # FUZZ_SECONDS (default 600) each by `make fuzz`; findings are written to
 # build-fuzz/ as crash-*, leak-* or timeout-* files.
 FUZZ_SECONDS ?= 600
@@ -149,8 +169,12 @@ PYTEST_ENV = TRAINPROF=$(abspath $(PROGRAM)) FAKE_NVML_LIB=$(abspath $(BUILD)/te
 	EMIT_EVENTS=$(abspath $(BUILD)/tests/emit_events) \
 	HOSTILE_RING=$(abspath $(BUILD)/tests/hostile_ring) \
 	NO_VM_READV=$(abspath $(BUILD)/tests/no_vm_readv)
-test-py: build
+test-py: test-py-spread test-py-machine
+
+test-py-spread: build
 	$(PYTEST_ENV) $(PY) -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist loadfile -m "not machine" tests/py
+
+test-py-machine: build
 	$(PYTEST_ENV) $(PY) -m pytest -q -m machine tests/py
 
 bench: build

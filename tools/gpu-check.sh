@@ -65,7 +65,7 @@ bench() {
     [ $# -gt 0 ] || set -- mlp resnet transformer
     for model in "$@"; do
         python3 bench/gpu_step_cost.py 3 --model "$model" --trainprof "$TRAINPROF" \
-            --arms bare,record,stacks0,ops_off,devtimes_off,profiler \
+            --arms bare,record,stacks0,ops_off,devtimes_off,devtimes_8,profiler \
             >"${OUT:-/tmp/gpu-out}/step_cost_$model.json" ||
             echo "$0: gpu_step_cost.py --model $model failed" >&2
     done

@@ -36,41 +36,23 @@ demo: build
 	$(PROGRAM) html --force $(BUILD)/demo.db
 
 # The whole suite (.ci/run), in three stages: the quick checks; then the Python
-# tests that judge no load, on PYTEST_WORKERS processes, and beside them, at
-# the lowest CPU priority (in the CPU those tests leave idle, about a third of
-# two cores), what judges no time at all: the sanitizers' and the fuzzers'
-# builds and runs, and the wheels' builds (test-beside, its output in
-# build/beside.log); last, alone, what judges the machine: the Python tests
-# marked machine and the wheels installed and run.
-test: build test-format test-python-style test-layers test-c
+# tests that judge no load, on PYTEST_WORKERS processes, and beside them
+# (test-beside, its output in build/beside.log): at the lowest CPU priority,
+# in the CPU those tests leave idle (about a third of two cores), what judges
+# no time at all (the C unit tests, under the sanitizers too, the fuzzers'
+# builds and runs, the wheels' builds), then the wheels installed and run;
+# last, alone, the Python tests that judge the machine.
+test: build test-format test-python-style test-layers
 	@$(MAKE) --no-print-directory -j2 test-py-spread test-beside
-	@$(MAKE) --no-print-directory test-py-machine test-wheel-built
+	@$(MAKE) --no-print-directory test-py-machine
 
 test-beside: build
-	@echo "test-beside: the sanitizers, the fuzzers and the wheels' builds, beside the Python tests (log: $(BUILD)/beside.log)"
-	@nice -n 19 $(MAKE) --no-print-directory test-sanitizers test-fuzz wheel >$(BUILD)/beside.log 2>&1 || \
+	@echo "test-beside: the C tests, the sanitizers, the fuzzers and the wheels, beside the Python tests (log: $(BUILD)/beside.log)"
+	@{ nice -n 19 $(MAKE) --no-print-directory test-c test-sanitizers test-fuzz wheel && \
+	    $(MAKE) --no-print-directory test-wheel-built; } >$(BUILD)/beside.log 2>&1 || \
 	    { tail -80 $(BUILD)/beside.log; echo "test-beside: failed (the whole log: $(BUILD)/beside.log)"; exit 1; }
-	@echo "test-beside: the sanitizers, the fuzzers and the wheels' builds passed"
+	@echo "test-beside: the C tests, the sanitizers, the fuzzers and the wheels passed"
 
-# The quick tier, for every change (about a minute once built): the format and
-# layer checks, ruff and mypy, the C unit tests, the golden outputs and the
-# Python tests that run no training. `make test` is the whole suite.
-CHECK_PY := test_cli test_golden test_gpu_runs test_hostile_files test_layers \
-	test_python_api test_export test_ops_events test_verdicts
-check: build test-format test-python-style test-layers test-c
-	$(PYTEST_ENV) $(PY) -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist loadfile -m "not machine" \
-	    $(CHECK_PY:%=tests/py/%.py)
-
-# Binary wheels for every CPython 3.9-3.14 here, repaired by auditwheel to carry
-# SQLite, ncurses and libmicrohttpd (manylinux); the source package
-wheel: deps
-	tools/wheel.sh dist
-
-sdist: deps
-	$(PY) -m pip install -q build
-	$(PY) -m build --sdist -o dist .
-
-# each wheel in a fresh venv of its CPython: record, report, /metrics, top
 test-wheel: wheel
 	$(PY) tools/test_wheel.py dist
 

@@ -23,7 +23,7 @@ $(BUILD)/build.ninja: | deps
 
 # The program (build/trainprof) and the package installed into .venv.
 build: deps $(BUILD)/build.ninja
-	$(MESON) compile -C $(BUILD)
+	env -u MAKEFLAGS -u MFLAGS $(MESON) compile -C $(BUILD) # ninja, its own -j: no make jobserver
 	@$(MAKE) --no-print-directory $(VENV)/.trainprof-installed
 
 $(VENV)/.trainprof-installed: $(SOURCES)
@@ -48,11 +48,31 @@ test: build test-format test-python-style test-layers
 
 test-beside: build
 	@echo "test-beside: the C tests, the sanitizers, the fuzzers and the wheels, beside the Python tests (log: $(BUILD)/beside.log)"
-	@{ nice -n 19 $(MAKE) --no-print-directory test-c test-sanitizers test-fuzz wheel && \
-	    $(MAKE) --no-print-directory test-wheel-built; } >$(BUILD)/beside.log 2>&1 || \
+	@# without make's jobserver: ninja (1.13) finds it in MAKEFLAGS but not its pipe
+	@{ env -u MAKEFLAGS -u MFLAGS nice -n 19 $(MAKE) --no-print-directory test-c test-sanitizers test-fuzz wheel && \
+	    env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory test-wheel-built; } >$(BUILD)/beside.log 2>&1 || \
 	    { tail -80 $(BUILD)/beside.log; echo "test-beside: failed (the whole log: $(BUILD)/beside.log)"; exit 1; }
 	@echo "test-beside: the C tests, the sanitizers, the fuzzers and the wheels passed"
 
+# The quick tier, for every change (about a minute once built): the format and
+# layer checks, ruff and mypy, the C unit tests, the golden outputs and the
+# Python tests that run no training. `make test` is the whole suite.
+CHECK_PY := test_cli test_golden test_gpu_runs test_hostile_files test_layers \
+	test_python_api test_export test_ops_events test_verdicts
+check: build test-format test-python-style test-layers test-c
+	$(PYTEST_ENV) $(PY) -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist loadfile -m "not machine" \
+	    $(CHECK_PY:%=tests/py/%.py)
+
+# Binary wheels for every CPython 3.9-3.14 here, repaired by auditwheel to carry
+# SQLite, ncurses and libmicrohttpd (manylinux); the source package
+wheel: deps
+	tools/wheel.sh dist
+
+sdist: deps
+	$(PY) -m pip install -q build
+	$(PY) -m build --sdist -o dist .
+
+# each wheel in a fresh venv of its CPython: record, report, /metrics, top
 test-wheel: wheel
 	$(PY) tools/test_wheel.py dist
 

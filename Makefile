@@ -3,7 +3,9 @@
 
 VENV     := .venv
 PY       := $(VENV)/bin/python
-MESON    := $(VENV)/bin/meson
+# meson, and the ninja it runs, without make's jobserver: ninja 1.13 finds it in
+# MAKEFLAGS but not its pipe (a recipe that does not recurse) and says so
+MESON    := env -u MAKEFLAGS -u MFLAGS $(VENV)/bin/meson
 BUILD    := build
 PROGRAM  := $(BUILD)/trainprof
 SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -o -name '*.in') meson.build meson.options pyproject.toml
@@ -23,7 +25,7 @@ $(BUILD)/build.ninja: | deps
 
 # The program (build/trainprof) and the package installed into .venv.
 build: deps $(BUILD)/build.ninja
-	env -u MAKEFLAGS -u MFLAGS $(MESON) compile -C $(BUILD) # ninja, its own -j: no make jobserver
+	$(MESON) compile -C $(BUILD)
 	@$(MAKE) --no-print-directory $(VENV)/.trainprof-installed
 
 $(VENV)/.trainprof-installed: $(SOURCES)
@@ -40,7 +42,8 @@ demo: build
 # (test-beside, its output in build/beside.log): at the lowest CPU priority,
 # in the CPU those tests leave idle (about a third of two cores), what judges
 # no time at all (the C unit tests, under the sanitizers too, the fuzzers'
-# builds and runs, the wheels' builds), then the wheels installed and run;
+# builds and runs, the wheels' builds; two at a time), then the wheels
+# installed and run;
 # last, alone, the Python tests that judge the machine.
 test: build test-format test-python-style test-layers
 	@$(MAKE) --no-print-directory -j2 test-py-spread test-beside
@@ -48,8 +51,7 @@ test: build test-format test-python-style test-layers
 
 test-beside: build
 	@echo "test-beside: the C tests, the sanitizers, the fuzzers and the wheels, beside the Python tests (log: $(BUILD)/beside.log)"
-	@# without make's jobserver: ninja (1.13) finds it in MAKEFLAGS but not its pipe
-	@{ env -u MAKEFLAGS -u MFLAGS nice -n 19 $(MAKE) --no-print-directory test-c test-sanitizers test-fuzz wheel && \
+	@{ env -u MAKEFLAGS -u MFLAGS nice -n 19 $(MAKE) --no-print-directory -j2 test-c test-sanitizers test-fuzz wheel && \
 	    env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory test-wheel-built; } >$(BUILD)/beside.log 2>&1 || \
 	    { tail -80 $(BUILD)/beside.log; echo "test-beside: failed (the whole log: $(BUILD)/beside.log)"; exit 1; }
 	@echo "test-beside: the C tests, the sanitizers, the fuzzers and the wheels passed"
@@ -110,7 +112,7 @@ RING_SEEDS := nested spans device late_rank stacks facts
 $(FUZZ) $(FUZZ_RING) $(FUZZ_OPS): $(SOURCES) tests/fuzz/fuzz_run_file.c tests/fuzz/fuzz_ring_events.c tests/fuzz/fuzz_ops_blob.c tests/fuzz/ring_seed.c | deps
 	@[ -f $(BUILD)-fuzz/build.ninja ] || CC=clang $(MESON) setup $(BUILD)-fuzz -Dfuzz=true \
 	    -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link $(WERROR) >/dev/null
-	$(VENV)/bin/ninja -C $(BUILD)-fuzz build.ninja >/dev/null # meson.build changed: regenerate first
+	env -u MAKEFLAGS -u MFLAGS $(VENV)/bin/ninja -C $(BUILD)-fuzz build.ninja >/dev/null # meson.build changed: regenerate first
 	@# emit_events too: the public header's TP_SCOPE under clang's warnings
 	$(MESON) compile -C $(BUILD)-fuzz tests/fuzz_run_file tests/fuzz_ring_events tests/fuzz_ops_blob \
 	    tests/ring_seed tests/emit_events >$(BUILD)-fuzz/compile.log || { tail -40 $(BUILD)-fuzz/compile.log; exit 1; }

@@ -1,9 +1,10 @@
 /* test_verdicts.c: the rules of thumb (analyze/verdicts.h) and bottleneck's
- * limit (analyze/bottleneck_facts.h) on facts made here, not recorded: each
- * rule at its threshold and just below (input, transfer, compute, GPU use,
- * GPU memory and slowdowns, host memory, CPUs, a network link, stragglers
- * and exposed communication), each input-bound cause, and what
- * keeps a rule quiet (a stall, input beside compute). The end-to-end tests
+ * limit (analyze/bottleneck_facts.h) on facts made by hand
+ * (verdict_facts.h), not recorded: each rule at its threshold and just
+ * below (input, transfer, compute, host memory, CPUs, a network link,
+ * stragglers and exposed communication; a GPU's: test_verdicts_gpu.c), each
+ * input-bound cause, and what keeps a rule quiet (a stall, input beside
+ * compute). The end-to-end tests
  * show the rules on real runs; these hold the rules themselves. */
 #include <math.h>
 #include <signal.h>
@@ -13,119 +14,13 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "verdict_facts.h"
 
 #include "analyze/bottleneck_facts.h"
 #include "analyze/verdicts.h"
 #include "core/metric_catalog.h"
 #include "render/verdict_words.h"
 #include "trainprof.h"
-
-#define MAX_ROWS   16
-#define MAX_SERIES 16
-
-/* A one-agent run of one rank (0), as the summary holds it. */
-typedef struct facts {
-    tp_run run;
-    tp_run_agent agent;
-    tp_run_meta meta[8];
-    tp_run_gpu gpu;
-    tp_run_series series[MAX_SERIES];
-    tp_series_summary items[MAX_SERIES];
-    tp_timing_row rows[MAX_ROWS];
-    tp_step_row steps;
-    tp_stall stall;
-    tp_summary s;
-} facts;
-
-static facts *facts_new(void)
-{
-    facts *f = calloc(1, sizeof *f);
-    f->agent = (tp_run_agent){.id = 1, .name = "node", .host = "node"};
-    f->run.agents = &f->agent;
-    f->run.nagents = 1;
-    f->run.meta = f->meta;
-    f->s.run = &f->run;
-    f->s.parts = TP_PARTS_ALL; /* no stacks, windows or stalls: empty, but built */
-    f->s.items = f->items;
-    f->s.timings.rows = f->rows;
-    f->s.timings.steps = &f->steps;
-    f->s.timings.nsteps = 1;
-    /* 100 steps of 10 ms */
-    f->steps = (tp_step_row){.rank = 0, .stats = {.count = 100, .mean = 0.010}, .total_s = 1.0};
-    return f;
-}
-
-/* The summary's inventory taken again from the run as the test has made it
- * (render/ reads the run through it). */
-static void take_inventory(facts *f)
-{
-    tp_run_inventory_free(&f->s.inv);
-    tp_run_settings_read(f->run.meta, f->run.nmeta, &f->run.settings);
-    assert_true(tp_run_inventory_build(&f->run, &f->s.inv));
-}
-
-static void facts_free(facts *f)
-{
-    tp_run_inventory_free(&f->s.inv);
-    free(f);
-}
-
-static int by_rank_name(const void *x, const void *y)
-{
-    const tp_timing_row *a = x, *b = y;
-    return a->rank != b->rank ? (a->rank > b->rank) - (a->rank < b->rank)
-                              : strcmp(a->name, b->name);
-}
-
-/* Rank 0's phase name takes share of its step time (host), device of it on
- * the GPU (0: none timed). */
-static void phase(facts *f, const char *name, double share, double device)
-{
-    tp_timing_row *r = &f->rows[f->s.timings.nrows++];
-    *r = (tp_timing_row){.rank = 0,
-                         .name = (char *)name,
-                         .share = share,
-                         .in_steps_s = share * f->steps.total_s,
-                         .total_s = share * f->steps.total_s,
-                         .stats = {.count = 100, .mean = share * f->steps.stats.mean},
-                         .device_total_s = device * f->steps.total_s};
-    qsort(f->rows, f->s.timings.nrows, sizeof *f->rows, by_rank_name);
-}
-
-/* A series of agent 1 whose figures over the steps (and the run) are p50
- * (median), mean and max. */
-static void series(facts *f, const char *metric, const char *labels, double p50, double mean,
-                   double max)
-{
-    size_t i = f->s.n++;
-    f->series[i] = (tp_run_series){.id = (int64_t)i + 1,
-                                   .agent_id = 1,
-                                   .metric = (char *)metric,
-                                   .unit = "",
-                                   .labels = (char *)labels};
-    tp_stats st = {
-        .count = 100, .mean = mean, .min = 0, .p5 = p50, .p50 = p50, .p95 = max, .max = max};
-    f->items[i] =
-        (tp_series_summary){.series = &f->series[i], .stats = st, .steps = st, .in_steps = true};
-}
-
-static void meta(facts *f, const char *key, const char *value)
-{
-    f->meta[f->run.nmeta++] = (tp_run_meta){.key = (char *)key, .value = (char *)value};
-}
-
-/* The verdicts of kind, counted; *first: the first of them. */
-static size_t verdicts_of(const facts *f, tp_verdict_kind kind, tp_verdict *first)
-{
-    tp_verdicts v;
-    tp_verdicts_build(&f->s, &v);
-    size_t n = 0;
-    for (size_t i = 0; i < v.n; i++)
-        if (v.items[i].kind == kind && n++ == 0 && first)
-            *first = v.items[i];
-    tp_verdicts_free(&v);
-    return n;
-}
 
 static void test_input_bound_at_its_share_and_not_below(void **state)
 {
@@ -302,52 +197,6 @@ static void test_the_words_name_the_figures(void **state)
     facts_free(f);
 }
 
-/* The run's one GPU (index 0, 80 GiB) on agent 1. */
-static void one_gpu(facts *f)
-{
-    f->gpu = (tp_run_gpu){.agent_id = 1, .index = 0, .name = "H100", .mem_total_bytes = 80LL << 30};
-    f->run.gpus = &f->gpu;
-    f->run.ngpus = 1;
-}
-
-static void test_gpu_underused_by_utilization_or_by_its_sms(void **state)
-{
-    (void)state;
-    facts *f = facts_new();
-    one_gpu(f);
-    series(f, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}", 95, 95, 100);
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_UNDERUSED, NULL), 0);
-    f->items[0].steps.mean = 89; /* below the 90 % target */
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_UNDERUSED, NULL), 1);
-    /* "busy" by NVML's measure, but kernels on a few SMs (GPM) */
-    f->items[0].steps.mean = 99;
-    series(f, TP_METRIC_GPU_SM_ACTIVE_PERCENT, "{\"gpu\":\"0\"}", 20, 20, 30);
-    tp_verdict v;
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_UNDERUSED, &v), 1);
-    assert_non_null(v.f.gpu_util.sm_active);
-    facts_free(f);
-}
-
-static void test_gpu_memory_near_full_and_gpu_slowed(void **state)
-{
-    (void)state;
-    facts *f = facts_new();
-    one_gpu(f);
-    double total = (double)f->gpu.mem_total_bytes;
-    series(f, TP_METRIC_GPU_MEM_USED_BYTES, "{\"gpu\":\"0\"}", 0.5 * total, 0.5 * total,
-           0.89 * total);
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_MEMORY, NULL), 0);
-    f->items[0].stats.max = 0.9 * total;
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_MEMORY, NULL), 1);
-    /* slowed by heat or a fault 10 % of the samples or more */
-    struct tp_gpu_slowdown slow = {.bits = 0, .share = 0.2, .trouble_share = 0.09};
-    f->s.gpu_slowdown = &slow;
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_THROTTLED, NULL), 0);
-    slow.trouble_share = 0.1;
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_THROTTLED, NULL), 1);
-    facts_free(f);
-}
-
 static void test_a_link_near_its_speed(void **state)
 {
     (void)state;
@@ -388,147 +237,6 @@ static void test_stragglers_first_else_exposed_communication(void **state)
     assert_int_equal(verdicts_of(f, TP_VERDICT_STRAGGLER, &v), 1);
     assert_int_equal(v.rank, 1);
     assert_int_equal(verdicts_of(f, TP_VERDICT_COMMUNICATION_BOUND, NULL), 0);
-    facts_free(f);
-}
-
-static void test_an_allocator_near_its_devices_memory_once_per_rank(void **state)
-{
-    (void)state;
-    facts *f = facts_new();
-    double total = 80.0 * (1 << 30);
-    tp_ops_window_fact windows[3] = {
-        {.rank = 0, .peak_allocated_bytes = 0.89 * total, .device_memory_bytes = total},
-        {.rank = 0, .peak_allocated_bytes = 0.95 * total, .device_memory_bytes = total},
-        {.rank = 0, .peak_allocated_bytes = 0.97 * total, .device_memory_bytes = total},
-    };
-    f->s.ops.windows = windows;
-    f->s.ops.nwindows = 1;
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_MEMORY, NULL), 0);
-    f->s.ops.nwindows = 3; /* two windows near full: one verdict for the rank */
-    tp_verdict v;
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_MEMORY, &v), 1);
-    assert_null(v.gpu);
-    assert_true(v.f.gpu_memory.used_max_bytes == 0.95 * total);
-    windows[0].device_memory_bytes = NAN; /* no GPU: never near full */
-    f->s.ops.nwindows = 1;
-    windows[0].peak_allocated_bytes = 1e12;
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_MEMORY, NULL), 0);
-    facts_free(f);
-}
-
-/* The verdict of kind with its words; found: whether there was one. */
-static bool message_of(facts *f, tp_verdict_kind kind, char *words, size_t cap)
-{
-    take_inventory(f);
-    tp_verdicts v;
-    tp_verdicts_build(&f->s, &v);
-    bool found = false;
-    for (size_t i = 0; i < v.n && !found; i++)
-        if ((found = v.items[i].kind == kind))
-            tp_verdict_message(words, cap, &f->s, &v.items[i]);
-    tp_verdicts_free(&v);
-    return found;
-}
-
-/* A computing step on a GPU is the GPU's limit only where the GPU was busy
- * TP_HOST_BOUND_GPU_BUSY of the steps; below, the host can't feed it (the
- * H200's ResNet-18 at batch 64: train_batch 100 %, the GPU busy 40 %). The
- * GPU's under-use is then that verdict's evidence, not a second verdict. */
-static void test_on_a_gpu_compute_bound_where_busy_else_host_bound(void **state)
-{
-    (void)state;
-    facts *f = facts_new();
-    one_gpu(f);
-    meta(f, "fact.model.device", "cuda");
-    phase(f, TP_PHASE_TRAIN_BATCH, 0.98, 0);
-    double at = 100 * TP_HOST_BOUND_GPU_BUSY;
-    series(f, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}", at, at, 100);
-    tp_verdict v;
-    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
-    assert_int_equal(v.f.compute.witness, TP_GPU_BUSY_NVML);
-    assert_true(fabs(v.f.compute.gpu_busy - TP_HOST_BOUND_GPU_BUSY) < 1e-12);
-    assert_ptr_equal(v.gpu, &f->gpu);
-    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_BOUND, NULL), 0);
-    /* under 90 %, but the compute verdict says why: no gpu_underused beside */
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_UNDERUSED, NULL), 0);
-    f->items[0].steps.mean = at - 1; /* just below: the host can't keep it busy */
-    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_BOUND, &v), 1);
-    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, NULL), 0);
-    assert_int_equal(verdicts_of(f, TP_VERDICT_GPU_UNDERUSED, NULL), 0);
-    char words[TP_VERDICT_MESSAGE_MAX];
-    assert_true(message_of(f, TP_VERDICT_HOST_BOUND, words, sizeof words));
-    assert_non_null(strstr(words, "host-bound"));
-    assert_non_null(strstr(words, "busy only 69% of the training steps"));
-    assert_non_null(strstr(words, "reduce-overhead"));
-    assert_non_null(strstr(words, "fused=True"));
-    assert_non_null(strstr(words, "mixed precision or a faster GPU won't help"));
-    assert_null(strstr(words, "faster or more GPUs"));
-    /* it leads: it explains the most step time */
-    tp_verdicts all;
-    tp_verdicts_build(&f->s, &all);
-    assert_int_equal(all.items[tp_verdicts_main(&all)].kind, TP_VERDICT_HOST_BOUND);
-    tp_verdicts_free(&all);
-    facts_free(f);
-}
-
-/* Without NVML's utilization, the capture windows' kernels say how busy
- * the GPU was; with neither, nothing says the host was the limit. */
-static void test_the_capture_windows_witness_a_gpu_without_nvml(void **state)
-{
-    (void)state;
-    facts *f = facts_new();
-    one_gpu(f);
-    meta(f, "fact.model.device", "cuda");
-    phase(f, TP_PHASE_TRAIN_BATCH, 0.9, 0);
-    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, NULL), 1);
-    struct tp_ops_gpu_busy busy = {.rank = 0, .span_s = 1.0, .busy_s = 0.27};
-    f->s.ops.busy = &busy;
-    f->s.ops.nbusy = 1;
-    tp_verdict v;
-    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_BOUND, &v), 1);
-    assert_int_equal(v.f.compute.witness, TP_GPU_BUSY_WINDOW);
-    assert_true(fabs(v.f.compute.window_idle - 0.73) < 1e-12);
-    facts_free(f);
-}
-
-/* A model on the CPU of a machine with an idle GPU is not host-bound. */
-static void test_a_training_on_the_cpu_beside_an_idle_gpu_computes(void **state)
-{
-    (void)state;
-    facts *f = facts_new();
-    one_gpu(f);
-    meta(f, "fact.model.device", "cpu");
-    phase(f, TP_PHASE_TRAIN_BATCH, 0.9, 0);
-    series(f, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}", 0, 0, 0);
-    tp_verdict v;
-    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
-    assert_int_equal(v.f.compute.witness, TP_GPU_BUSY_UNKNOWN);
-    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_BOUND, NULL), 0);
-    facts_free(f);
-}
-
-/* What the script already does is never the advice: a model under bf16
- * autocast is said to run so, and its tensor cores' low use is put down to
- * the GPU's idle time and the work they don't run, not to FP32. */
-static void test_precision_words_fit_what_the_model_runs_in(void **state)
-{
-    (void)state;
-    facts *f = facts_new();
-    one_gpu(f);
-    meta(f, "fact.model.device", "cuda");
-    meta(f, "fact.model.autocast", "1");
-    meta(f, "fact.model.autocast_dtype", "bfloat16");
-    meta(f, "fact.model.dtype", "float32");
-    phase(f, TP_PHASE_TRAIN_BATCH, 0.95, 0);
-    series(f, TP_METRIC_GPU_UTIL_PERCENT, "{\"gpu\":\"0\"}", 80, 80, 100);
-    series(f, TP_METRIC_GPU_TENSOR_ACTIVE_PERCENT, "{\"gpu\":\"0\"}", 6, 6, 9);
-    char words[TP_VERDICT_MESSAGE_MAX];
-    assert_true(message_of(f, TP_VERDICT_COMPUTE_BOUND, words, sizeof words));
-    assert_non_null(strstr(words, "already runs under bf16 autocast"));
-    assert_non_null(strstr(words, "the GPU itself idle 20% of the steps"));
-    assert_non_null(strstr(words, "under bf16 autocast: most of its GPU time"));
-    assert_null(strstr(words, "bf16 autocast, torch.backends"));
-    assert_null(strstr(words, "float32 under autocast"));
     facts_free(f);
 }
 
@@ -597,15 +305,8 @@ int main(void)
         cmocka_unit_test(test_host_memory_near_full),
         cmocka_unit_test(test_cpu_saturated_only_where_cpus_feed_gpus),
         cmocka_unit_test(test_the_words_name_the_figures),
-        cmocka_unit_test(test_gpu_underused_by_utilization_or_by_its_sms),
-        cmocka_unit_test(test_gpu_memory_near_full_and_gpu_slowed),
         cmocka_unit_test(test_a_link_near_its_speed),
         cmocka_unit_test(test_stragglers_first_else_exposed_communication),
-        cmocka_unit_test(test_an_allocator_near_its_devices_memory_once_per_rank),
-        cmocka_unit_test(test_on_a_gpu_compute_bound_where_busy_else_host_bound),
-        cmocka_unit_test(test_the_capture_windows_witness_a_gpu_without_nvml),
-        cmocka_unit_test(test_a_training_on_the_cpu_beside_an_idle_gpu_computes),
-        cmocka_unit_test(test_precision_words_fit_what_the_model_runs_in),
         cmocka_unit_test(test_bottleneck_limits_use_the_verdicts_thresholds),
         cmocka_unit_test(test_verdicts_of_a_summary_without_its_parts_stop),
     };

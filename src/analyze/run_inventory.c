@@ -35,7 +35,7 @@ bool tp_run_inventory_build(const tp_run *run, tp_run_inventory *inv)
     inv->nmeta = run->nmeta;
     inv->agent_meta = run->agent_meta;
     inv->nagent_meta = run->nagent_meta;
-    inv->model_known = tp_run_model_facts(run, &inv->model);
+    tp_run_model_facts(run, &inv->model); /* each unknown where the run told none */
     inv->device_times_every = run->settings.device_times_every;
     return true;
 }
@@ -69,11 +69,4 @@ const char *tp_inventory_agent_name(const tp_run_inventory *inv, int64_t id)
 {
     ptrdiff_t at = tp_inventory_agent_at(inv, id);
     return at >= 0 ? inv->agents[at].name : "?";
-}
-
-const tp_host_facts *tp_inventory_host(const tp_run_inventory *inv, int64_t id)
-{
-    static const tp_host_facts unknown;
-    ptrdiff_t at = tp_inventory_agent_at(inv, id);
-    return at >= 0 ? &inv->hosts[at] : &unknown;
 }

@@ -36,7 +36,6 @@ typedef struct tp_run_inventory {
     /* the regions' device times taken on one step in this many from the start
      * (TRAINPROF_DEVICE_TIMES=N; the recorder's back-off is own_cost.h's) */
     int device_times_every;
-    bool model_known;     /* model holds what the training's Python side told */
     tp_model_facts model; /* the model's device, dtype, autocast, the loader */
     bool agents_by_id;    /* agents are in id order (looked up by bisection) */
 } tp_run_inventory;
@@ -50,8 +49,5 @@ ptrdiff_t tp_inventory_agent_at(const tp_run_inventory *inv, int64_t id);
 
 /* The name of agent id (its node), or "?" where the run has no such agent. */
 const char *tp_inventory_agent_name(const tp_run_inventory *inv, int64_t id);
-
-/* Agent id's host facts; every field NULL where the run has no such agent. */
-const tp_host_facts *tp_inventory_host(const tp_run_inventory *inv, int64_t id);
 
 #endif

@@ -7,9 +7,10 @@ and whatever that stream waited for in between (another stream's work, a
 collective, a peer), not the GPU's busy time. None while a CUDA graph is
 being captured (torch's CUDAGraph, or any capture of the current stream).
 TRAINPROF_DEVICE_TIMES=0 turns them off, =all adds forward, backward and
-optimizer_step, =N (2 to 255) times regions on one step in N from the start. Once the recorder backs off over its budget, regions are
-timed on one step in the period its requests carry (runtime/ops.py calls
-sample_every); communication keeps every time.
+optimizer_step, =N (2 to 255) times regions on one step in N from the
+start. Once the recorder backs off over its budget, regions are timed on one
+step in the period its requests carry (runtime/ops.py calls sample_every);
+communication keeps every time.
 
 Communication on CUDA (NCCL) is timed here too: the start event on the
 current stream before the call (the collective's stream waits for it), the
@@ -40,16 +41,17 @@ def _period(value):
     return int(value) if value.isdigit() and 2 <= int(value) <= 255 else 1
 
 
+_ASKED = _period(os.environ.get("TRAINPROF_DEVICE_TIMES", ""))  # the user's N, else 1
 # regions timed on one step in this many (TRAINPROF_DEVICE_TIMES=N, or the
 # recorder backed off: sample_every)
-_every = _period(os.environ.get("TRAINPROF_DEVICE_TIMES", ""))
+_every = _ASKED
 
 
 def sample_every(steps):
     """From now on, time regions on one step in steps (the step count of the
     process's marks a multiple of it); 1: every step."""
     global _every
-    _every = max(1, int(steps), _period(os.environ.get("TRAINPROF_DEVICE_TIMES", "")))
+    _every = max(1, int(steps), _ASKED)
 
 
 class DeviceTimes:

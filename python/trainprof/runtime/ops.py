@@ -183,7 +183,7 @@ class Capture:
         req = _native._ops_request()
         if req is not None:  # kept for after a window under way (a rank behind the others)
             _seq, reason, first, steps = req
-            every = (reason >> DEVICE_EVERY_SHIFT) & 0xFF
+            every = (reason >> DEVICE_EVERY_SHIFT) & REASON_MASK
             if every > 1:  # the recorder backed off over its budget
                 from trainprof.patches import device
 

@@ -1,15 +1,13 @@
 /* test_collectors.c: the /proc and /sys collectors against fixture trees
  * (many CPUs, wrapping and resetting counters, vanishing devices, malformed
- * lines) and against this machine's real /proc. */
+ * lines); test_collectors_real.c reads this machine's own. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "collect/collectors.h"
@@ -485,77 +483,6 @@ static void test_cgroup_limits(void **state)
     free(root);
 }
 
-/* Burns CPU in a child and a grandchild until killed. */
-static pid_t spawn_tree(void)
-{
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setpgid(0, 0); /* so the test can kill the whole tree */
-        if (fork() == 0)
-            for (volatile unsigned long i = 0;; i++)
-                ;
-        for (volatile unsigned long i = 0;; i++)
-            ;
-    }
-    return pid;
-}
-
-static void test_proc_tree_real(void **state)
-{
-    (void)state;
-    pid_t child = spawn_tree();
-    test_env t;
-    test_env_open(&t, "/", child);
-    tp_collector *c = tp_proc_tree_collector_new(&t.env);
-    assert_non_null(c);
-    usleep(100000);
-    c->sample(c, tp_clock_now_ns());
-    usleep(300000);
-    c->sample(c, tp_clock_now_ns());
-    tp_batch b = {0};
-    cap_take(t.sink, &b);
-    double v[2];
-    assert_int_equal(cap_values(&b, "proc_count", "{}", v, 2), 2);
-    assert_true(v[1] == 2.0); /* child and grandchild, not this test */
-    assert_int_equal(cap_values(&b, "proc_cpu_percent", "{}", v, 2), 1);
-    assert_true(v[0] > 20.0); /* two busy loops on a 2-core machine */
-    assert_int_equal(cap_values(&b, "proc_rss_bytes", "{}", v, 2), 2);
-    assert_true(v[1] > 0);
-    c->destroy(c);
-    kill(-child, SIGKILL);
-    waitpid(child, NULL, 0);
-    tp_batch_free(&b);
-    test_env_close(&t);
-}
-
-static void test_real_host_all_collectors(void **state)
-{
-    (void)state;
-    test_env t;
-    test_env_open(&t, "/", getpid());
-    tp_collector_set set;
-    tp_collectors_open(&set, &t.env, TP_COLLECT_ALL);
-    assert_true(set.len >= 5);
-    tp_collectors_sample(&set, tp_clock_now_ns());
-    usleep(200000);
-    tp_collectors_sample(&set, tp_clock_now_ns());
-    tp_batch b = {0};
-    cap_take(t.sink, &b);
-    double v[2];
-    assert_int_equal(cap_values(&b, "cpu_util_percent", "{}", v, 2), 1);
-    assert_true(v[0] >= 0 && v[0] <= 100);
-    assert_int_equal(cap_values(&b, "host_mem_used_bytes", "{}", v, 2), 2);
-    assert_true(v[0] > 0);
-    for (size_t i = 0; i < b.series.len; i++) /* every name is in the catalogue */
-        assert_non_null(tp_metric_find(b.series.items[i].metric));
-    for (size_t i = 0; i < b.samples.len; i++)
-        assert_true(b.samples.items[i].value >= 0);
-    tp_collectors_close(&set);
-    tp_batch_free(&b);
-    test_env_close(&t);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -571,8 +498,6 @@ int main(void)
         cmocka_unit_test(test_empty_or_garbled_files_are_said_once),
         cmocka_unit_test(test_rapl_wrap_and_domains),
         cmocka_unit_test(test_cgroup_limits),
-        cmocka_unit_test(test_proc_tree_real),
-        cmocka_unit_test(test_real_host_all_collectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

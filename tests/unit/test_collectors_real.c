@@ -1,0 +1,133 @@
+/* test_collectors_real.c: the collectors against this machine's real /proc
+ * and /sys: a process tree of its own that burns CPU, and every collector at
+ * once. Each judges what the kernel said, whatever else the machine does. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collect/collectors.h"
+#include "core/metric_catalog.h"
+#include "harness.h"
+#include "trainprof.h"
+
+/* Burns CPU in a child and a grandchild until killed; *grandchild gets the
+ * grandchild's pid. */
+static pid_t spawn_tree(pid_t *grandchild)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0); /* so the test can kill the whole tree */
+        pid_t g = fork();
+        if (g == 0)
+            for (volatile unsigned long i = 0;; i++)
+                ;
+        if (write(fds[1], &g, sizeof g) != (ssize_t)sizeof g)
+            _exit(1);
+        for (volatile unsigned long i = 0;; i++)
+            ;
+    }
+    close(fds[1]);
+    assert_int_equal(read(fds[0], grandchild, sizeof *grandchild), (ssize_t)sizeof *grandchild);
+    close(fds[0]);
+    return pid;
+}
+
+/* utime + stime of pid in clock ticks, from its /proc/PID/stat (the oracle). */
+static double cpu_ticks(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    assert_non_null(p);
+    unsigned long long utime = 0, stime = 0;
+    assert_int_equal(
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime), 2);
+    return (double)(utime + stime);
+}
+
+/* The collector's CPU share of the tree between its two samples lies between
+ * what /proc said of the two processes over a span just inside its interval
+ * and one just outside it (a tick of slack for each reading), however busy
+ * the machine is: the test judges the arithmetic, not the load. */
+static void test_proc_tree_real(void **state)
+{
+    (void)state;
+    pid_t grandchild;
+    pid_t child = spawn_tree(&grandchild);
+    test_env t;
+    test_env_open(&t, "/", child);
+    tp_collector *c = tp_proc_tree_collector_new(&t.env);
+    assert_non_null(c);
+    usleep(100000);
+    double outer0 = cpu_ticks(child) + cpu_ticks(grandchild);
+    uint64_t t1 = tp_clock_now_ns();
+    c->sample(c, t1);
+    double inner0 = cpu_ticks(child) + cpu_ticks(grandchild);
+    usleep(300000);
+    double inner1 = cpu_ticks(child) + cpu_ticks(grandchild);
+    uint64_t t2 = tp_clock_now_ns();
+    c->sample(c, t2);
+    double outer1 = cpu_ticks(child) + cpu_ticks(grandchild);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[2];
+    assert_int_equal(cap_values(&b, "proc_count", "{}", v, 2), 2);
+    assert_true(v[1] == 2.0); /* child and grandchild, not this test */
+    assert_int_equal(cap_values(&b, "proc_cpu_percent", "{}", v, 2), 1);
+    double ticks = v[0] / 100.0 * (double)(t2 - t1) / 1e9 * (double)sysconf(_SC_CLK_TCK);
+    assert_true(ticks >= inner1 - inner0 - 2.0 - 1e-6);
+    assert_true(ticks <= outer1 - outer0 + 2.0 + 1e-6);
+    assert_int_equal(cap_values(&b, "proc_rss_bytes", "{}", v, 2), 2);
+    assert_true(v[1] > 0);
+    c->destroy(c);
+    kill(-child, SIGKILL);
+    waitpid(child, NULL, 0);
+    tp_batch_free(&b);
+    test_env_close(&t);
+}
+
+static void test_real_host_all_collectors(void **state)
+{
+    (void)state;
+    test_env t;
+    test_env_open(&t, "/", getpid());
+    tp_collector_set set;
+    tp_collectors_open(&set, &t.env, TP_COLLECT_ALL);
+    assert_true(set.len >= 5);
+    tp_collectors_sample(&set, tp_clock_now_ns());
+    usleep(200000);
+    tp_collectors_sample(&set, tp_clock_now_ns());
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[2];
+    assert_int_equal(cap_values(&b, "cpu_util_percent", "{}", v, 2), 1);
+    assert_true(v[0] >= 0 && v[0] <= 100);
+    assert_int_equal(cap_values(&b, "host_mem_used_bytes", "{}", v, 2), 2);
+    assert_true(v[0] > 0);
+    for (size_t i = 0; i < b.series.len; i++) /* every name is in the catalogue */
+        assert_non_null(tp_metric_find(b.series.items[i].metric));
+    for (size_t i = 0; i < b.samples.len; i++)
+        assert_true(b.samples.items[i].value >= 0);
+    tp_collectors_close(&set);
+    tp_batch_free(&b);
+    test_env_close(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_proc_tree_real),
+        cmocka_unit_test(test_real_host_all_collectors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -167,7 +167,8 @@ test-python-style: build
 
 # The Python tests: those that judge the machine's load (marked machine:
 # tests/py/conftest.py) alone, after the rest on PYTEST_WORKERS processes
-# (pytest-xdist; a file's tests on one worker, for its fixtures).
+# (pytest-xdist; a file's tests on one worker, for its fixtures). Each stage
+# ends with its slowest tests, for whoever makes the suite faster.
 PYTEST_WORKERS ?= 2
 PYTEST_ENV = TRAINPROF=$(abspath $(PROGRAM)) FAKE_NVML_LIB=$(abspath $(BUILD)/tests/libfake_nvml.so) \
 	EMIT_EVENTS=$(abspath $(BUILD)/tests/emit_events) \
@@ -176,10 +177,11 @@ PYTEST_ENV = TRAINPROF=$(abspath $(PROGRAM)) FAKE_NVML_LIB=$(abspath $(BUILD)/te
 test-py: test-py-spread test-py-machine
 
 test-py-spread: build
-	$(PYTEST_ENV) $(PY) -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist loadfile -m "not machine" tests/py
+	$(PYTEST_ENV) $(PY) -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist loadfile -m "not machine" \
+	    --durations=15 tests/py
 
 test-py-machine: build
-	$(PYTEST_ENV) $(PY) -m pytest -q -m machine tests/py
+	$(PYTEST_ENV) $(PY) -m pytest -q -m machine --durations=15 tests/py
 
 bench: build
 	$(PY) bench/run_all.py

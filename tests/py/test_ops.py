@@ -402,13 +402,18 @@ def test_ddp_ranks_capture_the_same_steps(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     rep = report_json(run)
-    windows = sorted((w["rank"], w["first_step"], w["steps"]) for w in rep["windows"])
-    assert windows == [(0, 11, 5), (1, 11, 5)]
+    windows = {
+        rank: sorted((w["first_step"], w["steps"]) for w in rep["windows"] if w["rank"] == rank)
+        for rank in (0, 1)
+    }
+    # the scheduled window, on both ranks; on a loaded machine a slow step may
+    # bring more, and the ranks take those together too
+    assert windows[0][0] == (11, 5) and windows[0] == windows[1]
     for rank in (0, 1):
         linear = sum(
             o["calls"] for o in rep["ops"] if o["rank"] == rank and o["name"] == "aten::linear"
         )
-        assert linear == 10
+        assert linear == 2 * sum(steps for _, steps in windows[rank])  # two layers a step
 
 
 def _uncovered_instant(db, wid, thread, name, start, dur):

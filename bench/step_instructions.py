@@ -12,6 +12,11 @@ sampler's own thread is reported beside). Arms as gpu_step_cost.py's
 valgrind, about 50 times slower than native. PYTHONHASHSEED is fixed.
 
     python3 bench/step_instructions.py [--arms A,B,...] [--steps N1,N2] [--jobs J]
+                                       [--keep DIR]
+
+--keep DIR keeps callgrind's files there (cg-ARM-STEPS.PID-THREAD), for
+callgrind_annotate: the per-step cost of each C function is the difference
+between an arm's two runs (bench/instructions_by_function.py does that).
 """
 
 import argparse
@@ -71,6 +76,7 @@ def main():
     p.add_argument("--arms", default="bare,record,stacks0,ops_off")
     p.add_argument("--steps", default="40,240")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--keep", metavar="DIR", help="keep callgrind's output files in DIR")
     p.add_argument(
         "--trainprof",
         default=os.environ.get("TRAINPROF") or os.path.join(ROOT, "build", "trainprof"),
@@ -81,9 +87,13 @@ def main():
     if "bare" not in arms:
         arms.insert(0, "bare")
     with (
-        tempfile.TemporaryDirectory() as d,
+        tempfile.TemporaryDirectory() as tmp,
         concurrent.futures.ThreadPoolExecutor(args.jobs) as pool,
     ):
+        d = tmp
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            d = args.keep
         jobs = {(a, n): pool.submit(run, a, n, args, d) for a in arms for n in (n1, n2)}
         got = {k: f.result() for k, f in jobs.items()}
     result = {"model": "standin", "steps": [n1, n2]}

@@ -8,7 +8,9 @@
 
 #include <stdbool.h>
 
+#include "_per_thread.h"
 #include "_stack_sampler.h"
+#include "_timed_method.h"
 #include "facts.h"
 #include "ops_window.h"
 #include "trainprof.h"
@@ -146,6 +148,18 @@ static PyObject *py_end(PyObject *module, PyObject *r)
     }
     tp_end(((Region *)r)->id);
     Py_RETURN_NONE;
+}
+
+/* timed_method(method, region): method (a tensor method) timed as region
+ * where the tensor is on a device (_timed_method.c). */
+static PyObject *py_timed_method(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2 || Py_TYPE(args[1]) != &RegionType) {
+        PyErr_SetString(PyExc_TypeError, "timed_method(method, region)");
+        return NULL;
+    }
+    return tp_py_timed_method_new(args[0], ((Region *)args[1])->id);
 }
 
 /* Parses (region, a, b) with a and b unsigned nanosecond counts; false with
@@ -474,6 +488,10 @@ static PyMethodDef module_methods[] = {
      "fact('key=value'): what the script does, for the advice (ValueError: malformed; KeyError: a "
      "key not in lib/facts.h)."},
     {"dropped", py_dropped, METH_NOARGS, "Events this thread dropped on a full buffer."},
+    {"timed_method", (PyCFunction)(void (*)(void))py_timed_method, METH_FASTCALL,
+     "timed_method(method, region): a tensor method timed where the tensor is on a device."},
+    {"per_thread", tp_py_per_thread, METH_O,
+     "per_thread(cls): this thread's instance of cls (made by cls() on first use)."},
     {"_set_decorator_factory", py_set_decorator_factory, METH_O, NULL},
     {"_ops_hook", py_ops_hook, METH_O, NULL},
     {"_ops_wait", py_ops_wait, METH_O, NULL},
@@ -498,7 +516,7 @@ static struct PyModuleDef native_module = {
 
 PyMODINIT_FUNC PyInit__native(void)
 {
-    if (PyType_Ready(&RegionType) < 0)
+    if (PyType_Ready(&RegionType) < 0 || tp_py_timed_method_ready() < 0)
         return NULL;
     region_cache = PyDict_New();
     if (!region_cache)

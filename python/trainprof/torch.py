@@ -87,6 +87,11 @@ from trainprof.startup.after_import import after_import
 _installed = False
 
 
+def _tracker_exit():
+    """At exit: the exiting thread's step tracker settles what it held."""
+    tracker().exit()
+
+
 def instrument():
     """Applies the auto-instrumentation once; returns False if it already was."""
     global _installed
@@ -115,5 +120,5 @@ def instrument():
     _ops.install(torch)  # capture windows, when the recorder asks
     if DEVICE_TIMES:
         atexit.register(flush_device_times)
-    atexit.register(tracker.exit)
+    atexit.register(_tracker_exit)
     return True

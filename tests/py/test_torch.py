@@ -295,13 +295,33 @@ def test_device_transfers_are_timed(run_file, tmp_path):
             x.to(torch.float64)       # a dtype change: not a transfer
             x.to("cpu")               # stays: not a transfer
         assert x.sum().item() == 4.0  # CPU tensor: not a device-to-host copy
+        x.cpu(), x.tolist(), x.numpy()  # nor these
+
+        class OnDevice(torch.Tensor):  # a tensor that says it is not on the CPU
+            __torch_function__ = torch._C._disabled_torch_function_impl  # calls once
+
+            @property
+            def is_cpu(self):
+                return False
+
+        d = torch.ones(1).as_subclass(OnDevice)
+        assert d.item() == 1.0 and d.tolist() == [1.0]  # each waits for the device
+        assert float(d.cpu()) == 1.0 and d.numpy().tolist() == [1.0]
+        item = d.item  # a bound method, timed when called
+        assert item() == 1.0
+        try:
+            torch.Tensor.item()  # the method's own error, untimed
+        except TypeError:
+            pass
+        print("ok")
     """)
     )
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=120)
     assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ok"]
     rep = report_json(run_file)
     assert timing(rep, "to_device")["count"] == 5
-    assert timing(rep, "from_device") is None
+    assert timing(rep, "from_device")["count"] == 5
 
 
 def test_torchrun_ranks_record_reduce_metrics(run_file, tmp_path):

@@ -25,7 +25,8 @@ import threading
 import weakref
 
 from trainprof import _native
-from trainprof.patches.common import count_samples, tracker
+from trainprof.patches.common import count_samples
+from trainprof.patches.common import loop as _torch_loop
 from trainprof.steps import marks as _marks
 from trainprof.steps.facts import send as send_facts
 from trainprof.steps.framework_loop import R_EVALUATE, FrameworkLoop, wrap_method
@@ -56,7 +57,7 @@ def _is_trainer(engine):
 
 
 def _work():
-    return tracker.loop.updates, tracker.loop.backwards
+    return _torch_loop.updates, _torch_loop.backwards
 
 
 def _wrap_run(run, events):
@@ -136,7 +137,7 @@ class _Hooks:
             return
         if not loop.marks_steps():
             return
-        updates = tracker.loop.updates
+        updates = _torch_loop.updates
         if not loop.step_open or updates != self.step_updates:
             loop.begin_step(fetch_t)
             self.step_updates = updates

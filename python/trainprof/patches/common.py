@@ -2,7 +2,6 @@
 the step tracker, the region ids, and how many samples a batch holds."""
 
 import functools
-import threading
 
 import torch
 
@@ -11,36 +10,10 @@ from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
 from trainprof.steps.tracker import Loop, StepTracker
 
-
-class ThreadState(threading.local):
-    """This thread's instrumentation state. The class attributes are the
-    defaults, so reading one never raises: a getattr() default on a plain
-    threading.local costs an AttributeError, about 0.6 us, and the module
-    hooks read this state on every module call."""
-
-    depth = 0  # 1 inside a module's timed call (see trainprof.patches.forward.TimedCall)
-    calls = 0  # module calls open on this thread, as the global hooks counted them
-    generation = 0  # the hooks' registration these counts belong to
-    hook_forward = False  # the global hooks opened the forward being timed
-    train_batch = False  # a train_batch region is open
-    batch_model = 0  # id() of the module whose forward opened it
-    optimizer_step = False  # an optimizer_step region is open
-    optimizer_stepped = False  # an optimizer step ended since GradScaler.step began
-    closure_again = False  # in an optimizer's second or later call of step()'s closure
-    forward_seen = False  # an outermost call with gradients on since the step or backward began
-    device_times = None  # trainprof.patches.device.DeviceTimes, made on first use
-    in_comm_hook = False  # inside a timed DDP communication hook
-    in_funcol = False  # inside a timed functional collective (trainprof.patches.funcol)
-    in_pause = False  # inside a timed checkpoint or evaluation (see timed_pause)
-    in_compile = False  # inside a compile region (Dynamo's start callback, not yet its end)
-    # a counted batch's (dim 0, dim 1) that waits for its forward's end (SampleDim)
-    pending = None
-    # now_ns() at the first DataLoader fetch since a framework's callback last
-    # took it (only kept while one marks the steps): where its step began
-    fetch_ns = None
-
-
-local = ThreadState()
+# What the patches' hot paths call first: this thread's ThreadState (one call
+# and a dict lookup, where a threading.local costs ~550 instructions an
+# attribute; python/trainprof/_per_thread.c)
+per_thread = _native.per_thread
 
 
 class _Marks:
@@ -55,9 +28,67 @@ class _Marks:
         _native.span(R_EVALUATE, start_ns, end_ns)
 
 
-# The step tracker (trainprof.steps.tracker): the patches are its sources of
-# events, _Marks the sink of its marks
-tracker = StepTracker(_Marks, Loop(), _state)
+# What the training loop has shown, process-wide (every thread's step tracker's)
+loop = Loop()
+
+
+class ThreadState:
+    """One thread's instrumentation state, per_thread(ThreadState): made at
+    the thread's first instrumented call, gone with the thread. Plain
+    attributes (__slots__): the module calls read them on every call."""
+
+    __slots__ = (
+        "depth",
+        "calls",
+        "generation",
+        "hook_forward",
+        "train_batch",
+        "batch_model",
+        "optimizer_step",
+        "optimizer_stepped",
+        "closure_again",
+        "forward_seen",
+        "device_times",
+        "in_comm_hook",
+        "in_funcol",
+        "in_pause",
+        "in_compile",
+        "pending",
+        "fetch_ns",
+        "tracker",
+    )
+
+    def __init__(self):
+        self.depth = 0  # 1 inside a module's timed call (see trainprof.patches.forward.TimedCall)
+        self.calls = 0  # module calls open on this thread, as the global hooks counted them
+        self.generation = 0  # the hooks' registration these counts belong to
+        self.hook_forward = False  # the global hooks opened the forward being timed
+        self.train_batch = False  # a train_batch region is open
+        self.batch_model = 0  # id() of the module whose forward opened it
+        self.optimizer_step = False  # an optimizer_step region is open
+        self.optimizer_stepped = False  # an optimizer step ended since GradScaler.step began
+        self.closure_again = False  # in an optimizer's second or later call of step()'s closure
+        # an outermost call with gradients on since the step or backward began
+        self.forward_seen = False
+        self.device_times = None  # trainprof.patches.device.DeviceTimes, made on first use
+        self.in_comm_hook = False  # inside a timed DDP communication hook
+        self.in_funcol = False  # inside a timed functional collective (trainprof.patches.funcol)
+        self.in_pause = False  # inside a timed checkpoint or evaluation (see timed_pause)
+        self.in_compile = False  # inside a compile region (Dynamo's start callback, not its end)
+        # a counted batch's (dim 0, dim 1) that waits for its forward's end (SampleDim)
+        self.pending = None
+        # now_ns() at the first DataLoader fetch since a framework's callback last
+        # took it (only kept while one marks the steps): where its step began
+        self.fetch_ns = None
+        # this thread's step tracker (trainprof.steps.tracker): the patches are
+        # its sources of events, _Marks the sink of its marks
+        self.tracker = StepTracker(_Marks, loop, _state)
+
+
+def tracker():
+    """This thread's step tracker (for the cold paths: the hot ones take it
+    from their ThreadState)."""
+    return per_thread(ThreadState).tracker
 
 
 R_NEXT = _native.region(_native.PHASE_DATALOADER_NEXT)
@@ -93,6 +124,12 @@ _NATIVE_CALLS = {
 }
 
 
+def _fresh(cls):
+    """per_thread's stand-in while Dynamo traces: an object of the traced
+    code's own, never the thread's (no mark comes from traced code)."""
+    return cls()
+
+
 def trace_recording_as_nothing(_dynamo=None):
     """Where torch.compile traces a patched call (a collective, a to(), a
     backward inside a compiled function), the recording calls in it become
@@ -111,6 +148,10 @@ def trace_recording_as_nothing(_dynamo=None):
             substitute(getattr(_native, name), skip_signature_check=True)(nothing)
         except (TypeError, ValueError, RuntimeError):  # refused: that call breaks the graph
             pass
+    try:
+        substitute(per_thread, skip_signature_check=True)(_fresh)
+    except (TypeError, ValueError, RuntimeError):
+        pass
 
 
 def first_tensor(batch, depth=0):
@@ -151,7 +192,7 @@ def seen_module_input(module, args):
     """An inner module call, seen by the discovery hooks: where it reads
     sequence-first and its batch is the pending batch's second dimension
     (and not its first), the samples are counted on dimension 1 from now on."""
-    pending = local.pending
+    pending = per_thread(ThreadState).pending
     if (
         pending is None
         or not isinstance(module, SampleDim.SEQ_FIRST_MODULES)
@@ -166,6 +207,7 @@ def seen_module_input(module, args):
 
 def flush_samples():
     """Counts the batch that waited for its forward's end (see SampleDim)."""
+    local = per_thread(ThreadState)
     pending = local.pending
     if pending is not None:
         local.pending = None
@@ -187,7 +229,7 @@ def count_samples(batch):
     elif SampleDim.seq_first:
         _native.samples(x.shape[1])
     elif SampleDim.looking:
-        local.pending = (x.shape[0], x.shape[1])
+        per_thread(ThreadState).pending = (x.shape[0], x.shape[1])
     else:
         _native.samples(x.shape[0])
 
@@ -199,17 +241,20 @@ def timed_pause(fn, region):
 
     @functools.wraps(fn)
     def pause(*args, **kwargs):
-        if local.in_pause or is_compiling():
+        if is_compiling():
+            return fn(*args, **kwargs)
+        local = per_thread(ThreadState)
+        if local.in_pause:
             return fn(*args, **kwargs)
         local.in_pause = True
-        tracker.pause_begins()
+        local.tracker.pause_begins()
         begin(region)
         try:
             return fn(*args, **kwargs)
         finally:
             end(region)
             local.in_pause = False
-            tracker.pause_ends()
+            local.tracker.pause_ends()
 
     pause.__trainprof_wrapped__ = fn
     return pause
@@ -224,11 +269,13 @@ def time_compilations(dynamo):
         return
 
     def started(_args):
+        local = per_thread(ThreadState)
         if not local.in_compile:
             local.in_compile = True
             begin(R_COMPILE)
 
     def ended(_args):
+        local = per_thread(ThreadState)
         if local.in_compile:
             local.in_compile = False
             end(R_COMPILE)

@@ -27,13 +27,13 @@ import weakref
 import torch
 
 from trainprof import _native
-from trainprof.patches.common import is_compiling, local
+from trainprof.patches.common import ThreadState, is_compiling, per_thread
 
 DEVICE_TIMES = os.environ.get("TRAINPROF_DEVICE_TIMES", "1") != "0"
 DEVICE_PHASES = DEVICE_TIMES and os.environ.get("TRAINPROF_DEVICE_TIMES") == "all"
 _PENDING_MAX = 1024  # device times awaiting their end event, per thread
 _captures = 0  # CUDA graph captures under way in this process (CUDAGraph.capture_begin/end)
-_all_times = []  # every thread's DeviceTimes in this process (few: the threads with CUDA regions)
+timed_threads = []  # every thread's DeviceTimes in this process (few: the threads with CUDA regions)
 
 
 def _period(value):
@@ -67,7 +67,7 @@ class DeviceTimes:
         self.free = {}  # device index -> events to reuse
         self.pid = os.getpid()
         self.skipped = 0  # regions left without a device time (capture, backlog)
-        _all_times.append(self)
+        timed_threads.append(self)
 
     def _event(self, index):
         pool = self.free.get(index)
@@ -150,10 +150,11 @@ def device_times():
     """This thread's device times, made on first use; None when turned off."""
     if not DEVICE_TIMES:
         return None
+    local = per_thread(ThreadState)
     dt = local.device_times
     if dt is None or dt.pid != os.getpid():  # a forked child starts afresh
         if dt is not None:
-            _all_times[:] = [d for d in _all_times if d.pid == os.getpid()]
+            timed_threads[:] = [d for d in timed_threads if d.pid == os.getpid()]
         dt = local.device_times = DeviceTimes()
     return dt
 
@@ -178,23 +179,28 @@ def device_begin(region, device):
         device_times().begin(region, device)
 
 
-def device_end(region):
+def device_end(region, local):
+    """Records region's end event, where its start was recorded on this
+    thread (local: its ThreadState). The hot paths call it only where
+    local.device_times is not None (a thread that never timed the device
+    makes no call)."""
     dt = local.device_times
     if dt is not None and dt.open:
         dt.end(region)
 
 
-def device_poll():
-    """Sends this thread's completed device times, and other threads' (the
-    autograd engine's thread, where DDP's hooks run, never polls its own)."""
+def device_poll(local):
+    """Sends this thread's completed device times (local: its ThreadState),
+    and other threads' (the autograd engine's thread, where DDP's hooks run,
+    never polls its own)."""
     if _captures:
         return
     dt = local.device_times
     if dt is not None and dt.pending:
         dt.poll()
-    if len(_all_times) > 1:
+    if len(timed_threads) > 1:
         pid = os.getpid()
-        for other in _all_times:
+        for other in timed_threads:
             if other is not dt and other.pending and other.pid == pid:
                 other.poll()
 
@@ -203,7 +209,7 @@ def flush_device_times():
     """At exit: waits for every thread's last end events and sends their
     times."""
     pid = os.getpid()
-    for dt in list(_all_times):
+    for dt in list(timed_threads):
         if dt.pid != pid:
             continue
         try:

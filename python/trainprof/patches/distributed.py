@@ -17,9 +17,8 @@ import os
 import torch
 
 from trainprof import _native
-from trainprof.patches.common import R_REDUCE, begin, end
+from trainprof.patches.common import R_REDUCE, ThreadState, begin, end, per_thread
 from trainprof.patches.common import is_compiling as _is_compiling
-from trainprof.patches.common import local as _local
 from trainprof.patches.device import cuda_of as _cuda_of
 from trainprof.patches.device import device_times as _device_times
 from trainprof.patches.funcol import patch_functional_collectives
@@ -144,7 +143,7 @@ def _collective(fn, leaves_work=False):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         # traced by torch.compile: Dynamo must see the collective itself
-        if _is_compiling() or _local.in_comm_hook:
+        if _is_compiling() or per_thread(ThreadState).in_comm_hook:
             return fn(*args, **kwargs)
         timing = _device_start(_tensor_device(args, kwargs))
         if leaves_work or kwargs.get("async_op"):
@@ -181,11 +180,12 @@ def _timed_comm_hook(hook):
     def timed_hook(state, bucket):
         start = _native.now_ns()
         timing = _device_start(_cuda_of(bucket.buffer()))
-        _local.in_comm_hook = True
+        local = per_thread(ThreadState)
+        local.in_comm_hook = True
         try:
             fut = hook(state, bucket)
         finally:
-            _local.in_comm_hook = False
+            local.in_comm_hook = False
 
         def done(f):
             _native.span(R_REDUCE, start, _native.now_ns())

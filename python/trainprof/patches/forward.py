@@ -38,15 +38,15 @@ from trainprof.patches.common import (
     R_FORWARD,
     R_TRAIN,
     SampleDim,
+    ThreadState,
     begin,
     count_samples,
     end,
     flush_samples,
+    per_thread,
     seen_module_input,
-    tracker,
 )
 from trainprof.patches.common import is_compiling as _is_compiling
-from trainprof.patches.common import local as _local
 from trainprof.patches.device import (
     DEVICE_PHASES,
     DEVICE_TIMES,
@@ -70,15 +70,16 @@ class Discovery:
     generation = 0  # bumped at each registration: a thread's stale count is reset
 
 
-def forward_begin(module, args, kwargs=None):
-    """An outermost module call begins: forward, and train_batch with the
-    first such call in training mode with gradients on. Where optimizer
-    steps end the steps (no DataLoader), the samples of a step are the
-    batches its model's training calls took (each micro-batch of gradient
-    accumulation; not the loss module's, and none under no_grad)."""
-    local = _local
+def forward_begin(local, module, args, kwargs=None):
+    """An outermost module call begins (local: this thread's ThreadState):
+    forward, and train_batch with the first such call in training mode with
+    gradients on. Where optimizer steps end the steps (no DataLoader), the
+    samples of a step are the batches its model's training calls took (each
+    micro-batch of gradient accumulation; not the loss module's, and none
+    under no_grad)."""
     grad = _grad_enabled()
     training = grad and module.training
+    tracker = local.tracker
     if grad:
         local.forward_seen = True
         tracker.forward(module.training)
@@ -90,7 +91,8 @@ def forward_begin(module, args, kwargs=None):
     if training and not local.train_batch:
         local.train_batch = True
         local.batch_model = id(module)
-        device_begin(R_TRAIN, device)
+        if device is not None:
+            device_begin(R_TRAIN, device)
         begin(R_TRAIN)
     if (
         training
@@ -99,15 +101,16 @@ def forward_begin(module, args, kwargs=None):
         and tracker.counts_forward_samples()
     ):  # a closure's batch counts once
         count_samples(args or tuple((kwargs or {}).values()))
-    if DEVICE_PHASES:
+    if DEVICE_PHASES and device is not None:
         device_begin(R_FORWARD, device)
     begin(R_FORWARD)
 
 
-def forward_end():
+def forward_end(local):
     end(R_FORWARD)
-    device_end(R_FORWARD)
-    if _local.pending is not None:  # a batch waited to know its samples' dimension
+    if local.device_times is not None:
+        device_end(R_FORWARD, local)
+    if local.pending is not None:  # a batch waited to know its samples' dimension
         flush_samples()
 
 
@@ -127,7 +130,7 @@ class TimedCall:
 
     def __call__(self, *args, **kwargs):
         call = self.inner or self.module()._call_impl
-        local = _local
+        local = per_thread(ThreadState)
         if local.depth or _is_compiling():  # nested, or traced by torch.compile
             return call(*args, **kwargs)
         local.depth = 1
@@ -136,13 +139,13 @@ class TimedCall:
             if Discovery.quiet >= Discovery.limit:
                 discovery_stop()
         try:
-            forward_begin(self.module(), args, kwargs)
+            forward_begin(local, self.module(), args, kwargs)
             if Discovery.handles is not None and self.compiled:
                 return call_without_hooks(call, args, kwargs)
             return call(*args, **kwargs)
         finally:
             local.depth = 0
-            forward_end()
+            forward_end(local)
 
     def __reduce__(self):
         return type(None), ()
@@ -193,7 +196,7 @@ def without_hooks(compiled_fn):
 def discovery_pre_hook(module, args):
     if _is_compiling():  # traced by torch.compile: a constant False, no graph break
         return
-    local = _local
+    local = per_thread(ThreadState)
     if local.generation != Discovery.generation:
         local.generation, local.calls, local.hook_forward = Discovery.generation, 0, False
     calls = local.calls
@@ -204,20 +207,20 @@ def discovery_pre_hook(module, args):
         if give_timed_call(module):
             Discovery.quiet = 0
         local.hook_forward = True
-        forward_begin(module, args)
+        forward_begin(local, module, args)
 
 
 def discovery_post_hook(module, args, output):
     if _is_compiling():
         return
-    local = _local
+    local = per_thread(ThreadState)
     if local.generation != Discovery.generation:
         return
     calls = local.calls - 1
     local.calls = calls if calls > 0 else 0
     if calls <= 0 and local.hook_forward:
         local.hook_forward = False
-        forward_end()
+        forward_end(local)
 
 
 def discovery_start(limit=QUIET):

@@ -11,7 +11,7 @@ themselves."""
 import functools
 
 from trainprof import _native
-from trainprof.patches.common import R_REDUCE, is_compiling, local
+from trainprof.patches.common import R_REDUCE, ThreadState, is_compiling, per_thread
 
 # The public calls, under their names in the torch releases that have them;
 # the ones that call another of them (all_gather_tensor calls
@@ -72,7 +72,10 @@ def _timed_call(fn):
     def wrapper(*args, **kwargs):
         # a call inside another (all_gather_tensor calls all_gather_single)
         # is the outer call's
-        if local.in_funcol or is_compiling():
+        if is_compiling():
+            return fn(*args, **kwargs)
+        local = per_thread(ThreadState)
+        if local.in_funcol:
             return fn(*args, **kwargs)
         start = _native.now_ns()
         local.in_funcol = True

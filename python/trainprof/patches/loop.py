@@ -18,13 +18,13 @@ from trainprof.patches.common import (
     R_SCHED,
     R_TO,
     R_TRAIN,
+    ThreadState,
     begin,
     count_samples,
     end,
-    tracker,
+    per_thread,
 )
 from trainprof.patches.common import is_compiling as _is_compiling
-from trainprof.patches.common import local as _local
 from trainprof.patches.device import (
     DEVICE_PHASES,
     DEVICE_TIMES,
@@ -34,6 +34,7 @@ from trainprof.patches.device import (
     device_end,
     device_poll,
     optimizer_device,
+    timed_threads,
 )
 from trainprof.patches.distributed import tell_rank
 from trainprof.patches.forward import QUIET, QUIET_AGAIN, discovery_start, forward_unseen
@@ -48,11 +49,13 @@ _loader_passes = weakref.WeakKeyDictionary()  # DataLoader -> iter() calls so fa
 # ---- host regions ------------------------------------------------------------
 
 
-def _end_train_batch():
-    if _local.train_batch:
-        _local.train_batch = False
+def _end_train_batch(local):
+    """Ends the train_batch open on this thread (local: its ThreadState)."""
+    if local.train_batch:
+        local.train_batch = False
         end(R_TRAIN)
-        device_end(R_TRAIN)
+        if local.device_times is not None:
+            device_end(R_TRAIN, local)
 
 
 def _timed(region, fn):
@@ -76,7 +79,7 @@ def _patch_dataloader():
 
     @functools.wraps(orig_iter)
     def __iter__(self):
-        role = tracker.loader_iter(self)
+        role = per_thread(ThreadState).tracker.loader_iter(self)
         it = orig_iter(self)
         tell_rank()  # a process group made without init_process_group (a device mesh)
         # a new loop may call a module not seen yet: look for as long as at
@@ -105,12 +108,15 @@ def _patch_dataloader():
     @functools.wraps(orig_next)
     def __next__(self):
         main = getattr(self, "_trainprof_main", False)
-        if _local.fetch_ns is None and _state.manual_steps in _state.FRAMEWORK_LOOPS:
-            _local.fetch_ns = _native.now_ns()
+        local = per_thread(ThreadState)
+        tracker = local.tracker
+        if local.fetch_ns is None and _state.manual_steps in _state.FRAMEWORK_LOOPS:
+            local.fetch_ns = _native.now_ns()
         if main:
-            _local.forward_seen = False
-            _end_train_batch()
-            device_poll()
+            local.forward_seen = False
+            _end_train_batch(local)
+            if timed_threads:  # some thread timed the device
+                device_poll(local)
             fetched_only = tracker.fetched_only
             began_step = tracker.fetch()
         try:
@@ -194,18 +200,19 @@ def _patch_workers():
 def _patch_optimizer():
     from torch.optim import optimizer as opt
 
-    def begin_step(optimizer):
-        _local.optimizer_step = True
-        tracker.optimizer_begins()
+    def begin_step(optimizer, local):
+        local.optimizer_step = True
+        local.tracker.optimizer_begins()
         if DEVICE_PHASES:
             device_begin(R_OPTIM, optimizer_device(optimizer))
         begin(R_OPTIM)
 
-    def end_step():
-        if _local.optimizer_step:
-            _local.optimizer_step = False
+    def end_step(local):
+        if local.optimizer_step:
+            local.optimizer_step = False
             end(R_OPTIM)
-            device_end(R_OPTIM)
+            if local.device_times is not None:
+                device_end(R_OPTIM, local)
 
     def pre_hook(optimizer, args, kwargs):
         # step(closure): the closure (forward and backward, as Lightning's
@@ -213,42 +220,45 @@ def _patch_optimizer():
         # times what the optimizer does after each call of it
         closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
         if closure is None or not callable(closure):
-            begin_step(optimizer)
+            begin_step(optimizer, per_thread(ThreadState))
             return None
 
         calls = []  # the closure's calls in this step: LBFGS re-evaluates one batch
 
         @functools.wraps(closure)
         def timed_closure(*a, **k):
-            end_step()
-            _local.closure_again = bool(calls)
+            local = per_thread(ThreadState)
+            end_step(local)
+            local.closure_again = bool(calls)
             calls.append(None)
             try:
                 return closure(*a, **k)
             finally:
-                _local.closure_again = False
-                begin_step(optimizer)
+                local.closure_again = False
+                begin_step(optimizer, local)
 
         if "closure" in kwargs:
             return args, dict(kwargs, closure=timed_closure)
         return (args[0], timed_closure, *args[2:]), kwargs
 
     def post_hook(optimizer, args, kwargs):
-        end_step()
-        _local.optimizer_stepped = True
-        _training_step_ends(optimizer)
+        local = per_thread(ThreadState)
+        end_step(local)
+        local.optimizer_stepped = True
+        _training_step_ends(optimizer, local)
 
     opt.register_optimizer_step_pre_hook(pre_hook)
     opt.register_optimizer_step_post_hook(post_hook)
     _patch_grad_scaler()
 
 
-def _training_step_ends(optimizer):
+def _training_step_ends(optimizer, local):
     """optimizer stepped (or would have, had its gradients been finite): the
-    train_batch ends, and the tracker has an update."""
-    _end_train_batch()
-    _local.forward_seen = False
-    tracker.update(optimizer)
+    train_batch ends, and the tracker has an update (local: this thread's
+    ThreadState)."""
+    _end_train_batch(local)
+    local.forward_seen = False
+    local.tracker.update(optimizer)
 
 
 def _patch_grad_scaler():
@@ -264,10 +274,11 @@ def _patch_grad_scaler():
 
     @functools.wraps(orig)
     def step(self, optimizer, *args, **kwargs):
-        _local.optimizer_stepped = False
+        local = per_thread(ThreadState)
+        local.optimizer_stepped = False
         result = orig(self, optimizer, *args, **kwargs)
-        if not _local.optimizer_stepped:
-            _training_step_ends(optimizer)
+        if not local.optimizer_stepped:
+            _training_step_ends(optimizer, local)
         return result
 
     step.__trainprof_wrapped__ = orig
@@ -321,7 +332,7 @@ def _patch_transfers():
                     return orig_to(self, *args, **kwargs)
                 finally:
                     end(R_TO)
-                    device_end(R_TO)
+                    device_end(R_TO, per_thread(ThreadState))
         return orig_to(self, *args, **kwargs)
 
     @functools.wraps(orig_cuda)
@@ -335,48 +346,21 @@ def _patch_transfers():
             return orig_cuda(self, *args, **kwargs)
         finally:
             end(R_TO)
-            device_end(R_TO)
+            device_end(R_TO, per_thread(ThreadState))
 
     if _bottleneck.MODE == "replay":
         to = functools.wraps(orig_to)(_bottleneck.memoized_move(to, "to"))
         cuda = functools.wraps(orig_cuda)(_bottleneck.memoized_move(cuda, "cuda"))
     T.to, T.cuda = to, cuda
 
-    def from_device(name):
-        orig = getattr(T, name)
-
-        @functools.wraps(orig)
-        def wrapper(self, *args, **kwargs):
-            if self.is_cpu or self.is_meta:
-                return orig(self, *args, **kwargs)
-            begin(R_FROM)
-            try:
-                return orig(self, *args, **kwargs)
-            finally:
-                end(R_FROM)
-
-        setattr(T, name, wrapper)
-
-    for name in ("cpu", "tolist", "numpy"):
-        from_device(name)
-
-    orig_item = T.item
-
-    # item() takes no argument, and optimizers call it on every parameter's
-    # CPU step count each step (AdamW: 62 calls a step for a ResNet-18): a
-    # wrapper without *args/**kwargs costs 46 ns a CPU call more than bare,
-    # the general one 158 ns (bench/gpu_step_cost.py, issue 56)
-    @functools.wraps(orig_item)
-    def item(self):
-        if self.is_cpu or self.is_meta:
-            return orig_item(self)
-        begin(R_FROM)
-        try:
-            return orig_item(self)
-        finally:
-            end(R_FROM)
-
-    T.item = item
+    # .item(), .cpu(), .tolist() and .numpy() wait for the device where the
+    # tensor is on one, and return at once for a CPU tensor: optimizers call
+    # item() on every parameter's CPU step count each step (AdamW: 62 calls a
+    # step for a ResNet-18), so the wrapper is C (_timed_method.c: an
+    # attribute read and a vectorcall a CPU call; a Python wrapper cost a
+    # frame, bench/step_instructions.py, issue 56)
+    for name in ("cpu", "tolist", "numpy", "item"):
+        setattr(T, name, _native.timed_method(getattr(T, name), R_FROM))
 
 
 def _patch_backward():
@@ -386,10 +370,10 @@ def _patch_backward():
     def backward(self, *args, **kwargs):
         if _is_compiling():  # traced (compiled autograd): no discovery, no region
             return orig(self, *args, **kwargs)
-        local = _local
+        local = per_thread(ThreadState)
         if not local.forward_seen:
             forward_unseen()
-        tracker.backward()
+        local.tracker.backward()
         if DEVICE_PHASES:
             device_begin(R_BACKWARD, cuda_of(self))
         begin(R_BACKWARD)
@@ -397,7 +381,8 @@ def _patch_backward():
             return orig(self, *args, **kwargs)
         finally:
             end(R_BACKWARD)
-            device_end(R_BACKWARD)
+            if local.device_times is not None:
+                device_end(R_BACKWARD, local)
             local.forward_seen = False
 
     backward.__trainprof_wrapped__ = orig

@@ -32,7 +32,8 @@ def taken_fetch():
     common = sys.modules.get("trainprof.patches.common")
     if common is None:
         return None
-    t, common.local.fetch_ns = common.local.fetch_ns, None
+    local = common.per_thread(common.ThreadState)
+    t, local.fetch_ns = local.fetch_ns, None
     return t
 
 
@@ -41,7 +42,8 @@ def end_train_batch():
     (its optimizer is not torch.optim's, whose step would end it)."""
     tp_torch = sys.modules.get("trainprof.torch")
     if tp_torch is not None and getattr(tp_torch, "_installed", False):
-        tp_torch._end_train_batch()
+        common = sys.modules["trainprof.patches.common"]
+        tp_torch._end_train_batch(common.per_thread(common.ThreadState))
 
 
 class _PauseDepth(threading.local):

@@ -47,7 +47,6 @@ the time the boundary really was):
   one mid-step stays in it. The no_grad calls' pause is an evaluate span.
 """
 
-import threading
 import weakref
 
 from trainprof.steps.state import FRAMEWORK_LOOPS
@@ -82,37 +81,57 @@ class Loop:
         self.backwards = 0  # backward calls seen (and optimizer steps begun)
 
 
-class StepTracker(threading.local):
-    """One thread's view of the loop. The class attributes are the defaults,
-    so reading one never raises (a getattr() default on a threading.local
-    costs an AttributeError); __init__ runs again in each thread with the
-    same sink, loop and switches."""
+class StepTracker:
+    """One thread's view of the loop (trainprof.patches.common keeps one a
+    thread, with the same sink, loop and switches). Plain attributes
+    (__slots__): the patches call it several times a step."""
 
-    # since the last training fetch: None before the pass's first, True while
-    # no work (forward, backward, optimizer step) ran after it, then False
-    fetched_only = None
-    updated = False  # an update since the open step began
-    after_update = False  # no work or training fetch since the last update
-    out_of_step = False  # a pause ended the step, and nothing began one since
-    reopen_at = None  # where updates mark steps: when the next one begins (0: at the next work)
-    eval_from = None  # when an evaluation pause (no_grad calls after an update) began
-    # where updates mark steps: when the step after the last update began
-    # (opened by the next training work, unless a pause comes first)
-    open_pending = None
-    undecided = None  # times of fetches not yet known to begin a step, or None
-    undecided_wait_update = False  # those wait for an update (else for work)
-    last_batch = False  # the training iterator just yielded its last batch, by its length
-    step_closed = False  # that batch's update ended its step: the next fetch marks none
-    epoch_open = False  # the training loader is between its iter() and its end
-    eval_since = None  # when a possible evaluation pass began (see other loader)
-    pending_epoch = None  # time of a pass's iter() whose epoch is not yet shown
-    pending_step = None  # time of that pass's first fetch
+    __slots__ = (
+        "sink",
+        "loop",
+        "switches",
+        "fetched_only",
+        "updated",
+        "after_update",
+        "out_of_step",
+        "reopen_at",
+        "eval_from",
+        "open_pending",
+        "undecided",
+        "undecided_wait_update",
+        "last_batch",
+        "step_closed",
+        "epoch_open",
+        "eval_since",
+        "pending_epoch",
+        "pending_step",
+    )
 
     def __init__(self, sink, loop, switches):
         # step(), step_at(t), step_end_at(t), epoch_at(n, t), evaluate_span(t0, t1), now_ns()
         self.sink = sink
         self.loop = loop
         self.switches = switches  # .manual_steps, .manual_epochs (trainprof.steps.state)
+        # since the last training fetch: None before the pass's first, True while
+        # no work (forward, backward, optimizer step) ran after it, then False
+        self.fetched_only = None
+        self.updated = False  # an update since the open step began
+        self.after_update = False  # no work or training fetch since the last update
+        self.out_of_step = False  # a pause ended the step, and nothing began one since
+        # where updates mark steps: when the next one begins (0: at the next work)
+        self.reopen_at = None
+        self.eval_from = None  # when an evaluation pause (no_grad calls after an update) began
+        # where updates mark steps: when the step after the last update began
+        # (opened by the next training work, unless a pause comes first)
+        self.open_pending = None
+        self.undecided = None  # times of fetches not yet known to begin a step, or None
+        self.undecided_wait_update = False  # those wait for an update (else for work)
+        self.last_batch = False  # the training iterator just yielded its last batch, by its length
+        self.step_closed = False  # that batch's update ended its step: the next fetch marks none
+        self.epoch_open = False  # the training loader is between its iter() and its end
+        self.eval_since = None  # when a possible evaluation pass began (see other loader)
+        self.pending_epoch = None  # time of a pass's iter() whose epoch is not yet shown
+        self.pending_step = None  # time of that pass's first fetch
 
     # ---- marks -----------------------------------------------------------------
 

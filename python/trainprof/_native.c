@@ -162,6 +162,18 @@ static PyObject *py_timed_method(PyObject *module, PyObject *const *args, Py_ssi
     return tp_py_timed_method_new(args[0], ((Region *)args[1])->id);
 }
 
+/* to_filter(to, moves, dtype type): Tensor.to in front of its Python
+ * wrapper, in C where nothing moves to a device (_timed_method.c). */
+static PyObject *py_to_filter(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "to_filter(to, moves, dtype type)");
+        return NULL;
+    }
+    return tp_py_to_filter_new(args[0], args[1], args[2]);
+}
+
 /* Parses (region, a, b) with a and b unsigned nanosecond counts; false with
  * a TypeError naming `usage` (or the integer's error) otherwise. */
 static bool region_and_two_ns(PyObject *const *args, Py_ssize_t nargs, const char *usage,
@@ -490,6 +502,8 @@ static PyMethodDef module_methods[] = {
     {"dropped", py_dropped, METH_NOARGS, "Events this thread dropped on a full buffer."},
     {"timed_method", (PyCFunction)(void (*)(void))py_timed_method, METH_FASTCALL,
      "timed_method(method, region): a tensor method timed where the tensor is on a device."},
+    {"to_filter", (PyCFunction)(void (*)(void))py_to_filter, METH_FASTCALL,
+     "to_filter(to, moves, dtype type): Tensor.to, straight where nothing moves to a device."},
     {"per_thread", tp_py_per_thread, METH_O,
      "per_thread(cls): this thread's instance of cls (made by cls() on first use)."},
     {"_set_decorator_factory", py_set_decorator_factory, METH_O, NULL},

@@ -17,11 +17,13 @@
 
 typedef struct {
     PyObject_HEAD PyObject *orig; /* the method it stands for */
+    PyObject *moves;              /* to()'s: the Python wrapper that times a move */
+    PyObject *dtype_type;         /* to()'s: torch.dtype */
     uint32_t region;
     vectorcallfunc vectorcall;
 } TimedMethod;
 
-static PyObject *str_is_cpu, *str_is_meta;
+static PyObject *str_is_cpu, *str_is_meta, *str_device, *str_cpu;
 
 /* 1 when tensor is on the CPU or the meta device (nothing to wait for), 0 on
  * another device, -1 when it can't be told (not a tensor: the original
@@ -60,6 +62,45 @@ static PyObject *timed_method_vectorcall(PyObject *callable, PyObject *const *ar
     return result;
 }
 
+/* to()'s target: the device keyword, else the first argument, else NULL
+ * (borrowed). */
+static PyObject *to_target(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+        if (key == str_device || PyUnicode_Compare(key, str_device) == 0)
+            return args[nargs + i];
+    }
+    return nargs > 1 ? args[1] : NULL;
+}
+
+/* Tensor.to(...): straight to the original where it moves nothing to a
+ * device (a tensor already off the CPU, a dtype, "cpu", no argument), else
+ * through the Python wrapper that times the move (and reads every other
+ * spelling of a target). */
+static PyObject *to_filter_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                      PyObject *kwnames)
+{
+    TimedMethod *self = (TimedMethod *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *through = self->moves;
+    if (nargs > 0) {
+        PyObject *cpu = PyObject_GetAttr(args[0], str_is_cpu);
+        if (cpu == NULL) {
+            PyErr_Clear();
+        } else {
+            int on_cpu = cpu == Py_True;
+            Py_DECREF(cpu);
+            PyObject *target = to_target(args, nargs, kwnames);
+            if (!on_cpu || target == NULL || Py_TYPE(target) == (PyTypeObject *)self->dtype_type ||
+                (PyUnicode_Check(target) && PyUnicode_Compare(target, str_cpu) == 0))
+                through = self->orig;
+        }
+    }
+    return PyObject_Vectorcall(through, args, nargsf, kwnames);
+}
+
 /* t.item without a call: a bound method, as a function's would be. */
 static PyObject *timed_method_get(PyObject *self, PyObject *obj, PyObject *type)
 {
@@ -84,6 +125,8 @@ static PyObject *timed_method_getattro(PyObject *self, PyObject *name)
 static void timed_method_dealloc(TimedMethod *self)
 {
     Py_XDECREF(self->orig);
+    Py_XDECREF(self->moves);
+    Py_XDECREF(self->dtype_type);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -116,7 +159,9 @@ int tp_py_timed_method_ready(void)
 {
     str_is_cpu = PyUnicode_InternFromString("is_cpu");
     str_is_meta = PyUnicode_InternFromString("is_meta");
-    if (str_is_cpu == NULL || str_is_meta == NULL)
+    str_device = PyUnicode_InternFromString("device");
+    str_cpu = PyUnicode_InternFromString("cpu");
+    if (str_is_cpu == NULL || str_is_meta == NULL || str_device == NULL || str_cpu == NULL)
         return -1;
     return PyType_Ready(&TimedMethodType);
 }
@@ -132,7 +177,28 @@ PyObject *tp_py_timed_method_new(PyObject *orig, uint32_t region)
         return NULL;
     Py_INCREF(orig);
     self->orig = orig;
+    self->moves = self->dtype_type = NULL;
     self->region = region;
     self->vectorcall = timed_method_vectorcall;
+    return (PyObject *)self;
+}
+
+PyObject *tp_py_to_filter_new(PyObject *orig, PyObject *moves, PyObject *dtype_type)
+{
+    if (!PyCallable_Check(orig) || !PyCallable_Check(moves) || !PyType_Check(dtype_type)) {
+        PyErr_SetString(PyExc_TypeError, "to_filter(to, moves, dtype type)");
+        return NULL;
+    }
+    TimedMethod *self = PyObject_New(TimedMethod, &TimedMethodType);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(orig);
+    Py_INCREF(moves);
+    Py_INCREF(dtype_type);
+    self->orig = orig;
+    self->moves = moves;
+    self->dtype_type = dtype_type;
+    self->region = 0;
+    self->vectorcall = to_filter_vectorcall;
     return (PyObject *)self;
 }

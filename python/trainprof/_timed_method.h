@@ -15,4 +15,10 @@ int tp_py_timed_method_ready(void);
  * straight through otherwise. */
 PyObject *tp_py_timed_method_new(PyObject *orig, uint32_t region);
 
+/* Tensor.to in front of moves, the Python wrapper that times a move to a
+ * device: calls orig(self, ...) straight where the call can move nothing
+ * to a device (self already off the CPU, no target, a dtype_type target,
+ * "cpu"), moves(self, ...) otherwise. */
+PyObject *tp_py_to_filter_new(PyObject *orig, PyObject *moves, PyObject *dtype_type);
+
 #endif

@@ -131,11 +131,8 @@ def build_extension(python, where):
     if not os.path.exists(os.path.join(paths[0], "internal")):
         return None
     module = where / f"_native{paths[1]}"
-    sources = [
-        "python/trainprof/_native.c",
-        "python/trainprof/_stack_sampler.c",
-        "python/trainprof/_stacks.c",
-        "python/trainprof/_stack_code.c",
+    sources = [  # the extension's, as meson.build lists them
+        *glob.glob(str(ROOT / "python" / "trainprof" / "*.c")),
         *glob.glob(str(ROOT / "lib" / "*.c")),
     ]
     subprocess.run(

@@ -294,6 +294,11 @@ def test_device_transfers_are_timed(run_file, tmp_path):
             x.to("meta")              # leaves the CPU: counted
             x.to(torch.float64)       # a dtype change: not a transfer
             x.to("cpu")               # stays: not a transfer
+        x.to(device="meta")               # by keyword: counted
+        x.to(torch.device("meta"), torch.float64)  # a torch.device: counted
+        x.to(x, non_blocking=True)        # like a CPU tensor: not a transfer
+        x.to("cpu", torch.float16)        # a dtype change on the CPU: not one
+        torch.ones(2, device="meta").to("meta")  # already off the CPU: not one
         assert x.sum().item() == 4.0  # CPU tensor: not a device-to-host copy
         x.cpu(), x.tolist(), x.numpy()  # nor these
 
@@ -320,7 +325,7 @@ def test_device_transfers_are_timed(run_file, tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["ok"]
     rep = report_json(run_file)
-    assert timing(rep, "to_device")["count"] == 5
+    assert timing(rep, "to_device")["count"] == 5 + 2
     assert timing(rep, "from_device")["count"] == 5
 
 

@@ -56,6 +56,7 @@ class ThreadState:
         "pending",
         "fetch_ns",
         "tracker",
+        "traced",
     )
 
     def __init__(self):
@@ -83,6 +84,7 @@ class ThreadState:
         # this thread's step tracker (trainprof.steps.tracker): the patches are
         # its sources of events, _Marks the sink of its marks
         self.tracker = StepTracker(_Marks, loop, _state)
+        self.traced = False  # Dynamo traces the code that asked (see _fresh)
 
 
 def tracker():
@@ -111,6 +113,22 @@ begin, end = _native.begin, _native.end
 # it adds nothing to the graph), False when the code runs
 is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 
+
+class _NoFlag:
+    _is_compiling_flag = False
+
+
+# The hot paths (a module's timed call, backward) ask without a call: in
+# eager code is_compiling() is torch.compiler._is_compiling_flag (torch.export's
+# non-strict tracing sets it), and while Dynamo traces, per_thread's stand-in
+# says so (ThreadState.traced). They call is_compiling() first only where
+# that can't be relied on (ASK_COMPILING: a torch without the flag, or one
+# that refused the stand-in), two Python calls each.
+COMPILER = getattr(torch, "compiler", None)
+if not hasattr(COMPILER, "_is_compiling_flag"):
+    COMPILER = _NoFlag
+ASK_COMPILING = COMPILER is _NoFlag
+
 # What each recording call gives back, for its stand-in while Dynamo traces
 _NATIVE_CALLS = {
     "begin": None,
@@ -126,8 +144,12 @@ _NATIVE_CALLS = {
 
 def _fresh(cls):
     """per_thread's stand-in while Dynamo traces: an object of the traced
-    code's own, never the thread's (no mark comes from traced code)."""
-    return cls()
+    code's own, never the thread's (no mark comes from traced code); a
+    ThreadState says that it is traced."""
+    made = cls()
+    if cls is ThreadState:
+        made.traced = True
+    return made
 
 
 def trace_recording_as_nothing(_dynamo=None):
@@ -136,8 +158,10 @@ def trace_recording_as_nothing(_dynamo=None):
     nothing in the graph instead of breaking the graph in two: Dynamo can't
     trace a C extension's functions. Eager calls are unchanged (the stand-ins
     only apply while tracing). Nothing on torch < 2.5 (the breaks stay)."""
+    global ASK_COMPILING
     substitute = getattr(getattr(torch, "compiler", None), "substitute_in_graph", None)
     if substitute is None:
+        ASK_COMPILING = True
         return
     for name, result in _NATIVE_CALLS.items():
 
@@ -150,8 +174,8 @@ def trace_recording_as_nothing(_dynamo=None):
             pass
     try:
         substitute(per_thread, skip_signature_check=True)(_fresh)
-    except (TypeError, ValueError, RuntimeError):
-        pass
+    except (TypeError, ValueError, RuntimeError):  # per_thread would break graphs
+        ASK_COMPILING = True
 
 
 def first_tensor(batch, depth=0):

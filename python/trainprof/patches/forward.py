@@ -34,6 +34,7 @@ import weakref
 
 import torch
 
+from trainprof.patches import common as _common
 from trainprof.patches.common import (
     R_FORWARD,
     R_TRAIN,
@@ -82,27 +83,32 @@ def forward_begin(local, module, args, kwargs=None):
     tracker = local.tracker
     if grad:
         local.forward_seen = True
-        tracker.forward(module.training)
+        tracker.forward(training)
     else:  # an evaluation's call (no_grad, inference_mode): no training work
         tracker.module_call()
-    if training and _facts.wants_model:
-        _facts.note_model(module)
-    device = module_device(module) if DEVICE_TIMES else None
-    if training and not local.train_batch:
-        local.train_batch = True
-        local.batch_model = id(module)
+    if training:
+        if _facts.wants_model:
+            _facts.note_model(module)
+        if not local.train_batch:
+            local.train_batch = True
+            local.batch_model = id(module)
+            device = module_device(module) if DEVICE_TIMES else None
+            if device is not None:
+                device_begin(R_TRAIN, device)
+            begin(R_TRAIN)
+        # the samples are the model's batches where no DataLoader marks the
+        # steps; a closure's batch counts once
+        if (
+            local.batch_model == id(module)
+            and not local.closure_again
+            and tracker.loop.main_loader is None
+            and not tracker.switches.manual_steps
+        ):
+            count_samples(args or tuple((kwargs or {}).values()))
+    if DEVICE_PHASES:
+        device = module_device(module)
         if device is not None:
-            device_begin(R_TRAIN, device)
-        begin(R_TRAIN)
-    if (
-        training
-        and local.batch_model == id(module)
-        and not local.closure_again
-        and tracker.counts_forward_samples()
-    ):  # a closure's batch counts once
-        count_samples(args or tuple((kwargs or {}).values()))
-    if DEVICE_PHASES and device is not None:
-        device_begin(R_FORWARD, device)
+            device_begin(R_FORWARD, device)
     begin(R_FORWARD)
 
 
@@ -129,9 +135,13 @@ class TimedCall:
         self.compiled = compiled  # a module torch.compile() returned
 
     def __call__(self, *args, **kwargs):
-        call = self.inner or self.module()._call_impl
+        module = self.module()
+        call = self.inner or module._call_impl
+        if _common.ASK_COMPILING and _is_compiling():  # traced (see common.ASK_COMPILING)
+            return call(*args, **kwargs)
         local = per_thread(ThreadState)
-        if local.depth or _is_compiling():  # nested, or traced by torch.compile
+        # nested, or traced by torch.compile, or by torch.export's tracing
+        if local.depth or local.traced or _common.COMPILER._is_compiling_flag:
             return call(*args, **kwargs)
         local.depth = 1
         if Discovery.handles is not None:
@@ -139,13 +149,17 @@ class TimedCall:
             if Discovery.quiet >= Discovery.limit:
                 discovery_stop()
         try:
-            forward_begin(local, self.module(), args, kwargs)
+            forward_begin(local, module, args, kwargs)
             if Discovery.handles is not None and self.compiled:
                 return call_without_hooks(call, args, kwargs)
             return call(*args, **kwargs)
         finally:
             local.depth = 0
-            forward_end(local)
+            end(R_FORWARD)  # forward_end(local), inline: twice a step
+            if local.device_times is not None:
+                device_end(R_FORWARD, local)
+            if local.pending is not None:
+                flush_samples()
 
     def __reduce__(self):
         return type(None), ()

@@ -10,6 +10,7 @@ import weakref
 import torch
 
 from trainprof import _native
+from trainprof.patches import common as _common
 from trainprof.patches.common import (
     R_BACKWARD,
     R_FROM,
@@ -114,17 +115,22 @@ def _patch_dataloader():
             local.fetch_ns = _native.now_ns()
         if main:
             local.forward_seen = False
-            _end_train_batch(local)
+            if local.train_batch:
+                _end_train_batch(local)
             if timed_threads:  # some thread timed the device
                 device_poll(local)
             fetched_only = tracker.fetched_only
             began_step = tracker.fetch()
         try:
-            if main and _bottleneck.active():  # its passes are no peeks, and may end in _exit
+            if main and _bottleneck.ACTIVE:  # its passes are no peeks, and may end in _exit
                 tracker.confirm_pass()
                 batch = _bottleneck.on_fetch(lambda: fetch(self), _marks.step, count_samples)
-            else:
-                batch = fetch(self)
+            else:  # fetch(self), inline: once a step
+                begin(R_NEXT)
+                try:
+                    batch = orig_next(self)
+                finally:
+                    end(R_NEXT)
         except StopIteration:
             if main:
                 tracker.fetch_stopped(fetched_only, began_step)
@@ -133,8 +139,17 @@ def _patch_dataloader():
                 tracker.other_stopped()
             raise
         if main:
-            if not _state.manual_steps:
-                _count_loader_samples(self, batch)
+            if not _state.manual_steps:  # the batch's samples
+                sizes = self._trainprof_sizes
+                n = 0
+                if sizes is not None and not _state.manual_samples:
+                    # batch k of a pass holds min(size, total - (k - 1) * size)
+                    size, total, drop_last = sizes
+                    n = size if drop_last else min(size, total - (self._num_yielded - 1) * size)
+                if n > 0:
+                    _native.samples(n)
+                else:  # its first tensor's size
+                    count_samples(batch)
             # loops that know the length (Lightning's) fetch no further: the
             # last step ends with its optimizer step, not with a next fetch
             tracker.fetched(self._num_yielded == self._trainprof_len)
@@ -158,17 +173,6 @@ def _batch_sizes(loader):
         return size, len(loader.sampler), bool(loader.drop_last)
     except TypeError:
         return None
-
-
-def _count_loader_samples(it, batch):
-    sizes = getattr(it, "_trainprof_sizes", None)
-    if sizes is not None and not _state.manual_samples:
-        size, total, drop_last = sizes
-        n = size if drop_last else min(size, total - (it._num_yielded - 1) * size)
-        if n > 0:
-            _native.samples(n)
-            return
-    count_samples(batch)
 
 
 def _patch_workers():
@@ -243,7 +247,11 @@ def _patch_optimizer():
 
     def post_hook(optimizer, args, kwargs):
         local = per_thread(ThreadState)
-        end_step(local)
+        if local.optimizer_step:  # end_step(local), inline: once a step
+            local.optimizer_step = False
+            end(R_OPTIM)
+            if local.device_times is not None:
+                device_end(R_OPTIM, local)
         local.optimizer_stepped = True
         _training_step_ends(optimizer, local)
 
@@ -256,7 +264,8 @@ def _training_step_ends(optimizer, local):
     """optimizer stepped (or would have, had its gradients been finite): the
     train_batch ends, and the tracker has an update (local: this thread's
     ThreadState)."""
-    _end_train_batch(local)
+    if local.train_batch:
+        _end_train_batch(local)
     local.forward_seen = False
     local.tracker.update(optimizer)
 
@@ -351,6 +360,8 @@ def _patch_transfers():
     if _bottleneck.MODE == "replay":
         to = functools.wraps(orig_to)(_bottleneck.memoized_move(to, "to"))
         cuda = functools.wraps(orig_cuda)(_bottleneck.memoized_move(cuda, "cuda"))
+    else:  # a batch's .to(device) on every step: in C where it moves nothing
+        to = _native.to_filter(orig_to, to, torch.dtype)
     T.to, T.cuda = to, cuda
 
     # .item(), .cpu(), .tolist() and .numpy() wait for the device where the
@@ -368,9 +379,12 @@ def _patch_backward():
 
     @functools.wraps(orig)
     def backward(self, *args, **kwargs):
-        if _is_compiling():  # traced (compiled autograd): no discovery, no region
+        # traced (compiled autograd; see common.ASK_COMPILING): no discovery, no region
+        if _common.ASK_COMPILING and _is_compiling():
             return orig(self, *args, **kwargs)
         local = per_thread(ThreadState)
+        if local.traced or _common.COMPILER._is_compiling_flag:
+            return orig(self, *args, **kwargs)
         if not local.forward_seen:
             forward_unseen()
         local.tracker.backward()

@@ -22,6 +22,7 @@ shared memory, so nothing recorded is lost.
 import os
 
 MODE = os.environ.get("TRAINPROF_BOTTLENECK")
+ACTIVE = MODE in ("asis", "replay", "loader")  # one of `trainprof bottleneck`'s runs
 STEPS = int(os.environ.get("TRAINPROF_BOTTLENECK_STEPS", "200"))
 WARMUP = int(os.environ.get("TRAINPROF_BOTTLENECK_WARMUP", "20"))
 
@@ -34,7 +35,7 @@ _moved = {}  # (tensor id, method, arguments) -> the tensor the first move gave
 
 
 def active():
-    return MODE in ("asis", "replay", "loader")
+    return ACTIVE
 
 
 def on_fetch(fetch, step, samples_of):

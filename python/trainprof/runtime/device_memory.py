@@ -34,6 +34,7 @@ _KEYS = (
 )
 
 _memory_stats = None  # torch.cuda.memory_stats once enabled, else None
+on = False  # _memory_stats is not None: steps/marks.py reads it at every mark
 _device = None
 _capacity = -1
 _next_ns = 0
@@ -42,13 +43,14 @@ _next_ns = 0
 def enable(torch, device):
     """Reads the allocator of device (a torch.device of type cuda) from now
     on: called once its first training forward shows the model there."""
-    global _memory_stats, _device, _capacity
+    global _memory_stats, _device, _capacity, on
     if _memory_stats is not None:
         return
     try:
         _capacity = int(torch.cuda.get_device_properties(device).total_memory)
         _device = device
         _memory_stats = torch.cuda.memory_stats
+        on = True
     except Exception as e:  # noqa: BLE001 - said; a device torch can't describe
         swallowed("reading the GPU's memory", e)
 
@@ -65,7 +67,7 @@ def after_step():
 def read(now=None):
     """One reading now, sent to the recorder (also at an out-of-memory, its
     last figures). Never raises; a failing reading turns readings off."""
-    global _memory_stats, _next_ns
+    global _memory_stats, _next_ns, on
     stats = _memory_stats
     if stats is None:
         return
@@ -82,6 +84,7 @@ def read(now=None):
         _native.device_memory(*figures)
     except Exception as e:  # noqa: BLE001 - said; the training goes on without it
         _memory_stats = None
+        on = False
         swallowed("reading the GPU's memory", e)
         return
     _next_ns = now + max(_EVERY_NS, (_native.now_ns() - now) * _COST_SHARE)

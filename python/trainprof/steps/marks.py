@@ -10,10 +10,12 @@ from trainprof.runtime import device_memory as _memory
 def step() -> None:
     """A step boundary now."""
     _native.step()
-    _memory.after_step()
+    if _memory.on:  # a model on a CUDA device: its allocator's reading, when due
+        _memory.after_step()
 
 
 def step_at(t_ns: int) -> None:
     """A step boundary at an earlier _native.now_ns()."""
     _native.step_at(t_ns)
-    _memory.after_step()
+    if _memory.on:
+        _memory.after_step()

@@ -278,12 +278,12 @@ class StepTracker:
 
     # ---- work ------------------------------------------------------------------------
 
-    def _work(self):
+    def _work_marks(self):
         """Training work (a forward with gradients on, a backward, an
-        optimizer step): it shows a pass is real, ends a pause, and opens
-        the step that an update left pending."""
-        self.fetched_only = False
-        self.after_update = False
+        optimizer step) shows a pass is real, ends a pause, and opens the
+        step that an update left pending. forward() and backward() reset
+        fetched_only and after_update themselves, and call this only where
+        one of those is to be done (they run several times a step)."""
         if self.open_pending is not None:
             self._open_pending_step()
         elif self.out_of_step:
@@ -293,7 +293,9 @@ class StepTracker:
 
     def forward(self, training):
         """An outermost module call with gradients on."""
-        self._work()
+        self.fetched_only = self.after_update = False  # training work (_work_marks)
+        if self.open_pending is not None or self.out_of_step or self.pending_epoch is not None:
+            self._work_marks()
         if training:
             self.eval_since = None  # a training forward: no evaluation pass
             loop = self.loop
@@ -338,11 +340,12 @@ class StepTracker:
 
     def backward(self):
         self.loop.backwards += 1
-        self._work()
+        self.fetched_only = self.after_update = False  # training work (_work_marks)
+        if self.open_pending is not None or self.out_of_step or self.pending_epoch is not None:
+            self._work_marks()
         self.eval_since = None
 
-    def optimizer_begins(self):
-        self.backward()
+    optimizer_begins = backward  # the same event
 
     def update(self, optimizer):
         """optimizer's step ended, or a GradScaler skipped it: one update."""
@@ -395,10 +398,6 @@ class StepTracker:
             if self.reopen_at is not None:
                 t, self.reopen_at = self.reopen_at, None
                 self._step(t or now)
-
-    def counts_forward_samples(self):
-        """The samples are the model's batches (no DataLoader marks steps)."""
-        return self.loop.main_loader is None and not self.switches.manual_steps
 
     def exit(self):
         if self.pending_epoch is not None and self.fetched_only is False:

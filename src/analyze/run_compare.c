@@ -507,9 +507,16 @@ double tp_compare_slower_at_least(const tp_run_compare *c) { return c->comparabl
 
 size_t tp_compare_machine_causes(const tp_run_compare *c, tp_regime_cause out[TP_REGIME_CAUSES])
 {
-    size_t n = 0;
+    bool others = false;
     for (size_t i = 0; i < c->ncauses && i < TP_REGIME_CAUSES; i++)
-        if (c->causes[i].kind != TP_CAUSE_PHASE && c->causes[i].kind != TP_CAUSE_FUNCTION)
-            out[n++] = c->causes[i];
+        others |= c->causes[i].kind == TP_CAUSE_OTHERS_CPU;
+    size_t n = 0;
+    for (size_t i = 0; i < c->ncauses && i < TP_REGIME_CAUSES; i++) {
+        tp_cause_kind kind = c->causes[i].kind;
+        if (kind == TP_CAUSE_PHASE || kind == TP_CAUSE_FUNCTION ||
+            (kind == TP_CAUSE_CPU_PRESSURE && !others))
+            continue;
+        out[n++] = c->causes[i];
+    }
     return n;
 }

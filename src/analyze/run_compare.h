@@ -95,7 +95,10 @@ double tp_compare_slower_at_least(const tp_run_compare *c);
 
 /* The causes of c that are the machine's, not the training's: other
  * processes' CPU, CPU or I/O pressure, swap, the GPU's clock or its
- * slowdowns, each past its noise (regimes.h), into out; how many. */
+ * slowdowns, each past its noise (regimes.h), into out; how many. CPU
+ * pressure only with other processes' CPU: without it, the tasks that
+ * waited were the training's own (a run with DataLoader workers on every
+ * core beside one without). */
 size_t tp_compare_machine_causes(const tp_run_compare *c, tp_regime_cause out[TP_REGIME_CAUSES]);
 
 #endif

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,8 +13,13 @@
 #include "harness.h"
 #include "trainprof.h"
 
-/* Burns CPU in a child and a grandchild until killed; *grandchild gets the
- * grandchild's pid. */
+/* The burners' process group, killed by the teardown whatever the test did
+ * (a failed assertion leaves the test at once: burners left behind would
+ * load the machine for every test after it). */
+static pid_t burners;
+
+/* Burns CPU in a child and a grandchild until killed, or until their parent
+ * dies; *grandchild gets the grandchild's pid. */
 static pid_t spawn_tree(pid_t *grandchild)
 {
     int fds[2];
@@ -22,16 +28,20 @@ static pid_t spawn_tree(pid_t *grandchild)
     assert_true(pid >= 0);
     if (pid == 0) {
         setpgid(0, 0); /* so the test can kill the whole tree */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         pid_t g = fork();
-        if (g == 0)
+        if (g == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
             for (volatile unsigned long i = 0;; i++)
                 ;
+        }
         if (write(fds[1], &g, sizeof g) != (ssize_t)sizeof g)
             _exit(1);
         for (volatile unsigned long i = 0;; i++)
             ;
     }
     close(fds[1]);
+    burners = pid;
     assert_int_equal(read(fds[0], grandchild, sizeof *grandchild), (ssize_t)sizeof *grandchild);
     close(fds[0]);
     return pid;
@@ -90,10 +100,19 @@ static void test_proc_tree_real(void **state)
     assert_int_equal(cap_values(&b, "proc_rss_bytes", "{}", v, 2), 2);
     assert_true(v[1] > 0);
     c->destroy(c);
-    kill(-child, SIGKILL);
-    waitpid(child, NULL, 0);
     tp_batch_free(&b);
     test_env_close(&t);
+}
+
+static int kill_burners(void **state)
+{
+    (void)state;
+    if (burners > 0) {
+        kill(-burners, SIGKILL);
+        waitpid(burners, NULL, 0);
+        burners = 0;
+    }
+    return 0;
 }
 
 static void test_real_host_all_collectors(void **state)
@@ -126,7 +145,7 @@ static void test_real_host_all_collectors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_proc_tree_real),
+        cmocka_unit_test_teardown(test_proc_tree_real, kill_burners),
         cmocka_unit_test(test_real_host_all_collectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

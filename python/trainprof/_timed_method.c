@@ -166,21 +166,32 @@ int tp_py_timed_method_ready(void)
     return PyType_Ready(&TimedMethodType);
 }
 
+/* A TimedMethod calling orig through `call`, holding a reference to each of
+ * orig, moves and dtype_type (the last two may be NULL). */
+static PyObject *timed_method_alloc(PyObject *orig, PyObject *moves, PyObject *dtype_type,
+                                    uint32_t region, vectorcallfunc call)
+{
+    TimedMethod *self = PyObject_New(TimedMethod, &TimedMethodType);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(orig);
+    Py_XINCREF(moves);
+    Py_XINCREF(dtype_type);
+    self->orig = orig;
+    self->moves = moves;
+    self->dtype_type = dtype_type;
+    self->region = region;
+    self->vectorcall = call;
+    return (PyObject *)self;
+}
+
 PyObject *tp_py_timed_method_new(PyObject *orig, uint32_t region)
 {
     if (!PyCallable_Check(orig)) {
         PyErr_SetString(PyExc_TypeError, "timed_method() takes a callable");
         return NULL;
     }
-    TimedMethod *self = PyObject_New(TimedMethod, &TimedMethodType);
-    if (self == NULL)
-        return NULL;
-    Py_INCREF(orig);
-    self->orig = orig;
-    self->moves = self->dtype_type = NULL;
-    self->region = region;
-    self->vectorcall = timed_method_vectorcall;
-    return (PyObject *)self;
+    return timed_method_alloc(orig, NULL, NULL, region, timed_method_vectorcall);
 }
 
 PyObject *tp_py_to_filter_new(PyObject *orig, PyObject *moves, PyObject *dtype_type)
@@ -189,16 +200,5 @@ PyObject *tp_py_to_filter_new(PyObject *orig, PyObject *moves, PyObject *dtype_t
         PyErr_SetString(PyExc_TypeError, "to_filter(to, moves, dtype type)");
         return NULL;
     }
-    TimedMethod *self = PyObject_New(TimedMethod, &TimedMethodType);
-    if (self == NULL)
-        return NULL;
-    Py_INCREF(orig);
-    Py_INCREF(moves);
-    Py_INCREF(dtype_type);
-    self->orig = orig;
-    self->moves = moves;
-    self->dtype_type = dtype_type;
-    self->region = 0;
-    self->vectorcall = to_filter_vectorcall;
-    return (PyObject *)self;
+    return timed_method_alloc(orig, moves, dtype_type, 0, to_filter_vectorcall);
 }

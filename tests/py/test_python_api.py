@@ -46,6 +46,40 @@ def test_bad_names_are_refused():
     with pytest.raises(KeyError, match="model.dtypes is not a key"):
         _native.fact("model.dtypes=float32")
     assert _native.fact("model.dtype=float32") is False  # known, and no recorder to take it
+    # the patches' C helpers (_timed_method.c, _per_thread.c)
+    with pytest.raises(TypeError, match="timed_method.method, region"):
+        _native.timed_method(len, "x")
+    with pytest.raises(TypeError, match="takes a callable"):
+        _native.timed_method(42, tp.region("x"))
+    with pytest.raises(TypeError, match="to_filter"):
+        _native.to_filter(len, len)
+    with pytest.raises(TypeError, match="to_filter"):
+        _native.to_filter(len, len, "not a type")
+    with pytest.raises(TypeError):
+        _native.per_thread([])  # unhashable: no key in the thread's dict
+    with pytest.raises(TypeError):
+        _native.per_thread(42)  # hashable, but nothing to call
+
+
+def test_per_thread_gives_each_thread_its_own_instance():
+    import threading
+
+    from trainprof import _native
+
+    class State:
+        __slots__ = ("n",)
+
+        def __init__(self):
+            self.n = 0
+
+    mine = _native.per_thread(State)
+    mine.n = 7
+    assert _native.per_thread(State) is mine  # one per thread, kept
+    theirs = []
+    t = threading.Thread(target=lambda: theirs.append(_native.per_thread(State)))
+    t.start()
+    t.join()
+    assert theirs[0] is not mine and theirs[0].n == 0
 
 
 def run_script(run_file, code, env=None, timeout=120):

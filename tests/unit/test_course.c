@@ -1,12 +1,14 @@
 /* test_course.c: the course of a run: change points over step times, the
  * regimes they leave once short ones are merged, slow first steps as the
- * warm-up, the stall threshold. */
+ * warm-up, the stall threshold, and which of a
+ * comparison's causes are the machine's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "analyze/pace_now.h"
 #include "analyze/regimes.h"
+#include "analyze/run_compare.h"
 #include "analyze/stalls.h"
 #include "analyze/summary.h"
 #include "analyze/timings.h"
@@ -253,6 +255,30 @@ static void test_live_pace_steady(void **state)
     free(d);
 }
 
+/* compare's gate blames the machine only for the machine's causes: a phase
+ * or a function is the training's, and CPU pressure is the machine's only
+ * beside other processes' CPU (without it, the training's own tasks waited). */
+static void test_machine_causes_of_a_comparison(void **state)
+{
+    (void)state;
+    tp_run_compare c = {.comparable = false, .low = 0.2};
+    assert_true(isnan(tp_compare_slower_at_least(&c)));
+    c.comparable = true;
+    assert_true(tp_compare_slower_at_least(&c) == 0.2);
+    tp_cause_kind kinds[] = {TP_CAUSE_PHASE, TP_CAUSE_CPU_PRESSURE, TP_CAUSE_FUNCTION,
+                             TP_CAUSE_SWAP};
+    for (size_t i = 0; i < 4; i++)
+        c.causes[c.ncauses++].kind = kinds[i];
+    tp_regime_cause out[TP_REGIME_CAUSES];
+    assert_int_equal(tp_compare_machine_causes(&c, out), 1);
+    assert_int_equal(out[0].kind, TP_CAUSE_SWAP);
+    c.causes[c.ncauses++].kind = TP_CAUSE_OTHERS_CPU;
+    assert_int_equal(tp_compare_machine_causes(&c, out), 3);
+    assert_int_equal(out[0].kind, TP_CAUSE_CPU_PRESSURE);
+    assert_int_equal(out[1].kind, TP_CAUSE_SWAP);
+    assert_int_equal(out[2].kind, TP_CAUSE_OTHERS_CPU);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_stall_threshold),
         cmocka_unit_test(test_live_pace_over_a_long_run),
         cmocka_unit_test(test_live_pace_steady),
+        cmocka_unit_test(test_machine_causes_of_a_comparison),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

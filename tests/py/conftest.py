@@ -55,6 +55,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "machine: judges the machine's load; run alone (make test-py's serial part)"
     )
+    config.addinivalue_line(
+        "markers", "long: a minute or more; its file goes to a worker first (make test-py-spread)"
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -68,6 +71,12 @@ def pytest_collection_modifyitems(config, items):
             source = ""
         if any(w in source for w in MACHINE_WORDS):
             item.add_marker(pytest.mark.machine)
+    # The files of long tests first, the rest in their order: xdist (with
+    # --no-loadscope-reorder) hands the files out in this order, so the last
+    # minutes of the spread stage are short files on both workers, not one long
+    # test on one of them while the other idles.
+    long_files = {item.path for item in items if item.get_closest_marker("long")}
+    items.sort(key=lambda item: item.path not in long_files)  # stable
 
 
 # TEST_CPU_LOG=FILE: each test's CPU time (its process and the programs it

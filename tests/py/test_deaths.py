@@ -264,6 +264,7 @@ for x, y in DataLoader(Leaky(), batch_size=8, num_workers=2):
 # Not one of the tests that judge the machine: it runs beside the others. Its
 # pace is the loop's sleep, which other work barely stretches (17 MiB a second
 # beside two CPU burners, 1.1 GiB in all), far inside the rates it accepts.
+@pytest.mark.long
 def test_memory_that_grows_through_the_steps(tmp_path, run_file):
     script = tmp_path / "leaky.py"
     script.write_text(textwrap.dedent(LEAKY_WORKERS))

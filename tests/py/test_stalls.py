@@ -12,6 +12,7 @@ import textwrap
 import time
 import urllib.request
 
+import pytest
 from conftest import (
     PROGRAM,
     PYTHON,
@@ -208,6 +209,7 @@ def test_metrics_show_the_stall_while_it_lasts(tmp_path, run_file):
         rec.wait(timeout=60)
 
 
+@pytest.mark.long
 def test_two_nodes_read_together_name_the_rank_that_stopped(tmp_path):
     """Two nodes (two recorders, torchrun with --nnodes 2 on loopback): `report`
     of both files names rank 1, on the other node, in its Dataset, from the

@@ -180,8 +180,8 @@ test-py: test-py-spread test-py-machine
 # Two trainings at a time on two cores: each on one intra-op thread, not a
 # pool of two spinning between operations on the core the other one needs (a
 # leaking DataLoader loop: 7.9 CPU-seconds in 30 s on two, 3.4 on one). The
-# machine tests keep torch's default. The files of long tests go first
-# (conftest.py), in the order given.
+# machine tests keep torch's default. The files whose tests mostly wait go
+# first (conftest.py), in the order given.
 test-py-spread: build
 	OMP_NUM_THREADS=1 $(PYTEST_ENV) $(PY) -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist loadfile \
 	    --no-loadscope-reorder -m "not machine" --durations=15 tests/py

@@ -56,7 +56,8 @@ def pytest_configure(config):
         "markers", "machine: judges the machine's load; run alone (make test-py's serial part)"
     )
     config.addinivalue_line(
-        "markers", "long: a minute or more; its file goes to a worker first (make test-py-spread)"
+        "markers",
+        "waits: its tests mostly wait (sleeps, timeouts, servers); sent to a worker first",
     )
 
 
@@ -71,12 +72,13 @@ def pytest_collection_modifyitems(config, items):
             source = ""
         if any(w in source for w in MACHINE_WORDS):
             item.add_marker(pytest.mark.machine)
-    # The files of long tests first, the rest in their order: xdist (with
-    # --no-loadscope-reorder) hands the files out in this order, so the last
-    # minutes of the spread stage are short files on both workers, not one long
-    # test on one of them while the other idles.
-    long_files = {item.path for item in items if item.get_closest_marker("long")}
-    items.sort(key=lambda item: item.path not in long_files)  # stable
+    # The files whose tests mostly wait first, the rest in their order: xdist
+    # (with --no-loadscope-reorder) hands the files out in this order. Early on,
+    # the C builds beside (make test-beside) take the CPU they leave; at the
+    # end of the stage, with the builds done, tests that wait would leave it
+    # idle (75 s at 5 to 50 % of two cores before this order).
+    waiting = {item.path for item in items if item.get_closest_marker("waits")}
+    items.sort(key=lambda item: item.path not in waiting)  # stable
 
 
 # TEST_CPU_LOG=FILE: each test's CPU time (its process and the programs it

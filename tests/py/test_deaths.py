@@ -12,6 +12,9 @@ import uuid
 import pytest
 from conftest import PROGRAM, PYTHON, in_short, report_json, trainprof, words
 
+# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+pytestmark = pytest.mark.waits
+
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2")
 
 # HOW=raise: rank 1 raises at its 21st step; HOW=kill: it SIGKILLs itself there
@@ -264,7 +267,6 @@ for x, y in DataLoader(Leaky(), batch_size=8, num_workers=2):
 # Not one of the tests that judge the machine: it runs beside the others. Its
 # pace is the loop's sleep, which other work barely stretches (17 MiB a second
 # beside two CPU burners, 1.1 GiB in all), far inside the rates it accepts.
-@pytest.mark.long
 def test_memory_that_grows_through_the_steps(tmp_path, run_file):
     script = tmp_path / "leaky.py"
     script.write_text(textwrap.dedent(LEAKY_WORKERS))

@@ -7,7 +7,11 @@ import sqlite3
 import subprocess
 import time
 
+import pytest
 from conftest import PROGRAM, ROOT, trainprof, words
+
+# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+pytestmark = pytest.mark.waits
 
 
 def test_directory_json(tmp_path):

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import time
 
+import pytest
 from conftest import (
     FAKE_NVML,
     PROGRAM,
@@ -19,6 +20,9 @@ from conftest import (
     trainprof,
 )
 from test_timings import EMIT
+
+# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+pytestmark = pytest.mark.waits
 
 
 def two_nodes(tmp_path, second_command=None, options=(), env=None, second_status=0, command=None):

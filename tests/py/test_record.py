@@ -28,6 +28,9 @@ from conftest import (
     trainprof,
 )
 
+# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+pytestmark = pytest.mark.waits
+
 WORKLOAD = r"""
 import os, sys, time
 t = time.time()
@@ -309,7 +312,6 @@ def test_an_address_space_limit_never_aborts_the_recorder_nor_makes_it_lie(run_f
     assert run["command"] == "sh -c 'sleep 0.3; exit 4'"
 
 
-@pytest.mark.long
 def test_memory_running_out_while_recording_costs_events_not_the_run(run_file):
     """A process floods the recorder with regions under a 100 MB address
     space: the recorder keeps going, counts what it had no memory for, and

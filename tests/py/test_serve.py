@@ -17,6 +17,9 @@ import urllib.request
 import pytest
 from conftest import FAKE_NVML, PROGRAM, PYTHON, ROOT, trainprof
 
+# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+pytestmark = pytest.mark.waits
+
 REGIONS = """
 import time, trainprof
 from trainprof import _native

@@ -25,6 +25,9 @@ from conftest import (
     words,
 )
 
+# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+pytestmark = pytest.mark.waits
+
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
 
 # BLOCK=data: rank 1's Dataset blocks at its 13th batch; BLOCK=forward: rank
@@ -209,7 +212,6 @@ def test_metrics_show_the_stall_while_it_lasts(tmp_path, run_file):
         rec.wait(timeout=60)
 
 
-@pytest.mark.long
 def test_two_nodes_read_together_name_the_rank_that_stopped(tmp_path):
     """Two nodes (two recorders, torchrun with --nnodes 2 on loopback): `report`
     of both files names rank 1, on the other node, in its Dataset, from the

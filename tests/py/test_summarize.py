@@ -5,6 +5,7 @@ import sqlite3
 import subprocess
 import time
 
+import pytest
 from conftest import (
     PROGRAM,
     assert_same_report,
@@ -15,6 +16,9 @@ from conftest import (
     trainprof,
 )
 from test_timings import EMIT
+
+# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+pytestmark = pytest.mark.waits
 
 
 def killed_node(path, rank, after_s=2.5):

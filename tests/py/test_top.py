@@ -12,6 +12,9 @@ import uuid
 import pytest
 from conftest import FAKE_NVML, PROGRAM, PYTHON, trainprof
 
+# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+pytestmark = pytest.mark.waits
+
 
 class Tmux:
     """A tmux session on a server of its own (-L): a test that ends its last

@@ -92,7 +92,6 @@ def steps_per_s(run):
     return report_json(run)["steps"][0]["steps_per_s"]
 
 
-@pytest.mark.long
 def test_mlflow_gets_the_figures_in_the_scripts_own_run(tmp_path):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     run, r = record(tmp_path, "mlflow", {"OPEN": "mlflow", "URI": uri})

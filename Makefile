@@ -102,7 +102,7 @@ test-sanitizers: deps
 # recording's rows edited as a crafted file would hold them
 # (tests/fuzz/fuzz_run_file.c), and the drain's reading of a training
 # process's ring, from real rings (tests/fuzz/fuzz_ring_events.c, seeds by
-# tests/fuzz/ring_seed.c). A minute and a half in all in `make test`,
+# tests/fuzz/ring_seed.c). Three quarters of a minute in all in `make test`,
 # FUZZ_SECONDS (default 600) each by `make fuzz`; findings are written to
 # build-fuzz/ as crash-*, leak-* or timeout-* files.
 FUZZ_SECONDS ?= 600
@@ -142,7 +142,7 @@ fuzz_both = cd $(BUILD)-fuzz && mkdir -p corpus ops-run-corpus && \
 	UBSAN_OPTIONS=halt_on_error=1 tests/fuzz_ops_blob -max_total_time=$(2) -max_len=4096 ops-corpus
 
 test-fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/base-ops.db $(BUILD)-fuzz/ring-corpus/nested
-	$(call fuzz_both,45,15)
+	$(call fuzz_both,30,5)
 
 fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/base-ops.db $(BUILD)-fuzz/ring-corpus/nested
 	$(call fuzz_both,$(FUZZ_SECONDS),$(FUZZ_SECONDS))

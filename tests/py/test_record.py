@@ -207,7 +207,10 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
-@pytest.mark.machine  # judges timings: when the disk fills, in seconds
+# Runs beside the other tests: its times are its command's sleeps (the fill
+# 1.5 s in, the disk freed 2.5 s later), and what it asserts of them spans
+# seconds, where others' work on the CPUs delays the recorder's writes by
+# milliseconds.
 def test_a_full_disk_costs_rows_not_the_training(small_disk):
     """The command fills the disk the run file is on, then frees it: the
     recorder warns once, the command goes on, the file keeps its rows up to

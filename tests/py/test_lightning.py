@@ -7,9 +7,9 @@ validation passes and the saves) are the ground truth."""
 import json
 
 import pytest
-from conftest import PYTHON, report_json, trainprof
+from conftest import PYTHON, needs, report_json, trainprof
 
-pytest.importorskip("lightning")
+needs("lightning")
 
 SCRIPT = """
 import json, sys, torch

@@ -12,9 +12,9 @@ import subprocess
 import time
 
 import pytest
-from conftest import PROGRAM, PYTHON, ROOT, report_json, trainprof
+from conftest import PROGRAM, PYTHON, ROOT, needs, report_json, trainprof
 
-pytest.importorskip("mcp")
+needs("mcp")
 from mcp import Client, StdioServerParameters  # noqa: E402
 
 RUNS = ROOT / "tests" / "golden" / "runs"

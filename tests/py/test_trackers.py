@@ -13,11 +13,10 @@ import struct
 import subprocess
 
 import pytest
-from conftest import PROGRAM, PYTHON, report_json, trainprof
+from conftest import PROGRAM, PYTHON, needs, report_json, trainprof
 
 mlflow = pytest.importorskip("mlflow")
-pytest.importorskip("wandb")
-pytest.importorskip("tensorboard")
+needs("wandb", "tensorboard")
 
 # A small training on the CPU (128 steps of a DataLoader), opening a run
 # where OPEN names the tracker's way: mlflow, wandb, tensorboard or none.

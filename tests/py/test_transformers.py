@@ -8,10 +8,9 @@ saves) are the ground truth."""
 import json
 
 import pytest
-from conftest import PYTHON, report_json, trainprof
+from conftest import PYTHON, needs, report_json, trainprof
 
-pytest.importorskip("transformers")
-pytest.importorskip("accelerate")
+needs("transformers", "accelerate")
 
 SCRIPT = """
 import json, sys, torch

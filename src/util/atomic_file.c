@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,16 +93,25 @@ int tp_write_file_atomically(const char *what, const char *path, bool force,
         tp_error("%s: %s: the name is too long", what, path);
         return 2;
     }
+    /* the stop signals held from before the file exists until their handler
+     * knows its name: one that came in between would leave it behind */
+    sigset_t stops, before;
+    sigemptyset(&stops);
+    for (size_t i = 0; i < NSTOP; i++)
+        sigaddset(&stops, stop_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &stops, &before);
     int fd = mkostemp(tmp, O_CLOEXEC); /* O_CREAT | O_EXCL, mode 0600 */
     mode_t mask = umask(0);
     umask(mask);
     FILE *out = fd >= 0 && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
     if (!out) {
-        tp_error("%s: cannot create %s: %s", what, path, strerror(errno));
+        int why = errno;
         if (fd >= 0) {
             close(fd);
             unlink(tmp);
         }
+        pthread_sigmask(SIG_SETMASK, &before, NULL);
+        tp_error("%s: cannot create %s: %s", what, path, strerror(why));
         return 2;
     }
     static bool cleanup_registered;
@@ -110,6 +120,7 @@ int tp_write_file_atomically(const char *what, const char *path, bool force,
     memcpy(pending_tmp, tmp, sizeof tmp);
     struct sigaction old[NSTOP];
     guard_signals(old);
+    pthread_sigmask(SIG_SETMASK, &before, NULL); /* one held now runs the handler */
     char err[1024];
     bool ok = fn(out, ctx, err, sizeof err);
     if (fclose(out) != 0 && ok) {

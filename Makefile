@@ -40,7 +40,7 @@ demo: build
 # The whole suite (.ci/run), in three stages: the quick checks, two at a time; then the Python
 # tests that judge no load, on PYTEST_WORKERS processes, and beside them
 # (test-beside, its output in build/beside.log): at the lowest CPU priority,
-# in the CPU those tests leave idle (about a third of two cores), what judges
+# in the CPU those tests leave idle (about one core of two, measured), what judges
 # no time at all (the C unit tests, under the sanitizers too, the fuzzers'
 # builds and runs, the wheels' builds; two at a time), then the wheels
 # installed and run;

@@ -105,8 +105,8 @@ int8_t *tp_gpus_used(tp_run *run)
         while (t1 < n && threads[t1].agent_id == agent)
             t1++;
         for (size_t k = g0; k < g1; k++)
-            out[order[k].at] =
-                gpu_use(run, &run->gpus[order[k].at], threads + t0, t1 - t0, order + g0, g1 - g0);
+            out[order[k].at] = gpu_use(run, &run->gpus[order[k].at], t1 > t0 ? threads + t0 : NULL,
+                                       t1 - t0, order + g0, g1 - g0);
     }
     free(order);
     free(threads);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "facts.h"
+#include "sanitized.h"
 #include "stacks.h"
 #include "trainprof.h"
 
@@ -180,7 +181,7 @@ static void *attach_once(void *arg)
  * grandchild that hangs is ended by its alarm. */
 static int fork_while_attaching(void)
 {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if TP_TEST_SANITIZED
     return 77; /* the sanitizers' runtimes hang here on locks of their own a fork copied held */
 #endif
     static tp_site site = TP_SITE("grandchild_work");

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "sanitized.h"
 #include "record/drain.h"
 
 extern char **environ;
@@ -256,7 +257,7 @@ static void oom_child(int out)
 static void test_memory_running_out_costs_data_not_the_recorder(void **state)
 {
     (void)state;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if TP_TEST_SANITIZED
     skip();
 #endif
     int fds[2];

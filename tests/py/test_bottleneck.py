@@ -8,8 +8,8 @@ import textwrap
 import pytest
 from conftest import PYTHON, OthersCpu, trainprof
 
-# every test here measures rates or names contention: run alone (conftest)
-pytestmark = pytest.mark.machine
+# the tests that judge a verdict (rates, input against compute) run alone
+# (conftest: machine); those that count, crash or refuse run beside the others
 
 SCRIPT = """
 import os, sys, time, torch
@@ -62,6 +62,7 @@ def bottleneck(tmp_path, sleep=0.0, dim=32, hidden=32, crash_in="", extra=()):
     )
 
 
+@pytest.mark.machine
 def test_sleepy_loader_is_input_bound(tmp_path):
     # 5 ms a sample, 80 ms a batch: the loader's limit is its sleeps, which
     # others' work on the machine barely moves, and the replay of this small
@@ -98,6 +99,7 @@ def test_sleepy_loader_is_input_bound(tmp_path):
     }
 
 
+@pytest.mark.machine
 def test_big_model_fast_loader_is_compute_bound(tmp_path):
     with OthersCpu() as load:
         r = bottleneck(tmp_path, dim=512, hidden=2048)
@@ -193,6 +195,7 @@ for epoch in range(100):
 """
 
 
+@pytest.mark.machine
 def test_many_small_files_is_input_bound_with_small_reads(tmp_path):
     import numpy as np
 

@@ -14,8 +14,8 @@ from conftest import FAKE_NVML, PYTHON, ROOT, OthersCpu, report_json, trainprof,
 from test_html import chromium
 from test_timings import EMIT
 
-# every test here measures rates or names contention: run alone (conftest)
-pytestmark = pytest.mark.machine
+# the tests that measure rates or name contention run alone (conftest:
+# machine), and those that share their runs (loader_runs) with them
 
 
 def test_two_world_sizes(tmp_path):
@@ -124,6 +124,7 @@ def loader_runs(tmp_path_factory):
     return runs
 
 
+@pytest.mark.machine
 def test_fewer_workers_moved_the_input_and_say_why(loader_runs):
     c = compare_json(loader_runs["two"], loader_runs["none"])
     change = c["step_change"]
@@ -153,6 +154,7 @@ def test_fewer_workers_moved_the_input_and_say_why(loader_runs):
     assert "Slow.__getitem__" in text
 
 
+@pytest.mark.machine
 def test_the_gate_fails_a_slower_run_and_passes_a_faster_one(loader_runs):
     r = trainprof("compare", "--fail-if-slower", "5", loader_runs["two"], loader_runs["none"])
     assert r.returncode == 3, r.stderr
@@ -162,6 +164,7 @@ def test_the_gate_fails_a_slower_run_and_passes_a_faster_one(loader_runs):
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.machine
 def test_the_same_run_twice_is_no_change(loader_runs):
     c = compare_json(loader_runs["two"], loader_runs["two_again"])
     change = c["step_change"]
@@ -216,6 +219,7 @@ def test_contention_beside_the_second_run_is_named(tmp_path):
     assert r.returncode == 3, r.stderr
 
 
+@pytest.mark.machine
 def test_a_run_without_steps_compares_what_it_can(tmp_path, loader_runs):
     idle = tmp_path / "idle.db"
     r = trainprof("record", "-q", "-o", idle, "--", PYTHON, "-c", "import time; time.sleep(1)")
@@ -231,6 +235,7 @@ def test_a_run_without_steps_compares_what_it_can(tmp_path, loader_runs):
     assert r.returncode == 2 and "compares two run files" in r.stderr
 
 
+@pytest.mark.machine
 def test_two_runs_on_one_page(tmp_path, loader_runs):
     page = tmp_path / "two.html"
     r = trainprof("html", "--compare", loader_runs["two"], loader_runs["none"], "-o", page)

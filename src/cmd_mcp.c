@@ -35,7 +35,7 @@ static const char usage[] =
 
 int cmd_mcp(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* --root DIR, each a pair */
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(usage, stdout);
             return 0;
@@ -44,7 +44,6 @@ int cmd_mcp(int argc, char **argv)
             tp_error("mcp: %s: expected --root DIR (see trainprof mcp --help)", argv[i]);
             return 2;
         }
-        i++;
     }
     char python[PATH_MAX], tried[3 * PATH_MAX + 64], self[PATH_MAX];
     if (!tp_package_python(MODULE, python, sizeof python, tried, sizeof tried)) {

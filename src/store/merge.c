@@ -20,6 +20,7 @@
 #include "store/reader_stream.h"
 #include "store/schema.h"
 #include "core/run_keys.h"
+#include "util/atomic_file.h"
 
 /* The largest id in table of db's main schema (0 when empty), or -1. */
 static int64_t max_id(sqlite3 *db, const char *table)
@@ -330,22 +331,21 @@ static int merged_meta(sqlite3 *db, size_t n, int64_t uncertainty, int64_t earli
     return rc;
 }
 
-/* Creates the output's private file beside out_path (its name in tmp) and
- * opens it as an empty run file in *db. SQLITE_CANTOPEN with *db NULL and
- * the reason in err when the file can't be made; else SQLite's code, *db set
- * (closed by the caller) either way. */
-static int open_output(const char *out_path, char *tmp, size_t tmp_cap, sqlite3 **db, char *err,
+/* Creates the output's private file beside out_path (pending: removed by a
+ * stop signal until it is ended) and opens it as an empty run file in *db.
+ * SQLITE_CANTOPEN with *db NULL and the reason in err when the file can't
+ * be made; else SQLite's code, *db set (closed by the caller) either way. */
+static int open_output(const char *out_path, tp_pending_output *pending, sqlite3 **db, char *err,
                        size_t cap)
 {
     /* made exclusively under a random name: nothing planted is followed */
-    snprintf(tmp, tmp_cap, "%s.tmp-XXXXXX", out_path);
-    int probe = mkostemp(tmp, O_CLOEXEC);
+    int probe = tp_pending_output_open(pending, out_path);
     if (probe < 0) { /* say where, not SQLite's "unable to open database file" */
         snprintf(err, cap, "merge: cannot write %s: %s", out_path, strerror(errno));
         return SQLITE_CANTOPEN;
     }
-    fchmod(probe, 0644);
     close(probe);
+    const char *tmp = pending->tmp;
     int rc = sqlite3_open_v2(
         tmp, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     /* The output is private until renamed, and thrown away on any failure:
@@ -398,10 +398,11 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         tp_merge_free_inputs(info, n);
         return false;
     }
-    char tmp[4200];
+    tp_pending_output pending;
     sqlite3 *db = NULL;
-    int rc = open_output(out_path, tmp, sizeof tmp, &db, err, cap);
+    int rc = open_output(out_path, &pending, &db, err, cap);
     if (rc == SQLITE_CANTOPEN && !db) {
+        tp_pending_output_end(&pending, out_path, false); /* when SQLite failed, not the file */
         tp_merge_free_inputs(info, n);
         return false;
     }
@@ -440,15 +441,13 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         snprintf(err, cap, "merge: %s", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
     tp_merge_free_inputs(info, n);
-    if (rc == SQLITE_OK && opt->durable && !sync_file(tmp)) {
-        snprintf(err, cap, "merge: cannot write %s to disk", tmp);
+    if (rc == SQLITE_OK && opt->durable && !sync_file(pending.tmp)) {
+        snprintf(err, cap, "merge: cannot write %s to disk", pending.tmp);
         rc = SQLITE_IOERR;
     }
-    if (rc == SQLITE_OK && rename(tmp, out_path) != 0) {
-        snprintf(err, cap, "merge: cannot write %s", out_path);
+    if (!tp_pending_output_end(&pending, out_path, rc == SQLITE_OK) && rc == SQLITE_OK) {
+        snprintf(err, cap, "merge: cannot write %s: %s", out_path, strerror(errno));
         rc = SQLITE_CANTOPEN;
     }
-    if (rc != SQLITE_OK)
-        unlink(tmp);
     return rc == SQLITE_OK;
 }

@@ -34,6 +34,8 @@ static void remove_and_reraise(int sig)
 
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 #define NSTOP (sizeof stop_signals / sizeof *stop_signals)
+_Static_assert(NSTOP == sizeof((tp_pending_output *)0)->old / sizeof(struct sigaction),
+               "tp_pending_output keeps each stop signal's handler");
 
 /* Installs remove_and_reraise for the stop signals whose handler is the
  * default (an ignored one stays ignored), keeping the old ones in old. */
@@ -81,17 +83,13 @@ int tp_output_refused(const char *what, const char *path, bool force, const char
     return 0;
 }
 
-int tp_write_file_atomically(const char *what, const char *path, bool force,
-                             const char *const *inputs, size_t ninputs, tp_file_writer fn,
-                             void *ctx)
+int tp_pending_output_open(tp_pending_output *p, const char *path)
 {
-    int refused = tp_output_refused(what, path, force, inputs, ninputs);
-    if (refused)
-        return refused;
-    char tmp[4200];
+    p->tmp[0] = '\0';
+    char tmp[sizeof p->tmp];
     if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp) {
-        tp_error("%s: %s: the name is too long", what, path);
-        return 2;
+        errno = ENAMETOOLONG;
+        return -1;
     }
     /* the stop signals held from before the file exists until their handler
      * knows its name: one that came in between would leave it behind */
@@ -103,38 +101,77 @@ int tp_write_file_atomically(const char *what, const char *path, bool force,
     int fd = mkostemp(tmp, O_CLOEXEC); /* O_CREAT | O_EXCL, mode 0600 */
     mode_t mask = umask(0);
     umask(mask);
-    FILE *out = fd >= 0 && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
-    if (!out) {
+    if (fd >= 0 && fchmod(fd, 0666 & ~mask) != 0) {
         int why = errno;
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
+        close(fd);
+        unlink(tmp);
+        errno = why;
+        fd = -1;
+    }
+    if (fd < 0) {
+        int why = errno;
         pthread_sigmask(SIG_SETMASK, &before, NULL);
-        tp_error("%s: cannot create %s: %s", what, path, strerror(why));
-        return 2;
+        errno = why;
+        return -1;
     }
     static bool cleanup_registered;
     if (!cleanup_registered)
         cleanup_registered = atexit(remove_pending_tmp) == 0;
     memcpy(pending_tmp, tmp, sizeof tmp);
-    struct sigaction old[NSTOP];
-    guard_signals(old);
+    memcpy(p->tmp, tmp, sizeof tmp);
+    guard_signals(p->old);
     pthread_sigmask(SIG_SETMASK, &before, NULL); /* one held now runs the handler */
+    return fd;
+}
+
+bool tp_pending_output_end(tp_pending_output *p, const char *path, bool keep)
+{
+    if (!p->tmp[0])
+        return !keep;
+    bool kept = keep && rename(p->tmp, path) == 0;
+    int why = errno;
+    if (!kept)
+        unlink(p->tmp);
+    pending_tmp[0] = '\0';
+    p->tmp[0] = '\0';
+    unguard_signals(p->old);
+    errno = why;
+    return kept || !keep;
+}
+
+int tp_write_file_atomically(const char *what, const char *path, bool force,
+                             const char *const *inputs, size_t ninputs, tp_file_writer fn,
+                             void *ctx)
+{
+    int refused = tp_output_refused(what, path, force, inputs, ninputs);
+    if (refused)
+        return refused;
+    tp_pending_output pending;
+    int fd = tp_pending_output_open(&pending, path);
+    FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!out) {
+        int why = errno;
+        if (fd >= 0) {
+            close(fd);
+            tp_pending_output_end(&pending, path, false);
+        }
+        if (why == ENAMETOOLONG)
+            tp_error("%s: %s: the name is too long", what, path);
+        else
+            tp_error("%s: cannot create %s: %s", what, path, strerror(why));
+        return 2;
+    }
     char err[1024];
     bool ok = fn(out, ctx, err, sizeof err);
     if (fclose(out) != 0 && ok) {
         snprintf(err, sizeof err, "%s: writing %s failed: %s", what, path, strerror(errno));
         ok = false;
     }
-    if (ok && rename(tmp, path) != 0) {
+    if (!tp_pending_output_end(&pending, path, ok) && ok) {
         snprintf(err, sizeof err, "%s: cannot write %s: %s", what, path, strerror(errno));
         ok = false;
     }
-    pending_tmp[0] = '\0';
-    unguard_signals(old);
     if (!ok) {
-        unlink(tmp);
         tp_error("%s", err);
         return 1;
     }

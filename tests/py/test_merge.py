@@ -4,6 +4,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import time
@@ -125,6 +126,35 @@ def test_each_node_keeps_its_own_host_facts(tmp_path):
         assert [v["evidence"]["agent"] for v in memory] == ["node-b"]
     with sqlite3.connect(out) as db:
         assert db.execute("SELECT count(DISTINCT agent_id) FROM agent_meta").fetchone()[0] == 2
+
+
+@pytest.fixture(scope="module")
+def big_nodes(tmp_path_factory):
+    """Two nodes' files, their regions repeated until a merge takes seconds."""
+    a, b = two_nodes(tmp_path_factory.mktemp("big"))
+    for run in (a, b):
+        with sqlite3.connect(run) as db:
+            for _ in range(12):  # 2^12 times its regions
+                db.execute(
+                    "INSERT INTO region SELECT thread_id, name_id, depth, start_ns + 1,"
+                    " end_ns + 1 FROM region"
+                )
+    return a, b
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_merge_leaves_no_temporary_file(big_nodes, tmp_path, sig):
+    """A merge stopped midway (Ctrl-C, a job's end) takes its private output
+    with it: a fleet's merge can be gigabytes, left behind on every retry."""
+    out = tmp_path / "merged.db"
+    p = subprocess.Popen([PROGRAM, "merge", "-o", out, *big_nodes], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while not list(tmp_path.glob("merged.db.tmp-*")) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert list(tmp_path.glob("merged.db.tmp-*")), "the merge never began"
+    p.send_signal(sig)
+    assert p.wait(timeout=20) == -sig, p.stderr.read()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_merge_refuses_what_does_not_belong_together(tmp_path):

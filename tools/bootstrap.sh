@@ -65,10 +65,10 @@ if ! .venv/bin/python -c "import mesonpy, pytest, psutil, numpy, torch, lightnin
     }
     links=$(pip_setting find-links)
     constraint=$(pip_setting constraint)
-    if .venv/bin/pip install -q --disable-pip-version-check "uv==0.13.9" 2>/dev/null; then
-        .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python \
-            ${links:+--find-links "$links"} ${constraint:+--constraint "$constraint"} "${pkgs[@]}"
-    else
+    if ! .venv/bin/pip install -q --disable-pip-version-check "uv==0.13.9" 2>/dev/null ||
+        ! .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python \
+            ${links:+--find-links "$links"} ${constraint:+--constraint "$constraint"} "${pkgs[@]}"; then
+        echo "bootstrap: uv could not install them (above); pip does"
         .venv/bin/pip install -q --disable-pip-version-check "${pkgs[@]}"
     fi
 fi

@@ -58,9 +58,31 @@ def _own_cpu_seconds():
 # Tests that judge the machine's load bring their own conditions (CPU burners,
 # or none beside them: OthersCpu) and run alone, after the rest, which runs on
 # every core (make test-py; docs/contributing.md). A test is one of them when
-# its code names OthersCpu or burners, or its module sets
-# pytestmark = pytest.mark.machine.
+# its code (not its comments or docstring) names OthersCpu or burners, or it
+# or its module is marked pytest.mark.machine.
 MACHINE_WORDS = ("OthersCpu", "burners")
+
+
+def names_in_code(fn):
+    """The identifiers a function's code uses (names, attributes, keyword
+    arguments), none of its comments' or strings' words."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg:
+            names.add(node.arg)
+    return names
 
 
 def pytest_configure(config):
@@ -74,15 +96,10 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    import inspect
-
     for item in items:
         fn = getattr(item, "function", None)
-        try:
-            source = inspect.getsource(fn) if fn else ""
-        except (OSError, TypeError):
-            source = ""
-        if any(w in source for w in MACHINE_WORDS):
+        names = names_in_code(fn) if fn else set()
+        if any(w in name for w in MACHINE_WORDS for name in names):
             item.add_marker(pytest.mark.machine)
     # The files whose tests mostly wait first, the rest in their order: xdist
     # (with --no-loadscope-reorder) hands the files out in this order. Early on,

@@ -18,6 +18,7 @@ from test_timings import EMIT
 # machine), and those that share their runs (loader_runs) with them
 
 
+@pytest.mark.machine  # judges rates: two ranks at once, twice the samples per second
 def test_two_world_sizes(tmp_path):
     one, two = tmp_path / "w1.db", tmp_path / "w2.db"
     gpus = {"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"}

@@ -147,7 +147,9 @@ static void name(tp_ring_header *h, uint32_t id)
 
 /* An event of kind with id, its text in the slots after it (aux: the
  * length), published and read by the recorder before the next. */
-static void text_event(tp_ring_header *h, uint32_t kind, uint32_t id, const char *text)
+/* A text event (its header, then its text in slots), written ahead of the
+ * reader: the caller publishes it, with room for it left in the ring. */
+static void text_event_ahead(tp_ring_header *h, uint32_t kind, uint32_t id, const char *text)
 {
     size_t len = strlen(text);
     put(h, kind, id, len);
@@ -158,6 +160,11 @@ static void text_event(tp_ring_header *h, uint32_t kind, uint32_t id, const char
         tp_ring_slots(h)[head & (SLOTS - 1)] = chunk;
         head++;
     }
+}
+
+static void text_event(tp_ring_header *h, uint32_t kind, uint32_t id, const char *text)
+{
+    text_event_ahead(h, kind, id, text);
     publish(h);
     drained(h);
 }
@@ -199,10 +206,14 @@ int main(int argc, char **argv)
         text_event(h, TP_EV_FRAME, 1, "f\nx.py");
         text_event(h, TP_EV_FRAME, 1u << 22, "g\nx.py");
     } else if (strcmp(mode, "facts") == 0) {
-        for (int i = 0; i < 3000; i++) {
+        for (int i = 0; i < 3000; i++) { /* 16 at a time: 32 of the ring's 64 slots */
             char fact[32];
             snprintf(fact, sizeof fact, "flood.key%d=1", i);
-            text_event(h, TP_EV_FACT, 0, fact);
+            text_event_ahead(h, TP_EV_FACT, 0, fact);
+            if (i % 16 == 15 || i == 2999) {
+                publish(h);
+                drained(h);
+            }
         }
     } else if (strcmp(mode, "rings") == 0) {
         for (int i = 0; i < 4200; i++) {

@@ -101,13 +101,21 @@ def pytest_collection_modifyitems(config, items):
         names = names_in_code(fn) if fn else set()
         if any(w in name for w in MACHINE_WORDS for name in names):
             item.add_marker(pytest.mark.machine)
-    # The files whose tests mostly wait first, the rest in their order: xdist
-    # (with --no-loadscope-reorder) hands the files out in this order. Early on,
-    # the C builds beside (make test-beside) take the CPU they leave; at the
-    # end of the stage, with the builds done, tests that wait would leave it
-    # idle (75 s at 5 to 50 % of two cores before this order).
+    # The files whose tests mostly wait early, each followed by one whose tests
+    # keep a CPU busy, then the rest in their order: xdist (with
+    # --no-loadscope-reorder) hands the files out in this order. Early on the C
+    # builds beside (make test-beside) take the CPU they leave; at the end of
+    # the stage, with the builds done, tests that wait would leave it idle
+    # (75 s at 5 to 50 % of two cores before this order), and two workers
+    # waiting at once left it idle too, beside C tests that wait.
     waiting = {item.path for item in items if item.get_closest_marker("waits")}
-    items.sort(key=lambda item: item.path not in waiting)  # stable
+    files = list(dict.fromkeys(item.path for item in items))
+    waits = [f for f in files if f in waiting]
+    busy = [f for f in files if f not in waiting]
+    order = [f for pair in zip(waits, busy) for f in pair]
+    order += waits[len(busy) :] + busy[len(waits) :]
+    rank = {f: i for i, f in enumerate(order)}
+    items.sort(key=lambda item: rank[item.path])  # stable within a file
 
 
 # TEST_CPU_LOG=FILE: each test's CPU time (its process and the programs it

@@ -119,9 +119,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 # TEST_CPU_LOG=FILE: each test's CPU time (its process and the programs it
-# waited for) and wall time, appended to FILE as "cpu_s wall_s nodeid" lines
-# (one writer per xdist worker, each line whole). On a machine the suite keeps
-# busy, CPU time is what a test costs the others (docs/contributing.md).
+# waited for), wall time, end (Unix time) and worker, appended to FILE as
+# "cpu_s wall_s end_s worker nodeid" lines (one writer per xdist worker, each
+# line whole). On a machine the suite keeps busy, CPU time is what a test
+# costs the others; the ends show what each worker did when (docs/contributing.md).
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     log = os.environ.get("TEST_CPU_LOG")
@@ -132,7 +133,11 @@ def pytest_runtest_protocol(item, nextitem):
 
     cpu, wall = _own_cpu_seconds(), time.monotonic()
     yield
-    line = f"{_own_cpu_seconds() - cpu:.2f} {time.monotonic() - wall:.2f} {item.nodeid}\n"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    line = (
+        f"{_own_cpu_seconds() - cpu:.2f} {time.monotonic() - wall:.2f} {time.time():.0f}"
+        f" {worker} {item.nodeid}\n"
+    )
     with open(log, "a") as f:
         f.write(line)
 

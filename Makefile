@@ -169,20 +169,23 @@ test-python-style: build
 
 # The Python tests: those that judge the machine's load (marked machine:
 # tests/py/conftest.py) alone, after the rest on PYTEST_WORKERS processes
-# (pytest-xdist; a file's tests on one worker, for its fixtures). Each stage
-# ends with its slowest tests, for whoever makes the suite faster.
-PYTEST_WORKERS ?= 2
+# (pytest-xdist; a file's tests on one worker, for its fixtures), one more
+# than the cores: many tests wait (stalls, timeouts, a leak that needs a minute
+# to be told), and with a worker a core the cores stood half idle for a minute
+# at a time once the builds beside were done. Each stage ends with its slowest
+# tests, for whoever makes the suite faster.
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 PYTEST_ENV = TRAINPROF=$(abspath $(PROGRAM)) FAKE_NVML_LIB=$(abspath $(BUILD)/tests/libfake_nvml.so) \
 	EMIT_EVENTS=$(abspath $(BUILD)/tests/emit_events) \
 	HOSTILE_RING=$(abspath $(BUILD)/tests/hostile_ring) \
 	NO_VM_READV=$(abspath $(BUILD)/tests/no_vm_readv)
 test-py: test-py-spread test-py-machine
 
-# Two trainings at a time on two cores: each on one intra-op thread, not a
-# pool of two spinning between operations on the core the other one needs (a
-# leaking DataLoader loop: 7.9 CPU-seconds in 30 s on two, 3.4 on one). The
-# machine tests keep torch's default. The files whose tests mostly wait go
-# first (conftest.py), in the order given.
+# Trainings side by side: each on one intra-op thread, not a pool of two
+# spinning between operations on the core another one needs (a leaking
+# DataLoader loop: 7.9 CPU-seconds in 30 s on two, 3.4 on one). The machine
+# tests keep torch's default. The files whose tests mostly wait go early,
+# each beside one that computes (conftest.py), in the order given.
 test-py-spread: build
 	OMP_NUM_THREADS=1 $(PYTEST_ENV) $(PY) -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist loadfile \
 	    --no-loadscope-reorder -m "not machine" --durations=15 tests/py

@@ -6,6 +6,7 @@ wait for, its phase and its function; JSON has the same under "stalls"."""
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import textwrap
@@ -47,6 +48,7 @@ class D(Dataset):
         return 4096
     def __getitem__(self, i):
         if BLOCK == "data" and self.rank == 1 and i >= 12 * 8:
+            open(os.environ.get("BLOCKED_FILE", os.devnull), "w").close()
             time.sleep(3600)
         return torch.randn(32), torch.tensor(i % 4)
 
@@ -58,6 +60,7 @@ class Net(nn.Module):
     def forward(self, x):
         self.calls += 1
         if BLOCK == "forward" and dist.get_rank() == 1 and self.calls == 6:
+            open(os.environ.get("BLOCKED_FILE", os.devnull), "w").close()
             time.sleep(3600)
         return self.body(x)
 
@@ -71,15 +74,32 @@ for x, y in DataLoader(D(dist.get_rank()), batch_size=8):
 """
 
 
-def record_hang(tmp_path, run_file, block, seconds=14, options=()):
-    """Records the script under torchrun, ended by `timeout` (SIGTERM to
-    record, which passes it on) after seconds."""
+def wait_blocked_then_stop(recorders, blocked, stalled_s):
+    """Once the script has said (the file blocked) that rank 1 blocks, lets
+    the stall last stalled_s seconds, then ends each recorder as `timeout`
+    would (SIGTERM, which record passes on): however long the start took
+    beside other work, the stall lasts as long."""
+    deadline = time.monotonic() + 120
+    while not blocked.exists() and time.monotonic() < deadline:
+        if any(r.poll() is not None for r in recorders):
+            break
+        time.sleep(0.1)
+    assert blocked.exists(), "rank 1 never reached its block"
+    time.sleep(stalled_s)
+    for r in recorders:
+        r.send_signal(signal.SIGTERM)
+    for r in recorders:
+        r.communicate(timeout=120)
+
+
+def record_hang(tmp_path, run_file, block, stalled_s=8, options=()):
+    """Records the script under torchrun, ended by SIGTERM to record once
+    rank 1 has been blocked stalled_s seconds."""
     script = tmp_path / "hang_ddp.py"
     script.write_text(textwrap.dedent(HANG))
-    r = subprocess.run(
+    blocked = tmp_path / "blocked"
+    rec = subprocess.Popen(
         [
-            "timeout",
-            str(seconds),
             PROGRAM,
             "record",
             "-q",
@@ -95,12 +115,13 @@ def record_hang(tmp_path, run_file, block, seconds=14, options=()):
             "2",
             str(script),
         ],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
-        env=dict(os.environ, BLOCK=block),
+        env=dict(os.environ, BLOCK=block, BLOCKED_FILE=str(blocked)),
     )
-    assert r.returncode != 0  # ended by the timeout
+    wait_blocked_then_stop([rec], blocked, stalled_s)
+    assert rec.returncode != 0  # ended by the signal
     return script
 
 
@@ -221,13 +242,12 @@ def test_two_nodes_read_together_name_the_rank_that_stopped(tmp_path):
     script = tmp_path / "hang_ddp.py"
     script.write_text(textwrap.dedent(HANG))
     port = free_port()
+    blocked = tmp_path / "blocked"
     recs = []
     for node in (0, 1):
         recs.append(
             subprocess.Popen(
                 [
-                    "timeout",
-                    "16",
                     PROGRAM,
                     "record",
                     "-q",
@@ -250,13 +270,14 @@ def test_two_nodes_read_together_name_the_rank_that_stopped(tmp_path):
                     str(script),
                 ],
                 # the node's rank from the environment, as a launcher sets it: one command line
-                env=dict(os.environ, BLOCK="data", PET_NODE_RANK=str(node)),
+                env=dict(
+                    os.environ, BLOCK="data", PET_NODE_RANK=str(node), BLOCKED_FILE=str(blocked)
+                ),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
         )
-    for r in recs:
-        r.wait(timeout=120)
+    wait_blocked_then_stop(recs, blocked, 6)
     files = [tmp_path / "node-0.db", tmp_path / "node-1.db"]
     r = trainprof("report", "--json", *files)
     assert r.returncode == 0, r.stderr
@@ -317,7 +338,7 @@ def test_with_stack_sampling_off_one_sample_is_taken_when_the_stall_begins(tmp_p
     """--stacks 0: no sampling, but the recorder asks each process for one
     stack of every thread once it sees the stall; the report names the
     blocked rank and its function as with sampling on."""
-    record_hang(tmp_path, run_file, "data", seconds=12, options=("--stacks", "0"))
+    record_hang(tmp_path, run_file, "data", stalled_s=6, options=("--stacks", "0"))
     with sqlite3.connect(run_file) as db:
         rows, samples = db.execute("SELECT COUNT(*), SUM(count) FROM stack_sample").fetchone()
         threads = db.execute(

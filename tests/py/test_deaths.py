@@ -12,7 +12,7 @@ import uuid
 import pytest
 from conftest import PROGRAM, PYTHON, in_short, report_json, trainprof, words
 
-# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+# mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
 pytestmark = pytest.mark.waits
 
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2")

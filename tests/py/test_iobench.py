@@ -10,7 +10,7 @@ import time
 import pytest
 from conftest import PROGRAM, ROOT, trainprof, words
 
-# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+# mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
 pytestmark = pytest.mark.waits
 
 

@@ -21,7 +21,7 @@ from conftest import (
 )
 from test_timings import EMIT
 
-# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+# mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
 pytestmark = pytest.mark.waits
 
 
@@ -58,6 +58,16 @@ def two_nodes(tmp_path, second_command=None, options=(), env=None, second_status
     )
     assert r.returncode == second_status and first.wait() == 0  # record passes it on
     return a, b
+
+
+def record_node(tmp_path, node, command, env):
+    """node's recording of command (sampled every 50 ms) in tmp_path/NODE.db."""
+    path = tmp_path / f"{node}.db"
+    r = trainprof(
+        "record", "-q", "-i", "0.05", "--agent", node, "-o", path, "--", *command, env=env
+    )
+    assert r.returncode == 0, r.stderr
+    return path
 
 
 def test_merge_aligns_and_reports_per_agent(tmp_path):
@@ -281,29 +291,12 @@ def test_each_rank_is_mapped_to_the_gpu_its_process_sees(tmp_path):
         f"RANK=3 LOCAL_RANK=1 WORLD_SIZE=4 EMIT_CUDA_DEVICE=fake-9999 {EMIT} slow_epochs"
         " & wait"
     )
-    files = []
-    for node, command in (("node-a", bound), ("node-b", plain)):
-        path = tmp_path / f"{node}.db"
-        r = trainprof(
-            "record",
-            "-q",
-            "-i",
-            "0.05",
-            "--agent",
-            node,
-            "-o",
-            path,
-            "--",
-            "env",
-            "-u",
-            "CUDA_VISIBLE_DEVICES",
-            "sh",
-            "-c",
-            command,
-            env=gpus,
+    files = [
+        record_node(
+            tmp_path, node, ("env", "-u", "CUDA_VISIBLE_DEVICES", "sh", "-c", command), gpus
         )
-        assert r.returncode == 0, r.stderr
-        files.append(path)
+        for node, command in (("node-a", bound), ("node-b", plain))
+    ]
     with sqlite3.connect(files[0]) as db:
         assert sorted(v for (v,) in db.execute("SELECT visible_devices FROM thread_cuda")) == [
             "1,0",

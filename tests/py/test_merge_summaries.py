@@ -18,7 +18,7 @@ from conftest import (
     report_json,
     trainprof,
 )
-from test_merge import two_nodes
+from test_merge import record_node, two_nodes
 from test_timings import EMIT
 
 # mostly waiting (two recordings a node): sent to a worker early (conftest.py)
@@ -39,23 +39,7 @@ def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
         + " & wait"
     )
     for node, node_rank in (("node-a", "0"), ("node-b", "1")):
-        path = tmp_path / f"{node}.db"
-        r = trainprof(
-            "record",
-            "-q",
-            "-i",
-            "0.05",
-            "--agent",
-            node,
-            "-o",
-            path,
-            "--",
-            "sh",
-            "-c",
-            both,
-            env={**gpus, "NODE_RANK": node_rank},
-        )
-        assert r.returncode == 0, r.stderr
+        path = record_node(tmp_path, node, ("sh", "-c", both), {**gpus, "NODE_RANK": node_rank})
         files.append(path)
         assert_same_report(report_json(path), report_from_rows(path, tmp_path))
     merged = tmp_path / "all.db"

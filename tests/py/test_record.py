@@ -28,7 +28,7 @@ from conftest import (
     trainprof,
 )
 
-# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+# mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
 pytestmark = pytest.mark.waits
 
 WORKLOAD = r"""

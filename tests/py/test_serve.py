@@ -17,7 +17,7 @@ import urllib.request
 import pytest
 from conftest import FAKE_NVML, PROGRAM, PYTHON, ROOT, trainprof
 
-# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+# mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
 pytestmark = pytest.mark.waits
 
 REGIONS = """

@@ -26,7 +26,7 @@ from conftest import (
     words,
 )
 
-# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+# mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
 pytestmark = pytest.mark.waits
 
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
@@ -157,7 +157,7 @@ def test_rank_blocked_in_its_dataset_is_named_with_its_function(tmp_path, run_fi
     assert "D.__getitem__ (" in short and "waiting" in short
     text = words(trainprof("report", run_file).stdout)
     assert "rank 0 waits for rank 1: in backward" in text
-    # `timeout` asked record to stop: when, and at which step
+    # the test's SIGTERM asked record to stop: when, and at which step
     stop = rep["stop"]
     assert stop["signal"] == "SIGTERM" and stop["step"] == 13
     # the run ends once torchrun and its ranks have gone (2.2 s beside other work)

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from conftest import FAKE_NVML, PYTHON, ROOT, metric, report_json, trainprof
 
-# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+# mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
 pytestmark = pytest.mark.waits
 
 EMIT = os.environ.get("EMIT_EVENTS", str(ROOT / "build" / "tests" / "emit_events"))

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from conftest import FAKE_NVML, PROGRAM, PYTHON, trainprof
 
-# mostly waiting (sleeps, timeouts, servers): sent to a worker first (conftest.py)
+# mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
 pytestmark = pytest.mark.waits
 
 

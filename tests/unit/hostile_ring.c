@@ -145,8 +145,6 @@ static void name(tp_ring_header *h, uint32_t id)
     usleep(100000);
 }
 
-/* An event of kind with id, its text in the slots after it (aux: the
- * length), published and read by the recorder before the next. */
 /* A text event (its header, then its text in slots), written ahead of the
  * reader: the caller publishes it, with room for it left in the ring. */
 static void text_event_ahead(tp_ring_header *h, uint32_t kind, uint32_t id, const char *text)
@@ -162,6 +160,8 @@ static void text_event_ahead(tp_ring_header *h, uint32_t kind, uint32_t id, cons
     }
 }
 
+/* An event of kind with id, its text in the slots after it (aux: the
+ * length), published and read by the recorder before the next. */
 static void text_event(tp_ring_header *h, uint32_t kind, uint32_t id, const char *text)
 {
     text_event_ahead(h, kind, id, text);

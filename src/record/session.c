@@ -33,6 +33,7 @@
 #include "serve/http_server.h"
 #include "store/writer.h"
 #include "util/log.h"
+#include "util/thread.h"
 #include "core/run_keys.h"
 
 extern char **environ;
@@ -318,6 +319,7 @@ int tp_record_session_run(const tp_record_options *o)
     s.o = o;
     s.sfd = -1;
     int rc = 1;
+    (void)tp_threads_share_one_heap_under_address_limit(); /* before any thread starts */
     if (!start_file(&s, &rc) || !start_threads(&s, &rc) || !start_command(&s, &rc))
         return unwind(&s, rc);
     stop_request stop = {0, 0};

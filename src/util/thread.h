@@ -21,4 +21,15 @@
  * not start. */
 bool tp_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, size_t stack_bytes);
 
+/* Under a virtual-memory limit (a finite RLIMIT_AS), every thread of this
+ * process allocates from one heap; call it before the first thread starts.
+ * glibc gives each thread a heap of its own that reserves 64 MiB of address
+ * space: under ulimit -v such heaps soon no longer fit, and a thread that
+ * could not get one tries to make one again on every malloc (two failing
+ * mmaps) and maps each allocation by itself (an mmap, and a munmap on free).
+ * A recorder flooded with events spent 21 of its 25 s in the kernel so, a
+ * core taken from the training it watched. Elsewhere nothing changes.
+ * Returns whether it did (false: no limit, or no such setting here). */
+bool tp_threads_share_one_heap_under_address_limit(void);
+
 #endif

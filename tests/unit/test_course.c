@@ -1,7 +1,7 @@
 /* test_course.c: the course of a run: change points over step times, the
- * regimes they leave once short ones are merged, slow first steps as the
- * warm-up, the stall threshold, and which of a
- * comparison's causes are the machine's. */
+ * regimes they leave once short ones are merged, the function a change of
+ * pace names, slow first steps as the warm-up, the stall threshold, and
+ * which of a comparison's causes are the machine's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,8 @@
 #include "analyze/summary.h"
 #include "analyze/timings.h"
 #include "core/run_keys.h"
+#include "core/step_phase_facts.h"
+#include "trainprof.h"
 #include "harness.h"
 #include "store/reader.h"
 #include "store/writer.h"
@@ -279,6 +281,76 @@ static void test_machine_causes_of_a_comparison(void **state)
     assert_int_equal(out[2].kind, TP_CAUSE_OTHERS_CPU);
 }
 
+/* One sample of thread (sampled tid) at t, in phase (0: none), of the stack
+ * inner -> "main" (frame texts "function\nfile"). */
+static void sample(tp_sink *s, uint32_t thread, int32_t tid, uint64_t t, uint32_t phase,
+                   const char *inner)
+{
+    uint32_t frames[2] = {tp_sink_frame(s, inner), tp_sink_frame(s, "main\ntrain.py")};
+    int32_t lines[2] = {10, 1};
+    tp_sink_stack(s, thread, t, tid, phase, TP_STACK_STATE_KNOWN, frames, lines, 2);
+}
+
+/* A run whose DataLoader workers slow down midway: dataloader_next goes
+ * from 20 to 70 ms a step. The step thread only waits for their batches,
+ * and its wait (_recv) moves from half its samples in the phase to nearly
+ * all (+0.43); the workers' slow_decode from 37 % of theirs to 57 %
+ * (+0.20). The workers' function is named, though it moved less: what
+ * slowed them, not the waiting that grew with it. */
+static void test_a_change_in_dataloader_next_names_the_workers_function(void **state)
+{
+    (void)state;
+    char *root = fx_root(), *path = NULL, err[256];
+    assert_true(asprintf(&path, "%s/workers.db", root) > 0);
+    free(root);
+    tp_sink *s = tp_sink_new(0);
+    tp_sink_meta(s, TP_META_COMMAND, "train");
+    tp_thread_info info = {.pid = 100, .tid = 100, .rank = -1, .local_rank = -1};
+    uint32_t main = tp_sink_thread(s, &info);
+    tp_thread_info wi = {
+        .pid = 200, .tid = 200, .rank = -1, .local_rank = -1, .name = "DL worker 0"};
+    uint32_t worker = tp_sink_thread(s, &wi);
+    uint32_t next = tp_sink_name(s, TP_PHASE_DATALOADER_NEXT);
+    uint32_t train = tp_sink_name(s, TP_PHASE_TRAIN_BATCH);
+    const uint64_t ms = 1000000ull;
+    uint64_t t = 1000 * ms;
+    for (size_t i = 0; i < 200; i++) {
+        bool slow = i >= 100;
+        uint64_t wait = (slow ? 70 : 20) * ms + (i % 7) * ms / 10, end = t + wait + 80 * ms;
+        tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+        tp_sink_interval(s, main, next, 0, t, t + wait);
+        tp_sink_interval(s, main, train, 0, t + wait, end);
+        /* the step thread, every 5 ms of its wait: _recv, or collating */
+        for (uint64_t k = 0, n = wait / (5 * ms); k < n; k++)
+            sample(s, main, 100, t + k * 5 * ms + ms, next,
+                   k < (slow ? n - 1 : n / 2) ? "_recv\nconnection.py" : "collate\nfetch.py");
+        /* the worker, every 10 ms of the step: decoding, or reading */
+        for (uint64_t k = 0; t + k * 10 * ms < end; k++)
+            sample(s, worker, 200, t + k * 10 * ms + 2 * ms, 0,
+                   k % 20 < (slow ? 9u : 4u) ? "slow_decode\ndata.py" : "read_file\ndata.py");
+        t = end;
+    }
+    tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+    fx_write_sink(path, s, "node1");
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    tp_summary sum;
+    assert_true(tp_summary_build(run, &sum, err, sizeof err));
+    assert_true(tp_summary_add(&sum, TP_PARTS_ALL, err, sizeof err));
+    assert_int_equal(sum.regimes.n, 2);
+    const tp_regime *after = &sum.regimes.v[1];
+    assert_true(after->ncauses >= 2);
+    assert_int_equal(after->causes[0].kind, TP_CAUSE_PHASE);
+    assert_string_equal(tp_step_phase_names[after->causes[0].phase], TP_PHASE_DATALOADER_NEXT);
+    assert_int_equal(after->causes[1].kind, TP_CAUSE_FUNCTION);
+    assert_string_equal(after->causes[1].function, "slow_decode");
+    assert_true(after->causes[1].workers);
+    assert_true(after->causes[1].before < 0.45 && after->causes[1].after > 0.5);
+    tp_summary_free(&sum);
+    tp_run_close(run);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_live_pace_over_a_long_run),
         cmocka_unit_test(test_live_pace_steady),
         cmocka_unit_test(test_machine_causes_of_a_comparison),
+        cmocka_unit_test(test_a_change_in_dataloader_next_names_the_workers_function),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,7 +25,34 @@ tp_sink *tp_sink_new(uint64_t start_mono_ns)
     pthread_cond_init(&s->ready, &attr);
     pthread_condattr_destroy(&attr);
     s->start_ns = start_mono_ns;
+    s->events_max = TP_SINK_PENDING_EVENTS_MAX;
     return s;
+}
+
+void tp_sink_set_pending_events_max(tp_sink *s, size_t n)
+{
+    pthread_mutex_lock(&s->lock);
+    s->events_max = n;
+    pthread_mutex_unlock(&s->lock);
+}
+
+uint64_t tp_sink_behind(tp_sink *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t n = s->behind;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+/* Whether one more timing event may be pending (the lock held); where the
+ * writer is events_max behind, false and counted. */
+static bool event_room(tp_sink *s)
+{
+    const tp_batch *p = &s->pending;
+    if (!s->events_max || p->intervals.len + p->marks.len + p->device_spans.len < s->events_max)
+        return true;
+    s->behind++;
+    return false;
 }
 
 void tp_sink_free(tp_sink *s)
@@ -323,7 +350,7 @@ void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth
     pthread_mutex_lock(&s->lock);
     if (!thread || !name) /* its thread or name could not be kept */
         s->lost[TP_LOST_EVENTS]++;
-    else
+    else if (event_room(s))
         VEC_PUSH(s, s->pending.intervals, iv, TP_LOST_EVENTS);
     pthread_mutex_unlock(&s->lock);
 }
@@ -334,7 +361,7 @@ void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns
     pthread_mutex_lock(&s->lock);
     if (!thread)
         s->lost[TP_LOST_EVENTS]++;
-    else
+    else if (event_room(s))
         VEC_PUSH(s, s->pending.marks, m, TP_LOST_EVENTS);
     pthread_mutex_unlock(&s->lock);
 }
@@ -346,7 +373,7 @@ void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t st
     pthread_mutex_lock(&s->lock);
     if (!thread || !name)
         s->lost[TP_LOST_EVENTS]++;
-    else
+    else if (event_room(s))
         VEC_PUSH(s, s->pending.device_spans, d, TP_LOST_EVENTS);
     pthread_mutex_unlock(&s->lock);
 }

@@ -27,6 +27,8 @@ struct tp_sink {
     tp_name_table said;             /* unavailable sources said ("source\nreason") */
     tp_name_table fact_keys[2];     /* the distinct keys of facts kept: the run's, processes' */
     uint64_t facts_refused;         /* facts of keys past the bounds */
+    size_t events_max;              /* timing events pending at most (0: no bound) */
+    uint64_t behind;                /* events not kept: the writer was events_max behind */
     tp_stack_table stacks;          /* sampled stacks, as a tree */
     tp_stack_runs runs;             /* each sampled thread's open run */
     uint64_t stacks_now_ns;         /* the latest stack sample's time: the runs' clock */

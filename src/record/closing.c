@@ -52,6 +52,8 @@ static void first_line(FILE *out, const char *path, const tp_record_outcome *out
     fprintf(out, " (exit status %d)\n", outcome->exit_status);
     if (outcome->lost && outcome->lost[0])
         fprintf(out, "  %s\n", outcome->lost);
+    if (outcome->behind && outcome->behind[0])
+        fprintf(out, "  %s\n", outcome->behind);
 }
 
 /* The closing summary from s, the run just stored: its path, the command's

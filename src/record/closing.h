@@ -13,6 +13,7 @@ typedef struct tp_record_outcome {
     uint64_t duration_ns; /* from the start to the command's end */
     bool write_failed;    /* the run file stopped taking rows (a full disk) */
     const char *lost;     /* what memory ran out for, in words; "" for nothing */
+    const char *behind;   /* events the writer was too far behind for, in words; "" none */
 } tp_record_outcome;
 
 /* The end of `record`, after the run file is closed: stores its summary

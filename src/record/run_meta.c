@@ -175,3 +175,14 @@ void tp_record_losses(tp_sink *sink, char *out, size_t cap)
     if (n && n < cap)
         snprintf(out + n, cap - n, " were not recorded");
 }
+
+void tp_record_behind(tp_sink *sink, char *out, size_t cap)
+{
+    uint64_t behind = tp_sink_behind(sink);
+    out[0] = '\0';
+    if (behind)
+        snprintf(out, cap,
+                 "%llu timing events were not recorded: they came faster than the run file could "
+                 "take them (at most %u wait to be written)",
+                 (unsigned long long)behind, TP_SINK_PENDING_EVENTS_MAX);
+}

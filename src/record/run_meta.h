@@ -39,5 +39,8 @@ void tp_record_end_meta(tp_meta_rows *m, int exit_status, int wstatus, uint64_t 
 
 /* What memory ran out for, in words ("" for nothing), from the sink's counts. */
 void tp_record_losses(tp_sink *sink, char *out, size_t cap);
+/* The timing events the writer was too far behind for, in words ("" for
+ * none), from the sink's count. */
+void tp_record_behind(tp_sink *sink, char *out, size_t cap);
 
 #endif

@@ -300,6 +300,10 @@ static int finish(session *s, int wstatus, const stop_request *stop, uint64_t du
     tp_record_losses(s->sink, lost, sizeof lost);
     if (lost[0])
         tp_writer_unavailable(s->writer, "recorder memory", lost);
+    char behind[256];
+    tp_record_behind(s->sink, behind, sizeof behind);
+    if (behind[0])
+        tp_writer_unavailable(s->writer, "recorder writer", behind);
     tp_writer_finish(s->writer);
     release(s);
     tp_record_close(s->o->output,
@@ -307,7 +311,8 @@ static int finish(session *s, int wstatus, const stop_request *stop, uint64_t du
                                          .exit_status = exit_status,
                                          .duration_ns = duration,
                                          .write_failed = s->wt.failed,
-                                         .lost = lost},
+                                         .lost = lost,
+                                         .behind = behind},
                     s->o->quiet);
     return exit_status;
 }

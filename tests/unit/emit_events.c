@@ -2,7 +2,7 @@
  * one scenario's events through libtrainprof and exits 0 when what it saw
  * itself (active, dropped) is as expected.
  * usage: emit_events
- * nested|spans|threads|overflow|fork|slow_epochs|device|late_rank|many_names|fork_many|flood|
+ * nested|spans|threads|overflow|fork|slow_epochs|device|late_rank|many_names|fork_many|flood [S]|
  * fork_while_attaching|stacks|facts|none */
 #include <pthread.h>
 #include <stdio.h>
@@ -267,13 +267,13 @@ static int many_names(void)
     return tp_active() && tp_dropped() == 0 ? 0 : 1;
 }
 
-/* Regions as fast as the thread can make them, for 1.5 s: more than the
- * recorder can write as they come (a recorder short of memory loses some,
- * and says how many). */
-static int flood(void)
+/* Regions as fast as the thread can make them, for seconds (1.5 unless
+ * told): more than the recorder can write as they come (a recorder short of
+ * memory, or whose writer is too far behind, loses some, and says how many). */
+static int flood(double seconds)
 {
     static tp_site site = TP_SITE("flood");
-    uint64_t end = tp_clock_now_ns() + 1500000000u;
+    uint64_t end = tp_clock_now_ns() + (uint64_t)(seconds * 1e9);
     while (tp_clock_now_ns() < end)
         for (int i = 0; i < 1000; i++) {
             tp_region_begin(&site);
@@ -351,7 +351,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "many_names") == 0)
         return many_names();
     if (strcmp(mode, "flood") == 0)
-        return flood();
+        return flood(argc > 2 ? atof(argv[2]) : 1.5);
     if (strcmp(mode, "stacks") == 0)
         return stacks();
     if (strcmp(mode, "facts") == 0)

@@ -241,6 +241,42 @@ static void test_sink_many_producers(void **state)
     tp_sink_free(s);
 }
 
+/* A writer that falls behind costs events, not memory without end: the
+ * sink keeps at most its bound of timing events pending (regions, marks,
+ * device times together), counts the rest, and takes events again once
+ * the writer has taken the batch. */
+static void test_sink_bounds_the_events_pending(void **state)
+{
+    (void)state;
+    tp_sink *s = tp_sink_new(0);
+    tp_sink_set_pending_events_max(s, 100);
+    tp_thread_info info = {.pid = 1, .tid = 1, .rank = -1, .local_rank = -1};
+    uint32_t thread = tp_sink_thread(s, &info), name = tp_sink_name(s, "region");
+    for (uint64_t i = 0; i < 90; i++)
+        tp_sink_interval(s, thread, name, 0, i, i + 1);
+    for (uint64_t i = 0; i < 20; i++)
+        tp_sink_mark(s, thread, TP_MARK_STEP, i, 0);
+    tp_sink_device_span(s, thread, name, 5, 1);
+    assert_int_equal(tp_sink_behind(s), 11);
+    tp_batch b = {0};
+    tp_sink_take(s, &b);
+    assert_int_equal(b.intervals.len, 90);
+    assert_int_equal(b.marks.len, 10);
+    assert_int_equal(b.device_spans.len, 0);
+    tp_sink_device_span(s, thread, name, 5, 1);
+    tp_sink_mark(s, thread, TP_MARK_STEP, 30, 0);
+    tp_batch_clear(&b);
+    tp_sink_take(s, &b);
+    assert_int_equal(b.device_spans.len, 1);
+    assert_int_equal(b.marks.len, 1);
+    assert_int_equal(tp_sink_behind(s), 11);
+    uint64_t lost[TP_LOST_KINDS];
+    tp_sink_losses(s, lost);
+    assert_int_equal(lost[TP_LOST_EVENTS], 0); /* not memory's: counted apart */
+    tp_batch_free(&b);
+    tp_sink_free(s);
+}
+
 /* A run file's metadata as run->settings: the recorder's values typed, and
  * a crafted file's that are not what their key holds taken as absent. */
 static void write_meta(const char *path, const char *const *kv, size_t n)
@@ -308,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_refuses_overwrite),
         cmocka_unit_test(test_refuses_foreign_files),
         cmocka_unit_test(test_sink_many_producers),
+        cmocka_unit_test(test_sink_bounds_the_events_pending),
         cmocka_unit_test(test_settings_are_typed_and_hostile_values_absent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,12 +44,13 @@ uint64_t tp_sink_behind(tp_sink *s)
     return n;
 }
 
-/* Whether one more timing event may be pending (the lock held); where the
- * writer is events_max behind, false and counted. */
-static bool event_room(tp_sink *s)
+/* Whether one more timing event may be pending in v (the lock held): the
+ * regions and device times together, and the marks apart (a flood of
+ * regions then never costs a step's boundary); where the writer is
+ * events_max behind, false and counted. */
+static bool event_room(tp_sink *s, size_t pending)
 {
-    const tp_batch *p = &s->pending;
-    if (!s->events_max || p->intervals.len + p->marks.len + p->device_spans.len < s->events_max)
+    if (!s->events_max || pending < s->events_max)
         return true;
     s->behind++;
     return false;
@@ -350,7 +351,7 @@ void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth
     pthread_mutex_lock(&s->lock);
     if (!thread || !name) /* its thread or name could not be kept */
         s->lost[TP_LOST_EVENTS]++;
-    else if (event_room(s))
+    else if (event_room(s, s->pending.intervals.len + s->pending.device_spans.len))
         VEC_PUSH(s, s->pending.intervals, iv, TP_LOST_EVENTS);
     pthread_mutex_unlock(&s->lock);
 }
@@ -361,7 +362,7 @@ void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns
     pthread_mutex_lock(&s->lock);
     if (!thread)
         s->lost[TP_LOST_EVENTS]++;
-    else if (event_room(s))
+    else if (event_room(s, s->pending.marks.len))
         VEC_PUSH(s, s->pending.marks, m, TP_LOST_EVENTS);
     pthread_mutex_unlock(&s->lock);
 }
@@ -373,7 +374,7 @@ void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t st
     pthread_mutex_lock(&s->lock);
     if (!thread || !name)
         s->lost[TP_LOST_EVENTS]++;
-    else if (event_room(s))
+    else if (event_room(s, s->pending.intervals.len + s->pending.device_spans.len))
         VEC_PUSH(s, s->pending.device_spans, d, TP_LOST_EVENTS);
     pthread_mutex_unlock(&s->lock);
 }

@@ -94,13 +94,14 @@ void tp_sink_stack_repeat(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32
  * takes it (and frees it), its times made the run's. */
 void tp_sink_ops_window(tp_sink *s, tp_ops_window *w);
 
-/* The timing events (regions, marks, device times) pending for the writer
- * at most: one more, while the writer is that far behind, is not kept and
- * is counted (tp_sink_behind). A training that makes regions faster than
- * the run file takes them (millions a second) then costs events, not
- * memory without end (the recorder grew by 55 MB a second so). The
- * writer holds one taken batch besides: at most twice this many events,
- * 64 MiB of regions each, are held. */
+/* The regions and device times pending for the writer at most, and apart
+ * from them the step and epoch marks (a flood of regions never costs a
+ * step's boundary): one more, while the writer is that far behind, is not
+ * kept and is counted (tp_sink_behind). A training that makes regions
+ * faster than the run file takes them (millions a second) then costs
+ * events, not memory without end (the recorder grew by 55 MB a second so).
+ * The writer holds one taken batch besides: at most twice this many
+ * regions, 64 MiB each, are held. */
 #define TP_SINK_PENDING_EVENTS_MAX (1u << 21)
 /* Another bound than TP_SINK_PENDING_EVENTS_MAX (0: none); before the
  * producers start. */

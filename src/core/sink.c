@@ -44,10 +44,10 @@ uint64_t tp_sink_behind(tp_sink *s)
     return n;
 }
 
-/* Whether one more timing event may be pending in v (the lock held): the
- * regions and device times together, and the marks apart (a flood of
- * regions then never costs a step's boundary); where the writer is
- * events_max behind, false and counted. */
+/* Whether one more timing event may join the pending ones of its kind,
+ * pending of them now (the lock held): the regions and device times count
+ * together, the marks apart (a flood of regions then never costs a step's
+ * boundary); where the writer is events_max behind, false and counted. */
 static bool event_room(tp_sink *s, size_t pending)
 {
     if (!s->events_max || pending < s->events_max)

@@ -27,7 +27,7 @@ struct tp_sink {
     tp_name_table said;             /* unavailable sources said ("source\nreason") */
     tp_name_table fact_keys[2];     /* the distinct keys of facts kept: the run's, processes' */
     uint64_t facts_refused;         /* facts of keys past the bounds */
-    size_t events_max;              /* timing events pending at most (0: no bound) */
+    size_t events_max;              /* regions pending at most, and marks (0: no bound) */
     uint64_t behind;                /* events not kept: the writer was events_max behind */
     tp_stack_table stacks;          /* sampled stacks, as a tree */
     tp_stack_runs runs;             /* each sampled thread's open run */

@@ -15,6 +15,7 @@
 #include "util/grow.h"
 #include "util/ns_math.h"
 #include "util/oom.h"
+#include "util/text_parse.h"
 #include "core/run_keys.h"
 
 typedef struct build_ctx {
@@ -503,6 +504,23 @@ static void epochs_energy(tp_run *run, tp_timings *out)
     free(measured);
 }
 
+/* The timing events every agent's recorder said it could not keep (a
+ * value that is no count, of a crafted file, counts none). */
+static int64_t events_not_recorded(const tp_run *run)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < run->nagents; i++) {
+        const char *text =
+            tp_run_agent_meta_get(run, run->agents[i].id, TP_META_EVENTS_NOT_RECORDED);
+        uint64_t n = 0;
+        const char *p = text;
+        if (text && tp_parse_u64(&p, text + strlen(text), &n) && !*p &&
+            n <= (uint64_t)INT64_MAX - (uint64_t)sum)
+            sum += (int64_t)n;
+    }
+    return sum;
+}
+
 void tp_timings_finish(tp_run *run, double run_s, tp_timings *out)
 {
     tp_timings_order(out);
@@ -524,4 +542,5 @@ void tp_timings_finish(tp_run *run, double run_s, tp_timings *out)
     free(totals);
     epochs_energy(run, out);
     tp_run_thread_totals(run, &out->threads, &out->dropped);
+    out->not_recorded = events_not_recorded(run);
 }

@@ -68,8 +68,11 @@ void tp_labels_gpu_mig(char *buf, size_t cap, int gpu, int mig);
 #define TP_META_STOP_SIGNAL_NS       "stop_signal_ns"
 #define TP_META_EXIT_SIGNAL          "exit_signal" /* the signal the command died of */
 #define TP_META_DURATION_NS          "duration_ns"
-#define TP_META_WRITE_FAILED         "write_failed" /* the writer's error, where it stopped */
-#define TP_META_WRITE_FAILED_NS      "write_failed_ns"
+/* timing events the recorder could not keep (memory ran out, or its writer
+ * was too far behind), where there were any */
+#define TP_META_EVENTS_NOT_RECORDED "events_not_recorded"
+#define TP_META_WRITE_FAILED        "write_failed" /* the writer's error, where it stopped */
+#define TP_META_WRITE_FAILED_NS     "write_failed_ns"
 /* the environment the command ran in: "env." NAME (SLURM_JOB_ID, WORLD_SIZE...) */
 #define TP_META_ENV "env."
 /* the stored summary, and merges (store/summary_write.c, store/merge.c) */

@@ -69,6 +69,8 @@ typedef struct tp_timings {
     tp_epoch_row *epochs;
     size_t nepochs;
     int64_t threads, dropped;
+    /* events the recorders could not keep (their memory, their writer behind) */
+    int64_t not_recorded;
 } tp_timings;
 
 void tp_timings_free(tp_timings *t);

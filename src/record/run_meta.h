@@ -36,6 +36,9 @@ typedef struct tp_meta_rows {
  * asked it to stop (if any), the duration, status "finished". */
 void tp_record_end_meta(tp_meta_rows *m, int exit_status, int wstatus, uint64_t duration_ns,
                         const stop_request *stop, pid_t child);
+/* Adds to m the timing events the sink could not keep, where there were any
+ * (the producers stopped: the count is final). */
+void tp_record_end_losses(tp_meta_rows *m, tp_sink *sink);
 
 /* What memory ran out for, in words ("" for nothing), from the sink's counts. */
 void tp_record_losses(tp_sink *sink, char *out, size_t cap);

@@ -292,6 +292,7 @@ static int finish(session *s, int wstatus, const stop_request *stop, uint64_t du
     int exit_status = tp_child_exit_status(wstatus);
     tp_meta_rows end;
     tp_record_end_meta(&end, exit_status, wstatus, duration, stop, s->child);
+    tp_record_end_losses(&end, s->sink);
     for (size_t i = 0; i < end.n; i++) /* the last batch, seen live too */
         tp_sink_meta(s->sink, end.keys[i], end.values[i]);
     stop_writing(s);

@@ -328,6 +328,11 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
                 "\n%lld timing events were dropped on full rings: the figures above miss them "
                 "(TRAINPROF_RING_SLOTS raises the ring size)\n",
                 (long long)t->dropped);
+    if (t->not_recorded)
+        fprintf(out,
+                "\n%lld timing events were not recorded (the recorder's memory ran out, or its "
+                "writer was too far behind): the figures above miss them\n",
+                (long long)t->not_recorded);
 }
 
 static void stat_fields(json_writer *w, const tp_stats *st)
@@ -476,6 +481,8 @@ void tp_report_timings_json(json_writer *w, const tp_summary *s)
     json_int(w, t->threads);
     json_key(w, "dropped_events");
     json_int(w, t->dropped);
+    json_key(w, "events_not_recorded");
+    json_int(w, t->not_recorded);
 }
 
 void tp_report_verdicts_text(FILE *out, const tp_summary *s, const tp_verdicts *vs)

@@ -329,6 +329,10 @@ def test_memory_running_out_while_recording_costs_events_not_the_run(run_file):
     assert {"source": "recorder memory", "reason": lost.group(0)} in report["agents"][0][
         "unavailable"
     ]
+    # the Timings figures say they miss them (and any the writer was behind for)
+    assert report["events_not_recorded"] >= int(lost.group(1))
+    text = trainprof("report", run_file).stdout
+    assert f"{report['events_not_recorded']} timing events were not recorded" in text
 
 
 def test_status_line_on_a_terminal(run_file):

@@ -20,9 +20,34 @@ static const char *const part_advice[TP_WORK_KINDS] = {
      "calls, to(), item()): TRAINPROF_AUTO=0 leaves PyTorch unwrapped (then no phases but "
      "trainprof.region's and trainprof.step's)"),
     "CUDA events of its device times: TRAINPROF_DEVICE_TIMES=0 turns them off",
-    ("its capture windows: record --ops-on-slow 0 takes none after slow steps, --ops off none "
-     "at all"),
+    "", /* the capture windows': windows_advice, from the windows that ran */
 };
+
+/* "its capture windows (...): ..." into out: the switch for each kind of
+ * window the run took (rank's, or every rank's where rank < -1), since one
+ * the schedule took is not lowered by the slow steps' switch, and a run as
+ * short as a few minutes pays for the first scheduled window whole. */
+static void windows_advice(char *out, size_t cap, const tp_ops_facts *f, int rank)
+{
+    int n[4] = {0};
+    for (size_t i = 0; i < f->nwindows; i++)
+        if (!f->windows[i].skipped && f->windows[i].reason >= 1 && f->windows[i].reason <= 3 &&
+            (rank < -1 || f->windows[i].rank == rank))
+            n[f->windows[i].reason]++;
+    char kinds[160] = "";
+    size_t len = 0;
+    static const char *const what[4] = {"", "scheduled", "asked for", "after slow steps"};
+    for (int k = 1; k <= 3 && len < sizeof kinds; k++)
+        if (n[k])
+            len += (size_t)snprintf(kinds + len, sizeof kinds - len, "%s%d %s", len ? ", " : "",
+                                    n[k], what[k]);
+    snprintf(out, cap, "its capture windows%s%s%s: %s%s--ops off takes none at all",
+             kinds[0] ? " (" : "", kinds, kinds[0] ? ")" : "",
+             n[1] ? "the schedule takes one after the warm-up (a short run pays for it whole), "
+                    "then one every --ops-every seconds (more seconds, fewer windows); "
+                  : "",
+             n[3] ? "record --ops-on-slow 0 takes none after slow steps; " : "");
+}
 
 /* The first rank's cost with samples, or NULL. */
 static const tp_own_cost *first_measured(const tp_own_costs *c)
@@ -69,7 +94,7 @@ void tp_report_own_answer(FILE *out, const tp_summary *s)
     if (!s->timings.nsteps)
         return;
     const tp_own_cost *o = first_measured(&s->own);
-    char line[1200], parts[300] = "", who[32] = "", backoff[400];
+    char line[1200], parts[300] = "", who[32] = "", backoff[400], windows[400];
     backoff_words(backoff, sizeof backoff, &s->own.backoff, has_device_times(&s->timings));
     if (!o) {
         snprintf(line, sizeof line,
@@ -91,6 +116,7 @@ void tp_report_own_answer(FILE *out, const tp_summary *s)
                  "%sthe script's %.0f regions a step about %.1f%% (at %.0f ns each)",
                  len ? "; " : "", o->user_regions, 100 * o->regions_share,
                  1e9 * TP_OWN_REGION_COST_S);
+    windows_advice(windows, sizeof windows, &s->ops, s->own.n > 1 ? o->rank : -2);
     if (o->share > TP_OWN_BUDGET)
         snprintf(line, sizeof line,
                  "trainprof's own work took %.1f%% of the step thread's time%s, over its %.0f%% "
@@ -98,7 +124,8 @@ void tp_report_own_answer(FILE *out, const tp_summary *s)
                  100 * o->share, who, 100 * TP_OWN_BUDGET, parts,
                  o->regions_most ? "the script's own regions, each timed at a cost: time fewer, "
                                    "longer ones (a region around a loop, not in it)"
-                                 : part_advice[o->most],
+                 : o->most == TP_WORK_WINDOWS ? windows
+                                              : part_advice[o->most],
                  backoff);
     else
         snprintf(line, sizeof line,

@@ -99,6 +99,21 @@ def test_the_capture_windows_tables_read_as_a_user_reads_them(resummarized):
     assert kernels and kernels[0]["demangled"] == "cutlass__5x_cudnn::Kernel<...>"
 
 
+def test_a_scheduled_window_s_cost_names_the_schedule_not_the_slow_steps(resummarized):
+    """An 18 s run pays for its one scheduled window (steps 11-15) whole:
+    trainprof's own work is over budget, mostly that window. The switch
+    said is the schedule's and --ops off: --ops-on-slow, which took no
+    window here, would change nothing."""
+    run = resummarized("h200-resnet18-batch64.db")
+    [own] = report_json(run)["own_cost"]
+    assert own["over_budget"] and own["parts"]["capture_windows"] > 0.01, own
+    short = words(in_short(trainprof("report", run).stdout))
+    cost = short[short.index("[cost]") :]
+    assert "mostly its capture windows (1 scheduled)" in cost, cost
+    assert "--ops-every" in cost and "--ops off takes none" in cost
+    assert "--ops-on-slow" not in cost
+
+
 def test_a_gpu_that_never_answers_is_a_stall_at_the_scripts_line(resummarized):
     """After step 30 the script queued a 60 s kernel and called loss.item():
     its step thread sat 33 s in from_device at resnet.py:48 while the GPU

@@ -44,6 +44,14 @@ uint64_t tp_sink_behind(tp_sink *s)
     return n;
 }
 
+uint64_t tp_sink_events_not_kept(tp_sink *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t n = s->behind + s->lost[TP_LOST_EVENTS];
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
 /* Whether one more timing event may join the pending ones of its kind,
  * pending of them now (the lock held): the regions and device times count
  * together, the marks apart (a flood of regions then never costs a step's

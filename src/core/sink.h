@@ -108,6 +108,8 @@ void tp_sink_ops_window(tp_sink *s, tp_ops_window *w);
 void tp_sink_set_pending_events_max(tp_sink *s, size_t n);
 /* The timing events not kept so far because the writer was behind. */
 uint64_t tp_sink_behind(tp_sink *s);
+/* Those and the timing events memory ran out for: all it did not keep. */
+uint64_t tp_sink_events_not_kept(tp_sink *s);
 
 /* What the recorder could not keep because memory ran out: the sink counts
  * its own losses (an item it had no room for, a series, name or thread it

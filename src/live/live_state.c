@@ -39,8 +39,9 @@ struct tp_live {
     double steps[TP_LIVE_BUCKETS], samples[TP_LIVE_BUCKETS], batches[TP_LIVE_BUCKETS];
     window_name window[TP_LIVE_NAMES];
     size_t nwindow;
-    uint64_t now_ns;      /* the latest time any batch held */
-    double stall_after_s; /* record --stall-after, 0 for the rule's own */
+    uint64_t now_ns;              /* the latest time any batch held */
+    double stall_after_s;         /* record --stall-after, 0 for the rule's own */
+    uint64_t events_not_recorded; /* by the recorder, so far */
 };
 
 tp_live *tp_live_new(double interval_s)
@@ -427,6 +428,13 @@ void tp_live_set_stall_after(tp_live *l, double seconds)
     pthread_mutex_unlock(&l->lock);
 }
 
+void tp_live_set_events_not_recorded(tp_live *l, uint64_t n)
+{
+    pthread_mutex_lock(&l->lock);
+    l->events_not_recorded = n;
+    pthread_mutex_unlock(&l->lock);
+}
+
 void tp_live_seed_steps(tp_live *l, int32_t rank, const uint64_t *t_ns, const uint32_t *kinds,
                         size_t n)
 {
@@ -514,7 +522,8 @@ void tp_live_read(tp_live *l, tp_live_read_fn fn, void *ctx)
                       (const char *const *)l->names,
                       l->nnames,
                       l->now_ns,
-                      l->stall_after_s};
+                      l->stall_after_s,
+                      l->events_not_recorded};
     fn(ctx, &v);
     pthread_mutex_unlock(&l->lock);
 }

@@ -96,8 +96,9 @@ typedef struct tp_live_view {
     size_t nranks;
     const char *const *names; /* by name id - 1; entries may be NULL */
     size_t nnames;
-    uint64_t now_ns;      /* tp_live_now's */
-    double stall_after_s; /* tp_live_set_stall_after's */
+    uint64_t now_ns;              /* tp_live_now's */
+    double stall_after_s;         /* tp_live_set_stall_after's */
+    uint64_t events_not_recorded; /* tp_live_set_events_not_recorded's */
 } tp_live_view;
 
 /* How long rank r has gone without a step mark, and without any progress
@@ -129,6 +130,10 @@ bool tp_live_worst_stall(tp_live *l, uint64_t now_ns, int32_t *rank, double *sec
 
 /* The run's own stall threshold (record --stall-after; 0: the rule's). */
 void tp_live_set_stall_after(tp_live *l, double seconds);
+
+/* The timing events the recorder has not kept so far (its memory ran out,
+ * or its writer was too far behind: tp_sink_events_not_kept). */
+void tp_live_set_events_not_recorded(tp_live *l, uint64_t n);
 
 /* A phase's name in a view; "(other)" for name 0 and names never defined. */
 const char *tp_live_view_name(const tp_live_view *v, uint32_t name);

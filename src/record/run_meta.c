@@ -161,9 +161,7 @@ void tp_record_end_meta(tp_meta_rows *m, int exit_status, int wstatus, uint64_t 
 
 void tp_record_end_losses(tp_meta_rows *m, tp_sink *sink)
 {
-    uint64_t lost[TP_LOST_KINDS];
-    tp_sink_losses(sink, lost);
-    uint64_t events = lost[TP_LOST_EVENTS] + tp_sink_behind(sink);
+    uint64_t events = tp_sink_events_not_kept(sink);
     if (events)
         meta_addf(m, TP_META_EVENTS_NOT_RECORDED, "%llu", (unsigned long long)events);
 }

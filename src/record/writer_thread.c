@@ -57,8 +57,10 @@ static void *writer_main(void *arg)
     for (bool first = true; first || tp_sink_wait(t->sink, 1000); first = false) {
         uint64_t taken_ns = tp_clock_mono_ns() - tp_sink_start_ns(t->sink);
         tp_sink_take(t->sink, &batch);
-        if (t->live)
+        if (t->live) {
             tp_live_apply(t->live, &batch);
+            tp_live_set_events_not_recorded(t->live, tp_sink_events_not_kept(t->sink));
+        }
         if (t->writer)
             store(t, &batch, taken_ns);
         t->batches++;

@@ -190,6 +190,13 @@ static void render(void *ctx, const tp_live_view *v)
     fputs("\",version=\"" TRAINPROF_VERSION "\"} 1\n", out);
     render_series(e, v);
     render_timings(e, v);
+    header(out, "trainprof_events_not_recorded_total",
+           "timing events the recorder could not keep: its memory ran out, or they came faster "
+           "than its run file took them",
+           "counter");
+    fputs("trainprof_events_not_recorded_total{agent=\"", out);
+    tp_prom_escape(out, e->agent);
+    fprintf(out, "\"} %llu\n", (unsigned long long)v->events_not_recorded);
 }
 
 void tp_prom_expose(FILE *out, tp_live *l, const char *agent, const char *host)

@@ -224,6 +224,12 @@ static void test_exposition(void **state)
                                  "phase=\"load\"} 1\n"));
     assert_non_null(strstr(text, "trainprof_epoch{agent=\"node\\\"a\",rank=\"3\"} 2\n"));
     assert_null(strstr(text, "trainprof_phase_device_seconds")); /* none were measured */
+    assert_non_null(strstr(text, "trainprof_events_not_recorded_total{agent=\"node\\\"a\"} 0\n"));
+    free(text);
+    tp_live_set_events_not_recorded(live, 12);
+    text = expose(live);
+    assert_non_null(strstr(text, "# TYPE trainprof_events_not_recorded_total counter\n"
+                                 "trainprof_events_not_recorded_total{agent=\"node\\\"a\"} 12\n"));
     free(text);
     tp_live_free(live);
     tp_sink_free(sink);

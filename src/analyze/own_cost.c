@@ -52,17 +52,23 @@ static void count(void *ctx, const tp_stack_thread_run *r)
 }
 
 /* The script's own regions (names of no standard phase) a step of rank,
- * inside its timed steps, and what they cost of a step (NaN: no steps). */
+ * inside its timed steps, and what they cost of a step (NaN: no steps).
+ * Regions the recorder could not keep (t->not_recorded: a writer too far
+ * behind drops regions while it keeps every step mark) cost the training
+ * all the same: they count at the rate of the ones kept. */
 static void user_regions(const tp_timings *t, int rank, double *per_step, double *share)
 {
     const tp_step_row *st = tp_timings_steps_of(t, rank);
-    double n = 0;
+    double n = 0, kept = 0;
     for (size_t i = 0; i < t->nrows; i++) {
         const tp_timing_row *r = &t->rows[i];
+        kept += (double)r->stats.count;
         if (r->rank == rank && tp_phase_kind_of(r->name) == TP_PHASE_KIND_NONE && r->total_s > 0 &&
             r->in_steps_s > 0)
             n += (double)r->stats.count * r->in_steps_s / r->total_s;
     }
+    if (kept > 0 && t->not_recorded > 0)
+        n *= (kept + (double)t->not_recorded) / kept;
     *per_step = st && st->stats.count ? n / (double)st->stats.count : NAN;
     *share = st && st->stats.mean > 0 ? *per_step * TP_OWN_REGION_COST_S / st->stats.mean : NAN;
 }

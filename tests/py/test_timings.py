@@ -248,6 +248,11 @@ def test_a_recorder_that_takes_no_connection_holds_a_process_only_a_while(tmp_pa
         listener.close()
 
 
+# alone on the machine: a thread hands its ring to the recorder without
+# waiting, and where the recorder's drain is starved of CPU (beside other
+# work) a few hundred threads' handovers fill the socket and those threads
+# go unrecorded (10 of 5,000 once in CI): a rate, judged alone
+@pytest.mark.machine
 def test_threads_that_come_and_go_are_let_go_and_all_recorded(run_file, tmp_path):
     """5,000 short-lived threads, one after another, each with a region: each
     ring is let go once its thread exits (the recorder holds live threads'

@@ -7,11 +7,15 @@
  * recorder for long: sends are non-blocking, the connection waits at most
  * TP_CONNECT_WAIT_S for room in a recorder's backlog (one that is out of
  * descriptors or hung), and if the recorder is gone the thread just stays
- * off. After fork() the child forgets the parent's connection and
+ * off. A thread whose ring could not be handed over (the recorder's socket
+ * full: a recorder short of CPU) stays off too, and is counted: the next
+ * ring that reaches the recorder says how many (TP_FACT_THREADS_UNRECORDED).
+ * After fork() the child forgets the parent's connection and
  * rings and attaches afresh on its first event: never two writers on a ring. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -20,6 +24,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "facts.h"
 #include "names.h"
 #include "thread_registry.h"
 #include "thread_state.h"
@@ -34,6 +40,9 @@ static int channel_fd = -1;
 static int channel_state; /* 0 not tried, 1 connected, 2 off */
 static pthread_key_t exit_key;
 static int key_made;
+/* threads whose ring could not be handed over, not told yet; under
+ * channel_lock */
+static uint64_t unrecorded_untold;
 /* set by tp_thread_set_rank; under channel_lock */
 static int rank_set;
 static int32_t set_rank, set_local_rank, set_world_size;
@@ -49,6 +58,7 @@ static void reset_in_child(void)
         close(channel_fd);
     channel_fd = -1;
     channel_state = 0;
+    unrecorded_untold = 0; /* the parent's threads */
     tp_thread *t = &tp_self;
     tp_registry_clear();
     if (t->ring)
@@ -68,11 +78,29 @@ __attribute__((constructor)) static void register_fork_handlers(void)
     pthread_atfork(lock_for_fork, unlock_after_fork, reset_in_child);
 }
 
+/* Through t's ring (active), the threads not handed over so far, if any
+ * (TP_FACT_THREADS_UNRECORDED); kept untold where the ring is full. Caller
+ * holds channel_lock. */
+static void tell_unrecorded(tp_thread *t)
+{
+    if (!unrecorded_untold)
+        return;
+    char text[sizeof TP_FACT_THREADS_UNRECORDED + 24];
+    int len = snprintf(text, sizeof text, TP_FACT_THREADS_UNRECORDED "=%llu",
+                       (unsigned long long)unrecorded_untold);
+    tp_event head = {tp_clock_mono_ns(), TP_EV_FACT, 0, 0, (uint64_t)len};
+    if (len > 0 && tp_thread_send(t, &head, text, (size_t)len))
+        unrecorded_untold = 0;
+}
+
 /* At thread exit: drop this side's mapping; the recorder keeps its own. */
 static void thread_exit(void *arg)
 {
     tp_thread *t = arg;
     if (t->ring) {
+        pthread_mutex_lock(&channel_lock); /* a last word for the threads not handed over */
+        tell_unrecorded(t);
+        pthread_mutex_unlock(&channel_lock);
         tp_registry_remove(t->ring);
         atomic_store_explicit(&t->ring->closed, 1, memory_order_release); /* after its last event */
         munmap(t->ring, tp_ring_bytes(t->ring->capacity));
@@ -234,10 +262,13 @@ int tp_thread_attach(tp_thread *t)
         return 0;
     int saved_errno = errno;
     pthread_mutex_lock(&channel_lock);
-    tp_ring_header *h = connect_process() ? create_ring() : NULL;
-    pthread_mutex_unlock(&channel_lock);
-    errno = saved_errno;
+    bool connected = connect_process();
+    tp_ring_header *h = connected ? create_ring() : NULL;
     if (!h) {
+        if (connected && unrecorded_untold < UINT64_MAX)
+            unrecorded_untold++;
+        pthread_mutex_unlock(&channel_lock);
+        errno = saved_errno;
         t->state = TP_THREAD_OFF;
         return 0;
     }
@@ -246,6 +277,9 @@ int tp_thread_attach(tp_thread *t)
     t->room_end = 0;
     t->depth = 0;
     t->state = TP_THREAD_ACTIVE;
+    tell_unrecorded(t);
+    pthread_mutex_unlock(&channel_lock);
+    errno = saved_errno;
     tp_registry_add(h);
     if (key_made)
         pthread_setspecific(exit_key, t);

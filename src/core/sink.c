@@ -52,6 +52,14 @@ uint64_t tp_sink_events_not_kept(tp_sink *s)
     return n;
 }
 
+void tp_sink_threads_unrecorded(tp_sink *s, uint64_t n)
+{
+    pthread_mutex_lock(&s->lock);
+    s->threads_unrecorded =
+        n > UINT64_MAX - s->threads_unrecorded ? UINT64_MAX : s->threads_unrecorded + n;
+    pthread_mutex_unlock(&s->lock);
+}
+
 /* Whether one more timing event may join the pending ones of its kind,
  * pending of them now (the lock held): the regions and device times count
  * together, the marks apart (a flood of regions then never costs a step's
@@ -458,8 +466,17 @@ void tp_sink_take(tp_sink *s, tp_batch *out)
 void tp_sink_close(tp_sink *s)
 {
     pthread_mutex_lock(&s->lock);
-    uint64_t refused = s->facts_refused;
+    uint64_t refused = s->facts_refused, unrecorded = s->threads_unrecorded;
     pthread_mutex_unlock(&s->lock);
+    if (unrecorded) {
+        char reason[300];
+        snprintf(reason, sizeof reason,
+                 "%llu threads of the training could not hand their ring to the recorder (its "
+                 "socket full while it was short of CPU, or no memory for a ring): their events "
+                 "were not recorded",
+                 (unsigned long long)unrecorded);
+        tp_sink_unavailable(s, "timings", reason);
+    }
     if (refused) {
         char reason[200];
         snprintf(reason, sizeof reason,

@@ -29,6 +29,7 @@ struct tp_sink {
     uint64_t facts_refused;         /* facts of keys past the bounds */
     size_t events_max;              /* regions pending at most, and marks (0: no bound) */
     uint64_t behind;                /* events not kept: the writer was events_max behind */
+    uint64_t threads_unrecorded;    /* threads whose ring processes could not hand over */
     tp_stack_table stacks;          /* sampled stacks, as a tree */
     tp_stack_runs runs;             /* each sampled thread's open run */
     uint64_t stacks_now_ns;         /* the latest stack sample's time: the runs' clock */

@@ -10,6 +10,7 @@
 #include "core/metric_catalog.h"
 #include "core/run_keys.h"
 #include "facts.h"
+#include "util/text_parse.h"
 #include "util/utf8.h"
 #include "util/grow.h"
 
@@ -171,6 +172,41 @@ static void process_fact(const tp_ring_reader *r, tp_sink *sink, const tp_event 
     }
 }
 
+/* A well-formed fact (text, len bytes, its key key_len of them) where its
+ * key says: a process's GPU, the stacks or threads it could not give,
+ * its own end's facts under its pid, the rest as the run's meta. */
+static void take_fact(const tp_ring_reader *r, tp_sink *sink, const tp_event *e, const char *text,
+                      size_t len, size_t key_len)
+{
+    const char *value = text + key_len + 1;
+    if (key_len == sizeof TP_FACT_DEVICE - 1 &&
+        memcmp(text, TP_FACT_DEVICE, key_len) == 0) { /* the process's, not the run's */
+        tp_sink_thread_device(sink, r->thread, value);
+        return;
+    }
+    if (key_len == sizeof TP_FACT_STACKS_UNAVAILABLE - 1 &&
+        memcmp(text, TP_FACT_STACKS_UNAVAILABLE, key_len) == 0) {
+        /* said by every process the filter covers: one row (the sink's) */
+        tp_sink_unavailable(sink, TP_UNAVAILABLE_STACKS, value);
+        return;
+    }
+    if (key_len == sizeof TP_FACT_THREADS_UNRECORDED - 1 &&
+        memcmp(text, TP_FACT_THREADS_UNRECORDED, key_len) == 0) {
+        uint64_t n;
+        if (tp_parse_u64(&value, text + len, &n) && value == text + len) /* else none */
+            tp_sink_threads_unrecorded(sink, n);
+        return;
+    }
+    if (tp_fact_of_process(text, key_len)) { /* stored under its pid */
+        if (r->pid > 0)
+            process_fact(r, sink, e, text, key_len);
+        return;
+    }
+    char key[TP_FACT_KEY_MAX + 32];
+    snprintf(key, sizeof key, TP_META_FACT "%.*s", (int)key_len, text);
+    tp_sink_fact(sink, false, key, value);
+}
+
 /* A TP_EV_STACK event e and its n frames (in the slots from tail) into the
  * sink. */
 static void stack_event(tp_ring_reader *r, tp_sink *sink, const tp_event *e, const tp_event *slots,
@@ -255,7 +291,7 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
             size_t chunks = (len + sizeof(tp_event) - 1) / sizeof(tp_event);
             if (tail + chunks > head) /* not all published yet */
                 break;
-            char text[TP_FACT_TEXT_MAX + 2], key[TP_FACT_KEY_MAX + 32];
+            char text[TP_FACT_TEXT_MAX + 2];
             size_t key_len = 0;
             if (len <= TP_FACT_TEXT_MAX)
                 copy_payload(r, slots, tail, len, text);
@@ -266,24 +302,7 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
             }
             text[len] = '\0';
             tail += chunks;
-            if (key_len == sizeof TP_FACT_DEVICE - 1 &&
-                memcmp(text, TP_FACT_DEVICE, key_len) == 0) { /* the process's, not the run's */
-                tp_sink_thread_device(sink, r->thread, text + key_len + 1);
-                break;
-            }
-            if (key_len == sizeof TP_FACT_STACKS_UNAVAILABLE - 1 &&
-                memcmp(text, TP_FACT_STACKS_UNAVAILABLE, key_len) == 0) {
-                /* said by every process the filter covers: one row (the sink's) */
-                tp_sink_unavailable(sink, TP_UNAVAILABLE_STACKS, text + key_len + 1);
-                break;
-            }
-            if (tp_fact_of_process(text, key_len)) { /* stored under its pid */
-                if (r->pid > 0)
-                    process_fact(r, sink, &e, text, key_len);
-                break;
-            }
-            snprintf(key, sizeof key, TP_META_FACT "%.*s", (int)key_len, text);
-            tp_sink_fact(sink, false, key, text + key_len + 1);
+            take_fact(r, sink, &e, text, len, key_len);
             break;
         }
         case TP_EV_STACK: {

@@ -1,14 +1,16 @@
 """Timings end to end: an instrumented C program under the real recorder."""
 
 import os
+import re
 import resource
 import socket
 import sqlite3
 import subprocess
 import textwrap
+import time
 
 import pytest
-from conftest import FAKE_NVML, PYTHON, ROOT, metric, report_json, trainprof
+from conftest import FAKE_NVML, PROGRAM, PYTHON, ROOT, metric, report_json, trainprof
 
 # mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
 pytestmark = pytest.mark.waits
@@ -246,6 +248,88 @@ def test_a_recorder_that_takes_no_connection_holds_a_process_only_a_while(tmp_pa
     finally:
         queued.close()
         listener.close()
+
+
+# Once told to go: 5,000 threads one after another, each with one region,
+# then a second's pause (the starved recorder catches up) and the main
+# thread's region
+CHURN_THEN_REST = """
+import os, pathlib, threading, time, trainprof
+pathlib.Path(os.environ["READY"]).write_text("")
+while not os.path.exists(os.environ["GO"]):
+    time.sleep(0.01)
+def work():
+    with trainprof.region("chunk"):
+        pass
+for _ in range(5000):
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+time.sleep(1)
+with trainprof.region("done"):
+    pass
+"""
+
+
+def renice_threads(pid, nice):
+    """Every thread of process pid to nice (those gone meanwhile left)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:  # it ended
+        return
+    for tid in tids:
+        try:
+            os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+        except OSError:
+            pass
+
+
+@pytest.mark.machine
+def test_threads_a_starved_recorder_could_not_take_are_counted_and_said(run_file, tmp_path):
+    """The recorder's threads at nice 19 (the training it started stays at
+    0) beside a burner on every core and one more: its drain reads the
+    socket so rarely that many of 5,000 short-lived threads find it full and
+    go unrecorded (a thread never waits to hand its ring over). The process
+    counts them and says so through the next ring that reaches the
+    recorder: regions recorded and threads not make the 5,000, and the run
+    says it among its unavailable sources."""
+    script = tmp_path / "churn.py"
+    script.write_text(textwrap.dedent(CHURN_THEN_REST))
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    env = dict(os.environ, READY=str(ready), GO=str(go))
+    burn = [
+        subprocess.Popen([PYTHON, "-c", "while True: pass"])
+        for _ in range((os.cpu_count() or 2) + 1)
+    ]
+    rec = None
+    try:
+        rec = subprocess.Popen(
+            [PROGRAM, "record", "-q", "--stacks", "0", "-o", str(run_file), "--", PYTHON, script],
+            env=env,
+        )
+        deadline = time.monotonic() + 240
+        while not ready.exists():  # the training started, its nice its own
+            assert rec.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        renice_threads(rec.pid, 19)
+        go.write_text("")
+        while rec.poll() is None:
+            assert time.monotonic() < deadline
+            renice_threads(rec.pid, 19)  # any thread it started since
+            time.sleep(0.05)
+        assert rec.wait() == 0
+    finally:
+        for p in burn + ([rec] if rec and rec.poll() is None else []):
+            p.kill()
+            p.wait()
+    rep = report_json(run_file)
+    rows = {t["name"]: t["count"] for t in rep["timings"]}
+    reasons = [u["reason"] for u in rep["agents"][0]["unavailable"] if u["source"] == "timings"]
+    assert len(reasons) == 1, (rows, rep["agents"][0]["unavailable"])
+    told = re.match(r"(\d+) threads of the training could not hand their ring", reasons[0])
+    assert told and int(told.group(1)) > 0, reasons
+    assert rows.get("chunk", 0) + int(told.group(1)) == 5000, (rows, reasons)
+    assert rows["done"] == 1
 
 
 # alone on the machine: a thread hands its ring to the recorder without

@@ -250,14 +250,9 @@ def test_a_recorder_that_takes_no_connection_holds_a_process_only_a_while(tmp_pa
         listener.close()
 
 
-# Once told to go: 5,000 threads one after another, each with one region,
-# then a second's pause (the starved recorder catches up) and the main
-# thread's region
-CHURN_THEN_REST = """
-import os, pathlib, threading, time, trainprof
-pathlib.Path(os.environ["READY"]).write_text("")
-while not os.path.exists(os.environ["GO"]):
-    time.sleep(0.01)
+# 5,000 threads one after another, each with one region
+CHURN = """
+import threading, trainprof
 def work():
     with trainprof.region("chunk"):
         pass
@@ -265,10 +260,24 @@ for _ in range(5000):
     t = threading.Thread(target=work)
     t.start()
     t.join()
+"""
+
+# CHURN once told to go, then a second's pause (the starved recorder
+# catches up) and the main thread's region
+CHURN_THEN_REST = (
+    """
+import os, pathlib, time, trainprof
+pathlib.Path(os.environ["READY"]).write_text("")
+while not os.path.exists(os.environ["GO"]):
+    time.sleep(0.01)
+"""
+    + CHURN
+    + """
 time.sleep(1)
 with trainprof.region("done"):
     pass
 """
+)
 
 
 def renice_threads(pid, nice):
@@ -342,18 +351,7 @@ def test_threads_that_come_and_go_are_let_go_and_all_recorded(run_file, tmp_path
     ring is let go once its thread exits (the recorder holds live threads'
     rings only, at most 4,096 of a process), and every region is recorded."""
     script = tmp_path / "churn.py"
-    script.write_text(
-        textwrap.dedent("""
-        import threading, trainprof
-        def work():
-            with trainprof.region("chunk"):
-                pass
-        for _ in range(5000):
-            t = threading.Thread(target=work)
-            t.start()
-            t.join()
-    """)
-    )
+    script.write_text(CHURN)
     r = trainprof(
         "record", "-q", "--stacks", "0", "-o", run_file, "--", PYTHON, script, timeout=300
     )

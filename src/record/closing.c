@@ -54,6 +54,12 @@ static void first_line(FILE *out, const char *path, const tp_record_outcome *out
         fprintf(out, "  %s\n", outcome->lost);
     if (outcome->behind && outcome->behind[0])
         fprintf(out, "  %s\n", outcome->behind);
+    if (outcome->wal_kept) {
+        fputs("  another process had the file open as the recording ended: its last rows are in ",
+              out);
+        tp_text_write_safe(out, path);
+        fputs("-wal beside it; copy the two together\n", out);
+    }
 }
 
 /* The closing summary from s, the run just stored: its path, the command's

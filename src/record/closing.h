@@ -14,6 +14,7 @@ typedef struct tp_record_outcome {
     bool write_failed;    /* the run file stopped taking rows (a full disk) */
     const char *lost;     /* what memory ran out for, in words; "" for nothing */
     const char *behind;   /* events the writer was too far behind for, in words; "" none */
+    bool wal_kept;        /* the file stayed in WAL mode: another process had it open */
 } tp_record_outcome;
 
 /* The end of `record`, after the run file is closed: stores its summary

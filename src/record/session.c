@@ -305,7 +305,7 @@ static int finish(session *s, int wstatus, const stop_request *stop, uint64_t du
     tp_record_behind(s->sink, behind, sizeof behind);
     if (behind[0])
         tp_writer_unavailable(s->writer, "recorder writer", behind);
-    tp_writer_finish(s->writer);
+    bool whole = tp_writer_finish(s->writer);
     release(s);
     tp_record_close(s->o->output,
                     &(tp_record_outcome){.command = s->command,
@@ -313,7 +313,8 @@ static int finish(session *s, int wstatus, const stop_request *stop, uint64_t du
                                          .duration_ns = duration,
                                          .write_failed = s->wt.failed,
                                          .lost = lost,
-                                         .behind = behind},
+                                         .behind = behind,
+                                         .wal_kept = !whole},
                     s->o->quiet);
     return exit_status;
 }

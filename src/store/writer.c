@@ -426,10 +426,29 @@ bool tp_writer_unavailable(tp_writer *w, const char *source, const char *reason)
     return put_pair(w, ST_UNAVAILABLE, source, reason);
 }
 
-void tp_writer_finish(tp_writer *w)
+/* Whether db's file is out of WAL mode now: its WAL checkpointed into it,
+ * then the switch to a rollback journal, which SQLite makes only where no
+ * other connection has the file open. */
+static bool left_wal(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    tp_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+    bool left = sqlite3_prepare_v2(db, "PRAGMA journal_mode=DELETE", -1, &st, NULL) == SQLITE_OK &&
+                sqlite3_step(st) == SQLITE_ROW &&
+                sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "delete") == 0;
+    sqlite3_finalize(st);
+    return left;
+}
+
+bool tp_writer_finish(tp_writer *w)
 {
     if (!w)
-        return;
-    tp_exec(w->db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;");
+        return true;
+    bool left = left_wal(w->db);
+    for (int waited = 0; !left && waited < TP_WRITER_LET_GO_WAIT_MS; waited += 50) {
+        sqlite3_sleep(50);
+        left = left_wal(w->db);
+    }
     close_writer(w);
+    return left;
 }

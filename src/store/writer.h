@@ -37,7 +37,17 @@ bool tp_writer_metas(tp_writer *w, const char *const *keys, const char *const *v
  * recorder learns after its last batch (memory that ran out). */
 bool tp_writer_unavailable(tp_writer *w, const char *source, const char *reason);
 
-/* Checkpoints, switches the file out of WAL mode and closes it. */
-void tp_writer_finish(tp_writer *w);
+/* How long tp_writer_finish waits for other connections to the file to let
+ * go: `trainprof top` lets go of a recording within its refresh (1 s by
+ * default) once the recording has left the registry. */
+#define TP_WRITER_LET_GO_WAIT_MS 3000
+
+/* Checkpoints, switches the file out of WAL mode and closes it: a file whole
+ * on its own, copied without a -wal. The switch needs the file to itself:
+ * where another connection has it open, it is tried again for up to
+ * TP_WRITER_LET_GO_WAIT_MS; false where the file stayed in WAL mode (its
+ * -wal beside it holds rows the file alone lacks until a connection that
+ * writes closes it last). */
+bool tp_writer_finish(tp_writer *w);
 
 #endif

@@ -1,5 +1,7 @@
-"""`trainprof summarize`: the stored summary of a file whose recorder was killed."""
+"""`trainprof summarize`: the stored summary of a file whose recorder was killed,
+or whose end another process held open."""
 
+import contextlib
 import json
 import sqlite3
 import subprocess
@@ -8,6 +10,7 @@ import time
 import pytest
 from conftest import (
     PROGRAM,
+    PYTHON,
     assert_same_report,
     kill_with_children,
     killed_recording,
@@ -171,3 +174,28 @@ def test_a_recorder_killed_in_its_first_second_leaves_a_readable_file(tmp_path):
     rep = report_json(k)
     assert rep["run"]["meta"]["start_wall_ns"] and rep["run"]["meta"]["status"] == "recording"
     assert trainprof("summarize", "-q", k).returncode == 0
+
+
+def test_a_file_held_open_as_the_recording_ends_says_where_its_last_rows_are(tmp_path):
+    """SQLite leaves WAL mode only where no one else has the file open: a
+    connection that stays open past the end keeps the run's last rows (its
+    summary among them) in the -wal beside the file. record waits a few
+    seconds for it to let go, then says so in its closing lines, and the
+    file with its -wal holds the whole run."""
+    script = tmp_path / "busy.py"
+    script.write_text("import time\nend = time.time() + 1\nwhile time.time() < end: pass\n")
+    run = tmp_path / "run.db"
+    rec = subprocess.Popen(
+        [PROGRAM, "record", "-o", run, "--", PYTHON, script], stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.time() + 20
+    while not run.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    with contextlib.closing(sqlite3.connect(f"file:{run}?mode=ro", uri=True)) as held:
+        held.execute("SELECT COUNT(*) FROM meta").fetchone()  # its -shm mapped
+        err = rec.communicate(timeout=60)[1]
+        assert rec.returncode == 0, err
+        assert f"its last rows are in {run}-wal beside it; copy the two together" in err, err
+        assert (tmp_path / "run.db-wal").stat().st_size > 0
+    r = trainprof("report", "--json", run)  # the file and its -wal: all of it
+    assert r.returncode == 0 and json.loads(r.stdout)["run"]["complete"] is True, r.stderr

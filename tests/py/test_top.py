@@ -1,8 +1,10 @@
 """`trainprof top` driven through tmux, as a person at a terminal would."""
 
+import contextlib
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import textwrap
 import threading
@@ -356,3 +358,37 @@ def test_a_recordings_directory_not_the_users_own_is_refused_and_said(top, tmp_p
         t = top(f"XDG_RUNTIME_DIR={xdg}")
         screen = t.wait_for("no record can be seen: its directory")
         assert ("open to other users" if kind == "open" else "symbolic link") in screen, screen
+
+
+def in_wal_mode(path):
+    """Whether the file's header says WAL (its read and write versions, bytes
+    18 and 19: 2 for WAL, 1 for a rollback journal), read without SQLite."""
+    with open(path, "rb") as f:
+        return f.read(20)[18:20] == b"\x02\x02"
+
+
+def test_a_recording_top_watched_to_its_end_is_left_whole(top, tmp_path):
+    """top holds the live file open while it shows it; SQLite leaves WAL
+    mode only where no one else has the file open, and a file left in WAL
+    mode keeps its last rows (the summary among them) in the -wal beside it:
+    copied alone, it lacked them (seen with top watching to the end). top
+    lets go once the recording leaves the registry, and record waits for it."""
+    script = tmp_path / "busy.py"
+    script.write_text("import time\nend = time.time() + 3\nwhile time.time() < end: pass\n")
+    run = tmp_path / "run.db"
+    rec = subprocess.Popen(
+        [PROGRAM, "record", "-o", run, "--", PYTHON, script],
+        env=top.env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    t = top()
+    t.wait_for("RECORD pid", timeout=20)
+    err = rec.communicate(timeout=60)[1]
+    assert rec.returncode == 0, err
+    assert t.alive()  # still watching the machine
+    assert not in_wal_mode(run), sorted(os.listdir(tmp_path))
+    assert not (tmp_path / "run.db-wal").exists()
+    assert "-wal" not in err, err
+    with contextlib.closing(sqlite3.connect(f"file:{run}?immutable=1", uri=True)) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'summarized'").fetchone() == ("1",)

@@ -42,18 +42,24 @@ demo: build
 # (test-beside, its output in build/beside.log): at the lowest CPU priority,
 # in the CPU those tests leave idle (about one core of two, measured), what judges
 # no time at all (the C unit tests, under the sanitizers too, the fuzzers'
-# builds and runs, the wheels' builds; two at a time), then the wheels
-# installed and run;
+# builds and runs, two at a time; beside them the wheels' builds, then the
+# wheels installed and run);
 # last, alone, the Python tests that judge the machine.
 test: build
 	@$(MAKE) --no-print-directory -j2 test-format test-python-style test-layers
 	@$(MAKE) --no-print-directory -j2 test-py-spread test-beside
 	@$(MAKE) --no-print-directory test-py-machine
 
+# The wheels are tested as soon as they are built, beside the fuzzers (not
+# after them: 30 s of the suite's tail), at the normal priority (top in a
+# terminal has 3 s to draw); each line of the log starts with the seconds
+# since the stage began.
+BESIDE_MAKE = env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory
 test-beside: build
 	@echo "test-beside: the C tests, the sanitizers, the fuzzers and the wheels, beside the Python tests (log: $(BUILD)/beside.log)"
-	@{ env -u MAKEFLAGS -u MFLAGS nice -n 19 $(MAKE) --no-print-directory -j2 test-c test-sanitizers test-fuzz wheel && \
-	    env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory test-wheel-built; } >$(BUILD)/beside.log 2>&1 || \
+	@$(PY) tools/elapsed.py sh -c 'nice -n 19 $(BESIDE_MAKE) -j2 test-c test-sanitizers test-fuzz & \
+	    { nice -n 19 $(BESIDE_MAKE) wheel && $(BESIDE_MAKE) test-wheel-built; } || { wait; exit 1; }; \
+	    wait $$!' >$(BUILD)/beside.log 2>&1 || \
 	    { tail -80 $(BUILD)/beside.log; echo "test-beside: failed (the whole log: $(BUILD)/beside.log)"; exit 1; }
 	@echo "test-beside: the C tests, the sanitizers, the fuzzers and the wheels passed"
 

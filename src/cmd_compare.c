@@ -10,6 +10,7 @@
 #include "analyze/compare_job.h"
 #include "render/causes_words.h"
 #include "render/compare.h"
+#include "render/report.h"
 #include "render/units.h"
 #include "util/utf8.h"
 #include "util/json_writer.h"
@@ -168,6 +169,10 @@ static int compare_two(char *const *a, size_t na, char *const *b, size_t nb, boo
         tp_error("%s", err);
         return 2;
     }
+    if (job.loaded_a)
+        tp_summary_source_note(stderr, "compare", &job.a.inv);
+    if (job.loaded_b)
+        tp_summary_source_note(stderr, "compare", &job.b.inv);
     int status = say(&job, json, g);
     tp_compare_job_free(&job);
     return status;

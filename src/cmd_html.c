@@ -13,6 +13,7 @@
 #include "analyze/fleet_envelopes.h"
 #include "render/compare.h"
 #include "render/html.h"
+#include "render/report.h"
 #include "store/inputs.h"
 #include "util/atomic_file.h"
 #include "util/options.h"
@@ -192,6 +193,7 @@ int cmd_html(int argc, char **argv)
         return 2;
     }
     tp_summary_name_inputs(&s, &in);
+    tp_summary_source_note(stderr, "html", &s.inv);
     tp_verdicts v;
     tp_verdicts_build(&s, &v);
     tp_page_facts page;

@@ -71,6 +71,7 @@ int cmd_report(int argc, char **argv)
         return 2;
     }
     tp_summary_name_inputs(&s, &in);
+    tp_summary_source_note(stderr, "report", &s.inv);
     tp_verdicts v;
     tp_verdicts_build(&s, &v);
     if (json) {

@@ -26,7 +26,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "contributing.md"
-GENERATED = {"trainprof_version.h"}  # made by the build (meson.build's version)
+GENERATED = {"trainprof_version.h", "analysis_id.h"}  # made by the build (meson.build)
 
 
 def read_order():

@@ -18,6 +18,8 @@ bool tp_run_inventory_build(const tp_run *run, tp_run_inventory *inv)
     tp_run_facts_get(run, &inv->facts);
     inv->start_wall_ns = tp_run_start_wall_ns(run);
     inv->merged = run->nagent_meta && run->nagents > 1;
+    inv->summary_foreign = run->summary_foreign;
+    inv->summary_only = run->settings.summary_only;
     inv->agents = run->agents;
     inv->nagents = run->nagents;
     inv->agents_by_id = true;

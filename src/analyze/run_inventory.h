@@ -21,6 +21,9 @@ typedef struct tp_run_inventory {
     tp_run_facts facts;    /* its end, command, start, sampling, merge */
     int64_t start_wall_ns; /* the recording's start, ns since the epoch; -1 unknown */
     bool merged;           /* several agents, each with its own metadata */
+    /* its stored summary is another analysis's (tp_run's summary_foreign),
+     * set aside for the rows unless the file is a summary-only merge */
+    bool summary_foreign, summary_only;
     const tp_run_agent *agents;
     tp_host_facts *hosts; /* each agent's, in agents' order */
     tp_host_facts host;   /* the first agent's (the run's own where it has none) */

@@ -76,7 +76,9 @@ void tp_labels_gpu_mig(char *buf, size_t cap, int gpu, int mig);
 /* the environment the command ran in: "env." NAME (SLURM_JOB_ID, WORLD_SIZE...) */
 #define TP_META_ENV "env."
 /* the stored summary, and merges (store/summary_write.c, store/merge.c) */
-#define TP_META_SUMMARIZED                  "summarized"    /* "1": summary_* tables */
+#define TP_META_SUMMARIZED "summarized" /* "1": summary_* tables */
+/* the analysis that made them (its identity: tools/analysis_id.py) */
+#define TP_META_SUMMARY_BY                  "summary_by"
 #define TP_META_PLOTS                       "plots"         /* "1": the html's plots stored */
 #define TP_META_STALLS_STORED               "stalls_stored" /* "1": summary_stall */
 #define TP_META_SUMMARY_ONLY                "summary_only"  /* "1": a merge kept no rows */

@@ -129,6 +129,13 @@ void tp_report_verdicts_json(json_writer *w, const tp_summary *s, const tp_verdi
  * where known); naming the agent of a merged run. */
 void tp_run_facts_incomplete(const tp_run_facts *f, char *buf, size_t cap);
 
+/* Where a run's stored summary was made by another trainprof's analysis
+ * (its inventory's summary_foreign), what a reading command prints on
+ * stderr, one line: the figures made again from the rows, and how to store
+ * them; or, in a summary-only merge, that they are the other one's. Prints
+ * nothing otherwise. who: the command's name. */
+void tp_summary_source_note(FILE *err, const char *who, const tp_run_inventory *inv);
+
 /* Agents of a run whose hosts are alike (kernel, CPUs, memory, cgroup
  * limits). */
 typedef struct tp_host_group {

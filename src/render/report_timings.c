@@ -153,16 +153,23 @@ static void steps_lines(FILE *out, const tp_timings *t, const tp_step_row *st)
         char d[32];
         tp_format_duration(d, sizeof d, st->warmup_s);
         bool compiled = tp_timings_row(t, st->rank, TP_PHASE_COMPILE) != NULL;
-        char first[32] = "the first";
+        char first[48] = "the first step";
         if (st->warmup > 1)
-            snprintf(first, sizeof first, "the first %zu", st->warmup);
-        fprintf(out,
-                compiled ? "  %s warm-up (%s), torch.compile compiling in them or each over "
-                           "twice the\n  median step: left out of the figures and of the shares\n"
-                         : "  %s warm-up (%s), each over twice the median step (the start: "
-                           "CUDA,\n  cuDNN's autotuning, the first allocations): left out of the "
-                           "figures and of the shares\n",
-                first, d);
+            snprintf(first, sizeof first, "the first %zu steps", st->warmup);
+        const char *are = st->warmup > 1 ? "are" : "is";
+        const char *each = st->warmup > 1 ? "each " : "";
+        if (compiled)
+            fprintf(out,
+                    "  %s (%s) %s warm-up, torch.compile compiling in them or %sover twice\n"
+                    "  the median step: left out of the figures and of the shares\n",
+                    first, d, are, each);
+        else
+            fprintf(
+                out,
+                "  %s (%s) %s warm-up, %sover twice the median step (the start's one-off\n"
+                "  work: the first allocations, lazy imports; on a GPU, CUDA's start and cuDNN's\n"
+                "  autotuning): left out of the figures and of the shares\n",
+                first, d, are, each);
     }
     if (st->profiled)
         fprintf(out,

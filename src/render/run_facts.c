@@ -6,6 +6,7 @@
 
 #include "render/report.h"
 #include "render/units.h"
+#include "util/utf8.h"
 
 void tp_run_facts_incomplete(const tp_run_facts *f, char *buf, size_t cap)
 {
@@ -23,6 +24,25 @@ void tp_run_facts_incomplete(const tp_run_facts *f, char *buf, size_t cap)
     if (f->exit_status >= 0 && len > 0 && (size_t)len < cap)
         snprintf(buf + len, cap - (size_t)len, "; the command went on to exit status %lld",
                  f->exit_status);
+}
+
+void tp_summary_source_note(FILE *err, const char *who, const tp_run_inventory *inv)
+{
+    if (!inv->summary_foreign)
+        return;
+    fprintf(err, "trainprof %s: ", who);
+    tp_text_write_safe(err, inv->path);
+    if (inv->summary_only)
+        fputs(" holds summaries another trainprof made and none of the rows to make them again: "
+              "its figures and verdicts are that one's\n",
+              err);
+    else {
+        fputs(" holds a summary another trainprof made: its figures and verdicts are made again "
+              "from its rows (`trainprof summarize ",
+              err);
+        tp_text_write_safe(err, inv->path);
+        fputs("` stores them, for a faster read)\n", err);
+    }
 }
 
 /* What sets agent_id's host apart from others, as one line. */

@@ -11,6 +11,7 @@
 #include "store/sql_util.h"
 #include "util/grow.h"
 #include "core/run_keys.h"
+#include "analysis_id.h"
 
 /* tp_run_agent_meta_get's order: by agent, then key. */
 static int agent_meta_order(const void *a, const void *b)
@@ -241,6 +242,10 @@ tp_run *tp_run_open(const char *path, char *err, size_t cap)
         return NULL;
     }
     tp_run_settings_read(run->meta, run->nmeta, &run->settings);
+    run->summary_foreign =
+        run->settings.summarized && strcmp(run->settings.summary_by, TP_ANALYSIS_ID) != 0;
+    if (run->summary_foreign && !run->settings.summary_only)
+        run->raw_only = true; /* a verdict fixed since is made as fixed */
     return run;
 }
 

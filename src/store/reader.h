@@ -70,6 +70,10 @@ typedef struct tp_run {
     int schema_version;
     tp_run_settings settings; /* what its metadata says of the recording, parsed */
     bool raw_only;            /* analyse the rows even when a summary is stored */
+    /* its stored summary was made by another analysis than this program's
+     * (TP_ANALYSIS_ID): where the file has the rows, they are read instead
+     * (raw_only); a summary-only merge's is read as it is */
+    bool summary_foreign;
     /* the series by (agent, metric, labels), made at the first
      * tp_run_series_find (NULL until then) */
     const tp_run_series **series_by_key;

@@ -76,4 +76,5 @@ void tp_run_settings_read(const tp_run_meta *meta, size_t n, tp_run_settings *ou
     out->command = text_or_empty(run, TP_META_COMMAND);
     out->argv = text_or_empty(run, TP_META_ARGV);
     out->version = text_or_empty(run, TP_META_VERSION);
+    out->summary_by = text_or_empty(run, TP_META_SUMMARY_BY);
 }

@@ -37,6 +37,7 @@ typedef struct tp_run_settings {
     bool envelopes;    /* a fleet's metrics kept as envelopes */
     /* the command, as recorded; "" when the file has none (its memory is the run's) */
     const char *command, *argv, *version;
+    const char *summary_by; /* the analysis that made the stored summary; "" unknown */
 } tp_run_settings;
 
 /* Reads the run's metadata meta[0..n) into out (its texts stay meta's). */

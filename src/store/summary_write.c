@@ -7,6 +7,7 @@
 #include "store/summary_tables.h"
 #include "util/ns_math.h"
 #include "core/run_keys.h"
+#include "analysis_id.h"
 
 static void bind_real(sqlite3_stmt *st, int i, double v)
 {
@@ -372,8 +373,9 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     if (rc == SQLITE_OK)
         rc = write_stalls(db, s);
     if (rc == SQLITE_OK)
-        rc = tp_exec(db,
-                     "INSERT OR REPLACE INTO meta VALUES ('" TP_META_SUMMARIZED "', '1'); COMMIT;");
+        rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('" TP_META_SUMMARIZED "', '1');"
+                         "INSERT OR REPLACE INTO meta VALUES ('" TP_META_SUMMARY_BY
+                         "', '" TP_ANALYSIS_ID "'); COMMIT;");
     if (rc != SQLITE_OK) {
         snprintf(why, cap, "%s", sqlite3_errmsg(db)); /* before the rollback resets it */
         tp_exec(db, "ROLLBACK");

@@ -310,7 +310,7 @@ def report_from_rows(path, tmp_path):
         shutil.copyfile(wal, f"{raw}-wal")
     db = sqlite3.connect(raw)
     with db:
-        db.execute("DELETE FROM meta WHERE key = 'summarized'")
+        db.execute("DELETE FROM meta WHERE key IN ('summarized', 'summary_by')")
     db.close()
     rep = report_json(raw)
     rep["run"]["path"] = str(path)
@@ -320,6 +320,7 @@ def report_from_rows(path, tmp_path):
 def assert_same_report(stored, rows):
     """Reports from the stored summary and from the rows agree to the bit."""
     assert stored["run"]["meta"].pop("summarized") == "1"
+    assert len(stored["run"]["meta"].pop("summary_by")) == 16  # the analysis that made it
     if "plots" not in rows["run"]["meta"]:  # stored with the summary (html's plots)
         assert stored["run"]["meta"].pop("plots") == "1"
     if "stalls_stored" not in rows["run"]["meta"]:  # ... and the stalls

@@ -79,7 +79,7 @@ def test_cudnn_autotuning_is_warm_up_and_no_change_of_pace(resummarized):
     assert inside == pytest.approx(train["total_s"], rel=1e-6)
     text = trainprof("report", resummarized("h200-resnet18-batch64.db")).stdout
     assert "[pace]" not in text and "Changes of pace" not in text
-    assert "the first 2 warm-up" in words(text)
+    assert "the first 2 steps (2.4 s) are warm-up" in words(text)
 
 
 def test_the_capture_windows_tables_read_as_a_user_reads_them(resummarized):
@@ -135,6 +135,22 @@ def test_a_gpu_that_never_answers_is_a_stall_at_the_scripts_line(resummarized):
     assert "after step 30 in from_device, in <module> (resnet.py:48)" in short
     assert "its GPU 0 stayed busy meanwhile" in short
     assert short.index("[stalled]") < short.index("[stopped]")
+
+
+def test_the_file_as_recorded_gets_the_verdict_of_today(tmp_path):
+    """The recorder at 79abfcb stored a summary without this stall (the
+    rule that finds a stall between steps came later): read as it was
+    recorded, not summarized again, the file is reported by today's analysis
+    (its stored summary is another trainprof's: its rows are read), and
+    says how to store today's."""
+    run = tmp_path / "as-recorded.db"
+    shutil.copyfile(RUNS / "h200-resnet18-gpu-hang.db", run)
+    r = trainprof("report", run)
+    assert r.returncode == 0, r.stderr
+    assert in_short(r.stdout).startswith("[stalled]"), in_short(r.stdout)
+    assert "holds a summary another trainprof made" in r.stderr, r.stderr
+    with sqlite3.connect(f"file:{run}?immutable=1", uri=True) as db:
+        assert db.execute("SELECT COUNT(*) FROM summary_stall").fetchone() == (0,)  # as stored
 
 
 def test_the_stall_is_kept_in_the_summary_and_read_back_the_same(resummarized, tmp_path):

@@ -126,7 +126,7 @@ def test_a_schema_3_file_is_read_from_rows_and_summarized_into_the_current_schem
     db.execute("DROP TABLE device_time")
     db.execute("DROP TABLE summary_plot")  # and before html's stored plots
     db.execute("DROP TABLE summary_step_phase")
-    db.execute("DELETE FROM meta WHERE key = 'plots'")
+    db.execute("DELETE FROM meta WHERE key IN ('plots', 'summary_by')")  # nor its maker
     for column in (
         "in_steps_s",
         "device_count",
@@ -199,3 +199,57 @@ def test_a_file_held_open_as_the_recording_ends_says_where_its_last_rows_are(tmp
         assert (tmp_path / "run.db-wal").stat().st_size > 0
     r = trainprof("report", "--json", run)  # the file and its -wal: all of it
     assert r.returncode == 0 and json.loads(r.stdout)["run"]["complete"] is True, r.stderr
+
+
+def another_trainprofs_summary(path):
+    """path's stored summary as another trainprof's analysis left it: a
+    maker of its own and a figure that analysis gave otherwise (a count of
+    regions the rows do not hold)."""
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("UPDATE meta SET value = '0123456789abcdef' WHERE key = 'summary_by'")
+        assert db.execute("UPDATE summary_timing SET count = count + 1000").rowcount > 0
+
+
+def counts(rep):
+    return {t["name"]: t["count"] for t in rep["timings"]}
+
+
+def test_a_summary_another_trainprof_made_is_made_again_from_the_rows(tmp_path):
+    """A verdict fixed since a file was recorded is the fixed one when it is
+    read again: a summary stored by another trainprof's analysis is set
+    aside where the rows are at hand (said on stderr, with how to store this
+    one's); `summarize` stores this one's without --force; a merge does not
+    carry it over; a summary-only merge, which has no rows, is read as it is
+    and says whose it is."""
+    a, b = killed_node(tmp_path / "a.db", 0), killed_node(tmp_path / "b.db", 1)
+    for k in (a, b):
+        assert trainprof("summarize", "-q", k).returncode == 0
+    rows = counts(report_from_rows(a, tmp_path))
+    assert rows and counts(report_json(a)) == rows
+    assert trainprof("merge", "--summary", "-o", tmp_path / "fleet.db", a, b).returncode == 0
+    another_trainprofs_summary(a)
+    r = trainprof("report", "--json", a)
+    assert r.returncode == 0 and counts(json.loads(r.stdout)) == rows  # not the +1000
+    said = r.stderr.strip().splitlines()
+    assert len(said) == 1 and said[0] == (
+        f"trainprof report: {a} holds a summary another trainprof made: its figures and "
+        f"verdicts are made again from its rows (`trainprof summarize {a}` stores them, for a "
+        "faster read)"
+    ), said
+    r = trainprof("compare", a, b)  # each side's said
+    assert f"trainprof compare: {a} holds a summary another" in r.stderr, r.stderr
+    assert str(b) not in r.stderr
+    # a merge for a fleet's summary needs each node's own
+    r = trainprof("merge", "--summary", "-o", tmp_path / "m.db", a, b)
+    assert r.returncode == 2 and "holds a summary another trainprof made" in r.stderr, r.stderr
+    r = trainprof("summarize", a)  # no --force needed
+    assert r.returncode == 0 and f"summarized {a} in" in r.stderr, r.stderr
+    r = trainprof("report", "--json", a)
+    assert r.returncode == 0 and r.stderr == "" and counts(json.loads(r.stdout)) == rows
+    assert_same_report(json.loads(r.stdout), report_from_rows(a, tmp_path))
+    # a summary-only merge keeps no rows: its summaries are read, and said whose
+    fleet = tmp_path / "fleet.db"
+    another_trainprofs_summary(fleet)
+    r = trainprof("report", fleet)
+    assert r.returncode == 0, r.stderr
+    assert "holds summaries another trainprof made and none of the rows" in r.stderr, r.stderr

@@ -25,6 +25,13 @@ def copy(tmp_path, source=RUN, name="run.db"):
     return path
 
 
+def ours(path):
+    """path with its summary stored by this trainprof: a summary another one
+    made is set aside for the rows, and the crafted figures must be read."""
+    assert trainprof("summarize", "--force", "-q", path).returncode == 0
+    return path
+
+
 def test_a_window_of_half_a_million_threads_is_read_in_linear_time(tmp_path):
     """Each CPU event on a profiler thread of its own: the report scanned the
     threads for every event (quadratic: 8 s at 160 k events, about 80 s at
@@ -74,11 +81,11 @@ def no_number_that_is_none(text):
 def test_summaries_with_infinite_figures_are_neither_drawn_nor_said(tmp_path):
     """Steps of 1e308 s (their sum inf), of 4.9e-324 s, a fetch of -inf:
     html drew 376 rects at y=-inf, report said '-inf ms per fetch'."""
-    gpu = copy(tmp_path, name="gpu.db")
+    gpu = ours(copy(tmp_path, name="gpu.db"))
     with sqlite3.connect(gpu) as db:
         db.execute("UPDATE summary_step_phase SET train_batch = 1e308, other = 1e308")
         db.execute("UPDATE summary_step SET mean = -9e999, p50 = 4.9e-324, total_s = 9e999")
-    synthetic = copy(tmp_path, SYNTHETIC, "synthetic.db")
+    synthetic = ours(copy(tmp_path, SYNTHETIC, "synthetic.db"))
     with sqlite3.connect(synthetic) as db:
         db.execute("UPDATE summary_timing SET mean = -9e999 WHERE name = 'dataloader_next'")
         db.execute("UPDATE summary_step SET mean = 9e999 WHERE rank = 13")
@@ -96,8 +103,8 @@ def test_summaries_with_infinite_figures_are_neither_drawn_nor_said(tmp_path):
 def test_the_gate_never_passes_what_it_could_not_measure(tmp_path):
     """B's step groups of 1e308 s: its mean is inf, every resample dropped,
     the interval NaN. The gate said 'No change' and exited 0."""
-    a = copy(tmp_path, name="a.db")
-    b = copy(tmp_path, name="b.db")
+    a = ours(copy(tmp_path, name="a.db"))
+    b = ours(copy(tmp_path, name="b.db"))
     with sqlite3.connect(b) as db:
         db.execute("UPDATE summary_step_phase SET train_batch = 1e308")
     r = trainprof("compare", "--fail-if-slower", "5", a, b)

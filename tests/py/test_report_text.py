@@ -241,6 +241,8 @@ def test_compute_advice_on_the_cpu_says_nothing_of_tensor_cores(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     rep = json.loads(report("--json", run))
+    said = [(v["kind"], v["message"][:300]) for v in rep["verdicts"]]
+    assert [k for k, _ in said].count("compute_bound") == 1, (said, rep["steps"])
     [message] = [v["message"] for v in rep["verdicts"] if v["kind"] == "compute_bound"]
     assert "tensor cores" not in message and "FP16" not in message
     assert "the model runs on the CPU" in message and "torch.compile" in message

@@ -55,8 +55,10 @@ void tp_report_stacks_json(json_writer *w, const tp_summary *s);
 void tp_report_ops_text(FILE *out, const tp_summary *s);
 void tp_report_ops_json(json_writer *w, const tp_summary *s);
 /* Why a capture window was taken, in words ("scheduled", "on demand",
- * "after a slow step"; "?" for another number). */
+ * "after a slow step"; "?" for another number); of n windows ("after slow
+ * steps" for more than one). */
 const char *tp_ops_reason_words(int reason);
+const char *tp_ops_reason_words_of(int reason, int n);
 /* The operators a compute-bound rank's biggest computing phases spent
  * their time in, as a sentence for its verdict (" Inside (PyTorch's
  * profiler): backward: convolution_backward 41%, ..."); "" without windows. */

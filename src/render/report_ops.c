@@ -19,13 +19,15 @@
 #define KERNELS_SHOWN 10
 #define RANKS_SHOWN   2 /* the first ranks' tables: every rank's is in the JSON */
 
-const char *tp_ops_reason_words(int reason)
+const char *tp_ops_reason_words_of(int reason, int n)
 {
     return reason == 1   ? "scheduled"
            : reason == 2 ? "on demand"
-           : reason == 3 ? "after a slow step"
+           : reason == 3 ? (n > 1 ? "after slow steps" : "after a slow step")
                          : "?";
 }
+
+const char *tp_ops_reason_words(int reason) { return tp_ops_reason_words_of(reason, 1); }
 
 /* Steps captured by rank's windows (first rank: all when rank < -1). */
 static int steps_of(const tp_ops_facts *f, int rank)

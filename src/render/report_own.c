@@ -36,11 +36,10 @@ static void windows_advice(char *out, size_t cap, const tp_ops_facts *f, int ran
             n[f->windows[i].reason]++;
     char kinds[160] = "";
     size_t len = 0;
-    static const char *const what[4] = {"", "scheduled", "asked for", "after slow steps"};
     for (int k = 1; k <= 3 && len < sizeof kinds; k++)
         if (n[k])
             len += (size_t)snprintf(kinds + len, sizeof kinds - len, "%s%d %s", len ? ", " : "",
-                                    n[k], what[k]);
+                                    n[k], tp_ops_reason_words_of(k, n[k]));
     snprintf(out, cap, "its capture windows%s%s%s: %s%s--ops off takes none at all",
              kinds[0] ? " (" : "", kinds, kinds[0] ? ")" : "",
              n[1] ? "the schedule takes one after the warm-up (a short run pays for it whole), "

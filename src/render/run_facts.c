@@ -34,7 +34,8 @@ void tp_summary_source_note(FILE *err, const char *who, const tp_run_inventory *
     tp_text_write_safe(err, inv->path);
     if (inv->summary_only)
         fputs(" holds summaries another trainprof made and none of the rows to make them again: "
-              "its figures and verdicts are that one's\n",
+              "its figures and verdicts are that one's (`trainprof summarize` of the node "
+              "files stores this one's)\n",
               err);
     else {
         fputs(" holds a summary another trainprof made: its figures and verdicts are made again "

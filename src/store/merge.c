@@ -303,7 +303,7 @@ static bool sync_file(const char *path)
     return ok;
 }
 
-enum { KEEP_SUMMARY = 1, KEEP_PLOTS = 2, KEEP_STALLS = 4, SUMMARY_ONLY = 8 };
+enum { KEEP_SUMMARY = 1, KEEP_PLOTS = 2, KEEP_STALLS = 4, SUMMARY_ONLY = 8, FOREIGN = 16 };
 
 /* The merged run's own metadata: how many files, the clocks' alignment,
  * the earliest start (first_agent's), no duration; the summary flags its
@@ -318,14 +318,18 @@ static int merged_meta(sqlite3 *db, size_t n, int64_t uncertainty, int64_t earli
         "INSERT OR REPLACE INTO meta SELECT key, value FROM agent_meta"
         " WHERE agent_id = %d AND key = '" TP_META_START_WALL "';"
         "DELETE FROM meta WHERE key IN ('" TP_META_DURATION_NS "');"
-        "%s%s%s%s",
+        "%s%s%s%s%s",
         (int)n, (long long)uncertainty, (long long)earliest, first_agent,
         what & KEEP_SUMMARY ? "" : "DELETE FROM meta WHERE key = '" TP_META_SUMMARIZED "';",
         what & KEEP_PLOTS ? "" : "DELETE FROM meta WHERE key = '" TP_META_PLOTS "';",
         what & KEEP_STALLS ? "" : "DELETE FROM meta WHERE key = '" TP_META_STALLS_STORED "';",
         what & SUMMARY_ONLY ? "INSERT OR REPLACE INTO meta VALUES ('" TP_META_SUMMARY_ONLY
                               "', '1');"
-                            : "");
+                            : "",
+        /* the first input's maker stands for all only where each is this
+         * analysis's summary: one made by another marks the merge another's */
+        what & FOREIGN ? "INSERT OR REPLACE INTO meta VALUES ('" TP_META_SUMMARY_BY "', 'mixed');"
+                       : "");
     int rc = sql ? tp_exec(db, sql) : SQLITE_NOMEM;
     sqlite3_free(sql);
     return rc;
@@ -411,9 +415,11 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     /* the groups of steps' phases are small (300 a rank) and the changes of
      * pace read them: kept wherever the plots could be; the plots themselves
      * not in a merge for `report` */
-    bool step_phases = plots, all_stalls = true;
-    for (size_t i = 0; i < n; i++)
+    bool step_phases = plots, all_stalls = true, foreign = false;
+    for (size_t i = 0; i < n; i++) {
         all_stalls = all_stalls && info[i].stalls;
+        foreign = foreign || info[i].summary_foreign;
+    }
     plots &= all_rows || opt->plots;
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
         info[i].shift = info[i].start_wall_ns - earliest;
@@ -434,7 +440,7 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         rc = merged_meta(db, n, uncertainty, earliest, first_agent,
                          (summaries ? KEEP_SUMMARY : 0) | (plots ? KEEP_PLOTS : 0) |
                              (summaries && all_stalls ? KEEP_STALLS : 0) |
-                             (all_rows ? 0 : SUMMARY_ONLY));
+                             (all_rows ? 0 : SUMMARY_ONLY) | (summaries && foreign ? FOREIGN : 0));
     if (rc == SQLITE_OK && !all_rows && opt->step_groups_max) /* the thinned groups' room back */
         rc = tp_exec(db, "VACUUM;");
     if (rc != SQLITE_OK)

@@ -38,13 +38,6 @@ bool tp_merge_summaries_carry_over(const char *const *inputs, const tp_merge_inp
                      info[i].version);
             return false;
         }
-        if (info[i].summary_foreign) {
-            snprintf(why, cap,
-                     "%s holds a summary another trainprof made: store this one's with "
-                     "`trainprof summarize`",
-                     inputs[i]);
-            return false;
-        }
         if (!info[i].summarized) {
             snprintf(why, cap,
                      "%s holds no stored summary (its recorder was killed?): store it with "
@@ -71,8 +64,7 @@ bool tp_merge_summaries_carry_over(const char *const *inputs, const tp_merge_inp
 static void input_tables(tp_run *run, tp_merge_input *in)
 {
     in->summary_foreign = run->summary_foreign;
-    in->summarized = run->schema_version >= TP_SCHEMA_SUMMARY && run->settings.summarized &&
-                     !run->summary_foreign;
+    in->summarized = run->schema_version >= TP_SCHEMA_SUMMARY && run->settings.summarized;
     in->version = run->schema_version;
     in->plots = in->summarized && run->settings.plots;
     in->series_steps = in->summarized && tp_run_has_table(run, "summary_series_steps");

@@ -13,7 +13,7 @@ typedef struct tp_merge_input {
     int64_t start_wall_ns, uncertainty_ns;
     char command[512], job[128], agent[128];
     bool summarized, plots;          /* plots: it stores what html plots (meta plots) */
-    bool summary_foreign;            /* its summary is another analysis's: not carried over */
+    bool summary_foreign;            /* its summary is another analysis's (carried as it is) */
     bool series_steps, steps_window; /* its series' figures over the steps; its steps window */
     bool rank_gpu, rank_truth; /* summary_rank has each rank's GPU; clock reasons, device comm */
     bool batches;              /* its summary_step has batches and warm-up steps */

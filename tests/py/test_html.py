@@ -396,7 +396,7 @@ def test_pauses_are_shaded_and_warm_up_steps_left_out_of_the_step_chart(tmp_path
         r'class="mark"[^>]*><title>([^<]*)</title>', (tmp_path / "rows.html").read_text()
     ) == re.findall(r'class="mark"[^>]*><title>([^<]*)</title>', text)
     report = trainprof("report", run).stdout
-    assert "the first 2 warm-up" in report
+    assert "the first 2 steps (" in report and ") are warm-up" in report
     assert "not training (pauses outside the steps)" in report
     steps = json.loads(trainprof("report", "--json", run).stdout)["steps"][0]
     assert (steps["count"], steps["warmup_steps"]) == (29, 2) and steps["max_s"] < 0.25

@@ -211,22 +211,22 @@ def another_trainprofs_summary(path):
 
 
 def counts(rep):
-    return {t["name"]: t["count"] for t in rep["timings"]}
+    return {(t.get("rank"), t["name"]): t["count"] for t in rep["timings"]}
 
 
 def test_a_summary_another_trainprof_made_is_made_again_from_the_rows(tmp_path):
     """A verdict fixed since a file was recorded is the fixed one when it is
     read again: a summary stored by another trainprof's analysis is set
     aside where the rows are at hand (said on stderr, with how to store this
-    one's); `summarize` stores this one's without --force; a merge does not
-    carry it over; a summary-only merge, which has no rows, is read as it is
-    and says whose it is."""
+    one's), and `summarize` stores this one's without --force. A fleet's
+    summary-only merge has no rows to read: it carries such summaries as they
+    are (many node files' rows would not fit where a merge is made), and its
+    report says whose they are."""
     a, b = killed_node(tmp_path / "a.db", 0), killed_node(tmp_path / "b.db", 1)
     for k in (a, b):
         assert trainprof("summarize", "-q", k).returncode == 0
     rows = counts(report_from_rows(a, tmp_path))
     assert rows and counts(report_json(a)) == rows
-    assert trainprof("merge", "--summary", "-o", tmp_path / "fleet.db", a, b).returncode == 0
     another_trainprofs_summary(a)
     r = trainprof("report", "--json", a)
     assert r.returncode == 0 and counts(json.loads(r.stdout)) == rows  # not the +1000
@@ -239,17 +239,23 @@ def test_a_summary_another_trainprof_made_is_made_again_from_the_rows(tmp_path):
     r = trainprof("compare", a, b)  # each side's said
     assert f"trainprof compare: {a} holds a summary another" in r.stderr, r.stderr
     assert str(b) not in r.stderr
-    # a merge for a fleet's summary needs each node's own
-    r = trainprof("merge", "--summary", "-o", tmp_path / "m.db", a, b)
-    assert r.returncode == 2 and "holds a summary another trainprof made" in r.stderr, r.stderr
+    # the fleet's summary: a's as that trainprof made it, and said so
+    fleet = tmp_path / "fleet.db"
+    assert trainprof("merge", "--summary", "-o", fleet, a, b).returncode == 0
+    r = trainprof("report", "--json", fleet)
+    assert r.returncode == 0 and max(counts(json.loads(r.stdout)).values()) > 1000
+    assert "holds summaries another trainprof made and none of the rows" in r.stderr, r.stderr
+    r = trainprof("report", "--json", a, b)  # the same, merged on the way
+    assert "a.db + " in r.stderr and "holds summaries another" in r.stderr, r.stderr
+    # ... and a merge of every row is read from its rows
+    merged = tmp_path / "merged.db"
+    assert trainprof("merge", "-o", merged, a, b).returncode == 0
+    r = trainprof("report", "--json", merged)
+    assert r.returncode == 0 and max(counts(json.loads(r.stdout)).values()) < 1000
+    assert "made again from its rows" in r.stderr
+    # stored anew, the file reads its own summary, and says nothing
     r = trainprof("summarize", a)  # no --force needed
     assert r.returncode == 0 and f"summarized {a} in" in r.stderr, r.stderr
     r = trainprof("report", "--json", a)
     assert r.returncode == 0 and r.stderr == "" and counts(json.loads(r.stdout)) == rows
     assert_same_report(json.loads(r.stdout), report_from_rows(a, tmp_path))
-    # a summary-only merge keeps no rows: its summaries are read, and said whose
-    fleet = tmp_path / "fleet.db"
-    another_trainprofs_summary(fleet)
-    r = trainprof("report", fleet)
-    assert r.returncode == 0, r.stderr
-    assert "holds summaries another trainprof made and none of the rows" in r.stderr, r.stderr

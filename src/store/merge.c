@@ -415,11 +415,9 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
     /* the groups of steps' phases are small (300 a rank) and the changes of
      * pace read them: kept wherever the plots could be; the plots themselves
      * not in a merge for `report` */
-    bool step_phases = plots, all_stalls = true, foreign = false;
-    for (size_t i = 0; i < n; i++) {
+    bool step_phases = plots, all_stalls = true, foreign = tp_merge_any_foreign(info, n);
+    for (size_t i = 0; i < n; i++)
         all_stalls = all_stalls && info[i].stalls;
-        foreign = foreign || info[i].summary_foreign;
-    }
     plots &= all_rows || opt->plots;
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
         info[i].shift = info[i].start_wall_ns - earliest;

@@ -29,6 +29,14 @@ static void input_ranks(tp_run *run, tp_merge_input *info)
     free(threads);
 }
 
+bool tp_merge_any_foreign(const tp_merge_input *info, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (info[i].summary_foreign)
+            return true;
+    return false;
+}
+
 bool tp_merge_summaries_carry_over(const char *const *inputs, const tp_merge_input *info, size_t n,
                                    char *why, size_t cap)
 {

@@ -44,6 +44,9 @@ bool tp_merge_read_inputs(const char *const *inputs, size_t n, tp_merge_input *i
 bool tp_merge_summaries_carry_over(const char *const *inputs, const tp_merge_input *info, size_t n,
                                    char *why, size_t cap);
 
+/* Whether any input's stored summary is another analysis's. */
+bool tp_merge_any_foreign(const tp_merge_input *info, size_t n);
+
 /* Frees info[0..n) and info itself (NULL is fine). */
 void tp_merge_free_inputs(tp_merge_input *info, size_t n);
 

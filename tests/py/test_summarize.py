@@ -189,7 +189,7 @@ def test_a_file_held_open_as_the_recording_ends_says_where_its_last_rows_are(tmp
         [PROGRAM, "record", "-o", run, "--", PYTHON, script], stderr=subprocess.PIPE, text=True
     )
     deadline = time.time() + 20
-    while not run.exists() and time.time() < deadline:
+    while not started(run) and time.time() < deadline:  # its tables made, not only the file
         time.sleep(0.05)
     with contextlib.closing(sqlite3.connect(f"file:{run}?mode=ro", uri=True)) as held:
         held.execute("SELECT COUNT(*) FROM meta").fetchone()  # its -shm mapped

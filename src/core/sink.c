@@ -360,15 +360,23 @@ bool tp_sink_frame_text(tp_sink *s, uint32_t id, char *out, size_t cap)
 void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth,
                       uint64_t start_mono_ns, uint64_t end_mono_ns)
 {
-    tp_interval iv = {thread, name, depth, tp_sink_since_start(s, start_mono_ns),
-                      tp_sink_since_start(s, end_mono_ns)};
-    if (iv.end_ns < iv.start_ns)
-        iv.end_ns = iv.start_ns;
+    tp_interval iv = {thread, name, depth, start_mono_ns, end_mono_ns};
+    tp_sink_intervals(s, &iv, 1);
+}
+
+void tp_sink_intervals(tp_sink *s, const tp_interval *v, size_t n)
+{
     pthread_mutex_lock(&s->lock);
-    if (!thread || !name) /* its thread or name could not be kept */
-        s->lost[TP_LOST_EVENTS]++;
-    else if (event_room(s, s->pending.intervals.len + s->pending.device_spans.len))
-        VEC_PUSH(s, s->pending.intervals, iv, TP_LOST_EVENTS);
+    for (size_t i = 0; i < n; i++) {
+        tp_interval iv = {v[i].thread, v[i].name, v[i].depth, tp_sink_since_start(s, v[i].start_ns),
+                          tp_sink_since_start(s, v[i].end_ns)};
+        if (iv.end_ns < iv.start_ns)
+            iv.end_ns = iv.start_ns;
+        if (!iv.thread || !iv.name) /* its thread or name could not be kept */
+            s->lost[TP_LOST_EVENTS]++;
+        else if (event_room(s, s->pending.intervals.len + s->pending.device_spans.len))
+            VEC_PUSH(s, s->pending.intervals, iv, TP_LOST_EVENTS);
+    }
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -64,6 +64,10 @@ void tp_sink_thread_device(tp_sink *s, uint32_t thread, const char *uuid);
 uint32_t tp_sink_name(tp_sink *s, const char *text);
 void tp_sink_interval(tp_sink *s, uint32_t thread, uint32_t name, uint32_t depth,
                       uint64_t start_mono_ns, uint64_t end_mono_ns);
+/* v[0..n) as tp_sink_interval takes each (their start_ns and end_ns
+ * CLOCK_MONOTONIC), under one lock: the drain's regions a batch at a time
+ * (a lock a region took 9 % of its time under a flood). */
+void tp_sink_intervals(tp_sink *s, const tp_interval *v, size_t n);
 void tp_sink_mark(tp_sink *s, uint32_t thread, uint32_t kind, uint64_t t_mono_ns, int64_t value);
 void tp_sink_device_span(tp_sink *s, uint32_t thread, uint32_t name, uint64_t start_mono_ns,
                          uint64_t device_ns);

@@ -109,21 +109,48 @@ static void device_memory(tp_ring_reader *r, tp_sink *sink, const tp_event *e)
     tp_sink_sample(sink, *series, e->t_ns, (double)e->value);
 }
 
+/* Regions closed in one read and not handed to the sink yet (their times
+ * CLOCK_MONOTONIC): handed over when full, before a mark, and at the end. */
+typedef struct region_batch {
+    tp_interval v[TP_RING_BATCH];
+    uint32_t n;
+} region_batch;
+
+static void hand_over(region_batch *b, tp_sink *sink)
+{
+    if (b->n)
+        tp_sink_intervals(sink, b->v, b->n);
+    b->n = 0;
+}
+
 /* Closes the innermost open region with this name, and any opened after it
- * whose end was lost to a full ring. */
-static void close_region(tp_ring_reader *r, tp_sink *sink, uint32_t local, uint64_t t)
+ * whose end was lost to a full ring: into the batch. */
+static void close_region(tp_ring_reader *r, region_batch *b, tp_sink *sink, uint32_t local,
+                         uint64_t t)
 {
     for (uint32_t k = r->depth; k-- > 0;) {
         if (r->open[k].name != local)
             continue;
         uint32_t name = sink_name(r, local);
-        if (name) /* a lost name reaches the sink as 0: counted lost there */
-            tp_sink_interval(sink, r->thread, name == TP_RING_NAME_LOST ? 0 : name, k,
-                             r->open[k].start, t);
+        if (name) { /* a lost name reaches the sink as 0: counted lost there */
+            if (b->n == TP_RING_BATCH)
+                hand_over(b, sink);
+            b->v[b->n++] = (tp_interval){r->thread, name == TP_RING_NAME_LOST ? 0 : name, k,
+                                         r->open[k].start, t};
+        }
         r->depth = k;
         r->new_regions++;
         return;
     }
+}
+
+/* A step's or epoch's mark, after the regions closed before it (the live
+ * view splits the regions by the marks as they come). */
+static void mark(const tp_ring_reader *r, region_batch *b, tp_sink *sink, uint32_t kind, uint64_t t,
+                 int64_t value)
+{
+    hand_over(b, sink);
+    tp_sink_mark(sink, r->thread, kind, t, value);
 }
 
 /* Copies the payload of an event (len bytes in the slots from tail) out of
@@ -234,9 +261,9 @@ static void stack_event(tp_ring_reader *r, tp_sink *sink, const tp_event *e, con
     }
 }
 
-const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_event *slots,
-                                   uint64_t head, tp_ring_rank_fn on_rank, void *ctx, char *why,
-                                   size_t cap)
+/* tp_ring_reader_consume, its closed regions into b. */
+static const char *consume(tp_ring_reader *r, region_batch *b, tp_sink *sink, const tp_event *slots,
+                           uint64_t head, tp_ring_rank_fn on_rank, void *ctx, char *why, size_t cap)
 {
     uint32_t mask = r->capacity - 1;
     uint64_t tail = r->tail;
@@ -331,23 +358,23 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
             if (r->depth < TP_RING_OPEN_MAX)
                 r->open[r->depth++] = (tp_open_region){e.name_id, e.t_ns};
             break;
-        case TP_EV_END: close_region(r, sink, e.name_id, e.t_ns); break;
+        case TP_EV_END: close_region(r, b, sink, e.name_id, e.t_ns); break;
         case TP_EV_STEP:
-            tp_sink_mark(sink, r->thread, TP_MARK_STEP, e.t_ns, 0);
+            mark(r, b, sink, TP_MARK_STEP, e.t_ns, 0);
             r->step_ns[++r->steps % TP_RING_STEP_TIMES] = e.t_ns; /* steps: its count */
             step_ended(r, e.t_ns);
             r->step_began_ns = e.t_ns;
             break;
         case TP_EV_STEP_END:
-            tp_sink_mark(sink, r->thread, TP_MARK_STEP_END, e.t_ns, 0);
+            mark(r, b, sink, TP_MARK_STEP_END, e.t_ns, 0);
             step_ended(r, e.t_ns);
             break;
         case TP_EV_EPOCH:
-            tp_sink_mark(sink, r->thread, TP_MARK_EPOCH, e.t_ns, e.value);
+            mark(r, b, sink, TP_MARK_EPOCH, e.t_ns, e.value);
             r->step_began_ns = 0; /* a step does not span an epoch's boundary */
             break;
         case TP_EV_DEVICE_MEMORY: device_memory(r, sink, &e); break;
-        case TP_EV_SAMPLES: tp_sink_mark(sink, r->thread, TP_MARK_SAMPLES, e.t_ns, e.value); break;
+        case TP_EV_SAMPLES: mark(r, b, sink, TP_MARK_SAMPLES, e.t_ns, e.value); break;
         case TP_EV_RANK:
             if (on_rank)
                 on_rank(ctx, (int32_t)e.value, e.aux);
@@ -358,6 +385,17 @@ const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_ev
     }
     r->tail = tail;
     return NULL;
+}
+
+const char *tp_ring_reader_consume(tp_ring_reader *r, tp_sink *sink, const tp_event *slots,
+                                   uint64_t head, tp_ring_rank_fn on_rank, void *ctx, char *why,
+                                   size_t cap)
+{
+    region_batch b;
+    b.n = 0;
+    const char *broken = consume(r, &b, sink, slots, head, on_rank, ctx, why, cap);
+    hand_over(&b, sink);
+    return broken;
 }
 
 void tp_ring_reader_free(tp_ring_reader *r)

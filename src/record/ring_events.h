@@ -22,6 +22,7 @@
 #define TP_RING_OPEN_MAX    64  /* regions open at once on one thread */
 #define TP_RING_LAST_FRAMES 3   /* frames of a sampler's last stack kept */
 #define TP_RING_STEP_TIMES  256 /* step marks' times kept */
+#define TP_RING_BATCH       64  /* closed regions handed to the sink at once */
 
 typedef struct tp_open_region {
     uint32_t name; /* the ring's own name id */

@@ -394,6 +394,17 @@ static void draw_pace(top_state *t, const tp_live_window *live, int *row)
            100 * (now.typical_s / first.typical_s - 1));
 }
 
+/* Whether the registry's newest recording is another than the one t shows
+ * (its command ended, another began, or none was shown). */
+static bool recording_changed(const top_state *t)
+{
+    pid_t pid = 0;
+    char path[4096], why[400];
+    if (!tp_registry_newest(path, sizeof path, &pid, why, sizeof why))
+        pid = 0;
+    return pid != t->run_pid || (pid && strcmp(path, t->run_path) != 0);
+}
+
 static void draw_record(top_state *t, int cols, int *row)
 {
     pid_t pid = 0;
@@ -548,11 +559,25 @@ int cmd_top(int argc, char **argv)
     noecho();
     curs_set(0);
     keypad(stdscr, TRUE);
-    timeout((int)(interval * 1000));
+    /* the registry is looked at twice a second between refreshes: a new
+     * recording is shown at once, and one that left it is let go at once,
+     * since its recorder can't make its file whole while another
+     * connection holds it (it waits up to TP_WRITER_LET_GO_WAIT_MS) */
+    double poll = interval < 0.5 ? interval : 0.5;
+    timeout((int)(poll * 1000));
+    double next_s = 0;
+    int key = ERR;
     for (;;) {
-        measure(&t, &set, &scratch);
-        draw(&t);
-        int key = getch();
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double now_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+        /* a key (a resize) or another recording: drawn again at once */
+        if (now_s >= next_s || key != ERR || recording_changed(&t)) {
+            measure(&t, &set, &scratch);
+            draw(&t);
+            next_s = now_s + interval;
+        }
+        key = getch();
         if (key == 'q' || key == 'Q')
             break;
     }

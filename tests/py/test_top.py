@@ -87,8 +87,12 @@ def top(tmp_path_factory):
     runtime = tmp_path_factory.mktemp("runtime")
     runtime.chmod(0o700)
 
-    def start(env="", width=80, height=24):
-        t = Tmux(f"env XDG_RUNTIME_DIR={runtime} {env} {PROGRAM} top --interval 0.5", width, height)
+    def start(env="", width=80, height=24, interval=0.5):
+        t = Tmux(
+            f"env XDG_RUNTIME_DIR={runtime} {env} {PROGRAM} top --interval {interval}",
+            width,
+            height,
+        )
         sessions.append(t)
         return t
 
@@ -367,12 +371,14 @@ def in_wal_mode(path):
         return f.read(20)[18:20] == b"\x02\x02"
 
 
-def test_a_recording_top_watched_to_its_end_is_left_whole(top, tmp_path):
+@pytest.mark.parametrize("interval", [0.5, 10])
+def test_a_recording_top_watched_to_its_end_is_left_whole(top, tmp_path, interval):
     """top holds the live file open while it shows it; SQLite leaves WAL
     mode only where no one else has the file open, and a file left in WAL
     mode keeps its last rows (the summary among them) in the -wal beside it:
     copied alone, it lacked them (seen with top watching to the end). top
-    lets go once the recording leaves the registry, and record waits for it."""
+    lets go once the recording leaves the registry (it looks twice a second,
+    whatever its refresh), and record waits for it."""
     script = tmp_path / "busy.py"
     script.write_text("import time\nend = time.time() + 3\nwhile time.time() < end: pass\n")
     run = tmp_path / "run.db"
@@ -382,7 +388,7 @@ def test_a_recording_top_watched_to_its_end_is_left_whole(top, tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    t = top()
+    t = top(interval=interval)
     t.wait_for("RECORD pid", timeout=20)
     err = rec.communicate(timeout=60)[1]
     assert rec.returncode == 0, err

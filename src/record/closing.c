@@ -54,8 +54,10 @@ static void first_line(FILE *out, const char *path, const tp_record_outcome *out
         fprintf(out, "  %s\n", outcome->lost);
     if (outcome->behind && outcome->behind[0])
         fprintf(out, "  %s\n", outcome->behind);
-    if (outcome->wal_kept) {
-        fputs("  another process had the file open as the recording ended: its last rows are in ",
+    if (outcome->wal_kept) { /* where writing failed, the line above says why */
+        fputs(outcome->write_failed ? "  its last rows are in "
+                                    : "  another process had the file open as the recording "
+                                      "ended: its last rows are in ",
               out);
         tp_text_write_safe(out, path);
         fputs("-wal beside it; copy the two together\n", out);

@@ -426,29 +426,36 @@ bool tp_writer_unavailable(tp_writer *w, const char *source, const char *reason)
     return put_pair(w, ST_UNAVAILABLE, source, reason);
 }
 
-/* Whether db's file is out of WAL mode now: its WAL checkpointed into it,
- * then the switch to a rollback journal, which SQLite makes only where no
- * other connection has the file open. */
-static bool left_wal(sqlite3 *db)
+/* db's file out of WAL mode: its WAL checkpointed into it, then the switch
+ * to a rollback journal, which SQLite makes only where no other connection
+ * has the file open. SQLITE_OK once out, SQLITE_BUSY (or _LOCKED) while
+ * another connection holds the file, another code where the switch failed
+ * for another reason (a full disk). */
+static int leave_wal(sqlite3 *db)
 {
     sqlite3_stmt *st = NULL;
     tp_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
-    bool left = sqlite3_prepare_v2(db, "PRAGMA journal_mode=DELETE", -1, &st, NULL) == SQLITE_OK &&
-                sqlite3_step(st) == SQLITE_ROW &&
-                sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "delete") == 0;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=DELETE", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        rc = sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "delete") == 0 ? SQLITE_OK
+                                                                                      : SQLITE_BUSY;
     sqlite3_finalize(st);
-    return left;
+    return rc;
 }
 
 bool tp_writer_finish(tp_writer *w)
 {
     if (!w)
         return true;
-    bool left = left_wal(w->db);
-    for (int waited = 0; !left && waited < TP_WRITER_LET_GO_WAIT_MS; waited += 50) {
+    int rc = leave_wal(w->db);
+    for (int waited = 0; ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) &&
+                         waited < TP_WRITER_LET_GO_WAIT_MS;
+         waited += 50) {
         sqlite3_sleep(50);
-        left = left_wal(w->db);
+        rc = leave_wal(w->db);
     }
     close_writer(w);
-    return left;
+    return rc == SQLITE_OK;
 }

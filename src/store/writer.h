@@ -45,9 +45,9 @@ bool tp_writer_unavailable(tp_writer *w, const char *source, const char *reason)
 /* Checkpoints, switches the file out of WAL mode and closes it: a file whole
  * on its own, copied without a -wal. The switch needs the file to itself:
  * where another connection has it open, it is tried again for up to
- * TP_WRITER_LET_GO_WAIT_MS; false where the file stayed in WAL mode (its
- * -wal beside it holds rows the file alone lacks until a connection that
- * writes closes it last). */
+ * TP_WRITER_LET_GO_WAIT_MS. False where the file stayed in WAL mode (held
+ * that long, or the switch failed: a full disk), its -wal beside it holding
+ * rows the file alone lacks until a connection that writes closes it last. */
 bool tp_writer_finish(tp_writer *w);
 
 #endif

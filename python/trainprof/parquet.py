@@ -20,7 +20,9 @@ directory of Parquet files, hive-partitioned:
   as each took more than twice the rank's median step): the report's step
   figures are those of the others;
 - ``summary_timing``, ``summary_step``, ``summary_epoch``, ``summary_rank``:
-  the summaries each file stored (its agent's), one file each per run file.
+  the summaries each file stored (its agent's), one file each per run file,
+  as the analysis that stored them made them (the file's meta ``summary_by``;
+  ``trainprof summarize`` first stores this trainprof's where it differs).
 
 Times are seconds since the run's start (``*_s``). Several run files (a
 job's nodes) write into the same directories, each under file names of its

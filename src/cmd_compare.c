@@ -188,6 +188,8 @@ static int compare_regimes(char *const *paths, size_t n, bool json, const gate *
         tp_error("%s", err);
         return 2;
     }
+    if (job.loaded_a)
+        tp_summary_source_note(stderr, "compare", &job.a.inv);
     int status = 0;
     if (job.regimes < 2 && !json) {
         printf("%s kept one pace: no change of pace to compare (%zu regime%s).\n", job.a.run->path,

@@ -398,3 +398,20 @@ def test_a_recording_top_watched_to_its_end_is_left_whole(top, tmp_path, interva
     assert "-wal" not in err, err
     with contextlib.closing(sqlite3.connect(f"file:{run}?immutable=1", uri=True)) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'summarized'").fetchone() == ("1",)
+
+
+def test_a_recording_that_starts_is_shown_at_once_whatever_the_refresh(top, tmp_path):
+    """With a refresh of 10 s, top showed a recording that began only at its
+    next refresh; it looks at the registry twice a second."""
+    t = top(interval=10)
+    t.wait_for("no trainprof record running")
+    script = tmp_path / "busy.py"
+    script.write_text("import time\nend = time.time() + 4\nwhile time.time() < end: pass\n")
+    rec = subprocess.Popen(
+        [PROGRAM, "record", "-q", "-o", tmp_path / "run.db", "--", PYTHON, script], env=top.env
+    )
+    try:
+        t.wait_for("RECORD pid", timeout=3)
+    finally:
+        rec.kill()
+        rec.wait()

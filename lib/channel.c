@@ -9,7 +9,8 @@
  * descriptors or hung), and if the recorder is gone the thread just stays
  * off. A thread whose ring could not be handed over (the recorder's socket
  * full: a recorder short of CPU) stays off too, and is counted: the next
- * ring that reaches the recorder says how many (TP_FACT_THREADS_UNRECORDED).
+ * ring that reaches the recorder says how many (TP_FACT_THREADS_UNRECORDED),
+ * or, for those after the last such ring, the process's exit.
  * After fork() the child forgets the parent's connection and
  * rings and attaches afresh on its first event: never two writers on a ring. */
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -242,6 +244,54 @@ static tp_ring_header *create_ring(void)
         return NULL;
     }
     return h;
+}
+
+/* how long the process's exit may wait, at most, to tell the threads that
+ * could not hand their ring over (only when there are any) */
+#define TP_EXIT_TELL_WAIT_MS 250
+
+/* Through t's ring if it has one, else through a ring made for it and let go
+ * at once: the threads not handed over so far. False to try again (the lock,
+ * the socket or the ring busy); true when told or nothing can be. */
+static bool tell_unrecorded_once(tp_thread *t)
+{
+    if (pthread_mutex_trylock(&channel_lock) != 0)
+        return false;
+    bool done = true;
+    if (unrecorded_untold && channel_state == 1) {
+        if (t->state == TP_THREAD_ACTIVE && t->ring) {
+            tell_unrecorded(t);
+        } else {
+            tp_thread once = {.state = TP_THREAD_ACTIVE, .ring = create_ring()};
+            if (once.ring) {
+                tell_unrecorded(&once);
+                atomic_store_explicit(&once.ring->closed, 1, memory_order_release);
+                munmap(once.ring, tp_ring_bytes(once.ring->capacity));
+            }
+        }
+        done = unrecorded_untold == 0;
+    }
+    pthread_mutex_unlock(&channel_lock);
+    return done;
+}
+
+/* At the process's exit (exit() or a return from main; not _exit() or a
+ * signal): threads whose handover failed after the last ring that reached
+ * the recorder were told by no later one (a burst of short threads while the
+ * recorder was starved, then only threads that had their rings already: 459
+ * of 5,000 once). Told now through the exiting thread, retried while the
+ * recorder is behind for at most TP_EXIT_TELL_WAIT_MS; nothing is waited for
+ * when every thread was handed over. */
+__attribute__((destructor)) static void tell_unrecorded_at_exit(void)
+{
+    int saved_errno = errno;
+    for (int waited_ms = 0; !tell_unrecorded_once(&tp_self); waited_ms++) {
+        if (waited_ms >= TP_EXIT_TELL_WAIT_MS)
+            break;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    errno = saved_errno;
 }
 
 void tp_thread_set_rank(int32_t rank, int32_t *local_rank, int32_t *world_size)

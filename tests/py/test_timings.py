@@ -341,6 +341,49 @@ def test_threads_a_starved_recorder_could_not_take_are_counted_and_said(run_file
     assert rows["done"] == 1
 
 
+# the recorder stopped (SIGSTOP: a starved recorder, made certain) while
+# 2,000 short threads each want to hand their ring over: the socket fills
+# and every later handover fails, with no ring after them to tell it. The
+# process tells them as it exits: through the main thread's ring where it
+# has one, else through a ring made for that word alone.
+STOPPED_RECORDER = """
+import os, signal, threading, trainprof
+if os.environ["MAIN_FIRST"] == "1":
+    with trainprof.region("first"):
+        pass
+def work():
+    with trainprof.region("chunk"):
+        pass
+os.kill(os.getppid(), signal.SIGSTOP)  # the recorder
+try:
+    for _ in range(2000):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+finally:
+    os.kill(os.getppid(), signal.SIGCONT)
+"""
+
+
+@pytest.mark.parametrize("main_first", ["1", "0"], ids=["main-has-a-ring", "main-has-none"])
+def test_threads_refused_after_the_last_handover_are_told_at_exit(run_file, tmp_path, main_first):
+    script = tmp_path / "stopped.py"
+    script.write_text(STOPPED_RECORDER)
+    r = trainprof(
+        "record", "-q", "--stacks", "0", "-o", run_file, "--", PYTHON, script,
+        env={"MAIN_FIRST": main_first}, timeout=240,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    rows = {t["name"]: t["count"] for t in rep["timings"]}
+    reasons = [u["reason"] for u in rep["agents"][0]["unavailable"] if u["source"] == "timings"]
+    assert len(reasons) == 1, (rows, rep["agents"][0]["unavailable"])
+    told = re.match(r"(\d+) threads of the training could not hand their ring", reasons[0])
+    assert told and int(told.group(1)) > 0, reasons
+    assert rows.get("chunk", 0) + int(told.group(1)) == 2000, (rows, reasons)
+    assert rows.get("first", 0) == int(main_first)
+
+
 # alone on the machine: a thread hands its ring to the recorder without
 # waiting, and where the recorder's drain is starved of CPU (beside other
 # work) a few hundred threads' handovers fill the socket and those threads

@@ -394,38 +394,50 @@ static void draw_pace(top_state *t, const tp_live_window *live, int *row)
            100 * (now.typical_s / first.typical_s - 1));
 }
 
-/* Whether the registry's newest recording is another than the one t shows
- * (its command ended, another began, or none was shown). */
+/* The registry's newest recording: its pid (0 when none), path, and why none
+ * can be seen where its directory can't be trusted. */
+typedef struct {
+    pid_t pid;
+    char path[4096], why[400];
+} newest_recording;
+
+/* Fills n from the registry; whether it is another recording than the one t
+ * shows (its command ended, another began, or none was shown). */
+static bool look_at_registry(const top_state *t, newest_recording *n)
+{
+    n->pid = 0;
+    n->why[0] = 0;
+    if (!tp_registry_newest(n->path, sizeof n->path, &n->pid, n->why, sizeof n->why))
+        n->pid = 0;
+    return n->pid != t->run_pid || (n->pid && strcmp(n->path, t->run_path) != 0);
+}
+
 static bool recording_changed(const top_state *t)
 {
-    pid_t pid = 0;
-    char path[4096], why[400];
-    if (!tp_registry_newest(path, sizeof path, &pid, why, sizeof why))
-        pid = 0;
-    return pid != t->run_pid || (pid && strcmp(path, t->run_path) != 0);
+    newest_recording n;
+    return look_at_registry(t, &n);
 }
 
 static void draw_record(top_state *t, int cols, int *row)
 {
-    pid_t pid = 0;
-    char path[4096], why[400];
-    if (tp_registry_newest(path, sizeof path, &pid, why, sizeof why) &&
-        (pid != t->run_pid || strcmp(path, t->run_path) != 0)) {
+    newest_recording n;
+    bool other = look_at_registry(t, &n);
+    if (n.pid && other) {
         char err[512];
         forget_recording(t);
-        t->run = tp_run_open(path, err, sizeof err);
-        t->run_pid = pid;
-        snprintf(t->run_path, sizeof t->run_path, "%s", path);
-    } else if (!pid && t->run) {
+        t->run = tp_run_open(n.path, err, sizeof err);
+        t->run_pid = n.pid;
+        snprintf(t->run_path, sizeof t->run_path, "%s", n.path);
+    } else if (!n.pid && t->run) {
         forget_recording(t);
     }
     (*row)++;
     move((*row)++, 0);
     if (!t->run) {
         const char *prefix = "the recordings' directory ";
-        if (why[0]) /* the recordings' directory can't be trusted: say so */
+        if (n.why[0]) /* the recordings' directory can't be trusted: say so */
             printw("no record can be seen: its directory %.*s", cols > 40 ? cols - 38 : 8,
-                   strncmp(why, prefix, strlen(prefix)) == 0 ? why + strlen(prefix) : why);
+                   strncmp(n.why, prefix, strlen(prefix)) == 0 ? n.why + strlen(prefix) : n.why);
         else
             printw("no trainprof record running");
         return;

@@ -15,6 +15,7 @@
  * rings and attaches afresh on its first event: never two writers on a ring. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,8 +173,9 @@ static uint32_t ring_slots(void)
 }
 
 /* Passes fd to the recorder over the process's connection with an 8-byte
- * tag ("ring", "ops"); never waits. Caller holds channel_lock and a
- * connection. */
+ * tag ("ring", "ops"); never waits. Where the recorder has ended, the
+ * connection is closed and the process stays off. Caller holds channel_lock
+ * and a connection. */
 static bool send_fd(const char *tag_text, int fd)
 {
     char tag[8] = {0};
@@ -193,7 +195,16 @@ static bool send_fd(const char *tag_text, int fd)
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    return sendmsg(channel_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof tag;
+    if (sendmsg(channel_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof tag)
+        return true;
+    if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) {
+        int saved_errno = errno; /* the recorder ended: later threads stay off at once */
+        close(channel_fd);
+        channel_fd = -1;
+        channel_state = 2;
+        errno = saved_errno;
+    }
+    return false;
 }
 
 bool tp_channel_send_fd(const char *tag, int fd)
@@ -250,26 +261,36 @@ static tp_ring_header *create_ring(void)
  * could not hand their ring over (only when there are any) */
 #define TP_EXIT_TELL_WAIT_MS 250
 
+/* Whether the recorder closed its end of the connection (it ended). */
+static bool recorder_gone(void)
+{
+    struct pollfd end = {.fd = channel_fd};
+    return poll(&end, 1, 0) == 1 && (end.revents & (POLLHUP | POLLERR));
+}
+
 /* Through t's ring if it has one, else through a ring made for it and let go
  * at once: the threads not handed over so far. False to try again (the lock,
- * the socket or the ring busy); true when told or nothing can be. */
+ * the socket or the ring busy); true when told or nothing can be (the
+ * recorder gone, no memory for a ring). */
 static bool tell_unrecorded_once(tp_thread *t)
 {
     if (pthread_mutex_trylock(&channel_lock) != 0)
         return false;
     bool done = true;
-    if (unrecorded_untold && channel_state == 1) {
+    if (unrecorded_untold && channel_state == 1 && !recorder_gone()) {
+        bool busy = true;
         if (t->state == TP_THREAD_ACTIVE && t->ring) {
             tell_unrecorded(t);
         } else {
             tp_thread once = {.state = TP_THREAD_ACTIVE, .ring = create_ring()};
+            busy = once.ring || errno == EAGAIN || errno == EWOULDBLOCK;
             if (once.ring) {
                 tell_unrecorded(&once);
                 atomic_store_explicit(&once.ring->closed, 1, memory_order_release);
                 munmap(once.ring, tp_ring_bytes(once.ring->capacity));
             }
         }
-        done = unrecorded_untold == 0;
+        done = unrecorded_untold == 0 || !busy;
     }
     pthread_mutex_unlock(&channel_lock);
     return done;

@@ -25,6 +25,13 @@ PYTHON = sys.executable
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # an int, not the enum
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# The test modules' rewritten asserts are cached (tests/py/__pycache__) where
+# the environment says to write no bytecode (PYTHONDONTWRITEBYTECODE, as on
+# the CI machine): rewriting them took 4 of every collection's 8 CPU-seconds,
+# in each xdist worker and again for the serial stage. Only this process:
+# the programs the tests start keep the environment's setting.
+sys.dont_write_bytecode = False
+
 
 def needs(*modules):
     """Skips the calling test module unless every one of modules is
@@ -36,6 +43,29 @@ def needs(*modules):
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"not installed: {', '.join(missing)}", allow_module_level=True)
+
+
+def lazily(name):
+    """Module name, imported at the first use of one of its attributes (the
+    calling test module is skipped where it is not installed): torch costs
+    1.6 CPU-seconds, mlflow 1.3, at every collection of a module that
+    imports it, in each xdist worker and again for the serial stage, where
+    only the worker that runs its tests needs it. For reading attributes:
+    monkeypatch.setattr on it would patch the stand-in, not the module."""
+    import importlib
+    import types
+
+    needs(name)
+
+    class Lazy(types.ModuleType):
+        def __getattr__(self, attr):
+            # what collection asks of every module-level name (__wrapped__,
+            # __test__, __bases__, _mock_name) is not there, unimported
+            if attr.startswith(("__", "_mock")):
+                raise AttributeError(attr)
+            return getattr(importlib.import_module(name), attr)
+
+    return Lazy(name)
 
 
 def _busy_cpu_seconds():

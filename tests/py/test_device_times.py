@@ -8,9 +8,20 @@ a backlog is bounded."""
 import types
 
 import pytest
+from conftest import needs
 
-torch = pytest.importorskip("torch")
-import trainprof.patches.device as tpt  # noqa: E402  (imports torch; patches nothing)
+needs("torch")
+torch = tpt = None  # imported where these tests run (_imported), not at every collection
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _imported():
+    """torch, and trainprof's device times (which import torch and patch
+    nothing), for the tests to patch: 1.6 CPU-seconds that every collection
+    (each xdist worker's, the serial stage's) paid at this module's import."""
+    global torch, tpt
+    import torch
+    import trainprof.patches.device as tpt
 
 
 class FakeEvent:

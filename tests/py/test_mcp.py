@@ -12,10 +12,9 @@ import subprocess
 import time
 
 import pytest
-from conftest import PROGRAM, PYTHON, ROOT, needs, report_json, trainprof
+from conftest import PROGRAM, PYTHON, ROOT, lazily, report_json, trainprof
 
-needs("mcp")
-from mcp import Client, StdioServerParameters  # noqa: E402
+mcp = lazily("mcp")  # 0.7 CPU-seconds at every collection otherwise
 
 RUNS = ROOT / "tests" / "golden" / "runs"
 TOOLS = {
@@ -35,7 +34,7 @@ def session(roots, calls):
 
     async def main():
         args = ["mcp"] + [a for r in roots for a in ("--root", str(r))]
-        async with Client(StdioServerParameters(command=str(PROGRAM), args=args)) as client:
+        async with mcp.Client(mcp.StdioServerParameters(command=str(PROGRAM), args=args)) as client:
             return await calls(client)
 
     return asyncio.run(main())

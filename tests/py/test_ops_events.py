@@ -7,10 +7,11 @@ can't be read, which arrives skipped with why instead of not at all."""
 import struct
 
 import pytest
+from conftest import lazily
+from trainprof import _native
+from trainprof.runtime import ops
 
-torch = pytest.importorskip("torch")
-from trainprof import _native  # noqa: E402
-from trainprof.runtime import ops  # noqa: E402
+torch = lazily("torch")
 
 
 class WithoutActivity:

@@ -13,9 +13,9 @@ import struct
 import subprocess
 
 import pytest
-from conftest import PROGRAM, PYTHON, needs, report_json, trainprof
+from conftest import PROGRAM, PYTHON, lazily, needs, report_json, trainprof
 
-mlflow = pytest.importorskip("mlflow")
+mlflow = lazily("mlflow")
 needs("wandb", "tensorboard")
 
 # A small training on the CPU (128 steps of a DataLoader), opening a run

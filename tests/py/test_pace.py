@@ -188,8 +188,9 @@ def test_a_function_that_takes_over_a_phase_is_the_change_cause(
     # the first slow item is step 251's; workers decode up to four batches
     # ahead (prefetch_factor 2, 2 workers), spinning on the cores the step
     # thread needs: on a busy machine its steps slow a few before it (240 in
-    # one CI run, 234 in one with four xdist workers on two cores)
-    at = [i for i, r in enumerate(regimes) if -25 <= r["first_step"] - 251 <= 10]
+    # one CI run, 234 in one with four xdist workers on two cores); the
+    # contention can as well blur the first slow steps (264 in another)
+    at = [i for i, r in enumerate(regimes) if -25 <= r["first_step"] - 251 <= 20]
     assert at, regimes
     causes = regimes[at[0]]["causes"]
     assert causes[0]["kind"] == "phase" and causes[0]["phase"] == "dataloader_next", causes

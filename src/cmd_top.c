@@ -412,12 +412,6 @@ static bool look_at_registry(const top_state *t, newest_recording *n)
     return n->pid != t->run_pid || (n->pid && strcmp(n->path, t->run_path) != 0);
 }
 
-static bool recording_changed(const top_state *t)
-{
-    newest_recording n;
-    return look_at_registry(t, &n);
-}
-
 static void draw_record(top_state *t, int cols, int *row)
 {
     newest_recording n;
@@ -579,12 +573,13 @@ int cmd_top(int argc, char **argv)
     timeout((int)(poll * 1000));
     double next_s = 0;
     int key = ERR;
+    newest_recording seen;
     for (;;) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         double now_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
         /* a key (a resize) or another recording: drawn again at once */
-        if (now_s >= next_s || key != ERR || recording_changed(&t)) {
+        if (now_s >= next_s || key != ERR || look_at_registry(&t, &seen)) {
             measure(&t, &set, &scratch);
             draw(&t);
             next_s = now_s + interval;

@@ -58,10 +58,8 @@ typedef struct conn_rank {
  * (SO_PEERCRED), not from anything it wrote. */
 typedef struct conn_peer {
     int32_t pid;
-    bool misbehaved; /* said once per process */
-    /* when the latest poll that did not see it close began (monotonic; 0
-     * none yet): the process lived then, however late the drain ran after */
-    uint64_t open_ns;
+    bool misbehaved;  /* said once per process */
+    uint64_t open_ns; /* the latest poll not seeing it close began: it lived then */
 } conn_peer;
 
 struct tp_drain {

@@ -439,7 +439,7 @@ static void *drain_main(void *arg)
         for (size_t i = 0; n > 0 && i < polled; i++)
             if (d->conns[i] >= 0 && pfd[i + 2].revents && !read_conn(d, (int)i))
                 close_conn(d, (int)i, (uint64_t)now);
-        for (size_t i = 0; i < polled; i++) /* polled and open: alive after polled_ns */
+        for (size_t i = 0; n >= 0 && i < polled; i++) /* polled, open: alive after polled_ns */
             if (d->conns[i] >= 0 && d->conns[i] == pfd[i + 2].fd)
                 d->peers[i].open_ns = polled_ns;
         for (size_t i = 0; i < d->nrings; i++) {

@@ -21,7 +21,6 @@ typedef struct proc_end {
     double end_s;               /* NaN: no end seen */
     double raised_s;            /* when it told its exception; NaN: none told */
     double alive_s;             /* its latest event's time; NaN: unknown */
-    double open_s;              /* the recorder last found it open; NaN: unknown */
     double oom_tried, oom_free; /* its GPU out-of-memory's figures; NaN: none told */
     const char *status, *python, *type, *message, *where, *oom, *phase, *stack, *step;
 } proc_end;
@@ -42,7 +41,6 @@ static proc_end *end_of(ends_list *l, int64_t agent, int64_t pid)
                             .end_s = NAN,
                             .raised_s = NAN,
                             .alive_s = NAN,
-                            .open_s = NAN,
                             .oom_tried = NAN,
                             .oom_free = NAN};
     return &l->v[l->n++];
@@ -73,8 +71,6 @@ static void take_key(ends_list *l, const tp_run *run, int64_t agent, const char 
         e->raised_s = strtod(value, NULL) / 1e9 + tp_run_agent_shift_s(run, agent);
     else if (strcmp(field, TP_META_PROC_ALIVE_NS) == 0)
         e->alive_s = strtod(value, NULL) / 1e9 + tp_run_agent_shift_s(run, agent);
-    else if (strcmp(field, TP_META_PROC_OPEN_NS) == 0)
-        e->open_s = strtod(value, NULL) / 1e9 + tp_run_agent_shift_s(run, agent);
     else if (strcmp(field, TP_META_PROC_STATUS) == 0)
         e->status = value;
     else if (strcmp(field, TP_FACT_PROCESS_EXIT) == 0)
@@ -162,21 +158,19 @@ static bool asked_to_end(const tp_death *d)
 
 /* When d is taken to have died (tp_deaths.v's order). An exception's when
  * it was raised (the connection closes later, after the interpreter's
- * shutdown). A death of its own (a signal such as SIGKILL or SIGSEGV, the
- * OOM killer, an exit, a vanishing) as early as it can have been: its last
- * sign of life where the recorder says when it last found the process
- * open, however late it saw the end on a busy machine (a peer whose
- * collective failed at the death raises after it, but before a starved
- * recorder sees it); else, in files without that, its end less how late
- * the recorder may have seen it. One asked to end is taken at that later
- * time: it came after whatever made it be asked. */
+ * shutdown). Any other's as early as it can have been: its last sign of
+ * life, but no earlier than its end less how late the recorder may have
+ * seen it. That is TP_DEATH_OWN_LATE_S for a death of its own (a signal
+ * such as SIGKILL or SIGSEGV, the OOM killer, an exit, a vanishing): a
+ * peer whose collective failed at the death raises after it, and a dying
+ * process under load can close its recorder connection 50 ms and more
+ * after its sockets to the peers. One asked to end is allowed
+ * TP_DEATH_SEEN_LATE_S: it came after whatever made it be asked. */
 static double earliest(const tp_death *d)
 {
     if (d->how == TP_DEATH_EXCEPTION || d->died_s < d->end_s)
         return d->died_s;
-    if (d->alive_checked && !asked_to_end(d))
-        return d->alive_s;
-    double seen = d->end_s - TP_DEATH_SEEN_LATE_S;
+    double seen = d->end_s - (asked_to_end(d) ? TP_DEATH_SEEN_LATE_S : TP_DEATH_OWN_LATE_S);
     return d->alive_s > seen && d->alive_s <= d->end_s ? d->alive_s : seen;
 }
 
@@ -222,15 +216,14 @@ bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deat
         for (size_t k = 0; k < nprocs && !p; k++)
             if (procs[k].agent_id == e->agent_id && procs[k].pid == e->pid)
                 p = &procs[k];
-        tp_death d = {
-            .agent_id = e->agent_id,
-            .pid = e->pid,
-            .rank = p ? p->rank : -1,
-            .worker = p && p->worker,
-            .end_s = e->end_s,
-            .alive_s = e->open_s <= e->end_s && !(e->open_s <= e->alive_s) ? e->open_s : e->alive_s,
-            .alive_checked = e->open_s <= e->end_s,
-            .died_s = e->raised_s >= 0 && e->raised_s <= e->end_s ? e->raised_s : e->end_s};
+        tp_death d = {.agent_id = e->agent_id,
+                      .pid = e->pid,
+                      .rank = p ? p->rank : -1,
+                      .worker = p && p->worker,
+                      .end_s = e->end_s,
+                      .alive_s = e->alive_s,
+                      .died_s =
+                          e->raised_s >= 0 && e->raised_s <= e->end_s ? e->raised_s : e->end_s};
         if (isnan(e->end_s) || !died(e, p, run_s, out, &d))
             continue;
         d.phase = e->phase;

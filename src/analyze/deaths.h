@@ -32,6 +32,9 @@
 #define TP_DEATH_EARLY_S 2.0
 /* how late the recorder may see a process's end on a busy machine */
 #define TP_DEATH_SEEN_LATE_S 0.05
+/* the same for a death of its own (deaths.c: earliest): a process killed
+ * under load closed its connection 70 ms after its peer raised */
+#define TP_DEATH_OWN_LATE_S 1.0
 
 typedef enum {
     TP_DEATH_EXCEPTION, /* an uncaught Python exception */
@@ -46,15 +49,13 @@ typedef struct tp_death {
     int rank;    /* -1 none */
     bool worker; /* a DataLoader worker */
     tp_death_how how;
-    int signal;         /* 0 none known */
-    int exit_status;    /* -1 none known */
-    double end_s;       /* when its connection closed, since the run's start */
-    double died_s;      /* when it died: its exception's time where it told one (a
-                         later one is no earlier), else end_s */
-    double alive_s;     /* its last sign of life (it died since): its latest event, or
-                         * the recorder's last finding it open; NaN unknown */
-    bool alive_checked; /* alive_s holds the recorder's last finding it open */
-    size_t step;        /* its rank's step then (1 for the first), 0 unknown */
+    int signal;      /* 0 none known */
+    int exit_status; /* -1 none known */
+    double end_s;    /* when its connection closed, since the run's start */
+    double died_s;   /* when it died: its exception's time where it told one (a
+                      later one is no earlier), else end_s */
+    double alive_s;  /* its latest event's time (it died since), NaN unknown */
+    size_t step;     /* its rank's step then (1 for the first), 0 unknown */
     /* the run's texts (NULL none): the innermost region its training thread
      * had open as it ended, its sampler's last stack inside a region
      * ("function (file:line) < ...", innermost first), the exception */
@@ -71,8 +72,8 @@ typedef struct tp_deaths {
      * time; else by the earliest the death can have been, the later of
      * alive_s and end_s less TP_DEATH_SEEN_LATE_S (the recorder sees a
      * connection close once it runs: a peer whose collective failed at
-     * the death can raise before it does); by alive_s alone where
-     * alive_checked, unless it was asked to end (deaths.c: earliest) */
+     * the death can raise before it does); TP_DEATH_OWN_LATE_S rather
+     * than that for a death of its own (deaths.c: earliest) */
     tp_death *v;
     size_t n;
     /* the signal that asked the run to stop (record's stop_signal), NULL none */

@@ -90,11 +90,9 @@ void tp_labels_gpu_mig(char *buf, size_t cap, int gpu, int mig);
 
 /* A traced process's end, "proc.PID.<what>": what is one of these (the
  * recorder's, record/process_ends.c), or a process fact (lib/facts.h). */
-#define TP_META_PROC_END_NS   "end_ns"   /* when the recorder saw it end */
-#define TP_META_PROC_ALIVE_NS "alive_ns" /* its last sign of life: it ended since */
-/* when the recorder last found its connection open: it ended since */
-#define TP_META_PROC_OPEN_NS   "open_ns"
-#define TP_META_PROC_STATUS    "status" /* "exit N", "signal N" */
+#define TP_META_PROC_END_NS    "end_ns"   /* when the recorder saw it end */
+#define TP_META_PROC_ALIVE_NS  "alive_ns" /* its last sign of life: it ended since */
+#define TP_META_PROC_STATUS    "status"   /* "exit N", "signal N" */
 #define TP_META_PROC_STEP      "step"
 #define TP_META_PROC_PHASE     "phase"
 #define TP_META_PROC_STACK     "stack"

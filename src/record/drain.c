@@ -58,8 +58,7 @@ typedef struct conn_rank {
  * (SO_PEERCRED), not from anything it wrote. */
 typedef struct conn_peer {
     int32_t pid;
-    bool misbehaved;  /* said once per process */
-    uint64_t open_ns; /* the latest poll not seeing it close began: it lived then */
+    bool misbehaved; /* said once per process */
 } conn_peer;
 
 struct tp_drain {
@@ -325,20 +324,17 @@ static bool read_conn(tp_drain *d, int conn)
     }
 }
 
-/* A process went away (the drain saw it at now_ns, monotonic, and last
- * found it open at its peer's open_ns): its rings are drained one last
- * time, all of them before any is unmapped (a rank event in one reaches the
- * others' threads), where it was is noted, and they are unmapped. */
+/* A process went away (the drain saw it at now_ns, monotonic): its rings
+ * are drained one last time, all of them before any is unmapped (a rank
+ * event in one reaches the others' threads), where it was is noted, and
+ * they are unmapped. */
 static void close_conn(tp_drain *d, int conn, uint64_t now_ns)
 {
     for (size_t i = 0; i < d->nrings; i++)
         if (d->rings[i].conn == conn)
             drain_ring_events(d, &d->rings[i]);
     uint64_t start = tp_sink_start_ns(d->sink);
-    uint64_t open_ns = d->peers[conn].open_ns;
-    tp_process_end end = {.pid = d->peers[conn].pid,
-                          .end_ns = now_ns > start ? now_ns - start : 0,
-                          .open_ns = open_ns > start ? open_ns - start : 0};
+    tp_process_end end = {.pid = d->peers[conn].pid, .end_ns = now_ns > start ? now_ns - start : 0};
     tp_process_end_where end_where = {0};
     for (size_t i = 0; i < d->nrings; i++)
         if (d->rings[i].conn == conn)
@@ -393,7 +389,7 @@ static bool accept_one(tp_drain *d)
     d->conns[slot] = c;
     atomic_fetch_add(&d->open_conns, 1);
     d->ranks[slot] = (conn_rank){0};
-    d->peers[slot] = (conn_peer){.pid = (int32_t)cred.pid};
+    d->peers[slot] = (conn_peer){(int32_t)cred.pid, false};
     if (slot == d->nconns)
         d->nconns++;
     return true;
@@ -430,7 +426,6 @@ static void *drain_main(void *arg)
         pfd[polled + 2] = (struct pollfd){tp_ops_relay_fd(d->ops), POLLIN, 0};
         /* rings fill without a sound, so they are drained every period; with
          * none mapped, only a connection, a message or the stop can matter */
-        uint64_t polled_ns = tp_clock_mono_ns();
         int n =
             poll(pfd, polled + 3, d->nrings || resting || d->ends.npending ? DRAIN_PERIOD_MS : -1);
         int64_t now = (int64_t)tp_clock_mono_ns();
@@ -439,9 +434,6 @@ static void *drain_main(void *arg)
         for (size_t i = 0; n > 0 && i < polled; i++)
             if (d->conns[i] >= 0 && pfd[i + 2].revents && !read_conn(d, (int)i))
                 close_conn(d, (int)i, (uint64_t)now);
-        for (size_t i = 0; n >= 0 && i < polled; i++) /* polled, open: alive after polled_ns */
-            if (d->conns[i] >= 0 && d->conns[i] == pfd[i + 2].fd)
-                d->peers[i].open_ns = polled_ns;
         for (size_t i = 0; i < d->nrings; i++) {
             /* closed before this drain: every event it will ever hold is in */
             d->rings[i].closed =

@@ -120,10 +120,6 @@ static void write_end(tp_process_ends *e, tp_sink *sink, const tp_process_end *e
         snprintf(value, sizeof value, "%llu", (unsigned long long)end->alive_ns);
         meta_of(sink, end->pid, TP_META_PROC_ALIVE_NS, value);
     }
-    if (end->open_ns && end->open_ns <= end->end_ns) {
-        snprintf(value, sizeof value, "%llu", (unsigned long long)end->open_ns);
-        meta_of(sink, end->pid, TP_META_PROC_OPEN_NS, value);
-    }
     if (status[0])
         meta_of(sink, end->pid, TP_META_PROC_STATUS, status);
     if (end->steps) {

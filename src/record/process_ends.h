@@ -34,8 +34,6 @@ typedef struct tp_process_end {
     int32_t pid;
     uint64_t end_ns;     /* when the drain saw its connection close, since the run's start */
     uint64_t alive_ns;   /* its latest event's time, since the run's start; 0 none */
-    uint64_t open_ns;    /* when the drain last found its connection open (the start
-                          * of a poll that did not see it close); 0 unknown */
     uint64_t steps;      /* the step marks its busiest thread sent; 0 none */
     long long oom_kills; /* the OOM killer's kills since the previous end */
     char phase[200];     /* its training thread's innermost open region, "" none */

@@ -106,39 +106,27 @@ def test_a_rank_killed_by_sigkill(tmp_path, run_file):
         return
     raised = int(row[0])
 
-    def ranks_seen(end_after_raise_s, alive_before_raise_s, open_before_raise_s=None):
-        """The deaths' ranks in order, rank 1's times edited: its end, its last
-        event and when the recorder last found it open (None: none written,
-        as by a recorder before that)."""
+    def ranks_seen(end_after_raise_s, alive_before_raise_s):
         with sqlite3.connect(run_file) as db:
             db.execute(
                 "UPDATE meta SET value = ? WHERE key = ?",
                 (str(raised + int(end_after_raise_s * 1e9)), f"proc.{d['pid']}.end_ns"),
             )
-            for field, before in (
-                ("alive_ns", alive_before_raise_s),
-                ("open_ns", open_before_raise_s),
-            ):
-                db.execute("DELETE FROM meta WHERE key = ?", (f"proc.{d['pid']}.{field}",))
-                if before is not None:
-                    db.execute(
-                        "INSERT INTO meta VALUES (?, ?)",
-                        (f"proc.{d['pid']}.{field}", str(raised - int(before * 1e9))),
-                    )
+            db.execute("DELETE FROM meta WHERE key = ?", (f"proc.{d['pid']}.alive_ns",))
+            if alive_before_raise_s is not None:
+                db.execute(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    (f"proc.{d['pid']}.alive_ns", str(raised - int(alive_before_raise_s * 1e9))),
+                )
         return [x["rank"] for x in report_json(run_file)["deaths"] if x["rank"] in (0, 1)]
 
-    # a file without the recorder's last finding: the end less how late a
-    # recorder may see it (50 ms), not before the last event
     assert ranks_seen(0.010, 0.005) == [1, 0]  # alive before the raise
     assert ranks_seen(0.010, None) == [1, 0]  # within how late a recorder sees an end
-    assert ranks_seen(0.200, 0.005) == [0, 1]  # too late for that: rank 1 died after
+    # a SIGKILL seen late by a busy recorder (its connection closed 70 ms after
+    # rank 0 raised in one CI run) still comes first, back to its last event
+    assert ranks_seen(0.200, 0.005) == [1, 0]
+    assert ranks_seen(1.500, None) == [0, 1]  # too late for that: rank 1 died after
     assert ranks_seen(0.030, -0.010) == [0, 1]  # alive after rank 0 raised
-    # with it, a SIGKILL is taken as early as it can have been, however late
-    # a starved recorder saw the end (this test's failure beside other work:
-    # rank 0's raise came first by 50 ms)
-    assert ranks_seen(0.200, 0.005, 0.020) == [1, 0]
-    assert ranks_seen(0.200, 0.005, -0.010) == [0, 1]  # found open after the raise
-    assert ranks_seen(0.200, None, -0.010) == [0, 1]
 
 
 SCRIPT = """

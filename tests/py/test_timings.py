@@ -280,6 +280,18 @@ with trainprof.region("done"):
 )
 
 
+def regions_and_told(run_file):
+    """The run's region counts by name, and how many threads it says could
+    not hand their ring over (its one "timings" unavailable source; some)."""
+    rep = report_json(run_file)
+    rows = {t["name"]: t["count"] for t in rep["timings"]}
+    reasons = [u["reason"] for u in rep["agents"][0]["unavailable"] if u["source"] == "timings"]
+    assert len(reasons) == 1, (rows, rep["agents"][0]["unavailable"])
+    told = re.match(r"(\d+) threads of the training could not hand their ring", reasons[0])
+    assert told and int(told.group(1)) > 0, reasons
+    return rows, int(told.group(1))
+
+
 def renice_threads(pid, nice):
     """Every thread of process pid to nice (those gone meanwhile left)."""
     try:
@@ -331,13 +343,8 @@ def test_threads_a_starved_recorder_could_not_take_are_counted_and_said(run_file
         for p in burn + ([rec] if rec and rec.poll() is None else []):
             p.kill()
             p.wait()
-    rep = report_json(run_file)
-    rows = {t["name"]: t["count"] for t in rep["timings"]}
-    reasons = [u["reason"] for u in rep["agents"][0]["unavailable"] if u["source"] == "timings"]
-    assert len(reasons) == 1, (rows, rep["agents"][0]["unavailable"])
-    told = re.match(r"(\d+) threads of the training could not hand their ring", reasons[0])
-    assert told and int(told.group(1)) > 0, reasons
-    assert rows.get("chunk", 0) + int(told.group(1)) == 5000, (rows, reasons)
+    rows, told = regions_and_told(run_file)
+    assert rows.get("chunk", 0) + told == 5000, rows
     assert rows["done"] == 1
 
 
@@ -374,13 +381,8 @@ def test_threads_refused_after_the_last_handover_are_told_at_exit(run_file, tmp_
         env={"MAIN_FIRST": main_first}, timeout=240,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
-    rep = report_json(run_file)
-    rows = {t["name"]: t["count"] for t in rep["timings"]}
-    reasons = [u["reason"] for u in rep["agents"][0]["unavailable"] if u["source"] == "timings"]
-    assert len(reasons) == 1, (rows, rep["agents"][0]["unavailable"])
-    told = re.match(r"(\d+) threads of the training could not hand their ring", reasons[0])
-    assert told and int(told.group(1)) > 0, reasons
-    assert rows.get("chunk", 0) + int(told.group(1)) == 2000, (rows, reasons)
+    rows, told = regions_and_told(run_file)
+    assert rows.get("chunk", 0) + told == 2000, rows
     assert rows.get("first", 0) == int(main_first)
 
 

@@ -181,6 +181,12 @@ static int svarint(const uint8_t *t, size_t n, size_t *i)
     return v & 1 ? -(int)(v >> 1) : (int)(v >> 1);
 }
 
+/* The line of code unit `unit` (before the first: the first line). An
+ * instruction the compiler gave no line (3.10 and 3.11: a loop's jump back
+ * after a nested block, a function's cell set-up; the interpreter stops at
+ * such a jump for a signal or for the GIL) has the line last given before
+ * it: where the thread last was, never 0. 0 only past the table's end (a
+ * frame read while its code changed). */
 static int line_of(const code_entry *e, long unit)
 {
     const uint8_t *t = e->table_copy;
@@ -194,7 +200,6 @@ static int line_of(const code_entry *e, long unit)
         if (!(b & 0x80))
             return 0;
         int code = (b >> 3) & 15, len = (b & 7) + 1;
-        bool none = code == 15;
         if (code == 14) {
             line += svarint(t, n, &i);
             varint(t, n, &i), varint(t, n, &i), varint(t, n, &i);
@@ -207,13 +212,14 @@ static int line_of(const code_entry *e, long unit)
             i += 1;
         }
         if (unit < at + len)
-            return none ? 0 : line;
+            return line; /* none: the line it was last in (see the contract above) */
         at += len;
     }
     return 0;
 }
 #elif PY_VERSION_HEX >= 0x030A0000
-/* 3.10's co_linetable: pairs of (bytes advanced, line delta; -128: none). */
+/* 3.10's co_linetable: pairs of (bytes advanced, line delta; -128: none,
+ * read as the line before, as above). */
 static int line_of(const code_entry *e, long byte)
 {
     const uint8_t *t = e->table_copy;
@@ -227,7 +233,7 @@ static int line_of(const code_entry *e, long byte)
         if (delta != -128)
             line += delta;
         if (byte < end)
-            return delta == -128 ? 0 : line;
+            return line; /* -128: the line it was last in */
         at = end;
     }
     return 0;

@@ -100,6 +100,39 @@ WALK = textwrap.dedent("""
         for t in ts: t.start()
         _native._stack_snapshot()
         for t in ts: t.join()
+
+    # a frame stopped at an instruction the compiler gave no line (3.10,
+    # 3.11: the outer loop's jump back; a signal is handled there): the
+    # line it last was in, as the line table has it, never 0
+    import dis, itertools, signal
+    def spin(items):
+        for x in items:
+            if x:
+                for y in x:
+                    pass
+    class Done(Exception): pass
+    held, release, seen = threading.Event(), threading.Event(), {}
+    def handler(signum, frame):
+        seen["frame"] = frame
+        held.set(); release.wait()
+        raise Done
+    def look():
+        held.wait()
+        snap = {ident: stack for ident, _, _, stack in _native._stack_snapshot()}
+        seen["stack"] = snap[threading.main_thread().ident]
+        release.set()
+    signal.signal(signal.SIGALRM, handler)
+    looker = threading.Thread(target=look); looker.start()
+    signal.setitimer(signal.ITIMER_REAL, 0.05)
+    try:
+        spin(itertools.repeat(iter(())))  # truthy, and empty: one jump back a turn
+    except Done:
+        pass
+    looker.join()
+    f = seen["frame"]
+    want = f.f_lineno or max(l for o, l in dis.findlinestarts(f.f_code) if o <= f.f_lasti)
+    got = [line for function, _, line in seen["stack"] if function.endswith("spin")]
+    assert got == [want] and want > 0, (got, want, f.f_lasti)
     print("same", sys.version_info[:2])
 """)
 

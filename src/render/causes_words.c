@@ -9,11 +9,10 @@
  * of 30%" (or "of dataloader_next's samples"): what snprintf returns. */
 static int function_cause_text(char *out, size_t cap, const char *sep, const tp_regime_cause *c)
 {
-    char line[16] = "";
-    if (c->line > 0)
-        snprintf(line, sizeof line, ":%d", (int)c->line);
-    return snprintf(out, cap, "%s%s (%s%s) was in %.0f%% of %s%s samples instead of %.0f%%", sep,
-                    c->function, tp_short_path(c->file), line, 100 * c->after,
+    char place[TP_PLACE_MAX];
+    tp_format_place(place, sizeof place, c->file, (int)c->line);
+    return snprintf(out, cap, "%s%s (%s) was in %.0f%% of %s%s samples instead of %.0f%%", sep,
+                    c->function, place, 100 * c->after,
                     c->workers ? "the DataLoader workers" : tp_step_phase_names[c->phase],
                     c->workers ? "'" : "'s", 100 * c->before);
 }

@@ -20,7 +20,9 @@ void tp_report_frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_
     uint32_t frame = t->frame[node - 1];
     const char *fn = frame && frame <= t->nframes ? t->function[frame - 1] : "?";
     const char *file = frame && frame <= t->nframes ? t->file[frame - 1] : "?";
-    snprintf(out, cap, "%s (%s:%d)", fn, tp_short_path(file), t->line[node - 1]);
+    char place[TP_PLACE_MAX];
+    tp_format_place(place, sizeof place, file, t->line[node - 1]);
+    snprintf(out, cap, "%s (%s)", fn, place);
 }
 
 /* "waiting", "on a CPU", or "" when the kernel never said. */

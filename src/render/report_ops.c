@@ -142,9 +142,11 @@ static void idle_where(char *out, size_t cap, const tp_ops_facts *f, int rank, d
                              : snprintf(out + len, cap - len,
                                         "%s%.0f%% of that while the host was in %s", sep, share,
                                         phase));
-        if (g->function && len < cap) /* the step thread's stacks then */
-            len += (size_t)snprintf(out + len, cap - len, " (%s, %s:%d)", g->function,
-                                    tp_short_path(g->file), g->line);
+        if (g->function && len < cap) { /* the step thread's stacks then */
+            char place[TP_PLACE_MAX];
+            tp_format_place(place, sizeof place, g->file, g->line);
+            len += (size_t)snprintf(out + len, cap - len, " (%s, %s)", g->function, place);
+        }
     }
 }
 

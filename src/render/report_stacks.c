@@ -82,11 +82,12 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
         fputc('\n', out);
         for (size_t k = 0; k < g->nfunctions && k < FUNCTIONS_SHOWN; k++) {
             const tp_stack_function *fn = &g->functions[k];
-            fprintf(out, "    %5.1f%% %5.1f%%  %s  %s:%d",
+            char place[TP_PLACE_MAX];
+            tp_format_place(place, sizeof place, tp_stack_facts_file(f, fn->frame), fn->line);
+            fprintf(out, "    %5.1f%% %5.1f%%  %s  %s",
                     100.0 * (double)fn->self / (double)g->samples,
                     100.0 * (double)fn->total / (double)g->samples,
-                    tp_stack_facts_function(f, fn->frame),
-                    tp_short_path(tp_stack_facts_file(f, fn->frame)), fn->line);
+                    tp_stack_facts_function(f, fn->frame), place);
             if (fn->self_known)
                 fprintf(out, "  (%s)",
                         2 * fn->self_on_cpu >= fn->self_known ? "on a CPU" : "waiting");
@@ -187,10 +188,12 @@ void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bo
     for (size_t k = 0; k < g->nfunctions && k < 2 && len < cap; k++) {
         const tp_stack_function *fn = &g->functions[k];
         bool waiting = fn->self_known && 2 * fn->self_on_cpu < fn->self_known;
-        len += (size_t)snprintf(
-            out + len, cap - len, "%s%s (%s:%d) %.0f%%%s", k ? ", " : "",
-            tp_stack_facts_function(f, fn->frame), tp_short_path(tp_stack_facts_file(f, fn->frame)),
-            fn->line, 100.0 * (double)fn->self / (double)g->samples, waiting ? " waiting" : "");
+        char place[TP_PLACE_MAX];
+        tp_format_place(place, sizeof place, tp_stack_facts_file(f, fn->frame), fn->line);
+        len += (size_t)snprintf(out + len, cap - len, "%s%s (%s) %.0f%%%s", k ? ", " : "",
+                                tp_stack_facts_function(f, fn->frame), place,
+                                100.0 * (double)fn->self / (double)g->samples,
+                                waiting ? " waiting" : "");
     }
     if (len < cap)
         snprintf(out + len, cap - len, " of its samples.");

@@ -73,6 +73,14 @@ void tp_format_duration(char *buf, size_t cap, double s)
         snprintf(buf, cap, "%.3g s", s);
 }
 
+void tp_format_place(char *buf, size_t cap, const char *file, int line)
+{
+    if (line > 0)
+        snprintf(buf, cap, "%s:%d", tp_short_path(file), line);
+    else
+        snprintf(buf, cap, "%s", tp_short_path(file));
+}
+
 const char *tp_short_path(const char *path)
 {
     const char *last = strrchr(path, '/');

@@ -15,4 +15,10 @@ void tp_format_duration(char *buf, size_t cap, double seconds);
  * components ("torchvision/transforms.py"); the path itself when shorter. */
 const char *tp_short_path(const char *path);
 
+/* A place in the source as people read it: "data/decode.py:12", or
+ * "data/decode.py" where the line is not known (0: a frame read while it
+ * changed). */
+#define TP_PLACE_MAX 512 /* room for a place: a short path and its line */
+void tp_format_place(char *buf, size_t cap, const char *file, int line);
+
 #endif

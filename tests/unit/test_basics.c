@@ -206,6 +206,11 @@ static void test_units(void **state)
     assert_string_equal(b, "154321111111 h 06 min");
     tp_format_duration(b, sizeof b, 1e300);
     assert_string_equal(b, "1e+300 s");
+    /* a place in the source: its line where known, none written as 0 */
+    tp_format_place(b, sizeof b, "/usr/lib/torch/optim/optimizer.py", 115);
+    assert_string_equal(b, "optim/optimizer.py:115");
+    tp_format_place(b, sizeof b, "/usr/lib/torch/optim/optimizer.py", 0);
+    assert_string_equal(b, "optim/optimizer.py");
 }
 
 static void count_pair(void *ctx, const char *key, const char *value)

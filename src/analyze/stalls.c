@@ -49,26 +49,9 @@ static void add_node(gather_thread *g, uint32_t node, double w)
     g->nodes[g->nnodes++] = (node_weight){node, w};
 }
 
-static void gather(void *ctx, const tp_stack_thread_run *r)
+/* Adds run r's part inside stall k (weight w) to the stall's thread. */
+static void gather_into(gather_ctx *c, size_t k, const tp_stack_thread_run *r, double w)
 {
-    gather_ctx *c = ctx;
-    size_t k = 0;
-    double w = 0;
-    for (; k < c->stalls->n; k++) {
-        if (c->stalls->v[k].rank != r->rank)
-            continue;
-        int64_t start = tp_ns_round_s(c->stalls->v[k].start_s);
-        int64_t stop = tp_ns_round_s(c->stalls->v[k].end_s), end = tp_ns_add(r->t_ns, r->span_ns);
-        if (end < start || r->t_ns > stop)
-            continue;
-        /* a run of samples counts for its part inside the stall */
-        int64_t a = r->t_ns > start ? r->t_ns : start, b = end < stop ? end : stop;
-        w = r->span_ns <= 0 ? (double)r->count
-                            : (double)r->count * (double)(b - a) / (double)r->span_ns;
-        break;
-    }
-    if (k == c->stalls->n)
-        return;
     tp_stall *st = &c->stalls->v[k];
     size_t i = 0;
     while (i < st->nthreads &&
@@ -95,6 +78,28 @@ static void gather(void *ctx, const tp_stack_thread_run *r)
             g->t.on_cpu += w;
     }
     add_node(g, r->node, w);
+}
+
+/* A run of samples counts, for its part inside each, toward every stall of
+ * its rank it overlaps: a thread asleep through an ended stall and past its
+ * end into a stall the run's last seconds seemed to begin (the process slow
+ * to exit, beside other work, its loop over) counts in both, and the first
+ * is kept whatever becomes of the second. */
+static void gather(void *ctx, const tp_stack_thread_run *r)
+{
+    gather_ctx *c = ctx;
+    for (size_t k = 0; k < c->stalls->n; k++) {
+        if (c->stalls->v[k].rank != r->rank)
+            continue;
+        int64_t start = tp_ns_round_s(c->stalls->v[k].start_s);
+        int64_t stop = tp_ns_round_s(c->stalls->v[k].end_s), end = tp_ns_add(r->t_ns, r->span_ns);
+        if (end < start || r->t_ns > stop)
+            continue;
+        int64_t a = r->t_ns > start ? r->t_ns : start, b = end < stop ? end : stop;
+        gather_into(c, k, r,
+                    r->span_ns <= 0 ? (double)r->count
+                                    : (double)r->count * (double)(b - a) / (double)r->span_ns);
+    }
 }
 
 static int by_samples(const void *x, const void *y)

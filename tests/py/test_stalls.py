@@ -443,3 +443,29 @@ def test_status_line_says_stalled_and_a_stall_that_ends_is_no_stall(tmp_path, ru
     short = short_of(run_file)
     assert "[stall] The training stalled and went on: step 11" in short, short
     assert "[stalled]" not in short
+    # Beside CPU-heavy work the process took 2.3 s to exit after its last
+    # step, longer than the stall threshold: a stall seemed to begin there
+    # (then dropped: between steps, in no region), and the sampler, looking
+    # at the sleeping thread every tenth of a second, saw it move only after
+    # that last step, so the sleep's run of samples reached into it. The run
+    # was counted toward that one stall alone, and the stall that ended had
+    # no sleep left in it ("backward", then no phase at all). The same file
+    # as that machine left it: the run ending 5 ms past the last step, the
+    # recording 2.5 s after it.
+    slow_exit = tmp_path / "slow_exit.db"
+    shutil.copy(run_file, slow_exit)
+    with sqlite3.connect(slow_exit) as db:
+        (last,) = db.execute("SELECT max(end_ns) FROM region").fetchone()
+        sleep, t_ns = db.execute(
+            "SELECT rowid, t_ns FROM stack_sample ORDER BY span_ns DESC LIMIT 1"
+        ).fetchone()
+        db.execute(
+            "UPDATE stack_sample SET span_ns = ? WHERE rowid = ?", (last + 5_000_000 - t_ns, sleep)
+        )
+        db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'duration_ns'", (str(last + 2_500_000_000),)
+        )
+    assert trainprof("summarize", "--force", slow_exit).returncode == 0
+    rep = report_json(slow_exit)
+    assert [(s["step"], s["phase"]) for s in rep["stalls"]] == [(11, "train_batch")], rep["stalls"]
+    assert rep["stalls"][0]["threads"][0]["frames"][0]["line"] == 12

@@ -22,6 +22,7 @@ from trainprof.patches.common import is_compiling as _is_compiling
 from trainprof.patches.device import cuda_of as _cuda_of
 from trainprof.patches.device import device_times as _device_times
 from trainprof.patches.funcol import patch_functional_collectives
+from trainprof.patches.held_callbacks import held
 from trainprof.startup.after_import import after_import
 
 _Work = ()  # torch.distributed.Work, once patched (isinstance of () is False)
@@ -113,7 +114,7 @@ def _device_after_work(timing, result):
     def finished(_):
         _device_finish(timing, torch.cuda.current_stream(device))
 
-    future.then(finished)
+    future.then(held(finished))
 
 
 def _span_until_done(result, start):
@@ -129,7 +130,7 @@ def _span_until_done(result, start):
     def done(_):
         _native.span(R_REDUCE, start, _native.now_ns())
 
-    future.add_done_callback(done)
+    future.add_done_callback(held(done))
     return True
 
 
@@ -180,6 +181,8 @@ def _timed_comm_hook(hook):
     def timed_hook(state, bucket):
         start = _native.now_ns()
         timing = _device_start(_cuda_of(bucket.buffer()))
+        # the all-reduce's own future: its value the list of one tensor
+        bare = isinstance(state, _HookSlot) and state.hook is _allreduce_hook
         local = per_thread(ThreadState)
         local.in_comm_hook = True
         try:
@@ -191,9 +194,9 @@ def _timed_comm_hook(hook):
             _native.span(R_REDUCE, start, _native.now_ns())
             if timing is not None:
                 _device_finish(timing, torch.cuda.current_stream(timing[1][2].device))
-            return f.value()
+            return f.value()[0] if bare else f.value()
 
-        return fut.then(done)
+        return fut.then(held(done))
 
     timed_hook.__trainprof_wrapped__ = hook
     functools.update_wrapper(timed_hook, hook, updated=())
@@ -215,15 +218,28 @@ def _run_slot(slot, bucket):
     return slot.hook(slot.state, bucket)
 
 
+def _allreduce_hook(process_group, bucket):
+    """DDP's all-reduce as torch's default_hooks.allreduce_hook does it (the
+    bucket divided by the group's size, then summed: what DDP does without
+    a hook), less its then(): the work's own future, whose tensor the timed
+    hook's then() gives DDP. One Python callback a bucket, not two: half the
+    calls, and one callback for gloo's thread to let go (held_callbacks)."""
+    group = process_group if process_group is not None else torch.distributed.group.WORLD
+    tensor = bucket.buffer()
+    tensor.div_(group.size())
+    return torch.distributed.all_reduce(tensor, group=group, async_op=True).get_future()
+
+
 def _builtin_equivalent(comm_hook_type):
     """The Python hook doing what a built-in (C++) DDP hook does, or None."""
-    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
     name = getattr(comm_hook_type, "name", str(comm_hook_type))
-    return {
-        "ALLREDUCE": default_hooks.allreduce_hook,
-        "FP16_COMPRESS": default_hooks.fp16_compress_hook,
-    }.get(name)
+    if name == "ALLREDUCE":
+        return _allreduce_hook
+    if name == "FP16_COMPRESS":
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        return default_hooks.fp16_compress_hook
+    return None
 
 
 def _ddp_note(how):
@@ -289,10 +305,8 @@ def _patch_ddp():
         if getattr(self, "_use_python_reducer", False) or not hasattr(self, "reducer"):
             _ddp_note("left")
             return
-        try:  # imported here: the hooks' package is 6 modules a script without DDP never loads
-            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
-            slot = _HookSlot(self.process_group, default_hooks.allreduce_hook)
+        try:
+            slot = _HookSlot(self.process_group, _allreduce_hook)
             register(self, slot, _timed_comm_hook(_run_slot))
         except Exception:  # noqa: BLE001 - an unusual DDP set-up: stay out of its way
             _ddp_note("left")

@@ -233,6 +233,7 @@ bool tp_deaths_build(tp_run *run, const tp_course *course, double run_s, tp_deat
         d.exception_where = e->where;
         d.oom_tried_bytes = e->oom_tried;
         d.oom_free_bytes = e->oom_free;
+        d.after_script = e->python && (d.how == TP_DEATH_SIGNAL || d.how == TP_DEATH_OOM);
         long long step = e->step ? strtoll(e->step, NULL, 10) : 0;
         d.step = step > 0 ? (size_t)step : 0;
         d.rss_bytes = NAN; /* the summary's (its part TP_PART_COURSE) */

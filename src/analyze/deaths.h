@@ -56,6 +56,12 @@ typedef struct tp_death {
                       later one is no earlier), else end_s */
     double alive_s;  /* its latest event's time (it died since), NaN unknown */
     size_t step;     /* its rank's step then (1 for the first), 0 unknown */
+    /* a signal (the OOM killer's among them) ended it after its interpreter
+     * had begun to shut down (its atexit handlers had run: the script was
+     * over, its training with it): a library's teardown, its threads or
+     * destructors, not the training's code; its step, phase and last stack
+     * are from before */
+    bool after_script;
     /* the run's texts (NULL none): the innermost region its training thread
      * had open as it ended, its sampler's last stack inside a region
      * ("function (file:line) < ...", innermost first), the exception */

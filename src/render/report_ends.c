@@ -57,26 +57,43 @@ static void how_text(char *out, size_t cap, const tp_death *d)
     }
 }
 
-/* " at step 8 in backward, 2.6 s into the run (15:40:02 UTC)" */
+/* " at step 8 in backward, 2.6 s into the run (15:40:02 UTC)"; " after its
+ * script ended, as Python shut down, 5.8 s into the run (...)" */
 static void when_text(char *out, size_t cap, const tp_summary *s, const tp_death *d)
 {
     char step[48] = "", wall[16];
+    tp_report_wall_time(wall, sizeof wall, &s->inv, d->end_s);
+    if (d->after_script) {
+        snprintf(out, cap,
+                 " after its script ended, as Python shut down, %.1f s into the run%s%s%s",
+                 d->end_s, wall[0] ? " (" : "", wall, wall[0] ? " UTC)" : "");
+        return;
+    }
     if (d->step)
         snprintf(step, sizeof step, " at step %zu", d->step);
-    tp_report_wall_time(wall, sizeof wall, &s->inv, d->end_s);
     snprintf(out, cap, "%s%s%s, %.1f s into the run%s%s%s", step, d->phase ? " in " : "",
              d->phase ? d->phase : "", d->end_s, wall[0] ? " (" : "", wall, wall[0] ? " UTC)" : "");
 }
 
-/* Where it was: the exception's frames, else its last sampled stack's. */
+/* Where it was: the exception's frames, else its last sampled stack's;
+ * none after its script ended (that stack is from its training, before). */
 static void where_text(char *out, size_t cap, const tp_deaths *ds, const tp_death *d)
 {
     out[0] = '\0';
     (void)ds;
     if (d->exception_where && d->exception_where[0])
         snprintf(out, cap, "%s", d->exception_where);
-    else if (d->stack)
+    else if (d->stack && !d->after_script)
         snprintf(out, cap, "%s", d->stack);
+}
+
+/* What a death after the script tells ("" for others). */
+static const char *after_script_text(const tp_death *d)
+{
+    return d->after_script ? " Its training had finished: what crashed was a library's teardown "
+                             "(its threads or destructors as the interpreter ended), not the "
+                             "training's code."
+                           : "";
 }
 
 static void stop_text(char *out, size_t cap, const tp_summary *s)
@@ -112,8 +129,8 @@ void tp_report_ends_answer(FILE *out, const tp_summary *s, const tp_verdicts *v)
         where_text(where, sizeof where, ds, d);
         char oom[900];
         tp_gpu_oom_words(oom, sizeof oom, s, v, d);
-        snprintf(line, sizeof line, "%s %s%s%s%s%s.%s", who, how, when, where[0] ? ", in " : "",
-                 where, ds->n > 1 ? " (more under Ends below)" : "", oom);
+        snprintf(line, sizeof line, "%s %s%s%s%s%s.%s%s", who, how, when, where[0] ? ", in " : "",
+                 where, ds->n > 1 ? " (more under Ends below)" : "", after_script_text(d), oom);
         tp_report_wrapped(out, "[died] ", line);
     }
 }
@@ -209,6 +226,8 @@ void tp_report_ends_json(json_writer *w, const tp_summary *s)
             json_null(w);
         }
         text_or_null(w, "last_stack", d->stack);
+        json_key(w, "after_script");
+        json_bool(w, d->after_script);
         json_key(w, "peak_rss_bytes");
         json_double(w, d->rss_bytes);
         json_object_end(w);

@@ -84,7 +84,7 @@ def test_a_rank_killed_by_sigkill(tmp_path, run_file):
     record_ddp(tmp_path, run_file, "kill")
     rep = report_json(run_file)
     d = first_death(rep)
-    assert d["rank"] == 1 and d["step"] == 21, d
+    assert d["rank"] == 1 and d["step"] == 21 and not d["after_script"], d
     # its exit status from its zombie, else: ended without Python's shutdown, inside a region
     assert (d["how"], d["signal"]) == ("signal", 9) or (d["how"] == "vanished" and d["phase"]), d
     assert "[died] Rank 1" in short_of(run_file)
@@ -130,9 +130,15 @@ def test_a_rank_killed_by_sigkill(tmp_path, run_file):
 
 
 SCRIPT = """
-import sys, torch
+import os, sys, torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
+class Teardown:
+    # a library's object whose destructor crashes as the interpreter ends
+    def __del__(self, abort=os.abort):
+        abort()
+if sys.argv[1] == "teardown":
+    crash_at_exit = Teardown()
 data = TensorDataset(torch.randn(4096, 8), torch.randint(0, 2, (4096,)))
 model = nn.Linear(8, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -164,7 +170,26 @@ def test_an_exception_leaves_output_and_status_alone(tmp_path, run_file):
     assert (d["rank"], d["how"], d["step"]) == (-1, "exception", 10), d
     assert d["exception"]["type"] == "KeyError"
     assert d["exception"]["message"] == "'no such sample: 9'"
+    assert not d["after_script"]
     assert "[died] The training (pid" in short_of(run_file)
+
+
+def test_a_crash_after_the_script_ended_is_told_as_such(tmp_path, run_file):
+    """A process killed by a signal after its script ended (a DDP rank's
+    gloo thread aborting the interpreter's shutdown; here a destructor run
+    as the script's globals go): its training finished, so the report says
+    so, and neither its step nor the last stack it was sampled in, from
+    the training before, is given as where it died."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, "teardown")
+    assert r.returncode == 128 + 6, r.stderr  # SIGABRT, as record passes it on
+    d = first_death(report_json(run_file))
+    assert (d["how"], d["signal"], d["after_script"]) == ("signal", 6, True), d
+    short = words(short_of(run_file))
+    assert "was killed by SIGABRT after its script ended, as Python shut down" in short, short
+    assert "not the training's code" in short
+    assert " at step " not in short and "backward" not in short
 
 
 def memory_cgroup(limit):

@@ -69,7 +69,11 @@ dist.destroy_process_group()
 # PyTorch's gloo backend now and then aborts while the interpreter tears down
 # ("terminate called without an active exception": 5 of 30 runs of this
 # script without trainprof, torch 2.13 CPU, after destroy_process_group had
-# returned); all the tests look at is written by now
+# returned): torch 2.13's backward keeps a contextvars.Context in its thread
+# state, which each all-reduce's work copies, and gloo's thread, dropping a
+# work after the interpreter began finalizing, asks for the GIL and is ended
+# (a core dump's stack: ~AsyncWork, ~ThreadLocalState, take_gil,
+# pthread_exit); all the tests look at is written by now
 sys.stdout.flush()
 sys.stderr.flush()
 os._exit(0)

@@ -516,11 +516,15 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
     assert named, rep["gpu_idle"]
     for g in named:
         assert g["function"]["function"] and 0 < g["function"]["share"] <= 1
-        assert g["function"]["file"].endswith(".py") and g["function"]["line"] > 0
+        # a source file, or a module frozen into the interpreter ("<frozen os>":
+        # the heaviest of few samples, on a busy machine, was once in os.environ)
+        file = g["function"]["file"]
+        assert file.endswith(".py") or file.startswith("<frozen "), g
+        assert g["function"]["line"] > 0, g
     text = trainprof("report", run).stdout
     assert re.search(
         r"the GPU sat idle \d+% of the captured steps: \d+% of that while the host "
-        r"was in \w+ \([^,]+, [^:]+\.py:\d+\)",
+        r"was in \w+ \([^,]+, [^:]+:\d+\)",
         text,
     ), text
     # under 10 % headroom: a memory_pressure verdict of the training's allocator

@@ -18,9 +18,25 @@
 
 /* A side's groups of steps: each group's mean step and its steps. */
 typedef struct groups {
-    double *d, *w;
+    double *d, *w; /* each group's mean step and its steps */
+    double *p;     /* and its mean phases, TP_STEP_PHASES a group */
     size_t n;
 } groups;
+
+static void groups_alloc(groups *g, size_t n)
+{
+    g->d = tp_xmalloc((n + 1) * sizeof *g->d);
+    g->w = tp_xmalloc((n + 1) * sizeof *g->w);
+    g->p = tp_xmalloc((n + 1) * TP_STEP_PHASES * sizeof *g->p);
+    g->n = 0;
+}
+
+static void groups_free(groups *g)
+{
+    free(g->d);
+    free(g->w);
+    free(g->p);
+}
 
 /* The agent and GPU of rank in s (agent 1 and no GPU where unknown). */
 static void rank_place(const tp_summary *s, int rank, int64_t *agent, int *gpu)
@@ -97,8 +113,7 @@ static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, ch
         tp_step_phases_free(&ph);
         return false;
     }
-    g->d = tp_xmalloc((ph.ngroups + 1) * sizeof *g->d);
-    g->w = tp_xmalloc((ph.ngroups + 1) * sizeof *g->w);
+    groups_alloc(g, ph.ngroups);
     double weight = 0, sum = 0, phase[TP_STEP_PHASES] = {0};
     for (size_t i = 0; i < ph.ngroups; i++) {
         double next = i + 1 < ph.ngroups ? ph.first_step[i + 1] : (double)ph.nsteps;
@@ -109,6 +124,8 @@ static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, ch
         }
         if (!isfinite(d) || !isfinite(w))
             continue; /* a damaged stored summary's group */
+        memcpy(g->p + g->n * TP_STEP_PHASES, ph.values + i * TP_STEP_PHASES,
+               TP_STEP_PHASES * sizeof *g->p);
         g->d[g->n] = d;
         g->w[g->n++] = w;
         weight += w;
@@ -165,6 +182,46 @@ static void bootstrap(const groups *a, const groups *b, double *low, double *hig
     *low = n ? r[(size_t)(0.025 * (double)n)] : NAN;
     *high = n ? r[(size_t)ceil(0.975 * (double)n) - 1] : NAN;
     free(r);
+}
+
+/* The weighted mean of phase k (seconds a step) of n groups drawn from g
+ * with replacement. */
+static double resampled_phase(const groups *g, size_t k, uint64_t *x)
+{
+    double sw = 0, swp = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        size_t j = (size_t)(next_random(x) % g->n);
+        sw += g->w[j];
+        swp += g->w[j] * g->p[j * TP_STEP_PHASES + k];
+    }
+    return sw > 0 ? swp / sw : NAN;
+}
+
+/* Whether phase k moved from a to b: by TP_COMPARE_MIN_CHANGE of A's step
+ * or more, by a quarter of the step's change or more, and beyond the noise
+ * of the phase's own steps (the 95 % interval of B's mean less A's, by the
+ * bootstrap, leaves 0 out). The same run twice on a busy machine had its
+ * loader 10 % apart (0.6 ms, 9 % of its step) with the step's interval
+ * -19 % to +15 %: noise, not a move. */
+static bool phase_moved(const groups *a, const groups *b, size_t k, double a_s, double b_s,
+                        double a_step_s, double step_moved)
+{
+    double moved = fabs(b_s - a_s);
+    if (!(moved >= TP_COMPARE_MIN_CHANGE * a_step_s && moved >= 0.25 * step_moved))
+        return false;
+    double *r = tp_xmalloc(TP_COMPARE_RESAMPLES * sizeof *r);
+    uint64_t x = 0x9e3779b97f4a7c15u; /* fixed: the same files give the same answer */
+    size_t n = 0;
+    for (size_t i = 0; i < TP_COMPARE_RESAMPLES; i++) {
+        double ma = resampled_phase(a, k, &x), mb = resampled_phase(b, k, &x);
+        if (isfinite(ma) && isfinite(mb))
+            r[n++] = mb - ma;
+    }
+    qsort(r, n, sizeof *r, cmp_double);
+    bool out =
+        n && (r[(size_t)(0.025 * (double)n)] > 0 || r[(size_t)ceil(0.975 * (double)n) - 1] < 0);
+    free(r);
+    return out;
 }
 
 /* s's stack group of rank for phase (its workers' where workers). */
@@ -372,11 +429,9 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
         out->changed =
             (out->low > 0 || out->high < 0) && fabs(out->change) >= TP_COMPARE_MIN_CHANGE;
         double step_moved = fabs(out->b.step_s - out->a.step_s);
-        for (size_t k = 0; k < TP_STEP_PHASES; k++) {
-            double moved = fabs(out->b.phase_s[k] - out->a.phase_s[k]);
-            out->moved[k] =
-                moved >= TP_COMPARE_MIN_CHANGE * out->a.step_s && moved >= 0.25 * step_moved;
-        }
+        for (size_t k = 0; k < TP_STEP_PHASES; k++)
+            out->moved[k] = phase_moved(&ga, &gb, k, out->a.phase_s[k], out->b.phase_s[k],
+                                        out->a.step_s, step_moved);
         /* A as the regime before, B as the one after */
         tp_regime pa = {
             .mean_s = out->a.step_s, .level_s = out->a.step_s, .machine = out->a.machine};
@@ -387,8 +442,13 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
         memcpy(pa.phase_level_s, out->a.phase_s, sizeof pa.phase_level_s); /* means, as step_s */
         memcpy(pb.phase_level_s, out->b.phase_s, sizeof pb.phase_level_s);
         tp_regime_find_causes(&pa, &pb);
-        memcpy(out->causes, pb.causes, pb.ncauses * sizeof *pb.causes);
-        out->ncauses = pb.ncauses;
+        /* causes explain a change: none where the step did not change and
+         * no phase moved (the same run twice, its loader 10 % apart in noise) */
+        bool any_moved = false;
+        for (size_t k = 0; k < TP_STEP_PHASES; k++)
+            any_moved = any_moved || out->moved[k];
+        out->ncauses = out->changed || any_moved ? pb.ncauses : 0;
+        memcpy(out->causes, pb.causes, out->ncauses * sizeof *pb.causes);
         for (size_t i = 0; i < out->ncauses; i++)
             if (out->causes[i].kind == TP_CAUSE_PHASE) {
                 function_cause(a, b, out, i);
@@ -403,19 +463,15 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
     program_of(a->run, pa, sizeof pa);
     program_of(b->run, pb, sizeof pb);
     out->same_script = strcmp(pa, pb) == 0;
-    free(ga.d);
-    free(ga.w);
-    free(gb.d);
-    free(gb.w);
+    groups_free(&ga);
+    groups_free(&gb);
     return ok;
 }
 
 /* The groups of ph whose first step is in [first, last] (numbers from 1). */
 static void regime_groups(const tp_step_phases *ph, size_t first, size_t last, groups *g)
 {
-    g->d = tp_xmalloc((ph->ngroups + 1) * sizeof *g->d);
-    g->w = tp_xmalloc((ph->ngroups + 1) * sizeof *g->w);
-    g->n = 0;
+    groups_alloc(g, ph->ngroups);
     for (size_t i = 0; i < ph->ngroups; i++) {
         double step = ph->first_step[i] + 1;
         if (step < (double)first || step > (double)last)
@@ -425,6 +481,8 @@ static void regime_groups(const tp_step_phases *ph, size_t first, size_t last, g
             d += ph->values[i * TP_STEP_PHASES + k];
         if (!isfinite(d))
             continue;
+        memcpy(g->p + g->n * TP_STEP_PHASES, ph->values + i * TP_STEP_PHASES,
+               TP_STEP_PHASES * sizeof *g->p);
         g->d[g->n] = d;
         g->w[g->n++] = next > ph->first_step[i] ? next - ph->first_step[i] : 1;
     }
@@ -480,11 +538,9 @@ bool tp_run_compare_regimes(const tp_summary *s, size_t before, size_t after, tp
         out->changed =
             (out->low > 0 || out->high < 0) && fabs(out->change) >= TP_COMPARE_MIN_CHANGE;
         double step_moved = fabs(g->mean_s - p->mean_s);
-        for (size_t k = 0; k < TP_STEP_PHASES; k++) {
-            double moved = fabs(g->phase_s[k] - p->phase_s[k]);
+        for (size_t k = 0; k < TP_STEP_PHASES; k++)
             out->moved[k] =
-                moved >= TP_COMPARE_MIN_CHANGE * p->mean_s && moved >= 0.25 * step_moved;
-        }
+                phase_moved(&ga, &gb, k, p->phase_s[k], g->phase_s[k], p->mean_s, step_moved);
         if (after == before + 1) { /* the change's own causes, its functions' among them */
             memcpy(out->causes, g->causes, g->ncauses * sizeof *g->causes);
             out->ncauses = g->ncauses;
@@ -496,10 +552,8 @@ bool tp_run_compare_regimes(const tp_summary *s, size_t before, size_t after, tp
             out->ncauses = pb.ncauses;
         }
     }
-    free(ga.d);
-    free(ga.w);
-    free(gb.d);
-    free(gb.w);
+    groups_free(&ga);
+    groups_free(&gb);
     return true;
 }
 

@@ -12,7 +12,8 @@
  * hold several steps), so that noise is never called a change: a change
  * is called where the interval leaves zero out and the change is
  * TP_COMPARE_MIN_CHANGE or more (two runs of one training on one machine
- * differ by a few percent). What moved and why are regimes.h's causes
+ * differ by a few percent). What moved and why (where the step changed
+ * or a phase moved) are regimes.h's causes
  * between A as the regime before and B as the one after, the function
  * whose share of the moved phase's stack samples moved the most among
  * them; the facts of the script and the machine that differ are listed
@@ -62,8 +63,9 @@ typedef struct tp_run_compare {
     double change, low, high;
     bool changed;       /* the interval leaves 0 out, and |change| >= TP_COMPARE_MIN_CHANGE */
     double rate_change; /* B's samples/s over A's, less one (NaN unknown) */
-    /* per phase: moved by TP_COMPARE_MIN_CHANGE of A's step or more, and by a
-     * quarter of the step's change or more */
+    /* per phase: moved by TP_COMPARE_MIN_CHANGE of A's step or more, by a
+     * quarter of the step's change or more, and beyond the noise of its own
+     * steps (the bootstrap interval of B's mean less A's leaves 0 out) */
     bool moved[TP_STEP_PHASES];
     /* what changed from A to B (regimes.h's kinds; a TP_CAUSE_FUNCTION one
      * right after the phase it belongs to) */

@@ -12,6 +12,7 @@
 #include "analyze/stalls.h"
 #include "analyze/summary.h"
 #include "analyze/timings.h"
+#include "analyze/verdicts.h"
 #include "core/run_keys.h"
 #include "core/step_phase_facts.h"
 #include "trainprof.h"
@@ -351,6 +352,86 @@ static void test_a_change_in_dataloader_next_names_the_workers_function(void **s
     free(path);
 }
 
+/* A run of n steps, each a wait in dataloader_next of base seconds times
+ * log-normal noise of sigma (seed fixed) and 1 ms of train_batch. */
+static char *loader_run(const char *name, size_t n, double base, double sigma, unsigned seed)
+{
+    char *root = fx_root(), *path = NULL;
+    assert_true(asprintf(&path, "%s/%s", root, name) > 0);
+    free(root);
+    tp_sink *s = tp_sink_new(0);
+    tp_sink_meta(s, TP_META_COMMAND, "train");
+    tp_thread_info info = {.pid = 100, .tid = 100, .rank = -1, .local_rank = -1};
+    uint32_t main = tp_sink_thread(s, &info);
+    uint32_t next = tp_sink_name(s, TP_PHASE_DATALOADER_NEXT);
+    uint32_t train = tp_sink_name(s, TP_PHASE_TRAIN_BATCH);
+    uint64_t t = 1000000000ull;
+    for (size_t i = 0; i < n; i++) {
+        double u = (rand_r(&seed) + 1.0) / (RAND_MAX + 2.0);
+        double v = (rand_r(&seed) + 1.0) / (RAND_MAX + 2.0);
+        uint64_t wait =
+            (uint64_t)llround(1e9 * base * exp(sigma * sqrt(-2 * log(u)) * cos(2 * M_PI * v)));
+        tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+        tp_sink_interval(s, main, next, 0, t, t + wait);
+        tp_sink_interval(s, main, train, 0, t + wait, t + wait + 1000000);
+        t += wait + 1000000;
+    }
+    tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+    fx_write_sink(path, s, "node1");
+    return path;
+}
+
+/* compare of the runs at a and b: whether dataloader_next moved, whether
+ * the step changed, how many causes it gives. */
+static void compare_loaders(const char *a, const char *b, bool *moved, bool *changed,
+                            size_t *causes)
+{
+    char err[256];
+    tp_summary sa, sb;
+    tp_verdicts va, vb;
+    assert_true(tp_summary_load(a, TP_PARTS_ALL, &sa, err, sizeof err));
+    assert_true(tp_summary_load(b, TP_PARTS_ALL, &sb, err, sizeof err));
+    tp_verdicts_build(&sa, &va);
+    tp_verdicts_build(&sb, &vb);
+    tp_run_compare c;
+    assert_true(tp_run_compare_build(&sa, &va, &sb, &vb, &c, err, sizeof err));
+    assert_true(c.comparable);
+    *moved = false;
+    for (size_t k = 0; k < TP_STEP_PHASES; k++)
+        if (strcmp(tp_step_phase_names[k], TP_PHASE_DATALOADER_NEXT) == 0)
+            *moved = c.moved[k];
+    *changed = c.changed;
+    *causes = c.ncauses;
+    tp_verdicts_free(&va);
+    tp_verdicts_free(&vb);
+    tp_summary_free(&sa);
+    tp_summary_free(&sb);
+}
+
+/* The same run twice on a busy machine: its loader 10 % apart (0.6 ms, 9 %
+ * of its step), its step's interval -19 % to +15 %; compare said the loader
+ * moved. A phase moves only beyond the noise of its own steps, and a
+ * comparison without a change or a move names no cause; a loader twice as
+ * fast still moved. */
+static void test_a_phase_moves_only_beyond_its_noise(void **state)
+{
+    (void)state;
+    char *a = loader_run("a.db", 200, 0.006, 0.5, 1),
+         *same = loader_run("b.db", 200, 0.0055, 0.5, 2),
+         *fast = loader_run("c.db", 200, 0.003, 0.5, 3);
+    bool moved, changed;
+    size_t causes;
+    compare_loaders(a, same, &moved, &changed, &causes);
+    assert_false(moved);
+    assert_false(changed);
+    assert_int_equal(causes, 0);
+    compare_loaders(a, fast, &moved, &changed, &causes);
+    assert_true(moved && changed && causes >= 1);
+    free(a);
+    free(same);
+    free(fast);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_live_pace_steady),
         cmocka_unit_test(test_machine_causes_of_a_comparison),
         cmocka_unit_test(test_a_change_in_dataloader_next_names_the_workers_function),
+        cmocka_unit_test(test_a_phase_moves_only_beyond_its_noise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -404,8 +404,8 @@ static void compare_loaders(const char *a, const char *b, bool *moved, bool *cha
     *causes = c.ncauses;
     tp_verdicts_free(&va);
     tp_verdicts_free(&vb);
-    tp_summary_free(&sa);
-    tp_summary_free(&sb);
+    tp_summary_close(&sa);
+    tp_summary_close(&sb);
 }
 
 /* The same run twice on a busy machine: its loader 10 % apart (0.6 ms, 9 %

@@ -149,16 +149,18 @@ static uint64_t next_random(uint64_t *x)
     return *x;
 }
 
-/* The weighted mean step of n groups drawn from g with replacement. */
-static double resampled_mean(const groups *g, uint64_t *x)
+/* The weighted mean of n groups drawn from g with replacement, of the
+ * value each holds at v[i * stride] (its step: g->d, 1; its phase k:
+ * g->p + k, TP_STEP_PHASES). */
+static double resampled_mean(const groups *g, const double *v, size_t stride, uint64_t *x)
 {
-    double sw = 0, swd = 0;
+    double sw = 0, swv = 0;
     for (size_t i = 0; i < g->n; i++) {
         size_t k = (size_t)(next_random(x) % g->n);
         sw += g->w[k];
-        swd += g->w[k] * g->d[k];
+        swv += g->w[k] * v[k * stride];
     }
-    return sw > 0 ? swd / sw : NAN;
+    return sw > 0 ? swv / sw : NAN;
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -167,16 +169,20 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* The 95 % interval of B's mean step over A's, less one. */
-static void bootstrap(const groups *a, const groups *b, double *low, double *high)
+/* The 95 % interval, by the bootstrap, of B's mean less A's (ratio: B's
+ * over A's, less one) of the values at va, vb (strided as above); NaN
+ * where no resample gave one. The seed is fixed: the same files give the
+ * same interval. */
+static void interval(const groups *a, const double *va, const groups *b, const double *vb,
+                     size_t stride, bool ratio, double *low, double *high)
 {
     double *r = tp_xmalloc(TP_COMPARE_RESAMPLES * sizeof *r);
-    uint64_t x = 0x9e3779b97f4a7c15u; /* fixed: the same files give the same interval */
+    uint64_t x = 0x9e3779b97f4a7c15u;
     size_t n = 0;
     for (size_t i = 0; i < TP_COMPARE_RESAMPLES; i++) {
-        double ma = resampled_mean(a, &x), mb = resampled_mean(b, &x);
-        if (ma > 0 && isfinite(mb))
-            r[n++] = mb / ma - 1;
+        double ma = resampled_mean(a, va, stride, &x), mb = resampled_mean(b, vb, stride, &x);
+        if (ratio ? ma > 0 && isfinite(mb) : isfinite(ma) && isfinite(mb))
+            r[n++] = ratio ? mb / ma - 1 : mb - ma;
     }
     qsort(r, n, sizeof *r, cmp_double);
     *low = n ? r[(size_t)(0.025 * (double)n)] : NAN;
@@ -184,17 +190,10 @@ static void bootstrap(const groups *a, const groups *b, double *low, double *hig
     free(r);
 }
 
-/* The weighted mean of phase k (seconds a step) of n groups drawn from g
- * with replacement. */
-static double resampled_phase(const groups *g, size_t k, uint64_t *x)
+/* The 95 % interval of B's mean step over A's, less one. */
+static void bootstrap(const groups *a, const groups *b, double *low, double *high)
 {
-    double sw = 0, swp = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        size_t j = (size_t)(next_random(x) % g->n);
-        sw += g->w[j];
-        swp += g->w[j] * g->p[j * TP_STEP_PHASES + k];
-    }
-    return sw > 0 ? swp / sw : NAN;
+    interval(a, a->d, b, b->d, 1, true, low, high);
 }
 
 /* Whether phase k moved from a to b: by TP_COMPARE_MIN_CHANGE of A's step
@@ -209,19 +208,9 @@ static bool phase_moved(const groups *a, const groups *b, size_t k, double a_s, 
     double moved = fabs(b_s - a_s);
     if (!(moved >= TP_COMPARE_MIN_CHANGE * a_step_s && moved >= 0.25 * step_moved))
         return false;
-    double *r = tp_xmalloc(TP_COMPARE_RESAMPLES * sizeof *r);
-    uint64_t x = 0x9e3779b97f4a7c15u; /* fixed: the same files give the same answer */
-    size_t n = 0;
-    for (size_t i = 0; i < TP_COMPARE_RESAMPLES; i++) {
-        double ma = resampled_phase(a, k, &x), mb = resampled_phase(b, k, &x);
-        if (isfinite(ma) && isfinite(mb))
-            r[n++] = mb - ma;
-    }
-    qsort(r, n, sizeof *r, cmp_double);
-    bool out =
-        n && (r[(size_t)(0.025 * (double)n)] > 0 || r[(size_t)ceil(0.975 * (double)n) - 1] < 0);
-    free(r);
-    return out;
+    double low, high;
+    interval(a, a->p + k, b, b->p + k, TP_STEP_PHASES, false, &low, &high);
+    return low > 0 || high < 0;
 }
 
 /* s's stack group of rank for phase (its workers' where workers). */

@@ -46,9 +46,16 @@ def test_a_callback_a_thread_of_torch_holds_at_exit_is_let_go_first(tmp_path):
             timeout=60,
         )
 
-    bare = run("0")  # the hazard, on this torch: SIGABRT from the thread's forced unwind
+    # The hazard, on this torch: the process aborts. How depends on where the
+    # finalizing interpreter meets the thread: the thread's forced unwind
+    # ("terminate called without an active exception"), or the main thread's
+    # last collection finding the GIL taken from it ("Fatal Python error").
+    bare = run("0")
     assert bare.returncode == -signal.SIGABRT, (bare.returncode, bare.stderr)
-    assert "terminate called without an active exception" in bare.stderr
+    assert any(
+        sign in bare.stderr
+        for sign in ("terminate called without an active exception", "Fatal Python error")
+    ), bare.stderr
     held = run("1")
     assert held.returncode == 0, held.stderr
 

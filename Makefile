@@ -149,7 +149,7 @@ test-sanitizers: $(FUZZ)
 	$(MESON) test -C $(BUILD)-tsan --print-errorlogs
 
 test-fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/base-ops.db $(BUILD)-fuzz/ring-corpus/nested
-	$(call fuzz_both,30,5)
+	$(call fuzz_both,15,5)
 
 fuzz: $(FUZZ) $(BUILD)-fuzz/base.db $(BUILD)-fuzz/base-ops.db $(BUILD)-fuzz/ring-corpus/nested
 	$(call fuzz_both,$(FUZZ_SECONDS),$(FUZZ_SECONDS))

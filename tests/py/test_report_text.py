@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from conftest import FAKE_NVML, PYTHON, ROOT, OthersCpu, trainprof
 
 GOLDEN = ROOT / "tests" / "golden" / "runs"
@@ -114,7 +115,18 @@ def input_cause(tmp_path, burners):
     return ev, short(report(run))
 
 
-def test_input_bound_tells_the_training_s_cpu_from_another_process_s(tmp_path):
+@pytest.fixture(scope="module")
+def quiet_input(tmp_path_factory):
+    """The input-bound run with no burners of its own (two tests read it):
+    its evidence, its report's short lines, its run file, and what others
+    did beside it (OthersCpu)."""
+    d = tmp_path_factory.mktemp("quiet")
+    with OthersCpu() as load:
+        ev, lines = input_cause(d, burners=0)
+    return ev, lines, d / "run0.db", load
+
+
+def test_input_bound_tells_the_training_s_cpu_from_another_process_s(tmp_path, quiet_input):
     """The issue's run: a Dataset that only waits while other processes keep
     the CPUs busy. Before, the advice said "CPU-bound, more workers won't
     help"; the training's own processes used little of the machine."""
@@ -124,8 +136,7 @@ def test_input_bound_tells_the_training_s_cpu_from_another_process_s(tmp_path):
     assert any(x.startswith("  [input_bound] ") for x in lines)  # it leads
     # the same run with no burners of its own: on idle CPUs the loader's latency
     # is the cause; where other processes kept the CPUs busy, they are
-    with OthersCpu() as load:
-        ev, _ = input_cause(tmp_path, burners=0)
+    ev, _, _, load = quiet_input
     if load.busy and ev["cpu_util_p50_percent"] >= 90:
         assert ev["cause"] == "contention", (load.cpus, ev)
     else:
@@ -148,13 +159,12 @@ def test_facts_reach_the_run_file_under_their_prefix_and_bad_ones_never_leave(tm
     ]
 
 
-def test_the_advice_fits_what_the_script_does(tmp_path):
+@pytest.mark.machine  # its run judges the machine's load (the fixture's OthersCpu)
+def test_the_advice_fits_what_the_script_does(quiet_input):
     """A CPU training with a loader of no workers: the facts the instrumentation
     saw are in the run file, the input-bound advice names num_workers=0 and
     leaves pin_memory out (it speeds copies to a GPU only)."""
-    with OthersCpu() as load:
-        ev, lines = input_cause(tmp_path, burners=0)
-    run = tmp_path / "run0.db"
+    ev, _, run, load = quiet_input
     rep = json.loads(report("--json", run))
     meta = rep["run"]["meta"]
     assert meta["fact.model.device"] == "cpu" and meta["fact.model.dtype"] == "float32"

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "analyze/stack_own.h"
 #include "util/grow.h"
 
 /* How many of a run's samples fall in [g0, g1). */
@@ -38,20 +39,35 @@ void tp_ops_idle_note(tp_ops_idle *acc, size_t row, const tp_run_op_sample *s, s
     }
 }
 
+static int by_row_then_node(const void *a, const void *b)
+{
+    const struct tp_ops_idle_count *x = a, *y = b;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
 void tp_ops_idle_finish(tp_ops_idle *acc, tp_ops_facts *f, const tp_stack_tree *tree,
                         const char *(*intern)(tp_ops_facts *f, const char *text))
 {
-    for (size_t r = 0; r < f->nidle; r++) {
+    for (size_t j = 0; j < acc->n; j++)
+        acc->v[j].node = tp_stack_outside_stdlib(tree, acc->v[j].node);
+    if (acc->n)
+        qsort(acc->v, acc->n, sizeof *acc->v, by_row_then_node);
+    for (size_t j = 0; j < acc->n;) { /* each row's nodes, then the next row's */
+        size_t r = acc->v[j].row;
         uint64_t all = 0, best = 0;
         uint32_t node = 0;
-        for (size_t j = 0; j < acc->n; j++) {
-            if (acc->v[j].row != r)
-                continue;
-            all += acc->v[j].samples;
-            if (acc->v[j].samples > best)
-                best = acc->v[j].samples, node = acc->v[j].node;
+        while (j < acc->n && acc->v[j].row == r) {
+            uint32_t at = acc->v[j].node;
+            uint64_t samples = 0;
+            for (; j < acc->n && acc->v[j].row == r && acc->v[j].node == at; j++)
+                samples += acc->v[j].samples;
+            all += samples;
+            if (samples > best)
+                best = samples, node = at;
         }
-        if (!node || node > tree->n)
+        if (r >= f->nidle || !node || node > tree->n)
             continue;
         uint32_t frame = tree->frame[node - 1];
         bool known = frame >= 1 && frame <= tree->nframes;

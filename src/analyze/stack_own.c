@@ -41,6 +41,36 @@ bool tp_stack_file_ours(const char *file)
     return false;
 }
 
+bool tp_stack_file_stdlib(const char *file)
+{
+    if (!file)
+        return false;
+    if (strncmp(file, "<frozen ", 8) == 0)
+        return true;
+    /* the last "/lib/python3.N/" of the path: a virtual environment's too */
+    const char *lib = NULL;
+    for (const char *at = strstr(file, "/lib/python"); at; at = strstr(at + 1, "/lib/python"))
+        lib = at;
+    if (!lib)
+        return false;
+    const char *version = lib + strlen("/lib/python");
+    size_t digits = strspn(version, "0123456789.");
+    if (digits == 0 || version[digits] != '/')
+        return false;
+    const char *rest = version + digits + 1;
+    return strncmp(rest, "site-packages/", 14) != 0 && strncmp(rest, "dist-packages/", 14) != 0;
+}
+
+uint32_t tp_stack_outside_stdlib(const tp_stack_tree *t, uint32_t node)
+{
+    for (uint32_t at = node; at >= 1 && at <= t->n; at = t->parent[at - 1]) {
+        uint32_t frame = t->frame[at - 1];
+        if (frame < 1 || frame > t->nframes || !tp_stack_file_stdlib(t->file[frame - 1]))
+            return at;
+    }
+    return node;
+}
+
 /* Modules of ours that work for trainprof itself: what their functions call
  * (torch's CUDA events and streams, its profiler, a model's parameters) is
  * our work, not the user's, and is taken for the user's frame above as our

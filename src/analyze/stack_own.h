@@ -20,6 +20,19 @@
  * subpackages (trainprof/patches/loop.py, trainprof/frameworks/keras.py). */
 bool tp_stack_file_ours(const char *file);
 
+/* Whether a frame's file is the Python standard library's: a module frozen
+ * into the interpreter ("<frozen os>"), or one under an interpreter's
+ * lib/pythonX.Y/ but not in its site-packages or dist-packages (a library's,
+ * installed there). */
+bool tp_stack_file_stdlib(const char *file);
+
+/* The node a sample whose innermost node is node is told by: the innermost
+ * of its frames outside the standard library (the user's or a library's
+ * code, whose call into the standard library it was in: the line that
+ * called queue.get, not threading's wait), or node itself where node is
+ * outside it or every frame is in it. */
+uint32_t tp_stack_outside_stdlib(const tp_stack_tree *t, uint32_t node);
+
 /* Whether a frame of ours works for trainprof itself (device times, capture
  * windows, the run's facts), so that what it calls is our work too: file is
  * one of those modules and function none of their wrappers of a user's call. */

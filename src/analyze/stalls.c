@@ -242,6 +242,16 @@ static void ongoing_candidates(const tp_course *course, const tp_timings *t, tp_
     }
 }
 
+/* Each thread's caller outside the standard library (tp_stall_thread.outer). */
+static void tell_outer(tp_stalls *out)
+{
+    for (size_t i = 0; i < out->n; i++)
+        for (size_t k = 0; k < out->v[i].nthreads; k++) {
+            tp_stall_thread *th = &out->v[i].threads[k];
+            th->outer = tp_stack_outside_stdlib(&out->tree, th->node);
+        }
+}
+
 bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, double run_s,
                      tp_stalls *out, char *err, size_t cap)
 {
@@ -251,7 +261,10 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
         if (out->n) /* a merge's come node by node */
             qsort(out->v, out->n, sizeof *out->v, cmp_stall);
         name_first(out);
-        return !out->n || tp_stack_tree_load(run, &out->tree, err, cap);
+        if (out->n && !tp_stack_tree_load(run, &out->tree, err, cap))
+            return false;
+        tell_outer(out);
+        return true;
     }
     if (err[0])
         return false;
@@ -306,6 +319,7 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
     free(g.caps);
     keep_stalled(out, stall_after);
     name_first(out);
+    tell_outer(out);
     return ok;
 }
 

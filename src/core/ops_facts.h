@@ -60,7 +60,8 @@ typedef struct tp_gpu_idle_fact {
     const char *phase; /* "" none */
     double idle_s;
     /* the function the step thread's sampled stacks were in most then (its
-     * innermost frame), its file and line, and its share of those samples;
+     * innermost frame outside the standard library: the user's call into it),
+     * its file and line, and its share of those samples;
      * NULL function: no sample fell in this idle time */
     const char *function, *file;
     int line;

@@ -13,6 +13,9 @@ typedef struct tp_stall_thread {
     bool worker;   /* a DataLoader worker's */
     char *phase;   /* the region it had open at its last sample, NULL none */
     uint32_t node; /* the innermost node of most of its samples since the stall began */
+    /* node's innermost caller outside the standard library, where node is in
+     * it (the user's line that called queue.get); node otherwise */
+    uint32_t outer;
     double samples, known, on_cpu; /* since then (runs cut at the start pro rata) */
 } tp_stall_thread;
 

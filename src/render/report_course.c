@@ -25,6 +25,21 @@ void tp_report_frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_
     snprintf(out, cap, "%s (%s)", fn, place);
 }
 
+/* Where a stalled thread was: "loop (train.py:20)", and where that is the
+ * caller of the standard library's function it was in, " calling
+ * Condition.wait (threading.py:320)"; "" without stacks. */
+static void thread_place(char *out, size_t cap, const tp_stalls *st, const tp_stall_thread *th)
+{
+    char outer[400], inner[400];
+    tp_report_frame_text(outer, sizeof outer, &st->tree, th->outer ? th->outer : th->node);
+    if (!th->outer || th->outer == th->node) {
+        snprintf(out, cap, "%s", outer);
+        return;
+    }
+    tp_report_frame_text(inner, sizeof inner, &st->tree, th->node);
+    snprintf(out, cap, "%s calling %s", outer, inner);
+}
+
 /* "waiting", "on a CPU", or "" when the kernel never said. */
 static const char *thread_state(const tp_stall_thread *th)
 {
@@ -60,15 +75,15 @@ static size_t ongoing_count(const tp_stalls *st)
     return n;
 }
 
-/* The stall's innermost frame and state of its busiest thread worth naming:
- * " in D.__getitem__ (hang_ddp.py:13), waiting"; "" without stacks. */
+/* The stall's place (thread_place) and state of its busiest thread worth
+ * naming: " in D.__getitem__ (hang_ddp.py:13), waiting"; "" without stacks. */
 static void where_text(char *out, size_t cap, const tp_stalls *st, const tp_stall *r)
 {
     out[0] = '\0';
     for (size_t k = 0; k < r->nthreads; k++) {
         const tp_stall_thread *th = &r->threads[k];
-        char frame[400];
-        tp_report_frame_text(frame, sizeof frame, &st->tree, th->node);
+        char frame[820];
+        thread_place(frame, sizeof frame, st, th);
         if (!worth_naming(th) || !frame[0])
             continue;
         const char *state = thread_state(th);
@@ -132,7 +147,7 @@ static const tp_stall *longest_ended(const tp_stalls *st, size_t *count)
  * (15:48:30 UTC), in train_batch: in <module> (pausing.py:12), waiting" */
 static void ended_text(char *out, size_t cap, const tp_summary *s, const tp_stall *r)
 {
-    char who[32], wall[16], span[32], where[600];
+    char who[32], wall[16], span[32], where[900];
     rank_name(who, sizeof who, r->rank);
     tp_report_wall_time(wall, sizeof wall, &s->inv, r->start_s);
     tp_format_duration(span, sizeof span, r->seconds);
@@ -149,7 +164,7 @@ void tp_report_course_answer(FILE *out, const tp_summary *s)
     size_t ended;
     const tp_stall *longest = longest_ended(st, &ended);
     if (longest) {
-        char line[1400], what[1000];
+        char line[1800], what[1400];
         ended_text(what, sizeof what, s, longest);
         snprintf(line, sizeof line,
                  "The training stalled and went on%s: %s; over %.0f s without progress, it is"
@@ -160,7 +175,7 @@ void tp_report_course_answer(FILE *out, const tp_summary *s)
     }
     if (!first)
         return;
-    char line[1600], who[48], when[64] = "", where[600], span[32], gpu[200], step[40];
+    char line[1600], who[48], when[64] = "", where[900], span[32], gpu[200], step[40];
     gpu_text(gpu, sizeof gpu, first);
     step_text(step, sizeof step, first);
     tp_report_wall_time(who, sizeof who, &s->inv, first->start_s);
@@ -205,8 +220,8 @@ static void thread_lines(FILE *out, const tp_stalls *st, const tp_stall *r)
     size_t named = 0;
     for (size_t k = 0; k < r->nthreads && named < 3; k++) {
         const tp_stall_thread *th = &r->threads[k];
-        char frame[400], line[700];
-        tp_report_frame_text(frame, sizeof frame, &st->tree, th->node);
+        char frame[820], line[1100];
+        thread_place(frame, sizeof frame, st, th);
         if (!worth_naming(th) || !frame[0])
             continue;
         const char *state = thread_state(th);

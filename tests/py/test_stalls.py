@@ -5,6 +5,7 @@ wait for, its phase and its function; JSON has the same under "stalls"."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -32,9 +33,11 @@ pytestmark = pytest.mark.waits
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
 
 # BLOCK=data: rank 1's Dataset blocks at its 13th batch; BLOCK=forward: rank
-# 1's model sleeps in its forward at step 6 (before backward's all-reduce).
+# 1's model waits in its forward at step 6 (before backward's all-reduce), on
+# an event never set (in the standard library's threading, as a lock or a
+# queue would be).
 HANG = """
-import os, time, torch, torch.distributed as dist
+import os, threading, time, torch, torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset
@@ -61,7 +64,7 @@ class Net(nn.Module):
         self.calls += 1
         if BLOCK == "forward" and dist.get_rank() == 1 and self.calls == 6:
             open(os.environ.get("BLOCKED_FILE", os.devnull), "w").close()
-            time.sleep(3600)
+            threading.Event().wait(3600)
         return self.body(x)
 
 dist.init_process_group("gloo")
@@ -330,8 +333,18 @@ def test_rank_blocked_before_a_collective(tmp_path, run_file):
     assert stalls[1]["first"] and stalls[1]["phase"] == "forward"
     assert stalls[0]["waits_for_others"] and stalls[0]["phase"] == "backward"
     assert stalls[1]["step"] == 6
-    assert stalls[1]["threads"][0]["frames"][0]["function"] == "Net.forward"
-    assert "rank 1 stopped at step 6 in forward" in short_of(run_file)
+    # the stack, innermost first: threading's wait, then the model's forward
+    frames = stalls[1]["threads"][0]["frames"]
+    assert frames[0]["function"] == "Condition.wait", frames
+    assert frames[0]["file"].endswith("threading.py"), frames
+    assert [f["function"] for f in frames[1:3]] == ["Event.wait", "Net.forward"], frames
+    # told from the user's line that called into the standard library
+    short = short_of(run_file)
+    assert "rank 1 stopped at step 6 in forward" in short
+    assert re.search(
+        r"in Net\.forward \(\S*hang_ddp\.py:\d+\) calling Condition\.wait \(\S*threading\.py:\d+\)",
+        short,
+    ), short
 
 
 def test_with_stack_sampling_off_one_sample_is_taken_when_the_stall_begins(tmp_path, run_file):

@@ -1,10 +1,12 @@
 /* test_stacks.c: sampled stacks through a real sink (frames interned, a
  * tree of nodes, runs of identical samples), and trainprof's own frames
  * taken for the user's in that tree. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/ops_idle.h"
 #include "analyze/stack_own.h"
 #include "core/stack_runs.h"
 #include "harness.h"
@@ -104,6 +106,55 @@ static void test_what_our_own_work_calls_is_hidden_too(void **state)
  * thread's identical samples in a row one run, one row however long: handed
  * to the writer when it ends, after a checkpoint's time, and at the end,
  * under its row id each time. */
+static const char *same_text(tp_ops_facts *f, const char *text)
+{
+    (void)f;
+    return text;
+}
+
+/* What the host ran while the GPU sat idle is told by the innermost frame
+ * outside the standard library: a user's line that waited in os.stat and
+ * in json's decoder (two standard-library nodes under it) outweighs a
+ * library's function sampled more often than either of them alone. */
+static void test_the_gpu_idle_function_is_the_first_outside_the_stdlib(void **state)
+{
+    (void)state;
+    assert_true(tp_stack_file_stdlib("<frozen os>"));
+    assert_true(tp_stack_file_stdlib("/usr/lib/python3.11/json/decoder.py"));
+    assert_true(tp_stack_file_stdlib("/root/.pyenv/versions/3.9.18/lib/python3.9/threading.py"));
+    assert_false(tp_stack_file_stdlib("/v/lib/python3.11/site-packages/torch/nn/functional.py"));
+    assert_false(tp_stack_file_stdlib("/usr/lib/python3/dist-packages/numpy/core/numeric.py"));
+    assert_false(tp_stack_file_stdlib("/home/u/lib/pythonic/train.py"));
+    assert_false(tp_stack_file_stdlib("/home/u/train.py") || tp_stack_file_stdlib(NULL));
+    char *function[] = {"main", "load", "stat", "raw_decode", "collate"};
+    char *file[] = {"/home/u/train.py", "/home/u/data.py", "<frozen os>",
+                    "/usr/lib/python3.11/json/decoder.py",
+                    "/v/lib/python3.11/site-packages/torch/utils/data/collate.py"};
+    /* 1 main > 2 load > 3 stat, 2 load > 4 raw_decode; 1 main > 5 collate */
+    uint32_t parent[] = {0, 1, 2, 2, 1}, frame[] = {1, 2, 3, 4, 5};
+    int32_t line[] = {10, 42, 0, 353, 7};
+    tp_stack_tree t = {parent, frame, line, 5, function, file, 5};
+    tp_run_op_sample samples[] = {
+        {.t_ns = 100, .count = 3, .span_ns = 20, .node = 3},
+        {.t_ns = 130, .count = 3, .span_ns = 20, .node = 4},
+        {.t_ns = 160, .count = 4, .span_ns = 30, .node = 5},
+        {.t_ns = 500, .count = 2, .span_ns = 10, .node = 3}, /* the second gap's */
+    };
+    tp_gpu_idle_fact idle[2] = {{0}};
+    tp_ops_facts f = {.idle = idle, .nidle = 2};
+    tp_ops_idle acc = {0};
+    tp_ops_idle_note(&acc, 0, samples, 4, 0, 400);
+    tp_ops_idle_note(&acc, 1, samples, 4, 400, 600);
+    tp_ops_idle_finish(&acc, &f, &t, same_text);
+    assert_string_equal(idle[0].function, "load");
+    assert_string_equal(idle[0].file, "/home/u/data.py");
+    assert_int_equal(idle[0].line, 42);
+    assert_true(fabs(idle[0].function_share - 0.6) < 1e-9);
+    assert_string_equal(idle[1].function, "load");
+    assert_true(fabs(idle[1].function_share - 1.0) < 1e-9);
+    assert_null(acc.v);
+}
+
 static void test_stack_tree(void **state)
 {
     (void)state;
@@ -185,6 +236,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_own_frames_are_hidden_in_the_stack_tree),
         cmocka_unit_test(test_what_our_own_work_calls_is_hidden_too),
+        cmocka_unit_test(test_the_gpu_idle_function_is_the_first_outside_the_stdlib),
         cmocka_unit_test(test_stack_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,20 +14,22 @@ import time
 import pytest
 from conftest import PROGRAM, PYTHON, OthersCpu, in_short, report_json, trainprof
 
-# A CPU-bound training on one thread; at step FLAG_AT it writes FLAG (the
-# test then starts the burners).
-SCRIPT = """
+# A CPU-bound training on one thread of STEPS steps (about 20 ms each); at
+# the middle step it writes FLAG (the test then starts the burners).
+STEPS = 300
+SCRIPT = f"""
+STEPS = {STEPS}
 import os, pathlib, torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 torch.set_num_threads(1)
 torch.manual_seed(0)
-data = TensorDataset(torch.randn(400 * 32, 256), torch.randint(0, 4, (400 * 32,)))
+data = TensorDataset(torch.randn(STEPS * 32, 256), torch.randint(0, 4, (STEPS * 32,)))
 model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 flag = os.environ.get("FLAG")
 for step, (x, y) in enumerate(DataLoader(data, batch_size=32)):
-    if flag and step == 200:
+    if flag and step == STEPS // 2:
         pathlib.Path(flag).write_text("go")
     for _ in range(40):
         opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
@@ -74,12 +76,12 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     # the regimes begin after the warm-up: a first step over twice the median
     # (the first batch's lazy set-up on a slow moment: one CI run in many)
     warmup = rep["steps"][0]["warmup_steps"]
-    assert warmup <= 2 and first["first_step"] == 1 + warmup and last["last_step"] == 400
-    # a change placed within a few steps of the burners' start (step 201); a
+    assert warmup <= 2 and first["first_step"] == 1 + warmup and last["last_step"] == STEPS
+    # a change placed within a few steps of the burners' start (step 151); a
     # loaded machine may have slowed the first steps too (a change of its own)
     # (the burners, processes of their own, take up to ~0.5 s to start on a slow
-    # machine: a few tens of its short steps after step 201)
-    at = [i for i, r in enumerate(regimes) if -10 <= r["first_step"] - 201 <= 40]
+    # machine: a few tens of its short steps after step 151)
+    at = [i for i, r in enumerate(regimes) if -10 <= r["first_step"] - (STEPS // 2 + 1) <= 40]
     assert at, regimes
     before, after = regimes[at[0] - 1], regimes[at[0]]
     assert after["step_typical_s"] >= 1.3 * before["step_typical_s"]
@@ -103,7 +105,7 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     # the page's step chart shades every other regime after the first, each
     # named with its steps, and marks where each change begins: the report's
     # regimes, however many (a machine busy for a while on its own adds some:
-    # 1-72, 73-200, 201-344, 345-400 in one quiet CI run)
+    # 1-72, 73-200, 201-344, 345-400 in one quiet CI run of 400 steps)
     page = tmp_path / "run.html"
     assert trainprof("html", "-o", page, run_file).returncode == 0
     html = page.read_text()
@@ -127,10 +129,10 @@ def test_a_steady_run_is_one_regime(tmp_path, run_file):
     # others' 5, once, right after the other CI work: a warm-up step of one)
     first = 1 + rep["steps"][0]["warmup_steps"]
     if load.busy:  # other processes' load comes and goes: a change of pace is right then
-        assert regimes[0]["first_step"] == first and regimes[-1]["last_step"] == 400, regimes
+        assert regimes[0]["first_step"] == first and regimes[-1]["last_step"] == STEPS, regimes
         return
     assert len(regimes) == 1, regimes
-    assert regimes[0]["first_step"] == first and regimes[0]["last_step"] == 400, regimes
+    assert regimes[0]["first_step"] == first and regimes[0]["last_step"] == STEPS, regimes
     assert regimes[0]["causes"] == []
     assert "[pace]" not in trainprof("report", run_file).stdout
     r = trainprof("compare", "--regimes", run_file)

@@ -149,19 +149,28 @@ static double frame_weight(const group *g, uint32_t frame, int32_t *line, uint32
     return sum;
 }
 
+static bool frame_in_stdlib(const tp_stack_tree *tree, uint32_t frame)
+{
+    return frame >= 1 && frame <= tree->nframes && tp_stack_file_stdlib(tree->file[frame - 1]);
+}
+
 /* The function of a pair of groups whose share (of the samples with it on
  * their stack) moved the most in the direction sign (+1 grew, -1 shrank):
  * its frame, line and shares. Its callers move as much where they call it
  * only: of those within a tenth of the most, the deepest is named (the
- * function itself, not main). False where none moved enough or a side had
- * too few samples. */
-static bool most_moved(const group *before, const group *after, double sign, uint32_t *frame,
-                       int32_t *line, double *share_before, double *share_after)
+ * function itself, not main), outside the standard library where one is
+ * (the user's __getitem__ at its json.load line, not json's decoder; the
+ * DataLoader's _try_get_data, not multiprocessing's Connection._recv).
+ * False where none moved enough or a side had too few samples. */
+static bool most_moved(const tp_stack_tree *tree, const group *before, const group *after,
+                       double sign, uint32_t *frame, int32_t *line, double *share_before,
+                       double *share_after)
 {
     if (before->total < TP_REGIME_FUNCTION_SAMPLES || after->total < TP_REGIME_FUNCTION_SAMPLES)
         return false;
     double most = 0;
-    for (int pass = 0; pass < 2; pass++) { /* the most moved, then the deepest near it */
+    /* the most moved; the deepest near it outside the standard library; in it */
+    for (int pass = 0; pass < 3; pass++) {
         uint32_t deepest = 0;
         bool found = false;
         for (size_t side = 0; side < 2; side++) { /* a frame may be on one side only */
@@ -176,7 +185,8 @@ static bool most_moved(const group *before, const group *after, double sign, uin
                     most = moved > most ? moved : most;
                     continue;
                 }
-                if (moved < 0.9 * most || (found && depth <= deepest))
+                if (moved < 0.9 * most || (found && depth <= deepest) ||
+                    (pass == 1 && frame_in_stdlib(tree, g->lines[i].frame)))
                     continue;
                 found = true;
                 deepest = depth;
@@ -188,8 +198,8 @@ static bool most_moved(const group *before, const group *after, double sign, uin
         }
         if (pass == 0 && most < TP_REGIME_FUNCTION_MOVE)
             return false;
-        if (pass == 1)
-            return found;
+        if (pass >= 1 && found)
+            return true;
     }
     return false;
 }
@@ -248,14 +258,14 @@ bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t c
         double sign = r->v[i].phase_s[ch->phase] >= r->v[i - 1].phase_s[ch->phase] ? 1 : -1;
         tp_regime_cause best = {.kind = TP_CAUSE_FUNCTION, .phase = ch->phase}, other = best;
         uint32_t frame = 0, other_frame = 0;
-        bool found = most_moved(&ch->thread[0], &ch->thread[1], sign, &frame, &best.line,
+        bool found = most_moved(&tree, &ch->thread[0], &ch->thread[1], sign, &frame, &best.line,
                                 &best.before, &best.after);
         /* the workers' mover first: in dataloader_next with workers (the only
          * phase they are gathered for) the step thread receives their batches,
          * and its waiting (Connection._recv) grows with whatever slowed them:
          * once, beside other work, it moved more than the workers' function */
         other.workers = true;
-        if (most_moved(&ch->workers[0], &ch->workers[1], sign, &other_frame, &other.line,
+        if (most_moved(&tree, &ch->workers[0], &ch->workers[1], sign, &other_frame, &other.line,
                        &other.before, &other.after)) {
             best = other;
             frame = other_frame;

@@ -352,6 +352,62 @@ static void test_a_change_in_dataloader_next_names_the_workers_function(void **s
     free(path);
 }
 
+/* A run whose step slows down midway in the user's load(), inside json's
+ * decoder: train_batch goes from 20 to 70 ms. The decoder's share and its
+ * caller's move alike; the cause names the caller, load() at the line that
+ * calls the decoder, outside the standard library. */
+static void test_a_change_is_told_by_the_function_outside_the_stdlib(void **state)
+{
+    (void)state;
+    char *root = fx_root(), *path = NULL, err[256];
+    assert_true(asprintf(&path, "%s/decode.db", root) > 0);
+    free(root);
+    tp_sink *s = tp_sink_new(0);
+    tp_sink_meta(s, TP_META_COMMAND, "train");
+    tp_thread_info info = {.pid = 100, .tid = 100, .rank = -1, .local_rank = -1};
+    uint32_t main = tp_sink_thread(s, &info);
+    uint32_t train = tp_sink_name(s, TP_PHASE_TRAIN_BATCH);
+    uint32_t decode[3] = {tp_sink_frame(s, "raw_decode\n/usr/lib/python3.11/json/decoder.py"),
+                          tp_sink_frame(s, "load\n/home/u/data.py"),
+                          tp_sink_frame(s, "main\n/home/u/train.py")};
+    uint32_t compute[2] = {tp_sink_frame(s, "compute\n/home/u/model.py"), decode[2]};
+    int32_t lines[3] = {353, 42, 7};
+    const uint64_t ms = 1000000ull;
+    uint64_t t = 1000 * ms;
+    for (size_t i = 0; i < 200; i++) {
+        bool slow = i >= 100;
+        uint64_t span = (slow ? 70 : 20) * ms + (i % 7) * ms / 10, end = t + span;
+        tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+        tp_sink_interval(s, main, train, 0, t, end);
+        for (uint64_t k = 0, n = span / (5 * ms); k < n; k++) {
+            uint64_t at = t + k * 5 * ms + ms;
+            if (k < (slow ? n - 2 : n / 2))
+                tp_sink_stack(s, main, at, 100, train, TP_STACK_STATE_KNOWN, decode, lines, 3);
+            else
+                tp_sink_stack(s, main, at, 100, train, TP_STACK_STATE_KNOWN, compute, lines + 1, 2);
+        }
+        t = end;
+    }
+    tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+    fx_write_sink(path, s, "node1");
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    tp_summary sum;
+    assert_true(tp_summary_build(run, &sum, err, sizeof err));
+    assert_true(tp_summary_add(&sum, TP_PARTS_ALL, err, sizeof err));
+    assert_int_equal(sum.regimes.n, 2);
+    const tp_regime *after = &sum.regimes.v[1];
+    assert_true(after->ncauses >= 2);
+    assert_int_equal(after->causes[1].kind, TP_CAUSE_FUNCTION);
+    assert_string_equal(after->causes[1].function, "load");
+    assert_string_equal(after->causes[1].file, "/home/u/data.py");
+    assert_int_equal(after->causes[1].line, 42);
+    assert_false(after->causes[1].workers);
+    tp_summary_free(&sum);
+    tp_run_close(run);
+    free(path);
+}
+
 /* A run of n steps, each a wait in dataloader_next of base seconds times
  * log-normal noise of sigma (seed fixed) and 1 ms of train_batch. */
 static char *loader_run(const char *name, size_t n, double base, double sigma, unsigned seed)
@@ -447,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_live_pace_steady),
         cmocka_unit_test(test_machine_causes_of_a_comparison),
         cmocka_unit_test(test_a_change_in_dataloader_next_names_the_workers_function),
+        cmocka_unit_test(test_a_change_is_told_by_the_function_outside_the_stdlib),
         cmocka_unit_test(test_a_phase_moves_only_beyond_its_noise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

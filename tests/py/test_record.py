@@ -519,18 +519,28 @@ def test_real_pytorch_training(run_file):
 
 # The training starts a daemon (double fork, setsid) that goes on working for
 # a second and a half after the command itself has ended.
+# A daemon (forked twice, a session of its own) that goes on after the
+# command; the command ends once the daemon has recorded its first region,
+# so that the daemon is known to the recorder (connected) when the command
+# ends: beside two CPU burners it once was not yet, 0.4 s after its fork.
 DAEMON = """
-import os, time, trainprof
+import os, sys, time, trainprof
+ready = sys.argv[1]
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         for i in range(300):
             with trainprof.region("daemon_work"):
                 time.sleep(0.005)
+            if i == 0:
+                open(ready, "w").close()
         os._exit(0)
     os._exit(0)
 with trainprof.region("main_work"):
     time.sleep(0.1)
+deadline = time.monotonic() + 60
+while not os.path.exists(ready) and time.monotonic() < deadline:
+    time.sleep(0.01)
 """
 
 
@@ -538,13 +548,24 @@ def test_a_daemon_the_command_left_running_is_waited_for_or_said(tmp_path):
     script = tmp_path / "daemon.py"
     script.write_text(DAEMON)
     run = tmp_path / "run.db"
-    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script)
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, tmp_path / "ready")
     assert r.returncode == 0, r.stderr
     rows = {t["name"]: t["count"] for t in report_json(run)["timings"]}
     assert rows == {"daemon_work": 300, "main_work": 1}, rows
     # not waited for long enough: the run says which process it left behind
     run2 = tmp_path / "short.db"
-    r = trainprof("record", "-q", "--wait-after-exit", "0.3", "-o", run2, "--", PYTHON, script)
+    r = trainprof(
+        "record",
+        "-q",
+        "--wait-after-exit",
+        "0.3",
+        "-o",
+        run2,
+        "--",
+        PYTHON,
+        script,
+        tmp_path / "ready2",
+    )
     assert r.returncode == 0, r.stderr
     rows = {t["name"]: t["count"] for t in report_json(run2)["timings"]}
     assert rows.get("daemon_work", 0) < 300

@@ -256,7 +256,8 @@ static int line_of(const code_entry *e, long byte)
 #endif
 
 /* The frame's code id and line; 0 code for a frame without code (a shim of
- * the C stack, from 3.12). Sets *next to the caller's frame. */
+ * the C stack, from 3.12). Sets *next to the caller's frame. False where the
+ * frame could not be read, or was read torn. */
 bool tp_stacks_read_frame(tp_stack_walker *w, uintptr_t frame, tp_stack_frame *out, uintptr_t *next,
                           uintptr_t *instr_out)
 {
@@ -301,7 +302,10 @@ bool tp_stacks_read_frame(tp_stack_walker *w, uintptr_t frame, tp_stack_frame *o
         return false;
     const code_entry *e = &w->codes[w->index[out->code - 1]];
     out->line = e->table_copy ? line_of(e, position) : 0;
-    return true;
+    /* an instruction past its code's end: the frame was read as it changed
+     * (pushed for another call, its code and instruction from two moments);
+     * its caller can't be trusted either */
+    return !(e->table_copy && out->line == 0);
 }
 
 static const code_entry *entry(const tp_stack_walker *w, uint32_t code)

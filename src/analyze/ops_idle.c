@@ -75,6 +75,8 @@ void tp_ops_idle_finish(tp_ops_idle *acc, tp_ops_facts *f, const tp_stack_tree *
         f->idle[r].file = intern(f, known ? tree->file[frame - 1] : "?");
         f->idle[r].line = tree->line[node - 1];
         f->idle[r].function_share = (double)best / (double)all;
+        f->idle[r].function_samples = best;
+        f->idle[r].samples = all;
     }
     free(acc->v);
     *acc = (tp_ops_idle){0};

@@ -27,9 +27,9 @@ void tp_ops_idle_note(tp_ops_idle *acc, size_t row, const tp_run_op_sample *s, s
                       int64_t g1);
 
 /* Names each idle row's top function (its frame's text from tree, interned
- * by intern) with its share of the row's samples; frees acc. A sample is
- * told by its innermost frame outside the standard library (the user's
- * line that called os.stat, not os.stat's), where it has one. */
+ * by intern) with its share of the row's samples and their number; frees
+ * acc. A sample is told by its innermost frame outside the standard library
+ * (the user's line that called os.stat, not os.stat's), where it has one. */
 void tp_ops_idle_finish(tp_ops_idle *acc, tp_ops_facts *f, const tp_stack_tree *tree,
                         const char *(*intern)(tp_ops_facts *f, const char *text));
 

@@ -61,11 +61,13 @@ typedef struct tp_gpu_idle_fact {
     double idle_s;
     /* the function the step thread's sampled stacks were in most then (its
      * innermost frame outside the standard library: the user's call into it),
-     * its file and line, and its share of those samples;
+     * its file and line, its share of those samples, its samples and all
+     * (a capture window's few steps hold a few: the evidence is thin);
      * NULL function: no sample fell in this idle time */
     const char *function, *file;
     int line;
     double function_share;
+    uint64_t function_samples, samples;
 } tp_gpu_idle_fact;
 
 /* A rank's phase time in its captured steps (the shares' denominator). */

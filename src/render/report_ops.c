@@ -145,7 +145,9 @@ static void idle_where(char *out, size_t cap, const tp_ops_facts *f, int rank, d
         if (g->function && len < cap) { /* the step thread's stacks then */
             char place[TP_PLACE_MAX];
             tp_format_place(place, sizeof place, g->file, g->line);
-            len += (size_t)snprintf(out + len, cap - len, " (%s, %s)", g->function, place);
+            len += (size_t)snprintf(out + len, cap - len, " (%s, %s: %llu of %llu sample%s)",
+                                    g->function, place, (unsigned long long)g->function_samples,
+                                    (unsigned long long)g->samples, g->samples == 1 ? "" : "s");
         }
     }
 }
@@ -342,6 +344,8 @@ static void idle_json(json_writer *w, const tp_gpu_idle_fact *g)
         json_int(w, g->line);
         json_key(w, "share");
         json_double(w, g->function_share);
+        json_key(w, "of_samples"); /* the step thread's samples in this idle time */
+        json_int(w, (int64_t)g->samples);
         json_object_end(w);
     } else {
         json_null(w);

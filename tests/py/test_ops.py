@@ -87,6 +87,12 @@ def record(tmp_path, env=None, args=(), name="run.db"):
     return run, r
 
 
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    """SCRIPT recorded with the defaults, once for the tests that read it."""
+    return record(tmp_path_factory.mktemp("default"))
+
+
 @contextlib.contextmanager
 def paused_at_step_30(tmp_path, name, args=()):
     """A recording of SCRIPT whose training waits at step 30 until the body
@@ -128,8 +134,8 @@ def calls(report, name):
     return sum(o["calls"] for o in report["ops"] if o["name"] == name)
 
 
-def test_a_scheduled_window_counts_the_layers_of_its_steps(tmp_path):
-    run, r = record(tmp_path)
+def test_a_scheduled_window_counts_the_layers_of_its_steps(default_run):
+    run, r = default_run
     assert "USDT" not in r.stderr and "profiler_start" not in r.stderr  # Kineto's own lines
     assert "USDT" not in r.stdout
     rep = report_json(run)
@@ -523,6 +529,7 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
     assert named, rep["gpu_idle"]
     for g in named:
         assert g["function"]["function"] and 0 < g["function"]["share"] <= 1
+        assert g["function"]["of_samples"] >= 1
         # the innermost frame outside the standard library: the script's or
         # torch's, not the module frozen into the interpreter that a few samples
         # on a busy machine were once in ("<frozen os>": the script's os.environ)
@@ -532,7 +539,7 @@ def test_kernels_are_tied_to_their_operators_in_the_report_and_the_trace(tmp_pat
     text = trainprof("report", run).stdout
     assert re.search(
         r"the GPU sat idle \d+% of the captured steps: \d+% of that while the host "
-        r"was in \w+ \([^,]+, [^:]+:\d+\)",
+        r"was in \w+ \([^,]+, [^:]+:\d+: \d+ of \d+ samples?\)",
         text,
     ), text
     # under 10 % headroom: a memory_pressure verdict of the training's allocator
@@ -572,8 +579,8 @@ def test_post_capture_from_loopback_asks_the_recording(tmp_path):
     assert len(demand) == 1 and 30 <= demand[0]["first_step"] <= 33
 
 
-def test_html_shows_the_operators_and_a_step_timeline(tmp_path):
-    run, _ = record(tmp_path)
+def test_html_shows_the_operators_and_a_step_timeline(tmp_path, default_run):
+    run, _ = default_run
     page = tmp_path / "run.html"
     assert trainprof("html", "-o", page, run).returncode == 0
     text = page.read_text()

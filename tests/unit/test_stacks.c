@@ -150,8 +150,10 @@ static void test_the_gpu_idle_function_is_the_first_outside_the_stdlib(void **st
     assert_string_equal(idle[0].file, "/home/u/data.py");
     assert_int_equal(idle[0].line, 42);
     assert_true(fabs(idle[0].function_share - 0.6) < 1e-9);
+    assert_int_equal(idle[0].samples, 10);
     assert_string_equal(idle[1].function, "load");
     assert_true(fabs(idle[1].function_share - 1.0) < 1e-9);
+    assert_int_equal(idle[1].samples, 2);
     assert_null(acc.v);
 }
 

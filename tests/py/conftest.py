@@ -246,6 +246,14 @@ def keep(path):
         shutil.copy(path, os.path.join(out, os.path.basename(path)))
 
 
+def is_stdlib(file):
+    """A frame's file is this interpreter's standard library (the trainings'
+    interpreter is this one): a frozen module or one under its stdlib path."""
+    import sysconfig
+
+    return file.startswith("<frozen ") or file.startswith(sysconfig.get_paths()["stdlib"] + "/")
+
+
 def words(text):
     """A text output as its words, one space apart: the report wraps its
     lines at a fixed width, so a phrase breaks wherever the words before it

@@ -13,7 +13,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import PROGRAM, PYTHON, free_port, report_json, trainprof
+from conftest import PROGRAM, PYTHON, free_port, is_stdlib, report_json, trainprof
 
 # A model of known layers: three Conv2d and two Linear; STEPS steps of
 # batch 16. SLOW_AT: that step sleeps 10 times a step. PROFILE: the script
@@ -121,13 +121,6 @@ def paused_at_step_30(tmp_path, name, args=()):
         if rec.poll() is None:
             rec.kill()
             rec.wait()
-
-
-def is_stdlib(file):
-    """A frame of this interpreter's standard library (the training's)."""
-    import sysconfig
-
-    return file.startswith("<frozen ") or file.startswith(sysconfig.get_paths()["stdlib"] + "/")
 
 
 def calls(report, name):

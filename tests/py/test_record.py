@@ -518,11 +518,10 @@ def test_real_pytorch_training(run_file):
 
 
 # The training starts a daemon (double fork, setsid) that goes on working for
-# a second and a half after the command itself has ended.
-# A daemon (forked twice, a session of its own) that goes on after the
-# command; the command ends once the daemon has recorded its first region,
-# so that the daemon is known to the recorder (connected) when the command
-# ends: beside two CPU burners it once was not yet, 0.4 s after its fork.
+# a second and a half after the command itself has ended. The command ends
+# once the daemon has recorded its first region, so that the recorder knows
+# the daemon (it connected) by then: beside two CPU burners and the suite it
+# once did not yet, 0.4 s after its fork.
 DAEMON = """
 import os, sys, time, trainprof
 ready = sys.argv[1]

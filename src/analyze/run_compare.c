@@ -16,7 +16,7 @@
 #include "util/utf8.h"
 #include "core/run_keys.h"
 
-/* A side's groups of steps: each group's mean step and its steps. */
+/* A side's groups of steps. */
 typedef struct groups {
     double *d, *w; /* each group's mean step and its steps */
     double *p;     /* and its mean phases, TP_STEP_PHASES a group */
@@ -29,6 +29,14 @@ static void groups_alloc(groups *g, size_t n)
     g->w = tp_xmalloc((n + 1) * sizeof *g->w);
     g->p = tp_xmalloc((n + 1) * TP_STEP_PHASES * sizeof *g->p);
     g->n = 0;
+}
+
+/* Adds a group of w steps whose mean step is d and mean phases phases. */
+static void groups_add(groups *g, const double *phases, double d, double w)
+{
+    memcpy(g->p + g->n * TP_STEP_PHASES, phases, TP_STEP_PHASES * sizeof *g->p);
+    g->d[g->n] = d;
+    g->w[g->n++] = w;
 }
 
 static void groups_free(groups *g)
@@ -124,10 +132,7 @@ static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, ch
         }
         if (!isfinite(d) || !isfinite(w))
             continue; /* a damaged stored summary's group */
-        memcpy(g->p + g->n * TP_STEP_PHASES, ph.values + i * TP_STEP_PHASES,
-               TP_STEP_PHASES * sizeof *g->p);
-        g->d[g->n] = d;
-        g->w[g->n++] = w;
+        groups_add(g, ph.values + i * TP_STEP_PHASES, d, w);
         weight += w;
         sum += w * d;
     }
@@ -470,10 +475,8 @@ static void regime_groups(const tp_step_phases *ph, size_t first, size_t last, g
             d += ph->values[i * TP_STEP_PHASES + k];
         if (!isfinite(d))
             continue;
-        memcpy(g->p + g->n * TP_STEP_PHASES, ph->values + i * TP_STEP_PHASES,
-               TP_STEP_PHASES * sizeof *g->p);
-        g->d[g->n] = d;
-        g->w[g->n++] = next > ph->first_step[i] ? next - ph->first_step[i] : 1;
+        groups_add(g, ph->values + i * TP_STEP_PHASES, d,
+                   next > ph->first_step[i] ? next - ph->first_step[i] : 1);
     }
 }
 

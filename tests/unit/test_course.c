@@ -292,6 +292,22 @@ static void sample(tp_sink *s, uint32_t thread, int32_t tid, uint64_t t, uint32_
     tp_sink_stack(s, thread, t, tid, phase, TP_STACK_STATE_KNOWN, frames, lines, 2);
 }
 
+/* Writes sink s as node1's run file `name` under the fixtures' root, opens
+ * it, and builds its whole summary into *sum; the caller closes the run. */
+static tp_run *summarized(tp_sink *s, const char *name, tp_summary *sum)
+{
+    char *root = fx_root(), *path = NULL, err[256];
+    assert_true(asprintf(&path, "%s/%s", root, name) > 0);
+    free(root);
+    fx_write_sink(path, s, "node1");
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    assert_true(tp_summary_build(run, sum, err, sizeof err));
+    assert_true(tp_summary_add(sum, TP_PARTS_ALL, err, sizeof err));
+    free(path);
+    return run;
+}
+
 /* A run whose DataLoader workers slow down midway: dataloader_next goes
  * from 20 to 70 ms a step. The step thread only waits for their batches,
  * and its wait (_recv) moves from half its samples in the phase to nearly
@@ -301,9 +317,6 @@ static void sample(tp_sink *s, uint32_t thread, int32_t tid, uint64_t t, uint32_
 static void test_a_change_in_dataloader_next_names_the_workers_function(void **state)
 {
     (void)state;
-    char *root = fx_root(), *path = NULL, err[256];
-    assert_true(asprintf(&path, "%s/workers.db", root) > 0);
-    free(root);
     tp_sink *s = tp_sink_new(0);
     tp_sink_meta(s, TP_META_COMMAND, "train");
     tp_thread_info info = {.pid = 100, .tid = 100, .rank = -1, .local_rank = -1};
@@ -332,12 +345,8 @@ static void test_a_change_in_dataloader_next_names_the_workers_function(void **s
         t = end;
     }
     tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
-    fx_write_sink(path, s, "node1");
-    tp_run *run = tp_run_open(path, err, sizeof err);
-    assert_non_null(run);
     tp_summary sum;
-    assert_true(tp_summary_build(run, &sum, err, sizeof err));
-    assert_true(tp_summary_add(&sum, TP_PARTS_ALL, err, sizeof err));
+    tp_run *run = summarized(s, "workers.db", &sum);
     assert_int_equal(sum.regimes.n, 2);
     const tp_regime *after = &sum.regimes.v[1];
     assert_true(after->ncauses >= 2);
@@ -349,7 +358,6 @@ static void test_a_change_in_dataloader_next_names_the_workers_function(void **s
     assert_true(after->causes[1].before < 0.45 && after->causes[1].after > 0.5);
     tp_summary_free(&sum);
     tp_run_close(run);
-    free(path);
 }
 
 /* A run whose step slows down midway in the user's load(), inside json's
@@ -359,9 +367,6 @@ static void test_a_change_in_dataloader_next_names_the_workers_function(void **s
 static void test_a_change_is_told_by_the_function_outside_the_stdlib(void **state)
 {
     (void)state;
-    char *root = fx_root(), *path = NULL, err[256];
-    assert_true(asprintf(&path, "%s/decode.db", root) > 0);
-    free(root);
     tp_sink *s = tp_sink_new(0);
     tp_sink_meta(s, TP_META_COMMAND, "train");
     tp_thread_info info = {.pid = 100, .tid = 100, .rank = -1, .local_rank = -1};
@@ -389,12 +394,8 @@ static void test_a_change_is_told_by_the_function_outside_the_stdlib(void **stat
         t = end;
     }
     tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
-    fx_write_sink(path, s, "node1");
-    tp_run *run = tp_run_open(path, err, sizeof err);
-    assert_non_null(run);
     tp_summary sum;
-    assert_true(tp_summary_build(run, &sum, err, sizeof err));
-    assert_true(tp_summary_add(&sum, TP_PARTS_ALL, err, sizeof err));
+    tp_run *run = summarized(s, "decode.db", &sum);
     assert_int_equal(sum.regimes.n, 2);
     const tp_regime *after = &sum.regimes.v[1];
     assert_true(after->ncauses >= 2);
@@ -405,7 +406,6 @@ static void test_a_change_is_told_by_the_function_outside_the_stdlib(void **stat
     assert_false(after->causes[1].workers);
     tp_summary_free(&sum);
     tp_run_close(run);
-    free(path);
 }
 
 /* A run of n steps, each a wait in dataloader_next of base seconds times

@@ -1,14 +1,15 @@
 /* proc_tree.c: the training command's process tree: CPU, resident memory,
- * storage I/O, processes and threads.
+ * storage I/O, processes and threads, and the time its processes' main
+ * threads waited for a CPU (run-queue delay, /proc/PID/schedstat).
  *
  * Each tick lists /proc once, merges the pids (sorted) with the table of the
  * previous tick, and reads /proc/PID/stat only for pids it has not seen
  * before, to learn their parent. A pid whose parent is in the tree joins the
  * tree (DataLoader workers, torchrun ranks, compilers the script starts); all
  * other pids are remembered as foreign and never read again. Members keep
- * their stat and io files open and are re-read with pread, up to a budget of
- * an eighth of the recorder's descriptors (at most 512 members): past it,
- * the others' files are opened and closed at each tick, so that thousands
+ * their stat, io and schedstat files open and are re-read with pread, up to
+ * a budget of an eighth of the recorder's descriptors (at most 512 members):
+ * past it, the others' files are opened and closed at each tick, so that thousands
  * of processes, or a low `ulimit -n`, leave the recorder the descriptors
  * its connections to them need (a process waiting to connect kept its
  * files open, and the recorder could take no connection: none ended).
@@ -37,10 +38,10 @@ typedef struct pt_entry {
     int pid;
     int ppid;
     int state;
-    int stat_fd, io_fd;
-    bool has_prev;
+    int stat_fd, io_fd, sched_fd;
+    bool has_prev, has_wait;
     uint64_t starttime;
-    uint64_t prev_ticks, prev_read, prev_write;
+    uint64_t prev_ticks, prev_read, prev_write, prev_wait_ns;
 } pt_entry;
 
 typedef struct pt_table {
@@ -60,7 +61,7 @@ typedef struct proc_tree_collector {
     size_t npids, pids_cap;
     uint64_t prev_ns;
     double ticks_per_s, page_size;
-    uint32_t s_cpu, s_rss, s_read, s_write, s_count, s_threads;
+    uint32_t s_cpu, s_rss, s_read, s_write, s_count, s_threads, s_wait;
 } proc_tree_collector;
 
 typedef struct pt_stat {
@@ -109,6 +110,16 @@ static bool parse_io(const char *buf, size_t len, uint64_t *read, uint64_t *writ
     return found == 3;
 }
 
+/* The run-queue delay of /proc/PID/schedstat ("on-CPU ns, waiting ns,
+ * timeslices"): the nanoseconds the process's main thread was runnable but
+ * waited for a CPU. */
+static bool parse_schedstat(const char *buf, size_t len, uint64_t *wait_ns)
+{
+    const char *p = buf, *end = buf + len;
+    uint64_t on_cpu;
+    return tp_parse_u64(&p, end, &on_cpu) && tp_parse_u64(&p, end, wait_ns);
+}
+
 static ssize_t pread_all(int fd, char *buf, size_t cap)
 {
     ssize_t n = pread(fd, buf, cap - 1, 0);
@@ -132,7 +143,9 @@ static void entry_close(proc_tree_collector *c, pt_entry *e)
     }
     if (e->io_fd >= 0)
         close(e->io_fd);
-    e->stat_fd = e->io_fd = -1;
+    if (e->sched_fd >= 0)
+        close(e->sched_fd);
+    e->stat_fd = e->io_fd = e->sched_fd = -1;
 }
 
 static bool table_reserve(pt_table *t, size_t n)
@@ -207,7 +220,7 @@ static void merge_pids(proc_tree_collector *c)
         }
         if (j < c->cur.len && c->cur.items[j].pid == pid)
             j++; /* a stale member, read again below */
-        pt_entry e = {pid, 0, PT_UNKNOWN, -1, -1, false, 0, 0, 0, 0};
+        pt_entry e = {.pid = pid, .state = PT_UNKNOWN, .stat_fd = -1, .io_fd = -1, .sched_fd = -1};
         int fd = open_pid_file(c, pid, "stat");
         pt_stat st;
         ssize_t n = fd >= 0 ? pread_all(fd, buf, sizeof buf) : -1;
@@ -258,9 +271,74 @@ static void resolve_members(proc_tree_collector *c)
         if (e->state == PT_MEMBER && e->stat_fd < 0 && c->kept < c->keep_max) {
             e->stat_fd = open_pid_file(c, e->pid, "stat");
             e->io_fd = e->stat_fd >= 0 ? open_pid_file(c, e->pid, "io") : -1;
+            e->sched_fd = e->stat_fd >= 0 ? open_pid_file(c, e->pid, "schedstat") : -1;
             c->kept += e->stat_fd >= 0;
         }
     }
+}
+
+/* Reads one of member e's files into buf: its kept descriptor, or, past
+ * the budget (no kept stat file), the file opened for this read; -1 where
+ * it can't be read. */
+static ssize_t read_member_file(const proc_tree_collector *c, const pt_entry *e, int kept_fd,
+                                const char *file, char *buf, size_t cap)
+{
+    bool passing = e->stat_fd < 0;
+    int fd = passing ? open_pid_file(c, e->pid, file) : kept_fd;
+    ssize_t n = fd >= 0 ? pread_all(fd, buf, cap) : -1;
+    if (passing && fd >= 0)
+        close(fd);
+    return n;
+}
+
+/* The tree's figures of one tick: sums over its members, and deltas since
+ * each member's previous reading. */
+typedef struct pt_totals {
+    uint64_t count, threads, rss_pages, dticks, dread, dwrite, dwait;
+    bool waits; /* some member's schedstat read (a kernel without it has none) */
+} pt_totals;
+
+/* Adds member e's figures to t; false where it is gone (exited since the
+ * listing, or its pid reused: looked at again at the next listing). */
+static bool add_member(proc_tree_collector *c, pt_entry *e, pt_totals *t)
+{
+    char buf[1024];
+    pt_stat st;
+    ssize_t n = read_member_file(c, e, e->stat_fd, "stat", buf, sizeof buf);
+    if (n <= 0 || !parse_stat(buf, (size_t)n, &st))
+        return false;
+    if (st.starttime != e->starttime) {
+        e->has_prev = false; /* pid reused */
+        e->starttime = st.starttime;
+    }
+    uint64_t rd = 0, wr = 0, wait_ns = 0;
+    n = read_member_file(c, e, e->io_fd, "io", buf, sizeof buf);
+    bool have_io = n > 0 && parse_io(buf, (size_t)n, &rd, &wr);
+    n = read_member_file(c, e, e->sched_fd, "schedstat", buf, sizeof buf);
+    bool have_wait = n > 0 && parse_schedstat(buf, (size_t)n, &wait_ns);
+    t->count++;
+    t->threads += st.threads;
+    t->rss_pages += st.rss_pages;
+    uint64_t d;
+    if (e->has_prev) {
+        if (tp_counter_delta(e->prev_ticks, st.ticks, &d))
+            t->dticks += d;
+        if (have_io && tp_counter_delta(e->prev_read, rd, &d))
+            t->dread += d;
+        if (have_io && tp_counter_delta(e->prev_write, wr, &d))
+            t->dwrite += d;
+        if (have_wait && e->has_wait && tp_counter_delta(e->prev_wait_ns, wait_ns, &d))
+            t->dwait += d, t->waits = true;
+    }
+    e->has_wait = have_wait;
+    e->prev_wait_ns = wait_ns;
+    e->prev_ticks = st.ticks;
+    if (have_io) {
+        e->prev_read = rd;
+        e->prev_write = wr;
+    }
+    e->has_prev = true;
+    return true;
 }
 
 static void proc_tree_sample(tp_collector *base, uint64_t now_ns)
@@ -272,70 +350,26 @@ static void proc_tree_sample(tp_collector *base, uint64_t now_ns)
     resolve_members(c);
 
     uint64_t dt = c->prev_ns && now_ns > c->prev_ns ? now_ns - c->prev_ns : 0;
-    uint64_t count = 0, threads = 0, rss_pages = 0, dticks = 0, dread = 0, dwrite = 0;
-    char buf[1024];
+    pt_totals t = {0};
     for (size_t i = 0; i < c->cur.len; i++) {
         pt_entry *e = &c->cur.items[i];
-        if (e->state != PT_MEMBER)
-            continue;
-        pt_stat st;
-        bool passing = e->stat_fd < 0; /* past the budget: its files for this tick */
-        int stat_fd = passing ? open_pid_file(c, e->pid, "stat") : e->stat_fd;
-        ssize_t n = stat_fd >= 0 ? pread_all(stat_fd, buf, sizeof buf) : -1;
-        if (n <= 0 || !parse_stat(buf, (size_t)n, &st)) {
-            /* Exited since the listing, or the pid was reused: look again
-             * at the next listing. */
-            if (passing && stat_fd >= 0)
-                close(stat_fd);
+        if (e->state == PT_MEMBER && !add_member(c, e, &t)) {
             entry_close(c, e);
             e->state = PT_UNKNOWN;
-            continue;
         }
-        if (st.starttime != e->starttime) {
-            e->has_prev = false; /* pid reused */
-            e->starttime = st.starttime;
-        }
-        uint64_t rd = 0, wr = 0;
-        bool have_io = false;
-        int io_fd = passing ? open_pid_file(c, e->pid, "io") : e->io_fd;
-        if (io_fd >= 0) {
-            n = pread_all(io_fd, buf, sizeof buf);
-            have_io = n > 0 && parse_io(buf, (size_t)n, &rd, &wr);
-        }
-        if (passing) {
-            close(stat_fd);
-            if (io_fd >= 0)
-                close(io_fd);
-        }
-        count++;
-        threads += st.threads;
-        rss_pages += st.rss_pages;
-        uint64_t d;
-        if (e->has_prev) {
-            if (tp_counter_delta(e->prev_ticks, st.ticks, &d))
-                dticks += d;
-            if (have_io && tp_counter_delta(e->prev_read, rd, &d))
-                dread += d;
-            if (have_io && tp_counter_delta(e->prev_write, wr, &d))
-                dwrite += d;
-        }
-        e->prev_ticks = st.ticks;
-        if (have_io) {
-            e->prev_read = rd;
-            e->prev_write = wr;
-        }
-        e->has_prev = true;
     }
-    if (count == 0)
+    if (t.count == 0)
         return; /* the tree has exited */
-    tp_sink_sample(c->sink, c->s_count, now_ns, (double)count);
-    tp_sink_sample(c->sink, c->s_threads, now_ns, (double)threads);
-    tp_sink_sample(c->sink, c->s_rss, now_ns, (double)rss_pages * c->page_size);
+    tp_sink_sample(c->sink, c->s_count, now_ns, (double)t.count);
+    tp_sink_sample(c->sink, c->s_threads, now_ns, (double)t.threads);
+    tp_sink_sample(c->sink, c->s_rss, now_ns, (double)t.rss_pages * c->page_size);
     if (dt) {
         double secs = (double)dt / 1e9;
-        tp_sink_sample(c->sink, c->s_cpu, now_ns, 100.0 * (double)dticks / c->ticks_per_s / secs);
-        tp_sink_sample(c->sink, c->s_read, now_ns, (double)dread / secs);
-        tp_sink_sample(c->sink, c->s_write, now_ns, (double)dwrite / secs);
+        tp_sink_sample(c->sink, c->s_cpu, now_ns, 100.0 * (double)t.dticks / c->ticks_per_s / secs);
+        tp_sink_sample(c->sink, c->s_read, now_ns, (double)t.dread / secs);
+        tp_sink_sample(c->sink, c->s_write, now_ns, (double)t.dwrite / secs);
+        if (t.waits)
+            tp_sink_sample(c->sink, c->s_wait, now_ns, 100.0 * (double)t.dwait / (double)dt);
     }
     c->prev_ns = now_ns;
 }
@@ -379,7 +413,8 @@ tp_collector *tp_proc_tree_collector_new(const tp_collect_env *env)
     c->proc = proc;
     struct rlimit nofile;
     rlim_t budget = getrlimit(RLIMIT_NOFILE, &nofile) == 0 ? nofile.rlim_cur / 16 : 64;
-    c->keep_max = budget < 512 ? (size_t)budget : 512; /* two files each */
+    budget = budget * 2 / 3; /* three files each: an eighth of the descriptors in all */
+    c->keep_max = budget < 512 ? (size_t)budget : 512;
     long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
     c->ticks_per_s = tck > 0 ? (double)tck : 100.0;
     c->page_size = page > 0 ? (double)page : 4096.0;
@@ -389,5 +424,6 @@ tp_collector *tp_proc_tree_collector_new(const tp_collect_env *env)
     c->s_write = tp_sink_series(env->sink, TP_METRIC_PROC_WRITE_BYTES_PER_S, "{}");
     c->s_count = tp_sink_series(env->sink, TP_METRIC_PROC_COUNT, "{}");
     c->s_threads = tp_sink_series(env->sink, TP_METRIC_PROC_THREADS, "{}");
+    c->s_wait = tp_sink_series(env->sink, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
     return &c->base;
 }

@@ -31,6 +31,9 @@ static const tp_metric_def catalog[] = {
      "storage writes of the process tree (write_bytes of /proc/PID/io)"},
     {TP_METRIC_PROC_COUNT, TP_UNIT_COUNT, "proc", "processes in the tree"},
     {TP_METRIC_PROC_THREADS, TP_UNIT_COUNT, "proc", "threads in the tree"},
+    {TP_METRIC_PROC_CPU_WAIT_PERCENT, TP_UNIT_PERCENT, "proc",
+     "time the tree's processes' main threads waited for a CPU (run queue), 100 = one thread "
+     "all the time"},
     {TP_METRIC_PRESSURE_CPU_SOME_PERCENT, TP_UNIT_PERCENT, "pressure",
      "share of time some task waited for CPU"},
     {TP_METRIC_PRESSURE_IO_SOME_PERCENT, TP_UNIT_PERCENT, "pressure",

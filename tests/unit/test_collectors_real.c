@@ -65,10 +65,25 @@ static double cpu_ticks(pid_t pid)
     return (double)(utime + stime);
 }
 
+/* The nanoseconds pid's main thread waited for a CPU, from its
+ * /proc/PID/schedstat (the oracle); -1 where the kernel has no schedstat. */
+static double wait_ns(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
+    FILE *f = fopen(path, "r");
+    unsigned long long on_cpu = 0, waited = 0;
+    int n = f ? fscanf(f, "%llu %llu", &on_cpu, &waited) : 0;
+    if (f)
+        fclose(f);
+    return n == 2 ? (double)waited : -1;
+}
+
 /* The collector's CPU share of the tree between its two samples lies between
  * what /proc said of the two processes over a span just inside its interval
  * and one just outside it (a tick of slack for each reading), however busy
- * the machine is: the test judges the arithmetic, not the load. */
+ * the machine is: the test judges the arithmetic, not the load. So does the
+ * time the two waited for a CPU (nanoseconds: no slack). */
 static void test_proc_tree_real(void **state)
 {
     (void)state;
@@ -80,14 +95,18 @@ static void test_proc_tree_real(void **state)
     assert_non_null(c);
     usleep(100000);
     double outer0 = cpu_ticks(child) + cpu_ticks(grandchild);
+    double wait_outer0 = wait_ns(child) + wait_ns(grandchild);
     uint64_t t1 = tp_clock_now_ns();
     c->sample(c, t1);
     double inner0 = cpu_ticks(child) + cpu_ticks(grandchild);
+    double wait_inner0 = wait_ns(child) + wait_ns(grandchild);
     usleep(300000);
+    double wait_inner1 = wait_ns(child) + wait_ns(grandchild);
     double inner1 = cpu_ticks(child) + cpu_ticks(grandchild);
     uint64_t t2 = tp_clock_now_ns();
     c->sample(c, t2);
     double outer1 = cpu_ticks(child) + cpu_ticks(grandchild);
+    double wait_outer1 = wait_ns(child) + wait_ns(grandchild);
     tp_batch b = {0};
     cap_take(t.sink, &b);
     double v[2];
@@ -99,6 +118,12 @@ static void test_proc_tree_real(void **state)
     assert_true(ticks <= outer1 - outer0 + 2.0 + 1e-6);
     assert_int_equal(cap_values(&b, "proc_rss_bytes", "{}", v, 2), 2);
     assert_true(v[1] > 0);
+    if (wait_outer0 >= 0) { /* the kernel keeps schedstat */
+        assert_int_equal(cap_values(&b, "proc_cpu_wait_percent", "{}", v, 2), 1);
+        double waited = v[0] / 100.0 * (double)(t2 - t1);
+        assert_true(waited >= wait_inner1 - wait_inner0 - 1.0);
+        assert_true(waited <= wait_outer1 - wait_outer0 + 1.0);
+    }
     c->destroy(c);
     tp_batch_free(&b);
     test_env_close(&t);

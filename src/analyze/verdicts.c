@@ -18,23 +18,10 @@
 #define TRANSFER_BOUND_SHARE    TP_TRANSFER_BOUND_SHARE
 #define COMPUTE_BOUND_SHARE     TP_COMPUTE_BOUND_SHARE
 #define COMPUTE_BOUND_INPUT_MAX TP_COMPUTE_BOUND_INPUT_MAX
-#define GPU_UTIL_TARGET         90.0
-#define GPU_SM_ACTIVE_TARGET    50.0 /* GPM: half the SMs' time busy, at least */
-#define GPU_THROTTLED_SHARE     0.10 /* of samples held back by heat or a power fault */
-#define MEMORY_NEAR_FULL        0.90
+#define MEMORY_NEAR_FULL        TP_VERDICT_MEMORY_NEAR_FULL
 #define EXPOSED_COMM_SHARE      0.25
-#define LINK_NEAR_FULL          0.90
 #define INPUT_IO_WAIT_PERCENT   25.0
 #define DISK_BUSY_PERCENT       90.0
-
-static tp_verdict *add(tp_verdicts *v, tp_verdict_kind kind)
-{
-    v->items = tp_grow(v->items, v->n, &v->cap, sizeof *v->items);
-    tp_verdict *d = &v->items[v->n++];
-    memset(d, 0, sizeof *d);
-    d->kind = kind;
-    return d;
-}
 
 static double share(const tp_timings *t, int rank, const char *name)
 {
@@ -104,7 +91,7 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
     const tp_series_summary *io =
         tp_summary_find(s, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}");
     const tp_series_summary *disk = busiest_disk(s, agent);
-    tp_verdict *v = add(out, TP_VERDICT_INPUT_BOUND);
+    tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_INPUT_BOUND);
     v->rank = rank;
     v->agent_id = agent;
     v->f.input.share = in;
@@ -119,12 +106,7 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
     /* the training's share of the machine: its tree's CPU (100 = one core)
      * over the cores */
     const tp_series_summary *own = tp_summary_find(s, agent, TP_METRIC_PROC_CPU_PERCENT, "{}");
-    double cores = v->f.input.cpus ? strtod(v->f.input.cpus, NULL) : 0;
-    if (cores < 1) /* no cpu_count in its metadata: its per-core series */
-        for (size_t i = 0; i < s->n; i++)
-            cores += s->items[i].series->agent_id == agent &&
-                     strcmp(s->items[i].series->metric, TP_METRIC_CPU_UTIL_PERCENT) == 0 &&
-                     strcmp(s->items[i].series->labels, "{}") != 0;
+    double cores = tp_verdicts_agent_cores(s, agent);
     v->f.input.own = own;
     v->f.input.own_cpu_p50 = own && cores >= 1 ? own->steps.p50 / cores : -1;
     bool busy = v->f.input.cpu_p50 >= TP_CPU_SATURATED_PERCENT;
@@ -211,14 +193,14 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
     if (in >= INPUT_BOUND_SHARE)
         input_bound_verdict(s, rank, in, step_mean, out);
     if (to >= TRANSFER_BOUND_SHARE) {
-        tp_verdict *v = add(out, TP_VERDICT_TRANSFER_BOUND);
+        tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_TRANSFER_BOUND);
         v->rank = rank;
         v->f.transfer.share = to;
         v->f.transfer.host_share = share(t, rank, TP_PHASE_TO_DEVICE);
         v->f.transfer.device_share = to_dev;
     }
     if (train >= COMPUTE_BOUND_SHARE && in < COMPUTE_BOUND_INPUT_MAX) {
-        tp_verdict *v = add(out, TP_VERDICT_COMPUTE_BOUND);
+        tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_COMPUTE_BOUND);
         v->rank = rank;
         if (!gpu_figures(s, rank, facts, v))
             v->kind = TP_VERDICT_HOST_BOUND;
@@ -234,176 +216,6 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
     }
 }
 
-/* A MIG-mode GPU's instances (list: meta gpu.N.mig, "UUID=total bytes,..."),
- * each one's memory used (gpu_mem_used_bytes {gpu, mig}) against its total. */
-static void mig_memory_verdicts(const tp_summary *s, const tp_run_gpu *gpu, const char *list,
-                                tp_verdicts *out)
-{
-    tp_mig_entry e;
-    int k = 0;
-    for (const char *p = list; tp_mig_next(&p, &e); k++) {
-        double total = e.total_bytes;
-        char labels[64];
-        tp_labels_gpu_mig(labels, sizeof labels, gpu->index, k);
-        const tp_series_summary *m =
-            tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_MEM_USED_BYTES, labels);
-        if (m && total > 0 && m->stats.max >= MEMORY_NEAR_FULL * total) {
-            tp_verdict *v = add(out, TP_VERDICT_GPU_MEMORY);
-            v->agent_id = gpu->agent_id, v->gpu = gpu;
-            v->f.gpu_memory.used_max_bytes = m->stats.max;
-            v->f.gpu_memory.total_bytes = total;
-            v->f.gpu_memory.mig = k;
-        }
-    }
-}
-
-static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts *out)
-{
-    char labels[32];
-    tp_labels_gpu(labels, sizeof labels, gpu->index);
-    const tp_series_summary *u =
-        tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels);
-    const tp_series_summary *sm =
-        tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_SM_ACTIVE_PERCENT, labels);
-    if (u && (u->steps.mean < GPU_UTIL_TARGET || (sm && sm->steps.mean < GPU_SM_ACTIVE_TARGET))) {
-        tp_verdict *v = add(out, TP_VERDICT_GPU_UNDERUSED);
-        v->agent_id = gpu->agent_id, v->gpu = gpu;
-        v->f.gpu_util.util = u;
-        v->f.gpu_util.sm_active = sm;
-    }
-    const struct tp_gpu_slowdown *d = s->gpu_slowdown ? &s->gpu_slowdown[gpu - s->run->gpus] : NULL;
-    if (d && d->trouble_share >= GPU_THROTTLED_SHARE) {
-        tp_verdict *v = add(out, TP_VERDICT_GPU_THROTTLED);
-        v->agent_id = gpu->agent_id, v->gpu = gpu;
-        v->f.gpu_throttle.bits = d->bits;
-        v->f.gpu_throttle.share = d->share, v->f.gpu_throttle.trouble_share = d->trouble_share;
-    }
-    char key[48];
-    tp_meta_key_gpu(key, sizeof key, gpu->index, TP_META_GPU_MIG);
-    const char *mig = tp_run_agent_meta_get(s->run, gpu->agent_id, key);
-    if (mig) { /* each instance's memory against its own: the card's is several jobs' */
-        mig_memory_verdicts(s, gpu, mig, out);
-        return;
-    }
-    const tp_series_summary *m =
-        tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_MEM_USED_BYTES, labels);
-    if (m && gpu->mem_total_bytes > 0 &&
-        m->stats.max >= MEMORY_NEAR_FULL * (double)gpu->mem_total_bytes) {
-        tp_verdict *v = add(out, TP_VERDICT_GPU_MEMORY);
-        v->agent_id = gpu->agent_id, v->gpu = gpu;
-        v->f.gpu_memory.used_max_bytes = m->stats.max;
-        v->f.gpu_memory.total_bytes = (double)gpu->mem_total_bytes;
-        v->f.gpu_memory.mig = -1;
-    }
-}
-
-/* An agent's host memory size: its metadata's (each node's, in a merged
- * run), or where that is unknown (a merge from before agent_meta), MemTotal
- * as the mean of used + the mean of available (their sum is MemTotal in
- * every sample). 0 when unknown. */
-static double host_memory_total(const tp_summary *s, int64_t agent_id)
-{
-    const char *meta = tp_run_agent_meta_get(s->run, agent_id, TP_META_MEM_TOTAL_BYTES);
-    if (meta)
-        return strtod(meta, NULL);
-    const tp_series_summary *used =
-        tp_summary_find(s, agent_id, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
-    const tp_series_summary *avail =
-        tp_summary_find(s, agent_id, TP_METRIC_HOST_MEM_AVAILABLE_BYTES, "{}");
-    return used && avail ? used->stats.mean + avail->stats.mean : 0;
-}
-
-static void host_memory_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
-{
-    const tp_series_summary *u = tp_summary_find(s, agent_id, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
-    const tp_series_summary *w = tp_summary_find(s, agent_id, TP_METRIC_SWAP_USED_BYTES, "{}");
-    double total = host_memory_total(s, agent_id), used = u ? u->stats.max : -1,
-           swap = w ? w->stats.max : -1;
-    if (!(total > 0 && (used >= MEMORY_NEAR_FULL * total || swap > 64.0 * (1 << 20))))
-        return;
-    tp_verdict *v = add(out, TP_VERDICT_HOST_MEMORY);
-    v->agent_id = agent_id;
-    v->f.host_memory.used_max_bytes = used;
-    v->f.host_memory.total_bytes = total;
-    v->f.host_memory.swap_max_bytes = swap > 0 ? swap : 0;
-}
-
-/* CPUs maxed out on an agent with GPUs (where the CPUs feed them; training
- * on the CPU is meant to keep it busy): the host's (every core busy on
- * average), or, under a cgroup CPU limit (the agent's metadata),
- * the command's share of its limit. */
-static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
-{
-    bool gpus = false;
-    for (size_t g = 0; g < s->run->ngpus && !gpus; g++)
-        gpus = s->run->gpus[g].agent_id == agent_id;
-    if (!gpus)
-        return;
-    const tp_series_summary *u = tp_summary_find(s, agent_id, TP_METRIC_CPU_UTIL_PERCENT, "{}");
-    const tp_series_summary *p = tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_PERCENT, "{}");
-    const tp_series_summary *w =
-        tp_summary_find(s, agent_id, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
-    const char *limit_s = tp_run_agent_meta_get(s->run, agent_id, TP_META_CGROUP_CPU_LIMIT_CORES);
-    double limit = limit_s && strcmp(limit_s, "none") != 0 ? strtod(limit_s, NULL) : 0;
-    bool host = u && u->steps.mean >= TP_CPU_SATURATED_PERCENT;
-    bool cgroup = limit > 0 && p && p->steps.mean >= TP_CPU_SATURATED_PERCENT * limit;
-    if (!host && !cgroup)
-        return;
-    tp_verdict *v = add(out, TP_VERDICT_CPU_SATURATED);
-    v->agent_id = agent_id;
-    v->f.cpu.host = host;
-    v->f.cpu.util = u, v->f.cpu.proc = p, v->f.cpu.wait = w;
-    v->f.cpu.limit_cores = limit;
-}
-
-/* A network link (interface or InfiniBand port) whose traffic one way ran
- * near its speed at least 5 % of the time (p95 >= 90 % of the link): the
- * bursts of collectives or of data loading over the network are capped by
- * it. Reads the link's speed series and its two rate series. */
-static void link_verdict(const tp_summary *s, const tp_series_summary *link, tp_verdicts *out)
-{
-    const tp_run_series *l = link->series;
-    double speed = link->stats.mean;
-    if (!(speed > 0))
-        return;
-    const char *dirs[] = {TP_METRIC_NET_SENT_BYTES_PER_S, TP_METRIC_NET_RECV_BYTES_PER_S};
-    const tp_series_summary *worst = NULL;
-    for (int d = 0; d < 2; d++) {
-        const tp_series_summary *r = tp_summary_find(s, l->agent_id, dirs[d], l->labels);
-        if (r && r->steps.p95 >= LINK_NEAR_FULL * speed &&
-            (!worst || r->steps.p95 > worst->steps.p95))
-            worst = r;
-    }
-    if (!worst)
-        return;
-    tp_verdict *v = add(out, TP_VERDICT_NETWORK_SATURATED);
-    v->agent_id = l->agent_id;
-    v->f.network.link = link, v->f.network.rate = worst;
-    v->f.network.sent = strcmp(worst->series->metric, dirs[0]) == 0;
-}
-
-/* Every GPU's verdicts, then every agent's host memory and CPUs, then every
- * network link whose speed is known. */
-static void system_verdicts(const tp_summary *s, tp_verdicts *out)
-{
-    for (size_t g = 0; g < s->run->ngpus; g++) /* not about GPUs the job left alone */
-        if (!s->gpu_used || s->gpu_used[g] != TP_GPU_NOT_USED)
-            gpu_verdicts(s, &s->run->gpus[g], out);
-    for (size_t a = 0; a < s->run->nagents; a++) {
-        host_memory_verdict(s, s->run->agents[a].id, out);
-        cpu_verdict(s, s->run->agents[a].id, out);
-        tp_memory_growth growth;
-        if (tp_memory_growth_of(s, s->run->agents[a].id, &growth)) {
-            tp_verdict *v = add(out, TP_VERDICT_MEMORY_GROWTH);
-            v->agent_id = s->run->agents[a].id;
-            v->f.memory_growth = growth;
-        }
-    }
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->items[i].series->metric, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S) == 0)
-            link_verdict(s, &s->items[i], out);
-}
-
 /* Stragglers by name; else ranks that mostly wait in communication. */
 static void across_ranks(const tp_summary *s, tp_verdicts *out)
 {
@@ -411,7 +223,7 @@ static void across_ranks(const tp_summary *s, tp_verdicts *out)
     for (size_t i = 0; i < r->n; i++) {
         if (!r->rows[i].straggler)
             continue;
-        tp_verdict *v = add(out, TP_VERDICT_STRAGGLER);
+        tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_STRAGGLER);
         v->rank = r->rows[i].rank;
         v->agent_id = r->rows[i].agent_id;
         v->f.straggler.row = &r->rows[i];
@@ -430,7 +242,7 @@ static void across_ranks(const tp_summary *s, tp_verdicts *out)
         window += r->rows[i].window_s;
     }
     if (window > 0 && exposed / window >= EXPOSED_COMM_SHARE) {
-        tp_verdict *v = add(out, TP_VERDICT_COMMUNICATION_BOUND);
+        tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_COMMUNICATION_BOUND);
         v->f.comm.exposed_s = exposed, v->f.comm.window_s = window, v->f.comm.ranks = r->n;
         v->f.comm.device = device;
     }
@@ -445,7 +257,7 @@ static void allocator_verdicts(const tp_summary *s, tp_verdicts *out)
     for (size_t i = 0; i < out->gpu_memory.n; i++) {
         const tp_gpu_memory_rank *g = &out->gpu_memory.v[i];
         if (g->peak_allocated_bytes >= MEMORY_NEAR_FULL * g->limit_bytes) {
-            tp_verdict *v = add(out, TP_VERDICT_GPU_MEMORY);
+            tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_GPU_MEMORY);
             v->rank = g->rank;
             v->f.gpu_memory.used_max_bytes = g->peak_allocated_bytes;
             v->f.gpu_memory.total_bytes = g->limit_bytes;
@@ -453,7 +265,7 @@ static void allocator_verdicts(const tp_summary *s, tp_verdicts *out)
             v->f.gpu_memory.allocator = g;
         }
         if (g->growing) {
-            tp_verdict *v = add(out, TP_VERDICT_GPU_MEMORY_GROWTH);
+            tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_GPU_MEMORY_GROWTH);
             v->rank = g->rank;
             v->f.gpu_growth = g;
         }
@@ -468,7 +280,7 @@ static void allocator_verdicts(const tp_summary *s, tp_verdicts *out)
                    out->items[k].rank == w->rank;
         if (said)
             continue;
-        tp_verdict *v = add(out, TP_VERDICT_GPU_MEMORY);
+        tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_GPU_MEMORY);
         v->rank = w->rank;
         v->f.gpu_memory.used_max_bytes = w->peak_allocated_bytes;
         v->f.gpu_memory.total_bytes = w->device_memory_bytes;
@@ -494,7 +306,7 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
             rank_verdicts(s, t->rows[i].rank, &facts, out);
     if (!stalled)
         across_ranks(s, out);
-    system_verdicts(s, out);
+    tp_verdicts_system(s, out);
     allocator_verdicts(s, out);
     tp_verdicts_settle(out);
     for (size_t i = 0; i < out->n; i++)
@@ -514,6 +326,10 @@ static double weight(const tp_verdict *v)
         return v->f.straggler.row && v->f.straggler.row->excess < 1 ? v->f.straggler.row->excess
                                                                     : 1;
     case TP_VERDICT_GPU_UNDERUSED: return 0.2;
+    case TP_VERDICT_CPU_CONTENTION: {
+        double held = v->f.cpu.held ? v->f.cpu.held->steps.mean : v->f.cpu.others_percent;
+        return held < 100 ? held / 100 : 1; /* main threads of several processes: over 100 */
+    }
     case TP_VERDICT_GPU_MEMORY_GROWTH: return 0.3; /* it ends the run */
     default: return 0.1;
     }
@@ -526,11 +342,4 @@ size_t tp_verdicts_main(const tp_verdicts *v)
         if (weight(&v->items[i]) > weight(&v->items[best]))
             best = i;
     return best;
-}
-
-void tp_verdicts_free(tp_verdicts *v)
-{
-    tp_gpu_memory_free(&v->gpu_memory);
-    free(v->items);
-    memset(v, 0, sizeof *v);
 }

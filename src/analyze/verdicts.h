@@ -21,8 +21,15 @@
  *   gpu_underused   a GPU's mean utilization < 90 %, but where a rank's
  *                   compute_bound or host_bound says why
  *   memory_pressure GPU memory or host memory >= 90 % at peak, or swap used
- *   cpu_saturated   on an agent with GPUs, its CPUs >= 90 % busy on average, or
- *                   the command at >= 90 % of its cgroup CPU limit
+ *   cpu_contention  its CPUs >= 90 % busy on average over the steps, the
+ *                   training's own processes less than half of that, and its
+ *                   processes' main threads waiting for a CPU >= 10 % of the
+ *                   time (in a run without that figure, some task, where the
+ *                   kernel reports pressure): others held the CPUs the
+ *                   training waited for; left out where a rank's
+ *                   input_bound on that agent names the contention
+ *   cpu_saturated   else, on an agent with GPUs, its CPUs >= 90 % busy on
+ *                   average, or the command at >= 90 % of its cgroup CPU limit
  *   network_saturated  a link's traffic one way >= 90 % of its speed at p95
  *   memory_growth   the training's memory grows steadily through its steps
  *                   (memory_growth.h), with the time left at that rate
@@ -52,6 +59,7 @@ typedef enum {
     TP_VERDICT_GPU_MEMORY,  /* memory_pressure of a GPU */
     TP_VERDICT_HOST_MEMORY, /* memory_pressure of a host */
     TP_VERDICT_CPU_SATURATED,
+    TP_VERDICT_CPU_CONTENTION, /* others held the CPUs (f.cpu, with others_percent) */
     TP_VERDICT_NETWORK_SATURATED,
     TP_VERDICT_GPU_THROTTLED, /* NVML's clock event reasons: thermal, hardware slowdown */
     TP_VERDICT_MEMORY_GROWTH, /* the training's memory grows steadily (memory_growth.h) */
@@ -146,6 +154,13 @@ typedef struct tp_verdict {
             bool host; /* the host's CPUs, else the command against its cgroup limit */
             const tp_series_summary *util, *proc, *wait;
             double limit_cores; /* 0 without a limit */
+            /* cpu_contention: the agent's cores, the share of the
+             * machine's CPU time (percent) that processes other than the
+             * training's took (busy minus the training's tree over the
+             * cores), and the time the training's processes' main threads
+             * waited for a CPU (NULL: a run recorded without it) */
+            double cores, others_percent;
+            const tp_series_summary *held;
         } cpu;
         struct {
             const tp_series_summary *link, *rate; /* the speed, and the worse direction */
@@ -167,6 +182,19 @@ typedef struct tp_verdicts {
 
 void tp_verdicts_build(const tp_summary *s, tp_verdicts *out);
 
+/* GPU or host memory at or above this share of its size at peak is near
+ * full (the step rules' allocator verdicts, the machine rules'). */
+#define TP_VERDICT_MEMORY_NEAR_FULL 0.90
+/* A new verdict of kind at the end of v, zeroed but for its kind
+ * (verdict_list.c, for the rules' files). */
+tp_verdict *tp_verdicts_add(tp_verdicts *v, tp_verdict_kind kind);
+/* An agent's CPU count: its metadata's cpu_count, else (a run recorded
+ * before agent metadata) its per-core CPU series; 0 where neither says. */
+double tp_verdicts_agent_cores(const tp_summary *s, int64_t agent);
+/* Every GPU's verdicts, then every agent's host memory and CPUs, then every
+ * network link whose speed is known (verdicts_system.c). */
+void tp_verdicts_system(const tp_summary *s, tp_verdicts *out);
+
 /* Which of the verdicts the rules fired stand (tp_verdicts_build calls it
  * last; verdicts_settle.c): a GPU's gpu_underused is left out where a
  * rank's compute_bound or host_bound on that GPU says why (its figures are
@@ -180,7 +208,10 @@ void tp_verdicts_free(tp_verdicts *v);
  * the most of the step time (a phase's share, communication left exposed,
  * a straggler's excess), compute-bound weighing half (a training that
  * computes is where it should be) and the system verdicts little (they
- * say why, the step-time verdicts say what); the first of equals. */
+ * say why, the step-time verdicts say what), but cpu_contention the time
+ * the training waited for a CPU (its share of the step time, whichever
+ * phase it fell in; without that figure, the others' share of the
+ * machine); the first of equals. */
 size_t tp_verdicts_main(const tp_verdicts *v);
 
 #endif

@@ -56,6 +56,11 @@ static bool figures_finite(const tp_verdict *v)
                       v->f.host_memory.swap_max_bytes};
         return finite_all(f, 3);
     }
+    case TP_VERDICT_CPU_CONTENTION: {
+        double f[] = {mean_of(v->f.cpu.util), mean_of(v->f.cpu.proc), mean_of(v->f.cpu.wait),
+                      v->f.cpu.others_percent, mean_of(v->f.cpu.held)};
+        return finite_all(f, 5);
+    }
     case TP_VERDICT_CPU_SATURATED: {
         double f[] = {mean_of(v->f.cpu.util), mean_of(v->f.cpu.proc), mean_of(v->f.cpu.wait)};
         return finite_all(f, 3);
@@ -98,9 +103,28 @@ static void fold_gpu_underused(tp_verdicts *v)
     v->n = kept;
 }
 
+/* Others holding an agent's CPUs are the cause an input-bound rank there
+ * already names (its contention cause, with the loader's figures): the
+ * agent's cpu_contention is left out. */
+static void fold_cpu_contention(tp_verdicts *v)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        bool told = false;
+        for (size_t k = 0; k < v->n && !told && v->items[i].kind == TP_VERDICT_CPU_CONTENTION; k++)
+            told = v->items[k].kind == TP_VERDICT_INPUT_BOUND &&
+                   v->items[k].f.input.cause == TP_INPUT_CONTENTION &&
+                   v->items[k].agent_id == v->items[i].agent_id;
+        if (!told)
+            v->items[kept++] = v->items[i];
+    }
+    v->n = kept;
+}
+
 void tp_verdicts_settle(tp_verdicts *v)
 {
     fold_gpu_underused(v);
+    fold_cpu_contention(v);
     size_t kept = 0;
     for (size_t i = 0; i < v->n; i++)
         if (figures_finite(&v->items[i]))

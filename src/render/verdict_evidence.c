@@ -181,6 +181,20 @@ static void system_evidence(tp_evidence *e, const tp_summary *s, const tp_verdic
         number(e, "mem_total_bytes", "of", TP_FIGURE_BYTES, 0, v->f.host_memory.total_bytes);
         number(e, "swap_used_max_bytes", "swap used at most", TP_FIGURE_BYTES, 0,
                v->f.host_memory.swap_max_bytes);
+    } else if (v->kind == TP_VERDICT_CPU_CONTENTION) {
+        const __typeof__(v->f.cpu) *c = &v->f.cpu;
+        number(e, "cpu_util_mean_percent", "CPUs busy (mean)", TP_FIGURE_PERCENT, 2,
+               c->util->steps.mean);
+        number(e, "proc_cpu_mean_percent", "the training's CPU (mean, 100 a core)",
+               TP_FIGURE_PERCENT, 2, c->proc->steps.mean);
+        number(e, "cpu_count", "cores", TP_FIGURE_PLAIN, 0, c->cores);
+        number(e, "others_cpu_percent", "others' share of the machine", TP_FIGURE_PERCENT, 2,
+               c->others_percent);
+        number(e, "training_cpu_wait_percent", "the training waiting for a CPU (mean)",
+               TP_FIGURE_PERCENT, 2, c->held ? c->held->steps.mean : -1);
+        number(e, "pressure_cpu_some_mean_percent", "waiting for a CPU (mean)", TP_FIGURE_PERCENT,
+               2, c->wait ? c->wait->steps.mean : -1);
+        over(e, c->util);
     } else if (v->kind == TP_VERDICT_CPU_SATURATED) {
         const __typeof__(v->f.cpu) *c = &v->f.cpu;
         number(e, "cpu_util_mean_percent", "CPUs busy (mean)", TP_FIGURE_PERCENT, 2,

@@ -28,6 +28,7 @@ const char *tp_verdict_kind_name(tp_verdict_kind kind)
     case TP_VERDICT_GPU_MEMORY:
     case TP_VERDICT_HOST_MEMORY: return "memory_pressure";
     case TP_VERDICT_CPU_SATURATED: return "cpu_saturated";
+    case TP_VERDICT_CPU_CONTENTION: return "cpu_contention";
     case TP_VERDICT_NETWORK_SATURATED: return "network_saturated";
     case TP_VERDICT_GPU_THROTTLED: return "gpu_throttled";
     case TP_VERDICT_MEMORY_GROWTH: return "memory_growth";
@@ -376,7 +377,48 @@ static void gpu_message(char *out, size_t cap, const tp_verdict *v, const char *
     }
 }
 
-/* A host's verdict (memory growing or near full, CPUs saturated, a link
+/* cpu_contention and cpu_saturated in words; of as for gpu_message. */
+static void cpu_message(char *out, size_t cap, const tp_verdict *v, const char *of)
+{
+    const __typeof__(v->f.cpu) *c = &v->f.cpu;
+    char waited[128] = "", busy[200];
+    if (c->held) /* cpu_contention: the training's own wait, where recorded */
+        snprintf(waited, sizeof waited,
+                 "; the training's processes waited for a CPU %.0f%% of the time",
+                 c->held->steps.mean);
+    else if (c->wait)
+        snprintf(waited, sizeof waited, "; some task waited for a CPU %.0f%% of the time",
+                 c->wait->steps.mean);
+    if (v->kind == TP_VERDICT_CPU_CONTENTION) {
+        snprintf(out, cap,
+                 "Other processes held the CPUs%s: they were busy %.0f%% of the time%s on "
+                 "average, the training's own processes using %.0f%% of the machine (%.1f of "
+                 "its %.0f cores) and others %.0f%%%s. The step times are the shared machine's: "
+                 "every phase waited for a CPU. Find the others (trainprof top, or top) and stop "
+                 "or move them, run where the CPUs are free, or give the training cores of its "
+                 "own (taskset, a cpuset cgroup, the scheduler's exclusive allocation).",
+                 of, c->util->steps.mean, over(c->util), c->util->steps.mean - c->others_percent,
+                 c->proc->steps.mean / 100, c->cores, c->others_percent, waited);
+        return;
+    }
+    if (c->host)
+        snprintf(busy, sizeof busy,
+                 "the CPUs%s were busy %.0f%% of the time%s on average (p50 %.0f%%)", of,
+                 c->util->steps.mean, over(c->util), c->util->steps.p50);
+    else
+        snprintf(busy, sizeof busy,
+                 "the command%s used %.1f of the %.1f cores its cgroup allows%s, on average", of,
+                 c->proc->steps.mean / 100, c->limit_cores, over(c->proc));
+    snprintf(out, cap,
+             "CPU saturated: %s%s. Don't max out CPU utilization: DataLoader workers, the "
+             "training's own threads and other host work compete for the cores, so more "
+             "workers won't load faster. Try cheaper transforms (or on the GPU), "
+             "torch.set_num_threads so that workers and threads don't oversubscribe the "
+             "cores, %sor more cores.",
+             busy, waited, c->limit_cores > 0 ? "a higher cgroup CPU limit, " : "");
+}
+
+/* A host's verdict (memory growing or near full, CPUs held or saturated, a link
  * near its speed) in words; of as for gpu_message. */
 static void host_message(char *out, size_t cap, const tp_verdict *v, const char *of)
 {
@@ -405,27 +447,8 @@ static void host_message(char *out, size_t cap, const tp_verdict *v, const char 
                  "cache, or a machine with more memory.",
                  of, m->used_max_bytes / (1 << 30), m->total_bytes / (1 << 30),
                  m->swap_max_bytes / (1 << 30));
-    } else if (v->kind == TP_VERDICT_CPU_SATURATED) {
-        const __typeof__(v->f.cpu) *c = &v->f.cpu;
-        char waited[96] = "", busy[200];
-        if (c->wait)
-            snprintf(waited, sizeof waited, "; some task waited for a CPU %.0f%% of the time",
-                     c->wait->steps.mean);
-        if (c->host)
-            snprintf(busy, sizeof busy,
-                     "the CPUs%s were busy %.0f%% of the time%s on average (p50 %.0f%%)", of,
-                     c->util->steps.mean, over(c->util), c->util->steps.p50);
-        else
-            snprintf(busy, sizeof busy,
-                     "the command%s used %.1f of the %.1f cores its cgroup allows%s, on average",
-                     of, c->proc->steps.mean / 100, c->limit_cores, over(c->proc));
-        snprintf(out, cap,
-                 "CPU saturated: %s%s. Don't max out CPU utilization: DataLoader workers, the "
-                 "training's own threads and other host work compete for the cores, so more "
-                 "workers won't load faster. Try cheaper transforms (or on the GPU), "
-                 "torch.set_num_threads so that workers and threads don't oversubscribe the "
-                 "cores, %sor more cores.",
-                 busy, waited, c->limit_cores > 0 ? "a higher cgroup CPU limit, " : "");
+    } else if (v->kind == TP_VERDICT_CPU_CONTENTION || v->kind == TP_VERDICT_CPU_SATURATED) {
+        cpu_message(out, cap, v, of);
     } else {
         const tp_series_summary *link = v->f.network.link, *worst = v->f.network.rate;
         char labels[TP_LABELS_MAX];

@@ -212,6 +212,12 @@ def test_contention_beside_the_second_run_is_named(tmp_path):
     c = compare_json(quiet, busy)
     kinds = {cause["kind"]: cause for cause in c["causes"]}
     assert c["b"]["machine"]["others_cpu_percent"] > 40
+    # B's own report leads with who held the CPUs (its step computes: it
+    # would be compute_bound alone)
+    answer = words(trainprof("report", busy).stdout).split(" System metrics")[0]
+    assert "[cpu_contention] Other processes held the CPUs" in answer, answer
+    [held] = [v["evidence"] for v in report_json(busy)["verdicts"] if v["kind"] == "cpu_contention"]
+    assert held["training_cpu_wait_percent"] >= 10 and held["others_cpu_percent"] > 45, held
     if load.busy:  # others took CPUs from A as well: B's burners add less than they take
         assert c["step_change"]["comparable"] and kinds, (load.cpus, c)
         return

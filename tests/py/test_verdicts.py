@@ -1,13 +1,17 @@
 """The system verdicts (GPUs, host memory, CPUs), per agent, from stored
 summaries that the test sets where reality can't be made to misbehave: a
 synthetic node (bench/gen_run) whose busy GPUs, half-used CPUs and memory well
-below its total leave every rule quiet until one figure is changed."""
+below its total leave every rule quiet until one figure is changed; and a
+real training beside CPU burners, for what only a real kernel says."""
 
 import json
+import os
 import sqlite3
 import subprocess
+import sys
 
-from conftest import ROOT, trainprof, words
+import pytest
+from conftest import PYTHON, ROOT, report_json, trainprof, words
 
 GIB = 1 << 30
 
@@ -78,7 +82,7 @@ def test_a_quiet_node_has_no_verdict_and_each_rule_fires_on_its_figure(tmp_path)
     assert found == {("gpu_underused", 1), ("memory_pressure", 0)}
 
 
-def test_cpu_saturation_under_a_cgroup_limit_and_not_on_a_cpu_only_node(tmp_path):
+def test_cpu_saturation_under_a_cgroup_limit_and_contention_on_a_cpu_only_node(tmp_path):
     limited = node(tmp_path, "limited")
     with sqlite3.connect(limited) as db:
         db.execute("INSERT INTO meta VALUES ('cgroup_cpu_limit_cores', '1.5')")
@@ -90,6 +94,12 @@ def test_cpu_saturation_under_a_cgroup_limit_and_not_on_a_cpu_only_node(tmp_path
     cpu_only = node(tmp_path, "cpu-only", gpus=0)
     set_stat(cpu_only, "cpu_util_percent", "{}", mean=99.0)
     assert verdicts(cpu_only) == []
+    # but others held them: the training's processes a sliver of it, tasks waiting
+    set_stat(cpu_only, "pressure_cpu_some_percent", "{}", mean=60.0)
+    [(kind, ev, msg)] = verdicts(cpu_only)
+    assert kind == "cpu_contention" and ev["pressure_cpu_some_mean_percent"] == 60.0
+    assert ev["others_cpu_percent"] > 45 and ev["cpu_count"] >= 1
+    assert "Other processes held the CPUs" in msg and "busy 99% of the time" in msg
 
 
 def test_every_agent_is_checked_and_named(tmp_path):
@@ -382,3 +392,40 @@ def test_a_gpu_held_back_by_heat_is_named_from_nvmls_reasons(tmp_path):
         "temperature limit"
     ) in text
     assert "gpu_clock_event_reasons" not in text  # a bitmask has no mean to show
+
+
+# Steps of 10 ms that sleep, as a training waiting on its GPU does.
+SLEEPER = (
+    "import time, trainprof\nfor _ in range(300):\n    trainprof.step()\n    time.sleep(0.01)\n"
+)
+
+
+@pytest.mark.machine
+def test_others_on_cpus_a_sleeping_training_leaves_idle_are_no_contention(tmp_path):
+    """Beside as many CPU burners as the machine has CPUs, the CPUs are busy
+    and others hold them, but a training that sleeps through its steps is not
+    held back: its processes barely waited for a CPU (run-queue delay), and
+    no cpu_contention is said (a busy compute-bound one gets it:
+    test_compare's contention test)."""
+    run = tmp_path / "sleeper.db"
+    burning = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(os.cpu_count() or 2)
+    ]
+    try:
+        r = trainprof("record", "-q", "-o", run, "--", PYTHON, "-c", SLEEPER)
+    finally:
+        for b in burning:
+            b.kill()
+            b.wait()
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run)
+    figures = {
+        m["name"]: m["in_steps"]["mean"]
+        for a in rep["agents"]
+        for m in a["metrics"]
+        if not m["labels"] and m["in_steps"]
+    }
+    assert figures["cpu_util_percent"] >= 90, figures  # the burners held the CPUs
+    assert figures["proc_cpu_wait_percent"] < 10, figures
+    assert "cpu_contention" not in [v["kind"] for v in rep["verdicts"]], rep["verdicts"]

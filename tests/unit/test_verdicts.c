@@ -1,7 +1,8 @@
 /* test_verdicts.c: the rules of thumb (analyze/verdicts.h) and bottleneck's
  * limit (analyze/bottleneck_facts.h) on facts made by hand
  * (verdict_facts.h), not recorded: each rule at its threshold and just
- * below (input, transfer, compute, host memory, CPUs, a network link,
+ * below (input, transfer, compute, host memory, CPUs and others holding
+ * them, a network link,
  * stragglers and exposed communication; a GPU's: test_verdicts_gpu.c), each
  * input-bound cause, and what keeps a rule quiet (a stall, input beside
  * compute). The end-to-end tests
@@ -178,6 +179,95 @@ static void test_cpu_saturated_only_where_cpus_feed_gpus(void **state)
     facts_free(f);
 }
 
+/* The machine of a step: cores 4, the CPUs `busy`, the training's tree
+ * using `own_cores` of them, some task waiting for a CPU `wait` percent of
+ * the time (< 0: no pressure series, as on a kernel without PSI). */
+static facts *machine_with(double busy, double own_cores, double wait)
+{
+    facts *f = facts_new();
+    meta(f, "cpu_count", "4");
+    series(f, TP_METRIC_CPU_UTIL_PERCENT, "{}", busy, busy, busy);
+    series(f, TP_METRIC_PROC_CPU_PERCENT, "{}", 100 * own_cores, 100 * own_cores, 100 * own_cores);
+    if (wait >= 0)
+        series(f, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}", wait, wait, wait);
+    return f;
+}
+
+static size_t contention_with(double busy, double own_cores, double wait, tp_verdict *v)
+{
+    facts *f = machine_with(busy, own_cores, wait);
+    size_t n = verdicts_of(f, TP_VERDICT_CPU_CONTENTION, v);
+    facts_free(f);
+    return n;
+}
+
+static void test_cpu_contention_where_others_held_the_cpus(void **state)
+{
+    (void)state;
+    tp_verdict v;
+    /* 95 % busy, the training 1 core of 4 (25 %): others 70 %, tasks waiting */
+    assert_int_equal(contention_with(95, 1, 50, &v), 1);
+    assert_true(fabs(v.f.cpu.others_percent - 70) < 1e-9 && v.f.cpu.cores == 4);
+    assert_int_equal(contention_with(95, 1, -1, NULL), 1); /* no pressure: the shares say it */
+    /* others on cycles the training left idle: nothing waited, nothing slowed */
+    assert_int_equal(contention_with(95, 1, 9, NULL), 0);
+    /* the training itself held half of the busy time or more: not others' */
+    assert_int_equal(contention_with(95, 1.9, 50, NULL), 0);
+    assert_int_equal(contention_with(TP_CPU_SATURATED_PERCENT - 1, 1, 50, NULL), 0);
+    /* on an agent with GPUs it says who held them, not cpu_saturated */
+    facts *f = machine_with(95, 1, 50);
+    one_gpu(f);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_SATURATED, NULL), 0);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, NULL), 1);
+    char words[TP_VERDICT_MESSAGE_MAX];
+    assert_true(message_of(f, TP_VERDICT_CPU_CONTENTION, words, sizeof words));
+    assert_non_null(strstr(words, "Other processes held the CPUs"));
+    assert_non_null(strstr(words, "using 25% of the machine (1.0 of its 4 cores) and others 70%"));
+    assert_non_null(strstr(words, "some task waited for a CPU 50% of the time"));
+    facts_free(f);
+    /* where the training's own wait was recorded it decides: a training that
+     * sleeps beside busy CPUs is not held back, whatever else waited */
+    f = machine_with(95, 1, 50);
+    series(f, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}", 5, 5, 5);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, NULL), 0);
+    f->items[f->s.n - 1].steps.mean = 40;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, &v), 1);
+    assert_true(message_of(f, TP_VERDICT_CPU_CONTENTION, words, sizeof words));
+    assert_non_null(strstr(words, "the training's processes waited for a CPU 40% of the time"));
+    facts_free(f);
+}
+
+/* It leads a step that computes where the training waited for CPUs more of
+ * its time than the compute weighs (the compute is slow because it waits),
+ * and an input-bound rank that names the contention says it alone. */
+static void test_cpu_contention_leads_and_is_said_once(void **state)
+{
+    (void)state;
+    facts *f = machine_with(99, 0.5, 90);
+    phase(f, TP_PHASE_TRAIN_BATCH, 0.95, 0);
+    series(f, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}", 50, 50, 50);
+    tp_verdicts v;
+    tp_verdicts_build(&f->s, &v);
+    assert_int_equal(v.n, 2);
+    assert_int_equal(v.items[tp_verdicts_main(&v)].kind, TP_VERDICT_CPU_CONTENTION);
+    tp_verdicts_free(&v);
+    /* it weighs the step time the training waited: a little of it leaves
+     * the compute to lead */
+    f->items[f->s.n - 1].steps.mean = 20;
+    tp_verdicts_build(&f->s, &v);
+    assert_int_equal(v.n, 2);
+    assert_int_equal(v.items[tp_verdicts_main(&v)].kind, TP_VERDICT_COMPUTE_BOUND);
+    tp_verdicts_free(&v);
+    facts_free(f);
+    f = machine_with(99, 0.5, 90);
+    phase(f, TP_PHASE_DATALOADER_NEXT, 0.5, 0);
+    tp_verdict input;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &input), 1);
+    assert_int_equal(input.f.input.cause, TP_INPUT_CONTENTION);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, NULL), 0);
+    facts_free(f);
+}
+
 static void test_the_words_name_the_figures(void **state)
 {
     (void)state;
@@ -304,6 +394,8 @@ int main(void)
         cmocka_unit_test(test_a_stalled_run_gets_no_step_verdict),
         cmocka_unit_test(test_host_memory_near_full),
         cmocka_unit_test(test_cpu_saturated_only_where_cpus_feed_gpus),
+        cmocka_unit_test(test_cpu_contention_where_others_held_the_cpus),
+        cmocka_unit_test(test_cpu_contention_leads_and_is_said_once),
         cmocka_unit_test(test_the_words_name_the_figures),
         cmocka_unit_test(test_a_link_near_its_speed),
         cmocka_unit_test(test_stragglers_first_else_exposed_communication),

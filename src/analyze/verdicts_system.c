@@ -1,0 +1,225 @@
+/* verdicts_system.c: the rules of thumb on the machines' figures (GPUs,
+ * host memory, CPUs, network links; tp_verdicts_system in verdicts.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/gpu_use.h"
+#include "analyze/rank_gpu.h"
+#include "analyze/verdicts.h"
+#include "core/metric_catalog.h"
+#include "core/run_keys.h"
+
+#define GPU_UTIL_TARGET      90.0
+#define GPU_SM_ACTIVE_TARGET 50.0 /* GPM: half the SMs' time busy, at least */
+#define GPU_THROTTLED_SHARE  0.10 /* of samples held back by heat or a power fault */
+#define MEMORY_NEAR_FULL     TP_VERDICT_MEMORY_NEAR_FULL
+#define LINK_NEAR_FULL       0.90
+#define CPU_WAIT_PERCENT     10.0 /* the training (or, unknown, some task) waited for a CPU */
+
+/* A MIG-mode GPU's instances (list: meta gpu.N.mig, "UUID=total bytes,..."),
+ * each one's memory used (gpu_mem_used_bytes {gpu, mig}) against its total. */
+static void mig_memory_verdicts(const tp_summary *s, const tp_run_gpu *gpu, const char *list,
+                                tp_verdicts *out)
+{
+    tp_mig_entry e;
+    int k = 0;
+    for (const char *p = list; tp_mig_next(&p, &e); k++) {
+        double total = e.total_bytes;
+        char labels[64];
+        tp_labels_gpu_mig(labels, sizeof labels, gpu->index, k);
+        const tp_series_summary *m =
+            tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_MEM_USED_BYTES, labels);
+        if (m && total > 0 && m->stats.max >= MEMORY_NEAR_FULL * total) {
+            tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_GPU_MEMORY);
+            v->agent_id = gpu->agent_id, v->gpu = gpu;
+            v->f.gpu_memory.used_max_bytes = m->stats.max;
+            v->f.gpu_memory.total_bytes = total;
+            v->f.gpu_memory.mig = k;
+        }
+    }
+}
+
+static void gpu_verdicts(const tp_summary *s, const tp_run_gpu *gpu, tp_verdicts *out)
+{
+    char labels[32];
+    tp_labels_gpu(labels, sizeof labels, gpu->index);
+    const tp_series_summary *u =
+        tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels);
+    const tp_series_summary *sm =
+        tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_SM_ACTIVE_PERCENT, labels);
+    if (u && (u->steps.mean < GPU_UTIL_TARGET || (sm && sm->steps.mean < GPU_SM_ACTIVE_TARGET))) {
+        tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_GPU_UNDERUSED);
+        v->agent_id = gpu->agent_id, v->gpu = gpu;
+        v->f.gpu_util.util = u;
+        v->f.gpu_util.sm_active = sm;
+    }
+    const struct tp_gpu_slowdown *d = s->gpu_slowdown ? &s->gpu_slowdown[gpu - s->run->gpus] : NULL;
+    if (d && d->trouble_share >= GPU_THROTTLED_SHARE) {
+        tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_GPU_THROTTLED);
+        v->agent_id = gpu->agent_id, v->gpu = gpu;
+        v->f.gpu_throttle.bits = d->bits;
+        v->f.gpu_throttle.share = d->share, v->f.gpu_throttle.trouble_share = d->trouble_share;
+    }
+    char key[48];
+    tp_meta_key_gpu(key, sizeof key, gpu->index, TP_META_GPU_MIG);
+    const char *mig = tp_run_agent_meta_get(s->run, gpu->agent_id, key);
+    if (mig) { /* each instance's memory against its own: the card's is several jobs' */
+        mig_memory_verdicts(s, gpu, mig, out);
+        return;
+    }
+    const tp_series_summary *m =
+        tp_summary_find(s, gpu->agent_id, TP_METRIC_GPU_MEM_USED_BYTES, labels);
+    if (m && gpu->mem_total_bytes > 0 &&
+        m->stats.max >= MEMORY_NEAR_FULL * (double)gpu->mem_total_bytes) {
+        tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_GPU_MEMORY);
+        v->agent_id = gpu->agent_id, v->gpu = gpu;
+        v->f.gpu_memory.used_max_bytes = m->stats.max;
+        v->f.gpu_memory.total_bytes = (double)gpu->mem_total_bytes;
+        v->f.gpu_memory.mig = -1;
+    }
+}
+
+/* An agent's host memory size: its metadata's (each node's, in a merged
+ * run), or where that is unknown (a merge from before agent_meta), MemTotal
+ * as the mean of used + the mean of available (their sum is MemTotal in
+ * every sample). 0 when unknown. */
+static double host_memory_total(const tp_summary *s, int64_t agent_id)
+{
+    const char *meta = tp_run_agent_meta_get(s->run, agent_id, TP_META_MEM_TOTAL_BYTES);
+    if (meta)
+        return strtod(meta, NULL);
+    const tp_series_summary *used =
+        tp_summary_find(s, agent_id, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
+    const tp_series_summary *avail =
+        tp_summary_find(s, agent_id, TP_METRIC_HOST_MEM_AVAILABLE_BYTES, "{}");
+    return used && avail ? used->stats.mean + avail->stats.mean : 0;
+}
+
+static void host_memory_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
+{
+    const tp_series_summary *u = tp_summary_find(s, agent_id, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
+    const tp_series_summary *w = tp_summary_find(s, agent_id, TP_METRIC_SWAP_USED_BYTES, "{}");
+    double total = host_memory_total(s, agent_id), used = u ? u->stats.max : -1,
+           swap = w ? w->stats.max : -1;
+    if (!(total > 0 && (used >= MEMORY_NEAR_FULL * total || swap > 64.0 * (1 << 20))))
+        return;
+    tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_HOST_MEMORY);
+    v->agent_id = agent_id;
+    v->f.host_memory.used_max_bytes = used;
+    v->f.host_memory.total_bytes = total;
+    v->f.host_memory.swap_max_bytes = swap > 0 ? swap : 0;
+}
+
+/* Others held agent's CPUs: busy >= 90 % on average over its steps, the
+ * training's own process tree using less than half of that (as
+ * input_bound's contention cause judges), and the training held back by
+ * it: its processes' main threads waiting for a CPU >= CPU_WAIT_PERCENT of
+ * the time (run-queue delay), or, in a run recorded without that, some
+ * task on the machine waiting (pressure), where the kernel reports it.
+ * Others busy on cycles the training left idle (a training that sleeps,
+ * waits on its GPU) do not slow it: no verdict. The CPU count unknown: no
+ * judgement. */
+static bool cpu_contention(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
+{
+    const tp_series_summary *u = tp_summary_find(s, agent_id, TP_METRIC_CPU_UTIL_PERCENT, "{}");
+    const tp_series_summary *p = tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_PERCENT, "{}");
+    const tp_series_summary *w =
+        tp_summary_find(s, agent_id, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
+    const tp_series_summary *held =
+        tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
+    if (held && held->steps.count == 0)
+        held = NULL;
+    double cores = tp_verdicts_agent_cores(s, agent_id);
+    if (!u || !p || cores < 1 || !(u->steps.mean >= TP_CPU_SATURATED_PERCENT))
+        return false;
+    double own = p->steps.mean / cores;
+    const tp_series_summary *waited = held ? held : w;
+    if (!(own < u->steps.mean / 2) || (waited && !(waited->steps.mean >= CPU_WAIT_PERCENT)))
+        return false;
+    tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_CPU_CONTENTION);
+    v->agent_id = agent_id;
+    v->f.cpu.host = true;
+    v->f.cpu.util = u, v->f.cpu.proc = p, v->f.cpu.wait = w, v->f.cpu.held = held;
+    v->f.cpu.cores = cores;
+    v->f.cpu.others_percent = u->steps.mean - own;
+    return true;
+}
+
+/* CPUs maxed out on an agent with GPUs (where the CPUs feed them; training
+ * on the CPU is meant to keep it busy): the host's (every core busy on
+ * average), or, under a cgroup CPU limit (the agent's metadata), the
+ * command's share of its limit. Not where others held them (cpu_contention
+ * says so, and what to do). */
+static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
+{
+    if (cpu_contention(s, agent_id, out))
+        return;
+    bool gpus = false;
+    for (size_t g = 0; g < s->run->ngpus && !gpus; g++)
+        gpus = s->run->gpus[g].agent_id == agent_id;
+    if (!gpus)
+        return;
+    const tp_series_summary *u = tp_summary_find(s, agent_id, TP_METRIC_CPU_UTIL_PERCENT, "{}");
+    const tp_series_summary *p = tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_PERCENT, "{}");
+    const tp_series_summary *w =
+        tp_summary_find(s, agent_id, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
+    const char *limit_s = tp_run_agent_meta_get(s->run, agent_id, TP_META_CGROUP_CPU_LIMIT_CORES);
+    double limit = limit_s && strcmp(limit_s, "none") != 0 ? strtod(limit_s, NULL) : 0;
+    bool host = u && u->steps.mean >= TP_CPU_SATURATED_PERCENT;
+    bool cgroup = limit > 0 && p && p->steps.mean >= TP_CPU_SATURATED_PERCENT * limit;
+    if (!host && !cgroup)
+        return;
+    tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_CPU_SATURATED);
+    v->agent_id = agent_id;
+    v->f.cpu.host = host;
+    v->f.cpu.util = u, v->f.cpu.proc = p, v->f.cpu.wait = w;
+    v->f.cpu.limit_cores = limit;
+}
+
+/* A network link (interface or InfiniBand port) whose traffic one way ran
+ * near its speed at least 5 % of the time (p95 >= 90 % of the link): the
+ * bursts of collectives or of data loading over the network are capped by
+ * it. Reads the link's speed series and its two rate series. */
+static void link_verdict(const tp_summary *s, const tp_series_summary *link, tp_verdicts *out)
+{
+    const tp_run_series *l = link->series;
+    double speed = link->stats.mean;
+    if (!(speed > 0))
+        return;
+    const char *dirs[] = {TP_METRIC_NET_SENT_BYTES_PER_S, TP_METRIC_NET_RECV_BYTES_PER_S};
+    const tp_series_summary *worst = NULL;
+    for (int d = 0; d < 2; d++) {
+        const tp_series_summary *r = tp_summary_find(s, l->agent_id, dirs[d], l->labels);
+        if (r && r->steps.p95 >= LINK_NEAR_FULL * speed &&
+            (!worst || r->steps.p95 > worst->steps.p95))
+            worst = r;
+    }
+    if (!worst)
+        return;
+    tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_NETWORK_SATURATED);
+    v->agent_id = l->agent_id;
+    v->f.network.link = link, v->f.network.rate = worst;
+    v->f.network.sent = strcmp(worst->series->metric, dirs[0]) == 0;
+}
+
+void tp_verdicts_system(const tp_summary *s, tp_verdicts *out)
+{
+    for (size_t g = 0; g < s->run->ngpus; g++) /* not about GPUs the job left alone */
+        if (!s->gpu_used || s->gpu_used[g] != TP_GPU_NOT_USED)
+            gpu_verdicts(s, &s->run->gpus[g], out);
+    for (size_t a = 0; a < s->run->nagents; a++) {
+        host_memory_verdict(s, s->run->agents[a].id, out);
+        cpu_verdict(s, s->run->agents[a].id, out);
+        tp_memory_growth growth;
+        if (tp_memory_growth_of(s, s->run->agents[a].id, &growth)) {
+            tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_MEMORY_GROWTH);
+            v->agent_id = s->run->agents[a].id;
+            v->f.memory_growth = growth;
+        }
+    }
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->items[i].series->metric, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S) == 0)
+            link_verdict(s, &s->items[i], out);
+}

@@ -304,6 +304,7 @@ static void machine_over(tp_run *run, int64_t agent, int gpu, int64_t t0, int64_
     if (m->others_cpu_percent < 0)
         m->others_cpu_percent = 0;
     m->cpu_pressure = mean_between(run, agent, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, t0, t1);
+    m->training_cpu_wait = mean_between(run, agent, TP_METRIC_PROC_CPU_WAIT_PERCENT, t0, t1);
     m->io_pressure = mean_between(run, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, t0, t1);
     m->mem_used_bytes = mean_between(run, agent, TP_METRIC_HOST_MEM_USED_BYTES, t0, t1);
     m->swap_used_bytes = mean_between(run, agent, TP_METRIC_SWAP_USED_BYTES, t0, t1);
@@ -334,7 +335,10 @@ void tp_regime_find_causes(const tp_regime *p, tp_regime *g)
     const tp_regime_machine *a = &p->machine, *b = &g->machine;
     if (fabs(b->others_cpu_percent - a->others_cpu_percent) >= 15)
         add_cause(g, TP_CAUSE_OTHERS_CPU, 0, a->others_cpu_percent, b->others_cpu_percent);
-    if (fabs(b->cpu_pressure - a->cpu_pressure) >= 10)
+    bool waited = isfinite(a->training_cpu_wait) && isfinite(b->training_cpu_wait);
+    if (waited && fabs(b->training_cpu_wait - a->training_cpu_wait) >= 10)
+        add_cause(g, TP_CAUSE_CPU_WAIT, 0, a->training_cpu_wait, b->training_cpu_wait);
+    if (!waited && fabs(b->cpu_pressure - a->cpu_pressure) >= 10) /* the machine's, not its own */
         add_cause(g, TP_CAUSE_CPU_PRESSURE, 0, a->cpu_pressure, b->cpu_pressure);
     if (fabs(b->io_pressure - a->io_pressure) >= 10)
         add_cause(g, TP_CAUSE_IO_PRESSURE, 0, a->io_pressure, b->io_pressure);
@@ -429,7 +433,7 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
             g->compute_bound = g->phase_s[2] / g->mean_s >= TP_COMPUTE_BOUND_SHARE &&
                                in < TP_COMPUTE_BOUND_INPUT_MAX;
         }
-        g->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+        g->machine = tp_regime_machine_unknown();
         if (nchanges && isfinite(g->t0_s) && isfinite(g->t1_s))
             machine_over(run, agent_id, gpu, tp_ns_round_s(g->t0_s), tp_ns_round_s(g->t1_s),
                          &g->machine);

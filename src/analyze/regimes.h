@@ -20,6 +20,7 @@
 #ifndef TP_ANALYZE_REGIMES_H
 #define TP_ANALYZE_REGIMES_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,16 +38,35 @@
 typedef struct tp_regime_machine {
     double others_cpu_percent; /* the CPUs' busy share less the training's tree's, % of all */
     double cpu_pressure, io_pressure; /* "some" pressure stall, % of time */
+    /* the training's processes' main threads waiting for a CPU, % of the
+     * time (run-queue delay: proc_cpu_wait_percent) */
+    double training_cpu_wait;
     double mem_used_bytes, swap_used_bytes;
     /* the rank's GPU: its SM clock (MHz) and the share of its samples with a
      * troubling clock event reason (NaN: no GPU known, or none recorded) */
     double gpu_sm_clock_mhz, gpu_trouble_share;
 } tp_regime_machine;
 
+/* A machine nothing was recorded of: every figure NaN. */
+static inline tp_regime_machine tp_regime_machine_unknown(void)
+{
+    return (tp_regime_machine){.others_cpu_percent = NAN,
+                               .cpu_pressure = NAN,
+                               .io_pressure = NAN,
+                               .training_cpu_wait = NAN,
+                               .mem_used_bytes = NAN,
+                               .swap_used_bytes = NAN,
+                               .gpu_sm_clock_mhz = NAN,
+                               .gpu_trouble_share = NAN};
+}
+
 /* What changed with the pace, from the regime before to this one. */
 typedef enum {
-    TP_CAUSE_PHASE,        /* a standard phase's seconds per step (phase: its index) */
-    TP_CAUSE_OTHERS_CPU,   /* other processes' share of the CPUs, +-15 points or more */
+    TP_CAUSE_PHASE,      /* a standard phase's seconds per step (phase: its index) */
+    TP_CAUSE_OTHERS_CPU, /* other processes' share of the CPUs, +-15 points or more */
+    /* the training's processes' wait for a CPU, +-10 points or more (where
+     * recorded; CPU pressure is said only where it is not) */
+    TP_CAUSE_CPU_WAIT,
     TP_CAUSE_CPU_PRESSURE, /* CPU pressure, +-10 points or more */
     TP_CAUSE_IO_PRESSURE,  /* I/O pressure, +-10 points or more */
     TP_CAUSE_SWAP,         /* swap used, up by 64 MiB or more */
@@ -72,7 +92,7 @@ typedef struct tp_regime_cause {
     char function[TP_CAUSE_TEXT], file[TP_CAUSE_TEXT];
 } tp_regime_cause;
 
-#define TP_REGIME_CAUSES 5
+#define TP_REGIME_CAUSES 6
 
 typedef struct tp_regime {
     size_t first_step, last_step; /* the rank's step numbers, from 1 */

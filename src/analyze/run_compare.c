@@ -77,6 +77,7 @@ static void machine_over_steps(const tp_summary *s, int rank, tp_regime_machine 
     double cores = cpus ? strtod(cpus, NULL) : 0;
     m->others_cpu_percent = cores >= 1 ? fmax(0, busy - own / cores) : NAN;
     m->cpu_pressure = mean_over_steps(s, agent, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
+    m->training_cpu_wait = mean_over_steps(s, agent, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
     m->io_pressure = mean_over_steps(s, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}");
     m->mem_used_bytes = mean_over_steps(s, agent, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
     m->swap_used_bytes = mean_over_steps(s, agent, TP_METRIC_SWAP_USED_BYTES, "{}");
@@ -100,7 +101,7 @@ static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, ch
     side->rank = -1;
     side->step_s = side->samples_per_s = side->samples_per_step = NAN;
     side->world = tp_run_world_size(s->run, t);
-    side->machine = (tp_regime_machine){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    side->machine = tp_regime_machine_unknown();
     for (size_t k = 0; k < TP_STEP_PHASES; k++)
         side->phase_s[k] = NAN;
     double rate = 0;
@@ -560,7 +561,7 @@ size_t tp_compare_machine_causes(const tp_run_compare *c, tp_regime_cause out[TP
     for (size_t i = 0; i < c->ncauses && i < TP_REGIME_CAUSES; i++) {
         tp_cause_kind kind = c->causes[i].kind;
         if (kind == TP_CAUSE_PHASE || kind == TP_CAUSE_FUNCTION ||
-            (kind == TP_CAUSE_CPU_PRESSURE && !others))
+            ((kind == TP_CAUSE_CPU_PRESSURE || kind == TP_CAUSE_CPU_WAIT) && !others))
             continue;
         out[n++] = c->causes[i];
     }

@@ -38,6 +38,12 @@ void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t
                          "%sprocesses not the training's used %.0f%% of the CPUs instead of %.0f%%",
                          sep, c->after, c->before);
             break;
+        case TP_CAUSE_CPU_WAIT:
+            n = snprintf(out + len, cap - len,
+                         "%sthe training's processes waited for a CPU %.0f%% of the time instead "
+                         "of %.0f%%",
+                         sep, c->after, c->before);
+            break;
         case TP_CAUSE_CPU_PRESSURE:
         case TP_CAUSE_IO_PRESSURE:
             n = snprintf(
@@ -67,6 +73,7 @@ void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t
 
 static const char *const cause_names[] = {"phase",
                                           "others_cpu_percent",
+                                          "training_cpu_wait_percent",
                                           "cpu_pressure_percent",
                                           "io_pressure_percent",
                                           "swap_in_use_bytes",

@@ -75,7 +75,9 @@ static const tp_series_summary *rank_gpu_series(const tp_summary *s, int rank, c
 /* input_bound for rank (waiting `in` of its step time), with the cause
  * that picks the advice: its machine's CPUs busy (median >= 90 %), with the
  * training's own process tree using at least half of that busy time (cpu),
- * or less (contention: another process competes); else its storage (tasks
+ * or less (contention: another process competes, and the training's
+ * processes waited for a CPU, where recorded; others busy on cycles a
+ * loader that sleeps leaves idle are not its cause); else its storage (tasks
  * waiting on I/O, median >= 25 %, or a disk busy, median >= 90 %); else
  * latency (too few workers to hide it). Medians over the agent's training
  * steps, so that the start-up (importing torch on one core) doesn't count. */
@@ -109,11 +111,16 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
     double cores = tp_verdicts_agent_cores(s, agent);
     v->f.input.own = own;
     v->f.input.own_cpu_p50 = own && cores >= 1 ? own->steps.p50 / cores : -1;
+    const tp_series_summary *held =
+        tp_summary_find(s, agent, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
+    v->f.input.held_p50 = held && held->steps.count ? held->steps.p50 : -1;
     bool busy = v->f.input.cpu_p50 >= TP_CPU_SATURATED_PERCENT;
     bool others =
         busy && v->f.input.own_cpu_p50 >= 0 && v->f.input.own_cpu_p50 < v->f.input.cpu_p50 / 2;
-    v->f.input.cause = others                                       ? TP_INPUT_CONTENTION
-                       : busy                                       ? TP_INPUT_CPU
+    bool held_back = v->f.input.held_p50 < 0 || v->f.input.held_p50 >= TP_CPU_WAIT_PERCENT;
+    v->f.input.others_idle = others && !held_back;
+    v->f.input.cause = others && held_back                          ? TP_INPUT_CONTENTION
+                       : busy && !others                            ? TP_INPUT_CPU
                        : v->f.input.disk_p50 >= DISK_BUSY_PERCENT   ? TP_INPUT_DISK
                        : v->f.input.io_p50 >= INPUT_IO_WAIT_PERCENT ? TP_INPUT_IO_WAIT
                                                                     : TP_INPUT_WORKERS;

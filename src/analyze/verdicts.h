@@ -77,11 +77,13 @@ typedef enum {
 
 /* What an input-bound rank's loading waits on, which picks the advice. */
 typedef enum {
-    TP_INPUT_CPU,        /* the CPUs busy (median >= 90 %), at least half of it the training's */
-    TP_INPUT_CONTENTION, /* the CPUs busy, but mostly with processes not the training's */
-    TP_INPUT_DISK,       /* a disk busy (median >= 90 %) */
-    TP_INPUT_IO_WAIT,    /* tasks waiting on storage (median >= 25 %) */
-    TP_INPUT_WORKERS,    /* none of those: latency, too few workers to hide it */
+    TP_INPUT_CPU, /* the CPUs busy (median >= 90 %), at least half of it the training's */
+    /* the CPUs busy, mostly with processes not the training's, and the
+     * training waiting for them (where its wait was recorded) */
+    TP_INPUT_CONTENTION,
+    TP_INPUT_DISK,    /* a disk busy (median >= 90 %) */
+    TP_INPUT_IO_WAIT, /* tasks waiting on storage (median >= 25 %) */
+    TP_INPUT_WORKERS, /* none of those: latency, too few workers to hide it */
 } tp_input_cause;
 
 /* One verdict. Series point into the summary it was built from; a value the
@@ -95,6 +97,11 @@ typedef struct tp_verdict {
         struct {
             double share, next_mean_s, step_mean_s, procs, cpu_p50, io_p50, disk_p50;
             double own_cpu_p50; /* the training's process tree, % of the machine; -1 unknown */
+            /* its processes' wait for a CPU (median %, -1 unknown), and
+             * whether others held the CPUs though the training hardly
+             * waited for them (the cause is then not contention) */
+            double held_p50;
+            bool others_idle;
             tp_input_cause cause;
             const tp_series_summary *cpu, *io, *disk, *own;
             const char *cpus; /* the agent's CPU count as its metadata says it, or NULL */

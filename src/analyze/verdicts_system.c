@@ -16,7 +16,6 @@
 #define GPU_THROTTLED_SHARE  0.10 /* of samples held back by heat or a power fault */
 #define MEMORY_NEAR_FULL     TP_VERDICT_MEMORY_NEAR_FULL
 #define LINK_NEAR_FULL       0.90
-#define CPU_WAIT_PERCENT     10.0 /* the training (or, unknown, some task) waited for a CPU */
 
 /* A MIG-mode GPU's instances (list: meta gpu.N.mig, "UUID=total bytes,..."),
  * each one's memory used (gpu_mem_used_bytes {gpu, mig}) against its total. */
@@ -115,7 +114,7 @@ static void host_memory_verdict(const tp_summary *s, int64_t agent_id, tp_verdic
 /* Others held agent's CPUs: busy >= 90 % on average over its steps, the
  * training's own process tree using less than half of that (as
  * input_bound's contention cause judges), and the training held back by
- * it: its processes' main threads waiting for a CPU >= CPU_WAIT_PERCENT of
+ * it: its processes' main threads waiting for a CPU >= TP_CPU_WAIT_PERCENT of
  * the time (run-queue delay), or, in a run recorded without that, some
  * task on the machine waiting (pressure), where the kernel reports it.
  * Others busy on cycles the training left idle (a training that sleeps,
@@ -136,7 +135,7 @@ static bool cpu_contention(const tp_summary *s, int64_t agent_id, tp_verdicts *o
         return false;
     double own = p->steps.mean / cores;
     const tp_series_summary *waited = held ? held : w;
-    if (!(own < u->steps.mean / 2) || (waited && !(waited->steps.mean >= CPU_WAIT_PERCENT)))
+    if (!(own < u->steps.mean / 2) || (waited && !(waited->steps.mean >= TP_CPU_WAIT_PERCENT)))
         return false;
     tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_CPU_CONTENTION);
     v->agent_id = agent_id;

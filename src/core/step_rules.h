@@ -27,4 +27,9 @@
  * `bottleneck`'s loader that more workers won't help. */
 #define TP_CPU_SATURATED_PERCENT 90.0
 
+/* The training counts as held back by others on busy CPUs where its
+ * processes' main threads waited for a CPU (run-queue delay) at least this
+ * share of the time: cpu_contention, and input_bound's contention cause. */
+#define TP_CPU_WAIT_PERCENT 10.0
+
 #endif

@@ -82,6 +82,8 @@ static void rank_evidence(tp_evidence *e, const tp_verdict *v)
         number(e, "cpu_util_p50_percent", "CPUs busy (median)", TP_FIGURE_PERCENT, 2, f->cpu_p50);
         number(e, "training_cpu_p50_percent", "the training's share of them", TP_FIGURE_PERCENT, 2,
                f->own_cpu_p50);
+        number(e, "training_cpu_wait_p50_percent", "the training waiting for a CPU (median)",
+               TP_FIGURE_PERCENT, 2, f->held_p50);
         number(e, "pressure_io_some_p50_percent", "waiting for I/O (median)", TP_FIGURE_PERCENT, 2,
                f->io_p50);
         number(e, "disk_busy_p50_percent", "busiest disk (median)", TP_FIGURE_PERCENT, 2,

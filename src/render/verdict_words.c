@@ -258,8 +258,16 @@ static void rank_message(char *out, size_t cap, const tp_verdict *v)
     char who[32];
     rank_name(who, sizeof who, v->rank);
     if (v->kind == TP_VERDICT_INPUT_BOUND) {
-        char advice[400];
+        char advice[640];
         input_advice(advice, sizeof advice, v);
+        const __typeof__(v->f.input) *f = &v->f.input;
+        size_t len = strlen(advice);
+        if (f->others_idle && len < sizeof advice)
+            snprintf(advice + len, sizeof advice - len,
+                     " Other processes kept the CPUs busy (%.0f%%, median; the training's own "
+                     "%.0f%%), but the training waited for a CPU only %.0f%% of the time: they "
+                     "are not what slows its loading.",
+                     f->cpu_p50, f->own_cpu_p50, f->held_p50);
         snprintf(out, cap,
                  "%s is input-bound: waiting for the next batch takes %.0f%% of step time "
                  "(dataloader_next %.1f ms per fetch, steps %.1f ms). Loading should take much "

@@ -38,8 +38,9 @@ static void test_input_bound_at_its_share_and_not_below(void **state)
     facts_free(f);
 }
 
-/* The cause that picks the advice, from the machine's figures over the steps. */
-static tp_input_cause cause_with(double cpu, double own_cpu, double disk, double io)
+/* The cause that picks the advice, from the machine's figures over the
+ * steps; held: the training's wait for a CPU (< 0: not recorded). */
+static tp_input_cause cause_with(double cpu, double own_cpu, double disk, double io, double held)
 {
     facts *f = facts_new();
     phase(f, TP_PHASE_DATALOADER_NEXT, 0.5, 0);
@@ -48,8 +49,12 @@ static tp_input_cause cause_with(double cpu, double own_cpu, double disk, double
     series(f, TP_METRIC_PROC_CPU_PERCENT, "{}", own_cpu * 4, own_cpu * 4, own_cpu * 4);
     series(f, TP_METRIC_DISK_BUSY_PERCENT, "{\"device\":\"sda\"}", disk, disk, disk);
     series(f, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}", io, io, io);
+    if (held >= 0)
+        series(f, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}", held, held, held);
     tp_verdict v;
     assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    assert_true(v.f.input.others_idle == (v.f.input.cause != TP_INPUT_CONTENTION &&
+                                          cpu >= TP_CPU_SATURATED_PERCENT && own_cpu < cpu / 2));
     facts_free(f);
     return v.f.input.cause;
 }
@@ -58,14 +63,18 @@ static void test_input_bound_causes(void **state)
 {
     (void)state;
     /* the CPUs saturated, the training's own processes at least half of it */
-    assert_int_equal(cause_with(95, 60, 0, 0), TP_INPUT_CPU);
+    assert_int_equal(cause_with(95, 60, 0, 0, -1), TP_INPUT_CPU);
     /* saturated, but mostly by others */
-    assert_int_equal(cause_with(95, 30, 0, 0), TP_INPUT_CONTENTION);
+    assert_int_equal(cause_with(95, 30, 0, 0, -1), TP_INPUT_CONTENTION);
+    assert_int_equal(cause_with(95, 30, 0, 0, TP_CPU_WAIT_PERCENT), TP_INPUT_CONTENTION);
+    /* by others, but the training hardly waited for a CPU (a loader that
+     * sleeps): not them, its latency */
+    assert_int_equal(cause_with(95, 30, 0, 0, TP_CPU_WAIT_PERCENT - 1), TP_INPUT_WORKERS);
     /* just below saturation: the storage's turn */
-    assert_int_equal(cause_with(TP_CPU_SATURATED_PERCENT - 1, 60, 95, 0), TP_INPUT_DISK);
-    assert_int_equal(cause_with(50, 40, 10, 30), TP_INPUT_IO_WAIT);
+    assert_int_equal(cause_with(TP_CPU_SATURATED_PERCENT - 1, 60, 95, 0, -1), TP_INPUT_DISK);
+    assert_int_equal(cause_with(50, 40, 10, 30, -1), TP_INPUT_IO_WAIT);
     /* nothing busy: latency that too few workers can't hide */
-    assert_int_equal(cause_with(50, 40, 10, 10), TP_INPUT_WORKERS);
+    assert_int_equal(cause_with(50, 40, 10, 10, -1), TP_INPUT_WORKERS);
 }
 
 static void test_transfer_bound_by_host_or_device_time(void **state)

@@ -119,13 +119,11 @@ static void host_memory_verdict(const tp_summary *s, int64_t agent_id, tp_verdic
  * task on the machine waiting (pressure), where the kernel reports it.
  * Others busy on cycles the training left idle (a training that sleeps,
  * waits on its GPU) do not slow it: no verdict. The CPU count unknown: no
- * judgement. */
-static bool cpu_contention(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
+ * judgement. u, p, w: the agent's CPUs busy, the training's tree's CPU and
+ * the CPU pressure (NULL where not recorded). */
+static bool cpu_contention(const tp_summary *s, int64_t agent_id, const tp_series_summary *u,
+                           const tp_series_summary *p, const tp_series_summary *w, tp_verdicts *out)
 {
-    const tp_series_summary *u = tp_summary_find(s, agent_id, TP_METRIC_CPU_UTIL_PERCENT, "{}");
-    const tp_series_summary *p = tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_PERCENT, "{}");
-    const tp_series_summary *w =
-        tp_summary_find(s, agent_id, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
     const tp_series_summary *held =
         tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
     if (held && held->steps.count == 0)
@@ -149,26 +147,25 @@ static bool cpu_contention(const tp_summary *s, int64_t agent_id, tp_verdicts *o
 /* CPUs maxed out on an agent with GPUs (where the CPUs feed them; training
  * on the CPU is meant to keep it busy): the host's (every core busy on
  * average), or, under a cgroup CPU limit (the agent's metadata), the
- * command's share of its limit. Not where others held them (cpu_contention
- * says so, and what to do). */
+ * command's share of its limit. Else, or on an agent without GPUs, others
+ * holding the CPUs (cpu_contention), but not where the command used its
+ * cgroup's limit: its wait for a CPU is then its own quota's. */
 static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
 {
-    if (cpu_contention(s, agent_id, out))
-        return;
-    bool gpus = false;
-    for (size_t g = 0; g < s->run->ngpus && !gpus; g++)
-        gpus = s->run->gpus[g].agent_id == agent_id;
-    if (!gpus)
-        return;
     const tp_series_summary *u = tp_summary_find(s, agent_id, TP_METRIC_CPU_UTIL_PERCENT, "{}");
     const tp_series_summary *p = tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_PERCENT, "{}");
     const tp_series_summary *w =
         tp_summary_find(s, agent_id, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
     const char *limit_s = tp_run_agent_meta_get(s->run, agent_id, TP_META_CGROUP_CPU_LIMIT_CORES);
     double limit = limit_s && strcmp(limit_s, "none") != 0 ? strtod(limit_s, NULL) : 0;
-    bool host = u && u->steps.mean >= TP_CPU_SATURATED_PERCENT;
     bool cgroup = limit > 0 && p && p->steps.mean >= TP_CPU_SATURATED_PERCENT * limit;
-    if (!host && !cgroup)
+    if (!cgroup && cpu_contention(s, agent_id, u, p, w, out))
+        return;
+    bool gpus = false;
+    for (size_t g = 0; g < s->run->ngpus && !gpus; g++)
+        gpus = s->run->gpus[g].agent_id == agent_id;
+    bool host = u && u->steps.mean >= TP_CPU_SATURATED_PERCENT;
+    if (!gpus || (!host && !cgroup))
         return;
     tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_CPU_SATURATED);
     v->agent_id = agent_id;

@@ -234,6 +234,11 @@ static void test_cpu_contention_where_others_held_the_cpus(void **state)
     assert_non_null(strstr(words, "using 25% of the machine (1.0 of its 4 cores) and others 70%"));
     assert_non_null(strstr(words, "some task waited for a CPU 50% of the time"));
     facts_free(f);
+    /* the command at its cgroup's CPU limit: its wait is its quota's */
+    f = machine_with(95, 1, 50);
+    meta(f, "cgroup_cpu_limit_cores", "1");
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, NULL), 0);
+    facts_free(f);
     /* where the training's own wait was recorded it decides: a training that
      * sleeps beside busy CPUs is not held back, whatever else waited */
     f = machine_with(95, 1, 50);

@@ -12,6 +12,7 @@
 
 #include "analyze/pace_now.h"
 #include "core/metric_catalog.h"
+#include "core/step_rules.h"
 #include "clock.h"
 #include "collect/collectors.h"
 #include "commands.h"
@@ -19,6 +20,7 @@
 #include "record/registry.h"
 #include "render/units.h"
 #include "store/reader_live.h"
+#include "top_host.h"
 #include "util/options.h"
 #include "util/labels.h"
 #include "util/log.h"
@@ -35,7 +37,8 @@ static const char usage[] =
     "and temperature with short history; CPU per core, memory, disk and network rates,\n"
     "the busiest disk (share of time busy) and the most used link (share of its speed);\n"
     "and, while a `trainprof record` runs, its step rate and where step time goes now\n"
-    "(with each phase's GPU time beside it where CUDA regions report device times).\n"
+    "(with each phase's GPU time beside it where CUDA regions report device times), and\n"
+    "the training's own CPU: its cores, and how long it waited for a CPU.\n"
     "Keys: q quits.\n";
 
 typedef struct history {
@@ -81,17 +84,6 @@ static void spark(const history *h, int width, char *out)
     out[n] = '\0';
 }
 
-static void bar(int width, double percent)
-{
-    int fill = (int)(percent / 100.0 * width + 0.5);
-    if (fill > width)
-        fill = width;
-    addch('[');
-    for (int i = 0; i < width; i++)
-        addch(i < fill ? '|' : ' ');
-    addch(']');
-}
-
 static bool latest(top_state *t, const char *metric, const char *labels, double *v)
 {
     return tp_live_latest(t->machine, metric, labels, v);
@@ -104,7 +96,7 @@ static void draw_cpu(top_state *t, int cols, int *row)
     move((*row)++, 0);
     printw("CPU  ");
     if (latest(t, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v)) {
-        bar(20, v);
+        tp_top_bar(20, v);
         spark(&t->cpu, cols - 40 > 0 ? (cols - 40 < HISTORY ? cols - 40 : HISTORY) : 0, hist);
         printw(" %5.1f%%  %s", v, hist);
     }
@@ -117,153 +109,12 @@ static void draw_cpu(top_state *t, int cols, int *row)
         if (col == 0)
             move((*row)++, 0);
         printw(" cpu%-3d", c);
-        bar(8, v);
+        tp_top_bar(8, v);
         printw("%4.0f%% ", v);
         col = (col + 1) % per_row;
         if (*row >= LINES - 8)
             break;
     }
-}
-
-/* Prints text where it fits on the current line, else nothing (curses would
- * wrap it onto the next). */
-static void print_if_room(const char *text)
-{
-    if (getcurx(stdscr) + (int)strlen(text) < COLS)
-        addstr(text);
-}
-
-/* The series of a metric with the highest latest value. */
-typedef struct highest {
-    char labels[TP_LABELS_MAX];
-    double value;
-    bool found;
-} highest;
-
-static void keep_highest(void *ctx, const char *labels, double value)
-{
-    highest *h = ctx;
-    if (!h->found || value > h->value) {
-        snprintf(h->labels, sizeof h->labels, "%s", labels);
-        h->value = value;
-        h->found = true;
-    }
-}
-
-/* "nvme0n1" of {"device":"nvme0n1"}: a device's name as a person reads it. */
-static void device_name(const char *labels, char *out, size_t cap)
-{
-    char shown[TP_LABELS_MAX];
-    tp_labels_display(labels, shown, sizeof shown);
-    const char *eq = strchr(shown, '=');
-    snprintf(out, cap, "%.24s", eq ? eq + 1 : shown);
-}
-
-/* Starts a new line: title, then the agent totals of two byte rates
- * ("read 1.2 MB/s write 300 kB/s") where both are known. */
-static void totals_line(top_state *t, int *row, const char *title, const char *name_a,
-                        const char *metric_a, const char *name_b, const char *metric_b)
-{
-    double v, w;
-    char a[32], b[32];
-    move((*row)++, 0);
-    addstr(title);
-    if (latest(t, metric_a, "{}", &v) && latest(t, metric_b, "{}", &w)) {
-        tp_format_value(a, sizeof a, "bytes_per_s", v);
-        tp_format_value(b, sizeof b, "bytes_per_s", w);
-        printw("%s %-11s %s %-11s", name_a, a, name_b, b);
-    }
-}
-
-/* Totals, IOPS, and the busiest disk (its share of time busy): a disk near
- * 100 % is saturated whatever its MB/s. */
-static void draw_disk(top_state *t, int *row)
-{
-    double v, w;
-    totals_line(t, row, "DISK ", "read", TP_METRIC_DISK_READ_BYTES_PER_S, "write",
-                TP_METRIC_DISK_WRITE_BYTES_PER_S);
-    char text[96];
-    if (latest(t, TP_METRIC_DISK_READ_IOPS, "{}", &v) &&
-        latest(t, TP_METRIC_DISK_WRITE_IOPS, "{}", &w)) {
-        snprintf(text, sizeof text, " %6.0f IOPS", v + w);
-        print_if_room(text);
-    }
-    highest busy = {0};
-    tp_live_latest_each(t->machine, TP_METRIC_DISK_BUSY_PERCENT, keep_highest, &busy);
-    if (busy.found) {
-        char name[32];
-        device_name(busy.labels, name, sizeof name);
-        snprintf(text, sizeof text, "  busiest %s %.0f%%", name, busy.value);
-        print_if_room(text);
-    }
-}
-
-/* Each link's speed, kept to find the most used one. */
-typedef struct links {
-    char labels[16][TP_LABELS_MAX];
-    double speed[16];
-    int n;
-} links;
-
-static void keep_link(void *ctx, const char *labels, double speed)
-{
-    links *l = ctx;
-    if (l->n < 16 && speed > 0) {
-        snprintf(l->labels[l->n], sizeof l->labels[l->n], "%s", labels);
-        l->speed[l->n++] = speed;
-    }
-}
-
-/* Totals, and the link most used against its speed (in either direction:
- * links are full duplex), where the system reports link speeds. */
-static void draw_net(top_state *t, int *row)
-{
-    char a[32];
-    totals_line(t, row, "NET  ", "recv", TP_METRIC_NET_RECV_BYTES_PER_S, "sent",
-                TP_METRIC_NET_SENT_BYTES_PER_S);
-    links l = {.n = 0};
-    tp_live_latest_each(t->machine, TP_METRIC_NET_LINK_SPEED_BYTES_PER_S, keep_link, &l);
-    int best = -1;
-    double best_use = 0;
-    for (int i = 0; i < l.n; i++) {
-        double recv = 0, sent = 0;
-        latest(t, TP_METRIC_NET_RECV_BYTES_PER_S, l.labels[i], &recv);
-        latest(t, TP_METRIC_NET_SENT_BYTES_PER_S, l.labels[i], &sent);
-        double use = 100 * (recv > sent ? recv : sent) / l.speed[i];
-        if (best < 0 || use > best_use) {
-            best = i;
-            best_use = use;
-        }
-    }
-    if (best >= 0) {
-        char name[32];
-        device_name(l.labels[best], name, sizeof name);
-        tp_format_value(a, sizeof a, "bytes_per_s", l.speed[best]);
-        char text[96];
-        snprintf(text, sizeof text, " busiest link %s %.0f%% of %s", name, best_use, a);
-        print_if_room(text);
-    }
-}
-
-static void draw_host(top_state *t, int *row)
-{
-    double used, avail, swap;
-    char a[32], b[32];
-    move((*row)++, 0);
-    printw("MEM  ");
-    if (latest(t, TP_METRIC_HOST_MEM_USED_BYTES, "{}", &used) &&
-        latest(t, TP_METRIC_HOST_MEM_AVAILABLE_BYTES, "{}", &avail)) {
-        bar(20, 100.0 * used / (used + avail));
-        tp_format_value(a, sizeof a, "bytes", used);
-        tp_format_value(b, sizeof b, "bytes", used + avail);
-        printw(" %s / %s", a, b);
-        if (latest(t, TP_METRIC_SWAP_USED_BYTES, "{}", &swap)) {
-            tp_format_value(a, sizeof a, "bytes", swap);
-            printw("   swap %s", a);
-        }
-    }
-    draw_disk(t, row);
-    draw_net(t, row);
 }
 
 static void draw_gpus(top_state *t, int cols, int *row)
@@ -276,7 +127,7 @@ static void draw_gpus(top_state *t, int cols, int *row)
             break;
         move((*row)++, 0);
         printw("GPU%-2d", g);
-        bar(20, util);
+        tp_top_bar(20, util);
         printw(" %5.1f%%", util);
         if (latest(t, TP_METRIC_GPU_MEM_USED_BYTES, labels, &used) &&
             latest(t, TP_METRIC_GPU_MEM_FREE_BYTES, labels, &free_b)) {
@@ -394,6 +245,28 @@ static void draw_pace(top_state *t, const tp_live_window *live, int *row)
            100 * (now.typical_s / first.typical_s - 1));
 }
 
+/* The training's own CPU over the live window, from its recording's
+ * samples: "the training: 0.6 cores, waiting for a CPU 48% of the time"
+ * (its processes' main threads' run-queue delay), in bold from
+ * TP_CPU_WAIT_PERCENT on, where other work holds the CPUs it needs. */
+static void draw_training_cpu(top_state *t, uint64_t now, int *row)
+{
+    int64_t t1 = (int64_t)now, t0 = t1 - (int64_t)TP_LIVE_WINDOW * 1000000000;
+    double cores, held;
+    if (!tp_run_live_mean(t->run, TP_METRIC_PROC_CPU_PERCENT, t0, t1, &cores))
+        return;
+    move((*row)++, 0);
+    printw("  the training: %.1f cores", cores / 100);
+    if (!tp_run_live_mean(t->run, TP_METRIC_PROC_CPU_WAIT_PERCENT, t0, t1, &held))
+        return;
+    bool waits = held >= TP_CPU_WAIT_PERCENT;
+    if (waits)
+        attron(A_BOLD);
+    printw(", waiting for a CPU %.0f%% of the time", held);
+    if (waits)
+        attroff(A_BOLD);
+}
+
 /* The registry's newest recording: its pid (0 when none), path, and why none
  * can be seen where its directory can't be trusted. */
 typedef struct {
@@ -461,6 +334,7 @@ static void draw_record(top_state *t, int cols, int *row)
         printw("   %.1f micro-batches/step", live.batches_per_step);
     printw("   (last %d s)", TP_LIVE_WINDOW);
     draw_pace(t, &live, row);
+    draw_training_cpu(t, now, row);
     int32_t stalled_rank;
     double stalled_s;
     if (t->recording && tp_live_worst_stall(t->recording, now, &stalled_rank, &stalled_s)) {
@@ -475,7 +349,7 @@ static void draw_record(top_state *t, int cols, int *row)
     for (size_t i = 0; i < live.nphases && *row < LINES - 1; i++) {
         move((*row)++, 0);
         printw("  %-20.20s", live.phases[i].name);
-        bar(cols > 60 ? 30 : 15, 100 * live.phases[i].share);
+        tp_top_bar(cols > 60 ? 30 : 15, 100 * live.phases[i].share);
         printw(" %5.1f%%", 100 * live.phases[i].share);
         if (live.phases[i].has_device) /* its CUDA event time, beside the host's */
             printw("  GPU %5.1f%%", 100 * live.phases[i].device_share);
@@ -497,7 +371,7 @@ static void draw(top_state *t)
     mvprintw(row++, 0, "trainprof top  %s  %s  (q quits)", host, clock_text);
     attroff(A_BOLD);
     draw_cpu(t, cols, &row);
-    draw_host(t, &row);
+    tp_top_draw_host(t->machine, &row);
     draw_gpus(t, cols, &row);
     draw_record(t, cols, &row);
     refresh();

@@ -196,3 +196,23 @@ size_t tp_run_step_begins_after(tp_run *run, int64_t *rowid, int64_t *thread_id,
     sqlite3_finalize(st);
     return n;
 }
+
+bool tp_run_live_mean(tp_run *run, const char *metric, int64_t t0_ns, int64_t t1_ns, double *mean)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT AVG(x.value) FROM sample x WHERE x.series_id = (SELECT s.id"
+                           " FROM series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ?1"
+                           " AND s.labels = '{}' ORDER BY s.agent_id LIMIT 1)"
+                           " AND x.t_ns > ?2 AND x.t_ns <= ?3",
+                           -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, t0_ns);
+    sqlite3_bind_int64(st, 3, t1_ns);
+    bool found = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    if (found)
+        *mean = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return found;
+}

@@ -45,4 +45,10 @@ bool tp_run_recent_steps(tp_run *run, size_t per_rank, tp_run_mark **out, size_t
 size_t tp_run_step_begins_after(tp_run *run, int64_t *rowid, int64_t *thread_id, int64_t *out,
                                 size_t max);
 
+/* The mean of the first agent's series of metric with no labels over the
+ * samples in (t0_ns, t1_ns], found by name in the file as it is now (the
+ * series the recorder added since the file was opened too). False when it
+ * has none there. */
+bool tp_run_live_mean(tp_run *run, const char *metric, int64_t t0_ns, int64_t t1_ns, double *mean);
+
 #endif

@@ -357,11 +357,13 @@ def test_a_real_prometheus_scrapes_two_recorders(tmp_path):
                 timeout=60,
                 what="both targets up",
             )
-            steps = wait_for(
-                lambda: both("sum by (agent) (rate(trainprof_steps_total[5s]))"),
-                timeout=60,
-                what="step rates of both agents",
-            )
+
+            def stepping():  # both trainings past their start (beside two burners, one
+                # was scraped at 0 steps/s while the other ran: its loop had not begun)
+                r = both("sum by (agent) (rate(trainprof_steps_total[5s]))")
+                return r if r and all(v > 0 for v in r.values()) else None
+
+            steps = wait_for(stepping, timeout=60, what="step rates of both agents")
             assert all(5 < v < 60 for v in steps.values()), steps  # ~45 steps/s each
             work = both('sum by (agent) (trainprof_phase_seconds_count{phase="work"})')
             assert work and all(v >= 1 for v in work.values())

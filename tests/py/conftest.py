@@ -125,6 +125,29 @@ def pytest_configure(config):
     )
 
 
+# The CPU-seconds each file's tests took in the spread stage of a CI run on the
+# 2-core VM (TEST_CPU_LOG, 2026-11-29), those over 10: the order's key below.
+# A file not listed counts as light; the figures need only rank the files.
+SPREAD_COST = {
+    "test_ops.py": 72,
+    "test_distributed.py": 71,
+    "test_trackers.py": 60,
+    "test_frameworks.py": 52,
+    "test_loops.py": 40,
+    "test_torch.py": 34,
+    "test_own_cost.py": 29,
+    "test_torch_steps.py": 25,
+    "test_lightning.py": 24,
+    "test_fleet.py": 24,
+    "test_pace.py": 23,
+    "test_stacks_cpython.py": 21,
+    "test_bottleneck.py": 20,
+    "test_training_untouched.py": 18,
+    "test_parquet_hostile.py": 12,
+    "test_stacks_sandbox.py": 10,
+}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         fn = getattr(item, "function", None)
@@ -132,7 +155,7 @@ def pytest_collection_modifyitems(config, items):
         if any(w in name for w in MACHINE_WORDS for name in names):
             item.add_marker(pytest.mark.machine)
     # The files whose tests mostly wait early, each followed by one whose tests
-    # keep a CPU busy, then the rest in their order: xdist (with
+    # keep a CPU busy, then the rest, heaviest first: xdist (with
     # --no-loadscope-reorder) hands the files out in this order. Early on the C
     # builds beside (make test-beside) take the CPU they leave; at the end of
     # the stage, with the builds done, tests that wait would leave it idle
@@ -141,7 +164,10 @@ def pytest_collection_modifyitems(config, items):
     waiting = {item.path for item in items if item.get_closest_marker("waits")}
     files = list(dict.fromkeys(item.path for item in items))
     waits = [f for f in files if f in waiting]
-    busy = [f for f in files if f not in waiting]
+    # the files that compute most first, the light ones last: in alphabetical
+    # order the trackers' file (60 CPU-seconds) came last, and one core stood
+    # idle for the last 20 s of the stage while its last test ran
+    busy = sorted((f for f in files if f not in waiting), key=lambda f: -SPREAD_COST.get(f.name, 0))
     order = [f for pair in zip(waits, busy) for f in pair]
     order += waits[len(busy) :] + busy[len(waits) :]
     rank = {f: i for i, f in enumerate(order)}

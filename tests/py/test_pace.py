@@ -14,14 +14,15 @@ import time
 import pytest
 from conftest import PROGRAM, PYTHON, OthersCpu, in_short, report_json, trainprof
 
-# A CPU-bound training on one thread of STEPS steps (about 20 ms each); at
-# the middle step it writes FLAG (the test then starts the burners).
-STEPS = 300
-SCRIPT = f"""
-STEPS = {STEPS}
+# A CPU-bound training on one thread of STEPS steps (about 20 ms each, alone);
+# at step FLAG_AT it writes FLAG (the test then starts the burners, whose
+# steps take about 50 ms: 75 of them hold a regime, at least 2 s).
+STEPS, FLAG_AT = 225, 150
+SCRIPT = """
 import os, pathlib, torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
+STEPS = int(os.environ["STEPS"])
 torch.set_num_threads(1)
 torch.manual_seed(0)
 data = TensorDataset(torch.randn(STEPS * 32, 256), torch.randint(0, 4, (STEPS * 32,)))
@@ -29,7 +30,7 @@ model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 flag = os.environ.get("FLAG")
 for step, (x, y) in enumerate(DataLoader(data, batch_size=32)):
-    if flag and step == STEPS // 2:
+    if flag and step == int(os.environ["FLAG_AT"]):
         pathlib.Path(flag).write_text("go")
     for _ in range(40):
         opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
@@ -38,11 +39,13 @@ for step, (x, y) in enumerate(DataLoader(data, batch_size=32)):
 BURN = "while True: pass"
 
 
-def record(tmp_path, run_file, burners):
+def record(tmp_path, run_file, burners, steps=STEPS):
     script = tmp_path / "pace.py"
     script.write_text(textwrap.dedent(SCRIPT))
     flag = tmp_path / "flag"
-    env = dict(os.environ, FLAG=str(flag)) if burners else dict(os.environ)
+    env = dict(os.environ, STEPS=str(steps), FLAG_AT=str(FLAG_AT))
+    if burners:
+        env["FLAG"] = str(flag)
     rec = subprocess.Popen(
         [PROGRAM, "record", "-q", "-o", str(run_file), "--", PYTHON, str(script)], env=env
     )
@@ -81,7 +84,7 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     # loaded machine may have slowed the first steps too (a change of its own)
     # (the burners, processes of their own, take up to ~0.5 s to start on a slow
     # machine: a few tens of its short steps after step 151)
-    at = [i for i, r in enumerate(regimes) if -10 <= r["first_step"] - (STEPS // 2 + 1) <= 40]
+    at = [i for i, r in enumerate(regimes) if -10 <= r["first_step"] - (FLAG_AT + 1) <= 40]
     assert at, regimes
     before, after = regimes[at[0] - 1], regimes[at[0]]
     assert after["step_typical_s"] >= 1.3 * before["step_typical_s"]
@@ -124,19 +127,22 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     assert sorted(marked) == [r["first_step"] for r in regimes[1:]], (marked, regimes)
 
 
+STEADY = 200  # steps: 4 s of them
+
+
 def test_a_steady_run_is_one_regime(tmp_path, run_file):
     with OthersCpu() as load:
-        record(tmp_path, run_file, burners=0)
+        record(tmp_path, run_file, burners=0, steps=STEADY)
     rep = report_json(run_file)
     regimes = rep["regimes"]["regimes"]
     # from the first step past the warm-up (a first step of 40 ms against the
     # others' 5, once, right after the other CI work: a warm-up step of one)
     first = 1 + rep["steps"][0]["warmup_steps"]
     if load.busy:  # other processes' load comes and goes: a change of pace is right then
-        assert regimes[0]["first_step"] == first and regimes[-1]["last_step"] == STEPS, regimes
+        assert regimes[0]["first_step"] == first and regimes[-1]["last_step"] == STEADY, regimes
         return
     assert len(regimes) == 1, regimes
-    assert regimes[0]["first_step"] == first and regimes[0]["last_step"] == STEPS, regimes
+    assert regimes[0]["first_step"] == first and regimes[0]["last_step"] == STEADY, regimes
     assert regimes[0]["causes"] == []
     assert "[pace]" not in trainprof("report", run_file).stdout
     r = trainprof("compare", "--regimes", run_file)

@@ -2,11 +2,9 @@
 #include "analyze/verdicts.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/gpu_use.h"
 #include "analyze/rank_gpu.h"
 #include "core/metric_catalog.h"
 #include "store/model_facts_file.h"

@@ -1,7 +1,6 @@
 /* verdicts_system.c: the rules of thumb on the machines' figures (GPUs,
  * host memory, CPUs, network links; tp_verdicts_system in verdicts.h). */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -317,7 +317,8 @@ static uint32_t due(void *ctx, const tp_stack_thread *t)
 }
 
 /* The thread's kernel id, and the region it has open, read just before its
- * frames: the innermost frame is read first, and the phase read with it. */
+ * state (its innermost frame's pointer with it): the phase of the moment
+ * that frame is, or earlier (sample_thread reads it again after). */
 static void before_thread(void *ctx, const tp_stack_thread *t)
 {
     sampler *s = ctx;
@@ -335,7 +336,13 @@ static void sample_thread(void *ctx, const tp_stack_thread *t, const tp_stack_fr
         flags |= TP_STACK_STATE | (cpu ? TP_STACK_ON_CPU : 0);
     for (size_t i = 0; i < t->nframes; i++)
         s->refs[i] = (tp_stack_ref){frame_of_code(s, frames[i].code), frames[i].line};
-    bool sent = tp_stack_send(s->t_ns, tid, s->phase, flags, s->refs, (uint32_t)t->nframes);
+    /* the region open now, against the one read before the frames: a thread
+     * that changed regions between the two (the sampler put off between
+     * its reads, on a busy machine) would pair its stack with another
+     * phase's (beside two CPU burners the module's line outweighed the
+     * hot function of "load"): that sample is not sent */
+    bool same = tid <= 0 || tp_thread_open_region(&s->rings, tid) == s->phase;
+    bool sent = same && tp_stack_send(s->t_ns, tid, s->phase, flags, s->refs, (uint32_t)t->nframes);
     atomic_fetch_add_explicit(&s->reads, 1, memory_order_relaxed);
     struct paced *p = tid > 0 && s->paced && !s->standby ? paced_of(s, tid) : NULL;
     if (p) {

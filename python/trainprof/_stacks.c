@@ -92,10 +92,8 @@ static void read_stack(tp_stack_walker *w, uintptr_t tstate, uintptr_t top, tp_s
 
 /* The thread (ids from its state ts, a copy) read and handed to fn. */
 static void walk_thread(tp_stack_walker *w, uintptr_t tstate, const PyThreadState *ts,
-                        tp_stack_thread *t, tp_stack_before_fn before, tp_stack_fn fn, void *ctx)
+                        tp_stack_thread *t, tp_stack_fn fn, void *ctx)
 {
-    if (before)
-        before(ctx, t);
     read_stack(w, tstate, top_frame(w, ts), t);
     fn(ctx, t, w->frames);
 }
@@ -169,6 +167,19 @@ static void mark_unbound(tp_stack_walker *w)
     w->relist_in = first ? w->relist_every : 0;
 }
 
+/* Reads listed thread l and hands it to fn, before called first: ahead of
+ * the read of its state, which holds its innermost frame (what before
+ * reads must be of the moment that frame is, or earlier). */
+static void read_due(tp_stack_walker *w, const struct listed *l, tp_stack_thread *t,
+                     tp_stack_before_fn before, tp_stack_fn fn, void *ctx)
+{
+    PyThreadState ts;
+    if (before)
+        before(ctx, t);
+    if (read_listed(w, l, &ts))
+        walk_thread(w, l->tstate, &ts, t, fn, ctx);
+}
+
 /* Reads the interpreter's list of threads into w->listed, then asks due of
  * each and reads those it says are due. */
 static int walk_list(tp_stack_walker *w, tp_stack_due_fn due, tp_stack_before_fn before,
@@ -194,9 +205,8 @@ static int walk_list(tp_stack_walker *w, tp_stack_due_fn due, tp_stack_before_fn
         tp_stack_thread t = {.thread_id = l->thread_id, .native_tid = l->native_tid};
         uint32_t wait = l->unbound ? 0 : due ? due(ctx, &t) : 0;
         l->wait = wait ? wait - 1 : 0;
-        PyThreadState ts;
-        if (!wait && !l->unbound && read_listed(w, l, &ts))
-            walk_thread(w, l->tstate, &ts, &t, before, fn, ctx);
+        if (!wait && !l->unbound)
+            read_due(w, l, &t, before, fn, ctx);
     }
     return (int)w->nlisted;
 }
@@ -226,9 +236,7 @@ int tp_stack_walk_due(tp_stack_walker *w, bool refresh, tp_stack_due_fn due,
             l->wait = wait - 1;
             continue;
         }
-        PyThreadState ts;
-        if (read_listed(w, l, &ts))
-            walk_thread(w, l->tstate, &ts, &t, before, fn, ctx);
+        read_due(w, l, &t, before, fn, ctx);
     }
     return (int)w->nlisted;
 }

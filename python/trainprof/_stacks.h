@@ -51,8 +51,10 @@ void tp_stack_walker_free(tp_stack_walker *w);
 bool tp_stack_walker_owned(const tp_stack_walker *w);
 
 typedef void (*tp_stack_fn)(void *ctx, const tp_stack_thread *t, const tp_stack_frame *frames);
-/* Called for each thread just before its frames are read (nframes 0 yet):
- * what must match the innermost frame, read first, is best read here. */
+/* Called for each thread just before its state is read (nframes 0 yet),
+ * and with it the pointer to its innermost frame: what must match that
+ * frame is read here, and read again after it to tell a thread that moved
+ * on between the two (a sampler put off between them, on a busy machine). */
 typedef void (*tp_stack_before_fn)(void *ctx, const tp_stack_thread *t);
 
 /* Reads every thread's stack and calls fn for each (threads with no Python

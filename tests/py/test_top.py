@@ -303,7 +303,7 @@ def test_busiest_disk_and_link(top, tmp_path):
         stderr=subprocess.DEVNULL,
     )
     try:
-        t = top(f"TRAINPROF_SYSROOT={root}", width=100)
+        t = top(f"TRAINPROF_SYSROOT={root}", width=100, interval=1)
         t.wait_for("busiest link eth0")
         deadline = time.time() + 10
         while time.time() < deadline:  # the first refresh has no rate yet
@@ -312,10 +312,12 @@ def test_busiest_disk_and_link(top, tmp_path):
             if use:
                 break
             time.sleep(0.2)
-        # 6.25 MB/s fed in 50 ms steps against top's own read times: a few % either way
-        # (6.38 once under a loaded CI)
+        # The feeder's counter lags its clock by up to 50 ms, and by more where a loaded
+        # CI puts its thread off: over top's 1 s refresh, 6.25 MB/s reads a quarter
+        # either way at worst (5.02 once at 0.5 s). The share of the link is judged
+        # exactly, against the rate top shows: 1 MB/s of 12.5 is 8 %.
         recv = float(re.search(r"recv ([\d.]+) MB/s", line).group(1))
-        assert 40 <= use <= 60 and 5.6 <= recv <= 6.9, line
+        assert 4.7 <= recv <= 7.8 and abs(use - 8 * recv) <= 1, line
         screen = t.wait_for("IOPS  busiest ")
         line = next(x for x in screen.splitlines() if x.startswith("DISK"))
         assert int(re.search(r"busiest \S+ (\d+)%", line).group(1)) > 0, line

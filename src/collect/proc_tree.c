@@ -29,6 +29,7 @@
 #include "core/metric_catalog.h"
 #include "collect/collector.h"
 #include "collect/counter.h"
+#include "collect/schedstat.h"
 #include "util/text_parse.h"
 #include "util/grow.h"
 
@@ -108,16 +109,6 @@ static bool parse_io(const char *buf, size_t len, uint64_t *read, uint64_t *writ
             found |= 2;
     }
     return found == 3;
-}
-
-/* The run-queue delay of /proc/PID/schedstat ("on-CPU ns, waiting ns,
- * timeslices"): the nanoseconds the process's main thread was runnable but
- * waited for a CPU. */
-static bool parse_schedstat(const char *buf, size_t len, uint64_t *wait_ns)
-{
-    const char *p = buf, *end = buf + len;
-    uint64_t on_cpu;
-    return tp_parse_u64(&p, end, &on_cpu) && tp_parse_u64(&p, end, wait_ns);
 }
 
 static ssize_t pread_all(int fd, char *buf, size_t cap)
@@ -315,7 +306,7 @@ static bool add_member(proc_tree_collector *c, pt_entry *e, pt_totals *t)
     n = read_member_file(c, e, e->io_fd, "io", buf, sizeof buf);
     bool have_io = n > 0 && parse_io(buf, (size_t)n, &rd, &wr);
     n = read_member_file(c, e, e->sched_fd, "schedstat", buf, sizeof buf);
-    bool have_wait = n > 0 && parse_schedstat(buf, (size_t)n, &wait_ns);
+    bool have_wait = n > 0 && tp_schedstat_parse(buf, (size_t)n, &wait_ns);
     t->count++;
     t->threads += st.threads;
     t->rss_pages += st.rss_pages;

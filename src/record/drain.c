@@ -21,6 +21,7 @@
 #include "record/ops_relay.h"
 #include "record/process_ends.h"
 #include "record/ring_events.h"
+#include "record/step_waits.h"
 #include "clock.h"
 #include "ring.h"
 #include "util/utf8.h"
@@ -95,6 +96,7 @@ struct tp_drain {
     unsigned stacks_passed;
     atomic_uint open_conns; /* processes connected now (tp_drain_open_processes) */
     tp_ops_relay *ops;      /* capture windows; NULL: none */
+    tp_step_waits *waits;   /* the step threads' waits for a CPU; NULL: none */
 };
 
 /* ---- events -------------------------------------------------------------- */
@@ -133,15 +135,16 @@ static void misbehaved(tp_drain *d, int conn, drain_ring *r, const char *what)
     tp_sink_unavailable(d->sink, source, reason);
 }
 
-/* A TP_EV_RANK event read from one of conn's rings. */
-typedef struct rank_ctx {
+/* One of the drain's connections, for a callback. */
+typedef struct conn_ctx {
     tp_drain *d;
     int conn;
-} rank_ctx;
+} conn_ctx;
 
+/* A TP_EV_RANK event read from one of conn's rings. */
 static void on_rank(void *ctx, int32_t rank, uint64_t aux)
 {
-    rank_ctx *c = ctx;
+    conn_ctx *c = ctx;
     set_process_rank(c->d, c->conn, rank, aux);
 }
 
@@ -152,7 +155,7 @@ static void drain_ring_events(tp_drain *d, drain_ring *r)
     if (r->broken)
         return;
     uint64_t head = atomic_load_explicit(&r->h->head, memory_order_acquire);
-    rank_ctx ctx = {d, r->conn};
+    conn_ctx ctx = {d, r->conn};
     char why[160];
     if (tp_ring_reader_consume(&r->reader, d->sink, tp_ring_slots(r->h), head, on_rank, &ctx, why,
                                sizeof why)) {
@@ -224,11 +227,6 @@ static void add_ring(tp_drain *d, int conn, int fd)
     r->reader.pid = d->peers[conn].pid;
     tp_ops_relay_publish(d->ops, h); /* the capture window asked for so far */
 }
-
-typedef struct conn_ctx {
-    tp_drain *d;
-    int conn;
-} conn_ctx;
 
 /* The sink thread of process conn's thread tid (0: none of its rings). */
 static uint32_t thread_of_tid(void *ctx, int32_t tid)
@@ -389,6 +387,7 @@ static bool accept_one(tp_drain *d)
     d->conns[slot] = c;
     atomic_fetch_add(&d->open_conns, 1);
     d->ranks[slot] = (conn_rank){0};
+    tp_step_waits_reset(d->waits, slot);
     d->peers[slot] = (conn_peer){(int32_t)cred.pid, false};
     if (slot == d->nconns)
         d->nconns++;
@@ -458,6 +457,13 @@ static void *drain_main(void *arg)
                                           memory_order_release);
             d->stacks_passed = wanted;
         }
+        bool due = tp_step_waits_due(d->waits, (uint64_t)now); /* each step thread's wait */
+        for (size_t i = 0; due && i < d->nrings; i++)
+            tp_step_waits_offer(d->waits, (size_t)d->rings[i].conn, d->rings[i].tid,
+                                d->rings[i].reader.steps);
+        for (size_t i = 0; due && i < d->nconns; i++)
+            if (d->conns[i] >= 0)
+                tp_step_waits_read(d->waits, d->sink, i, d->peers[i].pid, (uint64_t)now);
         for (size_t i = d->nrings; i-- > 0;)
             if (d->rings[i].broken || d->rings[i].closed)
                 retire_ring(d, i);
@@ -485,7 +491,8 @@ void tp_drain_want_stacks(tp_drain *d)
         atomic_fetch_add(&d->stacks_wanted, 1);
 }
 
-tp_drain *tp_drain_start(tp_sink *sink, const tp_ops_options *ops, char *err, size_t cap)
+tp_drain *tp_drain_start(tp_sink *sink, const tp_ops_options *ops, uint64_t interval_ns, char *err,
+                         size_t cap)
 {
     tp_drain *d = calloc(1, sizeof *d);
     if (!d)
@@ -517,6 +524,7 @@ tp_drain *tp_drain_start(tp_sink *sink, const tp_ops_options *ops, char *err, si
     off.off = true;
     char ops_err[200]; /* without a control socket, no windows: the rest goes on */
     d->ops = tp_ops_relay_new(d->dir, ops ? ops : &off, ops_err, sizeof ops_err);
+    d->waits = tp_step_waits_new(MAX_CONNS, interval_ns); /* NULL: none; the rest goes on */
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     snprintf(addr.sun_path, sizeof addr.sun_path, "%s", d->path);
     d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -583,6 +591,7 @@ void tp_drain_stop(tp_drain *d)
         close(d->reserve_fd);
     unlink(d->path);
     tp_ops_relay_free(d->ops);
+    tp_step_waits_free(d->waits);
     rmdir(d->dir);
     free(d->rings);
     free(d);

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/sink.h"
 #include "record/ops_plan.h"
@@ -19,8 +20,11 @@
 typedef struct tp_drain tp_drain;
 
 /* NULL with a reason in err when the socket can't be made. ops: when to
- * ask for capture windows (record/ops_plan.h); NULL: never. */
-tp_drain *tp_drain_start(tp_sink *sink, const tp_ops_options *ops, char *err, size_t cap);
+ * ask for capture windows (record/ops_plan.h); NULL: never. interval_ns:
+ * how often the step threads' waits for a CPU are read (step_waits.h; 0:
+ * TP_STEP_WAIT_PERIOD_NS), the recording's sampling interval. */
+tp_drain *tp_drain_start(tp_sink *sink, const tp_ops_options *ops, uint64_t interval_ns, char *err,
+                         size_t cap);
 const char *tp_drain_socket_path(const tp_drain *d);
 void tp_drain_stop(tp_drain *d);
 

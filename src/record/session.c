@@ -238,7 +238,7 @@ static bool start_command(session *s, int *rc)
     ops.steps = (uint32_t)o->ops_steps;
     ops.every_ns = (int64_t)(o->ops_every_s * 1e9);
     ops.on_slow = o->ops_on_slow;
-    s->drain = tp_drain_start(s->sink, &ops, err, sizeof err);
+    s->drain = tp_drain_start(s->sink, &ops, (uint64_t)(o->interval_s * 1e9), err, sizeof err);
     if (s->drain)
         tp_http_on_capture(s->http, ask_capture, s->drain);
     else

@@ -1,6 +1,7 @@
 /* test_collectors_real.c: the collectors against this machine's real /proc
  * and /sys: a process tree of its own that burns CPU, and every collector at
  * once. Each judges what the kernel said, whatever else the machine does. */
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "collect/collectors.h"
 #include "core/metric_catalog.h"
+#include "record/step_waits.h"
 #include "harness.h"
 #include "trainprof.h"
 
@@ -129,6 +131,71 @@ static void test_proc_tree_real(void **state)
     test_env_close(&t);
 }
 
+/* thread tid's waiting nanoseconds, from /proc/PID/task/TID/schedstat (the
+ * oracle); -1 where the kernel has no schedstat. */
+static double thread_wait_ns(pid_t pid, pid_t tid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+    FILE *f = fopen(path, "r");
+    unsigned long long on_cpu = 0, waited = 0;
+    int n = f ? fscanf(f, "%llu %llu", &on_cpu, &waited) : 0;
+    if (f)
+        fclose(f);
+    return n == 2 ? (double)waited : -1;
+}
+
+/* The step thread's wait, as the recorder's drain reads it: of the thread
+ * that marked the most steps, between two readings of the same thread, to
+ * the nanosecond against its schedstat read around them; a thread that is
+ * not the process's own gives nothing. */
+static void test_step_thread_wait_real(void **state)
+{
+    (void)state;
+    pid_t grandchild;
+    pid_t child = spawn_tree(&grandchild);
+    cpu_set_t one; /* the two burners share a CPU: each waits for it half the time */
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+    assert_int_equal(sched_setaffinity(child, sizeof one, &one), 0);
+    assert_int_equal(sched_setaffinity(grandchild, sizeof one, &one), 0);
+    test_env t;
+    test_env_open(&t, "/", child);
+    tp_step_waits *w = tp_step_waits_new(2, 1);
+    assert_non_null(w);
+    double outer[2], inner[2];
+    uint64_t at[2];
+    for (int i = 0; i < 2; i++) {
+        if (i)
+            usleep(300000);
+        outer[i] = thread_wait_ns(child, child);
+        at[i] = tp_clock_now_ns();
+        assert_true(tp_step_waits_due(w, at[i]));
+        tp_step_waits_offer(w, 0, grandchild, 3); /* not the child's: never read */
+        tp_step_waits_offer(w, 0, child, 9);
+        tp_step_waits_offer(w, 1, getpid(), 5); /* slot 1: "process" child, a foreign tid */
+        tp_step_waits_read(w, t.sink, 0, child, at[i]);
+        tp_step_waits_read(w, t.sink, 1, child, at[i]);
+        inner[i] = thread_wait_ns(child, child);
+    }
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[2];
+    char labels[32];
+    snprintf(labels, sizeof labels, "{\"pid\":\"%d\"}", (int)child);
+    if (outer[0] >= 0) { /* the kernel keeps schedstat */
+        assert_int_equal(cap_values(&b, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, labels, v, 2), 1);
+        double waited = v[0] / 100.0 * (double)(at[1] - at[0]);
+        assert_true(v[0] > 10); /* it did wait, and the figure is its own thread's */
+        assert_true(waited >= outer[1] - inner[0] - 1.0);
+        assert_true(waited <= inner[1] - outer[0] + 1.0);
+        assert_int_equal(cap_series_count(&b, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT), 1);
+    }
+    tp_step_waits_free(w);
+    tp_batch_free(&b);
+    test_env_close(&t);
+}
+
 static int kill_burners(void **state)
 {
     (void)state;
@@ -171,6 +238,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_proc_tree_real, kill_burners),
+        cmocka_unit_test_teardown(test_step_thread_wait_real, kill_burners),
         cmocka_unit_test(test_real_host_all_collectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

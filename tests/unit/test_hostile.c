@@ -56,7 +56,7 @@ static void play(const char *mode, tp_batch *b, pid_t *hostile)
 {
     char err[256];
     tp_sink *sink = tp_sink_new(0);
-    tp_drain *drain = tp_drain_start(sink, NULL, err, sizeof err);
+    tp_drain *drain = tp_drain_start(sink, NULL, 0, err, sizeof err);
     if (!drain)
         fail_msg("drain: %s", err);
     setenv("TRAINPROF_SOCKET", tp_drain_socket_path(drain), 1);

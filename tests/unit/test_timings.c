@@ -24,7 +24,7 @@ static int setup(void **state)
     (void)state;
     char err[256];
     sink = tp_sink_new(0);
-    drain = tp_drain_start(sink, NULL, err, sizeof err);
+    drain = tp_drain_start(sink, NULL, 0, err, sizeof err);
     if (!drain)
         fail_msg("drain: %s", err);
     setenv("TRAINPROF_SOCKET", tp_drain_socket_path(drain), 1);
@@ -62,7 +62,7 @@ static void collect(tp_batch *b)
     tp_drain_stop(drain);
     cap_take(sink, b);
     char err[256];
-    drain = tp_drain_start(sink, NULL, err, sizeof err);
+    drain = tp_drain_start(sink, NULL, 0, err, sizeof err);
     assert_non_null(drain);
     setenv("TRAINPROF_SOCKET", tp_drain_socket_path(drain), 1);
 }

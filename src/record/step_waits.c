@@ -1,0 +1,93 @@
+/* step_waits.c: the step threads' run-queue delays (step_waits.h). */
+#include "record/step_waits.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "collect/counter.h"
+#include "collect/schedstat.h"
+#include "core/metric_catalog.h"
+#include "core/run_keys.h"
+
+typedef struct step_wait {
+    int32_t tid;         /* the thread read last; 0: none yet */
+    int32_t offered_tid; /* the most stepping thread offered this period */
+    uint64_t offered_steps;
+    uint64_t wait_ns, read_ns; /* its last reading, and when */
+    uint32_t series;           /* 0: not made yet */
+} step_wait;
+
+struct tp_step_waits {
+    tp_sysroot root;
+    bool root_open;
+    uint64_t last_ns, period_ns;
+    size_t slots;
+    step_wait w[];
+};
+
+tp_step_waits *tp_step_waits_new(size_t slots, uint64_t period_ns)
+{
+    tp_step_waits *w = calloc(1, sizeof *w + slots * sizeof w->w[0]);
+    if (!w)
+        return NULL;
+    w->slots = slots;
+    w->period_ns = period_ns ? period_ns : TP_STEP_WAIT_PERIOD_NS;
+    w->root_open = tp_sysroot_open(&w->root, tp_sysroot_default_path());
+    return w;
+}
+
+void tp_step_waits_free(tp_step_waits *w)
+{
+    if (w && w->root_open)
+        tp_sysroot_close(&w->root);
+    free(w);
+}
+
+bool tp_step_waits_due(tp_step_waits *w, uint64_t now_ns)
+{
+    if (!w || !w->root_open || now_ns - w->last_ns < w->period_ns)
+        return false;
+    w->last_ns = now_ns;
+    return true;
+}
+
+void tp_step_waits_offer(tp_step_waits *w, size_t slot, int32_t tid, uint64_t steps)
+{
+    if (!w || slot >= w->slots || steps == 0)
+        return;
+    step_wait *s = &w->w[slot];
+    if (steps > s->offered_steps)
+        s->offered_tid = tid, s->offered_steps = steps;
+}
+
+void tp_step_waits_read(tp_step_waits *w, tp_sink *sink, size_t slot, int32_t pid, uint64_t now_ns)
+{
+    if (!w || slot >= w->slots)
+        return;
+    step_wait *s = &w->w[slot];
+    int32_t tid = s->offered_tid;
+    s->offered_tid = 0, s->offered_steps = 0;
+    uint64_t wait_ns, d;
+    if (!tid || !tp_schedstat_thread_wait(&w->root, pid, tid, &wait_ns)) {
+        s->tid = 0;
+        return;
+    }
+    bool again = s->tid == tid && now_ns > s->read_ns;
+    if (again && tp_counter_delta(s->wait_ns, wait_ns, &d)) {
+        if (!s->series) {
+            char labels[48];
+            tp_labels_pid(labels, sizeof labels, (long)pid);
+            s->series = tp_sink_series(sink, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, labels);
+        }
+        if (s->series)
+            tp_sink_sample(sink, s->series, now_ns,
+                           100.0 * (double)d / (double)(now_ns - s->read_ns));
+    }
+    s->tid = tid, s->wait_ns = wait_ns, s->read_ns = now_ns;
+}
+
+void tp_step_waits_reset(tp_step_waits *w, size_t slot)
+{
+    if (w && slot < w->slots)
+        w->w[slot] = (step_wait){0};
+}

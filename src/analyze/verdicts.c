@@ -332,8 +332,11 @@ static double weight(const tp_verdict *v)
                                                                     : 1;
     case TP_VERDICT_GPU_UNDERUSED: return 0.2;
     case TP_VERDICT_CPU_CONTENTION: {
-        double held = v->f.cpu.held ? v->f.cpu.held->steps.mean : v->f.cpu.others_percent;
-        return held < 100 ? held / 100 : 1; /* main threads of several processes: over 100 */
+        /* the step's own wait; before it was recorded, the tree's main
+         * threads' (over 100 with several processes) or others' share */
+        const tp_series_summary *w = v->f.cpu.step_wait ? v->f.cpu.step_wait : v->f.cpu.held;
+        double held = w ? w->steps.mean : v->f.cpu.others_percent;
+        return held < 100 ? held / 100 : 1;
     }
     case TP_VERDICT_GPU_MEMORY_GROWTH: return 0.3; /* it ends the run */
     default: return 0.1;

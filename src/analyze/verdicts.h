@@ -168,6 +168,13 @@ typedef struct tp_verdict {
              * waited for a CPU (NULL: a run recorded without it) */
             double cores, others_percent;
             const tp_series_summary *held;
+            /* cpu_contention: the step thread that waited most for a CPU
+             * (step_thread_cpu_wait_percent{pid}, NULL: a run recorded
+             * without it), its process's rank (-1: unknown), and of how
+             * many processes' step threads */
+            const tp_series_summary *step_wait;
+            int step_wait_rank;
+            size_t step_threads;
         } cpu;
         struct {
             const tp_series_summary *link, *rate; /* the speed, and the worse direction */

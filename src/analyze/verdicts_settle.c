@@ -57,9 +57,9 @@ static bool figures_finite(const tp_verdict *v)
         return finite_all(f, 3);
     }
     case TP_VERDICT_CPU_CONTENTION: {
-        double f[] = {mean_of(v->f.cpu.util), mean_of(v->f.cpu.proc), mean_of(v->f.cpu.wait),
-                      v->f.cpu.others_percent, mean_of(v->f.cpu.held)};
-        return finite_all(f, 5);
+        double f[] = {mean_of(v->f.cpu.util),  mean_of(v->f.cpu.proc), mean_of(v->f.cpu.wait),
+                      v->f.cpu.others_percent, mean_of(v->f.cpu.held), mean_of(v->f.cpu.step_wait)};
+        return finite_all(f, 6);
     }
     case TP_VERDICT_CPU_SATURATED: {
         double f[] = {mean_of(v->f.cpu.util), mean_of(v->f.cpu.proc), mean_of(v->f.cpu.wait)};

@@ -110,12 +110,45 @@ static void host_memory_verdict(const tp_summary *s, int64_t agent_id, tp_verdic
     v->f.host_memory.swap_max_bytes = swap > 0 ? swap : 0;
 }
 
+/* The agent's step thread that waited most for a CPU over the steps
+ * (step_thread_cpu_wait_percent{pid}: each traced process's), into v's
+ * step_wait, its rank and the count of step threads read; none in a run
+ * recorded before the metric. */
+static void most_held_step_thread(const tp_summary *s, int64_t agent_id, tp_verdict *v)
+{
+    const tp_series_summary *best = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const tp_series_summary *x = &s->items[i];
+        if (x->series->agent_id != agent_id || x->steps.count == 0 ||
+            strcmp(x->series->metric, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT) != 0)
+            continue;
+        n++;
+        if (!best || x->steps.mean > best->steps.mean)
+            best = x;
+    }
+    v->f.cpu.step_wait = best, v->f.cpu.step_threads = n, v->f.cpu.step_wait_rank = -1;
+    tp_run_process *procs = NULL;
+    size_t nprocs = 0;
+    if (!best || !tp_run_processes(s->run, &procs, &nprocs))
+        return;
+    for (size_t i = 0; i < nprocs; i++) {
+        char labels[48];
+        tp_labels_pid(labels, sizeof labels, (long)procs[i].pid);
+        if (procs[i].agent_id == agent_id && strcmp(labels, best->series->labels) == 0)
+            v->f.cpu.step_wait_rank = procs[i].rank;
+    }
+    free(procs);
+}
+
 /* Others held agent's CPUs: busy >= 90 % on average over its steps, the
  * training's own process tree using less than half of that (as
  * input_bound's contention cause judges), and the training held back by
- * it: its processes' main threads waiting for a CPU >= TP_CPU_WAIT_PERCENT of
- * the time (run-queue delay), or, in a run recorded without that, some
- * task on the machine waiting (pressure), where the kernel reports it.
+ * it: the step thread that waited most (of the rank the others slowed
+ * most, which the rest wait for at their collectives) waiting for a CPU >=
+ * TP_CPU_WAIT_PERCENT of the time (run-queue delay); in a run recorded
+ * before that, the tree's processes' main threads together; before that,
+ * some task on the machine waiting (pressure), where the kernel reports it.
  * Others busy on cycles the training left idle (a training that sleeps,
  * waits on its GPU) do not slow it: no verdict. The CPU count unknown: no
  * judgement. u, p, w: the agent's CPUs busy, the training's tree's CPU and
@@ -131,10 +164,15 @@ static bool cpu_contention(const tp_summary *s, int64_t agent_id, const tp_serie
     if (!u || !p || cores < 1 || !(u->steps.mean >= TP_CPU_SATURATED_PERCENT))
         return false;
     double own = p->steps.mean / cores;
-    const tp_series_summary *waited = held ? held : w;
+    tp_verdict found = {.kind = TP_VERDICT_CPU_CONTENTION};
+    most_held_step_thread(s, agent_id, &found);
+    const tp_series_summary *waited = found.f.cpu.step_wait ? found.f.cpu.step_wait
+                                      : held                ? held
+                                                            : w;
     if (!(own < u->steps.mean / 2) || (waited && !(waited->steps.mean >= TP_CPU_WAIT_PERCENT)))
         return false;
     tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_CPU_CONTENTION);
+    v->f.cpu = found.f.cpu;
     v->agent_id = agent_id;
     v->f.cpu.host = true;
     v->f.cpu.util = u, v->f.cpu.proc = p, v->f.cpu.wait = w, v->f.cpu.held = held;

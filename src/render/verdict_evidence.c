@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "render/units.h"
 #include "render/verdict_words.h"
 #include "util/labels.h"
@@ -194,6 +195,12 @@ static void system_evidence(tp_evidence *e, const tp_summary *s, const tp_verdic
                c->others_percent);
         number(e, "training_cpu_wait_percent", "the training waiting for a CPU (mean)",
                TP_FIGURE_PERCENT, 2, c->held ? c->held->steps.mean : -1);
+        number(e, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
+               "its step thread waiting for a CPU (mean)", TP_FIGURE_PERCENT, 2,
+               c->step_wait ? c->step_wait->steps.mean : -1);
+        if (c->step_wait && c->step_wait_rank >= 0)
+            number(e, "step_thread_rank", "of rank", TP_FIGURE_PLAIN, 0, c->step_wait_rank);
+        number(e, "step_threads", "step threads read", TP_FIGURE_PLAIN, 0, (double)c->step_threads);
         number(e, "pressure_cpu_some_mean_percent", "waiting for a CPU (mean)", TP_FIGURE_PERCENT,
                2, c->wait ? c->wait->steps.mean : -1);
         over(e, c->util);

@@ -389,8 +389,19 @@ static void gpu_message(char *out, size_t cap, const tp_verdict *v, const char *
 static void cpu_message(char *out, size_t cap, const tp_verdict *v, const char *of)
 {
     const __typeof__(v->f.cpu) *c = &v->f.cpu;
-    char waited[128] = "", busy[200];
-    if (c->held) /* cpu_contention: the training's own wait, where recorded */
+    char waited[160] = "", busy[200], whose[32] = "one process's";
+    if (c->step_wait_rank >= 0)
+        snprintf(whose, sizeof whose, "rank %d's", c->step_wait_rank);
+    if (c->step_wait && c->step_threads > 1)
+        snprintf(waited, sizeof waited,
+                 "; %s step thread waited for a CPU %.0f%% of the time, the most of the %zu "
+                 "processes' step threads",
+                 whose, c->step_wait->steps.mean, c->step_threads);
+    else if (c->step_wait) /* cpu_contention: the step's own wait, where recorded */
+        snprintf(waited, sizeof waited,
+                 "; the training's step thread waited for a CPU %.0f%% of the time",
+                 c->step_wait->steps.mean);
+    else if (c->held) /* before that, the training's processes' main threads' */
         snprintf(waited, sizeof waited,
                  "; the training's processes waited for a CPU %.0f%% of the time",
                  c->held->steps.mean);

@@ -218,6 +218,9 @@ def test_contention_beside_the_second_run_is_named(tmp_path):
     assert "[cpu_contention] Other processes held the CPUs" in answer, answer
     [held] = [v["evidence"] for v in report_json(busy)["verdicts"] if v["kind"] == "cpu_contention"]
     assert held["training_cpu_wait_percent"] >= 10 and held["others_cpu_percent"] > 45, held
+    # its one process's step thread, read by the recorder, is what waited
+    assert held["step_thread_cpu_wait_percent"] >= 10 and held["step_threads"] == 1, held
+    assert "the training's step thread waited for a CPU" in answer, answer
     if load.busy:  # others took CPUs from A as well: B's burners add less than they take
         assert c["step_change"]["comparable"] and kinds, (load.cpus, c)
         return

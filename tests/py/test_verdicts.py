@@ -428,4 +428,11 @@ def test_others_on_cpus_a_sleeping_training_leaves_idle_are_no_contention(tmp_pa
     }
     assert figures["cpu_util_percent"] >= 90, figures  # the burners held the CPUs
     assert figures["proc_cpu_wait_percent"] < 10, figures
+    [step_thread] = [
+        m["in_steps"]["mean"]
+        for a in rep["agents"]
+        for m in a["metrics"]
+        if m["name"] == "step_thread_cpu_wait_percent"
+    ]
+    assert step_thread < 10, step_thread
     assert "cpu_contention" not in [v["kind"] for v in rep["verdicts"]], rep["verdicts"]

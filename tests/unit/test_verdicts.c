@@ -251,6 +251,48 @@ static void test_cpu_contention_where_others_held_the_cpus(void **state)
     facts_free(f);
 }
 
+/* Where each process's step thread's wait was recorded, the most held one
+ * decides and weighs, not the tree's main threads summed: three processes
+ * waiting 10 % each are no step that waited 30 %. */
+static void test_cpu_contention_is_the_step_thread_s_wait(void **state)
+{
+    (void)state;
+    facts *f = machine_with(95, 1, 50);
+    series(f, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}", 30, 30, 30);
+    series(f, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, "{\"pid\":\"11\"}", 4, 4, 4);
+    series(f, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, "{\"pid\":\"12\"}", 6, 6, 6);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, NULL), 0);
+    f->items[f->s.n - 1].steps.mean = 40; /* pid 12's step thread held back */
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, &v), 1);
+    assert_ptr_equal(v.f.cpu.step_wait, &f->items[f->s.n - 1]);
+    assert_int_equal(v.f.cpu.step_threads, 2);
+    assert_int_equal(v.f.cpu.step_wait_rank, -1); /* no thread rows to name its rank */
+    char words[TP_VERDICT_MESSAGE_MAX];
+    assert_true(message_of(f, TP_VERDICT_CPU_CONTENTION, words, sizeof words));
+    assert_non_null(strstr(words, "one process's step thread waited for a CPU 40% of the time, "
+                                  "the most of the 2 processes' step threads"));
+    /* it weighs the step's share: a step thread that waited 60 % of the
+     * time leads a step that computes 95 % of it (weighed 0.475) */
+    phase(f, TP_PHASE_TRAIN_BATCH, 0.95, 0);
+    f->items[f->s.n - 1].steps.mean = 60;
+    tp_verdicts all;
+    tp_verdicts_build(&f->s, &all);
+    assert_int_equal(all.items[tp_verdicts_main(&all)].kind, TP_VERDICT_CPU_CONTENTION);
+    f->items[f->s.n - 1].steps.mean = 40; /* less than the compute weighs */
+    tp_verdicts_free(&all);
+    tp_verdicts_build(&f->s, &all);
+    assert_int_equal(all.items[tp_verdicts_main(&all)].kind, TP_VERDICT_COMPUTE_BOUND);
+    tp_verdicts_free(&all);
+    /* one process: the training's step thread */
+    facts_free(f);
+    f = machine_with(95, 1, 50);
+    series(f, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, "{\"pid\":\"11\"}", 25, 25, 25);
+    assert_true(message_of(f, TP_VERDICT_CPU_CONTENTION, words, sizeof words));
+    assert_non_null(strstr(words, "the training's step thread waited for a CPU 25% of the time"));
+    facts_free(f);
+}
+
 /* It leads a step that computes where the training waited for CPUs more of
  * its time than the compute weighs (the compute is slow because it waits),
  * and an input-bound rank that names the contention says it alone. */
@@ -410,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_cpu_saturated_only_where_cpus_feed_gpus),
         cmocka_unit_test(test_cpu_contention_where_others_held_the_cpus),
         cmocka_unit_test(test_cpu_contention_leads_and_is_said_once),
+        cmocka_unit_test(test_cpu_contention_is_the_step_thread_s_wait),
         cmocka_unit_test(test_the_words_name_the_figures),
         cmocka_unit_test(test_a_link_near_its_speed),
         cmocka_unit_test(test_stragglers_first_else_exposed_communication),

@@ -457,11 +457,10 @@ static void *drain_main(void *arg)
                                           memory_order_release);
             d->stacks_passed = wanted;
         }
-        bool due = tp_step_waits_due(d->waits, (uint64_t)now); /* each step thread's wait */
-        for (size_t i = 0; due && i < d->nrings; i++)
+        for (size_t i = 0; i < d->nrings; i++) /* each step thread's wait for a CPU */
             tp_step_waits_offer(d->waits, (size_t)d->rings[i].conn, d->rings[i].tid,
                                 d->rings[i].reader.steps);
-        for (size_t i = 0; due && i < d->nconns; i++)
+        for (size_t i = 0; i < d->nconns; i++)
             if (d->conns[i] >= 0)
                 tp_step_waits_read(d->waits, d->sink, i, d->peers[i].pid, (uint64_t)now);
         for (size_t i = d->nrings; i-- > 0;)

@@ -11,7 +11,8 @@
 
 typedef struct step_wait {
     int32_t tid;         /* the thread read last; 0: none yet */
-    int32_t offered_tid; /* the most stepping thread offered this period */
+    bool read_ok;        /* and whether that read succeeded */
+    int32_t offered_tid; /* the most stepping thread offered this turn */
     uint64_t offered_steps;
     uint64_t wait_ns, read_ns; /* its last reading, and when */
     uint32_t series;           /* 0: not made yet */
@@ -20,7 +21,7 @@ typedef struct step_wait {
 struct tp_step_waits {
     tp_sysroot root;
     bool root_open;
-    uint64_t last_ns, period_ns;
+    uint64_t period_ns;
     size_t slots;
     step_wait w[];
 };
@@ -43,14 +44,6 @@ void tp_step_waits_free(tp_step_waits *w)
     free(w);
 }
 
-bool tp_step_waits_due(tp_step_waits *w, uint64_t now_ns)
-{
-    if (!w || !w->root_open || now_ns - w->last_ns < w->period_ns)
-        return false;
-    w->last_ns = now_ns;
-    return true;
-}
-
 void tp_step_waits_offer(tp_step_waits *w, size_t slot, int32_t tid, uint64_t steps)
 {
     if (!w || slot >= w->slots || steps == 0)
@@ -62,18 +55,17 @@ void tp_step_waits_offer(tp_step_waits *w, size_t slot, int32_t tid, uint64_t st
 
 void tp_step_waits_read(tp_step_waits *w, tp_sink *sink, size_t slot, int32_t pid, uint64_t now_ns)
 {
-    if (!w || slot >= w->slots)
+    if (!w || !w->root_open || slot >= w->slots)
         return;
     step_wait *s = &w->w[slot];
     int32_t tid = s->offered_tid;
     s->offered_tid = 0, s->offered_steps = 0;
-    uint64_t wait_ns, d;
-    if (!tid || !tp_schedstat_thread_wait(&w->root, pid, tid, &wait_ns)) {
-        s->tid = 0;
-        return;
-    }
-    bool again = s->tid == tid && now_ns > s->read_ns;
-    if (again && tp_counter_delta(s->wait_ns, wait_ns, &d)) {
+    if (!tid || (tid == s->tid && now_ns - s->read_ns < w->period_ns))
+        return; /* a failed read is tried again a period later, too */
+    uint64_t wait_ns = 0, d;
+    bool read = tp_schedstat_thread_wait(&w->root, pid, tid, &wait_ns);
+    if (read && s->read_ok && s->tid == tid && now_ns > s->read_ns &&
+        tp_counter_delta(s->wait_ns, wait_ns, &d)) {
         if (!s->series) {
             char labels[48];
             tp_labels_pid(labels, sizeof labels, (long)pid);
@@ -83,7 +75,7 @@ void tp_step_waits_read(tp_step_waits *w, tp_sink *sink, size_t slot, int32_t pi
             tp_sink_sample(sink, s->series, now_ns,
                            100.0 * (double)d / (double)(now_ns - s->read_ns));
     }
-    s->tid = tid, s->wait_ns = wait_ns, s->read_ns = now_ns;
+    s->tid = tid, s->read_ok = read, s->wait_ns = wait_ns, s->read_ns = now_ns;
 }
 
 void tp_step_waits_reset(tp_step_waits *w, size_t slot)

@@ -1,6 +1,7 @@
 /* step_waits.h: how long each traced process's step thread waited for a
- * CPU, read by the recorder's drain thread once an interval from
- * /proc/PID/task/TID/schedstat (the run-queue delay) into
+ * CPU, read by the recorder's drain thread from
+ * /proc/PID/task/TID/schedstat (the run-queue delay) as soon as the thread
+ * has marked a step, then once an interval, into
  * step_thread_cpu_wait_percent{pid}: the share of the time since the last
  * read, 100 = all of it.
  *
@@ -31,17 +32,14 @@ typedef struct tp_step_waits tp_step_waits;
 tp_step_waits *tp_step_waits_new(size_t slots, uint64_t period_ns);
 void tp_step_waits_free(tp_step_waits *w);
 
-/* Whether a period has passed since the last reading (now_ns monotonic):
- * then offer every ring and read every connection, in that order. */
-bool tp_step_waits_due(tp_step_waits *w, uint64_t now_ns);
-
-/* Connection slot's thread tid has marked steps steps: the thread with the
- * most is the one read. */
+/* At each drain turn, every ring, then every connection (below): slot's
+ * thread tid has marked steps steps; the thread with the most is the one
+ * read. */
 void tp_step_waits_offer(tp_step_waits *w, size_t slot, int32_t tid, uint64_t steps);
 
-/* Reads the step thread offered for slot (process pid) and, where the same
- * thread was read a period before, samples its wait into pid's series;
- * clears the offers. */
+/* Reads the step thread offered for slot (process pid, now_ns monotonic)
+ * where it was never read, or a period ago: from its second reading on,
+ * samples its wait into pid's series. Clears the offers. */
 void tp_step_waits_read(tp_step_waits *w, tp_sink *sink, size_t slot, int32_t pid, uint64_t now_ns);
 
 /* Slot was given to a new connection: its readings start afresh. */

@@ -77,7 +77,7 @@ os._exit(0)
 """
 
 
-def run_ddp(tmp_path, run_file, ranks, **env):
+def run_ddp(tmp_path, run_file, ranks, record_args=(), **env):
     script = tmp_path / "ddp.py"
     script.write_text(textwrap.dedent(DDP))
     out = tmp_path / "out"
@@ -87,6 +87,7 @@ def run_ddp(tmp_path, run_file, ranks, **env):
         "-q",
         "-o",
         run_file,
+        *record_args,
         "--",
         *TORCHRUN,
         "--standalone",
@@ -102,6 +103,9 @@ def run_ddp(tmp_path, run_file, ranks, **env):
         checksum, calls = f.read_text().split()
         results[int(f.name[4:])] = (float(checksum), int(calls))
     return r, results
+
+
+STEP_WAIT = "step_thread_cpu_wait_percent"
 
 
 def meta(run_file, key):
@@ -136,7 +140,8 @@ def test_ddp_on_gloo_waiting_in_backward_is_exposed_communication(tmp_path, run_
 
 
 def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
-    r, results = run_ddp(tmp_path, run_file, 4, SLOW_RANK="2")
+    # sampled every 0.1 s: each rank steps for about a second
+    r, results = run_ddp(tmp_path, run_file, 4, ("-i", "0.1"), SLOW_RANK="2")
     assert r.returncode == 0, r.stderr
     # DDP still averages gradients with trainprof's hook in place: same weights everywhere
     assert len(results) == 4
@@ -150,6 +155,13 @@ def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
     }
     ranks = rep["ranks"]["per_rank"]
     assert [x["rank"] for x in ranks] == [0, 1, 2, 3]
+    # each rank's step thread's wait for a CPU, read by the recorder: one
+    # series per rank process (torchrun's launcher marks no steps)
+    with sqlite3.connect(run_file) as db:
+        rank_pids = {str(p) for (p,) in db.execute("SELECT pid FROM thread WHERE rank >= 0")}
+    waits = [m for a in rep["agents"] for m in a["metrics"] if m["name"] == STEP_WAIT]
+    assert len(rank_pids) == 4 and {m["labels"]["pid"] for m in waits} == rank_pids, waits
+    assert all(0 <= m["in_steps"]["mean"] <= 100 for m in waits), waits
     for x in ranks:
         parts = x["input_s"] + x["compute_s"] + x["comm_s"] + x["other_s"]
         assert abs(parts - x["window_s"]) < 1e-6 * x["window_s"] + 1e-9

@@ -197,6 +197,29 @@ size_t tp_run_step_begins_after(tp_run *run, int64_t *rowid, int64_t *thread_id,
     return n;
 }
 
+bool tp_run_live_max_mean(tp_run *run, const char *metric, int64_t t0_ns, int64_t t1_ns,
+                          double *max, int *n)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT MAX(m), COUNT(*) FROM (SELECT AVG(x.value) AS m FROM sample x"
+                           " JOIN series s ON s.id = x.series_id JOIN metric k ON k.id ="
+                           " s.metric_id WHERE k.name = ?1 AND s.agent_id = (SELECT MIN(agent_id)"
+                           " FROM series) AND x.t_ns > ?2 AND x.t_ns <= ?3 GROUP BY x.series_id)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, t0_ns);
+    sqlite3_bind_int64(st, 3, t1_ns);
+    bool found = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    if (found) {
+        *max = sqlite3_column_double(st, 0);
+        *n = sqlite3_column_int(st, 1);
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
 bool tp_run_live_mean(tp_run *run, const char *metric, int64_t t0_ns, int64_t t1_ns, double *mean)
 {
     sqlite3_stmt *st;

@@ -51,4 +51,10 @@ size_t tp_run_step_begins_after(tp_run *run, int64_t *rowid, int64_t *thread_id,
  * has none there. */
 bool tp_run_live_mean(tp_run *run, const char *metric, int64_t t0_ns, int64_t t1_ns, double *mean);
 
+/* Of the first agent's series of metric, whatever their labels (one per
+ * process), the largest mean over the samples in (t0_ns, t1_ns], and how
+ * many series had samples there (*n); false when none had. */
+bool tp_run_live_max_mean(tp_run *run, const char *metric, int64_t t0_ns, int64_t t1_ns,
+                          double *max, int *n);
+
 #endif

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "analyze/summary.h"
+#include "core/metric_catalog.h"
+#include "store/reader_live.h"
 #include "core/run_keys.h"
 #include "harness.h"
 #include "store/reader.h"
@@ -338,6 +340,52 @@ static void test_settings_are_typed_and_hostile_values_absent(void **state)
     free(path);
 }
 
+/* What top reads of a live file: a series' mean over a window, and of a
+ * metric with one series per process, the largest mean and how many had
+ * samples there. */
+static void test_live_means_over_a_window(void **state)
+{
+    (void)state;
+    char *path = tmp_path("live.db"), err[256];
+    tp_writer *w = tp_writer_create(path, false, "node7", err, sizeof err);
+    assert_non_null(w);
+    tp_sink *s = tp_sink_new(0);
+    uint32_t tree = tp_sink_series(s, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
+    uint32_t a = tp_sink_series(s, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, "{\"pid\":\"11\"}");
+    uint32_t b = tp_sink_series(s, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, "{\"pid\":\"12\"}");
+    for (int i = 1; i <= 10; i++) {
+        tp_sink_sample(s, tree, (uint64_t)i * 1000, i);
+        tp_sink_sample(s, a, (uint64_t)i * 1000, 5);
+        if (i > 5) /* pid 12 from t = 6000 on */
+            tp_sink_sample(s, b, (uint64_t)i * 1000, 40 + i);
+    }
+    tp_batch batch = {0};
+    tp_sink_take(s, &batch);
+    assert_true(tp_writer_apply(w, &batch, err, sizeof err));
+    tp_batch_free(&batch);
+    tp_sink_free(s);
+    tp_writer_finish(w);
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    double mean, max;
+    int n = 0;
+    assert_true(tp_run_live_mean(run, TP_METRIC_PROC_CPU_WAIT_PERCENT, 7000, 10000, &mean));
+    assert_float_equal(mean, 9, 1e-9); /* (7000, 10000]: 8, 9, 10 */
+    assert_true(
+        tp_run_live_max_mean(run, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, 7000, 10000, &max, &n));
+    assert_float_equal(max, 49, 1e-9);
+    assert_int_equal(n, 2);
+    assert_true(
+        tp_run_live_max_mean(run, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, 0, 5000, &max, &n));
+    assert_float_equal(max, 5, 1e-9); /* pid 12 had none yet */
+    assert_int_equal(n, 1);
+    assert_false(
+        tp_run_live_max_mean(run, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, 20000, 30000, &max, &n));
+    assert_false(tp_run_live_mean(run, TP_METRIC_CPU_UTIL_PERCENT, 0, 10000, &mean));
+    tp_run_close(run);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_sink_many_producers),
         cmocka_unit_test(test_sink_bounds_the_events_pending),
         cmocka_unit_test(test_settings_are_typed_and_hostile_values_absent),
+        cmocka_unit_test(test_live_means_over_a_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

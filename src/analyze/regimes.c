@@ -278,11 +278,35 @@ static double mean_between(tp_run *run, int64_t agent, const char *metric, int64
     return tp_run_agent_mean_between(run, agent, metric, "{}", t0, t1, &v) ? v : NAN;
 }
 
+bool tp_rank_step_thread_labels(tp_run *run, int rank, int64_t agent_id, char *labels, size_t cap)
+{
+    tp_run_process *procs = NULL;
+    size_t n = 0;
+    bool found = false;
+    if (!tp_run_processes(run, &procs, &n))
+        return false;
+    for (size_t i = 0; i < n && !found; i++) {
+        tp_labels_pid(labels, cap, (long)procs[i].pid);
+        found = procs[i].rank == rank && procs[i].agent_id == agent_id && !procs[i].worker &&
+                tp_run_series_find(run, agent_id, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, labels);
+    }
+    free(procs);
+    return found;
+}
+
 /* What the machine did over [t0, t1) (ns since the run's start) on agent,
- * its GPU's figures where gpu >= 0 (NaN where not recorded). */
-static void machine_over(tp_run *run, int64_t agent, int gpu, int64_t t0, int64_t t1,
+ * rank's step thread's wait, its GPU's figures where gpu >= 0 (NaN where
+ * not recorded). */
+static void machine_over(tp_run *run, int rank, int64_t agent, int gpu, int64_t t0, int64_t t1,
                          tp_regime_machine *m)
 {
+    char step_labels[48];
+    double wait;
+    m->step_cpu_wait = NAN;
+    if (tp_rank_step_thread_labels(run, rank, agent, step_labels, sizeof step_labels) &&
+        tp_run_agent_mean_between(run, agent, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, step_labels,
+                                  t0, t1, &wait))
+        m->step_cpu_wait = wait;
     m->gpu_sm_clock_mhz = m->gpu_trouble_share = NAN;
     if (gpu >= 0) {
         char index[16], labels[48];
@@ -335,8 +359,11 @@ void tp_regime_find_causes(const tp_regime *p, tp_regime *g)
     const tp_regime_machine *a = &p->machine, *b = &g->machine;
     if (fabs(b->others_cpu_percent - a->others_cpu_percent) >= 15)
         add_cause(g, TP_CAUSE_OTHERS_CPU, 0, a->others_cpu_percent, b->others_cpu_percent);
-    bool waited = isfinite(a->training_cpu_wait) && isfinite(b->training_cpu_wait);
-    if (waited && fabs(b->training_cpu_wait - a->training_cpu_wait) >= 10)
+    bool stepped = isfinite(a->step_cpu_wait) && isfinite(b->step_cpu_wait);
+    bool waited = stepped || (isfinite(a->training_cpu_wait) && isfinite(b->training_cpu_wait));
+    if (stepped && fabs(b->step_cpu_wait - a->step_cpu_wait) >= 10)
+        add_cause(g, TP_CAUSE_STEP_CPU_WAIT, 0, a->step_cpu_wait, b->step_cpu_wait);
+    else if (!stepped && waited && fabs(b->training_cpu_wait - a->training_cpu_wait) >= 10)
         add_cause(g, TP_CAUSE_CPU_WAIT, 0, a->training_cpu_wait, b->training_cpu_wait);
     if (!waited && fabs(b->cpu_pressure - a->cpu_pressure) >= 10) /* the machine's, not its own */
         add_cause(g, TP_CAUSE_CPU_PRESSURE, 0, a->cpu_pressure, b->cpu_pressure);
@@ -435,7 +462,7 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
         }
         g->machine = tp_regime_machine_unknown();
         if (nchanges && isfinite(g->t0_s) && isfinite(g->t1_s))
-            machine_over(run, agent_id, gpu, tp_ns_round_s(g->t0_s), tp_ns_round_s(g->t1_s),
+            machine_over(run, rank, agent_id, gpu, tp_ns_round_s(g->t0_s), tp_ns_round_s(g->t1_s),
                          &g->machine);
     }
     for (size_t r = 1; r < out->n; r++)

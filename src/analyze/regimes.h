@@ -41,6 +41,9 @@ typedef struct tp_regime_machine {
     /* the training's processes' main threads waiting for a CPU, % of the
      * time (run-queue delay: proc_cpu_wait_percent) */
     double training_cpu_wait;
+    /* the rank's step thread waiting for a CPU, % of the time
+     * (step_thread_cpu_wait_percent of its process; NaN: not recorded) */
+    double step_cpu_wait;
     double mem_used_bytes, swap_used_bytes;
     /* the rank's GPU: its SM clock (MHz) and the share of its samples with a
      * troubling clock event reason (NaN: no GPU known, or none recorded) */
@@ -54,6 +57,7 @@ static inline tp_regime_machine tp_regime_machine_unknown(void)
                                .cpu_pressure = NAN,
                                .io_pressure = NAN,
                                .training_cpu_wait = NAN,
+                               .step_cpu_wait = NAN,
                                .mem_used_bytes = NAN,
                                .swap_used_bytes = NAN,
                                .gpu_sm_clock_mhz = NAN,
@@ -76,6 +80,9 @@ typedef enum {
     TP_CAUSE_FUNCTION,     /* a function's share of the moved phase's stack samples (or of
                               its DataLoader workers'), +-TP_REGIME_FUNCTION_MOVE or more
                               (analyze/regime_stacks.h) */
+    /* the rank's step thread's wait for a CPU, +-10 points or more: said
+     * instead of TP_CAUSE_CPU_WAIT where both sides recorded it */
+    TP_CAUSE_STEP_CPU_WAIT,
 } tp_cause_kind;
 
 #define TP_CAUSE_TEXT 160 /* a function's or file's text kept in a cause, cut beyond */
@@ -152,6 +159,11 @@ void tp_regime_find_causes(const tp_regime *p, tp_regime *g);
 /* The regime after the change that moved the typical step the most (index
  * >= 1), or 0 when there was none. */
 size_t tp_regimes_biggest_change(const tp_regimes *r);
+
+/* The labels ({"pid":"N"}) of the series of rank's process on agent_id
+ * that has step_thread_cpu_wait_percent (rank -1: a process without one);
+ * false where none has. */
+bool tp_rank_step_thread_labels(tp_run *run, int rank, int64_t agent_id, char *labels, size_t cap);
 
 /* The regimes of rank's steps, from its step phases (analyze/step_phases.h:
  * at most TP_STEP_GROUPS groups of consecutive steps after its warm-up, the

@@ -78,6 +78,11 @@ static void machine_over_steps(const tp_summary *s, int rank, tp_regime_machine 
     m->others_cpu_percent = cores >= 1 ? fmax(0, busy - own / cores) : NAN;
     m->cpu_pressure = mean_over_steps(s, agent, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
     m->training_cpu_wait = mean_over_steps(s, agent, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
+    char step_labels[48];
+    m->step_cpu_wait =
+        tp_rank_step_thread_labels(s->run, rank, agent, step_labels, sizeof step_labels)
+            ? mean_over_steps(s, agent, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, step_labels)
+            : NAN;
     m->io_pressure = mean_over_steps(s, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}");
     m->mem_used_bytes = mean_over_steps(s, agent, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
     m->swap_used_bytes = mean_over_steps(s, agent, TP_METRIC_SWAP_USED_BYTES, "{}");
@@ -561,7 +566,9 @@ size_t tp_compare_machine_causes(const tp_run_compare *c, tp_regime_cause out[TP
     for (size_t i = 0; i < c->ncauses && i < TP_REGIME_CAUSES; i++) {
         tp_cause_kind kind = c->causes[i].kind;
         if (kind == TP_CAUSE_PHASE || kind == TP_CAUSE_FUNCTION ||
-            ((kind == TP_CAUSE_CPU_PRESSURE || kind == TP_CAUSE_CPU_WAIT) && !others))
+            ((kind == TP_CAUSE_CPU_PRESSURE || kind == TP_CAUSE_CPU_WAIT ||
+              kind == TP_CAUSE_STEP_CPU_WAIT) &&
+             !others))
             continue;
         out[n++] = c->causes[i];
     }

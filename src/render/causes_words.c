@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 
+#include "core/metric_catalog.h"
 #include "render/units.h"
 
 /* "decode (img.py:12) was in 61% of the DataLoader workers' samples instead
@@ -44,6 +45,11 @@ void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t
                          "of %.0f%%",
                          sep, c->after, c->before);
             break;
+        case TP_CAUSE_STEP_CPU_WAIT:
+            n = snprintf(out + len, cap - len,
+                         "%sits step thread waited for a CPU %.0f%% of the time instead of %.0f%%",
+                         sep, c->after, c->before);
+            break;
         case TP_CAUSE_CPU_PRESSURE:
         case TP_CAUSE_IO_PRESSURE:
             n = snprintf(
@@ -79,7 +85,8 @@ static const char *const cause_names[] = {"phase",
                                           "swap_in_use_bytes",
                                           "gpu_clock",
                                           "gpu_trouble_share",
-                                          "function"};
+                                          "function",
+                                          TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT};
 
 void tp_causes_json(json_writer *w, const tp_regime_cause *causes, size_t n)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analyze/verdicts.h"
+#include "core/metric_catalog.h"
 #include "render/causes_words.h"
 #include "render/units.h"
 #include "render/verdict_words.h"
@@ -144,6 +145,9 @@ void tp_compare_text(FILE *out, const tp_run_compare *c)
     if (isfinite(ma->training_cpu_wait) || isfinite(mb->training_cpu_wait))
         fprintf(out, "  the training waiting for a CPU %5.0f%%  %5.0f%%\n", ma->training_cpu_wait,
                 mb->training_cpu_wait);
+    if (isfinite(ma->step_cpu_wait) || isfinite(mb->step_cpu_wait))
+        fprintf(out, "  its step thread waiting        %5.0f%%  %5.0f%%\n", ma->step_cpu_wait,
+                mb->step_cpu_wait);
     fprintf(out, "  tasks waiting for a CPU        %5.0f%%  %5.0f%%\n", ma->cpu_pressure,
             mb->cpu_pressure);
     fprintf(out, "  tasks waiting for storage      %5.0f%%  %5.0f%%\n", ma->io_pressure,
@@ -201,14 +205,19 @@ static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
         json_double(w, s->phase_s[k]);
     }
     json_object_end(w);
-    const char *keys[] = {"others_cpu_percent",   "training_cpu_wait_percent",
-                          "cpu_pressure_percent", "io_pressure_percent",
-                          "memory_in_use_bytes",  "swap_in_use_bytes",
-                          "gpu_clock_mhz",        "gpu_trouble_share"};
-    const double values[] = {s->machine.others_cpu_percent, s->machine.training_cpu_wait,
-                             s->machine.cpu_pressure,       s->machine.io_pressure,
-                             s->machine.mem_used_bytes,     s->machine.swap_used_bytes,
-                             s->machine.gpu_sm_clock_mhz,   s->machine.gpu_trouble_share};
+    const char *keys[] = {"others_cpu_percent",
+                          "training_cpu_wait_percent",
+                          TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
+                          "cpu_pressure_percent",
+                          "io_pressure_percent",
+                          "memory_in_use_bytes",
+                          "swap_in_use_bytes",
+                          "gpu_clock_mhz",
+                          "gpu_trouble_share"};
+    const double values[] = {
+        s->machine.others_cpu_percent, s->machine.training_cpu_wait, s->machine.step_cpu_wait,
+        s->machine.cpu_pressure,       s->machine.io_pressure,       s->machine.mem_used_bytes,
+        s->machine.swap_used_bytes,    s->machine.gpu_sm_clock_mhz,  s->machine.gpu_trouble_share};
     json_key(w, "machine");
     json_object_begin(w);
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {

@@ -168,7 +168,11 @@ def test_the_gate_fails_a_slower_run_and_passes_a_faster_one(loader_runs):
     the_code = {"phase", "function"}
     causes = {c["kind"] for c in compare_json(two, none)["causes"]} - the_code
     if "others_cpu_percent" not in causes:  # waiting for a CPU alone: the training's own
-        causes -= {"cpu_pressure_percent", "training_cpu_wait_percent"}
+        causes -= {
+            "cpu_pressure_percent",
+            "training_cpu_wait_percent",
+            "step_thread_cpu_wait_percent",
+        }
     r = trainprof("compare", "--fail-if-slower", "5", two, none)
     assert r.returncode == (4 if causes else 3), (causes, r.stderr)
     assert ("machine differed" in r.stderr) == bool(causes), r.stderr
@@ -227,8 +231,9 @@ def test_contention_beside_the_second_run_is_named(tmp_path):
     assert c["step_change"]["changed"] and c["step_change"]["change"] > 0.2, c["step_change"]
     assert "others_cpu_percent" in kinds
     assert kinds["others_cpu_percent"]["after"] > kinds["others_cpu_percent"]["before"] + 30
-    held = kinds.get("training_cpu_wait_percent")
+    held = kinds.get("step_thread_cpu_wait_percent")  # its step thread's wait for a CPU
     assert held and held["after"] >= held["before"] + 10, kinds
+    assert "its step thread waited for a CPU" in words(trainprof("compare", quiet, busy).stdout)
     text = words(trainprof("compare", quiet, busy).stdout)
     assert "processes not the training's used" in text
     # the gate blames code only for what code did: B is slower, but beside

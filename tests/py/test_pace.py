@@ -92,10 +92,13 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     assert "compute_bound" in after["verdicts"] and "compute_bound" in before["verdicts"]
     cpu = [c for c in after["causes"] if c["kind"] == "others_cpu_percent"]
     assert cpu and cpu[0]["after"] >= cpu[0]["before"] + 15, after
-    # and the training's own wait for a CPU (run-queue delay) with them
-    held = [c for c in after["causes"] if c["kind"] == "training_cpu_wait_percent"]
+    # and the training's own wait for a CPU (run-queue delay) with them: its
+    # step thread's, which the recorder read (the tree's figure beside it)
+    held = [c for c in after["causes"] if c["kind"] == "step_thread_cpu_wait_percent"]
     assert held and held[0]["after"] >= held[0]["before"] + 10, after
+    assert after["machine"]["step_thread_cpu_wait_percent"] >= 10, after
     assert after["machine"]["training_cpu_wait_percent"] >= 10, after
+    assert not [c for c in after["causes"] if c["kind"] == "training_cpu_wait_percent"], after
     text = trainprof("report", run_file).stdout
     short = in_short(text)
     assert "[pace] The pace" in short and "processes not the training's used" in short, short

@@ -15,6 +15,7 @@
 #include "analyze/verdicts.h"
 #include "core/run_keys.h"
 #include "core/step_phase_facts.h"
+#include "render/causes_words.h"
 #include "trainprof.h"
 #include "harness.h"
 #include "store/reader.h"
@@ -282,6 +283,42 @@ static void test_machine_causes_of_a_comparison(void **state)
     assert_int_equal(out[2].kind, TP_CAUSE_OTHERS_CPU);
 }
 
+/* The training's wait for a CPU as a cause of a change: its step thread's
+ * where both regimes have it, else its tree's main threads', else CPU
+ * pressure; and the gate counts it only beside other processes' CPU. */
+static void test_the_step_thread_s_wait_is_the_cause_where_recorded(void **state)
+{
+    (void)state;
+    tp_regime a = {.machine = tp_regime_machine_unknown()}, b = a;
+    a.machine.step_cpu_wait = 2, b.machine.step_cpu_wait = 40;
+    a.machine.training_cpu_wait = 5, b.machine.training_cpu_wait = 60; /* workers' too */
+    a.machine.cpu_pressure = 1, b.machine.cpu_pressure = 70;
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 1);
+    assert_int_equal(b.causes[0].kind, TP_CAUSE_STEP_CPU_WAIT);
+    assert_true(b.causes[0].before == 2 && b.causes[0].after == 40);
+    char words[400];
+    tp_causes_text(words, sizeof words, b.causes, b.ncauses);
+    assert_string_equal(words, "its step thread waited for a CPU 40% of the time instead of 2%");
+    b.ncauses = 0, b.machine.step_cpu_wait = 8; /* a step barely held: no cause, not the tree's */
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 0);
+    b.machine.step_cpu_wait = NAN; /* one side recorded before it: the tree's */
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 1);
+    assert_int_equal(b.causes[0].kind, TP_CAUSE_CPU_WAIT);
+    b.ncauses = 0, b.machine.training_cpu_wait = NAN; /* neither: the machine's pressure */
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 1);
+    assert_int_equal(b.causes[0].kind, TP_CAUSE_CPU_PRESSURE);
+    tp_run_compare c = {.comparable = true, .ncauses = 1};
+    c.causes[0].kind = TP_CAUSE_STEP_CPU_WAIT;
+    tp_regime_cause out[TP_REGIME_CAUSES];
+    assert_int_equal(tp_compare_machine_causes(&c, out), 0); /* its own threads' waiting */
+    c.causes[c.ncauses++].kind = TP_CAUSE_OTHERS_CPU;
+    assert_int_equal(tp_compare_machine_causes(&c, out), 2);
+}
+
 /* One sample of thread (sampled tid) at t, in phase (0: none), of the stack
  * inner -> "main" (frame texts "function\nfile"). */
 static void sample(tp_sink *s, uint32_t thread, int32_t tid, uint64_t t, uint32_t phase,
@@ -502,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_live_pace_over_a_long_run),
         cmocka_unit_test(test_live_pace_steady),
         cmocka_unit_test(test_machine_causes_of_a_comparison),
+        cmocka_unit_test(test_the_step_thread_s_wait_is_the_cause_where_recorded),
         cmocka_unit_test(test_a_change_in_dataloader_next_names_the_workers_function),
         cmocka_unit_test(test_a_change_is_told_by_the_function_outside_the_stdlib),
         cmocka_unit_test(test_a_phase_moves_only_beyond_its_noise),

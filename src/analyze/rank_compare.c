@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "core/stats.h"
+#include "core/step_rules.h"
 
 static double median_of(const tp_ranks *out, double (*get)(const tp_rank_row *))
 {
@@ -41,6 +42,7 @@ static bool slower_than_median(const tp_ranks *out, const tp_rank_row *r)
 static double gpu_clock(const tp_rank_row *r) { return r->gpu_sm_clock_mhz; }
 static double gpu_util(const tp_rank_row *r) { return r->gpu_util_percent; }
 static double gpu_slowdown(const tp_rank_row *r) { return r->gpu_slowdown_share; }
+static double cpu_wait(const tp_rank_row *r) { return r->cpu_wait_percent; }
 
 /* What makes a straggler slow, from its parts against the medians. */
 static void explain(tp_ranks *out, tp_rank_row *r)
@@ -77,6 +79,12 @@ static void explain(tp_ranks *out, tp_rank_row *r)
         slow_on_node += slower_than_median(out, o);
     }
     c->node_slow = elsewhere && on_node > 1 && slow_on_node == on_node;
+    /* its step thread held back by others on its CPUs, more than the
+     * median rank's (the run-queue delay the recorder read) */
+    double waited = median_of(out, cpu_wait);
+    c->cpu_held = !isnan(r->cpu_wait_percent) && !isnan(waited) &&
+                  r->cpu_wait_percent >= TP_CPU_WAIT_PERCENT && r->cpu_wait_percent >= waited + 10;
+    c->cpu_wait = r->cpu_wait_percent, c->median_cpu_wait = waited;
 }
 
 /* Medians, stragglers and their causes, from the rows' parts. */

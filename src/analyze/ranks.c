@@ -245,6 +245,28 @@ static void gpu_means(tp_run *run, rank_acc *a)
         a->row.gpu_sm_clock_mhz = v;
 }
 
+/* Rank k's step thread's wait for a CPU over its window: the mean of
+ * step_thread_cpu_wait_percent of the first of its processes that has the
+ * series (NaN: none has, a run recorded before it). */
+static void step_thread_wait(tp_run *run, const ranks_ctx *c, size_t k)
+{
+    rank_acc *a = &c->acc[k];
+    a->row.cpu_wait_percent = NAN;
+    for (size_t i = 0; i < c->nthreads; i++) {
+        char labels[48];
+        double v;
+        tp_labels_pid(labels, sizeof labels, (long)c->threads[i].pid);
+        if (c->thread_acc[i] != (int)k ||
+            !tp_run_series_find(run, a->row.agent_id, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
+                                labels))
+            continue;
+        if (tp_run_agent_mean_between(run, a->row.agent_id, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
+                                      labels, a->t0, a->t1, &v))
+            a->row.cpu_wait_percent = v;
+        return;
+    }
+}
+
 /* Communication's device time over a rank's window (collectives on CUDA:
  * NCCL returns at once, so the host's comm spans are launches), and the part
  * of it exposed to compute: of the collectives launched during a backward
@@ -302,6 +324,7 @@ static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
             a->row.comm_overlap_s = 0;
         gpu_means(run, a);
         device_comm(run, a);
+        step_thread_wait(run, c, k);
         out->rows[out->n++] = a->row;
     }
     tp_spans_free(&tmp);

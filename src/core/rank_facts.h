@@ -24,6 +24,10 @@ typedef struct tp_straggler_cause {
     double gpu_value, gpu_median; /* MHz or percent: its GPU's and the median rank's */
     uint32_t gpu_reasons;         /* THROTTLED: the slowdown reasons its GPU had */
     bool node_slow;               /* every rank on its node is slow (and others run elsewhere) */
+    /* its step thread waited for a CPU >= TP_CPU_WAIT_PERCENT of the time
+     * and 10 points more than the median rank's: cpu_wait and its median */
+    bool cpu_held;
+    double cpu_wait, median_cpu_wait;
 } tp_straggler_cause;
 
 typedef struct tp_rank_row {
@@ -46,6 +50,9 @@ typedef struct tp_rank_row {
      * collectives: NCCL's, whose host time is the launch), 0 where none, and
      * its part exposed to compute (ranks.c's device_comm) */
     double comm_device_s, comm_device_exposed_s;
+    /* its step thread's wait for a CPU over the window, % of the time
+     * (step_thread_cpu_wait_percent of its process); NaN: not recorded */
+    double cpu_wait_percent;
     bool straggler;
     double excess;            /* own work per step over the median's, as a fraction */
     tp_straggler_cause cause; /* set for a straggler */

@@ -228,6 +228,7 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s)
         number_or_null(w, "gpu_slowdown_share", row->gpu_slowdown_share);
         number_or_null(w, "comm_device_s", row->comm_device_s);
         number_or_null(w, "comm_device_exposed_s", row->comm_device_exposed_s);
+        number_or_null(w, "cpu_wait_percent", row->cpu_wait_percent);
         json_key(w, "straggler");
         json_bool(w, row->straggler);
         json_key(w, "cause");

@@ -119,6 +119,11 @@ void tp_straggler_cause_text(char *out, size_t cap, const tp_run_inventory *inv,
         len += (size_t)snprintf(out + len, cap - len,
                                 "; its GPU %d is %.0f %% busy vs %.0f %% on the median rank",
                                 r->gpu, c->gpu_value, c->gpu_median);
+    if (len < cap && c->cpu_held)
+        len += (size_t)snprintf(out + len, cap - len,
+                                "; its step thread waited for a CPU %.0f %% of the time vs %.0f %% "
+                                "on the median rank (other work on its CPUs)",
+                                c->cpu_wait, c->median_cpu_wait);
     if (len < cap && c->node_slow)
         snprintf(out + len, cap - len, "; every rank on node %s is slow: look at the node",
                  tp_inventory_agent_name(inv, r->agent_id));

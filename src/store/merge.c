@@ -231,7 +231,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, tp_merge_input *
         " samples, %s FROM src.summary_epoch ORDER BY rowid;"
         "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
-        " gpu_sm_clock_mhz, %s, %s FROM src.summary_rank;%s%s%s",
+        " gpu_sm_clock_mhz, %s, %s, %s FROM src.summary_rank;%s%s%s",
         series, timing_cols, info->batches ? "batches, warmup, warmup_s" : "0, 0, 0",
         info->step_profiled ? "profiled, profiled_samples, profiled_batches, profiled_s"
                             : "0, 0, 0, 0",
@@ -239,7 +239,8 @@ static int copy_input(sqlite3 *db, const char *path, int agent, tp_merge_input *
         info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
         info->rank_truth ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
                          : "NULL, NULL, 0, 0",
-        step_phases ? plots_sql : "", info->series_steps ? steps_sql : "", stalls_sql);
+        info->rank_cpu_wait ? "cpu_wait_percent" : "NULL", step_phases ? plots_sql : "",
+        info->series_steps ? steps_sql : "", stalls_sql);
     char *rows = rows_sql(series, thread, dt, all_rows, info->version, off);
     char *ops = info->ops ? tp_merge_ops_sql(max_id(db, "op_window"), thread, dt) : NULL;
     char *counts = summaries && info->version >= TP_SCHEMA_STACKS_VERSION

@@ -79,6 +79,8 @@ static void input_tables(tp_run *run, tp_merge_input *in)
     in->steps_window = in->summarized && tp_run_has_table(run, "summary_steps_window");
     in->rank_gpu = in->summarized && tp_run_has_column(run, "summary_rank", "gpu");
     in->rank_truth = in->summarized && tp_run_has_column(run, "summary_rank", "comm_device_s");
+    in->rank_cpu_wait =
+        in->summarized && tp_run_has_column(run, "summary_rank", "cpu_wait_percent");
     in->batches = in->summarized && tp_run_has_column(run, "summary_step", "batches");
     in->thread_cuda = tp_run_has_table(run, "thread_cuda");
     in->thread_device = tp_run_has_table(run, "thread_device");

@@ -16,6 +16,7 @@ typedef struct tp_merge_input {
     bool summary_foreign;            /* its summary is another analysis's (carried as it is) */
     bool series_steps, steps_window; /* its series' figures over the steps; its steps window */
     bool rank_gpu, rank_truth; /* summary_rank has each rank's GPU; clock reasons, device comm */
+    bool rank_cpu_wait;        /* and its step thread's wait for a CPU */
     bool batches;              /* its summary_step has batches and warm-up steps */
     bool thread_cuda, thread_device; /* each thread's CUDA_VISIBLE_DEVICES; process's GPU UUID */
     bool step_pauses, step_times;    /* its stored step phases have their pauses, groups' times */

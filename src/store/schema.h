@@ -177,6 +177,11 @@
     "ALTER TABLE summary_rank ADD COLUMN gpu_reasons_share REAL;"                \
     "ALTER TABLE summary_rank ADD COLUMN comm_device_s REAL NOT NULL DEFAULT 0;" \
     "ALTER TABLE summary_rank ADD COLUMN comm_device_exposed_s REAL NOT NULL DEFAULT 0;"
+/* summary_rank's step thread's wait for a CPU over the rank's window, % of
+ * the time (NULL where not recorded); files summarized before have none
+ * (TP_SCHEMA_ADD_RANK_CPU_WAIT adds it). */
+#define TP_SCHEMA_RANK_CPU_WAIT     ", cpu_wait_percent REAL"
+#define TP_SCHEMA_ADD_RANK_CPU_WAIT "ALTER TABLE summary_rank ADD COLUMN cpu_wait_percent REAL;"
 /* The GPU each instrumented process drove, as its CUDA runtime named it (a
  * UUID without NVML's "GPU-" or "MIG-"), on the thread that told it: a rank
  * maps to its GPU by it, whatever CUDA_VISIBLE_DEVICES and CUDA's device

@@ -220,12 +220,14 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s, compute_s, comm_s,"
-             " comm_overlap_s, other_s, gpu_util_percent, gpu_sm_clock_mhz, %s, %s"
+             " comm_overlap_s, other_s, gpu_util_percent, gpu_sm_clock_mhz, %s, %s, %s"
              " FROM summary_rank ORDER BY rank",
              tp_run_has_column(run, "summary_rank", "gpu") ? "gpu" : "local_rank",
              tp_run_has_column(run, "summary_rank", "comm_device_s")
                  ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
-                 : "NULL, NULL, 0, 0");
+                 : "NULL, NULL, 0, 0",
+             tp_run_has_column(run, "summary_rank", "cpu_wait_percent") ? "cpu_wait_percent"
+                                                                        : "NULL");
     if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return failed(run, "ranks", err, cap);
     int rc;
@@ -252,6 +254,7 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
         r->gpu_slowdown_share = col_real(st, 15);
         r->comm_device_s = sqlite3_column_double(st, 16);
         r->comm_device_exposed_s = sqlite3_column_double(st, 17);
+        r->cpu_wait_percent = col_real(st, 18);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {

@@ -136,6 +136,7 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
     }
     sqlite3_bind_double(st, 17, r->comm_device_s);
     sqlite3_bind_double(st, 18, r->comm_device_exposed_s);
+    bind_real(st, 19, r->cpu_wait_percent);
 }
 
 static void fill_stack(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
@@ -292,6 +293,8 @@ static int upgrade_tables(sqlite3 *db, bool upgrade, bool rank_gpu, bool batches
         rc = tp_exec(db, "ALTER TABLE summary_rank ADD COLUMN gpu INTEGER;");
     if (rc == SQLITE_OK && !has_column(db, "summary_rank", "comm_device_s"))
         rc = tp_exec(db, TP_SCHEMA_ADD_RANK_GPU_TRUTH);
+    if (rc == SQLITE_OK && !has_column(db, "summary_rank", "cpu_wait_percent"))
+        rc = tp_exec(db, TP_SCHEMA_ADD_RANK_CPU_WAIT);
     if (rc == SQLITE_OK && !batches) /* a file from before summary_step.batches */
         rc = tp_exec(db, TP_SCHEMA_ADD_BATCHES);
     if (rc == SQLITE_OK && !has_column(db, "summary_step", "profiled")) /* before schema 10 */
@@ -362,8 +365,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
                          "INSERT INTO summary_rank (rank, agent_id, local_rank, steps, t0_ns, "
                          "t1_ns, input_s, compute_s, comm_s, comm_overlap_s, other_s, "
                          "gpu_util_percent, gpu_sm_clock_mhz, gpu, gpu_reasons, "
-                         "gpu_reasons_share, comm_device_s, comm_device_exposed_s) VALUES "
-                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         "gpu_reasons_share, comm_device_s, comm_device_exposed_s, "
+                         "cpu_wait_percent) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          s, s->ranks->n, fill_rank);
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_stack VALUES (?,?,?,?,?,?)", s, s->nstacks,

@@ -162,6 +162,8 @@ def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
     waits = [m for a in rep["agents"] for m in a["metrics"] if m["name"] == STEP_WAIT]
     assert len(rank_pids) == 4 and {m["labels"]["pid"] for m in waits} == rank_pids, waits
     assert all(0 <= m["in_steps"]["mean"] <= 100 for m in waits), waits
+    # and each rank's over its own window, beside its parts
+    assert all(0 <= x["cpu_wait_percent"] <= 100 for x in ranks), ranks
     for x in ranks:
         parts = x["input_s"] + x["compute_s"] + x["comm_s"] + x["other_s"]
         assert abs(parts - x["window_s"]) < 1e-6 * x["window_s"] + 1e-9

@@ -321,20 +321,29 @@ def test_each_rank_is_mapped_to_the_gpu_its_process_sees(tmp_path):
             2: 0x24,
             3: 0x24,
         }
-    # a file summarized before summary_rank.gpu: its local ranks stand in, and
-    # `summarize --force` adds the column
+    # a file summarized before summary_rank.gpu (and its cpu_wait_percent):
+    # its local ranks stand in, it merges, and `summarize --force` adds the
+    # columns
     old = tmp_path / "old.db"
     shutil.copyfile(files[1], old)
     with sqlite3.connect(old) as db:
         db.execute("ALTER TABLE summary_rank DROP COLUMN gpu")
+        db.execute("ALTER TABLE summary_rank DROP COLUMN cpu_wait_percent")
     ranks = report_json(old)["ranks"]["per_rank"]
     assert {x["rank"]: x["gpu"] for x in ranks} == {2: 0, 3: 1}
+    assert all(x["cpu_wait_percent"] is None for x in ranks), ranks
+    mixed = tmp_path / "mixed.db"
+    r = trainprof("merge", "-q", "--force", "--summary", "-o", mixed, files[0], old)
+    assert r.returncode == 0, r.stderr
+    assert len(report_json(mixed)["ranks"]["per_rank"]) == 4
     assert trainprof("summarize", "--force", "-q", old).returncode == 0
     with sqlite3.connect(old) as db:
         assert db.execute("SELECT rank, gpu FROM summary_rank ORDER BY rank").fetchall() == [
             (2, 1),
             (3, 1),
         ]
+        waits = db.execute("SELECT cpu_wait_percent FROM summary_rank").fetchall()
+        assert len(waits) == 2 and all(0 <= w <= 100 for (w,) in waits), waits  # from the rows
         assert db.execute("SELECT COUNT(*) FROM thread_device").fetchone() == (2,)
 
 

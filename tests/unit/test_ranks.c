@@ -13,6 +13,7 @@
 #include "analyze/summary.h"
 #include "analyze/summary_save.h"
 #include "analyze/timings.h"
+#include "core/metric_catalog.h"
 #include "harness.h"
 #include "rank_runs.h"
 #include "render/export.h"
@@ -347,6 +348,51 @@ static void test_an_excess_too_small_for_the_step_is_no_straggler(void **state)
     free(path);
 }
 
+/* A straggler whose step thread waited for a CPU (the recorder's
+ * step_thread_cpu_wait_percent of its process) far more than the median
+ * rank's is told so, from the rows and from the stored summary alike; the
+ * others' waits alike tell nothing. */
+static void test_straggler_held_back_by_others_on_its_cpus(void **state)
+{
+    (void)state;
+    char *path = rank_runs_path("held.db");
+    tp_sink *s = rank_runs_sink();
+    const double extra[] = {0, 0, 2, 0}, waited[] = {3, 4, 40, 2};
+    for (int r = 0; r < 4; r++) {
+        rank_runs_regions(s, r, extra[r], 0, NULL);
+        char labels[48];
+        snprintf(labels, sizeof labels, "{\"pid\":\"%d\"}", 100 + r);
+        uint32_t series = tp_sink_series(s, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, labels);
+        for (uint64_t t = 1; t <= 9; t++)
+            tp_sink_sample(s, series, t * S, waited[r]);
+    }
+    rank_runs_write(path, s);
+    char err[256];
+    for (int stored = 0; stored < 2; stored++) {
+        if (stored)
+            assert_true(tp_summary_store_save(path, err, sizeof err));
+        tp_ranks r = rank_runs_build(path, !stored);
+        assert_int_equal(r.nstragglers, 1);
+        assert_true(r.rows[2].straggler && r.rows[2].cause.cpu_held);
+        assert_float_equal(r.rows[2].cpu_wait_percent, 40, 1e-9);
+        assert_float_equal(r.rows[2].cause.median_cpu_wait, 3.5, 1e-9);
+        assert_float_equal(r.rows[0].cpu_wait_percent, 3, 1e-9);
+        assert_non_null(strstr(rank_runs_cause_words(&r.rows[2]),
+                               "its step thread waited for a CPU 40 % of the time vs 4 % on the "
+                               "median rank"));
+        tp_ranks_free(&r);
+    }
+    free(path);
+    /* a run recorded without it: unknown, and no such cause */
+    path = rank_runs_path("unheld.db");
+    rank_runs_write_idle(path, extra, 4, 0);
+    tp_ranks r = rank_runs_build(path, true);
+    assert_true(isnan(r.rows[2].cpu_wait_percent) && !r.rows[2].cause.cpu_held);
+    assert_null(strstr(rank_runs_cause_words(&r.rows[2]), "waited for a CPU"));
+    tp_ranks_free(&r);
+    free(path);
+}
+
 static void test_stored_summary_gives_the_same_rows(void **state)
 {
     (void)state;
@@ -384,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_times_at_the_ends_of_int64),
         cmocka_unit_test(test_straggler_named_with_its_input),
         cmocka_unit_test(test_an_excess_too_small_for_the_step_is_no_straggler),
+        cmocka_unit_test(test_straggler_held_back_by_others_on_its_cpus),
         cmocka_unit_test(test_stored_summary_gives_the_same_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

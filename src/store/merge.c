@@ -166,6 +166,19 @@ static void timing_columns(char *out, size_t cap, const tp_merge_input *info)
              info->timing_warmup ? "in_warmup_s" : "0");
 }
 
+/* summary_rank's columns after gpu_sm_clock_mhz as input info holds them
+ * (a file summarized before some has none: the local rank for its GPU,
+ * NULL and 0 for the rest), into buf. */
+static const char *rank_columns(char *buf, size_t cap, const tp_merge_input *info)
+{
+    snprintf(buf, cap, "%s, %s, %s", info->rank_gpu ? "gpu" : "local_rank",
+             info->rank_truth
+                 ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
+                 : "NULL, NULL, 0, 0",
+             info->rank_cpu_wait ? "cpu_wait_percent" : "NULL");
+    return buf;
+}
+
 /* Copies one input into the output as agent `agent`; id offsets keep every
  * series, thread and name id unique, and its series offset goes to
  * info->series_off. With summaries, its summary_* rows too (series ids
@@ -219,7 +232,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, tp_merge_input *
                  "INSERT INTO main.summary_steps_window SELECT %d, t0_ns + %lld, t1_ns + %lld"
                  " FROM src.summary_steps_window;",
                  agent, dt, dt);
-    char timing_cols[400];
+    char timing_cols[400], rank_cols[160];
     timing_columns(timing_cols, sizeof timing_cols, info);
     char *summary_sql = sqlite3_mprintf(
         "INSERT INTO main.summary_series SELECT series_id + %lld, count, mean,"
@@ -231,15 +244,13 @@ static int copy_input(sqlite3 *db, const char *path, int agent, tp_merge_input *
         " samples, %s FROM src.summary_epoch ORDER BY rowid;"
         "INSERT INTO main.summary_rank SELECT rank, %d, local_rank, steps, t0_ns + %lld,"
         " t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
-        " gpu_sm_clock_mhz, %s, %s, %s FROM src.summary_rank;%s%s%s",
+        " gpu_sm_clock_mhz, %s FROM src.summary_rank;%s%s%s",
         series, timing_cols, info->batches ? "batches, warmup, warmup_s" : "0, 0, 0",
         info->step_profiled ? "profiled, profiled_samples, profiled_batches, profiled_s"
                             : "0, 0, 0, 0",
         info->step_warmup ? "warmup_samples, warmup_batches" : "0, 0", dt,
-        info->batches ? "batches" : "0", agent, dt, dt, info->rank_gpu ? "gpu" : "local_rank",
-        info->rank_truth ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
-                         : "NULL, NULL, 0, 0",
-        info->rank_cpu_wait ? "cpu_wait_percent" : "NULL", step_phases ? plots_sql : "",
+        info->batches ? "batches" : "0", agent, dt, dt,
+        rank_columns(rank_cols, sizeof rank_cols, info), step_phases ? plots_sql : "",
         info->series_steps ? steps_sql : "", stalls_sql);
     char *rows = rows_sql(series, thread, dt, all_rows, info->version, off);
     char *ops = info->ops ? tp_merge_ops_sql(max_id(db, "op_window"), thread, dt) : NULL;

@@ -150,15 +150,23 @@ static void no_loader_text(FILE *out, const mode_run *runs, const tp_bottleneck_
                 runs[ASIS].path, runs[ASIS].exit_status);
 }
 
-/* --json: the verdict's kind, the report's, each run, the loader and model. */
+/* --json: the verdict's kind and its words (message: the paragraph the
+ * text says, NULL where none was judged), the report's kinds, each run, the
+ * loader and model. */
 static void json_answer(FILE *out, const mode_run *runs, const tp_bottleneck_run *r, bool samples,
-                        const char *kind, const char *const *report_said, int nsaid, bool judged)
+                        const char *kind, const char *message, const char *const *report_said,
+                        int nsaid, bool judged)
 {
     json_writer w;
     json_init(&w, out);
     json_object_begin(&w);
     json_key(&w, "verdict");
     json_string(&w, kind);
+    json_key(&w, "message");
+    if (message)
+        json_string(&w, message);
+    else
+        json_null(&w);
     json_key(&w, "unit");
     json_string(&w, samples ? "samples_per_s" : "steps_per_s");
     if (nsaid >= 0) { /* the kinds `report` finds in the as-is run */
@@ -213,9 +221,18 @@ static int answer(const mode_run *runs, const tp_bottleneck_run *r, bool samples
                         runs[m].exit_status, runs[m].path);
         }
     bool judged = r[ASIS].found_loader && !crashed;
+    char *message = NULL; /* --json: the verdict's paragraph */
+    size_t message_len = 0;
     if (judged) {
         tp_limit limit = tp_bottleneck_limit(r[REPLAY].rate, r[LOADER].rate);
         kind = tp_limit_name(limit);
+        FILE *words = json ? open_memstream(&message, &message_len) : NULL;
+        if (words) {
+            tp_bottleneck_verdict_text(words, r, samples, limit);
+            fclose(words);
+            if (message_len && message[message_len - 1] == '\n')
+                message[message_len - 1] = '\0';
+        }
         nsaid = report_kinds(runs[ASIS].path, report_said);
         if (!json) {
             const char *what[MODES] = {"as is", "training limit (batch replayed)",
@@ -235,7 +252,8 @@ static int answer(const mode_run *runs, const tp_bottleneck_run *r, bool samples
         kind = "run_failed";
     }
     if (json)
-        json_answer(out, runs, r, samples, kind, report_said, nsaid, judged);
+        json_answer(out, runs, r, samples, kind, message, report_said, nsaid, judged);
+    free(message);
     return crashed ? 1 : 0;
 }
 

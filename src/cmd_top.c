@@ -247,10 +247,11 @@ static void draw_pace(top_state *t, const tp_live_window *live, int *row)
 
 /* The training's own CPU over the live window, from its recording's
  * samples: "the training: 0.6 cores, its step thread waiting for a CPU 48%
- * of the time" (the run-queue delay of the step thread that waited most:
- * "the most held of 4 step threads" with several processes; a recording
- * without it, its processes' main threads': "waiting for a CPU"), in bold
- * from TP_CPU_WAIT_PERCENT on, where other work holds the CPUs it needs. */
+ * of the time" (its step thread's run-queue delay; with several processes
+ * the most held one's: "4 step threads waiting for a CPU up to 48%"; a
+ * recording without it, its processes' main threads': "waiting for a CPU"),
+ * in bold from TP_CPU_WAIT_PERCENT on, where other work holds the CPUs it
+ * needs. */
 static void draw_training_cpu(top_state *t, uint64_t now, int *row)
 {
     int64_t t1 = (int64_t)now, t0 = t1 - (int64_t)TP_LIVE_WINDOW * 1000000000;
@@ -263,14 +264,19 @@ static void draw_training_cpu(top_state *t, uint64_t now, int *row)
     char whose[64] = "";
     if (tp_run_live_max_mean(t->run, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, t0, t1, &held,
                              &threads))
-        snprintf(whose, sizeof whose,
-                 threads > 1 ? "the most held of %d step threads" : "its step thread", threads);
+        snprintf(whose, sizeof whose, threads > 1 ? "%d step threads " : "its step thread ",
+                 threads);
     else if (!tp_run_live_mean(t->run, TP_METRIC_PROC_CPU_WAIT_PERCENT, t0, t1, &held))
         return;
     bool waits = held >= TP_CPU_WAIT_PERCENT;
     if (waits)
         attron(A_BOLD);
-    printw(", %s%swaiting for a CPU %.0f%% of the time", whose, *whose ? " " : "", held);
+    /* within 80 columns: "  the training: 1.9 cores, 12 step threads waiting for a CPU up
+     * to 100% of the time" would not be */
+    if (threads > 1)
+        printw(", %swaiting for a CPU up to %.0f%%", whose, held);
+    else
+        printw(", %swaiting for a CPU %.0f%% of the time", whose, held);
     if (waits)
         attroff(A_BOLD);
 }

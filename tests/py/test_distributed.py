@@ -5,7 +5,15 @@ import sqlite3
 import textwrap
 
 import pytest
-from conftest import PYTHON, assert_same_report, in_short, report_from_rows, report_json, trainprof
+from conftest import (
+    PYTHON,
+    OthersCpu,
+    assert_same_report,
+    in_short,
+    report_from_rows,
+    report_json,
+    trainprof,
+)
 
 # torchrun of the interpreter the tests run under (and so of its torch)
 TORCHRUN = (PYTHON, "-m", "torch.distributed.run")
@@ -124,7 +132,8 @@ def test_ddp_on_gloo_waiting_in_backward_is_exposed_communication(tmp_path, run_
     it: that wait is no compute. The model's one bucket is launched when its
     gradients are all ready, so none of its all-reduce can hide behind
     compute, and it is most of each step here."""
-    r, results = run_ddp(tmp_path, run_file, 2)
+    with OthersCpu() as load:
+        r, results = run_ddp(tmp_path, run_file, 2)
     assert r.returncode == 0 and len(results) == 2, r.stderr
     rep = report_json(run_file)
     for row in rep["ranks"]["per_rank"]:
@@ -136,7 +145,12 @@ def test_ddp_on_gloo_waiting_in_backward_is_exposed_communication(tmp_path, run_
     assert "communication_bound" in kinds or "straggler" in kinds, kinds
     if "communication_bound" in kinds:
         short = in_short(trainprof("report", run_file).stdout)
-        assert "[communication_bound]" in short or "[straggler]" in short, short
+        # beside other processes that held the CPUs (the training waited
+        # for them half its time beside two burners), they lead
+        led = ("[communication_bound]", "[straggler]") + (
+            ("[cpu_contention]",) if load.busy else ()
+        )
+        assert any(x in short for x in led), (load.cpus, short)
 
 
 def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):

@@ -217,11 +217,26 @@ def test_a_rank_killed_outright_leaves_its_last_figures(tmp_path):
 
 
 def test_readings_are_rationed_by_time(tmp_path):
-    """With its throttle on, 150 steps of 10 ms are read at most every
-    0.1 s: a reading for fewer than a third of the steps."""
-    run = record(tmp_path, steps=150, throttled=True)
+    """With its time ration on, 150 steps of 10 ms are read at most every
+    0.1 s: a reading for fewer than a third of the steps. (Its cost ration
+    aside: a reading put off by a loaded machine once counted as a costly
+    one, and put the next off past the run's end.)"""
+    run = record(tmp_path, steps=150, throttled=True, facts="dm._COST_SHARE = 0")
     (g,) = report_json(run)["gpu_memory"]
     assert 3 <= g["readings"] <= 50
+
+
+def test_readings_are_rationed_by_their_cost(tmp_path):
+    """A reading that takes 5 ms is not taken again for 1,000 times that
+    (under 0.1 % of the training's time), whatever the time ration says."""
+    slow = (
+        "fast = cuda.memory_stats\n"
+        "cuda.memory_stats = lambda d: (time.sleep(0.005), fast(d))[1]\n"
+        "dm._EVERY_NS = 0"
+    )
+    run = record(tmp_path, steps=150, throttled=True, facts=slow)
+    (g,) = report_json(run)["gpu_memory"]
+    assert g["readings"] == 1
 
 
 def test_a_cpu_training_reads_nothing(tmp_path):

@@ -73,23 +73,20 @@ print("done", flush=True)
 
 
 def record(tmp_path, env=None, args=(), name="run.db"):
+    # no window after a slow step unless asked: one slowed by others took one
+    if "--ops-on-slow" not in args:
+        args = ("--ops-on-slow", "0", *args)
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(SCRIPT))
     run = tmp_path / name
-    r = subprocess.run(
-        [PROGRAM, "record", "-q", "-o", str(run), *args, "--", PYTHON, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, **(env or {})),
-    )
+    r = trainprof("record", "-q", "-o", run, *args, "--", PYTHON, script, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     return run, r
 
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory):
-    """SCRIPT recorded with the defaults, once for the tests that read it."""
+    """SCRIPT recorded with record's defaults, once for the tests that read it."""
     return record(tmp_path_factory.mktemp("default"))
 
 
@@ -202,7 +199,7 @@ def test_windows_off_take_none_and_ops_steps_sets_their_length(tmp_path):
 
 @pytest.mark.machine  # judges step times: beside other work, one slowed by others came first
 def test_a_slow_step_starts_a_window_over_the_next_steps(tmp_path):
-    run, _ = record(tmp_path, env={"SLOW_AT": "60", "STEPS": "80"})
+    run, _ = record(tmp_path, env={"SLOW_AT": "60", "STEPS": "80"}, args=("--ops-on-slow", "3"))
     rep = report_json(run)
     reasons = [(w["reason"], w["first_step"]) for w in rep["windows"]]
     assert reasons[0] == ("schedule", 11)

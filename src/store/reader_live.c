@@ -197,45 +197,53 @@ size_t tp_run_step_begins_after(tp_run *run, int64_t *rowid, int64_t *thread_id,
     return n;
 }
 
-bool tp_run_live_max_mean(tp_run *run, const char *metric, int64_t t0_ns, int64_t t1_ns,
-                          double *max, int *n)
+/* sql (?1 a metric's name, samples in (?2, ?3]) stepped once: its row, or
+ * NULL where it has none or its first column is NULL (finalize st then). */
+static sqlite3_stmt *live_row(tp_run *run, const char *sql, const char *metric, int64_t t0_ns,
+                              int64_t t1_ns)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT MAX(m), COUNT(*) FROM (SELECT AVG(x.value) AS m FROM sample x"
-                           " JOIN series s ON s.id = x.series_id JOIN metric k ON k.id ="
-                           " s.metric_id WHERE k.name = ?1 AND s.agent_id = (SELECT MIN(agent_id)"
-                           " FROM series) AND x.t_ns > ?2 AND x.t_ns <= ?3 GROUP BY x.series_id)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return false;
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return NULL;
     sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, t0_ns);
     sqlite3_bind_int64(st, 3, t1_ns);
-    bool found = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        return st;
+    sqlite3_finalize(st);
+    return NULL;
+}
+
+bool tp_run_live_max_mean(tp_run *run, const char *metric, int64_t t0_ns, int64_t t1_ns,
+                          double *max, int *n)
+{
+    sqlite3_stmt *st =
+        live_row(run,
+                 "SELECT MAX(m), COUNT(*) FROM (SELECT AVG(x.value) AS m FROM sample x"
+                 " JOIN series s ON s.id = x.series_id JOIN metric k ON k.id = s.metric_id"
+                 " WHERE k.name = ?1 AND s.agent_id = (SELECT MIN(agent_id) FROM series)"
+                 " AND x.t_ns > ?2 AND x.t_ns <= ?3 GROUP BY x.series_id)",
+                 metric, t0_ns, t1_ns);
+    bool found = st != NULL;
     if (found) {
         *max = sqlite3_column_double(st, 0);
         *n = sqlite3_column_int(st, 1);
+        sqlite3_finalize(st);
     }
-    sqlite3_finalize(st);
     return found;
 }
 
 bool tp_run_live_mean(tp_run *run, const char *metric, int64_t t0_ns, int64_t t1_ns, double *mean)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT AVG(x.value) FROM sample x WHERE x.series_id = (SELECT s.id"
-                           " FROM series s JOIN metric m ON m.id = s.metric_id WHERE m.name = ?1"
-                           " AND s.labels = '{}' ORDER BY s.agent_id LIMIT 1)"
-                           " AND x.t_ns > ?2 AND x.t_ns <= ?3",
-                           -1, &st, NULL) != SQLITE_OK)
+    sqlite3_stmt *st = live_row(run,
+                                "SELECT AVG(x.value) FROM sample x WHERE x.series_id = (SELECT s.id"
+                                " FROM series s JOIN metric m ON m.id = s.metric_id WHERE m.name ="
+                                " ?1 AND s.labels = '{}' ORDER BY s.agent_id LIMIT 1)"
+                                " AND x.t_ns > ?2 AND x.t_ns <= ?3",
+                                metric, t0_ns, t1_ns);
+    if (!st)
         return false;
-    sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, t0_ns);
-    sqlite3_bind_int64(st, 3, t1_ns);
-    bool found = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
-    if (found)
-        *mean = sqlite3_column_double(st, 0);
+    *mean = sqlite3_column_double(st, 0);
     sqlite3_finalize(st);
-    return found;
+    return true;
 }

@@ -67,12 +67,13 @@ static double cpu_ticks(pid_t pid)
     return (double)(utime + stime);
 }
 
-/* The nanoseconds pid's main thread waited for a CPU, from its
- * /proc/PID/schedstat (the oracle); -1 where the kernel has no schedstat. */
-static double wait_ns(pid_t pid)
+/* thread tid's waiting nanoseconds, from /proc/PID/task/TID/schedstat (the
+ * oracle; tid pid: the main thread's, as /proc/PID/schedstat says it); -1
+ * where the kernel has no schedstat. */
+static double thread_wait_ns(pid_t pid, pid_t tid)
 {
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
     FILE *f = fopen(path, "r");
     unsigned long long on_cpu = 0, waited = 0;
     int n = f ? fscanf(f, "%llu %llu", &on_cpu, &waited) : 0;
@@ -97,18 +98,18 @@ static void test_proc_tree_real(void **state)
     assert_non_null(c);
     usleep(100000);
     double outer0 = cpu_ticks(child) + cpu_ticks(grandchild);
-    double wait_outer0 = wait_ns(child) + wait_ns(grandchild);
+    double wait_outer0 = thread_wait_ns(child, child) + thread_wait_ns(grandchild, grandchild);
     uint64_t t1 = tp_clock_now_ns();
     c->sample(c, t1);
     double inner0 = cpu_ticks(child) + cpu_ticks(grandchild);
-    double wait_inner0 = wait_ns(child) + wait_ns(grandchild);
+    double wait_inner0 = thread_wait_ns(child, child) + thread_wait_ns(grandchild, grandchild);
     usleep(300000);
-    double wait_inner1 = wait_ns(child) + wait_ns(grandchild);
+    double wait_inner1 = thread_wait_ns(child, child) + thread_wait_ns(grandchild, grandchild);
     double inner1 = cpu_ticks(child) + cpu_ticks(grandchild);
     uint64_t t2 = tp_clock_now_ns();
     c->sample(c, t2);
     double outer1 = cpu_ticks(child) + cpu_ticks(grandchild);
-    double wait_outer1 = wait_ns(child) + wait_ns(grandchild);
+    double wait_outer1 = thread_wait_ns(child, child) + thread_wait_ns(grandchild, grandchild);
     tp_batch b = {0};
     cap_take(t.sink, &b);
     double v[2];
@@ -129,20 +130,6 @@ static void test_proc_tree_real(void **state)
     c->destroy(c);
     tp_batch_free(&b);
     test_env_close(&t);
-}
-
-/* thread tid's waiting nanoseconds, from /proc/PID/task/TID/schedstat (the
- * oracle); -1 where the kernel has no schedstat. */
-static double thread_wait_ns(pid_t pid, pid_t tid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
-    FILE *f = fopen(path, "r");
-    unsigned long long on_cpu = 0, waited = 0;
-    int n = f ? fscanf(f, "%llu %llu", &on_cpu, &waited) : 0;
-    if (f)
-        fclose(f);
-    return n == 2 ? (double)waited : -1;
 }
 
 /* The step thread's wait, as the recorder's drain reads it: of the thread

@@ -255,9 +255,10 @@ static void step_thread_wait(tp_run *run, const ranks_ctx *c, size_t k)
     for (size_t i = 0; i < c->nthreads; i++) {
         char labels[48];
         double v;
+        if (c->thread_acc[i] != (int)k) /* first: every rank passes over every thread */
+            continue;
         tp_labels_pid(labels, sizeof labels, (long)c->threads[i].pid);
-        if (c->thread_acc[i] != (int)k ||
-            !tp_run_series_find(run, a->row.agent_id, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
+        if (!tp_run_series_find(run, a->row.agent_id, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
                                 labels))
             continue;
         if (tp_run_agent_mean_between(run, a->row.agent_id, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,

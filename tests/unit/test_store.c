@@ -347,8 +347,6 @@ static void test_live_means_over_a_window(void **state)
 {
     (void)state;
     char *path = tmp_path("live.db"), err[256];
-    tp_writer *w = tp_writer_create(path, false, "node7", err, sizeof err);
-    assert_non_null(w);
     tp_sink *s = tp_sink_new(0);
     uint32_t tree = tp_sink_series(s, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
     uint32_t a = tp_sink_series(s, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, "{\"pid\":\"11\"}");
@@ -359,12 +357,7 @@ static void test_live_means_over_a_window(void **state)
         if (i > 5) /* pid 12 from t = 6000 on */
             tp_sink_sample(s, b, (uint64_t)i * 1000, 40 + i);
     }
-    tp_batch batch = {0};
-    tp_sink_take(s, &batch);
-    assert_true(tp_writer_apply(w, &batch, err, sizeof err));
-    tp_batch_free(&batch);
-    tp_sink_free(s);
-    tp_writer_finish(w);
+    fx_write_sink(path, s, "node7");
     tp_run *run = tp_run_open(path, err, sizeof err);
     assert_non_null(run);
     double mean, max;

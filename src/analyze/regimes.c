@@ -457,8 +457,8 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
             double in = g->phase_s[0] / g->mean_s, to = g->phase_s[1] / g->mean_s;
             g->input_bound = in >= TP_INPUT_BOUND_SHARE;
             g->transfer_bound = to >= TP_TRANSFER_BOUND_SHARE;
-            g->compute_bound = g->phase_s[2] / g->mean_s >= TP_COMPUTE_BOUND_SHARE &&
-                               in < TP_COMPUTE_BOUND_INPUT_MAX;
+            g->compute_bound =
+                g->phase_s[2] / g->mean_s >= TP_COMPUTE_BOUND_SHARE && in < TP_INPUT_BOUND_SHARE;
         }
         g->machine = tp_regime_machine_unknown();
         if (nchanges && isfinite(g->t0_s) && isfinite(g->t1_s))

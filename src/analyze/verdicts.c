@@ -204,7 +204,7 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
         v->f.transfer.host_share = share(t, rank, TP_PHASE_TO_DEVICE);
         v->f.transfer.device_share = to_dev;
     }
-    if (train >= COMPUTE_BOUND_SHARE && in < COMPUTE_BOUND_INPUT_MAX) {
+    if (train >= COMPUTE_BOUND_SHARE && in < INPUT_BOUND_SHARE) {
         tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_COMPUTE_BOUND);
         v->rank = rank;
         if (!gpu_figures(s, rank, facts, v))
@@ -214,6 +214,7 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
          * train_batch leaves */
         const tp_timing_row *next = tp_timings_row(t, rank, TP_PHASE_DATALOADER_NEXT);
         v->f.compute.loader_timed = next && next->in_steps_s > 0;
+        v->f.compute.input_next = v->f.compute.loader_timed && in >= COMPUTE_BOUND_INPUT_MAX;
         v->f.compute.share = train;
         v->f.compute.device_share = train_dev;
         v->f.compute.input_share = in;

@@ -112,6 +112,9 @@ typedef struct tp_verdict {
         struct { /* compute_bound and host_bound */
             double share, device_share, input_share, step_mean_s;
             bool loader_timed; /* a DataLoader was timed inside the steps */
+            /* its wait for data is TP_COMPUTE_BOUND_INPUT_MAX or more of
+             * the step (under input_bound's share): the loader comes next */
+            bool input_next;
             /* the rank's GPU (gpu above, NULL none known): GPM's tensor and
              * SM activity (Hopper and newer) and NVML's utilization, or NULL */
             const tp_series_summary *tensor, *sm_active, *util;

@@ -8,10 +8,16 @@
 /* input_bound's share of step time spent waiting for the next batch; also
  * `bottleneck`'s: a loader alone below (1 - it) of the training's rate
  * leaves that share of each step waiting, so both call the same run so. */
-#define TP_INPUT_BOUND_SHARE       0.25
-#define TP_TRANSFER_BOUND_SHARE    0.15 /* to_device */
-#define TP_COMPUTE_BOUND_SHARE     0.60 /* train_batch, ... */
-#define TP_COMPUTE_BOUND_INPUT_MAX 0.10 /* ... with dataloader_next under this */
+#define TP_INPUT_BOUND_SHARE    0.25
+#define TP_TRANSFER_BOUND_SHARE 0.15 /* to_device */
+/* compute_bound (and host_bound): train_batch at least this share, with
+ * dataloader_next under TP_INPUT_BOUND_SHARE (not input-bound). Under
+ * TP_COMPUTE_BOUND_INPUT_MAX the input keeps up; from it up to input_bound's
+ * share the loader comes next (the computation made faster, its wait grows),
+ * and the verdict says so: a step that is 87 % compute and 10 % loading is
+ * compute-bound, not "nothing stands out". */
+#define TP_COMPUTE_BOUND_SHARE     0.60
+#define TP_COMPUTE_BOUND_INPUT_MAX 0.10
 
 /* On a GPU, a step that computes (TP_COMPUTE_BOUND_SHARE) is the GPU's
  * limit only where the GPU was busy at least this share of the steps;

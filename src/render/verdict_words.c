@@ -239,7 +239,9 @@ static void compute_message(char *out, size_t cap, const tp_verdict *v, const ch
         return;
     }
     char input[120], gpu[240] = "";
-    if (c->loader_timed)
+    if (c->input_next)
+        snprintf(input, sizeof input, "waiting for data %.0f%%", 100 * c->input_share);
+    else if (c->loader_timed)
         snprintf(input, sizeof input, "waiting for data only %.0f%%", 100 * c->input_share);
     else
         snprintf(input, sizeof input,
@@ -253,9 +255,10 @@ static void compute_message(char *out, size_t cap, const tp_verdict *v, const ch
     tp_compute_remedies(remedies, sizeof remedies, &v->facts);
     snprintf(out, cap,
              "%s is compute-bound: the computation (train_batch, outside communication) "
-             "takes %.0f%% of step time and %s%s. The input pipeline keeps up; speed-ups come "
-             "from the computation: %s.",
-             who, 100 * train, input, gpu, remedies);
+             "takes %.0f%% of step time and %s%s. %s from the computation: %s.",
+             who, 100 * train, input, gpu,
+             c->input_next ? "Speed-ups come first" : "The input pipeline keeps up; speed-ups come",
+             remedies);
 }
 
 static void rank_message(char *out, size_t cap, const tp_verdict *v)
@@ -522,6 +525,14 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
         if (v->kind != TP_VERDICT_TRANSFER_BOUND && len < cap && !out[len])
             tp_stacks_cite(out + len, cap - len, &s->stacks, v->rank,
                            v->kind == TP_VERDICT_INPUT_BOUND);
+        len += strlen(out + len);
+        if ((v->kind == TP_VERDICT_COMPUTE_BOUND || v->kind == TP_VERDICT_HOST_BOUND) &&
+            v->f.compute.input_next && len < cap) /* last: after what the step computes */
+            snprintf(out + len, cap - len,
+                     " The loader comes next: its %.0f%% of the step grows as the rest gets "
+                     "faster (more DataLoader workers; `trainprof bottleneck` measures how fast "
+                     "the loader alone goes).",
+                     100 * v->f.compute.input_share);
         return;
     }
     case TP_VERDICT_STRAGGLER: {

@@ -12,7 +12,7 @@
 #include "analyze/verdicts.h"
 
 /* Room the words of one verdict take at most (longer is cut). */
-#define TP_VERDICT_MESSAGE_MAX 1024
+#define TP_VERDICT_MESSAGE_MAX 1536
 #define TP_CAUSE_MAX           240
 
 /* "input_bound", "memory_pressure" ...: the kind as report and html name it. */

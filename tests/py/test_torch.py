@@ -145,6 +145,49 @@ def test_fast_loader_big_model_is_compute_bound(run_file):
     assert rep["steps"][0]["samples_per_s"] > 0
 
 
+# A step that computes for 20 ms (a sleep in forward: about the same share
+# beside other work) and waits 5 ms for its batch: 15 % of the step on a quiet
+# machine, 19 % beside two CPU burners (measured).
+LOADER_NEXT = """
+import time, torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+class Batches(Dataset):
+    def __len__(self):
+        return 60
+    def __getitem__(self, i):
+        time.sleep(0.005)
+        return torch.randn(8, 4), torch.randint(0, 2, (8,))
+class Slow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+    def forward(self, x):
+        time.sleep(0.020)
+        return self.fc(x)
+model = Slow()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(Batches(), batch_size=None):
+    opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+"""
+
+
+def test_a_loader_between_keeping_up_and_input_bound_is_named_next(run_file):
+    """Waiting for data 10-25 % of a step that otherwise computes: compute-bound
+    (not "nothing stands out"), with the loader named as what comes next."""
+    record_script(run_file, LOADER_NEXT)
+    rep = report_json(run_file)
+    assert "input_bound" not in kinds(rep), rep["verdicts"]
+    [v] = [v for v in rep["verdicts"] if v["kind"] == "compute_bound"]
+    assert 0.10 <= v["evidence"]["dataloader_next_share"] < 0.25, v["evidence"]
+    message = words(v["message"])
+    assert "Speed-ups come first from the computation" in message, message
+    assert "The loader comes next" in message and "trainprof bottleneck" in message, message
+    text = words(trainprof("report", run_file).stdout)
+    assert "No rule of thumb fired" not in text
+    assert "[compute_bound]" in text.split(" System metrics")[0]
+
+
 # Training with a validation pass after each epoch: a big evaluation set that
 # loads slowly, which must not make the training look input-bound.
 TRAIN_AND_VALIDATE = """

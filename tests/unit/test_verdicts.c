@@ -111,7 +111,19 @@ static void test_device_times_of_some_steps_are_scaled_to_all(void **state)
     facts_free(f);
 }
 
-static void test_compute_bound_needs_the_input_to_keep_up(void **state)
+static double *loader_share(facts *f)
+{
+    for (size_t i = 0; i < f->s.timings.nrows; i++)
+        if (strcmp(f->rows[i].name, TP_PHASE_DATALOADER_NEXT) == 0)
+            return &f->rows[i].share;
+    fail_msg("no dataloader_next row");
+    return NULL;
+}
+
+/* compute_bound up to input_bound's share of waiting for data: under
+ * TP_COMPUTE_BOUND_INPUT_MAX the input keeps up; from it, the loader is
+ * named next; at TP_INPUT_BOUND_SHARE the step is input_bound instead */
+static void test_compute_bound_names_the_loader_next_until_input_bound(void **state)
 {
     (void)state;
     facts *f = facts_new();
@@ -120,11 +132,17 @@ static void test_compute_bound_needs_the_input_to_keep_up(void **state)
     tp_verdict v;
     assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
     assert_true(v.f.compute.loader_timed);
-    /* waiting for data as long as the threshold: not compute-bound */
-    for (size_t i = 0; i < f->s.timings.nrows; i++)
-        if (strcmp(f->rows[i].name, TP_PHASE_DATALOADER_NEXT) == 0)
-            f->rows[i].share = TP_COMPUTE_BOUND_INPUT_MAX;
+    assert_false(v.f.compute.input_next);
+    *loader_share(f) = TP_COMPUTE_BOUND_INPUT_MAX;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
+    assert_true(v.f.compute.input_next);
+    *loader_share(f) = TP_INPUT_BOUND_SHARE - 0.01;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
+    assert_true(v.f.compute.input_next);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 0);
+    *loader_share(f) = TP_INPUT_BOUND_SHARE;
     assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, NULL), 0);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 1);
     facts_free(f);
 }
 
@@ -445,7 +463,7 @@ int main(void)
         cmocka_unit_test(test_input_bound_causes),
         cmocka_unit_test(test_transfer_bound_by_host_or_device_time),
         cmocka_unit_test(test_device_times_of_some_steps_are_scaled_to_all),
-        cmocka_unit_test(test_compute_bound_needs_the_input_to_keep_up),
+        cmocka_unit_test(test_compute_bound_names_the_loader_next_until_input_bound),
         cmocka_unit_test(test_the_device_time_counts_where_the_host_ran_ahead),
         cmocka_unit_test(test_a_stalled_run_gets_no_step_verdict),
         cmocka_unit_test(test_host_memory_near_full),

@@ -226,6 +226,33 @@ class OthersCpu:
         return self.cpus >= 0.5
 
 
+def record_burning_from_flag(args, env, flag, burners, timeout=240):
+    """Runs `trainprof record ARGS` with env; once the recorded program has
+    written flag (at the step it chooses), starts that many CPU burners
+    beside it (processes outside the recorded command) until the recording
+    ends. With none, just records. Asserts the recording succeeded."""
+    import time
+
+    rec = subprocess.Popen([PROGRAM, "record", *map(str, args)], env=env)
+    burning = []
+    try:
+        deadline = time.monotonic() + 120
+        while burners and not flag.exists() and rec.poll() is None:
+            assert time.monotonic() < deadline, "the program never wrote its flag"
+            time.sleep(0.005)
+        burning = [
+            subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)
+        ]
+        assert rec.wait(timeout=timeout) == 0
+    finally:
+        for b in burning:
+            b.kill()
+            b.wait()
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+
+
 def trainprof(*args, env=None, timeout=120, **kw):
     """Runs trainprof with args; returns the CompletedProcess (text mode)."""
     full_env = dict(os.environ)

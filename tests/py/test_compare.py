@@ -6,11 +6,18 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
-import sys
 
 import pytest
-from conftest import FAKE_NVML, PYTHON, ROOT, OthersCpu, report_json, trainprof, words
+from conftest import (
+    FAKE_NVML,
+    PYTHON,
+    ROOT,
+    OthersCpu,
+    record_burning_from_flag,
+    report_json,
+    trainprof,
+    words,
+)
 from test_html import chromium
 from test_timings import EMIT
 
@@ -93,17 +100,13 @@ LOADER = pathlib.Path(__file__).parent / "programs" / "loader_train.py"
 
 def record_loader(path, workers, *args, burners=0, steps=200):
     """loader_train.py under record; with burners, that many CPU burners run
-    beside it from its start to its end."""
-    burning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)]
-    try:
-        r = trainprof(
-            "record", "-q", "-o", path, "--", PYTHON, LOADER, workers, steps, *args, timeout=300
-        )
-    finally:
-        for b in burning:
-            b.kill()
-            b.wait()
-    assert r.returncode == 0, r.stderr
+    beside it from its first step to its end (its import and start-up
+    alone, 2 to 3 times slower beside them, would only cost the suite)."""
+    flag = path.parent / f"{path.stem}.flag"
+    env = dict(os.environ, FLAG=str(flag))
+    env.pop("TRAINPROF_NVML_LIB", None)
+    args = ["-q", "-o", path, "--", PYTHON, LOADER, workers, steps, *args]
+    record_burning_from_flag(args, env, flag, burners, timeout=300)
 
 
 def compare_json(a, b):

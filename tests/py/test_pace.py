@@ -7,12 +7,18 @@ import json
 import os
 import re
 import subprocess
-import sys
 import textwrap
-import time
 
 import pytest
-from conftest import PROGRAM, PYTHON, OthersCpu, in_short, report_json, trainprof
+from conftest import (
+    PROGRAM,
+    PYTHON,
+    OthersCpu,
+    in_short,
+    record_burning_from_flag,
+    report_json,
+    trainprof,
+)
 
 # A CPU-bound training on one thread of STEPS steps (about 20 ms each, alone);
 # at step FLAG_AT it writes FLAG (the test then starts the burners, whose
@@ -36,8 +42,6 @@ for step, (x, y) in enumerate(DataLoader(data, batch_size=32)):
         opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
 """
 
-BURN = "while True: pass"
-
 
 def record(tmp_path, run_file, burners, steps=STEPS):
     script = tmp_path / "pace.py"
@@ -46,23 +50,7 @@ def record(tmp_path, run_file, burners, steps=STEPS):
     env = dict(os.environ, STEPS=str(steps), FLAG_AT=str(FLAG_AT))
     if burners:
         env["FLAG"] = str(flag)
-    rec = subprocess.Popen(
-        [PROGRAM, "record", "-q", "-o", str(run_file), "--", PYTHON, str(script)], env=env
-    )
-    burning = []
-    try:
-        deadline = time.monotonic() + 120
-        while burners and not flag.exists() and rec.poll() is None:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-        burning = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(burners)]
-        assert rec.wait(timeout=240) == 0
-    finally:
-        for b in burning:
-            b.kill()
-            b.wait()
-        if rec.poll() is None:
-            rec.kill()
+    record_burning_from_flag(["-q", "-o", run_file, "--", PYTHON, script], env, flag, burners)
 
 
 def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_file):

@@ -4,13 +4,12 @@ into a line; an input-bound verdict says what the loading waits on, the
 training's own CPU told apart from another process's."""
 
 import json
+import os
 import sqlite3
-import subprocess
-import sys
 import textwrap
 
 import pytest
-from conftest import FAKE_NVML, PYTHON, ROOT, OthersCpu, trainprof, words
+from conftest import FAKE_NVML, PYTHON, ROOT, OthersCpu, record_burning_from_flag, trainprof, words
 
 GOLDEN = ROOT / "tests" / "golden" / "runs"
 
@@ -75,7 +74,7 @@ def test_series_that_never_moved_fold_into_a_line_and_all_shows_them():
 
 
 LOADER = textwrap.dedent("""
-    import sys, time, torch
+    import os, pathlib, sys, time, torch
     from torch.utils.data import DataLoader, Dataset
 
     class Slow(Dataset):          # waits, as a remote read would: no CPU
@@ -87,6 +86,7 @@ LOADER = textwrap.dedent("""
     model = torch.nn.Linear(8, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     end = time.time() + float(sys.argv[1])
+    pathlib.Path(os.environ["FLAG"]).write_text("go")  # the test's burners start
     for x in DataLoader(Slow(), batch_size=4):
         opt.zero_grad()
         model(x).sum().backward()
@@ -97,19 +97,15 @@ LOADER = textwrap.dedent("""
 
 
 def input_cause(tmp_path, burners):
+    """The run's input_bound evidence and short lines; burners run beside
+    its steps (from its loop's start: its import alone would only cost)."""
     script = tmp_path / "train.py"
     script.write_text(LOADER)
-    run = tmp_path / f"run{burners}.db"
-    burn = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)]
-    try:
-        r = trainprof(
-            "record", "-q", "-i", "0.2", "-o", run, "--", PYTHON, script, "4", timeout=300
-        )
-    finally:
-        for p in burn:
-            p.kill()
-            p.wait()
-    assert r.returncode == 0, r.stderr
+    run, flag = tmp_path / f"run{burners}.db", tmp_path / f"flag{burners}"
+    env = dict(os.environ, FLAG=str(flag))
+    env.pop("TRAINPROF_NVML_LIB", None)
+    args = ["-q", "-i", "0.2", "-o", run, "--", PYTHON, script, "4"]
+    record_burning_from_flag(args, env, flag, burners, timeout=300)
     rep = json.loads(report("--json", run))
     [ev] = [v["evidence"] for v in rep["verdicts"] if v["kind"] == "input_bound"]
     return ev, short(report(run))

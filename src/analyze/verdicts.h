@@ -187,6 +187,11 @@ typedef struct tp_verdict {
     /* what the script does (the run's facts, lib/facts.h), which the advice
      * fits: every field unknown for a run recorded before facts */
     tp_model_facts facts;
+    /* a step verdict (input, transfer, compute or host-bound) judged on the
+     * rank's latest regime, where its pace changed and that regime's split
+     * fires other rules than the whole run's (verdicts.c, latest_pace): the
+     * regime, in the summary's regimes; NULL: the whole run's steps */
+    const tp_regime *pace;
 } tp_verdict;
 
 typedef struct tp_verdicts {

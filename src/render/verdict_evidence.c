@@ -73,6 +73,9 @@ static const char *input_cause_word(tp_input_cause c)
 static void rank_evidence(tp_evidence *e, const tp_verdict *v)
 {
     rank(e, v->rank);
+    /* judged on the steps since then, the latest pace (null: the whole run's) */
+    number(e, "since_step", "judged since step", TP_FIGURE_PLAIN, 0,
+           v->pace ? (double)v->pace->first_step : -1);
     if (v->kind == TP_VERDICT_INPUT_BOUND) {
         const __typeof__(v->f.input) *f = &v->f.input;
         number(e, "dataloader_next_share", TP_PHASE_DATALOADER_NEXT, TP_FIGURE_SHARE, 4, f->share);

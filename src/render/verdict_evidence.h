@@ -10,7 +10,7 @@
 #include "analyze/verdicts.h"
 #include "util/json_writer.h"
 
-#define TP_EVIDENCE_FIGURES 12
+#define TP_EVIDENCE_FIGURES 16
 
 typedef enum tp_figure_unit {
     TP_FIGURE_PLAIN,   /* a count or an index */

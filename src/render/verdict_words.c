@@ -261,10 +261,35 @@ static void compute_message(char *out, size_t cap, const tp_verdict *v, const ch
              remedies);
 }
 
+/* " Judged on steps 401-550, its latest pace; before step 401 its steps
+ * were compute-bound (...)": a step verdict on the rank's latest regime
+ * (verdicts.h: pace), and what the regime before it was. */
+static void pace_words(char *out, size_t cap, const tp_regime *now)
+{
+    const tp_regime *before = now - 1; /* pace is the last of at least two regimes */
+    const char *was = before->input_bound      ? "input-bound"
+                      : before->transfer_bound ? "transfer-bound"
+                      : before->compute_bound  ? "compute-bound"
+                                               : "bound by no one phase";
+    char split[96] = "";
+    if (before->mean_s > 0 && isfinite(before->phase_s[0]) && isfinite(before->phase_s[2]))
+        snprintf(split, sizeof split, ", dataloader_next %.0f%% and train_batch %.0f%% of a step",
+                 100 * before->phase_s[0] / before->mean_s,
+                 100 * before->phase_s[2] / before->mean_s);
+    snprintf(out, cap,
+             " Judged on steps %zu-%zu, its latest pace: before step %zu its steps were %s%s "
+             "(Changes of pace, below).",
+             now->first_step, now->last_step, now->first_step, was, split);
+}
+
 static void rank_message(char *out, size_t cap, const tp_verdict *v)
 {
-    char who[32];
-    rank_name(who, sizeof who, v->rank);
+    char name[32], who[64];
+    rank_name(name, sizeof name, v->rank);
+    if (v->pace)
+        snprintf(who, sizeof who, "since step %zu, %s", v->pace->first_step, name);
+    else
+        snprintf(who, sizeof who, "%s", name);
     if (v->kind == TP_VERDICT_INPUT_BOUND) {
         char advice[640];
         input_advice(advice, sizeof advice, v);
@@ -526,6 +551,10 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
             tp_stacks_cite(out + len, cap - len, &s->stacks, v->rank,
                            v->kind == TP_VERDICT_INPUT_BOUND);
         len += strlen(out + len);
+        if (v->pace && len < cap) {
+            pace_words(out + len, cap - len, v->pace);
+            len += strlen(out + len);
+        }
         if ((v->kind == TP_VERDICT_COMPUTE_BOUND || v->kind == TP_VERDICT_HOST_BOUND) &&
             v->f.compute.input_next && len < cap) /* last: after what the step computes */
             snprintf(out + len, cap - len,

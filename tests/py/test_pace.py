@@ -209,3 +209,14 @@ def test_a_function_that_takes_over_a_phase_is_the_change_cause(
     text = trainprof("report", run_file).stdout
     change = " ".join(text.split("Changes of pace\n")[1].split("\n\n")[0].split())
     assert "slow_decode (" in change and "samples instead of" in change, change
+    # the step verdicts are the latest pace's, not the average of the two paces
+    rep = report_json(run_file)
+    last = regimes[-1]
+    [v] = [v for v in rep["verdicts"] if v["kind"] == "input_bound"]
+    assert v["evidence"]["since_step"] == last["first_step"], (v, last)
+    share = last["phase_s"]["dataloader_next"] / last["step_mean_s"]
+    assert abs(v["evidence"]["dataloader_next_share"] - share) < 1e-3, (v, last)
+    assert "compute_bound" not in [x["kind"] for x in rep["verdicts"]]
+    short = " ".join(in_short(text).split())
+    assert f"since step {last['first_step']}, the training is input-bound" in short, short
+    assert f"before step {last['first_step']} its steps were" in short, short

@@ -19,6 +19,7 @@
 
 #include "analyze/bottleneck_facts.h"
 #include "analyze/verdicts.h"
+#include "render/verdict_evidence.h"
 #include "core/metric_catalog.h"
 #include "render/verdict_words.h"
 #include "trainprof.h"
@@ -143,6 +144,75 @@ static void test_compute_bound_names_the_loader_next_until_input_bound(void **st
     *loader_share(f) = TP_INPUT_BOUND_SHARE;
     assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, NULL), 0);
     assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 1);
+    facts_free(f);
+}
+
+/* A run whose pace changed: its step verdicts are its latest regime's,
+ * not the average of two paces (38 % waiting for data where it waited 1 %,
+ * then 68 %), in both directions; a steady run's stay the whole run's. */
+static void test_a_changed_pace_is_judged_on_its_latest_regime(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    phase(f, TP_PHASE_TRAIN_BATCH, 0.58, 0);
+    phase(f, TP_PHASE_DATALOADER_NEXT, 0.38, 0);
+    tp_regimes *r = &f->s.regimes;
+    const tp_regime computing = {.first_step = 1,
+                                 .last_step = 400,
+                                 .mean_s = 0.008,
+                                 .phase_s = {0.0001, 0, 0.0075},
+                                 .compute_bound = true};
+    const tp_regime loading = {
+        .first_step = 401, .last_step = 550, .mean_s = 0.030, .phase_s = {0.0204, 0, 0.009}};
+    r->rank = 0, r->n = 2, r->v[0] = computing, r->v[1] = loading;
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    assert_non_null(v.pace);
+    assert_int_equal(v.pace->first_step, 401);
+    assert_float_equal(v.f.input.share, 0.68, 1e-9);
+    assert_float_equal(v.f.input.step_mean_s, 0.030, 1e-12);
+    assert_float_equal(v.f.input.next_mean_s, 0.0204, 1e-12);
+    char words[TP_VERDICT_MESSAGE_MAX];
+    assert_true(message_of(f, TP_VERDICT_INPUT_BOUND, words, sizeof words));
+    assert_non_null(strstr(words, "since step 401, rank 0 is input-bound"));
+    assert_non_null(strstr(words, "before step 401 its steps were compute-bound"));
+    /* the other way: the data came to be cached, the step computes now */
+    r->v[0] = loading, r->v[0].first_step = 1, r->v[0].input_bound = true;
+    r->v[1] = computing, r->v[1].first_step = 401, r->v[1].compute_bound = false;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 0);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_COMPUTE_BOUND, &v), 1);
+    assert_float_equal(v.f.compute.share, 0.0075 / 0.008, 1e-9);
+    assert_true(message_of(f, TP_VERDICT_COMPUTE_BOUND, words, sizeof words));
+    assert_non_null(strstr(words, "before step 401 its steps were input-bound"));
+    /* one regime: the whole run's shares */
+    r->n = 1;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    assert_null(v.pace);
+    assert_float_equal(v.f.input.share, 0.38, 1e-9);
+    /* device times, which regimes do not split: the whole run's too */
+    r->n = 2;
+    f->rows[1].device_total_s = 0.5 * f->steps.total_s; /* train_batch on the GPU */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    assert_null(v.pace);
+    facts_free(f);
+}
+
+/* The evidence with the most figures (input_bound's) has room for them
+ * all: its last, where it read its medians ("over"), is not cut. */
+static void test_the_evidence_keeps_every_figure(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    phase(f, TP_PHASE_DATALOADER_NEXT, 0.5, 0);
+    take_inventory(f);
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    tp_evidence e;
+    tp_verdict_evidence_of(&f->s, &v, &e);
+    assert_true(e.n < TP_EVIDENCE_FIGURES);
+    assert_string_equal(e.v[0].key, "rank");
+    assert_string_equal(e.v[1].key, "since_step");
+    assert_string_equal(e.v[e.n - 1].key, "over");
     facts_free(f);
 }
 
@@ -464,6 +534,8 @@ int main(void)
         cmocka_unit_test(test_transfer_bound_by_host_or_device_time),
         cmocka_unit_test(test_device_times_of_some_steps_are_scaled_to_all),
         cmocka_unit_test(test_compute_bound_names_the_loader_next_until_input_bound),
+        cmocka_unit_test(test_a_changed_pace_is_judged_on_its_latest_regime),
+        cmocka_unit_test(test_the_evidence_keeps_every_figure),
         cmocka_unit_test(test_the_device_time_counts_where_the_host_ran_ahead),
         cmocka_unit_test(test_a_stalled_run_gets_no_step_verdict),
         cmocka_unit_test(test_host_memory_near_full),

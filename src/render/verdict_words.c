@@ -551,10 +551,6 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
             tp_stacks_cite(out + len, cap - len, &s->stacks, v->rank,
                            v->kind == TP_VERDICT_INPUT_BOUND);
         len += strlen(out + len);
-        if (v->pace && len < cap) {
-            pace_words(out + len, cap - len, v->pace);
-            len += strlen(out + len);
-        }
         if ((v->kind == TP_VERDICT_COMPUTE_BOUND || v->kind == TP_VERDICT_HOST_BOUND) &&
             v->f.compute.input_next && len < cap) /* last: after what the step computes */
             snprintf(out + len, cap - len,
@@ -562,6 +558,9 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
                      "faster (more DataLoader workers; `trainprof bottleneck` measures how fast "
                      "the loader alone goes).",
                      100 * v->f.compute.input_share);
+        len += strlen(out + len);
+        if (v->pace && len < cap) /* what was judged, after the advice */
+            pace_words(out + len, cap - len, v->pace);
         return;
     }
     case TP_VERDICT_STRAGGLER: {

@@ -188,9 +188,9 @@ typedef struct tp_verdict {
      * fits: every field unknown for a run recorded before facts */
     tp_model_facts facts;
     /* a step verdict (input, transfer, compute or host-bound) judged on the
-     * rank's latest regime, where its pace changed and that regime's split
-     * fires other rules than the whole run's (verdicts.c, latest_pace): the
-     * regime, in the summary's regimes; NULL: the whole run's steps */
+     * rank's latest regime, where its pace changed (verdicts.c,
+     * latest_pace): the last of the summary's regimes; NULL: the whole
+     * run's steps */
     const tp_regime *pace;
 } tp_verdict;
 

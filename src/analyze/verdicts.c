@@ -241,6 +241,7 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
     if (train >= COMPUTE_BOUND_SHARE && in < INPUT_BOUND_SHARE) {
         tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_COMPUTE_BOUND);
         v->rank = rank;
+        v->agent_id = place ? place->agent_id : 1; /* the rank's, as input_bound's */
         if (!gpu_figures(s, rank, facts, v))
             v->kind = TP_VERDICT_HOST_BOUND;
         /* without a DataLoader in the steps (batches of the script's own
@@ -355,26 +356,44 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
         out->items[i].facts = facts;
 }
 
-static double weight(const tp_verdict *v)
+/* The share of the step time a cpu_contention verdict says the training
+ * waited for a CPU: the step thread's wait; before it was recorded, the
+ * tree's main threads' (over 100 with several processes) or others' share. */
+static double contention_weight(const tp_verdict *v)
+{
+    const tp_series_summary *w = v->f.cpu.step_wait ? v->f.cpu.step_wait : v->f.cpu.held;
+    double held = w ? w->steps.mean : v->f.cpu.others_percent;
+    return held < 100 ? held / 100 : 1;
+}
+
+/* What a computing step's share holds of waiting for a CPU: the weight of a
+ * cpu_contention verdict on the rank's agent among all (0 without one). */
+static double cpu_wait_in(const tp_verdicts *all, const tp_verdict *v)
+{
+    for (size_t i = 0; i < all->n; i++)
+        if (all->items[i].kind == TP_VERDICT_CPU_CONTENTION &&
+            all->items[i].agent_id == v->agent_id)
+            return contention_weight(&all->items[i]);
+    return 0;
+}
+
+static double weight(const tp_verdicts *all, const tp_verdict *v)
 {
     switch (v->kind) {
     case TP_VERDICT_INPUT_BOUND: return v->f.input.share;
     case TP_VERDICT_TRANSFER_BOUND: return v->f.transfer.share;
-    case TP_VERDICT_COMPUTE_BOUND: return v->f.compute.share / 2;
-    case TP_VERDICT_HOST_BOUND: return v->f.compute.share * (1 - v->f.compute.gpu_busy);
+    /* a computing step weighs what it computed: the time its step thread
+     * waited for a CPU lies in its share, and is cpu_contention's weight */
+    case TP_VERDICT_COMPUTE_BOUND: return (v->f.compute.share - cpu_wait_in(all, v)) / 2;
+    case TP_VERDICT_HOST_BOUND:
+        return (v->f.compute.share - cpu_wait_in(all, v)) * (1 - v->f.compute.gpu_busy);
     case TP_VERDICT_COMMUNICATION_BOUND:
         return v->f.comm.window_s > 0 ? v->f.comm.exposed_s / v->f.comm.window_s : 0;
     case TP_VERDICT_STRAGGLER:
         return v->f.straggler.row && v->f.straggler.row->excess < 1 ? v->f.straggler.row->excess
                                                                     : 1;
     case TP_VERDICT_GPU_UNDERUSED: return 0.2;
-    case TP_VERDICT_CPU_CONTENTION: {
-        /* the step's own wait; before it was recorded, the tree's main
-         * threads' (over 100 with several processes) or others' share */
-        const tp_series_summary *w = v->f.cpu.step_wait ? v->f.cpu.step_wait : v->f.cpu.held;
-        double held = w ? w->steps.mean : v->f.cpu.others_percent;
-        return held < 100 ? held / 100 : 1;
-    }
+    case TP_VERDICT_CPU_CONTENTION: return contention_weight(v);
     case TP_VERDICT_GPU_MEMORY_GROWTH: return 0.3; /* it ends the run */
     default: return 0.1;
     }
@@ -384,7 +403,7 @@ size_t tp_verdicts_main(const tp_verdicts *v)
 {
     size_t best = 0;
     for (size_t i = 1; i < v->n; i++)
-        if (weight(&v->items[i]) > weight(&v->items[best]))
+        if (weight(v, &v->items[i]) > weight(v, &v->items[best]))
             best = i;
     return best;
 }

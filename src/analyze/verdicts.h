@@ -229,7 +229,9 @@ void tp_verdicts_free(tp_verdicts *v);
 /* The index of the verdict to lead with (v->n > 0): the one that explains
  * the most of the step time (a phase's share, communication left exposed,
  * a straggler's excess), compute-bound weighing half (a training that
- * computes is where it should be) and the system verdicts little (they
+ * computes is where it should be) of what it computed (its share less the
+ * time a cpu_contention verdict on its agent says it waited for a CPU:
+ * that wait fell in its share), and the system verdicts little (they
  * say why, the step-time verdicts say what), but cpu_contention the time
  * the training waited for a CPU (its share of the step time, whichever
  * phase it fell in; without that figure, the others' share of the

@@ -360,14 +360,16 @@ static void test_cpu_contention_is_the_step_thread_s_wait(void **state)
     assert_true(message_of(f, TP_VERDICT_CPU_CONTENTION, words, sizeof words));
     assert_non_null(strstr(words, "one process's step thread waited for a CPU 40% of the time, "
                                   "the most of the 2 processes' step threads"));
-    /* it weighs the step's share: a step thread that waited 60 % of the
-     * time leads a step that computes 95 % of it (weighed 0.475) */
+    /* it weighs the step's share: a step thread that waited 40 % of the
+     * time leads a step that computes 95 % of it, weighed half of what it
+     * computed, the 55 % it did not wait (0.275; the demo beside two
+     * burners: 41 % waited of 83 % computing, the loader 15 %) */
     phase(f, TP_PHASE_TRAIN_BATCH, 0.95, 0);
-    f->items[f->s.n - 1].steps.mean = 60;
+    f->items[f->s.n - 1].steps.mean = 40;
     tp_verdicts all;
     tp_verdicts_build(&f->s, &all);
     assert_int_equal(all.items[tp_verdicts_main(&all)].kind, TP_VERDICT_CPU_CONTENTION);
-    f->items[f->s.n - 1].steps.mean = 40; /* less than the compute weighs */
+    f->items[f->s.n - 1].steps.mean = 25; /* less than the compute weighs (0.35) */
     tp_verdicts_free(&all);
     tp_verdicts_build(&f->s, &all);
     assert_int_equal(all.items[tp_verdicts_main(&all)].kind, TP_VERDICT_COMPUTE_BOUND);

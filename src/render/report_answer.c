@@ -1,4 +1,5 @@
 /* report_answer.c: the report's first lines, the answer (see report.h). */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,15 +17,14 @@ static double phase_share(const tp_timings *t, int rank, const char *name)
     return r ? r->share : 0;
 }
 
-/* "train_batch 85%, dataloader_next 12%, other 3%": the standard phases of
- * rank's steps with 1% or more, largest first, and what they leave. */
-static void phase_split(char *out, size_t cap, const tp_timings *t, int rank)
+/* "train_batch 85%, dataloader_next 12%, other 3%": the standard phases'
+ * shares of a step (shares[k] of tp_step_phase_names[k]) with 1% or more,
+ * largest first, and what they leave. */
+static void split_words(char *out, size_t cap, double shares[TP_STEP_PHASES - 1])
 {
-    double shares[TP_STEP_PHASES - 1], sum = 0;
-    for (int k = 0; k < TP_STEP_PHASES - 1; k++) {
-        shares[k] = phase_share(t, rank, tp_step_phase_names[k]);
+    double sum = 0;
+    for (int k = 0; k < TP_STEP_PHASES - 1; k++)
         sum += shares[k];
-    }
     size_t len = 0;
     out[0] = '\0';
     if (sum < 0.01)
@@ -43,6 +43,34 @@ static void phase_split(char *out, size_t cap, const tp_timings *t, int rank)
     }
     if (sum < 0.995)
         snprintf(out + len, cap - len, "%sother %.0f%%", len ? ", " : "", 100 * (1 - sum));
+}
+
+/* The split of rank's steps, from its timings. */
+static void phase_split(char *out, size_t cap, const tp_timings *t, int rank)
+{
+    double shares[TP_STEP_PHASES - 1];
+    for (int k = 0; k < TP_STEP_PHASES - 1; k++)
+        shares[k] = phase_share(t, rank, tp_step_phase_names[k]);
+    split_words(out, cap, shares);
+}
+
+/* The split of the latest regime's steps where rank's pace changed
+ * (analyze/regimes.h): what the step verdicts judge (verdicts.h: pace),
+ * not the average of paces that differ. Returns the regime's first step;
+ * 0 where the pace did not change (out untouched). */
+static size_t latest_split(char *out, size_t cap, const tp_regimes *r, int rank)
+{
+    const tp_regime *g = r->n >= 2 && r->rank == rank ? &r->v[r->n - 1] : NULL;
+    if (!g || !(g->mean_s > 0))
+        return 0;
+    double shares[TP_STEP_PHASES - 1];
+    for (int k = 0; k < TP_STEP_PHASES - 1; k++) {
+        if (!isfinite(g->phase_s[k]))
+            return 0;
+        shares[k] = g->phase_s[k] / g->mean_s;
+    }
+    split_words(out, cap, shares);
+    return g->first_step;
 }
 
 /* A rank's window split as the ranks table splits it (interval union,
@@ -85,11 +113,14 @@ bool tp_answer_steps(char *out, size_t cap, const tp_summary *s)
         len += (size_t)snprintf(out + len, cap - len, ", %.0f samples/s",
                                 (double)st->samples / st->total_s);
     const tp_rank_row *r = rank_row(&s->ranks, st->rank);
+    size_t since = 0;
     if (r)
         rank_split(parts, sizeof parts, r);
-    else
+    else if (!(since = latest_split(parts, sizeof parts, &s->regimes, st->rank)))
         phase_split(parts, sizeof parts, t, st->rank);
-    if (parts[0] && len < cap)
+    if (parts[0] && len < cap && since)
+        snprintf(out + len, cap - len, "; since step %zu, a step: %s", since, parts);
+    else if (parts[0] && len < cap)
         snprintf(out + len, cap - len, "; a step: %s", parts);
     return true;
 }

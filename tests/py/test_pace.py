@@ -220,3 +220,6 @@ def test_a_function_that_takes_over_a_phase_is_the_change_cause(
     short = " ".join(in_short(text).split())
     assert f"since step {last['first_step']}, the training is input-bound" in short, short
     assert f"before step {last['first_step']} its steps were" in short, short
+    # and the split of a step that "In short" gives is that pace's too
+    split = short.split(f"since step {last['first_step']}, a step: ", 1)[1].split(" [")[0]
+    assert f"dataloader_next {round(100 * share)}%" in split, short

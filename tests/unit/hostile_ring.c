@@ -231,7 +231,13 @@ int main(int argc, char **argv)
                 put(h, TP_EV_END, 1, 0);
             }
             publish(h);
-            usleep(50000); /* room: the recorder reads every 10 ms */
+            /* room: the recorder, reading every 10 ms, publishes its own tail
+             * (not the one set ahead) once it read these; a loaded machine
+             * can keep it from that for more than the 50 ms once slept here,
+             * and the next 40 events would have wrapped the 64 slots over
+             * unread ones (40 of 200 arrived in one CI run) */
+            for (int i = 0; i < 2000 && atomic_load(&h->tail) != head; i++)
+                usleep(1000);
         }
     } else {
         return 2;

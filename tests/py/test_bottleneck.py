@@ -43,13 +43,13 @@ for epoch in range(1000):
 """
 
 
-def bottleneck(tmp_path, sleep=0.0, dim=32, hidden=32, crash_in="", extra=(), steps=30):
+def bottleneck(tmp_path, sleep=0.0, dim=32, hidden=32, crash_in="", extra=()):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT.format(sleep=sleep, dim=dim, hidden=hidden, crash_in=crash_in))
     return trainprof(
         "bottleneck",
         "--steps",
-        str(steps),
+        "30",
         "--warmup",
         "5",
         "-o",
@@ -111,8 +111,8 @@ def test_big_model_fast_loader_is_compute_bound(tmp_path):
     else:
         assert "compute-bound" in r.stdout and "training limit" in r.stdout
         assert "compute_bound" in said and "input_bound" not in said, said
-    with OthersCpu() as load:  # the advice's words: fewer steps do
-        r2 = bottleneck(tmp_path, sleep=0.002, steps=12)
+    with OthersCpu() as load:
+        r2 = bottleneck(tmp_path, sleep=0.002)
     assert "worker processes on" in r2.stdout and "CPUs" in r2.stdout
     # the advice fits the script: its loader has no workers, its model is on the CPU (where
     # others keep the CPUs busy, the advice is to free them first)

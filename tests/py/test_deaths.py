@@ -4,6 +4,7 @@ cgroup memory limit, each with its step, phase and where in the code; what
 the script prints and its exit status stay its own."""
 
 import pathlib
+import re
 import sqlite3
 import subprocess
 import textwrap
@@ -186,10 +187,13 @@ def test_a_crash_after_the_script_ended_is_told_as_such(tmp_path, run_file):
     assert r.returncode == 128 + 6, r.stderr  # SIGABRT, as record passes it on
     d = first_death(report_json(run_file))
     assert (d["how"], d["signal"], d["after_script"]) == ("signal", 6, True), d
-    short = words(short_of(run_file))
-    assert "was killed by SIGABRT after its script ended, as Python shut down" in short, short
-    assert "not the training's code" in short
-    assert " at step " not in short and "backward" not in short
+    # the [died] line alone (the verdicts below it may name phases and steps)
+    text = trainprof("report", run_file).stdout
+    short = in_short(text)
+    died = words(re.split(r"\n  (?! )", text.split("  [died]", 1)[1])[0])
+    assert "was killed by SIGABRT after its script ended, as Python shut down" in died, short
+    assert "not the training's code" in died
+    assert " at step " not in died and "backward" not in died, died
 
 
 def memory_cgroup(limit):

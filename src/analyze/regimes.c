@@ -485,3 +485,16 @@ size_t tp_regimes_biggest_change(const tp_regimes *r)
     }
     return best;
 }
+
+const tp_regime *tp_regimes_latest(const tp_regimes *r, int rank)
+{
+    if (r->rank != rank || r->n < 2 || r->n > TP_REGIMES_MAX)
+        return NULL;
+    const tp_regime *g = &r->v[r->n - 1];
+    if (!(g->mean_s > 0) || !isfinite(g->mean_s))
+        return NULL;
+    for (int k = 0; k < TP_STEP_PHASES - 1; k++)
+        if (!isfinite(g->phase_s[k]))
+            return NULL;
+    return g;
+}

@@ -160,6 +160,13 @@ void tp_regime_find_causes(const tp_regime *p, tp_regime *g);
  * >= 1), or 0 when there was none. */
 size_t tp_regimes_biggest_change(const tp_regimes *r);
 
+/* The latest regime of rank's steps where their pace changed lastingly (two
+ * regimes or more), its mean and its phases' seconds usable (a stored
+ * summary's are checked here: a positive mean, finite phases); NULL for a
+ * steady run, another rank, or figures that cannot be used. What the step
+ * verdicts judge and the report's split of a step says (verdicts.h: pace). */
+const tp_regime *tp_regimes_latest(const tp_regimes *r, int rank);
+
 /* The labels ({"pid":"N"}) of the series of rank's process on agent_id
  * that has step_thread_cpu_wait_percent (rank -1: a process without one);
  * false where none has. */

@@ -175,26 +175,6 @@ static bool gpu_figures(const tp_summary *s, int rank, const tp_model_facts *fac
     return !(c->gpu_busy < TP_HOST_BOUND_GPU_BUSY);
 }
 
-/* The latest regime of rank's steps where their pace changed lastingly
- * (analyze/regimes.h): the step verdicts are judged on its split, not on the
- * whole run's average of paces that differ. A training that became
- * input-bound midway is input-bound now, and the average (38 % waiting for
- * data where it waited 1 % and then 68 %) is true of no step. NULL: a steady
- * run, the whole run's shares. Only where the regimes split the step as the
- * rules see it: one process's host times (no ranks' windows, whose compute
- * lies outside communication; no device times, which regimes do not split). */
-static const tp_regime *latest_pace(const tp_summary *s, int rank)
-{
-    const tp_regimes *r = &s->regimes;
-    if (r->rank != rank || r->n < 2)
-        return NULL;
-    const tp_regime *g = &r->v[r->n - 1];
-    if (!(g->mean_s > 0) || !isfinite(g->phase_s[0]) || !isfinite(g->phase_s[1]) ||
-        !isfinite(g->phase_s[2]))
-        return NULL;
-    return g;
-}
-
 static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *facts,
                           tp_verdicts *out)
 {
@@ -215,8 +195,14 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
         train = train_dev;
     if (to_dev > to)
         to = to_dev;
+    /* a run whose pace changed is judged on its latest pace: a training
+     * that became input-bound midway is input-bound now, and the average
+     * (38 % waiting for data where it waited 1 % and then 68 %) is true of
+     * no step. Only where the regimes split the step as the rules see it:
+     * one process's host times (no ranks' windows, whose compute lies
+     * outside communication; no device times, which regimes do not split) */
     const tp_regime *pace =
-        !place && !(train_dev > 0) && !(to_dev > 0) ? latest_pace(s, rank) : NULL;
+        !place && !(train_dev > 0) && !(to_dev > 0) ? tp_regimes_latest(&s->regimes, rank) : NULL;
     if (pace) {
         in = pace->phase_s[0] / pace->mean_s, to = pace->phase_s[1] / pace->mean_s;
         train = pace->phase_s[2] / pace->mean_s, step_mean = pace->mean_s;

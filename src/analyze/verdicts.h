@@ -189,7 +189,7 @@ typedef struct tp_verdict {
     tp_model_facts facts;
     /* a step verdict (input, transfer, compute or host-bound) judged on the
      * rank's latest regime, where its pace changed (verdicts.c,
-     * latest_pace): the last of the summary's regimes; NULL: the whole
+     * tp_regimes_latest): the last of the summary's regimes; NULL: the whole
      * run's steps */
     const tp_regime *pace;
 } tp_verdict;

@@ -60,15 +60,12 @@ static void phase_split(char *out, size_t cap, const tp_timings *t, int rank)
  * 0 where the pace did not change (out untouched). */
 static size_t latest_split(char *out, size_t cap, const tp_regimes *r, int rank)
 {
-    const tp_regime *g = r->n >= 2 && r->rank == rank ? &r->v[r->n - 1] : NULL;
-    if (!g || !(g->mean_s > 0))
+    const tp_regime *g = tp_regimes_latest(r, rank);
+    if (!g)
         return 0;
     double shares[TP_STEP_PHASES - 1];
-    for (int k = 0; k < TP_STEP_PHASES - 1; k++) {
-        if (!isfinite(g->phase_s[k]))
-            return 0;
+    for (int k = 0; k < TP_STEP_PHASES - 1; k++)
         shares[k] = g->phase_s[k] / g->mean_s;
-    }
     split_words(out, cap, shares);
     return g->first_step;
 }

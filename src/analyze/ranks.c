@@ -29,6 +29,7 @@ typedef struct rank_acc {
 } rank_acc;
 
 typedef struct ranks_ctx {
+    int64_t from_ns, to_ns; /* the steps compared: those begun and ended within */
     tp_run_thread *threads; /* by id */
     size_t nthreads;
     rank_acc *acc; /* by rank */
@@ -181,7 +182,8 @@ static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks
     /* marks come in (rank, thread, time) order: one run per thread. A step
      * mark closes the open step and opens one; a step-end mark (an evaluation
      * mid-epoch) only closes. The window runs from the first step mark to the
-     * last mark that closed a step. */
+     * last mark that closed a step, of the steps begun and ended within
+     * [from_ns, to_ns]. */
     for (size_t i = 0; i < nmarks;) {
         size_t j = i, closed = 0;
         int64_t first = -1, last = 0;
@@ -190,13 +192,14 @@ static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks
             int kind = marks[j].kind;
             if (kind != TP_MARK_STEP && kind != TP_MARK_STEP_END)
                 continue;
-            if (open) {
+            int64_t t = marks[j].t_ns;
+            if (open && t <= c->to_ns) {
                 closed++;
-                last = marks[j].t_ns;
-            } else if (kind == TP_MARK_STEP && first < 0) {
-                first = marks[j].t_ns;
+                last = t;
+            } else if (kind == TP_MARK_STEP && first < 0 && t >= c->from_ns) {
+                first = t;
             }
-            open = kind == TP_MARK_STEP;
+            open = kind == TP_MARK_STEP && t >= c->from_ns;
         }
         int ti = thread_index(c, marks[i].thread);
         if (ti >= 0 && c->thread_acc[ti] >= 0) {
@@ -340,8 +343,14 @@ static int cmp_rank(const void *x, const void *y)
 
 bool tp_ranks_from_rows(tp_run *run, tp_ranks *out, char *err, size_t cap)
 {
+    return tp_ranks_from_rows_between(run, INT64_MIN, INT64_MAX, out, err, cap);
+}
+
+bool tp_ranks_from_rows_between(tp_run *run, int64_t from_ns, int64_t to_ns, tp_ranks *out,
+                                char *err, size_t cap)
+{
     memset(out, 0, sizeof *out);
-    ranks_ctx c = {0};
+    ranks_ctx c = {.from_ns = from_ns, .to_ns = to_ns};
     tp_run_mark *marks = NULL;
     size_t nmarks = 0;
     bool ok = tp_run_threads(run, &c.threads, &c.nthreads, err, cap) &&
@@ -371,4 +380,22 @@ bool tp_ranks_from_rows(tp_run *run, tp_ranks *out, char *err, size_t cap)
     if (!ok)
         tp_ranks_free(out);
     return ok;
+}
+
+bool tp_ranks_latest_from_rows(tp_run *run, const tp_regimes *regimes, tp_ranks *out, char *err,
+                               size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    const tp_regime *g = tp_regimes_latest(regimes, regimes->rank);
+    if (!g || !isfinite(g->t0_s) || !isfinite(g->t1_s) || g->t1_s <= g->t0_s)
+        return true;
+    /* the regime's times are its first step's mark and its last one's end,
+     * in seconds: a microsecond's slack keeps them in after the rounding */
+    const int64_t slack = 1000;
+    if (!tp_ranks_from_rows_between(run, tp_ns_round_s(g->t0_s) - slack,
+                                    tp_ns_round_s(g->t1_s) + slack, out, err, cap))
+        return false;
+    if (out->n < 2)
+        tp_ranks_free(out);
+    return true;
 }

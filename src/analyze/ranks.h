@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "analyze/rank_compare.h"
+#include "analyze/regimes.h"
 #include "core/rank_facts.h"
 #include "store/reader.h"
 
@@ -37,5 +38,21 @@
  * to read the stored rows instead (summary_store.h) is the summary's call
  * (summary.c), made there only. */
 bool tp_ranks_from_rows(tp_run *run, tp_ranks *out, char *err, size_t cap);
+
+/* The same over the steps each rank began at from_ns or later and ended by
+ * to_ns (run times, ns): its window runs from the first such step's mark to
+ * the last one's end. The ranks over the latest of the first rank's paces
+ * (summary.h: ranks_latest), where a straggler that appeared midway is not
+ * diluted by the steps before it. */
+bool tp_ranks_from_rows_between(tp_run *run, int64_t from_ns, int64_t to_ns, tp_ranks *out,
+                                char *err, size_t cap);
+
+/* The ranks over the latest of the first rank's paces (regimes: its
+ * regimes, tp_regimes_latest) from the rows, compared (tp_ranks_compare):
+ * what the straggler verdicts judge where the pace changed. out empty, and
+ * true, where the pace did not change, its times are unknown (a file stored
+ * before) or fewer than two ranks marked steps over it. */
+bool tp_ranks_latest_from_rows(tp_run *run, const tp_regimes *regimes, tp_ranks *out, char *err,
+                               size_t cap);
 
 #endif

@@ -322,6 +322,56 @@ static void test_straggler_named_with_its_input(void **state)
     free(path);
 }
 
+/* Two ranks, six steps of 10 s: rank 1's train_batch takes 3 s longer from
+ * its fourth step on. Over the whole run its own work is 3.5 s a step
+ * against rank 0's 2 s (27 % above the median of the two); over the steps
+ * since (30 s to 60 s), 5 s against 2 s (43 %): the straggler the later
+ * steps have, not the average of steps that were even and then apart. */
+static void test_ranks_over_the_latest_steps_only(void **state)
+{
+    (void)state;
+    char *path = rank_runs_path("latest.db");
+    tp_sink *s = rank_runs_sink();
+    uint32_t in = tp_sink_name(s, "dataloader_next"), train = tp_sink_name(s, "train_batch");
+    for (int rank = 0; rank < 2; rank++) {
+        uint32_t main = rank_runs_thread(s, rank, 1000 + rank, NULL);
+        for (uint64_t k = 0; k < 6; k++) {
+            uint64_t t = 10 * k * S, extra = rank == 1 && k >= 3 ? 3 * S : 0;
+            tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+            tp_sink_interval(s, main, in, 0, t, t + S);
+            tp_sink_interval(s, main, train, 0, t + S, t + 2 * S + extra);
+        }
+        tp_sink_mark(s, main, TP_MARK_STEP, 60 * S, 0);
+    }
+    rank_runs_write(path, s);
+    char err[256];
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    run->raw_only = true;
+    tp_ranks whole, latest, none;
+    assert_true(tp_ranks_from_rows(run, &whole, err, sizeof err));
+    assert_true(tp_ranks_from_rows_between(run, 30 * S, 60 * S, &latest, err, sizeof err));
+    /* a window that holds no whole step: no rank has steps in it */
+    assert_true(tp_ranks_from_rows_between(run, 31 * S, 39 * S, &none, err, sizeof err));
+    tp_run_close(run);
+    assert_int_equal(whole.n, 2);
+    assert_int_equal(whole.rows[1].steps, 6);
+    assert_float_equal(whole.rows[1].excess, 3.5 / 2.75 - 1, 1e-9);
+    assert_int_equal(latest.n, 2);
+    assert_int_equal(latest.rows[0].steps, 3);
+    assert_int_equal(latest.rows[1].steps, 3);
+    assert_int_equal(latest.rows[1].t0_ns, 30 * S);
+    assert_int_equal(latest.rows[1].t1_ns, 60 * S);
+    assert_float_equal(latest.rows[1].compute_s, 12, 1e-9); /* 4 s a step, three steps */
+    assert_float_equal(latest.rows[1].excess, 5 / 3.5 - 1, 1e-9);
+    assert_true(latest.rows[1].straggler && !latest.rows[0].straggler);
+    assert_int_equal(none.n, 0);
+    tp_ranks_free(&whole);
+    tp_ranks_free(&latest);
+    tp_ranks_free(&none);
+    free(path);
+}
+
 /* Own work 5 s in a 50 s step: 0.6 s more (12 %) is under 2 % of the step,
  * noise not worth a verdict; 2 s more (40 %, 4 % of the step) is a straggler. */
 static void test_an_excess_too_small_for_the_step_is_no_straggler(void **state)
@@ -429,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_compiling_first_steps_are_warm_up_and_batches_counted),
         cmocka_unit_test(test_times_at_the_ends_of_int64),
         cmocka_unit_test(test_straggler_named_with_its_input),
+        cmocka_unit_test(test_ranks_over_the_latest_steps_only),
         cmocka_unit_test(test_an_excess_too_small_for_the_step_is_no_straggler),
         cmocka_unit_test(test_straggler_held_back_by_others_on_its_cpus),
         cmocka_unit_test(test_stored_summary_gives_the_same_rows),

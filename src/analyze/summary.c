@@ -321,6 +321,7 @@ void tp_summary_free(tp_summary *s)
     free(s->windows);
     tp_timings_free(&s->timings);
     tp_ranks_free(&s->ranks);
+    tp_ranks_free(&s->ranks_latest);
     free(s->gpu_used);
     free(s->gpu_slowdown);
     tp_run_inventory_free(&s->inv);
@@ -371,6 +372,25 @@ const tp_run_gpu *tp_summary_rank_gpu(const tp_summary *s, int rank)
     return gpu;
 }
 
+/* The ranks over the first rank's latest pace (tp_summary.ranks_latest):
+ * the stored ones for its very steps where the recorder kept them, else the
+ * rows'; none from a stored summary without them (a merged file's). */
+static bool add_latest_ranks(tp_summary *s, char *err, size_t cap)
+{
+    const tp_regime *g = tp_regimes_latest(&s->regimes, s->regimes.rank);
+    if (!g || s->ranks.n < 2)
+        return true;
+    if (!tp_summary_stored(s->run))
+        return tp_ranks_latest_from_rows(s->run, &s->regimes, &s->ranks_latest, err, cap);
+    if (!tp_stored_ranks_latest(s->run, g->first_step, g->last_step, &s->ranks_latest, err, cap))
+        return false;
+    if (s->ranks_latest.n < 2)
+        tp_ranks_free(&s->ranks_latest);
+    else
+        tp_ranks_compare(&s->ranks_latest);
+    return true;
+}
+
 /* What each stalled rank's GPU did over its stall: NVML's utilization there
  * (a kernel that does not end keeps it busy; a wait for a peer leaves it idle). */
 static void stalls_gpu(tp_summary *s)
@@ -397,6 +417,7 @@ static bool add_course(tp_summary *s, char *err, size_t cap)
     tp_deaths_free(&s->deaths);
     tp_own_costs_free(&s->own);
     tp_course_free(&s->course);
+    tp_ranks_free(&s->ranks_latest);
     memset(&s->regimes, 0, sizeof s->regimes);
     if (!tp_course_build(s->run, &s->course, err, cap) ||
         !tp_stalls_build(s->run, &s->course, &s->timings, s->duration_s, &s->stalls, err, cap) ||
@@ -424,7 +445,8 @@ static bool add_course(tp_summary *s, char *err, size_t cap)
     if (ok)
         tp_regimes_build(s->run, &ph, rank, agent, gpu, &s->regimes);
     tp_step_phases_free(&ph);
-    return ok && tp_regimes_add_stack_causes(s->run, &s->regimes, err, cap);
+    return ok && tp_regimes_add_stack_causes(s->run, &s->regimes, err, cap) &&
+           add_latest_ranks(s, err, cap);
 }
 
 bool tp_summary_add(tp_summary *s, unsigned parts, char *err, size_t cap)

@@ -99,8 +99,13 @@ typedef struct tp_summary {
     tp_course course;
     tp_stalls stalls;
     tp_regimes regimes; /* of the first rank's steps (timings.steps[0]) */
-    tp_deaths deaths;   /* processes that died, and the run's stop */
-    tp_own_costs own;   /* what trainprof's own work cost each rank (analyze/own_cost.h) */
+    /* the ranks over the latest of those regimes, where the pace changed and
+     * two or more ranks marked steps (empty otherwise, and in a merged
+     * file's stored summary): the straggler verdicts judge these, so that a
+     * straggler since step N is not diluted by the steps before it */
+    tp_ranks ranks_latest;
+    tp_deaths deaths; /* processes that died, and the run's stop */
+    tp_own_costs own; /* what trainprof's own work cost each rank (analyze/own_cost.h) */
 } tp_summary;
 
 /* Agent agent_id's steps window in s, or NULL. */

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/ranks.h"
+#include "analyze/regimes.h"
 #include "analyze/stalls.h"
 #include "analyze/summary.h"
 #include "analyze/summary_plots.h"
@@ -14,6 +16,23 @@
 bool tp_summary_store_save(const char *path, char *err, size_t cap)
 {
     return tp_summary_store_save_keeping(path, NULL, err, cap);
+}
+
+/* The ranks over the first rank's latest pace, where it changed (its
+ * regimes from the step phases just computed, as a report finds them from
+ * the stored ones: analyze/summary.h, ranks_latest); none in a run of one
+ * rank or one pace. */
+static bool latest_ranks(tp_run *run, const tp_summary *s, const tp_summary_plots *plots,
+                         tp_regimes *regimes, tp_ranks *out, char *err, size_t cap)
+{
+    if (s->ranks.n < 2 || !s->timings.nsteps || !plots->nranks ||
+        plots->ranks[0] != s->timings.steps[0].rank)
+        return true;
+    int rank = plots->ranks[0];
+    const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
+    tp_regimes_build(run, &plots->phases[0], rank, place ? place->agent_id : 1,
+                     place ? place->gpu : -1, regimes);
+    return tp_ranks_latest_from_rows(run, regimes, out, err, cap);
 }
 
 bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err, size_t cap)
@@ -62,10 +81,30 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
     tp_stalls stalls = {0};
     ok = ok && tp_course_build(run, &course, err, cap) &&
          tp_stalls_build(run, &course, &s.timings, s.duration_s, &stalls, err, cap);
-    tp_summary_rows rows = {series,       s.n,          s.windows,     s.nwindows,  &s.timings,
-                            &s.ranks,     plots.points, plots.npoints, plots.ranks, plots.phases,
-                            plots.nranks, stacks,       nstacks,       stalls.v,    stalls.n};
+    tp_regimes regimes = {0};
+    tp_ranks latest = {0};
+    ok = ok && latest_ranks(run, &s, &plots, &regimes, &latest, err, cap);
+    const tp_regime *pace = tp_regimes_latest(&regimes, regimes.rank);
+    tp_summary_rows rows = {series,
+                            s.n,
+                            s.windows,
+                            s.nwindows,
+                            &s.timings,
+                            &s.ranks,
+                            plots.points,
+                            plots.npoints,
+                            plots.ranks,
+                            plots.phases,
+                            plots.nranks,
+                            stacks,
+                            nstacks,
+                            stalls.v,
+                            stalls.n,
+                            &latest,
+                            pace ? pace->first_step : 0,
+                            pace ? pace->last_step : 0};
     ok = ok && tp_summary_tables_save(run, &rows, err, cap);
+    tp_ranks_free(&latest);
     tp_stack_counts_free(stacks, nstacks);
     tp_stalls_free(&stalls);
     tp_course_free(&course);

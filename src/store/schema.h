@@ -182,6 +182,19 @@
  * (TP_SCHEMA_ADD_RANK_CPU_WAIT adds it). */
 #define TP_SCHEMA_RANK_CPU_WAIT     ", cpu_wait_percent REAL"
 #define TP_SCHEMA_ADD_RANK_CPU_WAIT "ALTER TABLE summary_rank ADD COLUMN cpu_wait_percent REAL;"
+/* The ranks over the first rank's latest pace where it changed (analyze/
+ * summary.h: ranks_latest), summary_rank's columns and the steps of that
+ * pace (its regime's first and last step), written with the summary; none
+ * where the pace did not change or one rank marked steps. A merge does not
+ * carry them (each node's are over its own first rank's pace). */
+#define TP_SCHEMA_SUMMARY_RANK_LATEST                                                            \
+    "CREATE TABLE IF NOT EXISTS summary_rank_latest (rank INTEGER NOT NULL,"                     \
+    "  agent_id INTEGER NOT NULL, local_rank INTEGER NOT NULL, steps INTEGER NOT NULL,"          \
+    "  t0_ns INTEGER NOT NULL, t1_ns INTEGER NOT NULL, input_s REAL NOT NULL,"                   \
+    "  compute_s REAL NOT NULL, comm_s REAL NOT NULL, comm_overlap_s REAL NOT NULL,"             \
+    "  other_s REAL NOT NULL, gpu_util_percent REAL, gpu_sm_clock_mhz REAL, gpu "                \
+    "INTEGER," TP_SCHEMA_RANK_GPU_TRUTH TP_SCHEMA_RANK_CPU_WAIT ", first_step INTEGER NOT NULL," \
+    "  last_step INTEGER NOT NULL);"
 /* The GPU each instrumented process drove, as its CUDA runtime named it (a
  * UUID without NVML's "GPU-" or "MIG-"), on the thread that told it: a rank
  * maps to its GPU by it, whatever CUDA_VISIBLE_DEVICES and CUDA's device

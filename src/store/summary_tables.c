@@ -210,26 +210,11 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
     return true;
 }
 
-bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
+/* The rows of a prepared query of summary_rank's 19 columns into out
+ * (straggler fields left unset); st finalized. */
+static bool stored_rank_rows(tp_run *run, sqlite3_stmt *st, tp_ranks *out, char *err, size_t cap)
 {
-    memset(out, 0, sizeof *out);
-    sqlite3_stmt *st;
     size_t rcap = 0;
-    /* before summary_rank.gpu, a rank's GPU was its local rank's; before
-     * its clock event reasons and device communication, none are known */
-    char sql[512];
-    snprintf(sql, sizeof sql,
-             "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s, compute_s, comm_s,"
-             " comm_overlap_s, other_s, gpu_util_percent, gpu_sm_clock_mhz, %s, %s, %s"
-             " FROM summary_rank ORDER BY rank",
-             tp_run_has_column(run, "summary_rank", "gpu") ? "gpu" : "local_rank",
-             tp_run_has_column(run, "summary_rank", "comm_device_s")
-                 ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
-                 : "NULL, NULL, 0, 0",
-             tp_run_has_column(run, "summary_rank", "cpu_wait_percent") ? "cpu_wait_percent"
-                                                                        : "NULL");
-    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return failed(run, "ranks", err, cap);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         out->rows = tp_grow(out->rows, out->n, &rcap, sizeof *out->rows);
@@ -262,6 +247,48 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
         return failed(run, "ranks", err, cap);
     }
     return true;
+}
+
+bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st;
+    /* before summary_rank.gpu, a rank's GPU was its local rank's; before
+     * its clock event reasons and device communication, none are known */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s, compute_s, comm_s,"
+             " comm_overlap_s, other_s, gpu_util_percent, gpu_sm_clock_mhz, %s, %s, %s"
+             " FROM summary_rank ORDER BY rank",
+             tp_run_has_column(run, "summary_rank", "gpu") ? "gpu" : "local_rank",
+             tp_run_has_column(run, "summary_rank", "comm_device_s")
+                 ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
+                 : "NULL, NULL, 0, 0",
+             tp_run_has_column(run, "summary_rank", "cpu_wait_percent") ? "cpu_wait_percent"
+                                                                        : "NULL");
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "ranks", err, cap);
+    return stored_rank_rows(run, st, out, err, cap);
+}
+
+bool tp_stored_ranks_latest(tp_run *run, size_t first_step, size_t last_step, tp_ranks *out,
+                            char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    if (!tp_run_has_table(run, "summary_rank_latest"))
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s,"
+                           " compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
+                           " gpu_sm_clock_mhz, gpu, gpu_reasons, gpu_reasons_share, comm_device_s,"
+                           " comm_device_exposed_s, cpu_wait_percent FROM summary_rank_latest"
+                           " WHERE first_step = ? AND last_step = ? ORDER BY rank",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "ranks", err, cap);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)first_step);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)last_step);
+    return stored_rank_rows(run, st, out, err, cap);
 }
 
 bool tp_plots_stored(const tp_run *run)

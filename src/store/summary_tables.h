@@ -44,6 +44,11 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap);
 
 /* The stored rows of every rank (straggler fields left unset). */
 bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap);
+/* The stored rows of every rank over the first rank's steps first_step to
+ * last_step (summary_rank_latest); none, and true, where the file stores
+ * none for those steps. */
+bool tp_stored_ranks_latest(tp_run *run, size_t first_step, size_t last_step, tp_ranks *out,
+                            char *err, size_t cap);
 
 /* ---- stored plots (html) ---- */
 
@@ -90,6 +95,10 @@ typedef struct tp_summary_rows {
     size_t nstacks;
     const tp_stall *stalls; /* the ranks' stalls (analyze/stalls.h) */
     size_t nstalls;
+    /* the ranks over the first rank's latest pace and its steps (NULL or
+     * none: the pace did not change) */
+    const tp_ranks *ranks_latest;
+    size_t latest_first_step, latest_last_step;
 } tp_summary_rows;
 
 /* The stalls the recorder stored (meta stalls_stored), each with its

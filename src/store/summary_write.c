@@ -110,9 +110,9 @@ static void fill_epoch(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
     sqlite3_bind_int64(st, 7, e->batches);
 }
 
-static void fill_rank(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
+/* A rank's row into summary_rank's 19 columns (summary_rank_latest's first 19). */
+static void bind_rank(sqlite3_stmt *st, const tp_rank_row *r)
 {
-    const tp_rank_row *r = &s->ranks->rows[i];
     sqlite3_bind_int(st, 1, r->rank);
     sqlite3_bind_int64(st, 2, r->agent_id);
     sqlite3_bind_int(st, 3, r->local_rank);
@@ -137,6 +137,34 @@ static void fill_rank(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
     sqlite3_bind_double(st, 17, r->comm_device_s);
     sqlite3_bind_double(st, 18, r->comm_device_exposed_s);
     bind_real(st, 19, r->cpu_wait_percent);
+}
+
+static void fill_rank(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
+{
+    bind_rank(st, &s->ranks->rows[i]);
+}
+
+/* The ranks over the first rank's latest pace (summary_rank_latest, keyed
+ * by its steps); the table emptied where there are none. */
+static int write_latest_ranks(sqlite3 *db, const tp_summary_rows *p)
+{
+    const tp_ranks *r = p->ranks_latest;
+    sqlite3_stmt *st = NULL;
+    int rc = tp_exec(db, TP_SCHEMA_SUMMARY_RANK_LATEST "DELETE FROM summary_rank_latest;");
+    if (rc == SQLITE_OK && r && r->n)
+        rc = sqlite3_prepare_v2(db,
+                                "INSERT INTO summary_rank_latest VALUES "
+                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                -1, &st, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && r && i < r->n; i++) {
+        bind_rank(st, &r->rows[i]);
+        sqlite3_bind_int64(st, 20, (sqlite3_int64)p->latest_first_step);
+        sqlite3_bind_int64(st, 21, (sqlite3_int64)p->latest_last_step);
+        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return rc;
 }
 
 static void fill_stack(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
@@ -375,6 +403,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
         rc = write_plots(db, s);
     if (rc == SQLITE_OK)
         rc = write_stalls(db, s);
+    if (rc == SQLITE_OK)
+        rc = write_latest_ranks(db, s);
     if (rc == SQLITE_OK)
         rc = tp_exec(db, "INSERT OR REPLACE INTO meta VALUES ('" TP_META_SUMMARIZED "', '1');"
                          "INSERT OR REPLACE INTO meta VALUES ('" TP_META_SUMMARY_BY

@@ -245,10 +245,16 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
         out->items[i].pace = pace;
 }
 
-/* Stragglers by name; else ranks that mostly wait in communication. */
+/* Stragglers by name; else ranks that mostly wait in communication. Where
+ * the first rank's pace changed, judged on the ranks over its latest pace:
+ * a rank that became a straggler at step 201 of 300 is one now, by how much
+ * it is now, and the whole run's average (62 % longer, of steps that were
+ * even and then far apart) is true of no step. */
 static void across_ranks(const tp_summary *s, tp_verdicts *out)
 {
-    const tp_ranks *r = &s->ranks;
+    const tp_regime *pace =
+        s->ranks_latest.n >= 2 ? tp_regimes_latest(&s->regimes, s->regimes.rank) : NULL;
+    const tp_ranks *r = pace ? &s->ranks_latest : &s->ranks;
     for (size_t i = 0; i < r->n; i++) {
         if (!r->rows[i].straggler)
             continue;
@@ -256,6 +262,8 @@ static void across_ranks(const tp_summary *s, tp_verdicts *out)
         v->rank = r->rows[i].rank;
         v->agent_id = r->rows[i].agent_id;
         v->f.straggler.row = &r->rows[i];
+        v->f.straggler.ranks = r;
+        v->pace = pace;
     }
     if (r->n == 0 || r->nstragglers)
         return;
@@ -274,6 +282,7 @@ static void across_ranks(const tp_summary *s, tp_verdicts *out)
         tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_COMMUNICATION_BOUND);
         v->f.comm.exposed_s = exposed, v->f.comm.window_s = window, v->f.comm.ranks = r->n;
         v->f.comm.device = device;
+        v->pace = pace;
     }
 }
 

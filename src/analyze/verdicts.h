@@ -129,6 +129,9 @@ typedef struct tp_verdict {
         } compute;
         struct {
             const tp_rank_row *row;
+            /* the table row is of: the whole run's ranks, or those over the
+             * latest pace (tp_summary.ranks_latest, with pace set) */
+            const tp_ranks *ranks;
         } straggler;
         struct {
             double exposed_s, window_s;
@@ -189,8 +192,9 @@ typedef struct tp_verdict {
     tp_model_facts facts;
     /* a step verdict (input, transfer, compute or host-bound) judged on the
      * rank's latest regime, where its pace changed (verdicts.c,
-     * tp_regimes_latest): the last of the summary's regimes; NULL: the whole
-     * run's steps */
+     * tp_regimes_latest), or a straggler or communication verdict judged on
+     * the ranks over the first rank's latest regime (tp_summary.ranks_latest):
+     * the last of the summary's regimes; NULL: the whole run's steps */
     const tp_regime *pace;
 } tp_verdict;
 

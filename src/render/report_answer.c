@@ -109,8 +109,13 @@ bool tp_answer_steps(char *out, size_t cap, const tp_summary *s)
     if (st->samples > 0 && st->total_s > 0)
         len += (size_t)snprintf(out + len, cap - len, ", %.0f samples/s",
                                 (double)st->samples / st->total_s);
-    const tp_rank_row *r = rank_row(&s->ranks, st->rank);
-    size_t since = 0;
+    /* the ranks over the latest pace where they were compared over it (the
+     * straggler verdicts judge those), else the whole run's */
+    const tp_regime *pace = tp_regimes_latest(&s->regimes, st->rank);
+    const tp_rank_row *r = pace ? rank_row(&s->ranks_latest, st->rank) : NULL;
+    size_t since = r ? pace->first_step : 0;
+    if (!r)
+        r = rank_row(&s->ranks, st->rank);
     if (r)
         rank_split(parts, sizeof parts, r);
     else if (!(since = latest_split(parts, sizeof parts, &s->regimes, st->rank)))

@@ -5,20 +5,20 @@
 #include "analyze/rank_spread.h"
 #include "render/report.h"
 #include "render/units.h"
+#include "render/ranks_words.h"
 #include "render/verdict_words.h"
 
 /* More ranks than TP_RANKS_LISTED: each figure's distribution over the
  * ranks, then the ranks and nodes that stand out. */
-static void ranks_spread_text(FILE *out, const tp_summary *s)
+static void ranks_spread_text(FILE *out, const tp_summary *s, const tp_ranks *r, const char *window)
 {
-    const tp_ranks *r = &s->ranks;
     tp_rank_spread sp;
     tp_rank_spread_build(r, &sp);
     fprintf(out,
-            "\nRanks, per step: %zu ranks on %zu agent%s (window: first to last step mark; "
-            "--all lists every rank)\n  %-10s %10s %10s %10s %10s %10s %8s\n",
-            sp.ranks, sp.agents, sp.agents == 1 ? "" : "s", "", "median", "p5", "p95", "lowest",
-            "highest", "p95/p5");
+            "\nRanks, per step: %zu ranks on %zu agent%s (%s; --all lists every rank)\n"
+            "  %-10s %10s %10s %10s %10s %10s %8s\n",
+            sp.ranks, sp.agents, sp.agents == 1 ? "" : "s", window, "", "median", "p5", "p95",
+            "lowest", "highest", "p95/p5");
     for (size_t f = 0; f < TP_RANK_FIGURES; f++) {
         char c[5][32];
         const double v[] = {sp.p50[f], sp.p5[f], sp.p95[f], sp.min[f], sp.max[f]};
@@ -60,20 +60,21 @@ static void ranks_spread_text(FILE *out, const tp_summary *s)
         fprintf(out, "    and %zu more stragglers\n", sp.more_standouts);
 }
 
-void tp_report_ranks_text(FILE *out, const tp_summary *s, bool all)
+/* The ranks table r over window (the whole run's, "window: first to last
+ * step mark"; or "steps 201-300, the latest pace"), or its spread beyond
+ * TP_RANKS_LISTED ranks. */
+static void ranks_table_text(FILE *out, const tp_summary *s, const tp_ranks *r, bool all,
+                             const char *window)
 {
-    const tp_ranks *r = &s->ranks;
-    if (r->n < 2)
-        return;
     if (r->n > TP_RANKS_LISTED && !all) {
-        ranks_spread_text(out, s);
+        ranks_spread_text(out, s, r, window);
         return;
     }
     fprintf(out,
-            "\nRanks, per step (window: first to last step mark; parts by interval union, "
-            "communication first)\n  %-6s %-16s %7s %10s %10s %10s %10s %10s %10s %8s\n",
-            "rank", "agent", "steps", "step", "input", "compute", "comm", "overlap", "other",
-            "own/med");
+            "\nRanks, per step (%s; parts by interval union, communication first)\n"
+            "  %-6s %-16s %7s %10s %10s %10s %10s %10s %10s %8s\n",
+            window, "rank", "agent", "steps", "step", "input", "compute", "comm", "overlap",
+            "other", "own/med");
     for (size_t i = 0; i < r->n; i++) {
         const tp_rank_row *row = &r->rows[i];
         double n = (double)row->steps;
@@ -119,6 +120,27 @@ void tp_report_ranks_text(FILE *out, const tp_summary *s, bool all)
     }
 }
 
+/* The latest of the first rank's paces where the ranks were compared over
+ * it (tp_summary.ranks_latest), else NULL. */
+static const tp_regime *latest_pace(const tp_summary *s)
+{
+    return s->ranks_latest.n >= 2 ? tp_regimes_latest(&s->regimes, s->regimes.rank) : NULL;
+}
+
+void tp_report_ranks_text(FILE *out, const tp_summary *s, bool all)
+{
+    if (s->ranks.n < 2)
+        return;
+    ranks_table_text(out, s, &s->ranks, all, "window: first to last step mark");
+    const tp_regime *pace = latest_pace(s);
+    if (!pace)
+        return;
+    char window[96];
+    snprintf(window, sizeof window, "steps %zu-%zu, the latest pace: what the verdicts judge",
+             pace->first_step, pace->last_step);
+    ranks_table_text(out, s, &s->ranks_latest, all, window);
+}
+
 static void number_or_null(json_writer *w, const char *key, double v)
 {
     json_key(w, key);
@@ -130,10 +152,10 @@ static void number_or_null(json_writer *w, const char *key, double v)
 
 /* "spread": each figure's distribution over the ranks, the stragglers that
  * stand out and the nodes whose ranks are all slow. */
-static void spread_json(json_writer *w, const tp_summary *s)
+static void spread_json(json_writer *w, const tp_summary *s, const tp_ranks *r)
 {
     tp_rank_spread sp;
-    tp_rank_spread_build(&s->ranks, &sp);
+    tp_rank_spread_build(r, &sp);
     json_key(w, "spread");
     json_object_begin(w);
     json_key(w, "agents");
@@ -152,7 +174,7 @@ static void spread_json(json_writer *w, const tp_summary *s)
     json_key(w, "standing_out");
     json_array_begin(w);
     for (size_t i = 0; i < sp.nstandouts; i++)
-        json_int(w, s->ranks.rows[sp.standouts[i]].rank);
+        json_int(w, r->rows[sp.standouts[i]].rank);
     json_array_end(w);
     json_key(w, "slow_nodes");
     json_array_begin(w);
@@ -172,15 +194,9 @@ static void spread_json(json_writer *w, const tp_summary *s)
     json_object_end(w);
 }
 
-void tp_report_ranks_json(json_writer *w, const tp_summary *s)
+/* The figures of ranks table r, into the object open in w. */
+static void ranks_json_fields(json_writer *w, const tp_summary *s, const tp_ranks *r)
 {
-    const tp_ranks *r = &s->ranks;
-    json_key(w, "ranks");
-    if (r->n == 0) {
-        json_null(w);
-        return;
-    }
-    json_object_begin(w);
     number_or_null(w, "median_own_s_per_step", r->median_own_s);
     number_or_null(w, "median_input_s_per_step", r->median_input_s);
     number_or_null(w, "median_compute_s_per_step", r->median_compute_s);
@@ -242,6 +258,31 @@ void tp_report_ranks_json(json_writer *w, const tp_summary *s)
         json_object_end(w);
     }
     json_array_end(w);
-    spread_json(w, s);
+    spread_json(w, s, r);
+}
+
+void tp_report_ranks_json(json_writer *w, const tp_summary *s)
+{
+    json_key(w, "ranks");
+    if (s->ranks.n == 0) {
+        json_null(w);
+        return;
+    }
+    json_object_begin(w);
+    ranks_json_fields(w, s, &s->ranks);
+    /* the same over the latest pace, where the first rank's changed */
+    const tp_regime *pace = latest_pace(s);
+    json_key(w, "latest");
+    if (pace) {
+        json_object_begin(w);
+        json_key(w, "first_step");
+        json_int(w, (int64_t)pace->first_step);
+        json_key(w, "last_step");
+        json_int(w, (int64_t)pace->last_step);
+        ranks_json_fields(w, s, &s->ranks_latest);
+        json_object_end(w);
+    } else {
+        json_null(w);
+    }
     json_object_end(w);
 }

@@ -7,6 +7,7 @@
 #include "core/metric_catalog.h"
 #include "analyze/gpu_use.h"
 #include "render/gpu_memory_words.h"
+#include "render/gpu_reasons_words.h"
 #include "render/report.h"
 #include "render/units.h"
 #include "render/verdict_words.h"

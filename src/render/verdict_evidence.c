@@ -70,12 +70,17 @@ static const char *input_cause_word(tp_input_cause c)
                                       : "io";
 }
 
+/* The step since which v was judged, its latest pace (null: the whole run's). */
+static void since_step(tp_evidence *e, const tp_verdict *v)
+{
+    number(e, "since_step", "judged since step", TP_FIGURE_PLAIN, 0,
+           v->pace ? (double)v->pace->first_step : -1);
+}
+
 static void rank_evidence(tp_evidence *e, const tp_verdict *v)
 {
     rank(e, v->rank);
-    /* judged on the steps since then, the latest pace (null: the whole run's) */
-    number(e, "since_step", "judged since step", TP_FIGURE_PLAIN, 0,
-           v->pace ? (double)v->pace->first_step : -1);
+    since_step(e, v);
     if (v->kind == TP_VERDICT_INPUT_BOUND) {
         const __typeof__(v->f.input) *f = &v->f.input;
         number(e, "dataloader_next_share", TP_PHASE_DATALOADER_NEXT, TP_FIGURE_SHARE, 4, f->share);
@@ -235,7 +240,6 @@ static void system_evidence(tp_evidence *e, const tp_summary *s, const tp_verdic
 void tp_verdict_evidence_of(const tp_summary *s, const tp_verdict *v, tp_evidence *out)
 {
     out->n = 0;
-    const tp_ranks *r = &s->ranks;
     switch (v->kind) {
     case TP_VERDICT_INPUT_BOUND:
     case TP_VERDICT_TRANSFER_BOUND:
@@ -243,8 +247,10 @@ void tp_verdict_evidence_of(const tp_summary *s, const tp_verdict *v, tp_evidenc
     case TP_VERDICT_HOST_BOUND: rank_evidence(out, v); break;
     case TP_VERDICT_STRAGGLER: {
         const tp_rank_row *row = v->f.straggler.row;
+        const tp_ranks *r = v->f.straggler.ranks ? v->f.straggler.ranks : &s->ranks;
         double steps = row->steps > 0 ? (double)row->steps : NAN;
         rank(out, row->rank);
+        since_step(out, v);
         number(out, "own_s_per_step", "its own work a step", TP_FIGURE_SECONDS, 6,
                tp_rank_own_per_step(row));
         number(out, "median_own_s_per_step", "the median rank's", TP_FIGURE_SECONDS, 6,
@@ -263,6 +269,7 @@ void tp_verdict_evidence_of(const tp_summary *s, const tp_verdict *v, tp_evidenc
         number(out, "window_s", "of the steps' time", TP_FIGURE_SECONDS, 6, v->f.comm.window_s);
         number(out, "ranks", "ranks", TP_FIGURE_PLAIN, 0, (double)v->f.comm.ranks);
         flag(out, "on_device", "timed on the GPU", v->f.comm.device);
+        since_step(out, v);
         break;
     case TP_VERDICT_GPU_MEMORY_GROWTH: {
         const tp_gpu_memory_rank *g = v->f.gpu_growth;

@@ -1,6 +1,8 @@
 /* verdict_words.c: the rules of thumb's verdicts in words and as evidence. */
 #include "render/verdict_words.h"
 
+#include "render/ranks_words.h"
+
 #include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "render/report.h"
 #include "render/units.h"
 #include "render/gpu_memory_words.h"
+#include "render/gpu_reasons_words.h"
 #include "util/json_writer.h"
 #include "util/labels.h"
 
@@ -68,65 +71,6 @@ void tp_verdict_agent_of(const tp_run_inventory *inv, int64_t agent_id, char *of
         snprintf(of, cap, " of %.60s", inv->agents[a].name);
         tp_json_quote(json, jcap, inv->agents[a].name, 60);
     }
-}
-
-void tp_gpu_reasons_text(char *out, size_t cap, uint32_t reasons)
-{
-    static const struct {
-        uint32_t bit;
-        const char *words;
-    } names[] = {
-        {TP_GPU_REASON_POWER_CAP, "its power cap"},
-        {TP_GPU_REASON_HW_SLOWDOWN, "a hardware slowdown (power or heat)"},
-        {TP_GPU_REASON_SYNC_BOOST, "sync boost (another GPU of its group)"},
-        {TP_GPU_REASON_SW_THERMAL, "its temperature limit"},
-        {TP_GPU_REASON_HW_THERMAL, "a hardware thermal slowdown"},
-        {TP_GPU_REASON_POWER_BRAKE, "the power brake"},
-    };
-    size_t len = 0, n = 0;
-    out[0] = '\0';
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && len < cap; i++)
-        if (reasons & names[i].bit)
-            len +=
-                (size_t)snprintf(out + len, cap - len, "%s%s", n++ ? " and " : "", names[i].words);
-    if (!n)
-        snprintf(out, cap, "no slowdown reason");
-}
-
-void tp_straggler_cause_text(char *out, size_t cap, const tp_run_inventory *inv,
-                             const tp_rank_row *r)
-{
-    const tp_straggler_cause *c = &r->cause;
-    size_t len = (size_t)snprintf(out, cap,
-                                  c->input ? "its input (dataloader_next, to_device): %.1f ms per "
-                                             "step vs %.1f ms on the median rank"
-                                           : "its compute (train_batch and its parts): %.1f ms "
-                                             "per step vs %.1f ms on the median rank",
-                                  c->part_s * 1e3, c->median_part_s * 1e3);
-    if (len < cap && c->gpu_note == TP_GPU_NOTE_THROTTLED) {
-        char why[160];
-        tp_gpu_reasons_text(why, sizeof why, c->gpu_reasons);
-        len +=
-            (size_t)snprintf(out + len, cap - len,
-                             "; its GPU %d was held back by %s %.0f %% of the time vs %.0f %% on "
-                             "the median rank (NVML's clock event reasons)",
-                             r->gpu, why, c->gpu_value, c->gpu_median);
-    } else if (len < cap && c->gpu_note == TP_GPU_NOTE_CLOCK)
-        len += (size_t)snprintf(out + len, cap - len,
-                                "; its GPU %d runs at %.0f MHz vs %.0f MHz (throttled?)", r->gpu,
-                                c->gpu_value, c->gpu_median);
-    else if (len < cap && c->gpu_note == TP_GPU_NOTE_UTIL)
-        len += (size_t)snprintf(out + len, cap - len,
-                                "; its GPU %d is %.0f %% busy vs %.0f %% on the median rank",
-                                r->gpu, c->gpu_value, c->gpu_median);
-    if (len < cap && c->cpu_held)
-        len += (size_t)snprintf(out + len, cap - len,
-                                "; its step thread waited for a CPU %.0f %% of the time vs %.0f %% "
-                                "on the median rank (other work on its CPUs)",
-                                c->cpu_wait, c->median_cpu_wait);
-    if (len < cap && c->node_slow)
-        snprintf(out + len, cap - len, "; every rank on node %s is slow: look at the node",
-                 tp_inventory_agent_name(inv, r->agent_id));
 }
 
 /* The advice of an input-bound verdict, by what its loading waits on. */
@@ -563,30 +507,8 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
             pace_words(out + len, cap - len, v->pace);
         return;
     }
-    case TP_VERDICT_STRAGGLER: {
-        const tp_rank_row *row = v->f.straggler.row;
-        char cause[TP_CAUSE_MAX];
-        tp_straggler_cause_text(cause, sizeof cause, &s->inv, row);
-        snprintf(out, cap,
-                 "Rank %d is a straggler: its own work (input + compute) takes %.0f %% longer "
-                 "per step than the median rank's (%.1f vs %.1f ms), and in synchronous training "
-                 "every other rank waits for it in collectives. Cause: %s.",
-                 row->rank, 100 * row->excess, 1e3 * tp_rank_own_per_step(row),
-                 1e3 * s->ranks.median_own_s, cause);
-        return;
-    }
-    case TP_VERDICT_COMMUNICATION_BOUND:
-        snprintf(out, cap,
-                 "Ranks spend %.0f %% of their step time in communication %s, and none of them "
-                 "is a straggler: more work per communication (a larger batch per rank, "
-                 "gradient accumulation with no_sync), DDP's bucket_cap_mb, or a faster "
-                 "interconnect.",
-                 100 * v->f.comm.exposed_s / v->f.comm.window_s,
-                 v->f.comm.device ? "on the GPU after their backward compute ended (CUDA events: "
-                                    "the last collective of each backward pass, and those "
-                                    "outside it)"
-                                  : "with no compute region open");
-        return;
+    case TP_VERDICT_STRAGGLER: tp_straggler_words(out, cap, s, v); return;
+    case TP_VERDICT_COMMUNICATION_BOUND: tp_communication_words(out, cap, v); return;
     case TP_VERDICT_GPU_MEMORY_GROWTH: tp_gpu_growth_words(out, cap, v); return;
     default: system_message(out, cap, s, v); return;
     }

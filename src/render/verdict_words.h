@@ -13,22 +13,12 @@
 
 /* Room the words of one verdict take at most (longer is cut). */
 #define TP_VERDICT_MESSAGE_MAX 1536
-#define TP_CAUSE_MAX           240
 
 /* "input_bound", "memory_pressure" ...: the kind as report and html name it. */
 const char *tp_verdict_kind_name(tp_verdict_kind kind);
 
 /* The verdict in words: what fired, the figures, the one thing to try. */
 void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_verdict *v);
-
-/* Why a straggler is slow: "its input (dataloader_next, to_device): 12.0 ms
- * per step vs 4.0 ms on the median rank; its GPU 3 runs at ..." */
-void tp_straggler_cause_text(char *out, size_t cap, const tp_run_inventory *inv,
-                             const tp_rank_row *r);
-
-/* NVML's slowdown reasons (TP_GPU_REASON_*) in words: "its power cap and
- * its temperature limit"; "no slowdown reason" for none. */
-void tp_gpu_reasons_text(char *out, size_t cap, uint32_t reasons);
 
 /* Shared by verdict_words.c and verdict_evidence.c: "steps" or "run", the
  * span a series' figures are of (the evidence's "over"); and " of node-3"

@@ -206,6 +206,78 @@ def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
     assert "parts by interval union" in html and "rank 2 (slow)" in html
 
 
+# Unchanged DDP training whose rank 1 computes 20 ms more a step (CPU time,
+# its own thread's) from the step SLOW_FROM on: a straggler that appears midway.
+LATE_STRAGGLER = """
+import os, sys, time, torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DDP(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+g = torch.Generator().manual_seed(1)
+data = TensorDataset(torch.randn(8 * 240, 32, generator=g), torch.randint(0, 4, (8 * 240,), generator=g))
+for step, (x, y) in enumerate(DataLoader(data, batch_size=8)):
+    opt.zero_grad()
+    out = model(x)
+    if rank == 1 and step >= int(os.environ["SLOW_FROM"]):
+        end = time.thread_time() + 0.02
+        while time.thread_time() < end:
+            pass
+    nn.functional.cross_entropy(out, y).backward()
+    opt.step()
+    time.sleep(0.015)
+dist.destroy_process_group()
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)  # gloo's teardown now and then aborts (DDP above)
+"""
+
+
+def test_a_straggler_since_a_step_is_judged_on_the_steps_since(tmp_path, run_file):
+    script = tmp_path / "late.py"
+    script.write_text(textwrap.dedent(LATE_STRAGGLER))
+    r = trainprof(
+        "record", "-q", "-o", run_file, "--",
+        *TORCHRUN, "--standalone", "--nproc_per_node", "2", script,
+        env={"SLOW_FROM": "160"}, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    latest = rep["ranks"]["latest"]
+    # the first rank's pace changed where rank 1 slowed (its 161st step), and
+    # the ranks were compared over the steps since
+    assert latest and abs(latest["first_step"] - 161) <= 3, rep["regimes"]
+    assert latest["last_step"] == 240
+    whole = {x["rank"]: x for x in rep["ranks"]["per_rank"]}
+    since = {x["rank"]: x for x in latest["per_rank"]}
+    assert 75 <= since[1]["steps"] <= 82 and since[1]["straggler"], since
+    # over the steps since, rank 1 computes 20 ms more than rank 0 a step;
+    # over the whole run a third of that, diluted by the even steps before
+    # (excess, against the median of two ranks, is bounded by 1: its own
+    # work per step tells)
+    more = {
+        k: t[1]["own_s_per_step"] - t[0]["own_s_per_step"]
+        for k, t in (("whole", whole), ("since", since))
+    }
+    assert more["since"] > 0.015 and more["since"] > 2 * more["whole"], more
+    assert since[1]["excess"] > whole[1]["excess"], (whole, since)
+    kinds = [
+        (v["kind"], v["evidence"].get("rank"), v["evidence"].get("since_step"))
+        for v in rep["verdicts"]
+    ]
+    assert ("straggler", 1, latest["first_step"]) in kinds, kinds
+    # the summary the recorder stored gives the very figures the rows give
+    assert_same_report(rep, report_from_rows(run_file, tmp_path))
+    short = in_short(trainprof("report", run_file).stdout)
+    assert f"Since step {latest['first_step']}, rank 1 is a straggler" in short, short
+    assert f"since step {latest['first_step']}, a step: communication" in short, short
+    assert f"Judged on steps {latest['first_step']}-240, its latest pace" in short, short
+
+
 @pytest.mark.parametrize("when", ["1", "late"])
 def test_scripts_own_comm_hook_is_kept_and_timed(tmp_path, run_file, when):
     """trainprof's timed hook is registered when the DDP is made; the

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
+#include "render/ranks_words.h"
 #include "render/verdict_words.h"
 #include "store/reader.h"
 

@@ -211,12 +211,16 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
 }
 
 /* The rows of a prepared query of summary_rank's 19 columns into out
- * (straggler fields left unset); st finalized. */
+ * (straggler fields left unset); st finalized. A row without a step is
+ * left out, as the analysis leaves such ranks out (a file's rows are not
+ * trusted: its figures are divided by the steps). */
 static bool stored_rank_rows(tp_run *run, sqlite3_stmt *st, tp_ranks *out, char *err, size_t cap)
 {
     size_t rcap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sqlite3_column_int64(st, 3) <= 0)
+            continue;
         out->rows = tp_grow(out->rows, out->n, &rcap, sizeof *out->rows);
         tp_rank_row *r = &out->rows[out->n++];
         memset(r, 0, sizeof *r);

@@ -1,5 +1,6 @@
 """Data-parallel training under one record: torchrun, DDP on gloo, ranks side by side."""
 
+import shutil
 import socket
 import sqlite3
 import textwrap
@@ -276,6 +277,20 @@ def test_a_straggler_since_a_step_is_judged_on_the_steps_since(tmp_path, run_fil
     assert f"Since step {latest['first_step']}, rank 1 is a straggler" in short, short
     assert f"since step {latest['first_step']}, a step: communication" in short, short
     assert f"Judged on steps {latest['first_step']}-240, its latest pace" in short, short
+    # a file's stored rows are not trusted: a rank without a step is left out
+    # (its figures are divided by its steps); one rank left compares nothing,
+    # and the whole run's straggler is named
+    hostile = tmp_path / "hostile.db"
+    shutil.copyfile(run_file, hostile)
+    with sqlite3.connect(hostile) as db:
+        db.execute("UPDATE summary_rank_latest SET steps = 0 WHERE rank = 1")
+    rep = report_json(hostile)
+    assert rep["ranks"]["latest"] is None
+    kinds = [
+        (v["kind"], v["evidence"].get("rank"), v["evidence"].get("since_step"))
+        for v in rep["verdicts"]
+    ]
+    assert ("straggler", 1, None) in kinds, kinds
 
 
 @pytest.mark.parametrize("when", ["1", "late"])

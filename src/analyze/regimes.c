@@ -498,3 +498,40 @@ const tp_regime *tp_regimes_latest(const tp_regimes *r, int rank)
             return NULL;
     return g;
 }
+
+bool tp_rank_pace_over(const tp_run *run, const tp_step_phases *ph, int rank, double t0_s,
+                       double t1_s, tp_rank_pace *out)
+{
+    memset(out, 0, sizeof *out);
+    out->rank = rank;
+    if (!ph->ngroups || !ph->start_s || !ph->end_s || !(t1_s > t0_s))
+        return false;
+    double *d = tp_xmalloc(2 * ph->ngroups * sizeof *d);
+    for (size_t g = 0; g < ph->ngroups; g++) {
+        d[g] = 0;
+        for (size_t k = 0; k < TP_STEP_PHASES; k++)
+            d[g] += ph->values[g * TP_STEP_PHASES + k];
+    }
+    double stall_s =
+        tp_stall_threshold(run->settings.stall_after_s, median(d, ph->ngroups, d + ph->ngroups));
+    const double slack = 1e-6; /* the span's ends are its first and last group's own times */
+    double steps = 0;
+    for (size_t g = 0; g < ph->ngroups; g++) {
+        if (!(ph->start_s[g] >= t0_s - slack && ph->end_s[g] <= t1_s + slack) || d[g] > stall_s)
+            continue;
+        double n = group_steps(ph, g);
+        steps += n;
+        for (size_t k = 0; k < TP_STEP_PHASES; k++)
+            out->phase_s[k] += n * ph->values[g * TP_STEP_PHASES + k];
+        out->mean_s += n * d[g];
+    }
+    free(d);
+    if (!(steps > 0))
+        return false;
+    bool finite = true; /* a stored summary's phases are checked: they divide */
+    for (size_t k = 0; k < TP_STEP_PHASES; k++)
+        finite = finite && isfinite(out->phase_s[k] /= steps);
+    out->mean_s /= steps;
+    out->steps = (size_t)steps;
+    return finite && out->mean_s > 0 && isfinite(out->mean_s);
+}

@@ -160,6 +160,23 @@ void tp_regime_find_causes(const tp_regime *p, tp_regime *g);
  * >= 1), or 0 when there was none. */
 size_t tp_regimes_biggest_change(const tp_regimes *r);
 
+/* A rank's step split over a span of the run (tp_rank_pace_over). */
+typedef struct tp_rank_pace {
+    int rank;
+    size_t steps;                   /* the steps averaged */
+    double mean_s;                  /* their mean */
+    double phase_s[TP_STEP_PHASES]; /* seconds per step of each standard phase; "other": the rest */
+} tp_rank_pace;
+
+/* rank's split over the groups of its step phases ph that lie within
+ * [t0_s, t1_s] (their first step's begin and their last one's end, run
+ * seconds), stalled groups left out as the regimes leave them: its latest
+ * pace where the first rank's pace changed (the span of that rank's latest
+ * regime: in synchronous training every rank keeps one pace). False where no
+ * group lies within, or the groups' times are unknown (a file stored before). */
+bool tp_rank_pace_over(const tp_run *run, const tp_step_phases *ph, int rank, double t0_s,
+                       double t1_s, tp_rank_pace *out);
+
 /* The latest regime of rank's steps where their pace changed lastingly (two
  * regimes or more), its mean and its phases' seconds usable (a stored
  * summary's are checked here: a positive mean, finite phases); NULL for a

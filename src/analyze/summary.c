@@ -322,6 +322,7 @@ void tp_summary_free(tp_summary *s)
     tp_timings_free(&s->timings);
     tp_ranks_free(&s->ranks);
     tp_ranks_free(&s->ranks_latest);
+    free(s->rank_paces);
     free(s->gpu_used);
     free(s->gpu_slowdown);
     tp_run_inventory_free(&s->inv);
@@ -372,6 +373,50 @@ const tp_run_gpu *tp_summary_rank_gpu(const tp_summary *s, int rank)
     return gpu;
 }
 
+/* Each rank's split over the span of pace g (tp_summary.rank_paces), from
+ * their step phases a chunk of ranks at a time (a fleet's would not fit at
+ * once). */
+static bool add_rank_paces(tp_summary *s, const tp_regime *g, char *err, size_t cap)
+{
+    enum { CHUNK = 256 };
+    size_t n = s->ranks_latest.n;
+    int ranks[CHUNK];
+    size_t skip[CHUNK];
+    tp_step_phases ph[CHUNK];
+    s->rank_paces = tp_xcalloc(n, sizeof *s->rank_paces);
+    bool ok = true;
+    for (size_t lo = 0; ok && lo < n; lo += CHUNK) {
+        size_t m = n - lo < CHUNK ? n - lo : CHUNK;
+        for (size_t k = 0; k < m; k++) {
+            const tp_step_row *st =
+                tp_timings_steps_of(&s->timings, s->ranks_latest.rows[lo + k].rank);
+            ranks[k] = s->ranks_latest.rows[lo + k].rank;
+            skip[k] = st ? st->warmup : 0;
+        }
+        ok = tp_summary_step_phases_of(s, ranks, skip, m, ph, err, cap);
+        for (size_t k = 0; k < m; k++) {
+            if (ok && tp_rank_pace_over(s->run, &ph[k], ranks[k], g->t0_s, g->t1_s,
+                                        &s->rank_paces[s->nrank_paces]))
+                s->nrank_paces++;
+            tp_step_phases_free(&ph[k]);
+        }
+    }
+    return ok;
+}
+
+const tp_rank_pace *tp_summary_rank_pace(const tp_summary *s, int rank)
+{
+    size_t lo = 0, hi = s->nrank_paces; /* in rank order, as ranks_latest */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->rank_paces[mid].rank < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->nrank_paces && s->rank_paces[lo].rank == rank ? &s->rank_paces[lo] : NULL;
+}
+
 /* The ranks over the first rank's latest pace (tp_summary.ranks_latest):
  * the stored ones for its very steps where the recorder kept them, else the
  * rows'; none from a stored summary without them (a merged file's). */
@@ -380,15 +425,19 @@ static bool add_latest_ranks(tp_summary *s, char *err, size_t cap)
     const tp_regime *g = tp_regimes_latest(&s->regimes, s->regimes.rank);
     if (!g || s->ranks.n < 2)
         return true;
-    if (!tp_summary_stored(s->run))
-        return tp_ranks_latest_from_rows(s->run, &s->regimes, &s->ranks_latest, err, cap);
-    if (!tp_stored_ranks_latest(s->run, g->first_step, g->last_step, &s->ranks_latest, err, cap))
-        return false;
-    if (s->ranks_latest.n < 2)
-        tp_ranks_free(&s->ranks_latest);
-    else
-        tp_ranks_compare(&s->ranks_latest);
-    return true;
+    if (!tp_summary_stored(s->run)) {
+        if (!tp_ranks_latest_from_rows(s->run, &s->regimes, &s->ranks_latest, err, cap))
+            return false;
+    } else {
+        if (!tp_stored_ranks_latest(s->run, g->first_step, g->last_step, &s->ranks_latest, err,
+                                    cap))
+            return false;
+        if (s->ranks_latest.n < 2)
+            tp_ranks_free(&s->ranks_latest);
+        else
+            tp_ranks_compare(&s->ranks_latest);
+    }
+    return s->ranks_latest.n < 2 || add_rank_paces(s, g, err, cap);
 }
 
 /* What each stalled rank's GPU did over its stall: NVML's utilization there
@@ -418,6 +467,8 @@ static bool add_course(tp_summary *s, char *err, size_t cap)
     tp_own_costs_free(&s->own);
     tp_course_free(&s->course);
     tp_ranks_free(&s->ranks_latest);
+    free(s->rank_paces);
+    s->rank_paces = NULL, s->nrank_paces = 0;
     memset(&s->regimes, 0, sizeof s->regimes);
     if (!tp_course_build(s->run, &s->course, err, cap) ||
         !tp_stalls_build(s->run, &s->course, &s->timings, s->duration_s, &s->stalls, err, cap) ||

@@ -104,9 +104,17 @@ typedef struct tp_summary {
      * file's stored summary): the straggler verdicts judge these, so that a
      * straggler since step N is not diluted by the steps before it */
     tp_ranks ranks_latest;
+    /* each of those ranks' step split over the same span (analyze/regimes.h:
+     * tp_rank_pace_over), in ranks_latest's order where known: the step
+     * verdicts of ranks judge these where the pace changed */
+    tp_rank_pace *rank_paces;
+    size_t nrank_paces;
     tp_deaths deaths; /* processes that died, and the run's stop */
     tp_own_costs own; /* what trainprof's own work cost each rank (analyze/own_cost.h) */
 } tp_summary;
+
+/* rank's split over the latest pace (rank_paces), or NULL. */
+const tp_rank_pace *tp_summary_rank_pace(const tp_summary *s, int rank);
 
 /* Agent agent_id's steps window in s, or NULL. */
 const tp_steps_window *tp_summary_window(const tp_summary *s, int64_t agent_id);

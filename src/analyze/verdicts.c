@@ -201,18 +201,33 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
      * no step. Only where the regimes split the step as the rules see it:
      * one process's host times (no ranks' windows, whose compute lies
      * outside communication; no device times, which regimes do not split) */
-    const tp_regime *pace =
-        !place && !(train_dev > 0) && !(to_dev > 0) ? tp_regimes_latest(&s->regimes, rank) : NULL;
+    bool device = train_dev > 0 || to_dev > 0;
+    const tp_regime *pace = !place && !device ? tp_regimes_latest(&s->regimes, rank) : NULL;
+    const double *now_s = pace ? pace->phase_s : NULL; /* the latest pace's split, a step */
     if (pace) {
-        in = pace->phase_s[0] / pace->mean_s, to = pace->phase_s[1] / pace->mean_s;
         train = pace->phase_s[2] / pace->mean_s, step_mean = pace->mean_s;
+    } else if (place && !device) {
+        /* ranks: where they were compared over the first rank's latest pace,
+         * each rank's split over the same span, its compute outside
+         * communication from the table of that span */
+        const tp_rank_row *place_now = tp_ranks_find(&s->ranks_latest, rank);
+        const tp_rank_pace *rank_now = place_now ? tp_summary_rank_pace(s, rank) : NULL;
+        pace = rank_now ? tp_regimes_latest(&s->regimes, s->regimes.rank) : NULL;
+        if (pace && place_now->window_s > 0) {
+            now_s = rank_now->phase_s, step_mean = rank_now->mean_s;
+            train = place_now->compute_s / place_now->window_s, place = place_now;
+        } else {
+            pace = NULL;
+        }
     }
+    if (pace)
+        in = now_s[0] / step_mean, to = now_s[1] / step_mean;
     size_t first = out->n;
     if (in >= INPUT_BOUND_SHARE) {
         input_bound_verdict(s, rank, in, step_mean, out);
         if (pace) /* a fetch of the regime's: its seconds per step over the batches a step */
             out->items[out->n - 1].f.input.next_mean_s =
-                pace->phase_s[0] /
+                now_s[0] /
                 (st && (double)st->batches > (double)st->stats.count && st->stats.count > 0
                      ? (double)st->batches / (double)st->stats.count
                      : 1.0);

@@ -207,8 +207,10 @@ static void compute_message(char *out, size_t cap, const tp_verdict *v, const ch
 
 /* " Judged on steps 401-550, its latest pace; before step 401 its steps
  * were compute-bound (...)": a step verdict on the rank's latest regime
- * (verdicts.h: pace), and what the regime before it was. */
-static void pace_words(char *out, size_t cap, const tp_regime *now)
+ * (verdicts.h: pace), and what the regime before it was; of another rank
+ * than the one whose regimes they are (own false), the regime before is
+ * that first rank's, and said so. */
+static void pace_words(char *out, size_t cap, const tp_regime *now, bool own)
 {
     const tp_regime *before = now - 1; /* pace is the last of at least two regimes */
     const char *was = before->input_bound      ? "input-bound"
@@ -221,9 +223,10 @@ static void pace_words(char *out, size_t cap, const tp_regime *now)
                  100 * before->phase_s[0] / before->mean_s,
                  100 * before->phase_s[2] / before->mean_s);
     snprintf(out, cap,
-             " Judged on steps %zu-%zu, its latest pace: before step %zu its steps were %s%s "
+             " Judged on steps %zu-%zu, its latest pace: before step %zu %s steps were %s%s "
              "(Changes of pace, below).",
-             now->first_step, now->last_step, now->first_step, was, split);
+             now->first_step, now->last_step, now->first_step, own ? "its" : "the first rank's",
+             was, split);
 }
 
 static void rank_message(char *out, size_t cap, const tp_verdict *v)
@@ -504,7 +507,7 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
                      100 * v->f.compute.input_share);
         len += strlen(out + len);
         if (v->pace && len < cap) /* what was judged, after the advice */
-            pace_words(out + len, cap - len, v->pace);
+            pace_words(out + len, cap - len, v->pace, v->rank == s->regimes.rank);
         return;
     }
     case TP_VERDICT_STRAGGLER: tp_straggler_words(out, cap, s, v); return;

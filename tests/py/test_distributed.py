@@ -14,6 +14,7 @@ from conftest import (
     report_from_rows,
     report_json,
     trainprof,
+    words,
 )
 
 # torchrun of the interpreter the tests run under (and so of its torch)
@@ -207,24 +208,35 @@ def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
     assert "parts by interval union" in html and "rank 2 (slow)" in html
 
 
-# Unchanged DDP training whose rank 1 computes 20 ms more a step (CPU time,
-# its own thread's) from the step SLOW_FROM on: a straggler that appears midway.
-LATE_STRAGGLER = """
+# Unchanged DDP training whose pace changes at step SLOW_FROM: from then on
+# every rank's Dataset takes 3 ms a sample (24 ms a batch, no workers), and
+# rank 1 computes 20 ms more a step (CPU time, its own thread's): data moved
+# to a slow store, and a straggler appeared.
+PACE_CHANGE = """
 import os, sys, time, torch, torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Dataset
+SLOW_FROM = int(os.environ["SLOW_FROM"])
+class Data(Dataset):
+    def __init__(self):
+        g = torch.Generator().manual_seed(1)
+        self.x, self.y = torch.randn(8 * 240, 32, generator=g), torch.randint(0, 4, (8 * 240,), generator=g)
+    def __len__(self):
+        return len(self.x)
+    def __getitem__(self, i):
+        if i // 8 >= SLOW_FROM:
+            time.sleep(0.003)
+        return self.x[i], self.y[i]
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.manual_seed(0)
 model = DDP(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)))
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-g = torch.Generator().manual_seed(1)
-data = TensorDataset(torch.randn(8 * 240, 32, generator=g), torch.randint(0, 4, (8 * 240,), generator=g))
-for step, (x, y) in enumerate(DataLoader(data, batch_size=8)):
+for step, (x, y) in enumerate(DataLoader(Data(), batch_size=8)):
     opt.zero_grad()
     out = model(x)
-    if rank == 1 and step >= int(os.environ["SLOW_FROM"]):
+    if rank == 1 and step >= SLOW_FROM:
         end = time.thread_time() + 0.02
         while time.thread_time() < end:
             pass
@@ -238,9 +250,9 @@ os._exit(0)  # gloo's teardown now and then aborts (DDP above)
 """
 
 
-def test_a_straggler_since_a_step_is_judged_on_the_steps_since(tmp_path, run_file):
-    script = tmp_path / "late.py"
-    script.write_text(textwrap.dedent(LATE_STRAGGLER))
+def test_a_pace_that_changed_across_ranks_is_judged_on_the_steps_since(tmp_path, run_file):
+    script = tmp_path / "pace.py"
+    script.write_text(textwrap.dedent(PACE_CHANGE))
     r = trainprof(
         "record", "-q", "-o", run_file, "--",
         *TORCHRUN, "--standalone", "--nproc_per_node", "2", script,
@@ -249,9 +261,10 @@ def test_a_straggler_since_a_step_is_judged_on_the_steps_since(tmp_path, run_fil
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
     latest = rep["ranks"]["latest"]
-    # the first rank's pace changed where rank 1 slowed (its 161st step), and
-    # the ranks were compared over the steps since
+    # the first rank's pace changed where the data and rank 1 slowed (its
+    # 161st step), and the ranks were compared over the steps since
     assert latest and abs(latest["first_step"] - 161) <= 3, rep["regimes"]
+    since_step = latest["first_step"]
     assert latest["last_step"] == 240
     whole = {x["rank"]: x for x in rep["ranks"]["per_rank"]}
     since = {x["rank"]: x for x in latest["per_rank"]}
@@ -261,22 +274,32 @@ def test_a_straggler_since_a_step_is_judged_on_the_steps_since(tmp_path, run_fil
     # (excess, against the median of two ranks, is bounded by 1: its own
     # work per step tells)
     more = {
-        k: t[1]["own_s_per_step"] - t[0]["own_s_per_step"]
+        k: t[1]["compute_s"] / t[1]["steps"] - t[0]["compute_s"] / t[0]["steps"]
         for k, t in (("whole", whole), ("since", since))
     }
     assert more["since"] > 0.015 and more["since"] > 2 * more["whole"], more
-    assert since[1]["excess"] > whole[1]["excess"], (whole, since)
-    kinds = [
-        (v["kind"], v["evidence"].get("rank"), v["evidence"].get("since_step"))
-        for v in rep["verdicts"]
-    ]
-    assert ("straggler", 1, latest["first_step"]) in kinds, kinds
+    verdicts = {(v["kind"], v["evidence"].get("rank")): v["evidence"] for v in rep["verdicts"]}
+    assert verdicts[("straggler", 1)]["since_step"] == since_step, verdicts
+    # every rank waits for its data since then: each rank's step verdicts
+    # judge its own split over those steps, not the whole run's average
+    for rank in (0, 1):
+        judged = verdicts[("input_bound", rank)]
+        whole_share = next(
+            t["share"]
+            for t in rep["timings"]
+            if t["rank"] == rank and t["name"] == "dataloader_next"
+        )
+        assert judged["since_step"] == since_step, judged
+        assert judged["dataloader_next_share"] > whole_share + 0.05, (judged, whole_share)
+        assert 0.02 < judged["dataloader_next_mean_s"] < 0.04, judged  # 24 ms and its wrappers
     # the summary the recorder stored gives the very figures the rows give
     assert_same_report(rep, report_from_rows(run_file, tmp_path))
     short = in_short(trainprof("report", run_file).stdout)
-    assert f"Since step {latest['first_step']}, rank 1 is a straggler" in short, short
-    assert f"since step {latest['first_step']}, a step: communication" in short, short
-    assert f"Judged on steps {latest['first_step']}-240, its latest pace" in short, short
+    assert f"since step {since_step}, a step: communication" in short, short
+    text = words(trainprof("report", run_file).stdout)
+    assert f"Since step {since_step}, rank 1 is a straggler" in text, text
+    assert f"Judged on steps {since_step}-240, its latest pace" in text, text
+    assert f"since step {since_step}, rank 1 is input-bound" in text, text
     # a file's stored rows are not trusted: a rank without a step is left out
     # (its figures are divided by its steps); one rank left compares nothing,
     # and the whole run's straggler is named

@@ -476,44 +476,6 @@ static void test_stragglers_first_else_exposed_communication(void **state)
     facts_free(f);
 }
 
-/* Where the first rank's pace changed and the ranks were compared over its
- * latest pace (ranks_latest), the stragglers are those of the latest pace,
- * said since its first step; a steady run keeps the whole run's. */
-static void test_stragglers_judged_on_the_latest_pace(void **state)
-{
-    (void)state;
-    facts *f = facts_new();
-    tp_rank_row whole[2] = {
-        {.rank = 0, .agent_id = 1, .steps = 100, .window_s = 10, .compute_s = 6, .excess = 0.03},
-        {.rank = 1, .agent_id = 1, .steps = 100, .window_s = 10, .compute_s = 7, .straggler = true},
-    };
-    tp_rank_row latest[2] = {
-        {.rank = 0, .agent_id = 1, .steps = 50, .window_s = 5, .compute_s = 4.5, .excess = 0.5},
-        {.rank = 1, .agent_id = 1, .steps = 50, .window_s = 5, .compute_s = 3, .excess = -0.5},
-    };
-    latest[0].straggler = true;
-    f->s.ranks = (tp_ranks){.rows = whole, .n = 2, .nstragglers = 1};
-    f->s.ranks_latest = (tp_ranks){.rows = latest, .n = 2, .nstragglers = 1, .median_own_s = 0.08};
-    f->s.regimes.rank = 0, f->s.regimes.n = 1; /* a steady run: the whole run's straggler */
-    tp_verdict v;
-    assert_int_equal(verdicts_of(f, TP_VERDICT_STRAGGLER, &v), 1);
-    assert_true(v.rank == 1 && v.pace == NULL);
-    f->s.regimes.n = 2; /* the pace changed at step 51 */
-    f->s.regimes.v[1] = (tp_regime){.first_step = 51, .last_step = 100, .mean_s = 0.1};
-    assert_int_equal(verdicts_of(f, TP_VERDICT_STRAGGLER, &v), 1);
-    assert_int_equal(v.rank, 0);
-    assert_true(v.pace == &f->s.regimes.v[1] && v.f.straggler.ranks == &f->s.ranks_latest);
-    char words[TP_VERDICT_MESSAGE_MAX];
-    assert_true(message_of(f, TP_VERDICT_STRAGGLER, words, sizeof words));
-    assert_non_null(strstr(words, "Since step 51, rank 0 is a straggler"));
-    assert_non_null(strstr(words, "50 % longer per step than the median rank's (90.0 vs 80.0 ms)"));
-    assert_non_null(strstr(words, "Judged on steps 51-100, its latest pace: over the whole run, "
-                                  "the steps before included, it was no straggler (its own "
-                                  "work +3 % against the median rank's)"));
-    f->s.ranks_latest = (tp_ranks){0};
-    facts_free(f);
-}
-
 static void test_bottleneck_limits_use_the_verdicts_thresholds(void **state)
 {
     (void)state;
@@ -586,7 +548,6 @@ int main(void)
         cmocka_unit_test(test_the_words_name_the_figures),
         cmocka_unit_test(test_a_link_near_its_speed),
         cmocka_unit_test(test_stragglers_first_else_exposed_communication),
-        cmocka_unit_test(test_stragglers_judged_on_the_latest_pace),
         cmocka_unit_test(test_bottleneck_limits_use_the_verdicts_thresholds),
         cmocka_unit_test(test_verdicts_of_a_summary_without_its_parts_stop),
     };

@@ -1,0 +1,136 @@
+/* test_verdicts_pace.c: verdicts where the pace changed, across ranks: the
+ * stragglers of the latest pace, a rank's step verdicts on its split over
+ * it, and that split from its step phases. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/regimes.h"
+#include "harness.h"
+#include "render/verdict_words.h"
+#include "verdict_facts.h"
+
+/* Where the first rank's pace changed and the ranks were compared over its
+ * latest pace (ranks_latest), the stragglers are those of the latest pace,
+ * said since its first step; a steady run keeps the whole run's. */
+static void test_stragglers_judged_on_the_latest_pace(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    tp_rank_row whole[2] = {
+        {.rank = 0, .agent_id = 1, .steps = 100, .window_s = 10, .compute_s = 6, .excess = 0.03},
+        {.rank = 1, .agent_id = 1, .steps = 100, .window_s = 10, .compute_s = 7, .straggler = true},
+    };
+    tp_rank_row latest[2] = {
+        {.rank = 0, .agent_id = 1, .steps = 50, .window_s = 5, .compute_s = 4.5, .excess = 0.5},
+        {.rank = 1, .agent_id = 1, .steps = 50, .window_s = 5, .compute_s = 3, .excess = -0.5},
+    };
+    latest[0].straggler = true;
+    f->s.ranks = (tp_ranks){.rows = whole, .n = 2, .nstragglers = 1};
+    f->s.ranks_latest = (tp_ranks){.rows = latest, .n = 2, .nstragglers = 1, .median_own_s = 0.08};
+    f->s.regimes.rank = 0, f->s.regimes.n = 1; /* a steady run: the whole run's straggler */
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_STRAGGLER, &v), 1);
+    assert_true(v.rank == 1 && v.pace == NULL);
+    f->s.regimes.n = 2; /* the pace changed at step 51 */
+    f->s.regimes.v[1] = (tp_regime){.first_step = 51, .last_step = 100, .mean_s = 0.1};
+    assert_int_equal(verdicts_of(f, TP_VERDICT_STRAGGLER, &v), 1);
+    assert_int_equal(v.rank, 0);
+    assert_true(v.pace == &f->s.regimes.v[1] && v.f.straggler.ranks == &f->s.ranks_latest);
+    char words[TP_VERDICT_MESSAGE_MAX];
+    assert_true(message_of(f, TP_VERDICT_STRAGGLER, words, sizeof words));
+    assert_non_null(strstr(words, "Since step 51, rank 0 is a straggler"));
+    assert_non_null(strstr(words, "50 % longer per step than the median rank's (90.0 vs 80.0 ms)"));
+    assert_non_null(strstr(words, "Judged on steps 51-100, its latest pace: over the whole run, "
+                                  "the steps before included, it was no straggler (its own "
+                                  "work +3 % against the median rank's)"));
+    f->s.ranks_latest = (tp_ranks){0};
+    facts_free(f);
+}
+
+/* Rank 0 of two, its step mostly computing over the whole run (dataloader_next
+ * 20 %), its data slow since step 161 (72 % of a 47 ms step there): where
+ * the ranks were compared over the latest pace and its split over it is
+ * known, its step verdicts judge that split; without it, the whole run's. */
+static void test_a_rank_s_steps_are_judged_on_its_latest_pace(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    phase(f, "dataloader_next", 0.2, 0);
+    phase(f, "train_batch", 0.7, 0);
+    tp_rank_row whole[2] = {
+        {.rank = 0, .agent_id = 1, .steps = 300, .window_s = 9, .compute_s = 1, .input_s = 2},
+        {.rank = 1, .agent_id = 1, .steps = 300, .window_s = 9, .compute_s = 1, .input_s = 2},
+    };
+    tp_rank_row latest[2] = {
+        {.rank = 0, .agent_id = 1, .steps = 140, .window_s = 6.6, .compute_s = 0.14},
+        {.rank = 1, .agent_id = 1, .steps = 140, .window_s = 6.6, .compute_s = 0.14},
+    };
+    tp_rank_pace now = {.rank = 0, .steps = 140, .mean_s = 0.047};
+    now.phase_s[0] = 0.034, now.phase_s[2] = 0.003, now.phase_s[6] = 0.010;
+    f->s.ranks = (tp_ranks){.rows = whole, .n = 2};
+    f->s.ranks_latest = (tp_ranks){.rows = latest, .n = 2};
+    f->s.regimes.rank = 0, f->s.regimes.n = 2;
+    f->s.regimes.v[1] = (tp_regime){.first_step = 161, .last_step = 300, .mean_s = 0.047};
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 0); /* its split unknown */
+    f->s.rank_paces = &now, f->s.nrank_paces = 1;
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    assert_true(v.pace == &f->s.regimes.v[1]);
+    assert_float_equal(v.f.input.share, 0.034 / 0.047, 1e-12);
+    assert_float_equal(v.f.input.next_mean_s, 0.034, 1e-12);
+    assert_float_equal(v.f.input.step_mean_s, 0.047, 1e-12);
+    char words[TP_VERDICT_MESSAGE_MAX];
+    f->s.regimes.rank = 1; /* another rank's regimes: the steps before are the first rank's */
+    f->s.regimes.v[0] = (tp_regime){.first_step = 2, .last_step = 160, .mean_s = 0.013};
+    assert_true(message_of(f, TP_VERDICT_INPUT_BOUND, words, sizeof words));
+    assert_non_null(strstr(words, "since step 161, rank 0 is input-bound"));
+    assert_non_null(strstr(words, "before step 161 the first rank's steps were"));
+    /* device times: the regimes do not split them, the whole run's judge */
+    f->rows[1].device_total_s = 0.3; /* train_batch's */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 0);
+    f->s.rank_paces = NULL, f->s.nrank_paces = 0;
+    f->s.ranks_latest = (tp_ranks){0};
+    facts_free(f);
+}
+
+/* Four groups of ten steps, 1 s apart, the last two slower: the split over
+ * [20 s, 40 s] is theirs alone, weighted by their steps; a span no group lies
+ * within, or groups without times, have none. */
+static void test_a_rank_s_split_over_a_span_of_its_groups(void **state)
+{
+    (void)state;
+    double first[] = {0, 10, 20, 30}, start[] = {0, 10, 20, 30}, end[] = {10, 20, 30, 40};
+    double values[4 * TP_STEP_PHASES] = {0};
+    for (int g = 0; g < 4; g++) {
+        values[g * TP_STEP_PHASES + 0] = g < 2 ? 0.01 : 0.05; /* dataloader_next */
+        values[g * TP_STEP_PHASES + 2] = 0.05;                /* train_batch */
+    }
+    values[3 * TP_STEP_PHASES + 0] = 0.07;
+    tp_step_phases ph = {.nsteps = 40,
+                         .ngroups = 4,
+                         .first_step = first,
+                         .values = values,
+                         .start_s = start,
+                         .end_s = end};
+    tp_run run = {0};
+    tp_rank_pace p;
+    assert_true(tp_rank_pace_over(&run, &ph, 3, 20, 40, &p));
+    assert_int_equal(p.rank, 3);
+    assert_int_equal(p.steps, 20);
+    assert_float_equal(p.phase_s[0], 0.06, 1e-12);
+    assert_float_equal(p.mean_s, 0.11, 1e-12);
+    assert_false(tp_rank_pace_over(&run, &ph, 3, 21, 29, &p));
+    ph.start_s = NULL;
+    assert_false(tp_rank_pace_over(&run, &ph, 3, 20, 40, &p));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stragglers_judged_on_the_latest_pace),
+        cmocka_unit_test(test_a_rank_s_steps_are_judged_on_its_latest_pace),
+        cmocka_unit_test(test_a_rank_s_split_over_a_span_of_its_groups),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -175,6 +175,44 @@ static bool gpu_figures(const tp_summary *s, int rank, const tp_model_facts *fac
     return !(c->gpu_busy < TP_HOST_BOUND_GPU_BUSY);
 }
 
+/* A step's split as a verdict judges it where the pace changed: seconds
+ * per step waiting for the next batch and in to_device, the mean step, and
+ * the computation's share. */
+typedef struct pace_split {
+    double next_s, to_device_s, mean_s, train;
+} pace_split;
+
+/* A run whose pace changed is judged on its latest pace: a training that
+ * became input-bound midway is input-bound now, and the average (38 %
+ * waiting for data where it waited 1 % and then 68 %) is true of no step.
+ * Only where rank's split over it is known as the rules see it: one
+ * process's host times (its regimes'), or a rank's over the span the ranks
+ * were compared on again (summary.h: ranks_latest, rank_paces; *place then
+ * becomes its row over that span). The caller leaves device times out:
+ * neither splits them. Returns the latest regime and its split in *now;
+ * NULL: the whole run's. */
+static const tp_regime *latest_split(const tp_summary *s, int rank, const tp_rank_row **place,
+                                     pace_split *now)
+{
+    if (!*place) {
+        const tp_regime *pace = tp_regimes_latest(&s->regimes, rank);
+        if (pace)
+            *now = (pace_split){pace->phase_s[0], pace->phase_s[1], pace->mean_s,
+                                pace->phase_s[2] / pace->mean_s};
+        return pace;
+    }
+    const tp_rank_row *row = tp_ranks_find(&s->ranks_latest, rank);
+    const tp_rank_pace *split = row ? tp_summary_rank_pace(s, rank) : NULL;
+    const tp_regime *pace =
+        split && row->window_s > 0 ? tp_regimes_latest(&s->regimes, s->regimes.rank) : NULL;
+    if (pace) {
+        *now = (pace_split){split->phase_s[0], split->phase_s[1], split->mean_s,
+                            row->compute_s / row->window_s};
+        *place = row;
+    }
+    return pace;
+}
+
 static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *facts,
                           tp_verdicts *out)
 {
@@ -195,39 +233,19 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
         train = train_dev;
     if (to_dev > to)
         to = to_dev;
-    /* a run whose pace changed is judged on its latest pace: a training
-     * that became input-bound midway is input-bound now, and the average
-     * (38 % waiting for data where it waited 1 % and then 68 %) is true of
-     * no step. Only where the regimes split the step as the rules see it:
-     * one process's host times (no ranks' windows, whose compute lies
-     * outside communication; no device times, which regimes do not split) */
-    bool device = train_dev > 0 || to_dev > 0;
-    const tp_regime *pace = !place && !device ? tp_regimes_latest(&s->regimes, rank) : NULL;
-    const double *now_s = pace ? pace->phase_s : NULL; /* the latest pace's split, a step */
+    pace_split now = {0};
+    const tp_regime *pace =
+        train_dev > 0 || to_dev > 0 ? NULL : latest_split(s, rank, &place, &now);
     if (pace) {
-        train = pace->phase_s[2] / pace->mean_s, step_mean = pace->mean_s;
-    } else if (place && !device) {
-        /* ranks: where they were compared over the first rank's latest pace,
-         * each rank's split over the same span, its compute outside
-         * communication from the table of that span */
-        const tp_rank_row *place_now = tp_ranks_find(&s->ranks_latest, rank);
-        const tp_rank_pace *rank_now = place_now ? tp_summary_rank_pace(s, rank) : NULL;
-        pace = rank_now ? tp_regimes_latest(&s->regimes, s->regimes.rank) : NULL;
-        if (pace && place_now->window_s > 0) {
-            now_s = rank_now->phase_s, step_mean = rank_now->mean_s;
-            train = place_now->compute_s / place_now->window_s, place = place_now;
-        } else {
-            pace = NULL;
-        }
+        in = now.next_s / now.mean_s, to = now.to_device_s / now.mean_s;
+        train = now.train, step_mean = now.mean_s;
     }
-    if (pace)
-        in = now_s[0] / step_mean, to = now_s[1] / step_mean;
     size_t first = out->n;
     if (in >= INPUT_BOUND_SHARE) {
         input_bound_verdict(s, rank, in, step_mean, out);
         if (pace) /* a fetch of the regime's: its seconds per step over the batches a step */
             out->items[out->n - 1].f.input.next_mean_s =
-                now_s[0] /
+                now.next_s /
                 (st && (double)st->batches > (double)st->stats.count && st->stats.count > 0
                      ? (double)st->batches / (double)st->stats.count
                      : 1.0);

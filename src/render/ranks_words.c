@@ -88,17 +88,15 @@ void tp_straggler_words(char *out, size_t cap, const tp_summary *s, const tp_ver
 
 void tp_communication_words(char *out, size_t cap, const tp_verdict *v)
 {
-    char since[48] = "";
+    char who[48] = "Ranks";
     if (v->pace)
-        snprintf(since, sizeof since, "Since step %zu, r", v->pace->first_step);
-    else
-        snprintf(since, sizeof since, "R");
+        snprintf(who, sizeof who, "Since step %zu, ranks", v->pace->first_step);
     int n = snprintf(out, cap,
-                     "%sanks spend %.0f %% of their step time in communication %s, and none of "
+                     "%s spend %.0f %% of their step time in communication %s, and none of "
                      "them is a straggler: more work per communication (a larger batch per rank, "
                      "gradient accumulation with no_sync), DDP's bucket_cap_mb, or a faster "
                      "interconnect.",
-                     since, 100 * v->f.comm.exposed_s / v->f.comm.window_s,
+                     who, 100 * v->f.comm.exposed_s / v->f.comm.window_s,
                      v->f.comm.device ? "on the GPU after their backward compute ended (CUDA "
                                         "events: the last collective of each backward pass, and "
                                         "those outside it)"

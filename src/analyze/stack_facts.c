@@ -211,6 +211,7 @@ static int by_rank_then_samples(const void *x, const void *y)
 bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
+    out->dropped = (uint64_t)tp_run_stack_samples_dropped(run); /* where all were, none kept */
     if (!tp_run_has_stacks(run))
         return true;
     if (!tp_stack_tree_load(run, &out->tree, err, cap) ||

@@ -70,6 +70,9 @@ typedef struct tp_stack_facts {
     tp_stack_group *groups; /* by rank, then most samples first, outside regions last */
     size_t n;
     uint64_t samples;
+    /* samples the samplers could not send, their rings full: the shares
+     * miss them (store/reader.h: tp_run_stack_samples_dropped) */
+    uint64_t dropped;
 } tp_stack_facts;
 
 /* False (reason in err) when the file can't be read; a run without stacks

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/stall_rule.h"
+#include "stacks.h"
 #include "util/grow.h"
 
 /* The last seconds of one phase name (all ranks). */
@@ -297,6 +298,8 @@ static void apply_names(tp_live *l, const tp_batch *b)
     }
 }
 
+#define SAMPLER INT32_MIN /* thread_rank of a stack sampler's ring */
+
 static void apply_threads(tp_live *l, const tp_batch *b)
 {
     for (size_t i = 0; i < b->threads.len; i++) {
@@ -316,9 +319,12 @@ static void apply_threads(tp_live *l, const tp_batch *b)
         if (l->nthreads < t->id)
             continue;    /* out of memory: the thread counts for no rank live */
         if (t->pid != 0) /* the whole row: a new thread, or its rank or drops updated */
-            l->thread_rank[t->id - 1] = t->rank;
+            l->thread_rank[t->id - 1] =
+                strncmp(t->name, TP_SAMPLER_THREAD_NAME, sizeof t->name) == 0 ? SAMPLER : t->rank;
         if (t->dropped > l->thread_dropped[t->id - 1]) {
-            tp_live_rank *r = rank_entry(l, l->thread_rank[t->id - 1]);
+            /* a stack sampler's drops are samples, no timing events (as the report has it) */
+            int32_t rank = l->thread_rank[t->id - 1];
+            tp_live_rank *r = rank == SAMPLER ? NULL : rank_entry(l, rank);
             if (r)
                 r->dropped += t->dropped - l->thread_dropped[t->id - 1];
             l->thread_dropped[t->id - 1] = t->dropped;

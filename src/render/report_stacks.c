@@ -50,9 +50,23 @@ static void waited_line(FILE *out, const tp_stack_facts *f, const tp_stack_group
     fputc('\n', out);
 }
 
+/* The samples the samplers dropped, full: said where there were any. */
+static void dropped_line(FILE *out, const tp_stack_facts *f)
+{
+    if (f->dropped)
+        fprintf(out,
+                "  %llu %sstack samples were dropped on the samplers' full rings: the shares "
+                "above miss them (TRAINPROF_RING_SLOTS raises the ring size)\n",
+                (unsigned long long)f->dropped, f->n ? "more " : "");
+}
+
 void tp_report_stacks_text(FILE *out, const tp_summary *s)
 {
     const tp_stack_facts *f = &s->stacks;
+    if (!f->n && f->dropped) {
+        fprintf(out, "\nInside the phases (sampled Python stacks: none kept)\n");
+        dropped_line(out, f);
+    }
     if (!f->n)
         return;
     fprintf(out,
@@ -94,6 +108,7 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
             fputc('\n', out);
         }
     }
+    dropped_line(out, f);
 }
 
 void tp_report_stacks_json(json_writer *w, const tp_summary *s)
@@ -151,6 +166,8 @@ void tp_report_stacks_json(json_writer *w, const tp_summary *s)
         json_object_end(w);
     }
     json_array_end(w);
+    json_key(w, "stack_samples_dropped"); /* the samplers' rings were full: the shares miss them */
+    json_int(w, (int64_t)f->dropped);
 }
 
 /* The rank's group the verdict's phase is best seen in: for input, its

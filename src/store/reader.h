@@ -246,5 +246,8 @@ bool tp_run_processes(tp_run *run, tp_run_process **out, size_t *n);
 
 /* Timing threads recorded and events they dropped (0 and 0 for schema 1). */
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped);
+/* The stack samples the samplers' rings dropped, full (the threads named
+ * TP_SAMPLER_THREAD_NAME: their drops are no timing events'); 0 for schema 1. */
+int64_t tp_run_stack_samples_dropped(tp_run *run);
 
 #endif

@@ -250,6 +250,17 @@ void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped)
                      dropped);
 }
 
+int64_t tp_run_stack_samples_dropped(tp_run *run)
+{
+    int64_t dropped = 0;
+    if (run->schema_version >= 2)
+        tp_sql_query_int(run->db,
+                         "SELECT coalesce(sum(max(dropped_events, 0)), 0) FROM thread"
+                         " WHERE name = '" TP_SAMPLER_THREAD_NAME "'",
+                         &dropped);
+    return dropped > 0 ? dropped : 0;
+}
+
 bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_t t_ns,
                      double *value)
 {

@@ -307,6 +307,29 @@ def test_deep_recursion_costs_nothing_but_its_outer_frames(tmp_path):
     assert group(report, None)["functions"][0]["function"] == "deep"
 
 
+def test_samples_full_rings_dropped_are_counted_apart_and_said(tmp_path):
+    """Stacks 1000 frames deep, sampled 1000 times a second through rings of
+    64 slots: the samples that did not fit are counted, apart from the
+    timing events (none of which was dropped), and the report says what
+    the shares miss."""
+    script = textwrap.dedent("""
+        import sys, time
+        sys.setrecursionlimit(5000)
+        def deep(n, end):
+            if n == 0:
+                while time.time() < end: pass
+                return 0
+            return deep(n - 1, end)
+        deep(1000, time.time() + float(sys.argv[1]))
+    """)
+    run = record(tmp_path, script, stacks=1000, seconds="1", env={"TRAINPROF_RING_SLOTS": "64"})
+    rep = report_json(run)
+    assert rep["stack_samples_dropped"] > 0 and rep["dropped_events"] == 0, rep["dropped_events"]
+    text = trainprof("report", run).stdout
+    said = f"{rep['stack_samples_dropped']} " if not rep["stacks"] else ""
+    assert f"{said}stack samples were dropped on the samplers' full rings" in text, text
+
+
 def test_forked_and_spawned_workers_are_sampled_as_workers(tmp_path):
     script = textwrap.dedent("""
         import sys, torch

@@ -10,6 +10,7 @@
 #include "core/sink.h"
 #include "live/live_state.h"
 #include "serve/prom_exposition.h"
+#include "stacks.h"
 
 #define SEC 1000000000ull
 
@@ -135,6 +136,37 @@ static void test_totals_and_window(void **state)
     tp_sink_free(sink);
 }
 
+static void rank_dropped(void *ctx, const tp_live_view *v)
+{
+    for (size_t i = 0; i < v->nranks; i++)
+        if (v->ranks[i].rank == 3)
+            *(uint64_t *)ctx = v->ranks[i].dropped;
+}
+
+/* A rank's dropped events are its timing threads': its stack sampler's
+ * ring drops samples, which the report and /metrics keep apart. */
+static void test_a_sampler_s_drops_are_no_timing_events(void **state)
+{
+    (void)state;
+    tp_sink *sink = tp_sink_new(0);
+    tp_live *live = tp_live_new(1.0);
+    uint32_t th = rank_thread(sink, 3);
+    tp_thread_info info = {.pid = 103, .tid = 999, .rank = 3};
+    snprintf(info.name, sizeof info.name, "%s", TP_SAMPLER_THREAD_NAME);
+    uint32_t sampler = tp_sink_thread(sink, &info);
+    tp_sink_thread_dropped(sink, th, 5);
+    tp_sink_thread_dropped(sink, sampler, 700);
+    feed(sink, live);
+    tp_sink_thread_dropped(sink, th, 8); /* counts as they grow */
+    tp_sink_thread_dropped(sink, sampler, 900);
+    feed(sink, live);
+    uint64_t dropped = 0;
+    tp_live_read(live, rank_dropped, &dropped);
+    assert_int_equal(dropped, 8);
+    tp_live_free(live);
+    tp_sink_free(sink);
+}
+
 /* The exposition of a state, as /metrics answers it. */
 static char *expose(tp_live *live)
 {
@@ -240,6 +272,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_latest_values),
         cmocka_unit_test(test_totals_and_window),
+        cmocka_unit_test(test_a_sampler_s_drops_are_no_timing_events),
         cmocka_unit_test(test_stalls),
         cmocka_unit_test(test_exposition),
     };

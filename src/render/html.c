@@ -333,10 +333,10 @@ static void step_breakdown(FILE *out, const tp_summary *s)
                         1);
 }
 
-/* Ranks side by side: own work against waiting, stragglers marked. */
-static void rank_parts(FILE *out, const tp_summary *s)
+/* Ranks side by side: own work against waiting, stragglers marked; r the
+ * whole run's (over: "") or the latest pace's (over: "; steps 201-300"). */
+static void rank_parts(FILE *out, const tp_ranks *r, const char *over)
 {
-    const tp_ranks *r = &s->ranks;
     if (r->n == 0)
         return;
     size_t n = r->n < 64 ? r->n : 64;
@@ -356,11 +356,11 @@ static void rank_parts(FILE *out, const tp_summary *s)
             values[i * 4 + 3] = row->other_s / steps;
         }
         static const char *const parts[] = {"input", "compute", "communication", "other"};
+        char title[160];
+        snprintf(title, sizeof title,
+                 "Where step time goes (mean step, per rank; parts by interval union%s)", over);
         tp_svg_chart chart = {
-            .title = "Where step time goes (mean step, per rank; parts by interval union)",
-            .x_title = "time per step",
-            .y_title = "",
-            .unit = "seconds"};
+            .title = title, .x_title = "time per step", .y_title = "", .unit = "seconds"};
         tp_svg_stacked_bars(out, &chart, bar_labels, n, parts, 4, values, 1);
     }
     free(labels);
@@ -555,9 +555,17 @@ bool tp_html_write(FILE *out, const tp_summary *s, const tp_verdicts *v, const t
         fputs("<p>No timings were recorded (no instrumented process ran).</p>\n", out);
     /* with ranks, communication may overlap the other phases (DDP's
      * all-reduce runs during backward): only the union-based parts add up */
+    const tp_regime *pace =
+        s->ranks_latest.n ? tp_regimes_latest(&s->regimes, s->regimes.rank) : NULL;
+    char over[96] = "";
+    if (pace) /* and over the latest pace, which the verdicts judge */
+        snprintf(over, sizeof over, "; steps %zu-%zu, the latest pace", pace->first_step,
+                 pace->last_step);
     if (s->ranks.n)
-        rank_parts(out, s);
-    else
+        rank_parts(out, &s->ranks, "");
+    if (s->ranks.n && pace)
+        rank_parts(out, &s->ranks_latest, over);
+    else if (!s->ranks.n)
         step_breakdown(out, s);
     tp_html_rank_heatmap(out, &page->heatmap);
     step_time_plots(out, s, page);

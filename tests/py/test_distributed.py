@@ -300,6 +300,9 @@ def test_a_pace_that_changed_across_ranks_is_judged_on_the_steps_since(tmp_path,
     assert f"Since step {since_step}, rank 1 is a straggler" in text, text
     assert f"Judged on steps {since_step}-240, its latest pace" in text, text
     assert f"since step {since_step}, rank 1 is input-bound" in text, text
+    page = tmp_path / "run.html"  # the page draws the ranks over both spans
+    assert trainprof("html", run_file, "-o", page).returncode == 0
+    assert f"interval union; steps {since_step}-240, the latest pace" in page.read_text()
     # a file's stored rows are not trusted: a rank without a step is left out
     # (its figures are divided by its steps); one rank left compares nothing,
     # and the whole run's straggler is named

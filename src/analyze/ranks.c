@@ -399,3 +399,29 @@ bool tp_ranks_latest_from_rows(tp_run *run, const tp_regimes *regimes, tp_ranks 
         tp_ranks_free(out);
     return true;
 }
+
+void tp_ranks_pace_cause(const tp_ranks *whole, const tp_ranks *latest, tp_regime *g)
+{
+    const tp_rank_row *now = NULL;
+    for (size_t i = 0; i < latest->n; i++)
+        if (latest->rows[i].straggler && (!now || latest->rows[i].excess > now->excess))
+            now = &latest->rows[i];
+    const tp_rank_row *all = now ? tp_ranks_find(whole, now->rank) : NULL;
+    if (!all || all->steps <= now->steps)
+        return;
+    double steps = (double)(all->steps - now->steps);
+    double before = (all->input_s + all->compute_s - now->input_s - now->compute_s) / steps;
+    double after = tp_rank_own_per_step(now);
+    if (!(before >= 0) || !(after >= 1.5 * before) || !isfinite(after))
+        return;
+    size_t at = g->ncauses && g->causes[0].kind == TP_CAUSE_PHASE ? 1 : 0;
+    size_t n = g->ncauses < TP_REGIME_CAUSES ? g->ncauses + 1 : TP_REGIME_CAUSES;
+    memmove(&g->causes[at + 1], &g->causes[at], (n - 1 - at) * sizeof g->causes[0]);
+    g->causes[at] = (tp_regime_cause){.kind = TP_CAUSE_STRAGGLER,
+                                      .rank = now->rank,
+                                      .workers = now->cause.input, /* the part that grew */
+                                      .before = before,
+                                      .after = after,
+                                      .median_after = latest->median_own_s};
+    g->ncauses = n;
+}

@@ -55,4 +55,12 @@ bool tp_ranks_from_rows_between(tp_run *run, int64_t from_ns, int64_t to_ns, tp_
 bool tp_ranks_latest_from_rows(tp_run *run, const tp_regimes *regimes, tp_ranks *out, char *err,
                                size_t cap);
 
+/* Where a rank is a straggler over the latest regime g (latest: the ranks
+ * over it) and its own work a step grew by half or more against its steps
+ * before (the whole run's table less the latest one's), says so among g's
+ * causes, right after the phase that moved: the first rank's steps slowed
+ * because they wait for it. The straggler with the most excess only; a
+ * cause pushed off the end where g's were full. */
+void tp_ranks_pace_cause(const tp_ranks *whole, const tp_ranks *latest, tp_regime *g);
+
 #endif

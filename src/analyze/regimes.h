@@ -83,6 +83,10 @@ typedef enum {
     /* the rank's step thread's wait for a CPU, +-10 points or more: said
      * instead of TP_CAUSE_CPU_WAIT where both sides recorded it */
     TP_CAUSE_STEP_CPU_WAIT,
+    /* another rank's own work (input + compute) a step, which grew by half
+     * or more and made it a straggler over the regime (analyze/ranks.h:
+     * tp_ranks_pace_cause): seconds a step, before and after */
+    TP_CAUSE_STRAGGLER,
 } tp_cause_kind;
 
 #define TP_CAUSE_TEXT 160 /* a function's or file's text kept in a cause, cut beyond */
@@ -96,6 +100,11 @@ typedef struct tp_regime_cause {
      * its samples are the DataLoader workers' rather than the step thread's */
     bool workers;
     int32_t line;
+    /* TP_CAUSE_STRAGGLER: the straggler, whether its input (else its compute)
+     * is what exceeds the median rank's the most, and the median rank's own
+     * work a step over the regime */
+    int rank;
+    double median_after;
     char function[TP_CAUSE_TEXT], file[TP_CAUSE_TEXT];
 } tp_regime_cause;
 

@@ -437,7 +437,11 @@ static bool add_latest_ranks(tp_summary *s, char *err, size_t cap)
         else
             tp_ranks_compare(&s->ranks_latest);
     }
-    return s->ranks_latest.n < 2 || add_rank_paces(s, g, err, cap);
+    if (s->ranks_latest.n < 2)
+        return true;
+    /* the first rank's pace changed because it waits for a straggler: said */
+    tp_ranks_pace_cause(&s->ranks, &s->ranks_latest, &s->regimes.v[s->regimes.n - 1]);
+    return add_rank_paces(s, g, err, cap);
 }
 
 /* What each stalled rank's GPU did over its stall: NVML's utilization there

@@ -72,6 +72,17 @@ void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t
             n = snprintf(out + len, cap - len, "%sswap in use grew from %s to %s", sep, a, b);
             break;
         case TP_CAUSE_FUNCTION: n = function_cause_text(out + len, cap - len, sep, c); break;
+        case TP_CAUSE_STRAGGLER: {
+            char m[32];
+            tp_format_duration(a, sizeof a, c->before);
+            tp_format_duration(b, sizeof b, c->after);
+            tp_format_duration(m, sizeof m, c->median_after);
+            n = snprintf(out + len, cap - len,
+                         "%srank %d became a straggler, whom the others wait for: its own work "
+                         "went from %s to %s a step, against the median rank's %s (its %s)",
+                         sep, c->rank, a, b, m, c->workers ? "input" : "compute");
+            break;
+        }
         }
         len = n > 0 && (size_t)n < cap - len ? len + (size_t)n : cap;
     }
@@ -86,7 +97,8 @@ static const char *const cause_names[] = {"phase",
                                           "gpu_clock",
                                           "gpu_trouble_share",
                                           "function",
-                                          TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT};
+                                          TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
+                                          "straggler"};
 
 void tp_causes_json(json_writer *w, const tp_regime_cause *causes, size_t n)
 {
@@ -110,6 +122,14 @@ void tp_causes_json(json_writer *w, const tp_regime_cause *causes, size_t n)
             json_string(w, c->file);
             json_key(w, "line");
             json_int(w, c->line);
+        }
+        if (c->kind == TP_CAUSE_STRAGGLER) { /* before and after: its own work, s a step */
+            json_key(w, "rank");
+            json_int(w, c->rank);
+            json_key(w, "part");
+            json_string(w, c->workers ? "input" : "compute");
+            json_key(w, "median_after");
+            json_double(w, c->median_after);
         }
         json_key(w, "before"); /* null where not recorded */
         json_double(w, c->before);

@@ -294,7 +294,12 @@ def test_a_pace_that_changed_across_ranks_is_judged_on_the_steps_since(tmp_path,
         assert 0.02 < judged["dataloader_next_mean_s"] < 0.04, judged  # 24 ms and its wrappers
     # the summary the recorder stored gives the very figures the rows give
     assert_same_report(rep, report_from_rows(run_file, tmp_path))
+    # why the first rank's pace changed: it waits for its data, and for rank 1
+    [cause] = [c for c in rep["regimes"]["regimes"][-1]["causes"] if c["kind"] == "straggler"]
+    assert cause["rank"] == 1 and cause["part"] == "compute", cause
+    assert cause["after"] > 3 * cause["before"] and cause["after"] > cause["median_after"], cause
     short = in_short(trainprof("report", run_file).stdout)
+    assert "and rank 1 became a straggler, whom the others wait for" in short, short
     assert f"since step {since_step}, a step: communication" in short, short
     text = words(trainprof("report", run_file).stdout)
     assert f"Since step {since_step}, rank 1 is a straggler" in text, text

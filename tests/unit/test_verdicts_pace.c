@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/ranks.h"
 #include "analyze/regimes.h"
 #include "harness.h"
+#include "render/causes_words.h"
 #include "render/verdict_words.h"
 #include "verdict_facts.h"
 
@@ -125,12 +127,57 @@ static void test_a_rank_s_split_over_a_span_of_its_groups(void **state)
     assert_false(tp_rank_pace_over(&run, &ph, 3, 20, 40, &p));
 }
 
+/* Rank 1's own work 2 ms a step over 200 steps, then 22 ms over 100 (the
+ * median rank's 12 ms there): a straggler since, said right after the phase
+ * that moved; with every cause taken the last is pushed off; and nothing
+ * where its own work did not grow by half (it was slow all along). */
+static void test_a_straggler_since_the_change_is_its_cause(void **state)
+{
+    (void)state;
+    tp_rank_row whole[2] = {
+        {.rank = 0, .steps = 300, .compute_s = 0.6},
+        {.rank = 1, .steps = 300, .compute_s = 0.4 + 2.2},
+    };
+    tp_rank_row latest[2] = {
+        {.rank = 0, .steps = 100, .compute_s = 0.2},
+        {.rank = 1, .steps = 100, .compute_s = 2.2, .straggler = true, .excess = 0.83},
+    };
+    tp_ranks w = {.rows = whole, .n = 2}, l = {.rows = latest, .n = 2, .median_own_s = 0.012};
+    tp_regime g = {.ncauses = 2};
+    g.causes[0] =
+        (tp_regime_cause){.kind = TP_CAUSE_PHASE, .phase = 2, .before = 0.003, .after = 0.024};
+    g.causes[1] = (tp_regime_cause){.kind = TP_CAUSE_OTHERS_CPU, .before = 5, .after = 40};
+    tp_ranks_pace_cause(&w, &l, &g);
+    assert_int_equal(g.ncauses, 3);
+    assert_int_equal(g.causes[1].kind, TP_CAUSE_STRAGGLER);
+    assert_int_equal(g.causes[1].rank, 1);
+    assert_float_equal(g.causes[1].before, 0.002, 1e-12);
+    assert_float_equal(g.causes[1].after, 0.022, 1e-12);
+    assert_int_equal(g.causes[2].kind, TP_CAUSE_OTHERS_CPU);
+    char words[512];
+    tp_causes_text(words, sizeof words, g.causes, g.ncauses);
+    assert_non_null(strstr(words, "rank 1 became a straggler, whom the others wait for: its own "
+                                  "work went from 2.00 ms to 22 ms a step, against the median "
+                                  "rank's 12 ms (its compute)"));
+    g.ncauses = TP_REGIME_CAUSES; /* full: the last is pushed off */
+    g.causes[TP_REGIME_CAUSES - 1].kind = TP_CAUSE_SWAP;
+    tp_ranks_pace_cause(&w, &l, &g);
+    assert_int_equal(g.ncauses, TP_REGIME_CAUSES);
+    assert_int_equal(g.causes[1].kind, TP_CAUSE_STRAGGLER);
+    assert_int_not_equal(g.causes[TP_REGIME_CAUSES - 1].kind, TP_CAUSE_SWAP);
+    whole[1].compute_s = 3 * 2.2; /* 22 ms a step before as well: slow all along */
+    tp_regime steady = {0};
+    tp_ranks_pace_cause(&w, &l, &steady);
+    assert_int_equal(steady.ncauses, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stragglers_judged_on_the_latest_pace),
         cmocka_unit_test(test_a_rank_s_steps_are_judged_on_its_latest_pace),
         cmocka_unit_test(test_a_rank_s_split_over_a_span_of_its_groups),
+        cmocka_unit_test(test_a_straggler_since_the_change_is_its_cause),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

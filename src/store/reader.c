@@ -65,9 +65,10 @@ static bool validate(sqlite3 *db, const char *path, char *err, size_t cap)
     }
     if (app == 0 && version == 0 && wal_mode_without_wal(path)) {
         snprintf(err, cap,
-                 "%s: a database in WAL mode whose data is all in its write-ahead log, and "
+                 "%s: a database in WAL mode with nothing outside its write-ahead log, and "
                  "%s-wal is not beside it (or empty): a recording killed before its first "
-                 "checkpoint, copied without its -wal file? Copy both, then read it",
+                 "commit (nothing was recorded), or one copied without its -wal file (copy "
+                 "both, then read it)",
                  path, path);
         return false;
     }

@@ -154,6 +154,12 @@ def test_sigkill_of_the_recorder_leaves_a_readable_file(run_file, attempt):
     if not run_file.exists():
         return  # killed before the file was created: nothing to read
     r = trainprof("report", "--json", run_file)
+    if r.returncode == 2 and "a recording killed before its first commit" in r.stderr:
+        # killed between making the file (in WAL mode) and its first commit,
+        # its schema's, which a loaded machine once stretched past 0.6 s:
+        # nothing was recorded, and the report says so in one line
+        assert delay < 1.6, r.stderr
+        return
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     assert rep["run"]["complete"] is False

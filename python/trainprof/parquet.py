@@ -19,7 +19,9 @@ directory of Parquet files, hive-partitioned:
   steps, for as long as each held a ``compile`` region, then for as long
   as each took more than twice the rank's median step): the report's step
   figures are those of the others;
-- ``summary_timing``, ``summary_step``, ``summary_epoch``, ``summary_rank``:
+- ``summary_timing``, ``summary_step``, ``summary_epoch``, ``summary_rank``
+  and, where the first rank's pace changed, ``summary_rank_latest`` (the
+  ranks over the latest pace, with its ``first_step`` and ``last_step``):
   the summaries each file stored (its agent's), one file each per run file,
   as the analysis that stored them made them (the file's meta ``summary_by``;
   ``trainprof summarize`` first stores this trainprof's where it differs).
@@ -46,7 +48,13 @@ import statistics
 import sys
 
 MARK_KINDS = {3: "step", 4: "epoch", 6: "samples", 9: "step_end"}
-SUMMARIES = ("summary_timing", "summary_step", "summary_epoch", "summary_rank")
+SUMMARIES = (
+    "summary_timing",
+    "summary_step",
+    "summary_epoch",
+    "summary_rank",
+    "summary_rank_latest",
+)
 BATCH_ROWS = 65536  # rows read from SQLite and handed to Arrow at a time
 MAX_PARTITIONS = 1 << 20  # ranks or agents of one table (pyarrow's default: 1,024)
 WARMUP_SLOW = 2.0  # analyze/timings.h's TP_WARMUP_SLOW

@@ -307,6 +307,15 @@ def test_a_pace_that_changed_across_ranks_is_judged_on_the_steps_since(tmp_path,
     assert f"Since step {since_step}, rank 1 is a straggler" in text, text
     assert f"Judged on steps {since_step}-240, its latest pace" in text, text
     assert f"since step {since_step}, rank 1 is input-bound" in text, text
+    out = tmp_path / "parquet"  # and the Parquet export carries the table over the latest pace
+    env = {"TRAINPROF_PYTHON": PYTHON}
+    assert trainprof("export", "--format", "parquet", "-o", out, run_file, env=env).returncode == 0
+    pads = pytest.importorskip("pyarrow.dataset")
+    rows = pads.dataset(out / "summary_rank_latest").to_table().to_pylist()
+    assert sorted((x["rank"], x["first_step"], x["last_step"]) for x in rows) == [
+        (0, since_step, 240),
+        (1, since_step, 240),
+    ]
     page = tmp_path / "run.html"  # the page draws the ranks over both spans
     assert trainprof("html", run_file, "-o", page).returncode == 0
     assert f"interval union; steps {since_step}-240, the latest pace" in page.read_text()

@@ -12,8 +12,10 @@
  * inside), a step mark with 32 samples, and four reduce_metrics spans (DDP
  * buckets) on a second thread of the rank; an epoch mark every hour. Global
  * rank 13 is a straggler: its input takes 2.5 times as long (every rank's, with
- * GEN_RUN_SLOW_NODE=1 in the environment: a slow node). AGENT names the node
- * (and moves its start by its position among FIRST_RANK / RANKS). */
+ * GEN_RUN_SLOW_NODE=1 in the environment: a slow node). With GEN_RUN_PACE_AT=F
+ * (0 < F < 1) every rank's steps take half as long again from that fraction of
+ * the run on: a change of pace. AGENT names the node (and moves its start by
+ * its position among FIRST_RANK / RANKS). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -260,7 +262,11 @@ int main(int argc, char **argv)
     uint64_t tick_ns = (uint64_t)(interval * 1e9);
     unsigned seed = 1;
     tp_batch b = {0};
+    const char *pace = getenv("GEN_RUN_PACE_AT");
+    double pace_at = pace ? atof(pace) : 0;
     for (uint64_t t = 0; t < ticks; t++) {
+        if (pace_at > 0 && pace_at < 1 && t == (uint64_t)(pace_at * (double)ticks))
+            step_ns = step_ns * 3 / 2;
         double previous = 0;
         for (size_t i = 0; i < nids; i++) {
             const series_gen *g = &ids[i];

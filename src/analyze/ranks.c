@@ -419,7 +419,7 @@ void tp_ranks_pace_cause(const tp_ranks *whole, const tp_ranks *latest, tp_regim
     memmove(&g->causes[at + 1], &g->causes[at], (n - 1 - at) * sizeof g->causes[0]);
     g->causes[at] = (tp_regime_cause){.kind = TP_CAUSE_STRAGGLER,
                                       .rank = now->rank,
-                                      .workers = now->cause.input, /* the part that grew */
+                                      .workers = now->cause.input, /* its part above the median */
                                       .before = before,
                                       .after = after,
                                       .median_after = latest->median_own_s};

@@ -301,7 +301,7 @@ def test_a_pace_that_changed_across_ranks_is_judged_on_the_steps_since(tmp_path,
     assert cause["rank"] == 1 and cause["part"] == "compute", cause
     assert cause["after"] > 3 * cause["before"] and cause["after"] > cause["median_after"], cause
     short = in_short(trainprof("report", run_file).stdout)
-    assert "and rank 1 became a straggler, whom the others wait for" in short, short
+    assert "rank 1 became a straggler, whom the others wait for" in short, short
     assert f"since step {since_step}, a step: communication" in short, short
     text = words(trainprof("report", run_file).stdout)
     assert f"Since step {since_step}, rank 1 is a straggler" in text, text

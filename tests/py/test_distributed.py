@@ -209,7 +209,7 @@ def test_four_ranks_straggler_named_with_its_cause(tmp_path, run_file):
 
 
 # Unchanged DDP training whose pace changes at step SLOW_FROM: from then on
-# every rank's Dataset takes 3 ms a sample (24 ms a batch, no workers), and
+# every rank's Dataset takes 5 ms a sample (40 ms a batch, no workers), and
 # rank 1 computes 20 ms more a step (CPU time, its own thread's): data moved
 # to a slow store, and a straggler appeared.
 PACE_CHANGE = """
@@ -226,7 +226,7 @@ class Data(Dataset):
         return len(self.x)
     def __getitem__(self, i):
         if i // 8 >= SLOW_FROM:
-            time.sleep(0.003)
+            time.sleep(0.005)
         return self.x[i], self.y[i]
 dist.init_process_group("gloo")
 rank = dist.get_rank()
@@ -293,7 +293,7 @@ def test_a_pace_that_changed_across_ranks_is_judged_on_the_steps_since(tmp_path,
         )
         assert judged["since_step"] == since_step, judged
         assert judged["dataloader_next_share"] > whole_share + 0.05, (judged, whole_share)
-        assert 0.02 < judged["dataloader_next_mean_s"] < 0.06, judged  # 24 ms and its wrappers
+        assert 0.035 < judged["dataloader_next_mean_s"] < 0.1, judged  # 40 ms and its wrappers
     # the summary the recorder stored gives the very figures the rows give
     assert_same_report(rep, report_from_rows(run_file, tmp_path))
     # why the first rank's pace changed: it waits for its data, and for rank 1

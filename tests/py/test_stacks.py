@@ -281,18 +281,21 @@ def test_the_phase_is_the_innermost_open_region(tmp_path):
     assert not outer or outer[0]["samples"] < 0.1 * inner["samples"]
 
 
+# 1000 frames deep, spinning at the bottom for argv[1] seconds
+DEEP = textwrap.dedent("""
+    import sys, time
+    sys.setrecursionlimit(5000)
+    def deep(n, end):
+        if n == 0:
+            while time.time() < end: pass
+            return 0
+        return deep(n - 1, end)
+    deep(1000, time.time() + float(sys.argv[1]))
+""")
+
+
 def test_deep_recursion_costs_nothing_but_its_outer_frames(tmp_path):
-    script = textwrap.dedent("""
-        import sys, time
-        sys.setrecursionlimit(5000)
-        def deep(n, end):
-            if n == 0:
-                while time.time() < end: pass
-                return 0
-            return deep(n - 1, end)
-        deep(1000, time.time() + float(sys.argv[1]))
-    """)
-    run = record(tmp_path, script, stacks=100, seconds="1")
+    run = record(tmp_path, DEEP, stacks=100, seconds="1")
     with sqlite3.connect(run) as db:
         states = dict(db.execute("SELECT state & 4, SUM(count) FROM stack_sample GROUP BY 1"))
         depth = db.execute(
@@ -312,17 +315,7 @@ def test_samples_full_rings_dropped_are_counted_apart_and_said(tmp_path):
     64 slots: the samples that did not fit are counted, apart from the
     timing events (none of which was dropped), and the report says what
     the shares miss."""
-    script = textwrap.dedent("""
-        import sys, time
-        sys.setrecursionlimit(5000)
-        def deep(n, end):
-            if n == 0:
-                while time.time() < end: pass
-                return 0
-            return deep(n - 1, end)
-        deep(1000, time.time() + float(sys.argv[1]))
-    """)
-    run = record(tmp_path, script, stacks=1000, seconds="1", env={"TRAINPROF_RING_SLOTS": "64"})
+    run = record(tmp_path, DEEP, stacks=1000, seconds="1", env={"TRAINPROF_RING_SLOTS": "64"})
     rep = report_json(run)
     assert rep["stack_samples_dropped"] > 0 and rep["dropped_events"] == 0, rep["dropped_events"]
     text = trainprof("report", run).stdout

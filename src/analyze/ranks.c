@@ -382,8 +382,8 @@ bool tp_ranks_from_rows_between(tp_run *run, int64_t from_ns, int64_t to_ns, tp_
     return ok;
 }
 
-bool tp_ranks_latest_from_rows(tp_run *run, const tp_regimes *regimes, tp_ranks *out, char *err,
-                               size_t cap)
+bool tp_ranks_latest_from_rows(tp_run *run, const tp_regimes *regimes, size_t min_ranks,
+                               tp_ranks *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
     const tp_regime *g = tp_regimes_latest(regimes, regimes->rank);
@@ -395,7 +395,7 @@ bool tp_ranks_latest_from_rows(tp_run *run, const tp_regimes *regimes, tp_ranks 
     if (!tp_ranks_from_rows_between(run, tp_ns_round_s(g->t0_s) - slack,
                                     tp_ns_round_s(g->t1_s) + slack, out, err, cap))
         return false;
-    if (out->n < 2)
+    if (out->n < min_ranks || !out->n)
         tp_ranks_free(out);
     return true;
 }

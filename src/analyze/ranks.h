@@ -51,9 +51,11 @@ bool tp_ranks_from_rows_between(tp_run *run, int64_t from_ns, int64_t to_ns, tp_
  * regimes, tp_regimes_latest) from the rows, compared (tp_ranks_compare):
  * what the straggler verdicts judge where the pace changed. out empty, and
  * true, where the pace did not change, its times are unknown (a file stored
- * before) or fewer than two ranks marked steps over it. */
-bool tp_ranks_latest_from_rows(tp_run *run, const tp_regimes *regimes, tp_ranks *out, char *err,
-                               size_t cap);
+ * before) or fewer than min_ranks ranks marked steps over it (a report
+ * compares two or more; a node's recorder keeps even its one rank's, which
+ * a merge sets beside the other nodes'). */
+bool tp_ranks_latest_from_rows(tp_run *run, const tp_regimes *regimes, size_t min_ranks,
+                               tp_ranks *out, char *err, size_t cap);
 
 /* Where a rank is a straggler over the latest regime g (latest: the ranks
  * over it) and its own work a step grew by half or more against its steps

@@ -417,22 +417,59 @@ const tp_rank_pace *tp_summary_rank_pace(const tp_summary *s, int rank)
     return lo < s->nrank_paces && s->rank_paces[lo].rank == rank ? &s->rank_paces[lo] : NULL;
 }
 
+/* Whether latest (in rank order, as stored) holds each rank once, and rows
+ * of every agent (node) of whole: a merged file whose nodes' tables were
+ * not all over the same pace is not judged on some nodes' ranks alone. */
+static int cmp_agent(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static bool every_agent_once(const tp_ranks *whole, const tp_ranks *latest)
+{
+    for (size_t i = 1; i < latest->n; i++)
+        if (latest->rows[i].rank <= latest->rows[i - 1].rank)
+            return false;
+    int64_t *agents = tp_xmalloc((latest->n + 1) * sizeof *agents);
+    for (size_t k = 0; k < latest->n; k++)
+        agents[k] = latest->rows[k].agent_id;
+    qsort(agents, latest->n, sizeof *agents, cmp_agent);
+    bool all = true;
+    for (size_t i = 0; i < whole->n && all; i++)
+        all =
+            bsearch(&whole->rows[i].agent_id, agents, latest->n, sizeof *agents, cmp_agent) != NULL;
+    free(agents);
+    return all;
+}
+
+/* A node's latest pace is the merged run's where its first rank's regime
+ * ends within a tenth of the regime's steps of the merged first rank's
+ * (each node's recorder placed the change on its own steps: in synchronous
+ * training the same, give or take a group of steps), and at least one step. */
+#define LATEST_SLACK_DIV 10
+
 /* The ranks over the first rank's latest pace (tp_summary.ranks_latest):
- * the stored ones for its very steps where the recorder kept them, else the
- * rows'; none from a stored summary without them (a merged file's). */
+ * the stored ones for its steps where the recorder kept them, else the
+ * rows'. A merged file's stored tables are each node's over its own first
+ * rank's latest pace: taken where every node of the whole run has its table
+ * over steps near the merged first rank's (LATEST_SLACK_DIV), else none
+ * (a node whose pace did not change, or changed elsewhere: the whole run
+ * is judged). */
 static bool add_latest_ranks(tp_summary *s, char *err, size_t cap)
 {
     const tp_regime *g = tp_regimes_latest(&s->regimes, s->regimes.rank);
     if (!g || s->ranks.n < 2)
         return true;
     if (!tp_summary_stored(s->run)) {
-        if (!tp_ranks_latest_from_rows(s->run, &s->regimes, &s->ranks_latest, err, cap))
+        if (!tp_ranks_latest_from_rows(s->run, &s->regimes, 2, &s->ranks_latest, err, cap))
             return false;
     } else {
-        if (!tp_stored_ranks_latest(s->run, g->first_step, g->last_step, &s->ranks_latest, err,
-                                    cap))
+        size_t span = g->last_step - g->first_step + 1, slack = span / LATEST_SLACK_DIV;
+        if (!tp_stored_ranks_latest(s->run, g->first_step, g->last_step, slack ? slack : 1,
+                                    &s->ranks_latest, err, cap))
             return false;
-        if (s->ranks_latest.n < 2)
+        if (s->ranks_latest.n < 2 || !every_agent_once(&s->ranks, &s->ranks_latest))
             tp_ranks_free(&s->ranks_latest);
         else
             tp_ranks_compare(&s->ranks_latest);

@@ -7,6 +7,7 @@
 
 #include "analyze/ranks.h"
 #include "analyze/regimes.h"
+#include "analyze/scaling.h"
 #include "analyze/stalls.h"
 #include "analyze/summary.h"
 #include "analyze/summary_plots.h"
@@ -21,18 +22,21 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
 /* The ranks over the first rank's latest pace, where it changed (its
  * regimes from the step phases just computed, as a report finds them from
  * the stored ones: analyze/summary.h, ranks_latest); none in a run of one
- * rank or one pace. */
+ * pace, or of one rank that was the whole job. A node's one rank of a
+ * larger job is kept: a merge sets it beside the other nodes' (summary.c). */
 static bool latest_ranks(tp_run *run, const tp_summary *s, const tp_summary_plots *plots,
                          tp_regimes *regimes, tp_ranks *out, char *err, size_t cap)
 {
-    if (s->ranks.n < 2 || !s->timings.nsteps || !plots->nranks ||
+    if (!s->ranks.n || !s->timings.nsteps || !plots->nranks ||
         plots->ranks[0] != s->timings.steps[0].rank)
+        return true;
+    if (s->ranks.n == 1 && tp_run_world_size(run, &s->timings) < 2)
         return true;
     int rank = plots->ranks[0];
     const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
     tp_regimes_build(run, &plots->phases[0], rank, place ? place->agent_id : 1,
                      place ? place->gpu : -1, regimes);
-    return tp_ranks_latest_from_rows(run, regimes, out, err, cap);
+    return tp_ranks_latest_from_rows(run, regimes, 1, out, err, cap);
 }
 
 bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err, size_t cap)

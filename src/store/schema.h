@@ -185,8 +185,9 @@
 /* The ranks over the first rank's latest pace where it changed (analyze/
  * summary.h: ranks_latest), summary_rank's columns and the steps of that
  * pace (its regime's first and last step), written with the summary; none
- * where the pace did not change or one rank marked steps. A merge does not
- * carry them (each node's are over its own first rank's pace). */
+ * where the pace did not change, or one rank that was the whole job marked
+ * steps. A merge carries each node's, over its own first rank's latest pace
+ * (the reader takes them where every node's is over about the same steps). */
 #define TP_SCHEMA_SUMMARY_RANK_LATEST                                                            \
     "CREATE TABLE IF NOT EXISTS summary_rank_latest (rank INTEGER NOT NULL,"                     \
     "  agent_id INTEGER NOT NULL, local_rank INTEGER NOT NULL, steps INTEGER NOT NULL,"          \

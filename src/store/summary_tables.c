@@ -275,8 +275,8 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
     return stored_rank_rows(run, st, out, err, cap);
 }
 
-bool tp_stored_ranks_latest(tp_run *run, size_t first_step, size_t last_step, tp_ranks *out,
-                            char *err, size_t cap)
+bool tp_stored_ranks_latest(tp_run *run, size_t first_step, size_t last_step, size_t slack,
+                            tp_ranks *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
     if (!tp_run_has_table(run, "summary_rank_latest"))
@@ -287,11 +287,13 @@ bool tp_stored_ranks_latest(tp_run *run, size_t first_step, size_t last_step, tp
                            " compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
                            " gpu_sm_clock_mhz, gpu, gpu_reasons, gpu_reasons_share, comm_device_s,"
                            " comm_device_exposed_s, cpu_wait_percent FROM summary_rank_latest"
-                           " WHERE first_step = ? AND last_step = ? ORDER BY rank",
+                           " WHERE first_step BETWEEN ?1 - ?3 AND ?1 + ?3"
+                           " AND last_step BETWEEN ?2 - ?3 AND ?2 + ?3 ORDER BY rank",
                            -1, &st, NULL) != SQLITE_OK)
         return failed(run, "ranks", err, cap);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)first_step);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)last_step);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)slack);
     return stored_rank_rows(run, st, out, err, cap);
 }
 

@@ -44,11 +44,13 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap);
 
 /* The stored rows of every rank (straggler fields left unset). */
 bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap);
-/* The stored rows of every rank over the first rank's steps first_step to
- * last_step (summary_rank_latest); none, and true, where the file stores
- * none for those steps. */
-bool tp_stored_ranks_latest(tp_run *run, size_t first_step, size_t last_step, tp_ranks *out,
-                            char *err, size_t cap);
+/* The stored rows of every rank over the steps first_step to last_step
+ * of its node's first rank (summary_rank_latest), each end within slack
+ * steps of those asked for (a merged file holds each node's table over its
+ * own first rank's latest pace); none, and true, where the file stores none
+ * for such steps. */
+bool tp_stored_ranks_latest(tp_run *run, size_t first_step, size_t last_step, size_t slack,
+                            tp_ranks *out, char *err, size_t cap);
 
 /* ---- stored plots (html) ---- */
 

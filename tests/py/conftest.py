@@ -329,8 +329,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def report_json(path):
-    r = trainprof("report", "--json", path)
+def report_json(*paths):
+    """The JSON report of one run file, or of several read together."""
+    r = trainprof("report", "--json", *paths)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 

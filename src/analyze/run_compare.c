@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/compare_facts.h"
 #include "analyze/regime_stacks.h"
 #include "analyze/scaling.h"
 #include "core/metric_catalog.h"
-#include "util/json_read.h"
 #include "util/labels.h"
 #include "util/ns_math.h"
 #include "util/oom.h"
@@ -299,103 +299,6 @@ static void function_cause(const tp_summary *a, const tp_summary *b, tp_run_comp
     c->ncauses = n;
 }
 
-static void add_fact(tp_run_compare *c, const char *key, const char *a, const char *b)
-{
-    if (!a)
-        a = "";
-    if (!b)
-        b = "";
-    if (strcmp(a, b) == 0 || c->nfacts >= TP_COMPARE_FACTS)
-        return;
-    tp_compare_fact *f = &c->facts[c->nfacts++];
-    tp_utf8_clean(f->key, sizeof f->key, key);
-    tp_utf8_clean(f->a, sizeof f->a, a);
-    tp_utf8_clean(f->b, sizeof f->b, b);
-}
-
-/* The meta keys compared, besides the facts (fact.*) of either run. */
-static const char *const compared_meta[] = {
-    "host",
-    "cpu_model",
-    TP_META_CPU_COUNT,
-    "kernel",
-    TP_META_CGROUP_CPU_LIMIT_CORES,
-    TP_META_CGROUP_MEMORY_LIMIT_BYTES,
-    "gpu_driver_version",
-    "trainprof_version",
-};
-
-static bool fact_in(const tp_run *run, const char *key)
-{
-    return tp_run_meta_get(run, key) != NULL;
-}
-
-static void differing_facts(const tp_summary *a, const tp_summary *b, tp_run_compare *c)
-{
-    add_fact(c, TP_META_COMMAND, tp_run_meta_get(a->run, TP_META_COMMAND),
-             tp_run_meta_get(b->run, TP_META_COMMAND));
-    for (size_t i = 0; i < sizeof compared_meta / sizeof *compared_meta; i++)
-        add_fact(c, compared_meta[i], tp_run_meta_get(a->run, compared_meta[i]),
-                 tp_run_meta_get(b->run, compared_meta[i]));
-    char wa[16], wb[16];
-    snprintf(wa, sizeof wa, "%d", c->a.world);
-    snprintf(wb, sizeof wb, "%d", c->b.world);
-    add_fact(c, "world_size", wa, wb);
-    add_fact(c, "gpu", a->run->ngpus ? a->run->gpus[0].name : NULL,
-             b->run->ngpus ? b->run->gpus[0].name : NULL);
-    for (int side = 0; side < 2; side++) { /* the script's facts: A's, then B's alone */
-        const tp_run *run = side ? b->run : a->run, *other = side ? a->run : b->run;
-        for (size_t i = 0; i < run->nmeta; i++) {
-            const char *key = run->meta[i].key;
-            if (strncmp(key, "fact.", 5) != 0 || (side && fact_in(other, key)))
-                continue;
-            add_fact(c, key + 5, tp_run_meta_get(a->run, key), tp_run_meta_get(b->run, key));
-        }
-    }
-}
-
-/* The program a command runs: its first word, and for an interpreter
- * (python...) the script or -m module after it. */
-typedef struct program_ctx {
-    char *out;
-    size_t cap;
-    int words;
-    bool interpreter, module, done;
-} program_ctx;
-
-static void program_word(void *p, const char *v)
-{
-    program_ctx *c = p;
-    if (c->done)
-        return;
-    if (c->words++ == 0) {
-        const char *base = strrchr(v, '/');
-        base = base ? base + 1 : v;
-        c->interpreter = strncmp(base, "python", 6) == 0;
-        tp_utf8_clean(c->out, c->cap, v);
-        c->done = !c->interpreter;
-        return;
-    }
-    if (c->module || v[0] != '-') {
-        size_t len = strlen(c->out);
-        snprintf(c->out + len, c->cap - len, " %s%s", c->module ? "-m " : "", v);
-        c->done = true;
-    } else if (strcmp(v, "-m") == 0) {
-        c->module = true;
-    } else if (strcmp(v, "-c") == 0) {
-        c->done = true; /* code on the command line: the interpreter is all there is */
-    }
-}
-
-static void program_of(const tp_run *run, char *out, size_t cap)
-{
-    out[0] = '\0';
-    const char *argv = tp_run_meta_get(run, TP_META_ARGV);
-    program_ctx c = {out, cap, 0, false, false, false};
-    if (argv && !tp_json_string_array(argv, program_word, &c))
-        out[0] = '\0';
-}
-
 /* The verdict kinds that fired, as bits. */
 static uint32_t verdict_bits(const tp_verdicts *v)
 {
@@ -458,11 +361,8 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
     if (out->a.samples_per_s > 0 && out->b.samples_per_s > 0)
         out->rate_change = out->b.samples_per_s / out->a.samples_per_s - 1;
     if (ok)
-        differing_facts(a, b, out);
-    char pa[256], pb[256];
-    program_of(a->run, pa, sizeof pa);
-    program_of(b->run, pb, sizeof pb);
-    out->same_script = strcmp(pa, pb) == 0;
+        out->nfacts = tp_compare_differing_facts(a, b, out->a.world, out->b.world, out->facts);
+    out->same_script = tp_compare_same_program(a->run, b->run);
     groups_free(&ga);
     groups_free(&gb);
     return ok;

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/compare_facts.h"
 #include "analyze/regimes.h"
 #include "analyze/summary.h"
 #include "analyze/verdicts.h"
@@ -32,8 +33,6 @@
 
 #define TP_COMPARE_MIN_CHANGE 0.05 /* of A's mean step: the smallest change called one */
 #define TP_COMPARE_RESAMPLES  1000 /* bootstrap resamples */
-#define TP_COMPARE_FACTS      24   /* differing facts kept */
-#define TP_COMPARE_TEXT       128  /* a fact's value kept, cut beyond */
 
 typedef struct tp_compare_side {
     const char *path;
@@ -48,13 +47,6 @@ typedef struct tp_compare_side {
     tp_regime_machine machine;      /* over its steps */
     uint32_t verdicts;              /* bit k: a tp_verdict_kind k verdict fired */
 } tp_compare_side;
-
-/* A fact of the script or the machine whose values differ (an empty value:
- * the run does not say). */
-typedef struct tp_compare_fact {
-    char key[64];
-    char a[TP_COMPARE_TEXT], b[TP_COMPARE_TEXT];
-} tp_compare_fact;
 
 typedef struct tp_run_compare {
     tp_compare_side a, b;

@@ -30,9 +30,11 @@ static const char usage[] =
     "functions whose share of the moved phase grew), the facts of the script and the\n"
     "machine that differ (DataLoader settings, dtype, versions, host, world size) and\n"
     "the verdicts only one run had. Runs of different world sizes get the scaling\n"
-    "table too. --fail-if-slower PCT is a gate for CI: exit status 3 when B's steps\n"
-    "are slower than A's by more than PCT percent beyond the interval. A job's run\n"
-    "files (one per node) are one side: --base for each of A's, B's as operands.\n"
+    "table too. A run whose pace changed midway is compared on its latest pace, as\n"
+    "its report judges it (the whole runs' figures beside). --fail-if-slower PCT is\n"
+    "a gate for CI: exit status 3 when B's steps are slower than A's by more than PCT\n"
+    "percent beyond the interval. A job's run files (one per node) are one side:\n"
+    "--base for each of A's, B's as operands.\n"
     "\n"
     "With more runs: the same training at different scales: world size, time per\n"
     "epoch, samples/s, speed-up and efficiency against the smallest run, energy per\n"
@@ -147,10 +149,13 @@ static int say(const tp_compare_job *job, bool json, const gate *g)
         } else if (slower > g->fail_pct / 100 && machines_differ(c, g, slower)) {
             status = 4;
         } else if (slower > g->fail_pct / 100) {
-            tp_error("compare: B (%s) is slower than A (%s): its steps take at least %.1f%% "
+            char since[64] = "";
+            if (c->b.paces >= 2)
+                snprintf(since, sizeof since, " since step %zu (its latest pace)", c->b.first_step);
+            tp_error("compare: B (%s) is slower than A (%s): its steps%s take at least %.1f%% "
                      "longer (%+.1f%%, 95%% interval %+.1f%% to %+.1f%%), more than the %g%% "
                      "allowed",
-                     c->b.path, c->a.path, 100 * slower, 100 * c->change, 100 * c->low,
+                     c->b.path, c->a.path, since, 100 * slower, 100 * c->change, 100 * c->low,
                      100 * c->high, g->fail_pct);
             status = 3;
         }

@@ -98,6 +98,60 @@ static void machine_over_steps(const tp_summary *s, int rank, tp_regime_machine 
             m->gpu_trouble_share = s->gpu_slowdown[i].trouble_share;
 }
 
+/* The groups of ph whose first step is in [first, last] (numbers from 1). */
+static void regime_groups(const tp_step_phases *ph, size_t first, size_t last, groups *g)
+{
+    groups_alloc(g, ph->ngroups);
+    for (size_t i = 0; i < ph->ngroups; i++) {
+        double step = ph->first_step[i] + 1;
+        if (step < (double)first || step > (double)last)
+            continue;
+        double next = i + 1 < ph->ngroups ? ph->first_step[i + 1] : (double)ph->nsteps, d = 0;
+        for (size_t k = 0; k < TP_STEP_PHASES; k++)
+            d += ph->values[i * TP_STEP_PHASES + k];
+        if (!isfinite(d))
+            continue;
+        groups_add(g, ph->values + i * TP_STEP_PHASES, d,
+                   next > ph->first_step[i] ? next - ph->first_step[i] : 1);
+    }
+}
+
+/* Makes side the latest pace r of its run (regimes.h), where its groups
+ * among ph are two or more: its steps, figures and machine over r, the
+ * whole run's mean step and the regime before's kept beside; g becomes
+ * its groups. */
+static void latest_pace(const tp_summary *s, const tp_regime *r, const tp_step_phases *ph,
+                        tp_compare_side *side, groups *g)
+{
+    groups latest;
+    regime_groups(ph, r->first_step, r->last_step, &latest);
+    double weight = 0, sum = 0, phase[TP_STEP_PHASES] = {0};
+    for (size_t i = 0; i < latest.n; i++) {
+        weight += latest.w[i];
+        sum += latest.w[i] * latest.d[i];
+        for (size_t k = 0; k < TP_STEP_PHASES; k++)
+            phase[k] += latest.w[i] * latest.p[i * TP_STEP_PHASES + k];
+    }
+    if (latest.n < 2 || !(weight > 0) || !(sum > 0)) {
+        groups_free(&latest);
+        return;
+    }
+    side->paces = s->regimes.n;
+    side->whole_step_s = side->step_s;
+    side->before_s = s->regimes.v[s->regimes.n - 2].mean_s;
+    side->step_s = sum / weight;
+    for (size_t k = 0; k < TP_STEP_PHASES; k++)
+        side->phase_s[k] = phase[k] / weight;
+    side->first_step = r->first_step;
+    side->last_step = r->last_step;
+    side->steps = (size_t)weight;
+    if (side->samples_per_s > 0) /* the same samples a step, at the latest pace */
+        side->samples_per_s *= side->whole_step_s / side->step_s;
+    side->machine = r->machine;
+    groups_free(g);
+    *g = latest;
+}
+
 /* Fills side from s's first rank's step phases; g gets the groups. */
 static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, char *err, size_t cap)
 {
@@ -105,6 +159,7 @@ static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, ch
     side->path = s->run->path;
     side->rank = -1;
     side->step_s = side->samples_per_s = side->samples_per_step = NAN;
+    side->before_s = side->whole_step_s = NAN;
     side->world = tp_run_world_size(s->run, t);
     side->machine = tp_regime_machine_unknown();
     for (size_t k = 0; k < TP_STEP_PHASES; k++)
@@ -148,6 +203,9 @@ static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, ch
             side->phase_s[k] = phase[k] / weight;
     }
     machine_over_steps(s, row->rank, &side->machine);
+    const tp_regime *latest = tp_regimes_latest(&s->regimes, row->rank);
+    if (latest && weight > 0)
+        latest_pace(s, latest, &ph, side, g);
     tp_step_phases_free(&ph);
     return true;
 }
@@ -309,13 +367,19 @@ static uint32_t verdict_bits(const tp_verdicts *v)
     return bits;
 }
 
+/* A side's whole run's mean step (its latest pace's where it is the whole run). */
+static double whole_step(const tp_compare_side *side)
+{
+    return side->paces >= 2 ? side->whole_step_s : side->step_s;
+}
+
 bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_summary *b,
                           const tp_verdicts *vb, tp_run_compare *out, char *err, size_t cap)
 {
     tp_summary_needs(a, TP_PART_STACKS, "tp_run_compare_build");
     tp_summary_needs(b, TP_PART_STACKS, "tp_run_compare_build");
     memset(out, 0, sizeof *out);
-    out->change = out->low = out->high = out->rate_change = NAN;
+    out->change = out->low = out->high = out->rate_change = out->whole_change = NAN;
     groups ga = {0}, gb = {0};
     bool ok = side_build(a, &out->a, &ga, err, cap) && side_build(b, &out->b, &gb, err, cap);
     out->a.verdicts = verdict_bits(va);
@@ -328,6 +392,8 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
         bootstrap(&ga, &gb, &out->low, &out->high);
         out->comparable = isfinite(out->change) && isfinite(out->low) && isfinite(out->high);
     }
+    if (out->comparable && (out->a.paces >= 2 || out->b.paces >= 2))
+        out->whole_change = whole_step(&out->b) / whole_step(&out->a) - 1;
     if (out->comparable) {
         out->changed =
             (out->low > 0 || out->high < 0) && fabs(out->change) >= TP_COMPARE_MIN_CHANGE;
@@ -368,24 +434,6 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
     return ok;
 }
 
-/* The groups of ph whose first step is in [first, last] (numbers from 1). */
-static void regime_groups(const tp_step_phases *ph, size_t first, size_t last, groups *g)
-{
-    groups_alloc(g, ph->ngroups);
-    for (size_t i = 0; i < ph->ngroups; i++) {
-        double step = ph->first_step[i] + 1;
-        if (step < (double)first || step > (double)last)
-            continue;
-        double next = i + 1 < ph->ngroups ? ph->first_step[i + 1] : (double)ph->nsteps, d = 0;
-        for (size_t k = 0; k < TP_STEP_PHASES; k++)
-            d += ph->values[i * TP_STEP_PHASES + k];
-        if (!isfinite(d))
-            continue;
-        groups_add(g, ph->values + i * TP_STEP_PHASES, d,
-                   next > ph->first_step[i] ? next - ph->first_step[i] : 1);
-    }
-}
-
 static void regime_side(const tp_summary *s, const tp_regime *r, tp_compare_side *side)
 {
     side->path = s->run->path;
@@ -394,7 +442,7 @@ static void regime_side(const tp_summary *s, const tp_regime *r, tp_compare_side
     side->first_step = r->first_step;
     side->last_step = r->last_step;
     side->step_s = r->mean_s;
-    side->samples_per_s = side->samples_per_step = NAN;
+    side->samples_per_s = side->samples_per_step = side->before_s = side->whole_step_s = NAN;
     side->world = tp_run_world_size(s->run, &s->timings);
     memcpy(side->phase_s, r->phase_s, sizeof side->phase_s);
     side->machine = r->machine;

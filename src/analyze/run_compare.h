@@ -3,7 +3,10 @@
  * render/compare.h says them.
  *
  * Each side is its first rank's steady steps (warm-up steps and those a
- * capture window ran in left out), in the groups of consecutive steps the
+ * capture window ran in left out), those of its latest pace where its
+ * pace changed lastingly (regimes.h: what its report's verdicts judge;
+ * the machine then over that pace too, and the job's samples/s scaled by
+ * its whole run's mean step over the latest's), in the groups of consecutive steps the
  * step phases give (analyze/step_phases.h: each step while a rank has 300
  * or fewer, else 300 groups): the mean step, the seconds per step of each
  * standard phase, the machine over the steps (regimes.h's figures). The
@@ -40,8 +43,15 @@ typedef struct tp_compare_side {
     size_t steps;                 /* its steady steps compared (0: none) */
     size_t first_step, last_step; /* a regime's steps (numbers from 1); 0 for a whole run */
     double step_s;                /* their mean, seconds */
-    double samples_per_s;         /* the job's: summed over ranks (NaN unknown) */
-    double samples_per_step;      /* the followed rank's (NaN unknown) */
+    /* where its run's pace changed lastingly (regimes.h: two regimes or more
+     * of the rank followed), two runs compared compare its latest pace
+     * (first_step to last_step): its regimes, the mean step of the regime
+     * before the latest and of the whole run's steady steps; 0 and NaN
+     * where the side is the whole run */
+    size_t paces;
+    double before_s, whole_step_s;
+    double samples_per_s;    /* the job's: summed over ranks (NaN unknown) */
+    double samples_per_step; /* the followed rank's (NaN unknown) */
     int world;
     double phase_s[TP_STEP_PHASES]; /* seconds per step */
     tp_regime_machine machine;      /* over its steps */
@@ -53,7 +63,10 @@ typedef struct tp_run_compare {
     bool comparable; /* both sides have 2 steps or more */
     /* B's mean step over A's, less one, and its 95 % interval (NaN unless comparable) */
     double change, low, high;
-    bool changed;       /* the interval leaves 0 out, and |change| >= TP_COMPARE_MIN_CHANGE */
+    bool changed; /* the interval leaves 0 out, and |change| >= TP_COMPARE_MIN_CHANGE */
+    /* where a side is its run's latest pace: B's whole run's mean step over
+     * A's, less one (the steps before the change included; NaN otherwise) */
+    double whole_change;
     double rate_change; /* B's samples/s over A's, less one (NaN unknown) */
     /* per phase: moved by TP_COMPARE_MIN_CHANGE of A's step or more, by a
      * quarter of the step's change or more, and beyond the noise of its own

@@ -55,6 +55,40 @@ static void step_line(FILE *out, const tp_run_compare *c)
                 c->a.samples_per_s, 100 * c->rate_change);
 }
 
+/* Where side's run changed pace: "B's pace changed at step 201: its steps
+ * took 11 ms before (A's 11 ms, +1%), 45 ms since; compared on its steps
+ * since, as its report judges them." */
+static void pace_line(FILE *out, const char *name, const tp_compare_side *side,
+                      const char *other_name, const tp_compare_side *other)
+{
+    if (side->paces < 2)
+        return;
+    char before[32], since[32], theirs[32], against[48] = "";
+    duration(before, sizeof before, side->before_s);
+    duration(since, sizeof since, side->step_s);
+    duration(theirs, sizeof theirs, other->step_s);
+    if (other->step_s > 0 && isfinite(side->before_s))
+        snprintf(against, sizeof against, ", %+.0f%%", 100 * (side->before_s / other->step_s - 1));
+    fprintf(out,
+            "  %s's pace changed at step %zu: its steps took %s before (%s's %s%s), %s since;\n"
+            "    compared on its steps since, as its report judges them.\n",
+            name, side->first_step, before, other_name, theirs, against, since);
+}
+
+/* Where a side is its latest pace: the whole runs' steps, those before included. */
+static void whole_line(FILE *out, const tp_run_compare *c)
+{
+    if (!isfinite(c->whole_change))
+        return;
+    char a[32], b[32];
+    duration(a, sizeof a, c->a.paces >= 2 ? c->a.whole_step_s : c->a.step_s);
+    duration(b, sizeof b, c->b.paces >= 2 ? c->b.whole_step_s : c->b.step_s);
+    fprintf(out,
+            "  Over the whole runs, the steps before the change of pace included:\n"
+            "    B's steps %s, A's %s (%+.0f%%).\n",
+            b, a, 100 * c->whole_change);
+}
+
 /* "dataloader_next +0.8 ms a step (0.2 ms to 1.0 ms); stayed: train_batch, other" */
 static void phases_line(FILE *out, const tp_run_compare *c)
 {
@@ -91,7 +125,10 @@ static void verdict_names(FILE *out, uint32_t bits, uint32_t other)
 
 static void side_line(FILE *out, const char *name, const tp_compare_side *s)
 {
-    if (s->first_step)
+    if (s->paces >= 2)
+        fprintf(out, "  %s  %s, steps %zu to %zu: its latest pace\n", name, s->path, s->first_step,
+                s->last_step);
+    else if (s->first_step)
         fprintf(out, "  %s  %s, steps %zu to %zu\n", name, s->path, s->first_step, s->last_step);
     else
         fprintf(out, "  %s  %s (%zu step%s)\n", name, s->path, s->steps, s->steps == 1 ? "" : "s");
@@ -107,7 +144,10 @@ void tp_compare_text(FILE *out, const tp_run_compare *c)
               "compared all the same.\n",
               out);
     fputs("\nIn short\n", out);
+    pace_line(out, "A", &c->a, "B", &c->b);
+    pace_line(out, "B", &c->b, "A", &c->a);
     step_line(out, c);
+    whole_line(out, c);
     phases_line(out, c);
     char causes[2048];
     tp_causes_text(causes, sizeof causes, c->causes, c->ncauses);
@@ -192,6 +232,12 @@ static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
     }
     json_key(w, "step_mean_s");
     json_double(w, s->step_s);
+    json_key(w, "paces"); /* its run's regimes where the side is its latest pace, else 1 */
+    json_int(w, s->paces >= 2 ? (int64_t)s->paces : 1);
+    json_key(w, "pace_before_step_mean_s");
+    json_double(w, s->paces >= 2 ? s->before_s : NAN);
+    json_key(w, "whole_step_mean_s");
+    json_double(w, s->paces >= 2 ? s->whole_step_s : s->step_s);
     json_key(w, "samples_per_s");
     json_double(w, s->samples_per_s);
     json_key(w, "samples_per_step");
@@ -254,6 +300,8 @@ void tp_compare_json(json_writer *w, const tp_run_compare *c)
     json_bool(w, c->changed);
     json_key(w, "min_change");
     json_double(w, TP_COMPARE_MIN_CHANGE);
+    json_key(w, "whole_change"); /* where a side is its latest pace: the whole runs' */
+    json_double(w, c->whole_change);
     json_object_end(w);
     json_key(w, "samples_per_s_change");
     json_double(w, c->rate_change);

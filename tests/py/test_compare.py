@@ -290,3 +290,69 @@ def test_a_stalled_run_gets_the_verdicts_report_gives_it(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "only B's" not in r.stdout
     assert "communication_bound" not in r.stdout
+
+
+# A training whose Dataset reads from a slow store from batch SLOW_FROM on
+# (4 ms a sample, 32 ms a batch, no workers), its steps 16 ms before then
+# (2.6 s of them: a pace lasts 2 s or more).
+PACED = """
+import os, time, torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+SLOW_FROM = int(os.environ["SLOW_FROM"])
+class Data(Dataset):
+    def __len__(self):
+        return 8 * 240
+    def __getitem__(self, i):
+        if i // 8 >= SLOW_FROM:
+            time.sleep(0.004)
+        return torch.ones(16), 0
+model = nn.Linear(16, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(Data(), batch_size=8):
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    time.sleep(0.015)
+"""
+
+
+def test_a_run_whose_pace_changed_is_compared_on_its_latest_pace(tmp_path):
+    """B's data moved to a slow store two thirds into the run: it is
+    compared on its steps since (as its report judges them), not on an
+    average of two paces that no step took; the whole runs' change beside."""
+    script = tmp_path / "paced.py"
+    script.write_text(PACED)
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    for path, slow_from in ((a, 100000), (b, 160)):
+        env = {"SLOW_FROM": str(slow_from)}
+        r = trainprof("record", "-q", "-o", path, "--", PYTHON, script, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr
+    latest = report_json(b)["regimes"]["regimes"][-1]
+    # the change where the store slowed (a busy machine may blur the first slow steps)
+    assert 150 <= latest["first_step"] <= 200 and latest["last_step"] == 240, latest
+    c = compare_json(a, b)
+    assert c["a"]["paces"] == 1 and "first_step" not in c["a"], c["a"]
+    assert c["b"]["paces"] >= 2 and c["b"]["first_step"] == latest["first_step"], c["b"]
+    # B's side is its latest pace's steps: 48 ms or so against 16
+    assert abs(c["b"]["step_mean_s"] / latest["step_mean_s"] - 1) < 0.02, (c["b"], latest)
+    change, whole = c["step_change"]["change"], c["step_change"]["whole_change"]
+    assert change > 1.2 and c["step_change"]["changed"], c["step_change"]  # about +200%
+    # over the whole runs a third of the steps were slow: far less of a change (+70%)
+    assert 0.3 < whole < change / 2, c["step_change"]
+    assert 0.003 < c["b"]["pace_before_step_mean_s"] < 1.5 * c["a"]["step_mean_s"], c
+    moved = {p["phase"] for p in c["phases"] if p["moved"]}
+    assert moved == {"dataloader_next"}, c["phases"]
+    text = words(trainprof("compare", a, b).stdout)
+    since = latest["first_step"]
+    assert f"B {b}, steps {since} to 240: its latest pace" in text, text
+    assert f"B's pace changed at step {since}: its steps took" in text, text
+    assert "compared on its steps since, as its report judges them" in text, text
+    assert "Over the whole runs, the steps before the change of pace included" in text, text
+    # the gate judges the latest pace too, and says so
+    r = trainprof("compare", "--fail-if-slower", "50", a, b)
+    assert r.returncode == 3, r.stderr
+    assert f"its steps since step {since} (its latest pace) take at least" in r.stderr, r.stderr
+    # A's pace changed, B's did not: said of A
+    text = words(trainprof("compare", b, a).stdout)
+    assert f"A's pace changed at step {since}" in text and "B's steps take" in text, text

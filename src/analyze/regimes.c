@@ -294,12 +294,44 @@ bool tp_rank_step_thread_labels(tp_run *run, int rank, int64_t agent_id, char *l
     return found;
 }
 
+/* The median of a series of agent over [t0, t1), -1 without samples. */
+static double p50_between(tp_run *run, int64_t agent, const char *metric, const char *labels,
+                          int64_t t0, int64_t t1)
+{
+    tp_stats st;
+    return tp_run_agent_stats_between(run, agent, metric, labels, t0, t1, &st) ? st.p50 : -1;
+}
+
+/* The medians the input cause judges over [t0, t1) on agent (tp_regime_machine). */
+static void input_medians(tp_run *run, int64_t agent, int64_t t0, int64_t t1, tp_regime_machine *m)
+{
+    m->cpu_busy_p50 = p50_between(run, agent, TP_METRIC_CPU_UTIL_PERCENT, "{}", t0, t1);
+    m->proc_cpu_p50 = p50_between(run, agent, TP_METRIC_PROC_CPU_PERCENT, "{}", t0, t1);
+    m->cpu_wait_p50 = p50_between(run, agent, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}", t0, t1);
+    m->io_p50 = p50_between(run, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}", t0, t1);
+    m->disk_p50 = -1;
+    m->disk = NULL;
+    for (size_t i = 0; i < run->nseries; i++) {
+        const tp_run_series *x = &run->series[i];
+        if (x->agent_id != agent || strcmp(x->metric, TP_METRIC_DISK_BUSY_PERCENT) != 0)
+            continue;
+        double busy = p50_between(run, agent, x->metric, x->labels, t0, t1);
+        if (busy > m->disk_p50) {
+            m->disk_p50 = busy;
+            m->disk = x;
+        }
+    }
+}
+
 /* What the machine did over [t0, t1) (ns since the run's start) on agent,
  * rank's step thread's wait, its GPU's figures where gpu >= 0 (NaN where
- * not recorded). */
+ * not recorded, and in a summary-only file, whose last sample of each
+ * series would stand for every span: m stays unknown). */
 static void machine_over(tp_run *run, int rank, int64_t agent, int gpu, int64_t t0, int64_t t1,
                          tp_regime_machine *m)
 {
+    if (tp_run_summary_only(run))
+        return; /* its series' first and last samples only: nothing known of a span */
     char step_labels[48];
     double wait;
     m->step_cpu_wait = NAN;
@@ -332,6 +364,7 @@ static void machine_over(tp_run *run, int rank, int64_t agent, int gpu, int64_t 
     m->io_pressure = mean_between(run, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, t0, t1);
     m->mem_used_bytes = mean_between(run, agent, TP_METRIC_HOST_MEM_USED_BYTES, t0, t1);
     m->swap_used_bytes = mean_between(run, agent, TP_METRIC_SWAP_USED_BYTES, t0, t1);
+    input_medians(run, agent, t0, t1, m);
 }
 
 static void add_cause(tp_regime *g, tp_cause_kind kind, size_t phase, double before, double after)
@@ -398,6 +431,7 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
 {
     memset(out, 0, sizeof *out);
     out->rank = rank;
+    out->agent_id = agent_id;
     if (ph->ngroups == 0)
         return;
     /* the groups compared (each a group's mean step), without those that

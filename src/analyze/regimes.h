@@ -48,6 +48,13 @@ typedef struct tp_regime_machine {
     /* the rank's GPU: its SM clock (MHz) and the share of its samples with a
      * troubling clock event reason (NaN: no GPU known, or none recorded) */
     double gpu_sm_clock_mhz, gpu_trouble_share;
+    /* the medians an input-bound verdict's cause judges over the regime
+     * (verdicts.h: tp_input_cause), -1 where not recorded (or not known: a
+     * summary-only file): the CPUs' busy share, the training's process
+     * tree's CPU (100 a core), its processes' wait for a CPU, tasks waiting
+     * on storage, and the busiest disk (disk: its series, NULL for none) */
+    double cpu_busy_p50, proc_cpu_p50, cpu_wait_p50, io_p50, disk_p50;
+    const tp_run_series *disk;
 } tp_regime_machine;
 
 /* A machine nothing was recorded of: every figure NaN. */
@@ -61,6 +68,11 @@ static inline tp_regime_machine tp_regime_machine_unknown(void)
                                .mem_used_bytes = NAN,
                                .swap_used_bytes = NAN,
                                .gpu_sm_clock_mhz = NAN,
+                               .cpu_busy_p50 = -1,
+                               .proc_cpu_p50 = -1,
+                               .cpu_wait_p50 = -1,
+                               .io_p50 = -1,
+                               .disk_p50 = -1,
                                .gpu_trouble_share = NAN};
 }
 
@@ -135,7 +147,8 @@ typedef struct tp_regime {
 } tp_regime;
 
 typedef struct tp_regimes {
-    int rank; /* the rank followed; regimes empty when none had steps */
+    int rank;         /* the rank followed; regimes empty when none had steps */
+    int64_t agent_id; /* its agent, whose machine the regimes' figures are of */
     tp_regime v[TP_REGIMES_MAX];
     size_t n; /* 1 for a steady run, 0 without enough steps */
 } tp_regimes;

@@ -70,6 +70,23 @@ static const tp_series_summary *rank_gpu_series(const tp_summary *s, int rank, c
     return tp_summary_find(s, gpu->agent_id, metric, labels);
 }
 
+/* The input cause's figures of v over its latest pace: the regime's
+ * medians (machine) in place of the whole run's steps'. */
+static void input_over_pace(const tp_summary *s, int64_t agent, const tp_regime_machine *m,
+                            tp_verdict *v)
+{
+    double cores = tp_verdicts_agent_cores(s, agent);
+    v->f.input.over_pace = true;
+    v->f.input.cpu_p50 = m->cpu_busy_p50;
+    v->f.input.own_cpu_p50 = m->proc_cpu_p50 >= 0 && cores >= 1 ? m->proc_cpu_p50 / cores : -1;
+    v->f.input.held_p50 = m->cpu_wait_p50;
+    v->f.input.io_p50 = m->io_p50;
+    v->f.input.disk_p50 = m->disk_p50;
+    v->f.input.disk = m->disk ? tp_summary_find(s, agent, m->disk->metric, m->disk->labels) : NULL;
+    if (!v->f.input.disk)
+        v->f.input.disk_p50 = -1;
+}
+
 /* input_bound for rank (waiting `in` of its step time), with the cause
  * that picks the advice: its machine's CPUs busy (median >= 90 %), with the
  * training's own process tree using at least half of that busy time (cpu),
@@ -78,9 +95,12 @@ static const tp_series_summary *rank_gpu_series(const tp_summary *s, int rank, c
  * loader that sleeps leaves idle are not its cause); else its storage (tasks
  * waiting on I/O, median >= 25 %, or a disk busy, median >= 90 %); else
  * latency (too few workers to hide it). Medians over the agent's training
- * steps, so that the start-up (importing torch on one core) doesn't count. */
+ * steps, so that the start-up (importing torch on one core) doesn't count;
+ * over the latest pace where the verdict is judged on it (pace) and its
+ * regime's medians are of the rank's agent: burners that started midway
+ * are the cause since, whatever the whole run's median says. */
 static void input_bound_verdict(const tp_summary *s, int rank, double in, double step_mean,
-                                tp_verdicts *out)
+                                const tp_regime *pace, tp_verdicts *out)
 {
     const tp_timings *t = &s->timings;
     const tp_timing_row *r = tp_timings_row(t, rank, TP_PHASE_DATALOADER_NEXT);
@@ -112,6 +132,8 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
     const tp_series_summary *held =
         tp_summary_find(s, agent, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
     v->f.input.held_p50 = held && held->steps.count ? held->steps.p50 : -1;
+    if (pace && s->regimes.agent_id == agent && pace->machine.cpu_busy_p50 >= 0)
+        input_over_pace(s, agent, &pace->machine, v);
     bool busy = v->f.input.cpu_p50 >= TP_CPU_SATURATED_PERCENT;
     bool others =
         busy && v->f.input.own_cpu_p50 >= 0 && v->f.input.own_cpu_p50 < v->f.input.cpu_p50 / 2;
@@ -242,7 +264,7 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
     }
     size_t first = out->n;
     if (in >= INPUT_BOUND_SHARE) {
-        input_bound_verdict(s, rank, in, step_mean, out);
+        input_bound_verdict(s, rank, in, step_mean, pace, out);
         if (pace) /* a fetch of the regime's: its seconds per step over the batches a step */
             out->items[out->n - 1].f.input.next_mean_s =
                 now.next_s /

@@ -103,6 +103,9 @@ typedef struct tp_verdict {
             double held_p50;
             bool others_idle;
             tp_input_cause cause;
+            /* the figures above are the latest pace's (the verdict's pace:
+             * its regime's medians, regimes.h), not the whole run's steps' */
+            bool over_pace;
             const tp_series_summary *cpu, *io, *disk, *own;
             const char *cpus; /* the agent's CPU count as its metadata says it, or NULL */
         } input;

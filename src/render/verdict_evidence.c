@@ -97,7 +97,10 @@ static void rank_evidence(tp_evidence *e, const tp_verdict *v)
                f->io_p50);
         number(e, "disk_busy_p50_percent", "busiest disk (median)", TP_FIGURE_PERCENT, 2,
                f->disk_p50);
-        over(e, f->cpu);
+        if (f->over_pace) /* the medians of the latest pace's span */
+            text(e, "over", "over", "latest_pace");
+        else
+            over(e, f->cpu);
     } else if (v->kind == TP_VERDICT_TRANSFER_BOUND) {
         number(e, "to_device_share", TP_PHASE_TO_DEVICE, TP_FIGURE_SHARE, 4,
                v->f.transfer.host_share);

@@ -73,11 +73,22 @@ void tp_verdict_agent_of(const tp_run_inventory *inv, int64_t agent_id, char *of
     }
 }
 
+/* Over what an input-bound verdict's cause figure x is: " since step N"
+ * where they are its latest pace's, else over(x), into buf. */
+static const char *input_over(char *buf, size_t cap, const tp_verdict *v,
+                              const tp_series_summary *x)
+{
+    if (!v->f.input.over_pace || !v->pace)
+        return over(x);
+    snprintf(buf, cap, " since step %zu", v->pace->first_step);
+    return buf;
+}
+
 /* The advice of an input-bound verdict, by what its loading waits on. */
 static void input_advice(char *out, size_t cap, const tp_verdict *v)
 {
     const __typeof__(v->f.input) *f = &v->f.input;
-    char busy[120];
+    char busy[200], since[40];
     switch (f->cause) {
     case TP_INPUT_CPU:
         if (f->own_cpu_p50 >= 0)
@@ -86,7 +97,7 @@ static void input_advice(char *out, size_t cap, const tp_verdict *v)
         else
             busy[0] = '\0';
         snprintf(out, cap, "The CPUs were busy %.0f%% of the time%s (median)%s, so %s.", f->cpu_p50,
-                 over(f->cpu), busy, tp_cpu_bound_loading_words);
+                 input_over(since, sizeof since, v, f->cpu), busy, tp_cpu_bound_loading_words);
         return;
     case TP_INPUT_CONTENTION:
         snprintf(out, cap,
@@ -94,19 +105,19 @@ static void input_advice(char *out, size_t cap, const tp_verdict *v)
                  "processes used only %.0f%% of the machine: other processes compete for the "
                  "CPUs. Find them (trainprof top, or top) and stop or move them, or run where "
                  "the CPUs are free; then more DataLoader workers can help.",
-                 f->cpu_p50, over(f->cpu), f->own_cpu_p50);
+                 f->cpu_p50, input_over(since, sizeof since, v, f->cpu), f->own_cpu_p50);
         return;
     case TP_INPUT_DISK: {
         char labels[TP_LABELS_MAX]; /* "device=nvme0n1" */
         tp_labels_display(f->disk->series->labels, labels, sizeof labels);
         const char *dev = strchr(labels, '=');
         snprintf(busy, sizeof busy, "Disk %.40s was busy %.0f%% of the time%s (median)",
-                 dev ? dev + 1 : labels, f->disk_p50, over(f->disk));
+                 dev ? dev + 1 : labels, f->disk_p50, input_over(since, sizeof since, v, f->disk));
         break;
     }
     case TP_INPUT_IO_WAIT:
         snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time%s (median)",
-                 f->io_p50, over(f->io));
+                 f->io_p50, input_over(since, sizeof since, v, f->io));
         break;
     case TP_INPUT_WORKERS: {
         const tp_model_facts *m = &v->facts;

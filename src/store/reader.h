@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/batch.h"
+#include "core/stats.h"
 
 typedef struct tp_run_series {
     int64_t id;
@@ -202,13 +203,20 @@ void tp_run_end_read(tp_run *run);
 
 /* The mean of series (metric, labels) of agent 1 over the samples that cover
  * (t0_ns, t1_ns]: those after t0_ns up to the first at or after t1_ns (a
- * sample describes the interval that ends at it). False when none does. */
+ * sample describes the interval that ends at it). False when none does. A
+ * summary-only file (tp_run_summary_only) keeps each series' first and last
+ * sample only: over a span inside the run, its last sample stands in. */
 bool tp_run_mean_between(tp_run *run, const char *metric, const char *labels, int64_t t0_ns,
                          int64_t t1_ns, double *mean);
 
 /* The same for any agent. */
 bool tp_run_agent_mean_between(tp_run *run, int64_t agent_id, const char *metric,
                                const char *labels, int64_t t0_ns, int64_t t1_ns, double *mean);
+
+/* The same window's statistics (count, mean, percentiles) into out; false
+ * where tp_run_agent_mean_between's would be. */
+bool tp_run_agent_stats_between(tp_run *run, int64_t agent_id, const char *metric,
+                                const char *labels, int64_t t0_ns, int64_t t1_ns, tp_stats *out);
 
 /* For a series of bitmasks (gpu_clock_event_reasons), over the same window
  * as tp_run_agent_mean_between: the OR of the bits of mask its samples had,

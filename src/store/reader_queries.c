@@ -188,6 +188,24 @@ bool tp_run_agent_mean_between(tp_run *run, int64_t agent_id, const char *metric
     return found;
 }
 
+bool tp_run_agent_stats_between(tp_run *run, int64_t agent_id, const char *metric,
+                                const char *labels, int64_t t0_ns, int64_t t1_ns, tp_stats *out)
+{
+    sqlite3_stmt *st = window_samples(run, "x.value", agent_id, metric, labels, t0_ns, t1_ns);
+    if (!st)
+        return false;
+    double *values = NULL;
+    size_t n = 0, cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        values = tp_grow(values, n, &cap, sizeof *values);
+        values[n++] = sqlite3_column_double(st, 0);
+    }
+    sqlite3_finalize(st);
+    tp_stats_compute(values, n, out);
+    free(values);
+    return n > 0;
+}
+
 bool tp_run_agent_bits_between(tp_run *run, int64_t agent_id, const char *metric,
                                const char *labels, int64_t t0_ns, int64_t t1_ns, uint32_t mask,
                                uint32_t *bits, double *share)

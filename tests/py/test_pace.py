@@ -214,6 +214,10 @@ def test_a_function_that_takes_over_a_phase_is_the_change_cause(
     last = regimes[-1]
     [v] = [v for v in rep["verdicts"] if v["kind"] == "input_bound"]
     assert v["evidence"]["since_step"] == last["first_step"], (v, last)
+    # and what its loading waits on is read over that pace too (the regime's
+    # medians of the machine's figures)
+    assert v["evidence"]["over"] == "latest_pace", v
+    assert 0 <= v["evidence"]["cpu_util_p50_percent"] <= 100, v
     share = last["phase_s"]["dataloader_next"] / last["step_mean_s"]
     assert abs(v["evidence"]["dataloader_next_share"] - share) < 1e-3, (v, last)
     assert "compute_bound" not in [x["kind"] for x in rep["verdicts"]]

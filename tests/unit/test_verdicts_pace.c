@@ -7,8 +7,10 @@
 
 #include "analyze/ranks.h"
 #include "analyze/regimes.h"
+#include "core/metric_catalog.h"
 #include "harness.h"
 #include "render/causes_words.h"
+#include "render/verdict_evidence.h"
 #include "render/verdict_words.h"
 #include "verdict_facts.h"
 
@@ -171,6 +173,57 @@ static void test_a_straggler_since_the_change_is_its_cause(void **state)
     assert_int_equal(steady.ncauses, 0);
 }
 
+/* One process whose loader waited on latency, then on CPUs that others
+ * took from step 401 on (burners started): its input_bound, judged on the
+ * latest pace, takes that pace's cause from the regime's medians (others
+ * busy, the training waiting for a CPU: contention), where the whole run's
+ * medians (CPUs 40 % busy) would say latency and advise more workers; the
+ * whole run's figures where the regime's are unknown (a summary-only file)
+ * or of another agent. */
+static void test_an_input_bound_pace_s_cause_is_that_pace_s(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    phase(f, TP_PHASE_DATALOADER_NEXT, 0.3, 0);
+    phase(f, TP_PHASE_TRAIN_BATCH, 0.6, 0);
+    meta(f, "cpu_count", "4");
+    series(f, TP_METRIC_CPU_UTIL_PERCENT, "{}", 40, 40, 100);
+    series(f, TP_METRIC_PROC_CPU_PERCENT, "{}", 100, 100, 100);
+    series(f, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}", 5, 5, 50);
+    tp_regimes *r = &f->s.regimes;
+    r->rank = 0, r->agent_id = 1, r->n = 2;
+    r->v[0] = (tp_regime){.first_step = 1, .last_step = 400, .mean_s = 0.010};
+    r->v[1] = (tp_regime){.first_step = 401, .last_step = 600, .mean_s = 0.030};
+    r->v[1].phase_s[0] = 0.018, r->v[1].phase_s[2] = 0.011;
+    r->v[1].machine = tp_regime_machine_unknown();
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    assert_true(v.pace == &r->v[1] && !v.f.input.over_pace);
+    assert_int_equal(v.f.input.cause,
+                     TP_INPUT_WORKERS); /* unknown over the pace: the whole run's */
+    tp_regime_machine *m = &r->v[1].machine;
+    m->cpu_busy_p50 = 98, m->proc_cpu_p50 = 90, m->cpu_wait_p50 = 40, m->io_p50 = 0;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    assert_true(v.f.input.over_pace);
+    assert_int_equal(v.f.input.cause, TP_INPUT_CONTENTION);
+    assert_float_equal(v.f.input.cpu_p50, 98, 1e-12);
+    assert_float_equal(v.f.input.own_cpu_p50, 22.5, 1e-12); /* 90 of 400 */
+    assert_float_equal(v.f.input.held_p50, 40, 1e-12);
+    char words[TP_VERDICT_MESSAGE_MAX];
+    assert_true(message_of(f, TP_VERDICT_INPUT_BOUND, words, sizeof words));
+    assert_non_null(strstr(words, "The CPUs were busy 98% of the time since step 401 (median), "
+                                  "but the training's own processes used only 22% of the machine"));
+    take_inventory(f);
+    tp_evidence e;
+    tp_verdict_evidence_of(&f->s, &v, &e);
+    assert_string_equal(e.v[e.n - 1].key, "over");
+    assert_string_equal(e.v[e.n - 1].text, "latest_pace");
+    r->agent_id = 2; /* the regimes' figures are another agent's machine */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    assert_true(!v.f.input.over_pace && v.f.input.cause == TP_INPUT_WORKERS);
+    facts_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +231,7 @@ int main(void)
         cmocka_unit_test(test_a_rank_s_steps_are_judged_on_its_latest_pace),
         cmocka_unit_test(test_a_rank_s_split_over_a_span_of_its_groups),
         cmocka_unit_test(test_a_straggler_since_the_change_is_its_cause),
+        cmocka_unit_test(test_an_input_bound_pace_s_cause_is_that_pace_s),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,7 +21,8 @@ directory of Parquet files, hive-partitioned:
   figures are those of the others;
 - ``summary_timing``, ``summary_step``, ``summary_epoch``, ``summary_rank``
   and, where the first rank's pace changed, ``summary_rank_latest`` (the
-  ranks over the latest pace, with its ``first_step`` and ``last_step``):
+  ranks over the latest pace, with its ``first_step`` and ``last_step``),
+  and ``summary_gpu`` (each GPU's clock event reasons over the steps):
   the summaries each file stored (its agent's), one file each per run file,
   as the analysis that stored them made them (the file's meta ``summary_by``;
   ``trainprof summarize`` first stores this trainprof's where it differs).
@@ -54,6 +55,7 @@ SUMMARIES = (
     "summary_epoch",
     "summary_rank",
     "summary_rank_latest",
+    "summary_gpu",
 )
 BATCH_ROWS = 65536  # rows read from SQLite and handed to Arrow at a time
 MAX_PARTITIONS = 1 << 20  # ranks or agents of one table (pyarrow's default: 1,024)

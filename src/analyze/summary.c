@@ -16,6 +16,7 @@
 #include "analyze/intervals.h"
 #include "analyze/ops.h"
 #include "analyze/regime_stacks.h"
+#include "analyze/gpu_slowdowns.h"
 #include "util/ns_math.h"
 #include "store/inputs.h"
 #include "store/summary_tables.h"
@@ -242,29 +243,6 @@ static bool join_side(pthread_t thread, side_pass *side, char *err, size_t cap)
     return side->ok;
 }
 
-/* Each GPU's clock event reasons over its agent's steps window. */
-static void gpu_slowdowns(tp_summary *s)
-{
-    if (!s->run->ngpus)
-        return;
-    s->gpu_slowdown = tp_xcalloc(s->run->ngpus, sizeof *s->gpu_slowdown);
-    for (size_t g = 0; g < s->run->ngpus; g++) {
-        const tp_run_gpu *gpu = &s->run->gpus[g];
-        const tp_steps_window *w = tp_summary_window(s, gpu->agent_id);
-        int64_t t0 = w ? w->t0_ns : INT64_MIN, t1 = w ? w->t1_ns : INT64_MAX;
-        char labels[32];
-        tp_labels_gpu(labels, sizeof labels, gpu->index);
-        struct tp_gpu_slowdown *d = &s->gpu_slowdown[g];
-        uint32_t trouble;
-        d->share = d->trouble_share = NAN;
-        if (tp_run_agent_bits_between(s->run, gpu->agent_id, TP_METRIC_GPU_CLOCK_EVENT_REASONS,
-                                      labels, t0, t1, TP_GPU_REASONS_SLOWDOWN, &d->bits, &d->share))
-            tp_run_agent_bits_between(s->run, gpu->agent_id, TP_METRIC_GPU_CLOCK_EVENT_REASONS,
-                                      labels, t0, t1, TP_GPU_REASONS_TROUBLE, &trouble,
-                                      &d->trouble_share);
-    }
-}
-
 /* The summary's parts; tp_summary_build wraps them in one read snapshot.
  * Stored figures or the rows: decided here, for every part, and only here.
  * From the rows, the samples pass and the ranks (each a full pass over a table)
@@ -304,7 +282,8 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
         qsort(out->items, out->n, sizeof *out->items, cmp_summary);
     if (ok) {
         out->gpu_used = tp_gpus_used(run);
-        gpu_slowdowns(out);
+        ok = tp_gpu_slowdowns_build(run, out->windows, out->nwindows, stored, &out->gpu_slowdown,
+                                    err, cap);
     }
     return ok;
 }
@@ -482,9 +461,11 @@ static bool add_latest_ranks(tp_summary *s, char *err, size_t cap)
 }
 
 /* What each stalled rank's GPU did over its stall: NVML's utilization there
- * (a kernel that does not end keeps it busy; a wait for a peer leaves it idle). */
+ * (a kernel that does not end keeps it busy; a wait for a peer leaves it
+ * idle); none in a summary-only file, which keeps no samples over a span. */
 static void stalls_gpu(tp_summary *s)
 {
+    bool samples = !tp_run_summary_only(s->run);
     for (size_t i = 0; i < s->stalls.n; i++) {
         tp_stall *st = &s->stalls.v[i];
         const tp_run_gpu *gpu = tp_summary_rank_gpu(s, st->rank);
@@ -495,7 +476,8 @@ static void stalls_gpu(tp_summary *s)
         snprintf(index, sizeof index, "%d", gpu->index);
         tp_labels1(labels, sizeof labels, TP_LABEL_GPU, index);
         st->gpu = gpu->index;
-        if (tp_run_agent_mean_between(s->run, gpu->agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels,
+        if (samples &&
+            tp_run_agent_mean_between(s->run, gpu->agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels,
                                       tp_ns_round_s(st->start_s), tp_ns_round_s(st->end_s), &util))
             st->gpu_util_percent = util;
     }

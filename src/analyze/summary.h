@@ -22,6 +22,7 @@
 #include "analyze/regimes.h"
 #include "analyze/stalls.h"
 #include "analyze/stack_facts.h"
+#include "core/gpu_slowdown.h"
 #include "core/stats.h"
 #include "core/step_phase_facts.h"
 #include "analyze/timings.h"
@@ -72,13 +73,10 @@ typedef struct tp_summary {
      * TP_GPU_USED, _NOT_USED, _USE_UNKNOWN); NULL without GPUs */
     int8_t *gpu_used;
     /* for each of run->gpus, NVML's clock event reasons over its agent's
-     * steps (the whole run without them): the slowdown bits seen, the share
-     * of samples with any, and with a troubling one (TP_GPU_REASONS_TROUBLE);
-     * shares NaN where none were recorded. NULL without GPUs */
-    struct tp_gpu_slowdown {
-        uint32_t bits;
-        double share, trouble_share;
-    } * gpu_slowdown;
+     * steps (core/gpu_slowdown.h): the stored ones where the summary is
+     * stored with them (a summary-only merge keeps no samples to read them
+     * from), else from the samples. NULL without GPUs */
+    tp_gpu_slowdown *gpu_slowdown;
     /* each agent's training steps (first to last step mark), over which
      * tp_series_summary.steps are; none for an agent with fewer than 2 step
      * marks, or in a file whose stored summary predates them */

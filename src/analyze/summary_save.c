@@ -39,6 +39,26 @@ static bool latest_ranks(tp_run *run, const tp_summary *s, const tp_summary_plot
     return tp_ranks_latest_from_rows(run, regimes, 1, out, err, cap);
 }
 
+/* The plots' step phases, of every rank that marked steps (its warm-up
+ * left out). */
+static bool finish_plots(tp_run *run, const tp_summary *s, tp_summary_plots *plots,
+                         const char *path, char *err, size_t cap)
+{
+    int *ranks = malloc((s->timings.nsteps + 1) * sizeof *ranks);
+    size_t *warmup = malloc((s->timings.nsteps + 1) * sizeof *warmup);
+    for (size_t i = 0; ranks && warmup && i < s->timings.nsteps; i++) {
+        ranks[i] = s->timings.steps[i].rank;
+        warmup[i] = s->timings.steps[i].warmup;
+    }
+    bool ok = ranks && warmup &&
+              tp_summary_plots_finish(run, ranks, warmup, s->timings.nsteps, plots, err, cap);
+    if (!ranks || !warmup)
+        snprintf(err, cap, "%s: out of memory", path);
+    free(ranks);
+    free(warmup);
+    return ok;
+}
+
 bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err, size_t cap)
 {
     tp_run *run = tp_run_open(path, err, cap);
@@ -56,20 +76,7 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
     tp_summary_plots plots;
     bool ok = tp_summary_plots_init(run, &plots, err, cap) &&
               tp_summary_build_also(run, &s, tp_summary_plots_series, &plots, err, cap);
-    if (ok) {
-        int *ranks = malloc((s.timings.nsteps + 1) * sizeof *ranks);
-        size_t *warmup = malloc((s.timings.nsteps + 1) * sizeof *warmup);
-        for (size_t i = 0; ranks && warmup && i < s.timings.nsteps; i++) {
-            ranks[i] = s.timings.steps[i].rank;
-            warmup[i] = s.timings.steps[i].warmup;
-        }
-        ok = ranks && warmup &&
-             tp_summary_plots_finish(run, ranks, warmup, s.timings.nsteps, &plots, err, cap);
-        if (!ranks || !warmup)
-            snprintf(err, cap, "%s: out of memory", path);
-        free(ranks);
-        free(warmup);
-    }
+    ok = ok && finish_plots(run, &s, &plots, path, err, cap);
     tp_series_figures *series = ok ? malloc((s.n + 1) * sizeof *series) : NULL;
     if (ok && !series) {
         snprintf(err, cap, "%s: out of memory", path);
@@ -106,7 +113,10 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
                             stalls.n,
                             &latest,
                             pace ? pace->first_step : 0,
-                            pace ? pace->last_step : 0};
+                            pace ? pace->last_step : 0,
+                            run->gpus,
+                            s.gpu_slowdown,
+                            s.gpu_slowdown ? run->ngpus : 0};
     ok = ok && tp_summary_tables_save(run, &rows, err, cap);
     tp_ranks_free(&latest);
     tp_stack_counts_free(stacks, nstacks);

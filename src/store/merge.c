@@ -138,25 +138,34 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
     return sql;
 }
 
-/* The statements that copy an input's stored stalls and their threads
- * (ids after the stall_ids before, times shifted by dt, stack nodes by
- * node), where it stored them, and its ranks over its own first rank's
- * latest pace (as agent; the reader judges whether every node's are over
- * the same pace: analyze/summary.c), where it stored them. */
-static void stalls_latest_sql_of(char *out, size_t cap, const tp_merge_input *info,
-                                 long long stall_ids, long long dt, long long node, int agent)
+/* The statements that copy what an input stored of its summary besides the
+ * tables every summary has, each where it stored it: its ranks over its own
+ * first rank's latest pace (as agent; the reader judges whether every
+ * node's are over the same pace: analyze/summary.c), its GPUs' clock event
+ * reasons (as agent), and its stalls and their threads (ids after the
+ * stall_ids before, times shifted by dt, stack nodes by node). */
+static void summary_extras_sql(char *out, size_t cap, const tp_merge_input *info,
+                               long long stall_ids, long long dt, long long node, int agent)
 {
     int len = 0;
     out[0] = '\0';
-    if (info->rank_latest)
+    if (info->gpu_slowdowns)
         len = snprintf(out, cap,
-                       TP_SCHEMA_SUMMARY_RANK_LATEST
-                       "INSERT INTO main.summary_rank_latest SELECT rank, %d, local_rank, steps,"
-                       " t0_ns + %lld, t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s,"
-                       " other_s, gpu_util_percent, gpu_sm_clock_mhz, gpu, gpu_reasons,"
-                       " gpu_reasons_share, comm_device_s, comm_device_exposed_s, cpu_wait_percent,"
-                       " first_step, last_step FROM src.summary_rank_latest;",
-                       agent, dt, dt);
+                       TP_SCHEMA_SUMMARY_GPU "INSERT INTO main.summary_gpu SELECT %d, gpu_index,"
+                                             " reasons, share, trouble_share FROM src.summary_gpu;",
+                       agent);
+    if (len < 0 || (size_t)len >= cap)
+        return;
+    if (info->rank_latest)
+        len +=
+            snprintf(out + len, cap - (size_t)len,
+                     TP_SCHEMA_SUMMARY_RANK_LATEST
+                     "INSERT INTO main.summary_rank_latest SELECT rank, %d, local_rank, steps,"
+                     " t0_ns + %lld, t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s,"
+                     " other_s, gpu_util_percent, gpu_sm_clock_mhz, gpu, gpu_reasons,"
+                     " gpu_reasons_share, comm_device_s, comm_device_exposed_s, cpu_wait_percent,"
+                     " first_step, last_step FROM src.summary_rank_latest;",
+                     agent, dt, dt);
     if (!info->stalls || len < 0 || (size_t)len >= cap)
         return;
     out += len;
@@ -236,9 +245,9 @@ static int copy_input(sqlite3 *db, const char *path, int agent, tp_merge_input *
              " dataloader_next, to_device, train_batch, step_lr_schedulers, from_device,"
              " reduce_metrics, other, %s, %s FROM src.summary_step_phase ORDER BY rowid;",
              info->step_pauses ? "pauses" : "0", times);
-    char stalls_sql[2100];
-    stalls_latest_sql_of(stalls_sql, sizeof stalls_sql, info, max_id(db, "summary_stall"), dt,
-                         off.node, agent);
+    char stalls_sql[2600];
+    summary_extras_sql(stalls_sql, sizeof stalls_sql, info, max_id(db, "summary_stall"), dt,
+                       off.node, agent);
     char steps_sql[400];
     int len = snprintf(steps_sql, sizeof steps_sql,
                        "INSERT INTO main.summary_series_steps SELECT series_id + %lld, count, mean,"

@@ -25,7 +25,8 @@ typedef struct tp_merge_input {
     bool step_warmup;                         /* summary_step.warmup_samples, warmup_batches */
     bool stall_between;                       /* summary_stall.between_steps */
     bool timing_warmup;                       /* summary_timing.in_warmup_s */
-    bool rank_latest; /* summary_rank_latest: its ranks over its first rank's latest pace */
+    bool rank_latest;   /* summary_rank_latest: its ranks over its first rank's latest pace */
+    bool gpu_slowdowns; /* summary_gpu: its GPUs' clock event reasons over the steps */
     int *ranks;
     size_t nranks;      /* distinct ranks of its threads (-1: no rank) */
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */

@@ -211,6 +211,15 @@
 #define TP_SCHEMA_SUMMARY_SERIES_STEPS                                                \
     "CREATE TABLE IF NOT EXISTS summary_series_steps (series_id INTEGER PRIMARY KEY," \
     "  count INTEGER NOT NULL, mean REAL, min REAL, p5 REAL, p50 REAL, p95 REAL, max REAL);"
+/* Each GPU's clock event reasons over its agent's training steps
+ * (core/gpu_slowdown.h: the slowdown bits seen, the share of samples with
+ * any, with a troubling one; NULL: none recorded), so that a summary-only
+ * merge, which keeps no samples, says what the node files saw. Files
+ * summarized before have no such table (`summarize --force` adds it). */
+#define TP_SCHEMA_SUMMARY_GPU                                                                   \
+    "CREATE TABLE IF NOT EXISTS summary_gpu (agent_id INTEGER NOT NULL, gpu_index INTEGER NOT " \
+    "NULL, reasons INTEGER NOT NULL, share REAL, trouble_share REAL, PRIMARY KEY (agent_id, "   \
+    "gpu_index));"
 /* Each agent's training steps, from its first step mark to its last (run
  * time, ns): the span summary_series_steps covers, which reports name and
  * html shades. Agents with fewer than 2 step marks have no row; files from

@@ -253,6 +253,30 @@ static bool stored_rank_rows(tp_run *run, sqlite3_stmt *st, tp_ranks *out, char 
     return true;
 }
 
+bool tp_stored_gpu_slowdowns(tp_run *run, tp_gpu_slowdown *out, bool *found, char *err, size_t cap)
+{
+    *found = tp_run_has_table(run, "summary_gpu");
+    sqlite3_stmt *st;
+    if (!*found)
+        return true;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT agent_id, gpu_index, reasons, share, trouble_share"
+                           " FROM summary_gpu",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "GPU clock event reasons", err, cap);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t agent = sqlite3_column_int64(st, 0);
+        int index = sqlite3_column_int(st, 1);
+        for (size_t g = 0; g < run->ngpus; g++)
+            if (run->gpus[g].agent_id == agent && run->gpus[g].index == index)
+                out[g] = (tp_gpu_slowdown){(uint32_t)sqlite3_column_int64(st, 2), col_real(st, 3),
+                                           col_real(st, 4)};
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? true : failed(run, "GPU clock event reasons", err, cap);
+}
+
 bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/gpu_slowdown.h"
 #include "core/rank_facts.h"
 #include "core/stall_facts.h"
 #include "core/stats.h"
@@ -41,6 +42,12 @@ bool tp_stored_steps_windows(tp_run *run, tp_steps_window **out, size_t *n, char
 /* The stored timing rows, steps and epochs (shares and energy are left for
  * the caller to compute). */
 bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap);
+
+/* Each of run->gpus' stored clock event reasons over the steps
+ * (summary_gpu) into out[0..run->ngpus); *found: whether the file stores
+ * them (out untouched where not, and for a GPU without a row). False (reason
+ * in err) where the file can't be read. */
+bool tp_stored_gpu_slowdowns(tp_run *run, tp_gpu_slowdown *out, bool *found, char *err, size_t cap);
 
 /* The stored rows of every rank (straggler fields left unset). */
 bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap);
@@ -101,6 +108,10 @@ typedef struct tp_summary_rows {
      * none: the pace did not change) */
     const tp_ranks *ranks_latest;
     size_t latest_first_step, latest_last_step;
+    /* each of the run's ngpus GPUs' clock event reasons over the steps */
+    const tp_run_gpu *gpus;
+    const tp_gpu_slowdown *gpu_slowdowns;
+    size_t ngpus;
 } tp_summary_rows;
 
 /* The stalls the recorder stored (meta stalls_stored), each with its

@@ -63,6 +63,15 @@ static void fill_window(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
     sqlite3_bind_int64(st, 3, s->windows[i].t1_ns);
 }
 
+static void fill_gpu(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
+{
+    sqlite3_bind_int64(st, 1, s->gpus[i].agent_id);
+    sqlite3_bind_int(st, 2, s->gpus[i].index);
+    sqlite3_bind_int64(st, 3, s->gpu_slowdowns[i].bits);
+    bind_real(st, 4, s->gpu_slowdowns[i].share);
+    bind_real(st, 5, s->gpu_slowdowns[i].trouble_share);
+}
+
 static void fill_timing(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
 {
     const tp_timing_row *r = &s->timings->rows[i];
@@ -351,14 +360,13 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     if (rc == SQLITE_OK)
         rc = upgrade_tables(db, upgrade, rank_gpu, batches);
     if (rc == SQLITE_OK)
-        rc = tp_exec(
-            db,
-            TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW TP_SCHEMA_SUMMARY_STACKS
-            "DELETE FROM summary_stack;"
-            "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
-            "DELETE FROM summary_steps_window;"
-            "DELETE FROM summary_timing; DELETE FROM summary_step;"
-            "DELETE FROM summary_epoch; DELETE FROM summary_rank;");
+        rc = tp_exec(db, TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW
+                             TP_SCHEMA_SUMMARY_STACKS TP_SCHEMA_SUMMARY_GPU
+                     "DELETE FROM summary_stack; DELETE FROM summary_gpu;"
+                     "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
+                     "DELETE FROM summary_steps_window;"
+                     "DELETE FROM summary_timing; DELETE FROM summary_step;"
+                     "DELETE FROM summary_epoch; DELETE FROM summary_rank;");
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_series VALUES (?,?,?,?,?,?,?,?)", s, s->nseries,
                          fill_series);
@@ -377,6 +385,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_steps_window VALUES (?,?,?)", s, s->nwindows,
                          fill_window);
+    if (rc == SQLITE_OK && s->gpu_slowdowns)
+        rc = insert_rows(db, "INSERT INTO summary_gpu VALUES (?,?,?,?,?)", s, s->ngpus, fill_gpu);
     if (rc == SQLITE_OK)
         rc = insert_rows(
             db, "INSERT INTO summary_timing VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", s,

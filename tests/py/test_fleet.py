@@ -176,6 +176,7 @@ def test_the_fleet_as_parquet_answers_as_the_report(fleet, tmp_path):
         "samples",
         "steps",
         "summary_epoch",
+        "summary_gpu",
         "summary_rank",
         "summary_step",
         "summary_timing",

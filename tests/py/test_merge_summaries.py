@@ -27,8 +27,15 @@ pytestmark = pytest.mark.waits
 
 def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
     """Each node's recorder stores its summary; merged nodes with distinct ranks
-    keep them, and every figure equals the one computed from the merged rows."""
-    gpus = {"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"}
+    keep them, and every figure equals the one computed from the merged rows.
+    GPU 1 of each node is held back for its first second only (of about 1.2):
+    a summary-only merge, which keeps each series' last sample, once said it
+    ran free (that sample's), where the steps saw it held back most of the time."""
+    gpus = {
+        "TRAINPROF_NVML_LIB": FAKE_NVML,
+        "FAKE_NVML_GPUS": "2",
+        "FAKE_NVML_REASONS_UNTIL_S": "1",
+    }
     files = []
     # one command on every node, as a job's launcher runs it; NODE_RANK differs
     both = (
@@ -62,6 +69,21 @@ def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
     full["run"].pop("path")
     assert full["run"]["meta"].pop("plots") == "1"  # html's: a merge for report leaves them
     assert all(e["energy_j"] for e in full["epochs"]) and direct == full
+    held = [a["gpus"][1]["slowdown"]["trouble_share"] for a in direct["agents"]]
+    assert all(share > 0 for share in held), held
+    assert sum(v["kind"] == "gpu_throttled" for v in direct["verdicts"]) == 2, direct["verdicts"]
+    # node files stored before summary_gpu: their GPUs' reasons are unknown
+    # to a summary-only merge, not its last samples'
+    older = []
+    for path in files:
+        copy = tmp_path / f"older-{path.name}"
+        shutil.copyfile(path, copy)
+        with sqlite3.connect(copy) as db:
+            db.execute("DROP TABLE summary_gpu")
+        older.append(copy)
+    unknown = json.loads(trainprof("report", "--json", *older).stdout)
+    assert [g["slowdown"] for a in unknown["agents"] for g in a["gpus"]] == [None] * 4, unknown
+    assert not any(v["kind"] == "gpu_throttled" for v in unknown["verdicts"])
     assert_same_report(stored, report_from_rows(merged, tmp_path))
     # `html` of the node files, too, draws from what they store (a summary-only
     # merge): the page drawn from every row of the full merge, plot for plot

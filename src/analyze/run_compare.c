@@ -117,9 +117,10 @@ static void regime_groups(const tp_step_phases *ph, size_t first, size_t last, g
 }
 
 /* Makes side the latest pace r of its run (regimes.h), where its groups
- * among ph are two or more: its steps, figures and machine over r, the
- * whole run's mean step and the regime before's kept beside; g becomes
- * its groups. */
+ * among ph are two or more: its steps, figures and machine over r (over
+ * the steps in a summary-only file, which knows no figure over a span),
+ * the whole run's mean step and the regime before's kept beside; g
+ * becomes its groups. */
 static void latest_pace(const tp_summary *s, const tp_regime *r, const tp_step_phases *ph,
                         tp_compare_side *side, groups *g)
 {
@@ -147,7 +148,8 @@ static void latest_pace(const tp_summary *s, const tp_regime *r, const tp_step_p
     side->steps = (size_t)weight;
     if (side->samples_per_s > 0) /* the same samples a step, at the latest pace */
         side->samples_per_s *= side->whole_step_s / side->step_s;
-    side->machine = r->machine;
+    if (!tp_run_summary_only(s->run)) /* a regime's machine is unknown there: the steps' */
+        side->machine = r->machine;
     groups_free(g);
     *g = latest;
 }
@@ -367,7 +369,7 @@ static uint32_t verdict_bits(const tp_verdicts *v)
     return bits;
 }
 
-/* A side's whole run's mean step (its latest pace's where it is the whole run). */
+/* A side's whole run's mean step (its step_s where the side is the whole run). */
 static double whole_step(const tp_compare_side *side)
 {
     return side->paces >= 2 ? side->whole_step_s : side->step_s;

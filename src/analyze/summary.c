@@ -396,15 +396,15 @@ const tp_rank_pace *tp_summary_rank_pace(const tp_summary *s, int rank)
     return lo < s->nrank_paces && s->rank_paces[lo].rank == rank ? &s->rank_paces[lo] : NULL;
 }
 
-/* Whether latest (in rank order, as stored) holds each rank once, and rows
- * of every agent (node) of whole: a merged file whose nodes' tables were
- * not all over the same pace is not judged on some nodes' ranks alone. */
 static int cmp_agent(const void *x, const void *y)
 {
     int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
     return (a > b) - (a < b);
 }
 
+/* Whether latest (in rank order, as stored) holds each rank once, and rows
+ * of every agent (node) of whole: a merged file whose nodes' tables were
+ * not all over the same pace is not judged on some nodes' ranks alone. */
 static bool every_agent_once(const tp_ranks *whole, const tp_ranks *latest)
 {
     for (size_t i = 1; i < latest->n; i++)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric_catalog.h"
 #include "store/schema.h"
 #include "store/sql_util.h"
 #include "util/grow.h"
@@ -253,6 +254,23 @@ static bool stored_rank_rows(tp_run *run, sqlite3_stmt *st, tp_ranks *out, char 
     return true;
 }
 
+/* run's GPU of agent and index (run->gpus is in that order), or NULL. */
+static const tp_run_gpu *gpu_of(const tp_run *run, int64_t agent, int64_t index)
+{
+    size_t lo = 0, hi = run->ngpus;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const tp_run_gpu *g = &run->gpus[mid];
+        if (g->agent_id < agent || (g->agent_id == agent && g->index < index))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < run->ngpus && run->gpus[lo].agent_id == agent && run->gpus[lo].index == index
+               ? &run->gpus[lo]
+               : NULL;
+}
+
 bool tp_stored_gpu_slowdowns(tp_run *run, tp_gpu_slowdown *out, bool *found, char *err, size_t cap)
 {
     *found = tp_run_has_table(run, "summary_gpu");
@@ -266,12 +284,14 @@ bool tp_stored_gpu_slowdowns(tp_run *run, tp_gpu_slowdown *out, bool *found, cha
         return failed(run, "GPU clock event reasons", err, cap);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t agent = sqlite3_column_int64(st, 0);
-        int index = sqlite3_column_int(st, 1);
-        for (size_t g = 0; g < run->ngpus; g++)
-            if (run->gpus[g].agent_id == agent && run->gpus[g].index == index)
-                out[g] = (tp_gpu_slowdown){(uint32_t)sqlite3_column_int64(st, 2), col_real(st, 3),
-                                           col_real(st, 4)};
+        const tp_run_gpu *gpu =
+            gpu_of(run, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+        if (!gpu)
+            continue; /* a row of no GPU the file names */
+        double share = col_real(st, 3), trouble = col_real(st, 4);
+        out[gpu - run->gpus] = (tp_gpu_slowdown){
+            (uint32_t)sqlite3_column_int64(st, 2) & TP_GPU_REASONS_SLOWDOWN,
+            share >= 0 && share <= 1 ? share : NAN, trouble >= 0 && trouble <= 1 ? trouble : NAN};
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? true : failed(run, "GPU clock event reasons", err, cap);

@@ -84,6 +84,15 @@ def test_stored_summaries_survive_a_merge_of_distinct_ranks(tmp_path):
     unknown = json.loads(trainprof("report", "--json", *older).stdout)
     assert [g["slowdown"] for a in unknown["agents"] for g in a["gpus"]] == [None] * 4, unknown
     assert not any(v["kind"] == "gpu_throttled" for v in unknown["verdicts"])
+    # a crafted file's shares outside 0..1 are no shares, and reasons outside
+    # the slowdown bits are not read as such
+    crafted = tmp_path / "crafted.db"
+    shutil.copyfile(merged, crafted)
+    with sqlite3.connect(crafted) as db:
+        db.execute("UPDATE summary_gpu SET reasons = 4294967295, share = 7, trouble_share = -1")
+    bad = report_json(crafted)
+    assert [g["slowdown"] for a in bad["agents"] for g in a["gpus"]] == [None] * 4, bad["agents"]
+    assert not any(v["kind"] == "gpu_throttled" for v in bad["verdicts"])
     assert_same_report(stored, report_from_rows(merged, tmp_path))
     # `html` of the node files, too, draws from what they store (a summary-only
     # merge): the page drawn from every row of the full merge, plot for plot

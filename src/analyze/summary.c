@@ -460,14 +460,12 @@ static bool add_latest_ranks(tp_summary *s, char *err, size_t cap)
     return add_rank_paces(s, g, err, cap);
 }
 
-/* What each stalled rank's GPU did over its stall: NVML's utilization there
- * (a kernel that does not end keeps it busy; a wait for a peer leaves it
- * idle); none in a summary-only file, which keeps no samples over a span. */
-static void stalls_gpu(tp_summary *s)
+void tp_summary_stalls_gpu(const tp_summary *s, tp_stalls *stalls)
 {
-    bool samples = !tp_run_summary_only(s->run);
-    for (size_t i = 0; i < s->stalls.n; i++) {
-        tp_stall *st = &s->stalls.v[i];
+    if (tp_run_summary_only(s->run)) /* no samples over a span: the stored ones stand */
+        return;
+    for (size_t i = 0; i < stalls->n; i++) {
+        tp_stall *st = &stalls->v[i];
         const tp_run_gpu *gpu = tp_summary_rank_gpu(s, st->rank);
         char index[16], labels[48];
         double util;
@@ -476,8 +474,7 @@ static void stalls_gpu(tp_summary *s)
         snprintf(index, sizeof index, "%d", gpu->index);
         tp_labels1(labels, sizeof labels, TP_LABEL_GPU, index);
         st->gpu = gpu->index;
-        if (samples &&
-            tp_run_agent_mean_between(s->run, gpu->agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels,
+        if (tp_run_agent_mean_between(s->run, gpu->agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels,
                                       tp_ns_round_s(st->start_s), tp_ns_round_s(st->end_s), &util))
             st->gpu_util_percent = util;
     }
@@ -498,7 +495,7 @@ static bool add_course(tp_summary *s, char *err, size_t cap)
         !tp_deaths_build(s->run, &s->course, s->duration_s, &s->deaths, err, cap) ||
         !tp_own_costs_build(s->run, &s->course, &s->timings, &s->own, err, cap))
         return false;
-    stalls_gpu(s);
+    tp_summary_stalls_gpu(s, &s->stalls);
     for (size_t i = 0; i < s->deaths.n; i++) { /* the memory each death's training peaked at */
         const tp_series_summary *rss =
             tp_summary_find(s, s->deaths.v[i].agent_id, TP_METRIC_PROC_RSS_BYTES, "{}");

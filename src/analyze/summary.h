@@ -99,7 +99,8 @@ typedef struct tp_summary {
     tp_regimes regimes; /* of the first rank's steps (timings.steps[0]) */
     /* the ranks over the latest of those regimes, where the pace changed and
      * two or more ranks marked steps (empty otherwise, and in a merged
-     * file's stored summary): the straggler verdicts judge these, so that a
+     * file's stored summary unless every node stored its own over about the
+     * same steps: summary.c): the straggler verdicts judge these, so that a
      * straggler since step N is not diluted by the steps before it */
     tp_ranks ranks_latest;
     /* each of those ranks' step split over the same span (analyze/regimes.h:
@@ -110,6 +111,12 @@ typedef struct tp_summary {
     tp_deaths deaths; /* processes that died, and the run's stop */
     tp_own_costs own; /* what trainprof's own work cost each rank (analyze/own_cost.h) */
 } tp_summary;
+
+/* Each of stalls' rank's GPU and NVML's utilization over its stall (a
+ * kernel that does not end keeps it busy; a wait for a peer leaves it idle),
+ * from s's run's samples; a summary-only file keeps no samples over a span:
+ * the stored ones stand there (store/summary_tables.h: tp_stored_stalls). */
+void tp_summary_stalls_gpu(const tp_summary *s, tp_stalls *stalls);
 
 /* rank's split over the latest pace (rank_paces), or NULL. */
 const tp_rank_pace *tp_summary_rank_pace(const tp_summary *s, int rank);

@@ -92,6 +92,8 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
     tp_stalls stalls = {0};
     ok = ok && tp_course_build(run, &course, err, cap) &&
          tp_stalls_build(run, &course, &s.timings, s.duration_s, &stalls, err, cap);
+    if (ok) /* each stall's GPU, stored with it for a summary-only merge */
+        tp_summary_stalls_gpu(&s, &stalls);
     tp_regimes regimes = {0};
     tp_ranks latest = {0};
     ok = ok && latest_ranks(run, &s, &plots, &regimes, &latest, err, cap);

@@ -24,6 +24,7 @@ typedef struct tp_merge_input {
     bool ops, step_profiled, timing_profiled; /* op_window; summary_step.profiled*; in_profiled_s */
     bool step_warmup;                         /* summary_step.warmup_samples, warmup_batches */
     bool stall_between;                       /* summary_stall.between_steps */
+    bool stall_gpu;                           /* summary_stall.gpu, gpu_util_percent */
     bool timing_warmup;                       /* summary_timing.in_warmup_s */
     bool rank_latest;   /* summary_rank_latest: its ranks over its first rank's latest pace */
     bool gpu_slowdowns; /* summary_gpu: its GPUs' clock event reasons over the steps */

@@ -75,6 +75,15 @@
 #define TP_SCHEMA_STALL_BETWEEN ", between_steps INTEGER NOT NULL DEFAULT 0"
 #define TP_SCHEMA_ADD_STALL_BETWEEN \
     "ALTER TABLE summary_stall ADD COLUMN between_steps INTEGER NOT NULL DEFAULT 0;"
+/* summary_stall.gpu, gpu_util_percent: the rank's GPU over the stall and
+ * NVML's utilization there (core/stall_facts.h; NULL unknown), so that a
+ * summary-only merge, which keeps no samples over a span, says whether a
+ * fleet's stalled rank sat on a kernel or waited; files summarized before
+ * have none (readers then know them from the samples only). */
+#define TP_SCHEMA_STALL_GPU ", gpu INTEGER, gpu_util_percent REAL"
+#define TP_SCHEMA_ADD_STALL_GPU                         \
+    "ALTER TABLE summary_stall ADD COLUMN gpu INTEGER;" \
+    "ALTER TABLE summary_stall ADD COLUMN gpu_util_percent REAL;"
 /* The stalls (analyze/stalls.h, written with the summary; meta
  * stalls_stored = 1): each stall of a rank, ended or lasting to the end, and
  * the threads of its rank's processes then (most samples first); a merged
@@ -84,7 +93,7 @@
     "CREATE TABLE IF NOT EXISTS summary_stall (id INTEGER PRIMARY KEY,"                  \
     "  rank INTEGER NOT NULL, ended INTEGER NOT NULL, start_ns INTEGER NOT NULL,"        \
     "  end_ns INTEGER NOT NULL, threshold_s REAL NOT NULL, step INTEGER NOT "            \
-    "NULL" TP_SCHEMA_STALL_BETWEEN ");"                                                  \
+    "NULL" TP_SCHEMA_STALL_BETWEEN TP_SCHEMA_STALL_GPU ");"                              \
     "CREATE TABLE IF NOT EXISTS summary_stall_thread (stall_id INTEGER NOT NULL,"        \
     "  pid INTEGER NOT NULL, tid INTEGER NOT NULL, worker INTEGER NOT NULL, phase TEXT," \
     "  node_id INTEGER NOT NULL, samples REAL NOT NULL, known REAL NOT NULL,"            \

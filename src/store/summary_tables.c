@@ -524,6 +524,14 @@ void tp_stored_stalls_free(tp_stall *v, size_t n)
     free(v);
 }
 
+/* A stored GPU index: -1 where NULL or out of range (a crafted file's). */
+static int stored_gpu(sqlite3_stmt *st, int i)
+{
+    int64_t gpu = sqlite3_column_int64(st, i);
+    return sqlite3_column_type(st, i) == SQLITE_INTEGER && gpu >= 0 && gpu < 1 << 20 ? (int)gpu
+                                                                                     : -1;
+}
+
 bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t cap)
 {
     *out = NULL;
@@ -533,13 +541,14 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
         !tp_run_has_table(run, "summary_stall_thread"))
         return false;
     sqlite3_stmt *st = NULL, *th = NULL;
-    bool between = tp_run_has_column(run, "summary_stall", "between_steps");
-    bool ok = sqlite3_prepare_v2(run->db,
-                                 between ? "SELECT id, rank, ended, start_ns, end_ns, threshold_s,"
-                                           " step, between_steps FROM summary_stall ORDER BY id"
-                                         : "SELECT id, rank, ended, start_ns, end_ns, threshold_s,"
-                                           " step, 0 FROM summary_stall ORDER BY id",
-                                 -1, &st, NULL) == SQLITE_OK &&
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "SELECT id, rank, ended, start_ns, end_ns, threshold_s, step, %s, %s"
+             " FROM summary_stall ORDER BY id",
+             tp_run_has_column(run, "summary_stall", "between_steps") ? "between_steps" : "0",
+             tp_run_has_column(run, "summary_stall", "gpu_util_percent") ? "gpu, gpu_util_percent"
+                                                                         : "NULL, NULL");
+    bool ok = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) == SQLITE_OK &&
               sqlite3_prepare_v2(run->db,
                                  "SELECT pid, tid, worker, phase, node_id, samples, known, on_cpu"
                                  " FROM summary_stall_thread WHERE stall_id = ? ORDER BY rowid",
@@ -560,8 +569,10 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
                         .threshold_s = sqlite3_column_double(st, 5),
                         .step = step > 0 ? (size_t)step : 0,
                         .between = sqlite3_column_int(st, 7) != 0,
-                        .gpu = -1,
-                        .gpu_util_percent = NAN};
+                        .gpu = stored_gpu(st, 8),
+                        .gpu_util_percent = col_real(st, 9)};
+        if (!(v->gpu_util_percent >= 0 && v->gpu_util_percent <= 100)) /* a crafted file's */
+            v->gpu_util_percent = NAN;
         sqlite3_bind_int64(th, 1, sqlite3_column_int64(st, 0));
         size_t tcap = 0;
         int trc;

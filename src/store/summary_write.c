@@ -213,12 +213,14 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
                                                   "DELETE FROM summary_stall_thread;");
     if (rc == SQLITE_OK && !has_column(db, "summary_stall", "between_steps")) /* stored before */
         rc = tp_exec(db, TP_SCHEMA_ADD_STALL_BETWEEN);
+    if (rc == SQLITE_OK && !has_column(db, "summary_stall", "gpu_util_percent"))
+        rc = tp_exec(db, TP_SCHEMA_ADD_STALL_GPU);
     if (rc == SQLITE_OK)
-        rc =
-            sqlite3_prepare_v2(db,
-                               "INSERT INTO summary_stall (id, rank, ended, start_ns, end_ns,"
-                               " threshold_s, step, between_steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                               -1, &stall, NULL);
+        rc = sqlite3_prepare_v2(db,
+                                "INSERT INTO summary_stall (id, rank, ended, start_ns, end_ns,"
+                                " threshold_s, step, between_steps, gpu, gpu_util_percent)"
+                                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                -1, &stall, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(
             db, "INSERT INTO summary_stall_thread VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &thread,
@@ -233,6 +235,11 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
         sqlite3_bind_double(stall, 6, v->threshold_s);
         sqlite3_bind_int64(stall, 7, (sqlite3_int64)v->step);
         sqlite3_bind_int(stall, 8, v->between);
+        if (v->gpu >= 0)
+            sqlite3_bind_int(stall, 9, v->gpu);
+        else
+            sqlite3_bind_null(stall, 9);
+        bind_real(stall, 10, v->gpu_util_percent);
         rc = sqlite3_step(stall) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
         sqlite3_reset(stall);
         for (size_t k = 0; rc == SQLITE_OK && k < v->nthreads; k++) {

@@ -3,20 +3,26 @@ summary carries through a merge (and a merge of summaries only), and the
 rows read where a file has none."""
 
 import json
+import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
+import time
 
 import pytest
 from conftest import (
     FAKE_NVML,
+    PROGRAM,
+    PYTHON,
     ROOT,
     assert_same_report,
     killed_recording,
     report_from_rows,
     report_json,
     trainprof,
+    words,
 )
 from test_merge import record_node, two_nodes
 from test_timings import EMIT
@@ -204,3 +210,53 @@ def test_merge_summary_keeps_what_report_html_and_compare_read(tmp_path):
         r = trainprof("merge", "--summary", "-o", out, *inputs)
         assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, r.stderr
         assert not out.exists() and not list(tmp_path.glob("refused.db*"))
+
+
+# Rank 1 stops in from_device after its steps (a `.item()` on a GPU that
+# never answers) until the recording ends; rank 0 ends its steps.
+STALLING = """
+import os, time, trainprof
+for i in range(30):
+    trainprof.step()
+    with trainprof.region("train_batch"):
+        time.sleep(0.03)
+if os.environ["RANK"] == "1":
+    with trainprof.region("from_device"):
+        time.sleep(60)
+"""
+
+
+def test_a_stalled_rank_s_gpu_is_said_by_a_report_of_the_node_files(tmp_path):
+    """A stall's GPU utilization is read over the stall's span, which a
+    summary-only merge (the report of several node files) has no samples of:
+    each node's recorder stores it with the stall, and the node files read
+    together say what the stalled rank's GPU did; node files stored before
+    say nothing of it (their last sample once stood for the stall)."""
+    script = tmp_path / "stalling.py"
+    script.write_text(STALLING)
+    files, recorders = [tmp_path / "node-0.db", tmp_path / "node-1.db"], []
+    for rank, path in enumerate(files):
+        env = {"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2", "RANK": str(rank)}
+        env.update(LOCAL_RANK=str(rank), WORLD_SIZE="2")
+        argv = [PROGRAM, "record", "-q", "-i", "0.05", "--stall-after", "1"]
+        argv += ["--agent", f"node-{rank}", "-o", str(path), "--", PYTHON, str(script)]
+        recorders.append(subprocess.Popen(argv, env={**os.environ, **env}))
+    assert recorders[0].wait(timeout=120) == 0
+    time.sleep(3)  # rank 1 stalled for 2 s and more
+    recorders[1].send_signal(signal.SIGTERM)
+    recorders[1].wait(timeout=120)
+    with sqlite3.connect(files[1]) as db:
+        assert db.execute("SELECT rank, gpu, gpu_util_percent FROM summary_stall").fetchall() == [
+            (1, 1, 60.0)  # the fake GPU 1's utilization
+        ]
+    [stall] = report_json(*files)["stalls"]
+    assert (stall["rank"], stall["gpu"], stall["gpu_util_mean_percent"]) == (1, 1, 60), stall
+    text = words(trainprof("report", *files).stdout)
+    assert "its GPU 1 stayed busy meanwhile (NVML's utilization 60%)" in text, text
+    older = tmp_path / "older-node-1.db"
+    shutil.copyfile(files[1], older)
+    with sqlite3.connect(older) as db:
+        db.execute("ALTER TABLE summary_stall DROP COLUMN gpu_util_percent")
+        db.execute("ALTER TABLE summary_stall DROP COLUMN gpu")
+    [stall] = report_json(files[0], older)["stalls"]
+    assert stall["rank"] == 1 and stall["gpu_util_mean_percent"] is None, stall

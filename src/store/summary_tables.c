@@ -373,8 +373,8 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
              "SELECT id, rank, ended, start_ns, end_ns, threshold_s, step, %s, %s"
              " FROM summary_stall ORDER BY id",
              tp_run_has_column(run, "summary_stall", "between_steps") ? "between_steps" : "0",
-             tp_run_has_column(run, "summary_stall", "gpu_util_percent") ? "gpu, gpu_util_percent"
-                                                                         : "NULL, NULL");
+             tp_run_has_column(run, "summary_stall", "gpu") ? "gpu, gpu_util_percent"
+                                                            : "NULL, NULL");
     bool ok = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) == SQLITE_OK &&
               sqlite3_prepare_v2(run->db,
                                  "SELECT pid, tid, worker, phase, node_id, samples, known, on_cpu"

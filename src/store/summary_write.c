@@ -213,7 +213,7 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
                                                   "DELETE FROM summary_stall_thread;");
     if (rc == SQLITE_OK && !has_column(db, "summary_stall", "between_steps")) /* stored before */
         rc = tp_exec(db, TP_SCHEMA_ADD_STALL_BETWEEN);
-    if (rc == SQLITE_OK && !has_column(db, "summary_stall", "gpu_util_percent"))
+    if (rc == SQLITE_OK && !has_column(db, "summary_stall", "gpu"))
         rc = tp_exec(db, TP_SCHEMA_ADD_STALL_GPU);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db,

@@ -359,14 +359,25 @@ def run_file(tmp_path):
     return tmp_path / "run.db"
 
 
-def killed_recording(path, after_s=1.6):
-    """A run file whose recorder was SIGKILLed after_s seconds into `sleep 30`."""
+def killed_recording(path, after_s=1.6, recorded=True):
+    """A run file whose recorder was SIGKILLed after_s seconds into `sleep 30`,
+    and (recorded) once it had committed samples: on a loaded machine its first
+    commit can come later than after_s (a CI run's killed file held none)."""
+    import sqlite3
     import time
 
     p = subprocess.Popen(
         [PROGRAM, "record", "-q", "--interval", "0.1", "-o", str(path), "--", "sleep", "30"]
     )
     time.sleep(after_s)
+    for _ in range(150 if recorded else 0):
+        try:
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+                if db.execute("SELECT 1 FROM sample LIMIT 1").fetchone():
+                    break
+        except sqlite3.Error:  # not made yet, or its schema not committed yet
+            pass
+        time.sleep(0.1)
     kill_with_children(p)
     return path
 

@@ -171,7 +171,7 @@ def test_sigkill_of_the_recorder_leaves_a_readable_file(run_file, attempt):
 
 
 def test_training_survives_the_recorder(run_file, tmp_path):
-    marker = tmp_path / "finished"
+    started, marker = tmp_path / "started", tmp_path / "finished"
     p = subprocess.Popen(
         [
             PROGRAM,
@@ -182,13 +182,19 @@ def test_training_survives_the_recorder(run_file, tmp_path):
             "--",
             "sh",
             "-c",
-            f"sleep 1; echo done > {marker}",
+            f"echo > {started}; sleep 1; echo done > {marker}",
         ]
     )
-    time.sleep(0.3)
+    # killed once the training runs (on a loaded machine the recorder may
+    # take longer than a fixed wait to start it: there was nothing to survive)
+    for _ in range(100):
+        if started.exists():
+            break
+        time.sleep(0.05)
+    assert started.exists()
     p.kill()
     p.wait()
-    for _ in range(50):
+    for _ in range(100):
         if marker.exists():
             break
         time.sleep(0.1)

@@ -170,7 +170,7 @@ def test_a_schema_3_file_is_read_from_rows_and_summarized_into_the_current_schem
 
 def test_a_recorder_killed_in_its_first_second_leaves_a_readable_file(tmp_path):
     # the start metadata is committed at once, not with the first second's batch
-    k = killed_recording(tmp_path / "early.db", after_s=0.3)
+    k = killed_recording(tmp_path / "early.db", after_s=0.3, recorded=False)
     rep = report_json(k)
     assert rep["run"]["meta"]["start_wall_ns"] and rep["run"]["meta"]["status"] == "recording"
     assert trainprof("summarize", "-q", k).returncode == 0

@@ -138,7 +138,6 @@ static void latest_pace(const tp_summary *s, const tp_regime *r, const tp_step_p
         return;
     }
     side->paces = s->regimes.n;
-    side->whole_step_s = side->step_s;
     side->before_s = s->regimes.v[s->regimes.n - 2].mean_s;
     side->step_s = sum / weight;
     for (size_t k = 0; k < TP_STEP_PHASES; k++)
@@ -200,7 +199,7 @@ static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, ch
         sum += w * d;
     }
     if (weight > 0) {
-        side->step_s = sum / weight;
+        side->step_s = side->whole_step_s = sum / weight;
         for (size_t k = 0; k < TP_STEP_PHASES; k++)
             side->phase_s[k] = phase[k] / weight;
     }
@@ -369,12 +368,6 @@ static uint32_t verdict_bits(const tp_verdicts *v)
     return bits;
 }
 
-/* A side's whole run's mean step (its step_s where the side is the whole run). */
-static double whole_step(const tp_compare_side *side)
-{
-    return side->paces >= 2 ? side->whole_step_s : side->step_s;
-}
-
 bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_summary *b,
                           const tp_verdicts *vb, tp_run_compare *out, char *err, size_t cap)
 {
@@ -395,7 +388,7 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
         out->comparable = isfinite(out->change) && isfinite(out->low) && isfinite(out->high);
     }
     if (out->comparable && (out->a.paces >= 2 || out->b.paces >= 2))
-        out->whole_change = whole_step(&out->b) / whole_step(&out->a) - 1;
+        out->whole_change = out->b.whole_step_s / out->a.whole_step_s - 1;
     if (out->comparable) {
         out->changed =
             (out->low > 0 || out->high < 0) && fabs(out->change) >= TP_COMPARE_MIN_CHANGE;
@@ -443,8 +436,8 @@ static void regime_side(const tp_summary *s, const tp_regime *r, tp_compare_side
     side->steps = r->last_step >= r->first_step ? r->last_step - r->first_step + 1 : 0;
     side->first_step = r->first_step;
     side->last_step = r->last_step;
-    side->step_s = r->mean_s;
-    side->samples_per_s = side->samples_per_step = side->before_s = side->whole_step_s = NAN;
+    side->step_s = side->whole_step_s = r->mean_s;
+    side->samples_per_s = side->samples_per_step = side->before_s = NAN;
     side->world = tp_run_world_size(s->run, &s->timings);
     memcpy(side->phase_s, r->phase_s, sizeof side->phase_s);
     side->machine = r->machine;

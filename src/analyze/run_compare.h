@@ -45,12 +45,12 @@ typedef struct tp_compare_side {
     double step_s;                /* their mean, seconds */
     /* where its run's pace changed lastingly (regimes.h: two regimes or more
      * of the rank followed), two runs compared compare its latest pace
-     * (first_step to last_step): its regimes, the mean step of the regime
-     * before the latest and of the whole run's steady steps; 0 and NaN
-     * where the side is the whole run */
+     * (first_step to last_step): its regimes and the mean step of the regime
+     * before the latest (0 and NaN where the side is the whole run) */
     size_t paces;
-    double before_s, whole_step_s;
-    double samples_per_s;    /* the job's: summed over ranks (NaN unknown) */
+    double before_s;
+    double whole_step_s;  /* the whole run's steady steps' mean (step_s where the side is them) */
+    double samples_per_s; /* the job's: summed over ranks (NaN unknown) */
     double samples_per_step; /* the followed rank's (NaN unknown) */
     int world;
     double phase_s[TP_STEP_PHASES]; /* seconds per step */

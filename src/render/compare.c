@@ -81,8 +81,8 @@ static void whole_line(FILE *out, const tp_run_compare *c)
     if (!isfinite(c->whole_change))
         return;
     char a[32], b[32];
-    duration(a, sizeof a, c->a.paces >= 2 ? c->a.whole_step_s : c->a.step_s);
-    duration(b, sizeof b, c->b.paces >= 2 ? c->b.whole_step_s : c->b.step_s);
+    duration(a, sizeof a, c->a.whole_step_s);
+    duration(b, sizeof b, c->b.whole_step_s);
     fprintf(out,
             "  Over the whole runs, the steps before the change of pace included:\n"
             "    B's steps %s, A's %s (%+.0f%%).\n",
@@ -237,7 +237,7 @@ static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
     json_key(w, "pace_before_step_mean_s");
     json_double(w, s->paces >= 2 ? s->before_s : NAN);
     json_key(w, "whole_step_mean_s");
-    json_double(w, s->paces >= 2 ? s->whole_step_s : s->step_s);
+    json_double(w, s->whole_step_s);
     json_key(w, "samples_per_s");
     json_double(w, s->samples_per_s);
     json_key(w, "samples_per_step");

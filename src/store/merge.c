@@ -246,8 +246,8 @@ static int copy_input(sqlite3 *db, const char *path, int agent, tp_merge_input *
              " dataloader_next, to_device, train_batch, step_lr_schedulers, from_device,"
              " reduce_metrics, other, %s, %s FROM src.summary_step_phase ORDER BY rowid;",
              info->step_pauses ? "pauses" : "0", times);
-    char stalls_sql[2600];
-    summary_extras_sql(stalls_sql, sizeof stalls_sql, info, max_id(db, "summary_stall"), dt,
+    char extras_sql[2600];
+    summary_extras_sql(extras_sql, sizeof extras_sql, info, max_id(db, "summary_stall"), dt,
                        off.node, agent);
     char steps_sql[400];
     int len = snprintf(steps_sql, sizeof steps_sql,
@@ -278,7 +278,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, tp_merge_input *
         info->step_warmup ? "warmup_samples, warmup_batches" : "0, 0", dt,
         info->batches ? "batches" : "0", agent, dt, dt,
         rank_columns(rank_cols, sizeof rank_cols, info), step_phases ? plots_sql : "",
-        info->series_steps ? steps_sql : "", stalls_sql);
+        info->series_steps ? steps_sql : "", extras_sql);
     char *rows = rows_sql(series, thread, dt, all_rows, info->version, off);
     char *ops = info->ops ? tp_merge_ops_sql(max_id(db, "op_window"), thread, dt) : NULL;
     char *counts = summaries && info->version >= TP_SCHEMA_STACKS_VERSION

@@ -349,8 +349,10 @@ def test_a_run_whose_pace_changed_is_compared_on_its_latest_pace(tmp_path):
     assert f"B's pace changed at step {since}: its steps took" in text, text
     assert "compared on its steps since, as its report judges them" in text, text
     assert "Over the whole runs, the steps before the change of pace included" in text, text
-    # the gate judges the latest pace too, and says so
-    r = trainprof("compare", "--fail-if-slower", "50", a, b)
+    # the gate judges the latest pace too, and says so (anyway: where the
+    # tests beside kept the CPUs busier during one run than the other, the
+    # gate rightly declines with exit status 4, which is not what this judges)
+    r = trainprof("compare", "--fail-if-slower", "50", "--gate-anyway", a, b)
     assert r.returncode == 3, r.stderr
     assert f"its steps since step {since} (its latest pace) take at least" in r.stderr, r.stderr
     # A's pace changed, B's did not: said of A

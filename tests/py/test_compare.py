@@ -103,10 +103,15 @@ def record_loader(path, workers, *args, burners=0, steps=200):
     beside it from its first step to its end (its import and start-up
     alone, 2 to 3 times slower beside them, would only cost the suite)."""
     flag = path.parent / f"{path.stem}.flag"
-    env = dict(os.environ, FLAG=str(flag))
+    env = dict(os.environ, FLAG=str(flag), TRUTH=str(truth_of(path)))
     env.pop("TRAINPROF_NVML_LIB", None)
     args = ["-q", "-o", path, "--", PYTHON, LOADER, workers, steps, *args]
     record_burning_from_flag(args, env, flag, burners, timeout=300)
+
+
+def truth_of(path):
+    """Where loader_train.py under record to path writes what it measured."""
+    return path.parent / f"{path.stem}.truth.json"
 
 
 def compare_json(a, b):
@@ -120,11 +125,9 @@ def loader_runs(tmp_path_factory):
     """The same training with 2 DataLoader workers (twice) and with none."""
     d = tmp_path_factory.mktemp("loader")
     runs = {"two": d / "two.db", "two_again": d / "two_again.db", "none": d / "none.db"}
-    with OthersCpu() as load:  # what else ran beside the same run, twice
-        record_loader(runs["two"], 2)
-        record_loader(runs["two_again"], 2)
+    record_loader(runs["two"], 2)
+    record_loader(runs["two_again"], 2)
     record_loader(runs["none"], 0)
-    runs["others_cpus"] = load.cpus
     return runs
 
 
@@ -185,21 +188,34 @@ def test_the_gate_fails_a_slower_run_and_passes_a_faster_one(loader_runs):
 
 @pytest.mark.machine
 def test_the_same_run_twice_is_no_change(loader_runs):
-    c = compare_json(loader_runs["two"], loader_runs["two_again"])
+    """No change is found where the training itself measured none. The same
+    run twice is not always the same: on this VM the workers' 1.5 ms sleeps
+    once overshot more in one run than in the other, and its steps took 23 %
+    longer (a change, rightly found); and others may hold the CPUs unevenly.
+    So the script's own timings (loader_train.py's TRUTH) say which figures
+    met the same machine twice, within 2 % of a step: those must not move."""
+    two, again = loader_runs["two"], loader_runs["two_again"]
+    c = compare_json(two, again)
     change = c["step_change"]
     assert change["comparable"]
     assert [d["key"] for d in c["differences"]] == []  # one command, one machine
-    r = trainprof("compare", "--fail-if-slower", "5", loader_runs["two"], loader_runs["two_again"])
-    if loader_runs["others_cpus"] >= 0.5:
-        # others held the CPUs the workers and the step thread share, unevenly
-        # over time: the two runs met different machines, and a phase may have
-        # moved. The gate still follows the interval it printed.
-        # (4 where it saw the machines differ: the others' CPU is a cause)
+    ta, tb = (json.loads(truth_of(x).read_text()) for x in (two, again))
+    same = {k: abs(tb[k] - ta[k]) < 0.02 * ta["step_s"] for k in ("step_s", "wait_s", "train_s")}
+    moved = {p["phase"] for p in c["phases"] if p["moved"]}
+    if same["wait_s"]:
+        assert "dataloader_next" not in moved, (ta, tb, c["phases"])
+    if same["train_s"]:
+        assert "train_batch" not in moved, (ta, tb, c["phases"])
+    r = trainprof("compare", "--fail-if-slower", "5", two, again)
+    if not all(same.values()):
+        # the two runs met different machines, and a phase may have moved:
+        # the gate still follows the interval it printed (4 where it saw the
+        # machines differ: others' CPU is a cause)
         slower = 3 if "machine differed" not in r.stderr else 4
         assert r.returncode == (slower if change["low"] > 0.05 else 0), (change, r.stderr)
         return
-    assert not change["changed"], change
-    assert not any(p["moved"] for p in c["phases"]), c["phases"]
+    assert not change["changed"], (ta, tb, change)
+    assert not moved, (ta, tb, c["phases"])
     assert r.returncode == 0, r.stderr
     assert "No change in step time" in r.stdout
 

@@ -67,7 +67,7 @@ def test_a_rank_that_shares_its_cpu_is_a_straggler_held_back_by_it(tmp_path, run
         return
     assert ranks[1]["cpu_wait_percent"] >= 25, ranks
     assert ranks[1]["cpu_wait_percent"] >= ranks[0]["cpu_wait_percent"] + 20, ranks
-    assert ranks[1]["straggler"] and not ranks[0]["straggler"], ranks
+    assert ranks[1]["straggler"] and not ranks[0]["straggler"], (rep["ranks"], rep["timings"])
     assert "its step thread waited for a CPU" in ranks[1]["cause"], ranks[1]["cause"]
     text = trainprof("report", run_file).stdout
     assert "Rank 1 is a straggler" in text and "its step thread waited for a CPU" in text

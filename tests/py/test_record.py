@@ -150,6 +150,12 @@ def test_sigkill_of_the_recorder_leaves_a_readable_file(run_file, attempt):
         [PROGRAM, "record", "-q", "--interval", "0.1", "-o", run_file, "--", "sleep", "30"]
     )
     time.sleep(delay)
+    # what the recorder had committed just before the kill (more may follow
+    # before it lands): a loaded machine once had committed none 1.7 s in
+    try:
+        committed = samples(run_file, "cpu_util_percent")
+    except sqlite3.Error:  # not made yet, or its schema not committed yet
+        committed = []
     kill_with_children(p)
     if not run_file.exists():
         return  # killed before the file was created: nothing to read
@@ -158,15 +164,15 @@ def test_sigkill_of_the_recorder_leaves_a_readable_file(run_file, attempt):
         # killed between making the file (in WAL mode) and its first commit,
         # its schema's, which a loaded machine once stretched past 0.6 s:
         # nothing was recorded, and the report says so in one line
-        assert delay < 1.6, r.stderr
+        assert not committed, r.stderr
         return
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     assert rep["run"]["complete"] is False
-    if delay > 1.6:  # at least one commit happened before the kill
+    if committed:  # nothing committed before the kill is lost
         cpu = metric(rep, "cpu_util_percent")
-        assert cpu is not None and cpu["samples"] >= 3
-        assert rep["run"]["duration_s"] >= delay - 1.2
+        assert cpu is not None and cpu["samples"] >= len(committed), (cpu, len(committed))
+        assert rep["run"]["duration_s"] >= committed[-1][0] - committed[0][0]
     assert "INCOMPLETE" in trainprof("report", run_file).stdout
 
 

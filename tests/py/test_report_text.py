@@ -136,8 +136,10 @@ def test_input_bound_tells_the_training_s_cpu_from_another_process_s(tmp_path, q
     # so the advice is its latency's, and the report says why others are not
     # the cause; where it did wait for them, they are
     if ev["training_cpu_wait_p50_percent"] < 10:
-        assert ev["cause"] == "latency", ev
-        assert "they are not what slows its loading" in said and "more DataLoader workers" in said
+        assert ev["cause"] == not_held_back(ev), ev
+        if ev["cause"] == "latency":
+            assert "they are not what slows its loading" in said
+            assert "more DataLoader workers" in said
     else:
         assert ev["cause"] == "contention", ev
     # the same run with no burners of its own: on idle CPUs the loader's latency
@@ -145,9 +147,18 @@ def test_input_bound_tells_the_training_s_cpu_from_another_process_s(tmp_path, q
     ev, _, _, load = quiet_input
     if load.busy and ev["cpu_util_p50_percent"] >= 90:
         held = ev["training_cpu_wait_p50_percent"] >= 10
-        assert ev["cause"] == ("contention" if held else "latency"), (load.cpus, ev)
+        assert ev["cause"] == ("contention" if held else not_held_back(ev)), (load.cpus, ev)
     else:
-        assert ev["cause"] == "latency" and ev["cpu_util_p50_percent"] < 90, (load.cpus, ev)
+        assert ev["cause"] == not_held_back(ev) and ev["cpu_util_p50_percent"] < 90, (load.cpus, ev)
+
+
+def not_held_back(ev):
+    """The cause of a loader not held back by others on the CPUs: its latency,
+    unless the machine's storage was busy meanwhile (tasks waiting on I/O a
+    quarter of the time, or a disk busy 90 %, medians), as a slow VM's disk
+    once was in CI while this training slept in its Dataset."""
+    storage = ev["pressure_io_some_p50_percent"] >= 25 or ev["disk_busy_p50_percent"] >= 90
+    return "io" if storage else "latency"
 
 
 EMIT = ROOT / "build" / "tests" / "emit_events"

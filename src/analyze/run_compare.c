@@ -7,13 +7,12 @@
 #include <string.h>
 
 #include "analyze/compare_facts.h"
-#include "analyze/regime_stacks.h"
+#include "analyze/compare_functions.h"
 #include "analyze/scaling.h"
 #include "core/metric_catalog.h"
 #include "util/labels.h"
 #include "util/ns_math.h"
 #include "util/oom.h"
-#include "util/utf8.h"
 #include "core/run_keys.h"
 
 /* A side's groups of steps. */
@@ -144,6 +143,8 @@ static void latest_pace(const tp_summary *s, const tp_regime *r, const tp_step_p
         side->phase_s[k] = phase[k] / weight;
     side->first_step = r->first_step;
     side->last_step = r->last_step;
+    side->t0_s = r->t0_s;
+    side->t1_s = r->t1_s;
     side->steps = (size_t)weight;
     if (side->samples_per_s > 0) /* the same samples a step, at the latest pace */
         side->samples_per_s *= side->whole_step_s / side->step_s;
@@ -160,7 +161,7 @@ static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, ch
     side->path = s->run->path;
     side->rank = -1;
     side->step_s = side->samples_per_s = side->samples_per_step = NAN;
-    side->before_s = side->whole_step_s = NAN;
+    side->before_s = side->whole_step_s = side->t0_s = side->t1_s = NAN;
     side->world = tp_run_world_size(s->run, t);
     side->machine = tp_regime_machine_unknown();
     for (size_t k = 0; k < TP_STEP_PHASES; k++)
@@ -283,79 +284,24 @@ static bool phase_moved(const groups *a, const groups *b, size_t k, double a_s, 
     return low > 0 || high < 0;
 }
 
-/* s's stack group of rank for phase (its workers' where workers). */
-static const tp_stack_group *stack_group(const tp_summary *s, int rank, const char *phase,
-                                         bool workers)
+/* The function behind the moved phase of cause at (compare_functions.h),
+ * over each side's compared steps: a cause put right after the phase's. */
+static bool function_cause(const tp_summary *a, const tp_summary *b, tp_run_compare *c, size_t at,
+                           char *err, size_t cap)
 {
-    for (size_t i = 0; i < s->stacks.n; i++) {
-        const tp_stack_group *g = &s->stacks.groups[i];
-        if (g->rank == rank &&
-            (workers ? g->workers : !g->workers && g->phase && strcmp(g->phase, phase) == 0))
-            return g;
-    }
-    return NULL;
-}
-
-/* f's share of g's samples (0 where it is not among g's top functions). */
-static double share_of(const tp_summary *s, const tp_stack_group *g, const char *function,
-                       const char *file, int32_t *line)
-{
-    for (size_t i = 0; i < g->nfunctions; i++) {
-        const tp_stack_function *f = &g->functions[i];
-        if (strcmp(tp_stack_facts_function(&s->stacks, f->frame), function) == 0 &&
-            strcmp(tp_stack_facts_file(&s->stacks, f->frame), file) == 0) {
-            if (line)
-                *line = f->line;
-            return (double)f->self / (double)g->samples;
-        }
-    }
-    return 0;
-}
-
-/* The function whose share of the moved phase's samples moved the most
- * with the phase (grew where it slowed), by TP_REGIME_FUNCTION_MOVE or
- * more with TP_REGIME_FUNCTION_SAMPLES samples on each side: a cause put
- * right after the phase's. */
-static void function_cause(const tp_summary *a, const tp_summary *b, tp_run_compare *c, size_t at)
-{
-    const tp_regime_cause *phase = &c->causes[at];
-    const char *name = tp_step_phase_names[phase->phase];
-    bool workers = phase->phase == 0 && stack_group(a, c->a.rank, name, true) &&
-                   stack_group(b, c->b.rank, name, true);
-    const tp_stack_group *ga = stack_group(a, c->a.rank, name, workers);
-    const tp_stack_group *gb = stack_group(b, c->b.rank, name, workers);
-    if (!ga || !gb || (double)ga->samples < TP_REGIME_FUNCTION_SAMPLES ||
-        (double)gb->samples < TP_REGIME_FUNCTION_SAMPLES)
-        return;
-    double sign = phase->after > phase->before ? 1 : -1, best = TP_REGIME_FUNCTION_MOVE;
-    tp_regime_cause found = {.kind = TP_CAUSE_FUNCTION, .phase = phase->phase, .workers = workers};
-    bool any = false;
-    for (int side = 0; side < 2; side++) { /* the functions of both sides' tops */
-        const tp_summary *s = side ? b : a;
-        const tp_stack_group *g = side ? gb : ga;
-        for (size_t i = 0; i < g->nfunctions; i++) {
-            const char *fn = tp_stack_facts_function(&s->stacks, g->functions[i].frame);
-            const char *file = tp_stack_facts_file(&s->stacks, g->functions[i].frame);
-            int32_t line = g->functions[i].line;
-            double before = share_of(a, ga, fn, file, NULL);
-            double after = share_of(b, gb, fn, file, &line);
-            if (sign * (after - before) >= best) {
-                best = sign * (after - before);
-                found.before = before;
-                found.after = after;
-                found.line = line;
-                tp_utf8_clean(found.function, sizeof found.function, fn);
-                tp_utf8_clean(found.file, sizeof found.file, file);
-                any = true;
-            }
-        }
-    }
+    tp_compare_samples sa = {a, c->a.rank, c->a.t0_s, c->a.t1_s};
+    tp_compare_samples sb = {b, c->b.rank, c->b.t0_s, c->b.t1_s};
+    tp_regime_cause found;
+    bool any;
+    if (!tp_compare_function_cause(&sa, &sb, &c->causes[at], &found, &any, err, cap))
+        return false;
     if (!any || at + 1 >= TP_REGIME_CAUSES)
-        return;
+        return true;
     size_t n = c->ncauses < TP_REGIME_CAUSES ? c->ncauses + 1 : TP_REGIME_CAUSES;
     memmove(&c->causes[at + 2], &c->causes[at + 1], (n - at - 2) * sizeof *c->causes);
     c->causes[at + 1] = found;
     c->ncauses = n;
+    return true;
 }
 
 /* The verdict kinds that fired, as bits. */
@@ -415,7 +361,7 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
         memcpy(out->causes, pb.causes, out->ncauses * sizeof *pb.causes);
         for (size_t i = 0; i < out->ncauses; i++)
             if (out->causes[i].kind == TP_CAUSE_PHASE) {
-                function_cause(a, b, out, i);
+                ok = function_cause(a, b, out, i, err, cap);
                 break;
             }
     }
@@ -436,6 +382,8 @@ static void regime_side(const tp_summary *s, const tp_regime *r, tp_compare_side
     side->steps = r->last_step >= r->first_step ? r->last_step - r->first_step + 1 : 0;
     side->first_step = r->first_step;
     side->last_step = r->last_step;
+    side->t0_s = r->t0_s;
+    side->t1_s = r->t1_s;
     side->step_s = side->whole_step_s = r->mean_s;
     side->samples_per_s = side->samples_per_step = side->before_s = NAN;
     side->world = tp_run_world_size(s->run, &s->timings);

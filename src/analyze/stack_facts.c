@@ -1,12 +1,14 @@
 /* stack_facts.c: see stack_facts.h. */
 #include "analyze/stack_facts.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze/stack_own.h"
 #include "core/stack_table.h"
 #include "util/grow.h"
+#include "util/ns_math.h"
 #include "util/oom.h"
 
 /* Per frame of one group while counting. */
@@ -208,15 +210,10 @@ static int by_rank_then_samples(const void *x, const void *y)
     return (a->samples < b->samples) - (a->samples > b->samples);
 }
 
-bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t cap)
+/* Groups out->counts (rows of out->tree) by rank and what their thread
+ * was doing, each with its top functions and (flame) its icicle. */
+static void group_counts(tp_stack_facts *out, bool flame)
 {
-    memset(out, 0, sizeof *out);
-    out->dropped = (uint64_t)tp_run_stack_samples_dropped(run); /* where all were, none kept */
-    if (!tp_run_has_stacks(run))
-        return true;
-    if (!tp_stack_tree_load(run, &out->tree, err, cap) ||
-        !tp_run_stack_counts(run, &out->counts, &out->ncounts, err, cap))
-        return false;
     /* rows come by rank, then phase, then worker: a worker's rows of
      * several phases are one group, so gather those first */
     size_t gcap = 0;
@@ -243,10 +240,12 @@ bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t ca
         memset(acc, 0, (out->tree.nframes + 1) * sizeof *acc);
         count_group(&out->tree, rows, n, acc, g);
         top_functions(acc, out->tree.nframes, g);
-        memset(per_node, 0, (out->tree.n + 1) * sizeof *per_node);
-        for (size_t r = 0; r < n; r++)
-            per_node[rows[r].node <= out->tree.n ? rows[r].node : 0] += rows[r].samples;
-        build_flame(&out->tree, per_node, g);
+        if (flame) {
+            memset(per_node, 0, (out->tree.n + 1) * sizeof *per_node);
+            for (size_t r = 0; r < n; r++)
+                per_node[rows[r].node <= out->tree.n ? rows[r].node : 0] += rows[r].samples;
+            build_flame(&out->tree, per_node, g);
+        }
         out->samples += g->samples;
     }
     free(acc);
@@ -255,7 +254,128 @@ bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t ca
     free(per_node);
     if (out->n) /* no groups: no array (qsort's is declared never NULL) */
         qsort(out->groups, out->n, sizeof *out->groups, by_rank_then_samples);
+}
+
+bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    out->dropped = (uint64_t)tp_run_stack_samples_dropped(run); /* where all were, none kept */
+    if (!tp_run_has_stacks(run))
+        return true;
+    if (!tp_stack_tree_load(run, &out->tree, err, cap) ||
+        !tp_run_stack_counts(run, &out->counts, &out->ncounts, err, cap))
+        return false;
+    group_counts(out, true);
     return true;
+}
+
+/* A span's samples while they are counted: weighted rows of one group's
+ * key (the region's text interned in phases[phase - 1], 0 for none). */
+typedef struct span_row {
+    int rank;
+    bool worker, on_cpu, cpu_known;
+    size_t phase;
+    uint32_t node;
+    double samples;
+} span_row;
+
+typedef struct span_ctx {
+    int64_t t0_ns, t1_ns;
+    span_row *rows;
+    size_t n, cap;
+    char **phases;
+    size_t nphases, pcap;
+} span_ctx;
+
+static size_t intern_phase(span_ctx *c, const char *phase)
+{
+    if (!phase)
+        return 0;
+    for (size_t i = 0; i < c->nphases; i++)
+        if (strcmp(c->phases[i], phase) == 0)
+            return i + 1;
+    c->phases = tp_grow(c->phases, c->nphases, &c->pcap, sizeof *c->phases);
+    c->phases[c->nphases++] = tp_xstrdup(phase);
+    return c->nphases;
+}
+
+/* Adds the part of a run of samples inside the span (a run that straddles
+ * a bound counts for its part inside). */
+static void add_span_run(void *ctx, const tp_stack_thread_run *run)
+{
+    span_ctx *c = ctx;
+    int64_t end = tp_ns_add(run->t_ns, run->span_ns);
+    if (end < c->t0_ns || run->t_ns > c->t1_ns || !run->count)
+        return;
+    int64_t lo = run->t_ns > c->t0_ns ? run->t_ns : c->t0_ns;
+    int64_t hi = end < c->t1_ns ? end : c->t1_ns;
+    double w = run->span_ns <= 0 ? (double)run->count
+                                 : (double)run->count * (double)(hi - lo) / (double)run->span_ns;
+    if (!(w > 0))
+        return;
+    c->rows = tp_grow(c->rows, c->n, &c->cap, sizeof *c->rows);
+    c->rows[c->n++] = (span_row){run->rank,
+                                 run->worker,
+                                 (run->state & 1) != 0,
+                                 (run->state & 2) != 0,
+                                 intern_phase(c, run->phase),
+                                 run->node,
+                                 w};
+}
+
+static int by_span_key(const void *x, const void *y)
+{
+    const span_row *a = x, *b = y;
+    if (a->rank != b->rank)
+        return (a->rank > b->rank) - (a->rank < b->rank);
+    if (a->worker != b->worker)
+        return (int)a->worker - (int)b->worker;
+    if (a->phase != b->phase)
+        return (a->phase > b->phase) - (a->phase < b->phase);
+    if (a->node != b->node)
+        return (a->node > b->node) - (a->node < b->node);
+    return (a->on_cpu * 2 + a->cpu_known) - (b->on_cpu * 2 + b->cpu_known);
+}
+
+static bool same_span_key(const span_row *a, const span_row *b) { return !by_span_key(a, b); }
+
+bool tp_stack_facts_build_between(tp_run *run, double t0_s, double t1_s, tp_stack_facts *out,
+                                  char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    if (!tp_run_has_stacks(run) || tp_run_summary_only(run) || !(t1_s >= t0_s))
+        return true;
+    span_ctx c = {.t0_ns = tp_ns_round_s(t0_s), .t1_ns = tp_ns_round_s(t1_s)};
+    bool ok = tp_stack_tree_load(run, &out->tree, err, cap) &&
+              tp_run_each_stack_run_since(run, c.t0_ns, add_span_run, &c, err, cap);
+    if (ok && c.n) {
+        qsort(c.rows, c.n, sizeof *c.rows, by_span_key);
+        out->counts = tp_xcalloc(c.n, sizeof *out->counts);
+        for (size_t i = 0; i < c.n;) {
+            double w = 0;
+            size_t j = i;
+            for (; j < c.n && same_span_key(&c.rows[i], &c.rows[j]); j++)
+                w += c.rows[j].samples;
+            const span_row *r = &c.rows[i];
+            uint64_t samples = (uint64_t)llround(w);
+            if (samples)
+                out->counts[out->ncounts++] =
+                    (tp_stack_count){.rank = r->rank,
+                                     .phase = r->phase ? tp_xstrdup(c.phases[r->phase - 1]) : NULL,
+                                     .worker = r->worker,
+                                     .node = r->node,
+                                     .on_cpu = r->on_cpu,
+                                     .cpu_known = r->cpu_known,
+                                     .samples = samples};
+            i = j;
+        }
+        group_counts(out, false);
+    }
+    for (size_t i = 0; i < c.nphases; i++)
+        free(c.phases[i]);
+    free(c.phases);
+    free(c.rows);
+    return ok;
 }
 
 void tp_stack_facts_free(tp_stack_facts *f)

@@ -80,6 +80,15 @@ typedef struct tp_stack_facts {
 bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t cap);
 void tp_stack_facts_free(tp_stack_facts *f);
 
+/* The same groups and top functions (no icicles) of the samples taken
+ * between t0_s and t1_s (the run's clock, as a regime's bounds) only: a run
+ * of identical samples that straddles a bound counts for its part inside,
+ * rounded to whole samples per stack. A file that keeps only the stored
+ * counts (a summary-only merge) knows no span: no groups. dropped is not
+ * known per span (0). tp_stack_facts_free in every case. */
+bool tp_stack_facts_build_between(tp_run *run, double t0_s, double t1_s, tp_stack_facts *out,
+                                  char *err, size_t cap);
+
 /* A frame's function and file in the facts' tree ("?" when unknown). */
 const char *tp_stack_facts_function(const tp_stack_facts *f, uint32_t frame);
 const char *tp_stack_facts_file(const tp_stack_facts *f, uint32_t frame);

@@ -2,6 +2,7 @@
  * compared (analyze/run_compare.h), the scaling table beside where their
  * world sizes differ. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,10 +11,23 @@
 #include "render/html.h"
 #include "render/svg.h"
 
+/* A side's bar's label: its letter, and the steps of its latest pace where
+ * it is compared on them (as the text below says). */
+static void bar_label(char *out, size_t cap, const char *letter, const tp_compare_side *side)
+{
+    if (side->paces >= 2 && side->first_step)
+        snprintf(out, cap, "%s, steps %zu to %zu", letter, side->first_step, side->last_step);
+    else
+        snprintf(out, cap, "%s", letter);
+}
+
 /* Seconds per step of each phase, A's bar and B's. */
 static void phases_chart(FILE *out, const tp_run_compare *c)
 {
-    const char *const bars[] = {"A", "B"};
+    char a[64], b[64];
+    bar_label(a, sizeof a, "A", &c->a);
+    bar_label(b, sizeof b, "B", &c->b);
+    const char *const bars[] = {a, b};
     double values[2 * TP_STEP_PHASES];
     for (size_t k = 0; k < TP_STEP_PHASES; k++) {
         values[k] = isfinite(c->a.phase_s[k]) ? c->a.phase_s[k] : 0;

@@ -372,6 +372,9 @@ def test_a_run_whose_pace_changed_is_compared_on_its_latest_pace(tmp_path):
     assert function["before"] < 0.05 and function["after"] > 0.85, function
     text = words(trainprof("compare", a, b).stdout)
     assert "read_store (" in text and "of dataloader_next's samples instead of 0%" in text, text
+    page = tmp_path / "paced.html"  # its chart's bar says which steps it is
+    assert trainprof("html", "--compare", a, b, "-o", page).returncode == 0
+    assert f">B, steps {latest['first_step']} to 240<" in page.read_text(), page.read_text()
     # B as a summary-only merge holds it (its stored counts, no samples: a copy
     # so marked; a real one needs two nodes) knows only its whole run's
     # samples: it names no function over its latest pace rather than a diluted one

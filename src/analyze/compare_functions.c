@@ -1,11 +1,9 @@
 /* compare_functions.c: see compare_functions.h. */
 #include "analyze/compare_functions.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "analyze/regime_stacks.h"
-#include "analyze/stack_facts.h"
 #include "core/step_phase_facts.h"
 #include "util/utf8.h"
 
@@ -69,43 +67,23 @@ static bool most_moved(const tp_stack_facts *fa, const tp_stack_group *ga, const
     return any;
 }
 
-/* side's samples: the stored whole run's, or (*owned, built here) its span's. */
-static const tp_stack_facts *samples_of(const tp_compare_samples *side, tp_stack_facts *owned,
-                                        bool *ok, char *err, size_t cap)
-{
-    if (!isfinite(side->t0_s) || !isfinite(side->t1_s))
-        return &side->s->stacks;
-    *ok = tp_stack_facts_build_between(side->s->run, side->t0_s, side->t1_s, owned, err, cap);
-    return owned;
-}
-
 bool tp_compare_function_cause(const tp_compare_samples *a, const tp_compare_samples *b,
-                               const tp_regime_cause *phase, tp_regime_cause *out, bool *found,
-                               char *err, size_t cap)
+                               const tp_regime_cause *phase, tp_regime_cause *out)
 {
-    *found = false;
     if (phase->kind != TP_CAUSE_PHASE || phase->phase >= TP_STEP_PHASES)
-        return true;
-    tp_stack_facts own_a = {0}, own_b = {0};
-    bool ok = true;
-    const tp_stack_facts *fa = samples_of(a, &own_a, &ok, err, cap);
-    const tp_stack_facts *fb = ok ? samples_of(b, &own_b, &ok, err, cap) : NULL;
-    if (ok) {
-        const char *name = tp_step_phase_names[phase->phase];
-        bool workers = phase->phase == 0 && stack_group(fa, a->rank, name, true) &&
-                       stack_group(fb, b->rank, name, true);
-        const tp_stack_group *ga = stack_group(fa, a->rank, name, workers);
-        const tp_stack_group *gb = stack_group(fb, b->rank, name, workers);
-        if (ga && gb && (double)ga->samples >= TP_REGIME_FUNCTION_SAMPLES &&
-            (double)gb->samples >= TP_REGIME_FUNCTION_SAMPLES) {
-            memset(out, 0, sizeof *out);
-            out->kind = TP_CAUSE_FUNCTION;
-            out->phase = phase->phase;
-            out->workers = workers;
-            *found = most_moved(fa, ga, fb, gb, phase->after > phase->before ? 1 : -1, out);
-        }
-    }
-    tp_stack_facts_free(&own_a);
-    tp_stack_facts_free(&own_b);
-    return ok;
+        return false;
+    const tp_stack_facts *fa = a->facts, *fb = b->facts;
+    const char *name = tp_step_phase_names[phase->phase];
+    bool workers = phase->phase == 0 && stack_group(fa, a->rank, name, true) &&
+                   stack_group(fb, b->rank, name, true);
+    const tp_stack_group *ga = stack_group(fa, a->rank, name, workers);
+    const tp_stack_group *gb = stack_group(fb, b->rank, name, workers);
+    if (!ga || !gb || (double)ga->samples < TP_REGIME_FUNCTION_SAMPLES ||
+        (double)gb->samples < TP_REGIME_FUNCTION_SAMPLES)
+        return false;
+    memset(out, 0, sizeof *out);
+    out->kind = TP_CAUSE_FUNCTION;
+    out->phase = phase->phase;
+    out->workers = workers;
+    return most_moved(fa, ga, fb, gb, phase->after > phase->before ? 1 : -1, out);
 }

@@ -143,8 +143,6 @@ static void latest_pace(const tp_summary *s, const tp_regime *r, const tp_step_p
         side->phase_s[k] = phase[k] / weight;
     side->first_step = r->first_step;
     side->last_step = r->last_step;
-    side->t0_s = r->t0_s;
-    side->t1_s = r->t1_s;
     side->steps = (size_t)weight;
     if (side->samples_per_s > 0) /* the same samples a step, at the latest pace */
         side->samples_per_s *= side->whole_step_s / side->step_s;
@@ -161,7 +159,7 @@ static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, ch
     side->path = s->run->path;
     side->rank = -1;
     side->step_s = side->samples_per_s = side->samples_per_step = NAN;
-    side->before_s = side->whole_step_s = side->t0_s = side->t1_s = NAN;
+    side->before_s = side->whole_step_s = NAN;
     side->world = tp_run_world_size(s->run, t);
     side->machine = tp_regime_machine_unknown();
     for (size_t k = 0; k < TP_STEP_PHASES; k++)
@@ -284,24 +282,25 @@ static bool phase_moved(const groups *a, const groups *b, size_t k, double a_s, 
     return low > 0 || high < 0;
 }
 
+/* A side's samples: over its latest pace where it is compared on it. */
+static tp_compare_samples samples_of(const tp_summary *s, const tp_compare_side *side)
+{
+    bool latest = side->paces >= 2 && side->first_step;
+    return (tp_compare_samples){latest ? &s->stacks_latest : &s->stacks, side->rank};
+}
+
 /* The function behind the moved phase of cause at (compare_functions.h),
  * over each side's compared steps: a cause put right after the phase's. */
-static bool function_cause(const tp_summary *a, const tp_summary *b, tp_run_compare *c, size_t at,
-                           char *err, size_t cap)
+static void function_cause(const tp_summary *a, const tp_summary *b, tp_run_compare *c, size_t at)
 {
-    tp_compare_samples sa = {a, c->a.rank, c->a.t0_s, c->a.t1_s};
-    tp_compare_samples sb = {b, c->b.rank, c->b.t0_s, c->b.t1_s};
+    tp_compare_samples sa = samples_of(a, &c->a), sb = samples_of(b, &c->b);
     tp_regime_cause found;
-    bool any;
-    if (!tp_compare_function_cause(&sa, &sb, &c->causes[at], &found, &any, err, cap))
-        return false;
-    if (!any || at + 1 >= TP_REGIME_CAUSES)
-        return true;
+    if (!tp_compare_function_cause(&sa, &sb, &c->causes[at], &found) || at + 1 >= TP_REGIME_CAUSES)
+        return;
     size_t n = c->ncauses < TP_REGIME_CAUSES ? c->ncauses + 1 : TP_REGIME_CAUSES;
     memmove(&c->causes[at + 2], &c->causes[at + 1], (n - at - 2) * sizeof *c->causes);
     c->causes[at + 1] = found;
     c->ncauses = n;
-    return true;
 }
 
 /* The verdict kinds that fired, as bits. */
@@ -317,8 +316,8 @@ static uint32_t verdict_bits(const tp_verdicts *v)
 bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_summary *b,
                           const tp_verdicts *vb, tp_run_compare *out, char *err, size_t cap)
 {
-    tp_summary_needs(a, TP_PART_STACKS, "tp_run_compare_build");
-    tp_summary_needs(b, TP_PART_STACKS, "tp_run_compare_build");
+    tp_summary_needs(a, TP_PARTS_ALL, "tp_run_compare_build"); /* stacks, regimes */
+    tp_summary_needs(b, TP_PARTS_ALL, "tp_run_compare_build");
     memset(out, 0, sizeof *out);
     out->change = out->low = out->high = out->rate_change = out->whole_change = NAN;
     groups ga = {0}, gb = {0};
@@ -361,7 +360,7 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
         memcpy(out->causes, pb.causes, out->ncauses * sizeof *pb.causes);
         for (size_t i = 0; i < out->ncauses; i++)
             if (out->causes[i].kind == TP_CAUSE_PHASE) {
-                ok = function_cause(a, b, out, i, err, cap);
+                function_cause(a, b, out, i);
                 break;
             }
     }
@@ -382,8 +381,6 @@ static void regime_side(const tp_summary *s, const tp_regime *r, tp_compare_side
     side->steps = r->last_step >= r->first_step ? r->last_step - r->first_step + 1 : 0;
     side->first_step = r->first_step;
     side->last_step = r->last_step;
-    side->t0_s = r->t0_s;
-    side->t1_s = r->t1_s;
     side->step_s = side->whole_step_s = r->mean_s;
     side->samples_per_s = side->samples_per_step = side->before_s = NAN;
     side->world = tp_run_world_size(s->run, &s->timings);

@@ -42,7 +42,6 @@ typedef struct tp_compare_side {
     int rank;                     /* the rank followed; -1 without a rank */
     size_t steps;                 /* its steady steps compared (0: none) */
     size_t first_step, last_step; /* a regime's steps (numbers from 1); 0 for a whole run */
-    double t0_s, t1_s;            /* ... and its span on the run's clock (NaN for a whole run) */
     double step_s;                /* their mean, seconds */
     /* where its run's pace changed lastingly (regimes.h: two regimes or more
      * of the rank followed), two runs compared compare its latest pace

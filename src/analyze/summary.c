@@ -291,6 +291,7 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
 void tp_summary_free(tp_summary *s)
 {
     tp_stack_facts_free(&s->stacks);
+    tp_stack_facts_free(&s->stacks_latest);
     tp_ops_facts_free(&s->ops);
     tp_stalls_free(&s->stalls);
     tp_deaths_free(&s->deaths);
@@ -301,6 +302,7 @@ void tp_summary_free(tp_summary *s)
     tp_timings_free(&s->timings);
     tp_ranks_free(&s->ranks);
     tp_ranks_free(&s->ranks_latest);
+    tp_stack_facts_free(&s->stacks_latest);
     free(s->rank_paces);
     free(s->gpu_used);
     free(s->gpu_slowdown);
@@ -487,6 +489,7 @@ static bool add_course(tp_summary *s, char *err, size_t cap)
     tp_own_costs_free(&s->own);
     tp_course_free(&s->course);
     tp_ranks_free(&s->ranks_latest);
+    tp_stack_facts_free(&s->stacks_latest);
     free(s->rank_paces);
     s->rank_paces = NULL, s->nrank_paces = 0;
     memset(&s->regimes, 0, sizeof s->regimes);
@@ -516,7 +519,10 @@ static bool add_course(tp_summary *s, char *err, size_t cap)
     if (ok)
         tp_regimes_build(s->run, &ph, rank, agent, gpu, &s->regimes);
     tp_step_phases_free(&ph);
+    const tp_regime *latest = ok ? tp_regimes_latest(&s->regimes, rank) : NULL;
     return ok && tp_regimes_add_stack_causes(s->run, &s->regimes, err, cap) &&
+           (!latest || tp_stack_facts_build_between(s->run, latest->t0_s, latest->t1_s,
+                                                    &s->stacks_latest, err, cap)) &&
            add_latest_ranks(s, err, cap);
 }
 

@@ -88,6 +88,12 @@ typedef struct tp_summary {
     /* where each phase's time goes in the code (sampled stacks): part
      * TP_PART_STACKS */
     tp_stack_facts stacks;
+    /* the same over the span of the first rank's latest regime only, where
+     * its pace changed (regimes below): what a verdict judged on the latest
+     * pace cites. No groups for a steady run, a file stored before (no
+     * regime times), or a summary-only file (no samples kept): part
+     * TP_PART_COURSE */
+    tp_stack_facts stacks_latest;
     /* what the capture windows saw (analyze/ops.h): filled with the stacks */
     tp_ops_facts ops;
     /* the recording's length, seconds (its end, or its last sample's) */

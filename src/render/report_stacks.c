@@ -204,6 +204,8 @@ void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bo
                          g->workers ? "the DataLoader workers'" : g->phase, g->workers ? "" : "'s");
     for (size_t k = 0; k < g->nfunctions && k < 2 && len < cap; k++) {
         const tp_stack_function *fn = &g->functions[k];
+        if (k && 200 * fn->self < g->samples)
+            break; /* a second function under half a percent says nothing */
         bool waiting = fn->self_known && 2 * fn->self_on_cpu < fn->self_known;
         char place[TP_PLACE_MAX];
         tp_format_place(place, sizeof place, tp_stack_facts_file(f, fn->frame), fn->line);

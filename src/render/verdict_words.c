@@ -132,8 +132,8 @@ static void input_advice(char *out, size_t cap, const tp_verdict *v)
                      m->num_workers, cores, tp_pin_memory_helps(m) ? ", pin_memory=True" : "");
         } else {
             char ran[96];
-            snprintf(ran, sizeof ran, "; the command ran up to %.0f processes on %s CPUs", f->procs,
-                     f->cpus ? f->cpus : "?");
+            snprintf(ran, sizeof ran, "; the command ran up to %.0f process%s on %s CPUs",
+                     f->procs, f->procs == 1 ? "" : "es", f->cpus ? f->cpus : "?");
             tp_more_workers_words(out, cap - 1, m, ran); /* and its full stop */
             size_t len = strlen(out);
             out[len] = '.', out[len + 1] = '\0';
@@ -506,8 +506,8 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
         if (v->kind == TP_VERDICT_COMPUTE_BOUND && len < cap) /* the operators, where seen */
             tp_ops_cite(out + len, cap - len, &s->ops, v->rank);
         if (v->kind != TP_VERDICT_TRANSFER_BOUND && len < cap && !out[len])
-            tp_stacks_cite(out + len, cap - len, &s->stacks, v->rank,
-                           v->kind == TP_VERDICT_INPUT_BOUND);
+            tp_stacks_cite(out + len, cap - len, v->pace ? &s->stacks_latest : &s->stacks, v->rank,
+                           v->kind == TP_VERDICT_INPUT_BOUND); /* over what was judged */
         len += strlen(out + len);
         if ((v->kind == TP_VERDICT_COMPUTE_BOUND || v->kind == TP_VERDICT_HOST_BOUND) &&
             v->f.compute.input_next && len < cap) /* last: after what the step computes */

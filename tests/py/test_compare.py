@@ -5,6 +5,7 @@ a run without steps), and scalability across runs of different world sizes."""
 import json
 import os
 import pathlib
+import re
 import shutil
 import sqlite3
 
@@ -349,9 +350,17 @@ def test_a_run_whose_pace_changed_is_compared_on_its_latest_pace(tmp_path):
         env = {"SLOW_FROM": str(slow_from)}
         r = trainprof("record", "-q", "-o", path, "--", PYTHON, script, env=env, timeout=300)
         assert r.returncode == 0, r.stderr
-    latest = report_json(b)["regimes"]["regimes"][-1]
+    rep_b = report_json(b)
+    latest = rep_b["regimes"]["regimes"][-1]
     # the change where the store slowed (a busy machine may blur the first slow steps)
     assert 150 <= latest["first_step"] <= 200 and latest["last_step"] == 240, latest
+    # B's own verdict, judged on its steps since, says where their loading went
+    # over those steps: the store's reader, not the cache's of the steps before
+    [inp] = [v for v in rep_b["verdicts"] if v["kind"] == "input_bound"]
+    assert inp["evidence"]["since_step"] == latest["first_step"], inp["evidence"]
+    said = words(inp["message"])
+    inside = re.search(r"Inside: dataloader_next's time goes to read_store \([^)]*\) (\d+)%", said)
+    assert inside and int(inside.group(1)) >= 85 and "read_cache" not in said, said
     c = compare_json(a, b)
     assert c["a"]["paces"] == 1 and "first_step" not in c["a"], c["a"]
     assert c["b"]["paces"] >= 2 and c["b"]["first_step"] == latest["first_step"], c["b"]

@@ -132,8 +132,8 @@ static void input_advice(char *out, size_t cap, const tp_verdict *v)
                      m->num_workers, cores, tp_pin_memory_helps(m) ? ", pin_memory=True" : "");
         } else {
             char ran[96];
-            snprintf(ran, sizeof ran, "; the command ran up to %.0f process%s on %s CPUs",
-                     f->procs, f->procs == 1 ? "" : "es", f->cpus ? f->cpus : "?");
+            snprintf(ran, sizeof ran, "; the command ran up to %.0f process%s on %s CPUs", f->procs,
+                     f->procs == 1 ? "" : "es", f->cpus ? f->cpus : "?");
             tp_more_workers_words(out, cap - 1, m, ran); /* and its full stop */
             size_t len = strlen(out);
             out[len] = '.', out[len + 1] = '\0';

@@ -125,7 +125,7 @@ static void gather(void *ctx, const tp_stack_thread_run *run)
         int64_t lo = run->t_ns > a ? run->t_ns : a, hi = end < b ? end : b;
         double w = run->span_ns <= 0
                        ? (double)run->count
-                       : (double)run->count * (double)(hi - lo) / (double)run->span_ns;
+                       : (double)run->count * ((double)hi - (double)lo) / (double)run->span_ns;
         if (w > 0)
             add_to_regime(c, run, i, w, path, depth);
     }

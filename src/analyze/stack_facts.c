@@ -309,8 +309,9 @@ static void add_span_run(void *ctx, const tp_stack_thread_run *run)
         return;
     int64_t lo = run->t_ns > c->t0_ns ? run->t_ns : c->t0_ns;
     int64_t hi = end < c->t1_ns ? end : c->t1_ns;
-    double w = run->span_ns <= 0 ? (double)run->count
-                                 : (double)run->count * (double)(hi - lo) / (double)run->span_ns;
+    double w = run->span_ns <= 0
+                   ? (double)run->count
+                   : (double)run->count * ((double)hi - (double)lo) / (double)run->span_ns;
     if (!(w > 0))
         return;
     c->rows = tp_grow(c->rows, c->n, &c->cap, sizeof *c->rows);
@@ -357,7 +358,8 @@ bool tp_stack_facts_build_between(tp_run *run, double t0_s, double t1_s, tp_stac
             for (; j < c.n && same_span_key(&c.rows[i], &c.rows[j]); j++)
                 w += c.rows[j].samples;
             const span_row *r = &c.rows[i];
-            uint64_t samples = (uint64_t)llround(w);
+            /* a crafted file's counts can sum past any integer: held at 2^62 */
+            uint64_t samples = w < 0x1p62 ? (uint64_t)llround(w) : (uint64_t)1 << 62;
             if (samples)
                 out->counts[out->ncounts++] =
                     (tp_stack_count){.rank = r->rank,

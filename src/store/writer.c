@@ -65,15 +65,62 @@ struct tp_writer {
     char error[256]; /* SQLite's message for the last failed batch */
 };
 
-/* Removes a previous run file and its WAL companions (--force). */
-static void remove_run_file(const char *path)
+/* Removes a previous run file and its WAL companions (--force), unless a
+ * live recorder holds it (its writer's flock): false then, nothing removed.
+ * The file is unlinked while this process holds its lock, so that a
+ * recorder that made it since the check is never the one removed. */
+static bool remove_run_file(const char *path)
 {
     char side[4200];
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        close(fd);
+        return false;
+    }
     unlink(path);
+    if (fd >= 0)
+        close(fd);
     snprintf(side, sizeof side, "%s-wal", path);
     unlink(side);
     snprintf(side, sizeof side, "%s-shm", path);
     unlink(side);
+    return true;
+}
+
+/* Makes path, exclusively and not through a link, already held (flock):
+ * made under a name of its own beside it, locked, then linked into place,
+ * so that no other recorder ever finds it unlocked (between an open and a
+ * flock, a second `record --force` once removed a first's new file). Where
+ * the file system has no hard links, made in place and locked at once. The
+ * descriptor, or -1 with errno (EEXIST: path is there). */
+static int create_locked(const char *path)
+{
+    char tmp[4200];
+    int fd = -1;
+    for (int i = 0; i < 8 && fd < 0; i++) {
+        int n = snprintf(tmp, sizeof tmp, "%s.%ld-%d.new", path, (long)getpid(), i);
+        if (n < 0 || (size_t)n >= sizeof tmp)
+            break;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd >= 0) {
+        flock(fd, LOCK_EX | LOCK_NB);
+        int made = link(tmp, path), why = errno;
+        unlink(tmp);
+        if (made == 0)
+            return fd;
+        close(fd);
+        if (why != EPERM && why != ENOTSUP && why != EOPNOTSUPP && why != EMLINK && why != EXDEV) {
+            errno = why;
+            return -1;
+        }
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        flock(fd, LOCK_EX | LOCK_NB);
+    return fd;
 }
 
 static void close_writer(tp_writer *w)
@@ -151,21 +198,19 @@ tp_writer *tp_writer_create(const char *path, bool force, const char *agent, cha
         snprintf(err, cap, "%s is a directory, not a run file path", path);
         return NULL;
     }
-    if (being_recorded(path)) {
+    if (being_recorded(path) || (force && !remove_run_file(path))) {
         snprintf(err, cap,
                  "%s is being recorded right now by another trainprof record: it is not "
                  "replaced, --force or not",
                  path);
         return NULL;
     }
-    if (force)
-        remove_run_file(path);
     if (!no_companions(path, err, cap))
         return NULL;
-    /* made here, exclusively and not through a link, and held (flock) while
-     * it is written; SQLite opens it by name, refusing links, and the name
-     * must still be this file afterwards */
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    /* made here, exclusively and not through a link, and held (flock) from
+     * the moment it is there while it is written; SQLite opens it by name,
+     * refusing links, and the name must still be this file afterwards */
+    int fd = create_locked(path);
     if (fd < 0) {
         if (errno == EEXIST)
             snprintf(err, cap, "%s already exists (use --force to overwrite it)", path);
@@ -181,7 +226,6 @@ tp_writer *tp_writer_create(const char *path, bool force, const char *agent, cha
         return NULL;
     }
     w->lock_fd = fd;
-    flock(fd, LOCK_EX | LOCK_NB);
     /* one thread at a time uses a writer (the recorder's main thread, then its
      * writer thread, then the main thread once it is joined): no mutex of
      * SQLite's around every call, which took a quarter of the writer

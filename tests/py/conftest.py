@@ -363,7 +363,6 @@ def killed_recording(path, after_s=1.6, recorded=True):
     """A run file whose recorder was SIGKILLed after_s seconds into `sleep 30`,
     and (recorded) once it had committed samples: on a loaded machine its first
     commit can come later than after_s (a CI run's killed file held none)."""
-    import sqlite3
     import time
 
     p = subprocess.Popen(
@@ -371,15 +370,20 @@ def killed_recording(path, after_s=1.6, recorded=True):
     )
     time.sleep(after_s)
     for _ in range(150 if recorded else 0):
-        try:
-            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-                if db.execute("SELECT 1 FROM sample LIMIT 1").fetchone():
-                    break
-        except sqlite3.Error:  # not made yet, or its schema not committed yet
-            pass
+        if committed_samples(path, "cpu_util_percent"):
+            break
         time.sleep(0.1)
     kill_with_children(p)
     return path
+
+
+def committed_samples(path, name):
+    """samples(path, name) as a recording has committed them so far: none
+    where the file is not made yet or its schema not committed yet."""
+    try:
+        return samples(path, name)
+    except sqlite3.Error:
+        return []
 
 
 def kill_with_children(p):

@@ -19,6 +19,7 @@ from conftest import (
     ROOT,
     OthersCpu,
     assert_same_report,
+    committed_samples,
     kill_with_children,
     metric,
     report_from_rows,
@@ -150,12 +151,8 @@ def test_sigkill_of_the_recorder_leaves_a_readable_file(run_file, attempt):
         [PROGRAM, "record", "-q", "--interval", "0.1", "-o", run_file, "--", "sleep", "30"]
     )
     time.sleep(delay)
-    # what the recorder had committed just before the kill (more may follow
-    # before it lands): a loaded machine once had committed none 1.7 s in
-    try:
-        committed = samples(run_file, "cpu_util_percent")
-    except sqlite3.Error:  # not made yet, or its schema not committed yet
-        committed = []
+    # what it had committed just before the kill (a loaded machine once: none 1.7 s in)
+    committed = committed_samples(run_file, "cpu_util_percent")
     kill_with_children(p)
     if not run_file.exists():
         return  # killed before the file was created: nothing to read

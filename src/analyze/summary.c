@@ -302,7 +302,6 @@ void tp_summary_free(tp_summary *s)
     tp_timings_free(&s->timings);
     tp_ranks_free(&s->ranks);
     tp_ranks_free(&s->ranks_latest);
-    tp_stack_facts_free(&s->stacks_latest);
     free(s->rank_paces);
     free(s->gpu_used);
     free(s->gpu_slowdown);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/stack_facts.h"
 #include "analyze/stack_own.h"
 #include "core/step_phase_facts.h"
 #include "store/reader_stacks.h"
@@ -117,15 +118,9 @@ static void gather(void *ctx, const tp_stack_thread_run *run)
     size_t depth = tp_stack_path(c->tree, run->node, path, PATH_MAX_DEPTH);
     if (!depth)
         return;
-    int64_t end = tp_ns_add(run->t_ns, run->span_ns);
     for (size_t i = 0; i < c->r->n; i++) {
-        int64_t a = tp_ns_round_s(c->r->v[i].t0_s), b = tp_ns_round_s(c->r->v[i].t1_s);
-        if (end < a || run->t_ns > b)
-            continue;
-        int64_t lo = run->t_ns > a ? run->t_ns : a, hi = end < b ? end : b;
-        double w = run->span_ns <= 0
-                       ? (double)run->count
-                       : (double)run->count * ((double)hi - (double)lo) / (double)run->span_ns;
+        double w =
+            tp_stack_run_part(run, tp_ns_round_s(c->r->v[i].t0_s), tp_ns_round_s(c->r->v[i].t1_s));
         if (w > 0)
             add_to_regime(c, run, i, w, path, depth);
     }

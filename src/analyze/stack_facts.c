@@ -301,17 +301,21 @@ static size_t intern_phase(span_ctx *c, const char *phase)
 
 /* Adds the part of a run of samples inside the span (a run that straddles
  * a bound counts for its part inside). */
+double tp_stack_run_part(const tp_stack_thread_run *run, int64_t a_ns, int64_t b_ns)
+{
+    int64_t end = tp_ns_add(run->t_ns, run->span_ns);
+    if (end < a_ns || run->t_ns > b_ns)
+        return 0;
+    int64_t lo = run->t_ns > a_ns ? run->t_ns : a_ns, hi = end < b_ns ? end : b_ns;
+    return run->span_ns <= 0
+               ? (double)run->count
+               : (double)run->count * ((double)hi - (double)lo) / (double)run->span_ns;
+}
+
 static void add_span_run(void *ctx, const tp_stack_thread_run *run)
 {
     span_ctx *c = ctx;
-    int64_t end = tp_ns_add(run->t_ns, run->span_ns);
-    if (end < c->t0_ns || run->t_ns > c->t1_ns || !run->count)
-        return;
-    int64_t lo = run->t_ns > c->t0_ns ? run->t_ns : c->t0_ns;
-    int64_t hi = end < c->t1_ns ? end : c->t1_ns;
-    double w = run->span_ns <= 0
-                   ? (double)run->count
-                   : (double)run->count * ((double)hi - (double)lo) / (double)run->span_ns;
+    double w = tp_stack_run_part(run, c->t0_ns, c->t1_ns);
     if (!(w > 0))
         return;
     c->rows = tp_grow(c->rows, c->n, &c->cap, sizeof *c->rows);

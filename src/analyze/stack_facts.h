@@ -89,6 +89,11 @@ void tp_stack_facts_free(tp_stack_facts *f);
 bool tp_stack_facts_build_between(tp_run *run, double t0_s, double t1_s, tp_stack_facts *out,
                                   char *err, size_t cap);
 
+/* The samples of run taken between a_ns and b_ns (the run's clock): its
+ * count where its samples are one instant, else its part of its span
+ * inside; 0 where it lies outside. */
+double tp_stack_run_part(const tp_stack_thread_run *run, int64_t a_ns, int64_t b_ns);
+
 /* A frame's function and file in the facts' tree ("?" when unknown). */
 const char *tp_stack_facts_function(const tp_stack_facts *f, uint32_t frame);
 const char *tp_stack_facts_file(const tp_stack_facts *f, uint32_t frame);

@@ -1,4 +1,5 @@
-"""Data-parallel training under one record: torchrun, DDP on gloo, ranks side by side."""
+"""Data-parallel training under one record: DDP and FSDP on gloo, ranks side by side,
+launched by torchrun or as a batch scheduler launches them (conftest.launch_ranks)."""
 
 import shutil
 import socket
@@ -11,6 +12,7 @@ from conftest import (
     OthersCpu,
     assert_same_report,
     in_short,
+    launch_ranks,
     report_from_rows,
     report_json,
     trainprof,
@@ -87,7 +89,15 @@ os._exit(0)
 """
 
 
-def run_ddp(tmp_path, run_file, ranks, record_args=(), **env):
+def ranks_of(ranks, *argv, torchrun=False):
+    """The command that starts `ranks` ranks of the script argv: through torchrun
+    where asked, else as a batch scheduler does (conftest.launch_ranks)."""
+    if torchrun:
+        return (*TORCHRUN, "--standalone", "--nproc_per_node", str(ranks), *argv)
+    return launch_ranks(ranks, PYTHON, *argv)
+
+
+def run_ddp(tmp_path, run_file, ranks, record_args=(), torchrun=False, **env):
     script = tmp_path / "ddp.py"
     script.write_text(textwrap.dedent(DDP))
     out = tmp_path / "out"
@@ -99,12 +109,7 @@ def run_ddp(tmp_path, run_file, ranks, record_args=(), **env):
         run_file,
         *record_args,
         "--",
-        *TORCHRUN,
-        "--standalone",
-        "--nproc_per_node",
-        str(ranks),
-        script,
-        out,
+        *ranks_of(ranks, script, out, torchrun=torchrun),
         env=env,
         timeout=300,
     )
@@ -135,7 +140,7 @@ def test_ddp_on_gloo_waiting_in_backward_is_exposed_communication(tmp_path, run_
     gradients are all ready, so none of its all-reduce can hide behind
     compute, and it is most of each step here."""
     with OthersCpu() as load:
-        r, results = run_ddp(tmp_path, run_file, 2)
+        r, results = run_ddp(tmp_path, run_file, 2, torchrun=True)
     assert r.returncode == 0 and len(results) == 2, r.stderr
     rep = report_json(run_file)
     for row in rep["ranks"]["per_rank"]:
@@ -255,8 +260,7 @@ def test_a_pace_that_changed_across_ranks_is_judged_on_the_steps_since(tmp_path,
     script.write_text(textwrap.dedent(PACE_CHANGE))
     r = trainprof(
         "record", "-q", "-o", run_file, "--",
-        *TORCHRUN, "--standalone", "--nproc_per_node", "2", script,
-        env={"SLOW_FROM": "160"}, timeout=300,
+        *ranks_of(2, script), env={"SLOW_FROM": "160"}, timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     rep = report_json(run_file)
@@ -382,7 +386,7 @@ def test_ddp_hook_can_be_turned_off(tmp_path, run_file):
 
 
 def test_rank_killed_mid_run_keeps_what_every_rank_did(tmp_path, run_file):
-    r, results = run_ddp(tmp_path, run_file, 2, KILL_RANK="1")
+    r, results = run_ddp(tmp_path, run_file, 2, torchrun=True, KILL_RANK="1")
     assert r.returncode != 0
     assert results == {}  # no rank finished
     rep = report_json(run_file)
@@ -456,12 +460,7 @@ def test_fsdp_collectives_and_async_work_timed_to_completion(tmp_path, run_file)
         "-o",
         run_file,
         "--",
-        *TORCHRUN,
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        script,
-        out,
+        *ranks_of(2, script, out),
         timeout=300,
     )
     assert r.returncode == 0, r.stderr
@@ -672,12 +671,7 @@ def test_distributed_sampler_with_accumulation_counts_updates(tmp_path, run_file
         "-o",
         run_file,
         "--",
-        *TORCHRUN,
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        script,
-        out,
+        *ranks_of(2, script, out),
         timeout=300,
     )
     assert r.returncode == 0, r.stderr

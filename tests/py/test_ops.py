@@ -30,8 +30,8 @@ model = nn.Sequential(
     nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(),
     nn.Conv2d(8, 4, 3, padding=1), nn.ReLU(), nn.Flatten(),
     nn.Linear(4 * 16 * 16, 32), nn.ReLU(), nn.Linear(32, 10))
-if os.environ.get("COMPILE"):
-    model = torch.compile(model)
+if os.environ.get("COMPILE"):  # Dynamo's guards; Inductor's kernels: test_training_untouched.py
+    model = torch.compile(model, backend="aot_eager")
 data = TensorDataset(torch.randn(STEPS * 16, 3, 16, 16), torch.randint(0, 10, (STEPS * 16,)))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 slow_at = int(os.environ.get("SLOW_AT", "0"))

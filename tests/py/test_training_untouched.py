@@ -76,6 +76,11 @@ def test_torch_compile_compiles_as_without_record(run_file, tmp_path):
     expected, got = json.loads(plain.stdout), json.loads(r.stdout.splitlines()[-1])
     assert got == expected and got["recompiles"] == 0, (got, expected)
     rep = json.loads(trainprof("report", "--json", run_file).stdout)
+    # ... with record's scheduled capture window over compiled steps (Inductor's
+    # kernels under torch.profiler): test_ops.py's window test compiles with
+    # aot_eager, the same Dynamo guards without the C++ compiler's 15 CPU-seconds
+    [window] = rep["windows"]
+    assert window["first_step"] == 11 and window["steps"] == 5 and not window["skipped"], window
     [forward] = [t for t in rep["timings"] if t["name"] == "forward"]
     assert forward["count"] == 3 * 16  # the compiled module's calls are still timed
     # the first step compiled: a warm-up step, counted apart from the figures

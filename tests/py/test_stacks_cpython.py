@@ -145,8 +145,22 @@ def cpythons():
     return found or [PYTHON]
 
 
-def build_extension(python, where):
-    """trainprof's extension built for python into where (None: that
+@pytest.fixture(scope="module")
+def extension_of(tmp_path_factory):
+    """python -> trainprof's extension compiled for it, once for this module's
+    tests (None: that python has no internal headers)."""
+    built = {}
+
+    def get(python):
+        if python not in built:
+            built[python] = compile_extension(python, tmp_path_factory.mktemp("extension"))
+        return built[python]
+
+    return get
+
+
+def compile_extension(python, where):
+    """trainprof's extension compiled for python into where (None: that
     python has no internal headers)."""
     paths = json.loads(
         subprocess.run(
@@ -197,11 +211,12 @@ def build_extension(python, where):
 
 
 @pytest.mark.parametrize("python", cpythons(), ids=lambda p: os.path.basename(p))
-def test_the_walker_reads_what_the_interpreter_says(tmp_path, python):
+def test_the_walker_reads_what_the_interpreter_says(tmp_path, python, extension_of):
     """The extension built for each CPython here reads every thread's stack
     as sys._current_frames() gives it: functions, files and lines."""
-    if not build_extension(python, tmp_path):
+    if not extension_of(python):
         pytest.skip(f"{python} has no internal headers")
+    shutil.copy(extension_of(python), tmp_path)
     (tmp_path / "walk.py").write_text(WALK)
     r = subprocess.run(
         [python, "walk.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
@@ -210,7 +225,7 @@ def test_the_walker_reads_what_the_interpreter_says(tmp_path, python):
 
 
 @pytest.mark.parametrize("python", cpythons(), ids=lambda p: os.path.basename(p))
-def test_record_samples_every_cpython(tmp_path, python):
+def test_record_samples_every_cpython(tmp_path, python, extension_of):
     """`record` of a plain-Python script under each CPython here: trainprof
     installed into a virtual environment of that interpreter (its extension
     built for it, the package and the autoload), the hot functions found in
@@ -226,8 +241,9 @@ def test_record_samples_every_cpython(tmp_path, python):
     )
     shutil.copy(ROOT / "build" / "_version.py", package / "_version.py")
     shutil.copy(ROOT / "python" / "trainprof-autoload.pth", site)
-    if not build_extension(python, package):
+    if not extension_of(python):
         pytest.skip(f"{python} has no internal headers")
+    shutil.copy(extension_of(python), package)
     script = tmp_path / "hot.py"
     script.write_text(HOT)
     run = tmp_path / "run.db"

@@ -367,9 +367,15 @@ def test_a_run_whose_pace_changed_is_compared_on_its_latest_pace(tmp_path):
     # B's side is its latest pace's steps: 40 ms or so against 16
     assert abs(c["b"]["step_mean_s"] / latest["step_mean_s"] - 1) < 0.02, (c["b"], latest)
     change, whole = c["step_change"]["change"], c["step_change"]["whole_change"]
-    assert change > 1.0 and c["step_change"]["changed"], c["step_change"]  # about +150%
-    # over the whole runs a third of the steps were slow: far less of a change (+50%)
-    assert 0.2 < whole < change / 2, c["step_change"]
+    # about +150 % on a quiet machine; beside the spread's other tests A's
+    # short sleeps ran longer too (+95 % once): the change is what B's steps
+    # since took against A's, whatever each took
+    assert c["step_change"]["changed"] and change > 0.3, c["step_change"]
+    expected = c["b"]["step_mean_s"] / c["a"]["step_mean_s"] - 1
+    assert abs(change - expected) < 0.02, (c["step_change"], expected)
+    # over the whole runs a third of the steps were slow: far less of a change
+    # (+50 % quiet)
+    assert 0 < whole < change / 2, c["step_change"]
     assert 0.003 < c["b"]["pace_before_step_mean_s"] < 1.5 * c["a"]["step_mean_s"], c
     moved = {p["phase"] for p in c["phases"] if p["moved"]}
     assert moved == {"dataloader_next"}, c["phases"]

@@ -150,7 +150,7 @@ static int say(const tp_compare_job *job, bool json, const gate *g)
             status = 4;
         } else if (slower > g->fail_pct / 100) {
             char since[64] = "";
-            if (c->b.paces >= 2)
+            if (tp_compare_side_on_latest_pace(&c->b))
                 snprintf(since, sizeof since, " since step %zu (its latest pace)", c->b.first_step);
             tp_error("compare: B (%s) is slower than A (%s): its steps%s take at least %.1f%% "
                      "longer (%+.1f%%, 95%% interval %+.1f%% to %+.1f%%), more than the %g%% "

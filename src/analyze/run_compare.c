@@ -285,7 +285,7 @@ static bool phase_moved(const groups *a, const groups *b, size_t k, double a_s, 
 /* A side's samples: over its latest pace where it is compared on it. */
 static tp_compare_samples samples_of(const tp_summary *s, const tp_compare_side *side)
 {
-    bool latest = side->paces >= 2 && side->first_step;
+    bool latest = tp_compare_side_on_latest_pace(side);
     return (tp_compare_samples){latest ? &s->stacks_latest : &s->stacks, side->rank};
 }
 
@@ -332,7 +332,8 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
         bootstrap(&ga, &gb, &out->low, &out->high);
         out->comparable = isfinite(out->change) && isfinite(out->low) && isfinite(out->high);
     }
-    if (out->comparable && (out->a.paces >= 2 || out->b.paces >= 2))
+    if (out->comparable &&
+        (tp_compare_side_on_latest_pace(&out->a) || tp_compare_side_on_latest_pace(&out->b)))
         out->whole_change = out->b.whole_step_s / out->a.whole_step_s - 1;
     if (out->comparable) {
         out->changed =

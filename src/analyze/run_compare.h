@@ -58,6 +58,13 @@ typedef struct tp_compare_side {
     uint32_t verdicts;              /* bit k: a tp_verdict_kind k verdict fired */
 } tp_compare_side;
 
+/* Whether the side is compared on its run's latest pace (first_step to
+ * last_step, as its report judges it) rather than on its whole run. */
+static inline bool tp_compare_side_on_latest_pace(const tp_compare_side *side)
+{
+    return side->paces >= 2;
+}
+
 typedef struct tp_run_compare {
     tp_compare_side a, b;
     bool comparable; /* both sides have 2 steps or more */

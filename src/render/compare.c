@@ -61,7 +61,7 @@ static void step_line(FILE *out, const tp_run_compare *c)
 static void pace_line(FILE *out, const char *name, const tp_compare_side *side,
                       const char *other_name, const tp_compare_side *other)
 {
-    if (side->paces < 2)
+    if (!tp_compare_side_on_latest_pace(side))
         return;
     char before[32], since[32], theirs[32], against[48] = "";
     duration(before, sizeof before, side->before_s);
@@ -125,7 +125,7 @@ static void verdict_names(FILE *out, uint32_t bits, uint32_t other)
 
 static void side_line(FILE *out, const char *name, const tp_compare_side *s)
 {
-    if (s->paces >= 2)
+    if (tp_compare_side_on_latest_pace(s))
         fprintf(out, "  %s  %s, steps %zu to %zu: its latest pace\n", name, s->path, s->first_step,
                 s->last_step);
     else if (s->first_step)
@@ -233,9 +233,9 @@ static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
     json_key(w, "step_mean_s");
     json_double(w, s->step_s);
     json_key(w, "paces"); /* its run's regimes where the side is its latest pace, else 1 */
-    json_int(w, s->paces >= 2 ? (int64_t)s->paces : 1);
+    json_int(w, tp_compare_side_on_latest_pace(s) ? (int64_t)s->paces : 1);
     json_key(w, "pace_before_step_mean_s");
-    json_double(w, s->paces >= 2 ? s->before_s : NAN);
+    json_double(w, tp_compare_side_on_latest_pace(s) ? s->before_s : NAN);
     json_key(w, "whole_step_mean_s");
     json_double(w, s->whole_step_s);
     json_key(w, "samples_per_s");

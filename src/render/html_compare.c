@@ -15,7 +15,7 @@
  * it is compared on them (as the text below says). */
 static void bar_label(char *out, size_t cap, const char *letter, const tp_compare_side *side)
 {
-    if (side->paces >= 2 && side->first_step)
+    if (tp_compare_side_on_latest_pace(side))
         snprintf(out, cap, "%s, steps %zu to %zu", letter, side->first_step, side->last_step);
     else
         snprintf(out, cap, "%s", letter);

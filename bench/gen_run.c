@@ -14,8 +14,12 @@
  * rank 13 is a straggler: its input takes 2.5 times as long (every rank's, with
  * GEN_RUN_SLOW_NODE=1 in the environment: a slow node). With GEN_RUN_PACE_AT=F
  * (0 < F < 1) every rank's steps take half as long again from that fraction of
- * the run on: a change of pace. AGENT names the node (and moves its start by
- * its position among FIRST_RANK / RANKS). */
+ * the run on: a change of pace. With GEN_RUN_STACK_HZ=N each rank's main
+ * thread is also stack-sampled N times a second: in dataloader_next a
+ * Dataset's read_cache (read_store once the pace changed), in the other
+ * phases their own function, under a loop and <module> (consecutive samples
+ * alike are one row, as the sampler's are). AGENT names the node (and moves
+ * its start by its position among FIRST_RANK / RANKS). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -152,7 +156,53 @@ typedef struct rank_gen {
     int rank;
     uint64_t next_step_ns;
     int64_t epoch;
+    uint64_t next_sample_ns; /* GEN_RUN_STACK_HZ: this rank's next stack sample */
+    int32_t main_tid;
 } rank_gen;
+
+/* GEN_RUN_STACK_HZ: the sampling period (0: no stacks), and the frames a
+ * sample's stack is made of (innermost first: the phase's function, then
+ * the loop and the module). */
+static uint64_t sample_period_ns;
+static bool paced; /* the change of pace has come: dataloader_next reads the store */
+enum {
+    FRAME_CACHE,
+    FRAME_STORE,
+    FRAME_TO,
+    FRAME_FWD,
+    FRAME_BWD,
+    FRAME_OPT,
+    FRAME_LOOP,
+    FRAME_MODULE,
+    NFRAMES
+};
+static uint32_t frames[NFRAMES];
+static const int32_t frame_lines[NFRAMES] = {12, 15, 40, 88, 210, 131, 55, 70};
+
+static void make_frames(tp_sink *s)
+{
+    const char *text[NFRAMES] = {
+        "read_cache\ndata.py", "read_store\ndata.py",       "to\ntrain.py",
+        "forward\nmodel.py",   "run_backward\nautograd.py", "step\nadamw.py",
+        "train\ntrain.py",     "<module>\ntrain.py"};
+    for (int i = 0; i < NFRAMES; i++)
+        frames[i] = tp_sink_frame(s, text[i]);
+}
+
+/* The samples of r's main thread over [from, to) in phase (a name id),
+ * its stack's innermost frame leaf. */
+static void emit_samples(tp_sink *s, rank_gen *r, uint64_t from, uint64_t to, uint32_t phase,
+                         int leaf)
+{
+    if (!sample_period_ns)
+        return;
+    uint32_t f[3] = {frames[leaf], frames[FRAME_LOOP], frames[FRAME_MODULE]};
+    int32_t l[3] = {frame_lines[leaf], frame_lines[FRAME_LOOP], frame_lines[FRAME_MODULE]};
+    uint32_t state = TP_STACK_STATE_KNOWN | TP_STACK_STATE_ON_CPU;
+    for (; r->next_sample_ns < to; r->next_sample_ns += sample_period_ns)
+        if (r->next_sample_ns >= from)
+            tp_sink_stack(s, r->main_thread, r->next_sample_ns, r->main_tid, phase, state, f, l, 3);
+}
 
 static uint32_t ids_names[7];
 
@@ -171,6 +221,7 @@ static void make_ranks(tp_sink *s, rank_gen *r, int nranks, int first)
         t.world_size = 64;
         snprintf(t.name, sizeof t.name, "MainThread");
         r[i].main_thread = tp_sink_thread(s, &t);
+        r[i].main_tid = t.tid;
         t.tid = 2000 + i;
         snprintf(t.name, sizeof t.name, "gloo");
         r[i].comm_thread = tp_sink_thread(s, &t);
@@ -196,18 +247,23 @@ static uint64_t emit_step(tp_sink *s, rank_gen *r, uint64_t t, uint64_t step_ns,
     tp_sink_mark(s, r->main_thread, TP_MARK_SAMPLES, t, 32);
     uint64_t a = t;
     tp_sink_interval(s, r->main_thread, ids_names[0], 0, a, a + input);
+    emit_samples(s, r, a, a + input, ids_names[0], paced ? FRAME_STORE : FRAME_CACHE);
     a += input;
     tp_sink_interval(s, r->main_thread, ids_names[1], 0, a, a + to);
+    emit_samples(s, r, a, a + to, ids_names[1], FRAME_TO);
     a += to;
     uint64_t train0 = a;
     tp_sink_interval(s, r->main_thread, ids_names[3], 1, a, a + fwd);
+    emit_samples(s, r, a, a + fwd, ids_names[3], FRAME_FWD);
     a += fwd;
     for (int b = 0; b < 4; b++) /* buckets all-reduced while backward runs */
         tp_sink_interval(s, r->comm_thread, ids_names[6], 0, a + bwd * (uint64_t)b / 4,
                          a + bwd * (uint64_t)(b + 1) / 4 + step_ns / 100);
     tp_sink_interval(s, r->main_thread, ids_names[4], 1, a, a + bwd + step_ns / 100);
+    emit_samples(s, r, a, a + bwd + step_ns / 100, ids_names[4], FRAME_BWD);
     a += bwd + step_ns / 100;
     tp_sink_interval(s, r->main_thread, ids_names[5], 1, a, a + opt);
+    emit_samples(s, r, a, a + opt, ids_names[5], FRAME_OPT);
     a += opt;
     tp_sink_interval(s, r->main_thread, ids_names[2], 0, train0, a);
     return a - t;
@@ -242,6 +298,11 @@ int main(int argc, char **argv)
     make_series(s, cores, gpus);
     rank_gen ranks[64] = {0};
     make_ranks(s, ranks, nranks, first);
+    const char *hz = getenv("GEN_RUN_STACK_HZ");
+    if (hz && atof(hz) > 0) {
+        sample_period_ns = (uint64_t)(1e9 / atof(hz));
+        make_frames(s);
+    }
     uint64_t step_ns = (uint64_t)(step_s * 1e9);
     unsigned rank_seed = (unsigned)first + 7;
     uint64_t regions = 0;
@@ -265,8 +326,10 @@ int main(int argc, char **argv)
     const char *pace = getenv("GEN_RUN_PACE_AT");
     double pace_at = pace ? atof(pace) : 0;
     for (uint64_t t = 0; t < ticks; t++) {
-        if (pace_at > 0 && pace_at < 1 && t == (uint64_t)(pace_at * (double)ticks))
+        if (pace_at > 0 && pace_at < 1 && t == (uint64_t)(pace_at * (double)ticks)) {
             step_ns = step_ns * 3 / 2;
+            paced = true;
+        }
         double previous = 0;
         for (size_t i = 0; i < nids; i++) {
             const series_gen *g = &ids[i];

@@ -9,6 +9,7 @@
 #include "core/phases.h"
 #include "core/run_keys.h"
 #include "store/reader_stacks.h"
+#include "store/summary_tables.h"
 #include "store/reader_stream.h"
 #include "trainprof.h"
 #include "util/oom.h"
@@ -96,11 +97,11 @@ static tp_own_backoff read_backoff(tp_run *run)
     return b;
 }
 
-bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *t,
-                        tp_own_costs *out, char *err, size_t cap)
+/* Each followed rank's samples and whose work they were, from the raw
+ * samples: the ranks' step threads (the course's), within their steps. */
+static bool count_rows(tp_run *run, const tp_course *course, tp_own_costs *out, char *err,
+                       size_t cap)
 {
-    memset(out, 0, sizeof *out);
-    out->backoff = read_backoff(run);
     if (!course->n || !tp_run_has_stacks(run))
         return true;
     tp_run_thread *threads = NULL;
@@ -114,7 +115,7 @@ bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *
         for (size_t k = 0; k < nthreads && rc->n; k++)
             if (threads[k].id == rc->thread) {
                 f[out->n] = (followed){threads[k].pid, threads[k].tid, rc->a[0], rc->b[rc->n - 1]};
-                out->v[out->n++] = (tp_own_cost){.rank = rc->rank, .share = NAN};
+                out->v[out->n++] = (tp_own_cost){.rank = rc->rank, .agent_id = threads[k].agent_id};
             }
     }
     free(threads);
@@ -129,6 +130,38 @@ bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *
         tp_stack_tree_free(&tree);
     }
     free(f);
+    return ok;
+}
+
+/* The counts the summary stored (tp_own_costs_counts), where it stored them. */
+static bool count_stored(tp_run *run, tp_own_costs *out, bool *stored, char *err, size_t cap)
+{
+    tp_own_samples *v = NULL;
+    size_t n = 0;
+    *stored = tp_summary_stored(run) && tp_run_has_table(run, "summary_own");
+    if (!*stored)
+        return true;
+    if (!tp_stored_own_samples(run, &v, &n, err, cap))
+        return false;
+    out->v = n ? tp_xcalloc(n, sizeof *out->v) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        tp_own_cost *o = &out->v[out->n++];
+        *o = (tp_own_cost){.rank = v[i].rank, .agent_id = v[i].agent_id, .samples = v[i].samples};
+        for (int w = 0; w < TP_WORK_KINDS; w++)
+            o->own[w] = v[i].own[w];
+    }
+    free(v);
+    return true;
+}
+
+bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *t,
+                        tp_own_costs *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    out->backoff = read_backoff(run);
+    bool stored;
+    bool ok = count_stored(run, out, &stored, err, cap) &&
+              (stored || count_rows(run, course, out, err, cap));
     for (size_t k = 0; k < out->n; k++) {
         tp_own_cost *o = &out->v[k];
         double ours = 0, most = 0;
@@ -143,6 +176,17 @@ bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *
         o->regions_most = o->samples > 0 && regions > most / o->samples;
     }
     return ok;
+}
+
+tp_own_samples *tp_own_costs_counts(const tp_own_costs *c)
+{
+    tp_own_samples *v = tp_xcalloc(c->n ? c->n : 1, sizeof *v);
+    for (size_t i = 0; i < c->n; i++) {
+        v[i] = (tp_own_samples){c->v[i].rank, c->v[i].agent_id, c->v[i].samples, {0}};
+        for (int w = 0; w < TP_WORK_KINDS; w++)
+            v[i].own[w] = c->v[i].own[w];
+    }
+    return v;
 }
 
 void tp_own_costs_free(tp_own_costs *c)

@@ -11,8 +11,10 @@
  * (to_device, from_device) waits in that call: the user's. Its share of
  * the samples is trainprof's share of the step thread's time, the
  * sampler's own thread aside (it reads without the GIL, on another core
- * where there is one). None where the run has no stack samples (record
- * --stacks 0) or no rows (a summary-only merge). */
+ * where there is one). The recorder's summary stores the counts
+ * (summary_own), which a report reads, and a merge carries, where every
+ * node stored them; none where the run has no stack samples (record
+ * --stacks 0), or a summary-only merge of a node file stored before them. */
 #ifndef TP_ANALYZE_OWN_COST_H
 #define TP_ANALYZE_OWN_COST_H
 
@@ -22,6 +24,7 @@
 
 #include "analyze/rank_course.h"
 #include "analyze/stack_own.h"
+#include "core/own_facts.h"
 #include "core/timing_facts.h"
 #include "store/reader.h"
 
@@ -34,6 +37,7 @@
 
 typedef struct tp_own_cost {
     int rank;
+    int64_t agent_id;
     double samples;            /* the step thread's, in its steps */
     double own[TP_WORK_KINDS]; /* of those, by whose work ([TP_WORK_USERS]: the user's) */
     double user_regions;       /* the script's own regions a step (trainprof.region) */
@@ -64,10 +68,14 @@ typedef struct tp_own_costs {
 } tp_own_costs;
 
 /* Each rank's own cost (its timings give the script's regions a step), and
- * the recorder's back-off, read whether or not the run has stacks;
- * false (reason in err) where the stacks can't be read. */
+ * the recorder's back-off, read whether or not the run has stacks: from the
+ * counts the summary stored (summary_own: a report reads a few rows, not an
+ * hour's samples again), else from the samples; false (reason in err) where
+ * they can't be read. */
 bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *t,
                         tp_own_costs *out, char *err, size_t cap);
+/* The counts behind c (c->n of them, the caller frees), as the summary stores them. */
+tp_own_samples *tp_own_costs_counts(const tp_own_costs *c);
 void tp_own_costs_free(tp_own_costs *c);
 
 #endif

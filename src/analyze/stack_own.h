@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/own_facts.h"
 #include "store/reader_stacks.h"
 
 /* Whether a frame's file is one of trainprof's Python package's modules:
@@ -37,15 +38,6 @@ uint32_t tp_stack_outside_stdlib(const tp_stack_tree *t, uint32_t node);
  * windows, the run's facts), so that what it calls is our work too: file is
  * one of those modules and function none of their wrappers of a user's call. */
 bool tp_stack_frame_works_for_us(const char *file, const char *function);
-
-/* Whose work a sample is, by its innermost node (tp_stack_own_work). */
-typedef enum {
-    TP_WORK_USERS,        /* the user's code (and what it calls) */
-    TP_WORK_WRAPPERS,     /* a frame of ours innermost: a wrapper, the step tracker, the facts */
-    TP_WORK_DEVICE_TIMES, /* under device times' frames (CUDA events: patches/device.py) */
-    TP_WORK_WINDOWS,      /* under a capture window's (PyTorch's profiler: runtime/ops.py) */
-    TP_WORK_KINDS
-} tp_work_kind;
 
 /* For each node id of t, a raw tree (its own frames not hidden), into
  * out[id] (room for t->n + 1): whose work a sample whose innermost frame

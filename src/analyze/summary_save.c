@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/own_cost.h"
 #include "analyze/ranks.h"
 #include "analyze/regimes.h"
 #include "analyze/scaling.h"
@@ -94,6 +95,9 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
          tp_stalls_build(run, &course, &s.timings, s.duration_s, &stalls, err, cap);
     if (ok) /* each stall's GPU, stored with it for a summary-only merge */
         tp_summary_stalls_gpu(&s, &stalls);
+    tp_own_costs own = {0}; /* the one pass over the samples a report then needs no more */
+    ok = ok && tp_own_costs_build(run, &course, &s.timings, &own, err, cap);
+    tp_own_samples *own_counts = ok ? tp_own_costs_counts(&own) : NULL;
     tp_regimes regimes = {0};
     tp_ranks latest = {0};
     ok = ok && latest_ranks(run, &s, &plots, &regimes, &latest, err, cap);
@@ -118,9 +122,13 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
                             pace ? pace->last_step : 0,
                             run->gpus,
                             s.gpu_slowdown,
-                            s.gpu_slowdown ? run->ngpus : 0};
+                            s.gpu_slowdown ? run->ngpus : 0,
+                            own_counts,
+                            own.n};
     ok = ok && tp_summary_tables_save(run, &rows, err, cap);
     tp_ranks_free(&latest);
+    free(own_counts);
+    tp_own_costs_free(&own);
     tp_stack_counts_free(stacks, nstacks);
     tp_stalls_free(&stalls);
     tp_course_free(&course);

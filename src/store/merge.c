@@ -142,8 +142,9 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
  * tables every summary has, each where it stored it: its ranks over its own
  * first rank's latest pace (as agent; the reader judges whether every
  * node's are over the same pace: analyze/summary.c), its GPUs' clock event
- * reasons (as agent), and its stalls and their threads (ids after the
- * stall_ids before, times shifted by dt, stack nodes by node). */
+ * reasons (as agent), its ranks' own work counts (as agent; kept only where
+ * every input has them: tp_merge_runs), and its stalls and their threads
+ * (ids after the stall_ids before, times shifted by dt, stack nodes by node). */
 static void summary_extras_sql(char *out, size_t cap, const tp_merge_input *info,
                                long long stall_ids, long long dt, long long node, int agent)
 {
@@ -166,6 +167,12 @@ static void summary_extras_sql(char *out, size_t cap, const tp_merge_input *info
                      " gpu_reasons_share, comm_device_s, comm_device_exposed_s, cpu_wait_percent,"
                      " first_step, last_step FROM src.summary_rank_latest;",
                      agent, dt, dt);
+    if (info->own && len >= 0 && (size_t)len < cap)
+        len += snprintf(out + len, cap - (size_t)len,
+                        TP_SCHEMA_SUMMARY_OWN "INSERT INTO main.summary_own SELECT rank, %d,"
+                                              " samples, users, wrappers, device_times, windows"
+                                              " FROM src.summary_own;",
+                        agent);
     if (!info->stalls || len < 0 || (size_t)len >= cap)
         return;
     out += len;
@@ -246,7 +253,7 @@ static int copy_input(sqlite3 *db, const char *path, int agent, tp_merge_input *
              " dataloader_next, to_device, train_batch, step_lr_schedulers, from_device,"
              " reduce_metrics, other, %s, %s FROM src.summary_step_phase ORDER BY rowid;",
              info->step_pauses ? "pauses" : "0", times);
-    char extras_sql[2600];
+    char extras_sql[4096];
     summary_extras_sql(extras_sql, sizeof extras_sql, info, max_id(db, "summary_stall"), dt,
                        off.node, agent);
     char steps_sql[400];
@@ -406,6 +413,17 @@ static int open_output(const char *out_path, tp_pending_output *pending, sqlite3
     return rc;
 }
 
+/* The ranks' own work counts stand for the merged run only where every
+ * input stored its own: else the table goes, and they are read from the
+ * rows where the merge has them (none in a summary-only merge). */
+static int drop_partial_own(sqlite3 *db, const tp_merge_input *info, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!info[i].own)
+            return tp_exec(db, "DROP TABLE IF EXISTS summary_own;");
+    return SQLITE_OK;
+}
+
 bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
                    const tp_merge_options *opt, char *err, size_t cap)
 {
@@ -465,7 +483,8 @@ bool tp_merge_runs(const char *out_path, const char *const *inputs, size_t n,
         if (rc == SQLITE_OK && opt->progress)
             opt->progress(opt->progress_ctx, i + 1, n, inputs[i], all_rows);
     }
-    if (rc == SQLITE_OK && !all_rows && step_phases)
+    if (rc == SQLITE_OK && (rc = drop_partial_own(db, info, n)) == SQLITE_OK && !all_rows &&
+        step_phases)
         rc = tp_merge_thin_step_groups(db, opt->step_groups_max);
     if (rc == SQLITE_OK && !all_rows)
         rc = tp_merge_epoch_bounds(db);

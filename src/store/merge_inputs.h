@@ -28,6 +28,7 @@ typedef struct tp_merge_input {
     bool timing_warmup;                       /* summary_timing.in_warmup_s */
     bool rank_latest;   /* summary_rank_latest: its ranks over its first rank's latest pace */
     bool gpu_slowdowns; /* summary_gpu: its GPUs' clock event reasons over the steps */
+    bool own;           /* summary_own: its ranks' own work counts */
     int *ranks;
     size_t nranks;      /* distinct ranks of its threads (-1: no rank) */
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */

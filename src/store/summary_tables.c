@@ -435,3 +435,44 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
     }
     return true;
 }
+
+/* A stored weight: a crafted file's text, negative or not finite, reads as 0. */
+static double stored_weight(sqlite3_stmt *st, int i)
+{
+    double v = sqlite3_column_double(st, i);
+    return sqlite3_column_type(st, i) != SQLITE_NULL && isfinite(v) && v > 0 ? v : 0;
+}
+
+bool tp_stored_own_samples(tp_run *run, tp_own_samples **out, size_t *n, char *err, size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    if (!tp_run_has_table(run, "summary_own"))
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT rank, agent_id, samples, users, wrappers, device_times, windows"
+                           " FROM summary_own ORDER BY rank, agent_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "own work", err, cap);
+    size_t room = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *out = tp_grow(*out, *n, &room, sizeof **out);
+        tp_own_samples *o = &(*out)[(*n)++];
+        int64_t rank = sqlite3_column_int64(st, 0);
+        o->rank = rank >= -1 && rank < INT32_MAX ? (int)rank : -1;
+        o->agent_id = sqlite3_column_int64(st, 1);
+        o->samples = stored_weight(st, 2);
+        for (int w = 0; w < TP_WORK_KINDS; w++)
+            o->own[w] = stored_weight(st, 3 + w);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return failed(run, "own work", err, cap);
+    }
+    return true;
+}

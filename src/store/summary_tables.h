@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "core/gpu_slowdown.h"
+#include "core/own_facts.h"
 #include "core/rank_facts.h"
 #include "core/stall_facts.h"
 #include "core/stats.h"
@@ -112,6 +113,9 @@ typedef struct tp_summary_rows {
     const tp_run_gpu *gpus;
     const tp_gpu_slowdown *gpu_slowdowns;
     size_t ngpus;
+    /* each rank's step thread's samples and whose work they were */
+    const tp_own_samples *own;
+    size_t nown;
 } tp_summary_rows;
 
 /* The stalls the recorder stored (meta stalls_stored), each with its
@@ -120,6 +124,11 @@ typedef struct tp_summary_rows {
  * err, which is then not empty). */
 bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t cap);
 void tp_stored_stalls_free(tp_stall *v, size_t n);
+
+/* Each rank's own work counts the summary stored (summary_own), in rank
+ * order, into *out (the caller frees; none where the file stores none);
+ * false (reason in err) when they can't be read. */
+bool tp_stored_own_samples(tp_run *run, tp_own_samples **out, size_t *n, char *err, size_t cap);
 
 /* Writes rows into the summary tables of run's file (opened again, read and
  * write) in one transaction, with meta summarized = 1 and plots = 1. A file

@@ -176,6 +176,18 @@ static int write_latest_ranks(sqlite3 *db, const tp_summary_rows *p)
     return rc;
 }
 
+_Static_assert(TP_WORK_KINDS == 4, "summary_own has a column for each kind of work");
+
+static void fill_own(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
+{
+    const tp_own_samples *o = &s->own[i];
+    sqlite3_bind_int(st, 1, o->rank);
+    sqlite3_bind_int64(st, 2, o->agent_id);
+    sqlite3_bind_double(st, 3, o->samples);
+    for (int w = 0; w < TP_WORK_KINDS; w++)
+        sqlite3_bind_double(st, 4 + w, o->own[w]);
+}
+
 static void fill_stack(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
 {
     const tp_stack_count *c = &s->stacks[i];
@@ -368,8 +380,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
         rc = upgrade_tables(db, upgrade, rank_gpu, batches);
     if (rc == SQLITE_OK)
         rc = tp_exec(db, TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW
-                             TP_SCHEMA_SUMMARY_STACKS TP_SCHEMA_SUMMARY_GPU
-                     "DELETE FROM summary_stack; DELETE FROM summary_gpu;"
+                             TP_SCHEMA_SUMMARY_STACKS TP_SCHEMA_SUMMARY_GPU TP_SCHEMA_SUMMARY_OWN
+                     "DELETE FROM summary_stack; DELETE FROM summary_gpu; DELETE FROM summary_own;"
                      "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
                      "DELETE FROM summary_steps_window;"
                      "DELETE FROM summary_timing; DELETE FROM summary_step;"
@@ -416,6 +428,9 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_stack VALUES (?,?,?,?,?,?)", s, s->nstacks,
                          fill_stack);
+    if (rc == SQLITE_OK)
+        rc =
+            insert_rows(db, "INSERT INTO summary_own VALUES (?,?,?,?,?,?,?)", s, s->nown, fill_own);
     if (rc == SQLITE_OK)
         rc = write_plots(db, s);
     if (rc == SQLITE_OK)

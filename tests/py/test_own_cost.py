@@ -7,10 +7,11 @@ the scheduled ones further apart, device times on one step in 8) and says
 that it did."""
 
 import json
+import shutil
 import sqlite3
 import textwrap
 
-from conftest import PYTHON, in_short, report_json, trainprof, words
+from conftest import PYTHON, in_short, report_from_rows, report_json, trainprof, words
 
 # 300 regions a step around nothing, for 2 s: a region per micro-operation
 MICRO = """
@@ -112,6 +113,51 @@ def test_every_report_says_what_trainprof_cost(tmp_path):
     assert set(own["parts"]) == {"wrappers", "device_times", "capture_windows"}
     assert rep["backoff"] is None
     assert "trainprof's own work" in in_short(trainprof("report", run).stdout)
+
+
+def test_the_counts_are_stored_with_the_summary_and_carried_by_a_merge(tmp_path):
+    """The recorder stores each rank's own-work counts with its summary: a
+    report reads those rows, not every stack sample again (0.33 s a report of
+    an hour of 8 ranks before: docs/benchmarks.md), and says what the rows
+    say. A report of node files (a summary-only merge: no samples) says each
+    node's rank's cost, where it said none before; a node file stored before
+    the counts leaves them to the rows."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(PLAIN))
+    nodes = []
+    for node, rank in (("node-a", "0"), ("node-b", "1")):
+        run = tmp_path / f"{node}.db"
+        env = {"RANK": rank, "WORLD_SIZE": "2"}
+        r = trainprof(
+            "record", "-q", "--agent", node, "-o", run, "--", PYTHON, script, env=env, timeout=300
+        )
+        assert r.returncode == 0, r.stderr
+        nodes.append(run)
+    rep = report_json(nodes[0])
+    [own] = rep["own_cost"]
+    with sqlite3.connect(nodes[0]) as db:
+        [(rank, samples, users)] = db.execute("SELECT rank, samples, users FROM summary_own")
+    assert rank == 0 and samples == own["samples"] > 50 and 0 < users <= samples, own
+    assert report_from_rows(nodes[0], tmp_path)["own_cost"] == rep["own_cost"]
+    bare = tmp_path / "bare.db"  # its samples gone: the stored counts still answer
+    shutil.copyfile(nodes[0], bare)
+    with sqlite3.connect(bare) as db:
+        db.execute("DELETE FROM stack_sample")
+    assert report_json(bare)["own_cost"] == rep["own_cost"]
+    both = json.loads(trainprof("report", "--json", *nodes).stdout)
+    assert both["run"]["meta"]["summary_only"] == "1"
+    assert [o["rank"] for o in both["own_cost"]] == [0, 1], both["own_cost"]
+    assert both["own_cost"][0] == own
+    merged = tmp_path / "all.db"  # a merge of the rows, its summaries carried
+    assert trainprof("merge", "-q", "-o", merged, *nodes).returncode == 0
+    assert report_json(merged)["own_cost"] == both["own_cost"]
+    older = tmp_path / "older.db"  # stored before the counts: the merge reads the rows
+    shutil.copyfile(nodes[1], older)
+    with sqlite3.connect(older) as db:
+        db.execute("DROP TABLE summary_own")
+    assert trainprof("merge", "-q", "-o", tmp_path / "mixed.db", nodes[0], older).returncode == 0
+    assert report_json(tmp_path / "mixed.db")["own_cost"] == both["own_cost"]
+    assert json.loads(trainprof("report", "--json", nodes[0], older).stdout)["own_cost"] == []
 
 
 def test_without_stack_samples_the_cost_is_said_unmeasured(tmp_path):

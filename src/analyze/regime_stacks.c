@@ -10,6 +10,7 @@
 #include "analyze/stack_own.h"
 #include "core/step_phase_facts.h"
 #include "store/reader_stacks.h"
+#include "store/summary_tables.h"
 #include "trainprof.h"
 #include "util/grow.h"
 #include "util/ns_math.h"
@@ -224,6 +225,66 @@ static void name_cause(const tp_stack_tree *tree, uint32_t frame, tp_regime_caus
                   known && tree->file[frame - 1] ? tree->file[frame - 1] : "?");
 }
 
+_Static_assert(TP_CAUSE_TEXT == TP_PACE_TEXT, "a stored function's text is a cause's");
+
+/* The function causes the summary stored for r's changes, put as the pass
+ * over the samples puts them, where it holds one for each change (*done);
+ * none where one is missing (a file stored before them, another pace). */
+static bool add_stored(tp_run *run, tp_regimes *r, bool *done, char *err, size_t cap)
+{
+    tp_pace_function *v = NULL;
+    size_t n = 0;
+    *done = false;
+    if (!tp_stored_pace_functions(run, &v, &n, err, cap))
+        return false;
+    const tp_pace_function *at[TP_REGIMES_MAX] = {0};
+    bool all = n > 0 && r->n <= TP_REGIMES_MAX;
+    for (size_t i = 1; all && i < r->n; i++) {
+        for (size_t k = 0; k < n && !at[i]; k++)
+            if (v[k].first_step == r->v[i].first_step && v[k].last_step == r->v[i].last_step)
+                at[i] = &v[k];
+        all = at[i] != NULL;
+    }
+    for (size_t i = 1; all && i < r->n; i++) {
+        const tp_pace_function *f = at[i];
+        if (!f->found || f->phase >= TP_STEP_PHASES) /* none; a crafted file's phase */
+            continue;
+        tp_regime_cause c = {.kind = TP_CAUSE_FUNCTION,
+                             .phase = f->phase,
+                             .workers = f->workers,
+                             .line = f->line,
+                             .before = f->before,
+                             .after = f->after};
+        tp_utf8_clean(c.function, sizeof c.function, f->function);
+        tp_utf8_clean(c.file, sizeof c.file, f->file);
+        insert_cause(&r->v[i], &c);
+    }
+    free(v);
+    *done = all;
+    return true;
+}
+
+tp_pace_function *tp_regimes_pace_functions(const tp_regimes *r, size_t *n)
+{
+    *n = r->n > 1 ? r->n - 1 : 0;
+    tp_pace_function *v = tp_xcalloc(*n ? *n : 1, sizeof *v);
+    for (size_t i = 1; i < r->n; i++) {
+        tp_pace_function *f = &v[i - 1];
+        f->first_step = r->v[i].first_step;
+        f->last_step = r->v[i].last_step;
+        for (size_t k = 0; k < r->v[i].ncauses && !f->found; k++) {
+            const tp_regime_cause *c = &r->v[i].causes[k];
+            if (c->kind != TP_CAUSE_FUNCTION)
+                continue;
+            *f = (tp_pace_function){f->first_step, f->last_step, true,     c->phase, c->workers,
+                                    c->line,       c->before,    c->after, "",       ""};
+            memcpy(f->function, c->function, sizeof f->function);
+            memcpy(f->file, c->file, sizeof f->file);
+        }
+    }
+    return v;
+}
+
 bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t cap)
 {
     if (r->n < 2 || !tp_run_has_stacks(run))
@@ -231,6 +292,11 @@ bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t c
     for (size_t i = 0; i < r->n; i++)
         if (!isfinite(r->v[i].t0_s) || !isfinite(r->v[i].t1_s))
             return true; /* a file stored before: no times to split the samples by */
+    bool done;
+    if (!add_stored(run, r, &done, err, cap))
+        return false;
+    if (done)
+        return true;
     change *changes = tp_xcalloc(r->n, sizeof *changes);
     bool any = false;
     for (size_t i = 1; i < r->n; i++) {

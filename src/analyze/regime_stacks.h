@@ -22,14 +22,22 @@
 #include <stddef.h>
 
 #include "analyze/regimes.h"
+#include "core/pace_facts.h"
 #include "store/reader.h"
 
 #define TP_REGIME_FUNCTION_MOVE    0.10 /* of a group's samples */
 #define TP_REGIME_FUNCTION_SAMPLES 20.0
 
-/* Adds the function causes to r's changes (regimes whose times are known);
- * a run without stacks, or a file stored before, gets none. False (reason
- * in err) where the file could not be read. */
+/* Adds the function causes to r's changes (regimes whose times are known):
+ * those the stored summary holds for every one of r's changes
+ * (summary_pace_function: a report reads them, not every sample since the
+ * first regime again), else from the samples; a run without stacks, or a
+ * file stored before regimes had times, gets none. False (reason in err)
+ * where the file could not be read. */
 bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t cap);
+
+/* Each change of r's function cause (r->n - 1 of them, into *n; the caller
+ * frees), as the summary stores them. */
+tp_pace_function *tp_regimes_pace_functions(const tp_regimes *r, size_t *n);
 
 #endif

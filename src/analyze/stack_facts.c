@@ -344,13 +344,22 @@ static int by_span_key(const void *x, const void *y)
 
 static bool same_span_key(const span_row *a, const span_row *b) { return !by_span_key(a, b); }
 
-bool tp_stack_facts_build_between(tp_run *run, double t0_s, double t1_s, tp_stack_facts *out,
-                                  char *err, size_t cap)
+bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_stack_facts *out, char *err,
+                               size_t cap)
 {
     memset(out, 0, sizeof *out);
-    if (!tp_run_has_stacks(run) || tp_run_summary_only(run) || !(t1_s >= t0_s))
+    if (!tp_run_has_stacks(run) || tp_run_summary_only(run) || !(g->t1_s >= g->t0_s))
         return true;
-    span_ctx c = {.t0_ns = tp_ns_round_s(t0_s), .t1_ns = tp_ns_round_s(t1_s)};
+    if (!tp_stored_stack_counts_latest(run, g->first_step, g->last_step, &out->counts,
+                                       &out->ncounts, err, cap))
+        return false;
+    if (out->ncounts) { /* the recorder's, over the same steps */
+        if (!tp_stack_tree_load(run, &out->tree, err, cap))
+            return false;
+        group_counts(out, false);
+        return true;
+    }
+    span_ctx c = {.t0_ns = tp_ns_round_s(g->t0_s), .t1_ns = tp_ns_round_s(g->t1_s)};
     bool ok = tp_stack_tree_load(run, &out->tree, err, cap) &&
               tp_run_each_stack_run_since(run, c.t0_ns, add_span_run, &c, err, cap);
     if (ok && c.n) {

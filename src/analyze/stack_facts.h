@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/regimes.h"
 #include "store/reader_stacks.h"
 
 #define TP_STACK_TOP_FUNCTIONS 10 /* kept per group, most self samples first */
@@ -80,14 +81,17 @@ typedef struct tp_stack_facts {
 bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t cap);
 void tp_stack_facts_free(tp_stack_facts *f);
 
-/* The same groups and top functions (no icicles) of the samples taken
- * between t0_s and t1_s (the run's clock, as a regime's bounds) only: a run
- * of identical samples that straddles a bound counts for its part inside,
- * rounded to whole samples per stack. A file that keeps only the stored
- * counts (a summary-only merge) knows no span: no groups. dropped is not
- * known per span (0). tp_stack_facts_free in every case. */
-bool tp_stack_facts_build_between(tp_run *run, double t0_s, double t1_s, tp_stack_facts *out,
-                                  char *err, size_t cap);
+/* The same groups and top functions (no icicles) of the samples taken over
+ * regime g's span (t0_s to t1_s, the run's clock) only: the stored
+ * summary's counts for g's steps where it holds them (summary_stack_latest:
+ * a report reads those, not every sample since the change), else from the
+ * samples, a run of identical samples that straddles a bound counting for
+ * its part inside, rounded to whole samples per stack. A file that keeps
+ * only the stored whole-run counts (a summary-only merge) knows no span: no
+ * groups. dropped is not known per span (0). tp_stack_facts_free in every
+ * case. */
+bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_stack_facts *out, char *err,
+                               size_t cap);
 
 /* The samples of run taken between a_ns and b_ns (the run's clock): its
  * count where its samples are one instant, else its part of its span

@@ -520,8 +520,7 @@ static bool add_course(tp_summary *s, char *err, size_t cap)
     tp_step_phases_free(&ph);
     const tp_regime *latest = ok ? tp_regimes_latest(&s->regimes, rank) : NULL;
     return ok && tp_regimes_add_stack_causes(s->run, &s->regimes, err, cap) &&
-           (!latest || tp_stack_facts_build_between(s->run, latest->t0_s, latest->t1_s,
-                                                    &s->stacks_latest, err, cap)) &&
+           (!latest || tp_stack_facts_build_over(s->run, latest, &s->stacks_latest, err, cap)) &&
            add_latest_ranks(s, err, cap);
 }
 

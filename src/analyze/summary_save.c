@@ -7,36 +7,48 @@
 
 #include "analyze/own_cost.h"
 #include "analyze/ranks.h"
+#include "analyze/regime_stacks.h"
 #include "analyze/regimes.h"
 #include "analyze/scaling.h"
+#include "analyze/stack_facts.h"
 #include "analyze/stalls.h"
 #include "analyze/summary.h"
 #include "analyze/summary_plots.h"
 #include "store/reader_stacks.h"
 #include "store/summary_tables.h"
+#include "util/oom.h"
 
 bool tp_summary_store_save(const char *path, char *err, size_t cap)
 {
     return tp_summary_store_save_keeping(path, NULL, err, cap);
 }
 
-/* The ranks over the first rank's latest pace, where it changed (its
- * regimes from the step phases just computed, as a report finds them from
- * the stored ones: analyze/summary.h, ranks_latest); none in a run of one
- * pace, or of one rank that was the whole job. A node's one rank of a
- * larger job is kept: a merge sets it beside the other nodes' (summary.c). */
-static bool latest_ranks(tp_run *run, const tp_summary *s, const tp_summary_plots *plots,
-                         tp_regimes *regimes, tp_ranks *out, char *err, size_t cap)
+/* The first rank's regimes, from the step phases just computed (as a report
+ * finds them from the stored ones: analyze/summary.c), with their function
+ * causes from the samples; none without steps. */
+static bool pace_regimes(tp_run *run, const tp_summary *s, const tp_summary_plots *plots,
+                         tp_regimes *regimes, char *err, size_t cap)
 {
-    if (!s->ranks.n || !s->timings.nsteps || !plots->nranks ||
-        plots->ranks[0] != s->timings.steps[0].rank)
-        return true;
-    if (s->ranks.n == 1 && tp_run_world_size(run, &s->timings) < 2)
+    if (!s->timings.nsteps || !plots->nranks || plots->ranks[0] != s->timings.steps[0].rank)
         return true;
     int rank = plots->ranks[0];
     const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
     tp_regimes_build(run, &plots->phases[0], rank, place ? place->agent_id : 1,
                      place ? place->gpu : -1, regimes);
+    return tp_regimes_add_stack_causes(run, regimes, err, cap);
+}
+
+/* The ranks over the first rank's latest pace, where it changed (analyze/
+ * summary.h, ranks_latest); none in a run of one pace, or of one rank that
+ * was the whole job. A node's one rank of a larger job is kept: a merge sets
+ * it beside the other nodes' (summary.c). */
+static bool latest_ranks(tp_run *run, const tp_summary *s, const tp_regimes *regimes, tp_ranks *out,
+                         char *err, size_t cap)
+{
+    if (!s->ranks.n || regimes->n < 2)
+        return true;
+    if (s->ranks.n == 1 && tp_run_world_size(run, &s->timings) < 2)
+        return true;
     return tp_ranks_latest_from_rows(run, regimes, 1, out, err, cap);
 }
 
@@ -60,6 +72,47 @@ static bool finish_plots(tp_run *run, const tp_summary *s, tp_summary_plots *plo
     return ok;
 }
 
+/* What the summary stores of the first rank's changes of pace (every part
+ * a report would otherwise read the rows, or every sample since the change,
+ * again for), and the ranks over its latest pace. */
+typedef struct pace_parts {
+    tp_regimes regimes;
+    const tp_regime *latest; /* NULL: the pace did not change */
+    tp_ranks ranks;          /* over it */
+    tp_stack_facts span;     /* its stack samples */
+    tp_pace_function *functions;
+    size_t nfunctions;
+} pace_parts;
+
+static bool pace_parts_build(tp_run *run, const tp_summary *s, const tp_summary_plots *plots,
+                             pace_parts *p, char *err, size_t cap)
+{
+    memset(p, 0, sizeof *p);
+    bool ok = pace_regimes(run, s, plots, &p->regimes, err, cap) &&
+              latest_ranks(run, s, &p->regimes, &p->ranks, err, cap);
+    p->latest = ok ? tp_regimes_latest(&p->regimes, p->regimes.rank) : NULL;
+    ok = ok && (!p->latest || tp_stack_facts_build_over(run, p->latest, &p->span, err, cap));
+    p->functions = tp_regimes_pace_functions(&p->regimes, &p->nfunctions);
+    return ok;
+}
+
+static void pace_parts_free(pace_parts *p)
+{
+    tp_ranks_free(&p->ranks);
+    tp_stack_facts_free(&p->span);
+    free(p->functions);
+}
+
+/* Each series' figures as the summary stores them. */
+static tp_series_figures *series_figures(const tp_summary *s)
+{
+    tp_series_figures *series = tp_xcalloc(s->n + 1, sizeof *series);
+    for (size_t i = 0; i < s->n; i++)
+        series[i] = (tp_series_figures){s->items[i].series->id, s->items[i].stats,
+                                        s->items[i].in_steps, s->items[i].steps};
+    return series;
+}
+
 bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err, size_t cap)
 {
     tp_run *run = tp_run_open(path, err, cap);
@@ -78,14 +131,7 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
     bool ok = tp_summary_plots_init(run, &plots, err, cap) &&
               tp_summary_build_also(run, &s, tp_summary_plots_series, &plots, err, cap);
     ok = ok && finish_plots(run, &s, &plots, path, err, cap);
-    tp_series_figures *series = ok ? malloc((s.n + 1) * sizeof *series) : NULL;
-    if (ok && !series) {
-        snprintf(err, cap, "%s: out of memory", path);
-        ok = false;
-    }
-    for (size_t i = 0; ok && i < s.n; i++)
-        series[i] = (tp_series_figures){s.items[i].series->id, s.items[i].stats,
-                                        s.items[i].in_steps, s.items[i].steps};
+    tp_series_figures *series = ok ? series_figures(&s) : NULL;
     tp_stack_count *stacks = NULL;
     size_t nstacks = 0;
     ok = ok && tp_run_stack_counts(run, &stacks, &nstacks, err, cap);
@@ -98,10 +144,8 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
     tp_own_costs own = {0}; /* the one pass over the samples a report then needs no more */
     ok = ok && tp_own_costs_build(run, &course, &s.timings, &own, err, cap);
     tp_own_samples *own_counts = ok ? tp_own_costs_counts(&own) : NULL;
-    tp_regimes regimes = {0};
-    tp_ranks latest = {0};
-    ok = ok && latest_ranks(run, &s, &plots, &regimes, &latest, err, cap);
-    const tp_regime *pace = tp_regimes_latest(&regimes, regimes.rank);
+    pace_parts pace = {0};
+    ok = ok && pace_parts_build(run, &s, &plots, &pace, err, cap);
     tp_summary_rows rows = {series,
                             s.n,
                             s.windows,
@@ -117,16 +161,20 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
                             nstacks,
                             stalls.v,
                             stalls.n,
-                            &latest,
-                            pace ? pace->first_step : 0,
-                            pace ? pace->last_step : 0,
+                            &pace.ranks,
+                            pace.latest ? pace.latest->first_step : 0,
+                            pace.latest ? pace.latest->last_step : 0,
                             run->gpus,
                             s.gpu_slowdown,
                             s.gpu_slowdown ? run->ngpus : 0,
                             own_counts,
-                            own.n};
+                            own.n,
+                            pace.span.counts,
+                            pace.span.ncounts,
+                            pace.functions,
+                            pace.nfunctions};
     ok = ok && tp_summary_tables_save(run, &rows, err, cap);
-    tp_ranks_free(&latest);
+    pace_parts_free(&pace);
     free(own_counts);
     tp_own_costs_free(&own);
     tp_stack_counts_free(stacks, nstacks);

@@ -165,21 +165,11 @@ char *tp_stack_counts_sql(const char *schema, int version)
         schema, schema, schema);
 }
 
-bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err, size_t cap)
+/* The counts st's rows give (rank, phase, worker, node_id, state, samples)
+ * into *out, st finalized. */
+static bool read_counts(tp_run *run, sqlite3_stmt *st, tp_stack_count **out, size_t *n, char *err,
+                        size_t cap)
 {
-    *out = NULL;
-    *n = 0;
-    if (run->schema_version < TP_SCHEMA_STACKS_VERSION)
-        return true;
-    char *rows = counts_stored(run) ? NULL : tp_stack_counts_sql("main", run->schema_version);
-    char *sql = sqlite3_mprintf(
-        "%s ORDER BY 1, 2, 3, 4, 5",
-        rows ? rows
-             : "SELECT rank, phase, worker, node_id, state, samples FROM main.summary_stack");
-    sqlite3_free(rows);
-    sqlite3_stmt *st = prepare_owned(run, sql, err, cap);
-    if (!st)
-        return false;
     size_t ccap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -199,6 +189,37 @@ bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE || failed(run, "the stack samples", err, cap);
+}
+
+bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err, size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    if (run->schema_version < TP_SCHEMA_STACKS_VERSION)
+        return true;
+    char *rows = counts_stored(run) ? NULL : tp_stack_counts_sql("main", run->schema_version);
+    char *sql = sqlite3_mprintf(
+        "%s ORDER BY 1, 2, 3, 4, 5",
+        rows ? rows
+             : "SELECT rank, phase, worker, node_id, state, samples FROM main.summary_stack");
+    sqlite3_free(rows);
+    sqlite3_stmt *st = prepare_owned(run, sql, err, cap);
+    return st && read_counts(run, st, out, n, err, cap);
+}
+
+bool tp_stored_stack_counts_latest(tp_run *run, size_t first_step, size_t last_step,
+                                   tp_stack_count **out, size_t *n, char *err, size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    if (!tp_summary_stored(run) || !tp_run_has_table(run, "summary_stack_latest"))
+        return true;
+    char *sql = sqlite3_mprintf(
+        "SELECT rank, phase, worker, node_id, state, samples FROM main.summary_stack_latest"
+        " WHERE first_step = %lld AND last_step = %lld ORDER BY rowid",
+        (long long)first_step, (long long)last_step);
+    sqlite3_stmt *st = prepare_owned(run, sql, err, cap);
+    return st && read_counts(run, st, out, n, err, cap);
 }
 
 void tp_stack_counts_free(tp_stack_count *c, size_t n)

@@ -62,6 +62,13 @@ size_t tp_stack_path(const tp_stack_tree *t, uint32_t node, uint32_t *path, size
 bool tp_run_stack_counts(tp_run *run, tp_stack_count **out, size_t *n, char *err, size_t cap);
 void tp_stack_counts_free(tp_stack_count *c, size_t n);
 
+/* The stack counts the stored summary holds over the latest pace of steps
+ * first_step..last_step (summary_stack_latest), in the order written; none
+ * where it holds none for those steps (a file summarized before them, a
+ * merge, another pace). */
+bool tp_stored_stack_counts_latest(tp_run *run, size_t first_step, size_t last_step,
+                                   tp_stack_count **out, size_t *n, char *err, size_t cap);
+
 /* The SQL (sqlite3_mprintf'd: sqlite3_free it; NULL out of memory) that
  * counts the stack samples of the database attached as schema, of schema
  * version version: rows of (rank, phase text or NULL, worker, node_id,

@@ -69,6 +69,23 @@
     "CREATE TABLE IF NOT EXISTS summary_stack (rank INTEGER NOT NULL, phase TEXT," \
     "  worker INTEGER NOT NULL, node_id INTEGER NOT NULL, state INTEGER NOT NULL," \
     "  samples INTEGER NOT NULL);"
+/* The latest pace's: where the first rank's pace changed, the stack counts
+ * over its latest regime's span (summary_stack's columns and the regime's
+ * first and last step, analyze/summary.h: stacks_latest), and for each
+ * regime after the first, the function that moved most in the phase that
+ * moved (a row with no function where none did; analyze/regimes.h), keyed
+ * by that regime's steps. Written with the summary so that a report reads
+ * them rather than every sample since the change again; a merge carries
+ * none (read from the rows where it has them). */
+#define TP_SCHEMA_SUMMARY_STACK_LATEST                                                    \
+    "CREATE TABLE IF NOT EXISTS summary_stack_latest (rank INTEGER NOT NULL, phase TEXT," \
+    "  worker INTEGER NOT NULL, node_id INTEGER NOT NULL, state INTEGER NOT NULL,"        \
+    "  samples INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL);"
+#define TP_SCHEMA_SUMMARY_PACE_FUNCTION                                               \
+    "CREATE TABLE IF NOT EXISTS summary_pace_function (first_step INTEGER NOT NULL,"  \
+    "  last_step INTEGER NOT NULL, phase INTEGER NOT NULL, workers INTEGER NOT NULL," \
+    "  function TEXT, file TEXT, line INTEGER NOT NULL, before REAL NOT NULL,"        \
+    "  after REAL NOT NULL);"
 /* summary_stall.between_steps: the rank's last step had closed and it
  * stopped in a region between steps (a `.item()` on a GPU that never
  * answers); files summarized before have none (readers take 0). */

@@ -476,3 +476,48 @@ bool tp_stored_own_samples(tp_run *run, tp_own_samples **out, size_t *n, char *e
     }
     return true;
 }
+
+bool tp_stored_pace_functions(tp_run *run, tp_pace_function **out, size_t *n, char *err, size_t cap)
+{
+    *out = NULL;
+    *n = 0;
+    if (!tp_summary_stored(run) || !tp_run_has_table(run, "summary_pace_function"))
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT first_step, last_step, phase, workers, function, file, line,"
+                           " before, after FROM summary_pace_function ORDER BY first_step",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "changes of pace", err, cap);
+    size_t room = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t first = sqlite3_column_int64(st, 0), last = sqlite3_column_int64(st, 1),
+                phase = sqlite3_column_int64(st, 2), line = sqlite3_column_int64(st, 6);
+        if (first < 1 || last < first)
+            continue; /* a crafted file's: no regime has such steps */
+        *out = tp_grow(*out, *n, &room, sizeof **out);
+        tp_pace_function *f = &(*out)[(*n)++];
+        *f = (tp_pace_function){.first_step = (size_t)first, .last_step = (size_t)last};
+        f->found = sqlite3_column_type(st, 4) != SQLITE_NULL && phase >= 0 && phase < 1 << 16;
+        if (!f->found)
+            continue;
+        f->phase = (size_t)phase;
+        f->workers = sqlite3_column_int(st, 3) != 0;
+        f->line = line >= 0 && line <= INT32_MAX ? (int32_t)line : 0;
+        f->before = sqlite3_column_double(st, 7);
+        f->after = sqlite3_column_double(st, 8);
+        const unsigned char *function = sqlite3_column_text(st, 4),
+                            *file = sqlite3_column_text(st, 5);
+        snprintf(f->function, sizeof f->function, "%s", function ? (const char *)function : "?");
+        snprintf(f->file, sizeof f->file, "%s", file ? (const char *)file : "?");
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return failed(run, "changes of pace", err, cap);
+    }
+    return true;
+}

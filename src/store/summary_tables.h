@@ -20,6 +20,7 @@
 
 #include "core/gpu_slowdown.h"
 #include "core/own_facts.h"
+#include "core/pace_facts.h"
 #include "core/rank_facts.h"
 #include "core/stall_facts.h"
 #include "core/stats.h"
@@ -116,6 +117,12 @@ typedef struct tp_summary_rows {
     /* each rank's step thread's samples and whose work they were */
     const tp_own_samples *own;
     size_t nown;
+    /* over the latest pace (latest_first_step..latest_last_step): the stack
+     * counts; and each change of pace's function */
+    const tp_stack_count *stacks_latest;
+    size_t nstacks_latest;
+    const tp_pace_function *pace_functions;
+    size_t npace_functions;
 } tp_summary_rows;
 
 /* The stalls the recorder stored (meta stalls_stored), each with its
@@ -124,6 +131,12 @@ typedef struct tp_summary_rows {
  * err, which is then not empty). */
 bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t cap);
 void tp_stored_stalls_free(tp_stall *v, size_t n);
+
+/* Each change of pace's function the summary stored (summary_pace_function),
+ * into *out (none where it stores none); false (reason in err) when they
+ * can't be read. */
+bool tp_stored_pace_functions(tp_run *run, tp_pace_function **out, size_t *n, char *err,
+                              size_t cap);
 
 /* Each rank's own work counts the summary stored (summary_own), in rank
  * order, into *out (the caller frees; none where the file stores none);

@@ -188,9 +188,9 @@ static void fill_own(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
         sqlite3_bind_double(st, 4 + w, o->own[w]);
 }
 
-static void fill_stack(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
+/* A stack count's first six columns (summary_stack's, summary_stack_latest's). */
+static void bind_stack(sqlite3_stmt *st, const tp_stack_count *c)
 {
-    const tp_stack_count *c = &s->stacks[i];
     sqlite3_bind_int(st, 1, c->rank);
     if (c->phase)
         sqlite3_bind_text(st, 2, c->phase, -1, SQLITE_STATIC);
@@ -202,6 +202,34 @@ static void fill_stack(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
                      (c->on_cpu ? 1 : 0) | (c->cpu_known ? 2 : 0) |
                          (c->waited ? TP_STACK_STATE_WAITED : 0));
     sqlite3_bind_int64(st, 6, (sqlite3_int64)c->samples);
+}
+
+static void fill_stack(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
+{
+    bind_stack(st, &s->stacks[i]);
+}
+
+static void fill_stack_latest(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
+{
+    bind_stack(st, &s->stacks_latest[i]);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)s->latest_first_step);
+    sqlite3_bind_int64(st, 8, (sqlite3_int64)s->latest_last_step);
+}
+
+static void fill_pace_function(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
+{
+    const tp_pace_function *f = &s->pace_functions[i];
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)f->first_step);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)f->last_step);
+    sqlite3_bind_int64(st, 3, f->found ? (sqlite3_int64)f->phase : 0);
+    sqlite3_bind_int(st, 4, f->found && f->workers);
+    if (f->found) {
+        sqlite3_bind_text(st, 5, f->function, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 6, f->file, -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_int(st, 7, f->found ? f->line : 0);
+    sqlite3_bind_double(st, 8, f->found ? f->before : 0);
+    sqlite3_bind_double(st, 9, f->found ? f->after : 0);
 }
 
 /* Whether db's table has column (false when it has no such table). */
@@ -381,7 +409,9 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     if (rc == SQLITE_OK)
         rc = tp_exec(db, TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW
                              TP_SCHEMA_SUMMARY_STACKS TP_SCHEMA_SUMMARY_GPU TP_SCHEMA_SUMMARY_OWN
+                                 TP_SCHEMA_SUMMARY_STACK_LATEST TP_SCHEMA_SUMMARY_PACE_FUNCTION
                      "DELETE FROM summary_stack; DELETE FROM summary_gpu; DELETE FROM summary_own;"
+                     "DELETE FROM summary_stack_latest; DELETE FROM summary_pace_function;"
                      "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
                      "DELETE FROM summary_steps_window;"
                      "DELETE FROM summary_timing; DELETE FROM summary_step;"
@@ -431,6 +461,12 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     if (rc == SQLITE_OK)
         rc =
             insert_rows(db, "INSERT INTO summary_own VALUES (?,?,?,?,?,?,?)", s, s->nown, fill_own);
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_stack_latest VALUES (?,?,?,?,?,?,?,?)", s,
+                         s->nstacks_latest, fill_stack_latest);
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_pace_function VALUES (?,?,?,?,?,?,?,?,?)", s,
+                         s->npace_functions, fill_pace_function);
     if (rc == SQLITE_OK)
         rc = write_plots(db, s);
     if (rc == SQLITE_OK)

@@ -16,6 +16,7 @@ from conftest import (
     ROOT,
     OthersCpu,
     record_burning_from_flag,
+    report_from_rows,
     report_json,
     trainprof,
     words,
@@ -361,6 +362,23 @@ def test_a_run_whose_pace_changed_is_compared_on_its_latest_pace(tmp_path):
     said = words(inp["message"])
     inside = re.search(r"Inside: dataloader_next's time goes to read_store \([^)]*\) (\d+)%", said)
     assert inside and int(inside.group(1)) >= 85 and "read_cache" not in said, said
+    # what the report reads of the samples since the change (the stack counts
+    # over the latest pace, each change's function) is stored with the
+    # summary: with the samples gone its verdicts and changes stand, and they
+    # are what the rows give
+    bare = tmp_path / "b-bare.db"
+    shutil.copy(b, bare)
+    with sqlite3.connect(bare) as db:
+        key = (latest["first_step"], latest["last_step"])
+        stored = db.execute(
+            "SELECT count(*) FROM summary_stack_latest WHERE first_step = ? AND last_step = ?", key
+        ).fetchone()[0]
+        assert stored > 0 and db.execute("SELECT count(*) FROM summary_pace_function").fetchone()
+        db.execute("DELETE FROM stack_sample")
+    db.close()
+    rows = report_from_rows(b, tmp_path)
+    for rep in (report_json(bare), rows):
+        assert rep["verdicts"] == rep_b["verdicts"] and rep["regimes"] == rep_b["regimes"], rep
     c = compare_json(a, b)
     assert c["a"]["paces"] == 1 and "first_step" not in c["a"], c["a"]
     assert c["b"]["paces"] >= 2 and c["b"]["first_step"] == latest["first_step"], c["b"]

@@ -247,7 +247,8 @@ static bool add_stored(tp_run *run, tp_regimes *r, bool *done, char *err, size_t
     }
     for (size_t i = 1; all && i < r->n; i++) {
         const tp_pace_function *f = at[i];
-        if (!f->found || f->phase >= TP_STEP_PHASES) /* none; a crafted file's phase */
+        if (!f->found || f->phase >= TP_STEP_PHASES || !isfinite(f->before) ||
+            !isfinite(f->after)) /* none; a crafted file's */
             continue;
         tp_regime_cause c = {.kind = TP_CAUSE_FUNCTION,
                              .phase = f->phase,

@@ -40,6 +40,9 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
     echo "bootstrap: installing Debian packages: ${apt_missing[*]}"
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
+    if [ -n "$sudo" ]; then # its password asked here, not in the middle of uv's lines
+        sudo -v
+    fi
     { $sudo apt-get update -qq &&
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${apt_missing[@]}" >/dev/null; } &
     apt_pid=$!

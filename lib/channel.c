@@ -8,14 +8,13 @@
  * TP_CONNECT_WAIT_S for room in a recorder's backlog (one that is out of
  * descriptors or hung), and if the recorder is gone the thread just stays
  * off. A thread whose ring could not be handed over (the recorder's socket
- * full: a recorder short of CPU) stays off too, and is counted: the next
- * ring that reaches the recorder says how many (TP_FACT_THREADS_UNRECORDED),
- * or, for those after the last such ring, the process's exit.
+ * full: a recorder short of CPU) stays off too, and is counted in the
+ * process's page (ring.h's tp_proc_page), which the recorder reads as the
+ * process ends: nothing has to get through a full socket to count it.
  * After fork() the child forgets the parent's connection and
  * rings and attaches afresh on its first event: never two writers on a ring. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,11 +23,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "facts.h"
 #include "names.h"
 #include "thread_registry.h"
 #include "thread_state.h"
@@ -43,9 +39,9 @@ static int channel_fd = -1;
 static int channel_state; /* 0 not tried, 1 connected, 2 off */
 static pthread_key_t exit_key;
 static int key_made;
-/* threads whose ring could not be handed over, not told yet; under
- * channel_lock */
-static uint64_t unrecorded_untold;
+/* the process's page, handed over with its connection (NULL: it could
+ * not be); under channel_lock */
+static tp_proc_page *proc_page;
 /* set by tp_thread_set_rank; under channel_lock */
 static int rank_set;
 static int32_t set_rank, set_local_rank, set_world_size;
@@ -61,7 +57,9 @@ static void reset_in_child(void)
         close(channel_fd);
     channel_fd = -1;
     channel_state = 0;
-    unrecorded_untold = 0; /* the parent's threads */
+    if (proc_page) /* the parent's */
+        munmap(proc_page, TP_PROC_PAGE_BYTES);
+    proc_page = NULL;
     tp_thread *t = &tp_self;
     tp_registry_clear();
     if (t->ring)
@@ -81,29 +79,11 @@ __attribute__((constructor)) static void register_fork_handlers(void)
     pthread_atfork(lock_for_fork, unlock_after_fork, reset_in_child);
 }
 
-/* Through t's ring (active), the threads not handed over so far, if any
- * (TP_FACT_THREADS_UNRECORDED); kept untold where the ring is full. Caller
- * holds channel_lock. */
-static void tell_unrecorded(tp_thread *t)
-{
-    if (!unrecorded_untold)
-        return;
-    char text[sizeof TP_FACT_THREADS_UNRECORDED + 24];
-    int len = snprintf(text, sizeof text, TP_FACT_THREADS_UNRECORDED "=%llu",
-                       (unsigned long long)unrecorded_untold);
-    tp_event head = {tp_clock_mono_ns(), TP_EV_FACT, 0, 0, (uint64_t)len};
-    if (len > 0 && tp_thread_send(t, &head, text, (size_t)len))
-        unrecorded_untold = 0;
-}
-
 /* At thread exit: drop this side's mapping; the recorder keeps its own. */
 static void thread_exit(void *arg)
 {
     tp_thread *t = arg;
     if (t->ring) {
-        pthread_mutex_lock(&channel_lock); /* a last word for the threads not handed over */
-        tell_unrecorded(t);
-        pthread_mutex_unlock(&channel_lock);
         tp_registry_remove(t->ring);
         atomic_store_explicit(&t->ring->closed, 1, memory_order_release); /* after its last event */
         munmap(t->ring, tp_ring_bytes(t->ring->capacity));
@@ -131,6 +111,48 @@ static int env_int(const char *const *names, int fallback)
     return fallback;
 }
 
+static bool send_fd(const char *tag_text, int fd);
+
+/* A memfd of bytes named name, sealed at its size (the recorder refuses one
+ * it could be shrunk under), mapped shared; NULL when it can't be made. Its
+ * descriptor in *fd, to hand over and close. */
+static void *sealed_map(const char *name, size_t bytes, int *fd)
+{
+    *fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (*fd < 0)
+        return NULL;
+    void *p = NULL;
+    if (ftruncate(*fd, (off_t)bytes) == 0 &&
+        fcntl(*fd, F_ADD_SEALS, TP_RING_SEALS | F_SEAL_SEAL) == 0)
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    if (p == MAP_FAILED || !p) {
+        close(*fd);
+        *fd = -1;
+        return NULL;
+    }
+    return p;
+}
+
+/* The process's page, handed over as its connection's first message (the
+ * socket empty: it fits); NULL where it could not be made (no memfd: no
+ * ring could be either). Caller holds channel_lock and a connection. */
+static tp_proc_page *hand_over_proc_page(void)
+{
+    int fd;
+    tp_proc_page *p = sealed_map("trainprof-proc", TP_PROC_PAGE_BYTES, &fd);
+    if (!p)
+        return NULL;
+    p->magic = TP_PROC_MAGIC;
+    p->version = TP_PROC_VERSION;
+    bool sent = send_fd("proc", fd);
+    close(fd);
+    if (!sent) {
+        munmap(p, TP_PROC_PAGE_BYTES);
+        return NULL;
+    }
+    return p;
+}
+
 /* Connects the process once; caller holds channel_lock. */
 static int connect_process(void)
 {
@@ -156,6 +178,7 @@ static int connect_process(void)
     }
     channel_fd = fd;
     channel_state = 1;
+    proc_page = hand_over_proc_page();
     if (!key_made)
         key_made = pthread_key_create(&exit_key, thread_exit) == 0;
     return 1;
@@ -220,18 +243,11 @@ bool tp_channel_send_fd(const char *tag, int fd)
 static tp_ring_header *create_ring(void)
 {
     uint32_t slots = ring_slots();
-    int fd = memfd_create("trainprof-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0)
-        return NULL;
     size_t bytes = (size_t)tp_ring_bytes(slots);
-    tp_ring_header *h = NULL;
-    if (ftruncate(fd, (off_t)bytes) == 0 &&
-        fcntl(fd, F_ADD_SEALS, TP_RING_SEALS | F_SEAL_SEAL) == 0)
-        h = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (h == MAP_FAILED || !h) {
-        close(fd);
+    int fd;
+    tp_ring_header *h = sealed_map("trainprof-ring", bytes, &fd);
+    if (!h)
         return NULL;
-    }
     h->magic = TP_RING_MAGIC;
     h->version = TP_RING_VERSION;
     h->capacity = slots;
@@ -257,64 +273,6 @@ static tp_ring_header *create_ring(void)
     return h;
 }
 
-/* how long the process's exit may wait, at most, to tell the threads that
- * could not hand their ring over (only when there are any) */
-#define TP_EXIT_TELL_WAIT_MS 250
-
-/* Whether the recorder closed its end of the connection (it ended). */
-static bool recorder_gone(void)
-{
-    struct pollfd end = {.fd = channel_fd};
-    return poll(&end, 1, 0) == 1 && (end.revents & (POLLHUP | POLLERR));
-}
-
-/* Through t's ring if it has one, else through a ring made for it and let go
- * at once: the threads not handed over so far. False to try again (the lock,
- * the socket or the ring busy); true when told or nothing can be (the
- * recorder gone, no memory for a ring). */
-static bool tell_unrecorded_once(tp_thread *t)
-{
-    if (pthread_mutex_trylock(&channel_lock) != 0)
-        return false;
-    bool done = true;
-    if (unrecorded_untold && channel_state == 1 && !recorder_gone()) {
-        bool busy = true;
-        if (t->state == TP_THREAD_ACTIVE && t->ring) {
-            tell_unrecorded(t);
-        } else {
-            tp_thread once = {.state = TP_THREAD_ACTIVE, .ring = create_ring()};
-            busy = once.ring || errno == EAGAIN || errno == EWOULDBLOCK;
-            if (once.ring) {
-                tell_unrecorded(&once);
-                atomic_store_explicit(&once.ring->closed, 1, memory_order_release);
-                munmap(once.ring, tp_ring_bytes(once.ring->capacity));
-            }
-        }
-        done = unrecorded_untold == 0 || !busy;
-    }
-    pthread_mutex_unlock(&channel_lock);
-    return done;
-}
-
-/* At the process's exit (exit() or a return from main; not _exit() or a
- * signal): threads whose handover failed after the last ring that reached
- * the recorder were told by no later one (a burst of short threads while the
- * recorder was starved, then only threads that had their rings already: 459
- * of 5,000 once). Told now through the exiting thread, retried while the
- * recorder is behind for at most TP_EXIT_TELL_WAIT_MS; nothing is waited for
- * when every thread was handed over. */
-__attribute__((destructor)) static void tell_unrecorded_at_exit(void)
-{
-    int saved_errno = errno;
-    for (int waited_ms = 0; !tell_unrecorded_once(&tp_self); waited_ms++) {
-        if (waited_ms >= TP_EXIT_TELL_WAIT_MS)
-            break;
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
-    }
-    errno = saved_errno;
-}
-
 void tp_thread_set_rank(int32_t rank, int32_t *local_rank, int32_t *world_size)
 {
     pthread_mutex_lock(&channel_lock);
@@ -336,8 +294,8 @@ int tp_thread_attach(tp_thread *t)
     bool connected = connect_process();
     tp_ring_header *h = connected ? create_ring() : NULL;
     if (!h) {
-        if (connected && unrecorded_untold < UINT64_MAX)
-            unrecorded_untold++;
+        if (connected && proc_page) /* the recorder reads it as the process ends */
+            atomic_fetch_add_explicit(&proc_page->threads_unrecorded, 1, memory_order_relaxed);
         pthread_mutex_unlock(&channel_lock);
         errno = saved_errno;
         t->state = TP_THREAD_OFF;
@@ -348,7 +306,6 @@ int tp_thread_attach(tp_thread *t)
     t->room_end = 0;
     t->depth = 0;
     t->state = TP_THREAD_ACTIVE;
-    tell_unrecorded(t);
     pthread_mutex_unlock(&channel_lock);
     errno = saved_errno;
     tp_registry_add(h);

@@ -27,12 +27,6 @@
  * and the recorder keeps it as an unavailable source, once. */
 #define TP_FACT_STACKS_UNAVAILABLE "stacks.unavailable"
 #define TP_UNAVAILABLE_STACKS      "Python stacks"
-/* Threads of a process whose ring the recorder never got since the process
- * last said so (a count): it hands a ring over without waiting, and a
- * recorder starved of CPU leaves its socket full; those threads' events are
- * not recorded. Told through the next thread's ring that reaches it, and
- * at a recorded thread's exit; the recorder adds them up and says them. */
-#define TP_FACT_THREADS_UNRECORDED "threads.unrecorded"
 
 /* The keys the instrumentation sends (the Python package's; docs/run-file.md
  * says what each holds). The sender refuses any other (tp_fact_key_known)
@@ -85,7 +79,6 @@ static inline bool tp_fact_key_known(const char *key, size_t key_len)
 {
     static const char *const known[] = {TP_FACT_DEVICE,
                                         TP_FACT_STACKS_UNAVAILABLE,
-                                        TP_FACT_THREADS_UNRECORDED,
                                         TP_FACT_TORCH_VERSION,
                                         TP_FACT_TORCH_CUDA,
                                         TP_FACT_MODEL_DTYPE,

@@ -114,10 +114,9 @@ void tp_sink_set_pending_events_max(tp_sink *s, size_t n);
 uint64_t tp_sink_behind(tp_sink *s);
 /* Those and the timing events memory ran out for: all it did not keep. */
 uint64_t tp_sink_events_not_kept(tp_sink *s);
-/* Threads a process said it could not hand its ring to the recorder for
- * (lib/facts.h's TP_FACT_THREADS_UNRECORDED: a count since it last said):
- * added up, and said once as the unavailable source "timings" when the sink
- * closes. */
+/* Threads a process could not hand its ring to the recorder for (its page's
+ * count, ring.h's tp_proc_page, read as it ended): added up, and said once
+ * as the unavailable source "timings" when the sink closes. */
 void tp_sink_threads_unrecorded(tp_sink *s, uint64_t n);
 
 /* What the recorder could not keep because memory ran out: the sink counts

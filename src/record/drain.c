@@ -19,11 +19,13 @@
 
 #include "record/drain_losses.h"
 #include "record/ops_relay.h"
+#include "record/proc_page.h"
 #include "record/process_ends.h"
 #include "record/ring_events.h"
 #include "record/step_waits.h"
 #include "clock.h"
 #include "ring.h"
+#include "util/fd_passing.h"
 #include "util/utf8.h"
 #include "util/thread.h"
 #include "util/grow.h"
@@ -59,7 +61,8 @@ typedef struct conn_rank {
  * (SO_PEERCRED), not from anything it wrote. */
 typedef struct conn_peer {
     int32_t pid;
-    bool misbehaved; /* said once per process */
+    bool misbehaved;    /* said once per process */
+    tp_proc_page *page; /* the page it handed over (record/proc_page.h); NULL: none */
 } conn_peer;
 
 struct tp_drain {
@@ -115,10 +118,11 @@ static void set_process_rank(tp_drain *d, int conn, int32_t rank, uint64_t aux)
         tp_sink_thread_rank(d->sink, d->gone[conn].ids[i], c->rank, c->local_rank, c->world_size);
 }
 
-/* A process broke the ring protocol (or sent a ring the drain can't take):
- * the loss goes into the run as an unavailable source naming its pid, once
- * per process, and the ring (if any) is retired at the next turn. */
-static void misbehaved(tp_drain *d, int conn, drain_ring *r, const char *what)
+/* A process broke the protocol (or sent a ring or page the drain can't
+ * take): what, and what it cost (NULL: the thread of a ring its events),
+ * go into the run as an unavailable source naming its pid, once per
+ * process, and the ring (if any) is retired at the next turn. */
+static void misbehaved(tp_drain *d, int conn, drain_ring *r, const char *what, const char *cost)
 {
     if (r)
         r->broken = true;
@@ -126,12 +130,12 @@ static void misbehaved(tp_drain *d, int conn, drain_ring *r, const char *what)
     if (p->misbehaved)
         return;
     p->misbehaved = true;
-    char source[64], reason[256];
+    char source[64], reason[320];
     snprintf(source, sizeof source, "timings of pid %d", (int)p->pid);
-    snprintf(reason, sizeof reason,
-             "%s; that thread's events from then on were not recorded (the other processes' "
-             "were)",
-             what);
+    snprintf(reason, sizeof reason, "%s; %s", what,
+             cost ? cost
+                  : "that thread's events from then on were not recorded (the other processes' "
+                    "were)");
     tp_sink_unavailable(d->sink, source, reason);
 }
 
@@ -159,7 +163,7 @@ static void drain_ring_events(tp_drain *d, drain_ring *r)
     char why[160];
     if (tp_ring_reader_consume(&r->reader, d->sink, tp_ring_slots(r->h), head, on_rank, &ctx, why,
                                sizeof why)) {
-        misbehaved(d, r->conn, r, why);
+        misbehaved(d, r->conn, r, why, NULL);
         return;
     }
     atomic_store_explicit(&r->h->tail, r->reader.tail, memory_order_release);
@@ -178,7 +182,7 @@ static void add_ring(tp_drain *d, int conn, int fd)
         why ? MAP_FAILED : mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (h == MAP_FAILED) {
-        misbehaved(d, conn, NULL, why ? why : "its ring could not be mapped");
+        misbehaved(d, conn, NULL, why ? why : "its ring could not be mapped", NULL);
         return;
     }
     if (d->rings_of[conn] >= TP_RINGS_PER_PROCESS || d->nrings >= TP_RINGS_MAX) {
@@ -189,13 +193,13 @@ static void add_ring(tp_drain *d, int conn, int fd)
                  "it had more than %u threads' rings open at once (the recorder holds at most "
                  "%u a process, %u in all)",
                  d->rings_of[conn], TP_RINGS_PER_PROCESS, TP_RINGS_MAX);
-        misbehaved(d, conn, NULL, why_more);
+        misbehaved(d, conn, NULL, why_more, NULL);
         return;
     }
     drain_ring *n = tp_grow_try(d->rings, d->nrings, &d->rings_cap, sizeof *n);
     if (!n) {
         munmap(h, (size_t)bytes);
-        misbehaved(d, conn, NULL, "the recorder had no memory for its ring");
+        misbehaved(d, conn, NULL, "the recorder had no memory for its ring", NULL);
         return;
     }
     d->rings = n;
@@ -247,7 +251,7 @@ static void take_window(tp_drain *d, int conn, int fd)
         close(fd);
     else if (tp_ops_relay_take(d->ops, d->sink, fd, d->peers[conn].pid, thread_of_tid, &ctx, why,
                                sizeof why))
-        misbehaved(d, conn, NULL, why);
+        misbehaved(d, conn, NULL, why, NULL);
 }
 
 /* Drains a ring a last time, records its drops, and unmaps it. */
@@ -290,30 +294,22 @@ static bool read_conn(tp_drain *d, int conn)
             close(d->reserve_fd);
         d->reserve_fd = -1;
         char tag[8];
-        struct iovec iov = {tag, sizeof tag};
-        union {
-            char buf[CMSG_SPACE(sizeof(int))];
-            struct cmsghdr align;
-        } control;
-        struct msghdr msg = {.msg_iov = &iov,
-                             .msg_iovlen = 1,
-                             .msg_control = control.buf,
-                             .msg_controllen = sizeof control.buf};
-        ssize_t n = recvmsg(d->conns[conn], &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        int fd;
+        bool dropped;
+        ssize_t n = tp_recv_tagged_fd(d->conns[conn], tag, sizeof tag, &fd, &dropped);
         int saved = errno;
-        if (n > 0) {
-            struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-            if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-                int fd;
-                memcpy(&fd, CMSG_DATA(c), sizeof fd);
-                if (strncmp(tag, "ops", sizeof tag) == 0)
-                    take_window(d, conn, fd);
-                else
-                    add_ring(d, conn, fd);
-            } else if (msg.msg_flags & MSG_CTRUNC) {
-                d->losses.rings_dropped++;
-            }
-        }
+        const char *why = NULL;
+        if (n > 0 && fd >= 0 && strncmp(tag, "ops", sizeof tag) == 0)
+            take_window(d, conn, fd);
+        else if (n > 0 && fd >= 0 && strncmp(tag, "proc", sizeof tag) == 0)
+            why = tp_proc_page_map(&d->peers[conn].page, fd);
+        else if (n > 0 && fd >= 0)
+            add_ring(d, conn, fd);
+        d->losses.rings_dropped += dropped;
+        if (why) /* its rings go on */
+            misbehaved(d, conn, NULL, why,
+                       "its threads that could not hand their ring over were counted by "
+                       "its first page, or not at all");
         d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (n == 0)
             return false;
@@ -350,6 +346,7 @@ static void close_conn(tp_drain *d, int conn, uint64_t now_ns)
     for (size_t i = d->nrings; i-- > 0;)
         if (d->rings[i].conn == conn)
             retire_ring(d, i);
+    tp_proc_page_release(&d->peers[conn].page, d->sink); /* its threads not recorded */
     close(d->conns[conn]);
     d->conns[conn] = -1;
     forget_gone(d, conn);
@@ -388,7 +385,7 @@ static bool accept_one(tp_drain *d)
     atomic_fetch_add(&d->open_conns, 1);
     d->ranks[slot] = (conn_rank){0};
     tp_step_waits_reset(d->waits, slot);
-    d->peers[slot] = (conn_peer){(int32_t)cred.pid, false};
+    d->peers[slot] = (conn_peer){(int32_t)cred.pid, false, NULL};
     if (slot == d->nconns)
         d->nconns++;
     return true;
@@ -579,6 +576,7 @@ void tp_drain_stop(tp_drain *d)
             alive[nalive - 1] = d->peers[i].pid;
     tp_drain_outlivers_say(d->sink, alive, nalive);
     for (size_t i = 0; i < d->nconns; i++) {
+        tp_proc_page_release(&d->peers[i].page, d->sink);
         if (d->conns[i] >= 0)
             close(d->conns[i]);
         forget_gone(d, (int)i);

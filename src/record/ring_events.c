@@ -10,7 +10,6 @@
 #include "core/metric_catalog.h"
 #include "core/run_keys.h"
 #include "facts.h"
-#include "util/text_parse.h"
 #include "util/utf8.h"
 #include "util/grow.h"
 
@@ -199,11 +198,11 @@ static void process_fact(const tp_ring_reader *r, tp_sink *sink, const tp_event 
     }
 }
 
-/* A well-formed fact (text, len bytes, its key key_len of them) where its
- * key says: a process's GPU, the stacks or threads it could not give,
- * its own end's facts under its pid, the rest as the run's meta. */
+/* A well-formed fact (text, NUL-terminated, its key key_len bytes of it)
+ * where its key says: a process's GPU, the stacks it could not give, its
+ * own end's facts under its pid, the rest as the run's meta. */
 static void take_fact(const tp_ring_reader *r, tp_sink *sink, const tp_event *e, const char *text,
-                      size_t len, size_t key_len)
+                      size_t key_len)
 {
     const char *value = text + key_len + 1;
     if (key_len == sizeof TP_FACT_DEVICE - 1 &&
@@ -215,13 +214,6 @@ static void take_fact(const tp_ring_reader *r, tp_sink *sink, const tp_event *e,
         memcmp(text, TP_FACT_STACKS_UNAVAILABLE, key_len) == 0) {
         /* said by every process the filter covers: one row (the sink's) */
         tp_sink_unavailable(sink, TP_UNAVAILABLE_STACKS, value);
-        return;
-    }
-    if (key_len == sizeof TP_FACT_THREADS_UNRECORDED - 1 &&
-        memcmp(text, TP_FACT_THREADS_UNRECORDED, key_len) == 0) {
-        uint64_t n;
-        if (tp_parse_u64(&value, text + len, &n) && value == text + len) /* else none */
-            tp_sink_threads_unrecorded(sink, n);
         return;
     }
     if (tp_fact_of_process(text, key_len)) { /* stored under its pid */
@@ -329,7 +321,7 @@ static const char *consume(tp_ring_reader *r, region_batch *b, tp_sink *sink, co
             }
             text[len] = '\0';
             tail += chunks;
-            take_fact(r, sink, &e, text, len, key_len);
+            take_fact(r, sink, &e, text, key_len);
             break;
         }
         case TP_EV_STACK: {

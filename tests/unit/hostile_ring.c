@@ -14,6 +14,9 @@
  *   facts      tells 3,000 facts of distinct keys
  *   rings      sends 4,200 rings at once (each thread's, as it were), all
  *              kept open
+ *   proc       hands a process page over that says 7 threads went
+ *              unrecorded, then a second page (saying 1), then its ring;
+ *              as it exits the first page says 9
  *
  * The modes whose ring is accepted first send 20 well-formed regions named
  * "hostile" (those of `tail` keep coming: 200 in all). Each writes its pid to
@@ -51,9 +54,10 @@ static int connect_recorder(void)
     return connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0 ? fd : -1;
 }
 
-static int send_fd(int sock, int fd)
+static int send_tagged_fd(int sock, int fd, const char *tag_text)
 {
-    char tag[8] = "ring";
+    char tag[8] = {0};
+    strncpy(tag, tag_text, sizeof tag - 1);
     struct iovec iov = {tag, sizeof tag};
     union {
         char buf[CMSG_SPACE(sizeof(int))];
@@ -70,6 +74,27 @@ static int send_fd(int sock, int fd)
     c->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(c), &fd, sizeof fd);
     return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof tag ? 0 : -1;
+}
+
+static int send_fd(int sock, int fd) { return send_tagged_fd(sock, fd, "ring"); }
+
+/* A process page (lib/ring.h's tp_proc_page) saying n threads went
+ * unrecorded, handed over; NULL where it could not be. */
+static tp_proc_page *hand_over_page(int sock, uint64_t n)
+{
+    int fd = memfd_create("hostile-proc", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, TP_PROC_PAGE_BYTES) != 0 ||
+        fcntl(fd, F_ADD_SEALS, TP_RING_SEALS) != 0)
+        return NULL;
+    tp_proc_page *p = mmap(NULL, TP_PROC_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    p->magic = TP_PROC_MAGIC;
+    p->version = TP_PROC_VERSION;
+    atomic_store(&p->threads_unrecorded, n);
+    int sent = send_tagged_fd(sock, fd, "proc");
+    close(fd);
+    return sent == 0 ? p : NULL;
 }
 
 /* A ring of `slots` in a memfd of `bytes`, sealed unless told otherwise;
@@ -179,6 +204,10 @@ int main(int argc, char **argv)
         return 3;
     printf("%d\n", (int)getpid());
     fflush(stdout);
+    tp_proc_page *page = NULL;
+    if (strcmp(mode, "proc") == 0 &&
+        (!(page = hand_over_page(sock, 7)) || !hand_over_page(sock, 1)))
+        return 7;
     int seal = strcmp(mode, "truncate") != 0;
     int sparse = strcmp(mode, "sparse") == 0;
     uint64_t bytes = sparse ? 1ull << 40 : tp_ring_bytes(SLOTS);
@@ -223,6 +252,9 @@ int main(int argc, char **argv)
             close(more); /* the recorder's mapping keeps it */
         }
         usleep(500000);
+    } else if (strcmp(mode, "proc") == 0) {
+        usleep(200000); /* the recorder has read 7 by now, were it to read it early */
+        atomic_store(&page->threads_unrecorded, 9);
     } else if (strcmp(mode, "tail") == 0) {
         for (int k = 0; k < 9; k++) { /* 180 more regions, the tail set ahead before each 20 */
             atomic_store(&h->tail, head + 1000);

@@ -180,6 +180,20 @@ static void test_more_rings_than_a_process_may_hold(void **state)
     tp_batch_free(&b);
 }
 
+static void test_a_process_page_read_at_the_end_and_a_second_refused(void **state)
+{
+    (void)state;
+    tp_batch b = {0};
+    pid_t pid;
+    play("proc", &b, &pid);
+    assert_int_equal(intervals_named(&b, "hostile", 0), 20); /* its rings go on */
+    assert_true(named(&b, pid, "it sent a second process page"));
+    /* what the first page said as the process ended: 9, not the 7 it said
+     * first, nor 10 with the refused page's */
+    assert_true(cap_unavailable(&b, "timings", "9 threads of the training could not hand"));
+    tp_batch_free(&b);
+}
+
 /* What the memory test's child saw: items given to the sink, taken from
  * it, and counted lost. */
 typedef struct oom_tally {
@@ -294,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_a_frame_id_that_jumps),
         cmocka_unit_test(test_facts_of_too_many_keys),
         cmocka_unit_test(test_more_rings_than_a_process_may_hold),
+        cmocka_unit_test(test_a_process_page_read_at_the_end_and_a_second_refused),
         cmocka_unit_test(test_memory_running_out_costs_data_not_the_recorder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

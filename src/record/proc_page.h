@@ -1,0 +1,19 @@
+/* proc_page.h: the page each training process hands the recorder with its
+ * connection (lib/ring.h's tp_proc_page), as the drain holds it. */
+#ifndef TP_RECORD_PROC_PAGE_H
+#define TP_RECORD_PROC_PAGE_H
+
+#include "core/sink.h"
+#include "ring.h"
+
+/* Maps the process page in fd (closed here) into *slot, read-only, for the
+ * connection's life: NULL, or why it was refused (the connection has one
+ * already; not a sealed memfd of a page; another kind or version). */
+const char *tp_proc_page_map(tp_proc_page **slot, int fd);
+
+/* The threads *slot counts that could not hand their ring over, added to
+ * sink (the process's claim, saturating); the page let go. None mapped:
+ * nothing. */
+void tp_proc_page_release(tp_proc_page **slot, tp_sink *sink);
+
+#endif

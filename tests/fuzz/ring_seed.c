@@ -28,26 +28,32 @@ static int fail(const char *what)
     return 1;
 }
 
-/* The first descriptor sent on conn, or -1. */
-static int receive_fd(int conn)
+/* The first ring sent on conn (what comes before it, the process's page,
+ * let go), or -1. */
+static int receive_ring(int conn)
 {
-    char tag[8];
-    struct iovec iov = {tag, sizeof tag};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    struct msghdr msg = {.msg_iov = &iov,
-                         .msg_iovlen = 1,
-                         .msg_control = control.buf,
-                         .msg_controllen = sizeof control.buf};
-    if (recvmsg(conn, &msg, 0) <= 0)
-        return -1;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    int fd = -1;
-    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-        memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    return fd;
+    for (;;) {
+        char tag[8] = {0};
+        struct iovec iov = {tag, sizeof tag};
+        union {
+            char buf[CMSG_SPACE(sizeof(int))];
+            struct cmsghdr align;
+        } control;
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = control.buf,
+                             .msg_controllen = sizeof control.buf};
+        if (recvmsg(conn, &msg, 0) <= 0)
+            return -1;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        int fd = -1;
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            memcpy(&fd, CMSG_DATA(c), sizeof fd);
+        if (fd >= 0 && strncmp(tag, "ring", sizeof tag) == 0)
+            return fd;
+        if (fd >= 0)
+            close(fd);
+    }
 }
 
 int main(int argc, char **argv)
@@ -67,7 +73,7 @@ int main(int argc, char **argv)
     if (posix_spawn(&child, argv[2], NULL, NULL, argv + 2, environ) != 0)
         return fail(argv[2]);
     int conn = accept(listener, NULL, NULL);
-    int fd = conn >= 0 ? receive_fd(conn) : -1;
+    int fd = conn >= 0 ? receive_ring(conn) : -1;
     int status;
     waitpid(child, &status, 0);
     unlink(addr.sun_path);

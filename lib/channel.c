@@ -178,10 +178,10 @@ static int connect_process(void)
     }
     channel_fd = fd;
     channel_state = 1;
-    proc_page = hand_over_proc_page();
+    proc_page = hand_over_proc_page(); /* the recorder may have ended meanwhile: then off */
     if (!key_made)
         key_made = pthread_key_create(&exit_key, thread_exit) == 0;
-    return 1;
+    return channel_state == 1;
 }
 
 static uint32_t ring_slots(void)

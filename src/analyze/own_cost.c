@@ -97,10 +97,32 @@ static tp_own_backoff read_backoff(tp_run *run)
     return b;
 }
 
+/* A pass over the samples under way: what count() reads, and what it holds. */
+struct tp_own_pass {
+    count_ctx c;
+    followed *f;
+    unsigned char *work;
+    tp_stack_tree tree;
+    bool tree_loaded;
+};
+
+static void pass_free(tp_own_pass *p)
+{
+    if (!p)
+        return;
+    if (p->tree_loaded)
+        tp_stack_tree_free(&p->tree);
+    free(p->work);
+    free(p->f);
+    free(p);
+}
+
 /* Each followed rank's samples and whose work they were, from the raw
- * samples: the ranks' step threads (the course's), within their steps. */
-static bool count_rows(tp_run *run, const tp_course *course, tp_own_costs *out, char *err,
-                       size_t cap)
+ * samples: the ranks' step threads (the course's), within their steps. The
+ * costs are set up in out, the pass in p (its reader's fn NULL where there
+ * is nothing to read). */
+static bool count_rows_begin(tp_run *run, const tp_course *course, tp_own_costs *out,
+                             tp_own_pass *p, tp_stack_reader *reader, char *err, size_t cap)
 {
     if (!course->n || !tp_run_has_stacks(run))
         return true;
@@ -109,28 +131,27 @@ static bool count_rows(tp_run *run, const tp_course *course, tp_own_costs *out, 
     if (!tp_run_threads(run, &threads, &nthreads, err, cap))
         return false;
     out->v = tp_xcalloc(course->n, sizeof *out->v);
-    followed *f = tp_xcalloc(course->n, sizeof *f);
+    p->f = tp_xcalloc(course->n, sizeof *p->f);
     for (size_t i = 0; i < course->n; i++) {
         const tp_rank_course *rc = &course->v[i];
         for (size_t k = 0; k < nthreads && rc->n; k++)
             if (threads[k].id == rc->thread) {
-                f[out->n] = (followed){threads[k].pid, threads[k].tid, rc->a[0], rc->b[rc->n - 1]};
+                p->f[out->n] =
+                    (followed){threads[k].pid, threads[k].tid, rc->a[0], rc->b[rc->n - 1]};
                 out->v[out->n++] = (tp_own_cost){.rank = rc->rank, .agent_id = threads[k].agent_id};
             }
     }
     free(threads);
-    tp_stack_tree tree;
-    bool ok = !out->n || tp_run_stack_tree(run, &tree, err, cap);
-    if (ok && out->n) {
-        unsigned char *work = tp_xmalloc(tree.n + 1);
-        tp_stack_own_work(&tree, work);
-        count_ctx c = {out, f, work, tree.n};
-        ok = tp_run_each_stack_run_since(run, 0, count, &c, err, cap);
-        free(work);
-        tp_stack_tree_free(&tree);
-    }
-    free(f);
-    return ok;
+    if (!out->n)
+        return true;
+    if (!tp_run_stack_tree(run, &p->tree, err, cap))
+        return false;
+    p->tree_loaded = true;
+    p->work = tp_xmalloc(p->tree.n + 1);
+    tp_stack_own_work(&p->tree, p->work);
+    p->c = (count_ctx){out, p->f, p->work, p->tree.n};
+    *reader = (tp_stack_reader){0, count, &p->c};
+    return true;
 }
 
 /* The counts the summary stored (tp_own_costs_counts), where it stored them. */
@@ -154,14 +175,25 @@ static bool count_stored(tp_run *run, tp_own_costs *out, bool *stored, char *err
     return true;
 }
 
-bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *t,
-                        tp_own_costs *out, char *err, size_t cap)
+tp_own_pass *tp_own_costs_begin(tp_run *run, const tp_course *course, tp_own_costs *out,
+                                tp_stack_reader *reader, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
+    *reader = (tp_stack_reader){0};
     out->backoff = read_backoff(run);
+    tp_own_pass *p = tp_xcalloc(1, sizeof *p);
     bool stored;
-    bool ok = count_stored(run, out, &stored, err, cap) &&
-              (stored || count_rows(run, course, out, err, cap));
+    if (count_stored(run, out, &stored, err, cap) &&
+        (stored || count_rows_begin(run, course, out, p, reader, err, cap)))
+        return p;
+    pass_free(p);
+    *reader = (tp_stack_reader){0};
+    return NULL;
+}
+
+void tp_own_costs_end(tp_own_pass *p, const tp_timings *t, tp_own_costs *out)
+{
+    pass_free(p);
     for (size_t k = 0; k < out->n; k++) {
         tp_own_cost *o = &out->v[k];
         double ours = 0, most = 0;
@@ -175,6 +207,15 @@ bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *
         o->share = o->samples > 0 ? ours / o->samples + regions : NAN;
         o->regions_most = o->samples > 0 && regions > most / o->samples;
     }
+}
+
+bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *t,
+                        tp_own_costs *out, char *err, size_t cap)
+{
+    tp_stack_reader reader;
+    tp_own_pass *p = tp_own_costs_begin(run, course, out, &reader, err, cap);
+    bool ok = p && tp_run_each_stack_run_to(run, &reader, 1, err, cap);
+    tp_own_costs_end(p, t, out);
     return ok;
 }
 

@@ -27,6 +27,7 @@
 #include "core/own_facts.h"
 #include "core/timing_facts.h"
 #include "store/reader.h"
+#include "store/reader_stacks.h"
 
 #define TP_OWN_BUDGET 0.01 /* of the step thread's time: what trainprof may cost */
 /* What a region the script times itself costs its thread (a `with region`
@@ -74,6 +75,15 @@ typedef struct tp_own_costs {
  * they can't be read. */
 bool tp_own_costs_build(tp_run *run, const tp_course *course, const tp_timings *t,
                         tp_own_costs *out, char *err, size_t cap);
+/* The same in parts, for a pass over the samples shared with other
+ * readers (tp_run_each_stack_run_to): begin sets out up and *reader (its
+ * fn NULL where nothing is to be read: the counts stored, no samples), the
+ * pass reads, end finishes out and frees the pass (NULL: begin failed, the
+ * reason in err; out is still finished and freed by tp_own_costs_free). */
+typedef struct tp_own_pass tp_own_pass;
+tp_own_pass *tp_own_costs_begin(tp_run *run, const tp_course *course, tp_own_costs *out,
+                                tp_stack_reader *reader, char *err, size_t cap);
+void tp_own_costs_end(tp_own_pass *p, const tp_timings *t, tp_own_costs *out);
 /* The counts behind c (c->n of them, the caller frees), as the summary stores them. */
 tp_own_samples *tp_own_costs_counts(const tp_own_costs *c);
 void tp_own_costs_free(tp_own_costs *c);

@@ -286,48 +286,68 @@ tp_pace_function *tp_regimes_pace_functions(const tp_regimes *r, size_t *n)
     return v;
 }
 
-bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t cap)
+/* A pass over the samples under way for r's function causes. */
+struct tp_causes_pass {
+    tp_regimes *r;
+    change *changes; /* by regime index */
+    tp_stack_tree tree;
+    gather_ctx c;
+};
+
+tp_causes_pass *tp_regimes_causes_begin(tp_run *run, tp_regimes *r, tp_stack_reader *reader,
+                                        char *err, size_t cap, bool *ok)
 {
+    *reader = (tp_stack_reader){0};
+    *ok = true;
     if (r->n < 2 || !tp_run_has_stacks(run))
-        return true;
+        return NULL;
     for (size_t i = 0; i < r->n; i++)
         if (!isfinite(r->v[i].t0_s) || !isfinite(r->v[i].t1_s))
-            return true; /* a file stored before: no times to split the samples by */
+            return NULL; /* a file stored before: no times to split the samples by */
     bool done;
-    if (!add_stored(run, r, &done, err, cap))
-        return false;
-    if (done)
-        return true;
-    change *changes = tp_xcalloc(r->n, sizeof *changes);
+    if (!(*ok = add_stored(run, r, &done, err, cap)) || done)
+        return NULL;
+    tp_causes_pass *p = tp_xcalloc(1, sizeof *p);
+    p->r = r;
+    p->changes = tp_xcalloc(r->n, sizeof *p->changes);
     bool any = false;
     for (size_t i = 1; i < r->n; i++) {
-        changes[i].phase = TP_STEP_PHASES;
+        p->changes[i].phase = TP_STEP_PHASES;
         for (size_t k = 0; k < r->v[i].ncauses; k++)
             if (r->v[i].causes[k].kind == TP_CAUSE_PHASE)
-                changes[i].phase = r->v[i].causes[k].phase;
-        any = any || changes[i].phase < TP_STEP_PHASES - 1;
+                p->changes[i].phase = r->v[i].causes[k].phase;
+        any = any || p->changes[i].phase < TP_STEP_PHASES - 1;
     }
-    tp_stack_tree tree = {0};
-    bool ok = true;
-    if (any && (ok = tp_stack_tree_load(run, &tree, err, cap))) {
-        gather_ctx c = {r, &tree, changes};
-        ok = tp_run_each_stack_run_since(run, tp_ns_round_s(r->v[0].t0_s), gather, &c, err, cap);
+    if (any && !(*ok = tp_stack_tree_load(run, &p->tree, err, cap))) {
+        tp_regimes_causes_end(p, false);
+        return NULL;
     }
-    for (size_t i = 1; ok && i < r->n; i++) {
-        const change *ch = &changes[i];
+    p->c = (gather_ctx){r, &p->tree, p->changes};
+    if (any)
+        *reader = (tp_stack_reader){tp_ns_round_s(r->v[0].t0_s), gather, &p->c};
+    return p;
+}
+
+void tp_regimes_causes_end(tp_causes_pass *p, bool read)
+{
+    if (!p)
+        return;
+    tp_regimes *r = p->r;
+    for (size_t i = 1; read && i < r->n; i++) {
+        const change *ch = &p->changes[i];
         if (ch->phase >= TP_STEP_PHASES)
             continue;
         double sign = r->v[i].phase_s[ch->phase] >= r->v[i - 1].phase_s[ch->phase] ? 1 : -1;
         tp_regime_cause best = {.kind = TP_CAUSE_FUNCTION, .phase = ch->phase}, other = best;
         uint32_t frame = 0, other_frame = 0;
-        bool found = most_moved(&tree, &ch->thread[0], &ch->thread[1], sign, &frame, &best.line,
+        bool found = most_moved(&p->tree, &ch->thread[0], &ch->thread[1], sign, &frame, &best.line,
                                 &best.before, &best.after);
         /* the workers' mover first: in dataloader_next with workers (the only
          * phase they are gathered for) the step thread receives their batches,
          * and its waiting (Connection._recv) grows with whatever slowed them:
          * once, beside other work, it moved more than the workers' function */
         other.workers = true;
-        if (most_moved(&tree, &ch->workers[0], &ch->workers[1], sign, &other_frame, &other.line,
+        if (most_moved(&p->tree, &ch->workers[0], &ch->workers[1], sign, &other_frame, &other.line,
                        &other.before, &other.after)) {
             best = other;
             frame = other_frame;
@@ -335,15 +355,25 @@ bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t c
         }
         if (!found)
             continue;
-        name_cause(&tree, frame, &best);
+        name_cause(&p->tree, frame, &best);
         insert_cause(&r->v[i], &best);
     }
     for (size_t i = 0; i < r->n; i++)
         for (size_t s = 0; s < 2; s++) {
-            free(changes[i].thread[s].lines);
-            free(changes[i].workers[s].lines);
+            free(p->changes[i].thread[s].lines);
+            free(p->changes[i].workers[s].lines);
         }
-    free(changes);
-    tp_stack_tree_free(&tree);
+    free(p->changes);
+    tp_stack_tree_free(&p->tree);
+    free(p);
+}
+
+bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t cap)
+{
+    tp_stack_reader reader;
+    bool ok;
+    tp_causes_pass *p = tp_regimes_causes_begin(run, r, &reader, err, cap, &ok);
+    ok = ok && tp_run_each_stack_run_to(run, &reader, 1, err, cap);
+    tp_regimes_causes_end(p, ok);
     return ok;
 }

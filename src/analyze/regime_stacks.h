@@ -24,6 +24,7 @@
 #include "analyze/regimes.h"
 #include "core/pace_facts.h"
 #include "store/reader.h"
+#include "store/reader_stacks.h"
 
 #define TP_REGIME_FUNCTION_MOVE    0.10 /* of a group's samples */
 #define TP_REGIME_FUNCTION_SAMPLES 20.0
@@ -35,6 +36,17 @@
  * file stored before regimes had times, gets none. False (reason in err)
  * where the file could not be read. */
 bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t cap);
+
+/* The same in parts, for a pass over the samples shared with other readers
+ * (tp_run_each_stack_run_to): begin sets *reader (fn NULL where nothing is
+ * to be read) and returns the pass (NULL where there is none to end; *ok
+ * false where the file could not be read, the reason in err); end adds the
+ * causes where the pass read them all (read) and frees it. r lives until
+ * then. */
+typedef struct tp_causes_pass tp_causes_pass;
+tp_causes_pass *tp_regimes_causes_begin(tp_run *run, tp_regimes *r, tp_stack_reader *reader,
+                                        char *err, size_t cap, bool *ok);
+void tp_regimes_causes_end(tp_causes_pass *p, bool read);
 
 /* Each change of r's function cause (r->n - 1 of them, into *n; the caller
  * frees), as the summary stores them. */

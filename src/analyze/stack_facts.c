@@ -344,39 +344,58 @@ static int by_span_key(const void *x, const void *y)
 
 static bool same_span_key(const span_row *a, const span_row *b) { return !by_span_key(a, b); }
 
-bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_stack_facts *out, char *err,
-                               size_t cap)
+/* A pass over the samples under way for a span's facts. */
+struct tp_span_pass {
+    span_ctx c;
+    tp_stack_facts *out;
+};
+
+tp_span_pass *tp_stack_facts_over_begin(tp_run *run, const tp_regime *g, tp_stack_facts *out,
+                                        tp_stack_reader *reader, char *err, size_t cap, bool *ok)
 {
     memset(out, 0, sizeof *out);
+    *reader = (tp_stack_reader){0};
+    *ok = true;
     if (!tp_run_has_stacks(run) || tp_run_summary_only(run) || !(g->t1_s >= g->t0_s))
-        return true;
-    if (!tp_stored_stack_counts_latest(run, g->first_step, g->last_step, &out->counts,
-                                       &out->ncounts, err, cap))
-        return false;
+        return NULL;
+    if (!(*ok = tp_stored_stack_counts_latest(run, g->first_step, g->last_step, &out->counts,
+                                              &out->ncounts, err, cap)))
+        return NULL;
     if (out->ncounts) { /* the recorder's, over the same steps */
-        if (!tp_stack_tree_load(run, &out->tree, err, cap))
-            return false;
-        group_counts(out, false);
-        return true;
+        if ((*ok = tp_stack_tree_load(run, &out->tree, err, cap)))
+            group_counts(out, false);
+        return NULL;
     }
-    span_ctx c = {.t0_ns = tp_ns_round_s(g->t0_s), .t1_ns = tp_ns_round_s(g->t1_s)};
-    bool ok = tp_stack_tree_load(run, &out->tree, err, cap) &&
-              tp_run_each_stack_run_since(run, c.t0_ns, add_span_run, &c, err, cap);
-    if (ok && c.n) {
-        qsort(c.rows, c.n, sizeof *c.rows, by_span_key);
-        out->counts = tp_xcalloc(c.n, sizeof *out->counts);
-        for (size_t i = 0; i < c.n;) {
+    if (!(*ok = tp_stack_tree_load(run, &out->tree, err, cap)))
+        return NULL;
+    tp_span_pass *p = tp_xcalloc(1, sizeof *p);
+    p->out = out;
+    p->c = (span_ctx){.t0_ns = tp_ns_round_s(g->t0_s), .t1_ns = tp_ns_round_s(g->t1_s)};
+    *reader = (tp_stack_reader){p->c.t0_ns, add_span_run, &p->c};
+    return p;
+}
+
+void tp_stack_facts_over_end(tp_span_pass *p, bool read)
+{
+    if (!p)
+        return;
+    span_ctx *c = &p->c;
+    tp_stack_facts *out = p->out;
+    if (read && c->n) {
+        qsort(c->rows, c->n, sizeof *c->rows, by_span_key);
+        out->counts = tp_xcalloc(c->n, sizeof *out->counts);
+        for (size_t i = 0; i < c->n;) {
             double w = 0;
             size_t j = i;
-            for (; j < c.n && same_span_key(&c.rows[i], &c.rows[j]); j++)
-                w += c.rows[j].samples;
-            const span_row *r = &c.rows[i];
+            for (; j < c->n && same_span_key(&c->rows[i], &c->rows[j]); j++)
+                w += c->rows[j].samples;
+            const span_row *r = &c->rows[i];
             /* a crafted file's counts can sum past any integer: held at 2^62 */
             uint64_t samples = w < 0x1p62 ? (uint64_t)llround(w) : (uint64_t)1 << 62;
             if (samples)
                 out->counts[out->ncounts++] =
                     (tp_stack_count){.rank = r->rank,
-                                     .phase = r->phase ? tp_xstrdup(c.phases[r->phase - 1]) : NULL,
+                                     .phase = r->phase ? tp_xstrdup(c->phases[r->phase - 1]) : NULL,
                                      .worker = r->worker,
                                      .node = r->node,
                                      .on_cpu = r->on_cpu,
@@ -386,10 +405,21 @@ bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_stack_facts *
         }
         group_counts(out, false);
     }
-    for (size_t i = 0; i < c.nphases; i++)
-        free(c.phases[i]);
-    free(c.phases);
-    free(c.rows);
+    for (size_t i = 0; i < c->nphases; i++)
+        free(c->phases[i]);
+    free(c->phases);
+    free(c->rows);
+    free(p);
+}
+
+bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_stack_facts *out, char *err,
+                               size_t cap)
+{
+    tp_stack_reader reader;
+    bool ok;
+    tp_span_pass *p = tp_stack_facts_over_begin(run, g, out, &reader, err, cap, &ok);
+    ok = ok && tp_run_each_stack_run_to(run, &reader, 1, err, cap);
+    tp_stack_facts_over_end(p, ok);
     return ok;
 }
 

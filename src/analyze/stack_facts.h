@@ -93,6 +93,16 @@ void tp_stack_facts_free(tp_stack_facts *f);
 bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_stack_facts *out, char *err,
                                size_t cap);
 
+/* The same in parts, for a pass over the samples shared with other readers
+ * (tp_run_each_stack_run_to): begin sets out up and *reader (fn NULL where
+ * nothing is to be read) and returns the pass (NULL where there is none to
+ * end; *ok false where the file could not be read, the reason in err); end
+ * groups what the pass read where it read it all (read) and frees it. */
+typedef struct tp_span_pass tp_span_pass;
+tp_span_pass *tp_stack_facts_over_begin(tp_run *run, const tp_regime *g, tp_stack_facts *out,
+                                        tp_stack_reader *reader, char *err, size_t cap, bool *ok);
+void tp_stack_facts_over_end(tp_span_pass *p, bool read);
+
 /* The samples of run taken between a_ns and b_ns (the run's clock): its
  * count where its samples are one instant, else its part of its span
  * inside; 0 where it lies outside. */

@@ -24,18 +24,17 @@ bool tp_summary_store_save(const char *path, char *err, size_t cap)
 }
 
 /* The first rank's regimes, from the step phases just computed (as a report
- * finds them from the stored ones: analyze/summary.c), with their function
- * causes from the samples; none without steps. */
-static bool pace_regimes(tp_run *run, const tp_summary *s, const tp_summary_plots *plots,
-                         tp_regimes *regimes, char *err, size_t cap)
+ * finds them from the stored ones: analyze/summary.c), their function causes
+ * not yet added; none without steps. */
+static void pace_regimes(tp_run *run, const tp_summary *s, const tp_summary_plots *plots,
+                         tp_regimes *regimes)
 {
     if (!s->timings.nsteps || !plots->nranks || plots->ranks[0] != s->timings.steps[0].rank)
-        return true;
+        return;
     int rank = plots->ranks[0];
     const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
     tp_regimes_build(run, &plots->phases[0], rank, place ? place->agent_id : 1,
                      place ? place->gpu : -1, regimes);
-    return tp_regimes_add_stack_causes(run, regimes, err, cap);
 }
 
 /* The ranks over the first rank's latest pace, where it changed (analyze/
@@ -84,14 +83,32 @@ typedef struct pace_parts {
     size_t nfunctions;
 } pace_parts;
 
-static bool pace_parts_build(tp_run *run, const tp_summary *s, const tp_summary_plots *plots,
-                             pace_parts *p, char *err, size_t cap)
+/* trainprof's own cost (own) and the pace parts (p), what each needs of the
+ * stack samples read in one pass for the three of them (the own cost's since
+ * the start, the function causes' since the first regime, the latest pace's
+ * since it began): each reader given what it would read alone, in the same
+ * order, the rows read once (three times where the pace changed, before). */
+static bool own_and_pace_parts(tp_run *run, const tp_summary *s, const tp_summary_plots *plots,
+                               const tp_course *course, tp_own_costs *own, pace_parts *p, char *err,
+                               size_t cap)
 {
     memset(p, 0, sizeof *p);
-    bool ok = pace_regimes(run, s, plots, &p->regimes, err, cap) &&
-              latest_ranks(run, s, &p->regimes, &p->ranks, err, cap);
+    tp_stack_reader readers[3] = {{0}};
+    tp_own_pass *own_pass = tp_own_costs_begin(run, course, own, &readers[0], err, cap);
+    bool ok = own_pass != NULL;
+    if (ok)
+        pace_regimes(run, s, plots, &p->regimes);
+    ok = ok && latest_ranks(run, s, &p->regimes, &p->ranks, err, cap);
     p->latest = ok ? tp_regimes_latest(&p->regimes, p->regimes.rank) : NULL;
-    ok = ok && (!p->latest || tp_stack_facts_build_over(run, p->latest, &p->span, err, cap));
+    tp_causes_pass *causes =
+        ok ? tp_regimes_causes_begin(run, &p->regimes, &readers[1], err, cap, &ok) : NULL;
+    tp_span_pass *span = ok && p->latest ? tp_stack_facts_over_begin(run, p->latest, &p->span,
+                                                                     &readers[2], err, cap, &ok)
+                                         : NULL;
+    ok = ok && tp_run_each_stack_run_to(run, readers, 3, err, cap);
+    tp_regimes_causes_end(causes, ok);
+    tp_stack_facts_over_end(span, ok);
+    tp_own_costs_end(own_pass, &s->timings, own);
     p->functions = tp_regimes_pace_functions(&p->regimes, &p->nfunctions);
     return ok;
 }
@@ -141,11 +158,10 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
          tp_stalls_build(run, &course, &s.timings, s.duration_s, &stalls, err, cap);
     if (ok) /* each stall's GPU, stored with it for a summary-only merge */
         tp_summary_stalls_gpu(&s, &stalls);
-    tp_own_costs own = {0}; /* the one pass over the samples a report then needs no more */
-    ok = ok && tp_own_costs_build(run, &course, &s.timings, &own, err, cap);
-    tp_own_samples *own_counts = ok ? tp_own_costs_counts(&own) : NULL;
+    tp_own_costs own = {0}; /* the pass over the samples a report then needs no more */
     pace_parts pace = {0};
-    ok = ok && pace_parts_build(run, &s, &plots, &pace, err, cap);
+    ok = ok && own_and_pace_parts(run, &s, &plots, &course, &own, &pace, err, cap);
+    tp_own_samples *own_counts = ok ? tp_own_costs_counts(&own) : NULL;
     tp_summary_rows rows = {series,
                             s.n,
                             s.windows,

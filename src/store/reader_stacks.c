@@ -265,17 +265,42 @@ bool tp_run_each_stack_sample(tp_run *run, tp_stack_sample_fn fn, void *ctx, cha
 bool tp_run_each_stack_run_since(tp_run *run, int64_t since_ns, tp_stack_since_fn fn, void *ctx,
                                  char *err, size_t cap)
 {
-    if (run->schema_version < TP_SCHEMA_STACKS_VERSION)
+    tp_stack_reader one = {since_ns, fn, ctx};
+    return tp_run_each_stack_run_to(run, &one, 1, err, cap);
+}
+
+/* Whether a run that ends at column col of st (a run's first sample plus
+ * its span, as SQLite adds them: an integer, or a real past 2^63) reaches
+ * since_ns. */
+static bool reaches(sqlite3_stmt *st, int col, int64_t since_ns)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_INTEGER)
+        return sqlite3_column_int64(st, col) >= since_ns;
+    return sqlite3_column_double(st, col) >= (double)since_ns;
+}
+
+bool tp_run_each_stack_run_to(tp_run *run, const tp_stack_reader *readers, size_t n, char *err,
+                              size_t cap)
+{
+    bool any = false;
+    int64_t since_ns = INT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (readers[i].fn) {
+            any = true;
+            since_ns = readers[i].since_ns < since_ns ? readers[i].since_ns : since_ns;
+        }
+    if (!any || run->schema_version < TP_SCHEMA_STACKS_VERSION)
         return true;
     bool runs = run->schema_version >= TP_SCHEMA_STACK_RUNS_VERSION;
     char *sql = sqlite3_mprintf(
         "WITH workers AS (SELECT DISTINCT agent_id, pid, tid FROM thread"
         "  WHERE name LIKE 'DL worker%%')"
         " SELECT t.rank, t.agent_id, t.pid, s.tid, w.pid IS NOT NULL, n.text, s.state,"
-        " s.node_id, %s, s.t_ns FROM stack_sample s JOIN thread t ON t.id = s.thread_id"
+        " s.node_id, %s, s.t_ns, s.t_ns + %s FROM stack_sample s JOIN thread t"
+        " ON t.id = s.thread_id"
         " LEFT JOIN workers w ON w.agent_id = t.agent_id AND w.pid = t.pid AND w.tid = s.tid"
         " LEFT JOIN name n ON n.id = s.phase_id WHERE s.t_ns + %s >= ?1 ORDER BY s.t_ns",
-        runs ? "s.count, s.span_ns" : "1, 0", runs ? "s.span_ns" : "0");
+        runs ? "s.count, s.span_ns" : "1, 0", runs ? "s.span_ns" : "0", runs ? "s.span_ns" : "0");
     sqlite3_stmt *st = prepare_owned(run, sql, err, cap);
     if (!st)
         return false;
@@ -297,7 +322,9 @@ bool tp_run_each_stack_run_since(tp_run *run, int64_t since_ns, tp_stack_since_f
             .span_ns = span > 0 ? span : 0,
             .t_ns = sqlite3_column_int64(st, 10),
         };
-        fn(ctx, &r);
+        for (size_t i = 0; i < n; i++)
+            if (readers[i].fn && (n == 1 || reaches(st, 11, readers[i].since_ns)))
+                readers[i].fn(readers[i].ctx, &r);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE || failed(run, "the stack samples", err, cap);

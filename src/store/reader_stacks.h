@@ -118,4 +118,18 @@ typedef void (*tp_stack_since_fn)(void *ctx, const tp_stack_thread_run *run);
 bool tp_run_each_stack_run_since(tp_run *run, int64_t since_ns, tp_stack_since_fn fn, void *ctx,
                                  char *err, size_t cap);
 
+/* One reader of the runs: fn(ctx, run) for each run whose last sample is at
+ * or after since_ns; fn NULL: none. */
+typedef struct tp_stack_reader {
+    int64_t since_ns;
+    tp_stack_since_fn fn;
+    void *ctx;
+} tp_stack_reader;
+
+/* The same for n readers at once, in one pass over the samples (from the
+ * earliest since_ns): each reader is given what
+ * tp_run_each_stack_run_since would give it, in the same order. */
+bool tp_run_each_stack_run_to(tp_run *run, const tp_stack_reader *readers, size_t n, char *err,
+                              size_t cap);
+
 #endif

@@ -10,6 +10,7 @@
 #include "analyze/stack_own.h"
 #include "core/stack_runs.h"
 #include "harness.h"
+#include "store/reader_stacks.h"
 
 /* trainprof's own frames are taken for the user's frame above them; ids
  * stay, a root frame of ours (nothing above) stays as it is. */
@@ -233,6 +234,79 @@ static void test_stack_tree(void **state)
     tp_sink_free(sink);
 }
 
+/* What a reader of stack runs was given: each run's first sample and tid,
+ * in order. */
+typedef struct seen_runs {
+    int64_t t_ns[64];
+    int32_t tid[64];
+    size_t n;
+} seen_runs;
+
+static void see_run(void *ctx, const tp_stack_thread_run *run)
+{
+    seen_runs *s = ctx;
+    if (s->n < 64) {
+        s->t_ns[s->n] = run->t_ns;
+        s->tid[s->n++] = run->tid;
+    }
+}
+
+/* One pass for several readers (the summary's own cost, function causes
+ * and latest pace) gives each the runs, and the order, a pass of its own
+ * would: 40 runs of two threads, one of them a run of samples that spans
+ * the later readers' starts; readers from 0, 150 ms and 300 ms, and one
+ * without a function. */
+static void test_one_pass_gives_each_reader_its_own_pass_s_runs(void **state)
+{
+    (void)state;
+    tp_sink *sink = tp_sink_new(0);
+    tp_thread_info info = {.pid = 10, .tid = 10, .rank = 0};
+    uint32_t thread = tp_sink_thread(sink, &info);
+    uint32_t f[2] = {tp_sink_frame(sink, "load\nrun.py"), tp_sink_frame(sink, "main\nrun.py")};
+    int32_t lines[2] = {7, 3};
+    const uint64_t ms = 1000000ull;
+    for (uint64_t k = 0; k < 20; k++) { /* thread 11 alternates stacks: a run each */
+        tp_sink_stack(sink, thread, (10 + 20 * k) * ms, 11, 0, TP_STACK_STATE_KNOWN, f + k % 2,
+                      lines + k % 2, 2 - (unsigned)(k % 2));
+        tp_sink_stack(sink, thread, (20 + 20 * k) * ms, 12, 0, TP_STACK_STATE_KNOWN,
+                      k < 16 ? f + k % 2 : f, k < 16 ? lines + k % 2 : lines,
+                      k < 16 ? 2 - (unsigned)(k % 2) : 2); /* its last four: one run */
+    }
+    tp_sink_close(sink); /* the open runs handed too */
+    char *root = fx_root(), *path = NULL, err[256];
+    assert_true(asprintf(&path, "%s/pass.db", root) > 0);
+    fx_write_sink(path, sink, "node1"); /* frees the sink */
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    const int64_t since[3] = {0, 150 * (int64_t)ms, 300 * (int64_t)ms};
+    seen_runs alone[3], together[3], none;
+    memset(alone, 0, sizeof alone);
+    memset(together, 0, sizeof together);
+    memset(&none, 0, sizeof none);
+    tp_stack_reader readers[4];
+    for (int i = 0; i < 3; i++) {
+        assert_true(
+            tp_run_each_stack_run_since(run, since[i], see_run, &alone[i], err, sizeof err));
+        readers[i] = (tp_stack_reader){since[i], see_run, &together[i]};
+    }
+    readers[3] = (tp_stack_reader){0, NULL, &none};
+    assert_true(tp_run_each_stack_run_to(run, readers, 4, err, sizeof err));
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(together[i].n, alone[i].n);
+        for (size_t k = 0; k < alone[i].n; k++)
+            assert_true(together[i].t_ns[k] == alone[i].t_ns[k] &&
+                        together[i].tid[k] == alone[i].tid[k]);
+    }
+    /* every run (thread 11's 20, thread 12's 16 and its last), fewer from
+     * 150 ms, fewer still from 300 ms */
+    assert_int_equal(alone[0].n, 37);
+    assert_true(alone[1].n < alone[0].n && alone[2].n < alone[1].n && alone[2].n > 0);
+    assert_int_equal(none.n, 0);
+    tp_run_close(run);
+    free(path);
+    free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_what_our_own_work_calls_is_hidden_too),
         cmocka_unit_test(test_the_gpu_idle_function_is_the_first_outside_the_stdlib),
         cmocka_unit_test(test_stack_tree),
+        cmocka_unit_test(test_one_pass_gives_each_reader_its_own_pass_s_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

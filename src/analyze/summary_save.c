@@ -10,6 +10,7 @@
 #include "analyze/regime_stacks.h"
 #include "analyze/regimes.h"
 #include "analyze/scaling.h"
+#include "analyze/stack_counts.h"
 #include "analyze/stack_facts.h"
 #include "analyze/stalls.h"
 #include "analyze/summary.h"
@@ -83,17 +84,20 @@ typedef struct pace_parts {
     size_t nfunctions;
 } pace_parts;
 
-/* trainprof's own cost (own) and the pace parts (p), what each needs of the
- * stack samples read in one pass for the three of them (the own cost's since
- * the start, the function causes' since the first regime, the latest pace's
+/* The stack counts (summary_stack: *stacks, *nstacks), trainprof's own cost
+ * (own) and the pace parts (p), what each needs of the stack samples read
+ * in one pass for the four of them (the counts' and the own cost's from the
+ * start, the function causes' since the first regime, the latest pace's
  * since it began): each reader given what it would read alone, in the same
- * order, the rows read once (three times where the pace changed, before). */
-static bool own_and_pace_parts(tp_run *run, const tp_summary *s, const tp_summary_plots *plots,
-                               const tp_course *course, tp_own_costs *own, pace_parts *p, char *err,
-                               size_t cap)
+ * order, the rows read once (the counts' SQL read them twice, and three
+ * passes followed where the pace changed, before). */
+static bool stack_parts(tp_run *run, const tp_summary *s, const tp_summary_plots *plots,
+                        const tp_course *course, tp_stack_count **stacks, size_t *nstacks,
+                        tp_own_costs *own, pace_parts *p, char *err, size_t cap)
 {
     memset(p, 0, sizeof *p);
-    tp_stack_reader readers[3] = {{0}};
+    tp_stack_reader readers[4] = {{0}};
+    tp_counts_pass *counts = tp_stack_counts_begin(&readers[3]);
     tp_own_pass *own_pass = tp_own_costs_begin(run, course, own, &readers[0], err, cap);
     bool ok = own_pass != NULL;
     if (ok)
@@ -105,7 +109,8 @@ static bool own_and_pace_parts(tp_run *run, const tp_summary *s, const tp_summar
     tp_span_pass *span = ok && p->latest ? tp_stack_facts_over_begin(run, p->latest, &p->span,
                                                                      &readers[2], err, cap, &ok)
                                          : NULL;
-    ok = ok && tp_run_each_stack_run_to(run, readers, 3, err, cap);
+    ok = ok && tp_run_each_stack_run_to(run, readers, 4, err, cap);
+    tp_stack_counts_end(counts, ok, stacks, nstacks);
     tp_regimes_causes_end(causes, ok);
     tp_stack_facts_over_end(span, ok);
     tp_own_costs_end(own_pass, &s->timings, own);
@@ -151,7 +156,6 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
     tp_series_figures *series = ok ? series_figures(&s) : NULL;
     tp_stack_count *stacks = NULL;
     size_t nstacks = 0;
-    ok = ok && tp_run_stack_counts(run, &stacks, &nstacks, err, cap);
     tp_course course = {0}; /* the stalls, found from the rows */
     tp_stalls stalls = {0};
     ok = ok && tp_course_build(run, &course, err, cap) &&
@@ -160,7 +164,7 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
         tp_summary_stalls_gpu(&s, &stalls);
     tp_own_costs own = {0}; /* the pass over the samples a report then needs no more */
     pace_parts pace = {0};
-    ok = ok && own_and_pace_parts(run, &s, &plots, &course, &own, &pace, err, cap);
+    ok = ok && stack_parts(run, &s, &plots, &course, &stacks, &nstacks, &own, &pace, err, cap);
     tp_own_samples *own_counts = ok ? tp_own_costs_counts(&own) : NULL;
     tp_summary_rows rows = {series,
                             s.n,

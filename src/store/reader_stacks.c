@@ -296,7 +296,8 @@ bool tp_run_each_stack_run_to(tp_run *run, const tp_stack_reader *readers, size_
         "WITH workers AS (SELECT DISTINCT agent_id, pid, tid FROM thread"
         "  WHERE name LIKE 'DL worker%%')"
         " SELECT t.rank, t.agent_id, t.pid, s.tid, w.pid IS NOT NULL, n.text, s.state,"
-        " s.node_id, %s, s.t_ns, s.t_ns + %s FROM stack_sample s JOIN thread t"
+        " s.node_id, %s, s.t_ns, s.t_ns + %s, s.thread_id, s.phase_id FROM stack_sample s"
+        " JOIN thread t"
         " ON t.id = s.thread_id"
         " LEFT JOIN workers w ON w.agent_id = t.agent_id AND w.pid = t.pid AND w.tid = s.tid"
         " LEFT JOIN name n ON n.id = s.phase_id WHERE s.t_ns + %s >= ?1 ORDER BY s.t_ns",
@@ -310,6 +311,8 @@ bool tp_run_each_stack_run_to(tp_run *run, const tp_stack_reader *readers, size_
         int64_t node = sqlite3_column_int64(st, 7), count = sqlite3_column_int64(st, 8),
                 span = sqlite3_column_int64(st, 9);
         tp_stack_thread_run r = {
+            .thread_id = sqlite3_column_int64(st, 12),
+            .phase_id = sqlite3_column_int64(st, 13),
             .rank = sqlite3_column_int(st, 0),
             .agent_id = sqlite3_column_int64(st, 1),
             .pid = sqlite3_column_int64(st, 2),

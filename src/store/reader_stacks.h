@@ -99,8 +99,10 @@ bool tp_run_each_stack_sample(tp_run *run, tp_stack_sample_fn fn, void *ctx, cha
  * process's rank, agent and pid, the thread's kernel id, whether it is a
  * DataLoader worker's, the region it had open (text, NULL none; valid during
  * the call only), its state bits, innermost node, and the run's first sample
- * and span. */
+ * and span; and as stored, its sampler's thread row and the region's name
+ * id (0 none). */
 typedef struct tp_stack_thread_run {
+    int64_t thread_id, phase_id;
     int rank;
     int64_t agent_id, pid;
     int32_t tid;

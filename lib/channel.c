@@ -230,6 +230,14 @@ static bool send_fd(const char *tag_text, int fd)
     return false;
 }
 
+void tp_channel_window_unsent(void)
+{
+    pthread_mutex_lock(&channel_lock);
+    if (proc_page) /* the recorder reads it as the process ends */
+        atomic_fetch_add_explicit(&proc_page->windows_unsent, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&channel_lock);
+}
+
 bool tp_channel_send_fd(const char *tag, int fd)
 {
     pthread_mutex_lock(&channel_lock);

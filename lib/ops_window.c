@@ -51,8 +51,10 @@ void tp_ops_begun(uint64_t step)
 bool tp_ops_send(const void *blob, size_t len)
 {
     int fd = memfd_create("trainprof-ops", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0)
+    if (fd < 0) {
+        tp_channel_window_unsent();
         return false;
+    }
     bool ok = true;
     for (size_t off = 0; ok && off < len;) {
         ssize_t n = write(fd, (const char *)blob + off, len - off);
@@ -64,5 +66,7 @@ bool tp_ops_send(const void *blob, size_t len)
         ok && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0;
     ok = ok && tp_channel_send_fd("ops", fd);
     close(fd);
+    if (!ok) /* the socket full (a recorder short of CPU), or no memory for it */
+        tp_channel_window_unsent();
     return ok;
 }

@@ -51,8 +51,9 @@ bool tp_ops_request_read(tp_ops_request *out);
 void tp_ops_begun(uint64_t step);
 
 /* Hands a finished window (trainprof/_ops.py's blob, len bytes) to the
- * recorder in a sealed memfd; false when none took it. Cold path: a few
- * system calls, once a window. */
+ * recorder in a sealed memfd; false when none took it (then counted in the
+ * process's page, which the recorder reads as the process ends). Cold
+ * path: a few system calls, once a window. */
 bool tp_ops_send(const void *blob, size_t len);
 
 #endif

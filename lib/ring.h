@@ -112,13 +112,12 @@ _Static_assert(sizeof(tp_ring_header) <= TP_RING_HEADER_SIZE, "the header fits i
  * (tag "proc"), and kept mapped by the recorder while the connection lasts.
  * It carries what the process counts where no ring can: the threads whose
  * ring could not be handed over (the socket full: a recorder starved of
- * CPU; no memory for a ring), which the recorder reads as the connection
- * closes. Nothing has to reach the recorder when the count grows, so a
- * process that ends while its recorder is behind loses none of it (told
- * through later rings and once more at exit before: 1,254 of 5,000 threads
- * were lost so, beside five CPU burners on two cores). The recorder takes
- * the count as the process's claim, saturating, and trusts nothing else in
- * it but its size. */
+ * CPU; no memory for a ring), and the capture windows likewise, which the
+ * recorder reads as the connection closes. Nothing has to reach the recorder when the count grows,
+ * so a process that ends while its recorder is behind loses none of it (told through later rings
+ * and once more at exit before: 1,254 of 5,000 threads were lost so, beside five CPU burners on two
+ * cores). The recorder takes the count as the process's claim, saturating, and trusts nothing else
+ * in it but its size. */
 #define TP_PROC_MAGIC      0x43505054u /* "TPPC" */
 #define TP_PROC_VERSION    1u
 #define TP_PROC_PAGE_BYTES 4096u
@@ -126,6 +125,7 @@ typedef struct tp_proc_page {
     uint32_t magic;
     uint32_t version;
     _Atomic uint64_t threads_unrecorded;
+    _Atomic uint32_t windows_unsent;
 } tp_proc_page;
 _Static_assert(sizeof(tp_proc_page) <= TP_PROC_PAGE_BYTES, "the process page fits its page");
 

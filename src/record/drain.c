@@ -339,14 +339,16 @@ static void close_conn(tp_drain *d, int conn, uint64_t now_ns)
         if (d->rings[i].conn == conn &&
             (!stepping || d->rings[i].reader.steps > stepping->reader.steps))
             stepping = &d->rings[i];
+    /* its threads not recorded, its windows not sent */
+    uint32_t unsent = tp_proc_page_release(&d->peers[conn].page, d->sink, d->peers[conn].pid);
     if (stepping && stepping->reader.steps && !stepping->broken)
         tp_ops_relay_lost(d->ops, d->sink, d->peers[conn].pid, &stepping->reader, stepping->tid,
                           atomic_load_explicit(&stepping->h->ops_begun, memory_order_acquire),
-                          atomic_load_explicit(&stepping->h->ops_begun_step, memory_order_relaxed));
+                          atomic_load_explicit(&stepping->h->ops_begun_step, memory_order_relaxed),
+                          unsent);
     for (size_t i = d->nrings; i-- > 0;)
         if (d->rings[i].conn == conn)
             retire_ring(d, i);
-    tp_proc_page_release(&d->peers[conn].page, d->sink); /* its threads not recorded */
     close(d->conns[conn]);
     d->conns[conn] = -1;
     forget_gone(d, conn);
@@ -576,7 +578,7 @@ void tp_drain_stop(tp_drain *d)
             alive[nalive - 1] = d->peers[i].pid;
     tp_drain_outlivers_say(d->sink, alive, nalive);
     for (size_t i = 0; i < d->nconns; i++) {
-        tp_proc_page_release(&d->peers[i].page, d->sink);
+        tp_proc_page_release(&d->peers[i].page, d->sink, d->peers[i].pid);
         if (d->conns[i] >= 0)
             close(d->conns[i]);
         forget_gone(d, (int)i);

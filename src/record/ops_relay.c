@@ -181,14 +181,14 @@ void tp_ops_relay_publish(const tp_ops_relay *r, tp_ring_header *h)
 }
 
 void tp_ops_relay_lost(tp_ops_relay *r, tp_sink *sink, int32_t pid, const tp_ring_reader *reader,
-                       int32_t tid, uint32_t begun, uint64_t begun_step)
+                       int32_t tid, uint32_t begun, uint64_t begun_step, uint32_t unsent)
 {
     if (!r || !begun || pid <= 0 || !reader->thread || reader->steps < begun_step ||
         reader->steps - begun_step >= TP_RING_STEP_TIMES || begun_step == 0)
         return; /* none begun, or begun too long ago to place */
     sent_windows *sent = sent_of(r, pid);
-    if (!sent || sent->windows >= begun)
-        return; /* it sent every window it began */
+    if (!sent || (uint64_t)sent->windows + unsent >= begun)
+        return; /* it sent every window it began, or tried to */
     const tp_ops_request *q = &r->plan.current;
     uint64_t last = reader->steps < begun_step + q->steps ? reader->steps : begun_step + q->steps;
     tp_ops_window *w = calloc(1, sizeof *w);

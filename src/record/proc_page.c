@@ -2,6 +2,7 @@
 #include "record/proc_page.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -34,13 +35,25 @@ const char *tp_proc_page_map(tp_proc_page **slot, int fd)
     return NULL;
 }
 
-void tp_proc_page_release(tp_proc_page **slot, tp_sink *sink)
+uint32_t tp_proc_page_release(tp_proc_page **slot, tp_sink *sink, int32_t pid)
 {
     if (!*slot)
-        return;
+        return 0;
     uint64_t n = atomic_load_explicit(&(*slot)->threads_unrecorded, memory_order_acquire);
+    uint32_t windows = atomic_load_explicit(&(*slot)->windows_unsent, memory_order_acquire);
     if (n)
         tp_sink_threads_unrecorded(sink, n);
+    if (windows) {
+        char source[64], reason[300];
+        snprintf(source, sizeof source, "capture windows of pid %d", (int)pid);
+        snprintf(reason, sizeof reason,
+                 "%u capture windows could not be handed over to the recorder (its socket full "
+                 "while it was short of CPU, or no memory for them): their operators were not "
+                 "recorded, and their steps count among the others",
+                 windows);
+        tp_sink_unavailable(sink, source, reason);
+    }
     munmap(*slot, TP_PROC_PAGE_BYTES);
     *slot = NULL;
+    return windows;
 }

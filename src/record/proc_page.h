@@ -12,8 +12,9 @@
 const char *tp_proc_page_map(tp_proc_page **slot, int fd);
 
 /* The threads *slot counts that could not hand their ring over, added to
- * sink (the process's claim, saturating); the page let go. None mapped:
- * nothing. */
-void tp_proc_page_release(tp_proc_page **slot, tp_sink *sink);
+ * sink (the process's claim, saturating), and the capture windows process
+ * pid could not hand over, said as the unavailable source "capture windows
+ * of pid PID" and returned; the page let go. None mapped: nothing, 0. */
+uint32_t tp_proc_page_release(tp_proc_page **slot, tp_sink *sink, int32_t pid);
 
 #endif

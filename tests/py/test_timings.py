@@ -167,9 +167,10 @@ wait
 def test_a_process_page_is_read_as_its_process_ends_and_a_second_is_refused(run_file, tmp_path):
     """A process hands its page over saying 7 threads went unrecorded, then a
     second page (refused: a process has one), then its ring; the first page
-    says 9 by the time it exits. The recorder reads the count as the
-    process ends (9, not 7, nor 8 with the second page's), names the pid
-    once, and records its regions."""
+    says 9 by the time it exits, and 2 capture windows it could not hand
+    over. The recorder reads the counts as the process ends (9, not 7, nor
+    8 with the second page's), names the pid once for the page and once for
+    the windows, and records its regions."""
     script = tmp_path / "pages.sh"
     script.write_text(f"{HOSTILE} proc > {tmp_path}/proc.pid\n")
     r = trainprof("record", "-q", "-o", run_file, "--", "sh", script)
@@ -177,6 +178,8 @@ def test_a_process_page_is_read_as_its_process_ends_and_a_second_is_refused(run_
     rows, told, unavailable = regions_and_told(run_file)
     assert told == 9 and rows["hostile"] == 20, (rows, told, unavailable)
     pid = (tmp_path / "proc.pid").read_text().strip()
+    windows = [u["reason"] for u in unavailable if u["source"] == f"capture windows of pid {pid}"]
+    assert len(windows) == 1 and windows[0].startswith("2 capture windows could not be handed")
     said = [u["reason"] for u in unavailable if u["source"] == f"timings of pid {pid}"]
     assert said == [
         "it sent a second process page; its threads that could not hand their ring over were "
@@ -407,6 +410,54 @@ def test_threads_refused_after_the_last_handover_are_told_at_exit(run_file, tmp_
     rows, told, unavailable = regions_and_told(run_file)
     assert rows.get("chunk", 0) + told == 2000, (rows, told, unavailable)
     assert rows.get("first", 0) == int(main_first)
+
+
+# a training whose capture window (record's scheduled one, steps 11 to 15)
+# ends while the recorder is stopped and 1,500 short threads have filled
+# its socket: the window can't be handed over. Before the process page, it
+# was lost unsaid (or, had the process ended soon after, said as lost to
+# the process's end).
+WINDOW_UNSENT = """
+import os, signal, threading, torch, trainprof
+from torch import nn
+model = nn.Linear(8, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = [(torch.randn(4, 8), torch.randint(0, 2, (4,))) for _ in range(30)]
+def work():
+    with trainprof.region("chunk"):
+        pass
+for i, (x, y) in enumerate(torch.utils.data.DataLoader(data, batch_size=None)):
+    opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+    if i == 12:
+        os.kill(os.getppid(), signal.SIGSTOP)  # the recorder
+        try:
+            for _ in range(1500):
+                t = threading.Thread(target=work)
+                t.start()
+                t.join()
+        except BaseException:
+            os.kill(os.getppid(), signal.SIGCONT)
+            raise
+    if i == 20:
+        os.kill(os.getppid(), signal.SIGCONT)
+"""
+
+
+def test_a_capture_window_that_could_not_be_handed_over_is_said(run_file, tmp_path):
+    script = tmp_path / "window.py"
+    script.write_text(WINDOW_UNSENT)
+    r = trainprof(
+        "record", "-q", "--stacks", "0", "-o", run_file, "--", PYTHON, script, timeout=240
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rows, told, unavailable = regions_and_told(run_file)
+    assert rows.get("chunk", 0) + told == 1500, (rows, told, unavailable)
+    rep = report_json(run_file)
+    said = [u["reason"] for u in unavailable if u["source"].startswith("capture windows of pid")]
+    assert len(said) == 1 and said[0].startswith("1 capture windows could not be handed over"), (
+        unavailable
+    )
+    assert rep["windows"] == [] and rep["ops"] == [], rep["windows"]  # none came, none made up
 
 
 # alone on the machine: a thread hands its ring to the recorder without

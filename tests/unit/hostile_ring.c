@@ -16,7 +16,8 @@
  *              kept open
  *   proc       hands a process page over that says 7 threads went
  *              unrecorded, then a second page (saying 1), then its ring;
- *              as it exits the first page says 9
+ *              as it exits the first page says 9, and 2 capture windows
+ *              not handed over
  *
  * The modes whose ring is accepted first send 20 well-formed regions named
  * "hostile" (those of `tail` keep coming: 200 in all). Each writes its pid to
@@ -255,6 +256,7 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "proc") == 0) {
         usleep(200000); /* the recorder has read 7 by now, were it to read it early */
         atomic_store(&page->threads_unrecorded, 9);
+        atomic_store(&page->windows_unsent, 2);
     } else if (strcmp(mode, "tail") == 0) {
         for (int k = 0; k < 9; k++) { /* 180 more regions, the tail set ahead before each 20 */
             atomic_store(&h->tail, head + 1000);

@@ -191,6 +191,9 @@ static void test_a_process_page_read_at_the_end_and_a_second_refused(void **stat
     /* what the first page said as the process ended: 9, not the 7 it said
      * first, nor 10 with the refused page's */
     assert_true(cap_unavailable(&b, "timings", "9 threads of the training could not hand"));
+    char windows[64];
+    snprintf(windows, sizeof windows, "capture windows of pid %d", (int)pid);
+    assert_true(cap_unavailable(&b, windows, "2 capture windows could not be handed over"));
     tp_batch_free(&b);
 }
 

@@ -374,28 +374,39 @@ def test_threads_a_starved_recorder_could_not_take_are_counted_and_said(run_file
     assert rows.get("chunk", 0) + rows.get("done", 0) + told == 5001, (rows, told, unavailable)
 
 
+# the recorder stopped, then n short threads that each time a region: a
+# script's churn_stopped(n) (the recorder resumed if it fails)
+CHURN_STOPPED = """
+import os, signal, threading, trainprof
+def work():
+    with trainprof.region("chunk"):
+        pass
+def churn_stopped(n):
+    os.kill(os.getppid(), signal.SIGSTOP)  # the recorder
+    try:
+        for _ in range(n):
+            t = threading.Thread(target=work)
+            t.start()
+            t.join()
+    except BaseException:
+        os.kill(os.getppid(), signal.SIGCONT)
+        raise
+"""
 # the recorder stopped (SIGSTOP: a starved recorder, made certain) while
 # 2,000 short threads each want to hand their ring over: the socket fills
 # and every later handover fails, with no ring after them. The process's
 # page counts them, whether its main thread has a ring or none; the
 # recorder reads it once it has read every ring the socket holds.
-STOPPED_RECORDER = """
-import os, signal, threading, trainprof
+STOPPED_RECORDER = (
+    CHURN_STOPPED
+    + """
 if os.environ["MAIN_FIRST"] == "1":
     with trainprof.region("first"):
         pass
-def work():
-    with trainprof.region("chunk"):
-        pass
-os.kill(os.getppid(), signal.SIGSTOP)  # the recorder
-try:
-    for _ in range(2000):
-        t = threading.Thread(target=work)
-        t.start()
-        t.join()
-finally:
-    os.kill(os.getppid(), signal.SIGCONT)
+churn_stopped(2000)
+os.kill(os.getppid(), signal.SIGCONT)
 """
+)
 
 
 @pytest.mark.parametrize("main_first", ["1", "0"], ids=["main-has-a-ring", "main-has-none"])
@@ -417,30 +428,22 @@ def test_threads_refused_after_the_last_handover_are_told_at_exit(run_file, tmp_
 # its socket: the window can't be handed over. Before the process page, it
 # was lost unsaid (or, had the process ended soon after, said as lost to
 # the process's end).
-WINDOW_UNSENT = """
-import os, signal, threading, torch, trainprof
+WINDOW_UNSENT = (
+    CHURN_STOPPED
+    + """
+import torch
 from torch import nn
 model = nn.Linear(8, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 data = [(torch.randn(4, 8), torch.randint(0, 2, (4,))) for _ in range(30)]
-def work():
-    with trainprof.region("chunk"):
-        pass
 for i, (x, y) in enumerate(torch.utils.data.DataLoader(data, batch_size=None)):
     opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
     if i == 12:
-        os.kill(os.getppid(), signal.SIGSTOP)  # the recorder
-        try:
-            for _ in range(1500):
-                t = threading.Thread(target=work)
-                t.start()
-                t.join()
-        except BaseException:
-            os.kill(os.getppid(), signal.SIGCONT)
-            raise
+        churn_stopped(1500)
     if i == 20:
         os.kill(os.getppid(), signal.SIGCONT)
 """
+)
 
 
 def test_a_capture_window_that_could_not_be_handed_over_is_said(run_file, tmp_path):

@@ -230,11 +230,13 @@ static bool send_fd(const char *tag_text, int fd)
     return false;
 }
 
-void tp_channel_window_unsent(void)
+void tp_channel_window_unsent(uint64_t first_step)
 {
     pthread_mutex_lock(&channel_lock);
-    if (proc_page) /* the recorder reads it as the process ends */
-        atomic_fetch_add_explicit(&proc_page->windows_unsent, 1, memory_order_relaxed);
+    if (proc_page) { /* the recorder reads it as the process ends */
+        atomic_store_explicit(&proc_page->windows_unsent_step, first_step, memory_order_relaxed);
+        atomic_fetch_add_explicit(&proc_page->windows_unsent, 1, memory_order_release);
+    }
     pthread_mutex_unlock(&channel_lock);
 }
 

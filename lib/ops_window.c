@@ -48,11 +48,20 @@ void tp_ops_begun(uint64_t step)
                           memory_order_release);
 }
 
+/* The step count this thread's last capture window began at (0: none). */
+static uint64_t window_first_step(void)
+{
+    tp_thread *t = tp_self_ptr();
+    return t->state == TP_THREAD_ACTIVE
+               ? atomic_load_explicit(&t->ring->ops_begun_step, memory_order_relaxed)
+               : 0;
+}
+
 bool tp_ops_send(const void *blob, size_t len)
 {
     int fd = memfd_create("trainprof-ops", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) {
-        tp_channel_window_unsent();
+        tp_channel_window_unsent(window_first_step());
         return false;
     }
     bool ok = true;
@@ -67,6 +76,6 @@ bool tp_ops_send(const void *blob, size_t len)
     ok = ok && tp_channel_send_fd("ops", fd);
     close(fd);
     if (!ok) /* the socket full (a recorder short of CPU), or no memory for it */
-        tp_channel_window_unsent();
+        tp_channel_window_unsent(window_first_step());
     return ok;
 }

@@ -126,6 +126,9 @@ typedef struct tp_proc_page {
     uint32_t version;
     _Atomic uint64_t threads_unrecorded;
     _Atomic uint32_t windows_unsent;
+    /* the step count the last of them began at (its ring's ops_begun_step),
+     * written before windows_unsent grows (release) */
+    _Atomic uint64_t windows_unsent_step;
 } tp_proc_page;
 _Static_assert(sizeof(tp_proc_page) <= TP_PROC_PAGE_BYTES, "the process page fits its page");
 

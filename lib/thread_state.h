@@ -85,9 +85,10 @@ bool tp_thread_send(tp_thread *t, const tp_event *head, const void *payload, siz
  * false when no recorder took it. */
 bool tp_channel_send_fd(const char *tag, int fd);
 
-/* Cold path: one more capture window that could not be handed over,
- * counted in the process's page (ring.h's tp_proc_page). */
-void tp_channel_window_unsent(void);
+/* Cold path: one more capture window that could not be handed over (it
+ * began at step count first_step), counted in the process's page (ring.h's
+ * tp_proc_page). */
+void tp_channel_window_unsent(uint64_t first_step);
 
 /* Cold path: sends name id's text through the thread's ring. */
 void tp_thread_define_name(tp_thread *t, uint32_t id);

@@ -340,12 +340,13 @@ static void close_conn(tp_drain *d, int conn, uint64_t now_ns)
             (!stepping || d->rings[i].reader.steps > stepping->reader.steps))
             stepping = &d->rings[i];
     /* its threads not recorded, its windows not sent */
-    uint32_t unsent = tp_proc_page_release(&d->peers[conn].page, d->sink, d->peers[conn].pid);
+    tp_windows_unsent unsent =
+        tp_proc_page_release(&d->peers[conn].page, d->sink, d->peers[conn].pid);
     if (stepping && stepping->reader.steps && !stepping->broken)
         tp_ops_relay_lost(d->ops, d->sink, d->peers[conn].pid, &stepping->reader, stepping->tid,
                           atomic_load_explicit(&stepping->h->ops_begun, memory_order_acquire),
                           atomic_load_explicit(&stepping->h->ops_begun_step, memory_order_relaxed),
-                          unsent);
+                          unsent.n, unsent.last_first_step);
     for (size_t i = d->nrings; i-- > 0;)
         if (d->rings[i].conn == conn)
             retire_ring(d, i);

@@ -180,37 +180,57 @@ void tp_ops_relay_publish(const tp_ops_relay *r, tp_ring_header *h)
     atomic_store_explicit(&h->ops_seq, q->seq, memory_order_release);
 }
 
-void tp_ops_relay_lost(tp_ops_relay *r, tp_sink *sink, int32_t pid, const tp_ring_reader *reader,
-                       int32_t tid, uint32_t begun, uint64_t begun_step, uint32_t unsent)
+/* A window of pid's step thread (reader, tid) from step count first_step,
+ * with no events and note: its steps are profiled ones all the same. None
+ * where its steps are no longer in the ring's times. */
+static void lost_window(const tp_ops_relay *r, tp_sink *sink, int32_t pid,
+                        const tp_ring_reader *reader, int32_t tid, uint64_t first_step,
+                        const char *note)
 {
-    if (!r || !begun || pid <= 0 || !reader->thread || reader->steps < begun_step ||
-        reader->steps - begun_step >= TP_RING_STEP_TIMES || begun_step == 0)
-        return; /* none begun, or begun too long ago to place */
-    sent_windows *sent = sent_of(r, pid);
-    if (!sent || (uint64_t)sent->windows + unsent >= begun)
-        return; /* it sent every window it began, or tried to */
+    if (first_step == 0 || reader->steps < first_step ||
+        reader->steps - first_step >= TP_RING_STEP_TIMES)
+        return; /* begun too long ago to place */
     const tp_ops_request *q = &r->plan.current;
-    uint64_t last = reader->steps < begun_step + q->steps ? reader->steps : begun_step + q->steps;
+    uint64_t last = reader->steps < first_step + q->steps ? reader->steps : first_step + q->steps;
     tp_ops_window *w = calloc(1, sizeof *w);
     if (!w)
         return;
-    sent->windows = begun;
     *w = (tp_ops_window){
         .thread = reader->thread,
         .pid = pid,
         .tid = tid,
         .reason = q->reason & TP_OPS_REASON_MASK ? q->reason & TP_OPS_REASON_MASK : 1,
-        .steps = (uint32_t)(last - begun_step),
-        .first_step = begun_step,
-        .start_ns = (int64_t)reader->step_ns[begun_step % TP_RING_STEP_TIMES],
-        .end_ns = (int64_t)(last > begun_step ? reader->step_ns[last % TP_RING_STEP_TIMES]
+        .steps = (uint32_t)(last - first_step),
+        .first_step = first_step,
+        .start_ns = (int64_t)reader->step_ns[first_step % TP_RING_STEP_TIMES],
+        .end_ns = (int64_t)(last > first_step ? reader->step_ns[last % TP_RING_STEP_TIMES]
                                               : reader->last_ns),
         .alloc_start = -1,
-        .note = strdup("the process ended during its capture window: PyTorch's profiler's events "
-                       "were lost with it")};
+        .note = strdup(note)};
     if (w->end_ns < w->start_ns)
         w->end_ns = w->start_ns;
     tp_sink_ops_window(sink, w);
+}
+
+void tp_ops_relay_lost(tp_ops_relay *r, tp_sink *sink, int32_t pid, const tp_ring_reader *reader,
+                       int32_t tid, uint32_t begun, uint64_t begun_step, uint32_t unsent,
+                       uint64_t unsent_step)
+{
+    if (!r || !begun || pid <= 0 || !reader->thread)
+        return;
+    sent_windows *sent = sent_of(r, pid);
+    if (!sent || sent->windows >= begun)
+        return;                                   /* it sent every window it began */
+    if ((uint64_t)sent->windows + unsent < begun) /* it ended during the last */
+        lost_window(r, sink, pid, reader, tid, begun_step,
+                    "the process ended during its capture window: PyTorch's profiler's events "
+                    "were lost with it");
+    else if (unsent)
+        lost_window(r, sink, pid, reader, tid, unsent_step,
+                    "its capture window could not be handed over to the recorder (its socket "
+                    "full while it was short of CPU, or no memory for it): PyTorch's profiler's "
+                    "events were lost");
+    sent->windows = begun;
 }
 
 const char *tp_ops_relay_take(tp_ops_relay *r, tp_sink *sink, int fd, int32_t pid,

@@ -58,13 +58,14 @@ const char *tp_ops_relay_take(tp_ops_relay *r, tp_sink *sink, int fd, int32_t pi
 
 /* A process (pid) went away: where its step thread's ring header says it
  * began more windows (begun, the last at step count begun_step) than it
- * sent, besides the unsent ones its page counted (could not be handed over:
- * said apart, record/proc_page.h), it ended during the last (a SIGKILL,
- * os._exit, the OOM killer): a window of the steps its ring (reader, thread
- * tid) marked from there is passed to the sink with no events and a note
- * saying it was lost, so that those steps are not counted as the training's
- * own. */
+ * sent, it ended during the last (a SIGKILL, os._exit, the OOM killer)
+ * unless its page counted the missing ones as not handed over (unsent, the
+ * last of them begun at step count unsent_step: record/proc_page.h); a
+ * window of the steps its ring (reader, thread tid) marked from the lost
+ * one's first is passed to the sink with no events and a note saying how it
+ * was lost, so that those steps are not counted as the training's own. */
 void tp_ops_relay_lost(tp_ops_relay *r, tp_sink *sink, int32_t pid, const tp_ring_reader *reader,
-                       int32_t tid, uint32_t begun, uint64_t begun_step, uint32_t unsent);
+                       int32_t tid, uint32_t begun, uint64_t begun_step, uint32_t unsent,
+                       uint64_t unsent_step);
 
 #endif

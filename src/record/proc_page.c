@@ -35,25 +35,27 @@ const char *tp_proc_page_map(tp_proc_page **slot, int fd)
     return NULL;
 }
 
-uint32_t tp_proc_page_release(tp_proc_page **slot, tp_sink *sink, int32_t pid)
+tp_windows_unsent tp_proc_page_release(tp_proc_page **slot, tp_sink *sink, int32_t pid)
 {
     if (!*slot)
-        return 0;
+        return (tp_windows_unsent){0, 0};
     uint64_t n = atomic_load_explicit(&(*slot)->threads_unrecorded, memory_order_acquire);
     uint32_t windows = atomic_load_explicit(&(*slot)->windows_unsent, memory_order_acquire);
+    uint64_t step = atomic_load_explicit(&(*slot)->windows_unsent_step, memory_order_relaxed);
     if (n)
         tp_sink_threads_unrecorded(sink, n);
     if (windows) {
         char source[64], reason[300];
         snprintf(source, sizeof source, "capture windows of pid %d", (int)pid);
         snprintf(reason, sizeof reason,
-                 "%u capture windows could not be handed over to the recorder (its socket full "
-                 "while it was short of CPU, or no memory for them): their operators were not "
-                 "recorded, and their steps count among the others",
-                 windows);
+                 "%u capture window%s could not be handed over to the recorder (its socket full "
+                 "while it was short of CPU, or no memory for %s): %s operators were not "
+                 "recorded",
+                 windows, windows == 1 ? "" : "s", windows == 1 ? "it" : "them",
+                 windows == 1 ? "its" : "their");
         tp_sink_unavailable(sink, source, reason);
     }
     munmap(*slot, TP_PROC_PAGE_BYTES);
     *slot = NULL;
-    return windows;
+    return (tp_windows_unsent){windows, windows ? step : 0};
 }

@@ -426,8 +426,8 @@ def test_threads_refused_after_the_last_handover_are_told_at_exit(run_file, tmp_
 # a training whose capture window (record's scheduled one, steps 11 to 15)
 # ends while the recorder is stopped and 1,500 short threads have filled
 # its socket: the window can't be handed over. Before the process page, it
-# was lost unsaid (or, had the process ended soon after, said as lost to
-# the process's end).
+# was lost unsaid and its profiled steps counted as the others (or, had the
+# process ended soon after, said as lost to the process's end).
 WINDOW_UNSENT = (
     CHURN_STOPPED
     + """
@@ -457,10 +457,13 @@ def test_a_capture_window_that_could_not_be_handed_over_is_said(run_file, tmp_pa
     assert rows.get("chunk", 0) + told == 1500, (rows, told, unavailable)
     rep = report_json(run_file)
     said = [u["reason"] for u in unavailable if u["source"].startswith("capture windows of pid")]
-    assert len(said) == 1 and said[0].startswith("1 capture windows could not be handed over"), (
+    assert len(said) == 1 and said[0].startswith("1 capture window could not be handed over"), (
         unavailable
     )
-    assert rep["windows"] == [] and rep["ops"] == [], rep["windows"]  # none came, none made up
+    # its steps are left out as a profiled window's are, with no operators
+    (w,) = rep["windows"]
+    assert w["first_step"] == 11 and w["steps"] == 5 and rep["ops"] == [], w
+    assert "could not be handed over to the recorder" in w["note"], w
 
 
 # alone on the machine: a thread hands its ring to the recorder without

@@ -423,21 +423,23 @@ def test_threads_refused_after_the_last_handover_are_told_at_exit(run_file, tmp_
     assert rows.get("first", 0) == int(main_first)
 
 
-# a training whose capture window (record's scheduled one, steps 11 to 15)
-# ends while the recorder is stopped and 1,500 short threads have filled
+# a training whose capture window (record's scheduled one, steps 11 to 15,
+# asked for before they come) ends while the recorder is stopped and 1,500 short threads have filled
 # its socket: the window can't be handed over. Before the process page, it
 # was lost unsaid and its profiled steps counted as the others (or, had the
 # process ended soon after, said as lost to the process's end).
 WINDOW_UNSENT = (
     CHURN_STOPPED
     + """
-import torch
+import time, torch
 from torch import nn
 model = nn.Linear(8, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 data = [(torch.randn(4, 8), torch.randint(0, 2, (4,))) for _ in range(30)]
 for i, (x, y) in enumerate(torch.utils.data.DataLoader(data, batch_size=None)):
     opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+    if i < 10:  # 2 s for the recorder to ask for the window before step 11 (it maps
+        time.sleep(0.2)  # the thread's ring, then asks: late on a loaded machine)
     if i == 12:
         churn_stopped(1500)
     if i == 20:

@@ -133,6 +133,20 @@ static void *sealed_map(const char *name, size_t bytes, int *fd)
     return p;
 }
 
+/* Hands map's memfd (fd, closed here) to the recorder with tag: map, or
+ * NULL (map let go: bytes of it) where it could not be handed over. Caller
+ * holds channel_lock and a connection. */
+static void *hand_over(const char *tag, int fd, void *map, size_t bytes)
+{
+    bool sent = send_fd(tag, fd);
+    close(fd);
+    if (!sent) {
+        munmap(map, bytes);
+        return NULL;
+    }
+    return map;
+}
+
 /* The process's page, handed over as its connection's first message (the
  * socket empty: it fits); NULL where it could not be made (no memfd: no
  * ring could be either). Caller holds channel_lock and a connection. */
@@ -144,13 +158,7 @@ static tp_proc_page *hand_over_proc_page(void)
         return NULL;
     p->magic = TP_PROC_MAGIC;
     p->version = TP_PROC_VERSION;
-    bool sent = send_fd("proc", fd);
-    close(fd);
-    if (!sent) {
-        munmap(p, TP_PROC_PAGE_BYTES);
-        return NULL;
-    }
-    return p;
+    return hand_over("proc", fd, p, TP_PROC_PAGE_BYTES);
 }
 
 /* Connects the process once; caller holds channel_lock. */
@@ -274,13 +282,7 @@ static tp_ring_header *create_ring(void)
         memcpy(h->thread_name, tp_self.name, sizeof h->thread_name);
     else
         pthread_getname_np(pthread_self(), h->thread_name, sizeof h->thread_name);
-    bool sent = send_fd("ring", fd);
-    close(fd);
-    if (!sent) {
-        munmap(h, bytes);
-        return NULL;
-    }
-    return h;
+    return hand_over("ring", fd, h, bytes);
 }
 
 void tp_thread_set_rank(int32_t rank, int32_t *local_rank, int32_t *world_size)

@@ -30,6 +30,7 @@ extern "C" {
 #define TP_PHASE_TO_DEVICE          "to_device"          /* host-to-device copies */
 #define TP_PHASE_TRAIN_BATCH        "train_batch"        /* the training computation of a batch */
 #define TP_PHASE_FORWARD            "forward"            /* inside train_batch */
+#define TP_PHASE_LOSS               "loss"               /* inside train_batch: a loss module */
 #define TP_PHASE_BACKWARD           "backward"           /* inside train_batch */
 #define TP_PHASE_OPTIMIZER_STEP     "optimizer_step"     /* inside train_batch */
 #define TP_PHASE_STEP_LR_SCHEDULERS "step_lr_schedulers" /* learning-rate schedulers' steps */

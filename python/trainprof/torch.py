@@ -16,8 +16,9 @@ trainprof region (names as in the report):
   of the optimizer step (or the next fetch), with ``forward`` (the outermost
   module call: each module called outermost gets a timed call of its own, so
   that other module calls keep torch's fast path; see
-  trainprof.patches.forward.TimedCall), ``backward`` (``Tensor.backward``) and
-  ``optimizer_step`` inside it. Where ``optimizer.step(closure)`` runs the
+  trainprof.patches.forward.TimedCall), ``loss`` (a loss module's outermost
+  call: torch.nn's losses, called on the model's output), ``backward``
+  (``Tensor.backward``) and ``optimizer_step`` inside it. Where ``optimizer.step(closure)`` runs the
   forward and backward itself (Lightning's automatic optimization, LBFGS),
   optimizer_step times what the optimizer does after each call of the
   closure, and the closure's forward and backward are train_batch's. A

@@ -7,7 +7,7 @@
  *   communication  any reduce_metrics in flight (collectives, DDP's gradient
  *                  all-reduce from hook call to completion)
  *   input          dataloader_next or to_device, outside communication
- *   compute        train_batch, forward, backward, optimizer_step,
+ *   compute        train_batch, forward, loss, backward, optimizer_step,
  *                  step_lr_schedulers, from_device, outside both
  *   other          the rest of the window
  * so the four add up to the window; overlap is the part of communication

@@ -8,6 +8,7 @@
 
 #include "analyze/stack_facts.h"
 #include "analyze/stack_own.h"
+#include "core/phases.h"
 #include "core/step_phase_facts.h"
 #include "store/reader_stacks.h"
 #include "store/summary_tables.h"
@@ -78,7 +79,7 @@ static void add_weight(group *g, const tp_stack_tree *tree, const uint32_t *path
 }
 
 /* Whether a sample's region belongs to step phase k (train_batch holds
- * forward, backward and optimizer_step). */
+ * the phases inside it). */
 static bool in_phase(const char *region, size_t k)
 {
     if (!region || k >= TP_STEP_PHASES - 1)
@@ -86,8 +87,7 @@ static bool in_phase(const char *region, size_t k)
     if (strcmp(region, tp_step_phase_names[k]) == 0)
         return true;
     return strcmp(tp_step_phase_names[k], TP_PHASE_TRAIN_BATCH) == 0 &&
-           (strcmp(region, TP_PHASE_FORWARD) == 0 || strcmp(region, TP_PHASE_BACKWARD) == 0 ||
-            strcmp(region, TP_PHASE_OPTIMIZER_STEP) == 0);
+           tp_phase_inside_train_batch(region);
 }
 
 /* Adds run's part inside regime i to the changes that compare it: the

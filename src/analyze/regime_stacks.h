@@ -5,7 +5,7 @@
  * cause), the stack samples of the followed rank over the regime before
  * and the regime after are split by innermost function (function, file),
  * in two groups: the step thread's samples inside that phase (train_batch
- * with the forward, backward and optimizer_step inside it), and, where the
+ * with the forward, loss, backward and optimizer_step inside it), and, where the
  * phase is dataloader_next, the DataLoader workers' samples, whatever they
  * had open (what the step thread waits for). The function whose share of
  * its group moved the most, in the direction of the phase's time (grew where

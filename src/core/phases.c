@@ -16,6 +16,7 @@ tp_phase_kind tp_phase_kind_of(const char *name)
         {TP_PHASE_TO_DEVICE, TP_PHASE_KIND_INPUT},
         {TP_PHASE_TRAIN_BATCH, TP_PHASE_KIND_COMPUTE},
         {TP_PHASE_FORWARD, TP_PHASE_KIND_COMPUTE},
+        {TP_PHASE_LOSS, TP_PHASE_KIND_COMPUTE},
         {TP_PHASE_BACKWARD, TP_PHASE_KIND_COMPUTE},
         {TP_PHASE_OPTIMIZER_STEP, TP_PHASE_KIND_COMPUTE},
         {TP_PHASE_STEP_LR_SCHEDULERS, TP_PHASE_KIND_COMPUTE},
@@ -30,4 +31,14 @@ tp_phase_kind tp_phase_kind_of(const char *name)
         if (strcmp(name, phases[i].name) == 0)
             return phases[i].kind;
     return TP_PHASE_KIND_NONE;
+}
+
+bool tp_phase_inside_train_batch(const char *name)
+{
+    static const char *const inside[] = {TP_PHASE_FORWARD, TP_PHASE_LOSS, TP_PHASE_BACKWARD,
+                                         TP_PHASE_OPTIMIZER_STEP};
+    for (size_t i = 0; i < sizeof inside / sizeof inside[0]; i++)
+        if (strcmp(name, inside[i]) == 0)
+            return true;
+    return false;
 }

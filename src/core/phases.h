@@ -2,7 +2,7 @@
  * TP_PHASE_*, shared with the in-training library and the Python face).
  *
  *   input          dataloader_next, to_device
- *   compute        train_batch, forward, backward, optimizer_step,
+ *   compute        train_batch, forward, loss, backward, optimizer_step,
  *                  step_lr_schedulers, from_device
  *   communication  reduce_metrics
  *   pause          evaluate, sanity_check, checkpoint, compile: not training,
@@ -25,6 +25,10 @@ typedef enum {
 } tp_phase_kind;
 
 tp_phase_kind tp_phase_kind_of(const char *name);
+
+/* Whether name is one of the standard phases timed inside train_batch
+ * (forward, loss, backward, optimizer_step). */
+bool tp_phase_inside_train_batch(const char *name);
 
 /* The pauses, in the order html shades them. */
 #define TP_PAUSE_NAMES 4

@@ -134,10 +134,13 @@ def test_forward_is_timed_by_each_outermost_module_once_the_global_hooks_go(run_
     assert facts["scripted"]
 
     names = {t["name"]: t for t in report_json(run_file)["timings"] if t["rank"] == -1}
-    # 80 x 3 in training, 10 x 2 + 1 in the second pass, 2 x 3 x 2 in passes 3 and 4,
-    # 5 x 2 in the new loop, the forward that raised, the last
-    assert names["forward"]["count"] == 240 + 21 + 12 + 10 + 1 + 1
-    assert names["train_batch"]["count"] == 96
+    # the model's and keeps' calls: 80 x 2 in training, 10 + 1 in the second pass,
+    # 2 x 3 in passes 3 and 4, 5 x 2 in the new loop, the forward that raised, the last
+    assert names["forward"]["count"] == 160 + 11 + 6 + 10 + 1 + 1
+    # the loss module's calls are loss, one a step: 80 + 10 + 2 x 3, inside the steps
+    loss = names["loss"]
+    assert loss["count"] == 80 + 10 + 6 == names["train_batch"]["count"]
+    assert 0 < loss["in_steps_s"] <= loss["total_s"] < names["forward"]["total_s"]
     assert names["backward"]["count"] == 96
 
     # a model saved whole loads where trainprof is not imported
@@ -176,3 +179,40 @@ def test_a_model_timed_eagerly_then_compiled_makes_one_graph(run_file, tmp_path)
     # 3 eager; 3 compiled, each once (not for the compiled wrapper and again for
     # the model it wraps)
     assert names["forward"]["count"] == 3 + 3
+
+
+FUNCTIONAL_MODEL = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+w = torch.randn(16, 1, requires_grad=True)  # the model: a function, no module
+criterion = nn.MSELoss()  # the only module the loop calls
+opt = torch.optim.SGD([w], lr=0.01)
+loader = DataLoader(TensorDataset(torch.randn(640, 16), torch.randn(640, 1)), batch_size=32)
+for x, y in loader:  # 20 steps
+    opt.zero_grad()
+    criterion(x @ w, y).backward()
+    opt.step()
+with torch.no_grad():  # an evaluation's loss: outside the steps
+    criterion(x @ w, y)
+"""
+
+
+def test_a_loss_module_is_timed_as_loss_and_opens_a_functional_model_s_batch(run_file, tmp_path):
+    """A loss module's outermost calls are loss, not forward; where the model
+    is a function, the loss module's training call opens train_batch as a
+    model's would, and the steps are found as ever."""
+    script = tmp_path / "functional.py"
+    script.write_text(FUNCTIONAL_MODEL)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    names = {t["name"]: t for t in rep["timings"] if t["rank"] == -1}
+    assert "forward" not in names
+    assert rep["steps"][0]["count"] == 20 and rep["steps"][0]["samples"] == 640
+    assert names["train_batch"]["count"] == names["backward"]["count"] == 20
+    # the 20 training calls inside the steps, the evaluation's outside them
+    assert names["loss"]["count"] == 21
+    assert 0 < names["loss"]["in_steps_s"] < names["loss"]["total_s"]

@@ -400,7 +400,8 @@ static void test_a_change_in_dataloader_next_names_the_workers_function(void **s
 /* A run whose step slows down midway in the user's load(), inside json's
  * decoder: train_batch goes from 20 to 70 ms. The decoder's share and its
  * caller's move alike; the cause names the caller, load() at the line that
- * calls the decoder, outside the standard library. */
+ * calls the decoder, outside the standard library. The decoding runs in a
+ * loss module's call (a loss region inside train_batch): train_batch's. */
 static void test_a_change_is_told_by_the_function_outside_the_stdlib(void **state)
 {
     (void)state;
@@ -409,6 +410,7 @@ static void test_a_change_is_told_by_the_function_outside_the_stdlib(void **stat
     tp_thread_info info = {.pid = 100, .tid = 100, .rank = -1, .local_rank = -1};
     uint32_t main = tp_sink_thread(s, &info);
     uint32_t train = tp_sink_name(s, TP_PHASE_TRAIN_BATCH);
+    uint32_t loss = tp_sink_name(s, TP_PHASE_LOSS);
     uint32_t decode[3] = {tp_sink_frame(s, "raw_decode\n/usr/lib/python3.11/json/decoder.py"),
                           tp_sink_frame(s, "load\n/home/u/data.py"),
                           tp_sink_frame(s, "main\n/home/u/train.py")};
@@ -421,10 +423,12 @@ static void test_a_change_is_told_by_the_function_outside_the_stdlib(void **stat
         uint64_t span = (slow ? 70 : 20) * ms + (i % 7) * ms / 10, end = t + span;
         tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
         tp_sink_interval(s, main, train, 0, t, end);
-        for (uint64_t k = 0, n = span / (5 * ms); k < n; k++) {
+        uint64_t n = span / (5 * ms), decoding = slow ? n - 2 : n / 2;
+        tp_sink_interval(s, main, loss, 1, t, t + decoding * 5 * ms);
+        for (uint64_t k = 0; k < n; k++) {
             uint64_t at = t + k * 5 * ms + ms;
-            if (k < (slow ? n - 2 : n / 2))
-                tp_sink_stack(s, main, at, 100, train, TP_STACK_STATE_KNOWN, decode, lines, 3);
+            if (k < decoding)
+                tp_sink_stack(s, main, at, 100, loss, TP_STACK_STATE_KNOWN, decode, lines, 3);
             else
                 tp_sink_stack(s, main, at, 100, train, TP_STACK_STATE_KNOWN, compute, lines + 1, 2);
         }

@@ -41,7 +41,7 @@ class ThreadState:
         "depth",
         "calls",
         "generation",
-        "hook_forward",
+        "hook_region",
         "train_batch",
         "batch_model",
         "optimizer_step",
@@ -63,7 +63,7 @@ class ThreadState:
         self.depth = 0  # 1 inside a module's timed call (see trainprof.patches.forward.TimedCall)
         self.calls = 0  # module calls open on this thread, as the global hooks counted them
         self.generation = 0  # the hooks' registration these counts belong to
-        self.hook_forward = False  # the global hooks opened the forward being timed
+        self.hook_region = None  # the region (forward or loss) the global hooks opened
         self.train_batch = False  # a train_batch region is open
         self.batch_model = 0  # id() of the module whose forward opened it
         self.optimizer_step = False  # an optimizer_step region is open
@@ -96,6 +96,7 @@ def tracker():
 R_NEXT = _native.region(_native.PHASE_DATALOADER_NEXT)
 R_TRAIN = _native.region(_native.PHASE_TRAIN_BATCH)
 R_FORWARD = _native.region(_native.PHASE_FORWARD)
+R_LOSS = _native.region(_native.PHASE_LOSS)
 R_BACKWARD = _native.region(_native.PHASE_BACKWARD)
 R_OPTIM = _native.region(_native.PHASE_OPTIMIZER_STEP)
 R_SCHED = _native.region(_native.PHASE_STEP_LR_SCHEDULERS)

@@ -1,5 +1,13 @@
 """forward: the outermost module call, and the train_batch it opens.
 
+A loss module's outermost call (an instance of torch.nn.modules.loss._Loss,
+CrossEntropyLoss and the like, called by the loop on the model's output) is
+timed as loss, not forward: a step's forward count is then its model's
+calls, and forward's distribution is the model's alone. A loss computed
+inside the model's forward (Hugging Face's models), by a function
+(F.cross_entropy) or by a module of the user's own class is forward's, or
+train_batch's, as it runs.
+
 Global module hooks could time it, but while any global hook exists every
 module call takes torch's slow path: ~6 us more per call on a 2-core VM,
 200 us a step for a model of 34 modules. So global hooks only find the
@@ -37,6 +45,7 @@ import torch
 from trainprof.patches import common as _common
 from trainprof.patches.common import (
     R_FORWARD,
+    R_LOSS,
     R_TRAIN,
     SampleDim,
     ThreadState,
@@ -60,6 +69,13 @@ from trainprof.steps import facts as _facts
 QUIET = 32
 QUIET_AGAIN = 4
 _grad_enabled = torch.is_grad_enabled
+_Loss = torch.nn.modules.loss._Loss
+
+
+def region_of(module):
+    """The region a module's outermost calls are timed as: loss for a loss
+    module, forward for any other."""
+    return R_LOSS if isinstance(module, _Loss) else R_FORWARD
 
 
 class Discovery:
@@ -71,10 +87,10 @@ class Discovery:
     generation = 0  # bumped at each registration: a thread's stale count is reset
 
 
-def forward_begin(local, module, args, kwargs=None):
+def forward_begin(local, module, region, args, kwargs=None):
     """An outermost module call begins (local: this thread's ThreadState):
-    forward, and train_batch with the first such call in training mode with
-    gradients on. Where optimizer steps end the steps (no DataLoader), the
+    region (forward, or loss: region_of(module)), and train_batch with the
+    first such call in training mode with gradients on. Where optimizer steps end the steps (no DataLoader), the
     samples of a step are the batches its model's training calls took (each
     micro-batch of gradient accumulation; not the loss module's, and none
     under no_grad)."""
@@ -108,31 +124,32 @@ def forward_begin(local, module, args, kwargs=None):
     if DEVICE_PHASES:
         device = module_device(module)
         if device is not None:
-            device_begin(R_FORWARD, device)
-    begin(R_FORWARD)
+            device_begin(region, device)
+    begin(region)
 
 
-def forward_end(local):
-    end(R_FORWARD)
+def forward_end(local, region):
+    end(region)
     if local.device_times is not None:
-        device_end(R_FORWARD, local)
+        device_end(region, local)
     if local.pending is not None:  # a batch waited to know its samples' dimension
         flush_samples()
 
 
 class TimedCall:
     """A module's own timed call: times the module's outermost calls as
-    forward, and calls what Module.__call__ would have (its _call_impl, or
+    forward (or loss: region_of), and calls what Module.__call__ would have (its _call_impl, or
     the compiled call Module.compile() had set). Holds the module weakly (no
     cycle keeps a deleted model's memory), and pickles as None, so that a
     module saved whole never needs trainprof to load."""
 
-    __slots__ = ("module", "inner", "compiled", "__weakref__")
+    __slots__ = ("module", "inner", "compiled", "region", "__weakref__")
 
     def __init__(self, module, inner, compiled=False):
         self.module = weakref.ref(module)
         self.inner = inner
         self.compiled = compiled  # a module torch.compile() returned
+        self.region = region_of(module)
 
     def __call__(self, *args, **kwargs):
         module = self.module()
@@ -148,16 +165,17 @@ class TimedCall:
             Discovery.quiet += 1
             if Discovery.quiet >= Discovery.limit:
                 discovery_stop()
+        region = self.region
         try:
-            forward_begin(local, module, args, kwargs)
+            forward_begin(local, module, region, args, kwargs)
             if Discovery.handles is not None and self.compiled:
                 return call_without_hooks(call, args, kwargs)
             return call(*args, **kwargs)
         finally:
             local.depth = 0
-            end(R_FORWARD)  # forward_end(local), inline: twice a step
+            end(region)  # forward_end(local, region), inline: twice a step
             if local.device_times is not None:
-                device_end(R_FORWARD, local)
+                device_end(region, local)
             if local.pending is not None:
                 flush_samples()
 
@@ -212,7 +230,7 @@ def discovery_pre_hook(module, args):
         return
     local = per_thread(ThreadState)
     if local.generation != Discovery.generation:
-        local.generation, local.calls, local.hook_forward = Discovery.generation, 0, False
+        local.generation, local.calls, local.hook_region = Discovery.generation, 0, None
     calls = local.calls
     local.calls = calls + 1
     if local.pending is not None and (calls or local.depth):  # an inner call: what it reads
@@ -220,8 +238,8 @@ def discovery_pre_hook(module, args):
     if calls == 0 and not local.depth:  # outermost, and no timed call of its own yet
         if give_timed_call(module):
             Discovery.quiet = 0
-        local.hook_forward = True
-        forward_begin(local, module, args)
+        local.hook_region = region = region_of(module)
+        forward_begin(local, module, region, args)
 
 
 def discovery_post_hook(module, args, output):
@@ -232,9 +250,10 @@ def discovery_post_hook(module, args, output):
         return
     calls = local.calls - 1
     local.calls = calls if calls > 0 else 0
-    if calls <= 0 and local.hook_forward:
-        local.hook_forward = False
-        forward_end(local)
+    region = local.hook_region
+    if calls <= 0 and region is not None:
+        local.hook_region = None
+        forward_end(local, region)
 
 
 def discovery_start(limit=QUIET):

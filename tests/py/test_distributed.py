@@ -305,9 +305,12 @@ def test_a_pace_that_changed_across_ranks_is_judged_on_the_steps_since(tmp_path,
     assert cause["rank"] == 1 and cause["part"] == "compute", cause
     assert cause["after"] > 3 * cause["before"] and cause["after"] > cause["median_after"], cause
     short = in_short(trainprof("report", run_file).stdout)
-    assert "rank 1 became a straggler, whom the others wait for" in short, short
+    became = "rank 1 became a straggler, whom the others wait for"
+    if len(rep["regimes"]["regimes"]) == 2:  # else the short answer tells the biggest change
+        assert became in short, short
     assert f"since step {since_step}, a step: communication" in short, short
     text = words(trainprof("report", run_file).stdout)
+    assert became in text, text  # under Changes of pace: every change's causes
     assert f"Since step {since_step}, rank 1 is a straggler" in text, text
     assert f"Judged on steps {since_step}-240, its latest pace" in text, text
     assert f"since step {since_step}, rank 1 is input-bound" in text, text

@@ -151,6 +151,10 @@ def test_ignite_steps_epochs_and_evaluators(run_file, variant, updates_per_epoch
     ]
     evaluate = timing(rep, "evaluate")  # each evaluator's run, nested or not
     assert evaluate["count"] == truth["evals"] and evaluate["in_steps_s"] == 0
+    # the model, then its loss module, on each iteration's batch and on each
+    # evaluation's 13 (its Loss metric): a forward a batch, and a loss
+    calls = truth["iterations"] + 13 * truth["evals"]
+    assert timing(rep, "forward")["count"] == timing(rep, "loss")["count"] == calls
     assert rep["run"]["meta"]["fact.framework"] == "ignite"
 
 
@@ -166,6 +170,11 @@ def test_skorch_steps_epochs_and_its_validation(run_file):
     evaluate = timing(rep, "evaluate")  # a validation each epoch, and predict
     assert evaluate["count"] == truth["epochs"] + 1 and evaluate["in_steps_s"] == 0
     assert timing(rep, "forward")["in_steps_s"] < timing(rep, "forward")["total_s"]
+    # its criterion on each training and validation batch is loss, not forward;
+    # predict's 100 samples are 4 batches of the model alone
+    batches = truth["train_batches"] + truth["valid_batches"]
+    assert timing(rep, "loss")["count"] == batches
+    assert timing(rep, "forward")["count"] == batches + 4
     assert rep["run"]["meta"]["fact.framework"] == "skorch"
 
 

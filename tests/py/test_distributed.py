@@ -143,9 +143,19 @@ def test_ddp_on_gloo_waiting_in_backward_is_exposed_communication(tmp_path, run_
         r, results = run_ddp(tmp_path, run_file, 2, torchrun=True)
     assert r.returncode == 0 and len(results) == 2, r.stderr
     rep = report_json(run_file)
+    totals = {(t["rank"], t["name"]): t["total_s"] for t in rep["timings"]}
     for row in rep["ranks"]["per_rank"]:
-        assert row["comm_overlap_s"] <= 0.1 * row["comm_s"], row
-        assert row["comm_s"] - row["comm_overlap_s"] >= 0.25 * row["window_s"], row
+        # what a miss needs to be read: the rank's phases and the machine's load
+        said = (
+            row,
+            {
+                name: totals.get((row["rank"], name))
+                for name in ("train_batch", "backward", "reduce_metrics")
+            },
+            load.cpus,
+        )
+        assert row["comm_overlap_s"] <= 0.1 * row["comm_s"], said
+        assert row["comm_s"] - row["comm_overlap_s"] >= 0.25 * row["window_s"], said
     # exposed communication fires communication_bound, unless the loaded machine
     # made one rank a straggler (whose verdict then comes first, by the rule)
     kinds = [v["kind"] for v in rep["verdicts"]]

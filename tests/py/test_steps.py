@@ -5,8 +5,9 @@ so a mark's time is the index of the event it was decided at (late marks
 keep the time of the event they belong to).
 
 Events (one character each, spaces ignored):
-  i  the training DataLoader's iter()     v  another DataLoader's iter()
-  b  a training batch fetched             V  that other pass came to its end
+  i  the training DataLoader's iter()     v  another DataLoader's iter(), under no_grad
+  a  that iter() with gradients on        V  that other pass came to its end
+  b  a training batch fetched
   B  the pass's last batch, by its length  S  a fetch that ended the pass
   f  a training forward (gradients on)    e  an evaluation's call (no_grad)
   w  backward                             u  optimizer A's step
@@ -61,8 +62,8 @@ def run(events, manual_steps=False, manual_epochs=False):
     for event in events.replace(" ", ""):
         if event == "i":
             assert tracker.loader_iter(training_loader) == "main"
-        elif event == "v":
-            tracker.loader_iter(other_loader)
+        elif event in "va":  # the training loader where the loop has shown none yet
+            tracker.loader_iter(other_loader, grad=event == "a")
         elif event == "V":
             tracker.other_stopped()
         elif event in "bBS":
@@ -113,9 +114,31 @@ TABLE = [
     ("work out of sight", "i bbb S x", "e0@0 s@1 s@2 s@3 s@4"),
     # an evaluation pass mid-epoch ends the step where it began
     # (the other loader's fetches are no events: the patches send none)
-    ("evaluation mid-epoch", "i bfwu v ee V bfwu S x", "e0@0 s@1 /@5 s@9 s@13"),
-    ("an auxiliary loader with training work", "i bfwu v f V wu bfwu S x", "e0@0 s@1 s@10 s@14"),
+    ("evaluation mid-epoch", "i bfwu v ee V bfwu S x", "e0@0 s@1 /@5 ev-8@5 s@9 s@13"),
+    ("an auxiliary loader with training work", "i bfwu a f V wu bfwu S x", "e0@0 s@1 s@10 s@14"),
     ("a pass left before its end stays in the step", "i bfwu v ee bfwu S x", "e0@0 s@1 s@8 s@12"),
+    ("a pass before the step's work is none", "i b v ee V fwu bfwu S x", "e0@0 s@1 s@9 s@13"),
+    # one between the training loader's passes, or after them: in no step
+    (
+        "evaluation after each epoch",
+        "i bfwu S v ee V i bfwu S v e V x",
+        "e0@0 s@1 s@5 ev-9@6 e1@10 s@11 s@15 ev-18@16",
+    ),
+    (
+        "evaluation after a pass stopped at its length",
+        "i bfwu Bfwu v ee V i bfwu Bfwu x",
+        "e0@0 s@1 s@5 s@8 ev-12@9 e1@13 s@14 s@18 s@21",
+    ),
+    # a validation before the training: under no_grad, never the training loader;
+    # with gradients on, the training loader until another's pass trains (its
+    # own pass's marks stay: the loop had shown nothing else yet)
+    ("a validation first, under no_grad", "v ee V i bfwu bfwu S x", "ev-3@0 e0@4 s@5 s@9 s@13"),
+    ("no DataLoader, then one under no_grad", "fwu v ee V fwu x", "s@0 /@2 ev-7@3 s@7 /@9"),
+    (
+        "a validation first, gradients on",
+        "a b e b e S i bfwu bfwu S x",
+        "e0@0 s@1 s@3 s@5 e1@6 s@7 s@11 s@15",
+    ),
     # a loop that stops at the loader's length: the last update ends the step
     ("stops at its length", "i bfwu Bfwu i bfwu Bfwu x", "e0@0 s@1 s@5 s@8 e1@9 s@10 s@14 s@17"),
     # no DataLoader: updates end the steps, the first from the first forward

@@ -238,6 +238,77 @@ def test_a_validation_pass_counts_but_takes_no_share(run_file):
     assert fwd["share"] <= timing(rep, "train_batch")["share"] <= 1
     text = words(trainprof("report", run_file).stdout)
     assert "outside the steps (not in the shares): dataloader_next" in text
+    # each validation pass, after its epoch, is an evaluate pause
+    evaluate = timing(rep, "evaluate")
+    assert evaluate["count"] == 2 and evaluate["in_steps_s"] == 0
+    assert evaluate["total_s"] > 2 * 20 * 0.016 * 0.9  # its 2 x 20 slow fetches
+
+
+VALIDATE_FIRST = """
+import json, sys, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+train = DataLoader(TensorDataset(torch.randn(640, 32), torch.randint(0, 4, (640,))),
+                   batch_size=32, shuffle=True)
+val = DataLoader(TensorDataset(torch.randn(256, 32), torch.randint(0, 4, (256,))), batch_size=64)
+model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
+criterion = nn.CrossEntropyLoss()
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+def validate():
+    model.eval()
+    if sys.argv[1] == "no_grad":  # the usual way
+        with torch.no_grad():
+            for x, y in val:
+                criterion(model(x), y)
+    else:  # the loader iterated with gradients on, each call under no_grad
+        for x, y in val:
+            with torch.no_grad():
+                criterion(model(x), y)
+    model.train()
+
+validate()  # a baseline before the training
+updates = 0
+for epoch in range(2):
+    for x, y in train:
+        opt.zero_grad()
+        criterion(model(x), y).backward()
+        opt.step()
+        updates += 1
+    validate()
+print(json.dumps({"updates": updates}))
+"""
+
+
+@pytest.mark.parametrize("how", ["no_grad", "grad_on"])
+def test_a_validation_before_the_training_leaves_the_training_loader_be(run_file, how):
+    """The first loader iterated was the validation's, before the training:
+    taken for the training loader, its 4 batches were the run's steps and
+    the training's 40 none. A loader iterated under no_grad never trains;
+    one iterated with gradients on gives the role up to the first loader
+    whose pass trains. The validations after the epochs are evaluate."""
+    script = run_file.parent / "validate_first.py"
+    script.write_text(VALIDATE_FIRST)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, how, timeout=300)
+    assert r.returncode == 0, r.stderr
+    truth = json.loads(r.stdout.splitlines()[-1])
+    rep = report_json(run_file)
+    assert truth["updates"] == 40
+    if how == "no_grad":
+        assert rep["steps"][0]["count"] == truth["updates"]
+        assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+            (0, 20, 640),
+            (1, 20, 640),
+        ]
+        assert timing(rep, "evaluate")["count"] == 3  # the baseline too
+    else:  # the validation's own pass stays marked: a step a batch (4), and an epoch
+        assert rep["steps"][0]["count"] == truth["updates"] + 4
+        assert [(e["steps"], e["samples"]) for e in rep["epochs"][1:]] == [(20, 640)] * 2
+        assert timing(rep, "evaluate")["count"] == 2
+    assert timing(rep, "evaluate")["in_steps_s"] == 0
+    assert timing(rep, "train_batch")["count"] == truth["updates"]
 
 
 # An evaluation every 5 steps, in the middle of the epochs (as the Trainer's
@@ -283,6 +354,10 @@ def test_an_evaluation_mid_epoch_is_in_no_step(run_file):
     with sqlite3.connect(run_file) as db:
         ends = db.execute("SELECT count(*) FROM marks WHERE kind = 'step_end'").fetchone()[0]
     assert ends == 6  # the evaluations after steps 5, 10 and 15; step 20 ended the epoch
+    # all 8 are evaluate pauses, each over its 20 slow fetches, none in a step
+    evaluate = timing(rep, "evaluate")
+    assert evaluate["count"] == 8 and evaluate["in_steps_s"] == 0
+    assert evaluate["total_s"] > 8 * 20 * 0.016 * 0.9, evaluate
 
 
 # An auxiliary loader run to its end inside each step, its batches taken by a

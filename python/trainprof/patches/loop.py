@@ -45,6 +45,7 @@ from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
 
 _loader_passes = weakref.WeakKeyDictionary()  # DataLoader -> iter() calls so far
+_grad_enabled = torch.is_grad_enabled
 
 
 # ---- host regions ------------------------------------------------------------
@@ -80,7 +81,7 @@ def _patch_dataloader():
 
     @functools.wraps(orig_iter)
     def __iter__(self):
-        role = per_thread(ThreadState).tracker.loader_iter(self)
+        role = per_thread(ThreadState).tracker.loader_iter(self, _grad_enabled())
         it = orig_iter(self)
         tell_rank()  # a process group made without init_process_group (a device mesh)
         # a new loop may call a module not seen yet: look for as long as at

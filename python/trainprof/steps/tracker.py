@@ -6,9 +6,9 @@ whose event tables are the specification).
 
 A step is one optimizer update: what the frameworks call the global step.
 The events:
-- loader_iter(loader): a DataLoader pass begins; the first loader iterated
-  (before any optimizer step marked steps) is the training loader, its
-  passes the epochs;
+- loader_iter(loader, grad): a DataLoader pass begins (grad: gradients were
+  on); the first loader iterated with gradients on (before any optimizer
+  step marked steps) is the training loader, its passes the epochs;
 - fetch() before a training batch is fetched; fetched(samples, last) once it
   came; fetch_stopped() when the pass ended instead (StopIteration);
   other_stopped(it) when another loader's pass ended;
@@ -37,7 +37,13 @@ the time the boundary really was):
   batch's update, not with a next fetch.
 - Another loader's pass begun after the open step's work and run to its end
   with no training forward, backward, update or training fetch in it is an
-  evaluation: the step ended where it began (step_end).
+  evaluation: the step ended where it began (step_end), and the pass is an
+  evaluate span. So is one begun between the training loader's passes (the
+  validation after each epoch, a test after the training) or before any
+  training, in no step.
+  A loader iterated under no_grad is never the training loader (a
+  validation before the training); nor is the first one iterated, once
+  another's pass trains while it never did (one iterated with gradients on).
 - Where no DataLoader fed the training before the first update, each update
   of that optimizer ends a step, the first one beginning at the run's first
   training forward; the next begins 1 ns after the update, once training
@@ -103,6 +109,7 @@ class StepTracker:
         "step_closed",
         "epoch_open",
         "eval_since",
+        "eval_ends_step",
         "pending_epoch",
         "pending_step",
     )
@@ -130,6 +137,7 @@ class StepTracker:
         self.step_closed = False  # that batch's update ended its step: the next fetch marks none
         self.epoch_open = False  # the training loader is between its iter() and its end
         self.eval_since = None  # when a possible evaluation pass began (see other loader)
+        self.eval_ends_step = False  # that pass began inside a step: its end ends the step
         self.pending_epoch = None  # time of a pass's iter() whose epoch is not yet shown
         self.pending_step = None  # time of that pass's first fetch
 
@@ -171,13 +179,15 @@ class StepTracker:
 
     # ---- the training loader -------------------------------------------------------
 
-    def loader_iter(self, loader):
-        """A DataLoader pass begins: "main" for the training loader, "eval"
-        for another's pass that may be an evaluation, else None."""
+    def loader_iter(self, loader, grad=True):
+        """A DataLoader pass begins (grad: with gradients on): "main" for the
+        training loader, "eval" for another's pass that may be an
+        evaluation, else None."""
         loop = self.loop
         if (
             loop.main_loader is None
             and loop.step_optimizer is None
+            and grad
             and self.switches.manual_steps not in FRAMEWORK_LOOPS
         ):  # the framework says
             loop.main_loader = loader
@@ -185,11 +195,14 @@ class StepTracker:
             loop.main_loader is not None
             and loader is not loop.main_loader
             and not self.epoch_open
-            and _same_kind(loader, loop.main_loader)
+            and grad
+            and (_same_kind(loader, loop.main_loader) or not loop.backwards)
         ):
-            loop.main_loader = loader  # a new DataLoader for the next pass: the next epoch
+            # a new DataLoader for the next pass (the next epoch), or the
+            # training's: the first one iterated never trained (an evaluation)
+            loop.main_loader = loader
         if loader is not loop.main_loader:
-            return "eval" if self._evaluation_may_begin() else None
+            return "eval" if self._evaluation_may_begin(grad) else None
         if self.pending_epoch is not None:  # the last pass gave a batch at most: a peek
             self.pending_epoch = self.pending_step = None
         self.last_batch = self.step_closed = False
@@ -255,26 +268,40 @@ class StepTracker:
 
     # ---- other loaders: evaluation ---------------------------------------------------------
 
-    def _evaluation_may_begin(self):
-        if (
-            self.loop.main_loader is not None
-            and not self.switches.manual_steps
-            and self.epoch_open
-            and self.fetched_only is False
-            and not self.step_closed
-            and not self.last_batch
-        ):
-            if self.eval_since is None:
-                self.eval_since = self.sink.now_ns()
-            return True
-        return False
+    def _evaluation_may_begin(self, grad):
+        """Another loader's pass begins: it may be an evaluation inside the
+        open step, after its work (the step ends where the pass began, if it
+        is one), between the training loader's passes, or before any
+        training (no step open). Where updates mark the steps, one under
+        no_grad after an update is a pause, as a no_grad call's."""
+        loop = self.loop
+        if self.switches.manual_steps:
+            return False
+        if loop.main_loader is None:
+            ends_step = False
+            if grad:  # a pass that may train, in a loop whose updates mark the steps
+                return False
+            if loop.backwards or loop.step_optimizer is not None:
+                self._evaluation_pause()  # where updates mark the steps, as a no_grad call
+                return False
+        else:
+            ends_step = self.epoch_open and not self.step_closed  # else no step is open
+        if ends_step and (self.fetched_only is not False or self.last_batch):
+            return False
+        if self.eval_since is None:
+            self.eval_since, self.eval_ends_step = self.sink.now_ns(), ends_step
+        return True
 
     def other_stopped(self):
         """A pass that loader_iter called "eval" came to its end with no
-        training work or fetch in it: the step ended where it began."""
-        if self.eval_since is not None:
-            self.sink.step_end_at(self.eval_since)
+        training work or fetch in it: an evaluation, and where it began
+        inside a step, the step ended where it began."""
+        t = self.eval_since
+        if t is not None:
             self.eval_since = None
+            if self.eval_ends_step:
+                self.sink.step_end_at(t)
+            self.sink.evaluate_span(t, self.sink.now_ns())
 
     # ---- work ------------------------------------------------------------------------
 
@@ -309,6 +336,9 @@ class StepTracker:
         evaluate span up to the next training work, fetch or checkpoint.
         Not while another loader's pass may be the evaluation (eval_since)."""
         self.fetched_only = False
+        self._evaluation_pause()
+
+    def _evaluation_pause(self):
         if self.eval_since is None and self._may_pause():
             t = self.sink.now_ns()
             self._pause(t)

@@ -12,6 +12,7 @@ Events (one character each, spaces ignored):
   f  a training forward (gradients on)    e  an evaluation's call (no_grad)
   w  backward                             u  optimizer A's step
   o  optimizer B's step                   c  a checkpoint saved (torch.save)
+  p  a framework's evaluation begins      P  it ends (Trainer.evaluate, skorch's)
   x  the process ends
 Marks: e<n>@t epoch n, s@t step, /@t step end, ev-<t1>@t0 an evaluate span.
 """
@@ -85,6 +86,10 @@ def run(events, manual_steps=False, manual_epochs=False):
         elif event == "c":
             tracker.pause_begins()
             tracker.pause_ends()
+        elif event == "p":
+            tracker.pause_begins()
+        elif event == "P":
+            tracker.pause_ends()
         elif event == "x":
             tracker.exit()
         else:
@@ -129,6 +134,8 @@ TABLE = [
         "i bfwu Bfwu v ee V i bfwu Bfwu x",
         "e0@0 s@1 s@5 s@8 ev-12@9 e1@13 s@14 s@18 s@21",
     ),
+    # a framework's evaluation names itself (its own evaluate region): its pass is no other
+    ("a framework's evaluation", "i bfwu p v ee V P bfwu S x", "e0@0 s@1 /@5 s@11 s@15"),
     # a validation before the training: under no_grad, never the training loader;
     # with gradients on, the training loader until another's pass trains (its
     # own pass's marks stay: the loop had shown nothing else yet)

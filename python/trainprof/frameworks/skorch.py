@@ -2,9 +2,11 @@
 and epochs of NeuralNet.fit are the automatic tracker's (skorch iterates
 a DataLoader and steps a torch.optim optimizer: one update per training
 batch, one pass per epoch, as its history counts them), and its
-validation pass each epoch (run_single_epoch with training=False) and its
-inference (forward_iter: predict, predict_proba, evaluation outside fit)
-are evaluate pauses, which end a step that their update left open."""
+validation pass each epoch (run_single_epoch with training=False) is an
+evaluate pause, which ends a step that its update left open. Its inference
+after fit (forward_iter: predict, predict_proba) is another DataLoader's
+pass with no training in it: the tracker's evaluate (forward_iter is a
+generator: a pause around its call would end before its first batch)."""
 
 from trainprof.patches.common import R_EVALUATE, timed_pause
 from trainprof.steps.facts import send as send_facts
@@ -17,7 +19,6 @@ def patch_net(net_module):
     if net is None:
         return
     wrap_method(net, "run_single_epoch", _validation_pause)
-    wrap_method(net, "forward_iter", lambda fn: timed_pause(fn, R_EVALUATE))
     wrap_method(net, "fit", _noting_framework)
 
 

@@ -110,6 +110,7 @@ class StepTracker:
         "epoch_open",
         "eval_since",
         "eval_ends_step",
+        "paused",
         "pending_epoch",
         "pending_step",
     )
@@ -138,6 +139,7 @@ class StepTracker:
         self.epoch_open = False  # the training loader is between its iter() and its end
         self.eval_since = None  # when a possible evaluation pass began (see other loader)
         self.eval_ends_step = False  # that pass began inside a step: its end ends the step
+        self.paused = False  # inside a pause told by pause_begins (a framework's evaluation)
         self.pending_epoch = None  # time of a pass's iter() whose epoch is not yet shown
         self.pending_step = None  # time of that pass's first fetch
 
@@ -275,7 +277,7 @@ class StepTracker:
         training (no step open). Where updates mark the steps, one under
         no_grad after an update is a pause, as a no_grad call's."""
         loop = self.loop
-        if self.switches.manual_steps:
+        if self.switches.manual_steps or self.paused:  # a framework's evaluation: named
             return False
         if loop.main_loader is None:
             ends_step = False
@@ -404,6 +406,7 @@ class StepTracker:
         evaluation a framework names. After the open step's update it is no
         part of the step: the step ends here (once, however many pauses
         follow one another)."""
+        self.paused = True
         if self.eval_from is not None:  # an evaluation pause ends where the save begins
             self._end_evaluation(self.sink.now_ns())
         if self._may_pause():
@@ -413,6 +416,7 @@ class StepTracker:
         """Where updates end the steps, the next one begins at the last
         pause's end, once work follows (a training fetch begins it where the
         DataLoader marks them)."""
+        self.paused = False
         if self.out_of_step and self.loop.main_loader is None:
             self.reopen_at = self.sink.now_ns()
 

@@ -7,6 +7,7 @@ keep the time of the event they belong to).
 Events (one character each, spaces ignored):
   i  the training DataLoader's iter()     v  another DataLoader's iter(), under no_grad
   a  that iter() with gradients on        V  that other pass came to its end
+  t  that iter() with gradients on and the model in training mode
   b  a training batch fetched
   B  the pass's last batch, by its length  S  a fetch that ended the pass
   f  a training forward (gradients on)    e  an evaluation's call (no_grad)
@@ -63,8 +64,9 @@ def run(events, manual_steps=False, manual_epochs=False):
     for event in events.replace(" ", ""):
         if event == "i":
             assert tracker.loader_iter(training_loader) == "main"
-        elif event in "va":  # the training loader where the loop has shown none yet
-            tracker.loader_iter(other_loader, grad=event == "a")
+        elif event in "vat":  # the training loader where the loop has shown none yet
+            role = tracker.loader_iter(other_loader, grad=event != "v", model_training=event == "t")
+            assert event != "t" or role == "main"
         elif event == "V":
             tracker.other_stopped()
         elif event in "bBS":
@@ -133,6 +135,14 @@ TABLE = [
         "evaluation after a pass stopped at its length",
         "i bfwu Bfwu v ee V i bfwu Bfwu x",
         "e0@0 s@1 s@5 s@8 ev-12@9 e1@13 s@14 s@18 s@21",
+    ),
+    # a new dataset's loader each epoch: the model training, the next pass; in eval
+    # mode (its validation), no training loader
+    ("a new dataset each epoch", "i bfwu S t bfwu S x", "e0@0 s@1 s@5 e1@6 s@7 s@11"),
+    (
+        "a validation with gradients on",
+        "i bfwu S a ee V i bfwu S x",
+        "e0@0 s@1 s@5 ev-9@6 e1@10 s@11 s@15",
     ),
     # a framework's evaluation names itself (its own evaluate region): its pass is no other
     ("a framework's evaluation", "i bfwu p v ee V P bfwu S x", "e0@0 s@1 /@5 s@11 s@15"),

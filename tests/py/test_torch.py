@@ -282,6 +282,52 @@ print(json.dumps({"updates": updates}))
 """
 
 
+A_DATASET_EACH_EPOCH = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
+criterion = nn.CrossEntropyLoss()
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+val = DataLoader(TensorDataset(torch.randn(128, 32), torch.randint(0, 4, (128,))), batch_size=64)
+for epoch in range(3):  # a curriculum: each epoch a new, larger dataset
+    n = 320 * (epoch + 1)
+    data = TensorDataset(torch.randn(n, 32), torch.randint(0, 4, (n,)))
+    model.train()
+    for x, y in DataLoader(data, batch_size=32, shuffle=True):
+        opt.zero_grad()
+        criterion(model(x), y).backward()
+        opt.step()
+    model.eval()  # its validation: gradients on, the model in eval mode
+    for x, y in val:
+        with torch.no_grad():
+            criterion(model(x), y)
+"""
+
+
+def test_a_new_dataset_each_epoch_is_the_training_s_next_pass(run_file):
+    """A new DataLoader over a new dataset each epoch (a curriculum,
+    progressive resizing): iterated with gradients on and the model in
+    training mode, between the training loader's passes, it is the next
+    epoch (only the first epoch's 10 steps were found). The validation
+    loader, the model in eval mode, is each epoch's evaluate."""
+    script = run_file.parent / "curriculum.py"
+    script.write_text(A_DATASET_EACH_EPOCH)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    assert rep["steps"][0]["count"] == 10 + 20 + 30
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+        (0, 10, 320),
+        (1, 20, 640),
+        (2, 30, 960),
+    ]
+    evaluate = timing(rep, "evaluate")
+    assert evaluate["count"] == 3 and evaluate["in_steps_s"] == 0
+
+
 @pytest.mark.parametrize("how", ["no_grad", "grad_on"])
 def test_a_validation_before_the_training_leaves_the_training_loader_be(run_file, how):
     """The first loader iterated was the validation's, before the training:

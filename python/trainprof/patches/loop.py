@@ -81,7 +81,10 @@ def _patch_dataloader():
 
     @functools.wraps(orig_iter)
     def __iter__(self):
-        role = per_thread(ThreadState).tracker.loader_iter(self, _grad_enabled())
+        grad = _grad_enabled()
+        model = _facts.train_model() if grad and _facts.train_model is not None else None
+        training = model is not None and model.training
+        role = per_thread(ThreadState).tracker.loader_iter(self, grad, training)
         it = orig_iter(self)
         tell_rank()  # a process group made without init_process_group (a device mesh)
         # a new loop may call a module not seen yet: look for as long as at

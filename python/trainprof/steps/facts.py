@@ -9,6 +9,7 @@ script did not import, nothing hooked.
 """
 
 import os
+import weakref
 
 from trainprof import _native
 from trainprof.runtime import device_memory as _device_memory
@@ -20,6 +21,7 @@ if os.environ.get("TRAINPROF_BOTTLENECK") != "replay":
 
 # True until the first training forward has noted the model (note_model).
 wants_model = True
+train_model = None  # weakref to the model noted: the first trained module with parameters
 _loader_noted = False
 
 
@@ -37,13 +39,17 @@ def note_model(module):
     """At the first outermost training forward: the first parameter's dtype
     and device type, the CUDA compute capability, whether autocast is on, and
     whether the model is torch.compile's."""
-    global wants_model
+    global wants_model, train_model
     import torch  # the script's: this runs inside its forward
 
     param = next(module.parameters(), None)
     if param is None:
         return  # a parameterless wrapper: wait for the next forward
     wants_model = False
+    try:
+        train_model = weakref.ref(module)
+    except TypeError:  # a module that can't be weakly referenced
+        pass
     try:
         facts = [
             ("torch.version", torch.__version__),

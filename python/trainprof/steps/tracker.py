@@ -6,9 +6,11 @@ whose event tables are the specification).
 
 A step is one optimizer update: what the frameworks call the global step.
 The events:
-- loader_iter(loader, grad): a DataLoader pass begins (grad: gradients were
-  on); the first loader iterated with gradients on (before any optimizer
-  step marked steps) is the training loader, its passes the epochs;
+- loader_iter(loader, grad, model_training): a DataLoader pass begins
+  (grad: gradients were on; model_training: and the model trained so far
+  was in training mode); the first loader iterated with gradients on (before
+  any optimizer step marked steps) is the training loader, its passes the
+  epochs;
 - fetch() before a training batch is fetched; fetched(samples, last) once it
   came; fetch_stopped() when the pass ended instead (StopIteration);
   other_stopped(it) when another loader's pass ended;
@@ -44,6 +46,9 @@ the time the boundary really was):
   A loader iterated under no_grad is never the training loader (a
   validation before the training); nor is the first one iterated, once
   another's pass trains while it never did (one iterated with gradients on).
+  A new loader iterated between the training loader's passes, with
+  gradients on and the model in training mode, is the training's next pass
+  (a new dataset each epoch: progressive resizing, a curriculum).
 - Where no DataLoader fed the training before the first update, each update
   of that optimizer ends a step, the first one beginning at the run's first
   training forward; the next begins 1 ns after the update, once training
@@ -181,8 +186,9 @@ class StepTracker:
 
     # ---- the training loader -------------------------------------------------------
 
-    def loader_iter(self, loader, grad=True):
-        """A DataLoader pass begins (grad: with gradients on): "main" for the
+    def loader_iter(self, loader, grad=True, model_training=False):
+        """A DataLoader pass begins (grad: with gradients on; model_training:
+        the model trained so far is in training mode): "main" for the
         training loader, "eval" for another's pass that may be an
         evaluation, else None."""
         loop = self.loop
@@ -198,10 +204,11 @@ class StepTracker:
             and loader is not loop.main_loader
             and not self.epoch_open
             and grad
-            and (_same_kind(loader, loop.main_loader) or not loop.backwards)
+            and (_same_kind(loader, loop.main_loader) or not loop.backwards or model_training)
         ):
-            # a new DataLoader for the next pass (the next epoch), or the
-            # training's: the first one iterated never trained (an evaluation)
+            # a new DataLoader for the next pass (the next epoch, its dataset
+            # the same or, the model training, a new one), or the training's:
+            # the first one iterated never trained (an evaluation)
             loop.main_loader = loader
         if loader is not loop.main_loader:
             return "eval" if self._evaluation_may_begin(grad) else None

@@ -66,7 +66,7 @@ def run(events, manual_steps=False, manual_epochs=False):
             assert tracker.loader_iter(training_loader) == "main"
         elif event in "vat":  # the training loader where the loop has shown none yet
             role = tracker.loader_iter(other_loader, grad=event != "v", model_training=event == "t")
-            assert event != "t" or role == "main"
+            assert event != "t" or role == "main" or tracker.paused
         elif event == "V":
             tracker.other_stopped()
         elif event in "bBS":
@@ -146,6 +146,11 @@ TABLE = [
     ),
     # a framework's evaluation names itself (its own evaluate region): its pass is no other
     ("a framework's evaluation", "i bfwu p v ee V P bfwu S x", "e0@0 s@1 /@5 s@11 s@15"),
+    (
+        "a framework's, the model training",
+        "i bfwu S p t ee V P i bfwu S x",
+        "e0@0 s@1 s@5 e1@12 s@13 s@17",
+    ),
     # a validation before the training: under no_grad, never the training loader;
     # with gradients on, the training loader until another's pass trains (its
     # own pass's marks stay: the loop had shown nothing else yet)

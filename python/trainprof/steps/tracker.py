@@ -192,6 +192,7 @@ class StepTracker:
         training loader, "eval" for another's pass that may be an
         evaluation, else None."""
         loop = self.loop
+        grad = grad and not self.paused  # iterated in a told pause: no training
         if (
             loop.main_loader is None
             and loop.step_optimizer is None

@@ -21,9 +21,10 @@ enum { CAT_COMM, CAT_INPUT, CAT_COMPUTE, NCAT };
 
 typedef struct rank_acc {
     tp_rank_row row;
-    int visible_thread; /* a thread of its with CUDA_VISIBLE_DEVICES, -1 none */
-    int device_thread;  /* a thread of its whose process told its GPU's UUID, -1 none */
-    int64_t t0, t1;     /* window, ns; t1 <= t0 when the rank marked < 2 steps */
+    int visible_thread;  /* a thread of its with CUDA_VISIBLE_DEVICES, -1 none */
+    int device_thread;   /* a thread of its whose process told its GPU's UUID, -1 none */
+    int64_t t0, t1;      /* window, ns; t1 <= t0 when the rank marked < 2 steps */
+    tp_time_spans steps; /* its steps within the window, merged: what is measured */
     tp_time_spans cat[NCAT];
     tp_time_spans backward; /* its backward passes, also in cat[CAT_COMPUTE] */
 } rank_acc;
@@ -75,11 +76,16 @@ static void add_region(void *ctx, int64_t thread, const char *name, int depth, i
     if (cat < 0 || ti < 0 || c->thread_acc[ti] < 0)
         return;
     rank_acc *r = &c->acc[c->thread_acc[ti]];
-    int64_t a = start_ns > r->t0 ? start_ns : r->t0, b = end_ns < r->t1 ? end_ns : r->t1;
-    if (b > a)
-        tp_spans_push(&r->cat[cat], a, b);
-    if (b > a && strcmp(name, TP_PHASE_BACKWARD) == 0)
-        tp_spans_push(&r->backward, a, b);
+    bool backward = strcmp(name, TP_PHASE_BACKWARD) == 0;
+    const tp_time_spans *s = &r->steps;
+    for (size_t i = tp_spans_first_after(s, start_ns); i < s->n && s->v[i].a < end_ns; i++) {
+        int64_t a = start_ns > s->v[i].a ? start_ns : s->v[i].a;
+        int64_t b = end_ns < s->v[i].b ? end_ns : s->v[i].b;
+        if (b > a)
+            tp_spans_push(&r->cat[cat], a, b);
+        if (b > a && backward)
+            tp_spans_push(&r->backward, a, b);
+    }
 }
 
 static int cmp_i64(const void *x, const void *y)
@@ -181,25 +187,36 @@ static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks
     }
     /* marks come in (rank, thread, time) order: one run per thread. A step
      * mark closes the open step and opens one; a step-end mark (an evaluation
-     * mid-epoch) only closes. The window runs from the first step mark to the
-     * last mark that closed a step, of the steps begun and ended within
-     * [from_ns, to_ns]. */
+     * mid-epoch) only closes, and so does an epoch mark (the time between a
+     * pass's last step and the next pass's first is in no step). The window
+     * runs from the first step mark to the last mark that closed a step, of
+     * the steps begun and ended within [from_ns, to_ns]; only the steps in
+     * it are measured (not the evaluations, checkpoints and epochs' ends
+     * between them, which one rank may spend alone while the others wait). */
+    tp_time_spans steps = {0};
     for (size_t i = 0; i < nmarks;) {
         size_t j = i, closed = 0;
-        int64_t first = -1, last = 0;
+        int64_t first = -1, last = 0, opened = 0;
         bool open = false;
+        steps.n = 0;
         for (; j < nmarks && marks[j].thread == marks[i].thread; j++) {
             int kind = marks[j].kind;
+            if (kind == TP_MARK_EPOCH) {
+                open = false;
+                continue;
+            }
             if (kind != TP_MARK_STEP && kind != TP_MARK_STEP_END)
                 continue;
             int64_t t = marks[j].t_ns;
             if (open && t <= c->to_ns) {
                 closed++;
                 last = t;
+                tp_spans_push(&steps, opened, t);
             } else if (kind == TP_MARK_STEP && first < 0 && t >= c->from_ns) {
                 first = t;
             }
             open = kind == TP_MARK_STEP && t >= c->from_ns;
+            opened = t;
         }
         int ti = thread_index(c, marks[i].thread);
         if (ti >= 0 && c->thread_acc[ti] >= 0) {
@@ -208,10 +225,16 @@ static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks
                 r->row.steps = closed;
                 r->t0 = first;
                 r->t1 = last;
+                tp_time_spans kept = r->steps;
+                r->steps = steps;
+                steps = kept;
             }
         }
         i = j;
     }
+    tp_spans_free(&steps);
+    for (size_t k = 0; k < c->nacc; k++)
+        tp_spans_merge(&c->acc[k].steps);
     infer_local_ranks(c);
     for (size_t k = 0; k < c->nacc; k++) {
         const rank_acc *a = &c->acc[k];
@@ -318,7 +341,8 @@ static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
         double all = union_s(rit, 3, &tmp), compute_only = union_s(&T, 1, &tmp);
         a->row.t0_ns = a->t0;
         a->row.t1_ns = a->t1;
-        a->row.window_s = (double)tp_ns_sub(a->t1, a->t0) / 1e9;
+        tp_time_spans *S = &a->steps;
+        a->row.window_s = union_s(&S, 1, &tmp); /* its steps' time, the gaps left out */
         a->row.comm_s = comm;
         a->row.input_s = with_input - comm;
         a->row.compute_s = all - with_input;
@@ -372,6 +396,7 @@ bool tp_ranks_from_rows_between(tp_run *run, int64_t from_ns, int64_t to_ns, tp_
         for (int j = 0; j < NCAT; j++)
             tp_spans_free(&c.acc[k].cat[j]);
         tp_spans_free(&c.acc[k].backward);
+        tp_spans_free(&c.acc[k].steps);
     }
     free(c.acc);
     free(c.thread_acc);

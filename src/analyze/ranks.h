@@ -2,14 +2,16 @@
  *
  * In synchronous data-parallel training every rank's step lasts as long as
  * the slowest rank's, so step time hides a straggler. For each rank, over its
- * window (its first to its last step mark), time is split by interval union
- * of all its threads' regions, communication first:
+ * steps (those from its first to its last step mark: the evaluations,
+ * checkpoints and epochs' ends between them left out, which one rank may
+ * spend alone while the others wait), time is split by interval union of
+ * all its threads' regions, communication first:
  *   communication  any reduce_metrics in flight (collectives, DDP's gradient
  *                  all-reduce from hook call to completion)
  *   input          dataloader_next or to_device, outside communication
  *   compute        train_batch, forward, loss, backward, optimizer_step,
  *                  step_lr_schedulers, from_device, outside both
- *   other          the rest of the window
+ *   other          the rest of its steps' time
  * so the four add up to the window; overlap is the part of communication
  * during which a compute region was open too (hidden behind backward, or the
  * host waiting inside it: host timings can't tell the two apart).

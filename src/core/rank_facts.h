@@ -36,7 +36,7 @@ typedef struct tp_rank_row {
     int64_t agent_id;
     size_t steps;                  /* complete steps in the window */
     int64_t t0_ns, t1_ns;          /* the window: first and last step mark */
-    double window_s;               /* t1_ns - t0_ns in seconds */
+    double window_s;               /* its steps' time between t0_ns and t1_ns, seconds */
     double input_s, compute_s;     /* totals over the window */
     double comm_s, comm_overlap_s; /* communication, and its part under compute */
     double other_s;

@@ -231,12 +231,13 @@ static bool stored_rank_rows(tp_run *run, sqlite3_stmt *st, tp_ranks *out, char 
         r->steps = (size_t)sqlite3_column_int64(st, 3);
         r->t0_ns = sqlite3_column_int64(st, 4);
         r->t1_ns = sqlite3_column_int64(st, 5);
-        r->window_s = (double)tp_ns_sub(r->t1_ns, r->t0_ns) / 1e9;
         r->input_s = sqlite3_column_double(st, 6);
         r->compute_s = sqlite3_column_double(st, 7);
         r->comm_s = sqlite3_column_double(st, 8);
         r->comm_overlap_s = sqlite3_column_double(st, 9);
         r->other_s = sqlite3_column_double(st, 10);
+        /* the four parts make its steps' time (a file stored before: its window) */
+        r->window_s = r->input_s + r->compute_s + r->comm_s + r->other_s;
         r->gpu_util_percent = col_real(st, 11);
         r->gpu_sm_clock_mhz = col_real(st, 12);
         r->gpu = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 13);

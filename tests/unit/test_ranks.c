@@ -147,8 +147,8 @@ static void test_spans_subtract(void **state)
 
 /* An evaluation mid-epoch: step marks at 0, 10, 20 and 30 s and step ends at
  * 12 s (closing the step of 10 s) and 13 s (no step open: nothing). The steps
- * are [0, 10], [10, 12] and [20, 30]; [12, 20] is no step's, and the ranks'
- * window still runs from the first mark to the last. */
+ * are [0, 10], [10, 12] and [20, 30]; [12, 20] is no step's: the ranks
+ * measure the 22 s of steps, and the fetch at 14 s is in none of them. */
 static void test_a_step_end_closes_a_step_and_begins_none(void **state)
 {
     (void)state;
@@ -167,7 +167,9 @@ static void test_a_step_end_closes_a_step_and_begins_none(void **state)
     tp_ranks r = rank_runs_build(path, true);
     assert_int_equal(r.n, 1);
     assert_int_equal(r.rows[0].steps, 3);
-    assert_float_equal(r.rows[0].window_s, 30, 1e-9);
+    assert_float_equal(r.rows[0].window_s, 22, 1e-9);
+    assert_float_equal(r.rows[0].input_s, 0, 1e-9);
+    assert_float_equal(r.rows[0].other_s, 22, 1e-9);
     tp_ranks_free(&r);
     char err[256];
     tp_run *run = tp_run_open(path, err, sizeof err);
@@ -318,6 +320,49 @@ static void test_straggler_named_with_its_input(void **state)
     assert_float_equal(r.rows[2].cause.part_s - r.rows[2].cause.median_part_s, 2, 1e-6);
     assert_float_equal(r.median_own_s, 5, 1e-9);
     assert_float_equal(r.rows[2].excess, 0.4, 1e-9); /* 7 s of own work vs 5 s */
+    tp_ranks_free(&r);
+    free(path);
+}
+
+/* Two ranks, two epochs of three 10 s steps (1 s fetching, 6 s training),
+ * between them 20 s in which rank 0 evaluates alone (fetching its
+ * validation's batches: dataloader_next) and rank 1 waits for it in a
+ * barrier (reduce_metrics): no step's. Neither rank is a straggler, and
+ * each one's parts are its steps': 6 steps of 10 s, 6 s of input. */
+static void test_an_evaluation_one_rank_runs_alone_between_epochs_is_no_step_s(void **state)
+{
+    (void)state;
+    char *path = rank_runs_path("evaluation.db");
+    tp_sink *s = rank_runs_sink();
+    uint32_t in = tp_sink_name(s, "dataloader_next"), train = tp_sink_name(s, "train_batch");
+    uint32_t comm = tp_sink_name(s, "reduce_metrics");
+    for (int rank = 0; rank < 2; rank++) {
+        uint32_t main = rank_runs_thread(s, rank, 1000 + rank, NULL);
+        for (uint64_t epoch = 0; epoch < 2; epoch++) {
+            uint64_t t0 = epoch * 50 * S;
+            tp_sink_mark(s, main, TP_MARK_EPOCH, t0, (int64_t)epoch);
+            for (uint64_t k = 0; k < 3; k++) {
+                uint64_t t = t0 + 10 * k * S;
+                tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+                tp_sink_interval(s, main, in, 0, t, t + S);
+                tp_sink_interval(s, main, train, 0, t + S, t + 7 * S);
+            }
+            tp_sink_mark(s, main, TP_MARK_STEP, t0 + 30 * S, 0); /* the pass's end */
+            if (epoch == 0)                                      /* the evaluation, [30 s, 50 s] */
+                tp_sink_interval(s, main, rank == 0 ? in : comm, 0, 30 * S, 50 * S);
+        }
+    }
+    rank_runs_write(path, s);
+    tp_ranks r = rank_runs_build(path, true);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.nstragglers, 0);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(r.rows[i].steps, 6);
+        assert_float_equal(r.rows[i].window_s, 60, 1e-9);
+        assert_float_equal(r.rows[i].input_s, 6, 1e-9);
+        assert_float_equal(r.rows[i].compute_s, 36, 1e-9);
+        assert_float_equal(r.rows[i].comm_s, 0, 1e-9);
+    }
     tp_ranks_free(&r);
     free(path);
 }
@@ -476,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_collectives_timed_on_the_device),
         cmocka_unit_test(test_spans_subtract),
         cmocka_unit_test(test_a_step_end_closes_a_step_and_begins_none),
+        cmocka_unit_test(test_an_evaluation_one_rank_runs_alone_between_epochs_is_no_step_s),
         cmocka_unit_test(test_compiling_first_steps_are_warm_up_and_batches_counted),
         cmocka_unit_test(test_times_at_the_ends_of_int64),
         cmocka_unit_test(test_straggler_named_with_its_input),

@@ -157,42 +157,17 @@ static void infer_local_ranks(ranks_ctx *c)
     free(ranks);
 }
 
-/* One accumulator per distinct rank >= 0, with the window of the thread of
- * that rank that marked the most steps, and the GPU it drove. */
-static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
+/* Each rank's window and steps, from its marks. Marks come in (rank,
+ * thread, time) order: one run per thread. A step mark closes the open step
+ * and opens one; a step-end mark (an evaluation mid-epoch) only closes, and
+ * so does an epoch mark (the time between a pass's last step and the next
+ * pass's first is in no step). The window
+ * runs from the first step mark to the last mark that closed a step, of
+ * the steps begun and ended within [from_ns, to_ns]; only the steps in
+ * it are measured (not the evaluations, checkpoints and epochs' ends
+ * between them, which one rank may spend alone while the others wait). */
+static void rank_windows(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
 {
-    c->thread_acc = tp_xmalloc(c->nthreads * sizeof *c->thread_acc);
-    c->acc = tp_xcalloc(c->nthreads, sizeof *c->acc);
-    for (size_t i = 0; i < c->nthreads; i++) {
-        const tp_run_thread *t = &c->threads[i];
-        c->thread_acc[i] = -1;
-        if (t->rank < 0)
-            continue;
-        size_t k = 0;
-        while (k < c->nacc && c->acc[k].row.rank != t->rank)
-            k++;
-        if (k == c->nacc) {
-            c->nacc++;
-            c->acc[k].row.rank = t->rank;
-            c->acc[k].row.local_rank = t->local_rank;
-            c->acc[k].row.agent_id = t->agent_id;
-            c->acc[k].visible_thread = -1;
-            c->acc[k].device_thread = -1;
-        }
-        if (t->cuda_visible_set && c->acc[k].visible_thread < 0)
-            c->acc[k].visible_thread = (int)i;
-        if (t->device_uuid[0] && c->acc[k].device_thread < 0)
-            c->acc[k].device_thread = (int)i;
-        c->thread_acc[i] = (int)k;
-    }
-    /* marks come in (rank, thread, time) order: one run per thread. A step
-     * mark closes the open step and opens one; a step-end mark (an evaluation
-     * mid-epoch) only closes, and so does an epoch mark (the time between a
-     * pass's last step and the next pass's first is in no step). The window
-     * runs from the first step mark to the last mark that closed a step, of
-     * the steps begun and ended within [from_ns, to_ns]; only the steps in
-     * it are measured (not the evaluations, checkpoints and epochs' ends
-     * between them, which one rank may spend alone while the others wait). */
     tp_time_spans steps = {0};
     for (size_t i = 0; i < nmarks;) {
         size_t j = i, closed = 0;
@@ -235,6 +210,37 @@ static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks
     tp_spans_free(&steps);
     for (size_t k = 0; k < c->nacc; k++)
         tp_spans_merge(&c->acc[k].steps);
+}
+
+/* One accumulator per distinct rank >= 0, with the window of the thread of
+ * that rank that marked the most steps, and the GPU it drove. */
+static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
+{
+    c->thread_acc = tp_xmalloc(c->nthreads * sizeof *c->thread_acc);
+    c->acc = tp_xcalloc(c->nthreads, sizeof *c->acc);
+    for (size_t i = 0; i < c->nthreads; i++) {
+        const tp_run_thread *t = &c->threads[i];
+        c->thread_acc[i] = -1;
+        if (t->rank < 0)
+            continue;
+        size_t k = 0;
+        while (k < c->nacc && c->acc[k].row.rank != t->rank)
+            k++;
+        if (k == c->nacc) {
+            c->nacc++;
+            c->acc[k].row.rank = t->rank;
+            c->acc[k].row.local_rank = t->local_rank;
+            c->acc[k].row.agent_id = t->agent_id;
+            c->acc[k].visible_thread = -1;
+            c->acc[k].device_thread = -1;
+        }
+        if (t->cuda_visible_set && c->acc[k].visible_thread < 0)
+            c->acc[k].visible_thread = (int)i;
+        if (t->device_uuid[0] && c->acc[k].device_thread < 0)
+            c->acc[k].device_thread = (int)i;
+        c->thread_acc[i] = (int)k;
+    }
+    rank_windows(c, marks, nmarks);
     infer_local_ranks(c);
     for (size_t k = 0; k < c->nacc; k++) {
         const rank_acc *a = &c->acc[k];

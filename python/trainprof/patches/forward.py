@@ -90,10 +90,10 @@ class Discovery:
 def forward_begin(local, module, region, args, kwargs=None):
     """An outermost module call begins (local: this thread's ThreadState):
     region (forward, or loss: region_of(module)), and train_batch with the
-    first such call in training mode with gradients on. Where optimizer steps end the steps (no DataLoader), the
-    samples of a step are the batches its model's training calls took (each
-    micro-batch of gradient accumulation; not the loss module's, and none
-    under no_grad)."""
+    first such call in training mode with gradients on. Where optimizer
+    steps end the steps (no DataLoader), the samples of a step are the
+    batches its model's training calls took (each micro-batch of gradient
+    accumulation; not the loss module's, and none under no_grad)."""
     grad = _grad_enabled()
     training = grad and module.training
     tracker = local.tracker
@@ -138,10 +138,11 @@ def forward_end(local, region):
 
 class TimedCall:
     """A module's own timed call: times the module's outermost calls as
-    forward (or loss: region_of), and calls what Module.__call__ would have (its _call_impl, or
-    the compiled call Module.compile() had set). Holds the module weakly (no
-    cycle keeps a deleted model's memory), and pickles as None, so that a
-    module saved whole never needs trainprof to load."""
+    forward (or loss: region_of), and calls what Module.__call__ would
+    have (its _call_impl, or the compiled call Module.compile() had set).
+    Holds the module weakly (no cycle keeps a deleted model's memory), and
+    pickles as None, so that a module saved whole never needs trainprof to
+    load."""
 
     __slots__ = ("module", "inner", "compiled", "region", "__weakref__")
 

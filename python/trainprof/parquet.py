@@ -59,7 +59,7 @@ SUMMARIES = (
 )
 BATCH_ROWS = 65536  # rows read from SQLite and handed to Arrow at a time
 MAX_PARTITIONS = 1 << 20  # ranks or agents of one table (pyarrow's default: 1,024)
-WARMUP_SLOW = 2.0  # analyze/timings.h's TP_WARMUP_SLOW
+WARMUP_SLOW = 2.0  # analyze/step_kinds.h's TP_WARMUP_SLOW
 SAFE_KEY = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 

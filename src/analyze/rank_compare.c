@@ -24,12 +24,21 @@ static double median_of(const tp_ranks *out, double (*get)(const tp_rank_row *))
 
 double tp_rank_own_per_step(const tp_rank_row *r)
 {
-    return (r->input_s + r->compute_s) / (double)r->steps;
+    return (r->input_s + r->compute_s) / (double)r->measured_steps;
 }
-static double input_per_step(const tp_rank_row *r) { return r->input_s / (double)r->steps; }
-static double compute_per_step(const tp_rank_row *r) { return r->compute_s / (double)r->steps; }
-static double comm_per_step(const tp_rank_row *r) { return r->comm_s / (double)r->steps; }
-static double step_per_step(const tp_rank_row *r) { return r->window_s / (double)r->steps; }
+static double input_per_step(const tp_rank_row *r)
+{
+    return r->input_s / (double)r->measured_steps;
+}
+static double compute_per_step(const tp_rank_row *r)
+{
+    return r->compute_s / (double)r->measured_steps;
+}
+static double comm_per_step(const tp_rank_row *r) { return r->comm_s / (double)r->measured_steps; }
+static double step_per_step(const tp_rank_row *r)
+{
+    return r->window_s / (double)r->measured_steps;
+}
 
 /* Whether r's own work per step exceeds the median rank's by more than 10 %
  * and by at least 2 % of the median rank's step (medians computed). */

@@ -13,7 +13,7 @@ const char *const tp_rank_figure_names[TP_RANK_FIGURES] = {"step",    "own work"
 
 void tp_rank_figures(const tp_rank_row *row, double out[TP_RANK_FIGURES])
 {
-    double n = row->steps ? (double)row->steps : NAN;
+    double n = row->measured_steps ? (double)row->measured_steps : NAN;
     out[0] = row->window_s / n;
     out[1] = (row->input_s + row->compute_s) / n;
     out[2] = row->input_s / n;

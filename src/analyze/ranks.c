@@ -10,6 +10,7 @@
 #include "analyze/intervals.h"
 #include "core/phases.h"
 #include "analyze/rank_gpu.h"
+#include "analyze/step_kinds.h"
 #include "core/stats.h"
 #include "store/reader_stream.h"
 #include "util/labels.h"
@@ -23,8 +24,8 @@ typedef struct rank_acc {
     tp_rank_row row;
     int visible_thread;  /* a thread of its with CUDA_VISIBLE_DEVICES, -1 none */
     int device_thread;   /* a thread of its whose process told its GPU's UUID, -1 none */
-    int64_t t0, t1;      /* window, ns; t1 <= t0 when the rank marked < 2 steps */
-    tp_time_spans steps; /* its steps within the window, merged: what is measured */
+    int64_t t0, t1;      /* window, ns: its first step's start, its last one's end */
+    tp_time_spans steps; /* its measured steps within the window, merged */
     tp_time_spans cat[NCAT];
     tp_time_spans backward; /* its backward passes, also in cat[CAT_COMPUTE] */
 } rank_acc;
@@ -157,64 +158,98 @@ static void infer_local_ranks(ranks_ctx *c)
     free(ranks);
 }
 
-/* Each rank's window and steps, from its marks. Marks come in (rank,
- * thread, time) order: one run per thread. A step mark closes the open step
- * and opens one; a step-end mark (an evaluation mid-epoch) only closes, and
- * so does an epoch mark (the time between a pass's last step and the next
- * pass's first is in no step). The window
- * runs from the first step mark to the last mark that closed a step, of
- * the steps begun and ended within [from_ns, to_ns]; only the steps in
- * it are measured (not the evaluations, checkpoints and epochs' ends
- * between them, which one rank may spend alone while the others wait). */
-static void rank_windows(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
+/* A thread's closed steps, from its marks m[0..n) in time order: a step
+ * mark closes the open step and opens one; a step-end mark (an evaluation
+ * mid-epoch) only closes, and so does an epoch mark (the time between a
+ * pass's last step and the next pass's first is in no step). */
+static size_t thread_steps(const tp_run_mark *m, size_t n, tp_closed_step *out)
 {
-    tp_time_spans steps = {0};
-    for (size_t i = 0; i < nmarks;) {
-        size_t j = i, closed = 0;
-        int64_t first = -1, last = 0, opened = 0;
-        bool open = false;
-        steps.n = 0;
-        for (; j < nmarks && marks[j].thread == marks[i].thread; j++) {
-            int kind = marks[j].kind;
-            if (kind == TP_MARK_EPOCH) {
-                open = false;
-                continue;
-            }
-            if (kind != TP_MARK_STEP && kind != TP_MARK_STEP_END)
-                continue;
-            int64_t t = marks[j].t_ns;
-            if (open && t <= c->to_ns) {
-                closed++;
-                last = t;
-                tp_spans_push(&steps, opened, t);
-            } else if (kind == TP_MARK_STEP && first < 0 && t >= c->from_ns) {
-                first = t;
-            }
-            open = kind == TP_MARK_STEP && t >= c->from_ns;
-            opened = t;
+    size_t k = 0;
+    int64_t opened = 0;
+    bool open = false;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].kind == TP_MARK_EPOCH)
+            open = false;
+        if (m[i].kind != TP_MARK_STEP && m[i].kind != TP_MARK_STEP_END)
+            continue;
+        if (open)
+            out[k++] = (tp_closed_step){m[i].thread, opened, m[i].t_ns};
+        open = m[i].kind == TP_MARK_STEP;
+        opened = m[i].t_ns;
+    }
+    return k;
+}
+
+/* r's steps: of a thread's closed steps v[0..n), those begun and ended
+ * within [from_ns, to_ns]; the steady ones among them measured (where none
+ * is, the warm-up's; where none is either, all of them), their merged spans
+ * into r->steps. */
+static void take_steps(const ranks_ctx *c, rank_acc *r, const tp_closed_step *v, size_t n,
+                       const unsigned char *kinds)
+{
+    size_t count[TP_STEP_STALLED + 1] = {0}, closed = 0;
+    r->steps.n = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].a < c->from_ns || v[i].b > c->to_ns)
+            continue;
+        if (!closed++)
+            r->t0 = v[i].a;
+        r->t1 = v[i].b;
+        count[kinds[i]]++;
+    }
+    int kind = count[TP_STEP_STEADY] ? TP_STEP_STEADY : count[TP_STEP_WARMUP] ? TP_STEP_WARMUP : -1;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].a >= c->from_ns && v[i].b <= c->to_ns && (kind < 0 || kinds[i] == kind))
+            tp_spans_push(&r->steps, v[i].a, v[i].b);
+    r->row.steps = closed;
+    r->row.measured_steps = r->steps.n;
+    tp_spans_merge(&r->steps);
+}
+
+/* Each rank's window and steps, from its marks, which come in (rank,
+ * thread, time) order: one run per thread. A rank's steps are those of its
+ * thread that closed the most steps begun and ended within [from_ns,
+ * to_ns], from the first to the last (its window); only the steady ones
+ * among them are measured (step_kinds.h, as the timings time them: not the
+ * warm-up's, the capture windows', the stalled ones), and not the
+ * evaluations, checkpoints and epochs' ends between them, which one rank
+ * may spend alone while the others wait. Kinds are told over all of a
+ * thread's steps, so that a window of the run measures those the whole run
+ * would. */
+static void rank_windows(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks,
+                         const tp_step_holds *holds, double stall_after_s)
+{
+    tp_closed_step *v = tp_xmalloc((nmarks + 1) * sizeof *v);
+    unsigned char *kinds = tp_xmalloc(nmarks + 1);
+    double stall_s = 0;
+    for (size_t i = 0, rank_end = 0; i < nmarks;) {
+        if (i >= rank_end) { /* a rank's first thread: its stall threshold, as the timings' */
+            while (rank_end < nmarks && marks[rank_end].rank == marks[i].rank)
+                rank_end++;
+            stall_s = tp_steps_stall_threshold(marks, i, rank_end, stall_after_s);
         }
+        size_t j = i;
+        while (j < rank_end && marks[j].thread == marks[i].thread)
+            j++;
+        size_t n = thread_steps(&marks[i], j - i, v), closed = 0;
+        for (size_t k = 0; k < n; k++)
+            closed += v[k].a >= c->from_ns && v[k].b <= c->to_ns;
         int ti = thread_index(c, marks[i].thread);
-        if (ti >= 0 && c->thread_acc[ti] >= 0) {
-            rank_acc *r = &c->acc[c->thread_acc[ti]];
-            if (closed > r->row.steps) {
-                r->row.steps = closed;
-                r->t0 = first;
-                r->t1 = last;
-                tp_time_spans kept = r->steps;
-                r->steps = steps;
-                steps = kept;
-            }
+        rank_acc *r = ti >= 0 && c->thread_acc[ti] >= 0 ? &c->acc[c->thread_acc[ti]] : NULL;
+        if (r && closed > r->row.steps) {
+            tp_step_kinds(holds, v, n, stall_s, kinds);
+            take_steps(c, r, v, n, kinds);
         }
         i = j;
     }
-    tp_spans_free(&steps);
-    for (size_t k = 0; k < c->nacc; k++)
-        tp_spans_merge(&c->acc[k].steps);
+    free(v);
+    free(kinds);
 }
 
 /* One accumulator per distinct rank >= 0, with the window of the thread of
  * that rank that marked the most steps, and the GPU it drove. */
-static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks, size_t nmarks)
+static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks, size_t nmarks,
+                       const tp_step_holds *holds)
 {
     c->thread_acc = tp_xmalloc(c->nthreads * sizeof *c->thread_acc);
     c->acc = tp_xcalloc(c->nthreads, sizeof *c->acc);
@@ -240,7 +275,7 @@ static void make_ranks(const tp_run *run, ranks_ctx *c, const tp_run_mark *marks
             c->acc[k].device_thread = (int)i;
         c->thread_acc[i] = (int)k;
     }
-    rank_windows(c, marks, nmarks);
+    rank_windows(c, marks, nmarks, holds, run->settings.stall_after_s);
     infer_local_ranks(c);
     for (size_t k = 0; k < c->nacc; k++) {
         const rank_acc *a = &c->acc[k];
@@ -383,10 +418,13 @@ bool tp_ranks_from_rows_between(tp_run *run, int64_t from_ns, int64_t to_ns, tp_
     ranks_ctx c = {.from_ns = from_ns, .to_ns = to_ns};
     tp_run_mark *marks = NULL;
     size_t nmarks = 0;
+    tp_step_holds holds = {0};
     bool ok = tp_run_threads(run, &c.threads, &c.nthreads, err, cap) &&
-              tp_run_marks(run, &marks, &nmarks, err, cap);
+              tp_run_marks(run, &marks, &nmarks, err, cap) &&
+              tp_step_holds_read(run, &holds, err, cap);
     if (ok)
-        make_ranks(run, &c, marks, nmarks);
+        make_ranks(run, &c, marks, nmarks, &holds);
+    tp_step_holds_free(&holds);
     size_t with_steps = 0;
     for (size_t k = 0; ok && k < c.nacc; k++)
         with_steps += c.acc[k].row.steps > 0;
@@ -438,9 +476,9 @@ void tp_ranks_pace_cause(const tp_ranks *whole, const tp_ranks *latest, tp_regim
         if (latest->rows[i].straggler && (!now || latest->rows[i].excess > now->excess))
             now = &latest->rows[i];
     const tp_rank_row *all = now ? tp_ranks_find(whole, now->rank) : NULL;
-    if (!all || all->steps <= now->steps)
+    if (!all || all->measured_steps <= now->measured_steps)
         return;
-    double steps = (double)(all->steps - now->steps);
+    double steps = (double)(all->measured_steps - now->measured_steps);
     double before = (all->input_s + all->compute_s - now->input_s - now->compute_s) / steps;
     double after = tp_rank_own_per_step(now);
     if (!(before >= 0) || !(after >= 1.5 * before) || !isfinite(after))

@@ -1,8 +1,5 @@
 /* timings.c: timings tables from regions and step/epoch marks. */
 #include "analyze/timings.h"
-#include "store/reader_ops.h"
-
-#include "core/stall_rule.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,6 +8,7 @@
 #include "core/metric_catalog.h"
 #include "analyze/in_steps.h"
 #include "analyze/intervals.h"
+#include "analyze/step_kinds.h"
 #include "store/reader_stream.h"
 #include "util/grow.h"
 #include "util/ns_math.h"
@@ -72,48 +70,6 @@ static double epoch_duration(int64_t start_ns, int64_t end_ns)
     return end_ns > start_ns ? (double)(end_ns - start_ns) / 1e9 : 0;
 }
 
-/* A compile region of a thread, and the latest end of the thread's compile
- * regions up to it (in start order). */
-typedef struct compile_span {
-    int64_t thread, a, b, max_b;
-} compile_span;
-
-/* The run's compile regions, in (thread, start) order. */
-typedef struct compile_list {
-    compile_span *v;
-    size_t n, cap;
-} compile_list;
-
-static void add_compile(void *ctx, int64_t thread, const char *name, int depth, int64_t start_ns,
-                        int64_t end_ns)
-{
-    (void)name;
-    (void)depth;
-    compile_list *c = ctx;
-    c->v = tp_grow(c->v, c->n, &c->cap, sizeof *c->v);
-    bool same = c->n && c->v[c->n - 1].thread == thread;
-    int64_t before = same ? c->v[c->n - 1].max_b : INT64_MIN;
-    c->v[c->n++] = (compile_span){thread, start_ns, end_ns, end_ns > before ? end_ns : before};
-}
-
-/* Whether one of thread's compile regions overlaps [a, b): the first that
- * starts at or after a starts before b, or one before it ends after a. Two
- * binary searches, so that a run that compiles in every step costs n log n. */
-static bool compiled_in(const compile_list *c, int64_t thread, int64_t a, int64_t b)
-{
-    size_t lo = 0, hi = c->n; /* the first region of thread starting at or after a */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->v[mid].thread < thread || (c->v[mid].thread == thread && c->v[mid].a < a))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < c->n && c->v[lo].thread == thread && c->v[lo].a < b)
-        return true;
-    return lo > 0 && c->v[lo - 1].thread == thread && c->v[lo - 1].max_b > a;
-}
-
 /* A rank's closed steps as rank_steps finds them: steady and warm-up apart. */
 typedef struct step_set {
     double *durations;
@@ -141,62 +97,6 @@ static double sum(const double *v, size_t n)
     for (size_t i = 0; i < n; i++)
         total += v[i];
     return total;
-}
-
-/* The stall threshold of the steps of marks[lo, hi) (core/stall_rule.h):
- * from the median of every closed step (one step mark to the next on a
- * thread, no epoch mark between), or stall_after_s where the run set it. */
-static double steps_stall_threshold(const tp_run_mark *m, size_t lo, size_t hi,
-                                    double stall_after_s)
-{
-    if (stall_after_s > 0)
-        return stall_after_s;
-    double *d = tp_xmalloc((hi - lo + 1) * sizeof *d);
-    size_t n = 0;
-    long prev = -1;
-    for (size_t i = lo; i < hi; i++) {
-        if (i > lo && m[i].thread != m[i - 1].thread)
-            prev = -1;
-        if (m[i].kind == TP_MARK_SAMPLES)
-            continue;
-        if (prev >= 0 && m[i].kind != TP_MARK_EPOCH)
-            d[n++] = (double)tp_ns_sub(m[i].t_ns, m[prev].t_ns) / 1e9;
-        prev = m[i].kind == TP_MARK_STEP ? (long)i : -1;
-    }
-    tp_stats st;
-    tp_stats_compute(d, n, &st);
-    free(d);
-    return tp_stall_threshold(0, n ? st.p50 : 0);
-}
-
-static int cmp_span(const void *a, const void *b)
-{
-    const compile_span *x = a, *y = b;
-    if (x->thread != y->thread)
-        return x->thread < y->thread ? -1 : 1;
-    return (x->a > y->a) - (x->a < y->a);
-}
-
-/* The capture windows that ran (analyze/ops.h), as spans of their step
- * threads in (thread, start) order. */
-static bool capture_windows(tp_run *run, compile_list *out, char *err, size_t cap)
-{
-    tp_run_op_window *w;
-    size_t n;
-    if (!tp_run_op_windows(run, &w, &n, err, cap))
-        return false;
-    compile_span *v = tp_xmalloc((n + 1) * sizeof *v);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!w[i].skipped && w[i].thread)
-            v[k++] = (compile_span){w[i].thread, w[i].start_ns, w[i].end_ns, w[i].end_ns};
-    tp_run_op_windows_free(w, n);
-    qsort(v, k, sizeof *v, cmp_span);
-    for (size_t i = 1; i < k; i++) /* the latest end so far, as compiled_in expects */
-        if (v[i].thread == v[i - 1].thread && v[i - 1].max_b > v[i].max_b)
-            v[i].max_b = v[i - 1].max_b;
-    *out = (compile_list){v, k, k};
-    return true;
 }
 
 /* A rank's step row from its steady steps (its warm-up and profiled ones
@@ -241,43 +141,37 @@ static void rank_step_row(tp_timings *t, int rank, step_set *steady, step_set *w
     tp_spans_free(&warm->spans);
 }
 
-/* A closed step that no compilation nor capture window held, kept until the
- * rank's median says whether it is a slow first step (warm-up). */
-typedef struct steady_step {
-    int64_t thread, a, b, samples, batches;
-    bool after_window; /* a capture window's step came before it on its thread */
-} steady_step;
+/* A rank's closed steps, in (thread, time) order, with the samples and
+ * batches each counted. */
+typedef struct closed_steps {
+    tp_closed_step *v;
+    int64_t *samples, *batches;
+    size_t n;
+} closed_steps;
 
-static int cmp_double(const void *x, const void *y)
+/* The rank's closed steps c into its step row by their kinds (step_kinds.h),
+ * their spans into rs; c freed. */
+static void sort_steps(tp_timings *t, int rank, const tp_step_holds *holds, closed_steps *c,
+                       double stall_s, size_t *steps_cap, tp_rank_spans *rs)
 {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-/* The steps of v[0..n) into steady, but a thread's first ones that each took
- * more than TP_WARMUP_SLOW times the median, which go to warm (timings.h). */
-static void settle_warmup(const steady_step *v, size_t n, step_set *steady, step_set *warm)
-{
-    double median = 0;
-    if (n >= 3) {
-        double *d = tp_xmalloc(n * sizeof *d);
-        for (size_t i = 0; i < n; i++)
-            d[i] = (double)tp_ns_sub(v[i].b, v[i].a) / 1e9;
-        qsort(d, n, sizeof *d, cmp_double);
-        median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
-        free(d);
+    step_set steady = {.durations = tp_xmalloc((c->n + 1) * sizeof(double))};
+    step_set warm = {.durations = tp_xmalloc((c->n + 1) * sizeof(double))};
+    step_set prof = {.durations = tp_xmalloc((c->n + 1) * sizeof(double))}; /* a window's */
+    unsigned char *kinds = tp_xmalloc(c->n + 1);
+    tp_step_kinds(holds, c->v, c->n, stall_s, kinds);
+    for (size_t i = 0; i < c->n; i++) {
+        step_set *set = kinds[i] == TP_STEP_STEADY     ? &steady
+                        : kinds[i] == TP_STEP_WARMUP   ? &warm
+                        : kinds[i] == TP_STEP_PROFILED ? &prof
+                                                       : NULL;
+        if (set)
+            step_set_add(set, c->v[i].a, c->v[i].b, c->samples[i], c->batches[i]);
     }
-    size_t room = n / 10 > 1 ? n / 10 : 1;
-    bool leading = false;
-    for (size_t i = 0; i < n; i++) {
-        if (i == 0 || v[i].thread != v[i - 1].thread)
-            leading = true;
-        double d = (double)tp_ns_sub(v[i].b, v[i].a) / 1e9;
-        leading =
-            leading && median > 0 && room > 0 && !v[i].after_window && d > TP_WARMUP_SLOW * median;
-        room -= leading;
-        step_set_add(leading ? warm : steady, v[i].a, v[i].b, v[i].samples, v[i].batches);
-    }
+    free(kinds);
+    free(c->v);
+    free(c->samples);
+    free(c->batches);
+    rank_step_row(t, rank, &steady, &warm, &prof, steps_cap, rs);
 }
 
 /* The epoch that mark m begins, as a new row of t->epochs: its index. */
@@ -297,35 +191,25 @@ static long open_epoch(tp_timings *t, size_t *epochs_cap, const tp_run_mark *m)
  * or to the end of the run. A step-end mark closes the open step as a step
  * mark would, and begins none: the time to the next step mark is no step's.
  * Samples marks (one per batch) count for the step they fall in, once that
- * step is closed, so samples/s is over the same steps as steps/s. A thread's
- * first steps are warm-up for as long as each overlaps one of its compile
- * regions, and then for as long as each is slow (settle_warmup); they go to
- * the epochs, not to the step figures or the spans (unless the rank has no
- * other step). */
+ * step is closed, so samples/s is over the same steps as steps/s. Its
+ * steps' kinds are step_kinds.h's: the warm-up's and the capture windows'
+ * go to the epochs, not to the step figures or the spans (unless the rank
+ * has no other step); a stalled one to neither. */
 static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi, double run_s,
-                       const compile_list *compiles, const compile_list *profiled,
-                       size_t *steps_cap, size_t *epochs_cap, tp_rank_spans *rs,
-                       double stall_after_s)
+                       const tp_step_holds *holds, size_t *steps_cap, size_t *epochs_cap,
+                       tp_rank_spans *rs, double stall_after_s)
 {
-    /* a step that stalled (and went on) is a pause, not a step's time */
-    double stall_s = steps_stall_threshold(m, lo, hi, stall_after_s);
-    step_set steady = {.durations = malloc((hi - lo + 1) * sizeof(double))};
-    step_set warm = {.durations = malloc((hi - lo + 1) * sizeof(double))};
+    closed_steps c = {.v = tp_xmalloc((hi - lo + 1) * sizeof *c.v),
+                      .samples = tp_xmalloc((hi - lo + 1) * sizeof *c.samples),
+                      .batches = tp_xmalloc((hi - lo + 1) * sizeof *c.batches)};
     long epoch_row = -1;     /* the open epoch's row in t->epochs */
     long prev_step = -1;     /* index of the thread's previous step mark */
     int64_t epoch_start = 0; /* the open epoch's mark, ns */
     int64_t last_mark = -1;  /* time of the open epoch's last step mark, ns */
     int64_t run_ns = llround(run_s * 1e9);
     int64_t pending = 0, pending_batches = 0; /* of the open step */
-    bool warming = true;                      /* the thread's steps so far all held a compilation */
-    bool windowed = false;                    /* a capture window's step came on this thread */
-    step_set prof = {.durations = malloc((hi - lo + 1) * sizeof(double))}; /* a window's */
-    steady_step *cand = tp_xmalloc((hi - lo + 1) * sizeof *cand);
-    size_t ncand = 0;
     for (size_t i = lo; i < hi; i++) {
         bool new_thread = i == lo || m[i].thread != m[i - 1].thread;
-        if (new_thread)
-            warming = true, windowed = false;
         if (new_thread || (m[i].kind == TP_MARK_EPOCH)) {
             if (epoch_row >= 0) {
                 int64_t end = !new_thread && (m[i].kind == TP_MARK_EPOCH) ? m[i].t_ns
@@ -349,17 +233,9 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
             continue;
         }
         if (prev_step >= 0) {
-            int64_t a = m[prev_step].t_ns, b = m[i].t_ns;
-            warming = warming && compiled_in(compiles, m[i].thread, a, b);
-            /* a step a capture window ran in (or stopped in) is the profiler's */
-            bool in_window = compiled_in(profiled, m[i].thread, a, b);
-            /* a window's step is counted, and inside the steps, but timed in no figure */
-            windowed = windowed || in_window;
-            if (!in_window && !warming && (double)tp_ns_sub(b, a) / 1e9 <= stall_s)
-                cand[ncand++] =
-                    (steady_step){m[i].thread, a, b, pending, pending_batches, windowed};
-            else if (warming || (double)tp_ns_sub(b, a) / 1e9 <= stall_s)
-                step_set_add(in_window ? &prof : &warm, a, b, pending, pending_batches);
+            c.samples[c.n] = pending;
+            c.batches[c.n] = pending_batches;
+            c.v[c.n++] = (tp_closed_step){m[i].thread, m[prev_step].t_ns, m[i].t_ns};
             if (epoch_row >= 0) {
                 t->epochs[epoch_row].steps++;
                 t->epochs[epoch_row].samples = tp_ns_add(t->epochs[epoch_row].samples, pending);
@@ -380,9 +256,9 @@ static void rank_steps(tp_timings *t, const tp_run_mark *m, size_t lo, size_t hi
         t->epochs[epoch_row].duration_s =
             epoch_duration(epoch_start, last_mark >= 0 ? last_mark : run_ns);
     }
-    settle_warmup(cand, ncand, &steady, &warm);
-    free(cand);
-    rank_step_row(t, m[lo].rank, &steady, &warm, &prof, steps_cap, rs);
+    /* a step that stalled (and went on) is a pause, not a step's time */
+    sort_steps(t, m[lo].rank, holds, &c, tp_steps_stall_threshold(m, lo, hi, stall_after_s),
+               steps_cap, rs);
 }
 
 bool tp_timing_is_pause(const char *name) { return tp_phase_kind_of(name) == TP_PHASE_KIND_PAUSE; }
@@ -424,16 +300,9 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
     if (!tp_run_marks(run, &marks, &n, err, cap))
         return false;
     double stall_after_s = run->settings.stall_after_s;
-    compile_list compiles = {0};
-    static const char *const compile[] = {TP_PHASE_COMPILE};
-    if (!tp_run_each_named_region(run, compile, 1, add_compile, &compiles, err, cap)) {
+    tp_step_holds holds;
+    if (!tp_step_holds_read(run, &holds, err, cap)) {
         free(marks);
-        return false;
-    }
-    compile_list profiled = {0};
-    if (!capture_windows(run, &profiled, err, cap)) {
-        free(marks);
-        free(compiles.v);
         return false;
     }
     size_t steps_cap = 0, epochs_cap = 0;
@@ -445,16 +314,14 @@ bool tp_timings_from_rows(tp_run *run, double run_s, tp_timings *out, char *err,
         spans.v = tp_grow(spans.v, spans.n, &spans.cap, sizeof *spans.v);
         tp_rank_spans *rs = &spans.v[spans.n++];
         *rs = (tp_rank_spans){.rank = marks[lo].rank};
-        rank_steps(out, marks, lo, hi, run_s, &compiles, &profiled, &steps_cap, &epochs_cap, rs,
-                   stall_after_s);
+        rank_steps(out, marks, lo, hi, run_s, &holds, &steps_cap, &epochs_cap, rs, stall_after_s);
         tp_spans_merge(&rs->spans);
         tp_spans_merge(&rs->prof_spans);
         tp_spans_merge(&rs->warm_spans);
         lo = hi;
     }
     free(marks);
-    free(compiles.v);
-    free(profiled.v);
+    tp_step_holds_free(&holds);
     bool ok = tp_measure_in_steps(run, out, &spans, err, cap);
     tp_rank_spans_list_free(&spans);
     return ok;

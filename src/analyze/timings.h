@@ -25,13 +25,6 @@
 #include "core/timing_facts.h"
 #include "store/reader.h"
 
-/* A thread's first steady steps that each take more than TP_WARMUP_SLOW
- * times the rank's median steady step are warm-up too (cuDNN's autotuning,
- * CUDA's lazy start, the caching allocator's first growth, the DataLoader's
- * workers starting): at most a tenth of the rank's steps (one at least),
- * and none after a capture window's. */
-#define TP_WARMUP_SLOW 2.0
-
 /* The regions that are pauses in the training, which trainprof names and
  * keeps out of the steps: evaluate, sanity_check, checkpoint, compile. */
 bool tp_timing_is_pause(const char *name);

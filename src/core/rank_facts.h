@@ -34,10 +34,14 @@ typedef struct tp_rank_row {
     int rank, local_rank;
     int gpu; /* the index of the GPU it drove on its agent (rank_gpu.h), -1 unknown */
     int64_t agent_id;
-    size_t steps;                  /* complete steps in the window */
+    size_t steps; /* complete steps in the window */
+    /* of them, those measured: its steady steps, the warm-up's, capture
+     * windows' and stalled ones left out (analyze/step_kinds.h); every
+     * step where none is steady; the parts below are over them */
+    size_t measured_steps;
     int64_t t0_ns, t1_ns;          /* the window: first and last step mark */
-    double window_s;               /* its steps' time between t0_ns and t1_ns, seconds */
-    double input_s, compute_s;     /* totals over the window */
+    double window_s;               /* its measured steps' time, seconds */
+    double input_s, compute_s;     /* totals over the measured steps */
     double comm_s, comm_overlap_s; /* communication, and its part under compute */
     double other_s;
     double gpu_util_percent, gpu_sm_clock_mhz; /* means over the window; NaN if none */

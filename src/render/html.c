@@ -346,7 +346,7 @@ static void rank_parts(FILE *out, const tp_ranks *r, const char *over)
     if (labels && bar_labels && values) {
         for (size_t i = 0; i < n; i++) {
             const tp_rank_row *row = &r->rows[i];
-            double steps = (double)row->steps;
+            double steps = (double)row->measured_steps;
             snprintf(labels[i], sizeof labels[i], "rank %d%s", row->rank,
                      row->straggler ? " (slow)" : "");
             bar_labels[i] = labels[i];

@@ -60,6 +60,19 @@ static void ranks_spread_text(FILE *out, const tp_summary *s, const tp_ranks *r,
         fprintf(out, "    and %zu more stragglers\n", sp.more_standouts);
 }
 
+/* Which steps the figures are over, where some ranks' were left out. */
+static void unmeasured_text(FILE *out, const tp_ranks *r)
+{
+    size_t steps = 0, measured = 0;
+    for (size_t i = 0; i < r->n; i++)
+        steps += r->rows[i].steps, measured += r->rows[i].measured_steps;
+    if (measured < steps)
+        fprintf(out,
+                "  per step: over the ranks' steady steps, as Timings times them (%zu of %zu; "
+                "the warm-up's,\n  the capture windows' and stalled steps left out)\n",
+                measured, steps);
+}
+
 /* The ranks table r over window (the whole run's, "window: first to last
  * step mark"; or "steps 201-300, the latest pace"), or its spread beyond
  * TP_RANKS_LISTED ranks. */
@@ -77,7 +90,7 @@ static void ranks_table_text(FILE *out, const tp_summary *s, const tp_ranks *r, 
             "other", "own/med");
     for (size_t i = 0; i < r->n; i++) {
         const tp_rank_row *row = &r->rows[i];
-        double n = (double)row->steps;
+        double n = (double)row->measured_steps;
         const double v[] = {row->window_s / n, row->input_s / n,        row->compute_s / n,
                             row->comm_s / n,   row->comm_overlap_s / n, row->other_s / n};
         char c[6][32];
@@ -99,6 +112,7 @@ static void ranks_table_text(FILE *out, const tp_summary *s, const tp_ranks *r, 
     fprintf(out, "  overlap: the part of comm during which a compute region was open too (work "
                  "hidden behind it); the end of\n  a backward pass from its last collective's "
                  "start is waiting, not compute\n");
+    unmeasured_text(out, r);
     double device = 0, host = 0;
     for (size_t i = 0; i < r->n; i++)
         device += r->rows[i].comm_device_s, host += r->rows[i].comm_s;
@@ -108,9 +122,10 @@ static void ranks_table_text(FILE *out, const tp_summary *s, const tp_ranks *r, 
                      "each, and those outside one):\n ");
         for (size_t i = 0; i < r->n; i++) {
             char d[32], e[32];
-            tp_format_duration(d, sizeof d, r->rows[i].comm_device_s / (double)r->rows[i].steps);
-            tp_format_duration(e, sizeof e,
-                               r->rows[i].comm_device_exposed_s / (double)r->rows[i].steps);
+            tp_format_duration(d, sizeof d,
+                               r->rows[i].comm_device_s / (double)r->rows[i].measured_steps);
+            tp_format_duration(
+                e, sizeof e, r->rows[i].comm_device_exposed_s / (double)r->rows[i].measured_steps);
             fprintf(out, "%s rank %d %s (%s exposed)", i ? "," : "", r->rows[i].rank, d, e);
         }
         if (device > 2 * host)
@@ -224,6 +239,8 @@ static void ranks_json_fields(json_writer *w, const tp_summary *s, const tp_rank
             json_null(w);
         json_key(w, "steps");
         json_int(w, (int64_t)row->steps);
+        json_key(w, "measured_steps"); /* those the parts are over: its steady steps */
+        json_int(w, (int64_t)row->measured_steps);
         const char *keys[] = {"window_s", "input_s",        "compute_s",
                               "comm_s",   "comm_overlap_s", "other_s"};
         const double v[] = {row->window_s, row->input_s,        row->compute_s,

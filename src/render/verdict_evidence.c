@@ -251,7 +251,7 @@ void tp_verdict_evidence_of(const tp_summary *s, const tp_verdict *v, tp_evidenc
     case TP_VERDICT_STRAGGLER: {
         const tp_rank_row *row = v->f.straggler.row;
         const tp_ranks *r = v->f.straggler.ranks ? v->f.straggler.ranks : &s->ranks;
-        double steps = row->steps > 0 ? (double)row->steps : NAN;
+        double steps = row->measured_steps > 0 ? (double)row->measured_steps : NAN;
         rank(out, row->rank);
         since_step(out, v);
         number(out, "own_s_per_step", "its own work a step", TP_FIGURE_SECONDS, 6,

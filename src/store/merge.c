@@ -165,8 +165,8 @@ static void summary_extras_sql(char *out, size_t cap, const tp_merge_input *info
                      " t0_ns + %lld, t1_ns + %lld, input_s, compute_s, comm_s, comm_overlap_s,"
                      " other_s, gpu_util_percent, gpu_sm_clock_mhz, gpu, gpu_reasons,"
                      " gpu_reasons_share, comm_device_s, comm_device_exposed_s, cpu_wait_percent,"
-                     " first_step, last_step FROM src.summary_rank_latest;",
-                     agent, dt, dt);
+                     " first_step, last_step, %s FROM src.summary_rank_latest;",
+                     agent, dt, dt, info->rank_latest_measured ? "measured_steps" : "steps");
     if (info->own && len >= 0 && (size_t)len < cap)
         len += snprintf(out + len, cap - (size_t)len,
                         TP_SCHEMA_SUMMARY_OWN "INSERT INTO main.summary_own SELECT rank, %d,"
@@ -203,14 +203,15 @@ static void timing_columns(char *out, size_t cap, const tp_merge_input *info)
 
 /* summary_rank's columns after gpu_sm_clock_mhz as input info holds them
  * (a file summarized before some has none: the local rank for its GPU,
- * NULL and 0 for the rest), into buf. */
+ * its steps for those measured, NULL and 0 for the rest), into buf. */
 static const char *rank_columns(char *buf, size_t cap, const tp_merge_input *info)
 {
-    snprintf(buf, cap, "%s, %s, %s", info->rank_gpu ? "gpu" : "local_rank",
+    snprintf(buf, cap, "%s, %s, %s, %s", info->rank_gpu ? "gpu" : "local_rank",
              info->rank_truth
                  ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
                  : "NULL, NULL, 0, 0",
-             info->rank_cpu_wait ? "cpu_wait_percent" : "NULL");
+             info->rank_cpu_wait ? "cpu_wait_percent" : "NULL",
+             info->rank_measured ? "measured_steps" : "steps");
     return buf;
 }
 

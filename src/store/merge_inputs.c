@@ -81,6 +81,9 @@ static void input_tables(tp_run *run, tp_merge_input *in)
     in->rank_truth = in->summarized && tp_run_has_column(run, "summary_rank", "comm_device_s");
     in->rank_cpu_wait =
         in->summarized && tp_run_has_column(run, "summary_rank", "cpu_wait_percent");
+    in->rank_measured = in->summarized && tp_run_has_column(run, "summary_rank", "measured_steps");
+    in->rank_latest_measured =
+        in->summarized && tp_run_has_column(run, "summary_rank_latest", "measured_steps");
     in->batches = in->summarized && tp_run_has_column(run, "summary_step", "batches");
     in->thread_cuda = tp_run_has_table(run, "thread_cuda");
     in->thread_device = tp_run_has_table(run, "thread_device");

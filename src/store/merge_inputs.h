@@ -17,6 +17,7 @@ typedef struct tp_merge_input {
     bool series_steps, steps_window; /* its series' figures over the steps; its steps window */
     bool rank_gpu, rank_truth; /* summary_rank has each rank's GPU; clock reasons, device comm */
     bool rank_cpu_wait;        /* and its step thread's wait for a CPU */
+    bool rank_measured;        /* and the steps its parts are over */
     bool batches;              /* its summary_step has batches and warm-up steps */
     bool thread_cuda, thread_device; /* each thread's CUDA_VISIBLE_DEVICES; process's GPU UUID */
     bool step_pauses, step_times;    /* its stored step phases have their pauses, groups' times */
@@ -26,9 +27,10 @@ typedef struct tp_merge_input {
     bool stall_between;                       /* summary_stall.between_steps */
     bool stall_gpu;                           /* summary_stall.gpu, gpu_util_percent */
     bool timing_warmup;                       /* summary_timing.in_warmup_s */
-    bool rank_latest;   /* summary_rank_latest: its ranks over its first rank's latest pace */
-    bool gpu_slowdowns; /* summary_gpu: its GPUs' clock event reasons over the steps */
-    bool own;           /* summary_own: its ranks' own work counts */
+    bool rank_latest; /* summary_rank_latest: its ranks over its first rank's latest pace */
+    bool rank_latest_measured; /* and the steps their parts are over */
+    bool gpu_slowdowns;        /* summary_gpu: its GPUs' clock event reasons over the steps */
+    bool own;                  /* summary_own: its ranks' own work counts */
     int *ranks;
     size_t nranks;      /* distinct ranks of its threads (-1: no rank) */
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */

@@ -51,7 +51,8 @@ static const char summary_sql[] =
     "  t1_ns INTEGER NOT NULL, input_s REAL NOT NULL, compute_s REAL NOT NULL,"
     "  comm_s REAL NOT NULL, comm_overlap_s REAL NOT NULL, other_s REAL NOT NULL,"
     "  gpu_util_percent REAL, gpu_sm_clock_mhz REAL, gpu INTEGER," TP_SCHEMA_RANK_GPU_TRUTH
-        TP_SCHEMA_RANK_CPU_WAIT ");" TP_SCHEMA_SUMMARY_STACKS TP_SCHEMA_SUMMARY_STALLS;
+        TP_SCHEMA_RANK_CPU_WAIT TP_SCHEMA_RANK_MEASURED
+    ");" TP_SCHEMA_SUMMARY_STACKS TP_SCHEMA_SUMMARY_STALLS;
 
 static const char views_sql[] = TP_SCHEMA_MARKS_VIEW TP_SCHEMA_OPS_VIEW
     "CREATE VIEW regions AS SELECT t.pid AS pid, t.tid AS tid, t.rank AS rank, n.text AS name,"

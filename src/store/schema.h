@@ -208,6 +208,13 @@
  * (TP_SCHEMA_ADD_RANK_CPU_WAIT adds it). */
 #define TP_SCHEMA_RANK_CPU_WAIT     ", cpu_wait_percent REAL"
 #define TP_SCHEMA_ADD_RANK_CPU_WAIT "ALTER TABLE summary_rank ADD COLUMN cpu_wait_percent REAL;"
+/* Of a rank's steps, those its parts were measured over (its steady ones:
+ * analyze/step_kinds.h), the last column of summary_rank and of
+ * summary_rank_latest; files summarized before measured all of their steps
+ * and have none (TP_SCHEMA_ADD_RANK_MEASURED adds it). */
+#define TP_SCHEMA_RANK_MEASURED ", measured_steps INTEGER"
+#define TP_SCHEMA_ADD_RANK_MEASURED(table) \
+    "ALTER TABLE " table " ADD COLUMN measured_steps INTEGER;"
 /* Each rank's step thread's stack samples within its steps, and whose work
  * they were (core/own_facts.h: the user's, trainprof's wrappers, its device
  * times, its capture windows), written with the summary so that a report
@@ -232,7 +239,7 @@
     "  compute_s REAL NOT NULL, comm_s REAL NOT NULL, comm_overlap_s REAL NOT NULL,"             \
     "  other_s REAL NOT NULL, gpu_util_percent REAL, gpu_sm_clock_mhz REAL, gpu "                \
     "INTEGER," TP_SCHEMA_RANK_GPU_TRUTH TP_SCHEMA_RANK_CPU_WAIT ", first_step INTEGER NOT NULL," \
-    "  last_step INTEGER NOT NULL);"
+    "  last_step INTEGER NOT NULL" TP_SCHEMA_RANK_MEASURED ");"
 /* The GPU each instrumented process drove, as its CUDA runtime named it (a
  * UUID without NVML's "GPU-" or "MIG-"), on the thread that told it: a rank
  * maps to its GPU by it, whatever CUDA_VISIBLE_DEVICES and CUDA's device

@@ -211,7 +211,7 @@ bool tp_stored_timings(tp_run *run, tp_timings *out, char *err, size_t cap)
     return true;
 }
 
-/* The rows of a prepared query of summary_rank's 19 columns into out
+/* The rows of a prepared query of summary_rank's 20 columns into out
  * (straggler fields left unset); st finalized. A row without a step is
  * left out, as the analysis leaves such ranks out (a file's rows are not
  * trusted: its figures are divided by the steps). */
@@ -246,6 +246,11 @@ static bool stored_rank_rows(tp_run *run, sqlite3_stmt *st, tp_ranks *out, char 
         r->comm_device_s = sqlite3_column_double(st, 16);
         r->comm_device_exposed_s = sqlite3_column_double(st, 17);
         r->cpu_wait_percent = col_real(st, 18);
+        /* the steps its parts are over: a file summarized before measured
+         * them all (NULL), and a count outside 1..steps is none of ours */
+        int64_t measured = sqlite3_column_int64(st, 19);
+        r->measured_steps =
+            measured >= 1 && (uint64_t)measured <= r->steps ? (size_t)measured : r->steps;
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
@@ -307,14 +312,15 @@ bool tp_stored_ranks(tp_run *run, tp_ranks *out, char *err, size_t cap)
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s, compute_s, comm_s,"
-             " comm_overlap_s, other_s, gpu_util_percent, gpu_sm_clock_mhz, %s, %s, %s"
+             " comm_overlap_s, other_s, gpu_util_percent, gpu_sm_clock_mhz, %s, %s, %s, %s"
              " FROM summary_rank ORDER BY rank",
              tp_run_has_column(run, "summary_rank", "gpu") ? "gpu" : "local_rank",
              tp_run_has_column(run, "summary_rank", "comm_device_s")
                  ? "gpu_reasons, gpu_reasons_share, comm_device_s, comm_device_exposed_s"
                  : "NULL, NULL, 0, 0",
              tp_run_has_column(run, "summary_rank", "cpu_wait_percent") ? "cpu_wait_percent"
-                                                                        : "NULL");
+                                                                        : "NULL",
+             tp_run_has_column(run, "summary_rank", "measured_steps") ? "measured_steps" : "NULL");
     if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return failed(run, "ranks", err, cap);
     return stored_rank_rows(run, st, out, err, cap);
@@ -327,14 +333,16 @@ bool tp_stored_ranks_latest(tp_run *run, size_t first_step, size_t last_step, si
     if (!tp_run_has_table(run, "summary_rank_latest"))
         return true;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(run->db,
-                           "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s,"
-                           " compute_s, comm_s, comm_overlap_s, other_s, gpu_util_percent,"
-                           " gpu_sm_clock_mhz, gpu, gpu_reasons, gpu_reasons_share, comm_device_s,"
-                           " comm_device_exposed_s, cpu_wait_percent FROM summary_rank_latest"
-                           " WHERE first_step BETWEEN ?1 - ?3 AND ?1 + ?3"
-                           " AND last_step BETWEEN ?2 - ?3 AND ?2 + ?3 ORDER BY rank",
-                           -1, &st, NULL) != SQLITE_OK)
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT rank, agent_id, local_rank, steps, t0_ns, t1_ns, input_s, compute_s, comm_s,"
+             " comm_overlap_s, other_s, gpu_util_percent, gpu_sm_clock_mhz, gpu, gpu_reasons,"
+             " gpu_reasons_share, comm_device_s, comm_device_exposed_s, cpu_wait_percent, %s"
+             " FROM summary_rank_latest WHERE first_step BETWEEN ?1 - ?3 AND ?1 + ?3"
+             " AND last_step BETWEEN ?2 - ?3 AND ?2 + ?3 ORDER BY rank",
+             tp_run_has_column(run, "summary_rank_latest", "measured_steps") ? "measured_steps"
+                                                                             : "NULL");
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return failed(run, "ranks", err, cap);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)first_step);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)last_step);

@@ -151,6 +151,7 @@ static void bind_rank(sqlite3_stmt *st, const tp_rank_row *r)
 static void fill_rank(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
 {
     bind_rank(st, &s->ranks->rows[i]);
+    sqlite3_bind_int64(st, 20, (sqlite3_int64)s->ranks->rows[i].measured_steps);
 }
 
 /* The ranks over the first rank's latest pace (summary_rank_latest, keyed
@@ -163,12 +164,13 @@ static int write_latest_ranks(sqlite3 *db, const tp_summary_rows *p)
     if (rc == SQLITE_OK && r && r->n)
         rc = sqlite3_prepare_v2(db,
                                 "INSERT INTO summary_rank_latest VALUES "
-                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                 -1, &st, NULL);
     for (size_t i = 0; rc == SQLITE_OK && r && i < r->n; i++) {
         bind_rank(st, &r->rows[i]);
         sqlite3_bind_int64(st, 20, (sqlite3_int64)p->latest_first_step);
         sqlite3_bind_int64(st, 21, (sqlite3_int64)p->latest_last_step);
+        sqlite3_bind_int64(st, 22, (sqlite3_int64)r->rows[i].measured_steps);
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
         sqlite3_reset(st);
     }
@@ -379,6 +381,11 @@ static int upgrade_tables(sqlite3 *db, bool upgrade, bool rank_gpu, bool batches
         rc = tp_exec(db, TP_SCHEMA_ADD_RANK_GPU_TRUTH);
     if (rc == SQLITE_OK && !has_column(db, "summary_rank", "cpu_wait_percent"))
         rc = tp_exec(db, TP_SCHEMA_ADD_RANK_CPU_WAIT);
+    if (rc == SQLITE_OK && !has_column(db, "summary_rank", "measured_steps"))
+        rc = tp_exec(db, TP_SCHEMA_ADD_RANK_MEASURED("summary_rank"));
+    if (rc == SQLITE_OK && has_column(db, "summary_rank_latest", "rank") &&
+        !has_column(db, "summary_rank_latest", "measured_steps"))
+        rc = tp_exec(db, TP_SCHEMA_ADD_RANK_MEASURED("summary_rank_latest"));
     if (rc == SQLITE_OK && !batches) /* a file from before summary_step.batches */
         rc = tp_exec(db, TP_SCHEMA_ADD_BATCHES);
     if (rc == SQLITE_OK && !has_column(db, "summary_step", "profiled")) /* before schema 10 */
@@ -453,7 +460,8 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
                          "t1_ns, input_s, compute_s, comm_s, comm_overlap_s, other_s, "
                          "gpu_util_percent, gpu_sm_clock_mhz, gpu, gpu_reasons, "
                          "gpu_reasons_share, comm_device_s, comm_device_exposed_s, "
-                         "cpu_wait_percent) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         "cpu_wait_percent, measured_steps) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          s, s->ranks->n, fill_rank);
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_stack VALUES (?,?,?,?,?,?)", s, s->nstacks,

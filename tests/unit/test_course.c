@@ -10,6 +10,7 @@
 #include "analyze/regimes.h"
 #include "analyze/run_compare.h"
 #include "analyze/stalls.h"
+#include "analyze/step_kinds.h"
 #include "analyze/summary.h"
 #include "analyze/timings.h"
 #include "analyze/verdicts.h"

@@ -367,6 +367,70 @@ static void test_an_evaluation_one_rank_runs_alone_between_epochs_is_no_step_s(v
     free(path);
 }
 
+/* Two ranks of ten steps: the first compiles (40 s), the others take 10 s
+ * (1 s of input, 6 s of compute), but rank 0's sixth, which a capture window
+ * took (50 s, 46 s of compute under the profiler). The ranks measure the
+ * steady steps only, as the timings time them: 8 on rank 0, 9 on rank 1, the
+ * same 1 s of input and 6 s of compute a step, no straggler (rank 0 was one,
+ * 17 % over the median, when every step counted); each still counts its 10
+ * steps. Stored, the same. */
+static void test_warm_up_and_capture_windows_steps_are_not_measured(void **state)
+{
+    (void)state;
+    char *path = rank_runs_path("measured.db");
+    tp_sink *s = rank_runs_sink();
+    uint32_t in = tp_sink_name(s, "dataloader_next"), train = tp_sink_name(s, "train_batch");
+    uint32_t compile = tp_sink_name(s, "compile");
+    for (int rank = 0; rank < 2; rank++) {
+        uint32_t main = rank_runs_thread(s, rank, 1000 + rank, NULL);
+        uint64_t t = 0;
+        for (int k = 0; k < 10; k++) {
+            bool window = rank == 0 && k == 5;
+            uint64_t len = k == 0 ? 40 * S : window ? 50 * S : 10 * S;
+            tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+            tp_sink_interval(s, main, in, 0, t, t + S);
+            tp_sink_interval(s, main, train, 0, t + S, t + len - 3 * S);
+            if (k == 0)
+                tp_sink_interval(s, main, compile, 1, t + S, t + 30 * S);
+            if (window) {
+                tp_ops_window *w = calloc(1, sizeof *w);
+                *w = (tp_ops_window){.thread = main,
+                                     .pid = 100,
+                                     .tid = 1000,
+                                     .reason = 1,
+                                     .steps = 1,
+                                     .start_ns = (int64_t)t,
+                                     .end_ns = (int64_t)(t + len),
+                                     .alloc_start = -1};
+                tp_sink_ops_window(s, w);
+            }
+            t += len;
+        }
+        tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+    }
+    rank_runs_write(path, s);
+    char err[256];
+    tp_ranks raw = rank_runs_build(path, true);
+    assert_true(tp_summary_store_save(path, err, sizeof err));
+    tp_ranks stored = rank_runs_build(path, false);
+    for (int k = 0; k < 2; k++) {
+        const tp_ranks *r = k ? &stored : &raw;
+        assert_int_equal(r->n, 2);
+        assert_int_equal(r->nstragglers, 0);
+        for (size_t i = 0; i < 2; i++) {
+            double n = i == 0 ? 8 : 9;
+            assert_int_equal(r->rows[i].steps, 10);
+            assert_int_equal(r->rows[i].measured_steps, (size_t)n);
+            assert_float_equal(r->rows[i].window_s, 10 * n, 1e-9);
+            assert_float_equal(r->rows[i].input_s, n, 1e-9);
+            assert_float_equal(r->rows[i].compute_s, 6 * n, 1e-9);
+        }
+    }
+    tp_ranks_free(&raw);
+    tp_ranks_free(&stored);
+    free(path);
+}
+
 /* Two ranks, six steps of 10 s: rank 1's train_batch takes 3 s longer from
  * its fourth step on. Over the whole run its own work is 3.5 s a step
  * against rank 0's 2 s (27 % above the median of the two); over the steps
@@ -522,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_spans_subtract),
         cmocka_unit_test(test_a_step_end_closes_a_step_and_begins_none),
         cmocka_unit_test(test_an_evaluation_one_rank_runs_alone_between_epochs_is_no_step_s),
+        cmocka_unit_test(test_warm_up_and_capture_windows_steps_are_not_measured),
         cmocka_unit_test(test_compiling_first_steps_are_warm_up_and_batches_counted),
         cmocka_unit_test(test_times_at_the_ends_of_int64),
         cmocka_unit_test(test_straggler_named_with_its_input),

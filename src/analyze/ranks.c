@@ -158,28 +158,6 @@ static void infer_local_ranks(ranks_ctx *c)
     free(ranks);
 }
 
-/* A thread's closed steps, from its marks m[0..n) in time order: a step
- * mark closes the open step and opens one; a step-end mark (an evaluation
- * mid-epoch) only closes, and so does an epoch mark (the time between a
- * pass's last step and the next pass's first is in no step). */
-static size_t thread_steps(const tp_run_mark *m, size_t n, tp_closed_step *out)
-{
-    size_t k = 0;
-    int64_t opened = 0;
-    bool open = false;
-    for (size_t i = 0; i < n; i++) {
-        if (m[i].kind == TP_MARK_EPOCH)
-            open = false;
-        if (m[i].kind != TP_MARK_STEP && m[i].kind != TP_MARK_STEP_END)
-            continue;
-        if (open)
-            out[k++] = (tp_closed_step){m[i].thread, opened, m[i].t_ns};
-        open = m[i].kind == TP_MARK_STEP;
-        opened = m[i].t_ns;
-    }
-    return k;
-}
-
 /* r's steps: of a thread's closed steps v[0..n), those begun and ended
  * within [from_ns, to_ns]; the steady ones among them measured (where none
  * is, the warm-up's; where none is either, all of them), their merged spans
@@ -231,7 +209,7 @@ static void rank_windows(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks,
         size_t j = i;
         while (j < rank_end && marks[j].thread == marks[i].thread)
             j++;
-        size_t n = thread_steps(&marks[i], j - i, v), closed = 0;
+        size_t n = tp_closed_steps(&marks[i], j - i, v), closed = 0;
         for (size_t k = 0; k < n; k++)
             closed += v[k].a >= c->from_ns && v[k].b <= c->to_ns;
         int ti = thread_index(c, marks[i].thread);

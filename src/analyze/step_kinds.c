@@ -113,6 +113,24 @@ double tp_steps_stall_threshold(const tp_run_mark *m, size_t lo, size_t hi, doub
     return tp_stall_threshold(0, n ? st.p50 : 0);
 }
 
+size_t tp_closed_steps(const tp_run_mark *m, size_t n, tp_closed_step *out)
+{
+    size_t k = 0;
+    int64_t opened = 0;
+    bool open = false;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].kind == TP_MARK_EPOCH)
+            open = false;
+        if (m[i].kind != TP_MARK_STEP && m[i].kind != TP_MARK_STEP_END)
+            continue;
+        if (open)
+            out[k++] = (tp_closed_step){m[i].thread, opened, m[i].t_ns};
+        open = m[i].kind == TP_MARK_STEP;
+        opened = m[i].t_ns;
+    }
+    return k;
+}
+
 static int cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;

@@ -40,6 +40,13 @@ typedef struct tp_closed_step {
     int64_t thread, a, b;
 } tp_closed_step;
 
+/* A thread's closed steps into out (room for n), from its marks m[0..n) in
+ * time order; their number. A step mark closes the open step and opens
+ * one; a step-end mark (an evaluation mid-epoch) only closes, and so does
+ * an epoch mark (the time between a pass's last step and the next pass's
+ * first is in no step). */
+size_t tp_closed_steps(const tp_run_mark *m, size_t n, tp_closed_step *out);
+
 /* The run's compile regions and capture windows; false (reason in err)
  * where they can't be read. */
 bool tp_step_holds_read(tp_run *run, tp_step_holds *h, char *err, size_t cap);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/step_kinds.h"
 #include "core/phases.h"
 #include "store/reader_ops.h"
 #include "store/reader_stream.h"
@@ -74,36 +75,30 @@ static void add_region(void *ctx, int64_t thread, const char *name, int depth, i
 static void rank_steps_of(const tp_run_mark *m, size_t n, int rank, rank_steps *r)
 {
     r->thread = -1;
-    size_t best = 0;
+    size_t best = 0, lo = 0, hi = 0; /* the chosen thread's marks: m[lo, hi) */
     for (size_t i = 0; i < n;) {
         size_t j = i, steps = 0;
-        while (j < n && m[j].thread == m[i].thread) {
+        while (j < n && m[j].thread == m[i].thread && m[j].rank == m[i].rank) {
             steps += m[j].kind == TP_MARK_STEP;
             j++;
         }
         if (m[i].rank == rank && steps > best) {
             best = steps;
             r->thread = m[i].thread;
+            lo = i, hi = j;
         }
         i = j;
     }
+    tp_closed_step *v = malloc((hi - lo + 1) * sizeof *v);
     r->start = malloc((best + 1) * sizeof *r->start);
     r->end = malloc((best + 1) * sizeof *r->end);
     r->nsteps = 0;
-    int64_t prev = -1;
-    for (size_t i = 0; r->start && r->end && i < n; i++) {
-        if (m[i].thread != r->thread || m[i].kind == TP_MARK_SAMPLES)
-            continue;
-        if (m[i].kind == TP_MARK_EPOCH) {
-            prev = -1;
-            continue;
-        }
-        if (prev >= 0) {
-            r->start[r->nsteps] = prev;
-            r->end[r->nsteps++] = m[i].t_ns;
-        }
-        prev = m[i].kind == TP_MARK_STEP_END ? -1 : m[i].t_ns;
+    size_t nv = v ? tp_closed_steps(&m[lo], hi - lo, v) : 0;
+    for (size_t i = 0; r->start && r->end && i < nv && i < best; i++) {
+        r->start[r->nsteps] = v[i].a;
+        r->end[r->nsteps++] = v[i].b;
     }
+    free(v);
     r->number = malloc((r->nsteps + 1) * sizeof *r->number);
     for (size_t i = 0; r->number && i < r->nsteps; i++)
         r->number[i] = i;

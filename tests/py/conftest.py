@@ -443,3 +443,24 @@ def assert_same_report(stored, rows):
     if "stalls_stored" not in rows["run"]["meta"]:  # ... and the stalls
         assert stored["run"]["meta"].pop("stalls_stored") == "1"
     assert stored == rows
+
+
+def batches_per_step(run_file):
+    """Each closed step's samples marks, in the order of the steps: what the
+    recording holds before any figure averages it."""
+    with sqlite3.connect(run_file) as db:
+        rows = db.execute(
+            "SELECT kind, value FROM marks WHERE kind IN ('step', 'samples', 'epoch')"
+            " ORDER BY t_ns, rowid"
+        ).fetchall()
+    counts, current = [], None
+    for kind, value in rows:
+        if kind == "samples" and current is not None:
+            current.append(value)
+        elif kind in ("step", "epoch"):
+            if current:
+                counts.append(current)
+            current = [] if kind == "step" else None
+    if current:
+        counts.append(current)
+    return counts

@@ -5,7 +5,7 @@ ground truth the report is checked against."""
 
 import json
 
-from conftest import PYTHON, report_json, trainprof, words
+from conftest import PYTHON, batches_per_step, report_json, trainprof, words
 
 COMMON = """
 import json, sys, torch
@@ -367,3 +367,39 @@ print(json.dumps({"updates": updates}))
     text = trainprof("report", run_file).stdout
     assert "torch.compile compiling in them" in words(text)
     assert "not training (pauses outside the steps)" in text
+
+
+def test_accelerate_s_loader_that_fetches_ahead_counts_each_step_s_batches(tmp_path, run_file):
+    """Accelerate's prepared loader (DataLoaderShard) fetches each batch one
+    ahead of the one it hands out: counted at the fetch, each epoch's first
+    step had three micro-batches and its last one ("1.98 micro-batches" for
+    2). Counted as handed out, every step has its two."""
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+from accelerate import Accelerator
+accelerator = Accelerator(cpu=True, gradient_accumulation_steps=2)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+model, opt, loader = accelerator.prepare(model, opt, DataLoader(data(256), batch_size=16))
+updates = 0
+for epoch in range(2):
+    for x, y in loader:
+        with accelerator.accumulate(model):
+            accelerator.backward(nn.functional.cross_entropy(model(x), y))
+            opt.step()
+            opt.zero_grad()
+            updates += accelerator.sync_gradients
+print(json.dumps({"updates": updates}))
+""",
+    )
+    assert truth["updates"] == 16
+    assert rep["steps"][0]["count"] == truth["updates"]
+    assert [(e["steps"], e["samples"], e["batches"]) for e in rep["epochs"]] == [
+        (8, 256, 16),
+        (8, 256, 16),
+    ]
+    assert batches_per_step(run_file) == [[16, 16]] * 16
+    steps = rep["steps"][0]
+    assert (steps["batches_per_step"], steps["samples_per_step"]) == (2, 32)

@@ -8,7 +8,7 @@ saves) are the ground truth."""
 import json
 
 import pytest
-from conftest import PYTHON, needs, report_json, trainprof
+from conftest import PYTHON, batches_per_step, needs, report_json, trainprof
 
 needs("transformers", "accelerate")
 
@@ -66,6 +66,8 @@ def test_trainer_with_accumulation_evaluations_and_checkpoints(tmp_path, run_fil
     assert truth["global_step"] == 20 and truth["evaluations"] >= 3 and truth["saves"] >= 1
     assert rep["steps"][0]["count"] == truth["global_step"]
     assert [(e["steps"], e["samples"]) for e in rep["epochs"]] == [(10, 320), (10, 320)]
+    # each step its four micro-batches, though Accelerate's loader fetches one ahead
+    assert batches_per_step(run_file) == [[8, 8, 8, 8]] * 20
     # what the script does, as the advice reads it: the Trainer's model and loader
     meta = rep["run"]["meta"]
     assert meta["fact.model.device"] == "cpu" and meta["fact.model.dtype"] == "float32"

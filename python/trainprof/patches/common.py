@@ -245,18 +245,27 @@ def count_samples(batch):
     (micro-batches)."""
     if _state.manual_samples:  # the script counts them
         return
-    flush_samples()
     x = first_tensor(batch)
-    if x is None:
+    count_shape(None if x is None else x.shape)
+
+
+def count_shape(shape):
+    """count_samples of a batch whose first tensor has this shape (None:
+    it has none), counted now: a batch held back by a loader that fetches
+    ahead (patches.loop) is counted when it is handed out."""
+    if _state.manual_samples:
+        return
+    flush_samples()
+    if shape is None:
         _native.samples(0)
-    elif x.ndim < 2:
-        _native.samples(x.shape[0])
+    elif len(shape) < 2:
+        _native.samples(shape[0])
     elif SampleDim.seq_first:
-        _native.samples(x.shape[1])
+        _native.samples(shape[1])
     elif SampleDim.looking:
-        per_thread(ThreadState).pending = (x.shape[0], x.shape[1])
+        per_thread(ThreadState).pending = (shape[0], shape[1])
     else:
-        _native.samples(x.shape[0])
+        _native.samples(shape[0])
 
 
 def timed_pause(fn, region):

@@ -5,6 +5,7 @@ device-to-host copies, and backward. See trainprof.torch for what each
 region means."""
 
 import functools
+import sys
 import weakref
 
 import torch
@@ -22,7 +23,9 @@ from trainprof.patches.common import (
     ThreadState,
     begin,
     count_samples,
+    count_shape,
     end,
+    first_tensor,
     per_thread,
 )
 from trainprof.patches.common import is_compiling as _is_compiling
@@ -102,6 +105,9 @@ def _patch_dataloader():
         it._trainprof_main = role == "main"
         it._trainprof_eval = role == "eval"
         if role == "main":
+            # each batch counted as it is handed out, one fetch later
+            it._trainprof_ahead = _fetches_ahead(sys._getframe(1))
+            it._trainprof_held = None
             _facts.note_loader(self)
             try:
                 it._trainprof_len = len(it)
@@ -137,6 +143,9 @@ def _patch_dataloader():
                     end(R_NEXT)
         except StopIteration:
             if main:
+                if self._trainprof_held is not None:  # handed out now: the loader's last
+                    _count_held(self._trainprof_held)
+                    self._trainprof_held = None
                 tracker.fetch_stopped(fetched_only, began_step)
             elif getattr(self, "_trainprof_eval", False):
                 self._trainprof_eval = False
@@ -150,7 +159,12 @@ def _patch_dataloader():
                     # batch k of a pass holds min(size, total - (k - 1) * size)
                     size, total, drop_last = sizes
                     n = size if drop_last else min(size, total - (self._num_yielded - 1) * size)
-                if n > 0:
+                if self._trainprof_ahead:  # the batch before is handed out now
+                    held = self._trainprof_held
+                    self._trainprof_held = n if n > 0 else (_shape_of(batch),)
+                    if held is not None:
+                        _count_held(held)
+                elif n > 0:
                     _native.samples(n)
                 else:  # its first tensor's size
                     count_samples(batch)
@@ -163,6 +177,34 @@ def _patch_dataloader():
 
     dl.DataLoader.__iter__ = __iter__
     dl._BaseDataLoaderIter.__next__ = __next__
+
+
+def _fetches_ahead(caller):
+    """Whether the iter() that caller makes is Accelerate's DataLoaderShard's
+    (Hugging Face's Trainer's too), which fetches each batch one ahead of the
+    one it hands out: counted at its fetch, an epoch's first step would count
+    two batches and its last none. Read once per iter() from the caller's
+    frame: nothing imported."""
+    if caller.f_code.co_name != "__iter__":
+        return False
+    if caller.f_globals.get("__name__") != "accelerate.data_loader":
+        return False
+    owner = caller.f_locals.get("self")
+    return any(c.__name__ == "DataLoaderShard" for c in type(owner).__mro__)
+
+
+def _shape_of(batch):
+    x = first_tensor(batch)
+    return None if x is None else x.shape
+
+
+def _count_held(held):
+    """Counts a held-back batch: its samples (an int) or, in a 1-tuple, the
+    shape that tells them."""
+    if isinstance(held, tuple):
+        count_shape(held[0])
+    else:
+        _native.samples(held)
 
 
 def _batch_sizes(loader):

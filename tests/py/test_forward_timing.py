@@ -10,6 +10,16 @@ import textwrap
 
 from conftest import PYTHON, report_json, trainprof
 
+
+def record_script(tmp_path, run_file, text, name="train.py"):
+    """text as a script under record; what it printed."""
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(text))
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
 KEEPS = """
 import torch
 from torch import nn
@@ -169,12 +179,9 @@ print(counters["stats"]["unique_graphs"], sum(counters["graph_break"].values()),
 
 
 def test_a_model_timed_eagerly_then_compiled_makes_one_graph(run_file, tmp_path):
-    script = tmp_path / "compiled.py"
-    script.write_text(textwrap.dedent(NESTED_COMPILE))
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
-    assert r.returncode == 0, r.stderr
+    out = record_script(tmp_path, run_file, NESTED_COMPILE, "compiled.py")
     # one graph, no break in it, and no warning that global hooks fire twice
-    assert r.stdout.split() == ["1", "0", "0"]
+    assert out.split() == ["1", "0", "0"]
     names = {t["name"]: t for t in report_json(run_file)["timings"]}
     # 3 eager; 3 compiled, each once (not for the compiled wrapper and again for
     # the model it wraps)
@@ -204,10 +211,7 @@ def test_a_loss_module_is_timed_as_loss_and_opens_a_functional_model_s_batch(run
     """A loss module's outermost calls are loss, not forward; where the model
     is a function, the loss module's training call opens train_batch as a
     model's would, and the steps are found as ever."""
-    script = tmp_path / "functional.py"
-    script.write_text(FUNCTIONAL_MODEL)
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
-    assert r.returncode == 0, r.stderr
+    record_script(tmp_path, run_file, FUNCTIONAL_MODEL, "functional.py")
     rep = report_json(run_file)
     names = {t["name"]: t for t in rep["timings"] if t["rank"] == -1}
     assert "forward" not in names
@@ -216,3 +220,57 @@ def test_a_loss_module_is_timed_as_loss_and_opens_a_functional_model_s_batch(run
     # the 20 training calls inside the steps, the evaluation's outside them
     assert names["loss"]["count"] == 21
     assert 0 < names["loss"]["in_steps_s"] < names["loss"]["total_s"]
+
+
+CUSTOM_LOSSES = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+
+
+class FocalLoss(nn.Module):  # a loss of the script's own: no parameter
+    def forward(self, logits, y):
+        p = nn.functional.cross_entropy(logits, y, reduction="none")
+        return ((1 - torch.exp(-p)) ** 2 * p).mean()
+
+
+class ModelWithLoss(nn.Module):  # named as a loss, but the model: its parameters
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+
+    def forward(self, x, y):
+        return nn.functional.cross_entropy(self.net(x), y)
+
+
+data = TensorDataset(torch.randn(640, 16), torch.randint(0, 4, (640,)))
+model, focal = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)), FocalLoss()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in DataLoader(data, batch_size=32):  # 20 steps
+    opt.zero_grad()
+    focal(model(x), y).backward()
+    opt.step()
+wrapped = ModelWithLoss()
+opt = torch.optim.SGD(wrapped.parameters(), lr=0.01)
+for x, y in DataLoader(data, batch_size=64):  # 10 more
+    opt.zero_grad()
+    wrapped(x, y).backward()
+    opt.step()
+"""
+
+
+def test_a_loss_class_of_the_script_s_own_is_loss_and_a_model_with_its_loss_forward(
+    run_file, tmp_path
+):
+    """A custom loss (a plain nn.Module named FocalLoss, no parameter) was a
+    second forward a step: 40 forwards for 20 steps, its own calls in the
+    model's distribution. Named as a loss and holding no parameter, it is
+    loss; a ModelWithLoss holds the model's parameters and stays forward."""
+    record_script(tmp_path, run_file, CUSTOM_LOSSES, "custom_loss.py")
+    rep = report_json(run_file)
+    names = {t["name"]: t for t in rep["timings"] if t["rank"] == -1}
+    assert rep["steps"][0]["count"] == 30
+    assert names["loss"]["count"] == 20  # FocalLoss's
+    assert names["forward"]["count"] == 20 + 10  # the model's, then ModelWithLoss's

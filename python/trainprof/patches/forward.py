@@ -3,10 +3,11 @@
 A loss module's outermost call (an instance of torch.nn.modules.loss._Loss,
 CrossEntropyLoss and the like, called by the loop on the model's output) is
 timed as loss, not forward: a step's forward count is then its model's
-calls, and forward's distribution is the model's alone. A loss computed
-inside the model's forward (Hugging Face's models), by a function
-(F.cross_entropy) or by a module of the user's own class is forward's, or
-train_batch's, as it runs.
+calls, and forward's distribution is the model's alone; so is a module of
+the script's own class named as a loss that holds no parameter (see
+region_of). A loss computed inside the model's forward (Hugging Face's
+models) or by a function (F.cross_entropy) is forward's, or train_batch's,
+as it runs.
 
 Global module hooks could time it, but while any global hook exists every
 module call takes torch's slow path: ~6 us more per call on a 2-core VM,
@@ -70,12 +71,21 @@ QUIET = 32
 QUIET_AGAIN = 4
 _grad_enabled = torch.is_grad_enabled
 _Loss = torch.nn.modules.loss._Loss
+_LOSS_CLASS_ENDINGS = ("Loss", "Criterion")
 
 
 def region_of(module):
     """The region a module's outermost calls are timed as: loss for a loss
-    module, forward for any other."""
-    return R_LOSS if isinstance(module, _Loss) else R_FORWARD
+    module, forward for any other. A loss module is torch.nn's, or one of the
+    script's own classes named as a loss (FocalLoss, SetCriterion: most
+    custom losses are plain nn.Modules) that holds no parameter (a model
+    that computes its loss inside, a ModelWithLoss, holds the model's)."""
+    if isinstance(module, _Loss):
+        return R_LOSS
+    if type(module).__name__.endswith(_LOSS_CLASS_ENDINGS):
+        if next(module.parameters(), None) is None:
+            return R_LOSS
+    return R_FORWARD
 
 
 class Discovery:

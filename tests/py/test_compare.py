@@ -361,7 +361,11 @@ def test_a_run_whose_pace_changed_is_compared_on_its_latest_pace(tmp_path):
     assert inp["evidence"]["since_step"] == latest["first_step"], inp["evidence"]
     said = words(inp["message"])
     inside = re.search(r"Inside: dataloader_next's time goes to read_store \([^)]*\) (\d+)%", said)
-    assert inside and int(inside.group(1)) >= 85 and "read_cache" not in said, said
+    assert inside and int(inside.group(1)) >= 85, said
+    # a busy machine may set the change a step early (step 160, its batch the
+    # cache's): that step's read at most a trace after the store's
+    cache = re.search(r"read_cache \([^)]*\) (\d+)%", said)
+    assert cache is None or (latest["first_step"] <= 160 and int(cache.group(1)) <= 5), said
     # what the report reads of the samples since the change (the stack counts
     # over the latest pace, each change's function) is stored with the
     # summary: with the samples gone its verdicts and changes stand, and they

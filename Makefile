@@ -13,7 +13,7 @@ C_FILES  := $(shell find include lib src tests bench python -name '*.[ch]')
 WERROR   := $(if $(CI),-Dwerror=true,)
 
 PHONY_TESTS := test-beside test-py-spread test-py-machine test-wheel-built
-.PHONY: all build deps demo check test $(PHONY_TESTS) test-c test-sanitizers test-format test-python-style test-layers test-py test-fuzz fuzz bench format clean wheel sdist test-wheel test-bare
+.PHONY: all build deps demo check test $(PHONY_TESTS) test-c test-sanitizers test-asan test-tsan test-format test-python-style test-layers test-py test-fuzz fuzz bench format clean wheel sdist test-wheel test-bare
 
 all: build
 
@@ -61,7 +61,7 @@ test: build
 BESIDE_MAKE = env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory
 test-beside: build
 	@echo "test-beside: the C tests, the sanitizers, the fuzzers and the wheels, beside the Python tests (log: $(BUILD)/beside.log)"
-	@$(PY) tools/elapsed.py sh -c 'nice -n 19 $(BESIDE_MAKE) -j2 test-c test-sanitizers test-fuzz & \
+	@$(PY) tools/elapsed.py sh -c 'nice -n 19 $(BESIDE_MAKE) -j2 test-c test-tsan test-asan test-fuzz & \
 	    { nice -n 19 $(BESIDE_MAKE) wheel && $(BESIDE_MAKE) test-wheel-built; } || { wait; exit 1; }; \
 	    wait $$!' >$(BUILD)/beside.log 2>&1 || \
 	    { tail -80 $(BUILD)/beside.log; echo "test-beside: failed (the whole log: $(BUILD)/beside.log)"; exit 1; }
@@ -149,10 +149,16 @@ fuzz_both = cd $(BUILD)-fuzz && mkdir -p corpus ops-run-corpus ops-corpus && \
 
 # ASan+UBSan over every C test, in the fuzzers' build (clang's UBSan checks
 # more than GCC's: null plus an offset, for one; and one build serves both),
-# then TSan (GCC) over every C test: the sink, the NVML threads, the summary's
-# passes over the rows.
-test-sanitizers: $(FUZZ)
+# and TSan (GCC) over every C test: the sink, the NVML threads, the summary's
+# passes over the rows. Two targets, so that `make -j2` builds the TSan tests
+# beside the fuzzers' build, and their runs' waits (NVML's ticks: 14 s of
+# sleeps) overlap other work instead of ending the suite.
+test-sanitizers: test-asan test-tsan
+
+test-asan: $(FUZZ)
 	$(MESON) test -C $(BUILD)-fuzz --print-errorlogs
+
+test-tsan: deps
 	@[ -f $(BUILD)-tsan/build.ninja ] || $(MESON) setup $(BUILD)-tsan -Db_sanitize=thread -Db_lundef=false $(WERROR) >/dev/null
 	$(MESON) test -C $(BUILD)-tsan --print-errorlogs
 

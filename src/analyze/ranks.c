@@ -24,7 +24,7 @@ typedef struct rank_acc {
     tp_rank_row row;
     int visible_thread;  /* a thread of its with CUDA_VISIBLE_DEVICES, -1 none */
     int device_thread;   /* a thread of its whose process told its GPU's UUID, -1 none */
-    int64_t t0, t1;      /* window, ns: its first step's start, its last one's end */
+    int64_t t0, t1;      /* window, ns: its first measured step's start, its last one's end */
     tp_time_spans steps; /* its measured steps within the window, merged */
     tp_time_spans cat[NCAT];
     tp_time_spans backward; /* its backward passes, also in cat[CAT_COMPUTE] */
@@ -161,20 +161,16 @@ static void infer_local_ranks(ranks_ctx *c)
 /* r's steps: of a thread's closed steps v[0..n), those begun and ended
  * within [from_ns, to_ns]; the steady ones among them measured (where none
  * is, the warm-up's; where none is either, all of them), their merged spans
- * into r->steps. */
+ * into r->steps, and r's window from the first one's start to the last
+ * one's end (the GPU's figures over it: not over a compiling warm-up). */
 static void take_steps(const ranks_ctx *c, rank_acc *r, const tp_closed_step *v, size_t n,
                        const unsigned char *kinds)
 {
     size_t count[TP_STEP_STALLED + 1] = {0}, closed = 0;
     r->steps.n = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i].a < c->from_ns || v[i].b > c->to_ns)
-            continue;
-        if (!closed++)
-            r->t0 = v[i].a;
-        r->t1 = v[i].b;
-        count[kinds[i]]++;
-    }
+    for (size_t i = 0; i < n; i++)
+        if (v[i].a >= c->from_ns && v[i].b <= c->to_ns)
+            count[kinds[i]]++, closed++;
     int kind = count[TP_STEP_STEADY] ? TP_STEP_STEADY : count[TP_STEP_WARMUP] ? TP_STEP_WARMUP : -1;
     for (size_t i = 0; i < n; i++)
         if (v[i].a >= c->from_ns && v[i].b <= c->to_ns && (kind < 0 || kinds[i] == kind))
@@ -182,6 +178,8 @@ static void take_steps(const ranks_ctx *c, rank_acc *r, const tp_closed_step *v,
     r->row.steps = closed;
     r->row.measured_steps = r->steps.n;
     tp_spans_merge(&r->steps);
+    if (r->steps.n)
+        r->t0 = r->steps.v[0].a, r->t1 = r->steps.v[r->steps.n - 1].b;
 }
 
 /* Each rank's window and steps, from its marks, which come in (rank,

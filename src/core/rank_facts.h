@@ -39,7 +39,7 @@ typedef struct tp_rank_row {
      * windows' and stalled ones left out (analyze/step_kinds.h); every
      * step where none is steady; the parts below are over them */
     size_t measured_steps;
-    int64_t t0_ns, t1_ns;          /* the window: first and last step mark */
+    int64_t t0_ns, t1_ns;          /* the window: its first measured step's start, last's end */
     double window_s;               /* its measured steps' time, seconds */
     double input_s, compute_s;     /* totals over the measured steps */
     double comm_s, comm_overlap_s; /* communication, and its part under compute */

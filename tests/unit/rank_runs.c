@@ -50,6 +50,20 @@ void rank_runs_regions(tp_sink *s, int rank, double extra_input, double idle, co
     tp_sink_mark(s, main, TP_MARK_STEP, 10 * S + x + (uint64_t)(idle * S), 0);
 }
 
+void rank_runs_window(tp_sink *s, uint32_t thread, int rank, uint64_t a, uint64_t b)
+{
+    tp_ops_window *w = calloc(1, sizeof *w);
+    *w = (tp_ops_window){.thread = thread,
+                         .pid = 100 + rank,
+                         .tid = 1000 + rank,
+                         .reason = 1,
+                         .steps = 1,
+                         .start_ns = (int64_t)a,
+                         .end_ns = (int64_t)b,
+                         .alloc_start = -1};
+    tp_sink_ops_window(s, w);
+}
+
 tp_sink *rank_runs_sink(void)
 {
     tp_sink *s = tp_sink_new(0);

@@ -29,6 +29,10 @@ uint32_t rank_runs_thread(tp_sink *s, int rank, int tid, const rank_env *env);
  * nested region, and on a second thread communication [2, 5]. env may be NULL. */
 void rank_runs_regions(tp_sink *s, int rank, double extra_input, double idle, const rank_env *env);
 
+/* A capture window that ran over [a, b) on thread (of rank, tid 1000 +
+ * rank, as rank_runs_regions's main thread). */
+void rank_runs_window(tp_sink *s, uint32_t thread, int rank, uint64_t a, uint64_t b);
+
 /* A sink for one node's run of "train". */
 tp_sink *rank_runs_sink(void);
 

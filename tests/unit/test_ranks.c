@@ -373,7 +373,8 @@ static void test_an_evaluation_one_rank_runs_alone_between_epochs_is_no_step_s(v
  * steady steps only, as the timings time them: 8 on rank 0, 9 on rank 1, the
  * same 1 s of input and 6 s of compute a step, no straggler (rank 0 was one,
  * 17 % over the median, when every step counted); each still counts its 10
- * steps. Stored, the same. */
+ * steps, and its GPU is 90 % busy over its measured steps, 0 % while it
+ * compiled. Stored, the same. */
 static void test_warm_up_and_capture_windows_steps_are_not_measured(void **state)
 {
     (void)state;
@@ -392,21 +393,17 @@ static void test_warm_up_and_capture_windows_steps_are_not_measured(void **state
             tp_sink_interval(s, main, train, 0, t + S, t + len - 3 * S);
             if (k == 0)
                 tp_sink_interval(s, main, compile, 1, t + S, t + 30 * S);
-            if (window) {
-                tp_ops_window *w = calloc(1, sizeof *w);
-                *w = (tp_ops_window){.thread = main,
-                                     .pid = 100,
-                                     .tid = 1000,
-                                     .reason = 1,
-                                     .steps = 1,
-                                     .start_ns = (int64_t)t,
-                                     .end_ns = (int64_t)(t + len),
-                                     .alloc_start = -1};
-                tp_sink_ops_window(s, w);
-            }
+            if (window)
+                rank_runs_window(s, main, rank, t, t + len);
             t += len;
         }
         tp_sink_mark(s, main, TP_MARK_STEP, t, 0);
+    }
+    for (int g = 0; g < 2; g++) { /* rank g's GPU (its local rank) */
+        uint32_t util =
+            tp_sink_series(s, "gpu_util_percent", g ? "{\"gpu\":\"1\"}" : "{\"gpu\":\"0\"}");
+        for (uint64_t t = 0; t <= 170; t += 5)
+            tp_sink_sample(s, util, t * S, t < 40 ? 0 : 90);
     }
     rank_runs_write(path, s);
     char err[256];
@@ -419,6 +416,7 @@ static void test_warm_up_and_capture_windows_steps_are_not_measured(void **state
         assert_int_equal(r->nstragglers, 0);
         for (size_t i = 0; i < 2; i++) {
             double n = i == 0 ? 8 : 9;
+            assert_float_equal(r->rows[i].gpu_util_percent, 90, 1e-9);
             assert_int_equal(r->rows[i].steps, 10);
             assert_int_equal(r->rows[i].measured_steps, (size_t)n);
             assert_float_equal(r->rows[i].window_s, 10 * n, 1e-9);

@@ -73,9 +73,9 @@ static void unmeasured_text(FILE *out, const tp_ranks *r)
                 measured, steps);
 }
 
-/* The ranks table r over window (the whole run's, "window: first to last
- * step mark"; or "steps 201-300, the latest pace"), or its spread beyond
- * TP_RANKS_LISTED ranks. */
+/* The ranks table r over window ("the whole run's steady steps"; or
+ * "steps 201-300, the latest pace"), or its spread beyond TP_RANKS_LISTED
+ * ranks. */
 static void ranks_table_text(FILE *out, const tp_summary *s, const tp_ranks *r, bool all,
                              const char *window)
 {
@@ -146,7 +146,7 @@ void tp_report_ranks_text(FILE *out, const tp_summary *s, bool all)
 {
     if (s->ranks.n < 2)
         return;
-    ranks_table_text(out, s, &s->ranks, all, "window: first to last step mark");
+    ranks_table_text(out, s, &s->ranks, all, "the whole run's steady steps");
     const tp_regime *pace = latest_pace(s);
     if (!pace)
         return;

@@ -195,8 +195,14 @@ static void take_steps(const ranks_ctx *c, rank_acc *r, const tp_closed_step *v,
 static void rank_windows(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks,
                          const tp_step_holds *holds, double stall_after_s)
 {
-    tp_closed_step *v = tp_xmalloc((nmarks + 1) * sizeof *v);
-    unsigned char *kinds = tp_xmalloc(nmarks + 1);
+    size_t longest = 0; /* a thread's marks at most: room for its steps */
+    for (size_t i = 0, j = 0; i < nmarks; i = j) {
+        while (j < nmarks && marks[j].thread == marks[i].thread && marks[j].rank == marks[i].rank)
+            j++;
+        longest = j - i > longest ? j - i : longest;
+    }
+    tp_closed_step *v = tp_xmalloc((longest + 1) * sizeof *v);
+    unsigned char *kinds = tp_xmalloc(longest + 1);
     double stall_s = 0;
     for (size_t i = 0, rank_end = 0; i < nmarks;) {
         if (i >= rank_end) { /* a rank's first thread: its stall threshold, as the timings' */
@@ -206,7 +212,7 @@ static void rank_windows(ranks_ctx *c, const tp_run_mark *marks, size_t nmarks,
         }
         size_t j = i;
         while (j < rank_end && marks[j].thread == marks[i].thread)
-            j++;
+            j++; /* within a rank: the runs counted above */
         size_t n = tp_closed_steps(&marks[i], j - i, v), closed = 0;
         for (size_t k = 0; k < n; k++)
             closed += v[k].a >= c->from_ns && v[k].b <= c->to_ns;

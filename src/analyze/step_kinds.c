@@ -131,12 +131,6 @@ size_t tp_closed_steps(const tp_run_mark *m, size_t n, tp_closed_step *out)
     return k;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 static double seconds(const tp_closed_step *s) { return (double)tp_ns_sub(s->b, s->a) / 1e9; }
 
 /* Of the steps left steady so far (kinds[i] == TP_STEP_STEADY), a thread's
@@ -151,11 +145,9 @@ static void settle_warmup(const tp_closed_step *v, size_t n, const bool *after_w
     for (size_t i = 0; i < n; i++)
         if (kinds[i] == TP_STEP_STEADY)
             d[nsteady++] = seconds(&v[i]);
-    double median = 0;
-    if (nsteady >= 3) {
-        qsort(d, nsteady, sizeof *d, cmp_double);
-        median = nsteady % 2 ? d[nsteady / 2] : (d[nsteady / 2 - 1] + d[nsteady / 2]) / 2;
-    }
+    tp_stats st; /* by selection, not a sort: the timings and the ranks each tell a rank's */
+    tp_stats_compute(d, nsteady, &st);
+    double median = nsteady >= 3 ? st.p50 : 0;
     free(d);
     size_t room = nsteady / 10 > 1 ? nsteady / 10 : 1;
     bool leading = false;

@@ -454,21 +454,10 @@ static void test_stragglers_first_else_exposed_communication(void **state)
     (void)state;
     facts *f = facts_new();
     tp_rank_row rows[2] = {
-        {.rank = 0,
-         .agent_id = 1,
-         .steps = 100,
-         .measured_steps = 100,
-         .window_s = 10,
-         .compute_s = 6,
-         .comm_s = 3},
-        {.rank = 1,
-         .agent_id = 1,
-         .steps = 100,
-         .measured_steps = 100,
-         .window_s = 10,
-         .compute_s = 6,
-         .comm_s = 3},
+        {.rank = 0, .agent_id = 1, .steps = 100, .window_s = 10, .compute_s = 6, .comm_s = 3},
+        {.rank = 1, .agent_id = 1, .steps = 100, .window_s = 10, .compute_s = 6, .comm_s = 3},
     };
+    measure_all(rows, 2);
     f->s.ranks = (tp_ranks){.rows = rows, .n = 2};
     /* 3 s of 10 waiting in communication, none of it under compute: 30 % */
     assert_int_equal(verdicts_of(f, TP_VERDICT_COMMUNICATION_BOUND, NULL), 1);

@@ -22,37 +22,15 @@ static void test_stragglers_judged_on_the_latest_pace(void **state)
     (void)state;
     facts *f = facts_new();
     tp_rank_row whole[2] = {
-        {.rank = 0,
-         .agent_id = 1,
-         .steps = 100,
-         .measured_steps = 100,
-         .window_s = 10,
-         .compute_s = 6,
-         .excess = 0.03},
-        {.rank = 1,
-         .agent_id = 1,
-         .steps = 100,
-         .measured_steps = 100,
-         .window_s = 10,
-         .compute_s = 7,
-         .straggler = true},
+        {.rank = 0, .agent_id = 1, .steps = 100, .window_s = 10, .compute_s = 6, .excess = 0.03},
+        {.rank = 1, .agent_id = 1, .steps = 100, .window_s = 10, .compute_s = 7, .straggler = true},
     };
+    measure_all(whole, 2);
     tp_rank_row latest[2] = {
-        {.rank = 0,
-         .agent_id = 1,
-         .steps = 50,
-         .measured_steps = 50,
-         .window_s = 5,
-         .compute_s = 4.5,
-         .excess = 0.5},
-        {.rank = 1,
-         .agent_id = 1,
-         .steps = 50,
-         .measured_steps = 50,
-         .window_s = 5,
-         .compute_s = 3,
-         .excess = -0.5},
+        {.rank = 0, .agent_id = 1, .steps = 50, .window_s = 5, .compute_s = 4.5, .excess = 0.5},
+        {.rank = 1, .agent_id = 1, .steps = 50, .window_s = 5, .compute_s = 3, .excess = -0.5},
     };
+    measure_all(latest, 2);
     latest[0].straggler = true;
     f->s.ranks = (tp_ranks){.rows = whole, .n = 2, .nstragglers = 1};
     f->s.ranks_latest = (tp_ranks){.rows = latest, .n = 2, .nstragglers = 1, .median_own_s = 0.08};
@@ -87,35 +65,15 @@ static void test_a_rank_s_steps_are_judged_on_its_latest_pace(void **state)
     phase(f, "dataloader_next", 0.2, 0);
     phase(f, "train_batch", 0.7, 0);
     tp_rank_row whole[2] = {
-        {.rank = 0,
-         .agent_id = 1,
-         .steps = 300,
-         .measured_steps = 300,
-         .window_s = 9,
-         .compute_s = 1,
-         .input_s = 2},
-        {.rank = 1,
-         .agent_id = 1,
-         .steps = 300,
-         .measured_steps = 300,
-         .window_s = 9,
-         .compute_s = 1,
-         .input_s = 2},
+        {.rank = 0, .agent_id = 1, .steps = 300, .window_s = 9, .compute_s = 1, .input_s = 2},
+        {.rank = 1, .agent_id = 1, .steps = 300, .window_s = 9, .compute_s = 1, .input_s = 2},
     };
+    measure_all(whole, 2);
     tp_rank_row latest[2] = {
-        {.rank = 0,
-         .agent_id = 1,
-         .steps = 140,
-         .measured_steps = 140,
-         .window_s = 6.6,
-         .compute_s = 0.14},
-        {.rank = 1,
-         .agent_id = 1,
-         .steps = 140,
-         .measured_steps = 140,
-         .window_s = 6.6,
-         .compute_s = 0.14},
+        {.rank = 0, .agent_id = 1, .steps = 140, .window_s = 6.6, .compute_s = 0.14},
+        {.rank = 1, .agent_id = 1, .steps = 140, .window_s = 6.6, .compute_s = 0.14},
     };
+    measure_all(latest, 2);
     tp_rank_pace now = {.rank = 0, .steps = 140, .mean_s = 0.047};
     now.phase_s[0] = 0.034, now.phase_s[2] = 0.003, now.phase_s[6] = 0.010;
     f->s.ranks = (tp_ranks){.rows = whole, .n = 2};
@@ -183,18 +141,15 @@ static void test_a_straggler_since_the_change_is_its_cause(void **state)
 {
     (void)state;
     tp_rank_row whole[2] = {
-        {.rank = 0, .steps = 300, .measured_steps = 300, .compute_s = 0.6},
-        {.rank = 1, .steps = 300, .measured_steps = 300, .compute_s = 0.4 + 2.2},
+        {.rank = 0, .steps = 300, .compute_s = 0.6},
+        {.rank = 1, .steps = 300, .compute_s = 0.4 + 2.2},
     };
+    measure_all(whole, 2);
     tp_rank_row latest[2] = {
-        {.rank = 0, .steps = 100, .measured_steps = 100, .compute_s = 0.2},
-        {.rank = 1,
-         .steps = 100,
-         .measured_steps = 100,
-         .compute_s = 2.2,
-         .straggler = true,
-         .excess = 0.83},
+        {.rank = 0, .steps = 100, .compute_s = 0.2},
+        {.rank = 1, .steps = 100, .compute_s = 2.2, .straggler = true, .excess = 0.83},
     };
+    measure_all(latest, 2);
     tp_ranks w = {.rows = whole, .n = 2}, l = {.rows = latest, .n = 2, .median_own_s = 0.012};
     tp_regime g = {.ncauses = 2};
     g.causes[0] =

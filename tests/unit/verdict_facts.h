@@ -30,6 +30,10 @@ typedef struct facts {
 
 /* A run of 100 steps of 10 ms, no series, no phases (free with facts_free). */
 facts *facts_new(void);
+
+/* Each of rows[0..n) measured over all of its steps (measured_steps =
+ * steps), as a rank with no warm-up, capture window or stall is. */
+void measure_all(tp_rank_row *rows, size_t n);
 void facts_free(facts *f);
 
 /* The summary's inventory taken again from the run as the test has made it

@@ -11,6 +11,7 @@ Events (one character each, spaces ignored):
   b  a training batch fetched
   B  the pass's last batch, by its length  S  a fetch that ended the pass
   f  a training forward (gradients on)    e  an evaluation's call (no_grad)
+  g  a module call with gradients on, the model in eval mode
   w  backward                             u  optimizer A's step
   o  optimizer B's step                   c  a checkpoint saved (torch.save)
   p  a framework's evaluation begins      P  it ends (Trainer.evaluate, skorch's)
@@ -23,7 +24,7 @@ import sys
 import types
 
 import pytest
-from trainprof.steps.tracker import UNDECIDED_MAX, Loop, StepTracker
+from trainprof.steps.tracker import HELD_MAX_NS, UNDECIDED_MAX, Loop, StepTracker
 
 
 class Sink:
@@ -78,6 +79,8 @@ def run(events, manual_steps=False, manual_epochs=False):
                 tracker.fetched(event == "B")
         elif event == "f":
             tracker.forward(True)
+        elif event == "g":
+            tracker.forward(False)
         elif event == "e":
             tracker.module_call()
         elif event == "w":
@@ -152,14 +155,27 @@ TABLE = [
         "e0@0 s@1 s@5 e1@12 s@13 s@17",
     ),
     # a validation before the training: under no_grad, never the training loader;
-    # with gradients on, the training loader until another's pass trains (its
-    # own pass's marks stay: the loop had shown nothing else yet)
+    # with gradients on, the training loader until another's pass trains: its
+    # pass's marks, held while nothing trained, then go, and it is an evaluate
     ("a validation first, under no_grad", "v ee V i bfwu bfwu S x", "ev-3@0 e0@4 s@5 s@9 s@13"),
     ("no DataLoader, then one under no_grad", "fwu v ee V fwu x", "s@0 /@2 ev-7@3 s@7 /@9"),
     (
         "a validation first, gradients on",
         "a b e b e S i bfwu bfwu S x",
-        "e0@0 s@1 s@3 s@5 e1@6 s@7 s@11 s@15",
+        "ev-5@0 e0@6 s@7 s@11 s@15",
+    ),
+    (
+        "a validation first, gradients on, the model in eval mode",
+        "a bg bg S i bfwu bfwu S x",
+        "ev-5@0 e0@6 s@7 s@11 s@15",
+    ),
+    # a first pass held while nothing trained: its marks go in as they would
+    # have, once it trains, or its loader's next pass begins, or the process ends
+    ("the first pass trains late", "i bg bg bfwu S x", "e0@0 s@1 s@9"),
+    (
+        "a forward-only first pass, then its next",
+        "i bg bg S i bg S x",
+        "e0@0 s@1 s@3 s@5 e1@6 s@7 s@9",
     ),
     # a loop that stops at the loader's length: the last update ends the step
     ("stops at its length", "i bfwu Bfwu i bfwu Bfwu x", "e0@0 s@1 s@5 s@8 e1@9 s@10 s@14 s@17"),
@@ -218,6 +234,27 @@ def test_undecided_fetches_are_bounded():
         sink.t += 1
     assert len([m for m in sink.marks if m[0] == "s"]) == UNDECIDED_MAX + 1
     assert len(tracker.undecided) == 1
+
+
+def test_a_held_first_pass_is_let_go_after_a_minute():
+    """The first pass's marks are held while nothing trained (a validation
+    before the training gives its role up to the loader that trains), but no
+    longer than HELD_MAX_NS: an evaluation-only script's epoch and first step
+    reach the recorder, whose live view and stall rule wait for them."""
+    sink = Sink()
+    tracker = StepTracker(
+        sink, Loop(), types.SimpleNamespace(manual_steps=False, manual_epochs=False)
+    )
+    tracker.loader_iter(object())
+    for _ in range(3):
+        tracker.fetch()
+        tracker.fetched(False)
+        tracker.forward(False)
+        sink.t += 1
+    assert sink.marks == [] and tracker.held is not None
+    sink.t += HELD_MAX_NS
+    tracker.fetch()
+    assert sink.marks[:2] == [("e0", 0), ("s", 0)] and tracker.held is None
 
 
 def test_the_tracker_imports_no_torch():

@@ -45,7 +45,8 @@ the time the boundary really was):
   training, in no step.
   A loader iterated under no_grad is never the training loader (a
   validation before the training); nor is the first one iterated, once
-  another's pass trains while it never did (one iterated with gradients on).
+  another's pass trains while it never did (one iterated with gradients on):
+  its pass, its marks held until then (HeldMarks), is an evaluate span.
   A new loader iterated between the training loader's passes, with
   gradients on and the model in training mode, is the training's next pass
   (a new dataset each epoch: progressive resizing, a curriculum).
@@ -63,6 +64,9 @@ import weakref
 from trainprof.steps.state import FRAMEWORK_LOOPS
 
 UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
+# a first pass's marks held at most this long (HeldMarks): the recorder's live
+# view and its stall rule wait for none longer (an evaluation-only script)
+HELD_MAX_NS = 60_000_000_000
 
 
 def _same_kind(a, b):
@@ -76,6 +80,49 @@ def _same_kind(a, b):
         and getattr(a, "batch_size", None) == getattr(b, "batch_size", None)
         and type(getattr(a, "sampler", None)) is type(getattr(b, "sampler", None))
     )
+
+
+class HeldMarks:
+    """The marks of the run's first training pass while nothing has trained
+    yet (a sink in the tracker's sink's place): a validation before the
+    training, iterated with gradients on, reads as the training's first pass
+    until another loader's pass trains. Given to the sink, at their times,
+    once training work shows (a backward, an update), the same loader's next
+    pass begins, the process ends, UNDECIDED_MAX wait or HELD_MAX_NS passed;
+    dropped where another loader takes the training role, the pass then an
+    evaluate span."""
+
+    __slots__ = ("sink", "marks", "epochs", "began", "ended")
+
+    def __init__(self, sink, began):
+        self.sink = sink
+        self.marks = []  # (the sink's method, its arguments)
+        self.epochs = 0  # epoch marks held
+        self.began = began  # the pass's iter()
+        self.ended = None  # its end (StopIteration), once it came
+
+    def now_ns(self):
+        return self.sink.now_ns()
+
+    def step(self):
+        self.marks.append(("step_at", (self.sink.now_ns(),)))
+
+    def step_at(self, t):
+        self.marks.append(("step_at", (t,)))
+
+    def step_end_at(self, t):
+        self.marks.append(("step_end_at", (t,)))
+
+    def epoch_at(self, n, t):
+        self.epochs += 1
+        self.marks.append(("epoch_at", (n, t)))
+
+    def evaluate_span(self, t0, t1):
+        self.marks.append(("evaluate_span", (t0, t1)))
+
+    def full(self):
+        """Held as many marks, or as long, as it may."""
+        return len(self.marks) >= UNDECIDED_MAX or self.sink.now_ns() - self.began >= HELD_MAX_NS
 
 
 class Loop:
@@ -118,6 +165,7 @@ class StepTracker:
         "paused",
         "pending_epoch",
         "pending_step",
+        "held",
     )
 
     def __init__(self, sink, loop, switches):
@@ -147,6 +195,7 @@ class StepTracker:
         self.paused = False  # inside a pause told by pause_begins (a framework's evaluation)
         self.pending_epoch = None  # time of a pass's iter() whose epoch is not yet shown
         self.pending_step = None  # time of that pass's first fetch
+        self.held = None  # the first pass's marks while nothing trained (HeldMarks)
 
     # ---- marks -----------------------------------------------------------------
 
@@ -156,6 +205,25 @@ class StepTracker:
             self.sink.step()
         else:
             self.sink.step_at(t)
+        if self.held is not None and self.held.full():
+            self._give_held()
+
+    def _give_held(self):
+        """The held first pass trained, or must be let go: its marks to the sink."""
+        held, self.held = self.held, None
+        self.sink = held.sink
+        for name, args in held.marks:
+            getattr(self.sink, name)(*args)
+
+    def _drop_held(self):
+        """Another loader takes the training role from the held first pass:
+        it was an evaluation. Its marks go, its fetches left undecided too,
+        and its time is an evaluate span."""
+        held, self.held = self.held, None
+        self.sink = held.sink
+        self.loop.epochs -= held.epochs
+        self.undecided = None
+        self.sink.evaluate_span(held.began, held.ended or self.sink.now_ns())
 
     def confirm_pass(self):
         """The pass is real: its epoch and its first step go in, at their
@@ -200,6 +268,9 @@ class StepTracker:
             and self.switches.manual_steps not in FRAMEWORK_LOOPS
         ):  # the framework says
             loop.main_loader = loader
+            if not loop.backwards and not loop.updates and self.held is None:
+                self.held = HeldMarks(self.sink, self.sink.now_ns())
+                self.sink = self.held
         elif (
             loop.main_loader is not None
             and loader is not loop.main_loader
@@ -211,8 +282,12 @@ class StepTracker:
             # the same or, the model training, a new one), or the training's:
             # the first one iterated never trained (an evaluation)
             loop.main_loader = loader
+            if self.held is not None and not loop.backwards:
+                self._drop_held()
         if loader is not loop.main_loader:
             return "eval" if self._evaluation_may_begin(grad) else None
+        if self.held is not None and self.held.ended is not None:  # its next pass: it was one
+            self._give_held()
         if self.pending_epoch is not None:  # the last pass gave a batch at most: a peek
             self.pending_epoch = self.pending_step = None
         self.last_batch = self.step_closed = False
@@ -225,6 +300,8 @@ class StepTracker:
     def fetch(self):
         """A training batch is about to be fetched. Returns whether a step
         begins at it (now, or once its pass shows it is one)."""
+        if self.held is not None and self.held.full():
+            self._give_held()
         fetched_only = self.fetched_only
         if fetched_only is False:
             self.loop.work_between_fetches = True
@@ -271,6 +348,8 @@ class StepTracker:
         began there, the batches before end their step with their update."""
         if self.pending_epoch is not None:
             self.confirm_pass()
+        if self.held is not None:
+            self.held.ended = self.sink.now_ns()
         self.fetched_only = fetched_only_before
         self.epoch_open = False
         if not began_step and not self.switches.manual_steps:
@@ -380,6 +459,8 @@ class StepTracker:
 
     def backward(self):
         self.loop.backwards += 1
+        if self.held is not None:
+            self._give_held()
         self.fetched_only = self.after_update = False  # training work (_work_marks)
         if self.open_pending is not None or self.out_of_step or self.pending_epoch is not None:
             self._work_marks()
@@ -391,6 +472,8 @@ class StepTracker:
         """optimizer's step ended, or a GradScaler skipped it: one update."""
         self.updated = self.after_update = True
         self.loop.updates += 1
+        if self.held is not None:
+            self._give_held()
         if self.undecided and self.undecided_wait_update:
             self.undecided = None  # they were this update's micro-batches
         if self.last_batch:  # the training loader's last batch: its step ends here
@@ -445,3 +528,5 @@ class StepTracker:
         if self.pending_epoch is not None and self.fetched_only is False:
             self.confirm_pass()
         self._settle()
+        if self.held is not None:
+            self._give_held()

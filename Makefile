@@ -46,8 +46,9 @@ demo: build
 # (test-beside, its output in build/beside.log): at the lowest CPU priority,
 # in the CPU those tests leave idle (about one core of two, measured), what judges
 # no time at all (the C unit tests, under the sanitizers too, the fuzzers'
-# builds and runs, two at a time; beside them the wheels' builds, then the
-# wheels installed and run);
+# builds and runs, three at a time: the fuzzers' build first, on which the
+# ASan tests and the fuzzers wait, beside the C tests and then TSan's build;
+# beside them the wheels' builds, then the wheels installed and run);
 # last, alone, the Python tests that judge the machine.
 test: build
 	@$(MAKE) --no-print-directory -j2 test-format test-python-style test-layers
@@ -61,7 +62,7 @@ test: build
 BESIDE_MAKE = env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory
 test-beside: build
 	@echo "test-beside: the C tests, the sanitizers, the fuzzers and the wheels, beside the Python tests (log: $(BUILD)/beside.log)"
-	@$(PY) tools/elapsed.py sh -c 'nice -n 19 $(BESIDE_MAKE) -j2 test-c test-tsan test-asan test-fuzz & \
+	@$(PY) tools/elapsed.py sh -c 'nice -n 19 $(BESIDE_MAKE) -j3 test-asan test-fuzz test-c test-tsan & \
 	    { nice -n 19 $(BESIDE_MAKE) wheel && $(BESIDE_MAKE) test-wheel-built; } || { wait; exit 1; }; \
 	    wait $$!' >$(BUILD)/beside.log 2>&1 || \
 	    { tail -80 $(BUILD)/beside.log; echo "test-beside: failed (the whole log: $(BUILD)/beside.log)"; exit 1; }
@@ -150,7 +151,7 @@ fuzz_both = cd $(BUILD)-fuzz && mkdir -p corpus ops-run-corpus ops-corpus && \
 # ASan+UBSan over every C test, in the fuzzers' build (clang's UBSan checks
 # more than GCC's: null plus an offset, for one; and one build serves both),
 # and TSan (GCC) over every C test: the sink, the NVML threads, the summary's
-# passes over the rows. Two targets, so that `make -j2` builds the TSan tests
+# passes over the rows. Two targets, so that `make -j3` builds the TSan tests
 # beside the fuzzers' build, and their runs' waits (NVML's ticks: 14 s of
 # sleeps) overlap other work instead of ending the suite.
 test-sanitizers: test-asan test-tsan

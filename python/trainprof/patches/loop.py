@@ -133,7 +133,7 @@ def _patch_dataloader():
             began_step = tracker.fetch()
         try:
             if main and _bottleneck.ACTIVE:  # its passes are no peeks, and may end in _exit
-                tracker.confirm_pass()
+                tracker.confirm_training_pass()
                 batch = _bottleneck.on_fetch(lambda: fetch(self), _marks.step, count_samples)
             else:  # fetch(self), inline: once a step
                 begin(R_NEXT)

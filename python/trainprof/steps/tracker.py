@@ -87,10 +87,12 @@ class HeldMarks:
     yet (a sink in the tracker's sink's place): a validation before the
     training, iterated with gradients on, reads as the training's first pass
     until another loader's pass trains. Given to the sink, at their times,
-    once training work shows (a backward, an update), the same loader's next
-    pass begins, the process ends, UNDECIDED_MAX wait or HELD_MAX_NS passed;
-    dropped where another loader takes the training role, the pass then an
-    evaluate span."""
+    once training work shows (a forward in training mode, a backward, an
+    update; before it runs, so that a process that dies in it has them),
+    the same loader's next pass begins, the process ends, UNDECIDED_MAX wait
+    or HELD_MAX_NS passed; dropped where another loader takes the training
+    role, the pass then an evaluate span. A validation run with the model
+    in training mode (neither eval() nor no_grad) is let go as steps."""
 
     __slots__ = ("sink", "marks", "epochs", "began", "ended")
 
@@ -225,9 +227,17 @@ class StepTracker:
         self.undecided = None
         self.sink.evaluate_span(held.began, held.ended or self.sink.now_ns())
 
+    def confirm_training_pass(self):
+        """The pass is the training's, as a caller that knows says
+        (bottleneck's runs, which may end in os._exit): its epoch and first
+        step go in now, held or not."""
+        self.confirm_pass()
+        if self.held is not None:
+            self._give_held()
+
     def confirm_pass(self):
         """The pass is real: its epoch and its first step go in, at their
-        times (also called by a caller that knows: bottleneck's runs)."""
+        times."""
         t_epoch, self.pending_epoch = self.pending_epoch, None
         if t_epoch is not None and not self.switches.manual_epochs:
             self.sink.epoch_at(self.loop.epochs, t_epoch)
@@ -414,6 +424,8 @@ class StepTracker:
             self._work_marks()
         if training:
             self.eval_since = None  # a training forward: no evaluation pass
+            if self.held is not None:  # given before the forward runs: a death in it has them
+                self._give_held()
             loop = self.loop
             if loop.first_work_ns is None and loop.main_loader is None:
                 loop.first_work_ns = self.sink.now_ns()

@@ -178,7 +178,9 @@ def test_a_process_that_dies_in_a_window_leaves_it_and_its_steps_out(tmp_path, h
     assert r.returncode == {"kill": 137, "exit": 0, "raise": 1}[how], r.stderr
     rep = report_json(run)
     [w] = rep["windows"]
-    assert not w["skipped"] and w["first_step"] == 11 and w["steps"] >= 2, w
+    # the recorder's request for the window due at 11 reaches the process at a
+    # step mark; beside other work it came a step late once (12, still in it)
+    assert not w["skipped"] and w["first_step"] in (11, 12) and w["steps"] >= 2, w
     if how != "raise":  # the profiler's events went with the process
         assert "ended during its capture window" in w["note"] and w["events"] == 0, w
     [steps] = rep["steps"]

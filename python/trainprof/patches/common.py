@@ -245,8 +245,14 @@ def count_samples(batch):
     (micro-batches)."""
     if _state.manual_samples:  # the script counts them
         return
+    count_shape(sample_shape(batch))
+
+
+def sample_shape(batch):
+    """The shape that tells a batch's samples: its first tensor's, None
+    where it has none."""
     x = first_tensor(batch)
-    count_shape(None if x is None else x.shape)
+    return None if x is None else x.shape
 
 
 def count_shape(shape):

@@ -25,8 +25,8 @@ from trainprof.patches.common import (
     count_samples,
     count_shape,
     end,
-    first_tensor,
     per_thread,
+    sample_shape,
 )
 from trainprof.patches.common import is_compiling as _is_compiling
 from trainprof.patches.device import (
@@ -161,7 +161,7 @@ def _patch_dataloader():
                     n = size if drop_last else min(size, total - (self._num_yielded - 1) * size)
                 if self._trainprof_ahead:  # the batch before is handed out now
                     held = self._trainprof_held
-                    self._trainprof_held = n if n > 0 else (_shape_of(batch),)
+                    self._trainprof_held = n if n > 0 else (sample_shape(batch),)
                     if held is not None:
                         _count_held(held)
                 elif n > 0:
@@ -191,11 +191,6 @@ def _fetches_ahead(caller):
         return False
     owner = caller.f_locals.get("self")
     return any(c.__name__ == "DataLoaderShard" for c in type(owner).__mro__)
-
-
-def _shape_of(batch):
-    x = first_tensor(batch)
-    return None if x is None else x.shape
 
 
 def _count_held(held):

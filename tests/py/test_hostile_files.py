@@ -5,12 +5,13 @@ output encodes what it writes (issue 25)."""
 import csv
 import io
 import json
+import shutil
 import sqlite3
 import subprocess
 import textwrap
 
 import pytest
-from conftest import PROGRAM, PYTHON, trainprof
+from conftest import PROGRAM, PYTHON, ROOT, report_json, trainprof
 
 ESC = "\x1b[2K\r"
 
@@ -162,3 +163,25 @@ def test_a_copy_without_its_write_ahead_log_is_said_to_be_one(tmp_path):
         r = trainprof(*args, copy)
         assert r.returncode == 2 and "write-ahead log" in r.stderr and "-wal" in r.stderr, r.stderr
     assert trainprof("report", run).returncode == 0  # with its -wal: read as it is
+
+
+@pytest.mark.parametrize("stored", ["before", -5, 10**9])
+def test_a_rank_s_measured_steps_are_trusted_only_within_its_steps(tmp_path, stored):
+    """summary_rank.measured_steps divides every per-step figure of a rank:
+    a file summarized before it (no column) measured all its steps, and a
+    crafted count (negative, beyond the rank's steps) is read as its steps,
+    never as a divisor of its own."""
+    run = tmp_path / "ddp.db"
+    shutil.copy(ROOT / "tests" / "golden" / "runs" / "ddp.db", run)
+    trainprof("summarize", "--force", run)
+    with sqlite3.connect(run) as db:
+        kept = db.execute("SELECT rank, steps, measured_steps FROM summary_rank").fetchall()
+        assert kept and all(0 < m < n for _, n, m in kept), kept  # its warm-up left out
+        if stored == "before":
+            db.execute("ALTER TABLE summary_rank DROP COLUMN measured_steps")
+        else:
+            db.execute("UPDATE summary_rank SET measured_steps = ?", (stored,))
+    db.close()
+    for row in report_json(run)["ranks"]["per_rank"]:
+        assert row["measured_steps"] == row["steps"] == 17, row
+        assert 0 < row["own_s_per_step"] < 1, row

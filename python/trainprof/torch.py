@@ -81,6 +81,7 @@ from trainprof.patches.loop import (
     _patch_schedulers,
     _patch_transfers,
     _patch_workers,
+    patch_dispatcher,
 )
 from trainprof.runtime import ops as _ops
 from trainprof.startup.after_import import after_import
@@ -118,6 +119,8 @@ def instrument():
     torch.save = timed_pause(torch.save, R_CHECKPOINT)
     # Hugging Face's Trainer names its checkpoints and evaluations
     after_import("transformers.trainer", patch_trainer)
+    # Accelerate's loader for an IterableDataset fetches for every process
+    after_import("accelerate.data_loader", patch_dispatcher)
     _ops.install(torch)  # capture windows, when the recorder asks
     if DEVICE_TIMES:
         atexit.register(flush_device_times)

@@ -5,7 +5,7 @@ ground truth the report is checked against."""
 
 import json
 
-from conftest import PYTHON, batches_per_step, report_json, trainprof, words
+from conftest import PYTHON, batches_per_step, launch_ranks, report_json, trainprof, words
 
 COMMON = """
 import json, sys, torch
@@ -405,3 +405,64 @@ print(json.dumps({"updates": updates}))
     assert batches_per_step(run_file) == [[16, 16]] * 16
     steps = rep["steps"][0]
     assert (steps["batches_per_step"], steps["samples_per_step"]) == (2, 32)
+
+
+def test_accelerate_s_dispatching_loader_counts_each_rank_s_slice(tmp_path, run_file):
+    """Accelerate's loader for an IterableDataset (DataLoaderDispatcher, a
+    Trainer's on a streaming dataset too): process 0 fetches every process's
+    batches, a round ahead, and broadcasts them; each process is handed its
+    slice. Counted at the wrapped loader's fetches, rank 0 had the whole
+    job's 500 samples and the wrong steps' batches, rank 1 no step at all.
+    Counted as each rank is handed its batch, both ranks have their own 8
+    steps of two batches."""
+    script = tmp_path / "dispatch.py"
+    script.write_text(
+        COMMON
+        + """
+import pathlib
+from torch.utils.data import IterableDataset
+from accelerate import Accelerator
+class Stream(IterableDataset):
+    def __iter__(self):  # 250 samples: each epoch's last round 13 of them a rank
+        g = torch.Generator().manual_seed(0)
+        for _ in range(250):
+            yield torch.randn(16, generator=g), torch.randint(0, 4, (), generator=g)
+accelerator = Accelerator(cpu=True, gradient_accumulation_steps=2)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+model, opt, loader = accelerator.prepare(model, opt, DataLoader(Stream(), batch_size=16))
+assert type(loader).__name__ == "DataLoaderDispatcher"
+updates, sizes = 0, []
+for epoch in range(2):
+    for x, y in loader:
+        sizes.append(len(x))
+        with accelerator.accumulate(model):
+            accelerator.backward(nn.functional.cross_entropy(model(x), y))
+            opt.step()
+            opt.zero_grad()
+            updates += accelerator.sync_gradients
+truth = {"updates": updates, "samples": sum(sizes), "batches": len(sizes)}
+pathlib.Path(sys.argv[1], f"{accelerator.process_index}.json").write_text(json.dumps(truth))
+"""
+    )
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run_file,
+        "--",
+        *launch_ranks(2, PYTHON, script, tmp_path),
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    for rank in (0, 1):
+        truth = json.loads((tmp_path / f"{rank}.json").read_text())
+        assert (truth["updates"], truth["samples"], truth["batches"]) == (8, 250, 16)
+        steps = next(s for s in rep["steps"] if s["rank"] == rank)
+        assert (steps["count"], steps["samples"], steps["batches"]) == (8, 250, 16), rank
+        assert steps["batches_per_step"] == 2
+        epochs = [
+            (e["steps"], e["samples"], e["batches"]) for e in rep["epochs"] if e["rank"] == rank
+        ]
+        assert epochs == [(4, 125, 8), (4, 125, 8)], rank

@@ -80,45 +80,71 @@ def _patch_dataloader():
     from torch.utils.data import dataloader as dl
 
     orig_iter = dl.DataLoader.__iter__
-    orig_next = dl._BaseDataLoaderIter.__next__
 
     @functools.wraps(orig_iter)
     def __iter__(self):
-        grad = _grad_enabled()
-        model = _facts.train_model() if grad and _facts.train_model is not None else None
-        training = model is not None and model.training
-        role = per_thread(ThreadState).tracker.loader_iter(self, grad, training)
-        it = orig_iter(self)
-        tell_rank()  # a process group made without init_process_group (a device mesh)
-        # a new loop may call a module not seen yet: look for as long as at
-        # the start for a new DataLoader, briefly for another pass of one,
-        # and only at its passes 2, 3, 5, 9, 17...: every look puts each
-        # module call of its steps on torch's slow path, and a training
-        # model first called later is found by its backward (forward_unseen)
+        owner = _accelerate_loader(sys._getframe(1))
+        if owner == "DataLoaderDispatcher" and _dispatcher_patched:
+            # the dispatcher's own pass is the one timed and counted
+            it = orig_iter(self)
+            it._trainprof_main = None
+            return it
+        # a DataLoaderShard hands each batch out one fetch later
+        return _begin_pass(self, orig_iter, owner == "DataLoaderShard", True)
+
+    dl.DataLoader.__iter__ = __iter__
+    dl._BaseDataLoaderIter.__next__ = _handing_out(dl._BaseDataLoaderIter.__next__)
+
+
+def _begin_pass(loader, iter_of, ahead, sized):
+    """A pass of loader begins: its role told by the tracker, its iterator
+    iter_of(loader) marked for _handing_out (ahead: it hands each batch out
+    one fetch after fetching it; sized: its batches' samples can be told
+    from its batch size and sampler)."""
+    grad = _grad_enabled()
+    model = _facts.train_model() if grad and _facts.train_model is not None else None
+    training = model is not None and model.training
+    role = per_thread(ThreadState).tracker.loader_iter(loader, grad, training)
+    it = iter_of(loader)
+    tell_rank()  # a process group made without init_process_group (a device mesh)
+    # a new loop may call a module not seen yet: look for as long as at
+    # the start for a new DataLoader, briefly for another pass of one,
+    # and only at its passes 2, 3, 5, 9, 17...: every look puts each
+    # module call of its steps on torch's slow path, and a training
+    # model first called later is found by its backward (forward_unseen)
+    try:
+        passes = _loader_passes.get(loader, 0)
+        _loader_passes[loader] = passes + 1
+    except TypeError:  # a DataLoader subclass that can't be weakly referenced
+        passes = 0
+    if passes & (passes - 1) == 0:
+        discovery_start(QUIET if passes == 0 else QUIET_AGAIN)
+    it._trainprof_main = role == "main"
+    it._trainprof_eval = role == "eval"
+    if role == "main":
+        it._trainprof_ahead = ahead
+        it._trainprof_held = None
+        _facts.note_loader(loader)
         try:
-            passes = _loader_passes.get(self, 0)
-            _loader_passes[self] = passes + 1
-        except TypeError:  # a DataLoader subclass that can't be weakly referenced
-            passes = 0
-        if passes & (passes - 1) == 0:
-            discovery_start(QUIET if passes == 0 else QUIET_AGAIN)
-        it._trainprof_main = role == "main"
-        it._trainprof_eval = role == "eval"
-        if role == "main":
-            # each batch counted as it is handed out, one fetch later
-            it._trainprof_ahead = _fetches_ahead(sys._getframe(1))
-            it._trainprof_held = None
-            _facts.note_loader(self)
-            try:
-                it._trainprof_len = len(it)
-            except TypeError:  # an IterableDataset without __len__
-                it._trainprof_len = -1
-            it._trainprof_sizes = _batch_sizes(self)
-        return it
+            it._trainprof_len = len(it) if sized else len(loader)
+        except TypeError:  # an IterableDataset without __len__
+            it._trainprof_len = -1
+        it._trainprof_sizes = _batch_sizes(loader) if sized else None
+    return it
+
+
+def _handing_out(orig_next):
+    """The __next__ of an iterator that _begin_pass marked, around its own
+    orig_next: the training loader's fetches are dataloader_next, its steps'
+    marks and its samples (an iterator marked _trainprof_main None is
+    fetched as is)."""
+    fetch = _timed(R_NEXT, orig_next)
 
     @functools.wraps(orig_next)
     def __next__(self):
         main = getattr(self, "_trainprof_main", False)
+        if main is None:
+            return orig_next(self)
         local = per_thread(ThreadState)
         tracker = local.tracker
         if local.fetch_ns is None and _state.manual_steps in _state.FRAMEWORK_LOOPS:
@@ -173,24 +199,67 @@ def _patch_dataloader():
             tracker.fetched(self._num_yielded == self._trainprof_len)
         return batch
 
-    fetch = _timed(R_NEXT, orig_next)
-
-    dl.DataLoader.__iter__ = __iter__
-    dl._BaseDataLoaderIter.__next__ = __next__
+    return __next__
 
 
-def _fetches_ahead(caller):
-    """Whether the iter() that caller makes is Accelerate's DataLoaderShard's
-    (Hugging Face's Trainer's too), which fetches each batch one ahead of the
-    one it hands out: counted at its fetch, an epoch's first step would count
-    two batches and its last none. Read once per iter() from the caller's
-    frame: nothing imported."""
+def _accelerate_loader(caller):
+    """The name of the Accelerate loader class ("DataLoaderShard",
+    "DataLoaderDispatcher") whose __iter__ is caller, else None. A
+    DataLoaderShard (Hugging Face's Trainer's too) fetches each batch one
+    ahead of the one it hands out: counted at its fetch, an epoch's first
+    step would count two batches and its last none. Read once per iter()
+    from the caller's frame: nothing imported."""
     if caller.f_code.co_name != "__iter__":
-        return False
+        return None
     if caller.f_globals.get("__name__") != "accelerate.data_loader":
-        return False
-    owner = caller.f_locals.get("self")
-    return any(c.__name__ == "DataLoaderShard" for c in type(owner).__mro__)
+        return None
+    for c in type(caller.f_locals.get("self")).__mro__:
+        if c.__name__ in ("DataLoaderShard", "DataLoaderDispatcher"):
+            return c.__name__
+    return None
+
+
+class _DispatchedPass:
+    """A pass of Accelerate's DataLoaderDispatcher as the script iterates it
+    (the default for an IterableDataset): process 0 fetches every process's
+    batches, a round ahead, and broadcasts them; each process is handed its
+    slice. Its fetches are what each rank waits on for its batch and its
+    samples are that slice, on every rank (the loader it wraps, iterated on
+    process 0 only, is fetched as is)."""
+
+    def __init__(self, batches):
+        self._batches = batches
+        self._num_yielded = 0
+
+    def __iter__(self):
+        return self
+
+    def _next(self):
+        batch = next(self._batches)
+        self._num_yielded += 1
+        return batch
+
+
+_DispatchedPass.__next__ = _handing_out(_DispatchedPass._next)
+_dispatcher_patched = False
+
+
+def patch_dispatcher(module):
+    """after_import("accelerate.data_loader") callback: DataLoaderDispatcher's
+    passes are the loader's passes (_DispatchedPass)."""
+    global _dispatcher_patched
+    cls = getattr(module, "DataLoaderDispatcher", None)
+    orig = getattr(cls, "__iter__", None)
+    if orig is None or hasattr(orig, "__trainprof_wrapped__"):
+        return
+
+    @functools.wraps(orig)
+    def __iter__(self):
+        return _begin_pass(self, lambda loader: _DispatchedPass(orig(loader)), False, False)
+
+    __iter__.__trainprof_wrapped__ = orig
+    cls.__iter__ = __iter__
+    _dispatcher_patched = True
 
 
 def _count_held(held):

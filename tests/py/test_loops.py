@@ -371,6 +371,40 @@ print(json.dumps({"updates": updates}))
     assert "not training (pauses outside the steps)" in text
 
 
+def test_a_validation_with_neither_eval_nor_no_grad_is_an_evaluate(tmp_path, run_file):
+    """A validation loader iterated after each epoch with the model left in
+    training mode and gradients on: taken for a new training loader, each
+    validation was an epoch of no step (six epochs for three) and no
+    evaluate. Held until it trains, and it never does: an evaluate, and the
+    training loader's next pass the next epoch."""
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+train, val = DataLoader(data(160), batch_size=8, shuffle=True), DataLoader(data(40), batch_size=8)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = evaluations = 0
+for epoch in range(3):
+    for x, y in train:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        updates += 1
+    correct = 0
+    for x, y in val:  # neither model.eval() nor no_grad
+        correct += (model(x).argmax(1) == y).sum().item()
+    evaluations += 1
+print(json.dumps({"updates": updates, "evaluations": evaluations}))
+""",
+    )
+    assert (truth["updates"], truth["evaluations"]) == (60, 3)
+    assert rep["steps"][0]["count"] == truth["updates"]
+    assert [(e["steps"], e["samples"], e["batches"]) for e in rep["epochs"]] == [(20, 160, 20)] * 3
+    evaluate = timing(rep, "evaluate")
+    assert evaluate["count"] == truth["evaluations"] and evaluate["in_steps_s"] == 0
+
+
 def test_accelerate_s_loader_that_fetches_ahead_counts_each_step_s_batches(tmp_path, run_file):
     """Accelerate's prepared loader (DataLoaderShard) fetches each batch one
     ahead of the one it hands out: counted at the fetch, each epoch's first

@@ -142,6 +142,19 @@ TABLE = [
     # a new dataset's loader each epoch: the model training, the next pass; in eval
     # mode (its validation), no training loader
     ("a new dataset each epoch", "i bfwu S t bfwu S x", "e0@0 s@1 s@5 e1@6 s@7 s@11"),
+    # another dataset's pass, the model training, that never trains: a validation
+    # with neither eval() nor no_grad (its marks held until a backward)
+    (
+        "a validation in training mode",
+        "i bfwu S t bf bf S i bfwu S x",
+        "e0@0 s@1 s@5 ev-11@6 e1@12 s@13 s@17",
+    ),
+    (
+        "one left before its end",
+        "i bfwu S t bf bf i bfwu S x",
+        "e0@0 s@1 s@5 ev-11@6 e1@11 s@12 s@16",
+    ),
+    ("one the process ends in", "i bfwu S t bf x", "e0@0 s@1 s@5 e1@6 s@7"),
     (
         "a validation with gradients on",
         "i bfwu S a ee V i bfwu S x",

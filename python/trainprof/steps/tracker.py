@@ -83,25 +83,34 @@ def _same_kind(a, b):
 
 
 class HeldMarks:
-    """The marks of the run's first training pass while nothing has trained
-    yet (a sink in the tracker's sink's place): a validation before the
-    training, iterated with gradients on, reads as the training's first pass
-    until another loader's pass trains. Given to the sink, at their times,
-    once training work shows (a forward in training mode, a backward, an
-    update; before it runs, so that a process that dies in it has them),
-    the same loader's next pass begins, the process ends, UNDECIDED_MAX wait
-    or HELD_MAX_NS passed; dropped where another loader takes the training
-    role, the pass then an evaluate span. A validation run with the model
-    in training mode (neither eval() nor no_grad) is let go as steps."""
+    """The marks of a pass that may be a validation, held until it shows it
+    trains (a sink in the tracker's sink's place). The run's first pass
+    while nothing has trained yet: a validation before the training,
+    iterated with gradients on, reads as the training's first pass until
+    another loader's pass trains. Given to the sink, at their times, once
+    training work shows (a forward in training mode, a backward, an update;
+    before it runs, so that a process that dies in it has them), the same
+    loader's next pass begins, the process ends, UNDECIDED_MAX wait or
+    HELD_MAX_NS passed; dropped where another loader takes the training
+    role, the pass then an evaluate span.
 
-    __slots__ = ("sink", "marks", "epochs", "began", "ended")
+    A later pass of another dataset's loader with the model in training
+    mode (previous: the training loader before it) is a new training loader
+    (a new dataset each epoch) or a validation with neither eval() nor
+    no_grad: held until a backward or an update (a forward in training mode
+    is no sign: the model is in it all along), UNDECIDED_MAX wait or the
+    process ends, and dropped, an evaluate span with the training loader
+    back, where its pass ends or another loader's begins first."""
 
-    def __init__(self, sink, began):
+    __slots__ = ("sink", "marks", "epochs", "began", "ended", "previous")
+
+    def __init__(self, sink, began, previous=None):
         self.sink = sink
         self.marks = []  # (the sink's method, its arguments)
         self.epochs = 0  # epoch marks held
         self.began = began  # the pass's iter()
         self.ended = None  # its end (StopIteration), once it came
+        self.previous = previous  # a later pass's: the training loader before it
 
     def now_ns(self):
         return self.sink.now_ns()
@@ -123,8 +132,10 @@ class HeldMarks:
         self.marks.append(("evaluate_span", (t0, t1)))
 
     def full(self):
-        """Held as many marks, or as long, as it may."""
-        return len(self.marks) >= UNDECIDED_MAX or self.sink.now_ns() - self.began >= HELD_MAX_NS
+        """Held as many marks, or (the first pass) as long, as it may."""
+        if len(self.marks) >= UNDECIDED_MAX:
+            return True
+        return self.previous is None and self.sink.now_ns() - self.began >= HELD_MAX_NS
 
 
 class Loop:
@@ -218,13 +229,18 @@ class StepTracker:
             getattr(self.sink, name)(*args)
 
     def _drop_held(self):
-        """Another loader takes the training role from the held first pass:
-        it was an evaluation. Its marks go, its fetches left undecided too,
-        and its time is an evaluate span."""
+        """The held pass was an evaluation: another loader takes the
+        training role from the first pass, or a later one ended (or was
+        left) untrained, its training loader the one before it again. Its
+        marks go, its fetches left undecided too, and its time is an
+        evaluate span."""
         held, self.held = self.held, None
         self.sink = held.sink
         self.loop.epochs -= held.epochs
         self.undecided = None
+        if held.previous is not None:
+            self.loop.main_loader = held.previous
+            self.epoch_open = False
         self.sink.evaluate_span(held.began, held.ended or self.sink.now_ns())
 
     def confirm_training_pass(self):
@@ -272,6 +288,12 @@ class StepTracker:
         loop = self.loop
         grad = grad and not self.paused  # iterated in a told pause: no training
         if (
+            self.held is not None
+            and self.held.previous is not None
+            and loader is not loop.main_loader
+        ):
+            self._drop_held()  # a later pass left untrained for another's: an evaluation
+        if (
             loop.main_loader is None
             and loop.step_optimizer is None
             and grad
@@ -291,9 +313,14 @@ class StepTracker:
             # a new DataLoader for the next pass (the next epoch, its dataset
             # the same or, the model training, a new one), or the training's:
             # the first one iterated never trained (an evaluation)
-            loop.main_loader = loader
+            previous, loop.main_loader = loop.main_loader, loader
             if self.held is not None and not loop.backwards:
                 self._drop_held()
+            elif loop.backwards and not _same_kind(loader, previous):
+                # the model in training mode: a new dataset's loader, or a
+                # validation with neither eval() nor no_grad, until it trains
+                self.held = HeldMarks(self.sink, self.sink.now_ns(), previous)
+                self.sink = self.held
         if loader is not loop.main_loader:
             return "eval" if self._evaluation_may_begin(grad) else None
         if self.held is not None and self.held.ended is not None:  # its next pass: it was one
@@ -364,6 +391,8 @@ class StepTracker:
         self.epoch_open = False
         if not began_step and not self.switches.manual_steps:
             self.last_batch = True
+        if self.held is not None and self.held.previous is not None:
+            self._drop_held()  # a later pass that never trained: an evaluation
 
     # ---- other loaders: evaluation ---------------------------------------------------------
 
@@ -424,7 +453,9 @@ class StepTracker:
             self._work_marks()
         if training:
             self.eval_since = None  # a training forward: no evaluation pass
-            if self.held is not None:  # given before the forward runs: a death in it has them
+            # given before the forward runs: a death in it has them (a later
+            # pass's wait for a backward: its model trains throughout)
+            if self.held is not None and self.held.previous is None:
                 self._give_held()
             loop = self.loop
             if loop.first_work_ns is None and loop.main_loader is None:

@@ -371,6 +371,35 @@ print(json.dumps({"updates": updates}))
     assert "not training (pauses outside the steps)" in text
 
 
+def test_passes_left_at_a_count_keep_their_last_steps(tmp_path, run_file):
+    """Epochs of a count of steps over a longer loader (islice; a break at
+    steps_per_epoch), and a run that ends after its last update with no
+    fetch after it (next(it) for a count of steps): each pass's last step
+    was open when the next pass's epoch began, and lost (19 of 20 an
+    epoch), the run's last one too. Each ends with its update now."""
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+import itertools
+loader = DataLoader(data(400), batch_size=8, shuffle=True)  # 50 batches
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = 0
+for epoch in range(3):
+    for x, y in itertools.islice(loader, 20):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        updates += 1
+print(json.dumps({"updates": updates}))
+""",
+    )
+    assert truth["updates"] == 60
+    assert rep["steps"][0]["count"] == truth["updates"]
+    assert [(e["steps"], e["samples"], e["batches"]) for e in rep["epochs"]] == [(20, 160, 20)] * 3
+
+
 def test_a_validation_with_neither_eval_nor_no_grad_is_an_evaluate(tmp_path, run_file):
     """A validation loader iterated after each epoch with the model left in
     training mode and gradients on: taken for a new training loader, each

@@ -117,7 +117,16 @@ TABLE = [
     # a peek at the first batch (next(iter(loader))) is no epoch and no step
     ("a peek", "i b i bfwu bfwu S x", "e0@2 s@3 s@7 s@11"),
     ("a peek each epoch", "i b i bfwu S i b i bfwu S x", "e0@2 s@3 s@7 e1@10 s@11 s@15"),
-    ("a one-batch pass with work is no peek", "i bfwu i bfwu x", "e0@0 s@1 e1@5 s@6"),
+    ("a one-batch pass with work is no peek", "i bfwu i bfwu x", "e0@0 s@1 /@5 e1@6 s@6 /@9"),
+    # a pass left after its step's update (islice, a break at a count) ends that step
+    (
+        "passes left at a count",
+        "i bfwu bfwu i bfwu bfwu x",
+        "e0@0 s@1 s@5 /@9 e1@10 s@10 s@14 /@17",
+    ),
+    # a loop that fetches no more after its last update (next(it) for a count of steps)
+    ("a count of next()", "i bfwu bfwu x", "e0@0 s@1 s@5 /@8"),
+    ("one left before its update", "i bfwu bfw i bfwu x", "e0@0 s@1 s@5 e1@8 s@9 /@12"),
     # micro-batches fetched before their work (Hugging Face's Trainer)
     ("micro-batches fetched first", "i bb fwfwu bb fwfwu S x", "e0@0 s@1 s@8 s@15"),
     # a loop whose work is out of sight: a step per fetch, decided at the end

@@ -179,6 +179,7 @@ class StepTracker:
         "pending_epoch",
         "pending_step",
         "held",
+        "update_ns",
     )
 
     def __init__(self, sink, loop, switches):
@@ -209,6 +210,7 @@ class StepTracker:
         self.pending_epoch = None  # time of a pass's iter() whose epoch is not yet shown
         self.pending_step = None  # time of that pass's first fetch
         self.held = None  # the first pass's marks while nothing trained (HeldMarks)
+        self.update_ns = 0  # where the training loader marks the steps: its last update's time
 
     # ---- marks -----------------------------------------------------------------
 
@@ -325,14 +327,30 @@ class StepTracker:
             return "eval" if self._evaluation_may_begin(grad) else None
         if self.held is not None and self.held.ended is not None:  # its next pass: it was one
             self._give_held()
+        now = self.sink.now_ns()
         if self.pending_epoch is not None:  # the last pass gave a batch at most: a peek
             self.pending_epoch = self.pending_step = None
+        elif self.epoch_open and self._step_updated():
+            # the last pass left before its end (islice, a break at a count)
+            # after its step's update: that step ends here, not with the epoch
+            self._settle()
+            self.sink.step_end_at(now)
+            now += 1  # the epoch's mark after it, never tied
         self.last_batch = self.step_closed = False
         self.epoch_open = True
         self._settle()
         self.fetched_only = None  # the pass's first fetch begins a step
-        self.pending_epoch = self.sink.now_ns()
+        self.pending_epoch = now
         return "main"
+
+    def _step_updated(self):
+        """The open step that the training loader's fetches mark had its
+        update, and nothing ended it yet."""
+        return (
+            self.updated
+            and not (self.step_closed or self.out_of_step or self.switches.manual_steps)
+            and self.loop.main_loader is not None
+        )
 
     def fetch(self):
         """A training batch is about to be fetched. Returns whether a step
@@ -523,7 +541,9 @@ class StepTracker:
             self.last_batch, self.step_closed = False, True
             self._step()
         loop = self.loop
-        if loop.main_loader is None and not self.switches.manual_steps:
+        if loop.main_loader is not None:
+            self.update_ns = self.sink.now_ns()  # the run's last step may end here (exit)
+        elif not self.switches.manual_steps:
             owner = loop.step_optimizer() if loop.step_optimizer is not None else None
             if owner is None:
                 if loop.step_optimizer is None and loop.first_work_ns is not None:
@@ -573,3 +593,7 @@ class StepTracker:
         self._settle()
         if self.held is not None:
             self._give_held()
+        if self.epoch_open and self._step_updated():
+            # a loop that fetches no more (next(it) for a count of steps,
+            # islice): its last step ends with its update
+            self.sink.step_end_at(self.update_ns)

@@ -82,6 +82,7 @@ from trainprof.patches.loop import (
     _patch_transfers,
     _patch_workers,
     patch_dispatcher,
+    patch_stateful_loader,
 )
 from trainprof.runtime import ops as _ops
 from trainprof.startup.after_import import after_import
@@ -121,6 +122,8 @@ def instrument():
     after_import("transformers.trainer", patch_trainer)
     # Accelerate's loader for an IterableDataset fetches for every process
     after_import("accelerate.data_loader", patch_dispatcher)
+    # torchdata's StatefulDataLoader (torchtitan's) makes its own iter()
+    after_import("torchdata.stateful_dataloader", patch_stateful_loader)
     _ops.install(torch)  # capture windows, when the recorder asks
     if DEVICE_TIMES:
         atexit.register(flush_device_times)

@@ -5,7 +5,15 @@ ground truth the report is checked against."""
 
 import json
 
-from conftest import PYTHON, batches_per_step, launch_ranks, report_json, trainprof, words
+from conftest import (
+    PYTHON,
+    batches_per_step,
+    launch_ranks,
+    needs,
+    report_json,
+    trainprof,
+    words,
+)
 
 COMMON = """
 import json, sys, torch
@@ -529,3 +537,44 @@ pathlib.Path(sys.argv[1], f"{accelerator.process_index}.json").write_text(json.d
             (e["steps"], e["samples"], e["batches"]) for e in rep["epochs"] if e["rank"] == rank
         ]
         assert epochs == [(4, 125, 8), (4, 125, 8)], rank
+
+
+def test_torchdata_s_stateful_loader_has_its_epochs_and_resumes(tmp_path, run_file):
+    """torchdata's StatefulDataLoader (torchtitan's) makes its own iter():
+    its passes had no epochs, and its steps came from the updates alone. A
+    pass left after 5 batches whose state a new loader resumes from (its
+    other 15), then a whole epoch: three passes of the steps each holds."""
+    needs("torchdata")
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+from torchdata.stateful_dataloader import StatefulDataLoader
+dataset = data(160)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = 0
+def train(loader, stop=None):
+    global updates
+    for i, (x, y) in enumerate(loader):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        updates += 1
+        if i + 1 == stop:
+            return loader.state_dict()
+state = train(StatefulDataLoader(dataset, batch_size=8), stop=5)
+resumed = StatefulDataLoader(dataset, batch_size=8)
+resumed.load_state_dict(state)
+train(resumed)
+train(resumed)
+print(json.dumps({"updates": updates}))
+""",
+    )
+    assert truth["updates"] == 5 + 15 + 20
+    assert rep["steps"][0]["count"] == truth["updates"]
+    assert [(e["steps"], e["samples"], e["batches"]) for e in rep["epochs"]] == [
+        (5, 40, 5),
+        (15, 120, 15),
+        (20, 160, 20),
+    ]

@@ -8,6 +8,7 @@ Events (one character each, spaces ignored):
   i  the training DataLoader's iter()     v  another DataLoader's iter(), under no_grad
   a  that iter() with gradients on        V  that other pass came to its end
   t  that iter() with gradients on and the model in training mode
+  n  a new loader like the training's (its dataset and batch size) iterated
   b  a training batch fetched
   B  the pass's last batch, by its length  S  a fetch that ended the pass
   f  a training forward (gradients on)    e  an evaluation's call (no_grad)
@@ -60,7 +61,8 @@ def run(events, manual_steps=False, manual_epochs=False):
     sink = Sink()
     switches = types.SimpleNamespace(manual_steps=manual_steps, manual_epochs=manual_epochs)
     tracker = StepTracker(sink, Loop(), switches)
-    training_loader, other_loader = object(), object()
+    dataset = object()
+    training_loader, other_loader = types.SimpleNamespace(dataset=dataset, batch_size=8), object()
     optimizers = {"u": Optimizer(), "o": Optimizer()}
     for event in events.replace(" ", ""):
         if event == "i":
@@ -68,6 +70,9 @@ def run(events, manual_steps=False, manual_epochs=False):
         elif event in "vat":  # the training loader where the loop has shown none yet
             role = tracker.loader_iter(other_loader, grad=event != "v", model_training=event == "t")
             assert event != "t" or role == "main" or tracker.paused
+        elif event == "n":
+            like = types.SimpleNamespace(dataset=dataset, batch_size=8)
+            assert tracker.loader_iter(like, model_training=True) == "main"
         elif event == "V":
             tracker.other_stopped()
         elif event in "bBS":
@@ -124,6 +129,10 @@ TABLE = [
         "i bfwu bfwu i bfwu bfwu x",
         "e0@0 s@1 s@5 /@9 e1@10 s@10 s@14 /@17",
     ),
+    # a pass left at a count for a new loader like it (a new DataLoader each
+    # epoch; in the table any other loader is like the training's)
+    ("a new loader after a break", "i bfwu bfwu n bfwu S x", "e0@0 s@1 s@5 /@9 e1@10 s@10 s@14"),
+    ("a new loader each epoch", "i bfwu S n bfwu S x", "e0@0 s@1 s@5 e1@6 s@7 s@11"),
     # a loop that fetches no more after its last update (next(it) for a count of steps)
     ("a count of next()", "i bfwu bfwu x", "e0@0 s@1 s@5 /@8"),
     ("one left before its update", "i bfwu bfw i bfwu x", "e0@0 s@1 s@5 e1@8 s@9 /@12"),

@@ -262,6 +262,26 @@ def patch_dispatcher(module):
     _dispatcher_patched = True
 
 
+def patch_stateful_loader(module):
+    """after_import("torchdata.stateful_dataloader") callback: its
+    StatefulDataLoader (torchtitan's loader) makes its own iter(), which
+    torch's DataLoader.__iter__ never saw: its passes had no role, so no
+    epochs, and steps only from the updates. Its passes are the loader's
+    passes as a DataLoader's (its iterator a _BaseDataLoaderIter, fetched
+    through the same __next__)."""
+    cls = getattr(module, "StatefulDataLoader", None)
+    orig = getattr(cls, "__iter__", None)
+    if orig is None or hasattr(orig, "__trainprof_wrapped__"):
+        return
+
+    @functools.wraps(orig)
+    def __iter__(self):
+        return _begin_pass(self, orig, False, True)
+
+    __iter__.__trainprof_wrapped__ = orig
+    cls.__iter__ = __iter__
+
+
 def _count_held(held):
     """Counts a held-back batch: its samples (an int) or, in a 1-tuple, the
     shape that tells them."""

@@ -308,9 +308,16 @@ class StepTracker:
         elif (
             loop.main_loader is not None
             and loader is not loop.main_loader
-            and not self.epoch_open
             and grad
-            and (_same_kind(loader, loop.main_loader) or not loop.backwards or model_training)
+            and (
+                (
+                    not self.epoch_open
+                    and (
+                        _same_kind(loader, loop.main_loader) or not loop.backwards or model_training
+                    )
+                )
+                or self._pass_left_for(loader)
+            )
         ):
             # a new DataLoader for the next pass (the next epoch, its dataset
             # the same or, the model training, a new one), or the training's:
@@ -350,6 +357,20 @@ class StepTracker:
             self.updated
             and not (self.step_closed or self.out_of_step or self.switches.manual_steps)
             and self.loop.main_loader is not None
+        )
+
+    def _pass_left_for(self, loader):
+        """Whether the training loader's open pass, which has fetched, was
+        left for loader, a new one like it (its dataset, batch size and kind
+        of sampler): a break at a count with a new DataLoader each epoch, a
+        loader resumed from another's state. Not a loader zipped with the
+        training's, whose iter() comes before either fetches."""
+        loop = self.loop
+        return (
+            self.epoch_open
+            and self.fetched_only is not None
+            and loop.backwards > 0
+            and _same_kind(loader, loop.main_loader)
         )
 
     def fetch(self):

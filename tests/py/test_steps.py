@@ -25,7 +25,8 @@ import sys
 import types
 
 import pytest
-from trainprof.steps.tracker import HELD_MAX_NS, UNDECIDED_MAX, Loop, StepTracker
+from trainprof.steps.held_marks import HELD_MAX_NS
+from trainprof.steps.tracker import UNDECIDED_MAX, Loop, StepTracker
 
 
 class Sink:

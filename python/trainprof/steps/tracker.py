@@ -61,12 +61,10 @@ the time the boundary really was):
 
 import weakref
 
+from trainprof.steps.held_marks import HeldMarks
 from trainprof.steps.state import FRAMEWORK_LOOPS
 
 UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
-# a first pass's marks held at most this long (HeldMarks): the recorder's live
-# view and its stall rule wait for none longer (an evaluation-only script)
-HELD_MAX_NS = 60_000_000_000
 
 
 def _same_kind(a, b):
@@ -80,62 +78,6 @@ def _same_kind(a, b):
         and getattr(a, "batch_size", None) == getattr(b, "batch_size", None)
         and type(getattr(a, "sampler", None)) is type(getattr(b, "sampler", None))
     )
-
-
-class HeldMarks:
-    """The marks of a pass that may be a validation, held until it shows it
-    trains (a sink in the tracker's sink's place). The run's first pass
-    while nothing has trained yet: a validation before the training,
-    iterated with gradients on, reads as the training's first pass until
-    another loader's pass trains. Given to the sink, at their times, once
-    training work shows (a forward in training mode, a backward, an update;
-    before it runs, so that a process that dies in it has them), the same
-    loader's next pass begins, the process ends, UNDECIDED_MAX wait or
-    HELD_MAX_NS passed; dropped where another loader takes the training
-    role, the pass then an evaluate span.
-
-    A later pass of another dataset's loader with the model in training
-    mode (previous: the training loader before it) is a new training loader
-    (a new dataset each epoch) or a validation with neither eval() nor
-    no_grad: held until a backward or an update (a forward in training mode
-    is no sign: the model is in it all along), UNDECIDED_MAX wait or the
-    process ends, and dropped, an evaluate span with the training loader
-    back, where its pass ends or another loader's begins first."""
-
-    __slots__ = ("sink", "marks", "epochs", "began", "ended", "previous")
-
-    def __init__(self, sink, began, previous=None):
-        self.sink = sink
-        self.marks = []  # (the sink's method, its arguments)
-        self.epochs = 0  # epoch marks held
-        self.began = began  # the pass's iter()
-        self.ended = None  # its end (StopIteration), once it came
-        self.previous = previous  # a later pass's: the training loader before it
-
-    def now_ns(self):
-        return self.sink.now_ns()
-
-    def step(self):
-        self.marks.append(("step_at", (self.sink.now_ns(),)))
-
-    def step_at(self, t):
-        self.marks.append(("step_at", (t,)))
-
-    def step_end_at(self, t):
-        self.marks.append(("step_end_at", (t,)))
-
-    def epoch_at(self, n, t):
-        self.epochs += 1
-        self.marks.append(("epoch_at", (n, t)))
-
-    def evaluate_span(self, t0, t1):
-        self.marks.append(("evaluate_span", (t0, t1)))
-
-    def full(self):
-        """Held as many marks, or (the first pass) as long, as it may."""
-        if len(self.marks) >= UNDECIDED_MAX:
-            return True
-        return self.previous is None and self.sink.now_ns() - self.began >= HELD_MAX_NS
 
 
 class Loop:

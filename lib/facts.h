@@ -50,10 +50,13 @@
 #define TP_FACT_FRAMEWORK                 "framework"
 #define TP_FACT_FRAMEWORK_BACKEND         "framework.backend"
 #define TP_FACT_DDP_HOOK                  "ddp.hook"
-#define TP_FACT_EXCEPTION_TYPE            "exception.type"
-#define TP_FACT_EXCEPTION_MESSAGE         "exception.message"
-#define TP_FACT_EXCEPTION_WHERE           "exception.where"
-#define TP_FACT_PROCESS_EXIT              "process.exit"
+/* the evaluations (another loader's passes between the training's) that ran
+ * with gradients on and the model in training mode, so far */
+#define TP_FACT_EVALUATE_TRAINING_MODE "evaluate.training_mode"
+#define TP_FACT_EXCEPTION_TYPE         "exception.type"
+#define TP_FACT_EXCEPTION_MESSAGE      "exception.message"
+#define TP_FACT_EXCEPTION_WHERE        "exception.where"
+#define TP_FACT_PROCESS_EXIT           "process.exit"
 /* an out-of-memory of the GPU's allocator: what it tried to allocate and
  * what the device had free then, bytes (from PyTorch's message) */
 #define TP_FACT_EXCEPTION_OOM_TRIED "exception.oom_tried_bytes"
@@ -95,6 +98,7 @@ static inline bool tp_fact_key_known(const char *key, size_t key_len)
                                         TP_FACT_FRAMEWORK,
                                         TP_FACT_FRAMEWORK_BACKEND,
                                         TP_FACT_DDP_HOOK,
+                                        TP_FACT_EVALUATE_TRAINING_MODE,
                                         TP_FACT_EXCEPTION_TYPE,
                                         TP_FACT_EXCEPTION_MESSAGE,
                                         TP_FACT_EXCEPTION_WHERE,

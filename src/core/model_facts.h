@@ -24,6 +24,9 @@ typedef struct tp_model_facts {
      * "builtin" (a C++ hook with no Python equivalent: not timed), "left" (DDP
      * left alone: its Python reducer, or a hook refused); "" unknown */
     char ddp_hook[16];
+    /* the evaluations (validation passes) that ran with gradients on and the
+     * model in training mode (neither model.eval() nor no_grad); -1 unknown */
+    int evaluate_training_mode;
 } tp_model_facts;
 
 #endif

@@ -294,6 +294,13 @@ static void timing_notes(FILE *out, const tp_summary *s, bool device)
     else if (strcmp(facts.ddp_hook, "left") == 0)
         fprintf(out, "\nDDP's gradient all-reduce is not in reduce_metrics: DDP ran its Python "
                      "reducer (compiled autograd) or refused a hook, and was left alone.\n");
+    if (facts.evaluate_training_mode > 0)
+        fprintf(out,
+                "\n%d evaluation%s (another DataLoader's pass between the training's) ran with "
+                "gradients on and the model in training mode: model.eval() and torch.no_grad() "
+                "around it keep its dropout and batch-norm statistics out of its results and "
+                "build no autograd graph (less time and memory).\n",
+                facts.evaluate_training_mode, facts.evaluate_training_mode == 1 ? "" : "s");
 }
 
 void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)

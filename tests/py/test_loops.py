@@ -413,7 +413,8 @@ def test_a_validation_with_neither_eval_nor_no_grad_is_an_evaluate(tmp_path, run
     training mode and gradients on: taken for a new training loader, each
     validation was an epoch of no step (six epochs for three) and no
     evaluate. Held until it trains, and it never does: an evaluate, and the
-    training loader's next pass the next epoch."""
+    training loader's next pass the next epoch; the report names the three
+    evaluations that ran in training mode."""
     truth, rep = record(
         tmp_path,
         run_file,
@@ -440,6 +441,11 @@ print(json.dumps({"updates": updates, "evaluations": evaluations}))
     assert [(e["steps"], e["samples"], e["batches"]) for e in rep["epochs"]] == [(20, 160, 20)] * 3
     evaluate = timing(rep, "evaluate")
     assert evaluate["count"] == truth["evaluations"] and evaluate["in_steps_s"] == 0
+    # and the report says how to run it
+    assert rep["run"]["meta"]["fact.evaluate.training_mode"] == "3"
+    text = words(trainprof("report", run_file).stdout)
+    assert "3 evaluations (another DataLoader's pass between the training's) ran with" in text
+    assert "model.eval() and torch.no_grad()" in text
 
 
 def test_accelerate_s_loader_that_fetches_ahead_counts_each_step_s_batches(tmp_path, run_file):

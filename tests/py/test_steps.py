@@ -33,6 +33,7 @@ class Sink:
     def __init__(self):
         self.t = 0
         self.marks = []
+        self.training_mode = 0  # evaluations run in training mode, as last told
 
     def now_ns(self):
         return self.t
@@ -51,6 +52,9 @@ class Sink:
 
     def evaluate_span(self, t0, t1):
         self.marks.append((f"ev-{t1}", t0))
+
+    def evaluations_in_training_mode(self, n):
+        self.training_mode = n
 
 
 class Optimizer:  # held weakly by the tracker, as torch's are
@@ -238,6 +242,29 @@ TABLE = [
 @pytest.mark.parametrize("name,events,marks", TABLE, ids=[t[0] for t in TABLE])
 def test_marks(name, events, marks):
     assert run(events) == marks
+
+
+def test_evaluations_in_training_mode_are_counted():
+    """Each validation pass dropped for running untrained in training mode is
+    told to the sink, as a count (a fact the report's advice reads)."""
+    sink = Sink()
+    switches = types.SimpleNamespace(manual_steps=False, manual_epochs=False)
+    tracker = StepTracker(sink, Loop(), switches)
+    train, val = types.SimpleNamespace(dataset=object()), object()
+    for _ in range(2):
+        tracker.loader_iter(train)
+        for _ in range(2):
+            tracker.fetch()
+            tracker.fetched(False)
+            tracker.forward(True)
+            tracker.backward()
+            tracker.update(object())
+        tracker.fetch_stopped(tracker.fetched_only, tracker.fetch())
+        assert tracker.loader_iter(val, model_training=True) == "main"
+        tracker.fetch()
+        tracker.forward(True)
+        tracker.fetch_stopped(tracker.fetched_only, tracker.fetch())
+    assert sink.training_mode == 2 and tracker.loop.main_loader is train
 
 
 def test_the_scripts_own_steps_turn_the_automatic_ones_off():

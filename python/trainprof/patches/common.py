@@ -27,6 +27,10 @@ class _Marks:
     def evaluate_span(start_ns, end_ns):
         _native.span(R_EVALUATE, start_ns, end_ns)
 
+    @staticmethod
+    def evaluations_in_training_mode(n):
+        _native.fact(f"evaluate.training_mode={n}")
+
 
 # What the training loop has shown, process-wide (every thread's step tracker's)
 loop = Loop()

@@ -92,6 +92,7 @@ class Loop:
         self.updates_between_fetches = False  # a training fetch found an update since the last
         self.updates = 0  # updates seen (a framework's adapter tells a training loop by them)
         self.backwards = 0  # backward calls seen (and optimizer steps begun)
+        self.evaluations_training = 0  # evaluations run with gradients on, the model training
 
 
 class StepTracker:
@@ -125,7 +126,8 @@ class StepTracker:
     )
 
     def __init__(self, sink, loop, switches):
-        # step(), step_at(t), step_end_at(t), epoch_at(n, t), evaluate_span(t0, t1), now_ns()
+        # step(), step_at(t), step_end_at(t), epoch_at(n, t), evaluate_span(t0, t1),
+        # evaluations_in_training_mode(n), now_ns()
         self.sink = sink
         self.loop = loop
         self.switches = switches  # .manual_steps, .manual_epochs (trainprof.steps.state)
@@ -185,6 +187,8 @@ class StepTracker:
         if held.previous is not None:
             self.loop.main_loader = held.previous
             self.epoch_open = False
+            self.loop.evaluations_training += 1  # the report says how to run it
+            self.sink.evaluations_in_training_mode(self.loop.evaluations_training)
         self.sink.evaluate_span(held.began, held.ended or self.sink.now_ns())
 
     def confirm_training_pass(self):

@@ -408,6 +408,56 @@ print(json.dumps({"updates": updates}))
     assert [(e["steps"], e["samples"], e["batches"]) for e in rep["epochs"]] == [(20, 160, 20)] * 3
 
 
+def test_a_loader_prefetched_on_a_background_thread_has_its_steps(tmp_path, run_file):
+    """The DataLoaderX of many repositories: a DataLoader whose iterator is
+    fetched by a background thread into a queue (prefetch_generator's
+    BackgroundGenerator). The fetches ran ahead on that thread and no step
+    was found at all; the training thread's updates are the steps now, and
+    its batches the samples (the passes are not epochs: the fetching runs
+    ahead of them)."""
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+import threading, queue
+class BackgroundGenerator(threading.Thread):
+    def __init__(self, generator, max_prefetch=4):
+        super().__init__(daemon=True)
+        self.queue, self.generator = queue.Queue(max_prefetch), generator
+        self.start()
+    def run(self):
+        for item in self.generator:
+            self.queue.put(item)
+        self.queue.put(None)
+    def __iter__(self):
+        return self
+    def __next__(self):
+        item = self.queue.get()
+        if item is None:
+            raise StopIteration
+        return item
+class DataLoaderX(DataLoader):
+    def __iter__(self):
+        return BackgroundGenerator(super().__iter__())
+loader = DataLoaderX(data(160), batch_size=8, shuffle=True)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = 0
+for epoch in range(2):
+    for x, y in loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        updates += 1
+print(json.dumps({"updates": updates}))
+""",
+    )
+    assert truth["updates"] == 40
+    steps = rep["steps"][0]
+    assert steps["count"] == truth["updates"]
+    assert (steps["samples"], steps["batches_per_step"]) == (320, 1)
+
+
 def test_a_validation_with_neither_eval_nor_no_grad_is_an_evaluate(tmp_path, run_file):
     """A validation loader iterated after each epoch with the model left in
     training mode and gradients on: taken for a new training loader, each

@@ -26,7 +26,8 @@ import types
 
 import pytest
 from trainprof.steps.held_marks import HELD_MAX_NS
-from trainprof.steps.tracker import UNDECIDED_MAX, Loop, StepTracker
+from trainprof.steps.loop_state import Loop
+from trainprof.steps.tracker import UNDECIDED_MAX, StepTracker
 
 
 class Sink:
@@ -265,6 +266,39 @@ def test_evaluations_in_training_mode_are_counted():
         tracker.forward(True)
         tracker.fetch_stopped(tracker.fetched_only, tracker.fetch())
     assert sink.training_mode == 2 and tracker.loop.main_loader is train
+
+
+def test_a_loader_fetched_on_another_thread_leaves_the_steps_to_the_updates():
+    """A background thread fetches the training loader's batches into a
+    queue (prefetch_generator's BackgroundGenerator), running ahead of the
+    thread that trains: its fetches are no step boundaries (no step was
+    found at all: its first pass held, the training thread's updates not
+    the steps' ends). The training thread's updates mark the steps, the
+    first from its first forward; the fetching thread marks nothing."""
+    sink = Sink()
+    switches = types.SimpleNamespace(manual_steps=False, manual_epochs=False)
+    loop = Loop()
+    fetching, training = StepTracker(sink, loop, switches), StepTracker(sink, loop, switches)
+    optimizer = Optimizer()
+    assert fetching.loader_iter(object()) == "main"
+    for _ in range(3):  # three batches ahead
+        fetching.fetch()
+        fetching.fetched(False)
+        sink.t += 1
+    for _ in range(3):
+        training.forward(True)
+        sink.t += 1
+        training.backward()
+        training.update(optimizer)
+        sink.t += 1
+        fetching.fetch()
+        fetching.fetched(False)
+    fetching.fetch_stopped(fetching.fetched_only, fetching.fetch())
+    fetching.exit()
+    training.exit()
+    marks = " ".join(f"{kind}@{t}" for kind, t in sorted(sink.marks, key=lambda m: m[1]))
+    assert marks == "s@3 /@4 s@5 /@6 s@7 /@8"
+    assert loop.prefetched and loop.main_loader is None
 
 
 def test_the_scripts_own_steps_turn_the_automatic_ones_off():

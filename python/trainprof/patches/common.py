@@ -8,7 +8,8 @@ import torch
 from trainprof import _native
 from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
-from trainprof.steps.tracker import Loop, StepTracker
+from trainprof.steps.loop_state import Loop
+from trainprof.steps.tracker import StepTracker
 
 # What the patches' hot paths call first: this thread's ThreadState (one call
 # and a dict lookup, where a threading.local costs ~550 instructions an

@@ -62,37 +62,10 @@ the time the boundary really was):
 import weakref
 
 from trainprof.steps.held_marks import HeldMarks
+from trainprof.steps.loop_state import same_kind
 from trainprof.steps.state import FRAMEWORK_LOOPS
 
 UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
-
-
-def _same_kind(a, b):
-    """Whether DataLoader a reads as the training loader b did: the same
-    dataset object, batch size and kind of sampler (an evaluation's loader
-    over the training set is most often unshuffled, or batched otherwise)."""
-    dataset = getattr(b, "dataset", None)
-    return (
-        dataset is not None
-        and getattr(a, "dataset", None) is dataset
-        and getattr(a, "batch_size", None) == getattr(b, "batch_size", None)
-        and type(getattr(a, "sampler", None)) is type(getattr(b, "sampler", None))
-    )
-
-
-class Loop:
-    """What the training loop has shown, process-wide (changed under the GIL)."""
-
-    def __init__(self):
-        self.main_loader = None  # the training DataLoader (the first one iterated)
-        self.step_optimizer = None  # weakref: the optimizer whose updates end steps
-        self.first_work_ns = None  # the first training forward's time, while nothing marks
-        self.epochs = 0  # epochs marked
-        self.work_between_fetches = False  # a training fetch found work since the last
-        self.updates_between_fetches = False  # a training fetch found an update since the last
-        self.updates = 0  # updates seen (a framework's adapter tells a training loop by them)
-        self.backwards = 0  # backward calls seen (and optimizer steps begun)
-        self.evaluations_training = 0  # evaluations run with gradients on, the model training
 
 
 class StepTracker:
@@ -168,9 +141,12 @@ class StepTracker:
             self._give_held()
 
     def _give_held(self):
-        """The held first pass trained, or must be let go: its marks to the sink."""
+        """The held first pass trained, or must be let go: its marks to the sink
+        (none where another thread trains: _fetched_elsewhere)."""
         held, self.held = self.held, None
         self.sink = held.sink
+        if self.loop.prefetched:
+            return
         for name, args in held.marks:
             getattr(self.sink, name)(*args)
 
@@ -201,7 +177,10 @@ class StepTracker:
 
     def confirm_pass(self):
         """The pass is real: its epoch and its first step go in, at their
-        times."""
+        times (none where another thread trains: _fetched_elsewhere)."""
+        if self.loop.prefetched:
+            self.pending_epoch = self.pending_step = None
+            return
         t_epoch, self.pending_epoch = self.pending_epoch, None
         if t_epoch is not None and not self.switches.manual_epochs:
             self.sink.epoch_at(self.loop.epochs, t_epoch)
@@ -214,7 +193,7 @@ class StepTracker:
         """Fetches still undecided, with nothing after them that joined them
         to a step: each was a step, marked at its time."""
         times, self.undecided = self.undecided, None
-        if times and (self.undecided_wait_update or self.fetched_only):
+        if times and (self.undecided_wait_update or self.fetched_only) and not self.loop.prefetched:
             for t in times:
                 self._step(t)
 
@@ -244,6 +223,7 @@ class StepTracker:
         if (
             loop.main_loader is None
             and loop.step_optimizer is None
+            and not loop.prefetched
             and grad
             and self.switches.manual_steps not in FRAMEWORK_LOOPS
         ):  # the framework says
@@ -259,7 +239,7 @@ class StepTracker:
                 (
                     not self.epoch_open
                     and (
-                        _same_kind(loader, loop.main_loader) or not loop.backwards or model_training
+                        same_kind(loader, loop.main_loader) or not loop.backwards or model_training
                     )
                 )
                 or self._pass_left_for(loader)
@@ -271,7 +251,7 @@ class StepTracker:
             previous, loop.main_loader = loop.main_loader, loader
             if self.held is not None and not loop.backwards:
                 self._drop_held()
-            elif loop.backwards and not _same_kind(loader, previous):
+            elif loop.backwards and not same_kind(loader, previous):
                 # the model in training mode: a new dataset's loader, or a
                 # validation with neither eval() nor no_grad, until it trains
                 self.held = HeldMarks(self.sink, self.sink.now_ns(), previous)
@@ -316,7 +296,7 @@ class StepTracker:
             self.epoch_open
             and self.fetched_only is not None
             and loop.backwards > 0
-            and _same_kind(loader, loop.main_loader)
+            and same_kind(loader, loop.main_loader)
         )
 
     def fetch(self):
@@ -344,6 +324,7 @@ class StepTracker:
             self.step_closed = False
             return False
         if fetched_only is None:
+            self.loop.fetcher = self  # the thread that fetches it (_fetched_elsewhere)
             self.pending_step = self.sink.now_ns()
             return True
         if self.step_closed:  # by the last batch's update: this fetch ends the pass
@@ -429,7 +410,37 @@ class StepTracker:
         elif self.out_of_step:
             self._work_after_pause()
         if self.pending_epoch is not None:
-            self.confirm_pass()
+            if self._loader_elsewhere():
+                self._fetched_elsewhere()
+            else:
+                self.confirm_pass()
+
+    def _loader_elsewhere(self):
+        """Whether the training loader's passes are fetched on another thread
+        than this one, which trains."""
+        fetcher = self.loop.fetcher
+        return (
+            fetcher is not None
+            and fetcher is not self
+            and self.loop.main_loader is not None
+            and not self.switches.manual_steps
+        )
+
+    def _fetched_elsewhere(self):
+        """The training loader is fetched on another thread than this one,
+        which trains (a background thread that prefetches its batches into a
+        queue: prefetch_generator's BackgroundGenerator): its fetches are no
+        step boundaries, its passes run ahead of the training. From now on
+        this thread's updates mark the steps, as where no DataLoader feeds
+        the training (the first from the first training forward); no thread
+        marks the loader's passes, held marks go unsent, and the fetches
+        stay dataloader_next on their thread."""
+        loop = self.loop
+        loop.prefetched = True
+        loop.main_loader = None
+        self.pending_epoch = self.pending_step = None
+        self.epoch_open = False
+        self.undecided = None
 
     def forward(self, training):
         """An outermost module call with gradients on."""
@@ -443,8 +454,10 @@ class StepTracker:
             if self.held is not None and self.held.previous is None:
                 self._give_held()
             loop = self.loop
-            if loop.first_work_ns is None and loop.main_loader is None:
+            if loop.first_work_ns is None:  # where updates mark the steps, the first's start
                 loop.first_work_ns = self.sink.now_ns()
+                if self._loader_elsewhere():  # before its batch is counted
+                    self._fetched_elsewhere()
 
     def module_call(self):
         """An outermost module call with gradients off (an evaluation's).
@@ -509,8 +522,11 @@ class StepTracker:
             self._step()
         loop = self.loop
         if loop.main_loader is not None:
-            self.update_ns = self.sink.now_ns()  # the run's last step may end here (exit)
-        elif not self.switches.manual_steps:
+            if loop.fetcher is not self and self._loader_elsewhere():
+                self._fetched_elsewhere()
+            else:
+                self.update_ns = self.sink.now_ns()  # the run's last step may end here (exit)
+        if loop.main_loader is None and not self.switches.manual_steps:
             owner = loop.step_optimizer() if loop.step_optimizer is not None else None
             if owner is None:
                 if loop.step_optimizer is None and loop.first_work_ns is not None:

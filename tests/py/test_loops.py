@@ -296,7 +296,8 @@ def test_a_nanogpt_loop_names_its_evaluations_and_keeps_them_out_of_the_steps(tm
     """nanoGPT's shape: get_batch() (no DataLoader) for each of its
     gradient_accumulation_steps micro-steps, and at the top of every
     eval_interval-th iteration estimate_loss() under no_grad, then a
-    checkpoint. The evaluation at iteration 0 comes before any step."""
+    checkpoint. The evaluation at iteration 0 comes before any step; the
+    script's last, after its loop, ends with the run (it was lost)."""
     truth, rep = record(
         tmp_path,
         run_file,
@@ -314,18 +315,21 @@ def estimate_loss():
               for j in range(0, 4096, 128)]
     model.train()
     return sum(losses) / len(losses)
-evals = 0
+evals = saves = 0
 for it in range(20):
     if it % 5 == 0:
         estimate_loss()
         evals += 1
         torch.save(model.state_dict(), sys.argv[0] + ".ckpt")
+        saves += 1
     for micro_step in range(2):
         x, y = get_batch()
         (nn.functional.cross_entropy(model(x), y) / 2).backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
-print(json.dumps({"updates": 20, "samples": 20 * 2 * 32, "evals": evals}))
+estimate_loss()  # the final one
+evals += 1
+print(json.dumps({"updates": 20, "samples": 20 * 2 * 32, "evals": evals, "saves": saves}))
 """,
     )
     steps = rep["steps"][0]
@@ -333,7 +337,7 @@ print(json.dumps({"updates": 20, "samples": 20 * 2 * 32, "evals": evals}))
     assert steps["batches_per_step"] == 2 and steps["samples_per_step"] == 64
     evaluate, checkpoint = timing(rep, "evaluate"), timing(rep, "checkpoint")
     assert evaluate["count"] == truth["evals"] - 1 and evaluate["in_steps_s"] == 0
-    assert checkpoint["count"] == truth["evals"] and checkpoint["in_steps_s"] == 0
+    assert checkpoint["count"] == truth["saves"] and checkpoint["in_steps_s"] == 0
     forward = timing(rep, "forward")  # the evaluations' 32 calls each are outside the steps
     assert forward["in_steps_s"] < 0.9 * forward["total_s"]
 

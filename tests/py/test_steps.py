@@ -222,6 +222,8 @@ TABLE = [
     ("no DataLoader, two optimizers (a GAN)", "fwu fwo fwu fwo x", "s@0 /@2 s@3 /@8 s@9"),
     # outermost calls under no_grad after an update: an evaluation pause
     ("no DataLoader, an evaluation under no_grad", "fwu eee fwu x", "s@0 /@2 ev-6@3 s@6 /@8"),
+    # the run's last evaluation, after its loop, ends with the run
+    ("no DataLoader, a last evaluation", "fwu fwu ee x", "s@0 /@2 s@3 /@5 ev-8@6"),
     (
         "an evaluation under no_grad, then a fetch",
         "i bfwu ee bfwu S x",

@@ -580,3 +580,5 @@ class StepTracker:
             # a loop that fetches no more (next(it) for a count of steps,
             # islice): its last step ends with its update
             self.sink.step_end_at(self.update_ns)
+        if self.eval_from is not None:  # the run's last evaluation (nanoGPT's after its loop)
+            self._end_evaluation(self.sink.now_ns())

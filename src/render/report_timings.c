@@ -298,9 +298,10 @@ static void timing_notes(FILE *out, const tp_summary *s, bool device)
         fprintf(out,
                 "\n%d evaluation%s (another DataLoader's pass between the training's) ran with "
                 "gradients on and the model in training mode: model.eval() and torch.no_grad() "
-                "around it keep its dropout and batch-norm statistics out of its results and "
-                "build no autograd graph (less time and memory).\n",
-                facts.evaluate_training_mode, facts.evaluate_training_mode == 1 ? "" : "s");
+                "around %s keep dropout and batch-norm statistics out of the results and build "
+                "no autograd graph (less time and memory).\n",
+                facts.evaluate_training_mode, facts.evaluate_training_mode == 1 ? "" : "s",
+                facts.evaluate_training_mode == 1 ? "it" : "them");
 }
 
 void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)

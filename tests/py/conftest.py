@@ -133,7 +133,7 @@ SPREAD_COST = {
     "test_distributed.py": 71,
     "test_trackers.py": 60,
     "test_frameworks.py": 52,
-    "test_loops.py": 40,
+    "test_loops.py": 35,
     "test_torch.py": 34,
     "test_own_cost.py": 29,
     "test_torch_steps.py": 25,
@@ -143,6 +143,7 @@ SPREAD_COST = {
     "test_stacks_cpython.py": 21,
     "test_bottleneck.py": 20,
     "test_training_untouched.py": 18,
+    "test_loader_wrappers.py": 15,
     "test_parquet_hostile.py": 12,
     "test_stacks_sandbox.py": 10,
 }

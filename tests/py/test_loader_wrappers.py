@@ -1,0 +1,198 @@
+"""Loaders that wrap or stand in for torch's DataLoader, under record, each
+script's own counts the ground truth: Accelerate's prepared loaders (one
+fetching ahead, one dispatching process 0's batches to every rank),
+torchdata's StatefulDataLoader (torchtitan's) resumed mid-epoch, and a
+DataLoader drained by a background thread (prefetch_generator's shape)."""
+
+import json
+
+from conftest import PYTHON, batches_per_step, launch_ranks, needs, report_json, trainprof
+from test_loops import COMMON, record
+
+
+def test_a_loader_prefetched_on_a_background_thread_has_its_steps(tmp_path, run_file):
+    """The DataLoaderX of many repositories: a DataLoader whose iterator is
+    fetched by a background thread into a queue (prefetch_generator's
+    BackgroundGenerator). The fetches ran ahead on that thread and no step
+    was found at all; the training thread's updates are the steps now, and
+    its batches the samples (the passes are not epochs: the fetching runs
+    ahead of them)."""
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+import threading, queue
+class BackgroundGenerator(threading.Thread):
+    def __init__(self, generator, max_prefetch=4):
+        super().__init__(daemon=True)
+        self.queue, self.generator = queue.Queue(max_prefetch), generator
+        self.start()
+    def run(self):
+        for item in self.generator:
+            self.queue.put(item)
+        self.queue.put(None)
+    def __iter__(self):
+        return self
+    def __next__(self):
+        item = self.queue.get()
+        if item is None:
+            raise StopIteration
+        return item
+class DataLoaderX(DataLoader):
+    def __iter__(self):
+        return BackgroundGenerator(super().__iter__())
+loader = DataLoaderX(data(160), batch_size=8, shuffle=True)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = 0
+for epoch in range(2):
+    for x, y in loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        updates += 1
+print(json.dumps({"updates": updates}))
+""",
+    )
+    assert truth["updates"] == 40
+    steps = rep["steps"][0]
+    assert steps["count"] == truth["updates"]
+    assert (steps["samples"], steps["batches_per_step"]) == (320, 1)
+
+
+def test_accelerate_s_loader_that_fetches_ahead_counts_each_step_s_batches(tmp_path, run_file):
+    """Accelerate's prepared loader (DataLoaderShard) fetches each batch one
+    ahead of the one it hands out: counted at the fetch, each epoch's first
+    step had three micro-batches and its last one ("1.98 micro-batches" for
+    2). Counted as handed out, every step has its two."""
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+from accelerate import Accelerator
+accelerator = Accelerator(cpu=True, gradient_accumulation_steps=2)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+model, opt, loader = accelerator.prepare(model, opt, DataLoader(data(256), batch_size=16))
+updates = 0
+for epoch in range(2):
+    for x, y in loader:
+        with accelerator.accumulate(model):
+            accelerator.backward(nn.functional.cross_entropy(model(x), y))
+            opt.step()
+            opt.zero_grad()
+            updates += accelerator.sync_gradients
+print(json.dumps({"updates": updates}))
+""",
+    )
+    assert truth["updates"] == 16
+    assert rep["steps"][0]["count"] == truth["updates"]
+    assert [(e["steps"], e["samples"], e["batches"]) for e in rep["epochs"]] == [
+        (8, 256, 16),
+        (8, 256, 16),
+    ]
+    assert batches_per_step(run_file) == [[16, 16]] * 16
+    steps = rep["steps"][0]
+    assert (steps["batches_per_step"], steps["samples_per_step"]) == (2, 32)
+
+
+def test_accelerate_s_dispatching_loader_counts_each_rank_s_slice(tmp_path, run_file):
+    """Accelerate's loader for an IterableDataset (DataLoaderDispatcher, a
+    Trainer's on a streaming dataset too): process 0 fetches every process's
+    batches, a round ahead, and broadcasts them; each process is handed its
+    slice. Counted at the wrapped loader's fetches, rank 0 had the whole
+    job's 500 samples and the wrong steps' batches, rank 1 no step at all.
+    Counted as each rank is handed its batch, both ranks have their own 8
+    steps of two batches."""
+    script = tmp_path / "dispatch.py"
+    script.write_text(
+        COMMON
+        + """
+import pathlib
+from torch.utils.data import IterableDataset
+from accelerate import Accelerator
+class Stream(IterableDataset):
+    def __iter__(self):  # 250 samples: each epoch's last round 13 of them a rank
+        g = torch.Generator().manual_seed(0)
+        for _ in range(250):
+            yield torch.randn(16, generator=g), torch.randint(0, 4, (), generator=g)
+accelerator = Accelerator(cpu=True, gradient_accumulation_steps=2)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+model, opt, loader = accelerator.prepare(model, opt, DataLoader(Stream(), batch_size=16))
+assert type(loader).__name__ == "DataLoaderDispatcher"
+updates, sizes = 0, []
+for epoch in range(2):
+    for x, y in loader:
+        sizes.append(len(x))
+        with accelerator.accumulate(model):
+            accelerator.backward(nn.functional.cross_entropy(model(x), y))
+            opt.step()
+            opt.zero_grad()
+            updates += accelerator.sync_gradients
+truth = {"updates": updates, "samples": sum(sizes), "batches": len(sizes)}
+pathlib.Path(sys.argv[1], f"{accelerator.process_index}.json").write_text(json.dumps(truth))
+"""
+    )
+    r = trainprof(
+        "record",
+        "-q",
+        "-o",
+        run_file,
+        "--",
+        *launch_ranks(2, PYTHON, script, tmp_path),
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    for rank in (0, 1):
+        truth = json.loads((tmp_path / f"{rank}.json").read_text())
+        assert (truth["updates"], truth["samples"], truth["batches"]) == (8, 250, 16)
+        steps = next(s for s in rep["steps"] if s["rank"] == rank)
+        assert (steps["count"], steps["samples"], steps["batches"]) == (8, 250, 16), rank
+        assert steps["batches_per_step"] == 2
+        epochs = [
+            (e["steps"], e["samples"], e["batches"]) for e in rep["epochs"] if e["rank"] == rank
+        ]
+        assert epochs == [(4, 125, 8), (4, 125, 8)], rank
+
+
+def test_torchdata_s_stateful_loader_has_its_epochs_and_resumes(tmp_path, run_file):
+    """torchdata's StatefulDataLoader (torchtitan's) makes its own iter():
+    its passes had no epochs, and its steps came from the updates alone. A
+    pass left after 5 batches whose state a new loader resumes from (its
+    other 15), then a whole epoch: three passes of the steps each holds."""
+    needs("torchdata")
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+from torchdata.stateful_dataloader import StatefulDataLoader
+dataset = data(160)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = 0
+def train(loader, stop=None):
+    global updates
+    for i, (x, y) in enumerate(loader):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        updates += 1
+        if i + 1 == stop:
+            return loader.state_dict()
+state = train(StatefulDataLoader(dataset, batch_size=8), stop=5)
+resumed = StatefulDataLoader(dataset, batch_size=8)
+resumed.load_state_dict(state)
+train(resumed)
+train(resumed)
+print(json.dumps({"updates": updates}))
+""",
+    )
+    assert truth["updates"] == 5 + 15 + 20
+    assert rep["steps"][0]["count"] == truth["updates"]
+    assert [(e["steps"], e["samples"], e["batches"]) for e in rep["epochs"]] == [
+        (5, 40, 5),
+        (15, 120, 15),
+        (20, 160, 20),
+    ]

@@ -47,9 +47,12 @@
 #define TP_FACT_LOADER_PERSISTENT_WORKERS "loader.persistent_workers"
 #define TP_FACT_LOADER_PREFETCH_FACTOR    "loader.prefetch_factor"
 #define TP_FACT_LOADER_BATCH_SIZE         "loader.batch_size"
-#define TP_FACT_FRAMEWORK                 "framework"
-#define TP_FACT_FRAMEWORK_BACKEND         "framework.backend"
-#define TP_FACT_DDP_HOOK                  "ddp.hook"
+/* 1: the training DataLoader is fetched on another thread than the one that
+ * trains (a background prefetcher): updates mark the steps, no epochs */
+#define TP_FACT_LOADER_PREFETCHED "loader.prefetched"
+#define TP_FACT_FRAMEWORK         "framework"
+#define TP_FACT_FRAMEWORK_BACKEND "framework.backend"
+#define TP_FACT_DDP_HOOK          "ddp.hook"
 /* the evaluations (another loader's passes between the training's) that ran
  * with gradients on and the model in training mode, so far */
 #define TP_FACT_EVALUATE_TRAINING_MODE "evaluate.training_mode"
@@ -95,6 +98,7 @@ static inline bool tp_fact_key_known(const char *key, size_t key_len)
                                         TP_FACT_LOADER_PERSISTENT_WORKERS,
                                         TP_FACT_LOADER_PREFETCH_FACTOR,
                                         TP_FACT_LOADER_BATCH_SIZE,
+                                        TP_FACT_LOADER_PREFETCHED,
                                         TP_FACT_FRAMEWORK,
                                         TP_FACT_FRAMEWORK_BACKEND,
                                         TP_FACT_DDP_HOOK,

@@ -27,6 +27,9 @@ typedef struct tp_model_facts {
     /* the evaluations (validation passes) that ran with gradients on and the
      * model in training mode (neither model.eval() nor no_grad); -1 unknown */
     int evaluate_training_mode;
+    /* 1: the training DataLoader was fetched on another thread than the one
+     * that trained (a background prefetcher); -1 unknown */
+    int loader_prefetched;
 } tp_model_facts;
 
 #endif

@@ -294,6 +294,12 @@ static void timing_notes(FILE *out, const tp_summary *s, bool device)
     else if (strcmp(facts.ddp_hook, "left") == 0)
         fprintf(out, "\nDDP's gradient all-reduce is not in reduce_metrics: DDP ran its Python "
                      "reducer (compiled autograd) or refused a hook, and was left alone.\n");
+    if (facts.loader_prefetched > 0)
+        fprintf(out, "\nThe training DataLoader was fetched on another thread than the one "
+                     "that trained (a background prefetcher filling a queue): its passes ran "
+                     "ahead of the steps and are no epochs; the optimizer's updates mark the "
+                     "steps, and its fetches, dataloader_next, are the wait of a step for data "
+                     "where they overlap it.\n");
     if (facts.evaluate_training_mode > 0)
         fprintf(out,
                 "\n%d evaluation%s (another DataLoader's pass between the training's) ran with "

@@ -23,6 +23,7 @@ static void unknown(tp_model_facts *facts)
     facts->autocast = facts->compiled = -1;
     facts->num_workers = facts->pin_memory = facts->persistent_workers = -1;
     facts->prefetch_factor = facts->batch_size = facts->evaluate_training_mode = -1;
+    facts->loader_prefetched = -1;
 }
 
 /* A fact's number: a non-negative integer below 1e6, else -1 (unknown). */
@@ -64,6 +65,8 @@ bool tp_run_model_facts(const tp_run *run, tp_model_facts *facts)
         copy_value(facts->ddp_hook, sizeof facts->ddp_hook, v);
     facts->evaluate_training_mode =
         small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_EVALUATE_TRAINING_MODE));
+    facts->loader_prefetched =
+        small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_LOADER_PREFETCHED));
     return facts->device[0] || facts->num_workers >= 0;
 }
 

@@ -6,7 +6,15 @@ DataLoader drained by a background thread (prefetch_generator's shape)."""
 
 import json
 
-from conftest import PYTHON, batches_per_step, launch_ranks, needs, report_json, trainprof
+from conftest import (
+    PYTHON,
+    batches_per_step,
+    launch_ranks,
+    needs,
+    report_json,
+    trainprof,
+    words,
+)
 from test_loops import COMMON, record
 
 
@@ -58,6 +66,9 @@ print(json.dumps({"updates": updates}))
     steps = rep["steps"][0]
     assert steps["count"] == truth["updates"]
     assert (steps["samples"], steps["batches_per_step"]) == (320, 1)
+    assert rep["run"]["meta"]["fact.loader.prefetched"] == "1" and rep["epochs"] == []
+    text = words(trainprof("report", run_file).stdout)
+    assert "fetched on another thread than the one that trained" in text
 
 
 def test_accelerate_s_loader_that_fetches_ahead_counts_each_step_s_batches(tmp_path, run_file):

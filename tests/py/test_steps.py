@@ -35,6 +35,7 @@ class Sink:
         self.t = 0
         self.marks = []
         self.training_mode = 0  # evaluations run in training mode, as last told
+        self.prefetched = False  # told the loader is fetched on another thread
 
     def now_ns(self):
         return self.t
@@ -56,6 +57,9 @@ class Sink:
 
     def evaluations_in_training_mode(self, n):
         self.training_mode = n
+
+    def loader_fetched_elsewhere(self):
+        self.prefetched = True
 
 
 class Optimizer:  # held weakly by the tracker, as torch's are
@@ -300,7 +304,7 @@ def test_a_loader_fetched_on_another_thread_leaves_the_steps_to_the_updates():
     training.exit()
     marks = " ".join(f"{kind}@{t}" for kind, t in sorted(sink.marks, key=lambda m: m[1]))
     assert marks == "s@3 /@4 s@5 /@6 s@7 /@8"
-    assert loop.prefetched and loop.main_loader is None
+    assert loop.prefetched and loop.main_loader is None and sink.prefetched
 
 
 def test_the_scripts_own_steps_turn_the_automatic_ones_off():

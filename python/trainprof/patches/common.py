@@ -32,6 +32,10 @@ class _Marks:
     def evaluations_in_training_mode(n):
         _native.fact(f"evaluate.training_mode={n}")
 
+    @staticmethod
+    def loader_fetched_elsewhere():
+        _native.fact("loader.prefetched=1")
+
 
 # What the training loop has shown, process-wide (every thread's step tracker's)
 loop = Loop()

@@ -57,6 +57,13 @@ class HeldMarks:
     def evaluate_span(self, t0, t1):
         self.marks.append(("evaluate_span", (t0, t1)))
 
+    # the run's facts go at once: they are no marks
+    def evaluations_in_training_mode(self, n):
+        self.sink.evaluations_in_training_mode(n)
+
+    def loader_fetched_elsewhere(self):
+        self.sink.loader_fetched_elsewhere()
+
     def full(self):
         """Held as many marks, or (the first pass) as long, as it may."""
         if len(self.marks) >= HELD_MAX_MARKS:

@@ -100,7 +100,7 @@ class StepTracker:
 
     def __init__(self, sink, loop, switches):
         # step(), step_at(t), step_end_at(t), epoch_at(n, t), evaluate_span(t0, t1),
-        # evaluations_in_training_mode(n), now_ns()
+        # evaluations_in_training_mode(n), loader_fetched_elsewhere(), now_ns()
         self.sink = sink
         self.loop = loop
         self.switches = switches  # .manual_steps, .manual_epochs (trainprof.steps.state)
@@ -438,6 +438,7 @@ class StepTracker:
         loop = self.loop
         loop.prefetched = True
         loop.main_loader = None
+        self.sink.loader_fetched_elsewhere()  # the report says why there are no epochs
         self.pending_epoch = self.pending_step = None
         self.epoch_open = False
         self.undecided = None

@@ -9,6 +9,7 @@ Events (one character each, spaces ignored):
   a  that iter() with gradients on        V  that other pass came to its end
   t  that iter() with gradients on and the model in training mode
   n  a new loader like the training's (its dataset and batch size) iterated
+  m  that, with the model in eval mode (gradients on)
   b  a training batch fetched
   B  the pass's last batch, by its length  S  a fetch that ended the pass
   f  a training forward (gradients on)    e  an evaluation's call (no_grad)
@@ -80,9 +81,10 @@ def run(events, manual_steps=False, manual_epochs=False):
         elif event in "vat":  # the training loader where the loop has shown none yet
             role = tracker.loader_iter(other_loader, grad=event != "v", model_training=event == "t")
             assert event != "t" or role == "main" or tracker.paused
-        elif event == "n":
+        elif event in "nm":
             like = types.SimpleNamespace(dataset=dataset, batch_size=8)
-            assert tracker.loader_iter(like, model_training=True) == "main"
+            role = tracker.loader_iter(like, model_training=event == "n")
+            assert (role == "main") == (event == "n")
         elif event == "V":
             tracker.other_stopped()
         elif event in "bBS":
@@ -143,6 +145,12 @@ TABLE = [
     # epoch; in the table any other loader is like the training's)
     ("a new loader after a break", "i bfwu bfwu n bfwu S x", "e0@0 s@1 s@5 /@9 e1@10 s@10 s@14"),
     ("a new loader each epoch", "i bfwu S n bfwu S x", "e0@0 s@1 s@5 e1@6 s@7 s@11"),
+    # one like it mid-pass, the model in eval mode: an evaluation over the training set
+    (
+        "one like it, the model in eval mode",
+        "i bfwu bfwu m V bfwu S x",
+        "e0@0 s@1 s@5 /@9 ev-10@9 s@11 s@15",
+    ),
     # a loop that fetches no more after its last update (next(it) for a count of steps)
     ("a count of next()", "i bfwu bfwu x", "e0@0 s@1 s@5 /@8"),
     ("one left before its update", "i bfwu bfw i bfwu x", "e0@0 s@1 s@5 e1@8 s@9 /@12"),

@@ -242,7 +242,7 @@ class StepTracker:
                         same_kind(loader, loop.main_loader) or not loop.backwards or model_training
                     )
                 )
-                or self._pass_left_for(loader)
+                or (model_training and self._pass_left_for(loader))
             )
         ):
             # a new DataLoader for the next pass (the next epoch, its dataset
@@ -288,9 +288,10 @@ class StepTracker:
     def _pass_left_for(self, loader):
         """Whether the training loader's open pass, which has fetched, was
         left for loader, a new one like it (its dataset, batch size and kind
-        of sampler): a break at a count with a new DataLoader each epoch, a
-        loader resumed from another's state. Not a loader zipped with the
-        training's, whose iter() comes before either fetches."""
+        of sampler) iterated with the model training: a break at a count
+        with a new DataLoader each epoch, a loader resumed from another's
+        state. Not a loader zipped with the training's, whose iter() comes
+        before either fetches."""
         loop = self.loop
         return (
             self.epoch_open

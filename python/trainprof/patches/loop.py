@@ -46,6 +46,7 @@ from trainprof.runtime import bottleneck as _bottleneck
 from trainprof.steps import facts as _facts
 from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
+from trainprof.steps.framework_loop import wrap_method
 
 _loader_passes = weakref.WeakKeyDictionary()  # DataLoader -> iter() calls so far
 _grad_enabled = torch.is_grad_enabled
@@ -244,22 +245,28 @@ _DispatchedPass.__next__ = _handing_out(_DispatchedPass._next)
 _dispatcher_patched = False
 
 
+def _as_passes(iter_of, sized):
+    """A maker for wrap_method: an __iter__ whose call is a pass of the
+    loader, its iterator iter_of(orig, loader) (sized: as _begin_pass's)."""
+
+    def make(orig):
+        @functools.wraps(orig)
+        def __iter__(self):
+            return _begin_pass(self, lambda loader: iter_of(orig, loader), False, sized)
+
+        __iter__.__trainprof_wrapped__ = orig
+        return __iter__
+
+    return make
+
+
 def patch_dispatcher(module):
     """after_import("accelerate.data_loader") callback: DataLoaderDispatcher's
     passes are the loader's passes (_DispatchedPass)."""
     global _dispatcher_patched
-    cls = getattr(module, "DataLoaderDispatcher", None)
-    orig = getattr(cls, "__iter__", None)
-    if orig is None or hasattr(orig, "__trainprof_wrapped__"):
-        return
-
-    @functools.wraps(orig)
-    def __iter__(self):
-        return _begin_pass(self, lambda loader: _DispatchedPass(orig(loader)), False, False)
-
-    __iter__.__trainprof_wrapped__ = orig
-    cls.__iter__ = __iter__
-    _dispatcher_patched = True
+    make = _as_passes(lambda orig, loader: _DispatchedPass(orig(loader)), False)
+    if wrap_method(getattr(module, "DataLoaderDispatcher", None), "__iter__", make):
+        _dispatcher_patched = True
 
 
 def patch_stateful_loader(module):
@@ -269,17 +276,8 @@ def patch_stateful_loader(module):
     epochs, and steps only from the updates. Its passes are the loader's
     passes as a DataLoader's (its iterator a _BaseDataLoaderIter, fetched
     through the same __next__)."""
-    cls = getattr(module, "StatefulDataLoader", None)
-    orig = getattr(cls, "__iter__", None)
-    if orig is None or hasattr(orig, "__trainprof_wrapped__"):
-        return
-
-    @functools.wraps(orig)
-    def __iter__(self):
-        return _begin_pass(self, orig, False, True)
-
-    __iter__.__trainprof_wrapped__ = orig
-    cls.__iter__ = __iter__
+    make = _as_passes(lambda orig, loader: orig(loader), True)
+    wrap_method(getattr(module, "StatefulDataLoader", None), "__iter__", make)
 
 
 def _count_held(held):

@@ -272,19 +272,20 @@ static void timing_notes(FILE *out, const tp_summary *s, bool device)
                 : strcmp(facts.backend, "tensorflow") == 0 ? "TensorFlow"
                                                            : "framework's",
                 strcmp(facts.framework, "keras") == 0 ? "Keras" : "the framework");
-    else if (device)
+    else if (device) {
         fprintf(out, "\nHost times are when the CPU entered and left a region; with CUDA's "
                      "asynchronous launches the GPU may do that work later (a collective on "
                      "NCCL returns at once: its host time is the launch). Device times are "
                      "the span on the region's CUDA stream from its start to its end, whatever "
                      "that stream waited for included, read from CUDA events once they "
                      "completed (no synchronize added).\n");
-    if (device && s->inv.device_times_every > 1)
-        fprintf(out,
-                "Device times were taken on one step in %d (TRAINPROF_DEVICE_TIMES=%d): their "
-                "counts and totals are those steps'; the verdicts scale them to every step.\n",
-                s->inv.device_times_every, s->inv.device_times_every);
-    else
+        if (s->inv.device_times_every > 1)
+            fprintf(out,
+                    "Device times were taken on one step in %d (TRAINPROF_DEVICE_TIMES=%d): "
+                    "their counts and totals are those steps'; the verdicts scale them to "
+                    "every step.\n",
+                    s->inv.device_times_every, s->inv.device_times_every);
+    } else
         fprintf(out, "\nTimes are host times: no CUDA work was timed (PyTorch's to_device and "
                      "train_batch get device times when they run on a CUDA device).\n");
     if (strcmp(facts.ddp_hook, "builtin") == 0)

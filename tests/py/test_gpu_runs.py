@@ -61,6 +61,10 @@ def test_a_host_that_cannot_feed_its_gpu_is_host_bound(resummarized):
     short = in_short(text)
     assert short.startswith("1200 steps"), short
     assert "[host_bound]" in short and "[compute_bound]" not in short
+    # its device times are said to be what they are, and not denied beside them
+    notes = words(text)
+    assert "Device times are the span on the region's CUDA stream" in notes
+    assert "no CUDA work was timed" not in notes
 
 
 def test_cudnn_autotuning_is_warm_up_and_no_change_of_pace(resummarized):

@@ -30,11 +30,13 @@ the rounds' spread.
 
     python3 bench/gpu_step_cost.py [ROUNDS] [--model standin|mlp|resnet|transformer]
                                    [--steps N] [--arms A,B,...] [--trainprof PATH]
+                                   [--keep-run PATH]
 """
 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -228,6 +230,12 @@ def main():
         "devtimes_off and devtimes_8 on a GPU, profiler)",
     )
     p.add_argument(
+        "--keep-run",
+        metavar="PATH",
+        help="copy the last round's `record` run file here (its report: the verdict "
+        "and what trainprof cost, as the user sees them)",
+    )
+    p.add_argument(
         "--trainprof",
         default=os.environ.get("TRAINPROF") or os.path.join(ROOT, "build", "trainprof"),
     )
@@ -246,7 +254,11 @@ def main():
         run_file = os.path.join(d, "run.db")
         for r in range(args.rounds):
             order = arms[r % len(arms) :] + arms[: r % len(arms)]
-            got = {a: measure(a, args, run_file) for a in order}
+            got = {}
+            for a in order:
+                got[a] = measure(a, args, run_file)
+                if a == "record" and args.keep_run:
+                    shutil.copyfile(run_file, args.keep_run)
             for a in arms:
                 rows[a].append(got[a])
             print(

@@ -6,6 +6,9 @@
 #   tools/gpu-check.sh pack       here, after `make build`: puts build/trainprof
 #                                 and the shared libraries it needs that are not
 #                                 part of glibc into .gpu/ (ignored by git)
+#   tools/gpu-check.sh package DIR
+#                                 the Python package alone into DIR, for
+#                                 $PYTHON (python3): what run installs
 #   tools/gpu-check.sh run [ARGS] there, in a copy of the tree with .gpu/:
 #                                 builds the Python extension for that machine's
 #                                 python3, installs the package into its
@@ -18,7 +21,10 @@
 #                                 there: installs as run does, then
 #                                 bench/gpu_step_cost.py's arms, 3 rounds, for
 #                                 each MODEL (default: mlp resnet transformer;
-#                                 a few minutes each) into step_cost_MODEL.json
+#                                 a few minutes each) into step_cost_MODEL.json,
+#                                 the last record arm's run file into
+#                                 record_MODEL.db; ROUNDS, ARMS and STEPS
+#                                 (environment) narrow it to a lease's minutes
 #
 # Results (pytest's log, the run files of the GPU tests) go to $OUT when set.
 set -euo pipefail
@@ -37,13 +43,14 @@ pack() {
     du -sh .gpu
 }
 
-install() {
-    export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    export TRAINPROF="$PWD/.gpu/bin/trainprof"
-    "$TRAINPROF" --version
-    site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    inc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-    suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+# The Python package into site-packages dir $1 for $PYTHON (python3): its
+# modules as meson installs them, the autoload .pth, and the extension built
+# from every C file of python/trainprof and lib/ (CI builds it this way too,
+# tests/py/test_gpu_check.py, so that a new source can't be left out here).
+package() {
+    local py=${PYTHON:-python3} site=$1
+    inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+    suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
     version=$(sed -n "s/^ *version : '\(.*\)',/\1/p" meson.build)
     rm -rf "$site/trainprof" && mkdir -p "$site/trainprof"
     # the package by role: its face and its subpackages, as meson installs them
@@ -51,9 +58,16 @@ install() {
     cp python/trainprof-autoload.pth "$site/"
     sed "s/@VERSION@/$version/" python/trainprof/_version.py.in >"$site/trainprof/_version.py"
     cc -std=c11 -O2 -D_GNU_SOURCE -shared -fPIC -Iinclude -Ilib -Isrc -I"$inc" \
-        python/trainprof/_native.c python/trainprof/_stack_sampler.c python/trainprof/_stacks.c python/trainprof/_stack_code.c \
+        python/trainprof/*.c \
         lib/*.c \
         -o "$site/trainprof/_native$suffix" -lpthread
+}
+
+install() {
+    export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export TRAINPROF="$PWD/.gpu/bin/trainprof"
+    "$TRAINPROF" --version
+    package "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
     nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
 torch.cuda.get_device_name(0))'
@@ -64,8 +78,9 @@ bench() {
     install
     [ $# -gt 0 ] || set -- mlp resnet transformer
     for model in "$@"; do
-        python3 bench/gpu_step_cost.py 3 --model "$model" --trainprof "$TRAINPROF" \
-            --arms bare,record,stacks0,ops_off,devtimes_off,devtimes_8,profiler \
+        python3 bench/gpu_step_cost.py "${ROUNDS:-3}" --model "$model" --trainprof "$TRAINPROF" \
+            --arms "${ARMS:-bare,record,stacks0,ops_off,devtimes_off,devtimes_8,profiler}" \
+            --steps "${STEPS:-1100}" --keep-run "${OUT:-/tmp/gpu-out}/record_$model.db" \
             >"${OUT:-/tmp/gpu-out}/step_cost_$model.json" ||
             echo "$0: gpu_step_cost.py --model $model failed" >&2
     done
@@ -87,7 +102,8 @@ run() {
 
 case "${1:-}" in
 pack) pack ;;
+package) shift && [ $# -eq 1 ] && package "$1" ;;
 run) shift && run "$@" ;;
 bench) shift && bench "$@" ;;
-*) echo "usage: $0 pack | run [PYTEST_ARGS...] | bench [MODEL...]" >&2 && exit 2 ;;
+*) echo "usage: $0 pack | package SITE_DIR | run [PYTEST_ARGS...] | bench [MODEL...]" >&2 && exit 2 ;;
 esac

@@ -50,6 +50,11 @@
 /* 1: the training DataLoader is fetched on another thread than the one that
  * trains (a background prefetcher): updates mark the steps, no epochs */
 #define TP_FACT_LOADER_PREFETCHED "loader.prefetched"
+/* why CUPTI stayed attached after the capture windows on a CUDA device
+ * (python/trainprof/runtime/ops.py release_cupti): 1 TEARDOWN_CUPTI set to
+ * other than 1 in the environment, 2 a CUDA before 12.6; absent where it was
+ * let go, or no window ran on CUDA */
+#define TP_FACT_OPS_CUPTI_KEPT    "ops.cupti_kept"
 #define TP_FACT_FRAMEWORK         "framework"
 #define TP_FACT_FRAMEWORK_BACKEND "framework.backend"
 #define TP_FACT_DDP_HOOK          "ddp.hook"
@@ -99,6 +104,7 @@ static inline bool tp_fact_key_known(const char *key, size_t key_len)
                                         TP_FACT_LOADER_PREFETCH_FACTOR,
                                         TP_FACT_LOADER_BATCH_SIZE,
                                         TP_FACT_LOADER_PREFETCHED,
+                                        TP_FACT_OPS_CUPTI_KEPT,
                                         TP_FACT_FRAMEWORK,
                                         TP_FACT_FRAMEWORK_BACKEND,
                                         TP_FACT_DDP_HOOK,

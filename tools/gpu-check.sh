@@ -19,6 +19,7 @@
 #                                 (device_memory_cost.json)
 #   tools/gpu-check.sh bench [MODEL...]
 #                                 there: installs as run does, then
+#                                 bench/cupti_linger.py, then
 #                                 bench/gpu_step_cost.py's arms, 3 rounds, for
 #                                 each MODEL (default: mlp resnet transformer;
 #                                 a few minutes each) into step_cost_MODEL.json,
@@ -77,6 +78,9 @@ torch.cuda.get_device_name(0))'
 bench() {
     install
     [ $# -gt 0 ] || set -- mlp resnet transformer
+    # what a finished window leaves on each CUDA launch, CUPTI kept and let go (a minute)
+    python3 bench/cupti_linger.py "${ROUNDS:-3}" >"${OUT:-/tmp/gpu-out}/cupti_linger.json" ||
+        echo "$0: cupti_linger.py failed" >&2
     for model in "$@"; do
         python3 bench/gpu_step_cost.py "${ROUNDS:-3}" --model "$model" --trainprof "$TRAINPROF" \
             --arms "${ARMS:-bare,record,stacks0,ops_off,devtimes_off,devtimes_8,profiler}" \

@@ -30,6 +30,10 @@ typedef struct tp_model_facts {
     /* 1: the training DataLoader was fetched on another thread than the one
      * that trained (a background prefetcher); -1 unknown */
     int loader_prefetched;
+    /* why CUPTI stayed attached after capture windows on a CUDA device (1
+     * the environment's TEARDOWN_CUPTI, 2 a CUDA before 12.6); 0 let go or
+     * no such window, -1 unknown */
+    int ops_cupti_kept;
 } tp_model_facts;
 
 #endif

@@ -79,6 +79,27 @@ static void backoff_words(char *out, size_t cap, const tp_own_backoff *b, bool d
              sampled);
 }
 
+/* " Its capture windows left CUPTI attached ..." where they did (the fact
+ * ops.cupti_kept: 1 the environment said so, 2 a CUDA before 12.6), else "":
+ * a cost that lands in PyTorch's CUDA calls, so no stack sample names it. */
+static void cupti_words(char *out, size_t cap, int kept)
+{
+    out[0] = '\0';
+    if (kept == 1 || kept == 2)
+        snprintf(out, cap,
+                 " Its capture windows on the GPU left CUPTI attached (%s): every CUDA call "
+                 "after the first window paid for CUPTI's callbacks until the process ended, "
+                 "a cost that lands in PyTorch's calls and is not counted above; %s--ops off "
+                 "takes no window.",
+                 kept == 1 ? "TEARDOWN_CUPTI is set to other than 1 in the training's "
+                             "environment"
+                           : "PyTorch's CUDA is older than 12.6, where letting CUPTI go is not "
+                             "safe with CUDA graphs",
+                 kept == 1 ? "TEARDOWN_CUPTI=1 lets it go at each window's end (not with CUDA "
+                             "graphs on a CUDA before 12.6); "
+                           : "");
+}
+
 /* Whether any rank's regions carry device times. */
 static bool has_device_times(const tp_timings *t)
 {
@@ -93,8 +114,10 @@ void tp_report_own_answer(FILE *out, const tp_summary *s)
     if (!s->timings.nsteps)
         return;
     const tp_own_cost *o = first_measured(&s->own);
-    char line[1200], parts[300] = "", who[32] = "", backoff[400], windows[400];
+    char line[1600], parts[300] = "", who[32] = "", backoff[800], windows[400], cupti[600];
     backoff_words(backoff, sizeof backoff, &s->own.backoff, has_device_times(&s->timings));
+    cupti_words(cupti, sizeof cupti, s->inv.model.ops_cupti_kept);
+    strncat(backoff, cupti, sizeof backoff - strlen(backoff) - 1);
     if (!o) {
         snprintf(line, sizeof line,
                  "trainprof's own work: not measured (no stack samples of the steps: record "

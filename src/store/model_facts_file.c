@@ -23,7 +23,7 @@ static void unknown(tp_model_facts *facts)
     facts->autocast = facts->compiled = -1;
     facts->num_workers = facts->pin_memory = facts->persistent_workers = -1;
     facts->prefetch_factor = facts->batch_size = facts->evaluate_training_mode = -1;
-    facts->loader_prefetched = -1;
+    facts->loader_prefetched = facts->ops_cupti_kept = -1;
 }
 
 /* A fact's number: a non-negative integer below 1e6, else -1 (unknown). */
@@ -67,6 +67,7 @@ bool tp_run_model_facts(const tp_run *run, tp_model_facts *facts)
         small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_EVALUATE_TRAINING_MODE));
     facts->loader_prefetched =
         small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_LOADER_PREFETCHED));
+    facts->ops_cupti_kept = small_number(tp_run_meta_get(run, TP_META_FACT TP_FACT_OPS_CUPTI_KEPT));
     return facts->device[0] || facts->num_workers >= 0;
 }
 

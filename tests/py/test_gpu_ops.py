@@ -7,6 +7,7 @@ where torch sees no CUDA device (CI); tools/gpu-check.sh runs them."""
 import collections
 import os
 import re
+import sqlite3
 import subprocess
 import textwrap
 
@@ -25,7 +26,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 torch.manual_seed(0)
 class D(Dataset):
-    def __len__(self): return 30 * 64
+    def __len__(self): return int(os.environ.get("STEPS", "30")) * 64
     def __getitem__(self, i):
         if os.environ.get("SLOW") and i % 64 == 0:
             time.sleep(0.02)
@@ -55,6 +56,7 @@ for step, (x, y) in enumerate(DataLoader(D(), batch_size=64), start=1):
         prof = None
 torch.cuda.synchronize()
 print("MAX_ALLOCATED", torch.cuda.max_memory_allocated(), flush=True)
+print("TEARDOWN_CUPTI", os.environ.get("TEARDOWN_CUPTI"), flush=True)
 """
 
 
@@ -113,3 +115,24 @@ def test_the_allocators_peak_is_torchs(tmp_path):
     # steady steps: the window's peak is the run's, give or take a batch
     assert 0.8 * peak <= w["peak_allocated_bytes"] <= peak * 1.001, (w, peak)
     assert w["device_memory_bytes"] == torch.cuda.get_device_properties(0).total_memory
+
+
+def test_cupti_is_let_go_after_each_window_and_comes_back_for_the_next(tmp_path):
+    """Kineto keeps CUPTI attached after a trace unless TEARDOWN_CUPTI=1, and
+    then every later CUDA call pays for it: the first window on CUDA sets it
+    (a CUDA 12.6 or later), each window still captures its kernels (CUPTI
+    re-attached), and nothing is said. Where the environment chose 0, it is
+    kept, and the report says what that costs."""
+    run, r = record(tmp_path, "teardown.db", env={"STEPS": "400"}, args=("--ops-every", "0.5"))
+    assert "TEARDOWN_CUPTI 1" in r.stdout
+    with sqlite3.connect(run) as db:
+        windows = [i for (i,) in db.execute("SELECT id FROM op_window WHERE cuda AND NOT skipped")]
+        kernels = dict(
+            db.execute("SELECT window_id, count(*) FROM ops WHERE kind = 'kernel' GROUP BY 1")
+        )
+    assert len(windows) >= 2, windows
+    assert all(kernels.get(i, 0) > 0 for i in windows), (kernels, windows)
+    assert "fact.ops.cupti_kept" not in report_json(run)["run"]["meta"]
+    run, r = record(tmp_path, "kept.db", env={"TEARDOWN_CUPTI": "0"})
+    assert "TEARDOWN_CUPTI 0" in r.stdout
+    assert report_json(run)["run"]["meta"]["fact.ops.cupti_kept"] == "1"

@@ -38,6 +38,11 @@ while time.process_time() < end:
 """
 
 
+CUPTI_FACT = """import time, trainprof
+from trainprof import _native
+_native.fact("ops.cupti_kept={kept}")"""
+
+
 def record(tmp_path, text, *args):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(text))
@@ -113,7 +118,28 @@ def test_every_report_says_what_trainprof_cost(tmp_path):
     assert own["samples"] > 50 and 0 <= own["share"] < 1, own
     assert set(own["parts"]) == {"wrappers", "device_times", "capture_windows"}
     assert rep["backoff"] is None
-    assert "trainprof's own work" in in_short(trainprof("report", run).stdout)
+    short = in_short(trainprof("report", run).stdout)
+    assert "trainprof's own work" in short
+    assert "CUPTI" not in short  # no window on a GPU
+
+
+def test_cupti_left_attached_after_the_windows_is_said(tmp_path):
+    """Where Kineto keeps CUPTI attached after a window on a GPU (a CUDA
+    before 12.6, or TEARDOWN_CUPTI=0), every later CUDA call pays for it in
+    PyTorch's frames, which the stack samples don't count as trainprof's:
+    the cost line says so, and why. The fact is sent as the capture module
+    sends it (this machine has no GPU to open a window on)."""
+    for kept, why in ((2, "PyTorch's CUDA is older than 12.6"), (1, "TEARDOWN_CUPTI is set")):
+        case = tmp_path / str(kept)
+        case.mkdir()
+        run = record(case, PLAIN.replace("import time, trainprof", CUPTI_FACT.format(kept=kept)))
+        rep = report_json(run)
+        assert rep["run"]["meta"]["fact.ops.cupti_kept"] == str(kept)
+        short = words(in_short(trainprof("report", run).stdout))
+        assert "left CUPTI attached (" + why in short, short
+        assert "every CUDA call after the first window paid for" in short
+        assert ("TEARDOWN_CUPTI=1 lets it go" in short) == (kept == 1)
+        assert "--ops off takes no window" in short
 
 
 def test_the_counts_are_stored_with_the_summary_and_carried_by_a_merge(tmp_path):

@@ -19,7 +19,9 @@ it: a window due while one runs is skipped, and one running when the script
 starts its own is ended first (the script's never sees ours). Kineto's own
 lines on standard error at each start and stop are kept from the training's
 output: the descriptor is pointed at a memfd for the length of the call, and
-whatever else was written meanwhile is written back.
+whatever else was written meanwhile is written back. On a CUDA device the
+first window asks Kineto to let go of CUPTI at each window's end
+(``release_cupti``): attached, it slows every CUDA call after the window.
 """
 
 import atexit
@@ -148,6 +150,7 @@ class Capture:
         self.asked = None  # the last request taken: the same again opens no window
         self.active = None  # the window under way: a dict
         self.thread = None
+        self.cupti_decided = False  # release_cupti asked, at the first window on CUDA
         from torch.autograd import profiler as ap
 
         self.ap = ap
@@ -242,6 +245,11 @@ class Capture:
         try:
             cuda, activities, config = _profiler_config(torch)
             window["cuda"] = cuda
+            if cuda and not self.cupti_decided:
+                self.cupti_decided = True
+                kept = release_cupti(torch.version.cuda, os.environ)
+                if kept:
+                    _native.fact(f"ops.cupti_kept={kept}")
             window["stop_at"] = n + steps + (1 if cuda else 0)
             _quiet(lambda: self.prepare(config, activities))
             window["alloc0"] = self._memory_of(window)
@@ -293,6 +301,37 @@ class Capture:
             _native._ops_send(blob)
         except Exception as e:  # noqa: BLE001 - said; the window is lost, the training goes on
             swallowed("sending a capture window", e)
+
+
+CUPTI_KEPT_BY_ENVIRONMENT = 1  # TEARDOWN_CUPTI set, to something else than 1
+CUPTI_KEPT_OLD_CUDA = 2  # a CUDA before 12.6: teardown is not safe with CUDA graphs
+
+
+def release_cupti(cuda_version, environ):
+    """Has Kineto let go of CUPTI at the end of each window on a CUDA device
+    (TEARDOWN_CUPTI=1 in environ, for the process's life: Kineto reads it at
+    a trace's stop, and again at the next start to re-attach), where the
+    environment has not chosen and torch's CUDA is 12.6 or later. Kineto
+    leaves CUPTI attached by default, and then every CUDA call of the rest
+    of the run pays for its callbacks (10-20 % of a launch-bound step:
+    pytorch/pytorch#144455); torch itself asks for it to stay only where
+    CUDA graphs meet a CUDA before 12.6, where re-attaching crashed.
+    Returns 0 where CUPTI is let go (or the environment already says so),
+    else why it stays: CUPTI_KEPT_BY_ENVIRONMENT or CUPTI_KEPT_OLD_CUDA.
+    cuda_version: torch.version.cuda (None on a ROCm build: 0, nothing to do)."""
+    if not cuda_version:
+        return 0
+    chosen = environ.get("TEARDOWN_CUPTI")
+    if chosen is not None:
+        return 0 if chosen == "1" else CUPTI_KEPT_BY_ENVIRONMENT
+    try:
+        version = tuple(int(x) for x in str(cuda_version).split(".")[:2])
+    except ValueError:
+        return CUPTI_KEPT_OLD_CUDA  # a version we can't read: left as Kineto has it
+    if version < (12, 6):
+        return CUPTI_KEPT_OLD_CUDA
+    environ["TEARDOWN_CUPTI"] = "1"
+    return 0
 
 
 def _profiler_config(torch):

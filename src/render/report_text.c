@@ -12,6 +12,7 @@
 #include "render/units.h"
 #include "render/verdict_words.h"
 #include "util/labels.h"
+#include "util/utf8.h"
 
 #define PER_CORE_ROWS_MAX 16
 
@@ -41,13 +42,32 @@ static void hosts(FILE *out, const tp_run_inventory *inv)
                 unlisted);
 }
 
+/* The command on one line: its control characters (a `python -c`
+ * program's newlines) as \xNN escapes, cut after COMMAND_SHOWN bytes on a
+ * character's boundary with a note (--json has it whole). */
+#define COMMAND_SHOWN 240
+static void command_line(FILE *out, const char *command)
+{
+    char shown[4 * COMMAND_SHOWN];
+    tp_text_escape(shown, sizeof shown, command);
+    size_t len = strlen(shown);
+    if (len <= COMMAND_SHOWN) {
+        fprintf(out, "  command   %s\n", shown);
+        return;
+    }
+    len = COMMAND_SHOWN;
+    while (len > 0 && ((unsigned char)shown[len] & 0xc0) == 0x80)
+        len--; /* not inside a character */
+    fprintf(out, "  command   %.*s ... (cut; report --json has it whole)\n", (int)len, shown);
+}
+
 static void header(FILE *out, const tp_run_inventory *inv)
 {
     const tp_run_facts f = inv->facts;
     char dur[32];
     tp_format_duration(dur, sizeof dur, f.duration_s);
     fprintf(out, "trainprof report: %s\n", inv->path);
-    fprintf(out, "  command   %s\n", f.command);
+    command_line(out, f.command);
     fprintf(out, "  started   %s   duration %s   ", or_unknown(f.start_wall), dur);
     char who[64] = "";
     if (f.failed_agent)

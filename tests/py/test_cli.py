@@ -1,5 +1,6 @@
 """The program's command line: help, version, exit statuses, bad input."""
 
+import json
 import os
 import pathlib
 import shutil
@@ -345,3 +346,22 @@ def test_an_option_is_spelt_one_way_in_every_command():
     assert {"force", "output", "quiet", "json"} <= short_of.keys()  # the parse finds them
     assert {o: c for o, c in short_of.items() if len(set(c.values())) > 1} == {}
     assert {s: c for s, c in long_of.items() if len(set(c.values())) > 1} == {}
+
+
+def test_a_command_of_several_lines_is_one_line_of_the_report(tmp_path):
+    """A `python -c` program's newlines (and any control character: an
+    escape sequence in an argument) are shown as escapes on the report's
+    command line, cut after a few hundred bytes; --json keeps it whole."""
+    program = "import time\n# \x1b[2J a comment " + "é" * 200 + "\ntime.sleep(0.1)\n"
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, "-c", program)
+    assert r.returncode == 0, r.stderr
+    text = trainprof("report", run).stdout
+    [line] = [l for l in text.splitlines() if l.startswith("  command ")]
+    assert "-c 'import time\\x0a# \\x1b[2J a comment éé" in line, line
+    assert line.endswith(" ... (cut; report --json has it whole)"), line
+    assert "time.sleep" not in text and "\x1b" not in text
+    assert len(line.encode()) < 400
+    assert json.loads(trainprof("report", "--json", run).stdout)["run"]["command"].endswith(
+        "\ntime.sleep(0.1)\n'"
+    )

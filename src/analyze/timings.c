@@ -276,8 +276,8 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
             continue;
         double a, b;
         int64_t t0 = tp_ns_of_s(e->start_s), t1 = tp_ns_of_s(e->start_s + e->duration_s);
-        if (tp_run_series_value_at(run, s->id, t0, &a) &&
-            tp_run_series_value_at(run, s->id, t1, &b) && b >= a)
+        if (tp_run_series_counter_at(run, s->id, t0, &a) &&
+            tp_run_series_counter_at(run, s->id, t1, &b) && b >= a)
             total = (isnan(total) ? 0 : total) + (b - a);
     }
     return total;

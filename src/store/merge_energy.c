@@ -27,9 +27,13 @@ int tp_merge_epoch_energy(sqlite3 *db, const char *path, long long off, long lon
         " SELECT e.id + %lld, x.t_ns + %lld, x.value FROM energy e CROSS JOIN bound b"
         "  CROSS JOIN src.sample x ON x.series_id = e.id AND x.t_ns = (SELECT max(t_ns)"
         "   FROM src.sample WHERE series_id = e.id AND t_ns <= b.t_ns - 1000);"
+        "INSERT OR IGNORE INTO main.sample (series_id, t_ns, value)"
+        " SELECT e.id + %lld, x.t_ns + %lld, x.value FROM energy e CROSS JOIN bound b"
+        "  CROSS JOIN src.sample x ON x.series_id = e.id AND x.t_ns = (SELECT min(t_ns)"
+        "   FROM src.sample WHERE series_id = e.id AND t_ns > b.t_ns + 1000);"
         "DROP TABLE bound;"
         "DROP TABLE energy;",
-        dt, off, dt, off, dt);
+        dt, off, dt, off, dt, off, dt);
     rc = sql ? tp_exec(db, sql) : SQLITE_NOMEM;
     sqlite3_free(sql);
     int rc2 = tp_exec(db, "DETACH src");

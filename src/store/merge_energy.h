@@ -3,8 +3,8 @@
  * fleet's step groups. analyze/timings.c
  * measures the job's energy over the lowest rank's epochs, and over a rank's
  * own epoch only where the lowest rank has none of that number; the merge
- * keeps, of every input's cumulative energy series, the samples at those
- * epochs' starts and ends. */
+ * keeps, of every input's cumulative energy series, the samples on either
+ * side of those epochs' starts and ends. */
 #ifndef TP_STORE_MERGE_ENERGY_H
 #define TP_STORE_MERGE_ENERGY_H
 
@@ -20,8 +20,10 @@ int tp_merge_epoch_bounds(sqlite3 *db);
 
 /* Copies into main.sample, of the input at path (series ids + off, times +
  * dt), for each bound b, its energy series' last sample at or before
- * b - 1 us and every sample within 1 us of b (the reader recomputes b from
- * seconds, give or take a nanosecond). An SQLite result code. */
+ * b - 1 us, every sample within 1 us of b (the reader recomputes b from
+ * seconds, give or take a nanosecond) and the first after b + 1 us: the two
+ * the reader interpolates between (tp_run_series_counter_at). An SQLite
+ * result code. */
 int tp_merge_epoch_energy(sqlite3 *db, const char *path, long long off, long long dt);
 
 /* A fleet's stored step groups made fewer: every rank's but the lowest

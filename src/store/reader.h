@@ -78,7 +78,7 @@ typedef struct tp_run {
     /* the series by (agent, metric, labels), made at the first
      * tp_run_series_find (NULL until then) */
     const tp_run_series **series_by_key;
-    void *value_at_stmt; /* sqlite3_stmt of tp_run_series_value_at, kept */
+    void *value_at_stmt; /* sqlite3_stmt of tp_run_series_counter_at, kept */
 } tp_run;
 
 /* A step or epoch boundary, or a step's sample count (value), with the rank
@@ -191,9 +191,14 @@ bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_
 bool tp_run_agent_value_at(tp_run *run, int64_t agent_id, const char *metric, const char *labels,
                            int64_t t_ns, double *value);
 
-/* The same by series id, through one prepared statement kept with the run
- * (for many lookups, e.g. every energy series at every epoch boundary). */
-bool tp_run_series_value_at(tp_run *run, int64_t series_id, int64_t t_ns, double *value);
+/* A cumulative series' value at t_ns (an energy counter), by series id:
+ * linear between its samples on either side of t_ns, its last sample where
+ * none follows, its first where none precedes; false when it has none.
+ * Through one prepared statement kept with the run (for many lookups, e.g.
+ * every energy series at every epoch boundary). Interpolated, since a span
+ * shorter than the sampling period (an epoch of 0.3 s sampled every 0.5 s)
+ * would otherwise read a whole period's growth or none. */
+bool tp_run_series_counter_at(tp_run *run, int64_t series_id, int64_t t_ns, double *value);
 
 /* Reads everything after this call from one snapshot of the file, in one
  * read transaction (no lock and stat system calls per query), until

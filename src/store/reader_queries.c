@@ -285,25 +285,37 @@ bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_
     return tp_run_agent_value_at(run, 1, metric, labels, t_ns, value);
 }
 
-bool tp_run_series_value_at(tp_run *run, int64_t series_id, int64_t t_ns, double *value)
+bool tp_run_series_counter_at(tp_run *run, int64_t series_id, int64_t t_ns, double *value)
 {
-    /* the last sample at or before t_ns, else the first one */
+    /* the last sample at or before t_ns (k 0) and the first after it (k 1) */
     static const char sql[] =
-        "SELECT value FROM (SELECT value, 0 AS k FROM (SELECT value FROM sample"
+        "SELECT t_ns, value, 0 FROM (SELECT t_ns, value FROM sample"
         " WHERE series_id = ?1 AND t_ns <= ?2 ORDER BY t_ns DESC LIMIT 1)"
-        " UNION ALL SELECT value, 1 FROM (SELECT value FROM sample WHERE series_id = ?1"
-        " ORDER BY t_ns LIMIT 1)) ORDER BY k LIMIT 1";
+        " UNION ALL SELECT t_ns, value, 1 FROM (SELECT t_ns, value FROM sample"
+        " WHERE series_id = ?1 AND t_ns > ?2 ORDER BY t_ns LIMIT 1)";
     sqlite3_stmt *st = run->value_at_stmt;
     if (!st && sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return false;
     run->value_at_stmt = st;
     sqlite3_bind_int64(st, 1, series_id);
     sqlite3_bind_int64(st, 2, t_ns);
-    bool found = sqlite3_step(st) == SQLITE_ROW;
-    if (found)
-        *value = sqlite3_column_double(st, 0);
+    bool have[2] = {false, false};
+    int64_t t[2] = {0, 0};
+    double v[2] = {0, 0};
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int k = sqlite3_column_int(st, 2) ? 1 : 0;
+        have[k] = true;
+        t[k] = sqlite3_column_int64(st, 0);
+        v[k] = sqlite3_column_double(st, 1);
+    }
     sqlite3_reset(st);
-    return found;
+    if (have[0] && have[1] && t[1] > t[0])
+        *value = v[0] + (v[1] - v[0]) * ((double)(t_ns - t[0]) / (double)(t[1] - t[0]));
+    else if (have[0] || have[1])
+        *value = have[0] ? v[0] : v[1];
+    else
+        return false;
+    return true;
 }
 
 bool tp_run_agent_value_at(tp_run *run, int64_t agent_id, const char *metric, const char *labels,

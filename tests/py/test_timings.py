@@ -129,6 +129,45 @@ def test_samples_per_second_and_energy_per_epoch(run_file):
     assert "samples/s" in text and " J" in text.split("Epochs")[1]
 
 
+def test_an_epoch_shorter_than_the_sampling_has_its_share_of_energy(run_file, tmp_path):
+    """Epochs of 0.2 s sampled every 0.5 s: the energy counter's value at an
+    epoch's edges is read between its samples, so each epoch has about its
+    own share (the fake GPU draws 300 W), not a whole period's or nothing
+    (0 J and 150 J in turns, before)."""
+    script = tmp_path / "epochs.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import time, trainprof
+            for e in range(8):
+                trainprof.epoch(e)
+                for i in range(10):
+                    trainprof.step()
+                    time.sleep(0.02)
+            trainprof.step()
+            """
+        )
+    )
+    r = trainprof(
+        "record",
+        "-q",
+        "--interval",
+        "0.5",
+        "-o",
+        run_file,
+        "--",
+        PYTHON,
+        script,
+        env={"TRAINPROF_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "1"},
+    )
+    assert r.returncode == 0, r.stderr
+    epochs = report_json(run_file)["epochs"]
+    assert len(epochs) == 8
+    for e in epochs[1:-1]:  # the first and the last may reach past the samples
+        watts = e["energy_j"] / e["duration_s"]
+        assert 300 * 0.8 < watts < 300 * 1.2, epochs
+
+
 def test_no_energy_is_null(run_file):
     assert trainprof("record", "-q", "-o", run_file, "--", EMIT, "nested").returncode == 0
     rep = report_json(run_file)

@@ -73,16 +73,14 @@ from trainprof.patches.device import patch_graph_capture as _patch_graph_capture
 from trainprof.patches.distributed import patch_distributed as _patch_distributed
 from trainprof.patches.distributed import patch_spawn as _patch_spawn
 from trainprof.patches.forward import patch_modules as _patch_modules
+from trainprof.patches.loader import _patch_dataloader, patch_dispatcher, patch_stateful_loader
 from trainprof.patches.loop import (
     _end_train_batch,  # noqa: F401 (framework adapters call it)
     _patch_backward,
-    _patch_dataloader,
     _patch_optimizer,
     _patch_schedulers,
     _patch_transfers,
     _patch_workers,
-    patch_dispatcher,
-    patch_stateful_loader,
 )
 from trainprof.runtime import ops as _ops
 from trainprof.startup.after_import import after_import

@@ -1,0 +1,263 @@
+"""The DataLoader's passes (trainprof.torch.instrument applies them): each
+iter() of a loader is a pass whose role the step tracker tells (the
+training's, an evaluation's, another's), and the training pass's fetches are
+dataloader_next, its steps' marks and its samples. The loader classes that
+make their own passes are passes too: Accelerate's dispatcher, torchdata's
+StatefulDataLoader, and a DataLoader subclass's own __iter__ (an infinite
+loader over a persistent iterator, a background prefetcher)."""
+
+import functools
+import sys
+import weakref
+
+import torch
+
+from trainprof import _native
+from trainprof.patches.common import (
+    R_NEXT,
+    ThreadState,
+    begin,
+    count_samples,
+    count_shape,
+    end,
+    per_thread,
+    sample_shape,
+)
+from trainprof.patches.device import device_poll, timed_threads
+from trainprof.patches.distributed import tell_rank
+from trainprof.patches.forward import QUIET, QUIET_AGAIN, discovery_start
+from trainprof.patches.loop import _end_train_batch, _timed
+from trainprof.runtime import bottleneck as _bottleneck
+from trainprof.steps import facts as _facts
+from trainprof.steps import marks as _marks
+from trainprof.steps import state as _state
+from trainprof.steps.framework_loop import wrap_method
+
+_loader_passes = weakref.WeakKeyDictionary()  # DataLoader -> iter() calls so far
+_grad_enabled = torch.is_grad_enabled
+
+
+def _patch_dataloader():
+    from torch.utils.data import dataloader as dl
+
+    orig_iter = dl.DataLoader.__iter__
+
+    @functools.wraps(orig_iter)
+    def __iter__(self):
+        owner = _accelerate_loader(sys._getframe(1))
+        if owner == "DataLoaderDispatcher" and _dispatcher_patched:
+            # the dispatcher's own pass is the one timed and counted
+            it = orig_iter(self)
+            it._trainprof_main = None
+            return it
+        # a DataLoaderShard hands each batch out one fetch later
+        return _begin_pass(self, orig_iter, owner == "DataLoaderShard", True)
+
+    dl.DataLoader.__iter__ = __iter__
+    dl._BaseDataLoaderIter.__next__ = _handing_out(dl._BaseDataLoaderIter.__next__)
+
+
+def _begin_pass(loader, iter_of, ahead, sized):
+    """A pass of loader begins: its role told by the tracker, its iterator
+    iter_of(loader) marked for _handing_out (ahead: it hands each batch out
+    one fetch after fetching it; sized: its batches' samples can be told
+    from its batch size and sampler)."""
+    grad = _grad_enabled()
+    model = _facts.train_model() if grad and _facts.train_model is not None else None
+    training = model is not None and model.training
+    role = per_thread(ThreadState).tracker.loader_iter(loader, grad, training)
+    it = iter_of(loader)
+    tell_rank()  # a process group made without init_process_group (a device mesh)
+    # a new loop may call a module not seen yet: look for as long as at
+    # the start for a new DataLoader, briefly for another pass of one,
+    # and only at its passes 2, 3, 5, 9, 17...: every look puts each
+    # module call of its steps on torch's slow path, and a training
+    # model first called later is found by its backward (forward_unseen)
+    try:
+        passes = _loader_passes.get(loader, 0)
+        _loader_passes[loader] = passes + 1
+    except TypeError:  # a DataLoader subclass that can't be weakly referenced
+        passes = 0
+    if passes & (passes - 1) == 0:
+        discovery_start(QUIET if passes == 0 else QUIET_AGAIN)
+    it._trainprof_main = role == "main"
+    it._trainprof_eval = role == "eval"
+    if role == "main":
+        it._trainprof_ahead = ahead
+        it._trainprof_held = None
+        _facts.note_loader(loader)
+        try:
+            it._trainprof_len = len(it) if sized else len(loader)
+        except TypeError:  # an IterableDataset without __len__
+            it._trainprof_len = -1
+        it._trainprof_sizes = _batch_sizes(loader) if sized else None
+    return it
+
+
+def _handing_out(orig_next):
+    """The __next__ of an iterator that _begin_pass marked, around its own
+    orig_next: the training loader's fetches are dataloader_next, its steps'
+    marks and its samples (an iterator marked _trainprof_main None is
+    fetched as is)."""
+    fetch = _timed(R_NEXT, orig_next)
+
+    @functools.wraps(orig_next)
+    def __next__(self):
+        main = getattr(self, "_trainprof_main", False)
+        if main is None:
+            return orig_next(self)
+        local = per_thread(ThreadState)
+        tracker = local.tracker
+        if local.fetch_ns is None and _state.manual_steps in _state.FRAMEWORK_LOOPS:
+            local.fetch_ns = _native.now_ns()
+        if main:
+            local.forward_seen = False
+            if local.train_batch:
+                _end_train_batch(local)
+            if timed_threads:  # some thread timed the device
+                device_poll(local)
+            fetched_only = tracker.fetched_only
+            began_step = tracker.fetch()
+        try:
+            if main and _bottleneck.ACTIVE:  # its passes are no peeks, and may end in _exit
+                tracker.confirm_training_pass()
+                batch = _bottleneck.on_fetch(lambda: fetch(self), _marks.step, count_samples)
+            else:  # fetch(self), inline: once a step
+                begin(R_NEXT)
+                try:
+                    batch = orig_next(self)
+                finally:
+                    end(R_NEXT)
+        except StopIteration:
+            if main:
+                if self._trainprof_held is not None:  # handed out now: the loader's last
+                    _count_held(self._trainprof_held)
+                    self._trainprof_held = None
+                tracker.fetch_stopped(fetched_only, began_step)
+            elif getattr(self, "_trainprof_eval", False):
+                self._trainprof_eval = False
+                tracker.other_stopped()
+            raise
+        if main:
+            if not _state.manual_steps:  # the batch's samples
+                sizes = self._trainprof_sizes
+                n = 0
+                if sizes is not None and not _state.manual_samples:
+                    # batch k of a pass holds min(size, total - (k - 1) * size)
+                    size, total, drop_last = sizes
+                    n = size if drop_last else min(size, total - (self._num_yielded - 1) * size)
+                if self._trainprof_ahead:  # the batch before is handed out now
+                    held = self._trainprof_held
+                    self._trainprof_held = n if n > 0 else (sample_shape(batch),)
+                    if held is not None:
+                        _count_held(held)
+                elif n > 0:
+                    _native.samples(n)
+                else:  # its first tensor's size
+                    count_samples(batch)
+            # loops that know the length (Lightning's) fetch no further: the
+            # last step ends with its optimizer step, not with a next fetch
+            tracker.fetched(self._num_yielded == self._trainprof_len)
+        return batch
+
+    return __next__
+
+
+def _accelerate_loader(caller):
+    """The name of the Accelerate loader class ("DataLoaderShard",
+    "DataLoaderDispatcher") whose __iter__ is caller, else None. A
+    DataLoaderShard (Hugging Face's Trainer's too) fetches each batch one
+    ahead of the one it hands out: counted at its fetch, an epoch's first
+    step would count two batches and its last none. Read once per iter()
+    from the caller's frame: nothing imported."""
+    if caller.f_code.co_name != "__iter__":
+        return None
+    if caller.f_globals.get("__name__") != "accelerate.data_loader":
+        return None
+    for c in type(caller.f_locals.get("self")).__mro__:
+        if c.__name__ in ("DataLoaderShard", "DataLoaderDispatcher"):
+            return c.__name__
+    return None
+
+
+class _DispatchedPass:
+    """A pass of Accelerate's DataLoaderDispatcher as the script iterates it
+    (the default for an IterableDataset): process 0 fetches every process's
+    batches, a round ahead, and broadcasts them; each process is handed its
+    slice. Its fetches are what each rank waits on for its batch and its
+    samples are that slice, on every rank (the loader it wraps, iterated on
+    process 0 only, is fetched as is)."""
+
+    def __init__(self, batches):
+        self._batches = batches
+        self._num_yielded = 0
+
+    def __iter__(self):
+        return self
+
+    def _next(self):
+        batch = next(self._batches)
+        self._num_yielded += 1
+        return batch
+
+
+_DispatchedPass.__next__ = _handing_out(_DispatchedPass._next)
+_dispatcher_patched = False
+
+
+def _as_passes(iter_of, sized):
+    """A maker for wrap_method: an __iter__ whose call is a pass of the
+    loader, its iterator iter_of(orig, loader) (sized: as _begin_pass's)."""
+
+    def make(orig):
+        @functools.wraps(orig)
+        def __iter__(self):
+            return _begin_pass(self, lambda loader: iter_of(orig, loader), False, sized)
+
+        __iter__.__trainprof_wrapped__ = orig
+        return __iter__
+
+    return make
+
+
+def patch_dispatcher(module):
+    """after_import("accelerate.data_loader") callback: DataLoaderDispatcher's
+    passes are the loader's passes (_DispatchedPass)."""
+    global _dispatcher_patched
+    make = _as_passes(lambda orig, loader: _DispatchedPass(orig(loader)), False)
+    if wrap_method(getattr(module, "DataLoaderDispatcher", None), "__iter__", make):
+        _dispatcher_patched = True
+
+
+def patch_stateful_loader(module):
+    """after_import("torchdata.stateful_dataloader") callback: its
+    StatefulDataLoader (torchtitan's loader) makes its own iter(), which
+    torch's DataLoader.__iter__ never saw: its passes had no role, so no
+    epochs, and steps only from the updates. Its passes are the loader's
+    passes as a DataLoader's (its iterator a _BaseDataLoaderIter, fetched
+    through the same __next__)."""
+    make = _as_passes(lambda orig, loader: orig(loader), True)
+    wrap_method(getattr(module, "StatefulDataLoader", None), "__iter__", make)
+
+
+def _count_held(held):
+    """Counts a held-back batch: its samples (an int) or, in a 1-tuple, the
+    shape that tells them."""
+    if isinstance(held, tuple):
+        count_shape(held[0])
+    else:
+        _native.samples(held)
+
+
+def _batch_sizes(loader):
+    """(batch_size, samples in a pass, drop_last) of a map-style DataLoader
+    that batches by batch_size, else None: its batch k then holds
+    min(batch_size, samples - (k - 1) * batch_size), whatever shape its
+    collate gives the tensors (an RNN's (seq, batch) among them)."""
+    size = loader.batch_size
+    if not size or getattr(loader, "_dataset_kind", 0) != 0:  # 0: _DatasetKind.Map
+        return None
+    try:
+        return size, len(loader.sampler), bool(loader.drop_last)
+    except TypeError:
+        return None

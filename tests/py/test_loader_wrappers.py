@@ -1,8 +1,10 @@
 """Loaders that wrap or stand in for torch's DataLoader, under record, each
 script's own counts the ground truth: Accelerate's prepared loaders (one
 fetching ahead, one dispatching process 0's batches to every rank),
-torchdata's StatefulDataLoader (torchtitan's) resumed mid-epoch, and a
-DataLoader drained by a background thread (prefetch_generator's shape)."""
+torchdata's StatefulDataLoader (torchtitan's) resumed mid-epoch, a
+DataLoader drained by a background thread (prefetch_generator's shape), and
+DataLoader subclasses with an __iter__ of their own (the DataLoaderX,
+ultralytics' InfiniteDataLoader)."""
 
 import json
 
@@ -17,18 +19,9 @@ from conftest import (
 )
 from test_loops import COMMON, record
 
-
-def test_a_loader_prefetched_on_a_background_thread_has_its_steps(tmp_path, run_file):
-    """The DataLoaderX of many repositories: a DataLoader whose iterator is
-    fetched by a background thread into a queue (prefetch_generator's
-    BackgroundGenerator). The fetches ran ahead on that thread and no step
-    was found at all; the training thread's updates are the steps now, and
-    its batches the samples (the passes are not epochs: the fetching runs
-    ahead of them)."""
-    truth, rep = record(
-        tmp_path,
-        run_file,
-        """
+# prefetch_generator's BackgroundGenerator: a thread drains an iterable into
+# a queue, the training thread takes from the queue
+BACKGROUND = """
 import threading, queue
 class BackgroundGenerator(threading.Thread):
     def __init__(self, generator, max_prefetch=4):
@@ -46,21 +39,37 @@ class BackgroundGenerator(threading.Thread):
         if item is None:
             raise StopIteration
         return item
-class DataLoaderX(DataLoader):
-    def __iter__(self):
-        return BackgroundGenerator(super().__iter__())
-loader = DataLoaderX(data(160), batch_size=8, shuffle=True)
+"""
+
+TRAIN_2_EPOCHS = """
 model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 updates = 0
 for epoch in range(2):
-    for x, y in loader:
+    for x, y in batches():
         opt.zero_grad()
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
         updates += 1
 print(json.dumps({"updates": updates}))
-""",
+"""
+
+
+def test_a_loader_prefetched_on_a_background_thread_has_its_steps(tmp_path, run_file):
+    """A DataLoader drained by a background thread into a queue: the fetches
+    ran ahead on that thread and no step was found at all; the training
+    thread's updates are the steps now, and its batches the samples (the
+    passes are not epochs: the fetching runs ahead of them)."""
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        BACKGROUND
+        + """
+loader = DataLoader(data(160), batch_size=8, shuffle=True)
+def batches():
+    return BackgroundGenerator(loader)
+"""
+        + TRAIN_2_EPOCHS,
     )
     assert truth["updates"] == 40
     steps = rep["steps"][0]
@@ -69,6 +78,109 @@ print(json.dumps({"updates": updates}))
     assert rep["run"]["meta"]["fact.loader.prefetched"] == "1" and rep["epochs"] == []
     text = words(trainprof("report", run_file).stdout)
     assert "fetched on another thread than the one that trained" in text
+
+
+def test_a_dataloader_subclass_s_own_iter_is_its_pass(tmp_path, run_file):
+    """The DataLoaderX of many repositories: a DataLoader subclass whose
+    __iter__ hands out BackgroundGenerator(super().__iter__()). Its own
+    __iter__ is the pass: epochs as the script runs them, the training
+    thread's wait on the queue its dataloader_next, and the background
+    thread's fetches no step of their own (before: no epochs, steps from the
+    updates only)."""
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        BACKGROUND
+        + """
+class DataLoaderX(DataLoader):
+    def __iter__(self):
+        return BackgroundGenerator(super().__iter__())
+loader = DataLoaderX(data(160), batch_size=8, shuffle=True)
+def batches():
+    return loader
+"""
+        + TRAIN_2_EPOCHS,
+    )
+    assert truth["updates"] == 40
+    steps = rep["steps"][0]
+    assert (steps["count"], steps["samples"], steps["batches_per_step"]) == (40, 320, 1)
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+        (0, 20, 160),
+        (1, 20, 160),
+    ]
+    assert "fact.loader.prefetched" not in rep["run"]["meta"]
+    nexts = [t for t in rep["timings"] if t["name"] == "dataloader_next"]
+    assert [t["count"] for t in nexts] == [42], nexts  # 2 x 20 and each pass's end
+
+
+def test_an_infinite_loader_s_passes_are_its_epochs(tmp_path, run_file):
+    """Ultralytics' (and YOLOv5's, timm's) InfiniteDataLoader: its iterator is
+    made once, in __init__, over a repeating sampler, and its __iter__ is a
+    generator of len(self) batches from it. Its one torch pass never ended,
+    so the run was one epoch; each call of its own __iter__ is a pass now,
+    its validation loader's too. reset() (ultralytics' close_mosaic) makes a
+    new persistent iterator through _get_iterator(); a subclass of it with
+    an __iter__ of its own calling the base's stays one pass."""
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+class _RepeatSampler:
+    def __init__(self, sampler):
+        self.sampler = sampler
+    def __iter__(self):
+        while True:
+            yield from iter(self.sampler)
+class InfiniteDataLoader(DataLoader):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        object.__setattr__(self, "batch_sampler", _RepeatSampler(self.batch_sampler))
+        self.iterator = super().__iter__()
+    def __len__(self):
+        return len(self.batch_sampler.sampler)
+    def __iter__(self):
+        for _ in range(len(self)):
+            yield next(self.iterator)
+    def reset(self):
+        self.iterator = self._get_iterator()
+class Counted(InfiniteDataLoader):
+    def __iter__(self):
+        self.passes = getattr(self, "passes", 0) + 1
+        yield from super().__iter__()
+train_loader = Counted(data(160), batch_size=8, shuffle=True)
+val_loader = InfiniteDataLoader(data(64), batch_size=16, shuffle=False)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = samples = 0
+for epoch in range(3):
+    if epoch == 2:
+        train_loader.reset()
+    model.train()
+    for x, y in train_loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        updates += 1
+        samples += len(x)
+    model.eval()
+    with torch.no_grad():
+        for x, y in val_loader:
+            model(x)
+print(json.dumps({"updates": updates, "samples": samples, "passes": train_loader.passes}))
+""",
+    )
+    assert (truth["updates"], truth["samples"], truth["passes"]) == (60, 480, 3)
+    steps = rep["steps"][0]
+    assert (steps["count"], steps["samples"], steps["batches_per_step"]) == (60, 480, 1)
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+        (0, 20, 160),
+        (1, 20, 160),
+        (2, 20, 160),
+    ]
+    counts = {t["name"]: t["count"] for t in rep["timings"] if t["rank"] == -1}
+    assert counts["evaluate"] == 3
+    # 20 + 4 fetches an epoch and each pass's end: none timed twice
+    assert counts["dataloader_next"] == 3 * (20 + 1 + 4 + 1), counts
 
 
 def test_accelerate_s_loader_that_fetches_ahead_counts_each_step_s_batches(tmp_path, run_file):

@@ -28,6 +28,7 @@ from trainprof.patches.distributed import tell_rank
 from trainprof.patches.forward import QUIET, QUIET_AGAIN, discovery_start
 from trainprof.patches.loop import _end_train_batch, _timed
 from trainprof.runtime import bottleneck as _bottleneck
+from trainprof.startup.swallowed import swallowed
 from trainprof.steps import facts as _facts
 from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
@@ -44,6 +45,12 @@ def _patch_dataloader():
 
     @functools.wraps(orig_iter)
     def __iter__(self):
+        if getattr(type(self).__iter__, "__trainprof_own_pass__", False):
+            # called by the subclass's own pass, or made for its own use
+            # (an infinite loader's persistent iterator): fetched as is
+            it = orig_iter(self)
+            it._trainprof_main = None
+            return it
         owner = _accelerate_loader(sys._getframe(1))
         if owner == "DataLoaderDispatcher" and _dispatcher_patched:
             # the dispatcher's own pass is the one timed and counted
@@ -55,6 +62,78 @@ def _patch_dataloader():
 
     dl.DataLoader.__iter__ = __iter__
     dl._BaseDataLoaderIter.__next__ = _handing_out(dl._BaseDataLoaderIter.__next__)
+    orig_get = dl.DataLoader._get_iterator
+
+    @functools.wraps(orig_get)
+    def _get_iterator(self):
+        it = orig_get(self)
+        if getattr(type(self).__iter__, "__trainprof_own_pass__", False):
+            it._trainprof_main = None  # made for the subclass's own pass (a reset())
+        return it
+
+    dl.DataLoader._get_iterator = _get_iterator
+    _patch_subclasses(dl.DataLoader)
+
+
+# Modules whose DataLoader subclasses have passes of their own making, patched
+# by name (patch_dispatcher, patch_stateful_loader, _accelerate_loader)
+_OWN_PATCHES = ("accelerate.", "torchdata.")
+_own_iter_codes = set()  # the code of each subclass's own __iter__ made a pass
+
+
+def _patch_subclasses(base):
+    """Makes the own __iter__ of every DataLoader subclass a pass (_own_pass):
+    those defined from now on (base's __init_subclass__, which a library's
+    class creation runs, so it never raises), and those already defined."""
+
+    def __init_subclass__(cls, **kwargs):
+        super(base, cls).__init_subclass__(**kwargs)
+        try:
+            _own_pass(cls)
+        except Exception as e:  # noqa: BLE001 - said; the class stays as it was
+            swallowed("making a DataLoader subclass's __iter__ a pass", e)
+
+    base.__init_subclass__ = classmethod(__init_subclass__)
+    todo = list(base.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        _own_pass(cls)
+
+
+def _own_pass(cls):
+    """Wraps cls's own __iter__ (one it defines, not inherits) so that each
+    call is a pass of the loader: an infinite loader's generator over its
+    persistent iterator (ultralytics', timm's), a background prefetcher's
+    (the DataLoaderX), a thin override returning torch's iterator. What it
+    returns is the pass: torch's iterator is marked as DataLoader.__iter__
+    marks it; anything else is fetched through a _DispatchedPass, on the
+    thread that iterates it. The torch iterators the subclass makes for
+    itself are fetched as is (DataLoader.__iter__, _get_iterator)."""
+    own = cls.__dict__.get("__iter__")
+    if own is None or not callable(own) or hasattr(own, "__trainprof_wrapped__"):
+        return
+    if (cls.__module__ or "").startswith(_OWN_PATCHES):
+        return
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+    code = getattr(own, "__code__", None)
+    if code is not None:
+        _own_iter_codes.add(code)
+
+    @functools.wraps(own)
+    def __iter__(self):
+        caller = sys._getframe(1)
+        if caller.f_code in _own_iter_codes and caller.f_locals.get("self") is self:
+            return own(self)  # a subclass's own __iter__ calling its base's: one pass
+        made = own(self)
+        if isinstance(made, _BaseDataLoaderIter):  # torch's own iterator, handed on
+            return _begin_pass(self, lambda _loader: made, False, True)
+        return _begin_pass(self, lambda _loader: _DispatchedPass(made), False, False)
+
+    __iter__.__trainprof_wrapped__ = own
+    __iter__.__trainprof_own_pass__ = True
+    cls.__iter__ = __iter__
 
 
 def _begin_pass(loader, iter_of, ahead, sized):

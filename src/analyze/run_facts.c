@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/run_keys.h"
+#include "util/json_read.h"
 
 static bool finished(const char *status) { return status && strcmp(status, "finished") == 0; }
 
@@ -26,6 +27,28 @@ double tp_run_agent_shift_s(const tp_run *run, int64_t agent_id)
     return (double)(strtoll(start, NULL, 10) - strtoll(run_start, NULL, 10)) / 1e9;
 }
 
+/* tp_json_string_array's callback: decides, at the command's program (the
+ * first word past `env` and NAME=VALUE words), whether it runs Python. */
+typedef struct program_scan {
+    bool decided, python;
+} program_scan;
+
+static void scan_word(void *ctx, const char *word)
+{
+    program_scan *p = ctx;
+    if (p->decided)
+        return;
+    const char *eq = strchr(word, '='), *slash = strchr(word, '/');
+    if (strcmp(word, "env") == 0 || (eq && eq != word && (!slash || eq < slash)))
+        return; /* env, or an assignment env hands on */
+    p->decided = true;
+    const char *base = slash ? strrchr(word, '/') + 1 : word;
+    static const char *const launchers[] = {"torchrun", "accelerate", "deepspeed"};
+    p->python = strncmp(base, "python", 6) == 0 || strncmp(base, "pypy", 4) == 0;
+    for (size_t i = 0; i < sizeof launchers / sizeof *launchers; i++)
+        p->python |= strcmp(base, launchers[i]) == 0;
+}
+
 void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
 {
     const char *v;
@@ -42,6 +65,12 @@ void tp_run_facts_get(const tp_run *run, tp_run_facts *f)
     f->failed_agent = NULL;
     f->start_wall = tp_run_meta_get(run, TP_META_START_WALL);
     f->argv = *run->settings.argv ? run->settings.argv : NULL;
+    program_scan scan = {false, false};
+    if (f->argv)
+        tp_json_string_array(f->argv, scan_word, &scan);
+    const char *hz = tp_run_meta_get(run, TP_META_STACKS_HZ);
+    f->package_unloaded = scan.python && hz && atof(hz) > 0 && run->schema_version >= 2 &&
+                          tp_run_thread_rows(run) == 0;
     f->host = tp_run_meta_get(run, TP_META_HOST);
     f->agent = tp_run_meta_get(run, TP_META_AGENT);
     f->trainprof_version = *run->settings.version ? run->settings.version : NULL;

@@ -23,8 +23,13 @@ typedef struct tp_run_facts {
      * merged run) could no longer write the run file's rows; -1 and NULL if never */
     double write_failed_s;
     const char *write_failed;
-    const char *start_wall;   /* "2026-11-27T06:18:26Z", NULL unknown */
-    const char *argv;         /* the command's words as a JSON array, NULL unknown */
+    const char *start_wall; /* "2026-11-27T06:18:26Z", NULL unknown */
+    const char *argv;       /* the command's words as a JSON array, NULL unknown */
+    /* the command runs Python (its program, past `env` and NAME=VALUE words, is
+     * python*, pypy* or a launcher of Python programs: torchrun, accelerate,
+     * deepspeed), stacks were sampled, yet no process of it made a ring, not
+     * even the stack sampler's: trainprof's package did not load in it */
+    bool package_unloaded;
     const char *host, *agent; /* the (first) recorder's host and agent name */
     const char *trainprof_version;
     const char *interval_s;      /* the sampling interval as recorded, NULL unknown */

@@ -85,6 +85,8 @@ static void closing_print(FILE *out, const char *path, const tp_summary *s,
         else
             fputs("  the file holds no measurements: writing it failed (the warning above)\n", out);
     }
+    if (s->inv.facts.package_unloaded) /* said before the figures */
+        tp_report_wrapped(out, "", TP_PACKAGE_UNLOADED_WORDS);
     bool first = true;
     figure(out, s, TP_METRIC_CPU_UTIL_PERCENT, "{}", "cpu", false, &first);
     figure(out, s, TP_METRIC_HOST_MEM_USED_BYTES, "{}", "host memory", true, &first);

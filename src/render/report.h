@@ -124,6 +124,16 @@ bool tp_answer_steps(char *out, size_t cap, const tp_summary *s);
 /* Prints "  head" then text, wrapped at about 100 columns, later lines
  * indented by 4. */
 void tp_report_wrapped(FILE *out, const char *head, const char *text);
+
+/* Why a Python command has no timings at all (tp_run_facts.package_unloaded, no
+ * instrumented process): said by the report and by record's closing lines. */
+#define TP_PACKAGE_UNLOADED_WORDS                                                        \
+    "the command ran Python, but no process of it loaded trainprof's Python package "    \
+    "(installed into another Python than the one that ran, or its import failed at "     \
+    "start-up: Python prints that error, \"Error processing line 1 of "                  \
+    "...trainprof-autoload.pth\", on the command's standard error). Install trainprof "  \
+    "into that Python, or run the one that has it (trainprof record -- /path/to/python " \
+    "train.py). Only the system metrics were recorded."
 void tp_report_verdicts_json(json_writer *w, const tp_summary *s, const tp_verdicts *v);
 
 /* Why an incomplete run is, as one clause: the recorder stopped early, or

@@ -164,6 +164,8 @@ void tp_report_answer_text(FILE *out, const tp_summary *s, const tp_verdicts *v)
     tp_report_regimes_answer(out, s);
     if (tp_answer_steps(line, sizeof line, s))
         tp_report_wrapped(out, "", line);
+    else if (s->inv.facts.package_unloaded)
+        tp_report_wrapped(out, "", "No training steps found: " TP_PACKAGE_UNLOADED_WORDS);
     else
         fprintf(out, "  No training steps found (see Timings below for what was timed).\n");
     lead_verdict(out, s, v);

@@ -315,7 +315,10 @@ void tp_report_timings_text(FILE *out, const tp_summary *s, bool all)
 {
     const tp_timings *t = &s->timings;
     if (t->threads == 0) {
-        fprintf(out, "\nTimings: none recorded (no instrumented process ran)\n");
+        if (s->inv.facts.package_unloaded)
+            fprintf(out, "\nTimings: none recorded: %s\n", TP_PACKAGE_UNLOADED_WORDS);
+        else
+            fprintf(out, "\nTimings: none recorded (no instrumented process ran)\n");
         return;
     }
     shown_ranks sr = {.ranks = &s->ranks};

@@ -257,6 +257,8 @@ typedef struct tp_run_process {
  * the file can't be read. */
 bool tp_run_processes(tp_run *run, tp_run_process **out, size_t *n);
 
+/* Every ring's thread recorded, the stack samplers' too (0 for schema 1). */
+int64_t tp_run_thread_rows(const tp_run *run);
 /* Timing threads recorded and events they dropped (0 and 0 for schema 1). */
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped);
 /* The stack samples the samplers' rings dropped, full (the threads named

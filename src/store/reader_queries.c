@@ -254,6 +254,14 @@ void tp_run_rank_device_rows(tp_run *run, int64_t agent_id, int rank, const char
     sqlite3_finalize(st);
 }
 
+int64_t tp_run_thread_rows(const tp_run *run)
+{
+    int64_t rows = 0;
+    if (run->schema_version >= 2)
+        tp_sql_query_int(run->db, "SELECT count(*) FROM thread", &rows);
+    return rows;
+}
+
 void tp_run_thread_totals(tp_run *run, int64_t *threads, int64_t *dropped)
 {
     *threads = *dropped = 0;

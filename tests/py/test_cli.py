@@ -365,3 +365,24 @@ def test_a_command_of_several_lines_is_one_line_of_the_report(tmp_path):
     assert json.loads(trainprof("report", "--json", run).stdout)["run"]["command"].endswith(
         "\ntime.sleep(0.1)\n'"
     )
+
+
+def test_a_python_command_without_trainprof_s_package_is_told_why(tmp_path):
+    """`python -S` reads no .pth file, as a Python without trainprof (another
+    environment's) or one whose import of it failed: no process reported, and
+    record and report say why there are no timings, and what to do. The
+    same Python with the package loaded but nothing to time is not told so."""
+    run = tmp_path / "bare.db"
+    r = trainprof("record", "-o", run, "--", PYTHON, "-S", "-c", "import time; time.sleep(0.3)")
+    assert r.returncode == 0, r.stderr
+    closing = " ".join(r.stderr.split())
+    assert "no process of it loaded trainprof's Python package" in closing, r.stderr
+    assert "Install trainprof into that Python" in closing
+    text = " ".join(trainprof("report", run).stdout.split())
+    assert "No training steps found: the command ran Python, but no process" in text
+    assert "Timings: none recorded: the command ran Python" in text
+    run = tmp_path / "loaded.db"
+    r = trainprof("record", "-o", run, "--", PYTHON, "-c", "import time; time.sleep(0.3)")
+    assert r.returncode == 0, r.stderr
+    assert "trainprof's Python package" not in r.stderr
+    assert "trainprof's Python package" not in trainprof("report", run).stdout

@@ -83,6 +83,8 @@ void tp_html_answer(FILE *out, const tp_summary *s, const tp_verdicts *v)
     fputs("<p>", out);
     if (tp_answer_steps(line, sizeof line, s))
         tp_html_escape(out, line);
+    else if (s->inv.facts.package_unloaded)
+        tp_html_escape(out, "No training steps found: " TP_PACKAGE_UNLOADED_WORDS);
     else
         fputs("No training steps found (Timings below show what was timed).", out);
     fputs("</p>\n", out);

@@ -381,6 +381,9 @@ def test_a_python_command_without_trainprof_s_package_is_told_why(tmp_path):
     text = " ".join(trainprof("report", run).stdout.split())
     assert "No training steps found: the command ran Python, but no process" in text
     assert "Timings: none recorded: the command ran Python" in text
+    page = tmp_path / "bare.html"
+    assert trainprof("html", run, "-o", page).returncode == 0
+    assert "No training steps found: the command ran Python, but no process" in page.read_text()
     run = tmp_path / "loaded.db"
     r = trainprof("record", "-o", run, "--", PYTHON, "-c", "import time; time.sleep(0.3)")
     assert r.returncode == 0, r.stderr

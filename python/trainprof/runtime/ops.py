@@ -151,6 +151,7 @@ class Capture:
         self.active = None  # the window under way: a dict
         self.thread = None
         self.cupti_decided = False  # release_cupti asked, at the first window on CUDA
+        self.cupti_let_go_ns = None  # when the last window that let CUPTI go ended
         from torch.autograd import profiler as ap
 
         self.ap = ap
@@ -221,6 +222,14 @@ class Capture:
 
     def start(self, reason, n, steps):
         torch = self.torch
+        let_go = self.cupti_let_go_ns
+        if let_go is not None and _native.now_ns() - let_go < CUPTI_SETTLE_NS:
+            # Kineto lets CUPTI go at the next CUDA call after a stop, on a
+            # thread of its own: a trace begun meanwhile raced with it (lost
+            # its GPU events, or crashed: kineto#1169, #1554). A step later.
+            self.pending = (reason, n + 1, steps)
+            _native._ops_wait(n + 1)
+            return
         _native._ops_begun(n)  # a death from here on loses the window: the recorder says so
         window = {
             "reason": reason,
@@ -250,6 +259,7 @@ class Capture:
                 kept = release_cupti(torch.version.cuda, os.environ)
                 if kept:
                     _native.fact(f"ops.cupti_kept={kept}")
+            window["let_go"] = cuda and os.environ.get("TEARDOWN_CUPTI") == "1"
             window["stop_at"] = n + steps + (1 if cuda else 0)
             _quiet(lambda: self.prepare(config, activities))
             window["alloc0"] = self._memory_of(window)
@@ -280,6 +290,9 @@ class Capture:
         except Exception as e:  # noqa: BLE001 - said in the window sent
             self.send(window, skip=f"the profiler did not stop: {str(e)[:200]}")
             return
+        finally:
+            if window.get("let_go"):
+                self.cupti_let_go_ns = _native.now_ns()
         window["note"] = _quiet.last or None
         self.send(window, result=result, skip=skip)
 
@@ -303,6 +316,7 @@ class Capture:
             swallowed("sending a capture window", e)
 
 
+CUPTI_SETTLE_NS = 1_000_000_000  # a window's start this long at least after a let-go
 CUPTI_KEPT_BY_ENVIRONMENT = 1  # TEARDOWN_CUPTI set, to something else than 1
 CUPTI_KEPT_OLD_CUDA = 2  # a CUDA before 12.6: teardown is not safe with CUDA graphs
 

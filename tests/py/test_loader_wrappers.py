@@ -319,3 +319,49 @@ print(json.dumps({"updates": updates}))
         (15, 120, 15),
         (20, 160, 20),
     ]
+
+
+def test_a_loader_whose_get_iterator_wraps_torch_s_has_its_steps(tmp_path, run_file):
+    """PyG's NeighborLoader and LinkNeighborLoader (NodeLoader, LinkLoader)
+    override _get_iterator to wrap torch's iterator in one of their own
+    (DataLoaderIterator, a filter on each batch), whose __next__ is not
+    torch's: a GNN training had no step at all. The wrapper is the pass now."""
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+class DataLoaderIterator:
+    def __init__(self, iterator, transform):
+        self.iterator, self.transform = iterator, transform
+    def __iter__(self):
+        return self
+    def __len__(self):
+        return len(self.iterator)
+    def __next__(self):
+        return self.transform(next(self.iterator))
+class NodeLoader(DataLoader):
+    def _get_iterator(self):
+        return DataLoaderIterator(super()._get_iterator(), lambda batch: batch)
+loader = NodeLoader(data(160), batch_size=8, shuffle=True)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+updates = 0
+for epoch in range(3):
+    for x, y in loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        updates += 1
+print(json.dumps({"updates": updates}))
+""",
+    )
+    assert truth["updates"] == 60
+    steps = rep["steps"][0]
+    assert (steps["count"], steps["samples"], steps["batches_per_step"]) == (60, 480, 1)
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+        (0, 20, 160),
+        (1, 20, 160),
+        (2, 20, 160),
+    ]
+    nexts = [t["count"] for t in rep["timings"] if t["name"] == "dataloader_next"]
+    assert nexts == [63], rep["timings"]  # each fetch once, and each pass's end

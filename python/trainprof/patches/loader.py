@@ -11,6 +11,7 @@ import sys
 import weakref
 
 import torch
+from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from trainprof import _native
 from trainprof.patches.common import (
@@ -67,8 +68,13 @@ def _patch_dataloader():
     @functools.wraps(orig_get)
     def _get_iterator(self):
         it = orig_get(self)
-        if getattr(type(self).__iter__, "__trainprof_own_pass__", False):
-            it._trainprof_main = None  # made for the subclass's own pass (a reset())
+        cls = type(self)
+        if cls._get_iterator is not _get_iterator or getattr(
+            cls.__iter__, "__trainprof_own_pass__", False
+        ):
+            # made for the subclass's own pass (a reset()), or for its own
+            # _get_iterator to wrap (PyG's loaders): that is the pass
+            it._trainprof_main = None
         return it
 
     dl.DataLoader._get_iterator = _get_iterator
@@ -115,8 +121,6 @@ def _own_pass(cls):
         return
     if (cls.__module__ or "").startswith(_OWN_PATCHES):
         return
-    from torch.utils.data.dataloader import _BaseDataLoaderIter
-
     code = getattr(own, "__code__", None)
     if code is not None:
         _own_iter_codes.add(code)
@@ -146,6 +150,10 @@ def _begin_pass(loader, iter_of, ahead, sized):
     training = model is not None and model.training
     role = per_thread(ThreadState).tracker.loader_iter(loader, grad, training)
     it = iter_of(loader)
+    if not isinstance(it, (_BaseDataLoaderIter, _DispatchedPass)):
+        # a subclass's _get_iterator wrapping torch's (PyG's NeighborLoader):
+        # fetched through its wrapper, whose __next__ is not torch's
+        it, sized = _DispatchedPass(it), False
     tell_rank()  # a process group made without init_process_group (a device mesh)
     # a new loop may call a module not seen yet: look for as long as at
     # the start for a new DataLoader, briefly for another pass of one,

@@ -17,6 +17,8 @@
 #                                 tools/gpu_probe.py (probe.json) and the
 #                                 allocator reading's cost
 #                                 (device_memory_cost.json)
+#   tools/gpu-check.sh lease       there: what one call of a lease can hold
+#                                 (below), the first thing to run on a new one
 #   tools/gpu-check.sh bench [MODEL...]
 #                                 there: installs as run does, then
 #                                 bench/cupti_linger.py, then
@@ -104,10 +106,30 @@ run() {
         "$@" 2>&1 | tee "${OUT:-/tmp/gpu-out}/pytest.log"
 }
 
+# One call's worth of a lease (about 9 minutes: a call may run 10, a lease
+# holds 15 in all), what issue 56 waits for first: a launch before and after
+# a window (CUPTI kept, let go), the mlp's cost with and without windows and
+# device times against torch.profiler, then the capture windows' and whole
+# trainings' tests. Each part under its own time limit, so that what ran
+# comes back; at most 8 files, as a call brings back (no run files kept).
+lease() {
+    install
+    local out=${OUT:-/tmp/gpu-out}
+    timeout 100 python3 bench/cupti_linger.py 3 >"$out/cupti_linger.json" ||
+        echo "$0: cupti_linger.py failed or ran out of time" >&2
+    timeout 300 python3 bench/gpu_step_cost.py 4 --model mlp --trainprof "$TRAINPROF" \
+        --arms bare,record,ops_off,devtimes_off,profiler --steps 700 \
+        --keep-run "$out/record_mlp.db" >"$out/step_cost_mlp.json" 2>"$out/step_cost_mlp.log" ||
+        echo "$0: gpu_step_cost.py --model mlp failed or ran out of time" >&2
+    timeout 140 python3 -m pytest -q -p no:cacheprovider -rs tests/py/test_gpu_ops.py \
+        tests/py/test_gpu_trainings.py 2>&1 | tee "$out/pytest.log"
+}
+
 case "${1:-}" in
 pack) pack ;;
 package) shift && [ $# -eq 1 ] && package "$1" ;;
 run) shift && run "$@" ;;
 bench) shift && bench "$@" ;;
-*) echo "usage: $0 pack | package SITE_DIR | run [PYTEST_ARGS...] | bench [MODEL...]" >&2 && exit 2 ;;
+lease) lease ;;
+*) echo "usage: $0 pack | package SITE_DIR | run [PYTEST_ARGS...] | bench [MODEL...] | lease" >&2 && exit 2 ;;
 esac

@@ -44,6 +44,14 @@ static double device_share(const tp_timings *t, int rank, const char *name, bool
     return v < 1 ? v : 1; /* more: the host ran ahead of the GPU, steps are launches */
 }
 
+/* device_share's value for a verdict's figures: -1 (none) where (rank,
+ * name) had no device times, so that a CPU training shows no GPU share. */
+static double device_figure(const tp_timings *t, int rank, const char *name, double share)
+{
+    const tp_timing_row *r = tp_timings_row(t, rank, name);
+    return r && (r->device.count > 0 || r->device_total_s > 0) ? share : -1;
+}
+
 /* The agent's disk with the highest median busy share over the steps, or
  * NULL (the metric has one series per disk and no total). */
 static const tp_series_summary *busiest_disk(const tp_summary *s, int64_t agent)
@@ -277,7 +285,7 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
         v->rank = rank;
         v->f.transfer.share = to;
         v->f.transfer.host_share = share(t, rank, TP_PHASE_TO_DEVICE);
-        v->f.transfer.device_share = to_dev;
+        v->f.transfer.device_share = device_figure(t, rank, TP_PHASE_TO_DEVICE, to_dev);
     }
     if (train >= COMPUTE_BOUND_SHARE && in < INPUT_BOUND_SHARE) {
         tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_COMPUTE_BOUND);
@@ -292,7 +300,7 @@ static void rank_verdicts(const tp_summary *s, int rank, const tp_model_facts *f
         v->f.compute.loader_timed = next && next->in_steps_s > 0;
         v->f.compute.input_next = v->f.compute.loader_timed && in >= COMPUTE_BOUND_INPUT_MAX;
         v->f.compute.share = train;
-        v->f.compute.device_share = train_dev;
+        v->f.compute.device_share = device_figure(t, rank, TP_PHASE_TRAIN_BATCH, train_dev);
         v->f.compute.input_share = in;
         v->f.compute.step_mean_s = step_mean;
     }

@@ -110,9 +110,12 @@ typedef struct tp_verdict {
             const char *cpus; /* the agent's CPU count as its metadata says it, or NULL */
         } input;
         struct {
-            double share, host_share, device_share; /* share: the larger of the two */
+            /* share: the larger of the two; device_share -1 without device times */
+            double share, host_share, device_share;
         } transfer;
         struct { /* compute_bound and host_bound */
+            /* device_share: train_batch's device time over the steps, -1 without
+             * device times (a CPU training: no GPU figure to show) */
             double share, device_share, input_share, step_mean_s;
             bool loader_timed; /* a DataLoader was timed inside the steps */
             /* its wait for data is TP_COMPUTE_BOUND_INPUT_MAX or more of

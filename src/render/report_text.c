@@ -133,10 +133,12 @@ static void row(FILE *out, const tp_series_summary *m, const char *labels, bool 
     fputc('\n', out);
 }
 
+/* A metrics table's header, after a blank line and title (none: the blank
+ * line alone, under the lines its caller wrote). */
 static void table_head(FILE *out, const char *title, bool steps)
 {
-    fprintf(out, "\n%s\n  %-28s %-16s %12s %12s %12s %12s %12s%s\n", title, "metric", "labels",
-            "mean", "p5", "p50", "p95", "max", steps ? "      run max" : "");
+    fprintf(out, "\n%s%s  %-28s %-16s %12s %12s %12s %12s %12s%s\n", title, title[0] ? "\n" : "",
+            "metric", "labels", "mean", "p5", "p50", "p95", "max", steps ? "      run max" : "");
 }
 
 /* Summarises per-core CPU rows of a many-core machine in one line. */

@@ -123,7 +123,7 @@ def test_cupti_is_let_go_after_each_window_and_comes_back_for_the_next(tmp_path)
     (a CUDA 12.6 or later), each window still captures its kernels (CUPTI
     re-attached), and nothing is said. Where the environment chose 0, it is
     kept, and the report says what that costs."""
-    run, r = record(tmp_path, "teardown.db", env={"STEPS": "400"}, args=("--ops-every", "0.5"))
+    run, r = record(tmp_path, "teardown.db", env={"STEPS": "1000"}, args=("--ops-every", "0.5"))
     assert "TEARDOWN_CUPTI 1" in r.stdout
     with sqlite3.connect(run) as db:
         windows = [i for (i,) in db.execute("SELECT id FROM op_window WHERE cuda AND NOT skipped")]

@@ -41,18 +41,27 @@ class BackgroundGenerator(threading.Thread):
         return item
 """
 
-TRAIN_2_EPOCHS = """
+
+def training_loop(epochs):
+    """A loop of `epochs` passes over batches() (the script defines it),
+    one update a batch, printing its updates."""
+    return f"""
 model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 updates = 0
-for epoch in range(2):
+for epoch in range({epochs}):
     for x, y in batches():
         opt.zero_grad()
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
         updates += 1
-print(json.dumps({"updates": updates}))
+print(json.dumps({{"updates": updates}}))
 """
+
+
+def epochs_of(rep):
+    """The report's epochs as (epoch, steps, samples)."""
+    return [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]]
 
 
 def test_a_loader_prefetched_on_a_background_thread_has_its_steps(tmp_path, run_file):
@@ -69,7 +78,7 @@ loader = DataLoader(data(160), batch_size=8, shuffle=True)
 def batches():
     return BackgroundGenerator(loader)
 """
-        + TRAIN_2_EPOCHS,
+        + training_loop(2),
     )
     assert truth["updates"] == 40
     steps = rep["steps"][0]
@@ -99,12 +108,12 @@ loader = DataLoaderX(data(160), batch_size=8, shuffle=True)
 def batches():
     return loader
 """
-        + TRAIN_2_EPOCHS,
+        + training_loop(2),
     )
     assert truth["updates"] == 40
     steps = rep["steps"][0]
     assert (steps["count"], steps["samples"], steps["batches_per_step"]) == (40, 320, 1)
-    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+    assert epochs_of(rep) == [
         (0, 20, 160),
         (1, 20, 160),
     ]
@@ -172,7 +181,7 @@ print(json.dumps({"updates": updates, "samples": samples, "passes": train_loader
     assert (truth["updates"], truth["samples"], truth["passes"]) == (60, 480, 3)
     steps = rep["steps"][0]
     assert (steps["count"], steps["samples"], steps["batches_per_step"]) == (60, 480, 1)
-    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+    assert epochs_of(rep) == [
         (0, 20, 160),
         (1, 20, 160),
         (2, 20, 160),
@@ -343,22 +352,15 @@ class NodeLoader(DataLoader):
     def _get_iterator(self):
         return DataLoaderIterator(super()._get_iterator(), lambda batch: batch)
 loader = NodeLoader(data(160), batch_size=8, shuffle=True)
-model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-updates = 0
-for epoch in range(3):
-    for x, y in loader:
-        opt.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-        updates += 1
-print(json.dumps({"updates": updates}))
-""",
+def batches():
+    return loader
+"""
+        + training_loop(3),
     )
     assert truth["updates"] == 60
     steps = rep["steps"][0]
     assert (steps["count"], steps["samples"], steps["batches_per_step"]) == (60, 480, 1)
-    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+    assert epochs_of(rep) == [
         (0, 20, 160),
         (1, 20, 160),
         (2, 20, 160),

@@ -46,7 +46,7 @@ def _patch_dataloader():
 
     @functools.wraps(orig_iter)
     def __iter__(self):
-        if getattr(type(self).__iter__, "__trainprof_own_pass__", False):
+        if _makes_own_passes(type(self)):
             # called by the subclass's own pass, or made for its own use
             # (an infinite loader's persistent iterator): fetched as is
             it = orig_iter(self)
@@ -69,9 +69,7 @@ def _patch_dataloader():
     def _get_iterator(self):
         it = orig_get(self)
         cls = type(self)
-        if cls._get_iterator is not _get_iterator or getattr(
-            cls.__iter__, "__trainprof_own_pass__", False
-        ):
+        if cls._get_iterator is not _get_iterator or _makes_own_passes(cls):
             # made for the subclass's own pass (a reset()), or for its own
             # _get_iterator to wrap (PyG's loaders): that is the pass
             it._trainprof_main = None
@@ -85,6 +83,11 @@ def _patch_dataloader():
 # by name (patch_dispatcher, patch_stateful_loader, _accelerate_loader)
 _OWN_PATCHES = ("accelerate.", "torchdata.")
 _own_iter_codes = set()  # the code of each subclass's own __iter__ made a pass
+
+
+def _makes_own_passes(cls):
+    """Whether cls's __iter__ is a subclass's own, made a pass by _own_pass."""
+    return getattr(cls.__iter__, "__trainprof_own_pass__", False)
 
 
 def _patch_subclasses(base):

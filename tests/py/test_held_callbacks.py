@@ -50,7 +50,12 @@ def test_a_callback_a_thread_of_torch_holds_at_exit_is_let_go_first(tmp_path):
     # finalizing interpreter meets the thread: the thread's forced unwind
     # ("terminate called without an active exception"), or the main thread's
     # last collection finding the GIL taken from it ("Fatal Python error").
-    bare = run("0")
+    # It is a race (about half the runs abort on this machine's kind, idle),
+    # so it is run until it shows, 8 times at most.
+    for _ in range(8):
+        bare = run("0")
+        if bare.returncode != 0:
+            break
     assert bare.returncode == -signal.SIGABRT, (bare.returncode, bare.stderr)
     assert any(
         sign in bare.stderr

@@ -2,16 +2,8 @@
  * with it.
  *
  * Change points over the step durations of a rank (its groups of steps,
- * below), its warm-up and stalled steps left out: binary segmentation of the log durations,
- * median-filtered over 5 steps so that one slow step (a checkpoint, a
- * collection) is no change; a split is kept when its gain beats a penalty
- * of the noise (the median absolute difference of neighbouring steps) and
- * log n, both sides hold at least TP_REGIME_MIN_STEPS steps and 4 % of
- * the steps, and their
- * levels (trimmed means of the log durations) differ by
- * TP_REGIME_MIN_CHANGE or more; a short episode (under a tenth of the steps)
- * between two alike regimes is a blip, not a change, a short slower first
- * regime is the warm-up, and a regime lasts TP_REGIME_MIN_SECONDS at least. At most TP_REGIMES_MAX
+ * below), its warm-up and stalled steps left out (analyze/change_points.h
+ * says how they are found and which last). At most TP_REGIMES_MAX
  * regimes. Each regime has its figures (steps, times, mean and median step),
  * the seconds per step of each standard phase on the rank's step thread,
  * and the machine over it (CPUs used by processes not the training's, CPU
@@ -25,14 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/change_points.h"
 #include "core/step_phase_facts.h"
 #include "store/reader.h"
 #include "core/timing_facts.h"
-
-#define TP_REGIMES_MAX        6
-#define TP_REGIME_MIN_STEPS   10
-#define TP_REGIME_MIN_CHANGE  0.15 /* of the median step */
-#define TP_REGIME_MIN_SECONDS 2.0  /* a regime's span, where the steps' times are known */
 
 /* What the machine did over a regime (NaN where not recorded). */
 typedef struct tp_regime_machine {
@@ -152,26 +140,6 @@ typedef struct tp_regimes {
     tp_regime v[TP_REGIMES_MAX];
     size_t n; /* 1 for a steady run, 0 without enough steps */
 } tp_regimes;
-
-/* The change points of durations[0..n) (seconds): fills starts[] with the
- * first index of every regime after the first, ascending, and returns how
- * many (at most TP_REGIMES_MAX - 1). Pure: the benchmark and the unit test
- * call it on their own series. */
-size_t tp_change_points(const double *durations, size_t n, size_t *starts);
-
-/* The regimes of n groups of steps: d[] their mean step (seconds, stalled
- * groups left out), t0[] and t1[] their first step's begin and last step's
- * end (seconds, NaN unknown). The change points of d, less a short slower
- * first regime (the warm-up) and regimes shorter than TP_REGIME_MIN_SECONDS
- * (merged into the one before, the first into the next): the first group
- * of every regime after the first into starts[], ascending; how many. The
- * run's regimes and top's live pace (analyze/pace_now.h) both use it. */
-size_t tp_regime_starts(const double *d, const double *t0, const double *t1, size_t n,
-                        size_t *starts);
-
-/* A regime's typical step from its groups' durations d[0..n): the geometric
- * mean without the lowest and highest 10 % (NaN for n = 0). */
-double tp_regime_typical(const double *d, size_t n);
 
 /* What changed from regime p to g, into g's causes (tp_cause_kind's
  * thresholds): the phase that carries at least half of the change in the

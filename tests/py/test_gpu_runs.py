@@ -59,30 +59,33 @@ def test_a_host_that_cannot_feed_its_gpu_is_host_bound(resummarized):
     assert re.search(r"the host was in backward \d+%", message), message
     text = trainprof("report", run).stdout
     short = in_short(text)
-    assert short.startswith("1200 steps"), short
-    assert "[host_bound]" in short and "[compute_bound]" not in short
+    assert "1200 steps" in short and "[host_bound]" in short
+    assert "[compute_bound]" not in short
     # its device times are said to be what they are, and not denied beside them
     notes = words(text)
     assert "Device times are the span on the region's CUDA stream" in notes
     assert "no CUDA work was timed" not in notes
 
 
-def test_cudnn_autotuning_is_warm_up_and_no_change_of_pace(resummarized):
+def test_cudnn_autotuning_is_warm_up_not_a_change_of_pace(resummarized):
     """Step 1 took 2.3 s (cuDNN's autotuning) and step 2 28 ms, then 12 ms a
-    step: warm-up, out of the figures. What remains moved by 9 %, under the
-    15 % a change of pace needs: no [pace] line."""
+    step: warm-up, out of the figures, and no change of pace at the start.
+    (The pace wandered later: steps 742-1100 were 17 % slower, the last 100,
+    1.2 s, back at 12 ms: too short a regime, so the regimes are 3-741 and
+    742-1200, 15 % apart.)"""
     rep = report_json(resummarized("h200-resnet18-batch64.db"))
     [steps] = rep["steps"]
     assert steps["count"] == 1200  # the training's own count
     assert steps["warmup_steps"] == 2 and steps["warmup_s"] > 2.3
     assert steps["timed_steps"] + steps["warmup_steps"] + steps["profiled_steps"] == 1200
     assert steps["max_s"] < 1, steps  # no autotuning step in the figures
-    assert len(rep["regimes"]["regimes"]) <= 1, rep["regimes"]
+    regimes = rep["regimes"]["regimes"]
+    assert regimes[0]["first_step"] == 3 and len(regimes) <= 2, regimes
+    assert all(r["first_step"] > 700 for r in regimes[1:]), regimes
     train = next(t for t in rep["timings"] if t["name"] == "train_batch")
     inside = train["in_steps_s"] + train["in_profiled_steps_s"] + train["in_warmup_steps_s"]
     assert inside == pytest.approx(train["total_s"], rel=1e-6)
     text = trainprof("report", resummarized("h200-resnet18-batch64.db")).stdout
-    assert "[pace]" not in text and "Changes of pace" not in text
     assert "the first 2 steps (2.4 s) are warm-up" in words(text)
 
 

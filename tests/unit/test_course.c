@@ -138,6 +138,45 @@ static void test_regimes_merged_must_still_differ(void **state)
     free(d);
 }
 
+/* A change of pace amid short episodes, each under TP_REGIME_MIN_SECONDS:
+ * a CPU training's steps (ms) beside a busy machine (12, 24, then 12 ms a
+ * step), and from step 151 beside four burners (34, 12, 29, 53 ms: a
+ * capture window, the burners' start, the others' load). Merged one by one
+ * into the regime before, the short regimes took the doubling at 151 with
+ * them and left one regime; the changes that last stand. */
+static void test_a_change_amid_short_episodes_stands(void **state)
+{
+    (void)state;
+    static const double ms[] = {
+        17.6,  11.9, 11.6, 11.5, 11.6, 11.5, 11.5, 11.6, 11.7, 11.8, 16.3, 15.3,  15.6, 27.5, 32.4,
+        601.6, 24.2, 24.1, 28.1, 25.5, 24.3, 24.2, 24.1, 24.1, 24.3, 24.3, 24.2,  24.3, 24.1, 24.2,
+        24.2,  28.6, 24.3, 24.2, 24.2, 24.6, 24.2, 24.3, 24.2, 24.4, 26.2, 28.1,  24.3, 24.2, 21.3,
+        25.9,  21.9, 30.1, 24.2, 24.3, 24.3, 24.2, 24.4, 24.2, 24.4, 24.2, 24.3,  24.5, 28.4, 24.4,
+        24.4,  24.6, 23.9, 26.1, 24.3, 28.5, 24.4, 24.2, 24.3, 24.3, 24.3, 24.3,  24.2, 24.1, 24.5,
+        24.2,  24.4, 29.3, 24.4, 24.2, 24.2, 24.4, 24.3, 23.7, 25.9, 28.2, 24.3,  24.2, 24.2, 24.1,
+        24.2,  24.3, 24.7, 24.3, 24.2, 24.2, 31.0, 28.4, 48.7, 32.7, 26.0, 26.6,  22.3, 26.3, 21.8,
+        25.8,  21.7, 13.1, 12.1, 12.0, 12.0, 11.9, 12.1, 12.0, 11.9, 12.0, 12.0,  11.9, 11.9, 11.9,
+        12.0,  11.9, 11.9, 12.4, 11.9, 12.0, 11.9, 12.0, 11.9, 12.0, 12.0, 11.9,  11.8, 12.0, 11.8,
+        11.8,  11.7, 13.1, 12.0, 12.0, 11.9, 11.9, 11.9, 11.8, 11.8, 11.7, 11.6,  11.5, 11.5, 11.5,
+        12.0,  29.4, 24.5, 24.5, 42.7, 26.0, 33.9, 37.0, 40.6, 34.4, 34.9, 758.7, 35.2, 28.1, 25.6,
+        36.3,  40.3, 18.9, 34.8, 42.5, 12.5, 12.2, 12.1, 12.2, 12.3, 12.3, 12.1,  12.1, 12.3, 12.3,
+        12.3,  12.3, 12.3, 20.3, 28.8, 24.4, 24.9, 26.1, 37.5, 41.6, 32.2, 47.4,  39.6, 65.0, 61.9,
+        50.4,  51.9, 63.9, 57.8, 49.7, 66.6, 53.0, 44.6, 54.4, 52.5, 53.0, 56.1,  61.3, 39.0, 60.5,
+        54.3,  23.6, 26.7, 22.2, 38.1, 31.4, 36.8, 27.5, 37.1, 35.9, 22.6, 40.7,  37.3, 26.0, 4.2,
+    };
+    enum { N = sizeof ms / sizeof ms[0] };
+    double d[N], t0[N], t1[N], t = 0;
+    size_t starts[TP_REGIMES_MAX];
+    for (size_t i = 0; i < N; i++) {
+        d[i] = ms[i] / 1000;
+        t0[i] = t;
+        t += d[i];
+        t1[i] = t;
+    }
+    assert_int_equal(tp_regime_starts(d, t0, t1, N, starts), 1);
+    assert_true(starts[0] >= 148 && starts[0] <= 154);
+}
+
 /* A run file of one thread whose steps last d[0..n) seconds, one after
  * another from 1 s. */
 static char *steps_run(const double *d, size_t n)
@@ -539,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_a_blip_the_pace_came_back_from_is_none),
         cmocka_unit_test(test_two_alternating_speeds_are_one_pace),
         cmocka_unit_test(test_regimes_merged_must_still_differ),
+        cmocka_unit_test(test_a_change_amid_short_episodes_stands),
         cmocka_unit_test(test_slow_first_steps_are_warm_up),
         cmocka_unit_test(test_stall_threshold),
         cmocka_unit_test(test_live_pace_over_a_long_run),

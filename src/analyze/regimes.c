@@ -82,7 +82,7 @@ static void machine_over(tp_run *run, int rank, int64_t agent, int gpu, int64_t 
         tp_run_agent_mean_between(run, agent, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, step_labels,
                                   t0, t1, &wait))
         m->step_cpu_wait = wait;
-    m->gpu_sm_clock_mhz = m->gpu_trouble_share = NAN;
+    m->gpu_sm_clock_mhz = m->gpu_trouble_share = m->gpu_busy_percent = NAN;
     if (gpu >= 0) {
         char index[16], labels[48];
         uint32_t bits;
@@ -92,6 +92,10 @@ static void machine_over(tp_run *run, int rank, int64_t agent, int gpu, int64_t 
         if (tp_run_agent_mean_between(run, agent, TP_METRIC_GPU_SM_CLOCK_MHZ, labels, t0, t1,
                                       &clock))
             m->gpu_sm_clock_mhz = clock;
+        double busy;
+        if (tp_run_agent_mean_between(run, agent, TP_METRIC_GPU_UTIL_PERCENT, labels, t0, t1,
+                                      &busy))
+            m->gpu_busy_percent = busy;
         tp_run_agent_bits_between(run, agent, TP_METRIC_GPU_CLOCK_EVENT_REASONS, labels, t0, t1,
                                   TP_GPU_REASONS_TROUBLE, &bits, &m->gpu_trouble_share);
     }
@@ -241,6 +245,11 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
         if (nchanges && isfinite(g->t0_s) && isfinite(g->t1_s))
             machine_over(run, rank, agent_id, gpu, tp_ns_round_s(g->t0_s), tp_ns_round_s(g->t1_s),
                          &g->machine);
+        /* as the run's verdict: a GPU idle over the regime waited for its host */
+        if (g->compute_bound && g->machine.gpu_busy_percent < 100 * TP_HOST_BOUND_GPU_BUSY) {
+            g->compute_bound = false;
+            g->host_bound = true;
+        }
     }
     for (size_t r = 1; r < out->n; r++)
         tp_regime_find_causes(&out->v[r - 1], &out->v[r]);

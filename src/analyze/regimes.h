@@ -7,7 +7,8 @@
  * regimes. Each regime has its figures (steps, times, mean and median step),
  * the seconds per step of each standard phase on the rank's step thread,
  * and the machine over it (CPUs used by processes not the training's, CPU
- * and I/O pressure, memory, swap), which say what changed with the pace.
+ * and I/O pressure, memory, swap, its GPU's clock and busy share), which
+ * say what changed with the pace, and the step verdicts of its own split.
  * No words: render/ says it. */
 #ifndef TP_ANALYZE_REGIMES_H
 #define TP_ANALYZE_REGIMES_H
@@ -36,6 +37,9 @@ typedef struct tp_regime_machine {
     /* the rank's GPU: its SM clock (MHz) and the share of its samples with a
      * troubling clock event reason (NaN: no GPU known, or none recorded) */
     double gpu_sm_clock_mhz, gpu_trouble_share;
+    /* its GPU's busy share over the regime (NVML's utilization, mean, %;
+     * NaN: no GPU known, or none recorded) */
+    double gpu_busy_percent;
     /* the medians an input-bound verdict's cause judges over the regime
      * (verdicts.h: tp_input_cause), -1 where not recorded (or not known: a
      * summary-only file): the CPUs' busy share, the training's process
@@ -56,6 +60,7 @@ static inline tp_regime_machine tp_regime_machine_unknown(void)
                                .mem_used_bytes = NAN,
                                .swap_used_bytes = NAN,
                                .gpu_sm_clock_mhz = NAN,
+                               .gpu_busy_percent = NAN,
                                .cpu_busy_p50 = -1,
                                .proc_cpu_p50 = -1,
                                .cpu_wait_p50 = -1,
@@ -130,8 +135,9 @@ typedef struct tp_regime {
     tp_regime_cause causes[TP_REGIME_CAUSES];
     size_t ncauses;
     /* the step verdicts its phase split fires (core/step_rules.h), where the
-     * run had more than one regime */
-    bool input_bound, transfer_bound, compute_bound;
+     * run had more than one regime; a computing regime whose GPU was busy
+     * under TP_HOST_BOUND_GPU_BUSY of it is host-bound, not compute-bound */
+    bool input_bound, transfer_bound, compute_bound, host_bound;
 } tp_regime;
 
 typedef struct tp_regimes {

@@ -389,7 +389,8 @@ static void regime_side(const tp_summary *s, const tp_regime *r, tp_compare_side
     side->machine = r->machine;
     side->verdicts = (r->input_bound ? 1u << TP_VERDICT_INPUT_BOUND : 0) |
                      (r->transfer_bound ? 1u << TP_VERDICT_TRANSFER_BOUND : 0) |
-                     (r->compute_bound ? 1u << TP_VERDICT_COMPUTE_BOUND : 0);
+                     (r->compute_bound ? 1u << TP_VERDICT_COMPUTE_BOUND : 0) |
+                     (r->host_bound ? 1u << TP_VERDICT_HOST_BOUND : 0);
 }
 
 bool tp_run_compare_regimes(const tp_summary *s, size_t before, size_t after, tp_run_compare *out,

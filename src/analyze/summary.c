@@ -512,7 +512,10 @@ static bool add_course(tp_summary *s, char *err, size_t cap)
     size_t skip = t->steps[0].warmup;
     const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
     int64_t agent = place ? place->agent_id : 1;
-    int gpu = place ? place->gpu : -1;
+    /* the rank's GPU as its verdicts find it (a run of one process has no
+     * rank row, and its one GPU is its) */
+    const tp_run_gpu *on = tp_summary_rank_gpu(s, rank);
+    int gpu = on && on->agent_id == agent ? on->index : -1;
     tp_step_phases ph;
     bool ok = tp_summary_step_phases(s, rank, skip, &ph, err, cap);
     if (ok)

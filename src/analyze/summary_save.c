@@ -34,8 +34,10 @@ static void pace_regimes(tp_run *run, const tp_summary *s, const tp_summary_plot
         return;
     int rank = plots->ranks[0];
     const tp_rank_row *place = tp_ranks_find(&s->ranks, rank);
-    tp_regimes_build(run, &plots->phases[0], rank, place ? place->agent_id : 1,
-                     place ? place->gpu : -1, regimes);
+    int64_t agent = place ? place->agent_id : 1;
+    const tp_run_gpu *on = tp_summary_rank_gpu(s, rank); /* as summary.c's regimes */
+    tp_regimes_build(run, &plots->phases[0], rank, agent,
+                     on && on->agent_id == agent ? on->index : -1, regimes);
 }
 
 /* The ranks over the first rank's latest pace, where it changed (analyze/

@@ -436,10 +436,10 @@ void tp_report_regimes_text(FILE *out, const tp_summary *s)
             snprintf(from, sizeof from, "%.1f s", g->t0_s);
             snprintf(to, sizeof to, "%.1f s", g->t1_s);
         }
-        fprintf(out, "  %-13s %9s %9s %11s %11s   %s%s%s%s\n", steps, from, to, p50, mean, split,
+        fprintf(out, "  %-13s %9s %9s %11s %11s   %s%s%s%s%s\n", steps, from, to, p50, mean, split,
                 g->input_bound ? "  [input_bound]" : "",
                 g->transfer_bound ? "  [transfer_bound]" : "",
-                g->compute_bound ? "  [compute_bound]" : "");
+                g->compute_bound ? "  [compute_bound]" : "", g->host_bound ? "  [host_bound]" : "");
     }
     for (size_t r = 1; r < rg->n; r++) {
         char change[1600];
@@ -476,6 +476,7 @@ static void regime_json(json_writer *w, const tp_regime *g)
     json_field_double(w, "swap_in_use_bytes", g->machine.swap_used_bytes);
     json_field_double(w, "gpu_clock_mhz", g->machine.gpu_sm_clock_mhz);
     json_field_double(w, "gpu_trouble_share", g->machine.gpu_trouble_share);
+    json_field_double(w, "gpu_busy_percent", g->machine.gpu_busy_percent);
     json_object_end(w);
     json_key(w, "verdicts"); /* the step verdicts its own split fires */
     json_array_begin(w);
@@ -485,6 +486,8 @@ static void regime_json(json_writer *w, const tp_regime *g)
         json_string(w, "transfer_bound");
     if (g->compute_bound)
         json_string(w, "compute_bound");
+    if (g->host_bound)
+        json_string(w, "host_bound");
     json_array_end(w);
     tp_causes_json(w, g->causes, g->ncauses);
     json_object_end(w);

@@ -227,6 +227,7 @@ static void pace_words(char *out, size_t cap, const tp_regime *now, bool own)
     const char *was = before->input_bound      ? "input-bound"
                       : before->transfer_bound ? "transfer-bound"
                       : before->compute_bound  ? "compute-bound"
+                      : before->host_bound     ? "host-bound"
                                                : "bound by no one phase";
     char split[96] = "";
     if (before->mean_s > 0 && isfinite(before->phase_s[0]) && isfinite(before->phase_s[2]))

@@ -60,7 +60,16 @@ def test_a_host_that_cannot_feed_its_gpu_is_host_bound(resummarized):
     text = trainprof("report", run).stdout
     short = in_short(text)
     assert "1200 steps" in short and "[host_bound]" in short
-    assert "[compute_bound]" not in short
+    # nor is either of its paces (its Changes of pace judge each on its GPU's
+    # busy share over it: 47 % and 40 %)
+    assert "[compute_bound]" not in text
+    regimes = rep["regimes"]["regimes"]
+    assert len(regimes) == 2, regimes  # the wander from step 742 (below)
+    assert [r["verdicts"] for r in regimes] == [["host_bound"], ["host_bound"]], regimes
+    assert all(30 < r["machine"]["gpu_busy_percent"] < 55 for r in regimes), regimes
+    # its GPU is the run's one, though a run of one process has no rank row
+    # (its clock and throttling were never judged as causes before)
+    assert all(r["machine"]["gpu_clock_mhz"] > 1000 for r in regimes), regimes
     # its device times are said to be what they are, and not denied beside them
     notes = words(text)
     assert "Device times are the span on the region's CUDA stream" in notes

@@ -73,7 +73,12 @@ from trainprof.patches.device import patch_graph_capture as _patch_graph_capture
 from trainprof.patches.distributed import patch_distributed as _patch_distributed
 from trainprof.patches.distributed import patch_spawn as _patch_spawn
 from trainprof.patches.forward import patch_modules as _patch_modules
-from trainprof.patches.loader import _patch_dataloader, patch_dispatcher, patch_stateful_loader
+from trainprof.patches.loader import (
+    _patch_dataloader,
+    patch_dispatcher,
+    patch_stateful_loader,
+    patch_webdataset_pipeline,
+)
 from trainprof.patches.loop import (
     _end_train_batch,  # noqa: F401 (framework adapters call it)
     _patch_backward,
@@ -122,6 +127,8 @@ def instrument():
     after_import("accelerate.data_loader", patch_dispatcher)
     # torchdata's StatefulDataLoader (torchtitan's) makes its own iter()
     after_import("torchdata.stateful_dataloader", patch_stateful_loader)
+    # webdataset's WebLoader re-batches a DataLoader's batches: its pass is the loader's
+    after_import("webdataset.pipeline", patch_webdataset_pipeline)
     _ops.install(torch)  # capture windows, when the recorder asks
     if DEVICE_TIMES:
         atexit.register(flush_device_times)

@@ -254,6 +254,13 @@ def record_burning_from_flag(args, env, flag, burners, timeout=240):
             rec.wait()
 
 
+def meta(run_file, key):
+    """The run file's meta value of key (a fact: "fact.<name>"), else None."""
+    with sqlite3.connect(run_file) as db:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row and row[0]
+
+
 def trainprof(*args, env=None, timeout=120, **kw):
     """Runs trainprof with args; returns the CompletedProcess (text mode)."""
     full_env = dict(os.environ)

@@ -13,6 +13,7 @@ from conftest import (
     assert_same_report,
     in_short,
     launch_ranks,
+    meta,
     report_from_rows,
     report_json,
     trainprof,
@@ -121,12 +122,6 @@ def run_ddp(tmp_path, run_file, ranks, record_args=(), torchrun=False, **env):
 
 
 STEP_WAIT = "step_thread_cpu_wait_percent"
-
-
-def meta(run_file, key):
-    with sqlite3.connect(run_file) as db:
-        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return row and row[0]
 
 
 def reduce_counts(rep):

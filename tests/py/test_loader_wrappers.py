@@ -12,6 +12,7 @@ from conftest import (
     PYTHON,
     batches_per_step,
     launch_ranks,
+    meta,
     needs,
     report_json,
     trainprof,
@@ -367,3 +368,41 @@ def batches():
     ]
     nexts = [t["count"] for t in rep["timings"] if t["name"] == "dataloader_next"]
     assert nexts == [63], rep["timings"]  # each fetch once, and each pass's end
+
+
+def test_webdataset_s_loader_that_rebatches_has_the_script_s_steps(tmp_path, run_file):
+    """webdataset's WebLoader over shards batched by 16, re-batched by 64
+    after a shuffle buffer: counted at the DataLoader, each of its batches
+    was a step, and an epoch ended with its pass, before the batches still
+    in the buffer (3 steps an epoch where the script made 4). The
+    pipeline's pass is the loader's now, its settings the DataLoader's."""
+    needs("webdataset")
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        f"""
+import numpy as np, webdataset as wds
+shards = []
+for s in range(4):
+    shards.append(f"{shards}/shard-{{s}}.tar")
+    with wds.TarWriter(shards[-1]) as w:
+        for i in range(64):
+            w.write({{"__key__": f"{{s}}-{{i}}", "x.npy": np.random.randn(16).astype("float32"),
+                     "y.cls": i % 4}})
+dataset = wds.WebDataset(shards, shardshuffle=False).decode().to_tuple("x.npy", "y.cls")
+loader = wds.WebLoader(dataset.batched(16), batch_size=None, num_workers=2)
+loader = loader.unbatched().shuffle(100).batched(64)
+def batches():
+    return ((x, torch.as_tensor(y)) for x, y in loader)
+"""
+        + training_loop(2),
+    )
+    assert truth["updates"] == 8
+    steps = rep["steps"][0]
+    assert (steps["count"], steps["samples"], steps["batches_per_step"]) == (8, 512, 1)
+    assert epochs_of(rep) == [(0, 4, 256), (1, 4, 256)]
+    nexts = [t["count"] for t in rep["timings"] if t["name"] == "dataloader_next"]
+    assert nexts == [10], rep["timings"]  # each step's fetch once, and each pass's end
+    assert meta(run_file, "fact.loader.num_workers") == "2"

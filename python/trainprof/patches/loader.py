@@ -3,8 +3,9 @@ iter() of a loader is a pass whose role the step tracker tells (the
 training's, an evaluation's, another's), and the training pass's fetches are
 dataloader_next, its steps' marks and its samples. The loader classes that
 make their own passes are passes too: Accelerate's dispatcher, torchdata's
-StatefulDataLoader, and a DataLoader subclass's own __iter__ (an infinite
-loader over a persistent iterator, a background prefetcher)."""
+StatefulDataLoader, a DataLoader subclass's own __iter__ (an infinite
+loader over a persistent iterator, a background prefetcher), and
+webdataset's pipelines over a DataLoader (its WebLoader)."""
 
 import functools
 import sys
@@ -52,7 +53,12 @@ def _patch_dataloader():
             it = orig_iter(self)
             it._trainprof_main = None
             return it
-        owner = _accelerate_loader(sys._getframe(1))
+        caller = sys._getframe(1)
+        if _webdataset_patched and _webdataset_stage(caller):
+            it = orig_iter(self)  # the pipeline's pass is the one timed and counted
+            it._trainprof_main = None
+            return it
+        owner = _accelerate_loader(caller)
         if owner == "DataLoaderDispatcher" and _dispatcher_patched:
             # the dispatcher's own pass is the one timed and counted
             it = orig_iter(self)
@@ -143,11 +149,12 @@ def _own_pass(cls):
     cls.__iter__ = __iter__
 
 
-def _begin_pass(loader, iter_of, ahead, sized):
+def _begin_pass(loader, iter_of, ahead, sized, settings=None):
     """A pass of loader begins: its role told by the tracker, its iterator
     iter_of(loader) marked for _handing_out (ahead: it hands each batch out
     one fetch after fetching it; sized: its batches' samples can be told
-    from its batch size and sampler)."""
+    from its batch size and sampler; settings: the DataLoader whose settings
+    are the training loader's, loader itself by default)."""
     grad = _grad_enabled()
     model = _facts.train_model() if grad and _facts.train_model is not None else None
     training = model is not None and model.training
@@ -175,7 +182,7 @@ def _begin_pass(loader, iter_of, ahead, sized):
     if role == "main":
         it._trainprof_ahead = ahead
         it._trainprof_held = None
-        _facts.note_loader(loader)
+        _facts.note_loader(loader if settings is None else settings)
         try:
             it._trainprof_len = len(it) if sized else len(loader)
         except TypeError:  # an IterableDataset without __len__
@@ -328,6 +335,50 @@ def patch_stateful_loader(module):
     through the same __next__)."""
     make = _as_passes(lambda orig, loader: orig(loader), True)
     wrap_method(getattr(module, "StatefulDataLoader", None), "__iter__", make)
+
+
+_webdataset_patched = False
+
+
+def _webdataset_stage(caller):
+    """Whether caller, the frame iterating a DataLoader, is webdataset's
+    DataPipeline.invoke making its first stage's pass (inside the pipeline's
+    own pass, patch_webdataset_pipeline). Read once per iter()."""
+    return (
+        caller.f_code.co_name == "invoke"
+        and caller.f_globals.get("__name__") == "webdataset.pipeline"
+    )
+
+
+def patch_webdataset_pipeline(module):
+    """after_import("webdataset.pipeline") callback: a DataPipeline whose
+    first stage is a DataLoader (webdataset's WebLoader, re-batching its
+    batches with .unbatched().shuffle(n).batched(b), or cutting its epochs
+    at .with_epoch(n)) hands out the training's batches. Each iter() of it
+    is the loader's pass, fetched through a _DispatchedPass (its settings
+    the DataLoader's); the DataLoader's pass inside it is fetched as is.
+    Counted at the DataLoader, each of its batches was a step, and an epoch
+    ended with its pass, before the batches still in the pipeline's shuffle
+    buffer: 3 steps an epoch where the script made 4. A pipeline of other
+    stages (a dataset's, in the DataLoader's workers) is left as it is."""
+    global _webdataset_patched
+    from torch.utils.data import DataLoader
+
+    def make(orig):
+        @functools.wraps(orig)
+        def __iter__(self):
+            stages = getattr(self, "pipeline", None)
+            first = stages[0] if isinstance(stages, list) and stages else None
+            if not isinstance(first, DataLoader):
+                return orig(self)
+            made = lambda pipeline: _DispatchedPass(orig(pipeline))  # noqa: E731
+            return _begin_pass(self, made, False, False, settings=first)
+
+        __iter__.__trainprof_wrapped__ = orig
+        return __iter__
+
+    if wrap_method(getattr(module, "DataPipeline", None), "__iter__", make):
+        _webdataset_patched = True
 
 
 def _count_held(held):

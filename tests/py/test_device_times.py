@@ -26,6 +26,7 @@ def _imported():
 
 class FakeEvent:
     created = 0
+    queries = 0
 
     def __init__(self, enable_timing=False):
         FakeEvent.created += 1
@@ -38,6 +39,7 @@ class FakeEvent:
         self.t_ms = stream.clock
 
     def query(self):
+        FakeEvent.queries += 1
         return self.done
 
     def synchronize(self):
@@ -57,19 +59,22 @@ class FakeStream:
 def cuda(monkeypatch):
     stream = FakeStream()
     sent = []
+    steps = [0]  # the process's step count (_native._steps_marked)
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: stream)
     monkeypatch.setattr(
         tpt,
         "_native",
         types.SimpleNamespace(
-            now_ns=lambda: 1000, device_time=lambda region, start, ns: sent.append((region, ns))
+            now_ns=lambda: 1000,
+            device_time=lambda region, start, ns: sent.append((region, ns)),
+            _steps_marked=lambda: steps[0],
         ),
     )
     monkeypatch.setattr(tpt, "_captures", 0)
     capturing = [False]  # the current stream captured by someone else (CuPy, a library)
     monkeypatch.setattr(tpt, "_cuda_capturing", lambda: capturing[0])
-    return types.SimpleNamespace(stream=stream, sent=sent, capturing=capturing)
+    return types.SimpleNamespace(stream=stream, sent=sent, capturing=capturing, steps=steps)
 
 
 def timed(dt, cuda, region, ms):
@@ -168,17 +173,7 @@ def test_backed_off_regions_are_timed_on_one_step_in_the_period(cuda, monkeypatc
     """Once the recorder backed off (runtime/ops.py hands on its period),
     regions get events on the steps the period divides only; a region
     begun on an untimed step ends without a CUDA call."""
-    steps = [0]
-    cuda_native = tpt._native
-    monkeypatch.setattr(
-        tpt,
-        "_native",
-        types.SimpleNamespace(
-            now_ns=cuda_native.now_ns,
-            device_time=cuda_native.device_time,
-            _steps_marked=lambda: steps[0],
-        ),
-    )
+    steps = cuda.steps
     monkeypatch.setattr(tpt, "_every", 1)
     dt = tpt.DeviceTimes()
     tpt.sample_every(8)
@@ -196,3 +191,27 @@ def test_backed_off_regions_are_timed_on_one_step_in_the_period(cuda, monkeypatc
     steps[0] = 33
     timed(dt, cuda, "to_device", 1.0)
     assert len(dt.pending) == 5
+
+
+def test_a_step_s_regions_poll_once_a_step(cuda, monkeypatch):
+    """A launch-bound step of three regions (to_device twice, train_batch):
+    the pending times are queried at the first region of the next step, by
+    when the device reached them, not again at each region's start while
+    the region before is still on the device (a query is a CUDA call: 5 a
+    step became 3). A backlog is polled whatever the step."""
+    monkeypatch.setattr(FakeEvent, "queries", 0)
+    dt = tpt.DeviceTimes()
+    for step in range(1, 11):
+        cuda.steps[0] = step
+        for region in ("to_device", "to_device", "train_batch"):
+            timed(dt, cuda, region, 1.0)
+        for entry in dt.pending:  # the device catches up by the next step
+            entry[3].done = True
+    # each of steps 1-9's three times queried once, and step 1's first once
+    # early (its second region's start: the first poll); 47 before
+    assert FakeEvent.queries == 28
+    assert len(cuda.sent) == 27 and len(dt.pending) == 3
+    monkeypatch.setattr(tpt, "_POLL_BACKLOG", 4)
+    timed(dt, cuda, "train_batch", 1.0)  # step 10 again: 4 pending
+    timed(dt, cuda, "train_batch", 1.0)  # polled: a backlog
+    assert len(cuda.sent) == 30

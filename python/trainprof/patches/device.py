@@ -1,7 +1,8 @@
 """Device times of the PyTorch instrumentation's regions: CUDA events
 recorded on the current stream at a region's begin and end, read once the
-end event has completed (checked at each step and each timed region, never
-waiting; at exit the last few are waited for, every thread's). A device
+end event has completed (checked at the training loader's fetches and at the
+first timed region of each step, never waiting; at exit the last few are
+waited for, every thread's). A device
 time is the stream's timeline between its two events: the region's kernels,
 and whatever that stream waited for in between (another stream's work, a
 collective, a peer), not the GPU's busy time. None while a CUDA graph is
@@ -32,6 +33,7 @@ from trainprof.patches.common import ThreadState, is_compiling, per_thread
 DEVICE_TIMES = os.environ.get("TRAINPROF_DEVICE_TIMES", "1") != "0"
 DEVICE_PHASES = DEVICE_TIMES and os.environ.get("TRAINPROF_DEVICE_TIMES") == "all"
 _PENDING_MAX = 1024  # device times awaiting their end event, per thread
+_POLL_BACKLOG = 64  # pending times that make a region's start poll again within a step
 _captures = 0  # CUDA graph captures under way in this process (CUDAGraph.capture_begin/end)
 timed_threads = []  # every thread's DeviceTimes in this process (few: the threads with CUDA regions)
 
@@ -59,7 +61,7 @@ class DeviceTimes:
     and those closed whose end event the device has not reached yet (oldest
     first; one stream's events complete in order). Events are reused."""
 
-    __slots__ = ("open", "pending", "free", "pid", "skipped")
+    __slots__ = ("open", "pending", "free", "pid", "skipped", "polled_at")
 
     def __init__(self):
         self.open = {}  # region -> (host start ns, start event, stream)
@@ -67,6 +69,7 @@ class DeviceTimes:
         self.free = {}  # device index -> events to reuse
         self.pid = os.getpid()
         self.skipped = 0  # regions left without a device time (capture, backlog)
+        self.polled_at = -1  # the process's step count when a region's start last polled
         timed_threads.append(self)
 
     def _event(self, index):
@@ -82,7 +85,13 @@ class DeviceTimes:
             self.skipped += 1
             return None
         if self.pending:
-            self.poll()
+            # once a step (a query per pending time, a CUDA call each): the
+            # regions of one step end on the device after it, and an earlier
+            # step's are done by then; more often only with a backlog
+            steps = _native._steps_marked()
+            if steps != self.polled_at or len(self.pending) >= _POLL_BACKLOG:
+                self.polled_at = steps
+                self.poll()
         if len(self.pending) >= _PENDING_MAX:
             self.skipped += 1
             return None

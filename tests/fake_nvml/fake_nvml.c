@@ -11,6 +11,8 @@
  *   FAKE_NVML_INIT_FAIL=1        nvmlInit returns NVML_ERROR_DRIVER_NOT_LOADED (9)
  *   FAKE_NVML_COUNT_FAIL=1       nvmlDeviceGetCount fails (999) after a good init
  *   FAKE_NVML_REASONS_UNTIL_S=S  clock event reasons only for the first S seconds, none after
+ *   FAKE_NVML_THERMAL_WHILE=path every GPU is held back by heat (SW thermal slowdown)
+ *                                while path exists (a training tells when it throttles)
  *   FAKE_NVML_NOT_SUPPORTED=a,b  these functions return NVML_ERROR_NOT_SUPPORTED
  *   FAKE_NVML_LOST_AFTER=N       after N utilization reads GPU 1 fails with
  *   FAKE_NVML_LOST_CODE=C        code C (default 15, GPU is lost)
@@ -337,6 +339,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsig
     const char *until = getenv("FAKE_NVML_REASONS_UNTIL_S"); /* held back that long, then free */
     if (until && elapsed_s() > atof(until))
         *r = 0;
+    const char *thermal = getenv("FAKE_NVML_THERMAL_WHILE");
+    if (thermal && access(thermal, F_OK) == 0)
+        *r |= 0x20ULL; /* nvmlClocksEventReasonSwThermalSlowdown */
     return 0;
 }
 

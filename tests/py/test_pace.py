@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 from conftest import (
+    FAKE_NVML,
     PROGRAM,
     PYTHON,
     OthersCpu,
@@ -18,6 +19,7 @@ from conftest import (
     record_burning_from_flag,
     report_json,
     trainprof,
+    words,
 )
 
 # A CPU-bound training on one thread of STEPS steps (about 20 ms each, alone);
@@ -234,3 +236,40 @@ def test_a_function_that_takes_over_a_phase_is_the_change_cause(
     # and the split of a step that "In short" gives is that pace's too
     split = short.split(f"since step {last['first_step']}, a step: ", 1)[1].split(" [")[0]
     assert f"dataloader_next {round(100 * share)}%" in split, short
+
+
+# Steps of 10 ms, then of 20 ms once the GPU runs hot: the script holds the
+# fake GPU's thermal slowdown from step 221 on (a file the fake reads).
+THROTTLED = """
+import os, pathlib, time, trainprof
+for i in range(340):
+    trainprof.step()
+    if i == 220:
+        pathlib.Path(os.environ["FAKE_NVML_THERMAL_WHILE"]).touch()
+    with trainprof.region("compute"):
+        time.sleep(0.01 if i < 220 else 0.02)
+"""
+
+
+def test_a_gpu_held_back_by_heat_midway_is_the_change_cause(tmp_path, run_file):
+    """A process of one GPU and no rank: its regimes judge that GPU (they
+    once found none without a rank's row, so its clock and its slowdowns
+    were never a cause), and the slower one names the heat."""
+    script = tmp_path / "hot.py"
+    script.write_text(textwrap.dedent(THROTTLED))
+    env = {
+        "TRAINPROF_NVML_LIB": FAKE_NVML,
+        "FAKE_NVML_GPUS": "1",
+        "FAKE_NVML_THERMAL_WHILE": str(tmp_path / "hot"),
+    }
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, env=env)
+    assert r.returncode == 0, r.stderr
+    regimes = report_json(run_file)["regimes"]["regimes"]
+    assert len(regimes) == 2 and abs(regimes[1]["first_step"] - 221) <= 3, regimes
+    # (a sample of the regime before may fall at its end, just held back)
+    assert regimes[0]["machine"]["gpu_trouble_share"] < 0.4, regimes
+    assert regimes[1]["machine"]["gpu_trouble_share"] > 0.6, regimes
+    held = [c for c in regimes[1]["causes"] if c["kind"] == "gpu_trouble_share"]
+    assert held and held[0]["after"] - held[0]["before"] >= 0.2, regimes[1]["causes"]
+    text = words(trainprof("report", run_file).stdout)
+    assert "its GPU was held back by heat, a hardware slowdown or the power brake" in text

@@ -243,6 +243,8 @@ static double subset_cost(log_series *ls, const double *q, const double *t0, con
 static void keep_lasting(log_series *ls, const double *t0, const double *t1, size_t *starts,
                          size_t *n)
 {
+    if (!*n)
+        return; /* one regime (or none: no groups), whatever it lasts */
     double *q = tp_xmalloc((ls->n + 1) * sizeof *q), best = INFINITY;
     q[0] = 0;
     for (size_t i = 0; i < ls->n; i++)

@@ -84,6 +84,12 @@ static void test_small_or_short_changes_are_none(void **state)
     double few[12] = {1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2};
     assert_int_equal(tp_change_points(few, 12, starts), 0);
     assert_int_equal(tp_change_points(few, 0, starts), 0);
+    /* nor regimes: of a few groups, or of none (every group stalled) */
+    double t0[12], t1[12];
+    for (size_t i = 0; i < 12; i++)
+        t0[i] = (double)i, t1[i] = (double)i + few[i];
+    assert_int_equal(tp_regime_starts(few, t0, t1, 12, starts), 0);
+    assert_int_equal(tp_regime_starts(few, t0, t1, 0, starts), 0);
 }
 
 static void test_a_blip_the_pace_came_back_from_is_none(void **state)

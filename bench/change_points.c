@@ -5,9 +5,12 @@
  * slow step in 50 twice as long, the pace 30 % slower from 60 % of the run
  * on), then times tp_change_points over every rank's series, and the peer in
  * the same run: tp_stats_compute over the same series (the mean and
- * percentiles every report computes of the steps). Prints JSON: seconds for
- * all ranks, their ratio, and where the change was found against where it
- * was made. */
+ * percentiles every report computes of the steps). Then what a report and
+ * top run: tp_regime_starts over a rank's steps in 300 groups, and over 300
+ * groups whose pace wanders (a level 25 % off every 40 groups: the most
+ * change points, the most subsets of them to weigh), microseconds a call.
+ * Prints JSON: seconds for all ranks, their ratio, and where the change was
+ * found against where it was made. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,9 +65,33 @@ int main(int argc, char **argv)
         tp_stats_compute(copy, steps, &st);
     }
     double peer = now_s() - t0;
+    enum { GROUPS = 300, CALLS = 200 };
+    double g[GROUPS], wander[GROUPS], g0[GROUPS], g1[GROUPS], t = 0;
+    size_t per = steps / GROUPS;
+    for (size_t k = 0; k < GROUPS; k++) {
+        g[k] = 0;
+        for (size_t i = k * per; i < (k + 1) * per; i++)
+            g[k] += d[i] / (double)per;
+        wander[k] = g[k] * ((k / 40) % 2 ? 1.25 : 1.0);
+        g0[k] = t;
+        t += g[k] * (double)per;
+        g1[k] = t;
+    }
+    size_t grouped = 0, wandered = 0;
+    t0 = now_s();
+    for (int c = 0; c < CALLS; c++)
+        grouped = tp_regime_starts(g, g0, g1, GROUPS, starts);
+    double grouped_us = (now_s() - t0) / CALLS * 1e6;
+    t0 = now_s();
+    for (int c = 0; c < CALLS; c++)
+        wandered = tp_regime_starts(wander, g0, g1, GROUPS, starts);
+    double wander_us = (now_s() - t0) / CALLS * 1e6;
     printf("{\"steps\": %zu, \"ranks\": %zu, \"change_points_s\": %.4f, \"stats_s\": %.4f,"
-           " \"ratio\": %.2f, \"changes_found\": %zu, \"made_at\": %zu, \"found_at\": %zu}\n",
-           steps, ranks, detect, peer, peer > 0 ? detect / peer : 0, found, made, first);
+           " \"ratio\": %.2f, \"changes_found\": %zu, \"made_at\": %zu, \"found_at\": %zu,"
+           " \"regime_starts_300_us\": %.1f, \"regime_changes\": %zu,"
+           " \"regime_starts_wander_us\": %.1f, \"wander_changes\": %zu}\n",
+           steps, ranks, detect, peer, peer > 0 ? detect / peer : 0, found, made, first, grouped_us,
+           grouped, wander_us, wandered);
     free(d);
     free(copy);
     return 0;

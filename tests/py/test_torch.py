@@ -148,6 +148,9 @@ def test_fast_loader_big_model_is_compute_bound(run_file):
 # A step that computes for 20 ms (a sleep in forward: about the same share
 # beside other work) and waits 5 ms for its batch: 15 % of the step on a quiet
 # machine, 19 % beside two CPU burners (measured).
+# (14 % of a step alone: beside other work each sleep's wake-up waits for a
+# CPU too, which the short fetch feels the most: 8.5 ms against 5 once, 26 %
+# of the step, when the fetch slept 5 ms and the step 20)
 LOADER_NEXT = """
 import time, torch
 from torch import nn
@@ -156,14 +159,14 @@ class Batches(Dataset):
     def __len__(self):
         return 60
     def __getitem__(self, i):
-        time.sleep(0.005)
+        time.sleep(0.004)
         return torch.randn(8, 4), torch.randint(0, 2, (8,))
 class Slow(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(4, 2)
     def forward(self, x):
-        time.sleep(0.020)
+        time.sleep(0.024)
         return self.fc(x)
 model = Slow()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -4,8 +4,9 @@
 # (ncurses for `top`, libmicrohttpd for `serve`, tmux, headless Chromium and Prometheus
 # for the tests of `top`, `html` and `serve`) and a virtual environment in .venv (meson, pytest, psutil,
 # CPU PyTorch, and PyTorch Lightning, Hugging Face's transformers and accelerate, Keras 3 with
-# JAX's CPU wheel, PyTorch Ignite, skorch, torchdata (torchtitan's StatefulDataLoader) and
-# webdataset (its WebLoader re-batches a DataLoader's batches) for the
+# JAX's CPU wheel, PyTorch Ignite, skorch, torchdata (torchtitan's StatefulDataLoader),
+# webdataset (its WebLoader re-batches a DataLoader's batches) and PyG (torch_geometric:
+# its NodeLoader wraps torch's iterator) for the
 # tests that run the real frameworks, pyarrow
 # (export --format parquet) and DuckDB (its tests read the files back), py-spy, the oracle of the stack sampler's tests,
 # ruff and mypy, pinned: a new release judges differently (make test-python-style) and pytest-xdist (the Python tests on every core),
@@ -62,11 +63,11 @@ fi
 if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None \
         for m in 'mesonpy pytest psutil numpy torch lightning transformers accelerate ignite \
         skorch jax pyarrow duckdb mypy xdist mlflow sqlalchemy alembic wandb tensorboard mcp \
-        keras torchdata webdataset'.split()))" 2>/dev/null ||
+        keras torchdata webdataset torch_geometric'.split()))" 2>/dev/null ||
     [ ! -x .venv/bin/py-spy ] || [ ! -x .venv/bin/ruff ]; then
     echo "bootstrap: installing Python packages into .venv (PyTorch CPU build: half a minute with uv, more with pip)"
     pkgs=("meson-python>=0.15" "meson>=1.1" ninja pytest psutil numpy "torch==2.13.0" lightning
-        transformers accelerate keras pytorch-ignite skorch "jax[cpu]" pyarrow duckdb py-spy torchdata webdataset
+        transformers accelerate keras pytorch-ignite skorch "jax[cpu]" pyarrow duckdb py-spy torchdata webdataset torch_geometric
         "ruff==0.17.6" "mypy==2.4.1" pytest-xdist
         "mlflow-skinny==3.17.2" sqlalchemy alembic "wandb==0.31.0" "tensorboard==2.21.0" "mcp==2.3.0")
     # uv resolves as pip does and fetches, unpacks and compiles in parallel:

@@ -332,29 +332,34 @@ print(json.dumps({"updates": updates}))
 
 
 def test_a_loader_whose_get_iterator_wraps_torch_s_has_its_steps(tmp_path, run_file):
-    """PyG's NeighborLoader and LinkNeighborLoader (NodeLoader, LinkLoader)
-    override _get_iterator to wrap torch's iterator in one of their own
-    (DataLoaderIterator, a filter on each batch), whose __next__ is not
-    torch's: a GNN training had no step at all. The wrapper is the pass now."""
+    """PyG's NodeLoader (under NeighborLoader; LinkLoader likewise) wraps
+    torch's iterator in its DataLoaderIterator, a filter on each batch,
+    where the graph is on a GPU (filter_per_worker=False, asked here): its
+    __next__ is not torch's, and a GNN training had no step at all. The
+    wrapper is the pass now, and its mini-batches (Data objects, no tensor
+    first) count their batch_size seed nodes. The sampler keeps each seed
+    alone: NeighborLoader's own needs pyg-lib, a build of its own."""
+    needs("torch_geometric")
     truth, rep = record(
         tmp_path,
         run_file,
         """
-class DataLoaderIterator:
-    def __init__(self, iterator, transform):
-        self.iterator, self.transform = iterator, transform
-    def __iter__(self):
-        return self
-    def __len__(self):
-        return len(self.iterator)
-    def __next__(self):
-        return self.transform(next(self.iterator))
-class NodeLoader(DataLoader):
-    def _get_iterator(self):
-        return DataLoaderIterator(super()._get_iterator(), lambda batch: batch)
-loader = NodeLoader(data(160), batch_size=8, shuffle=True)
+from torch_geometric.data import Data
+from torch_geometric.loader import NodeLoader
+from torch_geometric.sampler import BaseSampler, SamplerOutput
+class SeedsOnly(BaseSampler):
+    def sample_from_nodes(self, index, **kwargs):
+        empty = torch.empty(0, dtype=torch.long)
+        return SamplerOutput(node=index.node, row=empty, col=empty, edge=empty,
+                             metadata=(index.input_id, index.time))
+    def sample_from_edges(self, index, neg_sampling=None):
+        raise NotImplementedError
+graph = Data(x=torch.randn(160, 16), y=torch.randint(0, 4, (160,)),
+             edge_index=torch.empty(2, 0, dtype=torch.long))
+loader = NodeLoader(graph, node_sampler=SeedsOnly(), batch_size=8, shuffle=True,
+                    filter_per_worker=False)
 def batches():
-    return loader
+    return ((b.x, b.y) for b in loader)
 """
         + training_loop(3),
     )
@@ -368,6 +373,37 @@ def batches():
     ]
     nexts = [t["count"] for t in rep["timings"] if t["name"] == "dataloader_next"]
     assert nexts == [63], rep["timings"]  # each fetch once, and each pass's end
+
+
+def test_a_collator_s_batch_encoding_counts_its_samples(tmp_path, run_file):
+    """transformers' collators hand out a BatchEncoding, a UserDict, not a
+    dict: over an IterableDataset (a streamed corpus), whose batches only
+    their contents tell, every step had 0 samples."""
+    needs("transformers")
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+from torch.utils.data import IterableDataset
+from transformers import BatchEncoding
+class Stream(IterableDataset):
+    def __iter__(self):
+        g = torch.Generator().manual_seed(0)
+        for i in range(100):
+            yield torch.randn(16, generator=g), i % 4
+def collate(items):
+    return BatchEncoding({"x": torch.stack([x for x, _ in items]),
+                          "labels": torch.tensor([y for _, y in items])})
+loader = DataLoader(Stream(), batch_size=8, collate_fn=collate)
+def batches():
+    return ((b["x"], b["labels"]) for b in loader)
+"""
+        + training_loop(2),
+    )
+    assert truth["updates"] == 26
+    steps = rep["steps"][0]
+    assert (steps["count"], steps["samples"]) == (26, 200), steps
+    assert epochs_of(rep) == [(0, 13, 100), (1, 13, 100)]
 
 
 def test_webdataset_s_loader_that_rebatches_has_the_script_s_steps(tmp_path, run_file):

@@ -2,6 +2,7 @@
 the step tracker, the region ids, and how many samples a batch holds."""
 
 import functools
+from collections.abc import Mapping
 
 import torch
 
@@ -258,10 +259,37 @@ def count_samples(batch):
 
 
 def sample_shape(batch):
-    """The shape that tells a batch's samples: its first tensor's, None
-    where it has none."""
+    """The shape that tells a batch's samples: its first tensor's, else
+    what a batch of another kind tells (told_samples), None where nothing
+    does."""
     x = first_tensor(batch)
-    return None if x is None else x.shape
+    return x.shape if x is not None else told_samples(batch)
+
+
+def told_samples(batch):
+    """The samples of a batch that is no tensor, tuple, list or dict, as a
+    shape of one dimension: a mapping's first tensor's (transformers'
+    BatchEncoding is a UserDict, a collator's batch over an IterableDataset),
+    else the count the batch keeps of itself (PyG: a NodeLoader's or
+    LinkLoader's mini-batch, batch_size seed nodes or edges; a graph
+    DataLoader's Batch, num_graphs graphs). None where none is told; never
+    raises (a batch's attributes are the script's)."""
+    if batch is None or isinstance(batch, (torch.Tensor, tuple, list, dict)):
+        return None
+    try:
+        if isinstance(batch, Mapping):
+            for value in batch.values():
+                x = first_tensor(value, 1)
+                if x is not None:
+                    return x.shape
+            return None
+        for name in ("batch_size", "num_graphs"):
+            n = getattr(batch, name, None)
+            if type(n) is int and n > 0:
+                return (n,)
+    except Exception:  # noqa: BLE001 - a batch whose attributes raise tells nothing
+        pass
+    return None
 
 
 def count_shape(shape):

@@ -270,10 +270,10 @@ def told_samples(batch):
     """The samples of a batch that is no tensor, tuple, list or dict, as a
     shape of one dimension: a mapping's first tensor's (transformers'
     BatchEncoding is a UserDict, a collator's batch over an IterableDataset),
-    else the count the batch keeps of itself (PyG: a NodeLoader's or
-    LinkLoader's mini-batch, batch_size seed nodes or edges; a graph
-    DataLoader's Batch, num_graphs graphs). None where none is told; never
-    raises (a batch's attributes are the script's)."""
+    else the count the batch keeps of itself (PyG: a NodeLoader's
+    mini-batch, batch_size seed nodes; a graph DataLoader's Batch,
+    num_graphs graphs; a LinkLoader's keeps none). None where none is told;
+    never raises (a batch's attributes are the script's)."""
     if batch is None or isinstance(batch, (torch.Tensor, tuple, list, dict)):
         return None
     try:

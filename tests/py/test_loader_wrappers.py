@@ -375,6 +375,45 @@ def batches():
     assert nexts == [63], rep["timings"]  # each fetch once, and each pass's end
 
 
+def test_a_link_loader_s_mini_batches_count_their_seed_edges(tmp_path, run_file):
+    """PyG's LinkLoader (under LinkNeighborLoader) keeps no batch_size on
+    its mini-batches: a link prediction's steps counted 0 samples. Its
+    input_id (the seed edges' ids) tells them. The sampler keeps the seed
+    links' own nodes alone."""
+    needs("torch_geometric")
+    truth, rep = record(
+        tmp_path,
+        run_file,
+        """
+from torch_geometric.data import Data
+from torch_geometric.loader import LinkLoader
+from torch_geometric.sampler import BaseSampler, SamplerOutput
+class SeedLinksOnly(BaseSampler):
+    def sample_from_nodes(self, index, **kwargs):
+        raise NotImplementedError
+    def sample_from_edges(self, index, neg_sampling=None):
+        n = index.row.numel()
+        node, inverse = torch.unique(torch.cat([index.row, index.col]), return_inverse=True)
+        empty = torch.empty(0, dtype=torch.long)
+        return SamplerOutput(node=node, row=empty, col=empty, edge=empty,
+                             metadata=(index.input_id, torch.stack([inverse[:n], inverse[n:]]),
+                                       index.label, index.time))
+graph = Data(x=torch.randn(40, 16), edge_index=torch.randint(0, 40, (2, 160)))
+loader = LinkLoader(graph, link_sampler=SeedLinksOnly(), edge_label_index=graph.edge_index,
+                    edge_label=torch.randint(0, 4, (160,)), batch_size=8, shuffle=True,
+                    filter_per_worker=False)
+def batches():
+    return ((b.x[b.edge_label_index[0]] * b.x[b.edge_label_index[1]], b.edge_label)
+            for b in loader)
+"""
+        + training_loop(2),
+    )
+    assert truth["updates"] == 40
+    steps = rep["steps"][0]
+    assert (steps["count"], steps["samples"], steps["samples_per_step"]) == (40, 320, 8)
+    assert epochs_of(rep) == [(0, 20, 160), (1, 20, 160)]
+
+
 def test_a_collator_s_batch_encoding_counts_its_samples(tmp_path, run_file):
     """transformers' collators hand out a BatchEncoding, a UserDict, not a
     dict: over an IterableDataset (a streamed corpus), whose batches only

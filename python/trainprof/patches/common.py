@@ -272,8 +272,9 @@ def told_samples(batch):
     BatchEncoding is a UserDict, a collator's batch over an IterableDataset),
     else the count the batch keeps of itself (PyG: a NodeLoader's
     mini-batch, batch_size seed nodes; a graph DataLoader's Batch,
-    num_graphs graphs; a LinkLoader's keeps none). None where none is told;
-    never raises (a batch's attributes are the script's)."""
+    num_graphs graphs), else its seeds' ids (PyG: a LinkLoader's
+    input_id, its seed edges). None where none is told; never raises (a
+    batch's attributes are the script's)."""
     if batch is None or isinstance(batch, (torch.Tensor, tuple, list, dict)):
         return None
     try:
@@ -287,6 +288,9 @@ def told_samples(batch):
             n = getattr(batch, name, None)
             if type(n) is int and n > 0:
                 return (n,)
+        seeds = getattr(batch, "input_id", None)
+        if isinstance(seeds, torch.Tensor) and seeds.ndim == 1 and seeds.numel():
+            return (seeds.numel(),)
     except Exception:  # noqa: BLE001 - a batch whose attributes raise tells nothing
         pass
     return None

@@ -370,6 +370,10 @@ static void measure(tp_run *run, ranks_ctx *c, tp_ranks *out)
         a->row.input_s = with_input - comm;
         a->row.compute_s = all - with_input;
         a->row.other_s = a->row.window_s - all;
+        /* the four parts' sum, as a stored row gives it back (store/
+         * summary_tables.c): a window a rounding apart made the median step
+         * of the stored ranks differ from the rows' in its last bit */
+        a->row.window_s = a->row.input_s + a->row.compute_s + a->row.comm_s + a->row.other_s;
         a->row.comm_overlap_s = comm + compute_only - union_s(rt, 2, &tmp);
         if (a->row.comm_overlap_s < 1e-12) /* none: rounding of the three sums */
             a->row.comm_overlap_s = 0;

@@ -331,6 +331,26 @@ print(json.dumps({"updates": updates}))
     ]
 
 
+# PyG's sampler of the seeds alone, nodes or the links' own nodes (its
+# NeighborLoader's sampler needs pyg-lib, a build of its own)
+SEEDS_ALONE = """
+from torch_geometric.data import Data
+from torch_geometric.sampler import BaseSampler, SamplerOutput
+class SeedsAlone(BaseSampler):
+    def sample_from_nodes(self, index, **kwargs):
+        empty = torch.empty(0, dtype=torch.long)
+        return SamplerOutput(node=index.node, row=empty, col=empty, edge=empty,
+                             metadata=(index.input_id, index.time))
+    def sample_from_edges(self, index, neg_sampling=None):
+        n = index.row.numel()
+        node, inverse = torch.unique(torch.cat([index.row, index.col]), return_inverse=True)
+        empty = torch.empty(0, dtype=torch.long)
+        return SamplerOutput(node=node, row=empty, col=empty, edge=empty,
+                             metadata=(index.input_id, torch.stack([inverse[:n], inverse[n:]]),
+                                       index.label, index.time))
+"""
+
+
 def test_a_loader_whose_get_iterator_wraps_torch_s_has_its_steps(tmp_path, run_file):
     """PyG's NodeLoader (under NeighborLoader; LinkLoader likewise) wraps
     torch's iterator in its DataLoaderIterator, a filter on each batch,
@@ -343,20 +363,12 @@ def test_a_loader_whose_get_iterator_wraps_torch_s_has_its_steps(tmp_path, run_f
     truth, rep = record(
         tmp_path,
         run_file,
-        """
-from torch_geometric.data import Data
+        SEEDS_ALONE
+        + """
 from torch_geometric.loader import NodeLoader
-from torch_geometric.sampler import BaseSampler, SamplerOutput
-class SeedsOnly(BaseSampler):
-    def sample_from_nodes(self, index, **kwargs):
-        empty = torch.empty(0, dtype=torch.long)
-        return SamplerOutput(node=index.node, row=empty, col=empty, edge=empty,
-                             metadata=(index.input_id, index.time))
-    def sample_from_edges(self, index, neg_sampling=None):
-        raise NotImplementedError
 graph = Data(x=torch.randn(160, 16), y=torch.randint(0, 4, (160,)),
              edge_index=torch.empty(2, 0, dtype=torch.long))
-loader = NodeLoader(graph, node_sampler=SeedsOnly(), batch_size=8, shuffle=True,
+loader = NodeLoader(graph, node_sampler=SeedsAlone(), batch_size=8, shuffle=True,
                     filter_per_worker=False)
 def batches():
     return ((b.x, b.y) for b in loader)
@@ -384,22 +396,11 @@ def test_a_link_loader_s_mini_batches_count_their_seed_edges(tmp_path, run_file)
     truth, rep = record(
         tmp_path,
         run_file,
-        """
-from torch_geometric.data import Data
+        SEEDS_ALONE
+        + """
 from torch_geometric.loader import LinkLoader
-from torch_geometric.sampler import BaseSampler, SamplerOutput
-class SeedLinksOnly(BaseSampler):
-    def sample_from_nodes(self, index, **kwargs):
-        raise NotImplementedError
-    def sample_from_edges(self, index, neg_sampling=None):
-        n = index.row.numel()
-        node, inverse = torch.unique(torch.cat([index.row, index.col]), return_inverse=True)
-        empty = torch.empty(0, dtype=torch.long)
-        return SamplerOutput(node=node, row=empty, col=empty, edge=empty,
-                             metadata=(index.input_id, torch.stack([inverse[:n], inverse[n:]]),
-                                       index.label, index.time))
 graph = Data(x=torch.randn(40, 16), edge_index=torch.randint(0, 40, (2, 160)))
-loader = LinkLoader(graph, link_sampler=SeedLinksOnly(), edge_label_index=graph.edge_index,
+loader = LinkLoader(graph, link_sampler=SeedsAlone(), edge_label_index=graph.edge_index,
                     edge_label=torch.randint(0, 4, (160,)), batch_size=8, shuffle=True,
                     filter_per_worker=False)
 def batches():

@@ -165,7 +165,10 @@ def test_an_epoch_shorter_than_the_sampling_has_its_share_of_energy(run_file, tm
     assert len(epochs) == 8
     for e in epochs[1:-1]:  # the first and the last may reach past the samples
         watts = e["energy_j"] / e["duration_s"]
-        assert 300 * 0.8 < watts < 300 * 1.2, epochs
+        # within 30 %: a sample's time and its read part by a few tens of ms
+        # on a loaded machine (231 W once in CI), where the fault gave 0 W
+        # and about 700 W in turns
+        assert 300 * 0.7 < watts < 300 * 1.3, epochs
 
 
 def test_no_energy_is_null(run_file):

@@ -11,6 +11,10 @@ PROGRAM  := $(BUILD)/trainprof
 SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -o -name '*.in') meson.build meson.options pyproject.toml
 C_FILES  := $(shell find include lib src tests bench python -name '*.[ch]')
 WERROR   := $(if $(CI),-Dwerror=true,)
+# Python writes each module's bytecode at its first import, in every command
+# here (the CI machine sets PYTHONDONTWRITEBYTECODE: each import would compile
+# it again). The bootstrap compiles none (tools/bootstrap.sh says why).
+unexport PYTHONDONTWRITEBYTECODE
 
 PHONY_TESTS := test-beside test-py-spread test-py-machine test-wheel-built
 .PHONY: all build deps demo check test $(PHONY_TESTS) test-c test-sanitizers test-asan test-tsan test-format test-python-style test-layers test-py test-fuzz fuzz bench format clean wheel sdist test-wheel test-bare

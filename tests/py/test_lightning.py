@@ -1,5 +1,6 @@
 """PyTorch Lightning, unchanged scripts under record: the steps are
-Lightning's global steps, the epochs its epochs, and its sanity check,
+Lightning's global steps (with two optimizers a batch, its batches), the
+epochs its epochs, and its sanity check,
 validation and checkpoints are named phases outside the steps. Lightning's
 own counts (trainer.global_step, a callback of the script's counting the
 validation passes and the saves) are the ground truth."""
@@ -144,3 +145,54 @@ def test_ddp_on_two_processes(tmp_path, run_file):
     for rank in (0, 1):
         check_training_in_steps(rep, truth, rank)
         assert timing(rep, "reduce_metrics", rank)["count"] >= truth["global_step"]
+
+
+GAN = """
+import json, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+import lightning.pytorch as L
+
+class GAN(L.LightningModule):  # manual optimization: two optimizers a batch
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+        self.batches = 0
+        self.G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 16))
+        self.D = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+    def training_step(self, batch, i):
+        (real,) = batch
+        self.batches += 1
+        opt_g, opt_d = self.optimizers()
+        bce = nn.functional.binary_cross_entropy_with_logits
+        fake = self.G(torch.randn(len(real), 8))
+        d_loss = bce(self.D(real), torch.ones(len(real), 1)) + bce(
+            self.D(fake.detach()), torch.zeros(len(real), 1))
+        opt_d.zero_grad(); self.manual_backward(d_loss); opt_d.step()
+        g_loss = bce(self.D(fake), torch.ones(len(real), 1))
+        opt_g.zero_grad(); self.manual_backward(g_loss); opt_g.step()
+    def configure_optimizers(self):
+        return (torch.optim.Adam(self.G.parameters(), 1e-3),
+                torch.optim.Adam(self.D.parameters(), 1e-3))
+
+gan = GAN()
+trainer = L.Trainer(max_epochs=2, logger=False, enable_checkpointing=False,
+                    enable_progress_bar=False, enable_model_summary=False)
+trainer.fit(gan, DataLoader(TensorDataset(torch.randn(160, 16)), batch_size=8))
+print(json.dumps({"global_step": trainer.global_step, "batches": gan.batches}))
+"""
+
+
+def test_a_gan_s_two_optimizers_make_one_step_a_batch(tmp_path, run_file):
+    """Manual optimization, the discriminator's and the generator's updates
+    on each batch: Lightning's global_step counts both optimizers' steps
+    (twice the batches); a step is the batch, as the script counts them."""
+    script = tmp_path / "gan.py"
+    script.write_text(GAN)
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=600)
+    assert r.returncode == 0, r.stderr
+    truth, rep = json.loads(r.stdout.splitlines()[-1]), report_json(run_file)
+    assert truth == {"global_step": 80, "batches": 40}
+    check_training_in_steps(rep, {"global_step": truth["batches"]})
+    assert [e["samples"] for e in rep["epochs"]] == [160, 160]
+    assert timing(rep, "optimizer_step")["count"] == truth["global_step"]

@@ -5,6 +5,9 @@ to a sink (trainprof._native under record; a list in tests/py/test_steps.py,
 whose event tables are the specification).
 
 A step is one optimizer update: what the frameworks call the global step.
+Several optimizers stepped on one batch (a GAN's two) are one step, the
+batch's (Lightning's global_step counts each optimizer's under manual
+optimization).
 The events:
 - loader_iter(loader, grad, model_training): a DataLoader pass begins
   (grad: gradients were on; model_training: and the model trained so far

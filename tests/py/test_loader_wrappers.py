@@ -8,6 +8,7 @@ ultralytics' InfiniteDataLoader)."""
 
 import json
 
+import pytest
 from conftest import (
     PYTHON,
     batches_per_step,
@@ -409,6 +410,57 @@ def batches():
 """
         + training_loop(2),
     )
+    assert truth["updates"] == 40
+    steps = rep["steps"][0]
+    assert (steps["count"], steps["samples"], steps["samples_per_step"]) == (40, 320, 8)
+    assert epochs_of(rep) == [(0, 20, 160), (1, 20, 160)]
+
+
+# A graph of papers and their authors (PyG's HeteroData), and a sampler that
+# keeps the seeds alone: each seed paper, or each seed link's two nodes.
+HETERO = """
+from torch_geometric.data import HeteroData
+from torch_geometric.loader import LinkLoader, NodeLoader
+from torch_geometric.sampler import BaseSampler, HeteroSamplerOutput
+WRITES = ("author", "writes", "paper")
+class SeedsAlone(BaseSampler):
+    def sample_from_nodes(self, index, **kwargs):
+        return HeteroSamplerOutput(node={"paper": index.node}, row={}, col={}, edge={},
+                                   metadata=(index.input_id, index.time))
+    def sample_from_edges(self, index, neg_sampling=None):
+        author, a = torch.unique(index.row, return_inverse=True)
+        paper, p = torch.unique(index.col, return_inverse=True)
+        return HeteroSamplerOutput(node={"author": author, "paper": paper}, row={}, col={},
+                                   edge={}, metadata=(index.input_id, torch.stack([a, p]),
+                                                      index.label, index.time))
+graph = HeteroData()
+graph["paper"].x, graph["paper"].y = torch.randn(160, 16), torch.randint(0, 4, (160,))
+graph["author"].x = torch.randn(30, 16)
+graph[WRITES].edge_index = torch.stack([torch.randint(0, 30, (160,)), torch.randint(0, 160, (160,))])
+if LINKS:
+    loader = LinkLoader(graph, link_sampler=SeedsAlone(), batch_size=8, shuffle=True,
+                        edge_label_index=(WRITES, graph[WRITES].edge_index),
+                        edge_label=torch.randint(0, 4, (160,)), filter_per_worker=False)
+    def batches():
+        for b in loader:
+            author, paper = b[WRITES].edge_label_index
+            yield b["author"].x[author] * b["paper"].x[paper], b[WRITES].edge_label
+else:
+    loader = NodeLoader(graph, node_sampler=SeedsAlone(), input_nodes=("paper", None),
+                        batch_size=8, shuffle=True, filter_per_worker=False)
+    def batches():
+        return ((b["paper"].x, b["paper"].y) for b in loader)
+"""
+
+
+@pytest.mark.parametrize("links", [False, True], ids=["nodes", "links"])
+def test_a_heterogeneous_graph_s_mini_batches_count_their_seeds(tmp_path, run_file, links):
+    """PyG's mini-batches of a graph with several node types (HeteroData)
+    keep their seeds' count on the seeds' type (batch_size on the seed
+    nodes' store, input_id on the seed links'), none on the batch itself:
+    their steps counted 0 samples."""
+    needs("torch_geometric")
+    truth, rep = record(tmp_path, run_file, f"LINKS = {links}\n" + HETERO + training_loop(2))
     assert truth["updates"] == 40
     steps = rep["steps"][0]
     assert (steps["count"], steps["samples"], steps["samples_per_step"]) == (40, 320, 8)

@@ -273,8 +273,10 @@ def told_samples(batch):
     else the count the batch keeps of itself (PyG: a NodeLoader's
     mini-batch, batch_size seed nodes; a graph DataLoader's Batch,
     num_graphs graphs), else its seeds' ids (PyG: a LinkLoader's
-    input_id, its seed edges). None where none is told; never raises (a
-    batch's attributes are the script's)."""
+    input_id, its seed edges), else those its parts keep (PyG's HeteroData:
+    the seed node type's batch_size, or the seed edge type's input_id).
+    None where none is told; never raises (a batch's attributes are the
+    script's)."""
     if batch is None or isinstance(batch, (torch.Tensor, tuple, list, dict)):
         return None
     try:
@@ -284,16 +286,32 @@ def told_samples(batch):
                 if x is not None:
                     return x.shape
             return None
-        for name in ("batch_size", "num_graphs"):
-            n = getattr(batch, name, None)
-            if type(n) is int and n > 0:
-                return (n,)
-        seeds = getattr(batch, "input_id", None)
-        if isinstance(seeds, torch.Tensor) and seeds.ndim == 1 and seeds.numel():
-            return (seeds.numel(),)
+        n = _seeds_kept(batch, "num_graphs")
+        if n:
+            return (n,)
+        for name in ("node_stores", "edge_stores"):
+            parts = getattr(batch, name, None)
+            if isinstance(parts, list):
+                for part in parts:
+                    n = _seeds_kept(part)
+                    if n:
+                        return (n,)
     except Exception:  # noqa: BLE001 - a batch whose attributes raise tells nothing
         pass
     return None
+
+
+def _seeds_kept(obj, *counts):
+    """The seeds obj keeps count of (batch_size, then each of counts, then
+    the length of its 1-D input_id), or 0."""
+    for name in ("batch_size", *counts):
+        n = getattr(obj, name, None)
+        if type(n) is int and n > 0:
+            return n
+    seeds = getattr(obj, "input_id", None)
+    if isinstance(seeds, torch.Tensor) and seeds.ndim == 1:
+        return seeds.numel()
+    return 0
 
 
 def count_shape(shape):

@@ -70,15 +70,16 @@ if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(any(u.find_s
         transformers accelerate keras pytorch-ignite skorch "jax[cpu]" pyarrow duckdb py-spy torchdata webdataset torch_geometric
         "ruff==0.17.6" "mypy==2.4.1" pytest-xdist
         "mlflow-skinny==3.17.2" sqlalchemy alembic "wandb==0.31.0" "tensorboard==2.21.0" "mcp==2.3.0")
-    # uv resolves as pip does and fetches and unpacks in parallel: 26 s against
-    # pip's 77 s on the CI machine, from empty caches. It compiles no bytecode
-    # unless asked (pip always does): the Makefile lets Python write it at each
-    # module's first import (it unexports PYTHONDONTWRITEBYTECODE, which the CI
-    # machine sets), which compiles the 8,400 of the 21,000 modules that a
-    # `make test` imports: 14 CPU-seconds, against 39 for all of them here
-    # (20 s of the bootstrap's wall time on two cores). It does not read pip's configuration,
-    # so the wheels and the constraints this machine's pip is told of (a CPU
-    # PyTorch on disk) are passed on; pip where uv can't be had.
+    # uv resolves as pip does and fetches and unpacks in parallel (with the
+    # bytecode compiled, 26 s against pip's 77 s on the CI machine, from empty
+    # caches). It compiles no bytecode unless asked (pip always does): the
+    # Makefile lets Python write it at each module's first import (it
+    # unexports PYTHONDONTWRITEBYTECODE, which the CI machine sets), which
+    # compiles the 8,400 of the 21,000 modules that a `make test` imports:
+    # 14 CPU-seconds against 39 for all of them, and the bootstrap 10 s
+    # instead of 27 here. It does not read pip's configuration, so the wheels
+    # and the constraints this machine's pip is told of (a CPU PyTorch on
+    # disk) are passed on; pip where uv can't be had.
     pip_setting() { # pip's value of a setting, its environment's first
         .venv/bin/pip config list 2>/dev/null | sed -n "s/^[a-z:]*\.$1='\(.*\)'\$/\1/p" | head -1 || true
     }

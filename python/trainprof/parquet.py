@@ -14,11 +14,14 @@ directory of Parquet files, hive-partitioned:
 - ``marks/rank=N/``: step, step_end, epoch and samples marks;
 - ``steps/rank=N/``: each thread's steps as the report counts them (a step
   mark to the next, never across an epoch mark; a step_end closes one),
-  with their samples and batches, and whether a capture window ran in them
-  (``profiled``) or they are the thread's warm-up (``warmup``: its first
-  steps, for as long as each held a ``compile`` region, then for as long
-  as each took more than twice the rank's median step): the report's step
-  figures are those of the others;
+  with their samples and batches, and the report's kind of each, at most
+  one flag true: the thread's warm-up (``warmup``: its first steps, for as
+  long as each held a ``compile`` region, then for as long as each took
+  more than twice the rank's median step), a capture window ran in it
+  (``profiled``), or it stalled and went on (``stalled``: longer than the
+  rank's stall threshold, record's --stall-after or ten median steps and
+  at least 30 s): the report's step figures are those of the others, and
+  its step count leaves the stalled ones out;
 - ``summary_timing``, ``summary_step``, ``summary_epoch``, ``summary_rank``
   and, where the first rank's pace changed, ``summary_rank_latest`` (the
   ranks over the latest pace, with its ``first_step`` and ``last_step``),
@@ -45,7 +48,6 @@ import os
 import re
 import shutil
 import sqlite3
-import statistics
 import sys
 
 MARK_KINDS = {3: "step", 4: "epoch", 6: "samples", 9: "step_end"}
@@ -60,6 +62,7 @@ SUMMARIES = (
 BATCH_ROWS = 65536  # rows read from SQLite and handed to Arrow at a time
 MAX_PARTITIONS = 1 << 20  # ranks or agents of one table (pyarrow's default: 1,024)
 WARMUP_SLOW = 2.0  # analyze/step_kinds.h's TP_WARMUP_SLOW
+STALL_MIN_S, STALL_STEPS, STALL_FIRST_STEP_S = 30.0, 10.0, 600.0  # core/stall_rule.h
 SAFE_KEY = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
@@ -81,6 +84,20 @@ def _open(path):
 
 def _has_table(db, name):
     return db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
+def _meta_seconds(db, key):
+    """The run file's meta value of key as a number of seconds above 0 (as
+    store/run_settings.c reads it), else 0: read as bytes, since a crafted
+    file's text need not be UTF-8."""
+    row = db.execute("SELECT CAST(value AS BLOB) FROM meta WHERE key = ?", (key,)).fetchone()
+    text = row[0] if row and isinstance(row[0], bytes) else b""
+    try:
+        text = text.decode("ascii") if text and not text[-1:].isspace() else "0"
+        value = float.fromhex(text) if "x" in text.lower() else float(text)  # strtod's hex too
+    except (UnicodeDecodeError, ValueError):
+        return 0.0
+    return value if 0 < value < float("inf") else 0.0
 
 
 def agent_key(name):
@@ -225,12 +242,14 @@ STEP_COLUMNS = (
     "batches",
     "warmup",
     "profiled",
+    "stalled",
 )
 
 
 def _thread_steps(marks, windows, compiles):
-    """One thread's steps (rows of STEP_COLUMNS) from its marks (rows of
-    MARKS_SQL), flagged for the compile warm-up and capture windows."""
+    """One thread's steps (rows of STEP_COLUMNS but the last: _settle_kinds
+    makes the flags the report's) from its marks (rows of MARKS_SQL), flagged
+    for the compile warm-up and for the capture windows they overlap."""
     out, open_step, epoch, number, warming = [], None, None, 0, True
     for agent, pid, tid, rank, thread, kind, t, value in marks:
         if kind == 6:  # samples
@@ -261,34 +280,68 @@ def _thread_steps(marks, windows, compiles):
                     ]
                 )
             open_step = (t, 0, 0) if kind != 9 else None
-    if out and all(row[11] for row in out):  # every step compiled: none is warm-up
-        for row in out:
-            row[11] = False
     return out
 
 
-def _settle_warmup(threads):
-    """The rank's slow first steps as warm-up (analyze/timings.c): after a
-    thread's compile warm-up, its first steps while each took more than
-    WARMUP_SLOW times the median of the rank's other steps, at most a tenth
-    of them, none after a capture window's."""
-    steady = [row[8] for rows in threads for row in rows if not row[11] and not row[12]]
+def _p50(values):
+    """The median as core/stats.c takes it (interpolated at (n - 1) / 2)."""
+    v = sorted(values)
+    pos = 0.5 * (len(v) - 1)
+    lo = int(pos)
+    return v[lo] if lo + 1 >= len(v) else v[lo] + (v[lo + 1] - v[lo]) * (pos - lo)
+
+
+def _stall_threshold(stall_after_s, durations):
+    """core/stall_rule.h's: record's --stall-after, else ten median steps
+    and at least 30 s, else (no step) 10 minutes."""
+    if stall_after_s > 0:
+        return stall_after_s
+    median = _p50(durations) if durations else 0
+    return max(STALL_STEPS * median, STALL_MIN_S) if median > 0 else STALL_FIRST_STEP_S
+
+
+def _settle_kinds(threads, stall_after_s):
+    """A rank's steps (each thread's, from _thread_steps) given the report's
+    kinds (analyze/step_kinds.c): a compile's steps are warm-up, or profiled
+    where a window ran in them; after them a step longer than the stall
+    threshold stalled, one a window ran in is profiled; of the rest, a
+    thread's first ones that each took more than WARMUP_SLOW times their
+    median are warm-up too, at most a tenth of them, none after a window's;
+    where no step is left, none is warm-up."""
+    stall_s = _stall_threshold(stall_after_s, [row[8] for rows in threads for row in rows])
+    after_window = {}
+    for rows in threads:
+        windowed = False
+        for row in rows:
+            warming, in_window = row[11], row[12]
+            windowed = windowed or in_window
+            after_window[id(row)] = windowed
+            stalled = not warming and row[8] > stall_s
+            row[11:13] = [warming and not in_window, in_window and not stalled]
+            row.append(stalled)
+    steady = [row[8] for rows in threads for row in rows if not any(row[11:14])]
+    if not steady:  # every step compiled: none is warm-up (analyze/timings.c)
+        for rows in threads:
+            for row in rows:
+                row[11] = False
     if len(steady) < 3:
         return
-    median = statistics.median(steady)
-    room = max(1, len(steady) // 10)
+    median, room = _p50(steady), max(1, len(steady) // 10)
     for rows in threads:
+        leading = True
         for row in rows:
-            if row[11]:
+            if any(row[11:14]):
                 continue
-            if row[12] or not row[8] > WARMUP_SLOW * median or room == 0:
-                break
-            row[11], room = True, room - 1
+            leading = leading and room > 0 and not after_window[id(row)]
+            leading = leading and row[8] > WARMUP_SLOW * median
+            if leading:
+                row[11], room = True, room - 1
 
 
 def _steps(db):
     """Each thread's steps from its marks (the report's rule), flagged; a
-    rank at a time, so that its median sets its warm-up apart."""
+    rank at a time, so that its median sets its warm-up and stalls apart."""
+    stall_after_s = _meta_seconds(db, "stall_after_s")
     windows = _spans(
         db,
         "SELECT thread_id, start_ns, end_ns FROM op_window WHERE skipped = 0"
@@ -304,7 +357,7 @@ def _steps(db):
     rank, threads, thread, rows = object(), [], None, []
 
     def flush():
-        _settle_warmup(threads)
+        _settle_kinds(threads, stall_after_s)
         batch = [row for steps in threads for row in steps]
         return {c: [row[i] for row in batch] for i, c in enumerate(STEP_COLUMNS)}
 
@@ -335,7 +388,7 @@ TYPES = {
     "regions": "agent:s pid:i tid:i rank:i name:s depth:i start_s:f end_s:f duration_s:f",
     "marks": "agent:s pid:i tid:i rank:i kind:s t_s:f value:i",
     "steps": "agent:s pid:i tid:i rank:i epoch:i step:i start_s:f end_s:f duration_s:f"
-    " samples:i batches:i warmup:b profiled:b",
+    " samples:i batches:i warmup:b profiled:b stalled:b",
 }
 
 

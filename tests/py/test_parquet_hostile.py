@@ -5,6 +5,7 @@ large run in bounded memory, a text where a number belongs, a bad second
 input (all or nothing), and a Python that lacks trainprof. Each input is a
 real run file (tests/data/gpu-runs/) edited as a crafted one would be."""
 
+import json
 import os
 import shutil
 import sqlite3
@@ -183,3 +184,23 @@ def test_the_python_that_has_trainprof_is_found_or_named(tmp_path):
     )
     assert r.returncode == 2 and "ModuleNotFoundError" not in r.stderr
     assert "no Python here imports trainprof" in r.stderr and "/bin/false" in r.stderr
+
+
+@pytest.mark.parametrize("stall_after", [b"\xff\xfe", "many", "-3", "0.02", "0x1p-6"])
+def test_the_stall_threshold_a_file_sets_is_read_as_the_report_reads_it(tmp_path, stall_after):
+    """record's --stall-after, kept in the file's meta, sets which steps
+    stalled; a crafted one (no UTF-8, no number, none above 0) is none set,
+    as for the report: its steps then stall past ten median steps. A
+    number as strtod reads it, hexadecimal too (0x1p-6: 15.6 ms)."""
+    run = copy(tmp_path, "a.db")
+    with sqlite3.connect(run) as db:
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('stall_after_s', ?)", (stall_after,))
+    out = tmp_path / "out"
+    r = export(out, run)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    r = trainprof("report", "--json", run)
+    assert r.returncode == 0, r.stderr
+    [steps] = json.loads(r.stdout)["steps"]
+    stalled = rows(out, "steps", "stalled")
+    assert rows(out, "steps", "NOT stalled") == steps["count"], (stalled, steps)
+    assert (stalled > 0) == (stall_after in ("0.02", "0x1p-6")), stalled

@@ -7,14 +7,15 @@
 #include "core/step_phase_facts.h"
 #include "util/utf8.h"
 
-/* f's stack group of rank for phase (its workers' where workers). */
+/* f's stack group of rank for phase (its workers' where workers; NULL
+ * phase: the samples with no region open, "other"'s). */
 static const tp_stack_group *stack_group(const tp_stack_facts *f, int rank, const char *phase,
                                          bool workers)
 {
     for (size_t i = 0; i < f->n; i++) {
         const tp_stack_group *g = &f->groups[i];
-        if (g->rank == rank &&
-            (workers ? g->workers : !g->workers && g->phase && strcmp(g->phase, phase) == 0))
+        bool same = phase ? g->phase && strcmp(g->phase, phase) == 0 : !g->phase;
+        if (g->rank == rank && (workers ? g->workers : !g->workers && same))
             return g;
     }
     return NULL;
@@ -73,7 +74,9 @@ bool tp_compare_function_cause(const tp_compare_samples *a, const tp_compare_sam
     if (phase->kind != TP_CAUSE_PHASE || phase->phase >= TP_STEP_PHASES)
         return false;
     const tp_stack_facts *fa = a->facts, *fb = b->facts;
-    const char *name = tp_step_phase_names[phase->phase];
+    /* "other", the step's time outside the phases: the loop's own code */
+    const char *name =
+        phase->phase == TP_STEP_PHASES - 1 ? NULL : tp_step_phase_names[phase->phase];
     bool workers = phase->phase == 0 && stack_group(fa, a->rank, name, true) &&
                    stack_group(fb, b->rank, name, true);
     const tp_stack_group *ga = stack_group(fa, a->rank, name, workers);

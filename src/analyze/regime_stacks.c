@@ -79,10 +79,14 @@ static void add_weight(group *g, const tp_stack_tree *tree, const uint32_t *path
 }
 
 /* Whether a sample's region belongs to step phase k (train_batch holds
- * the phases inside it). */
+ * the phases inside it; "other", the step's time outside the phases, is
+ * the samples with no region open: the loop's own code between them, a
+ * metric's logging). */
 static bool in_phase(const char *region, size_t k)
 {
-    if (!region || k >= TP_STEP_PHASES - 1)
+    if (k == TP_STEP_PHASES - 1)
+        return !region;
+    if (!region || k >= TP_STEP_PHASES)
         return false;
     if (strcmp(region, tp_step_phase_names[k]) == 0)
         return true;
@@ -316,7 +320,7 @@ tp_causes_pass *tp_regimes_causes_begin(tp_run *run, tp_regimes *r, tp_stack_rea
         for (size_t k = 0; k < r->v[i].ncauses; k++)
             if (r->v[i].causes[k].kind == TP_CAUSE_PHASE)
                 p->changes[i].phase = r->v[i].causes[k].phase;
-        any = any || p->changes[i].phase < TP_STEP_PHASES - 1;
+        any = any || p->changes[i].phase < TP_STEP_PHASES;
     }
     if (any && !(*ok = tp_stack_tree_load(run, &p->tree, err, cap))) {
         tp_regimes_causes_end(p, false);

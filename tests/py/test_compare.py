@@ -442,3 +442,39 @@ def test_a_run_whose_pace_changed_is_compared_on_its_latest_pace(tmp_path):
     assert f"A's pace changed at step {since}" in text and "B's steps take" in text, text
     [function] = [x for x in compare_json(b, a)["causes"] if x["kind"] == "function"]
     assert function["function"] == "read_store" and function["before"] > 0.85, function
+
+
+# The loop's own logging, outside every phase of its 7 ms steps: to a file
+# (3 ms) in A, to a remote store (15 ms) in B (no torch: a cheap script).
+LOGGING = """
+import sys, time, trainprof
+def log_to_a_file():
+    time.sleep(0.003)
+def log_to_a_remote_store():
+    time.sleep(0.015)
+log = log_to_a_remote_store if sys.argv[1] == "remote" else log_to_a_file
+for i in range(300):
+    trainprof.step()
+    with trainprof.region("train_batch"):
+        time.sleep(0.004)
+    log()
+"""
+
+
+def test_the_loop_s_own_code_that_moved_is_named_between_two_runs(tmp_path):
+    """B's steps spend longer outside their phases ("other"): the function
+    that took that time is named, as for a phase (it was not looked for)."""
+    script = tmp_path / "logging.py"
+    script.write_text(LOGGING)
+    runs = {}
+    for where in ("file", "remote"):
+        runs[where] = tmp_path / f"{where}.db"
+        r = trainprof("record", "-q", "-o", runs[where], "--", PYTHON, script, where)
+        assert r.returncode == 0, r.stderr
+    c = compare_json(runs["file"], runs["remote"])
+    assert c["causes"][0]["kind"] == "phase" and c["causes"][0]["phase"] == "other", c["causes"]
+    [function] = [x for x in c["causes"] if x["kind"] == "function"]
+    assert function["function"] == "log_to_a_remote_store" and function["phase"] == "other"
+    assert function["before"] <= 0.05 and function["after"] >= 0.5, function
+    said = words(trainprof("compare", runs["file"], runs["remote"]).stdout)
+    assert "log_to_a_remote_store (" in said, said

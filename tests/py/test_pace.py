@@ -273,3 +273,41 @@ def test_a_gpu_held_back_by_heat_midway_is_the_change_cause(tmp_path, run_file):
     assert held and held[0]["after"] - held[0]["before"] >= 0.2, regimes[1]["causes"]
     text = words(trainprof("report", run_file).stdout)
     assert "its GPU was held back by heat, a hardware slowdown or the power brake" in text
+
+
+# Steps of 7 ms whose loop logs its metrics outside every phase: from step
+# 401 on with a function that takes 15 ms, not 3 (no torch: a cheap script,
+# its phases named by trainprof.region).
+LOGGING = """
+import time, trainprof
+def log_to_a_file():
+    time.sleep(0.003)
+def log_to_a_remote_store():
+    time.sleep(0.015)
+for i in range(560):
+    trainprof.step()
+    with trainprof.region("train_batch"):
+        time.sleep(0.004)
+    (log_to_a_file if i < 400 else log_to_a_remote_store)()
+"""
+
+
+def test_the_loop_s_own_code_that_slowed_is_named_as_the_change_cause(tmp_path, run_file):
+    """The time a step spends outside its phases ("other": the loop's own
+    code, its logging) grew: the function that took it over is named, as it
+    is for a phase (it was never looked for outside the phases)."""
+    script = tmp_path / "logging.py"
+    script.write_text(textwrap.dedent(LOGGING))
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script)
+    assert r.returncode == 0, r.stderr
+    regimes = report_json(run_file)["regimes"]["regimes"]
+    at = [i for i, g in enumerate(regimes) if abs(g["first_step"] - 401) <= 3]
+    assert at, regimes
+    causes = regimes[at[0]]["causes"]
+    assert causes[0]["kind"] == "phase" and causes[0]["phase"] == "other", causes
+    [function] = [c for c in causes if c["kind"] == "function"]
+    assert function["function"] == "log_to_a_remote_store" and function["phase"] == "other"
+    assert function["before"] <= 0.05 and function["after"] >= 0.5, function
+    assert function["file"].endswith("logging.py") and function["line"] > 0
+    change = words(trainprof("report", run_file).stdout).split("Changes of pace")[1]
+    assert "other went from" in change and "log_to_a_remote_store (" in change, change

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/pace_drift.h"
 #include "core/metric_catalog.h"
 #include "core/stall_rule.h"
 #include "core/step_rules.h"
@@ -173,6 +174,22 @@ static size_t step_count(double v)
     return v >= 0 && v < 1e15 ? (size_t)v : v >= 1e15 ? (size_t)1e15 : 0;
 }
 
+/* A drift over the groups compared (idx[]: each one's group of ph) in the
+ * rank's step numbers. */
+static tp_regimes_drift drift_steps(const tp_step_phases *ph, const size_t *idx, tp_pace_drift d)
+{
+    if (!d.found)
+        return (tp_regimes_drift){0};
+    size_t a = idx[d.first_lo], b = idx[d.first_hi], c = idx[d.last_lo], e = idx[d.last_hi];
+    return (tp_regimes_drift){.found = true,
+                              .first_from = step_count(ph->first_step[a]) + 1,
+                              .first_to = step_count(ph->first_step[b] + group_steps(ph, b)),
+                              .last_from = step_count(ph->first_step[c]) + 1,
+                              .last_to = step_count(ph->first_step[e] + group_steps(ph, e)),
+                              .first_s = d.first_s,
+                              .last_s = d.last_s};
+}
+
 void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t agent_id, int gpu,
                       tp_regimes *out)
 {
@@ -197,15 +214,15 @@ void tp_regimes_build(tp_run *run, const tp_step_phases *ph, int rank, int64_t a
             idx[n] = g;
             d[n++] = d[g];
         }
-    double *t0 = tp_xmalloc(total * sizeof *t0), *t1 = tp_xmalloc(total * sizeof *t1);
+    double *t0 = tp_xmalloc(2 * total * sizeof *t0), *t1 = t0 + total;
     for (size_t i = 0; i < n; i++) {
         t0[i] = group_time(ph->start_s, idx[i]);
         t1[i] = group_time(ph->end_s, idx[i]);
     }
     size_t starts[TP_REGIMES_MAX];
     size_t nchanges = tp_regime_starts(d, t0, t1, n, starts);
+    out->drift = drift_steps(ph, idx, tp_pace_drift_of(d, t0, t1, n, starts, nchanges));
     free(t0);
-    free(t1);
     for (size_t r = 0; n && r <= nchanges; r++) {
         size_t lo = r ? starts[r - 1] : 0, hi = r < nchanges ? starts[r] : n;
         tp_regime *g = &out->v[out->n++];

@@ -140,11 +140,23 @@ typedef struct tp_regime {
     bool input_bound, transfer_bound, compute_bound, host_bound;
 } tp_regime;
 
+/* A pace that drifted (analyze/pace_drift.h): the first and the last
+ * quarter of the steps' span, their steps (from 1) and levels (the typical
+ * step, seconds). */
+typedef struct tp_regimes_drift {
+    bool found;
+    size_t first_from, first_to, last_from, last_to;
+    double first_s, last_s;
+} tp_regimes_drift;
+
 typedef struct tp_regimes {
     int rank;         /* the rank followed; regimes empty when none had steps */
     int64_t agent_id; /* its agent, whose machine the regimes' figures are of */
     tp_regime v[TP_REGIMES_MAX];
     size_t n; /* 1 for a steady run, 0 without enough steps */
+    /* whether the steps grew or shrank steadily rather than at the regimes'
+     * changes (which still split them, for the latest pace's verdicts) */
+    tp_regimes_drift drift;
 } tp_regimes;
 
 /* What changed from regime p to g, into g's causes (tp_cause_kind's

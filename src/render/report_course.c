@@ -392,12 +392,49 @@ static void change_text(char *out, size_t cap, const tp_summary *s, size_t r)
              causes[0] ? ": " : "", causes);
 }
 
+/* "The steps grew steadily over the run, at no one step: 3.1 ms a step
+ * over its first quarter (steps 1-150), 34 ms over its last (steps
+ * 451-600), 11 times as long: <the biggest change's causes>; ..." */
+static void drift_text(char *out, size_t cap, const tp_summary *s)
+{
+    const tp_regimes *rg = &s->regimes;
+    const tp_regimes_drift *d = &rg->drift;
+    bool grew = d->last_s > d->first_s;
+    char a[32], b[32], ratio[48], causes[1200] = "", who[32] = "";
+    tp_format_duration(a, sizeof a, d->first_s);
+    tp_format_duration(b, sizeof b, d->last_s);
+    double r = d->first_s > 0 ? d->last_s / d->first_s : 0;
+    if (r >= 2)
+        snprintf(ratio, sizeof ratio, "%.*f times as long", r < 10 ? 1 : 0, r);
+    else
+        snprintf(ratio, sizeof ratio, "%+.0f%%", 100 * (r - 1));
+    size_t at = tp_regimes_biggest_change(rg);
+    if (at)
+        tp_causes_text(causes, sizeof causes, rg->v[at].causes, rg->v[at].ncauses);
+    if (rg->rank >= 0)
+        snprintf(who, sizeof who, " of rank %d", rg->rank);
+    snprintf(out, cap,
+             "The steps%s %s steadily over the run, at no one step: %s a step over its first "
+             "quarter (steps %zu-%zu), %s over its last (steps %zu-%zu), %s%s%s%s",
+             who, grew ? "grew" : "got faster", a, d->first_from, d->first_to, b, d->last_from,
+             d->last_to, ratio, causes[0] ? "; with it, " : "", causes,
+             grew ? ". A cost that grows with the steps is the usual cause: a list, a history "
+                    "or a cache kept and walked every step, a graph that keeps growing"
+                  : "");
+}
+
 void tp_report_regimes_answer(FILE *out, const tp_summary *s)
 {
     const tp_regimes *rg = &s->regimes;
+    char line[2000], change[1700], who[32] = "";
+    if (rg->drift.found) {
+        drift_text(change, sizeof change, s);
+        snprintf(line, sizeof line, "%s.", change);
+        tp_report_wrapped(out, "[pace] ", line);
+        return;
+    }
     if (rg->n < 2)
         return;
-    char line[1800], change[1600], who[32] = "";
     change_text(change, sizeof change, s, tp_regimes_biggest_change(rg));
     if (rg->rank >= 0)
         snprintf(who, sizeof who, " of rank %d", rg->rank);
@@ -409,7 +446,7 @@ void tp_report_regimes_answer(FILE *out, const tp_summary *s)
 void tp_report_regimes_text(FILE *out, const tp_summary *s)
 {
     const tp_regimes *rg = &s->regimes;
-    if (rg->n < 2)
+    if (rg->n < 2 && !rg->drift.found)
         return;
     fprintf(out, "\nChanges of pace%s", rg->rank >= 0 ? "" : "\n");
     if (rg->rank >= 0)
@@ -440,6 +477,11 @@ void tp_report_regimes_text(FILE *out, const tp_summary *s)
                 g->input_bound ? "  [input_bound]" : "",
                 g->transfer_bound ? "  [transfer_bound]" : "",
                 g->compute_bound ? "  [compute_bound]" : "", g->host_bound ? "  [host_bound]" : "");
+    }
+    if (rg->drift.found) { /* the changes below only cut the slope */
+        char drift[1700];
+        drift_text(drift, sizeof drift, s);
+        tp_report_wrapped(out, "", drift);
     }
     for (size_t r = 1; r < rg->n; r++) {
         char change[1600];
@@ -507,5 +549,24 @@ void tp_report_regimes_json(json_writer *w, const tp_summary *s)
     for (size_t r = 0; r < s->regimes.n; r++)
         regime_json(w, &s->regimes.v[r]);
     json_array_end(w);
+    json_key(w, "drift"); /* the steps grew or shrank steadily: null where not */
+    const tp_regimes_drift *d = &s->regimes.drift;
+    if (d->found) {
+        json_object_begin(w);
+        json_key(w, "first_quarter_steps");
+        json_array_begin(w);
+        json_int(w, (int64_t)d->first_from);
+        json_int(w, (int64_t)d->first_to);
+        json_array_end(w);
+        json_key(w, "last_quarter_steps");
+        json_array_begin(w);
+        json_int(w, (int64_t)d->last_from);
+        json_int(w, (int64_t)d->last_to);
+        json_array_end(w);
+        json_field_double(w, "first_quarter_step_s", d->first_s);
+        json_field_double(w, "last_quarter_step_s", d->last_s);
+        json_object_end(w);
+    } else
+        json_null(w);
     json_object_end(w);
 }

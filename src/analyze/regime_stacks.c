@@ -204,6 +204,42 @@ static bool most_moved(const tp_stack_tree *tree, const group *before, const gro
     return false;
 }
 
+/* The function a phase that grew is made of, before and after alike: of
+ * those on TP_REGIME_FUNCTION_WHOLE of both groups' samples or more, the
+ * deepest, outside the standard library where one is, never a script's
+ * <module> (the loop around everything): its frame, line (after) and
+ * shares. */
+static bool made_of(const tp_stack_tree *tree, const group *before, const group *after,
+                    uint32_t *frame, int32_t *line, double *share_before, double *share_after)
+{
+    if (before->total < TP_REGIME_FUNCTION_SAMPLES || after->total < TP_REGIME_FUNCTION_SAMPLES)
+        return false;
+    for (int pass = 1; pass <= 2; pass++) {
+        bool found = false;
+        uint32_t deepest = 0;
+        for (size_t i = 0; i < after->n; i++) {
+            uint32_t f = after->lines[i].frame, depth = 0;
+            int32_t la = 0, lb = 0;
+            double a = frame_weight(before, f, &lb, &depth) / before->total;
+            double b = frame_weight(after, f, &la, &depth) / after->total;
+            if (a < TP_REGIME_FUNCTION_WHOLE || b < TP_REGIME_FUNCTION_WHOLE ||
+                (found && depth <= deepest) || (pass == 1 && frame_in_stdlib(tree, f)) ||
+                (f >= 1 && f <= tree->nframes && tree->function[f - 1] &&
+                 strcmp(tree->function[f - 1], "<module>") == 0))
+                continue;
+            found = true;
+            deepest = depth;
+            *frame = f;
+            *line = la;
+            *share_before = a;
+            *share_after = b;
+        }
+        if (found)
+            return true;
+    }
+    return false;
+}
+
 /* Puts the function cause right after the phase's, the last cause falling
  * off a full list. */
 static void insert_cause(tp_regime *g, const tp_regime_cause *c)
@@ -357,6 +393,11 @@ void tp_regimes_causes_end(tp_causes_pass *p, bool read)
             frame = other_frame;
             found = true;
         }
+        /* none moved, and nothing of the machine did: the phase grew with
+         * what it is made of */
+        if (!found && sign > 0 && r->v[i].ncauses == 1)
+            found = made_of(&p->tree, &ch->thread[0], &ch->thread[1], &frame, &best.line,
+                            &best.before, &best.after);
         if (!found)
             continue;
         name_cause(&p->tree, frame, &best);

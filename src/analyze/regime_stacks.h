@@ -13,7 +13,12 @@
  * more, with TP_REGIME_FUNCTION_SAMPLES samples or more on each side, is a
  * TP_CAUSE_FUNCTION cause, right after the phase's: the workers' where one
  * of theirs moved (the step thread only receives their batches), else the
- * step thread's. Runs of samples that
+ * step thread's. Where none moved but the phase grew, and nothing of the
+ * machine changed with it, the function it is made of, on
+ * TP_REGIME_FUNCTION_WHOLE of its samples or more on both sides (the
+ * deepest, outside the standard library where one is, no <module>), grew
+ * with it: it is the cause (a history walked every step, before and after
+ * alike the phase's whole). Runs of samples that
  * straddle a regime's bounds count for their part inside. No words. */
 #ifndef TP_ANALYZE_REGIME_STACKS_H
 #define TP_ANALYZE_REGIME_STACKS_H
@@ -28,6 +33,7 @@
 
 #define TP_REGIME_FUNCTION_MOVE    0.10 /* of a group's samples */
 #define TP_REGIME_FUNCTION_SAMPLES 20.0
+#define TP_REGIME_FUNCTION_WHOLE   0.8 /* of both groups' samples */
 
 /* Adds the function causes to r's changes (regimes whose times are known):
  * those the stored summary holds for every one of r's changes

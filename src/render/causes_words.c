@@ -1,8 +1,10 @@
 /* causes_words.c: see causes_words.h. */
 #include "render/causes_words.h"
 
+#include <math.h>
 #include <stdio.h>
 
+#include "analyze/regime_stacks.h"
 #include "core/metric_catalog.h"
 #include "render/units.h"
 
@@ -12,6 +14,13 @@ static int function_cause_text(char *out, size_t cap, const char *sep, const tp_
 {
     char place[TP_PLACE_MAX];
     tp_format_place(place, sizeof place, c->file, (int)c->line);
+    if (fabs(c->after - c->before) < TP_REGIME_FUNCTION_MOVE) /* what the phase is made of */
+        return snprintf(out, cap,
+                        "%s%s (%s), in %.0f%% of %s%s samples before and %.0f%% after, "
+                        "grew with it",
+                        sep, c->function, place, 100 * c->before,
+                        c->workers ? "the DataLoader workers" : tp_step_phase_names[c->phase],
+                        c->workers ? "'" : "'s", 100 * c->after);
     return snprintf(out, cap, "%s%s (%s) was in %.0f%% of %s%s samples instead of %.0f%%", sep,
                     c->function, place, 100 * c->after,
                     c->workers ? "the DataLoader workers" : tp_step_phase_names[c->phase],

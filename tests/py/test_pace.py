@@ -334,7 +334,7 @@ def test_steps_that_grow_all_along_are_a_drift_not_a_change_at_one_step(tmp_path
     """Change points cut a slope somewhere ("the pace changed from step
     229"), sending the reader after an event that never was: the report
     says the steps grew steadily, from the first quarter's to the last's,
-    and the phase that grew with them."""
+    and the phase and the function that grew with them."""
     script = tmp_path / "drifting.py"
     script.write_text(textwrap.dedent(DRIFTING))
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script)
@@ -347,3 +347,6 @@ def test_steps_that_grow_all_along_are_a_drift_not_a_change_at_one_step(tmp_path
     short = " ".join(in_short(trainprof("report", run_file).stdout).split())
     assert "[pace] The steps grew steadily over the run, at no one step:" in short, short
     assert "The pace changed" not in short and "other went from" in short, short
+    # the function the time outside the phases is made of, before and after
+    # alike, grew with it (its share of the samples did not move)
+    assert "log_metrics (" in short and "grew with it" in short, short

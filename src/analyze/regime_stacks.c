@@ -393,9 +393,10 @@ void tp_regimes_causes_end(tp_causes_pass *p, bool read)
             frame = other_frame;
             found = true;
         }
-        /* none moved, and nothing of the machine did: the phase grew with
+        /* none moved, and nothing of the machine did (or the steps grew all
+         * along, as no machine's episode makes them): the phase grew with
          * what it is made of */
-        if (!found && sign > 0 && r->v[i].ncauses == 1)
+        if (!found && sign > 0 && (r->v[i].ncauses == 1 || r->drift.found))
             found = made_of(&p->tree, &ch->thread[0], &ch->thread[1], &frame, &best.line,
                             &best.before, &best.after);
         if (!found)

@@ -14,7 +14,8 @@
  * TP_CAUSE_FUNCTION cause, right after the phase's: the workers' where one
  * of theirs moved (the step thread only receives their batches), else the
  * step thread's. Where none moved but the phase grew, and nothing of the
- * machine changed with it, the function it is made of, on
+ * machine changed with it (or the pace drifted: regimes.h), the function
+ * it is made of, on
  * TP_REGIME_FUNCTION_WHOLE of its samples or more on both sides (the
  * deepest, outside the standard library where one is, no <module>), grew
  * with it: it is the cause (a history walked every step, before and after

@@ -8,8 +8,10 @@
  * percentiles every report computes of the steps). Then what a report and
  * top run: tp_regime_starts over a rank's steps in 300 groups, and over 300
  * groups whose pace wanders (a level 25 % off every 40 groups: the most
- * change points, the most subsets of them to weigh), microseconds a call.
- * Prints JSON: seconds for all ranks, their ratio, and where the change was
+ * change points, the most subsets of them to weigh), microseconds a call,
+ * and the drift's test over those 300 groups (tp_pace_drift_of, after the
+ * regimes; on groups whose pace grows all along too), the regimes' call
+ * its peer. Prints JSON: seconds for all ranks, their ratio, and where the change was
  * found against where it was made. */
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analyze/pace_drift.h"
 #include "analyze/regimes.h"
 #include "core/stats.h"
 
@@ -86,12 +89,33 @@ int main(int argc, char **argv)
     for (int c = 0; c < CALLS; c++)
         wandered = tp_regime_starts(wander, g0, g1, GROUPS, starts);
     double wander_us = (now_s() - t0) / CALLS * 1e6;
+    double grow[GROUPS], h0[GROUPS], h1[GROUPS], u = 0; /* 1 s a step, 3 s at the end */
+    for (size_t k = 0; k < GROUPS; k++) {
+        grow[k] = g[k] * (1 + 2.0 * (double)k / GROUPS);
+        h0[k] = u;
+        u += grow[k] * (double)per;
+        h1[k] = u;
+    }
+    size_t grew_starts[TP_REGIMES_MAX];
+    size_t ngrew = tp_regime_starts(grow, h0, h1, GROUPS, grew_starts);
+    bool steady_drift = false, grew_drift = false;
+    t0 = now_s();
+    for (int c = 0; c < CALLS; c++)
+        steady_drift = tp_pace_drift_of(g, g0, g1, GROUPS, starts, grouped).found;
+    double drift_us = (now_s() - t0) / CALLS * 1e6;
+    t0 = now_s();
+    for (int c = 0; c < CALLS; c++)
+        grew_drift = tp_pace_drift_of(grow, h0, h1, GROUPS, grew_starts, ngrew).found;
+    double grew_us = (now_s() - t0) / CALLS * 1e6;
     printf("{\"steps\": %zu, \"ranks\": %zu, \"change_points_s\": %.4f, \"stats_s\": %.4f,"
            " \"ratio\": %.2f, \"changes_found\": %zu, \"made_at\": %zu, \"found_at\": %zu,"
            " \"regime_starts_300_us\": %.1f, \"regime_changes\": %zu,"
-           " \"regime_starts_wander_us\": %.1f, \"wander_changes\": %zu}\n",
+           " \"regime_starts_wander_us\": %.1f, \"wander_changes\": %zu,"
+           " \"drift_300_us\": %.1f, \"drift_found\": %s, \"drift_growing_us\": %.1f,"
+           " \"growing_drift_found\": %s}\n",
            steps, ranks, detect, peer, peer > 0 ? detect / peer : 0, found, made, first, grouped_us,
-           grouped, wander_us, wandered);
+           grouped, wander_us, wandered, drift_us, steady_drift ? "true" : "false", grew_us,
+           grew_drift ? "true" : "false");
     free(d);
     free(copy);
     return 0;

@@ -63,7 +63,8 @@ extern const char tp_html_style[];
  * are of: a note on the group of steps where each begins (after a pause
  * note already there, notes[g] being marks[g]'s text), and every other
  * regime after the first as a shade over its groups (labels: its steps and
- * typical step); returns how many shades. */
+ * typical step); returns how many shades. Where the pace drifted, no note,
+ * and the first and last quarters of its steps shaded instead. */
 void tp_html_regime_marks(const tp_regimes *rg, const tp_step_phases *ph, char (*notes)[96],
                           const char **marks);
 size_t tp_html_regime_shades(const tp_regimes *rg, const tp_step_phases *ph, tp_svg_shade *shades,

@@ -350,3 +350,14 @@ def test_steps_that_grow_all_along_are_a_drift_not_a_change_at_one_step(tmp_path
     # the function the time outside the phases is made of, before and after
     # alike, grew with it (its share of the samples did not move)
     assert "log_metrics (" in short and "grew with it" in short, short
+    # the page says it too: the first and the last quarter shaded, no step
+    # marked as the one where the pace changed
+    page = tmp_path / "run.html"
+    assert trainprof("html", "-o", page, run_file).returncode == 0
+    html = page.read_text()
+    assert "the pace changed at step" not in html and "grew steadily" in html
+    quarters = re.findall(r'class="shade"[^>]*><title>the (first|last) quarter, steps (\d+)-', html)
+    assert quarters == [
+        ("first", str(drift["first_quarter_steps"][0])),
+        ("last", str(drift["last_quarter_steps"][0])),
+    ], quarters

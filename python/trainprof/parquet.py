@@ -309,16 +309,17 @@ def _settle_kinds(threads, stall_after_s):
     median are warm-up too, at most a tenth of them, none after a window's;
     where no step is left, none is warm-up."""
     stall_s = _stall_threshold(stall_after_s, [row[8] for rows in threads for row in rows])
-    after_window = {}
+    after_window = []  # each thread's: whether a window's step came at or before each
     for rows in threads:
-        windowed = False
+        windowed, flags = False, []
         for row in rows:
             warming, in_window = row[11], row[12]
             windowed = windowed or in_window
-            after_window[id(row)] = windowed
+            flags.append(windowed)
             stalled = not warming and row[8] > stall_s
             row[11:13] = [warming and not in_window, in_window and not stalled]
             row.append(stalled)
+        after_window.append(flags)
     steady = [row[8] for rows in threads for row in rows if not any(row[11:14])]
     if not steady:  # every step compiled: none is warm-up (analyze/timings.c)
         for rows in threads:
@@ -327,12 +328,12 @@ def _settle_kinds(threads, stall_after_s):
     if len(steady) < 3:
         return
     median, room = _p50(steady), max(1, len(steady) // 10)
-    for rows in threads:
+    for rows, flags in zip(threads, after_window):
         leading = True
-        for row in rows:
+        for row, windowed in zip(rows, flags):
             if any(row[11:14]):
                 continue
-            leading = leading and room > 0 and not after_window[id(row)]
+            leading = leading and room > 0 and not windowed
             leading = leading and row[8] > WARMUP_SLOW * median
             if leading:
                 row[11], room = True, room - 1

@@ -37,12 +37,14 @@ node files exported one at a time into one folder add up, and exporting a
 file again replaces its own files only. Rows are read and written in
 batches (memory stays bounded whatever the run's size); a value of the
 wrong type (a crafted file's text where a number belongs) is written as
-null. An export is all or nothing: every table is written into a staging
+null, and a text that is not UTF-8 has each invalid byte written as U+FFFD,
+as trainprof's other outputs write it. An export is all or nothing: every table is written into a staging
 folder inside DIR first and moved into place once every input was read; no
 folder on the way may be a symbolic link.
 """
 
 import bisect
+import codecs
 import hashlib
 import os
 import re
@@ -64,6 +66,21 @@ MAX_PARTITIONS = 1 << 20  # ranks or agents of one table (pyarrow's default: 1,0
 WARMUP_SLOW = 2.0  # analyze/step_kinds.h's TP_WARMUP_SLOW
 STALL_MIN_S, STALL_STEPS, STALL_FIRST_STEP_S = 30.0, 10.0, 600.0  # core/stall_rule.h
 SAFE_KEY = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def _each_byte_replaced(error):
+    """A decoding error handler: one U+FFFD for each byte of the invalid
+    sequence, as util/utf8.h's tp_utf8_clean cleans text (Python's own
+    "replace" gives one for a maximal subpart)."""
+    return "\ufffd" * (error.end - error.start), error.end
+
+
+codecs.register_error("trainprof-each-byte", _each_byte_replaced)
+
+
+def _clean_text(data):
+    """A run file's text as str, valid UTF-8 or not (a text_factory)."""
+    return data.decode("utf-8", "trainprof-each-byte")
 
 
 class ExportError(Exception):
@@ -505,6 +522,32 @@ def _export_one(pa, ds, db, path, staging, counts):
         )
 
 
+def _under(folder):
+    """The paths of every folder and file under folder."""
+    return {os.path.join(w, n) for w, dirs, files in os.walk(folder) for n in dirs + files}
+
+
+def _export_file(pa, ds, db, path, staging, counts):
+    """Exports one run file into staging, adding its rows to counts. SQLite's
+    text is decoded by sqlite3's own (fast) decoder first; where it meets
+    text that is not UTF-8 (a crafted or damaged file's), what the file
+    wrote so far is removed and the file is read again with every invalid
+    byte as U+FFFD: a valid file pays nothing for the check."""
+    before, done = _under(staging), {}
+    try:
+        _export_one(pa, ds, db, path, staging, done)
+    except sqlite3.OperationalError as e:
+        if "decode to UTF-8" not in str(e):
+            raise
+        for p in sorted(_under(staging) - before, reverse=True):  # files before folders
+            os.rmdir(p) if os.path.isdir(p) else os.remove(p)
+        done = {}
+        db.text_factory = _clean_text
+        _export_one(pa, ds, db, path, staging, done)
+    for table, n in done.items():
+        counts[table] = counts.get(table, 0) + n
+
+
 def export(out_dir, paths):
     """Writes the run files' tables under out_dir; returns {table: rows}.
     Nothing lands unless every input was read and written."""
@@ -526,7 +569,7 @@ def export(out_dir, paths):
         for path in paths:
             db = _open(path)
             try:
-                _export_one(pa, ds, db, path, staging, counts)
+                _export_file(pa, ds, db, path, staging, counts)
             except sqlite3.Error as e:
                 raise ExportError(f"{path}: {e}") from None
             except (pa.ArrowException, ValueError, TypeError, OverflowError) as e:
@@ -550,7 +593,7 @@ def main(argv):
         return 2
     print(
         "trainprof: wrote "
-        + ", ".join(f"{t} ({n} rows)" for t, n in counts.items())
+        + ", ".join(f"{t} ({n} row{'' if n == 1 else 's'})" for t, n in counts.items())
         + f" under {argv[0]}",
         file=sys.stderr,
     )

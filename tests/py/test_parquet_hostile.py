@@ -204,3 +204,38 @@ def test_the_stall_threshold_a_file_sets_is_read_as_the_report_reads_it(tmp_path
     stalled = rows(out, "steps", "stalled")
     assert rows(out, "steps", "NOT stalled") == steps["count"], (stalled, steps)
     assert (stalled > 0) == (stall_after == "0x1p-6"), stalled
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "UPDATE agent SET name = CAST(X'766dff' AS TEXT)",  # the first table's
+        # the regions' (the samples were written by then), and a run id's
+        "UPDATE name SET text = CAST(X'74726169ff6e' AS TEXT) WHERE text = 'forward'",
+        "UPDATE meta SET value = CAST(X'707974686f6e33e282' AS TEXT) WHERE key = 'command'",
+    ],
+)
+def test_text_that_is_not_utf8_is_written_as_the_other_outputs_write_it(tmp_path, where):
+    """A damaged or crafted file's text that is not UTF-8: each invalid byte
+    a U+FFFD, as in the CSV export, and every row once (what the fast
+    decoder wrote before it met the text is not left behind)."""
+    run = copy(tmp_path, "run.db")
+    with sqlite3.connect(run) as db:
+        db.execute(where)
+        assert db.total_changes == 1
+    out = tmp_path / "out"
+    r = export(out, run)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert (rows(out, "samples"), rows(out, "regions"), rows(out, "steps")) == (3560, 6182, 1200)
+    csv = trainprof("export", "--format", "csv", run).stdout.splitlines()[1].split(",")[1]
+    [(agent,)] = duckdb.sql(
+        f"SELECT DISTINCT agent_name FROM read_parquet('{out}/samples/*/*.parquet')"
+    ).fetchall()
+    assert agent == csv and agent == ("vm\ufffd" if "agent" in where else "vm")
+    names = {
+        n
+        for (n,) in duckdb.sql(f"SELECT DISTINCT name FROM '{out}/regions/*/*.parquet'").fetchall()
+    }
+    renamed = "forward" in where
+    assert ("trai\ufffdn" in names, "forward" in names) == (renamed, not renamed)
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []

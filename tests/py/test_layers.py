@@ -44,6 +44,26 @@ def test_an_include_against_the_order_and_a_cycle_are_named(tmp_path):
     ]
 
 
+def test_every_source_file_is_named_in_the_layout():
+    """docs/layout.md walks the tree for a newcomer: a C or Python file of
+    src/, lib/ or the package that it does not name is one they meet
+    without a word (the name, by its stem: `x.[ch]`, `x.c`, `(x)`)."""
+    layout = (ROOT / "docs" / "layout.md").read_text()
+    files = [
+        f
+        for top in ("src", "lib", "python/trainprof")
+        for f in sorted((ROOT / top).rglob("*"))
+        if f.suffix in (".c", ".py") and f.is_file()
+    ]
+    assert len(files) > 250
+    unnamed = [
+        str(f.relative_to(ROOT))
+        for f in files
+        if not re.search(rf"(?<!\w){re.escape(f.stem)}(?!\w)", layout)
+    ]
+    assert unnamed == []
+
+
 def test_metric_names_come_from_the_catalogue_only():
     """Every metric is named in src/ by its TP_METRIC_ macro of
     core/metric_catalog.h, never by a string literal of its own (a misspelt

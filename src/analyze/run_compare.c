@@ -203,6 +203,8 @@ static bool side_build(const tp_summary *s, tp_compare_side *side, groups *g, ch
             side->phase_s[k] = phase[k] / weight;
     }
     machine_over_steps(s, row->rank, &side->machine);
+    if (s->regimes.rank == row->rank)
+        side->drift = s->regimes.drift;
     const tp_regime *latest = tp_regimes_latest(&s->regimes, row->rank);
     if (latest && weight > 0)
         latest_pace(s, latest, &ph, side, g);

@@ -49,6 +49,9 @@ typedef struct tp_compare_side {
      * before the latest (0 and NaN where the side is the whole run) */
     size_t paces;
     double before_s;
+    /* where its run's steps grew or shrank steadily rather than at a step
+     * (regimes.h: the regimes then only cut the slope): its quarters */
+    tp_regimes_drift drift;
     double whole_step_s;  /* the whole run's steady steps' mean (step_s where the side is them) */
     double samples_per_s; /* the job's: summed over ranks (NaN unknown) */
     double samples_per_step; /* the followed rank's (NaN unknown) */

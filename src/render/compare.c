@@ -9,6 +9,7 @@
 #include "analyze/verdicts.h"
 #include "core/metric_catalog.h"
 #include "render/causes_words.h"
+#include "render/report.h"
 #include "render/units.h"
 #include "render/verdict_words.h"
 
@@ -55,12 +56,41 @@ static void step_line(FILE *out, const tp_run_compare *c)
                 c->a.samples_per_s, 100 * c->rate_change);
 }
 
+/* Where side's run drifted: "B's steps grew steadily over its run, at no
+ * one step: 9.5 ms a step over its first quarter (steps 1-256), 27 ms over
+ * its last (steps 507-599; A's 4.7 ms, +477%); compared on its steps since
+ * 385, its latest pace, as its report judges them." */
+static void drift_line(FILE *out, const char *name, const tp_compare_side *side,
+                       const char *other_name, const tp_compare_side *other)
+{
+    const tp_regimes_drift *d = &side->drift;
+    char first[32], last[32], theirs[32], against[48] = "", on[96] = "its whole run", line[512];
+    duration(first, sizeof first, d->first_s);
+    duration(last, sizeof last, d->last_s);
+    duration(theirs, sizeof theirs, other->step_s);
+    if (other->step_s > 0 && isfinite(d->last_s))
+        snprintf(against, sizeof against, ", %+.0f%%", 100 * (d->last_s / other->step_s - 1));
+    if (tp_compare_side_on_latest_pace(side))
+        snprintf(on, sizeof on, "its steps since %zu, its latest pace,", side->first_step);
+    snprintf(line, sizeof line,
+             "%s's steps %s steadily over its run, at no one step: %s a step over its first "
+             "quarter (steps %zu-%zu), %s over its last (steps %zu-%zu; %s's %s%s); compared on "
+             "%s as its report judges them.",
+             name, d->last_s > d->first_s ? "grew" : "got faster", first, d->first_from,
+             d->first_to, last, d->last_from, d->last_to, other_name, theirs, against, on);
+    tp_report_wrapped(out, "", line);
+}
+
 /* Where side's run changed pace: "B's pace changed at step 201: its steps
  * took 11 ms before (A's 11 ms, +1%), 45 ms since; compared on its steps
- * since, as its report judges them." */
+ * since, as its report judges them." A drift says so instead. */
 static void pace_line(FILE *out, const char *name, const tp_compare_side *side,
                       const char *other_name, const tp_compare_side *other)
 {
+    if (side->drift.found) {
+        drift_line(out, name, side, other_name, other);
+        return;
+    }
     if (!tp_compare_side_on_latest_pace(side))
         return;
     char before[32], since[32], theirs[32], against[48] = "";
@@ -84,9 +114,10 @@ static void whole_line(FILE *out, const tp_run_compare *c)
     duration(a, sizeof a, c->a.whole_step_s);
     duration(b, sizeof b, c->b.whole_step_s);
     fprintf(out,
-            "  Over the whole runs, the steps before the change of pace included:\n"
+            "  Over the whole runs, the steps before %s included:\n"
             "    B's steps %s, A's %s (%+.0f%%).\n",
-            b, a, 100 * c->whole_change);
+            c->a.drift.found || c->b.drift.found ? "the latest pace" : "the change of pace", b, a,
+            100 * c->whole_change);
 }
 
 /* "dataloader_next +0.8 ms a step (0.2 ms to 1.0 ms); stayed: train_batch, other" */
@@ -238,6 +269,8 @@ static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
     json_double(w, tp_compare_side_on_latest_pace(s) ? s->before_s : NAN);
     json_key(w, "whole_step_mean_s");
     json_double(w, s->whole_step_s);
+    json_key(w, "drift"); /* its run's steps grew or shrank steadily: null where not */
+    tp_report_drift_json(w, &s->drift);
     json_key(w, "samples_per_s");
     json_double(w, s->samples_per_s);
     json_key(w, "samples_per_step");

@@ -124,6 +124,9 @@ bool tp_answer_steps(char *out, size_t cap, const tp_summary *s);
 /* Prints "  head" then text, wrapped at about 100 columns, later lines
  * indented by 4. */
 void tp_report_wrapped(FILE *out, const char *head, const char *text);
+/* A drift (analyze/regimes.h) as JSON: its quarters' steps and step
+ * times, or null where the steps did not drift. */
+void tp_report_drift_json(json_writer *w, const tp_regimes_drift *d);
 
 /* Why a Python command has no timings at all (tp_run_facts.package_unloaded, no
  * instrumented process): said by the report and by record's closing lines. */

@@ -550,7 +550,12 @@ void tp_report_regimes_json(json_writer *w, const tp_summary *s)
         regime_json(w, &s->regimes.v[r]);
     json_array_end(w);
     json_key(w, "drift"); /* the steps grew or shrank steadily: null where not */
-    const tp_regimes_drift *d = &s->regimes.drift;
+    tp_report_drift_json(w, &s->regimes.drift);
+    json_object_end(w);
+}
+
+void tp_report_drift_json(json_writer *w, const tp_regimes_drift *d)
+{
     if (d->found) {
         json_object_begin(w);
         json_key(w, "first_quarter_steps");
@@ -568,5 +573,4 @@ void tp_report_regimes_json(json_writer *w, const tp_summary *s)
         json_object_end(w);
     } else
         json_null(w);
-    json_object_end(w);
 }

@@ -22,6 +22,7 @@ from conftest import (
     words,
 )
 from test_html import chromium
+from test_pace import DRIFTING
 from test_timings import EMIT
 
 # the tests that measure rates or name contention run alone (conftest:
@@ -478,3 +479,25 @@ def test_the_loop_s_own_code_that_moved_is_named_between_two_runs(tmp_path):
     assert function["before"] <= 0.05 and function["after"] >= 0.5, function
     said = words(trainprof("compare", runs["file"], runs["remote"]).stdout)
     assert "log_to_a_remote_store (" in said, said
+
+
+def test_a_run_whose_steps_grew_all_along_is_said_to_have_drifted(tmp_path):
+    """B's steps grew steadily (a history walked every step): compare says
+    so, as B's report does, not that its pace changed at the step where the
+    change points cut the slope; JSON gives B's quarters, A's none."""
+    runs = {}
+    for name, script in (("steady", DRIFTING.replace("0.00004 *", "0 *")), ("drifting", DRIFTING)):
+        (tmp_path / f"{name}.py").write_text(script)
+        runs[name] = tmp_path / f"{name}.db"
+        r = trainprof("record", "-q", "-o", runs[name], "--", PYTHON, tmp_path / f"{name}.py")
+        assert r.returncode == 0, r.stderr
+    drift = report_json(runs["drifting"])["regimes"]["drift"]
+    assert drift, "the drifting run's own report found no drift"
+    c = compare_json(runs["steady"], runs["drifting"])
+    assert c["a"]["drift"] is None and c["b"]["drift"] == drift, c["b"]
+    text = words(trainprof("compare", runs["steady"], runs["drifting"]).stdout)
+    assert "B's steps grew steadily over its run, at no one step:" in text, text
+    assert "pace changed" not in text, text
+    first, last = drift["first_quarter_steps"], drift["last_quarter_steps"]
+    assert f"first quarter (steps {first[0]}-{first[1]})" in text, text
+    assert f"over its last (steps {last[0]}-{last[1]}; A's" in text, text

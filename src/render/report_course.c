@@ -479,8 +479,13 @@ void tp_report_regimes_text(FILE *out, const tp_summary *s)
                 g->compute_bound ? "  [compute_bound]" : "", g->host_bound ? "  [host_bound]" : "");
     }
     if (rg->drift.found) { /* the changes below only cut the slope */
-        char drift[1700];
+        char drift[1800];
         drift_text(drift, sizeof drift, s);
+        size_t len = strlen(drift);
+        if (rg->n >= 2)
+            snprintf(drift + len, sizeof drift - len,
+                     ". The paces above are where change points cut that slope: the verdicts "
+                     "judge the latest, as the run stood at its end");
         tp_report_wrapped(out, "", drift);
     }
     for (size_t r = 1; r < rg->n; r++) {

@@ -350,6 +350,11 @@ def test_steps_that_grow_all_along_are_a_drift_not_a_change_at_one_step(tmp_path
     # the function the time outside the phases is made of, before and after
     # alike, grew with it (its share of the samples did not move)
     assert "log_metrics (" in short and "grew with it" in short, short
+    # the paces the change points cut are listed as that: cuts of a slope
+    # (the verdicts judge the latest)
+    if len(regimes["regimes"]) >= 2:
+        full = " ".join(trainprof("report", run_file).stdout.split())
+        assert "The paces above are where change points cut that slope" in full, full
     # the page says it too: the first and the last quarter shaded, no step
     # marked as the one where the pace changed
     page = tmp_path / "run.html"

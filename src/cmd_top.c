@@ -210,7 +210,10 @@ static void follow_recording(top_state *t, uint64_t now, tp_live_window *out)
 /* The pace now (the last seconds) against the run's one regime so far, or
  * where the steps changed pace, the current regime against the first:
  * "pace: 40 ms a step since step 2001 (12.0 min in), 22 ms in steps
- * 11-2000 (+82%)". */
+ * 11-2000 (+82%)"; where they grew steadily, at no one step (the report's
+ * drift), the last quarter of their span against the first, the change
+ * first (a narrow screen cuts the steps): "pace: growing steadily (+183%):
+ * 27 ms a step in steps 507-599, 9.5 ms in 11-256". */
 static void draw_pace(top_state *t, const tp_live_window *live, int *row)
 {
     if (!t->pace.begun) { /* the recording's own threshold, before its first step */
@@ -233,6 +236,16 @@ static void draw_pace(top_state *t, const tp_live_window *live, int *row)
     tp_format_duration(now_s, sizeof now_s, 1 / live->steps_per_s);
     tp_format_duration(first_s, sizeof first_s, first.typical_s);
     move((*row)++, 0);
+    tp_pace_regime early, late;
+    if (tp_pace_now_drift(&t->pace, &early, &late)) {
+        tp_format_duration(since_s, sizeof since_s, late.typical_s);
+        tp_format_duration(first_s, sizeof first_s, early.typical_s);
+        printw("  pace: %s steadily (%+.0f%%): %s a step in steps %zu-%zu, %s in %zu-%zu",
+               late.typical_s > early.typical_s ? "growing" : "getting faster",
+               100 * (late.typical_s / early.typical_s - 1), since_s, late.first_step,
+               late.last_step, first_s, early.first_step, early.last_step);
+        return;
+    }
     if (regimes == 1) {
         printw("  pace: %s a step now, %s since step %zu (%+.0f%%)", now_s, first_s,
                first.first_step, 100 * (1 / live->steps_per_s / first.typical_s - 1));

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/pace_drift.h"
 #include "analyze/regimes.h"
 #include "core/stall_rule.h"
-#include "util/oom.h"
 
 void tp_pace_now_init(tp_pace_now *p, double stall_after_s)
 {
@@ -87,30 +87,61 @@ void tp_pace_now_step(tp_pace_now *p, int64_t t_ns)
     p->t1[last] = (double)t_ns / 1e9;
 }
 
-size_t tp_pace_now_regimes(const tp_pace_now *p, tp_pace_regime *first, tp_pace_regime *now)
-{
+/* The groups that hold steps: their mean step, span and index in p. */
+typedef struct groups {
     double d[TP_PACE_GROUPS], t0[TP_PACE_GROUPS], t1[TP_PACE_GROUPS];
-    size_t at[TP_PACE_GROUPS], n = 0;
+    size_t at[TP_PACE_GROUPS], n;
+} groups;
+
+static void groups_of(const tp_pace_now *p, groups *g)
+{
+    g->n = 0;
     for (size_t i = 0; i < p->n; i++)
         if (p->count[i]) {
-            d[n] = p->sum[i] / (double)p->count[i];
-            t0[n] = p->t0[i];
-            t1[n] = p->t1[i];
-            at[n++] = i;
+            g->d[g->n] = p->sum[i] / (double)p->count[i];
+            g->t0[g->n] = p->t0[i];
+            g->t1[g->n] = p->t1[i];
+            g->at[g->n++] = i;
         }
-    if (!n)
-        return 0;
+}
+
+/* Groups lo to hi (of g) as a regime, typical_s given. */
+static tp_pace_regime span_of(const tp_pace_now *p, const groups *g, size_t lo, size_t hi,
+                              double typical_s)
+{
+    /* its last step: the one before the next group's first */
+    return (tp_pace_regime){.first_step = p->first_step[g->at[lo]],
+                            .last_step =
+                                hi + 1 < g->n ? p->first_step[g->at[hi + 1]] - 1 : p->begun - 1,
+                            .t0_s = g->t0[lo],
+                            .typical_s = typical_s};
+}
+
+bool tp_pace_now_drift(const tp_pace_now *p, tp_pace_regime *first, tp_pace_regime *last)
+{
+    groups store, *g = &store; /* 16 KiB: top's own thread */
+    groups_of(p, g);
     size_t starts[TP_REGIMES_MAX];
-    size_t changes = tp_regime_starts(d, t0, t1, n, starts);
-    size_t a = changes ? starts[0] : n, b = changes ? starts[changes - 1] : 0;
-    /* a regime's last step: the one before the next regime's first */
-    *first = (tp_pace_regime){.first_step = p->first_step[at[0]],
-                              .last_step = a < n ? p->first_step[at[a]] - 1 : p->begun - 1,
-                              .t0_s = t0[0],
-                              .typical_s = tp_regime_typical(d, a)};
-    *now = (tp_pace_regime){.first_step = p->first_step[at[b]],
-                            .last_step = p->begun - 1,
-                            .t0_s = t0[b],
-                            .typical_s = tp_regime_typical(d + b, n - b)};
-    return changes + 1;
+    size_t changes = g->n ? tp_regime_starts(g->d, g->t0, g->t1, g->n, starts) : 0;
+    tp_pace_drift drift =
+        g->n ? tp_pace_drift_of(g->d, g->t0, g->t1, g->n, starts, changes) : (tp_pace_drift){0};
+    if (drift.found) {
+        *first = span_of(p, g, drift.first_lo, drift.first_hi, drift.first_s);
+        *last = span_of(p, g, drift.last_lo, drift.last_hi, drift.last_s);
+    }
+    return drift.found;
+}
+
+size_t tp_pace_now_regimes(const tp_pace_now *p, tp_pace_regime *first, tp_pace_regime *now)
+{
+    groups store, *g = &store; /* 16 KiB: top's own thread */
+    groups_of(p, g);
+    size_t n = g->n, starts[TP_REGIMES_MAX], changes = 0;
+    if (n) {
+        changes = tp_regime_starts(g->d, g->t0, g->t1, n, starts);
+        size_t a = changes ? starts[0] : n, b = changes ? starts[changes - 1] : 0;
+        *first = span_of(p, g, 0, a - 1, tp_regime_typical(g->d, a));
+        *now = span_of(p, g, b, n - 1, tp_regime_typical(g->d + b, n - b));
+    }
+    return n ? changes + 1 : 0;
 }

@@ -49,4 +49,10 @@ void tp_pace_now_step(tp_pace_now *p, int64_t t_ns);
  * warm-up), and the first and the current one (the same where there is one). */
 size_t tp_pace_now_regimes(const tp_pace_now *p, tp_pace_regime *first, tp_pace_regime *now);
 
+/* Whether the steps so far grew or shrank steadily rather than at a few
+ * steps (analyze/pace_drift.h, the report's rule): true, with the first
+ * and the last quarter of their span as regimes (their steps, the first's
+ * begin, their typical step). */
+bool tp_pace_now_drift(const tp_pace_now *p, tp_pace_regime *first, tp_pace_regime *last);
+
 #endif

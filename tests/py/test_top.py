@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 from conftest import FAKE_NVML, PROGRAM, PYTHON, trainprof
+from test_pace import DRIFTING
 
 # mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
 pytestmark = pytest.mark.waits
@@ -216,6 +217,32 @@ def test_shows_the_current_regime_against_the_first(top, tmp_path):
         since, first_step, first, last_step, more = pace.groups()
         assert abs(int(first_step) - 301) <= 3 and int(last_step) == int(first_step) - 1, screen
         assert 25 < float(since) < 45 and 8 < float(first) < 20 and int(more) >= 80, screen
+    finally:
+        rec.kill()
+        rec.wait()
+
+
+def test_shows_steps_that_grow_all_along_as_its_report_does(top, tmp_path):
+    """Steps that grow all along (a history walked every step): top says
+    they grow steadily, its last quarter against its first, rather than a
+    change at the step where change points cut the slope."""
+    script = tmp_path / "drifting.py"
+    script.write_text(textwrap.dedent(DRIFTING).replace("range(600)", "range(3000)"))
+    rec = subprocess.Popen(
+        [PROGRAM, "record", "-q", "-o", tmp_path / "run.db", "--", PYTHON, script], env=top.env
+    )
+    try:
+        screen = top().wait_for("growing steadily", timeout=90)
+        pace = re.search(
+            r"pace: growing steadily \(\+(\d+)%\): ([\d.]+) ms a step in steps (\d+)-(\d+),"
+            r" ([\d.]+) ms in 11-(\d+)",
+            screen,
+        )
+        assert pace, screen
+        more, last, last_from, last_to, first, first_to = pace.groups()
+        assert int(first_to) < int(last_from) <= int(last_to), screen
+        assert float(last) > float(first) and int(more) >= 30, screen
+        assert "since step" not in screen, screen
     finally:
         rec.kill()
         rec.wait()

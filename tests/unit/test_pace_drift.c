@@ -6,6 +6,7 @@
 
 #include "analyze/change_points.h"
 #include "analyze/pace_drift.h"
+#include "analyze/pace_now.h"
 #include "harness.h"
 
 enum { N = 600 };
@@ -125,6 +126,38 @@ static void test_a_short_run_or_unknown_times_have_none(void **state)
     assert_false(tp_pace_drift_of(s.d, s.t0, s.t1, 0, s.starts, 0).found);
 }
 
+/* s's steps fed to top's live pace (tp_pace_now) one begin at a time, and
+ * its drift's two quarters. */
+static bool live_drift(const series *s, tp_pace_regime *first, tp_pace_regime *last)
+{
+    tp_pace_now p;
+    tp_pace_now_init(&p, 0);
+    for (size_t i = 0; i <= N; i++) /* step i + 1 begins */
+        tp_pace_now_step(&p, (int64_t)(1e9 * (1 + (i < N ? s->t0[i] : s->t1[N - 1]))));
+    return tp_pace_now_drift(&p, first, last);
+}
+
+/* top says what the report says: steps that grow all along drifted (its
+ * quarters in step order, up to the last step, past the warm-up's), and a
+ * change at one step or a steady run did not. */
+static void test_top_s_live_pace_tells_a_drift_too(void **state)
+{
+    (void)state;
+    series s;
+    make(&s, growing, 2);
+    tp_pace_regime first, last;
+    assert_true(live_drift(&s, &first, &last));
+    assert_int_equal(first.first_step, TP_PACE_WARMUP_STEPS + 1);
+    assert_true(first.last_step > 150 && first.last_step < 300);
+    assert_true(first.last_step < last.first_step && last.last_step == N);
+    assert_true(first.typical_s > 0.012 && first.typical_s < 0.022);
+    assert_true(last.typical_s > 0.040 && last.typical_s < 0.047 && last.t0_s > first.t0_s);
+    make(&s, shifted, 2);
+    assert_false(live_drift(&s, &first, &last));
+    make(&s, steady, 2);
+    assert_false(live_drift(&s, &first, &last));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -133,6 +166,7 @@ int main(void)
         cmocka_unit_test(test_a_change_at_one_step_is_no_drift),
         cmocka_unit_test(test_a_change_to_a_wandering_pace_is_no_drift),
         cmocka_unit_test(test_a_short_run_or_unknown_times_have_none),
+        cmocka_unit_test(test_top_s_live_pace_tells_a_drift_too),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,8 @@
  * crafted or damaged file would hold them: any cell of any table set to an
  * extreme integer, a non-finite real, arbitrary bytes as text, NULL; rows
  * deleted or repeated. Then every reader runs on the result: the summary
- * (report), report text and JSON, html, the Chrome trace and CSV. A crash,
+ * (report), report text and JSON, html, compare against the base (text
+ * and JSON), the Chrome trace and CSV. A crash,
  * a sanitizer report or a leak is a finding; refusals are not.
  *
  * The Makefile fuzzes two bases: a C program's run (regions, steps,
@@ -27,6 +28,8 @@
 #include "analyze/summary.h"
 #include "analyze/verdicts.h"
 #include "render/export.h"
+#include "analyze/compare_job.h"
+#include "render/compare.h"
 #include "render/html.h"
 #include "render/report.h"
 #include "store/reader.h"
@@ -165,6 +168,22 @@ static void edit(const uint8_t *data, size_t size)
     sqlite3_close(db);
 }
 
+/* compare, the base as A and the edited file as B, as text and JSON. */
+static void compare_with_base(FILE *null, char *err, size_t cap)
+{
+    char *a[] = {(char *)getenv("FUZZ_BASE_RUN")}, *b[] = {path};
+    tp_compare_job job;
+    if (tp_compare_job_run(&job, "fuzz", a, 1, b, 1, err, cap)) {
+        free(tp_compare_job_text(&job));
+        json_writer w;
+        json_init(&w, null);
+        json_object_begin(&w);
+        tp_compare_json(&w, &job.c);
+        json_object_end(&w);
+    }
+    tp_compare_job_free(&job);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!base)
@@ -192,6 +211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tp_verdicts_free(&v);
         tp_summary_close(&s);
     }
+    compare_with_base(null, err, sizeof err);
     tp_run *run = tp_run_open(path, err, sizeof err);
     if (run) {
         tp_export_chrome(null, run, NULL, err, sizeof err);

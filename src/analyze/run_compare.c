@@ -400,14 +400,15 @@ bool tp_run_compare_regimes(const tp_summary *s, size_t before, size_t after, tp
 {
     tp_summary_needs(s, TP_PARTS_ALL, "tp_run_compare_regimes"); /* the regimes, their stacks */
     memset(out, 0, sizeof *out);
-    out->change = out->low = out->high = out->rate_change = NAN;
-    out->same_script = true;
+    out->change = out->low = out->high = out->rate_change = out->whole_change = NAN;
+    out->same_script = out->one_run = true;
     const tp_regimes *rg = &s->regimes;
     if (before >= rg->n || after >= rg->n || !s->timings.nsteps)
         return true; /* nothing to compare: not comparable */
     const tp_regime *p = &rg->v[before], *g = &rg->v[after];
     regime_side(s, p, &out->a);
     regime_side(s, g, &out->b);
+    out->a.drift = out->b.drift = rg->drift; /* the regimes then cut its slope */
     tp_step_phases ph;
     if (!tp_summary_step_phases(s, rg->rank, s->timings.steps[0].warmup, &ph, err, cap)) {
         tp_step_phases_free(&ph);

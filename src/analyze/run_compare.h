@@ -89,6 +89,7 @@ typedef struct tp_run_compare {
     tp_compare_fact facts[TP_COMPARE_FACTS];
     size_t nfacts;
     bool same_script; /* the command's program (its script for an interpreter) is the same */
+    bool one_run;     /* A and B are two regimes of one run (tp_run_compare_regimes) */
 } tp_run_compare;
 
 /* Compares a to b (summaries loaded with their stacks; their verdicts va,

@@ -105,6 +105,26 @@ static void pace_line(FILE *out, const char *name, const tp_compare_side *side,
             name, side->first_step, before, other_name, theirs, against, since);
 }
 
+/* Two regimes of one run that drifted: "The run's steps grew steadily, at
+ * no one step: 9.5 ms a step over its first quarter (steps 1-256), 27 ms
+ * over its last (steps 507-599); A and B are where change points cut that
+ * slope." */
+static void one_run_drift_line(FILE *out, const tp_regimes_drift *d)
+{
+    if (!d->found)
+        return;
+    char first[32], last[32], line[400];
+    duration(first, sizeof first, d->first_s);
+    duration(last, sizeof last, d->last_s);
+    snprintf(line, sizeof line,
+             "The run's steps %s steadily, at no one step: %s a step over its first quarter "
+             "(steps %zu-%zu), %s over its last (steps %zu-%zu); A and B are where change points "
+             "cut that slope.",
+             d->last_s > d->first_s ? "grew" : "got faster", first, d->first_from, d->first_to,
+             last, d->last_from, d->last_to);
+    tp_report_wrapped(out, "", line);
+}
+
 /* Where a side is its latest pace: the whole runs' steps, those before included. */
 static void whole_line(FILE *out, const tp_run_compare *c)
 {
@@ -175,8 +195,12 @@ void tp_compare_text(FILE *out, const tp_run_compare *c)
               "compared all the same.\n",
               out);
     fputs("\nIn short\n", out);
-    pace_line(out, "A", &c->a, "B", &c->b);
-    pace_line(out, "B", &c->b, "A", &c->a);
+    if (c->one_run)
+        one_run_drift_line(out, &c->a.drift);
+    else {
+        pace_line(out, "A", &c->a, "B", &c->b);
+        pace_line(out, "B", &c->b, "A", &c->a);
+    }
     step_line(out, c);
     whole_line(out, c);
     phases_line(out, c);

@@ -100,8 +100,10 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     assert c["step_change"]["changed"] and c["step_change"]["low"] > 0.15
     assert c["a"]["last_step"] < c["b"]["first_step"]
     assert "others_cpu_percent" in [x["kind"] for x in c["causes"]]
+    assert c["step_change"]["whole_change"] is None and c["a"]["drift"] is None, c
     text = trainprof("compare", "--regimes", run_file).stdout
     assert "B's steps take" in text and "steps 1 to" not in text.split("B  ")[1]
+    assert "Over the whole runs" not in text, text  # one run: no whole runs to set beside
     # the page's step chart shades every other regime after the first, each
     # named with its steps, and marks where each change begins: the report's
     # regimes, however many (a machine busy for a while on its own adds some:
@@ -355,6 +357,12 @@ def test_steps_that_grow_all_along_are_a_drift_not_a_change_at_one_step(tmp_path
     if len(regimes["regimes"]) >= 2:
         full = " ".join(trainprof("report", run_file).stdout.split())
         assert "The paces above are where change points cut that slope" in full, full
+        # and compare --regimes says its two sides are such cuts
+        said = " ".join(trainprof("compare", "--regimes", run_file).stdout.split())
+        assert "The run's steps grew steadily, at no one step:" in said, said
+        assert "A and B are where change points cut that slope" in said, said
+        sides = json.loads(trainprof("compare", "--json", "--regimes", run_file).stdout)
+        assert sides["a"]["drift"] == sides["b"]["drift"] == drift, sides["a"]
     # the page says it too: the first and the last quarter shaded, no step
     # marked as the one where the pace changed
     page = tmp_path / "run.html"

@@ -2,6 +2,7 @@
 real: fewer DataLoader workers, CPU burners beside one, the same run twice,
 a run without steps), and scalability across runs of different world sizes."""
 
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -485,12 +486,16 @@ def test_a_run_whose_steps_grew_all_along_is_said_to_have_drifted(tmp_path):
     """B's steps grew steadily (a history walked every step): compare says
     so, as B's report does, not that its pace changed at the step where the
     change points cut the slope; JSON gives B's quarters, A's none."""
-    runs = {}
-    for name, script in (("steady", DRIFTING.replace("0.00004 *", "0 *")), ("drifting", DRIFTING)):
-        (tmp_path / f"{name}.py").write_text(script)
-        runs[name] = tmp_path / f"{name}.db"
-        r = trainprof("record", "-q", "-o", runs[name], "--", PYTHON, tmp_path / f"{name}.py")
-        assert r.returncode == 0, r.stderr
+    runs = {name: tmp_path / f"{name}.db" for name in ("steady", "drifting")}
+    (tmp_path / "steady.py").write_text(DRIFTING.replace("0.00004 *", "0 *"))
+    (tmp_path / "drifting.py").write_text(DRIFTING)
+
+    def record(name):
+        return trainprof("record", "-q", "-o", runs[name], "--", PYTHON, tmp_path / f"{name}.py")
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:  # both at once: they mostly sleep
+        for r in pool.map(record, runs):
+            assert r.returncode == 0, r.stderr
     drift = report_json(runs["drifting"])["regimes"]["drift"]
     assert drift, "the drifting run's own report found no drift"
     c = compare_json(runs["steady"], runs["drifting"])

@@ -522,9 +522,16 @@ def _export_one(pa, ds, db, path, staging, counts):
         )
 
 
-def _under(folder):
-    """The paths of every folder and file under folder."""
-    return {os.path.join(w, n) for w, dirs, files in os.walk(folder) for n in dirs + files}
+def _remove_run(staging, name):
+    """Removes what the run named name wrote under staging (its files are
+    name-N.parquet), and the folders that leaves empty: one walk, made only
+    where a file is read again."""
+    for where, _, files in os.walk(staging, topdown=False):
+        for f in files:
+            if f.startswith(name + "-") and f.endswith(".parquet"):
+                os.remove(os.path.join(where, f))
+        if where != staging and not os.listdir(where):
+            os.rmdir(where)
 
 
 def _export_file(pa, ds, db, path, staging, counts):
@@ -533,16 +540,15 @@ def _export_file(pa, ds, db, path, staging, counts):
     text that is not UTF-8 (a crafted or damaged file's), what the file
     wrote so far is removed and the file is read again with every invalid
     byte as U+FFFD: a valid file pays nothing for the check."""
-    before, done = _under(staging), {}
+    done = {}
     try:
         _export_one(pa, ds, db, path, staging, done)
     except sqlite3.OperationalError as e:
         if "decode to UTF-8" not in str(e):
             raise
-        for p in sorted(_under(staging) - before, reverse=True):  # files before folders
-            os.rmdir(p) if os.path.isdir(p) else os.remove(p)
-        done = {}
         db.text_factory = _clean_text
+        _remove_run(staging, run_id(db, path))
+        done = {}
         _export_one(pa, ds, db, path, staging, done)
     for table, n in done.items():
         counts[table] = counts.get(table, 0) + n

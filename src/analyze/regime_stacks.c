@@ -46,6 +46,7 @@ typedef struct change {
 
 typedef struct gather_ctx {
     const tp_regimes *r;
+    const tp_region_withins *withins; /* a user region's samples count for its phase's */
     const tp_stack_tree *tree;
     change *changes; /* by regime index: changes[i] compares regime i-1 with i */
 } gather_ctx;
@@ -78,10 +79,11 @@ static void add_weight(group *g, const tp_stack_tree *tree, const uint32_t *path
     }
 }
 
-/* Whether a sample's region belongs to step phase k (train_batch holds
- * the phases inside it; "other", the step's time outside the phases, is
- * the samples with no region open: the loop's own code between them, a
- * metric's logging). */
+/* Whether a sample's region (a user region's: the phase it ran inside)
+ * belongs to step phase k (train_batch holds the phases inside it;
+ * "other", the step's time outside the phases, is the samples with no
+ * region open, or a user region outside them: the loop's own code between
+ * them, a metric's logging). */
 static bool in_phase(const char *region, size_t k)
 {
     if (k == TP_STEP_PHASES - 1)
@@ -106,7 +108,7 @@ static void add_to_regime(gather_ctx *c, const tp_stack_thread_run *run, size_t 
         const change *ch = &c->changes[at];
         if (ch->phase >= TP_STEP_PHASES)
             continue;
-        if (!run->worker && in_phase(run->phase, ch->phase))
+        if (!run->worker && in_phase(tp_region_counts_for(c->withins, run->phase), ch->phase))
             add_weight(&c->changes[at].thread[side], c->tree, path, depth, w);
         else if (run->worker &&
                  strcmp(tp_step_phase_names[ch->phase], TP_PHASE_DATALOADER_NEXT) == 0)
@@ -334,7 +336,8 @@ struct tp_causes_pass {
     gather_ctx c;
 };
 
-tp_causes_pass *tp_regimes_causes_begin(tp_run *run, tp_regimes *r, tp_stack_reader *reader,
+tp_causes_pass *tp_regimes_causes_begin(tp_run *run, tp_regimes *r,
+                                        const tp_region_withins *withins, tp_stack_reader *reader,
                                         char *err, size_t cap, bool *ok)
 {
     *reader = (tp_stack_reader){0};
@@ -362,7 +365,7 @@ tp_causes_pass *tp_regimes_causes_begin(tp_run *run, tp_regimes *r, tp_stack_rea
         tp_regimes_causes_end(p, false);
         return NULL;
     }
-    p->c = (gather_ctx){r, &p->tree, p->changes};
+    p->c = (gather_ctx){r, withins, &p->tree, p->changes};
     if (any)
         *reader = (tp_stack_reader){tp_ns_round_s(r->v[0].t0_s), gather, &p->c};
     return p;
@@ -417,9 +420,14 @@ void tp_regimes_causes_end(tp_causes_pass *p, bool read)
 bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t cap)
 {
     tp_stack_reader reader;
-    bool ok;
-    tp_causes_pass *p = tp_regimes_causes_begin(run, r, &reader, err, cap, &ok);
+    tp_region_withins withins = {0};
+    bool ok =
+        r->n < 2 || !tp_run_has_stacks(run) || tp_region_withins_build(run, &withins, err, cap);
+    if (!ok)
+        return false;
+    tp_causes_pass *p = tp_regimes_causes_begin(run, r, &withins, &reader, err, cap, &ok);
     ok = ok && tp_run_each_stack_run_to(run, &reader, 1, err, cap);
     tp_regimes_causes_end(p, ok);
+    tp_region_withins_free(&withins);
     return ok;
 }

@@ -5,7 +5,8 @@
  * cause), the stack samples of the followed rank over the regime before
  * and the regime after are split by innermost function (function, file),
  * in two groups: the step thread's samples inside that phase (train_batch
- * with the forward, loss, backward and optimizer_step inside it), and, where the
+ * with the forward, loss, backward and optimizer_step inside it; a user
+ * region's samples in the phase it ran inside: analyze/region_within.h), and, where the
  * phase is dataloader_next, the DataLoader workers' samples, whatever they
  * had open (what the step thread waits for). The function whose share of
  * its group moved the most, in the direction of the phase's time (grew where
@@ -27,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "analyze/region_within.h"
 #include "analyze/regimes.h"
 #include "core/pace_facts.h"
 #include "store/reader.h"
@@ -46,12 +48,14 @@ bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t c
 
 /* The same in parts, for a pass over the samples shared with other readers
  * (tp_run_each_stack_run_to): begin sets *reader (fn NULL where nothing is
- * to be read) and returns the pass (NULL where there is none to end; *ok
+ * to be read; withins: what the user regions' samples count for, NULL
+ * none) and returns the pass (NULL where there is none to end; *ok
  * false where the file could not be read, the reason in err); end adds the
  * causes where the pass read them all (read) and frees it. r lives until
  * then. */
 typedef struct tp_causes_pass tp_causes_pass;
-tp_causes_pass *tp_regimes_causes_begin(tp_run *run, tp_regimes *r, tp_stack_reader *reader,
+tp_causes_pass *tp_regimes_causes_begin(tp_run *run, tp_regimes *r,
+                                        const tp_region_withins *withins, tp_stack_reader *reader,
                                         char *err, size_t cap, bool *ok);
 void tp_regimes_causes_end(tp_causes_pass *p, bool read);
 

@@ -210,10 +210,55 @@ static int by_rank_then_samples(const void *x, const void *y)
     return (a->samples < b->samples) - (a->samples > b->samples);
 }
 
-/* Groups out->counts (rows of out->tree) by rank and what their thread
- * was doing, each with its top functions and (flame) its icicle. */
-static void group_counts(tp_stack_facts *out, bool flame)
+/* Whether a row's samples also count in another group of its rank (a user
+ * region's: region_within.h), and in which: *to the standard region it
+ * ran inside, NULL for the samples outside the phases. */
+static bool borrower(const tp_region_withins *w, const tp_stack_count *c, const char **to)
 {
+    if (!w || c->worker || c->waited || !c->phase)
+        return false;
+    *to = tp_region_counts_for(w, c->phase);
+    return *to != c->phase;
+}
+
+/* Whether c is the row of rank's plain group for phase (NULL: outside the
+ * regions). */
+static bool plain_row(const tp_stack_count *c, int rank, const char *phase)
+{
+    if (c->rank != rank || c->worker || c->waited)
+        return false;
+    return phase ? c->phase && strcmp(c->phase, phase) == 0 : !c->phase;
+}
+
+/* A row of no samples for each (rank, region or none) that user regions
+ * ran inside and that has none of its own, so that it is a group (its
+ * samples are all in them). */
+static void add_empty_phases(tp_stack_facts *out, const tp_region_withins *w)
+{
+    size_t n = out->ncounts, cap = n;
+    for (size_t j = 0; j < n; j++) {
+        const char *to;
+        if (!borrower(w, &out->counts[j], &to))
+            continue;
+        int rank = out->counts[j].rank;
+        bool has = false;
+        for (size_t i = 0; i < out->ncounts && !has; i++)
+            has = plain_row(&out->counts[i], rank, to);
+        if (has)
+            continue;
+        out->counts = tp_grow(out->counts, out->ncounts, &cap, sizeof *out->counts);
+        out->counts[out->ncounts++] =
+            (tp_stack_count){.rank = rank, .phase = to ? tp_xstrdup(to) : NULL};
+    }
+}
+
+/* Groups out->counts (rows of out->tree) by rank and what their thread
+ * was doing, each with its top functions and (flame) its icicle. A user
+ * region's rows also count in the group of the standard region it ran
+ * inside (withins; NULL: none do). */
+static void group_counts(tp_stack_facts *out, const tp_region_withins *withins, bool flame)
+{
+    add_empty_phases(out, withins);
     /* rows come by rank, then phase, then worker: a worker's rows of
      * several phases are one group, so gather those first */
     size_t gcap = 0;
@@ -225,18 +270,31 @@ static void group_counts(tp_stack_facts *out, bool flame)
         if (done[i])
             continue;
         size_t n = 0;
+        uint64_t borrowed = 0;
+        const tp_stack_count *key = &out->counts[i];
         for (size_t j = i; j < out->ncounts; j++)
-            if (!done[j] && same_group(&out->counts[i], &out->counts[j])) {
+            if (!done[j] && same_group(key, &out->counts[j])) {
                 rows[n++] = out->counts[j];
                 done[j] = true;
             }
+        for (size_t j = 0; !key->worker && !key->waited && j < out->ncounts; j++) {
+            const char *to;
+            if (borrower(withins, &out->counts[j], &to) &&
+                plain_row(key, out->counts[j].rank, to)) {
+                rows[n++] = out->counts[j];
+                borrowed += out->counts[j].samples;
+            }
+        }
         out->groups = tp_grow(out->groups, out->n, &gcap, sizeof *out->groups);
         tp_stack_group *g = &out->groups[out->n++];
         memset(g, 0, sizeof *g);
-        g->rank = out->counts[i].rank;
-        g->workers = out->counts[i].worker;
-        g->waited = !g->workers && out->counts[i].waited;
-        g->phase = g->workers || g->waited ? NULL : out->counts[i].phase;
+        g->rank = key->rank;
+        g->workers = key->worker;
+        g->waited = !g->workers && key->waited;
+        g->phase = g->workers || g->waited ? NULL : key->phase;
+        g->borrowed = borrowed;
+        const tp_region_within *in = g->phase ? tp_region_within_find(withins, g->phase) : NULL;
+        g->within = in && !g->borrowed ? in->within : NULL;
         memset(acc, 0, (out->tree.nframes + 1) * sizeof *acc);
         count_group(&out->tree, rows, n, acc, g);
         top_functions(acc, out->tree.nframes, g);
@@ -246,7 +304,7 @@ static void group_counts(tp_stack_facts *out, bool flame)
                 per_node[rows[r].node <= out->tree.n ? rows[r].node : 0] += rows[r].samples;
             build_flame(&out->tree, per_node, g);
         }
-        out->samples += g->samples;
+        out->samples += g->samples - g->borrowed;
     }
     free(acc);
     free(done);
@@ -263,9 +321,10 @@ bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t ca
     if (!tp_run_has_stacks(run))
         return true;
     if (!tp_stack_tree_load(run, &out->tree, err, cap) ||
-        !tp_run_stack_counts(run, &out->counts, &out->ncounts, err, cap))
+        !tp_run_stack_counts(run, &out->counts, &out->ncounts, err, cap) ||
+        !tp_region_withins_build(run, &out->withins, err, cap))
         return false;
-    group_counts(out, true);
+    group_counts(out, &out->withins, true);
     return true;
 }
 
@@ -348,9 +407,11 @@ static bool same_span_key(const span_row *a, const span_row *b) { return !by_spa
 struct tp_span_pass {
     span_ctx c;
     tp_stack_facts *out;
+    const tp_region_withins *withins;
 };
 
-tp_span_pass *tp_stack_facts_over_begin(tp_run *run, const tp_regime *g, tp_stack_facts *out,
+tp_span_pass *tp_stack_facts_over_begin(tp_run *run, const tp_regime *g,
+                                        const tp_region_withins *withins, tp_stack_facts *out,
                                         tp_stack_reader *reader, char *err, size_t cap, bool *ok)
 {
     memset(out, 0, sizeof *out);
@@ -363,13 +424,14 @@ tp_span_pass *tp_stack_facts_over_begin(tp_run *run, const tp_regime *g, tp_stac
         return NULL;
     if (out->ncounts) { /* the recorder's, over the same steps */
         if ((*ok = tp_stack_tree_load(run, &out->tree, err, cap)))
-            group_counts(out, false);
+            group_counts(out, withins, false);
         return NULL;
     }
     if (!(*ok = tp_stack_tree_load(run, &out->tree, err, cap)))
         return NULL;
     tp_span_pass *p = tp_xcalloc(1, sizeof *p);
     p->out = out;
+    p->withins = withins;
     p->c = (span_ctx){.t0_ns = tp_ns_round_s(g->t0_s), .t1_ns = tp_ns_round_s(g->t1_s)};
     *reader = (tp_stack_reader){p->c.t0_ns, add_span_run, &p->c};
     return p;
@@ -403,7 +465,7 @@ void tp_stack_facts_over_end(tp_span_pass *p, bool read)
                                      .samples = samples};
             i = j;
         }
-        group_counts(out, false);
+        group_counts(out, p->withins, false);
     }
     for (size_t i = 0; i < c->nphases; i++)
         free(c->phases[i]);
@@ -416,10 +478,16 @@ bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_stack_facts *
                                size_t cap)
 {
     tp_stack_reader reader;
+    tp_region_withins withins;
+    if (!tp_region_withins_build(run, &withins, err, cap)) {
+        memset(out, 0, sizeof *out);
+        return false;
+    }
     bool ok;
-    tp_span_pass *p = tp_stack_facts_over_begin(run, g, out, &reader, err, cap, &ok);
+    tp_span_pass *p = tp_stack_facts_over_begin(run, g, &withins, out, &reader, err, cap, &ok);
     ok = ok && tp_run_each_stack_run_to(run, &reader, 1, err, cap);
     tp_stack_facts_over_end(p, ok);
+    out->withins = withins; /* the groups' texts point into it */
     return ok;
 }
 
@@ -427,6 +495,7 @@ void tp_stack_facts_free(tp_stack_facts *f)
 {
     tp_stack_tree_free(&f->tree);
     tp_stack_counts_free(f->counts, f->ncounts);
+    tp_region_withins_free(&f->withins);
     for (size_t i = 0; i < f->n; i++)
         free(f->groups[i].flame);
     free(f->groups);

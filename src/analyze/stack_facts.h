@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/region_within.h"
 #include "analyze/regimes.h"
 #include "store/reader_stacks.h"
 
@@ -55,6 +56,12 @@ typedef struct tp_stack_group {
     const char *phase; /* the region, NULL for none (and for the workers) */
     bool workers;      /* the DataLoader workers' samples */
     bool waited;       /* the samples of threads that only waited (TP_STACK_STATE_WAITED) */
+    /* a user region's: the standard region it ran inside (analyze/
+     * region_within.h), NULL for none or unknown */
+    const char *within;
+    /* a standard region's: how many of samples are its user regions'
+     * (they count in both groups, once in the facts' samples) */
+    uint64_t borrowed;
     uint64_t samples;
     uint64_t known, on_cpu; /* samples whose state the kernel said, and of those running */
     tp_stack_function functions[TP_STACK_TOP_FUNCTIONS];
@@ -70,6 +77,7 @@ typedef struct tp_stack_facts {
     size_t ncounts;
     tp_stack_group *groups; /* by rank, then most samples first, outside regions last */
     size_t n;
+    tp_region_withins withins; /* what the groups' user regions ran inside */
     uint64_t samples;
     /* samples the samplers could not send, their rings full: the shares
      * miss them (store/reader.h: tp_run_stack_samples_dropped) */
@@ -95,11 +103,13 @@ bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_stack_facts *
 
 /* The same in parts, for a pass over the samples shared with other readers
  * (tp_run_each_stack_run_to): begin sets out up and *reader (fn NULL where
- * nothing is to be read) and returns the pass (NULL where there is none to
+ * nothing is to be read; withins, living until the end, what the user
+ * regions' samples count for, NULL none) and returns the pass (NULL where there is none to
  * end; *ok false where the file could not be read, the reason in err); end
  * groups what the pass read where it read it all (read) and frees it. */
 typedef struct tp_span_pass tp_span_pass;
-tp_span_pass *tp_stack_facts_over_begin(tp_run *run, const tp_regime *g, tp_stack_facts *out,
+tp_span_pass *tp_stack_facts_over_begin(tp_run *run, const tp_regime *g,
+                                        const tp_region_withins *withins, tp_stack_facts *out,
                                         tp_stack_reader *reader, char *err, size_t cap, bool *ok);
 void tp_stack_facts_over_end(tp_span_pass *p, bool read);
 

@@ -84,6 +84,7 @@ typedef struct pace_parts {
     tp_stack_facts span;     /* its stack samples */
     tp_pace_function *functions;
     size_t nfunctions;
+    tp_region_withins withins; /* what the user regions' samples count for */
 } pace_parts;
 
 /* The stack counts (summary_stack: *stacks, *nstacks), trainprof's own cost
@@ -104,11 +105,13 @@ static bool stack_parts(tp_run *run, const tp_summary *s, const tp_summary_plots
     bool ok = own_pass != NULL;
     if (ok)
         pace_regimes(run, s, plots, &p->regimes);
-    ok = ok && latest_ranks(run, s, &p->regimes, &p->ranks, err, cap);
+    ok = ok && latest_ranks(run, s, &p->regimes, &p->ranks, err, cap) &&
+         (!tp_run_has_stacks(run) || tp_region_withins_from_rows(run, &p->withins, err, cap));
     p->latest = ok ? tp_regimes_latest(&p->regimes, p->regimes.rank) : NULL;
     tp_causes_pass *causes =
-        ok ? tp_regimes_causes_begin(run, &p->regimes, &readers[1], err, cap, &ok) : NULL;
-    tp_span_pass *span = ok && p->latest ? tp_stack_facts_over_begin(run, p->latest, &p->span,
+        ok ? tp_regimes_causes_begin(run, &p->regimes, &p->withins, &readers[1], err, cap, &ok)
+           : NULL;
+    tp_span_pass *span = ok && p->latest ? tp_stack_facts_over_begin(run, p->latest, NULL, &p->span,
                                                                      &readers[2], err, cap, &ok)
                                          : NULL;
     ok = ok && tp_run_each_stack_run_to(run, readers, 4, err, cap);
@@ -125,6 +128,7 @@ static void pace_parts_free(pace_parts *p)
     tp_ranks_free(&p->ranks);
     tp_stack_facts_free(&p->span);
     free(p->functions);
+    tp_region_withins_free(&p->withins);
 }
 
 /* Each series' figures as the summary stores them. */
@@ -194,7 +198,9 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
                             pace.span.counts,
                             pace.span.ncounts,
                             pace.functions,
-                            pace.nfunctions};
+                            pace.nfunctions,
+                            pace.withins.v,
+                            pace.withins.n};
     ok = ok && tp_summary_tables_save(run, &rows, err, cap);
     pace_parts_free(&pace);
     free(own_counts);

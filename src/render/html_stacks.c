@@ -104,7 +104,15 @@ void tp_html_stacks(FILE *out, const tp_stack_facts *f)
             fputs("DataLoader workers", out);
         else
             tp_html_escape(out, best->phase);
+        if (best->within) {
+            fputs(", inside ", out);
+            tp_html_escape(out, best->within);
+        } else if (!best->borrowed && tp_region_within_find(&f->withins, best->phase))
+            fputs(", outside the phases", out);
         fprintf(out, " (%llu samples", (unsigned long long)best->samples);
+        if (best->borrowed)
+            fprintf(out, ", %.0f%% in regions of yours inside it",
+                    100.0 * (double)best->borrowed / (double)best->samples);
         if (best->known)
             fprintf(out, ", %.0f%% on a CPU", 100.0 * (double)best->on_cpu / (double)best->known);
         fputs(")</div>\n", out);

@@ -13,24 +13,36 @@
 #define WAITED_FUNCTIONS_SHOWN 3    /* on the one line of the threads that only waited */
 #define GROUP_MIN_SHARE        0.02 /* of its rank's samples: smaller groups are left to --json */
 
-/* What a group's samples were doing, in words. */
-static void group_label(char *buf, size_t cap, const tp_stack_group *g)
+/* What a group's samples were doing, in words: a user region's with the
+ * standard one it ran inside, where known. */
+static void group_label(char *buf, size_t cap, const tp_stack_facts *f, const tp_stack_group *g)
 {
+    const tp_region_within *in = g->phase && !g->borrowed && !g->within
+                                     ? tp_region_within_find(&f->withins, g->phase)
+                                     : NULL;
     if (g->workers)
         snprintf(buf, cap, "DataLoader workers");
     else if (g->waited)
         snprintf(buf, cap, "threads that only waited");
+    else if (g->within)
+        snprintf(buf, cap, "%s (inside %s)", g->phase, g->within);
+    else if (in)
+        snprintf(buf, cap, "%s (outside the phases)", g->phase);
     else if (g->phase)
         snprintf(buf, cap, "%s", g->phase);
+    else if (g->borrowed)
+        snprintf(buf, cap, "outside the phases");
     else
         snprintf(buf, cap, "outside regions");
 }
 
+/* The rank's samples, each once (a user region's count in the phase it
+ * ran inside too). */
 static uint64_t rank_samples(const tp_stack_facts *f, int rank)
 {
     uint64_t n = 0;
     for (size_t i = 0; i < f->n; i++)
-        n += f->groups[i].rank == rank ? f->groups[i].samples : 0;
+        n += f->groups[i].rank == rank ? f->groups[i].samples - f->groups[i].borrowed : 0;
     return n;
 }
 
@@ -71,7 +83,8 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
         return;
     fprintf(out,
             "\nInside the phases (sampled Python stacks: %llu samples; per rank and what the "
-            "thread had open, the functions with the most samples: self, then total share)\n",
+            "thread had open, the functions with the most samples: self, then total share; "
+            "a region of yours counts in the phase around it too)\n",
             (unsigned long long)f->samples);
     size_t shown = 0;
     for (size_t i = 0; i < f->n && shown < GROUPS_SHOWN; i++) {
@@ -79,9 +92,11 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
         uint64_t all = rank_samples(f, g->rank);
         if (!g->nfunctions || (double)g->samples < GROUP_MIN_SHARE * (double)all)
             continue;
+        if (!g->phase && !g->workers && !g->waited && g->borrowed == g->samples)
+            continue; /* all of it is shown by its regions', "(outside the phases)" */
         shown++;
         char label[256], rank[32]; /* the whole report is made terminal-safe (cmd_report.c) */
-        group_label(label, sizeof label, g);
+        group_label(label, sizeof label, f, g);
         if (g->rank >= 0)
             snprintf(rank, sizeof rank, "rank %d  ", g->rank);
         else
@@ -91,6 +106,9 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
             waited_line(out, f, g);
             continue;
         }
+        if (g->borrowed)
+            fprintf(out, " (%.0f%% in regions of yours%s)",
+                    100.0 * (double)g->borrowed / (double)g->samples, g->phase ? " inside it" : "");
         if (g->known)
             fprintf(out, ", %.0f%% on a CPU", 100.0 * (double)g->on_cpu / (double)g->known);
         fputc('\n', out);
@@ -135,6 +153,15 @@ void tp_report_stacks_json(json_writer *w, const tp_summary *s)
             json_null(w);
         json_key(w, "samples");
         json_int(w, (int64_t)g->samples);
+        /* a user region's: the standard one it ran inside, its samples in
+         * that one's too; a standard one's: how many of its are those */
+        json_key(w, "within");
+        if (g->within)
+            json_string(w, g->within);
+        else
+            json_null(w);
+        json_key(w, "samples_in_user_regions");
+        json_int(w, (int64_t)g->borrowed);
         json_key(w, "on_cpu_share");
         if (g->known)
             json_double(w, (double)g->on_cpu / (double)g->known);

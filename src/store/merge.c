@@ -143,7 +143,7 @@ static char *rows_sql(long long series, long long thread, long long dt, bool all
  * first rank's latest pace (as agent; the reader judges whether every
  * node's are over the same pace: analyze/summary.c), its GPUs' clock event
  * reasons (as agent), its ranks' own work counts (as agent; kept only where
- * every input has them: tp_merge_runs), and its stalls and their threads
+ * every input has them: tp_merge_runs), its user regions' phases, and its stalls and their threads
  * (ids after the stall_ids before, times shifted by dt, stack nodes by node). */
 static void summary_extras_sql(char *out, size_t cap, const tp_merge_input *info,
                                long long stall_ids, long long dt, long long node, int agent)
@@ -173,6 +173,11 @@ static void summary_extras_sql(char *out, size_t cap, const tp_merge_input *info
                                               " samples, users, wrappers, device_times, windows"
                                               " FROM src.summary_own;",
                         agent);
+    if (info->withins && len >= 0 && (size_t)len < cap)
+        len += snprintf(out + len, cap - (size_t)len,
+                        TP_SCHEMA_SUMMARY_REGION_WITHIN
+                        "INSERT INTO main.summary_region_within"
+                        " SELECT name, within, seconds FROM src.summary_region_within;");
     if (!info->stalls || len < 0 || (size_t)len >= cap)
         return;
     out += len;

@@ -102,6 +102,7 @@ static void input_tables(tp_run *run, tp_merge_input *in)
     in->rank_latest = in->summarized && tp_run_has_table(run, "summary_rank_latest");
     in->gpu_slowdowns = in->summarized && tp_run_has_table(run, "summary_gpu");
     in->own = in->summarized && tp_run_has_table(run, "summary_own");
+    in->withins = in->summarized && tp_run_has_table(run, "summary_region_within");
 }
 
 bool tp_merge_read_inputs(const char *const *inputs, size_t n, tp_merge_input *info, bool force,

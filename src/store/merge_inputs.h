@@ -31,6 +31,7 @@ typedef struct tp_merge_input {
     bool rank_latest_measured; /* and the steps their parts are over */
     bool gpu_slowdowns;        /* summary_gpu: its GPUs' clock event reasons over the steps */
     bool own;                  /* summary_own: its ranks' own work counts */
+    bool withins;              /* summary_region_within: its user regions' phases */
     int *ranks;
     size_t nranks;      /* distinct ranks of its threads (-1: no rank) */
     int64_t shift;      /* added to its t_ns: its start's distance from the earliest */

@@ -93,6 +93,40 @@ bool tp_run_each_region(tp_run *run, tp_region_row_fn fn, void *ctx, char *err, 
                            fn, ctx, err, cap);
 }
 
+bool tp_run_each_region_id(tp_run *run, tp_region_id_fn fn, void *ctx, char *err, size_t cap)
+{
+    if (run->schema_version < 2)
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db,
+                           "SELECT thread_id, name_id, depth, start_ns, end_ns FROM region"
+                           " ORDER BY rowid",
+                           -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "regions", err, cap);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        fn(ctx, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2),
+           sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4));
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "regions", err, cap);
+}
+
+bool tp_run_each_name(tp_run *run, tp_name_fn fn, void *ctx, char *err, size_t cap)
+{
+    if (run->schema_version < 2)
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db, "SELECT id, text FROM name", -1, &st, NULL) != SQLITE_OK)
+        return failed(run, "names", err, cap);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const unsigned char *text = sqlite3_column_text(st, 1);
+        fn(ctx, sqlite3_column_int64(st, 0), text ? (const char *)text : "");
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "names", err, cap);
+}
+
 /* "?1, ?2, ... ?n" into buf. */
 static void placeholders(char *buf, size_t cap, size_t n)
 {

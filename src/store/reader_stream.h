@@ -38,6 +38,17 @@ bool tp_run_each_outer_region(tp_run *run, tp_region_row_fn fn, void *ctx, char 
 bool tp_run_each_named_region(tp_run *run, const char *const *names, size_t nnames,
                               tp_region_row_fn fn, void *ctx, char *err, size_t cap);
 
+/* Every region as (thread, name id, depth, start, end), in rowid order:
+ * each thread's in the order they closed (a region after those inside it),
+ * a merge's inputs one after the other. */
+typedef void (*tp_region_id_fn)(void *ctx, int64_t thread, int64_t name_id, int depth,
+                                int64_t start_ns, int64_t end_ns);
+bool tp_run_each_region_id(tp_run *run, tp_region_id_fn fn, void *ctx, char *err, size_t cap);
+
+/* Every name of the file's name table (regions' and device times'). */
+typedef void (*tp_name_fn)(void *ctx, int64_t id, const char *text);
+bool tp_run_each_name(tp_run *run, tp_name_fn fn, void *ctx, char *err, size_t cap);
+
 /* Device (CUDA event) times in (thread, host start) order: each the region's
  * host start and its span on the device. None before schema 5. */
 typedef void (*tp_device_row_fn)(void *ctx, int64_t thread, const char *name, int64_t start_ns,

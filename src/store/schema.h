@@ -86,6 +86,13 @@
     "  last_step INTEGER NOT NULL, phase INTEGER NOT NULL, workers INTEGER NOT NULL," \
     "  function TEXT, file TEXT, line INTEGER NOT NULL, before REAL NOT NULL,"        \
     "  after REAL NOT NULL);"
+/* Each user region's name and the standard region it ran inside the most
+ * (NULL: none), with its seconds there (analyze/region_within.h): stack
+ * samples in a user region count for that phase. Written with the summary;
+ * a merge carries each input's (summed by name when read). */
+#define TP_SCHEMA_SUMMARY_REGION_WITHIN                                                  \
+    "CREATE TABLE IF NOT EXISTS summary_region_within (name TEXT NOT NULL, within TEXT," \
+    "  seconds REAL NOT NULL);"
 /* summary_stall.between_steps: the rank's last step had closed and it
  * stopped in a region between steps (a `.item()` on a GPU that never
  * answers); files summarized before have none (readers take 0). */

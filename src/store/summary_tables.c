@@ -530,3 +530,24 @@ bool tp_stored_pace_functions(tp_run *run, tp_pace_function **out, size_t *n, ch
     }
     return true;
 }
+
+bool tp_stored_region_withins(tp_run *run, tp_stored_within_fn fn, void *ctx, bool *stored,
+                              char *err, size_t cap)
+{
+    *stored = tp_summary_stored(run) && tp_run_has_table(run, "summary_region_within");
+    if (!*stored)
+        return true;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(run->db, "SELECT name, within, seconds FROM summary_region_within", -1,
+                           &st, NULL) != SQLITE_OK)
+        return failed(run, "regions' phases", err, cap);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const unsigned char *name = sqlite3_column_text(st, 0),
+                            *within = sqlite3_column_text(st, 1);
+        if (name)
+            fn(ctx, (const char *)name, (const char *)within, sqlite3_column_double(st, 2));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || failed(run, "regions' phases", err, cap);
+}

@@ -26,6 +26,7 @@
 #include "core/stats.h"
 #include "core/step_phase_facts.h"
 #include "core/timing_facts.h"
+#include "core/within_facts.h"
 #include "store/reader.h"
 #include "store/reader_stacks.h"
 #include "store/reader_stream.h"
@@ -123,6 +124,9 @@ typedef struct tp_summary_rows {
     size_t nstacks_latest;
     const tp_pace_function *pace_functions;
     size_t npace_functions;
+    /* the standard region each user region ran inside */
+    const tp_region_within *withins;
+    size_t nwithins;
 } tp_summary_rows;
 
 /* The stalls the recorder stored (meta stalls_stored), each with its
@@ -142,6 +146,14 @@ bool tp_stored_pace_functions(tp_run *run, tp_pace_function **out, size_t *n, ch
  * order, into *out (the caller frees; none where the file stores none);
  * false (reason in err) when they can't be read. */
 bool tp_stored_own_samples(tp_run *run, tp_own_samples **out, size_t *n, char *err, size_t cap);
+
+/* Each stored (user region, the standard one it ran inside or NULL,
+ * seconds) of summary_region_within, *stored true where the file holds the
+ * table (false: a file summarized before it, or not summarized). */
+typedef void (*tp_stored_within_fn)(void *ctx, const char *name, const char *within,
+                                    double seconds);
+bool tp_stored_region_withins(tp_run *run, tp_stored_within_fn fn, void *ctx, bool *stored,
+                              char *err, size_t cap);
 
 /* Writes rows into the summary tables of run's file (opened again, read and
  * write) in one transaction, with meta summarized = 1 and plots = 1. A file

@@ -234,6 +234,17 @@ static void fill_pace_function(sqlite3_stmt *st, const tp_summary_rows *s, size_
     sqlite3_bind_double(st, 9, f->found ? f->after : 0);
 }
 
+static void fill_within(sqlite3_stmt *st, const tp_summary_rows *s, size_t i)
+{
+    const tp_region_within *w = &s->withins[i];
+    sqlite3_bind_text(st, 1, w->name, -1, SQLITE_STATIC);
+    if (w->within)
+        sqlite3_bind_text(st, 2, w->within, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_double(st, 3, w->seconds);
+}
+
 /* Whether db's table has column (false when it has no such table). */
 static bool has_column(sqlite3 *db, const char *table, const char *column)
 {
@@ -401,6 +412,26 @@ static int upgrade_tables(sqlite3 *db, bool upgrade, bool rank_gpu, bool batches
     return rc;
 }
 
+/* The tables of what the sampled stacks and trainprof's own work said. */
+static int write_stack_tables(sqlite3 *db, const tp_summary_rows *s)
+{
+    int rc = insert_rows(db, "INSERT INTO summary_stack VALUES (?,?,?,?,?,?)", s, s->nstacks,
+                         fill_stack);
+    if (rc == SQLITE_OK)
+        rc =
+            insert_rows(db, "INSERT INTO summary_own VALUES (?,?,?,?,?,?,?)", s, s->nown, fill_own);
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_stack_latest VALUES (?,?,?,?,?,?,?,?)", s,
+                         s->nstacks_latest, fill_stack_latest);
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_pace_function VALUES (?,?,?,?,?,?,?,?,?)", s,
+                         s->npace_functions, fill_pace_function);
+    if (rc == SQLITE_OK)
+        rc = insert_rows(db, "INSERT INTO summary_region_within VALUES (?,?,?)", s, s->nwithins,
+                         fill_within);
+    return rc;
+}
+
 /* Writes s into db's summary tables in one transaction. upgrade: db has an
  * older schema, brought up to date in the same transaction: summary_timing
  * made anew (3 and 4's lack in_steps_s and the device columns), the tables
@@ -414,15 +445,18 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
     if (rc == SQLITE_OK)
         rc = upgrade_tables(db, upgrade, rank_gpu, batches);
     if (rc == SQLITE_OK)
-        rc = tp_exec(db, TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW
-                             TP_SCHEMA_SUMMARY_STACKS TP_SCHEMA_SUMMARY_GPU TP_SCHEMA_SUMMARY_OWN
-                                 TP_SCHEMA_SUMMARY_STACK_LATEST TP_SCHEMA_SUMMARY_PACE_FUNCTION
-                     "DELETE FROM summary_stack; DELETE FROM summary_gpu; DELETE FROM summary_own;"
-                     "DELETE FROM summary_stack_latest; DELETE FROM summary_pace_function;"
-                     "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
-                     "DELETE FROM summary_steps_window;"
-                     "DELETE FROM summary_timing; DELETE FROM summary_step;"
-                     "DELETE FROM summary_epoch; DELETE FROM summary_rank;");
+        rc = tp_exec(
+            db,
+            TP_SCHEMA_SUMMARY_SERIES_STEPS TP_SCHEMA_SUMMARY_STEPS_WINDOW TP_SCHEMA_SUMMARY_STACKS
+                TP_SCHEMA_SUMMARY_GPU TP_SCHEMA_SUMMARY_OWN TP_SCHEMA_SUMMARY_STACK_LATEST
+                    TP_SCHEMA_SUMMARY_PACE_FUNCTION TP_SCHEMA_SUMMARY_REGION_WITHIN
+            "DELETE FROM summary_stack; DELETE FROM summary_gpu; DELETE FROM summary_own;"
+            "DELETE FROM summary_region_within;"
+            "DELETE FROM summary_stack_latest; DELETE FROM summary_pace_function;"
+            "DELETE FROM summary_series; DELETE FROM summary_series_steps;"
+            "DELETE FROM summary_steps_window;"
+            "DELETE FROM summary_timing; DELETE FROM summary_step;"
+            "DELETE FROM summary_epoch; DELETE FROM summary_rank;");
     if (rc == SQLITE_OK)
         rc = insert_rows(db, "INSERT INTO summary_series VALUES (?,?,?,?,?,?,?,?)", s, s->nseries,
                          fill_series);
@@ -464,17 +498,7 @@ static int write_summary(sqlite3 *db, const tp_summary_rows *s, bool upgrade, bo
                          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          s, s->ranks->n, fill_rank);
     if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_stack VALUES (?,?,?,?,?,?)", s, s->nstacks,
-                         fill_stack);
-    if (rc == SQLITE_OK)
-        rc =
-            insert_rows(db, "INSERT INTO summary_own VALUES (?,?,?,?,?,?,?)", s, s->nown, fill_own);
-    if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_stack_latest VALUES (?,?,?,?,?,?,?,?)", s,
-                         s->nstacks_latest, fill_stack_latest);
-    if (rc == SQLITE_OK)
-        rc = insert_rows(db, "INSERT INTO summary_pace_function VALUES (?,?,?,?,?,?,?,?,?)", s,
-                         s->npace_functions, fill_pace_function);
+        rc = write_stack_tables(db, s);
     if (rc == SQLITE_OK)
         rc = write_plots(db, s);
     if (rc == SQLITE_OK)

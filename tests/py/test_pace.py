@@ -290,16 +290,19 @@ for i in range(560):
     trainprof.step()
     with trainprof.region("train_batch"):
         time.sleep(0.004)
-    (log_to_a_file if i < 400 else log_to_a_remote_store)()
+    {log}(log_to_a_file if i < 400 else log_to_a_remote_store)()
 """
 
 
-def test_the_loop_s_own_code_that_slowed_is_named_as_the_change_cause(tmp_path, run_file):
+# logging in a region of the user's own, between the phases: its samples
+# carry only its name, and count in "other" still
+@pytest.mark.parametrize("log", ["", 'with trainprof.region("logging"): '])
+def test_the_loop_s_own_code_that_slowed_is_named_as_the_change_cause(tmp_path, run_file, log):
     """The time a step spends outside its phases ("other": the loop's own
     code, its logging) grew: the function that took it over is named, as it
     is for a phase (it was never looked for outside the phases)."""
     script = tmp_path / "logging.py"
-    script.write_text(textwrap.dedent(LOGGING))
+    script.write_text(textwrap.dedent(LOGGING).replace("{log}", log))
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script)
     assert r.returncode == 0, r.stderr
     regimes = report_json(run_file)["regimes"]["regimes"]

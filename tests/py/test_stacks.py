@@ -122,7 +122,10 @@ def test_a_schema_8_file_reads_merges_and_upgrades_with_one_sample_a_row(tmp_pat
         assert db.execute("PRAGMA user_version").fetchone()[0] == 8
         samples = db.execute("SELECT COUNT(*) FROM stack_sample").fetchone()[0]
     before = report_json(old)["stacks"]
-    assert samples > 100 and sum(g["samples"] for g in before) == samples
+    assert (
+        samples > 100
+        and sum(g["samples"] - g["samples_in_user_regions"] for g in before) == samples
+    )
     new = tmp_path / "new.db"
     r = trainprof("record", "-q", "--agent", "new", "-o", new, "--", EMIT, "stacks")
     assert r.returncode == 0, r.stderr
@@ -179,7 +182,7 @@ def test_a_merge_keeps_every_node_s_stacks(tmp_path):
     # without the rows: the stored counts and the tree carry the stacks into a
     # summary merge and a report of several node files alike
     full = report_json(merged)["stacks"]
-    assert sum(g["samples"] for g in full) == 40
+    assert sum(g["samples"] - g["samples_in_user_regions"] for g in full) == 40
     summary = tmp_path / "summary.db"
     r = trainprof("merge", "--summary", "-o", summary, *files)
     assert r.returncode == 0, r.stderr
@@ -217,7 +220,7 @@ def test_hot_functions_are_the_top_of_their_phases(tmp_path):
     assert compute["functions"][0]["file"].endswith("script.py")
     assert compute["on_cpu_share"] > 0.8
     # 2 s at 200 Hz of two threads: about 800 samples (a loaded machine loses some)
-    total = sum(g["samples"] for g in report["stacks"])
+    total = sum(g["samples"] - g["samples_in_user_regions"] for g in report["stacks"])
     assert 400 < total < 900, total
     # the blocked thread only waited: its samples are a group of their own,
     # one line in the text, not the top of "outside regions"
@@ -476,7 +479,9 @@ def test_control_characters_from_a_ring_are_escaped_in_every_output(tmp_path):
     text = trainprof("report", run).stdout
     assert "\x1b" not in text
     inside = text.split("Inside the phases")[1].split("\n\n")[0].splitlines()
-    assert any(line.startswith("  comp\\x1bute\\x0ax: ") for line in inside), inside
+    assert any(line.startswith("  comp\\x1bute\\x0ax (outside the phases): ") for line in inside), (
+        inside
+    )
     folded = tmp_path / "run.folded"
     assert trainprof("export", "--format", "folded", "-o", folded, run).returncode == 0
     lines = folded.read_text().splitlines()

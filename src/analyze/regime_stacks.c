@@ -417,17 +417,15 @@ void tp_regimes_causes_end(tp_causes_pass *p, bool read)
     free(p);
 }
 
-bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t cap)
+bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, tp_region_withins *withins, char *err,
+                                 size_t cap)
 {
     tp_stack_reader reader;
-    tp_region_withins withins = {0};
-    bool ok =
-        r->n < 2 || !tp_run_has_stacks(run) || tp_region_withins_build(run, &withins, err, cap);
+    bool ok = r->n < 2 || !tp_run_has_stacks(run) || tp_region_withins_once(run, withins, err, cap);
     if (!ok)
         return false;
-    tp_causes_pass *p = tp_regimes_causes_begin(run, r, &withins, &reader, err, cap, &ok);
+    tp_causes_pass *p = tp_regimes_causes_begin(run, r, withins, &reader, err, cap, &ok);
     ok = ok && tp_run_each_stack_run_to(run, &reader, 1, err, cap);
     tp_regimes_causes_end(p, ok);
-    tp_region_withins_free(&withins);
     return ok;
 }

@@ -42,9 +42,11 @@
  * those the stored summary holds for every one of r's changes
  * (summary_pace_function: a report reads them, not every sample since the
  * first regime again), else from the samples; a run without stacks, or a
- * file stored before regimes had times, gets none. False (reason in err)
- * where the file could not be read. */
-bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, char *err, size_t cap);
+ * file stored before regimes had times, gets none. withins: the run's
+ * user regions' places, made here where not yet (tp_region_withins_once).
+ * False (reason in err) where the file could not be read. */
+bool tp_regimes_add_stack_causes(tp_run *run, tp_regimes *r, tp_region_withins *withins, char *err,
+                                 size_t cap);
 
 /* The same in parts, for a pass over the samples shared with other readers
  * (tp_run_each_stack_run_to): begin sets *reader (fn NULL where nothing is

@@ -288,6 +288,29 @@ bool tp_region_withins_build(tp_run *run, tp_region_withins *out, char *err, siz
     return tp_region_withins_from_rows(run, out, err, cap);
 }
 
+bool tp_region_withins_once(tp_run *run, tp_region_withins *w, char *err, size_t cap)
+{
+    if (w->built)
+        return true;
+    bool ok = tp_region_withins_build(run, w, err, cap);
+    w->built = ok;
+    return ok;
+}
+
+void tp_region_withins_copy(const tp_region_withins *from, tp_region_withins *to)
+{
+    memset(to, 0, sizeof *to);
+    if (!from->n)
+        return;
+    to->v = tp_xcalloc(from->n, sizeof *to->v);
+    for (size_t i = 0; i < from->n; i++)
+        to->v[i] = (tp_region_within){tp_xstrdup(from->v[i].name),
+                                      from->v[i].within ? tp_xstrdup(from->v[i].within) : NULL,
+                                      from->v[i].seconds};
+    to->n = from->n;
+    to->built = true;
+}
+
 void tp_region_withins_free(tp_region_withins *w)
 {
     for (size_t i = 0; i < w->n; i++) {

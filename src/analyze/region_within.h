@@ -32,6 +32,7 @@
 typedef struct tp_region_withins {
     tp_region_within *v; /* by name */
     size_t n;
+    bool built; /* tp_region_withins_once: made already */
 } tp_region_withins;
 
 /* The stored pairs where the summary holds them, else the rows'. False
@@ -41,6 +42,14 @@ bool tp_region_withins_build(tp_run *run, tp_region_withins *out, char *err, siz
 
 /* From the rows only (what the summary stores). */
 bool tp_region_withins_from_rows(tp_run *run, tp_region_withins *out, char *err, size_t cap);
+
+/* tp_region_withins_build where w (zeroed at first) is not built yet: the
+ * pass made once for the readers of one file (the summary's stacks, their
+ * latest pace's, the causes of its changes). */
+bool tp_region_withins_once(tp_run *run, tp_region_withins *w, char *err, size_t cap);
+
+/* A copy of from into *to, to free apart. */
+void tp_region_withins_copy(const tp_region_withins *from, tp_region_withins *to);
 
 void tp_region_withins_free(tp_region_withins *w);
 

@@ -314,7 +314,8 @@ static void group_counts(tp_stack_facts *out, const tp_region_withins *withins, 
         qsort(out->groups, out->n, sizeof *out->groups, by_rank_then_samples);
 }
 
-bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t cap)
+bool tp_stack_facts_build(tp_run *run, tp_region_withins *withins, tp_stack_facts *out, char *err,
+                          size_t cap)
 {
     memset(out, 0, sizeof *out);
     out->dropped = (uint64_t)tp_run_stack_samples_dropped(run); /* where all were, none kept */
@@ -322,8 +323,9 @@ bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t ca
         return true;
     if (!tp_stack_tree_load(run, &out->tree, err, cap) ||
         !tp_run_stack_counts(run, &out->counts, &out->ncounts, err, cap) ||
-        !tp_region_withins_build(run, &out->withins, err, cap))
+        !tp_region_withins_once(run, withins, err, cap))
         return false;
+    tp_region_withins_copy(withins, &out->withins);
     group_counts(out, &out->withins, true);
     return true;
 }
@@ -474,15 +476,16 @@ void tp_stack_facts_over_end(tp_span_pass *p, bool read)
     free(p);
 }
 
-bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_stack_facts *out, char *err,
-                               size_t cap)
+bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_region_withins *once,
+                               tp_stack_facts *out, char *err, size_t cap)
 {
     tp_stack_reader reader;
     tp_region_withins withins;
-    if (!tp_region_withins_build(run, &withins, err, cap)) {
+    if (!tp_region_withins_once(run, once, err, cap)) {
         memset(out, 0, sizeof *out);
         return false;
     }
+    tp_region_withins_copy(once, &withins);
     bool ok;
     tp_span_pass *p = tp_stack_facts_over_begin(run, g, &withins, out, &reader, err, cap, &ok);
     ok = ok && tp_run_each_stack_run_to(run, &reader, 1, err, cap);

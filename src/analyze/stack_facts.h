@@ -85,8 +85,11 @@ typedef struct tp_stack_facts {
 } tp_stack_facts;
 
 /* False (reason in err) when the file can't be read; a run without stacks
- * gives no groups. tp_stack_facts_free in every case. */
-bool tp_stack_facts_build(tp_run *run, tp_stack_facts *out, char *err, size_t cap);
+ * gives no groups. withins: the run's user regions' places, made here
+ * where not yet (tp_region_withins_once; the caller's to free, the facts
+ * keep a copy). tp_stack_facts_free in every case. */
+bool tp_stack_facts_build(tp_run *run, tp_region_withins *withins, tp_stack_facts *out, char *err,
+                          size_t cap);
 void tp_stack_facts_free(tp_stack_facts *f);
 
 /* The same groups and top functions (no icicles) of the samples taken over
@@ -96,10 +99,10 @@ void tp_stack_facts_free(tp_stack_facts *f);
  * samples, a run of identical samples that straddles a bound counting for
  * its part inside, rounded to whole samples per stack. A file that keeps
  * only the stored whole-run counts (a summary-only merge) knows no span: no
- * groups. dropped is not known per span (0). tp_stack_facts_free in every
- * case. */
-bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_stack_facts *out, char *err,
-                               size_t cap);
+ * groups. dropped is not known per span (0). withins as for
+ * tp_stack_facts_build. tp_stack_facts_free in every case. */
+bool tp_stack_facts_build_over(tp_run *run, const tp_regime *g, tp_region_withins *withins,
+                               tp_stack_facts *out, char *err, size_t cap);
 
 /* The same in parts, for a pass over the samples shared with other readers
  * (tp_run_each_stack_run_to): begin sets out up and *reader (fn NULL where

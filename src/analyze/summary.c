@@ -290,6 +290,7 @@ static bool build(tp_run *run, tp_summary *out, series_pass *pass, char *err, si
 
 void tp_summary_free(tp_summary *s)
 {
+    tp_region_withins_free(&s->withins);
     tp_stack_facts_free(&s->stacks);
     tp_stack_facts_free(&s->stacks_latest);
     tp_ops_facts_free(&s->ops);
@@ -337,7 +338,7 @@ static bool add_stacks(tp_summary *s, char *err, size_t cap)
 {
     tp_stack_facts_free(&s->stacks);
     tp_ops_facts_free(&s->ops);
-    return tp_stack_facts_build(s->run, &s->stacks, err, cap) &&
+    return tp_stack_facts_build(s->run, &s->withins, &s->stacks, err, cap) &&
            tp_ops_facts_build(s->run, &s->ops, err, cap);
 }
 
@@ -522,8 +523,9 @@ static bool add_course(tp_summary *s, char *err, size_t cap)
         tp_regimes_build(s->run, &ph, rank, agent, gpu, &s->regimes);
     tp_step_phases_free(&ph);
     const tp_regime *latest = ok ? tp_regimes_latest(&s->regimes, rank) : NULL;
-    return ok && tp_regimes_add_stack_causes(s->run, &s->regimes, err, cap) &&
-           (!latest || tp_stack_facts_build_over(s->run, latest, &s->stacks_latest, err, cap)) &&
+    return ok && tp_regimes_add_stack_causes(s->run, &s->regimes, &s->withins, err, cap) &&
+           (!latest ||
+            tp_stack_facts_build_over(s->run, latest, &s->withins, &s->stacks_latest, err, cap)) &&
            add_latest_ranks(s, err, cap);
 }
 

@@ -94,6 +94,9 @@ typedef struct tp_summary {
      * regime times), or a summary-only file (no samples kept): part
      * TP_PART_COURSE */
     tp_stack_facts stacks_latest;
+    /* what the user regions' samples count for (analyze/region_within.h):
+     * made once for the stack parts above */
+    tp_region_withins withins;
     /* what the capture windows saw (analyze/ops.h): filled with the stacks */
     tp_ops_facts ops;
     /* the recording's length, seconds (its end, or its last sample's) */

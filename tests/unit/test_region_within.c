@@ -226,9 +226,11 @@ static void test_user_regions_samples_count_in_the_phase_around_them(void **stat
     tp_run *run = tp_run_open(path, err, sizeof err);
     assert_non_null(run);
     tp_stack_facts f;
-    assert_true(tp_stack_facts_build(run, &f, err, sizeof err));
+    tp_region_withins withins = {0};
+    assert_true(tp_stack_facts_build(run, &withins, &f, err, sizeof err));
     check_groups(&f);
     tp_stack_facts_free(&f);
+    tp_region_withins_free(&withins);
     tp_run_close(run);
 
     /* the summary stores the pairs; read back, the same groups */
@@ -240,9 +242,10 @@ static void test_user_regions_samples_count_in_the_phase_around_them(void **stat
     assert_true(tp_stored_region_withins(run, count_stored, &rows, &stored, err, sizeof err));
     assert_true(stored);
     assert_int_equal(rows, 2); /* augment's and logging's */
-    assert_true(tp_stack_facts_build(run, &f, err, sizeof err));
+    assert_true(tp_stack_facts_build(run, &withins, &f, err, sizeof err));
     check_groups(&f);
     tp_stack_facts_free(&f);
+    tp_region_withins_free(&withins);
     tp_run_close(run);
     free(path);
 }

@@ -249,19 +249,31 @@ bool tp_region_withins_from_rows(tp_run *run, tp_region_withins *out, char *err,
     return ok;
 }
 
-/* A stored pair, into the accumulator's pairs as the rows would give it. */
+/* A stored pair, into the accumulator's pairs as the rows would give it;
+ * the names found by hash (a merge's table holds every node's rows, a
+ * crafted one any number). */
+#define STORED_SLOTS (4 * TP_WITHIN_PAIRS_MAX) /* 2 names a pair at most: half empty */
 typedef struct stored_ctx {
     tp_within_acc *acc;
     int64_t next_id;
+    uint32_t *slots; /* index into acc's names + 1, 0 empty */
 } stored_ctx;
 
+/* text's index among the names, added where new (NO_NAME past the bound). */
 static size_t stored_name(stored_ctx *c, const char *text)
 {
-    for (size_t i = 0; i < c->acc->nnames; i++)
-        if (strcmp(c->acc->names[i].text, text) == 0)
-            return i;
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        h = (h ^ *p) * 1099511628211u;
+    size_t k = (size_t)(h % STORED_SLOTS);
+    for (; c->slots[k]; k = (k + 1) % STORED_SLOTS)
+        if (strcmp(c->acc->names[c->slots[k] - 1].text, text) == 0)
+            return c->slots[k] - 1;
+    if (c->acc->nnames >= STORED_SLOTS / 2) /* a crafted file's rows of rejected names */
+        return NO_NAME;
     tp_within_acc_name(c->acc, ++c->next_id, text);
     c->acc->sorted = true; /* ids given in order */
+    c->slots[k] = (uint32_t)c->acc->nnames;
     return c->acc->nnames - 1;
 }
 
@@ -270,19 +282,22 @@ static void add_stored(void *ctx, const char *name, const char *within, double s
     stored_ctx *c = ctx;
     if (c->acc->npairs >= TP_WITHIN_PAIRS_MAX || !(seconds >= 0))
         return;
-    size_t n = stored_name(c, name), w = within ? stored_name(c, within) : NO_NAME;
-    if (c->acc->names[n].standard || (w != NO_NAME && !c->acc->names[w].standard))
-        return; /* a crafted file's: no user region, or inside another user's */
+    size_t n = stored_name(c, name);
+    size_t w = within && n != NO_NAME ? stored_name(c, within) : NO_NAME;
+    if (n == NO_NAME || (within && w == NO_NAME) || c->acc->names[n].standard ||
+        (w != NO_NAME && !c->acc->names[w].standard))
+        return; /* a crafted file's: no user region, inside another user's, past the bound */
     add_pair(c->acc, n, w, seconds);
 }
 
 bool tp_region_withins_build(tp_run *run, tp_region_withins *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
-    stored_ctx c = {tp_within_acc_new(), 0};
+    stored_ctx c = {tp_within_acc_new(), 0, tp_xcalloc(STORED_SLOTS, sizeof(uint32_t))};
     bool stored = false;
     bool ok = tp_stored_region_withins(run, add_stored, &c, &stored, err, cap);
     tp_within_acc_finish(c.acc, out); /* a merge's nodes' pairs summed, as one file's */
+    free(c.slots);
     if (!ok || stored)
         return ok;
     return tp_region_withins_from_rows(run, out, err, cap);

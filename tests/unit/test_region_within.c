@@ -5,7 +5,8 @@
  * by the stack facts (analyze/stack_facts.h) on a run file written here
  * through the real writer: a user region's samples count in the phase
  * around it too, each once in the run's; the same from the summary that
- * stores the pairs. */
+ * stores the pairs, and from a crafted one. */
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,49 @@ static void test_user_regions_samples_count_in_the_phase_around_them(void **stat
     free(path);
 }
 
+/* A crafted summary_region_within: rows that name no user region, a user
+ * region inside another, no name, a time that is no number, and many of
+ * each: the stored pairs read back bounded, the real ones kept. */
+static void test_a_crafted_stored_table_is_read_bounded(void **state)
+{
+    (void)state;
+    char *path = write_run(), err[256];
+    assert_true(tp_summary_store_save(path, err, sizeof err));
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(db,
+                     /* a crafted file's table need not be this one's: no NOT NULL */
+                     "ALTER TABLE summary_region_within RENAME TO kept;"
+                     "CREATE TABLE summary_region_within (name, within, seconds);"
+                     "INSERT INTO summary_region_within SELECT * FROM kept;"
+                     "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k"
+                     "  WHERE i < 30000)"
+                     " INSERT INTO summary_region_within SELECT 'u' || i, 'v' || i, 1 FROM k;"
+                     "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k"
+                     "  WHERE i < 5000)"
+                     " INSERT INTO summary_region_within SELECT 'augment', 'train_batch', 1"
+                     " FROM k;"
+                     "INSERT INTO summary_region_within VALUES ('train_batch', 'forward', 9),"
+                     " (NULL, 'forward', 9), ('logging', 'evaluate', 'many'),"
+                     " ('logging', 'evaluate', -1);",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    tp_region_withins w;
+    assert_true(tp_region_withins_build(run, &w, err, sizeof err));
+    assert_true(w.n <= TP_WITHIN_PAIRS_MAX);
+    assert_string_equal(within_of(&w, "augment"), "train_batch");
+    assert_string_equal(within_of(&w, "logging"), "-"); /* its real row; the crafted left out */
+    assert_null(tp_region_within_find(&w, "train_batch"));
+    assert_null(tp_region_within_find(&w, "u1"));
+    tp_region_withins_free(&w);
+    tp_run_close(run);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -257,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_threads_places_and_lost_levels),
         cmocka_unit_test(test_pairs_are_bounded),
         cmocka_unit_test(test_user_regions_samples_count_in_the_phase_around_them),
+        cmocka_unit_test(test_a_crafted_stored_table_is_read_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

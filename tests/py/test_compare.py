@@ -459,15 +459,18 @@ for i in range(300):
     trainprof.step()
     with trainprof.region("train_batch"):
         time.sleep(0.004)
-    log()
+    {log}log()
 """
 
 
-def test_the_loop_s_own_code_that_moved_is_named_between_two_runs(tmp_path):
+# the logging in a region of the user's own, between the phases: its
+# samples carry only its name, and count in "other" still
+@pytest.mark.parametrize("log", ["", 'with trainprof.region("logging"): '])
+def test_the_loop_s_own_code_that_moved_is_named_between_two_runs(tmp_path, log):
     """B's steps spend longer outside their phases ("other"): the function
     that took that time is named, as for a phase (it was not looked for)."""
     script = tmp_path / "logging.py"
-    script.write_text(LOGGING)
+    script.write_text(LOGGING.replace("{log}", log))
     runs = {}
     for where in ("file", "remote"):
         runs[where] = tmp_path / f"{where}.db"

@@ -22,12 +22,10 @@ static int agent_meta_order(const void *a, const void *b)
     return strcmp(x->key ? x->key : "", y->key ? y->key : "");
 }
 
-/* Checks application_id and user_version. */
-
 /* Whether the SQLite file at path is in WAL mode (its header's format
- * bytes 18 and 19 are 2) and has no -wal file beside it, or an empty one
- * (SQLite makes one as it opens the file). */
-static bool wal_mode_without_wal(const char *path)
+ * bytes 18 and 19 are 2); *no_wal whether it has no -wal file beside it,
+ * or an empty one (SQLite makes one as it opens the file). */
+static bool wal_mode(const char *path, bool *no_wal)
 {
     unsigned char header[20];
     FILE *f = fopen(path, "rb");
@@ -38,9 +36,12 @@ static bool wal_mode_without_wal(const char *path)
     char side[4200];
     struct stat sb;
     snprintf(side, sizeof side, "%s-wal", path);
-    return wal && (stat(side, &sb) != 0 || sb.st_size == 0);
+    *no_wal = stat(side, &sb) != 0 || sb.st_size == 0;
+    return wal;
 }
 
+/* Checks application_id and user_version: false, the reason in err, for a
+ * file that is no run file this trainprof reads. */
 static bool validate(sqlite3 *db, const char *path, char *err, size_t cap)
 {
     int64_t app = 0, version = 0;
@@ -63,13 +64,20 @@ static bool validate(sqlite3 *db, const char *path, char *err, size_t cap)
                  path);
         return false;
     }
-    if (app == 0 && version == 0 && wal_mode_without_wal(path)) {
-        snprintf(err, cap,
-                 "%s: a database in WAL mode with nothing outside its write-ahead log, and "
-                 "%s-wal is not beside it (or empty): a recording killed before its first "
-                 "commit (nothing was recorded), or one copied without its -wal file (copy "
-                 "both, then read it)",
-                 path, path);
+    bool no_wal = false;
+    if (app == 0 && version == 0 && wal_mode(path, &no_wal)) {
+        if (no_wal)
+            snprintf(err, cap,
+                     "%s: a database in WAL mode with nothing outside its write-ahead log, and "
+                     "%s-wal is not beside it (or empty): a recording killed before its first "
+                     "commit (nothing was recorded), or one copied without its -wal file (copy "
+                     "both, then read it)",
+                     path, path);
+        else /* its pages written into the log, the commit not: killed in between */
+            snprintf(err, cap,
+                     "%s: a database in WAL mode whose write-ahead log %s-wal holds no commit: "
+                     "a recording killed before its first commit (nothing was recorded)",
+                     path, path);
         return false;
     }
     if (app != TP_APPLICATION_ID || version < 1) {

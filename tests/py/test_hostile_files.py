@@ -165,6 +165,34 @@ def test_a_copy_without_its_write_ahead_log_is_said_to_be_one(tmp_path):
     assert trainprof("report", run).returncode == 0  # with its -wal: read as it is
 
 
+# A process that makes a database in WAL mode and dies in its first
+# transaction, once its pages spilled into the log (a small page cache) but
+# before the commit: what a recorder SIGKILLed in its schema's commit leaves.
+DIES_BEFORE_COMMIT = """
+import os, sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("PRAGMA cache_size=2")
+db.execute("BEGIN")
+db.execute("CREATE TABLE meta (key TEXT, value TEXT)")
+db.executemany("INSERT INTO meta VALUES (?, ?)", ((str(i), "x" * 500) for i in range(2000)))
+os._exit(9)
+"""
+
+
+def test_a_log_whose_first_commit_never_came_is_said_to_be_one(tmp_path):
+    """Its -wal holds pages and no commit: "a recording killed before its
+    first commit", not "an SQLite database of another kind" (a CI run's
+    recorder SIGKILLed at that moment was told the second)."""
+    run = tmp_path / "killed.db"
+    subprocess.run([PYTHON, "-c", DIES_BEFORE_COMMIT, str(run)], timeout=60)
+    assert (tmp_path / "killed.db-wal").stat().st_size > 4096  # pages, no commit
+    for args in (("report",), ("report", "--json"), ("export",)):
+        r = trainprof(*args, run)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "holds no commit: a recording killed before its first commit" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("stored", ["before", -5, 10**9])
 def test_a_rank_s_measured_steps_are_trusted_only_within_its_steps(tmp_path, stored):
     """summary_rank.measured_steps divides every per-step figure of a rank:

@@ -4,6 +4,7 @@
 #include <curses.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,9 +97,15 @@ static void draw_cpu(top_state *t, int cols, int *row)
     move((*row)++, 0);
     printw("CPU  ");
     if (latest(t, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v)) {
+        double steal; /* a virtual machine's host taking its CPUs: said where it does */
+        bool stolen = latest(t, TP_METRIC_CPU_STEAL_PERCENT, "{}", &steal) && steal >= 0.5;
+        int width = cols - 40 - (stolen ? 12 : 0);
         tp_top_bar(20, v);
-        spark(&t->cpu, cols - 40 > 0 ? (cols - 40 < HISTORY ? cols - 40 : HISTORY) : 0, hist);
-        printw(" %5.1f%%  %s", v, hist);
+        spark(&t->cpu, width > 0 ? (width < HISTORY ? width : HISTORY) : 0, hist);
+        printw(" %5.1f%%", v);
+        if (stolen)
+            printw(" steal %3.0f%%", steal);
+        printw("  %s", hist);
     }
     int per_row = cols >= 100 ? 4 : cols >= 60 ? 3 : 2, col = 0;
     for (int c = 0; c < MAX_CORES; c++) {

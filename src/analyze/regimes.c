@@ -103,10 +103,9 @@ static void machine_over(tp_run *run, int rank, int64_t agent, int gpu, int64_t 
     double busy = mean_between(run, agent, TP_METRIC_CPU_UTIL_PERCENT, t0, t1);
     double own = mean_between(run, agent, TP_METRIC_PROC_CPU_PERCENT, t0, t1);
     const char *cpus = tp_run_agent_meta_get(run, agent, TP_META_CPU_COUNT);
-    double cores = cpus ? strtod(cpus, NULL) : 0;
-    m->others_cpu_percent = cores >= 1 ? busy - own / cores : NAN;
-    if (m->others_cpu_percent < 0)
-        m->others_cpu_percent = 0;
+    m->cpu_steal_percent = mean_between(run, agent, TP_METRIC_CPU_STEAL_PERCENT, t0, t1);
+    m->others_cpu_percent =
+        tp_others_cpu_percent(busy, m->cpu_steal_percent, own, cpus ? strtod(cpus, NULL) : 0);
     m->cpu_pressure = mean_between(run, agent, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, t0, t1);
     m->training_cpu_wait = mean_between(run, agent, TP_METRIC_PROC_CPU_WAIT_PERCENT, t0, t1);
     m->io_pressure = mean_between(run, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, t0, t1);
@@ -140,6 +139,8 @@ void tp_regime_find_causes(const tp_regime *p, tp_regime *g)
     const tp_regime_machine *a = &p->machine, *b = &g->machine;
     if (fabs(b->others_cpu_percent - a->others_cpu_percent) >= 15)
         add_cause(g, TP_CAUSE_OTHERS_CPU, 0, a->others_cpu_percent, b->others_cpu_percent);
+    if (fabs(b->cpu_steal_percent - a->cpu_steal_percent) >= TP_CAUSE_STEAL_POINTS)
+        add_cause(g, TP_CAUSE_CPU_STEAL, 0, a->cpu_steal_percent, b->cpu_steal_percent);
     bool stepped = isfinite(a->step_cpu_wait) && isfinite(b->step_cpu_wait);
     bool waited = stepped || (isfinite(a->training_cpu_wait) && isfinite(b->training_cpu_wait));
     if (stepped && fabs(b->step_cpu_wait - a->step_cpu_wait) >= 10)

@@ -25,7 +25,11 @@
 
 /* What the machine did over a regime (NaN where not recorded). */
 typedef struct tp_regime_machine {
-    double others_cpu_percent; /* the CPUs' busy share less the training's tree's, % of all */
+    /* the CPUs' busy share less the training's tree's and the steal, % of all */
+    double others_cpu_percent;
+    /* the hypervisor's steal (cpu_steal_percent), % of all: a virtual
+     * machine's CPUs given to others while they had work (NaN: not counted) */
+    double cpu_steal_percent;
     double cpu_pressure, io_pressure; /* "some" pressure stall, % of time */
     /* the training's processes' main threads waiting for a CPU, % of the
      * time (run-queue delay: proc_cpu_wait_percent) */
@@ -53,6 +57,7 @@ typedef struct tp_regime_machine {
 static inline tp_regime_machine tp_regime_machine_unknown(void)
 {
     return (tp_regime_machine){.others_cpu_percent = NAN,
+                               .cpu_steal_percent = NAN,
                                .cpu_pressure = NAN,
                                .io_pressure = NAN,
                                .training_cpu_wait = NAN,
@@ -67,6 +72,17 @@ static inline tp_regime_machine tp_regime_machine_unknown(void)
                                .io_p50 = -1,
                                .disk_p50 = -1,
                                .gpu_trouble_share = NAN};
+}
+
+/* Other processes' share of a machine's CPUs, %: its busy share (%, steal
+ * inside) less the steal (%, NaN: not counted) and the training's tree's
+ * CPU (100 a core) over its cores; NaN where the cores are unknown. */
+static inline double tp_others_cpu_percent(double busy, double steal, double own, double cores)
+{
+    if (!(cores >= 1))
+        return NAN;
+    double others = busy - (isfinite(steal) ? steal : 0) - own / cores;
+    return others > 0 ? others : 0;
 }
 
 /* What changed with the pace, from the regime before to this one. */
@@ -92,7 +108,12 @@ typedef enum {
      * or more and made it a straggler over the regime (analyze/ranks.h:
      * tp_ranks_pace_cause): seconds a step, before and after */
     TP_CAUSE_STRAGGLER,
+    /* the hypervisor's steal, +-TP_CAUSE_STEAL_POINTS or more: a virtual
+     * machine's host gave its CPUs to others */
+    TP_CAUSE_CPU_STEAL,
 } tp_cause_kind;
+
+#define TP_CAUSE_STEAL_POINTS 5.0
 
 #define TP_CAUSE_TEXT 160 /* a function's or file's text kept in a cause, cut beyond */
 

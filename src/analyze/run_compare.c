@@ -73,8 +73,9 @@ static void machine_over_steps(const tp_summary *s, int rank, tp_regime_machine 
     double busy = mean_over_steps(s, agent, TP_METRIC_CPU_UTIL_PERCENT, "{}");
     double own = mean_over_steps(s, agent, TP_METRIC_PROC_CPU_PERCENT, "{}");
     const char *cpus = tp_run_agent_meta_get(s->run, agent, TP_META_CPU_COUNT);
-    double cores = cpus ? strtod(cpus, NULL) : 0;
-    m->others_cpu_percent = cores >= 1 ? fmax(0, busy - own / cores) : NAN;
+    m->cpu_steal_percent = mean_over_steps(s, agent, TP_METRIC_CPU_STEAL_PERCENT, "{}");
+    m->others_cpu_percent =
+        tp_others_cpu_percent(busy, m->cpu_steal_percent, own, cpus ? strtod(cpus, NULL) : 0);
     m->cpu_pressure = mean_over_steps(s, agent, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
     m->training_cpu_wait = mean_over_steps(s, agent, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
     char step_labels[48];

@@ -1,8 +1,12 @@
-/* cpu.c: CPU utilization, total and per core, from /proc/stat.
+/* cpu.c: CPU utilization, total and per core, from /proc/stat, and the
+ * machine's steal.
  *
  * Utilization is the share of jiffies that were neither idle nor iowait
  * between two reads (guest time is already inside user time and is not added
- * again). Cores that go offline simply stop producing samples. */
+ * again). Cores that go offline simply stop producing samples. Steal (the
+ * eighth column, where the kernel has one) is the share of jiffies the
+ * hypervisor ran something else while this machine's CPUs had work: inside
+ * the utilization, and said apart for the whole machine only. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,15 +20,15 @@
 #include "util/grow.h"
 
 typedef struct cpu_times {
-    uint64_t busy, total;
-    bool valid;
+    uint64_t busy, total, steal;
+    bool valid, has_steal;
 } cpu_times;
 
 typedef struct cpu_collector {
     tp_collector base;
     tp_sink *sink;
     tp_procfile stat;
-    uint32_t total_series;
+    uint32_t total_series, steal_series; /* steal_series 0: not registered yet */
     cpu_times total_prev;
     cpu_times *core_prev;  /* indexed by core number */
     uint32_t *core_series; /* 0: not registered yet */
@@ -44,8 +48,26 @@ static bool parse_times(const char **p, const char *end, cpu_times *out)
     uint64_t idle = v[3] + v[4]; /* idle + iowait */
     out->total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
     out->busy = out->total - idle;
+    out->steal = v[7];
+    out->has_steal = n >= 8;
     out->valid = true;
     return true;
+}
+
+/* Emits the machine's steal between prev and cur (the whole machine's
+ * times), where both reads had the column: before emit_util moves the
+ * baseline. */
+static void emit_steal(cpu_collector *c, const cpu_times *prev, const cpu_times *cur,
+                       uint64_t now_ns)
+{
+    uint64_t dsteal, dtotal;
+    if (!prev->valid || !prev->has_steal || !cur->has_steal ||
+        !tp_counter_delta(prev->total, cur->total, &dtotal) || dtotal == 0 ||
+        !tp_counter_delta(prev->steal, cur->steal, &dsteal) || dsteal > dtotal)
+        return;
+    if (!c->steal_series)
+        c->steal_series = tp_sink_series(c->sink, TP_METRIC_CPU_STEAL_PERCENT, "{}");
+    tp_sink_sample(c->sink, c->steal_series, now_ns, 100.0 * (double)dsteal / (double)dtotal);
 }
 
 /* Emits the utilization between prev and cur, then makes cur the baseline. */
@@ -92,6 +114,7 @@ static void cpu_sample(tp_collector *base, uint64_t now_ns)
         cpu_times cur;
         if (q < end && (*q == ' ' || *q == '\t')) {
             if (parse_times(&q, end, &cur)) {
+                emit_steal(c, &c->total_prev, &cur, now_ns);
                 emit_util(c, c->total_series, &c->total_prev, &cur, now_ns);
                 total = true;
             }

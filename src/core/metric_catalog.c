@@ -6,6 +6,9 @@
 static const tp_metric_def catalog[] = {
     {TP_METRIC_CPU_UTIL_PERCENT, TP_UNIT_PERCENT, "cpu",
      "CPU time not idle or iowait, averaged over all cores (no label) or per core (cpu)"},
+    {TP_METRIC_CPU_STEAL_PERCENT, TP_UNIT_PERCENT, "cpu",
+     "CPU time a virtual machine's hypervisor gave to others while its CPUs had work (steal), "
+     "averaged over all cores; inside cpu_util_percent; where the kernel counts it"},
     {TP_METRIC_HOST_MEM_USED_BYTES, TP_UNIT_BYTES, "mem", "MemTotal - MemAvailable"},
     {TP_METRIC_HOST_MEM_AVAILABLE_BYTES, TP_UNIT_BYTES, "mem", "MemAvailable"},
     {TP_METRIC_SWAP_USED_BYTES, TP_UNIT_BYTES, "mem", "SwapTotal - SwapFree"},

@@ -10,6 +10,7 @@
 /* The metrics' names. Code names a metric by these, never by a literal:
  * a misspelt name does not compile (tests/py/test_layers.py holds it). */
 #define TP_METRIC_CPU_UTIL_PERCENT             "cpu_util_percent"
+#define TP_METRIC_CPU_STEAL_PERCENT            "cpu_steal_percent"
 #define TP_METRIC_HOST_MEM_USED_BYTES          "host_mem_used_bytes"
 #define TP_METRIC_HOST_MEM_AVAILABLE_BYTES     "host_mem_available_bytes"
 #define TP_METRIC_SWAP_USED_BYTES              "swap_used_bytes"

@@ -48,6 +48,12 @@ void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t
                          "%sprocesses not the training's used %.0f%% of the CPUs instead of %.0f%%",
                          sep, c->after, c->before);
             break;
+        case TP_CAUSE_CPU_STEAL:
+            n = snprintf(out + len, cap - len,
+                         "%sthe virtual machine's host gave its CPUs to others (steal) %.0f%% of "
+                         "the time instead of %.0f%%",
+                         sep, c->after, c->before);
+            break;
         case TP_CAUSE_CPU_WAIT:
             n = snprintf(out + len, cap - len,
                          "%sthe training's processes waited for a CPU %.0f%% of the time instead "
@@ -107,7 +113,8 @@ static const char *const cause_names[] = {"phase",
                                           "gpu_trouble_share",
                                           "function",
                                           TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
-                                          "straggler"};
+                                          "straggler",
+                                          TP_METRIC_CPU_STEAL_PERCENT};
 
 void tp_causes_json(json_writer *w, const tp_regime_cause *causes, size_t n)
 {

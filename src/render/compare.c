@@ -185,6 +185,27 @@ static void side_line(FILE *out, const char *name, const tp_compare_side *s)
         fprintf(out, "  %s  %s (%zu step%s)\n", name, s->path, s->steps, s->steps == 1 ? "" : "s");
 }
 
+/* The machine over each side's steps, A's figure then B's. */
+static void machine_lines(FILE *out, const tp_regime_machine *ma, const tp_regime_machine *mb)
+{
+    fputs("\nThe machine over the steps (A, B)\n", out);
+    fprintf(out, "  CPUs used by other processes   %5.0f%%  %5.0f%%\n", ma->others_cpu_percent,
+            mb->others_cpu_percent);
+    if (ma->cpu_steal_percent >= 0.5 || mb->cpu_steal_percent >= 0.5) /* a virtual machine's */
+        fprintf(out, "  CPUs taken by the VM's host    %5.0f%%  %5.0f%%\n", ma->cpu_steal_percent,
+                mb->cpu_steal_percent);
+    if (isfinite(ma->training_cpu_wait) || isfinite(mb->training_cpu_wait))
+        fprintf(out, "  the training waiting for a CPU %5.0f%%  %5.0f%%\n", ma->training_cpu_wait,
+                mb->training_cpu_wait);
+    if (isfinite(ma->step_cpu_wait) || isfinite(mb->step_cpu_wait))
+        fprintf(out, "  its step thread waiting        %5.0f%%  %5.0f%%\n", ma->step_cpu_wait,
+                mb->step_cpu_wait);
+    fprintf(out, "  tasks waiting for a CPU        %5.0f%%  %5.0f%%\n", ma->cpu_pressure,
+            mb->cpu_pressure);
+    fprintf(out, "  tasks waiting for storage      %5.0f%%  %5.0f%%\n", ma->io_pressure,
+            mb->io_pressure);
+}
+
 void tp_compare_text(FILE *out, const tp_run_compare *c)
 {
     fputs("trainprof compare\n", out);
@@ -233,20 +254,7 @@ void tp_compare_text(FILE *out, const tp_run_compare *c)
         duration(b, sizeof b, c->b.step_s);
         fprintf(out, "  %-20s %12s %12s\n", "step", a, b);
     }
-    const tp_regime_machine *ma = &c->a.machine, *mb = &c->b.machine;
-    fputs("\nThe machine over the steps (A, B)\n", out);
-    fprintf(out, "  CPUs used by other processes   %5.0f%%  %5.0f%%\n", ma->others_cpu_percent,
-            mb->others_cpu_percent);
-    if (isfinite(ma->training_cpu_wait) || isfinite(mb->training_cpu_wait))
-        fprintf(out, "  the training waiting for a CPU %5.0f%%  %5.0f%%\n", ma->training_cpu_wait,
-                mb->training_cpu_wait);
-    if (isfinite(ma->step_cpu_wait) || isfinite(mb->step_cpu_wait))
-        fprintf(out, "  its step thread waiting        %5.0f%%  %5.0f%%\n", ma->step_cpu_wait,
-                mb->step_cpu_wait);
-    fprintf(out, "  tasks waiting for a CPU        %5.0f%%  %5.0f%%\n", ma->cpu_pressure,
-            mb->cpu_pressure);
-    fprintf(out, "  tasks waiting for storage      %5.0f%%  %5.0f%%\n", ma->io_pressure,
-            mb->io_pressure);
+    machine_lines(out, &c->a.machine, &c->b.machine);
     if (c->nfacts) {
         fputs("\nWhat differs between the runs (A, then B)\n", out);
         for (size_t i = 0; i < c->nfacts; i++)
@@ -309,6 +317,7 @@ static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
     }
     json_object_end(w);
     const char *keys[] = {"others_cpu_percent",
+                          TP_METRIC_CPU_STEAL_PERCENT,
                           "training_cpu_wait_percent",
                           TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
                           "cpu_pressure_percent",
@@ -317,10 +326,11 @@ static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
                           "swap_in_use_bytes",
                           "gpu_clock_mhz",
                           "gpu_trouble_share"};
-    const double values[] = {
-        s->machine.others_cpu_percent, s->machine.training_cpu_wait, s->machine.step_cpu_wait,
-        s->machine.cpu_pressure,       s->machine.io_pressure,       s->machine.mem_used_bytes,
-        s->machine.swap_used_bytes,    s->machine.gpu_sm_clock_mhz,  s->machine.gpu_trouble_share};
+    const double values[] = {s->machine.others_cpu_percent, s->machine.cpu_steal_percent,
+                             s->machine.training_cpu_wait,  s->machine.step_cpu_wait,
+                             s->machine.cpu_pressure,       s->machine.io_pressure,
+                             s->machine.mem_used_bytes,     s->machine.swap_used_bytes,
+                             s->machine.gpu_sm_clock_mhz,   s->machine.gpu_trouble_share};
     json_key(w, "machine");
     json_object_begin(w);
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {

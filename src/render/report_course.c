@@ -515,6 +515,7 @@ static void regime_json(json_writer *w, const tp_regime *g)
     json_key(w, "machine");
     json_object_begin(w);
     json_field_double(w, "others_cpu_percent", g->machine.others_cpu_percent);
+    json_field_double(w, TP_METRIC_CPU_STEAL_PERCENT, g->machine.cpu_steal_percent);
     json_field_double(w, "training_cpu_wait_percent", g->machine.training_cpu_wait);
     json_field_double(w, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, g->machine.step_cpu_wait);
     json_field_double(w, "cpu_pressure_percent", g->machine.cpu_pressure);

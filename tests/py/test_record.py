@@ -79,6 +79,13 @@ def test_workload_shows_cpu_memory_and_writes(run_file, tmp_path):
     assert 90e6 < written < 130e6, written
     host_cpu = metric(rep, "cpu_util_percent")
     assert 0 < host_cpu["max"] <= 100
+    with open("/proc/stat") as f:  # the kernel counts steal: its eighth column
+        counts_steal = len(f.readline().split()) > 8
+    if counts_steal:  # the hypervisor's share, inside the busy share at every sample
+        steal = dict(samples(run_file, "cpu_steal_percent"))
+        busy = dict(samples(run_file, "cpu_util_percent"))
+        assert steal and steal.keys() <= busy.keys(), (steal, busy)
+        assert all(0 <= v <= busy[t] + 1e-9 for t, v in steal.items()), (steal, busy)
     assert metric(rep, "host_mem_used_bytes")["max"] > 300e6
     assert metric(rep, "proc_count")["max"] >= 1
     for m in rep["agents"][0]["metrics"]:

@@ -89,6 +89,39 @@ static void test_cpu_malformed_lines(void **state)
     free(root);
 }
 
+/* The steal column (the eighth): the whole machine's share of jiffies the
+ * hypervisor gave to others, one series; a kernel without the column (or a
+ * line cut short) gives none, and steal stays inside the utilization. */
+static void test_cpu_steal(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    fx_write(root, "proc/stat", "cpu  100 0 0 100 0 0 0 0 0 0\ncpu0 100 0 0 100 0 0 0 0 0 0\n");
+    test_env t;
+    test_env_open(&t, root, 0);
+    tp_collector *c = tp_cpu_collector_new(&t.env);
+    assert_non_null(c);
+    c->sample(c, SEC);
+    /* 200 jiffies more: 50 user, 100 idle, 50 stolen */
+    fx_write(root, "proc/stat", "cpu  150 0 0 200 0 0 0 50 0 0\ncpu0 150 0 0 200 0 0 0 50 0 0\n");
+    c->sample(c, 2 * SEC);
+    fx_write(root, "proc/stat", "cpu  160 0 0 210\n"); /* no steal column: no sample */
+    c->sample(c, 3 * SEC);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[4];
+    assert_int_equal(cap_series_count(&b, "cpu_steal_percent"), 1); /* the machine's only */
+    assert_int_equal(cap_values(&b, "cpu_steal_percent", "{}", v, 4), 1);
+    assert_true(fabs(v[0] - 25.0) < 1e-9);
+    assert_int_equal(cap_values(&b, "cpu_util_percent", "{}", v, 4), 1);
+    assert_true(fabs(v[0] - 50.0) < 1e-9); /* user and steal: busy */
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
 /* An empty /proc/stat and a garbled /proc/meminfo: no series, and the run
  * says so once each (they used to vanish without a word). */
 static void test_empty_or_garbled_files_are_said_once(void **state)
@@ -488,6 +521,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpu_256_cores),
         cmocka_unit_test(test_cpu_malformed_lines),
+        cmocka_unit_test(test_cpu_steal),
         cmocka_unit_test(test_disk_physical_wrap_vanish),
         cmocka_unit_test(test_net_loopback_and_wrap),
         cmocka_unit_test(test_infiniband_ports),

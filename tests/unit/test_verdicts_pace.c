@@ -179,6 +179,40 @@ static void test_a_straggler_since_the_change_is_its_cause(void **state)
     assert_int_equal(steady.ncauses, 0);
 }
 
+/* A virtual machine whose host gave its CPUs to others midway: the steal
+ * that grew is a cause of its own, apart from other processes' CPU (which
+ * leaves the steal out); a steal that barely moved, or one not counted on
+ * either side (bare metal, a file recorded before it), is none. */
+static void test_the_hypervisor_s_steal_is_a_cause(void **state)
+{
+    (void)state;
+    /* 2 cores: busy 40 % then 70 %, the training a core of them, the steal 2 % then 30 % */
+    double before_others = tp_others_cpu_percent(40, 2, 60, 2);
+    double after_others = tp_others_cpu_percent(70, 30, 60, 2);
+    assert_float_equal(before_others, 8, 1e-9);
+    assert_float_equal(after_others, 10, 1e-9); /* the others kept their share */
+    assert_float_equal(tp_others_cpu_percent(70, NAN, 60, 2), 40, 1e-9); /* not counted */
+    assert_true(isnan(tp_others_cpu_percent(70, 30, 60, 0)));            /* cores unknown */
+    assert_float_equal(tp_others_cpu_percent(30, 10, 60, 2), 0, 1e-9);   /* never below 0 */
+    tp_regime a = {.machine = tp_regime_machine_unknown()}, b = a;
+    a.machine.others_cpu_percent = before_others, b.machine.others_cpu_percent = after_others;
+    a.machine.cpu_steal_percent = 2, b.machine.cpu_steal_percent = 30;
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 1);
+    assert_int_equal(b.causes[0].kind, TP_CAUSE_CPU_STEAL);
+    assert_true(b.causes[0].before == 2 && b.causes[0].after == 30);
+    char words[400];
+    tp_causes_text(words, sizeof words, b.causes, b.ncauses);
+    assert_string_equal(words, "the virtual machine's host gave its CPUs to others (steal) 30% "
+                               "of the time instead of 2%");
+    b.ncauses = 0, b.machine.cpu_steal_percent = 2 + TP_CAUSE_STEAL_POINTS - 0.5;
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 0);
+    b.machine.cpu_steal_percent = NAN;
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 0);
+}
+
 /* One process whose loader waited on latency, then on CPUs that others
  * took from step 401 on (burners started): its input_bound, judged on the
  * latest pace, takes that pace's cause from the regime's medians (others
@@ -237,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_a_rank_s_steps_are_judged_on_its_latest_pace),
         cmocka_unit_test(test_a_rank_s_split_over_a_span_of_its_groups),
         cmocka_unit_test(test_a_straggler_since_the_change_is_its_cause),
+        cmocka_unit_test(test_the_hypervisor_s_steal_is_a_cause),
         cmocka_unit_test(test_an_input_bound_pace_s_cause_is_that_pace_s),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

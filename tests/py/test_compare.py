@@ -386,7 +386,11 @@ def test_a_run_whose_pace_changed_is_compared_on_its_latest_pace(tmp_path):
     for rep in (report_json(bare), rows):
         assert rep["verdicts"] == rep_b["verdicts"] and rep["regimes"] == rep_b["regimes"], rep
     c = compare_json(a, b)
-    assert c["a"]["paces"] == 1 and "first_step" not in c["a"], c["a"]
+    # A keeps one pace on a quiet machine; beside the spread's other tests
+    # their load comes and goes (three paces once): its side is then its
+    # latest pace, as its report judges it
+    paces_a = len(report_json(a)["regimes"]["regimes"])
+    assert c["a"]["paces"] == paces_a and ("first_step" in c["a"]) == (paces_a > 1), c["a"]
     assert c["b"]["paces"] >= 2 and c["b"]["first_step"] == latest["first_step"], c["b"]
     # B's side is its latest pace's steps: 40 ms or so against 16
     assert abs(c["b"]["step_mean_s"] / latest["step_mean_s"] - 1) < 0.02, (c["b"], latest)

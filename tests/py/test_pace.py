@@ -123,6 +123,16 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
 
 
 STEADY = 200  # steps: 4 s of them
+# what the machine did that a change of pace names as its cause (report --json)
+MACHINE_CAUSES = {
+    "others_cpu_percent",
+    "cpu_steal_percent",
+    "training_cpu_wait_percent",
+    "step_thread_cpu_wait_percent",
+    "cpu_pressure_percent",
+    "io_pressure_percent",
+    "swap_in_use_bytes",
+}
 
 
 def test_a_steady_run_is_one_regime(tmp_path, run_file):
@@ -133,7 +143,13 @@ def test_a_steady_run_is_one_regime(tmp_path, run_file):
     # from the first step past the warm-up (a first step of 40 ms against the
     # others' 5, once, right after the other CI work: a warm-up step of one)
     first = 1 + rep["steps"][0]["warmup_steps"]
-    if load.busy:  # other processes' load comes and goes: a change of pace is right then
+    # other processes' load comes and goes, and a virtual machine's host gives
+    # its CPUs to others for a while: a change of pace is right then, where
+    # the test saw others' load or the report names what changed on the
+    # machine (a CI run went 27 then 31 ms a step from step 80, with others
+    # at under half a CPU on average)
+    named = all(MACHINE_CAUSES & {c["kind"] for c in r["causes"]} for r in regimes[1:])
+    if load.busy or (len(regimes) > 1 and named):
         assert regimes[0]["first_step"] == first and regimes[-1]["last_step"] == STEADY, regimes
         return
     assert len(regimes) == 1, regimes

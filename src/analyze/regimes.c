@@ -78,11 +78,15 @@ static void machine_over(tp_run *run, int rank, int64_t agent, int gpu, int64_t 
         return; /* its series' first and last samples only: nothing known of a span */
     char step_labels[48];
     double wait;
-    m->step_cpu_wait = NAN;
-    if (tp_rank_step_thread_labels(run, rank, agent, step_labels, sizeof step_labels) &&
-        tp_run_agent_mean_between(run, agent, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, step_labels,
-                                  t0, t1, &wait))
-        m->step_cpu_wait = wait;
+    m->step_cpu_wait = m->step_cpu_busy = NAN;
+    if (tp_rank_step_thread_labels(run, rank, agent, step_labels, sizeof step_labels)) {
+        if (tp_run_agent_mean_between(run, agent, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
+                                      step_labels, t0, t1, &wait))
+            m->step_cpu_wait = wait;
+        if (tp_run_agent_mean_between(run, agent, TP_METRIC_STEP_THREAD_CPU_PERCENT, step_labels,
+                                      t0, t1, &wait))
+            m->step_cpu_busy = wait;
+    }
     m->gpu_sm_clock_mhz = m->gpu_trouble_share = m->gpu_busy_percent = NAN;
     if (gpu >= 0) {
         char index[16], labels[48];
@@ -121,6 +125,19 @@ static void add_cause(tp_regime *g, tp_cause_kind kind, size_t phase, double bef
             (tp_regime_cause){.kind = kind, .phase = phase, .before = before, .after = after};
 }
 
+/* The step thread's CPU time a step, where it moved from p to g the way
+ * the mean step did by half of its change or more, on a rank without a
+ * GPU: TP_CAUSE_STEP_COMPUTED. */
+static void step_computed_cause(const tp_regime *p, tp_regime *g)
+{
+    const tp_regime_machine *a = &p->machine, *b = &g->machine;
+    double before = a->step_cpu_busy / 100 * p->mean_s, after = b->step_cpu_busy / 100 * g->mean_s;
+    double computed = after - before, step = g->mean_s - p->mean_s;
+    if (!isfinite(a->gpu_busy_percent) && !isfinite(b->gpu_busy_percent) && computed * step > 0 &&
+        fabs(computed) >= 0.5 * fabs(step))
+        add_cause(g, TP_CAUSE_STEP_COMPUTED, 0, before, after);
+}
+
 void tp_regime_find_causes(const tp_regime *p, tp_regime *g)
 {
     size_t moved = TP_STEP_PHASES;
@@ -157,6 +174,7 @@ void tp_regime_find_causes(const tp_regime *p, tp_regime *g)
         add_cause(g, TP_CAUSE_GPU_CLOCK, 0, a->gpu_sm_clock_mhz, b->gpu_sm_clock_mhz);
     if (fabs(b->gpu_trouble_share - a->gpu_trouble_share) >= 0.2)
         add_cause(g, TP_CAUSE_GPU_THROTTLE, 0, a->gpu_trouble_share, b->gpu_trouble_share);
+    step_computed_cause(p, g);
 }
 
 /* The steps of group g of ph: from its first step to the next group's. */

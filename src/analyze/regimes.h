@@ -37,6 +37,9 @@ typedef struct tp_regime_machine {
     /* the rank's step thread waiting for a CPU, % of the time
      * (step_thread_cpu_wait_percent of its process; NaN: not recorded) */
     double step_cpu_wait;
+    /* the rank's step thread on a CPU, % of the time
+     * (step_thread_cpu_percent of its process; NaN: not recorded) */
+    double step_cpu_busy;
     double mem_used_bytes, swap_used_bytes;
     /* the rank's GPU: its SM clock (MHz) and the share of its samples with a
      * troubling clock event reason (NaN: no GPU known, or none recorded) */
@@ -62,6 +65,7 @@ static inline tp_regime_machine tp_regime_machine_unknown(void)
                                .io_pressure = NAN,
                                .training_cpu_wait = NAN,
                                .step_cpu_wait = NAN,
+                               .step_cpu_busy = NAN,
                                .mem_used_bytes = NAN,
                                .swap_used_bytes = NAN,
                                .gpu_sm_clock_mhz = NAN,
@@ -111,6 +115,13 @@ typedef enum {
     /* the hypervisor's steal, +-TP_CAUSE_STEAL_POINTS or more: a virtual
      * machine's host gave its CPUs to others */
     TP_CAUSE_CPU_STEAL,
+    /* the rank's step thread's CPU time a step (its share on a CPU times
+     * the mean step: seconds, before and after), where it moved the way the
+     * step did by half of its change or more, on a rank without a GPU (whose
+     * host may spin while it waits for it): the same code computed slower
+     * (the CPU's clock, another guest's or process's work on its core) or
+     * did more */
+    TP_CAUSE_STEP_COMPUTED,
 } tp_cause_kind;
 
 #define TP_CAUSE_STEAL_POINTS 5.0

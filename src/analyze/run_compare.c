@@ -79,10 +79,12 @@ static void machine_over_steps(const tp_summary *s, int rank, tp_regime_machine 
     m->cpu_pressure = mean_over_steps(s, agent, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
     m->training_cpu_wait = mean_over_steps(s, agent, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
     char step_labels[48];
+    bool stepped = tp_rank_step_thread_labels(s->run, rank, agent, step_labels, sizeof step_labels);
     m->step_cpu_wait =
-        tp_rank_step_thread_labels(s->run, rank, agent, step_labels, sizeof step_labels)
-            ? mean_over_steps(s, agent, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, step_labels)
-            : NAN;
+        stepped ? mean_over_steps(s, agent, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, step_labels)
+                : NAN;
+    m->step_cpu_busy =
+        stepped ? mean_over_steps(s, agent, TP_METRIC_STEP_THREAD_CPU_PERCENT, step_labels) : NAN;
     m->io_pressure = mean_over_steps(s, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}");
     m->mem_used_bytes = mean_over_steps(s, agent, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
     m->swap_used_bytes = mean_over_steps(s, agent, TP_METRIC_SWAP_USED_BYTES, "{}");
@@ -355,6 +357,13 @@ bool tp_run_compare_build(const tp_summary *a, const tp_verdicts *va, const tp_s
         memcpy(pa.phase_level_s, out->a.phase_s, sizeof pa.phase_level_s); /* means, as step_s */
         memcpy(pb.phase_level_s, out->b.phase_s, sizeof pb.phase_level_s);
         tp_regime_find_causes(&pa, &pb);
+        /* two runs may run other code: the step thread's CPU time a step
+         * is no "same code computed slower" between them */
+        size_t kept = 0;
+        for (size_t i = 0; i < pb.ncauses; i++)
+            if (pb.causes[i].kind != TP_CAUSE_STEP_COMPUTED)
+                pb.causes[kept++] = pb.causes[i];
+        pb.ncauses = kept;
         /* causes explain a change: none where the step did not change and
          * no phase moved (the same run twice, its loader 10 % apart in noise) */
         bool any_moved = false;
@@ -459,7 +468,7 @@ size_t tp_compare_machine_causes(const tp_run_compare *c, tp_regime_cause out[TP
     size_t n = 0;
     for (size_t i = 0; i < c->ncauses && i < TP_REGIME_CAUSES; i++) {
         tp_cause_kind kind = c->causes[i].kind;
-        if (kind == TP_CAUSE_PHASE || kind == TP_CAUSE_FUNCTION ||
+        if (kind == TP_CAUSE_PHASE || kind == TP_CAUSE_FUNCTION || kind == TP_CAUSE_STEP_COMPUTED ||
             ((kind == TP_CAUSE_CPU_PRESSURE || kind == TP_CAUSE_CPU_WAIT ||
               kind == TP_CAUSE_STEP_CPU_WAIT) &&
              !others))

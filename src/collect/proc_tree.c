@@ -302,11 +302,11 @@ static bool add_member(proc_tree_collector *c, pt_entry *e, pt_totals *t)
         e->has_prev = false; /* pid reused */
         e->starttime = st.starttime;
     }
-    uint64_t rd = 0, wr = 0, wait_ns = 0;
+    uint64_t rd = 0, wr = 0, wait_ns = 0, on_cpu_ns = 0;
     n = read_member_file(c, e, e->io_fd, "io", buf, sizeof buf);
     bool have_io = n > 0 && parse_io(buf, (size_t)n, &rd, &wr);
     n = read_member_file(c, e, e->sched_fd, "schedstat", buf, sizeof buf);
-    bool have_wait = n > 0 && tp_schedstat_parse(buf, (size_t)n, &wait_ns);
+    bool have_wait = n > 0 && tp_schedstat_parse(buf, (size_t)n, &on_cpu_ns, &wait_ns);
     t->count++;
     t->threads += st.threads;
     t->rss_pages += st.rss_pages;

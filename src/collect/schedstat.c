@@ -7,14 +7,14 @@
 
 #include "util/text_parse.h"
 
-bool tp_schedstat_parse(const char *buf, size_t len, uint64_t *wait_ns)
+bool tp_schedstat_parse(const char *buf, size_t len, uint64_t *on_cpu_ns, uint64_t *wait_ns)
 {
     const char *p = buf, *end = buf + len;
-    uint64_t on_cpu;
-    return tp_parse_u64(&p, end, &on_cpu) && tp_parse_u64(&p, end, wait_ns);
+    return tp_parse_u64(&p, end, on_cpu_ns) && tp_parse_u64(&p, end, wait_ns);
 }
 
-bool tp_schedstat_thread_wait(const tp_sysroot *root, int pid, int tid, uint64_t *wait_ns)
+bool tp_schedstat_thread(const tp_sysroot *root, int pid, int tid, uint64_t *on_cpu_ns,
+                         uint64_t *wait_ns)
 {
     if (pid <= 0 || tid <= 0)
         return false;
@@ -25,5 +25,5 @@ bool tp_schedstat_thread_wait(const tp_sysroot *root, int pid, int tid, uint64_t
         return false;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    return n > 0 && tp_schedstat_parse(buf, (size_t)n, wait_ns);
+    return n > 0 && tp_schedstat_parse(buf, (size_t)n, on_cpu_ns, wait_ns);
 }

@@ -40,6 +40,9 @@ static const tp_metric_def catalog[] = {
     {TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, TP_UNIT_PERCENT, "proc",
      "time each traced process's step thread (the one that marks its steps) waited for a CPU "
      "(run queue), per process {pid}, 100 = all the time"},
+    {TP_METRIC_STEP_THREAD_CPU_PERCENT, TP_UNIT_PERCENT, "proc",
+     "time each traced process's step thread ran on a CPU, per process {pid}, 100 = all the "
+     "time"},
     {TP_METRIC_PRESSURE_CPU_SOME_PERCENT, TP_UNIT_PERCENT, "pressure",
      "share of time some task waited for CPU"},
     {TP_METRIC_PRESSURE_IO_SOME_PERCENT, TP_UNIT_PERCENT, "pressure",

@@ -1,4 +1,5 @@
-/* step_waits.c: the step threads' run-queue delays (step_waits.h). */
+/* step_waits.c: the step threads' run-queue delays and time on a CPU
+ * (step_waits.h). */
 #include "record/step_waits.h"
 
 #include <stdio.h>
@@ -14,8 +15,8 @@ typedef struct step_wait {
     bool read_ok;        /* and whether that read succeeded */
     int32_t offered_tid; /* the most stepping thread offered this turn */
     uint64_t offered_steps;
-    uint64_t wait_ns, read_ns; /* its last reading, and when */
-    uint32_t series;           /* 0: not made yet */
+    uint64_t wait_ns, on_cpu_ns, read_ns; /* its last reading, and when */
+    uint32_t series, cpu_series;          /* 0: not made yet */
 } step_wait;
 
 struct tp_step_waits {
@@ -62,20 +63,27 @@ void tp_step_waits_read(tp_step_waits *w, tp_sink *sink, size_t slot, int32_t pi
     s->offered_tid = 0, s->offered_steps = 0;
     if (!tid || (tid == s->tid && now_ns - s->read_ns < w->period_ns))
         return; /* a failed read is tried again a period later, too */
-    uint64_t wait_ns = 0, d;
-    bool read = tp_schedstat_thread_wait(&w->root, pid, tid, &wait_ns);
-    if (read && s->read_ok && s->tid == tid && now_ns > s->read_ns &&
-        tp_counter_delta(s->wait_ns, wait_ns, &d)) {
-        if (!s->series) {
-            char labels[48];
-            tp_labels_pid(labels, sizeof labels, (long)pid);
-            s->series = tp_sink_series(sink, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, labels);
+    uint64_t wait_ns = 0, on_cpu_ns = 0, d, ran;
+    bool read = tp_schedstat_thread(&w->root, pid, tid, &on_cpu_ns, &wait_ns);
+    if (read && s->read_ok && s->tid == tid && now_ns > s->read_ns) {
+        char labels[48];
+        tp_labels_pid(labels, sizeof labels, (long)pid);
+        double span = (double)(now_ns - s->read_ns);
+        if (tp_counter_delta(s->wait_ns, wait_ns, &d)) {
+            if (!s->series)
+                s->series = tp_sink_series(sink, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, labels);
+            if (s->series)
+                tp_sink_sample(sink, s->series, now_ns, 100.0 * (double)d / span);
         }
-        if (s->series)
-            tp_sink_sample(sink, s->series, now_ns,
-                           100.0 * (double)d / (double)(now_ns - s->read_ns));
+        if (tp_counter_delta(s->on_cpu_ns, on_cpu_ns, &ran)) {
+            if (!s->cpu_series)
+                s->cpu_series = tp_sink_series(sink, TP_METRIC_STEP_THREAD_CPU_PERCENT, labels);
+            if (s->cpu_series)
+                tp_sink_sample(sink, s->cpu_series, now_ns, 100.0 * (double)ran / span);
+        }
     }
-    s->tid = tid, s->read_ok = read, s->wait_ns = wait_ns, s->read_ns = now_ns;
+    s->tid = tid, s->read_ok = read, s->wait_ns = wait_ns, s->on_cpu_ns = on_cpu_ns;
+    s->read_ns = now_ns;
 }
 
 void tp_step_waits_reset(tp_step_waits *w, size_t slot)

@@ -3,7 +3,9 @@
  * /proc/PID/task/TID/schedstat (the run-queue delay) as soon as the thread
  * has marked a step, then once an interval, into
  * step_thread_cpu_wait_percent{pid}: the share of the time since the last
- * read, 100 = all of it.
+ * read, 100 = all of it; and from the same read the time it ran on a CPU,
+ * into step_thread_cpu_percent{pid} (a step that took longer while its
+ * thread ran throughout computed slower, or did more).
  *
  * The tree's proc_cpu_wait_percent sums every process's main thread, its
  * DataLoader workers' too: with several ranks or workers it says how much

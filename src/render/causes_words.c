@@ -2,6 +2,7 @@
 #include "render/causes_words.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "analyze/regime_stacks.h"
@@ -25,6 +26,20 @@ static int function_cause_text(char *out, size_t cap, const char *sep, const tp_
                     c->function, place, 100 * c->after,
                     c->workers ? "the DataLoader workers" : tp_step_phase_names[c->phase],
                     c->workers ? "'" : "'s", 100 * c->before);
+}
+
+/* "its step thread's time on a CPU went from 29 ms to 39 ms a step: the
+ * same code computed slower ...": what snprintf returns. */
+static int computed_cause_text(char *out, size_t cap, const char *sep, const tp_regime_cause *c)
+{
+    char a[32], b[32];
+    tp_format_duration(a, sizeof a, c->before);
+    tp_format_duration(b, sizeof b, c->after);
+    bool more = c->after > c->before;
+    return snprintf(out, cap,
+                    "%sits step thread's time on a CPU went from %s to %s a step: the same code "
+                    "computed %s (the CPU's clock, other work on its core) or did %s",
+                    sep, a, b, more ? "slower" : "faster", more ? "more" : "less");
 }
 
 void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t ncauses)
@@ -54,6 +69,7 @@ void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t
                          "the time instead of %.0f%%",
                          sep, c->after, c->before);
             break;
+        case TP_CAUSE_STEP_COMPUTED: n = computed_cause_text(out + len, cap - len, sep, c); break;
         case TP_CAUSE_CPU_WAIT:
             n = snprintf(out + len, cap - len,
                          "%sthe training's processes waited for a CPU %.0f%% of the time instead "
@@ -114,7 +130,8 @@ static const char *const cause_names[] = {"phase",
                                           "function",
                                           TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
                                           "straggler",
-                                          TP_METRIC_CPU_STEAL_PERCENT};
+                                          TP_METRIC_CPU_STEAL_PERCENT,
+                                          "step_thread_cpu_s"};
 
 void tp_causes_json(json_writer *w, const tp_regime_cause *causes, size_t n)
 {

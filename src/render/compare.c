@@ -320,17 +320,18 @@ static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
                           TP_METRIC_CPU_STEAL_PERCENT,
                           "training_cpu_wait_percent",
                           TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
+                          TP_METRIC_STEP_THREAD_CPU_PERCENT,
                           "cpu_pressure_percent",
                           "io_pressure_percent",
                           "memory_in_use_bytes",
                           "swap_in_use_bytes",
                           "gpu_clock_mhz",
                           "gpu_trouble_share"};
-    const double values[] = {s->machine.others_cpu_percent, s->machine.cpu_steal_percent,
-                             s->machine.training_cpu_wait,  s->machine.step_cpu_wait,
-                             s->machine.cpu_pressure,       s->machine.io_pressure,
-                             s->machine.mem_used_bytes,     s->machine.swap_used_bytes,
-                             s->machine.gpu_sm_clock_mhz,   s->machine.gpu_trouble_share};
+    const double values[] = {
+        s->machine.others_cpu_percent, s->machine.cpu_steal_percent, s->machine.training_cpu_wait,
+        s->machine.step_cpu_wait,      s->machine.step_cpu_busy,     s->machine.cpu_pressure,
+        s->machine.io_pressure,        s->machine.mem_used_bytes,    s->machine.swap_used_bytes,
+        s->machine.gpu_sm_clock_mhz,   s->machine.gpu_trouble_share};
     json_key(w, "machine");
     json_object_begin(w);
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {

@@ -518,6 +518,7 @@ static void regime_json(json_writer *w, const tp_regime *g)
     json_field_double(w, TP_METRIC_CPU_STEAL_PERCENT, g->machine.cpu_steal_percent);
     json_field_double(w, "training_cpu_wait_percent", g->machine.training_cpu_wait);
     json_field_double(w, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, g->machine.step_cpu_wait);
+    json_field_double(w, TP_METRIC_STEP_THREAD_CPU_PERCENT, g->machine.step_cpu_busy);
     json_field_double(w, "cpu_pressure_percent", g->machine.cpu_pressure);
     json_field_double(w, "io_pressure_percent", g->machine.io_pressure);
     json_field_double(w, "memory_in_use_bytes", g->machine.mem_used_bytes);

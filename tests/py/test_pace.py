@@ -97,6 +97,11 @@ def test_burners_midway_make_two_regimes_with_contention_as_cause(tmp_path, run_
     assert after["machine"]["step_thread_cpu_wait_percent"] >= 10, after
     assert after["machine"]["training_cpu_wait_percent"] >= 10, after
     assert not [c for c in after["causes"] if c["kind"] == "training_cpu_wait_percent"], after
+    # its step thread ran on a CPU less of the time, and its CPU time a step
+    # did not grow with the step: it waited, it did not compute slower
+    busy = [r["machine"]["step_thread_cpu_percent"] for r in (before, after)]
+    assert busy[1] < busy[0] - 10, busy
+    assert "step_thread_cpu_s" not in [c["kind"] for c in after["causes"]], after
     text = trainprof("report", run_file).stdout
     short = in_short(text)
     assert "[pace] The pace" in short and "processes not the training's used" in short, short
@@ -140,6 +145,7 @@ MACHINE_CAUSES = {
     "cpu_pressure_percent",
     "io_pressure_percent",
     "swap_in_use_bytes",
+    "step_thread_cpu_s",
 }
 
 

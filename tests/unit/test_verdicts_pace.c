@@ -7,6 +7,7 @@
 
 #include "analyze/ranks.h"
 #include "analyze/regimes.h"
+#include "analyze/run_compare.h"
 #include "core/metric_catalog.h"
 #include "harness.h"
 #include "render/causes_words.h"
@@ -213,6 +214,42 @@ static void test_the_hypervisor_s_steal_is_a_cause(void **state)
     assert_int_equal(b.ncauses, 0);
 }
 
+/* Steps that took longer while their thread ran on a CPU throughout: its
+ * CPU time a step moved with them, the cause (the code computed slower, or
+ * did more); not where it moved less than half the step's change (the
+ * thread waited instead), nor on a rank with a GPU (its host may spin while
+ * it waits), nor between runs (compare's machine causes: other code). */
+static void test_a_step_thread_that_computed_slower_is_a_cause(void **state)
+{
+    (void)state;
+    tp_regime a = {.mean_s = 0.030, .machine = tp_regime_machine_unknown()}, b = a;
+    b.mean_s = 0.040;
+    a.machine.step_cpu_busy = 98, b.machine.step_cpu_busy = 97;
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 1);
+    assert_int_equal(b.causes[0].kind, TP_CAUSE_STEP_COMPUTED);
+    assert_float_equal(b.causes[0].before, 0.0294, 1e-12);
+    assert_float_equal(b.causes[0].after, 0.0388, 1e-12);
+    char words[400];
+    tp_causes_text(words, sizeof words, b.causes, b.ncauses);
+    assert_string_equal(words, "its step thread's time on a CPU went from 29 ms to 39 ms a step: "
+                               "the same code computed slower (the CPU's clock, other work on "
+                               "its core) or did more");
+    tp_run_compare c = {.comparable = true, .ncauses = 1};
+    c.causes[0] = b.causes[0];
+    tp_regime_cause out[TP_REGIME_CAUSES];
+    assert_int_equal(tp_compare_machine_causes(&c, out), 0);
+    b.ncauses = 0, b.machine.step_cpu_busy = 80; /* 32 ms of a 40 ms step: it waited more */
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 0);
+    b.machine.step_cpu_busy = 97, b.machine.gpu_busy_percent = 60; /* a GPU's rank */
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 0);
+    b.machine.gpu_busy_percent = NAN, b.machine.step_cpu_busy = NAN; /* not recorded */
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 0);
+}
+
 /* One process whose loader waited on latency, then on CPUs that others
  * took from step 401 on (burners started): its input_bound, judged on the
  * latest pace, takes that pace's cause from the regime's medians (others
@@ -272,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_a_rank_s_split_over_a_span_of_its_groups),
         cmocka_unit_test(test_a_straggler_since_the_change_is_its_cause),
         cmocka_unit_test(test_the_hypervisor_s_steal_is_a_cause),
+        cmocka_unit_test(test_a_step_thread_that_computed_slower_is_a_cause),
         cmocka_unit_test(test_an_input_bound_pace_s_cause_is_that_pace_s),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -77,15 +77,15 @@ static void machine_over(tp_run *run, int rank, int64_t agent, int gpu, int64_t 
     if (tp_run_summary_only(run))
         return; /* its series' first and last samples only: nothing known of a span */
     char step_labels[48];
-    double wait;
+    double mean;
     m->step_cpu_wait = m->step_cpu_busy = NAN;
     if (tp_rank_step_thread_labels(run, rank, agent, step_labels, sizeof step_labels)) {
         if (tp_run_agent_mean_between(run, agent, TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
-                                      step_labels, t0, t1, &wait))
-            m->step_cpu_wait = wait;
+                                      step_labels, t0, t1, &mean))
+            m->step_cpu_wait = mean;
         if (tp_run_agent_mean_between(run, agent, TP_METRIC_STEP_THREAD_CPU_PERCENT, step_labels,
-                                      t0, t1, &wait))
-            m->step_cpu_busy = wait;
+                                      t0, t1, &mean))
+            m->step_cpu_busy = mean;
     }
     m->gpu_sm_clock_mhz = m->gpu_trouble_share = m->gpu_busy_percent = NAN;
     if (gpu >= 0) {

@@ -42,12 +42,18 @@ static void note_unsupported(nvml_collector *c, nvml_gpu *g, int metric, nvmlRet
 
 #define emit tp_nvml_emit
 
-static void sample_energy(nvml_collector *c, nvml_gpu *g, uint64_t now_ns, bool have_power,
+/* A cumulative energy sample, stamped with the time of its own read (or of
+ * the power reading it integrates), not the tick's: the tick's time is taken
+ * before the whole sweep, and on a loaded machine the read came up to a few
+ * hundred ms later, which gave an epoch shorter than the tick half its
+ * energy or twice it. power_ns is when power_w was read. */
+static void sample_energy(nvml_collector *c, nvml_gpu *g, uint64_t power_ns, bool have_power,
                           double power_w)
 {
     if (g->energy_counter) {
         unsigned long long mj;
         nvmlReturn_t r = c->lib.total_energy(g->dev, &mj);
+        uint64_t read_ns = tp_clock_mono_ns();
         if (r != NVML_SUCCESS) {
             reading_failed(c, g, r);
             return;
@@ -57,18 +63,18 @@ static void sample_energy(nvml_collector *c, nvml_gpu *g, uint64_t now_ns, bool 
             g->energy_seg_start_mj = 0;
         }
         g->energy_last_mj = mj;
-        emit(c, g, M_ENERGY, now_ns,
+        emit(c, g, M_ENERGY, read_ns,
              g->energy_before_j + (double)(mj - g->energy_seg_start_mj) / 1000.0);
         return;
     }
     if (!have_power)
         return;
-    if (g->prev_power_ns && now_ns > g->prev_power_ns)
+    if (g->prev_power_ns && power_ns > g->prev_power_ns)
         g->energy_j +=
-            (g->prev_power_w + power_w) / 2.0 * (double)(now_ns - g->prev_power_ns) / 1e9;
+            (g->prev_power_w + power_w) / 2.0 * (double)(power_ns - g->prev_power_ns) / 1e9;
     g->prev_power_w = power_w;
-    g->prev_power_ns = now_ns;
-    emit(c, g, M_ENERGY, now_ns, g->energy_j);
+    g->prev_power_ns = power_ns;
+    emit(c, g, M_ENERGY, power_ns, g->energy_j);
 }
 
 /* Device memory as nvidia-smi shows it: through nvmlDeviceGetMemoryInfo_v2,
@@ -119,14 +125,16 @@ static void nvml_sample(tp_collector *base, uint64_t now_ns)
                 tp_sink_sample(c->sink, g->mig_series[k], now_ns, (double)mem.used);
         bool have_power = false;
         double power_w = 0;
+        uint64_t power_ns = 0;
         if (g->series[M_POWER] && (r = c->lib.power(g->dev, &v)) == NVML_SUCCESS) {
+            power_ns = tp_clock_mono_ns();
             have_power = true;
             power_w = v / 1000.0;
             emit(c, g, M_POWER, now_ns, power_w);
         } else if (g->series[M_POWER])
             reading_failed(c, g, r);
         if (g->series[M_ENERGY])
-            sample_energy(c, g, now_ns, have_power, power_w);
+            sample_energy(c, g, power_ns, have_power, power_w);
         if (g->series[M_TEMP] &&
             (r = c->lib.temperature(g->dev, NVML_TEMPERATURE_GPU, &v)) == NVML_SUCCESS)
             emit(c, g, M_TEMP, now_ns, v);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "core/metric_catalog.h"
 #include "collect/collector.h"
 #include "collect/counter.h"
@@ -37,12 +38,14 @@ typedef struct rapl_collector {
 
 static void rapl_sample(tp_collector *base, uint64_t now_ns)
 {
+    (void)now_ns;
     rapl_collector *c = (rapl_collector *)base;
     for (size_t i = 0; i < c->nzones; i++) {
         rapl_zone *z = &c->zones[i];
         uint64_t uj, d;
         if (!tp_procfile_read(&z->energy))
             continue;
+        uint64_t read_ns = tp_clock_mono_ns(); /* the read's own time: see gpu_nvml.c */
         const char *p = z->energy.buf;
         if (!tp_parse_u64(&p, z->energy.buf + z->energy.len, &uj))
             continue;
@@ -54,7 +57,7 @@ static void rapl_sample(tp_collector *base, uint64_t now_ns)
         }
         z->prev_uj = uj;
         z->has_prev = true;
-        tp_sink_sample(c->sink, z->series, now_ns, (double)z->total_uj / 1e6);
+        tp_sink_sample(c->sink, z->series, read_ns, (double)z->total_uj / 1e6);
     }
 }
 

@@ -133,6 +133,21 @@ size_t cap_values(const tp_batch *b, const char *metric, const char *labels, dou
     return n;
 }
 
+size_t cap_times(const tp_batch *b, const char *metric, const char *labels, uint64_t *out,
+                 size_t max)
+{
+    long id = series_id(b, metric, labels);
+    size_t n = 0;
+    for (size_t i = 0; id >= 0 && i < b->samples.len; i++) {
+        if (b->samples.items[i].series != (uint32_t)id)
+            continue;
+        if (n < max && out)
+            out[n] = b->samples.items[i].t_ns;
+        n++;
+    }
+    return n;
+}
+
 size_t cap_series_count(const tp_batch *b, const char *metric)
 {
     size_t n = 0;

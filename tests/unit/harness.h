@@ -40,6 +40,9 @@ void cap_take(tp_sink *sink, tp_batch *b);
  * many there were (at most max are copied). */
 size_t cap_values(const tp_batch *b, const char *metric, const char *labels, double *out,
                   size_t max);
+/* As cap_values, the samples' times (ns). */
+size_t cap_times(const tp_batch *b, const char *metric, const char *labels, uint64_t *out,
+                 size_t max);
 /* Number of series of a metric, whatever their labels. */
 size_t cap_series_count(const tp_batch *b, const char *metric);
 /* True when an unavailable note for source has a reason containing text. */

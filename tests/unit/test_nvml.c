@@ -110,6 +110,52 @@ static void test_old_driver_integrates_power(void **state)
     tp_batch_free(&b);
 }
 
+/* Ticks 100 ms apart whose tick time is stale by 0, 90, 0, 90 ms (a sweep
+ * held up before it reached the GPUs): each energy sample carries its read's
+ * own time, so the counter grows by 300 W times the stamps' spacing, for the
+ * counter and for the power integral alike. Stamped with the tick's time,
+ * the slope read 300 W x 100 / 10 ms, then x 100 / 190 ms. */
+static void energy_slopes(const char *lib, double *slope_min, double *slope_max)
+{
+    setenv("TRAINPROF_NVML_LIB", lib, 1);
+    test_env t;
+    test_env_open(&t, "/", 0);
+    tp_collector *c = tp_nvml_collector_new(&t.env);
+    assert_non_null(c);
+    for (int i = 0; i < 4; i++) {
+        c->sample(c, tp_clock_now_ns() - (i % 2 ? 90000000u : 0));
+        usleep(100000);
+    }
+    c->destroy(c);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    test_env_close(&t);
+    double v[4];
+    uint64_t ts[4];
+    assert_int_equal(cap_values(&b, "gpu_energy_joules", "{\"gpu\":\"0\"}", v, 4), 4);
+    assert_int_equal(cap_times(&b, "gpu_energy_joules", "{\"gpu\":\"0\"}", ts, 4), 4);
+    *slope_min = INFINITY;
+    *slope_max = -INFINITY;
+    for (int i = 1; i < 4; i++) {
+        assert_true(ts[i] > ts[i - 1]);
+        double w = (v[i] - v[i - 1]) / ((double)(ts[i] - ts[i - 1]) / 1e9);
+        *slope_min = fmin(*slope_min, w);
+        *slope_max = fmax(*slope_max, w);
+    }
+    tp_batch_free(&b);
+}
+
+static void test_energy_stamped_with_its_read(void **state)
+{
+    (void)state;
+    clear_fake_env();
+    double lo, hi;
+    energy_slopes(lib_path("FAKE_NVML_LIB"), &lo, &hi);
+    assert_true(lo > 300 * 0.9 && hi < 300 * 1.1);
+    energy_slopes(lib_path("FAKE_NVML_OLD_LIB"), &lo, &hi);
+    assert_true(lo > 300 * 0.9 && hi < 300 * 1.1);
+}
+
 static void test_not_supported_readings(void **state)
 {
     (void)state;
@@ -337,6 +383,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_fake),
         cmocka_unit_test(test_old_driver_integrates_power),
+        cmocka_unit_test(test_energy_stamped_with_its_read),
         cmocka_unit_test(test_not_supported_readings),
         cmocka_unit_test(test_init_failure_and_missing_library),
         cmocka_unit_test(test_lost_gpu_stops_sampling),

@@ -88,6 +88,7 @@ static void input_over_pace(const tp_summary *s, int64_t agent, const tp_regime_
     v->f.input.cpu_p50 = m->cpu_busy_p50;
     v->f.input.own_cpu_p50 = m->proc_cpu_p50 >= 0 && cores >= 1 ? m->proc_cpu_p50 / cores : -1;
     v->f.input.held_p50 = m->cpu_wait_p50;
+    v->f.input.steal_percent = isfinite(m->cpu_steal_percent) ? m->cpu_steal_percent : -1;
     v->f.input.io_p50 = m->io_p50;
     v->f.input.disk_p50 = m->disk_p50;
     v->f.input.disk = m->disk ? tp_summary_find(s, agent, m->disk->metric, m->disk->labels) : NULL;
@@ -97,7 +98,8 @@ static void input_over_pace(const tp_summary *s, int64_t agent, const tp_regime_
 
 /* input_bound for rank (waiting `in` of its step time), with the cause
  * that picks the advice: its machine's CPUs busy (median >= 90 %), with the
- * training's own process tree using at least half of that busy time (cpu),
+ * training's own process tree using as much of that busy time as other
+ * processes (cpu; a virtual machine's steal is neither's, cpu_steal's),
  * or less (contention: another process competes, and the training's
  * processes waited for a CPU, where recorded; others busy on cycles a
  * loader that sleeps leaves idle are not its cause); else its storage (tasks
@@ -140,11 +142,14 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
     const tp_series_summary *held =
         tp_summary_find(s, agent, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
     v->f.input.held_p50 = held && held->steps.count ? held->steps.p50 : -1;
+    const tp_series_summary *steal = tp_summary_find(s, agent, TP_METRIC_CPU_STEAL_PERCENT, "{}");
+    v->f.input.steal_percent = steal && steal->steps.count ? steal->steps.mean : -1;
     if (pace && s->regimes.agent_id == agent && pace->machine.cpu_busy_p50 >= 0)
         input_over_pace(s, agent, &pace->machine, v);
     bool busy = v->f.input.cpu_p50 >= TP_CPU_SATURATED_PERCENT;
-    bool others =
-        busy && v->f.input.own_cpu_p50 >= 0 && v->f.input.own_cpu_p50 < v->f.input.cpu_p50 / 2;
+    double others_p50 = v->f.input.cpu_p50 - fmax(v->f.input.steal_percent, 0) -
+                        v->f.input.own_cpu_p50; /* other processes', the steal left out */
+    bool others = busy && v->f.input.own_cpu_p50 >= 0 && others_p50 > v->f.input.own_cpu_p50;
     bool held_back = v->f.input.held_p50 < 0 || v->f.input.held_p50 >= TP_CPU_WAIT_PERCENT;
     v->f.input.others_idle = others && !held_back;
     v->f.input.cause = others && held_back                          ? TP_INPUT_CONTENTION
@@ -452,6 +457,8 @@ static double weight(const tp_verdicts *all, const tp_verdict *v)
                                                                     : 1;
     case TP_VERDICT_GPU_UNDERUSED: return 0.2;
     case TP_VERDICT_CPU_CONTENTION: return contention_weight(v);
+    /* the share of the CPUs' time taken from the training's computing */
+    case TP_VERDICT_CPU_STEAL: return v->f.cpu.steal->steps.mean / 100;
     case TP_VERDICT_GPU_MEMORY_GROWTH: return 0.3; /* it ends the run */
     default: return 0.1;
     }

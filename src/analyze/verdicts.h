@@ -30,6 +30,10 @@
  *                   input_bound on that agent names the contention
  *   cpu_saturated   else, on an agent with GPUs, its CPUs >= 90 % busy on
  *                   average, or the command at >= 90 % of its cgroup CPU limit
+ *   cpu_steal       a virtual machine whose host took its CPUs (steal)
+ *                   >= 10 % of the time on average over the steps, the
+ *                   training using half a core or more: its CPU work ran
+ *                   on less than the machine it sees
  *   network_saturated  a link's traffic one way >= 90 % of its speed at p95
  *   memory_growth   the training's memory grows steadily through its steps
  *                   (memory_growth.h), with the time left at that rate
@@ -66,6 +70,7 @@ typedef enum {
     TP_VERDICT_HOST_BOUND,    /* a computing step on a GPU the host can't keep busy */
     /* a rank's GPU memory between steps grows (analyze/gpu_memory.h) */
     TP_VERDICT_GPU_MEMORY_GROWTH,
+    TP_VERDICT_CPU_STEAL, /* a VM's host took its CPUs (f.cpu, with steal) */
 } tp_verdict_kind;
 
 /* What says how busy a rank's GPU was over its steps. */
@@ -101,6 +106,9 @@ typedef struct tp_verdict {
              * whether others held the CPUs though the training hardly
              * waited for them (the cause is then not contention) */
             double held_p50;
+            /* a virtual machine's steal (mean %, -1 not counted), inside
+             * cpu_p50 but no process's: left out of the others' share */
+            double steal_percent;
             bool others_idle;
             tp_input_cause cause;
             /* the figures above are the latest pace's (the verdict's pace:
@@ -187,6 +195,10 @@ typedef struct tp_verdict {
             const tp_series_summary *step_wait;
             int step_wait_rank;
             size_t step_threads;
+            /* cpu_contention and cpu_steal: the machine's steal
+             * (cpu_steal_percent, NULL where the kernel does not count it),
+             * which others_percent leaves out */
+            const tp_series_summary *steal;
         } cpu;
         struct {
             const tp_series_summary *link, *rate; /* the speed, and the worse direction */

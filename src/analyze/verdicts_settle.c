@@ -61,6 +61,10 @@ static bool figures_finite(const tp_verdict *v)
                       v->f.cpu.others_percent, mean_of(v->f.cpu.held), mean_of(v->f.cpu.step_wait)};
         return finite_all(f, 6);
     }
+    case TP_VERDICT_CPU_STEAL: {
+        double f[] = {mean_of(v->f.cpu.steal), v->f.cpu.steal->steps.p95, mean_of(v->f.cpu.proc)};
+        return finite_all(f, 3);
+    }
     case TP_VERDICT_CPU_SATURATED: {
         double f[] = {mean_of(v->f.cpu.util), mean_of(v->f.cpu.proc), mean_of(v->f.cpu.wait)};
         return finite_all(f, 3);

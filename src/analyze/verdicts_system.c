@@ -6,6 +6,7 @@
 
 #include "analyze/gpu_use.h"
 #include "analyze/rank_gpu.h"
+#include "analyze/regimes.h"
 #include "analyze/verdicts.h"
 #include "core/metric_catalog.h"
 #include "core/run_keys.h"
@@ -142,8 +143,9 @@ static void most_held_step_thread(const tp_summary *s, int64_t agent_id, tp_verd
 }
 
 /* Others held agent's CPUs: busy >= 90 % on average over its steps, the
- * training's own process tree using less than half of that (as
- * input_bound's contention cause judges), and the training held back by
+ * other processes (busy less the training's own process tree and a
+ * virtual machine's steal, which cpu_steal tells) using more of it than the
+ * training (as input_bound's contention cause judges), and the training held back by
  * it: the step thread that waited most (of the rank the others slowed
  * most, which the rest wait for at their collectives) waiting for a CPU >=
  * TP_CPU_WAIT_PERCENT of the time (run-queue delay); in a run recorded
@@ -151,10 +153,11 @@ static void most_held_step_thread(const tp_summary *s, int64_t agent_id, tp_verd
  * some task on the machine waiting (pressure), where the kernel reports it.
  * Others busy on cycles the training left idle (a training that sleeps,
  * waits on its GPU) do not slow it: no verdict. The CPU count unknown: no
- * judgement. u, p, w: the agent's CPUs busy, the training's tree's CPU and
- * the CPU pressure (NULL where not recorded). */
+ * judgement. u, p, w, st: the agent's CPUs busy, the training's tree's CPU,
+ * the CPU pressure and the steal (NULL where not recorded). */
 static bool cpu_contention(const tp_summary *s, int64_t agent_id, const tp_series_summary *u,
-                           const tp_series_summary *p, const tp_series_summary *w, tp_verdicts *out)
+                           const tp_series_summary *p, const tp_series_summary *w,
+                           const tp_series_summary *st, tp_verdicts *out)
 {
     const tp_series_summary *held =
         tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
@@ -164,12 +167,14 @@ static bool cpu_contention(const tp_summary *s, int64_t agent_id, const tp_serie
     if (!u || !p || cores < 1 || !(u->steps.mean >= TP_CPU_SATURATED_PERCENT))
         return false;
     double own = p->steps.mean / cores;
+    double others =
+        tp_others_cpu_percent(u->steps.mean, st ? st->steps.mean : NAN, p->steps.mean, cores);
     tp_verdict found = {.kind = TP_VERDICT_CPU_CONTENTION};
     most_held_step_thread(s, agent_id, &found);
     const tp_series_summary *waited = found.f.cpu.step_wait ? found.f.cpu.step_wait
                                       : held                ? held
                                                             : w;
-    if (!(own < u->steps.mean / 2) || (waited && !(waited->steps.mean >= TP_CPU_WAIT_PERCENT)))
+    if (!(others > own) || (waited && !(waited->steps.mean >= TP_CPU_WAIT_PERCENT)))
         return false;
     tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_CPU_CONTENTION);
     v->f.cpu = found.f.cpu;
@@ -177,8 +182,28 @@ static bool cpu_contention(const tp_summary *s, int64_t agent_id, const tp_serie
     v->f.cpu.host = true;
     v->f.cpu.util = u, v->f.cpu.proc = p, v->f.cpu.wait = w, v->f.cpu.held = held;
     v->f.cpu.cores = cores;
-    v->f.cpu.others_percent = u->steps.mean - own;
+    v->f.cpu.others_percent = others;
+    v->f.cpu.steal = st;
     return true;
+}
+
+/* A virtual machine whose host took its CPUs: the steal (st) >= 10 % of
+ * the time on average over the agent's steps, the training's tree (p)
+ * using half a core or more of them meanwhile (a training that sleeps or
+ * waits loses little to it). Every CPU second of the training's, its
+ * Python, operators, loading and launches, ran on a machine that lost that
+ * share of its time; no change of pace shows it where it held throughout. */
+static void cpu_steal(const tp_summary *s, int64_t agent_id, const tp_series_summary *u,
+                      const tp_series_summary *p, const tp_series_summary *st, tp_verdicts *out)
+{
+    if (!st || !p || !(st->steps.mean >= TP_CPU_STEAL_PERCENT) ||
+        !(p->steps.mean >= TP_CPU_STEAL_OWN_MIN))
+        return;
+    tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_CPU_STEAL);
+    v->agent_id = agent_id;
+    v->f.cpu.host = true;
+    v->f.cpu.util = u, v->f.cpu.proc = p, v->f.cpu.steal = st;
+    v->f.cpu.cores = tp_verdicts_agent_cores(s, agent_id);
 }
 
 /* CPUs maxed out on an agent with GPUs (where the CPUs feed them; training
@@ -193,10 +218,12 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
     const tp_series_summary *p = tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_PERCENT, "{}");
     const tp_series_summary *w =
         tp_summary_find(s, agent_id, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, "{}");
+    const tp_series_summary *st = tp_summary_find(s, agent_id, TP_METRIC_CPU_STEAL_PERCENT, "{}");
+    cpu_steal(s, agent_id, u, p, st, out);
     const char *limit_s = tp_run_agent_meta_get(s->run, agent_id, TP_META_CGROUP_CPU_LIMIT_CORES);
     double limit = limit_s && strcmp(limit_s, "none") != 0 ? strtod(limit_s, NULL) : 0;
     bool cgroup = limit > 0 && p && p->steps.mean >= TP_CPU_SATURATED_PERCENT * limit;
-    if (!cgroup && cpu_contention(s, agent_id, u, p, w, out))
+    if (!cgroup && cpu_contention(s, agent_id, u, p, w, st, out))
         return;
     bool gpus = false;
     for (size_t g = 0; g < s->run->ngpus && !gpus; g++)

@@ -38,4 +38,10 @@
  * share of the time: cpu_contention, and input_bound's contention cause. */
 #define TP_CPU_WAIT_PERCENT 10.0
 
+/* A virtual machine's host took its CPUs (steal) at least this share of
+ * the time on average over the steps, while the training's processes used
+ * at least TP_CPU_STEAL_OWN_MIN (100 a core) of them: cpu_steal. */
+#define TP_CPU_STEAL_PERCENT 10.0
+#define TP_CPU_STEAL_OWN_MIN 50.0
+
 #endif

@@ -214,7 +214,18 @@ static void system_evidence(tp_evidence *e, const tp_summary *s, const tp_verdic
         number(e, "step_threads", "step threads read", TP_FIGURE_PLAIN, 0, (double)c->step_threads);
         number(e, "pressure_cpu_some_mean_percent", "waiting for a CPU (mean)", TP_FIGURE_PERCENT,
                2, c->wait ? c->wait->steps.mean : -1);
+        number(e, "cpu_steal_mean_percent", "the VM's host's steal (mean)", TP_FIGURE_PERCENT, 2,
+               c->steal ? c->steal->steps.mean : -1);
         over(e, c->util);
+    } else if (v->kind == TP_VERDICT_CPU_STEAL) {
+        const __typeof__(v->f.cpu) *c = &v->f.cpu;
+        number(e, "cpu_steal_mean_percent", "the VM's host's steal (mean)", TP_FIGURE_PERCENT, 2,
+               c->steal->steps.mean);
+        number(e, "cpu_steal_p95_percent", "p95", TP_FIGURE_PERCENT, 2, c->steal->steps.p95);
+        number(e, "proc_cpu_mean_percent", "the training's CPU (mean, 100 a core)",
+               TP_FIGURE_PERCENT, 2, c->proc->steps.mean);
+        number(e, "cpu_count", "cores", TP_FIGURE_PLAIN, 0, c->cores >= 1 ? c->cores : -1);
+        over(e, c->steal);
     } else if (v->kind == TP_VERDICT_CPU_SATURATED) {
         const __typeof__(v->f.cpu) *c = &v->f.cpu;
         number(e, "cpu_util_mean_percent", "CPUs busy (mean)", TP_FIGURE_PERCENT, 2,

@@ -37,6 +37,7 @@ const char *tp_verdict_kind_name(tp_verdict_kind kind)
     case TP_VERDICT_MEMORY_GROWTH: return "memory_growth";
     case TP_VERDICT_HOST_BOUND: return "host_bound";
     case TP_VERDICT_GPU_MEMORY_GROWTH: return "gpu_memory_growth";
+    case TP_VERDICT_CPU_STEAL: return "cpu_steal";
     }
     return "?";
 }
@@ -401,15 +402,19 @@ static void cpu_message(char *out, size_t cap, const tp_verdict *v, const char *
         snprintf(waited, sizeof waited, "; some task waited for a CPU %.0f%% of the time",
                  c->wait->steps.mean);
     if (v->kind == TP_VERDICT_CPU_CONTENTION) {
+        char steal[96] = "";
+        double stolen = c->steal ? c->steal->steps.mean : 0;
+        if (stolen >= 0.5)
+            snprintf(steal, sizeof steal, ", the virtual machine's host %.0f%% (steal)", stolen);
         snprintf(out, cap,
                  "Other processes held the CPUs%s: they were busy %.0f%% of the time%s on "
                  "average, the training's own processes using %.0f%% of the machine (%.1f of "
-                 "its %.0f cores) and others %.0f%%%s. The step times are the shared machine's: "
+                 "its %.0f cores), others %.0f%%%s%s. The step times are the shared machine's: "
                  "every phase waited for a CPU. Find the others (trainprof top, or top) and stop "
                  "or move them, run where the CPUs are free, or give the training cores of its "
                  "own (taskset, a cpuset cgroup, the scheduler's exclusive allocation).",
-                 of, c->util->steps.mean, over(c->util), c->util->steps.mean - c->others_percent,
-                 c->proc->steps.mean / 100, c->cores, c->others_percent, waited);
+                 of, c->util->steps.mean, over(c->util), c->proc->steps.mean / c->cores,
+                 c->proc->steps.mean / 100, c->cores, c->others_percent, steal, waited);
         return;
     }
     if (c->host)
@@ -427,6 +432,25 @@ static void cpu_message(char *out, size_t cap, const tp_verdict *v, const char *
              "torch.set_num_threads so that workers and threads don't oversubscribe the "
              "cores, %sor more cores.",
              busy, waited, c->limit_cores > 0 ? "a higher cgroup CPU limit, " : "");
+}
+
+/* cpu_steal in words; of as for gpu_message. */
+static void steal_message(char *out, size_t cap, const tp_verdict *v, const char *of)
+{
+    const __typeof__(v->f.cpu) *c = &v->f.cpu;
+    char cores[48] = "";
+    if (c->cores >= 1)
+        snprintf(cores, sizeof cores, " of its %.0f", c->cores);
+    snprintf(out, cap,
+             "The virtual machine's host took its CPUs%s away %.0f%% of the time%s on average "
+             "(steal; p95 %.0f%%), while the training used %.1f%s cores: every CPU second of "
+             "the training's (its Python, operators on the CPU, data loading, kernel launches) "
+             "waited that much longer. Other guests on the same physical machine, or a "
+             "burstable instance out of CPU credits, took them. Run on an instance type with "
+             "dedicated cores (not burstable or shared-core), or on another host, and compare "
+             "(trainprof compare).",
+             of, c->steal->steps.mean, over(c->steal), c->steal->steps.p95,
+             c->proc->steps.mean / 100, cores);
 }
 
 /* A host's verdict (memory growing or near full, CPUs held or saturated, a link
@@ -460,6 +484,8 @@ static void host_message(char *out, size_t cap, const tp_verdict *v, const char 
                  m->swap_max_bytes / (1 << 30));
     } else if (v->kind == TP_VERDICT_CPU_CONTENTION || v->kind == TP_VERDICT_CPU_SATURATED) {
         cpu_message(out, cap, v, of);
+    } else if (v->kind == TP_VERDICT_CPU_STEAL) {
+        steal_message(out, cap, v, of);
     } else {
         const tp_series_summary *link = v->f.network.link, *worst = v->f.network.rate;
         char labels[TP_LABELS_MAX];

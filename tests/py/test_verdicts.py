@@ -102,6 +102,43 @@ def test_cpu_saturation_under_a_cgroup_limit_and_contention_on_a_cpu_only_node(t
     assert "Other processes held the CPUs" in msg and "busy 99% of the time" in msg
 
 
+def add_series(path, metric, labels, **stats):
+    """Adds a series of the file's agent with the statistics given (the
+    same over the whole run and over the steps), as a recorder that read
+    it would have stored its summary."""
+    cols = ("count", "mean", "min", "p5", "p50", "p95", "max")
+    row = [stats.get(c, stats.get("mean")) for c in cols]
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "INSERT OR IGNORE INTO metric (name, unit, help) VALUES (?, 'percent', '')", (metric,)
+        )
+        sid = db.execute(
+            "INSERT INTO series (agent_id, metric_id, labels) SELECT s.agent_id,"
+            " (SELECT id FROM metric WHERE name = ?), ? FROM series s LIMIT 1",
+            (metric, labels),
+        ).lastrowid
+        for table in ("summary_series", "summary_series_steps"):
+            db.execute(f"INSERT INTO {table} VALUES (?, {', '.join('?' * len(cols))})", (sid, *row))
+
+
+def test_a_virtual_machine_s_host_that_took_its_cpus(tmp_path):
+    """The steal a cloud VM's kernel counts (no real host can be made to
+    steal on demand): 25 % of the CPUs' time over the steps, while the
+    training used 1.5 cores, is cpu_steal, with its figures; 5 % is not."""
+    vm = node(tmp_path, "vm")
+    set_stat(vm, "proc_cpu_percent", "{}", mean=150.0)
+    add_series(vm, "cpu_steal_percent", "{}", count=100, mean=25.0, p95=41.0)
+    [(kind, ev, msg)] = verdicts(vm)
+    assert kind == "cpu_steal", (kind, ev)
+    assert ev["cpu_steal_mean_percent"] == 25.0 and ev["cpu_steal_p95_percent"] == 41.0
+    assert ev["proc_cpu_mean_percent"] == 150.0 and ev["over"] == "steps"
+    assert "host took its CPUs away 25% of the time" in msg and "used 1.5 of its" in msg
+    text = trainprof("report", vm).stdout
+    assert "[cpu_steal]" in text and "dedicated cores" in text, text
+    set_stat(vm, "cpu_steal_percent", "{}", mean=5.0)
+    assert verdicts(vm) == []
+
+
 def test_every_agent_is_checked_and_named(tmp_path):
     """Before, only the first agent's host memory was checked, and a GPU
     verdict said "GPU 1" without saying of which of 8 nodes."""

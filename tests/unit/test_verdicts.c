@@ -39,6 +39,9 @@ static void test_input_bound_at_its_share_and_not_below(void **state)
     facts_free(f);
 }
 
+/* A virtual machine's steal for cause_with, % (< 0: not counted). */
+static double cause_steal = -1;
+
 /* The cause that picks the advice, from the machine's figures over the
  * steps; held: the training's wait for a CPU (< 0: not recorded). */
 static tp_input_cause cause_with(double cpu, double own_cpu, double disk, double io, double held)
@@ -52,10 +55,13 @@ static tp_input_cause cause_with(double cpu, double own_cpu, double disk, double
     series(f, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}", io, io, io);
     if (held >= 0)
         series(f, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}", held, held, held);
+    if (cause_steal >= 0)
+        series(f, TP_METRIC_CPU_STEAL_PERCENT, "{}", cause_steal, cause_steal, cause_steal);
     tp_verdict v;
     assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    double others = cpu - fmax(cause_steal, 0) - own_cpu;
     assert_true(v.f.input.others_idle == (v.f.input.cause != TP_INPUT_CONTENTION &&
-                                          cpu >= TP_CPU_SATURATED_PERCENT && own_cpu < cpu / 2));
+                                          cpu >= TP_CPU_SATURATED_PERCENT && own_cpu < others));
     facts_free(f);
     return v.f.input.cause;
 }
@@ -68,6 +74,11 @@ static void test_input_bound_causes(void **state)
     /* saturated, but mostly by others */
     assert_int_equal(cause_with(95, 30, 0, 0, -1), TP_INPUT_CONTENTION);
     assert_int_equal(cause_with(95, 30, 0, 0, TP_CPU_WAIT_PERCENT), TP_INPUT_CONTENTION);
+    /* a VM's host took 40 % of it (steal): the other processes' 25 % is
+     * less than the training's, whose loading the CPUs hold back */
+    cause_steal = 40;
+    assert_int_equal(cause_with(95, 30, 0, 0, -1), TP_INPUT_CPU);
+    cause_steal = -1;
     /* by others, but the training hardly waited for a CPU (a loader that
      * sleeps): not them, its latency */
     assert_int_equal(cause_with(95, 30, 0, 0, TP_CPU_WAIT_PERCENT - 1), TP_INPUT_WORKERS);
@@ -319,7 +330,7 @@ static void test_cpu_contention_where_others_held_the_cpus(void **state)
     char words[TP_VERDICT_MESSAGE_MAX];
     assert_true(message_of(f, TP_VERDICT_CPU_CONTENTION, words, sizeof words));
     assert_non_null(strstr(words, "Other processes held the CPUs"));
-    assert_non_null(strstr(words, "using 25% of the machine (1.0 of its 4 cores) and others 70%"));
+    assert_non_null(strstr(words, "using 25% of the machine (1.0 of its 4 cores), others 70%"));
     assert_non_null(strstr(words, "some task waited for a CPU 50% of the time"));
     facts_free(f);
     /* the command at its cgroup's CPU limit: its wait is its quota's */
@@ -336,6 +347,38 @@ static void test_cpu_contention_where_others_held_the_cpus(void **state)
     assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, &v), 1);
     assert_true(message_of(f, TP_VERDICT_CPU_CONTENTION, words, sizeof words));
     assert_non_null(strstr(words, "the training's processes waited for a CPU 40% of the time"));
+    facts_free(f);
+}
+
+/* A virtual machine's host that took its CPUs: steal 10 % or more of the
+ * time over the steps while the training used half a core or more is
+ * cpu_steal, beside what else held the CPUs; the steal is no other
+ * process's, so it leaves cpu_contention's others' share and test. */
+static void test_cpu_steal_is_the_vm_host_s(void **state)
+{
+    (void)state;
+    facts *f = machine_with(95, 1, 50); /* 25 % the training's, 70 % not */
+    series(f, TP_METRIC_CPU_STEAL_PERCENT, "{}", 30, 30, 45);
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_STEAL, &v), 1);
+    assert_true(v.f.cpu.steal->steps.mean == 30 && v.f.cpu.cores == 4);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, &v), 1); /* others: 40 % */
+    assert_true(fabs(v.f.cpu.others_percent - 40) < 1e-9);
+    char words[TP_VERDICT_MESSAGE_MAX];
+    assert_true(message_of(f, TP_VERDICT_CPU_CONTENTION, words, sizeof words));
+    assert_non_null(strstr(words, "others 40%, the virtual machine's host 30% (steal)"));
+    assert_true(message_of(f, TP_VERDICT_CPU_STEAL, words, sizeof words));
+    assert_non_null(strstr(words, "took its CPUs away 30% of the time during the training "
+                                  "steps on average (steal; p95 45%), while the training "
+                                  "used 1.0 of its 4 cores"));
+    f->items[f->s.n - 1].steps.mean = 60; /* the rest, 10 %, is less than the training's */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, NULL), 0);
+    f->items[f->s.n - 1].steps.mean = TP_CPU_STEAL_PERCENT - 1;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_STEAL, NULL), 0);
+    facts_free(f);
+    f = machine_with(95, 0.4, 50); /* a training that hardly computes loses little */
+    series(f, TP_METRIC_CPU_STEAL_PERCENT, "{}", 30, 30, 45);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_STEAL, NULL), 0);
     facts_free(f);
 }
 
@@ -544,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_host_memory_near_full),
         cmocka_unit_test(test_cpu_saturated_only_where_cpus_feed_gpus),
         cmocka_unit_test(test_cpu_contention_where_others_held_the_cpus),
+        cmocka_unit_test(test_cpu_steal_is_the_vm_host_s),
         cmocka_unit_test(test_cpu_contention_leads_and_is_said_once),
         cmocka_unit_test(test_cpu_contention_is_the_step_thread_s_wait),
         cmocka_unit_test(test_the_words_name_the_figures),

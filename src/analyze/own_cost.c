@@ -8,6 +8,7 @@
 
 #include "core/phases.h"
 #include "core/run_keys.h"
+#include "core/stats.h"
 #include "store/reader_stacks.h"
 #include "store/summary_tables.h"
 #include "store/reader_stream.h"
@@ -205,6 +206,9 @@ void tp_own_costs_end(tp_own_pass *p, const tp_timings *t, tp_own_costs *out)
         user_regions(t, o->rank, &o->user_regions, &o->regions_share);
         double regions = isfinite(o->regions_share) ? o->regions_share : 0;
         o->share = o->samples > 0 ? ours / o->samples + regions : NAN;
+        tp_share_interval(ours, o->samples, TP_Z95, &o->share_low, &o->share_high);
+        o->share_low += regions, o->share_high += regions;
+        o->over_budget = o->samples > 0 && o->share_low > TP_OWN_BUDGET;
         o->regions_most = o->samples > 0 && regions > most / o->samples;
     }
 }

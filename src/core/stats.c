@@ -26,6 +26,19 @@ double tp_quantile_sorted(const double *sorted, size_t n, double q)
     return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * frac;
 }
 
+void tp_share_interval(double k, double n, double z, double *lo, double *hi)
+{
+    if (!(n > 0)) {
+        *lo = 0, *hi = 1;
+        return;
+    }
+    double p = fmin(fmax(k, 0), n) / n, z2 = z * z / n;
+    double centre = (p + z2 / 2) / (1 + z2);
+    double half = z * sqrt(p * (1 - p) / n + z2 / (4 * n)) / (1 + z2);
+    *lo = p > 0 ? fmax(centre - half, 0) : 0; /* exactly, not a rounding's 1e-17 */
+    *hi = p < 1 ? fmin(centre + half, 1) : 1;
+}
+
 static void swap(double *a, double *b)
 {
     double t = *a;

@@ -139,21 +139,32 @@ void tp_report_own_answer(FILE *out, const tp_summary *s)
                  len ? "; " : "", o->user_regions, 100 * o->regions_share,
                  1e9 * TP_OWN_REGION_COST_S);
     windows_advice(windows, sizeof windows, &s->ops, s->own.n > 1 ? o->rank : -2);
-    if (o->share > TP_OWN_BUDGET)
+    double ours = 0;
+    for (int w = TP_WORK_WRAPPERS; w < TP_WORK_KINDS; w++)
+        ours += o->own[w];
+    if (o->over_budget)
         snprintf(line, sizeof line,
-                 "trainprof's own work took %.1f%% of the step thread's time%s, over its %.0f%% "
-                 "budget (%s); mostly %s.%s",
-                 100 * o->share, who, 100 * TP_OWN_BUDGET, parts,
+                 "trainprof's own work took %.1f%% of the step thread's time%s (%.1f to %.1f%%, "
+                 "%.0f of its %.0f samples), over its %.0f%% budget (%s); mostly %s.%s",
+                 100 * o->share, who, 100 * o->share_low, 100 * o->share_high, ours, o->samples,
+                 100 * TP_OWN_BUDGET, parts,
                  o->regions_most ? "the script's own regions, each timed at a cost: time fewer, "
                                    "longer ones (a region around a loop, not in it)"
                  : o->most == TP_WORK_WINDOWS ? windows
                                               : part_advice[o->most],
                  backoff);
+    else if (o->share > TP_OWN_BUDGET) /* a few samples of ours: no overrun said */
+        snprintf(line, sizeof line,
+                 "trainprof's own work: %.1f%% of the step thread's time%s%s%s%s, from %.0f of "
+                 "its %.0f samples: between %.1f and %.1f%%, too few to tell from its %.0f%% "
+                 "budget.%s",
+                 100 * o->share, who, parts[0] ? " (" : "", parts, parts[0] ? ")" : "", ours,
+                 o->samples, 100 * o->share_low, 100 * o->share_high, 100 * TP_OWN_BUDGET, backoff);
     else
         snprintf(line, sizeof line,
                  "trainprof's own work: %.1f%% of the step thread's time%s%s%s%s.%s",
                  100 * o->share, who, parts[0] ? " (" : "", parts, parts[0] ? ")" : "", backoff);
-    tp_report_wrapped(out, o->share > TP_OWN_BUDGET ? "[cost] " : "", line);
+    tp_report_wrapped(out, o->over_budget ? "[cost] " : "", line);
 }
 
 void tp_report_own_json(json_writer *w, const tp_summary *s)
@@ -169,8 +180,12 @@ void tp_report_own_json(json_writer *w, const tp_summary *s)
         json_double(w, o->samples);
         json_key(w, "share"); /* trainprof's own work over them; null unmeasured */
         json_double(w, o->share);
-        json_key(w, "over_budget");
-        json_bool(w, o->share > TP_OWN_BUDGET);
+        json_key(w, "share_low"); /* where it lies (95 %), null unmeasured */
+        json_double(w, o->samples > 0 ? o->share_low : NAN);
+        json_key(w, "share_high");
+        json_double(w, o->samples > 0 ? o->share_high : NAN);
+        json_key(w, "over_budget"); /* share_low over the budget: beyond the samples' doubt */
+        json_bool(w, o->over_budget);
         json_key(w, "script_regions_per_step"); /* trainprof.region's, in the steps */
         json_double(w, o->user_regions);
         json_key(w, "script_regions_share"); /* their cost at TP_OWN_REGION_COST_S */

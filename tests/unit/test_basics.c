@@ -98,6 +98,29 @@ static void test_stats(void **state)
     assert_true(isnan(s.mean));
 }
 
+/* The Wilson interval against figures worked by hand (k 8, n 625: 0.65 to
+ * 2.50 %), at the ends (none of 100: 0 to 3.7 %; all: 96.3 to 100 %),
+ * and where it can't say (no samples: 0 to 1). */
+static void test_share_interval(void **state)
+{
+    (void)state;
+    double lo, hi;
+    tp_share_interval(8, 625, TP_Z95, &lo, &hi);
+    assert_float_equal(lo, 0.0065, 0.0001);
+    assert_float_equal(hi, 0.0250, 0.0001);
+    assert_true(lo < 8.0 / 625 && 8.0 / 625 < hi);
+    tp_share_interval(0, 100, TP_Z95, &lo, &hi);
+    assert_true(lo == 0 && fabs(hi - 0.0370) < 0.0001);
+    tp_share_interval(100, 100, TP_Z95, &lo, &hi);
+    assert_true(fabs(lo - 0.9630) < 0.0001 && hi == 1);
+    tp_share_interval(80, 6250, TP_Z95, &lo, &hi); /* the same share, ten times the samples */
+    assert_true(lo > 0.0100 && hi < 0.0160);
+    tp_share_interval(3, 0, TP_Z95, &lo, &hi);
+    assert_true(lo == 0 && hi == 1);
+    tp_share_interval(7, 5, TP_Z95, &lo, &hi); /* k over n: as n */
+    assert_true(hi == 1 && lo > 0.5);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -420,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_counter_delta),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_share_interval),
         cmocka_unit_test(test_option_table),
         cmocka_unit_test(test_units),
         cmocka_unit_test(test_stats_match_sorting),

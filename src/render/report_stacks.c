@@ -197,10 +197,15 @@ void tp_report_stacks_json(json_writer *w, const tp_summary *s)
     json_int(w, (int64_t)f->dropped);
 }
 
+/* Fewer samples of a group than this say where a moment went, not where
+ * the time goes: a verdict cites none of them (the stacks' section shows
+ * them). A dying run's one sample read "100% of its samples" before. */
+#define CITE_MIN_SAMPLES 20
+
 /* The rank's group the verdict's phase is best seen in: for input, its
  * DataLoader workers' (the loading itself), else dataloader_next's (the
  * loading done in the training's own process); for compute, the biggest of
- * its computing phases. */
+ * its computing phases; NULL where that has under CITE_MIN_SAMPLES. */
 static const tp_stack_group *cited_group(const tp_stack_facts *f, int rank, bool input)
 {
     const tp_stack_group *best = NULL;
@@ -217,7 +222,7 @@ static const tp_stack_group *cited_group(const tp_stack_facts *f, int rank, bool
             ((!input || g->workers == best->workers) && g->samples > best->samples))
             best = g;
     }
-    return best;
+    return best && best->samples >= CITE_MIN_SAMPLES ? best : NULL;
 }
 
 void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bool input)
@@ -241,6 +246,6 @@ void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bo
                                 100.0 * (double)fn->self / (double)g->samples,
                                 waiting ? " waiting" : "");
     }
-    if (len < cap)
-        snprintf(out + len, cap - len, " of its samples.");
+    if (len < cap) /* how many: 2 of 3 samples is a hint, 2,000 of 3,000 a finding */
+        snprintf(out + len, cap - len, " of its %llu samples.", (unsigned long long)g->samples);
 }

@@ -29,7 +29,7 @@ const char tp_html_style[] =
     ".flame-label{font-size:11px;fill:#222;pointer-events:none}"
     "#answer{background:#f3f7ff;border:1px solid #c8d8f0;padding:4px 14px 10px;margin:12px 0}"
     "#answer h2{margin-top:8px;border:none}.verdict.lead{background:#fff;font-size:15px}"
-    ".trouble{color:#8a1f11;font-weight:600}"
+    ".trouble{color:#8a1f11;font-weight:600}.cost{color:#555;font-size:13px}"
     ".see{color:#666;font-size:12px;margin:0}"
     "table.evidence{font-size:12px;border-collapse:collapse;margin:4px 0}"
     "table.evidence th{text-align:left;font-weight:normal;color:#555;padding:1px 12px 1px 0}"

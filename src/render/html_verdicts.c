@@ -45,6 +45,39 @@ static void verdict(FILE *out, const tp_summary *s, const tp_verdict *v, bool le
     fputs("</div>\n", out);
 }
 
+/* The text report's "In short" lines in text (each "  [tag] words",
+ * wrapped with "\n    "), a paragraph of class cls each; frees text. */
+static void answer_paragraphs(FILE *out, char *text, const char *cls)
+{
+    for (char *line = text; line && *line;) {
+        char *end = strstr(line, "\n  [");
+        if (end)
+            *end = '\0';
+        for (char *p = line; (p = strstr(p, "\n    "));)
+            memmove(p, p + 4, strlen(p + 4) + 1), *p = ' ';
+        line[strcspn(line, "\n")] = '\0';
+        fprintf(out, "<p class=\"%s\">", cls);
+        tp_html_escape(out, line + 2);
+        fputs("</p>\n", out);
+        line = end ? end + 1 : NULL;
+    }
+    free(text);
+}
+
+/* What trainprof's own work cost, as the text report's "In short" says it
+ * (report_own.c): every page carries it, an overrun with its [cost] tag. */
+static void own_cost_line(FILE *out, const tp_summary *s)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem)
+        return;
+    tp_report_own_answer(mem, s);
+    fclose(mem);
+    answer_paragraphs(out, text, "cost");
+}
+
 /* What went wrong with the run (deaths, stalls, the stop, changes of
  * pace), as "In short" of the text report says it: a paragraph each. */
 static void trouble_lines(FILE *out, const tp_summary *s, const tp_verdicts *v)
@@ -59,20 +92,7 @@ static void trouble_lines(FILE *out, const tp_summary *s, const tp_verdicts *v)
     tp_report_stop_answer(mem, s);
     tp_report_regimes_answer(mem, s);
     fclose(mem);
-    /* lines of "  [tag] words", wrapped with "\n    ": one paragraph each */
-    for (char *line = text; line && *line;) {
-        char *end = strstr(line, "\n  [");
-        if (end)
-            *end = '\0';
-        for (char *p = line; (p = strstr(p, "\n    "));)
-            memmove(p, p + 4, strlen(p + 4) + 1), *p = ' ';
-        line[strcspn(line, "\n")] = '\0';
-        fputs("<p class=\"trouble\">", out);
-        tp_html_escape(out, line + 2);
-        fputs("</p>\n", out);
-        line = end ? end + 1 : NULL;
-    }
-    free(text);
+    answer_paragraphs(out, text, "trouble");
 }
 
 void tp_html_answer(FILE *out, const tp_summary *s, const tp_verdicts *v)
@@ -99,6 +119,7 @@ void tp_html_answer(FILE *out, const tp_summary *s, const tp_verdicts *v)
         fputs("<p>No rule of thumb fired: nothing stands out as the bottleneck.</p>\n", out);
     else
         verdict(out, s, &v->items[tp_verdicts_main(v)], true);
+    own_cost_line(out, s);
     fputs("</section>\n", out);
 }
 

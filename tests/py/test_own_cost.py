@@ -220,6 +220,12 @@ def test_an_overrun_is_said_only_beyond_the_samples_doubt(tmp_path):
     assert own["share_low"] > 0.01 and own["over_budget"], own
     assert "[cost] trainprof's own work took 1.3% of the step thread's time (1.0 to" in short
     assert "80 of its 6250 samples), over its 1% budget" in short, short
+    page = tmp_path / "run.html"  # the page's answer says it as the text's does
+    assert trainprof("html", "--force", "-o", page, run).returncode == 0
+    html = page.read_text()
+    start = html.index('<section id="answer">')
+    answer = html[start : html.index("</section>", start)]
+    assert '<p class="cost">[cost] trainprof&#39;s own work took 1.3%' in answer, answer
     own, short = own_with(6250, 0, 0)  # none of ours: under, as before
     assert own["share"] < 0.001 and own["share_low"] >= 0 and not own["over_budget"], own
     assert "trainprof's own work: 0.0% of the step thread's time." in short, short

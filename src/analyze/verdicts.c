@@ -415,8 +415,10 @@ void tp_verdicts_build(const tp_summary *s, tp_verdicts *out)
     tp_verdicts_system(s, out);
     allocator_verdicts(s, out);
     tp_verdicts_settle(out);
-    for (size_t i = 0; i < out->n; i++)
+    for (size_t i = 0; i < out->n; i++) {
         out->items[i].facts = facts;
+        out->items[i].pace_drifted = out->items[i].pace && s->regimes.drift.found;
+    }
 }
 
 /* The share of the step time a cpu_contention verdict says the training

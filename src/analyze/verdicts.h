@@ -214,6 +214,9 @@ typedef struct tp_verdict {
      * the ranks over the first rank's latest regime (tp_summary.ranks_latest):
      * the last of the summary's regimes; NULL: the whole run's steps */
     const tp_regime *pace;
+    /* that pace grew or shrank all along (tp_regimes.drift): the latest
+     * regime is where change points cut a slope, its first step no event */
+    bool pace_drifted;
 } tp_verdict;
 
 typedef struct tp_verdicts {

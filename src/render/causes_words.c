@@ -172,3 +172,12 @@ void tp_causes_json(json_writer *w, const tp_regime_cause *causes, size_t n)
     }
     json_array_end(w);
 }
+
+void tp_verdict_since(char *buf, size_t cap, const tp_verdict *v, bool capital)
+{
+    if (v->pace_drifted)
+        snprintf(buf, cap, "%s steps %zu-%zu", capital ? "Over" : "over", v->pace->first_step,
+                 v->pace->last_step);
+    else
+        snprintf(buf, cap, "%s step %zu", capital ? "Since" : "since", v->pace->first_step);
+}

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "analyze/regimes.h"
+#include "analyze/verdicts.h"
 #include "util/json_writer.h"
 
 /* "train_batch went from 20 ms to 38 ms a step, processes not the
@@ -16,5 +17,11 @@ void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t
 
 /* "causes": [{"kind": ..., "before": ..., "after": ...}, ...] */
 void tp_causes_json(json_writer *w, const tp_regime_cause *causes, size_t n);
+
+/* What a verdict judged on the latest pace was judged over, into buf:
+ * "since step 401", or, where that pace drifted (its first step is where
+ * change points cut a slope, no event), "over steps 401-550"; capital:
+ * "Since", "Over". */
+void tp_verdict_since(char *buf, size_t cap, const tp_verdict *v, bool capital);
 
 #endif

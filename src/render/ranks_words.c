@@ -6,6 +6,7 @@
 #include "analyze/rank_compare.h"
 #include "render/report.h"
 #include "render/gpu_reasons_words.h"
+#include "render/causes_words.h"
 
 void tp_straggler_cause_text(char *out, size_t cap, const tp_run_inventory *inv,
                              const tp_rank_row *r)
@@ -62,19 +63,21 @@ static void straggler_pace_words(char *out, size_t cap, const tp_summary *s, con
                  ": over the whole run, the steps before included, it was no "
                  "straggler (its own work %+.0f %% against the median rank's)",
                  100 * whole->excess);
-    snprintf(out, cap, " Judged on steps %zu-%zu, its latest pace%s (Changes of pace, below).",
-             now->first_step, now->last_step, was);
+    snprintf(out, cap, " Judged on steps %zu-%zu, its latest %s%s (Changes of pace, below).",
+             now->first_step, now->last_step,
+             v->pace_drifted ? "(the pace grew or shrank all along, at no one step)" : "pace", was);
 }
 
 void tp_straggler_words(char *out, size_t cap, const tp_summary *s, const tp_verdict *v)
 {
     const tp_rank_row *row = v->f.straggler.row;
     const tp_ranks *r = v->f.straggler.ranks ? v->f.straggler.ranks : &s->ranks;
-    char cause[TP_CAUSE_MAX], who[48];
+    char cause[TP_CAUSE_MAX], who[80], since[48];
     tp_straggler_cause_text(cause, sizeof cause, &s->inv, row);
-    if (v->pace)
-        snprintf(who, sizeof who, "Since step %zu, rank %d", v->pace->first_step, row->rank);
-    else
+    if (v->pace) {
+        tp_verdict_since(since, sizeof since, v, true);
+        snprintf(who, sizeof who, "%s, rank %d", since, row->rank);
+    } else
         snprintf(who, sizeof who, "Rank %d", row->rank);
     int n = snprintf(out, cap,
                      "%s is a straggler: its own work (input + compute) takes %.0f %% longer "
@@ -88,9 +91,11 @@ void tp_straggler_words(char *out, size_t cap, const tp_summary *s, const tp_ver
 
 void tp_communication_words(char *out, size_t cap, const tp_verdict *v)
 {
-    char who[48] = "Ranks";
-    if (v->pace)
-        snprintf(who, sizeof who, "Since step %zu, ranks", v->pace->first_step);
+    char who[80] = "Ranks", since[48];
+    if (v->pace) {
+        tp_verdict_since(since, sizeof since, v, true);
+        snprintf(who, sizeof who, "%s, ranks", since);
+    }
     int n = snprintf(out, cap,
                      "%s spend %.0f %% of their step time in communication %s, and none of "
                      "them is a straggler: more work per communication (a larger batch per rank, "

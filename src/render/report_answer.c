@@ -120,7 +120,12 @@ bool tp_answer_steps(char *out, size_t cap, const tp_summary *s)
         rank_split(parts, sizeof parts, r);
     else if (!(since = latest_split(parts, sizeof parts, &s->regimes, st->rank)))
         phase_split(parts, sizeof parts, t, st->rank);
-    if (parts[0] && len < cap && since)
+    if (parts[0] && len < cap && since && pace && s->regimes.drift.found)
+        snprintf(out + len, cap - len,
+                 "; over steps %zu-%zu, its latest (a drifting pace), a "
+                 "step: %s",
+                 since, pace->last_step, parts);
+    else if (parts[0] && len < cap && since)
         snprintf(out + len, cap - len, "; since step %zu, a step: %s", since, parts);
     else if (parts[0] && len < cap)
         snprintf(out + len, cap - len, "; a step: %s", parts);

@@ -11,6 +11,7 @@
 
 #include "analyze/model_case.h"
 #include "core/metric_catalog.h"
+#include "render/causes_words.h"
 #include "render/remedy_words.h"
 #include "render/report.h"
 #include "render/units.h"
@@ -81,7 +82,8 @@ static const char *input_over(char *buf, size_t cap, const tp_verdict *v,
 {
     if (!v->f.input.over_pace || !v->pace)
         return over(x);
-    snprintf(buf, cap, " since step %zu", v->pace->first_step);
+    buf[0] = ' ';
+    tp_verdict_since(buf + 1, cap - 1, v, false);
     return buf;
 }
 
@@ -221,8 +223,9 @@ static void compute_message(char *out, size_t cap, const tp_verdict *v, const ch
  * were compute-bound (...)": a step verdict on the rank's latest regime
  * (verdicts.h: pace), and what the regime before it was; of another rank
  * than the one whose regimes they are (own false), the regime before is
- * that first rank's, and said so. */
-static void pace_words(char *out, size_t cap, const tp_regime *now, bool own)
+ * that first rank's, and said so. Where the pace drifted, the latest
+ * regime is a cut of the slope, said so, and the one before is "earlier". */
+static void pace_words(char *out, size_t cap, const tp_regime *now, bool own, bool drifted)
 {
     const tp_regime *before = now - 1; /* pace is the last of at least two regimes */
     const char *was = before->input_bound      ? "input-bound"
@@ -235,20 +238,29 @@ static void pace_words(char *out, size_t cap, const tp_regime *now, bool own)
         snprintf(split, sizeof split, ", dataloader_next %.0f%% and train_batch %.0f%% of a step",
                  100 * before->phase_s[0] / before->mean_s,
                  100 * before->phase_s[2] / before->mean_s);
-    snprintf(out, cap,
-             " Judged on steps %zu-%zu, its latest pace: before step %zu %s steps were %s%s "
-             "(Changes of pace, below).",
-             now->first_step, now->last_step, now->first_step, own ? "its" : "the first rank's",
-             was, split);
+    if (drifted)
+        snprintf(out, cap,
+                 " Judged on steps %zu-%zu, its latest: its pace grew or shrank all along, at "
+                 "no one step, and change points cut it there; earlier (steps %zu-%zu) %s steps "
+                 "were %s%s (Changes of pace, below).",
+                 now->first_step, now->last_step, before->first_step, before->last_step,
+                 own ? "its" : "the first rank's", was, split);
+    else
+        snprintf(out, cap,
+                 " Judged on steps %zu-%zu, its latest pace: before step %zu %s steps were %s%s "
+                 "(Changes of pace, below).",
+                 now->first_step, now->last_step, now->first_step, own ? "its" : "the first rank's",
+                 was, split);
 }
 
 static void rank_message(char *out, size_t cap, const tp_verdict *v)
 {
-    char name[32], who[64];
+    char name[32], who[96], since[48];
     rank_name(name, sizeof name, v->rank);
-    if (v->pace)
-        snprintf(who, sizeof who, "since step %zu, %s", v->pace->first_step, name);
-    else
+    if (v->pace) {
+        tp_verdict_since(since, sizeof since, v, false);
+        snprintf(who, sizeof who, "%s, %s", since, name);
+    } else
         snprintf(who, sizeof who, "%s", name);
     if (v->kind == TP_VERDICT_INPUT_BOUND) {
         char advice[640];
@@ -545,7 +557,7 @@ void tp_verdict_message(char *out, size_t cap, const tp_summary *s, const tp_ver
                      100 * v->f.compute.input_share);
         len += strlen(out + len);
         if (v->pace && len < cap) /* what was judged, after the advice */
-            pace_words(out + len, cap - len, v->pace, v->rank == s->regimes.rank);
+            pace_words(out + len, cap - len, v->pace, v->rank == s->regimes.rank, v->pace_drifted);
         return;
     }
     case TP_VERDICT_STRAGGLER: tp_straggler_words(out, cap, s, v); return;

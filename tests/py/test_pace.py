@@ -402,6 +402,8 @@ def test_steps_that_grow_all_along_are_a_drift_not_a_change_at_one_step(tmp_path
     short = " ".join(in_short(trainprof("report", run_file).stdout).split())
     assert "[pace] The steps grew steadily over the run, at no one step:" in short, short
     assert "The pace changed" not in short and "other went from" in short, short
+    # nothing is said to have begun at the step where change points cut the slope
+    assert "since step" not in short.lower(), short
     # the function the time outside the phases is made of, before and after
     # alike, grew with it (its share of the samples did not move)
     assert "log_metrics (" in short and "grew with it" in short, short

@@ -51,6 +51,13 @@ static void test_stragglers_judged_on_the_latest_pace(void **state)
     assert_non_null(strstr(words, "Judged on steps 51-100, its latest pace: over the whole run, "
                                   "the steps before included, it was no straggler (its own "
                                   "work +3 % against the median rank's)"));
+    /* a pace that drifted: step 51 is where change points cut a slope */
+    f->s.regimes.drift.found = true;
+    assert_true(message_of(f, TP_VERDICT_STRAGGLER, words, sizeof words));
+    assert_non_null(strstr(words, "Over steps 51-100, rank 0 is a straggler"));
+    assert_non_null(strstr(words, "Judged on steps 51-100, its latest (the pace grew or shrank "
+                                  "all along, at no one step): over the whole run"));
+    assert_null(strstr(words, "Since step"));
     f->s.ranks_latest = (tp_ranks){0};
     facts_free(f);
 }
@@ -95,6 +102,14 @@ static void test_a_rank_s_steps_are_judged_on_its_latest_pace(void **state)
     assert_true(message_of(f, TP_VERDICT_INPUT_BOUND, words, sizeof words));
     assert_non_null(strstr(words, "since step 161, rank 0 is input-bound"));
     assert_non_null(strstr(words, "before step 161 the first rank's steps were"));
+    f->s.regimes.drift.found = true; /* a slope, which change points cut at step 161 */
+    assert_true(message_of(f, TP_VERDICT_INPUT_BOUND, words, sizeof words));
+    assert_non_null(strstr(words, "over steps 161-300, rank 0 is input-bound"));
+    assert_non_null(strstr(words, "Judged on steps 161-300, its latest: its pace grew or shrank "
+                                  "all along, at no one step, and change points cut it there; "
+                                  "earlier (steps 2-160) the first rank's steps were"));
+    assert_null(strstr(words, "since step"));
+    f->s.regimes.drift.found = false;
     /* device times: the regimes do not split them, the whole run's judge */
     f->rows[1].device_total_s = 0.3; /* train_batch's */
     assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, NULL), 0);

@@ -70,11 +70,15 @@ static const char *input_cause_word(tp_input_cause c)
                                       : "io";
 }
 
-/* The step since which v was judged, its latest pace (null: the whole run's). */
+/* The step since which v was judged, its latest pace (null: the whole
+ * run's), and where that pace drifted all along, its last step too (a cut
+ * of a slope, not a change at that step). */
 static void since_step(tp_evidence *e, const tp_verdict *v)
 {
-    number(e, "since_step", "judged since step", TP_FIGURE_PLAIN, 0,
-           v->pace ? (double)v->pace->first_step : -1);
+    number(e, "since_step", v->pace_drifted ? "judged over steps from" : "judged since step",
+           TP_FIGURE_PLAIN, 0, v->pace ? (double)v->pace->first_step : -1);
+    if (v->pace_drifted)
+        number(e, "to_step", "to", TP_FIGURE_PLAIN, 0, (double)v->pace->last_step);
 }
 
 static void rank_evidence(tp_evidence *e, const tp_verdict *v)

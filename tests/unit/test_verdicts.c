@@ -224,6 +224,12 @@ static void test_the_evidence_keeps_every_figure(void **state)
     assert_string_equal(e.v[0].key, "rank");
     assert_string_equal(e.v[1].key, "since_step");
     assert_string_equal(e.v[e.n - 1].key, "over");
+    tp_regime cut = {.first_step = 491, .last_step = 599}; /* of a drifting pace: one more */
+    v.pace = &cut, v.pace_drifted = true;
+    tp_verdict_evidence_of(&f->s, &v, &e);
+    assert_true(e.n < TP_EVIDENCE_FIGURES && e.v[2].value == 599);
+    assert_string_equal(e.v[2].key, "to_step");
+    assert_string_equal(e.v[e.n - 1].key, "over");
     facts_free(f);
 }
 

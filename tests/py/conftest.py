@@ -16,6 +16,13 @@ PROGRAM = os.path.abspath(os.environ.get("TRAINPROF", str(ROOT / "build" / "trai
 FAKE_NVML = os.environ.get("FAKE_NVML_LIB", str(ROOT / "build" / "tests" / "libfake_nvml.so"))
 PYTHON = sys.executable
 
+# Trainings side by side (pytest-xdist's workers, as `make test-py-spread`
+# runs them): each on one intra-op thread where the environment says none,
+# not a pool of two spinning between operations on the core another one
+# needs; the Makefile sets it, and so does a run of pytest -n by hand.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 # The tests send the programs they start SIGINT and expect its default action
 # (or the program's own handler). A job started in the background by a shell
 # without job control ignores SIGINT (POSIX), and an ignored signal stays

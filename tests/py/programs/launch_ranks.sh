@@ -7,6 +7,13 @@
 # with that rank's status, or 0.
 n=$1 port=$2
 shift 2
+# as torchrun does for more than one process a node: one intra-op thread a
+# rank where the environment says none, not a pool each fighting the others
+# for the cores (4 ranks of 2 threads on 2 cores made the straggler test's
+# other ranks compute 25 ms a step where they compute 3)
+if [ "$n" -gt 1 ]; then
+    export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+fi
 status=0
 for ((r = 0; r < n; r++)); do
     RANK=$r LOCAL_RANK=$r WORLD_SIZE=$n LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 \

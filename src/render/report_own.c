@@ -48,13 +48,22 @@ static void windows_advice(char *out, size_t cap, const tp_ops_facts *f, int ran
              n[3] ? "record --ops-on-slow 0 takes none after slow steps; " : "");
 }
 
-/* The first rank's cost with samples, or NULL. */
-static const tp_own_cost *first_measured(const tp_own_costs *c)
+/* The rank whose cost is the most surely high (the highest lower end of
+ * its interval, then the highest share: in synchronous training every rank
+ * waits for the one trainprof slowed most), the first of equals, or NULL where none has
+ * samples; *measured counts the ranks with samples. */
+static const tp_own_cost *most_measured(const tp_own_costs *c, size_t *measured)
 {
+    const tp_own_cost *most = NULL;
+    *measured = 0;
     for (size_t i = 0; i < c->n; i++)
-        if (c->v[i].samples > 0)
-            return &c->v[i];
-    return NULL;
+        if (c->v[i].samples > 0) {
+            ++*measured;
+            if (!most || c->v[i].share_low > most->share_low ||
+                (c->v[i].share_low == most->share_low && c->v[i].share > most->share))
+                most = &c->v[i];
+        }
+    return most;
 }
 
 /* " The recorder backed off ..." (record/ops_plan.h), "" where it did not;
@@ -113,8 +122,9 @@ void tp_report_own_answer(FILE *out, const tp_summary *s)
 {
     if (!s->timings.nsteps)
         return;
-    const tp_own_cost *o = first_measured(&s->own);
-    char line[1600], parts[300] = "", who[32] = "", backoff[800], windows[400], cupti[600];
+    size_t measured;
+    const tp_own_cost *o = most_measured(&s->own, &measured);
+    char line[1600], parts[300] = "", who[64] = "", backoff[800], windows[400], cupti[600];
     backoff_words(backoff, sizeof backoff, &s->own.backoff, has_device_times(&s->timings));
     cupti_words(cupti, sizeof cupti, s->inv.model.ops_cupti_kept);
     strncat(backoff, cupti, sizeof backoff - strlen(backoff) - 1);
@@ -126,7 +136,11 @@ void tp_report_own_answer(FILE *out, const tp_summary *s)
         tp_report_wrapped(out, "", line);
         return;
     }
-    if (s->own.n > 1 || o->rank >= 0)
+    if (measured > 1 && !(o->share > 0))
+        snprintf(who, sizeof who, " of every one of its %zu ranks", measured);
+    else if (measured > 1)
+        snprintf(who, sizeof who, " of rank %d, the most of its %zu ranks", o->rank, measured);
+    else if (s->own.n > 1 || o->rank >= 0)
         snprintf(who, sizeof who, " of rank %d", o->rank);
     size_t len = 0;
     for (int w = TP_WORK_WRAPPERS; w < TP_WORK_KINDS && len < sizeof parts; w++)

@@ -189,6 +189,13 @@ def test_the_counts_are_stored_with_the_summary_and_carried_by_a_merge(tmp_path)
     assert trainprof("merge", "-q", "-o", tmp_path / "mixed.db", nodes[0], older).returncode == 0
     assert report_json(tmp_path / "mixed.db")["own_cost"] == both["own_cost"]
     assert json.loads(trainprof("report", "--json", nodes[0], older).stdout)["own_cost"] == []
+    # "In short" names the rank trainprof cost most (every rank waits for it)
+    worst = tmp_path / "worst.db"
+    shutil.copyfile(nodes[1], worst)
+    with sqlite3.connect(worst) as db:
+        db.execute("UPDATE summary_own SET wrappers = samples * 0.03, users = samples * 0.97")
+    short = words(in_short(trainprof("report", nodes[0], worst).stdout))
+    assert "of rank 1, the most of its 2 ranks" in short, short
 
 
 def test_an_overrun_is_said_only_beyond_the_samples_doubt(tmp_path):

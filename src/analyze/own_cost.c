@@ -203,6 +203,7 @@ void tp_own_costs_end(tp_own_pass *p, const tp_timings *t, tp_own_costs *out)
             if (o->own[w] > most)
                 most = o->own[w], o->most = (tp_work_kind)w;
         }
+        o->ours = ours;
         user_regions(t, o->rank, &o->user_regions, &o->regions_share);
         double regions = isfinite(o->regions_share) ? o->regions_share : 0;
         o->share = o->samples > 0 ? ours / o->samples + regions : NAN;

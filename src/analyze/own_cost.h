@@ -40,6 +40,7 @@ typedef struct tp_own_cost {
     int rank;
     int64_t agent_id;
     double samples;            /* the step thread's, in its steps */
+    double ours;               /* of those, trainprof's (own[] but the user's) */
     double own[TP_WORK_KINDS]; /* of those, by whose work ([TP_WORK_USERS]: the user's) */
     double user_regions;       /* the script's own regions a step (trainprof.region) */
     double regions_share;      /* what they cost, at TP_OWN_REGION_COST_S, of a step */

@@ -153,14 +153,11 @@ void tp_report_own_answer(FILE *out, const tp_summary *s)
                  len ? "; " : "", o->user_regions, 100 * o->regions_share,
                  1e9 * TP_OWN_REGION_COST_S);
     windows_advice(windows, sizeof windows, &s->ops, s->own.n > 1 ? o->rank : -2);
-    double ours = 0;
-    for (int w = TP_WORK_WRAPPERS; w < TP_WORK_KINDS; w++)
-        ours += o->own[w];
     if (o->over_budget)
         snprintf(line, sizeof line,
                  "trainprof's own work took %.1f%% of the step thread's time%s (%.1f to %.1f%%, "
                  "%.0f of its %.0f samples), over its %.0f%% budget (%s); mostly %s.%s",
-                 100 * o->share, who, 100 * o->share_low, 100 * o->share_high, ours, o->samples,
+                 100 * o->share, who, 100 * o->share_low, 100 * o->share_high, o->ours, o->samples,
                  100 * TP_OWN_BUDGET, parts,
                  o->regions_most ? "the script's own regions, each timed at a cost: time fewer, "
                                    "longer ones (a region around a loop, not in it)"
@@ -172,7 +169,7 @@ void tp_report_own_answer(FILE *out, const tp_summary *s)
                  "trainprof's own work: %.1f%% of the step thread's time%s%s%s%s, from %.0f of "
                  "its %.0f samples: between %.1f and %.1f%%, too few to tell from its %.0f%% "
                  "budget.%s",
-                 100 * o->share, who, parts[0] ? " (" : "", parts, parts[0] ? ")" : "", ours,
+                 100 * o->share, who, parts[0] ? " (" : "", parts, parts[0] ? ")" : "", o->ours,
                  o->samples, 100 * o->share_low, 100 * o->share_high, 100 * TP_OWN_BUDGET, backoff);
     else
         snprintf(line, sizeof line,

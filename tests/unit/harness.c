@@ -118,34 +118,35 @@ static long series_id(const tp_batch *b, const char *metric, const char *labels)
     return -1;
 }
 
-size_t cap_values(const tp_batch *b, const char *metric, const char *labels, double *out,
-                  size_t max)
+/* The samples of series (metric, labels): their values into values and
+ * their times into times (either NULL), at most max of each; how many. */
+static size_t cap_samples(const tp_batch *b, const char *metric, const char *labels, double *values,
+                          uint64_t *times, size_t max)
 {
     long id = series_id(b, metric, labels);
     size_t n = 0;
     for (size_t i = 0; id >= 0 && i < b->samples.len; i++) {
         if (b->samples.items[i].series != (uint32_t)id)
             continue;
-        if (n < max && out)
-            out[n] = b->samples.items[i].value;
+        if (n < max && values)
+            values[n] = b->samples.items[i].value;
+        if (n < max && times)
+            times[n] = b->samples.items[i].t_ns;
         n++;
     }
     return n;
 }
 
+size_t cap_values(const tp_batch *b, const char *metric, const char *labels, double *out,
+                  size_t max)
+{
+    return cap_samples(b, metric, labels, out, NULL, max);
+}
+
 size_t cap_times(const tp_batch *b, const char *metric, const char *labels, uint64_t *out,
                  size_t max)
 {
-    long id = series_id(b, metric, labels);
-    size_t n = 0;
-    for (size_t i = 0; id >= 0 && i < b->samples.len; i++) {
-        if (b->samples.items[i].series != (uint32_t)id)
-            continue;
-        if (n < max && out)
-            out[n] = b->samples.items[i].t_ns;
-        n++;
-    }
-    return n;
+    return cap_samples(b, metric, labels, NULL, out, max);
 }
 
 size_t cap_series_count(const tp_batch *b, const char *metric)

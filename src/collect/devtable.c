@@ -90,7 +90,9 @@ void tp_dev_feed(tp_sink *sink, tp_dev *d, const tp_dev_metrics *m,
     if (!tp_devtable_update(d, cur, now_ns, delta, &dt))
         return;
     for (int i = 0; i < m->count; i++) {
-        tp_sink_sample(sink, d->series[i], now_ns, tp_rate_per_s(delta[i], dt) * m->scale[i]);
+        double v = tp_rate_per_s(delta[i], dt) * m->scale[i];
+        tp_sink_sample(sink, d->series[i], now_ns,
+                       m->most[i] > 0 && v > m->most[i] ? m->most[i] : v);
         sum[i] += delta[i];
     }
     if (d->link_bytes_per_s > 0)

@@ -60,6 +60,10 @@ typedef struct tp_dev_metrics {
     const char *label_key;
     int totals; /* the first `totals` metrics also have a sum over the devices; 0: all do
                    (a disk's busy share doesn't add up) */
+    /* a share's most, 0: none (a disk's busy share: 100 %; its io_ticks are
+     * whole milliseconds, read up to a sweep after the tick's time, and grew
+     * by 52 ms in a 50 ms interval) */
+    double most[TP_DEV_COUNTERS];
 } tp_dev_metrics;
 
 /* How many of m's metrics have a total over the devices. */

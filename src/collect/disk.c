@@ -7,7 +7,8 @@
  * counted on the disks under them). node_exporter excludes the same set by
  * name patterns; trainprof asks sysfs. Sectors in diskstats are 512 bytes.
  * A disk's busy share is the growth of its io_ticks (milliseconds with at
- * least one request in flight) over the interval, as iostat's %util. */
+ * least one request in flight) over the interval, as iostat's %util, at
+ * most 100 %. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,8 @@ static const tp_dev_metrics disk_metrics = {
      TP_METRIC_DISK_WRITE_BYTES_PER_S, TP_METRIC_DISK_BUSY_PERCENT},
     {1, 1, 512, 512, 0.1}, /* busy: milliseconds with I/O in flight per second -> percent */
     "device",
-    4, /* no total of the busy shares */
+    4,                 /* no total of the busy shares */
+    {0, 0, 0, 0, 100}, /* busy: at most all the time */
 };
 
 static bool is_physical_disk(const tp_sysroot *root, const char *name)

@@ -38,6 +38,7 @@ static const tp_dev_metrics ib_metrics = {
     {4, 4, 0, 0},
     "ib_port",
     0, /* unused: ports stay out of the interface totals */
+    {0},
 };
 
 static bool read_counter(tp_procfile *pf, uint64_t *out)

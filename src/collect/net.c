@@ -30,6 +30,7 @@ static const tp_dev_metrics net_metrics = {
     {1, 1, 0, 0},
     "interface",
     0, /* both metrics: the sum of the interfaces */
+    {0},
 };
 
 /* The interface's link speed in bytes/s from /sys/class/net/NAME/speed (Mb/s),

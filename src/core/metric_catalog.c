@@ -18,7 +18,7 @@ static const tp_metric_def catalog[] = {
     {TP_METRIC_DISK_WRITE_BYTES_PER_S, TP_UNIT_BYTES_PER_S, "disk", "bytes written per second"},
     {TP_METRIC_DISK_BUSY_PERCENT, TP_UNIT_PERCENT, "disk",
      "share of time the disk had a request in flight (iostat's %util; a disk that serves "
-     "many at once, an NVMe or an array, can be at 100 % below its limit)"},
+     "many at once, an NVMe or an array, can be at 100 % below its limit); at most 100 %"},
     {TP_METRIC_NET_SENT_BYTES_PER_S, TP_UNIT_BYTES_PER_S, "net",
      "bytes sent per second (interface or InfiniBand port)"},
     {TP_METRIC_NET_RECV_BYTES_PER_S, TP_UNIT_BYTES_PER_S, "net",

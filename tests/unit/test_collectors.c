@@ -232,6 +232,36 @@ static void test_disk_physical_wrap_vanish(void **state)
     free(root);
 }
 
+/* io_ticks are whole milliseconds, read up to a sweep after the tick's time:
+ * grown 1,040 ms in a second, the disk was busy all the time, not 104 %; a
+ * rate is no share and stays as it came. */
+static void test_disk_busy_at_most_all_the_time(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    fx_mkdir(root, "sys/block/sda/device");
+    test_env t;
+    test_env_open(&t, root, 0);
+    disk_stats(root, 1000, 0, false, 0);
+    tp_collector *c = tp_disk_collector_new(&t.env);
+    assert_non_null(c);
+    c->sample(c, 1 * SEC);
+    disk_stats(root, 2040, 0, false, 0);
+    c->sample(c, 2 * SEC);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[2];
+    assert_int_equal(cap_values(&b, "disk_busy_percent", "{\"device\":\"sda\"}", v, 2), 1);
+    assert_true(v[0] == 100.0);
+    assert_int_equal(cap_values(&b, "disk_read_iops", "{\"device\":\"sda\"}", v, 2), 1);
+    assert_true(fabs(v[0] - 1040.0) < 1e-9);
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+    fx_rmtree(root);
+    free(root);
+}
+
 static void net_dev(const char *root, unsigned long long eth_rx, unsigned long long eth_tx)
 {
     fx_printf(root, "proc/net/dev",
@@ -523,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_cpu_malformed_lines),
         cmocka_unit_test(test_cpu_steal),
         cmocka_unit_test(test_disk_physical_wrap_vanish),
+        cmocka_unit_test(test_disk_busy_at_most_all_the_time),
         cmocka_unit_test(test_net_loopback_and_wrap),
         cmocka_unit_test(test_infiniband_ports),
         cmocka_unit_test(test_meminfo),

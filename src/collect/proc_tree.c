@@ -1,6 +1,7 @@
 /* proc_tree.c: the training command's process tree: CPU, resident memory,
- * storage I/O, processes and threads, and the time its processes' main
- * threads waited for a CPU (run-queue delay, /proc/PID/schedstat).
+ * storage I/O, processes and threads, the time its processes' main threads
+ * waited for a CPU (run-queue delay, /proc/PID/schedstat), and how many of
+ * those threads were waiting on storage (state D) when sampled.
  *
  * Each tick lists /proc once, merges the pids (sorted) with the table of the
  * previous tick, and reads /proc/PID/stat only for pids it has not seen
@@ -62,11 +63,12 @@ typedef struct proc_tree_collector {
     size_t npids, pids_cap;
     uint64_t prev_ns;
     double ticks_per_s, page_size;
-    uint32_t s_cpu, s_rss, s_read, s_write, s_count, s_threads, s_wait;
+    uint32_t s_cpu, s_rss, s_read, s_write, s_count, s_threads, s_wait, s_blocked;
 } proc_tree_collector;
 
 typedef struct pt_stat {
     int ppid;
+    bool blocked; /* its main thread in uninterruptible sleep ('D') */
     uint64_t ticks, threads, starttime, rss_pages;
 } pt_stat;
 
@@ -80,8 +82,8 @@ static bool parse_stat(const char *buf, size_t len, pt_stat *out)
             p = q;
     if (!p || end - p < 4)
         return false;
-    p += 2;        /* ") " */
-    p++;           /* state */
+    p += 2; /* ") " */
+    out->blocked = *p++ == 'D';
     int64_t f[21]; /* fields 4..24 */
     for (int i = 0; i < 21; i++)
         if (!tp_parse_i64(&p, end, &f[i]))
@@ -285,7 +287,7 @@ static ssize_t read_member_file(const proc_tree_collector *c, const pt_entry *e,
 /* The tree's figures of one tick: sums over its members, and deltas since
  * each member's previous reading. */
 typedef struct pt_totals {
-    uint64_t count, threads, rss_pages, dticks, dread, dwrite, dwait;
+    uint64_t count, threads, rss_pages, dticks, dread, dwrite, dwait, blocked;
     bool waits; /* some member's schedstat read (a kernel without it has none) */
 } pt_totals;
 
@@ -308,6 +310,7 @@ static bool add_member(proc_tree_collector *c, pt_entry *e, pt_totals *t)
     n = read_member_file(c, e, e->sched_fd, "schedstat", buf, sizeof buf);
     bool have_wait = n > 0 && tp_schedstat_parse(buf, (size_t)n, &on_cpu_ns, &wait_ns);
     t->count++;
+    t->blocked += st.blocked;
     t->threads += st.threads;
     t->rss_pages += st.rss_pages;
     uint64_t d;
@@ -353,6 +356,7 @@ static void proc_tree_sample(tp_collector *base, uint64_t now_ns)
         return; /* the tree has exited */
     tp_sink_sample(c->sink, c->s_count, now_ns, (double)t.count);
     tp_sink_sample(c->sink, c->s_threads, now_ns, (double)t.threads);
+    tp_sink_sample(c->sink, c->s_blocked, now_ns, (double)t.blocked);
     tp_sink_sample(c->sink, c->s_rss, now_ns, (double)t.rss_pages * c->page_size);
     if (dt) {
         double secs = (double)dt / 1e9;
@@ -416,5 +420,6 @@ tp_collector *tp_proc_tree_collector_new(const tp_collect_env *env)
     c->s_count = tp_sink_series(env->sink, TP_METRIC_PROC_COUNT, "{}");
     c->s_threads = tp_sink_series(env->sink, TP_METRIC_PROC_THREADS, "{}");
     c->s_wait = tp_sink_series(env->sink, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
+    c->s_blocked = tp_sink_series(env->sink, TP_METRIC_PROC_BLOCKED, "{}");
     return &c->base;
 }

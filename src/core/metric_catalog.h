@@ -29,6 +29,7 @@
 #define TP_METRIC_PROC_COUNT                   "proc_count"
 #define TP_METRIC_PROC_THREADS                 "proc_threads"
 #define TP_METRIC_PROC_CPU_WAIT_PERCENT        "proc_cpu_wait_percent"
+#define TP_METRIC_PROC_BLOCKED                 "proc_blocked"
 #define TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT "step_thread_cpu_wait_percent"
 #define TP_METRIC_STEP_THREAD_CPU_PERCENT      "step_thread_cpu_percent"
 #define TP_METRIC_PRESSURE_CPU_SOME_PERCENT    "pressure_cpu_some_percent"

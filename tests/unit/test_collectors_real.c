@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collect/collectors.h"
@@ -182,6 +184,70 @@ static void test_step_thread_wait_real(void **state)
     test_env_close(&t);
 }
 
+/* The vforked child's body: it waits until killed, its parent meanwhile
+ * in uninterruptible sleep (a vfork parent's wait shows as 'D'). */
+static int wait_forever(void *arg)
+{
+    (void)arg;
+    for (;;)
+        syscall(SYS_pause);
+    return 0;
+}
+
+/* A child, in its own process group, held in state D by a vfork child
+ * that never execs nor exits; returns once /proc says it is in D. */
+static pid_t spawn_blocked(void)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        static char stack[64 * 1024];
+        clone(wait_forever, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+        _exit(1);
+    }
+    burners = pid;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    for (int tries = 0; tries < 1000; tries++) { /* 10 s at most */
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        if (p && p[1] == ' ' && p[2] == 'D')
+            return pid;
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    fail_msg("the vfork parent never showed state D");
+    return pid;
+}
+
+/* proc_blocked counts the tree's processes in state D, and no other: a
+ * vfork parent (D) and its child, which waits in pause (S). */
+static void test_proc_blocked_real(void **state)
+{
+    (void)state;
+    pid_t child = spawn_blocked();
+    test_env t;
+    test_env_open(&t, "/", child);
+    tp_collector *c = tp_proc_tree_collector_new(&t.env);
+    assert_non_null(c);
+    c->sample(c, tp_clock_now_ns());
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[1];
+    assert_int_equal(cap_values(&b, "proc_count", "{}", v, 1), 1);
+    assert_true(v[0] == 2.0);
+    assert_int_equal(cap_values(&b, TP_METRIC_PROC_BLOCKED, "{}", v, 1), 1);
+    assert_true(v[0] == 1.0);
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
+}
+
 static int kill_burners(void **state)
 {
     (void)state;
@@ -225,6 +291,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_proc_tree_real, kill_burners),
         cmocka_unit_test_teardown(test_step_thread_wait_real, kill_burners),
+        cmocka_unit_test_teardown(test_proc_blocked_real, kill_burners),
         cmocka_unit_test(test_real_host_all_collectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,6 +20,13 @@
 #define EXPOSED_COMM_SHARE      0.25
 #define INPUT_IO_WAIT_PERCENT   25.0
 #define DISK_BUSY_PERCENT       90.0
+/* the training's processes seen waiting on storage (state D), on average
+ * over the steps, against the share of the step its loading is waited for:
+ * a loader that waits on storage has its readers in D about that long (the
+ * main process, or its workers together); under a quarter of it, storage
+ * busy with other processes' I/O is not what the loading waits on (the
+ * first steps' code read from a busy disk: 0.1 of 0.87, measured) */
+#define INPUT_BLOCKED_OF_SHARE 0.25
 
 static double share(const tp_timings *t, int rank, const char *name)
 {
@@ -103,7 +110,10 @@ static void input_over_pace(const tp_summary *s, int64_t agent, const tp_regime_
  * or less (contention: another process competes, and the training's
  * processes waited for a CPU, where recorded; others busy on cycles a
  * loader that sleeps leaves idle are not its cause); else its storage (tasks
- * waiting on I/O, median >= 25 %, or a disk busy, median >= 90 %); else
+ * waiting on I/O, median >= 25 %, or a disk busy, median >= 90 %), where
+ * the training's own processes were seen waiting on it (state D) for a
+ * quarter of the loading's share or more (a disk busy with another's
+ * writes is not a sleeping loader's cause); else
  * latency (too few workers to hide it). Medians over the agent's training
  * steps, so that the start-up (importing torch on one core) doesn't count;
  * over the latest pace where the verdict is judged on it (pace) and its
@@ -144,6 +154,8 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
     v->f.input.held_p50 = held && held->steps.count ? held->steps.p50 : -1;
     const tp_series_summary *steal = tp_summary_find(s, agent, TP_METRIC_CPU_STEAL_PERCENT, "{}");
     v->f.input.steal_percent = steal && steal->steps.count ? steal->steps.mean : -1;
+    const tp_series_summary *blocked = tp_summary_find(s, agent, TP_METRIC_PROC_BLOCKED, "{}");
+    v->f.input.blocked = blocked && blocked->steps.count ? blocked->steps.mean : -1;
     if (pace && s->regimes.agent_id == agent && pace->machine.cpu_busy_p50 >= 0)
         input_over_pace(s, agent, &pace->machine, v);
     bool busy = v->f.input.cpu_p50 >= TP_CPU_SATURATED_PERCENT;
@@ -152,11 +164,18 @@ static void input_bound_verdict(const tp_summary *s, int rank, double in, double
     bool others = busy && v->f.input.own_cpu_p50 >= 0 && others_p50 > v->f.input.own_cpu_p50;
     bool held_back = v->f.input.held_p50 < 0 || v->f.input.held_p50 >= TP_CPU_WAIT_PERCENT;
     v->f.input.others_idle = others && !held_back;
-    v->f.input.cause = others && held_back                          ? TP_INPUT_CONTENTION
-                       : busy && !others                            ? TP_INPUT_CPU
-                       : v->f.input.disk_p50 >= DISK_BUSY_PERCENT   ? TP_INPUT_DISK
-                       : v->f.input.io_p50 >= INPUT_IO_WAIT_PERCENT ? TP_INPUT_IO_WAIT
-                                                                    : TP_INPUT_WORKERS;
+    bool disk_busy = v->f.input.disk_p50 >= DISK_BUSY_PERCENT;
+    bool io_busy = v->f.input.io_p50 >= INPUT_IO_WAIT_PERCENT;
+    bool waited = v->f.input.blocked < 0 || v->f.input.blocked >= INPUT_BLOCKED_OF_SHARE * in;
+    v->f.input.storage_others = waited      ? TP_INPUT_WORKERS
+                                : disk_busy ? TP_INPUT_DISK
+                                : io_busy   ? TP_INPUT_IO_WAIT
+                                            : TP_INPUT_WORKERS;
+    v->f.input.cause = others && held_back   ? TP_INPUT_CONTENTION
+                       : busy && !others     ? TP_INPUT_CPU
+                       : disk_busy && waited ? TP_INPUT_DISK
+                       : io_busy && waited   ? TP_INPUT_IO_WAIT
+                                             : TP_INPUT_WORKERS;
 }
 
 /* The capture windows' idle share of rank's captured steps on its GPU

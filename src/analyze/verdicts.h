@@ -86,8 +86,9 @@ typedef enum {
     /* the CPUs busy, mostly with processes not the training's, and the
      * training waiting for them (where its wait was recorded) */
     TP_INPUT_CONTENTION,
-    TP_INPUT_DISK,    /* a disk busy (median >= 90 %) */
-    TP_INPUT_IO_WAIT, /* tasks waiting on storage (median >= 25 %) */
+    /* a disk busy (median >= 90 %), the training's processes waiting on it */
+    TP_INPUT_DISK,
+    TP_INPUT_IO_WAIT, /* tasks waiting on storage (median >= 25 %), the training's too */
     TP_INPUT_WORKERS, /* none of those: latency, too few workers to hide it */
 } tp_input_cause;
 
@@ -109,6 +110,13 @@ typedef struct tp_verdict {
             /* a virtual machine's steal (mean %, -1 not counted), inside
              * cpu_p50 but no process's: left out of the others' share */
             double steal_percent;
+            /* the training's processes waiting on storage (state D), mean
+             * over the steps (-1 not recorded); storage_others: the storage
+             * cause the machine's figures name (a disk busy, tasks waiting
+             * for I/O) where the training's processes hardly waited on it,
+             * so that it is not the cause; TP_INPUT_WORKERS: none */
+            double blocked;
+            tp_input_cause storage_others;
             bool others_idle;
             tp_input_cause cause;
             /* the figures above are the latest pace's (the verdict's pace:

@@ -17,6 +17,7 @@
 #include "render/units.h"
 #include "render/gpu_memory_words.h"
 #include "render/gpu_reasons_words.h"
+#include "render/input_words.h"
 #include "util/json_writer.h"
 #include "util/labels.h"
 
@@ -73,83 +74,6 @@ void tp_verdict_agent_of(const tp_run_inventory *inv, int64_t agent_id, char *of
         snprintf(of, cap, " of %.60s", inv->agents[a].name);
         tp_json_quote(json, jcap, inv->agents[a].name, 60);
     }
-}
-
-/* Over what an input-bound verdict's cause figure x is: " since step N"
- * where they are its latest pace's, else over(x), into buf. */
-static const char *input_over(char *buf, size_t cap, const tp_verdict *v,
-                              const tp_series_summary *x)
-{
-    if (!v->f.input.over_pace || !v->pace)
-        return over(x);
-    buf[0] = ' ';
-    tp_verdict_since(buf + 1, cap - 1, v, false);
-    return buf;
-}
-
-/* The advice of an input-bound verdict, by what its loading waits on. */
-static void input_advice(char *out, size_t cap, const tp_verdict *v)
-{
-    const __typeof__(v->f.input) *f = &v->f.input;
-    char busy[200], since[40];
-    switch (f->cause) {
-    case TP_INPUT_CPU:
-        if (f->own_cpu_p50 >= 0)
-            snprintf(busy, sizeof busy, ", the training's own processes using %.0f%% of them",
-                     f->own_cpu_p50);
-        else
-            busy[0] = '\0';
-        snprintf(out, cap, "The CPUs were busy %.0f%% of the time%s (median)%s, so %s.", f->cpu_p50,
-                 input_over(since, sizeof since, v, f->cpu), busy, tp_cpu_bound_loading_words);
-        return;
-    case TP_INPUT_CONTENTION:
-        snprintf(out, cap,
-                 "The CPUs were busy %.0f%% of the time%s (median), but the training's own "
-                 "processes used only %.0f%% of the machine: other processes compete for the "
-                 "CPUs. Find them (trainprof top, or top) and stop or move them, or run where "
-                 "the CPUs are free; then more DataLoader workers can help.",
-                 f->cpu_p50, input_over(since, sizeof since, v, f->cpu), f->own_cpu_p50);
-        return;
-    case TP_INPUT_DISK: {
-        char labels[TP_LABELS_MAX]; /* "device=nvme0n1" */
-        tp_labels_display(f->disk->series->labels, labels, sizeof labels);
-        const char *dev = strchr(labels, '=');
-        snprintf(busy, sizeof busy, "Disk %.40s was busy %.0f%% of the time%s (median)",
-                 dev ? dev + 1 : labels, f->disk_p50, input_over(since, sizeof since, v, f->disk));
-        break;
-    }
-    case TP_INPUT_IO_WAIT:
-        snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time%s (median)",
-                 f->io_p50, input_over(since, sizeof since, v, f->io));
-        break;
-    case TP_INPUT_WORKERS: {
-        const tp_model_facts *m = &v->facts;
-        int cores = f->cpus ? atoi(f->cpus) : 0;
-        if (m->num_workers >= 0 && cores > 0 && m->num_workers >= cores) {
-            snprintf(out, cap,
-                     "The loader already has num_workers=%d on %d CPUs, and neither the CPUs "
-                     "nor the storage were busy: each sample waits on something slow (a remote "
-                     "read, a lock, a sleep), so more workers won't help much. A larger "
-                     "prefetch_factor%s, the data in memory or on local NVMe, or fewer and "
-                     "larger reads.",
-                     m->num_workers, cores, tp_pin_memory_helps(m) ? ", pin_memory=True" : "");
-        } else {
-            char ran[96];
-            snprintf(ran, sizeof ran, "; the command ran up to %.0f process%s on %s CPUs", f->procs,
-                     f->procs == 1 ? "" : "es", f->cpus ? f->cpus : "?");
-            tp_more_workers_words(out, cap - 1, m, ran); /* and its full stop */
-            size_t len = strlen(out);
-            out[len] = '.', out[len + 1] = '\0';
-        }
-        return;
-    }
-    }
-    snprintf(out, cap,
-             "%s, so loading waits on the disk or the network filesystem: data on local "
-             "NVMe or in memory, fewer and larger files read sequentially (sharded "
-             "formats), and more workers only where the storage has headroom "
-             "(trainprof iobench).",
-             busy);
 }
 
 /* " (NVML's utilization over the steps; its SMs active 29% (GPM); idle 73% of
@@ -264,7 +188,7 @@ static void rank_message(char *out, size_t cap, const tp_verdict *v)
         snprintf(who, sizeof who, "%s", name);
     if (v->kind == TP_VERDICT_INPUT_BOUND) {
         char advice[640];
-        input_advice(advice, sizeof advice, v);
+        tp_input_advice(advice, sizeof advice, v);
         const __typeof__(v->f.input) *f = &v->f.input;
         size_t len = strlen(advice);
         if (f->others_idle && len < sizeof advice)

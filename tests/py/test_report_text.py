@@ -155,10 +155,13 @@ def test_input_bound_tells_the_training_s_cpu_from_another_process_s(tmp_path, q
 def not_held_back(ev):
     """The cause of a loader not held back by others on the CPUs: its latency,
     unless the machine's storage was busy meanwhile (tasks waiting on I/O a
-    quarter of the time, or a disk busy 90 %, medians), as a slow VM's disk
-    once was in CI while this training slept in its Dataset."""
+    quarter of the time, or a disk busy 90 %, medians) and the training's
+    processes were seen waiting on it (state D) a quarter of its loading's
+    share: a slow VM's disk was busy in CI while this training slept in its
+    Dataset, and the verdict named the disk."""
     storage = ev["pressure_io_some_p50_percent"] >= 25 or ev["disk_busy_p50_percent"] >= 90
-    return "io" if storage else "latency"
+    waited = ev["training_blocked_mean"] >= 0.25 * ev["dataloader_next_share"]
+    return "io" if storage and waited else "latency"
 
 
 EMIT = ROOT / "build" / "tests" / "emit_events"

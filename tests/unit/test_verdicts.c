@@ -39,8 +39,12 @@ static void test_input_bound_at_its_share_and_not_below(void **state)
     facts_free(f);
 }
 
-/* A virtual machine's steal for cause_with, % (< 0: not counted). */
+/* A virtual machine's steal for cause_with, % (< 0: not counted), and
+ * the training's processes seen waiting on storage (state D, mean; < 0: not
+ * recorded, as in a run file older than that series). */
 static double cause_steal = -1;
+static double cause_blocked = -1;
+static char cause_words[TP_VERDICT_MESSAGE_MAX]; /* cause_with's verdict in words */
 
 /* The cause that picks the advice, from the machine's figures over the
  * steps; held: the training's wait for a CPU (< 0: not recorded). */
@@ -57,8 +61,11 @@ static tp_input_cause cause_with(double cpu, double own_cpu, double disk, double
         series(f, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}", held, held, held);
     if (cause_steal >= 0)
         series(f, TP_METRIC_CPU_STEAL_PERCENT, "{}", cause_steal, cause_steal, cause_steal);
+    if (cause_blocked >= 0)
+        series(f, TP_METRIC_PROC_BLOCKED, "{}", 0, cause_blocked, 1);
     tp_verdict v;
     assert_int_equal(verdicts_of(f, TP_VERDICT_INPUT_BOUND, &v), 1);
+    assert_true(message_of(f, TP_VERDICT_INPUT_BOUND, cause_words, sizeof cause_words));
     double others = cpu - fmax(cause_steal, 0) - own_cpu;
     assert_true(v.f.input.others_idle == (v.f.input.cause != TP_INPUT_CONTENTION &&
                                           cpu >= TP_CPU_SATURATED_PERCENT && own_cpu < others));
@@ -87,6 +94,36 @@ static void test_input_bound_causes(void **state)
     assert_int_equal(cause_with(50, 40, 10, 30, -1), TP_INPUT_IO_WAIT);
     /* nothing busy: latency that too few workers can't hide */
     assert_int_equal(cause_with(50, 40, 10, 10, -1), TP_INPUT_WORKERS);
+}
+
+/* A disk busy, or tasks waiting on storage, with the training's processes
+ * hardly waiting on it (state D a twentieth of the time, its loading waited
+ * for half of the step): another's I/O, not its loading's cause, and the
+ * words say so; a quarter of that half or more, storage. */
+static void test_storage_busy_with_others_io_is_not_the_cause(void **state)
+{
+    (void)state;
+    cause_blocked = 0.05;
+    assert_int_equal(cause_with(50, 40, 95, 0, -1), TP_INPUT_WORKERS);
+    assert_non_null(strstr(cause_words, "Disk sda was busy 95% of the time"));
+    assert_non_null(strstr(cause_words, "but not with the training's I/O: its processes were "
+                                        "seen waiting on storage 5% of the time"));
+    assert_non_null(strstr(cause_words, "num_workers"));
+    assert_null(strstr(cause_words, "loading waits on the disk"));
+    assert_int_equal(cause_with(50, 40, 10, 30, -1), TP_INPUT_WORKERS);
+    assert_non_null(strstr(cause_words, "Tasks waited for storage 30% of the time"));
+    cause_blocked = 0.12;
+    assert_int_equal(cause_with(50, 40, 95, 0, -1), TP_INPUT_WORKERS);
+    cause_blocked = 0.125;
+    assert_int_equal(cause_with(50, 40, 95, 0, -1), TP_INPUT_DISK);
+    assert_non_null(strstr(cause_words, "loading waits on the disk"));
+    assert_null(strstr(cause_words, "but not with"));
+    assert_int_equal(cause_with(50, 40, 10, 30, -1), TP_INPUT_IO_WAIT);
+    /* nothing busy: nothing to say of the storage */
+    cause_blocked = 0;
+    assert_int_equal(cause_with(50, 40, 10, 10, -1), TP_INPUT_WORKERS);
+    assert_null(strstr(cause_words, "but not with"));
+    cause_blocked = -1;
 }
 
 static void test_transfer_bound_by_host_or_device_time(void **state)
@@ -395,6 +432,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_input_bound_at_its_share_and_not_below),
         cmocka_unit_test(test_input_bound_causes),
+        cmocka_unit_test(test_storage_busy_with_others_io_is_not_the_cause),
         cmocka_unit_test(test_transfer_bound_by_host_or_device_time),
         cmocka_unit_test(test_device_times_of_some_steps_are_scaled_to_all),
         cmocka_unit_test(test_compute_bound_names_the_loader_next_until_input_bound),

@@ -113,6 +113,7 @@ static void machine_over(tp_run *run, int rank, int64_t agent, int gpu, int64_t 
     m->cpu_pressure = mean_between(run, agent, TP_METRIC_PRESSURE_CPU_SOME_PERCENT, t0, t1);
     m->training_cpu_wait = mean_between(run, agent, TP_METRIC_PROC_CPU_WAIT_PERCENT, t0, t1);
     m->io_pressure = mean_between(run, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, t0, t1);
+    m->training_blocked = mean_between(run, agent, TP_METRIC_PROC_BLOCKED, t0, t1);
     m->mem_used_bytes = mean_between(run, agent, TP_METRIC_HOST_MEM_USED_BYTES, t0, t1);
     m->swap_used_bytes = mean_between(run, agent, TP_METRIC_SWAP_USED_BYTES, t0, t1);
     input_medians(run, agent, t0, t1, m);
@@ -166,8 +167,14 @@ void tp_regime_find_causes(const tp_regime *p, tp_regime *g)
         add_cause(g, TP_CAUSE_CPU_WAIT, 0, a->training_cpu_wait, b->training_cpu_wait);
     if (!waited && fabs(b->cpu_pressure - a->cpu_pressure) >= 10) /* the machine's, not its own */
         add_cause(g, TP_CAUSE_CPU_PRESSURE, 0, a->cpu_pressure, b->cpu_pressure);
-    if (fabs(b->io_pressure - a->io_pressure) >= 10)
+    /* the training's own wait on storage where both sides recorded it: the
+     * machine's I/O pressure is everyone's (another's writes) */
+    if (isfinite(a->training_blocked) && isfinite(b->training_blocked)) {
+        if (fabs(b->training_blocked - a->training_blocked) >= TP_CAUSE_BLOCKED_MOVE)
+            add_cause(g, TP_CAUSE_STORAGE_WAIT, 0, a->training_blocked, b->training_blocked);
+    } else if (fabs(b->io_pressure - a->io_pressure) >= 10) {
         add_cause(g, TP_CAUSE_IO_PRESSURE, 0, a->io_pressure, b->io_pressure);
+    }
     if (b->swap_used_bytes - a->swap_used_bytes >= 64.0 * 1024 * 1024)
         add_cause(g, TP_CAUSE_SWAP, 0, a->swap_used_bytes, b->swap_used_bytes);
     if (fabs(b->gpu_sm_clock_mhz - a->gpu_sm_clock_mhz) >= 0.1 * a->gpu_sm_clock_mhz)

@@ -31,6 +31,9 @@ typedef struct tp_regime_machine {
      * machine's CPUs given to others while they had work (NaN: not counted) */
     double cpu_steal_percent;
     double cpu_pressure, io_pressure; /* "some" pressure stall, % of time */
+    /* the training's processes waiting on storage (proc_blocked: state D),
+     * mean processes over the regime (NaN: not recorded) */
+    double training_blocked;
     /* the training's processes' main threads waiting for a CPU, % of the
      * time (run-queue delay: proc_cpu_wait_percent) */
     double training_cpu_wait;
@@ -63,6 +66,7 @@ static inline tp_regime_machine tp_regime_machine_unknown(void)
                                .cpu_steal_percent = NAN,
                                .cpu_pressure = NAN,
                                .io_pressure = NAN,
+                               .training_blocked = NAN,
                                .training_cpu_wait = NAN,
                                .step_cpu_wait = NAN,
                                .step_cpu_busy = NAN,
@@ -97,7 +101,8 @@ typedef enum {
      * recorded; CPU pressure is said only where it is not) */
     TP_CAUSE_CPU_WAIT,
     TP_CAUSE_CPU_PRESSURE, /* CPU pressure, +-10 points or more */
-    TP_CAUSE_IO_PRESSURE,  /* I/O pressure, +-10 points or more */
+    TP_CAUSE_IO_PRESSURE,  /* I/O pressure, +-10 points or more (where the training's
+                              own wait on storage is not recorded) */
     TP_CAUSE_SWAP,         /* swap used, up by 64 MiB or more */
     TP_CAUSE_GPU_CLOCK,    /* the rank's GPU's SM clock, down (or up) by 10 % or more */
     TP_CAUSE_GPU_THROTTLE, /* its samples held back by heat, a hardware slowdown or the
@@ -122,9 +127,14 @@ typedef enum {
      * (the CPU's clock, another guest's or process's work on its core) or
      * did more */
     TP_CAUSE_STEP_COMPUTED,
+    /* the training's processes waiting on storage (state D: proc_blocked,
+     * mean processes), +-0.1 or more: said instead of TP_CAUSE_IO_PRESSURE,
+     * the machine's, where both sides recorded it */
+    TP_CAUSE_STORAGE_WAIT,
 } tp_cause_kind;
 
 #define TP_CAUSE_STEAL_POINTS 5.0
+#define TP_CAUSE_BLOCKED_MOVE 0.1 /* processes in D, on average: a tenth of one's time */
 
 #define TP_CAUSE_TEXT 160 /* a function's or file's text kept in a cause, cut beyond */
 

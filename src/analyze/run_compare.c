@@ -86,6 +86,7 @@ static void machine_over_steps(const tp_summary *s, int rank, tp_regime_machine 
     m->step_cpu_busy =
         stepped ? mean_over_steps(s, agent, TP_METRIC_STEP_THREAD_CPU_PERCENT, step_labels) : NAN;
     m->io_pressure = mean_over_steps(s, agent, TP_METRIC_PRESSURE_IO_SOME_PERCENT, "{}");
+    m->training_blocked = mean_over_steps(s, agent, TP_METRIC_PROC_BLOCKED, "{}");
     m->mem_used_bytes = mean_over_steps(s, agent, TP_METRIC_HOST_MEM_USED_BYTES, "{}");
     m->swap_used_bytes = mean_over_steps(s, agent, TP_METRIC_SWAP_USED_BYTES, "{}");
     m->gpu_sm_clock_mhz = m->gpu_trouble_share = NAN;

@@ -97,6 +97,8 @@ static void input_over_pace(const tp_summary *s, int64_t agent, const tp_regime_
     v->f.input.held_p50 = m->cpu_wait_p50;
     v->f.input.steal_percent = isfinite(m->cpu_steal_percent) ? m->cpu_steal_percent : -1;
     v->f.input.io_p50 = m->io_p50;
+    if (isfinite(m->training_blocked))
+        v->f.input.blocked = m->training_blocked;
     v->f.input.disk_p50 = m->disk_p50;
     v->f.input.disk = m->disk ? tp_summary_find(s, agent, m->disk->metric, m->disk->labels) : NULL;
     if (!v->f.input.disk)

@@ -87,6 +87,12 @@ void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t
                 out + len, cap - len, "%stasks waited for %s %.0f%% of the time instead of %.0f%%",
                 sep, c->kind == TP_CAUSE_CPU_PRESSURE ? "a CPU" : "storage", c->after, c->before);
             break;
+        case TP_CAUSE_STORAGE_WAIT:
+            n = snprintf(out + len, cap - len,
+                         "%sthe training's processes waited on storage %.0f%% of the time instead "
+                         "of %.0f%% (state D, all of them together)",
+                         sep, 100 * c->after, 100 * c->before);
+            break;
         case TP_CAUSE_GPU_CLOCK:
             n = snprintf(out + len, cap - len, "%sits GPU's SM clock went from %.0f to %.0f MHz",
                          sep, c->before, c->after);
@@ -131,7 +137,10 @@ static const char *const cause_names[] = {"phase",
                                           TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT,
                                           "straggler",
                                           TP_METRIC_CPU_STEAL_PERCENT,
-                                          "step_thread_cpu_s"};
+                                          "step_thread_cpu_s",
+                                          "training_blocked"};
+_Static_assert(sizeof cause_names / sizeof *cause_names == TP_CAUSE_STORAGE_WAIT + 1,
+               "a name for every cause kind");
 
 void tp_causes_json(json_writer *w, const tp_regime_cause *causes, size_t n)
 {

@@ -204,6 +204,9 @@ static void machine_lines(FILE *out, const tp_regime_machine *ma, const tp_regim
             mb->cpu_pressure);
     fprintf(out, "  tasks waiting for storage      %5.0f%%  %5.0f%%\n", ma->io_pressure,
             mb->io_pressure);
+    if (isfinite(ma->training_blocked) || isfinite(mb->training_blocked))
+        fprintf(out, "  the training waiting on it     %5.0f%%  %5.0f%%\n",
+                100 * ma->training_blocked, 100 * mb->training_blocked);
 }
 
 void tp_compare_text(FILE *out, const tp_run_compare *c)
@@ -323,6 +326,7 @@ static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
                           TP_METRIC_STEP_THREAD_CPU_PERCENT,
                           "cpu_pressure_percent",
                           "io_pressure_percent",
+                          "training_blocked",
                           "memory_in_use_bytes",
                           "swap_in_use_bytes",
                           "gpu_clock_mhz",
@@ -330,8 +334,8 @@ static void side_json(json_writer *w, const char *key, const tp_compare_side *s)
     const double values[] = {
         s->machine.others_cpu_percent, s->machine.cpu_steal_percent, s->machine.training_cpu_wait,
         s->machine.step_cpu_wait,      s->machine.step_cpu_busy,     s->machine.cpu_pressure,
-        s->machine.io_pressure,        s->machine.mem_used_bytes,    s->machine.swap_used_bytes,
-        s->machine.gpu_sm_clock_mhz,   s->machine.gpu_trouble_share};
+        s->machine.io_pressure,        s->machine.training_blocked,  s->machine.mem_used_bytes,
+        s->machine.swap_used_bytes,    s->machine.gpu_sm_clock_mhz,  s->machine.gpu_trouble_share};
     json_key(w, "machine");
     json_object_begin(w);
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {

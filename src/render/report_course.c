@@ -521,6 +521,7 @@ static void regime_json(json_writer *w, const tp_regime *g)
     json_field_double(w, TP_METRIC_STEP_THREAD_CPU_PERCENT, g->machine.step_cpu_busy);
     json_field_double(w, "cpu_pressure_percent", g->machine.cpu_pressure);
     json_field_double(w, "io_pressure_percent", g->machine.io_pressure);
+    json_field_double(w, "training_blocked", g->machine.training_blocked);
     json_field_double(w, "memory_in_use_bytes", g->machine.mem_used_bytes);
     json_field_double(w, "swap_in_use_bytes", g->machine.swap_used_bytes);
     json_field_double(w, "gpu_clock_mhz", g->machine.gpu_sm_clock_mhz);

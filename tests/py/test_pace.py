@@ -144,6 +144,7 @@ MACHINE_CAUSES = {
     "step_thread_cpu_wait_percent",
     "cpu_pressure_percent",
     "io_pressure_percent",
+    "training_blocked",
     "swap_in_use_bytes",
     "step_thread_cpu_s",
 }

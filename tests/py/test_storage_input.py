@@ -21,6 +21,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 path, n, sleep = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+sleepy = int(sys.argv[4]) if len(sys.argv) > 4 else n  # the samples that sleep, then read
 READ = 1 << 20
 blocks = os.path.getsize(path) // READ
 
@@ -30,7 +31,7 @@ class Data(Dataset):
     def __len__(self):
         return n
     def __getitem__(self, i):
-        if sleep > 0:
+        if sleep > 0 and i < sleepy:
             time.sleep(sleep)
             return torch.zeros(16)
         if self.fd is None:
@@ -70,13 +71,13 @@ def data_file(tmp_path, mib=64):
     return path
 
 
-def record(tmp_path, data, n, sleep):
+def record(tmp_path, data, n, sleep, *sleepy):
     script = tmp_path / "train.py"
     script.write_text(DIRECT_READER)
     run = tmp_path / "run.db"
     r = trainprof(
         "record", "-q", "--interval", "0.05", "-o", run, "--", PYTHON, script, data, str(n),
-        str(sleep), timeout=300,
+        str(sleep), *map(str, sleepy), timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     return report_json(run)
@@ -118,3 +119,18 @@ def test_a_sleeping_loader_beside_another_s_writes_is_not_storage_bound(tmp_path
     assert storage_busy, ev  # the writer did keep it busy: the condition this test judges
     assert "but not with the training's I/O" in v["message"], v["message"]
     assert "loading waits on the disk" not in v["message"]
+
+
+def test_a_pace_that_changed_when_the_loader_began_to_read_names_its_wait(tmp_path):
+    """A loader that sleeps for its first 80 batches, then reads the disk: the
+    pace changed, and among its causes is the training's own wait on storage
+    (its processes in state D), not only the machine's I/O pressure."""
+    rep = record(tmp_path, data_file(tmp_path), 16 * 330, 0.002, 16 * 80)
+    regimes = rep["regimes"]["regimes"]
+    assert len(regimes) >= 2, regimes
+    [reading] = [r for r in regimes if r["first_step"] > 80 and r["causes"]][:1] or [None]
+    assert reading is not None, regimes
+    waits = [c for c in reading["causes"] if c["kind"] == "training_blocked"]
+    assert waits and waits[0]["after"] > waits[0]["before"] + 0.1, reading["causes"]
+    assert not [c for c in reading["causes"] if c["kind"] == "io_pressure_percent"]
+    assert reading["machine"]["training_blocked"] > 0.1, reading["machine"]

@@ -229,6 +229,33 @@ static void test_the_hypervisor_s_steal_is_a_cause(void **state)
     assert_int_equal(b.ncauses, 0);
 }
 
+/* A disk that other processes kept busy midway is no cause of a pace's
+ * change where the training's own processes were seen waiting on storage
+ * (proc_blocked) no more than before; their wait that grew is; the machine's
+ * I/O pressure is said only where the training's wait was not recorded. */
+static void test_the_training_s_own_wait_on_storage_is_the_cause(void **state)
+{
+    (void)state;
+    tp_regime a = {.machine = tp_regime_machine_unknown()}, b = a;
+    a.machine.io_pressure = 2, b.machine.io_pressure = 80;
+    a.machine.training_blocked = 0.02, b.machine.training_blocked = 0.05;
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 0); /* another's I/O */
+    b.machine.training_blocked = 0.02 + TP_CAUSE_BLOCKED_MOVE + 0.38;
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 1);
+    assert_int_equal(b.causes[0].kind, TP_CAUSE_STORAGE_WAIT);
+    char words[400];
+    tp_causes_text(words, sizeof words, b.causes, b.ncauses);
+    assert_string_equal(words, "the training's processes waited on storage 50% of the time "
+                               "instead of 2% (state D, all of them together)");
+    b.ncauses = 0; /* a file recorded before proc_blocked: the machine's pressure */
+    a.machine.training_blocked = b.machine.training_blocked = NAN;
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 1);
+    assert_int_equal(b.causes[0].kind, TP_CAUSE_IO_PRESSURE);
+}
+
 /* Steps that took longer while their thread ran on a CPU throughout: its
  * CPU time a step moved with them, the cause (the code computed slower, or
  * did more); not where it moved less than half the step's change (the
@@ -325,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_a_straggler_since_the_change_is_its_cause),
         cmocka_unit_test(test_the_hypervisor_s_steal_is_a_cause),
         cmocka_unit_test(test_a_step_thread_that_computed_slower_is_a_cause),
+        cmocka_unit_test(test_the_training_s_own_wait_on_storage_is_the_cause),
         cmocka_unit_test(test_an_input_bound_pace_s_cause_is_that_pace_s),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

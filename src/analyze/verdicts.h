@@ -183,6 +183,13 @@ typedef struct tp_verdict {
         const tp_gpu_memory_rank *gpu_growth;
         struct {
             double used_max_bytes, total_bytes, swap_max_bytes;
+            /* the training's process tree's resident memory at most (shared
+             * pages once per process: at or above its true share; -1 not
+             * recorded), and whether other processes (or files in a tmpfs)
+             * held most of what was used: then it is not the training's to
+             * shrink */
+            double training_max_bytes;
+            bool others;
         } host_memory;
         tp_memory_growth memory_growth;
         struct {

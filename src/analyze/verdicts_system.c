@@ -109,6 +109,9 @@ static void host_memory_verdict(const tp_summary *s, int64_t agent_id, tp_verdic
     v->f.host_memory.used_max_bytes = used;
     v->f.host_memory.total_bytes = total;
     v->f.host_memory.swap_max_bytes = swap > 0 ? swap : 0;
+    const tp_series_summary *rss = tp_summary_find(s, agent_id, TP_METRIC_PROC_RSS_BYTES, "{}");
+    v->f.host_memory.training_max_bytes = rss && rss->stats.count ? rss->stats.max : -1;
+    v->f.host_memory.others = rss && rss->stats.count && used > 0 && 2 * rss->stats.max < used;
 }
 
 /* The agent's step thread that waited most for a CPU over the steps

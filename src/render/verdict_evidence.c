@@ -201,6 +201,8 @@ static void system_evidence(tp_evidence *e, const tp_summary *s, const tp_verdic
         number(e, "mem_total_bytes", "of", TP_FIGURE_BYTES, 0, v->f.host_memory.total_bytes);
         number(e, "swap_used_max_bytes", "swap used at most", TP_FIGURE_BYTES, 0,
                v->f.host_memory.swap_max_bytes);
+        number(e, "training_rss_max_bytes", "the training's processes at most", TP_FIGURE_BYTES, 0,
+               v->f.host_memory.training_max_bytes);
     } else if (v->kind == TP_VERDICT_CPU_CONTENTION) {
         const __typeof__(v->f.cpu) *c = &v->f.cpu;
         number(e, "cpu_util_mean_percent", "CPUs busy (mean)", TP_FIGURE_PERCENT, 2,

@@ -370,6 +370,30 @@ static void cpu_message(char *out, size_t cap, const tp_verdict *v, const char *
              busy, waited, c->limit_cores > 0 ? "a higher cgroup CPU limit, " : "");
 }
 
+/* memory_pressure of a host: the peak, the training's own share where
+ * recorded, and advice for whoever held most of it. */
+static void host_memory_message(char *out, size_t cap, const tp_verdict *v, const char *of)
+{
+    const __typeof__(v->f.host_memory) *m = &v->f.host_memory;
+    char own[160] = "";
+    if (m->training_max_bytes >= 0)
+        snprintf(own, sizeof own, ", the training's processes %s%.1f GiB of it (resident, at most)",
+                 m->others ? "only " : "", m->training_max_bytes / (1 << 30));
+    int n = snprintf(out, cap,
+                     "Host memory%s is near full: peak %.1f of %.1f GiB used%s, %.1f GiB of swap. ",
+                     of, m->used_max_bytes / (1 << 30), m->total_bytes / (1 << 30), own,
+                     m->swap_max_bytes / (1 << 30));
+    if (n < 0 || (size_t)n >= cap)
+        return;
+    snprintf(out + n, cap - (size_t)n, "%s",
+             m->others ? "Other processes, or files in /dev/shm or a tmpfs, hold most of it: find "
+                         "them (trainprof top, or top sorted by memory) and stop or move them, or "
+                         "run where memory is free; the training can swap or be killed by what "
+                         "they take."
+                       : "Don't max out CPU memory: fewer or lighter DataLoader workers, a smaller "
+                         "in-memory cache, or a machine with more memory.");
+}
+
 /* cpu_steal in words; of as for gpu_message. */
 static void steal_message(char *out, size_t cap, const tp_verdict *v, const char *of)
 {
@@ -411,13 +435,7 @@ static void host_message(char *out, size_t cap, const tp_verdict *v, const char 
                  of, g->start_bytes / (1 << 30), g->end_bytes / (1 << 30),
                  g->rate_bytes_per_s * 3600 / (1 << 30), left);
     } else if (v->kind == TP_VERDICT_HOST_MEMORY) {
-        const __typeof__(v->f.host_memory) *m = &v->f.host_memory;
-        snprintf(out, cap,
-                 "Host memory%s is near full: peak %.1f of %.1f GiB used, %.1f GiB of swap. Don't "
-                 "max out CPU memory: fewer or lighter DataLoader workers, a smaller in-memory "
-                 "cache, or a machine with more memory.",
-                 of, m->used_max_bytes / (1 << 30), m->total_bytes / (1 << 30),
-                 m->swap_max_bytes / (1 << 30));
+        host_memory_message(out, cap, v, of);
     } else if (v->kind == TP_VERDICT_CPU_CONTENTION || v->kind == TP_VERDICT_CPU_SATURATED) {
         cpu_message(out, cap, v, of);
     } else if (v->kind == TP_VERDICT_CPU_STEAL) {

@@ -309,6 +309,35 @@ static void test_host_memory_near_full(void **state)
     tp_verdict v;
     assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_MEMORY, &v), 1);
     assert_true(v.f.host_memory.total_bytes == 1e9);
+    assert_true(v.f.host_memory.training_max_bytes == -1 && !v.f.host_memory.others);
+    facts_free(f);
+}
+
+/* Memory near full, the training's processes holding a third of what was
+ * used: others' to free, and the words say so; half or more, the
+ * training's (fewer workers, a smaller cache). */
+static void test_host_memory_held_by_others_is_not_the_training_s(void **state)
+{
+    (void)state;
+    facts *f = facts_new();
+    meta(f, "mem_total_bytes", "1000000000");
+    series(f, TP_METRIC_HOST_MEM_USED_BYTES, "{}", 5e8, 6e8, 9.6e8);
+    series(f, TP_METRIC_PROC_RSS_BYTES, "{}", 3e8, 3e8, 3.2e8);
+    tp_verdict v;
+    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_MEMORY, &v), 1);
+    assert_true(v.f.host_memory.others && v.f.host_memory.training_max_bytes == 3.2e8);
+    char words[TP_VERDICT_MESSAGE_MAX];
+    assert_true(message_of(f, TP_VERDICT_HOST_MEMORY, words, sizeof words));
+    assert_non_null(strstr(words, "the training's processes only 0.3 GiB of it (resident, at "
+                                  "most)"));
+    assert_non_null(strstr(words, "Other processes, or files in /dev/shm or a tmpfs, hold most"));
+    assert_null(strstr(words, "DataLoader workers"));
+    f->items[1].stats.max = 4.8e8; /* half of 9.6e8: the training's */
+    assert_int_equal(verdicts_of(f, TP_VERDICT_HOST_MEMORY, &v), 1);
+    assert_false(v.f.host_memory.others);
+    assert_true(message_of(f, TP_VERDICT_HOST_MEMORY, words, sizeof words));
+    assert_non_null(strstr(words, "the training's processes 0.4 GiB of it"));
+    assert_non_null(strstr(words, "fewer or lighter DataLoader workers"));
     facts_free(f);
 }
 
@@ -441,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_the_device_time_counts_where_the_host_ran_ahead),
         cmocka_unit_test(test_a_stalled_run_gets_no_step_verdict),
         cmocka_unit_test(test_host_memory_near_full),
+        cmocka_unit_test(test_host_memory_held_by_others_is_not_the_training_s),
         cmocka_unit_test(test_the_words_name_the_figures),
         cmocka_unit_test(test_a_link_near_its_speed),
         cmocka_unit_test(test_stragglers_first_else_exposed_communication),

@@ -97,9 +97,12 @@ bool tp_bottleneck_run_measure(const char *path, long warmup, tp_bottleneck_run 
     r->cpu_mean = mean_during(&s, r, TP_METRIC_CPU_UTIL_PERCENT, "{}");
     r->disk_read_mb_s = mean_during(&s, r, TP_METRIC_DISK_READ_BYTES_PER_S, "{}") / 1e6;
     r->disk_read_iops = mean_during(&s, r, TP_METRIC_DISK_READ_IOPS, "{}");
+    r->own_read_mb_s = mean_during(&s, r, TP_METRIC_PROC_READ_BYTES_PER_S, "{}") / 1e6;
     r->workers = stat_of(&s, TP_METRIC_PROC_COUNT, "{}", true) - 1;
     const char *cpus = tp_run_meta_get(run, TP_META_CPU_COUNT);
     r->cpus = cpus ? atoi(cpus) : 0;
+    r->own_cpu_mean =
+        r->cpus > 0 ? mean_during(&s, r, TP_METRIC_PROC_CPU_PERCENT, "{}") / r->cpus : NAN;
     char gpu0[32];
     tp_labels_gpu(gpu0, sizeof gpu0, 0);
     r->gpu_util = mean_during(&s, r, TP_METRIC_GPU_UTIL_PERCENT, gpu0);
@@ -123,14 +126,23 @@ tp_limit tp_bottleneck_limit(double train_rate, double input_rate)
     return TP_LIMIT_BALANCED;
 }
 
+bool tp_loader_crowded(const tp_bottleneck_run *loader)
+{
+    double own = loader->own_cpu_mean;
+    return loader->cpu_mean >= TP_CPU_SATURATED_PERCENT && isfinite(own) &&
+           loader->cpu_mean - own > own;
+}
+
 bool tp_loader_cpu_bound(const tp_bottleneck_run *loader)
 {
-    return loader->cpu_mean >= TP_CPU_SATURATED_PERCENT;
+    return loader->cpu_mean >= TP_CPU_SATURATED_PERCENT && !tp_loader_crowded(loader);
 }
 
 bool tp_loader_small_reads(const tp_bottleneck_run *loader, double *kib)
 {
     *kib = loader->disk_read_iops > 0 ? loader->disk_read_mb_s * 1e6 / 1024 / loader->disk_read_iops
                                       : 0;
-    return loader->disk_read_iops >= TP_SMALL_READS_MIN_IOPS && *kib < TP_SMALL_READ_KIB;
+    bool its =
+        !isfinite(loader->own_read_mb_s) || 2 * loader->own_read_mb_s >= loader->disk_read_mb_s;
+    return loader->disk_read_iops >= TP_SMALL_READS_MIN_IOPS && *kib < TP_SMALL_READ_KIB && its;
 }

@@ -22,6 +22,10 @@ typedef struct tp_bottleneck_run {
     /* means over the measured steps (the whole run's where too short for a
      * sample inside them); NAN where the run has no such series */
     double cpu_mean, disk_read_mb_s, disk_read_iops, gpu_util;
+    /* the command's own: its process tree's CPU over the machine's cores
+     * (%), and its storage reads (MB/s); NAN where not recorded. The
+     * machine's figures above are everyone's */
+    double own_cpu_mean, own_read_mb_s;
     double workers;           /* the command's processes at most, less the training's */
     int cpus;                 /* the machine's */
     bool has_gpu;             /* GPU 0 measured */
@@ -44,13 +48,20 @@ typedef enum tp_limit {
 /* Which limit binds, from the training limit's rate and the input limit's. */
 tp_limit tp_bottleneck_limit(double train_rate, double input_rate);
 
-/* The loader alone kept the CPUs saturated (the verdicts' CPU threshold):
- * loading is CPU-bound and more workers won't help. */
+/* The loader alone kept the CPUs saturated (the verdicts' CPU threshold),
+ * with its own processes using at least as much of them as the others
+ * (where recorded): loading is CPU-bound and more workers won't help. */
 bool tp_loader_cpu_bound(const tp_bottleneck_run *loader);
 
-/* The loader's reads averaged below TP_SMALL_READ_KIB each, with enough of
- * them to matter: many small files, or random access. *kib: the mean size
- * (0 without reads). */
+/* The CPUs saturated while the loader ran, mostly by other processes:
+ * they compete with it, and its own figures are no limit of its. */
+bool tp_loader_crowded(const tp_bottleneck_run *loader);
+
+/* The disks' reads averaged below TP_SMALL_READ_KIB each, with enough of
+ * them to matter, and at least half of the bytes read were the loader's
+ * own (where recorded: another process's small reads are not its):
+ * many small files, or random access. *kib: the mean size (0 without
+ * reads). */
 bool tp_loader_small_reads(const tp_bottleneck_run *loader, double *kib);
 
 #endif

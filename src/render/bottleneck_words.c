@@ -27,7 +27,15 @@ static void input_advice(FILE *out, const tp_bottleneck_run *l, const tp_model_f
     if (tp_loader_cpu_bound(l))
         fprintf(out, " The CPUs were %.0f%% busy while the loader ran alone: %s.", l->cpu_mean,
                 tp_cpu_bound_loading_words);
-    else {
+    else if (tp_loader_crowded(l)) {
+        tp_more_workers_words(words, sizeof words, f, "");
+        fprintf(out,
+                " The CPUs were %.0f%% busy while the loader ran, its own processes only %.0f%%: "
+                "other processes compete for them, and the loader's limit is theirs as much as "
+                "its own. Find them (trainprof top, or top) and measure again where the CPUs are "
+                "free. %s.",
+                l->cpu_mean, l->own_cpu_mean, words);
+    } else {
         tp_more_workers_words(words, sizeof words, f, "");
         fprintf(out, " %s (see trainprof iobench).", words);
     }
@@ -99,6 +107,10 @@ void tp_bottleneck_json_details(json_writer *w, const tp_bottleneck_run *r, bool
         json_double(w, l->disk_read_mb_s);
         json_key(w, TP_METRIC_DISK_READ_IOPS);
         json_double(w, l->disk_read_iops);
+        json_key(w, "training_cpu_percent"); /* of the machine's CPUs */
+        json_double(w, l->own_cpu_mean);
+        json_key(w, "training_read_mb_s");
+        json_double(w, l->own_read_mb_s);
         json_object_end(w);
     }
     const tp_bottleneck_run *t = &r[TP_BOTTLENECK_REPLAY];

@@ -108,6 +108,35 @@ def test_sleepy_loader_is_input_bound(tmp_path):
 
 
 @pytest.mark.machine
+def test_a_loader_among_burners_is_told_they_compete(tmp_path):
+    """Burners keep every CPU busy while a loader that sleeps runs: the CPUs
+    were saturated, but not by it, so it is not CPU-bound loading (\"more
+    workers won't help\"): the others compete, and more workers can help
+    once they are gone."""
+    import subprocess
+    import sys
+
+    burners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range((os.cpu_count() or 2) + 1)
+    ]
+    try:
+        r = bottleneck(tmp_path, sleep=0.005, extra=("--json",))
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    loader = out["loader"]
+    assert loader["cpu_util_percent"] >= 90, loader
+    assert loader["training_cpu_percent"] < loader["cpu_util_percent"] / 2, loader
+    assert out["verdict"] == "input_bound", out
+    assert "other processes compete for them" in out["message"], out["message"]
+    assert "won't help" not in out["message"] and "num_workers=0 now" in out["message"]
+
+
+@pytest.mark.machine
 def test_big_model_fast_loader_is_compute_bound(tmp_path):
     with OthersCpu() as load:
         r = bottleneck(tmp_path, dim=512, hidden=2048)

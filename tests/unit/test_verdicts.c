@@ -415,14 +415,26 @@ static void test_bottleneck_limits_use_the_verdicts_thresholds(void **state)
     assert_int_equal(tp_bottleneck_limit(train, train / TP_COMPUTE_LIMIT_SHARE + 1),
                      TP_LIMIT_COMPUTE);
     assert_int_equal(tp_bottleneck_limit(train, train), TP_LIMIT_BALANCED);
-    tp_bottleneck_run loader = {.cpu_mean = TP_CPU_SATURATED_PERCENT};
+    tp_bottleneck_run loader = {
+        .cpu_mean = TP_CPU_SATURATED_PERCENT, .own_cpu_mean = NAN, .own_read_mb_s = NAN};
+    assert_true(tp_loader_cpu_bound(&loader)); /* its own share not recorded: as before */
+    assert_false(tp_loader_crowded(&loader));
+    loader.own_cpu_mean = TP_CPU_SATURATED_PERCENT / 2; /* half of it its own */
     assert_true(tp_loader_cpu_bound(&loader));
-    loader.cpu_mean -= 1;
+    loader.own_cpu_mean = 30; /* others held 60 of the 90: they crowd it */
     assert_false(tp_loader_cpu_bound(&loader));
+    assert_true(tp_loader_crowded(&loader));
+    loader.cpu_mean -= 1;
+    assert_false(tp_loader_cpu_bound(&loader) || tp_loader_crowded(&loader));
     double kib;
     loader.disk_read_iops = 100, loader.disk_read_mb_s = 100 * 16 * 1024 / 1e6; /* 16 KiB reads */
     assert_true(tp_loader_small_reads(&loader, &kib));
     assert_true(fabs(kib - 16) < 1e-9);
+    loader.own_read_mb_s = loader.disk_read_mb_s / 2; /* half of the bytes its own */
+    assert_true(tp_loader_small_reads(&loader, &kib));
+    loader.own_read_mb_s = loader.disk_read_mb_s / 4; /* another process's small reads */
+    assert_false(tp_loader_small_reads(&loader, &kib));
+    loader.own_read_mb_s = NAN;
     loader.disk_read_iops = 10, loader.disk_read_mb_s = 10 * 16 * 1024 / 1e6; /* too few */
     assert_false(tp_loader_small_reads(&loader, &kib));
 }

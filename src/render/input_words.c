@@ -22,27 +22,37 @@ static const char *input_over(char *buf, size_t cap, const tp_verdict *v,
     return buf;
 }
 
-/* "Disk vda was busy 96% of the time over its steps (median), but not with
- * the training's I/O: its processes were seen waiting on storage 2% of the
- * time. " into out where the storage was busy and the training's processes
- * hardly waited on it; its length (0: nothing to say). */
+/* "Disk vda was busy 96% of the time during the training steps (median)"
+ * for cause TP_INPUT_DISK (its busiest disk), else "Tasks waited for
+ * storage 40% of the time ... (median)", into buf. */
+static void storage_busy_words(char *buf, size_t cap, const tp_verdict *v, tp_input_cause cause)
+{
+    const __typeof__(v->f.input) *f = &v->f.input;
+    char since[40];
+    if (cause == TP_INPUT_DISK && f->disk) {
+        char labels[TP_LABELS_MAX]; /* "device=nvme0n1" */
+        tp_labels_display(f->disk->series->labels, labels, sizeof labels);
+        const char *dev = strchr(labels, '=');
+        snprintf(buf, cap, "Disk %.40s was busy %.0f%% of the time%s (median)",
+                 dev ? dev + 1 : labels, f->disk_p50, input_over(since, sizeof since, v, f->disk));
+    } else {
+        snprintf(buf, cap, "Tasks waited for storage %.0f%% of the time%s (median)", f->io_p50,
+                 input_over(since, sizeof since, v, f->io));
+    }
+}
+
+/* "Disk vda was busy 96% of the time during the training steps (median), but
+ * not with the training's I/O: its processes were seen waiting on storage
+ * 2% of the time ... " into out where the storage was busy and the
+ * training's processes hardly waited on it; its length (0: nothing said). */
 static size_t storage_not_its(char *out, size_t cap, const tp_verdict *v)
 {
     const __typeof__(v->f.input) *f = &v->f.input;
-    char busy[160], since[40];
+    char busy[160];
     out[0] = '\0';
     if (f->storage_others == TP_INPUT_WORKERS)
         return 0;
-    if (f->storage_others == TP_INPUT_DISK && f->disk) {
-        char labels[TP_LABELS_MAX];
-        tp_labels_display(f->disk->series->labels, labels, sizeof labels);
-        const char *dev = strchr(labels, '=');
-        snprintf(busy, sizeof busy, "Disk %.40s was busy %.0f%% of the time%s (median)",
-                 dev ? dev + 1 : labels, f->disk_p50, input_over(since, sizeof since, v, f->disk));
-    } else {
-        snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time%s (median)",
-                 f->io_p50, input_over(since, sizeof since, v, f->io));
-    }
+    storage_busy_words(busy, sizeof busy, v, f->storage_others);
     int n = snprintf(out, cap,
                      "%s, but not with the training's I/O: its processes were seen waiting on "
                      "storage %.0f%% of the time (state D, all of them together). ",
@@ -72,18 +82,8 @@ void tp_input_advice(char *out, size_t cap, const tp_verdict *v)
                  "the CPUs are free; then more DataLoader workers can help.",
                  f->cpu_p50, input_over(since, sizeof since, v, f->cpu), f->own_cpu_p50);
         return;
-    case TP_INPUT_DISK: {
-        char labels[TP_LABELS_MAX]; /* "device=nvme0n1" */
-        tp_labels_display(f->disk->series->labels, labels, sizeof labels);
-        const char *dev = strchr(labels, '=');
-        snprintf(busy, sizeof busy, "Disk %.40s was busy %.0f%% of the time%s (median)",
-                 dev ? dev + 1 : labels, f->disk_p50, input_over(since, sizeof since, v, f->disk));
-        break;
-    }
-    case TP_INPUT_IO_WAIT:
-        snprintf(busy, sizeof busy, "Tasks waited for storage %.0f%% of the time%s (median)",
-                 f->io_p50, input_over(since, sizeof since, v, f->io));
-        break;
+    case TP_INPUT_DISK:
+    case TP_INPUT_IO_WAIT: storage_busy_words(busy, sizeof busy, v, f->cause); break;
     case TP_INPUT_WORKERS: {
         const tp_model_facts *m = &v->facts;
         int cores = f->cpus ? atoi(f->cpus) : 0;
@@ -104,7 +104,8 @@ void tp_input_advice(char *out, size_t cap, const tp_verdict *v)
                      f->procs == 1 ? "" : "es", f->cpus ? f->cpus : "?");
             tp_more_workers_words(out + len, cap - len - 1, m, ran); /* and its full stop */
             len = strlen(out);
-            out[len] = '.', out[len + 1] = '\0';
+            if (len + 1 < cap)
+                out[len] = '.', out[len + 1] = '\0';
         }
         return;
     }

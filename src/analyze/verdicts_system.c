@@ -214,7 +214,9 @@ static void cpu_steal(const tp_summary *s, int64_t agent_id, const tp_series_sum
  * average), or, under a cgroup CPU limit (the agent's metadata), the
  * command's share of its limit. Else, or on an agent without GPUs, others
  * holding the CPUs (cpu_contention), but not where the command used its
- * cgroup's limit: its wait for a CPU is then its own quota's. */
+ * cgroup's limit: its wait for a CPU is then its own quota's. Where others
+ * held most of the busy CPUs but did not hold the training back, neither:
+ * the saturation is theirs, and the training lost nothing to it. */
 static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
 {
     const tp_series_summary *u = tp_summary_find(s, agent_id, TP_METRIC_CPU_UTIL_PERCENT, "{}");
@@ -232,6 +234,13 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
     for (size_t g = 0; g < s->run->ngpus && !gpus; g++)
         gpus = s->run->gpus[g].agent_id == agent_id;
     bool host = u && u->steps.mean >= TP_CPU_SATURATED_PERCENT;
+    /* the host's CPUs held mostly by others, who did not hold the training
+     * back (no cpu_contention): not its saturation, nothing of its to cut */
+    double cores = tp_verdicts_agent_cores(s, agent_id);
+    if (host && !cgroup && p && cores >= 1 &&
+        tp_others_cpu_percent(u->steps.mean, st ? st->steps.mean : NAN, p->steps.mean, cores) >
+            p->steps.mean / cores)
+        host = false;
     if (!gpus || (!host && !cgroup))
         return;
     tp_verdict *v = tp_verdicts_add(out, TP_VERDICT_CPU_SATURATED);

@@ -64,6 +64,10 @@ def test_a_quiet_node_has_no_verdict_and_each_rule_fires_on_its_figure(tmp_path)
     # CPUs maxed out on a node with GPUs (they feed the GPUs)
     cpu = node(tmp_path, "cpu")
     set_stat(cpu, "cpu_util_percent", "{}", mean=97.0, p50=98.0)
+    # busy with others (the training's tree 0.5 of its 2 cores), who did not
+    # hold it back (no pressure to speak of): not its saturation to cut
+    assert verdicts(cpu) == []
+    set_stat(cpu, "proc_cpu_percent", "{}", mean=180.0)  # 1.8 of 2 cores: the training's
     [(kind, ev, msg)] = verdicts(cpu)
     assert kind == "cpu_saturated" and ev["cpu_util_mean_percent"] == 97.0
     assert ev["agent"] is None and 0 < ev["pressure_cpu_some_mean_percent"] < 100
@@ -146,6 +150,7 @@ def test_every_agent_is_checked_and_named(tmp_path):
     set_stat(b, "gpu_util_percent", '{"gpu":"1"}', mean=40.0, p50=41.0)
     set_stat(b, "host_mem_used_bytes", "{}", max=500.0 * GIB)
     set_stat(b, "cpu_util_percent", "{}", mean=95.0)
+    set_stat(b, "proc_cpu_percent", "{}", mean=170.0)  # the training's own, 1.7 of 2 cores
     found = verdicts(a, b)
     assert sorted((k, ev["agent"]) for k, ev, _ in found) == [
         ("cpu_saturated", "node-1"),

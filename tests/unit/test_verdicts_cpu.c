@@ -86,10 +86,14 @@ static void test_cpu_contention_where_others_held_the_cpus(void **state)
     assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, NULL), 0);
     facts_free(f);
     /* where the training's own wait was recorded it decides: a training that
-     * sleeps beside busy CPUs is not held back, whatever else waited */
+     * sleeps beside busy CPUs is not held back, whatever else waited; on an
+     * agent with GPUs, no cpu_saturated either (the saturation is others',
+     * not the training's workers' to cut) */
     f = machine_with(95, 1, 50);
     series(f, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}", 5, 5, 5);
     assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, NULL), 0);
+    one_gpu(f);
+    assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_SATURATED, NULL), 0);
     f->items[f->s.n - 1].steps.mean = 40;
     assert_int_equal(verdicts_of(f, TP_VERDICT_CPU_CONTENTION, &v), 1);
     assert_true(message_of(f, TP_VERDICT_CPU_CONTENTION, words, sizeof words));

@@ -52,23 +52,23 @@ static bool measure(const char *path, tp_scale_row *row, char *err, size_t cap)
             row->samples_per_s += (double)t->steps[i].samples / t->steps[i].total_s;
     int first_rank = t->nepochs ? t->epochs[0].rank : 0;
     double energy = 0, samples = 0, seconds = 0;
-    bool has_energy = false;
+    size_t measured = 0; /* epochs with energy: the sampling reached both of their ends */
     for (size_t i = 0; i < t->nepochs; i++) {
         if (t->epochs[i].rank == first_rank) {
             row->epochs++;
             seconds += t->epochs[i].duration_s;
             if (!isnan(t->epochs[i].energy_j)) {
                 energy += t->epochs[i].energy_j;
-                has_energy = true;
+                measured++;
             }
         }
         samples += (double)t->epochs[i].samples; /* every rank's */
     }
     row->epoch_s = row->epochs ? seconds / (double)row->epochs : NAN;
-    if (has_energy && row->epochs) {
-        row->energy_epoch_j = energy / (double)row->epochs;
+    if (measured) { /* over the epochs measured, their samples as an epoch's mean */
+        row->energy_epoch_j = energy / (double)measured;
         if (samples > 0)
-            row->energy_sample_j = energy / samples;
+            row->energy_sample_j = row->energy_epoch_j / (samples / (double)row->epochs);
     }
     tp_summary_close(&s);
     return true;

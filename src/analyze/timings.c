@@ -265,9 +265,13 @@ bool tp_timing_is_pause(const char *name) { return tp_phase_kind_of(name) == TP_
 
 /* Energy used during an epoch: the growth of every cumulative energy series
  * (each GPU, each RAPL domain, of every agent: the whole job's) between the
- * epoch's start and end. NaN when the run recorded no energy. */
+ * epoch's start and end, of the series sampled around both (or within a
+ * sampling interval of them). NaN when the run recorded no energy there. */
 static double epoch_energy(tp_run *run, const tp_epoch_row *e)
 {
+    const char *interval = tp_run_meta_get(run, TP_META_INTERVAL_S);
+    double interval_s = interval ? strtod(interval, NULL) : 0;
+    int64_t slack = tp_ns_of_s(interval_s > 0 && interval_s < 3600 ? interval_s : 1.0);
     double total = NAN;
     for (size_t i = 0; i < run->nseries; i++) {
         const tp_run_series *s = &run->series[i];
@@ -276,8 +280,8 @@ static double epoch_energy(tp_run *run, const tp_epoch_row *e)
             continue;
         double a, b;
         int64_t t0 = tp_ns_of_s(e->start_s), t1 = tp_ns_of_s(e->start_s + e->duration_s);
-        if (tp_run_series_counter_at(run, s->id, t0, &a) &&
-            tp_run_series_counter_at(run, s->id, t1, &b) && b >= a)
+        if (tp_run_series_counter_at(run, s->id, t0, slack, &a) &&
+            tp_run_series_counter_at(run, s->id, t1, slack, &b) && b >= a)
             total = (isnan(total) ? 0 : total) + (b - a);
     }
     return total;

@@ -25,12 +25,14 @@ int tp_merge_epoch_energy(sqlite3 *db, const char *path, long long off, long lon
         "  AND x.t_ns > b.t_ns - 1000 AND x.t_ns <= b.t_ns + 1000;"
         "INSERT OR IGNORE INTO main.sample (series_id, t_ns, value)"
         " SELECT e.id + %lld, x.t_ns + %lld, x.value FROM energy e CROSS JOIN bound b"
-        "  CROSS JOIN src.sample x ON x.series_id = e.id AND x.t_ns = (SELECT max(t_ns)"
-        "   FROM src.sample WHERE series_id = e.id AND t_ns <= b.t_ns - 1000);"
+        "  CROSS JOIN src.sample x ON x.series_id = e.id AND x.t_ns IN (SELECT t_ns"
+        "   FROM src.sample WHERE series_id = e.id AND t_ns <= b.t_ns - 1000"
+        "   ORDER BY t_ns DESC LIMIT 2);"
         "INSERT OR IGNORE INTO main.sample (series_id, t_ns, value)"
         " SELECT e.id + %lld, x.t_ns + %lld, x.value FROM energy e CROSS JOIN bound b"
-        "  CROSS JOIN src.sample x ON x.series_id = e.id AND x.t_ns = (SELECT min(t_ns)"
-        "   FROM src.sample WHERE series_id = e.id AND t_ns > b.t_ns + 1000);"
+        "  CROSS JOIN src.sample x ON x.series_id = e.id AND x.t_ns IN (SELECT t_ns"
+        "   FROM src.sample WHERE series_id = e.id AND t_ns > b.t_ns + 1000"
+        "   ORDER BY t_ns LIMIT 2);"
         "DROP TABLE bound;"
         "DROP TABLE energy;",
         dt, off, dt, off, dt, off, dt);

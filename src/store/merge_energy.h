@@ -19,10 +19,11 @@
 int tp_merge_epoch_bounds(sqlite3 *db);
 
 /* Copies into main.sample, of the input at path (series ids + off, times +
- * dt), for each bound b, its energy series' last sample at or before
+ * dt), for each bound b, its energy series' two last samples at or before
  * b - 1 us, every sample within 1 us of b (the reader recomputes b from
- * seconds, give or take a nanosecond) and the first after b + 1 us: the two
- * the reader interpolates between (tp_run_series_counter_at). An SQLite
+ * seconds, give or take a nanosecond) and the two first after b + 1 us:
+ * the two the reader interpolates between, or the two whose line it
+ * extends a little past its samples (tp_run_series_counter_at). An SQLite
  * result code. */
 int tp_merge_epoch_energy(sqlite3 *db, const char *path, long long off, long long dt);
 

@@ -192,13 +192,18 @@ bool tp_run_agent_value_at(tp_run *run, int64_t agent_id, const char *metric, co
                            int64_t t_ns, double *value);
 
 /* A cumulative series' value at t_ns (an energy counter), by series id:
- * linear between its samples on either side of t_ns, its last sample where
- * none follows, its first where none precedes; false when it has none.
+ * linear between its samples on either side of t_ns; within slack_ns
+ * before its first sample or after its last, on the line through its two
+ * first or last (a run's last epoch ends as it exits, a little after its
+ * last sample); false further out, or with one sample there (an epoch the
+ * sampling had not reached read the nearest sample's value for its edge:
+ * 128 W of a 300 W GPU in CI).
  * Through one prepared statement kept with the run (for many lookups, e.g.
  * every energy series at every epoch boundary). Interpolated, since a span
  * shorter than the sampling period (an epoch of 0.3 s sampled every 0.5 s)
  * would otherwise read a whole period's growth or none. */
-bool tp_run_series_counter_at(tp_run *run, int64_t series_id, int64_t t_ns, double *value);
+bool tp_run_series_counter_at(tp_run *run, int64_t series_id, int64_t t_ns, int64_t slack_ns,
+                              double *value);
 
 /* Reads everything after this call from one snapshot of the file, in one
  * read transaction (no lock and stat system calls per query), until

@@ -293,36 +293,48 @@ bool tp_run_value_at(tp_run *run, const char *metric, const char *labels, int64_
     return tp_run_agent_value_at(run, 1, metric, labels, t_ns, value);
 }
 
-bool tp_run_series_counter_at(tp_run *run, int64_t series_id, int64_t t_ns, double *value)
+/* The line through (t0, v0) and (t1, v1) at t; v0 where t1 == t0. */
+static double line_at(int64_t t0, double v0, int64_t t1, double v1, int64_t t)
 {
-    /* the last sample at or before t_ns (k 0) and the first after it (k 1) */
+    return t1 != t0 ? v0 + (v1 - v0) * ((double)(t - t0) / (double)(t1 - t0)) : v0;
+}
+
+bool tp_run_series_counter_at(tp_run *run, int64_t series_id, int64_t t_ns, int64_t slack_ns,
+                              double *value)
+{
+    /* the two last samples at or before t_ns (k 0) and the two first after it (k 1) */
     static const char sql[] =
         "SELECT t_ns, value, 0 FROM (SELECT t_ns, value FROM sample"
-        " WHERE series_id = ?1 AND t_ns <= ?2 ORDER BY t_ns DESC LIMIT 1)"
+        " WHERE series_id = ?1 AND t_ns <= ?2 ORDER BY t_ns DESC LIMIT 2)"
         " UNION ALL SELECT t_ns, value, 1 FROM (SELECT t_ns, value FROM sample"
-        " WHERE series_id = ?1 AND t_ns > ?2 ORDER BY t_ns LIMIT 1)";
+        " WHERE series_id = ?1 AND t_ns > ?2 ORDER BY t_ns LIMIT 2)";
     sqlite3_stmt *st = run->value_at_stmt;
     if (!st && sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return false;
     run->value_at_stmt = st;
     sqlite3_bind_int64(st, 1, series_id);
     sqlite3_bind_int64(st, 2, t_ns);
-    bool have[2] = {false, false};
-    int64_t t[2] = {0, 0};
-    double v[2] = {0, 0};
+    int n[2] = {0, 0};       /* samples found on each side, nearest first */
+    int64_t t[2][2] = {{0}}; /* [side][0 nearest, 1 next] */
+    double v[2][2] = {{0}};
     while (sqlite3_step(st) == SQLITE_ROW) {
         int k = sqlite3_column_int(st, 2) ? 1 : 0;
-        have[k] = true;
-        t[k] = sqlite3_column_int64(st, 0);
-        v[k] = sqlite3_column_double(st, 1);
+        if (n[k] < 2) {
+            t[k][n[k]] = sqlite3_column_int64(st, 0);
+            v[k][n[k]++] = sqlite3_column_double(st, 1);
+        }
     }
     sqlite3_reset(st);
-    if (have[0] && have[1] && t[1] > t[0])
-        *value = v[0] + (v[1] - v[0]) * ((double)(t_ns - t[0]) / (double)(t[1] - t[0]));
-    else if (have[0] || have[1])
-        *value = have[0] ? v[0] : v[1];
+    if (n[0] && n[1])
+        *value = line_at(t[0][0], v[0][0], t[1][0], v[1][0], t_ns);
+    else if (n[0] && t[0][0] == t_ns)
+        *value = v[0][0];
+    else if (n[0] == 2 && t_ns - t[0][0] <= slack_ns) /* just after its last: at its last rate */
+        *value = line_at(t[0][1], v[0][1], t[0][0], v[0][0], t_ns);
+    else if (n[1] == 2 && t[1][0] - t_ns <= slack_ns) /* just before its first */
+        *value = line_at(t[1][0], v[1][0], t[1][1], v[1][1], t_ns);
     else
-        return false;
+        return false; /* further outside its samples: the counter's value there is not known */
     return true;
 }
 

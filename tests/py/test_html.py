@@ -25,7 +25,7 @@ def chromium(*args, timeout=90):
     timestamped: in CI, calls took 20-58 s on one CPU-second where the same pages
     took 1 s here, and the cause is still to be found."""
     with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
-        start = time.monotonic()
+        start, started = time.monotonic(), time.time()
         r = subprocess.run(
             [
                 "chromium",
@@ -46,8 +46,34 @@ def chromium(*args, timeout=90):
         )
         took = time.monotonic() - start
     if took >= 10:
-        warnings.warn(f"chromium took {took:.0f} s; it logged: {r.stderr[-2000:]}", stacklevel=2)
+        warnings.warn(f"chromium took {took:.0f} s: {log_gaps(r.stderr, started)}", stacklevel=2)
     return r
+
+
+def log_gaps(log, started):
+    """Where a slow Chromium's time went, from its log lines' timestamps
+    ("[pid:tid:MMDD/HHMMSS.micro:..."): its first line's time since started
+    (a wall-clock time), and the largest gap between two lines with both."""
+    import datetime
+
+    stamped = []
+    for line in log.splitlines():
+        m = re.match(r"\[\d+:\d+:\d{4}/(\d{2})(\d{2})(\d{2})\.(\d{6}):", line)
+        if m:
+            h, mi, sec, us = map(int, m.groups())
+            stamped.append((h * 3600 + mi * 60 + sec + us / 1e6, line[:160]))
+    if not stamped:
+        return f"no timestamped line in its log: {log[-600:]}"
+    day = datetime.datetime.fromtimestamp(started)
+    start = day.hour * 3600 + day.minute * 60 + day.second + day.microsecond / 1e6
+    gap, before, after = max(
+        ((b[0] - a[0], a[1], b[1]) for a, b in zip(stamped, stamped[1:])), default=(0, "", "")
+    )
+    return (
+        f"its first log line {stamped[0][0] - start:.1f} s after the start, its last "
+        f"{stamped[-1][0] - start:.1f} s; the largest gap {gap:.1f} s, between {before!r} "
+        f"and {after!r}"
+    )
 
 
 @pytest.fixture(scope="module")

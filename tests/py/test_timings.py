@@ -163,7 +163,13 @@ def test_an_epoch_shorter_than_the_sampling_has_its_share_of_energy(run_file, tm
     assert r.returncode == 0, r.stderr
     epochs = report_json(run_file)["epochs"]
     assert len(epochs) == 8
-    for e in epochs[1:-1]:  # the first and the last may reach past the samples
+    # an epoch more than a sampling interval outside the samples has no energy
+    # (null), not the nearest sample's: in CI one read 128 W. One within an
+    # interval of them is at their rate. On this machine all are measured;
+    # on a slow one, most.
+    measured = [e for e in epochs if e["energy_j"] is not None]
+    assert len(measured) >= 4, epochs
+    for e in measured:
         watts = e["energy_j"] / e["duration_s"]
         # within 30 %: a sample's time and its read part by a few tens of ms
         # on a loaded machine (231 W once in CI), where the fault gave 0 W

@@ -379,6 +379,47 @@ static void test_live_means_over_a_window(void **state)
     free(path);
 }
 
+/* A counter's value at a time: interpolated between the samples on either
+ * side (an epoch's edge between two ticks), the sample's own at its time,
+ * at the rate of its two nearest within the slack outside them, and not
+ * known further out (the nearest sample's value there gave an epoch part
+ * of its energy). */
+static void test_a_counter_is_known_only_between_its_samples(void **state)
+{
+    (void)state;
+    char *path = tmp_path("counter.db"), err[256];
+    tp_sink *s = tp_sink_new(0);
+    uint32_t joules = tp_sink_series(s, TP_METRIC_GPU_ENERGY_JOULES, "{\"gpu\":\"0\"}");
+    tp_sink_sample(s, joules, 1000, 100);
+    tp_sink_sample(s, joules, 2000, 400);
+    tp_sink_sample(s, joules, 3000, 700);
+    fx_write_sink(path, s, "node7");
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    const tp_run_series *x =
+        tp_run_series_find(run, 1, TP_METRIC_GPU_ENERGY_JOULES, "{\"gpu\":\"0\"}");
+    assert_non_null(x);
+    double v;
+    assert_true(tp_run_series_counter_at(run, x->id, 1500, 0, &v));
+    assert_float_equal(v, 250, 1e-9);
+    assert_true(tp_run_series_counter_at(run, x->id, 3000, 0, &v)); /* the last sample's time */
+    assert_float_equal(v, 700, 1e-9);
+    assert_true(tp_run_series_counter_at(run, x->id, 1000, 0, &v));
+    assert_float_equal(v, 100, 1e-9);
+    assert_false(tp_run_series_counter_at(run, x->id, 999, 0, &v));  /* before the first */
+    assert_false(tp_run_series_counter_at(run, x->id, 3001, 0, &v)); /* after the last */
+    /* within the slack (a sampling interval), on the line of its last (or
+     * first) two samples: 0.3 a nanosecond */
+    assert_true(tp_run_series_counter_at(run, x->id, 3500, 500, &v));
+    assert_float_equal(v, 850, 1e-9);
+    assert_true(tp_run_series_counter_at(run, x->id, 600, 400, &v));
+    assert_float_equal(v, -20, 1e-9);
+    assert_false(tp_run_series_counter_at(run, x->id, 3501, 500, &v));
+    assert_false(tp_run_series_counter_at(run, x->id, 599, 400, &v));
+    tp_run_close(run);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_sink_bounds_the_events_pending),
         cmocka_unit_test(test_settings_are_typed_and_hostile_values_absent),
         cmocka_unit_test(test_live_means_over_a_window),
+        cmocka_unit_test(test_a_counter_is_known_only_between_its_samples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

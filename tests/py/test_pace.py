@@ -357,7 +357,9 @@ def test_the_loop_s_own_code_that_slowed_is_named_as_the_change_cause(tmp_path, 
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script)
     assert r.returncode == 0, r.stderr
     regimes = report_json(run_file)["regimes"]["regimes"]
-    at = [i for i, g in enumerate(regimes) if abs(g["first_step"] - 401) <= 3]
+    # the change at step 401, give or take what a busy machine does to 7 ms
+    # steps of sleeps (397 once in CI beside the other tests)
+    at = [i for i, g in enumerate(regimes) if abs(g["first_step"] - 401) <= 8]
     assert at, regimes
     causes = regimes[at[0]]["causes"]
     assert causes[0]["kind"] == "phase" and causes[0]["phase"] == "other", causes

@@ -102,8 +102,10 @@ def test_a_rank_killed_by_sigkill(tmp_path, run_file):
         ).fetchone()
     if row is None:
         # torchrun's agent saw rank 1 die first and ended rank 0 (SIGTERM) before its
-        # collective failed: a race of the machine's; no raise to order the deaths by
-        assert (rank0["how"], rank0["signal"]) == ("signal", 15), rank0
+        # collective failed: a race of the machine's; no raise to order the deaths by.
+        # Its status is read from its zombie, which torchrun (its parent, not the
+        # recorder) may reap first: then it vanished (once in CI)
+        assert (rank0["how"], rank0["signal"]) == ("signal", 15) or rank0["how"] == "vanished"
         return
     raised = int(row[0])
 

@@ -145,6 +145,21 @@ static void most_held_step_thread(const tp_summary *s, int64_t agent_id, tp_verd
     free(procs);
 }
 
+/* Other processes' share of the agent's CPUs over the steps (the steal left
+ * out), in *others, and the training's tree's, in *own (both % of the
+ * machine); false where the CPU count or a series is unknown. */
+static bool cpu_shares(const tp_summary *s, int64_t agent_id, const tp_series_summary *u,
+                       const tp_series_summary *p, const tp_series_summary *st, double *others,
+                       double *own)
+{
+    double cores = tp_verdicts_agent_cores(s, agent_id);
+    if (!u || !p || cores < 1)
+        return false;
+    *own = p->steps.mean / cores;
+    *others = tp_others_cpu_percent(u->steps.mean, st ? st->steps.mean : NAN, p->steps.mean, cores);
+    return true;
+}
+
 /* Others held agent's CPUs: busy >= 90 % on average over its steps, the
  * other processes (busy less the training's own process tree and a
  * virtual machine's steal, which cpu_steal tells) using more of it than the
@@ -166,12 +181,10 @@ static bool cpu_contention(const tp_summary *s, int64_t agent_id, const tp_serie
         tp_summary_find(s, agent_id, TP_METRIC_PROC_CPU_WAIT_PERCENT, "{}");
     if (held && held->steps.count == 0)
         held = NULL;
-    double cores = tp_verdicts_agent_cores(s, agent_id);
-    if (!u || !p || cores < 1 || !(u->steps.mean >= TP_CPU_SATURATED_PERCENT))
+    double others, own;
+    if (!cpu_shares(s, agent_id, u, p, st, &others, &own) ||
+        !(u->steps.mean >= TP_CPU_SATURATED_PERCENT))
         return false;
-    double own = p->steps.mean / cores;
-    double others =
-        tp_others_cpu_percent(u->steps.mean, st ? st->steps.mean : NAN, p->steps.mean, cores);
     tp_verdict found = {.kind = TP_VERDICT_CPU_CONTENTION};
     most_held_step_thread(s, agent_id, &found);
     const tp_series_summary *waited = found.f.cpu.step_wait ? found.f.cpu.step_wait
@@ -184,7 +197,7 @@ static bool cpu_contention(const tp_summary *s, int64_t agent_id, const tp_serie
     v->agent_id = agent_id;
     v->f.cpu.host = true;
     v->f.cpu.util = u, v->f.cpu.proc = p, v->f.cpu.wait = w, v->f.cpu.held = held;
-    v->f.cpu.cores = cores;
+    v->f.cpu.cores = tp_verdicts_agent_cores(s, agent_id);
     v->f.cpu.others_percent = others;
     v->f.cpu.steal = st;
     return true;
@@ -236,10 +249,8 @@ static void cpu_verdict(const tp_summary *s, int64_t agent_id, tp_verdicts *out)
     bool host = u && u->steps.mean >= TP_CPU_SATURATED_PERCENT;
     /* the host's CPUs held mostly by others, who did not hold the training
      * back (no cpu_contention): not its saturation, nothing of its to cut */
-    double cores = tp_verdicts_agent_cores(s, agent_id);
-    if (host && !cgroup && p && cores >= 1 &&
-        tp_others_cpu_percent(u->steps.mean, st ? st->steps.mean : NAN, p->steps.mean, cores) >
-            p->steps.mean / cores)
+    double others, own;
+    if (host && !cgroup && cpu_shares(s, agent_id, u, p, st, &others, &own) && others > own)
         host = false;
     if (!gpus || (!host && !cgroup))
         return;

@@ -31,8 +31,8 @@ typedef struct tp_regime_machine {
      * machine's CPUs given to others while they had work (NaN: not counted) */
     double cpu_steal_percent;
     double cpu_pressure, io_pressure; /* "some" pressure stall, % of time */
-    /* the training's processes waiting on storage (proc_blocked: state D),
-     * mean processes over the regime (NaN: not recorded) */
+    /* the training's threads waiting on storage (proc_blocked: state D),
+     * mean threads over the regime (NaN: not recorded) */
     double training_blocked;
     /* the training's processes' main threads waiting for a CPU, % of the
      * time (run-queue delay: proc_cpu_wait_percent) */
@@ -127,8 +127,8 @@ typedef enum {
      * (the CPU's clock, another guest's or process's work on its core) or
      * did more */
     TP_CAUSE_STEP_COMPUTED,
-    /* the training's processes waiting on storage (state D: proc_blocked,
-     * mean processes), +-0.1 or more: said instead of TP_CAUSE_IO_PRESSURE,
+    /* the training's threads waiting on storage (state D: proc_blocked,
+     * mean threads), +-0.1 or more: said instead of TP_CAUSE_IO_PRESSURE,
      * the machine's, where both sides recorded it */
     TP_CAUSE_STORAGE_WAIT,
 } tp_cause_kind;

@@ -20,10 +20,10 @@
 #define EXPOSED_COMM_SHARE      0.25
 #define INPUT_IO_WAIT_PERCENT   25.0
 #define DISK_BUSY_PERCENT       90.0
-/* the training's processes seen waiting on storage (state D), on average
+/* the training's threads seen waiting on storage (state D), on average
  * over the steps, against the share of the step its loading is waited for:
  * a loader that waits on storage has its readers in D about that long (the
- * main process, or its workers together); under a quarter of it, storage
+ * main process, its workers or its reading threads together); under a quarter of it, storage
  * busy with other processes' I/O is not what the loading waits on (the
  * first steps' code read from a busy disk: 0.1 of 0.87, measured) */
 #define INPUT_BLOCKED_OF_SHARE 0.25
@@ -113,7 +113,7 @@ static void input_over_pace(const tp_summary *s, int64_t agent, const tp_regime_
  * processes waited for a CPU, where recorded; others busy on cycles a
  * loader that sleeps leaves idle are not its cause); else its storage (tasks
  * waiting on I/O, median >= 25 %, or a disk busy, median >= 90 %), where
- * the training's own processes were seen waiting on it (state D) for a
+ * the training's own threads were seen waiting on it (state D) for a
  * quarter of the loading's share or more (a disk busy with another's
  * writes is not a sleeping loader's cause); else
  * latency (too few workers to hide it). Medians over the agent's training

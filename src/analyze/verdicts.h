@@ -110,10 +110,10 @@ typedef struct tp_verdict {
             /* a virtual machine's steal (mean %, -1 not counted), inside
              * cpu_p50 but no process's: left out of the others' share */
             double steal_percent;
-            /* the training's processes waiting on storage (state D), mean
+            /* the training's threads waiting on storage (state D), mean
              * over the steps (-1 not recorded); storage_others: the storage
              * cause the machine's figures name (a disk busy, tasks waiting
-             * for I/O) where the training's processes hardly waited on it,
+             * for I/O) where the training's threads hardly waited on it,
              * so that it is not the cause; TP_INPUT_WORKERS: none */
             double blocked;
             tp_input_cause storage_others;

@@ -1,7 +1,10 @@
 /* proc_tree.c: the training command's process tree: CPU, resident memory,
  * storage I/O, processes and threads, the time its processes' main threads
  * waited for a CPU (run-queue delay, /proc/PID/schedstat), and how many of
- * those threads were waiting on storage (state D) when sampled.
+ * its threads were waiting on storage (state D) when sampled: each thread's
+ * /proc/PID/task/TID/stat (a loader's reading threads wait in D while its
+ * main thread waits on them in S), up to TASK_READS_MAX a tick; past it, a
+ * window of a process's threads that moves on each tick, scaled to all.
  *
  * Each tick lists /proc once, merges the pids (sorted) with the table of the
  * previous tick, and reads /proc/PID/stat only for pids it has not seen
@@ -36,6 +39,11 @@
 
 enum { PT_UNKNOWN, PT_MEMBER, PT_FOREIGN };
 
+/* the threads' stat files read a tick, at most: 8 us each (an open, a read
+ * and a close; the kernel's formatting of the file most of it), about 1 ms
+ * of the recorder's CPU a tick at the most */
+enum { TASK_READS_MAX = 32 };
+
 typedef struct pt_entry {
     int pid;
     int ppid;
@@ -44,6 +52,9 @@ typedef struct pt_entry {
     bool has_prev, has_wait;
     uint64_t starttime;
     uint64_t prev_ticks, prev_read, prev_write, prev_wait_ns;
+    int *tids; /* its threads, as last listed (blocked_threads) */
+    size_t ntids, tids_cap;
+    uint32_t task_cursor; /* the first of its threads the next tick's window reads */
 } pt_entry;
 
 typedef struct pt_table {
@@ -82,9 +93,9 @@ static bool parse_stat(const char *buf, size_t len, pt_stat *out)
             p = q;
     if (!p || end - p < 4)
         return false;
-    p += 2; /* ") " */
-    out->blocked = *p++ == 'D';
-    int64_t f[21]; /* fields 4..24 */
+    p += 2;                     /* ") " */
+    out->blocked = *p++ == 'D'; /* its main thread's state */
+    int64_t f[21];              /* fields 4..24 */
     for (int i = 0; i < 21; i++)
         if (!tp_parse_i64(&p, end, &f[i]))
             return false;
@@ -139,6 +150,9 @@ static void entry_close(proc_tree_collector *c, pt_entry *e)
     if (e->sched_fd >= 0)
         close(e->sched_fd);
     e->stat_fd = e->io_fd = e->sched_fd = -1;
+    free(e->tids);
+    e->tids = NULL;
+    e->ntids = e->tids_cap = 0;
 }
 
 static bool table_reserve(pt_table *t, size_t n)
@@ -287,9 +301,93 @@ static ssize_t read_member_file(const proc_tree_collector *c, const pt_entry *e,
 /* The tree's figures of one tick: sums over its members, and deltas since
  * each member's previous reading. */
 typedef struct pt_totals {
-    uint64_t count, threads, rss_pages, dticks, dread, dwrite, dwait, blocked;
-    bool waits; /* some member's schedstat read (a kernel without it has none) */
+    uint64_t count, threads, rss_pages, dticks, dread, dwrite, dwait;
+    double blocked;      /* threads in D: a window's count scaled past the budget */
+    bool waits;          /* some member's schedstat read (a kernel without it has none) */
+    uint64_t task_reads; /* the threads' stat files left to read this tick */
 } pt_totals;
+
+/* Whether a stat file's state (the field after the command's last ')') is
+ * uninterruptible sleep. */
+static bool stat_says_blocked(const char *buf, size_t len)
+{
+    const char *p = NULL;
+    for (const char *q = buf; q < buf + len; q++)
+        if (*q == ')')
+            p = q;
+    return p && buf + len - p >= 3 && p[1] == ' ' && p[2] == 'D';
+}
+
+/* Lists member e's threads (/proc/PID/task) into e->tids; false where the
+ * folder can't be read or memory runs out (the list is left empty). */
+static bool list_tasks(const proc_tree_collector *c, pt_entry *e)
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "/proc/%d/task", e->pid);
+    int fd = tp_sysroot_openat(c->root, rel, O_RDONLY | O_DIRECTORY);
+    DIR *tasks = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!tasks) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    e->ntids = 0;
+    struct dirent *d;
+    bool ok = true;
+    while (ok && (d = readdir(tasks))) {
+        if (d->d_name[0] < '1' || d->d_name[0] > '9')
+            continue;
+        int *np = tp_grow_try(e->tids, e->ntids, &e->tids_cap, sizeof *np);
+        if ((ok = np != NULL)) {
+            e->tids = np;
+            e->tids[e->ntids++] = atoi(d->d_name);
+        }
+    }
+    closedir(tasks);
+    if (!ok)
+        e->ntids = 0;
+    return ok;
+}
+
+/* How many of member e's threads are in state D: their
+ * /proc/PID/task/TID/stat files, as many as t's budget still allows; where
+ * that is fewer than its threads, a window of them that moves on at each
+ * tick (e->task_cursor), its count scaled to all of them. Its threads are
+ * listed again only where their number changed or one of them ended. The
+ * main thread's state (st) for a process of one thread, one the budget
+ * left no read for, or one whose threads can't be listed. */
+static double blocked_threads(const proc_tree_collector *c, pt_entry *e, const pt_stat *st,
+                              pt_totals *t)
+{
+    if (st->threads <= 1 || t->task_reads == 0)
+        return st->blocked;
+    if (e->ntids != st->threads && !list_tasks(c, e))
+        return st->blocked;
+    size_t n = e->ntids, quota = n < t->task_reads ? n : (size_t)t->task_reads;
+    size_t first = n ? e->task_cursor % n : 0, read = 0, blocked = 0;
+    bool ended = false;
+    for (size_t k = 0; k < quota; k++) {
+        char rel[96], buf[256];
+        snprintf(rel, sizeof rel, "/proc/%d/task/%d/stat", e->pid, e->tids[(first + k) % n]);
+        int fd = tp_sysroot_openat(c->root, rel, O_RDONLY);
+        ssize_t got = fd >= 0 ? pread_all(fd, buf, sizeof buf) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (got <= 0) {
+            ended = true; /* listed again at the next tick */
+            continue;
+        }
+        read++;
+        blocked += stat_says_blocked(buf, (size_t)got);
+    }
+    t->task_reads -= quota;
+    e->task_cursor = n ? (uint32_t)((first + quota) % n) : 0;
+    if (ended)
+        e->ntids = 0;
+    if (read == 0)
+        return st->blocked;
+    return read == n ? (double)blocked : (double)blocked * (double)n / (double)read;
+}
 
 /* Adds member e's figures to t; false where it is gone (exited since the
  * listing, or its pid reused: looked at again at the next listing). */
@@ -310,7 +408,7 @@ static bool add_member(proc_tree_collector *c, pt_entry *e, pt_totals *t)
     n = read_member_file(c, e, e->sched_fd, "schedstat", buf, sizeof buf);
     bool have_wait = n > 0 && tp_schedstat_parse(buf, (size_t)n, &on_cpu_ns, &wait_ns);
     t->count++;
-    t->blocked += st.blocked;
+    t->blocked += blocked_threads(c, e, &st, t);
     t->threads += st.threads;
     t->rss_pages += st.rss_pages;
     uint64_t d;
@@ -344,7 +442,7 @@ static void proc_tree_sample(tp_collector *base, uint64_t now_ns)
     resolve_members(c);
 
     uint64_t dt = c->prev_ns && now_ns > c->prev_ns ? now_ns - c->prev_ns : 0;
-    pt_totals t = {0};
+    pt_totals t = {.task_reads = TASK_READS_MAX};
     for (size_t i = 0; i < c->cur.len; i++) {
         pt_entry *e = &c->cur.items[i];
         if (e->state == PT_MEMBER && !add_member(c, e, &t)) {
@@ -356,7 +454,7 @@ static void proc_tree_sample(tp_collector *base, uint64_t now_ns)
         return; /* the tree has exited */
     tp_sink_sample(c->sink, c->s_count, now_ns, (double)t.count);
     tp_sink_sample(c->sink, c->s_threads, now_ns, (double)t.threads);
-    tp_sink_sample(c->sink, c->s_blocked, now_ns, (double)t.blocked);
+    tp_sink_sample(c->sink, c->s_blocked, now_ns, t.blocked);
     tp_sink_sample(c->sink, c->s_rss, now_ns, (double)t.rss_pages * c->page_size);
     if (dt) {
         double secs = (double)dt / 1e9;

@@ -38,7 +38,7 @@ static const tp_metric_def catalog[] = {
      "time the tree's processes' main threads waited for a CPU (run queue), 100 = one thread "
      "all the time"},
     {TP_METRIC_PROC_BLOCKED, TP_UNIT_COUNT, "proc",
-     "the tree's processes whose main thread was in uninterruptible sleep (state D: waiting on "
+     "the tree's threads in uninterruptible sleep (state D: waiting on "
      "storage, a network filesystem or the kernel) when sampled; its mean is how many of them "
      "waited so, on average"},
     {TP_METRIC_STEP_THREAD_CPU_WAIT_PERCENT, TP_UNIT_PERCENT, "proc",

@@ -42,6 +42,22 @@ static int computed_cause_text(char *out, size_t cap, const char *sep, const tp_
                     sep, a, b, more ? "slower" : "faster", more ? "more" : "less");
 }
 
+/* TP_CAUSE_STORAGE_WAIT's words: the training's threads in state D, a mean
+ * count, said as a share of the time under one thread at a time, else as
+ * threads at a time. */
+static int storage_wait_words(char *out, size_t cap, const char *sep, const tp_regime_cause *c)
+{
+    if (fmax(c->before, c->after) < 1)
+        return snprintf(out, cap,
+                        "%sthe training's threads waited on storage %.0f%% of the time instead of "
+                        "%.0f%% (state D, all of them together)",
+                        sep, 100 * c->after, 100 * c->before);
+    return snprintf(out, cap,
+                    "%sthe training's threads waiting on storage went from %.1f to %.1f at a time "
+                    "on average (state D)",
+                    sep, c->before, c->after);
+}
+
 void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t ncauses)
 {
     size_t len = 0;
@@ -87,12 +103,7 @@ void tp_causes_text(char *out, size_t cap, const tp_regime_cause *causes, size_t
                 out + len, cap - len, "%stasks waited for %s %.0f%% of the time instead of %.0f%%",
                 sep, c->kind == TP_CAUSE_CPU_PRESSURE ? "a CPU" : "storage", c->after, c->before);
             break;
-        case TP_CAUSE_STORAGE_WAIT:
-            n = snprintf(out + len, cap - len,
-                         "%sthe training's processes waited on storage %.0f%% of the time instead "
-                         "of %.0f%% (state D, all of them together)",
-                         sep, 100 * c->after, 100 * c->before);
-            break;
+        case TP_CAUSE_STORAGE_WAIT: n = storage_wait_words(out + len, cap - len, sep, c); break;
         case TP_CAUSE_GPU_CLOCK:
             n = snprintf(out + len, cap - len, "%sits GPU's SM clock went from %.0f to %.0f MHz",
                          sep, c->before, c->after);

@@ -42,9 +42,9 @@ static void storage_busy_words(char *buf, size_t cap, const tp_verdict *v, tp_in
 }
 
 /* "Disk vda was busy 96% of the time during the training steps (median), but
- * not with the training's I/O: its processes were seen waiting on storage
+ * not with the training's I/O: its threads were seen waiting on storage
  * 2% of the time ... " into out where the storage was busy and the
- * training's processes hardly waited on it; its length (0: nothing said). */
+ * training's threads hardly waited on it; its length (0: nothing said). */
 static size_t storage_not_its(char *out, size_t cap, const tp_verdict *v)
 {
     const __typeof__(v->f.input) *f = &v->f.input;
@@ -54,7 +54,7 @@ static size_t storage_not_its(char *out, size_t cap, const tp_verdict *v)
         return 0;
     storage_busy_words(busy, sizeof busy, v, f->storage_others);
     int n = snprintf(out, cap,
-                     "%s, but not with the training's I/O: its processes were seen waiting on "
+                     "%s, but not with the training's I/O: its threads were seen waiting on "
                      "storage %.0f%% of the time (state D, all of them together). ",
                      busy, 100 * f->blocked);
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;

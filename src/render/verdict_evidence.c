@@ -101,7 +101,7 @@ static void rank_evidence(tp_evidence *e, const tp_verdict *v)
                f->io_p50);
         number(e, "disk_busy_p50_percent", "busiest disk (median)", TP_FIGURE_PERCENT, 2,
                f->disk_p50);
-        number(e, "training_blocked_mean", "the training's processes waiting on storage (mean)",
+        number(e, "training_blocked_mean", "the training's threads waiting on storage (mean)",
                TP_FIGURE_PLAIN, 3, f->blocked);
         if (f->over_pace) /* the medians of the latest pace's span */
             text(e, "over", "over", "latest_pace");

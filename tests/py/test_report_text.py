@@ -156,7 +156,7 @@ def not_held_back(ev):
     """The cause of a loader not held back by others on the CPUs: its latency,
     unless the machine's storage was busy meanwhile (tasks waiting on I/O a
     quarter of the time, or a disk busy 90 %, medians) and the training's
-    processes were seen waiting on it (state D) a quarter of its loading's
+    threads were seen waiting on it (state D) a quarter of its loading's
     share: a slow VM's disk was busy in CI while this training slept in its
     Dataset, and the verdict named the disk."""
     storage = ev["pressure_io_some_p50_percent"] >= 25 or ev["disk_busy_p50_percent"] >= 90

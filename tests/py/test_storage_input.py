@@ -47,6 +47,43 @@ for x in DataLoader(Data(), batch_size=16):
     opt.step()
 """
 
+# The same reads, a batch's samples side by side in a pool of 4 threads
+# (Dataset.__getitems__): the readers wait in D, the main thread on them in S.
+THREADED_READER = """
+import mmap, os, random, sys, threading
+from concurrent.futures import ThreadPoolExecutor
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+path, n = sys.argv[1], int(sys.argv[2])
+READ = 1 << 20
+blocks = os.path.getsize(path) // READ
+own = threading.local()
+
+def read_one(i):
+    if not hasattr(own, "fd"):
+        own.fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        own.buf = mmap.mmap(-1, READ)
+    os.preadv(own.fd, [own.buf], random.randrange(blocks) * READ)
+    return torch.frombuffer(own.buf, dtype=torch.float32, count=16).clone()
+
+class Data(Dataset):
+    pool = ThreadPoolExecutor(4)
+    def __len__(self):
+        return n
+    def __getitem__(self, i):
+        return read_one(i)
+    def __getitems__(self, indices):
+        return list(self.pool.map(read_one, indices))
+
+model = torch.nn.Linear(16, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for x in DataLoader(Data(), batch_size=16):
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+"""
+
 # Writes 1 MiB blocks with O_DIRECT over the file given (64 MiB of it, again
 # and again) until killed: the disk busy with another process's I/O.
 DISK_WRITER = """
@@ -71,9 +108,9 @@ def data_file(tmp_path, mib=64):
     return path
 
 
-def record(tmp_path, data, n, sleep, *sleepy):
+def record(tmp_path, data, n, sleep, *sleepy, reader=DIRECT_READER):
     script = tmp_path / "train.py"
-    script.write_text(DIRECT_READER)
+    script.write_text(reader)
     run = tmp_path / "run.db"
     r = trainprof(
         "record", "-q", "--interval", "0.05", "-o", run, "--", PYTHON, script, data, str(n),
@@ -93,6 +130,20 @@ def test_a_loader_that_reads_the_disk_waits_on_storage(tmp_path):
     """No other I/O beside it: the loader's own reads keep tasks waiting on
     storage (io) and its process in state D about as long as it loads."""
     rep = record(tmp_path, data_file(tmp_path), 16 * 200, 0)
+    v = input_verdict(rep)
+    ev = v["evidence"]
+    assert ev["cause"] == "io", (ev, v["message"])
+    assert ev["training_blocked_mean"] >= 0.25 * ev["dataloader_next_share"], ev
+    assert "loading waits on the disk" in v["message"]
+    assert "but not with the training's I/O" not in v["message"]
+
+
+def test_a_loader_that_reads_in_threads_waits_on_storage(tmp_path):
+    """The reads in a pool of threads, the main thread waiting on them in S
+    (a futex), not D: their threads' wait is the training's (its main threads
+    alone said 0.015 of a 0.96 share, and the verdict named the disk busy
+    with others' I/O)."""
+    rep = record(tmp_path, data_file(tmp_path), 16 * 120, 0, reader=THREADED_READER)
     v = input_verdict(rep)
     ev = v["evidence"]
     assert ev["cause"] == "io", (ev, v["message"])

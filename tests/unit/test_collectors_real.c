@@ -1,7 +1,10 @@
 /* test_collectors_real.c: the collectors against this machine's real /proc
  * and /sys: a process tree of its own that burns CPU, and every collector at
  * once. Each judges what the kernel said, whatever else the machine does. */
+#include <math.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -194,60 +197,6 @@ static int wait_forever(void *arg)
     return 0;
 }
 
-/* A child, in its own process group, held in state D by a vfork child
- * that never execs nor exits; returns once /proc says it is in D. */
-static pid_t spawn_blocked(void)
-{
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        static char stack[64 * 1024];
-        clone(wait_forever, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
-        _exit(1);
-    }
-    burners = pid;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    for (int tries = 0; tries < 1000; tries++) { /* 10 s at most */
-        FILE *f = fopen(path, "r");
-        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-        if (f)
-            fclose(f);
-        buf[n] = '\0';
-        const char *p = strrchr(buf, ')');
-        if (p && p[1] == ' ' && p[2] == 'D')
-            return pid;
-        nanosleep(&(struct timespec){0, 10000000}, NULL);
-    }
-    fail_msg("the vfork parent never showed state D");
-    return pid;
-}
-
-/* proc_blocked counts the tree's processes in state D, and no other: a
- * vfork parent (D) and its child, which waits in pause (S). */
-static void test_proc_blocked_real(void **state)
-{
-    (void)state;
-    pid_t child = spawn_blocked();
-    test_env t;
-    test_env_open(&t, "/", child);
-    tp_collector *c = tp_proc_tree_collector_new(&t.env);
-    assert_non_null(c);
-    c->sample(c, tp_clock_now_ns());
-    tp_batch b = {0};
-    cap_take(t.sink, &b);
-    double v[1];
-    assert_int_equal(cap_values(&b, "proc_count", "{}", v, 1), 1);
-    assert_true(v[0] == 2.0);
-    assert_int_equal(cap_values(&b, TP_METRIC_PROC_BLOCKED, "{}", v, 1), 1);
-    assert_true(v[0] == 1.0);
-    c->destroy(c);
-    tp_batch_free(&b);
-    test_env_close(&t);
-}
-
 static int kill_burners(void **state)
 {
     (void)state;
@@ -257,6 +206,138 @@ static int kill_burners(void **state)
         burners = 0;
     }
     return 0;
+}
+
+/* Writes the calling thread's id to the pipe *arg, then holds the thread in
+ * state D: a vfork child that never execs nor exits. */
+static void *block_in_vfork(void *arg)
+{
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    if (write(*(int *)arg, &tid, sizeof tid) != (ssize_t)sizeof tid)
+        _exit(1);
+    static char stack[64 * 1024];
+    clone(wait_forever, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+    return NULL;
+}
+
+/* Whether /proc says thread tid of pid is in state D. */
+static bool thread_in_d(pid_t pid, pid_t tid)
+{
+    char path[96], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] == 'D';
+}
+
+static void *pause_forever(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* A child, in its own process group, one of whose threads is held in state
+ * D by a vfork child: its main thread where in_thread is false, else a
+ * second thread while the main one waits in pause (S), beside `sleepers`
+ * more threads in pause; returns once /proc says that thread is in D. */
+static pid_t spawn_blocked(bool in_thread, int sleepers)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        pthread_t thread;
+        for (int i = 0; i < sleepers; i++)
+            if (pthread_create(&thread, NULL, pause_forever, NULL) != 0)
+                _exit(1);
+        if (!in_thread)
+            block_in_vfork(&fds[1]);
+        else if (pthread_create(&thread, NULL, block_in_vfork, &fds[1]) == 0)
+            for (;;)
+                pause();
+        _exit(1);
+    }
+    close(fds[1]);
+    burners = pid;
+    pid_t tid;
+    assert_int_equal(read(fds[0], &tid, sizeof tid), (ssize_t)sizeof tid);
+    close(fds[0]);
+    for (int tries = 0; tries < 1000; tries++) { /* 10 s at most */
+        if (thread_in_d(pid, tid))
+            return pid;
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    fail_msg("the vfork parent never showed state D");
+    return pid;
+}
+
+/* proc_blocked counts the tree's threads in state D, and no other: a vfork
+ * parent (D) and its child, which waits in pause (S); then a process whose
+ * second thread is the vfork parent, its main thread in pause (a loader's
+ * reading threads, its main thread waiting on them). */
+static void test_proc_blocked_real(void **state)
+{
+    (void)state;
+    for (int in_thread = 0; in_thread <= 1; in_thread++) {
+        pid_t child = spawn_blocked(in_thread, 0);
+        test_env t;
+        test_env_open(&t, "/", child);
+        tp_collector *c = tp_proc_tree_collector_new(&t.env);
+        assert_non_null(c);
+        c->sample(c, tp_clock_now_ns());
+        tp_batch b = {0};
+        cap_take(t.sink, &b);
+        double v[1];
+        assert_int_equal(cap_values(&b, "proc_count", "{}", v, 1), 1);
+        assert_true(v[0] == 2.0);
+        assert_int_equal(cap_values(&b, TP_METRIC_PROC_BLOCKED, "{}", v, 1), 1);
+        assert_true(v[0] == 1.0);
+        c->destroy(c);
+        tp_batch_free(&b);
+        test_env_close(&t);
+        kill_burners(NULL);
+    }
+}
+
+/* Past a tick's budget of thread files (32), a window of a process's
+ * threads moving on each tick, scaled to all of them: one blocked thread of
+ * 200 (and the vfork child) is seen in 4 of 25 ticks, as 200/32 each: 1.0
+ * on average over the 25 ticks the windows take to cover every thread 4
+ * times. */
+static void test_proc_blocked_window_real(void **state)
+{
+    (void)state;
+    pid_t child = spawn_blocked(true, 198);
+    test_env t;
+    test_env_open(&t, "/", child);
+    tp_collector *c = tp_proc_tree_collector_new(&t.env);
+    assert_non_null(c);
+    for (int i = 0; i < 25; i++)
+        c->sample(c, tp_clock_now_ns() + (uint64_t)i);
+    tp_batch b = {0};
+    cap_take(t.sink, &b);
+    double v[25], sum = 0;
+    assert_int_equal(cap_values(&b, TP_METRIC_PROC_BLOCKED, "{}", v, 25), 25);
+    int seen = 0;
+    for (int i = 0; i < 25; i++) {
+        sum += v[i];
+        seen += v[i] > 0;
+        assert_true(v[i] == 0 || fabs(v[i] - 200.0 / 32) < 1e-9);
+    }
+    assert_int_equal(seen, 4);
+    assert_true(fabs(sum / 25 - 1.0) < 1e-9);
+    c->destroy(c);
+    tp_batch_free(&b);
+    test_env_close(&t);
 }
 
 static void test_real_host_all_collectors(void **state)
@@ -292,6 +373,7 @@ int main(void)
         cmocka_unit_test_teardown(test_proc_tree_real, kill_burners),
         cmocka_unit_test_teardown(test_step_thread_wait_real, kill_burners),
         cmocka_unit_test_teardown(test_proc_blocked_real, kill_burners),
+        cmocka_unit_test_teardown(test_proc_blocked_window_real, kill_burners),
         cmocka_unit_test(test_real_host_all_collectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -106,7 +106,7 @@ static void test_storage_busy_with_others_io_is_not_the_cause(void **state)
     cause_blocked = 0.05;
     assert_int_equal(cause_with(50, 40, 95, 0, -1), TP_INPUT_WORKERS);
     assert_non_null(strstr(cause_words, "Disk sda was busy 95% of the time"));
-    assert_non_null(strstr(cause_words, "but not with the training's I/O: its processes were "
+    assert_non_null(strstr(cause_words, "but not with the training's I/O: its threads were "
                                         "seen waiting on storage 5% of the time"));
     assert_non_null(strstr(cause_words, "num_workers"));
     assert_null(strstr(cause_words, "loading waits on the disk"));

@@ -230,9 +230,11 @@ static void test_the_hypervisor_s_steal_is_a_cause(void **state)
 }
 
 /* A disk that other processes kept busy midway is no cause of a pace's
- * change where the training's own processes were seen waiting on storage
- * (proc_blocked) no more than before; their wait that grew is; the machine's
- * I/O pressure is said only where the training's wait was not recorded. */
+ * change where the training's own threads were seen waiting on storage
+ * (proc_blocked) no more than before; their wait that grew is, said as a
+ * share of the time under one thread at a time and as threads from one; the
+ * machine's I/O pressure is said only where the training's wait was not
+ * recorded. */
 static void test_the_training_s_own_wait_on_storage_is_the_cause(void **state)
 {
     (void)state;
@@ -247,8 +249,15 @@ static void test_the_training_s_own_wait_on_storage_is_the_cause(void **state)
     assert_int_equal(b.causes[0].kind, TP_CAUSE_STORAGE_WAIT);
     char words[400];
     tp_causes_text(words, sizeof words, b.causes, b.ncauses);
-    assert_string_equal(words, "the training's processes waited on storage 50% of the time "
+    assert_string_equal(words, "the training's threads waited on storage 50% of the time "
                                "instead of 2% (state D, all of them together)");
+    b.ncauses = 0;
+    b.machine.training_blocked = 3.3; /* a pool of reading threads */
+    tp_regime_find_causes(&a, &b);
+    assert_int_equal(b.ncauses, 1);
+    tp_causes_text(words, sizeof words, b.causes, b.ncauses);
+    assert_string_equal(words, "the training's threads waiting on storage went from 0.0 to 3.3 "
+                               "at a time on average (state D)");
     b.ncauses = 0; /* a file recorded before proc_blocked: the machine's pressure */
     a.machine.training_blocked = b.machine.training_blocked = NAN;
     tp_regime_find_causes(&a, &b);

@@ -95,6 +95,7 @@ bool tp_bottleneck_run_measure(const char *path, long warmup, tp_bottleneck_run 
         r->found_loader |= strcmp(s.timings.rows[i].name, TP_PHASE_DATALOADER_NEXT) == 0;
     measure_rate(run, warmup, r);
     r->cpu_mean = mean_during(&s, r, TP_METRIC_CPU_UTIL_PERCENT, "{}");
+    r->steal_mean = mean_during(&s, r, TP_METRIC_CPU_STEAL_PERCENT, "{}");
     r->disk_read_mb_s = mean_during(&s, r, TP_METRIC_DISK_READ_BYTES_PER_S, "{}") / 1e6;
     r->disk_read_iops = mean_during(&s, r, TP_METRIC_DISK_READ_IOPS, "{}");
     r->own_read_mb_s = mean_during(&s, r, TP_METRIC_PROC_READ_BYTES_PER_S, "{}") / 1e6;
@@ -129,8 +130,9 @@ tp_limit tp_bottleneck_limit(double train_rate, double input_rate)
 bool tp_loader_crowded(const tp_bottleneck_run *loader)
 {
     double own = loader->own_cpu_mean;
+    double steal = isfinite(loader->steal_mean) ? loader->steal_mean : 0;
     return loader->cpu_mean >= TP_CPU_SATURATED_PERCENT && isfinite(own) &&
-           loader->cpu_mean - own > own;
+           loader->cpu_mean - steal - own > own;
 }
 
 bool tp_loader_cpu_bound(const tp_bottleneck_run *loader)

@@ -26,6 +26,7 @@ typedef struct tp_bottleneck_run {
      * (%), and its storage reads (MB/s); NAN where not recorded. The
      * machine's figures above are everyone's */
     double own_cpu_mean, own_read_mb_s;
+    double steal_mean;        /* a virtual machine's steal, % of the CPUs (NaN: not recorded) */
     double workers;           /* the command's processes at most, less the training's */
     int cpus;                 /* the machine's */
     bool has_gpu;             /* GPU 0 measured */
@@ -53,8 +54,10 @@ tp_limit tp_bottleneck_limit(double train_rate, double input_rate);
  * (where recorded): loading is CPU-bound and more workers won't help. */
 bool tp_loader_cpu_bound(const tp_bottleneck_run *loader);
 
-/* The CPUs saturated while the loader ran, mostly by other processes:
- * they compete with it, and its own figures are no limit of its. */
+/* The CPUs saturated while the loader ran, mostly by other processes (a
+ * virtual machine's steal left out, as input_bound's rule does: its host's,
+ * no process's): they compete with it, and its own figures are no limit of
+ * its. */
 bool tp_loader_crowded(const tp_bottleneck_run *loader);
 
 /* The disks' reads averaged below TP_SMALL_READ_KIB each, with enough of

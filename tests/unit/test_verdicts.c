@@ -424,6 +424,10 @@ static void test_bottleneck_limits_use_the_verdicts_thresholds(void **state)
     loader.own_cpu_mean = 30; /* others held 60 of the 90: they crowd it */
     assert_false(tp_loader_cpu_bound(&loader));
     assert_true(tp_loader_crowded(&loader));
+    loader.steal_mean = 40; /* 40 of the others' 60 the VM's host took: no process's */
+    assert_true(tp_loader_cpu_bound(&loader) && !tp_loader_crowded(&loader));
+    loader.steal_mean = NAN; /* not recorded: all of it the others' */
+    assert_true(tp_loader_crowded(&loader));
     loader.cpu_mean -= 1;
     assert_false(tp_loader_cpu_bound(&loader) || tp_loader_crowded(&loader));
     double kib;

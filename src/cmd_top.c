@@ -301,6 +301,26 @@ static void draw_training_cpu(top_state *t, uint64_t now, int *row)
         attroff(A_BOLD);
 }
 
+/* The training's threads waiting on storage over the live window
+ * (proc_blocked's mean, state D), from 5 % of the time on: "  its threads
+ * waiting on storage 35% of the time (state D, all of them together)", or
+ * from one thread at a time on "  its threads waiting on storage: 3.3 at a
+ * time on average (state D)", the words the report's causes use. */
+static void draw_training_storage(top_state *t, uint64_t now, int *row)
+{
+    int64_t t1 = (int64_t)now, t0 = t1 - (int64_t)TP_LIVE_WINDOW * 1000000000;
+    double blocked;
+    if (!tp_run_live_mean(t->run, TP_METRIC_PROC_BLOCKED, t0, t1, &blocked) || blocked < 0.05)
+        return;
+    move((*row)++, 0);
+    if (blocked < 1)
+        printw("  its threads waiting on storage %.0f%% of the time (state D, all of them "
+               "together)",
+               100 * blocked);
+    else
+        printw("  its threads waiting on storage: %.1f at a time on average (state D)", blocked);
+}
+
 /* The registry's newest recording: its pid (0 when none), path, and why none
  * can be seen where its directory can't be trusted. */
 typedef struct {
@@ -369,6 +389,7 @@ static void draw_record(top_state *t, int cols, int *row)
     printw("   (last %d s)", TP_LIVE_WINDOW);
     draw_pace(t, &live, row);
     draw_training_cpu(t, now, row);
+    draw_training_storage(t, now, row);
     int32_t stalled_rank;
     double stalled_s;
     if (t->recording && tp_live_worst_stall(t->recording, now, &stalled_rank, &stalled_s)) {

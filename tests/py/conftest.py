@@ -14,6 +14,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROGRAM = os.path.abspath(os.environ.get("TRAINPROF", str(ROOT / "build" / "trainprof")))
 FAKE_NVML = os.environ.get("FAKE_NVML_LIB", str(ROOT / "build" / "tests" / "libfake_nvml.so"))
+# the small instrumented C program of the scenarios (tests/unit/emit_events.c)
+EMIT = os.environ.get("EMIT_EVENTS", str(ROOT / "build" / "tests" / "emit_events"))
 PYTHON = sys.executable
 
 # Trainings side by side (pytest-xdist's workers, as `make test-py-spread`

@@ -13,6 +13,7 @@ import time
 
 import pytest
 from conftest import (
+    EMIT,
     FAKE_NVML,
     PROGRAM,
     PYTHON,
@@ -286,9 +287,6 @@ def test_a_full_disk_costs_rows_not_the_training(small_disk):
     page = small_disk.parent / "run.html"
     assert trainprof("html", "-o", page, run_file).returncode == 0
     assert "incomplete: the run file was not written after" in page.read_text()
-
-
-EMIT = os.environ.get("EMIT_EVENTS", str(ROOT / "build" / "tests" / "emit_events"))
 
 
 def limited(kib):

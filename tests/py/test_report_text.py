@@ -9,7 +9,16 @@ import sqlite3
 import textwrap
 
 import pytest
-from conftest import FAKE_NVML, PYTHON, ROOT, OthersCpu, record_burning_from_flag, trainprof, words
+from conftest import (
+    EMIT,
+    FAKE_NVML,
+    PYTHON,
+    ROOT,
+    OthersCpu,
+    record_burning_from_flag,
+    trainprof,
+    words,
+)
 
 GOLDEN = ROOT / "tests" / "golden" / "runs"
 
@@ -162,9 +171,6 @@ def not_held_back(ev):
     storage = ev["pressure_io_some_p50_percent"] >= 25 or ev["disk_busy_p50_percent"] >= 90
     waited = ev["training_blocked_mean"] >= 0.25 * ev["dataloader_next_share"]
     return "io" if storage and waited else "latency"
-
-
-EMIT = ROOT / "build" / "tests" / "emit_events"
 
 
 def test_facts_reach_the_run_file_under_their_prefix_and_bad_ones_never_leave(tmp_path):

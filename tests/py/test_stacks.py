@@ -3,13 +3,12 @@ deep recursion, turning it off, the folded export, hostile text (the
 sandbox, the oracles and waiting threads: test_stacks_*.py)."""
 
 import json
-import os
 import re
 import shutil
 import sqlite3
 import textwrap
 
-from conftest import PYTHON, ROOT, OthersCpu, report_json, trainprof
+from conftest import EMIT, PYTHON, ROOT, OthersCpu, report_json, trainprof
 
 HOT = textwrap.dedent("""
     import queue, sys, threading, time
@@ -69,9 +68,6 @@ def record(tmp_path, script, *args, stacks=None, env=None, seconds="2"):
 
 def group(report, phase):
     return next(g for g in report["stacks"] if g["phase"] == phase)
-
-
-EMIT = os.environ.get("EMIT_EVENTS", str(ROOT / "build" / "tests" / "emit_events"))
 
 
 def test_the_wire_from_lib_to_the_run_file(tmp_path):

@@ -10,12 +10,10 @@ import textwrap
 import time
 
 import pytest
-from conftest import FAKE_NVML, PROGRAM, PYTHON, ROOT, metric, report_json, trainprof
+from conftest import EMIT, FAKE_NVML, PROGRAM, PYTHON, ROOT, metric, report_json, trainprof
 
 # mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
 pytestmark = pytest.mark.waits
-
-EMIT = os.environ.get("EMIT_EVENTS", str(ROOT / "build" / "tests" / "emit_events"))
 
 
 def test_c_regions_steps_epochs_reach_the_report(run_file):

@@ -12,7 +12,7 @@ import time
 import uuid
 
 import pytest
-from conftest import FAKE_NVML, PROGRAM, PYTHON, trainprof
+from conftest import EMIT, FAKE_NVML, PROGRAM, PYTHON, trainprof
 from test_pace import DRIFTING
 
 # mostly waiting (sleeps, timeouts, servers): sent to a worker early (conftest.py)
@@ -184,6 +184,24 @@ def test_shows_the_running_recording(top, tmp_path):
         )
         assert own and float(own.group(1)) < 1, screen
         assert own.group(2) or not schedstat, screen
+    finally:
+        rec.kill()
+        rec.wait()
+
+
+def test_shows_the_training_s_threads_waiting_on_storage(top, tmp_path):
+    """A training one of whose threads is held in state D (a vfork parent,
+    as /proc shows a thread that reads from a busy disk), its main thread
+    stepping: the threads' wait is shown, as the report's causes say it."""
+    rec = subprocess.Popen(
+        [PROGRAM, "record", "-q", "-i", "0.1", "-o", tmp_path / "run.db", "--", EMIT, "blocked",
+         "30"], env=top.env,
+    )  # fmt: skip
+    try:
+        t = top()
+        screen = t.wait_for("waiting on storage", timeout=20)
+        said = re.search(r"its threads waiting on storage: ([\d.]+) at a time on average", screen)
+        assert said and 0.8 <= float(said.group(1)) <= 1.2, screen
     finally:
         rec.kill()
         rec.wait()

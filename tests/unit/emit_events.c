@@ -3,12 +3,15 @@
  * itself (active, dropped) is as expected.
  * usage: emit_events
  * nested|spans|threads|overflow|fork|slow_epochs|device|late_rank|many_names|fork_many|flood [S]|
- * fork_while_attaching|stacks|facts|none */
+ * fork_while_attaching|stacks|facts|blocked [S]|none */
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "facts.h"
@@ -310,6 +313,50 @@ static int stacks(void)
     return 0;
 }
 
+static double blocked_seconds;
+
+static int sleep_then_exit(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {(time_t)blocked_seconds,
+                          (long)((blocked_seconds - (time_t)blocked_seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+    _exit(0);
+}
+
+/* Held in state D for blocked_seconds: the parent of a vfork child that
+ * sleeps that long (a reading thread's wait on storage, as /proc shows it). */
+static void *block_a_while(void *arg)
+{
+    (void)arg;
+    static char stack[64 * 1024];
+    pid_t child =
+        clone(sleep_then_exit, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+    if (child > 0)
+        waitpid(child, NULL, 0);
+    return NULL;
+}
+
+/* Steps every 10 ms on the main thread for `seconds` while a second thread
+ * is held in state D as long: the training's threads waiting on storage,
+ * its main thread not. */
+static int blocked_thread(double seconds)
+{
+    blocked_seconds = seconds;
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, block_a_while, NULL) != 0)
+        return 1;
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        tp_step();
+        usleep(10000);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+    pthread_join(thread, NULL);
+    return 0;
+}
+
 /* Facts as the Python side sends them, then one the sender refuses. */
 static int facts(void)
 {
@@ -356,6 +403,8 @@ int main(int argc, char **argv)
         return stacks();
     if (strcmp(mode, "facts") == 0)
         return facts();
+    if (strcmp(mode, "blocked") == 0)
+        return blocked_thread(argc > 2 ? atof(argv[2]) : 2);
     if (strcmp(mode, "none") == 0)
         return without_recorder();
     return 64;

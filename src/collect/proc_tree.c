@@ -399,8 +399,9 @@ static bool add_member(proc_tree_collector *c, pt_entry *e, pt_totals *t)
     if (n <= 0 || !parse_stat(buf, (size_t)n, &st))
         return false;
     if (st.starttime != e->starttime) {
-        e->has_prev = false; /* pid reused */
+        e->has_prev = false; /* pid reused: its threads are another process's */
         e->starttime = st.starttime;
+        e->ntids = 0;
     }
     uint64_t rd = 0, wr = 0, wait_ns = 0, on_cpu_ns = 0;
     n = read_member_file(c, e, e->io_fd, "io", buf, sizeof buf);

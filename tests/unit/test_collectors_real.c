@@ -308,33 +308,61 @@ static void test_proc_blocked_real(void **state)
     }
 }
 
+/* pid's threads, from its /proc/PID/stat (the oracle). */
+static size_t proc_threads(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    assert_non_null(p);
+    long threads = 0;
+    assert_int_equal(sscanf(p + 2,
+                            "%*c"
+                            "%*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                            "%*d %*d %ld",
+                            &threads),
+                     1);
+    return (size_t)threads;
+}
+
+static size_t gcd(size_t a, size_t b) { return b ? gcd(b, a % b) : a; }
+
 /* Past a tick's budget of thread files (32), a window of a process's
  * threads moving on each tick, scaled to all of them: one blocked thread of
- * 200 (and the vfork child) is seen in 4 of 25 ticks, as 200/32 each: 1.0
- * on average over the 25 ticks the windows take to cover every thread 4
- * times. */
+ * about 200 (n: 200, and a sanitizer's own thread where it runs one; the
+ * vfork child apart) is seen as n/32 in some ticks and 0 in the others,
+ * 1.0 on average over the n / gcd(n, 32) ticks the windows take to cover
+ * every thread as often (200: seen in 4 of 25 ticks). */
 static void test_proc_blocked_window_real(void **state)
 {
     (void)state;
     pid_t child = spawn_blocked(true, 198);
+    size_t n = proc_threads(child), ticks = n / gcd(n, 32);
+    assert_true(n >= 200 && ticks <= 512);
     test_env t;
     test_env_open(&t, "/", child);
     tp_collector *c = tp_proc_tree_collector_new(&t.env);
     assert_non_null(c);
-    for (int i = 0; i < 25; i++)
+    for (size_t i = 0; i < ticks; i++)
         c->sample(c, tp_clock_now_ns() + (uint64_t)i);
     tp_batch b = {0};
     cap_take(t.sink, &b);
-    double v[25], sum = 0;
-    assert_int_equal(cap_values(&b, TP_METRIC_PROC_BLOCKED, "{}", v, 25), 25);
-    int seen = 0;
-    for (int i = 0; i < 25; i++) {
+    static double v[512];
+    double sum = 0;
+    assert_int_equal(cap_values(&b, TP_METRIC_PROC_BLOCKED, "{}", v, ticks), ticks);
+    size_t seen = 0;
+    for (size_t i = 0; i < ticks; i++) {
         sum += v[i];
         seen += v[i] > 0;
-        assert_true(v[i] == 0 || fabs(v[i] - 200.0 / 32) < 1e-9);
+        assert_true(v[i] == 0 || v[i] == (double)n / 32); /* n/32: exact in binary */
     }
-    assert_int_equal(seen, 4);
-    assert_true(fabs(sum / 25 - 1.0) < 1e-9);
+    assert_int_equal(seen, 32 * ticks / n);
+    assert_true(fabs(sum / (double)ticks - 1.0) < 1e-9);
     c->destroy(c);
     tp_batch_free(&b);
     test_env_close(&t);

@@ -23,9 +23,10 @@
 /* the training's threads seen waiting on storage (state D), on average
  * over the steps, against the share of the step its loading is waited for:
  * a loader that waits on storage has its readers in D about that long (the
- * main process, its workers or its reading threads together); under a quarter of it, storage
- * busy with other processes' I/O is not what the loading waits on (the
- * first steps' code read from a busy disk: 0.1 of 0.87, measured) */
+ * main process, its workers or its reading threads together); under a
+ * quarter of it, storage busy with other processes' I/O is not what the
+ * loading waits on (the first steps' code read from a busy disk: 0.1 of
+ * 0.87, measured) */
 #define INPUT_BLOCKED_OF_SHARE 0.25
 
 static double share(const tp_timings *t, int rank, const char *name)

@@ -39,9 +39,9 @@
 
 enum { PT_UNKNOWN, PT_MEMBER, PT_FOREIGN };
 
-/* the threads' stat files read a tick, at most: 8 us each (an open, a read
- * and a close; the kernel's formatting of the file most of it), about 1 ms
- * of the recorder's CPU a tick at the most */
+/* the threads' stat files read a tick, at most: 8-11 us each (an open, a
+ * read and a close; the kernel's formatting of the file most of it), about
+ * 0.35 ms of the recorder's CPU a tick at the most (docs/benchmarks.md) */
 enum { TASK_READS_MAX = 32 };
 
 typedef struct pt_entry {

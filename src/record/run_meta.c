@@ -91,7 +91,10 @@ static char *command_text(char **command, bool json)
  * trainprof/patches/device.py's _period, which the command reads), else 1. */
 static int device_times_every(const char *value)
 {
-    if (!value || !*value || strspn(value, "0123456789") != strlen(value) || strlen(value) > 3)
+    if (!value || !*value || strspn(value, "0123456789") != strlen(value))
+        return 1;
+    value += strspn(value, "0"); /* "0008" is 8, as int() reads it */
+    if (strlen(value) > 3)
         return 1;
     int n = atoi(value);
     return n >= 2 && n <= 255 ? n : 1;

@@ -258,26 +258,39 @@ print("device times every", device._every, "steps")
 def test_device_times_on_one_step_in_n_when_asked(tmp_path):
     """TRAINPROF_DEVICE_TIMES=N (2 to 255) takes device times on one step in
     N from the start: the process does, the run file says so, and the report
-    says it beside the device times; anything else is every step."""
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(PERIOD))
-    for value, every in (("8", 8), ("300", 1), ("1", 1), ("-8", 1), ("8x", 1)):
-        run = tmp_path / f"run-{every}.db"
+    says it beside the device times; anything else is every step. Two
+    readers of the variable hold the rule, the process's (patches/device.py)
+    and the recorder's (the run file's meta): each is asked every value, a
+    training is recorded once."""
+    pytest.importorskip("torch")
+    from trainprof.patches import device
+
+    values = (("8", 8), ("300", 1), ("1", 1), ("-8", 1), ("8x", 1), ("", 1), ("0008", 8))
+    values += (("\u00b2", 1), ("\uff18", 1))  # a digit to str.isdigit, and a full-width 8
+    for value, every in values:
+        assert device._period(value) == every, value
+        run = tmp_path / f"meta-{value or 'empty'}.db"
         r = trainprof(
-            "record", "-q", "--force", "-o", run, "--", PYTHON, script,
-            env={"TRAINPROF_DEVICE_TIMES": value}, timeout=300,
+            "record", "-q", "-o", run, "--", "true", env={"TRAINPROF_DEVICE_TIMES": value}
         )  # fmt: skip
         assert r.returncode == 0, r.stderr
-        assert f"device times every {every} steps" in r.stdout, (value, r.stdout)
         with sqlite3.connect(run) as db:
             said = db.execute("SELECT value FROM meta WHERE key = 'device_times_every'").fetchall()
-            assert said == ([("8",)] if every == 8 else []), value
-            if every == 8:  # one region's device times, as a GPU's run holds them
-                db.execute(
-                    "INSERT INTO device_time (thread_id, name_id, start_ns, device_ns) "
-                    "SELECT thread_id, name_id, start_ns, 1000 FROM region LIMIT 5"
-                )
-        if every == 8:
-            assert trainprof("summarize", "--force", run).returncode == 0
-            text = words(trainprof("report", run).stdout)
-            assert "Device times were taken on one step in 8 (TRAINPROF_DEVICE_TIMES=8)" in text
+        assert said == ([(str(every),)] if every > 1 else []), value
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(PERIOD))
+    run = tmp_path / "run.db"
+    r = trainprof(
+        "record", "-q", "-o", run, "--", PYTHON, script, env={"TRAINPROF_DEVICE_TIMES": "8"},
+        timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "device times every 8 steps" in r.stdout, r.stdout
+    with sqlite3.connect(run) as db:  # one region's device times, as a GPU's run holds them
+        db.execute(
+            "INSERT INTO device_time (thread_id, name_id, start_ns, device_ns) "
+            "SELECT thread_id, name_id, start_ns, 1000 FROM region LIMIT 5"
+        )
+    assert trainprof("summarize", "--force", run).returncode == 0
+    text = words(trainprof("report", run).stdout)
+    assert "Device times were taken on one step in 8 (TRAINPROF_DEVICE_TIMES=8)" in text

@@ -39,8 +39,10 @@ timed_threads = []  # every thread's DeviceTimes in this process (few: the threa
 
 
 def _period(value):
-    """TRAINPROF_DEVICE_TIMES=N's N (2 to 255), else 1: every step."""
-    return int(value) if value.isdigit() and 2 <= int(value) <= 255 else 1
+    """TRAINPROF_DEVICE_TIMES=N's N (2 to 255; ASCII digits, as the recorder
+    reads them: "²" is a digit to str.isdigit that int() refuses), else 1:
+    every step."""
+    return int(value) if value.isascii() and value.isdigit() and 2 <= int(value) <= 255 else 1
 
 
 _ASKED = _period(os.environ.get("TRAINPROF_DEVICE_TIMES", ""))  # the user's N, else 1

@@ -6,7 +6,7 @@ import re
 import textwrap
 
 import pytest
-from conftest import PYTHON, OthersCpu, trainprof
+from conftest import PYTHON, OthersCpu, report_json, trainprof
 
 # the tests that judge a verdict (rates, input against compute) run alone
 # (conftest: machine); those that count, crash or refuse run beside the others
@@ -181,6 +181,24 @@ def test_a_crashing_run_is_reported(tmp_path):
     r = bottleneck(tmp_path, crash_in="loader")
     assert r.returncode == 1
     assert "the loader run failed with exit status 1" in r.stdout
+
+
+def test_its_variables_set_by_hand_cost_a_recording_nothing(tmp_path):
+    """TRAINPROF_BOTTLENECK_STEPS and _WARMUP are `bottleneck`'s to set, and
+    checked there; set by hand to no number outside it, they took the whole
+    PyTorch instrumentation down at its import (one warning, no phases)."""
+    script = tmp_path / "loop.py"
+    script.write_text(
+        "from torch.utils.data import DataLoader\n"
+        "for x in DataLoader(list(range(8)), batch_size=2):\n"
+        "    pass\n"
+    )
+    run = tmp_path / "run.db"
+    env = {"TRAINPROF_BOTTLENECK_STEPS": "abc", "TRAINPROF_BOTTLENECK_WARMUP": "\u00b2"}
+    r = trainprof("record", "-q", "-o", run, "--", PYTHON, script, env=env, timeout=300)
+    assert r.returncode == 0 and "instrumentation failed" not in r.stderr, r.stderr
+    fetches = [t for t in report_json(run)["timings"] if t["name"] == "dataloader_next"]
+    assert fetches and fetches[0]["count"] == 5, fetches  # the fifth ends the pass
 
 
 def test_bad_arguments(tmp_path):

@@ -23,8 +23,18 @@ import os
 
 MODE = os.environ.get("TRAINPROF_BOTTLENECK")
 ACTIVE = MODE in ("asis", "replay", "loader")  # one of `trainprof bottleneck`'s runs
-STEPS = int(os.environ.get("TRAINPROF_BOTTLENECK_STEPS", "200"))
-WARMUP = int(os.environ.get("TRAINPROF_BOTTLENECK_WARMUP", "20"))
+
+
+def _whole(name, default):
+    """The whole number in the environment's `name` (`trainprof bottleneck`
+    sets it, checked), else default: a value set by hand that is no number
+    (it stopped the whole instrumentation at its import) costs nothing."""
+    value = os.environ.get(name, "")
+    return int(value) if value.isascii() and value.isdigit() else default
+
+
+STEPS = _whole("TRAINPROF_BOTTLENECK_STEPS", 200)
+WARMUP = _whole("TRAINPROF_BOTTLENECK_WARMUP", 20)
 
 
 _fetches = 0

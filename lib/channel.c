@@ -101,12 +101,18 @@ static const char *const local_rank_vars[] = {"LOCAL_RANK", "SLURM_LOCALID",
 static const char *const world_size_vars[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE",
                                               "PMI_SIZE", NULL};
 
+/* The first of names that holds a whole number 0 to INT32_MAX, written in
+ * full ("3", not "3x", "-7" or 99999999999, which atoi made 3, -7 and
+ * 1215752191); fallback where none does. */
 static int env_int(const char *const *names, int fallback)
 {
     for (; *names; names++) {
         const char *v = getenv(*names);
-        if (v && *v)
-            return atoi(v);
+        if (!v || !*v || strspn(v, "0123456789") != strlen(v) || strlen(v) > 10)
+            continue;
+        long long n = strtoll(v, NULL, 10);
+        if (n <= INT32_MAX)
+            return (int)n;
     }
     return fallback;
 }

@@ -210,6 +210,38 @@ wait
     assert text.count(f"timings of pid {truncate}: its ring's memfd could be resized") == 1
 
 
+def test_ranks_are_whole_numbers_or_none(tmp_path):
+    """A launcher's variables name a process's rank only where they hold a
+    whole number 0 to 2^31 - 1 in full: "3x", "-7" and 99999999999 (atoi
+    made them 3, -7 and 1215752191) are passed over for the next variable
+    (Slurm's, here) or none; a ring's header with negative ones other than
+    -1 is recorded as none."""
+    unset = {name: "" for name in ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")}
+    unset.update(
+        {name: "" for name in ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK")}
+    )
+    unset.update({name: "" for name in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")})
+    cases = [
+        ({"RANK": "5", "WORLD_SIZE": "8"}, (5, 8)),
+        ({"RANK": "3x", "SLURM_PROCID": "2", "WORLD_SIZE": "2x"}, (2, -1)),
+        ({"RANK": "-7", "WORLD_SIZE": "99999999999"}, (-1, -1)),
+        ({"RANK": "2147483647", "WORLD_SIZE": "2147483648"}, (2147483647, -1)),
+    ]
+    for i, (env, (rank, world)) in enumerate(cases):
+        run = tmp_path / f"run{i}.db"
+        r = trainprof("record", "-q", "-o", run, "--", EMIT, "nested", env={**unset, **env})
+        assert r.returncode == 0, r.stderr
+        with sqlite3.connect(run) as db:
+            got = set(db.execute("SELECT DISTINCT rank, world_size FROM thread"))
+        assert got == {(rank, world)}, (env, got)
+    run = tmp_path / "hostile.db"
+    r = trainprof("record", "-q", "-o", run, "--", HOSTILE, "rank")
+    assert r.returncode == 0, r.stderr
+    with sqlite3.connect(run) as db:
+        got = set(db.execute("SELECT DISTINCT rank, local_rank, world_size FROM thread"))
+    assert got == {(-1, -1, -1)}, got
+
+
 def test_a_process_page_is_read_as_its_process_ends_and_a_second_is_refused(run_file, tmp_path):
     """A process hands its page over saying 7 threads went unrecorded, then a
     second page (refused: a process has one), then its ring; the first page

@@ -14,6 +14,8 @@
  *   facts      tells 3,000 facts of distinct keys
  *   rings      sends 4,200 rings at once (each thread's, as it were), all
  *              kept open
+ *   rank       a header whose rank, local rank and world size are negative
+ *              other than -1 (-7, INT32_MIN, -2)
  *   proc       hands a process page over that says 7 threads went
  *              unrecorded, then a second page (saying 1), then its ring;
  *              as it exits the first page says 9, and 2 capture windows
@@ -24,6 +26,7 @@
  * stdout and exits 0 when the attack could be played. usage: hostile_ring MODE */
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +216,8 @@ int main(int argc, char **argv)
     int sparse = strcmp(mode, "sparse") == 0;
     uint64_t bytes = sparse ? 1ull << 40 : tp_ring_bytes(SLOTS);
     tp_ring_header *h = make_ring(&fd, bytes, sparse ? 1u << 31 : SLOTS, seal);
+    if (h && strcmp(mode, "rank") == 0)
+        h->rank = -7, h->local_rank = INT32_MIN, h->world_size = -2;
     if (!h || send_fd(sock, fd) != 0)
         return 4;
     if (!seal) { /* the recorder maps it now, before the cut, or never */
@@ -273,7 +278,7 @@ int main(int argc, char **argv)
             for (int i = 0; i < 2000 && atomic_load(&h->tail) != head; i++)
                 usleep(1000);
         }
-    } else {
+    } else if (strcmp(mode, "rank") != 0) { /* its header was the attack */
         return 2;
     }
     usleep(200000); /* the recorder's drain runs every 10 ms */

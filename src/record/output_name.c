@@ -6,13 +6,16 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *node_rank(void)
+/* The node rank a launcher set (its variable's name in *name), NULL none. */
+static const char *node_rank(const char **name)
 {
     const char *names[] = {"SLURM_NODEID", "NODE_RANK", "GROUP_RANK"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *v = getenv(names[i]);
-        if (v && *v)
+        if (v && *v) {
+            *name = names[i];
             return v;
+        }
     }
     return NULL;
 }
@@ -32,10 +35,19 @@ bool tp_output_name_expand(const char *pattern, char *out, size_t cap, char *err
             if (gethostname(piece, sizeof piece - 1) != 0)
                 snprintf(piece, sizeof piece, "unknown");
             piece[sizeof piece - 1] = '\0';
+            for (char *c = piece; *c; c++) /* a name, never a path */
+                if (*c == '/')
+                    *c = '_';
             host = true;
             p++;
         } else if (p[1] == 'r') {
-            const char *r = node_rank();
+            const char *name = NULL, *r = node_rank(&name);
+            if (r && (strspn(r, "0123456789") != strlen(r) || strlen(r) > 10)) {
+                snprintf(err, errcap,
+                         "--output: %%r: %s is '%.40s%s', not a node rank (a whole number)", name,
+                         r, strlen(r) > 40 ? "..." : "");
+                return false;
+            }
             snprintf(piece, sizeof piece, "%s", r ? r : "0");
             rank = true;
             rank_unset = !r;

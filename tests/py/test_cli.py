@@ -193,6 +193,12 @@ def test_output_name_patterns(tmp_path):
     r = trainprof("record", "-q", "-o", tmp_path / "run-%x.db", "--", "true")
     assert r.returncode == 2 and "unknown %x" in r.stderr
     assert not list(tmp_path.glob("run-%x*"))
+    # a node rank is a number: one that is a path (or anything else) is refused
+    r = trainprof("record", "-q", "-o", tmp_path / "run-%r.db", "--", "true",
+                  env={"SLURM_NODEID": "", "NODE_RANK": "../../x"})  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert "--output: %r: NODE_RANK is '../../x', not a node rank (a whole number)" in r.stderr
+    assert not list(tmp_path.parent.parent.glob("x*"))
 
 
 @pytest.mark.parametrize(

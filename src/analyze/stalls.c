@@ -238,7 +238,8 @@ static void ongoing_candidates(const tp_course *course, const tp_timings *t, tp_
                                       .step = rc->begun,
                                       .between = !rc->open,
                                       .gpu = -1,
-                                      .gpu_util_percent = NAN};
+                                      .gpu_util_percent = NAN,
+                                      .blocked = NAN};
     }
 }
 
@@ -292,7 +293,8 @@ bool tp_stalls_build(tp_run *run, const tp_course *course, const tp_timings *t, 
                                           .threshold_s = threshold,
                                           .step = k + 1,
                                           .gpu = -1,
-                                          .gpu_util_percent = NAN};
+                                          .gpu_util_percent = NAN,
+                                          .blocked = NAN};
         }
     }
     if (out->n)

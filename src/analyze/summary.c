@@ -462,12 +462,18 @@ static bool add_latest_ranks(tp_summary *s, char *err, size_t cap)
     return add_rank_paces(s, g, err, cap);
 }
 
-void tp_summary_stalls_gpu(const tp_summary *s, tp_stalls *stalls)
+void tp_summary_stalls_machine(const tp_summary *s, tp_stalls *stalls)
 {
     if (tp_run_summary_only(s->run)) /* no samples over a span: the stored ones stand */
         return;
     for (size_t i = 0; i < stalls->n; i++) {
         tp_stall *st = &stalls->v[i];
+        const tp_rank_row *place = tp_ranks_find(&s->ranks, st->rank);
+        double blocked;
+        if (tp_run_agent_mean_between(s->run, place ? place->agent_id : 1, TP_METRIC_PROC_BLOCKED,
+                                      "{}", tp_ns_round_s(st->start_s), tp_ns_round_s(st->end_s),
+                                      &blocked))
+            st->blocked = blocked;
         const tp_run_gpu *gpu = tp_summary_rank_gpu(s, st->rank);
         char index[16], labels[48];
         double util;
@@ -498,7 +504,7 @@ static bool add_course(tp_summary *s, char *err, size_t cap)
         !tp_deaths_build(s->run, &s->course, s->duration_s, &s->deaths, err, cap) ||
         !tp_own_costs_build(s->run, &s->course, &s->timings, &s->own, err, cap))
         return false;
-    tp_summary_stalls_gpu(s, &s->stalls);
+    tp_summary_stalls_machine(s, &s->stalls);
     for (size_t i = 0; i < s->deaths.n; i++) { /* the memory each death's training peaked at */
         const tp_series_summary *rss =
             tp_summary_find(s, s->deaths.v[i].agent_id, TP_METRIC_PROC_RSS_BYTES, "{}");

@@ -123,9 +123,11 @@ typedef struct tp_summary {
 
 /* Each of stalls' rank's GPU and NVML's utilization over its stall (a
  * kernel that does not end keeps it busy; a wait for a peer leaves it idle),
- * from s's run's samples; a summary-only file keeps no samples over a span:
- * the stored ones stand there (store/summary_tables.h: tp_stored_stalls). */
-void tp_summary_stalls_gpu(const tp_summary *s, tp_stalls *stalls);
+ * and the training's threads waiting on storage then (its agent's
+ * proc_blocked), from s's run's samples; a summary-only file keeps no
+ * samples over a span: the stored ones stand there (store/summary_tables.h:
+ * tp_stored_stalls). */
+void tp_summary_stalls_machine(const tp_summary *s, tp_stalls *stalls);
 
 /* rank's split over the latest pace (rank_paces), or NULL. */
 const tp_rank_pace *tp_summary_rank_pace(const tp_summary *s, int rank);

@@ -166,8 +166,8 @@ bool tp_summary_store_save_keeping(const char *path, tp_summary *kept, char *err
     tp_stalls stalls = {0};
     ok = ok && tp_course_build(run, &course, err, cap) &&
          tp_stalls_build(run, &course, &s.timings, s.duration_s, &stalls, err, cap);
-    if (ok) /* each stall's GPU, stored with it for a summary-only merge */
-        tp_summary_stalls_gpu(&s, &stalls);
+    if (ok) /* each stall's GPU and storage wait, stored with it for a summary-only merge */
+        tp_summary_stalls_machine(&s, &stalls);
     tp_own_costs own = {0}; /* the pass over the samples a report then needs no more */
     pace_parts pace = {0};
     ok = ok && stack_parts(run, &s, &plots, &course, &stacks, &nstacks, &own, &pace, err, cap);

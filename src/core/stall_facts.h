@@ -39,6 +39,10 @@ typedef struct tp_stall {
      * for a peer); -1 and NaN where unknown (no GPU, no samples) */
     int gpu;
     double gpu_util_percent;
+    /* the training's threads waiting on storage over the stall (state D:
+     * proc_blocked's mean on the rank's agent), a hang on a filesystem that
+     * does not answer; NaN unknown (not recorded, or no sample in it) */
+    double blocked;
     const char *phase;        /* its step thread's open region (a thread's below), NULL unknown */
     bool waits;               /* it waits for the others (communication, backward) */
     bool first;               /* the one the others wait for, or stopped first */

@@ -11,6 +11,10 @@
  * kernel that does not end) at or above, idle (waiting elsewhere) at or below */
 #define TP_STALL_GPU_BUSY_PERCENT 50.0
 #define TP_STALL_GPU_IDLE_PERCENT 10.0
+/* the training's threads in state D over a stall, on average, from which
+ * the stall is said to wait on storage (half a thread: one of them half the
+ * time) */
+#define TP_STALL_BLOCKED 0.5
 
 /* The seconds without progress after which a rank has stalled:
  * stall_after_s where the run set one (record --stall-after, > 0), else 10

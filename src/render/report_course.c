@@ -96,14 +96,29 @@ static void where_text(char *out, size_t cap, const tp_stalls *st, const tp_stal
 
 /* "; its GPU 0 stayed busy (NVML's utilization 100%): a kernel that does
  * not end" or "; its GPU 0 sat idle (2%): it waits for a peer, a collective
- * or the host", what a stalled rank's GPU did meanwhile; "" unknown. */
-static void gpu_text(char *out, size_t cap, const tp_stall *r)
+ * or the host", what a stalled rank's GPU did meanwhile; then, where its
+ * threads waited on storage (state D) from TP_STALL_BLOCKED on, "; its
+ * threads waited on storage ...: a filesystem or disk that does not
+ * answer"; "" where neither is known. */
+static void meanwhile_text(char *out, size_t cap, const tp_stall *r)
 {
     out[0] = '\0';
+    if (isfinite(r->blocked) && r->blocked >= TP_STALL_BLOCKED) {
+        char amount[48];
+        if (r->blocked < 1)
+            snprintf(amount, sizeof amount, "%.0f%% of the time", 100 * r->blocked);
+        else
+            snprintf(amount, sizeof amount, "%.1f threads at a time on average", r->blocked);
+        snprintf(out, cap,
+                 "; its threads waited on storage meanwhile (state D, %s): a filesystem or disk "
+                 "that does not answer (a network mount, a failing disk)",
+                 amount);
+    }
     if (r->gpu < 0 || !isfinite(r->gpu_util_percent))
         return;
     double u = r->gpu_util_percent;
-    snprintf(out, cap,
+    size_t len = strlen(out);
+    snprintf(out + len, cap - len,
              u >= TP_STALL_GPU_BUSY_PERCENT
                  ? "; its GPU %d stayed busy meanwhile (NVML's utilization %.0f%%): a kernel that "
                    "does not end, or the GPU's own work queued ahead of it"
@@ -176,8 +191,8 @@ void tp_report_course_answer(FILE *out, const tp_summary *s)
     }
     if (!first)
         return;
-    char line[1600], who[48], when[64] = "", where[900], span[32], gpu[200], step[40];
-    gpu_text(gpu, sizeof gpu, first);
+    char line[1800], who[48], when[64] = "", where[900], span[32], gpu[400], step[40];
+    meanwhile_text(gpu, sizeof gpu, first);
     step_text(step, sizeof step, first);
     tp_report_wall_time(who, sizeof who, &s->inv, first->start_s);
     if (who[0])
@@ -197,8 +212,8 @@ void tp_report_course_answer(FILE *out, const tp_summary *s)
     tp_report_wrapped(out, "[stalled] ", line);
 }
 
-/* A stall's "between_steps", and its rank's GPU with NVML's utilization
- * over it (null where unknown). */
+/* A stall's "between_steps", its rank's GPU with NVML's utilization over
+ * it, and its threads waiting on storage then (null where unknown). */
 static void stall_gpu_json(json_writer *w, const tp_stall *r)
 {
     json_key(w, "between_steps"); /* its last step had closed: it stopped between steps */
@@ -211,6 +226,11 @@ static void stall_gpu_json(json_writer *w, const tp_stall *r)
     json_key(w, "gpu_util_mean_percent");
     if (r->gpu >= 0 && isfinite(r->gpu_util_percent))
         json_double(w, r->gpu_util_percent);
+    else
+        json_null(w);
+    json_key(w, "training_blocked_mean"); /* its threads in state D, on average */
+    if (isfinite(r->blocked))
+        json_double(w, r->blocked);
     else
         json_null(w);
 }
@@ -251,8 +271,8 @@ void tp_report_course_text(FILE *out, const tp_summary *s)
         const tp_stall *r = &st->v[i];
         if (r->ended)
             continue;
-        char when[16], span[32], who[32], head[800], gpu[200], step[40];
-        gpu_text(gpu, sizeof gpu, r);
+        char when[16], span[32], who[32], head[1000], gpu[400], step[40];
+        meanwhile_text(gpu, sizeof gpu, r);
         step_text(step, sizeof step, r);
         tp_report_wall_time(when, sizeof when, &s->inv, r->start_s);
         tp_format_duration(span, sizeof span, r->seconds);

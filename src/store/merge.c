@@ -184,13 +184,15 @@ static void summary_extras_sql(char *out, size_t cap, const tp_merge_input *info
     cap -= (size_t)len;
     snprintf(out, cap,
              "INSERT INTO main.summary_stall (id, rank, ended, start_ns, end_ns, threshold_s,"
-             " step, between_steps, gpu, gpu_util_percent) SELECT id + %lld, rank, ended,"
-             " start_ns + %lld, end_ns + %lld, threshold_s, step, %s, %s FROM src.summary_stall;"
+             " step, between_steps, gpu, gpu_util_percent, blocked) SELECT id + %lld, rank,"
+             " ended, start_ns + %lld, end_ns + %lld, threshold_s, step, %s, %s, %s"
+             " FROM src.summary_stall;"
              "INSERT INTO main.summary_stall_thread SELECT stall_id + %lld, pid, tid, worker,"
              " phase, CASE node_id WHEN 0 THEN 0 ELSE node_id + %lld END, samples, known,"
              " on_cpu FROM src.summary_stall_thread;",
              stall_ids, dt, dt, info->stall_between ? "between_steps" : "0",
-             info->stall_gpu ? "gpu, gpu_util_percent" : "NULL, NULL", stall_ids, node);
+             info->stall_gpu ? "gpu, gpu_util_percent" : "NULL, NULL",
+             info->stall_blocked ? "blocked" : "NULL", stall_ids, node);
 }
 
 /* summary_timing's columns as an input holds them, those it has not as 0 or NULL. */

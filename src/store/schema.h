@@ -105,6 +105,11 @@
  * fleet's stalled rank sat on a kernel or waited; files summarized before
  * have none (readers then know them from the samples only). */
 #define TP_SCHEMA_STALL_GPU ", gpu INTEGER, gpu_util_percent REAL"
+/* summary_stall.blocked: the training's threads waiting on storage over
+ * the stall (proc_blocked's mean, core/stall_facts.h; NULL unknown), for a
+ * summary-only merge as the GPU's; files summarized before have none. */
+#define TP_SCHEMA_STALL_BLOCKED     ", blocked REAL"
+#define TP_SCHEMA_ADD_STALL_BLOCKED "ALTER TABLE summary_stall ADD COLUMN blocked REAL;"
 #define TP_SCHEMA_ADD_STALL_GPU                         \
     "ALTER TABLE summary_stall ADD COLUMN gpu INTEGER;" \
     "ALTER TABLE summary_stall ADD COLUMN gpu_util_percent REAL;"
@@ -117,7 +122,7 @@
     "CREATE TABLE IF NOT EXISTS summary_stall (id INTEGER PRIMARY KEY,"                  \
     "  rank INTEGER NOT NULL, ended INTEGER NOT NULL, start_ns INTEGER NOT NULL,"        \
     "  end_ns INTEGER NOT NULL, threshold_s REAL NOT NULL, step INTEGER NOT "            \
-    "NULL" TP_SCHEMA_STALL_BETWEEN TP_SCHEMA_STALL_GPU ");"                              \
+    "NULL" TP_SCHEMA_STALL_BETWEEN TP_SCHEMA_STALL_GPU TP_SCHEMA_STALL_BLOCKED ");"      \
     "CREATE TABLE IF NOT EXISTS summary_stall_thread (stall_id INTEGER NOT NULL,"        \
     "  pid INTEGER NOT NULL, tid INTEGER NOT NULL, worker INTEGER NOT NULL, phase TEXT," \
     "  node_id INTEGER NOT NULL, samples REAL NOT NULL, known REAL NOT NULL,"            \

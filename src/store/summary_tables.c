@@ -377,13 +377,14 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
         !tp_run_has_table(run, "summary_stall_thread"))
         return false;
     sqlite3_stmt *st = NULL, *th = NULL;
-    char sql[200];
+    char sql[240];
     snprintf(sql, sizeof sql,
-             "SELECT id, rank, ended, start_ns, end_ns, threshold_s, step, %s, %s"
+             "SELECT id, rank, ended, start_ns, end_ns, threshold_s, step, %s, %s, %s"
              " FROM summary_stall ORDER BY id",
              tp_run_has_column(run, "summary_stall", "between_steps") ? "between_steps" : "0",
              tp_run_has_column(run, "summary_stall", "gpu") ? "gpu, gpu_util_percent"
-                                                            : "NULL, NULL");
+                                                            : "NULL, NULL",
+             tp_run_has_column(run, "summary_stall", "blocked") ? "blocked" : "NULL");
     bool ok = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) == SQLITE_OK &&
               sqlite3_prepare_v2(run->db,
                                  "SELECT pid, tid, worker, phase, node_id, samples, known, on_cpu"
@@ -406,9 +407,12 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
                         .step = step > 0 ? (size_t)step : 0,
                         .between = sqlite3_column_int(st, 7) != 0,
                         .gpu = stored_gpu(st, 8),
-                        .gpu_util_percent = col_real(st, 9)};
+                        .gpu_util_percent = col_real(st, 9),
+                        .blocked = col_real(st, 10)};
         if (!(v->gpu_util_percent >= 0 && v->gpu_util_percent <= 100)) /* a crafted file's */
             v->gpu_util_percent = NAN;
+        if (!(v->blocked >= 0 && v->blocked <= 1e7)) /* threads: a crafted file's otherwise */
+            v->blocked = NAN;
         sqlite3_bind_int64(th, 1, sqlite3_column_int64(st, 0));
         size_t tcap = 0;
         int trc;

@@ -268,11 +268,13 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
         rc = tp_exec(db, TP_SCHEMA_ADD_STALL_BETWEEN);
     if (rc == SQLITE_OK && !has_column(db, "summary_stall", "gpu"))
         rc = tp_exec(db, TP_SCHEMA_ADD_STALL_GPU);
+    if (rc == SQLITE_OK && !has_column(db, "summary_stall", "blocked"))
+        rc = tp_exec(db, TP_SCHEMA_ADD_STALL_BLOCKED);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db,
                                 "INSERT INTO summary_stall (id, rank, ended, start_ns, end_ns,"
-                                " threshold_s, step, between_steps, gpu, gpu_util_percent)"
-                                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                " threshold_s, step, between_steps, gpu, gpu_util_percent,"
+                                " blocked) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 -1, &stall, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(
@@ -293,6 +295,7 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
         else
             sqlite3_bind_null(stall, 9);
         bind_real(stall, 10, v->gpu_util_percent);
+        bind_real(stall, 11, v->blocked);
         rc = sqlite3_step(stall) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
         sqlite3_reset(stall);
         for (size_t k = 0; rc == SQLITE_OK && k < v->nthreads; k++) {

@@ -16,6 +16,7 @@ import urllib.request
 
 import pytest
 from conftest import (
+    EMIT,
     PROGRAM,
     PYTHON,
     ROOT,
@@ -369,6 +370,53 @@ def test_with_stack_sampling_off_one_sample_is_taken_when_the_stall_begins(tmp_p
     assert stalls[0]["phase"] == "backward" and stalls[0]["waits_for_others"]
     short = short_of(run_file)
     assert "rank 1 stopped at step 13 in dataloader_next, in D.__getitem__" in short, short
+
+
+# steps of 10 ms in a region; at step 20, inside it, the loop waits for a
+# helper one of whose threads is held in state D (as a read from a network
+# mount that no longer answers holds it)
+STORAGE_HANG = """
+import os, subprocess, sys, time, trainprof
+for step in range(1000):
+    trainprof.step()
+    with trainprof.region("load"):
+        if step == 20:
+            open(sys.argv[2], "w").close()
+            subprocess.run([sys.argv[1], "hold_d", "3600"])
+        time.sleep(0.01)
+"""
+
+
+def test_a_stall_on_storage_says_its_threads_waited_on_it(tmp_path, run_file):
+    """The training stalls while a thread of its tree sits in state D: the
+    stall's words and its JSON say its threads waited on storage meanwhile
+    (proc_blocked over the stall), and a file summarized with it keeps it."""
+    script = tmp_path / "hang.py"
+    script.write_text(STORAGE_HANG)
+    blocked = tmp_path / "blocked"
+    rec = subprocess.Popen(
+        [PROGRAM, "record", "-q", "--stall-after", "2", "-i", "0.1", "-o", str(run_file), "--",
+         PYTHON, str(script), EMIT, str(blocked)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    wait_blocked_then_stop([rec], blocked, 6)
+    [stall] = [s for s in report_json(run_file)["stalls"] if not s["ended"]]
+    assert stall["training_blocked_mean"] >= 0.8, stall
+    said = words(trainprof("report", run_file).stdout)
+    assert "its threads waited on storage meanwhile (state D," in said, said
+    assert "a filesystem or disk that does not answer" in said
+    # stored with the summary: a merge of summaries (no samples) still says it
+    other = tmp_path / "other.db"
+    shutil.copy(ROOT / "tests" / "golden" / "runs" / "empty.db", other)
+    with sqlite3.connect(other) as db:  # another node
+        db.execute("UPDATE agent SET name = 'node-b'")
+        db.execute("UPDATE meta SET value = 'node-b' WHERE key = 'agent'")
+    assert trainprof("summarize", "--force", "-q", other).returncode == 0
+    merged = tmp_path / "merged.db"
+    r = trainprof("merge", "--summary", "--force", "-q", "-o", merged, run_file, other)
+    assert r.returncode == 0, r.stderr
+    [kept] = [s for s in report_json(merged)["stalls"] if not s["ended"]]
+    assert kept["training_blocked_mean"] == pytest.approx(stall["training_blocked_mean"])
 
 
 def test_a_run_that_ends_normally_has_no_stall(tmp_path, run_file):

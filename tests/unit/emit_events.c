@@ -3,13 +3,14 @@
  * itself (active, dropped) is as expected.
  * usage: emit_events
  * nested|spans|threads|overflow|fork|slow_epochs|device|late_rank|many_names|fork_many|flood [S]|
- * fork_while_attaching|stacks|facts|blocked [S]|none */
+ * fork_while_attaching|stacks|facts|blocked [S]|hold_d [S]|none */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -318,6 +319,7 @@ static double blocked_seconds;
 static int sleep_then_exit(void *arg)
 {
     (void)arg;
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* ends with the thread that waits for it */
     struct timespec ts = {(time_t)blocked_seconds,
                           (long)((blocked_seconds - (time_t)blocked_seconds) * 1e9)};
     nanosleep(&ts, NULL);
@@ -353,6 +355,20 @@ static int blocked_thread(double seconds)
         usleep(10000);
         clock_gettime(CLOCK_MONOTONIC, &now);
     } while ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+    pthread_join(thread, NULL);
+    return 0;
+}
+
+/* A thread held in state D for `seconds`, and nothing sent to the recorder:
+ * a helper of a training stuck on storage (its process in the tree, no
+ * progress of its own); it and its vfork child end with its parent. */
+static int hold_d(double seconds)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* ends with the training that started it */
+    blocked_seconds = seconds;
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, block_a_while, NULL) != 0)
+        return 1;
     pthread_join(thread, NULL);
     return 0;
 }
@@ -405,6 +421,8 @@ int main(int argc, char **argv)
         return facts();
     if (strcmp(mode, "blocked") == 0)
         return blocked_thread(argc > 2 ? atof(argv[2]) : 2);
+    if (strcmp(mode, "hold_d") == 0)
+        return hold_d(argc > 2 ? atof(argv[2]) : 2);
     if (strcmp(mode, "none") == 0)
         return without_recorder();
     return 64;

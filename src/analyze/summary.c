@@ -342,18 +342,6 @@ static bool add_stacks(tp_summary *s, char *err, size_t cap)
            tp_ops_facts_build(s->run, &s->ops, err, cap);
 }
 
-const tp_run_gpu *tp_summary_rank_gpu(const tp_summary *s, int rank)
-{
-    const tp_run_gpu *gpu = NULL;
-    const tp_rank_row *r = tp_ranks_find(&s->ranks, rank);
-    for (size_t g = 0; r && g < s->run->ngpus && !gpu; g++)
-        if (s->run->gpus[g].agent_id == r->agent_id && s->run->gpus[g].index == r->gpu)
-            gpu = &s->run->gpus[g];
-    if (!gpu && s->run->ngpus == 1)
-        gpu = &s->run->gpus[0];
-    return gpu;
-}
-
 /* Each rank's split over the span of pace g (tp_summary.rank_paces), from
  * their step phases a chunk of ranks at a time (a fleet's would not fit at
  * once). */
@@ -460,32 +448,6 @@ static bool add_latest_ranks(tp_summary *s, char *err, size_t cap)
     /* the first rank's pace changed because it waits for a straggler: said */
     tp_ranks_pace_cause(&s->ranks, &s->ranks_latest, &s->regimes.v[s->regimes.n - 1]);
     return add_rank_paces(s, g, err, cap);
-}
-
-void tp_summary_stalls_machine(const tp_summary *s, tp_stalls *stalls)
-{
-    if (tp_run_summary_only(s->run)) /* no samples over a span: the stored ones stand */
-        return;
-    for (size_t i = 0; i < stalls->n; i++) {
-        tp_stall *st = &stalls->v[i];
-        const tp_rank_row *place = tp_ranks_find(&s->ranks, st->rank);
-        double blocked;
-        if (tp_run_agent_mean_between(s->run, place ? place->agent_id : 1, TP_METRIC_PROC_BLOCKED,
-                                      "{}", tp_ns_round_s(st->start_s), tp_ns_round_s(st->end_s),
-                                      &blocked))
-            st->blocked = blocked;
-        const tp_run_gpu *gpu = tp_summary_rank_gpu(s, st->rank);
-        char index[16], labels[48];
-        double util;
-        if (!gpu)
-            continue;
-        snprintf(index, sizeof index, "%d", gpu->index);
-        tp_labels1(labels, sizeof labels, TP_LABEL_GPU, index);
-        st->gpu = gpu->index;
-        if (tp_run_agent_mean_between(s->run, gpu->agent_id, TP_METRIC_GPU_UTIL_PERCENT, labels,
-                                      tp_ns_round_s(st->start_s), tp_ns_round_s(st->end_s), &util))
-            st->gpu_util_percent = util;
-    }
 }
 
 static bool add_course(tp_summary *s, char *err, size_t cap)

@@ -248,10 +248,17 @@ static bool has_pending(const tp_sink *s)
            b->ops_windows.len;
 }
 
+/* A rank, local rank or world size a process wrote (its ring's header, or
+ * the rank it told): -1 (none) for any negative one, as the readers take -1
+ * and no other. */
+static int32_t rank_or_none(int32_t v) { return v >= 0 ? v : -1; }
+
 uint32_t tp_sink_thread(tp_sink *s, const tp_thread_info *info)
 {
     pthread_mutex_lock(&s->lock);
     tp_thread_info t = *info;
+    t.rank = rank_or_none(t.rank), t.local_rank = rank_or_none(t.local_rank);
+    t.world_size = rank_or_none(t.world_size);
     t.id = (uint32_t)s->threads.len + 1;
     bool room_all, room_pending;
     VEC_ROOM(s->threads, room_all);
@@ -284,7 +291,8 @@ void tp_sink_thread_rank(tp_sink *s, uint32_t thread, int32_t rank, int32_t loca
     pthread_mutex_lock(&s->lock);
     if (thread >= 1 && thread <= s->threads.len) {
         tp_thread_info *t = &s->threads.items[thread - 1];
-        t->rank = rank, t->local_rank = local_rank, t->world_size = world_size;
+        t->rank = rank_or_none(rank), t->local_rank = rank_or_none(local_rank);
+        t->world_size = rank_or_none(world_size);
         VEC_PUSH(s, s->pending.threads, *t, TP_LOST_OTHER);
     }
     pthread_mutex_unlock(&s->lock);

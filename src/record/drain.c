@@ -104,17 +104,12 @@ struct tp_drain {
 
 /* ---- events -------------------------------------------------------------- */
 
-/* A rank, local rank or world size a process wrote: -1 (none) for any
- * negative one, as the readers take -1 and no other. */
-static int32_t rank_or_none(int32_t v) { return v >= 0 ? v : -1; }
-
 /* Process conn told its rank: every thread of it takes it (those that sent
  * events before included), and so will its rings mapped later. */
 static void set_process_rank(tp_drain *d, int conn, int32_t rank, uint64_t aux)
 {
     conn_rank *c = &d->ranks[conn];
-    *c = (conn_rank){true, rank_or_none(rank), rank_or_none((int32_t)(uint32_t)aux),
-                     rank_or_none((int32_t)(uint32_t)(aux >> 32))};
+    *c = (conn_rank){true, rank, (int32_t)(uint32_t)aux, (int32_t)(uint32_t)(aux >> 32)};
     for (size_t i = 0; i < d->nrings; i++)
         if (d->rings[i].conn == conn)
             tp_sink_thread_rank(d->sink, d->rings[i].reader.thread, c->rank, c->local_rank,
@@ -221,9 +216,9 @@ static void add_ring(tp_drain *d, int conn, int fd)
     tp_thread_info info = {0,
                            hdr.pid,
                            hdr.tid,
-                           c->set ? c->rank : rank_or_none(hdr.rank),
-                           c->set ? c->local_rank : rank_or_none(hdr.local_rank),
-                           c->set ? c->world_size : rank_or_none(hdr.world_size),
+                           c->set ? c->rank : hdr.rank,
+                           c->set ? c->local_rank : hdr.local_rank,
+                           c->set ? c->world_size : hdr.world_size,
                            "",
                            0,
                            hdr.cuda_visible_devices_set != 0,

@@ -54,21 +54,30 @@ static pid_t spawn_tree(pid_t *grandchild)
     return pid;
 }
 
-/* utime + stime of pid in clock ticks, from its /proc/PID/stat (the oracle). */
-static double cpu_ticks(pid_t pid)
+/* pid's /proc/PID/stat read into buf (the oracle), past its name: from the
+ * state field on. */
+static const char *stat_fields(pid_t pid, char *buf, size_t cap)
 {
-    char path[64], buf[1024];
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    size_t n = fread(buf, 1, cap - 1, f);
     fclose(f);
     buf[n] = 0;
     const char *p = strrchr(buf, ')'); /* the name may hold spaces */
     assert_non_null(p);
+    return p + 2;
+}
+
+/* utime + stime of pid in clock ticks, from its /proc/PID/stat (the oracle). */
+static double cpu_ticks(pid_t pid)
+{
+    char buf[1024];
+    const char *p = stat_fields(pid, buf, sizeof buf);
     unsigned long long utime = 0, stime = 0;
     assert_int_equal(
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime), 2);
+        sscanf(p, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime), 2);
     return (double)(utime + stime);
 }
 
@@ -311,17 +320,10 @@ static void test_proc_blocked_real(void **state)
 /* pid's threads, from its /proc/PID/stat (the oracle). */
 static size_t proc_threads(pid_t pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')');
-    assert_non_null(p);
+    char buf[1024];
+    const char *p = stat_fields(pid, buf, sizeof buf);
     long threads = 0;
-    assert_int_equal(sscanf(p + 2,
+    assert_int_equal(sscanf(p,
                             "%*c"
                             "%*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
                             "%*d %*d %ld",

@@ -52,7 +52,8 @@ void tp_sink_gpu(tp_sink *s, const tp_gpu_info *gpu);
 /* Timing events (from the drain thread). Times are CLOCK_MONOTONIC. */
 
 /* Returns the thread id; 0 when memory ran out (events sent to thread 0, or
- * with name 0, are counted lost). */
+ * with name 0, are counted lost). Here and in tp_sink_thread_rank a rank,
+ * local rank or world size below 0 (a process wrote it) is kept as -1. */
 uint32_t tp_sink_thread(tp_sink *s, const tp_thread_info *info);
 void tp_sink_thread_dropped(tp_sink *s, uint32_t thread, uint64_t dropped);
 /* The rank a thread's process gave itself after the thread's first event. */

@@ -23,6 +23,9 @@
 #define TP_STACK_ON_CPU    (1ull << 32) /* the thread was running (or runnable) */
 #define TP_STACK_TRUNCATED (1ull << 33) /* deeper than sent, or a read failed midway */
 #define TP_STACK_STATE     (1ull << 34) /* TP_STACK_ON_CPU is known (the kernel said) */
+/* The kernel had the thread in uninterruptible sleep (state D): a read of a
+ * disk or a network mount, a device's driver; with TP_STACK_STATE only. */
+#define TP_STACK_BLOCKED (1ull << 36)
 /* No frames follow: the thread's last sample stands again, for the count of
  * samples in value's high 32 bits (its tid in the low ones). A thread whose
  * CPU time has not moved since its last sample cannot have moved its stack:

@@ -182,19 +182,21 @@ static void forget_stat_fd(sampler *s, int32_t tid)
         }
 }
 
-/* Whether the kernel has thread tid running or runnable ('R'); -1 unknown. */
-static int on_cpu(sampler *s, int32_t tid)
+/* The kernel's state of thread tid (its stat file's third field: 'R'
+ * running or runnable, 'S' asleep, 'D' in uninterruptible sleep, ...); 0
+ * unknown. */
+static char thread_state(sampler *s, int32_t tid)
 {
     char buf[512];
     int fd = stat_fd(s, tid);
     ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
     if (n <= 0) { /* the thread is gone (ESRCH), or a tid reused: open it anew next time */
         forget_stat_fd(s, tid);
-        return -1;
+        return 0;
     }
     buf[n] = '\0';
     const char *paren = strrchr(buf, ')'); /* the name may hold anything */
-    return paren && paren[1] == ' ' && paren[2] ? paren[2] == 'R' : -1;
+    return paren && paren[1] == ' ' ? paren[2] : 0;
 }
 
 /* ---- pacing: idle threads cost almost nothing ---- */
@@ -331,9 +333,10 @@ static void sample_thread(void *ctx, const tp_stack_thread *t, const tp_stack_fr
     sampler *s = ctx;
     int32_t tid = s->tid;
     uint64_t flags = t->truncated ? TP_STACK_TRUNCATED : 0;
-    int cpu = tid > 0 ? on_cpu(s, tid) : -1;
-    if (cpu >= 0)
-        flags |= TP_STACK_STATE | (cpu ? TP_STACK_ON_CPU : 0);
+    char state = tid > 0 ? thread_state(s, tid) : 0;
+    if (state)
+        flags |= TP_STACK_STATE | (state == 'R' ? TP_STACK_ON_CPU : 0) |
+                 (state == 'D' ? TP_STACK_BLOCKED : 0);
     for (size_t i = 0; i < t->nframes; i++)
         s->refs[i] = (tp_stack_ref){frame_of_code(s, frames[i].code), frames[i].line};
     /* the region open now, against the one read before the frames: a thread
@@ -347,7 +350,7 @@ static void sample_thread(void *ctx, const tp_stack_thread *t, const tp_stack_fr
     struct paced *p = tid > 0 && s->paced && !s->standby ? paced_of(s, tid) : NULL;
     if (p) {
         p->sampled = sent;
-        p->idle = cpu == 0; /* known, and waiting */
+        p->idle = state && state != 'R'; /* known, and waiting */
     }
 }
 

@@ -9,7 +9,8 @@
 #include "util/oom.h"
 
 /* The samples of one (sampler's thread row, sampled thread, region id,
- * node, state & 3), with what its thread is: its rank, a worker's or not. */
+ * node, counted state: tp_stack_state_counted), with what its thread is: its rank, a worker's or
+ * not. */
 typedef struct fine {
     int64_t thread_id, phase_id;
     int32_t tid;
@@ -142,8 +143,9 @@ static void count(void *ctx, const tp_stack_thread_run *run)
     t->total = add_sat(t->total, run->count);
     if (run->state & 1)
         t->on_cpu = add_sat(t->on_cpu, run->count);
-    fine key = {run->thread_id, run->phase_id, run->tid, run->node, run->state & 3,
-                run->rank,      run->worker,   th,       0};
+    fine key = {
+        run->thread_id, run->phase_id, run->tid, run->node, tp_stack_state_counted(run->state),
+        run->rank,      run->worker,   th,       0};
     index_grow(&p->fine_index, p->nfines, fine_hash_at, p);
     size_t mask = p->fine_index.cap - 1, at = fine_hash(&key) & mask;
     for (; p->fine_index.slot[at]; at = (at + 1) & mask) {
@@ -198,8 +200,8 @@ static int by_count_key(const void *x, const void *y)
         return (int)a->worker - (int)b->worker;
     if (a->node != b->node)
         return (a->node > b->node) - (a->node < b->node);
-    int sa = a->on_cpu | a->cpu_known << 1 | a->waited << 3,
-        sb = b->on_cpu | b->cpu_known << 1 | b->waited << 3;
+    int sa = a->on_cpu | a->cpu_known << 1 | a->waited << 3 | a->blocked << 4,
+        sb = b->on_cpu | b->cpu_known << 1 | b->waited << 3 | b->blocked << 4;
     return (sa > sb) - (sa < sb);
 }
 
@@ -225,6 +227,7 @@ void tp_stack_counts_end(tp_counts_pass *p, bool read, tp_stack_count **out, siz
                                 .node = f->node,
                                 .on_cpu = (f->state & 1) != 0,
                                 .cpu_known = (f->state & 2) != 0,
+                                .blocked = tp_stack_state_blocked(f->state),
                                 .waited = waited,
                                 .samples = f->samples};
     }

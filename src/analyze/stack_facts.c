@@ -13,7 +13,7 @@
 
 /* Per frame of one group while counting. */
 typedef struct frame_acc {
-    uint64_t self, total, self_known, self_on_cpu;
+    uint64_t self, total, self_known, self_on_cpu, self_blocked;
     uint64_t stamp;    /* the row that last counted it in total: once per sample */
     int32_t best_line; /* the line of its most self samples so far */
     uint64_t best_line_self;
@@ -38,6 +38,7 @@ static void count_group(const tp_stack_tree *t, const tp_stack_count *rows, size
         g->samples += c->samples;
         g->known += c->cpu_known ? c->samples : 0;
         g->on_cpu += c->cpu_known && c->on_cpu ? c->samples : 0;
+        g->blocked += c->blocked ? c->samples : 0;
         if (c->node == 0 || c->node > t->n)
             continue;
         uint32_t leaf = t->frame[c->node - 1];
@@ -45,6 +46,7 @@ static void count_group(const tp_stack_tree *t, const tp_stack_count *rows, size
         a->self += c->samples;
         a->self_known += c->cpu_known ? c->samples : 0;
         a->self_on_cpu += c->cpu_known && c->on_cpu ? c->samples : 0;
+        a->self_blocked += c->blocked ? c->samples : 0;
         /* the leaf's line: the line of its row with the most samples */
         if (c->samples > a->best_line_self || a->best_line == 0) {
             a->best_line_self = c->samples;
@@ -70,8 +72,9 @@ static void top_functions(const frame_acc *acc, size_t nframes, tp_stack_group *
     for (size_t f = 0; f <= nframes; f++) {
         if (!acc[f].self)
             continue;
-        tp_stack_function fn = {(uint32_t)f,  acc[f].best_line,  acc[f].self,
-                                acc[f].total, acc[f].self_known, acc[f].self_on_cpu};
+        tp_stack_function fn = {(uint32_t)f,        acc[f].best_line,  acc[f].self,
+                                acc[f].total,       acc[f].self_known, acc[f].self_on_cpu,
+                                acc[f].self_blocked};
         size_t at = g->nfunctions;
         while (at > 0 && g->functions[at - 1].self < fn.self)
             at--;
@@ -334,7 +337,7 @@ bool tp_stack_facts_build(tp_run *run, tp_region_withins *withins, tp_stack_fact
  * key (the region's text interned in phases[phase - 1], 0 for none). */
 typedef struct span_row {
     int rank;
-    bool worker, on_cpu, cpu_known;
+    bool worker, on_cpu, cpu_known, blocked;
     size_t phase;
     uint32_t node;
     double samples;
@@ -384,6 +387,7 @@ static void add_span_run(void *ctx, const tp_stack_thread_run *run)
                                  run->worker,
                                  (run->state & 1) != 0,
                                  (run->state & 2) != 0,
+                                 tp_stack_state_blocked(run->state),
                                  intern_phase(c, run->phase),
                                  run->node,
                                  w};
@@ -400,7 +404,8 @@ static int by_span_key(const void *x, const void *y)
         return (a->phase > b->phase) - (a->phase < b->phase);
     if (a->node != b->node)
         return (a->node > b->node) - (a->node < b->node);
-    return (a->on_cpu * 2 + a->cpu_known) - (b->on_cpu * 2 + b->cpu_known);
+    return (a->blocked * 4 + a->on_cpu * 2 + a->cpu_known) -
+           (b->blocked * 4 + b->on_cpu * 2 + b->cpu_known);
 }
 
 static bool same_span_key(const span_row *a, const span_row *b) { return !by_span_key(a, b); }
@@ -464,6 +469,7 @@ void tp_stack_facts_over_end(tp_span_pass *p, bool read)
                                      .node = r->node,
                                      .on_cpu = r->on_cpu,
                                      .cpu_known = r->cpu_known,
+                                     .blocked = r->blocked,
                                      .samples = samples};
             i = j;
         }

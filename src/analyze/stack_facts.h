@@ -9,7 +9,8 @@
  * share is the part of the group's samples whose innermost frame is it, its total share the part
  * with it anywhere on the stack (once per sample, however deep it recurses);
  * on_cpu is how much of its self samples the kernel saw running, of those
- * whose state it knew. Functions are (function, file); line is the line of
+ * whose state it knew, blocked how much in uninterruptible sleep (state D:
+ * waiting on storage, or a device). Functions are (function, file); line is the line of
  * its most self samples. No words: render/ names everything. */
 #ifndef TP_ANALYZE_STACK_FACTS_H
 #define TP_ANALYZE_STACK_FACTS_H
@@ -32,7 +33,7 @@ typedef struct tp_stack_function {
     uint32_t frame; /* in the facts' tree */
     int32_t line;
     uint64_t self, total;
-    uint64_t self_known, self_on_cpu;
+    uint64_t self_known, self_on_cpu, self_blocked;
 } tp_stack_function;
 
 /* A box of a group's icicle (flame graph, outermost frame on top): a
@@ -63,7 +64,8 @@ typedef struct tp_stack_group {
      * (they count in both groups, once in the facts' samples) */
     uint64_t borrowed;
     uint64_t samples;
-    uint64_t known, on_cpu; /* samples whose state the kernel said, and of those running */
+    /* samples whose state the kernel said; of those running, and in state D */
+    uint64_t known, on_cpu, blocked;
     tp_stack_function functions[TP_STACK_TOP_FUNCTIONS];
     size_t nfunctions;
     tp_flame_rect *flame; /* depth first, each node before its children */

@@ -104,6 +104,11 @@ enum {
     TP_STACK_STATE_ON_CPU = 1,    /* the thread was running or runnable */
     TP_STACK_STATE_KNOWN = 2,     /* TP_STACK_STATE_ON_CPU is the kernel's word */
     TP_STACK_STATE_TRUNCATED = 4, /* its outermost frames are missing */
+    /* the kernel had it in uninterruptible sleep (state D: a read of a disk
+     * or a network mount, a device's driver); with TP_STACK_STATE_KNOWN only */
+    TP_STACK_STATE_BLOCKED = 16,
+    /* the bits a stack count keeps (8 is the readers': store/reader_stacks.h) */
+    TP_STACK_STATE_COUNTED = TP_STACK_STATE_ON_CPU | TP_STACK_STATE_KNOWN | TP_STACK_STATE_BLOCKED,
 };
 
 /* A thread's Python stack, sampled by its process's sampler (thread: the

@@ -287,12 +287,15 @@ static void stack_event(void *ctx, const tp_stack_run *r)
     json_write_escaped(c->out, f >= 1 && f <= tree->nframes ? tree->function[f - 1] : "?");
     fprintf(c->out,
             ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"args\":{\"samples\":%llu,\"span_ms\":%.3f,"
-            "\"on_cpu\":%s,\"stack\":\"",
+            "\"on_cpu\":%s,\"blocked\":%s,\"stack\":\"",
             t->pid, r->tid > 0 ? r->tid : t->pid, (double)r->t_ns / 1e3,
             (unsigned long long)r->count, (double)r->span_ns / 1e6,
             !(r->state & 2) ? "null"
             : r->state & 1  ? "true"
-                            : "false");
+                            : "false",
+            !(r->state & 2)                    ? "null"
+            : tp_stack_state_blocked(r->state) ? "true"
+                                               : "false");
     while (n-- > 0) {
         frame_text(c->out, tree, path[n]);
         if (n)

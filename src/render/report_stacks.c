@@ -12,6 +12,7 @@
 #define FUNCTIONS_SHOWN        5
 #define WAITED_FUNCTIONS_SHOWN 3    /* on the one line of the threads that only waited */
 #define GROUP_MIN_SHARE        0.02 /* of its rank's samples: smaller groups are left to --json */
+#define BLOCKED_SAID           0.05 /* of a group's known samples in state D: said from then on */
 
 /* What a group's samples were doing, in words: a user region's with the
  * standard one it ran inside, where known. */
@@ -34,6 +35,25 @@ static void group_label(char *buf, size_t cap, const tp_stack_facts *f, const tp
         snprintf(buf, cap, "outside the phases");
     else
         snprintf(buf, cap, "outside regions");
+}
+
+/* What a function's samples of known state mostly were, in words: running,
+ * waiting in state D (most of its waiting samples), or waiting. */
+static const char *doing_words(uint64_t known, uint64_t on_cpu, uint64_t blocked)
+{
+    if (2 * on_cpu >= known)
+        return "on a CPU";
+    return 2 * blocked >= known - on_cpu ? "waiting on storage" : "waiting";
+}
+
+/* A share of known, NULL where none was known (JSON). */
+static void share_json(json_writer *w, const char *key, uint64_t part, uint64_t known)
+{
+    json_key(w, key);
+    if (known)
+        json_double(w, (double)part / (double)known);
+    else
+        json_null(w);
 }
 
 /* The rank's samples, each once (a user region's count in the phase it
@@ -59,6 +79,9 @@ static void waited_line(FILE *out, const tp_stack_facts *f, const tp_stack_group
         fprintf(out, "%s %s %.0f%%", shown++ ? "," : ", in", tp_stack_facts_function(f, fn->frame),
                 100.0 * share);
     }
+    if (g->known && (double)g->blocked >= BLOCKED_SAID * (double)g->known)
+        fprintf(out, "; %.0f%% waiting on storage (state D)",
+                100.0 * (double)g->blocked / (double)g->known);
     fputc('\n', out);
 }
 
@@ -111,6 +134,9 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
                     100.0 * (double)g->borrowed / (double)g->samples, g->phase ? " inside it" : "");
         if (g->known)
             fprintf(out, ", %.0f%% on a CPU", 100.0 * (double)g->on_cpu / (double)g->known);
+        if (g->known && (double)g->blocked >= BLOCKED_SAID * (double)g->known)
+            fprintf(out, ", %.0f%% waiting on storage (state D)",
+                    100.0 * (double)g->blocked / (double)g->known);
         fputc('\n', out);
         for (size_t k = 0; k < g->nfunctions && k < FUNCTIONS_SHOWN; k++) {
             const tp_stack_function *fn = &g->functions[k];
@@ -122,7 +148,7 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
                     tp_stack_facts_function(f, fn->frame), place);
             if (fn->self_known)
                 fprintf(out, "  (%s)",
-                        2 * fn->self_on_cpu >= fn->self_known ? "on a CPU" : "waiting");
+                        doing_words(fn->self_known, fn->self_on_cpu, fn->self_blocked));
             fputc('\n', out);
         }
     }
@@ -162,11 +188,8 @@ void tp_report_stacks_json(json_writer *w, const tp_summary *s)
             json_null(w);
         json_key(w, "samples_in_user_regions");
         json_int(w, (int64_t)g->borrowed);
-        json_key(w, "on_cpu_share");
-        if (g->known)
-            json_double(w, (double)g->on_cpu / (double)g->known);
-        else
-            json_null(w);
+        share_json(w, "on_cpu_share", g->on_cpu, g->known);
+        share_json(w, "blocked_share", g->blocked, g->known); /* state D */
         json_key(w, "functions");
         json_array_begin(w);
         for (size_t k = 0; k < g->nfunctions; k++) {
@@ -182,11 +205,8 @@ void tp_report_stacks_json(json_writer *w, const tp_summary *s)
             json_double(w, (double)fn->self / (double)g->samples);
             json_key(w, "total_share");
             json_double(w, (double)fn->total / (double)g->samples);
-            json_key(w, "on_cpu_share");
-            if (fn->self_known)
-                json_double(w, (double)fn->self_on_cpu / (double)fn->self_known);
-            else
-                json_null(w);
+            share_json(w, "on_cpu_share", fn->self_on_cpu, fn->self_known);
+            share_json(w, "blocked_share", fn->self_blocked, fn->self_known);
             json_object_end(w);
         }
         json_array_end(w);
@@ -238,13 +258,16 @@ void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bo
         const tp_stack_function *fn = &g->functions[k];
         if (k && 200 * fn->self < g->samples)
             break; /* a second function under half a percent says nothing */
-        bool waiting = fn->self_known && 2 * fn->self_on_cpu < fn->self_known;
+        /* a waiting function says so ("waiting", "waiting on storage") */
+        const char *doing =
+            fn->self_known ? doing_words(fn->self_known, fn->self_on_cpu, fn->self_blocked) : "";
+        bool waiting = strncmp(doing, "waiting", 7) == 0;
         char place[TP_PLACE_MAX];
         tp_format_place(place, sizeof place, tp_stack_facts_file(f, fn->frame), fn->line);
-        len += (size_t)snprintf(out + len, cap - len, "%s%s (%s) %.0f%%%s", k ? ", " : "",
+        len += (size_t)snprintf(out + len, cap - len, "%s%s (%s) %.0f%%%s%s", k ? ", " : "",
                                 tp_stack_facts_function(f, fn->frame), place,
-                                100.0 * (double)fn->self / (double)g->samples,
-                                waiting ? " waiting" : "");
+                                100.0 * (double)fn->self / (double)g->samples, waiting ? " " : "",
+                                waiting ? doing : "");
     }
     if (len < cap) /* how many: 2 of 3 samples is a hint, 2,000 of 3,000 a finding */
         snprintf(out + len, cap - len, " of its %llu samples.", (unsigned long long)g->samples);

@@ -153,7 +153,8 @@ char *tp_stack_counts_sql(const char *schema, int version)
         "  HAVING MAX(phase_id) = 0 AND MIN(state & 2) = 2"
         "  AND SUM((state & 1) * %s) * %d <= SUM(%s) + %d)"
         " SELECT t.rank, n.text, w.pid IS NOT NULL, s.node_id,"
-        "  (s.state & 3) | CASE WHEN wt.tid IS NOT NULL AND w.pid IS NULL THEN %d ELSE 0 END,"
+        "  (s.state & %d) | (CASE WHEN s.state & %d = %d THEN %d ELSE 0 END) | CASE WHEN wt.tid IS "
+        "NOT NULL AND w.pid IS NULL THEN %d ELSE 0 END,"
         "  SUM(%s)"
         " FROM %s.stack_sample s JOIN %s.thread t ON t.id = s.thread_id"
         " LEFT JOIN workers w ON w.agent_id = t.agent_id AND w.pid = t.pid AND w.tid = s.tid"
@@ -161,8 +162,10 @@ char *tp_stack_counts_sql(const char *schema, int version)
         " LEFT JOIN %s.name n ON n.id = s.phase_id"
         " GROUP BY 1, 2, 3, 4, 5",
         schema, schema, weight, TP_STACK_WAITED_ONCPU_MAX, weight,
-        TP_STACK_WAITED_ONCPU_MAX * TP_STACK_WAITED_ONCPU_FEW, TP_STACK_STATE_WAITED, s_weight,
-        schema, schema, schema);
+        TP_STACK_WAITED_ONCPU_MAX * TP_STACK_WAITED_ONCPU_FEW,
+        TP_STACK_STATE_ON_CPU | TP_STACK_STATE_KNOWN, TP_STACK_STATE_COUNTED,
+        TP_STACK_STATE_BLOCKED | TP_STACK_STATE_KNOWN, TP_STACK_STATE_BLOCKED,
+        TP_STACK_STATE_WAITED, s_weight, schema, schema, schema);
 }
 
 /* The counts st's rows give (rank, phase, worker, node_id, state, samples)
@@ -183,6 +186,7 @@ static bool read_counts(tp_run *run, sqlite3_stmt *st, tp_stack_count **out, siz
             .node = node > 0 && node <= (int64_t)UINT32_MAX ? (uint32_t)node : 0,
             .on_cpu = (state & 1) != 0,
             .cpu_known = (state & 2) != 0,
+            .blocked = tp_stack_state_blocked(state),
             .waited = (state & TP_STACK_STATE_WAITED) != 0,
             .samples = samples > 0 ? (uint64_t)samples : 0,
         };

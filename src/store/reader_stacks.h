@@ -1,7 +1,7 @@
 /* reader_stacks.h: a run's sampled Python stacks (schema 8), read for the
  * analysis: the tree of stack nodes with each frame's function and file, and
  * the samples counted by (rank, region open, worker process, node, on a
- * CPU). Files from before schema 8, and runs recorded with stack sampling
+ * CPU or in state D). Files from before schema 8, and runs recorded with stack sampling
  * off, have none. Reading commands stop on out of memory (util/oom.h). */
 #ifndef TP_STORE_READER_STACKS_H
 #define TP_STORE_READER_STACKS_H
@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/batch.h"
 #include "store/reader.h"
 
 /* The tree: node ids 1..n, each with its parent (0: outermost), frame and
@@ -23,7 +24,7 @@ typedef struct tp_stack_tree {
     size_t nframes;
 } tp_stack_tree;
 
-/* Samples of one (rank, phase, worker, node, on_cpu), with how many. */
+/* Samples of one (rank, phase, worker, node, state), with how many. */
 typedef struct tp_stack_count {
     int rank;       /* the sampler's process's rank, -1 none */
     char *phase;    /* the region the thread had open, NULL none */
@@ -31,6 +32,7 @@ typedef struct tp_stack_count {
     uint32_t node;  /* its innermost frame's node, 0 for an empty stack */
     bool on_cpu;    /* the kernel had it running or runnable */
     bool cpu_known; /* ... and said so */
+    bool blocked;   /* not on a CPU: in uninterruptible sleep (state D), the kernel said */
     bool waited;    /* its thread only waited (TP_STACK_STATE_WAITED) */
     uint64_t samples;
 } tp_stack_count;
@@ -44,6 +46,23 @@ typedef struct tp_stack_count {
 #define TP_STACK_STATE_WAITED     8
 #define TP_STACK_WAITED_ONCPU_MAX 50
 #define TP_STACK_WAITED_ONCPU_FEW 10
+
+/* Whether a stored state (TP_STACK_STATE_*) says state D: the bit only where
+ * the state was known and not running (a crafted file's other mixes: no). */
+static inline bool tp_stack_state_blocked(int64_t state)
+{
+    int64_t bits = TP_STACK_STATE_BLOCKED | TP_STACK_STATE_KNOWN | TP_STACK_STATE_ON_CPU;
+    return (state & bits) == (TP_STACK_STATE_BLOCKED | TP_STACK_STATE_KNOWN);
+}
+
+/* The bits of a stored state a stack count is keyed by (TP_STACK_STATE_COUNTED,
+ * the blocked bit only where tp_stack_state_blocked): a crafted file's mixes
+ * count as what they can be, by the SQL readers and the summary's pass alike. */
+static inline int tp_stack_state_counted(int64_t state)
+{
+    return (int)(state & (TP_STACK_STATE_ON_CPU | TP_STACK_STATE_KNOWN)) |
+           (tp_stack_state_blocked(state) ? TP_STACK_STATE_BLOCKED : 0);
+}
 
 /* Whether the file holds stack samples at all. */
 bool tp_run_has_stacks(tp_run *run);

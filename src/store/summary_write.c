@@ -202,6 +202,7 @@ static void bind_stack(sqlite3_stmt *st, const tp_stack_count *c)
     sqlite3_bind_int64(st, 4, c->node);
     sqlite3_bind_int(st, 5,
                      (c->on_cpu ? 1 : 0) | (c->cpu_known ? 2 : 0) |
+                         (c->blocked ? TP_STACK_STATE_BLOCKED : 0) |
                          (c->waited ? TP_STACK_STATE_WAITED : 0));
     sqlite3_bind_int64(st, 6, (sqlite3_int64)c->samples);
 }

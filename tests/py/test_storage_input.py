@@ -3,6 +3,7 @@ and says so; a loader that sleeps beside another process's writes to the disk
 does not, however busy the disk (its processes are not seen waiting on
 storage: state D). Both judge the disk, so they run alone (machine)."""
 
+import re
 import subprocess
 import sys
 
@@ -126,9 +127,31 @@ def input_verdict(rep):
     return found[0]
 
 
+def stack_function(rep, name, phase=False):
+    """The stack groups' entries of function name (of the group of phase
+    only, where given), each with its group."""
+    return [
+        (g, fn)
+        for g in rep["stacks"]
+        for fn in g["functions"]
+        if fn["function"] == name and phase in (False, g["phase"])
+    ]
+
+
+def doing(fn):
+    """What the verdict's words say a function it cites was doing, by its
+    shares: nothing running, else waiting, on storage where most of that
+    was in state D."""
+    on, blocked = fn["on_cpu_share"], fn["blocked_share"]
+    if on >= 0.5:
+        return ""
+    return " waiting on storage" if blocked >= (1 - on) / 2 else " waiting"
+
+
 def test_a_loader_that_reads_the_disk_waits_on_storage(tmp_path):
     """No other I/O beside it: the loader's own reads keep tasks waiting on
-    storage (io) and its process in state D about as long as it loads."""
+    storage (io) and its process in state D about as long as it loads; its
+    stack samples say where: __getitem__'s read, waiting on storage."""
     rep = record(tmp_path, data_file(tmp_path), 16 * 200, 0)
     v = input_verdict(rep)
     ev = v["evidence"]
@@ -136,6 +159,13 @@ def test_a_loader_that_reads_the_disk_waits_on_storage(tmp_path):
     assert ev["training_blocked_mean"] >= 0.25 * ev["dataloader_next_share"], ev
     assert "loading waits on the disk" in v["message"]
     assert "but not with the training's I/O" not in v["message"]
+    [(group, fn)] = stack_function(rep, "Data.__getitem__", "dataloader_next")
+    # (its self samples: the read in D, and its Python and the copy running:
+    # 0.47 to 0.72 in D on this VM's disk)
+    assert group["blocked_share"] >= 0.25 and fn["blocked_share"] >= 0.3, group
+    assert re.search(rf"Data\.__getitem__ \([^)]*\) \d+%{doing(fn)}(,| of)", v["message"]), v[
+        "message"
+    ]
 
 
 def test_a_loader_that_reads_in_threads_waits_on_storage(tmp_path):
@@ -150,6 +180,11 @@ def test_a_loader_that_reads_in_threads_waits_on_storage(tmp_path):
     assert ev["training_blocked_mean"] >= 0.25 * ev["dataloader_next_share"], ev
     assert "loading waits on the disk" in v["message"]
     assert "but not with the training's I/O" not in v["message"]
+    # the pool's threads read in D; the main thread waits on them in S
+    reads = stack_function(rep, "read_one")
+    assert reads and max(fn["blocked_share"] for _, fn in reads) >= 0.5, reads
+    [(_, wait)] = stack_function(rep, "Condition.wait", "dataloader_next")
+    assert wait["blocked_share"] < 0.1, wait
 
 
 def test_a_sleeping_loader_beside_another_s_writes_is_not_storage_bound(tmp_path):
@@ -170,6 +205,13 @@ def test_a_sleeping_loader_beside_another_s_writes_is_not_storage_bound(tmp_path
     assert storage_busy, ev  # the writer did keep it busy: the condition this test judges
     assert "but not with the training's I/O" in v["message"], v["message"]
     assert "loading waits on the disk" not in v["message"]
+    # its __getitem__ sleeps (state S): waiting, not on storage
+    [(_, fn)] = stack_function(rep, "Data.__getitem__", "dataloader_next")
+    assert fn["on_cpu_share"] < 0.5 and fn["blocked_share"] < 0.1, fn
+    assert doing(fn) == " waiting", fn
+    assert re.search(rf"Data\.__getitem__ \([^)]*\) \d+%{doing(fn)}(,| of)", v["message"]), v[
+        "message"
+    ]
 
 
 def test_a_pace_that_changed_when_the_loader_began_to_read_names_its_wait(tmp_path):

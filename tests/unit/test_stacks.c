@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "analyze/ops_idle.h"
+#include "analyze/stack_counts.h"
+#include "analyze/stack_facts.h"
 #include "analyze/stack_own.h"
+#include "core/phases.h"
 #include "core/stack_runs.h"
 #include "harness.h"
 #include "store/reader_stacks.h"
@@ -307,6 +310,66 @@ static void test_one_pass_gives_each_reader_its_own_pass_s_runs(void **state)
     free(root);
 }
 
+/* A thread the kernel had in state D (a read of a disk) counts as blocked,
+ * by the readers of a file not yet summarized (SQL) and by the summary's
+ * pass alike; a crafted state that says D and running, or D unknown, does
+ * not. dataloader_next: 6 samples in D in read, 4 running in collate, 2
+ * crafted "running and D" in read, 1 crafted "D" with no state known. */
+static void test_a_thread_in_state_d_counts_as_blocked_by_both_readers(void **state)
+{
+    (void)state;
+    tp_sink *sink = tp_sink_new(0);
+    tp_thread_info info = {.pid = 10, .tid = 10, .rank = 0};
+    uint32_t thread = tp_sink_thread(sink, &info);
+    uint32_t next = tp_sink_name(sink, TP_PHASE_DATALOADER_NEXT);
+    uint32_t read[2] = {tp_sink_frame(sink, "read\ndata.py"), tp_sink_frame(sink, "main\nrun.py")};
+    uint32_t collate[2] = {tp_sink_frame(sink, "collate\ndata.py"), read[1]};
+    int32_t lines[2] = {7, 3};
+    const uint32_t d = TP_STACK_STATE_KNOWN | TP_STACK_STATE_BLOCKED,
+                   run_ = TP_STACK_STATE_KNOWN | TP_STACK_STATE_ON_CPU;
+    const uint32_t states[13] = {
+        d, d, d, run_, run_, d, d, d, run_, run_, d | run_, d | run_, TP_STACK_STATE_BLOCKED};
+    for (uint64_t k = 0; k < 13; k++)
+        tp_sink_stack(sink, thread, (10 + 10 * k) * 1000000ull, 11, next, states[k],
+                      states[k] == run_ ? collate : read, lines, 2);
+    tp_sink_close(sink);
+    char *root = fx_root(), *path = NULL, err[256];
+    assert_true(asprintf(&path, "%s/blocked.db", root) > 0);
+    fx_write_sink(path, sink, "node1"); /* frees the sink */
+    tp_run *run = tp_run_open(path, err, sizeof err);
+    assert_non_null(run);
+    tp_region_withins withins = {0};
+    tp_stack_facts f;
+    assert_true(tp_stack_facts_build(run, &withins, &f, err, sizeof err));
+    assert_int_equal(f.n, 1);
+    const tp_stack_group *g = &f.groups[0];
+    assert_string_equal(g->phase, TP_PHASE_DATALOADER_NEXT);
+    assert_true(g->samples == 13 && g->known == 12 && g->on_cpu == 6 && g->blocked == 6);
+    const tp_stack_function *fn = &g->functions[0];
+    assert_string_equal(tp_stack_facts_function(&f, fn->frame), "read");
+    assert_true(fn->self == 9 && fn->self_known == 8 && fn->self_on_cpu == 2 &&
+                fn->self_blocked == 6);
+    /* the summary's pass over the runs: the same counts, in the same order */
+    tp_stack_reader reader;
+    tp_counts_pass *pass = tp_stack_counts_begin(&reader);
+    assert_true(tp_run_each_stack_run_to(run, &reader, 1, err, sizeof err));
+    tp_stack_count *counted;
+    size_t n;
+    tp_stack_counts_end(pass, true, &counted, &n);
+    assert_int_equal(n, f.ncounts);
+    for (size_t i = 0; i < n; i++) {
+        const tp_stack_count *a = &counted[i], *b = &f.counts[i];
+        assert_true(a->node == b->node && a->on_cpu == b->on_cpu && a->cpu_known == b->cpu_known &&
+                    a->blocked == b->blocked && a->samples == b->samples);
+    }
+    tp_stack_counts_free(counted, n);
+    tp_stack_facts_free(&f);
+    tp_region_withins_free(&withins);
+    tp_run_close(run);
+    free(path);
+    free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_the_gpu_idle_function_is_the_first_outside_the_stdlib),
         cmocka_unit_test(test_stack_tree),
         cmocka_unit_test(test_one_pass_gives_each_reader_its_own_pass_s_runs),
+        cmocka_unit_test(test_a_thread_in_state_d_counts_as_blocked_by_both_readers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,6 +76,8 @@ static void gather_into(gather_ctx *c, size_t k, const tp_stack_thread_run *r, d
         g->t.known += w;
         if (r->state & 1)
             g->t.on_cpu += w;
+        if (tp_stack_state_blocked(r->state))
+            g->t.blocked += w;
     }
     add_node(g, r->node, w);
 }

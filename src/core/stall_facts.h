@@ -16,7 +16,9 @@ typedef struct tp_stall_thread {
     /* node's innermost caller outside the standard library, where node is in
      * it (the user's line that called queue.get); node otherwise */
     uint32_t outer;
-    double samples, known, on_cpu; /* since then (runs cut at the start pro rata) */
+    /* since then (runs cut at the start pro rata): its samples, those whose
+     * state the kernel said, of those running, and in state D */
+    double samples, known, on_cpu, blocked;
 } tp_stall_thread;
 
 typedef struct tp_stall {

@@ -73,9 +73,14 @@ void tp_ops_idle_cite(char *out, size_t cap, const tp_ops_facts *f, int rank);
 /* Where an input- (input) or compute-bound rank's time goes in the code, as
  * a sentence for its verdict (" Inside: the DataLoader workers' time goes to
  * decode (io.py:12) 58%, ..."; a function whose samples mostly waited is
- * marked "waiting"): its workers' or dataloader_next's samples, or its
+ * marked "waiting", or "waiting on storage"): its workers' or dataloader_next's samples, or its
  * busiest computing phase's; "" without stacks. */
 void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bool input);
+
+/* What samples of a known state mostly were, in words: "on a CPU" (half or
+ * more running), "waiting on storage" (most of the waiting ones in state
+ * D), "waiting"; "" where no state was known. */
+const char *tp_doing_words(double known, double on_cpu, double blocked);
 
 /* "15:27:11" (UTC) of t_s seconds into the run, or "" when the run's start
  * is unknown. */

@@ -41,12 +41,10 @@ static void thread_place(char *out, size_t cap, const tp_stalls *st, const tp_st
     snprintf(out, cap, "%s calling %s", outer, inner);
 }
 
-/* "waiting", "on a CPU", or "" when the kernel never said. */
+/* "waiting", "waiting on storage", "on a CPU", or "" when the kernel never said. */
 static const char *thread_state(const tp_stall_thread *th)
 {
-    if (th->known <= 0)
-        return "";
-    return th->on_cpu >= 0.5 * th->known ? "on a CPU" : "waiting";
+    return tp_doing_words(th->known, th->on_cpu, th->blocked);
 }
 
 /* The threads worth naming: those with a region open or a DataLoader
@@ -356,7 +354,9 @@ static void stall_json(json_writer *w, const tp_stalls *st, const tp_stall *r)
         json_key(w, "state");
         const char *state = thread_state(th);
         if (state[0])
-            json_string(w, state[0] == 'w' ? "waiting" : "on_cpu");
+            json_string(w, strcmp(state, "on a CPU") == 0  ? "on_cpu"
+                           : strcmp(state, "waiting") == 0 ? "waiting"
+                                                           : "waiting_on_storage");
         else
             json_null(w);
         json_key(w, "samples");

@@ -37,13 +37,20 @@ static void group_label(char *buf, size_t cap, const tp_stack_facts *f, const tp
         snprintf(buf, cap, "outside regions");
 }
 
-/* What a function's samples of known state mostly were, in words: running,
- * waiting in state D (most of its waiting samples), or waiting. */
-static const char *doing_words(uint64_t known, uint64_t on_cpu, uint64_t blocked)
+const char *tp_doing_words(double known, double on_cpu, double blocked)
 {
+    if (!(known > 0))
+        return "";
     if (2 * on_cpu >= known)
         return "on a CPU";
     return 2 * blocked >= known - on_cpu ? "waiting on storage" : "waiting";
+}
+
+/* A function's words (tp_doing_words) from its self samples. */
+static const char *doing_words(const tp_stack_function *fn)
+{
+    return tp_doing_words((double)fn->self_known, (double)fn->self_on_cpu,
+                          (double)fn->self_blocked);
 }
 
 /* A share of known, NULL where none was known (JSON). */
@@ -147,8 +154,7 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
                     100.0 * (double)fn->total / (double)g->samples,
                     tp_stack_facts_function(f, fn->frame), place);
             if (fn->self_known)
-                fprintf(out, "  (%s)",
-                        doing_words(fn->self_known, fn->self_on_cpu, fn->self_blocked));
+                fprintf(out, "  (%s)", doing_words(fn));
             fputc('\n', out);
         }
     }
@@ -259,8 +265,7 @@ void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bo
         if (k && 200 * fn->self < g->samples)
             break; /* a second function under half a percent says nothing */
         /* a waiting function says so ("waiting", "waiting on storage") */
-        const char *doing =
-            fn->self_known ? doing_words(fn->self_known, fn->self_on_cpu, fn->self_blocked) : "";
+        const char *doing = doing_words(fn);
         bool waiting = strncmp(doing, "waiting", 7) == 0;
         char place[TP_PLACE_MAX];
         tp_format_place(place, sizeof place, tp_stack_facts_file(f, fn->frame), fn->line);

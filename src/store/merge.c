@@ -189,10 +189,11 @@ static void summary_extras_sql(char *out, size_t cap, const tp_merge_input *info
              " FROM src.summary_stall;"
              "INSERT INTO main.summary_stall_thread SELECT stall_id + %lld, pid, tid, worker,"
              " phase, CASE node_id WHEN 0 THEN 0 ELSE node_id + %lld END, samples, known,"
-             " on_cpu FROM src.summary_stall_thread;",
+             " on_cpu, %s FROM src.summary_stall_thread;",
              stall_ids, dt, dt, info->stall_between ? "between_steps" : "0",
              info->stall_gpu ? "gpu, gpu_util_percent" : "NULL, NULL",
-             info->stall_blocked ? "blocked" : "NULL", stall_ids, node);
+             info->stall_blocked ? "blocked" : "NULL", stall_ids, node,
+             info->stall_thread_blocked ? "blocked" : "0");
 }
 
 /* summary_timing's columns as an input holds them, those it has not as 0 or NULL. */

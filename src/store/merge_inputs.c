@@ -96,6 +96,7 @@ static void input_tables(tp_run *run, tp_merge_input *in)
     in->stall_between = tp_run_has_column(run, "summary_stall", "between_steps");
     in->stall_gpu = tp_run_has_column(run, "summary_stall", "gpu");
     in->stall_blocked = tp_run_has_column(run, "summary_stall", "blocked");
+    in->stall_thread_blocked = tp_run_has_column(run, "summary_stall_thread", "blocked");
     in->timing_profiled = tp_run_has_column(run, "summary_timing", "in_profiled_s");
     in->timing_warmup = tp_run_has_column(run, "summary_timing", "in_warmup_s");
     in->stalls = in->summarized && run->settings.stalls_stored &&

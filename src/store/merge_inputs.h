@@ -27,6 +27,7 @@ typedef struct tp_merge_input {
     bool stall_between;                       /* summary_stall.between_steps */
     bool stall_gpu;                           /* summary_stall.gpu, gpu_util_percent */
     bool stall_blocked;                       /* summary_stall.blocked */
+    bool stall_thread_blocked;                /* summary_stall_thread.blocked */
     bool timing_warmup;                       /* summary_timing.in_warmup_s */
     bool rank_latest; /* summary_rank_latest: its ranks over its first rank's latest pace */
     bool rank_latest_measured; /* and the steps their parts are over */

@@ -110,6 +110,11 @@
  * summary-only merge as the GPU's; files summarized before have none. */
 #define TP_SCHEMA_STALL_BLOCKED     ", blocked REAL"
 #define TP_SCHEMA_ADD_STALL_BLOCKED "ALTER TABLE summary_stall ADD COLUMN blocked REAL;"
+/* Each stalled thread's samples in state D (files summarized before have
+ * none: readers take 0). */
+#define TP_SCHEMA_STALL_THREAD_BLOCKED ", blocked REAL"
+#define TP_SCHEMA_ADD_STALL_THREAD_BLOCKED \
+    "ALTER TABLE summary_stall_thread ADD COLUMN blocked REAL;"
 #define TP_SCHEMA_ADD_STALL_GPU                         \
     "ALTER TABLE summary_stall ADD COLUMN gpu INTEGER;" \
     "ALTER TABLE summary_stall ADD COLUMN gpu_util_percent REAL;"
@@ -126,7 +131,7 @@
     "CREATE TABLE IF NOT EXISTS summary_stall_thread (stall_id INTEGER NOT NULL,"        \
     "  pid INTEGER NOT NULL, tid INTEGER NOT NULL, worker INTEGER NOT NULL, phase TEXT," \
     "  node_id INTEGER NOT NULL, samples REAL NOT NULL, known REAL NOT NULL,"            \
-    "  on_cpu REAL NOT NULL);"
+    "  on_cpu REAL NOT NULL" TP_SCHEMA_STALL_THREAD_BLOCKED ");"
 /* Capture windows (schema 10; docs/ops.md): each window a process took
  * (its step thread, why: 1 schedule, 2 demand, 3 slow; the step count of
  * its first step; run times; skipped with the note saying why), its texts

@@ -377,7 +377,7 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
         !tp_run_has_table(run, "summary_stall_thread"))
         return false;
     sqlite3_stmt *st = NULL, *th = NULL;
-    char sql[240];
+    char sql[240], thread_sql[200];
     snprintf(sql, sizeof sql,
              "SELECT id, rank, ended, start_ns, end_ns, threshold_s, step, %s, %s, %s"
              " FROM summary_stall ORDER BY id",
@@ -385,11 +385,12 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
              tp_run_has_column(run, "summary_stall", "gpu") ? "gpu, gpu_util_percent"
                                                             : "NULL, NULL",
              tp_run_has_column(run, "summary_stall", "blocked") ? "blocked" : "NULL");
+    snprintf(thread_sql, sizeof thread_sql,
+             "SELECT pid, tid, worker, phase, node_id, samples, known, on_cpu, %s"
+             " FROM summary_stall_thread WHERE stall_id = ? ORDER BY rowid",
+             tp_run_has_column(run, "summary_stall_thread", "blocked") ? "blocked" : "0");
     bool ok = sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) == SQLITE_OK &&
-              sqlite3_prepare_v2(run->db,
-                                 "SELECT pid, tid, worker, phase, node_id, samples, known, on_cpu"
-                                 " FROM summary_stall_thread WHERE stall_id = ? ORDER BY rowid",
-                                 -1, &th, NULL) == SQLITE_OK;
+              sqlite3_prepare_v2(run->db, thread_sql, -1, &th, NULL) == SQLITE_OK;
     size_t vcap = 0;
     int rc = SQLITE_DONE;
     while (ok && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -427,7 +428,8 @@ bool tp_stored_stalls(tp_run *run, tp_stall **out, size_t *n, char *err, size_t 
                 .node = node > 0 && node <= (int64_t)UINT32_MAX ? (uint32_t)node : 0,
                 .samples = sqlite3_column_double(th, 5),
                 .known = sqlite3_column_double(th, 6),
-                .on_cpu = sqlite3_column_double(th, 7)};
+                .on_cpu = sqlite3_column_double(th, 7),
+                .blocked = sqlite3_column_double(th, 8)};
         }
         sqlite3_reset(th);
         ok = trc == SQLITE_DONE;

@@ -271,6 +271,8 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
         rc = tp_exec(db, TP_SCHEMA_ADD_STALL_GPU);
     if (rc == SQLITE_OK && !has_column(db, "summary_stall", "blocked"))
         rc = tp_exec(db, TP_SCHEMA_ADD_STALL_BLOCKED);
+    if (rc == SQLITE_OK && !has_column(db, "summary_stall_thread", "blocked"))
+        rc = tp_exec(db, TP_SCHEMA_ADD_STALL_THREAD_BLOCKED);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db,
                                 "INSERT INTO summary_stall (id, rank, ended, start_ns, end_ns,"
@@ -279,8 +281,10 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
                                 -1, &stall, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(
-            db, "INSERT INTO summary_stall_thread VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &thread,
-            NULL);
+            db,
+            "INSERT INTO summary_stall_thread (stall_id, pid, tid, worker, phase, node_id,"
+            " samples, known, on_cpu, blocked) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            -1, &thread, NULL);
     for (size_t i = 0; rc == SQLITE_OK && i < p->nstalls; i++) {
         const tp_stall *v = &p->stalls[i];
         sqlite3_bind_int64(stall, 1, (sqlite3_int64)i + 1);
@@ -313,6 +317,7 @@ static int write_stalls(sqlite3 *db, const tp_summary_rows *p)
             sqlite3_bind_double(thread, 7, t->samples);
             sqlite3_bind_double(thread, 8, t->known);
             sqlite3_bind_double(thread, 9, t->on_cpu);
+            sqlite3_bind_double(thread, 10, t->blocked);
             rc = sqlite3_step(thread) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
             sqlite3_reset(thread);
         }

@@ -406,6 +406,15 @@ def test_a_stall_on_storage_says_its_threads_waited_on_it(tmp_path, run_file):
     assert "its threads waited on storage meanwhile (state D," in said, said
     assert "a filesystem or disk that does not answer" in said
     # stored with the summary: a merge of summaries (no samples) still says it
+    [kept] = [
+        s for s in report_json(summaries_merged(tmp_path, run_file))["stalls"] if not s["ended"]
+    ]
+    assert kept["training_blocked_mean"] == pytest.approx(stall["training_blocked_mean"])
+
+
+def summaries_merged(tmp_path, run_file):
+    """run_file merged, by their summaries only (no samples), with another
+    node's summarized file (the empty golden run): the merged file's path."""
     other = tmp_path / "other.db"
     shutil.copy(ROOT / "tests" / "golden" / "runs" / "empty.db", other)
     with sqlite3.connect(other) as db:  # another node
@@ -415,8 +424,50 @@ def test_a_stall_on_storage_says_its_threads_waited_on_it(tmp_path, run_file):
     merged = tmp_path / "merged.db"
     r = trainprof("merge", "--summary", "--force", "-q", "-o", merged, run_file, other)
     assert r.returncode == 0, r.stderr
-    [kept] = [s for s in report_json(merged)["stalls"] if not s["ended"]]
-    assert kept["training_blocked_mean"] == pytest.approx(stall["training_blocked_mean"])
+    return merged
+
+
+# A step whose read takes seconds, the training's own thread in state D all
+# along: reads of 4 MiB with O_DIRECT (no page cache) of the file given, for
+# 4 s, as a network mount that hardly answers would keep it.
+SLOW_READ = """
+import mmap, os, sys, time, trainprof
+READ = 4 << 20
+buf = mmap.mmap(-1, READ)  # page-aligned, as O_DIRECT needs
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+blocks = os.path.getsize(sys.argv[1]) // READ
+for step in range(40):
+    trainprof.step()
+    with trainprof.region("load"):
+        end = time.monotonic() + (4 if step == 20 else 0)
+        i = 0
+        while time.monotonic() < end:
+            os.preadv(fd, [buf], i % blocks * READ)
+            i += 1
+        time.sleep(0.01)
+"""
+
+
+def test_a_stall_in_a_read_says_the_thread_waited_on_storage(tmp_path, run_file):
+    """A step stalls in the training thread's own reads: the stall names the
+    thread in its read, waiting on storage (its stack samples in state D),
+    not only "waiting"; a merge of summaries keeps it."""
+    data = tmp_path / "data.bin"
+    with open(data, "wb") as f:
+        f.write(bytes(16 << 20))
+        os.fsync(f.fileno())
+    script = tmp_path / "slow_read.py"
+    script.write_text(SLOW_READ)
+    r = trainprof("record", "-q", "--stall-after", "2", "-o", run_file, "--", PYTHON, script, data)
+    assert r.returncode == 0, r.stderr
+    [stall] = report_json(run_file)["stalls"]
+    [thread] = [t for t in stall["threads"] if t["phase"] == "load"]
+    assert thread["state"] == "waiting_on_storage", thread
+    assert thread["frames"][0]["function"] == "<module>", thread
+    said = words(trainprof("report", run_file).stdout)
+    assert re.search(r"slow_read\.py:\d+\), waiting on storage", said), said
+    [kept] = report_json(summaries_merged(tmp_path, run_file))["stalls"]
+    assert [t["state"] for t in kept["threads"] if t["phase"] == "load"] == [thread["state"]]
 
 
 def test_a_run_that_ends_normally_has_no_stall(tmp_path, run_file):

@@ -25,6 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "names.h"
 #include "thread_registry.h"
 #include "thread_state.h"
@@ -192,6 +193,7 @@ static int connect_process(void)
     }
     channel_fd = fd;
     channel_state = 1;
+    tp_clock_choose(); /* before this process's first ring: how its events are stamped */
     proc_page = hand_over_proc_page(); /* the recorder may have ended meanwhile: then off */
     if (!key_made)
         key_made = pthread_key_create(&exit_key, thread_exit) == 0;

@@ -1,5 +1,40 @@
-/* clock.c: monotonic time and the wall-clock anchor of a run. */
+/* clock.c: monotonic time, the TSC's choice and the wall-clock anchor of a run. */
 #include "clock.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+int tp_clock_tsc_on;
+
+/* Whether the kernel keeps time by the TSC: the clocksource file says "tsc". */
+static int kernel_uses_tsc(void)
+{
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                  O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[16];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n == 4 && memcmp(buf, "tsc\n", 4) == 0;
+}
+
+void tp_clock_choose(void)
+{
+    tp_clock_tsc_on = 0;
+#if defined(__x86_64__)
+    const char *v = getenv("TRAINPROF_TSC");
+    int tsc_mode = 0;
+    if ((v && strcmp(v, "0") == 0) || !kernel_uses_tsc())
+        return;
+    if (prctl(PR_GET_TSC, (unsigned long)&tsc_mode, 0, 0, 0) != 0 || tsc_mode != PR_TSC_ENABLE)
+        return;
+    tp_clock_tsc_on = 1;
+#endif
+}
 
 uint64_t tp_clock_now_ns(void) { return tp_clock_mono_ns(); }
 

@@ -11,6 +11,6 @@ bool tp_fact_send(const char *text, size_t len)
     tp_thread *t = tp_self_ptr();
     if (!tp_fact_valid(text, len, &key_len) || !tp_thread_ready(t))
         return false;
-    tp_event head = {tp_clock_mono_ns(), TP_EV_FACT, 0, 0, (uint64_t)len}; /* when it was said */
+    tp_event head = {tp_clock_stamp(), TP_EV_FACT, 0, 0, (uint64_t)len}; /* when it was said */
     return tp_thread_send(t, &head, text, len);
 }

@@ -42,7 +42,7 @@ static inline void push_at(tp_thread *t, uint64_t t_ns, uint32_t kind, uint32_t 
 
 static inline void push(tp_thread *t, uint32_t kind, uint32_t id, int64_t value)
 {
-    push_at(t, tp_clock_mono_ns(), kind, id, value);
+    push_at(t, tp_clock_stamp(), kind, id, value);
 }
 
 /* Keeps the innermost open region readable by the recorder (for a stack
@@ -163,7 +163,7 @@ void tp_set_rank(int32_t rank, int32_t local_rank, int32_t world_size)
     tp_thread *t = tp_self_ptr();
     if (!tp_thread_ready(t) || !tp_thread_has_room(t, 1))
         return;
-    put(t, tp_clock_mono_ns(), TP_EV_RANK, 0, rank,
+    put(t, tp_clock_stamp(), TP_EV_RANK, 0, rank,
         (uint64_t)(uint32_t)local_rank | (uint64_t)(uint32_t)world_size << 32);
     atomic_store_explicit(&t->ring->head, t->head, memory_order_release);
 }
@@ -180,7 +180,7 @@ void tp_device_memory(const int64_t figures[TP_DEVMEM_FIGURES])
     tp_thread *t = tp_self_ptr();
     if (!tp_thread_ready(t) || !tp_thread_has_room(t, TP_DEVMEM_FIGURES))
         return;
-    uint64_t now = tp_clock_mono_ns();
+    uint64_t now = tp_clock_stamp();
     for (uint32_t k = 0; k < TP_DEVMEM_FIGURES; k++)
         if (figures[k] >= 0)
             put(t, now, TP_EV_DEVICE_MEMORY, k, figures[k], 0);

@@ -54,7 +54,7 @@ enum tp_event_kind {
 };
 
 typedef struct tp_event {
-    uint64_t t_ns; /* CLOCK_MONOTONIC */
+    uint64_t t_ns; /* CLOCK_MONOTONIC ns, or the TSC marked TP_TIME_TSC (clock.h) */
     uint32_t kind;
     uint32_t name_id;
     int64_t value;

@@ -100,9 +100,8 @@ struct tp_drain {
     atomic_uint open_conns; /* processes connected now (tp_drain_open_processes) */
     tp_ops_relay *ops;      /* capture windows; NULL: none */
     tp_step_waits *waits;   /* the step threads' waits for a CPU; NULL: none */
+    tp_tsc_map tsc;         /* the rings' TSC stamps to ns, anew each pass */
 };
-
-/* ---- events -------------------------------------------------------------- */
 
 /* Process conn told its rank: every thread of it takes it (those that sent
  * events before included), and so will its rings mapped later. */
@@ -169,8 +168,6 @@ static void drain_ring_events(tp_drain *d, drain_ring *r)
     atomic_store_explicit(&r->h->tail, r->reader.tail, memory_order_release);
 }
 
-/* ---- rings and connections ----------------------------------------------- */
-
 /* Maps a ring received on connection conn; closes fd either way. Only the
  * capacity's slots are mapped, whatever the memfd's size. */
 static void add_ring(tp_drain *d, int conn, int fd)
@@ -209,6 +206,7 @@ static void add_ring(tp_drain *d, int conn, int fd)
     r->bytes = (size_t)bytes;
     r->reader.capacity = hdr.capacity;
     r->reader.tail = 0; /* whatever the header says: nothing was read yet */
+    r->reader.clock = &d->tsc;
     r->conn = conn;
     r->tid = hdr.tid;
     d->rings_of[conn]++;
@@ -428,6 +426,7 @@ static void *drain_main(void *arg)
         int n =
             poll(pfd, polled + 3, d->nrings || resting || d->ends.npending ? DRAIN_PERIOD_MS : -1);
         int64_t now = (int64_t)tp_clock_mono_ns();
+        tp_tsc_map_refresh(&d->tsc);
         if (n > 0 && (pfd[0].revents & POLLIN))
             accept_one(d);
         for (size_t i = 0; n > 0 && i < polled; i++)
@@ -471,8 +470,6 @@ static void *drain_main(void *arg)
     return NULL;
 }
 
-/* ---- lifecycle ----------------------------------------------------------- */
-
 unsigned tp_drain_open_processes(const tp_drain *d)
 {
     return d ? atomic_load(&((tp_drain *)d)->open_conns) : 0;
@@ -497,6 +494,7 @@ tp_drain *tp_drain_start(tp_sink *sink, const tp_ops_options *ops, uint64_t inte
     if (!d)
         return NULL;
     d->sink = sink;
+    tp_tsc_map_init(&d->tsc);
     tp_process_ends_init(&d->ends);
     d->listen_fd = -1;
     d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "core/metric_catalog.h"
 #include "core/run_keys.h"
 #include "facts.h"
@@ -255,6 +256,21 @@ static void stack_event(tp_ring_reader *r, tp_sink *sink, const tp_event *e, con
     }
 }
 
+/* An event's CLOCK_MONOTONIC time from its stamp: a TSC stamp mapped, and
+ * never before the ring's TSC stamp before it; the ring's latest time
+ * moved up to it. */
+static uint64_t event_time(tp_ring_reader *r, uint64_t stamp)
+{
+    uint64_t ns = stamp;
+    if (stamp & TP_TIME_TSC) {
+        ns = tp_tsc_map_ns(r->clock, stamp);
+        ns = r->tsc_last_ns = ns > r->tsc_last_ns ? ns : r->tsc_last_ns;
+    }
+    if (ns > r->last_ns)
+        r->last_ns = ns;
+    return ns;
+}
+
 /* tp_ring_reader_consume, its closed regions into b. */
 static const char *consume(tp_ring_reader *r, region_batch *b, tp_sink *sink, const tp_event *slots,
                            uint64_t head, tp_ring_rank_fn on_rank, void *ctx, char *why, size_t cap)
@@ -269,8 +285,7 @@ static const char *consume(tp_ring_reader *r, region_batch *b, tp_sink *sink, co
     while (tail < head) {
         tp_event e = slots[tail & mask]; /* one copy: the producer may rewrite the slot */
         tail++;
-        if (e.t_ns > r->last_ns)
-            r->last_ns = e.t_ns;
+        e.t_ns = event_time(r, e.t_ns);
         switch (e.kind) {
         case TP_EV_NAME:
         case TP_EV_FRAME: {

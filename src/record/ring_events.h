@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "core/sink.h"
+#include "record/tsc_map.h"
 #include "ring.h"
 #include "stacks.h"
 #include "trainprof.h"
@@ -56,6 +57,12 @@ typedef struct tp_ring_reader {
      * its process is placed by them: ops_relay.h) */
     uint64_t step_ns[TP_RING_STEP_TIMES];
     uint64_t last_ns; /* its latest event's time: its process was alive then */
+    /* the map of its thread's TSC stamps (NULL: none, such stamps read 0),
+     * and the latest time one mapped to: one thread stamps in order, so a
+     * stamp never maps before the one before it (a refresh of the map
+     * between two reads of the ring moves it by nanoseconds) */
+    const tp_tsc_map *clock;
+    uint64_t tsc_last_ns;
     /* the steps that ended since the capture plan last took them
      * (record/ops_plan.h): how many, the slowest and all together (ns);
      * and when the open step began (0: none open) */

@@ -62,7 +62,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t capacity = 8u << (data[0] % 8);
     tp_event *slots = calloc(capacity, sizeof *slots);
     tp_sink *sink = tp_sink_new(0);
-    tp_ring_reader r = {.capacity = capacity};
+    static tp_tsc_map clock; /* the drain's map: TSC stamps mapped, crafted or not */
+    static bool clock_made;
+    if (!clock_made)
+        tp_tsc_map_init(&clock), clock_made = true;
+    tp_ring_reader r = {.capacity = capacity, .clock = &clock};
     r.thread = tp_sink_thread(sink, &(tp_thread_info){.pid = 1, .tid = 1, .rank = -1});
     uint64_t head = 0;
     int ranks = 0;

@@ -2,10 +2,12 @@
 
 import os
 import signal
+import sqlite3
 import subprocess
 import textwrap
 import time
 
+import pytest
 import trainprof as tp
 from conftest import PROGRAM, PYTHON, report_json, trainprof
 
@@ -252,3 +254,40 @@ def test_a_module_probed_before_its_import_is_still_followed():
     r = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "['colorsys']\n"
+
+
+# A region between two monotonic reads, and a span of those two reads: the
+# region's own stamps (the TSC, where the kernel keeps time by it) must map
+# inside the span, every time.
+NESTED = """
+import time
+from trainprof import _native as n
+inner, outer = n.region("inner"), n.region("outer")
+for i in range(3000):
+    t0 = n.now_ns()
+    n.begin(inner); n.end(inner)
+    t1 = n.now_ns()
+    n.span(outer, t0, t1)
+    if i % 100 == 0:
+        time.sleep(0.01)  # the recorder's drain passes refresh its map meanwhile
+"""
+
+
+@pytest.mark.parametrize("tsc", ["1", "0"])
+def test_a_region_s_own_stamps_fall_between_the_clock_reads_around_it(run_file, tsc):
+    """TSC stamps mapped to the monotonic clock by the recorder, or the
+    monotonic clock itself (TRAINPROF_TSC=0): both place each region inside
+    the two monotonic reads that enclosed it."""
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, "-c", NESTED,
+                  env={"TRAINPROF_TSC": tsc})  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    with sqlite3.connect(run_file) as db:
+        rows = db.execute(
+            "SELECT n.text, r.start_ns, r.end_ns FROM region r JOIN name n ON n.id = r.name_id"
+            " WHERE n.text IN ('inner', 'outer') ORDER BY r.start_ns"
+        ).fetchall()
+    inner = [(s, e) for name, s, e in rows if name == "inner"]
+    outer = [(s, e) for name, s, e in rows if name == "outer"]
+    assert len(inner) == len(outer) == 3000
+    outside = [(i, o) for i, o in zip(inner, outer) if i[0] < o[0] or i[1] > o[1] or i[1] < i[0]]
+    assert not outside, outside[:5]

@@ -72,6 +72,8 @@ install() {
     "$TRAINPROF" --version
     package "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
     nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv
+    # whether the training threads stamp their regions with the TSC here (lib/clock.h)
+    echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
 torch.cuda.get_device_name(0))'
     mkdir -p "${OUT:-/tmp/gpu-out}"

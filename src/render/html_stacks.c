@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "render/html.h"
+#include "render/report.h"
 #include "render/svg.h"
 
 #define WIDTH      880.0
@@ -115,7 +116,7 @@ void tp_html_stacks(FILE *out, const tp_stack_facts *f)
                     100.0 * (double)best->borrowed / (double)best->samples);
         if (best->known)
             fprintf(out, ", %.0f%% on a CPU", 100.0 * (double)best->on_cpu / (double)best->known);
-        if (best->known && 20 * best->blocked >= best->known) /* as the report (5 %) */
+        if (tp_stack_group_blocked_said(best))
             fprintf(out, ", %.0f%% waiting on storage",
                     100.0 * (double)best->blocked / (double)best->known);
         fputs(")</div>\n", out);

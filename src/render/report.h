@@ -77,10 +77,18 @@ void tp_ops_idle_cite(char *out, size_t cap, const tp_ops_facts *f, int rank);
  * busiest computing phase's; "" without stacks. */
 void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bool input);
 
-/* What samples of a known state mostly were, in words: "on a CPU" (half or
- * more running), "waiting on storage" (most of the waiting ones in state
- * D), "waiting"; "" where no state was known. */
-const char *tp_doing_words(double known, double on_cpu, double blocked);
+/* What samples of a known state mostly were: on a CPU (half or more
+ * running), waiting on storage (most of the waiting ones in state D),
+ * waiting; unknown where no state was known. Its words ("" unknown) and its
+ * JSON key (NULL unknown), by the value. */
+typedef enum { TP_DOING_UNKNOWN, TP_DOING_ON_CPU, TP_DOING_WAITING, TP_DOING_STORAGE } tp_doing;
+tp_doing tp_doing_of(double known, double on_cpu, double blocked);
+extern const char *const tp_doing_words[];
+extern const char *const tp_doing_keys[];
+
+/* Whether a group's share in state D is said (from 5 % of its samples of
+ * known state), by the report and the page alike. */
+bool tp_stack_group_blocked_said(const tp_stack_group *g);
 
 /* "15:27:11" (UTC) of t_s seconds into the run, or "" when the run's start
  * is unknown. */

@@ -44,7 +44,7 @@ static void thread_place(char *out, size_t cap, const tp_stalls *st, const tp_st
 /* "waiting", "waiting on storage", "on a CPU", or "" when the kernel never said. */
 static const char *thread_state(const tp_stall_thread *th)
 {
-    return tp_doing_words(th->known, th->on_cpu, th->blocked);
+    return tp_doing_words[tp_doing_of(th->known, th->on_cpu, th->blocked)];
 }
 
 /* The threads worth naming: those with a region open or a DataLoader
@@ -352,11 +352,9 @@ static void stall_json(json_writer *w, const tp_stalls *st, const tp_stall *r)
         else
             json_null(w);
         json_key(w, "state");
-        const char *state = thread_state(th);
-        if (state[0])
-            json_string(w, strcmp(state, "on a CPU") == 0  ? "on_cpu"
-                           : strcmp(state, "waiting") == 0 ? "waiting"
-                                                           : "waiting_on_storage");
+        const char *state = tp_doing_keys[tp_doing_of(th->known, th->on_cpu, th->blocked)];
+        if (state)
+            json_string(w, state);
         else
             json_null(w);
         json_key(w, "samples");

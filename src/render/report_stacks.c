@@ -12,7 +12,6 @@
 #define FUNCTIONS_SHOWN        5
 #define WAITED_FUNCTIONS_SHOWN 3    /* on the one line of the threads that only waited */
 #define GROUP_MIN_SHARE        0.02 /* of its rank's samples: smaller groups are left to --json */
-#define BLOCKED_SAID           0.05 /* of a group's known samples in state D: said from then on */
 
 /* What a group's samples were doing, in words: a user region's with the
  * standard one it ran inside, where known. */
@@ -37,20 +36,27 @@ static void group_label(char *buf, size_t cap, const tp_stack_facts *f, const tp
         snprintf(buf, cap, "outside regions");
 }
 
-const char *tp_doing_words(double known, double on_cpu, double blocked)
+const char *const tp_doing_words[] = {"", "on a CPU", "waiting", "waiting on storage"};
+const char *const tp_doing_keys[] = {NULL, "on_cpu", "waiting", "waiting_on_storage"};
+
+tp_doing tp_doing_of(double known, double on_cpu, double blocked)
 {
     if (!(known > 0))
-        return "";
+        return TP_DOING_UNKNOWN;
     if (2 * on_cpu >= known)
-        return "on a CPU";
-    return 2 * blocked >= known - on_cpu ? "waiting on storage" : "waiting";
+        return TP_DOING_ON_CPU;
+    return 2 * blocked >= known - on_cpu ? TP_DOING_STORAGE : TP_DOING_WAITING;
 }
 
-/* A function's words (tp_doing_words) from its self samples. */
-static const char *doing_words(const tp_stack_function *fn)
+/* What a function's self samples were doing. */
+static tp_doing function_doing(const tp_stack_function *fn)
 {
-    return tp_doing_words((double)fn->self_known, (double)fn->self_on_cpu,
-                          (double)fn->self_blocked);
+    return tp_doing_of((double)fn->self_known, (double)fn->self_on_cpu, (double)fn->self_blocked);
+}
+
+bool tp_stack_group_blocked_said(const tp_stack_group *g)
+{
+    return g->known && 20 * g->blocked >= g->known;
 }
 
 /* A share of known, NULL where none was known (JSON). */
@@ -86,7 +92,7 @@ static void waited_line(FILE *out, const tp_stack_facts *f, const tp_stack_group
         fprintf(out, "%s %s %.0f%%", shown++ ? "," : ", in", tp_stack_facts_function(f, fn->frame),
                 100.0 * share);
     }
-    if (g->known && (double)g->blocked >= BLOCKED_SAID * (double)g->known)
+    if (tp_stack_group_blocked_said(g))
         fprintf(out, "; %.0f%% waiting on storage (state D)",
                 100.0 * (double)g->blocked / (double)g->known);
     fputc('\n', out);
@@ -141,7 +147,7 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
                     100.0 * (double)g->borrowed / (double)g->samples, g->phase ? " inside it" : "");
         if (g->known)
             fprintf(out, ", %.0f%% on a CPU", 100.0 * (double)g->on_cpu / (double)g->known);
-        if (g->known && (double)g->blocked >= BLOCKED_SAID * (double)g->known)
+        if (tp_stack_group_blocked_said(g))
             fprintf(out, ", %.0f%% waiting on storage (state D)",
                     100.0 * (double)g->blocked / (double)g->known);
         fputc('\n', out);
@@ -154,7 +160,7 @@ void tp_report_stacks_text(FILE *out, const tp_summary *s)
                     100.0 * (double)fn->total / (double)g->samples,
                     tp_stack_facts_function(f, fn->frame), place);
             if (fn->self_known)
-                fprintf(out, "  (%s)", doing_words(fn));
+                fprintf(out, "  (%s)", tp_doing_words[function_doing(fn)]);
             fputc('\n', out);
         }
     }
@@ -265,14 +271,14 @@ void tp_stacks_cite(char *out, size_t cap, const tp_stack_facts *f, int rank, bo
         if (k && 200 * fn->self < g->samples)
             break; /* a second function under half a percent says nothing */
         /* a waiting function says so ("waiting", "waiting on storage") */
-        const char *doing = doing_words(fn);
-        bool waiting = strncmp(doing, "waiting", 7) == 0;
+        tp_doing doing = function_doing(fn);
+        bool waiting = doing == TP_DOING_WAITING || doing == TP_DOING_STORAGE;
         char place[TP_PLACE_MAX];
         tp_format_place(place, sizeof place, tp_stack_facts_file(f, fn->frame), fn->line);
         len += (size_t)snprintf(out + len, cap - len, "%s%s (%s) %.0f%%%s%s", k ? ", " : "",
                                 tp_stack_facts_function(f, fn->frame), place,
                                 100.0 * (double)fn->self / (double)g->samples, waiting ? " " : "",
-                                waiting ? doing : "");
+                                waiting ? tp_doing_words[doing] : "");
     }
     if (len < cap) /* how many: 2 of 3 samples is a hint, 2,000 of 3,000 a finding */
         snprintf(out + len, cap - len, " of its %llu samples.", (unsigned long long)g->samples);

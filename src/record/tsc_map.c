@@ -8,6 +8,10 @@
 #define TRIES         5
 #define REBASE_NS     10000000000ull /* the older anchor moves up after 10 s */
 #define FIRST_SPAN_NS 2000000ull     /* the first two anchors' distance */
+/* A refresh whose reads lay further apart than this (the drain's thread
+ * preempted between them every try, on a busy machine) is not taken: its
+ * anchor could be off by that much; the map keeps the one before. */
+#define GAP_MAX_NS 150.0 /* about 60 ns unhindered on the CI machine */
 
 #if defined(__x86_64__)
 /* The TSC in order with what comes before and after it (the vDSO's own
@@ -21,12 +25,13 @@ static uint64_t tsc_ordered(void)
 }
 #endif
 
-/* A TSC read and a monotonic read as close together as a few tries get. */
-static tp_tsc_anchor anchor_now(void)
+/* A TSC read and a monotonic read as close together as a few tries get;
+ * *gap the TSC ticks the closest pair of reads spanned. */
+static tp_tsc_anchor anchor_now(uint64_t *gap_out)
 {
     tp_tsc_anchor best = {0, 0};
-#if defined(__x86_64__)
     uint64_t gap = UINT64_MAX;
+#if defined(__x86_64__)
     for (int i = 0; i < TRIES; i++) {
         uint64_t before = tsc_ordered(), ns = tp_clock_mono_ns(), after = tsc_ordered();
         if (after >= before && after - before < gap) {
@@ -35,6 +40,7 @@ static tp_tsc_anchor anchor_now(void)
         }
     }
 #endif
+    *gap_out = gap;
     return best;
 }
 
@@ -49,13 +55,14 @@ void tp_tsc_map_init(tp_tsc_map *m)
 {
     *m = (tp_tsc_map){0};
 #if defined(__x86_64__)
-    m->older = anchor_now();
+    uint64_t gap;
+    m->older = anchor_now(&gap);
     uint64_t until = m->older.ns + FIRST_SPAN_NS;
     while (tp_clock_mono_ns() < until) {
         struct timespec nap = {0, 500000};
         nanosleep(&nap, NULL);
     }
-    m->latest = m->next = anchor_now();
+    m->latest = m->next = anchor_now(&gap);
     set_rate(m);
 #endif
 }
@@ -63,7 +70,10 @@ void tp_tsc_map_init(tp_tsc_map *m)
 void tp_tsc_map_refresh(tp_tsc_map *m)
 {
 #if defined(__x86_64__)
-    tp_tsc_anchor now = anchor_now();
+    uint64_t gap;
+    tp_tsc_anchor now = anchor_now(&gap);
+    if ((double)gap * m->ns_per_tick > GAP_MAX_NS)
+        return; /* reads too far apart to trust: the map stays */
     if (now.tsc <= m->latest.tsc || now.ns <= m->latest.ns)
         return;                            /* a TSC that went back (it can't here): the map stays */
     if (now.ns - m->next.ns > REBASE_NS) { /* older keeps 10 s or more behind */

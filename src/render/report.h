@@ -96,6 +96,12 @@ void tp_report_wall_time(char *out, size_t cap, const tp_run_inventory *inv, dou
 /* "D.__getitem__ (hang_ddp.py:13)" of a stack node, or "" without one. */
 void tp_report_frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_t node);
 
+/* Where a thread was: node's frame, "loop (train.py:20)", and where outer
+ * (its caller outside the standard library, 0 none) is another node, that
+ * one first: "loop (train.py:20) calling Condition.wait (threading.py:320)";
+ * "" for node 0. */
+void tp_report_place(char *out, size_t cap, const tp_stack_tree *t, uint32_t node, uint32_t outer);
+
 /* The processes that died and the run's stop (report_ends.c): lines for "In
  * short" (deaths first, the stop after the stalls), a section with each one's end, "deaths" and
  * "stop" in JSON. */

@@ -26,19 +26,22 @@ void tp_report_frame_text(char *out, size_t cap, const tp_stack_tree *t, uint32_
     snprintf(out, cap, "%s (%s)", fn, place);
 }
 
-/* Where a stalled thread was: "loop (train.py:20)", and where that is the
- * caller of the standard library's function it was in, " calling
- * Condition.wait (threading.py:320)"; "" without stacks. */
-static void thread_place(char *out, size_t cap, const tp_stalls *st, const tp_stall_thread *th)
+void tp_report_place(char *out, size_t cap, const tp_stack_tree *t, uint32_t node, uint32_t outer)
 {
-    char outer[400], inner[400];
-    tp_report_frame_text(outer, sizeof outer, &st->tree, th->outer ? th->outer : th->node);
-    if (!th->outer || th->outer == th->node) {
-        snprintf(out, cap, "%s", outer);
+    char outer_text[400], inner[400];
+    tp_report_frame_text(outer_text, sizeof outer_text, t, outer ? outer : node);
+    if (!outer || outer == node) {
+        snprintf(out, cap, "%s", outer_text);
         return;
     }
-    tp_report_frame_text(inner, sizeof inner, &st->tree, th->node);
-    snprintf(out, cap, "%s calling %s", outer, inner);
+    tp_report_frame_text(inner, sizeof inner, t, node);
+    snprintf(out, cap, "%s calling %s", outer_text, inner);
+}
+
+/* Where a stalled thread was (tp_report_place). */
+static void thread_place(char *out, size_t cap, const tp_stalls *st, const tp_stall_thread *th)
+{
+    tp_report_place(out, cap, &st->tree, th->node, th->outer);
 }
 
 /* "waiting", "waiting on storage", "on a CPU", or "" when the kernel never said. */

@@ -281,7 +281,9 @@ def test_shows_steps_that_grow_all_along_as_its_report_does(top, tmp_path):
 
 def test_shows_a_stall_that_began_before_it_looked(top, tmp_path):
     """A training stuck inside a region: top, started once the stall is under
-    way, finds the ranks' last steps in the file and says STALLED."""
+    way, finds the ranks' last steps in the file and says STALLED, and where
+    its thread was last seen, as the report would: the script's line,
+    waiting (a sleep: not on a CPU, not on storage)."""
     script = tmp_path / "stuck.py"
     script.write_text(
         textwrap.dedent("""
@@ -314,6 +316,11 @@ def test_shows_a_stall_that_began_before_it_looked(top, tmp_path):
         screen = t.wait_for("STALLED", timeout=20)
         seconds = float(re.search(r"STALLED: no progress for (\d+) s", screen).group(1))
         assert seconds >= 2, screen
+        # its samples' run is in the file within 10 s (rewritten as it goes on)
+        screen = t.wait_for("last seen in", timeout=20)
+        line = screen.replace("\n", "")  # a long line wraps
+        assert re.search(r"last seen in <module> \(\S*stuck\.py:6\), waiting\b", line), screen
+        assert "waiting on storage" not in screen
     finally:
         os.killpg(rec.pid, signal.SIGKILL)  # the recorder and the stuck script
         rec.wait()

@@ -9,6 +9,7 @@
 
 int tp_clock_tsc_on;
 
+#if defined(__x86_64__)
 /* Whether the kernel keeps time by the TSC: the clocksource file says "tsc". */
 static int kernel_uses_tsc(void)
 {
@@ -25,7 +26,6 @@ static int kernel_uses_tsc(void)
 void tp_clock_choose(void)
 {
     tp_clock_tsc_on = 0;
-#if defined(__x86_64__)
     const char *v = getenv("TRAINPROF_TSC");
     int tsc_mode = 0;
     if ((v && strcmp(v, "0") == 0) || !kernel_uses_tsc())
@@ -33,8 +33,10 @@ void tp_clock_choose(void)
     if (prctl(PR_GET_TSC, (unsigned long)&tsc_mode, 0, 0, 0) != 0 || tsc_mode != PR_TSC_ENABLE)
         return;
     tp_clock_tsc_on = 1;
-#endif
 }
+#else
+void tp_clock_choose(void) { tp_clock_tsc_on = 0; } /* no TSC: monotonic stamps */
+#endif
 
 uint64_t tp_clock_now_ns(void) { return tp_clock_mono_ns(); }
 

@@ -23,7 +23,6 @@ static uint64_t tsc_ordered(void)
     _mm_lfence();
     return t;
 }
-#endif
 
 /* A TSC read and a monotonic read as close together as a few tries get;
  * *gap the TSC ticks the closest pair of reads spanned. */
@@ -31,7 +30,6 @@ static tp_tsc_anchor anchor_now(uint64_t *gap_out)
 {
     tp_tsc_anchor best = {0, 0};
     uint64_t gap = UINT64_MAX;
-#if defined(__x86_64__)
     for (int i = 0; i < TRIES; i++) {
         uint64_t before = tsc_ordered(), ns = tp_clock_mono_ns(), after = tsc_ordered();
         if (after >= before && after - before < gap) {
@@ -39,7 +37,6 @@ static tp_tsc_anchor anchor_now(uint64_t *gap_out)
             best = (tp_tsc_anchor){before + (after - before) / 2, ns};
         }
     }
-#endif
     *gap_out = gap;
     return best;
 }
@@ -54,7 +51,6 @@ static void set_rate(tp_tsc_map *m)
 void tp_tsc_map_init(tp_tsc_map *m)
 {
     *m = (tp_tsc_map){0};
-#if defined(__x86_64__)
     uint64_t gap;
     m->older = anchor_now(&gap);
     uint64_t until = m->older.ns + FIRST_SPAN_NS;
@@ -64,12 +60,10 @@ void tp_tsc_map_init(tp_tsc_map *m)
     }
     m->latest = m->next = anchor_now(&gap);
     set_rate(m);
-#endif
 }
 
 void tp_tsc_map_refresh(tp_tsc_map *m)
 {
-#if defined(__x86_64__)
     uint64_t gap;
     tp_tsc_anchor now = anchor_now(&gap);
     if ((double)gap * m->ns_per_tick > GAP_MAX_NS)
@@ -82,10 +76,13 @@ void tp_tsc_map_refresh(tp_tsc_map *m)
     }
     m->latest = now;
     set_rate(m);
-#else
-    (void)m;
-#endif
 }
+#else
+/* No TSC to read: no map (its stamps, which no process here makes, read 0). */
+void tp_tsc_map_init(tp_tsc_map *m) { *m = (tp_tsc_map){0}; }
+
+void tp_tsc_map_refresh(tp_tsc_map *m) { (void)m; }
+#endif
 
 uint64_t tp_tsc_map_ns(const tp_tsc_map *m, uint64_t stamp)
 {

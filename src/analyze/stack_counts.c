@@ -139,9 +139,9 @@ static void count(void *ctx, const tp_stack_thread_run *run)
     size_t th = thread_of(p, run);
     thread_stats *t = &p->threads[th];
     t->max_phase_id = run->phase_id > t->max_phase_id ? run->phase_id : t->max_phase_id;
-    t->all_known = t->all_known && (run->state & 2);
+    t->all_known = t->all_known && tp_stack_state_known(run->state);
     t->total = add_sat(t->total, run->count);
-    if (run->state & 1)
+    if (tp_stack_state_on_cpu(run->state))
         t->on_cpu = add_sat(t->on_cpu, run->count);
     fine key = {
         run->thread_id, run->phase_id, run->tid, run->node, tp_stack_state_counted(run->state),
@@ -225,8 +225,8 @@ void tp_stack_counts_end(tp_counts_pass *p, bool read, tp_stack_count **out, siz
                                 .phase = (char *)phase_text(p, f->phase_id),
                                 .worker = f->worker,
                                 .node = f->node,
-                                .on_cpu = (f->state & 1) != 0,
-                                .cpu_known = (f->state & 2) != 0,
+                                .on_cpu = tp_stack_state_on_cpu(f->state),
+                                .cpu_known = tp_stack_state_known(f->state),
                                 .blocked = tp_stack_state_blocked(f->state),
                                 .waited = waited,
                                 .samples = f->samples};

@@ -385,8 +385,8 @@ static void add_span_run(void *ctx, const tp_stack_thread_run *run)
     c->rows = tp_grow(c->rows, c->n, &c->cap, sizeof *c->rows);
     c->rows[c->n++] = (span_row){run->rank,
                                  run->worker,
-                                 (run->state & 1) != 0,
-                                 (run->state & 2) != 0,
+                                 tp_stack_state_on_cpu(run->state),
+                                 tp_stack_state_known(run->state),
                                  tp_stack_state_blocked(run->state),
                                  intern_phase(c, run->phase),
                                  run->node,

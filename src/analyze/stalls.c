@@ -72,9 +72,9 @@ static void gather_into(gather_ctx *c, size_t k, const tp_stack_thread_run *r, d
         g->phase_weight = w;
     }
     g->t.samples += w;
-    if (r->state & 2) {
+    if (tp_stack_state_known(r->state)) {
         g->t.known += w;
-        if (r->state & 1)
+        if (tp_stack_state_on_cpu(r->state))
             g->t.on_cpu += w;
         if (tp_stack_state_blocked(r->state))
             g->t.blocked += w;

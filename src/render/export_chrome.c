@@ -290,10 +290,10 @@ static void stack_event(void *ctx, const tp_stack_run *r)
             "\"on_cpu\":%s,\"blocked\":%s,\"stack\":\"",
             t->pid, r->tid > 0 ? r->tid : t->pid, (double)r->t_ns / 1e3,
             (unsigned long long)r->count, (double)r->span_ns / 1e6,
-            !(r->state & 2) ? "null"
-            : r->state & 1  ? "true"
-                            : "false",
-            !(r->state & 2)                    ? "null"
+            !tp_stack_state_known(r->state)   ? "null"
+            : tp_stack_state_on_cpu(r->state) ? "true"
+                                              : "false",
+            !tp_stack_state_known(r->state)    ? "null"
             : tp_stack_state_blocked(r->state) ? "true"
                                                : "false");
     while (n-- > 0) {

@@ -150,8 +150,8 @@ char *tp_stack_counts_sql(const char *schema, int version)
         "WITH workers AS (SELECT DISTINCT agent_id, pid, tid FROM %s.thread"
         "  WHERE name LIKE 'DL worker%%'),"
         " waited AS (SELECT thread_id, tid FROM %s.stack_sample GROUP BY 1, 2"
-        "  HAVING MAX(phase_id) = 0 AND MIN(state & 2) = 2"
-        "  AND SUM((state & 1) * %s) * %d <= SUM(%s) + %d)"
+        "  HAVING MAX(phase_id) = 0 AND MIN(state & %d) = %d"
+        "  AND SUM((state & %d) * %s) * %d <= SUM(%s) + %d)"
         " SELECT t.rank, n.text, w.pid IS NOT NULL, s.node_id,"
         "  (s.state & %d) | (CASE WHEN s.state & %d = %d THEN %d ELSE 0 END) | CASE WHEN wt.tid IS "
         "NOT NULL AND w.pid IS NULL THEN %d ELSE 0 END,"
@@ -161,8 +161,8 @@ char *tp_stack_counts_sql(const char *schema, int version)
         " LEFT JOIN waited wt ON wt.thread_id = s.thread_id AND wt.tid = s.tid"
         " LEFT JOIN %s.name n ON n.id = s.phase_id"
         " GROUP BY 1, 2, 3, 4, 5",
-        schema, schema, weight, TP_STACK_WAITED_ONCPU_MAX, weight,
-        TP_STACK_WAITED_ONCPU_MAX * TP_STACK_WAITED_ONCPU_FEW,
+        schema, schema, TP_STACK_STATE_KNOWN, TP_STACK_STATE_KNOWN, TP_STACK_STATE_ON_CPU, weight,
+        TP_STACK_WAITED_ONCPU_MAX, weight, TP_STACK_WAITED_ONCPU_MAX * TP_STACK_WAITED_ONCPU_FEW,
         TP_STACK_STATE_ON_CPU | TP_STACK_STATE_KNOWN, TP_STACK_STATE_COUNTED,
         TP_STACK_STATE_BLOCKED | TP_STACK_STATE_KNOWN, TP_STACK_STATE_BLOCKED,
         TP_STACK_STATE_WAITED, s_weight, schema, schema, schema);
@@ -184,8 +184,8 @@ static bool read_counts(tp_run *run, sqlite3_stmt *st, tp_stack_count **out, siz
             .phase = sqlite3_column_type(st, 1) == SQLITE_NULL ? NULL : tp_sql_dup_text(st, 1),
             .worker = sqlite3_column_int(st, 2) != 0,
             .node = node > 0 && node <= (int64_t)UINT32_MAX ? (uint32_t)node : 0,
-            .on_cpu = (state & 1) != 0,
-            .cpu_known = (state & 2) != 0,
+            .on_cpu = tp_stack_state_on_cpu(state),
+            .cpu_known = tp_stack_state_known(state),
             .blocked = tp_stack_state_blocked(state),
             .waited = (state & TP_STACK_STATE_WAITED) != 0,
             .samples = samples > 0 ? (uint64_t)samples : 0,

@@ -47,6 +47,19 @@ typedef struct tp_stack_count {
 #define TP_STACK_WAITED_ONCPU_MAX 50
 #define TP_STACK_WAITED_ONCPU_FEW 10
 
+/* Whether a stored state (TP_STACK_STATE_*) says the kernel's word on the
+ * thread's state was read, and whether it was running or runnable (with the
+ * state unknown: the sampler's guess from the thread's CPU time). */
+static inline bool tp_stack_state_known(int64_t state)
+{
+    return (state & TP_STACK_STATE_KNOWN) != 0;
+}
+
+static inline bool tp_stack_state_on_cpu(int64_t state)
+{
+    return (state & TP_STACK_STATE_ON_CPU) != 0;
+}
+
 /* Whether a stored state (TP_STACK_STATE_*) says state D: the bit only where
  * the state was known and not running (a crafted file's other mixes: no). */
 static inline bool tp_stack_state_blocked(int64_t state)

@@ -135,6 +135,8 @@ void tp_sink_sample(tp_sink *s, uint32_t series, uint64_t t_mono_ns, double valu
         VEC_PUSH(s, s->pending.samples, smp, TP_LOST_SAMPLES);
         s->total_samples++;
     }
+    if (t > s->stacks_now_ns) /* the runs' clock goes on while no stacks come */
+        s->stacks_now_ns = t;
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -32,7 +32,10 @@ struct tp_sink {
     uint64_t threads_unrecorded;    /* threads whose ring processes could not hand over */
     tp_stack_table stacks;          /* sampled stacks, as a tree */
     tp_stack_runs runs;             /* each sampled thread's open run */
-    uint64_t stacks_now_ns;         /* the latest stack sample's time: the runs' clock */
+    /* the runs' clock: the latest stack or system sample's time (a thread
+     * gone quiet, or the one stack of each thread asked for as a stall
+     * begins with sampling off, is handed on by the system samples' ticks) */
+    uint64_t stacks_now_ns;
     tp_batch pending;
     uint64_t lost[TP_LOST_KINDS]; /* what memory ran out for */
     uint64_t total_samples;

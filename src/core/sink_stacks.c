@@ -42,12 +42,14 @@ static void hand_run(tp_sink *s, tp_stack_open_run *o)
 }
 
 /* A run that grew: handed again once a checkpoint's time has passed since
- * it last was (now_ns: since the anchor), so that a recorder killed
- * meanwhile, and a reader of the file while it is written, miss at most
- * that of it. */
+ * it last was (now_ns: since the anchor; the first sooner), so that a
+ * recorder killed meanwhile, and a reader of the file while it is written,
+ * miss at most that of it. */
 static void checkpoint_run(tp_sink *s, tp_stack_open_run *o, uint64_t now_ns)
 {
-    if (now_ns >= o->handed_ns + TP_STACK_RUN_CHECKPOINT_NS)
+    uint64_t after =
+        o->handed_count ? TP_STACK_RUN_CHECKPOINT_NS : TP_STACK_RUN_FIRST_CHECKPOINT_NS;
+    if (now_ns >= o->handed_ns + after)
         hand_run(s, o);
 }
 
@@ -97,8 +99,8 @@ void tp_sink_stack_repeat(tp_sink *s, uint32_t thread, uint64_t t_mono_ns, int32
 }
 
 /* Every open run that grew and was last handed a checkpoint's time ago, by
- * the latest sample's time (a thread gone quiet, or gone, sends nothing more
- * to hand it on), or, at the end, every one that grew. */
+ * the runs' clock (a thread gone quiet, or gone, sends nothing more to hand
+ * it on), or, at the end, every one that grew. */
 void tp_sink_hand_open_runs(tp_sink *s, bool all)
 {
     uint64_t now = s->stacks_now_ns;

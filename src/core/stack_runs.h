@@ -6,7 +6,11 @@
  * keyed by (the sampler's ring thread, the sampled tid), and hands it to the
  * writer (under its row id, so that a later copy replaces the row) when the
  * run ends, when it has grown for TP_STACK_RUN_CHECKPOINT_NS since it was
- * last handed (what a killed recorder can lose of it), and at the end. Not
+ * last handed (what a killed recorder can lose of it), and at the end; a
+ * run never handed, after TP_STACK_RUN_FIRST_CHECKPOINT_NS: a wait that
+ * began (a stalled rank's) is in the file soon, for top, the status line
+ * and /metrics to say where it is, at one more row written for each run
+ * that long (a busy thread's runs, a sample or a few, end before). Not
  * thread-safe: the sink holds its lock. */
 #ifndef TP_CORE_STACK_RUNS_H
 #define TP_CORE_STACK_RUNS_H
@@ -17,7 +21,8 @@
 
 #include "core/batch.h"
 
-#define TP_STACK_RUN_CHECKPOINT_NS 10000000000ull /* 10 s */
+#define TP_STACK_RUN_CHECKPOINT_NS       10000000000ull /* 10 s */
+#define TP_STACK_RUN_FIRST_CHECKPOINT_NS 1000000000ull  /* 1 s */
 
 typedef struct tp_stack_open_run {
     uint64_t key; /* thread << 32 | tid; 0: a free slot */

@@ -10,6 +10,7 @@
 #include "analyze/stack_counts.h"
 #include "analyze/stack_facts.h"
 #include "analyze/stack_own.h"
+#include "core/metric_catalog.h"
 #include "core/phases.h"
 #include "core/stack_runs.h"
 #include "harness.h"
@@ -203,21 +204,36 @@ static void test_stack_tree(void **state)
     tp_batch_clear(&batch);
     tp_sink_take(sink, &batch);
     assert_int_equal(batch.stacks.len, 0);
-    uint64_t later = 500 + TP_STACK_RUN_CHECKPOINT_NS;
-    tp_sink_stack_repeat(sink, thread, later, 11, 1000);
+    /* the first checkpoint comes sooner: a wait that began is in the file
+     * soon; thread 12's run, quiet for as long by the latest sample, too */
+    uint64_t first = 500 + TP_STACK_RUN_FIRST_CHECKPOINT_NS;
+    tp_sink_stack_repeat(sink, thread, first, 11, 1);
+    tp_batch_clear(&batch);
+    tp_sink_take(sink, &batch);
+    assert_int_equal(batch.stacks.len, 2);
+    run = &batch.stacks.items[0];
+    assert_true(run->tid == 11 && run->t_ns == 500 && run->count == 6 &&
+                run->span_ns == first - 500);
+    assert_true(batch.stacks.items[1].tid == 12 && batch.stacks.items[1].count == 1);
+    uint64_t row = run->row;
+    /* then every checkpoint's time: not before */
+    tp_sink_stack_repeat(sink, thread, first + TP_STACK_RUN_CHECKPOINT_NS - 1, 11, 1);
+    tp_batch_clear(&batch);
+    tp_sink_take(sink, &batch);
+    assert_int_equal(batch.stacks.len, 0);
+    uint64_t later = first + TP_STACK_RUN_CHECKPOINT_NS;
+    tp_sink_stack_repeat(sink, thread, later, 11, 998);
     tp_sink_stack(sink, thread, later + 10, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
     tp_batch_clear(&batch);
     tp_sink_take(sink, &batch);
     assert_int_equal(batch.stack_nodes.len, 0); /* known nodes are not defined again */
-    /* thread 11's run as it was at the checkpoint, and thread 12's, quiet
-     * for a checkpoint's time by the latest sample */
-    assert_int_equal(batch.stacks.len, 2);
+    /* thread 11's run as it was at the checkpoint, under the same row;
+     * thread 12's did not grow */
+    assert_int_equal(batch.stacks.len, 1);
     run = &batch.stacks.items[0];
     assert_true(run->tid == 11 && run->t_ns == 500 && run->count == 1005 &&
-                run->span_ns == later - 500);
+                run->span_ns == later - 500 && run->row == row);
     assert_int_equal(run->node, leaf_id);
-    assert_true(batch.stacks.items[1].tid == 12 && batch.stacks.items[1].count == 1);
-    uint64_t row = run->row;
     tp_sink_stack(sink, thread, later + 20, 11, 0, TP_STACK_STATE_KNOWN, a, la, 2);
     /* a repeat for a thread with no run is lost */
     tp_sink_stack_repeat(sink, thread, 700, 13, 5);
@@ -233,6 +249,33 @@ static void test_stack_tree(void **state)
     assert_int_equal(batch.stacks.len, 1);
     run = &batch.stacks.items[0];
     assert_true(run->row == row && run->count == 1007 && run->span_ns == later + 20 - 500);
+    tp_batch_free(&batch);
+    tp_sink_free(sink);
+}
+
+/* The one stack of each thread asked for as a stall begins (stack sampling
+ * off), or a thread's last sample before it went quiet: no stack sample
+ * follows to pass its run's first checkpoint, the system samples' ticks do,
+ * and it is handed (in the file for top, the status line and /metrics). */
+static void test_a_lone_sample_is_handed_by_the_system_samples_clock(void **state)
+{
+    (void)state;
+    tp_sink *sink = tp_sink_new(0);
+    tp_thread_info info = {.pid = 10, .tid = 10, .rank = 0};
+    uint32_t thread = tp_sink_thread(sink, &info);
+    uint32_t frame = tp_sink_frame(sink, "wait\nrun.py");
+    int32_t line = 5;
+    uint32_t cpu = tp_sink_series(sink, TP_METRIC_CPU_UTIL_PERCENT, "{}");
+    tp_sink_stack(sink, thread, 1000, 11, 0, TP_STACK_STATE_KNOWN, &frame, &line, 1);
+    tp_batch batch = {0};
+    tp_sink_sample(sink, cpu, 1000 + TP_STACK_RUN_FIRST_CHECKPOINT_NS - 1, 1);
+    tp_sink_take(sink, &batch);
+    assert_int_equal(batch.stacks.len, 0); /* not yet: open, under a second old */
+    tp_sink_sample(sink, cpu, 1000 + TP_STACK_RUN_FIRST_CHECKPOINT_NS, 1);
+    tp_batch_clear(&batch);
+    tp_sink_take(sink, &batch);
+    assert_int_equal(batch.stacks.len, 1);
+    assert_true(batch.stacks.items[0].t_ns == 1000 && batch.stacks.items[0].count == 1);
     tp_batch_free(&batch);
     tp_sink_free(sink);
 }
@@ -377,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_what_our_own_work_calls_is_hidden_too),
         cmocka_unit_test(test_the_gpu_idle_function_is_the_first_outside_the_stdlib),
         cmocka_unit_test(test_stack_tree),
+        cmocka_unit_test(test_a_lone_sample_is_handed_by_the_system_samples_clock),
         cmocka_unit_test(test_one_pass_gives_each_reader_its_own_pass_s_runs),
         cmocka_unit_test(test_a_thread_in_state_d_counts_as_blocked_by_both_readers),
     };

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "analyze/pace_now.h"
-#include "analyze/stack_own.h"
 #include "core/metric_catalog.h"
 #include "core/step_rules.h"
 #include "clock.h"
@@ -20,6 +19,7 @@
 #include "commands.h"
 #include "live/live_state.h"
 #include "record/registry.h"
+#include "record/stall_where.h"
 #include "render/report.h"
 #include "render/units.h"
 #include "store/reader_live.h"
@@ -64,11 +64,7 @@ typedef struct top_state {
      * far (past pace_rowid, of the step thread pace_thread) */
     tp_pace_now pace;
     int64_t pace_rowid, pace_thread;
-    /* where a stalled rank was last seen: its stack node and state, and the
-     * words (made again only when they change: the tree is read for them) */
-    uint32_t where_node;
-    int where_state;
-    char where[900];
+    tp_stall_where where; /* where the stalled rank was last seen */
 } top_state;
 
 static void push(history *h, double v)
@@ -172,38 +168,7 @@ static void forget_recording(top_state *t)
     tp_pace_now_init(&t->pace, 0);
     t->pace_rowid = t->pace_thread = 0;
     memset(&t->tail, 0, sizeof t->tail);
-    t->where_node = 0, t->where_state = 0, t->where[0] = '\0';
-}
-
-/* Where a stalled rank was last seen, as the report says a stall's thread
- * ("loop (train.py:20) calling Condition.wait (threading.py:320)",
- * "waiting on storage"), from its latest stack sample in a region: ", last
- * seen in ...", or "" without one. */
-static void stalled_where(top_state *t, int32_t rank)
-{
-    uint32_t node;
-    int state;
-    if (!tp_run_live_where(t->run, rank, &node, &state))
-        node = 0, state = 0;
-    if (node == t->where_node && state == t->where_state)
-        return;
-    t->where_node = node, t->where_state = state;
-    char *out = t->where, err[160], place[800];
-    size_t cap = sizeof t->where;
-    out[0] = '\0';
-    tp_stack_tree tree;
-    if (!node || !tp_stack_tree_load(t->run, &tree, err, sizeof err))
-        return;
-    tp_report_place(place, sizeof place, &tree, node, tp_stack_outside_stdlib(&tree, node));
-    bool known = state & TP_STACK_STATE_KNOWN;
-    tp_doing doing =
-        tp_doing_of(known, known && (state & TP_STACK_STATE_ON_CPU), tp_stack_state_blocked(state));
-    char clean[800]; /* a frame's text is the script's: made terminal-safe */
-    tp_text_escape(clean, sizeof clean, place);
-    if (clean[0])
-        snprintf(out, cap, ", last seen in %s%s%s", clean, doing ? ", " : "",
-                 tp_doing_words[doing]);
-    tp_stack_tree_free(&tree);
+    t->where = (tp_stall_where){0};
 }
 
 /* A new live state of the recording: its stall threshold, and each rank's
@@ -440,8 +405,15 @@ static void draw_record(top_state *t, int cols, int *row)
         else
             printw("  STALLED: no progress for %.0f s", stalled_s);
         attroff(A_BOLD);
-        stalled_where(t, stalled_rank);
-        printw("%s", t->where);
+        char where[900]; /* on a line of its own, within the screen: a path is long */
+        tp_stall_where_read(t->run, stalled_rank, &t->where);
+        tp_stall_where_words(where, sizeof where, &t->where);
+        if (where[0] && *row < LINES - 1) {
+            char *words = where + 2; /* "last seen in ...": its comma dropped */
+            tp_utf8_cut(words, (size_t)(cols > 4 ? cols - 3 : 1));
+            move((*row)++, 0);
+            printw("  %s", words);
+        }
     }
     for (size_t i = 0; i < live.nphases && *row < LINES - 1; i++) {
         move((*row)++, 0);

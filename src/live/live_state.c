@@ -73,6 +73,8 @@ void tp_live_free(tp_live *l)
     free(l->series);
     free(l->thread_rank);
     free(l->thread_dropped);
+    for (size_t i = 0; i < l->nranks; i++)
+        free(l->ranks[i].where);
     pthread_mutex_destroy(&l->lock);
     free(l);
 }
@@ -467,6 +469,35 @@ bool tp_live_worst_stall(tp_live *l, uint64_t now_ns, int32_t *rank, double *sec
     }
     pthread_mutex_unlock(&l->lock);
     return any;
+}
+
+size_t tp_live_stalled_ranks(tp_live *l, int32_t *out, size_t max)
+{
+    pthread_mutex_lock(&l->lock);
+    size_t n = 0;
+    for (size_t i = 0; i < l->nranks; i++) {
+        tp_live_progress p;
+        tp_live_rank_progress(&l->ranks[i], l->now_ns, l->stall_after_s, &p);
+        if (p.stalled && n++ < max)
+            out[n - 1] = l->ranks[i].rank;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return n;
+}
+
+void tp_live_set_where(tp_live *l, int32_t rank, const char *where, const char *doing)
+{
+    pthread_mutex_lock(&l->lock);
+    for (size_t i = 0; i < l->nranks; i++) {
+        tp_live_rank *r = &l->ranks[i];
+        if (r->rank != rank)
+            continue;
+        free(r->where);
+        r->where = where ? strdup(where) : NULL; /* out of memory: not said */
+        snprintf(r->doing, sizeof r->doing, "%s", where && doing ? doing : "");
+        break;
+    }
+    pthread_mutex_unlock(&l->lock);
 }
 
 uint64_t tp_live_now(tp_live *l)

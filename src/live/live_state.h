@@ -85,6 +85,10 @@ typedef struct tp_live_rank {
     bool step_open;
     double recent[TP_LIVE_RECENT_STEPS];
     size_t nrecent;
+    /* where it was last seen while stalled, and what it was doing there
+     * (tp_live_set_where's); NULL where not said */
+    char *where;
+    char doing[24];
 } tp_live_rank;
 
 typedef struct tp_live_view {
@@ -127,6 +131,16 @@ void tp_live_seed_steps(tp_live *l, int32_t rank, const uint64_t *t_ns, const ui
  * (top's state holds no samples: it passes the recording's now); false when
  * none has stalled. */
 bool tp_live_worst_stall(tp_live *l, uint64_t now_ns, int32_t *rank, double *seconds);
+
+/* The ranks stalled now (the latest time the state saw), up to max of them
+ * into out; how many there are in all. */
+size_t tp_live_stalled_ranks(tp_live *l, int32_t *out, size_t max);
+
+/* Where rank was last seen while stalled, and what it was doing (a word,
+ * "" unknown), as its view will say them: the recorder reads them from its
+ * run file (record/stall_where.h); where NULL forgets them. A rank the
+ * state does not know is left unknown. */
+void tp_live_set_where(tp_live *l, int32_t rank, const char *where, const char *doing);
 
 /* The run's own stall threshold (record --stall-after; 0: the rule's). */
 void tp_live_set_stall_after(tp_live *l, double seconds);

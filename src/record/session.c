@@ -330,10 +330,15 @@ int tp_record_session_run(const tp_record_options *o)
     if (!start_file(&s, &rc) || !start_threads(&s, &rc) || !start_command(&s, &rc))
         return unwind(&s, rc);
     stop_request stop = {0, 0};
-    tp_watch w = {s.status_line ? s.live : NULL, o->stacks_hz == 0 ? s.live : NULL, s.drain, false};
+    tp_watch w = {.live = s.status_line || o->stacks_hz == 0 || o->serve ? s.live : NULL,
+                  .status_line = s.status_line,
+                  .ask_stacks = o->stacks_hz == 0,
+                  .drain = s.drain,
+                  .places.path = s.status_line || o->serve ? o->output : NULL};
     int wstatus = tp_supervise(s.child, s.sfd, &w, s.anchor.mono_ns, &stop);
     /* traced processes that outlived the command (a daemon it started) */
     if (!stop.signo && o->wait_after_exit_s > 0)
         tp_wait_for_outlivers(s.drain, s.sfd, o->wait_after_exit_s, &w, s.anchor.mono_ns, &stop);
+    tp_watch_end(&w);
     return finish(&s, wstatus, &stop, tp_clock_mono_ns() - s.anchor.mono_ns);
 }

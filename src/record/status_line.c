@@ -6,14 +6,33 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
-void tp_status_line_draw(FILE *out, tp_live *live, double elapsed_s, double mem_total_bytes)
+#include "util/utf8.h"
+
+/* The terminal's columns (out's, else 80). */
+static size_t columns(FILE *out)
 {
-    char line[512];
+    struct winsize ws;
+    return ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+}
+
+void tp_status_line_draw(FILE *out, tp_live *live, double elapsed_s, double mem_total_bytes,
+                         const char *where)
+{
+    char line[2048]; /* the stall's words (900 at most) and every figure */
     int secs = (int)elapsed_s;
     int n = snprintf(line, sizeof line, "trainprof %02d:%02d:%02d", secs / 3600, secs / 60 % 60,
                      secs % 60);
     double v;
+    int32_t rank; /* a stall first: what matters most while it lasts */
+    if (tp_live_worst_stall(live, 0, &rank, &v)) {
+        char who[24] = "";
+        if (rank >= 0)
+            snprintf(who, sizeof who, "rank %d ", (int)rank);
+        n += snprintf(line + n, sizeof line - (size_t)n, "  STALLED: %sno progress for %.0f s%s",
+                      who, v, where);
+    }
     if (tp_live_latest(live, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v))
         n += snprintf(line + n, sizeof line - (size_t)n, "  cpu %3.0f%%", v);
     if (tp_live_latest(live, TP_METRIC_HOST_MEM_USED_BYTES, "{}", &v))
@@ -26,14 +45,7 @@ void tp_status_line_draw(FILE *out, tp_live *live, double elapsed_s, double mem_
             break;
         n += snprintf(line + n, sizeof line - (size_t)n, "  gpu%d %3.0f%%", g, v);
     }
-    int32_t rank;
-    if (tp_live_worst_stall(live, 0, &rank, &v) && n < (int)sizeof line - 64) {
-        char who[24] = "";
-        if (rank >= 0)
-            snprintf(who, sizeof who, "rank %d ", (int)rank);
-        n += snprintf(line + n, sizeof line - (size_t)n, "  STALLED: %sno progress for %.0f s", who,
-                      v);
-    }
+    tp_utf8_cut(line, columns(out) - 1); /* the last column left free: it wraps on some */
     fprintf(out, "\r\033[K%s", line);
     fflush(out);
 }

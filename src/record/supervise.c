@@ -2,6 +2,7 @@
 #include "record/supervise.h"
 
 #include <poll.h>
+#include <stdint.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -13,21 +14,27 @@
 
 static void look(tp_watch *w, uint64_t start_ns, double mem_total)
 {
-    if (w->status_line)
-        tp_status_line_draw(stderr, w->status_line, (double)(tp_clock_mono_ns() - start_ns) / 1e9,
-                            mem_total);
     int32_t rank;
     double seconds;
-    bool stalled = w->stalls && tp_live_worst_stall(w->stalls, 0, &rank, &seconds);
-    if (stalled && !w->stalled)
+    bool stalled = tp_live_worst_stall(w->live, 0, &rank, &seconds);
+    if (stalled && !w->stalled && w->ask_stacks)
         tp_drain_want_stacks(w->drain);
+    char where[900] = "";
+    if (w->places.path && (stalled || w->stalled))
+        tp_stall_places_refresh(&w->places, w->live, stalled ? rank : INT32_MIN, where,
+                                sizeof where);
     w->stalled = stalled;
+    if (w->status_line)
+        tp_status_line_draw(stderr, w->live, (double)(tp_clock_mono_ns() - start_ns) / 1e9,
+                            mem_total, where);
 }
+
+void tp_watch_end(tp_watch *w) { tp_stall_places_close(&w->places); }
 
 int tp_supervise(pid_t child, int sfd, tp_watch *w, uint64_t start_ns, stop_request *stop)
 {
     double mem_total = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    bool watching = w->status_line || w->stalls;
+    bool watching = w->live != NULL;
     for (;;) {
         struct pollfd pfd = {sfd, POLLIN, 0};
         int n = poll(&pfd, 1, watching ? 1000 : -1);
@@ -61,7 +68,7 @@ double tp_wait_for_outlivers(tp_drain *drain, int sfd, double limit_s, tp_watch 
         uint64_t now = tp_clock_mono_ns();
         if ((double)(now - began) / 1e9 >= limit_s)
             break;
-        if (w->status_line && now - last_look >= 1000000000u) {
+        if (w->live && now - last_look >= 1000000000u) {
             look(w, start_ns, mem_total);
             last_look = now;
         }

@@ -13,6 +13,7 @@
 
 #include "live/live_state.h"
 #include "record/drain.h"
+#include "record/stall_where.h"
 
 /* The first signal that asked the run to stop (a scheduler's SIGTERM,
  * Ctrl-C), and when (ns since the start); signo 0 when none did. */
@@ -21,14 +22,21 @@ typedef struct stop_request {
     uint64_t t_ns;
 } stop_request;
 
-/* What supervise watches once a second: the live state to draw the status
- * line from (status_line), and, with stack sampling off, to ask the drain
- * for one stack of every thread as each stall begins (stalls). */
+/* What supervise watches once a second in the live state (NULL: nothing):
+ * it draws the status line from it (status_line); with stack sampling off
+ * it asks the drain for one stack of every thread as each stall begins
+ * (ask_stacks); and where something shows the stalls (the status line,
+ * /metrics: places.path set), it says in it where each stalled rank was
+ * last seen. tp_watch_end closes what the looks opened. */
 typedef struct tp_watch {
-    tp_live *status_line, *stalls;
+    tp_live *live;
+    bool status_line, ask_stacks;
     tp_drain *drain;
     bool stalled; /* the last look saw a stall */
+    tp_stall_places places;
 } tp_watch;
+
+void tp_watch_end(tp_watch *w);
 
 /* Waits for the command child, passing signals read from the signalfd sfd
  * on and looking at w once a second (none: w has nothing to watch); the

@@ -176,6 +176,24 @@ static void render_timings(const exposition *e, const tp_live_view *v)
         rank_labels(out, e, v->ranks[i].rank);
         fprintf(out, "} %d\n", p.stalled ? 1 : 0);
     }
+    header(out, "trainprof_stall_where",
+           "1 for each stalled rank whose stack the recorder sampled: where it was last seen "
+           "(where: its frame outside the standard library, calling the innermost one; doing: "
+           "on_cpu, waiting, waiting_on_storage or empty, unknown)",
+           "gauge");
+    for (size_t i = 0; i < v->nranks; i++) {
+        tp_live_progress p;
+        tp_live_rank_progress(&v->ranks[i], v->now_ns, v->stall_after_s, &p);
+        if (!p.stalled || !v->ranks[i].where)
+            continue;
+        fputs("trainprof_stall_where", out);
+        rank_labels(out, e, v->ranks[i].rank);
+        fputs(",where=\"", out);
+        tp_prom_escape(out, v->ranks[i].where);
+        fputs("\",doing=\"", out);
+        tp_prom_escape(out, v->ranks[i].doing);
+        fputs("\"} 1\n", out);
+    }
 }
 
 static void render(void *ctx, const tp_live_view *v)

@@ -110,3 +110,13 @@ void tp_text_escape(char *out, size_t cap, const char *in)
     }
     out[len] = '\0';
 }
+
+void tp_utf8_cut(char *s, size_t chars)
+{
+    size_t i = 0;
+    for (size_t n = 0; s[i] && n < chars; n++) {
+        uint32_t cp;
+        i += tp_utf8_decode((const unsigned char *)s + i, &cp);
+    }
+    s[i] = '\0';
+}

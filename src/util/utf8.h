@@ -22,6 +22,11 @@ size_t tp_utf8_encode(uint32_t cp, char *out);
  * replaced with U+FFFD, cut on a character boundary when it doesn't fit. */
 void tp_utf8_clean(char *out, size_t cap, const char *in);
 
+/* Cuts s (valid UTF-8, as tp_utf8_clean makes it) after its first chars
+ * characters, on a character boundary: a line kept within a terminal's
+ * columns (a character a column: wide ones are rare in names and paths). */
+void tp_utf8_cut(char *s, size_t chars);
+
 /* Copies in into out (cap > 0) as tp_utf8_clean does, every control
  * character (newline and tab included: C0, DEL, C1) written as a \xNN
  * escape: text from a training process (a region's name, a frame's function

@@ -286,12 +286,18 @@ def trainprof(*args, env=None, timeout=120, **kw):
     )
 
 
-def run_on_a_terminal(argv, timeout=60):
+def run_on_a_terminal(argv, timeout=60, columns=None):
     """Runs argv with its stderr on a pseudo-terminal (stdout discarded), as
-    a person at a terminal would; returns (exit status, what it wrote)."""
+    a person at a terminal would, columns wide where given (else the
+    terminal says no width); returns (exit status, what it wrote)."""
+    import fcntl
     import pty
+    import struct
+    import termios
 
     master, slave = pty.openpty()
+    if columns:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     p = subprocess.Popen(list(map(str, argv)), stderr=slave, stdout=subprocess.DEVNULL)
     os.close(slave)
     out = b""

@@ -186,6 +186,15 @@ def gauge(text, name, rank):
     return None
 
 
+def stall_where(text, rank):
+    """The labels where and doing of rank's trainprof_stall_where, or None."""
+    for line in text.splitlines():
+        if line.startswith("trainprof_stall_where{") and f'rank="{rank}"' in line:
+            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', line))
+            return {k: labels[k] for k in ("where", "doing")}
+    return None
+
+
 def test_metrics_show_the_stall_while_it_lasts(tmp_path, run_file):
     script = tmp_path / "hang_ddp.py"
     script.write_text(textwrap.dedent(HANG))
@@ -225,14 +234,26 @@ def test_metrics_show_the_stall_while_it_lasts(tmp_path, run_file):
                 r: (
                     gauge(text, "trainprof_stalled", r),
                     gauge(text, "trainprof_seconds_since_step", r),
+                    stall_where(text, r),
                 )
                 for r in (0, 1)
             }
-            if seen[1][0] == 1 and seen[0][0] == 1:
+            # (the place a second or so behind: the sampled wait's first
+            # second in the file, core/stack_runs.h)
+            if seen[1][0] == 1 and seen[0][0] == 1 and seen[0][2] and "D." in str(seen[1][2]):
                 break
         # before the stall: counted, not stalled; then both ranks stalled
         assert seen[1][0] == 1 and seen[0][0] == 1, seen
         assert seen[1][1] > 3, seen
+        # and where each was last seen: rank 1 asleep in its Dataset (in a
+        # C call: the frame that made it is the innermost), rank 0 elsewhere
+        # (backward's all-reduce, waiting for rank 1)
+        line = script.read_text().splitlines().index("            time.sleep(3600)") + 1
+        assert re.fullmatch(
+            rf"D\.__getitem__ \((\S+/)?{script.name}:{line}\)", seen[1][2]["where"]
+        ), seen
+        assert seen[1][2]["doing"] == "waiting", seen
+        assert seen[0][2]["where"] and "D.__getitem__" not in seen[0][2]["where"], seen
     finally:
         rec.terminate()
         rec.wait(timeout=60)
@@ -532,10 +553,17 @@ def test_status_line_says_stalled_and_a_stall_that_ends_is_no_stall(tmp_path, ru
     script = tmp_path / "pausing.py"
     script.write_text(textwrap.dedent(PAUSING))
     rc, text = run_on_a_terminal(
-        [PROGRAM, "record", "--stall-after", "2", "-o", run_file, "--", PYTHON, script]
+        [PROGRAM, "record", "--stall-after", "2", "-o", run_file, "--", PYTHON, script],
+        columns=132,
     )
     assert rc == 0
     assert "STALLED: no progress for " in text
+    # where it stopped (the sleep, a C call: its line in the script), each
+    # redraw within the terminal's width
+    lines = [line for line in text.split("\r\x1b[K") if line.startswith("trainprof ")]
+    where = rf"STALLED: no progress for \d+ s, last seen in <module> \((\S+/)?{script.name}:12\), waiting  "
+    assert any(re.search(where, line) for line in lines), lines
+    assert max(map(len, lines)) < 132, lines
     rep = report_json(run_file)
     # it went on: a stall that ended, its step left out of the step figures
     assert len(rep["stalls"]) == 1, rep["stalls"]

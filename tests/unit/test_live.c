@@ -205,8 +205,24 @@ static void test_stalls(void **state)
     assert_true(tp_live_worst_stall(live, 0, &rank, &seconds)); /* 31 s without progress */
     assert_int_equal(rank, 2);
     assert_float_equal(seconds, 31, 1e-9);
+    int32_t stalled[1];
+    assert_int_equal(tp_live_stalled_ranks(live, stalled, 1), 1);
+    assert_int_equal(stalled[0], 2);
+    /* where it was last seen, as /metrics says it: the script's text escaped */
+    tp_live_set_where(live, 2, "load (\"x\\y.py\":3)", "waiting");
+    tp_live_set_where(live, 7, "no such rank", "waiting"); /* left unknown */
+    char *text = expose(live);
+    assert_non_null(strstr(text, "trainprof_stall_where{agent=\"node\\\"a\",rank=\"2\","
+                                 "where=\"load (\\\"x\\\\y.py\\\":3)\",doing=\"waiting\"} 1\n"));
+    assert_null(strstr(text, "no such rank"));
+    free(text);
     tp_live_set_stall_after(live, 40);
     assert_false(tp_live_worst_stall(live, 0, &rank, &seconds));
+    assert_int_equal(tp_live_stalled_ranks(live, stalled, 1), 0);
+    text = expose(live); /* no longer stalled: not said, though not yet forgotten */
+    assert_null(strstr(text, "trainprof_stall_where{"));
+    free(text);
+    tp_live_set_where(live, 2, NULL, NULL);
 
     /* top joins late: the last steps seeded, then the tail's samples */
     tp_live *top = tp_live_new(1.0);

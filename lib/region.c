@@ -54,13 +54,13 @@ static inline void publish_open(tp_thread *t)
     atomic_store_explicit(&t->ring->open_name, top, memory_order_relaxed);
 }
 
-static inline void begin_on(tp_thread *t, uint32_t id)
+static inline void begin_on(tp_thread *t, uint32_t id, int64_t in_c)
 {
     if (!tp_thread_ready(t) || id == 0)
         return;
     if (UNLIKELY(!tp_thread_name_defined(t, id)))
         tp_thread_define_name(t, id);
-    push(t, TP_EV_BEGIN, id, 0);
+    push(t, TP_EV_BEGIN, id, in_c);
     if (t->depth < TP_STACK_MAX) { /* deeper ones leave the innermost kept as it is */
         t->stack[t->depth] = id;
         atomic_store_explicit(&t->ring->open_name, id, memory_order_relaxed);
@@ -78,7 +78,7 @@ static inline void end_on(tp_thread *t, uint32_t id)
     publish_open(t);
 }
 
-void tp_begin(uint32_t id) { begin_on(tp_self_ptr(), id); }
+void tp_begin(uint32_t id) { begin_on(tp_self_ptr(), id, 0); }
 
 void tp_end(uint32_t id) { end_on(tp_self_ptr(), id); }
 
@@ -204,7 +204,7 @@ void tp_region_begin(tp_site *site)
 {
     tp_thread *t = tp_self_ptr();
     if (t->state != TP_THREAD_OFF)
-        begin_on(t, site_id(site));
+        begin_on(t, site_id(site), TP_BEGIN_IN_C);
 }
 
 void tp_region_end(tp_site *site)

@@ -36,8 +36,14 @@
 #define TP_NAME_MAX         200
 #define TP_CUDA_VISIBLE_MAX 512 /* 8 GPU UUIDs and their commas take 327 */
 
+/* A TP_EV_BEGIN's value where C code opened the region through its call
+ * site (tp_region_begin, TP_SCOPE): a pair costs its thread tens of ns, not
+ * the hundreds a binding's (Python's `with region`) does; what the recorder
+ * weighs trainprof's cost by. */
+#define TP_BEGIN_IN_C 1
+
 enum tp_event_kind {
-    TP_EV_BEGIN = 1,    /* a region opens: name_id */
+    TP_EV_BEGIN = 1,    /* a region opens: name_id; value: TP_BEGIN_IN_C or 0 */
     TP_EV_END = 2,      /* the innermost region closes: name_id */
     TP_EV_STEP = 3,     /* an explicit step boundary */
     TP_EV_EPOCH = 4,    /* an explicit epoch boundary: value = epoch number */

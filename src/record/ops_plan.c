@@ -103,7 +103,11 @@ void tp_ops_plan_steps(tp_ops_plan *p, uint64_t step_count, uint64_t count, int6
 
 void tp_ops_plan_ask(tp_ops_plan *p) { atomic_fetch_add(&p->asked, 1); }
 
-void tp_ops_plan_regions(tp_ops_plan *p, uint64_t regions) { p->regions_seen += regions; }
+void tp_ops_plan_regions(tp_ops_plan *p, uint64_t regions, uint64_t c_regions)
+{
+    p->regions_seen += regions;
+    p->c_regions_seen += c_regions < regions ? c_regions : regions;
+}
 
 bool tp_ops_plan_cost(tp_ops_plan *p, int64_t now_ns)
 {
@@ -111,7 +115,8 @@ bool tp_ops_plan_cost(tp_ops_plan *p, int64_t now_ns)
     if (p->o.off || p->backoff.at_ns || p->steps_seen < TP_OPS_COST_MIN_STEPS || median <= 0 ||
         p->steps_ns <= 0)
         return false;
-    double regions = (double)p->regions_seen * TP_OPS_REGION_COST_NS;
+    double regions = (double)(p->regions_seen - p->c_regions_seen) * TP_OPS_REGION_COST_NS +
+                     (double)p->c_regions_seen * TP_OPS_C_REGION_COST_NS;
     double windows = (double)p->window_ns - (double)p->window_steps * (double)median;
     double all_ns = (double)(p->steps_ns + p->window_ns);
     /* a window costs at once what the steps after it pay off: judged over

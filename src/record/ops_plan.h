@@ -34,12 +34,15 @@ typedef struct tp_ops_options {
 } tp_ops_options;
 
 /* trainprof's own budget (analyze/own_cost.h's TP_OWN_BUDGET, the same 1 %),
- * and what a region costs the thread that times it (a `with region` pair
- * from Python under record: bench/python_region_cost.py, 221 ns) */
-#define TP_OPS_BUDGET         0.01
-#define TP_OPS_REGION_COST_NS 200.0
-#define TP_OPS_COST_MIN_STEPS 50   /* steps outside windows seen before the cost is judged */
-#define TP_OPS_COST_MIN_S     60.0 /* ... and seconds of steps before the windows' cost is */
+ * and what a region costs the thread that times it: a `with region` pair
+ * from Python under record (bench/python_region_cost.py, 221 ns), a pair
+ * from C code's call site (bench/region_cost.c: 24 ns stamped with the TSC,
+ * 51-55 ns with clock reads) */
+#define TP_OPS_BUDGET           0.01
+#define TP_OPS_REGION_COST_NS   200.0
+#define TP_OPS_C_REGION_COST_NS 50.0
+#define TP_OPS_COST_MIN_STEPS   50   /* steps outside windows seen before the cost is judged */
+#define TP_OPS_COST_MIN_S       60.0 /* ... and seconds of steps before the windows' cost is */
 /* Backed off, the processes record device times (CUDA events) on one step in
  * this many (lib/ops_window.h's request carries it; communication keeps
  * all of its own) */
@@ -71,7 +74,7 @@ typedef struct tp_ops_plan {
     unsigned asked_served;
     /* what trainprof costs the steps, live (tp_ops_plan_cost): the steps
      * outside windows (their time and regions), and the windows' steps */
-    uint64_t steps_seen, regions_seen, window_steps;
+    uint64_t steps_seen, regions_seen, c_regions_seen, window_steps;
     int64_t steps_ns, window_ns;
     tp_ops_backoff backoff; /* once over the budget */
 } tp_ops_plan;
@@ -84,12 +87,13 @@ void tp_ops_plan_init(tp_ops_plan *p, const tp_ops_options *o);
 void tp_ops_plan_steps(tp_ops_plan *p, uint64_t step_count, uint64_t count, int64_t slowest_ns,
                        int64_t total_ns, int64_t now_ns);
 
-/* Regions a thread closed since the last call (what they cost is weighed
- * against the budget). */
-void tp_ops_plan_regions(tp_ops_plan *p, uint64_t regions);
+/* Regions a thread closed since the last call, and of them those C code
+ * opened (what they cost is weighed against the budget). */
+void tp_ops_plan_regions(tp_ops_plan *p, uint64_t regions, uint64_t c_regions);
 
 /* trainprof's cost of the steps so far, estimated: the regions closed in
- * the steps outside windows at TP_OPS_REGION_COST_NS each, and, once
+ * the steps outside windows at TP_OPS_REGION_COST_NS each (those C code
+ * opened at TP_OPS_C_REGION_COST_NS), and, once
  * TP_OPS_COST_MIN_S of steps ran, the capture windows' steps beyond the
  * median step (the profiler's start, stop and the window's handing over:
  * paid at once, paid off by the steps after); over TP_OPS_BUDGET of the

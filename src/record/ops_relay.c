@@ -140,8 +140,8 @@ void tp_ops_relay_feed(tp_ops_relay *r, tp_ring_reader *reader, int64_t now_ns)
         return;
     tp_ops_plan_steps(&r->plan, reader->steps, reader->new_steps, reader->new_slowest_ns,
                       reader->new_total_ns, now_ns);
-    tp_ops_plan_regions(&r->plan, reader->new_regions);
-    reader->new_regions = 0;
+    tp_ops_plan_regions(&r->plan, reader->new_regions, reader->new_c_regions);
+    reader->new_regions = reader->new_c_regions = 0;
     reader->new_steps = 0;
     reader->new_slowest_ns = reader->new_total_ns = 0;
 }

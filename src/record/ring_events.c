@@ -140,6 +140,8 @@ static void close_region(tp_ring_reader *r, region_batch *b, tp_sink *sink, uint
         }
         r->depth = k;
         r->new_regions++;
+        if (r->open[k].in_c)
+            r->new_c_regions++;
         return;
     }
 }
@@ -365,7 +367,7 @@ static const char *consume(tp_ring_reader *r, region_batch *b, tp_sink *sink, co
         }
         case TP_EV_BEGIN:
             if (r->depth < TP_RING_OPEN_MAX)
-                r->open[r->depth++] = (tp_open_region){e.name_id, e.t_ns};
+                r->open[r->depth++] = (tp_open_region){e.name_id, e.value == TP_BEGIN_IN_C, e.t_ns};
             break;
         case TP_EV_END: close_region(r, b, sink, e.name_id, e.t_ns); break;
         case TP_EV_STEP:

@@ -11,6 +11,7 @@
 #ifndef TP_RECORD_RING_EVENTS_H
 #define TP_RECORD_RING_EVENTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,7 @@
 
 typedef struct tp_open_region {
     uint32_t name; /* the ring's own name id */
+    bool in_c;     /* opened by C code's call site (ring.h: TP_BEGIN_IN_C) */
     uint64_t start;
 } tp_open_region;
 
@@ -68,7 +70,9 @@ typedef struct tp_ring_reader {
      * and when the open step began (0: none open) */
     uint64_t new_steps;
     int64_t new_slowest_ns, new_total_ns;
-    uint64_t new_regions; /* regions closed since: what the plan weighs trainprof's cost by */
+    /* regions closed since, and of them those C code opened: what the plan
+     * weighs trainprof's cost by */
+    uint64_t new_regions, new_c_regions;
     uint64_t step_began_ns;
     /* its GPU memory allocator's series (TP_DEVMEM_*, the sink's ids; 0 not
      * made yet), labelled by its process */

@@ -13,7 +13,7 @@ import sqlite3
 import textwrap
 
 import pytest
-from conftest import PYTHON, in_short, report_from_rows, report_json, trainprof, words
+from conftest import EMIT, PYTHON, in_short, report_from_rows, report_json, trainprof, words
 
 # 300 regions a step around nothing, for 2 s: a region per micro-operation
 MICRO = """
@@ -69,6 +69,22 @@ def test_a_region_per_micro_operation_is_over_budget_and_backed_off(tmp_path):
         [(value,)] = db.execute("SELECT value FROM meta WHERE key = 'backoff'").fetchall()
     assert value.endswith(" regions 8")  # device times on one step in 8 from then
     assert backoff["device_times_every"] == 8
+
+
+def test_regions_c_code_opens_are_weighed_at_their_own_cost(tmp_path):
+    """A C program's 100 regions a step of 1 ms (tp_region_begin's call
+    sites): about 5 us a step, half the budget, where a binding's 200 ns a
+    pair would be twice it (the recorder backed off at an estimated 1.9 %
+    when it weighed them so): no back-off, and the report says none."""
+    run = tmp_path / "run.db"
+    r = trainprof("record", "-q", "-o", run, "--", EMIT, "c_steps", "3", timeout=120)
+    assert r.returncode == 0, r.stderr
+    with sqlite3.connect(run) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'backoff'").fetchall() == []
+    rep = report_json(run)
+    assert rep["steps"][0]["count"] >= 100 and rep["backoff"] is None, rep["backoff"]
+    [part] = [t for t in rep["timings"] if t["name"] == "part"]
+    assert part["count"] >= 100 * rep["steps"][0]["count"]
 
 
 # MICRO in a PyTorch process, which answers the recorder's requests: what the

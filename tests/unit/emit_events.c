@@ -286,6 +286,38 @@ static int flood(double seconds)
     return tp_active() ? 0 : 1;
 }
 
+/* This thread's CPU time, ns. */
+static uint64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Steps of about 1 ms of this thread's CPU time for seconds, each with 100
+ * regions C code opened around a part of it: their cost, 100 pairs of tens
+ * of ns, is half of trainprof's 1 % budget (a binding's 200 ns would be
+ * twice it). */
+static int c_steps(double seconds)
+{
+    static tp_site site = TP_SITE("part");
+    uint64_t end = tp_clock_now_ns() + (uint64_t)(seconds * 1e9);
+    volatile uint64_t sink = 0;
+    while (tp_clock_now_ns() < end) {
+        tp_step();
+        uint64_t until = cpu_ns() + 1000000;
+        for (int i = 0; i < 100; i++) {
+            tp_region_begin(&site);
+            for (int k = 0; k < 1000; k++)
+                sink = sink + (uint64_t)k;
+            tp_region_end(&site);
+        }
+        while (cpu_ns() < until)
+            sink = sink + 1;
+    }
+    return tp_active() ? 0 : 1;
+}
+
 /* What a stack sampler sends (lib/stacks.h), without Python: three frames
  * defined once, and 20 samples of this thread inside region "phase", the
  * last one's two outer frames dropped. */
@@ -415,6 +447,8 @@ int main(int argc, char **argv)
         return many_names();
     if (strcmp(mode, "flood") == 0)
         return flood(argc > 2 ? atof(argv[2]) : 1.5);
+    if (strcmp(mode, "c_steps") == 0)
+        return c_steps(argc > 2 ? atof(argv[2]) : 2);
     if (strcmp(mode, "stacks") == 0)
         return stacks();
     if (strcmp(mode, "facts") == 0)

@@ -149,8 +149,8 @@ static void test_the_schedule_repeats_by_steps_rounded_to_1_2_5(void **state)
 }
 
 /* trainprof's own cost, estimated live: regions at TP_OPS_REGION_COST_NS
- * each over the steps' time; over TP_OPS_BUDGET the plan backs off for
- * good (no slow-step window); a window's cost only after a minute of steps. */
+ * each (TP_OPS_C_REGION_COST_NS those C code opened) over the steps' time; over TP_OPS_BUDGET the
+ * plan backs off for good (no slow-step window); a window's cost only after a minute of steps. */
 static void test_the_plan_backs_off_over_its_budget(void **state)
 {
     (void)state;
@@ -161,13 +161,23 @@ static void test_the_plan_backs_off_over_its_budget(void **state)
     int64_t now = 0;
     for (int i = 0; i < 100; i++) { /* 1 ms steps, 45 regions each: 0.9 % */
         run_steps(&p, &count, 1, MS, &now);
-        tp_ops_plan_regions(&p, 45);
+        tp_ops_plan_regions(&p, 45, 0);
     }
     assert_false(tp_ops_plan_cost(&p, now));
     for (int i = 0; i < 100; i++) { /* now 105 a step: 1.5 % on average */
         run_steps(&p, &count, 1, MS, &now);
-        tp_ops_plan_regions(&p, 105);
+        tp_ops_plan_regions(&p, 105, 0);
     }
+    /* the same regions opened by C code's call sites cost a quarter: 0.4 % */
+    tp_ops_plan c;
+    tp_ops_plan_init(&c, &o);
+    uint64_t c_count = 0;
+    int64_t c_now = 0;
+    for (int i = 0; i < 200; i++) {
+        run_steps(&c, &c_count, 1, MS, &c_now);
+        tp_ops_plan_regions(&c, 105, 105);
+    }
+    assert_false(tp_ops_plan_cost(&c, c_now));
     assert_true(tp_ops_plan_cost(&p, now));
     assert_true(p.backoff.at_ns == now && !p.backoff.windows);
     assert_true(p.backoff.share > TP_OPS_BUDGET && p.backoff.share < 0.02);

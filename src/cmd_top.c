@@ -64,7 +64,7 @@ typedef struct top_state {
      * far (past pace_rowid, of the step thread pace_thread) */
     tp_pace_now pace;
     int64_t pace_rowid, pace_thread;
-    tp_stall_where where; /* where the stalled rank was last seen */
+    tp_stall_places places; /* where the stalled ranks were last seen (its run: run) */
 } top_state;
 
 static void push(history *h, double v)
@@ -168,7 +168,7 @@ static void forget_recording(top_state *t)
     tp_pace_now_init(&t->pace, 0);
     t->pace_rowid = t->pace_thread = 0;
     memset(&t->tail, 0, sizeof t->tail);
-    t->where = (tp_stall_where){0};
+    tp_stall_places_close(&t->places);
 }
 
 /* A new live state of the recording: its stall threshold, and each rank's
@@ -344,6 +344,37 @@ static bool look_at_registry(const top_state *t, newest_recording *n)
     return n->pid != t->run_pid || (n->pid && strcmp(n->path, t->run_path) != 0);
 }
 
+/* The worst stalled rank's line, "STALLED: rank 1 no progress for 45 s", and
+ * where it was last seen on the line below, within the screen (a path is
+ * long); nothing while no rank is stalled. */
+static void draw_stall(top_state *t, uint64_t now, int cols, int *row)
+{
+    int32_t stalled_rank;
+    double stalled_s;
+    char where[900] = "";
+    bool stalled =
+        t->recording && tp_live_worst_stall(t->recording, now, &stalled_rank, &stalled_s);
+    t->places.run = t->run;
+    if (t->recording)
+        tp_stall_places_refresh(&t->places, t->recording, now, stalled ? stalled_rank : INT32_MIN,
+                                where, sizeof where);
+    if (!stalled)
+        return;
+    move((*row)++, 0);
+    attron(A_BOLD);
+    if (stalled_rank >= 0)
+        printw("  STALLED: rank %d no progress for %.0f s", (int)stalled_rank, stalled_s);
+    else
+        printw("  STALLED: no progress for %.0f s", stalled_s);
+    attroff(A_BOLD);
+    if (where[0] && *row < LINES - 1) {
+        char *words = where + 2; /* "last seen in ...": its comma dropped */
+        tp_utf8_cut(words, (size_t)(cols > 4 ? cols - 3 : 1));
+        move((*row)++, 0);
+        printw("  %s", words);
+    }
+}
+
 static void draw_record(top_state *t, int cols, int *row)
 {
     newest_recording n;
@@ -395,26 +426,7 @@ static void draw_record(top_state *t, int cols, int *row)
     draw_pace(t, &live, row);
     draw_training_cpu(t, now, row);
     draw_training_storage(t, now, row);
-    int32_t stalled_rank;
-    double stalled_s;
-    if (t->recording && tp_live_worst_stall(t->recording, now, &stalled_rank, &stalled_s)) {
-        move((*row)++, 0);
-        attron(A_BOLD);
-        if (stalled_rank >= 0)
-            printw("  STALLED: rank %d no progress for %.0f s", (int)stalled_rank, stalled_s);
-        else
-            printw("  STALLED: no progress for %.0f s", stalled_s);
-        attroff(A_BOLD);
-        char where[900]; /* on a line of its own, within the screen: a path is long */
-        tp_stall_where_read(t->run, stalled_rank, &t->where);
-        tp_stall_where_words(where, sizeof where, &t->where);
-        if (where[0] && *row < LINES - 1) {
-            char *words = where + 2; /* "last seen in ...": its comma dropped */
-            tp_utf8_cut(words, (size_t)(cols > 4 ? cols - 3 : 1));
-            move((*row)++, 0);
-            printw("  %s", words);
-        }
-    }
+    draw_stall(t, now, cols, row);
     for (size_t i = 0; i < live.nphases && *row < LINES - 1; i++) {
         move((*row)++, 0);
         printw("  %-20.20s", live.phases[i].name);

@@ -471,13 +471,14 @@ bool tp_live_worst_stall(tp_live *l, uint64_t now_ns, int32_t *rank, double *sec
     return any;
 }
 
-size_t tp_live_stalled_ranks(tp_live *l, int32_t *out, size_t max)
+size_t tp_live_stalled_ranks(tp_live *l, uint64_t now_ns, int32_t *out, size_t max)
 {
     pthread_mutex_lock(&l->lock);
     size_t n = 0;
+    uint64_t now = now_ns > l->now_ns ? now_ns : l->now_ns;
     for (size_t i = 0; i < l->nranks; i++) {
         tp_live_progress p;
-        tp_live_rank_progress(&l->ranks[i], l->now_ns, l->stall_after_s, &p);
+        tp_live_rank_progress(&l->ranks[i], now, l->stall_after_s, &p);
         if (p.stalled && n++ < max)
             out[n - 1] = l->ranks[i].rank;
     }

@@ -132,9 +132,10 @@ void tp_live_seed_steps(tp_live *l, int32_t rank, const uint64_t *t_ns, const ui
  * none has stalled. */
 bool tp_live_worst_stall(tp_live *l, uint64_t now_ns, int32_t *rank, double *seconds);
 
-/* The ranks stalled now (the latest time the state saw), up to max of them
- * into out; how many there are in all. */
-size_t tp_live_stalled_ranks(tp_live *l, int32_t *out, size_t max);
+/* The ranks stalled at now_ns or the latest time the state saw, whichever
+ * is later (as tp_live_worst_stall), up to max of them into out; how many
+ * there are in all. */
+size_t tp_live_stalled_ranks(tp_live *l, uint64_t now_ns, int32_t *out, size_t max);
 
 /* Where rank was last seen while stalled, and what it was doing (a word,
  * "" unknown), as its view will say them: the recorder reads them from its

@@ -20,8 +20,8 @@ static void look(tp_watch *w, uint64_t start_ns, double mem_total)
     if (stalled && !w->stalled && w->ask_stacks)
         tp_drain_want_stacks(w->drain);
     char where[900] = "";
-    if (w->places.path && (stalled || w->stalled))
-        tp_stall_places_refresh(&w->places, w->live, stalled ? rank : INT32_MIN, where,
+    if (w->places.path)
+        tp_stall_places_refresh(&w->places, w->live, 0, stalled ? rank : INT32_MIN, where,
                                 sizeof where);
     w->stalled = stalled;
     if (w->status_line)

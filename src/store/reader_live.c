@@ -142,25 +142,29 @@ bool tp_run_read_tail(tp_run *run, tp_run_tail *tail, uint64_t since_ns, tp_batc
                           tail->mark_rowid, row_mark, &r);
 }
 
-bool tp_run_live_where(tp_run *run, int rank, uint32_t *node, int *state)
+bool tp_run_live_wheres(tp_run *run, tp_run_where_fn fn, void *ctx)
 {
     sqlite3_stmt *st;
-    if (run->schema_version < TP_SCHEMA_STACK_RUNS_VERSION ||
-        sqlite3_prepare_v2(run->db,
-                           "SELECT s.node_id, s.state FROM (SELECT * FROM stack_sample"
-                           "  ORDER BY rowid DESC LIMIT 20000) s"
-                           " JOIN thread t ON t.id = s.thread_id"
-                           " WHERE s.phase_id != 0 AND (?1 < 0 OR t.rank = ?1)"
-                           " ORDER BY s.t_ns + s.span_ns DESC LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (run->schema_version < TP_SCHEMA_STACK_RUNS_VERSION)
+        return true;
+    /* SQLite takes a bare column from the row max() picked */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT t.rank, s.node_id, s.state, max(s.t_ns + s.span_ns) FROM (SELECT thread_id,"
+             " node_id, state, t_ns, span_ns, phase_id FROM stack_sample ORDER BY rowid DESC"
+             " LIMIT %d) s JOIN thread t ON t.id = s.thread_id WHERE s.phase_id != 0"
+             " GROUP BY t.rank",
+             TP_LIVE_WHERE_ROWS);
+    if (sqlite3_prepare_v2(run->db, sql, -1, &st, NULL) != SQLITE_OK)
         return false;
-    sqlite3_bind_int(st, 1, rank);
-    bool found = sqlite3_step(st) == SQLITE_ROW;
-    int64_t id = found ? sqlite3_column_int64(st, 0) : 0;
-    *node = id > 0 && id <= (int64_t)UINT32_MAX ? (uint32_t)id : 0;
-    *state = found ? sqlite3_column_int(st, 1) : 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 1);
+        if (id > 0 && id <= (int64_t)UINT32_MAX)
+            fn(ctx, sqlite3_column_int(st, 0), (uint32_t)id, sqlite3_column_int(st, 2));
+    }
     sqlite3_finalize(st);
-    return found && *node;
+    return rc == SQLITE_DONE;
 }
 
 bool tp_run_recent_steps(tp_run *run, size_t per_rank, tp_run_mark **out, size_t *n)

@@ -37,14 +37,18 @@ bool tp_run_read_tail(tp_run *run, tp_run_tail *tail, uint64_t since_ns, tp_batc
  * be read. */
 bool tp_run_recent_steps(tp_run *run, size_t per_rank, tp_run_mark **out, size_t *n);
 
-/* Where rank's threads (-1: any thread) were last seen inside a region: the
- * innermost node and state (TP_STACK_STATE_*) of the stack sample among
- * theirs whose last sample is latest, among the file's latest 20,000 rows
- * (a query of a second's cost on a long run's millions, each refresh, else);
- * false where there is none (no stacks, none in a region yet). A run of
- * samples that goes on is first written 10 s on: a thread stuck in one
- * place is seen there within 10 s, its row among the latest. */
-bool tp_run_live_where(tp_run *run, int rank, uint32_t *node, int *state);
+/* Where each rank's threads were last seen inside a region: the innermost
+ * node and state (TP_STACK_STATE_*) of the rank's stack sample whose last
+ * sample is latest, among the file's latest TP_LIVE_WHERE_ROWS rows (one
+ * pass for every rank: 6 ms on 10,000 rows; a long run's millions would
+ * take a second); fn(ctx, rank, node, state) once per rank that has one.
+ * False where the file can't be read. A run of samples that goes on is
+ * first written a second on (core/stack_runs.h), then every 10 s: a thread
+ * stuck in one place is seen there within seconds, its row among the
+ * latest. */
+#define TP_LIVE_WHERE_ROWS 20000
+typedef void (*tp_run_where_fn)(void *ctx, int32_t rank, uint32_t node, int state);
+bool tp_run_live_wheres(tp_run *run, tp_run_where_fn fn, void *ctx);
 
 /* The begin times of the steps marked after *rowid (0: from the start) by
  * the thread that marked the first step (*thread_id; 0 until known, then

@@ -206,7 +206,7 @@ static void test_stalls(void **state)
     assert_int_equal(rank, 2);
     assert_float_equal(seconds, 31, 1e-9);
     int32_t stalled[1];
-    assert_int_equal(tp_live_stalled_ranks(live, stalled, 1), 1);
+    assert_int_equal(tp_live_stalled_ranks(live, 0, stalled, 1), 1);
     assert_int_equal(stalled[0], 2);
     /* where it was last seen, as /metrics says it: the script's text escaped */
     tp_live_set_where(live, 2, "load (\"x\\y.py\":3)", "waiting");
@@ -218,7 +218,7 @@ static void test_stalls(void **state)
     free(text);
     tp_live_set_stall_after(live, 40);
     assert_false(tp_live_worst_stall(live, 0, &rank, &seconds));
-    assert_int_equal(tp_live_stalled_ranks(live, stalled, 1), 0);
+    assert_int_equal(tp_live_stalled_ranks(live, 0, stalled, 1), 0);
     text = expose(live); /* no longer stalled: not said, though not yet forgotten */
     assert_null(strstr(text, "trainprof_stall_where{"));
     free(text);

@@ -78,27 +78,32 @@ for x, y in DataLoader(D(dist.get_rank()), batch_size=8):
 """
 
 
-def wait_blocked_then_stop(recorders, blocked, stalled_s):
+def wait_blocked_then_stop(recorders, blocked, stalled_s, during=None):
     """Once the script has said (the file blocked) that rank 1 blocks, lets
-    the stall last stalled_s seconds, then ends each recorder as `timeout`
-    would (SIGTERM, which record passes on): however long the start took
-    beside other work, the stall lasts as long."""
+    the stall last stalled_s seconds (during it, during(deadline) where
+    given), then ends each recorder as `timeout` would (SIGTERM, which
+    record passes on): however long the start took beside other work, the
+    stall lasts as long."""
     deadline = time.monotonic() + 120
     while not blocked.exists() and time.monotonic() < deadline:
         if any(r.poll() is not None for r in recorders):
             break
         time.sleep(0.1)
     assert blocked.exists(), "rank 1 never reached its block"
-    time.sleep(stalled_s)
+    end = time.monotonic() + stalled_s
+    if during:
+        during(end)
+    time.sleep(max(0.0, end - time.monotonic()))
     for r in recorders:
         r.send_signal(signal.SIGTERM)
     for r in recorders:
         r.communicate(timeout=120)
 
 
-def record_hang(tmp_path, run_file, block, stalled_s=8, options=()):
+def record_hang(tmp_path, run_file, block, stalled_s=8, options=(), during=None):
     """Records the script under torchrun, ended by SIGTERM to record once
-    rank 1 has been blocked stalled_s seconds."""
+    rank 1 has been blocked stalled_s seconds (during: as
+    wait_blocked_then_stop's)."""
     script = tmp_path / "hang_ddp.py"
     script.write_text(textwrap.dedent(HANG))
     blocked = tmp_path / "blocked"
@@ -124,7 +129,7 @@ def record_hang(tmp_path, run_file, block, stalled_s=8, options=()):
         text=True,
         env=dict(os.environ, BLOCK=block, BLOCKED_FILE=str(blocked)),
     )
-    wait_blocked_then_stop([rec], blocked, stalled_s)
+    wait_blocked_then_stop([rec], blocked, stalled_s, during)
     assert rec.returncode != 0  # ended by the signal
     return script
 
@@ -374,8 +379,26 @@ def test_rank_blocked_before_a_collective(tmp_path, run_file):
 def test_with_stack_sampling_off_one_sample_is_taken_when_the_stall_begins(tmp_path, run_file):
     """--stacks 0: no sampling, but the recorder asks each process for one
     stack of every thread once it sees the stall; the report names the
-    blocked rank and its function as with sampling on."""
-    record_hang(tmp_path, run_file, "data", stalled_s=6, options=("--stacks", "0"))
+    blocked rank and its function as with sampling on, and so does /metrics
+    while the stall lasts (the one sample is in the file within seconds:
+    the system samples' ticks hand it on, core/sink_stacks.c)."""
+    port, seen = free_port(), {}
+
+    def scrape_until(end):
+        while time.monotonic() < end and not (seen.get(0) and seen.get(1)):
+            time.sleep(0.5)
+            try:
+                text = scrape(port)
+            except OSError:
+                continue
+            seen.update({r: stall_where(text, r) for r in (0, 1)})
+
+    record_hang(
+        tmp_path, run_file, "data", stalled_s=12,
+        options=("--stacks", "0", "--serve", f"127.0.0.1:{port}"), during=scrape_until,
+    )  # fmt: skip
+    assert seen.get(1) and seen[1]["where"].startswith("D.__getitem__ ("), seen
+    assert seen.get(0) and "D.__getitem__" not in seen[0]["where"], seen
     with sqlite3.connect(run_file) as db:
         rows, samples = db.execute("SELECT COUNT(*), SUM(count) FROM stack_sample").fetchone()
         threads = db.execute(

@@ -20,6 +20,7 @@
 #include "util/labels.h"
 #include "util/options.h"
 #include "util/text_parse.h"
+#include "util/utf8.h"
 
 static void test_parse_numbers(void **state)
 {
@@ -436,6 +437,38 @@ static void test_prom_format(void **state)
     assert_false(tp_prom_metric_of("no_such_metric", &m));
 }
 
+/* Text from a training made safe to write: invalid bytes as U+FFFD, control
+ * characters as escapes, and a line cut to a terminal's columns on a
+ * character's boundary, counting characters, not bytes. */
+static void test_utf8(void **state)
+{
+    (void)state;
+    char out[64];
+    tp_utf8_clean(out, sizeof out,
+                  "a\xff"
+                  "b");
+    assert_string_equal(out, "a\xef\xbf\xbd"
+                             "b");
+    tp_text_escape(out, sizeof out, "load\n\x1b[2J(x)");
+    assert_string_equal(out, "load\\x0a\\x1b[2J(x)");
+    tp_utf8_clean(out, 3, "\xe2\x82\xac"); /* a euro sign does not fit in 2 bytes: left out */
+    assert_string_equal(out, "");
+    char line[] = "a\xc3\xb1"
+                  "b\xe2\x82\xac"
+                  "c";
+    tp_utf8_cut(line, 3);
+    assert_string_equal(line, "a\xc3\xb1"
+                              "b");
+    char euros[] = "\xe2\x82\xac\xe2\x82\xac";
+    tp_utf8_cut(euros, 1);
+    assert_string_equal(euros, "\xe2\x82\xac");
+    char shorter[] = "abc";
+    tp_utf8_cut(shorter, 80);
+    assert_string_equal(shorter, "abc");
+    tp_utf8_cut(shorter, 0);
+    assert_string_equal(shorter, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_json_read_refuses_what_is_not_a_string),
         cmocka_unit_test(test_model_facts),
         cmocka_unit_test(test_prom_format),
+        cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_envelope),
         cmocka_unit_test(test_envelope_median_is_the_sorted_middle),
     };

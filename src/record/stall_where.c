@@ -41,8 +41,10 @@ static void found(void *ctx, int32_t rank, uint32_t node, int state)
             c->failed = !(c->loaded = tp_stack_tree_load(c->p->run, &c->tree, err, sizeof err));
         *w = (tp_stall_where){.node = node, .state = state};
         c->changed[i] = true;
-        if (!c->loaded)
+        if (!c->loaded) { /* no words: the next pass tries again */
+            w->node = 0;
             return;
+        }
         tp_report_place(place, sizeof place, &c->tree, node,
                         tp_stack_outside_stdlib(&c->tree, node));
         tp_text_escape(w->place, sizeof w->place, place);

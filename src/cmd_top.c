@@ -344,9 +344,34 @@ static bool look_at_registry(const top_state *t, newest_recording *n)
     return n->pid != t->run_pid || (n->pid && strcmp(n->path, t->run_path) != 0);
 }
 
-/* The worst stalled rank's line, "STALLED: rank 1 no progress for 45 s", and
+/* The other stalled ranks, a line for each place (the ranks there in
+ * one), up to TOP_STALL_GROUPS of them, then how many places more. */
+#define TOP_STALL_GROUPS 4
+static void draw_other_stalls(top_state *t, int32_t worst, int cols, int *row)
+{
+    char group[1200], line[1300];
+    size_t from = 0, shown = 0, more = 0;
+    while (tp_stall_places_group(&t->places, worst, &from, group, sizeof group)) {
+        if (shown == TOP_STALL_GROUPS || *row >= LINES - 1) {
+            more++;
+            continue;
+        }
+        snprintf(line, sizeof line, "also stalled: %s", group);
+        tp_utf8_cut(line, (size_t)(cols > 4 ? cols - 3 : 1));
+        move((*row)++, 0);
+        printw("  %s", line);
+        shown++;
+    }
+    if (more && *row < LINES - 1) {
+        move((*row)++, 0);
+        printw("  and %zu place%s more", more, more == 1 ? "" : "s");
+    }
+}
+
+/* The worst stalled rank's line, "STALLED: rank 1 no progress for 45 s", how
+ * many are stalled where more than one ("STALLED (3 ranks): ..."), and
  * where it was last seen on the line below, within the screen (a path is
- * long); nothing while no rank is stalled. */
+ * long), then the others; nothing while no rank is stalled. */
 static void draw_stall(top_state *t, uint64_t now, int cols, int *row)
 {
     int32_t stalled_rank;
@@ -362,10 +387,14 @@ static void draw_stall(top_state *t, uint64_t now, int cols, int *row)
         return;
     move((*row)++, 0);
     attron(A_BOLD);
+    size_t count = tp_live_stalled_ranks(t->recording, now, NULL, 0);
+    printw("  STALLED");
+    if (count > 1)
+        printw(" (%zu ranks)", count);
     if (stalled_rank >= 0)
-        printw("  STALLED: rank %d no progress for %.0f s", (int)stalled_rank, stalled_s);
+        printw(": rank %d no progress for %.0f s", (int)stalled_rank, stalled_s);
     else
-        printw("  STALLED: no progress for %.0f s", stalled_s);
+        printw(": no progress for %.0f s", stalled_s);
     attroff(A_BOLD);
     if (where[0] && *row < LINES - 1) {
         char *words = where + 2; /* "last seen in ...": its comma dropped */
@@ -373,6 +402,7 @@ static void draw_stall(top_state *t, uint64_t now, int cols, int *row)
         move((*row)++, 0);
         printw("  %s", words);
     }
+    draw_other_stalls(t, stalled_rank, cols, row);
 }
 
 static void draw_record(top_state *t, int cols, int *row)

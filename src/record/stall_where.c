@@ -2,6 +2,8 @@
 #include "record/stall_where.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "analyze/stack_own.h"
 #include "clock.h"
@@ -122,4 +124,57 @@ void tp_stall_places_close(tp_stall_places *p)
         tp_run_close(p->run);
     p->run = NULL;
     p->n = 0;
+}
+
+static bool same_place(const tp_stall_where *a, const tp_stall_where *b)
+{
+    return a->doing == b->doing && strcmp(a->place, b->place) == 0;
+}
+
+static int by_rank(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* "rank 3", or "ranks 0, 2-4" of ranks (ascending). */
+static void ranks_text(char *out, size_t cap, const int32_t *ranks, size_t n)
+{
+    size_t len = (size_t)snprintf(out, cap, "%s", n == 1 ? "rank " : "ranks ");
+    for (size_t i = 0; i < n && len < cap;) {
+        size_t j = i;
+        while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
+            j++;
+        const char *sep = i ? ", " : "";
+        len += (size_t)(j > i ? snprintf(out + len, cap - len, "%s%d-%d", sep, (int)ranks[i],
+                                         (int)ranks[j])
+                              : snprintf(out + len, cap - len, "%s%d", sep, (int)ranks[i]));
+        i = j + 1;
+    }
+}
+
+bool tp_stall_places_group(const tp_stall_places *p, int32_t except, size_t *from, char *out,
+                           size_t cap)
+{
+    for (size_t i = *from; i < p->n; i++) {
+        const tp_stall_where *w = &p->at[i].where;
+        bool told = p->at[i].rank == except; /* or in an earlier group */
+        for (size_t j = 0; j < i && !told; j++)
+            told = p->at[j].rank != except && same_place(&p->at[j].where, w);
+        if (told)
+            continue;
+        int32_t ranks[TP_STALL_PLACES_MAX];
+        size_t n = 0;
+        for (size_t j = i; j < p->n; j++)
+            if (p->at[j].rank != except && same_place(&p->at[j].where, w))
+                ranks[n++] = p->at[j].rank;
+        qsort(ranks, n, sizeof *ranks, by_rank);
+        char who[256], words[900];
+        ranks_text(who, sizeof who, ranks, n);
+        tp_stall_where_words(words, sizeof words, w);
+        snprintf(out, cap, "%s%s", who, words);
+        *from = i + 1;
+        return true;
+    }
+    return false;
 }

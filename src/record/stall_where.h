@@ -56,4 +56,12 @@ void tp_stall_places_refresh(tp_stall_places *p, tp_live *live, uint64_t live_no
                              char *out, size_t cap);
 void tp_stall_places_close(tp_stall_places *p);
 
+/* The ranks p follows, but except, grouped by where they were last seen
+ * (the same words): one group a call, from *from (0 at first; moved on),
+ * as "ranks 0, 2-3, last seen in PLACE, DOING" ("rank 4" alone where it
+ * has no place yet), in the order of each group's first rank followed;
+ * false once none is left. Ranks in a group ascending, runs as ranges. */
+bool tp_stall_places_group(const tp_stall_places *p, int32_t except, size_t *from, char *out,
+                           size_t cap);
+
 #endif

@@ -27,11 +27,15 @@ void tp_status_line_draw(FILE *out, tp_live *live, double elapsed_s, double mem_
     double v;
     int32_t rank; /* a stall first: what matters most while it lasts */
     if (tp_live_worst_stall(live, 0, &rank, &v)) {
-        char who[24] = "";
+        char who[24] = "", count[32] = "";
         if (rank >= 0)
             snprintf(who, sizeof who, "rank %d ", (int)rank);
-        n += snprintf(line + n, sizeof line - (size_t)n, "  STALLED: %sno progress for %.0f s%s",
-                      who, v, where);
+        size_t stalled =
+            tp_live_stalled_ranks(live, 0, NULL, 0); /* the worst's said, all counted */
+        if (stalled > 1)
+            snprintf(count, sizeof count, " (%zu ranks)", stalled);
+        n += snprintf(line + n, sizeof line - (size_t)n, "  STALLED%s: %sno progress for %.0f s%s",
+                      count, who, v, where);
     }
     if (tp_live_latest(live, TP_METRIC_CPU_UTIL_PERCENT, "{}", &v))
         n += snprintf(line + n, sizeof line - (size_t)n, "  cpu %3.0f%%", v);

@@ -41,6 +41,10 @@ class Tmux:
                 command,
             ],
             check=True,
+            # os.environ, not the process's own: readline, once imported,
+            # sets COLUMNS and LINES there (80x24 here), and ncurses would
+            # take them over the pane's size
+            env={k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")},
         )
 
     def screen(self):
@@ -323,6 +327,46 @@ def test_shows_a_stall_that_began_before_it_looked(top, tmp_path):
         assert "waiting on storage" not in screen
     finally:
         os.killpg(rec.pid, signal.SIGKILL)  # the recorder and the stuck script
+        rec.wait()
+
+
+def test_shows_every_stalled_rank_by_place(top, tmp_path):
+    """Two ranks of one recording stuck in two places: top says how many
+    ranks are stalled, the one stalled longest with its place, then the
+    other with its own."""
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        textwrap.dedent("""
+        import os, time, trainprof
+        rank = int(os.environ["RANK"])
+        for i in range(60):
+            trainprof.step()
+            with trainprof.region("compute"):
+                if rank == 1 and i == 10:
+                    time.sleep(60)
+                if rank == 0 and i == 30:
+                    time.sleep(60)
+                time.sleep(0.02)
+    """)
+    )
+    ranks = f"RANK=0 {PYTHON} {script} & RANK=1 {PYTHON} {script}; wait"
+    rec = subprocess.Popen(
+        [PROGRAM, "record", "-q", "--stall-after", "2", "-o", tmp_path / "run.db"]
+        + ["--", "sh", "-c", ranks],
+        start_new_session=True,
+        env=top.env,
+    )
+    try:
+        time.sleep(6)  # rank 1 stuck from ~0.3 s, rank 0 from ~0.7 s
+        t = top(width=160)
+        screen = t.wait_for("also stalled: rank 0, last seen", timeout=30)
+        assert re.search(r"STALLED \(2 ranks\): rank 1 no progress for \d+ s", screen), screen
+        assert re.search(r"\n +last seen in <module> \(\S*stuck\.py:8\), waiting", screen), screen
+        assert re.search(
+            r"also stalled: rank 0, last seen in <module> \(\S*stuck\.py:10\), waiting", screen
+        ), screen
+    finally:
+        os.killpg(rec.pid, signal.SIGKILL)  # the recorder and the stuck ranks
         rec.wait()
 
 

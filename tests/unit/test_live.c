@@ -9,6 +9,8 @@
 #include "core/metric_catalog.h"
 #include "core/sink.h"
 #include "live/live_state.h"
+#include "record/stall_where.h"
+#include "record/status_line.h"
 #include "serve/prom_exposition.h"
 #include "stacks.h"
 
@@ -244,6 +246,65 @@ static void test_stalls(void **state)
     tp_sink_free(sink);
 }
 
+/* Several ranks stalled: the status line counts them beside the one stalled
+ * longest, and top's lines group the others by where they were last seen. */
+static void test_stalled_ranks_are_counted_and_grouped_by_place(void **state)
+{
+    (void)state;
+    tp_sink *sink = tp_sink_new(0);
+    tp_live *live = tp_live_new(1.0);
+    tp_live_set_stall_after(live, 3);
+    uint32_t kinds[1] = {TP_MARK_STEP};
+    const int32_t ranks[] = {0, 1, 2, 3, 4, 5, 6};
+    for (size_t i = 0; i < sizeof ranks / sizeof *ranks; i++) { /* rank 1 stopped first */
+        uint64_t at = (ranks[i] == 1 ? 30 : 35 + ranks[i]) * SEC;
+        tp_live_seed_steps(live, ranks[i], &at, kinds, 1);
+    }
+    uint64_t late = 44 * SEC; /* rank 6 moved on since: not stalled */
+    tp_live_seed_steps(live, 6, &late, kinds, 1);
+    tp_sink_sample(sink, tp_sink_series(sink, TP_METRIC_CPU_UTIL_PERCENT, "{}"), 45 * SEC, 5);
+    feed(sink, live);
+    assert_int_equal(tp_live_stalled_ranks(live, 0, NULL, 0), 6);
+    char *line = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&line, &len);
+    tp_status_line_draw(out, live, 45, 1 << 30, ", last seen in load (a.py:3), waiting");
+    fclose(out);
+    /* the one stalled longest, with how many are; cut to 80 columns (no terminal) */
+    assert_non_null(strstr(line, "trainprof 00:00:45  STALLED (6 ranks): rank 1 no progress for "
+                                 "15 s, last seen"));
+    assert_int_equal(strlen(strstr(line, "trainprof")), 79);
+    free(line);
+
+    tp_stall_places p = {.n = 6};
+    const char *places[] = {"allreduce (b.py:9)", "load (a.py:3)",     "allreduce (b.py:9)", "",
+                            "allreduce (b.py:9)", "allreduce (b.py:9)"};
+    const int32_t followed[] = {5, 1, 3, 4, 0, 2}; /* in the order they were found */
+    for (size_t i = 0; i < p.n; i++) {
+        p.at[i].rank = followed[i];
+        snprintf(p.at[i].where.place, sizeof p.at[i].where.place, "%s", places[i]);
+        p.at[i].where.doing = places[i][0] ? TP_DOING_WAITING : TP_DOING_UNKNOWN;
+    }
+    p.at[2].where.doing = TP_DOING_ON_CPU; /* the same line, doing another thing */
+    char group[1200];
+    size_t from = 0;
+    assert_true(tp_stall_places_group(&p, 1, &from, group, sizeof group));
+    assert_string_equal(group, "ranks 0, 2, 5, last seen in allreduce (b.py:9), waiting");
+    assert_true(tp_stall_places_group(&p, 1, &from, group, sizeof group));
+    assert_string_equal(group, "rank 3, last seen in allreduce (b.py:9), on a CPU");
+    assert_true(tp_stall_places_group(&p, 1, &from, group, sizeof group));
+    assert_string_equal(group, "rank 4"); /* no place yet */
+    assert_false(tp_stall_places_group(&p, 1, &from, group, sizeof group));
+    for (size_t i = 0; i < p.n; i++) /* all in one place: runs of ranks as ranges */
+        p.at[i].where = p.at[0].where;
+    from = 0;
+    assert_true(tp_stall_places_group(&p, 4, &from, group, sizeof group));
+    assert_string_equal(group, "ranks 0-3, 5, last seen in allreduce (b.py:9), waiting");
+    assert_false(tp_stall_places_group(&p, 4, &from, group, sizeof group));
+    tp_live_free(live);
+    tp_sink_free(sink);
+}
+
 static void test_exposition(void **state)
 {
     (void)state;
@@ -290,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_totals_and_window),
         cmocka_unit_test(test_a_sampler_s_drops_are_no_timing_events),
         cmocka_unit_test(test_stalls),
+        cmocka_unit_test(test_stalled_ranks_are_counted_and_grouped_by_place),
         cmocka_unit_test(test_exposition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -268,7 +268,11 @@ bool tp_stacks_read_frame(tp_stack_walker *w, uintptr_t frame, tp_stack_frame *o
     if (!safe_read(w, &f, (const void *)frame, offsetof(_PyInterpreterFrame, localsplus)))
         return false;
     *next = (uintptr_t)f.previous;
-#if PY_VERSION_HEX >= 0x030D0000
+#if PY_VERSION_HEX >= 0x030E0000
+    /* a stack reference: the object's address with a tag in its low bits */
+    code_addr = f.f_executable.bits & ~(uintptr_t)Py_TAG_BITS;
+    uintptr_t instr = (uintptr_t)f.instr_ptr;
+#elif PY_VERSION_HEX >= 0x030D0000
     code_addr = (uintptr_t)f.f_executable;
     uintptr_t instr = (uintptr_t)f.instr_ptr;
 #else
@@ -276,7 +280,12 @@ bool tp_stacks_read_frame(tp_stack_walker *w, uintptr_t frame, tp_stack_frame *o
     uintptr_t instr = (uintptr_t)f.prev_instr;
 #endif
     *instr_out = instr;
-#if PY_VERSION_HEX >= 0x030C0000
+#if PY_VERSION_HEX >= 0x030E0000
+    if (f.owner >= FRAME_OWNED_BY_INTERPRETER) { /* the interpreter's entry, a C stack's shim */
+        out->code = 0;
+        return true;
+    }
+#elif PY_VERSION_HEX >= 0x030C0000
     if (f.owner == FRAME_OWNED_BY_CSTACK) {
         out->code = 0;
         return true;

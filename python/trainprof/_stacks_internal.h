@@ -12,13 +12,26 @@
 #define Py_BUILD_CORE 1
 #include <Python.h>
 
-#if PY_VERSION_HEX >= 0x030B0000
+/* CPython's internal headers are not held to our warnings (unused
+ * parameters of their inline functions, zero-size arrays: 3.13's and
+ * 3.14's pycore_qsbr.h) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wpedantic"
+#if PY_VERSION_HEX >= 0x030E0000
+/* 3.14 moved the frame's struct out of pycore_frame.h, and its code object
+ * is a stack reference (pycore_stackref.h: Py_TAG_BITS) */
+#include <internal/pycore_interp.h>
+#include <internal/pycore_interpframe_structs.h>
+#include <internal/pycore_stackref.h>
+#elif PY_VERSION_HEX >= 0x030B0000
 #include <internal/pycore_frame.h>
 #include <internal/pycore_interp.h>
 #else
 #include <frameobject.h>
 #include <internal/pycore_interp.h>
 #endif
+#pragma GCC diagnostic pop
 
 #include <errno.h>
 #include <fcntl.h>

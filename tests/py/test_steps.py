@@ -279,7 +279,7 @@ def test_evaluations_in_training_mode_are_counted():
         tracker.fetch()
         tracker.forward(True)
         tracker.fetch_stopped(tracker.fetched_only, tracker.fetch())
-    assert sink.training_mode == 2 and tracker.loop.main_loader is train
+    assert sink.training_mode == 2 and tracker.loop.main_loader.refers_to(train)
 
 
 def test_a_loader_fetched_on_another_thread_leaves_the_steps_to_the_updates():

@@ -91,3 +91,48 @@ def test_torch_compile_compiles_as_without_record(run_file, tmp_path):
     # compiled backward's
     [compiled] = [t for t in rep["timings"] if t["name"] == "compile"]
     assert compiled["count"] >= got["frames"]
+
+
+LET_GO = """
+import gc, json, multiprocessing, weakref
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+def train():
+    data = TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))
+    loader = DataLoader(data, batch_size=16, num_workers=1, persistent_workers=True)
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        for x, y in loader:
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+    return [weakref.ref(o) for o in (loader, model, opt)]
+
+if __name__ == "__main__":
+    gone = train()
+    freed = [r() is None for r in gone]
+    workers = len(multiprocessing.active_children())
+    gc.collect()
+    print(json.dumps({"freed": freed, "workers": workers, "after_gc": gone[0]() is None}))
+"""
+
+
+def test_a_loader_the_script_lets_go_of_is_freed_as_without_record(run_file, tmp_path):
+    """A DataLoader with persistent workers, its model and its optimizer,
+    which the script no longer holds, are freed at once, and the workers
+    shut down by the loader, under record as without. trainprof held the training loader: its workers lived until
+    the interpreter's exit, where multiprocessing ended them by SIGTERM (on
+    CPython 3.14, whose workers come from a fork server, the report then
+    said a worker was killed)."""
+    script = tmp_path / "let_go.py"
+    script.write_text(LET_GO)
+    plain = subprocess.run([PYTHON, script], capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0, plain.stderr
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    expected = {"freed": [True, True, True], "workers": 0, "after_gc": True}
+    assert json.loads(plain.stdout) == expected  # the oracle: torch's own shutdown
+    assert json.loads(r.stdout.split("\n")[-2]) == expected

@@ -36,7 +36,7 @@ class HeldMarks:
         self.epochs = 0  # epoch marks held
         self.began = began  # the pass's iter()
         self.ended = None  # its end (StopIteration), once it came
-        self.previous = previous  # a later pass's: the training loader before it
+        self.previous = previous  # a later pass's: the training loader before it (LoaderRef)
 
     def now_ns(self):
         return self.sink.now_ns()

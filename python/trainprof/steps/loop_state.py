@@ -1,18 +1,57 @@
 """What the training loop has shown, process-wide, that every thread's step
 tracker reads (trainprof.steps.tracker), and how a DataLoader is told to be
-like the training's. Imports nothing."""
+like the training's. Imports weakref alone."""
+
+import weakref
 
 
-def same_kind(a, b):
-    """Whether DataLoader a reads as the training loader b did: the same
-    dataset object, batch size and kind of sampler (an evaluation's loader
-    over the training set is most often unshuffled, or batched otherwise)."""
-    dataset = getattr(b, "dataset", None)
+def _weak(obj):
+    """A callable giving obj back while it lives (a weak reference), or for
+    good where obj takes none (a list as a dataset: the script's own)."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
+class LoaderRef:
+    """A DataLoader the trackers keep in mind (the training's, the one
+    before a later pass) without keeping it alive: a loader with persistent
+    workers the script let go of would keep them, its dataset and their
+    memory, until the interpreter's exit, where multiprocessing ends them by
+    SIGTERM instead of the loader's own orderly shutdown. What same_kind
+    asks of it is kept as read when it was first iterated (a DataLoader's
+    batch size and sampler can't be set again)."""
+
+    __slots__ = ("_loader", "_dataset", "batch_size", "sampler_type")
+
+    def __init__(self, loader):
+        self._loader = _weak(loader)
+        dataset = getattr(loader, "dataset", None)
+        self._dataset = None if dataset is None else _weak(dataset)
+        self.batch_size = getattr(loader, "batch_size", None)
+        self.sampler_type = type(getattr(loader, "sampler", None))
+
+    def refers_to(self, loader):
+        """Whether this is loader (never, once that loader is gone)."""
+        return self._loader() is loader
+
+    def dataset(self):
+        """Its dataset while it lives, else None."""
+        return None if self._dataset is None else self._dataset()
+
+
+def same_kind(loader, ref):
+    """Whether loader reads as the training loader ref (a LoaderRef) did:
+    the same dataset object, batch size and kind of sampler (an
+    evaluation's loader over the training set is most often unshuffled, or
+    batched otherwise)."""
+    dataset = ref.dataset()
     return (
         dataset is not None
-        and getattr(a, "dataset", None) is dataset
-        and getattr(a, "batch_size", None) == getattr(b, "batch_size", None)
-        and type(getattr(a, "sampler", None)) is type(getattr(b, "sampler", None))
+        and getattr(loader, "dataset", None) is dataset
+        and getattr(loader, "batch_size", None) == ref.batch_size
+        and type(getattr(loader, "sampler", None)) is ref.sampler_type
     )
 
 
@@ -20,7 +59,7 @@ class Loop:
     """What the training loop has shown, process-wide (changed under the GIL)."""
 
     def __init__(self):
-        self.main_loader = None  # the training DataLoader (the first one iterated)
+        self.main_loader = None  # LoaderRef: the training DataLoader (the first one iterated)
         self.step_optimizer = None  # weakref: the optimizer whose updates end steps
         self.first_work_ns = None  # the first training forward's time
         self.epochs = 0  # epochs marked

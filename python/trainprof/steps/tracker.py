@@ -65,7 +65,7 @@ the time the boundary really was):
 import weakref
 
 from trainprof.steps.held_marks import HeldMarks
-from trainprof.steps.loop_state import same_kind
+from trainprof.steps.loop_state import LoaderRef, same_kind
 from trainprof.steps.state import FRAMEWORK_LOOPS
 
 UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
@@ -220,7 +220,7 @@ class StepTracker:
         if (
             self.held is not None
             and self.held.previous is not None
-            and loader is not loop.main_loader
+            and not loop.main_loader.refers_to(loader)
         ):
             self._drop_held()  # a later pass left untrained for another's: an evaluation
         if (
@@ -230,13 +230,13 @@ class StepTracker:
             and grad
             and self.switches.manual_steps not in FRAMEWORK_LOOPS
         ):  # the framework says
-            loop.main_loader = loader
+            loop.main_loader = LoaderRef(loader)
             if not loop.backwards and not loop.updates and self.held is None:
                 self.held = HeldMarks(self.sink, self.sink.now_ns())
                 self.sink = self.held
         elif (
             loop.main_loader is not None
-            and loader is not loop.main_loader
+            and not loop.main_loader.refers_to(loader)
             and grad
             and (
                 (
@@ -251,7 +251,7 @@ class StepTracker:
             # a new DataLoader for the next pass (the next epoch, its dataset
             # the same or, the model training, a new one), or the training's:
             # the first one iterated never trained (an evaluation)
-            previous, loop.main_loader = loop.main_loader, loader
+            previous, loop.main_loader = loop.main_loader, LoaderRef(loader)
             if self.held is not None and not loop.backwards:
                 self._drop_held()
             elif loop.backwards and not same_kind(loader, previous):
@@ -259,7 +259,7 @@ class StepTracker:
                 # validation with neither eval() nor no_grad, until it trains
                 self.held = HeldMarks(self.sink, self.sink.now_ns(), previous)
                 self.sink = self.held
-        if loader is not loop.main_loader:
+        if loop.main_loader is None or not loop.main_loader.refers_to(loader):
             return "eval" if self._evaluation_may_begin(grad) else None
         if self.held is not None and self.held.ended is not None:  # its next pass: it was one
             self._give_held()

@@ -287,14 +287,15 @@ class Leaky(Dataset):
     def __getitem__(self, i):
         self.kept.append(bytearray(128 << 10))  # 128 KiB a sample, touched
         return torch.randn(8), torch.tensor(i % 2)
-model = nn.Linear(8, 2)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-end = time.time() + 80  # a minute to forecast from, past the start-up
-for x, y in DataLoader(Leaky(), batch_size=8, num_workers=2):
-    opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
-    time.sleep(0.05)
-    if time.time() > end:
-        break
+if __name__ == "__main__":  # workers from a fork server (3.14) import the script
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    end = time.time() + 80  # a minute to forecast from, past the start-up
+    for x, y in DataLoader(Leaky(), batch_size=8, num_workers=2):
+        opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+        time.sleep(0.05)
+        if time.time() > end:
+            break
 """
 
 

@@ -125,6 +125,7 @@ def names_in_code(fn):
 
 
 def pytest_configure(config):
+    config.pluginmanager.register(MachineRerun(), "machine_rerun")
     config.addinivalue_line(
         "markers", "machine: judges the machine's load; run alone (make test-py's serial part)"
     )
@@ -206,6 +207,56 @@ def pytest_runtest_protocol(item, nextitem):
     )
     with open(log, "a") as f:
         f.write(line)
+
+
+# A test that judges the machine brings its conditions (its burners, or
+# none), but a VM's host can take the CPUs away (steal) at any time: 20-23 %
+# over the runs in which test_pace found its change of pace 15 and 71 steps
+# from where the script made it (2026-12-03; the reports named the steal),
+# while the same test passed 10 times in a row with under 10 %. Such a test
+# that fails while the host stole STEAL_RERUN of the CPU time or more is run
+# once more, and the terminal says so; one that fails again fails. By hand,
+# not pytest-rerunfailures: whether to run again depends on what the host
+# did during the run, which its markers can't say before it.
+STEAL_RERUN = 0.05
+
+
+def _steal_and_total_ticks():
+    """The machine's steal and total CPU ticks so far (/proc/stat's cpu line)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]  # user .. steal
+    return fields[7], sum(fields)
+
+
+class MachineRerun:
+    """The plugin that runs a machine test once more (above); registered
+    apart from this module's own pytest_runtest_protocol, which wraps it."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        if item.get_closest_marker("machine") is None:
+            return None
+        from _pytest.runner import runtestprotocol
+
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        for attempt in (1, 2):
+            steal, total = _steal_and_total_ticks()
+            reports = runtestprotocol(item, nextitem=nextitem, log=False)
+            steal2, total2 = _steal_and_total_ticks()
+            stolen = (steal2 - steal) / (total2 - total) if total2 > total else 0.0
+            if attempt == 2 or not any(r.failed for r in reports) or stolen < STEAL_RERUN:
+                break
+            said = f"{item.nodeid}: failed while the VM's host stole {stolen:.0%} of the CPU; once more"
+            reporter = item.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter:
+                reporter.write_line(said)
+            for r in reports:
+                if r.failed:  # what the first run said, in the second's report
+                    item.add_report_section("call", "first run", f"{said}\n{r.longreprtext}")
+        for r in reports:
+            item.ihook.pytest_runtest_logreport(report=r)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
 
 
 class OthersCpu:

@@ -266,7 +266,16 @@ def test_a_function_that_takes_over_a_phase_is_the_change_cause(
     assert function, causes
     assert function[0]["function"] == "slow_decode" and function[0]["phase"] == "dataloader_next"
     assert function[0]["samples_of"] == ("dataloader_workers" if workers else "step_thread")
-    assert function[0]["before"] <= 0.05 and function[0]["after"] >= 0.5, function
+    # before: the workers' samples of the regime before the change, which
+    # holds the slow items they decoded ahead of step 251 (1-2 % when the
+    # change is found at 252) and every slow step the change was found late
+    # by: 7 % at step 266, in a CI run whose VM's host stole 20 % of the CPU
+    # over the first half (the report said so)
+    late = max(0, regimes[at[0]]["first_step"] - 252)
+    assert function[0]["before"] <= 0.03 + 0.005 * late and function[0]["after"] >= 0.5, (
+        regimes[at[0]]["first_step"],
+        function,
+    )
     assert function[0]["file"].endswith("decode.py") and function[0]["line"] > 0
     text = trainprof("report", run_file).stdout
     change = " ".join(text.split("Changes of pace\n")[1].split("\n\n")[0].split())

@@ -199,6 +199,7 @@ def test_accelerate_s_loader_that_fetches_ahead_counts_each_step_s_batches(tmp_p
     ahead of the one it hands out: counted at the fetch, each epoch's first
     step had three micro-batches and its last one ("1.98 micro-batches" for
     2). Counted as handed out, every step has its two."""
+    needs("accelerate")
     truth, rep = record(
         tmp_path,
         run_file,
@@ -238,6 +239,7 @@ def test_accelerate_s_dispatching_loader_counts_each_rank_s_slice(tmp_path, run_
     job's 500 samples and the wrong steps' batches, rank 1 no step at all.
     Counted as each rank is handed its batch, both ranks have their own 8
     steps of two batches."""
+    needs("accelerate")
     script = tmp_path / "dispatch.py"
     script.write_text(
         COMMON

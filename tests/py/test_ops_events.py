@@ -95,3 +95,41 @@ def test_a_window_whose_events_cant_be_read_is_sent_skipped_with_why(monkeypatch
         at += 4 + n
     note = texts[header[-2]]
     assert note.startswith("the profiler's events could not be read: AttributeError"), note
+
+
+# What Kineto wrote at each window's stop under torch 2.14.1 and 2.15.0 (PyPI's
+# CUDA builds) on this machine, which has no GPU driver (2026-12-03)
+NO_DRIVER = b"ERROR:2026-12-03 07:25:03 16670:16670 DeviceProperties.cpp:56] gpuGetDeviceCount failed with code 35\n"
+CUPTI = b"WARNING:2026-12-03 07:25:03 16670:16670 CuptiActivityApi.cpp:83] CUPTI_ERROR_INSUFFICIENT_PRIVILEGES\n"
+
+
+def kineto_said(*lines):
+    """What ops._quiet kept of lines written to standard error during a
+    profiler call, as the window's stop reads it."""
+
+    def call():
+        import os
+
+        for line in lines:
+            os.write(2, line)
+
+    ops._quiet(call)
+    return ops._quiet.last
+
+
+def test_a_window_without_cuda_leaves_out_kineto_s_no_gpu_line(capfd):
+    """A CUDA build of torch on a machine without a GPU: its window's note
+    said "ERROR:<time> <pid>:<tid> DeviceProperties.cpp:56] gpuGetDeviceCount
+    failed with code 35\\x0a" in every CPU user's report. A window without
+    CUDA leaves that line out; one with CUDA keeps it, and every note says
+    each line's level and text, not its time, ids and source line."""
+    said = kineto_said(b"the script's own line\n", NO_DRIVER)
+    assert capfd.readouterr().err == "the script's own line\n"  # written back
+    assert ops._window_note(said, cuda=False) is None
+    assert ops._window_note(said, cuda=True) == "error: gpuGetDeviceCount failed with code 35"
+    said = kineto_said(CUPTI, NO_DRIVER)
+    assert ops._window_note(said, cuda=False) == "warning: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"
+    assert ops._window_note(said, cuda=True) == (
+        "warning: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES; error: gpuGetDeviceCount failed with code 35"
+    )
+    assert len(ops._window_note(kineto_said(*[CUPTI] * 20), cuda=True)) == 300

@@ -134,10 +134,33 @@ def _quiet(call):
                 kept.append(line)
         if other:
             os.write(2, b"".join(other))
-        _quiet.last = b"".join(kept).decode("utf-8", "replace")[:300]
+        _quiet.last = b"".join(kept).decode("utf-8", "replace")
 
 
 _quiet.last = ""
+
+# What a CUDA build of PyTorch's Kineto says at every window on a machine
+# without a GPU (code 35: no driver; 100: no device): that no GPU is there,
+# which a window without CUDA knows. PyPI's torch for Linux is that build,
+# so without this every CPU user's report said "ERROR: ... gpuGetDeviceCount
+# failed with code 35" beside each window (torch 2.14.1 and 2.15.0).
+_NO_GPU_HERE = re.compile(r"\] gpuGetDeviceCount failed with code \d+$")
+
+
+def _window_note(said, cuda):
+    """The note of a window from Kineto's warning and error lines (said):
+    each line's text after its prefix's "file:line] ", joined by "; ", at
+    most 300 characters; None where nothing is left. Without CUDA, the
+    lines that say only that no GPU is here are left out."""
+    notes = []
+    for line in said.splitlines():
+        line = line.rstrip()
+        if not line or (not cuda and _NO_GPU_HERE.search(line)):
+            continue
+        level, _, rest = line.partition(":")
+        text = rest.split("] ", 1)[1] if "] " in rest else rest
+        notes.append(f"{level.lower()}: {text}" if text else level.lower())
+    return "; ".join(notes)[:300] or None
 
 
 class Capture:
@@ -293,7 +316,7 @@ class Capture:
         finally:
             if window.get("let_go"):
                 self.cupti_let_go_ns = _native.now_ns()
-        window["note"] = _quiet.last or None
+        window["note"] = _window_note(_quiet.last, window["cuda"])
         self.send(window, result=result, skip=skip)
 
     def at_exit(self):

@@ -4,7 +4,6 @@ import json
 import os
 import random
 import re
-import resource
 import signal
 import socket
 import sqlite3
@@ -506,32 +505,51 @@ def test_fake_gpus_end_to_end(run_file):
     assert "GPUs, agent" in text and "gpu=0  Fake GPU 0" in text
 
 
-def test_real_pytorch_training(run_file):
+# Runs a command as a child subreaper (prctl): the processes it leaves
+# orphaned are reparented to it, not to init, and reaped here, so that what
+# they used is charged with the rest; prints the CPU-seconds of all of them.
+# A DataLoader's workers under a fork server (3.14's default start method)
+# are the server's children, and the server, which no one waits for, ends
+# after the script: its CPU, the workers' with it, was charged to init.
+CHARGED_ALL = """
+import ctypes, os, resource, subprocess, sys
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(used.ru_utime + used.ru_stime)
+sys.exit(rc)
+"""
+
+
+@pytest.mark.parametrize("start", ["fork", "forkserver"])
+def test_real_pytorch_training(tmp_path, run_file, start):
     """The training tree's CPU, as recorded, is what the kernel charged the
-    command (the oracle: this process's children's rusage around it), not a
-    share of a machine that other tests may be loading."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    r = trainprof(
-        "record",
-        "-o",
-        run_file,
-        "--",
-        PYTHON,
-        ROOT / "examples" / "train.py",
-        "--epochs",
-        "1",
-        "--samples",
-        "4096",
-        "--workers",
-        "2",
+    command and every process it started (the oracle: their rusage, all
+    reaped by a subreaper), not a share of a machine that other tests may be
+    loading; with its DataLoader's workers forked by the script, and started
+    by a fork server, as from CPython 3.14 by default."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        f"import multiprocessing, runpy\nmultiprocessing.set_start_method({start!r})\n"
+        f"runpy.run_path({str(ROOT / 'examples' / 'train.py')!r}, run_name='__main__')\n"
+    )
+    r = subprocess.run(
+        [PYTHON, "-c", CHARGED_ALL, PROGRAM, "record", "-q", "-o", run_file, "--", PYTHON, script]
+        + ["--epochs", "1", "--samples", "4096", "--workers", "2"],
+        capture_output=True,
+        text=True,
         timeout=300,
     )
     assert r.returncode == 0, r.stderr
+    charged = float(r.stdout.split()[-1])
     rep = report_json(run_file)
     assert metric(rep, "proc_count")["max"] >= 3  # the script and its 2 DataLoader workers
     assert metric(rep, "proc_threads")["max"] > 3
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    charged = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     # each sample is the tree's share over the interval since the one before
     points = samples(run_file, "proc_cpu_percent")
     seen = sum(v / 100 * (t1 - t0) for (t0, _), (t1, v) in zip(points, points[1:]))

@@ -81,7 +81,7 @@ check: build test-format test-python-style test-layers test-c
 	$(PYTEST_ENV) $(PY) -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist loadfile -m "not machine" \
 	    $(CHECK_PY:%=tests/py/%.py)
 
-# Binary wheels for every CPython 3.9-3.14 here, repaired by auditwheel to carry
+# Binary wheels for every CPython 3.9-3.15 here, repaired by auditwheel to carry
 # SQLite, ncurses and libmicrohttpd (manylinux); the source package
 wheel: deps
 	tools/wheel.sh dist

@@ -138,8 +138,15 @@ def check(wheel):
         work.mkdir()
         runtime.mkdir(mode=0o700)
         # the venv without a pip of its own (ensurepip: 2 CPU-seconds each);
-        # the project's pip installs into it, as pip installs into any venv
-        subprocess.run([py, "-m", "venv", "--without-pip", venv], check=True)
+        # the project's pip installs into it, as pip installs into any venv.
+        # That pip (23.2, .venv's) can't run under 3.15, whose importlib.metadata
+        # made Distribution.locate_file abstract: a 3.15 venv gets the pip its
+        # CPython carries, as its users' do.
+        own_pip = int(tag[3:]) >= 15
+        subprocess.run(
+            [py, "-m", "venv", *([] if own_pip else ["--without-pip"]), venv], check=True
+        )
+        pip = [venv / "bin" / "pip"] if own_pip else [PIP, "--python", venv / "bin" / "python"]
         env = {
             "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
             "HOME": str(home),
@@ -148,8 +155,7 @@ def check(wheel):
             "LANG": "C.UTF-8",
         }
         r = subprocess.run(
-            [PIP, "--python", venv / "bin" / "python", "install", "-q", "--no-index"]
-            + ["--no-cache-dir", wheel],
+            [*pip, "install", "-q", "--no-index", "--no-cache-dir", wheel],
             env=env,
             capture_output=True,
             text=True,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Binary wheels of trainprof for every CPython from 3.9 to 3.14 found on this
+# Binary wheels of trainprof for every CPython from 3.9 to 3.15 found on this
 # machine (pyenv's, and python3.N on the PATH), repaired by auditwheel so that
 # each carries what the program and the extension need beyond glibc (SQLite,
 # ncurses, libmicrohttpd and theirs) and is tagged manylinux.
@@ -29,7 +29,7 @@ raw=$(mktemp -d)
 trap 'rm -rf "$raw"' EXIT
 
 interpreters() {
-    for minor in 9 10 11 12 13 14; do
+    for minor in 9 10 11 12 13 14 15; do
         local found=""
         for p in "$HOME"/.pyenv/versions/3."$minor".*/bin/python3."$minor" \
             "$(command -v python3."$minor" 2>/dev/null || true)"; do
@@ -69,7 +69,7 @@ for py in $(interpreters); do
     fi
     built=$((built + 1))
 done
-[ "$built" -gt 0 ] || { echo "$0: no CPython 3.9 to 3.14 found" >&2; exit 2; }
+[ "$built" -gt 0 ] || { echo "$0: no CPython 3.9 to 3.15 found" >&2; exit 2; }
 for whl in "$raw"/*.whl; do
     PATH="$PWD/$venv:$PATH" "$venv/auditwheel" repair -w "$out" "$whl" 2>&1 | grep -v '^INFO' || true
 done

@@ -140,7 +140,7 @@ WALK = textwrap.dedent("""
 def cpythons():
     found = []
     for exe in sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python3.*")):
-        if re.search(r"python3\.(9|1[0-4])$", exe):
+        if re.search(r"python3\.(9|1[0-5])$", exe):
             found.append(exe)
     return found or [PYTHON]
 

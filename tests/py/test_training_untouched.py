@@ -66,14 +66,21 @@ print(json.dumps({"recompiles": sum(counters["recompiles"].values()),
 """
 
 
-def test_torch_compile_compiles_as_without_record(run_file, tmp_path):
-    script = tmp_path / "compiled.py"
-    script.write_text(COMPILED)
+def bare_and_recorded(script, run_file):
+    """What the script printed run bare (the oracle) and under record,
+    each asserted to have succeeded."""
     plain = subprocess.run([PYTHON, script], capture_output=True, text=True, timeout=300)
     assert plain.returncode == 0, plain.stderr
     r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
     assert r.returncode == 0, r.stderr
-    expected, got = json.loads(plain.stdout), json.loads(r.stdout.splitlines()[-1])
+    return plain.stdout, r.stdout
+
+
+def test_torch_compile_compiles_as_without_record(run_file, tmp_path):
+    script = tmp_path / "compiled.py"
+    script.write_text(COMPILED)
+    plain, recorded = bare_and_recorded(script, run_file)
+    expected, got = json.loads(plain), json.loads(recorded.splitlines()[-1])
     assert got == expected and got["recompiles"] == 0, (got, expected)
     rep = json.loads(trainprof("report", "--json", run_file).stdout)
     # ... with record's scheduled capture window over compiled steps (Inductor's
@@ -123,16 +130,13 @@ if __name__ == "__main__":
 def test_a_loader_the_script_lets_go_of_is_freed_as_without_record(run_file, tmp_path):
     """A DataLoader with persistent workers, its model and its optimizer,
     which the script no longer holds, are freed at once, and the workers
-    shut down by the loader, under record as without. trainprof held the training loader: its workers lived until
-    the interpreter's exit, where multiprocessing ended them by SIGTERM (on
-    CPython 3.14, whose workers come from a fork server, the report then
-    said a worker was killed)."""
+    shut down by the loader, under record as without. trainprof held the
+    training loader: its workers lived until the interpreter's exit, where
+    multiprocessing ended them by SIGTERM (on CPython 3.14, whose workers
+    come from a fork server, the report then said a worker was killed)."""
     script = tmp_path / "let_go.py"
     script.write_text(LET_GO)
-    plain = subprocess.run([PYTHON, script], capture_output=True, text=True, timeout=300)
-    assert plain.returncode == 0, plain.stderr
-    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, timeout=300)
-    assert r.returncode == 0, r.stderr
+    plain, recorded = bare_and_recorded(script, run_file)
     expected = {"freed": [True, True, True], "workers": 0, "after_gc": True}
-    assert json.loads(plain.stdout) == expected  # the oracle: torch's own shutdown
-    assert json.loads(r.stdout.split("\n")[-2]) == expected
+    assert json.loads(plain) == expected  # the oracle: torch's own shutdown
+    assert json.loads(recorded.split("\n")[-2]) == expected

@@ -73,16 +73,17 @@ class Slow(Dataset):
         while time.process_time() < end:
             pass
         return torch.randn(256), i % 10
-model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)).cuda()
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-loader = DataLoader(Slow(), batch_size=16, num_workers=2, pin_memory=True)
-for step, (x, y) in enumerate(loader):
-    x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
-    opt.zero_grad()
-    nn.functional.cross_entropy(model(x), y).backward()
-    opt.step()
-    if step + 1 == int(sys.argv[1]):
-        break
+if __name__ == "__main__":  # workers from a fork server (3.14+) import the script
+    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(Slow(), batch_size=16, num_workers=2, pin_memory=True)
+    for step, (x, y) in enumerate(loader):
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        if step + 1 == int(sys.argv[1]):
+            break
 """
 
 # A GPU that never answers: after 30 steps a ~60 s kernel, then `.item()`

@@ -226,12 +226,13 @@ class Images(Dataset):
         (fast_decode if i < STEPS // 2 else slow_decode)(i)
         return torch.randn(16, 64), torch.randint(0, 4, (16,))
 
-model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 4))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-loader = DataLoader(Images(), batch_size=None, num_workers=int(os.environ["WORKERS"]))
-for x, y in loader:
-    spin(8)
-    opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+if __name__ == "__main__":  # workers from a fork server (3.14+) import the script
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = DataLoader(Images(), batch_size=None, num_workers=int(os.environ["WORKERS"]))
+    for x, y in loader:
+        spin(8)
+        opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
 """
 
 

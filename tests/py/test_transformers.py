@@ -35,17 +35,18 @@ class Counts(TrainerCallback):  # the script's own count of what the Trainer ran
     def on_save(self, args, state, control, **kwargs):
         Counts.saves += 1
 
-config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=64, max_position_embeddings=32)
-args = TrainingArguments(output_dir=sys.argv[1], per_device_train_batch_size=8,
-                         gradient_accumulation_steps=4, num_train_epochs=2, eval_strategy="steps",
-                         eval_steps=5, save_steps=10, dataloader_num_workers=2, report_to=[],
-                         use_cpu=True, logging_steps=1000, disable_tqdm=True)
-trainer = Trainer(model=BertForSequenceClassification(config), args=args, train_dataset=Data(320),
-                  eval_dataset=Data(64), callbacks=[Counts()])
-trainer.train()
-print(json.dumps({"global_step": trainer.state.global_step, "evaluations": Counts.evaluations,
-                  "saves": Counts.saves}))
+if __name__ == "__main__":  # workers from a fork server (3.14+) import the script
+    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=32)
+    args = TrainingArguments(output_dir=sys.argv[1], per_device_train_batch_size=8,
+                             gradient_accumulation_steps=4, num_train_epochs=2, eval_strategy="steps",
+                             eval_steps=5, save_steps=10, dataloader_num_workers=2, report_to=[],
+                             use_cpu=True, logging_steps=1000, disable_tqdm=True)
+    trainer = Trainer(model=BertForSequenceClassification(config), args=args, train_dataset=Data(320),
+                      eval_dataset=Data(64), callbacks=[Counts()])
+    trainer.train()
+    print(json.dumps({"global_step": trainer.state.global_step, "evaluations": Counts.evaluations,
+                      "saves": Counts.saves}))
 """
 
 

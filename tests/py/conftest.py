@@ -212,8 +212,8 @@ def pytest_runtest_protocol(item, nextitem):
 # A test that judges the machine brings its conditions (its burners, or
 # none), but a VM's host can take the CPUs away (steal) at any time: 20-23 %
 # over the runs in which test_pace found its change of pace 15 and 71 steps
-# from where the script made it (2026-12-03; the reports named the steal),
-# while the same test passed 10 times in a row with under 10 %. Such a test
+# from where the script made it (2026-12-03, their reports show it; 2 of 17
+# runs that day, one alone in CI and one here). Such a test
 # that fails while the host stole STEAL_RERUN of the CPU time or more is run
 # once more, and the terminal says so; one that fails again fails. By hand,
 # not pytest-rerunfailures: whether to run again depends on what the host

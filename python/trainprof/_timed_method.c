@@ -25,12 +25,65 @@ typedef struct {
 
 static PyObject *str_is_cpu, *str_is_meta, *str_device, *str_cpu;
 
+/* Tensor.is_cpu read through its getter, for the type it was last read on.
+ * PyObject_GetAttr finds it each time (the type's attribute cache, the
+ * descriptor's checks: ~130 instructions of a timed CPU call's ~370 over
+ * torch's own, issue 56); this calls the getter torch's own lookup would.
+ * It holds while the type's version tag is the one it was found under: any
+ * change to the type or a base (a monkeypatched is_cpu) clears the tag, and
+ * a tag is never given twice. Only for types whose attribute lookup is
+ * CPython's generic one, where a data descriptor (a getset) wins over the
+ * instance's dict. One type: the GIL orders the writes, and each read
+ * checks all it uses. */
+static struct {
+    PyTypeObject *type; /* strong: a tag is checked on the type it came from */
+    PyObject *descr;    /* strong: keeps its PyGetSetDef */
+    unsigned int tag;
+    getter get;
+    void *closure;
+} is_cpu_getter;
+
+static void remember_is_cpu_getter(PyTypeObject *type)
+{
+    if (type->tp_getattro != PyObject_GenericGetAttr ||
+        !PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) || type->tp_version_tag == 0)
+        return;
+    PyObject *descr = _PyType_Lookup(type, str_is_cpu); /* borrowed */
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyGetSetDescr_Type))
+        return;
+    PyGetSetDef *def = ((PyGetSetDescrObject *)descr)->d_getset;
+    if (def->get == NULL)
+        return;
+    Py_INCREF(type);
+    Py_INCREF(descr);
+    Py_XDECREF(is_cpu_getter.type);
+    Py_XDECREF(is_cpu_getter.descr);
+    is_cpu_getter.type = type;
+    is_cpu_getter.descr = descr;
+    is_cpu_getter.tag = type->tp_version_tag;
+    is_cpu_getter.get = def->get;
+    is_cpu_getter.closure = def->closure;
+}
+
+/* tensor.is_cpu (a new reference, or NULL with an exception set). */
+static PyObject *read_is_cpu(PyObject *tensor)
+{
+    PyTypeObject *type = Py_TYPE(tensor);
+    if (type == is_cpu_getter.type && type->tp_version_tag == is_cpu_getter.tag &&
+        PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG))
+        return is_cpu_getter.get(tensor, is_cpu_getter.closure);
+    PyObject *value = PyObject_GetAttr(tensor, str_is_cpu);
+    if (value != NULL)
+        remember_is_cpu_getter(type);
+    return value;
+}
+
 /* 1 when tensor is on the CPU or the meta device (nothing to wait for), 0 on
  * another device, -1 when it can't be told (not a tensor: the original
  * method then says what is wrong). */
 static int on_host(PyObject *tensor)
 {
-    PyObject *cpu = PyObject_GetAttr(tensor, str_is_cpu);
+    PyObject *cpu = read_is_cpu(tensor);
     if (cpu == NULL)
         return -1;
     int yes = cpu == Py_True;
@@ -86,7 +139,7 @@ static PyObject *to_filter_vectorcall(PyObject *callable, PyObject *const *args,
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *through = self->moves;
     if (nargs > 0) {
-        PyObject *cpu = PyObject_GetAttr(args[0], str_is_cpu);
+        PyObject *cpu = read_is_cpu(args[0]);
         if (cpu == NULL) {
             PyErr_Clear();
         } else {

@@ -78,8 +78,8 @@ def allocator_instructions(path):
 
 
 def run(arm, seed, steps, args, d):
-    """{thread: Ir} of one arm's process at `steps` steps under a hash seed,
-    and the training thread's Ir in the allocator under "allocator"."""
+    """({thread: Ir}, the training thread's Ir in the allocator) of one
+    arm's process at `steps` steps under a hash seed."""
     prefix = os.path.join(d, f"cg-{arm.replace(':', '_')}-s{seed}-{steps}")
     grind = [
         "valgrind",
@@ -97,9 +97,7 @@ def run(arm, seed, steps, args, d):
         raise SystemExit(f"step_instructions.py: {arm} failed: {r.stderr[-1500:]}")
     files = glob.glob(prefix + ".*")
     pid = sorted({re.match(r".*\.(\d+)", f).group(1) for f in files})[-1]  # the python's
-    counts = thread_instructions(f"{prefix}.{pid}")
-    counts["allocator"] = allocator_instructions(f"{prefix}.{pid}-01")
-    return counts
+    return thread_instructions(f"{prefix}.{pid}"), allocator_instructions(f"{prefix}.{pid}-01")
 
 
 def main():
@@ -144,24 +142,18 @@ def summarize(got, arms, seeds, n1, n2):
     the other threads'), and each arm's difference to bare under the same
     seed: per seed, their median and spread, in instructions and percent."""
     result = {"model": "standin", "steps": [n1, n2], "seeds": seeds}
-    per_step, alloc = {}, {}
+    per_step, others, alloc = {}, {}, {}
     for a in arms:
         for s in seeds:
-            high, low = got[a, s, n2], got[a, s, n1]
+            (high, high_alloc), (low, low_alloc) = got[a, s, n2], got[a, s, n1]
             per_step[a, s] = (high.get(1, 0) - low.get(1, 0)) / (n2 - n1)
-            alloc[a, s] = (high["allocator"] - low["allocator"]) / (n2 - n1)
+            others[a, s] = (
+                sum(high.values()) - high.get(1, 0) - sum(low.values()) + low.get(1, 0)
+            ) / (n2 - n1)
+            alloc[a, s] = (high_alloc - low_alloc) / (n2 - n1)
         result[a] = {
             "training_thread_ir_per_step": [round(per_step[a, s]) for s in seeds],
-            "other_threads_ir_per_step": [
-                round(
-                    (
-                        sum(v for t, v in got[a, s, n2].items() if t not in (1, "allocator"))
-                        - sum(v for t, v in got[a, s, n1].items() if t not in (1, "allocator"))
-                    )
-                    / (n2 - n1)
-                )
-                for s in seeds
-            ],
+            "other_threads_ir_per_step": [round(others[a, s]) for s in seeds],
             "allocator_ir_per_step": [round(alloc[a, s]) for s in seeds],
         }
     for a in arms:

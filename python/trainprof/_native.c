@@ -10,6 +10,10 @@
 
 #include "_per_thread.h"
 #include "_stack_sampler.h"
+#include "_loader_next.h"
+#include "_step_hooks.h"
+#include "_thread_state.h"
+#include "_timed_call.h"
 #include "_timed_method.h"
 #include "facts.h"
 #include "ops_window.h"
@@ -160,6 +164,29 @@ static PyObject *py_timed_method(PyObject *module, PyObject *const *args, Py_ssi
         return NULL;
     }
     return tp_py_timed_method_new(args[0], ((Region *)args[1])->id);
+}
+
+/* TimedCall(module_ref, inner, compiled, region): a module's timed call
+ * (_timed_call.c). */
+static PyObject *py_timed_call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4 || Py_TYPE(args[3]) != &RegionType) {
+        PyErr_SetString(PyExc_TypeError, "timed_call(module_ref, inner, compiled, region)");
+        return NULL;
+    }
+    return tp_py_timed_call_new(args[0], args[1], args[2], args[3], ((Region *)args[3])->id);
+}
+
+/* region_id(region): a Region's number in the recording. */
+static PyObject *py_region_id(PyObject *module, PyObject *r)
+{
+    (void)module;
+    if (Py_TYPE(r) != &RegionType) {
+        PyErr_SetString(PyExc_TypeError, "region_id() takes a trainprof.Region");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLong(((Region *)r)->id);
 }
 
 /* to_filter(to, moves, dtype type): Tensor.to in front of its Python
@@ -504,6 +531,19 @@ static PyMethodDef module_methods[] = {
      "timed_method(method, region): a tensor method timed where the tensor is on a device."},
     {"to_filter", (PyCFunction)(void (*)(void))py_to_filter, METH_FASTCALL,
      "to_filter(to, moves, dtype type): Tensor.to, straight where nothing moves to a device."},
+    {"timed_call", (PyCFunction)(void (*)(void))py_timed_call, METH_FASTCALL,
+     "timed_call(module_ref, inner, compiled, region): a module's timed call."},
+    {"_region_id", py_region_id, METH_O, NULL},
+    {"_timed_call_setup", tp_py_timed_call_setup, METH_O, NULL},
+    {"_thread_state_setup", tp_py_thread_state_setup, METH_O, NULL},
+    {"_twins_only", tp_py_twins_only, METH_O, NULL},
+    {"_step_hooks_setup", tp_py_step_hooks_setup, METH_O, NULL},
+    {"_loader_next_setup", tp_py_loader_next_setup, METH_O, NULL},
+    {"handing_out", (PyCFunction)(void (*)(void))tp_py_handing_out_new, METH_FASTCALL,
+     "handing_out(orig_next, twin): a DataLoader iterator's __next__, in C where it can."},
+    {"step_hook", (PyCFunction)(void (*)(void))tp_py_step_hook_new, METH_FASTCALL,
+     "step_hook(hook, kind): an optimizer step hook ('pre' or 'post') taken in C."},
+    {"_timed_call_fast", tp_py_timed_call_fast, METH_O, NULL},
     {"per_thread", tp_py_per_thread, METH_O,
      "per_thread(cls): this thread's instance of cls (made by cls() on first use)."},
     {"_set_decorator_factory", py_set_decorator_factory, METH_O, NULL},
@@ -530,7 +570,9 @@ static struct PyModuleDef native_module = {
 
 PyMODINIT_FUNC PyInit__native(void)
 {
-    if (PyType_Ready(&RegionType) < 0 || tp_py_timed_method_ready() < 0)
+    if (PyType_Ready(&RegionType) < 0 || tp_py_timed_method_ready() < 0 ||
+        tp_py_timed_call_ready() < 0 || tp_py_step_hooks_ready() < 0 ||
+        tp_py_loader_next_ready() < 0)
         return NULL;
     region_cache = PyDict_New();
     if (!region_cache)
@@ -541,6 +583,10 @@ PyMODINIT_FUNC PyInit__native(void)
     Py_INCREF(&RegionType);
     if (PyModule_AddObject(m, "Region", (PyObject *)&RegionType) < 0) {
         Py_DECREF(&RegionType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "TimedCall", tp_py_timed_call_type()) < 0) {
         Py_DECREF(m);
         return NULL;
     }

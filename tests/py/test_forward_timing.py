@@ -188,6 +188,42 @@ def test_a_model_timed_eagerly_then_compiled_makes_one_graph(run_file, tmp_path)
     assert names["forward"]["count"] == 3 + 3
 
 
+HOOKED_IN_COMPILED = """
+import torch
+from torch import nn
+from torch._dynamo.utils import counters
+from trainprof.patches import forward
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(4, 8), torch.randint(0, 2, (4,))
+for _ in range(40):  # eager: the global hooks find the model, then go
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+gone = forward.Discovery.handles is None
+# a hook of the model's own: Dynamo calls Module.__call__, and so its timed call
+model.register_forward_hook(lambda module, args, output: None)
+step = torch.compile(lambda x, y: nn.functional.cross_entropy(model(x), y), backend="eager")
+for _ in range(3):
+    step(x, y).backward()
+print(type(model._compiled_call_impl).__name__, gone, counters["stats"]["unique_graphs"],
+      sum(counters["graph_break"].values()))
+"""
+
+
+def test_a_timed_call_traced_by_dynamo_breaks_no_graph(run_file, tmp_path):
+    """The timed call is C, but Dynamo inlines its Python twin (the type's
+    __call__ as Python sees it) where it traces a module call with hooks:
+    one graph, no break, and the compiled calls are the graph's, not timed."""
+    out = record_script(tmp_path, run_file, HOOKED_IN_COMPILED, "hooked.py")
+    assert out.split() == ["TimedCall", "True", "1", "0"]
+    names = {t["name"]: t for t in report_json(run_file)["timings"] if t["rank"] == -1}
+    assert names["forward"]["count"] == 40
+    assert names["backward"]["count"] == 43
+
+
 FUNCTIONAL_MODEL = """
 import torch
 from torch import nn

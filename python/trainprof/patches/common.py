@@ -97,6 +97,10 @@ class ThreadState:
         self.traced = False  # Dynamo traces the code that asked (see _fresh)
 
 
+# the C paths (python/trainprof/_thread_state.c) read its slots straight
+_native._thread_state_setup(ThreadState)
+
+
 def tracker():
     """This thread's step tracker (for the cold paths: the hot ones take it
     from their ThreadState)."""
@@ -173,6 +177,7 @@ def trace_recording_as_nothing(_dynamo=None):
     substitute = getattr(getattr(torch, "compiler", None), "substitute_in_graph", None)
     if substitute is None:
         ASK_COMPILING = True
+        _native._timed_call_fast(False)  # module calls ask too (patches.forward)
         return
     for name, result in _NATIVE_CALLS.items():
 
@@ -187,6 +192,7 @@ def trace_recording_as_nothing(_dynamo=None):
         substitute(per_thread, skip_signature_check=True)(_fresh)
     except (TypeError, ValueError, RuntimeError):  # per_thread would break graphs
         ASK_COMPILING = True
+        _native._timed_call_fast(False)
 
 
 def first_tensor(batch, depth=0):

@@ -43,6 +43,7 @@ import weakref
 
 import torch
 
+from trainprof import _native
 from trainprof.patches import common as _common
 from trainprof.patches.common import (
     R_FORWARD,
@@ -109,8 +110,9 @@ def forward_begin(local, module, region, args, kwargs=None):
     tracker = local.tracker
     if grad:
         local.forward_seen = True
-        tracker.forward(training)
+        counted_here = tracker.forward(training)
     else:  # an evaluation's call (no_grad, inference_mode): no training work
+        counted_here = False
         tracker.module_call()
     if training:
         if _facts.wants_model:
@@ -124,12 +126,7 @@ def forward_begin(local, module, region, args, kwargs=None):
             begin(R_TRAIN)
         # the samples are the model's batches where no DataLoader marks the
         # steps; a closure's batch counts once
-        if (
-            local.batch_model == id(module)
-            and not local.closure_again
-            and tracker.loop.main_loader is None
-            and not tracker.switches.manual_steps
-        ):
+        if counted_here and local.batch_model == id(module) and not local.closure_again:
             count_samples(args or tuple((kwargs or {}).values()))
     if DEVICE_PHASES:
         device = module_device(module)
@@ -146,52 +143,69 @@ def forward_end(local, region):
         flush_samples()
 
 
-class TimedCall:
-    """A module's own timed call: times the module's outermost calls as
-    forward (or loss: region_of), and calls what Module.__call__ would
-    have (its _call_impl, or the compiled call Module.compile() had set).
-    Holds the module weakly (no cycle keeps a deleted model's memory), and
-    pickles as None, so that a module saved whole never needs trainprof to
-    load."""
+def timed_call(self, *args, **kwargs):
+    """A module's own timed call (a TimedCall, self): times the module's
+    outermost calls as forward (or loss: region_of), and calls what
+    Module.__call__ would have (its _call_impl, or the compiled call
+    Module.compile() had set). TimedCall is C (python/trainprof/_timed_call.c),
+    which takes the steady state itself (forward_begin's, without device
+    times per phase, once the global hooks are gone: keep the two in step)
+    and this, its Python twin, for everything else; Dynamo sees this as its
+    __call__ and inlines it. It holds the module weakly (no cycle keeps a
+    deleted model's memory), and pickles as None, so that a module saved
+    whole never needs trainprof to load."""
+    module = self.module()
+    call = self.inner or module._call_impl
+    if _common.ASK_COMPILING and _is_compiling():  # traced (see common.ASK_COMPILING)
+        return call(*args, **kwargs)
+    local = per_thread(ThreadState)
+    # nested, or traced by torch.compile, or by torch.export's tracing
+    if local.depth or local.traced or _common.COMPILER._is_compiling_flag:
+        return call(*args, **kwargs)
+    local.depth = 1
+    if Discovery.handles is not None:
+        Discovery.quiet += 1
+        if Discovery.quiet >= Discovery.limit:
+            discovery_stop()
+    region = self.region
+    try:
+        forward_begin(local, module, region, args, kwargs)
+        if Discovery.handles is not None and self.compiled:
+            return call_without_hooks(call, args, kwargs)
+        return call(*args, **kwargs)
+    finally:
+        local.depth = 0
+        end(region)  # forward_end(local, region), inline: twice a step
+        if local.device_times is not None:
+            device_end(region, local)
+        if local.pending is not None:
+            flush_samples()
 
-    __slots__ = ("module", "inner", "compiled", "region", "__weakref__")
 
-    def __init__(self, module, inner, compiled=False):
-        self.module = weakref.ref(module)
-        self.inner = inner
-        self.compiled = compiled  # a module torch.compile() returned
-        self.region = region_of(module)
+_native._timed_call_setup(
+    {
+        "call": timed_call,
+        "grad_enabled": _grad_enabled,
+        "compiler": _common.COMPILER,
+        "facts": _facts,
+        "count_samples": count_samples,
+        "flush_samples": flush_samples,
+        "device_begin": device_begin,
+        "device_end": device_end,
+        "train": R_TRAIN,
+        "train_id": _native._region_id(R_TRAIN),
+        "device_times": DEVICE_TIMES,
+    }
+)
+TimedCall = _native.TimedCall
 
-    def __call__(self, *args, **kwargs):
-        module = self.module()
-        call = self.inner or module._call_impl
-        if _common.ASK_COMPILING and _is_compiling():  # traced (see common.ASK_COMPILING)
-            return call(*args, **kwargs)
-        local = per_thread(ThreadState)
-        # nested, or traced by torch.compile, or by torch.export's tracing
-        if local.depth or local.traced or _common.COMPILER._is_compiling_flag:
-            return call(*args, **kwargs)
-        local.depth = 1
-        if Discovery.handles is not None:
-            Discovery.quiet += 1
-            if Discovery.quiet >= Discovery.limit:
-                discovery_stop()
-        region = self.region
-        try:
-            forward_begin(local, module, region, args, kwargs)
-            if Discovery.handles is not None and self.compiled:
-                return call_without_hooks(call, args, kwargs)
-            return call(*args, **kwargs)
-        finally:
-            local.depth = 0
-            end(region)  # forward_end(local, region), inline: twice a step
-            if local.device_times is not None:
-                device_end(region, local)
-            if local.pending is not None:
-                flush_samples()
 
-    def __reduce__(self):
-        return type(None), ()
+def _fast_path():
+    """The C path of timed calls is taken while the global hooks are gone,
+    torch's compiling flag can be relied on and no phase has device times."""
+    _native._timed_call_fast(
+        Discovery.handles is None and not _common.ASK_COMPILING and not DEVICE_PHASES
+    )
 
 
 def give_timed_call(module, compiled=False):
@@ -201,7 +215,9 @@ def give_timed_call(module, compiled=False):
         return False
     inner = module.__dict__.get("_compiled_call_impl")
     if not isinstance(inner, TimedCall):
-        module.__dict__["_compiled_call_impl"] = TimedCall(module, inner, compiled)
+        module.__dict__["_compiled_call_impl"] = _native.timed_call(
+            weakref.ref(module), inner, compiled, region_of(module)
+        )
     return True
 
 
@@ -286,6 +302,7 @@ def discovery_start(limit=QUIET):
     except TypeError:  # torch < 2.1: no always_call
         post = mm.register_module_forward_hook(discovery_post_hook)
     Discovery.handles = (pre, post)
+    _fast_path()
 
 
 def forward_unseen():
@@ -304,6 +321,7 @@ def discovery_stop():
     SampleDim.looking = False
     for handle in handles or ():
         handle.remove()
+    _fast_path()
 
 
 def patch_compile():

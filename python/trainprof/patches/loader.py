@@ -17,6 +17,7 @@ from torch.utils.data.dataloader import _BaseDataLoaderIter
 from trainprof import _native
 from trainprof.patches.common import (
     R_NEXT,
+    R_TRAIN,
     ThreadState,
     begin,
     count_samples,
@@ -25,7 +26,7 @@ from trainprof.patches.common import (
     per_thread,
     sample_shape,
 )
-from trainprof.patches.device import device_poll, timed_threads
+from trainprof.patches.device import device_end, device_poll, timed_threads
 from trainprof.patches.distributed import tell_rank
 from trainprof.patches.forward import QUIET, QUIET_AGAIN, discovery_start
 from trainprof.patches.loop import _end_train_batch, _timed
@@ -227,10 +228,7 @@ def _handing_out(orig_next):
                     end(R_NEXT)
         except StopIteration:
             if main:
-                if self._trainprof_held is not None:  # handed out now: the loader's last
-                    _count_held(self._trainprof_held)
-                    self._trainprof_held = None
-                tracker.fetch_stopped(fetched_only, began_step)
+                _main_stopped(self, tracker, fetched_only, began_step)
             elif getattr(self, "_trainprof_eval", False):
                 self._trainprof_eval = False
                 tracker.other_stopped()
@@ -244,10 +242,7 @@ def _handing_out(orig_next):
                     size, total, drop_last = sizes
                     n = size if drop_last else min(size, total - (self._num_yielded - 1) * size)
                 if self._trainprof_ahead:  # the batch before is handed out now
-                    held = self._trainprof_held
-                    self._trainprof_held = n if n > 0 else (sample_shape(batch),)
-                    if held is not None:
-                        _count_held(held)
+                    _hand_out_ahead(self, n, batch)
                 elif n > 0:
                     _native.samples(n)
                 else:  # its first tensor's size
@@ -257,7 +252,47 @@ def _handing_out(orig_next):
             tracker.fetched(self._num_yielded == self._trainprof_len)
         return batch
 
-    return __next__
+    # the training pass's fetches in C (python/trainprof/_loader_next.c); this
+    # __next__ is its twin, for every other case: keep the two in step
+    return _native.handing_out(orig_next, __next__)
+
+
+def _main_stopped(it, tracker, fetched_only, began_step):
+    """The training pass it ended (StopIteration) instead of giving a batch:
+    a batch it held back is handed out now (the loader's last), and the
+    tracker told (fetched_only and began_step: what it said before and at
+    the fetch)."""
+    if it._trainprof_held is not None:
+        _count_held(it._trainprof_held)
+        it._trainprof_held = None
+    tracker.fetch_stopped(fetched_only, began_step)
+
+
+def _hand_out_ahead(it, n, batch):
+    """A batch of a pass that hands each out one fetch after fetching it
+    came (n: its samples, 0 where the batch tells them): held, and the one
+    before counted."""
+    held = it._trainprof_held
+    it._trainprof_held = n if n > 0 else (sample_shape(batch),)
+    if held is not None:
+        _count_held(held)
+
+
+_native._loader_next_setup(
+    {
+        "state": _state,
+        "timed_threads": timed_threads,
+        "device_poll": device_poll,
+        "device_end": device_end,
+        "count_samples": count_samples,
+        "stopped": _main_stopped,
+        "ahead": _hand_out_ahead,
+        "train": R_TRAIN,
+        "train_id": _native._region_id(R_TRAIN),
+        "next_id": _native._region_id(R_NEXT),
+        "bottleneck": _bottleneck.ACTIVE,
+    }
+)
 
 
 def _accelerate_loader(caller):

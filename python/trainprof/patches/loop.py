@@ -140,9 +140,29 @@ def _patch_optimizer():
         local.optimizer_stepped = True
         _training_step_ends(optimizer, local)
 
-    opt.register_optimizer_step_pre_hook(pre_hook)
-    opt.register_optimizer_step_post_hook(post_hook)
+    # in C where no closure and no device time per phase is to be seen to
+    # (python/trainprof/_step_hooks.c: keep the two in step); these are its twins
+    opt.register_optimizer_step_pre_hook(_native.step_hook(pre_hook, "pre"))
+    opt.register_optimizer_step_post_hook(_native.step_hook(post_hook, "post"))
     _patch_grad_scaler()
+
+
+def _call_twin(self, *args, **kwargs):
+    """A StepHook's __call__ as Python (and Dynamo) sees it: its twin's."""
+    return self.twin(*args, **kwargs)
+
+
+_native._step_hooks_setup(
+    {
+        "call": _call_twin,
+        "optim": R_OPTIM,
+        "optim_id": _native._region_id(R_OPTIM),
+        "train": R_TRAIN,
+        "train_id": _native._region_id(R_TRAIN),
+        "device_end": device_end,
+        "device_phases": DEVICE_PHASES,
+    }
+)
 
 
 def _training_step_ends(optimizer, local):

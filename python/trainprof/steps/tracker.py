@@ -448,21 +448,25 @@ class StepTracker:
         self.undecided = None
 
     def forward(self, training):
-        """An outermost module call with gradients on."""
+        """An outermost module call with gradients on. Returns whether the
+        model's training calls count the batches: no DataLoader marks the
+        steps, nor does the script."""
         self.fetched_only = self.after_update = False  # training work (_work_marks)
         if self.open_pending is not None or self.out_of_step or self.pending_epoch is not None:
             self._work_marks()
-        if training:
-            self.eval_since = None  # a training forward: no evaluation pass
-            # given before the forward runs: a death in it has them (a later
-            # pass's wait for a backward: its model trains throughout)
-            if self.held is not None and self.held.previous is None:
-                self._give_held()
-            loop = self.loop
-            if loop.first_work_ns is None:  # where updates mark the steps, the first's start
-                loop.first_work_ns = self.sink.now_ns()
-                if self._loader_elsewhere():  # before its batch is counted
-                    self._fetched_elsewhere()
+        if not training:
+            return False
+        self.eval_since = None  # a training forward: no evaluation pass
+        # given before the forward runs: a death in it has them (a later
+        # pass's wait for a backward: its model trains throughout)
+        if self.held is not None and self.held.previous is None:
+            self._give_held()
+        loop = self.loop
+        if loop.first_work_ns is None:  # where updates mark the steps, the first's start
+            loop.first_work_ns = self.sink.now_ns()
+            if self._loader_elsewhere():  # before its batch is counted
+                self._fetched_elsewhere()
+        return loop.main_loader is None and not self.switches.manual_steps
 
     def module_call(self):
         """An outermost module call with gradients off (an evaluation's).

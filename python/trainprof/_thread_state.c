@@ -1,0 +1,104 @@
+/* _thread_state.c: ThreadState's slots for the C paths (_timed_call.c,
+ * _step_hooks.c).
+ *
+ * ThreadState is a Python class with __slots__, so each attribute sits at a
+ * fixed offset in the object, which its member descriptor tells. The C
+ * paths read and write those words straight (a load and a store, where
+ * PyObject_GetAttr costs ~100 instructions), and only on an object whose
+ * type is exactly the class the offsets came from. */
+#include "_thread_state.h"
+
+#include <structmember.h>
+
+#include "_per_thread.h"
+
+Py_ssize_t tp_py_slot_offset[TS_COUNT];
+static PyTypeObject *state_type; /* strong; NULL until setup */
+static int twins_only;           /* _twins_only(True): the C paths step aside */
+
+static const char *const slot_names[TS_COUNT] = {
+    [TS_DEPTH] = "depth",
+    [TS_TRACED] = "traced",
+    [TS_TRAIN_BATCH] = "train_batch",
+    [TS_BATCH_MODEL] = "batch_model",
+    [TS_FORWARD_SEEN] = "forward_seen",
+    [TS_CLOSURE_AGAIN] = "closure_again",
+    [TS_OPTIMIZER_STEP] = "optimizer_step",
+    [TS_OPTIMIZER_STEPPED] = "optimizer_stepped",
+    [TS_DEVICE_TIMES] = "device_times",
+    [TS_PENDING] = "pending",
+    [TS_TRACKER] = "tracker",
+};
+
+/* The offset of a writable __slots__ attribute of cls, or -1. */
+static Py_ssize_t slot_offset(PyTypeObject *cls, const char *name)
+{
+    PyObject *descr = PyDict_GetItemString(cls->tp_dict, name); /* borrowed */
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        return -1;
+    PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
+    return def->type == T_OBJECT_EX && !(def->flags & READONLY) ? def->offset : -1;
+}
+
+PyObject *tp_py_thread_state_setup(PyObject *module, PyObject *cls)
+{
+    (void)module;
+    if (state_type != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_thread_state_setup: once per process");
+        return NULL;
+    }
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "_thread_state_setup(ThreadState)");
+        return NULL;
+    }
+    for (int s = 0; s < TS_COUNT; s++)
+        if ((tp_py_slot_offset[s] = slot_offset((PyTypeObject *)cls, slot_names[s])) < 0) {
+            PyErr_Format(PyExc_TypeError, "_thread_state_setup: %s.%s is no slot",
+                         ((PyTypeObject *)cls)->tp_name, slot_names[s]);
+            return NULL;
+        }
+    Py_INCREF(cls);
+    state_type = (PyTypeObject *)cls;
+    Py_RETURN_NONE;
+}
+
+PyObject *tp_py_thread_state(void)
+{
+    if (state_type == NULL || twins_only)
+        return NULL;
+    PyObject *local = tp_py_per_thread(NULL, (PyObject *)state_type);
+    if (local != NULL && (Py_TYPE(local) != state_type || tp_slot_get(local, TS_TRACKER) == NULL))
+        Py_CLEAR(local);
+    return local;
+}
+
+void tp_slot_set(PyObject *local, int slot, PyObject *value)
+{
+    PyObject **at = (PyObject **)((char *)local + tp_py_slot_offset[slot]);
+    PyObject *old = *at;
+    Py_INCREF(value);
+    *at = value;
+    Py_XDECREF(old);
+}
+
+int tp_truthy(PyObject *o)
+{
+    if (o == NULL || o == Py_False || o == Py_None)
+        return 0;
+    if (o == Py_True)
+        return 1;
+    int yes = PyObject_IsTrue(o);
+    if (yes < 0)
+        PyErr_Clear();
+    return yes > 0;
+}
+
+PyObject *tp_py_twins_only(PyObject *module, PyObject *on)
+{
+    (void)module;
+    int yes = PyObject_IsTrue(on);
+    if (yes < 0)
+        return NULL;
+    twins_only = yes;
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,104 @@
+"""The hot paths in C (a module's timed call, the optimizer step's hooks,
+the training DataLoader's fetches: python/trainprof/_timed_call.c,
+_step_hooks.c, _loader_next.c) record what their Python twins record: the
+same training, recorded once as it runs and once with every C path stepped
+aside (trainprof._native._twins_only), gives the same steps, epochs,
+samples and regions."""
+
+import textwrap
+
+from conftest import PYTHON, report_json, trainprof
+
+TRAINING = """
+import sys
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+import trainprof._native
+
+if sys.argv[1] == "twins":
+    trainprof._native._twins_only(True)
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+criterion = nn.CrossEntropyLoss()
+opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+if sys.argv[2] == "no_loader":  # the model's calls count the samples, the updates mark the steps
+    for _ in range(40):  # the global hooks look for 16, then the C paths take over
+        opt.zero_grad()
+        criterion(model(torch.randn(7, 8)), torch.randint(0, 3, (7,))).backward()
+        opt.step()
+    sys.exit(0)
+train = DataLoader(TensorDataset(torch.randn(150, 8), torch.randint(0, 3, (150,))),
+                   batch_size=16)  # 10 batches a pass, the last of 6
+held_out = DataLoader(TensorDataset(torch.randn(40, 8), torch.randint(0, 3, (40,))),
+                      batch_size=20)
+for epoch in range(3):
+    model.train()
+    for x, y in train:
+        opt.zero_grad()
+        criterion(model(x), y).backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():  # an evaluation pass: another loader, no gradients
+        for x, y in held_out:
+            criterion(model(x), y)
+# a pass of a closure's optimizer: the closure's calls are timed apart
+lbfgs = torch.optim.LBFGS(model.parameters(), max_iter=3)
+model.train()
+for x, y in train:
+    def closure():
+        lbfgs.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        return loss
+    lbfgs.step(closure)
+"""
+
+
+def recorded(tmp_path, how, part):
+    """What the report says of TRAINING's part ("loader", "no_loader")
+    recorded with the C paths (how "c") or their twins only ("twins")."""
+    script, run_file = tmp_path / "train.py", tmp_path / f"{how}-{part}.db"
+    script.write_text(textwrap.dedent(TRAINING))
+    r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, how, part, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = report_json(run_file)
+    steps = rep["steps"][0]
+    return {
+        "steps": (steps["count"], steps["samples"]),
+        "epochs": [(e["epoch"], e["batches"], e["samples"], e["steps"]) for e in rep["epochs"]],
+        "regions": {t["name"]: t["count"] for t in rep["timings"] if t["rank"] == -1},
+    }
+
+
+def test_the_c_paths_record_what_their_twins_record(tmp_path):
+    c, twins = recorded(tmp_path, "c", "loader"), recorded(tmp_path, "twins", "loader")
+    assert c == twins
+    # the training's own counts: 3 passes of 10 batches (150 samples), then
+    # one of LBFGS, whose steps each call their closure 3 times; an
+    # evaluation of 2 batches after each of the first 3
+    assert c["steps"] == (4 * 10, 4 * 150)
+    assert c["epochs"] == [(0, 10, 150, 10), (1, 10, 150, 10), (2, 10, 150, 10), (3, 10, 150, 10)]
+    calls = 3 * 10 + 3 * 2 + 10 * 3  # the model's: training, evaluation, closures
+    assert c["regions"] == {
+        "forward": calls,
+        "loss": calls,
+        "backward": 3 * 10 + 10 * 3,
+        "optimizer_step": 3 * 10 + 10 * 3,  # a closure's step: timed after each call
+        "train_batch": 4 * 10,
+        "dataloader_next": 3 * (10 + 1) + 3 * (2 + 1) + (10 + 1),  # batches, and each end
+        "evaluate": 3,
+    }
+
+
+def test_the_c_paths_count_a_loop_without_a_loader_as_their_twins_do(tmp_path):
+    c, twins = recorded(tmp_path, "c", "no_loader"), recorded(tmp_path, "twins", "no_loader")
+    assert c == twins
+    assert c["steps"] == (40, 40 * 7) and c["epochs"] == []
+    assert c["regions"] == {
+        "forward": 40,
+        "loss": 40,
+        "backward": 40,
+        "optimizer_step": 40,
+        "train_batch": 40,
+    }

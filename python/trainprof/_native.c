@@ -13,6 +13,7 @@
 #include "_loader_next.h"
 #include "_step_hooks.h"
 #include "_thread_state.h"
+#include "_timed_backward.h"
 #include "_timed_call.h"
 #include "_timed_method.h"
 #include "facts.h"
@@ -537,6 +538,9 @@ static PyMethodDef module_methods[] = {
     {"_timed_call_setup", tp_py_timed_call_setup, METH_O, NULL},
     {"_thread_state_setup", tp_py_thread_state_setup, METH_O, NULL},
     {"_twins_only", tp_py_twins_only, METH_O, NULL},
+    {"_ask_compiling", tp_py_set_ask_compiling, METH_O, NULL},
+    {"timed_backward", (PyCFunction)(void (*)(void))tp_py_timed_backward_new, METH_FASTCALL,
+     "timed_backward(orig, twin, parts): Tensor.backward timed, in C where it can."},
     {"_step_hooks_setup", tp_py_step_hooks_setup, METH_O, NULL},
     {"_loader_next_setup", tp_py_loader_next_setup, METH_O, NULL},
     {"handing_out", (PyCFunction)(void (*)(void))tp_py_handing_out_new, METH_FASTCALL,
@@ -572,7 +576,7 @@ PyMODINIT_FUNC PyInit__native(void)
 {
     if (PyType_Ready(&RegionType) < 0 || tp_py_timed_method_ready() < 0 ||
         tp_py_timed_call_ready() < 0 || tp_py_step_hooks_ready() < 0 ||
-        tp_py_loader_next_ready() < 0)
+        tp_py_loader_next_ready() < 0 || tp_py_timed_backward_ready() < 0)
         return NULL;
     region_cache = PyDict_New();
     if (!region_cache)

@@ -15,6 +15,7 @@
 Py_ssize_t tp_py_slot_offset[TS_COUNT];
 static PyTypeObject *state_type; /* strong; NULL until setup */
 static int twins_only;           /* _twins_only(True): the C paths step aside */
+int tp_py_ask_compiling;
 
 static const char *const slot_names[TS_COUNT] = {
     [TS_DEPTH] = "depth",
@@ -100,5 +101,15 @@ PyObject *tp_py_twins_only(PyObject *module, PyObject *on)
     if (yes < 0)
         return NULL;
     twins_only = yes;
+    Py_RETURN_NONE;
+}
+
+PyObject *tp_py_set_ask_compiling(PyObject *module, PyObject *on)
+{
+    (void)module;
+    int yes = PyObject_IsTrue(on);
+    if (yes < 0)
+        return NULL;
+    tp_py_ask_compiling = yes;
     Py_RETURN_NONE;
 }

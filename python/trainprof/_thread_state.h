@@ -75,6 +75,14 @@ enum {
 
 extern Py_ssize_t tp_py_slot_offset[TS_COUNT];
 
+/* Set where torch's compiling flag can't be relied on (patches.common's
+ * ASK_COMPILING): the C paths then leave every call to their twins, which
+ * ask is_compiling(). */
+extern int tp_py_ask_compiling;
+
+/* _ask_compiling(on): sets tp_py_ask_compiling. */
+PyObject *tp_py_set_ask_compiling(PyObject *module, PyObject *on);
+
 /* _thread_state_setup(cls): finds each slot's offset in cls (ThreadState);
  * None, or a TypeError where one is no writable slot. Once per process. */
 PyObject *tp_py_thread_state_setup(PyObject *module, PyObject *cls);

@@ -274,7 +274,7 @@ static PyObject *timed_call_vectorcall(PyObject *callable, PyObject *const *args
                                        PyObject *kwnames)
 {
     TimedCall *self = (TimedCall *)callable;
-    if (!cfg.fast)
+    if (!cfg.fast || tp_py_ask_compiling)
         return call_twin(self, args, nargsf, kwnames);
     PyObject *local = tp_py_thread_state();
     if (local == NULL)

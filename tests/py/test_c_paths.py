@@ -1,6 +1,7 @@
 """The hot paths in C (a module's timed call, the optimizer step's hooks,
-the training DataLoader's fetches: python/trainprof/_timed_call.c,
-_step_hooks.c, _loader_next.c) record what their Python twins record: the
+the training DataLoader's fetches, Tensor.backward:
+python/trainprof/_timed_call.c, _step_hooks.c, _loader_next.c,
+_timed_backward.c) record what their Python twins record: the
 same training, recorded once as it runs and once with every C path stepped
 aside (trainprof._native._twins_only), gives the same steps, epochs,
 samples and regions."""

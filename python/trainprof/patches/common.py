@@ -143,6 +143,7 @@ COMPILER = getattr(torch, "compiler", None)
 if not hasattr(COMPILER, "_is_compiling_flag"):
     COMPILER = _NoFlag
 ASK_COMPILING = COMPILER is _NoFlag
+_native._ask_compiling(ASK_COMPILING)  # and the C paths' twins too (_thread_state.h)
 
 # What each recording call gives back, for its stand-in while Dynamo traces
 _NATIVE_CALLS = {
@@ -177,7 +178,7 @@ def trace_recording_as_nothing(_dynamo=None):
     substitute = getattr(getattr(torch, "compiler", None), "substitute_in_graph", None)
     if substitute is None:
         ASK_COMPILING = True
-        _native._timed_call_fast(False)  # module calls ask too (patches.forward)
+        _native._ask_compiling(True)  # the C paths leave every call to their twins
         return
     for name, result in _NATIVE_CALLS.items():
 
@@ -192,7 +193,7 @@ def trace_recording_as_nothing(_dynamo=None):
         substitute(per_thread, skip_signature_check=True)(_fresh)
     except (TypeError, ValueError, RuntimeError):  # per_thread would break graphs
         ASK_COMPILING = True
-        _native._timed_call_fast(False)
+        _native._ask_compiling(True)
 
 
 def first_tensor(batch, depth=0):

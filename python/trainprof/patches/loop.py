@@ -305,4 +305,16 @@ def _patch_backward():
             local.forward_seen = False
 
     backward.__trainprof_wrapped__ = orig
-    torch.Tensor.backward = backward
+    # in C where it can (python/trainprof/_timed_backward.c): this is its twin
+    torch.Tensor.backward = _native.timed_backward(
+        orig,
+        backward,
+        {
+            "compiler": _common.COMPILER,
+            "forward_unseen": forward_unseen,
+            "device_end": device_end,
+            "region": R_BACKWARD,
+            "region_id": _native._region_id(R_BACKWARD),
+            "device_phases": DEVICE_PHASES,
+        },
+    )

@@ -1,0 +1,224 @@
+/* _timed_backward.c: Tensor.backward timed as backward (trainprof.patches.loop)
+ * in C.
+ *
+ * Once a step: the step tracker told of the training work, backward's
+ * region around torch's, and forward_seen reset after it. The Python wrapper
+ * cost a frame and 55 opcodes a step on the CPU stand-in (issue 56); the C
+ * path costs one Python call, the tracker's backward(). It steps aside for
+ * its Python twin wherever the twin has more to do: torch's compiling flag
+ * can't be relied on (_thread_state.h's ask_compiling), device times per
+ * phase, a ThreadState it can't read. Dynamo never calls either: it traces
+ * tensor.backward() by name (a graph break, or its own rewrite).
+ *
+ * A method descriptor (Py_TPFLAGS_METHOD_DESCRIPTOR), as torch.Tensor's
+ * backward is a function: loss.backward() binds no method object. */
+#include "_timed_backward.h"
+
+#include <stddef.h>
+#include <structmember.h>
+
+#include "_thread_state.h"
+#include "trainprof.h"
+
+typedef struct {
+    PyObject_HEAD PyObject *orig; /* torch's Tensor.backward */
+    PyObject *twin;               /* loop.py's backward around it */
+    PyObject *compiler;           /* torch.compiler's dict: _is_compiling_flag */
+    PyObject *forward_unseen;     /* patches.forward.forward_unseen() */
+    PyObject *device_end;         /* patches.device.device_end(region, local) */
+    PyObject *region;             /* the backward Region */
+    uint32_t region_id;
+    int device_phases;
+    vectorcallfunc vectorcall;
+} TimedBackward;
+
+static PyObject *str_backward, *str_is_compiling_flag;
+
+/* Tracker told, region begun; 0, or -1 with an exception set. */
+static int backward_begins(TimedBackward *self, PyObject *local)
+{
+    if (!tp_truthy(tp_slot_get(local, TS_FORWARD_SEEN))) { /* the model may be unfound */
+        PyObject *r = PyObject_CallNoArgs(self->forward_unseen);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+    }
+    PyObject *tracker = tp_slot_get(local, TS_TRACKER);
+    PyObject *r = PyObject_VectorcallMethod(str_backward, &tracker, 1, NULL);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    tp_begin(self->region_id);
+    return 0;
+}
+
+/* The finally of loop.py's backward: region ended, its device time's end,
+ * forward_seen reset. The call's own exception (result NULL) is kept. */
+static PyObject *backward_ends(TimedBackward *self, PyObject *local, PyObject *result)
+{
+    tp_kept_error raised;
+    tp_error_keep(&raised);
+    tp_end(self->region_id);
+    PyObject *r = Py_NewRef(Py_None);
+    if (tp_is_set(tp_slot_get(local, TS_DEVICE_TIMES))) {
+        Py_DECREF(r);
+        r = PyObject_CallFunctionObjArgs(self->device_end, self->region, local, NULL);
+    }
+    tp_slot_set(local, TS_FORWARD_SEEN, Py_False);
+    if (r == NULL && result == NULL) { /* the call's own exception goes on */
+        PyErr_WriteUnraisable((PyObject *)self);
+    } else if (r == NULL) {
+        Py_CLEAR(result);
+        tp_error_drop(&raised);
+        return NULL;
+    }
+    Py_XDECREF(r);
+    tp_error_restore(&raised);
+    return result;
+}
+
+static PyObject *timed_backward_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                           PyObject *kwnames)
+{
+    TimedBackward *self = (TimedBackward *)callable;
+    if (tp_py_ask_compiling || self->device_phases || self->compiler == NULL)
+        return PyObject_Vectorcall(self->twin, args, nargsf, kwnames);
+    PyObject *local = tp_py_thread_state();
+    if (local == NULL)
+        return PyErr_Occurred() ? NULL : PyObject_Vectorcall(self->twin, args, nargsf, kwnames);
+    PyObject *flag = PyDict_GetItemWithError(self->compiler, str_is_compiling_flag);
+    PyObject *result = NULL;
+    if (tp_truthy(tp_slot_get(local, TS_TRACED)) || tp_truthy(flag)) /* traced: as is */
+        result = PyObject_Vectorcall(self->orig, args, nargsf, kwnames);
+    else if (!PyErr_Occurred() && backward_begins(self, local) == 0)
+        result = backward_ends(self, local, PyObject_Vectorcall(self->orig, args, nargsf, kwnames));
+    Py_DECREF(local);
+    return result;
+}
+
+/* t.backward without a call: a bound method, as a function's would be. */
+static PyObject *timed_backward_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    (void)type;
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+/* The original's name, doc and the rest (functools.wraps' view of it). */
+static PyObject *timed_backward_getattro(PyObject *self, PyObject *name)
+{
+    PyObject *found = PyObject_GenericGetAttr(self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return found;
+    PyErr_Clear();
+    return PyObject_GetAttr(((TimedBackward *)self)->orig, name);
+}
+
+static int timed_backward_traverse(TimedBackward *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->orig);
+    Py_VISIT(self->twin);
+    Py_VISIT(self->compiler);
+    Py_VISIT(self->forward_unseen);
+    Py_VISIT(self->device_end);
+    Py_VISIT(self->region);
+    return 0;
+}
+
+static int timed_backward_clear(TimedBackward *self)
+{
+    Py_CLEAR(self->orig);
+    Py_CLEAR(self->twin);
+    Py_CLEAR(self->compiler);
+    Py_CLEAR(self->forward_unseen);
+    Py_CLEAR(self->device_end);
+    Py_CLEAR(self->region);
+    return 0;
+}
+
+static void timed_backward_dealloc(TimedBackward *self)
+{
+    PyObject_GC_UnTrack(self);
+    timed_backward_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *timed_backward_repr(TimedBackward *self)
+{
+    return PyUnicode_FromFormat("<trainprof timed %R>", self->orig);
+}
+
+static PyMemberDef timed_backward_members[] = {
+    {"__trainprof_wrapped__", T_OBJECT, offsetof(TimedBackward, orig), READONLY,
+     "Tensor.backward."},
+    {"__wrapped__", T_OBJECT, offsetof(TimedBackward, orig), READONLY, "Tensor.backward."},
+    {"twin", T_OBJECT, offsetof(TimedBackward, twin), READONLY, "The Python that does it all."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject TimedBackwardType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "trainprof._native.TimedBackward",
+    .tp_basicsize = sizeof(TimedBackward),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_vectorcall_offset = offsetof(TimedBackward, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = timed_backward_get,
+    .tp_getattro = timed_backward_getattro,
+    .tp_traverse = (traverseproc)timed_backward_traverse,
+    .tp_clear = (inquiry)timed_backward_clear,
+    .tp_dealloc = (destructor)timed_backward_dealloc,
+    .tp_repr = (reprfunc)timed_backward_repr,
+    .tp_members = timed_backward_members,
+    .tp_doc = "Tensor.backward timed as backward (trainprof.patches.loop).",
+};
+
+int tp_py_timed_backward_ready(void)
+{
+    str_backward = PyUnicode_InternFromString("backward");
+    str_is_compiling_flag = PyUnicode_InternFromString("_is_compiling_flag");
+    if (str_backward == NULL || str_is_compiling_flag == NULL)
+        return -1;
+    return PyType_Ready(&TimedBackwardType);
+}
+
+PyObject *tp_py_timed_backward_new(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3 || !PyCallable_Check(args[0]) || !PyCallable_Check(args[1]) ||
+        !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "timed_backward(orig, twin, parts: dict)");
+        return NULL;
+    }
+    PyObject *parts = args[2];
+    PyObject *compiler = PyDict_GetItemString(parts, "compiler"); /* borrowed, all */
+    PyObject *unseen = PyDict_GetItemString(parts, "forward_unseen");
+    PyObject *end = PyDict_GetItemString(parts, "device_end");
+    PyObject *region = PyDict_GetItemString(parts, "region");
+    PyObject *region_id = PyDict_GetItemString(parts, "region_id");
+    PyObject *phases = PyDict_GetItemString(parts, "device_phases");
+    if (!compiler || !unseen || !end || !region || !region_id || !phases ||
+        !PyCallable_Check(unseen) || !PyCallable_Check(end) || !PyLong_Check(region_id)) {
+        PyErr_SetString(PyExc_TypeError, "timed_backward: a part missing or of the wrong kind");
+        return NULL;
+    }
+    uint32_t id = (uint32_t)PyLong_AsUnsignedLong(region_id);
+    if (PyErr_Occurred())
+        return NULL;
+    TimedBackward *self = PyObject_GC_New(TimedBackward, &TimedBackwardType);
+    if (self == NULL)
+        return NULL;
+    self->orig = Py_NewRef(args[0]);
+    self->twin = Py_NewRef(args[1]);
+    /* a torch without the flag (no module): the twin asks is_compiling() */
+    self->compiler = PyModule_Check(compiler) ? Py_NewRef(PyModule_GetDict(compiler)) : NULL;
+    self->forward_unseen = Py_NewRef(unseen);
+    self->device_end = Py_NewRef(end);
+    self->region = Py_NewRef(region);
+    self->region_id = id;
+    self->device_phases = PyObject_IsTrue(phases) > 0;
+    self->vectorcall = timed_backward_vectorcall;
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}

@@ -15,6 +15,7 @@
  * iterator class's __next__: next(it) calls it with the iterator, and no
  * bound method is made. */
 #include "_loader_next.h"
+#include "_method_like.h"
 
 #include <stddef.h>
 #include <structmember.h>
@@ -197,23 +198,10 @@ static PyObject *handing_out_vectorcall(PyObject *callable, PyObject *const *arg
     return batch;
 }
 
-/* it.__next__ without a call: a bound method, as a function's would be. */
-static PyObject *handing_out_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    (void)type;
-    if (obj == NULL || obj == Py_None)
-        return Py_NewRef(self);
-    return PyMethod_New(self, obj);
-}
-
 /* The twin's name, doc and the rest (functools.wraps' view of it). */
 static PyObject *handing_out_getattro(PyObject *self, PyObject *name)
 {
-    PyObject *found = PyObject_GenericGetAttr(self, name);
-    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
-        return found;
-    PyErr_Clear();
-    return PyObject_GetAttr(((HandingOut *)self)->twin, name);
+    return tp_py_getattr_or_wrapped(self, name, ((HandingOut *)self)->twin);
 }
 
 static int handing_out_traverse(HandingOut *self, visitproc visit, void *arg)
@@ -256,7 +244,7 @@ static PyTypeObject HandingOutType = {
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_vectorcall_offset = offsetof(HandingOut, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_descr_get = handing_out_get,
+    .tp_descr_get = tp_py_bind_method,
     .tp_getattro = handing_out_getattro,
     .tp_traverse = (traverseproc)handing_out_traverse,
     .tp_clear = (inquiry)handing_out_clear,

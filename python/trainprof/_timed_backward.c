@@ -13,6 +13,7 @@
  * A method descriptor (Py_TPFLAGS_METHOD_DESCRIPTOR), as torch.Tensor's
  * backward is a function: loss.backward() binds no method object. */
 #include "_timed_backward.h"
+#include "_method_like.h"
 
 #include <stddef.h>
 #include <structmember.h>
@@ -96,23 +97,10 @@ static PyObject *timed_backward_vectorcall(PyObject *callable, PyObject *const *
     return result;
 }
 
-/* t.backward without a call: a bound method, as a function's would be. */
-static PyObject *timed_backward_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    (void)type;
-    if (obj == NULL || obj == Py_None)
-        return Py_NewRef(self);
-    return PyMethod_New(self, obj);
-}
-
 /* The original's name, doc and the rest (functools.wraps' view of it). */
 static PyObject *timed_backward_getattro(PyObject *self, PyObject *name)
 {
-    PyObject *found = PyObject_GenericGetAttr(self, name);
-    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
-        return found;
-    PyErr_Clear();
-    return PyObject_GetAttr(((TimedBackward *)self)->orig, name);
+    return tp_py_getattr_or_wrapped(self, name, ((TimedBackward *)self)->orig);
 }
 
 static int timed_backward_traverse(TimedBackward *self, visitproc visit, void *arg)
@@ -164,7 +152,7 @@ static PyTypeObject TimedBackwardType = {
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_vectorcall_offset = offsetof(TimedBackward, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_descr_get = timed_backward_get,
+    .tp_descr_get = tp_py_bind_method,
     .tp_getattro = timed_backward_getattro,
     .tp_traverse = (traverseproc)timed_backward_traverse,
     .tp_clear = (inquiry)timed_backward_clear,

@@ -10,6 +10,7 @@
  * (Py_TPFLAGS_METHOD_DESCRIPTOR), so `t.item()` binds no method object, and
  * it passes the arguments through untouched (vectorcall). */
 #include "_timed_method.h"
+#include "_method_like.h"
 
 #include <stddef.h>
 
@@ -154,25 +155,10 @@ static PyObject *to_filter_vectorcall(PyObject *callable, PyObject *const *args,
     return PyObject_Vectorcall(through, args, nargsf, kwnames);
 }
 
-/* t.item without a call: a bound method, as a function's would be. */
-static PyObject *timed_method_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    (void)type;
-    if (obj == NULL || obj == Py_None) {
-        Py_INCREF(self);
-        return self;
-    }
-    return PyMethod_New(self, obj);
-}
-
 /* The original's name, doc and the rest (functools.wraps' view of it). */
 static PyObject *timed_method_getattro(PyObject *self, PyObject *name)
 {
-    PyObject *found = PyObject_GenericGetAttr(self, name);
-    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
-        return found;
-    PyErr_Clear();
-    return PyObject_GetAttr(((TimedMethod *)self)->orig, name);
+    return tp_py_getattr_or_wrapped(self, name, ((TimedMethod *)self)->orig);
 }
 
 static void timed_method_dealloc(TimedMethod *self)
@@ -200,7 +186,7 @@ static PyTypeObject TimedMethodType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_vectorcall_offset = offsetof(TimedMethod, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_descr_get = timed_method_get,
+    .tp_descr_get = tp_py_bind_method,
     .tp_getattro = timed_method_getattro,
     .tp_dealloc = (destructor)timed_method_dealloc,
     .tp_repr = (reprfunc)timed_method_repr,

@@ -1,14 +1,13 @@
-/* _native.c: the CPython face of libtrainprof.
- *
- * region(name) returns a cached Region for that name (interned once); using
- * it as a context manager costs two C method calls that each write one event
- * into the thread's ring, or return at once when no recorder listens. */
+/* _native.c: the CPython face of libtrainprof: the module, its marks
+ * (steps, epochs, samples, spans, facts), capture windows' requests, and the
+ * constructors of the hot paths' C objects (the Region type: _region.c). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <stdbool.h>
 
 #include "_per_thread.h"
+#include "_region.h"
 #include "_stack_sampler.h"
 #include "_loader_next.h"
 #include "_step_hooks.h"
@@ -20,151 +19,17 @@
 #include "ops_window.h"
 #include "trainprof.h"
 
-typedef struct {
-    PyObject_HEAD uint32_t id;
-    PyObject *name;
-} Region;
-
-static PyObject *region_cache;      /* name -> Region */
-static PyObject *decorator_factory; /* set by trainprof/__init__.py */
-
-static void region_dealloc(Region *self)
-{
-    Py_XDECREF(self->name);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyObject *region_enter(Region *self, PyObject *unused)
-{
-    (void)unused;
-    tp_begin(self->id);
-    Py_INCREF(self);
-    return (PyObject *)self;
-}
-
-static PyObject *region_exit(Region *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)args, (void)nargs;
-    tp_end(self->id);
-    Py_RETURN_FALSE;
-}
-
-/* region(...) used as a decorator: wraps the function (functools.wraps is
- * applied by the factory in Python). */
-static PyObject *region_call(Region *self, PyObject *args, PyObject *kwargs)
-{
-    PyObject *func;
-    if (kwargs || !PyArg_ParseTuple(args, "O:region", &func) || !PyCallable_Check(func)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "a region decorates one callable");
-        return NULL;
-    }
-    if (!decorator_factory) {
-        PyErr_SetString(PyExc_RuntimeError, "trainprof is not fully imported");
-        return NULL;
-    }
-    return PyObject_CallFunctionObjArgs(decorator_factory, (PyObject *)self, func, NULL);
-}
-
-static PyObject *region_repr(Region *self)
-{
-    return PyUnicode_FromFormat("trainprof.region(%R)", self->name);
-}
-
-static PyObject *region_get_name(Region *self, void *closure)
-{
-    (void)closure;
-    Py_INCREF(self->name);
-    return self->name;
-}
-
-static PyMethodDef region_methods[] = {
-    {"__enter__", (PyCFunction)region_enter, METH_NOARGS, "Opens the region."},
-    {"__exit__", (PyCFunction)(void (*)(void))region_exit, METH_FASTCALL, "Closes the region."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyGetSetDef region_getset[] = {
-    {"name", (getter)region_get_name, NULL, "The region's name.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyTypeObject RegionType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "trainprof.Region",
-    .tp_basicsize = sizeof(Region),
-    .tp_dealloc = (destructor)region_dealloc,
-    .tp_repr = (reprfunc)region_repr,
-    .tp_call = (ternaryfunc)region_call,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A named region of a training step; use with `with` or as a decorator.",
-    .tp_methods = region_methods,
-    .tp_getset = region_getset,
-};
-
-static PyObject *py_region(PyObject *module, PyObject *name)
-{
-    (void)module;
-    PyObject *cached = PyDict_GetItemWithError(region_cache, name);
-    if (cached) {
-        Py_INCREF(cached);
-        return cached;
-    }
-    if (PyErr_Occurred())
-        return NULL;
-    if (!PyUnicode_Check(name)) {
-        PyErr_Format(PyExc_TypeError, "region name must be a str, not %.80s",
-                     Py_TYPE(name)->tp_name);
-        return NULL;
-    }
-    const char *text = PyUnicode_AsUTF8(name);
-    if (!text)
-        return NULL;
-    Region *r = PyObject_New(Region, &RegionType);
-    if (!r)
-        return NULL;
-    r->id = tp_name_intern(text);
-    Py_INCREF(name);
-    r->name = name;
-    if (PyDict_SetItem(region_cache, name, (PyObject *)r) < 0) {
-        Py_DECREF(r);
-        return NULL;
-    }
-    return (PyObject *)r;
-}
-
-/* begin(region) and end(region): for instrumentation that cannot use `with`. */
-static PyObject *py_begin(PyObject *module, PyObject *r)
-{
-    (void)module;
-    if (Py_TYPE(r) != &RegionType) {
-        PyErr_SetString(PyExc_TypeError, "begin() takes a trainprof.Region");
-        return NULL;
-    }
-    tp_begin(((Region *)r)->id);
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_end(PyObject *module, PyObject *r)
-{
-    (void)module;
-    if (Py_TYPE(r) != &RegionType) {
-        PyErr_SetString(PyExc_TypeError, "end() takes a trainprof.Region");
-        return NULL;
-    }
-    tp_end(((Region *)r)->id);
-    Py_RETURN_NONE;
-}
-
 /* timed_method(method, region): method (a tensor method) timed as region
  * where the tensor is on a device (_timed_method.c). */
 static PyObject *py_timed_method(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 2 || Py_TYPE(args[1]) != &RegionType) {
+    uint32_t id;
+    if (nargs != 2 || !tp_py_region_id(args[1], &id)) {
         PyErr_SetString(PyExc_TypeError, "timed_method(method, region)");
         return NULL;
     }
-    return tp_py_timed_method_new(args[0], ((Region *)args[1])->id);
+    return tp_py_timed_method_new(args[0], id);
 }
 
 /* TimedCall(module_ref, inner, compiled, region): a module's timed call
@@ -172,22 +37,12 @@ static PyObject *py_timed_method(PyObject *module, PyObject *const *args, Py_ssi
 static PyObject *py_timed_call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 4 || Py_TYPE(args[3]) != &RegionType) {
+    uint32_t id;
+    if (nargs != 4 || !tp_py_region_id(args[3], &id)) {
         PyErr_SetString(PyExc_TypeError, "timed_call(module_ref, inner, compiled, region)");
         return NULL;
     }
-    return tp_py_timed_call_new(args[0], args[1], args[2], args[3], ((Region *)args[3])->id);
-}
-
-/* region_id(region): a Region's number in the recording. */
-static PyObject *py_region_id(PyObject *module, PyObject *r)
-{
-    (void)module;
-    if (Py_TYPE(r) != &RegionType) {
-        PyErr_SetString(PyExc_TypeError, "region_id() takes a trainprof.Region");
-        return NULL;
-    }
-    return PyLong_FromUnsignedLong(((Region *)r)->id);
+    return tp_py_timed_call_new(args[0], args[1], args[2], args[3], id);
 }
 
 /* to_filter(to, moves, dtype type): Tensor.to in front of its Python
@@ -207,11 +62,10 @@ static PyObject *py_to_filter(PyObject *module, PyObject *const *args, Py_ssize_
 static bool region_and_two_ns(PyObject *const *args, Py_ssize_t nargs, const char *usage,
                               uint32_t *id, unsigned long long *a, unsigned long long *b)
 {
-    if (nargs != 3 || Py_TYPE(args[0]) != &RegionType) {
+    if (nargs != 3 || !tp_py_region_id(args[0], id)) {
         PyErr_SetString(PyExc_TypeError, usage);
         return false;
     }
-    *id = ((Region *)args[0])->id;
     *a = PyLong_AsUnsignedLongLong(args[1]);
     if (*a == (unsigned long long)-1 && PyErr_Occurred())
         return false;
@@ -491,18 +345,10 @@ static PyObject *py_dropped(PyObject *module, PyObject *unused)
     return PyLong_FromUnsignedLongLong(tp_dropped());
 }
 
-static PyObject *py_set_decorator_factory(PyObject *module, PyObject *fn)
-{
-    (void)module;
-    Py_XINCREF(fn);
-    Py_XSETREF(decorator_factory, fn);
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef module_methods[] = {
-    {"region", py_region, METH_O, "region(name): a named region (context manager, decorator)."},
-    {"begin", py_begin, METH_O, "begin(region): opens a region without `with`."},
-    {"end", py_end, METH_O, "end(region): closes a region opened with begin()."},
+    {"region", tp_py_region, METH_O, "region(name): a named region (context manager, decorator)."},
+    {"begin", tp_py_begin, METH_O, "begin(region): opens a region without `with`."},
+    {"end", tp_py_end, METH_O, "end(region): closes a region opened with begin()."},
     {"span", (PyCFunction)(void (*)(void))py_span, METH_FASTCALL,
      "span(region, start_ns, end_ns): a region that already happened."},
     {"device_time", (PyCFunction)(void (*)(void))py_device_time, METH_FASTCALL,
@@ -534,7 +380,7 @@ static PyMethodDef module_methods[] = {
      "to_filter(to, moves, dtype type): Tensor.to, straight where nothing moves to a device."},
     {"timed_call", (PyCFunction)(void (*)(void))py_timed_call, METH_FASTCALL,
      "timed_call(module_ref, inner, compiled, region): a module's timed call."},
-    {"_region_id", py_region_id, METH_O, NULL},
+    {"_region_id", tp_py_region_id_of, METH_O, NULL},
     {"_timed_call_setup", tp_py_timed_call_setup, METH_O, NULL},
     {"_thread_state_setup", tp_py_thread_state_setup, METH_O, NULL},
     {"_twins_only", tp_py_twins_only, METH_O, NULL},
@@ -550,7 +396,7 @@ static PyMethodDef module_methods[] = {
     {"_timed_call_fast", tp_py_timed_call_fast, METH_O, NULL},
     {"per_thread", tp_py_per_thread, METH_O,
      "per_thread(cls): this thread's instance of cls (made by cls() on first use)."},
-    {"_set_decorator_factory", py_set_decorator_factory, METH_O, NULL},
+    {"_set_decorator_factory", tp_py_set_decorator_factory, METH_O, NULL},
     {"_ops_hook", py_ops_hook, METH_O, NULL},
     {"_ops_wait", py_ops_wait, METH_O, NULL},
     {"_ops_request", py_ops_request, METH_NOARGS, NULL},
@@ -574,19 +420,14 @@ static struct PyModuleDef native_module = {
 
 PyMODINIT_FUNC PyInit__native(void)
 {
-    if (PyType_Ready(&RegionType) < 0 || tp_py_timed_method_ready() < 0 ||
+    if (tp_py_region_ready() < 0 || tp_py_timed_method_ready() < 0 ||
         tp_py_timed_call_ready() < 0 || tp_py_step_hooks_ready() < 0 ||
         tp_py_loader_next_ready() < 0 || tp_py_timed_backward_ready() < 0)
-        return NULL;
-    region_cache = PyDict_New();
-    if (!region_cache)
         return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (!m)
         return NULL;
-    Py_INCREF(&RegionType);
-    if (PyModule_AddObject(m, "Region", (PyObject *)&RegionType) < 0) {
-        Py_DECREF(&RegionType);
+    if (PyModule_AddObject(m, "Region", tp_py_region_type()) < 0) {
         Py_DECREF(m);
         return NULL;
     }

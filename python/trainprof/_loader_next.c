@@ -34,7 +34,7 @@ static struct {
     int ready, bottleneck;
     PyObject *state;         /* trainprof.steps.state's dict: manual_steps, manual_samples */
     PyObject *timed_threads; /* patches.device's list: threads that timed the device */
-    PyObject *device_poll, *device_end, *count_samples;
+    PyObject *device_poll, *count_samples;
     PyObject *stopped; /* loader.py's _main_stopped(it, tracker, fetched_only, began) */
     PyObject *ahead;   /* loader.py's _hand_out_ahead(it, n, batch) */
     PyObject *train;   /* the train_batch Region */
@@ -56,15 +56,7 @@ static int state_flag(PyObject *name)
 static int end_train_batch(PyObject *local)
 {
     tp_slot_set(local, TS_FORWARD_SEEN, Py_False);
-    if (!tp_truthy(tp_slot_get(local, TS_TRAIN_BATCH)))
-        return 0;
-    tp_slot_set(local, TS_TRAIN_BATCH, Py_False);
-    tp_end(cfg.train_id);
-    if (!tp_is_set(tp_slot_get(local, TS_DEVICE_TIMES)))
-        return 0;
-    PyObject *r = PyObject_CallFunctionObjArgs(cfg.device_end, cfg.train, local, NULL);
-    Py_XDECREF(r);
-    return r == NULL ? -1 : 0;
+    return tp_py_close_region(local, TS_TRAIN_BATCH, cfg.train, cfg.train_id);
 }
 
 /* The samples of batch k of a sized pass (size, total, drop_last):
@@ -284,9 +276,9 @@ PyObject *tp_py_loader_next_setup(PyObject *module, PyObject *parts)
         PyErr_SetString(PyExc_TypeError, "_loader_next_setup(parts: dict), once");
         return NULL;
     }
-    static const char *const keys[] = {
-        "state", "timed_threads", "device_poll", "device_end", "count_samples", "stopped",
-        "ahead", "train",         "train_id",    "next_id",    "bottleneck"};
+    static const char *const keys[] = {"state",   "timed_threads", "device_poll", "count_samples",
+                                       "stopped", "ahead",         "train",       "train_id",
+                                       "next_id", "bottleneck"};
     PyObject *v[sizeof keys / sizeof keys[0]];
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if ((v[i] = PyDict_GetItemString(parts, keys[i])) == NULL) { /* borrowed */
@@ -295,22 +287,22 @@ PyObject *tp_py_loader_next_setup(PyObject *module, PyObject *parts)
         }
     if (!PyModule_Check(v[0]) || !PyList_CheckExact(v[1]) || !PyCallable_Check(v[2]) ||
         !PyCallable_Check(v[3]) || !PyCallable_Check(v[4]) || !PyCallable_Check(v[5]) ||
-        !PyCallable_Check(v[6]) || !PyLong_Check(v[8]) || !PyLong_Check(v[9])) {
+        !PyLong_Check(v[7]) || !PyLong_Check(v[8])) {
         PyErr_SetString(PyExc_TypeError, "_loader_next_setup: a part of the wrong kind");
         return NULL;
     }
-    cfg.train_id = (uint32_t)PyLong_AsUnsignedLong(v[8]);
-    cfg.next_id = (uint32_t)PyLong_AsUnsignedLong(v[9]);
+    cfg.train_id = (uint32_t)PyLong_AsUnsignedLong(v[7]);
+    cfg.next_id = (uint32_t)PyLong_AsUnsignedLong(v[8]);
     if (PyErr_Occurred())
         return NULL;
-    PyObject **to[] = {&cfg.state,         &cfg.timed_threads, &cfg.device_poll, &cfg.device_end,
-                       &cfg.count_samples, &cfg.stopped,       &cfg.ahead,       &cfg.train};
+    PyObject **to[] = {&cfg.state,   &cfg.timed_threads, &cfg.device_poll, &cfg.count_samples,
+                       &cfg.stopped, &cfg.ahead,         &cfg.train};
     for (size_t i = 0; i < sizeof to / sizeof to[0]; i++) {
         PyObject *kept = i == 0 ? PyModule_GetDict(v[0]) : v[i];
         Py_INCREF(kept);
         *to[i] = kept;
     }
-    cfg.bottleneck = PyObject_IsTrue(v[10]) > 0;
+    cfg.bottleneck = PyObject_IsTrue(v[9]) > 0;
     cfg.ready = 1;
     Py_RETURN_NONE;
 }

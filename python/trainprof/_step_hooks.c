@@ -33,7 +33,6 @@ static struct {
     int ready, device_phases;
     PyObject *optim, *train; /* the optimizer_step and train_batch Regions */
     uint32_t optim_id, train_id;
-    PyObject *device_end; /* patches.device.device_end(region, local) */
 } cfg;
 
 static PyObject *str_closure, *str_optimizer_begins, *str_update;
@@ -41,17 +40,6 @@ static PyObject *str_closure, *str_optimizer_begins, *str_update;
 static PyObject *call_twin(StepHook *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     return PyObject_Vectorcall(self->twin, args, nargsf, kwnames);
-}
-
-/* device_end(region, local) where local's device times are on; 0, or -1
- * with an exception set. */
-static int device_end(PyObject *region, PyObject *local)
-{
-    if (!tp_is_set(tp_slot_get(local, TS_DEVICE_TIMES)))
-        return 0;
-    PyObject *r = PyObject_CallFunctionObjArgs(cfg.device_end, region, local, NULL);
-    Py_XDECREF(r);
-    return r == NULL ? -1 : 0;
 }
 
 /* pre_hook(optimizer, args, kwargs) without a closure: optimizer_step
@@ -95,19 +83,11 @@ static PyObject *post_hook(StepHook *self, PyObject *const *args, size_t nargsf,
     if (local == NULL)
         return PyErr_Occurred() ? NULL : call_twin(self, args, nargsf, kwnames);
     PyObject *r = NULL;
-    if (tp_truthy(tp_slot_get(local, TS_OPTIMIZER_STEP))) {
-        tp_slot_set(local, TS_OPTIMIZER_STEP, Py_False);
-        tp_end(cfg.optim_id);
-        if (device_end(cfg.optim, local) < 0)
-            goto done;
-    }
+    if (tp_py_close_region(local, TS_OPTIMIZER_STEP, cfg.optim, cfg.optim_id) < 0)
+        goto done;
     tp_slot_set(local, TS_OPTIMIZER_STEPPED, Py_True);
-    if (tp_truthy(tp_slot_get(local, TS_TRAIN_BATCH))) {
-        tp_slot_set(local, TS_TRAIN_BATCH, Py_False);
-        tp_end(cfg.train_id);
-        if (device_end(cfg.train, local) < 0)
-            goto done;
-    }
+    if (tp_py_close_region(local, TS_TRAIN_BATCH, cfg.train, cfg.train_id) < 0)
+        goto done;
     tp_slot_set(local, TS_FORWARD_SEEN, Py_False);
     PyObject *call[2] = {tp_slot_get(local, TS_TRACKER), args[0]};
     r = PyObject_VectorcallMethod(str_update, call, 2, NULL);
@@ -193,12 +173,10 @@ PyObject *tp_py_step_hooks_setup(PyObject *module, PyObject *parts)
     }
     PyObject *call = part(parts, "call"), *optim = part(parts, "optim"),
              *optim_id = part(parts, "optim_id"), *train = part(parts, "train"),
-             *train_id = part(parts, "train_id"), *end = part(parts, "device_end"),
-             *phases = part(parts, "device_phases");
-    if (!call || !optim || !optim_id || !train || !train_id || !end || !phases)
+             *train_id = part(parts, "train_id"), *phases = part(parts, "device_phases");
+    if (!call || !optim || !optim_id || !train || !train_id || !phases)
         return NULL;
-    if (!PyCallable_Check(call) || !PyCallable_Check(end) || !PyLong_Check(optim_id) ||
-        !PyLong_Check(train_id)) {
+    if (!PyCallable_Check(call) || !PyLong_Check(optim_id) || !PyLong_Check(train_id)) {
         PyErr_SetString(PyExc_TypeError, "_step_hooks_setup: a part of the wrong kind");
         return NULL;
     }
@@ -212,10 +190,8 @@ PyObject *tp_py_step_hooks_setup(PyObject *module, PyObject *parts)
         return NULL;
     Py_INCREF(optim);
     Py_INCREF(train);
-    Py_INCREF(end);
     cfg.optim = optim;
     cfg.train = train;
-    cfg.device_end = end;
     cfg.device_phases = PyObject_IsTrue(phases) > 0;
     cfg.ready = 1;
     Py_RETURN_NONE;

@@ -11,11 +11,14 @@
 #include <structmember.h>
 
 #include "_per_thread.h"
+#include "trainprof.h"
 
 Py_ssize_t tp_py_slot_offset[TS_COUNT];
 static PyTypeObject *state_type; /* strong; NULL until setup */
 static int twins_only;           /* _twins_only(True): the C paths step aside */
-int tp_py_ask_compiling;
+static PyObject *compiler_dict;  /* torch.compiler's dict; NULL: the flag is unknown */
+static PyObject *device_end;     /* patches.device.device_end */
+static PyObject *str_is_compiling_flag;
 
 static const char *const slot_names[TS_COUNT] = {
     [TS_DEPTH] = "depth",
@@ -104,12 +107,58 @@ PyObject *tp_py_twins_only(PyObject *module, PyObject *on)
     Py_RETURN_NONE;
 }
 
-PyObject *tp_py_set_ask_compiling(PyObject *module, PyObject *on)
+PyObject *tp_py_set_compiling_flag(PyObject *module, PyObject *compiler)
 {
     (void)module;
-    int yes = PyObject_IsTrue(on);
-    if (yes < 0)
+    if (str_is_compiling_flag == NULL &&
+        (str_is_compiling_flag = PyUnicode_InternFromString("_is_compiling_flag")) == NULL)
         return NULL;
-    tp_py_ask_compiling = yes;
+    PyObject *dict = PyModule_Check(compiler) ? PyModule_GetDict(compiler) : NULL;
+    Py_XINCREF(dict);
+    Py_XSETREF(compiler_dict, dict);
     Py_RETURN_NONE;
+}
+
+PyObject *tp_py_set_device_end(PyObject *module, PyObject *fn)
+{
+    (void)module;
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "_device_end(fn)");
+        return NULL;
+    }
+    Py_INCREF(fn);
+    Py_XSETREF(device_end, fn);
+    Py_RETURN_NONE;
+}
+
+int tp_py_flag_known(void) { return compiler_dict != NULL; }
+
+int tp_py_traced(PyObject *local)
+{
+    if (tp_truthy(tp_slot_get(local, TS_TRACED)))
+        return 1;
+    PyObject *flag = compiler_dict ? PyDict_GetItem(compiler_dict, str_is_compiling_flag) : NULL;
+    return tp_truthy(flag);
+}
+
+int tp_py_device_end(PyObject *local, PyObject *region)
+{
+    if (!tp_is_set(tp_slot_get(local, TS_DEVICE_TIMES)))
+        return 0;
+    if (device_end == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "device times before _device_end()");
+        return -1;
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(device_end, region, local, NULL);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+int tp_py_close_region(PyObject *local, int slot, PyObject *region, uint32_t id)
+{
+    if (!tp_truthy(tp_slot_get(local, slot)))
+        return 0;
+    tp_slot_set(local, slot, Py_False);
+    tp_end(id);
+    return tp_py_device_end(local, region);
 }

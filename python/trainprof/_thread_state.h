@@ -6,6 +6,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 
 #if PY_VERSION_HEX < 0x030A0000 /* 3.9: no Py_NewRef */
 static inline PyObject *tp_new_ref(PyObject *o)
@@ -75,13 +76,30 @@ enum {
 
 extern Py_ssize_t tp_py_slot_offset[TS_COUNT];
 
-/* Set where torch's compiling flag can't be relied on (patches.common's
- * ASK_COMPILING): the C paths then leave every call to their twins, which
- * ask is_compiling(). */
-extern int tp_py_ask_compiling;
+/* _compiling_flag(compiler): the module whose _is_compiling_flag tells
+ * that torch.export's tracing runs (torch.compiler), or None where that
+ * flag can't be relied on (patches.common's ASK_COMPILING): the C paths then
+ * leave every call to their twins, which ask is_compiling(). */
+PyObject *tp_py_set_compiling_flag(PyObject *module, PyObject *compiler);
 
-/* _ask_compiling(on): sets tp_py_ask_compiling. */
-PyObject *tp_py_set_ask_compiling(PyObject *module, PyObject *on);
+/* _device_end(fn): patches.device.device_end(region, local), which ends a
+ * region's device time (_device_end's caller: patches/device.py). */
+PyObject *tp_py_set_device_end(PyObject *module, PyObject *fn);
+
+/* Whether the C paths may run at all: the compiling flag can be relied on. */
+int tp_py_flag_known(void);
+
+/* Whether this call is traced, so to be left as it is: local's Dynamo
+ * stand-in says so, or torch's compiling flag is set. */
+int tp_py_traced(PyObject *local);
+
+/* device_end(region, local) where local's thread has device times; 0, or
+ * -1 with an exception set. */
+int tp_py_device_end(PyObject *local, PyObject *region);
+
+/* Where local's slot (a region's "open" flag) is true: set false, the
+ * region (id) ended, and its device time. 0, or -1 with an exception set. */
+int tp_py_close_region(PyObject *local, int slot, PyObject *region, uint32_t id);
 
 /* _thread_state_setup(cls): finds each slot's offset in cls (ThreadState);
  * None, or a TypeError where one is no writable slot. Once per process. */

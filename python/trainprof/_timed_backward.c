@@ -6,7 +6,7 @@
  * cost a frame and 55 opcodes a step on the CPU stand-in (issue 56); the C
  * path costs one Python call, the tracker's backward(). It steps aside for
  * its Python twin wherever the twin has more to do: torch's compiling flag
- * can't be relied on (_thread_state.h's ask_compiling), device times per
+ * can't be relied on (_thread_state.h's _compiling_flag), device times per
  * phase, a ThreadState it can't read. Dynamo never calls either: it traces
  * tensor.backward() by name (a graph break, or its own rewrite).
  *
@@ -24,16 +24,14 @@
 typedef struct {
     PyObject_HEAD PyObject *orig; /* torch's Tensor.backward */
     PyObject *twin;               /* loop.py's backward around it */
-    PyObject *compiler;           /* torch.compiler's dict: _is_compiling_flag */
     PyObject *forward_unseen;     /* patches.forward.forward_unseen() */
-    PyObject *device_end;         /* patches.device.device_end(region, local) */
     PyObject *region;             /* the backward Region */
     uint32_t region_id;
     int device_phases;
     vectorcallfunc vectorcall;
 } TimedBackward;
 
-static PyObject *str_backward, *str_is_compiling_flag;
+static PyObject *str_backward;
 
 /* Tracker told, region begun; 0, or -1 with an exception set. */
 static int backward_begins(TimedBackward *self, PyObject *local)
@@ -60,20 +58,15 @@ static PyObject *backward_ends(TimedBackward *self, PyObject *local, PyObject *r
     tp_kept_error raised;
     tp_error_keep(&raised);
     tp_end(self->region_id);
-    PyObject *r = Py_NewRef(Py_None);
-    if (tp_is_set(tp_slot_get(local, TS_DEVICE_TIMES))) {
-        Py_DECREF(r);
-        r = PyObject_CallFunctionObjArgs(self->device_end, self->region, local, NULL);
-    }
+    int ended = tp_py_device_end(local, self->region);
     tp_slot_set(local, TS_FORWARD_SEEN, Py_False);
-    if (r == NULL && result == NULL) { /* the call's own exception goes on */
+    if (ended < 0 && result == NULL) { /* the call's own exception goes on */
         PyErr_WriteUnraisable((PyObject *)self);
-    } else if (r == NULL) {
+    } else if (ended < 0) {
         Py_CLEAR(result);
         tp_error_drop(&raised);
         return NULL;
     }
-    Py_XDECREF(r);
     tp_error_restore(&raised);
     return result;
 }
@@ -82,16 +75,15 @@ static PyObject *timed_backward_vectorcall(PyObject *callable, PyObject *const *
                                            PyObject *kwnames)
 {
     TimedBackward *self = (TimedBackward *)callable;
-    if (tp_py_ask_compiling || self->device_phases || self->compiler == NULL)
+    if (!tp_py_flag_known() || self->device_phases)
         return PyObject_Vectorcall(self->twin, args, nargsf, kwnames);
     PyObject *local = tp_py_thread_state();
     if (local == NULL)
         return PyErr_Occurred() ? NULL : PyObject_Vectorcall(self->twin, args, nargsf, kwnames);
-    PyObject *flag = PyDict_GetItemWithError(self->compiler, str_is_compiling_flag);
     PyObject *result = NULL;
-    if (tp_truthy(tp_slot_get(local, TS_TRACED)) || tp_truthy(flag)) /* traced: as is */
+    if (tp_py_traced(local)) /* as is */
         result = PyObject_Vectorcall(self->orig, args, nargsf, kwnames);
-    else if (!PyErr_Occurred() && backward_begins(self, local) == 0)
+    else if (backward_begins(self, local) == 0)
         result = backward_ends(self, local, PyObject_Vectorcall(self->orig, args, nargsf, kwnames));
     Py_DECREF(local);
     return result;
@@ -107,9 +99,7 @@ static int timed_backward_traverse(TimedBackward *self, visitproc visit, void *a
 {
     Py_VISIT(self->orig);
     Py_VISIT(self->twin);
-    Py_VISIT(self->compiler);
     Py_VISIT(self->forward_unseen);
-    Py_VISIT(self->device_end);
     Py_VISIT(self->region);
     return 0;
 }
@@ -118,9 +108,7 @@ static int timed_backward_clear(TimedBackward *self)
 {
     Py_CLEAR(self->orig);
     Py_CLEAR(self->twin);
-    Py_CLEAR(self->compiler);
     Py_CLEAR(self->forward_unseen);
-    Py_CLEAR(self->device_end);
     Py_CLEAR(self->region);
     return 0;
 }
@@ -165,8 +153,7 @@ static PyTypeObject TimedBackwardType = {
 int tp_py_timed_backward_ready(void)
 {
     str_backward = PyUnicode_InternFromString("backward");
-    str_is_compiling_flag = PyUnicode_InternFromString("_is_compiling_flag");
-    if (str_backward == NULL || str_is_compiling_flag == NULL)
+    if (str_backward == NULL)
         return -1;
     return PyType_Ready(&TimedBackwardType);
 }
@@ -180,14 +167,12 @@ PyObject *tp_py_timed_backward_new(PyObject *module, PyObject *const *args, Py_s
         return NULL;
     }
     PyObject *parts = args[2];
-    PyObject *compiler = PyDict_GetItemString(parts, "compiler"); /* borrowed, all */
-    PyObject *unseen = PyDict_GetItemString(parts, "forward_unseen");
-    PyObject *end = PyDict_GetItemString(parts, "device_end");
+    PyObject *unseen = PyDict_GetItemString(parts, "forward_unseen"); /* borrowed, all */
     PyObject *region = PyDict_GetItemString(parts, "region");
     PyObject *region_id = PyDict_GetItemString(parts, "region_id");
     PyObject *phases = PyDict_GetItemString(parts, "device_phases");
-    if (!compiler || !unseen || !end || !region || !region_id || !phases ||
-        !PyCallable_Check(unseen) || !PyCallable_Check(end) || !PyLong_Check(region_id)) {
+    if (!unseen || !region || !region_id || !phases || !PyCallable_Check(unseen) ||
+        !PyLong_Check(region_id)) {
         PyErr_SetString(PyExc_TypeError, "timed_backward: a part missing or of the wrong kind");
         return NULL;
     }
@@ -199,10 +184,7 @@ PyObject *tp_py_timed_backward_new(PyObject *module, PyObject *const *args, Py_s
         return NULL;
     self->orig = Py_NewRef(args[0]);
     self->twin = Py_NewRef(args[1]);
-    /* a torch without the flag (no module): the twin asks is_compiling() */
-    self->compiler = PyModule_Check(compiler) ? Py_NewRef(PyModule_GetDict(compiler)) : NULL;
     self->forward_unseen = Py_NewRef(unseen);
-    self->device_end = Py_NewRef(end);
     self->region = Py_NewRef(region);
     self->region_id = id;
     self->device_phases = PyObject_IsTrue(phases) > 0;

@@ -45,16 +45,15 @@ static struct {
     int ready, fast, device_times;
     PyObject *twin;         /* forward.py's timed_call(self, *args, **kwargs) */
     PyObject *grad_enabled; /* torch.is_grad_enabled */
-    PyObject *compiler;     /* torch.compiler's dict: _is_compiling_flag */
     PyObject *facts;        /* trainprof.steps.facts' dict: wants_model, note_model */
-    PyObject *count_samples, *flush_samples, *device_begin, *device_end;
+    PyObject *count_samples, *flush_samples, *device_begin;
     PyObject *train; /* the train_batch Region */
     uint32_t train_id;
 } cfg;
 
 static PyObject *zero, *one; /* what Python's depth counts hold */
 static PyObject *str_call_impl, *str_training, *str_forward, *str_module_call, *str_wants_model,
-    *str_note_model, *str_is_compiling_flag, *str_parameters, *str_is_cuda, *str_device;
+    *str_note_model, *str_parameters, *str_is_cuda, *str_device;
 
 /* ---- the Python twin ----------------------------------------------------------------------- */
 
@@ -247,11 +246,7 @@ static PyObject *forward_end(TimedCall *self, PyObject *local, PyObject *result)
     tp_error_keep(&raised);
     tp_slot_set(local, TS_DEPTH, zero);
     tp_end(self->region_id);
-    PyObject *r = Py_NewRef(Py_None);
-    if (tp_is_set(tp_slot_get(local, TS_DEVICE_TIMES))) {
-        Py_DECREF(r);
-        r = PyObject_CallFunctionObjArgs(cfg.device_end, self->region, local, NULL);
-    }
+    PyObject *r = tp_py_device_end(local, self->region) == 0 ? Py_NewRef(Py_None) : NULL;
     if (r != NULL && tp_is_set(tp_slot_get(local, TS_PENDING))) {
         Py_DECREF(r);
         r = PyObject_CallNoArgs(cfg.flush_samples);
@@ -274,7 +269,7 @@ static PyObject *timed_call_vectorcall(PyObject *callable, PyObject *const *args
                                        PyObject *kwnames)
 {
     TimedCall *self = (TimedCall *)callable;
-    if (!cfg.fast || tp_py_ask_compiling)
+    if (!cfg.fast || !tp_py_flag_known())
         return call_twin(self, args, nargsf, kwnames);
     PyObject *local = tp_py_thread_state();
     if (local == NULL)
@@ -292,14 +287,10 @@ static PyObject *timed_call_vectorcall(PyObject *callable, PyObject *const *args
     if (call == NULL)
         goto done;
     /* nested, or traced by torch.compile, or by torch.export's tracing */
-    PyObject *flag = PyDict_GetItemWithError(cfg.compiler, str_is_compiling_flag);
-    if (tp_truthy(tp_slot_get(local, TS_DEPTH)) || tp_truthy(tp_slot_get(local, TS_TRACED)) ||
-        tp_truthy(flag)) {
+    if (tp_truthy(tp_slot_get(local, TS_DEPTH)) || tp_py_traced(local)) {
         result = PyObject_Vectorcall(call, args, nargsf, kwnames);
         goto done;
     }
-    if (PyErr_Occurred())
-        goto done;
     tp_slot_set(local, TS_DEPTH, one);
     if (forward_begin(self, local, module, args, nargsf, kwnames) == 0)
         result = PyObject_Vectorcall(call, args, nargsf, kwnames);
@@ -391,7 +382,7 @@ int tp_py_timed_call_ready(void)
         {&str_forward, "forward"},         {&str_module_call, "module_call"},
         {&str_wants_model, "wants_model"}, {&str_note_model, "note_model"},
         {&str_parameters, "parameters"},   {&str_is_cuda, "is_cuda"},
-        {&str_device, "device"},           {&str_is_compiling_flag, "_is_compiling_flag"},
+        {&str_device, "device"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].to = PyUnicode_InternFromString(names[i].s)) == NULL)
@@ -451,25 +442,20 @@ PyObject *tp_py_timed_call_setup(PyObject *module, PyObject *parts)
         PyErr_SetString(PyExc_TypeError, "_timed_call_setup(parts: dict)");
         return NULL;
     }
-    PyObject *compiler = part(parts, "compiler", 0), *facts = part(parts, "facts", 0),
-             *train = part(parts, "train", 0), *train_id = part(parts, "train_id", 0),
-             *times = part(parts, "device_times", 0);
+    PyObject *facts = part(parts, "facts", 0), *train = part(parts, "train", 0),
+             *train_id = part(parts, "train_id", 0), *times = part(parts, "device_times", 0);
     cfg.twin = part(parts, "call", 1);
     cfg.grad_enabled = part(parts, "grad_enabled", 1);
     cfg.count_samples = part(parts, "count_samples", 1);
     cfg.flush_samples = part(parts, "flush_samples", 1);
     cfg.device_begin = part(parts, "device_begin", 1);
-    cfg.device_end = part(parts, "device_end", 1);
-    if (!compiler || !facts || !train || !train_id || !times || !cfg.twin || !cfg.grad_enabled ||
-        !cfg.count_samples || !cfg.flush_samples || !cfg.device_begin || !cfg.device_end)
+    if (!facts || !train || !train_id || !times || !cfg.twin || !cfg.grad_enabled ||
+        !cfg.count_samples || !cfg.flush_samples || !cfg.device_begin)
         goto fail;
     if (!PyModule_Check(facts) || !PyLong_Check(train_id)) {
         PyErr_SetString(PyExc_TypeError, "_timed_call_setup: facts or train_id");
         goto fail;
     }
-    /* a torch without the flag (no module) never takes the C path: its
-     * twin asks is_compiling() (ASK_COMPILING) */
-    cfg.compiler = PyModule_Check(compiler) ? Py_NewRef(PyModule_GetDict(compiler)) : NULL;
     cfg.facts = Py_NewRef(PyModule_GetDict(facts));
     cfg.train = Py_NewRef(train);
     cfg.train_id = (uint32_t)PyLong_AsUnsignedLong(train_id);
@@ -480,7 +466,6 @@ PyObject *tp_py_timed_call_setup(PyObject *module, PyObject *parts)
     if (PyDict_SetItemString(TimedCallType.tp_dict, "__call__", cfg.twin) < 0)
         goto fail;
     PyType_Modified(&TimedCallType);
-    Py_DECREF(compiler);
     Py_DECREF(facts);
     Py_DECREF(train);
     Py_DECREF(train_id);
@@ -488,7 +473,6 @@ PyObject *tp_py_timed_call_setup(PyObject *module, PyObject *parts)
     cfg.ready = 1;
     Py_RETURN_NONE;
 fail:
-    Py_XDECREF(compiler);
     Py_XDECREF(facts);
     Py_XDECREF(train);
     Py_XDECREF(train_id);
@@ -498,8 +482,6 @@ fail:
     Py_CLEAR(cfg.count_samples);
     Py_CLEAR(cfg.flush_samples);
     Py_CLEAR(cfg.device_begin);
-    Py_CLEAR(cfg.device_end);
-    Py_CLEAR(cfg.compiler);
     Py_CLEAR(cfg.facts);
     Py_CLEAR(cfg.train);
     return NULL;
@@ -511,6 +493,6 @@ PyObject *tp_py_timed_call_fast(PyObject *module, PyObject *on)
     int yes = PyObject_IsTrue(on);
     if (yes < 0)
         return NULL;
-    cfg.fast = yes && cfg.ready && cfg.compiler != NULL;
+    cfg.fast = yes && cfg.ready;
     return PyBool_FromLong(cfg.fast);
 }

@@ -6,6 +6,7 @@ same training, recorded once as it runs and once with every C path stepped
 aside (trainprof._native._twins_only), gives the same steps, epochs,
 samples and regions."""
 
+import json
 import textwrap
 
 from conftest import PYTHON, report_json, trainprof
@@ -103,3 +104,54 @@ def test_the_c_paths_count_a_loop_without_a_loader_as_their_twins_do(tmp_path):
         "optimizer_step": 40,
         "train_batch": 40,
     }
+
+
+DEVICE_ENDS = """
+import collections, json, sys
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+import trainprof._native
+from trainprof.patches.common import ThreadState, per_thread
+
+if sys.argv[1] == "twins":
+    trainprof._native._twins_only(True)
+
+
+class Times:  # stands for a thread's DeviceTimes: counts the ends it is told of
+    open = True
+    ends = collections.Counter()
+
+    def end(self, region):
+        self.ends[region.name] += 1
+
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+data = DataLoader(TensorDataset(torch.randn(400, 8), torch.randint(0, 3, (400,))), batch_size=8)
+for i, (x, y) in enumerate(data):  # 50 steps; device times told from step 40
+    if i == 40:
+        per_thread(ThreadState).device_times = Times()
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+print(json.dumps(Times.ends, sort_keys=True))
+"""
+
+
+def test_the_c_paths_end_device_times_as_their_twins_do(tmp_path):
+    """Where a thread has device times (a CUDA training), each region the C
+    paths end is told to them (patches.device.device_end), as the twins do:
+    the model's forward, backward, optimizer_step and train_batch, once a
+    step from step 40 (train_batch's last at the next fetch, the pass's end)."""
+    script = tmp_path / "ends.py"
+    script.write_text(textwrap.dedent(DEVICE_ENDS))
+    told = []
+    for how in ("c", "twins"):
+        r = trainprof("record", "-q", "-o", tmp_path / f"{how}.db", "--", PYTHON, script, how)
+        assert r.returncode == 0, r.stderr
+        told.append(r.stdout.splitlines()[-1])
+    assert told[0] == told[1]
+    ends = {"backward": 10, "forward": 10, "optimizer_step": 10, "train_batch": 10}
+    assert told[0] == json.dumps(ends, sort_keys=True)

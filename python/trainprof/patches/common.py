@@ -143,7 +143,9 @@ COMPILER = getattr(torch, "compiler", None)
 if not hasattr(COMPILER, "_is_compiling_flag"):
     COMPILER = _NoFlag
 ASK_COMPILING = COMPILER is _NoFlag
-_native._ask_compiling(ASK_COMPILING)  # and the C paths' twins too (_thread_state.h)
+# the flag the C paths read (python/trainprof/_thread_state.h); none: they
+# leave every call to their twins, which ask
+_native._compiling_flag(None if ASK_COMPILING else COMPILER)
 
 # What each recording call gives back, for its stand-in while Dynamo traces
 _NATIVE_CALLS = {
@@ -178,7 +180,7 @@ def trace_recording_as_nothing(_dynamo=None):
     substitute = getattr(getattr(torch, "compiler", None), "substitute_in_graph", None)
     if substitute is None:
         ASK_COMPILING = True
-        _native._ask_compiling(True)  # the C paths leave every call to their twins
+        _native._compiling_flag(None)
         return
     for name, result in _NATIVE_CALLS.items():
 
@@ -193,7 +195,7 @@ def trace_recording_as_nothing(_dynamo=None):
         substitute(per_thread, skip_signature_check=True)(_fresh)
     except (TypeError, ValueError, RuntimeError):  # per_thread would break graphs
         ASK_COMPILING = True
-        _native._ask_compiling(True)
+        _native._compiling_flag(None)
 
 
 def first_tensor(batch, depth=0):

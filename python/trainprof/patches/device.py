@@ -200,6 +200,9 @@ def device_end(region, local):
         dt.end(region)
 
 
+_native._device_end(device_end)  # what the C paths call (python/trainprof/_thread_state.c)
+
+
 def device_poll(local):
     """Sends this thread's completed device times (local: its ThreadState),
     and other threads' (the autograd engine's thread, where DDP's hooks run,

@@ -186,12 +186,10 @@ _native._timed_call_setup(
     {
         "call": timed_call,
         "grad_enabled": _grad_enabled,
-        "compiler": _common.COMPILER,
         "facts": _facts,
         "count_samples": count_samples,
         "flush_samples": flush_samples,
         "device_begin": device_begin,
-        "device_end": device_end,
         "train": R_TRAIN,
         "train_id": _native._region_id(R_TRAIN),
         "device_times": DEVICE_TIMES,

@@ -26,7 +26,7 @@ from trainprof.patches.common import (
     per_thread,
     sample_shape,
 )
-from trainprof.patches.device import device_end, device_poll, timed_threads
+from trainprof.patches.device import device_poll, timed_threads
 from trainprof.patches.distributed import tell_rank
 from trainprof.patches.forward import QUIET, QUIET_AGAIN, discovery_start
 from trainprof.patches.loop import _end_train_batch, _timed
@@ -283,7 +283,6 @@ _native._loader_next_setup(
         "state": _state,
         "timed_threads": timed_threads,
         "device_poll": device_poll,
-        "device_end": device_end,
         "count_samples": count_samples,
         "stopped": _main_stopped,
         "ahead": _hand_out_ahead,

@@ -159,7 +159,6 @@ _native._step_hooks_setup(
         "optim_id": _native._region_id(R_OPTIM),
         "train": R_TRAIN,
         "train_id": _native._region_id(R_TRAIN),
-        "device_end": device_end,
         "device_phases": DEVICE_PHASES,
     }
 )
@@ -310,9 +309,7 @@ def _patch_backward():
         orig,
         backward,
         {
-            "compiler": _common.COMPILER,
             "forward_unseen": forward_unseen,
-            "device_end": device_end,
             "region": R_BACKWARD,
             "region_id": _native._region_id(R_BACKWARD),
             "device_phases": DEVICE_PHASES,

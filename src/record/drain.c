@@ -14,7 +14,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "record/drain_losses.h"
@@ -356,15 +355,21 @@ static void close_conn(tp_drain *d, int conn, uint64_t now_ns)
 }
 
 /* Takes one connection waiting on the listening socket, if any: false when
- * there was none (or accept failed, counted; out of descriptors, the socket
- * rests for 10 periods). Past MAX_CONNS a connection is turned away,
- * counted. */
+ * there was none (or accept failed, counted; out of descriptors, or at the
+ * room they leave for connections, the socket rests for 10 periods). Past
+ * MAX_CONNS a connection is turned away, counted. */
 static bool accept_one(tp_drain *d)
 {
-    int c = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    int c = -1, why = EMFILE; /* at the room the limit leaves: as out of descriptors */
+    if (atomic_load(&d->open_conns) < tp_fd_room_for_peers(MAX_CONNS)) {
+        c = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        why = errno;
+    } else if (poll(&(struct pollfd){d->listen_fd, POLLIN, 0}, 1, 0) != 1) {
+        why = EAGAIN; /* none waits */
+    }
     if (c < 0) {
-        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
-            d->losses.accept_errno = errno; /* EMFILE, ENFILE, ENOMEM */
+        if (why != EAGAIN && why != EINTR && why != ECONNABORTED) {
+            d->losses.accept_errno = why; /* EMFILE, ENFILE, ENOMEM */
             d->losses.accept_failures++;
             d->accept_rests = 10;
         }
@@ -522,11 +527,7 @@ tp_drain *tp_drain_start(tp_sink *sink, const tp_ops_options *ops, uint64_t inte
     char ops_err[200]; /* without a control socket, no windows: the rest goes on */
     d->ops = tp_ops_relay_new(d->dir, ops ? ops : &off, ops_err, sizeof ops_err);
     d->waits = tp_step_waits_new(MAX_CONNS, interval_ns); /* NULL: none; the rest goes on */
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", d->path);
-    d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (d->listen_fd < 0 || bind(d->listen_fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-        listen(d->listen_fd, 128) != 0) {
+    if ((d->listen_fd = tp_listen_seqpacket(d->path, 128)) < 0) {
         snprintf(err, cap, "cannot listen on %s: %s", d->path, strerror(errno));
         tp_drain_stop(d);
         return NULL;

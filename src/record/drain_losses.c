@@ -28,8 +28,9 @@ void tp_drain_losses_say(tp_sink *sink, const tp_drain_losses *l, int max_conns,
     char reason[256];
     if (l->accept_failures) {
         snprintf(reason, sizeof reason,
-                 "the recorder could not accept a process's connection %llu times (%s); those "
-                 "processes' timings are missing until it could (raise ulimit -n)",
+                 "the recorder could not accept a process's connection at once %llu times (%s); "
+                 "their events waited in their buffers, and any that overflowed them were "
+                 "dropped, counted (raise ulimit -n)",
                  (unsigned long long)l->accept_failures, strerror(l->accept_errno));
         tp_sink_unavailable(sink, "timings of some processes", reason);
     }

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "core/run_keys.h"
 #include "record/ops_blob.h"
+#include "util/fd_passing.h"
 
 /* The windows each process sent, by pid (an open hash, TP_OPS_PROCESSES_MAX
  * slots): a process answers each request the recorder published with one
@@ -59,17 +59,13 @@ tp_ops_relay *tp_ops_relay_new(const char *dir, const tp_ops_options *options, c
         return NULL;
     }
     tp_ops_plan_init(&r->plan, options);
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    if ((size_t)snprintf(r->path, sizeof r->path, "%s/control.sock", dir) >= sizeof addr.sun_path) {
+    if ((size_t)snprintf(r->path, sizeof r->path, "%s/control.sock", dir) >= sizeof r->path) {
         snprintf(err, cap, "the socket directory's name is too long");
         r->listen_fd = -1;
         tp_ops_relay_free(r);
         return NULL;
     }
-    memcpy(addr.sun_path, r->path, strlen(r->path) + 1);
-    r->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (r->listen_fd < 0 || bind(r->listen_fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-        listen(r->listen_fd, 16) != 0) {
+    if ((r->listen_fd = tp_listen_seqpacket(r->path, 16)) < 0) {
         snprintf(err, cap, "cannot listen on %s: %s", r->path, strerror(errno));
         tp_ops_relay_free(r);
         return NULL;

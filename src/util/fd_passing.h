@@ -14,4 +14,17 @@
  * (errno: EAGAIN, EINTR or the error). */
 ssize_t tp_recv_tagged_fd(int sock, char *tag, size_t cap, int *fd, bool *dropped);
 
+/* A non-blocking, close-on-exec SOCK_SEQPACKET socket listening at path
+ * with backlog: its descriptor, or -1 with errno (ENAMETOOLONG: path does
+ * not fit a socket address). */
+int tp_listen_seqpacket(const char *path, int backlog);
+
+/* How many peers' connections this process may hold at once under its
+ * descriptor limit now, at most max: a quarter of the limit and 16 more
+ * are left to its other descriptors (files it reads, its output, the
+ * descriptors peers send). A process filled to its limit by connections
+ * loses a passed descriptor whenever another thread's open takes the one
+ * it let go for it (MSG_CTRUNC). At least 1. */
+size_t tp_fd_room_for_peers(size_t max);
+
 #endif

@@ -6,13 +6,18 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "record/drain.h"
 #include "trainprof.h"
+#include "util/fd_passing.h"
 
 extern char **environ;
 
@@ -268,6 +273,55 @@ static void test_no_recorder_is_a_no_op(void **state)
     tp_batch_free(&b);
 }
 
+/* The connections the recorder holds leave a quarter of its descriptor
+ * limit and 16 to the rest (under ulimit -n 64 it lost rings when filled to
+ * the limit): 32 of 64, at least one, at most what the drain holds. */
+static void test_connections_leave_room_under_the_descriptor_limit(void **state)
+{
+    (void)state;
+    struct rlimit was;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+    struct rlimit low = {64, was.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    size_t at_64 = tp_fd_room_for_peers(1024);
+    low.rlim_cur = 8;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    size_t at_8 = tp_fd_room_for_peers(1024);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+    assert_int_equal(at_64, 32);
+    assert_int_equal(at_8, 1);
+    if (was.rlim_cur >= 128) /* room for more than the drain holds: what it holds */
+        assert_int_equal(tp_fd_room_for_peers(3), 3);
+}
+
+/* A listening socket at a path, or ENAMETOOLONG for one no address holds. */
+static void test_a_listening_socket_takes_a_connection(void **state)
+{
+    (void)state;
+    char *root = fx_root();
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    assert_true(strlen(root) + sizeof "/l.sock" <= sizeof addr.sun_path);
+    char path[256];
+    snprintf(path, sizeof path, "%s/l.sock", root);
+    int fd = tp_listen_seqpacket(path, 4);
+    assert_true(fd >= 0);
+    int peer = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    memcpy(addr.sun_path, path, strlen(path) + 1);
+    assert_int_equal(connect(peer, (struct sockaddr *)&addr, sizeof addr), 0);
+    int taken = accept(fd, NULL, NULL);
+    assert_true(taken >= 0);
+    close(taken);
+    close(peer);
+    close(fd);
+    memset(path, 'x', 200);
+    path[200] = 0;
+    errno = 0;
+    assert_int_equal(tp_listen_seqpacket(path, 4), -1);
+    assert_int_equal(errno, ENAMETOOLONG);
+    fx_rmtree(root);
+    free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +334,8 @@ int main(void)
         cmocka_unit_test(test_fork_child_gets_its_own_ring),
         cmocka_unit_test(test_fork_while_a_thread_attaches_never_hangs_the_child),
         cmocka_unit_test(test_no_recorder_is_a_no_op),
+        cmocka_unit_test(test_connections_leave_room_under_the_descriptor_limit),
+        cmocka_unit_test(test_a_listening_socket_takes_a_connection),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

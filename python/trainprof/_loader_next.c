@@ -21,6 +21,7 @@
 #include <structmember.h>
 
 #include "_thread_state.h"
+#include "_tracker_events.h"
 #include "trainprof.h"
 
 typedef struct {
@@ -41,8 +42,8 @@ static struct {
     uint32_t train_id, next_id;
 } cfg;
 
-static PyObject *str_main, *str_sizes, *str_ahead, *str_len, *str_yielded, *str_fetched_only,
-    *str_fetch, *str_fetched, *str_manual_steps, *str_manual_samples;
+static PyObject *str_main, *str_sizes, *str_ahead, *str_len, *str_yielded, *str_manual_steps,
+    *str_manual_samples;
 
 /* A flag of trainprof.steps.state, by name: 1, 0, or -1 with an exception. */
 static int state_flag(PyObject *name)
@@ -121,10 +122,7 @@ static int counted(PyObject *it, PyObject *tracker, PyObject *batch)
     Py_XDECREF(len);
     if (last < 0)
         return -1;
-    PyObject *call[2] = {tracker, last ? Py_True : Py_False};
-    r = PyObject_VectorcallMethod(str_fetched, call, 2, NULL);
-    Py_XDECREF(r);
-    return r == NULL ? -1 : 0;
+    return tp_tracker_fetched(tracker, last);
 }
 
 /* A fetch of the training pass: the tracker told, the batch fetched as
@@ -140,10 +138,10 @@ static PyObject *main_fetch(HandingOut *self, PyObject *it, PyObject *local)
         Py_DECREF(r);
     }
     PyObject *tracker = tp_slot_get(local, TS_TRACKER);
-    PyObject *fetched_only = PyObject_GetAttr(tracker, str_fetched_only);
+    PyObject *fetched_only = tp_tracker_fetched_only(tracker);
     if (fetched_only == NULL)
         return NULL;
-    PyObject *began = PyObject_VectorcallMethod(str_fetch, &tracker, 1, NULL);
+    PyObject *began = tp_tracker_fetch(tracker);
     if (began == NULL) {
         Py_DECREF(fetched_only);
         return NULL;
@@ -252,15 +250,9 @@ int tp_py_loader_next_ready(void)
         PyObject **to;
         const char *s;
     } names[] = {
-        {&str_main, "_trainprof_main"},
-        {&str_sizes, "_trainprof_sizes"},
-        {&str_ahead, "_trainprof_ahead"},
-        {&str_len, "_trainprof_len"},
-        {&str_yielded, "_num_yielded"},
-        {&str_fetched_only, "fetched_only"},
-        {&str_fetch, "fetch"},
-        {&str_fetched, "fetched"},
-        {&str_manual_steps, "manual_steps"},
+        {&str_main, "_trainprof_main"},          {&str_sizes, "_trainprof_sizes"},
+        {&str_ahead, "_trainprof_ahead"},        {&str_len, "_trainprof_len"},
+        {&str_yielded, "_num_yielded"},          {&str_manual_steps, "manual_steps"},
         {&str_manual_samples, "manual_samples"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -15,6 +15,7 @@
 #include "_timed_backward.h"
 #include "_timed_call.h"
 #include "_timed_method.h"
+#include "_tracker_events.h"
 #include "facts.h"
 #include "ops_window.h"
 #include "trainprof.h"
@@ -190,11 +191,16 @@ static PyObject *py_ops_send(PyObject *module, PyObject *arg)
     return PyBool_FromLong(sent);
 }
 
+void tp_py_mark_step(void)
+{
+    tp_step();
+    ops_check();
+}
+
 static PyObject *py_step(PyObject *module, PyObject *unused)
 {
     (void)module, (void)unused;
-    tp_step();
-    ops_check();
+    tp_py_mark_step();
     Py_RETURN_NONE;
 }
 
@@ -384,6 +390,7 @@ static PyMethodDef module_methods[] = {
     {"_timed_call_setup", tp_py_timed_call_setup, METH_O, NULL},
     {"_thread_state_setup", tp_py_thread_state_setup, METH_O, NULL},
     {"_twins_only", tp_py_twins_only, METH_O, NULL},
+    {"_tracker_setup", (PyCFunction)(void (*)(void))tp_py_tracker_setup, METH_FASTCALL, NULL},
     {"_compiling_flag", tp_py_set_compiling_flag, METH_O, NULL},
     {"_device_end", tp_py_set_device_end, METH_O, NULL},
     {"timed_backward", (PyCFunction)(void (*)(void))tp_py_timed_backward_new, METH_FASTCALL,

@@ -18,6 +18,7 @@
 #include <structmember.h>
 
 #include "_thread_state.h"
+#include "_tracker_events.h"
 #include "trainprof.h"
 
 enum { PRE, POST };
@@ -35,7 +36,7 @@ static struct {
     uint32_t optim_id, train_id;
 } cfg;
 
-static PyObject *str_closure, *str_optimizer_begins, *str_update;
+static PyObject *str_closure, *str_optimizer_begins;
 
 static PyObject *call_twin(StepHook *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -63,11 +64,10 @@ static PyObject *pre_hook(StepHook *self, PyObject *const *args, size_t nargsf, 
         return PyErr_Occurred() ? NULL : call_twin(self, args, nargsf, kwnames);
     tp_slot_set(local, TS_OPTIMIZER_STEP, Py_True);
     PyObject *tracker = tp_slot_get(local, TS_TRACKER);
-    PyObject *r = PyObject_VectorcallMethod(str_optimizer_begins, &tracker, 1, NULL);
+    int told = tp_tracker_work(tracker, str_optimizer_begins);
     Py_DECREF(local);
-    if (r == NULL)
+    if (told < 0)
         return NULL;
-    Py_DECREF(r);
     tp_begin(cfg.optim_id);
     Py_RETURN_NONE;
 }
@@ -89,13 +89,8 @@ static PyObject *post_hook(StepHook *self, PyObject *const *args, size_t nargsf,
     if (tp_py_close_region(local, TS_TRAIN_BATCH, cfg.train, cfg.train_id) < 0)
         goto done;
     tp_slot_set(local, TS_FORWARD_SEEN, Py_False);
-    PyObject *call[2] = {tp_slot_get(local, TS_TRACKER), args[0]};
-    r = PyObject_VectorcallMethod(str_update, call, 2, NULL);
-    if (r != NULL) {
-        Py_DECREF(r);
-        r = Py_None;
-        Py_INCREF(r);
-    }
+    if (tp_tracker_update(tp_slot_get(local, TS_TRACKER), args[0]) == 0)
+        r = Py_NewRef(Py_None);
 done:
     Py_DECREF(local);
     return r;
@@ -149,8 +144,7 @@ int tp_py_step_hooks_ready(void)
 {
     str_closure = PyUnicode_InternFromString("closure");
     str_optimizer_begins = PyUnicode_InternFromString("optimizer_begins");
-    str_update = PyUnicode_InternFromString("update");
-    if (str_closure == NULL || str_optimizer_begins == NULL || str_update == NULL)
+    if (str_closure == NULL || str_optimizer_begins == NULL)
         return -1;
     return PyType_Ready(&StepHookType);
 }

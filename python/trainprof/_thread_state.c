@@ -34,8 +34,7 @@ static const char *const slot_names[TS_COUNT] = {
     [TS_TRACKER] = "tracker",
 };
 
-/* The offset of a writable __slots__ attribute of cls, or -1. */
-static Py_ssize_t slot_offset(PyTypeObject *cls, const char *name)
+Py_ssize_t tp_slot_offset_of(PyTypeObject *cls, const char *name)
 {
     PyObject *descr = PyDict_GetItemString(cls->tp_dict, name); /* borrowed */
     if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
@@ -56,7 +55,7 @@ PyObject *tp_py_thread_state_setup(PyObject *module, PyObject *cls)
         return NULL;
     }
     for (int s = 0; s < TS_COUNT; s++)
-        if ((tp_py_slot_offset[s] = slot_offset((PyTypeObject *)cls, slot_names[s])) < 0) {
+        if ((tp_py_slot_offset[s] = tp_slot_offset_of((PyTypeObject *)cls, slot_names[s])) < 0) {
             PyErr_Format(PyExc_TypeError, "_thread_state_setup: %s.%s is no slot",
                          ((PyTypeObject *)cls)->tp_name, slot_names[s]);
             return NULL;

@@ -121,6 +121,9 @@ static inline PyObject *tp_slot_get(PyObject *local, int slot)
     return *(PyObject **)((char *)local + tp_py_slot_offset[slot]);
 }
 
+/* The offset of a writable __slots__ attribute of cls, or -1. */
+Py_ssize_t tp_slot_offset_of(PyTypeObject *cls, const char *name);
+
 /* Sets a slot to value (its own reference taken). */
 void tp_slot_set(PyObject *local, int slot, PyObject *value);
 

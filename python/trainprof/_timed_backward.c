@@ -19,6 +19,7 @@
 #include <structmember.h>
 
 #include "_thread_state.h"
+#include "_tracker_events.h"
 #include "trainprof.h"
 
 typedef struct {
@@ -43,10 +44,8 @@ static int backward_begins(TimedBackward *self, PyObject *local)
         Py_DECREF(r);
     }
     PyObject *tracker = tp_slot_get(local, TS_TRACKER);
-    PyObject *r = PyObject_VectorcallMethod(str_backward, &tracker, 1, NULL);
-    if (r == NULL)
+    if (tp_tracker_work(tracker, str_backward) < 0)
         return -1;
-    Py_DECREF(r);
     tp_begin(self->region_id);
     return 0;
 }

@@ -24,6 +24,7 @@
 #include <structmember.h>
 
 #include "_thread_state.h"
+#include "_tracker_events.h"
 #include "trainprof.h"
 
 typedef struct {
@@ -52,8 +53,8 @@ static struct {
 } cfg;
 
 static PyObject *zero, *one; /* what Python's depth counts hold */
-static PyObject *str_call_impl, *str_training, *str_forward, *str_module_call, *str_wants_model,
-    *str_note_model, *str_parameters, *str_is_cuda, *str_device;
+static PyObject *str_call_impl, *str_training, *str_module_call, *str_wants_model, *str_note_model,
+    *str_parameters, *str_is_cuda, *str_device;
 
 /* ---- the Python twin ----------------------------------------------------------------------- */
 
@@ -221,8 +222,7 @@ static int forward_begin(TimedCall *self, PyObject *local, PyObject *module, PyO
     PyObject *told;
     if (grad) {
         tp_slot_set(local, TS_FORWARD_SEEN, Py_True);
-        PyObject *call[2] = {tracker, training ? Py_True : Py_False};
-        told = PyObject_VectorcallMethod(str_forward, call, 2, NULL);
+        told = tp_tracker_forward(tracker, training);
     } else { /* an evaluation's call (no_grad, inference_mode): no training work */
         told = PyObject_VectorcallMethod(str_module_call, &tracker, 1, NULL);
     }
@@ -379,10 +379,9 @@ int tp_py_timed_call_ready(void)
         const char *s;
     } names[] = {
         {&str_call_impl, "_call_impl"},    {&str_training, "training"},
-        {&str_forward, "forward"},         {&str_module_call, "module_call"},
-        {&str_wants_model, "wants_model"}, {&str_note_model, "note_model"},
-        {&str_parameters, "parameters"},   {&str_is_cuda, "is_cuda"},
-        {&str_device, "device"},
+        {&str_module_call, "module_call"}, {&str_wants_model, "wants_model"},
+        {&str_note_model, "note_model"},   {&str_parameters, "parameters"},
+        {&str_is_cuda, "is_cuda"},         {&str_device, "device"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].to = PyUnicode_InternFromString(names[i].s)) == NULL)

@@ -155,3 +155,102 @@ def test_the_c_paths_end_device_times_as_their_twins_do(tmp_path):
     assert told[0] == told[1]
     ends = {"backward": 10, "forward": 10, "optimizer_step": 10, "train_batch": 10}
     assert told[0] == json.dumps(ends, sort_keys=True)
+
+
+STEADY = """
+import collections, json, sys
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+import trainprof._native
+from trainprof.patches.common import loop, tracker
+from trainprof.runtime import device_memory
+from trainprof.steps.loop_state import Loop
+from trainprof.steps.tracker import StepTracker
+
+if sys.argv[1] == "twins":
+    trainprof._native._twins_only(True)
+calls = collections.Counter()  # the tracker's events that ran its Python
+
+
+def counted(name, event):
+    def counted_event(self, *args):
+        calls[name] += 1
+        return event(self, *args)
+
+    return counted_event
+
+
+for name in ("fetch", "fetched", "forward", "backward", "optimizer_begins", "update"):
+    setattr(StepTracker, name, counted(name, getattr(StepTracker, name)))
+readings = []
+
+
+def after_step():  # stands for a CUDA model's memory reading, at each step mark
+    readings.append(1)
+
+
+def state():
+    # the tracker's and the loop's every slot, a time as "t"
+    def plain(v):
+        if isinstance(v, list):
+            return [plain(e) for e in v]
+        if isinstance(v, int) and not isinstance(v, bool) and v > 10**6:
+            return "t"
+        return repr(v) if v is None or isinstance(v, int) else type(v).__name__
+
+    t = tracker()
+    slots = [(n, getattr(t, n)) for n in StepTracker.__slots__ if n not in ("sink", "loop", "switches")]
+    slots += [(n, getattr(loop, n)) for n in Loop.__slots__ if n not in ("main_loader", "fetcher")]
+    return [(n, plain(v)) for n, v in slots] + [loop.fetcher is t, loop.main_loader is None]
+
+
+device_memory.after_step = after_step
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+criterion = nn.CrossEntropyLoss()  # a module: the model's and its forward a step
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+data = DataLoader(TensorDataset(torch.randn(160, 8), torch.randint(0, 3, (160,))), batch_size=8)
+states = []
+for epoch in range(2):  # 20 steps a pass
+    for i, (x, y) in enumerate(data):
+        if epoch == 1 and i == 5:  # from the 6th batch's work to the 16th's fetch
+            calls.clear()
+            device_memory.on = True
+        if epoch == 1 and i == 15:
+            device_memory.on = False
+            window = [dict(calls), len(readings)]
+        states.append(state())
+        opt.zero_grad()
+        criterion(model(x), y).backward()
+        opt.step()
+        states.append(state())
+    states.append(state())
+print(json.dumps(states))
+print(json.dumps(window, sort_keys=True))
+"""
+
+
+def test_a_pass_s_steady_steps_tell_the_tracker_in_c(tmp_path):
+    """Mid-pass, the C paths tell the step tracker of each event without a
+    Python call (_tracker_events.c), where the twins call it seven times a
+    step, and leave it as the twins do: every slot of the tracker and the
+    loop the same after each fetch and each update, the same step marks,
+    each followed by the GPU memory reading where one is due (marks.step's)."""
+    script = tmp_path / "steady.py"
+    script.write_text(textwrap.dedent(STEADY))
+    seen, states, steps = {}, {}, {}
+    for how in ("c", "twins"):
+        run_file = tmp_path / f"{how}.db"
+        r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, how)
+        assert r.returncode == 0, r.stderr
+        *_, states[how], seen[how] = r.stdout.splitlines()
+        s = report_json(run_file)["steps"][0]
+        steps[how] = (s["count"], s["samples"])
+    # 10 batches' work (the 6th to the 15th) and 10 fetches (the 7th to the 16th)
+    events = {"fetch": 10, "fetched": 10, "forward": 20, "backward": 10, "update": 10}
+    assert json.loads(seen["twins"]) == [dict(events, optimizer_begins=10), 10]
+    assert json.loads(seen["c"]) == [{}, 10]
+    assert len(json.loads(states["c"])) == 2 * (2 * 20 + 1)
+    assert states["c"] == states["twins"]
+    assert steps["c"] == steps["twins"] == (40, 320)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import torch
 
 from trainprof import _native
+from trainprof.runtime import device_memory as _memory
 from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
 from trainprof.steps.loop_state import Loop
@@ -97,8 +98,10 @@ class ThreadState:
         self.traced = False  # Dynamo traces the code that asked (see _fresh)
 
 
-# the C paths (python/trainprof/_thread_state.c) read its slots straight
+# the C paths (python/trainprof/_thread_state.c) read its slots straight,
+# and the tracker's and the loop's (_tracker_events.c)
 _native._thread_state_setup(ThreadState)
+_native._tracker_setup(StepTracker, Loop, _Marks, _state, _memory)
 
 
 def tracker():

@@ -56,7 +56,23 @@ def same_kind(loader, ref):
 
 
 class Loop:
-    """What the training loop has shown, process-wide (changed under the GIL)."""
+    """What the training loop has shown, process-wide (changed under the GIL).
+    Plain attributes (__slots__): the C paths read them by offset
+    (python/trainprof/_tracker_events.c)."""
+
+    __slots__ = (
+        "main_loader",
+        "step_optimizer",
+        "first_work_ns",
+        "epochs",
+        "work_between_fetches",
+        "updates_between_fetches",
+        "updates",
+        "backwards",
+        "evaluations_training",
+        "fetcher",
+        "prefetched",
+    )
 
     def __init__(self):
         self.main_loader = None  # LoaderRef: the training DataLoader (the first one iterated)

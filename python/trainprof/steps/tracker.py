@@ -74,7 +74,11 @@ UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
 class StepTracker:
     """One thread's view of the loop (trainprof.patches.common keeps one a
     thread, with the same sink, loop and switches). Plain attributes
-    (__slots__): the patches call it several times a step."""
+    (__slots__): the patches call it several times a step. The C paths do
+    what fetch, fetched, forward, backward and update do in a pass's steady
+    steps on these slots themselves (python/trainprof/_tracker_events.c,
+    which names each state it takes): a change to one of those methods is
+    a change to its C too."""
 
     __slots__ = (
         "sink",

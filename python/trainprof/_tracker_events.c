@@ -1,0 +1,345 @@
+/* _tracker_events.c: the step tracker's events from the C paths
+ * (_loader_next.c, _timed_call.c, _timed_backward.c, _step_hooks.c).
+ *
+ * A training step tells the tracker six times (fetch, fetched, a forward
+ * for the model and one for its loss, backward, optimizer_begins, update):
+ * a Python method call each, ~1,000 instructions of a step's ~45,000 over
+ * bare on the CPU stand-in (issue 56). In a loop's steady state each does a
+ * few assignments; here they are done on the tracker's and the loop's
+ * slots, by offset, as trainprof.steps.tracker does them, and everything
+ * else (a pass's first fetches, held marks, pauses, evaluations, undecided
+ * fetches, a framework's steps, an epoch's last batch, loops whose updates
+ * mark the steps) goes to the Python method, which stays the definition:
+ * each test here names the state in which that method does no more than
+ * what follows it. tests/py/test_c_paths.py holds the two to the same
+ * marks. */
+#include "_tracker_events.h"
+
+#include "_thread_state.h"
+#include "trainprof.h"
+
+/* The tracker's and the loop's slots the events use. */
+enum {
+    TR_SINK,
+    TR_LOOP,
+    TR_FETCHED_ONLY,
+    TR_UPDATED,
+    TR_AFTER_UPDATE,
+    TR_OUT_OF_STEP,
+    TR_REOPEN_AT,
+    TR_EVAL_FROM,
+    TR_OPEN_PENDING,
+    TR_UNDECIDED,
+    TR_LAST_BATCH,
+    TR_STEP_CLOSED,
+    TR_EVAL_SINCE,
+    TR_PENDING_EPOCH,
+    TR_HELD,
+    TR_UPDATE_NS,
+    TR_COUNT
+};
+static const char *const tracker_slots[TR_COUNT] = {
+    [TR_SINK] = "sink",
+    [TR_LOOP] = "loop",
+    [TR_FETCHED_ONLY] = "fetched_only",
+    [TR_UPDATED] = "updated",
+    [TR_AFTER_UPDATE] = "after_update",
+    [TR_OUT_OF_STEP] = "out_of_step",
+    [TR_REOPEN_AT] = "reopen_at",
+    [TR_EVAL_FROM] = "eval_from",
+    [TR_OPEN_PENDING] = "open_pending",
+    [TR_UNDECIDED] = "undecided",
+    [TR_LAST_BATCH] = "last_batch",
+    [TR_STEP_CLOSED] = "step_closed",
+    [TR_EVAL_SINCE] = "eval_since",
+    [TR_PENDING_EPOCH] = "pending_epoch",
+    [TR_HELD] = "held",
+    [TR_UPDATE_NS] = "update_ns",
+};
+enum {
+    LP_MAIN_LOADER,
+    LP_FIRST_WORK_NS,
+    LP_WORK_BETWEEN_FETCHES,
+    LP_UPDATES_BETWEEN_FETCHES,
+    LP_UPDATES,
+    LP_BACKWARDS,
+    LP_FETCHER,
+    LP_COUNT
+};
+static const char *const loop_slots[LP_COUNT] = {
+    [LP_MAIN_LOADER] = "main_loader",
+    [LP_FIRST_WORK_NS] = "first_work_ns",
+    [LP_WORK_BETWEEN_FETCHES] = "work_between_fetches",
+    [LP_UPDATES_BETWEEN_FETCHES] = "updates_between_fetches",
+    [LP_UPDATES] = "updates",
+    [LP_BACKWARDS] = "backwards",
+    [LP_FETCHER] = "fetcher",
+};
+
+static struct {
+    PyTypeObject *tracker_type, *loop_type; /* strong; NULL until setup */
+    PyObject *sink;                         /* strong: the sink whose marks C makes */
+    PyObject *switches;                     /* strong: steps.state's dict */
+    PyObject *memory;                       /* strong: runtime.device_memory's dict */
+    Py_ssize_t tracker_at[TR_COUNT], loop_at[LP_COUNT];
+} cfg;
+
+static PyObject *str_fetch, *str_fetched, *str_forward, *str_update, *str_fetched_only,
+    *str_manual_steps, *str_on, *str_after_step, *one;
+
+static inline PyObject **tracker_slot(PyObject *tracker, int slot)
+{
+    return (PyObject **)((char *)tracker + cfg.tracker_at[slot]);
+}
+
+static inline PyObject **loop_slot(PyObject *loop, int slot)
+{
+    return (PyObject **)((char *)loop + cfg.loop_at[slot]);
+}
+
+/* Sets a slot's word to value (its own reference taken). */
+static void put(PyObject **at, PyObject *value)
+{
+    PyObject *old = *at;
+    Py_INCREF(value);
+    *at = value;
+    Py_XDECREF(old);
+}
+
+/* Whether a slot holds None (an unset one does not: the method then says
+ * why). */
+static inline int none(PyObject **at) { return *at == Py_None; }
+
+/* Whether a slot holds False (or another false value a method would take so). */
+static inline int false_(PyObject **at) { return *at != NULL && !tp_truthy(*at); }
+
+/* The tracker's loop where the C events may take it: the tracker of the
+ * set-up class with the set-up sink, its loop of the set-up class; else
+ * NULL (borrowed). */
+static PyObject *steady_loop(PyObject *tracker)
+{
+    if (cfg.tracker_type == NULL || Py_TYPE(tracker) != cfg.tracker_type ||
+        *tracker_slot(tracker, TR_SINK) != cfg.sink || !none(tracker_slot(tracker, TR_HELD)))
+        return NULL;
+    PyObject *loop = *tracker_slot(tracker, TR_LOOP);
+    return loop != NULL && Py_TYPE(loop) == cfg.loop_type ? loop : NULL;
+}
+
+/* steps.state's manual_steps: 1 where set (a framework's or the script's
+ * steps), 0, or -1 where it can't be read (the method then reads it). */
+static int manual_steps(void)
+{
+    PyObject *v = PyDict_GetItemWithError(cfg.switches, str_manual_steps); /* borrowed */
+    if (v == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    return tp_truthy(v);
+}
+
+/* marks.step(): _native's step mark, then the GPU memory reading when due. */
+static int mark_step(void)
+{
+    tp_py_mark_step();
+    PyObject *on = PyDict_GetItemWithError(cfg.memory, str_on); /* borrowed */
+    if (on == NULL && PyErr_Occurred())
+        return -1;
+    if (!tp_truthy(on))
+        return 0;
+    PyObject *after = PyDict_GetItemWithError(cfg.memory, str_after_step);
+    if (after == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_AttributeError, "device_memory.after_step");
+        return -1;
+    }
+    PyObject *r = PyObject_CallNoArgs(after);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* slot += 1 (a Python int's addition, as the method's). */
+static int count_one(PyObject **at)
+{
+    if (*at == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "a count the tracker never set");
+        return -1;
+    }
+    PyObject *n = PyNumber_Add(*at, one);
+    if (n == NULL)
+        return -1;
+    PyObject *old = *at;
+    *at = n;
+    Py_DECREF(old);
+    return 0;
+}
+
+static int call_method(PyObject *tracker, PyObject *name, PyObject *arg)
+{
+    PyObject *call[2] = {tracker, arg};
+    PyObject *r = PyObject_VectorcallMethod(name, call, arg ? 2 : 1, NULL);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+PyObject *tp_tracker_fetch(PyObject *tracker)
+{
+    PyObject *loop = steady_loop(tracker);
+    /* the step's update came, after work since the last fetch: the step
+     * ends and the next begins here (fetch()'s "if self.updated" end) */
+    if (loop == NULL || *tracker_slot(tracker, TR_FETCHED_ONLY) != Py_False ||
+        *tracker_slot(tracker, TR_UPDATED) != Py_True ||
+        !none(tracker_slot(tracker, TR_UNDECIDED)) || !none(tracker_slot(tracker, TR_EVAL_FROM)) ||
+        !false_(tracker_slot(tracker, TR_STEP_CLOSED)) || manual_steps() != 0)
+        return PyObject_VectorcallMethod(str_fetch, &tracker, 1, NULL);
+    put(loop_slot(loop, LP_WORK_BETWEEN_FETCHES), Py_True);
+    put(tracker_slot(tracker, TR_FETCHED_ONLY), Py_True);
+    put(tracker_slot(tracker, TR_EVAL_SINCE), Py_None);
+    put(tracker_slot(tracker, TR_LAST_BATCH), Py_False);
+    put(tracker_slot(tracker, TR_AFTER_UPDATE), Py_False);
+    put(tracker_slot(tracker, TR_OUT_OF_STEP), Py_False);
+    put(tracker_slot(tracker, TR_REOPEN_AT), Py_None);
+    put(loop_slot(loop, LP_UPDATES_BETWEEN_FETCHES), Py_True);
+    put(tracker_slot(tracker, TR_UPDATED), Py_False); /* _step() */
+    if (mark_step() < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+int tp_tracker_fetched(PyObject *tracker, int last)
+{
+    int manual = last ? manual_steps() : 0;
+    if (steady_loop(tracker) == NULL || manual < 0)
+        return call_method(tracker, str_fetched, last ? Py_True : Py_False);
+    put(tracker_slot(tracker, TR_LAST_BATCH), last && !manual ? Py_True : Py_False);
+    return 0;
+}
+
+/* Whether forward() or backward() would call _work_marks: a pending step,
+ * a pause's end, or a pass not yet shown to be one. */
+static int marks_work(PyObject *tracker)
+{
+    return !none(tracker_slot(tracker, TR_OPEN_PENDING)) ||
+           !false_(tracker_slot(tracker, TR_OUT_OF_STEP)) ||
+           !none(tracker_slot(tracker, TR_PENDING_EPOCH));
+}
+
+PyObject *tp_tracker_forward(PyObject *tracker, int training)
+{
+    PyObject *loop = steady_loop(tracker);
+    int manual = manual_steps();
+    if (loop == NULL || marks_work(tracker) || manual < 0 ||
+        (training && none(loop_slot(loop, LP_FIRST_WORK_NS))))
+        return PyObject_VectorcallMethod(
+            str_forward, (PyObject *[]){tracker, training ? Py_True : Py_False}, 2, NULL);
+    put(tracker_slot(tracker, TR_FETCHED_ONLY), Py_False);
+    put(tracker_slot(tracker, TR_AFTER_UPDATE), Py_False);
+    if (!training)
+        Py_RETURN_FALSE;
+    put(tracker_slot(tracker, TR_EVAL_SINCE), Py_None);
+    return PyBool_FromLong(none(loop_slot(loop, LP_MAIN_LOADER)) && !manual);
+}
+
+int tp_tracker_work(PyObject *tracker, PyObject *name)
+{
+    PyObject *loop = steady_loop(tracker);
+    if (loop == NULL || marks_work(tracker))
+        return call_method(tracker, name, NULL);
+    if (count_one(loop_slot(loop, LP_BACKWARDS)) < 0)
+        return -1;
+    put(tracker_slot(tracker, TR_FETCHED_ONLY), Py_False);
+    put(tracker_slot(tracker, TR_AFTER_UPDATE), Py_False);
+    put(tracker_slot(tracker, TR_EVAL_SINCE), Py_None);
+    return 0;
+}
+
+int tp_tracker_update(PyObject *tracker, PyObject *optimizer)
+{
+    PyObject *loop = steady_loop(tracker);
+    /* the training loader marks the steps, fetched on this thread; not its
+     * last batch's update, nor one that settles undecided fetches */
+    if (loop == NULL || !false_(tracker_slot(tracker, TR_LAST_BATCH)) ||
+        !none(tracker_slot(tracker, TR_UNDECIDED)) || none(loop_slot(loop, LP_MAIN_LOADER)) ||
+        *loop_slot(loop, LP_FETCHER) != tracker)
+        return call_method(tracker, str_update, optimizer);
+    PyObject *now = PyLong_FromUnsignedLongLong(tp_clock_now_ns());
+    if (now == NULL || count_one(loop_slot(loop, LP_UPDATES)) < 0) {
+        Py_XDECREF(now);
+        return -1;
+    }
+    put(tracker_slot(tracker, TR_UPDATED), Py_True);
+    put(tracker_slot(tracker, TR_AFTER_UPDATE), Py_True);
+    put(tracker_slot(tracker, TR_UPDATE_NS), now);
+    Py_DECREF(now);
+    return 0;
+}
+
+PyObject *tp_tracker_fetched_only(PyObject *tracker)
+{
+    if (cfg.tracker_type != NULL && Py_TYPE(tracker) == cfg.tracker_type) {
+        PyObject *v = *tracker_slot(tracker, TR_FETCHED_ONLY);
+        if (v != NULL)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(tracker, str_fetched_only);
+}
+
+/* Each name's offset in cls into at; -1 with a TypeError where one is no
+ * writable slot. */
+static int offsets(PyObject *cls, const char *const *names, int n, Py_ssize_t *at)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "_tracker_setup: a class expected");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if ((at[i] = tp_slot_offset_of((PyTypeObject *)cls, names[i])) < 0) {
+            PyErr_Format(PyExc_TypeError, "_tracker_setup: %s.%s is no slot",
+                         ((PyTypeObject *)cls)->tp_name, names[i]);
+            return -1;
+        }
+    return 0;
+}
+
+static int intern_all(void)
+{
+    struct {
+        PyObject **at;
+        const char *text;
+    } names[] = {
+        {&str_fetch, "fetch"},
+        {&str_fetched, "fetched"},
+        {&str_forward, "forward"},
+        {&str_update, "update"},
+        {&str_fetched_only, "fetched_only"},
+        {&str_manual_steps, "manual_steps"},
+        {&str_on, "on"},
+        {&str_after_step, "after_step"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if ((*names[i].at = PyUnicode_InternFromString(names[i].text)) == NULL)
+            return -1;
+    return (one = PyLong_FromLong(1)) == NULL ? -1 : 0;
+}
+
+PyObject *tp_py_tracker_setup(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (cfg.tracker_type != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_tracker_setup: once per process");
+        return NULL;
+    }
+    if (nargs != 5 || !PyModule_Check(args[3]) || !PyModule_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_tracker_setup(StepTracker, Loop, sink, switches, memory)");
+        return NULL;
+    }
+    if (offsets(args[0], tracker_slots, TR_COUNT, cfg.tracker_at) < 0 ||
+        offsets(args[1], loop_slots, LP_COUNT, cfg.loop_at) < 0 || intern_all() < 0)
+        return NULL;
+    cfg.sink = Py_NewRef(args[2]);
+    cfg.switches = Py_NewRef(PyModule_GetDict(args[3]));
+    cfg.memory = Py_NewRef(PyModule_GetDict(args[4]));
+    cfg.loop_type = (PyTypeObject *)Py_NewRef(args[1]);
+    cfg.tracker_type = (PyTypeObject *)Py_NewRef(args[0]);
+    Py_RETURN_NONE;
+}

@@ -9,6 +9,7 @@
 #include "_per_thread.h"
 #include "_region.h"
 #include "_stack_sampler.h"
+#include "_step_marks.h"
 #include "_loader_next.h"
 #include "_step_hooks.h"
 #include "_thread_state.h"
@@ -109,124 +110,10 @@ static PyObject *py_now_ns(PyObject *module, PyObject *unused)
     return PyLong_FromUnsignedLongLong(tp_clock_now_ns());
 }
 
-/* ---- capture windows (trainprof/runtime/ops.py) ---------------------------------- */
-
-static PyObject *ops_hook; /* called at a step mark when a window needs it */
-static uint64_t ops_wait;  /* the step count at which it is called anyway, 0 none */
-static uint32_t ops_seen;  /* the last request seq it read */
-
-/* After every step mark: one load of this thread's ring's request, and the
- * hook only when a new request came or the step it waits for is here. An
- * exception in it is the capture's problem, never the training's. */
-static inline void ops_check(void)
-{
-    if (!ops_hook)
-        return;
-    uint32_t seq = tp_ops_seq();
-    if (seq == ops_seen && !(ops_wait && tp_steps_marked() >= ops_wait))
-        return;
-    PyObject *r = PyObject_CallNoArgs(ops_hook);
-    if (r)
-        Py_DECREF(r);
-    else
-        PyErr_Clear();
-}
-
-static PyObject *py_ops_hook(PyObject *module, PyObject *fn)
-{
-    (void)module;
-    Py_XINCREF(fn == Py_None ? NULL : fn);
-    Py_XSETREF(ops_hook, fn == Py_None ? NULL : fn);
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_ops_wait(PyObject *module, PyObject *arg)
-{
-    (void)module;
-    unsigned long long n = PyLong_AsUnsignedLongLong(arg);
-    if (n == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    ops_wait = n;
-    Py_RETURN_NONE;
-}
-
-/* ops_request(): (seq, reason, first_step, steps) of a request this
- * thread's ring carries that was not read before, else None. */
-static PyObject *py_ops_request(PyObject *module, PyObject *unused)
-{
-    (void)module, (void)unused;
-    tp_ops_request r;
-    if (!tp_ops_request_read(&r) || r.seq == ops_seen)
-        Py_RETURN_NONE;
-    ops_seen = r.seq;
-    return Py_BuildValue("(IIKI)", r.seq, r.reason, (unsigned long long)r.first_step, r.steps);
-}
-
-static PyObject *py_steps_marked(PyObject *module, PyObject *unused)
-{
-    (void)module, (void)unused;
-    return PyLong_FromUnsignedLongLong(tp_steps_marked());
-}
-
-/* _ops_begun(step): a window begins at this step count (tp_ops_begun). */
-static PyObject *py_ops_begun(PyObject *module, PyObject *arg)
-{
-    (void)module;
-    unsigned long long n = PyLong_AsUnsignedLongLong(arg);
-    if (n == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    tp_ops_begun(n);
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_ops_send(PyObject *module, PyObject *arg)
-{
-    (void)module;
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    bool sent;
-    Py_BEGIN_ALLOW_THREADS sent = tp_ops_send(view.buf, (size_t)view.len);
-    Py_END_ALLOW_THREADS PyBuffer_Release(&view);
-    return PyBool_FromLong(sent);
-}
-
-void tp_py_mark_step(void)
-{
-    tp_step();
-    ops_check();
-}
-
-static PyObject *py_step(PyObject *module, PyObject *unused)
-{
-    (void)module, (void)unused;
-    tp_py_mark_step();
-    Py_RETURN_NONE;
-}
-
-/* Calls mark with arg, a time from now_ns(). */
-static PyObject *mark_at(PyObject *arg, void (*mark)(uint64_t))
-{
-    unsigned long long t_ns = PyLong_AsUnsignedLongLong(arg);
-    if (t_ns == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    mark(t_ns);
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_step_at(PyObject *module, PyObject *arg)
-{
-    (void)module;
-    PyObject *r = mark_at(arg, tp_step_at);
-    if (r)
-        ops_check();
-    return r;
-}
-
 static PyObject *py_step_end_at(PyObject *module, PyObject *arg)
 {
     (void)module;
-    return mark_at(arg, tp_step_end_at);
+    return tp_py_mark_at(arg, tp_step_end_at);
 }
 
 static PyObject *py_epoch(PyObject *module, PyObject *arg)
@@ -360,8 +247,8 @@ static PyMethodDef module_methods[] = {
     {"device_time", (PyCFunction)(void (*)(void))py_device_time, METH_FASTCALL,
      "device_time(region, host_start_ns, device_ns): a region's device (GPU) time."},
     {"now_ns", py_now_ns, METH_NOARGS, "The recorder's clock (CLOCK_MONOTONIC) in ns."},
-    {"step", py_step, METH_NOARGS, "Marks a step boundary."},
-    {"step_at", py_step_at, METH_O, "step_at(t_ns): a step boundary at an earlier now_ns()."},
+    {"step", tp_py_step, METH_NOARGS, "Marks a step boundary."},
+    {"step_at", tp_py_step_at, METH_O, "step_at(t_ns): a step boundary at an earlier now_ns()."},
     {"step_end_at", py_step_end_at, METH_O,
      "step_end_at(t_ns): the open step ended at an earlier now_ns(); none begins."},
     {"epoch", py_epoch, METH_O, "epoch(n): marks the start of epoch n."},
@@ -405,12 +292,12 @@ static PyMethodDef module_methods[] = {
     {"per_thread", tp_py_per_thread, METH_O,
      "per_thread(cls): this thread's instance of cls (made by cls() on first use)."},
     {"_set_decorator_factory", tp_py_set_decorator_factory, METH_O, NULL},
-    {"_ops_hook", py_ops_hook, METH_O, NULL},
-    {"_ops_wait", py_ops_wait, METH_O, NULL},
-    {"_ops_request", py_ops_request, METH_NOARGS, NULL},
-    {"_ops_send", py_ops_send, METH_O, NULL},
-    {"_ops_begun", py_ops_begun, METH_O, NULL},
-    {"_steps_marked", py_steps_marked, METH_NOARGS, NULL},
+    {"_ops_hook", tp_py_ops_hook, METH_O, NULL},
+    {"_ops_wait", tp_py_ops_wait, METH_O, NULL},
+    {"_ops_request", tp_py_ops_request, METH_NOARGS, NULL},
+    {"_ops_send", tp_py_ops_send, METH_O, NULL},
+    {"_ops_begun", tp_py_ops_begun, METH_O, NULL},
+    {"_steps_marked", tp_py_steps_marked, METH_NOARGS, NULL},
     {"_stack_snapshot", tp_py_stack_snapshot, METH_NOARGS, NULL},
     {"_start_stacks", tp_py_start_stacks, METH_O, NULL},
     {"_stop_stacks", tp_py_stop_stacks, METH_NOARGS, NULL},

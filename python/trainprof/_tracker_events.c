@@ -15,6 +15,7 @@
  * marks. */
 #include "_tracker_events.h"
 
+#include "_step_marks.h"
 #include "_thread_state.h"
 #include "trainprof.h"
 

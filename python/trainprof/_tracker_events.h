@@ -42,8 +42,4 @@ int tp_tracker_update(PyObject *tracker, PyObject *optimizer);
  * set. */
 PyObject *tp_tracker_fetched_only(PyObject *tracker);
 
-/* _native.step() (_native.c): a step boundary now, then a capture window's
- * request checked. */
-void tp_py_mark_step(void);
-
 #endif

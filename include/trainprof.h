@@ -64,6 +64,14 @@ uint32_t tp_name_intern(const char *name);
 void tp_begin(uint32_t name_id);
 void tp_end(uint32_t name_id);
 
+/* Whether this thread runs the binding's own work now (on: 1) or the code
+ * it wraps (0), for its process's stack sampler: a sample taken in that
+ * work counts as trainprof's cost, where no frame of the binding's could
+ * say so (a wrapper written in C). Returns what it was, for the caller to
+ * set back: `int was = tp_own_work(1); ... tp_own_work(was);`. A store
+ * into this thread's ring; nothing, and 0, on a thread without one. */
+int tp_own_work(int on);
+
 /* A region that has already happened, from start_ns to end_ns (both from
  * tp_clock_now_ns), on this thread: for times measured by a callback, e.g.
  * when a communication future completes. Ignored when end_ns < start_ns. */

@@ -80,6 +80,17 @@ static inline void end_on(tp_thread *t, uint32_t id)
 
 void tp_begin(uint32_t id) { begin_on(tp_self_ptr(), id, 0); }
 
+int tp_own_work(int on)
+{
+    tp_thread *t = tp_self_ptr();
+    if (t->state != TP_THREAD_ACTIVE) /* never attaches: a region's event will */
+        return 0;
+    int was = (int)atomic_load_explicit(&t->ring->in_own_work, memory_order_relaxed);
+    if (was != on)
+        atomic_store_explicit(&t->ring->in_own_work, (uint32_t)(on != 0), memory_order_relaxed);
+    return was;
+}
+
 void tp_end(uint32_t id) { end_on(tp_self_ptr(), id); }
 
 /* For events with times of their own (the caller's): sends id's name if this

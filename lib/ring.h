@@ -82,8 +82,10 @@ typedef struct tp_ring_header {
     _Alignas(64) _Atomic uint64_t head; /* next slot the producer writes */
     _Alignas(64) _Atomic uint64_t tail; /* next slot the consumer reads */
     _Alignas(64) _Atomic uint64_t dropped;
-    _Atomic uint32_t open_name;         /* innermost open region's name_id, 0 for none */
-    _Atomic uint32_t open_depth_unused; /* kept for the layout; no one writes it */
+    _Atomic uint32_t open_name; /* innermost open region's name_id, 0 for none */
+    /* 1 while the thread runs trainprof's own work in C (tp_own_work): read
+     * by the process's stack sampler with open_name (one 8-byte read) */
+    _Atomic uint32_t in_own_work;
     /* Written by the recorder, read by the process's stack sampler: how many
      * times it asked for one stack of every thread of the process (a stall
      * seen while stack sampling is off); each new count is served once.

@@ -30,7 +30,10 @@
  * samples in value's high 32 bits (its tid in the low ones). A thread whose
  * CPU time has not moved since its last sample cannot have moved its stack:
  * the sampler sends this instead of reading it again. */
-#define TP_STACK_REPEAT    (1ull << 35)
+#define TP_STACK_REPEAT (1ull << 35)
+/* The thread ran trainprof's own work in C then (tp_own_work): its frames
+ * are those of the code that called it. */
+#define TP_STACK_OWN       (1ull << 37)
 #define TP_STACK_DEPTH_MAX 256u       /* frames a sample carries at most */
 #define TP_FRAMES_MAX      (1u << 22) /* frame ids of one ring: 1..TP_FRAMES_MAX */
 #define TP_FRAME_TEXT_MAX  512u       /* "function\nfile" */
@@ -46,10 +49,11 @@ typedef struct tp_stack_ref {
 #define TP_STACK_REFS_PER_SLOT (sizeof(tp_event) / sizeof(tp_stack_ref))
 
 /* The innermost open region (its name id) of this process's thread tid,
- * 0 when it has none or has no ring. Lock-free, safe from any thread at any
- * time, even as tid exits: its ring is read through r (the calling
- * thread's own reader). */
-uint32_t tp_thread_open_region(tp_self_reader *r, int32_t tid);
+ * 0 when it has none or has no ring; *own: whether it ran trainprof's own
+ * work in C (tp_own_work; false when unknown). Lock-free, safe from any
+ * thread at any time, even as tid exits: its ring is read through r (the
+ * calling thread's own reader). */
+uint32_t tp_thread_open_region(tp_self_reader *r, int32_t tid, bool *own);
 
 /* The most the recorder asked for one stack of every thread (the rings'
  * stacks_wanted, lib/ring.h) over this process's rings: a count that grows

@@ -53,20 +53,25 @@ void tp_registry_clear(void)
     atomic_store(&high_water, 0);
 }
 
-uint32_t tp_thread_open_region(tp_self_reader *r, int32_t tid)
+uint32_t tp_thread_open_region(tp_self_reader *r, int32_t tid, bool *own)
 {
     uint32_t n = atomic_load(&high_water);
+    *own = false;
     for (uint32_t i = 0; i < n; i++) {
         if (atomic_load_explicit(&registry[i].tid, memory_order_acquire) != tid)
             continue;
         tp_ring_header *h = atomic_load_explicit(&registry[i].ring, memory_order_acquire);
-        uint32_t name = 0;
+        uint32_t now[2] = {0, 0}; /* open_name, in_own_work: one read */
         int32_t ring_tid = 0;
+        _Static_assert(offsetof(tp_ring_header, in_own_work) ==
+                           offsetof(tp_ring_header, open_name) + sizeof(uint32_t),
+                       "the two words the sampler reads at once");
         /* the ring is unmapped as its thread exits: reads that fail cleanly */
         if (!h || !tp_self_read(r, &ring_tid, &h->tid, sizeof ring_tid) || ring_tid != tid ||
-            !tp_self_read(r, &name, (const void *)&h->open_name, sizeof name))
+            !tp_self_read(r, now, (const void *)&h->open_name, sizeof now))
             return 0;
-        return name;
+        *own = now[1] != 0;
+        return now[0];
     }
     return 0;
 }

@@ -15,6 +15,7 @@
  * iterator class's __next__: next(it) calls it with the iterator, and no
  * bound method is made. */
 #include "_loader_next.h"
+#include "_own_work.h"
 #include "_method_like.h"
 
 #include <stddef.h>
@@ -147,7 +148,7 @@ static PyObject *main_fetch(HandingOut *self, PyObject *it, PyObject *local)
         return NULL;
     }
     tp_begin(cfg.next_id);
-    PyObject *batch = PyObject_CallOneArg(self->orig, it);
+    PyObject *batch = tp_call_out(self->orig, &it, 1, NULL);
     tp_end(cfg.next_id);
     if (batch == NULL && PyErr_ExceptionMatches(PyExc_StopIteration)) {
         tp_kept_error end;
@@ -166,26 +167,32 @@ static PyObject *main_fetch(HandingOut *self, PyObject *it, PyObject *local)
     return batch;
 }
 
-static PyObject *handing_out_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
-                                        PyObject *kwnames)
+static PyObject *handing_out_own(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames)
 {
     HandingOut *self = (HandingOut *)callable;
     if (!cfg.ready || cfg.bottleneck || PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
-        return PyObject_Vectorcall(self->twin, args, nargsf, kwnames);
+        return tp_call_out(self->twin, args, nargsf, kwnames);
     PyObject *it = args[0];
     PyObject *main = PyObject_GetAttr(it, str_main);
     int manual = main == Py_True ? state_flag(str_manual_steps) : 1;
     Py_XDECREF(main);
     if (manual != 0) { /* another pass, or steps a framework marks: the twin's */
         PyErr_Clear();
-        return PyObject_Vectorcall(self->twin, args, nargsf, kwnames);
+        return tp_call_out(self->twin, args, nargsf, kwnames);
     }
     PyObject *local = tp_py_thread_state();
     if (local == NULL)
-        return PyErr_Occurred() ? NULL : PyObject_Vectorcall(self->twin, args, nargsf, kwnames);
+        return PyErr_Occurred() ? NULL : tp_call_out(self->twin, args, nargsf, kwnames);
     PyObject *batch = main_fetch(self, it, local);
     Py_DECREF(local);
     return batch;
+}
+
+static PyObject *handing_out_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                        PyObject *kwnames)
+{
+    return tp_as_own_work(handing_out_own, callable, args, nargsf, kwnames);
 }
 
 /* The twin's name, doc and the rest (functools.wraps' view of it). */

@@ -87,6 +87,7 @@ typedef struct sampler {
     uint64_t t_ns; /* this round's time */
     int32_t tid;   /* the thread being read, and its open region (before_thread) */
     uint32_t phase;
+    bool own; /* it ran trainprof's own work in C (tp_own_work) */
     /* when each thread is read (see due): by kernel thread id */
     struct paced {
         int32_t tid;          /* 0: a free slot */
@@ -325,14 +326,15 @@ static void before_thread(void *ctx, const tp_stack_thread *t)
 {
     sampler *s = ctx;
     s->tid = t->native_tid ? t->native_tid : tp_thread_tid_of(t->thread_id);
-    s->phase = s->tid > 0 ? tp_thread_open_region(&s->rings, s->tid) : 0;
+    s->own = false;
+    s->phase = s->tid > 0 ? tp_thread_open_region(&s->rings, s->tid, &s->own) : 0;
 }
 
 static void sample_thread(void *ctx, const tp_stack_thread *t, const tp_stack_frame *frames)
 {
     sampler *s = ctx;
     int32_t tid = s->tid;
-    uint64_t flags = t->truncated ? TP_STACK_TRUNCATED : 0;
+    uint64_t flags = (t->truncated ? TP_STACK_TRUNCATED : 0) | (s->own ? TP_STACK_OWN : 0);
     char state = tid > 0 ? thread_state(s, tid) : 0;
     if (state)
         flags |= TP_STACK_STATE | (state == 'R' ? TP_STACK_ON_CPU : 0) |
@@ -344,7 +346,9 @@ static void sample_thread(void *ctx, const tp_stack_thread *t, const tp_stack_fr
      * its reads, on a busy machine) would pair its stack with another
      * phase's (beside two CPU burners the module's line outweighed the
      * hot function of "load"): that sample is not sent */
-    bool same = tid <= 0 || tp_thread_open_region(&s->rings, tid) == s->phase;
+    bool own_after = false;
+    bool same = tid <= 0 || (tp_thread_open_region(&s->rings, tid, &own_after) == s->phase &&
+                             own_after == s->own); /* nor one that went in or out of our own work */
     bool sent = same && tp_stack_send(s->t_ns, tid, s->phase, flags, s->refs, (uint32_t)t->nframes);
     atomic_fetch_add_explicit(&s->reads, 1, memory_order_relaxed);
     struct paced *p = tid > 0 && s->paced && !s->standby ? paced_of(s, tid) : NULL;

@@ -12,6 +12,7 @@
  * compiled optimizer's step, inlines the twin where the interpreter calls
  * the C. */
 #include "_step_hooks.h"
+#include "_own_work.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -94,6 +95,20 @@ static PyObject *post_hook(StepHook *self, PyObject *const *args, size_t nargsf,
 done:
     Py_DECREF(local);
     return r;
+}
+
+/* Each hook is trainprof's own work whole (its twin's too: no code of the
+ * training's runs in it). */
+static PyObject *pre_hook_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames)
+{
+    return tp_as_own_work((vectorcallfunc)pre_hook, callable, args, nargsf, kwnames);
+}
+
+static PyObject *post_hook_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                      PyObject *kwnames)
+{
+    return tp_as_own_work((vectorcallfunc)post_hook, callable, args, nargsf, kwnames);
 }
 
 static int step_hook_traverse(StepHook *self, visitproc visit, void *arg)
@@ -211,7 +226,7 @@ PyObject *tp_py_step_hook_new(PyObject *module, PyObject *const *args, Py_ssize_
     Py_INCREF(args[0]);
     self->twin = args[0];
     self->kind = strcmp(kind, "pre") == 0 ? PRE : POST;
-    self->vectorcall = self->kind == PRE ? (vectorcallfunc)pre_hook : (vectorcallfunc)post_hook;
+    self->vectorcall = self->kind == PRE ? pre_hook_vectorcall : post_hook_vectorcall;
     PyObject_GC_Track(self);
     return (PyObject *)self;
 }

@@ -13,6 +13,7 @@
  * A method descriptor (Py_TPFLAGS_METHOD_DESCRIPTOR), as torch.Tensor's
  * backward is a function: loss.backward() binds no method object. */
 #include "_timed_backward.h"
+#include "_own_work.h"
 #include "_method_like.h"
 
 #include <stddef.h>
@@ -70,22 +71,28 @@ static PyObject *backward_ends(TimedBackward *self, PyObject *local, PyObject *r
     return result;
 }
 
-static PyObject *timed_backward_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
-                                           PyObject *kwnames)
+static PyObject *timed_backward_own(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames)
 {
     TimedBackward *self = (TimedBackward *)callable;
     if (!tp_py_flag_known() || self->device_phases)
-        return PyObject_Vectorcall(self->twin, args, nargsf, kwnames);
+        return tp_call_out(self->twin, args, nargsf, kwnames);
     PyObject *local = tp_py_thread_state();
     if (local == NULL)
-        return PyErr_Occurred() ? NULL : PyObject_Vectorcall(self->twin, args, nargsf, kwnames);
+        return PyErr_Occurred() ? NULL : tp_call_out(self->twin, args, nargsf, kwnames);
     PyObject *result = NULL;
     if (tp_py_traced(local)) /* as is */
-        result = PyObject_Vectorcall(self->orig, args, nargsf, kwnames);
+        result = tp_call_out(self->orig, args, nargsf, kwnames);
     else if (backward_begins(self, local) == 0)
-        result = backward_ends(self, local, PyObject_Vectorcall(self->orig, args, nargsf, kwnames));
+        result = backward_ends(self, local, tp_call_out(self->orig, args, nargsf, kwnames));
     Py_DECREF(local);
     return result;
+}
+
+static PyObject *timed_backward_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                           PyObject *kwnames)
+{
+    return tp_as_own_work(timed_backward_own, callable, args, nargsf, kwnames);
 }
 
 /* The original's name, doc and the rest (functools.wraps' view of it). */

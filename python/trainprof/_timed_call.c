@@ -19,6 +19,7 @@
  * callable object's __call__ when it traces (a module with hooks of its own
  * inside compiled code), inlines the twin, as it did the Python class. */
 #include "_timed_call.h"
+#include "_own_work.h"
 
 #include <stddef.h>
 #include <structmember.h>
@@ -67,7 +68,7 @@ static PyObject *call_twin(TimedCall *self, PyObject *const *args, size_t nargsf
         PyObject **with_self = (PyObject **)args - 1;
         PyObject *kept = with_self[0];
         with_self[0] = (PyObject *)self;
-        PyObject *r = PyObject_Vectorcall(cfg.twin, with_self, (size_t)nargs + 1, kwnames);
+        PyObject *r = tp_call_out(cfg.twin, with_self, (size_t)nargs + 1, kwnames);
         with_self[0] = kept;
         return r;
     }
@@ -77,7 +78,7 @@ static PyObject *call_twin(TimedCall *self, PyObject *const *args, size_t nargsf
     with_self[0] = (PyObject *)self;
     for (Py_ssize_t i = 0; i < total; i++)
         with_self[i + 1] = args[i];
-    PyObject *r = PyObject_Vectorcall(cfg.twin, with_self, (size_t)nargs + 1, kwnames);
+    PyObject *r = tp_call_out(cfg.twin, with_self, (size_t)nargs + 1, kwnames);
     if (with_self != small)
         PyMem_Free(with_self);
     return r;
@@ -265,8 +266,8 @@ static PyObject *forward_end(TimedCall *self, PyObject *local, PyObject *result)
 
 /* ---- the call ---------------------------------------------------------------------------- */
 
-static PyObject *timed_call_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
-                                       PyObject *kwnames)
+static PyObject *timed_call_own(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames)
 {
     TimedCall *self = (TimedCall *)callable;
     if (!cfg.fast || !tp_py_flag_known())
@@ -288,18 +289,24 @@ static PyObject *timed_call_vectorcall(PyObject *callable, PyObject *const *args
         goto done;
     /* nested, or traced by torch.compile, or by torch.export's tracing */
     if (tp_truthy(tp_slot_get(local, TS_DEPTH)) || tp_py_traced(local)) {
-        result = PyObject_Vectorcall(call, args, nargsf, kwnames);
+        result = tp_call_out(call, args, nargsf, kwnames);
         goto done;
     }
     tp_slot_set(local, TS_DEPTH, one);
     if (forward_begin(self, local, module, args, nargsf, kwnames) == 0)
-        result = PyObject_Vectorcall(call, args, nargsf, kwnames);
+        result = tp_call_out(call, args, nargsf, kwnames);
     result = forward_end(self, local, result);
 done:
     Py_XDECREF(call);
     Py_DECREF(module);
     Py_DECREF(local);
     return result;
+}
+
+static PyObject *timed_call_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                       PyObject *kwnames)
+{
+    return tp_as_own_work(timed_call_own, callable, args, nargsf, kwnames);
 }
 
 /* ---- the type ---------------------------------------------------------------------------- */

@@ -10,6 +10,7 @@
  * (Py_TPFLAGS_METHOD_DESCRIPTOR), so `t.item()` binds no method object, and
  * it passes the arguments through untouched (vectorcall). */
 #include "_timed_method.h"
+#include "_own_work.h"
 #include "_method_like.h"
 
 #include <stddef.h>
@@ -99,20 +100,25 @@ static int on_host(PyObject *tensor)
     return yes;
 }
 
+/* Its own work is the check, told to the sampler with two stores where a
+ * CPU tensor's call is most of a step's calls (_own_work.h). */
 static PyObject *timed_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                          PyObject *kwnames)
 {
     TimedMethod *self = (TimedMethod *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    int was = tp_own_work(1);
     int host = nargs > 0 ? on_host(args[0]) : -1;
     if (host != 0) {
         if (host < 0)
             PyErr_Clear();
+        tp_own_work(was);
         return PyObject_Vectorcall(self->orig, args, nargsf, kwnames);
     }
     tp_begin(self->region);
-    PyObject *result = PyObject_Vectorcall(self->orig, args, nargsf, kwnames);
+    PyObject *result = tp_call_out(self->orig, args, nargsf, kwnames);
     tp_end(self->region);
+    tp_own_work(was);
     return result;
 }
 
@@ -138,6 +144,7 @@ static PyObject *to_filter_vectorcall(PyObject *callable, PyObject *const *args,
 {
     TimedMethod *self = (TimedMethod *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    int was = tp_own_work(1); /* the check; the move's wrapper has frames */
     PyObject *through = self->moves;
     if (nargs > 0) {
         PyObject *cpu = read_is_cpu(args[0]);
@@ -152,6 +159,7 @@ static PyObject *to_filter_vectorcall(PyObject *callable, PyObject *const *args,
                 through = self->orig;
         }
     }
+    tp_own_work(was);
     return PyObject_Vectorcall(through, args, nargsf, kwnames);
 }
 

@@ -46,7 +46,9 @@ static void count(void *ctx, const tp_stack_thread_run *r)
         if (work == TP_WORK_WRAPPERS && r->phase &&
             (strcmp(r->phase, TP_PHASE_TO_DEVICE) == 0 ||
              strcmp(r->phase, TP_PHASE_FROM_DEVICE) == 0))
-            work = TP_WORK_USERS; /* the wrapper waits in the user's C call */
+            work = TP_WORK_USERS;          /* the wrapper waits in the user's C call */
+        if (r->state & TP_STACK_STATE_OWN) /* a wrapper in C: its caller's frames */
+            work = TP_WORK_WRAPPERS;
         c->out->v[k].samples += w;
         c->out->v[k].own[work] += w;
         return;

@@ -107,6 +107,9 @@ enum {
     /* the kernel had it in uninterruptible sleep (state D: a read of a disk
      * or a network mount, a device's driver); with TP_STACK_STATE_KNOWN only */
     TP_STACK_STATE_BLOCKED = 16,
+    /* it ran trainprof's own work in C (a wrapper without frames of its own,
+     * lib's tp_own_work): the frames are its caller's */
+    TP_STACK_STATE_OWN = 32,
     /* the bits a stack count keeps (8 is the readers': store/reader_stacks.h) */
     TP_STACK_STATE_COUNTED = TP_STACK_STATE_ON_CPU | TP_STACK_STATE_KNOWN | TP_STACK_STATE_BLOCKED,
 };

@@ -245,7 +245,8 @@ static void stack_event(tp_ring_reader *r, tp_sink *sink, const tp_event *e, con
     uint32_t phase = sink_name(r, e->name_id);
     uint32_t state = (e->aux & TP_STACK_ON_CPU ? TP_STACK_STATE_ON_CPU : 0) |
                      (e->aux & TP_STACK_STATE ? TP_STACK_STATE_KNOWN : 0) |
-                     (e->aux & TP_STACK_TRUNCATED ? TP_STACK_STATE_TRUNCATED : 0);
+                     (e->aux & TP_STACK_TRUNCATED ? TP_STACK_STATE_TRUNCATED : 0) |
+                     (e->aux & TP_STACK_OWN ? TP_STACK_STATE_OWN : 0);
     if ((e->aux & TP_STACK_BLOCKED) && (e->aux & TP_STACK_STATE) && !(e->aux & TP_STACK_ON_CPU))
         state |= TP_STACK_STATE_BLOCKED; /* a ring's word held to what can be */
     int32_t tid = e->value > 0 && e->value <= INT32_MAX ? (int32_t)e->value : 0;

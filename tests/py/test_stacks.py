@@ -72,7 +72,8 @@ def group(report, phase):
 
 def test_the_wire_from_lib_to_the_run_file(tmp_path):
     """emit_events sends frames and 20 samples through lib's API: each
-    arrives, its phase, state and truncation kept, the stacks as a tree."""
+    arrives, its phase, state, truncation and own work (tp_own_work, read
+    back by tp_thread_open_region) kept, the stacks as a tree."""
     run = tmp_path / "run.db"
     r = trainprof("record", "-q", "-o", run, "--", EMIT, "stacks")
     assert r.returncode == 0, r.stderr
@@ -91,7 +92,8 @@ def test_the_wire_from_lib_to_the_run_file(tmp_path):
     assert {x[0] for x in rows} == {"phase"} and all(x[2] for x in rows)
     assert [x[3] for x in rows] == [5, 5, 5, 4, 1]
     assert [x[4] for x in rows] == [1, 1, 1, 1, 0]  # a run spans its first to its last
-    assert [x[1] for x in rows] == [3] * 4 + [7]  # on a CPU, known; the last truncated
+    # on a CPU, known; the last truncated; the last five in trainprof's own work
+    assert [x[1] for x in rows] == [3, 3, 3, 3 | 32, 7 | 32]
     folded = trainprof("export", "--format", "folded", run).stdout.splitlines()
     trace = json.loads(trainprof("export", run).stdout)["traceEvents"]
     instants = [e for e in trace if e.get("cat") == "stack"]

@@ -333,14 +333,22 @@ static int stacks(void)
     tp_self_reader rings;
     tp_self_reader_init(&rings);
     for (int i = 0; i < 20; i++) {
-        /* innermost first; its line changes every 5 samples: runs of 5, 5, 5, 4 */
+        /* innermost first; its line changes every 5 samples: runs of 5, 5, 5, 4;
+         * the last 5 in trainprof's own work */
         tp_stack_ref refs[3] = {{3, 12 + i / 5 % 2}, {2, 40}, {1, 7}};
         uint32_t n = i == 19 ? 1 : 3;
-        if (!tp_stack_send(tp_clock_now_ns(), tid, tp_thread_open_region(&rings, tid),
-                           TP_STACK_STATE | TP_STACK_ON_CPU | (i == 19 ? TP_STACK_TRUNCATED : 0),
+        if (i == 15 && tp_own_work(1) != 0)
+            return 1;
+        bool own;
+        uint32_t phase = tp_thread_open_region(&rings, tid, &own);
+        if (!tp_stack_send(tp_clock_now_ns(), tid, phase,
+                           TP_STACK_STATE | TP_STACK_ON_CPU | (i == 19 ? TP_STACK_TRUNCATED : 0) |
+                               (own ? TP_STACK_OWN : 0),
                            refs, n))
             return 1;
     }
+    if (tp_own_work(0) != 1)
+        return 1;
     tp_self_reader_close(&rings);
     tp_region_end(&site);
     return 0;

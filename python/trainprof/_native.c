@@ -113,7 +113,7 @@ static PyObject *py_now_ns(PyObject *module, PyObject *unused)
 static PyObject *py_step_end_at(PyObject *module, PyObject *arg)
 {
     (void)module;
-    return tp_py_mark_at(arg, tp_step_end_at);
+    return tp_py_pass_u64(arg, tp_step_end_at);
 }
 
 static PyObject *py_epoch(PyObject *module, PyObject *arg)

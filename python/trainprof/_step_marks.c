@@ -68,11 +68,7 @@ PyObject *tp_py_steps_marked(PyObject *module, PyObject *unused)
 PyObject *tp_py_ops_begun(PyObject *module, PyObject *arg)
 {
     (void)module;
-    unsigned long long n = PyLong_AsUnsignedLongLong(arg);
-    if (n == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    tp_ops_begun(n);
-    Py_RETURN_NONE;
+    return tp_py_pass_u64(arg, tp_ops_begun);
 }
 
 PyObject *tp_py_ops_send(PyObject *module, PyObject *arg)
@@ -100,19 +96,19 @@ PyObject *tp_py_step(PyObject *module, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-PyObject *tp_py_mark_at(PyObject *arg, void (*mark)(uint64_t))
+PyObject *tp_py_pass_u64(PyObject *arg, void (*fn)(uint64_t))
 {
-    unsigned long long t_ns = PyLong_AsUnsignedLongLong(arg);
-    if (t_ns == (unsigned long long)-1 && PyErr_Occurred())
+    unsigned long long n = PyLong_AsUnsignedLongLong(arg);
+    if (n == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
-    mark(t_ns);
+    fn(n);
     Py_RETURN_NONE;
 }
 
 PyObject *tp_py_step_at(PyObject *module, PyObject *arg)
 {
     (void)module;
-    PyObject *r = tp_py_mark_at(arg, tp_step_at);
+    PyObject *r = tp_py_pass_u64(arg, tp_step_at);
     if (r)
         ops_check();
     return r;

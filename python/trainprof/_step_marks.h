@@ -12,9 +12,9 @@
  * for is here; an exception in it is the capture's, never the training's). */
 void tp_py_mark_step(void);
 
-/* Calls mark with arg, a time from now_ns(): None, or NULL with an
- * exception set. */
-PyObject *tp_py_mark_at(PyObject *arg, void (*mark)(uint64_t));
+/* Calls fn with arg as an unsigned 64-bit integer (a time from now_ns(), a
+ * step count): None, or NULL with an exception set. */
+PyObject *tp_py_pass_u64(PyObject *arg, void (*fn)(uint64_t));
 
 /* The module's functions (_native.c's table): step(), step_at(t_ns),
  * _ops_hook(fn), _ops_wait(n), _ops_request(), _steps_marked(),

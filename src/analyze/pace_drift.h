@@ -11,7 +11,7 @@
  * the same way as the one before, by TP_DRIFT_QUARTER_STEP or more, the
  * last TP_DRIFT_MIN_CHANGE or more from the first, and inside each regime
  * the change points found the level moved on the same way, from its
- * earlier half to its later, at TP_DRIFT_WITHIN of the run's rate or more
+ * earlier half to its later, at TP_DRIFT_WITHIN of the run's slope or more
  * (a change at one step leaves its regimes flat). The steps must span
  * TP_DRIFT_MIN_SECONDS. */
 #ifndef TP_ANALYZE_PACE_DRIFT_H
@@ -24,7 +24,7 @@
 #define TP_DRIFT_QUARTER_STEP 0.02 /* each quarter's over the one before, less 1 */
 #define TP_DRIFT_MIN_SECONDS  8.0  /* four quarters of a regime's shortest span */
 #define TP_DRIFT_MIN_GROUPS   3    /* groups in each quarter, and each half of a regime */
-#define TP_DRIFT_WITHIN       0.25 /* a regime's own rate (log level a second) over the run's */
+#define TP_DRIFT_WITHIN       0.25 /* a regime's own slope (level a group) over the run's */
 
 typedef struct tp_pace_drift {
     bool found;

@@ -34,7 +34,8 @@ static const char *const slot_names[TS_COUNT] = {
     [TS_TRACKER] = "tracker",
 };
 
-Py_ssize_t tp_slot_offset_of(PyTypeObject *cls, const char *name)
+/* The offset of a writable __slots__ attribute of cls, or -1. */
+static Py_ssize_t slot_offset(PyTypeObject *cls, const char *name)
 {
     PyObject *descr = PyDict_GetItemString(cls->tp_dict, name); /* borrowed */
     if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
@@ -50,16 +51,8 @@ PyObject *tp_py_thread_state_setup(PyObject *module, PyObject *cls)
         PyErr_SetString(PyExc_RuntimeError, "_thread_state_setup: once per process");
         return NULL;
     }
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "_thread_state_setup(ThreadState)");
+    if (tp_slot_offsets(cls, slot_names, TS_COUNT, tp_py_slot_offset, "_thread_state_setup") < 0)
         return NULL;
-    }
-    for (int s = 0; s < TS_COUNT; s++)
-        if ((tp_py_slot_offset[s] = tp_slot_offset_of((PyTypeObject *)cls, slot_names[s])) < 0) {
-            PyErr_Format(PyExc_TypeError, "_thread_state_setup: %s.%s is no slot",
-                         ((PyTypeObject *)cls)->tp_name, slot_names[s]);
-            return NULL;
-        }
     Py_INCREF(cls);
     state_type = (PyTypeObject *)cls;
     Py_RETURN_NONE;
@@ -75,13 +68,24 @@ PyObject *tp_py_thread_state(void)
     return local;
 }
 
+int tp_slot_offsets(PyObject *cls, const char *const *names, int n, Py_ssize_t *at, const char *who)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_Format(PyExc_TypeError, "%s: a class expected", who);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if ((at[i] = slot_offset((PyTypeObject *)cls, names[i])) < 0) {
+            PyErr_Format(PyExc_TypeError, "%s: %s.%s is no slot", who,
+                         ((PyTypeObject *)cls)->tp_name, names[i]);
+            return -1;
+        }
+    return 0;
+}
+
 void tp_slot_set(PyObject *local, int slot, PyObject *value)
 {
-    PyObject **at = (PyObject **)((char *)local + tp_py_slot_offset[slot]);
-    PyObject *old = *at;
-    Py_INCREF(value);
-    *at = value;
-    Py_XDECREF(old);
+    tp_word_set((PyObject **)((char *)local + tp_py_slot_offset[slot]), value);
 }
 
 int tp_truthy(PyObject *o)

@@ -121,8 +121,20 @@ static inline PyObject *tp_slot_get(PyObject *local, int slot)
     return *(PyObject **)((char *)local + tp_py_slot_offset[slot]);
 }
 
-/* The offset of a writable __slots__ attribute of cls, or -1. */
-Py_ssize_t tp_slot_offset_of(PyTypeObject *cls, const char *name);
+/* Each name's offset in cls (a class with those writable __slots__) into
+ * at: 0, or -1 with a TypeError naming who asked where one is no writable
+ * slot. */
+int tp_slot_offsets(PyObject *cls, const char *const *names, int n, Py_ssize_t *at,
+                    const char *who);
+
+/* Sets the word at (an object's slot) to value, its own reference taken. */
+static inline void tp_word_set(PyObject **at, PyObject *value)
+{
+    PyObject *old = *at;
+    Py_INCREF(value);
+    *at = value;
+    Py_XDECREF(old);
+}
 
 /* Sets a slot to value (its own reference taken). */
 void tp_slot_set(PyObject *local, int slot, PyObject *value);

@@ -98,15 +98,6 @@ static inline PyObject **loop_slot(PyObject *loop, int slot)
     return (PyObject **)((char *)loop + cfg.loop_at[slot]);
 }
 
-/* Sets a slot's word to value (its own reference taken). */
-static void put(PyObject **at, PyObject *value)
-{
-    PyObject *old = *at;
-    Py_INCREF(value);
-    *at = value;
-    Py_XDECREF(old);
-}
-
 /* Whether a slot holds None (an unset one does not: the method then says
  * why). */
 static inline int none(PyObject **at) { return *at == Py_None; }
@@ -192,15 +183,15 @@ PyObject *tp_tracker_fetch(PyObject *tracker)
         !none(tracker_slot(tracker, TR_UNDECIDED)) || !none(tracker_slot(tracker, TR_EVAL_FROM)) ||
         !false_(tracker_slot(tracker, TR_STEP_CLOSED)) || manual_steps() != 0)
         return PyObject_VectorcallMethod(str_fetch, &tracker, 1, NULL);
-    put(loop_slot(loop, LP_WORK_BETWEEN_FETCHES), Py_True);
-    put(tracker_slot(tracker, TR_FETCHED_ONLY), Py_True);
-    put(tracker_slot(tracker, TR_EVAL_SINCE), Py_None);
-    put(tracker_slot(tracker, TR_LAST_BATCH), Py_False);
-    put(tracker_slot(tracker, TR_AFTER_UPDATE), Py_False);
-    put(tracker_slot(tracker, TR_OUT_OF_STEP), Py_False);
-    put(tracker_slot(tracker, TR_REOPEN_AT), Py_None);
-    put(loop_slot(loop, LP_UPDATES_BETWEEN_FETCHES), Py_True);
-    put(tracker_slot(tracker, TR_UPDATED), Py_False); /* _step() */
+    tp_word_set(loop_slot(loop, LP_WORK_BETWEEN_FETCHES), Py_True);
+    tp_word_set(tracker_slot(tracker, TR_FETCHED_ONLY), Py_True);
+    tp_word_set(tracker_slot(tracker, TR_EVAL_SINCE), Py_None);
+    tp_word_set(tracker_slot(tracker, TR_LAST_BATCH), Py_False);
+    tp_word_set(tracker_slot(tracker, TR_AFTER_UPDATE), Py_False);
+    tp_word_set(tracker_slot(tracker, TR_OUT_OF_STEP), Py_False);
+    tp_word_set(tracker_slot(tracker, TR_REOPEN_AT), Py_None);
+    tp_word_set(loop_slot(loop, LP_UPDATES_BETWEEN_FETCHES), Py_True);
+    tp_word_set(tracker_slot(tracker, TR_UPDATED), Py_False); /* _step() */
     if (mark_step() < 0)
         return NULL;
     Py_RETURN_TRUE;
@@ -211,7 +202,7 @@ int tp_tracker_fetched(PyObject *tracker, int last)
     int manual = last ? manual_steps() : 0;
     if (steady_loop(tracker) == NULL || manual < 0)
         return call_method(tracker, str_fetched, last ? Py_True : Py_False);
-    put(tracker_slot(tracker, TR_LAST_BATCH), last && !manual ? Py_True : Py_False);
+    tp_word_set(tracker_slot(tracker, TR_LAST_BATCH), last && !manual ? Py_True : Py_False);
     return 0;
 }
 
@@ -232,11 +223,11 @@ PyObject *tp_tracker_forward(PyObject *tracker, int training)
         (training && none(loop_slot(loop, LP_FIRST_WORK_NS))))
         return PyObject_VectorcallMethod(
             str_forward, (PyObject *[]){tracker, training ? Py_True : Py_False}, 2, NULL);
-    put(tracker_slot(tracker, TR_FETCHED_ONLY), Py_False);
-    put(tracker_slot(tracker, TR_AFTER_UPDATE), Py_False);
+    tp_word_set(tracker_slot(tracker, TR_FETCHED_ONLY), Py_False);
+    tp_word_set(tracker_slot(tracker, TR_AFTER_UPDATE), Py_False);
     if (!training)
         Py_RETURN_FALSE;
-    put(tracker_slot(tracker, TR_EVAL_SINCE), Py_None);
+    tp_word_set(tracker_slot(tracker, TR_EVAL_SINCE), Py_None);
     return PyBool_FromLong(none(loop_slot(loop, LP_MAIN_LOADER)) && !manual);
 }
 
@@ -247,9 +238,9 @@ int tp_tracker_work(PyObject *tracker, PyObject *name)
         return call_method(tracker, name, NULL);
     if (count_one(loop_slot(loop, LP_BACKWARDS)) < 0)
         return -1;
-    put(tracker_slot(tracker, TR_FETCHED_ONLY), Py_False);
-    put(tracker_slot(tracker, TR_AFTER_UPDATE), Py_False);
-    put(tracker_slot(tracker, TR_EVAL_SINCE), Py_None);
+    tp_word_set(tracker_slot(tracker, TR_FETCHED_ONLY), Py_False);
+    tp_word_set(tracker_slot(tracker, TR_AFTER_UPDATE), Py_False);
+    tp_word_set(tracker_slot(tracker, TR_EVAL_SINCE), Py_None);
     return 0;
 }
 
@@ -267,9 +258,9 @@ int tp_tracker_update(PyObject *tracker, PyObject *optimizer)
         Py_XDECREF(now);
         return -1;
     }
-    put(tracker_slot(tracker, TR_UPDATED), Py_True);
-    put(tracker_slot(tracker, TR_AFTER_UPDATE), Py_True);
-    put(tracker_slot(tracker, TR_UPDATE_NS), now);
+    tp_word_set(tracker_slot(tracker, TR_UPDATED), Py_True);
+    tp_word_set(tracker_slot(tracker, TR_AFTER_UPDATE), Py_True);
+    tp_word_set(tracker_slot(tracker, TR_UPDATE_NS), now);
     Py_DECREF(now);
     return 0;
 }
@@ -282,23 +273,6 @@ PyObject *tp_tracker_fetched_only(PyObject *tracker)
             return Py_NewRef(v);
     }
     return PyObject_GetAttr(tracker, str_fetched_only);
-}
-
-/* Each name's offset in cls into at; -1 with a TypeError where one is no
- * writable slot. */
-static int offsets(PyObject *cls, const char *const *names, int n, Py_ssize_t *at)
-{
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "_tracker_setup: a class expected");
-        return -1;
-    }
-    for (int i = 0; i < n; i++)
-        if ((at[i] = tp_slot_offset_of((PyTypeObject *)cls, names[i])) < 0) {
-            PyErr_Format(PyExc_TypeError, "_tracker_setup: %s.%s is no slot",
-                         ((PyTypeObject *)cls)->tp_name, names[i]);
-            return -1;
-        }
-    return 0;
 }
 
 static int intern_all(void)
@@ -334,8 +308,9 @@ PyObject *tp_py_tracker_setup(PyObject *module, PyObject *const *args, Py_ssize_
                         "_tracker_setup(StepTracker, Loop, sink, switches, memory)");
         return NULL;
     }
-    if (offsets(args[0], tracker_slots, TR_COUNT, cfg.tracker_at) < 0 ||
-        offsets(args[1], loop_slots, LP_COUNT, cfg.loop_at) < 0 || intern_all() < 0)
+    if (tp_slot_offsets(args[0], tracker_slots, TR_COUNT, cfg.tracker_at, "_tracker_setup") < 0 ||
+        tp_slot_offsets(args[1], loop_slots, LP_COUNT, cfg.loop_at, "_tracker_setup") < 0 ||
+        intern_all() < 0)
         return NULL;
     cfg.sink = Py_NewRef(args[2]);
     cfg.switches = Py_NewRef(PyModule_GetDict(args[3]));

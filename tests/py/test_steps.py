@@ -8,6 +8,7 @@ Events (one character each, spaces ignored):
   i  the training DataLoader's iter()     v  another DataLoader's iter(), under no_grad
   a  that iter() with gradients on        V  that other pass came to its end
   t  that iter() with gradients on and the model in training mode
+  r  that, where it is not the training's (a loader of the script's own mid-step)
   n  a new loader like the training's (its dataset and batch size) iterated
   m  that, with the model in eval mode (gradients on)
   b  a training batch fetched
@@ -81,6 +82,8 @@ def run(events, manual_steps=False, manual_epochs=False):
         elif event in "vat":  # the training loader where the loop has shown none yet
             role = tracker.loader_iter(other_loader, grad=event != "v", model_training=event == "t")
             assert event != "t" or role == "main" or tracker.paused
+        elif event == "r":
+            assert tracker.loader_iter(other_loader, grad=True, model_training=True) is None
         elif event in "nm":
             like = types.SimpleNamespace(dataset=dataset, batch_size=8)
             role = tracker.loader_iter(like, model_training=event == "n")
@@ -232,6 +235,31 @@ TABLE = [
     ("no DataLoader", "fwu fwu fwu x", "s@0 /@2 s@3 /@5 s@6 /@8"),
     ("no DataLoader, accumulation", "fw fwu fw fwu x", "s@0 /@4 s@5 /@9"),
     ("no DataLoader, two optimizers (a GAN)", "fwu fwo fwu fwo x", "s@0 /@2 s@3 /@8 s@9"),
+    # no DataLoader at first (warm-up steps on the script's own batches), then
+    # one iterated between two steps, the model training: its fetches mark the
+    # steps from then on, its passes the epochs; one that never trains is a
+    # validation, the updates marking the steps again after it
+    (
+        "warm-up updates, then a DataLoader",
+        "fwu fwu t bfwu bfwu S t bfwu S x",
+        "s@0 /@2 s@3 /@5 e0@6 s@7 s@11 s@15 e1@16 s@17 s@21",
+    ),
+    ("a DataLoader after a save", "fwu c t bfwu S x", "s@0 /@2 e0@4 s@5 s@9"),
+    (
+        "an update, then a validation in training mode",
+        "fwu t bf bf S fwu x",
+        "s@0 /@2 ev-8@3 s@9 /@11",
+    ),
+    (
+        "an update, no_grad calls, then a DataLoader",
+        "fwu ee t bfwu S x",
+        "s@0 /@2 ev-5@3 e0@5 s@6 s@10",
+    ),
+    (
+        "a DataLoader iterated mid-step stays the script's",
+        "fwu fw r u fwu x",
+        "s@0 /@2 s@3 /@6 s@7 /@9",
+    ),
     # outermost calls under no_grad after an update: an evaluation pause
     ("no DataLoader, an evaluation under no_grad", "fwu eee fwu x", "s@0 /@2 ev-6@3 s@6 /@8"),
     # the run's last evaluation, after its loop, ends with the run

@@ -375,3 +375,49 @@ def test_compiled_functions_trace_through_the_instrumentation(run_file):
     assert result["collective"] == [0, 1] and result["copy"] == [0, 1]
     assert result["train"][1] == 1
     assert timing(report_json(run_file), "reduce_metrics", rank=0)["count"] == 1
+
+
+WARM_UP_THEN_LOADER = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(5):  # warm-up steps on batches of the script's own, no DataLoader
+    x, y = torch.randn(8, 16), torch.randint(0, 2, (8,))
+    opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+# a validation with neither eval() nor no_grad: it trains nothing
+val = DataLoader(TensorDataset(torch.randn(40, 16), torch.randint(0, 2, (40,))), batch_size=8)
+losses = [nn.functional.cross_entropy(model(x), y).item() for x, y in val]
+train = DataLoader(TensorDataset(torch.randn(64, 16), torch.randint(0, 2, (64,))),
+                   batch_size=8, shuffle=True)
+for epoch in range(2):
+    for x, y in train:
+        opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+"""
+
+
+def test_warm_up_steps_then_a_dataloader_hand_it_the_steps(run_file):
+    """Updates mark the warm-up's steps (no DataLoader fed them); the
+    training's DataLoader, iterated between two of them with the model
+    training, marks the steps from then on and its passes are the epochs.
+    The validation's loader between them never trains: an evaluation, not
+    the training's first pass."""
+    record_script(run_file, WARM_UP_THEN_LOADER)
+    rep = report_json(run_file)
+    steps = rep["steps"][0]
+    assert steps["count"] == 5 + 2 * 8
+    assert steps["samples"] == 5 * 8 + 2 * 64 and steps["batches"] == 21
+    assert [(e["epoch"], e["steps"], e["samples"]) for e in rep["epochs"]] == [
+        (0, 8, 64),
+        (1, 8, 64),
+    ]
+    assert timing(rep, "evaluate")["count"] == 1
+    assert timing(rep, "optimizer_step")["count"] == 21
+    text = " ".join(trainprof("report", run_file).stdout.split())
+    assert (
+        "1 evaluation (another DataLoader's pass between the training's) ran with gradients on"
+        in text
+    )

@@ -7,6 +7,10 @@ HELD_MAX_MARKS = 1024  # marks held at most; then they go
 # its stall rule wait for none longer (an evaluation-only script)
 HELD_MAX_NS = 60_000_000_000
 
+# a later pass's previous where the updates marked the steps before it (no
+# DataLoader had fed the training: warm-up steps on the script's own batches)
+FROM_UPDATES = "the updates"
+
 
 class HeldMarks:
     """The marks of a pass that may be a validation, held until it shows it
@@ -26,7 +30,10 @@ class HeldMarks:
     no_grad: held until a backward or an update (a forward in training mode
     is no sign: the model is in it all along), HELD_MAX_MARKS are held or the
     process ends, and dropped, an evaluate span with the training loader
-    back, where its pass ends or another loader's begins first."""
+    back, where its pass ends or another loader's begins first. So is the
+    first pass of a loader iterated between two steps that the updates
+    marked (previous FROM_UPDATES), the updates marking them again where it
+    is dropped."""
 
     __slots__ = ("sink", "marks", "epochs", "began", "ended", "previous")
 
@@ -36,7 +43,8 @@ class HeldMarks:
         self.epochs = 0  # epoch marks held
         self.began = began  # the pass's iter()
         self.ended = None  # its end (StopIteration), once it came
-        self.previous = previous  # a later pass's: the training loader before it (LoaderRef)
+        # a later pass's: the training loader before it (LoaderRef), or FROM_UPDATES
+        self.previous = previous
 
     def now_ns(self):
         return self.sink.now_ns()

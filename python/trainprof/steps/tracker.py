@@ -57,6 +57,11 @@ the time the boundary really was):
   of that optimizer ends a step, the first one beginning at the run's first
   training forward; the next begins 1 ns after the update, once training
   work shows it (a pause in between moves its start to the pause's end).
+  Until a DataLoader is iterated between two of those steps, gradients on
+  and the model training (warm-up steps on batches the script made, then
+  the training's loader): it is the training loader from then on, its pass
+  held until it trains; one that never does is an evaluation, and the
+  updates mark the steps again.
 - A pause (a checkpoint, a framework's evaluation, outermost module calls
   under no_grad) after the open step's update ends the step where it begins;
   one mid-step stays in it. The no_grad calls' pause is an evaluate span.
@@ -64,14 +69,15 @@ the time the boundary really was):
 
 import weakref
 
-from trainprof.steps.held_marks import HeldMarks
+from trainprof.steps.held_marks import FROM_UPDATES, HeldMarks
 from trainprof.steps.loop_state import LoaderRef, same_kind
+from trainprof.steps.pauses import PauseRules
 from trainprof.steps.state import FRAMEWORK_LOOPS
 
 UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
 
 
-class StepTracker:
+class StepTracker(PauseRules):
     """One thread's view of the loop (trainprof.patches.common keeps one a
     thread, with the same sink, loop and switches). Plain attributes
     (__slots__): the patches call it several times a step. The C paths do
@@ -168,7 +174,12 @@ class StepTracker:
         self.loop.epochs -= held.epochs
         self.undecided = None
         if held.previous is not None:
-            self.loop.main_loader = held.previous
+            if held.previous is FROM_UPDATES:  # they mark the steps again,
+                self.loop.main_loader = None  # the next from the next training work
+                self.out_of_step, self.reopen_at = True, 0
+                self.last_batch = self.step_closed = False
+            else:
+                self.loop.main_loader = held.previous
             self.epoch_open = False
             self.loop.evaluations_training += 1  # the report says how to run it
             self.sink.evaluations_in_training_mode(self.loop.evaluations_training)
@@ -263,6 +274,8 @@ class StepTracker:
                 # validation with neither eval() nor no_grad, until it trains
                 self.held = HeldMarks(self.sink, self.sink.now_ns(), previous)
                 self.sink = self.held
+        elif self._loader_between_updates(grad, model_training):
+            self._steps_to_the_loader(loader)
         if loop.main_loader is None or not loop.main_loader.refers_to(loader):
             return "eval" if self._evaluation_may_begin(grad) else None
         if self.held is not None and self.held.ended is not None:  # its next pass: it was one
@@ -282,6 +295,40 @@ class StepTracker:
         self.fetched_only = None  # the pass's first fetch begins a step
         self.pending_epoch = now
         return "main"
+
+    def _loader_between_updates(self, grad, model_training):
+        """Whether a DataLoader iterated now, where the updates have marked
+        the steps so far (no DataLoader fed the training before its first
+        update), may take their marking over: gradients on, the model
+        training, and between two steps (after an update, no training work
+        since). Not one iterated mid-step: the script's own (a batch of
+        negatives, a replay buffer)."""
+        loop = self.loop
+        return (
+            loop.main_loader is None
+            and loop.step_optimizer is not None
+            and grad
+            and model_training
+            and self.held is None
+            and not (loop.prefetched or self.switches.manual_steps)
+            and (self.open_pending is not None or self.out_of_step)
+        )
+
+    def _steps_to_the_loader(self, loader):
+        """The updates marked the steps so far (warm-up steps on batches the
+        script made): loader is the training's from now on, its fetches the
+        steps' boundaries and its passes the epochs, once its pass trains;
+        until then its marks are held, and a pass that ends, or is left,
+        untrained (a validation with neither eval() nor no_grad) gives the
+        marking back to the updates (_drop_held)."""
+        now = self.sink.now_ns()
+        if self.eval_from is not None:  # no_grad calls after the update: they end here
+            self._end_evaluation(now)
+        self.loop.main_loader = LoaderRef(loader)
+        self.open_pending = self.reopen_at = None
+        self.out_of_step = self.after_update = False
+        self.held = HeldMarks(self.sink, now, FROM_UPDATES)
+        self.sink = self.held
 
     def _step_updated(self):
         """The open step that the training loader's fetches mark had its
@@ -368,43 +415,6 @@ class StepTracker:
         if self.held is not None and self.held.previous is not None:
             self._drop_held()  # a later pass that never trained: an evaluation
 
-    # ---- other loaders: evaluation ---------------------------------------------------------
-
-    def _evaluation_may_begin(self, grad):
-        """Another loader's pass begins: it may be an evaluation inside the
-        open step, after its work (the step ends where the pass began, if it
-        is one), between the training loader's passes, or before any
-        training (no step open). Where updates mark the steps, one under
-        no_grad after an update is a pause, as a no_grad call's."""
-        loop = self.loop
-        if self.switches.manual_steps or self.paused:  # a framework's evaluation: named
-            return False
-        if loop.main_loader is None:
-            ends_step = False
-            if grad:  # a pass that may train, in a loop whose updates mark the steps
-                return False
-            if loop.backwards or loop.step_optimizer is not None:
-                self._evaluation_pause()  # where updates mark the steps, as a no_grad call
-                return False
-        else:
-            ends_step = self.epoch_open and not self.step_closed  # else no step is open
-        if ends_step and (self.fetched_only is not False or self.last_batch):
-            return False
-        if self.eval_since is None:
-            self.eval_since, self.eval_ends_step = self.sink.now_ns(), ends_step
-        return True
-
-    def other_stopped(self):
-        """A pass that loader_iter called "eval" came to its end with no
-        training work or fetch in it: an evaluation, and where it began
-        inside a step, the step ended where it began."""
-        t = self.eval_since
-        if t is not None:
-            self.eval_since = None
-            if self.eval_ends_step:
-                self.sink.step_end_at(t)
-            self.sink.evaluate_span(t, self.sink.now_ns())
-
     # ---- work ------------------------------------------------------------------------
 
     def _work_marks(self):
@@ -472,45 +482,6 @@ class StepTracker:
                 self._fetched_elsewhere()
         return loop.main_loader is None and not self.switches.manual_steps
 
-    def module_call(self):
-        """An outermost module call with gradients off (an evaluation's).
-        The first after the open step's update begins an evaluation pause
-        (nanoGPT's estimate_loss): the step ends here, and the pause is an
-        evaluate span up to the next training work, fetch or checkpoint.
-        Not while another loader's pass may be the evaluation (eval_since)."""
-        self.fetched_only = False
-        self._evaluation_pause()
-
-    def _evaluation_pause(self):
-        if self.eval_since is None and self._may_pause():
-            t = self.sink.now_ns()
-            self._pause(t)
-            self.eval_from = t
-            if self.loop.main_loader is None:
-                self.reopen_at = 0  # the next step begins with the next training work
-
-    def _may_pause(self):
-        """Right after the open step's update, in steps that we mark."""
-        if self.out_of_step or self.switches.manual_steps:
-            return False
-        if self.loop.main_loader is None:  # updates mark the steps
-            return self.open_pending is not None
-        return self.after_update and not self.step_closed
-
-    def _pause(self, t):
-        """A pause begins at t: the step ended (where updates mark the steps,
-        at its update already: the next one waits for the pause's end)."""
-        self.out_of_step = True
-        if self.loop.main_loader is None:
-            self.open_pending = None
-        else:
-            self.sink.step_end_at(t)
-
-    def _end_evaluation(self, t):
-        t_from, self.eval_from = self.eval_from, None
-        if t_from is not None:
-            self.sink.evaluate_span(t_from, t)
-
     def backward(self):
         self.loop.backwards += 1
         if self.held is not None:
@@ -551,37 +522,9 @@ class StepTracker:
                 self.open_pending = t + 1
                 self.updated = False
 
-    def pause_begins(self):
-        """A pause in the training begins: a checkpoint being saved, an
-        evaluation a framework names. After the open step's update it is no
-        part of the step: the step ends here (once, however many pauses
-        follow one another)."""
-        self.paused = True
-        if self.eval_from is not None:  # an evaluation pause ends where the save begins
-            self._end_evaluation(self.sink.now_ns())
-        if self._may_pause():
-            self._pause(self.sink.now_ns())
-
-    def pause_ends(self):
-        """Where updates end the steps, the next one begins at the last
-        pause's end, once work follows (a training fetch begins it where the
-        DataLoader marks them)."""
-        self.paused = False
-        if self.out_of_step and self.loop.main_loader is None:
-            self.reopen_at = self.sink.now_ns()
-
     def _open_pending_step(self):
         t, self.open_pending = self.open_pending, None
         self._step(t)
-
-    def _work_after_pause(self):
-        self.out_of_step = False
-        if self.eval_from is not None or self.reopen_at is not None:
-            now = self.sink.now_ns()
-            self._end_evaluation(now)
-            if self.reopen_at is not None:
-                t, self.reopen_at = self.reopen_at, None
-                self._step(t or now)
 
     def exit(self):
         if self.pending_epoch is not None and self.fetched_only is False:

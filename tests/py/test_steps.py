@@ -398,3 +398,17 @@ def test_the_tracker_imports_no_torch():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+def test_another_optimizer_that_steps_alone_takes_the_steps_over():
+    """Where updates mark the steps, the first optimizer to step owns them
+    until another steps alone for long (Adam's stage, then L-BFGS's, both
+    kept): from the first of its updates in that run, each ended a step."""
+    marks = run("fwu fwu " + "fwo " * 17 + "x").split()
+    assert marks[:5] == ["s@0", "/@2", "s@3", "/@5", "s@6"]
+    # the first 15 marked late, when the 16th handed B the role
+    assert marks[5:] == [m for k in range(17) for m in (f"/@{8 + 3 * k}", f"s@{9 + 3 * k}")][:-1]
+    # a WGAN's critic (B) steps five times for each of the generator's steps
+    # (A, which stepped first): the steps stay A's
+    marks = run("fwu " + ("fwo " * 5 + "fwu ") * 4 + "x")
+    assert marks == "s@0 /@2 s@3 /@20 s@21 /@38 s@39 /@56 s@57 /@74"

@@ -421,3 +421,37 @@ def test_warm_up_steps_then_a_dataloader_hand_it_the_steps(run_file):
         "1 evaluation (another DataLoader's pass between the training's) ran with gradients on"
         in text
     )
+
+
+ADAM_THEN_LBFGS = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+x = torch.linspace(-1, 1, 256).unsqueeze(1)
+y = torch.sin(3 * x)
+model = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 1))
+adam = torch.optim.AdamW(model.parameters(), lr=1e-2)
+for it in range(50):
+    adam.zero_grad(); ((model(x) - y) ** 2).mean().backward(); adam.step()
+lbfgs = torch.optim.LBFGS(model.parameters(), max_iter=5)  # adam kept: a PINN's second stage
+def closure():
+    lbfgs.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    return loss
+for it in range(20):
+    lbfgs.step(closure)
+"""
+
+
+def test_a_second_optimizer_s_stage_has_its_steps(run_file):
+    """Adam's 50 steps, then L-BFGS's 20 on the same model with Adam kept
+    (no DataLoader: updates mark the steps): 70 steps, each with its batch
+    once however often L-BFGS called its closure."""
+    record_script(run_file, ADAM_THEN_LBFGS)
+    rep = report_json(run_file)
+    steps = rep["steps"][0]
+    assert steps["count"] == 50 + 20
+    assert steps["samples"] == 70 * 256 and steps["batches"] == 70
+    assert timing(rep, "train_batch")["count"] == 70

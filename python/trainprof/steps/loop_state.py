@@ -76,7 +76,7 @@ class Loop:
 
     def __init__(self):
         self.main_loader = None  # LoaderRef: the training DataLoader (the first one iterated)
-        self.step_optimizer = None  # weakref: the optimizer whose updates end steps
+        self.step_optimizer = None  # StepOptimizer: the optimizer whose updates end steps
         self.first_work_ns = None  # the first training forward's time
         self.epochs = 0  # epochs marked
         self.work_between_fetches = False  # a training fetch found work since the last

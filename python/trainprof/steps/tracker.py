@@ -54,8 +54,10 @@ the time the boundary really was):
   gradients on and the model in training mode, is the training's next pass
   (a new dataset each epoch: progressive resizing, a curriculum).
 - Where no DataLoader fed the training before the first update, each update
-  of that optimizer ends a step, the first one beginning at the run's first
-  training forward; the next begins 1 ns after the update, once training
+  of that optimizer (another that then steps alone for long takes its place,
+  from the first of those updates: trainprof.steps.step_optimizer) ends a
+  step, the first one beginning at the run's first training forward; the
+  next begins 1 ns after the update, once training
   work shows it (a pause in between moves its start to the pause's end).
   Until a DataLoader is iterated between two of those steps, gradients on
   and the model training (warm-up steps on batches the script made, then
@@ -67,12 +69,11 @@ the time the boundary really was):
   one mid-step stays in it. The no_grad calls' pause is an evaluate span.
 """
 
-import weakref
-
 from trainprof.steps.held_marks import FROM_UPDATES, HeldMarks
 from trainprof.steps.loop_state import LoaderRef, same_kind
 from trainprof.steps.pauses import PauseRules
 from trainprof.steps.state import FRAMEWORK_LOOPS
+from trainprof.steps.step_optimizer import StepOptimizer
 
 UNDECIDED_MAX = 1024  # fetches held undecided at most; then they are steps
 
@@ -511,11 +512,21 @@ class StepTracker(PauseRules):
             else:
                 self.update_ns = self.sink.now_ns()  # the run's last step may end here (exit)
         if loop.main_loader is None and not self.switches.manual_steps:
-            owner = loop.step_optimizer() if loop.step_optimizer is not None else None
+            stepping = loop.step_optimizer
+            owner = stepping.owner() if stepping is not None else None
             if owner is None:
-                if loop.step_optimizer is None and loop.first_work_ns is not None:
+                if stepping is None and loop.first_work_ns is not None:
                     self._step(loop.first_work_ns)  # the first step began there
-                loop.step_optimizer, owner = weakref.ref(optimizer), optimizer
+                loop.step_optimizer, owner = StepOptimizer(optimizer), optimizer
+            elif owner is optimizer:
+                stepping.owner_stepped()
+            else:
+                earlier = stepping.other_stepped(optimizer, self.sink.now_ns())
+                if earlier is not None:  # it took the role: its earlier updates ended steps
+                    for t in earlier:
+                        self.sink.step_end_at(t)
+                        self._step(t + 1)
+                    owner = optimizer
             if owner is optimizer:  # the step ends; the next begins with the next work,
                 t = self.sink.now_ns()  # 1 ns on, so that the two marks never tie
                 self.sink.step_end_at(t)

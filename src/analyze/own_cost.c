@@ -46,8 +46,10 @@ static void count(void *ctx, const tp_stack_thread_run *r)
         if (work == TP_WORK_WRAPPERS && r->phase &&
             (strcmp(r->phase, TP_PHASE_TO_DEVICE) == 0 ||
              strcmp(r->phase, TP_PHASE_FROM_DEVICE) == 0))
-            work = TP_WORK_USERS;          /* the wrapper waits in the user's C call */
-        if (r->state & TP_STACK_STATE_OWN) /* a wrapper in C: its caller's frames */
+            work = TP_WORK_USERS; /* the wrapper waits in the user's C call */
+        /* a wrapper in C: its caller's frames, unless the work it does is
+         * ours in Python (a capture window's end, run from a step's mark) */
+        if ((r->state & TP_STACK_STATE_OWN) && work == TP_WORK_USERS)
             work = TP_WORK_WRAPPERS;
         c->out->v[k].samples += w;
         c->out->v[k].own[work] += w;

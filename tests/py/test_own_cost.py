@@ -179,6 +179,32 @@ def test_the_c_paths_work_is_counted_as_trainprof_s(tmp_path):
     assert shares["c"] > 0.25, shares  # 0.62 here; 0.08 (the twins that run) without the word
 
 
+# short steps of a small model, no DataLoader: the step marks, in C, end the
+# capture windows (PyTorch's profiler stopped, its events sent)
+SHORT_STEPS = """
+import torch
+from torch import nn
+x = torch.linspace(-1, 1, 256).unsqueeze(1)
+y = torch.sin(3 * x)
+model = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 1))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+for it in range(1500):
+    opt.zero_grad(); ((model(x) - y) ** 2).mean().backward(); opt.step()
+"""
+
+
+def test_a_window_ended_from_a_c_path_is_the_windows_cost(tmp_path):
+    """A capture window ends inside a step's mark, which the C paths make
+    in their own work: the samples in the window's end (its Python, under
+    that word) are the capture windows' cost, not the wrappers' (28 % of
+    such a run's step thread was called wrappers, 0 with --ops off)."""
+    run = record(tmp_path, SHORT_STEPS, "--ops-every", "0.2")
+    [own] = report_json(run)["own_cost"]
+    parts = own["parts"]
+    assert parts["capture_windows"] > 0.02, own
+    assert parts["wrappers"] < parts["capture_windows"] / 2, own
+
+
 def test_cupti_left_attached_after_the_windows_is_said(tmp_path):
     """Where Kineto keeps CUPTI attached after a window on a GPU (a CUDA
     before 12.6, or TEARDOWN_CUPTI=0), every later CUDA call pays for it in

@@ -8,7 +8,7 @@ PY       := $(VENV)/bin/python
 MESON    := env -u MAKEFLAGS -u MFLAGS $(VENV)/bin/meson
 BUILD    := build
 PROGRAM  := $(BUILD)/trainprof
-SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -o -name '*.in') meson.build meson.options pyproject.toml
+SOURCES  := $(shell find include lib src python -name '*.[ch]' -o -name '*.py' -o -name '*.in' -o -name '*.pth' -o -name '*.pyi') meson.build meson.options pyproject.toml
 C_FILES  := $(shell find include lib src tests bench python -name '*.[ch]')
 WERROR   := $(if $(CI),-Dwerror=true,)
 # Python writes each module's bytecode at its first import, in every command

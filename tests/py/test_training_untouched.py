@@ -30,6 +30,41 @@ def test_import_torch_loads_only_trainprof_besides(run_file):
     assert plain - recorded == set()
 
 
+def test_a_python_without_the_gil_is_left_without_it(tmp_path):
+    """A free-threaded CPython runs without the GIL, and turns it back on to
+    import an extension that does not declare it can do without, such as
+    trainprof's: under record the training would run otherwise than
+    without. The autoload stays out and says so in one line. No
+    free-threaded CPython here: a venv whose first .pth makes
+    sys._is_gil_enabled() say False, as it does there, before the
+    project's site (its autoload .pth) is added; the same venv without it
+    is the control."""
+    venv = tmp_path / "venv"
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", venv], check=True, timeout=120)
+    [site] = venv.glob("lib/python3.*/site-packages")
+    ours = subprocess.run(
+        [PYTHON, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (site / "01_project.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    code = "import sys; print(sorted(m for m in sys.modules if m.startswith('trainprof')))"
+    loaded = {}
+    for gil in ("on", "off"):
+        if gil == "off":
+            (site / "00_no_gil.pth").write_text("import sys; sys._is_gil_enabled = lambda: False\n")
+        run = tmp_path / f"{gil}.db"
+        r = trainprof("record", "-q", "-o", run, "--", venv / "bin" / "python", "-c", code)
+        assert r.returncode == 0, r.stderr
+        loaded[gil] = (r.stdout.strip(), r.stderr)
+    assert "'trainprof._native'" in loaded["on"][0], loaded
+    assert "without the GIL" not in loaded["on"][1]
+    assert loaded["off"][0] == "[]", loaded
+    assert "this free-threaded Python runs without the GIL" in loaded["off"][1]
+    assert "PYTHON_GIL=1 records them" in loaded["off"][1]
+
+
 def test_deferred_parts_apply_once_the_script_imports_them(run_file):
     """The functional collectives' timing and Dynamo's stand-ins wait for the
     script's own import of those modules, and are there once it happens."""

@@ -57,8 +57,8 @@ the time the boundary really was):
   of that optimizer (another that then steps alone for long takes its place,
   from the first of those updates: trainprof.steps.step_optimizer) ends a
   step, the first one beginning at the run's first training forward; the
-  next begins 1 ns after the update, once training
-  work shows it (a pause in between moves its start to the pause's end).
+  next begins 1 ns after the update, once training work shows it (a pause
+  in between moves its start to the pause's end).
   Until a DataLoader is iterated between two of those steps, gradients on
   and the model training (warm-up steps on batches the script made, then
   the training's loader): it is the training loader from then on, its pass

@@ -135,6 +135,43 @@ def test_torch_compile_compiles_as_without_record(run_file, tmp_path):
     assert compiled["count"] >= got["frames"]
 
 
+# next() on a DataLoader's iterator inside a compiled function: Dynamo breaks
+# the graph there, as it does without record (torch's __next__ is on its skip
+# list, trainprof's is C); Dynamo's frame counter also counts its checks of
+# trainprof's Python frames met in the break, once each, so it is left out
+NEXT_INSIDE = """
+import json, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+from torch._dynamo.utils import counters
+torch.manual_seed(0)
+model = nn.Linear(8, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+it = iter(DataLoader(TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,))), batch_size=8))
+@torch.compile(backend="eager")
+def loss_of_next():
+    x, y = next(it)
+    return nn.functional.cross_entropy(model(x), y)
+for i in range(6):
+    opt.zero_grad(); loss_of_next().backward(); opt.step()
+print(json.dumps({"recompiles": sum(counters["recompiles"].values()),
+                  "graphs": counters["stats"]["unique_graphs"],
+                  "breaks": sum(counters["graph_break"].values())}))
+"""
+
+
+def test_next_inside_compiled_code_breaks_the_graph_as_without_record(run_file, tmp_path):
+    script = tmp_path / "next_inside.py"
+    script.write_text(NEXT_INSIDE)
+    plain, recorded = bare_and_recorded(script, run_file)
+    expected, got = json.loads(plain), json.loads(recorded.splitlines()[-1])
+    assert got == expected and got["recompiles"] == 0 and got["breaks"] == 1, (got, expected)
+    rep = json.loads(trainprof("report", "--json", run_file).stdout)
+    # the fetches, made in the break, still mark the steps and the pass
+    assert rep["steps"][0]["count"] == 6 and rep["steps"][0]["samples"] == 48
+    assert [(e["epoch"], e["steps"]) for e in rep["epochs"]] == [(0, 6)]
+
+
 LET_GO = """
 import gc, json, multiprocessing, weakref
 import torch

@@ -155,7 +155,9 @@ void tp_report_drift_json(json_writer *w, const tp_regimes_drift *d);
     "start-up: Python prints that error, \"Error processing line 1 of "                  \
     "...trainprof-autoload.pth\", on the command's standard error). Install trainprof "  \
     "into that Python, or run the one that has it (trainprof record -- /path/to/python " \
-    "train.py). Only the system metrics were recorded."
+    "train.py). A free-threaded Python running without the GIL is left without it on "   \
+    "purpose, and says so on that standard error. Only the system metrics were "         \
+    "recorded."
 void tp_report_verdicts_json(json_writer *w, const tp_summary *s, const tp_verdicts *v);
 
 /* Why an incomplete run is, as one clause: the recorder stopped early, or

@@ -63,6 +63,8 @@ def test_a_python_without_the_gil_is_left_without_it(tmp_path):
     assert loaded["off"][0] == "[]", loaded
     assert "this free-threaded Python runs without the GIL" in loaded["off"][1]
     assert "PYTHON_GIL=1 records them" in loaded["off"][1]
+    text = " ".join(trainprof("report", tmp_path / "off.db").stdout.split())
+    assert "A free-threaded Python running without the GIL is left without it" in text
 
 
 def test_deferred_parts_apply_once_the_script_imports_them(run_file):

@@ -21,17 +21,15 @@ class StepOptimizer:
     __slots__ = ("ref", "other", "other_times", "others", "others_most")
 
     def __init__(self, optimizer):
-        self.ref = weakref.ref(optimizer)
+        self.ref = weakref.ref(optimizer)  # the step optimizer while it lives
         self.other = None  # weakref: the other optimizer that stepped last
         self.other_times = []  # its updates' times since the step optimizer's last
         self.others = 0  # updates of any other optimizer since the step optimizer's last
         self.others_most = 0  # the most of those between two of its updates
 
-    def owner(self):
-        """The step optimizer while it lives, else None."""
-        return self.ref()
-
     def owner_stepped(self):
+        """The step optimizer's update, others having stepped since its last
+        (the tracker calls it only then: a step's cost)."""
         self.others_most = max(self.others_most, self.others)
         self.others, self.other, self.other_times = 0, None, []
 

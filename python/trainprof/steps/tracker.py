@@ -513,13 +513,14 @@ class StepTracker(PauseRules):
                 self.update_ns = self.sink.now_ns()  # the run's last step may end here (exit)
         if loop.main_loader is None and not self.switches.manual_steps:
             stepping = loop.step_optimizer
-            owner = stepping.owner() if stepping is not None else None
+            owner = stepping.ref() if stepping is not None else None  # a step's: no method
             if owner is None:
                 if stepping is None and loop.first_work_ns is not None:
                     self._step(loop.first_work_ns)  # the first step began there
                 loop.step_optimizer, owner = StepOptimizer(optimizer), optimizer
             elif owner is optimizer:
-                stepping.owner_stepped()
+                if stepping.others:  # others stepped since its last update
+                    stepping.owner_stepped()
             else:
                 earlier = stepping.other_stepped(optimizer, self.sink.now_ns())
                 if earlier is not None:  # it took the role: its earlier updates ended steps

@@ -1,6 +1,7 @@
 """What `trainprof record` costs a training step, in instructions: the CPU
 stand-in of bench/gpu_step_cost.py (a 12-block MLP 64 wide at batch 16, one
-thread) under valgrind's callgrind, which counts instructions, not seconds:
+thread, through a DataLoader; --model standin_kept: its batch kept, the
+optimizer's updates marking the steps) under valgrind's callgrind, which counts instructions, not seconds:
 the same for the same build and inputs whatever else the machine does (a
 2-core VM's wall and CPU times can't resolve 1 %, issue 56).
 
@@ -25,6 +26,7 @@ code costs, which holds across builds). A budget is judged on the larger.
 
     python3 bench/step_instructions.py [--arms A,B,...] [--steps N1,N2] [--jobs J]
                                        [--seeds S,S,...] [--keep DIR]
+                                       [--model standin|standin_kept]
 
 --keep DIR keeps callgrind's files there (cg-ARM-sSEED-STEPS.PID-THREAD), for
 callgrind_annotate: the per-step cost of each C function is the difference
@@ -92,10 +94,10 @@ def run(arm, seed, steps, args, d):
         "--separate-threads=yes",
         f"--callgrind-out-file={prefix}.%p",
     ]
-    ns = argparse.Namespace(model="standin", steps=steps + 20, trainprof=args.trainprof)
+    ns = argparse.Namespace(model=args.model, steps=steps + 20, trainprof=args.trainprof)
     argv, env = gpu_step_cost.arm_command(arm, ns, os.path.join(d, f"{arm}-s{seed}-{steps}.db"))
     child = argv.index(sys.executable)
-    argv = argv[:child] + grind + [sys.executable, "-c", CHILD, "standin", str(steps + 20)]
+    argv = argv[:child] + grind + [sys.executable, "-c", CHILD, args.model, str(steps + 20)]
     env["PYTHONHASHSEED"] = str(seed)
     r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600)
     if r.returncode != 0:
@@ -109,6 +111,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--arms", default="bare,record,stacks0,ops_off")
     p.add_argument("--steps", default="40,240")
+    p.add_argument(
+        "--model",
+        default="standin",
+        choices=("standin", "standin_kept"),
+        help="the stand-in through a DataLoader, or its batch kept (the updates mark the steps)",
+    )
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument(
         "--seeds", default="0,1,2", help="PYTHONHASHSEEDs each arm runs under (default 0,1,2)"
@@ -139,14 +147,14 @@ def main():
             for n in (n1, n2)
         }
         got = {k: f.result() for k, f in jobs.items()}
-    print(json.dumps(summarize(got, arms, seeds, n1, n2), indent=1))
+    print(json.dumps(summarize(got, arms, seeds, n1, n2, args.model), indent=1))
 
 
-def summarize(got, arms, seeds, n1, n2):
+def summarize(got, arms, seeds, n1, n2, model):
     """Each arm's instructions a step per seed (the training thread's, and
     the other threads'), and each arm's difference to bare under the same
     seed: per seed, their median and spread, in instructions and percent."""
-    result = {"model": "standin", "steps": [n1, n2], "seeds": seeds}
+    result = {"model": model, "steps": [n1, n2], "seeds": seeds}
     per_step, others, alloc = {}, {}, {}
     for a in arms:
         for s in seeds:

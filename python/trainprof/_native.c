@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "_batch_samples.h"
 #include "_per_thread.h"
 #include "_region.h"
 #include "_stack_sampler.h"
@@ -278,6 +279,8 @@ static PyMethodDef module_methods[] = {
     {"_thread_state_setup", tp_py_thread_state_setup, METH_O, NULL},
     {"_twins_only", tp_py_twins_only, METH_O, NULL},
     {"_tracker_setup", (PyCFunction)(void (*)(void))tp_py_tracker_setup, METH_FASTCALL, NULL},
+    {"_batch_samples_setup", (PyCFunction)(void (*)(void))tp_py_batch_samples_setup, METH_FASTCALL,
+     NULL},
     {"_compiling_flag", tp_py_set_compiling_flag, METH_O, NULL},
     {"_device_end", tp_py_set_device_end, METH_O, NULL},
     {"timed_backward", (PyCFunction)(void (*)(void))tp_py_timed_backward_new, METH_FASTCALL,

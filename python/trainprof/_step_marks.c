@@ -89,6 +89,12 @@ void tp_py_mark_step(void)
     ops_check();
 }
 
+void tp_py_mark_step_at(uint64_t t_ns)
+{
+    tp_step_at(t_ns);
+    ops_check();
+}
+
 PyObject *tp_py_step(PyObject *module, PyObject *unused)
 {
     (void)module, (void)unused;
@@ -108,8 +114,5 @@ PyObject *tp_py_pass_u64(PyObject *arg, void (*fn)(uint64_t))
 PyObject *tp_py_step_at(PyObject *module, PyObject *arg)
 {
     (void)module;
-    PyObject *r = tp_py_pass_u64(arg, tp_step_at);
-    if (r)
-        ops_check();
-    return r;
+    return tp_py_pass_u64(arg, tp_py_mark_step_at);
 }

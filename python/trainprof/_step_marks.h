@@ -12,6 +12,10 @@
  * for is here; an exception in it is the capture's, never the training's). */
 void tp_py_mark_step(void);
 
+/* _native.step_at(t_ns): a step boundary at an earlier now_ns(), then the
+ * capture window's check as tp_py_mark_step's. */
+void tp_py_mark_step_at(uint64_t t_ns);
+
 /* Calls fn with arg as an unsigned 64-bit integer (a time from now_ns(), a
  * step count): None, or NULL with an exception set. */
 PyObject *tp_py_pass_u64(PyObject *arg, void (*fn)(uint64_t));

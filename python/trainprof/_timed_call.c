@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <structmember.h>
 
+#include "_batch_samples.h"
 #include "_thread_state.h"
 #include "_tracker_events.h"
 #include "trainprof.h"
@@ -155,11 +156,14 @@ static int begin_train_batch(TimedCall *self, PyObject *local, PyObject *module)
 }
 
 /* count_samples(args or tuple(kwargs.values())): the call's arguments as
- * the batch. 0, or -1 with an exception set. */
-static int count_batch(PyObject *const *args, size_t nargsf, PyObject *kwnames)
+ * the batch, its first item counted in C where it can be
+ * (_batch_samples.c). 0, or -1 with an exception set. */
+static int count_batch(PyObject *local, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if ((nargs || nkw) && tp_batch_samples(local, args[0])) /* kwargs' values follow args */
+        return 0;
     PyObject *batch = PyTuple_New(nargs ? nargs : nkw);
     if (batch == NULL)
         return -1;
@@ -197,7 +201,7 @@ static int training_call(TimedCall *self, PyObject *local, PyObject *module, int
                !tp_truthy(tp_slot_get(local, TS_CLOSURE_AGAIN));
     if (PyErr_Occurred())
         return -1;
-    return same ? count_batch(args, nargsf, kwnames) : 0;
+    return same ? count_batch(local, args, nargsf, kwnames) : 0;
 }
 
 /* forward.py's forward_begin(local, module, region, args, kwargs) where

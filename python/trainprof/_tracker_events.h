@@ -6,8 +6,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* _tracker_setup(StepTracker, Loop, sink, switches, memory): the classes
- * whose slots the events read (trainprof.steps.tracker, .loop_state), the
+/* _tracker_setup(StepTracker, Loop, StepOptimizer, sink, switches, memory):
+ * the classes whose slots the events read (trainprof.steps.tracker,
+ * .loop_state, .step_optimizer), the
  * sink whose step marks they may make themselves (patches.common's _Marks),
  * the module of the step switches (steps.state) and the GPU memory
  * readings' (runtime.device_memory). None, or a TypeError where a slot is

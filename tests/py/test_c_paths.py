@@ -166,6 +166,7 @@ import trainprof._native
 from trainprof.patches.common import loop, tracker
 from trainprof.runtime import device_memory
 from trainprof.steps.loop_state import Loop
+from trainprof.steps.step_optimizer import StepOptimizer
 from trainprof.steps.tracker import StepTracker
 
 if sys.argv[1] == "twins":
@@ -202,6 +203,10 @@ def state():
     t = tracker()
     slots = [(n, getattr(t, n)) for n in StepTracker.__slots__ if n not in ("sink", "loop", "switches")]
     slots += [(n, getattr(loop, n)) for n in Loop.__slots__ if n not in ("main_loader", "fetcher")]
+    stepping = loop.step_optimizer  # where the updates mark the steps
+    if stepping is not None:
+        slots += [(n, getattr(stepping, n)) for n in StepOptimizer.__slots__ if n not in ("ref", "other")]
+        slots += [("ref", stepping.ref() is opt), ("other", stepping.other)]
     return [(n, plain(v)) for n, v in slots] + [loop.fetcher is t, loop.main_loader is None]
 
 
@@ -211,6 +216,8 @@ model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
 criterion = nn.CrossEntropyLoss()  # a module: the model's and its forward a step
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 data = DataLoader(TensorDataset(torch.randn(160, 8), torch.randint(0, 3, (160,))), batch_size=8)
+if sys.argv[2] == "kept":  # no DataLoader: the optimizer's updates mark the steps
+    data = [(torch.randn(8, 8), torch.randint(0, 3, (8,)))] * 20
 states = []
 for epoch in range(2):  # 20 steps a pass
     for i, (x, y) in enumerate(data):
@@ -231,26 +238,54 @@ print(json.dumps(window, sort_keys=True))
 """
 
 
+def steady(tmp_path, batches):
+    """STEADY recorded with the C paths and with their twins, its batches
+    through a DataLoader ("loader") or kept ("kept"): for each, the
+    tracker's events that ran its Python in the window and the memory
+    readings, the tracker's states, and the steps and samples reported."""
+    script = tmp_path / "steady.py"
+    script.write_text(textwrap.dedent(STEADY))
+    seen, states, steps = {}, {}, {}
+    for how in ("c", "twins"):
+        run_file = tmp_path / f"{how}-{batches}.db"
+        r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, how, batches)
+        assert r.returncode == 0, r.stderr
+        *_, states[how], seen[how] = r.stdout.splitlines()
+        s = report_json(run_file)["steps"][0]
+        steps[how] = (s["count"], s["samples"])
+    return seen, states, steps
+
+
 def test_a_pass_s_steady_steps_tell_the_tracker_in_c(tmp_path):
     """Mid-pass, the C paths tell the step tracker of each event without a
     Python call (_tracker_events.c), where the twins call it seven times a
     step, and leave it as the twins do: every slot of the tracker and the
     loop the same after each fetch and each update, the same step marks,
     each followed by the GPU memory reading where one is due (marks.step's)."""
-    script = tmp_path / "steady.py"
-    script.write_text(textwrap.dedent(STEADY))
-    seen, states, steps = {}, {}, {}
-    for how in ("c", "twins"):
-        run_file = tmp_path / f"{how}.db"
-        r = trainprof("record", "-q", "-o", run_file, "--", PYTHON, script, how)
-        assert r.returncode == 0, r.stderr
-        *_, states[how], seen[how] = r.stdout.splitlines()
-        s = report_json(run_file)["steps"][0]
-        steps[how] = (s["count"], s["samples"])
+    seen, states, steps = steady(tmp_path, "loader")
     # 10 batches' work (the 6th to the 15th) and 10 fetches (the 7th to the 16th)
     events = {"fetch": 10, "fetched": 10, "forward": 20, "backward": 10, "update": 10}
     assert json.loads(seen["twins"]) == [dict(events, optimizer_begins=10), 10]
     assert json.loads(seen["c"]) == [{}, 10]
     assert len(json.loads(states["c"])) == 2 * (2 * 20 + 1)
+    assert states["c"] == states["twins"]
+    assert steps["c"] == steps["twins"] == (40, 320)
+
+
+def test_steps_the_updates_mark_tell_the_tracker_in_c(tmp_path):
+    """Where no DataLoader feeds the training (nanoGPT's get_batch(), data
+    kept on the GPU), the optimizer's updates end the steps and the next
+    training work opens the next: the C paths do both, and leave the
+    tracker, the loop and the step optimizer as the twins do, the step
+    marks (each step's opened 1 ns after the last update) and memory
+    readings the same."""
+    seen, states, steps = steady(tmp_path, "kept")
+    # 10 steps' work (the 6th to the 15th): each opened by its model's forward
+    events = {"forward": 20, "backward": 10, "optimizer_begins": 10, "update": 10}
+    assert json.loads(seen["twins"]) == [events, 10]
+    assert json.loads(seen["c"]) == [{}, 10]
+    kept = json.loads(states["c"])
+    assert len(kept) == 2 * (2 * 20 + 1)
+    assert ["ref", "True"] in kept[-1] and ["open_pending", "t"] in kept[-1]
     assert states["c"] == states["twins"]
     assert steps["c"] == steps["twins"] == (40, 320)

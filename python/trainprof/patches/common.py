@@ -11,6 +11,7 @@ from trainprof.runtime import device_memory as _memory
 from trainprof.steps import marks as _marks
 from trainprof.steps import state as _state
 from trainprof.steps.loop_state import Loop
+from trainprof.steps.step_optimizer import StepOptimizer
 from trainprof.steps.tracker import StepTracker
 
 # What the patches' hot paths call first: this thread's ThreadState (one call
@@ -101,7 +102,7 @@ class ThreadState:
 # the C paths (python/trainprof/_thread_state.c) read its slots straight,
 # and the tracker's and the loop's (_tracker_events.c)
 _native._thread_state_setup(ThreadState)
-_native._tracker_setup(StepTracker, Loop, _Marks, _state, _memory)
+_native._tracker_setup(StepTracker, Loop, StepOptimizer, _Marks, _state, _memory)
 
 
 def tracker():
@@ -343,6 +344,11 @@ def count_shape(shape):
         per_thread(ThreadState).pending = (shape[0], shape[1])
     else:
         _native.samples(shape[0])
+
+
+# count_samples of a training call's plain tensor, in C (_batch_samples.c):
+# a change to count_samples, count_shape or SampleDim is a change to its C too
+_native._batch_samples_setup(torch.Tensor, SampleDim, _state)
 
 
 def timed_pause(fn, region):

@@ -16,7 +16,8 @@ TAKE_OVER_MAX = 4096  # times kept at most: an optimizer that steps this often t
 class StepOptimizer:
     """The optimizer whose updates end the steps (held weakly, as the
     tracker holds every optimizer), and the updates of the others since its
-    last one."""
+    last one. Plain attributes (__slots__): the C paths read ref and others
+    by offset (python/trainprof/_tracker_events.c)."""
 
     __slots__ = ("ref", "other", "other_times", "others", "others_most")
 

@@ -83,9 +83,11 @@ class StepTracker(PauseRules):
     thread, with the same sink, loop and switches). Plain attributes
     (__slots__): the patches call it several times a step. The C paths do
     what fetch, fetched, forward, backward and update do in a pass's steady
-    steps on these slots themselves (python/trainprof/_tracker_events.c,
-    which names each state it takes): a change to one of those methods is
-    a change to its C too."""
+    steps, and what forward (or backward) and update do where the updates
+    mark the steps (_open_pending_step, the step optimizer's update), on
+    these slots themselves (python/trainprof/_tracker_events.c, which names
+    each state it takes): a change to one of those methods is a change to
+    its C too."""
 
     __slots__ = (
         "sink",
